@@ -1,0 +1,1 @@
+"""Check modules; each registers its checks with :func:`crosscheck.registry.check` on import."""

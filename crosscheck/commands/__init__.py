@@ -1,0 +1,1 @@
+"""One module per ``seqgrad`` subcommand; see :mod:`crosscheck.cli`."""

@@ -1,0 +1,133 @@
+"""The one registry of checks that ``seqgrad check`` runs.
+
+A check is a function ``run(ctx) -> Outcome`` with a unique name, the place in
+the course text it verifies (``source``) and a group.  Modules in
+:mod:`crosscheck.checks` register their checks on import with :func:`check`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import pkgutil
+import time
+import traceback
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
+
+from seqgrad.errors import SeqgradValueError
+from seqgrad.progress import progress
+
+from .tolerance import Outcome
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a check runs with: the device, the dtype and a deterministic seed."""
+
+    device: str = "cpu"
+    dtype: str = "float64"
+    seed: int = 0
+    name: str = ""
+
+    def rng(self) -> np.random.Generator:
+        """A numpy generator seeded from the run seed and the check's name."""
+        return np.random.default_rng([self.seed, zlib.crc32(self.name.encode())])
+
+    def torch_generator(self):
+        import torch
+
+        return torch.Generator().manual_seed(self.seed * 1_000_003 + zlib.crc32(self.name.encode()))
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    source: str
+    group: str
+    run: Callable[[Context], Outcome] = field(compare=False)
+    description: str = ""
+
+
+_REGISTRY: dict[str, Check] = {}
+
+
+def register(item: Check) -> Check:
+    if item.name in _REGISTRY and _REGISTRY[item.name].run is not item.run:
+        raise SeqgradValueError("name", item.name, "a check name not registered yet")
+    _REGISTRY[item.name] = item
+    return item
+
+
+def check(name: str, *, source: str, group: str, description: str = "") -> Callable:
+    """Decorator: register ``fn(ctx) -> Outcome`` as a check."""
+
+    def decorate(fn: Callable[[Context], Outcome]) -> Callable[[Context], Outcome]:
+        register(Check(name, source, group, fn, description or (fn.__doc__ or "").strip().split("\n")[0]))
+        return fn
+
+    return decorate
+
+
+def load_builtin_checks() -> None:
+    """Import every module of :mod:`crosscheck.checks` so its checks register."""
+    from . import checks
+
+    for info in sorted(pkgutil.iter_modules(checks.__path__), key=lambda m: m.name):
+        importlib.import_module(f"{checks.__name__}.{info.name}")
+
+
+def all_checks(pattern: str | None = None) -> list[Check]:
+    """Registered checks in a stable order, optionally filtered by a glob or substring
+    matched against the name and the group."""
+    load_builtin_checks()
+    items = sorted(_REGISTRY.values(), key=lambda c: (c.group, c.name))
+    if pattern:
+        glob = pattern if any(ch in pattern for ch in "*?[") else f"*{pattern}*"
+        items = [c for c in items if fnmatch.fnmatchcase(c.name, glob) or fnmatch.fnmatchcase(c.group, glob)]
+    return items
+
+
+@dataclass
+class Result:
+    name: str
+    source: str
+    group: str
+    status: str  # "pass", "fail", "skip" or "error"
+    passed: bool
+    max_abs_error: float
+    max_rel_error: float
+    device: str
+    dtype: str
+    detail: str
+    seconds: float  # a timing: the only field that differs between identical runs
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def run_one(item: Check, device: str, dtype: str = "float64", seed: int = 0) -> Result:
+    ctx = Context(device=device, dtype=dtype, seed=seed, name=item.name)
+    start = time.perf_counter()
+    try:
+        outcome = item.run(ctx)
+        if not isinstance(outcome, Outcome):
+            raise TypeError(f"check {item.name} returned {type(outcome).__name__}, not Outcome")
+        status = "skip" if outcome.skipped else ("pass" if outcome.passed else "fail")
+        result = Result(item.name, item.source, item.group, status, bool(outcome.passed), float(outcome.max_abs_error),
+                        float(outcome.max_rel_error), device, dtype, outcome.detail, 0.0)
+    except Exception as exc:  # a crashing check is a failed check, reported, not a crashed run
+        last = traceback.extract_tb(exc.__traceback__)[-1]
+        where = f"{last.filename.rsplit('/', 1)[-1]}:{last.lineno}"
+        result = Result(item.name, item.source, item.group, "error", False, float("inf"), float("inf"), device, dtype,
+                        f"{type(exc).__name__}: {exc} ({where})", 0.0)
+    result.seconds = round(time.perf_counter() - start, 4)
+    return result
+
+
+def run_checks(items: Iterable[Check], device: str = "cpu", dtype: str = "float64", seed: int = 0, show_progress: bool | None = None) -> list[Result]:
+    items = list(items)
+    return [run_one(item, device, dtype, seed) for item in progress(items, len(items), "checks", enabled=show_progress)]

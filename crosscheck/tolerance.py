@@ -1,0 +1,120 @@
+"""The one tolerance policy of seqgrad, with its reasons.
+
+Every numeric comparison in crosscheck/ (and in the tests) takes its
+tolerance from :func:`tolerance`.  An entry passes when
+``|computed - reference| <= atol + rtol * |reference|`` (numpy's ``allclose``
+rule); the report shows the largest absolute error and the largest relative
+error ``|computed - reference| / max(|reference|, atol)``.
+
+Reasons for the numbers:
+
+* float64 on CPU: derivations and autograd evaluate the same real function by
+  different operation orders; in double precision the rounding differences of
+  the models here (at most a few hundred operations per entry, condition
+  numbers below 1e4) stay below 1e-12, so ``atol=1e-10, rtol=1e-9`` leaves a
+  margin of 100 while still catching any wrong term (a wrong term changes a
+  result at the 1e-3 level or more).
+* float64 on CUDA: cuBLAS and cuDNN may reorder reductions and use fused
+  multiply-add; a factor of 10 more than on CPU covers that.
+* float32 on CPU: unit round-off is 6e-8; accumulated over the same operation
+  counts it reaches 1e-6 relative, so ``atol=1e-5, rtol=1e-4``.
+* float32 on CUDA: matrix products may use TF32 (10-bit mantissa) unless
+  disabled, so ``atol=1e-3, rtol=1e-2``.
+* printed textbook numbers are never compared with these: they use half a
+  unit of their last significant figure (:mod:`seqgrad.sigfig`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from seqgrad.errors import SeqgradValueError
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+    reason: str
+
+
+POLICY: dict[tuple[str, str], Tolerance] = {
+    ("float64", "cpu"): Tolerance(1e-10, 1e-9, "double precision, same function, different operation order"),
+    ("float64", "cuda"): Tolerance(1e-9, 1e-8, "double precision with reordered GPU reductions and FMA"),
+    ("float32", "cpu"): Tolerance(1e-5, 1e-4, "single precision round-off accumulated over the model"),
+    ("float32", "cuda"): Tolerance(1e-3, 1e-2, "single precision, GPU matrix products may use TF32"),
+}
+
+
+def tolerance(dtype: str = "float64", device: str = "cpu") -> Tolerance:
+    """The tolerance for comparisons in ``dtype`` on ``device`` (``cpu`` or ``cuda``)."""
+    dtype = str(dtype).replace("torch.", "")
+    device = str(device).split(":")[0]
+    try:
+        return POLICY[(dtype, device)]
+    except KeyError:
+        raise SeqgradValueError("dtype/device", (dtype, device), "float64 or float32 on cpu or cuda") from None
+
+
+@dataclass
+class Outcome:
+    """What one check found."""
+
+    max_abs_error: float
+    max_rel_error: float
+    passed: bool
+    detail: str = ""
+    skipped: str | None = None  # the reason, when the check did not run here
+
+    @classmethod
+    def skip(cls, reason: str) -> "Outcome":
+        return cls(0.0, 0.0, True, reason, skipped=reason)
+
+    @classmethod
+    def exact(cls, holds: bool, detail: str = "") -> "Outcome":
+        """A symbolic proof: error 0 when it holds, inf when it does not."""
+        err = 0.0 if holds else float("inf")
+        return cls(err, err, bool(holds), detail)
+
+
+def _as_array(value) -> np.ndarray:
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    return np.asarray(value, dtype=np.float64)
+
+
+def errors(computed, reference, atol: float = 1e-10) -> tuple[float, float]:
+    """Largest absolute and relative error between two arrays of the same shape."""
+    c, r = _as_array(computed), _as_array(reference)
+    if c.shape != r.shape:
+        raise SeqgradValueError("computed", c.shape, f"the reference's shape {r.shape}")
+    if c.size == 0:
+        return 0.0, 0.0
+    diff = np.abs(c - r)
+    if not np.all(np.isfinite(diff)):
+        return float("inf"), float("inf")
+    rel = diff / np.maximum(np.abs(r), atol)
+    return float(diff.max()), float(rel.max())
+
+
+def compare(computed, reference, *, dtype: str = "float64", device: str = "cpu", tol: Tolerance | None = None, detail: str = "") -> Outcome:
+    """Compare under the policy for ``dtype`` and ``device``; NaN or inf never passes."""
+    tol = tol or tolerance(dtype, device)
+    c, r = _as_array(computed), _as_array(reference)
+    abs_err, rel_err = errors(c, r, tol.atol)
+    passed = bool(np.all(np.isfinite(c)) and np.all(np.isfinite(r)) and np.all(np.abs(c - r) <= tol.atol + tol.rtol * np.abs(r)))
+    return Outcome(abs_err, rel_err, passed, detail)
+
+
+def combine(outcomes: list[Outcome], detail: str = "") -> Outcome:
+    """One outcome for several comparisons: the worst errors, passed only if all passed."""
+    if not outcomes:
+        raise SeqgradValueError("outcomes", outcomes, "at least one outcome")
+    return Outcome(
+        max(o.max_abs_error for o in outcomes),
+        max(o.max_rel_error for o in outcomes),
+        all(o.passed for o in outcomes),
+        detail or "; ".join(o.detail for o in outcomes if o.detail),
+    )

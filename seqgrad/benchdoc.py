@@ -1,0 +1,44 @@
+"""Record benchmark results in docs/benchmarks.md, one marked section per benchmark.
+
+Each benchmark script owns the section between ``<!-- bench:NAME -->`` and
+``<!-- /bench:NAME -->``; re-running it replaces only that section, atomically.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import re
+from pathlib import Path
+
+from .atomic import write_text
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+HEADER = "# Benchmarks\n\nEvery figure below is written by a script in `benchmarks/`; each compares against a baseline measured in the same run and reports the ratio.\nRe-run one with `python benchmarks/NAME.py`.\n"
+
+
+def machine_line() -> str:
+    import os
+
+    return f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPU cores, {platform.machine()}"
+
+
+def record(name: str, markdown: str, doc: Path | None = None) -> Path:
+    """Replace (or append) the section ``name`` of the benchmarks page with ``markdown``."""
+    doc = Path(doc or DOC)
+    text = doc.read_text(encoding="utf-8") if doc.exists() else HEADER
+    stamp = _dt.date.today().isoformat()
+    block = f"<!-- bench:{name} -->\n{markdown.rstrip()}\n\n_Measured {stamp} on {machine_line()}._\n<!-- /bench:{name} -->"
+    pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->", re.S)
+    if pattern.search(text):
+        text = pattern.sub(lambda _m: block, text)
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    return write_text(doc, text)
+
+
+def table(headers: list[str], rows: list[list[object]]) -> str:
+    """A Markdown table."""
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
