@@ -28,6 +28,9 @@ def run(args) -> int:
 
     device = resolved_device(args.device)
     items = all_checks(args.only)
+    if not items and not args.only:
+        print("seqgrad: no checks are registered; nothing was verified", file=sys.stderr)
+        return 1
     if args.only and not items:
         raise SeqgradValueError("--only", args.only, "a pattern matching at least one check (see seqgrad check --list)")
     if args.list:
