@@ -1,0 +1,155 @@
+"""Notation settings for LaTeX output, passed explicitly (SymPy's printer style).
+
+A :class:`Notation` says how symbols look: which names to rename, which
+symbols stand for whole vectors or matrices (set in bold, as the course text
+does), and whether numbers use a decimal comma (Russian-language notes).
+It builds a :class:`NotationPrinter`, a subclass of SymPy's ``LatexPrinter``;
+every formula in seqgrad's LaTeX goes through it, never through hand-built
+math strings.
+
+>>> import sympy as sp
+>>> from derive.latex_settings import Notation
+>>> h, W = sp.Symbol("h_t"), sp.Symbol("W_h")
+>>> Notation(vectors={"h", "W"}).latex(h * W)
+'\\\\mathbf{W}_{h} \\\\mathbf{h}_{t}'
+>>> Notation(vectors={"h", "W"}, bold=False).latex(h * W)
+'W_{h} h_{t}'
+>>> Notation(decimal_comma=True).latex(sp.Float(0.25) * sp.Symbol("x"))
+'0{,}25 x'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+import sympy as sp
+from sympy.printing.conventions import split_super_sub
+from sympy.printing.latex import LatexPrinter, translate
+
+from seqgrad.errors import SeqgradTypeError
+
+# The course text's own glyphs for a few names (keys are base names: indices are kept).
+TEXTBOOK_LETTERS: Mapping[str, str] = MappingProxyType({
+    "yhat": r"\widehat{y}",
+    "ctilde": r"\widetilde{c}",
+    "L": r"\mathcal{L}",
+})
+
+_GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "iota", "kappa",
+          "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "upsilon", "phi", "varphi", "chi", "psi", "omega"}
+
+
+def _names(argument: str, value: object) -> frozenset[str]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise SeqgradTypeError(argument, value, "a collection of symbol names, e.g. {'h', 'W_x'}")
+    names = frozenset(value)
+    if not all(isinstance(n, str) and n for n in names):
+        raise SeqgradTypeError(argument, value, "a collection of non-empty strings")
+    return names
+
+
+def _mapping(argument: str, value: object) -> Mapping[str, str]:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and k and isinstance(v, str) for k, v in value.items()):
+        raise SeqgradTypeError(argument, value, "a mapping from symbol names to LaTeX strings")
+    return MappingProxyType(dict(value))
+
+
+@dataclass(frozen=True)
+class Notation:
+    """How formulas are printed.
+
+    ``symbol_names``: exact symbol name -> LaTeX (``{"w_h": r"w_{hh}"}``).
+    ``letters``: base name -> LaTeX, keeping sub- and superscripts (``{"g": r"\\delta"}``
+    prints ``g_t^h`` as ``\\delta^{h}_{t}``); defaults to the text's ``\\widehat{y}``,
+    ``\\widetilde{c}``, ``\\mathcal{L}``.
+    ``vectors``: names (exact, or base letters) of symbols that stand for whole
+    vectors or matrices; with ``bold=True`` they, and every ``MatrixSymbol``, are bold.
+    ``decimal_comma``: print ``0{,}25`` instead of ``0.25``.
+    """
+
+    symbol_names: Mapping[str, str] = field(default_factory=dict, hash=False)
+    letters: Mapping[str, str] = field(default_factory=lambda: dict(TEXTBOOK_LETTERS), hash=False)
+    vectors: frozenset[str] = frozenset()
+    bold: bool = True
+    decimal_comma: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "symbol_names", _mapping("symbol_names", self.symbol_names))
+        object.__setattr__(self, "letters", _mapping("letters", self.letters))
+        object.__setattr__(self, "vectors", _names("vectors", self.vectors))
+        for flag in ("bold", "decimal_comma"):
+            if not isinstance(getattr(self, flag), bool):
+                raise SeqgradTypeError(flag, getattr(self, flag), "True or False")
+
+    def replace(self, **changes) -> "Notation":
+        """A copy with some settings changed."""
+        return replace(self, **changes)
+
+    def with_vectors(self, names: Iterable[str]) -> "Notation":
+        """A copy in which ``names`` also denote vectors or matrices."""
+        return replace(self, vectors=self.vectors | _names("names", names))
+
+    def printer(self) -> "NotationPrinter":
+        return NotationPrinter(self)
+
+    def latex(self, expr) -> str:
+        """LaTeX for a SymPy expression (or anything ``sympify``-free SymPy can print)."""
+        return self.printer().doprint(expr)
+
+    def number(self, text: str) -> str:
+        """A decimal number already written as text (``"0.25"``), with this notation's separator."""
+        return text.replace(".", "{,}") if self.decimal_comma else text
+
+
+DEFAULT = Notation()
+RUSSIAN = Notation(decimal_comma=True)
+
+
+class NotationPrinter(LatexPrinter):
+    """``sympy.printing.latex.LatexPrinter`` with seqgrad's :class:`Notation`."""
+
+    printmethod = "_latex"
+
+    def __init__(self, notation: Notation | None = None, **settings):
+        notation = DEFAULT if notation is None else notation
+        if not isinstance(notation, Notation):
+            raise SeqgradTypeError("notation", notation, "a derive.latex_settings.Notation")
+        self.notation = notation
+        settings.setdefault("decimal_separator", "comma" if notation.decimal_comma else "period")
+        settings.setdefault("mat_symbol_style", "bold" if notation.bold else "plain")
+        super().__init__(settings)
+
+    def _print_Symbol(self, expr, style="plain"):
+        n = self.notation
+        if expr.name in n.symbol_names:
+            return n.symbol_names[expr.name]
+        base, supers, subs, braced = self._parts(expr.name)
+        glyph = n.letters[base] if base in n.letters else translate(base)  # SymPy's greek letters, hat, ...
+        if style == "bold" or (n.bold and (expr.name in n.vectors or base in n.vectors)):
+            glyph = (r"\boldsymbol{%s}" if base.lower() in _GREEK else r"\mathbf{%s}") % glyph
+        if supers:
+            glyph += "^{%s}" % " ".join(translate(s) for s in supers)
+        if subs:
+            glyph += "_{%s}" % " ".join(translate(s) for s in subs)
+        return glyph + braced
+
+    def _parts(self, name: str) -> tuple[str, list[str], list[str], str]:
+        """Base name, superscripts, subscripts, and an already-LaTeX tail such as ``_{t-1}``."""
+        if self._settings["disable_split_super_sub"]:
+            return name, [], [], ""
+        if "{" in name:  # written in LaTeX already: keep the indices verbatim
+            m = re.fullmatch(r"([A-Za-z]+)([_^].*)", name)
+            return (m.group(1), [], [], m.group(2)) if m else (name, [], [], "")
+        base, supers, subs = split_super_sub(name)
+        return base, supers, subs, ""
+
+    def _print_MatrixSymbol(self, expr):
+        return self._print_Symbol(sp.Symbol(expr.name), style=self._settings["mat_symbol_style"])
+
+
+def latex(expr, notation: Notation | None = None) -> str:
+    """LaTeX for ``expr`` under ``notation`` (default: the course text's notation)."""
+    return NotationPrinter(notation).doprint(expr)
