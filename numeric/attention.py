@@ -1,0 +1,194 @@
+"""Scaled dot-product attention with several heads of any width (text, lines 608-930).
+
+Per head i: ``Q = X W_Q^T``, ``K = X W_K^T``, ``V = X W_V^T`` (weights stored
+output x input), ``S = Q K^T / sqrt(d_k)``, ``A = softmax_rows(S + M)``,
+``O = A V``; then ``C = [O^[1] | ... | O^[N]]`` and ``B_att = C W_O^T``.
+The mask M holds 0 for allowed and -inf for excluded sources and is added
+*before* the softmax; a query row with no allowed source is refused.
+
+With ``record=None`` and heads of one width, the heads run as one fused QKV
+product and :func:`torch.nn.functional.scaled_dot_product_attention`; with a
+``record`` dict every intermediate is computed explicitly and stored by name.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqgrad import validate
+from seqgrad.errors import SeqgradValueError, ShapeError
+
+from ._params import as_tensor, parameter, random_matrix
+
+
+# ----------------------------------------------------------------------------- masks
+
+def _bool_tensor(name: str, value, device) -> torch.Tensor:
+    t = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+    if t.dtype != torch.bool:
+        if not bool(((t == 0) | (t == 1)).all()):
+            raise SeqgradValueError(name, "an array with entries other than 0/1", "booleans or 0/1 entries")
+        t = t != 0
+    return t.to(device)
+
+
+def attention_mask(T: int, *, causal: bool = False, padding=None, exclude=None,
+                   dtype=torch.float64, device=None) -> torch.Tensor | None:
+    """The additive mask M (0 allowed, -inf excluded) of shape T x T or B x T x T.
+
+    ``causal``: source j is allowed for query t only when j <= t (line 784).
+    ``padding``: m_j per position (T or B x T), 1/True for a real token, 0/False for
+    padding; padding sources are excluded (line 1231).
+    ``exclude``: extra boolean mask, True = excluded (the PyTorch convention).
+    Returns ``None`` when nothing is masked.  A query row that allows no source is
+    a clear error (its softmax would be 0/0).
+    """
+    T = validate.integer("T", T, minimum=1)
+    excluded = None
+    if causal:
+        excluded = torch.triu(torch.ones(T, T, dtype=torch.bool, device=device), diagonal=1)
+    if padding is not None:
+        m = _bool_tensor("padding", padding, device)
+        if m.shape[-1] != T or m.dim() not in (1, 2):
+            raise ShapeError("padding", tuple(m.shape), f"({T},) or (B, {T})")
+        pad = ~m[..., None, :]  # excluded sources, broadcast over queries
+        pad = pad.expand(*m.shape[:-1], T, T)
+        excluded = pad if excluded is None else (excluded | pad)
+    if exclude is not None:
+        e = _bool_tensor("exclude", exclude, device)
+        if e.dim() not in (2, 3) or tuple(e.shape[-2:]) != (T, T):
+            raise ShapeError("exclude", tuple(e.shape), f"({T}, {T}) or (B, {T}, {T})")
+        excluded = e if excluded is None else (excluded | e)
+    if excluded is None:
+        return None
+    empty = (~excluded).sum(dim=-1) == 0
+    if bool(empty.any()):
+        where = [tuple(int(i) for i in idx) for idx in torch.nonzero(empty)[:3].tolist()]
+        raise SeqgradValueError("mask", f"query rows {where} exclude every source",
+                                "every query row must allow at least one source (an all -inf row has no softmax)")
+    M = torch.zeros(excluded.shape, dtype=dtype, device=device)
+    return M.masked_fill(excluded, float("-inf"))
+
+
+def check_mask(M: torch.Tensor | None, T: int) -> None:
+    """Refuse a user-built additive mask of the wrong shape, with NaN, or with an all -inf row."""
+    if M is None:
+        return
+    if M.dim() not in (2, 3) or tuple(M.shape[-2:]) != (T, T):
+        raise ShapeError("mask", tuple(M.shape), f"({T}, {T}) or (B, {T}, {T})")
+    if bool(torch.isnan(M).any()) or bool((M == float("inf")).any()):
+        raise SeqgradValueError("mask", "an array with NaN or +inf", "entries 0 (or finite) for allowed, -inf for excluded")
+    if bool((torch.isinf(M).all(dim=-1)).any()):
+        raise SeqgradValueError("mask", "a row of -inf only", "every query row must allow at least one source")
+
+
+def contributions(A: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+    """``A_tj v_j`` for every query t and source j: shape (..., T, T, d_v); summing over j gives O."""
+    return A[..., :, :, None] * V[..., None, :, :]
+
+
+# ----------------------------------------------------------------------------- heads
+
+class Head(nn.Module):
+    """One head's maps: W_Q, W_K (d_k x D) and W_V (d_v x D), optional biases."""
+
+    def __init__(self, W_Q, W_K, W_V, b_Q=None, b_K=None, b_V=None, *, dtype=torch.float64, device=None):
+        super().__init__()
+        W_Q = as_tensor("W_Q", W_Q, dtype, device)
+        if W_Q.dim() != 2:
+            raise ShapeError("W_Q", tuple(W_Q.shape), "d_k x D (output x input)")
+        self.d_k, self.D = W_Q.shape
+        W_V_t = as_tensor("W_V", W_V, dtype, device)
+        self.d_v = W_V_t.shape[0] if W_V_t.dim() == 2 else -1
+        self.W_Q = parameter("W_Q", W_Q, (self.d_k, self.D), dtype, device)
+        self.W_K = parameter("W_K", W_K, (self.d_k, self.D), dtype, device)
+        self.W_V = parameter("W_V", W_V_t, (self.d_v, self.D), dtype, device)
+        self.b_Q = None if b_Q is None else parameter("b_Q", b_Q, (self.d_k,), dtype, device)
+        self.b_K = None if b_K is None else parameter("b_K", b_K, (self.d_k,), dtype, device)
+        self.b_V = None if b_V is None else parameter("b_V", b_V, (self.d_v,), dtype, device)
+
+    def project(self, X: torch.Tensor):
+        Q = F.linear(X, self.W_Q, self.b_Q)
+        K = F.linear(X, self.W_K, self.b_K)
+        V = F.linear(X, self.W_V, self.b_V)
+        return Q, K, V
+
+    def forward(self, X: torch.Tensor, M: torch.Tensor | None = None, record: dict | None = None, name: str = "head1"):
+        Q, K, V = self.project(X)
+        QKt = Q @ K.transpose(-1, -2)
+        S = QKt / math.sqrt(self.d_k)
+        A = torch.softmax(S if M is None else S + M, dim=-1)
+        O = A @ V
+        if record is not None:
+            record.update({f"{name}.Q": Q, f"{name}.K": K, f"{name}.V": V, f"{name}.QKt": QKt,
+                           f"{name}.S": S, f"{name}.A": A, f"{name}.O": O})
+        return O
+
+
+class MultiHeadAttention(nn.Module):
+    """Heads of any widths, concatenated along features, then ``B_att = C W_O^T (+ b_O)``."""
+
+    def __init__(self, heads: list[Head], W_O, b_O=None, *, dtype=torch.float64, device=None):
+        super().__init__()
+        if not heads:
+            raise SeqgradValueError("heads", heads, "at least one head")
+        D = heads[0].D
+        for i, h in enumerate(heads, 1):
+            if h.D != D:
+                raise ShapeError(f"head{i}.W_Q", (h.d_k, h.D), f"d_k x {D} (every head reads the same width)")
+        self.heads = nn.ModuleList(heads)
+        self.D = D
+        width = sum(h.d_v for h in heads)
+        self.W_O = parameter("W_O", W_O, (D, width), dtype, device)
+        self.b_O = None if b_O is None else parameter("b_O", b_O, (D,), dtype, device)
+        self.uniform = len({(h.d_k, h.d_v) for h in heads}) == 1
+
+    @classmethod
+    def random(cls, D: int, n_heads: int, d_k: int | None = None, d_v: int | None = None, *, bias: bool = False,
+               generator=None, dtype=torch.float64, device=None) -> "MultiHeadAttention":
+        """Random weights at the ``torch.nn.Linear`` default scale (for tests and benchmarks)."""
+        D = validate.integer("D", D, minimum=1)
+        n_heads = validate.integer("n_heads", n_heads, minimum=1)
+        d_k = d_k or max(D // n_heads, 1)
+        d_v = d_v or d_k
+        r = lambda *shape: random_matrix(shape, generator, dtype, 1.0 / D ** 0.5)
+        heads = [Head(r(d_k, D), r(d_k, D), r(d_v, D), *((r(d_k), r(d_k), r(d_v)) if bias else ()),
+                      dtype=dtype, device=device) for _ in range(n_heads)]
+        return cls(heads, random_matrix((D, n_heads * d_v), generator, dtype), r(D) if bias else None,
+                   dtype=dtype, device=device)
+
+    def forward(self, X: torch.Tensor, M: torch.Tensor | None = None, record: dict | None = None, prefix: str = ""):
+        if record is None and self.uniform:
+            C = self._fused(X, M)
+        else:
+            O = [h(X, M, record, f"{prefix}head{i}") for i, h in enumerate(self.heads, 1)]
+            C = torch.cat(O, dim=-1)
+        B_att = F.linear(C, self.W_O, self.b_O)
+        if record is not None:
+            record[f"{prefix}C"] = C
+            record[f"{prefix}B_att"] = B_att
+        return B_att
+
+    def _fused(self, X: torch.Tensor, M: torch.Tensor | None) -> torch.Tensor:
+        """All heads in one QKV product and one fused attention call (no intermediates kept)."""
+        hs = self.heads
+        n, d_k, d_v = len(hs), hs[0].d_k, hs[0].d_v
+        W = torch.cat([h.W_Q for h in hs] + [h.W_K for h in hs] + [h.W_V for h in hs], dim=0)
+        b = None
+        if any(h.b_Q is not None or h.b_K is not None or h.b_V is not None for h in hs):
+            z = lambda p, d: p if p is not None else X.new_zeros(d)
+            b = torch.cat([z(h.b_Q, d_k) for h in hs] + [z(h.b_K, d_k) for h in hs] + [z(h.b_V, d_v) for h in hs])
+        QKV = F.linear(X, W, b)
+        lead, T = X.shape[:-2], X.shape[-2]
+        Q, K, V = QKV.split([n * d_k, n * d_k, n * d_v], dim=-1)
+        Q = Q.reshape(*lead, T, n, d_k).transpose(-2, -3)
+        K = K.reshape(*lead, T, n, d_k).transpose(-2, -3)
+        V = V.reshape(*lead, T, n, d_v).transpose(-2, -3)
+        if M is not None and M.dim() == 3:
+            M = M.unsqueeze(-3)
+        O = F.scaled_dot_product_attention(Q, K, V, attn_mask=M)
+        return O.transpose(-2, -3).reshape(*lead, T, n * d_v)
