@@ -1,0 +1,132 @@
+"""The five figures of vanishing and exploding path products (matplotlib's object-oriented API).
+
+Each ``plot_*`` function draws on a given ``ax`` and returns the artists it made,
+so tests read the plotted data back (``line.get_ydata()``, ``mesh.get_array()``)
+and compare it with the formulas; nothing here touches ``pyplot``'s global state.
+
+1. :func:`plot_power_curves` — Figure 3, left: ``|r|^n`` for r = 0.8, 1, 1.2.
+2. :func:`plot_tanh_sensitivity` — Figure 3, right: ``|dh_{T-1}/dh_0|`` on tanh
+   trajectories with ``w_h = 1.2``, ``w_x = 1``, constant input 0 or 1.
+3. :func:`plot_sensitivity_heatmap` — ``log10 |dh_{T-1}/dh_t|`` over ``t`` and ``w_h``.
+4. :func:`plot_jacobian_norms` — vector RNN: measured ``||J_q...J_{s+1}||_2``
+   against the norm product and the Pascanu bound, by distance.
+5. :func:`plot_gradient_flow` — plain RNN, GRU and LSTM at the same width:
+   ``||dL/dh_s||_2`` by distance, with the fixed-gate carry products.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from seqgrad import validate
+
+from . import gated, paths
+
+
+def plot_power_curves(ax, rs=(0.8, 1.0, 1.2), n_max: int = 30) -> list:
+    """Figure 3, left: ``|r|^n`` against the number of transitions ``n = 0..n_max`` (log y)."""
+    n_max = validate.integer("n_max", n_max, minimum=1)
+    rs = paths.values("rs", rs, allow_scalar=False)
+    n = np.arange(n_max + 1)
+    lines = [ax.plot(n, paths.power_curve(r, n), marker=".", label=f"r = {r:g}")[0] for r in rs]
+    ax.set_yscale("log")
+    ax.set_xlabel("number of transitions n")
+    ax.set_ylabel(r"$|r|^n$")
+    ax.set_title("Fixed transition factor raised to the path length")
+    ax.legend()
+    return lines
+
+
+def plot_tanh_sensitivity(ax, T_max: int = 30, w_h: float = 1.2, w_x: float = 1.0, inputs=(0.0, 1.0)) -> list:
+    """Figure 3, right: ``|dh_{T-1}/dh_0|`` against ``T = 1..T_max`` for constant inputs (log y)."""
+    T_max = validate.integer("T_max", T_max, minimum=1)
+    w_h = validate.real("w_h", w_h)
+    inputs = paths.values("inputs", inputs, allow_scalar=False)
+    T = np.arange(1, T_max + 1)
+    sens = paths.sensitivity_vs_length(w_h, inputs, T_max, w_x=w_x)
+    lines = [ax.plot(T, sens[k], marker=".", label=f"$x_t = {x:g}$")[0] for k, x in enumerate(inputs)]
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length T")
+    ax.set_ylabel(r"$|\partial h_{T-1}/\partial h_0|$")
+    ax.set_title(rf"tanh trajectories, $w_h={w_h:g}$, $w_x={w_x:g}$")
+    ax.legend()
+    return lines
+
+
+def plot_sensitivity_heatmap(ax, w_h_values=None, T: int = 40, x=0.0, clip: float = 12.0) -> list:
+    """``log10 |dh_{T-1}/dh_t|`` over step ``t`` (x axis) and ``w_h`` (y axis); the 0 contour
+    separates the vanishing (below 1) and exploding (above 1) regions.  Colours are clipped at ``±clip``."""
+    w_h_values = np.linspace(0.2, 2.0, 91) if w_h_values is None else paths.values("w_h_values", w_h_values, allow_scalar=False)
+    T = validate.integer("T", T, minimum=2)
+    clip = validate.real("clip", clip, positive=True)
+    x = validate.real("x", x)
+    logs = paths.log10_path_products(w_h_values, x, T)  # (len(w_h), T)
+    t = np.arange(T)
+    mesh = ax.pcolormesh(t, w_h_values, np.clip(logs, -clip, clip), shading="nearest", cmap="RdBu_r", vmin=-clip, vmax=clip)
+    contour = ax.contour(t, w_h_values, logs, levels=[0.0], colors="k", linewidths=1.0)
+    ax.figure.colorbar(mesh, ax=ax, label=r"$\log_{10}|\partial h_{T-1}/\partial h_t|$")
+    ax.set_xlabel("step t")
+    ax.set_ylabel(r"recurrent weight $w_h$")
+    ax.set_title(f"tanh RNN, T = {T}, constant input x = {x:g}")
+    mesh.log10_data = logs  # the unclipped values, for readers of the artist
+    return [mesh, contour]
+
+
+def plot_jacobian_norms(ax, weights: paths.RNNWeights | None = None, X=None, seed: int = 0) -> list:
+    """Measured ``||J_q ... J_{s+1}||_2``, ``prod ||J_t||_2`` and ``(gamma ||W_h||_2)^(q-s)`` by distance.
+
+    Default: a tanh RNN with D = 4, H = 8, ``||W_h||_2 = 1.5``, 40 standard normal inputs.
+    """
+    rng = np.random.default_rng(validate.integer("seed", seed, minimum=0))
+    if weights is None:
+        weights = paths.RNNWeights.random(4, 8, rng, spectral_norm=1.5)
+    if X is None:
+        X = rng.standard_normal((40, weights.input_size))
+    norms = paths.jacobian_product_norms(weights, X)
+    d = norms.distance
+    lines = [
+        ax.plot(d, norms.measured, marker=".", label=r"measured $\|J_q\cdots J_{s+1}\|_2$")[0],
+        ax.plot(d, norms.norm_product, ls="--", label=r"$\prod_t \|J_t\|_2$")[0],
+        ax.plot(d, norms.pascanu, ls=":", label=r"Pascanu bound $(\gamma\|W_h\|_2)^{q-s}$")[0],
+    ]
+    ax.set_yscale("log")
+    ax.set_xlabel("distance q - s")
+    ax.set_ylabel("spectral norm")
+    ax.set_title(f"vector {weights.activation} RNN, H = {weights.hidden_size}, " + r"$\|W_h\|_2$" + f" = {np.linalg.norm(weights.W_h, 2):.3g}")
+    ax.legend()
+    return lines
+
+
+def gradient_flow_cells(width: int = 16, input_size: int = 4, seed: int = 0) -> dict:
+    """An RNN, a GRU and an LSTM of the same width with PyTorch's default initialisation."""
+    width = validate.integer("width", width, minimum=1)
+    input_size = validate.integer("input_size", input_size, minimum=1)
+    rng = np.random.default_rng(validate.integer("seed", seed, minimum=0))
+    return {
+        "RNN": paths.RNNWeights.random(input_size, width, rng),
+        "GRU": gated.GRUWeights.random(input_size, width, rng),
+        "LSTM": gated.LSTMWeights.random(input_size, width, rng),
+    }
+
+
+def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0) -> list:
+    """``||dL/dh_s||_2`` against the distance ``T-1-s`` for RNN, GRU and LSTM of the same width
+    (``L = h_{T-1} . v``), and dashed: the mean fixed-gate carry product (``prod u_t`` / ``prod f_t``)."""
+    T = validate.integer("T", T, minimum=2)
+    cells = gradient_flow_cells(width, seed=seed)
+    X = np.random.default_rng(seed + 1).standard_normal((T, 4))
+    artists = []
+    for name, w in cells.items():
+        flow = paths.gradient_flow(w, X)
+        line = ax.plot(flow.distance, flow.grad_norm, label=f"{name}: " + r"$\|\partial L/\partial h_s\|_2$")[0]
+        artists.append(line)
+        if flow.carry_at_fixed_gates is not None:
+            gate = "u" if name == "GRU" else "f"
+            artists.append(ax.plot(flow.distance, flow.carry_at_fixed_gates, ls="--", color=line.get_color(),
+                                   label=f"{name}: mean " + rf"$\prod {gate}_t$ (fixed gates)")[0])
+    ax.set_yscale("log")
+    ax.set_xlabel("distance T - 1 - s")
+    ax.set_ylabel("gradient norm")
+    ax.set_title(f"gradient flow at width H = {width}, T = {T}")
+    ax.legend(fontsize="small")
+    return artists
