@@ -1,0 +1,52 @@
+"""``seqgrad latex OUT.tex``: write a complete LaTeX document of derivations, verified identities, tables and figures."""
+
+from __future__ import annotations
+
+import sys
+
+from ._common import add_device, resolved_device
+
+
+def register(sub) -> None:
+    from ..latexdoc import SECTION_NAMES
+
+    p = sub.add_parser("latex", help="write a compilable LaTeX document of the derivations, identities, tables and figures")
+    p.add_argument("out", metavar="OUT.tex", help="the document to write (figures go to OUT-figures/ beside it)")
+    p.add_argument("--sections", metavar="LIST",
+                   help="comma-separated sections, in order, from " + ",".join(SECTION_NAMES)
+                   + " (default: every section whose package is present)")
+    p.add_argument("--standalone", action="store_true",
+                   help="one self-contained file: no figure files, nothing to ship beside the .tex")
+    p.add_argument("--decimal-comma", action="store_true", help="write numbers with a decimal comma (Russian-language notes)")
+    p.add_argument("--plain", action="store_true", help="set vectors and matrices in plain, not bold, type")
+    p.add_argument("--symbol", action="append", default=[], metavar="NAME=LATEX",
+                   help="print the symbol NAME as LATEX (repeatable), e.g. --symbol 'w_h=W_{hh}'")
+    add_device(p)
+    p.set_defaults(handler=run)
+
+
+def notation_from(args):
+    from derive.latex_settings import Notation
+    from seqgrad.errors import SeqgradValueError
+
+    names = {}
+    for item in args.symbol:
+        name, sep, tex = item.partition("=")
+        if not sep or not name.strip() or not tex.strip():
+            raise SeqgradValueError("--symbol", item, "NAME=LATEX, e.g. 'w_h=W_{hh}'")
+        names[name.strip()] = tex.strip()
+    return Notation(symbol_names=names, bold=not args.plain, decimal_comma=args.decimal_comma)
+
+
+def run(args) -> int:
+    from .. import latexdoc
+
+    notation = notation_from(args)
+    if args.sections is None:
+        skipped = [n for n in latexdoc.SECTION_NAMES if n not in latexdoc.available_sections()]
+        if skipped:
+            print(f"seqgrad: sections not in this checkout, left out: {', '.join(skipped)}", file=sys.stderr)
+    path = latexdoc.write(args.out, args.sections, notation, standalone=args.standalone,
+                          device=resolved_device(args.device))
+    print(path)
+    return 0

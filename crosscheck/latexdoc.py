@@ -1,0 +1,263 @@
+"""Assemble a complete, compilable LaTeX document for course notes.
+
+The document (article class, amsmath, booktabs, graphicx) is a list of
+sections; each section is built by a small function below that pulls the
+derivations, each identity's verified status, the numeric tables and the
+figures from the package that owns them.  A section whose package is not in
+this checkout is never faked: asking for it raises :class:`SectionUnavailable`.
+
+>>> from crosscheck import latexdoc
+>>> latexdoc.SECTION_NAMES
+('rnn', 'gates', 'positional', 'attention', 'encoder', 'residual', 'claims')
+>>> latexdoc.resolve_sections("rnn,nope")
+Traceback (most recent call last):
+...
+seqgrad.errors.SeqgradValueError: sections='nope' is not allowed: one of rnn, gates, positional, attention, encoder, residual, claims
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from derive.latex_settings import Notation
+from seqgrad.atomic import write_text
+from seqgrad.errors import SeqgradError, SeqgradTypeError, SeqgradValueError
+
+from .report import tex_escape
+
+PACKAGES = ("amsmath", "amssymb", "booktabs", "graphicx")
+
+# Characters the course texts use in running text that pdflatex's default input does not set up.
+_UNICODE_TEXT = {"−": "$-$", "≈": "$\\approx$", "×": "$\\times$", "·": "$\\cdot$", "≤": "$\\le$", "≥": "$\\ge$",
+                 "≠": "$\\neq$", "→": "$\\to$", "√": "$\\surd$", "∞": "$\\infty$", "–": "--", "—": "---",
+                 "«": "<<", "»": ">>", "“": "``", "”": "''", "’": "'", "…": "\\ldots{}"}
+
+
+def text(s: str) -> str:
+    """Plain text for LaTeX: specials escaped, common math characters set in math mode,
+    any other non-ASCII character written as its code point (so the document always compiles)."""
+    out = []
+    for ch in tex_escape(str(s)):
+        if ch in _UNICODE_TEXT:
+            out.append(_UNICODE_TEXT[ch])
+        elif ord(ch) > 127:
+            out.append(f"\\texttt{{U+{ord(ch):04X}}}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+class SectionUnavailable(SeqgradValueError):
+    """A section was requested whose package is not in this checkout yet."""
+
+    def __init__(self, name: str, missing: str):
+        self.missing = missing
+        super().__init__("sections", name, f"a section whose package is present; '{name}' needs {missing}, "
+                                            "which is not in this checkout")
+
+
+class LatexError(SeqgradError):
+    """The TeX engine could not compile a document; the message quotes its first error line."""
+
+
+@dataclass
+class Build:
+    """What a section function builds with: the notation, where figures go, and the document's directory."""
+
+    notation: Notation
+    tex_dir: Path
+    figures_dir: Path | None  # None: no figure files (a standalone single-file document)
+    device: str = "cpu"
+    figures_written: list[Path] = field(default_factory=list)
+
+    def figures(self, set_name: str, caption: str) -> str:
+        """Write the figure set ``set_name`` (see :mod:`crosscheck.figures`) as PDF and include every figure."""
+        from .figures import figure_sets
+
+        if self.figures_dir is None:
+            return ""
+        sets = figure_sets()
+        if set_name not in sets:
+            raise SectionUnavailable(set_name, f"the figure set crosscheck/figures '{set_name}'")
+        paths = [Path(p) for p in sets[set_name].write(self.figures_dir / set_name, "pdf", self.device)]
+        self.figures_written += paths
+        out = []
+        for path in paths:
+            rel = Path(path).resolve().relative_to(self.tex_dir.resolve()).as_posix()
+            out.append("\\begin{figure}[htbp]\n\\centering\n"
+                       f"\\includegraphics[width=0.9\\linewidth]{{{rel}}}\n"
+                       f"\\caption{{{text(caption)}: \\texttt{{{text(Path(rel).stem)}}}.}}\n\\end{{figure}}")
+        return "\n\n".join(out)
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    title: str
+    requires: tuple[str, ...]  # modules that must exist in this checkout
+    build: Callable[[Build], str] | None  # None: not wired to its package yet
+
+    def missing(self) -> str | None:
+        """What this section still lacks in this checkout (a module, or its builder), or None."""
+        for module in self.requires:
+            try:
+                if importlib.util.find_spec(module) is None:
+                    return module
+            except ModuleNotFoundError:
+                return module
+        if self.build is None:
+            return "its section builder in crosscheck/latexdoc.py"
+        return None
+
+
+# --------------------------------------------------------------------------- identity status
+
+def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> str:
+    """Each identity's statement and its verified status (the exact proof run now)."""
+    from derive.latex_layout import tabular
+
+    rows, statements = [], []
+    for entry in identities:
+        proof = entry.prove()
+        status = ("proved" if proof.holds else "\\textbf{NOT proved}") + f" ({text(entry.method)})"
+        rows.append([f"\\texttt{{{text(entry.name)}}}", text(entry.source), status])
+        body = b.notation.latex(entry.statement())
+        head = f"\\paragraph{{{text(entry.title)}}} \\texttt{{{text(entry.name)}}}, {text(entry.source)}."
+        if len(body) <= max_chars:
+            statements.append(f"{head}\n\\begin{{equation*}}\n{body}\n\\end{{equation*}}")
+        else:
+            statements.append(f"{head} (The statement takes {len(body)} characters of LaTeX; "
+                              "print it with \\texttt{seqgrad identities}.)")
+    table = "\\begin{table}[htbp]\n\\centering\\small\n" + tabular(["identity", "source", "status"], rows, "p{5cm}p{4.2cm}l") \
+        + "\n\\end{table}"
+    return "\n\n".join(statements + [table])
+
+
+# --------------------------------------------------------------------------- sections
+
+def _catalogue_section(modules: Sequence[str]) -> Callable[[Build], str]:
+    def build(b: Build) -> str:
+        identities = []
+        for name in modules:
+            identities += importlib.import_module(name).identities()
+        return identity_status(identities, b)
+
+    return build
+
+
+SECTIONS: dict[str, Section] = {s.name: s for s in (
+    Section("rnn", "Recurrent networks: backpropagation through time", ("derive.rnn",), None),
+    Section("gates", "Gated cells: GRU and LSTM", ("derive.gated",), None),
+    Section("positional", "Positional encoding", ("derive.positional",), _catalogue_section(["derive.positional"])),
+    Section("attention", "Attention", ("derive.attention", "derive.softmax"),
+            _catalogue_section(["derive.softmax", "derive.attention"])),
+    Section("encoder", "The worked encoder example", ("numeric.encoder", "seqgrad.latex_table"), None),
+    Section("residual", "Residual paths and LayerNorm", ("derive.residual", "derive.layernorm"),
+            _catalogue_section(["derive.layernorm", "derive.residual"])),
+    Section("claims", "Printed claims", ("derive.claims",), None),
+)}
+SECTION_NAMES = tuple(SECTIONS)
+
+
+def available_sections() -> list[str]:
+    """Sections whose packages are present in this checkout."""
+    return [name for name, s in SECTIONS.items() if s.missing() is None]
+
+
+def resolve_sections(spec: str | Sequence[str] | None) -> list[str]:
+    """Section names from ``"rnn,gates"`` or a list; None means every available section.
+    Unknown names raise SeqgradValueError; known but missing ones raise SectionUnavailable."""
+    if spec is None:
+        return available_sections()
+    if isinstance(spec, str):
+        names = [n.strip() for n in spec.split(",") if n.strip()]
+    elif isinstance(spec, (list, tuple)) and all(isinstance(n, str) for n in spec):
+        names = list(spec)
+    else:
+        raise SeqgradTypeError("sections", spec, "a comma-separated string or a list of section names")
+    if not names:
+        raise SeqgradValueError("sections", spec, "at least one of " + ", ".join(SECTION_NAMES))
+    for n in names:
+        if n not in SECTIONS:
+            raise SeqgradValueError("sections", n, "one of " + ", ".join(SECTION_NAMES))
+    for n in names:
+        missing = SECTIONS[n].missing()
+        if missing:
+            raise SectionUnavailable(n, missing)
+    return list(dict.fromkeys(names))
+
+
+# --------------------------------------------------------------------------- the document
+
+def preamble(title: str = "seqgrad: derivations for sequence models") -> str:
+    return ("\\documentclass[11pt]{article}\n\\usepackage[margin=2.2cm]{geometry}\n"
+            + "".join(f"\\usepackage{{{p}}}\n" for p in PACKAGES)
+            + "\\setlength{\\parindent}{0pt}\n\\setlength{\\parskip}{0.6ex}\n"
+            + f"\\title{{{text(title)}}}\n\\date{{}}\n\\begin{{document}}\n\\maketitle\n")
+
+
+def render(sections: Sequence[str] | str | None = None, notation: Notation | None = None, *, tex_dir: str | Path = ".",
+           figures_dir: str | Path | None = None, device: str = "cpu") -> str:
+    """The complete document as text.  Figures are written under ``figures_dir``
+    (which must lie inside ``tex_dir``); with ``figures_dir=None`` the document has
+    no figures and needs no file but itself."""
+    names = resolve_sections(sections)
+    if not names:
+        raise SeqgradValueError("sections", sections, "at least one section whose package is present")
+    notation = Notation() if notation is None else notation
+    if not isinstance(notation, Notation):
+        raise SeqgradTypeError("notation", notation, "a derive.latex_settings.Notation")
+    b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device)
+    parts = [preamble()]
+    for name in names:
+        section = SECTIONS[name]
+        parts.append(f"\\section{{{text(section.title)}}}\\label{{sec:{name}}}\n\n{section.build(b).strip()}\n")
+    parts.append("\\end{document}\n")
+    return "\n".join(parts)
+
+
+def write(path: str | Path, sections: Sequence[str] | str | None = None, notation: Notation | None = None, *,
+          standalone: bool = False, device: str = "cpu") -> Path:
+    """Write the document to ``path`` (atomically).  Unless ``standalone``, its figures go to
+    ``<stem>-figures/`` beside it; a standalone document is one file with no figures."""
+    path = Path(path)
+    if path.suffix != ".tex":
+        raise SeqgradValueError("OUT", str(path), "a file name ending in .tex")
+    figures_dir = None if standalone else path.parent / f"{path.stem}-figures"
+    body = render(sections, notation, tex_dir=path.parent, figures_dir=figures_dir, device=device)
+    return write_text(path, body)
+
+
+# --------------------------------------------------------------------------- compiling
+
+def tex_engine() -> str | None:
+    """The path of ``pdflatex``, or None when no TeX engine is installed."""
+    return shutil.which("pdflatex")
+
+
+def compile_pdf(tex: str | Path, out_dir: str | Path | None = None, *, timeout: float = 180) -> Path:
+    """Compile ``tex`` with pdflatex (non-interactive, stop at the first error) and return the PDF.
+    Raises LatexError quoting TeX's first error line."""
+    tex = Path(tex).resolve()
+    engine = tex_engine()
+    if engine is None:
+        raise LatexError("no TeX engine: install pdflatex (Debian: texlive-latex-base texlive-latex-recommended "
+                         "texlive-latex-extra)")
+    out = Path(out_dir or tempfile.mkdtemp(prefix="seqgrad-tex-")).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [engine, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", f"-output-directory={out}", tex.name]
+    proc = subprocess.run(cmd, cwd=tex.parent, capture_output=True, text=True, errors="replace", timeout=timeout)
+    pdf = out / (tex.stem + ".pdf")
+    if proc.returncode != 0 or not pdf.exists():
+        log = proc.stdout
+        m = re.search(r"^! .*(?:\n.*){0,2}", log, re.M)
+        raise LatexError(f"pdflatex failed on {tex.name}: {m.group(0).strip() if m else log[-400:]}")
+    return pdf
