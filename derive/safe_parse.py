@@ -1,0 +1,344 @@
+"""The one safe parser from user text to SymPy: a whitelist walk over Python's ``ast``.
+
+Every piece of text a user types (an expression, a claim, an activation
+written as a formula) reaches SymPy through :func:`parse_expression` and
+nothing else.  The text is parsed by :func:`ast.parse` -- which only builds a
+syntax tree and runs nothing -- and the tree is walked node by node; each node
+is either translated into a SymPy object or refused with
+:class:`seqgrad.errors.ParseError` naming what was refused.  There is no
+``eval``, ``exec``, ``sympify`` or ``parse_expr`` of user text anywhere.
+
+What is allowed (the whole whitelist):
+
+* numbers: integer and decimal literals (``2``, ``0.1411``, ``6.3e-4``); a
+  decimal literal becomes the exact rational it spells (``0.1`` is 1/10, not the
+  nearest binary float);
+* the operators ``+ - * / **``, unary ``-`` and ``+``, and parentheses;
+* the constants in :data:`CONSTANTS` (``pi``, ``E``);
+* calls of the functions in :data:`FUNCTIONS` with positional arguments;
+* names the caller declares as variables (``variables=("u", "h")``).
+
+Limits, so that no input can hang or exhaust memory: at most
+:data:`MAX_LENGTH` characters, a syntax tree at most :data:`MAX_DEPTH` deep,
+number literals of at most :data:`MAX_LITERAL_DIGITS` digits with a decimal
+exponent within ``±MAX_LITERAL_EXPONENT``, and powers whose exponent is a
+number of modulus at most :data:`MAX_EXPONENT` and whose exact result would
+have at most :data:`MAX_RESULT_DIGITS` digits (``9**9**9**9`` is refused as
+soon as an exponent exceeds the limit).  Every subexpression that is a number
+is evaluated (15 digits) as it is built and must be finite with a modulus
+between ``10**-MAX_MAGNITUDE`` and ``10**MAX_MAGNITUDE`` (or be 0), so a
+tower such as ``exp(exp(exp(100)))`` is refused at its first oversized level
+instead of hanging a later evaluation.  Names given ``values`` are replaced
+by those numbers while parsing, so the same guard covers them.
+
+>>> from derive.safe_parse import parse_expression
+>>> parse_expression("sin(1)*cos(2) + cos(1)*sin(2)")
+sin(1)*cos(2) + sin(2)*cos(1)
+>>> parse_expression("0.9*0.5 + 0.1*(-0.4)")
+41/100
+>>> parse_expression("u*h + (1 - u)*c", variables=("u", "h", "c"))
+c*(1 - u) + h*u
+>>> parse_expression("__import__('os').system('echo pwned')")
+Traceback (most recent call last):
+...
+seqgrad.errors.ParseError: expression="__import__('os').system('echo pwned')" is not allowed: attribute access ('.system') is not allowed; ...
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Callable, Iterable, Mapping
+
+import sympy
+
+from seqgrad.errors import ParseError, SeqgradTypeError
+
+MAX_LENGTH = 1000
+MAX_DEPTH = 60
+MAX_LITERAL_DIGITS = 60
+MAX_LITERAL_EXPONENT = 300
+MAX_EXPONENT = 1000
+MAX_RESULT_DIGITS = 10_000
+MAX_MAGNITUDE = 1000  # every numeric subexpression lies within 10**±MAX_MAGNITUDE (or is 0)
+
+
+def _sigmoid(x):
+    return 1 / (1 + sympy.exp(-x))
+
+
+def _log(x, base=None):
+    return sympy.log(x) if base is None else sympy.log(x, base)
+
+
+#: name -> (SymPy constructor, smallest and largest number of arguments)
+FUNCTIONS: dict[str, tuple[Callable, int, int]] = {
+    "sin": (sympy.sin, 1, 1),
+    "cos": (sympy.cos, 1, 1),
+    "tan": (sympy.tan, 1, 1),
+    "asin": (sympy.asin, 1, 1),
+    "acos": (sympy.acos, 1, 1),
+    "atan": (sympy.atan, 1, 1),
+    "sinh": (sympy.sinh, 1, 1),
+    "cosh": (sympy.cosh, 1, 1),
+    "tanh": (sympy.tanh, 1, 1),
+    "exp": (sympy.exp, 1, 1),
+    "log": (_log, 1, 2),  # natural logarithm; log(x, b) in base b
+    "sqrt": (sympy.sqrt, 1, 1),
+    "sigmoid": (_sigmoid, 1, 1),
+    "abs": (sympy.Abs, 1, 1),
+    "max": (sympy.Max, 1, 32),
+    "min": (sympy.Min, 1, 32),
+    "floor": (sympy.floor, 1, 1),
+}
+
+#: name -> SymPy constant
+CONSTANTS: dict[str, sympy.Expr] = {"pi": sympy.pi, "E": sympy.E}
+
+_BINARY = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+}
+
+# What a refused node is called in the error message.
+_REFUSED = {
+    ast.Attribute: "attribute access",
+    ast.Subscript: "subscripts",
+    ast.Lambda: "lambda",
+    ast.ListComp: "comprehensions",
+    ast.SetComp: "comprehensions",
+    ast.DictComp: "comprehensions",
+    ast.GeneratorExp: "comprehensions",
+    ast.JoinedStr: "f-strings",
+    ast.FormattedValue: "f-strings",
+    ast.Compare: "comparisons",
+    ast.BoolOp: "boolean operators",
+    ast.IfExp: "conditional expressions",
+    ast.NamedExpr: "assignment expressions (:=)",
+    ast.Starred: "starred arguments",
+    ast.List: "lists",
+    ast.Tuple: "tuples",
+    ast.Set: "sets",
+    ast.Dict: "dicts",
+    ast.Await: "await",
+    ast.Yield: "yield",
+    ast.YieldFrom: "yield",
+    ast.Slice: "slices",
+}
+
+_OPERATOR_NAMES = {
+    ast.FloorDiv: "floor division (//)",
+    ast.Mod: "the % operator",
+    ast.MatMult: "matrix multiplication (@)",
+    ast.BitXor: "the ^ operator (write powers as **)",
+    ast.BitAnd: "the & operator",
+    ast.BitOr: "the | operator",
+    ast.LShift: "the << operator",
+    ast.RShift: "the >> operator",
+    ast.Invert: "the ~ operator",
+    ast.Not: "not",
+}
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+# Typographic characters that textbooks print, mapped to the ASCII operator they mean.
+_TYPOGRAPHY = str.maketrans({"\u2212": "-", "\u00b7": "*", "\u00d7": "*", "\u22c5": "*"})
+
+
+def allowed_names() -> str:
+    """The whitelist as one line of text, for error messages and docs."""
+    return "functions " + ", ".join(sorted(FUNCTIONS)) + "; constants " + ", ".join(sorted(CONSTANTS))
+
+
+def check_variable_names(variables: Iterable[str], argument: str = "variables") -> tuple[str, ...]:
+    """Return ``variables`` as a tuple after checking each is a plain, free identifier."""
+    names = tuple(variables)
+    for name in names:
+        if not isinstance(name, str) or not _IDENTIFIER.match(name):
+            raise ParseError(argument, str(name), "a variable name is a plain identifier such as u or h_prev")
+        if name.startswith("__"):
+            raise ParseError(argument, name, "dunder names are not allowed")
+        if name in FUNCTIONS or name in CONSTANTS:
+            raise ParseError(argument, name, f"{name!r} is a built-in name of the whitelist and cannot be a variable")
+    return names
+
+
+def parse_expression(text: str, *, variables: Iterable[str] = (), values: Mapping[str, sympy.Expr] | None = None,
+                     argument: str = "expression") -> sympy.Expr:
+    """Parse ``text`` into a SymPy expression through the whitelist (see the module docstring).
+
+    ``variables`` are the names allowed as free real symbols; ``values`` maps
+    further names to numbers that replace them; ``argument`` is the name the
+    error messages give the text.  Raises :class:`~seqgrad.errors.ParseError`
+    for anything outside the whitelist or the limits.
+    """
+    if not isinstance(text, str):
+        raise SeqgradTypeError(argument, text, "a string holding an expression")
+    symbols = {name: sympy.Symbol(name, real=True) for name in check_variable_names(variables)}
+    for name, value in (values or {}).items():
+        check_variable_names([name])
+        if not (isinstance(value, sympy.Expr) and value.is_number):
+            raise SeqgradTypeError(f"values[{name!r}]", value, "a SymPy number")
+        symbols[name] = value
+    source = text.translate(_TYPOGRAPHY)
+    if len(source) > MAX_LENGTH:
+        raise ParseError(argument, text, f"at most {MAX_LENGTH} characters (got {len(source)})")
+    if not source.strip():
+        raise ParseError(argument, text, "an expression, not empty text")
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ParseError(argument, text, f"it is not a well-formed expression ({exc.msg})") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise ParseError(argument, text, f"it is not a well-formed expression ({type(exc).__name__})") from None
+    walker = _Walker(text, source.strip(), symbols, argument)
+    return walker.visit(tree.body, 1)
+
+
+def parse_number(text: str, argument: str = "number") -> sympy.Rational:
+    """Parse a plain decimal number (optionally signed) into the exact rational it spells."""
+    value = parse_expression(text, argument=argument)
+    if not isinstance(value, sympy.Rational):
+        raise ParseError(argument, text, "a plain decimal number such as 0.1411 or -2.5e-3")
+    return value
+
+
+class _Walker:
+    def __init__(self, text: str, source: str, symbols: dict, argument: str):
+        self.text = text
+        self.source = source
+        self.symbols = symbols
+        self.argument = argument
+
+    def limit(self, reason: str):
+        """Refuse text that is on the whitelist but exceeds a size limit."""
+        raise ParseError(self.argument, self.text, reason)
+
+    def refuse(self, reason: str):
+        """Refuse text that uses something outside the whitelist."""
+        raise ParseError(self.argument, self.text, reason + "; allowed: numbers, + - * / **, parentheses, " + allowed_names()
+                         + (", variables " + ", ".join(sorted(self.symbols)) if self.symbols else ""))
+
+    def visit(self, node: ast.AST, depth: int) -> sympy.Expr:
+        result = self.build(node, depth)
+        if result.is_number:
+            self.bounded(result, node)
+        return result
+
+    def bounded(self, value: sympy.Expr, node: ast.AST) -> None:
+        """Refuse a numeric subexpression that is not finite or lies outside 10**±MAX_MAGNITUDE."""
+        where = ast.get_source_segment(self.source, node) or "a subexpression"
+        if isinstance(value, sympy.Rational):
+            orders = abs(abs(int(value.p)).bit_length() - int(value.q).bit_length()) * math.log10(2)
+            if value != 0 and orders > MAX_MAGNITUDE + 1:
+                self.limit(f"{where!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
+            return
+        approx = sympy.N(value, 15)
+        if approx.has(sympy.zoo, sympy.oo, -sympy.oo, sympy.nan) or not approx.is_number:
+            self.limit(f"{where!r} is not a finite number")
+        size = abs(complex(approx))
+        if not math.isfinite(size) or (size != 0 and abs(math.log10(size)) > MAX_MAGNITUDE):
+            self.limit(f"{where!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
+
+    def build(self, node: ast.AST, depth: int) -> sympy.Expr:
+        if depth > MAX_DEPTH:
+            raise ParseError(self.argument, self.text, f"the expression is nested more than {MAX_DEPTH} levels deep")
+        if isinstance(node, ast.Constant):
+            return self.constant(node)
+        if isinstance(node, ast.Name):
+            return self.name(node.id)
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.USub):
+                return -self.visit(node.operand, depth + 1)
+            if isinstance(node.op, ast.UAdd):
+                return self.visit(node.operand, depth + 1)
+            self.refuse(f"{_OPERATOR_NAMES.get(type(node.op), type(node.op).__name__)} is not allowed")
+        if isinstance(node, ast.BinOp):
+            left = self.visit(node.left, depth + 1)
+            right = self.visit(node.right, depth + 1)
+            if isinstance(node.op, ast.Pow):
+                return self.power(left, right)
+            op = _BINARY.get(type(node.op))
+            if op is None:
+                self.refuse(f"{_OPERATOR_NAMES.get(type(node.op), type(node.op).__name__)} is not allowed")
+            if isinstance(node.op, ast.Div) and right == 0:
+                self.limit("division by zero")
+            return op(left, right)
+        if isinstance(node, ast.Call):
+            return self.call(node, depth)
+        kind = _REFUSED.get(type(node), f"{type(node).__name__} nodes")
+        detail = f" ('.{node.attr}')" if isinstance(node, ast.Attribute) else ""
+        self.refuse(f"{kind}{detail} is not allowed" if kind.endswith(("access", "lambda", "await", "yield"))
+                    else f"{kind}{detail} are not allowed")
+
+    def constant(self, node: ast.Constant) -> sympy.Expr:
+        value = node.value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            kind = {str: "string literals", bytes: "bytes literals", complex: "complex numbers"}.get(type(value), f"{type(value).__name__} constants")
+            if value is None or value is Ellipsis or isinstance(value, bool):
+                kind = f"the constant {value!r}"
+            self.refuse(f"{kind} are not allowed" if kind.endswith("s") else f"{kind} is not allowed")
+        literal = ast.get_source_segment(self.source, node) or repr(value)
+        digits = sum(ch.isdigit() for ch in literal)
+        if digits > MAX_LITERAL_DIGITS:
+            self.limit(f"number literals have at most {MAX_LITERAL_DIGITS} digits (got {digits})")
+        if isinstance(value, int):
+            return sympy.Integer(value)
+        try:
+            exact = Decimal(literal.replace("_", ""))
+        except InvalidOperation:  # pragma: no cover - every float literal is a decimal
+            exact = Decimal(repr(value))
+        if not exact.is_finite() or abs(exact.adjusted()) > MAX_LITERAL_EXPONENT:
+            self.limit(f"number literals have a decimal exponent within ±{MAX_LITERAL_EXPONENT}")
+        return sympy.Rational(str(exact))
+
+    def name(self, name: str) -> sympy.Expr:
+        if name.startswith("__") or name.endswith("__"):
+            self.refuse(f"the dunder name {name!r} is not allowed")
+        if name in self.symbols:
+            return self.symbols[name]
+        if name in CONSTANTS:
+            return CONSTANTS[name]
+        if name in FUNCTIONS:
+            self.refuse(f"the function {name!r} must be called, e.g. {name}(x)")
+        self.refuse(f"the name {name!r} is not on the whitelist")
+
+    def call(self, node: ast.Call, depth: int) -> sympy.Expr:
+        if not isinstance(node.func, ast.Name):
+            if isinstance(node.func, ast.Attribute):
+                self.refuse(f"attribute access ('.{node.func.attr}') is not allowed")
+            self.refuse("only calls of whitelisted functions by name are allowed")
+        fname = node.func.id
+        if fname.startswith("__") or fname.endswith("__"):
+            self.refuse(f"the dunder name {fname!r} is not allowed")
+        if fname not in FUNCTIONS:
+            self.refuse(f"calls of {fname!r} are not allowed (not a whitelisted function)")
+        if node.keywords:
+            self.refuse(f"keyword arguments to {fname}() are not allowed")
+        fn, least, most = FUNCTIONS[fname]
+        if not least <= len(node.args) <= most:
+            count = f"{least}" if least == most else f"{least} to {most}"
+            self.limit(f"{fname}() takes {count} argument(s), got {len(node.args)}")
+        args = [self.visit(arg, depth + 1) for arg in node.args]
+        if fname in ("exp", "sinh", "cosh") and args[0].is_number:
+            # bound the argument before SymPy evaluates e**x: |x| <= MAX_MAGNITUDE * ln 10
+            if abs(complex(sympy.N(sympy.re(args[0]), 15))) > MAX_MAGNITUDE * math.log(10):
+                self.limit(f"{fname}() of {ast.get_source_segment(self.source, node.args[0])!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
+        return fn(*args)
+
+    def power(self, base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
+        if exponent.is_number:
+            size = abs(complex(sympy.N(exponent, 15)))
+            if not math.isfinite(size) or size > MAX_EXPONENT:
+                self.limit(f"exponents have modulus at most {MAX_EXPONENT}")
+            if base.is_Rational and base not in (0, 1, -1):
+                digits = size * max(math.log10(abs(int(base.p))), math.log10(abs(int(base.q))), 1.0)
+                if digits > MAX_RESULT_DIGITS:
+                    self.limit(f"the exact power would have more than {MAX_RESULT_DIGITS} digits")
+        if base == 0 and exponent.is_number and sympy.re(exponent) < 0:
+            self.limit("division by zero (zero to a negative power)")
+        return base ** exponent
