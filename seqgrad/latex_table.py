@@ -1,0 +1,84 @@
+"""Numeric tables as booktabs LaTeX, laid out like the course tables (stdlib only).
+
+Numbers print at a fixed number of significant figures with trailing zeros
+stripped, as the course prints them ("0.65", "1.2", "-0.0954"); an optional
+decimal comma writes ``0{,}65`` for Russian-language notes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from .errors import NonFiniteError, SeqgradValueError
+
+
+def format_sigfig(x: float, figures: int = 3) -> str:
+    """``x`` rounded to ``figures`` significant figures, plain decimal, trailing zeros stripped."""
+    if figures < 1:
+        raise SeqgradValueError("figures", figures, "an integer >= 1")
+    x = float(x)
+    if not math.isfinite(x):
+        raise NonFiniteError("x", x)
+    if x == 0:
+        return "0"
+    exponent = math.floor(math.log10(abs(x)))
+    decimals = figures - 1 - exponent
+    rounded = round(x, decimals)
+    if rounded != 0 and math.floor(math.log10(abs(rounded))) > exponent:  # 0.9996 -> 1.00
+        decimals -= 1
+        rounded = round(x, decimals)
+    text = f"{rounded:.{max(decimals, 0)}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _cell(x: float, figures: int, decimal_comma: bool) -> str:
+    text = format_sigfig(x, figures)
+    if decimal_comma:
+        text = text.replace(".", "{,}")
+    return f"${text}$"
+
+
+_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_", "{": r"\{",
+            "}": r"\}", "$": r"\$", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def _escape(text: str) -> str:
+    return "".join(_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def booktabs(rows: Sequence[Sequence[float]], *, row_labels: Sequence[str] | None = None,
+             col_labels: Sequence[str] | None = None, corner: str = "", caption: str | None = None,
+             label: str | None = None, figures: int = 3, decimal_comma: bool = False, raw_labels: bool = False) -> str:
+    """A ``table`` environment with ``\\toprule``/``\\midrule``/``\\bottomrule`` (needs ``booktabs``).
+
+    Labels are escaped for LaTeX unless ``raw_labels`` (then they are written as given, e.g. math).
+    """
+    rows = [list(r) for r in rows]
+    if not rows or not rows[0]:
+        raise SeqgradValueError("rows", rows, "at least one row with at least one number")
+    width = len(rows[0])
+    if any(len(r) != width for r in rows):
+        raise SeqgradValueError("rows", [len(r) for r in rows], f"rows of equal length {width}")
+    if row_labels is not None and len(row_labels) != len(rows):
+        raise SeqgradValueError("row_labels", len(row_labels), f"{len(rows)} labels, one per row")
+    if col_labels is not None and len(col_labels) != width:
+        raise SeqgradValueError("col_labels", len(col_labels), f"{width} labels, one per column")
+    esc = (lambda s: str(s)) if raw_labels else _escape
+    spec = ("l" if row_labels is not None else "") + "r" * width
+    lines = [r"\begin{table}[htbp]", r"\centering"]
+    if caption:
+        lines.append(rf"\caption{{{esc(caption)}}}")
+    if label:
+        lines.append(rf"\label{{{label}}}")
+    lines += [rf"\begin{{tabular}}{{{spec}}}", r"\toprule"]
+    if col_labels is not None:
+        head = ([esc(corner)] if row_labels is not None else []) + [esc(c) for c in col_labels]
+        lines += [" & ".join(head) + r" \\", r"\midrule"]
+    for i, r in enumerate(rows):
+        cells = ([esc(row_labels[i])] if row_labels is not None else []) + [_cell(x, figures, decimal_comma) for x in r]
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
