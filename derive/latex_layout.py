@@ -8,7 +8,7 @@ top-level terms, so a bracket never spans two lines:
 >>> from derive.latex_layout import align
 >>> g = [sp.Symbol(f"g_{t}^z") for t in range(3)]
 >>> h = [sp.Symbol(f"h_{t - 1}") for t in range(3)]
->>> print(align([(sp.Symbol("G"), sum(a * b for a, b in zip(g, h)))], width=40))
+>>> print(align([(sp.Symbol("G"), sum(a * b for a, b in zip(g, h)))], width=20))
 \\begin{align*}
 G &= g^{z}_{0} h_{-1} + g^{z}_{1} h_{0}\\\\
   &\\quad + g^{z}_{2} h_{1}
@@ -61,9 +61,20 @@ def _natural(term) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 
 
+_STYLE = re.compile(r"\\(?:mathbf|boldsymbol|mathrm|mathcal|operatorname|widehat|widetilde|hat|tilde|left|right|big|Big)\b")
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+
+
+def visual_width(tex: str) -> int:
+    """About how many characters wide ``tex`` looks when typeset: style macros and braces
+    take no room, a command such as ``\\alpha`` takes one, a binary ``+``, ``-`` or ``=`` three."""
+    tex = _COMMAND.sub("x", _STYLE.sub("", tex))
+    return sum(3 if ch in "+-=" else 1 for ch in tex if ch not in "{}^_ ")
+
+
 def sum_lines(expr, printer: NotationPrinter, width: int) -> list[str]:
     """``expr`` printed on as many lines as its top-level terms need to keep each
-    line near ``width`` characters of LaTeX; lines after the first start with ``+`` or ``-``.
+    line near ``width`` typeset characters (see :func:`visual_width`); lines after the first start with ``+`` or ``-``.
     Terms come in natural order of their indices (``x_2`` before ``x_10``)."""
     if not isinstance(expr, sp.Add):
         return [printer.doprint(expr)]
@@ -77,7 +88,7 @@ def sum_lines(expr, printer: NotationPrinter, width: int) -> list[str]:
         if printer._needs_add_brackets(term):
             text = f"\\left({text}\\right)"
         piece = (f"- {text}" if sign == "-" else text) if i == 0 else f"{sign} {text}"
-        if current and len(current) + 1 + len(piece) > width:
+        if current and visual_width(current) + visual_width(piece) + 1 > width:
             lines.append(current)
             current = piece
         else:
@@ -86,11 +97,11 @@ def sum_lines(expr, printer: NotationPrinter, width: int) -> list[str]:
     return lines
 
 
-def align(rows: Iterable, notation: Notation | None = None, *, width: int = 72, numbered: bool = False,
+def align(rows: Iterable, notation: Notation | None = None, *, width: int = 60, numbered: bool = False,
           label: str | None = None) -> str:
     """An ``align*`` (or numbered ``align``) environment, one row per equation,
-    aligned at ``=``; right-hand sums longer than ``width`` characters continue on
-    indented lines."""
+    aligned at ``=``; right-hand sums wider than ``width`` typeset characters continue
+    on indented lines."""
     width = integer("width", width, minimum=8)
     printer = _printer(notation)
     out: list[str] = []
@@ -121,7 +132,7 @@ def _pad(lines: list[str]) -> list[str]:
 
 
 def equation(lhs, rhs=None, notation: Notation | None = None, *, numbered: bool = False, label: str | None = None,
-             width: int = 72) -> str:
+             width: int = 60) -> str:
     """One displayed equation ``lhs = rhs`` (or a single expression when ``rhs`` is None).
     A long right-hand sum is split with ``split`` inside the equation."""
     printer = _printer(notation)

@@ -9,7 +9,7 @@ import sympy as sp
 
 import derive.latex_layout as layout_module
 import derive.latex_settings as settings_module
-from derive.latex_layout import align, equation, equation_table, inline, sum_lines, tabular
+from derive.latex_layout import align, equation, equation_table, inline, sum_lines, tabular, visual_width
 from derive.latex_settings import Notation, NotationPrinter, latex
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
@@ -79,9 +79,9 @@ def test_long_sums_break_between_terms_in_natural_order():
     g = [sp.Symbol(f"g_{t}^z") for t in range(12)]
     h = [sp.Symbol(f"h_{t - 1}") for t in range(12)]
     expr = sum(a * b for a, b in zip(g, h)) - sp.Symbol("c")
-    lines = sum_lines(expr, NotationPrinter(), width=40)
+    lines = sum_lines(expr, NotationPrinter(), width=20)
     assert len(lines) > 3
-    assert all(len(line) <= 40 for line in lines)
+    assert all(visual_width(line) <= 20 for line in lines)
     assert all(line.startswith(("+ ", "- ")) for line in lines[1:])
     text = " ".join(lines)
     for t in range(12):  # every term exactly once, in index order
@@ -89,6 +89,11 @@ def test_long_sums_break_between_terms_in_natural_order():
     positions = [text.index(f"g^{{z}}_{{{t}}} ") for t in range(12)]
     assert positions == sorted(positions)
     assert "- c" in text
+
+
+def test_visual_width_ignores_markup():
+    assert visual_width(r"\mathbf{g}^{z}_{0} \mathbf{h}_{-1}") == len("gz0h1") + 3
+    assert visual_width(r"\left(\alpha + y\right)") == len("(ay)") + 3
 
 
 def test_align_rows_chains_and_breaks():
