@@ -1,0 +1,253 @@
+"""Checks of gated cells, path products, clipping and the activation facts (group ``gated``).
+
+GRU and LSTM references (numeric/gated.py) against ``torch.nn.GRU``/``LSTM``
+carrying the same weights; carry derivatives against
+``torch.autograd.functional.jacobian`` with the gates detached and the full
+Jacobians without; clipping against ``clip_grad_norm_``; the Pascanu bound on
+random trajectories; Figure 3's numbers; the activation facts, proved.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import torch
+
+from derive import activation_facts
+from numeric import clipping, gated, paths
+from numeric.device import resolve_device, resolve_dtype
+from seqgrad.sigfig import matches
+
+from ..registry import check
+from ..tolerance import Outcome, combine, compare
+
+GROUP = "gated"
+SOURCE = "seed000"
+
+
+def _setup(ctx):
+    if ctx.device.startswith("cuda") and not torch.cuda.is_available():
+        return None
+    return resolve_device(ctx.device), resolve_dtype(ctx.dtype)
+
+
+def _random_weights(kind, ctx, D=3, H=5):
+    cls = gated.GRUWeights if kind == "GRU" else gated.LSTMWeights
+    return cls.random(D, H, ctx.rng(), scale=0.8)
+
+
+def _cmp(ctx, computed, reference, detail=""):
+    return compare(computed, reference, dtype=ctx.dtype, device=ctx.device.split(":")[0], detail=detail)
+
+
+def _forward_and_grads(kind, ctx) -> Outcome:
+    setup = _setup(ctx)
+    if setup is None:
+        return Outcome.skip("no CUDA GPU")
+    dev, dt = setup
+    rng = ctx.rng()
+    w = _random_weights(kind, ctx)
+    B, T = 2, 7
+    X = torch.as_tensor(rng.standard_normal((B, T, w.input_size)), dtype=dt, device=dev)
+    h0 = torch.as_tensor(0.5 * rng.standard_normal((B, w.hidden_size)), dtype=dt, device=dev)
+    V = torch.as_tensor(rng.standard_normal((B, T, w.hidden_size)), dtype=dt, device=dev)  # L = sum(V * states)
+
+    module = w.torch_module(dtype=dt, device=dev)
+    mine = w.to_torch(dt, dev).requires_grad_()
+    if kind == "GRU":
+        ref_out, ref_hn = module(X, h0[None])
+        out, _ = gated.gru_forward(mine, X, h0)
+        last = [(out[:, -1], ref_hn[0], "h_{T-1}")]
+    else:
+        c0 = torch.as_tensor(0.5 * rng.standard_normal((B, w.hidden_size)), dtype=dt, device=dev)
+        ref_out, (ref_hn, ref_cn) = module(X, (h0[None], c0[None]))
+        out, cells, _ = gated.lstm_forward(mine, X, h0, c0)
+        last = [(out[:, -1], ref_hn[0], "h_{T-1}"), (cells[:, -1], ref_cn[0], "c_{T-1}")]
+    (ref_out * V).sum().backward()
+    (out * V).sum().backward()
+    outcomes = [_cmp(ctx, out.detach(), ref_out.detach(), "states")]
+    outcomes += [_cmp(ctx, a.detach(), b.detach(), name) for a, b, name in last]
+    for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+        outcomes.append(_cmp(ctx, getattr(mine, name).grad, getattr(module, name + "_l0").grad, f"dL/d{name}"))
+    result = combine(outcomes)
+    result.detail = f"{kind} D={w.input_size} H={w.hidden_size} B={B} T={T}: states and all weight gradients vs torch.nn.{kind}"
+    return result
+
+
+@check("gated.gru_vs_torch", source=f"{SOURCE} L374-380 (GRU, PyTorch convention)", group=GROUP)
+def gru_vs_torch(ctx) -> Outcome:
+    """GRU states and weight gradients against torch.nn.GRU with the same weights."""
+    return _forward_and_grads("GRU", ctx)
+
+
+@check("gated.lstm_vs_torch", source=f"{SOURCE} L388-398 (LSTM, b_ih + b_hh)", group=GROUP)
+def lstm_vs_torch(ctx) -> Outcome:
+    """LSTM states, cells and weight gradients against torch.nn.LSTM with the same weights."""
+    return _forward_and_grads("LSTM", ctx)
+
+
+@check("gated.gru_reset_convention", source=f"{SOURCE} L378-380", group=GROUP)
+def gru_reset_convention(ctx) -> Outcome:
+    """Reset applied before W_hn is a different model: it must differ from torch.nn.GRU when b_hn != 0."""
+    w = _random_weights("GRU", ctx).to_numpy()
+    rng = ctx.rng()
+    x, h = rng.standard_normal(w.input_size), rng.standard_normal(w.hidden_size)
+    gap = float(np.max(np.abs(gated.gru_step_reset_before(w, x, h) - gated.gru_step(w, x, h).h)))
+    return Outcome(0.0, 0.0, gap > 1e-6, f"max |h(reset before W_hn) - h(torch convention)| = {gap:.3g} (must be > 0)")
+
+
+@check("gated.gru_mixing_example", source=f"{SOURCE} L370: 0.9(0.5)+0.1(-0.4)=0.410", group=GROUP)
+def gru_mixing_example(ctx) -> Outcome:
+    """The text's GRU mixing example, exactly and against the printed 0.410."""
+    exact = gated.gru_mix(Fraction(9, 10), Fraction(1, 2), Fraction(-4, 10))
+    value = float(gated.gru_mix(0.9, 0.5, -0.4))
+    ok = exact == Fraction(41, 100) and matches(value, 0.410)
+    return Outcome(abs(value - 0.41), abs(value - 0.41) / 0.41, ok, f"u h_prev + (1-u) h~ = {exact} exactly")
+
+
+def _jacobian_checks(kind, ctx) -> Outcome:
+    setup = _setup(ctx)
+    if setup is None:
+        return Outcome.skip("no CUDA GPU")
+    dev, dt = setup
+    rng = ctx.rng()
+    w = _random_weights(kind, ctx).to_torch(dt, dev)
+    as_t = lambda a: torch.as_tensor(a, dtype=dt, device=dev)  # noqa: E731
+    x, h = as_t(rng.standard_normal(w.input_size)), as_t(0.7 * rng.standard_normal(w.hidden_size))
+    H = w.hidden_size
+    jac = torch.autograd.functional.jacobian
+    if kind == "GRU":
+        J, carry, gate_terms = gated.gru_jacobian(w, x, h)
+        fixed = jac(lambda hp: gated.gru_step(w, x, hp, gate_h=hp.detach()).h, h)
+        full = jac(lambda hp: gated.gru_step(w, x, hp).h, h)
+        carry_name = "diag(u_t)"
+    else:
+        c = as_t(rng.standard_normal(H))
+        J, carry, gate_terms = gated.lstm_jacobian(w, x, h, c)
+        fixed = jac(lambda cp: gated.lstm_step(w, x, h, cp, gate_h=h.detach()).c, c)
+        carry = carry[:H, :H]
+
+        def state(sv):
+            st = gated.lstm_step(w, x, sv[H:], sv[:H])
+            return torch.cat([st.c, st.h])
+
+        full = jac(state, torch.cat([c, h]))
+        carry_name = "diag(f_t)"
+    gate_size = float(gate_terms.abs().max())
+    outcomes = [_cmp(ctx, fixed, carry, f"fixed gates: autograd = {carry_name}"),
+                _cmp(ctx, full, J, "full Jacobian: autograd = carry + gate terms")]
+    result = combine(outcomes)
+    result.passed = result.passed and gate_size > 1e-6  # the gate terms are really there
+    result.detail = f"{kind}: {carry_name} at fixed gates; full Jacobian matches; max |gate terms| = {gate_size:.3g}"
+    return result
+
+
+@check("gated.gru_carry_jacobian", source=f"{SOURCE} L382: dh_t/dh_(t-1) = diag(u_t) at fixed gates", group=GROUP)
+def gru_carry_jacobian(ctx) -> Outcome:
+    """GRU carry derivative diag(u_t) with gates detached, and the full Jacobian with gate terms."""
+    return _jacobian_checks("GRU", ctx)
+
+
+@check("gated.lstm_carry_jacobian", source=f"{SOURCE} L400: dc_t/dc_(t-1) = diag(f_t) at fixed gates", group=GROUP)
+def lstm_carry_jacobian(ctx) -> Outcome:
+    """LSTM carry derivative diag(f_t) with gates detached, and the full (c, h) Jacobian."""
+    return _jacobian_checks("LSTM", ctx)
+
+
+@check("gated.clipping_vs_torch", source=f"{SOURCE} L356-360, L456 (clip_grad_norm_)", group=GROUP)
+def clipping_vs_torch(ctx) -> Outcome:
+    """Global-norm clipping against torch.nn.utils.clip_grad_norm_, and its stated properties."""
+    rng = ctx.rng()
+    outcomes = []
+    for trial in range(20):
+        shapes = [(3, 4), (5,), (2, 2, 2)]
+        scale = 10.0 ** rng.uniform(-2, 2)
+        grads = [scale * rng.standard_normal(s) for s in shapes]
+        tau = float(10.0 ** rng.uniform(-1, 1))
+        params = [torch.nn.Parameter(torch.zeros(s, dtype=torch.float64)) for s in shapes]
+        for p, g in zip(params, grads):
+            p.grad = torch.as_tensor(g).clone()
+        torch_norm = float(torch.nn.utils.clip_grad_norm_(params, tau))
+        mine = clipping.clip_global_norm(grads, tau, eps=clipping.TORCH_EPS)
+        outcomes += [_cmp(ctx, np.concatenate([g.ravel() for g in mine.grads]),
+                          np.concatenate([p.grad.numpy().ravel() for p in params])),
+                     _cmp(ctx, mine.total_norm, torch_norm)]
+        exact = clipping.clip_global_norm(grads, tau)  # the text's formula, eps = 0
+        flat, before = np.concatenate([g.ravel() for g in exact.grads]), np.concatenate([g.ravel() for g in grads])
+        expected_norm = min(tau, exact.total_norm)
+        cosine = float(flat @ before / (np.linalg.norm(flat) * np.linalg.norm(before)))
+        outcomes += [_cmp(ctx, np.linalg.norm(flat), expected_norm), _cmp(ctx, cosine, 1.0)]
+    zero = clipping.clip_global_norm([np.zeros(3)], 1.0)
+    outcomes.append(Outcome.exact(zero.coefficient == 1.0 and not np.any(zero.grads[0]), "zero gradient left alone"))
+    result = combine(outcomes)
+    result.detail = "20 random gradient sets: equal to clip_grad_norm_; norm -> min(tau, ||g||), cosine 1; zero gradient unchanged"
+    return result
+
+
+@check("gated.pascanu_bound", source=f"{SOURCE} L338-340; Pascanu et al. 2013", group=GROUP)
+def pascanu_bound(ctx) -> Outcome:
+    """||J_q...J_{s+1}||_2 <= prod ||J_t||_2 <= (gamma ||W_h||_2)^(q-s) on random trajectories: never violated."""
+    rng = ctx.rng()
+    worst, count, violations = 0.0, 0, 0
+    for trial in range(60):
+        act = ("tanh", "sigmoid")[trial % 2]
+        w = paths.RNNWeights.random(3, 6, rng, spectral_norm=float(rng.uniform(0.3, 3.0)), activation=act)
+        norms = paths.jacobian_product_norms(w, 2.0 * rng.standard_normal((30, 3)))
+        violations += norms.violations()
+        count += len(norms.distance)
+        worst = max(worst, float(np.max(norms.measured / norms.pascanu)), float(np.max(norms.norm_product / norms.pascanu)))
+    return Outcome(max(0.0, worst - 1.0), max(0.0, worst - 1.0), violations == 0,
+                   f"{violations} violations in {count} (trajectory, distance) pairs; largest measured/bound = {worst:.3g}")
+
+
+@check("gated.figure3_right", source=f"{SOURCE} L346-350 (Figure 3; values computed in spec §3.3)", group=GROUP)
+def figure3_right(ctx) -> Outcome:
+    """|dh_{T-1}/dh_0| for w_h=1.2, w_x=1, input 0 and 1, against the §3.3 table, 1.2^(T-1), 0.974 and 0.061."""
+    table = {1: (1, 1), 2: (1.2, 0.100033), 3: (1.44, 0.00635543), 5: (2.0736, 2.37779e-05), 10: (5.15978, 2.0227e-11),
+             20: (31.948, 1.46365e-23), 30: (197.814, 1.05911e-35)}
+    sens = paths.sensitivity_vs_length(1.2, [0.0, 1.0], 30)
+    ok = all(matches(sens[0, T - 1], a, 6) and matches(sens[1, T - 1], b, 6) for T, (a, b) in table.items())
+    growth = _cmp(ctx, sens[0], 1.2 ** np.arange(30), "input 0: 1.2^(T-1)")
+    h = paths.scalar_trajectory(1.2, 1.0, 60).h[-1]
+    factor = 1.2 * (1 - h**2)
+    ok = ok and matches(h, 0.974) and matches(factor, 0.061, 2) and growth.passed
+    rel = max(abs(sens[1, T - 1] - b) / b for T, (a, b) in table.items())
+    return Outcome(growth.max_abs_error, max(rel, growth.max_rel_error), ok,
+                   f"table reproduced to 6 figures; saturated state {h:.7f}, factor per step {factor:.7f}")
+
+
+@check("gated.figure3_left", source=f"{SOURCE} L346-348 (Figure 3, left)", group=GROUP)
+def figure3_left(ctx) -> Outcome:
+    """|r|^n for r = 0.8, 1.2 against the §3.3 values 0.3277 ... 237.4."""
+    printed = {0.8: (0.3277, 0.1074, 0.01153, 0.001238), 1.2: (2.488, 6.192, 38.34, 237.4)}
+    n = np.array([5, 10, 20, 30])
+    ok = all(matches(v, p, 4) for r, vals in printed.items() for v, p in zip(paths.power_curve(r, n), vals))
+    ones = paths.power_curve(1.0, n)
+    return Outcome(0.0, 0.0, ok and bool(np.all(ones == 1)), "0.8^n and 1.2^n at n = 5, 10, 20, 30 to 4 figures; 1^n = 1")
+
+
+def _fact_check(name: str):
+    fact = activation_facts.get(name)
+
+    @check(f"gated.fact.{name}", source=fact.source, group=GROUP)
+    def run(ctx) -> Outcome:
+        proof = fact.prove()
+        return Outcome.exact(proof.holds, f"proved with SymPy: {fact.name}")
+
+    run.__doc__ = f"Activation fact {name}, proved symbolically."
+    return run
+
+
+for _name in activation_facts.NAMES:
+    _fact_check(_name)
+
+
+@check("gated.relu_convention_vs_torch", source=f"{SOURCE} Table 4: ReLU at 0 needs a convention", group=GROUP)
+def relu_convention_vs_torch(ctx) -> Outcome:
+    """The stated ReLU slope at 0 is the one torch.relu's backward uses."""
+    from derive.activations import RELU_PRIME_AT_ZERO
+
+    z = torch.zeros(1, dtype=torch.float64, requires_grad=True)
+    torch.relu(z).sum().backward()
+    return _cmp(ctx, float(z.grad), float(RELU_PRIME_AT_ZERO), "d relu/dz at 0: torch vs the stated convention")

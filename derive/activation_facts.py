@@ -1,0 +1,225 @@
+r"""Facts about activation slopes, proved with SymPy: the reasons paths vanish or explode.
+
+Each fact (:class:`Fact`) has a name, the place in the course text it comes
+from, its statement as LaTeX (:meth:`Fact.latex`), and :meth:`Fact.prove`,
+which redoes the proof from the definitions (sigmoid is rewritten as
+``1/(1+exp(-z))`` first, so no step assumes the identity it proves) and
+returns the proof's steps with a verdict.
+
+* ``tanh_prime``: ``tanh'(z) = 1 - h^2`` with ``h = tanh z`` (text L228).
+* ``sigmoid_prime``: ``sigma'(z) = s(1 - s)`` with ``s = sigma(z)`` (Table 4).
+* ``sigmoid_prime_max``: ``sigma'(z) <= 1/4``, equality only at ``z = 0``
+  (because ``1/4 - s(1-s) = (s - 1/2)^2``).
+* ``tanh_prime_max``: ``tanh'(z) <= 1``, equality only at ``z = 0``.
+* ``saturation``: ``tanh'`` and ``sigma'`` tend to 0 as ``|z| -> oo``; tanh tends
+  to ``±1`` and sigma to 0 and 1 (text L218).
+* ``relu_at_zero``: ReLU's one-sided slopes at 0 are 0 and 1, so phi'(0) is
+  a convention; this toolkit states ``phi'(0) = 0`` (:data:`derive.activations.RELU_PRIME_AT_ZERO`, as torch).
+* ``hochreiter``: ``|sigma'(z) w| < 1`` for every real ``z`` iff ``|w| < 4``.
+* ``pascanu_tanh`` / ``pascanu_sigmoid``: ``||J_t||_2 <= gamma ||W_h||_2`` with
+  ``gamma = sup|phi'|`` (1 for tanh, 1/4 for sigmoid), and the sufficient
+  condition for vanishing ``sigma_max(W_h) < 1/gamma`` (Pascanu, Mikolov and
+  Bengio 2013, §2).  The operator-norm inequality
+  ``||diag(d) W||_2 <= ||diag(d)||_2 ||W||_2`` is cited, not re-proved; the
+  numeric side checks the bound on random trajectories.
+
+>>> from derive import activation_facts as af
+>>> af.get("hochreiter").prove().holds
+True
+>>> print(af.get("tanh_prime").latex())
+\frac{d}{d z} \tanh{\left(z \right)} = 1 - h^{2}, \qquad h = \tanh{\left(z \right)}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import sympy as sp
+from sympy.calculus.util import maximum
+
+from seqgrad import validate
+
+from . import activations
+
+__all__ = ["Fact", "Proof", "FACTS", "NAMES", "get", "gamma", "z", "w"]
+
+z = sp.Symbol("z", real=True)
+w = sp.Symbol("w", real=True)
+h, s = sp.symbols("h s", real=True)
+_sigma_exp = 1 / (1 + sp.exp(-z))  # the definition of the logistic sigmoid
+
+
+@dataclass(frozen=True)
+class Proof:
+    """The steps of a proof (``(claim, SymPy result)`` pairs) and whether every step came out as needed."""
+
+    holds: bool
+    steps: tuple
+
+    def __str__(self) -> str:
+        return "\n".join(f"{claim}: {sp.sstr(result)}" for claim, result in self.steps) + f"\nholds: {self.holds}"
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One proved statement about an activation."""
+
+    name: str
+    source: str
+    statement: str  # LaTeX
+    _prove: Callable[[], Proof]
+
+    def prove(self) -> Proof:
+        """Redo the proof with SymPy."""
+        return self._prove()
+
+    def latex(self) -> str:
+        return self.statement
+
+    def _repr_latex_(self) -> str:
+        return f"$\\displaystyle {self.statement}$"
+
+    def __repr__(self) -> str:
+        return f"Fact({self.name!r})"
+
+
+def _is_zero(expr) -> bool:
+    return sp.simplify(expr) == 0
+
+
+def _tanh_prime() -> Proof:
+    derivative = sp.diff(sp.tanh(z), z)
+    claimed = activations.get("tanh").prime(z, sp.tanh(z))  # 1 - h**2 at h = tanh z
+    residual = sp.simplify(derivative - claimed)
+    return Proof(residual == 0, (("d/dz tanh(z)", derivative), ("claimed phi'", claimed), ("difference", residual)))
+
+
+def _sigmoid_prime() -> Proof:
+    derivative = sp.diff(_sigma_exp, z)
+    claimed = activations.get("sigmoid").prime(z, _sigma_exp)  # s(1 - s) at s = 1/(1+e^-z)
+    residual = sp.simplify(derivative - claimed)
+    return Proof(residual == 0, (("d/dz 1/(1+exp(-z))", derivative), ("s(1-s)", claimed), ("difference", residual)))
+
+
+def _sigmoid_prime_max() -> Proof:
+    gap = sp.expand(sp.Rational(1, 4) - s * (1 - s) - (s - sp.Rational(1, 2)) ** 2)  # 0: a perfect square
+    at_half = sp.solveset(sp.Eq(_sigma_exp, sp.Rational(1, 2)), z, sp.S.Reals)
+    prime = sp.diff(_sigma_exp, z)
+    peak = sp.simplify(prime.subs(z, 0))
+    sup = maximum(prime, z, sp.S.Reals)
+    holds = gap == 0 and at_half == sp.FiniteSet(0) and peak == sp.Rational(1, 4) and sup == sp.Rational(1, 4)
+    return Proof(holds, (("1/4 - s(1-s) - (s-1/2)^2", gap), ("{z : sigma(z) = 1/2}", at_half),
+                         ("sigma'(0)", peak), ("max_z sigma'(z) (sympy.maximum)", sup)))
+
+
+def _tanh_prime_max() -> Proof:
+    gap = sp.expand(1 - (1 - h**2) - h**2)  # 1 - (1 - h^2) = h^2 >= 0
+    at_zero = sp.solveset(sp.Eq(sp.tanh(z), 0), z, sp.S.Reals)
+    prime = sp.diff(sp.tanh(z), z)
+    sup = maximum(prime, z, sp.S.Reals)
+    holds = gap == 0 and at_zero == sp.FiniteSet(0) and sp.simplify(prime.subs(z, 0)) == 1 and sup == 1
+    return Proof(holds, (("1 - (1 - h^2) - h^2", gap), ("{z : tanh z = 0}", at_zero), ("max_z tanh'(z)", sup)))
+
+
+def _saturation() -> Proof:
+    tanh_prime = sp.diff(sp.tanh(z), z)
+    sigma_prime = sp.diff(_sigma_exp, z)
+    limits = {
+        "tanh'(+oo)": (sp.limit(tanh_prime, z, sp.oo), 0),
+        "tanh'(-oo)": (sp.limit(tanh_prime, z, -sp.oo), 0),
+        "sigma'(+oo)": (sp.limit(sigma_prime, z, sp.oo), 0),
+        "sigma'(-oo)": (sp.limit(sigma_prime, z, -sp.oo), 0),
+        "tanh(+oo)": (sp.limit(sp.tanh(z), z, sp.oo), 1),
+        "tanh(-oo)": (sp.limit(sp.tanh(z), z, -sp.oo), -1),
+        "sigma(+oo)": (sp.limit(_sigma_exp, z, sp.oo), 1),
+        "sigma(-oo)": (sp.limit(_sigma_exp, z, -sp.oo), 0),
+    }
+    holds = all(value == expected for value, expected in limits.values())
+    return Proof(holds, tuple((k, v) for k, (v, _) in limits.items()))
+
+
+def _relu_at_zero() -> Proof:
+    t = sp.Symbol("t", real=True)
+    relu = activations.get("relu")
+    quotient = (relu.phi(t) - relu.phi(sp.Integer(0))) / t
+    right = sp.limit(quotient, t, 0, "+")
+    left = sp.limit(quotient, t, 0, "-")
+    convention = relu.prime(sp.Integer(0), relu.phi(sp.Integer(0)))
+    holds = right == 1 and left == 0 and right != left and convention == activations.RELU_PRIME_AT_ZERO == 0
+    return Proof(holds, (("right derivative at 0", right), ("left derivative at 0", left),
+                         ("phi'(0) by this toolkit's convention (torch's)", convention)))
+
+
+def _hochreiter() -> Proof:
+    sup_slope = _sigmoid_prime_max()
+    sup = sp.Rational(1, 4)  # max_z sigma'(z), attained at z = 0 (sigmoid_prime_max)
+    # sup_z |sigma'(z) w| = |w| sup_z sigma'(z) since sigma' > 0; "< 1 for every z" needs the sup below 1
+    # only because the sup is attained (at z = 0): otherwise "<" could hold with sup = 1.
+    allowed = sp.solveset(sp.Abs(w) * sup < 1, w, sp.S.Reals)
+    at_boundary = sp.Abs(w * sp.diff(_sigma_exp, z)).subs({w: 4, z: 0})
+    holds = sup_slope.holds and allowed == sp.Interval.open(-4, 4) and sp.simplify(at_boundary) == 1
+    return Proof(holds, (("max_z sigma'(z), attained at z = 0", sup), ("{w : |w|/4 < 1}", allowed),
+                         ("|sigma'(0) * 4|", sp.simplify(at_boundary))))
+
+
+def gamma(activation: str) -> sp.Expr:
+    """``sup_z |phi'(z)|`` for tanh (1) and sigmoid (1/4), proved by the ``*_prime_max`` facts."""
+    name = validate.choice("activation", activation, ("tanh", "sigmoid"))
+    return sp.Integer(1) if name == "tanh" else sp.Rational(1, 4)
+
+
+def _pascanu(activation: str) -> Callable[[], Proof]:
+    def prove() -> Proof:
+        g = gamma(activation)
+        slope = (_tanh_prime_max if activation == "tanh" else _sigmoid_prime_max)()
+        d0, d1 = sp.symbols("d_0 d_1", real=True)
+        singular = sp.Matrix([[d0, 0], [0, d1]]).singular_values()  # ||diag(d)||_2 = max_i |d_i|
+        sigma_max = sp.Symbol("sigma_max", nonnegative=True)
+        vanishing = sp.solveset(g * sigma_max < 1, sigma_max, sp.Interval(0, sp.oo))
+        holds = (slope.holds and sorted(map(sp.Abs, (d0, d1)), key=str) == sorted(singular, key=str)
+                 and vanishing == sp.Interval.Ropen(0, 1 / g))
+        return Proof(holds, ((f"gamma = sup|{activation}'|", g), ("singular values of diag(d_0, d_1)", singular),
+                             ("||diag(d) W||_2 <= ||diag(d)||_2 ||W||_2", "operator norm is submultiplicative (cited)"),
+                             ("{sigma_max : gamma sigma_max < 1} (then the bound (gamma sigma_max)^n decays)", vanishing)))
+
+    return prove
+
+
+def _fact(name, source, statement, prove) -> tuple:
+    return name, Fact(name, source, statement, prove)
+
+
+FACTS: dict[str, Fact] = dict([
+    _fact("tanh_prime", "seed000 L228, Table 4",
+          r"\frac{d}{d z} \tanh{\left(z \right)} = 1 - h^{2}, \qquad h = \tanh{\left(z \right)}", _tanh_prime),
+    _fact("sigmoid_prime", "seed000 Table 4 (L212-216)",
+          r"\frac{d}{d z} \sigma\left(z\right) = s \left(1 - s\right), \qquad s = \sigma\left(z\right) = \frac{1}{1 + e^{-z}}",
+          _sigmoid_prime),
+    _fact("sigmoid_prime_max", "seed000 Table 4: slope never exceeds 1/4",
+          r"\sigma'\left(z\right) \le \frac{1}{4} \text{ for all } z, \text{ with equality only at } z = 0", _sigmoid_prime_max),
+    _fact("tanh_prime_max", "seed000 Table 4: slope about 1 near 0",
+          r"\tanh'\left(z\right) \le 1 \text{ for all } z, \text{ with equality only at } z = 0", _tanh_prime_max),
+    _fact("saturation", "seed000 L218",
+          r"\lim_{|z| \to \infty} \tanh'\left(z\right) = \lim_{|z| \to \infty} \sigma'\left(z\right) = 0, \quad "
+          r"\tanh\left(\pm\infty\right) = \pm 1, \quad \sigma\left(-\infty\right) = 0, \quad \sigma\left(\infty\right) = 1",
+          _saturation),
+    _fact("relu_at_zero", "seed000 Table 4 and L216: ReLU at 0 needs a convention",
+          r"\max\left(0, z\right)' = 1 \; (z > 0), \quad 0 \; (z < 0), \quad \text{and by convention } 0 \text{ at } z = 0",
+          _relu_at_zero),
+    _fact("hochreiter", "Hochreiter (1991); seed000 Table 4",
+          r"\left|\sigma'\left(z\right) w\right| < 1 \text{ for every } z \in \mathbb{R} \iff \left|w\right| < 4", _hochreiter),
+    _fact("pascanu_tanh", "Pascanu, Mikolov and Bengio (2013), section 2; seed000 L338-340",
+          r"\left\lVert \mathbf{J}_t \right\rVert_2 \le \gamma \left\lVert \mathbf{W}_h \right\rVert_2, \; \gamma = 1 "
+          r"\; (\tanh); \quad \sigma_{\max}\left(\mathbf{W}_h\right) < 1 \Rightarrow \text{vanishing}", _pascanu("tanh")),
+    _fact("pascanu_sigmoid", "Pascanu, Mikolov and Bengio (2013), section 2",
+          r"\left\lVert \mathbf{J}_t \right\rVert_2 \le \gamma \left\lVert \mathbf{W}_h \right\rVert_2, \; \gamma = \frac{1}{4} "
+          r"\; (\sigma); \quad \sigma_{\max}\left(\mathbf{W}_h\right) < 4 \Rightarrow \text{vanishing}", _pascanu("sigmoid")),
+])
+
+NAMES: tuple[str, ...] = tuple(FACTS)
+
+
+def get(name: str) -> Fact:
+    """The fact called ``name`` (one of :data:`NAMES`)."""
+    return FACTS[validate.choice("fact", name, NAMES)]
