@@ -136,12 +136,62 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         else:
             statements.append(f"{head} (The statement takes {len(body)} characters of LaTeX; "
                               "print it with \\texttt{seqgrad identities}.)")
-    table = "\\begin{table}[htbp]\n\\centering\\small\n" + tabular(["identity", "source", "status"], rows, "p{5cm}p{4.2cm}l") \
-        + "\n\\end{table}"
+    table = ("\\begin{table}[htbp]\n\\centering\\footnotesize\n\\caption{Identities, each proved now.}\n"
+             + tabular(["identity", "source", "status"], rows, "p{5.6cm}p{5.6cm}l") + "\n\\end{table}")
     return "\n\n".join(statements + [table])
 
 
+def check_status(pattern: str, b: Build) -> str:
+    """Run the registered checks matching ``pattern`` (see ``seqgrad check --only``) and tabulate
+    each one's verified status with its largest errors."""
+    from derive.latex_layout import tabular
+
+    from .registry import all_checks, run_checks
+    from .report import fmt_error
+
+    items = all_checks(pattern)
+    if not items:
+        raise SectionUnavailable(pattern, f"registered checks matching '{pattern}' (crosscheck/checks)")
+    results = run_checks(items, device=b.device, show_progress=False)
+    marks = {"pass": "verified", "fail": "\\textbf{FAILED}", "error": "\\textbf{ERROR}", "skip": "skipped"}
+    rows = [[f"\\texttt{{{text(r.name)}}}", text(r.source), b.notation.number(fmt_error(r.max_abs_error)),
+             b.notation.number(fmt_error(r.max_rel_error)), marks[r.status]] for r in results]
+    passed = sum(r.status == "pass" for r in results)
+    return (f"{passed} of {len(results)} checks verified on {text(b.device)} in float64.\n\n"
+            "\\begin{table}[htbp]\n\\centering\\footnotesize\n"
+            f"\\caption{{Checks matching \\texttt{{{text(pattern)}}}, run now.}}\n"
+            + tabular(["check", "source", "max abs err", "max rel err", "status"], rows, "p{5.6cm}p{3.9cm}lll")
+            + "\n\\end{table}")
+
+
 # --------------------------------------------------------------------------- sections
+
+ENCODER_TABLES = {
+    "attention_on_H0": ("H0", "head1.Q", "head1.K", "head1.V", "head1.A", "head1.O", "B_att"),
+    "prenorm_block": ("block0.X", "block0.B_att", "block0.U", "block0.Z_mlp", "block0.B_mlp", "H1", "H_enc"),
+}
+
+
+def _encoder(b: Build) -> str:
+    """The course's worked example: its intermediates as course-style tables, and the checks against the text."""
+    from numeric import course
+    from numeric.tokens import tokenize
+    from seqgrad.latex_table import booktabs
+
+    from .commands.encoder import _tables
+
+    tokens = tokenize(course.TEXT)
+    parts = [f"The worked example encodes ``{text(course.TEXT)}'' (T = {len(tokens)} tokens). "
+             "Rows are tokens, columns are features, numbers at 3 significant figures as in the text."]
+    for stage, names in ENCODER_TABLES.items():
+        record = course.trace(stage, device=b.device)
+        for title, rows, row_labels, col_labels in _tables(stage, record, list(names), tokens):
+            parts.append(booktabs(rows, row_labels=row_labels, col_labels=col_labels, corner="t", caption=title,
+                                  decimal_comma=b.notation.decimal_comma))
+    parts.append(check_status("encoder", b))
+    return "\n\n".join(parts)
+
+
 
 def _catalogue_section(modules: Sequence[str]) -> Callable[[Build], str]:
     def build(b: Build) -> str:
@@ -153,13 +203,30 @@ def _catalogue_section(modules: Sequence[str]) -> Callable[[Build], str]:
     return build
 
 
+def _positional(b: Build) -> str:
+    """PE(pos + k) = R(k) PE(pos) for an even and an odd width, proved now, then every positional identity."""
+    from derive import positional
+
+    parts = []
+    for d in (8, 5):
+        shift = positional.Sinusoidal(d).shift_identity()
+        report = shift.prove()
+        verdict = "proved exactly" if report.holds else "\\textbf{NOT proved}"
+        parts.append(f"\\paragraph{{The shift identity, $d = {d}$}} ({verdict} for symbolic pos and $k$.)\n"
+                     f"\\begin{{equation*}}\n{shift.latex()}\n\\end{{equation*}}\n"
+                     + "\n".join(f"{text(line)}\\\\" for line in str(report).splitlines()))
+    parts.append(_catalogue_section(["derive.positional"])(b))
+    return "\n\n".join(parts)
+
+
 SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("rnn", "Recurrent networks: backpropagation through time", ("derive.rnn",), None),
     Section("gates", "Gated cells: GRU and LSTM", ("derive.gated",), None),
-    Section("positional", "Positional encoding", ("derive.positional",), _catalogue_section(["derive.positional"])),
+    Section("positional", "Positional encoding", ("derive.positional",), _positional),
     Section("attention", "Attention", ("derive.attention", "derive.softmax"),
             _catalogue_section(["derive.softmax", "derive.attention"])),
-    Section("encoder", "The worked encoder example", ("numeric.encoder", "seqgrad.latex_table"), None),
+    Section("encoder", "The worked encoder example", ("numeric.course", "seqgrad.latex_table", "crosscheck.checks.encoder"),
+            _encoder),
     Section("residual", "Residual paths and LayerNorm", ("derive.residual", "derive.layernorm"),
             _catalogue_section(["derive.layernorm", "derive.residual"])),
     Section("claims", "Printed claims", ("derive.claims",), None),
@@ -219,7 +286,7 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     parts = [preamble()]
     for name in names:
         section = SECTIONS[name]
-        parts.append(f"\\section{{{text(section.title)}}}\\label{{sec:{name}}}\n\n{section.build(b).strip()}\n")
+        parts.append(f"\\section{{{text(section.title)}}}\\label{{sec:{name}}}\n\n{section.build(b).strip()}\n\n\\clearpage\n")
     parts.append("\\end{document}\n")
     return "\n".join(parts)
 
