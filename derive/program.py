@@ -1,0 +1,516 @@
+r"""Derivations as straight-line programs over named intermediates.
+
+This is the answer to expression swell (DESIGN.md, "readable formulas vs
+expression swell").  A derivation is a :class:`Program`: an ordered list of
+:class:`Definition` ``target := value`` where every target is a named SymPy
+``Symbol`` (scalar cells) or ``MatrixSymbol`` (vector cells) such as ``z_t``,
+``h_t``, ``g_t^h``, ``g_t^z``, and every value refers only to inputs
+(parameters, data) and to earlier targets.  A program of T steps therefore has
+size O(T), prints as the textbook's recursion, lambdifies with every common
+subexpression shared (:mod:`crosscheck.lambdify`), and expands into a closed
+form only on request, behind a size guard.
+
+API (for cells built on top of this module: RNN, GRU, LSTM, ...)
+----------------------------------------------------------------
+
+``Program(name)``
+    An empty program.
+``prog.define(target, value, kind="forward", step=None, partials=None)``
+    Append ``target := value`` and return ``target``.  ``kind`` is free text;
+    the conventions are ``"forward"``, ``"loss"`` and ``"backward"``.
+    ``partials`` optionally gives the local derivatives d value / d s
+    (scalars) or the entrywise local derivative (matrices, for an
+    :class:`Elementwise` value); by default they are found with ``sympy.diff``
+    (scalars) or by the structural matrix rules of :func:`pullback`.
+``Template(value, variables, output=None, partials=None)``
+    A local equation over fresh symbols, **differentiated once** and then
+    instantiated at every step: ``value, partials = template.at(mapping)``;
+    ``prog.apply(template, target, mapping, ...)`` does both and defines.
+``prog.backward(seeds, adjoint_name, emit=None)``
+    Reverse-mode chain rule over the program: ``seeds`` maps a target to its
+    loss sensitivity; ``adjoint_name(target)`` names the sensitivity of each
+    target (``"g_0^z"``) or returns ``None`` to leave it inline.  Appends one
+    ``"backward"`` definition per named sensitivity and returns the gradients
+    of the leaves (symbols that are not defined) as sums over their uses.
+``prog.expand(expr, kinds=("backward",), max_terms=MAX_TERMS)``
+    Substitute the definitions of the given kinds (``None``: all) into
+    ``expr``: a closed form.  Raises :class:`~seqgrad.errors.SizeGuardError`
+    when the result would have more than ``max_terms`` expression-tree nodes
+    (estimated before anything is built).
+``prog.evaluate(expr, values)``
+    Evaluate ``expr`` with the leaves replaced by ``values`` (numbers,
+    explicit matrices or expressions), one definition at a time.
+``prog.latex()``, ``prog._repr_latex_()``, ``str(prog)``, ``prog.dot()``
+    An ``aligned`` environment (long sums broken over lines; every piece is
+    printed by ``sympy.latex``), Jupyter rendering, the plain recursion, and
+    the dependency graph as Graphviz DOT text.
+
+Matrix expressions use SymPy's ``MatMul``, ``MatAdd``, ``Transpose``,
+``HadamardProduct``, ``ZeroMatrix``/``OneMatrix``, plus :class:`Elementwise`
+(a function applied entrywise) and :class:`SquaredNorm` (sum of squared
+entries, for losses).  Vectors are row vectors, so a batch of B sequences is B
+rows and every formula applies unchanged.
+
+>>> import sympy as sp
+>>> x, w, y = sp.symbols("x w y")
+>>> prog = Program("tiny")
+>>> u = prog.define(sp.Symbol("u"), w * x)
+>>> L = prog.define(sp.Symbol("L"), (u - y) ** 2 / 2, kind="loss")
+>>> grads = prog.backward({L: sp.Integer(1)}, lambda s: "g^" + s.name)
+>>> grads[w]
+g^u*x
+>>> print(prog)
+u = w*x
+L = (u - y)**2/2
+g^L = 1
+g^u = g^L*(u - y)
+>>> prog.expand(grads[w], kinds=None)
+x*(w*x - y)
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+import sympy as sp
+from sympy.matrices.expressions.applyfunc import ElementwiseApplyFunction
+from sympy.matrices.expressions.matexpr import MatrixExpr
+from sympy.printing.latex import LatexPrinter
+
+from seqgrad.errors import SeqgradTypeError, SeqgradValueError, SizeGuardError
+
+__all__ = [
+    "MAX_TERMS", "Program", "Definition", "Template", "Elementwise", "SquaredNorm", "pullback", "latex_settings",
+]
+
+#: Default size guard of :meth:`Program.expand`: the largest closed form, in
+#: expression-tree nodes counted with repetition, that is built without an
+#: explicit ``max_terms``.  (The text's T = 3 closed forms have about 60.)
+MAX_TERMS = 20_000
+
+#: Settings passed to ``sympy.latex`` for every piece of LaTeX a program writes.
+latex_settings = {"mat_symbol_style": "bold"}
+
+_PLACEHOLDER = "XPLACEHOLDERX"
+
+
+def _latex(expr) -> str:
+    return sp.latex(expr, **latex_settings)
+
+
+class Elementwise(ElementwiseApplyFunction):
+    """A scalar function applied entrywise to a matrix expression: ``phi(Z)``.
+
+    Prints as the function applied to the matrix (``tanh(z_0)``), evaluates
+    on explicit matrices with ``.doit()``.
+    """
+
+    def __new__(cls, function, expr):
+        if not isinstance(function, sp.Lambda):
+            d = sp.Dummy("d")
+            function = sp.Lambda(d, function(d))
+        if not getattr(expr, "is_Matrix", False):
+            raise SeqgradTypeError("expr", expr, "a matrix expression")
+        # (SymPy's constructor would call the function on a 1 x 1 matrix; Max refuses that)
+        return MatrixExpr.__new__(cls, function, expr)
+
+    def _apply_printed(self, printer, printed_arg: str) -> str:
+        body = self.function.expr.xreplace({self.function.variables[0]: sp.Symbol(_PLACEHOLDER)})
+        text = printer._print(body).replace(_PLACEHOLDER, printed_arg)
+        if isinstance(body, sp.Add):  # 1 - h**2 inside a product needs its parentheses
+            return r"\left(%s\right)" % text if printer.printmethod == "_latex" else f"({text})"
+        return text
+
+    def _latex(self, printer):
+        return self._apply_printed(printer, printer.parenthesize(self.expr, 1000) if not self.expr.is_symbol else printer._print(self.expr))
+
+    def _sympystr(self, printer):
+        arg = printer._print(self.expr)
+        return self._apply_printed(printer, arg if self.expr.is_symbol else f"({arg})")
+
+    def entry(self, i: int, j: int):
+        return self.function(self.expr[i, j])
+
+
+class SquaredNorm(sp.Expr):
+    """Sum of the squared entries of a matrix expression: ``||M||^2``.
+
+    For a batch stored as rows it sums over the batch too, which is the loss
+    autograd differentiates when per-sequence losses are added.
+    """
+
+    is_commutative = True
+
+    def __new__(cls, arg):
+        return sp.Expr.__new__(cls, arg)
+
+    @property
+    def arg(self):
+        return self.args[0]
+
+    def doit(self, **hints):
+        arg = self.arg.doit(**hints) if hints.get("deep", True) else self.arg
+        if isinstance(arg, sp.MatrixBase):
+            return sp.Add(*[entry**2 for entry in arg])
+        if isinstance(arg, MatrixExpr) and arg.is_Matrix is False and not arg.free_symbols - {arg}:
+            return sp.Add(*[entry**2 for entry in arg.as_explicit()])
+        return self.func(arg)
+
+    def _latex(self, printer, exp=None):
+        base = r"\left\lVert %s \right\rVert^{2}" % printer._print(self.arg)
+        return base if exp is None else r"\left(%s\right)^{%s}" % (base, exp)
+
+    def _sympystr(self, printer):
+        return "||%s||**2" % printer._print(self.arg)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One line ``target := value`` of a program."""
+
+    target: sp.Basic
+    value: sp.Basic
+    kind: str = "forward"
+    step: int | None = None
+    partials: Mapping[sp.Basic, sp.Basic] | None = field(default=None, compare=False)
+
+    @property
+    def is_matrix(self) -> bool:
+        return isinstance(self.target, MatrixExpr)
+
+    def latex(self) -> str:
+        return f"{_latex(self.target)} &= {_latex(self.value)}"
+
+    def __str__(self) -> str:
+        return f"{sp.sstr(self.target)} = {sp.sstr(self.value)}"
+
+
+class Template:
+    """A local equation over fresh symbols, differentiated once, used at every step.
+
+    ``variables`` are the placeholders the value depends on; ``output`` is an
+    optional placeholder for the defined quantity itself, so that a local
+    derivative may be written through it (tanh: ``1 - h**2``).  ``partials``
+    overrides ``sympy.diff`` for some variables.
+
+    >>> import sympy as sp
+    >>> w, x, h = sp.symbols("w x h")
+    >>> cell = Template(w * x + 2 * h, [w, x, h])
+    >>> cell.at({w: sp.Symbol("w_x"), x: sp.Symbol("x_3"), h: sp.Symbol("h_2")})[1]
+    {w: x_3, x: w_x, h: 2}
+    """
+
+    def __init__(self, value, variables: Iterable[sp.Symbol], output: sp.Symbol | None = None,
+                 partials: Mapping[sp.Symbol, sp.Basic] | None = None):
+        self.value = sp.sympify(value)
+        self.variables = tuple(variables)
+        self.output = output
+        given = dict(partials or {})
+        self.partials = {v: (given[v] if v in given else sp.diff(self.value, v)) for v in self.variables}
+
+    def at(self, mapping: Mapping[sp.Symbol, sp.Basic], output: sp.Basic | None = None):
+        """The value and the partials (keyed by the original placeholders) at ``mapping``."""
+        subs = dict(mapping)
+        if self.output is not None and output is not None:
+            subs[self.output] = output
+        return self.value.xreplace(subs), {v: p.xreplace(subs) for v, p in self.partials.items()}
+
+
+def _sum(terms: list):
+    if not terms:
+        return sp.Integer(0)
+    if isinstance(terms[0], MatrixExpr):
+        return functools.reduce(operator.add, terms)
+    return sp.Add(*terms)
+
+
+def pullback(expr, G) -> list[tuple[sp.Basic, sp.Basic]]:
+    """Reverse-mode rule of a matrix expression: pairs (leaf, contribution).
+
+    ``G`` is the sensitivity of the loss to ``expr`` (same shape); the result
+    lists, for every ``MatrixSymbol`` inside ``expr``, the term its use adds to
+    its own sensitivity.  The rules are the text's: ``X W^T`` sends ``G W`` to
+    ``X`` and ``G^T X`` to ``W`` (an outer product), a sum passes ``G`` to
+    every term, ``phi(Z)`` entrywise sends ``G o phi'(Z)`` to ``Z``.
+    """
+    out: list[tuple[sp.Basic, sp.Basic]] = []
+    _pull(expr, G, out)
+    return out
+
+
+def _pull(expr, G, out) -> None:
+    if isinstance(expr, sp.MatrixSymbol):
+        out.append((expr, G))
+    elif isinstance(expr, (sp.ZeroMatrix, sp.OneMatrix, sp.Identity)) or getattr(expr, "is_Matrix", False) is True and not expr.free_symbols:
+        return
+    elif isinstance(expr, sp.MatAdd):
+        for arg in expr.args:
+            _pull(arg, G, out)
+    elif isinstance(expr, sp.MatMul):
+        coeff, mats = expr.as_coeff_matrices()
+        if coeff.free_symbols:
+            raise SeqgradTypeError("value", expr, "matrix products with numeric scalar coefficients only")
+        for i, factor in enumerate(mats):
+            parts = []
+            if i > 0:
+                parts.append(sp.MatMul(*mats[:i]).T)
+            parts.append(G)
+            if i < len(mats) - 1:
+                parts.append(sp.MatMul(*mats[i + 1:]).T)
+            local = sp.MatMul(*parts).doit() if len(parts) > 1 else G
+            _pull(factor, coeff * local if coeff != 1 else local, out)
+    elif isinstance(expr, sp.Transpose):
+        _pull(expr.arg, G.T, out)
+    elif isinstance(expr, sp.HadamardProduct):
+        for i, factor in enumerate(expr.args):
+            _pull(factor, sp.HadamardProduct(G, *(a for j, a in enumerate(expr.args) if j != i)), out)
+    elif isinstance(expr, Elementwise):
+        f = expr.function
+        d = f.variables[0]
+        _pull(expr.expr, sp.HadamardProduct(G, Elementwise(sp.Lambda(d, sp.diff(f.expr, d)), expr.expr)), out)
+    else:
+        raise SeqgradTypeError("value", expr, "a matrix expression built from MatrixSymbol, +, *, transpose, "
+                               "HadamardProduct and Elementwise")
+
+
+def _tree_size(expr, sizes: Mapping) -> int:
+    if expr in sizes:
+        return sizes[expr]
+    if isinstance(expr, (sp.Symbol, sp.MatrixSymbol)) or not expr.args:
+        return 1
+    return 1 + sum(_tree_size(a, sizes) for a in expr.args)
+
+
+def _free(expr) -> set:
+    return {s for s in expr.free_symbols if isinstance(s, (sp.Symbol, sp.MatrixSymbol))} if isinstance(expr, sp.Basic) else set()
+
+
+class Program:
+    """A straight-line program of named definitions (see the module docstring)."""
+
+    def __init__(self, name: str = ""):
+        self.name = name
+        self._defs: list[Definition] = []
+        self._index: dict[sp.Basic, int] = {}
+        self.gradients: dict[sp.Basic, sp.Basic] = {}
+        self.adjoints: dict[sp.Basic, sp.Basic] = {}
+
+    # -- building ---------------------------------------------------------
+    def define(self, target, value, kind: str = "forward", step: int | None = None, partials=None):
+        if not isinstance(target, (sp.Symbol, sp.MatrixSymbol)):
+            raise SeqgradTypeError("target", target, "a SymPy Symbol or MatrixSymbol")
+        if target in self._index:
+            raise SeqgradValueError("target", str(target), "a name not defined yet in this program")
+        value = sp.sympify(value) if not isinstance(value, sp.Basic) else value
+        if isinstance(target, sp.MatrixSymbol) and isinstance(value, MatrixExpr) and value.shape != target.shape:
+            raise SeqgradValueError("value", str(value), f"a matrix of shape {target.shape} like {target}")
+        self._index[target] = len(self._defs)
+        self._defs.append(Definition(target, value, kind, step, partials))
+        return target
+
+    def apply(self, template: Template, target, mapping, kind: str = "forward", step: int | None = None):
+        value, partials = template.at(mapping, output=target)
+        # partials are keyed by the placeholders; re-key them by the actual symbols
+        keyed: dict = {}
+        for var, p in partials.items():
+            actual = mapping.get(var, var)
+            if isinstance(actual, (sp.Symbol, sp.MatrixSymbol)):
+                keyed[actual] = keyed.get(actual, 0) + p
+            elif p != 0 and _free(actual):
+                raise SeqgradTypeError("mapping", actual, "symbols only for variables with a nonzero partial")
+        return self.define(target, value, kind, step, keyed)
+
+    # -- reading ----------------------------------------------------------
+    def __iter__(self):
+        return iter(self._defs)
+
+    def __len__(self) -> int:
+        return len(self._defs)
+
+    def __contains__(self, symbol) -> bool:
+        return symbol in self._index
+
+    def __getitem__(self, symbol) -> Definition:
+        if isinstance(symbol, str):
+            for d in self._defs:
+                if str(d.target) == symbol:
+                    return d
+            raise SeqgradValueError("name", symbol, "a target of this program, e.g. " + ", ".join(str(d.target) for d in self._defs[:4]))
+        return self._defs[self._index[symbol]]
+
+    def definitions(self, kind: str | Iterable[str] | None = None) -> list[Definition]:
+        if kind is None:
+            return list(self._defs)
+        kinds = {kind} if isinstance(kind, str) else set(kind)
+        return [d for d in self._defs if d.kind in kinds]
+
+    def leaves(self) -> list[sp.Basic]:
+        """Symbols used but never defined (parameters and data), in order of first use."""
+        seen: dict = {}
+        for d in self._defs:
+            for s in sorted(_free(d.value), key=sp.default_sort_key):
+                if s not in self._index and s not in seen:
+                    seen[s] = None
+        return list(seen)
+
+    def needed(self, exprs: Iterable, kinds: Iterable[str] | None = None, stop=()) -> list[Definition]:
+        """The definitions ``exprs`` depend on (through definitions of ``kinds``, not through the
+        symbols in ``stop``), in program order."""
+        kinds = None if kinds is None else set(kinds)
+        marked: set[int] = set()
+        stack = [s for e in exprs for s in _free(e)]
+        while stack:
+            s = stack.pop()
+            i = self._index.get(s)
+            if i is None or i in marked or s in stop or (kinds is not None and self._defs[i].kind not in kinds):
+                continue
+            marked.add(i)
+            stack.extend(_free(self._defs[i].value))
+        return [self._defs[i] for i in sorted(marked)]
+
+    # -- the chain rule -----------------------------------------------------
+    def backward(self, seeds: Mapping, adjoint_name: Callable[[sp.Basic], str | None],
+                 emit: Mapping | None = None) -> dict:
+        """Reverse-mode accumulation over the definitions present now.
+
+        Every named sensitivity becomes a ``"backward"`` definition (sum over
+        the uses of its target); ``emit[target]`` lists extra ``(symbol,
+        value)`` definitions (such as ``e := yhat - y``) appended when the
+        sweep reaches ``target`` (a third item overrides the kind ``"backward"``).  Returns (and stores in ``self.gradients``)
+        the sensitivities of the leaves.
+        """
+        contributions: dict = {}
+        for target, seed in seeds.items():
+            contributions.setdefault(target, []).append(seed)
+        emit = dict(emit or {})
+        for d in reversed(list(self._defs)):
+            for symbol, value, *kind in emit.pop(d.target, ()):
+                self.define(symbol, value, kind=kind[0] if kind else "backward", step=d.step)
+            terms = contributions.get(d.target)
+            if not terms:
+                continue
+            total = _sum(terms)
+            name = adjoint_name(d.target)
+            if name is not None:
+                adj = sp.MatrixSymbol(name, *d.target.shape) if d.is_matrix else sp.Symbol(name)
+                self.define(adj, total, kind="backward", step=d.step)
+                total = adj
+            self.adjoints[d.target] = total
+            for symbol, local in self._local(d, total):
+                contributions.setdefault(symbol, []).append(local)
+        grads = {s: _sum(terms) for s, terms in contributions.items() if s not in self._index}
+        self.gradients.update(grads)
+        return grads
+
+    def _local(self, d: Definition, G) -> list[tuple[sp.Basic, sp.Basic]]:
+        if d.is_matrix:
+            if d.partials:
+                return [(s, sp.HadamardProduct(G, p)) for s, p in d.partials.items()]
+            return pullback(d.value, G)
+        partials = d.partials if d.partials is not None else {s: sp.diff(d.value, s) for s in sorted(_free(d.value), key=sp.default_sort_key)}
+        return [(s, G * p) for s, p in partials.items() if p != 0]
+
+    # -- closed forms -------------------------------------------------------
+    def size(self, expr, kinds: Iterable[str] | None = ("backward",)) -> int:
+        """Expression-tree nodes of the closed form :meth:`expand` would build."""
+        sizes: dict = {}
+        for d in self.needed([expr], kinds):
+            sizes[d.target] = _tree_size(d.value, sizes)
+        return _tree_size(expr, sizes)
+
+    def expand(self, expr, kinds: Iterable[str] | None = ("backward",), max_terms: int | None = None,
+               what: str | None = None):
+        """``expr`` with the definitions of ``kinds`` substituted (``None``: every definition)."""
+        limit = MAX_TERMS if max_terms is None else max_terms
+        estimate = self.size(expr, kinds)
+        if estimate > limit:
+            raise SizeGuardError("expand", what or sp.sstr(expr)[:60], limit, estimate)
+        subs: dict = {}
+        for d in self.needed([expr], kinds):
+            subs[d.target] = d.value.xreplace(subs)
+        return expr.xreplace(subs)
+
+    def evaluate(self, expr, values: Mapping):
+        """``expr`` with the leaves set to ``values`` and every definition it needs evaluated in order.
+
+        A defined symbol given in ``values`` keeps the given value (its definition is not used).
+        """
+        env = dict(values)
+        for d in self.needed([expr], stop=env):
+            env[d.target] = _evaluate(d.value, env)
+        return _evaluate(expr, env)
+
+    # -- output ---------------------------------------------------------------
+    def __str__(self) -> str:
+        return "\n".join(str(d) for d in self._defs)
+
+    def __repr__(self) -> str:
+        return f"<Program {self.name!r}: {len(self._defs)} definitions>"
+
+    def latex(self, kinds: str | Iterable[str] | None = None, terms_per_line: int = 3) -> str:
+        """An ``aligned`` environment, one definition a line, long sums broken over lines."""
+        return latex_aligned([(d.target, d.value) for d in self.definitions(kinds)], terms_per_line)
+
+    def _repr_latex_(self) -> str:
+        return "$$" + self.latex() + "$$"
+
+    def dot(self) -> str:
+        """The dependency graph as Graphviz DOT text (leaves as ellipses, definitions as boxes)."""
+        lines = [f"digraph {_dot_id(self.name or 'program')} {{", "  rankdir=LR;"]
+        for leaf in self.leaves():
+            lines.append(f"  {_dot_id(str(leaf))} [shape=ellipse];")
+        for d in self._defs:
+            style = ", style=dashed" if d.kind == "backward" else ""
+            lines.append(f"  {_dot_id(str(d.target))} [shape=box{style}];")
+        for d in self._defs:
+            for s in sorted(_free(d.value), key=sp.default_sort_key):
+                lines.append(f"  {_dot_id(str(s))} -> {_dot_id(str(d.target))};")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+
+def _evaluate(expr, env):
+    value = expr.xreplace(env) if isinstance(expr, sp.Basic) else expr
+    if isinstance(value, (MatrixExpr, SquaredNorm)) or (isinstance(value, sp.Basic) and value.has(MatrixExpr)):
+        value = value.doit()
+        if isinstance(value, MatrixExpr) and not isinstance(value, sp.MatrixBase):
+            value = value.as_explicit()
+    return value
+
+
+def _dot_id(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _terms(expr) -> list:
+    if isinstance(expr, sp.MatAdd):
+        return list(expr.args)
+    if isinstance(expr, sp.Add):
+        return list(LatexPrinter(latex_settings)._as_ordered_terms(expr))
+    return [expr]
+
+
+def latex_value(value, terms_per_line: int = 3) -> str:
+    """The right-hand side of an aligned line: a long sum broken after every ``terms_per_line`` terms."""
+    terms = _terms(value)
+    if len(terms) <= terms_per_line:
+        return _latex(value)
+    pieces = []
+    for i, term in enumerate(terms):
+        negative = not isinstance(term, MatrixExpr) and term.could_extract_minus_sign()
+        text = _latex(-term if negative else term)
+        if i == 0:
+            pieces.append(("- " if negative else "") + text)
+        else:
+            sep = r" \\ &\quad " if i % terms_per_line == 0 else " "
+            pieces.append(sep + ("- " if negative else "+ ") + text)
+    return "".join(pieces)
+
+
+def latex_aligned(rows: Iterable[tuple], terms_per_line: int = 3) -> str:
+    """``\\begin{aligned} lhs &= rhs \\\\ ... \\end{aligned}`` for (lhs, rhs) pairs of SymPy objects."""
+    body = " \\\\\n".join(f"{_latex(lhs)} &= {latex_value(rhs, terms_per_line)}" for lhs, rhs in rows)
+    return "\\begin{aligned}\n" + body + "\n\\end{aligned}"

@@ -1,0 +1,343 @@
+r"""The unrolled recurrent network of the course text, as a derivation program.
+
+Scalar cell (sizes omitted), text lines 65-176::
+
+    z_t = w_x x_t + w_h h_{t-1} (+ b_h),   h_t = phi(z_t),   h_{-1} = 0,
+    yhat = w_o h_{T-1} (+ b_o),            L = 1/2 (yhat - y)^2.
+
+Vector cell (``inputs=D, hidden=H, outputs=C``), row vectors, weights stored
+out x in (text lines 264-308)::
+
+    z_t = x_t W_x^T + h_{t-1} W_h^T (+ b_h),   h_t = phi(z_t),
+    yhat = h_{T-1} W_o^T (+ b_o),              L = 1/2 ||yhat - y||^2.
+
+With ``loss="every"`` each position has a head and a target (lines 310-324),
+``L = sum_t l_t`` or, with ``reduction="mean"``, ``(1/T) sum_t l_t`` (each
+direct error becomes ``e_t / T``).
+
+Everything is a :class:`derive.program.Program` over the text's names
+(``z_t``, ``h_t``, ``e``, ``g_t^h``, ``g_t^z``): the backward pass is the
+text's recursion, the gradients of the shared weights are the text's sums
+over uses, and closed forms are built only on request.
+
+>>> from derive import rnn
+>>> net = rnn.unroll(steps=3, activation="phi")
+>>> net.grad("w_h")
+g_0^z*h_{-1} + g_1^z*h_0 + g_2^z*h_1
+>>> net.grad("w_o")
+e*h_2
+>>> net.grad("x_0")
+g_0^z*w_x
+>>> net.sensitivity("z", 0, expand=True)
+e*w_h**2*w_o*phi'(z_0)*phi'(z_1)*phi'(z_2)
+>>> net.transition(1)
+w_h*phi'(z_1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from seqgrad import validate
+from seqgrad.errors import SeqgradTypeError, SeqgradValueError
+
+from . import activations
+from .program import Definition, Elementwise, Program, SquaredNorm, Template, latex_aligned, _latex
+
+__all__ = ["unroll", "RNN", "BackwardTable", "LOSSES", "REDUCTIONS"]
+
+LOSSES = ("final", "every")
+REDUCTIONS = ("sum", "mean")
+
+
+class Diag(sp.DiagMatrix):
+    """diag(v) of a row or column vector, printed as the text prints it."""
+
+    def _latex(self, printer):
+        return r"\operatorname{diag}\left(%s\right)" % printer._print(self.args[0])
+
+    def _sympystr(self, printer):
+        return "diag(%s)" % printer._print(self.args[0])
+
+
+def _sym(name: str, shape: tuple[int, int] | None):
+    return sp.MatrixSymbol(name, *shape) if shape else sp.Symbol(name)
+
+
+def _g(t: int, of: str) -> str:
+    """The text's name of a sensitivity: ``g_1^z``, ``g_{-1}^h``."""
+    return f"g_{{{t}}}^{of}" if t < 0 else f"g_{t}^{of}"
+
+
+def _size(argument: str, value) -> int | None:
+    if value is None:
+        return None
+    return validate.integer(argument, value, minimum=1)
+
+
+def unroll(steps: int, activation: str = "tanh", inputs: int | None = None, hidden: int | None = None,
+           outputs: int | None = None, bias: bool = False, loss: str = "final", reduction: str = "sum") -> "RNN":
+    """Build the unrolled RNN of ``steps`` positions and derive its backward pass.
+
+    ``activation`` is one of ``identity, tanh, sigmoid, relu, phi`` (``phi``:
+    generic, phi' stays a symbol).  Leave ``inputs``, ``hidden`` and
+    ``outputs`` out for the scalar cell; give any of them for the vector cell
+    (the others default to 1).  ``loss`` is ``final`` (one target, read from
+    the last state) or ``every`` (a target per position), ``reduction`` is
+    ``sum`` or ``mean`` over positions.
+    """
+    steps = validate.integer("steps", steps, minimum=1)
+    act = activations.get(activation)
+    sizes = [_size("inputs", inputs), _size("hidden", hidden), _size("outputs", outputs)]
+    if not isinstance(bias, bool):
+        raise SeqgradTypeError("bias", bias, "True or False")
+    loss = validate.choice("loss", loss, LOSSES)
+    reduction = validate.choice("reduction", reduction, REDUCTIONS)
+    shape = None if all(s is None for s in sizes) else tuple(1 if s is None else s for s in sizes)
+    return RNN(steps, act, shape, bias, loss, reduction)
+
+
+@dataclass
+class BackwardTable:
+    """The text's Table 3: forward operations read downward, their backward operations upward."""
+
+    rows: list[tuple[Definition | None, Definition | None]]
+
+    def __str__(self) -> str:
+        left = [str(f) if f else "" for f, _ in self.rows]
+        width = max(len(s) for s in left + ["forward pass"])
+        lines = [f"{'forward pass':<{width}} | backward pass", f"{'-' * width}-+-{'-' * 13}"]
+        lines += [f"{lhs:<{width}} | {str(b) if b else ''}" for lhs, (_, b) in zip(left, self.rows)]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def latex(self) -> str:
+        """A two-column ``tabular`` (forward pass | backward pass), each cell printed by ``sympy.latex``."""
+        def cell(d):
+            return f"${_latex(d.target)} = {_latex(d.value)}$" if d else ""
+
+        body = "\n".join(f"{cell(f)} & {cell(b)} \\\\" for f, b in self.rows)
+        return ("\\begin{tabular}{ll}\n\\hline\nForward pass & Backward pass \\\\\n\\hline\n"
+                + body + "\n\\hline\n\\end{tabular}")
+
+    def _repr_markdown_(self) -> str:
+        def cell(d):
+            return f"${_latex(d.target)} = {_latex(d.value)}$" if d else ""
+
+        return "| Forward pass | Backward pass |\n|---|---|\n" + "\n".join(f"| {cell(f)} | {cell(b)} |" for f, b in self.rows)
+
+
+class RNN:
+    """An unrolled RNN and its derivation (build it with :func:`unroll`)."""
+
+    def __init__(self, steps: int, activation: activations.Activation, shape: tuple[int, int, int] | None,
+                 bias: bool, loss: str, reduction: str):
+        self.steps, self.activation, self.shape = steps, activation, shape
+        self.bias, self.loss, self.reduction = bias, loss, reduction
+        self.vector = shape is not None
+        D, H, C = shape or (None, None, None)
+        row = (lambda n: (1, n)) if self.vector else (lambda n: None)
+        mat = (lambda r, c: (r, c)) if self.vector else (lambda r, c: None)
+        W = "W" if self.vector else "w"
+        self.program = prog = Program(f"rnn_T{steps}_{activation.name}")
+        self.parameters: dict[str, sp.Basic] = {
+            f"{W}_x": _sym(f"{W}_x", mat(H, D)), f"{W}_h": _sym(f"{W}_h", mat(H, H)), f"{W}_o": _sym(f"{W}_o", mat(C, H)),
+        }
+        if bias:
+            self.parameters["b_h"] = _sym("b_h", row(H))
+            self.parameters["b_o"] = _sym("b_o", row(C))
+        P = self.parameters
+        self.x = [_sym(f"x_{t}", row(D)) for t in range(steps)]
+        every = loss == "every"
+        self.y = [_sym(f"y_{t}", row(C)) for t in range(steps)] if every else _sym("y", row(C))
+        self.z: list = []
+        self.h: list = []
+        self.yhat: list | sp.Basic = [] if every else None
+        self.h_init = prog.define(_sym("h_{-1}", row(H)), sp.ZeroMatrix(1, H) if self.vector else sp.Integer(0),
+                                  kind="initial", step=-1)
+        cell, act_rule = self._templates()
+        h_prev = self.h_init
+        for t in range(steps):
+            z_t = _sym(f"z_{t}", row(H))
+            if self.vector:
+                value = self.x[t] * P["W_x"].T + h_prev * P["W_h"].T + (P["b_h"] if bias else sp.ZeroMatrix(1, H))
+                prog.define(z_t, value, step=t)
+                h_t = _sym(f"h_{t}", row(H))
+                prog.define(h_t, activation.elementwise(z_t), step=t, partials=act_rule(z_t, h_t))
+            else:
+                mapping = {cell.variables[0]: P["w_x"], cell.variables[1]: self.x[t], cell.variables[2]: P["w_h"],
+                           cell.variables[3]: h_prev}
+                if bias:
+                    mapping[cell.variables[4]] = P["b_h"]
+                prog.apply(cell, z_t, mapping, step=t)
+                h_t = prog.apply(act_rule, sp.Symbol(f"h_{t}"), {act_rule.variables[0]: z_t}, step=t)
+            self.z.append(z_t)
+            self.h.append(h_t)
+            if every:
+                self.yhat.append(prog.define(_sym(f"yhat_{t}", row(C)), self._head(h_t), step=t))
+            h_prev = h_t
+        if not every:
+            self.yhat = prog.define(_sym("yhat", row(C)), self._head(self.h[-1]), step=steps - 1)
+        yhats = self.yhat if every else [self.yhat]
+        ys = self.y if every else [self.y]
+        half = sp.Rational(1, 2)
+        scale = sp.Rational(1, steps) if (every and reduction == "mean") else sp.Integer(1)
+        if self.vector:
+            L = scale * half * sp.Add(*[SquaredNorm(a - b) for a, b in zip(yhats, ys)])
+        else:
+            L = scale * half * sp.Add(*[(a - b) ** 2 for a, b in zip(yhats, ys)])
+        self.L = prog.define(sp.Symbol("L"), L, kind="loss", step=steps - 1)
+        # the backward pass: e (or e_t) seeds the sweep at each head
+        self.e = [_sym(f"e_{t}", row(C)) for t in range(steps)] if every else _sym("e", row(C))
+        es = self.e if every else [self.e]
+        seeds = {a: (scale * e if scale != 1 else e) for a, e in zip(yhats, es)}
+        emit = {a: [(e, a - b, "error")] for a, e, b in zip(yhats, es, ys)}
+        self.gradients = prog.backward(seeds, self._adjoint_name, emit=emit)
+
+    # -- construction helpers ---------------------------------------------
+    def _templates(self):
+        act = self.activation
+        zz, hh = sp.Dummy("z"), sp.Dummy("h")
+        prime = act.prime(zz, hh)
+        if self.vector:
+            if act.name == "identity":
+                return None, lambda z_t, h_t: None
+            var, which = (hh, "h") if prime.free_symbols <= {hh} else (zz, "z")
+            rule = sp.Lambda(var, prime)
+            return None, lambda z_t, h_t: {z_t: Elementwise(rule, h_t if which == "h" else z_t)}
+        wx, x, wh, hp, b = sp.symbols("w_x x w_h h_prev b", cls=sp.Dummy)
+        value = wx * x + wh * hp + (b if self.bias else 0)
+        cell = Template(value, [wx, x, wh, hp] + ([b] if self.bias else []))
+        act_rule = Template(act.phi(zz), [zz], output=hh, partials={zz: prime})
+        return cell, act_rule
+
+    def _head(self, h_t):
+        P = self.parameters
+        if self.vector:
+            C = P["W_o"].shape[0]
+            return h_t * P["W_o"].T + (P["b_o"] if self.bias else sp.ZeroMatrix(1, C))
+        return P["w_o"] * h_t + (P["b_o"] if self.bias else 0)
+
+    def _adjoint_name(self, target) -> str | None:
+        name = str(target)
+        for prefix in ("z_", "h_"):
+            if name.startswith(prefix):
+                return f"g_{name[2:]}^{prefix[0]}"  # h_{-1} -> g_{-1}^h
+        return None
+
+    # -- reading the derivation ---------------------------------------------
+    def __repr__(self) -> str:
+        cell = "scalar" if not self.vector else "D={}, H={}, C={}".format(*self.shape)
+        return f"<RNN T={self.steps} {self.activation.name} ({cell}), loss={self.loss}/{self.reduction}, bias={self.bias}>"
+
+    def __str__(self) -> str:
+        return str(self.program)
+
+    def latex(self, kinds=None) -> str:
+        """The whole derivation (forward, loss, backward, gradients) as an ``aligned`` environment."""
+        rows = [(d.target, d.value) for d in self.program.definitions(kinds)]
+        if kinds is None:
+            rows += [(sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial %s}" % _latex(s)), self.gradients[s])
+                     for s in self.parameters.values()]
+        return latex_aligned(rows)
+
+    def _repr_latex_(self) -> str:
+        return "$$" + self.latex() + "$$"
+
+    def dot(self) -> str:
+        """The unrolled graph and its backward pass as Graphviz DOT text."""
+        return self.program.dot()
+
+    def symbol(self, name: str):
+        """The program symbol called ``name`` (``"w_h"``, ``"x_0"``, ``"h_1"``, ``"g_0^z"`` ...)."""
+        for s in list(self.parameters.values()) + self.x + list(self.gradients):
+            if str(s) == name:
+                return s
+        return self.program[name].target
+
+    def grad(self, name: str, expand: bool | str = False, max_terms: int | None = None):
+        """dL/d``name`` for a parameter (``w_x, w_h, w_o``; vector ``W_x, W_h, W_o``; ``b_h, b_o``
+        with bias) or an input ``x_t``: the sum over uses in terms of ``g_t^z``.
+
+        ``expand=True`` substitutes the backward recursion (the text's closed
+        forms in terms of ``e``, ``z_t``, ``h_t``); ``expand="all"``
+        substitutes everything down to parameters and data.  Both are guarded
+        by ``max_terms`` (default :data:`derive.program.MAX_TERMS`).
+        """
+        allowed = list(self.parameters) + [str(x) for x in self.x]
+        if not isinstance(name, str) or name not in allowed:
+            raise SeqgradValueError("name", name, "one of " + ", ".join(allowed))
+        symbol = self.parameters.get(name) or self.x[int(name[2:])]
+        return self._closed(self.gradients[symbol], expand, max_terms, f"dL/d{name}")
+
+    def _closed(self, expr, expand, max_terms, what):
+        if expand is False:
+            return expr
+        if expand is True:
+            out = self.program.expand(expr, kinds=("backward",), max_terms=max_terms, what=what)
+            return out if self.vector else sp.factor_terms(out)
+        if expand == "all":
+            return self.program.expand(expr, kinds=None, max_terms=max_terms, what=what)
+        raise SeqgradValueError("expand", expand, "False, True or 'all'")
+
+    def sensitivity(self, of: str, t: int, expand: bool | str = False, max_terms: int | None = None):
+        """``g_t^h`` (``of="h"``) or ``g_t^z`` (``of="z"``): the symbol, or its closed form with ``expand``."""
+        of = validate.choice("of", of, ("h", "z"))
+        t = validate.integer("t", t, minimum=-1 if of == "h" else 0, maximum=self.steps - 1)
+        symbol = self.program[_g(t, of)].target
+        return self._closed(symbol, expand, max_terms, _g(t, of))
+
+    def backward_table(self) -> BackwardTable:
+        """Forward definitions top-down beside backward definitions bottom-up (the text's Table 3)."""
+        forward = self.program.definitions(("forward", "loss"))
+        backward = list(reversed(self.program.definitions(("error", "backward"))))
+        n = max(len(forward), len(backward))
+        pad = lambda xs: xs + [None] * (n - len(xs))  # noqa: E731
+        return BackwardTable(list(zip(pad(forward), pad(backward))))
+
+    # -- long paths -----------------------------------------------------------
+    def _prime(self, t: int):
+        d = self.program[self.h[t]]
+        if self.vector:
+            rule = (d.partials or {}).get(self.z[t])
+            return rule if rule is not None else sp.OneMatrix(1, self.shape[1])
+        return d.partials[self.z[t]]
+
+    def transition(self, t: int):
+        """dh_t/dh_{t-1}: ``phi'(z_t) w_h`` (scalar) or the Jacobian ``J_t = diag(phi'(z_t)) W_h`` (vector)."""
+        t = validate.integer("t", t, minimum=0, maximum=self.steps - 1)
+        if self.vector:
+            return sp.MatMul(Diag(self._prime(t)), self.parameters["W_h"])
+        return self.parameters["w_h"] * self._prime(t)
+
+    jacobian = transition
+
+    def path_product(self, q: int, s: int):
+        """dh_q/dh_s for s < q: ``prod_{t=s+1}^{q} w_h phi'(z_t)``, or the ordered product ``J_q ... J_{s+1}``."""
+        q = validate.integer("q", q, minimum=0, maximum=self.steps - 1)
+        s = validate.integer("s", s, minimum=-1, maximum=q)
+        factors = [self.transition(t) for t in range(q, s, -1)]
+        if not factors:
+            return sp.Identity(self.shape[1]) if self.vector else sp.Integer(1)
+        return sp.MatMul(*(f for J in factors for f in J.args)) if self.vector else sp.Mul(*factors)
+
+    def path_bound(self, q: int, s: int, r=sp.Symbol("r", positive=True), kind: str = "vanishing"):
+        """The text's bound on the long path (scalar cell, no intermediate losses):
+        ``|g_s^h| <= |g_q^h| r^(q-s)`` when every ``|w_h phi'(z_t)| <= r`` (vanishing),
+        ``|g_s^h| >= |g_q^h| r^(q-s)`` when every factor is ``>= r`` (exploding)."""
+        if self.vector:
+            raise SeqgradValueError("path_bound", "vector cell", "the scalar cell (use path_product for J_q ... J_{s+1})")
+        kind = validate.choice("kind", kind, ("vanishing", "exploding"))
+        q = validate.integer("q", q, minimum=0, maximum=self.steps - 1)
+        s = validate.integer("s", s, minimum=-1, maximum=q)
+        lhs = sp.Abs(self.program[_g(s, "h")].target)
+        rhs = sp.Abs(self.program[_g(q, "h")].target) * r ** (q - s)
+        return sp.Le(lhs, rhs, evaluate=False) if kind == "vanishing" else sp.Ge(lhs, rhs, evaluate=False)
+
+    # -- everything as one expression (small T only) -------------------------
+    def loss_closed_form(self, max_terms: int | None = None):
+        """L fully nested in the parameters and data (guarded): what plain ``sympy.diff`` would start from."""
+        return self.program.expand(self.L, kinds=None, max_terms=max_terms, what="L")
