@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -29,29 +30,40 @@ from seqgrad.progress import progress
 from . import gated
 
 # ---------------------------------------------------------------- activations (numeric side)
-# phi, phi' and gamma = sup|phi'|.  ReLU's slope at 0 is a convention: 0, as torch's relu backward.
+# phi, phi' written through the output h = phi(z) where the text does (tanh: 1 - h^2), and
+# gamma = sup|phi'|.  ReLU's slope at 0 is a convention: 0, as torch's relu backward.
 
 
 def _sigmoid(z):
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
+@dataclass(frozen=True)
+class NumericActivation:
+    phi: Callable
+    prime: Callable  # prime(z, h) with h = phi(z), as derive.activations writes it
+    gamma: float
+
+    def dphi(self, z):
+        return self.prime(z, self.phi(z))
+
+
 ACTIVATIONS = {
-    "tanh": (np.tanh, lambda z: 1.0 - np.tanh(z) ** 2, 1.0),
-    "sigmoid": (_sigmoid, lambda z: _sigmoid(z) * (1.0 - _sigmoid(z)), 0.25),
-    "relu": (lambda z: np.maximum(z, 0.0), lambda z: (z > 0).astype(float), 1.0),
-    "identity": (lambda z: z * 1.0, lambda z: np.ones_like(z, dtype=float), 1.0),
+    "tanh": NumericActivation(np.tanh, lambda z, h: 1.0 - h * h, 1.0),
+    "sigmoid": NumericActivation(_sigmoid, lambda z, h: h * (1.0 - h), 0.25),
+    "relu": NumericActivation(lambda z: np.maximum(z, 0.0), lambda z, h: (z > 0).astype(float), 1.0),
+    "identity": NumericActivation(lambda z: z * 1.0, lambda z, h: np.ones_like(z, dtype=float), 1.0),
 }
 
 
-def activation(name: str) -> tuple:
-    """``(phi, phi_prime, gamma)`` for ``name`` in tanh, sigmoid, relu, identity."""
+def activation(name: str) -> NumericActivation:
+    """phi, phi' and gamma for ``name`` in tanh, sigmoid, relu, identity."""
     return ACTIVATIONS[validate.choice("activation", name, ACTIVATIONS)]
 
 
 def gamma(name: str) -> float:
     """``sup_z |phi'(z)|``: 1 for tanh, relu and identity, 1/4 for sigmoid."""
-    return activation(name)[2]
+    return activation(name).gamma
 
 
 # ---------------------------------------------------------------- validation
@@ -114,7 +126,7 @@ def scalar_trajectory(w_h, x, T: int, *, w_x=1.0, activation_name: str = "tanh",
     ``S``; an input that varies in time is given with a last axis of length ``T``.
     """
     T = _steps("T", T)
-    phi, dphi, _ = activation(activation_name)
+    act = activation(activation_name)
     w_h, w_x, x = values("w_h", w_h), values("w_x", w_x), values("x", x)
     if x.ndim and x.shape[-1] == T and T > 1:
         x_at = lambda t: x[..., t]  # noqa: E731  (an input sequence)
@@ -127,8 +139,8 @@ def scalar_trajectory(w_h, x, T: int, *, w_x=1.0, activation_name: str = "tanh",
     h_prev = np.zeros(shape)
     for t in progress(range(T), T, "trajectory", enabled=show_progress if show_progress is not None else (False if z.size < 10**6 else None)):
         z[..., t] = w_x * x_at(t) + w_h * h_prev
-        h[..., t] = h_prev = phi(z[..., t])
-    return ScalarTrajectory(z, h, w_h[..., None] * dphi(z), activation_name)
+        h[..., t] = h_prev = act.phi(z[..., t])
+    return ScalarTrajectory(z, h, w_h[..., None] * act.prime(z, h), activation_name)
 
 
 def sensitivity_vs_length(w_h, x, T_max: int, *, w_x=1.0, activation_name: str = "tanh") -> np.ndarray:
@@ -160,7 +172,7 @@ def path_product_sweep(w_h, x, T: int, *, w_x=1.0, activation_name: str = "tanh"
     has their broadcast shape.  Only the ``T`` time steps are a Python loop.
     """
     T = _steps("T", T)
-    phi, dphi, _ = activation(activation_name)
+    act = activation(activation_name)
     w_h, w_x, x = values("w_h", w_h), values("w_x", w_x), values("x", x)
     shape = np.broadcast_shapes(w_h.shape, w_x.shape, x.shape)
     h = np.zeros(shape)
@@ -168,9 +180,9 @@ def path_product_sweep(w_h, x, T: int, *, w_x=1.0, activation_name: str = "tanh"
     drive = w_x * x
     for t in progress(range(T), T, "path products", enabled=show_progress):
         z = drive + w_h * h
-        h = phi(z)
+        h = act.phi(z)
         if t >= 1:
-            product *= np.abs(w_h * dphi(z))
+            product *= np.abs(w_h * act.prime(z, h))
     return product
 
 
@@ -255,14 +267,14 @@ def _inputs(w, X) -> np.ndarray:
 def rnn_trajectory(w: RNNWeights, X) -> VectorTrajectory:
     """States and step Jacobians ``J_t = diag(phi'(z_t)) W_h`` along ``X`` (shape ``(T, D)``)."""
     X = _inputs(w, X)
-    phi, dphi, _ = activation(w.activation)
+    act = activation(w.activation)
     z = np.empty((X.shape[0], w.hidden_size))
     h = np.empty_like(z)
     h_prev = np.zeros(w.hidden_size)
     for t in range(X.shape[0]):
         z[t] = X[t] @ w.W_x.T + h_prev @ w.W_h.T + w.b_h
-        h[t] = h_prev = phi(z[t])
-    J = dphi(z)[:, :, None] * w.W_h[None]
+        h[t] = h_prev = act.phi(z[t])
+    J = act.prime(z, h)[:, :, None] * w.W_h[None]
     return VectorTrajectory(z, h, J)
 
 

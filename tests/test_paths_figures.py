@@ -1,0 +1,116 @@
+"""numeric/figures_paths.py and the ``paths`` figure set: plotted data against the formulas, files written."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from crosscheck.figures import paths as figure_set
+from crosscheck.tolerance import compare
+from numeric import figures_paths as fp
+from numeric import paths
+from seqgrad.errors import SeqgradValueError
+from seqgrad.sigfig import matches
+
+
+def _ax():
+    return Figure().add_subplot()
+
+
+def _ok(computed, reference):
+    outcome = compare(computed, reference)
+    assert outcome.passed, (outcome.max_abs_error, outcome.max_rel_error)
+
+
+def test_figure3_left_data_and_log_axis():
+    ax = _ax()
+    lines = fp.plot_power_curves(ax, n_max=30)
+    assert len(lines) == 3 and ax.get_yscale() == "log"
+    for line, r in zip(lines, (0.8, 1.0, 1.2)):
+        n = line.get_xdata()
+        _ok(line.get_ydata(), r ** n)
+    assert matches(lines[0].get_ydata()[10], 0.1074, 4) and matches(lines[2].get_ydata()[30], 237.4, 4)
+
+
+def test_figure3_right_data_matches_table():
+    ax = _ax()
+    zero, one = fp.plot_tanh_sensitivity(ax, T_max=30)
+    assert ax.get_yscale() == "log"
+    assert list(zero.get_xdata()) == list(range(1, 31))
+    _ok(zero.get_ydata(), 1.2 ** (zero.get_xdata() - 1))  # grows as 1.2^(T-1)
+    y = one.get_ydata()
+    assert y[0] == 1 and matches(y[1], 0.100033, 6) and matches(y[9], 2.0227e-11, 5) and matches(y[29], 1.05911e-35, 6)
+    ratio = y[29] / y[28]
+    assert matches(ratio, 0.061, 2)  # each step multiplies by about 0.061
+
+
+def test_heatmap_data_is_log_path_product():
+    ax = _ax()
+    w_h = np.array([0.5, 1.0, 1.5])
+    mesh, contour = fp.plot_sensitivity_heatmap(ax, w_h_values=w_h, T=10, x=0.0, clip=100.0)
+    data = np.asarray(mesh.get_array()).reshape(3, 10)
+    _ok(data, (9 - np.arange(10))[None, :] * np.log10(w_h)[:, None])  # x = 0: |w_h|^(T-1-t)
+    _ok(mesh.log10_data, paths.log10_path_products(w_h, 0.0, 10))
+
+
+def test_heatmap_clips_colours_not_data():
+    mesh, _ = fp.plot_sensitivity_heatmap(_ax(), w_h_values=[0.1, 3.0], T=30, clip=5.0)
+    data = np.asarray(mesh.get_array())
+    assert data.min() == -5.0 and data.max() == 5.0
+    assert mesh.log10_data.min() < -5 and mesh.log10_data.max() > 5
+
+
+def test_jacobian_norm_plot_data():
+    rng = np.random.default_rng(0)
+    w = paths.RNNWeights.random(2, 4, rng, spectral_norm=1.3)
+    X = rng.standard_normal((12, 2))
+    measured, product, bound = fp.plot_jacobian_norms(_ax(), w, X)
+    norms = paths.jacobian_product_norms(w, X)
+    _ok(measured.get_ydata(), norms.measured)
+    _ok(bound.get_ydata(), 1.3 ** bound.get_xdata())
+    assert np.all(measured.get_ydata() <= product.get_ydata() * (1 + 1e-12))
+    assert np.all(product.get_ydata() <= bound.get_ydata() * (1 + 1e-12))
+
+
+def test_gradient_flow_plot_same_width_three_cells():
+    artists = fp.plot_gradient_flow(_ax(), width=5, T=12)
+    labels = [a.get_label() for a in artists]
+    assert [lab.split(":")[0] for lab in labels] == ["RNN", "GRU", "GRU", "LSTM", "LSTM"]
+    cells = fp.gradient_flow_cells(5)
+    assert {w.hidden_size for w in cells.values()} == {5}
+    X = np.random.default_rng(1).standard_normal((12, 4))
+    _ok(artists[3].get_ydata(), paths.gradient_flow(cells["LSTM"], X).grad_norm)
+
+
+@pytest.mark.parametrize("fmt, magic", [("png", b"\x89PNG"), ("pdf", b"%PDF"), ("svg", b"<?xml")])
+def test_figure_set_writes_readable_files(tmp_path, fmt, magic, monkeypatch):
+    # small sizes keep the test quick; the full set is exercised by the CLI test below
+    monkeypatch.setattr(figure_set, "FIGURES", {"fig3-left-power-curves": ("plot_power_curves", (4, 3)),
+                                                "fig3-right-tanh-sensitivity": ("plot_tanh_sensitivity", (4, 3))})
+    written = figure_set.write(tmp_path / "out", fmt)
+    assert [p.name for p in written] == [f"fig3-left-power-curves.{fmt}", f"fig3-right-tanh-sensitivity.{fmt}"]
+    for p in written:
+        assert p.read_bytes()[:5].startswith(magic)
+    if fmt == "png":
+        from matplotlib.image import imread
+
+        assert imread(written[0]).shape[2] in (3, 4)
+
+
+def test_figure_set_bad_format(tmp_path):
+    with pytest.raises(SeqgradValueError, match="format"):
+        figure_set.write(tmp_path, "jpg")
+
+
+def test_cli_plot_paths_writes_all_five(cli, tmp_path):
+    proc = cli("plot", "paths", "--out", str(tmp_path / "figs"), "--format", "svg")
+    assert proc.returncode == 0, proc.stderr
+    files = sorted(p.name for p in (tmp_path / "figs").iterdir())
+    assert files == sorted(f"{stem}.svg" for stem in figure_set.FIGURES)
+    assert all((tmp_path / "figs" / f).stat().st_size > 1000 for f in files)
+
+
+def test_cli_plot_paths_rejects_format(cli, tmp_path):
+    proc = cli("plot", "paths", "--format", "gif", "--out", str(tmp_path))
+    assert proc.returncode == 2
