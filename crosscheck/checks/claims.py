@@ -1,0 +1,56 @@
+"""Checks of group ``claims``: is the textbook itself right?
+
+One check per entry of :mod:`crosscheck.claims_catalogue` (the texts' printed
+arithmetic, closed forms and stated results) and one per printed table of the
+Transformer walk-through, whose numbers are held against the numeric encoder
+(always float64 on CPU: these checks judge the text, not the device).  A check
+passes when every claim of its entry is verified; a contradicted claim makes it
+fail, and the detail names the claim, its computed value and the discrepancy.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..claims_catalogue import Entry, entries, table_entries
+from ..registry import check
+from ..tolerance import Outcome
+
+GROUP = "claims"
+
+
+def outcome(entry: Entry) -> Outcome:
+    """Verify every claim of ``entry``: the worst discrepancy, passed only if all are verified."""
+    verdicts = [claim.verify() for claim in entry.claims]
+    contradicted = [v for v in verdicts if not v.verified]
+    abs_err = max(float(v.discrepancy) for v in verdicts)
+    rel_err = max(float(v.discrepancy) / max(abs(float(v.claim.printed_value)), 1e-300) if v.discrepancy else 0.0 for v in verdicts)
+    detail = f"{len(verdicts) - len(contradicted)}/{len(verdicts)} verified"
+    if contradicted:
+        detail += "; " + "; ".join(v.line() for v in contradicted[:3])
+        if len(contradicted) > 3:
+            detail += f"; and {len(contradicted) - 3} more contradicted"
+    if entry.note:
+        detail += f" [{entry.note}]"
+    return Outcome(abs_err, rel_err, not contradicted, detail)
+
+
+@lru_cache(maxsize=None)
+def _trace(stage: str) -> dict:
+    from numeric import course
+
+    return {name: value.detach().cpu().numpy() for name, value in course.trace(stage, device="cpu", dtype="float64").items()}
+
+
+def _register(entry: Entry) -> None:
+    def run(ctx, entry=entry) -> Outcome:
+        return outcome(entry)
+
+    run.__doc__ = entry.what
+    check(f"claims.{entry.name}", source=entry.source, group=GROUP, description=entry.what)(run)
+
+
+for _entry in entries():
+    _register(_entry)
+for _entry in table_entries(_trace):
+    _register(_entry)

@@ -1,0 +1,328 @@
+"""The course texts' own printed numeric claims, each with its source file and line.
+
+Every entry is one printed statement of the texts in ``shared/seeds/`` (the
+digests in ``shared/spec/`` list them): worked arithmetic, inline values,
+closed forms and the stated results of exercises.  Most are written in the
+claim syntax of :func:`derive.claims.parse_claim` -- the same text a user types
+after ``seqgrad claim`` -- so each is read by the whitelist parser and
+evaluated exactly.  Claims whose value needs a computation that is not a
+closed form use a *provider*, a function returning the value: the maximum of
+the sigmoid slope (SymPy), the Figure 3 fixed point (SymPy ``nsolve``), the
+seeded ``nn.RNN`` of lines 413-448 (torch), and every number of the printed
+Tables 10-31 and the inline values of the Transformer walk-through (the
+numeric encoder, :func:`numeric.course.trace`, cell by cell from the
+transcription :mod:`crosscheck.course_tables`).
+
+A claim that the text gets wrong is *contradicted*; it stays in the catalogue
+as printed (``seqgrad check`` reports it as a failing check, group
+``claims``).  Entries whose ``note`` starts with "erratum" are the ones this
+catalogue found contradicted when it was written; the note says why.
+
+Seeds 003 (lecture 7, architectures) and 004 (the ITMO wiki Transformer page)
+print formulas only, no numeric results, so they contribute no entries.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Callable, Iterator
+
+import sympy
+
+from derive.claims import Claim, parse_claim
+
+SEED000 = "000_a7606e3a9f173091.txt"
+SEED001 = "001_3500d0056f1475d7.txt"
+SPEC000_PART1 = "spec/seed000-part1-recurrent.md"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One printed statement of the texts: one or more claims (a printed vector gives several)."""
+
+    name: str
+    seed: str
+    line: str
+    what: str
+    claims: tuple[Claim, ...] = field(compare=False)
+    note: str = ""
+
+    @property
+    def source(self) -> str:
+        return f"{self.seed}:{self.line}"
+
+
+def _entry(name, seed, line, what, texts, *, figures=None, exact=False, note="") -> Entry:
+    source = f"{seed}:{line}"
+    claims = tuple(parse_claim(t, figures=figures, exact=exact, source=source) for t in texts)
+    return Entry(name, seed, str(line), what, claims, note)
+
+
+def _provided(name, seed, line, what, items, *, figures=None, note="") -> Entry:
+    """An entry whose claims get their values from providers: items are (text, provider, printed)."""
+    source = f"{seed}:{line}"
+    claims = tuple(Claim.from_provider(text, provider, printed, figures=figures, source=source) for text, provider, printed in items)
+    return Entry(name, seed, str(line), what, claims, note)
+
+
+# ---------------------------------------------------------------------------
+# closed forms of the course example's input rows (Table 8 + the PE formula)
+
+D = 5
+
+
+def omega(j: int, d: int = D) -> str:
+    """omega_j = 10000^(-2 floor(j/2)/D) as claim text (line 530)."""
+    return f"10000**(-2*floor({j}/2)/{d})"
+
+
+def pe(t: int, j: int, d: int = D) -> str:
+    """P_{t,j} as claim text: sin on even j, cos on odd j (line 530)."""
+    return f"{'sin' if j % 2 == 0 else 'cos'}({t}*{omega(j, d)})"
+
+
+def h0(t: int, j: int) -> str:
+    """h_{t,j}^(0) = E_vocab[k_t, j] + P_{t,j} as claim text (line 550)."""
+    from numeric.course import E_VOCAB, token_ids
+
+    return f"({E_VOCAB[token_ids()[t]][j]!r} + {pe(t, j)})"
+
+
+def at_row(t: int, claim: str) -> str:
+    """``claim`` with a where-clause giving each h0..h4 it uses the closed form of h_{t,j}^(0)."""
+    used = sorted({int(m) for m in re.findall(r"\bh([0-4])\b", claim.split("=")[0])})
+    return f"{claim} where " + ", ".join(f"h{j} = {h0(t, j)}" for j in used)
+
+
+_MEAN = "(h0 + h1 + h2 + h3 + h4)/5"
+_VAR = f"(h0**2 + h1**2 + h2**2 + h3**2 + h4**2)/5 - ({_MEAN})**2"
+
+
+# ---------------------------------------------------------------------------
+# providers
+
+def sigmoid_slope_maximum() -> sympy.Expr:
+    """max over real z of sigma(z)(1 - sigma(z)), by SymPy (exact)."""
+    from sympy.calculus.util import maximum
+
+    z = sympy.Symbol("z", real=True)
+    sigma = 1 / (1 + sympy.exp(-z))
+    return maximum(sympy.diff(sigma, z), z, sympy.S.Reals)
+
+
+@lru_cache(maxsize=1)
+def tanh_fixed_point() -> sympy.Float:
+    """The state h* = tanh(1.2 h* + 1) that constant input x = 1 drives the Figure 3 RNN to."""
+    h = sympy.Symbol("h")
+    return sympy.nsolve(sympy.tanh(sympy.Rational(6, 5) * h + 1) - h, h, 0.9, prec=60)
+
+
+def saturated_factor() -> sympy.Float:
+    """|dh_t/dh_{t-1}| = w_h (1 - h*^2) at the Figure 3 fixed point."""
+    return sympy.Rational(6, 5) * (1 - tanh_fixed_point() ** 2)
+
+
+@lru_cache(maxsize=1)
+def rnn_snippet() -> dict:
+    """The seeded nn.RNN + head of lines 413-440, run as printed (torch, CPU, float32)."""
+    import torch
+    from torch import nn
+
+    state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(6)
+        B, T, D_in, H, C = 1, 3, 2, 2, 1
+        X = torch.tensor([[[0.2, -0.1], [0.0, 0.3], [0.4, 0.1]]])
+        rnn = nn.RNN(D_in, H, nonlinearity="tanh", bias=False, batch_first=True)
+        head = nn.Linear(H, C, bias=False)
+        with torch.no_grad():
+            output, final = rnn(X)
+            prediction = head(final[0])
+            loss = 0.5 * (prediction - X.new_tensor([[0.5]])).square().sum()
+    finally:
+        torch.random.set_rng_state(state)
+    values = {f"h_{t}[{i}]": float(output[0, t, i]) for t in range(T) for i in range(H)}
+    values["prediction"] = float(prediction)
+    values["loss"] = float(loss)
+    return values
+
+
+# ---------------------------------------------------------------------------
+# the catalogue
+
+def _seed000_recurrent() -> list[Entry]:
+    return [
+        _entry("gru_mixing", SEED000, 370, "GRU single-coordinate mixing u h_prev + (1 - u) h_cand",
+               ["u*h_prev + (1 - u)*h_cand = 0.410 where u = 0.9, h_prev = 0.5, h_cand = -0.4",
+                "0.9*0.5 + 0.1*(-0.4) = 0.410"]),
+        _provided("sigmoid_slope_bound", SEED000, 215, "the sigmoid slope sigma(1 - sigma) never exceeds 1/4",
+                  [("max over z of sigmoid(z)*(1 - sigmoid(z))", sigmoid_slope_maximum, "1/4")]),
+        _entry("tanh_slope_at_zero", SEED000, 214, "tanh slope is 1 at zero (Table 4: 'slope about 1 near zero')",
+               ["1 - tanh(0)**2 = 1"], exact=True),
+        _provided("figure3_saturation", SEED000, "346-350",
+                  "Figure 3, w_h = 1.2, w_x = 1, x_t = 1: the states saturate near 0.974 and the sensitivity shrinks by about 0.061 per step",
+                  [("fixed point h* of h = tanh(1.2 h + 1)", tanh_fixed_point, "0.974"),
+                   ("per-step factor 1.2 (1 - h*^2)", saturated_factor, "0.061")],
+                  note=f"the values 0.974 and 0.061 are stated in {SPEC000_PART1} (section 5) for the curves of Figure 3; the figure itself is not in the text"),
+        _entry("figure3_growth", SEED000, "346-350",
+               "Figure 3, x_t = 0: every state is 0, so each of the T - 1 transition factors is w_h = 1.2 and the sensitivity is 1 at T = 1",
+               ["1.2**0 = 1", "1.2*(1 - tanh(1*0 + 1.2*0)**2) = 1.2"], exact=True),
+        _provided("rnn_snippet_output", SEED000, "442-448",
+                  "printed output of the seeded nn.RNN example (torch.manual_seed(6), three significant digits)",
+                  [(f"{key} of the seeded nn.RNN", (lambda key=key: rnn_snippet()[key]), printed) for key, printed in [
+                      ("h_0[0]", "0.0128"), ("h_0[1]", "0.122"), ("h_1[0]", "0.00930"), ("h_1[1]", "0.0915"),
+                      ("h_2[0]", "0.0384"), ("h_2[1]", "0.314"), ("prediction", "-0.144"), ("loss", "0.208")]],
+                  figures=3),
+    ]
+
+
+def _seed000_transformer() -> list[Entry]:
+    return [
+        _entry("pe_omega", SEED000, "530-534", "omega_j = 10000^(-2 floor(j/2)/D) at D = 5 gives the frequencies of line 534",
+               [f"{omega(0)} = 1", f"{omega(1)} = 1", f"{omega(2)} = 10000**(-2/5)", f"{omega(3)} = 10000**(-2/5)",
+                f"{omega(4)} = 10000**(-4/5)"], exact=True),
+        _entry("pe_p0", SEED000, 536, "p_0 = (0, 1, 0, 1, 0)", [f"{pe(0, j)} = {v}" for j, v in enumerate("01010")], exact=True),
+        _entry("pe_p3", SEED000, 538, "p_3 = (0.141, -0.990, 0.0753, 0.997, 0.00189)",
+               [f"{pe(3, j)} = {v}" for j, v in enumerate(["0.141", "-0.990", "0.0753", "0.997", "0.00189"])], figures=3),
+        _entry("h0_row0", SEED000, 556, "h_0^(0) = e_0 + p_0 = (0.2, 0.9, 0.4, 1, -0.2)",
+               [f"{h0(0, j)} = {v}" for j, v in enumerate(["0.2", "0.9", "0.4", "1", "-0.2"])], exact=True),
+        _entry("h0_row3", SEED000, "560-562", "h_3^(0) = (0.341, -1.09, 0.475, 0.997, -0.198); 0.2 + sin 3 = 0.341, -0.1 + cos 3 = -1.09",
+               [f"{h0(3, j)} = {v}" for j, v in enumerate(["0.341", "-1.09", "0.475", "0.997", "-0.198"])]
+               + ["0.2 + sin(3) = 0.341", "-0.1 + cos(3) = -1.09"], figures=3),
+        _entry("h0_row6", SEED000, 985, "h_6^(0) = (-0.579, 1.06, 0.650, 0.789, 0.204)",
+               [f"{h0(6, j)} = {v}" for j, v in enumerate(["-0.579", "1.06", "0.650", "0.789", "0.204"])], figures=3),
+        _entry("key_value_row0", SEED000, 632, "from h_0 = (0.2, 0.9, 0.4, 1, -0.2): key (0.6, 0.9, 0.1), value (0.2, 0.4, 0.4)",
+               ["(0.2 + 1)/2 = 0.6", "0.9 = 0.9", "(0.4 + (-0.2))/2 = 0.1", "0.2 = 0.2", "0.4 = 0.4", "(1 + (-0.2))/2 = 0.4"], exact=True),
+        _entry("query_row6", SEED000, 671, "q_6 = (h_60, h_61, h_62) = (-0.579, 1.06, 0.650)",
+               [f"{h0(6, j)} = {v}" for j, v in enumerate(["-0.579", "1.06", "0.650"])], figures=3),
+        _entry("score_q6_k0", SEED000, "675-681", "q_6 k_0 = (-0.579)(0.6) + (1.06)(0.9) + (0.650)(0.1) = 0.672 and S_60 = 0.672/sqrt(3) = 0.388",
+               ["(-0.579)*(0.6) + (1.06)*(0.9) + (0.650)*(0.1) = 0.672", "0.672/sqrt(3) = 0.388",
+                at_row(6, "h0*0.6 + h1*0.9 + h2*0.1 = 0.672"), at_row(6, "(h0*0.6 + h1*0.9 + h2*0.1)/sqrt(3) = 0.388")], figures=3),
+        _entry("contribution_A60_v0", SEED000, 722, "A_60 v_0 = 0.185 (0.2, 0.4, 0.4) = (0.0371, 0.0741, 0.0741), with the printed A_60",
+               ["0.185*0.2 = 0.0371", "0.185*0.4 = 0.0741"], figures=3,
+               note="erratum: with the printed weight 0.185 the products are 0.0370 and 0.0740; the printed 0.0371 and 0.0741 "
+                    "come from the unrounded A_60 = 0.18547 (the text says at line 991 that later steps use unrounded values); "
+                    "the unrounded values are checked in claims.table_inline"),
+        _entry("head2_row6", SEED000, 829, "q_6^[2] = (h_63, h_64, 0.5 h_60 + 0.5 h_61) = (0.789, 0.204, 0.240); v_6^[2] = (h_61, h_63, 0.5 h_60 + 0.5 h_64) = (1.06, 0.789, -0.188)",
+               [at_row(6, "h3 = 0.789"), at_row(6, "h4 = 0.204"), at_row(6, "0.5*h0 + 0.5*h1 = 0.240"),
+                at_row(6, "h1 = 1.06"), at_row(6, "h3 = 0.789"), at_row(6, "0.5*h0 + 0.5*h4 = -0.188")], figures=3),
+        _entry("b_att_60", SEED000, 896, "B_att,6,0 = c_60 + 0.5 c_63 = -0.0248 + 0.5(0.196) = 0.0732",
+               ["-0.0248 + 0.5*(0.196) = 0.0732"], figures=3),
+        _entry("layernorm_row6_stats", SEED000, 985, "mu_6 = 0.425 and sigma_6^2 = 0.329 (population variance of h_6^(0))",
+               [at_row(6, f"{_MEAN} = 0.425"), at_row(6, f"{_VAR} = 0.329")], figures=3),
+        _entry("layernorm_x60_printed", SEED000, 989, "X_60 = (h_60 - mu_6)/sqrt(sigma_6^2 + 1e-5) = -1.75 from the printed h_60, mu_6, sigma_6^2",
+               ["(-0.579 - 0.425)/sqrt(0.329 + 10**-5) = -1.75"], figures=3),
+        _entry("layernorm_x6", SEED000, "989-991", "x_6 = LN(h_6^(0)) = (-1.75, 1.11, 0.393, 0.635, -0.385), eps = 1e-5",
+               [at_row(6, f"(h{j} - {_MEAN})/sqrt({_VAR} + 10**-5) = {v}") for j, v in enumerate(["-1.75", "1.11", "0.393", "0.635", "-0.385"])],
+               figures=3),
+        _entry("mlp_output_60", SEED000, 1041, "first MLP output 0.5 j_60 + 0.2 j_62 + 0.05 = 0.224 with the printed j_6 = (0, 0.962, 0.872, 0)",
+               ["0.5*0 + 0.2*0.872 + 0.05 = 0.224"], figures=3),
+        _entry("uniform_baseline", SEED000, 1285, "a uniform predictor over four moves: accuracy 1/4, cross-entropy log 4 = 1.39 nats",
+               ["log(4) = 1.39", "-log(1/4) = log(4)"]),
+        _entry("experiment_parameter_counts", SEED000, 1289,
+               "parameter counts 1,943 / 2,023 / 1,915 of the practicum RNN, GRU and Transformer",
+               ["7*16 + (16*32 + 32*32 + 32 + 32) + (32*7 + 7) = 1943",
+                "7*16 + 3*(16*17 + 17*17 + 17 + 17) + (17*7 + 7) = 2023",
+                "7*12 + 36*12 + (3*12*12 + 3*12) + (12*12 + 12) + 2*(2*12) + (12*24 + 24 + 24*12 + 12) + 2*12 + (12*7 + 7) = 1915"],
+               note="the text gives only the totals; the breakdowns assume torch.nn.Embedding(7, d), nn.RNN/nn.GRU with both biases and "
+                    "nn.Linear(H, 7), and for the Transformer nn.MultiheadAttention with biases, two LayerNorms, an MLP 12-24-12, "
+                    "a final LayerNorm, a head and learned positions for 36 positions (the input length at delay 32)"),
+    ]
+
+
+def _seed001() -> list[Entry]:
+    pos = [[f"{pe(p, j, 4)} = {v}" for j, v in enumerate(row)] for p, row in enumerate([
+        ["0.0000", "1.0000", "0.0000", "1.0000"], ["0.8415", "0.5403", "0.0100", "0.9999"],
+        ["0.9093", "-0.4161", "0.0200", "0.9998"], ["0.1411", "-0.9900", "0.0300", "0.9996"]])]
+    return [
+        _entry("flops_attention_vs_recurrent", SEED001, 43,
+               "n = 100, d = 512: n^2 d = 5,120,000, n d^2 = 26,214,400, self-attention almost 5.1 times cheaper",
+               ["100**2*512 = 5120000", "100*512**2 = 26214400", "(100*512**2)/(100**2*512) = 5.1"]),
+        _entry("head_width", SEED001, "69-73", "d_k = d_v = 512/8 = 64 and 8 x 64 = 512", ["512/8 = 64", "8*64 = 512"]),
+        _entry("mha_parameters", SEED001, 77, "512 x 512 = 262,144 per matrix, 4 x 262,144 = 1,048,576 per multi-head block",
+               ["512*512 = 262144", "4*262144 = 1048576"]),
+        _entry("example_head_distributions", SEED001, 75, "the two illustrative head distributions each sum to 1 (implied: they are distributions)",
+               ["0.70 + 0.03 + 0.02 + 0.05 + 0.02 + 0.03 + 0.10 + 0.05 = 1", "6*0.05 + 0.60 + 0.10 = 1"], exact=True),
+        _entry("pe_d4_frequency", SEED001, 101, "for d = 4, i = 1: 10000^(2/4) = 100", ["10000**(2*1/4) = 100"], exact=True),
+        _entry("pe_d4_pos0", SEED001, 103, "PE(0) for d = 4 at four decimals", pos[0]),
+        _entry("pe_d4_pos1", SEED001, 104, "PE(1) for d = 4 at four decimals", pos[1],
+               note="erratum: cos(0.01) = 0.99995000042 rounds to 1.0000 at four decimals, not 0.9999 (4.2e-10 past the rounding boundary)"),
+        _entry("pe_d4_pos2", SEED001, 105, "PE(2) for d = 4 at four decimals", pos[2]),
+        _entry("pe_d4_pos3", SEED001, 106, "PE(3) for d = 4 at four decimals", pos[3]),
+        _entry("pe_shift_sin3", SEED001, 116, "sin(1+2) = sin 1 cos 2 + cos 1 sin 2 = -0.3502 + 0.4913 = 0.1411",
+               ["sin(1)*cos(2) + cos(1)*sin(2) = 0.1411", "sin(1)*cos(2) = -0.3502", "cos(1)*sin(2) = 0.4913",
+                "-0.3502 + 0.4913 = 0.1411", "sin(3) = 0.1411"]),
+        _entry("pe_shift_sin3_printed_factors", SEED001, "114-116",
+               "the same sum with the printed four-decimal factors: 0.8415 (-0.4161) + 0.5403 (0.9093) = -0.3502 + 0.4913 = 0.1411",
+               ["0.8415*(-0.4161) = -0.3502", "0.5403*0.9093 = 0.4913", "0.8415*(-0.4161) + 0.5403*0.9093 = 0.1411"],
+               note="erratum: 0.8415 x (-0.4161) = -0.35014815, which is -0.3501 at four decimals; -0.3502 is sin 1 cos 2 from unrounded factors"),
+        _entry("layernorm_example", SEED001, 148,
+               "x + F(x) = (1.30, 1.90, -0.80, 0.05), mu = 2.45/4 = 0.6125, squares 0.4727 1.6577 1.9952 0.3164, sum 4.4420, "
+               "sigma^2 = 1.1105, sigma = 1.0538, x_hat = (0.652, 1.222, -1.341, -0.534)",
+               ["1.0 + 0.30 = 1.30", "2.0 + (-0.10) = 1.90", "-1.0 + 0.20 = -0.80", "0.0 + 0.05 = 0.05",
+                "1.30 + 1.90 - 0.80 + 0.05 = 2.45", "2.45/4 = 0.6125",
+                "(1.30 - 0.6125)**2 = 0.4727", "(1.90 - 0.6125)**2 = 1.6577", "(-0.80 - 0.6125)**2 = 1.9952", "(0.05 - 0.6125)**2 = 0.3164",
+                "(1.30 - 0.6125)**2 + (1.90 - 0.6125)**2 + (-0.80 - 0.6125)**2 + (0.05 - 0.6125)**2 = 4.4420",
+                "((1.30 - 0.6125)**2 + (1.90 - 0.6125)**2 + (-0.80 - 0.6125)**2 + (0.05 - 0.6125)**2)/4 = 1.1105",
+                "sqrt(((1.30 - 0.6125)**2 + (1.90 - 0.6125)**2 + (-0.80 - 0.6125)**2 + (0.05 - 0.6125)**2)/4) = 1.0538"]
+               + [f"({z} - 0.6125)/sqrt(((1.30 - 0.6125)**2 + (1.90 - 0.6125)**2 + (-0.80 - 0.6125)**2 + (0.05 - 0.6125)**2)/4) = {v}"
+                  for z, v in [("1.30", "0.652"), ("1.90", "1.222"), ("-0.80", "-1.341"), ("0.05", "-0.534")]],
+               note="erratum: the squared deviations sum to 4.441875 (4.4419 at four decimals; 4.4420 is the sum of the rounded squares) "
+                    "and x_hat_2 = -1.4125/1.05379 = -1.3404, not -1.341"),
+        _entry("ffn_and_layer_parameters", SEED001, 150,
+               "W_1, W_2: 512 x 2048 = 1,048,576 each, 2,097,152 per feed-forward sublayer, 3,145,728 per layer, "
+               "6 x 3,145,728 = 18,874,368 (about 18.9 million) per encoder stack",
+               ["512*2048 = 1048576", "2*512*2048 = 2097152", "1048576 + 2097152 = 3145728", "6*3145728 = 18874368",
+                "6*3145728/10**6 = 18.9", "(2*512*2048)/(4*512**2) = 2"]),
+        _entry("masked_softmax_example", SEED001, 180,
+               "scores [1.2, 0.5, 2.0, -inf] give the masked softmax weights [0.31, 0.15, 0.54, 0.00]",
+               ["exp(1.2)/(exp(1.2) + exp(0.5) + exp(2.0)) = 0.31", "exp(0.5)/(exp(1.2) + exp(0.5) + exp(2.0)) = 0.15",
+                "exp(2.0)/(exp(1.2) + exp(0.5) + exp(2.0)) = 0.54"],
+               note="erratum: the softmax of (1.2, 0.5, 2.0) is (0.269, 0.133, 0.598); the printed (0.31, 0.15, 0.54) is not it"),
+        _entry("twelve_d_squared_per_layer", SEED001, 242,
+               "with d_ff = 4 d_model a layer has 4 d^2 + 2 d d_ff = 12 d^2 parameters (d = 512 and the task-23 model d = 12288)",
+               ["4*512**2 + 2*512*(4*512) = 12*512**2", "4*12288**2 + 2*12288*49152 = 12*12288**2", "4*12288 = 49152"], exact=True),
+        _entry("task29_encoder_stack", SEED001, 254,
+               "task 29: encoder stack about 4.72 million parameters at d_model = 256, d_ff = 1024, N = 6; task 14: 262,144",
+               ["6*(4*256**2 + 2*256*1024)/10**6 = 4.72", "4*256**2 = 262144"]),
+    ]
+
+
+@lru_cache(maxsize=1)
+def entries() -> tuple[Entry, ...]:
+    """Every catalogue entry, in text order (seed 000, then seed 001)."""
+    items = _seed000_recurrent() + _seed000_transformer() + _seed001()
+    names = [e.name for e in items]
+    assert len(set(names)) == len(names), "catalogue entry names are unique"
+    return tuple(items)
+
+
+# ---------------------------------------------------------------------------
+# the printed tables of the Transformer walk-through, against the numeric encoder
+
+def table_entries(traces: Callable[[str], dict]) -> Iterator[Entry]:
+    """One entry per printed table (and one for all inline values) of :mod:`crosscheck.course_tables`.
+
+    ``traces(stage)`` returns the encoder's named intermediates for a stage of
+    :func:`numeric.course.trace`; every printed cell becomes a claim at three
+    significant figures whose provider reads ``traces(stage)[name][index]``.
+    """
+    from . import course_tables
+
+    groups: dict[str, list] = {}
+    for cell in course_tables.cells():
+        key = cell.where.split(" (")[0] if cell.where.startswith("Table") else "inline"
+        groups.setdefault(key, []).append(cell)
+    for key, cells in groups.items():
+        lines = sorted({c.where.split("line ")[1].split(")")[0] for c in cells}, key=int)
+        line = lines[0] if len(lines) == 1 else f"{lines[0]}-{lines[-1]}"
+        claims = tuple(
+            Claim.from_provider(cell.label(), (lambda c=cell: float(traces(c.stage)[c.name][c.index])), repr(cell.printed),
+                                figures=3, source=f"{SEED000}:{line}")
+            for cell in cells)
+        name = "table" + key.split()[1] if key != "inline" else "table_inline"
+        what = (f"{key}: every printed number against the numeric encoder" if key != "inline"
+                else "inline values of the walk-through (lines 518-1167) against the numeric encoder")
+        yield Entry(name, SEED000, line, what, claims)
