@@ -1,0 +1,72 @@
+"""derive/activation_facts.py: each fact is proved, and the proofs can fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from derive import activation_facts as af
+from seqgrad.errors import SeqgradValueError
+
+
+@pytest.mark.parametrize("name", af.NAMES)
+def test_every_fact_is_proved_and_has_latex(name):
+    fact = af.get(name)
+    proof = fact.prove()
+    assert proof.holds, str(proof)
+    assert proof.steps and fact.source
+    assert fact.latex() and fact._repr_latex_().startswith("$")
+
+
+def test_sigmoid_slope_bound_numerically():
+    zs = np.linspace(-10, 10, 20001)
+    s = 1 / (1 + np.exp(-zs))
+    slope = s * (1 - s)
+    assert slope.max() == pytest.approx(0.25) and zs[slope.argmax()] == pytest.approx(0.0)
+
+
+def test_hochreiter_threshold_numerically():
+    zs = np.linspace(-20, 20, 40001)
+    s = 1 / (1 + np.exp(-zs))
+    for w, below in ((3.99, True), (4.0, False), (-4.01, False), (-3.5, True)):
+        assert bool(np.all(np.abs(s * (1 - s) * w) < 1)) is below
+
+
+def test_hochreiter_proof_records_the_interval():
+    steps = dict(af.get("hochreiter").prove().steps)
+    assert steps["{w : |w|/4 < 1}"] == sp.Interval.open(-4, 4)
+
+
+def test_pascanu_thresholds():
+    assert af.gamma("tanh") == 1 and af.gamma("sigmoid") == sp.Rational(1, 4)
+    steps = af.get("pascanu_sigmoid").prove().steps
+    assert any(v == sp.Interval.Ropen(0, 4) for _, v in steps)
+
+
+def test_relu_convention_is_stated_and_matches_torch():
+    import torch
+
+    from derive.activations import RELU_PRIME_AT_ZERO
+
+    z = torch.zeros(1, requires_grad=True)
+    torch.relu(z).sum().backward()
+    assert float(z.grad) == RELU_PRIME_AT_ZERO == 0
+    steps = dict(af.get("relu_at_zero").prove().steps)
+    assert steps["right derivative at 0"] == 1 and steps["left derivative at 0"] == 0
+
+
+def test_a_wrong_claim_is_not_proved(monkeypatch):
+    # the tanh proof compares with derive.activations' slope; a wrong slope must be caught
+    from derive import activations
+
+    wrong = activations.Activation("tanh", sp.tanh, lambda z, h: 1 - h, r"\tanh", "wrong")
+    monkeypatch.setitem(activations.ACTIVATIONS, "tanh", wrong)
+    assert not af.get("tanh_prime").prove().holds
+
+
+def test_unknown_fact_name():
+    with pytest.raises(SeqgradValueError, match="fact"):
+        af.get("relu_prime_max")
+    with pytest.raises(SeqgradValueError, match="activation"):
+        af.gamma("relu")
