@@ -160,7 +160,7 @@ class Verdict:
     def computed_text(self, figures: int = 10) -> str:
         if self.computed.is_zero:
             return "0"
-        text = mpmath.nstr(mpmath.mpf(self.computed._mpf_), figures)
+        text = _digits(self.computed, figures)
         return text[:-2] if text.endswith(".0") else text
 
     def line(self) -> str:
@@ -180,7 +180,7 @@ class Verdict:
             "claim": c.text,
             "inputs": dict(c.inputs),
             "computed": float(self.computed),
-            "computed_digits": mpmath.nstr(mpmath.mpf(self.computed._mpf_), 30),
+            "computed_digits": _digits(self.computed, 30),
             "printed": c.printed,
             "precision": c.precision(),
             "tolerance": float(self.tolerance),
@@ -280,6 +280,12 @@ def _from_number(raw) -> sympy.Float:
     if value != value or value in (float("inf"), float("-inf")):
         raise NonFiniteError("provider()", raw)
     return sympy.Float(value, DIGITS)  # the binary value exactly
+
+
+def _digits(value: sympy.Float, figures: int) -> str:
+    """``value`` to ``figures`` significant digits, at full precision (not through a float)."""
+    with mpmath.workdps(max(figures, DIGITS) + 5):
+        return mpmath.nstr(mpmath.mpf(value._mpf_), figures)
 
 
 def _distinct(discrepancy, tolerance) -> str:
