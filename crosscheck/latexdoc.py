@@ -33,11 +33,16 @@ from seqgrad.errors import SeqgradError, SeqgradTypeError, SeqgradValueError
 
 from .report import tex_escape
 
-PACKAGES = ("amsmath", "amssymb", "booktabs", "graphicx")
+PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable")
+
+
+def ragged(*widths: str) -> str:
+    """A column spec of ragged-right paragraph columns (``array``), e.g. ``ragged("4cm", "2cm")``."""
+    return "".join(f">{{\\raggedright\\arraybackslash}}p{{{w}}}" for w in widths)
 
 # Characters the course texts use in running text that pdflatex's default input does not set up.
 _UNICODE_TEXT = {"−": "$-$", "≈": "$\\approx$", "×": "$\\times$", "·": "$\\cdot$", "≤": "$\\le$", "≥": "$\\ge$",
-                 "≠": "$\\neq$", "→": "$\\to$", "√": "$\\surd$", "∞": "$\\infty$", "–": "--", "—": "---",
+                 "≠": "$\\neq$", "±": "$\\pm$", "→": "$\\to$", "√": "$\\surd$", "∞": "$\\infty$", "–": "--", "—": "---",
                  "«": "<<", "»": ">>", "“": "``", "”": "''", "’": "'", "…": "\\ldots{}"}
 
 
@@ -137,7 +142,7 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
             statements.append(f"{head} (The statement takes {len(body)} characters of LaTeX; "
                               "print it with \\texttt{seqgrad identities}.)")
     table = ("\\begin{table}[htbp]\n\\centering\\footnotesize\n\\caption{Identities, each proved now.}\n"
-             + tabular(["identity", "source", "status"], rows, "p{5.6cm}p{5.6cm}l") + "\n\\end{table}")
+             + tabular(["identity", "source", "status"], rows, ragged("5.6cm", "5.6cm") + "l") + "\n\\end{table}")
     return "\n\n".join(statements + [table])
 
 
@@ -160,7 +165,7 @@ def check_status(pattern: str, b: Build) -> str:
     return (f"{passed} of {len(results)} checks verified on {text(b.device)} in float64.\n\n"
             "\\begin{table}[htbp]\n\\centering\\footnotesize\n"
             f"\\caption{{Checks matching \\texttt{{{text(pattern)}}}, run now.}}\n"
-            + tabular(["check", "source", "max abs err", "max rel err", "status"], rows, "p{5.6cm}p{3.9cm}lll")
+            + tabular(["check", "source", "max abs err", "max rel err", "status"], rows, ragged("5.6cm", "3.9cm") + "lll")
             + "\n\\end{table}")
 
 
@@ -188,6 +193,7 @@ def _encoder(b: Build) -> str:
         for title, rows, row_labels, col_labels in _tables(stage, record, list(names), tokens):
             parts.append(booktabs(rows, row_labels=row_labels, col_labels=col_labels, corner="t", caption=title,
                                   decimal_comma=b.notation.decimal_comma))
+    parts.append(b.figures("encoder", "The worked example (seqgrad plot encoder)"))
     parts.append(check_status("encoder", b))
     return "\n\n".join(parts)
 
@@ -219,6 +225,41 @@ def _positional(b: Build) -> str:
     return "\n\n".join(parts)
 
 
+def _seed_line(source: str) -> str:
+    """'000_a7606e3a9f173091.txt:370' -> 'seed 000, line 370' (short enough for a table column)."""
+    return re.sub(r"^(\d{3})_[0-9a-f]+(?:\.latest-revision)?\.txt:", r"seed \1 l.", source)
+
+
+def _claims(b: Build) -> str:
+    """Every printed numeric claim of the course texts, verified now: one row per printed statement,
+    one per printed table, and each contradiction in full."""
+    from functools import lru_cache
+
+    from derive.latex_layout import tabular
+    from numeric import course
+
+    from .claims_catalogue import entries, table_entries
+
+    traces = lru_cache(maxsize=None)(lambda stage: course.trace(stage, device=b.device))
+    rows, contradicted = [], []
+    for entry in list(entries()) + list(table_entries(traces)):
+        verdicts = [claim.verify() for claim in entry.claims]
+        bad = [v for v in verdicts if not v.verified]
+        status = f"{len(verdicts)} verified" if not bad else f"\\textbf{{{len(bad)} of {len(verdicts)} contradicted}}"
+        rows.append([f"\\texttt{{{text(entry.name)}}}", text(_seed_line(entry.source)), text(entry.what), status])
+        contradicted += [(entry, v) for v in bad]
+    total = sum(1 for _ in rows)
+    parts = [f"{total} printed statements of the course texts, each evaluated exactly now and compared with the "
+             "number as printed (at the decimals written, or at 3 significant figures for the tables).",
+             "{\\footnotesize\n" + tabular(["entry", "source", "statement", "verdict"], rows, ragged("4.4cm", "2.3cm", "5.7cm", "2.2cm"))
+             .replace("\\begin{tabular}", "\\begin{longtable}").replace("\\end{tabular}", "\\end{longtable}") + "\n}"]
+    if contradicted:
+        items = "\n".join(f"\\item \\texttt{{{text(e.name)}}} ({text(_seed_line(e.source))}): {text(v.line())}"
+                           + (f"\\\\ \\emph{{{text(e.note)}}}" if e.note else "") for e, v in contradicted)
+        parts.append(f"\\subsection*{{Contradicted claims}}\n\\begin{{itemize}}\n{items}\n\\end{{itemize}}")
+    return "\n\n".join(parts)
+
+
 SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("rnn", "Recurrent networks: backpropagation through time", ("derive.rnn",), None),
     Section("gates", "Gated cells: GRU and LSTM", ("derive.gated",), None),
@@ -229,7 +270,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             _encoder),
     Section("residual", "Residual paths and LayerNorm", ("derive.residual", "derive.layernorm"),
             _catalogue_section(["derive.layernorm", "derive.residual"])),
-    Section("claims", "Printed claims", ("derive.claims",), None),
+    Section("claims", "Printed claims", ("derive.claims", "crosscheck.claims_catalogue"), _claims),
 )}
 SECTION_NAMES = tuple(SECTIONS)
 
