@@ -76,6 +76,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 import sympy as sp
+from sympy.core.basic import _args_sortkey
 from sympy.matrices.expressions.applyfunc import ElementwiseApplyFunction
 from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.printing.latex import LatexPrinter
@@ -84,6 +85,7 @@ from seqgrad.errors import SeqgradTypeError, SeqgradValueError, SizeGuardError
 
 __all__ = [
     "MAX_TERMS", "Program", "Definition", "Template", "Elementwise", "SquaredNorm", "pullback", "latex_settings",
+    "fast_mul", "fast_add",
 ]
 
 #: Default size guard of :meth:`Program.expand`: the largest closed form, in
@@ -216,7 +218,71 @@ class Template:
         subs = dict(mapping)
         if self.output is not None and output is not None:
             subs[self.output] = output
-        return self.value.xreplace(subs), {v: p.xreplace(subs) for v, p in self.partials.items()}
+        return _rebuild(self.value, subs), {v: _rebuild(p, subs) for v, p in self.partials.items()}
+
+
+def _atomic_factor(f) -> bool:
+    """A factor Mul keeps as it is: a symbol, a function value, or a power of a symbol."""
+    if f.is_Symbol or f.is_Function:
+        return f.is_commutative is True
+    return f.is_Pow and f.base.is_Symbol and f.exp.is_Integer and f.exp not in (0, 1) and f.base.is_commutative is True
+
+
+def fast_mul(*factors):
+    """``Mul(*factors)``, built without SymPy's flattening when the result is already canonical.
+
+    Long programs build thousands of products of distinct symbols (``g_t^z*x_t``);
+    sorting them with SymPy's own key and skipping ``Mul.flatten`` gives the
+    identical (equal, same argument order) expression several times faster.
+    Anything else (repeated bases, nested products, several numbers) goes
+    through ``Mul`` itself.
+    """
+    numbers = [f for f in factors if f.is_Number]
+    rest = [f for f in factors if not f.is_Number]
+    if len(factors) > 1 and len(numbers) <= 1 and not any(n in (0, 1) for n in numbers) and rest:
+        adds_ok = not numbers
+        if all(_atomic_factor(f) or (adds_ok and f.is_Add and f.is_commutative is True) for f in rest):
+            bases = [f.base if f.is_Pow else f for f in rest]
+            if len(set(bases)) == len(bases):
+                if len(rest) == 1 and not numbers:
+                    return rest[0]
+                return sp.Mul._from_args(tuple(numbers) + tuple(sorted(rest, key=_args_sortkey)), is_commutative=True)
+    return sp.Mul(*factors)
+
+
+def fast_add(terms):
+    """``Add(*terms)`` without ``Add.flatten`` when no two terms combine (distinct monomials, one number at most)."""
+    terms = list(terms)
+    numbers = [t for t in terms if t.is_Number]
+    rest = [t for t in terms if not t.is_Number]
+    if len(terms) > 1 and len(numbers) <= 1 and not any(n == 0 for n in numbers) and all(
+            (t.is_Mul or _atomic_factor(t)) and t.is_commutative is True for t in rest):
+        monomials = [t.as_coeff_Mul()[1] for t in rest]
+        if len(set(monomials)) == len(monomials):
+            if len(rest) == 1 and not numbers:
+                return rest[0]
+            return sp.Add._from_args(tuple(numbers) + tuple(sorted(rest, key=_args_sortkey)), is_commutative=True)
+    return sp.Add(*terms)
+
+
+def _rebuild(expr, mapping):
+    """``expr.xreplace(mapping)`` through :func:`fast_mul` and :func:`fast_add`."""
+    if expr in mapping:
+        return mapping[expr]
+    if not expr.args or expr.is_Symbol:
+        return expr
+    args = [_rebuild(a, mapping) for a in expr.args]
+    if all(a is b for a, b in zip(args, expr.args)):
+        return expr
+    if expr.is_Mul:
+        return fast_mul(*args)
+    if expr.is_Add:
+        return fast_add(args)
+    if expr.is_Pow and args[0].is_Symbol and args[1].is_Integer and args[1] not in (0, 1):
+        return sp.Pow(*args, evaluate=False)  # h**2 of a symbol is already canonical
+    if expr.is_Function and all(a.is_Symbol for a in args):
+        return expr.func(*args, evaluate=False)  # tanh(z_t) of a plain symbol does not simplify
+    return expr.func(*args)
 
 
 def _sum(terms: list):
@@ -224,7 +290,7 @@ def _sum(terms: list):
         return sp.Integer(0)
     if isinstance(terms[0], MatrixExpr):
         return functools.reduce(operator.add, terms)
-    return sp.Add(*terms)
+    return fast_add(terms)
 
 
 def pullback(expr, G) -> list[tuple[sp.Basic, sp.Basic]]:
@@ -411,7 +477,7 @@ class Program:
                 return [(s, sp.HadamardProduct(G, p)) for s, p in d.partials.items()]
             return pullback(d.value, G)
         partials = d.partials if d.partials is not None else {s: sp.diff(d.value, s) for s in sorted(_free(d.value), key=sp.default_sort_key)}
-        return [(s, G * p) for s, p in partials.items() if p != 0]
+        return [(s, fast_mul(G, p) if p != 1 else G) for s, p in partials.items() if p != 0]
 
     # -- closed forms -------------------------------------------------------
     def size(self, expr, kinds: Iterable[str] | None = ("backward",)) -> int:

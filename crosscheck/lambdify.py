@@ -1,0 +1,442 @@
+"""Turn derivation programs into numpy or torch functions.
+
+The program *is* the common-subexpression elimination: every definition
+``z_t := ...``, ``g_t^z := ...`` becomes one assignment of the generated
+function, in program order, so a quantity used many times is computed once.
+Vector cells keep the text's matrix form: one matrix product per step and per
+gradient term, and a batch of B sequences is B rows, so the same code runs a
+whole batch.
+
+The printers are our own small subclasses of SymPy's ``NumPyPrinter`` with an
+explicit module mapping; in particular ``Max`` becomes ``numpy.maximum`` /
+``torch.clamp`` (SymPy 1.14 prints it as ``torch.max``, which is not the
+elementwise maximum ReLU needs) and ReLU's slope ``Heaviside(z, 0)`` keeps its
+value at 0.
+
+>>> import numpy as np
+>>> from derive import rnn
+>>> net = rnn.unroll(steps=3, activation="tanh")
+>>> f = lambdify(net.program, [net.L, net.grad("w_h")], net.program.leaves())
+>>> [str(a) for a in f.args]
+['w_h', 'w_x', 'x_0', 'x_1', 'x_2', 'w_o', 'y']
+>>> L, dw_h = f(0.5, 1.0, 0.2, -0.1, 0.4, 2.0, 0.3)
+>>> round(float(L), 6), round(float(dw_h), 6)
+(0.105237, 0.076486)
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import sympy as sp
+from sympy.matrices.expressions.matexpr import MatrixExpr
+from sympy.printing.numpy import NumPyPrinter
+from sympy.printing.precedence import PRECEDENCE
+
+from derive.activations import dphi, phi, sigmoid
+from derive.program import Elementwise, Program, SquaredNorm
+from seqgrad.errors import NonFiniteError, SeqgradValueError, ShapeError
+
+__all__ = ["lambdify", "Compiled", "RNNFunction", "BACKENDS", "identifier"]
+
+BACKENDS = ("numpy", "torch")
+
+
+def identifier(name: str, taken: set[str]) -> str:
+    """A Python identifier for a SymPy name (``h_{-1}`` -> ``h_m1``, ``g_0^z`` -> ``g_0_z``)."""
+    text = name.replace("-", "m").replace("^", "_")
+    text = re.sub(r"[^0-9A-Za-z_]", "", text) or "v"
+    if text[0].isdigit() or keyword.iskeyword(text) or text.startswith("_"):
+        text = "v" + text
+    base, i = text, 1
+    while text in taken:
+        i += 1
+        text = f"{base}_{i}"
+    taken.add(text)
+    return text
+
+
+class _Printer(NumPyPrinter):
+    """Shared rules for both backends; ``names`` maps symbols to identifiers."""
+
+    def __init__(self, names: Mapping[sp.Basic, str]):
+        super().__init__({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False})
+        self.names = names
+
+    def _print_Symbol(self, expr):
+        if expr in self.names:
+            return self.names[expr]
+        return super()._print_Symbol(expr)
+
+    _print_Dummy = _print_Symbol
+
+    def _print_MatrixSymbol(self, expr):
+        return self.names.get(expr) or str(expr.name)
+
+    def _print_MatMul(self, expr):
+        coeff, mats = expr.as_coeff_matrices()
+        text = " @ ".join(self.parenthesize(m, PRECEDENCE["Mul"], strict=True) for m in mats)
+        return text if coeff == 1 else f"{self.parenthesize(coeff, PRECEDENCE['Mul'])}*{text}"
+
+    def _print_MatAdd(self, expr):
+        return " + ".join(self.parenthesize(a, PRECEDENCE["Add"]) for a in expr.args)
+
+    def _print_HadamardProduct(self, expr):
+        return "*".join(self.parenthesize(a, PRECEDENCE["Mul"], strict=True) for a in expr.args)
+
+    def _print_Transpose(self, expr):
+        return f"{self.parenthesize(expr.arg, PRECEDENCE['Atom'], strict=True)}.T"
+
+    def _print_ZeroMatrix(self, expr):
+        rows = "_B" if expr.shape[0] == 1 else expr.shape[0]  # a zero row vector gets one row per sequence
+        return f"_zeros({rows}, {expr.shape[1]})"
+
+    def _print_OneMatrix(self, expr):
+        return "1.0"
+
+    def _print_Elementwise(self, expr):
+        var = expr.function.variables[0]
+        inner = self._print(expr.expr)
+        marker = sp.Symbol("ELEMENTWISEARG")
+        body = self._print(expr.function.expr.xreplace({var: marker}))
+        return "(" + body.replace("ELEMENTWISEARG", f"({inner})") + ")"
+
+    def _print_SquaredNorm(self, expr):
+        return f"_sumsq({self._print(expr.arg)})"
+
+    def _print_sigmoid(self, expr):
+        return f"_sigmoid({self._print(expr.args[0])})"
+
+    def _print_Heaviside(self, expr):
+        h0 = expr.args[1] if len(expr.args) > 1 else sp.Rational(1, 2)
+        return f"_heaviside({self._print(expr.args[0])}, {float(h0)!r})"
+
+    def _print_Max(self, expr):
+        return self._fold("_maximum", expr.args)
+
+    def _print_Min(self, expr):
+        return self._fold("_minimum", expr.args)
+
+    def _fold(self, fn, args):
+        text = self._print(args[0])
+        for a in args[1:]:
+            text = f"{fn}({text}, {self._print(a)})"
+        return text
+
+    def _print_phi(self, expr):
+        raise SeqgradValueError("activation", "phi", "a concrete activation (tanh, sigmoid, relu, identity) "
+                                "to evaluate numerically; the generic phi has no numeric value")
+
+    _print_dphi = _print_phi
+
+
+class _TorchPrinter(_Printer):
+    _module = "torch"
+    _kf = {k: "torch." + v for k, v in {"tanh": "tanh", "exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin",
+                                         "cos": "cos", "Abs": "abs", "cosh": "cosh", "sinh": "sinh"}.items()}
+    _kc = {"Exp1": "math.e", "Pi": "math.pi"}
+
+
+def _numpy_namespace() -> dict:
+    def sigmoid_(x):
+        return np.exp(-np.logaddexp(0.0, -x))
+
+    return {
+        "numpy": np, "math": __import__("math"),
+        "_sigmoid": sigmoid_, "_heaviside": np.heaviside, "_maximum": np.maximum, "_minimum": np.minimum,
+        "_sumsq": lambda m: np.sum(np.square(m)),
+    }
+
+
+def _torch_namespace() -> dict:
+    import math
+
+    import torch
+
+    def maximum(a, b):
+        if not isinstance(a, torch.Tensor):
+            return torch.clamp(b, min=a)
+        if not isinstance(b, torch.Tensor):
+            return torch.clamp(a, min=b)
+        return torch.maximum(a, b)
+
+    def minimum(a, b):
+        if not isinstance(a, torch.Tensor):
+            return torch.clamp(b, max=a)
+        if not isinstance(b, torch.Tensor):
+            return torch.clamp(a, max=b)
+        return torch.minimum(a, b)
+
+    def heaviside(x, h0):
+        return torch.heaviside(x, torch.full((), h0, dtype=x.dtype, device=x.device))
+
+    return {
+        "torch": torch, "math": math, "_sigmoid": torch.sigmoid, "_heaviside": heaviside,
+        "_maximum": maximum, "_minimum": minimum, "_sumsq": lambda m: torch.sum(torch.square(m)),
+    }
+
+
+class _Code:
+    """Python source for scalar expressions, fast: the common nodes (symbols,
+    numbers, sums, products, integer powers, known functions) are written
+    directly, everything else goes through the SymPy printer."""
+
+    _functions = {"tanh": "tanh", "exp": "exp", "log": "log", "Abs": "abs", "sqrt": "sqrt"}
+
+    def __init__(self, printer: _Printer, module: str):
+        self.printer, self.module = printer, module
+        self.memo: dict = {}
+
+    def __call__(self, expr) -> str:
+        try:
+            return self.memo[expr]
+        except KeyError:
+            pass
+        text = self._code(expr)
+        self.memo[expr] = text
+        return text
+
+    def _code(self, expr) -> str:
+        names = self.printer.names
+        if expr in names:
+            return names[expr]
+        if isinstance(expr, MatrixExpr) or expr.has(MatrixExpr):
+            return self.printer.doprint(expr)
+        if expr.is_Integer:
+            return f"({int(expr)})" if expr < 0 else str(int(expr))
+        if expr.is_Rational:
+            return f"({expr.p}/{expr.q})"
+        if expr.is_Float:
+            return f"({float(expr)!r})"
+        if expr.is_Add:
+            return "(" + " + ".join(self(a) for a in expr.args) + ")"
+        if expr.is_Mul:
+            return "*".join(self(a) for a in expr.args)
+        if expr.is_Pow:
+            return f"({self._base(expr.base)}**{self(expr.exp)})"
+        if expr.is_Function and type(expr).__name__ in self._functions and len(expr.args) == 1:
+            return f"{self.module}.{self._functions[type(expr).__name__]}({self(expr.args[0])})"
+        return "(" + self.printer.doprint(expr) + ")"
+
+    def _base(self, base) -> str:
+        text = self(base)
+        return f"({text})" if base.is_Mul else text
+
+
+@dataclass
+class Compiled:
+    """A generated function with its source, argument symbols and outputs."""
+
+    fn: Callable
+    source: str
+    args: tuple
+    outputs: tuple
+    backend: str
+
+    def __call__(self, *values):
+        return self.fn(*values)
+
+
+def lambdify(program: Program, outputs: Sequence, args: Sequence, backend: str = "numpy",
+             reduce: Iterable[int] | None = None, check_finite: bool = True, data: Iterable | None = None) -> Compiled:
+    """A numpy or torch function ``f(*args) -> tuple(outputs)`` evaluating ``outputs`` through ``program``.
+
+    Only the definitions the outputs need are emitted, once each, in program
+    order.  Row-vector arguments (``MatrixSymbol`` of shape 1 x n) may carry a
+    batch of B rows; scalar arguments may be arrays of shape (B,).  Outputs
+    listed in ``reduce`` (indices) are summed over the batch down to their
+    declared shape, which is what autograd reports for a loss summed over the
+    batch.  ``data`` names the arguments whose first axis is the batch (by
+    default every row-vector argument).  Non-finite inputs raise :class:`~seqgrad.errors.NonFiniteError`.
+    """
+    if backend not in BACKENDS:
+        raise SeqgradValueError("backend", backend, "one of " + ", ".join(BACKENDS))
+    outputs = tuple(outputs)
+    args = tuple(args)
+    taken: set[str] = set()
+    names: dict = {}
+    for a in args:
+        names[a] = identifier(str(a), taken)
+    defs = program.needed(outputs, stop=set(args))
+    for d in defs:
+        names[d.target] = identifier(str(d.target), taken)
+    missing = {s for o in outputs for s in _free(o)} | {s for d in defs for s in _free(d.value)}
+    missing -= set(names)
+    if missing:
+        raise SeqgradValueError("args", sorted(map(str, missing)), "every leaf the outputs need must be an argument")
+    printer = (_TorchPrinter if backend == "torch" else _Printer)(names)
+    rows = list(data) if data is not None else [a for a in args if isinstance(a, sp.MatrixSymbol) and a.shape[0] == 1]
+    lines = [f"def _generated({', '.join(names[a] for a in args)}):"]
+    if check_finite:
+        lines.append(f"    _finite({', '.join(names[a] for a in args)})")
+    lines.append(f"    _B = _batch({', '.join(names[a] for a in rows)})")
+    code = _Code(printer, backend)
+    for d in defs:
+        lines.append(f"    {names[d.target]} = {code(d.value)}")
+    reduce = set(reduce or ())
+    outs = []
+    for i, o in enumerate(outputs):
+        text = code(o)
+        shape = tuple(o.shape) if isinstance(o, MatrixExpr) else ()
+        outs.append(f"_reduce({text}, {shape!r})" if i in reduce else text)
+    lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+    source = "\n".join(lines) + "\n"
+    namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
+    namespace.update(_helpers(backend, [names[a] for a in args]))
+    exec(compile(source, f"<seqgrad:{program.name}>", "exec"), namespace)  # our own generated code, never user text
+    return Compiled(namespace["_generated"], source, args, outputs, backend)
+
+
+def _free(expr) -> set:
+    return {s for s in getattr(expr, "free_symbols", ()) if isinstance(s, (sp.Symbol, sp.MatrixSymbol))}
+
+
+def _helpers(backend: str, arg_names: list[str]) -> dict:
+    if backend == "numpy":
+        def finite(*values):
+            for name, v in zip(arg_names, values):
+                if not np.all(np.isfinite(v)):
+                    raise NonFiniteError(name)
+
+        def zeros(r, c):
+            return np.zeros((r, c))
+
+        def batch(*rows):
+            return next((v.shape[0] for v in rows if np.ndim(v) == 2), 1)
+
+        def reduce(value, shape):
+            value = np.asarray(value)
+            if shape == ():
+                return value.sum() if value.ndim else value
+            return value.sum(axis=0, keepdims=True) if value.shape[0] != shape[0] else value
+
+        return {"_finite": finite, "_batch": batch, "_reduce": reduce, "_zeros": zeros}
+    import torch
+
+    state = {"like": None}
+
+    def finite(*values):
+        for name, v in zip(arg_names, values):
+            if isinstance(v, torch.Tensor):
+                state["like"] = v
+                if not bool(torch.isfinite(v).all()):
+                    raise NonFiniteError(name)
+            elif not np.all(np.isfinite(v)):
+                raise NonFiniteError(name)
+
+    def batch(*rows):
+        for v in rows:
+            if isinstance(v, torch.Tensor):
+                state["like"] = v
+                if v.ndim == 2:
+                    return v.shape[0]
+        return 1
+
+    def zeros(r, c):
+        like = state["like"]
+        kw = {} if like is None else {"dtype": like.dtype, "device": like.device}
+        return torch.zeros((r, c), **kw)
+
+    def reduce(value, shape):
+        if not isinstance(value, torch.Tensor):
+            return value
+        if shape == ():
+            return value.sum() if value.ndim else value
+        return value.sum(dim=0, keepdim=True) if value.shape[0] != shape[0] else value
+
+    return {"_finite": finite, "_batch": batch, "_reduce": reduce, "_zeros": zeros}
+
+
+class RNNFunction:
+    """Loss and every gradient of an unrolled :class:`derive.rnn.RNN`, compiled once.
+
+    Call it with the parameters (a mapping name -> value, names as in
+    ``net.parameters``: ``w_x, w_h, w_o[, b_h, b_o]`` for the scalar cell,
+    ``W_x, W_h, W_o[, b_h, b_o]`` stored out x in for the vector cell), the
+    inputs ``X`` ((B, T) scalar, (B, T, D) vector) and the targets ``y``
+    ((B,) or (B, T) scalar; (B, C) or (B, T, C) vector).  Returns a dict with
+    ``L`` (summed over the batch), the parameter gradients and ``X`` (dL/dX).
+    """
+
+    def __init__(self, net, backend: str = "numpy", device: str = "cpu"):
+        self.net, self.backend, self.device = net, backend, device
+        P = net.parameters
+        self.names = list(P)
+        ys = net.y if isinstance(net.y, list) else [net.y]
+        self.args = list(P.values()) + list(net.x) + ys
+        outputs = [net.L] + [net.gradients[p] for p in P.values()] + [net.gradients.get(x, _zero_like(x)) for x in net.x]
+        reduce = range(1 + len(P))
+        self.compiled = lambdify(net.program, outputs, self.args, backend, reduce=reduce, data=list(net.x) + ys)
+
+    def _param(self, name: str, value, symbol):
+        arr = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value, dtype=np.float64)
+        shape = tuple(symbol.shape) if isinstance(symbol, sp.MatrixSymbol) else ()
+        if arr.shape != shape and not (name.startswith("b_") and arr.shape == shape[1:]):
+            raise ShapeError(name, arr.shape, f"{shape} as declared by the network" + (f" (or {shape[1:]})" if name.startswith("b_") else ""))
+        if not np.all(np.isfinite(arr)):
+            raise NonFiniteError(name)
+        return arr.reshape(shape)
+
+    def prepare(self, params: Mapping, X, y) -> list:
+        """The argument list of the compiled function (validated, converted to the backend)."""
+        net = self.net
+        missing = [n for n in self.names if n not in params]
+        if missing:
+            raise SeqgradValueError("params", sorted(params), "a value for each of " + ", ".join(self.names))
+        values = [self._param(n, params[n], net.parameters[n]) for n in self.names]
+        X = np.asarray(X, dtype=np.float64) if not hasattr(X, "detach") else X.detach().cpu().numpy()
+        y = np.asarray(y, dtype=np.float64) if not hasattr(y, "detach") else y.detach().cpu().numpy()
+        T = net.steps
+        if net.vector:
+            D, H, C = net.shape
+            want_x, want_y = f"(B, {T}, {D})", (f"(B, {C})" if net.loss == "final" else f"(B, {T}, {C})")
+            ok_x = X.ndim == 3 and X.shape[1:] == (T, D)
+            ok_y = y.shape == ((X.shape[0], C) if net.loss == "final" else (X.shape[0], T, C))
+        else:
+            want_x, want_y = f"(B, {T})", ("(B,)" if net.loss == "final" else f"(B, {T})")
+            ok_x = X.ndim == 2 and X.shape[1] == T
+            ok_y = y.shape == ((X.shape[0],) if net.loss == "final" else (X.shape[0], T))
+        if not ok_x:
+            raise ShapeError("X", X.shape, want_x)
+        if not ok_y:
+            raise ShapeError("y", y.shape, want_y)
+        for name, v in (("X", X), ("y", y)):
+            if not np.all(np.isfinite(v)):
+                raise NonFiniteError(name)
+        xs = [X[:, t] for t in range(T)]
+        ys = [y] if net.loss == "final" else [y[:, t] for t in range(T)]
+        args = values + xs + ys
+        if self.backend == "torch":
+            import torch
+
+            from numeric.device import resolve_device
+
+            dev = resolve_device(self.device)
+            args = [torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float64, device=dev) for a in args]
+        return args
+
+    def evaluate(self, args: list) -> dict:
+        """Run the compiled function on prepared arguments."""
+        out = self.compiled(*args)
+        result = {"L": out[0]}
+        for i, n in enumerate(self.names):
+            result[n] = out[1 + i]
+        dx = out[1 + len(self.names):]
+        if self.backend == "torch":
+            import torch
+
+            result["X"] = torch.stack([torch.as_tensor(d).expand_as(args[len(self.names) + t]) for t, d in enumerate(dx)], 1)
+        else:
+            result["X"] = np.stack([np.broadcast_to(d, np.shape(args[len(self.names) + t])) for t, d in enumerate(dx)], 1)
+        return result
+
+    def __call__(self, params: Mapping, X, y) -> dict:
+        return self.evaluate(self.prepare(params, X, y))
+
+
+def _zero_like(symbol):
+    return sp.ZeroMatrix(*symbol.shape) if isinstance(symbol, sp.MatrixSymbol) else sp.Integer(0)
