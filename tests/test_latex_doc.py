@@ -1,0 +1,113 @@
+"""The document assembler (crosscheck/latexdoc.py) and ``seqgrad latex``; no TeX engine needed."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+import crosscheck.latexdoc as latexdoc
+from crosscheck.cli import main
+from crosscheck.latexdoc import Section, SectionUnavailable, resolve_sections
+from seqgrad.errors import SeqgradTypeError, SeqgradValueError
+
+
+def test_module_examples():
+    result = doctest.testmod(latexdoc, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_the_seven_sections_in_order():
+    assert latexdoc.SECTION_NAMES == ("rnn", "gates", "positional", "attention", "encoder", "residual", "claims")
+
+
+def test_resolve_sections():
+    names = latexdoc.available_sections()
+    if names:
+        assert resolve_sections(",".join(reversed(names))) == list(reversed(names))  # the order asked for
+        assert resolve_sections([names[0], names[0]]) == [names[0]]  # duplicates once
+    assert resolve_sections(None) == names
+
+
+@pytest.mark.parametrize("spec, error", [
+    ("rnn,nope", SeqgradValueError),
+    (" , ", SeqgradValueError),
+    (["encoder", 3], SeqgradTypeError),
+    (42, SeqgradTypeError),
+])
+def test_bad_section_specs(spec, error):
+    with pytest.raises(error):
+        resolve_sections(spec)
+
+
+def test_a_missing_package_is_refused_not_faked(monkeypatch):
+    fake = Section("gates", "Gated cells", ("derive.no_such_module_yet",), lambda b: "never built")
+    monkeypatch.setitem(latexdoc.SECTIONS, "gates", fake)
+    assert "gates" not in latexdoc.available_sections()
+    with pytest.raises(SectionUnavailable, match="derive.no_such_module_yet"):
+        resolve_sections("gates")
+    with pytest.raises(SectionUnavailable):
+        latexdoc.render(["gates"])
+    unwired = Section("gates", "Gated cells", ("derive",), None)
+    monkeypatch.setitem(latexdoc.SECTIONS, "gates", unwired)
+    with pytest.raises(SectionUnavailable, match="section builder"):
+        resolve_sections("gates")
+
+
+def test_render_assembles_a_complete_document(monkeypatch):
+    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "Recurrent & co", ("derive",), lambda b: "Body $x$."))
+    doc = latexdoc.render(["rnn"])
+    assert doc.startswith("\\documentclass[11pt]{article}")
+    for package in ("amsmath", "booktabs", "graphicx"):
+        assert f"\\usepackage{{{package}}}" in doc
+    assert "\\section{Recurrent \\& co}\\label{sec:rnn}" in doc and "Body $x$." in doc
+    assert doc.rstrip().endswith("\\end{document}")
+
+
+def test_standalone_writes_no_figures(monkeypatch, tmp_path):
+    def body(b):
+        assert b.figures_dir is None
+        return b.figures("paths", "never drawn") or "no figures"
+    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("derive",), body))
+    out = latexdoc.write(tmp_path / "n.tex", "rnn", standalone=True)
+    assert "no figures" in out.read_text() and "includegraphics" not in out.read_text()
+    assert not (tmp_path / "n-figures").exists()
+
+
+def test_output_name_must_end_in_tex(tmp_path):
+    with pytest.raises(SeqgradValueError, match="OUT"):
+        latexdoc.write(tmp_path / "n.txt", None)
+
+
+def test_text_escapes_specials_and_unicode():
+    assert latexdoc.text("50% of a_b & $1") == r"50\% of a\_b \& \$1"
+    assert latexdoc.text("x ≈ −0.5 ± 1") == r"x $\approx$ $-$0.5 $\pm$ 1"
+    assert latexdoc.text("кот") == r"\texttt{U+043A}\texttt{U+043E}\texttt{U+0442}"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["latex", "x.tex", "--sections", "rnn,bogus"], "sections='bogus' is not allowed"),
+    (["latex", "x.tex", "--sections", "encoder", "--symbol", "nonsense"], "--symbol='nonsense' is not allowed"),
+    (["latex", "x.txt", "--sections", "encoder"], "OUT='x.txt' is not allowed"),
+])
+def test_cli_bad_input_is_one_line_exit_2(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "x.tex").exists()
+
+
+def test_cli_notation_options(monkeypatch, tmp_path, capsys):
+    seen = {}
+
+    def body(b):
+        seen["notation"] = b.notation
+        return "ok"
+    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("derive",), body))
+    out = tmp_path / "n.tex"
+    assert main(["latex", str(out), "--sections", "rnn", "--standalone", "--decimal-comma", "--plain",
+                 "--symbol", "w_h=W_{hh}"]) == 0
+    n = seen["notation"]
+    assert n.decimal_comma and not n.bold and n.symbol_names == {"w_h": "W_{hh}"}
+    assert capsys.readouterr().out.strip() == str(out)
