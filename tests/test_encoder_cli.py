@@ -13,6 +13,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from crosscheck import course_tables
+from crosscheck.cli import main
 from crosscheck.figures import encoder as figs
 from numeric import course
 from numeric.positions import sinusoidal
@@ -21,9 +22,26 @@ from seqgrad.latex_table import booktabs, format_sigfig
 from seqgrad.sigfig import matches
 
 
+class Proc:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def run(capsys):
+    """``seqgrad ARGS`` in this process (fast); one test below goes through a real subprocess."""
+
+    def call(*args):
+        code = main(list(args))
+        out = capsys.readouterr()
+        return Proc(code, out.out, out.err)
+
+    return call
+
+
 def test_json_holds_every_intermediate_of_both_stages(cli, tmp_path):
     out = tmp_path / "enc.json"
-    proc = cli("encoder", "--json", "--out", str(out))
+    proc = cli("encoder", "--json", "--out", str(out))  # the real console entry, in a subprocess
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     stages = doc["stages"]
@@ -39,27 +57,27 @@ def test_json_holds_every_intermediate_of_both_stages(cli, tmp_path):
     assert bad == []
 
 
-def test_text_markdown_latex_and_show(cli):
-    proc = cli("encoder", "--show", "H_enc", "--stage", "prenorm_block")
+def test_text_markdown_latex_and_show(run):
+    proc = run("encoder", "--show", "H_enc", "--stage", "prenorm_block")
     assert proc.returncode == 0 and "6: begins" in proc.stdout and "-1.68" in proc.stdout
     assert "head1.Q" not in proc.stdout
-    md = cli("encoder", "--markdown", "--show", "head1.A_causal", "--stage", "attention_on_H0").stdout
+    md = run("encoder", "--markdown", "--show", "head1.A_causal", "--stage", "attention_on_H0").stdout
     assert "| 1: journey | 0.389 | 0.611 | 0 |" in md
-    tex = cli("encoder", "--latex", "--decimal-comma", "--show", "block0.U").stdout
+    tex = run("encoder", "--latex", "--decimal-comma", "--show", "block0.U").stdout
     assert r"\toprule" in tex and "$-0{,}0954$" in tex
 
 
-def test_text_option_and_bad_input(cli):
-    proc = cli("encoder", "--text", "a single step", "--show", "H0", "--stage", "attention_on_H0")
+def test_text_option_and_bad_input(run):
+    proc = run("encoder", "--text", "a single step", "--show", "H0", "--stage", "attention_on_H0")
     assert proc.returncode == 0 and "2: step" in proc.stdout
-    bad = cli("encoder", "--text", "a journey of a thousand kilometres")
+    bad = run("encoder", "--text", "a journey of a thousand kilometres")
     assert bad.returncode == 2 and "'kilometres'" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
-    bad = cli("encoder", "--show", "Q_att")
+    bad = run("encoder", "--show", "Q_att")
     assert bad.returncode == 2 and "head1.Q" in bad.stderr
 
 
-def test_plot_encoder_writes_files(cli, tmp_path):
-    proc = cli("plot", "encoder", "--out", str(tmp_path))
+def test_plot_encoder_writes_files(run, tmp_path):
+    proc = run("plot", "encoder", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == ["fig06_identity_position.png", "fig08_begins_contributions.png", "fig09_S.png", "fig10_A.png",

@@ -12,7 +12,7 @@ from numeric.attention import MultiHeadAttention, attention_mask
 from numeric.encoder import Encoder
 from numeric.layernorm import layer_norm
 
-FAST = settings(max_examples=30, deadline=None)
+FAST = settings(max_examples=20, deadline=None)
 finite = st.floats(-50, 50, allow_nan=False, allow_infinity=False)
 
 
@@ -42,10 +42,14 @@ def test_softmax_rows_sum_to_one_under_any_valid_mask(T, data):
         assert bool((A[torch.from_numpy(excluded)] == 0).all())
 
 
+NO_POSITIONS = Encoder.random(9, 6, 3, 8, n_blocks=2, bias=True, positions=None, seed=1)
+CAUSAL = Encoder.random(9, 6, 2, 8, n_blocks=2, seed=2)
+
+
 @FAST
 @given(st.permutations(list(range(6))), st.integers(0, 1000))
 def test_permutation_equivariance_without_positions(perm, seed):
-    enc = Encoder.random(9, 6, 3, 8, n_blocks=2, bias=True, positions=None, seed=seed)
+    enc = NO_POSITIONS
     H = torch.randn(6, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
     pi = torch.tensor(perm)
     with torch.no_grad():
@@ -55,7 +59,7 @@ def test_permutation_equivariance_without_positions(perm, seed):
 @FAST
 @given(st.integers(0, 5), st.integers(0, 1000))
 def test_causal_output_ignores_the_future(t, seed):
-    enc = Encoder.random(9, 6, 2, 8, n_blocks=2, seed=seed)
+    enc = CAUSAL
     g = torch.Generator().manual_seed(seed)
     H = torch.randn(6, 6, dtype=torch.float64, generator=g)
     H2 = H.clone()
