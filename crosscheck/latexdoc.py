@@ -159,7 +159,7 @@ def check_status(pattern: str, b: Build) -> str:
         raise SectionUnavailable(pattern, f"registered checks matching '{pattern}' (crosscheck/checks)")
     results = run_checks(items, device=b.device, show_progress=False)
     marks = {"pass": "verified", "fail": "\\textbf{FAILED}", "error": "\\textbf{ERROR}", "skip": "skipped"}
-    rows = [[f"\\texttt{{{text(r.name)}}}", text(r.source), b.notation.number(fmt_error(r.max_abs_error)),
+    rows = [[f"\\texttt{{{text(r.name)}}}", text(_seed_line(r.source)), b.notation.number(fmt_error(r.max_abs_error)),
              b.notation.number(fmt_error(r.max_rel_error)), marks[r.status]] for r in results]
     passed = sum(r.status == "pass" for r in results)
     return (f"{passed} of {len(results)} checks verified on {text(b.device)} in float64.\n\n"
@@ -194,7 +194,7 @@ def _encoder(b: Build) -> str:
             parts.append(booktabs(rows, row_labels=row_labels, col_labels=col_labels, corner="t", caption=title,
                                   decimal_comma=b.notation.decimal_comma))
     parts.append(b.figures("encoder", "The worked example (seqgrad plot encoder)"))
-    parts.append(check_status("encoder", b))
+    parts.append(check_status("encoder.*", b))
     return "\n\n".join(parts)
 
 
@@ -207,6 +207,73 @@ def _catalogue_section(modules: Sequence[str]) -> Callable[[Build], str]:
         return identity_status(identities, b)
 
     return build
+
+
+def checks_or_note(pattern: str, b: Build) -> str:
+    """:func:`check_status` for ``pattern``, or a plain statement that no check of it is registered yet."""
+    from .registry import all_checks
+
+    if not all_checks(pattern):
+        return f"No registered check matches \\texttt{{{text(pattern)}}} yet; nothing here is marked verified."
+    return check_status(pattern, b)
+
+
+def _per_use(net, name: str, b: Build) -> str:
+    """dL/dw = sum over the uses w^{[t]} of the shared weight, each use's partial next to it (text lines 150-176)."""
+    import sympy as sp
+
+    from derive.latex_layout import align
+
+    total = net.grad(name)
+    terms = list(total.args) if isinstance(total, sp.Add) else [total]
+    base, _, sub = name.partition("_")
+    partial = lambda s: sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial %s}" % s)  # noqa: E731
+    uses = []
+    for term in terms:  # the use at step t is the term that carries g_t^z (or e, for the head)
+        steps = sorted(int(m) for m in re.findall(r"g_(-?\d+)\^z", str(term)))
+        if len(steps) != 1:
+            raise SeqgradValueError("name", name, "a weight used once per step (each term carries one g_t^z)")
+        uses.append((steps[0], term))
+    uses.sort(key=lambda u: u[0])
+    copies = [partial(f"{base}_{{{sub}}}^{{[{t}]}}") for t, _ in uses]
+    rows = [(partial(f"{base}_{{{sub}}}"), [sp.Add(*copies, evaluate=False), total])]
+    rows += [(copy, term) for copy, (_, term) in zip(copies, uses)]
+    return align(rows, b.notation)
+
+
+def _rnn(b: Build) -> str:
+    """The text's 3-step scalar RNN: forward pass, Table 3, the shared-weight sums, a closed path sum;
+    then the vector cell's backward recursion; checks against autograd; Figure 3."""
+    import sympy as sp
+
+    from derive import rnn
+    from derive.latex_layout import align, equation, equation_table
+
+    net = rnn.unroll(steps=3, activation="tanh")
+    n = b.notation
+    defs = lambda kinds: [(d.target, d.value) for d in net.program.definitions(kinds)]  # noqa: E731
+    table = net.backward_table()
+    parts = [
+        "The scalar cell of the text with $T = 3$ steps, $\\phi = \\tanh$, $h_{-1} = 0$ (text lines 65--176).",
+        "\\subsection*{Forward pass}\n" + align(defs(("forward", "loss")), n),
+        "\\subsection*{Forward and backward operations (Table 3)}\n\\begin{center}\n"
+        + equation_table(["forward pass", "backward pass"],
+                         [[(f.target, f.value) if f else None, (g.target, g.value) if g else None] for f, g in table.rows], n)
+        + "\n\\end{center}",
+        "\\subsection*{Shared weights: one gradient term per use}\n" + "\n".join(_per_use(net, w, b) for w in ("w_x", "w_h")),
+    ]
+    g = {net.sensitivity("z", t): net.sensitivity("z", t, expand=True) for t in range(net.steps)}
+    parts.append("\\subsection*{The path sum}\nWith every $g^z_t$ replaced by its closed form:\n"
+                 + equation(sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial w_{h}}"), net.grad("w_h").xreplace(g), n))
+    vec = rnn.unroll(steps=3, activation="tanh", inputs=2, hidden=3, outputs=1)
+    parts.append("\\subsection*{The vector cell}\nRow vectors, weights stored output $\\times$ input "
+                 "($D = 2$, $H = 3$, $C = 1$; text lines 264--308). The backward recursion and the weight gradients:\n"
+                 + align([(d.target, d.value) for d in vec.program.definitions(("backward",))]
+                         + [(sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial \mathbf{W}_{%s}}" % w[2:]), vec.grad(w))
+                            for w in ("W_x", "W_h", "W_o")], n))
+    parts.append(checks_or_note("rnn.*", b))
+    parts.append(b.figures("paths", "Path products through time (seqgrad plot paths)"))
+    return "\n\n".join(p for p in parts if p)
 
 
 def _positional(b: Build) -> str:
@@ -261,7 +328,7 @@ def _claims(b: Build) -> str:
 
 
 SECTIONS: dict[str, Section] = {s.name: s for s in (
-    Section("rnn", "Recurrent networks: backpropagation through time", ("derive.rnn",), None),
+    Section("rnn", "Recurrent networks: backpropagation through time", ("derive.rnn",), _rnn),
     Section("gates", "Gated cells: GRU and LSTM", ("derive.gated",), None),
     Section("positional", "Positional encoding", ("derive.positional",), _positional),
     Section("attention", "Attention", ("derive.attention", "derive.softmax"),
