@@ -103,6 +103,7 @@ _VAR = f"(h0**2 + h1**2 + h2**2 + h3**2 + h4**2)/5 - ({_MEAN})**2"
 # ---------------------------------------------------------------------------
 # providers
 
+@lru_cache(maxsize=1)
 def sigmoid_slope_maximum() -> sympy.Expr:
     """max over real z of sigma(z)(1 - sigma(z)), by SymPy (exact)."""
     from sympy.calculus.util import maximum
