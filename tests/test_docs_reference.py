@@ -96,3 +96,34 @@ def test_documented_checker_is_strict():
     assert _documented("--out", page) and _documented("--format", page)
     assert not _documented("--only", page)
     assert not _documented("--o", page)
+
+
+DOCS = ROOT / "docs"
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def _links(page: Path) -> list[Path]:
+    """Relative links of a Markdown page, resolved against its folder (web links are left out)."""
+    out = []
+    for target in LINK.findall(page.read_text(encoding="utf-8")):
+        if re.match(r"[a-z]+:", target):
+            continue
+        out.append((page.parent / target).resolve())
+    return out
+
+
+def test_relative_links_resolve():
+    broken = [f"{p.relative_to(ROOT)} -> {t}" for p in sorted(DOCS.rglob("*.md")) for t in _links(p) if not t.exists()]
+    assert not broken, "broken links: " + "; ".join(broken)
+
+
+def test_every_page_is_reachable_from_the_index():
+    seen, todo = set(), [(DOCS / "index.md").resolve()]
+    while todo:
+        page = todo.pop()
+        if page in seen or not page.exists() or page.suffix != ".md":
+            continue
+        seen.add(page)
+        todo += _links(page)
+    unreachable = sorted(str(p.relative_to(ROOT)) for p in DOCS.rglob("*.md") if p.resolve() not in seen)
+    assert not unreachable, f"pages no link from docs/index.md leads to: {unreachable}"
