@@ -82,13 +82,15 @@ class Build:
     figures_dir: Path | None  # None: no figure files (a standalone single-file document)
     device: str = "cpu"
     figures_written: list[Path] = field(default_factory=list)
+    sets_included: set[str] = field(default_factory=set)  # each figure set appears once per document
 
     def figures(self, set_name: str, caption: str) -> str:
         """Write the figure set ``set_name`` (see :mod:`crosscheck.figures`) as PDF and include every figure."""
         from .figures import figure_sets
 
-        if self.figures_dir is None:
+        if self.figures_dir is None or set_name in self.sets_included:
             return ""
+        self.sets_included.add(set_name)
         sets = figure_sets()
         if set_name not in sets:
             raise SectionUnavailable(set_name, f"the figure set crosscheck/figures '{set_name}'")
@@ -276,6 +278,40 @@ def _rnn(b: Build) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def _gates(b: Build) -> str:
+    """GRU and LSTM in PyTorch's conventions: one step's definitions, the one-step Jacobian split into
+    carry and gate terms, the activation facts with their proofs, the gated checks."""
+    import sympy as sp
+
+    from derive import activation_facts, gated
+    from derive.latex_layout import align
+
+    n = b.notation
+    parts = []
+    for title, net, wrts in (("GRU", gated.gru(steps=2), (None,)), ("LSTM", gated.lstm(steps=2), ("c", "h"))):
+        step = [(d.target, d.value) for d in net.program.definitions(("forward",)) if d.step == 1]
+        parts.append(f"\\subsection*{{{title}: one step ($t = 1$)}}\n" + align(step, n))
+        for wrt in wrts:
+            split = net.step_jacobian(1) if wrt is None else net.step_jacobian(1, wrt=wrt)
+            prev = {None: "h_{0}", "c": "c_{0}", "h": "h_{0}"}[wrt]
+            state = "h_{1}" if title == "GRU" else "c_{1}"
+            J = sp.Symbol(r"\frac{\partial %s}{\partial %s}" % (state, prev))
+            parts.append(f"The one-step Jacobian $\\partial {state}/\\partial {prev}$: the carry at fixed gates, "
+                         "then the terms through the gates.\n"
+                         + align([(J, split.full), (sp.Symbol(r"\text{carry}"), split.carry),
+                                  (sp.Symbol(r"\text{gate terms}"), split.gate_terms)], n))
+    rows = []
+    for fact in activation_facts.FACTS.values():
+        proof = fact.prove()
+        rows.append(f"\\paragraph{{\\texttt{{{text(fact.name)}}}}} {text(fact.source)}: "
+                    + ("proved." if proof.holds else "\\textbf{NOT proved}.")
+                    + f"\n\\begin{{equation*}}\n{fact.statement}\n\\end{{equation*}}")
+    parts.append("\\subsection*{Activation facts, each proved now}\n" + "\n".join(rows))
+    parts.append(checks_or_note("gated.*", b))
+    parts.append(b.figures("paths", "Path products through time (seqgrad plot paths)"))
+    return "\n\n".join(p for p in parts if p)
+
+
 def _positional(b: Build) -> str:
     """PE(pos + k) = R(k) PE(pos) for an even and an odd width, proved now, then every positional identity."""
     from derive import positional
@@ -329,7 +365,7 @@ def _claims(b: Build) -> str:
 
 SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("rnn", "Recurrent networks: backpropagation through time", ("derive.rnn",), _rnn),
-    Section("gates", "Gated cells: GRU and LSTM", ("derive.gated",), None),
+    Section("gates", "Gated cells: GRU and LSTM", ("derive.gated", "derive.activation_facts"), _gates),
     Section("positional", "Positional encoding", ("derive.positional",), _positional),
     Section("attention", "Attention", ("derive.attention", "derive.softmax"),
             _catalogue_section(["derive.softmax", "derive.attention"])),

@@ -35,6 +35,7 @@ from seqgrad.errors import SeqgradTypeError
 TEXTBOOK_LETTERS: Mapping[str, str] = MappingProxyType({
     "yhat": r"\widehat{y}",
     "ctilde": r"\widetilde{c}",
+    "htilde": r"\widetilde{h}",
     "L": r"\mathcal{L}",
 })
 
@@ -64,10 +65,12 @@ class Notation:
     ``symbol_names``: exact symbol name -> LaTeX (``{"w_h": r"w_{hh}"}``).
     ``letters``: base name -> LaTeX, keeping sub- and superscripts (``{"g": r"\\delta"}``
     prints ``g_t^h`` as ``\\delta^{h}_{t}``); defaults to the text's ``\\widehat{y}``,
-    ``\\widetilde{c}``, ``\\mathcal{L}``.
+    ``\\widetilde{c}``, ``\\widetilde{h}``, ``\\mathcal{L}``.
     ``vectors``: names (exact, or base letters) of symbols that stand for whole
     vectors or matrices; with ``bold=True`` they, and every ``MatrixSymbol``, are bold.
     ``decimal_comma``: print ``0{,}25`` instead of ``0.25``.
+    ``greek_indices``: let SymPy turn index names into Greek letters (``w_xi`` as
+    ``w_{\\xi}``); off by default, since the text's indices are Latin (``w_{xi}``: x to i).
     """
 
     symbol_names: Mapping[str, str] = field(default_factory=dict, hash=False)
@@ -75,12 +78,13 @@ class Notation:
     vectors: frozenset[str] = frozenset()
     bold: bool = True
     decimal_comma: bool = False
+    greek_indices: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "symbol_names", _mapping("symbol_names", self.symbol_names))
         object.__setattr__(self, "letters", _mapping("letters", self.letters))
         object.__setattr__(self, "vectors", _names("vectors", self.vectors))
-        for flag in ("bold", "decimal_comma"):
+        for flag in ("bold", "decimal_comma", "greek_indices"):
             if not isinstance(getattr(self, flag), bool):
                 raise SeqgradTypeError(flag, getattr(self, flag), "True or False")
 
@@ -130,10 +134,11 @@ class NotationPrinter(LatexPrinter):
         glyph = n.letters[base] if base in n.letters else translate(base)  # SymPy's greek letters, hat, ...
         if style == "bold" or (n.bold and (expr.name in n.vectors or base in n.vectors)):
             glyph = (r"\boldsymbol{%s}" if base.lower() in _GREEK else r"\mathbf{%s}") % glyph
+        index = translate if n.greek_indices else str
         if supers:
-            glyph += "^{%s}" % " ".join(translate(s) for s in supers)
+            glyph += "^{%s}" % " ".join(index(s) for s in supers)
         if subs:
-            glyph += "_{%s}" % " ".join(translate(s) for s in subs)
+            glyph += "_{%s}" % " ".join(index(s) for s in subs)
         return glyph + braced
 
     def _parts(self, name: str) -> tuple[str, list[str], list[str], str]:

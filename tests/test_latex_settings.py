@@ -136,3 +136,10 @@ def test_forward_backward_table_is_booktabs_with_math_cells():
     out = equation_table(["forward", "backward"], [[(z0, w_x * x0), sp.Eq(sp.Symbol("g_0^z"), sp.Symbol("g_0^h"), evaluate=False)]])
     assert "\\toprule" in out and "\\midrule" in out and "\\bottomrule" in out
     assert "$z_{0} = w_{x} x_{0}$ & $g^{z}_{0} = g^{h}_{0}$ \\\\" in out
+
+
+def test_indices_stay_latin_unless_asked():
+    """The text's w_{xi} is 'from x to i', not the Greek xi (SymPy's default would print w_{\\xi})."""
+    assert latex(sp.Symbol("w_xi")) == "w_{xi}"
+    assert Notation(greek_indices=True).latex(sp.Symbol("w_xi")) == r"w_{\xi}"
+    assert latex(sp.Symbol("htilde_1")) == r"\widetilde{h}_{1}"
