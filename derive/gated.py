@@ -1,0 +1,399 @@
+r"""GRU and LSTM cells as derivation programs, in PyTorch's conventions (text lines 362-400).
+
+GRU (``torch.nn.GRU``: gate order r, z, n; the text's update gate ``u_t`` is
+PyTorch's ``z_t``; the reset gate multiplies the whole recurrent affine map,
+``b_hn`` included)::
+
+    z_t^r = x_t W_xr^T + b_xr + h_{t-1} W_hr^T + b_hr,      r_t = sigma(z_t^r)
+    z_t^u = x_t W_xu^T + b_xu + h_{t-1} W_hu^T + b_hu,      u_t = sigma(z_t^u)
+    a_t   = h_{t-1} W_hn^T + b_hn
+    z_t^n = x_t W_xn^T + b_xn + r_t o a_t,                  htilde_t = tanh(z_t^n)
+    h_t   = u_t o h_{t-1} + (1 - u_t) o htilde_t
+
+LSTM (``torch.nn.LSTM``: gate order i, f, g, o; each bias ``b_a`` is PyTorch's
+``b_ih + b_hh``; no peepholes, no projection)::
+
+    z_t^a = x_t W_xa^T + h_{t-1} W_ha^T + b_a,  a in {i, f, o}:  a_t = sigma(z_t^a)
+    z_t^c = x_t W_xc^T + h_{t-1} W_hc^T + b_c,                  ctilde_t = tanh(z_t^c)
+    c_t   = f_t o c_{t-1} + i_t o ctilde_t,                     h_t = o_t o tanh(c_t)
+
+A head ``yhat = h_{T-1} W_o^T`` (no bias: the LSTM's output gate already owns
+``b_o``, and the text warns not to conflate the two) and ``L = 1/2 ||yhat - y||^2``.
+Everything is a :class:`derive.program.Program` over these names, so T steps
+cost O(T), the backward pass is the chain rule over the named intermediates
+(``g_t^h``, ``g_t^c``, ``g_t^{z^a}``), and every weight gradient is a sum over
+its uses.
+
+Carry derivatives (:meth:`GatedRNN.carry`): at fixed gates and candidate,
+``dh_t/dh_{t-1} = diag(u_t)`` (GRU) and ``dc_t/dc_{t-1} = diag(f_t)`` (LSTM).
+:meth:`GatedRNN.step_jacobian` gives the full one-step Jacobian, the carry and
+the gate terms separately, with ``full = carry + gate_terms``, all derived by
+forward-mode chain rule over the step's definitions.
+
+>>> from derive import gated
+>>> net = gated.gru(steps=2)
+>>> net.carry(1)
+u_1
+>>> split = net.step_jacobian(1)
+>>> split.gate_terms
+u_1*w_hu*(1 - u_1)*(h_0 - htilde_1) + (1 - u_1)*(1 - htilde_1**2)*(a_1*r_1*w_hr*(1 - r_1) + r_1*w_hn)
+>>> gated.lstm(steps=2).carry(1)
+f_1
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+from sympy.matrices.expressions.matexpr import MatrixExpr
+
+from seqgrad import validate
+from seqgrad.errors import SeqgradValueError
+
+from . import activations
+from .program import Elementwise, Program, SquaredNorm, Template, _latex, latex_aligned
+from .rnn import Diag
+
+__all__ = ["gru", "lstm", "GatedRNN", "CarrySplit", "KINDS", "GATES"]
+
+KINDS = ("GRU", "LSTM")
+#: the gates of each cell in PyTorch's order, by the text's names (GRU: u is PyTorch's z; LSTM: c is PyTorch's g)
+GATES = {"GRU": ("r", "u", "n"), "LSTM": ("i", "f", "c", "o")}
+
+
+def gru(steps: int, inputs: int | None = None, hidden: int | None = None, outputs: int | None = None) -> "GatedRNN":
+    """An unrolled GRU of ``steps`` positions (scalar without sizes, vector with any of them)."""
+    return GatedRNN("GRU", steps, inputs, hidden, outputs)
+
+
+def lstm(steps: int, inputs: int | None = None, hidden: int | None = None, outputs: int | None = None) -> "GatedRNN":
+    """An unrolled LSTM of ``steps`` positions (scalar without sizes, vector with any of them)."""
+    return GatedRNN("LSTM", steps, inputs, hidden, outputs)
+
+
+@dataclass(frozen=True)
+class CarrySplit:
+    """A one-step Jacobian split as ``full = carry + gate_terms``."""
+
+    full: sp.Basic
+    carry: sp.Basic
+    gate_terms: sp.Basic
+
+    def latex(self) -> str:
+        J = sp.Symbol(r"\mathbf{J}") if isinstance(self.full, MatrixExpr) else sp.Symbol("J")
+        rows = [(J, self.full), (sp.Symbol(r"\text{carry (fixed gates)}"), self.carry),
+                (sp.Symbol(r"\text{gate terms}"), self.gate_terms)]
+        return latex_aligned(rows)
+
+    def _repr_latex_(self) -> str:
+        return "$$" + self.latex() + "$$"
+
+
+class _Cell:
+    """Scalar or row-vector arithmetic for building the cell (one code path for both)."""
+
+    def __init__(self, vector: bool, H: int):
+        self.vector, self.H = vector, H
+
+    def lin(self, x, W, b=None):
+        out = x * W.T if self.vector else W * x
+        return out if b is None else out + b
+
+    def had(self, a, b):
+        return sp.HadamardProduct(a, b) if self.vector else a * b
+
+    def one_minus(self, u):
+        return sp.OneMatrix(1, self.H) - u if self.vector else 1 - u
+
+    def zero(self):
+        return sp.ZeroMatrix(1, self.H) if self.vector else sp.Integer(0)
+
+
+class GatedRNN:
+    """An unrolled GRU or LSTM and its derivation (build it with :func:`gru` or :func:`lstm`)."""
+
+    def __init__(self, kind: str, steps: int, inputs=None, hidden=None, outputs=None):
+        self.kind = validate.choice("kind", kind, KINDS)
+        self.steps = validate.integer("steps", steps, minimum=1)
+        sizes = [None if v is None else validate.integer(n, v, minimum=1) for n, v in
+                 (("inputs", inputs), ("hidden", hidden), ("outputs", outputs))]
+        self.vector = any(s is not None for s in sizes)
+        D, H, C = (1 if s is None else s for s in sizes)
+        self.shape = (D, H, C) if self.vector else None
+        self._ops = ops = _Cell(self.vector, H)
+        row = (lambda n, name: sp.MatrixSymbol(name, 1, n)) if self.vector else (lambda n, name: sp.Symbol(name))
+        mat = (lambda r, c, name: sp.MatrixSymbol(name, r, c)) if self.vector else (lambda r, c, name: sp.Symbol(name))
+        W = "W" if self.vector else "w"
+        self.parameters: dict[str, sp.Basic] = {}
+        for g in GATES[self.kind]:
+            self.parameters[f"{W}_x{g}"] = mat(H, D, f"{W}_x{g}")
+            self.parameters[f"{W}_h{g}"] = mat(H, H, f"{W}_h{g}")
+            if self.kind == "GRU":
+                self.parameters[f"b_x{g}"] = row(H, f"b_x{g}")
+                self.parameters[f"b_h{g}"] = row(H, f"b_h{g}")
+            else:
+                self.parameters[f"b_{g}"] = row(H, f"b_{g}")
+        self.parameters[f"{W}_o"] = mat(C, H, f"{W}_o")
+        P = self.parameters
+        self.program = prog = Program(f"{self.kind.lower()}_T{steps}")
+        self.x = [row(D, f"x_{t}") for t in range(steps)]
+        self.y = row(C, "y")
+        self.h_init = prog.define(row(H, "h_{-1}"), ops.zero(), kind="initial", step=-1)
+        self.c_init = prog.define(row(H, "c_{-1}"), ops.zero(), kind="initial", step=-1) if self.kind == "LSTM" else None
+        self.h, self.c = [], []
+        self.gates: dict[str, list] = {g: [] for g in GATES[self.kind]}
+        self.gates["htilde" if self.kind == "GRU" else "ctilde"] = []
+        if self.kind == "GRU":
+            self.gates["a"] = []
+        sig, tanh = activations.get("sigmoid"), activations.get("tanh")
+        h_prev, c_prev = self.h_init, self.c_init
+        for t in range(steps):
+            x_t = self.x[t]
+            line = lambda name, key, *args: self._line(row(H, name), key, args, t)  # noqa: E731
+            act = lambda name, pre, activation: self._activation(row(H, name), pre, activation, t)  # noqa: E731
+            if self.kind == "GRU":
+                r = act(f"r_{t}", line(f"z_{t}^r", "gate", x_t, P[f"{W}_xr"], P["b_xr"], h_prev, P[f"{W}_hr"], P["b_hr"]), sig)
+                u = act(f"u_{t}", line(f"z_{t}^u", "gate", x_t, P[f"{W}_xu"], P["b_xu"], h_prev, P[f"{W}_hu"], P["b_hu"]), sig)
+                a = line(f"a_{t}", "affine", h_prev, P[f"{W}_hn"], P["b_hn"])
+                n = act(f"htilde_{t}", line(f"z_{t}^n", "candidate", x_t, P[f"{W}_xn"], P["b_xn"], r, a), tanh)
+                h_t = line(f"h_{t}", "mix", u, h_prev, n)
+                for g, v in (("r", r), ("u", u), ("n", n), ("htilde", n), ("a", a)):
+                    self.gates[g].append(v)
+            else:
+                def gate(g, activation):
+                    pre = line(f"z_{t}^{g}", "lstm_gate", x_t, P[f"{W}_x{g}"], h_prev, P[f"{W}_h{g}"], P[f"b_{g}"])
+                    return act(f"ctilde_{t}" if g == "c" else f"{g}_{t}", pre, activation)
+
+                i, f, ct, o = gate("i", sig), gate("f", sig), gate("c", tanh), gate("o", sig)
+                c_t = line(f"c_{t}", "memory", f, c_prev, i, ct)
+                h_t = line(f"h_{t}", "exposed", o, c_t)
+                for g, v in (("i", i), ("f", f), ("c", ct), ("ctilde", ct), ("o", o)):
+                    self.gates[g].append(v)
+                self.c.append(c_t)
+                c_prev = c_t
+            self.h.append(h_t)
+            h_prev = h_t
+        yhat = self.h[-1] * P[f"{W}_o"].T if self.vector else P[f"{W}_o"] * self.h[-1]
+        self.yhat = prog.define(row(C, "yhat"), yhat, step=steps - 1)
+        half = sp.Rational(1, 2)
+        L = half * SquaredNorm(self.yhat - self.y) if self.vector else half * (self.yhat - self.y) ** 2
+        self.L = prog.define(sp.Symbol("L"), L, kind="loss", step=steps - 1)
+        self.e = row(C, "e")
+        self.gradients = prog.backward({self.yhat: self.e}, self._adjoint_name,
+                                       emit={self.yhat: [(self.e, self.yhat - self.y, "error")]})
+
+    # -- construction helpers ---------------------------------------------
+    def _line(self, target, key: str, args: tuple, t: int):
+        """Define ``target`` by the cell line ``key`` at ``args``: a matrix expression (vector cell, differentiated
+        by the structural rules) or a scalar :class:`~derive.program.Template` differentiated once for all steps."""
+        if self.vector:
+            return self.program.define(target, _VECTOR_LINES[key](self._ops, *args), step=t)
+        template = _scalar_templates()[key]
+        return self.program.apply(template, target, dict(zip(template.variables, args)), step=t)
+
+    def _activation(self, target, pre, activation, t):
+        """``target := phi(pre)`` with the local slope written through ``target`` (sigma: s(1-s), tanh: 1-h^2)."""
+        if self.vector:
+            hh = sp.Dummy("h")
+            return self.program.define(target, activation.elementwise(pre), step=t,
+                                       partials={pre: Elementwise(sp.Lambda(hh, activation.prime(hh, hh)), target)})
+        template = _scalar_templates()[activation.name]
+        return self.program.apply(template, target, {template.variables[0]: pre}, step=t)
+
+    @staticmethod
+    def _adjoint_name(target) -> str | None:
+        name = str(target)
+        if name.startswith("z_"):  # z_3^r -> g_3^{z^r}
+            t, gate = name[2:].split("^")
+            return f"g_{t}^{{z^{gate}}}"
+        for prefix in ("h_", "c_"):
+            if name.startswith(prefix):
+                return f"g_{name[2:]}^{prefix[0]}"
+        return None
+
+    # -- reading the derivation ---------------------------------------------
+    def __repr__(self) -> str:
+        cell = "scalar" if not self.vector else "D={}, H={}, C={}".format(*self.shape)
+        return f"<{self.kind} T={self.steps} ({cell})>"
+
+    def __str__(self) -> str:
+        return str(self.program)
+
+    def latex(self, kinds=None) -> str:
+        """The derivation (forward, loss, backward, gradients) as an ``aligned`` environment."""
+        rows = [(d.target, d.value) for d in self.program.definitions(kinds)]
+        if kinds is None:
+            rows += [(sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial %s}" % _latex(s)), self.gradients.get(s, 0))
+                     for s in self.parameters.values()]
+        return latex_aligned(rows)
+
+    def _repr_latex_(self) -> str:
+        return "$$" + self.latex() + "$$"
+
+    def dot(self) -> str:
+        return self.program.dot()
+
+    def grad(self, name: str, expand: bool = False, max_terms: int | None = None):
+        """dL/d``name`` for a parameter (``W_xr``, ``b_hn``, ``W_o`` ...; scalar ``w_xr`` ...) or an input ``x_t``,
+        as the sum over its uses; ``expand=True`` substitutes the backward recursion (size-guarded)."""
+        allowed = list(self.parameters) + [str(x) for x in self.x]
+        if not isinstance(name, str) or name not in allowed:
+            raise SeqgradValueError("name", name, "one of " + ", ".join(allowed))
+        symbol = self.parameters.get(name) or self.x[int(name[2:])]
+        zero = sp.ZeroMatrix(*symbol.shape) if isinstance(symbol, sp.MatrixSymbol) else sp.Integer(0)
+        expr = self.gradients.get(symbol, zero)
+        if expand is True:
+            return self.program.expand(expr, kinds=("backward",), max_terms=max_terms, what=f"dL/d{name}")
+        if expand is not False:
+            raise SeqgradValueError("expand", expand, "True or False")
+        return expr
+
+    # -- carry derivatives ------------------------------------------------------
+    def _step(self, t: int) -> int:
+        return validate.integer("t", t, minimum=0, maximum=self.steps - 1)
+
+    def _carried(self, t: int):
+        """(state at t, state at t-1): h for the GRU, the cell memory c for the LSTM."""
+        if self.kind == "GRU":
+            return self.h[t], (self.h[t - 1] if t > 0 else self.h_init)
+        return self.c[t], (self.c[t - 1] if t > 0 else self.c_init)
+
+    def carry(self, t: int):
+        """The carry derivative at fixed gates and candidate: ``diag(u_t)`` (GRU), ``diag(f_t)`` (LSTM).
+
+        Derived from the definition of the carried state with every gate and
+        candidate held fixed (their tangents set to zero)."""
+        t = self._step(t)
+        state, prev = self._carried(t)
+        return self._tangent(self.program[state], {prev: self._identity()})
+
+    def step_jacobian(self, t: int, wrt: str | None = None) -> CarrySplit:
+        """The full one-step Jacobian of the carried state, split as ``carry + gate_terms``.
+
+        GRU: ``dh_t/dh_{t-1}``.  LSTM: ``dc_t/dc_{t-1}`` has no gate term (no
+        peepholes: the gates read ``h_{t-1}``, not ``c_{t-1}``), so by default
+        this is the block ``dc_t/dh_{t-1}``-carrying state ``(c, h)``: pass
+        ``wrt="c"`` or ``wrt="h"`` to choose the column; the rows are ``c_t``.
+        """
+        t = self._step(t)
+        state, prev = self._carried(t)
+        if self.kind == "LSTM":
+            wrt = validate.choice("wrt", wrt if wrt is not None else "c", ("c", "h"))
+            if wrt == "h":
+                prev = self.h[t - 1] if t > 0 else self.h_init
+        step_defs = [d for d in self.program.definitions("forward") if d.step == t]
+        seed = {prev: self._identity()}
+        tangents = dict(seed)
+        for d in step_defs:
+            if d.target is state:
+                break
+            tangents[d.target] = self._tangent(d, tangents)
+        full = self._tangent(self.program[state], tangents)
+        carry = self._tangent(self.program[state], seed) if (self.kind == "GRU" or wrt == "c") else self._zero_jac()
+        gate_only = {k: v for k, v in tangents.items() if k is not prev}
+        gate_terms = self._tangent(self.program[state], gate_only)
+        return CarrySplit(full, carry, gate_terms)
+
+    def _identity(self):
+        return sp.Identity(self._ops.H) if self.vector else sp.Integer(1)
+
+    def _zero_jac(self):
+        return sp.ZeroMatrix(self._ops.H, self._ops.H) if self.vector else sp.Integer(0)
+
+    def _tangent(self, d, tangents: dict):
+        """Forward-mode chain rule for one definition: d value / d (the seeded state), given the
+        tangents of the symbols it reads (missing symbols are held fixed)."""
+        if not self.vector:
+            partials = d.partials if d.partials is not None else {s: sp.diff(d.value, s) for s in d.value.free_symbols}
+            return sp.Add(*[p * tangents[s] for s, p in partials.items() if s in tangents])
+        if d.partials:  # an activation: diag(phi'(z)) J_z
+            (pre, slope), = d.partials.items()
+            return _matmul(Diag(slope), tangents.get(pre)) or self._zero_jac()
+        return _jvp(d.value, tangents) or self._zero_jac()
+
+
+_VECTOR_LINES = {
+    "gate": lambda ops, x, Wx, bx, h, Wh, bh: ops.lin(x, Wx, bx) + ops.lin(h, Wh, bh),
+    "affine": lambda ops, h, Wh, bh: ops.lin(h, Wh, bh),
+    "candidate": lambda ops, x, Wx, bx, r, a: ops.lin(x, Wx, bx) + ops.had(r, a),
+    "mix": lambda ops, u, h, n: ops.had(u, h) + ops.had(ops.one_minus(u), n),
+    "lstm_gate": lambda ops, x, Wx, h, Wh, b: ops.lin(x, Wx) + ops.lin(h, Wh, b),
+    "memory": lambda ops, f, c, i, ct: ops.had(f, c) + ops.had(i, ct),
+    "exposed": lambda ops, o, c: ops.had(o, activations.get("tanh").elementwise(c)),
+}
+
+_TEMPLATES: dict = {}
+
+
+def _scalar_templates() -> dict:
+    """The scalar cell's lines over fresh symbols, each differentiated once (then reused at every step)."""
+    if not _TEMPLATES:
+        x, wx, bx, h, wh, bh, r, a, u, n, f, c, i, ct, o, b, z, out = sp.symbols(
+            "x w_x b_x h w_h b_h r a u n f c i ct o b z out", cls=sp.Dummy)
+        ops = _Cell(False, 1)
+        for key, variables in (("gate", [x, wx, bx, h, wh, bh]), ("affine", [h, wh, bh]), ("candidate", [x, wx, bx, r, a]),
+                               ("mix", [u, h, n]), ("lstm_gate", [x, wx, h, wh, b]), ("memory", [f, c, i, ct]),
+                               ("exposed", [o, c])):
+            value = _VECTOR_LINES[key](ops, *variables) if key != "exposed" else o * sp.tanh(c)
+            _TEMPLATES[key] = Template(value, variables)
+        for name in ("sigmoid", "tanh"):
+            act = activations.get(name)
+            _TEMPLATES[name] = Template(act.phi(z), [z], output=out, partials={z: act.prime(z, out)})
+    return _TEMPLATES
+
+
+def _matmul(A, B):
+    """``A @ B`` with ``None`` standing for a zero matrix and identities dropped."""
+    if A is None or B is None:
+        return None
+    if isinstance(B, sp.Identity):
+        return A
+    if isinstance(A, sp.Identity):
+        return B
+    return sp.MatMul(A, B)
+
+
+def _add(terms):
+    terms = [t for t in terms if t is not None]
+    if not terms:
+        return None
+    return terms[0] if len(terms) == 1 else sp.MatAdd(*terms)
+
+
+def _jvp(expr, tangents: dict):
+    """The Jacobian (rows: entries of ``expr``, a row vector) of a matrix expression, by the rules
+    ``X M`` -> ``M^T J_X``, ``a o b`` -> ``diag(b) J_a + diag(a) J_b``, sums term by term; ``None`` is zero."""
+    if isinstance(expr, sp.MatrixSymbol):
+        return tangents.get(expr)
+    if isinstance(expr, (sp.ZeroMatrix, sp.OneMatrix)):
+        return None
+    if isinstance(expr, sp.Transpose):
+        if _jvp(expr.arg, tangents) is not None:
+            raise SeqgradValueError("expr", str(expr), "transposes of fixed matrices only (weights)")
+        return None
+    if isinstance(expr, sp.MatAdd):
+        return _add([_jvp(a, tangents) for a in expr.args])
+    if isinstance(expr, sp.MatMul):
+        coeff, mats = expr.as_coeff_matrices()
+        row, rest = mats[0], mats[1:]
+        if any(_jvp(m, tangents) is not None for m in rest):
+            raise SeqgradValueError("expr", str(expr), "products whose only varying factor is the leading row vector")
+        J = _jvp(row, tangents)
+        if J is None:
+            return None
+        M = sp.MatMul(*rest).T.doit() if rest else None
+        out = _matmul(M, J) if M is not None else J
+        return out if coeff == 1 else coeff * out
+    if isinstance(expr, sp.HadamardProduct):
+        terms = []
+        for k, a in enumerate(expr.args):
+            others = [b for j, b in enumerate(expr.args) if j != k]
+            other = others[0] if len(others) == 1 else sp.HadamardProduct(*others)
+            terms.append(_matmul(Diag(other), _jvp(a, tangents)))
+        return _add(terms)
+    if isinstance(expr, Elementwise):
+        f = expr.function
+        slope = sp.Lambda(f.variables[0], sp.diff(f.expr, f.variables[0]))
+        return _matmul(Diag(Elementwise(slope, expr.expr)), _jvp(expr.expr, tangents))
+    raise SeqgradValueError("expr", str(expr), "a matrix expression of +, products, Hadamard products and elementwise maps")
