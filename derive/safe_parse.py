@@ -48,13 +48,14 @@ from __future__ import annotations
 
 import ast
 import math
+import numbers
 import re
 from decimal import Decimal, InvalidOperation
 from typing import Callable, Iterable, Mapping
 
 import sympy
 
-from seqgrad.errors import ParseError, SeqgradTypeError
+from seqgrad.errors import NonFiniteError, ParseError, SeqgradTypeError
 
 MAX_LENGTH = 1000
 MAX_DEPTH = 60
@@ -197,6 +198,37 @@ def parse_expression(text: str, *, variables: Iterable[str] = (), values: Mappin
         raise ParseError(argument, text, f"it is not a well-formed expression ({type(exc).__name__})") from None
     walker = _Walker(text, source.strip(), symbols, argument)
     return walker.visit(tree.body, 1)
+
+
+def as_sympy(value, argument: str = "value", *, variables: Iterable[str] = ()) -> sympy.Basic:
+    """A safe replacement for ``sympy.sympify`` on a caller's argument.
+
+    SymPy objects pass through; Python and numpy numbers become SymPy numbers
+    (finite floats only); text goes through :func:`parse_expression` (with
+    ``variables`` as the allowed names); anything else is refused.  Use it
+    wherever an argument may be text: ``sympy.sympify`` hands a ``str`` to
+    SymPy's own parser, which calls ``eval`` -- ``sympify("__import__('os')...")``
+    runs the command.
+
+    >>> as_sympy(0.5), as_sympy(3), as_sympy("1/4 + x", variables=["x"])
+    (0.500000000000000, 3, x + 1/4)
+    """
+    if isinstance(value, sympy.Basic):
+        return value
+    if isinstance(value, str):
+        return parse_expression(value, variables=variables, argument=argument)
+    if isinstance(value, bool) or not isinstance(value, numbers.Number):
+        raise SeqgradTypeError(argument, value, "a number, a SymPy expression, or an expression as text")
+    if isinstance(value, numbers.Integral):
+        return sympy.Integer(int(value))
+    if isinstance(value, numbers.Rational):
+        return sympy.Rational(int(value.numerator), int(value.denominator))
+    if isinstance(value, numbers.Real):
+        x = float(value)
+        if not math.isfinite(x):
+            raise NonFiniteError(argument, value)
+        return sympy.Float(x)
+    raise SeqgradTypeError(argument, value, "a real number, a SymPy expression, or an expression as text")
 
 
 def parse_number(text: str, argument: str = "number") -> sympy.Rational:

@@ -155,6 +155,29 @@ def test_bad_variable_names_and_types():
         parse_expression("u", values={"u": 0.5})  # values must be SymPy numbers
 
 
+def test_as_sympy_is_a_safe_sympify(tmp_path, monkeypatch):
+    from fractions import Fraction as F
+
+    import numpy as np
+
+    from derive.safe_parse import as_sympy
+    from seqgrad.errors import NonFiniteError
+
+    x = sympy.Symbol("x")
+    assert as_sympy(x) is x
+    assert as_sympy(3) == 3 and as_sympy(np.int64(3)) == 3
+    assert as_sympy(F(1, 3)) == sympy.Rational(1, 3)
+    assert as_sympy(np.float64(0.5)) == sympy.Float(0.5)
+    assert as_sympy("2*k + 1", variables=["k"]).free_symbols == {sympy.Symbol("k", real=True)}
+    for bad in (True, None, [1], float("nan"), float("inf"), 1j):
+        with pytest.raises((SeqgradTypeError, NonFiniteError)):
+            as_sympy(bad, "eps")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ParseError, match="eps="):
+        as_sympy("__import__('os').system('touch SENTINEL')", "eps")
+    assert not (tmp_path / "SENTINEL").exists()
+
+
 # --------------------------------------------------------------------------- runs nothing
 
 PAYLOADS = [
