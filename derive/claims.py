@@ -113,9 +113,10 @@ class Claim:
         if self.exact:
             scale = max(abs(sympy.N(self.printed_value, digits)), 1)
             return sympy.Float(10, digits) ** (EXACT_MARGIN - digits) * scale
+        # a half unit is 5 x 10^k: read it back from one significant digit so that it is exact
         if self.figures is not None:
-            return sympy.Rational(repr(half_unit(float(self.printed_value), self.figures)))
-        return sympy.Rational(repr(decimals_tolerance(self.printed)))
+            return sympy.Rational(f"{half_unit(float(self.printed_value), self.figures):.1e}")
+        return sympy.Rational(f"{decimals_tolerance(self.printed):.1e}")
 
     def precision(self) -> str:
         """The precision in words: 'the 4 decimals written', '3 significant figures', 'exact'."""

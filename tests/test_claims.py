@@ -38,6 +38,13 @@ def test_precision_comes_from_the_decimals_written():
     assert parse_claim("0.9*0.5 + 0.1*(-0.4) = 0.410").verify().tolerance == sympy.Rational(1, 2000)
 
 
+@pytest.mark.parametrize("places", range(0, 12))
+def test_tolerances_are_exact_half_units(places):
+    printed = "1." + "0" * places if places else "1"
+    assert parse_claim(f"1 = {printed}").verify().tolerance == sympy.Rational(1, 2 * 10 ** places)
+    assert parse_claim(f"1 = {printed}", figures=places + 1).verify().tolerance == sympy.Rational(1, 2 * 10 ** places)
+
+
 def test_significant_figures_replace_the_decimals_written():
     # the course tables strip trailing zeros: "0.65" at three figures stands for 0.650
     assert not parse_claim("0.6506 = 0.65", figures=3).verify().verified
