@@ -127,7 +127,7 @@ def saturated_factor() -> sympy.Float:
 
 @lru_cache(maxsize=1)
 def rnn_snippet() -> dict:
-    """The seeded nn.RNN + head of lines 413-440, run as printed (torch, CPU, float32)."""
+    """The seeded nn.RNN + head of lines 413-440, run as printed (torch, CPU, float32 whatever the default dtype)."""
     import torch
     from torch import nn
 
@@ -135,9 +135,9 @@ def rnn_snippet() -> dict:
     try:
         torch.manual_seed(6)
         B, T, D_in, H, C = 1, 3, 2, 2, 1
-        X = torch.tensor([[[0.2, -0.1], [0.0, 0.3], [0.4, 0.1]]])
-        rnn = nn.RNN(D_in, H, nonlinearity="tanh", bias=False, batch_first=True)
-        head = nn.Linear(H, C, bias=False)
+        X = torch.tensor([[[0.2, -0.1], [0.0, 0.3], [0.4, 0.1]]], dtype=torch.float32)
+        rnn = nn.RNN(D_in, H, nonlinearity="tanh", bias=False, batch_first=True, dtype=torch.float32)
+        head = nn.Linear(H, C, bias=False, dtype=torch.float32)
         with torch.no_grad():
             output, final = rnn(X)
             prediction = head(final[0])
