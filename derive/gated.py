@@ -384,7 +384,7 @@ def _jvp(expr, tangents: dict):
             return None
         M = sp.MatMul(*rest).T.doit() if rest else None
         out = _matmul(M, J) if M is not None else J
-        return out if coeff == 1 else coeff * out
+        return out if coeff == 1 else sp.MatMul(coeff, out)
     if isinstance(expr, sp.HadamardProduct):
         terms = []
         for k, a in enumerate(expr.args):

@@ -251,3 +251,178 @@ def relu_convention_vs_torch(ctx) -> Outcome:
     z = torch.zeros(1, dtype=torch.float64, requires_grad=True)
     torch.relu(z).sum().backward()
     return _cmp(ctx, float(z.grad), float(RELU_PRIME_AT_ZERO), "d relu/dz at 0: torch vs the stated convention")
+
+
+# ---------------------------------------------------------------- derive/gated.py against torch
+
+def _derived_values(net, w: "gated._GatedWeights", W_o: np.ndarray, X: np.ndarray, y: np.ndarray) -> dict:
+    """Leaf values of a derive.gated network from PyTorch-layout weights (rows of the stacked gate matrices)."""
+    H = w.hidden_size
+    names = {"GRU": {"r": "r", "u": "u", "n": "n"}, "LSTM": {"i": "i", "f": "f", "c": "g", "o": "o"}}[net.kind]
+    shape = (lambda a: np.atleast_2d(a)) if net.vector else (lambda a: float(np.asarray(a).reshape(())))
+    prefix = "W" if net.vector else "w"
+    values = {}
+    for g, torch_name in names.items():
+        W_x, W_h, b_x, b_h = w.gate(torch_name)
+        values[f"{prefix}_x{g}"], values[f"{prefix}_h{g}"] = shape(W_x), shape(W_h)
+        if net.kind == "GRU":
+            values[f"b_x{g}"], values[f"b_h{g}"] = shape(b_x), shape(b_h)
+        else:
+            values[f"b_{g}"] = shape(b_x + b_h)
+    values[f"{prefix}_o"] = shape(W_o)
+    out = {net.parameters[k]: v for k, v in values.items()}
+    for t, x in enumerate(net.x):
+        out[x] = shape(X[t])
+    out[net.y] = shape(y)
+    return out
+
+
+def _derived_vs_torch(kind: str, ctx, vector: bool) -> Outcome:
+    from derive import gated as derived
+
+    from ..lambdify import lambdify
+
+    rng = ctx.rng()
+    D, H, C, T = (2, 3, 2, 3) if vector else (1, 1, 1, 4)
+    net = (derived.gru if kind == "GRU" else derived.lstm)(T, *((D, H, C) if vector else ()))
+    w = (gated.GRUWeights if kind == "GRU" else gated.LSTMWeights).random(D, H, rng, scale=0.9)
+    W_o, X, y = rng.uniform(-1, 1, (C, H)), rng.standard_normal((T, D)), rng.standard_normal(C)
+    values = _derived_values(net, w, W_o, X, y)
+    params = list(net.parameters.values())
+    args = list(values)
+    f = lambdify(net.program, [net.L] + [net.gradients[p] for p in params], args)
+    got = f(*[values[a] for a in args])
+    # torch: the module with the same weights and a bias-free head
+    module = w.torch_module()
+    head = torch.nn.Linear(H, C, bias=False, dtype=torch.float64)
+    with torch.no_grad():
+        head.weight.copy_(torch.as_tensor(W_o))
+    out, _ = module(torch.as_tensor(X)[None])
+    loss = 0.5 * ((head(out[0, -1]) - torch.as_tensor(y)) ** 2).sum()
+    loss.backward()
+    outcomes = [_cmp(ctx, float(np.asarray(got[0]).sum()), loss.item(), "L")]
+    order = {"GRU": ("r", "u", "n"), "LSTM": ("i", "f", "c", "o")}[kind]
+    prefix = "W" if vector else "w"
+    for k, g in enumerate(order):
+        rows = slice(k * H, (k + 1) * H)
+        for which, torch_name in (("x", "weight_ih_l0"), ("h", "weight_hh_l0")):
+            mine = got[1 + params.index(net.parameters[f"{prefix}_{which}{g}"])]
+            outcomes.append(_cmp(ctx, np.reshape(mine, (H, -1)), getattr(module, torch_name).grad[rows], f"dL/d{prefix}_{which}{g}"))
+        biases = [(f"b_x{g}", "bias_ih_l0"), (f"b_h{g}", "bias_hh_l0")] if kind == "GRU" else [(f"b_{g}", "bias_ih_l0"), (f"b_{g}", "bias_hh_l0")]
+        for name, torch_name in biases:
+            mine = got[1 + params.index(net.parameters[name])]
+            outcomes.append(_cmp(ctx, np.reshape(mine, (H,)), getattr(module, torch_name).grad[rows], f"dL/d{name}"))
+    mine = got[1 + params.index(net.parameters[f"{prefix}_o"])]
+    outcomes.append(_cmp(ctx, np.reshape(mine, (C, H)), head.weight.grad, "dL/dW_o"))
+    result = combine(outcomes)
+    result.detail = (f"derive.gated.{kind.lower()} ({'vector D=%d H=%d C=%d' % (D, H, C) if vector else 'scalar'}, T={T}) "
+                     f"lambdified: L and all {len(params)} parameter gradients vs torch.nn.{kind} + Linear head")
+    return result
+
+
+def _derived_step_jacobian(kind: str, ctx, vector: bool) -> Outcome:
+    """derive.gated's carry, full Jacobian and gate terms, evaluated, against numeric/gated and autograd."""
+    from derive import gated as derived
+
+    rng = ctx.rng()
+    D, H, T = (2, 3, 2) if vector else (1, 1, 2)
+    net = (derived.gru if kind == "GRU" else derived.lstm)(T, *((D, H, 1) if vector else ()))
+    w = (gated.GRUWeights if kind == "GRU" else gated.LSTMWeights).random(D, H, rng, scale=1.2)
+    X = rng.standard_normal((T, D))
+    import sympy as sp
+
+    values = _derived_values(net, w, rng.uniform(-1, 1, (1, H)), X, rng.standard_normal(1))
+    # the step's intermediates come from the numeric reference: the derived formula is evaluated there
+    if kind == "GRU":
+        h0 = gated.gru_forward(w, X[:1])[0][0]
+        step = gated.gru_step(w, X[1], h0)
+        named = {"h_0": h0, "r_1": step.r, "u_1": step.u, "htilde_1": step.h_tilde, "a_1": step.a_n}
+    else:
+        H_all, C_all, _ = gated.lstm_forward(w, X[:1])
+        step = gated.lstm_step(w, X[1], H_all[0], C_all[0])
+        named = {"h_0": H_all[0], "c_0": C_all[0], "i_1": step.i, "f_1": step.f, "ctilde_1": step.c_tilde,
+                 "o_1": step.o, "c_1": step.c}
+    by_name = {str(k): k for k in net.program.leaves()} | {str(d.target): d.target for d in net.program}
+    values |= {by_name[n]: (v if vector else float(v[0])) for n, v in named.items()}
+    values = {k: np.atleast_2d(v) if vector else v for k, v in values.items()}
+
+    def value(expr):
+        v = _numeric(expr, values) if vector else float(expr.xreplace(values))
+        return np.asarray(v, dtype=float).reshape(H, H)
+
+    def ref(a):
+        return np.asarray(a, dtype=float).reshape(H, H)
+
+    outcomes = []
+    if kind == "GRU":
+        split = net.step_jacobian(1)
+        J, carry, gate_terms = gated.gru_jacobian(w, X[1], h0)
+        outcomes += [_cmp(ctx, value(net.carry(1)), ref(carry), "carry = diag(u_1)")]
+    else:
+        J, carry, gate_terms = gated.lstm_jacobian(w, X[1], H_all[0], C_all[0])
+        outcomes += [_cmp(ctx, value(net.carry(1)), ref(carry[:H, :H]), "carry = diag(f_1)")]
+        split = net.step_jacobian(1, wrt="h")  # dc_1/dh_0: only gate terms
+        J, carry, gate_terms = J[:H, H:], carry[:H, H:], gate_terms[:H, H:]
+    outcomes += [_cmp(ctx, value(split.full), ref(J), "full one-step Jacobian"),
+                 _cmp(ctx, value(split.gate_terms), ref(gate_terms), "gate terms"),
+                 _cmp(ctx, value(split.carry), ref(carry), "carry part")]
+    result = combine(outcomes)
+    result.detail = (f"derive.gated.{kind.lower()} ({'vector' if vector else 'scalar'}): carry, full Jacobian "
+                     f"{'dh_1/dh_0' if kind == 'GRU' else 'dc_1/dh_0'} and gate terms, evaluated, vs numeric/gated (itself checked against autograd)")
+    return result
+
+
+def _numeric(expr, env):
+    """Evaluate a matrix expression of derive.gated (MatAdd, MatMul, Transpose, Hadamard, Elementwise, diag)
+    with numpy, the matrix symbols taken from ``env``."""
+    import sympy as sp
+
+    from derive.program import Elementwise
+    if isinstance(expr, sp.MatrixSymbol):
+        return np.asarray(env[expr], dtype=float)
+    if isinstance(expr, sp.DiagMatrix):  # derive.rnn.Diag and its canonicalised forms
+        return np.diag(np.ravel(_numeric(expr.args[0], env)))
+    if isinstance(expr, sp.Identity):
+        return np.eye(expr.shape[0])
+    if isinstance(expr, sp.ZeroMatrix):
+        return np.zeros(expr.shape)
+    if isinstance(expr, sp.OneMatrix):
+        return np.ones(expr.shape)
+    if isinstance(expr, sp.MatAdd):
+        return sum(_numeric(a, env) for a in expr.args)
+    if isinstance(expr, sp.MatMul):
+        coeff, mats = expr.as_coeff_matrices()
+        out = _numeric(mats[0], env)
+        for m in mats[1:]:
+            out = out @ _numeric(m, env)
+        return float(coeff) * out
+    if isinstance(expr, sp.Transpose):
+        return _numeric(expr.arg, env).T
+    if isinstance(expr, sp.HadamardProduct):
+        out = _numeric(expr.args[0], env)
+        for a in expr.args[1:]:
+            out = out * _numeric(a, env)
+        return out
+    if isinstance(expr, Elementwise):
+        f = sp.lambdify(expr.function.variables, expr.function.expr, "numpy")
+        return f(_numeric(expr.expr, env))
+    raise TypeError(f"cannot evaluate {type(expr).__name__} numerically")
+
+
+for _kind in ("GRU", "LSTM"):
+    for _vector in (False, True):
+        _tag = "vector" if _vector else "scalar"
+
+        def _make(kind=_kind, vector=_vector, tag=_tag):
+            @check(f"gated.derived_{kind.lower()}_{tag}_vs_torch", source=f"{SOURCE} L362-400", group=GROUP)
+            def run_grads(ctx) -> Outcome:
+                return _derived_vs_torch(kind, ctx, vector)
+
+            @check(f"gated.derived_{kind.lower()}_{tag}_jacobian", source=f"{SOURCE} L382, L400", group=GROUP)
+            def run_jac(ctx) -> Outcome:
+                return _derived_step_jacobian(kind, ctx, vector)
+
+            run_grads.__doc__ = f"derive.gated {kind} ({tag}) loss and parameter gradients vs torch.nn.{kind}."
+            run_jac.__doc__ = f"derive.gated {kind} ({tag}) carry / full / gate-term Jacobians vs numeric and autograd."
+
+        _make()
