@@ -53,6 +53,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Callable, Iterable, Mapping
 
+import mpmath
 import sympy
 
 from seqgrad.errors import NonFiniteError, ParseError, SeqgradTypeError
@@ -269,11 +270,15 @@ class _Walker:
             if value != 0 and orders > MAX_MAGNITUDE + 1:
                 self.limit(f"{where!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
             return
-        approx = sympy.N(value, 15)
+        self.magnitude(sympy.N(value, 15), node)
+
+    def magnitude(self, approx: sympy.Expr, node: ast.AST) -> None:
+        """Refuse a 15-digit approximation that is not finite or lies outside 10**±MAX_MAGNITUDE."""
+        where = ast.get_source_segment(self.source, node) or "a subexpression"
         if approx.has(sympy.zoo, sympy.oo, -sympy.oo, sympy.nan) or not approx.is_number:
             self.limit(f"{where!r} is not a finite number")
-        size = abs(complex(approx))
-        if not math.isfinite(size) or (size != 0 and abs(math.log10(size)) > MAX_MAGNITUDE):
+        size = max(abs(sympy.Float(part)) for part in approx.as_real_imag())  # no float overflow past 1e308
+        if size != 0 and abs(mpmath.log10(mpmath.mpf(size._mpf_))) > MAX_MAGNITUDE:
             self.limit(f"{where!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
 
     def build(self, node: ast.AST, depth: int) -> sympy.Expr:
@@ -290,22 +295,41 @@ class _Walker:
                 return self.visit(node.operand, depth + 1)
             self.refuse(f"{_OPERATOR_NAMES.get(type(node.op), type(node.op).__name__)} is not allowed")
         if isinstance(node, ast.BinOp):
-            left = self.visit(node.left, depth + 1)
-            right = self.visit(node.right, depth + 1)
             if isinstance(node.op, ast.Pow):
-                return self.power(left, right)
-            op = _BINARY.get(type(node.op))
-            if op is None:
-                self.refuse(f"{_OPERATOR_NAMES.get(type(node.op), type(node.op).__name__)} is not allowed")
-            if isinstance(node.op, ast.Div) and right == 0:
-                self.limit("division by zero")
-            return op(left, right)
+                return self.power(self.visit(node.left, depth + 1), self.visit(node.right, depth + 1))
+            return self.chain(node, depth)
         if isinstance(node, ast.Call):
             return self.call(node, depth)
         kind = _REFUSED.get(type(node), f"{type(node).__name__} nodes")
         detail = f" ('.{node.attr}')" if isinstance(node, ast.Attribute) else ""
         self.refuse(f"{kind}{detail} is not allowed" if kind.endswith(("access", "lambda", "await", "yield"))
                     else f"{kind}{detail} are not allowed")
+
+    def chain(self, node: ast.BinOp, depth: int) -> sympy.Expr:
+        """a + b - c + ... (or a * b / c ...): Python nests such a chain to the left, one level per
+        term; walk its spine iteratively so that a long flat sum does not count as deep nesting."""
+        steps = []
+        while isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Pow):
+            steps.append((node.op, node.right, node))
+            node = node.left
+        result = self.visit(node, depth + 1)
+        approx = sympy.N(result, 15) if result.is_number else None
+        for op_node, right_node, whole in reversed(steps):
+            op = _BINARY.get(type(op_node))
+            if op is None:
+                self.refuse(f"{_OPERATOR_NAMES.get(type(op_node), type(op_node).__name__)} is not allowed")
+            right = self.visit(right_node, depth + 1)
+            if isinstance(op_node, ast.Div) and right == 0:
+                self.limit("division by zero")
+            result = op(result, right)
+            # bound each partial result from running 15-digit approximations (no re-evaluation
+            # of the whole prefix per term); the outermost result is checked exactly by visit()
+            if approx is not None and right.is_number:
+                approx = sympy.N(op(approx, sympy.N(right, 15)), 15)
+                self.magnitude(approx, whole)
+            else:
+                approx = None
+        return result
 
     def constant(self, node: ast.Constant) -> sympy.Expr:
         value = node.value

@@ -145,6 +145,17 @@ def test_size_limits_refuse_quickly(text, reason):
     assert time.perf_counter() - start < 5.0
 
 
+def test_long_flat_chains_are_not_deep_and_magnitudes_beyond_float_range_are_fine():
+    terms = [f"sin({k})" for k in range(1, 120)]
+    assert parse_expression("+".join(terms)) == sum(sympy.sin(k) for k in range(1, 120))
+    assert parse_expression(" * ".join(["2"] * 200)) == 2 ** 200
+    assert parse_expression("exp(2000)") == sympy.exp(2000)          # 3.9e868: past float64, within the limit
+    with pytest.raises(ParseError, match="magnitude limit"):
+        parse_expression("exp(2000)*exp(2000)")                      # 1.5e1737
+    with pytest.raises(ParseError, match="magnitude limit"):
+        parse_expression("1 + 10**999*10**999 - 5")                  # a partial product of a chain
+
+
 def test_bad_variable_names_and_types():
     for bad in ("__x", "pi", "sin", "1a", "a.b"):
         with pytest.raises(ParseError):
