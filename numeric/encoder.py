@@ -180,6 +180,13 @@ class Encoder(nn.Module):
             record.update({"E_seq": E_seq, "P": P})
         return H0
 
+    def check_weights(self) -> None:
+        """Refuse NaN or inf in any parameter (also ones set after construction)."""
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if not bool(torch.isfinite(p).all()):
+                    raise NonFiniteError(name)
+
     def check_states(self, H: torch.Tensor) -> torch.Tensor:
         if not isinstance(H, torch.Tensor):
             raise SeqgradTypeError("H", type(H).__name__, "a torch tensor of shape (T, D) or (B, T, D)")
@@ -206,6 +213,7 @@ class Encoder(nn.Module):
     def encode(self, H0: torch.Tensor, *, causal=False, padding=None, exclude=None, mask=None,
                record: dict | None = None) -> torch.Tensor:
         """Run the stack on given input states ``H0`` (T x D or B x T x D)."""
+        self.check_weights()
         H = self.check_states(H0)
         T = H.shape[-2]
         if mask is not None:
@@ -229,9 +237,7 @@ class Encoder(nn.Module):
 
     def forward(self, ids, *, causal=False, padding=None, exclude=None, mask=None, record: dict | None = None) -> torch.Tensor:
         """``H_enc`` for token ids (T or B x T)."""
-        for name, p in self.named_parameters():
-            if not bool(torch.isfinite(p).all()):
-                raise NonFiniteError(name)
+        self.check_weights()
         H0 = self.embed(ids, record)
         return self.encode(H0, causal=causal, padding=padding, exclude=exclude, mask=mask, record=record)
 

@@ -130,3 +130,11 @@ def test_option_values():
         course.trace("decoder")
     with pytest.raises(SeqgradValueError, match="dtype"):
         course.encoder(dtype="float16")
+
+
+def test_non_finite_weight_caught_when_encoding_states():
+    enc = course.encoder()
+    with torch.no_grad():
+        enc.blocks[0].attention.heads[1].W_K[0, 0] = float("nan")
+    with pytest.raises(NonFiniteError, match="W_K"):
+        enc.encode(torch.zeros(7, 5, dtype=torch.float64))
