@@ -342,6 +342,15 @@ def _pull(expr, G, out) -> None:
                                "HadamardProduct and Elementwise")
 
 
+@dataclass
+class _Sizes:
+    table: dict
+    defs: int
+
+    def __len__(self) -> int:
+        return self.defs
+
+
 def _tree_size(expr, sizes: Mapping) -> int:
     if expr in sizes:
         return sizes[expr]
@@ -363,6 +372,8 @@ class Program:
         self._index: dict[sp.Basic, int] = {}
         self.gradients: dict[sp.Basic, sp.Basic] = {}
         self.adjoints: dict[sp.Basic, sp.Basic] = {}
+        self._sizes: dict = {}
+        self._names: dict[str, sp.Basic] = {}
 
     # -- building ---------------------------------------------------------
     def define(self, target, value, kind: str = "forward", step: int | None = None, partials=None):
@@ -374,6 +385,7 @@ class Program:
         if isinstance(target, sp.MatrixSymbol) and isinstance(value, MatrixExpr) and value.shape != target.shape:
             raise SeqgradValueError("value", str(value), f"a matrix of shape {target.shape} like {target}")
         self._index[target] = len(self._defs)
+        self._names[target.name] = target
         self._defs.append(Definition(target, value, kind, step, partials))
         return target
 
@@ -401,9 +413,8 @@ class Program:
 
     def __getitem__(self, symbol) -> Definition:
         if isinstance(symbol, str):
-            for d in self._defs:
-                if str(d.target) == symbol:
-                    return d
+            if symbol in self._names:
+                return self._defs[self._index[self._names[symbol]]]
             raise SeqgradValueError("name", symbol, "a target of this program, e.g. " + ", ".join(str(d.target) for d in self._defs[:4]))
         return self._defs[self._index[symbol]]
 
@@ -481,11 +492,16 @@ class Program:
 
     # -- closed forms -------------------------------------------------------
     def size(self, expr, kinds: Iterable[str] | None = ("backward",)) -> int:
-        """Expression-tree nodes of the closed form :meth:`expand` would build."""
-        sizes: dict = {}
-        for d in self.needed([expr], kinds):
-            sizes[d.target] = _tree_size(d.value, sizes)
-        return _tree_size(expr, sizes)
+        """Expression-tree nodes of the closed form :meth:`expand` would build (nothing is built)."""
+        key = None if kinds is None else frozenset(kinds)
+        sizes = self._sizes.get(key)
+        if sizes is None or len(sizes) != len(self._defs):  # one pass over the program, shared by later calls
+            sizes = {}
+            for d in self._defs:
+                if key is None or d.kind in key:
+                    sizes[d.target] = _tree_size(d.value, sizes)
+            sizes = self._sizes[key] = _Sizes(sizes, len(self._defs))
+        return _tree_size(expr, sizes.table)
 
     def expand(self, expr, kinds: Iterable[str] | None = ("backward",), max_terms: int | None = None,
                what: str | None = None):

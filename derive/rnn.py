@@ -278,7 +278,7 @@ class RNN:
             return expr
         if expand is True:
             out = self.program.expand(expr, kinds=("backward",), max_terms=max_terms, what=what)
-            return out if self.vector else sp.factor_terms(out)
+            return sp.factor_terms(out) if (not self.vector and out.is_Add) else out
         if expand == "all":
             return self.program.expand(expr, kinds=None, max_terms=max_terms, what=what)
         raise SeqgradValueError("expand", expand, "False, True or 'all'")
