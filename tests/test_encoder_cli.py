@@ -147,3 +147,9 @@ def test_booktabs_layout():
         booktabs([[1, 2], [3]])
     with pytest.raises(SeqgradValueError):
         booktabs([[1, 2]], row_labels=["a", "b"])
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the refusal on a machine without a GPU")
+def test_cuda_without_gpu_is_a_clear_error(run):
+    proc = run("encoder", "--device", "cuda", "--show", "H0")
+    assert proc.returncode == 2 and "cuda" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
