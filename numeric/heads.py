@@ -87,7 +87,9 @@ def valid_target_loss(logits: torch.Tensor, targets, v) -> torch.Tensor:
     Cross-entropy comes from ``log_softmax`` of the logits (stable for extreme logits).
     """
     C = logits.shape[-1]
-    y = targets if isinstance(targets, torch.Tensor) else torch.as_tensor(targets)
+    y = (targets if isinstance(targets, torch.Tensor) else torch.as_tensor(targets)).to(logits.device)
+    if y.dtype.is_floating_point or y.dtype == torch.bool:
+        raise SeqgradValueError("targets", str(y.dtype), "integer class ids")
     if tuple(y.shape) != tuple(logits.shape[:-1]):
         raise ShapeError("targets", tuple(y.shape), str(tuple(logits.shape[:-1])))
     v = _indicator("v", v, y.shape, logits.device).to(logits.dtype)
@@ -98,5 +100,5 @@ def valid_target_loss(logits: torch.Tensor, targets, v) -> torch.Tensor:
     if float(total) == 0:
         raise SeqgradValueError("v", "no valid target", "at least one valid target (sum_t v_t > 0)")
     logp = torch.log_softmax(logits, dim=-1)
-    ce = -logp.gather(-1, y.clamp(0, C - 1).to(logits.device).long()[..., None]).squeeze(-1)
+    ce = -logp.gather(-1, y.clamp(0, C - 1).long()[..., None]).squeeze(-1)
     return (v * ce).sum() / total
