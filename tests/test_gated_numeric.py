@@ -154,3 +154,16 @@ def test_bad_inputs_to_cells(rng):
         gated.lstm_forward(lw, np.zeros((0, 3)))
     with pytest.raises(SeqgradValueError, match="hidden_size"):
         gated.LSTMWeights.random(3, 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("kind", ["GRU", "LSTM"])
+def test_gated_references_on_cuda(kind):
+    from crosscheck.registry import Context
+    from crosscheck.checks import gated as checks
+
+    for dtype in ("float64", "float32"):
+        ctx = Context(device="cuda", dtype=dtype, name=f"gated.{kind.lower()}_vs_torch")
+        assert checks._forward_and_grads(kind, ctx).passed
+        assert checks._jacobian_checks(kind, Context(device="cuda", dtype=dtype, name="jac")).passed
