@@ -47,7 +47,7 @@ from seqgrad.errors import NonFiniteError, ParseError, SeqgradTypeError
 from seqgrad.sigfig import decimals_tolerance, half_unit
 from seqgrad.validate import integer
 
-from .safe_parse import MAX_LENGTH, check_variable_names, parse_expression, parse_number
+from .safe_parse import MAX_LENGTH, check_variable_names, parse_expression, parse_number, parse_value, vector_entries
 
 DIGITS = 50          # significant digits of every evaluation
 EXACT_MARGIN = 10    # an exact claim must agree to DIGITS - EXACT_MARGIN digits
@@ -164,12 +164,22 @@ class Verdict:
         text = _digits(self.computed, figures)
         return text[:-2] if text.endswith(".0") else text
 
+    @property
+    def relative_discrepancy(self) -> float:
+        """The discrepancy relative to the printed value (absolute when the printed value is 0)."""
+        printed = abs(float(sympy.N(self.claim.printed_value, 17)))
+        return float(self.discrepancy) / printed if printed else float(self.discrepancy)
+
+    def tolerance_text(self) -> str:
+        c = self.claim
+        return f"agreement to {DIGITS - EXACT_MARGIN} digits" if c.exact else f"±{_short(self.tolerance)} at {c.precision()}"
+
     def line(self) -> str:
         """One line: verdict, computed value, printed value, tolerance and discrepancy."""
         c = self.claim
         lhs = c.lhs or c.text
         where = f" [{', '.join(f'{k}={v}' for k, v in c.inputs)}]" if c.inputs else ""
-        tol = f"agreement to {DIGITS - EXACT_MARGIN} digits" if c.exact else f"±{_short(self.tolerance)} at {c.precision()}"
+        tol = self.tolerance_text()
         return (f"{self.status}: {lhs}{where} = {self.computed_text()} (printed {c.printed}; tolerance {tol}; "
                 f"discrepancy {_distinct(self.discrepancy, self.tolerance)})")
 
@@ -190,11 +200,14 @@ class Verdict:
         }
 
 
-def parse_claim(text: str, *, figures: int | None = None, exact: bool = False, source: str = "") -> Claim:
+def parse_claim(text: str, *, figures: int | None = None, exact: bool = False, source: str = "") -> "Claim | VectorClaim":
     """Read a claim ``EXPRESSION = PRINTED [where NAME = VALUE, ...]`` (``≈`` may replace ``=``).
 
     ``PRINTED`` is a plain decimal number (compared at the decimals written, or
     at ``figures`` significant figures) or an expression (compared exactly).
+    When the expression is a vector -- ``(a, b)`` or a vector operation such as
+    ``softmax(...)`` or ``layernorm(...)`` -- the printed result is a vector
+    ``(p, q)`` and a :class:`VectorClaim` compares it entry by entry.
     Raises :class:`~seqgrad.errors.ParseError` for text that is not a claim.
     """
     if not isinstance(text, str):
@@ -213,19 +226,108 @@ def parse_claim(text: str, *, figures: int | None = None, exact: bool = False, s
                          "(for example 'sin(1)*cos(2) + cos(1)*sin(2) = 0.1411'; split a chain a = b = c into two claims)")
     lhs_text, printed = parts[0].strip(), parts[1].strip()
     names = [name for name, _ in inputs]
-    expression = parse_expression(lhs_text, variables=names, argument="claim expression")
+    expression = parse_value(lhs_text, variables=names, argument="claim expression")
     values = {name: parse_expression(value, argument=f"input {name}") for name, value in inputs}
     for name, value in values.items():
         if not value.is_number:
             raise ParseError(f"input {name}", dict(inputs)[name], "a number")
-    value_expression = parse_expression(lhs_text, values=values, argument="claim expression")
-    unused = set(names) - {s.name for s in expression.free_symbols}
+    value_expression = parse_value(lhs_text, values=values, argument="claim expression")
+    entries = vector_entries(printed, argument="printed") if printed else None
+    free = set().union(*[e.free_symbols for e in expression]) if isinstance(expression, tuple) else expression.free_symbols
+    unused = set(names) - {s.name for s in free}
     if unused:
         raise ParseError("claim", text, f"the input(s) {', '.join(sorted(unused))} do not appear in the expression")
+    if isinstance(expression, tuple) or entries is not None:
+        return _vector_claim(text, lhs_text, printed, entries, expression, value_expression, inputs, figures, exact, source)
     printed_value = _printed(printed, figures, exact)
     return Claim(text=text.strip(), printed=printed, lhs=lhs_text, expression=expression, inputs=inputs, figures=_figures(figures),
                  exact=exact or not _is_plain(printed), printed_value=printed_value, value_expression=value_expression,
                  source=source)
+
+
+def _vector_claim(text, lhs_text, printed, entries, expression, value_expression, inputs, figures, exact, source) -> "VectorClaim":
+    if not isinstance(expression, tuple):
+        raise ParseError("claim", text, "the printed result is a vector, so the expression must be one too, e.g. softmax(1.2, 0.5, 2.0)")
+    if entries is None:
+        raise ParseError("claim", text, f"the expression is a vector of {len(expression)} entries: print them as (a, b, ...)")
+    if len(entries) != len(expression):
+        raise ParseError("claim", text, f"the expression has {len(expression)} entries but {len(entries)} are printed")
+    components = tuple(
+        Claim(text=f"{lhs_text}[{i}] = {p}", printed=p, lhs=f"{lhs_text}[{i}]", expression=e, inputs=inputs,
+              figures=_figures(figures), exact=exact or not _is_plain(p), printed_value=_printed(p, figures, exact),
+              value_expression=ve, source=source)
+        for i, (e, ve, p) in enumerate(zip(expression, value_expression, entries)))
+    return VectorClaim(text=text.strip(), printed=printed, lhs=lhs_text, components=components, inputs=inputs, source=source)
+
+
+@dataclass(frozen=True)
+class VectorClaim:
+    """A printed vector, ``softmax(1.2, 0.5, 2.0) = (0.31, 0.15, 0.54)``: one :class:`Claim` per entry,
+    each at its own printed precision; verified when every entry is."""
+
+    text: str
+    printed: str
+    lhs: str
+    components: tuple[Claim, ...]
+    inputs: tuple[tuple[str, str], ...] = ()
+    source: str = ""
+
+    def verify(self, digits: int = DIGITS) -> "VectorVerdict":
+        return VectorVerdict(self, tuple(c.verify(digits) for c in self.components))
+
+
+@dataclass(frozen=True)
+class VectorVerdict:
+    """The outcome of :meth:`VectorClaim.verify`: the entries' verdicts."""
+
+    claim: VectorClaim
+    entries: tuple[Verdict, ...]
+
+    @property
+    def verified(self) -> bool:
+        return all(v.verified for v in self.entries)
+
+    @property
+    def status(self) -> str:
+        return "verified" if self.verified else "contradicted"
+
+    @property
+    def discrepancy(self) -> sympy.Float:
+        return max((v.discrepancy for v in self.entries), key=float)
+
+    @property
+    def relative_discrepancy(self) -> float:
+        return max(v.relative_discrepancy for v in self.entries)
+
+    def computed_text(self, figures: int = 10) -> str:
+        return "(" + ", ".join(v.computed_text(figures) for v in self.entries) + ")"
+
+    def line(self) -> str:
+        c = self.claim
+        where = f" [{', '.join(f'{k}={v}' for k, v in c.inputs)}]" if c.inputs else ""
+        tolerances = {v.tolerance_text() for v in self.entries}
+        tol = tolerances.pop() if len(tolerances) == 1 else "per entry at its printed precision"
+        worst = max(self.entries, key=lambda v: float(v.discrepancy))
+        bad = [str(i) for i, v in enumerate(self.entries) if not v.verified]
+        which = f"; entr{'y' if len(bad) == 1 else 'ies'} {', '.join(bad)} contradicted" if bad else ""
+        return (f"{self.status}: {c.lhs}{where} = {self.computed_text()} (printed {c.printed}; tolerance {tol}; "
+                f"largest discrepancy {_distinct(worst.discrepancy, worst.tolerance)}{which})")
+
+    def as_dict(self) -> dict:
+        c = self.claim
+        return {
+            "verdict": self.status,
+            "claim": c.text,
+            "inputs": dict(c.inputs),
+            "computed": [float(v.computed) for v in self.entries],
+            "computed_digits": [_digits(v.computed, 30) for v in self.entries],
+            "printed": c.printed,
+            "precision": [v.claim.precision() for v in self.entries],
+            "tolerance": [float(v.tolerance) for v in self.entries],
+            "discrepancy": [float(v.discrepancy) for v in self.entries],
+            "entries": [v.status for v in self.entries],
+            "source": c.source,
+        }
 
 
 def _figures(figures):

@@ -16,6 +16,10 @@ What is allowed (the whole whitelist):
 * the operators ``+ - * / **``, unary ``-`` and ``+``, and parentheses;
 * the constants in :data:`CONSTANTS` (``pi``, ``E``);
 * calls of the functions in :data:`FUNCTIONS` with positional arguments;
+* the vector operations in :data:`VECTOR_FUNCTIONS` (``softmax``,
+  ``layernorm``, ``mean``, ``var``, ``dot``, ``norm``) on vectors written
+  ``(a, b, c)`` or ``[a, b, c]``; :func:`parse_value` also accepts a whole
+  vector (a vector literal or ``softmax(...)``) and returns a tuple;
 * names the caller declares as variables (``variables=("u", "h")``).
 
 Limits, so that no input can hang or exhaust memory: at most
@@ -99,6 +103,42 @@ FUNCTIONS: dict[str, tuple[Callable, int, int]] = {
 #: name -> SymPy constant
 CONSTANTS: dict[str, sympy.Expr] = {"pi": sympy.pi, "E": sympy.E}
 
+MAX_VECTOR = 64  # entries of one vector
+
+
+def _mean(v):
+    return sympy.Add(*v) / len(v)
+
+
+def _var(v):
+    m = _mean(v)
+    return sympy.Add(*[(x - m) ** 2 for x in v]) / len(v)
+
+
+def _softmax(v):
+    m = sympy.Max(*v)
+    e = [sympy.exp(x - m) for x in v]
+    total = sympy.Add(*e)
+    return tuple(x / total for x in e)
+
+
+def _layernorm(v, eps=0):
+    m, s2 = _mean(v), _var(v)
+    return tuple((x - m) / sympy.sqrt(s2 + eps) for x in v)
+
+
+#: vector operations: name -> (SymPy function, number of vector arguments, number of optional scalar
+#: arguments after them, True if the result is a vector).  A vector is written (a, b, c) or [a, b, c];
+#: a function of one vector also takes its entries directly: softmax(1.2, 0.5, 2.0).
+VECTOR_FUNCTIONS: dict[str, tuple[Callable, int, int, bool]] = {
+    "softmax": (_softmax, 1, 0, True),      # exp(v_i) / sum_j exp(v_j)
+    "layernorm": (_layernorm, 1, 1, True),  # (v_i - mean) / sqrt(var + eps), population variance, eps = 0 unless given
+    "mean": (_mean, 1, 0, False),
+    "var": (_var, 1, 0, False),             # population variance (divides by n)
+    "dot": (lambda u, v: sympy.Add(*[a * b for a, b in zip(u, v)]), 2, 0, False),
+    "norm": (lambda v: sympy.sqrt(sympy.Add(*[x ** 2 for x in v])), 1, 0, False),  # Euclidean
+}
+
 _BINARY = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
@@ -122,8 +162,8 @@ _REFUSED = {
     ast.IfExp: "conditional expressions",
     ast.NamedExpr: "assignment expressions (:=)",
     ast.Starred: "starred arguments",
-    ast.List: "lists",
-    ast.Tuple: "tuples",
+    ast.List: "vectors outside softmax, layernorm, mean, var, dot and norm",
+    ast.Tuple: "vectors outside softmax, layernorm, mean, var, dot and norm",
     ast.Set: "sets",
     ast.Dict: "dicts",
     ast.Await: "await",
@@ -153,7 +193,8 @@ _TYPOGRAPHY = str.maketrans({"\u2212": "-", "\u00b7": "*", "\u00d7": "*", "\u22c
 
 def allowed_names() -> str:
     """The whitelist as one line of text, for error messages and docs."""
-    return "functions " + ", ".join(sorted(FUNCTIONS)) + "; constants " + ", ".join(sorted(CONSTANTS))
+    return ("functions " + ", ".join(sorted(FUNCTIONS)) + "; vector operations " + ", ".join(sorted(VECTOR_FUNCTIONS))
+            + "; constants " + ", ".join(sorted(CONSTANTS)))
 
 
 def check_variable_names(variables: Iterable[str], argument: str = "variables") -> tuple[str, ...]:
@@ -164,7 +205,7 @@ def check_variable_names(variables: Iterable[str], argument: str = "variables") 
             raise ParseError(argument, str(name), "a variable name is a plain identifier such as u or h_prev")
         if name.startswith("__"):
             raise ParseError(argument, name, "dunder names are not allowed")
-        if name in FUNCTIONS or name in CONSTANTS:
+        if name in FUNCTIONS or name in CONSTANTS or name in VECTOR_FUNCTIONS:
             raise ParseError(argument, name, f"{name!r} is a built-in name of the whitelist and cannot be a variable")
     return names
 
@@ -178,6 +219,34 @@ def parse_expression(text: str, *, variables: Iterable[str] = (), values: Mappin
     error messages give the text.  Raises :class:`~seqgrad.errors.ParseError`
     for anything outside the whitelist or the limits.
     """
+    walker, body = _prepare(text, variables, values, argument)
+    return walker.visit(body, 1)
+
+
+def parse_value(text: str, *, variables: Iterable[str] = (), values: Mapping[str, sympy.Expr] | None = None,
+                argument: str = "expression") -> sympy.Expr | tuple[sympy.Expr, ...]:
+    """Like :func:`parse_expression`, but the text may also be a vector: ``(0.31, 0.15, 0.54)``
+    or a vector operation such as ``softmax(1.2, 0.5, 2.0)``; a vector is returned as a tuple."""
+    walker, body = _prepare(text, variables, values, argument)
+    if walker.is_vector(body):
+        return walker.vector(body, 1)
+    return walker.visit(body, 1)
+
+
+def vector_entries(text: str, argument: str = "expression") -> list[str] | None:
+    """The entries' text of a vector literal ``(a, b, c)`` / ``[a, b, c]``, or None for anything else.
+
+    Only :func:`ast.parse` runs (it builds a tree and evaluates nothing); the
+    entries still have to be parsed by :func:`parse_expression`.
+    """
+    _, body = _prepare(text, (), None, argument)
+    if not isinstance(body, (ast.Tuple, ast.List)):
+        return None
+    source = text.translate(_TYPOGRAPHY).strip()
+    return [ast.get_source_segment(source, e) or "" for e in body.elts]
+
+
+def _prepare(text, variables, values, argument):
     if not isinstance(text, str):
         raise SeqgradTypeError(argument, text, "a string holding an expression")
     symbols = {name: sympy.Symbol(name, real=True) for name in check_variable_names(variables)}
@@ -197,8 +266,7 @@ def parse_expression(text: str, *, variables: Iterable[str] = (), values: Mappin
         raise ParseError(argument, text, f"it is not a well-formed expression ({exc.msg})") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ParseError(argument, text, f"it is not a well-formed expression ({type(exc).__name__})") from None
-    walker = _Walker(text, source.strip(), symbols, argument)
-    return walker.visit(tree.body, 1)
+    return _Walker(text, source.strip(), symbols, argument), tree.body
 
 
 def as_sympy(value, argument: str = "value", *, variables: Iterable[str] = ()) -> sympy.Basic:
@@ -371,10 +439,15 @@ class _Walker:
         fname = node.func.id
         if fname.startswith("__") or fname.endswith("__"):
             self.refuse(f"the dunder name {fname!r} is not allowed")
-        if fname not in FUNCTIONS:
+        if fname not in FUNCTIONS and fname not in VECTOR_FUNCTIONS:
             self.refuse(f"calls of {fname!r} are not allowed (not a whitelisted function)")
         if node.keywords:
             self.refuse(f"keyword arguments to {fname}() are not allowed")
+        if fname in VECTOR_FUNCTIONS:
+            fn, _, _, gives_vector = VECTOR_FUNCTIONS[fname]
+            if gives_vector:
+                self.refuse(f"{fname}() gives a vector, which is allowed only as a whole claim side or inside a vector operation")
+            return fn(*self.vector_arguments(node, depth))
         fn, least, most = FUNCTIONS[fname]
         if not least <= len(node.args) <= most:
             count = f"{least}" if least == most else f"{least} to {most}"
@@ -385,6 +458,63 @@ class _Walker:
             if abs(complex(sympy.N(sympy.re(args[0]), 15))) > MAX_MAGNITUDE * math.log(10):
                 self.limit(f"{fname}() of {ast.get_source_segment(self.source, node.args[0])!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
         return fn(*args)
+
+    def is_vector(self, node: ast.AST) -> bool:
+        """True for (a, b), [a, b] and calls of vector-valued operations such as softmax(...)."""
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return True
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in VECTOR_FUNCTIONS
+                and VECTOR_FUNCTIONS[node.func.id][3])
+
+    def vector(self, node: ast.AST, depth: int) -> tuple[sympy.Expr, ...]:
+        """A vector: (a, b, ...) / [a, b, ...] with scalar entries, or a vector-valued operation."""
+        if depth > MAX_DEPTH:
+            self.limit(f"the expression is nested more than {MAX_DEPTH} levels deep")
+        if isinstance(node, (ast.Tuple, ast.List)):
+            if not 1 <= len(node.elts) <= MAX_VECTOR:
+                self.limit(f"a vector has 1 to {MAX_VECTOR} entries (got {len(node.elts)})")
+            return tuple(self.visit(e, depth + 1) for e in node.elts)
+        if self.is_vector(node):
+            fname = node.func.id
+            if node.keywords:
+                self.refuse(f"keyword arguments to {fname}() are not allowed")
+            fn = VECTOR_FUNCTIONS[fname][0]
+            result = tuple(fn(*self.vector_arguments(node, depth)))
+            for entry in result:
+                if entry.is_number:
+                    self.bounded(entry, node)
+            return result
+        where = ast.get_source_segment(self.source, node) or "an argument"
+        self.refuse(f"{where!r} is not a vector; write a vector as (a, b, c)")
+
+    def vector_arguments(self, node: ast.Call, depth: int) -> list:
+        """The arguments of a vector operation: its vectors, then its optional scalars."""
+        fname = node.func.id
+        _, n_vectors, n_optional, _ = VECTOR_FUNCTIONS[fname]
+        args = node.args
+        if n_vectors == 1 and args and not self.is_vector(args[0]):
+            # softmax(1.2, 0.5, 2.0): the entries given directly
+            if not 1 <= len(args) <= MAX_VECTOR:
+                self.limit(f"a vector has 1 to {MAX_VECTOR} entries (got {len(args)})")
+            vectors, scalars = [tuple(self.visit(a, depth + 1) for a in args)], []
+        else:
+            if not n_vectors <= len(args) <= n_vectors + n_optional:
+                shape = ", ".join(["(a, b, ...)"] * n_vectors + ["eps"] * n_optional)
+                self.limit(f"{fname}() takes {shape}, got {len(args)} argument(s)")
+            vectors = [self.vector(a, depth + 1) for a in args[:n_vectors]]
+            scalars = [self.visit(a, depth + 1) for a in args[n_vectors:]]
+        if n_vectors == 2 and len(vectors[0]) != len(vectors[1]):
+            self.limit(f"{fname}() needs two vectors of the same length (got {len(vectors[0])} and {len(vectors[1])})")
+        if fname == "softmax":
+            for x in vectors[0]:  # exp(x - max) is evaluated: bound x as exp() bounds its argument
+                if x.is_number and abs(complex(sympy.N(sympy.re(x), 15))) > MAX_MAGNITUDE * math.log(10):
+                    self.limit(f"softmax() of entries beyond ±{MAX_MAGNITUDE * math.log(10):.0f} lies outside the magnitude limit")
+        if fname == "layernorm":
+            v = vectors[0]
+            spread = _var(v) + (scalars[0] if scalars else 0)
+            if spread.is_number and spread == 0:
+                self.limit("layernorm() of a constant vector divides by zero; give eps, as in layernorm((a, b), 1e-5)")
+        return vectors + scalars
 
     def power(self, base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
         if exponent.is_number:

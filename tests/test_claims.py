@@ -160,6 +160,46 @@ def _decimal(mantissa: int, places: int) -> str:
     return f"{sign}{digits[:-places]}.{digits[-places:]}" if places else f"{sign}{digits}"
 
 
+# --------------------------------------------------------------------------- vectors
+
+def test_vector_claims_compare_entry_by_entry():
+    from derive.claims import VectorClaim
+
+    c = parse_claim("softmax(1.2, 0.5, 2.0) = (0.31, 0.15, 0.54)")
+    assert isinstance(c, VectorClaim) and len(c.components) == 3
+    v = c.verify()
+    assert not v.verified and [e.status for e in v.entries] == ["contradicted"] * 3
+    assert math.isclose(float(v.discrepancy), 0.54 - math.exp(2) / (math.exp(1.2) + math.exp(0.5) + math.exp(2)), rel_tol=1e-9) or \
+        math.isclose(float(v.discrepancy), math.exp(2) / (math.exp(1.2) + math.exp(0.5) + math.exp(2)) - 0.54, rel_tol=1e-9)
+    assert "entries 0, 1, 2 contradicted" in v.line() and "\n" not in v.line()
+    ln = parse_claim("layernorm(1.30, 1.90, -0.80, 0.05) = (0.652, 1.222, -1.341, -0.534)").verify()
+    assert [e.verified for e in ln.entries] == [True, True, False, True]
+    assert parse_claim("layernorm((x, 1.90, -0.80, 0.05)) = (0.652, 1.222, -1.340, -0.534) where x = 1.30").verify().verified
+    assert parse_claim("softmax(0, log(2), log(3)) = (1/6, 1/3, 1/2)").verify().verified
+    assert parse_claim("dot(softmax(0, log(2), log(3)), (2, -1, 4)) = 2").verify().verified   # exercise 3, seed 000 line 1348
+    assert parse_claim("(mean(1, 2, 3), var(1, 2, 3), norm(3, 4)) = (2, 2/3, 5)").verify().verified
+    assert parse_claim("layernorm((1, 3), 1e-5) = (-1.0000, 1.0000)").verify().verified
+    d = parse_claim("softmax(1, 2) = (0.27, 0.73)", figures=2).verify().as_dict()
+    assert d["verdict"] == "verified" and len(d["computed"]) == 2 and d["precision"] == ["2 significant figures"] * 2
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("softmax(1, 2) = 0.3", "print them as"),
+    ("sin(1) = (1, 2)", "must be one too"),
+    ("softmax(1, 2, 3) = (0.1, 0.2)", "3 entries but 2 are printed"),
+    ("softmax(1, 2) + 1 = 1", "gives a vector"),
+    ("(1, 2) + (3, 4) = (4, 6)", "vectors outside"),
+    ("dot((1, 2), (3,)) = 1", "same length"),
+    ("layernorm(1, 1) = (0, 0)", "constant vector"),
+    ("softmax(1e6, 0) = (1, 0)", "magnitude limit"),
+    ("dot(1, 2) = 2", "is not a vector"),
+    ("softmax(" + ", ".join(["1"] * 65) + ") = 1", "1 to 64 entries"),
+])
+def test_bad_vector_claims(text, reason):
+    with pytest.raises(ParseError, match=reason):
+        parse_claim(text).verify()
+
+
 # --------------------------------------------------------------------------- seqgrad claim
 
 def test_cli_exit_codes_and_one_line(cli):
@@ -213,9 +253,9 @@ def test_catalogue_verdicts_errata_are_contradicted_and_everything_else_verified
     errata = {e.name for e in entries() if e.note.startswith("erratum")}
     assert set(contradicted) == errata
     assert contradicted["pe_d4_pos1"] == ["cos(1*10000**(-2*floor(3/2)/4)) = 0.9999"]
-    assert contradicted["masked_softmax_example"] == [c.text for c in next(e for e in entries() if e.name == "masked_softmax_example").claims]
+    assert contradicted["masked_softmax_example"] == ["softmax(1.2, 0.5, 2.0) = (0.31, 0.15, 0.54)"]
     assert contradicted["pe_shift_sin3_printed_factors"] == ["0.8415*(-0.4161) = -0.3502"]
-    assert len(contradicted["layernorm_example"]) == 2
+    assert len(contradicted["layernorm_example"]) == 2  # the sum of squares and the vector x_hat (its entry 2)
     assert len(contradicted["contribution_A60_v0"]) == 2
 
 

@@ -49,6 +49,19 @@ def test_variables_are_real_symbols_and_values_replace_names():
     assert v == sympy.Rational(41, 100)
 
 
+def test_vector_operations():
+    from derive.safe_parse import parse_value, vector_entries
+
+    assert parse_value("softmax(0, log(2), log(3))") == (sympy.Rational(1, 6), sympy.Rational(1, 3), sympy.Rational(1, 2))
+    assert parse_value("[1, 2.5]") == (1, sympy.Rational(5, 2))
+    assert parse_expression("mean(1, 2, 3) + var((1, 2, 3)) + dot((1, 2), (3, 4)) + norm(3, 4)") == 2 + sympy.Rational(2, 3) + 11 + 5
+    ln = parse_value("layernorm((1, 2, 3))")
+    assert sum(ln) == 0 and sympy.simplify(sum(x ** 2 for x in ln) / 3 - 1) == 0
+    assert parse_value("sin(1)") == sympy.sin(1)
+    assert vector_entries("(0.31, 0.15, 0.54)") == ["0.31", "0.15", "0.54"]
+    assert vector_entries("0.31") is None
+
+
 def test_every_whitelisted_function_is_callable_by_name():
     for name, (_, least, _most) in FUNCTIONS.items():
         args = ", ".join(["2"] * least)
@@ -93,7 +106,7 @@ REFUSED = [
     ("not 1", "not"),
     ("sin(x=1)", "keyword arguments"),
     ("sin(*(1,))", "starred arguments"),
-    ("(1, 2)", "tuples"),
+    ("(1, 2)", "vectors outside softmax"),
     ("{1: 2}", "dicts"),
     ("True", "the constant True"),
     ("None", "the constant None"),

@@ -24,7 +24,7 @@ def outcome(entry: Entry) -> Outcome:
     verdicts = [claim.verify() for claim in entry.claims]
     contradicted = [v for v in verdicts if not v.verified]
     abs_err = max(float(v.discrepancy) for v in verdicts)
-    rel_err = max(float(v.discrepancy) / max(abs(float(v.claim.printed_value)), 1e-300) if v.discrepancy else 0.0 for v in verdicts)
+    rel_err = max(v.relative_discrepancy for v in verdicts)
     detail = f"{len(verdicts) - len(contradicted)}/{len(verdicts)} verified"
     if contradicted:
         detail += "; " + "; ".join(v.line() for v in contradicted[:3])
