@@ -85,7 +85,7 @@ from seqgrad.errors import SeqgradTypeError, SeqgradValueError, SizeGuardError
 
 __all__ = [
     "MAX_TERMS", "Program", "Definition", "Template", "Elementwise", "SquaredNorm", "pullback", "latex_settings",
-    "fast_mul", "fast_add",
+    "fast_mul", "fast_add", "fast_matadd",
 ]
 
 #: Default size guard of :meth:`Program.expand`: the largest closed form, in
@@ -289,8 +289,24 @@ def _sum(terms: list):
     if not terms:
         return sp.Integer(0)
     if isinstance(terms[0], MatrixExpr):
-        return functools.reduce(operator.add, terms)
+        return fast_matadd(terms)
     return fast_add(terms)
+
+
+def _matrix_part(term):
+    return sp.MatMul(*term.as_coeff_matrices()[1]) if isinstance(term, sp.MatMul) else term
+
+
+def fast_matadd(terms):
+    """A sum of matrix terms in SymPy's canonical order, without re-simplifying every term
+    (``MatAdd.doit`` on a growing sum is quadratic in the number of terms)."""
+    terms = list(terms)
+    if len(terms) == 1:
+        return terms[0]
+    simple = all(not isinstance(t, (sp.MatAdd, sp.ZeroMatrix)) for t in terms)
+    if simple and len({_matrix_part(t) for t in terms}) == len(terms):
+        return sp.MatAdd(*sorted(terms, key=sp.default_sort_key))
+    return functools.reduce(operator.add, terms)
 
 
 def pullback(expr, G) -> list[tuple[sp.Basic, sp.Basic]]:
