@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
@@ -27,38 +26,35 @@ from seqgrad import validate
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 from seqgrad.progress import progress
 
-from . import gated
+from . import gated, recurrent
 
 # ---------------------------------------------------------------- activations (numeric side)
-# phi, phi' written through the output h = phi(z) where the text does (tanh: 1 - h^2), and
-# gamma = sup|phi'|.  ReLU's slope at 0 is a convention: 0, as torch's relu backward.
+# phi and phi'(z, h) are numeric.recurrent's (tanh: 1 - h^2; ReLU's slope at 0 is 0, as torch's);
+# gamma = sup|phi'| is what the Pascanu bound needs.
 
-
-def _sigmoid(z):
-    return 0.5 * (1.0 + np.tanh(0.5 * z))
+GAMMA = {"identity": 1.0, "tanh": 1.0, "sigmoid": 0.25, "relu": 1.0}
 
 
 @dataclass(frozen=True)
 class NumericActivation:
-    phi: Callable
-    prime: Callable  # prime(z, h) with h = phi(z), as derive.activations writes it
+    name: str
     gamma: float
+
+    def phi(self, z):
+        return recurrent._phi(self.name, z)
+
+    def prime(self, z, h):
+        """phi'(z) written through h = phi(z) where the text does."""
+        return recurrent._phi_prime(self.name, z, h)
 
     def dphi(self, z):
         return self.prime(z, self.phi(z))
 
 
-ACTIVATIONS = {
-    "tanh": NumericActivation(np.tanh, lambda z, h: 1.0 - h * h, 1.0),
-    "sigmoid": NumericActivation(_sigmoid, lambda z, h: h * (1.0 - h), 0.25),
-    "relu": NumericActivation(lambda z: np.maximum(z, 0.0), lambda z, h: (z > 0).astype(float), 1.0),
-    "identity": NumericActivation(lambda z: z * 1.0, lambda z, h: np.ones_like(z, dtype=float), 1.0),
-}
-
-
 def activation(name: str) -> NumericActivation:
-    """phi, phi' and gamma for ``name`` in tanh, sigmoid, relu, identity."""
-    return ACTIVATIONS[validate.choice("activation", name, ACTIVATIONS)]
+    """phi, phi' and gamma for ``name`` in identity, tanh, sigmoid, relu."""
+    name = validate.choice("activation", name, recurrent.ACTIVATIONS)
+    return NumericActivation(name, GAMMA[name])
 
 
 def gamma(name: str) -> float:
@@ -265,16 +261,13 @@ def _inputs(w, X) -> np.ndarray:
 
 
 def rnn_trajectory(w: RNNWeights, X) -> VectorTrajectory:
-    """States and step Jacobians ``J_t = diag(phi'(z_t)) W_h`` along ``X`` (shape ``(T, D)``)."""
+    """States and step Jacobians ``J_t = diag(phi'(z_t)) W_h`` along ``X`` (shape ``(T, D)``).
+
+    The forward pass is :func:`numeric.recurrent.forward` (the head does not enter the states)."""
     X = _inputs(w, X)
-    act = activation(w.activation)
-    z = np.empty((X.shape[0], w.hidden_size))
-    h = np.empty_like(z)
-    h_prev = np.zeros(w.hidden_size)
-    for t in range(X.shape[0]):
-        z[t] = X[t] @ w.W_x.T + h_prev @ w.W_h.T + w.b_h
-        h[t] = h_prev = act.phi(z[t])
-    J = act.prime(z, h)[:, :, None] * w.W_h[None]
+    params = recurrent.Params(w.W_x, w.W_h, np.zeros((1, w.hidden_size)), w.b_h)
+    z, h = (a[0] for a in recurrent.forward(params, X[None], w.activation))
+    J = activation(w.activation).prime(z, h)[:, :, None] * w.W_h[None]
     return VectorTrajectory(z, h, J)
 
 
