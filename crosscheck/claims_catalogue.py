@@ -96,6 +96,7 @@ def at_row(t: int, claim: str) -> str:
     return f"{claim} where " + ", ".join(f"h{j} = {h0(t, j)}" for j in used)
 
 
+_H0_ROW0 = "(0.2, 0.9, 0.4, 1, -0.2)"  # h_0^(0), line 556
 _MEAN = "(h0 + h1 + h2 + h3 + h4)/5"
 _VAR = f"(h0**2 + h1**2 + h2**2 + h3**2 + h4**2)/5 - ({_MEAN})**2"
 
@@ -168,8 +169,8 @@ def _seed000_recurrent() -> list[Entry]:
                    ("per-step factor 1.2 (1 - h*^2)", saturated_factor, "0.061")],
                   note=f"the values 0.974 and 0.061 are stated in {SPEC000_PART1} (section 5) for the curves of Figure 3; the figure itself is not in the text"),
         _entry("figure3_growth", SEED000, "346-350",
-               "Figure 3, x_t = 0: every state is 0, so each of the T - 1 transition factors is w_h = 1.2 and the sensitivity is 1 at T = 1",
-               ["1.2**0 = 1", "1.2*(1 - tanh(1*0 + 1.2*0)**2) = 1.2"], exact=True),
+               "Figure 3, x_t = 0: every state stays 0, so each transition factor w_h tanh'(z) is w_h = 1.2",
+               ["tanh(1*0 + 1.2*0) = 0", "1.2*(1 - tanh(1*0 + 1.2*0)**2) = 1.2"], exact=True),
         _provided("rnn_snippet_output", SEED000, "442-448",
                   "printed output of the seeded nn.RNN example (torch.manual_seed(6), three significant digits)",
                   [(f"{key} of the seeded nn.RNN", (lambda key=key: rnn_snippet()[key]), printed) for key, printed in [
@@ -194,8 +195,12 @@ def _seed000_transformer() -> list[Entry]:
                + ["0.2 + sin(3) = 0.341", "-0.1 + cos(3) = -1.09"], figures=3),
         _entry("h0_row6", SEED000, 985, "h_6^(0) = (-0.579, 1.06, 0.650, 0.789, 0.204)",
                [f"{h0(6, j)} = {v}" for j, v in enumerate(["-0.579", "1.06", "0.650", "0.789", "0.204"])], figures=3),
-        _entry("key_value_row0", SEED000, 632, "from h_0 = (0.2, 0.9, 0.4, 1, -0.2): key (0.6, 0.9, 0.1), value (0.2, 0.4, 0.4)",
-               ["(0.2 + 1)/2 = 0.6", "0.9 = 0.9", "(0.4 + (-0.2))/2 = 0.1", "0.2 = 0.2", "0.4 = 0.4", "(1 + (-0.2))/2 = 0.4"], exact=True),
+        _entry("key_value_row0", SEED000, "620-632",
+               "k_t = h_t W_K^T and v_t = h_t W_V^T with the printed W_K^T, W_V^T: from h_0 = (0.2, 0.9, 0.4, 1, -0.2), "
+               "key (0.6, 0.9, 0.1) and value (0.2, 0.4, 0.4)",
+               ["(dot(h, (0.5, 0, 0, 0.5, 0)), dot(h, (0, 1, 0, 0, 0)), dot(h, (0, 0, 0.5, 0, 0.5))) = (0.6, 0.9, 0.1)".replace("h,", _H0_ROW0 + ","),
+                "(dot(h, (1, 0, 0, 0, 0)), dot(h, (0, 0, 1, 0, 0)), dot(h, (0, 0, 0, 0.5, 0.5))) = (0.2, 0.4, 0.4)".replace("h,", _H0_ROW0 + ",")],
+               exact=True),
         _entry("query_row6", SEED000, 671, "q_6 = (h_60, h_61, h_62) = (-0.579, 1.06, 0.650)",
                [f"{h0(6, j)} = {v}" for j, v in enumerate(["-0.579", "1.06", "0.650"])], figures=3),
         _entry("score_q6_k0", SEED000, "675-681", "q_6 k_0 = (-0.579)(0.6) + (1.06)(0.9) + (0.650)(0.1) = 0.672 and S_60 = 0.672/sqrt(3) = 0.388",
