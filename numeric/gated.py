@@ -177,6 +177,8 @@ class _GatedWeights:
         get = lambda n: getattr(module, n + suffix, None)  # noqa: E731
         if get("weight_ih") is None:
             raise SeqgradTypeError("module", module, f"a torch.nn.{cls.KIND} or {cls.KIND}Cell")
+        if getattr(module, "num_layers", 1) != 1 or getattr(module, "bidirectional", False):
+            raise SeqgradTypeError("module", module, f"a one-layer, one-direction torch.nn.{cls.KIND}")
         if getattr(module, "proj_size", 0):
             raise SeqgradTypeError("module", module, "an LSTM without projections (proj_size=0)")
         b_ih, b_hh = get("bias_ih"), get("bias_hh")

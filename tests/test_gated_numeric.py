@@ -137,6 +137,10 @@ def test_bad_gate_weight_shapes():
         gated.GRUWeights("W", np.zeros((3, 1)), None, None)
     with pytest.raises(SeqgradValueError, match="gate"):
         gated.GRUWeights.random(2, 2).gate("z")  # the text's names: r, u, n
+    with pytest.raises(SeqgradTypeError, match="module"):
+        gated.GRUWeights.from_torch(torch.nn.GRU(2, 3, num_layers=2))
+    with pytest.raises(SeqgradTypeError, match="module"):
+        gated.LSTMWeights.from_torch(torch.nn.Linear(2, 3))
 
 
 def test_bad_inputs_to_cells(rng):
