@@ -29,7 +29,7 @@ from torch import nn
 from seqgrad import validate
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
-from ._params import parameter, random_matrix
+from ._params import as_tensor, parameter, random_matrix
 from .attention import MultiHeadAttention, attention_mask, check_mask
 from .layernorm import LayerNorm
 from .positions import LearnedPositions, sinusoidal
@@ -43,10 +43,10 @@ class MLP(nn.Module):
     def __init__(self, W1, b1, W2, b2, *, activation: str = "relu", dtype=torch.float64, device=None):
         super().__init__()
         self.activation = validate.choice("activation", activation, ACTIVATIONS)
-        shape = tuple(getattr(W1, "shape", None) or (len(W1), len(W1[0])))
-        if len(shape) != 2:
-            raise ShapeError("W1", shape, "F x D (output x input)")
-        self.F_width, self.D = shape
+        W1 = as_tensor("W1", W1, dtype, device)
+        if W1.dim() != 2:
+            raise ShapeError("W1", tuple(W1.shape), "F x D (output x input)")
+        self.F_width, self.D = W1.shape
         self.W1 = parameter("W1", W1, (self.F_width, self.D), dtype, device)
         self.b1 = parameter("b1", b1, (self.F_width,), dtype, device)
         self.W2 = parameter("W2", W2, (self.D, self.F_width), dtype, device)
@@ -119,7 +119,7 @@ class Encoder(nn.Module):
                  max_len: int | None = None, scale_embeddings: bool = False, final_norm: bool = True,
                  ln_final: LayerNorm | None = None, dtype=torch.float64, device=None, generator=None):
         super().__init__()
-        E = torch.as_tensor(E_vocab) if not isinstance(E_vocab, torch.Tensor) else E_vocab
+        E = as_tensor("E_vocab", E_vocab, dtype, device)
         if E.dim() != 2:
             raise ShapeError("E_vocab", tuple(E.shape), "K x D")
         self.K, self.D = E.shape

@@ -138,3 +138,12 @@ def test_non_finite_weight_caught_when_encoding_states():
         enc.blocks[0].attention.heads[1].W_K[0, 0] = float("nan")
     with pytest.raises(NonFiniteError, match="W_K"):
         enc.encode(torch.zeros(7, 5, dtype=torch.float64))
+
+
+def test_ragged_or_non_numeric_weights():
+    with pytest.raises(SeqgradTypeError, match="E_vocab"):
+        Encoder([[0.1, 0.2], [0.3]], course.encoder().blocks)
+    with pytest.raises(SeqgradTypeError, match="W1"):
+        MLP("weights", course.b1, course.W2, course.b2)
+    with pytest.raises(ShapeError, match="W1"):
+        MLP([1.0, 2.0], course.b1, course.W2, course.b2)
