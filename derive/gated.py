@@ -271,10 +271,11 @@ class GatedRNN:
     def step_jacobian(self, t: int, wrt: str | None = None) -> CarrySplit:
         """The full one-step Jacobian of the carried state, split as ``carry + gate_terms``.
 
-        GRU: ``dh_t/dh_{t-1}``.  LSTM: ``dc_t/dc_{t-1}`` has no gate term (no
-        peepholes: the gates read ``h_{t-1}``, not ``c_{t-1}``), so by default
-        this is the block ``dc_t/dh_{t-1}``-carrying state ``(c, h)``: pass
-        ``wrt="c"`` or ``wrt="h"`` to choose the column; the rows are ``c_t``.
+        GRU: ``dh_t/dh_{t-1}`` (``wrt`` is not used).  LSTM: the rows are
+        ``c_t``; ``wrt="c"`` (default) gives ``dc_t/dc_{t-1} = diag(f_t)``,
+        which has no gate term (no peepholes: the gates read ``h_{t-1}``, not
+        ``c_{t-1}``), and ``wrt="h"`` gives ``dc_t/dh_{t-1}``, which is all
+        gate terms (its carry part is zero).
         """
         t = self._step(t)
         state, prev = self._carried(t)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import random
 
-import numpy as np
 import pytest
 import sympy as sp
 import torch
