@@ -21,13 +21,16 @@ import importlib
 import importlib.util
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 from derive.latex_settings import Notation
+from seqgrad import validate
 from seqgrad.atomic import write_text
 from seqgrad.errors import SeqgradError, SeqgradTypeError, SeqgradValueError
 
@@ -43,7 +46,7 @@ def ragged(*widths: str) -> str:
 # Characters the course texts use in running text that pdflatex's default input does not set up.
 _UNICODE_TEXT = {"−": "$-$", "≈": "$\\approx$", "×": "$\\times$", "·": "$\\cdot$", "≤": "$\\le$", "≥": "$\\ge$",
                  "≠": "$\\neq$", "±": "$\\pm$", "→": "$\\to$", "√": "$\\surd$", "∞": "$\\infty$", "–": "--", "—": "---",
-                 "«": "<<", "»": ">>", "“": "``", "”": "''", "’": "'", "…": "\\ldots{}"}
+                 "«": "``", "»": "''", "<": "\\textless{}", ">": "\\textgreater{}", "|": "\\textbar{}", "“": "``", "”": "''", "’": "'", "…": "\\ldots{}"}
 
 
 def text(s: str) -> str:
@@ -81,6 +84,7 @@ class Build:
     tex_dir: Path
     figures_dir: Path | None  # None: no figure files (a standalone single-file document)
     device: str = "cpu"
+    proof_seconds: float | None = 20.0  # the time one exact proof may take while the document is written
     figures_written: list[Path] = field(default_factory=list)
     sets_included: set[str] = field(default_factory=set)  # each figure set appears once per document
 
@@ -127,14 +131,41 @@ class Section:
 
 # --------------------------------------------------------------------------- identity status
 
+class _OutOfTime(Exception):
+    pass
+
+
+def prove_within(entry, seconds: float | None):
+    """``entry.prove()``, or None when it takes longer than ``seconds`` (a timer signal interrupts it;
+    without one, in a thread other than the main one, the proof runs to the end)."""
+    if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        return entry.prove()
+
+    def out_of_time(signum, frame):
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, out_of_time)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return entry.prove()
+    except _OutOfTime:
+        return None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> str:
     """Each identity's statement and its verified status (the exact proof run now)."""
     from derive.latex_layout import tabular
 
     rows, statements = [], []
     for entry in identities:
-        proof = entry.prove()
-        status = ("proved" if proof.holds else "\\textbf{NOT proved}") + f" ({text(entry.method)})"
+        proof = prove_within(entry, b.proof_seconds)
+        if proof is None:
+            status = f"not proved within {b.proof_seconds:g} s here (run \\texttt{{seqgrad identities}})"
+        else:
+            status = ("proved" if proof.holds else "\\textbf{NOT proved}") + f" ({text(entry.method)})"
         rows.append([f"\\texttt{{{text(entry.name)}}}", text(entry.source), status])
         body = b.notation.latex(entry.statement())
         head = f"\\paragraph{{{text(entry.title)}}} \\texttt{{{text(entry.name)}}}, {text(entry.source)}."
@@ -312,6 +343,49 @@ def _gates(b: Build) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def _derivation(title: str, tex: str, verdict: str = "") -> str:
+    """A derivation object's own display (its ``latex()``), with its proof's verdict."""
+    return f"\\paragraph{{{text(title)}}}" + (f" ({verdict})" if verdict else "") + f"\n\\begin{{equation*}}\n{tex}\n\\end{{equation*}}"
+
+
+def _attention(b: Build) -> str:
+    """Softmax and scaled dot-product attention: the derivations' own displays, then every identity's status."""
+    from derive import softmax
+
+    jac = softmax.SoftmaxJacobian(3)
+    parts = [_derivation("The softmax Jacobian, $n = 3$", jac.latex(), "proved exactly" if jac.prove() else "\\textbf{NOT proved}"),
+             _catalogue_section(["derive.softmax", "derive.attention"])(b)]
+    return "\n\n".join(parts)
+
+
+def _residual(b: Build) -> str:
+    """Residual Jacobians (plain, pre-norm, post-norm) proved now, the pre-norm block's Jacobian, the depth
+    product expanded into paths, then every LayerNorm and residual identity's status."""
+    import sympy as sp
+
+    from derive import residual
+    from derive.latex_layout import align
+
+    parts = []
+    for placement in residual.ResidualJacobian.PLACEMENTS:
+        jac = residual.ResidualJacobian(d=2, placement=placement)
+        verdict = "proved exactly for a generic branch, $d = 2$" if jac.prove() else "\\textbf{NOT proved}"
+        parts.append(_derivation(f"A residual wrapping, {placement}", jac.latex(), verdict))
+    parts.append(_derivation("The pre-norm block (seed 000 L946)", residual.EncoderBlock(T=2, D=2).latex()))
+    depth = residual.DepthProduct(L=3, d=2)
+    paths = depth.expansion()
+    holds = all(sp.expand(e) == 0 for e in (depth.product() - paths))
+    I = sp.Identity(depth.d)
+    terms = [I] + [sp.MatMul(*[depth.symbolic[l] for l in sorted(sub, reverse=True)])
+                   for r in range(1, depth.L + 1) for sub in __import__("itertools").combinations(range(depth.L), r)]
+    product = sp.MatMul(*[(I + J) for J in reversed(depth.symbolic)])
+    parts.append("\\paragraph{A stack of three residual layers is a sum over paths} ("
+                 + ("proved exactly, $d = 2$" if holds else "\\textbf{NOT proved}") + ")\n"
+                 + align([(product, sp.MatAdd(*terms, evaluate=False))], b.notation, width=50))
+    parts.append(_catalogue_section(["derive.layernorm", "derive.residual"])(b))
+    return "\n\n".join(parts)
+
+
 def _positional(b: Build) -> str:
     """PE(pos + k) = R(k) PE(pos) for an even and an odd width, proved now, then every positional identity."""
     from derive import positional
@@ -367,12 +441,11 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("rnn", "Recurrent networks: backpropagation through time", ("derive.rnn",), _rnn),
     Section("gates", "Gated cells: GRU and LSTM", ("derive.gated", "derive.activation_facts"), _gates),
     Section("positional", "Positional encoding", ("derive.positional",), _positional),
-    Section("attention", "Attention", ("derive.attention", "derive.softmax"),
-            _catalogue_section(["derive.softmax", "derive.attention"])),
+    Section("attention", "Attention", ("derive.attention", "derive.softmax", "derive.catalogue"), _attention),
     Section("encoder", "The worked encoder example", ("numeric.course", "seqgrad.latex_table", "crosscheck.checks.encoder"),
             _encoder),
-    Section("residual", "Residual paths and LayerNorm", ("derive.residual", "derive.layernorm"),
-            _catalogue_section(["derive.layernorm", "derive.residual"])),
+    Section("residual", "Residual paths and LayerNorm", ("derive.residual", "derive.layernorm", "derive.catalogue"),
+            _residual),
     Section("claims", "Printed claims", ("derive.claims", "crosscheck.claims_catalogue"), _claims),
 )}
 SECTION_NAMES = tuple(SECTIONS)
@@ -416,7 +489,7 @@ def preamble(title: str = "seqgrad: derivations for sequence models") -> str:
 
 
 def render(sections: Sequence[str] | str | None = None, notation: Notation | None = None, *, tex_dir: str | Path = ".",
-           figures_dir: str | Path | None = None, device: str = "cpu") -> str:
+           figures_dir: str | Path | None = None, device: str = "cpu", proof_seconds: float | None = 20.0) -> str:
     """The complete document as text.  Figures are written under ``figures_dir``
     (which must lie inside ``tex_dir``); with ``figures_dir=None`` the document has
     no figures and needs no file but itself."""
@@ -426,7 +499,9 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     notation = Notation() if notation is None else notation
     if not isinstance(notation, Notation):
         raise SeqgradTypeError("notation", notation, "a derive.latex_settings.Notation")
-    b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device)
+    if proof_seconds is not None:
+        proof_seconds = validate.real("proof_seconds", proof_seconds, positive=True)
+    b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds)
     parts = [preamble()]
     for name in names:
         section = SECTIONS[name]
@@ -436,14 +511,15 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
 
 
 def write(path: str | Path, sections: Sequence[str] | str | None = None, notation: Notation | None = None, *,
-          standalone: bool = False, device: str = "cpu") -> Path:
+          standalone: bool = False, device: str = "cpu", proof_seconds: float | None = 20.0) -> Path:
     """Write the document to ``path`` (atomically).  Unless ``standalone``, its figures go to
     ``<stem>-figures/`` beside it; a standalone document is one file with no figures."""
     path = Path(path)
     if path.suffix != ".tex":
         raise SeqgradValueError("OUT", str(path), "a file name ending in .tex")
     figures_dir = None if standalone else path.parent / f"{path.stem}-figures"
-    body = render(sections, notation, tex_dir=path.parent, figures_dir=figures_dir, device=device)
+    body = render(sections, notation, tex_dir=path.parent, figures_dir=figures_dir, device=device,
+                  proof_seconds=proof_seconds)
     return write_text(path, body)
 
 

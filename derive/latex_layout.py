@@ -76,7 +76,7 @@ def sum_lines(expr, printer: NotationPrinter, width: int) -> list[str]:
     """``expr`` printed on as many lines as its top-level terms need to keep each
     line near ``width`` typeset characters (see :func:`visual_width`); lines after the first start with ``+`` or ``-``.
     Terms come in natural order of their indices (``x_2`` before ``x_10``)."""
-    if not isinstance(expr, sp.Add):
+    if not isinstance(expr, (sp.Add, sp.MatAdd)):
         return [printer.doprint(expr)]
     lines: list[str] = []
     current = ""

@@ -145,9 +145,15 @@ class NotationPrinter(LatexPrinter):
         """Base name, superscripts, subscripts, and an already-LaTeX tail such as ``_{t-1}``."""
         if self._settings["disable_split_super_sub"]:
             return name, [], [], ""
-        if "{" in name:  # written in LaTeX already: keep the indices verbatim
-            m = re.fullmatch(r"([A-Za-z]+)([_^].*)", name)
-            return (m.group(1), [], [], m.group(2)) if m else (name, [], [], "")
+        if "{" in name:  # indices partly written in LaTeX already (h_{t-1}, w_K_{0,0}): merge them, one level deep
+            m = re.fullmatch(r"([A-Za-z]+)((?:[_^](?:\{[^{}]*\}|[^_^{}]+))+)", name)
+            if not m:
+                return name, [], [], ""
+            parts = re.findall(r"([_^])(\{[^{}]*\}|[^_^{}]+)", m.group(2))
+            subs = [v.strip("{}") for k, v in parts if k == "_"]
+            supers = [v.strip("{}") for k, v in parts if k == "^"]
+            tail = (f"^{{{','.join(supers)}}}" if supers else "") + (f"_{{{','.join(subs)}}}" if subs else "")
+            return m.group(1), [], [], tail
         base, supers, subs = split_super_sub(name)
         return base, supers, subs, ""
 

@@ -111,3 +111,27 @@ def test_cli_notation_options(monkeypatch, tmp_path, capsys):
     n = seen["notation"]
     assert n.decimal_comma and not n.bold and n.symbol_names == {"w_h": "W_{hh}"}
     assert capsys.readouterr().out.strip() == str(out)
+
+
+class _SlowProof:
+    name, method, source, title = "slow", "simplify", "nowhere", "a proof that never ends"
+
+    def prove(self):
+        import time
+        time.sleep(30)
+        raise AssertionError("the time budget did not interrupt the proof")
+
+
+def test_a_slow_proof_is_reported_as_not_proved_here():
+    assert latexdoc.prove_within(_SlowProof(), 0.2) is None
+
+
+@pytest.mark.parametrize("value", [0, -1.0, float("nan")])
+def test_bad_proof_seconds(value, monkeypatch):
+    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("derive",), lambda b: "x"))
+    with pytest.raises(SeqgradValueError, match="proof_seconds"):
+        latexdoc.render(["rnn"], proof_seconds=value)
+
+
+def test_text_escapes_comparison_signs():
+    assert latexdoc.text("eps > 0 | x < 1") == r"eps \textgreater{} 0 \textbar{} x \textless{} 1"
