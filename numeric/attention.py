@@ -103,7 +103,9 @@ class Head(nn.Module):
             raise ShapeError("W_Q", tuple(W_Q.shape), "d_k x D (output x input)")
         self.d_k, self.D = W_Q.shape
         W_V_t = as_tensor("W_V", W_V, dtype, device)
-        self.d_v = W_V_t.shape[0] if W_V_t.dim() == 2 else -1
+        if W_V_t.dim() != 2:
+            raise ShapeError("W_V", tuple(W_V_t.shape), f"d_v x {self.D} (output x input)")
+        self.d_v = W_V_t.shape[0]
         self.W_Q = parameter("W_Q", W_Q, (self.d_k, self.D), dtype, device)
         self.W_K = parameter("W_K", W_K, (self.d_k, self.D), dtype, device)
         self.W_V = parameter("W_V", W_V_t, (self.d_v, self.D), dtype, device)
