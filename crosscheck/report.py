@@ -29,7 +29,8 @@ def _json_number(x: float):
 def summary(results: list[Result]) -> dict:
     counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "skip", "error")}
     return {"total": len(results), "passed": counts["pass"], "failed": counts["fail"] + counts["error"],
-            "skipped": counts["skip"], "ok": counts["fail"] + counts["error"] == 0}
+            "skipped": counts["skip"], "ok": counts["fail"] + counts["error"] == 0,
+            "textbook_errata": sum(r.textbook == "contradicted" for r in results)}
 
 
 def as_json(results: list[Result], *, device: str, dtype: str, total_seconds: float, figures: list[str]) -> dict:
@@ -69,6 +70,11 @@ def as_markdown(results: list[Result], *, device: str, dtype: str) -> str:
     ]
     for r in results:
         lines.append(f"| {r.name} | {r.source} | {fmt_error(r.max_abs_error)} | {fmt_error(r.max_rel_error)} | {r.status} |")
+    errata = [r for r in results if r.textbook == "contradicted"]
+    if errata:
+        lines += ["", "## Textbook errata", "",
+                  "Printed claims of the course texts that the computation contradicts (each check confirms the recorded erratum):", ""]
+        lines += [f"- **{r.name}** ({r.source}): {r.detail}" for r in errata]
     failed = [r for r in results if r.status in ("fail", "error")]
     if failed:
         lines += ["", "## Failures", ""]
@@ -77,11 +83,18 @@ def as_markdown(results: list[Result], *, device: str, dtype: str) -> str:
 
 
 _TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
+                # characters of the course texts that pdflatex's default input does not set up
+                "−": "$-$", "≈": r"$\approx$", "×": r"$\times$", "·": r"$\cdot$", "≤": r"$\le$", "≥": r"$\ge$",
+                "≠": r"$\neq$", "±": r"$\pm$", "→": r"$\to$", "√": r"$\surd$", "∞": r"$\infty$", "§": r"\S{}",
+                "–": "--", "—": "---", "«": "``", "»": "''", "“": "``", "”": "''", "’": "'", "…": r"\ldots{}"}
 
 
 def tex_escape(text: str) -> str:
-    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in text)
+    """Plain text for LaTeX: specials escaped, common math characters set in math mode, any other
+    non-ASCII character written as its code point, so that the document always compiles."""
+    return "".join(_TEX_ESCAPES.get(ch, ch if ord(ch) < 128 else f"\\texttt{{U+{ord(ch):04X}}}") for ch in str(text))
 
 
 def as_latex(results: list[Result], *, device: str, dtype: str) -> str:
