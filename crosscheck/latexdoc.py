@@ -43,24 +43,9 @@ def ragged(*widths: str) -> str:
     """A column spec of ragged-right paragraph columns (``array``), e.g. ``ragged("4cm", "2cm")``."""
     return "".join(f">{{\\raggedright\\arraybackslash}}p{{{w}}}" for w in widths)
 
-# Characters the course texts use in running text that pdflatex's default input does not set up.
-_UNICODE_TEXT = {"−": "$-$", "≈": "$\\approx$", "×": "$\\times$", "·": "$\\cdot$", "≤": "$\\le$", "≥": "$\\ge$",
-                 "≠": "$\\neq$", "±": "$\\pm$", "→": "$\\to$", "√": "$\\surd$", "∞": "$\\infty$", "–": "--", "—": "---",
-                 "«": "``", "»": "''", "<": "\\textless{}", ">": "\\textgreater{}", "|": "\\textbar{}", "“": "``", "”": "''", "’": "'", "…": "\\ldots{}"}
-
-
 def text(s: str) -> str:
-    """Plain text for LaTeX: specials escaped, common math characters set in math mode,
-    any other non-ASCII character written as its code point (so the document always compiles)."""
-    out = []
-    for ch in tex_escape(str(s)):
-        if ch in _UNICODE_TEXT:
-            out.append(_UNICODE_TEXT[ch])
-        elif ord(ch) > 127:
-            out.append(f"\\texttt{{U+{ord(ch):04X}}}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    """Plain text for LaTeX (the one escaping rule, :func:`crosscheck.report.tex_escape`)."""
+    return tex_escape(s)
 
 
 class SectionUnavailable(SeqgradValueError):

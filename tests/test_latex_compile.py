@@ -95,8 +95,9 @@ def test_cli_document_compiles(tmp_path, cli):
 
 
 def test_report_tex_compiles_and_breaks_over_pages(tmp_path):
-    """The report.tex of ``seqgrad check`` compiles; a long report continues over pages (longtable)."""
-    results = [Result(f"check_{i:03d}_{'x' * (i % 7)}", f"seed 000 L{100 + i} & table #{i}", "group_a",
+    """The report.tex of ``seqgrad check`` compiles, whatever characters the check sources hold;
+    a long report continues over pages (longtable)."""
+    results = [Result(f"check_{i:03d}_{'x' * (i % 7)}", f"seed 000 L{100 + i} & table #{i} (§3.3, ≈ −0.5 ± 1 <|>)", "group_a",
                       ("pass", "fail", "skip", "error")[i % 4], i % 4 == 0, float("inf") if i % 4 == 3 else 1e-16 * i,
                       0.0, "cpu", "float64", "detail with 50% of ~ and $", 0.01) for i in range(150)]
     paths = report.write(tmp_path / "rep", results, device="cpu", dtype="float64", total_seconds=1.0, figures=[])
