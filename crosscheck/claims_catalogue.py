@@ -14,9 +14,11 @@ numeric encoder, :func:`numeric.course.trace`, cell by cell from the
 transcription :mod:`crosscheck.course_tables`).
 
 A claim that the text gets wrong is *contradicted*; it stays in the catalogue
-as printed (``seqgrad check`` reports it as a failing check, group
-``claims``).  Entries whose ``note`` starts with "erratum" are the ones this
-catalogue found contradicted when it was written; the note says why.
+as printed.  Entries with an ``erratum`` are the ones this catalogue found
+contradicted when it was written, and the erratum says why: their check
+verifies that the printed claim is still contradicted (the tool agrees with
+the recorded erratum) and the report lists them as textbook errata.  Any other
+contradicted claim fails its check.
 
 Seeds 003 (lecture 7, architectures) and 004 (the ITMO wiki Transformer page)
 print formulas only, no numeric results, so they contribute no entries.
@@ -48,23 +50,24 @@ class Entry:
     what: str
     claims: tuple[Claim | VectorClaim, ...] = field(compare=False)
     note: str = ""
+    erratum: str = ""  # why the text is wrong here, for a printed claim known to be contradicted
 
     @property
     def source(self) -> str:
         return f"{self.seed}:{self.line}"
 
 
-def _entry(name, seed, line, what, texts, *, figures=None, exact=False, note="") -> Entry:
+def _entry(name, seed, line, what, texts, *, figures=None, exact=False, note="", erratum="") -> Entry:
     source = f"{seed}:{line}"
     claims = tuple(parse_claim(t, figures=figures, exact=exact, source=source) for t in texts)
-    return Entry(name, seed, str(line), what, claims, note)
+    return Entry(name, seed, str(line), what, claims, note, erratum)
 
 
-def _provided(name, seed, line, what, items, *, figures=None, note="") -> Entry:
+def _provided(name, seed, line, what, items, *, figures=None, note="", erratum="") -> Entry:
     """An entry whose claims get their values from providers: items are (text, provider, printed)."""
     source = f"{seed}:{line}"
     claims = tuple(Claim.from_provider(text, provider, printed, figures=figures, source=source) for text, provider, printed in items)
-    return Entry(name, seed, str(line), what, claims, note)
+    return Entry(name, seed, str(line), what, claims, note, erratum)
 
 
 # ---------------------------------------------------------------------------
@@ -208,7 +211,7 @@ def _seed000_transformer() -> list[Entry]:
                 at_row(6, "h0*0.6 + h1*0.9 + h2*0.1 = 0.672"), at_row(6, "(h0*0.6 + h1*0.9 + h2*0.1)/sqrt(3) = 0.388")], figures=3),
         _entry("contribution_A60_v0", SEED000, 722, "A_60 v_0 = 0.185 (0.2, 0.4, 0.4) = (0.0371, 0.0741, 0.0741), with the printed A_60",
                ["0.185*0.2 = 0.0371", "0.185*0.4 = 0.0741"], figures=3,
-               note="erratum: with the printed weight 0.185 the products are 0.0370 and 0.0740; the printed 0.0371 and 0.0741 "
+               erratum="with the printed weight 0.185 the products are 0.0370 and 0.0740; the printed 0.0371 and 0.0741 "
                     "come from the unrounded A_60 = 0.18547 (the text says at line 991 that later steps use unrounded values); "
                     "the unrounded values are checked in claims.table_inline"),
         _entry("head2_row6", SEED000, 829, "q_6^[2] = (h_63, h_64, 0.5 h_60 + 0.5 h_61) = (0.789, 0.204, 0.240); v_6^[2] = (h_61, h_63, 0.5 h_60 + 0.5 h_64) = (1.06, 0.789, -0.188)",
@@ -254,7 +257,7 @@ def _seed001() -> list[Entry]:
         _entry("pe_d4_frequency", SEED001, 101, "for d = 4, i = 1: 10000^(2/4) = 100", ["10000**(2*1/4) = 100"], exact=True),
         _entry("pe_d4_pos0", SEED001, 103, "PE(0) for d = 4 at four decimals", pos[0]),
         _entry("pe_d4_pos1", SEED001, 104, "PE(1) for d = 4 at four decimals", pos[1],
-               note="erratum: cos(0.01) = 0.99995000042 rounds to 1.0000 at four decimals, not 0.9999 (4.2e-10 past the rounding boundary)"),
+               erratum="cos(0.01) = 0.99995000042 rounds to 1.0000 at four decimals, not 0.9999 (4.2e-10 past the rounding boundary)"),
         _entry("pe_d4_pos2", SEED001, 105, "PE(2) for d = 4 at four decimals", pos[2]),
         _entry("pe_d4_pos3", SEED001, 106, "PE(3) for d = 4 at four decimals", pos[3]),
         _entry("pe_shift_sin3", SEED001, 116, "sin(1+2) = sin 1 cos 2 + cos 1 sin 2 = -0.3502 + 0.4913 = 0.1411",
@@ -263,7 +266,7 @@ def _seed001() -> list[Entry]:
         _entry("pe_shift_sin3_printed_factors", SEED001, "114-116",
                "the same sum with the printed four-decimal factors: 0.8415 (-0.4161) + 0.5403 (0.9093) = -0.3502 + 0.4913 = 0.1411",
                ["0.8415*(-0.4161) = -0.3502", "0.5403*0.9093 = 0.4913", "0.8415*(-0.4161) + 0.5403*0.9093 = 0.1411"],
-               note="erratum: 0.8415 x (-0.4161) = -0.35014815, which is -0.3501 at four decimals; -0.3502 is sin 1 cos 2 from unrounded factors"),
+               erratum="0.8415 x (-0.4161) = -0.35014815, which is -0.3501 at four decimals; -0.3502 is sin 1 cos 2 from unrounded factors"),
         _entry("layernorm_example", SEED001, 148,
                "x + F(x) = (1.30, 1.90, -0.80, 0.05), mu = 2.45/4 = 0.6125, squares 0.4727 1.6577 1.9952 0.3164, sum 4.4420, "
                "sigma^2 = 1.1105, sigma = 1.0538, x_hat = (0.652, 1.222, -1.341, -0.534)",
@@ -274,7 +277,7 @@ def _seed001() -> list[Entry]:
                 "((1.30 - 0.6125)**2 + (1.90 - 0.6125)**2 + (-0.80 - 0.6125)**2 + (0.05 - 0.6125)**2)/4 = 1.1105",
                 "sqrt(((1.30 - 0.6125)**2 + (1.90 - 0.6125)**2 + (-0.80 - 0.6125)**2 + (0.05 - 0.6125)**2)/4) = 1.0538"]
                + ["layernorm(1.30, 1.90, -0.80, 0.05) = (0.652, 1.222, -1.341, -0.534)"],
-               note="erratum: the squared deviations sum to 4.441875 (4.4419 at four decimals; 4.4420 is the sum of the rounded squares) "
+               erratum="the squared deviations sum to 4.441875 (4.4419 at four decimals; 4.4420 is the sum of the rounded squares) "
                     "and x_hat_2 = -1.4125/1.05379 = -1.3404, not -1.341"),
         _entry("ffn_and_layer_parameters", SEED001, 150,
                "W_1, W_2: 512 x 2048 = 1,048,576 each, 2,097,152 per feed-forward sublayer, 3,145,728 per layer, "
@@ -284,7 +287,7 @@ def _seed001() -> list[Entry]:
         _entry("masked_softmax_example", SEED001, 180,
                "scores [1.2, 0.5, 2.0, -inf] give the masked softmax weights [0.31, 0.15, 0.54, 0.00]",
                ["softmax(1.2, 0.5, 2.0) = (0.31, 0.15, 0.54)"],
-               note="erratum: the softmax of (1.2, 0.5, 2.0) is (0.269, 0.133, 0.598); the printed (0.31, 0.15, 0.54) is not it"),
+               erratum="the softmax of (1.2, 0.5, 2.0) is (0.269, 0.133, 0.598); the printed (0.31, 0.15, 0.54) is not it"),
         _entry("twelve_d_squared_per_layer", SEED001, 242,
                "with d_ff = 4 d_model a layer has 4 d^2 + 2 d d_ff = 12 d^2 parameters (d = 512 and the task-23 model d = 12288)",
                ["4*512**2 + 2*512*(4*512) = 12*512**2", "4*12288**2 + 2*12288*49152 = 12*12288**2", "4*12288 = 49152"], exact=True),

@@ -104,6 +104,7 @@ class Result:
     dtype: str
     detail: str
     seconds: float  # a timing: the only field that differs between identical runs
+    textbook: str | None = None  # for printed claims: the text's verdict, "verified" or "contradicted"
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -117,8 +118,8 @@ def run_one(item: Check, device: str, dtype: str = "float64", seed: int = 0) -> 
         if not isinstance(outcome, Outcome):
             raise TypeError(f"check {item.name} returned {type(outcome).__name__}, not Outcome")
         status = "skip" if outcome.skipped else ("pass" if outcome.passed else "fail")
-        result = Result(item.name, item.source, item.group, status, bool(outcome.passed), float(outcome.max_abs_error),
-                        float(outcome.max_rel_error), device, dtype, outcome.detail, 0.0)
+        result = Result(item.name, item.source, item.group, status, status == "pass", float(outcome.max_abs_error),
+                        float(outcome.max_rel_error), device, dtype, outcome.detail, 0.0, outcome.textbook)
     except Exception as exc:  # a crashing check is a failed check, reported, not a crashed run
         last = traceback.extract_tb(exc.__traceback__)[-1]
         where = f"{last.filename.rsplit('/', 1)[-1]}:{last.lineno}"

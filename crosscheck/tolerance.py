@@ -67,6 +67,7 @@ class Outcome:
     passed: bool
     detail: str = ""
     skipped: str | None = None  # the reason, when the check did not run here
+    textbook: str | None = None  # for checks of printed claims: "verified" or "contradicted"
 
     @classmethod
     def skip(cls, reason: str) -> "Outcome":

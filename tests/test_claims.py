@@ -250,7 +250,7 @@ def test_catalogue_verdicts_errata_are_contradicted_and_everything_else_verified
         bad = [c.text for c in e.claims if not c.verify().verified]
         if bad:
             contradicted[e.name] = bad
-    errata = {e.name for e in entries() if e.note.startswith("erratum")}
+    errata = {e.name for e in entries() if e.erratum}
     assert set(contradicted) == errata
     assert contradicted["pe_d4_pos1"] == ["cos(1*10000**(-2*floor(3/2)/4)) = 0.9999"]
     assert contradicted["masked_softmax_example"] == ["softmax(1.2, 0.5, 2.0) = (0.31, 0.15, 0.54)"]
@@ -281,6 +281,13 @@ def test_claims_checks_are_registered_and_fail_on_a_contradiction():
     assert all(c.group == "claims" for c in all_checks("claims.*"))
     good = Entry("x", "f", "1", "what", (parse_claim("0.9*0.5 + 0.1*(-0.4) = 0.410"),))
     assert outcome(good).passed and outcome(good).max_abs_error == 0
-    wrong = Entry("y", "f", "1", "what", (parse_claim("0.9*0.5 + 0.1*(-0.4) = 0.420"),), note="erratum: test")
+    wrong = Entry("y", "f", "1", "what", (parse_claim("0.9*0.5 + 0.1*(-0.4) = 0.420"),), note="a test")
     o = outcome(wrong)
-    assert not o.passed and math.isclose(o.max_abs_error, 0.01) and "contradicted" in o.detail and "erratum" in o.detail
+    assert not o.passed and math.isclose(o.max_abs_error, 0.01) and "contradicted" in o.detail and o.textbook == "contradicted"
+    # a recorded erratum: the check confirms the text is still wrong ...
+    known = Entry("z", "f", "1", "what", (parse_claim("0.9*0.5 + 0.1*(-0.4) = 0.420"),), erratum="printed 0.420, is 0.410")
+    o = outcome(known)
+    assert o.passed and o.textbook == "contradicted" and "erratum" in o.detail
+    # ... and fails if the claim it records as wrong turns out verified
+    stale = Entry("w", "f", "1", "what", (parse_claim("0.9*0.5 + 0.1*(-0.4) = 0.410"),), erratum="not really")
+    assert not outcome(stale).passed

@@ -3,9 +3,14 @@
 One check per entry of :mod:`crosscheck.claims_catalogue` (the texts' printed
 arithmetic, closed forms and stated results) and one per printed table of the
 Transformer walk-through, whose numbers are held against the numeric encoder
-(always float64 on CPU: these checks judge the text, not the device).  A check
-passes when every claim of its entry is verified; a contradicted claim makes it
-fail, and the detail names the claim, its computed value and the discrepancy.
+(always float64 on CPU: these checks judge the text, not the device).
+
+Each outcome carries the textbook's verdict (``verified`` or ``contradicted``).
+A check passes when every claim of its entry is verified -- or, for an entry
+with a recorded erratum, when the printed claim is still contradicted: the
+check then confirms the erratum, and the report lists it under textbook
+errata.  Any unexpected verdict fails; the detail names the claim, its
+computed value and the discrepancy.
 """
 
 from __future__ import annotations
@@ -32,7 +37,11 @@ def outcome(entry: Entry) -> Outcome:
             detail += f"; and {len(contradicted) - 3} more contradicted"
     if entry.note:
         detail += f" [{entry.note}]"
-    return Outcome(abs_err, rel_err, not contradicted, detail)
+    if entry.erratum:
+        detail += f" [erratum: {entry.erratum}]"
+    textbook = "contradicted" if contradicted else "verified"
+    expected = "contradicted" if entry.erratum else "verified"
+    return Outcome(abs_err, rel_err, textbook == expected, detail, textbook=textbook)
 
 
 @lru_cache(maxsize=None)
