@@ -89,7 +89,7 @@ class Build:
         for path in paths:
             rel = Path(path).resolve().relative_to(self.tex_dir.resolve()).as_posix()
             out.append("\\begin{figure}[htbp]\n\\centering\n"
-                       f"\\includegraphics[width=0.9\\linewidth]{{{rel}}}\n"
+                       f"\\includegraphics[width=0.62\\linewidth]{{{rel}}}\n"
                        f"\\caption{{{text(caption)}: \\texttt{{{text(Path(rel).stem)}}}.}}\n\\end{{figure}}")
         return "\n\n".join(out)
 
