@@ -1,0 +1,459 @@
+"""Scaled dot-product attention, masks, multi-head attention, their gradients and permutation equivariance.
+
+Conventions (seed 000 L620-L900): positions are rows, weights are stored
+output x input and applied as ``X W^T``::
+
+    Q = X W_Q^T,  K = X W_K^T,  V = X W_V^T          (T x d_k, T x d_k, T x d_v)
+    S = Q K^T / sqrt(d_k) + M                         (T x T; M added before the softmax)
+    A = softmax_rows(S),  O = A V                     (T x T, T x d_v)
+    C = [O^[1] | ... | O^[h]],  B_att = C W_O^T       (multi-head)
+
+Masks are additive matrices of 0 and -oo (seed 000 L784, L1231); a row with
+every source masked is refused, never turned into NaN.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import sympy as sp
+
+from seqgrad import validate
+from seqgrad.errors import SeqgradTypeError, SeqgradValueError, ShapeError
+
+from .catalogue import Derivation, Identity, NumericResult, Proof, evaluate, numeric_sides, proof_by, rational_zero
+
+NEG_INF = -sp.oo
+
+
+# --- inputs ------------------------------------------------------------------------------------
+
+def symbol_matrix(name: str, rows: int, cols: int) -> sp.Matrix:
+    """A matrix of real symbols name_{r,c}."""
+    return sp.Matrix(rows, cols, lambda r, c: sp.Symbol(f"{name}_{{{r},{c}}}", real=True))
+
+
+def as_matrix(argument: str, value, shape: tuple[int, int]) -> sp.Matrix:
+    """``value`` (nested lists or a SymPy matrix) as a Matrix of exactly ``shape``."""
+    try:
+        M = sp.Matrix(value)
+    except (TypeError, ValueError, sp.SympifyError):
+        raise SeqgradTypeError(argument, value, "a matrix (nested lists of numbers or SymPy expressions)") from None
+    if M.shape != tuple(shape):
+        raise ShapeError(argument, M.shape, f"{shape[0]} x {shape[1]}")
+    return M
+
+
+# --- masks -------------------------------------------------------------------------------------
+
+def causal_mask(T: int) -> sp.Matrix:
+    """M_tj = 0 for j <= t and -oo for j > t (seed 000 L784; seed 001 l.170)."""
+    T = validate.integer("T", T, minimum=1)
+    return sp.Matrix(T, T, lambda t, j: 0 if j <= t else NEG_INF)
+
+
+def padding_mask(valid) -> sp.Matrix:
+    """M_tj = -oo where source j is padding (valid[j] false), else 0; every query row alike (seed 000 L1231)."""
+    valid = list(valid)
+    if not valid or not all(isinstance(v, bool) for v in valid):
+        raise SeqgradValueError("valid", valid, "a non-empty list of True (real token) / False (padding)")
+    T = len(valid)
+    return sp.Matrix(T, T, lambda t, j: 0 if valid[j] else NEG_INF)
+
+
+def combine_masks(*masks) -> sp.Matrix:
+    """The sum of additive masks: a source is visible only if every mask allows it."""
+    if not masks:
+        raise SeqgradValueError("masks", masks, "at least one mask")
+    shape = sp.Matrix(masks[0]).shape
+    out = sp.zeros(*shape)
+    for n, M in enumerate(masks):
+        M = check_mask(M, shape, f"masks[{n}]", allow_empty_rows=True)
+        out = out + M
+    return check_mask(out, shape, "combined mask")
+
+
+def check_mask(M, shape: tuple[int, int], argument: str = "mask", allow_empty_rows: bool = False) -> sp.Matrix:
+    """Validate an additive mask: the right shape, entries 0 or -oo, and at least one visible source per row."""
+    M = as_matrix(argument, M, shape)
+    bad = [x for x in M if not (x == 0 or x == NEG_INF)]
+    if bad:
+        raise SeqgradValueError(argument, bad[0], "mask entries 0 (visible) or -oo (masked), added before the softmax")
+    if not allow_empty_rows:
+        for t in range(M.rows):
+            if all(x == NEG_INF for x in M.row(t)):
+                raise SeqgradValueError(argument, f"row {t}", "at least one visible source in every row; a row with every "
+                                                               "source masked has no softmax (0/0), it is refused rather than made NaN")
+    return M
+
+
+def softmax_rows(S: sp.Matrix, M: sp.Matrix | None = None) -> sp.Matrix:
+    """Row softmax of S + M; masked sources get exactly 0 and the visible ones renormalise."""
+    T_q, T_k = S.shape
+    A = sp.zeros(T_q, T_k)
+    for t in range(T_q):
+        visible = [j for j in range(T_k) if M is None or M[t, j] == 0]
+        e = {j: sp.exp(S[t, j]) for j in visible}
+        total = sp.Add(*e.values())
+        for j in visible:
+            A[t, j] = e[j] / total
+    return A
+
+
+# --- one head ----------------------------------------------------------------------------------
+
+class SelfAttention(Derivation):
+    """One scaled dot-product self-attention head on X (T x d_model).
+
+    Every input defaults to a matrix of fresh symbols; pass numbers or SymPy
+    expressions (``X=..., W_Q=...``) to specialise.  ``mask`` is an additive
+    T x T matrix (see :func:`causal_mask`, :func:`padding_mask`).
+    """
+
+    def __init__(self, T: int, d_model: int, d_k: int, d_v: int | None = None, *, X=None, W_Q=None, W_K=None, W_V=None,
+                 mask=None, scale=None, head: str = ""):
+        self.T = validate.integer("T", T, minimum=1)
+        self.d_model = validate.integer("d_model", d_model, minimum=1)
+        self.d_k = validate.integer("d_k", d_k, minimum=1)
+        self.d_v = validate.integer("d_v", d_k if d_v is None else d_v, minimum=1)
+        tag = f"^{{[{head}]}}" if head else ""
+        self.X = symbol_matrix("x", T, d_model) if X is None else as_matrix("X", X, (T, d_model))
+        self.W_Q = symbol_matrix(f"w{tag}_Q", self.d_k, d_model) if W_Q is None else as_matrix("W_Q", W_Q, (self.d_k, d_model))
+        self.W_K = symbol_matrix(f"w{tag}_K", self.d_k, d_model) if W_K is None else as_matrix("W_K", W_K, (self.d_k, d_model))
+        self.W_V = symbol_matrix(f"w{tag}_V", self.d_v, d_model) if W_V is None else as_matrix("W_V", W_V, (self.d_v, d_model))
+        self.M = None if mask is None else check_mask(mask, (T, T))
+        self.scale = 1 / sp.sqrt(self.d_k) if scale is None else sp.sympify(scale)
+        self.Q = self.X * self.W_Q.T
+        self.K = self.X * self.W_K.T
+        self.V = self.X * self.W_V.T
+        self.S = (self.Q * self.K.T) * self.scale
+        self.A = softmax_rows(self.S, self.M)
+        self.O = self.A * self.V
+
+    @property
+    def parameters(self) -> dict[str, sp.Matrix]:
+        return {"X": self.X, "W_Q": self.W_Q, "W_K": self.W_K, "W_V": self.W_V}
+
+    def outputs(self) -> dict[str, sp.Matrix]:
+        """The named intermediates Q, K, V, S, A, O."""
+        return {"Q": self.Q, "K": self.K, "V": self.V, "S": self.S, "A": self.A, "O": self.O}
+
+    def jacobian(self, wrt: str) -> sp.Matrix:
+        """d vec(O) / d vec(wrt), both flattened row by row (wrt in X, W_Q, W_K, W_V)."""
+        P = self._param(wrt)
+        return sp.Matrix(list(self.O)).jacobian(list(P))
+
+    def _param(self, wrt: str) -> sp.Matrix:
+        validate.choice("wrt", wrt, tuple(self.parameters))
+        return self.parameters[wrt]
+
+    def upstream(self) -> sp.Matrix:
+        """G = dL/dO as symbols g_{t,c} (T x d_v)."""
+        return symbol_matrix("g", self.T, self.d_v)
+
+    def backward(self, G: sp.Matrix | None = None) -> dict[str, sp.Matrix]:
+        """Closed-form gradients of L given G = dL/dO, as the backward pass writes them.
+
+        dV = A^T G,  dA = G V^T,  dS_t = A_t * (dA_t - <A_t, dA_t>) (the softmax Jacobian row by row),
+        dQ = s dS K,  dK = s dS^T Q,  dW_Q = dQ^T X,  dW_K = dK^T X,  dW_V = dV^T X,
+        dX = dQ W_Q + dK W_K + dV W_V   (s = 1/sqrt(d_k)).
+        """
+        G = self.upstream() if G is None else as_matrix("G", G, (self.T, self.d_v))
+        dV = self.A.T * G
+        dA = G * self.V.T
+        dS = sp.zeros(self.T, self.T)
+        for t in range(self.T):
+            inner = sum((self.A[t, j] * dA[t, j] for j in range(self.T)), sp.Integer(0))
+            for j in range(self.T):
+                dS[t, j] = self.A[t, j] * (dA[t, j] - inner)
+        dQ = dS * self.K * self.scale
+        dK = dS.T * self.Q * self.scale
+        return {"V": dV, "A": dA, "S": dS, "Q": dQ, "K": dK,
+                "W_Q": dQ.T * self.X, "W_K": dK.T * self.X, "W_V": dV.T * self.X,
+                "X": dQ * self.W_Q + dK * self.W_K + dV * self.W_V}
+
+    def gradient_by_differentiation(self, wrt: str, G: sp.Matrix | None = None) -> sp.Matrix:
+        """sum_{t,c} G_tc dO_tc / d wrt, by direct differentiation (the reference for :meth:`backward`)."""
+        G = self.upstream() if G is None else G
+        P = self._param(wrt)
+        L = sum((G[t, c] * self.O[t, c] for t in range(self.T) for c in range(self.d_v)), sp.Integer(0))
+        return P.applyfunc(lambda p: sp.diff(L, p))
+
+    def latex(self) -> str:
+        s = sp.latex(self.scale)
+        mask = r" + \mathbf M" if self.M is not None else ""
+        return (r"\begin{aligned}\mathbf Q &= \mathbf X W_Q^{\top},\ \mathbf K = \mathbf X W_K^{\top},\ \mathbf V = \mathbf X W_V^{\top},\\"
+                r" \mathbf S &= " + s + r"\,\mathbf Q\mathbf K^{\top}" + mask + r",\quad \mathbf A = \operatorname{softmax}_{\mathrm{rows}}(\mathbf S),"
+                r"\quad \mathbf O = \mathbf A\mathbf V,\\ \mathbf A &= " + sp.latex(self.A) + r"\end{aligned}")
+
+    def __repr__(self) -> str:
+        return f"SelfAttention(T={self.T}, d_model={self.d_model}, d_k={self.d_k}, d_v={self.d_v}, masked={self.M is not None})"
+
+
+# --- several heads -----------------------------------------------------------------------------
+
+def head_widths(d_model: int, heads) -> list[tuple[int, int]]:
+    """Per-head (d_k, d_v): an int h splits d_model evenly (d_model must divide); a list gives widths explicitly."""
+    d_model = validate.integer("d_model", d_model, minimum=1)
+    if isinstance(heads, bool):
+        raise SeqgradTypeError("heads", heads, "an int or a list of (d_k, d_v) pairs")
+    if isinstance(heads, int):
+        h = validate.integer("heads", heads, minimum=1)
+        if d_model % h:
+            raise SeqgradValueError("heads", h, f"a divisor of d_model={d_model} (d_k = d_v = d_model / heads), or give "
+                                                "per-head widths explicitly, e.g. heads=[(3, 3), (3, 3)] as the course example does")
+        return [(d_model // h, d_model // h)] * h
+    try:
+        widths = [(validate.integer("d_k", a, minimum=1), validate.integer("d_v", b, minimum=1)) for a, b in heads]
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, SeqgradValueError):
+            raise
+        raise SeqgradTypeError("heads", heads, "an int or a list of (d_k, d_v) pairs") from None
+    if not widths:
+        raise SeqgradValueError("heads", heads, "at least one head")
+    return widths
+
+
+class MultiHeadAttention(Derivation):
+    """h heads with arbitrary widths, feature concatenation C and the output projection B_att = C W_O^T."""
+
+    def __init__(self, T: int, d_model: int, heads, *, X=None, weights=None, W_O=None, mask=None, d_out: int | None = None):
+        self.widths = head_widths(d_model, heads)
+        self.T, self.d_model = validate.integer("T", T, minimum=1), d_model
+        X = symbol_matrix("x", T, d_model) if X is None else as_matrix("X", X, (T, d_model))
+        weights = weights or [{} for _ in self.widths]
+        if len(weights) != len(self.widths):
+            raise SeqgradValueError("weights", len(weights), f"one dict of W_Q, W_K, W_V per head ({len(self.widths)})")
+        self.heads = [SelfAttention(T, d_model, dk, dv, X=X, mask=mask, head=str(i + 1), **w)
+                      for i, ((dk, dv), w) in enumerate(zip(self.widths, weights))]
+        self.X = X
+        width = sum(dv for _, dv in self.widths)
+        self.d_out = d_model if d_out is None else validate.integer("d_out", d_out, minimum=1)
+        self.W_O = symbol_matrix("w_O", self.d_out, width) if W_O is None else as_matrix("W_O", W_O, (self.d_out, width))
+        self.C = sp.Matrix.hstack(*[h.O for h in self.heads])
+        self.B = self.C * self.W_O.T
+
+    def latex(self) -> str:
+        return (r"\mathbf B_{\mathrm{att}} = [\mathbf O^{[1]}\mid\cdots\mid\mathbf O^{[" + str(len(self.heads)) + r"]}]\,W_O^{\top},"
+                r"\quad W_O\in\mathbb R^{" + f"{self.d_out}\\times{self.W_O.cols}" + "}")
+
+    def __repr__(self) -> str:
+        return f"MultiHeadAttention(T={self.T}, d_model={self.d_model}, heads={self.widths}, d_out={self.d_out})"
+
+
+# --- permutation equivariance ------------------------------------------------------------------
+
+def permutation_matrix(perm) -> sp.Matrix:
+    """Pi with (Pi H)_t = H_{perm[t]}."""
+    perm = list(perm)
+    if sorted(perm) != list(range(len(perm))):
+        raise SeqgradValueError("perm", perm, "a permutation of 0 .. T-1")
+    P = sp.zeros(len(perm), len(perm))
+    for t, s in enumerate(perm):
+        P[t, s] = 1
+    return P
+
+
+class Equivariance(Derivation):
+    """A(Pi H) = Pi A(H) Pi^T and O(Pi H) = Pi O(H) (seed 000 L1175), for every permutation of T positions.
+
+    With ``positions`` a fixed matrix P is added after permuting (H -> Pi H + P);
+    with ``causal`` the causal mask is applied.  Both break the identity in general.
+    """
+
+    def __init__(self, T: int = 3, d_model: int = 2, d_k: int = 1, d_v: int = 1, *, positions=None, causal: bool = False, values=None):
+        self.T, self.positions, self.causal = T, positions, causal
+        mask = causal_mask(T) if causal else None
+        self.H = symbol_matrix("h", T, d_model)
+        base = SelfAttention(T, d_model, d_k, d_v, X=self.H, mask=mask)
+        self.W = dict(W_Q=base.W_Q, W_K=base.W_K, W_V=base.W_V)
+        self.P = sp.zeros(T, d_model) if positions is None else as_matrix("positions", positions, (T, d_model))
+        self.values = values
+        self.mask = mask
+
+    def residuals(self, perm) -> tuple[sp.Matrix, sp.Matrix]:
+        Pi = permutation_matrix(perm)
+        H = self.H if self.values is None else self.H.subs(self.values)
+        W = {n: (M if self.values is None else M.subs(self.values)) for n, M in self.W.items()}
+        plain = SelfAttention(self.T, H.cols, W["W_Q"].rows, W["W_V"].rows, X=H + self.P, mask=self.mask, **W)
+        permuted = SelfAttention(self.T, H.cols, W["W_Q"].rows, W["W_V"].rows, X=Pi * H + self.P, mask=self.mask, **W)
+        return permuted.A - Pi * plain.A * Pi.T, permuted.O - Pi * plain.O
+
+    def permutations(self):
+        return list(itertools.permutations(range(self.T)))
+
+    def latex(self) -> str:
+        return r"\mathbf A(\Pi\mathbf H) = \Pi\,\mathbf A(\mathbf H)\,\Pi^{\top},\qquad \mathbf O(\Pi\mathbf H) = \Pi\,\mathbf O(\mathbf H)"
+
+
+def _max_abs(M: sp.Matrix) -> float:
+    return max((abs(float(sp.N(e, 30))) for e in M), default=0.0)
+
+
+# --- Var(q . k) = d_k -------------------------------------------------------------------------
+
+def expectation(expr, variables) -> sp.Expr:
+    """E[expr] for a polynomial in independent variables with E[x] = 0 and E[x^2] = 1.
+
+    Higher moments stay as symbols mu_n (they do not enter second moments).
+    """
+    variables = set(variables)
+    poly = sp.Poly(sp.expand(expr), *sorted(variables, key=lambda s: s.name))
+    total = sp.Integer(0)
+    for powers, coeff in poly.terms():
+        term = coeff
+        for n in powers:
+            term *= {0: 1, 1: 0, 2: 1}.get(n, sp.Symbol(f"mu_{n}"))
+        total += term
+    return sp.expand(total)
+
+
+def dot_product_variance(d_k: int) -> tuple[sp.Expr, list[sp.Symbol], list[sp.Symbol]]:
+    """Var(q . k) = E[(q.k)^2] - E[q.k]^2 for independent zero-mean unit-variance coordinates."""
+    d_k = validate.integer("d_k", d_k, minimum=1)
+    qs = list(sp.symbols(f"q_0:{d_k}", real=True))
+    ks = list(sp.symbols(f"k_0:{d_k}", real=True))
+    s = sum((a * b for a, b in zip(qs, ks)), sp.Integer(0))
+    var = expectation(s ** 2, qs + ks) - expectation(s, qs + ks) ** 2
+    return var, qs, ks
+
+
+def _monte_carlo_variance(d_k: int, rng: random.Random, n: int = 4000) -> NumericResult:
+    samples = []
+    for _ in range(n):
+        samples.append(sum(rng.gauss(0, 1) * rng.gauss(0, 1) for _ in range(d_k)))
+    mean = sum(samples) / n
+    var = sum((x - mean) ** 2 for x in samples) / (n - 1)
+    se = ((2 * d_k ** 2 + 6 * d_k) / n) ** 0.5  # Var of (q.k)^2 for Gaussian coordinates is 2 d^2 + 6 d
+    return NumericResult([var, var / d_k], [float(d_k), 1.0], "statistical", 5 * se,
+                         f"Monte Carlo with {n} Gaussian samples; tolerance 5 standard errors ({5 * se:.3g})")
+
+
+# --- catalogue entries -------------------------------------------------------------------------
+
+def identities() -> list[Identity]:
+    """The attention entries of the catalogue (heavy statements are built on first use)."""
+    from functools import lru_cache
+
+    out = []
+    # masks are added before the softmax: exp(-oo) = 0 renormalises the visible sources
+    T = 3
+    z = symbol_matrix("s", T, T)
+    M = combine_masks(causal_mask(T), padding_mask([True, True, False]))
+    literal = sp.Matrix(T, T, lambda t, j: sp.exp(z[t, j] + M[t, j]) / sum(sp.exp(z[t, r] + M[t, r]) for r in range(T)))
+    renorm = softmax_rows(z, M)
+    out.append(Identity(
+        "attention-mask-before-softmax", "seed 000 L784, L1231; seed 001 l.170",
+        "softmax(S + M) with M in {0, -oo} = weights renormalised over the visible sources (causal + padding, T = 3)",
+        literal, renorm, "simplify", proof_by(lambda: literal - renorm, rational_zero, "exp(-oo) = 0, cancel"),
+        lambda rng: numeric_sides(literal, renorm, rng, low=-3, high=3), simplifier="exp(-oo) = 0, cancel"))
+
+    # gradients of one head, closed-form backward pass against direct differentiation
+    names = ("X", "W_Q", "W_K", "W_V")
+
+    def flat(g):
+        return g.reshape(g.rows * g.cols, 1)
+
+    for name, mask, text, source in (
+        ("attention-gradients", None, "", "seed 000 L747 (S, A, O); derived backward pass"),
+        ("attention-gradients-causal", True, " with the causal mask", "seed 000 L784-799 (causal mask before the softmax)"),
+    ):
+        @lru_cache(None)
+        def grads(mask=mask):
+            head = SelfAttention(2, 1, 1, 1, mask=causal_mask(2) if mask else None)
+            back = head.backward()
+            lhs = sp.Matrix.vstack(*[flat(back[n]) for n in names])
+            rhs = sp.Matrix.vstack(*[flat(head.gradient_by_differentiation(n)) for n in names])
+            return lhs, rhs
+
+        out.append(Identity(
+            name, source,
+            f"backward pass dX, dW_Q, dW_K, dW_V (via dS = A*(dA - <A, dA>)){text} = d/d(.) of sum G*O (T=2, d_model=d_k=d_v=1)",
+            lambda grads=grads: grads()[0], lambda grads=grads: grads()[1], "simplify",
+            lambda grads=grads: proof_by(lambda: grads()[0] - grads()[1], rational_zero, "cancel exponentials")(),
+            lambda rng, grads=grads: numeric_sides(grads()[0], grads()[1], rng, low=-1, high=1), simplifier="cancel exponentials"))
+
+    # multi-head with unequal widths: B_att = sum_i O^[i] W_O[:, block i]^T
+    @lru_cache(None)
+    def heads():
+        mha = MultiHeadAttention(2, 3, [(1, 2), (2, 1)])
+        blocks, start = [], 0
+        for head, (_, dv) in zip(mha.heads, mha.widths):
+            blocks.append(head.O * mha.W_O[:, start:start + dv].T)
+            start += dv
+        return mha.B, sum(blocks[1:], blocks[0])
+
+    out.append(Identity(
+        "attention-multihead-concat", "seed 000 L817-890; seed 001 l.63-67",
+        "[O^[1] | O^[2]] W_O^T = sum_i O^[i] (W_O^[i])^T, heads of widths (d_k, d_v) = (1, 2), (2, 1), d_model = 3",
+        lambda: heads()[0], lambda: heads()[1], "simplify", lambda: proof_by(lambda: heads()[0] - heads()[1], sp.expand, "expand")(),
+        lambda rng: numeric_sides(heads()[0], heads()[1], rng, low=-1, high=1), simplifier="expand"))
+
+    # permutation equivariance and its failures
+    eq = Equivariance(3, 2, 1, 1)
+
+    def equivariant():
+        worst = []
+        for perm in eq.permutations():
+            rA, rO = eq.residuals(perm)
+            worst += [e for e in list(rA) + list(rO) if sp.expand(e) != 0]
+        return Proof(not worst, "simplification to zero (expand), all 6 permutations of T = 3", sp.Matrix(worst) if worst else sp.Integer(0))
+
+    @lru_cache(None)
+    def moved():
+        Pi = permutation_matrix((2, 0, 1))
+        base = SelfAttention(3, 2, 1, 1, X=eq.H, **eq.W)
+        perm = SelfAttention(3, 2, 1, 1, X=Pi * eq.H, **eq.W)
+        return sp.Matrix.hstack(perm.A, perm.O), sp.Matrix.hstack(Pi * base.A * Pi.T, Pi * base.O)
+
+    out.append(Identity(
+        "attention-permutation-equivariance", "seed 000 L1175; seed 001 l.87, task 24",
+        "A(Pi H) = Pi A(H) Pi^T and O(Pi H) = Pi O(H), unmasked, no positions, every permutation (T = 3)",
+        lambda: moved()[0], lambda: moved()[1], "simplify", equivariant,
+        lambda rng: numeric_sides(moved()[0], moved()[1], rng), simplifier="expand"))
+
+    point = {s: sp.Rational(n % 5 - 2, 2) + sp.Rational(1, 7) * (n % 3) for n, s in
+             enumerate(list(eq.H) + list(eq.W["W_Q"]) + list(eq.W["W_K"]) + list(eq.W["W_V"]))}
+    from .positional import Sinusoidal
+
+    P = Sinusoidal(2).vector(0).T
+    for t in (1, 2):
+        P = P.col_join(Sinusoidal(2).vector(t).T)
+    for name, kwargs, text in (
+        ("attention-equivariance-fails-positions", dict(positions=P), "with positions added (H -> Pi H + P, sinusoidal P, d = 2)"),
+        ("attention-equivariance-fails-causal", dict(causal=True), "with a causal mask"),
+    ):
+        broken = Equivariance(3, 2, 1, 1, values=point, **kwargs)
+
+        def counterexample(broken=broken):
+            rA, rO = broken.residuals((2, 0, 1))
+            size = max(_max_abs(rA), _max_abs(rO))
+            return Proof(size > 1e-6, "counterexample at an exact rational point, evaluated to 30 digits",
+                         sp.Float(size, 6), f"max |residual| = {size:.3g} for the permutation (2, 0, 1)")
+
+        def numeric(rng, broken=broken):
+            rA, rO = broken.residuals((2, 0, 1))
+            return NumericResult([_max_abs(rA) + _max_abs(rO)], [0.0], "differs", None,
+                                 "passes when the residual is NOT within tolerance of 0 (the identity must fail)")
+
+        out.append(Identity(
+            name, "seed 000 L1175-1177 (positions, causal mask break equivariance)",
+            f"A(Pi H) != Pi A(H) Pi^T {text}", lambda broken=broken: broken.residuals((2, 0, 1))[0], sp.zeros(3, 3),
+            "counterexample", counterexample, numeric,
+            relation="!=", simplifier="exact evaluation"))
+
+    var, qs, ks = dot_product_variance(4)
+    out.append(Identity(
+        "attention-dot-variance", "seed 003 ('division by sqrt(d_k) keeps the variance near one'); seed 000 L667-694",
+        "Var(q . k) = d_k for independent zero-mean unit-variance coordinates (d_k = 4); so Var(q.k / sqrt(d_k)) = 1",
+        var, sp.Integer(4), "simplify",
+        lambda: Proof(all(dot_product_variance(d)[0] == d for d in (1, 2, 4, 8, 16)), "simplification to zero (expectation algebra)",
+                      sp.Integer(0), "E[q_i q_j] = delta_ij by independence; checked for d_k = 1, 2, 4, 8, 16"),
+        lambda rng: _monte_carlo_variance(4, rng), simplifier="expectation algebra"))
+    return out
+
+
+__all__ = ["SelfAttention", "MultiHeadAttention", "Equivariance", "causal_mask", "padding_mask", "combine_masks",
+           "check_mask", "softmax_rows", "head_widths", "permutation_matrix", "expectation", "dot_product_variance",
+           "evaluate"]

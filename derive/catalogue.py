@@ -1,0 +1,347 @@
+"""The identity catalogue: every Transformer identity of the course texts as one entry.
+
+An entry (:class:`Identity`) has a ``name``, the ``source`` it comes from (seed
+file and line or section), the statement as SymPy objects (``lhs`` and ``rhs``;
+``relation`` is ``"="`` or, for a documented failure, ``"!="``), an exact proof
+method and a numeric check:
+
+* ``method="simplify"``: the residual ``lhs - rhs`` is reduced to zero by the
+  named exact simplifier (:attr:`Identity.simplifier`);
+* ``method="counterexample"``: a failure is shown at an exact point where the
+  residual is provably non-zero;
+* ``method="numeric"``: only a numeric check applies, for the reason in
+  :attr:`Identity.reason` (for example a number printed to 3 significant figures).
+
+The numeric check (:meth:`Identity.check_numeric`) evaluates both sides
+independently of the proof (at random points with ``math``/``mpmath``, by
+high-precision finite differences, or by Monte Carlo) and returns the numbers;
+``crosscheck`` compares them under its tolerance policy.
+
+``python -m derive.catalogue --markdown`` writes docs/catalogue.md.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import sympy as sp
+
+from seqgrad.errors import SeqgradValueError
+
+METHODS = ("simplify", "counterexample", "numeric")
+RULES = ("policy", "printed", "statistical", "differs")
+
+
+class Derivation:
+    """Mixin: a derivation prints readably and exports LaTeX through :func:`sympy.latex`."""
+
+    def latex(self) -> str:  # pragma: no cover - every subclass overrides
+        raise NotImplementedError
+
+    def _repr_latex_(self) -> str:
+        return f"$\\displaystyle {self.latex()}$"
+
+    def document(self) -> str:
+        """A complete compilable LaTeX document holding :meth:`latex` as a display."""
+        return latex_document(self.latex())
+
+
+def latex_document(body: str) -> str:
+    """Wrap a display formula in a minimal compilable article."""
+    return (
+        "\\documentclass{article}\n\\usepackage{amsmath,amssymb}\n\\begin{document}\n"
+        f"\\[\n{body}\n\\]\n\\end{{document}}\n"
+    )
+
+
+@dataclass
+class Proof:
+    """The outcome of an exact proof: ``holds`` and the reduced residual."""
+
+    holds: bool
+    method: str
+    residual: object
+    detail: str = ""
+    seconds: float = 0.0
+
+    def __bool__(self) -> bool:
+        return self.holds
+
+    def __str__(self) -> str:
+        state = "proved" if self.holds else "NOT proved"
+        return f"{state} by {self.method} in {self.seconds:.3g} s" + (f": {self.detail}" if self.detail else "")
+
+
+@dataclass
+class NumericResult:
+    """Numbers for crosscheck to compare: ``computed`` against ``reference``.
+
+    ``rule`` says how: ``"policy"`` (the float64 tolerance policy), ``"printed"``
+    (half a unit in the 3rd significant figure of the printed reference) or
+    ``"statistical"`` (a Monte Carlo estimate within ``tolerance``, stated with its reason) or
+    ``"differs"`` (a documented failure: passes only when the sides are NOT equal within the policy).
+    """
+
+    computed: list[float]
+    reference: list[float]
+    rule: str = "policy"
+    tolerance: float | None = None
+    detail: str = ""
+
+
+@dataclass(eq=False)
+class Identity(Derivation):
+    """One catalogue entry; see the module docstring."""
+
+    name: str
+    source: str
+    title: str
+    lhs_: object = field(repr=False)
+    rhs_: object = field(repr=False)
+    method: str
+    prover: Callable[[], Proof] = field(repr=False)
+    numeric: Callable[[random.Random], NumericResult] = field(repr=False)
+    relation: str = "="
+    simplifier: str = ""
+    reason: str = ""
+    symbols_note: str = ""
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise SeqgradValueError("method", self.method, "one of " + ", ".join(METHODS))
+        if self.method == "numeric" and not self.reason:
+            raise SeqgradValueError("reason", self.reason, "a documented reason why only a numeric check applies")
+
+    @property
+    def lhs(self):
+        """The left side (built on first use when given as a zero-argument function)."""
+        if callable(self.lhs_) and not isinstance(self.lhs_, sp.Basic):
+            self.lhs_ = self.lhs_()
+        return self.lhs_
+
+    @property
+    def rhs(self):
+        if callable(self.rhs_) and not isinstance(self.rhs_, sp.Basic):
+            self.rhs_ = self.rhs_()
+        return self.rhs_
+
+    def prove(self) -> Proof:
+        """Run the exact proof (for ``method="numeric"`` this is the numeric check's verdict)."""
+        start = time.perf_counter()
+        proof = self.prover()
+        proof.seconds = time.perf_counter() - start
+        return proof
+
+    def check_numeric(self, seed: int = 0) -> NumericResult:
+        """Evaluate both sides numerically, independently of the proof."""
+        return self.numeric(random.Random(f"{self.name}:{seed}"))
+
+    def statement(self):
+        """The statement as a SymPy relation (``Eq`` or ``Ne``)."""
+        lhs, rhs = _sym(self.lhs), _sym(self.rhs)
+        if self.relation == "=":
+            return sp.Eq(lhs, rhs, evaluate=False)
+        return sp.Ne(lhs, rhs, evaluate=False)
+
+    def latex(self) -> str:
+        op = "=" if self.relation == "=" else r"\neq"
+        return f"{sp.latex(_sym(self.lhs))} {op} {sp.latex(_sym(self.rhs))}"
+
+    def __str__(self) -> str:
+        return f"{self.name} [{self.source}]: {self.title}\n  {sp.sstr(_sym(self.lhs))} {self.relation} {sp.sstr(_sym(self.rhs))}"
+
+
+def _sym(x):
+    if isinstance(x, (list, tuple)):
+        return sp.Matrix(x)
+    return x
+
+
+# --- exact simplifiers shared by the entries ---------------------------------------------------
+
+def pythagorean(expr):
+    """Exact trigonometric reduction: expand sums of angles, then replace sin(x)^2 by 1 - cos(x)^2."""
+    expr = sp.expand(sp.expand_trig(sp.expand_mul(expr)))
+    expr = expr.replace(lambda e: e.is_Pow and e.exp.is_Integer and e.exp >= 2 and isinstance(e.base, sp.sin),
+                        lambda e: (1 - sp.cos(e.base.args[0]) ** 2) ** (e.exp // 2) * sp.sin(e.base.args[0]) ** (e.exp % 2))
+    return sp.expand(expr)
+
+
+def angle_addition(expr):
+    """Exact: expand sines and cosines of sums of angles, then (if needed) the polynomial."""
+    reduced = sp.expand_trig(expr)
+    return reduced if reduced == 0 else sp.expand(reduced)
+
+
+def rational_zero(expr):
+    """Exact reduction of a rational function of exponentials: expand exponentials, cancel."""
+    return sp.cancel(sp.together(sp.expand(sp.powsimp(expr, combine="exp"), power_base=False, mul=True, log=False)))
+
+
+def reduce_all(residual, simplifier: Callable) -> tuple[bool, object]:
+    """Apply ``simplifier`` to every entry of ``residual``; True when every entry is exactly 0."""
+    if isinstance(residual, (sp.MatrixBase, list, tuple)):
+        entries = list(sp.Matrix(residual)) if not isinstance(residual, sp.MatrixBase) else list(residual)
+        reduced = [simplifier(e) for e in entries]
+        holds = all(r == 0 for r in reduced)
+        shape = residual.shape if isinstance(residual, sp.MatrixBase) else (len(entries), 1)
+        return holds, sp.Matrix(*shape, reduced) if not holds else sp.zeros(*shape)
+    reduced = simplifier(residual)
+    return reduced == 0, reduced
+
+
+def proof_by(residual_fn: Callable[[], object], simplifier: Callable, name: str) -> Callable[[], Proof]:
+    """A prover: build the residual lhs - rhs, reduce every entry with ``simplifier``."""
+
+    def prove() -> Proof:
+        holds, reduced = reduce_all(residual_fn(), simplifier)
+        return Proof(holds, f"simplification to zero ({name})", reduced)
+
+    return prove
+
+
+# --- numeric helpers ---------------------------------------------------------------------------
+
+def evaluate(exprs: Sequence, values: dict) -> list[float]:
+    """Evaluate SymPy expressions at ``values`` with ``mpmath`` (30 digits) and return floats."""
+    return compile_numeric(exprs, sorted(values, key=lambda s: s.name))(values)
+
+
+def compile_numeric(exprs: Sequence, symbols: Sequence) -> Callable[[dict], list[float]]:
+    """One ``lambdify`` (mpmath, common subexpressions shared) evaluating ``exprs`` at a dict of values."""
+    import mpmath
+
+    symbols = list(symbols)
+    fn = sp.lambdify(symbols, list(exprs), modules=["mpmath"], cse=True)
+
+    def run(values: dict) -> list[float]:
+        with mpmath.workdps(30):
+            return [float(x) for x in fn(*[mpmath.mpf(values[s]) for s in symbols])]
+
+    return run
+
+
+def random_values(symbols, rng: random.Random, low: float = -1.5, high: float = 1.5, positive=()) -> dict:
+    """Random values for ``symbols``; those in ``positive`` are drawn from [0.1, high]."""
+    positive = set(positive)
+    return {s: (rng.uniform(0.1, abs(high)) if s in positive else rng.uniform(low, high)) for s in symbols}
+
+
+def numeric_sides(lhs, rhs, rng: random.Random, trials: int = 3, positive=(), fixed: dict | None = None, low=-1.5, high=1.5) -> NumericResult:
+    """Evaluate both sides at ``trials`` random points of their free symbols."""
+    lhs_l, rhs_l = _flat(lhs), _flat(rhs)
+    free = sorted(set().union(*[sp.sympify(e).free_symbols for e in lhs_l + rhs_l]) - set(fixed or {}), key=lambda s: s.name)
+    fn = compile_numeric(lhs_l + rhs_l, free + sorted(fixed or {}, key=lambda s: s.name))
+    computed, reference = [], []
+    for _ in range(trials):
+        values = random_values(free, rng, low, high, positive)
+        values.update(fixed or {})
+        both = fn(values)
+        computed += both[:len(lhs_l)]
+        reference += both[len(lhs_l):]
+    return NumericResult(computed, reference, "policy", None, f"both sides at {trials} random points ({len(free)} symbols)")
+
+
+def _flat(x) -> list:
+    if isinstance(x, sp.MatrixBase):
+        return list(x)
+    if isinstance(x, (list, tuple)):
+        return [e for item in x for e in _flat(item)]
+    return [x]
+
+
+# --- the registry -----------------------------------------------------------------------------
+
+def entries() -> list[Identity]:
+    """Every catalogue entry, in catalogue order (built on first use)."""
+    global _ENTRIES
+    if _ENTRIES is None:
+        from . import attention, counting, layernorm, positional, residual, softmax
+
+        built: list[Identity] = []
+        for module in (positional, softmax, attention, layernorm, residual, counting):
+            built += module.identities()
+        names = [e.name for e in built]
+        duplicates = {n for n in names if names.count(n) > 1}
+        if duplicates:
+            raise SeqgradValueError("catalogue", sorted(duplicates), "unique entry names")
+        _ENTRIES = built
+    return list(_ENTRIES)
+
+
+_ENTRIES: list[Identity] | None = None
+
+
+def get(name: str) -> Identity:
+    """The entry called ``name``."""
+    for entry in entries():
+        if entry.name == name:
+            return entry
+    raise SeqgradValueError("name", name, "the name of a catalogue entry (see seqgrad identities)")
+
+
+def select(pattern: str | None) -> list[Identity]:
+    """Entries whose name matches ``pattern`` (a glob, or a substring)."""
+    import fnmatch
+
+    items = entries()
+    if not pattern:
+        return items
+    glob = pattern if any(ch in pattern for ch in "*?[") else f"*{pattern}*"
+    chosen = [e for e in items if fnmatch.fnmatchcase(e.name, glob)]
+    if not chosen:
+        raise SeqgradValueError("pattern", pattern, "a pattern matching at least one catalogue entry")
+    return chosen
+
+
+def markdown() -> str:
+    """docs/catalogue.md: every entry with its source, statement and proof method."""
+    lines = [
+        "# The identity catalogue",
+        "",
+        "<!-- GENERATED by `python -m derive.catalogue --markdown > docs/catalogue.md`; do not edit by hand. -->",
+        "",
+        "Every Transformer identity of the course texts, as one entry of `derive.catalogue`.",
+        "`seqgrad identities` proves and numerically checks each; `seqgrad check` runs them as the group `identities`.",
+        "",
+        "Proof methods: **simplify** reduces `lhs - rhs` to zero exactly with the named simplifier;",
+        "**counterexample** shows a failure at an exact point; **numeric** applies only where the",
+        "reason column says why (for example numbers printed to 3 significant figures).",
+        "",
+        "| name | source | statement | method |",
+        "|---|---|---|---|",
+    ]
+    for e in entries():
+        method = e.method + (f" ({e.simplifier})" if e.simplifier else "") + (f": {e.reason}" if e.reason else "")
+        lines.append(f"| `{e.name}` | {e.source} | {e.title} | {method} |")
+    lines += ["", "## Statements", ""]
+    for e in entries():
+        statement = e.latex()
+        if len(statement) > 1500:
+            statement = statement[:1500] + r" \ldots"
+        lines += [f"### `{e.name}`", "", f"{e.title} ({e.source}).", "", "$$", statement, "$$", ""]
+        if e.symbols_note:
+            lines += [e.symbols_note, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m derive.catalogue", description="print the identity catalogue")
+    parser.add_argument("--markdown", action="store_true", help="print docs/catalogue.md")
+    args = parser.parse_args(argv)
+    if args.markdown:
+        sys.stdout.write(markdown())
+    else:
+        for e in entries():
+            print(e)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,221 @@
+"""LayerNorm over the features of one row and its Jacobian in closed form.
+
+Seed 000 L971-L975: population statistics over the d features of one row,
+eps inside the square root (torch.nn.LayerNorm)::
+
+    mu = (1/d) sum_c h_c,   sigma^2 = (1/d) sum_c (h_c - mu)^2,   s = sqrt(sigma^2 + eps)
+    xhat_c = (h_c - mu) / s,   LN(h)_c = gamma_c xhat_c + beta_c
+
+Closed-form Jacobian: dLN_i/dh_j = (gamma_i / s) (delta_ij - 1/d - xhat_i xhat_j / d).
+
+:meth:`LayerNorm.derive` obtains it over the named intermediates mu, sigma^2
+and s (chain rule on their local definitions), which stays fast at d = 64;
+:meth:`LayerNorm.jacobian_direct` differentiates the fully substituted
+expression (the slow baseline).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import sympy as sp
+
+from seqgrad import validate
+from seqgrad.errors import SeqgradTypeError, SeqgradValueError
+
+from .catalogue import Derivation, Identity, Proof, numeric_sides, proof_by
+
+EPS = sp.Symbol("epsilon", positive=True)
+
+
+def check_eps(eps) -> sp.Expr:
+    """eps must be a number > 0 or a SymPy symbol declared positive (eps <= 0 leaves 0/0 for a constant row)."""
+    if isinstance(eps, bool):
+        raise SeqgradTypeError("eps", eps, "a number > 0 or a positive SymPy symbol")
+    if isinstance(eps, numbers.Real) and not isinstance(eps, sp.Basic):
+        eps = validate.real("eps", eps)
+        if eps <= 0:
+            raise SeqgradValueError("eps", eps, "a number > 0 (eps sits inside the square root; eps <= 0 divides 0 by 0 on a constant row)")
+        return sp.nsimplify(eps, rational=True)
+    eps = sp.sympify(eps) if not isinstance(eps, sp.Basic) else eps
+    if eps.is_positive is not True:
+        raise SeqgradValueError("eps", eps, "a number > 0 or a SymPy expression known to be positive (Symbol(..., positive=True))")
+    return eps
+
+
+def radical_zero(expr):
+    """Exact: name each radical base b (b**(n/2) -> B**n), then cancel the rational function."""
+    bases = {p.base for p in expr.atoms(sp.Pow) if p.exp.is_Rational and not p.exp.is_Integer and p.exp.q == 2}
+    names = {b: sp.Dummy("B", positive=True) for b in sorted(bases, key=sp.default_sort_key)}
+    replaced = expr.replace(lambda e: e.is_Pow and e.base in names and e.exp.is_Rational,
+                            lambda e: names[e.base] ** (e.exp * 2))
+    return sp.cancel(sp.together(sp.expand(replaced)))
+
+
+class LayerNorm(Derivation):
+    """LN over d features with symbols h_c, gamma_c, beta_c (or given values) and eps (default the symbol epsilon)."""
+
+    def __init__(self, d: int, eps=EPS, gamma=None, beta=None, h=None, name: str = "h"):
+        self.d = validate.integer("d", d, minimum=1)
+        self.eps = check_eps(eps)
+        self.h = list(sp.symbols(f"{name}_0:{d}", real=True)) if h is None else self._vector("h", h)
+        self.gamma = list(sp.symbols(f"gamma_0:{d}", real=True)) if gamma is None else self._vector("gamma", gamma)
+        self.beta = list(sp.symbols(f"beta_0:{d}", real=True)) if beta is None else self._vector("beta", beta)
+        self.mu = sp.Add(*self.h) / self.d
+        self.var = sp.Add(*[(x - self.mu) ** 2 for x in self.h]) / self.d
+        self.s = sp.sqrt(self.var + self.eps)
+        self.xhat = [(x - self.mu) / self.s for x in self.h]
+        self.y = sp.Matrix([g * x + b for g, x, b in zip(self.gamma, self.xhat, self.beta)])
+
+    def _vector(self, argument, values) -> list:
+        values = list(values)
+        if len(values) != self.d:
+            raise SeqgradValueError(argument, values, f"a vector of length d={self.d}")
+        return [sp.sympify(v) for v in values]
+
+    def __call__(self) -> sp.Matrix:
+        return self.y
+
+    def jacobian(self) -> sp.Matrix:
+        """The closed form (gamma_i / s)(delta_ij - 1/d - xhat_i xhat_j / d)."""
+        d = self.d
+        return sp.Matrix(d, d, lambda i, j: self.gamma[i] / self.s * (sp.KroneckerDelta(i, j) - sp.Rational(1, d) - self.xhat[i] * self.xhat[j] / d))
+
+    def jacobian_direct(self) -> sp.Matrix:
+        """Plain differentiation of the fully substituted expression (slow for large d)."""
+        return self.y.jacobian(self.h)
+
+    def derive(self) -> "Derived":
+        """The Jacobian by the chain rule over named intermediates mu, v = sigma^2 and s, proved equal to the closed form.
+
+        The local derivatives come from SymPy's ``diff`` of each definition; the
+        chain rule is assembled, and compared with the closed form, in SymPy's
+        sparse polynomial ring over the symbols (with u = 1/s as one generator),
+        where an entry is zero exactly when its residual polynomial is.
+        """
+        from sympy.polys.domains import QQ
+        from sympy.polys.rings import ring
+
+        d = self.d
+        mu, v, s = sp.Symbol("mu", real=True), sp.Symbol("v", nonnegative=True), sp.Symbol("s", positive=True)
+        u = sp.Symbol("u", positive=True)  # u = 1/s
+        # local definitions and their derivatives
+        mu_def = sp.Add(*self.h) / d
+        v_def = sp.Add(*[(x - mu) ** 2 for x in self.h]) / d
+        s_def = sp.sqrt(v + self.eps)
+        dmu = [sp.diff(mu_def, x) for x in self.h]                  # d mu / d h_j = 1/d
+        # d v / d mu = -(2/d) sum_c (h_c - mu), which is exactly 0 once mu is the mean
+        dv_dmu = sp.expand(sp.diff(v_def, mu).subs(mu, mu_def))
+        # only the j-th square of v contains h_j (mu is its own symbol here), so d v / d h_j|_mu is its derivative
+        dv = [sp.diff((x - mu) ** 2 / d, x) + dv_dmu * dm for x, dm in zip(self.h, dmu)]   # 2 (h_j - mu) / d
+        ds_dv = sp.diff(s_def, v).subs(s_def, s)                    # 1 / (2 s)
+        # the ring: the centred intermediates c_i = h_i - mu and u = 1/s; LN = diag(gamma) xhat + beta, so
+        # J_LN = diag(gamma) J_xhat and the chain rule is assembled for J_xhat
+        c = list(sp.symbols(f"c_0:{d}", real=True))
+        R = ring(c + [u], QQ)[0]
+        centred = {x - mu: ci for x, ci in zip(self.h, c)}
+        to_ring = lambda e: R(sp.factor_terms(sp.sympify(e)).subs(s, 1 / u).subs(centred))
+        U, C = R(u), [R(ci) for ci in c]
+        DMU = [QQ(int(sp.fraction(x)[0]), int(sp.fraction(x)[1])) for x in dmu]
+        DS = [to_ring(ds_dv * x) for x in dv]
+        J, closed, holds = [], [], dv_dmu == 0
+        third = QQ(1, d)
+        for i in range(d):
+            row_J, row_C = [], []
+            for j in range(d):
+                delta = 1 if i == j else 0
+                # chain rule: d xhat_i / d h_j for xhat_i = (h_i - mu) u
+                Jij = (delta - DMU[j]) * U - C[i] * U ** 2 * DS[j]
+                Cij = U * (delta - third) - C[i] * C[j] * U ** 3 * third
+                holds = holds and (Jij - Cij) == 0
+                row_J.append(Jij)
+                row_C.append(Cij)
+            J.append(row_J)
+            closed.append(row_C)
+        back = {u: 1 / s, **{ci: x - mu for x, ci in zip(self.h, c)}}
+        return Derived(self, J, closed, bool(holds), back, {s: s_def}, {mu: self.mu, v: self.var})
+
+    def latex(self) -> str:
+        return (r"\frac{\partial\,\mathrm{LN}(\mathbf h)_i}{\partial h_j} = \frac{\gamma_i}{\sqrt{\sigma^2+\epsilon}}"
+                r"\left(\delta_{ij} - \frac1{" + str(self.d) + r"} - \frac{\hat x_i\hat x_j}{" + str(self.d) + r"}\right),\quad "
+                r"\hat x_i = \frac{h_i-\mu}{\sqrt{\sigma^2+\epsilon}}")
+
+    def __repr__(self) -> str:
+        return f"LayerNorm(d={self.d}, eps={self.eps})"
+
+
+class Derived(Derivation):
+    """The result of :meth:`LayerNorm.derive`: J over the intermediates, the closed form, and whether they agree."""
+
+    def __init__(self, ln, J, closed, holds, *definitions):
+        self.ln, self._J, self._closed, self.holds, self.definitions = ln, J, closed, holds, definitions
+
+    def __bool__(self) -> bool:
+        return bool(self.holds)
+
+    @property
+    def J(self) -> sp.Matrix:
+        """J over the intermediates mu, v, s (SymPy expressions)."""
+        return self._expr(self._J)
+
+    def _expr(self, rows) -> sp.Matrix:
+        gamma = self.ln.gamma
+        return sp.Matrix([[gamma[i] * e.as_expr().xreplace(self.definitions[0]) for e in row] for i, row in enumerate(rows)])
+
+    @property
+    def closed(self) -> sp.Matrix:
+        return self._expr(self._closed)
+
+    def substituted(self) -> sp.Matrix:
+        """J with s, then mu and v, replaced by their definitions in h."""
+        out = self.J
+        for defs in self.definitions[1:]:
+            out = out.subs(defs)
+        return out
+
+    def latex(self) -> str:
+        return self.ln.latex()
+
+    def __repr__(self) -> str:
+        return f"Derived(LayerNorm d={self.ln.d}: J = closed form {'proved' if self.holds else 'NOT proved'})"
+
+
+def identities() -> list[Identity]:
+    out = []
+    from functools import lru_cache
+
+    ln = LayerNorm(3)
+    J3 = lru_cache(None)(lambda: (ln.jacobian_direct(), ln.jacobian()))
+    out.append(Identity(
+        "layernorm-jacobian", "seed 000 L971-975 (LN definition); derived Jacobian",
+        "d LN(h) / dh = diag(gamma)/s (I - 11^T/d - xhat xhat^T/d), population variance, eps inside the root (d = 3)",
+        lambda: J3()[0], lambda: J3()[1], "simplify", lambda: proof_by(lambda: J3()[0] - J3()[1], radical_zero, "name the radical, cancel")(),
+        lambda rng: numeric_sides(J3()[0], J3()[1], rng, positive=[EPS]), simplifier="name the radical, cancel"))
+    ln8 = LayerNorm(8)
+    out.append(Identity(
+        "layernorm-jacobian-intermediates", "seed 000 L971-975; chain rule over mu, sigma^2, s",
+        "the Jacobian by the chain rule over named intermediates equals the closed form (d = 8)",
+        lambda: ln8.derive().J, lambda: ln8.derive().closed, "simplify",
+        lambda: Proof(ln8.derive().holds, "simplification to zero (name the radical, cancel) over intermediates", sp.Integer(0)),
+        lambda rng: numeric_sides(ln8.derive().substituted(), ln8.jacobian(), rng, positive=[EPS]),
+        simplifier="name the radical, cancel"))
+    ln4 = LayerNorm(4, gamma=[1] * 4, beta=[0] * 4)
+    mean = sp.Add(*ln4.y) / 4
+    out.append(Identity(
+        "layernorm-mean-zero", "seed 000 L979-981 (gamma = 1, beta = 0: mean 0)", "mean_c LN(h)_c = 0 with gamma = 1, beta = 0 (d = 4)",
+        mean, sp.Integer(0), "simplify", proof_by(lambda: mean, radical_zero, "name the radical, cancel"),
+        lambda rng: numeric_sides(mean, sp.Integer(0), rng, positive=[EPS]), simplifier="name the radical, cancel"))
+    var_out = sp.Add(*[x ** 2 for x in ln4.y]) / 4
+    target = ln4.var / (ln4.var + EPS)
+    out.append(Identity(
+        "layernorm-variance", "seed 000 L981 (variance sigma^2 / (sigma^2 + eps), slightly below 1)",
+        "mean_c LN(h)_c^2 = sigma^2 / (sigma^2 + eps) with gamma = 1, beta = 0 (d = 4)", var_out, target, "simplify",
+        proof_by(lambda: var_out - target, radical_zero, "name the radical, cancel"),
+        lambda rng: numeric_sides(var_out, target, rng, positive=[EPS]), simplifier="name the radical, cancel"))
+    a = sp.Symbol("a", real=True)
+    const = LayerNorm(5, h=[a] * 5)
+    out.append(Identity(
+        "layernorm-constant-row", "seed 000 L981 (a constant row maps to beta)", "LN(a, a, ..., a) = beta for eps > 0 (d = 5)",
+        const.y, sp.Matrix(const.beta), "simplify", proof_by(lambda: const.y - sp.Matrix(const.beta), sp.simplify, "simplify"),
+        lambda rng: numeric_sides(const.y, sp.Matrix(const.beta), rng, positive=[EPS]), simplifier="exact substitution"))
+    return out

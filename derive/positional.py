@@ -1,0 +1,407 @@
+"""Sinusoidal positional encodings and their shift identity PE(pos + k) = R(k) PE(pos).
+
+The course rule (seed 000, L530; seed 001, l.95): ``omega_j = base^(-2 floor(j/2) / d)``,
+sine on even j and cosine on odd j ("interleaved").  The other layout found in
+the wild puts every sine first and every cosine second ("half").  For odd d
+one sine coordinate has no cosine partner: it gets no rotation, and
+:func:`unpaired_has_no_scalar_shift` proves that no scalar a(k) can shift it.
+
+PE vectors are SymPy column matrices (d x 1); R(k) acts on the left.  The text
+stores positions as rows, so its form is ``p_{t+k} = p_t R(k)^T``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from seqgrad import validate
+from seqgrad.errors import SeqgradValueError
+
+from .catalogue import Derivation, Identity, NumericResult, Proof, angle_addition, numeric_sides, proof_by, pythagorean
+
+LAYOUTS = ("interleaved", "half")
+pos = sp.Symbol("pos", real=True)
+k = sp.Symbol("k", real=True)
+q = sp.Symbol("q", real=True)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One sin/cos pair: the coordinates that hold sin(pos omega) and cos(pos omega)."""
+
+    i: int
+    sin_index: int
+    cos_index: int
+    omega: sp.Expr
+
+
+class Sinusoidal(Derivation):
+    """The sinusoidal encoding of width ``d`` (even or odd) with frequency ``base``."""
+
+    def __init__(self, d: int, base=10000, layout: str = "interleaved"):
+        self.d = validate.integer("d", d, minimum=1)
+        if isinstance(base, bool) or not isinstance(base, (int, sp.Integer, sp.Rational)) or sp.Rational(base) <= 1:
+            raise SeqgradValueError("base", base, "an integer or rational number > 1")
+        self.base = sp.Rational(base)
+        self.layout = validate.choice("layout", layout, LAYOUTS)
+        self._omegas: dict[int, sp.Expr] = {}
+        n_sin = (self.d + 1) // 2
+        if self.layout == "interleaved":
+            self._sin = [2 * i for i in range(n_sin)]
+            self._cos = [2 * i + 1 for i in range(self.d // 2)]
+        else:
+            self._sin = list(range(n_sin))
+            self._cos = [n_sin + i for i in range(self.d // 2)]
+
+    # --- the definition ---
+    def omega_i(self, i: int) -> sp.Expr:
+        """Frequency of pair i: base^(-2i/d) (radians per position)."""
+        if i not in self._omegas:
+            self._omegas[i] = self.base ** sp.Rational(-2 * i, self.d)
+        return self._omegas[i]
+
+    def omega(self, j: int) -> sp.Expr:
+        """Frequency of coordinate j (the text's omega_j = base^(-2 floor(j/2)/d) when interleaved)."""
+        return self.omega_i(self._pair_of(j))
+
+    def _pair_of(self, j: int) -> int:
+        j = validate.integer("j", j, minimum=0, maximum=self.d - 1)
+        return self._sin.index(j) if j in self._sin else self._cos.index(j)
+
+    def coordinate(self, position, j: int) -> sp.Expr:
+        """PE(position, j)."""
+        arg = sp.expand_mul(sp.sympify(position) * self.omega(j))
+        # sin/cos of a symbolic angle with no sign to extract evaluate to themselves; skipping that
+        # no-op evaluation keeps d = 512 fast (the object is identical either way)
+        evaluate = bool(arg.is_number or arg.could_extract_minus_sign() or arg.has(sp.pi))
+        return (sp.sin if j in self._sin else sp.cos)(arg, evaluate=evaluate)
+
+    def vector(self, position=pos) -> sp.Matrix:
+        """PE(position) as a d x 1 column."""
+        return sp.Matrix([self.coordinate(position, j) for j in range(self.d)])
+
+    __call__ = vector
+
+    def pairs(self) -> list[Pair]:
+        return [Pair(i, self._sin[i], self._cos[i], self.omega_i(i)) for i in range(self.d // 2)]
+
+    def unpaired(self) -> int | None:
+        """The index of the sine coordinate with no cosine partner (odd d), else None."""
+        return self._sin[-1] if self.d % 2 else None
+
+    def partner(self, j: int) -> int:
+        """The other coordinate of j's sin/cos pair; refuses the unpaired coordinate."""
+        i = self._pair_of(j)
+        if j == self.unpaired():
+            raise SeqgradValueError("j", j, f"a coordinate with a sin/cos partner; for odd d={self.d} coordinate {j} "
+                                            "is an unpaired sine with no rotation (see unpaired_has_no_scalar_shift)")
+        return self._cos[i] if j in self._sin else self._sin[i]
+
+    def wavelength(self, i: int) -> sp.Expr:
+        """2 pi / omega_i = 2 pi base^(2i/d): the period (in positions) of pair i."""
+        i = validate.integer("i", i, minimum=0, maximum=(self.d + 1) // 2 - 1)
+        return 2 * sp.pi * self.base ** sp.Rational(2 * i, self.d)
+
+    # --- the rotation ---
+    def rotation_block(self, j: int, shift=k) -> sp.Matrix:
+        """The 2 x 2 rotation of the pair holding coordinate j: (sin, cos) at pos+k from (sin, cos) at pos."""
+        self.partner(j)
+        return _block(self.omega(j), shift)
+
+    def rotation(self, shift=k) -> "Rotation":
+        return Rotation(self, sp.sympify(shift))
+
+    def shift_identity(self) -> "ShiftIdentity":
+        return ShiftIdentity(self)
+
+    def latex(self) -> str:
+        rows = [sp.latex(self.coordinate(pos, j)) for j in range(self.d)]
+        return r"\mathrm{PE}(\mathrm{pos}) = \left(" + ",\\ ".join(rows) + r"\right)^{\top}"
+
+    def __repr__(self) -> str:
+        return f"Sinusoidal(d={self.d}, base={self.base}, layout={self.layout!r})"
+
+
+def _block(omega, shift) -> sp.Matrix:
+    a = sp.expand_mul(sp.sympify(shift) * omega)
+    evaluate = bool(a.is_number or a.could_extract_minus_sign())
+    c, s = sp.cos(a, evaluate=evaluate), sp.sin(a, evaluate=evaluate)
+    return sp.Matrix([[c, s], [-s, c]])
+
+
+class Rotation(Derivation):
+    """R(k): block-diagonal 2 x 2 rotations acting on the paired coordinates (in coordinate order)."""
+
+    def __init__(self, pe: Sinusoidal, shift):
+        self.pe, self.shift = pe, shift
+        self.blocks = [(p, _block(p.omega, shift)) for p in pe.pairs()]
+        self.coordinates = sorted([p.sin_index for p in pe.pairs()] + [p.cos_index for p in pe.pairs()])
+
+    def matrix(self) -> sp.Matrix:
+        """The full matrix over the paired coordinates (d x d for even d, (d-1) x (d-1) for odd d)."""
+        where = {j: n for n, j in enumerate(self.coordinates)}
+        n = len(self.coordinates)
+        R = sp.zeros(n, n)
+        for p, B in self.blocks:
+            idx = (where[p.sin_index], where[p.cos_index])
+            for a in range(2):
+                for b in range(2):
+                    R[idx[a], idx[b]] = B[a, b]
+        return R
+
+    def apply(self, v: sp.Matrix) -> sp.Matrix:
+        """R v over the paired coordinates, block by block (never forms the dense product)."""
+        out = {}
+        for p, B in self.blocks:
+            s, c = v[p.sin_index], v[p.cos_index]
+            out[p.sin_index] = B[0, 0] * s + B[0, 1] * c
+            out[p.cos_index] = B[1, 0] * s + B[1, 1] * c
+        return sp.Matrix([out[j] for j in self.coordinates])
+
+    def free_symbols(self):
+        return set().union(*[B.free_symbols for _, B in self.blocks]) if self.blocks else set()
+
+    def latex(self) -> str:
+        parts = [sp.latex(B) for _, B in self.blocks[:4]]
+        more = r",\ \ldots" if len(self.blocks) > 4 else ""
+        return r"R(" + sp.latex(self.shift) + r") = \operatorname{blockdiag}\left(" + ",\\ ".join(parts) + more + r"\right)"
+
+    def __repr__(self) -> str:
+        return f"Rotation(d={self.pe.d}, layout={self.pe.layout!r}, shift={self.shift}, blocks={len(self.blocks)})"
+
+
+@dataclass
+class ShiftReport:
+    """What :meth:`ShiftIdentity.prove` established, property by property."""
+
+    shift: bool
+    orthogonal: bool
+    determinant_one: bool
+    composition: bool
+    pos_independent: bool
+    unpaired: int | None
+    unpaired_no_scalar: bool | None
+
+    @property
+    def holds(self) -> bool:
+        parts = [self.shift, self.orthogonal, self.determinant_one, self.composition, self.pos_independent]
+        return all(parts) and self.unpaired_no_scalar in (None, True)
+
+    def __bool__(self) -> bool:
+        return self.holds
+
+    def __str__(self) -> str:
+        lines = [f"PE(pos+k) = R(k) PE(pos) on the paired coordinates: {self.shift}",
+                 f"R(k)^T R(k) = I: {self.orthogonal}", f"det R(k) = 1: {self.determinant_one}",
+                 f"R(a) R(b) = R(a+b): {self.composition}", f"R(k) independent of pos: {self.pos_independent}"]
+        if self.unpaired is not None:
+            lines.append(f"coordinate {self.unpaired} is an unpaired sine: no rotation; no scalar a(k) shifts it: {self.unpaired_no_scalar}")
+        return "\n".join(lines)
+
+
+class ShiftIdentity(Derivation):
+    """PE(pos + k) = R(k) PE(pos), proved exactly for symbolic pos and k."""
+
+    def __init__(self, pe: Sinusoidal):
+        self.pe = pe
+        self.R = pe.rotation(k)
+
+    def residual(self) -> sp.Matrix:
+        """PE(pos + k) - R(k) PE(pos) over the paired coordinates (before simplification)."""
+        shifted = self.pe.vector(pos + k)
+        return sp.Matrix([shifted[j] for j in self.R.coordinates]) - self.R.apply(self.pe.vector(pos))
+
+    def prove(self) -> ShiftReport:
+        """Prove every property exactly: the shift, orthogonality, det 1, composition, pos-independence."""
+        a, b = sp.symbols("a b", real=True)
+        shift = all(angle_addition(e) == 0 for e in self.residual())
+        orthogonal = determinant = composition = True
+        for p, B in self.R.blocks:
+            orthogonal &= all(pythagorean(e) == 0 for e in (B.T * B - sp.eye(2)))
+            determinant &= pythagorean(B.det() - 1) == 0
+            composition &= all(pythagorean(e) == 0 for e in (_block(p.omega, a) * _block(p.omega, b) - _block(p.omega, a + b)))
+        unpaired = self.pe.unpaired()
+        no_scalar = unpaired_has_no_scalar_shift(self.pe).holds if unpaired is not None else None
+        return ShiftReport(shift, orthogonal, determinant, composition, pos not in self.R.free_symbols(), unpaired, no_scalar)
+
+    def latex(self) -> str:
+        lhs = sp.MatrixSymbol(r"\mathrm{PE}(\mathrm{pos}+k)", 1, 1)
+        lines = [r"\mathrm{PE}(\mathrm{pos}+k) &= R(k)\,\mathrm{PE}(\mathrm{pos}),",
+                 r"R(k) &= \operatorname{blockdiag}_i \begin{pmatrix}\cos k\omega_i & \sin k\omega_i\\ -\sin k\omega_i & \cos k\omega_i\end{pmatrix},\quad "
+                 + r"\omega_i = " + sp.latex(self.pe.base) + r"^{-2i/" + str(self.pe.d) + "}"]
+        for p, B in self.R.blocks[:2]:
+            v = sp.Matrix([self.pe.coordinate(pos, p.sin_index), self.pe.coordinate(pos, p.cos_index)])
+            w = sp.Matrix([self.pe.coordinate(pos + k, p.sin_index), self.pe.coordinate(pos + k, p.cos_index)])
+            lines.append(sp.latex(w) + " &= " + sp.latex(B) + sp.latex(v))
+        del lhs
+        if self.pe.unpaired() is not None:
+            lines.append(r"\text{coordinate } " + str(self.pe.unpaired()) + r" &: \text{unpaired sine, no rotation}")
+        return r"\begin{aligned}" + r"\\ ".join(lines) + r"\end{aligned}"
+
+    def __repr__(self) -> str:
+        return f"ShiftIdentity({self.pe!r})"
+
+
+class NoScalarShift(Derivation):
+    """For the unpaired sine s(pos) = sin(pos omega): no a(k) gives s(pos + k) = a(k) s(pos) for all pos.
+
+    Proof: at pos = 0 the right side is a(k) sin 0 = 0 whatever a(k) is, so the
+    claim needs sin(k omega) = 0 for every k; but at k = 1, 0 < omega <= 1 < pi
+    gives sin(omega) > 0.
+    """
+
+    def __init__(self, pe: Sinusoidal):
+        j = pe.unpaired()
+        if j is None:
+            raise SeqgradValueError("d", pe.d, "an odd width (only odd d has an unpaired sine coordinate)")
+        self.pe, self.j, self.omega = pe, j, pe.omega(j)
+        self.a = sp.Function("a")
+
+    @property
+    def holds(self) -> bool:
+        at_zero = (self.pe.coordinate(pos + k, self.j) - self.a(k) * self.pe.coordinate(pos, self.j)).subs(pos, 0)
+        needed = sp.simplify(at_zero)  # = sin(k omega): a(k) has dropped out
+        witness = needed.subs(k, 1)
+        in_open_interval = bool(sp.And(self.omega > 0, self.omega < sp.pi))
+        return self.a(k) not in needed.atoms(sp.Function) and in_open_interval and witness == sp.sin(self.omega) and bool(witness > 0)
+
+    def latex(self) -> str:
+        w = sp.latex(self.omega)
+        return (r"\sin\big((\mathrm{pos}+k)" + w + r"\big) = a(k)\sin(\mathrm{pos}\," + w + r")\ \forall\,\mathrm{pos}"
+                r"\ \Rightarrow\ \sin(k" + w + r") = 0\ \forall k,\ \text{but}\ \sin(" + w + r") > 0")
+
+
+def unpaired_has_no_scalar_shift(pe: Sinusoidal) -> NoScalarShift:
+    return NoScalarShift(pe)
+
+
+def dot_product(pe: Sinusoidal, p=pos, other=q):
+    """PE(p) . PE(other), as built from the coordinates."""
+    return sum((a * b for a, b in zip(pe.vector(p), pe.vector(other))), sp.Integer(0))
+
+
+def dot_product_offset_form(pe: Sinusoidal, p=pos, other=q):
+    """sum over pairs of cos((p - other) omega_i), plus the unpaired sin(p w) sin(other w) for odd d."""
+    total = sum((sp.cos(sp.expand_mul((p - other) * pr.omega)) for pr in pe.pairs()), sp.Integer(0))
+    j = pe.unpaired()
+    if j is not None:
+        total += pe.coordinate(p, j) * pe.coordinate(other, j)
+    return total
+
+
+# --- catalogue entries ---
+
+def identities() -> list[Identity]:
+    """The positional-encoding entries of the catalogue (statements are built on first use)."""
+    from functools import lru_cache
+
+    S0 = "seed 001 l.95, l.110-112, l.238 (task 21); seed 000 L530-544"
+    out = []
+    for d, layout in ((8, "interleaved"), (8, "half"), (5, "interleaved"), (5, "half")):
+        @lru_cache(None)
+        def sides(d=d, layout=layout):
+            pe = Sinusoidal(d, layout=layout)
+            ident = ShiftIdentity(pe)
+            R = ident.R
+            lhs = sp.Matrix([pe.vector(pos + k)[j] for j in R.coordinates])
+            rhs = R.matrix() * sp.Matrix([pe.vector(pos)[j] for j in R.coordinates])
+            return ident, lhs, rhs
+
+        note = "" if d % 2 == 0 else "Coordinate 4 is the unpaired sine: it is left out of R(k)."
+        out.append(Identity(
+            f"pe-shift-d{d}-{layout}", S0, f"PE(pos+k) = R(k) PE(pos), d={d}, {layout} layout, symbolic pos and k",
+            lambda sides=sides: sides()[1], lambda sides=sides: sides()[2], "simplify",
+            lambda sides=sides: proof_by(sides()[0].residual, angle_addition, "angle addition")(),
+            lambda rng, sides=sides: numeric_sides(sides()[1], sides()[2], rng, low=-50, high=50), simplifier="angle addition",
+            symbols_note=note))
+
+    def rotation_props():
+        rep = ShiftIdentity(Sinusoidal(8)).prove()
+        ok = rep.orthogonal and rep.determinant_one and rep.composition and rep.pos_independent
+        return Proof(ok, "simplification to zero (Pythagorean reduction)", sp.Integer(0) if ok else str(rep), str(rep).replace("\n", "; "))
+
+    a, b = sp.symbols("a b", real=True)
+
+    @lru_cache(None)
+    def group():
+        pe = Sinusoidal(8)
+        Ra, Rb, Rab = pe.rotation(a).matrix(), pe.rotation(b).matrix(), pe.rotation(a + b).matrix()
+        lhs = sp.Matrix.vstack(Ra * Rb, Ra.T * Ra, sp.Matrix([[Ra.det()] + [0] * 7]))
+        rhs = sp.Matrix.vstack(Rab, sp.eye(8), sp.Matrix([[1] + [0] * 7]))
+        return lhs, rhs
+
+    out.append(Identity(
+        "pe-rotation-group", "seed 001 l.282 (rotation form derived, not in the text)",
+        "R(a) R(b) = R(a+b); R(k)^T R(k) = I, det R(k) = 1, R(k) free of pos (d=8)",
+        lambda: group()[0], lambda: group()[1], "simplify", rotation_props,
+        lambda rng: numeric_sides(group()[0], group()[1], rng, low=-20, high=20), simplifier="Pythagorean reduction"))
+    pe5 = Sinusoidal(5)
+    w4 = pe5.omega(4)
+    out.append(Identity(
+        "pe-unpaired-no-scalar", "seed 000 L544 (d=5: coordinate 4 has no pair relation)",
+        "odd d: no scalar a(k) gives PE(pos+k, 4) = a(k) PE(pos, 4); at pos=0 it would need sin(k w_4) = 0",
+        sp.sin(k * w4), sp.Integer(0), "counterexample",
+        lambda: Proof(NoScalarShift(pe5).holds, "counterexample at pos = 0, k = 1", sp.sin(w4), "sin(w_4) > 0 since 0 < w_4 < pi"),
+        lambda rng: NumericResult([abs(float(sp.sin(w4).evalf(30)))], [0.0], "differs", None,
+                                  "|sin(w_4)| must exceed the tolerance: the check passes when the sides differ"),
+        relation="!=", simplifier="substitution pos=0, k=1"))
+    for d in (8, 6):
+        dot = lru_cache(None)(lambda d=d: (dot_product(Sinusoidal(d)), dot_product_offset_form(Sinusoidal(d))))
+        out.append(Identity(
+            f"pe-dot-offset-d{d}", "derived (seed 001 digest: not in the text; Vaswani et al. 3.5)",
+            f"PE(p) . PE(q) = sum_i cos((p - q) w_i) depends only on p - q, d={d}", lambda dot=dot: dot()[0], lambda dot=dot: dot()[1],
+            "simplify", lambda dot=dot: proof_by(lambda: dot()[0] - dot()[1], angle_addition, "angle addition")(),
+            lambda rng, dot=dot: numeric_sides(dot()[0], dot()[1], rng, low=-30, high=30), simplifier="angle addition"))
+    for d in (8, 64):
+        norm = lru_cache(None)(lambda d=d: dot_product(Sinusoidal(d), pos, pos))
+        out.append(Identity(
+            f"pe-norm-d{d}", "derived (seed 001 l.95: every pair is (sin, cos) of one angle)",
+            f"||PE(pos)||^2 = d/2 for even d = {d}", norm, sp.Rational(d, 2), "simplify",
+            lambda norm=norm, d=d: proof_by(lambda: norm() - sp.Rational(d, 2), pythagorean, "Pythagorean reduction")(),
+            lambda rng, norm=norm, d=d: numeric_sides(norm(), sp.Rational(d, 2), rng, low=-100, high=100),
+            simplifier="Pythagorean reduction"))
+    shown = (0, 10, 31)
+
+    @lru_cache(None)
+    def wave():
+        pe = Sinusoidal(64)
+        lam = [pe.wavelength(i) for i in range(32)]
+        lhs = sp.Matrix([pe.coordinate(pos + lam[i], 2 * i) for i in shown] + [lam[0]])
+        rhs = sp.Matrix([pe.coordinate(pos, 2 * i) for i in shown] + [2 * sp.pi])
+        return pe, lam, lhs, rhs
+
+    def periodic():
+        pe, lam, _, _ = wave()
+        residual = sp.Matrix([pe.coordinate(pos + lam[i], 2 * i) - pe.coordinate(pos, 2 * i) for i in range(32)]
+                             + [lam[0] - 2 * sp.pi])
+        holds = all(e == 0 for e in residual.applyfunc(sp.expand_mul)) and bool(lam[-1] < 10000 * 2 * sp.pi)
+        return Proof(holds, "simplification to zero (periodicity of sin)", residual, "and lambda_31 < 10000 * 2 pi")
+
+    out.append(Identity(
+        "pe-wavelength", "seed 001 l.306 (wavelengths from 2 pi to about 10000 * 2 pi)",
+        "PE(pos + lambda_i, 2i) = PE(pos, 2i) for lambda_i = 2 pi 10000^(2i/d); lambda_0 = 2 pi; lambda_31 < 10000 * 2 pi (d=64)",
+        lambda: wave()[2], lambda: wave()[3], "simplify", periodic,
+        lambda rng: numeric_sides(wave()[2], wave()[3], rng, low=-100, high=100), simplifier="periodicity of sin"))
+    out.append(Identity(
+        "pe-p0", "seed 000 L536", "p_0 = (0, 1, 0, 1, 0) for D = 5", pe5.vector(0), sp.Matrix([0, 1, 0, 1, 0]), "simplify",
+        proof_by(lambda: pe5.vector(0) - sp.Matrix([0, 1, 0, 1, 0]), sp.simplify, "exact evaluation"),
+        lambda rng: NumericResult([float(x) for x in pe5.vector(0)], [0.0, 1.0, 0.0, 1.0, 0.0], "policy"),
+        simplifier="exact evaluation"))
+    printed = [0.141, -0.990, 0.0753, 0.997, 0.00189]
+    out.append(Identity(
+        "pe-p3-printed", "seed 000 L538", "p_3 ~ (0.141, -0.990, 0.0753, 0.997, 0.00189) for D = 5",
+        pe5.vector(3), sp.Matrix([sp.Float(x, 3) for x in printed]), "numeric",
+        lambda: _printed_proof(pe5.vector(3), printed),
+        lambda rng: NumericResult([float(x.evalf(20)) for x in pe5.vector(3)], printed, "printed"),
+        reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies"))
+    return out
+
+
+def _printed_proof(exact: sp.Matrix, printed: list[float]) -> Proof:
+    from seqgrad.sigfig import matches
+
+    values = [float(x.evalf(30)) for x in exact]
+    ok = all(matches(v, p) for v, p in zip(values, printed))
+    return Proof(ok, "numeric only: printed to 3 significant figures", sp.Matrix(values), f"computed {', '.join(f'{v:.6g}' for v in values)}")

@@ -1,0 +1,390 @@
+"""Jacobians of residual paths: plain, pre-norm, post-norm, the text's pre-norm encoder block, depth products.
+
+Seed 000 L1183-L1191, seed 001 l.130-152.  A branch F is a generic
+differentiable map (SymPy undefined functions f_i of all its inputs), so each
+identity holds for every branch, not for one chosen example::
+
+    y = h + F(h)             dy/dh = I + J_F                    (the "+1" of the residual)
+    y = h + F(LN(h))         dy/dh = I + J_F J_LN               (pre-norm)
+    y = LN(h + F(h))         dy/dh = J_LN (I + J_F)             (post-norm: even the bypass passes LN)
+    U = H + MHA(LN1(H)),  H' = U + MLP(LN2(U))
+                             dH'/dH = (I + J_MLP J_LN2)(I + J_MHA J_LN1)   (the second bypass carries U)
+    depth L:                 prod_{l=L..1} (I + J_l) = I + sum_l J_l + sum_{l>m} J_l J_m + ...  (He et al. 2016)
+    lambda-scaled shortcuts: prod (lambda I + J_l) has identity-path term lambda^L I
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import sympy as sp
+
+from seqgrad import validate
+
+from .catalogue import Derivation, Identity, numeric_sides, proof_by
+from .layernorm import EPS, LayerNorm
+
+
+def chain_rule_zero(expr):
+    """Exact: evaluate substitutions into derivatives of the undefined branches (Subs.doit), then expand."""
+    return sp.expand(expr.doit())
+
+
+def _symbols(name: str, n: int) -> list[sp.Symbol]:
+    return list(sp.symbols(f"{name}_0:{n}", real=True))
+
+
+class Branch:
+    """A generic branch F: R^n -> R^m, f_i(u_0, ..., u_{n-1}) undefined functions."""
+
+    def __init__(self, name: str, n_in: int, n_out: int | None = None):
+        self.name, self.n_in = name, n_in
+        self.n_out = n_in if n_out is None else n_out
+        self.f = [sp.Function(f"{name}_{i}") for i in range(self.n_out)]
+        self.u = list(sp.symbols(f"u_0:{n_in}", real=True))
+
+    def __call__(self, args) -> sp.Matrix:
+        args = list(args)
+        return sp.Matrix([f(*args) for f in self.f])
+
+    def jacobian_at(self, args) -> sp.Matrix:
+        """J_F evaluated at ``args``: d f_i / d u_j with u = args."""
+        J = sp.Matrix([[sp.diff(f(*self.u), uj) for uj in self.u] for f in self.f])
+        return J.subs(dict(zip(self.u, list(args))), simultaneous=True)
+
+
+def _ln_of(x, eps=EPS):
+    ln = LayerNorm(len(x), eps=eps, h=list(x), gamma=[1] * len(x), beta=[0] * len(x))
+    return ln
+
+
+class ResidualJacobian(Derivation):
+    """Jacobians of one residual wrapping of a generic branch over d features: plain, pre-norm or post-norm."""
+
+    PLACEMENTS = ("plain", "pre-norm", "post-norm")
+
+    def __init__(self, d: int = 2, placement: str = "plain"):
+        self.d = validate.integer("d", d, minimum=1, maximum=6)
+        self.placement = validate.choice("placement", placement, self.PLACEMENTS)
+        self.h = _symbols("h", d)
+        self.F = Branch("f", d)
+        h = sp.Matrix(self.h)
+        I = sp.eye(d)
+        if placement == "plain":
+            self.y = h + self.F(self.h)
+            self.closed = I + self.F.jacobian_at(self.h)
+            self.formula = "I + J_F"
+        elif placement == "pre-norm":
+            x = _ln_of(self.h).y
+            self.y = h + self.F(x)
+            self.closed = I + self.F.jacobian_at(x) * x.jacobian(self.h)
+            self.formula = r"I + J_F J_{\mathrm{LN}}"
+        else:
+            z = h + self.F(self.h)
+            self.y = _ln_of(list(z)).y
+            J_LN = _ln_of(_symbols("z", d)).y.jacobian(_symbols("z", d)).subs(dict(zip(_symbols("z", d), list(z))), simultaneous=True)
+            self.closed = J_LN * (I + self.F.jacobian_at(self.h))
+            self.formula = r"J_{\mathrm{LN}}\,(I + J_F)"
+
+    def jacobian(self) -> sp.Matrix:
+        """dy/dh by SymPy's own chain rule."""
+        return self.y.jacobian(self.h)
+
+    def residual(self) -> sp.Matrix:
+        return self.jacobian() - self.closed
+
+    def prove(self) -> bool:
+        return all(chain_rule_zero(e) == 0 for e in self.residual())
+
+    def latex(self) -> str:
+        lhs = {"plain": r"\mathbf y = \mathbf h + \mathcal F(\mathbf h)", "pre-norm": r"\mathbf y = \mathbf h + \mathcal F(\mathrm{LN}(\mathbf h))",
+               "post-norm": r"\mathbf y = \mathrm{LN}(\mathbf h + \mathcal F(\mathbf h))"}[self.placement]
+        return lhs + r",\qquad \frac{\partial\mathbf y}{\partial\mathbf h} = " + self.formula
+
+    def __repr__(self) -> str:
+        return f"ResidualJacobian(d={self.d}, placement={self.placement!r})"
+
+
+class EncoderBlock(Derivation):
+    """The text's pre-norm block on T rows of D features (seed 000 L946), branches generic.
+
+    X = LN1(H) row-wise, B_att = MHA(X) (every output may depend on every entry of X),
+    U = H + B_att, R = LN2(U) row-wise, B_mlp = MLP(R) (the same map on every row), H' = U + B_mlp.
+
+    U is a named intermediate (symbols u_{t,c}): the two residual updates are
+    differentiated separately and joined by the chain rule
+    dH'/dH = (dH'/dU)|_{U(H)} (dU/dH), every matrix over the flattened rows (index t*D + c).
+    """
+
+    def __init__(self, T: int = 2, D: int = 2):
+        self.T = validate.integer("T", T, minimum=1, maximum=3)
+        self.D = validate.integer("D", D, minimum=1, maximum=3)
+        n = T * D
+        I = sp.eye(n)
+        self.H = sp.Matrix(T, D, lambda t, c: sp.Symbol(f"h_{{{t},{c}}}", real=True))
+        self.Usym = sp.Matrix(T, D, lambda t, c: sp.Symbol(f"u_{{{t},{c}}}", real=True))
+        self.mha = Branch("a", n)
+        self.mlp = Branch("m", D)
+        # first update: U = H + MHA(LN1(H))
+        self.X = sp.Matrix([list(_ln_of(list(self.H.row(t))).y) for t in range(T)])
+        self.U = self.H + self.mha(list(self.X)).reshape(T, D)
+        self.J_LN1 = sp.diag(*[self.X.row(t).T.jacobian(list(self.H.row(t))) for t in range(T)])
+        self.J_MHA = self.mha.jacobian_at(list(self.X))
+        self.dU = sp.Matrix(list(self.U)).jacobian(list(self.H))
+        self.closed_1 = I + self.J_MHA * self.J_LN1
+        # second update, over the intermediate U: H' = U + MLP(LN2(U)); the bypass carries U
+        self.R = sp.Matrix([list(_ln_of(list(self.Usym.row(t))).y) for t in range(T)])
+        self.out_U = self.Usym + sp.Matrix([list(self.mlp(list(self.R.row(t)))) for t in range(T)])
+        self.J_LN2 = sp.diag(*[self.R.row(t).T.jacobian(list(self.Usym.row(t))) for t in range(T)])
+        self.J_MLP = sp.diag(*[self.mlp.jacobian_at(list(self.R.row(t))) for t in range(T)])
+        self.dOut = sp.Matrix(list(self.out_U)).jacobian(list(self.Usym))
+        self.closed_2 = I + self.J_MLP * self.J_LN2
+
+    def output(self) -> sp.Matrix:
+        """H' as a function of H (the intermediate U substituted)."""
+        return self.out_U.subs(dict(zip(list(self.Usym), list(self.U))), simultaneous=True)
+
+    def residual(self) -> sp.Matrix:
+        """[dU/dH - (I + J_MHA J_LN1); dH'/dU - (I + J_MLP J_LN2)]: both zero gives the block formula by the chain rule."""
+        return sp.Matrix.vstack(self.dU - self.closed_1, self.dOut - self.closed_2)
+
+    def numeric(self, rng):
+        """The block formula against central differences of the whole composed block (branches made concrete)."""
+        return _numeric_block(self, rng)
+
+    def latex(self) -> str:
+        return (r"\begin{aligned}\mathbf X &= \mathrm{LN}_1(\mathbf H),\ \mathbf U = \mathbf H + \mathrm{MHA}(\mathbf X),\ "
+                r"\mathbf R = \mathrm{LN}_2(\mathbf U),\ \mathbf H' = \mathbf U + \mathrm{MLP}(\mathbf R),\\"
+                r"\frac{\partial\,\mathrm{vec}\,\mathbf H'}{\partial\,\mathrm{vec}\,\mathbf H} &= "
+                r"\left(I + J_{\mathrm{MLP}}J_{\mathrm{LN}_2}\right)\left(I + J_{\mathrm{MHA}}J_{\mathrm{LN}_1}\right)\end{aligned}")
+
+    def __repr__(self) -> str:
+        return f"EncoderBlock(T={self.T}, D={self.D})"
+
+
+class DepthProduct(Derivation):
+    """prod_{l=L..1} (lambda I + J_l) and its expansion into paths (He et al. 2016)."""
+
+    def __init__(self, L: int = 3, d: int = 2, scale=1):
+        self.L = validate.integer("L", L, minimum=1, maximum=6)
+        self.d = validate.integer("d", d, minimum=1, maximum=4)
+        self.scale = sp.sympify(scale)
+        self.J = [sp.Matrix(d, d, lambda i, j, l=l: sp.Symbol(f"j^{{({l})}}_{{{i}{j}}}", real=True)) for l in range(1, L + 1)]
+        self.symbolic = [sp.MatrixSymbol(f"J_{l}", d, d) for l in range(1, L + 1)]
+
+    def product(self) -> sp.Matrix:
+        """(lambda I + J_L) ... (lambda I + J_1): later layers on the left."""
+        out = sp.eye(self.d)
+        for J in self.J:
+            out = (self.scale * sp.eye(self.d) + J) * out
+        return out
+
+    def expansion(self) -> sp.Matrix:
+        """sum over subsets S of layers of lambda^(L - |S|) prod_{l in S, descending} J_l."""
+        total = sp.zeros(self.d, self.d)
+        for r in range(self.L + 1):
+            for subset in itertools.combinations(range(self.L), r):
+                term = sp.eye(self.d) * self.scale ** (self.L - r)
+                for l in sorted(subset):
+                    term = self.J[l] * term
+                total += term
+        return total
+
+    def identity_path(self) -> sp.Matrix:
+        """The term with no branch: lambda^L I."""
+        return self.scale ** self.L * sp.eye(self.d)
+
+    def latex(self) -> str:
+        I = sp.Identity(self.d)
+        lam = self.scale
+        prod = sp.MatMul(*[(lam * I + J) for J in reversed(self.symbolic)])
+        paths = [sp.Integer(1) * lam ** self.L * I]
+        for r in range(1, self.L + 1):
+            for subset in itertools.combinations(range(self.L), r):
+                paths.append(lam ** (self.L - r) * sp.MatMul(*[self.symbolic[l] for l in sorted(subset, reverse=True)]))
+        return sp.latex(prod) + " = " + " + ".join(sp.latex(p) for p in paths)
+
+    def __repr__(self) -> str:
+        return f"DepthProduct(L={self.L}, d={self.d}, scale={self.scale})"
+
+
+def mlp_without_activation(d: int = 2, hidden: int = 3):
+    """MLP(x) = W2 (W1 x + b1) + b2 and the affine form (W2 W1) x + (W2 b1 + b2)."""
+    x = sp.Matrix(_symbols("x", d))
+    W1 = sp.Matrix(hidden, d, lambda i, j: sp.Symbol(f"w1_{{{i}{j}}}", real=True))
+    W2 = sp.Matrix(d, hidden, lambda i, j: sp.Symbol(f"w2_{{{i}{j}}}", real=True))
+    b1, b2 = sp.Matrix(_symbols("b1", hidden)), sp.Matrix(_symbols("b2", d))
+    mlp = W2 * (W1 * x + b1) + b2
+    affine = (W2 * W1) * x + (W2 * b1 + b2)
+    return mlp, affine, x
+
+
+def identities() -> list[Identity]:
+    from functools import lru_cache
+
+    out = []
+    for placement, source in (("plain", "seed 001 l.152 ('+1' in the derivative); seed 000 L1191"),
+                              ("pre-norm", "seed 000 L1183; seed 001 l.130 (y = x + Layer(Norm(x)))"),
+                              ("post-norm", "seed 000 L1185; seed 001 l.136-138")):
+        rj = lru_cache(None)(lambda placement=placement: ResidualJacobian(2, placement))
+        formula = {"plain": "I + J_F", "pre-norm": "I + J_F J_LN", "post-norm": "J_LN (I + J_F)"}[placement]
+        out.append(Identity(
+            f"residual-{placement}", source, f"Jacobian of the {placement} residual = {formula} (generic F, d = 2)",
+            lambda rj=rj: rj().jacobian(), lambda rj=rj: rj().closed, "simplify",
+            lambda rj=rj: proof_by(rj().residual, chain_rule_zero, "chain rule, expand")(),
+            lambda rng, rj=rj: _numeric_generic(rj().y, rj().h, rj().closed, rng), simplifier="chain rule, expand"))
+    block = lru_cache(None)(lambda: EncoderBlock(2, 2))
+    out.append(Identity(
+        "residual-encoder-block", "seed 000 L946 (pre-norm block; the second bypass carries U), L1191",
+        "dH'/dH = (I + J_MLP J_LN2)(I + J_MHA J_LN1) for the whole pre-norm block (generic MHA and MLP, T = 2, D = 2)",
+        lambda: sp.Matrix.vstack(block().dU, block().dOut), lambda: sp.Matrix.vstack(block().closed_1, block().closed_2), "simplify",
+        lambda: proof_by(block().residual, chain_rule_zero, "chain rule over the intermediate U, expand")(),
+        lambda rng: block().numeric(rng), simplifier="chain rule over the intermediate U, expand",
+        symbols_note="Proved as two factors over the named intermediate U (dU/dH and dH'/dU); their product is dH'/dH by the chain rule. "
+                     "The numeric check differentiates the whole composed block."))
+    dp = DepthProduct(3, 2)
+    out.append(Identity(
+        "residual-depth-expansion", "seed 001 l.152 (N layers); He et al. 2016 (identity mappings)",
+        "prod_{l=3..1}(I + J_l) = I + sum_l J_l + sum_{l>m} J_l J_m + J_3 J_2 J_1 (d = 2)",
+        dp.product, dp.expansion, "simplify", proof_by(lambda: dp.product() - dp.expansion(), sp.expand, "expand"),
+        lambda rng: numeric_sides(dp.product(), dp.expansion(), rng), simplifier="expand"))
+    lam = sp.Symbol("lambda", real=True)
+    dl = DepthProduct(4, 2, scale=lam)
+    zero = {s: 0 for J in dl.J for s in J}
+    out.append(Identity(
+        "residual-scaled-shortcut", "He et al. 2016 (scaled shortcuts); derived",
+        "shortcuts h -> lambda h: prod(lambda I + J_l) with zero branches = lambda^L I (L = 4), and the expansion holds",
+        lambda: sp.Matrix.hstack(dl.product().subs(zero), dl.product()), lambda: sp.Matrix.hstack(dl.identity_path(), dl.expansion()),
+        "simplify",
+        proof_by(lambda: sp.Matrix.hstack(dl.product().subs(zero) - dl.identity_path(), dl.product() - dl.expansion()), sp.expand, "expand"),
+        lambda rng: numeric_sides(dl.product(), dl.expansion(), rng), simplifier="expand"))
+    mlp, affine, x = mlp_without_activation()
+    hessian_terms = sp.Matrix([sp.diff(e, a, b) for e in mlp for a in x for b in x])
+    out.append(Identity(
+        "mlp-without-activation-affine", "seed 000 L1023 ('without the activation the composition is affine')",
+        "W2 (W1 x + b1) + b2 = (W2 W1) x + (W2 b1 + b2), and every second derivative is 0",
+        sp.Matrix.vstack(mlp, hessian_terms), sp.Matrix.vstack(affine, sp.zeros(*hessian_terms.shape)), "simplify",
+        proof_by(lambda: sp.Matrix.vstack(mlp - affine, hessian_terms), sp.expand, "expand"),
+        lambda rng: numeric_sides(mlp, affine, rng), simplifier="expand"))
+    return out
+
+
+# --- numeric check for identities over generic branches -------------------------------------------
+
+class _Concrete:
+    """Every undefined branch function made concrete: f(args) -> tanh(w . args + b) with random w, b (fixed per function)."""
+
+    def __init__(self, rng):
+        self.rng, self.weights = rng, {}
+
+    def __call__(self, M) -> sp.Matrix:
+        M = sp.Matrix(M)
+        undefined = lambda e: isinstance(e, sp.core.function.AppliedUndef)
+
+        def concrete(e):
+            if e.func not in self.weights:
+                self.weights[e.func] = ([self.rng.uniform(-1, 1) for _ in range(16)], self.rng.uniform(-0.5, 0.5))
+            w, b = self.weights[e.func]
+            return sp.tanh(sum((sp.Float(wi) * a for wi, a in zip(w, e.args)), sp.Integer(0)) + sp.Float(b))
+
+        return M.replace(undefined, concrete).doit()
+
+
+def _central_jacobian(model, inputs, point: dict, others=()):
+    """d model / d inputs by central differences at 40 digits (mpmath), rows = outputs."""
+    import mpmath
+
+    inputs, others = list(inputs), list(others)
+    f = sp.lambdify(inputs + others, list(model), modules=["mpmath"], cse=True)
+    with mpmath.workdps(40):
+        x0 = [mpmath.mpf(point[s]) for s in inputs]
+        rest = [mpmath.mpf(point[s]) for s in others]
+        step = mpmath.mpf(10) ** -12
+        cols = []
+        for j in range(len(inputs)):
+            plus, minus = list(x0), list(x0)
+            plus[j] += step
+            minus[j] -= step
+            cols.append([(a - b) / (2 * step) for a, b in zip(f(*plus, *rest), f(*minus, *rest))])
+        return mpmath.matrix([[cols[j][i] for j in range(len(inputs))] for i in range(len(cols[0]))])
+
+
+def _at(M, point: dict):
+    import mpmath
+
+    symbols = sorted(M.free_symbols, key=lambda s: s.name)
+    f = sp.lambdify(symbols, M, modules=["mpmath"], cse=True)
+    with mpmath.workdps(40):
+        return mpmath.matrix(f(*[mpmath.mpf(point[s]) for s in symbols]))
+
+
+def _point(symbols, rng) -> dict:
+    return {s: (rng.uniform(0.1, 1) if s == EPS else rng.uniform(-1, 1)) for s in symbols}
+
+
+def _numeric_generic(model, inputs, rhs: sp.Matrix, rng, trials: int = 2):
+    """Branches made concrete; the factorised formula against central differences of the composed model."""
+    from .catalogue import NumericResult
+
+    concrete = _Concrete(rng)
+    model_c, rhs_c = concrete(model), concrete(rhs)
+    inputs = list(inputs)
+    others = sorted((model_c.free_symbols | rhs_c.free_symbols) - set(inputs), key=lambda s: s.name)
+    computed, reference = [], []
+    for _ in range(trials):
+        point = _point(inputs + others, rng)
+        computed += [float(x) for x in _central_jacobian(model_c, inputs, point, others)]
+        reference += [float(x) for x in _at(rhs_c, point)]
+    return NumericResult(computed, reference, "policy", None,
+                         "branches made concrete (tanh of random affine maps); formula against central differences of the model at 40 digits")
+
+
+def _numeric_block(block: "EncoderBlock", rng):
+    """The block formula (I + J_MLP J_LN2)|_U (I + J_MHA J_LN1), evaluated factor by factor, against central
+    differences of the whole block H -> U -> H' (the two concrete updates composed numerically)."""
+    import mpmath
+
+    from .catalogue import NumericResult
+
+    concrete = _Concrete(rng)
+    U_c, out_c = concrete(sp.Matrix(list(block.U))), concrete(sp.Matrix(list(block.out_U)))
+    H, Us = list(block.H), list(block.Usym)
+    T, D = block.T, block.D
+    f_U = sp.lambdify(H + [EPS], list(U_c), modules=["mpmath"], cse=True)
+    f_out = sp.lambdify(Us + [EPS], list(out_c), modules=["mpmath"], cse=True)
+    # the factors from their own definitions: branch Jacobians in plain argument symbols, LN Jacobians
+    a_u, m_u = block.mha.u, block.mlp.u
+    J_a = sp.lambdify(a_u, concrete(sp.Matrix([[sp.diff(f(*a_u), u) for u in a_u] for f in block.mha.f])), modules=["mpmath"])
+    J_m = sp.lambdify(m_u, concrete(sp.Matrix([[sp.diff(f(*m_u), u) for u in m_u] for f in block.mlp.f])), modules=["mpmath"])
+    X_f = sp.lambdify(H + [EPS], list(block.X), modules=["mpmath"])
+    R_f = sp.lambdify(Us + [EPS], list(block.R), modules=["mpmath"])
+    JLN1_f = sp.lambdify(H + [EPS], block.J_LN1, modules=["mpmath"], cse=True)
+    JLN2_f = sp.lambdify(Us + [EPS], block.J_LN2, modules=["mpmath"], cse=True)
+    point = _point(H + [EPS], rng)
+    n = T * D
+    with mpmath.workdps(40):
+        eps = mpmath.mpf(point[EPS])
+        x0 = [mpmath.mpf(point[s]) for s in H]
+        whole = lambda x: f_out(*f_U(*x, eps), eps)
+        step = mpmath.mpf(10) ** -12
+        cols = []
+        for j in range(n):
+            plus, minus = list(x0), list(x0)
+            plus[j] += step
+            minus[j] -= step
+            cols.append([(a - b) / (2 * step) for a, b in zip(whole(plus), whole(minus))])
+        fd = [cols[j][i] for i in range(n) for j in range(n)]
+        I = mpmath.eye(n)
+        first = I + mpmath.matrix(J_a(*X_f(*x0, eps))) * mpmath.matrix(JLN1_f(*x0, eps))
+        U_val = list(f_U(*x0, eps))
+        R_val = R_f(*U_val, eps)
+        J_mlp = mpmath.zeros(n, n)
+        for t in range(T):
+            block_t = mpmath.matrix(J_m(*R_val[t * D:(t + 1) * D]))
+            for i in range(D):
+                for j in range(D):
+                    J_mlp[t * D + i, t * D + j] = block_t[i, j]
+        second = I + J_mlp * mpmath.matrix(JLN2_f(*U_val, eps))
+        formula = second * first
+    return NumericResult([float(x) for x in fd], [float(x) for x in formula], "policy", None,
+                         "branches made concrete; the two factors at U(H) against central differences of H -> H' at 40 digits")
