@@ -77,14 +77,15 @@ def test_layout_pieces_compile_and_render(tmp_path):
     assert 0.002 < ink_fraction(png) < 0.5
 
 
-def test_cli_document_compiles(tmp_path, cli):
+def test_cli_document_compiles(tmp_path, capsys):
     """``seqgrad latex`` writes a complete document that pdflatex compiles."""
+    from crosscheck.cli import main
+
     name = next((s for s in ("positional", "residual", "attention", "rnn") if s in latexdoc.available_sections()), None)
     if name is None:
         pytest.skip("no section's package is in this checkout yet")
     out = tmp_path / "notes.tex"
-    proc = cli("latex", str(out), "--sections", name, "--standalone", "--decimal-comma", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
+    assert main(["latex", str(out), "--sections", name, "--standalone", "--decimal-comma"]) == 0, capsys.readouterr().err
     source = out.read_text()
     for package in ("amsmath", "booktabs", "graphicx"):
         assert f"\\usepackage{{{package}}}" in source
