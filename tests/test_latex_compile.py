@@ -126,3 +126,84 @@ def test_every_available_section_with_figures(tmp_path):
     for name in names:
         assert latexdoc.SECTIONS[name].title.split(":")[0] in words
     assert pages(pdf) >= len(names)
+
+
+def _derivation_exports() -> dict[str, str]:
+    """name -> the LaTeX that each kind of derivation object exports through its own ``latex()``."""
+    import importlib.util
+
+    out: dict[str, str] = {}
+
+    def have(*modules):
+        return all(importlib.util.find_spec(m) is not None for m in modules)
+
+    if have("derive.rnn"):
+        from derive import rnn
+        net = rnn.unroll(steps=3, activation="tanh")
+        out["rnn.unroll(3).latex()"] = net.latex()
+        out["rnn.unroll(3).backward_table().latex()"] = net.backward_table().latex()
+        out["rnn.unroll(2, vector).latex()"] = rnn.unroll(steps=2, activation="tanh", inputs=2, hidden=2, outputs=1).latex()
+    if have("derive.gated"):
+        from derive import gated
+        gru, lstm = gated.gru(steps=2), gated.lstm(steps=2)
+        out["gated.gru(2).latex()"] = gru.latex()
+        out["gated.gru(2).step_jacobian(1).latex()"] = gru.step_jacobian(1).latex()
+        out["gated.lstm(2).latex()"] = lstm.latex()
+        out["gated.lstm(2).step_jacobian(1, wrt='h').latex()"] = lstm.step_jacobian(1, wrt="h").latex()
+    if have("derive.activation_facts"):
+        from derive import activation_facts
+        out.update({f"activation_facts.{f.name}": f.latex() for f in activation_facts.FACTS.values()})
+    if have("derive.positional"):
+        from derive import positional
+        pe = positional.Sinusoidal(5)
+        out["Sinusoidal(5).latex()"] = pe.latex()
+        out["Sinusoidal(5).rotation().latex()"] = pe.rotation().latex()
+        out["Sinusoidal(5).shift_identity().latex()"] = pe.shift_identity().latex()
+        out["unpaired_has_no_scalar_shift(Sinusoidal(5)).latex()"] = positional.unpaired_has_no_scalar_shift(pe).latex()
+    if have("derive.softmax", "derive.attention"):
+        from derive import attention, softmax
+        out["SoftmaxJacobian(3).latex()"] = softmax.SoftmaxJacobian(3).latex()
+        out["SelfAttention(T=2, d_model=2, d_k=2).latex()"] = attention.SelfAttention(T=2, d_model=2, d_k=2).latex()
+    if have("derive.layernorm", "derive.residual"):
+        from derive import layernorm, residual
+        out["LayerNorm(3).latex()"] = layernorm.LayerNorm(3).latex()
+        for placement in residual.ResidualJacobian.PLACEMENTS:
+            out[f"ResidualJacobian(2, {placement!r}).latex()"] = residual.ResidualJacobian(2, placement).latex()
+        out["EncoderBlock(2, 2).latex()"] = residual.EncoderBlock(2, 2).latex()
+        out["DepthProduct(3, 2).latex()"] = residual.DepthProduct(3, 2).latex()
+    if have("derive.catalogue"):
+        from derive import catalogue
+        out.update({f"catalogue {e.name}": e.latex() for e in catalogue.entries() if len(e.latex()) <= 20000})
+    return out
+
+
+def _display(tex: str) -> str:
+    return tex if tex.lstrip().startswith("\\begin{tabular}") else f"\\[\n{tex}\n\\]"
+
+
+@pytest.mark.slow
+def test_every_derivation_object_exports_latex_that_compiles(tmp_path):
+    """Each derivation object's own ``latex()`` compiles in a document with amsmath (one compile; on a
+    failure, each export is compiled alone to name the ones that break)."""
+    exports = _derivation_exports()
+    if not exports:
+        pytest.skip("no derivation package is in this checkout yet")
+
+    def compile_body(name: str, body: str):
+        tex = tmp_path / f"{name}.tex"
+        tex.write_text(latexdoc.preamble("exports") + body + "\n\\end{document}\n")
+        return latexdoc.compile_pdf(tex, tmp_path / "build")
+
+    try:
+        compile_body("all", "\n\n".join(f"% {name}\n\\paragraph{{{latexdoc.text(name)}}}\n{_display(tex)}"
+                                        for name, tex in exports.items()))
+        return
+    except latexdoc.LatexError:
+        pass
+    broken = []
+    for i, (name, tex) in enumerate(exports.items()):
+        try:
+            compile_body(f"one{i}", _display(tex))
+        except latexdoc.LatexError as exc:
+            broken.append(f"{name}: {str(exc).splitlines()[0][:160]}")
+    assert not broken, "exports that do not compile:\n" + "\n".join(broken)
