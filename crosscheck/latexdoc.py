@@ -70,6 +70,7 @@ class Build:
     figures_dir: Path | None  # None: no figure files (a standalone single-file document)
     device: str = "cpu"
     proof_seconds: float | None = 20.0  # the time one exact proof may take while the document is written
+    digits: int = 3  # significant figures of numeric tables (the course prints 3)
     figures_written: list[Path] = field(default_factory=list)
     sets_included: set[str] = field(default_factory=set)  # each figure set appears once per document
 
@@ -205,12 +206,12 @@ def _encoder(b: Build) -> str:
 
     tokens = tokenize(course.TEXT)
     parts = [f"The worked example encodes ``{text(course.TEXT)}'' (T = {len(tokens)} tokens). "
-             "Rows are tokens, columns are features, numbers at 3 significant figures as in the text."]
+             f"Rows are tokens, columns are features, numbers at {b.digits} significant figures (the text prints 3)."]
     for stage, names in ENCODER_TABLES.items():
         record = course.trace(stage, device=b.device)
         for title, rows, row_labels, col_labels in _tables(stage, record, list(names), tokens):
             parts.append(booktabs(rows, row_labels=row_labels, col_labels=col_labels, corner="t", caption=title,
-                                  decimal_comma=b.notation.decimal_comma))
+                                  figures=b.digits, decimal_comma=b.notation.decimal_comma))
     parts.append(b.figures("encoder", "The worked example (seqgrad plot encoder)"))
     parts.append(check_status("encoder.*", b))
     return "\n\n".join(parts)
@@ -474,7 +475,8 @@ def preamble(title: str = "seqgrad: derivations for sequence models") -> str:
 
 
 def render(sections: Sequence[str] | str | None = None, notation: Notation | None = None, *, tex_dir: str | Path = ".",
-           figures_dir: str | Path | None = None, device: str = "cpu", proof_seconds: float | None = 20.0) -> str:
+           figures_dir: str | Path | None = None, device: str = "cpu", proof_seconds: float | None = 20.0,
+           digits: int = 3) -> str:
     """The complete document as text.  Figures are written under ``figures_dir``
     (which must lie inside ``tex_dir``); with ``figures_dir=None`` the document has
     no figures and needs no file but itself."""
@@ -486,7 +488,8 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
         raise SeqgradTypeError("notation", notation, "a derive.latex_settings.Notation")
     if proof_seconds is not None:
         proof_seconds = validate.real("proof_seconds", proof_seconds, positive=True)
-    b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds)
+    digits = validate.integer("digits", digits, minimum=1, maximum=15)
+    b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds, digits)
     parts = [preamble()]
     for name in names:
         section = SECTIONS[name]
@@ -496,7 +499,7 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
 
 
 def write(path: str | Path, sections: Sequence[str] | str | None = None, notation: Notation | None = None, *,
-          standalone: bool = False, device: str = "cpu", proof_seconds: float | None = 20.0) -> Path:
+          standalone: bool = False, device: str = "cpu", proof_seconds: float | None = 20.0, digits: int = 3) -> Path:
     """Write the document to ``path`` (atomically).  Unless ``standalone``, its figures go to
     ``<stem>-figures/`` beside it; a standalone document is one file with no figures."""
     path = Path(path)
@@ -504,7 +507,7 @@ def write(path: str | Path, sections: Sequence[str] | str | None = None, notatio
         raise SeqgradValueError("OUT", str(path), "a file name ending in .tex")
     figures_dir = None if standalone else path.parent / f"{path.stem}-figures"
     body = render(sections, notation, tex_dir=path.parent, figures_dir=figures_dir, device=device,
-                  proof_seconds=proof_seconds)
+                  proof_seconds=proof_seconds, digits=digits)
     return write_text(path, body)
 
 

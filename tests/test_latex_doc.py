@@ -133,5 +133,12 @@ def test_bad_proof_seconds(value, monkeypatch):
         latexdoc.render(["rnn"], proof_seconds=value)
 
 
+@pytest.mark.parametrize("value, error", [(0, SeqgradValueError), (16, SeqgradValueError), (2.5, SeqgradTypeError)])
+def test_bad_digits(value, error, monkeypatch):
+    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("derive",), lambda b: "x"))
+    with pytest.raises(error, match="digits"):
+        latexdoc.render(["rnn"], digits=value)
+
+
 def test_text_escapes_comparison_signs():
     assert latexdoc.text("eps > 0 | x < 1") == r"eps \textgreater{} 0 \textbar{} x \textless{} 1"

@@ -21,6 +21,8 @@ def register(sub) -> None:
     p.add_argument("--plain", action="store_true", help="set vectors and matrices in plain, not bold, type")
     p.add_argument("--symbol", action="append", default=[], metavar="NAME=LATEX",
                    help="print the symbol NAME as LATEX (repeatable), e.g. --symbol 'w_h=W_{hh}'")
+    p.add_argument("--digits", type=int, default=3, metavar="N",
+                   help="significant figures of the numeric tables (default 3, as the course prints them)")
     p.add_argument("--proof-seconds", type=float, default=20.0, metavar="S",
                    help="time one exact proof may take while the document is written (default 20); a proof that "
                         "takes longer is reported as not proved here, never as proved")
@@ -50,6 +52,7 @@ def run(args) -> int:
         if skipped:
             print(f"seqgrad: sections not in this checkout, left out: {', '.join(skipped)}", file=sys.stderr)
     path = latexdoc.write(args.out, args.sections, notation, standalone=args.standalone,
-                          device=resolved_device(args.device), proof_seconds=args.proof_seconds)
+                          device=resolved_device(args.device), proof_seconds=args.proof_seconds,
+                          digits=args.digits)
     print(path)
     return 0
