@@ -83,6 +83,8 @@ from sympy.printing.latex import LatexPrinter
 
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError, SizeGuardError
 
+from .safe_parse import as_sympy
+
 __all__ = [
     "MAX_TERMS", "Program", "Definition", "Template", "Elementwise", "SquaredNorm", "pullback", "latex_settings",
     "fast_mul", "fast_add", "fast_matadd",
@@ -207,7 +209,7 @@ class Template:
 
     def __init__(self, value, variables: Iterable[sp.Symbol], output: sp.Symbol | None = None,
                  partials: Mapping[sp.Symbol, sp.Basic] | None = None):
-        self.value = sp.sympify(value)
+        self.value = as_sympy(value, "value")
         self.variables = tuple(variables)
         self.output = output
         given = dict(partials or {})
@@ -397,7 +399,7 @@ class Program:
             raise SeqgradTypeError("target", target, "a SymPy Symbol or MatrixSymbol")
         if target in self._index:
             raise SeqgradValueError("target", str(target), "a name not defined yet in this program")
-        value = sp.sympify(value) if not isinstance(value, sp.Basic) else value
+        value = as_sympy(value, "value")
         if isinstance(target, sp.MatrixSymbol) and isinstance(value, MatrixExpr) and value.shape != target.shape:
             raise SeqgradValueError("value", str(value), f"a matrix of shape {target.shape} like {target}")
         self._index[target] = len(self._defs)

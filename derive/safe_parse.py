@@ -272,7 +272,8 @@ def _prepare(text, variables, values, argument):
 def as_sympy(value, argument: str = "value", *, variables: Iterable[str] = ()) -> sympy.Basic:
     """A safe replacement for ``sympy.sympify`` on a caller's argument.
 
-    SymPy objects pass through; Python and numpy numbers become SymPy numbers
+    SymPy objects pass through (a mutable ``Matrix`` becomes immutable); Python
+    and numpy numbers become SymPy numbers
     (finite floats only); text goes through :func:`parse_expression` (with
     ``variables`` as the allowed names); anything else is refused.  Use it
     wherever an argument may be text: ``sympy.sympify`` hands a ``str`` to
@@ -284,6 +285,8 @@ def as_sympy(value, argument: str = "value", *, variables: Iterable[str] = ()) -
     """
     if isinstance(value, sympy.Basic):
         return value
+    if isinstance(value, sympy.MatrixBase):  # a mutable Matrix: its entries are SymPy objects already
+        return sympy.ImmutableMatrix(value)
     if isinstance(value, str):
         return parse_expression(value, variables=variables, argument=argument)
     if isinstance(value, bool) or not isinstance(value, numbers.Number):
