@@ -143,7 +143,9 @@ def prove_within(entry, seconds: float | None):
 
 def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> str:
     """Each identity's statement and its verified status (the exact proof run now)."""
-    from derive.latex_layout import tabular
+    import sympy as sp
+
+    from derive.latex_layout import relation, tabular
 
     rows, statements = [], []
     for entry in identities:
@@ -153,10 +155,12 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         else:
             status = ("proved" if proof.holds else "\\textbf{NOT proved}") + f" ({text(entry.method)})"
         rows.append([f"\\texttt{{{text(entry.name)}}}", text(entry.source), status])
-        body = b.notation.latex(entry.statement())
+        statement = entry.statement()
+        body = b.notation.latex(statement)
         head = f"\\paragraph{{{text(entry.title)}}} \\texttt{{{text(entry.name)}}}, {text(entry.source)}."
         if len(body) <= max_chars:
-            statements.append(f"{head}\n\\begin{{equation*}}\n{body}\n\\end{{equation*}}")
+            op = "=" if isinstance(statement, sp.Eq) else "\\neq"
+            statements.append(f"{head}\n" + relation(statement.lhs, statement.rhs, b.notation, op=op))
         else:
             statements.append(f"{head} (The statement takes {len(body)} characters of LaTeX; "
                               "print it with \\texttt{seqgrad identities}.)")
@@ -471,7 +475,7 @@ def preamble(title: str = "seqgrad: derivations for sequence models") -> str:
     return ("\\documentclass[11pt]{article}\n\\usepackage[margin=2.2cm]{geometry}\n"
             + "".join(f"\\usepackage{{{p}}}\n" for p in PACKAGES)
             + "\\setlength{\\parindent}{0pt}\n\\setlength{\\parskip}{0.6ex}\n"
-            + f"\\title{{{text(title)}}}\n\\date{{}}\n\\begin{{document}}\n\\maketitle\n")
+            + f"\\title{{{text(title)}}}\n\\date{{}}\n\\begin{{document}}\n\\sloppy\n\\maketitle\n")
 
 
 def render(sections: Sequence[str] | str | None = None, notation: Notation | None = None, *, tex_dir: str | Path = ".",

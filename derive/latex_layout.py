@@ -63,12 +63,13 @@ def _natural(term) -> list:
 
 _STYLE = re.compile(r"\\(?:mathbf|boldsymbol|mathrm|mathcal|operatorname|widehat|widetilde|hat|tilde|left|right|big|Big)\b")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
+_OPERATOR = re.compile(r"\\(sin|cos|tan|tanh|sinh|cosh|exp|log|ln|max|min|det|operatorname)\b")
 
 
 def visual_width(tex: str) -> int:
     """About how many characters wide ``tex`` looks when typeset: style macros and braces
-    take no room, a command such as ``\\alpha`` takes one, a binary ``+``, ``-`` or ``=`` three."""
-    tex = _COMMAND.sub("x", _STYLE.sub("", tex))
+    take no room, a command such as ``\\alpha`` takes one, ``\\sin`` three, a binary ``+``, ``-`` or ``=`` three."""
+    tex = _COMMAND.sub("x", _OPERATOR.sub(lambda m: m.group(1), _STYLE.sub("", tex)))
     return sum(3 if ch in "+-=" else 1 for ch in tex if ch not in "{}^_ ")
 
 
@@ -150,6 +151,23 @@ def equation(lhs, rhs=None, notation: Notation | None = None, *, numbered: bool 
             rest = "\\\\\n".join(f"  &\\quad {line}" for line in lines[1:])
             body = f"\\begin{{split}}\n  {lhs_tex} &= {lines[0]}\\\\\n{rest}\n\\end{{split}}"
     return f"\\begin{{{env}}}\n{body}{_label(label)}\n\\end{{{env}}}"
+
+
+def relation(lhs, rhs, notation: Notation | None = None, *, op: str = "=", width: int = 60) -> str:
+    """``lhs op rhs`` displayed so that neither side runs off the page: a short left side stays
+    in front of the relation (as :func:`align` does); a long one gets its own lines, and the
+    relation starts the lines of the right side."""
+    if op not in ("=", r"\neq", r"\le", r"\ge", r"\approx"):
+        raise SeqgradValueError("op", op, r"one of =, \neq, \le, \ge, \approx")
+    width = integer("width", width, minimum=8)
+    printer = _printer(notation)
+    left, right = sum_lines(lhs, printer, width), sum_lines(rhs, printer, width)
+    if len(left) == 1 and visual_width(left[0]) <= width // 3:
+        lines = [f"{left[0]} &{op} {right[0]}"] + [f"&\\quad {line}" for line in right[1:]]
+    else:
+        lines = [f"&{left[0]}"] + [f"&\\quad {line}" for line in left[1:]]
+        lines += [f"&{op} {right[0]}"] + [f"&\\quad {line}" for line in right[1:]]
+    return "\\begin{align*}\n" + "\\\\\n".join(lines) + "\n\\end{align*}"
 
 
 def inline(expr, notation: Notation | None = None) -> str:

@@ -143,3 +143,17 @@ def test_indices_stay_latin_unless_asked():
     assert latex(sp.Symbol("w_xi")) == "w_{xi}"
     assert Notation(greek_indices=True).latex(sp.Symbol("w_xi")) == r"w_{\xi}"
     assert latex(sp.Symbol("htilde_1")) == r"\widetilde{h}_{1}"
+
+
+def test_relation_keeps_both_sides_on_the_page():
+    from derive.latex_layout import relation
+
+    xs = sp.symbols("x0:14")
+    long_left = relation(sum(sp.sin(x) for x in xs), sum(xs), op=r"\neq", width=40)
+    lines = long_left.splitlines()[1:-1]
+    assert lines[0].startswith("&\\sin") and any(line.startswith("&\\neq ") for line in lines)
+    assert all(visual_width(line) <= 44 for line in lines)  # the width plus the leading "&\quad"
+    short_left = relation(sp.Symbol("s"), sum(xs), width=40)
+    assert short_left.splitlines()[1].startswith("s &= ")
+    with pytest.raises(SeqgradValueError, match="op"):
+        relation(xs[0], xs[1], op="\\input{x}")
