@@ -204,7 +204,7 @@ class _Code:
         names = self.printer.names
         if expr in names:
             return names[expr]
-        if isinstance(expr, MatrixExpr) or expr.has(MatrixExpr):
+        if isinstance(expr, MatrixExpr):
             return self.printer.doprint(expr)
         if expr.is_Integer:
             return f"({int(expr)})" if expr < 0 else str(int(expr))
@@ -260,10 +260,10 @@ def lambdify(program: Program, outputs: Sequence, args: Sequence, backend: str =
     taken: set[str] = set()
     names: dict = {}
     for a in args:
-        names[a] = identifier(str(a), taken)
+        names[a] = identifier(_name(a), taken)
     defs = program.needed(outputs, stop=set(args))
     for d in defs:
-        names[d.target] = identifier(str(d.target), taken)
+        names[d.target] = identifier(_name(d.target), taken)
     missing = {s for o in outputs for s in _free(o)} | {s for d in defs for s in _free(d.value)}
     missing -= set(names)
     if missing:
@@ -289,6 +289,10 @@ def lambdify(program: Program, outputs: Sequence, args: Sequence, backend: str =
     namespace.update(_helpers(backend, [names[a] for a in args]))
     exec(compile(source, f"<seqgrad:{program.name}>", "exec"), namespace)  # our own generated code, never user text
     return Compiled(namespace["_generated"], source, args, outputs, backend)
+
+
+def _name(symbol) -> str:
+    return symbol.name if isinstance(symbol, (sp.Symbol, sp.MatrixSymbol)) else str(symbol)
 
 
 def _free(expr) -> set:
