@@ -1,0 +1,41 @@
+"""Figure set ``depth``: gradient norms per layer at initialisation and the depth Jacobian product.
+
+``seqgrad plot depth [--out DIR] [--format png|pdf|svg]`` writes them all
+(data: :mod:`numeric.depth`; plots: :mod:`numeric.figures_depth`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seqgrad import validate
+from seqgrad.atomic import save_figure
+
+NAME = "depth"
+HELP = "gradient norms per layer of pre-/post-norm stacks (depth 1-48, Xiong et al. 2020) and singular values of the depth Jacobian product"
+
+
+def write(out_dir: Path, fmt: str, device: str = "cpu") -> list[Path]:
+    """Write the five figures into ``out_dir`` as ``fmt`` files and return their paths."""
+    from matplotlib.figure import Figure
+
+    from numeric import depth, figures_depth
+
+    from . import FORMATS
+
+    fmt = validate.choice("format", fmt, FORMATS)
+    validate.choice("device", device, ("cpu", "cuda"))  # tiny float64 stacks: the studies run on the CPU either way
+    grads, jacs = depth.gradient_study(), depth.jacobian_study()
+    plots = {
+        "gradient-profile-pre-norm": lambda ax: figures_depth.plot_layer_profile(ax, grads, "pre-norm"),
+        "gradient-profile-post-norm": lambda ax: figures_depth.plot_layer_profile(ax, grads, "post-norm"),
+        "gradient-near-output-vs-depth": lambda ax: figures_depth.plot_output_gradient_vs_depth(ax, grads),
+        "jacobian-product-singular-values-pre-norm": lambda ax: figures_depth.plot_singular_values(ax, jacs, "pre-norm"),
+        "jacobian-product-singular-values-post-norm": lambda ax: figures_depth.plot_singular_values(ax, jacs, "post-norm"),
+    }
+    written = []
+    for stem, plot in plots.items():
+        fig = Figure(figsize=(6.0, 4.5), layout="constrained")
+        plot(fig.add_subplot())
+        written.append(save_figure(fig, Path(out_dir) / f"{stem}.{fmt}"))
+    return written

@@ -1,0 +1,75 @@
+"""Figures of the depth studies (:mod:`numeric.depth`), matplotlib's object-oriented API only.
+
+Each ``plot_*`` function draws on a given ``ax`` and returns the artists it
+made, so tests read the plotted data back (``line.get_ydata()``).
+
+1. :func:`plot_layer_profile` — ``||dL/dW2^(l)||_F`` against the layer index l
+   for several depths of one placement (Xiong et al. 2020, Figure 3).
+2. :func:`plot_output_gradient_vs_depth` — the gradient of the layer nearest the
+   output against the depth L, both placements, with the ``1/sqrt(L)`` slope of
+   Xiong et al.'s Theorem 1 for pre-norm.
+3. :func:`plot_singular_values` — the singular values of the depth Jacobian
+   product ``J_L ... J_1`` of one placement, with and without residual bypasses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from seqgrad import validate
+from seqgrad.errors import SeqgradValueError
+
+from . import depth
+
+_FLOOR = 1e-300  # a zero singular value is drawn at the bottom of the log axis, not dropped
+
+
+def plot_layer_profile(ax, study: depth.GradientStudy, placement: str, depths=(4, 16, 48)) -> list:
+    """Gradient norm per layer (1 = nearest the input) for each depth in ``depths``."""
+    placement = validate.choice("placement", placement, depth.PLACEMENTS)
+    lines = []
+    for L in depths:
+        if (placement, L) not in study.profiles:
+            raise SeqgradValueError("depths", L, "depths computed by the study: " + ", ".join(map(str, study.depths)))
+        norms = study.profiles[(placement, L)]
+        lines.append(ax.plot(np.arange(1, L + 1), norms, marker="." if L <= 16 else None, label=f"L = {L}")[0])
+    ax.set_yscale("log")
+    ax.set_xlabel("layer l (1 = nearest the input)")
+    ax.set_ylabel(r"$\|\partial L/\partial W_2^{(l)}\|_F$")
+    ax.set_title(f"{placement} stack at initialisation (mean of {study.seeds} seeds)")
+    ax.legend()
+    return lines
+
+
+def plot_output_gradient_vs_depth(ax, study: depth.GradientStudy) -> list:
+    """The last layer's gradient norm against the depth L, both placements, and the 1/sqrt(L) reference."""
+    L = np.array(study.depths, dtype=float)
+    lines = [ax.plot(L, study.last(p), marker="o", label=f"{p}: layer L (nearest the output)")[0] for p in depth.PLACEMENTS]
+    pre = study.last("pre-norm")
+    lines.append(ax.plot(L, pre[0] / np.sqrt(L), linestyle=":", color="0.4", label=r"pre-norm at L = 1, times $1/\sqrt{L}$")[0])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("depth L (blocks)")
+    ax.set_ylabel(r"$\|\partial L/\partial W_2^{(L)}\|_F$")
+    ax.set_title("Gradient near the output against depth (Xiong et al. 2020, Thm. 1)")
+    ax.legend()
+    return lines
+
+
+def plot_singular_values(ax, study: depth.JacobianStudy, placement: str) -> list:
+    """Descending singular values of J_L ... J_1 for every depth of the study; solid with residuals, dashed without."""
+    placement = validate.choice("placement", placement, depth.PLACEMENTS)
+    lines = []
+    colors = [f"C{i}" for i in range(len(study.depths))]
+    for color, L in zip(colors, study.depths):
+        for residual, style in ((True, "-"), (False, "--")):
+            s = study.singular_values[(placement, residual, L)]
+            label = f"L = {L}, {'with' if residual else 'without'} residual"
+            lines.append(ax.plot(np.arange(1, len(s) + 1), np.maximum(s, _FLOOR), style, color=color, label=label)[0])
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=1e-20)
+    ax.set_xlabel("index i (descending)")
+    ax.set_ylabel(r"$\sigma_i(J_L\cdots J_1)$")
+    ax.set_title(f"{placement}: singular values of the depth Jacobian product")
+    ax.legend(fontsize=6, ncol=2)
+    return lines

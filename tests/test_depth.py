@@ -1,0 +1,99 @@
+"""numeric/depth.py, numeric/figures_depth.py, the ``depth`` figure set and the depth checks: plotted data, not pixels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from crosscheck.figures import depth as figure_set
+from crosscheck.registry import all_checks, run_checks
+from crosscheck.tolerance import compare
+from numeric import depth
+from numeric import figures_depth as fd
+from seqgrad.errors import SeqgradValueError
+
+
+def _ax():
+    return Figure().add_subplot()
+
+
+@pytest.fixture(scope="module")
+def grads():
+    return depth.gradient_study()
+
+
+@pytest.fixture(scope="module")
+def jacs():
+    return depth.jacobian_study()
+
+
+def test_profile_plot_is_the_study_data(grads):
+    lines = fd.plot_layer_profile(_ax(), grads, "post-norm", depths=(4, 48))
+    assert [len(line.get_xdata()) for line in lines] == [4, 48]
+    assert list(lines[1].get_xdata()) == list(range(1, 49))
+    np.testing.assert_array_equal(lines[1].get_ydata(), grads.profiles[("post-norm", 48)])
+
+
+def test_plotted_xiong_trend(grads):
+    """Read the trend back from the plotted lines: pre-norm ~ 1/sqrt(L) near the output, post-norm flat."""
+    ax = _ax()
+    pre, post, reference = fd.plot_output_gradient_vs_depth(ax, grads)
+    L = pre.get_xdata()
+    assert list(L) == list(grads.depths) and ax.get_xscale() == ax.get_yscale() == "log"
+    scaled = pre.get_ydata() * np.sqrt(L)
+    assert scaled.max() / scaled.min() < 2.5
+    assert post.get_ydata().max() / post.get_ydata().min() < 2.5
+    ratio = post.get_ydata() / pre.get_ydata()
+    assert ratio[-1] > 3 * ratio[0]  # near the output post-norm grows with depth relative to pre-norm
+    np.testing.assert_allclose(reference.get_ydata(), pre.get_ydata()[0] / np.sqrt(L))
+
+
+def test_plotted_singular_values_are_those_of_the_product(jacs):
+    lines = fd.plot_singular_values(_ax(), jacs, "pre-norm")
+    assert len(lines) == 2 * len(jacs.depths)
+    sizes = jacs.sizes
+    H0, _ = depth.inputs(sizes, 0)
+    blocks = depth.stack(jacs.depths[-1], "pre-norm", sizes, seed=0)
+    P = depth.products(depth.block_jacobians(blocks, H0, residual=True))
+    for line, L in zip(lines[::2], jacs.depths):
+        s = torch.linalg.svdvals(P[L - 1]).numpy()
+        assert compare(line.get_ydata(), s).passed
+        assert s[-1] > 1e-6 * s[0]  # the identity path keeps the product invertible
+    without = lines[-1].get_ydata()  # deepest, no bypasses: vanished
+    assert without[0] < 1e-2 * lines[1].get_ydata()[0]
+
+
+def test_layernorm_null_space_without_bypass():
+    sizes = depth.Sizes(T=3, D=4, n_heads=2, F_width=8)
+    H0, _ = depth.inputs(sizes, 1)
+    blocks = depth.stack(2, "pre-norm", sizes, seed=3)
+    for J in depth.block_jacobians(blocks, H0, residual=False):
+        ones = torch.zeros(sizes.T * sizes.D, dtype=torch.float64)
+        ones[: sizes.D] = 1.0  # the mean direction of row 0: LN1 removes it
+        assert float(torch.linalg.norm(J @ ones)) < 1e-12
+
+
+def test_figure_set_writes_files(tmp_path):
+    paths = figure_set.write(tmp_path, "png", "cpu")
+    assert len(paths) == 5 and all(p.exists() and p.stat().st_size > 0 for p in paths)
+
+
+def test_bad_input():
+    with pytest.raises(SeqgradValueError, match="placement"):
+        depth.stack(2, "sandwich")
+    with pytest.raises(SeqgradValueError, match="depth"):
+        depth.stack(0, "pre-norm")
+    with pytest.raises(SeqgradValueError, match="n_heads"):
+        depth.Sizes(D=6, n_heads=4)
+    with pytest.raises(SeqgradValueError, match="format"):
+        figure_set.write("unused", "gif", "cpu")
+    with pytest.raises(SeqgradValueError, match="depths"):
+        fd.plot_layer_profile(_ax(), depth.gradient_study(), "pre-norm", depths=(5,))
+
+
+def test_depth_checks_pass():
+    results = run_checks(all_checks("depth.*"), show_progress=False)
+    assert len(results) == 5
+    assert all(r.status == "pass" for r in results), [(r.name, r.detail) for r in results if r.status != "pass"]
