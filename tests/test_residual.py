@@ -1,0 +1,78 @@
+"""Residual Jacobians: plain, pre-norm, post-norm, the pre-norm encoder block, depth products, lambda^L, affine MLP."""
+
+import random
+
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+from hypothesis import given, settings, strategies as st
+
+from derive import residual as R
+from seqgrad.errors import SeqgradValueError
+
+
+@pytest.mark.parametrize("placement", R.ResidualJacobian.PLACEMENTS)
+def test_placements(placement):
+    rj = R.ResidualJacobian(2, placement)
+    assert rj.prove()
+    assert "J_F" in rj.latex()
+
+
+def test_encoder_block_factors():
+    block = R.EncoderBlock(2, 2)
+    assert all(R.chain_rule_zero(e) == 0 for e in block.residual())
+    result = block.numeric(random.Random(3))
+    assert np.allclose(result.computed, result.reference, atol=1e-10)
+
+
+def test_depth_expansion_and_scaled_shortcuts():
+    dp = R.DepthProduct(3, 2)
+    assert (dp.product() - dp.expansion()).applyfunc(sp.expand) == sp.zeros(2, 2)
+    lam = sp.Symbol("lambda")
+    dl = R.DepthProduct(3, 2, scale=lam)
+    zero = {s: 0 for J in dl.J for s in J}
+    assert dl.product().subs(zero) == lam ** 3 * sp.eye(2)
+    assert "J_{3} J_{2} J_{1}" in R.DepthProduct(3, 2).latex()
+
+
+def test_mlp_without_activation_is_affine():
+    mlp, affine, x = R.mlp_without_activation(3, 4)
+    assert (mlp - affine).applyfunc(sp.expand) == sp.zeros(3, 1)
+    assert all(sp.diff(e, a, b) == 0 for e in mlp for a in x for b in x)
+
+
+def test_pre_norm_jacobian_against_torch():
+    """y = h + W LN(h) with a concrete linear branch: I + W J_LN against autograd."""
+    d = 3
+    rng = np.random.default_rng(0)
+    W, h = rng.normal(size=(d, d)), rng.normal(size=d)
+    ln = R.LayerNorm(d, eps=1e-5, gamma=[1] * d, beta=[0] * d)
+    J = sp.eye(d) + sp.Matrix(W) * ln.jacobian()
+    got = np.array(J.subs(dict(zip(ln.h, h))).evalf(), dtype=float)
+    f = lambda x: x + torch.tensor(W) @ torch.nn.functional.layer_norm(x, (d,), eps=1e-5)
+    ref = torch.autograd.functional.jacobian(f, torch.tensor(h)).numpy()
+    assert np.allclose(got, ref, atol=1e-10)
+
+
+def test_bad_input():
+    with pytest.raises(SeqgradValueError):
+        R.ResidualJacobian(2, "sideways")
+    with pytest.raises(SeqgradValueError):
+        R.DepthProduct(0)
+    with pytest.raises(SeqgradValueError):
+        R.EncoderBlock(9, 2)
+
+
+def test_latex_documents():
+    for obj in (R.ResidualJacobian(2, "post-norm"), R.DepthProduct(2, 2), R.EncoderBlock(1, 2)):
+        doc = obj.document()
+        assert doc.count(r"\begin{document}") == 1 and obj.latex() in doc
+
+
+@settings(max_examples=10, deadline=None)
+@given(L=st.integers(1, 4), d=st.integers(1, 3), lam=st.integers(-3, 3))
+def test_property_depth_product_expansion(L, d, lam):
+    """Random depth (1..4), width (1..3) and shortcut scale: the product equals the path expansion."""
+    dp = R.DepthProduct(L, d, scale=lam)
+    assert (dp.product() - dp.expansion()).applyfunc(sp.expand) == sp.zeros(d, d)
