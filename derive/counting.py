@@ -21,8 +21,9 @@ def _bias(bias: bool) -> int:
 
 def attention_params(d_model=d_model, heads=h, d_k=None, d_v=None, bias: bool = False) -> sp.Expr:
     """h (2 d_model d_k + d_model d_v) + d_model h d_v, plus biases h (2 d_k + d_v) + d_model."""
-    d_k = d_model / heads if d_k is None else d_k
-    d_v = d_k if d_v is None else d_v
+    d_model, heads = sp.sympify(d_model), sp.sympify(heads)
+    d_k = d_model / heads if d_k is None else sp.sympify(d_k)
+    d_v = d_k if d_v is None else sp.sympify(d_v)
     weights = heads * (2 * d_model * d_k + d_model * d_v) + d_model * heads * d_v
     biases = heads * (2 * d_k + d_v) + d_model
     return sp.expand(weights + _bias(bias) * biases)
@@ -30,12 +31,13 @@ def attention_params(d_model=d_model, heads=h, d_k=None, d_v=None, bias: bool = 
 
 def ffn_params(d_model=d_model, d_ff=d_ff, bias: bool = False) -> sp.Expr:
     """2 d_model d_ff, plus biases d_ff + d_model."""
+    d_model, d_ff = sp.sympify(d_model), sp.sympify(d_ff)
     return sp.expand(2 * d_model * d_ff + _bias(bias) * (d_ff + d_model))
 
 
 def layernorm_params(d_model=d_model, bias: bool = True) -> sp.Expr:
     """gamma (d) and, with a bias, beta (d)."""
-    return d_model * (1 + _bias(bias))
+    return sp.sympify(d_model) * (1 + _bias(bias))
 
 
 def encoder_layer_params(d_model=d_model, heads=h, d_ff=d_ff, bias: bool = True, norms: bool = True) -> sp.Expr:
@@ -47,21 +49,22 @@ def encoder_layer_params(d_model=d_model, heads=h, d_ff=d_ff, bias: bool = True,
 
 
 def stack_params(layers=N, **kwargs) -> sp.Expr:
-    return sp.expand(layers * encoder_layer_params(**kwargs))
+    return sp.expand(sp.sympify(layers) * encoder_layer_params(**kwargs))
 
 
 def self_attention_cost(n=n, d=d) -> sp.Expr:
     """O(n^2 d): the n x n scores, each a d-dimensional dot product (seed 001 l.33)."""
-    return n ** 2 * d
+    return sp.sympify(n) ** 2 * d
 
 
 def recurrent_cost(n=n, d=d) -> sp.Expr:
     """O(n d^2): n sequential d x d matrix-vector products (seed 001 l.35)."""
-    return n * d ** 2
+    return sp.sympify(n) * sp.sympify(d) ** 2
 
 
 def head_costs(T=n, D=d_model, d_k=d_k, d_v=d_v, F=d_ff) -> dict[str, sp.Expr]:
     """Seed 000 L1306: matching T^2 d_k, mixing T^2 d_v, T^2 stored weights per head, projections T D^2, MLP T D F."""
+    T, D, d_k, d_v, F = (sp.sympify(x) for x in (T, D, d_k, d_v, F))
     return {"matching": T ** 2 * d_k, "mixing": T ** 2 * d_v, "stored": T ** 2, "projections": T * D ** 2, "mlp": T * D * F}
 
 
