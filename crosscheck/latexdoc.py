@@ -366,7 +366,8 @@ def _residual(b: Build) -> str:
     parts.append(_derivation("A stack of three residual layers is a sum over paths", depth.latex(),
                              "proved exactly, $d = 2$" if holds else "\\textbf{NOT proved}"))
     parts.append(_catalogue_section(["derive.layernorm", "derive.residual"])(b))
-    return "\n\n".join(parts)
+    parts.append(b.figures("depth", "Gradients through pre-norm and post-norm stacks (seqgrad plot depth)"))
+    return "\n\n".join(p for p in parts if p)
 
 
 def _positional(b: Build) -> str:
@@ -421,15 +422,20 @@ def _claims(b: Build) -> str:
 
 
 SECTIONS: dict[str, Section] = {s.name: s for s in (
-    Section("rnn", "Recurrent networks: backpropagation through time", ("derive.rnn",), _rnn),
-    Section("gates", "Gated cells: GRU and LSTM", ("derive.gated", "derive.activation_facts"), _gates),
-    Section("positional", "Positional encoding", ("derive.positional",), _positional),
-    Section("attention", "Attention", ("derive.attention", "derive.softmax", "derive.catalogue"), _attention),
-    Section("encoder", "The worked encoder example", ("numeric.course", "seqgrad.latex_table", "crosscheck.checks.encoder"),
-            _encoder),
-    Section("residual", "Residual paths and LayerNorm", ("derive.residual", "derive.layernorm", "derive.catalogue"),
-            _residual),
-    Section("claims", "Printed claims", ("derive.claims", "crosscheck.claims_catalogue"), _claims),
+    Section("rnn", "Recurrent networks: backpropagation through time",
+            ("derive.rnn", "crosscheck.figures.paths"), _rnn),
+    Section("gates", "Gated cells: GRU and LSTM",
+            ("derive.gated", "derive.activation_facts", "crosscheck.figures.paths"), _gates),
+    Section("positional", "Positional encoding",
+            ("derive.positional", "derive.catalogue"), _positional),
+    Section("attention", "Attention",
+            ("derive.attention", "derive.softmax", "derive.catalogue"), _attention),
+    Section("encoder", "The worked encoder example",
+            ("numeric.course", "seqgrad.latex_table", "crosscheck.checks.encoder", "crosscheck.figures.encoder"), _encoder),
+    Section("residual", "Residual paths and LayerNorm",
+            ("derive.residual", "derive.layernorm", "derive.catalogue", "crosscheck.figures.depth"), _residual),
+    Section("claims", "Printed claims",
+            ("derive.claims", "crosscheck.claims_catalogue"), _claims),
 )}
 SECTION_NAMES = tuple(SECTIONS)
 
