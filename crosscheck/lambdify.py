@@ -29,7 +29,7 @@ from __future__ import annotations
 import keyword
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import sympy as sp
@@ -37,8 +37,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.precedence import PRECEDENCE
 
-from derive.activations import dphi, phi, sigmoid
-from derive.program import Elementwise, Program, SquaredNorm
+from derive.program import Program
 from seqgrad.errors import NonFiniteError, SeqgradValueError, ShapeError
 
 __all__ = ["lambdify", "Compiled", "RNNFunction", "BACKENDS", "identifier"]
