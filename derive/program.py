@@ -80,6 +80,7 @@ from sympy.core.basic import _args_sortkey
 from sympy.matrices.expressions.applyfunc import ElementwiseApplyFunction
 from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.printing.latex import LatexPrinter
+from sympy.printing.str import StrPrinter
 
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError, SizeGuardError
 
@@ -103,6 +104,24 @@ _PLACEHOLDER = "XPLACEHOLDERX"
 
 def _latex(expr) -> str:
     return sp.latex(expr, **latex_settings)
+
+
+class _StrPrinter(StrPrinter):
+    """SymPy's str printer, with the elementwise product written ``a o b`` (the text's circle)."""
+
+    def _print_HadamardProduct(self, expr):
+        def factor(a):
+            text = self._print(a)
+            simple = (a.is_symbol or (isinstance(a, Elementwise) and (a.function.expr.is_Function or a.function.expr.is_Add))
+                      or (text.startswith("(") and text.endswith(")") and text.count("(") == 1))
+            return text if simple else f"({text})"
+
+        return " o ".join(factor(a) for a in expr.args)
+
+
+def sstr(expr) -> str:
+    """Plain-text form of a program's expressions (``sympy.sstr`` with ``o`` for the elementwise product)."""
+    return _StrPrinter().doprint(expr)
 
 
 class Elementwise(ElementwiseApplyFunction):
@@ -189,7 +208,7 @@ class Definition:
         return f"{_latex(self.target)} &= {_latex(self.value)}"
 
     def __str__(self) -> str:
-        return f"{sp.sstr(self.target)} = {sp.sstr(self.value)}"
+        return f"{sstr(self.target)} = {sstr(self.value)}"
 
 
 class Template:

@@ -59,7 +59,10 @@ class Diag(sp.DiagMatrix):
         return r"\operatorname{diag}\left(%s\right)" % printer._print(self.args[0])
 
     def _sympystr(self, printer):
-        return "diag(%s)" % printer._print(self.args[0])
+        inner = printer._print(self.args[0])
+        if inner.startswith("(") and inner.endswith(")") and isinstance(self.args[0], Elementwise):
+            inner = inner[1:-1]  # diag(1 - h_2**2), not diag((1 - h_2**2))
+        return "diag(%s)" % inner
 
 
 def _sym(name: str, shape: tuple[int, int] | None):
