@@ -1,0 +1,312 @@
+"""The Transformer derivations of derive/ against torch autograd and the numeric encoder, group "transformer".
+
+Every derived Jacobian or gradient is compiled to torch (:mod:`crosscheck.transformer_bridge`,
+through :mod:`crosscheck.lambdify`) and evaluated on ``ctx.device`` in float64;
+the reference is ``torch.autograd.functional.jacobian`` or ``backward`` of the
+numeric encoder's own modules (numeric/attention.py, layernorm.py, encoder.py).
+Points: the course example's own parameters and intermediates (the rows of S,
+H0, U and H1 of "a journey of a thousand miles begins") where the derivation
+is per row, and random parameters otherwise.
+
+Whole-sequence attention is derived symbolically at T = 3 (the course's T = 7,
+D = 5 heads make expressions SymPy cannot differentiate or compile in the time
+budget of ``seqgrad check``); its closed-form backward pass
+(:meth:`derive.attention.SelfAttention.backward`) gives the Jacobian row by row
+(G = each basis matrix), which the block checks reuse.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import sympy as sp
+import torch
+
+from derive import attention as d_attention
+from derive import layernorm as d_layernorm
+from derive import residual as d_residual
+from derive import softmax as d_softmax
+from numeric import course
+from numeric.attention import MultiHeadAttention
+from numeric.device import resolve_device
+from numeric.encoder import MLP, EncoderBlock
+from numeric.layernorm import LayerNorm
+
+from .. import transformer_bridge as bridge
+from ..registry import check
+from ..tolerance import Outcome, combine, compare
+
+GROUP = "transformer"
+EPS = 1e-5
+T_ATT, D_BLOCK, D_K = 3, 3, 2  # whole-sequence derivations: 3 positions, width 3, two heads of width 2
+
+
+def _device(ctx):
+    if ctx.device.startswith("cuda") and not torch.cuda.is_available():
+        return None
+    return resolve_device(ctx.device)
+
+
+def _jacobian(f, x: torch.Tensor) -> torch.Tensor:
+    """Autograd's Jacobian of f at x, flattened to (out, in)."""
+    J = torch.autograd.functional.jacobian(f, x)
+    return J.reshape(-1, x.numel())
+
+
+def _rows_jacobian(f, rows: torch.Tensor) -> torch.Tensor:
+    """Autograd's Jacobian of a per-row map at every row: (B, d, d)."""
+    return torch.stack([_jacobian(f, r) for r in rows])
+
+
+# ----------------------------------------------------------------------------- compiled derivations (built once)
+
+@lru_cache(maxsize=None)
+def compiled_softmax(n: int):
+    """derive.softmax: the closed form diag(a) - a a^T and the direct Jacobian, both as functions of the scores."""
+    z = d_softmax.scores(n)
+    return (bridge.compile_matrix(d_softmax.jacobian_closed_form(d_softmax.softmax(z)), z, "softmax_closed"),
+            bridge.compile_matrix(d_softmax.jacobian(z), z, "softmax_direct"))
+
+
+@lru_cache(maxsize=None)
+def compiled_layernorm(d: int):
+    """derive.layernorm: (gamma_i / s)(delta_ij - 1/d - xhat_i xhat_j / d) as a function of h, gamma and eps."""
+    ln = d_layernorm.LayerNorm(d)
+    return bridge.compile_matrix(ln.jacobian(), ln.h + ln.gamma + [d_layernorm.EPS], f"layernorm_{d}")
+
+
+def ln_jacobian_rows(H: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
+    """The derived LayerNorm Jacobian at every row of H (B, d) -> (B, d, d)."""
+    B, d = H.shape
+    f = compiled_layernorm(d)
+    return f(*bridge.columns(H), *bridge.columns(gamma.expand(B, d)), H.new_full((B,), EPS))
+
+
+@lru_cache(maxsize=None)
+def compiled_residual(d: int, placement: str):
+    """derive.residual: the closed form (I + J_F, I + J_F J_LN or J_LN (I + J_F)) with the branch terms as inputs."""
+    rj = d_residual.ResidualJacobian(d, placement)
+    bs = bridge.branch_inputs(rj.closed, rj.F)
+    args = rj.h + bs.F + [s for row in bs.J for s in row] + [d_layernorm.EPS]
+    return bridge.compile_matrix(bs.expr, args, f"residual_{placement}")
+
+
+@lru_cache(maxsize=None)
+def compiled_attention_backward(T: int, d_model: int, d_k: int):
+    """derive.attention: the closed-form backward pass dX, dW_Q, dW_K, dW_V of one head given G = dL/dO."""
+    head = d_attention.SelfAttention(T, d_model, d_k)
+    grads = head.backward()
+    M = sp.Matrix.vstack(*[grads[n].reshape(grads[n].rows * grads[n].cols, 1) for n in ("X", "W_Q", "W_K", "W_V")])
+    args = list(head.X) + list(head.W_Q) + list(head.W_K) + list(head.W_V) + list(head.upstream())
+    return bridge.compile_matrix(M, args, "attention_backward")
+
+
+def head_gradients(head, X: torch.Tensor, G: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The derived gradients of one numeric head's parameters for a batch of upstream G (B, T, d_v)."""
+    B, T = G.shape[:2]
+    D, d_k = head.D, head.d_k
+    f = compiled_attention_backward(T, D, d_k)
+    fixed = [t.reshape(-1) for t in (X, head.W_Q, head.W_K, head.W_V)]
+    args = [v.expand(B) for v in torch.cat(fixed).unbind()] + bridge.columns(G)
+    flat = f(*args)[..., 0]
+    sizes = {"X": (T, D), "W_Q": (d_k, D), "W_K": (d_k, D), "W_V": (head.d_v, D)}
+    out, start = {}, 0
+    for name, (r, c) in sizes.items():
+        out[name] = flat[:, start:start + r * c].reshape(B, r, c)
+        start += r * c
+    return out
+
+
+def mha_jacobian(mha: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
+    """d vec(B_att) / d vec(X) from the derived backward pass: G_B = each basis matrix, G_C = G_B W_O, split per head."""
+    T, D = X.shape
+    n = T * D
+    G_B = torch.eye(n, dtype=X.dtype, device=X.device).reshape(n, T, D)
+    G_C = G_B @ mha.W_O.detach()
+    rows, start = 0, 0
+    for head in mha.heads:
+        rows = rows + head_gradients(head, X, G_C[..., start:start + head.d_v])["X"]
+        start += head.d_v
+    return rows.reshape(n, n)  # row k: the gradient of output entry k
+
+
+def block_diag_rows(blocks: torch.Tensor) -> torch.Tensor:
+    return torch.block_diag(*blocks.unbind())
+
+
+def mlp_jacobian_rows(mlp: MLP, R: torch.Tensor) -> torch.Tensor:
+    """The MLP branch is generic in derive.residual: its own Jacobian, per row, by autograd."""
+    return _rows_jacobian(lambda r: mlp(r), R)
+
+
+def block_jacobian_formula(block: EncoderBlock, H: torch.Tensor) -> torch.Tensor:
+    """derive.residual's block formulas with the derived LayerNorm and attention Jacobians:
+
+    pre-norm   dH'/dH = (I + J_MLP(R) J_LN2(U)) (I + J_MHA(X) J_LN1(H))   (the second bypass carries U)
+    post-norm  dH'/dH = J_LN2(U + MLP(U)) (I + J_MLP(U)) J_LN1(H + MHA(H)) (I + J_MHA(H))
+    """
+    T, D = H.shape
+    I = torch.eye(T * D, dtype=H.dtype, device=H.device)
+    with torch.no_grad():
+        if block.norm_first:
+            X = block.ln1(H)
+            U = H + block.attention(X)
+            R = block.ln2(U)
+            first = I + mha_jacobian(block.attention, X) @ block_diag_rows(ln_jacobian_rows(H, block.ln1.gamma))
+            second = I + block_diag_rows(mlp_jacobian_rows(block.mlp, R)) @ block_diag_rows(ln_jacobian_rows(U, block.ln2.gamma))
+            return second @ first
+        Z1 = H + block.attention(H)
+        U = block.ln1(Z1)
+        Z2 = U + block.mlp(U)
+        first = block_diag_rows(ln_jacobian_rows(Z1, block.ln1.gamma)) @ (I + mha_jacobian(block.attention, H))
+        second = block_diag_rows(ln_jacobian_rows(Z2, block.ln2.gamma)) @ (I + block_diag_rows(mlp_jacobian_rows(block.mlp, U)))
+        return second @ first
+
+
+def random_block(norm_first: bool, g: torch.Generator, dev) -> EncoderBlock:
+    """Two heads of width D_K reading width D_BLOCK, F = 4, biases in the MLP, random LayerNorm gamma and beta."""
+    mha = MultiHeadAttention.random(D_BLOCK, 2, d_k=D_K, d_v=D_K, generator=g)
+    mlp = EncoderBlock.random(D_BLOCK, 1, 4, generator=g).mlp
+    ln = lambda: LayerNorm(D_BLOCK, gamma=1 + 0.3 * torch.randn(D_BLOCK, generator=g, dtype=torch.float64),
+                           beta=0.3 * torch.randn(D_BLOCK, generator=g, dtype=torch.float64))
+    return EncoderBlock(mha, mlp, ln(), ln(), norm_first=norm_first).to(dev)
+
+
+# ----------------------------------------------------------------------------- the checks
+
+@check("transformer.softmax_jacobian", source="seed 000 L700-706 (row softmax); Tables 12, 18 (course S)", group=GROUP)
+def softmax_jacobian(ctx) -> Outcome:
+    """derive.softmax's diag(a) - a a^T and direct Jacobian against autograd of torch.softmax: the course's 14 score rows and random rows."""
+    dev = _device(ctx)
+    if dev is None:
+        return Outcome.skip("no CUDA GPU")
+    tr = course.trace("attention_on_H0", device=dev)
+    S_course = torch.cat([tr["head1.S"], tr["head2.S"]])
+    S_random = 3 * torch.randn(16, 7, generator=ctx.torch_generator(), dtype=torch.float64).to(dev)
+    closed, direct = compiled_softmax(7)
+    outs = []
+    for label, S in (("course S rows", S_course), ("random rows", S_random)):
+        reference = _rows_jacobian(lambda z: torch.softmax(z, -1), S)
+        for name, f in (("closed form", closed), ("direct", direct)):
+            outs.append(compare(f(*bridge.columns(S)), reference, device=ctx.device, detail=f"{name}, {label}"))
+    return combine(outs, "7 scores per row: 14 course rows (both heads) and 16 random rows; closed form and direct derivative")
+
+
+@check("transformer.layernorm_jacobian", source="seed 000 L971-975; course H0, U, H1 rows", group=GROUP)
+def layernorm_jacobian(ctx) -> Outcome:
+    """derive.layernorm's closed-form Jacobian against autograd of numeric LayerNorm: the course's LN1, LN2, LN_final inputs and random rows and gamma."""
+    dev = _device(ctx)
+    if dev is None:
+        return Outcome.skip("no CUDA GPU")
+    tr = course.trace("prenorm_block", device=dev)
+    g = ctx.torch_generator()
+    outs = []
+    ones = torch.ones(5, dtype=torch.float64, device=dev)
+    for name in ("H0", "block0.U", "H1"):
+        ln = LayerNorm(5, device=dev)
+        outs.append(compare(ln_jacobian_rows(tr[name], ones), _rows_jacobian(ln, tr[name]), device=ctx.device, detail=f"course {name}"))
+    gamma = (1 + torch.randn(5, generator=g, dtype=torch.float64)).to(dev)
+    ln = LayerNorm(5, gamma=gamma, beta=torch.randn(5, generator=g, dtype=torch.float64), device=dev)
+    H = (2 * torch.randn(12, 5, generator=g, dtype=torch.float64) + 1).to(dev)
+    outs.append(compare(ln_jacobian_rows(H, gamma), _rows_jacobian(ln, H), device=ctx.device, detail="random rows and gamma"))
+    return combine(outs, "d = 5, eps = 1e-5 inside the root: 7 rows each of the course's H0, U, H1, and 12 random rows with random gamma, beta")
+
+
+@check("transformer.residual_jacobians", source="seed 000 L1183-1191; seed 001 l.130-152", group=GROUP)
+def residual_jacobians(ctx) -> Outcome:
+    """derive.residual's plain (I + J_F), pre-norm (I + J_F J_LN) and post-norm (J_LN (I + J_F)) Jacobians with the numeric MLP as the branch, against autograd."""
+    dev = _device(ctx)
+    if dev is None:
+        return Outcome.skip("no CUDA GPU")
+    g = ctx.torch_generator()
+    d = 3
+    mlp = EncoderBlock.random(d, 1, 4, generator=g).mlp.to(dev)
+    ln = LayerNorm(d, device=dev)
+    H = (1.5 * torch.randn(8, d, generator=g, dtype=torch.float64)).to(dev)
+    outs = []
+    for placement, sublayer, branch_input in (
+        ("plain", lambda h: h + mlp(h), lambda h: h),
+        ("pre-norm", lambda h: h + mlp(ln(h)), ln),
+        ("post-norm", lambda h: ln(h + mlp(h)), lambda h: h),
+    ):
+        with torch.no_grad():
+            x = branch_input(H)
+            F_x = mlp(x)
+        J_F = mlp_jacobian_rows(mlp, x)
+        f = compiled_residual(d, placement)
+        B = H.shape[0]
+        derived = f(*bridge.columns(H), *bridge.columns(F_x), *bridge.columns(J_F), H.new_full((B,), EPS))
+        outs.append(compare(derived, _rows_jacobian(sublayer, H), device=ctx.device, detail=placement))
+    return combine(outs, "d = 3, generic branch F = the numeric ReLU MLP (3 -> 4 -> 3, biases), 8 random rows")
+
+
+@check("transformer.course_mlp_sublayer", source="seed 000 L946, L1021-1033, L1185 (course U rows)", group=GROUP)
+def course_mlp_sublayer(ctx) -> Outcome:
+    """At the course's own U rows and MLP: pre-norm I + J_MLP J_LN2 and post-norm J_LN2 (I + J_MLP), derived LN Jacobian, against autograd."""
+    dev = _device(ctx)
+    if dev is None:
+        return Outcome.skip("no CUDA GPU")
+    tr = course.trace("prenorm_block", device=dev)
+    block = course.encoder(device=dev).blocks[0]
+    U = tr["block0.U"]
+    I = torch.eye(5, dtype=U.dtype, device=dev)
+    ones = torch.ones(5, dtype=U.dtype, device=dev)
+    with torch.no_grad():
+        R = block.ln2(U)
+        Z = U + block.mlp(U)
+    pre = I + mlp_jacobian_rows(block.mlp, R) @ ln_jacobian_rows(U, ones)
+    post = ln_jacobian_rows(Z, ones) @ (I + mlp_jacobian_rows(block.mlp, U))
+    return combine([
+        compare(pre, _rows_jacobian(lambda u: u + block.mlp(block.ln2(u)), U), device=ctx.device, detail="pre-norm"),
+        compare(post, _rows_jacobian(lambda u: block.ln2(u + block.mlp(u)), U), device=ctx.device, detail="post-norm"),
+    ], "the course's 7 rows of U, its MLP (5 -> 4 -> 5, ReLU) and LN2 (gamma = 1, beta = 0)")
+
+
+@check("transformer.attention_gradients", source="seed 000 L747 (S, A, O); derived backward pass", group=GROUP)
+def attention_gradients(ctx) -> Outcome:
+    """derive.attention's closed-form backward pass (dX, dW_Q, dW_K, dW_V) against backward of a numeric head, and the Jacobian dO/dX it gives."""
+    dev = _device(ctx)
+    if dev is None:
+        return Outcome.skip("no CUDA GPU")
+    g = ctx.torch_generator()
+    head = MultiHeadAttention.random(D_BLOCK, 1, d_k=D_K, d_v=D_K, generator=g).heads[0].to(dev)
+    X = torch.randn(T_ATT, D_BLOCK, generator=g, dtype=torch.float64).to(dev).requires_grad_(True)
+    G = torch.randn(T_ATT, D_K, generator=g, dtype=torch.float64).to(dev)
+    (head(X) * G).sum().backward()
+    derived = head_gradients(head, X.detach(), G[None])
+    outs = [compare(derived["X"][0], X.grad, device=ctx.device, detail="dX")]
+    outs += [compare(derived[n][0], getattr(head, n).grad, device=ctx.device, detail=f"d{n}") for n in ("W_Q", "W_K", "W_V")]
+    n_out = T_ATT * D_K
+    basis = torch.eye(n_out, dtype=X.dtype, device=dev).reshape(n_out, T_ATT, D_K)
+    J = head_gradients(head, X.detach(), basis)["X"].reshape(n_out, -1)
+    outs.append(compare(J, _jacobian(lambda x: head(x), X.detach()), device=ctx.device, detail="dO/dX"))
+    return combine(outs, f"T = {T_ATT}, d_model = {D_BLOCK}, d_k = d_v = {D_K}, random weights and G")
+
+
+def _block_check(ctx, norm_first: bool) -> Outcome:
+    dev = _device(ctx)
+    if dev is None:
+        return Outcome.skip("no CUDA GPU")
+    g = ctx.torch_generator()
+    block = random_block(norm_first, g, dev)
+    H = torch.randn(T_ATT, D_BLOCK, generator=g, dtype=torch.float64).to(dev)
+    G = torch.randn(T_ATT, D_BLOCK, generator=g, dtype=torch.float64).to(dev)
+    J = block_jacobian_formula(block, H)
+    Hg = H.clone().requires_grad_(True)
+    (block(Hg) * G).sum().backward()
+    return combine([
+        compare(J, _jacobian(lambda h: block(h), H), device=ctx.device, detail="dH'/dH"),
+        compare(J.T @ G.reshape(-1), Hg.grad.reshape(-1), device=ctx.device, detail="gradient J^T g against backward"),
+    ], f"T = {T_ATT}, D = {D_BLOCK}, two heads of width {D_K}, F = 4, random weights, LN gamma and beta")
+
+
+@check("transformer.prenorm_block", source="seed 000 L946, L1191; derive.residual EncoderBlock", group=GROUP)
+def prenorm_block(ctx) -> Outcome:
+    """(I + J_MLP J_LN2)(I + J_MHA J_LN1) with derived LN and attention Jacobians against autograd of the numeric pre-norm block, and its gradient against backward."""
+    return _block_check(ctx, True)
+
+
+@check("transformer.postnorm_block", source="seed 000 L1185; seed 001 l.136-138", group=GROUP)
+def postnorm_block(ctx) -> Outcome:
+    """J_LN2 (I + J_MLP) J_LN1 (I + J_MHA) with derived LN and attention Jacobians against autograd of the numeric post-norm block, and its gradient against backward."""
+    return _block_check(ctx, False)
