@@ -23,6 +23,7 @@ from seqgrad import validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError, ShapeError
 
 from .catalogue import Derivation, Identity, NumericResult, Proof, evaluate, numeric_sides, proof_by, rational_zero
+from .safe_parse import as_sympy
 
 NEG_INF = -sp.oo
 
@@ -34,12 +35,30 @@ def symbol_matrix(name: str, rows: int, cols: int) -> sp.Matrix:
     return sp.Matrix(rows, cols, lambda r, c: sp.Symbol(f"{name}_{{{r},{c}}}", real=True))
 
 
+def to_matrix(argument: str, value) -> sp.Matrix:
+    """``value`` (a SymPy matrix, nested lists, or a flat list read as a column) as a Matrix.
+
+    Every entry goes through :func:`derive.safe_parse.as_sympy`: text is parsed
+    through the whitelist, never handed to ``sympify``.
+    """
+    if isinstance(value, sp.MatrixBase):
+        return sp.Matrix(value)
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise SeqgradTypeError(argument, value, "a matrix (nested lists of numbers or SymPy expressions)")
+    rows = list(value)
+    nested = [hasattr(r, "__iter__") and not isinstance(r, (str, bytes)) for r in rows]
+    if any(nested) and not all(nested):
+        raise SeqgradTypeError(argument, value, "a matrix (nested lists of numbers or SymPy expressions)")
+    entries = [[as_sympy(x, argument) for x in r] for r in rows] if all(nested) and rows else \
+        [[as_sympy(x, argument)] for x in rows]
+    if len({len(r) for r in entries}) > 1:
+        raise SeqgradTypeError(argument, value, "a rectangular matrix (every row of the same length)")
+    return sp.Matrix(entries)
+
+
 def as_matrix(argument: str, value, shape: tuple[int, int]) -> sp.Matrix:
     """``value`` (nested lists or a SymPy matrix) as a Matrix of exactly ``shape``."""
-    try:
-        M = sp.Matrix(value)
-    except (TypeError, ValueError, sp.SympifyError):
-        raise SeqgradTypeError(argument, value, "a matrix (nested lists of numbers or SymPy expressions)") from None
+    M = to_matrix(argument, value)
     if M.shape != tuple(shape):
         raise ShapeError(argument, M.shape, f"{shape[0]} x {shape[1]}")
     return M
@@ -66,7 +85,7 @@ def combine_masks(*masks) -> sp.Matrix:
     """The sum of additive masks: a source is visible only if every mask allows it."""
     if not masks:
         raise SeqgradValueError("masks", masks, "at least one mask")
-    shape = sp.Matrix(masks[0]).shape
+    shape = to_matrix("masks[0]", masks[0]).shape
     out = sp.zeros(*shape)
     for n, M in enumerate(masks):
         M = check_mask(M, shape, f"masks[{n}]", allow_empty_rows=True)
@@ -90,6 +109,8 @@ def check_mask(M, shape: tuple[int, int], argument: str = "mask", allow_empty_ro
 
 def softmax_rows(S: sp.Matrix, M: sp.Matrix | None = None) -> sp.Matrix:
     """Row softmax of S + M; masked sources get exactly 0 and the visible ones renormalise."""
+    S = to_matrix("S", S)
+    M = None if M is None else check_mask(M, S.shape, "M")
     T_q, T_k = S.shape
     A = sp.zeros(T_q, T_k)
     for t in range(T_q):
@@ -123,7 +144,7 @@ class SelfAttention(Derivation):
         self.W_K = symbol_matrix(f"w{tag}_K", self.d_k, d_model) if W_K is None else as_matrix("W_K", W_K, (self.d_k, d_model))
         self.W_V = symbol_matrix(f"w{tag}_V", self.d_v, d_model) if W_V is None else as_matrix("W_V", W_V, (self.d_v, d_model))
         self.M = None if mask is None else check_mask(mask, (T, T))
-        self.scale = 1 / sp.sqrt(self.d_k) if scale is None else sp.sympify(scale)
+        self.scale = 1 / sp.sqrt(self.d_k) if scale is None else as_sympy(scale, "scale")
         self.Q = self.X * self.W_Q.T
         self.K = self.X * self.W_K.T
         self.V = self.X * self.W_V.T

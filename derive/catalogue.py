@@ -31,6 +31,8 @@ import sympy as sp
 
 from seqgrad.errors import SeqgradValueError
 
+from .safe_parse import as_sympy
+
 METHODS = ("simplify", "counterexample", "numeric")
 RULES = ("policy", "printed", "statistical", "differs")
 
@@ -233,7 +235,7 @@ def random_values(symbols, rng: random.Random, low: float = -1.5, high: float = 
 def numeric_sides(lhs, rhs, rng: random.Random, trials: int = 3, positive=(), fixed: dict | None = None, low=-1.5, high=1.5) -> NumericResult:
     """Evaluate both sides at ``trials`` random points of their free symbols."""
     lhs_l, rhs_l = _flat(lhs), _flat(rhs)
-    free = sorted(set().union(*[sp.sympify(e).free_symbols for e in lhs_l + rhs_l]) - set(fixed or {}), key=lambda s: s.name)
+    free = sorted(set().union(*[as_sympy(e, "expression").free_symbols for e in lhs_l + rhs_l]) - set(fixed or {}), key=lambda s: s.name)
     fn = compile_numeric(lhs_l + rhs_l, free + sorted(fixed or {}, key=lambda s: s.name))
     computed, reference = [], []
     for _ in range(trials):

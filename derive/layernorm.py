@@ -24,6 +24,7 @@ from seqgrad import validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 from .catalogue import Derivation, Identity, Proof, numeric_sides, proof_by
+from .safe_parse import as_sympy
 
 EPS = sp.Symbol("epsilon", positive=True)
 
@@ -37,7 +38,7 @@ def check_eps(eps) -> sp.Expr:
         if eps <= 0:
             raise SeqgradValueError("eps", eps, "a number > 0 (eps sits inside the square root; eps <= 0 divides 0 by 0 on a constant row)")
         return sp.nsimplify(eps, rational=True)
-    eps = sp.sympify(eps) if not isinstance(eps, sp.Basic) else eps
+    eps = as_sympy(eps, "eps")
     if eps.is_positive is not True:
         raise SeqgradValueError("eps", eps, "a number > 0 or a SymPy expression known to be positive (Symbol(..., positive=True))")
     return eps
@@ -71,7 +72,7 @@ class LayerNorm(Derivation):
         values = list(values)
         if len(values) != self.d:
             raise SeqgradValueError(argument, values, f"a vector of length d={self.d}")
-        return [sp.sympify(v) for v in values]
+        return [as_sympy(v, argument) for v in values]
 
     def __call__(self) -> sp.Matrix:
         return self.y
@@ -114,7 +115,7 @@ class LayerNorm(Derivation):
         c = list(sp.symbols(f"c_0:{d}", real=True))
         R = ring(c + [u], QQ)[0]
         centred = {x - mu: ci for x, ci in zip(self.h, c)}
-        to_ring = lambda e: R(sp.factor_terms(sp.sympify(e)).subs(s, 1 / u).subs(centred))
+        to_ring = lambda e: R(sp.factor_terms(as_sympy(e, "expression")).subs(s, 1 / u).subs(centred))
         U, C = R(u), [R(ci) for ci in c]
         DMU = [QQ(int(sp.fraction(x)[0]), int(sp.fraction(x)[1])) for x in dmu]
         DS = [to_ring(ds_dv * x) for x in dv]

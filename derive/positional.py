@@ -20,6 +20,7 @@ from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
 from .catalogue import Derivation, Identity, NumericResult, Proof, angle_addition, numeric_sides, proof_by, pythagorean
+from .safe_parse import as_sympy
 
 LAYOUTS = ("interleaved", "half")
 pos = sp.Symbol("pos", real=True)
@@ -72,7 +73,7 @@ class Sinusoidal(Derivation):
 
     def coordinate(self, position, j: int) -> sp.Expr:
         """PE(position, j)."""
-        arg = sp.expand_mul(sp.sympify(position) * self.omega(j))
+        arg = sp.expand_mul(as_sympy(position, "position") * self.omega(j))
         # sin/cos of a symbolic angle with no sign to extract evaluate to themselves; skipping that
         # no-op evaluation keeps d = 512 fast (the object is identical either way)
         evaluate = bool(arg.is_number or arg.could_extract_minus_sign() or arg.has(sp.pi))
@@ -111,7 +112,7 @@ class Sinusoidal(Derivation):
         return _block(self.omega(j), shift)
 
     def rotation(self, shift=k) -> "Rotation":
-        return Rotation(self, sp.sympify(shift))
+        return Rotation(self, as_sympy(shift, "shift"))
 
     def shift_identity(self) -> "ShiftIdentity":
         return ShiftIdentity(self)
@@ -125,7 +126,7 @@ class Sinusoidal(Derivation):
 
 
 def _block(omega, shift) -> sp.Matrix:
-    a = sp.expand_mul(sp.sympify(shift) * omega)
+    a = sp.expand_mul(as_sympy(shift, "shift") * omega)
     evaluate = bool(a.is_number or a.could_extract_minus_sign())
     c, s = sp.cos(a, evaluate=evaluate), sp.sin(a, evaluate=evaluate)
     return sp.Matrix([[c, s], [-s, c]])
@@ -284,6 +285,7 @@ def dot_product(pe: Sinusoidal, p=pos, other=q):
 
 def dot_product_offset_form(pe: Sinusoidal, p=pos, other=q):
     """sum over pairs of cos((p - other) omega_i), plus the unpaired sin(p w) sin(other w) for odd d."""
+    p, other = as_sympy(p, "p"), as_sympy(other, "other")
     total = sum((sp.cos(sp.expand_mul((p - other) * pr.omega)) for pr in pe.pairs()), sp.Integer(0))
     j = pe.unpaired()
     if j is not None:

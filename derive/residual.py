@@ -23,6 +23,7 @@ from seqgrad import validate
 
 from .catalogue import Derivation, Identity, numeric_sides, proof_by
 from .layernorm import EPS, LayerNorm
+from .safe_parse import as_sympy
 
 
 def chain_rule_zero(expr):
@@ -168,7 +169,7 @@ class DepthProduct(Derivation):
     def __init__(self, L: int = 3, d: int = 2, scale=1):
         self.L = validate.integer("L", L, minimum=1, maximum=6)
         self.d = validate.integer("d", d, minimum=1, maximum=4)
-        self.scale = sp.sympify(scale)
+        self.scale = as_sympy(scale, "scale")
         self.J = [sp.Matrix(d, d, lambda i, j, l=l: sp.Symbol(f"j^{{({l})}}_{{{i}{j}}}", real=True)) for l in range(1, L + 1)]
         self.symbolic = [sp.MatrixSymbol(f"J_{l}", d, d) for l in range(1, L + 1)]
 

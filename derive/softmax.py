@@ -11,6 +11,7 @@ from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
 from .catalogue import Derivation, Identity, numeric_sides, proof_by, rational_zero
+from .safe_parse import as_sympy
 
 
 def scores(n: int, name: str = "z") -> list[sp.Symbol]:
@@ -52,7 +53,7 @@ def _entries(z) -> list:
     z = list(z)
     if not z:
         raise SeqgradValueError("z", z, "at least one score")
-    return [sp.sympify(v) for v in z]
+    return [as_sympy(v, "z") for v in z]
 
 
 class SoftmaxJacobian(Derivation):
