@@ -3,9 +3,9 @@
 The program *is* the common-subexpression elimination: every definition
 ``z_t := ...``, ``g_t^z := ...`` becomes one assignment of the generated
 function, in program order, so a quantity used many times is computed once.
-Vector cells keep the text's matrix form: one matrix product per step and per
-gradient term, and a batch of B sequences is B rows, so the same code runs a
-whole batch.
+Vector cells keep the text's matrix form: one matrix product per step, and
+a weight gradient ``sum_t (g_t^z)^T x_t`` becomes one product of the stacked
+rows; a batch of B sequences is B rows, so the same code runs a whole batch.
 
 The printers are our own small subclasses of SymPy's ``NumPyPrinter`` with an
 explicit module mapping; in particular ``Max`` becomes ``numpy.maximum`` /
@@ -82,6 +82,12 @@ class _Printer(NumPyPrinter):
         return text if coeff == 1 else f"{self.parenthesize(coeff, PRECEDENCE['Mul'])}*{text}"
 
     def _print_MatAdd(self, expr):
+        outer = [a.args for a in expr.args if isinstance(a, sp.MatMul) and len(a.args) == 2 and isinstance(a.args[0], sp.Transpose)]
+        if len(outer) == len(expr.args) > 2:
+            # sum_t a_t^T b_t (the text's outer products) as one product of the stacked rows
+            left = ", ".join(self._print(a.arg) for a, _ in outer)
+            right = ", ".join(self._print(b) for _, b in outer)
+            return f"_cat(({left})).T @ _cat(({right}))"
         return " + ".join(self.parenthesize(a, PRECEDENCE["Add"]) for a in expr.args)
 
     def _print_HadamardProduct(self, expr):
@@ -147,7 +153,7 @@ def _numpy_namespace() -> dict:
     return {
         "numpy": np, "math": __import__("math"),
         "_sigmoid": sigmoid_, "_heaviside": np.heaviside, "_maximum": np.maximum, "_minimum": np.minimum,
-        "_sumsq": lambda m: np.sum(np.square(m)),
+        "_sumsq": lambda m: np.sum(np.square(m)), "_cat": np.concatenate,
     }
 
 
@@ -175,7 +181,7 @@ def _torch_namespace() -> dict:
 
     return {
         "torch": torch, "math": math, "_sigmoid": torch.sigmoid, "_heaviside": heaviside,
-        "_maximum": maximum, "_minimum": minimum, "_sumsq": lambda m: torch.sum(torch.square(m)),
+        "_maximum": maximum, "_minimum": minimum, "_sumsq": lambda m: torch.sum(torch.square(m)), "_cat": torch.cat,
     }
 
 
