@@ -120,11 +120,15 @@ def baseline(code: str, arg: int, total: int, timeout: float) -> tuple[float, in
             if kind == "done":
                 return last[0], last[1], True
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        _pid, _status, usage = os.wait4(proc.pid, 0)
+        cpu = 0.0
+        proc.kill()  # no-op signal when it already exited; reap it here to read its CPU time
+        try:
+            _pid, _status, usage = os.wait4(proc.pid, 0)
+            cpu = usage.ru_utime + usage.ru_stime
+        except ChildProcessError:
+            pass
     # stopped: the child's whole CPU time (including its imports and any unfinished entry) is the lower bound
-    return max(last[0], usage.ru_utime + usage.ru_stime), last[1], last[1] >= total
+    return max(last[0], cpu), last[1], last[1] >= total
 
 
 def main() -> None:
