@@ -307,6 +307,9 @@ class Equivariance(Derivation):
     def latex(self) -> str:
         return r"\mathbf A(\Pi\mathbf H) = \Pi\,\mathbf A(\mathbf H)\,\Pi^{\top},\qquad \mathbf O(\Pi\mathbf H) = \Pi\,\mathbf O(\mathbf H)"
 
+    def __repr__(self) -> str:
+        return f"Equivariance(T={self.T}, positions={self.positions is not None}, causal={self.causal})"
+
 
 def _max_abs(M: sp.Matrix) -> float:
     return max((abs(float(sp.N(e, 30))) for e in M), default=0.0)

@@ -268,10 +268,18 @@ class NoScalarShift(Derivation):
         in_open_interval = bool(sp.And(self.omega > 0, self.omega < sp.pi))
         return self.a(k) not in needed.atoms(sp.Function) and in_open_interval and witness == sp.sin(self.omega) and bool(witness > 0)
 
+    def __repr__(self) -> str:
+        return f"NoScalarShift(d={self.pe.d}, coordinate={self.j})"
+
     def latex(self) -> str:
         w = sp.latex(self.omega)
         return (r"\sin\big((\mathrm{pos}+k)" + w + r"\big) = a(k)\sin(\mathrm{pos}\," + w + r")\ \forall\,\mathrm{pos}"
                 r"\ \Rightarrow\ \sin(k" + w + r") = 0\ \forall k,\ \text{but}\ \sin(" + w + r") > 0")
+
+
+def shift_identity(d: int, base=10000, layout: str = "interleaved") -> ShiftIdentity:
+    """PE(pos + k) = R(k) PE(pos) for width d; ``.prove()`` proves it exactly for symbolic pos and k."""
+    return Sinusoidal(d, base, layout).shift_identity()
 
 
 def unpaired_has_no_scalar_shift(pe: Sinusoidal) -> NoScalarShift:
