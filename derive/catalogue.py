@@ -72,6 +72,11 @@ class Proof:
     def __bool__(self) -> bool:
         return self.holds
 
+    def summary(self) -> str:
+        """What was shown, without the timing (stable between runs)."""
+        state = "proved" if self.holds else "NOT proved"
+        return f"{state} by {self.method}" + (f": {self.detail}" if self.detail else "")
+
     def __str__(self) -> str:
         state = "proved" if self.holds else "NOT proved"
         return f"{state} by {self.method} in {self.seconds:.3g} s" + (f": {self.detail}" if self.detail else "")

@@ -34,7 +34,7 @@ def verify(entry: catalogue.Identity, dtype: str = "float64", device: str = "cpu
     else:  # "differs": the documented failure must show
         same = compare(computed, reference, dtype="float64", device="cpu")
         numeric = Outcome(0.0, 0.0, not same.passed)
-    detail = f"{proof}; numeric ({result.rule}): {result.detail}"
+    detail = f"{proof.summary()}; numeric ({result.rule}): {result.detail}"
     return Outcome(numeric.max_abs_error, numeric.max_rel_error, bool(proof.holds and numeric.passed), detail), proof
 
 
