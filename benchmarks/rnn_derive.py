@@ -152,6 +152,10 @@ def main() -> None:
     # 3. batch evaluation against torch autograd
     import torch
 
+    # one thread: on the shared, oversubscribed 2-core machine torch's thread pool spins and its times
+    # swing by 10x; numpy's products here are single-threaded too, so this is the like-for-like setting
+    torch.set_num_threads(1)
+
     B, T = (4096, 64) if not opts.quick else (256, 16)
     f_np = ours_derive(T, inputs=D, hidden=H, outputs=1)
     from crosscheck.checks.rnn import random_case
