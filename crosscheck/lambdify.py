@@ -246,9 +246,10 @@ class Compiled:
         return self.fn(*values)
 
 
-def lambdify(program: Program, outputs: Sequence, args: Sequence, backend: str = "numpy",
+def lambdify(program: Program | None, outputs: Sequence, args: Sequence, backend: str = "numpy",
              reduce: Iterable[int] | None = None, check_finite: bool = True, data: Iterable | None = None) -> Compiled:
-    """A numpy or torch function ``f(*args) -> tuple(outputs)`` evaluating ``outputs`` through ``program``.
+    """A numpy or torch function ``f(*args) -> tuple(outputs)`` evaluating ``outputs`` through ``program``
+    (``None`` for expressions that need no program).
 
     Only the definitions the outputs need are emitted, once each, in program
     order.  Row-vector arguments (``MatrixSymbol`` of shape 1 x n) may carry a
@@ -260,6 +261,8 @@ def lambdify(program: Program, outputs: Sequence, args: Sequence, backend: str =
     """
     if backend not in BACKENDS:
         raise SeqgradValueError("backend", backend, "one of " + ", ".join(BACKENDS))
+    if program is None:  # a bare expression: an empty program
+        program = Program("expression")
     outputs = tuple(outputs)
     args = tuple(args)
     taken: set[str] = set()

@@ -127,3 +127,11 @@ def test_cuda_matches_cpu():
     for k in cpu:
         assert gpu[k].device.type == "cuda"
         np.testing.assert_allclose(gpu[k].cpu().numpy(), cpu[k].numpy(), rtol=1e-9, atol=1e-10)
+
+
+def test_bare_expression_without_a_program():
+    x, w = sp.symbols("x w")
+    f = lambdify(None, [sp.tanh(w * x), sp.Max(0, x - 1)], [x, w], "torch")
+    a, b = f(torch.tensor([0.5, 2.0], dtype=torch.float64), 2.0)
+    np.testing.assert_allclose(a.numpy(), np.tanh([1.0, 4.0]))
+    assert b.tolist() == [0.0, 1.0]
