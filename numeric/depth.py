@@ -158,14 +158,17 @@ def gradient_study(depths: tuple[int, ...] = DEPTHS, seeds: int = 2, sizes: Size
 
 
 def _fill_gradients(study: GradientStudy, device: str) -> None:
+    """Per seed one stack of max(depths) i.i.d. blocks; the stack of depth L is its first L blocks."""
     sizes, seeds = study.sizes, study.seeds
     for placement in PLACEMENTS:
+        runs: dict[int, list] = {L: [] for L in study.depths}
+        for s in range(seeds):
+            H0, W_read = inputs(sizes, s, device)
+            blocks = stack(max(study.depths), placement, sizes, seed=1000 * s, device=device)
+            for L in study.depths:
+                runs[L].append(layer_gradient_norms(blocks[:L], H0, W_read))
         for L in study.depths:
-            runs = []
-            for s in range(seeds):
-                H0, W_read = inputs(sizes, s, device)
-                runs.append(layer_gradient_norms(stack(L, placement, sizes, seed=1000 * s + L, device=device), H0, W_read))
-            study.profiles[(placement, L)] = np.mean(runs, axis=0)
+            study.profiles[(placement, L)] = np.mean(runs[L], axis=0)
 
 
 # ----------------------------------------------------------------------------- the depth Jacobian product
