@@ -146,11 +146,23 @@ class GradientStudy:
         return np.array([self.profiles[(placement, L)][0] for L in self.depths])
 
 
-@lru_cache(maxsize=8)
-def gradient_study(depths: tuple[int, ...] = DEPTHS, seeds: int = 2, sizes: Sizes = Sizes(), device: str = "cpu") -> GradientStudy:
+def _depths(depths) -> tuple[int, ...]:
+    try:
+        depths = tuple(sorted({validate.integer("depth", L, minimum=1, maximum=512) for L in depths}))
+    except TypeError:
+        raise SeqgradValueError("depths", depths, "a sequence of integers from 1 to 512") from None
+    if not depths:
+        raise SeqgradValueError("depths", depths, "at least one depth")
+    return depths
+
+
+def gradient_study(depths=DEPTHS, seeds: int = 2, sizes: Sizes = Sizes(), device: str = "cpu") -> GradientStudy:
     """Gradient norms per layer at initialisation (cached: the checks and the figures share one run)."""
-    depths = tuple(validate.integer("depth", L, minimum=1, maximum=512) for L in depths)
-    seeds = validate.integer("seeds", seeds, minimum=1)
+    return _gradient_study(_depths(depths), validate.integer("seeds", seeds, minimum=1), sizes, str(device))
+
+
+@lru_cache(maxsize=8)
+def _gradient_study(depths: tuple[int, ...], seeds: int, sizes: Sizes, device: str) -> GradientStudy:
     study = GradientStudy(sizes, depths, seeds)
     with one_thread():
         _fill_gradients(study, device)
@@ -219,11 +231,13 @@ class JacobianStudy:
         return float(s[0] / s[-1]) if s[-1] > s[0] * np.finfo(float).eps else float("inf")
 
 
+def jacobian_study(depths=SV_DEPTHS, sizes: Sizes = Sizes(T=4, D=8, F_width=16), seed: int = 0, device: str = "cpu") -> JacobianStudy:
+    """Singular values of the depth Jacobian product at initialisation (one stack of max(depths) blocks per case; cached)."""
+    return _jacobian_study(_depths(depths), sizes, validate.integer("seed", seed, minimum=0), str(device))
+
+
 @lru_cache(maxsize=8)
-def jacobian_study(depths: tuple[int, ...] = SV_DEPTHS, sizes: Sizes = Sizes(T=4, D=8, F_width=16), seed: int = 0,
-                   device: str = "cpu") -> JacobianStudy:
-    """Singular values of the depth Jacobian product at initialisation (one stack of max(depths) blocks per case)."""
-    depths = tuple(sorted({validate.integer("depth", L, minimum=1, maximum=512) for L in depths}))
+def _jacobian_study(depths: tuple[int, ...], sizes: Sizes, seed: int, device: str) -> JacobianStudy:
     study = JacobianStudy(sizes, depths)
     H0, _ = inputs(sizes, seed, device)
     with one_thread():

@@ -85,6 +85,12 @@ def test_bad_input():
         depth.stack(2, "sandwich")
     with pytest.raises(SeqgradValueError, match="depth"):
         depth.stack(0, "pre-norm")
+    with pytest.raises(SeqgradValueError, match="depth"):
+        depth.gradient_study(depths=[0, 4])
+    with pytest.raises(SeqgradValueError, match="depths"):
+        depth.jacobian_study(depths=[])
+    with pytest.raises(SeqgradValueError, match="depths"):
+        depth.gradient_study(depths=["four"])
     with pytest.raises(SeqgradValueError, match="n_heads"):
         depth.Sizes(D=6, n_heads=4)
     with pytest.raises(SeqgradValueError, match="format"):
