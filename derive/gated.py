@@ -52,7 +52,8 @@ from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
 from . import activations
-from .program import Elementwise, Program, SquaredNorm, Template, _latex, latex_aligned
+from .program import Elementwise, Program, SquaredNorm, Template, latex_aligned
+from .unrolled import Unrolled
 from .rnn import Diag
 
 __all__ = ["gru", "lstm", "GatedRNN", "CarrySplit", "KINDS", "GATES"]
@@ -110,7 +111,7 @@ class _Cell:
         return sp.ZeroMatrix(1, self.H) if self.vector else sp.Integer(0)
 
 
-class GatedRNN:
+class GatedRNN(Unrolled):
     """An unrolled GRU or LSTM and its derivation (build it with :func:`gru` or :func:`lstm`)."""
 
     def __init__(self, kind: str, steps: int, inputs=None, hidden=None, outputs=None):
@@ -217,39 +218,6 @@ class GatedRNN:
         cell = "scalar" if not self.vector else "D={}, H={}, C={}".format(*self.shape)
         return f"<{self.kind} T={self.steps} ({cell})>"
 
-    def __str__(self) -> str:
-        return str(self.program)
-
-    def latex(self, kinds=None) -> str:
-        """The derivation (forward, loss, backward, gradients) as an ``aligned`` environment."""
-        rows = [(d.target, d.value) for d in self.program.definitions(kinds)]
-        if kinds is None:
-            rows += [(sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial %s}" % _latex(s)), self.gradients.get(s, 0))
-                     for s in self.parameters.values()]
-        return latex_aligned(rows)
-
-    def _repr_latex_(self) -> str:
-        return "$$" + self.latex() + "$$"
-
-    def dot(self) -> str:
-        return self.program.dot()
-
-    def grad(self, name: str, expand: bool = False, max_terms: int | None = None):
-        """dL/d``name`` for a parameter (``W_xr``, ``b_hn``, ``W_o`` ...; scalar ``w_xr`` ...) or an input ``x_t``,
-        as the sum over its uses; ``expand=True`` substitutes the backward recursion (size-guarded)."""
-        allowed = list(self.parameters) + [str(x) for x in self.x]
-        if not isinstance(name, str) or name not in allowed:
-            raise SeqgradValueError("name", name, "one of " + ", ".join(allowed))
-        symbol = self.parameters.get(name) or self.x[int(name[2:])]
-        zero = sp.ZeroMatrix(*symbol.shape) if isinstance(symbol, sp.MatrixSymbol) else sp.Integer(0)
-        expr = self.gradients.get(symbol, zero)
-        if expand is True:
-            return self.program.expand(expr, kinds=("backward",), max_terms=max_terms, what=f"dL/d{name}")
-        if expand is not False:
-            raise SeqgradValueError("expand", expand, "True or False")
-        return expr
-
-    # -- carry derivatives ------------------------------------------------------
     def _step(self, t: int) -> int:
         return validate.integer("t", t, minimum=0, maximum=self.steps - 1)
 

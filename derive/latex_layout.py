@@ -98,11 +98,9 @@ def sum_lines(expr, printer: NotationPrinter, width: int) -> list[str]:
     return lines
 
 
-def align(rows: Iterable, notation: Notation | None = None, *, width: int = 60, numbered: bool = False,
-          label: str | None = None) -> str:
-    """An ``align*`` (or numbered ``align``) environment, one row per equation,
-    aligned at ``=``; right-hand sums wider than ``width`` typeset characters continue
-    on indented lines."""
+def _aligned_lines(rows: Iterable, notation: Notation | None, width: int) -> list[str]:
+    """The lines ``lhs &= rhs`` of an alignment, ``&`` lined up; long right-hand sums
+    continue on ``&\\quad`` lines."""
     width = integer("width", width, minimum=8)
     printer = _printer(notation)
     out: list[str] = []
@@ -119,10 +117,26 @@ def align(rows: Iterable, notation: Notation | None = None, *, width: int = 60, 
             first = False
     if not out:
         raise SeqgradValueError("rows", [], "at least one equation")
+    return _pad(out)
+
+
+def aligned(rows: Iterable, notation: Notation | None = None, *, width: int = 60) -> str:
+    """An ``aligned`` environment (inside display math, as ``_repr_latex_`` needs),
+    one row per equation, aligned at ``=``, long sums broken over lines."""
+    body = "\\\\\n".join(_aligned_lines(rows, notation, width))
+    return f"\\begin{{aligned}}\n{body}\n\\end{{aligned}}"
+
+
+def align(rows: Iterable, notation: Notation | None = None, *, width: int = 60, numbered: bool = False,
+          label: str | None = None) -> str:
+    """An ``align*`` (or numbered ``align``) environment, one row per equation,
+    aligned at ``=``; right-hand sums wider than ``width`` typeset characters continue
+    on indented lines."""
+    out = _aligned_lines(rows, notation, width)
     env = "align" if numbered else "align*"
     if label and not numbered:
         raise SeqgradValueError("label", label, "a label only on a numbered environment (numbered=True)")
-    body = "\\\\\n".join(_pad(out))
+    body = "\\\\\n".join(out)
     return f"\\begin{{{env}}}\n{body}{_label(label)}\n\\end{{{env}}}"
 
 

@@ -87,7 +87,7 @@ from seqgrad.errors import SeqgradTypeError, SeqgradValueError, SizeGuardError
 from .safe_parse import as_sympy
 
 __all__ = [
-    "MAX_TERMS", "Program", "Definition", "Template", "Elementwise", "SquaredNorm", "pullback", "latex_settings",
+    "MAX_TERMS", "Program", "Definition", "Template", "Elementwise", "SquaredNorm", "pullback",
     "fast_mul", "fast_add", "fast_matadd",
 ]
 
@@ -97,13 +97,15 @@ __all__ = [
 MAX_TERMS = 20_000
 
 #: Settings passed to ``sympy.latex`` for every piece of LaTeX a program writes.
-latex_settings = {"mat_symbol_style": "bold"}
 
 _PLACEHOLDER = "XPLACEHOLDERX"
 
 
 def _latex(expr) -> str:
-    return sp.latex(expr, **latex_settings)
+    """LaTeX in the text's notation (:class:`derive.latex_settings.NotationPrinter`)."""
+    from .latex_settings import NotationPrinter
+
+    return NotationPrinter().doprint(expr)
 
 
 class _StrPrinter(StrPrinter):
@@ -569,9 +571,9 @@ class Program:
     def __repr__(self) -> str:
         return f"<Program {self.name!r}: {len(self._defs)} definitions>"
 
-    def latex(self, kinds: str | Iterable[str] | None = None, terms_per_line: int = 3) -> str:
+    def latex(self, kinds: str | Iterable[str] | None = None, width: int = 60) -> str:
         """An ``aligned`` environment, one definition a line, long sums broken over lines."""
-        return latex_aligned([(d.target, d.value) for d in self.definitions(kinds)], terms_per_line)
+        return latex_aligned([(d.target, d.value) for d in self.definitions(kinds)], width)
 
     def _repr_latex_(self) -> str:
         return "$$" + self.latex() + "$$"
@@ -604,32 +606,9 @@ def _dot_id(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _terms(expr) -> list:
-    if isinstance(expr, sp.MatAdd):
-        return list(expr.args)
-    if isinstance(expr, sp.Add):
-        return list(LatexPrinter(latex_settings)._as_ordered_terms(expr))
-    return [expr]
+def latex_aligned(rows: Iterable[tuple], width: int = 60) -> str:
+    """``\\begin{aligned} lhs &= rhs \\\\ ... \\end{aligned}`` for (lhs, rhs) pairs of SymPy objects,
+    in the text's notation, long sums broken over lines (:func:`derive.latex_layout.aligned`)."""
+    from .latex_layout import aligned
 
-
-def latex_value(value, terms_per_line: int = 3) -> str:
-    """The right-hand side of an aligned line: a long sum broken after every ``terms_per_line`` terms."""
-    terms = _terms(value)
-    if len(terms) <= terms_per_line:
-        return _latex(value)
-    pieces = []
-    for i, term in enumerate(terms):
-        negative = not isinstance(term, MatrixExpr) and term.could_extract_minus_sign()
-        text = _latex(-term if negative else term)
-        if i == 0:
-            pieces.append(("- " if negative else "") + text)
-        else:
-            sep = r" \\ &\quad " if i % terms_per_line == 0 else " "
-            pieces.append(sep + ("- " if negative else "+ ") + text)
-    return "".join(pieces)
-
-
-def latex_aligned(rows: Iterable[tuple], terms_per_line: int = 3) -> str:
-    """``\\begin{aligned} lhs &= rhs \\\\ ... \\end{aligned}`` for (lhs, rhs) pairs of SymPy objects."""
-    body = " \\\\\n".join(f"{_latex(lhs)} &= {latex_value(rhs, terms_per_line)}" for lhs, rhs in rows)
-    return "\\begin{aligned}\n" + body + "\n\\end{aligned}"
+    return aligned(list(rows), width=width)

@@ -44,7 +44,8 @@ from seqgrad import validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 from . import activations
-from .program import Definition, Elementwise, Program, SquaredNorm, Template, latex_aligned, _latex
+from .program import Definition, Elementwise, Program, SquaredNorm, Template, _latex
+from .unrolled import Unrolled
 
 __all__ = ["unroll", "RNN", "BackwardTable", "LOSSES", "REDUCTIONS"]
 
@@ -133,7 +134,7 @@ class BackwardTable:
         return "| Forward pass | Backward pass |\n|---|---|\n" + "\n".join(f"| {cell(f)} | {cell(b)} |" for f, b in self.rows)
 
 
-class RNN:
+class RNN(Unrolled):
     """An unrolled RNN and its derivation (build it with :func:`unroll`)."""
 
     def __init__(self, steps: int, activation: activations.Activation, shape: tuple[int, int, int] | None,
@@ -236,55 +237,12 @@ class RNN:
         cell = "scalar" if not self.vector else "D={}, H={}, C={}".format(*self.shape)
         return f"<RNN T={self.steps} {self.activation.name} ({cell}), loss={self.loss}/{self.reduction}, bias={self.bias}>"
 
-    def __str__(self) -> str:
-        return str(self.program)
-
-    def latex(self, kinds=None) -> str:
-        """The whole derivation (forward, loss, backward, gradients) as an ``aligned`` environment."""
-        rows = [(d.target, d.value) for d in self.program.definitions(kinds)]
-        if kinds is None:
-            rows += [(sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial %s}" % _latex(s)), self.gradients[s])
-                     for s in self.parameters.values()]
-        return latex_aligned(rows)
-
-    def _repr_latex_(self) -> str:
-        return "$$" + self.latex() + "$$"
-
-    def dot(self) -> str:
-        """The unrolled graph and its backward pass as Graphviz DOT text."""
-        return self.program.dot()
-
     def symbol(self, name: str):
         """The program symbol called ``name`` (``"w_h"``, ``"x_0"``, ``"h_1"``, ``"g_0^z"`` ...)."""
         for s in list(self.parameters.values()) + self.x + list(self.gradients):
             if str(s) == name:
                 return s
         return self.program[name].target
-
-    def grad(self, name: str, expand: bool | str = False, max_terms: int | None = None):
-        """dL/d``name`` for a parameter (``w_x, w_h, w_o``; vector ``W_x, W_h, W_o``; ``b_h, b_o``
-        with bias) or an input ``x_t``: the sum over uses in terms of ``g_t^z``.
-
-        ``expand=True`` substitutes the backward recursion (the text's closed
-        forms in terms of ``e``, ``z_t``, ``h_t``); ``expand="all"``
-        substitutes everything down to parameters and data.  Both are guarded
-        by ``max_terms`` (default :data:`derive.program.MAX_TERMS`).
-        """
-        allowed = list(self.parameters) + [str(x) for x in self.x]
-        if not isinstance(name, str) or name not in allowed:
-            raise SeqgradValueError("name", name, "one of " + ", ".join(allowed))
-        symbol = self.parameters.get(name) or self.x[int(name[2:])]
-        return self._closed(self.gradients[symbol], expand, max_terms, f"dL/d{name}")
-
-    def _closed(self, expr, expand, max_terms, what):
-        if expand is False:
-            return expr
-        if expand is True:
-            out = self.program.expand(expr, kinds=("backward",), max_terms=max_terms, what=what)
-            return sp.factor_terms(out) if (not self.vector and out.is_Add) else out
-        if expand == "all":
-            return self.program.expand(expr, kinds=None, max_terms=max_terms, what=what)
-        raise SeqgradValueError("expand", expand, "False, True or 'all'")
 
     def sensitivity(self, of: str, t: int, expand: bool | str = False, max_terms: int | None = None):
         """``g_t^h`` (``of="h"``) or ``g_t^z`` (``of="z"``): the symbol, or its closed form with ``expand``."""

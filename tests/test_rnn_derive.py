@@ -176,14 +176,15 @@ def test_vector_jacobian_is_diag_slope_times_W_h():
 # -- output -------------------------------------------------------------------------
 
 def test_latex_is_aligned_and_breaks_long_sums():
-    net = rnn.unroll(steps=7, activation="tanh")
+    net = rnn.unroll(steps=16, activation="tanh")
     text = net.latex()
     assert text.startswith("\\begin{aligned}") and text.endswith("\\end{aligned}")
-    assert "\\\\ &\\quad +" in text
+    assert "&\\quad + g^{z}_{7} x_{7}" in text  # the sum over 16 uses continues on indented lines
     assert text.count("\\begin{") == text.count("\\end{")
     tab = net.backward_table().latex()
     assert tab.startswith("\\begin{tabular}{ll}") and tab.count("&") == 8 + 1 + 14 - 14 + len(net.backward_table().rows) - 8
     assert net._repr_latex_().startswith("$$\\begin{aligned}")
+    net = rnn.unroll(steps=7, activation="tanh")
 
 
 def test_dot_graph_lists_every_dependency():
