@@ -51,7 +51,7 @@ def plot_output_gradient_vs_depth(ax, study: depth.GradientStudy) -> list:
     ax.set_yscale("log")
     ax.set_xlabel("depth L (blocks)")
     ax.set_ylabel(r"$\|\partial L/\partial W_2^{(L)}\|_F$")
-    ax.set_title("Gradient near the output against depth (Xiong et al. 2020, Thm. 1)")
+    ax.set_title("Gradient near the output vs depth (Xiong et al. 2020)")
     ax.legend()
     return lines
 
