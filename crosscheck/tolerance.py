@@ -22,6 +22,13 @@ Reasons for the numbers:
   disabled, so ``atol=1e-3, rtol=1e-2``.
 * printed textbook numbers are never compared with these: they use half a
   unit of their last significant figure (:mod:`seqgrad.sigfig`).
+* trends are not equalities: the depth checks (crosscheck/checks/depth.py)
+  assert inequalities between measured quantities of random stacks, with
+  bounds stated in each check (a factor of 2 around a scaling law, measured
+  margins of 1.3 to 1.4; a singular value below ``1e-10 * sigma_max`` counts
+  as zero, since a float64 product of at most 48 well-scaled factors resolves
+  about ``1e-14 * sigma_max`` and the LayerNorm null directions come out near
+  ``1e-16``); the chain-rule identity of those checks uses this policy.
 """
 
 from __future__ import annotations
