@@ -31,8 +31,11 @@ NEG_INF = -sp.oo
 # --- inputs ------------------------------------------------------------------------------------
 
 def symbol_matrix(name: str, rows: int, cols: int) -> sp.Matrix:
-    """A matrix of real symbols name_{r,c}."""
-    return sp.Matrix(rows, cols, lambda r, c: sp.Symbol(f"{name}_{{{r},{c}}}", real=True))
+    """A matrix of real symbols ``name_{r,c}``; a name with its own index joins it (``w_K`` gives ``w_{K,r,c}``),
+    so the LaTeX never has a double subscript."""
+    base, _, index = name.rpartition("_") if "_" in name else (name, "", "")
+    prefix = f"{base}_{{{index}," if index else f"{name}_{{"
+    return sp.Matrix(rows, cols, lambda r, c: sp.Symbol(f"{prefix}{r},{c}}}", real=True))
 
 
 def to_matrix(argument: str, value) -> sp.Matrix:
