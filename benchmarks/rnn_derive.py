@@ -5,7 +5,8 @@ Three measurements, each against its baseline in the same run (issue 2):
 1. scalar tanh RNN, all weight gradients: derive + lambdify for T up to 1000
    (target < 1 s at T = 1000, linear in T) against plain ``sympy.diff`` +
    ``sympy.lambdify`` of the nested loss, run in a subprocess with a timeout
-   (it raises RecursionError for long sequences);
+   (it raises RecursionError for long sequences), and against symengine's
+   ``diff`` + ``Lambdify`` of the same nested loss (a C++ baseline);
 2. dense vector tanh RNN, H = D = 8, T = 64, all parameter gradients: derive +
    lambdify (target < 2 s) against plain SymPy on explicit component symbols
    at small T;
@@ -47,6 +48,24 @@ PLAIN_SCALAR = textwrap.dedent("""
     grads = [sp.diff(L, p) for p in (w_x, w_h, w_o)]
     t1 = time.process_time()
     f = sp.lambdify((w_x, w_h, w_o, *xs, y), grads, "numpy")
+    t2 = time.process_time()
+    print(f"{t1 - t0} {t2 - t1}")
+""")
+
+SYMENGINE_SCALAR = textwrap.dedent("""
+    import sys, time
+    import symengine as se
+    T = int(sys.argv[1])
+    t0 = time.process_time()
+    w_x, w_h, w_o, y = se.symbols("w_x w_h w_o y")
+    xs = [se.Symbol(f"x_{t}") for t in range(T)]
+    h = se.Integer(0)
+    for x in xs:
+        h = se.tanh(w_x * x + w_h * h)
+    L = (w_o * h - y) ** 2 / 2
+    grads = [se.diff(L, p) for p in (w_x, w_h, w_o)]
+    t1 = time.process_time()
+    f = se.Lambdify([w_x, w_h, w_o, *xs, y], grads)
     t2 = time.process_time()
     print(f"{t1 - t0} {t2 - t1}")
 """)
@@ -121,16 +140,22 @@ def main() -> None:
     ours_derive(5)  # warm the imports
     ours = {T: median_time(lambda T=T: ours_derive(T), repeats) for T in scalar_T}
     base = {T: plain(PLAIN_SCALAR, [str(T)], 90) for T in plain_T}
+    symengine_T = [10, 20, 40, 60, 80] if not opts.quick else [10]
+    se_base = {T: plain(SYMENGINE_SCALAR, [str(T)], 60) for T in symengine_T}
     rows = []
-    for T in sorted(set(scalar_T) | set(plain_T)):
+    for T in sorted(set(scalar_T) | set(plain_T) | set(symengine_T)):
         o = ours.get(T)
-        if o is None and T in plain_T:
-            o = median_time(lambda T=T: ours_derive(T), repeats)
+        if o is None:
+            o = ours[T] = median_time(lambda T=T: ours_derive(T), repeats)
         b = base.get(T, "not run")
         ratio = seconds(b) / o if o and seconds(b) == seconds(b) else None
-        rows.append([T, f"{o:.3f} s", f"{o / T * 1e3:.2f} ms", b, f"{ratio:.0f}x" if ratio else "-"])
+        e = se_base.get(T, "not run")
+        se_ratio = seconds(e) / o if o and seconds(e) == seconds(e) else None
+        rows.append([T, f"{o:.3f} s", f"{o / T * 1e3:.2f} ms", b, f"{ratio:.0f}x" if ratio else "-",
+                     e, f"{se_ratio:.2g}x" if se_ratio else "-"])
     md.append("### Scalar tanh RNN: derive + lambdify all weight gradients\n")
-    md.append(benchdoc.table(["T", "seqgrad (program)", "per step", "plain SymPy diff + lambdify", "speed-up"], rows))
+    md.append(benchdoc.table(["T", "seqgrad (program)", "per step", "plain SymPy diff + lambdify", "speed-up",
+                              "symengine diff + Lambdify", "symengine / seqgrad"], rows))
     big = max(scalar_T)
     md.append(f"\nTarget: under 1 s at T = 1000 and linear in T. Measured: {ours[big]:.3f} s at T = {big} "
               f"({ours[big] / big * 1e3:.2f} ms per step; {ours[scalar_T[0]] / scalar_T[0] * 1e3:.2f} ms per step at "
