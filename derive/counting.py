@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import sympy as sp
 
+from seqgrad.errors import SeqgradValueError
+
 from .catalogue import Identity, NumericResult, Proof, proof_by
+from .safe_parse import as_sympy
 
 d_model, h, d_k, d_v, d_ff, n, N = sp.symbols("d_model h d_k d_v d_ff n N", positive=True, integer=True)
 d = sp.Symbol("d", positive=True)
@@ -19,11 +22,22 @@ def _bias(bias: bool) -> int:
     return 1 if bias else 0
 
 
+def size(argument: str, value) -> sp.Expr:
+    """A size: a positive integer or a SymPy expression (text is parsed through the whitelist, never sympified)."""
+    value = as_sympy(value, argument)
+    if value.is_number and not (value.is_Integer and value > 0):
+        raise SeqgradValueError(argument, value, "a positive integer or a SymPy symbol")
+    return value
+
+
 def attention_params(d_model=d_model, heads=h, d_k=None, d_v=None, bias: bool = False) -> sp.Expr:
     """h (2 d_model d_k + d_model d_v) + d_model h d_v, plus biases h (2 d_k + d_v) + d_model."""
-    d_model, heads = sp.sympify(d_model), sp.sympify(heads)
-    d_k = d_model / heads if d_k is None else sp.sympify(d_k)
-    d_v = d_k if d_v is None else sp.sympify(d_v)
+    d_model, heads = size("d_model", d_model), size("heads", heads)
+    if d_k is None and d_model.is_Integer and heads.is_Integer and d_model % heads:
+        raise SeqgradValueError("heads", heads, f"a number of heads that divides d_model={d_model} "
+                                                "(or give d_k and d_v explicitly)")
+    d_k = d_model / heads if d_k is None else size("d_k", d_k)
+    d_v = d_k if d_v is None else size("d_v", d_v)
     weights = heads * (2 * d_model * d_k + d_model * d_v) + d_model * heads * d_v
     biases = heads * (2 * d_k + d_v) + d_model
     return sp.expand(weights + _bias(bias) * biases)
@@ -31,13 +45,13 @@ def attention_params(d_model=d_model, heads=h, d_k=None, d_v=None, bias: bool = 
 
 def ffn_params(d_model=d_model, d_ff=d_ff, bias: bool = False) -> sp.Expr:
     """2 d_model d_ff, plus biases d_ff + d_model."""
-    d_model, d_ff = sp.sympify(d_model), sp.sympify(d_ff)
+    d_model, d_ff = size("d_model", d_model), size("d_ff", d_ff)
     return sp.expand(2 * d_model * d_ff + _bias(bias) * (d_ff + d_model))
 
 
 def layernorm_params(d_model=d_model, bias: bool = True) -> sp.Expr:
     """gamma (d) and, with a bias, beta (d)."""
-    return sp.sympify(d_model) * (1 + _bias(bias))
+    return size("d_model", d_model) * (1 + _bias(bias))
 
 
 def encoder_layer_params(d_model=d_model, heads=h, d_ff=d_ff, bias: bool = True, norms: bool = True) -> sp.Expr:
@@ -49,22 +63,22 @@ def encoder_layer_params(d_model=d_model, heads=h, d_ff=d_ff, bias: bool = True,
 
 
 def stack_params(layers=N, **kwargs) -> sp.Expr:
-    return sp.expand(sp.sympify(layers) * encoder_layer_params(**kwargs))
+    return sp.expand(size("layers", layers) * encoder_layer_params(**kwargs))
 
 
 def self_attention_cost(n=n, d=d) -> sp.Expr:
     """O(n^2 d): the n x n scores, each a d-dimensional dot product (seed 001 l.33)."""
-    return sp.sympify(n) ** 2 * d
+    return size("n", n) ** 2 * size("d", d)
 
 
 def recurrent_cost(n=n, d=d) -> sp.Expr:
     """O(n d^2): n sequential d x d matrix-vector products (seed 001 l.35)."""
-    return sp.sympify(n) * sp.sympify(d) ** 2
+    return size("n", n) * size("d", d) ** 2
 
 
 def head_costs(T=n, D=d_model, d_k=d_k, d_v=d_v, F=d_ff) -> dict[str, sp.Expr]:
     """Seed 000 L1306: matching T^2 d_k, mixing T^2 d_v, T^2 stored weights per head, projections T D^2, MLP T D F."""
-    T, D, d_k, d_v, F = (sp.sympify(x) for x in (T, D, d_k, d_v, F))
+    T, D, d_k, d_v, F = (size(a, x) for a, x in (("T", T), ("D", D), ("d_k", d_k), ("d_v", d_v), ("F", F)))
     return {"matching": T ** 2 * d_k, "mixing": T ** 2 * d_v, "stored": T ** 2, "projections": T * D ** 2, "mlp": T * D * F}
 
 
@@ -126,5 +140,5 @@ def _count_numeric(expr, reference, rng) -> NumericResult:
     for _ in range(5):
         values = {d_model: 8 * rng.randint(1, 128), d_ff: rng.randint(1, 4096), h: 1, n: rng.randint(1, 2048), d: rng.randint(1, 2048)}
         computed.append(float(expr.subs(values)))
-        expected.append(float(sp.sympify(reference).subs(values)))
+        expected.append(float(as_sympy(reference, "reference").subs(values)))
     return NumericResult(computed, expected, "policy", None, "evaluated at 5 random integer sizes")
