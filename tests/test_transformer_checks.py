@@ -58,6 +58,12 @@ def test_transformer_checks_pass_on_cpu():
     assert all(r.status == "pass" for r in results), [(r.name, r.detail) for r in results if r.status != "pass"]
 
 
+def test_float32_runs_under_the_float32_policy():
+    results = run_checks(all_checks("transformer.[ls]*"), dtype="float32", show_progress=False)
+    assert [r.status for r in results] == ["pass", "pass"]
+    assert all(1e-9 < r.max_abs_error < 1e-5 for r in results)  # single precision, not silently float64
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the skip without a GPU")
 def test_cuda_without_gpu_skips_cleanly():
     outcome = tc.softmax_jacobian(Context(device="cuda", name="transformer.softmax_jacobian"))

@@ -1,7 +1,8 @@
 """Checks of the depth studies (numeric/depth.py), group "depth".
 
 They assert the trends the figures of ``seqgrad plot depth`` show (the studies
-are cached, so the checks and the figures share one computation):
+are cached, so the checks and the figures share one computation; they always
+run in float64, whatever ``--dtype`` says):
 
 * Xiong et al. (2020), Theorem 1: near the output the post-norm gradient keeps
   its size as the stack deepens while the pre-norm one shrinks like 1/sqrt(L);

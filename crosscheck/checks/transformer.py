@@ -1,7 +1,8 @@
 """The Transformer derivations of derive/ against torch autograd and the numeric encoder, group "transformer".
 
 Every derived Jacobian or gradient is compiled to torch (:mod:`crosscheck.transformer_bridge`,
-through :mod:`crosscheck.lambdify`) and evaluated on ``ctx.device`` in float64;
+through :mod:`crosscheck.lambdify`) and evaluated on ``ctx.device`` in ``ctx.dtype``
+(float64 by default; float32 under its looser tolerance);
 the reference is ``torch.autograd.functional.jacobian`` or ``backward`` of the
 numeric encoder's own modules (numeric/attention.py, layernorm.py, encoder.py).
 Points: the course example's own parameters and intermediates (the rows of S,
@@ -29,7 +30,7 @@ from derive import residual as d_residual
 from derive import softmax as d_softmax
 from numeric import course
 from numeric.attention import MultiHeadAttention
-from numeric.device import resolve_device
+from numeric.device import resolve_device, resolve_dtype
 from numeric.encoder import MLP, EncoderBlock
 from numeric.layernorm import LayerNorm
 
@@ -43,9 +44,10 @@ T_ATT, D_BLOCK, D_K = 3, 3, 2  # whole-sequence derivations: 3 positions, width 
 
 
 def _device(ctx):
+    """(device, dtype) of the run, or None for CUDA without a GPU."""
     if ctx.device.startswith("cuda") and not torch.cuda.is_available():
         return None
-    return resolve_device(ctx.device)
+    return resolve_device(ctx.device), resolve_dtype(ctx.dtype)
 
 
 def _jacobian(f, x: torch.Tensor) -> torch.Tensor:
@@ -199,13 +201,13 @@ def block_jacobian_formula(block: EncoderBlock, H: torch.Tensor) -> torch.Tensor
         return second @ first
 
 
-def random_block(norm_first: bool, g: torch.Generator, dev) -> EncoderBlock:
+def random_block(norm_first: bool, g: torch.Generator, dev, dt=torch.float64) -> EncoderBlock:
     """Two heads of width D_K reading width D_BLOCK, F = 4, biases in the MLP, random LayerNorm gamma and beta."""
     mha = MultiHeadAttention.random(D_BLOCK, 2, d_k=D_K, d_v=D_K, generator=g)
     mlp = EncoderBlock.random(D_BLOCK, 1, 4, generator=g).mlp
     ln = lambda: LayerNorm(D_BLOCK, gamma=1 + 0.3 * torch.randn(D_BLOCK, generator=g, dtype=torch.float64),
                            beta=0.3 * torch.randn(D_BLOCK, generator=g, dtype=torch.float64))
-    return EncoderBlock(mha, mlp, ln(), ln(), norm_first=norm_first).to(dev)
+    return EncoderBlock(mha, mlp, ln(), ln(), norm_first=norm_first).to(dev, dt)
 
 
 # ----------------------------------------------------------------------------- the checks
@@ -213,52 +215,55 @@ def random_block(norm_first: bool, g: torch.Generator, dev) -> EncoderBlock:
 @check("transformer.softmax_jacobian", source="seed 000 L700-706 (row softmax); Tables 12, 18 (course S)", group=GROUP)
 def softmax_jacobian(ctx) -> Outcome:
     """derive.softmax's diag(a) - a a^T and direct Jacobian against autograd of torch.softmax: the course's 14 score rows and random rows."""
-    dev = _device(ctx)
-    if dev is None:
+    setup = _device(ctx)
+    if setup is None:
         return Outcome.skip("no CUDA GPU")
-    tr = course.trace("attention_on_H0", device=dev)
+    dev, dt = setup
+    tr = course.trace("attention_on_H0", device=dev, dtype=ctx.dtype)
     S_course = torch.cat([tr["head1.S"], tr["head2.S"]])
-    S_random = 3 * torch.randn(16, 7, generator=ctx.torch_generator(), dtype=torch.float64).to(dev)
+    S_random = 3 * torch.randn(16, 7, generator=ctx.torch_generator(), dtype=torch.float64).to(dev, dt)
     closed, direct = compiled_softmax(7)
     outs = []
     for label, S in (("course S rows", S_course), ("random rows", S_random)):
         reference = _rows_jacobian(lambda z: torch.softmax(z, -1), S)
         for name, f in (("closed form", closed), ("direct", direct)):
-            outs.append(compare(f(*bridge.columns(S)), reference, device=ctx.device, detail=f"{name}, {label}"))
+            outs.append(compare(f(*bridge.columns(S)), reference, dtype=ctx.dtype, device=ctx.device, detail=f"{name}, {label}"))
     return combine(outs, "7 scores per row: 14 course rows (both heads) and 16 random rows; closed form and direct derivative")
 
 
 @check("transformer.layernorm_jacobian", source="seed 000 L971-975; course H0, U, H1 rows", group=GROUP)
 def layernorm_jacobian(ctx) -> Outcome:
     """derive.layernorm's closed-form Jacobian against autograd of numeric LayerNorm: the course's LN1, LN2, LN_final inputs and random rows and gamma."""
-    dev = _device(ctx)
-    if dev is None:
+    setup = _device(ctx)
+    if setup is None:
         return Outcome.skip("no CUDA GPU")
-    tr = course.trace("prenorm_block", device=dev)
+    dev, dt = setup
+    tr = course.trace("prenorm_block", device=dev, dtype=ctx.dtype)
     g = ctx.torch_generator()
     outs = []
-    ones = torch.ones(5, dtype=torch.float64, device=dev)
+    ones = torch.ones(5, dtype=dt, device=dev)
     for name in ("H0", "block0.U", "H1"):
-        ln = LayerNorm(5, device=dev)
-        outs.append(compare(ln_jacobian_rows(tr[name], ones), _rows_jacobian(ln, tr[name]), device=ctx.device, detail=f"course {name}"))
-    gamma = (1 + torch.randn(5, generator=g, dtype=torch.float64)).to(dev)
-    ln = LayerNorm(5, gamma=gamma, beta=torch.randn(5, generator=g, dtype=torch.float64), device=dev)
-    H = (2 * torch.randn(12, 5, generator=g, dtype=torch.float64) + 1).to(dev)
-    outs.append(compare(ln_jacobian_rows(H, gamma), _rows_jacobian(ln, H), device=ctx.device, detail="random rows and gamma"))
+        ln = LayerNorm(5, dtype=dt, device=dev)
+        outs.append(compare(ln_jacobian_rows(tr[name], ones), _rows_jacobian(ln, tr[name]), dtype=ctx.dtype, device=ctx.device, detail=f"course {name}"))
+    gamma = (1 + torch.randn(5, generator=g, dtype=torch.float64)).to(dev, dt)
+    ln = LayerNorm(5, gamma=gamma, beta=torch.randn(5, generator=g, dtype=torch.float64), dtype=dt, device=dev)
+    H = (2 * torch.randn(12, 5, generator=g, dtype=torch.float64) + 1).to(dev, dt)
+    outs.append(compare(ln_jacobian_rows(H, gamma), _rows_jacobian(ln, H), dtype=ctx.dtype, device=ctx.device, detail="random rows and gamma"))
     return combine(outs, "d = 5, eps = 1e-5 inside the root: 7 rows each of the course's H0, U, H1, and 12 random rows with random gamma, beta")
 
 
 @check("transformer.residual_jacobians", source="seed 000 L1183-1191; seed 001 l.130-152", group=GROUP)
 def residual_jacobians(ctx) -> Outcome:
     """derive.residual's plain (I + J_F), pre-norm (I + J_F J_LN) and post-norm (J_LN (I + J_F)) Jacobians with the numeric MLP as the branch, against autograd."""
-    dev = _device(ctx)
-    if dev is None:
+    setup = _device(ctx)
+    if setup is None:
         return Outcome.skip("no CUDA GPU")
+    dev, dt = setup
     g = ctx.torch_generator()
     d = 3
-    mlp = EncoderBlock.random(d, 1, 4, generator=g).mlp.to(dev)
-    ln = LayerNorm(d, device=dev)
-    H = (1.5 * torch.randn(8, d, generator=g, dtype=torch.float64)).to(dev)
+    mlp = EncoderBlock.random(d, 1, 4, generator=g).mlp.to(dev, dt)
+    ln = LayerNorm(d, dtype=dt, device=dev)
+    H = (1.5 * torch.randn(8, d, generator=g, dtype=torch.float64)).to(dev, dt)
     outs = []
     for placement, sublayer, branch_input in (
         ("plain", lambda h: h + mlp(h), lambda h: h),
@@ -272,18 +277,19 @@ def residual_jacobians(ctx) -> Outcome:
         f = compiled_residual(d, placement)
         B = H.shape[0]
         derived = f(*bridge.columns(H), *bridge.columns(F_x), *bridge.columns(J_F), H.new_full((B,), EPS))
-        outs.append(compare(derived, _rows_jacobian(sublayer, H), device=ctx.device, detail=placement))
+        outs.append(compare(derived, _rows_jacobian(sublayer, H), dtype=ctx.dtype, device=ctx.device, detail=placement))
     return combine(outs, "d = 3, generic branch F = the numeric ReLU MLP (3 -> 4 -> 3, biases), 8 random rows")
 
 
 @check("transformer.course_mlp_sublayer", source="seed 000 L946, L1021-1033, L1185 (course U rows)", group=GROUP)
 def course_mlp_sublayer(ctx) -> Outcome:
     """At the course's own U rows and MLP: pre-norm I + J_MLP J_LN2 and post-norm J_LN2 (I + J_MLP), derived LN Jacobian, against autograd."""
-    dev = _device(ctx)
-    if dev is None:
+    setup = _device(ctx)
+    if setup is None:
         return Outcome.skip("no CUDA GPU")
-    tr = course.trace("prenorm_block", device=dev)
-    block = course.encoder(device=dev).blocks[0]
+    dev, dt = setup
+    tr = course.trace("prenorm_block", device=dev, dtype=ctx.dtype)
+    block = course.encoder(device=dev, dtype=ctx.dtype).blocks[0]
     U = tr["block0.U"]
     I = torch.eye(5, dtype=U.dtype, device=dev)
     ones = torch.ones(5, dtype=U.dtype, device=dev)
@@ -293,47 +299,49 @@ def course_mlp_sublayer(ctx) -> Outcome:
     pre = I + mlp_jacobian_rows(block.mlp, R) @ ln_jacobian_rows(U, ones)
     post = ln_jacobian_rows(Z, ones) @ (I + mlp_jacobian_rows(block.mlp, U))
     return combine([
-        compare(pre, _rows_jacobian(lambda u: u + block.mlp(block.ln2(u)), U), device=ctx.device, detail="pre-norm"),
-        compare(post, _rows_jacobian(lambda u: block.ln2(u + block.mlp(u)), U), device=ctx.device, detail="post-norm"),
+        compare(pre, _rows_jacobian(lambda u: u + block.mlp(block.ln2(u)), U), dtype=ctx.dtype, device=ctx.device, detail="pre-norm"),
+        compare(post, _rows_jacobian(lambda u: block.ln2(u + block.mlp(u)), U), dtype=ctx.dtype, device=ctx.device, detail="post-norm"),
     ], "the course's 7 rows of U, its MLP (5 -> 4 -> 5, ReLU) and LN2 (gamma = 1, beta = 0)")
 
 
 @check("transformer.attention_gradients", source="seed 000 L747 (S, A, O); derived backward pass", group=GROUP)
 def attention_gradients(ctx) -> Outcome:
     """derive.attention's closed-form backward pass (dX, dW_Q, dW_K, dW_V) against backward of a numeric head, and the Jacobian dO/dX it gives."""
-    dev = _device(ctx)
-    if dev is None:
+    setup = _device(ctx)
+    if setup is None:
         return Outcome.skip("no CUDA GPU")
+    dev, dt = setup
     g = ctx.torch_generator()
-    head = MultiHeadAttention.random(D_BLOCK, 1, d_k=D_K, d_v=D_K, generator=g).heads[0].to(dev)
-    X = torch.randn(T_ATT, D_BLOCK, generator=g, dtype=torch.float64).to(dev).requires_grad_(True)
-    G = torch.randn(T_ATT, D_K, generator=g, dtype=torch.float64).to(dev)
+    head = MultiHeadAttention.random(D_BLOCK, 1, d_k=D_K, d_v=D_K, generator=g).heads[0].to(dev, dt)
+    X = torch.randn(T_ATT, D_BLOCK, generator=g, dtype=torch.float64).to(dev, dt).requires_grad_(True)
+    G = torch.randn(T_ATT, D_K, generator=g, dtype=torch.float64).to(dev, dt)
     (head(X) * G).sum().backward()
     derived = head_gradients(head, X.detach(), G[None])
-    outs = [compare(derived["X"][0], X.grad, device=ctx.device, detail="dX")]
-    outs += [compare(derived[n][0], getattr(head, n).grad, device=ctx.device, detail=f"d{n}") for n in ("W_Q", "W_K", "W_V")]
+    outs = [compare(derived["X"][0], X.grad, dtype=ctx.dtype, device=ctx.device, detail="dX")]
+    outs += [compare(derived[n][0], getattr(head, n).grad, dtype=ctx.dtype, device=ctx.device, detail=f"d{n}") for n in ("W_Q", "W_K", "W_V")]
     n_out = T_ATT * D_K
     basis = torch.eye(n_out, dtype=X.dtype, device=dev).reshape(n_out, T_ATT, D_K)
     J = head_gradients(head, X.detach(), basis)["X"].reshape(n_out, -1)
-    outs.append(compare(J, _jacobian(lambda x: head(x), X.detach()), device=ctx.device, detail="dO/dX"))
+    outs.append(compare(J, _jacobian(lambda x: head(x), X.detach()), dtype=ctx.dtype, device=ctx.device, detail="dO/dX"))
     return combine(outs, f"T = {T_ATT}, d_model = {D_BLOCK}, d_k = d_v = {D_K}, random weights and G")
 
 
 @check("transformer.course_attention_backward", source="seed 000 L620-930 (course heads, W_O); derived backward pass", group=GROUP)
 def course_attention_backward(ctx) -> Outcome:
     """At the course's own heads and H0: derive.attention's backward formulas (over A, Q, K, V) against backward, and the 35 x 35 Jacobian of B_att against autograd."""
-    dev = _device(ctx)
-    if dev is None:
+    setup = _device(ctx)
+    if setup is None:
         return Outcome.skip("no CUDA GPU")
-    mha = course.attention(device=dev)
-    H0 = course.trace("attention_on_H0", device=dev)["H0"]
+    dev, dt = setup
+    mha = course.attention(device=dev, dtype=ctx.dtype)
+    H0 = course.trace("attention_on_H0", device=dev, dtype=ctx.dtype)["H0"]
     T, D = H0.shape
     record: dict = {}
     with torch.no_grad():
         mha(H0, None, record)
     outs = []
     g = ctx.torch_generator()
-    G = torch.randn(T, D, generator=g, dtype=torch.float64).to(dev)
+    G = torch.randn(T, D, generator=g, dtype=torch.float64).to(dev, dt)
     X = H0.clone().requires_grad_(True)
     (mha(X) * G).sum().backward()
     G_C = (G @ mha.W_O.detach())[None]
@@ -342,32 +350,33 @@ def course_attention_backward(ctx) -> Outcome:
         grads = course_head_gradients(head, record, f"head{i}", H0, G_C[..., start:start + head.d_v])
         start += head.d_v
         dX = dX + grads["X"][0]
-        outs += [compare(grads[n][0], getattr(head, n).grad, device=ctx.device, detail=f"head {i} d{n}") for n in ("W_Q", "W_K", "W_V")]
-    outs.append(compare(dX, X.grad, device=ctx.device, detail="dH0 through both heads and W_O"))
+        outs += [compare(grads[n][0], getattr(head, n).grad, dtype=ctx.dtype, device=ctx.device, detail=f"head {i} d{n}") for n in ("W_Q", "W_K", "W_V")]
+    outs.append(compare(dX, X.grad, dtype=ctx.dtype, device=ctx.device, detail="dH0 through both heads and W_O"))
     n = T * D
     basis = (torch.eye(n, dtype=H0.dtype, device=dev).reshape(n, T, D) @ mha.W_O.detach())
     J, start = 0, 0
     for i, head in enumerate(mha.heads, 1):
         J = J + course_head_gradients(head, record, f"head{i}", H0, basis[..., start:start + head.d_v])["X"].reshape(n, n)
         start += head.d_v
-    outs.append(compare(J, _jacobian(lambda x: mha(x), H0), device=ctx.device, detail="d vec(B_att) / d vec(H0)"))
+    outs.append(compare(J, _jacobian(lambda x: mha(x), H0), dtype=ctx.dtype, device=ctx.device, detail="d vec(B_att) / d vec(H0)"))
     return combine(outs, "the course's two heads (5 -> 3) and W_O (6 -> 5) at H0 (T = 7), random upstream G; the 35 x 35 Jacobian row by row")
 
 
 def _block_check(ctx, norm_first: bool) -> Outcome:
-    dev = _device(ctx)
-    if dev is None:
+    setup = _device(ctx)
+    if setup is None:
         return Outcome.skip("no CUDA GPU")
+    dev, dt = setup
     g = ctx.torch_generator()
-    block = random_block(norm_first, g, dev)
-    H = torch.randn(T_ATT, D_BLOCK, generator=g, dtype=torch.float64).to(dev)
-    G = torch.randn(T_ATT, D_BLOCK, generator=g, dtype=torch.float64).to(dev)
+    block = random_block(norm_first, g, dev, dt)
+    H = torch.randn(T_ATT, D_BLOCK, generator=g, dtype=torch.float64).to(dev, dt)
+    G = torch.randn(T_ATT, D_BLOCK, generator=g, dtype=torch.float64).to(dev, dt)
     J = block_jacobian_formula(block, H)
     Hg = H.clone().requires_grad_(True)
     (block(Hg) * G).sum().backward()
     return combine([
-        compare(J, _jacobian(lambda h: block(h), H), device=ctx.device, detail="dH'/dH"),
-        compare(J.T @ G.reshape(-1), Hg.grad.reshape(-1), device=ctx.device, detail="gradient J^T g against backward"),
+        compare(J, _jacobian(lambda h: block(h), H), dtype=ctx.dtype, device=ctx.device, detail="dH'/dH"),
+        compare(J.T @ G.reshape(-1), Hg.grad.reshape(-1), dtype=ctx.dtype, device=ctx.device, detail="gradient J^T g against backward"),
     ], f"T = {T_ATT}, D = {D_BLOCK}, two heads of width {D_K}, F = 4, random weights, LN gamma and beta")
 
 
