@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     except SeqgradError as exc:
         print(f"seqgrad: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:  # a file that cannot be read or written: the system's reason, on one line
+        print(f"seqgrad: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("seqgrad: interrupted", file=sys.stderr)
         return 130

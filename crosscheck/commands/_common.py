@@ -1,8 +1,11 @@
-"""Options shared by several subcommands."""
+"""Options shared by several subcommands, and the checks of output paths made before any long work."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
+from pathlib import Path
 
 
 def add_device(parser: argparse.ArgumentParser, default: str = "cpu") -> None:
@@ -14,3 +17,38 @@ def resolved_device(name: str) -> str:
     from numeric.device import resolve_device
 
     return resolve_device(name).type
+
+
+def output_dir(argument: str, path: str) -> Path:
+    """Create the output directory ``path`` now and prove it writable, so that a bad ``--out`` fails
+    in a second with one line instead of after the whole run."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        _refuse(argument, path, "a directory (this path is a file)")
+    _probe(argument, path, target)
+    return target
+
+
+def output_file(argument: str, path: str) -> Path:
+    """Check that the file ``path`` can be written (its directory is created if missing)."""
+    target = Path(path)
+    if target.is_dir() or not target.name:
+        _refuse(argument, path, "a file path (this is a directory)")
+    _probe(argument, path, target.parent)
+    return target
+
+
+def _probe(argument: str, path: str, directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".seqgrad-probe-", dir=directory)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        _refuse(argument, path, f"a path in a directory seqgrad can write ({exc.strerror or exc})")
+
+
+def _refuse(argument: str, path: str, allowed: str):
+    from seqgrad.errors import SeqgradValueError
+
+    raise SeqgradValueError(argument, path, allowed)

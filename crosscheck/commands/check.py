@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from ._common import add_device, resolved_device
+from ._common import add_device, output_dir, resolved_device
 
 
 def register(sub) -> None:
@@ -29,6 +29,8 @@ def run(args) -> int:
 
     device = resolved_device(args.device)
     items = all_checks(args.only)
+    if not args.list:
+        output_dir("--out", args.out)
     if not items and not args.only:
         print("seqgrad: no checks are registered; nothing was verified", file=sys.stderr)
         return 1

@@ -10,8 +10,13 @@ import argparse
 from typing import Callable
 
 
+#: the longest recurrence the command prints (the library has no such limit; T = 1000 takes seconds)
+MAX_STEPS = 10_000
+
+
 def _add_rnn(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--steps", type=int, required=True, metavar="T", help="number of positions T >= 1")
+    p.add_argument("--steps", type=int, required=True, metavar="T",
+                   help=f"number of positions, 1 <= T <= {MAX_STEPS} (longer printouts: use the Python API)")
     p.add_argument("--activation", default="tanh", metavar="NAME",
                    help="identity, tanh, sigmoid, relu or phi (generic; phi' stays a symbol); default tanh")
     p.add_argument("--inputs", type=int, metavar="D", help="input width D (vector cell)")
@@ -36,6 +41,7 @@ def _run_rnn(args) -> str:
     from derive.program import latex_aligned
     from seqgrad import validate
 
+    validate.integer("--steps", args.steps, minimum=1, maximum=MAX_STEPS)
     net = rnn.unroll(steps=args.steps, activation=args.activation, inputs=args.inputs, hidden=args.hidden,
                      outputs=args.outputs, bias=args.bias, loss=args.loss, reduction=args.reduction)
     max_terms = None if args.max_terms is None else validate.integer("--max-terms", args.max_terms, minimum=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ._common import add_device, resolved_device
+from ._common import add_device, output_file, resolved_device
 
 
 def register(sub) -> None:
@@ -77,6 +77,8 @@ def run(args) -> int:
     from seqgrad.latex_table import booktabs
 
     device = resolved_device(args.device)
+    if args.out:
+        output_file("--out", args.out)
     text = course.TEXT if args.text is None else args.text
     ids = course.token_ids(text)
     tokens = tokenize(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ._common import add_device, resolved_device
+from ._common import add_device, output_file, resolved_device
 
 
 def register(sub) -> None:
@@ -47,6 +47,7 @@ def run(args) -> int:
     from .. import latexdoc
 
     notation = notation_from(args)
+    output_file("OUT.tex", args.out)
     if args.sections is None:
         skipped = [n for n in latexdoc.SECTION_NAMES if n not in latexdoc.available_sections()]
         if skipped:
