@@ -12,12 +12,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqgrad import validate
+from seqgrad.errors import SeqgradTypeError
 
 from ._params import parameter
 
 
 def layer_norm(H: torch.Tensor, gamma=None, beta=None, eps: float = 1e-5):
     """Return ``(LN(H), mu, sigma^2)``; ``mu`` and ``sigma^2`` have one entry per row."""
+    if not isinstance(H, torch.Tensor) or not H.is_floating_point() or H.dim() < 1 or H.shape[-1] == 0:
+        raise SeqgradTypeError("H", type(H).__name__ if not isinstance(H, torch.Tensor) else tuple(H.shape),
+                               "a floating-point tensor with at least one feature in its last dimension")
+    eps = validate.real("eps", eps, positive=True)
     mu = H.mean(dim=-1, keepdim=True)
     var = ((H - mu) ** 2).mean(dim=-1, keepdim=True)
     Y = (H - mu) / torch.sqrt(var + eps)
