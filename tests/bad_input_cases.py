@@ -1,0 +1,405 @@
+"""Every bad input seqgrad refuses, in ONE place.
+
+Each :class:`Case` names the area, the call as a user would write it, a
+callable that makes the call, the exception class it must raise and a
+fragment of the message.  ``tests/test_bad_input_table.py`` runs every case,
+and ``python tests/bad_input_cases.py`` renders ``docs/bad-input.md`` from
+this list (a test checks that the committed page is up to date).
+
+CLI cases (area ``cli``) hold the argument list; they run in-process through
+the parser and the command's handler (raising what ``seqgrad`` turns into its
+one-line message) and, in a separate test, as a real ``seqgrad`` process whose
+standard error must be one line with no traceback.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT / "tests") not in sys.path:  # so that ``python tests/bad_input_cases.py`` finds injection_targets
+    sys.path.insert(0, str(ROOT / "tests"))
+
+from seqgrad.errors import (  # noqa: E402
+    NonFiniteError,
+    ParseError,
+    SeqgradError,
+    SeqgradTypeError,
+    SeqgradValueError,
+    ShapeError,
+    SizeGuardError,
+)
+
+#: the text that must never run (it would create a file if it did)
+PAYLOAD = "__import__('os').system('touch pwned')"
+
+
+@dataclass(frozen=True)
+class Case:
+    area: str
+    call: str
+    run: Callable[[], object] = field(compare=False, repr=False)
+    error: type
+    fragment: str
+    argv: tuple[str, ...] | None = None  # CLI cases only
+
+
+class UsageError(SeqgradError):
+    """Stands for the CLI's argparse refusals in this table (``crosscheck.cli.UsageError``)."""
+
+
+def _cli(argv: list[str]) -> Callable[[], object]:
+    def run():
+        from crosscheck import cli
+
+        try:
+            args = cli.build_parser().parse_args(argv)
+        except cli.UsageError as exc:
+            raise UsageError(str(exc)) from None
+        return args.handler(args)
+
+    return run
+
+
+CASES: list[Case] = []
+
+
+def case(area: str, call: str, error: type, fragment: str):
+    """Register ``run`` (a zero-argument callable) as the case ``call``."""
+
+    def add(run):
+        CASES.append(Case(area, call, run, error, fragment))
+        return run
+
+    return add
+
+
+def cli(argv: list[str], error: type, fragment: str) -> None:
+    CASES.append(Case("cli", "seqgrad " + " ".join(argv), _cli(argv), error, fragment, tuple(argv)))
+
+
+# ---------------------------------------------------------------- derive: recurrent networks
+
+def _rnn():
+    from derive import rnn
+
+    return rnn
+
+
+case("derive.rnn", "rnn.unroll(steps=0)", SeqgradValueError, "steps=0")(lambda: _rnn().unroll(steps=0))
+case("derive.rnn", "rnn.unroll(steps=2.5)", SeqgradTypeError, "an integer")(lambda: _rnn().unroll(steps=2.5))
+case("derive.rnn", "rnn.unroll(3, activation='swish')", SeqgradValueError, "one of identity, tanh")(
+    lambda: _rnn().unroll(3, activation="swish"))
+case("derive.rnn", "rnn.unroll(3, hidden=0)", SeqgradValueError, "hidden=0")(lambda: _rnn().unroll(3, hidden=0))
+case("derive.rnn", "rnn.unroll(3, loss='median')", SeqgradValueError, "loss")(lambda: _rnn().unroll(3, loss="median"))
+case("derive.rnn", "rnn.unroll(3).grad('w_q')", SeqgradValueError, "w_q")(lambda: _rnn().unroll(3).grad("w_q"))
+case("derive.rnn", "rnn.unroll(40).grad('w_h', expand=True, max_terms=1000)", SizeGuardError, "size guard")(
+    lambda: _rnn().unroll(40).grad("w_h", expand=True, max_terms=1000))
+case("derive.gated", "gated.gru(steps=0)", SeqgradValueError, "steps=0")(
+    lambda: __import__("derive.gated").gated.gru(steps=0))
+case("derive.gated", "gated.lstm(3, hidden=1.5)", SeqgradTypeError, "an integer")(
+    lambda: __import__("derive.gated").gated.lstm(3, hidden=1.5))
+
+# ---------------------------------------------------------------- derive: Transformer identities
+
+
+def _positional():
+    from derive import positional
+
+    return positional
+
+
+def _attention():
+    from derive import attention
+
+    return attention
+
+
+case("derive.positional", "Sinusoidal(d=0)", SeqgradValueError, "d=0")(lambda: _positional().Sinusoidal(0))
+case("derive.positional", "Sinusoidal(5).rotation_block(4)  (the unpaired sine of odd d)", SeqgradValueError,
+     "unpaired")(lambda: _positional().Sinusoidal(5).rotation_block(4))
+case("derive.positional", "Sinusoidal(8, base=1)", SeqgradValueError, "> 1")(lambda: _positional().Sinusoidal(8, base=1))
+case("derive.attention", "attention.head_widths(5, 2)  (heads that do not fit)", SeqgradValueError, "heads")(
+    lambda: _attention().head_widths(5, 2))
+case("derive.attention", "SelfAttention(3, 2, 2, mask=causal_mask(2))  (wrong-shape mask)", ShapeError, "3 x 3")(
+    lambda: _attention().SelfAttention(3, 2, 2, mask=_attention().causal_mask(2)))
+case("derive.attention", "SelfAttention(2, 2, 2, mask=[[0, 0], [-oo, -oo]])  (a row with every source masked)",
+     SeqgradValueError, "every row")(
+    lambda: _attention().SelfAttention(2, 2, 2, mask=[[0, 0], [_attention().NEG_INF, _attention().NEG_INF]]))
+case("derive.attention", "SelfAttention(2, 2, 2, W_Q=[[1, 2, 3]])  (shape mismatch)", ShapeError, "2 x 2")(
+    lambda: _attention().SelfAttention(2, 2, 2, W_Q=[[1, 2, 3]]))
+case("derive.attention", "SelfAttention(0, 2, 2)", SeqgradValueError, "T=0")(lambda: _attention().SelfAttention(0, 2, 2))
+case("derive.layernorm", "LayerNorm(3, eps=0)", SeqgradValueError, "eps=0")(
+    lambda: __import__("derive.layernorm").layernorm.LayerNorm(3, eps=0))
+case("derive.layernorm", "LayerNorm(3, eps=-1e-5)", SeqgradValueError, "eps")(
+    lambda: __import__("derive.layernorm").layernorm.LayerNorm(3, eps=-1e-5))
+case("derive.layernorm", "LayerNorm(3, eps=float('nan'))", NonFiniteError, "finite")(
+    lambda: __import__("derive.layernorm").layernorm.LayerNorm(3, eps=math.nan))
+case("derive.layernorm", "LayerNorm(3, h=[1, 2])  (mismatched widths)", SeqgradValueError, "d=3")(
+    lambda: __import__("derive.layernorm").layernorm.LayerNorm(3, h=[1, 2]))
+case("derive.softmax", "softmax.softmax([])", SeqgradValueError, "at least one")(
+    lambda: __import__("derive.softmax").softmax.softmax([]))
+case("derive.softmax", "softmax.softmax([1.0, float('inf')])", NonFiniteError, "finite")(
+    lambda: __import__("derive.softmax").softmax.softmax([1.0, math.inf]))
+case("derive.residual", "residual.DepthProduct(L=0)", SeqgradValueError, "L=0")(
+    lambda: __import__("derive.residual").residual.DepthProduct(L=0))
+case("derive.counting", "counting.attention_params(d_model=0)", SeqgradValueError, "d_model=0")(
+    lambda: __import__("derive.counting").counting.attention_params(d_model=0))
+case("derive.counting", "counting.attention_params(d_model=5, heads=2)  (heads that do not fit)", SeqgradValueError,
+     "divide")(lambda: __import__("derive.counting").counting.attention_params(d_model=5, heads=2))
+case("derive.catalogue", "catalogue.get('no-such-identity')", SeqgradValueError, "catalogue entry")(
+    lambda: __import__("derive.catalogue").catalogue.get("no-such-identity"))
+
+# ---------------------------------------------------------------- derive: text (claims, expressions)
+
+
+def _claims():
+    from derive import claims
+
+    return claims
+
+
+case("derive.claims", "parse_claim('1 +* 2 = 3')  (unparsable claim)", ParseError, "claim")(
+    lambda: _claims().parse_claim("1 +* 2 = 3"))
+case("derive.claims", "parse_claim('sin(1) = ')  (no printed value)", ParseError, "printed=''")(
+    lambda: _claims().parse_claim("sin(1) = "))
+case("derive.claims", "parse_claim('x = 1')  (unknown name)", ParseError, "'x' is not on the whitelist")(
+    lambda: _claims().parse_claim("x = 1"))
+case("derive.claims", "parse_claim('9**9**9**9 = 1')  (size limit)", ParseError, "exponent")(
+    lambda: _claims().parse_claim("9**9**9**9 = 1"))
+case("derive.safe_parse", f"parse_expression({PAYLOAD!r})  (injection payload)", ParseError, "attribute access")(
+    lambda: __import__("derive.safe_parse").safe_parse.parse_expression(PAYLOAD))
+case("derive.safe_parse", "parse_expression('exec(\"1\")')", ParseError, "exec")(
+    lambda: __import__("derive.safe_parse").safe_parse.parse_expression('exec("1")'))
+case("derive.softmax", f"softmax.jacobian_closed_form([{PAYLOAD!r}])  (injection payload)", ParseError,
+     "attribute access")(lambda: __import__("derive.softmax").softmax.jacobian_closed_form([PAYLOAD]))
+case("derive.layernorm", f"LayerNorm(2, eps={PAYLOAD!r})  (injection payload)", ParseError, "attribute access")(
+    lambda: __import__("derive.layernorm").layernorm.LayerNorm(2, eps=PAYLOAD))
+case("derive.positional", f"Sinusoidal(4).vector({PAYLOAD!r})  (injection payload)", ParseError, "attribute access")(
+    lambda: _positional().Sinusoidal(4).vector(PAYLOAD))
+case("derive.program", f"Program().define(Symbol('a'), {PAYLOAD!r})  (injection payload)", ParseError,
+     "attribute access")(lambda: __import__("derive.program").program.Program().define(
+         __import__("sympy").Symbol("a"), PAYLOAD))
+
+# ---------------------------------------------------------------- numeric
+
+
+def _np():
+    import numpy as np
+
+    return np
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+case("numeric.recurrent", "Params(W_x=ones(2,3), W_h=ones(3,3), W_o=ones(1,2))  (mismatched widths)", ShapeError,
+     "W_h")(lambda: __import__("numeric.recurrent").recurrent.Params(_np().ones((2, 3)), _np().ones((3, 3)),
+                                                                        _np().ones((1, 2))))
+case("numeric.recurrent", "Params(W_x=[[nan]], W_h=[[1]], W_o=[[1]])  (NaN weights)", NonFiniteError, "W_x")(
+    lambda: __import__("numeric.recurrent").recurrent.Params([[math.nan]], [[1.0]], [[1.0]]))
+case("numeric.paths", "path_product_sweep(w_h=[], x=0, T=10)  (empty sweep range)", SeqgradValueError, "non-empty")(
+    lambda: __import__("numeric.paths").paths.path_product_sweep([], 0.0, 10))
+case("numeric.paths", "path_product_sweep(w_h=1.0, x=0, T=0)", SeqgradValueError, "T=0")(
+    lambda: __import__("numeric.paths").paths.path_product_sweep(1.0, 0.0, 0))
+case("numeric.paths", "path_product_sweep(w_h=[1, inf], x=0, T=5)", NonFiniteError, "w_h")(
+    lambda: __import__("numeric.paths").paths.path_product_sweep([1.0, math.inf], 0.0, 5))
+case("numeric.paths", "activation('swish')", SeqgradValueError, "swish")(
+    lambda: __import__("numeric.paths").paths.activation("swish"))
+case("numeric.paths", "RNNWeights(W_x=ones((3, 2)), W_h=ones((2, 2)))  (mismatched widths)", ShapeError, "W_x")(
+    lambda: __import__("numeric.paths").paths.RNNWeights(_np().ones((3, 2)), _np().ones((2, 2))))
+case("numeric.clipping", "clip_global_norm([g], tau=0)", SeqgradValueError, "tau=0")(
+    lambda: __import__("numeric.clipping").clipping.clip_global_norm([_np().ones(3)], tau=0))
+case("numeric.clipping", "clip_global_norm([g], tau=-1.0)", SeqgradValueError, "tau")(
+    lambda: __import__("numeric.clipping").clipping.clip_global_norm([_np().ones(3)], tau=-1.0))
+case("numeric.clipping", "clip_global_norm([[nan]], tau=1.0)", NonFiniteError, "finite")(
+    lambda: __import__("numeric.clipping").clipping.clip_global_norm([_np().array([math.nan])], tau=1.0))
+case("numeric.gated", "GRUWeights(weight_ih=zeros((4, 2)), ...)  (wrong gate weight shapes)", ShapeError, "weight_ih")(
+    lambda: __import__("numeric.gated").gated.GRUWeights(_np().zeros((4, 2)), _np().zeros((6, 2)), _np().zeros(6),
+                                                          _np().zeros(6)))
+case("numeric.gated", "LSTMWeights(weight_hh=zeros((8, 3)), ...)  (wrong gate weight shapes)", ShapeError, "weight_hh")(
+    lambda: __import__("numeric.gated").gated.LSTMWeights(_np().zeros((8, 2)), _np().zeros((8, 3)), _np().zeros(8),
+                                                           _np().zeros(8)))
+case("numeric.positions", "sinusoidal(T=0, D=4)", SeqgradValueError, "T=0")(
+    lambda: __import__("numeric.positions").positions.sinusoidal(0, 4))
+case("numeric.positions", "sinusoidal(T=3, D=2.0)", SeqgradTypeError, "an integer")(
+    lambda: __import__("numeric.positions").positions.sinusoidal(3, 2.0))
+case("numeric.attention", "MultiHeadAttention.random(D=5, n_heads=0)", SeqgradValueError, "n_heads=0")(
+    lambda: __import__("numeric.attention").attention.MultiHeadAttention.random(5, 0))
+case("numeric.attention", "attention_mask(3, padding=[True, True])  (wrong-shape mask)", ShapeError, "padding")(
+    lambda: __import__("numeric.attention").attention.attention_mask(3, padding=[True, True]))
+case("numeric.attention", "attention_mask(2, exclude=[[True, True], [False, True]])  (a row with every source masked)",
+     SeqgradValueError, "at least one source")(
+    lambda: __import__("numeric.attention").attention.attention_mask(2, exclude=[[True, True], [False, True]]))
+case("numeric.attention", "Head(W_Q=ones((3, 5)), W_K=ones((3, 4)), W_V=ones((3, 5)))  (shape mismatch)", ShapeError,
+     "W_K")(lambda: __import__("numeric.attention").attention.Head(_torch().ones(3, 5), _torch().ones(3, 4),
+                                                                    _torch().ones(3, 5)))
+case("numeric.attention", "Head(W_Q=[[nan]], W_K=[[1]], W_V=[[1]])  (NaN weights)", NonFiniteError, "W_Q")(
+    lambda: __import__("numeric.attention").attention.Head([[math.nan]], [[1.0]], [[1.0]]))
+case("numeric.layernorm", "layer_norm(H, eps=0)", SeqgradValueError, "eps")(
+    lambda: __import__("numeric.layernorm").layernorm.layer_norm(_torch().ones(2, 3), eps=0.0))
+case("numeric.layernorm", "LayerNorm(D=3, eps=-1.0)", SeqgradValueError, "eps")(
+    lambda: __import__("numeric.layernorm").layernorm.LayerNorm(3, eps=-1.0))
+case("numeric.encoder", "course.encoder()(ids=[0, 9])  (token id out of range)", SeqgradValueError, "ids=9")(
+    lambda: __import__("numeric.course").course.encoder()([0, 9]))
+case("numeric.encoder", "course.encoder()(ids=[0.0, 1.0])  (non-integer ids)", SeqgradTypeError, "integer token ids")(
+    lambda: __import__("numeric.course").course.encoder()([0.0, 1.0]))
+case("numeric.encoder", "course.encoder().encode(H0 with a NaN)", NonFiniteError, "H")(
+    lambda: __import__("numeric.course").course.encoder().encode(_torch().full((2, 5), math.nan, dtype=_torch().float64)))
+case("numeric.encoder", "course.encoder()(ids) after W_O is set to inf  (inf weights)", NonFiniteError, "W_O")(
+    lambda: _inf_weight_encoder()([0, 1]))
+case("numeric.encoder", "Encoder.random(K=9, D=5, n_heads=2, F_width=4, mask=...)  with a (3, 3) mask for T=2",
+     ShapeError, "mask")(lambda: __import__("numeric.course").course.encoder().encode(
+         _torch().zeros(2, 5, dtype=_torch().float64), mask=_torch().zeros(3, 3, dtype=_torch().float64)))
+case("numeric.tokens", "course.token_ids('a zebra')  (unknown word)", SeqgradValueError, "word='zebra'")(
+    lambda: __import__("numeric.course").course.token_ids("a zebra"))
+case("numeric.tokens", "course.token_ids('')  (no words)", SeqgradValueError, "at least one word")(
+    lambda: __import__("numeric.course").course.token_ids(""))
+case("numeric.device", "resolve_device('tpu')", SeqgradValueError, "tpu")(
+    lambda: __import__("numeric.device").device.resolve_device("tpu"))
+case("numeric.device", "resolve_dtype('float16')", SeqgradValueError, "float16")(
+    lambda: __import__("numeric.device").device.resolve_dtype("float16"))
+
+
+def _inf_weight_encoder():
+    import torch
+
+    from numeric import course
+
+    enc = course.encoder()
+    with torch.no_grad():
+        enc.blocks[0].attention.W_O[0, 0] = math.inf
+    return enc
+
+
+# ---------------------------------------------------------------- crosscheck and seqgrad
+
+case("crosscheck.tolerance", "compare([1, 2], [1, 2, 3])  (shape mismatch)", SeqgradValueError, "shape")(
+    lambda: __import__("crosscheck.tolerance").tolerance.compare([1.0, 2.0], [1.0, 2.0, 3.0]))
+case("crosscheck.tolerance", "tolerance(dtype='float16')", SeqgradValueError, "float16")(
+    lambda: __import__("crosscheck.tolerance").tolerance.tolerance("float16"))
+case("crosscheck.tolerance", "tolerance(device='tpu')", SeqgradValueError, "tpu")(
+    lambda: __import__("crosscheck.tolerance").tolerance.tolerance(device="tpu"))
+case("crosscheck.lambdify", "lambdify(program, outputs, args, backend='jax')", SeqgradValueError, "backend")(
+    lambda: _lambdify_backend("jax"))
+case("seqgrad.sigfig", "sigfig.matches(0.1, 0.1, figures=0)", SeqgradValueError, "figures")(
+    lambda: __import__("seqgrad.sigfig").sigfig.matches(0.1, 0.1, figures=0))
+case("seqgrad.sigfig", "sigfig.decimals_tolerance('0.1.2')", ParseError, "decimal number")(
+    lambda: __import__("seqgrad.sigfig").sigfig.decimals_tolerance("0.1.2"))
+case("seqgrad.validate", "validate.integer('T', True)", SeqgradTypeError, "an integer")(
+    lambda: __import__("seqgrad.validate").validate.integer("T", True))
+
+
+def _lambdify_backend(backend: str):
+    from crosscheck.lambdify import lambdify
+    from derive import rnn
+
+    net = rnn.unroll(2)
+    return lambdify(net.program, [net.L], list(net.program.leaves()), backend=backend)
+
+
+# ---------------------------------------------------------------- the command line
+
+cli(["frobnicate"], UsageError, "invalid choice: 'frobnicate'")
+cli(["check", "--bogus"], UsageError, "unrecognized arguments: --bogus")
+cli(["check", "--only", "no-such-check"], SeqgradValueError, "--only='no-such-check'")
+cli(["check", "--dtype", "float16"], UsageError, "argument --dtype")
+cli(["check", "--device", "tpu"], UsageError, "argument --device")
+cli(["check", "--out", "/proc/seqgrad-report"], SeqgradValueError, "--out")
+cli(["derive", "nosuchmodel"], UsageError, "argument MODEL")
+cli(["derive", "rnn"], UsageError, "--steps")
+cli(["derive", "rnn", "--steps", "0"], SeqgradValueError, "steps=0")
+cli(["derive", "rnn", "--steps", "2.5"], UsageError, "invalid int value: '2.5'")
+cli(["derive", "rnn", "--steps", "3", "--activation", "swish"], SeqgradValueError, "activation='swish'")
+cli(["derive", "rnn", "--steps", "3", "--activation", PAYLOAD], SeqgradValueError, "activation=")
+cli(["derive", "rnn", "--steps", "3", "--inputs", "0"], SeqgradValueError, "inputs=0")
+cli(["derive", "rnn", "--steps", "3", "--hidden", "-2"], SeqgradValueError, "hidden=-2")
+cli(["derive", "rnn", "--steps", "3", "--outputs", "0"], SeqgradValueError, "outputs=0")
+cli(["derive", "rnn", "--steps", "3", "--loss", "median"], UsageError, "argument --loss")
+cli(["derive", "rnn", "--steps", "3", "--reduction", "max"], UsageError, "argument --reduction")
+cli(["derive", "rnn", "--steps", "3", "--max-terms", "0"], SeqgradValueError, "--max-terms=0")
+cli(["derive", "rnn", "--steps", "40", "--expand", "--max-terms", "1000"], SizeGuardError, "size guard")
+cli(["derive", "rnn", "--steps", "3", "--latex", "--table"], UsageError, "not allowed with argument")
+cli(["derive", "rnn", "--steps", "100000"], SeqgradValueError, "steps=100000")
+cli(["encoder", "--text", "a zebra"], SeqgradValueError, "word='zebra'")
+cli(["encoder", "--text", ""], SeqgradValueError, "at least one word")
+cli(["encoder", "--stage", "decoder"], UsageError, "argument --stage")
+cli(["encoder", "--show", "nothing"], SeqgradValueError, "--show='nothing'")
+cli(["encoder", "--dtype", "int8"], UsageError, "argument --dtype")
+cli(["encoder", "--json", "--latex"], UsageError, "not allowed with argument")
+cli(["encoder", "--out", "/proc/seqgrad/encoder.json"], SeqgradValueError, "--out")
+cli(["identities", "--only", "no-such-identity"], SeqgradValueError, "no-such-identity")
+cli(["claim", "1 +* 2 = 3"], ParseError, "claim")
+cli(["claim", PAYLOAD + " = 0"], ParseError, "attribute access")
+cli(["claim", "1 = 1", "--digits", "5"], SeqgradValueError, "digits=5")
+cli(["claim", "1 = 1", "--figures", "0"], SeqgradValueError, "figures=0")
+cli(["claim", "1 = 1", "--figures", "x"], UsageError, "invalid int value")
+cli(["latex", "notes.tex", "--sections", "rnn,nosuchsection"], SeqgradValueError, "nosuchsection")
+cli(["latex", "notes.tex", "--proof-seconds", "0"], SeqgradValueError, "proof_seconds=0")
+cli(["latex", "notes.tex", "--proof-seconds", "nan"], NonFiniteError, "finite")
+cli(["latex", "notes.tex", "--symbol", "w_h"], SeqgradValueError, "--symbol='w_h'")
+cli(["latex", "/proc/seqgrad/notes.tex", "--sections", "rnn"], SeqgradValueError, "OUT.tex=")
+cli(["plot", "nosuchset"], UsageError, "argument SET")
+cli(["plot", "paths", "--format", "gif"], UsageError, "argument --format")
+cli(["plot", "paths", "--out", "/proc/seqgrad-figures"], SeqgradValueError, "--out")
+
+
+# ---------------------------------------------------------------- injection payloads, every entry point
+
+
+def _injection_cases():
+    from injection_targets import targets
+
+    for description, call in targets():
+        CASES.append(Case("injection", description.replace("payload", repr(PAYLOAD)), (lambda c=call: c(PAYLOAD)),
+                          SeqgradError, "", None))
+
+
+_injection_cases()
+
+
+# ---------------------------------------------------------------- the page
+
+
+def markdown() -> str:
+    lines = [
+        "# Bad input and the error it gets",
+        "",
+        "Every row is a test: `tests/bad_input_cases.py` holds the cases, `tests/test_bad_input_table.py` runs each "
+        "one and checks the exception class and the message fragment, and this page is generated from the same list "
+        "(`python tests/bad_input_cases.py > docs/bad-input.md`; a test fails when it is out of date).",
+        "",
+        "Every error is a subclass of `seqgrad.errors.SeqgradError` (and of `ValueError` or `TypeError`) whose "
+        "message names the argument, the value and what is allowed. The command line turns each into one line on "
+        "standard error and exit status 2, never a traceback; `UsageError` below stands for the command line's own "
+        "one-line refusal of an unknown command, option or choice.",
+        "",
+        f"The injection payload is `{PAYLOAD}`: it is refused by every entry point that takes a symbolic "
+        "argument, and it never runs (a test checks that the file it would create does not appear).",
+        "",
+    ]
+    areas: dict[str, list[Case]] = {}
+    for c in CASES:
+        areas.setdefault(c.area, []).append(c)
+    for area, cases in areas.items():
+        lines += [f"## {area}", "", "| bad input | error | message contains |", "|---|---|---|"]
+        for c in cases:
+            fragment = f"`{_cell(c.fragment)}`" if c.fragment else "(any refusal)"
+            lines.append(f"| `{_cell(c.call)}` | `{c.error.__name__}` | {fragment} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+if __name__ == "__main__":
+    sys.stdout.write(markdown())
