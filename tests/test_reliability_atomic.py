@@ -1,0 +1,166 @@
+"""Output files are written atomically: an interrupted write leaves no half-written file and the old output whole."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from seqgrad import atomic
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Interrupted(Exception):
+    pass
+
+
+def _leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_interrupted_write_keeps_the_old_file_whole(tmp_path):
+    target = tmp_path / "report.json"
+    target.write_text('{"old": true}\n')
+    with pytest.raises(Interrupted):
+        with atomic.atomic_open(target) as handle:
+            handle.write('{"new": ')  # half of the new content is on disk in the temporary file ...
+            handle.flush()
+            raise Interrupted  # ... when the run is interrupted
+    assert target.read_text() == '{"old": true}\n'
+    assert _leftovers(tmp_path) == []
+
+
+def test_interrupted_first_write_leaves_no_file(tmp_path):
+    target = tmp_path / "sub" / "report.md"
+    with pytest.raises(KeyboardInterrupt):
+        with atomic.atomic_open(target) as handle:
+            handle.write("# half")
+            raise KeyboardInterrupt
+    assert not target.exists()
+    assert _leftovers(target.parent) == []
+
+
+def test_failed_figure_save_leaves_no_file(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    target = tmp_path / "fig.png"
+    atomic.save_figure(fig, target)
+    before = target.read_bytes()
+
+    class Boom:
+        def __init__(self, fig):
+            self.fig = fig
+
+        def savefig(self, handle, **kwargs):
+            handle.write(b"\x89PNG half")
+            raise Interrupted
+
+    with pytest.raises(Interrupted):
+        atomic.save_figure(Boom(fig), target)
+    plt.close(fig)
+    assert target.read_bytes() == before
+    assert _leftovers(tmp_path) == []
+
+
+def test_report_write_interrupted_keeps_previous_report(tmp_path, monkeypatch):
+    from crosscheck import report
+
+    old = {"report.json": "{}\n", "report.md": "# old\n", "report.tex": "% old\n"}
+    for name, text in old.items():
+        (tmp_path / name).write_text(text)
+
+    def broken(*args, **kwargs):
+        raise Interrupted
+
+    monkeypatch.setattr(report, "as_json", broken)
+    with pytest.raises(Interrupted):
+        report.write(tmp_path, [], device="cpu", dtype="float64", total_seconds=0.0, figures=[])
+    assert {n: (tmp_path / n).read_text() for n in old} == old
+    assert _leftovers(tmp_path) == []
+
+
+# ---------------------------------------------------------------- a real run, killed
+
+
+def test_killed_check_leaves_the_old_report_or_a_whole_new_one(tmp_path):
+    """Kill ``seqgrad check`` at several moments: report.json is always the old file or a complete new one."""
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
+    old = '{"old": true}\n'
+    seen_new = False
+    for delay in (0.5, 1.5, 3.0, 6.0):
+        (out / "report.json").write_text(old)
+        p = subprocess.Popen([sys.executable, "-m", "crosscheck", "check", "--only", "claims", "--no-figures",
+                              "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=60)
+        text = (out / "report.json").read_text()
+        if text != old:
+            json.loads(text)  # whole: it parses
+            seen_new = True
+    # a temporary file can survive SIGKILL (nothing runs after it), but it is never the output's name
+    assert all(name.startswith(".report.") for name in _leftovers(out))
+    del seen_new  # which moments finished the run depends on the machine; both outcomes are whole
+
+
+# ---------------------------------------------------------------- no direct writes in the source
+
+WRITERS = {"savefig", "write_text", "write_bytes", "dump"}
+
+
+def _direct_writes(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        if name == "open":
+            mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+            if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and set(mode.value) & set("wax+"):
+                yield f"{path.relative_to(ROOT)}:{node.lineno}: open(..., {mode.value!r})"
+        elif name in WRITERS and isinstance(f, ast.Attribute):
+            owner = f.value
+            if isinstance(owner, ast.Name) and owner.id in ("atomic", "sys"):
+                continue
+            if name == "dump" and node.args and _is_stdout(node.args[1] if len(node.args) > 1 else None):
+                continue
+            if name == "savefig" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "handle":
+                continue
+            yield f"{path.relative_to(ROOT)}:{node.lineno}: .{name}(...)"
+
+
+def _is_stdout(node) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "stdout"
+
+
+def test_every_output_goes_through_seqgrad_atomic():
+    found = []
+    for package in ("derive", "numeric", "crosscheck", "seqgrad", "benchmarks"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path == ROOT / "seqgrad" / "atomic.py":
+                continue
+            found += list(_direct_writes(path))
+    assert not found, "write outputs with seqgrad.atomic (write_text, write_bytes, save_figure):\n" + "\n".join(found)
+
+
+def test_the_write_scan_finds_direct_writes(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    bad = tmp_path / "bad.py"
+    bad.write_text("open(p, 'w').write(t)\nfig.savefig(p)\nPath(p).write_text(t)\nopen(p).read()\n")
+    assert len(list(_direct_writes(bad))) == 3
