@@ -36,8 +36,11 @@ def stable_softmax(z) -> sp.Matrix:
 
 
 def jacobian(z) -> sp.Matrix:
-    """d a_i / d z_j by direct differentiation."""
+    """d a_i / d z_j by direct differentiation (the scores must be symbols)."""
     z = _entries(z)
+    if not all(isinstance(v, sp.Symbol) for v in z):
+        raise SeqgradValueError("z", z, "symbols to differentiate with respect to (see scores(n)); "
+                                        "substitute numbers into the result instead")
     return softmax(z).jacobian(z)
 
 

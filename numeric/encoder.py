@@ -251,6 +251,8 @@ class Encoder(nn.Module):
     def random(cls, K: int, D: int, n_heads: int, F_width: int, n_blocks: int = 1, *, norm_first: bool = True,
                activation: str = "relu", bias: bool = False, seed: int = 0, dtype=torch.float64, device=None, **kwargs) -> "Encoder":
         """An encoder with random weights (for tests, checks and benchmarks)."""
+        K = validate.integer("K", K, minimum=1)
+        n_blocks = validate.integer("n_blocks", n_blocks, minimum=1)
         g = torch.Generator().manual_seed(seed)
         blocks = [EncoderBlock.random(D, n_heads, F_width, norm_first=norm_first, activation=activation, bias=bias,
                                       generator=g, dtype=dtype, device=device) for _ in range(n_blocks)]

@@ -93,18 +93,25 @@ class Params:
         return self.W_x.shape[1], self.W_x.shape[0], self.W_o.shape[0]
 
 
-def _data(params: Params, X, y, loss: str):
-    D, H, C = params.sizes
+def _inputs(params: Params, X) -> np.ndarray:
+    D = params.sizes[0]
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 3 or X.shape[2] != D or X.shape[1] < 1:
         raise ShapeError("X", X.shape, f"(B, T, {D}) with T >= 1")
+    if not np.all(np.isfinite(X)):
+        raise NonFiniteError("X")
+    return X
+
+
+def _data(params: Params, X, y, loss: str):
+    C = params.sizes[2]
+    X = _inputs(params, X)
     y = np.asarray(y, dtype=np.float64)
     want = (X.shape[0], C) if loss == "final" else (X.shape[0], X.shape[1], C)
     if y.shape != want:
         raise ShapeError("y", y.shape, str(want))
-    for name, v in (("X", X), ("y", y)):
-        if not np.all(np.isfinite(v)):
-            raise NonFiniteError(name)
+    if not np.all(np.isfinite(y)):
+        raise NonFiniteError("y")
     return X, y
 
 
@@ -120,7 +127,7 @@ def _check(activation, loss, reduction):
 def forward(params: Params, X, activation: str = "tanh"):
     """States ``h`` (B, T, H) and preactivations ``z`` (B, T, H) from h_{-1} = 0."""
     _check(activation, "final", "sum")
-    X = np.asarray(X, dtype=np.float64)
+    X = _inputs(params, X)
     B, T, _ = X.shape
     H = params.W_h.shape[0]
     z = np.empty((B, T, H))

@@ -55,4 +55,10 @@ class Vocabulary:
         return self.ids(words)
 
     def decode(self, ids) -> list[str]:
-        return [self.words[int(k)] for k in ids]
+        """The words of token ids ``0 .. K-1``; any other id is a clear error naming it."""
+        out = []
+        for k in ids:
+            if isinstance(k, bool) or not float(k).is_integer() or not 0 <= int(k) < self.K:
+                raise SeqgradValueError("ids", k, f"token ids from 0 to {self.K - 1} (vocabulary size K={self.K})")
+            out.append(self.words[int(k)])
+        return out
