@@ -262,6 +262,15 @@ case("numeric.tokens", "course.token_ids('a zebra')  (unknown word)", SeqgradVal
     lambda: __import__("numeric.course").course.token_ids("a zebra"))
 case("numeric.tokens", "course.token_ids('')  (no words)", SeqgradValueError, "at least one word")(
     lambda: __import__("numeric.course").course.token_ids(""))
+case("numeric.tokens", "course.VOCAB.decode([0, 99])  (token id out of range)", SeqgradValueError, "ids=99")(
+    lambda: __import__("numeric.course").course.VOCAB.decode([0, 99]))
+case("numeric.encoder", "Encoder.random(K=0, D=4, n_heads=2, F_width=4)", SeqgradValueError, "K=0")(
+    lambda: __import__("numeric.encoder").encoder.Encoder.random(0, 4, 2, 4))
+case("numeric.recurrent", "forward(params, X with a NaN)", NonFiniteError, "X")(
+    lambda: __import__("numeric.recurrent").recurrent.forward(
+        __import__("numeric.recurrent").recurrent.Params([[1.0]], [[1.0]], [[1.0]]), [[[math.nan]]]))
+case("derive.softmax", "softmax.jacobian([1.0, 2.0])  (numbers, not symbols)", SeqgradValueError, "symbols")(
+    lambda: __import__("derive.softmax").softmax.jacobian([1.0, 2.0]))
 case("numeric.device", "resolve_device('tpu')", SeqgradValueError, "tpu")(
     lambda: __import__("numeric.device").device.resolve_device("tpu"))
 case("numeric.device", "resolve_dtype('float16')", SeqgradValueError, "float16")(
