@@ -101,7 +101,6 @@ def test_killed_check_leaves_the_old_report_or_a_whole_new_one(tmp_path):
     out.mkdir()
     env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
     old = '{"old": true}\n'
-    seen_new = False
     for delay in (0.5, 1.5, 3.0, 6.0):
         (out / "report.json").write_text(old)
         p = subprocess.Popen([sys.executable, "-m", "crosscheck", "check", "--only", "claims", "--no-figures",
@@ -112,10 +111,8 @@ def test_killed_check_leaves_the_old_report_or_a_whole_new_one(tmp_path):
         text = (out / "report.json").read_text()
         if text != old:
             json.loads(text)  # whole: it parses
-            seen_new = True
     # a temporary file can survive SIGKILL (nothing runs after it), but it is never the output's name
     assert all(name.startswith(".report.") for name in _leftovers(out))
-    del seen_new  # which moments finished the run depends on the machine; both outcomes are whole
 
 
 # ---------------------------------------------------------------- no direct writes in the source
