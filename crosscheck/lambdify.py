@@ -241,9 +241,25 @@ class Compiled:
     args: tuple
     outputs: tuple
     backend: str
+    check_finite: bool = True
 
     def __call__(self, *values):
-        return self.fn(*values)
+        results = self.fn(*values)
+        if self.check_finite and not all(_all_finite(r) for r in results):
+            # the inputs were finite (checked on entry): the formula itself overflowed, e.g. exp of a large score
+            raise SeqgradValueError(
+                "inputs", "<finite values>",
+                "values for which the compiled formula stays finite: it overflowed to NaN or inf here; rescale "
+                "the inputs or derive a numerically stable form (e.g. derive.softmax.stable_softmax, max-subtracted)")
+        return results
+
+
+def _all_finite(value) -> bool:
+    if hasattr(value, "isfinite") or type(value).__module__.startswith("torch"):
+        import torch
+
+        return bool(torch.isfinite(torch.as_tensor(value)).all())
+    return bool(np.all(np.isfinite(np.asarray(value, dtype=float))))
 
 
 def lambdify(program: Program | None, outputs: Sequence, args: Sequence, backend: str = "numpy",
@@ -296,7 +312,7 @@ def lambdify(program: Program | None, outputs: Sequence, args: Sequence, backend
     namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
     namespace.update(_helpers(backend, [names[a] for a in args]))
     exec(compile(source, f"<seqgrad:{program.name}>", "exec"), namespace)  # our own generated code, never user text
-    return Compiled(namespace["_generated"], source, args, outputs, backend)
+    return Compiled(namespace["_generated"], source, args, outputs, backend, check_finite)
 
 
 def _name(symbol) -> str:

@@ -32,6 +32,25 @@ def test_derived_stable_softmax_lambdified_has_no_overflow():
     assert a[0] == pytest.approx(1 / (1 + math.exp(-1.0)))  # only the two top scores matter
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_compiled_plain_softmax_overflow_is_a_clear_error_never_nan(backend):
+    """The textbook form exp(z_i)/sum exp(z_j) overflows at 1e4: crosscheck's compiled code says so
+    instead of returning NaN; the max-subtracted form evaluates."""
+    from crosscheck.lambdify import lambdify
+    from derive import softmax
+
+    z = softmax.scores(len(SCORES))
+    values = SCORES if backend == "numpy" else [torch.tensor(v, dtype=torch.float64) for v in SCORES]
+    plain = lambdify(None, list(softmax.softmax(z)), z, backend)
+    with np.errstate(over="ignore", invalid="ignore"):
+        with pytest.raises(SeqgradValueError, match="overflowed to NaN or inf.*stable_softmax"):
+            plain(*values)
+    stable = lambdify(None, list(softmax.stable_softmax(z)), z, backend)
+    a = np.array([float(v) for v in stable(*values)])
+    reference = torch.softmax(torch.tensor(SCORES, dtype=torch.float64), 0).numpy()
+    assert compare(a, reference).passed
+
+
 def test_derived_softmax_jacobian_at_huge_scores_matches_autograd():
     from derive import softmax
 
