@@ -37,6 +37,17 @@ class Context:
         """A numpy generator seeded from the run seed and the check's name."""
         return np.random.default_rng([self.seed, zlib.crc32(self.name.encode())])
 
+    def torch_device(self):
+        """``(torch.device, torch.dtype)`` of this run, or None when it asks for CUDA and none
+        is present (the check then returns :meth:`Outcome.skip`)."""
+        import torch
+
+        from numeric.device import resolve_device, resolve_dtype
+
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            return None
+        return resolve_device(self.device), resolve_dtype(self.dtype)
+
     def torch_generator(self):
         import torch
 

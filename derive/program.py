@@ -79,7 +79,6 @@ import sympy as sp
 from sympy.core.basic import _args_sortkey
 from sympy.matrices.expressions.applyfunc import ElementwiseApplyFunction
 from sympy.matrices.expressions.matexpr import MatrixExpr
-from sympy.printing.latex import LatexPrinter
 from sympy.printing.str import StrPrinter
 
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError, SizeGuardError

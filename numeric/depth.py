@@ -25,7 +25,6 @@ and the others vanish or explode geometrically in L.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
@@ -37,24 +36,12 @@ import torch.nn.functional as F
 from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
-from .device import resolve_device
+from .device import one_thread, resolve_device
 from .encoder import EncoderBlock
 
 PLACEMENTS = ("pre-norm", "post-norm")
 DEPTHS = (1, 2, 4, 8, 16, 32, 48)
 SV_DEPTHS = (1, 4, 12, 48)
-
-
-@contextlib.contextmanager
-def one_thread():
-    """Run torch on one CPU thread: these tensors are tiny, and on a shared machine a
-    second intra-op thread only waits (measured: 3.5 s instead of 65 s for the gradient study)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from seqgrad.errors import SeqgradValueError
@@ -37,3 +39,18 @@ def resolve_dtype(dtype: str | torch.dtype = "float64") -> torch.dtype:
     if dtype not in DTYPES:
         raise SeqgradValueError("dtype", dtype, "float64 or float32")
     return DTYPES[dtype]
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run torch on one CPU thread, then restore the thread count.  The checks' and
+    studies' tensors are tiny (at most a few hundred entries), so intra-op threads only
+    add synchronisation; on a loaded 2-core machine they cost far more than they give
+    (measured: the encoder checks 4.7 s with the default threads, 0.35 s with one; the
+    depth gradient study 65 s against 3.5 s)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -13,7 +13,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqgrad import validate
 from seqgrad.errors import SeqgradValueError, ShapeError
 
 from ._params import as_tensor, parameter, random_matrix

@@ -7,7 +7,6 @@ import torch
 
 from numeric import course
 from numeric.attention import attention_mask
-from numeric.device import resolve_device, resolve_dtype
 from numeric.encoder import Encoder, EncoderBlock
 from numeric.layernorm import LayerNorm
 
@@ -16,12 +15,6 @@ from ..registry import check
 from ..tolerance import Outcome, combine, compare, tolerance
 
 GROUP = "encoder"
-
-
-def _setup(ctx):
-    if ctx.device.startswith("cuda") and not torch.cuda.is_available():
-        return None
-    return resolve_device(ctx.device), resolve_dtype(ctx.dtype)
 
 
 def _randomize_norms(block: EncoderBlock, g: torch.Generator) -> None:
@@ -51,7 +44,7 @@ def course_tables(ctx) -> Outcome:
 @check("encoder.layernorm_vs_torch", source="LayerNorm, lines 971-981", group=GROUP)
 def layernorm_vs_torch(ctx) -> Outcome:
     """Manual LayerNorm (population variance, eps=1e-5) against torch.nn.LayerNorm, random gamma and beta."""
-    setup = _setup(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup
@@ -72,7 +65,7 @@ def layernorm_vs_torch(ctx) -> Outcome:
 @check("encoder.mha_vs_torch", source="multi-head attention, lines 813-930", group=GROUP)
 def mha_vs_torch(ctx) -> Outcome:
     """Two-head attention with biases against torch.nn.MultiheadAttention: outputs and per-head weights, with and without masks."""
-    setup = _setup(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup
@@ -105,7 +98,7 @@ def mha_vs_torch(ctx) -> Outcome:
 
 
 def _layer_check(ctx, norm_first: bool) -> Outcome:
-    setup = _setup(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup
@@ -143,7 +136,7 @@ def postnorm_layer_vs_torch(ctx) -> Outcome:
 @check("encoder.stack_vs_torch", source="stack with final LayerNorm, line 1165", group=GROUP)
 def stack_vs_torch(ctx) -> Outcome:
     """A 3-block pre-norm stack with final LayerNorm against torch.nn.TransformerEncoder, with padding."""
-    setup = _setup(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup
@@ -180,7 +173,7 @@ def causal_journey_row(ctx) -> Outcome:
 @check("encoder.permutation_equivariance", source="line 1175", group=GROUP)
 def permutation_equivariance(ctx) -> Outcome:
     """Without positions and with unrestricted attention, encoder(Pi H) = Pi encoder(H); the weights permute as Pi A Pi^T."""
-    setup = _setup(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup
@@ -200,7 +193,7 @@ def permutation_equivariance(ctx) -> Outcome:
 @check("encoder.causal_prefix", source="lines 1275-1279", group=GROUP)
 def causal_prefix(ctx) -> Outcome:
     """Row t of a causal stack on the whole sequence equals the last row of the same stack run on the prefix up to t."""
-    setup = _setup(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup

@@ -16,7 +16,6 @@ import torch
 
 from derive import activation_facts
 from numeric import clipping, gated, paths
-from numeric.device import resolve_device, resolve_dtype
 from seqgrad.sigfig import matches
 
 from ..registry import check
@@ -24,12 +23,6 @@ from ..tolerance import Outcome, combine, compare
 
 GROUP = "gated"
 SOURCE = "seed000"
-
-
-def _setup(ctx):
-    if ctx.device.startswith("cuda") and not torch.cuda.is_available():
-        return None
-    return resolve_device(ctx.device), resolve_dtype(ctx.dtype)
 
 
 def _random_weights(kind, ctx, D=3, H=5):
@@ -42,7 +35,7 @@ def _cmp(ctx, computed, reference, detail=""):
 
 
 def _forward_and_grads(kind, ctx) -> Outcome:
-    setup = _setup(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup
@@ -107,7 +100,7 @@ def gru_mixing_example(ctx) -> Outcome:
 
 
 def _jacobian_checks(kind, ctx) -> Outcome:
-    setup = _setup(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup
@@ -257,7 +250,6 @@ def relu_convention_vs_torch(ctx) -> Outcome:
 
 def _derived_values(net, w: "gated._GatedWeights", W_o: np.ndarray, X: np.ndarray, y: np.ndarray) -> dict:
     """Leaf values of a derive.gated network from PyTorch-layout weights (rows of the stacked gate matrices)."""
-    H = w.hidden_size
     names = {"GRU": {"r": "r", "u": "u", "n": "n"}, "LSTM": {"i": "i", "f": "f", "c": "g", "o": "o"}}[net.kind]
     shape = (lambda a: np.atleast_2d(a)) if net.vector else (lambda a: float(np.asarray(a).reshape(())))
     prefix = "W" if net.vector else "w"
@@ -329,8 +321,6 @@ def _derived_step_jacobian(kind: str, ctx, vector: bool) -> Outcome:
     net = (derived.gru if kind == "GRU" else derived.lstm)(T, *((D, H, 1) if vector else ()))
     w = (gated.GRUWeights if kind == "GRU" else gated.LSTMWeights).random(D, H, rng, scale=1.2)
     X = rng.standard_normal((T, D))
-    import sympy as sp
-
     values = _derived_values(net, w, rng.uniform(-1, 1, (1, H)), X, rng.standard_normal(1))
     # the step's intermediates come from the numeric reference: the derived formula is evaluated there
     if kind == "GRU":

@@ -30,7 +30,6 @@ from derive import residual as d_residual
 from derive import softmax as d_softmax
 from numeric import course
 from numeric.attention import MultiHeadAttention
-from numeric.device import resolve_device, resolve_dtype
 from numeric.encoder import MLP, EncoderBlock
 from numeric.layernorm import LayerNorm
 
@@ -41,13 +40,6 @@ from ..tolerance import Outcome, combine, compare
 GROUP = "transformer"
 EPS = 1e-5
 T_ATT, D_BLOCK, D_K = 3, 3, 2  # whole-sequence derivations: 3 positions, width 3, two heads of width 2
-
-
-def _device(ctx):
-    """(device, dtype) of the run, or None for CUDA without a GPU."""
-    if ctx.device.startswith("cuda") and not torch.cuda.is_available():
-        return None
-    return resolve_device(ctx.device), resolve_dtype(ctx.dtype)
 
 
 def _jacobian(f, x: torch.Tensor) -> torch.Tensor:
@@ -215,7 +207,7 @@ def random_block(norm_first: bool, g: torch.Generator, dev, dt=torch.float64) ->
 @check("transformer.softmax_jacobian", source="seed 000 L700-706 (row softmax); Tables 12, 18 (course S)", group=GROUP)
 def softmax_jacobian(ctx) -> Outcome:
     """derive.softmax's diag(a) - a a^T and direct Jacobian against autograd of torch.softmax: the course's 14 score rows and random rows."""
-    setup = _device(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup
@@ -234,7 +226,7 @@ def softmax_jacobian(ctx) -> Outcome:
 @check("transformer.layernorm_jacobian", source="seed 000 L971-975; course H0, U, H1 rows", group=GROUP)
 def layernorm_jacobian(ctx) -> Outcome:
     """derive.layernorm's closed-form Jacobian against autograd of numeric LayerNorm: the course's LN1, LN2, LN_final inputs and random rows and gamma."""
-    setup = _device(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup
@@ -255,7 +247,7 @@ def layernorm_jacobian(ctx) -> Outcome:
 @check("transformer.residual_jacobians", source="seed 000 L1183-1191; seed 001 l.130-152", group=GROUP)
 def residual_jacobians(ctx) -> Outcome:
     """derive.residual's plain (I + J_F), pre-norm (I + J_F J_LN) and post-norm (J_LN (I + J_F)) Jacobians with the numeric MLP as the branch, against autograd."""
-    setup = _device(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup
@@ -284,7 +276,7 @@ def residual_jacobians(ctx) -> Outcome:
 @check("transformer.course_mlp_sublayer", source="seed 000 L946, L1021-1033, L1185 (course U rows)", group=GROUP)
 def course_mlp_sublayer(ctx) -> Outcome:
     """At the course's own U rows and MLP: pre-norm I + J_MLP J_LN2 and post-norm J_LN2 (I + J_MLP), derived LN Jacobian, against autograd."""
-    setup = _device(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup
@@ -307,7 +299,7 @@ def course_mlp_sublayer(ctx) -> Outcome:
 @check("transformer.attention_gradients", source="seed 000 L747 (S, A, O); derived backward pass", group=GROUP)
 def attention_gradients(ctx) -> Outcome:
     """derive.attention's closed-form backward pass (dX, dW_Q, dW_K, dW_V) against backward of a numeric head, and the Jacobian dO/dX it gives."""
-    setup = _device(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup
@@ -329,7 +321,7 @@ def attention_gradients(ctx) -> Outcome:
 @check("transformer.course_attention_backward", source="seed 000 L620-930 (course heads, W_O); derived backward pass", group=GROUP)
 def course_attention_backward(ctx) -> Outcome:
     """At the course's own heads and H0: derive.attention's backward formulas (over A, Q, K, V) against backward, and the 35 x 35 Jacobian of B_att against autograd."""
-    setup = _device(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup
@@ -363,7 +355,7 @@ def course_attention_backward(ctx) -> Outcome:
 
 
 def _block_check(ctx, norm_first: bool) -> Outcome:
-    setup = _device(ctx)
+    setup = ctx.torch_device()
     if setup is None:
         return Outcome.skip("no CUDA GPU")
     dev, dt = setup

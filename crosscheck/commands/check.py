@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 from pathlib import Path
@@ -41,7 +40,9 @@ def run(args) -> int:
             print(f"{item.name}\t{item.group}\t{item.source}")
         return 0
     start = time.perf_counter()
-    with _one_torch_thread():
+    from numeric.device import one_thread
+
+    with one_thread():  # the checks' tensors are tiny: extra torch threads only cost time
         results = run_checks(items, device=device, dtype=args.dtype)
         figures: list[str] = []
         if not args.no_figures and not args.only:
@@ -52,21 +53,6 @@ def run(args) -> int:
     s = report.summary(results)
     print(f"\n{s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped in {elapsed:.1f} s; report in {paths['md'].parent}/")
     return 0 if s["ok"] else 1
-
-
-@contextlib.contextmanager
-def _one_torch_thread():
-    """Every tensor of the checks is tiny (at most a few hundred entries), so torch's intra-op
-    threads only add synchronisation; on a loaded 2-core machine they cost more than they give
-    (measured: the encoder group took 4.7 s with the default threads, 0.35 s with one)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _write_figures(out: Path, device: str) -> list[str]:
