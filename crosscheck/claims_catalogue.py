@@ -131,26 +131,15 @@ def saturated_factor() -> sympy.Float:
 
 @lru_cache(maxsize=1)
 def rnn_snippet() -> dict:
-    """The seeded nn.RNN + head of lines 413-440, run as printed (torch, CPU, float32 whatever the default dtype)."""
-    import torch
-    from torch import nn
+    """The seeded nn.RNN + head of lines 413-440, run as printed (torch, CPU, float32):
+    :func:`numeric.recurrent.seeded_example`, by the names the text prints."""
+    from numeric.recurrent import seeded_example
 
-    state = torch.random.get_rng_state()
-    try:
-        torch.manual_seed(6)
-        B, T, D_in, H, C = 1, 3, 2, 2, 1
-        X = torch.tensor([[[0.2, -0.1], [0.0, 0.3], [0.4, 0.1]]], dtype=torch.float32)
-        rnn = nn.RNN(D_in, H, nonlinearity="tanh", bias=False, batch_first=True, dtype=torch.float32)
-        head = nn.Linear(H, C, bias=False, dtype=torch.float32)
-        with torch.no_grad():
-            output, final = rnn(X)
-            prediction = head(final[0])
-            loss = 0.5 * (prediction - X.new_tensor([[0.5]])).square().sum()
-    finally:
-        torch.random.set_rng_state(state)
-    values = {f"h_{t}[{i}]": float(output[0, t, i]) for t in range(T) for i in range(H)}
-    values["prediction"] = float(prediction)
-    values["loss"] = float(loss)
+    run = seeded_example("cpu")
+    h = run["h"]
+    values = {f"h_{t}[{i}]": float(h[t, i]) for t in range(h.shape[0]) for i in range(h.shape[1])}
+    values["prediction"] = run["prediction"]
+    values["loss"] = run["loss"]
     return values
 
 

@@ -223,11 +223,13 @@ def seeded_example(device: str = "cpu") -> dict:
     from torch import nn
 
     dev = resolve_device(device)
-    torch.manual_seed(6)
-    B, T, D, H, C = 1, 3, 2, 2, 1
-    X = torch.tensor([SEEDED_X])
-    rnn = nn.RNN(D, H, nonlinearity="tanh", bias=False, batch_first=True)
-    head = nn.Linear(H, C, bias=False)
+    with torch.random.fork_rng(devices=[]):  # the seed is the text's; the caller's random state is left alone
+        torch.manual_seed(6)
+        B, T, D, H, C = 1, 3, 2, 2, 1
+        # float32 as printed, whatever torch's default dtype is here
+        X = torch.tensor([SEEDED_X], dtype=torch.float32)
+        rnn = nn.RNN(D, H, nonlinearity="tanh", bias=False, batch_first=True, dtype=torch.float32)
+        head = nn.Linear(H, C, bias=False, dtype=torch.float32)
     rnn, head, X = rnn.to(dev), head.to(dev), X.to(dev)
     output, final = rnn(X)
     prediction = head(final[0])
