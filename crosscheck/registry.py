@@ -21,7 +21,7 @@ import numpy as np
 from seqgrad.errors import SeqgradValueError
 from seqgrad.progress import progress
 
-from .tolerance import Outcome
+from .tolerance import Outcome, compare
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,10 @@ class Context:
     def rng(self) -> np.random.Generator:
         """A numpy generator seeded from the run seed and the check's name."""
         return np.random.default_rng([self.seed, zlib.crc32(self.name.encode())])
+
+    def compare(self, computed, reference, detail: str = "") -> Outcome:
+        """:func:`crosscheck.tolerance.compare` under the policy for this run's dtype and device."""
+        return compare(computed, reference, dtype=self.dtype, device=self.device, detail=detail)
 
     def torch_device(self):
         """``(torch.device, torch.dtype)`` of this run, or None when it asks for CUDA and none

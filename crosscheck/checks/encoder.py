@@ -12,7 +12,7 @@ from numeric.layernorm import LayerNorm
 
 from .. import course_tables as tables, encoder_twins
 from ..registry import check
-from ..tolerance import Outcome, combine, compare, tolerance
+from ..tolerance import Outcome, combine, tolerance
 
 GROUP = "encoder"
 
@@ -56,9 +56,9 @@ def layernorm_vs_torch(ctx) -> Outcome:
     record: dict = {}
     with torch.no_grad():
         ref = twin(H)
-        outs = [compare(ln(H, record, "LN"), ref, dtype=ctx.dtype, device=ctx.device, detail="recorded path"),
-                compare(ln(H), ref, dtype=ctx.dtype, device=ctx.device, detail="fused path"),
-                compare(record["LN.var"], H.var(dim=-1, unbiased=False), dtype=ctx.dtype, device=ctx.device)]
+        outs = [ctx.compare(ln(H, record, "LN"), ref, detail="recorded path"),
+                ctx.compare(ln(H), ref, detail="fused path"),
+                ctx.compare(record["LN.var"], H.var(dim=-1, unbiased=False))]
     return combine(outs, "LN(H) equals torch.nn.LayerNorm on 4x9x7 random rows (both paths); variance is the population one")
 
 
@@ -90,10 +90,10 @@ def mha_vs_torch(ctx) -> Outcome:
         ):
             ref, weights = twin(X, X, X, need_weights=True, average_attn_weights=False, **kw)
             record: dict = {}
-            outs.append(compare(mha(X, M, record), ref, dtype=ctx.dtype, device=ctx.device, detail=label))
-            outs.append(compare(mha(X, M), ref, dtype=ctx.dtype, device=ctx.device, detail=label + " fused"))
+            outs.append(ctx.compare(mha(X, M, record), ref, detail=label))
+            outs.append(ctx.compare(mha(X, M), ref, detail=label + " fused"))
             for i in range(n):
-                outs.append(compare(record[f"head{i + 1}.A"], weights[:, i], dtype=ctx.dtype, device=ctx.device))
+                outs.append(ctx.compare(record[f"head{i + 1}.A"], weights[:, i]))
     return combine(outs, "outputs (recorded and fused paths) and per-head weights equal nn.MultiheadAttention; masks: none, causal, padding+causal")
 
 
@@ -115,8 +115,8 @@ def _layer_check(ctx, norm_first: bool) -> Outcome:
             for label, M, kw in (("unrestricted", None, {}),
                                  ("causal", attention_mask(T, causal=True, dtype=dt, device=dev), dict(src_mask=causal))):
                 ref = twin(H, **kw)
-                outs.append(compare(block(H, M, {}, ""), ref, dtype=ctx.dtype, device=ctx.device, detail=f"{activation} {label}"))
-                outs.append(compare(block(H, M), ref, dtype=ctx.dtype, device=ctx.device, detail=f"{activation} {label} fused"))
+                outs.append(ctx.compare(block(H, M, {}, ""), ref, detail=f"{activation} {label}"))
+                outs.append(ctx.compare(block(H, M), ref, detail=f"{activation} {label} fused"))
     kind = "pre-norm" if norm_first else "post-norm"
     return combine(outs, f"{kind} block equals nn.TransformerEncoderLayer(norm_first={norm_first}, dropout=0); ReLU and GELU; unrestricted and causal")
 
@@ -149,7 +149,7 @@ def stack_vs_torch(ctx) -> Outcome:
     with torch.no_grad():
         ref = twin(H, src_key_padding_mask=~pad.to(dev))
         mine = enc.encode(H, padding=pad)
-    return compare(mine, ref, dtype=ctx.dtype, device=ctx.device,
+    return ctx.compare(mine, ref,
                    detail="3 pre-norm blocks, 4 heads of width 2, padding mask, final LayerNorm")
 
 
@@ -164,8 +164,8 @@ def causal_journey_row(ctx) -> Outcome:
     row = [float(a) for a in Ac[1]]
     ok = all(matches(a, p) for a, p in zip(row, printed))
     exact_zeros = bool((torch.triu(Ac, 1) == 0).all())
-    last = compare(Ac[6], A[6], dtype=ctx.dtype, device=ctx.device)
-    sums = compare(Ac.sum(-1), torch.ones(7, dtype=Ac.dtype, device=Ac.device), dtype=ctx.dtype, device=ctx.device)
+    last = ctx.compare(Ac[6], A[6])
+    sums = ctx.compare(Ac.sum(-1), torch.ones(7, dtype=Ac.dtype, device=Ac.device))
     err = max(abs(a - p) for a, p in zip(row, printed))
     return combine([Outcome(err, err / 0.0005, ok and exact_zeros, f"row 1 = ({', '.join(f'{a:.4g}' for a in row)})"), last, sums])
 
@@ -186,8 +186,8 @@ def permutation_equivariance(ctx) -> Outcome:
         out = enc.encode(H, record=r1)
         out_p = enc.encode(H[pi], record=r2)
     A, A_p = r1["block0.head1.A"], r2["block0.head1.A"]
-    return combine([compare(out_p, out[pi], dtype=ctx.dtype, device=ctx.device, detail="H_enc(Pi H) = Pi H_enc(H)"),
-                    compare(A_p, A[pi][:, pi], dtype=ctx.dtype, device=ctx.device, detail="A(Pi H) = Pi A(H) Pi^T")])
+    return combine([ctx.compare(out_p, out[pi], detail="H_enc(Pi H) = Pi H_enc(H)"),
+                    ctx.compare(A_p, A[pi][:, pi], detail="A(Pi H) = Pi A(H) Pi^T")])
 
 
 @check("encoder.causal_prefix", source="lines 1275-1279", group=GROUP)
@@ -201,7 +201,7 @@ def causal_prefix(ctx) -> Outcome:
     ids = torch.randint(0, 9, (10,), generator=ctx.torch_generator())
     with torch.no_grad():
         full = enc(ids, causal=True)
-        outs = [compare(enc(ids[: t + 1], causal=True)[-1], full[t], dtype=ctx.dtype, device=ctx.device) for t in range(10)]
+        outs = [ctx.compare(enc(ids[: t + 1], causal=True)[-1], full[t]) for t in range(10)]
     return combine(outs, "2-block causal stack, sinusoidal positions, T=10: every prefix")
 
 

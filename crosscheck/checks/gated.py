@@ -19,7 +19,7 @@ from numeric import clipping, gated, paths
 from seqgrad.sigfig import matches
 
 from ..registry import check
-from ..tolerance import Outcome, combine, compare
+from ..tolerance import Outcome, combine
 
 GROUP = "gated"
 SOURCE = "seed000"
@@ -28,10 +28,6 @@ SOURCE = "seed000"
 def _random_weights(kind, ctx, D=3, H=5):
     cls = gated.GRUWeights if kind == "GRU" else gated.LSTMWeights
     return cls.random(D, H, ctx.rng(), scale=0.8)
-
-
-def _cmp(ctx, computed, reference, detail=""):
-    return compare(computed, reference, dtype=ctx.dtype, device=ctx.device.split(":")[0], detail=detail)
 
 
 def _forward_and_grads(kind, ctx) -> Outcome:
@@ -59,10 +55,10 @@ def _forward_and_grads(kind, ctx) -> Outcome:
         last = [(out[:, -1], ref_hn[0], "h_{T-1}"), (cells[:, -1], ref_cn[0], "c_{T-1}")]
     (ref_out * V).sum().backward()
     (out * V).sum().backward()
-    outcomes = [_cmp(ctx, out.detach(), ref_out.detach(), "states")]
-    outcomes += [_cmp(ctx, a.detach(), b.detach(), name) for a, b, name in last]
+    outcomes = [ctx.compare(out.detach(), ref_out.detach(), "states")]
+    outcomes += [ctx.compare(a.detach(), b.detach(), name) for a, b, name in last]
     for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
-        outcomes.append(_cmp(ctx, getattr(mine, name).grad, getattr(module, name + "_l0").grad, f"dL/d{name}"))
+        outcomes.append(ctx.compare(getattr(mine, name).grad, getattr(module, name + "_l0").grad, f"dL/d{name}"))
     result = combine(outcomes)
     result.detail = f"{kind} D={w.input_size} H={w.hidden_size} B={B} T={T}: states and all weight gradients vs torch.nn.{kind}"
     return result
@@ -128,8 +124,8 @@ def _jacobian_checks(kind, ctx) -> Outcome:
         full = jac(state, torch.cat([c, h]))
         carry_name = "diag(f_t)"
     gate_size = float(gate_terms.abs().max())
-    outcomes = [_cmp(ctx, fixed, carry, f"fixed gates: autograd = {carry_name}"),
-                _cmp(ctx, full, J, "full Jacobian: autograd = carry + gate terms")]
+    outcomes = [ctx.compare(fixed, carry, f"fixed gates: autograd = {carry_name}"),
+                ctx.compare(full, J, "full Jacobian: autograd = carry + gate terms")]
     result = combine(outcomes)
     result.passed = result.passed and gate_size > 1e-6  # the gate terms are really there
     result.detail = f"{kind}: {carry_name} at fixed gates; full Jacobian matches; max |gate terms| = {gate_size:.3g}"
@@ -163,14 +159,14 @@ def clipping_vs_torch(ctx) -> Outcome:
             p.grad = torch.as_tensor(g).clone()
         torch_norm = float(torch.nn.utils.clip_grad_norm_(params, tau))
         mine = clipping.clip_global_norm(grads, tau, eps=clipping.TORCH_EPS)
-        outcomes += [_cmp(ctx, np.concatenate([g.ravel() for g in mine.grads]),
+        outcomes += [ctx.compare(np.concatenate([g.ravel() for g in mine.grads]),
                           np.concatenate([p.grad.numpy().ravel() for p in params])),
-                     _cmp(ctx, mine.total_norm, torch_norm)]
+                     ctx.compare(mine.total_norm, torch_norm)]
         exact = clipping.clip_global_norm(grads, tau)  # the text's formula, eps = 0
         flat, before = np.concatenate([g.ravel() for g in exact.grads]), np.concatenate([g.ravel() for g in grads])
         expected_norm = min(tau, exact.total_norm)
         cosine = float(flat @ before / (np.linalg.norm(flat) * np.linalg.norm(before)))
-        outcomes += [_cmp(ctx, np.linalg.norm(flat), expected_norm), _cmp(ctx, cosine, 1.0)]
+        outcomes += [ctx.compare(np.linalg.norm(flat), expected_norm), ctx.compare(cosine, 1.0)]
     zero = clipping.clip_global_norm([np.zeros(3)], 1.0)
     outcomes.append(Outcome.exact(zero.coefficient == 1.0 and not np.any(zero.grads[0]), "zero gradient left alone"))
     result = combine(outcomes)
@@ -201,7 +197,7 @@ def figure3_right(ctx) -> Outcome:
              20: (31.948, 1.46365e-23), 30: (197.814, 1.05911e-35)}
     sens = paths.sensitivity_vs_length(1.2, [0.0, 1.0], 30)
     ok = all(matches(sens[0, T - 1], a, 6) and matches(sens[1, T - 1], b, 6) for T, (a, b) in table.items())
-    growth = _cmp(ctx, sens[0], 1.2 ** np.arange(30), "input 0: 1.2^(T-1)")
+    growth = ctx.compare(sens[0], 1.2 ** np.arange(30), "input 0: 1.2^(T-1)")
     h = paths.scalar_trajectory(1.2, 1.0, 60).h[-1]
     factor = 1.2 * (1 - h**2)
     ok = ok and matches(h, 0.974) and matches(factor, 0.061, 2) and growth.passed
@@ -243,7 +239,7 @@ def relu_convention_vs_torch(ctx) -> Outcome:
 
     z = torch.zeros(1, dtype=torch.float64, requires_grad=True)
     torch.relu(z).sum().backward()
-    return _cmp(ctx, float(z.grad), float(RELU_PRIME_AT_ZERO), "d relu/dz at 0: torch vs the stated convention")
+    return ctx.compare(float(z.grad), float(RELU_PRIME_AT_ZERO), "d relu/dz at 0: torch vs the stated convention")
 
 
 # ---------------------------------------------------------------- derive/gated.py against torch
@@ -292,20 +288,20 @@ def _derived_vs_torch(kind: str, ctx, vector: bool) -> Outcome:
     out, _ = module(torch.as_tensor(X)[None])
     loss = 0.5 * ((head(out[0, -1]) - torch.as_tensor(y)) ** 2).sum()
     loss.backward()
-    outcomes = [_cmp(ctx, float(np.asarray(got[0]).sum()), loss.item(), "L")]
+    outcomes = [ctx.compare(float(np.asarray(got[0]).sum()), loss.item(), "L")]
     order = {"GRU": ("r", "u", "n"), "LSTM": ("i", "f", "c", "o")}[kind]
     prefix = "W" if vector else "w"
     for k, g in enumerate(order):
         rows = slice(k * H, (k + 1) * H)
         for which, torch_name in (("x", "weight_ih_l0"), ("h", "weight_hh_l0")):
             mine = got[1 + params.index(net.parameters[f"{prefix}_{which}{g}"])]
-            outcomes.append(_cmp(ctx, np.reshape(mine, (H, -1)), getattr(module, torch_name).grad[rows], f"dL/d{prefix}_{which}{g}"))
+            outcomes.append(ctx.compare(np.reshape(mine, (H, -1)), getattr(module, torch_name).grad[rows], f"dL/d{prefix}_{which}{g}"))
         biases = [(f"b_x{g}", "bias_ih_l0"), (f"b_h{g}", "bias_hh_l0")] if kind == "GRU" else [(f"b_{g}", "bias_ih_l0"), (f"b_{g}", "bias_hh_l0")]
         for name, torch_name in biases:
             mine = got[1 + params.index(net.parameters[name])]
-            outcomes.append(_cmp(ctx, np.reshape(mine, (H,)), getattr(module, torch_name).grad[rows], f"dL/d{name}"))
+            outcomes.append(ctx.compare(np.reshape(mine, (H,)), getattr(module, torch_name).grad[rows], f"dL/d{name}"))
     mine = got[1 + params.index(net.parameters[f"{prefix}_o"])]
-    outcomes.append(_cmp(ctx, np.reshape(mine, (C, H)), head.weight.grad, "dL/dW_o"))
+    outcomes.append(ctx.compare(np.reshape(mine, (C, H)), head.weight.grad, "dL/dW_o"))
     result = combine(outcomes)
     result.detail = (f"derive.gated.{kind.lower()} ({'vector D=%d H=%d C=%d' % (D, H, C) if vector else 'scalar'}, T={T}) "
                      f"lambdified: L and all {len(params)} parameter gradients vs torch.nn.{kind} + Linear head")
@@ -347,15 +343,15 @@ def _derived_step_jacobian(kind: str, ctx, vector: bool) -> Outcome:
     if kind == "GRU":
         split = net.step_jacobian(1)
         J, carry, gate_terms = gated.gru_jacobian(w, X[1], h0)
-        outcomes += [_cmp(ctx, value(net.carry(1)), ref(carry), "carry = diag(u_1)")]
+        outcomes += [ctx.compare(value(net.carry(1)), ref(carry), "carry = diag(u_1)")]
     else:
         J, carry, gate_terms = gated.lstm_jacobian(w, X[1], H_all[0], C_all[0])
-        outcomes += [_cmp(ctx, value(net.carry(1)), ref(carry[:H, :H]), "carry = diag(f_1)")]
+        outcomes += [ctx.compare(value(net.carry(1)), ref(carry[:H, :H]), "carry = diag(f_1)")]
         split = net.step_jacobian(1, wrt="h")  # dc_1/dh_0: only gate terms
         J, carry, gate_terms = J[:H, H:], carry[:H, H:], gate_terms[:H, H:]
-    outcomes += [_cmp(ctx, value(split.full), ref(J), "full one-step Jacobian"),
-                 _cmp(ctx, value(split.gate_terms), ref(gate_terms), "gate terms"),
-                 _cmp(ctx, value(split.carry), ref(carry), "carry part")]
+    outcomes += [ctx.compare(value(split.full), ref(J), "full one-step Jacobian"),
+                 ctx.compare(value(split.gate_terms), ref(gate_terms), "gate terms"),
+                 ctx.compare(value(split.carry), ref(carry), "carry part")]
     result = combine(outcomes)
     result.detail = (f"derive.gated.{kind.lower()} ({'vector' if vector else 'scalar'}): carry, full Jacobian "
                      f"{'dh_1/dh_0' if kind == 'GRU' else 'dc_1/dh_0'} and gate terms, evaluated, vs numeric/gated (itself checked against autograd)")

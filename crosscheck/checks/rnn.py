@@ -59,7 +59,7 @@ def against_autograd(net, ctx: Context, trials: int = 3, batch: int = 4) -> Outc
         for key, value in ref.items():
             mine = ours[key]
             mine = mine.detach().cpu().numpy() if hasattr(mine, "detach") else np.asarray(mine)
-            outcomes.append(compare(mine.reshape(np.shape(value)), value, dtype=ctx.dtype, device=ctx.device,
+            outcomes.append(ctx.compare(mine.reshape(np.shape(value)), value,
                                     detail=f"{key}"))
     worst = max(outcomes, key=lambda o: o.max_abs_error)
     return combine(outcomes, detail=f"{net!r}: {len(outcomes)} arrays, worst {worst.detail}")
@@ -145,7 +145,7 @@ def manual_bptt(ctx: Context) -> Outcome:
         p = recurrent.Params(**params)
         mine = recurrent.bptt(p, X, y, "tanh", loss, red)
         ref = recurrent.autograd(p, X, y, "tanh", loss, red, device=ctx.device)
-        outcomes += [compare(mine[k], ref[k], dtype=ctx.dtype, device=ctx.device, detail=k) for k in ref]
+        outcomes += [ctx.compare(mine[k], ref[k], detail=k) for k in ref]
     return combine(outcomes, detail="W_x, W_h, W_o, b_h, b_o, X and L")
 
 

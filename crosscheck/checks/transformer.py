@@ -35,7 +35,7 @@ from numeric.layernorm import LayerNorm
 
 from .. import transformer_bridge as bridge
 from ..registry import check
-from ..tolerance import Outcome, combine, compare
+from ..tolerance import Outcome, combine
 
 GROUP = "transformer"
 EPS = 1e-5
@@ -219,7 +219,7 @@ def softmax_jacobian(ctx) -> Outcome:
     for label, S in (("course S rows", S_course), ("random rows", S_random)):
         reference = _rows_jacobian(lambda z: torch.softmax(z, -1), S)
         for name, f in (("closed form", closed), ("direct", direct)):
-            outs.append(compare(f(*bridge.columns(S)), reference, dtype=ctx.dtype, device=ctx.device, detail=f"{name}, {label}"))
+            outs.append(ctx.compare(f(*bridge.columns(S)), reference, detail=f"{name}, {label}"))
     return combine(outs, "7 scores per row: 14 course rows (both heads) and 16 random rows; closed form and direct derivative")
 
 
@@ -236,11 +236,11 @@ def layernorm_jacobian(ctx) -> Outcome:
     ones = torch.ones(5, dtype=dt, device=dev)
     for name in ("H0", "block0.U", "H1"):
         ln = LayerNorm(5, dtype=dt, device=dev)
-        outs.append(compare(ln_jacobian_rows(tr[name], ones), _rows_jacobian(ln, tr[name]), dtype=ctx.dtype, device=ctx.device, detail=f"course {name}"))
+        outs.append(ctx.compare(ln_jacobian_rows(tr[name], ones), _rows_jacobian(ln, tr[name]), detail=f"course {name}"))
     gamma = (1 + torch.randn(5, generator=g, dtype=torch.float64)).to(dev, dt)
     ln = LayerNorm(5, gamma=gamma, beta=torch.randn(5, generator=g, dtype=torch.float64), dtype=dt, device=dev)
     H = (2 * torch.randn(12, 5, generator=g, dtype=torch.float64) + 1).to(dev, dt)
-    outs.append(compare(ln_jacobian_rows(H, gamma), _rows_jacobian(ln, H), dtype=ctx.dtype, device=ctx.device, detail="random rows and gamma"))
+    outs.append(ctx.compare(ln_jacobian_rows(H, gamma), _rows_jacobian(ln, H), detail="random rows and gamma"))
     return combine(outs, "d = 5, eps = 1e-5 inside the root: 7 rows each of the course's H0, U, H1, and 12 random rows with random gamma, beta")
 
 
@@ -269,7 +269,7 @@ def residual_jacobians(ctx) -> Outcome:
         f = compiled_residual(d, placement)
         B = H.shape[0]
         derived = f(*bridge.columns(H), *bridge.columns(F_x), *bridge.columns(J_F), H.new_full((B,), EPS))
-        outs.append(compare(derived, _rows_jacobian(sublayer, H), dtype=ctx.dtype, device=ctx.device, detail=placement))
+        outs.append(ctx.compare(derived, _rows_jacobian(sublayer, H), detail=placement))
     return combine(outs, "d = 3, generic branch F = the numeric ReLU MLP (3 -> 4 -> 3, biases), 8 random rows")
 
 
@@ -291,8 +291,8 @@ def course_mlp_sublayer(ctx) -> Outcome:
     pre = I + mlp_jacobian_rows(block.mlp, R) @ ln_jacobian_rows(U, ones)
     post = ln_jacobian_rows(Z, ones) @ (I + mlp_jacobian_rows(block.mlp, U))
     return combine([
-        compare(pre, _rows_jacobian(lambda u: u + block.mlp(block.ln2(u)), U), dtype=ctx.dtype, device=ctx.device, detail="pre-norm"),
-        compare(post, _rows_jacobian(lambda u: block.ln2(u + block.mlp(u)), U), dtype=ctx.dtype, device=ctx.device, detail="post-norm"),
+        ctx.compare(pre, _rows_jacobian(lambda u: u + block.mlp(block.ln2(u)), U), detail="pre-norm"),
+        ctx.compare(post, _rows_jacobian(lambda u: block.ln2(u + block.mlp(u)), U), detail="post-norm"),
     ], "the course's 7 rows of U, its MLP (5 -> 4 -> 5, ReLU) and LN2 (gamma = 1, beta = 0)")
 
 
@@ -309,12 +309,12 @@ def attention_gradients(ctx) -> Outcome:
     G = torch.randn(T_ATT, D_K, generator=g, dtype=torch.float64).to(dev, dt)
     (head(X) * G).sum().backward()
     derived = head_gradients(head, X.detach(), G[None])
-    outs = [compare(derived["X"][0], X.grad, dtype=ctx.dtype, device=ctx.device, detail="dX")]
-    outs += [compare(derived[n][0], getattr(head, n).grad, dtype=ctx.dtype, device=ctx.device, detail=f"d{n}") for n in ("W_Q", "W_K", "W_V")]
+    outs = [ctx.compare(derived["X"][0], X.grad, detail="dX")]
+    outs += [ctx.compare(derived[n][0], getattr(head, n).grad, detail=f"d{n}") for n in ("W_Q", "W_K", "W_V")]
     n_out = T_ATT * D_K
     basis = torch.eye(n_out, dtype=X.dtype, device=dev).reshape(n_out, T_ATT, D_K)
     J = head_gradients(head, X.detach(), basis)["X"].reshape(n_out, -1)
-    outs.append(compare(J, _jacobian(lambda x: head(x), X.detach()), dtype=ctx.dtype, device=ctx.device, detail="dO/dX"))
+    outs.append(ctx.compare(J, _jacobian(lambda x: head(x), X.detach()), detail="dO/dX"))
     return combine(outs, f"T = {T_ATT}, d_model = {D_BLOCK}, d_k = d_v = {D_K}, random weights and G")
 
 
@@ -342,15 +342,15 @@ def course_attention_backward(ctx) -> Outcome:
         grads = course_head_gradients(head, record, f"head{i}", H0, G_C[..., start:start + head.d_v])
         start += head.d_v
         dX = dX + grads["X"][0]
-        outs += [compare(grads[n][0], getattr(head, n).grad, dtype=ctx.dtype, device=ctx.device, detail=f"head {i} d{n}") for n in ("W_Q", "W_K", "W_V")]
-    outs.append(compare(dX, X.grad, dtype=ctx.dtype, device=ctx.device, detail="dH0 through both heads and W_O"))
+        outs += [ctx.compare(grads[n][0], getattr(head, n).grad, detail=f"head {i} d{n}") for n in ("W_Q", "W_K", "W_V")]
+    outs.append(ctx.compare(dX, X.grad, detail="dH0 through both heads and W_O"))
     n = T * D
     basis = (torch.eye(n, dtype=H0.dtype, device=dev).reshape(n, T, D) @ mha.W_O.detach())
     J, start = 0, 0
     for i, head in enumerate(mha.heads, 1):
         J = J + course_head_gradients(head, record, f"head{i}", H0, basis[..., start:start + head.d_v])["X"].reshape(n, n)
         start += head.d_v
-    outs.append(compare(J, _jacobian(lambda x: mha(x), H0), dtype=ctx.dtype, device=ctx.device, detail="d vec(B_att) / d vec(H0)"))
+    outs.append(ctx.compare(J, _jacobian(lambda x: mha(x), H0), detail="d vec(B_att) / d vec(H0)"))
     return combine(outs, "the course's two heads (5 -> 3) and W_O (6 -> 5) at H0 (T = 7), random upstream G; the 35 x 35 Jacobian row by row")
 
 
@@ -367,8 +367,8 @@ def _block_check(ctx, norm_first: bool) -> Outcome:
     Hg = H.clone().requires_grad_(True)
     (block(Hg) * G).sum().backward()
     return combine([
-        compare(J, _jacobian(lambda h: block(h), H), dtype=ctx.dtype, device=ctx.device, detail="dH'/dH"),
-        compare(J.T @ G.reshape(-1), Hg.grad.reshape(-1), dtype=ctx.dtype, device=ctx.device, detail="gradient J^T g against backward"),
+        ctx.compare(J, _jacobian(lambda h: block(h), H), detail="dH'/dH"),
+        ctx.compare(J.T @ G.reshape(-1), Hg.grad.reshape(-1), detail="gradient J^T g against backward"),
     ], f"T = {T_ATT}, D = {D_BLOCK}, two heads of width {D_K}, F = 4, random weights, LN gamma and beta")
 
 
