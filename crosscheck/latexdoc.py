@@ -34,7 +34,7 @@ from seqgrad import validate
 from seqgrad.atomic import write_text
 from seqgrad.errors import SeqgradError, SeqgradTypeError, SeqgradValueError
 
-from .report import tex_escape
+from seqgrad.latex_table import tex_escape
 
 PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable")
 
@@ -44,7 +44,7 @@ def ragged(*widths: str) -> str:
     return "".join(f">{{\\raggedright\\arraybackslash}}p{{{w}}}" for w in widths)
 
 def text(s: str) -> str:
-    """Plain text for LaTeX (the one escaping rule, :func:`crosscheck.report.tex_escape`)."""
+    """Plain text for LaTeX (the one escaping rule, :func:`seqgrad.latex_table.tex_escape`)."""
     return tex_escape(s)
 
 

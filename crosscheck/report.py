@@ -12,6 +12,7 @@ from pathlib import Path
 
 from seqgrad import __version__
 from seqgrad.atomic import write_text
+from seqgrad.latex_table import tex_escape
 
 from .registry import Result
 
@@ -80,21 +81,6 @@ def as_markdown(results: list[Result], *, device: str, dtype: str) -> str:
         lines += ["", "## Failures", ""]
         lines += [f"- **{r.name}**: {r.detail}" for r in failed]
     return "\n".join(lines) + "\n"
-
-
-_TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
-                # characters of the course texts that pdflatex's default input does not set up
-                "−": "$-$", "≈": r"$\approx$", "×": r"$\times$", "·": r"$\cdot$", "≤": r"$\le$", "≥": r"$\ge$",
-                "≠": r"$\neq$", "±": r"$\pm$", "→": r"$\to$", "√": r"$\surd$", "∞": r"$\infty$", "§": r"\S{}",
-                "–": "--", "—": "---", "«": "``", "»": "''", "“": "``", "”": "''", "’": "'", "…": r"\ldots{}"}
-
-
-def tex_escape(text: str) -> str:
-    """Plain text for LaTeX: specials escaped, common math characters set in math mode, any other
-    non-ASCII character written as its code point, so that the document always compiles."""
-    return "".join(_TEX_ESCAPES.get(ch, ch if ord(ch) < 128 else f"\\texttt{{U+{ord(ch):04X}}}") for ch in str(text))
 
 
 def as_latex(results: list[Result], *, device: str, dtype: str) -> str:

@@ -41,12 +41,19 @@ def _cell(x: float, figures: int, decimal_comma: bool) -> str:
     return f"${text}$"
 
 
-_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_", "{": r"\{",
-            "}": r"\}", "$": r"\$", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
+                # characters of the course texts that pdflatex's default input does not set up
+                "−": "$-$", "≈": r"$\approx$", "×": r"$\times$", "·": r"$\cdot$", "≤": r"$\le$", "≥": r"$\ge$",
+                "≠": r"$\neq$", "±": r"$\pm$", "→": r"$\to$", "√": r"$\surd$", "∞": r"$\infty$", "§": r"\S{}",
+                "–": "--", "—": "---", "«": "``", "»": "''", "“": "``", "”": "''", "’": "'", "…": r"\ldots{}"}
 
 
-def _escape(text: str) -> str:
-    return "".join(_SPECIAL.get(ch, ch) for ch in str(text))
+def tex_escape(text: str) -> str:
+    """Plain text for LaTeX: specials escaped, common math characters set in math mode, any other
+    non-ASCII character written as its code point, so that the document always compiles."""
+    return "".join(_TEX_ESCAPES.get(ch, ch if ord(ch) < 128 else f"\\texttt{{U+{ord(ch):04X}}}") for ch in str(text))
 
 
 def booktabs(rows: Sequence[Sequence[float]], *, row_labels: Sequence[str] | None = None,
@@ -66,7 +73,7 @@ def booktabs(rows: Sequence[Sequence[float]], *, row_labels: Sequence[str] | Non
         raise SeqgradValueError("row_labels", len(row_labels), f"{len(rows)} labels, one per row")
     if col_labels is not None and len(col_labels) != width:
         raise SeqgradValueError("col_labels", len(col_labels), f"{width} labels, one per column")
-    esc = (lambda s: str(s)) if raw_labels else _escape
+    esc = (lambda s: str(s)) if raw_labels else tex_escape
     spec = ("l" if row_labels is not None else "") + "r" * width
     lines = [r"\begin{table}[htbp]", r"\centering"]
     if caption:
