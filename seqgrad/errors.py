@@ -71,3 +71,10 @@ class ParseError(SeqgradValueError):
 
     def __init__(self, argument: str, text: str, reason: str):
         super().__init__(argument, text, reason)
+
+
+class UndefinedError(SeqgradValueError):
+    """An expression has no (real, finite) value: division by zero, log of 0, a square root of a negative number."""
+
+    def __init__(self, argument: str, text: str, reason: str):
+        super().__init__(argument, text, reason)

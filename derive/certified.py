@@ -1,0 +1,687 @@
+"""Certified evaluation of whitelisted arithmetic: exact rationals first, rigorous intervals otherwise.
+
+:func:`evaluate` walks the syntax tree of :func:`derive.whitelist.parse_tree`
+and returns, for every number the text describes,
+
+* a :class:`fractions.Fraction` while the arithmetic stays rational (``0.1*3``
+  is exactly 3/10, ``sqrt(9/4)`` is 3/2, ``sin(0)`` is 0, ``0*exp(5)`` is 0),
+* otherwise an interval of :mod:`mpmath.iv` at ``bits`` bits that is certain
+  to contain the true value (every operation rounds outward).
+
+A question the interval cannot answer at this precision -- is a divisor zero,
+a logarithm's argument positive, ``x`` in ``floor(x)`` past an integer? --
+raises :class:`Unsettled` naming the question; the caller raises the
+precision and asks again (:mod:`derive.claims` does).  A question still open
+at the highest precision can be put to SymPy (``Question.sympy``): when SymPy
+proves the subexpression equal to the point, the caller passes the answer
+back in ``settled`` and the evaluation continues with the exact value (or
+stops with the clear error the exact value implies, e.g. division by zero).
+
+Values the text cannot have are errors, never a wrong number:
+:class:`seqgrad.errors.UndefinedError` for division by zero, the logarithm or
+square root of a negative number or of zero, ``asin`` outside [-1, 1], a
+negative number to a non-integer power; :class:`seqgrad.errors.ParseError`
+for the limits of :mod:`derive.whitelist` (overflow beyond 10**±1000).
+
+SymPy is not imported here: ``seqgrad claim`` starts fast.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Mapping
+
+from mpmath import iv, mp
+
+from seqgrad.errors import ParseError, UndefinedError
+
+from .whitelist import (ACCEPTS_INFINITY, CONSTANT_NAMES, FUNCTION_ARITY, INFINITY_NAME, MAX_DEPTH, MAX_EXPONENT,
+                        MAX_LITERAL_DIGITS, MAX_LITERAL_EXPONENT, MAX_MAGNITUDE, MAX_RESULT_DIGITS, MAX_VECTOR,
+                        OPERATOR_NAMES, REFUSED, VECTOR_ARITY, allowed_names, is_infinity, is_vector_node,
+                        literal_digits)
+
+_LN10 = math.log(10)
+_BITS_PER_DIGIT = math.log2(10)
+
+
+@dataclass(frozen=True)
+class Infinity:
+    """``inf`` or ``-inf``: allowed only as a vector entry (a masked score)."""
+
+    sign: int
+
+    def __str__(self) -> str:
+        return "inf" if self.sign > 0 else "-inf"
+
+
+@dataclass(frozen=True)
+class Question:
+    """Is ``expression`` (whitelisted text, e.g. a subexpression of the claim) exactly ``point``?
+
+    ``what`` says what the expression is (``the divisor``); ``key`` identifies
+    the question within one text, for the answer passed back in ``settled``.
+    """
+
+    key: tuple
+    what: str
+    expression: str
+    point: Fraction
+
+
+class Unsettled(Exception):
+    """An interval straddles a point that decides what the expression means; more precision may settle it."""
+
+    def __init__(self, question: Question):
+        super().__init__(question.what)
+        self.question = question
+
+
+Value = "Fraction | iv.mpf | Infinity | tuple"
+
+
+def evaluate(body: ast.AST, source: str, *, text: str, argument: str, bits: int,
+             names: Mapping[str, object] | None = None, settled: Mapping[tuple, bool] | None = None):
+    """The value of the tree ``body`` (see the module docstring); ``names`` binds the free names."""
+    with working_bits(bits):
+        return _Evaluator(source, text, argument, dict(names or {}), dict(settled or {})).top(body)
+
+
+@contextmanager
+def working_bits(bits: int):
+    """Interval arithmetic at ``bits`` bits inside the block (mpmath's ``iv`` context is global)."""
+    old = iv.prec
+    iv.prec = bits
+    try:
+        yield
+    finally:
+        iv.prec = old
+
+
+def interval(x) -> "iv.mpf":
+    """A Fraction or interval as an interval at the current precision (outward rounded)."""
+    if isinstance(x, Fraction):
+        return iv.mpf(x.numerator) / iv.mpf(x.denominator) if x.denominator != 1 else iv.mpf(x.numerator)
+    return x
+
+
+def contains(x, point: Fraction) -> bool:
+    """Whether the interval (or exact number) ``x`` contains ``point``."""
+    if isinstance(x, Fraction):
+        return x == point
+    d = x - interval(point)
+    return not (d > 0) and not (d < 0)
+
+
+def sign(x) -> int | None:
+    """-1, 0 or 1 when certain, None when the interval straddles 0."""
+    if isinstance(x, Fraction):
+        return (x > 0) - (x < 0)
+    if x > 0:
+        return 1
+    if x < 0:
+        return -1
+    if x == 0:
+        return 0
+    return None
+
+
+def magnitude_log10(x) -> float | None:
+    """log10 of the smallest |value| the interval allows (None when it may be 0)."""
+    if isinstance(x, Fraction):
+        if x == 0:
+            return None
+        return (abs(x.numerator).bit_length() - x.denominator.bit_length()) / _BITS_PER_DIGIT
+    if sign(x) is None or x == 0:
+        return None
+    low = min(abs(mp.make_mpf(x._mpi_[0])), abs(mp.make_mpf(x._mpi_[1])))
+    return float(mp.log10(low)) if low else None
+
+
+def _iroot(n: int, k: int) -> int | None:
+    """The exact integer k-th root of n >= 0, or None."""
+    if n < 2:
+        return n
+    r = int(round(math.exp(math.log(n) / k))) if n.bit_length() < 1000 else None
+    if r is None:
+        lo, hi = 0, 1 << (n.bit_length() // k + 1)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if mid ** k <= n:
+                lo = mid
+            else:
+                hi = mid - 1
+        r = lo
+    for c in (r - 1, r, r + 1):
+        if c >= 0 and c ** k == n:
+            return c
+    return None
+
+
+def _too_big(x: Fraction) -> bool:
+    limit = MAX_RESULT_DIGITS * _BITS_PER_DIGIT
+    return x.numerator.bit_length() > limit or x.denominator.bit_length() > limit
+
+
+class _Evaluator:
+    def __init__(self, source: str, text: str, argument: str, names: dict, settled: dict):
+        self.source, self.text, self.argument, self.names, self.settled = source, text, argument, names, settled
+
+    # ------------------------------------------------------------------ messages
+
+    def segment(self, node) -> str:
+        return (ast.get_source_segment(self.source, node) if node is not None else None) or "a subexpression"
+
+    def limit(self, reason: str):
+        raise ParseError(self.argument, self.text, reason)
+
+    def undefined(self, reason: str):
+        raise UndefinedError(self.argument, self.text, reason)
+
+    def refuse(self, reason: str):
+        raise ParseError(self.argument, self.text, reason + "; allowed: numbers, + - * / **, parentheses, " + allowed_names()
+                         + (", variables " + ", ".join(sorted(self.names)) if self.names else ""))
+
+    def ask(self, node, point, what: str, expression: str | None = None) -> bool:
+        """Is the value of ``node`` (or of ``expression``, text built from it) exactly ``point``?
+        True when settled so; raises :class:`Unsettled` while it is open."""
+        expression = expression or self.segment(node)
+        key = (node.lineno, node.col_offset, node.end_col_offset, what, point)
+        if self.settled.get(key) is True:
+            return True
+        raise Unsettled(Question(key, what, expression, Fraction(point)))
+
+    # ------------------------------------------------------------------ walking
+
+    def top(self, node):
+        if is_vector_node(node):
+            return self.vector(node, 1)
+        return self.visit(node, 1)
+
+    def visit(self, node, depth):
+        if depth > MAX_DEPTH:
+            self.limit(f"the expression is nested more than {MAX_DEPTH} levels deep")
+        value = self.build(node, depth)
+        if isinstance(value, Infinity):
+            self.refuse(f"{self.segment(node)!r} is infinite: inf is allowed only as an entry of a vector given to "
+                        + ", ".join(ACCEPTS_INFINITY))
+        self.bounded(value, node)
+        return value
+
+    def bounded(self, value, node):
+        if isinstance(value, Fraction) and _too_big(value):
+            return  # the magnitude test below still applies through the interval
+        digits = magnitude_log10(value)
+        if digits is not None and abs(digits) > MAX_MAGNITUDE + 1:
+            self.limit(f"{self.segment(node)!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
+        if not isinstance(value, Fraction):
+            hi = max(abs(mp.make_mpf(value._mpi_[0])), abs(mp.make_mpf(value._mpi_[1])))
+            if not mp.isfinite(hi) or (hi and mp.log10(hi) > MAX_MAGNITUDE + 1):
+                self.limit(f"{self.segment(node)!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
+
+    def build(self, node, depth):
+        if isinstance(node, ast.Constant):
+            return self.constant(node)
+        if isinstance(node, ast.Name):
+            return self.name(node.id)
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.USub):
+                return self.neg(self.visit(node.operand, depth + 1))
+            if isinstance(node.op, ast.UAdd):
+                return self.visit(node.operand, depth + 1)
+            self.refuse(f"{OPERATOR_NAMES.get(type(node.op), type(node.op).__name__)} is not allowed")
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Pow):
+                return self.power(node, self.visit(node.left, depth + 1), self.visit(node.right, depth + 1))
+            return self.chain(node, depth)
+        if isinstance(node, ast.Call):
+            return self.call(node, depth)
+        kind = REFUSED.get(type(node), f"{type(node).__name__} nodes")
+        detail = f" ('.{node.attr}')" if isinstance(node, ast.Attribute) else ""
+        self.refuse(f"{kind}{detail} is not allowed" if kind.endswith(("access", "lambda", "await", "yield"))
+                    else f"{kind}{detail} are not allowed")
+
+    def chain(self, node, depth):
+        """a + b - c ... walked iteratively (a long flat sum is not deep nesting)."""
+        steps = []
+        while isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Pow):
+            steps.append((node.op, node.right, node))
+            node = node.left
+        result = self.visit(node, depth + 1)
+        for op, right_node, whole in reversed(steps):
+            right = self.visit(right_node, depth + 1)
+            if isinstance(op, ast.Add):
+                result = self.add(result, right)
+            elif isinstance(op, ast.Sub):
+                result = self.add(result, self.neg(right))
+            elif isinstance(op, ast.Mult):
+                result = self.mul(result, right)
+            elif isinstance(op, ast.Div):
+                result = self.div(result, right, right_node)
+            else:
+                self.refuse(f"{OPERATOR_NAMES.get(type(op), type(op).__name__)} is not allowed")
+            self.bounded(result, whole)
+        return result
+
+    def constant(self, node):
+        value = node.value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            kind = {str: "string literals", bytes: "bytes literals", complex: "complex numbers"}.get(type(value), f"{type(value).__name__} constants")
+            if value is None or value is Ellipsis or isinstance(value, bool):
+                kind = f"the constant {value!r}"
+            self.refuse(f"{kind} are not allowed" if kind.endswith("s") else f"{kind} is not allowed")
+        literal = self.segment(node)
+        digits = literal_digits(literal)
+        if digits > MAX_LITERAL_DIGITS:
+            self.limit(f"number literals have at most {MAX_LITERAL_DIGITS} digits (got {digits})")
+        if isinstance(value, int):
+            return Fraction(value)
+        mantissa, _, exponent = literal.replace("_", "").lower().partition("e")
+        if exponent and abs(int(exponent) + len(mantissa.split(".")[0].lstrip("0") or "0") - 1) > MAX_LITERAL_EXPONENT:
+            self.limit(f"number literals have a decimal exponent within ±{MAX_LITERAL_EXPONENT}")
+        return Fraction(mantissa) * Fraction(10) ** int(exponent or 0)
+
+    def name(self, name):
+        if name.startswith("__") or name.endswith("__"):
+            self.refuse(f"the dunder name {name!r} is not allowed")
+        if name in self.names:
+            return self.names[name]
+        if name == "pi":
+            return iv.pi
+        if name == "E":
+            return iv.e
+        if name == INFINITY_NAME:
+            return Infinity(1)
+        if name in FUNCTION_ARITY or name in VECTOR_ARITY:
+            self.refuse(f"the function {name!r} must be called, e.g. {name}(x)")
+        self.refuse(f"the name {name!r} is not on the whitelist")
+
+    # ------------------------------------------------------------------ arithmetic
+
+    @staticmethod
+    def neg(x):
+        return Infinity(-x.sign) if isinstance(x, Infinity) else -x
+
+    @staticmethod
+    def add(a, b):
+        if isinstance(a, Fraction) and isinstance(b, Fraction):
+            return a + b
+        return interval(a) + interval(b)
+
+    @staticmethod
+    def mul(a, b):
+        if isinstance(a, Fraction) and isinstance(b, Fraction):
+            return a * b
+        if (isinstance(a, Fraction) and a == 0) or (isinstance(b, Fraction) and b == 0):
+            return Fraction(0)  # zero times any finite number is exactly zero
+        return interval(a) * interval(b)
+
+    def div(self, a, b, b_node):
+        s = sign(b)
+        if s is None and self.ask(b_node, 0, "the divisor"):
+            s = 0
+        if s == 0:
+            self.undefined(f"division by zero ({self.segment(b_node)!r} is 0)")
+        if isinstance(a, Fraction) and isinstance(b, Fraction):
+            return a / b
+        if isinstance(a, Fraction) and a == 0:
+            return Fraction(0)
+        return interval(a) / interval(b)
+
+    def power(self, node, base, exponent):
+        e_node, b_node = node.right, node.left
+        if isinstance(exponent, Fraction):
+            if abs(exponent) > MAX_EXPONENT:
+                self.limit(f"exponents have modulus at most {MAX_EXPONENT}")
+        else:
+            if not abs(exponent) < MAX_EXPONENT + 1:
+                self.limit(f"exponents have modulus at most {MAX_EXPONENT}")
+        es = sign(exponent)
+        if es is None and self.ask(e_node, 0, "the exponent"):
+            exponent, es = Fraction(0), 0
+        if es == 0:
+            return Fraction(1)  # x**0 = 1 for every x, 0**0 included (as Python and SymPy define it)
+        bs = sign(base)
+        if bs is None and self.ask(b_node, 0, "the base"):
+            base, bs = Fraction(0), 0
+        if bs == 0:
+            if es < 0:
+                self.undefined(f"division by zero (zero to the negative power {self.segment(e_node)!r})")
+            return Fraction(0)
+        if isinstance(exponent, Fraction) and exponent.denominator == 1:
+            if isinstance(base, Fraction):
+                size = abs(exponent) * max(abs(base.numerator).bit_length(), base.denominator.bit_length())
+                if size <= MAX_RESULT_DIGITS * _BITS_PER_DIGIT:
+                    return base ** int(exponent)
+            return interval(base) ** int(exponent)
+        if bs < 0:
+            self.undefined(f"a negative base {self.segment(b_node)!r} to the non-integer power {self.segment(e_node)!r} "
+                           "is not a real number")
+        if isinstance(base, Fraction) and isinstance(exponent, Fraction):
+            exact = self.rational_power(base, exponent)
+            if exact is not None:
+                return exact
+        return iv.exp(interval(exponent) * iv.log(interval(base)))
+
+    @staticmethod
+    def rational_power(base: Fraction, exponent: Fraction) -> Fraction | None:
+        """base**(p/q) when base > 0 is a perfect q-th power, else None."""
+        q = exponent.denominator
+        if q > 64:
+            return None
+        n, d = _iroot(base.numerator, q), _iroot(base.denominator, q)
+        if n is None or d is None:
+            return None
+        root = Fraction(n, d)
+        p = exponent.numerator
+        if abs(p) * max(n.bit_length(), d.bit_length()) > MAX_RESULT_DIGITS * _BITS_PER_DIGIT:
+            return None
+        return root ** p
+
+    # ------------------------------------------------------------------ functions
+
+    def call(self, node, depth):
+        if not isinstance(node.func, ast.Name):
+            if isinstance(node.func, ast.Attribute):
+                self.refuse(f"attribute access ('.{node.func.attr}') is not allowed")
+            self.refuse("only calls of whitelisted functions by name are allowed")
+        fname = node.func.id
+        if fname.startswith("__") or fname.endswith("__"):
+            self.refuse(f"the dunder name {fname!r} is not allowed")
+        if fname not in FUNCTION_ARITY and fname not in VECTOR_ARITY:
+            self.refuse(f"calls of {fname!r} are not allowed (not a whitelisted function)")
+        if node.keywords:
+            self.refuse(f"keyword arguments to {fname}() are not allowed")
+        if fname in VECTOR_ARITY:
+            if VECTOR_ARITY[fname][2]:
+                self.refuse(f"{fname}() gives a vector, which is allowed only as a whole claim side or inside a vector operation")
+            return self.vector_operation(node, depth)
+        least, most = FUNCTION_ARITY[fname]
+        if not least <= len(node.args) <= most:
+            count = f"{least}" if least == most else f"{least} to {most}"
+            self.limit(f"{fname}() takes {count} argument(s), got {len(node.args)}")
+        args = [self.visit(a, depth + 1) for a in node.args]
+        return getattr(self, "f_" + fname)(node, *args)
+
+    def f_sin(self, node, x):
+        return Fraction(0) if x == 0 else iv.sin(interval(x))
+
+    def f_cos(self, node, x):
+        return Fraction(1) if x == 0 else iv.cos(interval(x))
+
+    def f_tan(self, node, x):
+        if x == 0:
+            return Fraction(0)
+        c = iv.cos(interval(x))
+        if sign(c) is None and self.ask(node.args[0], 0, "the cosine of the argument of tan()",
+                                        f"cos({self.segment(node.args[0])})"):
+            self.undefined(f"tan() has a pole at {self.segment(node.args[0])!r} (its cosine is 0)")
+        return iv.sin(interval(x)) / c
+
+    def unit_range(self, node, x, fname):
+        """x for asin/acos: exactly ±1 when it is so, an error outside [-1, 1]."""
+        for end in (1, -1):
+            s = sign(self.add(x, Fraction(-end)))
+            if s == 0 or (s is None and self.ask(node.args[0], end, f"the argument of {fname}()")):
+                return Fraction(end)
+            if s == end:
+                self.undefined(f"{fname}() of {self.segment(node.args[0])!r} is outside [-1, 1]")
+        return x
+
+    def f_asin(self, node, x):
+        if x == 0:
+            return Fraction(0)
+        x = self.unit_range(node, x, "asin")
+        if abs(x) == 1:
+            return interval(x) * iv.pi / 2
+        x = interval(x)
+        return iv.atan2(x, iv.sqrt(1 - x * x))
+
+    def f_acos(self, node, x):
+        x = self.unit_range(node, x, "acos")
+        if x == 1:
+            return Fraction(0)
+        if x == -1:
+            return iv.pi
+        x = interval(x)
+        return iv.atan2(iv.sqrt(1 - x * x), x)
+
+    def f_atan(self, node, x):
+        return Fraction(0) if x == 0 else iv.atan2(interval(x), iv.mpf(1))
+
+    def exp_argument(self, node, x):
+        if not abs(interval(x)) < MAX_MAGNITUDE * _LN10:
+            self.limit(f"exp() of {self.segment(node.args[0])!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
+        return interval(x)
+
+    def f_exp(self, node, x):
+        return Fraction(1) if x == 0 else iv.exp(self.exp_argument(node, x))
+
+    def f_sinh(self, node, x):
+        if x == 0:
+            return Fraction(0)
+        x = self.exp_argument(node, x)
+        return (iv.exp(x) - iv.exp(-x)) / 2
+
+    def f_cosh(self, node, x):
+        if x == 0:
+            return Fraction(1)
+        x = self.exp_argument(node, x)
+        return (iv.exp(x) + iv.exp(-x)) / 2
+
+    def f_tanh(self, node, x):
+        if x == 0:
+            return Fraction(0)
+        x = self.saturating(interval(x))
+        if abs(x) < 1:
+            return 1 - 2 / (iv.exp(2 * x) + 1)
+        t = iv.exp(-2 * abs(x))  # tanh|x| = (1 - t)/(1 + t): no overflow for large |x|
+        return (1 - t) / (1 + t) * (1 if x > 0 else -1)
+
+    def f_sigmoid(self, node, x):
+        if x == 0:
+            return Fraction(1, 2)
+        return 1 / (1 + iv.exp(-self.saturating(interval(x))))
+
+    @staticmethod
+    def saturating(x):
+        """Clip an argument of tanh/sigmoid to ±5000, where both are within 10**-2000 of their limits
+        (the clipped interval is widened to keep the bound certain)."""
+        if abs(x) < 5000:
+            return x
+        return iv.mpf([5000, "+inf"]) if x > 0 else (iv.mpf(["-inf", -5000]) if x < 0 else iv.mpf(["-inf", "+inf"]))
+
+    def positive_argument(self, node, x, fname):
+        """x for log/sqrt: a negative value is an error, a value that may be 0 is asked about."""
+        s = sign(x)
+        if s is None and self.ask(node.args[0], 0, f"the argument of {fname}()"):
+            s = 0
+        if s is None:
+            return x
+        if s < 0:
+            self.undefined(f"{fname}() of the negative number {self.segment(node.args[0])!r} is not a real number")
+        return Fraction(0) if s == 0 else x
+
+    def f_sqrt(self, node, x):
+        x = self.positive_argument(node, x, "sqrt")
+        if isinstance(x, Fraction):
+            exact = self.rational_power(x, Fraction(1, 2)) if x else Fraction(0)
+            if exact is not None:
+                return exact
+        return iv.sqrt(interval(x))
+
+    def f_log(self, node, x, base=None):
+        x = self.positive_argument(node, x, "log")
+        if x == 0:
+            self.undefined(f"log() of {self.segment(node.args[0])!r}, which is 0, is undefined")
+        if base is None:
+            return Fraction(0) if x == 1 else iv.log(interval(x))
+        b_node = node.args[1]
+        s = sign(base)
+        if s is None and self.ask(b_node, 0, "the base of log()"):
+            s = 0
+        if s is not None and s <= 0:
+            self.undefined(f"log() to the base {self.segment(b_node)!r} is undefined (the base must be positive)")
+        if contains(base, Fraction(1)) and (isinstance(base, Fraction) or self.ask(b_node, 1, "the base of log()")):
+            self.undefined(f"log() to the base {self.segment(b_node)!r}, which is 1, is undefined (division by zero)")
+        if x == 1:
+            return Fraction(0)
+        if isinstance(x, Fraction) and isinstance(base, Fraction):
+            k = round(math.log(abs(float(x)) or 1e-300) / math.log(float(base))) if 0 < float(x) < math.inf and float(base) != 1 else None
+            if k is not None and abs(k) <= MAX_EXPONENT and base ** k == x:
+                return Fraction(k)
+        return iv.log(interval(x)) / iv.log(interval(base))
+
+    def f_abs(self, node, x):
+        return abs(x)
+
+    def f_floor(self, node, x):
+        if isinstance(x, Fraction):
+            return Fraction(math.floor(x))
+        lo = mp.floor(mp.make_mpf(x._mpi_[0]))
+        hi = mp.floor(mp.make_mpf(x._mpi_[1]))
+        if lo == hi:
+            return Fraction(int(lo))
+        n = int(lo) + 1
+        if self.ask(node.args[0], n, "the argument of floor()"):
+            return Fraction(n)
+        return None  # pragma: no cover - ask() raises when unsettled
+
+    # ------------------------------------------------------------------ vectors
+
+    def vector(self, node, depth):
+        if depth > MAX_DEPTH:
+            self.limit(f"the expression is nested more than {MAX_DEPTH} levels deep")
+        if isinstance(node, (ast.Tuple, ast.List)):
+            if not 1 <= len(node.elts) <= MAX_VECTOR:
+                self.limit(f"a vector has 1 to {MAX_VECTOR} entries (got {len(node.elts)})")
+            return tuple(self.entry(e, depth + 1) for e in node.elts)
+        if is_vector_node(node):
+            if node.keywords:
+                self.refuse(f"keyword arguments to {node.func.id}() are not allowed")
+            return self.vector_operation(node, depth)
+        self.refuse(f"{self.segment(node)!r} is not a vector; write a vector as (a, b, c)")
+
+    def entry(self, node, depth):
+        s = is_infinity(node)
+        return Infinity(s) if s else self.visit(node, depth)
+
+    def vector_operation(self, node, depth):
+        fname = node.func.id
+        n_vectors, n_optional, _ = VECTOR_ARITY[fname]
+        args = node.args
+        if n_vectors == 1 and args and not is_vector_node(args[0]):
+            if not 1 <= len(args) <= MAX_VECTOR:
+                self.limit(f"a vector has 1 to {MAX_VECTOR} entries (got {len(args)})")
+            vectors, scalars = [tuple(self.entry(a, depth + 1) for a in args)], []
+        else:
+            if not n_vectors <= len(args) <= n_vectors + n_optional:
+                shape = ", ".join(["(a, b, ...)"] * n_vectors + ["eps"] * n_optional)
+                self.limit(f"{fname}() takes {shape}, got {len(args)} argument(s)")
+            vectors = [self.vector(a, depth + 1) for a in args[:n_vectors]]
+            scalars = [self.visit(a, depth + 1) for a in args[n_vectors:]]
+        if fname not in ACCEPTS_INFINITY and any(isinstance(x, Infinity) for v in vectors for x in v):
+            self.refuse(f"{fname}() of a vector with an infinite entry is not allowed: inf is allowed only in "
+                        + ", ".join(ACCEPTS_INFINITY))
+        if n_vectors == 2 and len(vectors[0]) != len(vectors[1]):
+            self.limit(f"{fname}() needs two vectors of the same length (got {len(vectors[0])} and {len(vectors[1])})")
+        result = getattr(self, "v_" + fname)(node, *vectors, *scalars)
+        for x in (result if isinstance(result, tuple) else (result,)):
+            if not isinstance(x, Infinity):
+                self.bounded(x, node)
+        return result
+
+    def total(self, values):
+        out = Fraction(0)
+        for x in values:
+            out = self.add(out, x)
+        return out
+
+    def v_sum(self, node, v):
+        return self.total(v)
+
+    def v_prod(self, node, v):
+        out = Fraction(1)
+        for x in v:
+            out = self.mul(out, x)
+            self.bounded(out, node)
+        return out
+
+    def v_mean(self, node, v):
+        return self.div(self.total(v), Fraction(len(v)), node)
+
+    def v_var(self, node, v):
+        m = self.v_mean(node, v)
+        return self.div(self.total(self.mul(self.add(x, -m), self.add(x, -m)) for x in v), Fraction(len(v)), node)
+
+    def v_dot(self, node, u, v):
+        return self.total(self.mul(a, b) for a, b in zip(u, v))
+
+    def v_norm(self, node, v):
+        s = self.total(self.mul(x, x) for x in v)
+        exact = self.rational_power(s, Fraction(1, 2)) if isinstance(s, Fraction) and s else (Fraction(0) if s == 0 else None)
+        return exact if exact is not None else iv.sqrt(interval(s))
+
+    def extreme(self, v, largest: bool):
+        finite = [x for x in v if not isinstance(x, Infinity)]
+        infinite = [x for x in v if isinstance(x, Infinity) and (x.sign > 0) == largest]
+        if infinite:
+            return infinite[0]
+        if not finite:
+            return Infinity(-1 if largest else 1)
+        if all(isinstance(x, Fraction) for x in finite):
+            return max(finite) if largest else min(finite)
+        ends = [interval(x)._mpi_ for x in finite]
+        pick = max if largest else min
+        lo = pick(mp.make_mpf(a) for a, _ in ends)
+        hi = pick(mp.make_mpf(b) for _, b in ends)
+        return iv.mpf([lo, hi])
+
+    def v_max(self, node, v):
+        return self.extreme(v, True)
+
+    def v_min(self, node, v):
+        return self.extreme(v, False)
+
+    def v_softmax(self, node, v):
+        if any(isinstance(x, Infinity) and x.sign > 0 for x in v):
+            self.undefined("softmax() of a vector with a +inf entry is undefined (inf/inf)")
+        finite = [x for x in v if not isinstance(x, Infinity)]
+        if not finite:
+            self.undefined("softmax() of a vector whose entries are all -inf is undefined (0/0)")
+        for x in finite:
+            if not abs(interval(x)) < MAX_MAGNITUDE * _LN10:
+                self.limit(f"softmax() of entries beyond ±{MAX_MAGNITUDE * _LN10:.0f} lies outside the magnitude limit")
+        if len(finite) == 1:
+            return tuple(Fraction(0) if isinstance(x, Infinity) else Fraction(1) for x in v)
+        if all(isinstance(x, Fraction) for x in finite) and len(set(finite)) == 1:
+            return tuple(Fraction(0) if isinstance(x, Infinity) else Fraction(1, len(finite)) for x in v)
+        m = self.extreme(finite, True)
+        weights = [None if isinstance(x, Infinity) else iv.exp(interval(x) - interval(m)) for x in v]
+        total = sum((w for w in weights if w is not None), iv.mpf(0))
+        return tuple(Fraction(0) if w is None else w / total for w in weights)
+
+    def v_layernorm(self, node, v, eps=Fraction(0)):
+        m = self.v_mean(node, v)
+        spread = self.add(self.v_var(node, v), eps)
+        s = sign(spread)
+        if s is None and self.ask(node, 0, "the variance (plus eps) of layernorm()", self.layernorm_spread(node)):
+            s = 0
+        if s == 0:
+            self.undefined("layernorm() of a constant vector divides by zero; give eps, as in layernorm((a, b), 1e-5)")
+        if s is not None and s < 0:
+            self.undefined("layernorm() with a negative eps and a variance below -eps takes the square root of a negative number")
+        exact = self.rational_power(spread, Fraction(1, 2)) if isinstance(spread, Fraction) else None
+        root = exact if exact is not None else iv.sqrt(interval(spread))
+        return tuple(self.div(self.add(x, -m), root, node) for x in v)
+
+    def layernorm_spread(self, node) -> str:
+        """var(v) + eps of a layernorm() call, as text."""
+        args = node.args
+        if args and is_vector_node(args[0]):
+            eps = f" + ({self.segment(args[1])})" if len(args) == 2 else ""
+            return f"var({self.segment(args[0])}){eps}"
+        return "var(" + ", ".join(self.segment(a) for a in args) + ")"
