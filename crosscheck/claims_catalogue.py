@@ -26,6 +26,7 @@ print formulas only, no numeric results, so they contribute no entries.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -42,7 +43,16 @@ SPEC000_PART1 = "spec/seed000-part1-recurrent.md"
 
 @dataclass(frozen=True)
 class Entry:
-    """One printed statement of the texts: one or more claims (a printed vector gives several)."""
+    """One statement of the texts: one or more claims (a printed vector gives several).
+
+    ``expect`` is the verdict the catalogue found for the entry (the worst of its
+    claims'): ``verified`` unless recorded otherwise -- ``contradicted`` for an
+    ``erratum``, ``rounding-consistent`` or ``truncated`` with a ``note`` saying
+    why.  ``derived`` marks an entry that compares with values derived here, not
+    numbers printed in the text (the text's statement is checked, its numbers are
+    ours).  ``cite`` is the citation ``"<key> §<section>:<line>"`` (keys week06,
+    lesson, lecture07, wiki); older entries cite ``file:line``.
+    """
 
     name: str
     seed: str
@@ -51,23 +61,42 @@ class Entry:
     claims: tuple[Claim | VectorClaim, ...] = field(compare=False)
     note: str = ""
     erratum: str = ""  # why the text is wrong here, for a printed claim known to be contradicted
+    expect: str = ""
+    derived: bool = False
+    cite: str = ""
 
     @property
     def source(self) -> str:
-        return f"{self.seed}:{self.line}"
+        return self.cite or f"{self.seed}:{self.line}"
+
+    @property
+    def expected(self) -> str:
+        return self.expect or ("contradicted" if self.erratum else "verified")
+
+    @property
+    def attribution(self) -> str:
+        return "derived here (not printed in the text)" if self.derived else f"printed in the text ({self.source})"
 
 
-def _entry(name, seed, line, what, texts, *, figures=None, exact=False, note="", erratum="") -> Entry:
-    source = f"{seed}:{line}"
-    claims = tuple(parse_claim(t, figures=figures, exact=exact, source=source) for t in texts)
-    return Entry(name, seed, str(line), what, claims, note, erratum)
+def _claim(item, source, **kw):
+    """A claim from its text, or from ``(text, intermediates)`` where intermediates maps a description
+    of values the text itself used to the inputs they replace."""
+    text, intermediates = item if isinstance(item, tuple) else (item, ())
+    return parse_claim(text, source=source, intermediates=intermediates, **kw)
 
 
-def _provided(name, seed, line, what, items, *, figures=None, note="", erratum="") -> Entry:
+def _entry(name, seed, line, what, texts, *, figures=None, exact=False, note="", erratum="", expect="", derived=False,
+           cite="") -> Entry:
+    source = cite or f"{seed}:{line}"
+    claims = tuple(_claim(t, source, figures=figures, exact=exact) for t in texts)
+    return Entry(name, seed, str(line), what, claims, note, erratum, expect, derived, cite)
+
+
+def _provided(name, seed, line, what, items, *, figures=None, note="", erratum="", expect="", derived=False, cite="") -> Entry:
     """An entry whose claims get their values from providers: items are (text, provider, printed)."""
-    source = f"{seed}:{line}"
+    source = cite or f"{seed}:{line}"
     claims = tuple(Claim.from_provider(text, provider, printed, figures=figures, source=source) for text, provider, printed in items)
-    return Entry(name, seed, str(line), what, claims, note, erratum)
+    return Entry(name, seed, str(line), what, claims, note, erratum, expect, derived, cite)
 
 
 # ---------------------------------------------------------------------------
@@ -109,12 +138,13 @@ _VAR = f"(h0**2 + h1**2 + h2**2 + h3**2 + h4**2)/5 - ({_MEAN})**2"
 
 @lru_cache(maxsize=1)
 def sigmoid_slope_maximum() -> sympy.Expr:
-    """max over real z of sigma(z)(1 - sigma(z)), by SymPy (exact)."""
-    from sympy.calculus.util import maximum
-
+    """max over real z of sigma(z)(1 - sigma(z)), by SymPy (exact): the slope at its only critical point, which is
+    a maximum (the second derivative there is negative) and the slope tends to 0 at both ends."""
     z = sympy.Symbol("z", real=True)
-    sigma = 1 / (1 + sympy.exp(-z))
-    return maximum(sympy.diff(sigma, z), z, sympy.S.Reals)
+    slope = sympy.diff(1 / (1 + sympy.exp(-z)), z)
+    (critical,) = sympy.solve(sympy.diff(slope, z), z)
+    assert sympy.diff(slope, z, 2).subs(z, critical) < 0 and sympy.limit(slope, z, sympy.oo) == 0 == sympy.limit(slope, z, -sympy.oo)
+    return sympy.simplify(slope.subs(z, critical))
 
 
 @lru_cache(maxsize=1)
@@ -143,6 +173,59 @@ def rnn_snippet() -> dict:
     return values
 
 
+@lru_cache(maxsize=1)
+def unrounded_a60() -> float:
+    """A_60 of head 1 on H0 as the numeric encoder computes it (float64), unrounded."""
+    from numeric import course
+
+    return float(course.trace("attention_on_H0", device="cpu", dtype="float64")["head1.A"][6, 0])
+
+
+_UNROUNDED_A60 = {"the unrounded A_60 of the encoder (the text computes later steps unrounded, line 991)": (("A60", unrounded_a60),)}
+
+
+def sequential_steps(kind: str, n: int) -> int:
+    """The longest chain of dependent steps from the first input to the last output of a length-n layer:
+    a recurrent layer computes h_t from h_{t-1}; self-attention computes every output from every input at once."""
+    depth = [0] * n  # steps before output t can be computed
+    for t in range(n):
+        inputs = range(t) if kind == "attention" else ([t - 1] if t else [])
+        depth[t] = 1 + (0 if kind == "attention" else max((depth[j] for j in inputs), default=0))
+    return max(depth)
+
+
+def pe_distance_first_decrease(d: int, reach: int = 2000) -> int:
+    """The smallest |i - j| at which ||p_i - p_j|| of the sinusoidal encoding is smaller than at |i - j| - 1."""
+    omegas = [10000.0 ** (-2 * k / d) for k in range(d // 2)]
+    last = 0.0
+    for delta in range(1, reach + 1):
+        now = math.fsum(2 - 2 * math.cos(delta * w) for w in omegas)
+        if now < last:
+            return delta
+        last = now
+    return reach + 1
+
+
+def readout_gradient_residual() -> int:
+    """Week 06 optional exercise 1: with losses on y_1 and y_2, dL/dh_1 = w_o(yhat_1 - y_1) + g_2^h dh_2/dh_1;
+    SymPy's derivative of the explicit loss minus that formula, simplified (0 when the formula holds)."""
+    import sympy
+
+    w_x, w_h, w_o, x1, x2, y1, y2, H1 = sympy.symbols("w_x w_h w_o x_1 x_2 y_1 y_2 h_1", real=True)
+    h2 = sympy.tanh(w_x * x2 + w_h * H1)
+    loss = (w_o * H1 - y1) ** 2 / 2 + (w_o * h2 - y2) ** 2 / 2
+    g2 = w_o * (w_o * h2 - y2)
+    formula = w_o * (w_o * H1 - y1) + g2 * sympy.diff(h2, H1)
+    return sympy.simplify(sympy.diff(loss, H1) - formula)
+
+
+def causal_mask_entry(T: int, t: int, j: int):
+    from derive.attention import causal_mask
+
+    value = causal_mask(T)[t, j]
+    return float(value)
+
+
 # ---------------------------------------------------------------------------
 # the catalogue
 
@@ -159,10 +242,12 @@ def _seed000_recurrent() -> list[Entry]:
                   "Figure 3, w_h = 1.2, w_x = 1, x_t = 1: the states saturate near 0.974 and the sensitivity shrinks by about 0.061 per step",
                   [("fixed point h* of h = tanh(1.2 h + 1)", tanh_fixed_point, "0.974"),
                    ("per-step factor 1.2 (1 - h*^2)", saturated_factor, "0.061")],
-                  note=f"the values 0.974 and 0.061 are stated in {SPEC000_PART1} (section 5) for the curves of Figure 3; the figure itself is not in the text"),
+                  note=f"the values 0.974 and 0.061 are derived (stated in {SPEC000_PART1}, section 5, for the curves of Figure 3); "
+                       "the course text prints neither", derived=True),
         _entry("figure3_growth", SEED000, "346-350",
                "Figure 3, x_t = 0: every state stays 0, so each transition factor w_h tanh'(z) is w_h = 1.2",
-               ["tanh(1*0 + 1.2*0) = 0", "1.2*(1 - tanh(1*0 + 1.2*0)**2) = 1.2"], exact=True),
+               ["tanh(1*0 + 1.2*0) = 0", "1.2*(1 - tanh(1*0 + 1.2*0)**2) = 1.2"], exact=True, derived=True,
+               note="the text prints Figure 3's parameters, not these values; they are derived here"),
         _provided("rnn_snippet_output", SEED000, "442-448",
                   "printed output of the seeded nn.RNN example (torch.manual_seed(6), three significant digits)",
                   [(f"{key} of the seeded nn.RNN", (lambda key=key: rnn_snippet()[key]), printed) for key, printed in [
@@ -199,10 +284,10 @@ def _seed000_transformer() -> list[Entry]:
                ["(-0.579)*(0.6) + (1.06)*(0.9) + (0.650)*(0.1) = 0.672", "0.672/sqrt(3) = 0.388",
                 at_row(6, "h0*0.6 + h1*0.9 + h2*0.1 = 0.672"), at_row(6, "(h0*0.6 + h1*0.9 + h2*0.1)/sqrt(3) = 0.388")], figures=3),
         _entry("contribution_A60_v0", SEED000, 722, "A_60 v_0 = 0.185 (0.2, 0.4, 0.4) = (0.0371, 0.0741, 0.0741), with the printed A_60",
-               ["0.185*0.2 = 0.0371", "0.185*0.4 = 0.0741"], figures=3,
-               erratum="with the printed weight 0.185 the products are 0.0370 and 0.0740; the printed 0.0371 and 0.0741 "
-                    "come from the unrounded A_60 = 0.18547 (the text says at line 991 that later steps use unrounded values); "
-                    "the unrounded values are checked in claims.table_inline"),
+               [("A60*0.2 = 0.0371 where A60 = 0.185", _UNROUNDED_A60), ("A60*0.4 = 0.0741 where A60 = 0.185", _UNROUNDED_A60)],
+               figures=3, expect="rounding-consistent",
+               note="with the printed weight 0.185 the products are 0.0370 and 0.0740; the printed 0.0371 and 0.0741 "
+                    "come from the unrounded A_60 = 0.18547 (the text says at line 991 that later steps use unrounded values)"),
         _entry("head2_row6", SEED000, 829, "q_6^[2] = (h_63, h_64, 0.5 h_60 + 0.5 h_61) = (0.789, 0.204, 0.240); v_6^[2] = (h_61, h_63, 0.5 h_60 + 0.5 h_64) = (1.06, 0.789, -0.188)",
                [at_row(6, "h3 = 0.789"), at_row(6, "h4 = 0.204"), at_row(6, "0.5*h0 + 0.5*h1 = 0.240"),
                 at_row(6, "h1 = 1.06"), at_row(6, "h3 = 0.789"), at_row(6, "0.5*h0 + 0.5*h4 = -0.188")], figures=3),
@@ -242,11 +327,13 @@ def _seed001() -> list[Entry]:
         _entry("mha_parameters", SEED001, 77, "512 x 512 = 262,144 per matrix, 4 x 262,144 = 1,048,576 per multi-head block",
                ["512*512 = 262144", "4*262144 = 1048576"]),
         _entry("example_head_distributions", SEED001, 75, "the two illustrative head distributions each sum to 1 (implied: they are distributions)",
-               ["0.70 + 0.03 + 0.02 + 0.05 + 0.02 + 0.03 + 0.10 + 0.05 = 1", "6*0.05 + 0.60 + 0.10 = 1"], exact=True),
+               ["0.70 + 0.03 + 0.02 + 0.05 + 0.02 + 0.03 + 0.10 + 0.05 = 1", "6*0.05 + 0.60 + 0.10 = 1"], exact=True, derived=True,
+               note="the text prints the weights, not their sum; that each sums to 1 is implied"),
         _entry("pe_d4_frequency", SEED001, 101, "for d = 4, i = 1: 10000^(2/4) = 100", ["10000**(2*1/4) = 100"], exact=True),
         _entry("pe_d4_pos0", SEED001, 103, "PE(0) for d = 4 at four decimals", pos[0]),
-        _entry("pe_d4_pos1", SEED001, 104, "PE(1) for d = 4 at four decimals", pos[1],
-               erratum="cos(0.01) = 0.99995000042 rounds to 1.0000 at four decimals, not 0.9999 (4.2e-10 past the rounding boundary)"),
+        _entry("pe_d4_pos1", SEED001, 104, "PE(1) for d = 4 at four decimals", pos[1], expect="truncated",
+               note="cos(0.01) = 0.99995000042 rounds to 1.0000 at four decimals; the printed 0.9999 is it truncated "
+                    "(4.2e-10 past the rounding boundary)"),
         _entry("pe_d4_pos2", SEED001, 105, "PE(2) for d = 4 at four decimals", pos[2]),
         _entry("pe_d4_pos3", SEED001, 106, "PE(3) for d = 4 at four decimals", pos[3]),
         _entry("pe_shift_sin3", SEED001, 116, "sin(1+2) = sin 1 cos 2 + cos 1 sin 2 = -0.3502 + 0.4913 = 0.1411",
@@ -254,20 +341,31 @@ def _seed001() -> list[Entry]:
                 "-0.3502 + 0.4913 = 0.1411", "sin(3) = 0.1411"]),
         _entry("pe_shift_sin3_printed_factors", SEED001, "114-116",
                "the same sum with the printed four-decimal factors: 0.8415 (-0.4161) + 0.5403 (0.9093) = -0.3502 + 0.4913 = 0.1411",
-               ["0.8415*(-0.4161) = -0.3502", "0.5403*0.9093 = 0.4913", "0.8415*(-0.4161) + 0.5403*0.9093 = 0.1411"],
-               erratum="0.8415 x (-0.4161) = -0.35014815, which is -0.3501 at four decimals; -0.3502 is sin 1 cos 2 from unrounded factors"),
+               [("s1*c2 = -0.3502 where s1 = 0.8415, c2 = -0.4161",
+                 {"the unrounded sin 1 and cos 2 that the text rounded to 0.8415 and -0.4161": "s1 = sin(1), c2 = cos(2)"}),
+                "0.5403*0.9093 = 0.4913", "0.8415*(-0.4161) + 0.5403*0.9093 = 0.1411"],
+               expect="rounding-consistent",
+               note="0.8415 x (-0.4161) = -0.35014815, which is -0.3501 at four decimals; the printed -0.3502 is sin 1 cos 2 "
+                    "from the unrounded factors"),
         _entry("layernorm_example", SEED001, 148,
                "x + F(x) = (1.30, 1.90, -0.80, 0.05), mu = 2.45/4 = 0.6125, squares 0.4727 1.6577 1.9952 0.3164, sum 4.4420, "
-               "sigma^2 = 1.1105, sigma = 1.0538, x_hat = (0.652, 1.222, -1.341, -0.534)",
+               "sigma^2 = 1.1105, sigma = 1.0538",
                ["1.0 + 0.30 = 1.30", "2.0 + (-0.10) = 1.90", "-1.0 + 0.20 = -0.80", "0.0 + 0.05 = 0.05",
                 "1.30 + 1.90 - 0.80 + 0.05 = 2.45", "2.45/4 = 0.6125",
                 "(1.30 - 0.6125)**2 = 0.4727", "(1.90 - 0.6125)**2 = 1.6577", "(-0.80 - 0.6125)**2 = 1.9952", "(0.05 - 0.6125)**2 = 0.3164",
-                "(1.30 - 0.6125)**2 + (1.90 - 0.6125)**2 + (-0.80 - 0.6125)**2 + (0.05 - 0.6125)**2 = 4.4420",
+                ("s0 + s1 + s2 + s3 = 4.4420 where s0 = (1.30 - 0.6125)**2, s1 = (1.90 - 0.6125)**2, s2 = (-0.80 - 0.6125)**2, "
+                 "s3 = (0.05 - 0.6125)**2",
+                 {"the text's own rounded squares 0.4727, 1.6577, 1.9952, 0.3164": "s0 = 0.4727, s1 = 1.6577, s2 = 1.9952, s3 = 0.3164"}),
                 "((1.30 - 0.6125)**2 + (1.90 - 0.6125)**2 + (-0.80 - 0.6125)**2 + (0.05 - 0.6125)**2)/4 = 1.1105",
-                "sqrt(((1.30 - 0.6125)**2 + (1.90 - 0.6125)**2 + (-0.80 - 0.6125)**2 + (0.05 - 0.6125)**2)/4) = 1.0538"]
-               + ["layernorm(1.30, 1.90, -0.80, 0.05) = (0.652, 1.222, -1.341, -0.534)"],
-               erratum="the squared deviations sum to 4.441875 (4.4419 at four decimals; 4.4420 is the sum of the rounded squares) "
-                    "and x_hat_2 = -1.4125/1.05379 = -1.3404, not -1.341"),
+                "sqrt(((1.30 - 0.6125)**2 + (1.90 - 0.6125)**2 + (-0.80 - 0.6125)**2 + (0.05 - 0.6125)**2)/4) = 1.0538"],
+               expect="rounding-consistent",
+               note="the squared deviations sum to 4.441875 (4.4419 at four decimals); the printed 4.4420 is the sum of the "
+                    "text's rounded squares"),
+        _entry("layernorm_example_xhat", SEED001, 148, "x_hat = (0.652, 1.222, -1.341, -0.534)",
+               ["layernorm(1.30, 1.90, -0.80, 0.05) = (0.652, 1.222, -1.341, -0.534)",
+                "(-0.80 - 0.6125)/1.0538 = -1.341"],
+               erratum="x_hat_2 = -1.4125/1.05379 = -1.3404, which is -1.340 at three decimals, not -1.341 "
+                       "(also from the text's rounded mean 0.6125 and sigma 1.0538)"),
         _entry("ffn_and_layer_parameters", SEED001, 150,
                "W_1, W_2: 512 x 2048 = 1,048,576 each, 2,097,152 per feed-forward sublayer, 3,145,728 per layer, "
                "6 x 3,145,728 = 18,874,368 (about 18.9 million) per encoder stack",
@@ -275,8 +373,8 @@ def _seed001() -> list[Entry]:
                 "6*3145728/10**6 = 18.9", "(2*512*2048)/(4*512**2) = 2"]),
         _entry("masked_softmax_example", SEED001, 180,
                "scores [1.2, 0.5, 2.0, -inf] give the masked softmax weights [0.31, 0.15, 0.54, 0.00]",
-               ["softmax(1.2, 0.5, 2.0) = (0.31, 0.15, 0.54)"],
-               erratum="the softmax of (1.2, 0.5, 2.0) is (0.269, 0.133, 0.598); the printed (0.31, 0.15, 0.54) is not it"),
+               ["softmax(1.2, 0.5, 2.0, -inf) = (0.31, 0.15, 0.54, 0.00)"],
+               erratum="the softmax of (1.2, 0.5, 2.0, -inf) is (0.269, 0.133, 0.598, 0); the printed (0.31, 0.15, 0.54) is not it"),
         _entry("twelve_d_squared_per_layer", SEED001, 242,
                "with d_ff = 4 d_model a layer has 4 d^2 + 2 d d_ff = 12 d^2 parameters (d = 512 and the task-23 model d = 12288)",
                ["4*512**2 + 2*512*(4*512) = 12*512**2", "4*12288**2 + 2*12288*49152 = 12*12288**2", "4*12288 = 49152"], exact=True),
@@ -286,10 +384,150 @@ def _seed001() -> list[Entry]:
     ]
 
 
+def _count(fn: str, *args, **kwargs):
+    """A provider of one of derive.counting's parameter counts."""
+    def provider():
+        from derive import counting
+
+        return getattr(counting, fn)(*args, **kwargs)
+    return provider
+
+
+def _lesson_exercises() -> list[Entry]:
+    """The lesson's exercises with a checkable answer (tasks 1-19, 21-23, 25-27; 29 is the decoder's).
+    The lesson prints no answers: every answer here is derived (the task's numbers are printed)."""
+    def task(n, line, what, texts=(), provided=(), **kw):
+        cite = f"lesson §6:{line}"
+        claims = tuple(_claim(t, cite, figures=kw.get("figures")) for t in texts)
+        claims += tuple(Claim.from_provider(text, provider, printed, source=cite) for text, provider, printed in provided)
+        return Entry(f"lesson_task{n:02d}", "lesson", str(line), f"task {n}: {what}", claims, kw.get("note", ""),
+                     "", "", True, cite)
+
+    mask = [(f"causal_mask(4)[1, {j}]", (lambda j=j: causal_mask_entry(4, 1, j)), p) for j, p in enumerate(["0", "0", "-inf", "-inf"])]
+    full = [(f"causal_mask(3)[{t}, {j}]", (lambda t=t, j=j: causal_mask_entry(3, t, j)), "0" if j <= t else "-inf")
+            for t in range(3) for j in range(3)]
+    return [
+        task(1, 194, "an RNN needs n = 200 sequential steps, self-attention one (O(1))",
+             provided=[("sequential steps of a recurrent layer, n = 200", lambda: sequential_steps("recurrent", 200), "200"),
+                       ("sequential steps of self-attention, n = 200", lambda: sequential_steps("attention", 200), "1")]),
+        task(2, 196, "d_model = 512, h = 8: d_k = d_model/h = 64", ["512/8 = 64"]),
+        task(3, 198, "8 heads of 64 concatenate to 512 before W^O", ["8*64 = 512"]),
+        task(4, 200, "PE(0, 0) = 0 and PE(0, 1) = 1", [f"{pe(0, 0, 512)} = 0", f"{pe(0, 1, 512)} = 1"]),
+        task(5, 202, "d = 512, i = 0: the sine has period 2 pi = 6.2832",
+             [f"2*pi/{omega(0, 512)} = 2*pi", f"2*pi/{omega(0, 512)} = 6.2832"]),
+        task(6, 204, "FFN d_model = 8, d_ff = 32 without biases: W_1 and W_2 have 256 each, 512 together",
+             ["8*32 = 256", "32*8 = 256"], provided=[("ffn_params(8, 32)", _count("ffn_params", 8, 32), "512")]),
+        task(7, 206, "x = (2.0, -1.0), F(x) = (0.5, 0.2): x + F(x) = (2.5, -0.8)", ["(2.0 + 0.5, -1.0 + 0.2) = (2.5, -0.8)"]),
+        task(8, 208, "z = (2.5, -0.8): mu = 0.85, sigma^2 = 2.7225 (population variance)",
+             ["mean(2.5, -0.8) = 0.85", "var(2.5, -0.8) = 2.7225"]),
+        task(9, 210, "length 4, query i = 1: the causal mask hides j = 2 and 3", provided=mask),
+        task(10, 212, "n = 10, d = 100: n^2 d = 10,000 < n d^2 = 100,000", ["10**2*100 = 10000", "10*100**2 = 100000"],
+             provided=[("self_attention_cost(10, 100)", _count("self_attention_cost", 10, 100), "10000"),
+                       ("recurrent_cost(10, 100)", _count("recurrent_cost", 10, 100), "100000")]),
+        task(11, 216, "d = 4, pos = 5, i = 0: PE(5, 0) = sin 5 = -0.9589, PE(5, 1) = cos 5 = 0.2837",
+             [f"{pe(5, 0, 4)} = -0.9589", f"{pe(5, 1, 4)} = 0.2837"]),
+        task(12, 218, "d = 4, pos = 5, i = 1: PE(5, 2) = sin 0.05 = 0.0500, PE(5, 3) = cos 0.05 = 0.9988",
+             [f"{pe(5, 2, 4)} = 0.0500", f"{pe(5, 3, 4)} = 0.9988"]),
+        task(13, 220, "sin 1 cos 2 + cos 1 sin 2 with the printed four-decimal factors is 0.1411 = sin 3",
+             ["0.8415*(-0.4161) + 0.5403*0.9093 = 0.1411", "sin(3) = 0.1411"]),
+        task(14, 222, "d_model = 256, h = 4: W^Q, W^K, W^V, W^O have 262,144 parameters together (the text confirms it at l.254)",
+             ["4*256*256 = 262144"], provided=[("attention_params(256, 4)", _count("attention_params", 256, 4), "262144")]),
+        task(15, 224, "d_model = 256, d_ff = 1024: FFN 524,288; with task 14 the layer has 786,432",
+             provided=[("ffn_params(256, 1024)", _count("ffn_params", 256, 1024), "524288"),
+                       ("encoder_layer_params(256, 4, 1024), no biases or norms",
+                        _count("encoder_layer_params", 256, 4, 1024, bias=False, norms=False), "786432")]),
+        task(16, 226, "a stack of N = 6 such layers: 4,718,592, about 4.72 million (the text confirms it at l.254)",
+             ["6*786432 = 4718592", "6*786432/10**6 = 4.72"],
+             provided=[("stack_params(6), no biases or norms",
+                        _count("stack_params", 6, d_model=256, heads=4, d_ff=1024, bias=False, norms=False), "4718592")]),
+        task(17, 228, "12 h on 8 GPUs is about 96 h on one GPU without parallel-efficiency loss", ["12*8 = 96"]),
+        task(18, 230, "n^2 d exceeds n d^2 exactly when n > d: the ratio of the costs is n/d",
+             ["(513**2*512)/(513*512**2) = 513/512", "(511**2*512)/(511*512**2) = 511/512"]),
+        task(19, 232, "the full 3 x 3 causal mask is [[0, -inf, -inf], [0, 0, -inf], [0, 0, 0]]", provided=full),
+        task(21, 238, "PE(pos + k, 2i) = PE(pos, 2i) cos(k w) + PE(pos, 2i + 1) sin(k w), at pos = 3, k = 2, i = 1, d = 4 "
+                      "(proved for symbolic pos and k by identity:pe-shift-*)",
+             ["sin((3 + 2)*w) = sin(3*w)*cos(2*w) + cos(3*w)*sin(2*w) where w = 10000**(-2*1/4)"]),
+        task(22, 240, "x = (0.5, -2.0, 1.0, 0.5), F(x) = (0.1, 0.3, -0.2, 0.0): z = (0.6, -1.7, 0.8, 0.5), mu = 0.05, "
+                      "squared deviations sum to 4.13, sigma^2 = 1.0325",
+             ["(0.5 + 0.1, -2.0 + 0.3, 1.0 - 0.2, 0.5 + 0.0) = (0.6, -1.7, 0.8, 0.5)", "mean(0.6, -1.7, 0.8, 0.5) = 0.05",
+              "4*var(0.6, -1.7, 0.8, 0.5) = 4.13", "var(0.6, -1.7, 0.8, 0.5) = 1.0325"]),
+        task(23, 242, "d_model = 12288, N = 96, 12 d^2 per layer: 1,811,939,328 per layer, 173,946,175,488 (about 1.74e11) in all",
+             ["12*12288**2 = 1811939328", "96*12*12288**2 = 173946175488", "96*12*12288**2/10**11 = 1.74"],
+             provided=[("encoder_layer_params(12288, 96, 49152), no biases or norms",
+                        _count("encoder_layer_params", 12288, 96, 49152, bias=False, norms=False), "1811939328")]),
+        task(25, 246, "n = 1000: a path of 1 step through attention, 1000 steps through a recurrent layer",
+             provided=[("sequential steps of a recurrent layer, n = 1000", lambda: sequential_steps("recurrent", 1000), "1000"),
+                       ("sequential steps of self-attention, n = 1000", lambda: sequential_steps("attention", 1000), "1")]),
+        task(26, 248, "h heads of d_k = d_model/h cost h n^2 (d_model/h) = n^2 d_model, as one full head",
+             ["h*n**2*(d/h) = n**2*d where h = 8, n = 100, d = 512", "h*n**2*(d/h) = n**2*d where h = 96, n = 7, d = 12288"]),
+        task(27, 250, "weights (0.1, 0.1, 0.8) and (0.5, 0.3, 0.2) over V = [(1, 0), (0, 1), (2, 2)]: heads (1.7, 1.7) and "
+                      "(0.9, 0.7), concatenation (1.7, 1.7, 0.9, 0.7)",
+             ["(dot((0.1, 0.1, 0.8), (1, 0, 2)), dot((0.1, 0.1, 0.8), (0, 1, 2))) = (1.7, 1.7)",
+              "(dot((0.5, 0.3, 0.2), (1, 0, 2)), dot((0.5, 0.3, 0.2), (0, 1, 2))) = (0.9, 0.7)",
+              "(dot((0.1, 0.1, 0.8), (1, 0, 2)), dot((0.1, 0.1, 0.8), (0, 1, 2)), dot((0.5, 0.3, 0.2), (1, 0, 2)), "
+              "dot((0.5, 0.3, 0.2), (0, 1, 2))) = (1.7, 1.7, 0.9, 0.7)"]),
+    ]
+
+
+def _week06_exercises() -> list[Entry]:
+    """Week 06's optional exercises 1-4 (L1344-1353; no answers in the text, so derived)."""
+    def ex(n, what, texts=(), provided=(), note=""):
+        cite = "week06 §7:1348"
+        claims = tuple(_claim(t, cite) for t in texts)
+        claims += tuple(Claim.from_provider(text, provider, printed, source=cite) for text, provider, printed in provided)
+        return Entry(f"week06_exercise{n}", "week06", "1348", f"optional exercise {n}: {what}", claims, note, "", "", True, cite)
+
+    return [
+        ex(1, "with losses on y_1 and y_2, g_1^h = w_o (yhat_1 - y_1) + g_2^h dh_2/dh_1",
+           provided=[("dL/dh_1 minus the formula, simplified", readout_gradient_residual, "0")]),
+        ex(2, "identity activation, w_h = -0.8: dh_{s+5}/dh_s = (-0.8)^5 = -0.32768, negative with modulus 0.328",
+           ["(-0.8)**5 = -0.32768", "abs((-0.8)**5) = 0.328"]),
+        ex(3, "scores (0, log 2, log 3), values (2, -1, 4): output 2 unrestricted, 0 with j = 2 masked and renormalised; "
+              "zeroing without renormalising gives weights summing to 1/2",
+           ["dot(softmax(0, log(2), log(3)), (2, -1, 4)) = 2", "dot(softmax(0, log(2), -inf), (2, -1, 4)) = 0",
+            "softmax(0, log(2), -inf) = (1/3, 2/3, 0)", "sum(1/6, 1/3, 0) = 1/2"],
+           note="the unrenormalised weights (1/6, 1/3, 0) also give output 0 with these numbers: only the weights differ"),
+        ex(4, "3 heads, d_k = 2, d_v = 4, D = 5, T = 7: concatenation 7 x 12, W_O stored 5 x 12; 5 is not divisible by 3",
+           ["3*4 = 12", "5 - 3*floor(5/3) = 2"],
+           provided=[("attention_params(5, 3, d_k=2, d_v=4)", _count("attention_params", 5, 3, d_k=2, d_v=4), "180")]),
+    ]
+
+
+def _lecture07() -> list[Entry]:
+    """Seed 003 (lecture 7, a summary): its checkable numeric statements (the formulas are held by
+    registered checks, see :func:`statements`)."""
+    return [
+        _entry("lecture07_scaling_variance", "lecture07", 39,
+               "dividing by sqrt(d_k) keeps the variance of the dot products near one: Var(q.k) = d_k for independent "
+               "unit-variance coordinates, so Var(q.k/sqrt(d_k)) = 1 (d_k = 64)", ["64/sqrt(64)**2 = 1"], derived=True,
+               cite="lecture07 §3:39", note="Var(q.k) = d_k itself is proved by identity:attention-dot-variance"),
+    ]
+
+
+def _wiki() -> list[Entry]:
+    """Seed 004 (the wiki article, newest revision): its checkable prose claims."""
+    return [
+        _provided("wiki_pe_distance_monotone", "wiki", 43,
+                  "'the larger |i - j|, the larger ||p_i - p_j||' for the sinusoidal encoding it gives (d_model = 512): "
+                  "the distance first falls at |i - j| = 44",
+                  [("the first |i - j| where ||p_i - p_j|| decreases, d_model = 512", lambda: pe_distance_first_decrease(512),
+                    "2001")],
+                  erratum="||p_i - p_j||^2 = sum_k 2 - 2 cos(|i - j| w_k) oscillates: at d_model = 512 it first decreases "
+                          "at |i - j| = 44 (at d_model = 4 already at 4), so the distance is not monotone in |i - j|",
+                  derived=True, cite="wiki §2.1:43"),
+        _entry("wiki_pe_formula", "wiki", "45-51", "p_(i,s) = sin(i 10000^(-2k/d)) for s = 2k, cos for s = 2k + 1: "
+               "the same encoding as the lesson's (d = 4, i = 3)", [f"sin(3*10000**(-2*1/4)) = {pe(3, 2, 4)}",
+                                                                   f"cos(3*10000**(-2*1/4)) = {pe(3, 3, 4)}"],
+               derived=True, cite="wiki §2.1:45"),
+    ]
+
+
 @lru_cache(maxsize=1)
 def entries() -> tuple[Entry, ...]:
-    """Every catalogue entry, in text order (seed 000, then seed 001)."""
-    items = _seed000_recurrent() + _seed000_transformer() + _seed001()
+    """Every catalogue entry, in text order (week 06, the lesson and its exercises, week 06's exercises,
+    lecture 7, the wiki article)."""
+    items = (_seed000_recurrent() + _seed000_transformer() + _seed001() + _lesson_exercises() + _week06_exercises()
+             + _lecture07() + _wiki())
     names = [e.name for e in items]
     assert len(set(names)) == len(names), "catalogue entry names are unique"
     return tuple(items)

@@ -31,23 +31,32 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def build_parser() -> Parser:
+def build_parser(only: str | None = None) -> Parser:
+    """The whole parser; with ``only``, just that subcommand (a run loads no other command's imports)."""
     from . import commands
 
     parser = Parser(prog="seqgrad", description="Symbolic-plus-numeric derivations for sequence models, checked against PyTorch.")
     parser.add_argument("--version", action="version", version=f"seqgrad {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
+        if info.name.startswith("_") or (only is not None and info.name != only):
             continue
         importlib.import_module(f"{commands.__name__}.{info.name}").register(sub)
     return parser
 
 
+def _command(argv: list[str]) -> str | None:
+    """The subcommand named first on the command line, when it is one (else None: build everything)."""
+    from . import commands
+
+    names = {m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_")}
+    return argv[0] if argv and argv[0] in names else None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        parser = build_parser()
+        parser = build_parser(_command(argv))
         args = parser.parse_args(argv)
         if not getattr(args, "handler", None):
             parser.print_help()

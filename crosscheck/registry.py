@@ -119,7 +119,10 @@ class Result:
     dtype: str
     detail: str
     seconds: float  # a timing: the only field that differs between identical runs
-    textbook: str | None = None  # for printed claims: the text's verdict, "verified" or "contradicted"
+    textbook: str | None = None  # for the texts' claims: the verdict (derive.claims.STATUSES)
+    reason: str | None = None  # why the text got that verdict
+    attribution: str | None = None  # printed in the text (with its citation) or derived here
+    units: float | None = None  # the largest discrepancy in units of the last printed digit
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -134,7 +137,8 @@ def run_one(item: Check, device: str, dtype: str = "float64", seed: int = 0) -> 
             raise TypeError(f"check {item.name} returned {type(outcome).__name__}, not Outcome")
         status = "skip" if outcome.skipped else ("pass" if outcome.passed else "fail")
         result = Result(item.name, item.source, item.group, status, status == "pass", float(outcome.max_abs_error),
-                        float(outcome.max_rel_error), device, dtype, outcome.detail, 0.0, outcome.textbook)
+                        float(outcome.max_rel_error), device, dtype, outcome.detail, 0.0, outcome.textbook,
+                        outcome.reason, outcome.attribution, outcome.units)
     except Exception as exc:  # a crashing check is a failed check, reported, not a crashed run
         last = traceback.extract_tb(exc.__traceback__)[-1]
         where = f"{last.filename.rsplit('/', 1)[-1]}:{last.lineno}"

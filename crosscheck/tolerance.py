@@ -74,7 +74,10 @@ class Outcome:
     passed: bool
     detail: str = ""
     skipped: str | None = None  # the reason, when the check did not run here
-    textbook: str | None = None  # for checks of printed claims: "verified" or "contradicted"
+    textbook: str | None = None  # for checks of the texts' claims: the verdict (derive.claims.STATUSES)
+    reason: str | None = None  # why the text got that verdict
+    attribution: str | None = None  # "printed in the text (cite)" or "derived here (not printed in the text)"
+    units: float | None = None  # the largest discrepancy in units of the last printed digit
 
     @classmethod
     def skip(cls, reason: str) -> "Outcome":

@@ -65,6 +65,7 @@ Text that is not a claim raises :class:`~seqgrad.errors.ParseError` (the
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from dataclasses import dataclass, field
@@ -218,11 +219,13 @@ class Claim:
         """A claim whose computed value ``provider()`` returns (a number, or a SymPy number)."""
         if not callable(provider):
             raise SeqgradTypeError("provider", provider, "a function returning the computed value")
-        value, reading = read_printed(printed, figures=figures, decimals=decimals, exact=exact)
-        if value is None:
-            value = _constant(printed)
-        return cls(text=text, printed=printed.strip(), lhs=text, reading=reading, printed_value=value, provider=provider,
-                   source=source, intermediates=intermediates)
+        if not isinstance(printed, str):
+            raise SeqgradTypeError("printed", printed, "the printed result as text, e.g. '0.1411'")
+        fields = _printed_fields(printed, False, figures, decimals, exact)
+        if fields["printed_value"] is None:
+            raise ParseError("printed", printed, "a number or an expression with a rational value for a computed claim")
+        return cls(text=text, printed=printed.strip(), lhs=text, provider=provider, source=source,
+                   intermediates=intermediates, **fields)
 
     # ---------------------------------------------------------------- compatibility views
 
@@ -269,14 +272,14 @@ class Claim:
 
 
 def _bindings_text(bindings) -> str:
-    return ", ".join(f"{k} = {v if isinstance(v, str) else 'computed'}" for k, v in bindings)
+    return ", ".join(f"{k} = {v if isinstance(v, str) else _value_text(_from_number(v()), 8)}" for k, v in bindings)
 
 
-def _constant(printed: str):
-    """The value of a printed constant expression at the lowest precision that settles it."""
+def _constant(printed: str, inputs=()):
+    """The value of a printed expression (the claim's inputs bound) at the lowest precision that settles it."""
     source, body = parse_tree(printed, "printed")
     try:
-        return _Evaluation(source, body, (), "printed", printed).value(DIGITS)
+        return _Evaluation(source, body, inputs, "printed", printed).value(DIGITS)
     except _Undecided as exc:
         raise ParseError("printed", printed, f"a value that can be decided ({exc})") from None
 
@@ -318,29 +321,32 @@ class _Evaluation:
             values[name] = _sympy_number(value() if callable(value) else parse_expression(value, argument=f"input {name}"))
         return parse_value(expression, values=values, argument=self.argument)
 
-    def settled_at(self, bits: int, settled: dict, top: bool):
-        """The value at ``bits``; at the top precision an open question is put to SymPy, and its proof
-        (if any) is passed back so that the evaluation continues with the exact value."""
+    def settled_at(self, bits: int, settled: dict, ask: bool, last: bool):
+        """The value at ``bits``.  A question the intervals leave open is put to SymPy once ``ask`` is set
+        (from the second precision on); a proof is passed back, so that the evaluation continues with the
+        exact value.  Raises Unsettled to ask for more precision, _Undecided when ``last`` and still open."""
         for _ in range(16):
             try:
                 return self.at(bits, settled)
             except Unsettled as exc:
                 question = exc.question
-                if not top:
+                if ask and question.key not in settled:
+                    settled[question.key] = _settle(self, question.expression, question.point)
+                    if settled[question.key] is True:
+                        continue
+                if not last:
                     raise
-                if question.key in settled or _settle(self, question.expression, question.point) is not True:
-                    raise _Undecided(f"could not decide whether {question.what} {question.expression!r} is exactly "
-                                     f"{_fraction_text(question.point)}: intervals at the highest precision contain it "
-                                     "and SymPy could not prove it") from None
-                settled[question.key] = True
+                raise _Undecided(f"could not decide whether {question.what} {question.expression!r} is exactly "
+                                 f"{_fraction_text(question.point)}: intervals at the highest precision contain it "
+                                 "and SymPy could not prove it") from None
         raise _Undecided("too many open questions")  # pragma: no cover
 
     def value(self, digits: int):
         """The value at the lowest precision that leaves no question open."""
         schedule, settled = _schedule(digits), {}
-        for bits in schedule:
+        for i, bits in enumerate(schedule):
             try:
-                return self.settled_at(bits, settled, bits == schedule[-1])
+                return self.settled_at(bits, settled, i > 0, bits == schedule[-1])
             except Unsettled:
                 continue
         raise AssertionError("unreachable")  # pragma: no cover
@@ -393,7 +399,7 @@ def _sympy_number(value):
 
 def _from_number(raw, argument: str = "provider()"):
     """A provider's number as an exact Fraction (a float is the binary value it holds)."""
-    if isinstance(raw, Fraction):
+    if isinstance(raw, (Fraction, Infinity)):
         return raw
     if isinstance(raw, bool):
         raise SeqgradTypeError(argument, raw, "a real number")
@@ -410,6 +416,8 @@ def _from_number(raw, argument: str = "provider()"):
         value = float(raw)
     except (TypeError, ValueError):
         raise SeqgradTypeError(argument, raw, "a real number") from None
+    if math.isinf(value):
+        return Infinity(1 if value > 0 else -1)  # a masked score
     if not math.isfinite(value):
         raise NonFiniteError(argument, raw)
     return Fraction(value)
@@ -435,33 +443,33 @@ def _decide(claim: Claim, bindings: tuple, digits: int) -> "Verdict":
     rhs = None
     if claim.printed_value is None:  # a printed expression with an irrational value, e.g. 10000**(-2/5)
         p_source, p_body = parse_tree(claim.printed, "printed")
-        rhs = _Evaluation(p_source, p_body, (), "printed", claim.printed)
+        rhs = _Evaluation(p_source, p_body, bindings, "printed", claim.printed)
     schedule = _schedule(digits)
-    value = printed = None
+    value = printed = point = None
+    asked = False
     try:
-        for bits in schedule:
-            top = bits == schedule[-1]
+        for i, bits in enumerate(schedule):
+            last = bits == schedule[-1]
             try:
-                value = lhs.settled_at(bits, settled, top)
-                printed = rhs.settled_at(bits, settled, top) if rhs is not None else claim.printed_value
+                value = lhs.settled_at(bits, settled, i > 0, last)
+                printed = rhs.settled_at(bits, settled, i > 0, last) if rhs is not None else claim.printed_value
             except Unsettled:
                 continue
             with certified.working_bits(bits):
                 outcome = _compare(value, printed, claim.reading)
+                point = _open_point(value, printed, claim.reading) if outcome is None else None
             if outcome is not None:
-                return Verdict(claim, outcome[0], value, outcome[1], bits)
-        # still open at the highest precision: an exact equality, or a rounding tie, for SymPy to settle
-        with certified.working_bits(schedule[-1]):
-            point = _open_point(value, printed, claim.reading)
-        answer = None
-        if point is not None and isinstance(lhs, _Evaluation):
-            answer = _settle(lhs, lhs.text, point if rhs is None else Fraction(0), index=claim.index, minus=rhs)
-        if answer is True:
-            if claim.reading.exact:
-                exact = printed if isinstance(printed, Fraction) else value
-                return Verdict(claim, "verified", exact, "proved equal by SymPy", schedule[-1])
-            status, reason = _tie(point - printed, printed, claim.reading)
-            return Verdict(claim, status, value, reason + " (SymPy proved the value exactly on the tie)", schedule[-1])
+                return Verdict(claim, outcome[0], value, outcome[1], bits, printed)
+            # an exact equality, or a value on a rounding tie, may never separate: from the second
+            # precision on, ask SymPy once whether the value is exactly that point
+            if i > 0 and not asked and point is not None and isinstance(lhs, _Evaluation):
+                asked = True
+                if _settle(lhs, lhs.text, point if rhs is None else Fraction(0), index=claim.index, minus=rhs) is True:
+                    if claim.reading.exact:
+                        exact = printed if isinstance(printed, Fraction) else value
+                        return Verdict(claim, "verified", exact, "proved equal by SymPy", bits, printed)
+                    status, reason = _tie(point - printed, printed, claim.reading)
+                    return Verdict(claim, status, point, reason + " (SymPy proved the value exactly on the tie)", bits, printed)
         raise _Undecided(f"at {digits} digits the value {_value_text(value, 20)} cannot be separated from "
                          + (f"the printed {claim.printed}" if claim.reading.exact else
                             f"the rounding boundary {_fraction_text(point) if point is not None else '?'}")
@@ -475,7 +483,7 @@ class _ProvidedValue:
     provider: Callable
     number: Fraction
 
-    def settled_at(self, bits, settled, top):
+    def settled_at(self, bits, settled, ask, last):
         return self.number
 
 
@@ -545,9 +553,10 @@ class Verdict:
     value: Any  # a Fraction, an mpmath interval, an Infinity, or None (undecided)
     why: str = ""
     bits: int = 0
+    printed: Any = None  # the printed side's value (a Fraction, or an interval for an irrational printed expression)
 
     def but(self, status: str, reason: str) -> "Verdict":
-        return Verdict(self.claim, status, self.value, reason, self.bits)
+        return Verdict(self.claim, status, self.value, reason, self.bits, self.printed)
 
     @property
     def verified(self) -> bool:
@@ -566,10 +575,11 @@ class Verdict:
     @property
     def discrepancy(self) -> mpmath.mpf:
         """|value - printed| (0 when undecided)."""
-        if self.value is None or isinstance(self.value, Infinity) or isinstance(self.claim.printed_value, Infinity):
+        printed = self.printed if self.printed is not None else self.claim.printed_value
+        if self.value is None or printed is None or isinstance(self.value, Infinity) or isinstance(printed, Infinity):
             return mp.mpf(0) if self.verified else mp.inf
         with mp.workprec(max(self.bits, 64)), certified.working_bits(max(self.bits, 64)):
-            return abs(_mid(_sub(self.value, self.claim.printed_value)))
+            return abs(_mid(_sub(self.value, printed)))
 
     @property
     def tolerance(self) -> Fraction:
@@ -806,7 +816,7 @@ def parse_claim(text: str, *, figures: int | None = None, decimals: int | None =
     alternatives = _intermediates(intermediates, text)
     lhs_tree = parse_tree(lhs_text, "claim expression")
     names = {n for n, _ in inputs}
-    used = {n.id for n in _walk(lhs_tree[1])}
+    used = {n.id for n in _walk(lhs_tree[1])} | {n.id for n in _walk(parse_tree(printed, "printed")[1])} if printed else set()
     unused = names - used
     if unused:
         raise ParseError("claim", text, f"the input(s) {', '.join(sorted(unused))} do not appear in the expression")
@@ -814,7 +824,7 @@ def parse_claim(text: str, *, figures: int | None = None, decimals: int | None =
         raise ParseError("printed", printed, "the printed result after '=', e.g. 0.1411")
     p_source, p_body = parse_tree(printed, "printed")
     lhs_vector = is_vector_node(lhs_tree[1])
-    printed_vector = isinstance(p_body, (__import__("ast").Tuple, __import__("ast").List))
+    printed_vector = isinstance(p_body, (ast.Tuple, ast.List))
     common = dict(lhs=lhs_text, inputs=inputs, intermediates=alternatives, source=source)
     if lhs_vector or printed_vector:
         if not lhs_vector:
@@ -828,14 +838,14 @@ def parse_claim(text: str, *, figures: int | None = None, decimals: int | None =
             raise ParseError("claim", text, f"the expression has {n} entries but {len(entries)} are printed")
         components = tuple(
             Claim(text=f"{lhs_text}[{i}] = {p}", printed=p, index=i,
-                  **_printed_fields(p, approx, figures, decimals, exact), **common)
+                  **_printed_fields(p, approx, figures, decimals, exact, inputs), **common)
             for i, p in enumerate(entries))
         return VectorClaim(text=text.strip(), printed=printed, lhs=lhs_text, components=components, inputs=inputs, source=source)
     _probe(lhs_tree, inputs, lhs_text)
-    return Claim(text=text.strip(), printed=printed, **_printed_fields(printed, approx, figures, decimals, exact), **common)
+    return Claim(text=text.strip(), printed=printed, **_printed_fields(printed, approx, figures, decimals, exact, inputs), **common)
 
 
-def _printed_fields(printed: str, approx, figures, decimals, exact) -> dict:
+def _printed_fields(printed: str, approx, figures, decimals, exact, inputs=()) -> dict:
     """``reading`` and ``printed_value`` of one printed number (None for an irrational printed expression)."""
     from .whitelist import is_infinity
 
@@ -845,7 +855,7 @@ def _printed_fields(printed: str, approx, figures, decimals, exact) -> dict:
         return dict(reading=Reading(True), printed_value=Infinity(s))
     value, reading = read_printed(printed, approx=approx, figures=figures, decimals=decimals, exact=exact)
     if value is None:
-        value = _constant(printed)
+        value = _constant(printed, inputs)
         if isinstance(value, tuple):
             raise ParseError("printed", printed, "a number")
         if not isinstance(value, Fraction):
@@ -854,8 +864,6 @@ def _printed_fields(printed: str, approx, figures, decimals, exact) -> dict:
 
 
 def _walk(body):
-    import ast
-
     return [n for n in ast.walk(body) if isinstance(n, ast.Name)]
 
 
@@ -871,8 +879,6 @@ def _probe(tree, inputs, text):
 
 
 def _entries(source: str, body) -> list[str]:
-    import ast
-
     return [ast.get_source_segment(source, e) or "" for e in body.elts]
 
 

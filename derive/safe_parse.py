@@ -17,10 +17,18 @@ What is allowed (the whole whitelist):
 * the constants in :data:`CONSTANTS` (``pi``, ``E``);
 * calls of the functions in :data:`FUNCTIONS` with positional arguments;
 * the vector operations in :data:`VECTOR_FUNCTIONS` (``softmax``,
-  ``layernorm``, ``mean``, ``var``, ``dot``, ``norm``) on vectors written
-  ``(a, b, c)`` or ``[a, b, c]``; :func:`parse_value` also accepts a whole
-  vector (a vector literal or ``softmax(...)``) and returns a tuple;
+  ``layernorm``, ``mean``, ``var``, ``dot``, ``norm``, ``sum``, ``prod``,
+  ``max``, ``min``) on vectors written ``(a, b, c)`` or ``[a, b, c]`` (or on
+  their entries given directly, ``max(1, 7, 3)``), with ``-inf`` allowed as an
+  entry of ``softmax``, ``max`` and ``min`` (a masked score); :func:`parse_value`
+  also accepts a whole vector (a vector literal or ``softmax(...)``) and
+  returns a tuple;
 * names the caller declares as variables (``variables=("u", "h")``).
+
+The text is read by :func:`derive.whitelist.parse_tree` (typographic
+characters, decimal commas, refused characters such as ``#``), and the
+whitelist and limits are those of :mod:`derive.whitelist`, which the
+SymPy-free evaluator of claims (:mod:`derive.certified`) shares.
 
 Limits, so that no input can hang or exhaust memory: at most
 :data:`MAX_LENGTH` characters, a syntax tree at most :data:`MAX_DEPTH` deep,
@@ -53,7 +61,6 @@ from __future__ import annotations
 import ast
 import math
 import numbers
-import re
 from decimal import Decimal, InvalidOperation
 from typing import Callable, Iterable, Mapping
 
@@ -62,13 +69,9 @@ import sympy
 
 from seqgrad.errors import NonFiniteError, ParseError, SeqgradTypeError
 
-MAX_LENGTH = 1000
-MAX_DEPTH = 60
-MAX_LITERAL_DIGITS = 60
-MAX_LITERAL_EXPONENT = 300
-MAX_EXPONENT = 1000
-MAX_RESULT_DIGITS = 10_000
-MAX_MAGNITUDE = 1000  # every numeric subexpression lies within 10**±MAX_MAGNITUDE (or is 0)
+from .whitelist import (ACCEPTS_INFINITY, MAX_DEPTH, MAX_EXPONENT, MAX_LENGTH, MAX_LITERAL_DIGITS,  # noqa: F401 - re-exported
+                        MAX_LITERAL_EXPONENT, MAX_MAGNITUDE, MAX_RESULT_DIGITS, MAX_VECTOR, OPERATOR_NAMES as _OPERATOR_NAMES,
+                        REFUSED as _REFUSED, VECTOR_ARITY, allowed_names, check_variable_names, is_infinity, parse_tree)
 
 
 def _sigmoid(x):
@@ -95,15 +98,11 @@ FUNCTIONS: dict[str, tuple[Callable, int, int]] = {
     "sqrt": (sympy.sqrt, 1, 1),
     "sigmoid": (_sigmoid, 1, 1),
     "abs": (sympy.Abs, 1, 1),
-    "max": (sympy.Max, 1, 32),
-    "min": (sympy.Min, 1, 32),
     "floor": (sympy.floor, 1, 1),
 }
 
 #: name -> SymPy constant
 CONSTANTS: dict[str, sympy.Expr] = {"pi": sympy.pi, "E": sympy.E}
-
-MAX_VECTOR = 64  # entries of one vector
 
 
 def _mean(v):
@@ -116,7 +115,10 @@ def _var(v):
 
 
 def _softmax(v):
-    m = sympy.Max(*v)
+    finite = [x for x in v if x not in (sympy.oo, -sympy.oo)]
+    if sympy.oo in v or not finite:
+        raise ParseError("softmax", str(v), "entries that are finite or -inf (a masked score), not all -inf")
+    m = sympy.Max(*finite)
     e = [sympy.exp(x - m) for x in v]
     total = sympy.Add(*e)
     return tuple(x / total for x in e)
@@ -127,17 +129,25 @@ def _layernorm(v, eps=0):
     return tuple((x - m) / sympy.sqrt(s2 + eps) for x in v)
 
 
-#: vector operations: name -> (SymPy function, number of vector arguments, number of optional scalar
-#: arguments after them, True if the result is a vector).  A vector is written (a, b, c) or [a, b, c];
-#: a function of one vector also takes its entries directly: softmax(1.2, 0.5, 2.0).
-VECTOR_FUNCTIONS: dict[str, tuple[Callable, int, int, bool]] = {
-    "softmax": (_softmax, 1, 0, True),      # exp(v_i) / sum_j exp(v_j)
-    "layernorm": (_layernorm, 1, 1, True),  # (v_i - mean) / sqrt(var + eps), population variance, eps = 0 unless given
-    "mean": (_mean, 1, 0, False),
-    "var": (_var, 1, 0, False),             # population variance (divides by n)
-    "dot": (lambda u, v: sympy.Add(*[a * b for a, b in zip(u, v)]), 2, 0, False),
-    "norm": (lambda v: sympy.sqrt(sympy.Add(*[x ** 2 for x in v])), 1, 0, False),  # Euclidean
+_VECTOR_SYMPY: dict[str, Callable] = {
+    "softmax": _softmax,       # exp(v_i) / sum_j exp(v_j)
+    "layernorm": _layernorm,   # (v_i - mean) / sqrt(var + eps), population variance, eps = 0 unless given
+    "mean": _mean,
+    "var": _var,               # population variance (divides by n)
+    "dot": lambda u, v: sympy.Add(*[a * b for a, b in zip(u, v)]),
+    "norm": lambda v: sympy.sqrt(sympy.Add(*[x ** 2 for x in v])),  # Euclidean
+    "sum": lambda v: sympy.Add(*v),
+    "prod": lambda v: sympy.Mul(*v),
+    "max": lambda v: sympy.Max(*v),
+    "min": lambda v: sympy.Min(*v),
 }
+
+#: vector operations: name -> (SymPy function, number of vector arguments, number of optional scalar
+#: arguments after them, True if the result is a vector), as :data:`derive.whitelist.VECTOR_ARITY`.
+#: A vector is written (a, b, c) or [a, b, c]; an operation of one vector also takes its entries
+#: directly: softmax(1.2, 0.5, 2.0), max(1, 7, 3).
+VECTOR_FUNCTIONS: dict[str, tuple[Callable, int, int, bool]] = {
+    name: (_VECTOR_SYMPY[name], *arity) for name, arity in VECTOR_ARITY.items()}
 
 _BINARY = {
     ast.Add: lambda a, b: a + b,
@@ -145,70 +155,6 @@ _BINARY = {
     ast.Mult: lambda a, b: a * b,
     ast.Div: lambda a, b: a / b,
 }
-
-# What a refused node is called in the error message.
-_REFUSED = {
-    ast.Attribute: "attribute access",
-    ast.Subscript: "subscripts",
-    ast.Lambda: "lambda",
-    ast.ListComp: "comprehensions",
-    ast.SetComp: "comprehensions",
-    ast.DictComp: "comprehensions",
-    ast.GeneratorExp: "comprehensions",
-    ast.JoinedStr: "f-strings",
-    ast.FormattedValue: "f-strings",
-    ast.Compare: "comparisons",
-    ast.BoolOp: "boolean operators",
-    ast.IfExp: "conditional expressions",
-    ast.NamedExpr: "assignment expressions (:=)",
-    ast.Starred: "starred arguments",
-    ast.List: "vectors outside softmax, layernorm, mean, var, dot and norm",
-    ast.Tuple: "vectors outside softmax, layernorm, mean, var, dot and norm",
-    ast.Set: "sets",
-    ast.Dict: "dicts",
-    ast.Await: "await",
-    ast.Yield: "yield",
-    ast.YieldFrom: "yield",
-    ast.Slice: "slices",
-}
-
-_OPERATOR_NAMES = {
-    ast.FloorDiv: "floor division (//)",
-    ast.Mod: "the % operator",
-    ast.MatMult: "matrix multiplication (@)",
-    ast.BitXor: "the ^ operator (write powers as **)",
-    ast.BitAnd: "the & operator",
-    ast.BitOr: "the | operator",
-    ast.LShift: "the << operator",
-    ast.RShift: "the >> operator",
-    ast.Invert: "the ~ operator",
-    ast.Not: "not",
-}
-
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-# Typographic characters that textbooks print, mapped to the ASCII operator they mean.
-_TYPOGRAPHY = str.maketrans({"\u2212": "-", "\u00b7": "*", "\u00d7": "*", "\u22c5": "*"})
-
-
-def allowed_names() -> str:
-    """The whitelist as one line of text, for error messages and docs."""
-    return ("functions " + ", ".join(sorted(FUNCTIONS)) + "; vector operations " + ", ".join(sorted(VECTOR_FUNCTIONS))
-            + "; constants " + ", ".join(sorted(CONSTANTS)))
-
-
-def check_variable_names(variables: Iterable[str], argument: str = "variables") -> tuple[str, ...]:
-    """Return ``variables`` as a tuple after checking each is a plain, free identifier."""
-    names = tuple(variables)
-    for name in names:
-        if not isinstance(name, str) or not _IDENTIFIER.match(name):
-            raise ParseError(argument, str(name), "a variable name is a plain identifier such as u or h_prev")
-        if name.startswith("__"):
-            raise ParseError(argument, name, "dunder names are not allowed")
-        if name in FUNCTIONS or name in CONSTANTS or name in VECTOR_FUNCTIONS:
-            raise ParseError(argument, name, f"{name!r} is a built-in name of the whitelist and cannot be a variable")
-    return names
-
 
 def parse_expression(text: str, *, variables: Iterable[str] = (), values: Mapping[str, sympy.Expr] | None = None,
                      argument: str = "expression") -> sympy.Expr:
@@ -239,11 +185,10 @@ def vector_entries(text: str, argument: str = "expression") -> list[str] | None:
     Only :func:`ast.parse` runs (it builds a tree and evaluates nothing); the
     entries still have to be parsed by :func:`parse_expression`.
     """
-    _, body = _prepare(text, (), None, argument)
+    walker, body = _prepare(text, (), None, argument)
     if not isinstance(body, (ast.Tuple, ast.List)):
         return None
-    source = text.translate(_TYPOGRAPHY).strip()
-    return [ast.get_source_segment(source, e) or "" for e in body.elts]
+    return [ast.get_source_segment(walker.source, e) or "" for e in body.elts]
 
 
 def _prepare(text, variables, values, argument):
@@ -255,18 +200,8 @@ def _prepare(text, variables, values, argument):
         if not (isinstance(value, sympy.Expr) and value.is_number):
             raise SeqgradTypeError(f"values[{name!r}]", value, "a SymPy number")
         symbols[name] = value
-    source = text.translate(_TYPOGRAPHY)
-    if len(source) > MAX_LENGTH:
-        raise ParseError(argument, text, f"at most {MAX_LENGTH} characters (got {len(source)})")
-    if not source.strip():
-        raise ParseError(argument, text, "an expression, not empty text")
-    try:
-        tree = ast.parse(source.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ParseError(argument, text, f"it is not a well-formed expression ({exc.msg})") from None
-    except (ValueError, RecursionError, MemoryError) as exc:
-        raise ParseError(argument, text, f"it is not a well-formed expression ({type(exc).__name__})") from None
-    return _Walker(text, source.strip(), symbols, argument), tree.body
+    source, body = parse_tree(text, argument)
+    return _Walker(text, source, symbols, argument), body
 
 
 def as_sympy(value, argument: str = "value", *, variables: Iterable[str] = ()) -> sympy.Basic:
@@ -430,6 +365,8 @@ class _Walker:
             return self.symbols[name]
         if name in CONSTANTS:
             return CONSTANTS[name]
+        if name == "inf":
+            self.refuse("inf is allowed only as an entry of a vector given to " + ", ".join(ACCEPTS_INFINITY))
         if name in FUNCTIONS:
             self.refuse(f"the function {name!r} must be called, e.g. {name}(x)")
         self.refuse(f"the name {name!r} is not on the whitelist")
@@ -476,7 +413,7 @@ class _Walker:
         if isinstance(node, (ast.Tuple, ast.List)):
             if not 1 <= len(node.elts) <= MAX_VECTOR:
                 self.limit(f"a vector has 1 to {MAX_VECTOR} entries (got {len(node.elts)})")
-            return tuple(self.visit(e, depth + 1) for e in node.elts)
+            return tuple(self.entry(e, depth + 1) for e in node.elts)
         if self.is_vector(node):
             fname = node.func.id
             if node.keywords:
@@ -484,11 +421,16 @@ class _Walker:
             fn = VECTOR_FUNCTIONS[fname][0]
             result = tuple(fn(*self.vector_arguments(node, depth)))
             for entry in result:
-                if entry.is_number:
+                if entry.is_number and entry not in (sympy.oo, -sympy.oo):
                     self.bounded(entry, node)
             return result
         where = ast.get_source_segment(self.source, node) or "an argument"
         self.refuse(f"{where!r} is not a vector; write a vector as (a, b, c)")
+
+    def entry(self, node: ast.AST, depth: int) -> sympy.Expr:
+        """A vector entry: a number, or ±inf (a masked score)."""
+        s = is_infinity(node)
+        return s * sympy.oo if s else self.visit(node, depth)
 
     def vector_arguments(self, node: ast.Call, depth: int) -> list:
         """The arguments of a vector operation: its vectors, then its optional scalars."""
@@ -499,18 +441,21 @@ class _Walker:
             # softmax(1.2, 0.5, 2.0): the entries given directly
             if not 1 <= len(args) <= MAX_VECTOR:
                 self.limit(f"a vector has 1 to {MAX_VECTOR} entries (got {len(args)})")
-            vectors, scalars = [tuple(self.visit(a, depth + 1) for a in args)], []
+            vectors, scalars = [tuple(self.entry(a, depth + 1) for a in args)], []
         else:
             if not n_vectors <= len(args) <= n_vectors + n_optional:
                 shape = ", ".join(["(a, b, ...)"] * n_vectors + ["eps"] * n_optional)
                 self.limit(f"{fname}() takes {shape}, got {len(args)} argument(s)")
             vectors = [self.vector(a, depth + 1) for a in args[:n_vectors]]
             scalars = [self.visit(a, depth + 1) for a in args[n_vectors:]]
+        if fname not in ACCEPTS_INFINITY and any(x in (sympy.oo, -sympy.oo) for v in vectors for x in v):
+            self.refuse(f"{fname}() of a vector with an infinite entry is not allowed: inf is allowed only in "
+                        + ", ".join(ACCEPTS_INFINITY))
         if n_vectors == 2 and len(vectors[0]) != len(vectors[1]):
             self.limit(f"{fname}() needs two vectors of the same length (got {len(vectors[0])} and {len(vectors[1])})")
         if fname == "softmax":
             for x in vectors[0]:  # exp(x - max) is evaluated: bound x as exp() bounds its argument
-                if x.is_number and abs(complex(sympy.N(sympy.re(x), 15))) > MAX_MAGNITUDE * math.log(10):
+                if x.is_number and x.is_finite and abs(complex(sympy.N(sympy.re(x), 15))) > MAX_MAGNITUDE * math.log(10):
                     self.limit(f"softmax() of entries beyond ±{MAX_MAGNITUDE * math.log(10):.0f} lies outside the magnitude limit")
         if fname == "layernorm":
             v = vectors[0]

@@ -144,7 +144,7 @@ def normalize(text: str, argument: str = "expression") -> str:
     if len(source) > MAX_LENGTH:
         raise ParseError(argument, text, f"at most {MAX_LENGTH} characters (got {len(source)})")
     for ch in source:
-        if ch in _SILENT or ord(ch) > 127 or (ord(ch) < 32 and ch not in "\t"):
+        if ch in _SILENT or ord(ch) > 127:
             shown = _SILENT.get(ch) or f"{ch!r} (U+{ord(ch):04X})"
             raise ParseError(argument, text, f"the character {shown} is not allowed")
     if ";" in source:

@@ -86,7 +86,7 @@ REFUSED = [
     ("lambda: 1", "lambda"),
     ("(lambda x: x)(1)", "calls of whitelisted functions by name"),
     ("[i for i in (1, 2)]", "comprehensions"),
-    ("sum(i for i in (1, 2))", "calls of 'sum'"),
+    ("sum(i for i in (1, 2))", "comprehensions are not allowed"),
     ("f'{1}'", "f-strings"),
     ("'abc'", "string literals"),
     ("b'abc'", "bytes literals"),
@@ -267,7 +267,7 @@ def test_user_text_never_reaches_eval_or_exec(monkeypatch):
 def test_source_never_hands_text_to_eval_or_sympify():
     """No call of eval, exec, compile, sympify, parse_expr or S(...) in the modules that read user text."""
     banned = {"eval", "exec", "compile", "sympify", "parse_expr", "S", "__import__"}
-    for rel in ("derive/safe_parse.py", "derive/claims.py", "crosscheck/commands/claim.py"):
+    for rel in ("derive/safe_parse.py", "derive/whitelist.py", "derive/certified.py", "derive/claims.py", "crosscheck/commands/claim.py"):
         tree = ast.parse((ROOT / rel).read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):

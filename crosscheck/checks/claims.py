@@ -1,21 +1,26 @@
 """Checks of group ``claims``: is the textbook itself right?
 
 One check per entry of :mod:`crosscheck.claims_catalogue` (the texts' printed
-arithmetic, closed forms and stated results) and one per printed table of the
-Transformer walk-through, whose numbers are held against the numeric encoder
-(always float64 on CPU: these checks judge the text, not the device).
+arithmetic, closed forms, stated results and exercises) and one per printed
+table of the Transformer walk-through, whose numbers are held against the
+numeric encoder (always float64 on CPU: these checks judge the text, not the
+device).
 
-Each outcome carries the textbook's verdict (``verified`` or ``contradicted``).
-A check passes when every claim of its entry is verified -- or, for an entry
-with a recorded erratum, when the printed claim is still contradicted: the
-check then confirms the erratum, and the report lists it under textbook
-errata.  Any unexpected verdict fails; the detail names the claim, its
-computed value and the discrepancy.
+Each outcome carries the text's verdict (:data:`derive.claims.STATUSES`: the
+worst verdict of the entry's claims), the reason, and the attribution: whether
+the check compares with numbers printed in the text (with the citation) or
+with values derived here.  A check passes when the verdict is the one the
+catalogue recorded for the entry (``verified`` unless an erratum or a note
+says otherwise); any other verdict fails, with the claims that departed.
+The report lists the contradicted entries as textbook errata and the others
+(rounding-consistent, truncated) as notes.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+
+from derive.claims import SEVERITY
 
 from ..claims_catalogue import Entry, entries, table_entries
 from ..registry import check
@@ -25,23 +30,28 @@ GROUP = "claims"
 
 
 def outcome(entry: Entry) -> Outcome:
-    """Verify every claim of ``entry``: the worst discrepancy, passed only if all are verified."""
+    """Decide every claim of ``entry``: passed when the worst verdict is the one recorded for it."""
     verdicts = [claim.verify() for claim in entry.claims]
-    contradicted = [v for v in verdicts if not v.verified]
-    abs_err = max(float(v.discrepancy) for v in verdicts)
-    rel_err = max(v.relative_discrepancy for v in verdicts)
-    detail = f"{len(verdicts) - len(contradicted)}/{len(verdicts)} verified"
-    if contradicted:
-        detail += "; " + "; ".join(v.line() for v in contradicted[:3])
-        if len(contradicted) > 3:
-            detail += f"; and {len(contradicted) - 3} more contradicted"
+    textbook = max((v.status for v in verdicts), key=SEVERITY.__getitem__)
+    departed = [v for v in verdicts if v.status != "verified"]
+    finite = [float(v.discrepancy) for v in verdicts if v.status != "undecided"]
+    abs_err = max(finite, default=float("inf"))
+    rel_err = max((v.relative_discrepancy for v in verdicts if v.status != "undecided"), default=float("inf"))
+    units = [v.units for v in verdicts if v.status != "undecided" and v.units is not None]
+    detail = f"{len(verdicts) - len(departed)}/{len(verdicts)} verified"
+    if departed:
+        detail += "; " + "; ".join(v.line() for v in departed[:3])
+        if len(departed) > 3:
+            detail += f"; and {len(departed) - 3} more not verified"
     if entry.note:
         detail += f" [{entry.note}]"
     if entry.erratum:
         detail += f" [erratum: {entry.erratum}]"
-    textbook = "contradicted" if contradicted else "verified"
-    expected = "contradicted" if entry.erratum else "verified"
-    return Outcome(abs_err, rel_err, textbook == expected, detail, textbook=textbook)
+    if textbook != entry.expected:
+        detail = f"expected {entry.expected}, found {textbook}: " + detail
+    reason = entry.erratum or entry.note or (departed[0].reason if departed else "every claim verified")
+    return Outcome(abs_err, rel_err, textbook == entry.expected, detail, textbook=textbook, reason=reason,
+                   attribution=entry.attribution, units=max(units, default=None))
 
 
 @lru_cache(maxsize=None)

@@ -1,34 +1,52 @@
 """``seqgrad claim "EXPRESSION = PRINTED"``: check one printed numeric claim.
 
-The claim is parsed through the whitelist of :mod:`derive.safe_parse` (never
-``eval``), evaluated exactly by :mod:`derive.claims`, and compared with the
-printed result at the decimals written (or ``--figures N`` significant figures,
-or ``--exact``).  Exit status: 0 verified, 1 contradicted, 2 the claim cannot
-be parsed.
+The claim is read through the whitelist of :mod:`derive.whitelist` (never
+``eval``), decided by :mod:`derive.claims` with certified evaluation, and the
+verdict says why.  What the printed number means: an integer or an expression
+is exact; a decimal is rounded at the digits written; ``≈``, ``--figures N``
+and ``--decimals N`` say it is rounded; ``--exact`` asks for equality.
+
+Exit status: 0 verified (or rounding-consistent), 1 contradicted or truncated,
+2 the claim cannot be read or has no value (division by zero, an undefined
+logarithm, overflow), 3 undecided.
 """
 
 from __future__ import annotations
 
 import json
+import sys
+
+EXIT = {"verified": 0, "rounding-consistent": 0, "truncated": 1, "contradicted": 1, "undecided": 3}
 
 
 def register(sub) -> None:
-    p = sub.add_parser("claim", help="check one printed numeric claim: verified (exit 0) or contradicted (exit 1)",
+    p = sub.add_parser("claim", help="check one printed numeric claim: verified (exit 0), contradicted (1), undecided (3)",
                        description="Check a printed claim such as \"sin(1)*cos(2) + cos(1)*sin(2) = 0.1411\" "
-                                   "or \"u*h + (1-u)*c = 0.410 where u=0.9, h=0.5, c=-0.4\". "
-                                   "Exit 0 verified, 1 contradicted, 2 cannot be parsed.")
+                                   "or \"u*h + (1-u)*c = 0.410 where u=0.9, h=0.5, c=-0.4\". An integer or an expression "
+                                   "after '=' is exact; a decimal is rounded at the digits written; '≈' rounds an integer "
+                                   "at its last digit. Exit 0 verified or rounding-consistent, 1 contradicted or truncated, "
+                                   "2 cannot be read or has no value, 3 undecided.")
     p.add_argument("claim", metavar="CLAIM", help="EXPRESSION = PRINTED [where NAME = VALUE, ...]")
     how = p.add_mutually_exclusive_group()
-    how.add_argument("--figures", type=int, metavar="N", help="compare at N significant figures instead of the decimals written")
-    how.add_argument("--exact", action="store_true", help="the two sides must be equal (to the evaluation precision less 10 digits)")
-    p.add_argument("--digits", type=int, default=50, metavar="N", help="significant digits of the evaluation (default 50, 15 to 1000)")
-    p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
+    how.add_argument("--figures", type=int, metavar="N", help="the printed number is rounded at N significant figures")
+    how.add_argument("--decimals", type=int, metavar="N", help="the printed number is rounded at N decimals")
+    how.add_argument("--exact", action="store_true", help="the two sides must be equal, even for a printed decimal")
+    p.add_argument("--digits", type=int, default=1000, metavar="N",
+                   help="the highest precision, in significant digits, the evaluation may rise to (default 1000, 20 to 10000)")
+    p.add_argument("--json", action="store_true", help="print the verdict and its reason as one JSON object")
     p.set_defaults(handler=run)
 
 
 def run(args) -> int:
     from derive.claims import parse_claim
+    from seqgrad.errors import SeqgradError
 
-    verdict = parse_claim(args.claim, figures=args.figures, exact=args.exact).verify(digits=args.digits)
-    print(json.dumps(verdict.as_dict(), sort_keys=True) if args.json else verdict.line())
-    return 0 if verdict.verified else 1
+    try:
+        verdict = parse_claim(args.claim, figures=args.figures, decimals=args.decimals, exact=args.exact).verify(digits=args.digits)
+    except SeqgradError as exc:
+        if args.json:
+            print(json.dumps({"verdict": "unparsable", "reason": str(exc), "claim": args.claim}, sort_keys=True))
+        print(f"seqgrad: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(verdict.as_dict(), sort_keys=True, allow_nan=False) if args.json else verdict.line())
+    return EXIT[verdict.status]
