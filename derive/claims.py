@@ -153,7 +153,7 @@ def read_printed(printed: str, *, approx: bool = False, figures: int | None = No
         unit = Fraction(10) ** (lead - figures + 1)
         return value, Reading(False, unit, f"rounded at {figures} significant figure{'s' if figures != 1 else ''}")
     if decimals is not None:
-        decimals = integer("decimals", decimals, minimum=-30, maximum=60)
+        decimals = integer("decimals", decimals, minimum=-30, maximum=300)
         return value, Reading(False, Fraction(10) ** -decimals, f"rounded at {decimals} decimal{'s' if decimals != 1 else ''}")
     written = len(frac) - exponent  # the decimals the last written digit stands at
     is_decimal = bool(m.group(3) is not None or exp_text)
@@ -460,9 +460,9 @@ def _decide(claim: Claim, bindings: tuple, digits: int) -> "Verdict":
                 point = _open_point(value, printed, claim.reading) if outcome is None else None
             if outcome is not None:
                 return Verdict(claim, outcome[0], value, outcome[1], bits, printed)
-            # an exact equality, or a value on a rounding tie, may never separate: from the second
-            # precision on, ask SymPy once whether the value is exactly that point
-            if i > 0 and not asked and point is not None and isinstance(lhs, _Evaluation):
+            # an exact equality may never separate: from the second precision on, ask SymPy once whether the
+            # value is exactly the printed one (a value on a rounding tie: at the last precision)
+            if (last or (i > 0 and claim.reading.exact)) and not asked and point is not None and isinstance(lhs, _Evaluation):
                 asked = True
                 if _settle(lhs, lhs.text, point if rhs is None else Fraction(0), index=claim.index, minus=rhs) is True:
                     if claim.reading.exact:
