@@ -21,10 +21,8 @@ import importlib
 import importlib.util
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -35,6 +33,7 @@ from seqgrad.atomic import write_text
 from seqgrad.errors import SeqgradError, SeqgradTypeError, SeqgradValueError
 
 from seqgrad.latex_table import tex_escape
+from seqgrad.timebox import within
 
 PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable")
 
@@ -117,28 +116,9 @@ class Section:
 
 # --------------------------------------------------------------------------- identity status
 
-class _OutOfTime(Exception):
-    pass
-
-
 def prove_within(entry, seconds: float | None):
-    """``entry.prove()``, or None when it takes longer than ``seconds`` (a timer signal interrupts it;
-    without one, in a thread other than the main one, the proof runs to the end)."""
-    if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        return entry.prove()
-
-    def out_of_time(signum, frame):
-        raise _OutOfTime
-
-    previous = signal.signal(signal.SIGALRM, out_of_time)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        return entry.prove()
-    except _OutOfTime:
-        return None
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    """``entry.prove()``, or None when it takes longer than ``seconds`` (see :func:`seqgrad.timebox.within`)."""
+    return within(seconds, entry.prove)
 
 
 def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> str:

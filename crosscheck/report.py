@@ -44,7 +44,6 @@ def as_json(results: list[Result], *, device: str, dtype: str, total_seconds: fl
         d = r.as_dict()
         d["max_abs_error"] = _json_number(d["max_abs_error"])
         d["max_rel_error"] = _json_number(d["max_rel_error"])
-        d["units"] = _json_number(d["units"]) if d.get("units") is not None else None
         checks.append(d)
     return {
         "schema_version": SCHEMA_VERSION,

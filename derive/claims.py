@@ -76,6 +76,7 @@ import mpmath
 from mpmath import iv, mp
 
 from seqgrad.errors import NonFiniteError, ParseError, SeqgradTypeError
+from seqgrad.timebox import within
 from seqgrad.validate import integer
 
 from . import certified
@@ -84,6 +85,7 @@ from .whitelist import MAX_LENGTH, check_variable_names, is_vector_node, normali
 
 DIGITS = 1000        # the highest precision (significant digits) an evaluation may use
 START_DIGITS = 20    # the precision of the first attempt
+SYMPY_SECONDS = 0.5  # the time SymPy may take to prove an equality no precision settles (then: undecided)
 STATUSES = ("verified", "rounding-consistent", "truncated", "contradicted", "undecided")
 #: how bad each verdict is, for the verdict of a vector or of a group of claims (the worst one)
 SEVERITY = {"verified": 0, "rounding-consistent": 1, "truncated": 2, "undecided": 3, "contradicted": 4}
@@ -346,7 +348,7 @@ class _Evaluation:
         schedule, settled = _schedule(digits), {}
         for i, bits in enumerate(schedule):
             try:
-                return self.settled_at(bits, settled, i > 0, bits == schedule[-1])
+                return self.settled_at(bits, settled, bits == schedule[-1], bits == schedule[-1])
             except Unsettled:
                 continue
         raise AssertionError("unreachable")  # pragma: no cover
@@ -370,6 +372,7 @@ def _settle(evaluation: "_Evaluation", expression: str, point, *, index: int | N
     """SymPy's answer to: is ``expression`` (entry ``index`` of a vector), less the printed expression
     ``minus`` if given, exactly ``point``?  True when proved; None when SymPy cannot tell."""
     import sympy
+    import sympy.physics.units  # noqa: F401 - simplify() imports it on first use: not inside the time box
 
     try:
         expr = evaluation.to_sympy(expression)
@@ -382,8 +385,8 @@ def _settle(evaluation: "_Evaluation", expression: str, point, *, index: int | N
         difference = expr - sympy.Rational(point.numerator, point.denominator)
         if difference == 0:
             return True
-        return True if sympy.simplify(difference) == 0 else None
-    except (ParseError, ValueError, TypeError, RecursionError, ZeroDivisionError, AttributeError):
+        return True if within(SYMPY_SECONDS, lambda: sympy.simplify(difference) == 0) is True else None
+    except Exception:  # noqa: BLE001 - SymPy failing to prove (a refused text, MemoryError deep in nsimplify) proves nothing
         return None
 
 
@@ -451,8 +454,8 @@ def _decide(claim: Claim, bindings: tuple, digits: int) -> "Verdict":
         for i, bits in enumerate(schedule):
             last = bits == schedule[-1]
             try:
-                value = lhs.settled_at(bits, settled, i > 0, last)
-                printed = rhs.settled_at(bits, settled, i > 0, last) if rhs is not None else claim.printed_value
+                value = lhs.settled_at(bits, settled, last, last)
+                printed = rhs.settled_at(bits, settled, last, last) if rhs is not None else claim.printed_value
             except Unsettled:
                 continue
             with certified.working_bits(bits):
@@ -460,9 +463,9 @@ def _decide(claim: Claim, bindings: tuple, digits: int) -> "Verdict":
                 point = _open_point(value, printed, claim.reading) if outcome is None else None
             if outcome is not None:
                 return Verdict(claim, outcome[0], value, outcome[1], bits, printed)
-            # an exact equality may never separate: from the second precision on, ask SymPy once whether the
-            # value is exactly the printed one (a value on a rounding tie: at the last precision)
-            if (last or (i > 0 and claim.reading.exact)) and not asked and point is not None and isinstance(lhs, _Evaluation):
+            # an exact equality, or a value on a rounding tie, never separates: at the last precision
+            # ask SymPy whether the value is exactly that point
+            if last and not asked and point is not None and isinstance(lhs, _Evaluation):
                 asked = True
                 if _settle(lhs, lhs.text, point if rhs is None else Fraction(0), index=claim.index, minus=rhs) is True:
                     if claim.reading.exact:

@@ -393,8 +393,8 @@ class _Walker:
             count = f"{least}" if least == most else f"{least} to {most}"
             self.limit(f"{fname}() takes {count} argument(s), got {len(node.args)}")
         args = [self.visit(arg, depth + 1) for arg in node.args]
-        if fname in ("exp", "sinh", "cosh") and args[0].is_number:
-            # bound the argument before SymPy evaluates e**x: |x| <= MAX_MAGNITUDE * ln 10
+        if fname in ("exp", "sinh", "cosh", "sigmoid") and args[0].is_number:
+            # bound the argument before SymPy evaluates e**x (sigmoid: e**-x): |x| <= MAX_MAGNITUDE * ln 10
             if abs(complex(sympy.N(sympy.re(args[0]), 15))) > MAX_MAGNITUDE * math.log(10):
                 self.limit(f"{fname}() of {ast.get_source_segment(self.source, node.args[0])!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
         return fn(*args)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from typing import Iterable
 
 from seqgrad.errors import ParseError, SeqgradTypeError
@@ -160,7 +161,9 @@ def parse_tree(text: str, argument: str = "expression") -> tuple[str, ast.AST]:
     if not source:
         raise ParseError(argument, text, "an expression, not empty text")
     try:
-        tree = ast.parse(source, mode="eval")
+        with warnings.catch_warnings():  # Python warns about e.g. '1if'; the text is refused or read, not warned about
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:
         raise ParseError(argument, text, f"it is not a well-formed expression ({exc.msg})") from None
     except (ValueError, RecursionError, MemoryError) as exc:

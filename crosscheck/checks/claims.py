@@ -18,6 +18,7 @@ The report lists the contradicted entries as textbook errata and the others
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 from derive.claims import SEVERITY
@@ -37,7 +38,7 @@ def outcome(entry: Entry) -> Outcome:
     finite = [float(v.discrepancy) for v in verdicts if v.status != "undecided"]
     abs_err = max(finite, default=float("inf"))
     rel_err = max((v.relative_discrepancy for v in verdicts if v.status != "undecided"), default=float("inf"))
-    units = [v.units for v in verdicts if v.status != "undecided" and v.units is not None]
+    units = [v.units for v in verdicts if v.status != "undecided" and v.units is not None and math.isfinite(v.units)]
     detail = f"{len(verdicts) - len(departed)}/{len(verdicts)} verified"
     if departed:
         detail += "; " + "; ".join(v.line() for v in departed[:3])

@@ -1,0 +1,218 @@
+"""Fuzz of the claim reader and the verdicts, against an mpmath oracle at 50 digits.
+
+Generated claims: arithmetic trees with an oracle value (computed beside the
+text with mpmath at 50 significant digits), printed as integers, decimals with
+trailing zeros, with the typographic minus, a decimal comma, ``≈``, or as
+vectors with ``-inf`` entries; and arbitrary text over an alphabet of unicode,
+separators, brackets, huge literals and comment characters.  For every input:
+no exception other than the documented :class:`seqgrad.errors.SeqgradError`
+subclasses, no input slower than 1 s, and no claim verified whose exact value
+lies outside what the printed number stands for (nor one contradicted whose
+value lies inside).
+
+The default run draws 200 examples per strategy (about 20 s); the slow step of
+``.ci/run`` (``pytest -m slow``) draws 10,000 claims and 2,000 texts.
+"""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+
+import mpmath
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from derive.claims import parse_claim
+from seqgrad.errors import SeqgradError
+
+# SymPy (the prover of last resort) loaded and warmed up front: its first import is not an input's time
+assert parse_claim("sin(1)**2 + cos(1)**2 = 1").verify().verified
+
+ORACLE_DIGITS = 50
+SLACK = mpmath.mpf(10) ** -40  # values this close to a decision point may be undecided
+LIMIT_SECONDS = 1.0
+
+
+def _oracle(fn, *args):
+    with mpmath.workdps(ORACLE_DIGITS):
+        return fn(*args)
+
+
+@st.composite
+def leaves(draw):
+    kind = draw(st.sampled_from(["int", "decimal", "pi", "E", "big"]))
+    if kind == "int":
+        n = draw(st.integers(-50, 50))
+        return (f"({n})" if n < 0 else str(n)), mpmath.mpf(n)
+    if kind == "decimal":
+        places = draw(st.integers(1, 6))
+        n = draw(st.integers(-10 ** 7, 10 ** 7))
+        value = Fraction(n, 10 ** places)
+        text = f"{abs(n) // 10 ** places}.{str(abs(n) % 10 ** places).rjust(places, '0')}"
+        text = f"(-{text})" if n < 0 else text
+        return text, _oracle(lambda: mpmath.mpf(value.numerator) / value.denominator)
+    if kind == "big":
+        e = draw(st.integers(-30, 30))
+        return f"10**({e})", _oracle(lambda: mpmath.mpf(10) ** e)
+    return kind, _oracle(lambda: mpmath.pi if kind == "pi" else mpmath.e)
+
+
+def _usable(x) -> bool:
+    return x is not None and abs(x) < mpmath.mpf(10) ** 40
+
+
+@st.composite
+def expressions(draw, depth=0):
+    """(text, oracle value) of an expression whose every step is defined (well away from 0 where it matters)."""
+    if depth >= 3 or draw(st.integers(0, 2)) == 0:
+        return draw(leaves())
+    a_text, a = draw(expressions(depth + 1))
+    op = draw(st.sampled_from(["+", "-", "*", "/", "**", "neg", "sin", "cos", "exp", "log", "sqrt", "tanh", "sigmoid",
+                               "atan", "abs", "floor"]))
+    if op in ("+", "-", "*", "/", "**"):
+        b_text, b = draw(expressions(depth + 1))
+        if op == "/" and abs(b) < mpmath.mpf(10) ** -30:
+            op = "*"
+        if op == "**":
+            n = draw(st.integers(-3, 4))
+            if abs(a) < mpmath.mpf(10) ** -10 and n < 0:
+                n = 2
+            return f"({a_text})**{n}" if n >= 0 else f"({a_text})**({n})", _oracle(lambda: a ** n)
+        value = _oracle(lambda: {"+": a + b, "-": a - b, "*": a * b, "/": a / b if op == "/" else None}[op])
+        return f"({a_text}) {op} ({b_text})", value
+    if op == "neg":
+        return f"-({a_text})", -a
+    if op == "exp" and abs(a) > 50:
+        op = "tanh"
+    if op == "log" and a < mpmath.mpf(10) ** -20:
+        op = "atan"
+    if op == "sqrt" and a < 0:
+        op = "abs"
+    if op == "floor" and abs(a - mpmath.nint(a)) < mpmath.mpf(10) ** -30:
+        op = "sin"
+    fn = {"sin": mpmath.sin, "cos": mpmath.cos, "exp": mpmath.exp, "log": mpmath.log, "sqrt": mpmath.sqrt,
+          "tanh": mpmath.tanh, "sigmoid": lambda x: 1 / (1 + mpmath.exp(-x)), "atan": mpmath.atan, "abs": abs,
+          "floor": mpmath.floor}[op]
+    return f"{op}({a_text})", _oracle(fn, a)
+
+
+def _decimal_text(value: Fraction, places: int) -> str:
+    scaled = value * 10 ** places
+    n = scaled.numerator
+    digits = str(abs(n)).rjust(places + 1, "0")
+    body = f"{digits[:-places]}.{digits[-places:]}" if places else digits
+    return ("-" if n < 0 else "") + body
+
+
+@st.composite
+def printed_claims(draw):
+    """A claim with a printed value near its value, and what that printed value stands for."""
+    text, value = draw(expressions())
+    if not _usable(value):
+        value = None
+    places = draw(st.integers(0, 8))
+    approx = draw(st.booleans())
+    unit = Fraction(1, 10 ** places)
+    if value is None:
+        printed = Fraction(draw(st.integers(-9, 9)))
+    else:
+        nearest = Fraction(int(mpmath.nint(value * 10 ** places)), 10 ** places)
+        printed = nearest + draw(st.sampled_from([0, 0, 0, 1, -1, 2])) * unit
+    decimal_point = places > 0 or draw(st.booleans())
+    shown = _decimal_text(printed, places) + ("" if places or not decimal_point else ".0")
+    if shown.endswith(".0") and not places:
+        unit = Fraction(1, 10)
+    if draw(st.booleans()):
+        shown = shown.replace("-", "\u2212")
+    if draw(st.booleans()) and "." in shown:
+        shown = shown.replace(".", ",")
+    sign = "\u2248" if approx else "="
+    exact = not approx and not decimal_point
+    return f"{text} {sign} {shown}", value, printed, (None if exact else unit / 2)
+
+
+def _judge(claim: str, value, printed: Fraction, half: Fraction | None):
+    start = time.perf_counter()
+    try:
+        verdict = parse_claim(claim).verify()
+    except SeqgradError:
+        verdict = None
+    seconds = time.perf_counter() - start
+    assert seconds < LIMIT_SECONDS, f"{claim!r} took {seconds:.2f} s"
+    if verdict is None or value is None:
+        return
+    with mpmath.workdps(ORACLE_DIGITS):
+        off = abs(value - mpmath.mpf(printed.numerator) / printed.denominator)
+        edge = mpmath.mpf(half.numerator) / half.denominator if half is not None else mpmath.mpf(0)
+    if verdict.status == "undecided":
+        assert abs(off - edge) < SLACK, f"{claim!r} undecided, but the oracle is {off - edge} from the decision point"
+    elif verdict.verified:
+        assert off <= edge + SLACK, f"{claim!r} verified, but the value {value} is {off} from the printed value (allowed {edge})"
+    elif verdict.status in ("contradicted", "truncated"):
+        assert off >= edge - SLACK, f"{claim!r} {verdict.status}, but the value {value} is within {edge} of the print"
+
+
+TEXT = st.lists(st.sampled_from(list("0123456789+-*/().,;=≈ #\\e[]_") + [
+    "sin", "log", "exp", "sqrt", "softmax", "sum", "max", "inf", "∞", "−", "·", "×", "where", " x = ", "pi", "E", "**",
+    "9" * 70, "1e400", "0,5", "é", "ｓｉｎ", "\u200b", "\x00", "\n", "10**999", "floor(", "0**", "1/0"]), max_size=24).map("".join)
+
+
+@st.composite
+def vector_claims(draw):
+    n = draw(st.integers(1, 5))
+    entries = [draw(st.sampled_from(["-inf", "0", "1", "2.5", "−1", "0,5", "log(2)", "-3"])) for _ in range(n)]
+    op = draw(st.sampled_from(["softmax", "max", "min", "sum", "mean", "prod", "layernorm"]))
+    printed = draw(st.sampled_from(["0", "1", "0.5", "(0, 1)", "(0.5, 0.5)", "(0.3333, 0.3333, 0.3333)", "-inf", "(0, 0, 1)"]))
+    return f"{op}({', '.join(entries)}) = {printed}"
+
+
+def _no_traceback(text: str) -> None:
+    start = time.perf_counter()
+    try:
+        verdict = parse_claim(text).verify()
+        verdict.line()
+        verdict.as_dict()
+    except SeqgradError:
+        pass
+    seconds = time.perf_counter() - start
+    assert seconds < LIMIT_SECONDS, f"{text!r} took {seconds:.2f} s"
+
+
+FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SLOW = settings(max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@FAST
+@given(printed_claims())
+def test_verdicts_agree_with_a_50_digit_oracle(case):
+    _judge(*case)
+
+
+@FAST
+@given(TEXT)
+def test_arbitrary_text_is_a_verdict_or_a_documented_error(text):
+    _no_traceback(text)
+    _no_traceback(text + " = 1")
+
+
+@FAST
+@given(vector_claims())
+def test_vector_claims_are_a_verdict_or_a_documented_error(text):
+    _no_traceback(text)
+
+
+@pytest.mark.slow
+@SLOW
+@given(printed_claims())
+def test_verdicts_agree_with_a_50_digit_oracle_10000(case):
+    _judge(*case)
+
+
+@pytest.mark.slow
+@settings(max_examples=2_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(TEXT, vector_claims())
+def test_arbitrary_text_and_vectors_2000(text, vector):
+    _no_traceback(text + " = 1")
+    _no_traceback(vector)
