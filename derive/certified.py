@@ -566,8 +566,16 @@ class _Evaluator:
         self.refuse(f"{self.segment(node)!r} is not a vector; write a vector as (a, b, c)")
 
     def entry(self, node, depth):
+        """A vector entry: a number, or ±inf (written so, or a max/min that is infinite: a masked score)."""
         s = is_infinity(node)
-        return Infinity(s) if s else self.visit(node, depth)
+        if s:
+            return Infinity(s)
+        if depth > MAX_DEPTH:
+            self.limit(f"the expression is nested more than {MAX_DEPTH} levels deep")
+        value = self.build(node, depth)
+        if not isinstance(value, Infinity):
+            self.bounded(value, node)
+        return value
 
     def vector_operation(self, node, depth):
         fname = node.func.id

@@ -462,6 +462,8 @@ def _decide(claim: Claim, bindings: tuple, digits: int) -> "Verdict":
                 outcome = _compare(value, printed, claim.reading)
                 point = _open_point(value, printed, claim.reading) if outcome is None else None
             if outcome is not None:
+                if not isinstance(value, (Fraction, Infinity)) and bits < _DISPLAY_BITS:
+                    value = _refined(lhs, value, settled)  # enough digits to show, the verdict is already certain
                 return Verdict(claim, outcome[0], value, outcome[1], bits, printed)
             # an exact equality, or a value on a rounding tie, never separates: at the last precision
             # ask SymPy whether the value is exactly that point
@@ -479,6 +481,16 @@ def _decide(claim: Claim, bindings: tuple, digits: int) -> "Verdict":
                          + ", and SymPy could not prove them equal")
     except _Undecided as exc:
         return Verdict(claim, "undecided", None, str(exc), schedule[-1])
+
+
+_DISPLAY_BITS = int(40 * math.log2(10)) + 16  # a decided value is shown to 40 digits (as_dict gives 30)
+
+
+def _refined(lhs, value, settled):
+    try:
+        return lhs.settled_at(_DISPLAY_BITS, settled, False, False)
+    except (Unsettled, _Undecided):
+        return value
 
 
 @dataclass(frozen=True)
@@ -684,6 +696,12 @@ def _value_text(x, figures: int = 10) -> str:
     m = _mid(x)
     if m == 0:
         return "0"
+    if not isinstance(x, Fraction):  # no more digits than the interval certifies
+        a, b = (mp.make_mpf(e) for e in x._mpi_)
+        with mp.workprec(max(64, x._mpi_[0][3], x._mpi_[1][3]) + 8):
+            width = b - a
+        if width:
+            figures = max(1, min(figures, int(mp.floor(mp.log10(abs(m) / width)))))
     with mp.workprec(max(64, int(figures * 3.33) + 32)):
         text = mpmath.nstr(m, figures, strip_zeros=True, min_fixed=-5, max_fixed=15)
     return text[:-2] if text.endswith(".0") else text
@@ -818,6 +836,7 @@ def parse_claim(text: str, *, figures: int | None = None, decimals: int | None =
     lhs_text, printed = parts[0].strip(), parts[1].strip()
     alternatives = _intermediates(intermediates, text)
     lhs_tree = parse_tree(lhs_text, "claim expression")
+    probed = _probe(lhs_tree, inputs, lhs_text)  # refuses what the whitelist or the limits refuse, now
     names = {n for n, _ in inputs}
     used = {n.id for n in _walk(lhs_tree[1])} | {n.id for n in _walk(parse_tree(printed, "printed")[1])} if printed else set()
     unused = names - used
@@ -833,10 +852,10 @@ def parse_claim(text: str, *, figures: int | None = None, decimals: int | None =
         if not lhs_vector:
             raise ParseError("claim", text, "the printed result is a vector, so the expression must be one too, e.g. softmax(1.2, 0.5, 2.0)")
         if not printed_vector:
-            n = len(_probe(lhs_tree, inputs, lhs_text))
+            n = len(probed)
             raise ParseError("claim", text, f"the expression is a vector of {n} entries: print them as (a, b, ...)")
         entries = _entries(p_source, p_body)
-        n = len(_probe(lhs_tree, inputs, lhs_text))
+        n = len(probed)
         if len(entries) != n:
             raise ParseError("claim", text, f"the expression has {n} entries but {len(entries)} are printed")
         components = tuple(
@@ -844,7 +863,6 @@ def parse_claim(text: str, *, figures: int | None = None, decimals: int | None =
                   **_printed_fields(p, approx, figures, decimals, exact, inputs), **common)
             for i, p in enumerate(entries))
         return VectorClaim(text=text.strip(), printed=printed, lhs=lhs_text, components=components, inputs=inputs, source=source)
-    _probe(lhs_tree, inputs, lhs_text)
     return Claim(text=text.strip(), printed=printed, **_printed_fields(printed, approx, figures, decimals, exact, inputs), **common)
 
 
@@ -871,13 +889,17 @@ def _walk(body):
 
 
 def _probe(tree, inputs, text):
-    """Evaluate once at the starting precision: refuses what the whitelist or the limits refuse, now."""
+    """Evaluate once at the starting precision: refuses what the whitelist or the limits refuse, now.
+    Returns the value's entries (one for a scalar)."""
     source, body = tree
     ev = _Evaluation(source, body, inputs, "claim expression", text)
     try:
         value = ev.at(_schedule(START_DIGITS)[0], {})
     except Unsettled:
-        return ()
+        try:
+            value = ev.value(DIGITS)
+        except _Undecided:
+            return ()
     return value if isinstance(value, tuple) else (value,)
 
 

@@ -312,9 +312,11 @@ def test_cli_exit_codes_and_one_line(cli):
 def test_cli_json_and_options(capsys):
     from crosscheck.cli import main
 
-    assert main(["claim", "--json", "--figures", "3", "0.6506 = 0.65"]) == 1
+    assert main(["claim", "--json", "--figures", "3", "0.6576 = 0.65"]) == 1
     d = json.loads(capsys.readouterr().out)
     assert d["verdict"] == "contradicted" and d["precision"] == "rounded at 3 significant figures" and d["reason"]
+    assert main(["claim", "--json", "--figures", "3", "0.6506 = 0.65"]) == 1  # 0.651 rounded, 0.650 cut off
+    assert json.loads(capsys.readouterr().out)["verdict"] == "truncated"
     assert main(["claim", "--exact", "sin(1)**2 + cos(1)**2 = 1"]) == 0
     capsys.readouterr()
     assert main(["claim", "--decimals", "4", "0.50004 = 0.5"]) == 0
