@@ -32,6 +32,7 @@ from seqgrad.errors import (  # noqa: E402
     SeqgradValueError,
     ShapeError,
     SizeGuardError,
+    UndefinedError,
 )
 
 #: the text that must never run (it would create a file if it did)
@@ -171,6 +172,18 @@ case("derive.claims", "parse_claim('x = 1')  (unknown name)", ParseError, "'x' i
     lambda: _claims().parse_claim("x = 1"))
 case("derive.claims", "parse_claim('9**9**9**9 = 1')  (size limit)", ParseError, "exponent")(
     lambda: _claims().parse_claim("9**9**9**9 = 1"))
+case("derive.claims", "parse_claim('1/(sin(pi/7)**2 + cos(pi/7)**2 - 1) = 0')  (division by an exact zero)", UndefinedError,
+     "division by zero")(lambda: _claims().parse_claim("1/(sin(pi/7)**2 + cos(pi/7)**2 - 1) = 0").verify())
+case("derive.claims", "parse_claim('log(2, 0) = 0')  (undefined logarithm)", UndefinedError, "log() to the base '0'")(
+    lambda: _claims().parse_claim("log(2, 0) = 0"))
+case("derive.claims", "parse_claim('floor(exp(5000)) = 1')  (overflow)", ParseError, "magnitude limit")(
+    lambda: _claims().parse_claim("floor(exp(5000)) = 1"))
+case("derive.claims", "parse_claim('1 = 1e400')  (a printed number out of range)", ParseError, "decimal exponent")(
+    lambda: _claims().parse_claim("1 = 1e400"))
+case("derive.claims", "parse_claim('1 # + 1 = 1')  (a comment character)", ParseError, "'#'")(
+    lambda: _claims().parse_claim("1 # + 1 = 1"))
+case("derive.claims", "parse_claim('softmax(-inf, -inf) = (0, 0)')  (every score masked)", UndefinedError, "all -inf")(
+    lambda: _claims().parse_claim("softmax(-inf, -inf) = (0, 0)"))
 case("derive.safe_parse", f"parse_expression({PAYLOAD!r})  (injection payload)", ParseError, "attribute access")(
     lambda: __import__("derive.safe_parse").safe_parse.parse_expression(PAYLOAD))
 case("derive.safe_parse", "parse_expression('exec(\"1\")')", ParseError, "exec")(
@@ -350,6 +363,7 @@ cli(["claim", PAYLOAD + " = 0"], ParseError, "attribute access")
 cli(["claim", "1 = 1", "--digits", "5"], SeqgradValueError, "digits=5")
 cli(["claim", "1 = 1", "--figures", "0"], SeqgradValueError, "figures=0")
 cli(["claim", "1 = 1", "--figures", "x"], UsageError, "invalid int value")
+cli(["claim", "sqrt(-2) = 1"], UndefinedError, "not a real number")
 cli(["latex", "notes.tex", "--sections", "rnn,nosuchsection"], SeqgradValueError, "nosuchsection")
 cli(["latex", "notes.tex", "--proof-seconds", "0"], SeqgradValueError, "proof_seconds=0")
 cli(["latex", "notes.tex", "--proof-seconds", "nan"], NonFiniteError, "finite")

@@ -14,7 +14,6 @@ logarithm, overflow), 3 undecided.
 from __future__ import annotations
 
 import json
-import sys
 
 EXIT = {"verified": 0, "rounding-consistent": 0, "truncated": 1, "contradicted": 1, "undecided": 3}
 
@@ -43,10 +42,9 @@ def run(args) -> int:
 
     try:
         verdict = parse_claim(args.claim, figures=args.figures, decimals=args.decimals, exact=args.exact).verify(digits=args.digits)
-    except SeqgradError as exc:
+    except SeqgradError as exc:  # the CLI prints the one-line error and exits 2; --json also says so on stdout
         if args.json:
             print(json.dumps({"verdict": "unparsable", "reason": str(exc), "claim": args.claim}, sort_keys=True))
-        print(f"seqgrad: error: {exc}", file=sys.stderr)
-        return 2
+        raise
     print(json.dumps(verdict.as_dict(), sort_keys=True, allow_nan=False) if args.json else verdict.line())
     return EXIT[verdict.status]
