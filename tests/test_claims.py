@@ -423,3 +423,27 @@ def test_report_carries_verdict_reason_and_units(tmp_path):
     assert "masked_softmax_example" in errata and "pe_d4_pos1" not in errata
     tex = paths["tex"].read_text()
     assert "Textbook notes" in tex and "truncated" in tex
+
+
+def test_text_facts_are_registered_checks_that_pass():
+    from crosscheck.registry import all_checks, run_checks
+
+    facts = [c for c in all_checks("claims.*") if c.name.startswith("claims.fact_")]
+    assert {c.name for c in facts} == {
+        "claims.fact_parameter_counts_vs_torch", "claims.fact_leakage_through_earlier_block", "claims.fact_nilpotent_w_h",
+        "claims.fact_pooled_vs_per_sequence_mean", "claims.fact_step_size", "claims.fact_clipped_step_bound"}
+    for r in run_checks(facts, show_progress=False):
+        assert r.passed and r.textbook == "verified" and r.attribution.startswith("derived here"), r.detail
+
+
+def test_the_adam_step_of_the_fact_check_is_torchs():
+    import torch
+
+    from crosscheck.checks.facts import adam_first_step
+
+    g = torch.linspace(-3.0, 5.0, 7, dtype=torch.float64)
+    p = torch.zeros(7, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Adam([p], lr=0.1)
+    p.grad = g.clone()
+    opt.step()
+    assert torch.allclose(p.detach(), adam_first_step(g, 0.1), atol=1e-15)
