@@ -125,10 +125,11 @@ def step_size(ctx) -> Outcome:
     theta = torch.tensor([0.8, 0.5, 1.5], dtype=torch.float64, requires_grad=True)
     loss = _scalar_rnn_loss(theta, x, y)
     (grad,) = torch.autograd.grad(loss, theta)
+    loss = float(loss.detach())
     with torch.no_grad():
         after = {eta: float(_scalar_rnn_loss(theta - eta * grad, x, y)) for eta in (1e-3, 10.0)}
-    holds = float(grad.norm()) > 0 and after[1e-3] < float(loss) < after[10.0]
-    return _fact(holds, after[10.0] - float(loss), f"loss {float(loss):.6f}; after eta = 0.001: {after[1e-3]:.6f}; "
+    holds = float(grad.norm()) > 0 and after[1e-3] < loss < after[10.0]
+    return _fact(holds, after[10.0] - loss, f"loss {loss:.6f}; after eta = 0.001: {after[1e-3]:.6f}; "
                                                    f"after eta = 10: {after[10.0]:.6f}",
                  "the loss falls after a small step and rises after a large one (states recomputed from h_-1 = 0)")
 
