@@ -624,7 +624,9 @@ class Verdict:
         if self.status == "contradicted":
             where = _departure(self.value, c.printed_value, c.reading, c.printed)
             extra = f"; {self.why}" if self.why else ""
-            return f"the value is {_value_text(self.value, 20)}; {where}{extra}"
+            size = _exponent_of(_approx_fraction(self.value, Fraction(1))) if self.value not in (None, 0) and not isinstance(
+                self.value, Infinity) and _approx_fraction(self.value, Fraction(1)) else 0
+            return f"the value is {_value_text(self.value, max(20, min(60, size + 8)))}; {where}{extra}"
         if self.status == "verified":
             how = c.reading.how
             return f"{self.why}; {how}" if self.why else how
