@@ -69,6 +69,7 @@ import ast
 import math
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from fractions import Fraction
 from typing import Any, Callable
 
@@ -267,9 +268,9 @@ class Claim:
                 return first.but("rounding-consistent", f"the printed {self.printed} follows from {alt.description} "
                                  f"({_bindings_text(alt.bindings)}), which gives {other.computed_text()}; "
                                  + first.reason)
-        if first.status == "contradicted" and not self.reading.exact and _truncates(first.value, self.printed_value, self.reading):
+        if first.status == "contradicted" and not self.reading.exact and _truncates(first.shown, self.printed_value, self.reading):
             return first.but("truncated", f"{first.computed_text()} cut off (not rounded) at the printed digits gives "
-                                          f"{self.printed}; rounded it is {_rounded_text(first.value, self.reading)}")
+                                          f"{self.printed}; rounded it is {_rounded_text(first.shown, self.reading)}")
         return first
 
 
@@ -462,9 +463,10 @@ def _decide(claim: Claim, bindings: tuple, digits: int) -> "Verdict":
                 outcome = _compare(value, printed, claim.reading)
                 point = _open_point(value, printed, claim.reading) if outcome is None else None
             if outcome is not None:
+                refine = None
                 if not isinstance(value, (Fraction, Infinity)) and bits < _DISPLAY_BITS:
-                    value = _refined(lhs, value, settled)  # enough digits to show, the verdict is already certain
-                return Verdict(claim, outcome[0], value, outcome[1], bits, printed)
+                    refine = (lambda lhs=lhs, value=value: _refined(lhs, value, dict(settled)))
+                return Verdict(claim, outcome[0], value, outcome[1], bits, printed, refine)
             # an exact equality, or a value on a rounding tie, never separates: at the last precision
             # ask SymPy whether the value is exactly that point
             if last and not asked and point is not None and isinstance(lhs, _Evaluation):
@@ -569,9 +571,16 @@ class Verdict:
     why: str = ""
     bits: int = 0
     printed: Any = None  # the printed side's value (a Fraction, or an interval for an irrational printed expression)
+    refine: Callable | None = field(default=None, compare=False, repr=False)  # the value to 40 digits, when asked
 
     def but(self, status: str, reason: str) -> "Verdict":
-        return Verdict(self.claim, status, self.value, reason, self.bits, self.printed)
+        return Verdict(self.claim, status, self.value, reason, self.bits, self.printed, self.refine)
+
+    @cached_property
+    def shown(self):
+        """The value to show: refined to 40 certified digits when the verdict was decided at fewer
+        (evaluated only when a value is printed)."""
+        return self.refine() if self.refine is not None else self.value
 
     @property
     def verified(self) -> bool:
@@ -615,18 +624,19 @@ class Verdict:
         return float(self.discrepancy / mp.mpf(unit.numerator) * unit.denominator) if unit is not None else None
 
     def computed_text(self, figures: int = 10) -> str:
-        return _value_text(self.value, figures)
+        return _value_text(self.shown, figures)
 
     @property
     def reason(self) -> str:
         """Why: for a contradiction, the exact value and the printed digit where it departs."""
         c = self.claim
         if self.status == "contradicted":
-            where = _departure(self.value, c.printed_value, c.reading, c.printed)
+            where = _departure(self.shown, c.printed_value, c.reading, c.printed)
             extra = f"; {self.why}" if self.why else ""
-            size = _exponent_of(_approx_fraction(self.value, Fraction(1))) if self.value not in (None, 0) and not isinstance(
-                self.value, Infinity) and _approx_fraction(self.value, Fraction(1)) else 0
-            return f"the value is {_value_text(self.value, max(20, min(60, size + 8)))}; {where}{extra}"
+            shown = self.shown
+            size = _exponent_of(_approx_fraction(shown, Fraction(1))) if shown not in (None, 0) and not isinstance(
+                shown, Infinity) and _approx_fraction(shown, Fraction(1)) else 0
+            return f"the value is {_value_text(shown, max(20, min(60, size + 8)))}; {where}{extra}"
         if self.status == "verified":
             how = c.reading.how
             return f"{self.why}; {how}" if self.why else how
@@ -654,8 +664,8 @@ class Verdict:
             "reason": self.reason,
             "claim": c.text,
             "inputs": dict(c.inputs),
-            "computed": _json_float(self.computed) if self.value is not None else None,
-            "computed_digits": _value_text(self.value, 30) if self.value is not None else None,
+            "computed": _json_float(_mid(self.shown)) if self.value is not None else None,
+            "computed_digits": _value_text(self.shown, 30) if self.value is not None else None,
             "printed": c.printed,
             "precision": c.reading.how,
             "tolerance": float(self.tolerance),

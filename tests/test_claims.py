@@ -466,3 +466,17 @@ def test_every_statement_of_seeds_003_and_004_is_checked_or_has_a_reason():
     assert {9, 21, 25, 33, 37, 39, 41, 45, 47} <= lines  # every formula of the lecture
     assert {19, 20, 23, 27, 30, 32, 45, 58, 65, 72, 82, 90, 93, 96, 99, 101} <= {
         int(s.cite.rsplit(":", 1)[1]) for s in items if s.cite.startswith("wiki")}
+
+
+def test_seqgrad_claim_imports_no_sympy_torch_or_numpy():
+    """A scalar claim is decided without SymPy, so that `seqgrad claim` starts fast (docs/benchmarks.md)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    probe = ("import sys; from crosscheck.cli import main; code = main(['claim', 'sin(1)*cos(2) + cos(1)*sin(2) = 0.1411']); "
+             "print(code, sorted(m for m in ('sympy', 'torch', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, check=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert out.stdout.strip().splitlines()[-1] == "0 []"

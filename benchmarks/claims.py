@@ -1,0 +1,93 @@
+"""Benchmark: ``seqgrad claim`` end to end, and the claims group of ``seqgrad check``.
+
+1. ``seqgrad claim "sin(1)*cos(2) + cos(1)*sin(2) = 0.1411"`` as a user runs it: a fresh process,
+   start-up included (target < 0.5 s).  Baselines in the same run: a bare ``python -c pass`` (what any
+   command costs) and ``python -c "import sympy"`` (what the claim would cost if it went through SymPy,
+   as it did before certified evaluation).  The claim process must import neither SymPy nor torch.
+2. The claims group of ``seqgrad check`` (every catalogue entry, the 714 table numbers, the text facts):
+   the sum of the checks' own times in one process, after the imports the main job has anyway (SymPy,
+   torch, the numeric encoder; target < 2 s), beside the wall time of ``seqgrad check --only claims``.
+
+Wall-clock medians of repeats (the machine is shared).  Run: ``python benchmarks/claims.py [--quick]``;
+it prints the table and records it in docs/benchmarks.md (section ``claims``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from seqgrad import benchdoc  # noqa: E402
+
+CLAIM = "sin(1)*cos(2) + cos(1)*sin(2) = 0.1411"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def wall(argv: list[str], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(argv, env=ENV, cwd=ROOT, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def heavy_imports() -> list[str]:
+    probe = ("import sys; from crosscheck.cli import main; main(['claim', %r]); "
+             "print([m for m in ('sympy', 'torch', 'numpy') if m in sys.modules])" % CLAIM)
+    out = subprocess.run([sys.executable, "-c", probe], env=ENV, cwd=ROOT, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"'))
+
+
+def claims_group(repeats: int) -> tuple[float, int]:
+    probe = (
+        "import sympy, torch, numeric.course, statistics, time\n"
+        "from crosscheck.registry import all_checks, run_checks\n"
+        "checks = all_checks('claims')\n"
+        "run_checks(checks, show_progress=False)  # warm: the imports and caches the main job has anyway\n"
+        f"totals = [sum(r.seconds for r in run_checks(checks, show_progress=False)) for _ in range({repeats})]\n"
+        "print(statistics.median(totals), len(checks))\n")
+    out = subprocess.run([sys.executable, "-c", probe], env=ENV, cwd=ROOT, check=True, capture_output=True, text=True)
+    seconds, count = out.stdout.split()
+    return float(seconds), int(count)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    args = parser.parse_args()
+    repeats = 3 if args.quick else 7
+
+    bare = wall([sys.executable, "-c", "pass"], repeats)
+    sympy_import = wall([sys.executable, "-c", "import sympy"], repeats)
+    claim = wall([sys.executable, "-m", "crosscheck", "claim", CLAIM], repeats)
+    imported = heavy_imports()
+    group, count = claims_group(3 if args.quick else 5)
+    with tempfile.TemporaryDirectory() as out:
+        check_wall = wall([sys.executable, "-m", "crosscheck", "check", "--only", "claims", "--no-figures", "--out", out], 1)
+
+    rows = [
+        ["`seqgrad claim` (scalar claim, fresh process)", f"{claim:.3f}", "< 0.5", f"{claim / bare:.1f}x a bare `python -c pass` ({bare:.3f} s)"],
+        ["`python -c \"import sympy\"` (the old path's floor)", f"{sympy_import:.3f}", "", f"{sympy_import / claim:.1f}x the claim"],
+        [f"claims group, {count} checks (in process, imports done)", f"{group:.3f}", "< 2", ""],
+        ["`seqgrad check --only claims` (wall, imports and encoder included)", f"{check_wall:.1f}", "", ""],
+    ]
+    table = benchdoc.table(["what", "seconds (median)", "target", "ratio"], rows)
+    text = (f"### `seqgrad claim` and the claims group\n\n{table}\n\n"
+            f"Heavy modules imported by `seqgrad claim`: {', '.join(imported) or 'none (no SymPy, torch or numpy)'}.")
+    print(text)
+    benchdoc.record("claims", text)
+
+
+if __name__ == "__main__":
+    main()
