@@ -118,9 +118,8 @@ class Reading:
 
 
 def _exponent10(unit: Fraction) -> int:
-    """k with unit == 10**k."""
-    k = round(math.log10(unit))
-    return k
+    """k with unit == 10**k (exactly, for any size)."""
+    return len(str(unit.numerator)) - 1 if unit.denominator == 1 else 1 - len(str(unit.denominator))
 
 
 def _ordinal(n: int) -> str:
@@ -774,7 +773,8 @@ def _departure(value, printed, reading: Reading, printed_text: str) -> str:
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
             place = "the sign" if "-" in (x, y) else _place(i - point if i > point else i - point + 1)
-            return f"{reading.how} it is {a.strip()}, which departs from the printed {printed_text} at {place}"
+            shown = f" it is {a.strip()}, which" if len(a.strip()) <= 40 else ", the value"
+            return f"{reading.how}{shown} departs from the printed {printed_text} at {place}"
     return f"{reading.how} it is {a.strip()}"  # pragma: no cover - a contradiction departs somewhere
 
 
@@ -806,9 +806,11 @@ def _distinct(discrepancy, tolerance) -> str:
 
 
 def _short(x, figures: int = 1) -> str:
-    value = float(x)
-    if value == 0:
+    if x == 0:
         return "0"
+    value = float(x)
+    if value == 0 or not math.isfinite(value):  # beyond float range: mpmath writes it
+        return mpmath.nstr(_mid(x) if isinstance(x, Fraction) else mp.mpf(x), figures)
     return f"{value:.{figures - 1}e}" if figures > 1 else f"{value:.0e}"
 
 
