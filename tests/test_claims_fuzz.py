@@ -143,15 +143,15 @@ def _judge(claim: str, value, printed: Fraction, half: Fraction | None):
     assert seconds < LIMIT_SECONDS, f"{claim!r} took {seconds:.2f} s"
     if verdict is None or value is None:
         return
-    with mpmath.workdps(ORACLE_DIGITS):
+    with mpmath.workdps(ORACLE_DIGITS):  # every comparison at the oracle's precision
         off = abs(value - mpmath.mpf(printed.numerator) / printed.denominator)
         edge = mpmath.mpf(half.numerator) / half.denominator if half is not None else mpmath.mpf(0)
-    if verdict.status == "undecided":
-        assert abs(off - edge) < SLACK, f"{claim!r} undecided, but the oracle is {off - edge} from the decision point"
-    elif verdict.verified:
-        assert off <= edge + SLACK, f"{claim!r} verified, but the value {value} is {off} from the printed value (allowed {edge})"
-    elif verdict.status in ("contradicted", "truncated"):
-        assert off >= edge - SLACK, f"{claim!r} {verdict.status}, but the value {value} is within {edge} of the print"
+        if verdict.status == "undecided":
+            assert abs(off - edge) < SLACK, f"{claim!r} undecided, but the oracle is {off - edge} from the decision point"
+        elif verdict.verified:
+            assert off <= edge + SLACK, f"{claim!r} verified, but the value {value} is {off} from the printed value (allowed {edge})"
+        elif verdict.status in ("contradicted", "truncated"):
+            assert off >= edge - SLACK, f"{claim!r} {verdict.status}, but the value {value} is within {edge} of the print"
 
 
 TEXT = st.lists(st.sampled_from(list("0123456789+-*/().,;=≈ #\\e[]_") + [
