@@ -106,6 +106,7 @@ class Reading:
     exact: bool
     unit: Fraction | None = None
     how: str = "exact"  # in words: 'exact', 'rounded at the 4 decimals written', ...
+    figures: int | None = None  # when rounded at significant figures
 
     @property
     def half(self) -> Fraction:
@@ -153,7 +154,7 @@ def read_printed(printed: str, *, approx: bool = False, figures: int | None = No
         figures = integer("figures", figures, minimum=1, maximum=30)
         lead = _exponent_of(value) if value else -1
         unit = Fraction(10) ** (lead - figures + 1)
-        return value, Reading(False, unit, f"rounded at {figures} significant figure{'s' if figures != 1 else ''}")
+        return value, Reading(False, unit, f"rounded at {figures} significant figure{'s' if figures != 1 else ''}", figures)
     if decimals is not None:
         decimals = integer("decimals", decimals, minimum=-30, maximum=300)
         return value, Reading(False, Fraction(10) ** -decimals, f"rounded at {decimals} decimal{'s' if decimals != 1 else ''}")
@@ -237,8 +238,7 @@ class Claim:
 
     @property
     def figures(self) -> int | None:
-        m = re.match(r"rounded at (\d+) significant", self.reading.how)
-        return int(m.group(1)) if m else None
+        return self.reading.figures
 
     @property
     def expression(self):

@@ -83,7 +83,7 @@ def expressions(draw, depth=0):
         value = _oracle(lambda: {"+": a + b, "-": a - b, "*": a * b, "/": a / b if op == "/" else None}[op])
         return f"({a_text}) {op} ({b_text})", value
     if op == "neg":
-        return f"-({a_text})", -a
+        return f"-({a_text})", _oracle(lambda: -a)
     if op == "exp" and abs(a) > 50:
         op = "tanh"
     if op == "log" and a < mpmath.mpf(10) ** -20:
@@ -118,7 +118,7 @@ def printed_claims(draw):
     if value is None:
         printed = Fraction(draw(st.integers(-9, 9)))
     else:
-        nearest = Fraction(int(mpmath.nint(value * 10 ** places)), 10 ** places)
+        nearest = Fraction(int(_oracle(lambda: mpmath.nint(value * 10 ** places))), 10 ** places)
         printed = nearest + draw(st.sampled_from([0, 0, 0, 1, -1, 2])) * unit
     decimal_point = places > 0 or draw(st.booleans())
     shown = _decimal_text(printed, places) + ("" if places or not decimal_point else ".0")
