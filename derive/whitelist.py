@@ -107,7 +107,7 @@ OPERATOR_NAMES = {
     ast.Not: "not",
 }
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Typographic characters that textbooks print, mapped to the ASCII they mean.
 TYPOGRAPHY = str.maketrans({"\u2212": "-", "\u00b7": "*", "\u00d7": "*", "\u22c5": "*", "\u221e": "inf"})
 _COMMA_NUMBER = re.compile(r"\s*[+-]?\s*\d+,\d+([eE][+-]?\d+)?\s*\Z")
@@ -128,7 +128,7 @@ def check_variable_names(variables: Iterable[str], argument: str = "variables") 
     """Return ``variables`` as a tuple after checking each is a plain, free identifier."""
     names = tuple(variables)
     for name in names:
-        if not isinstance(name, str) or not _IDENTIFIER.match(name):
+        if not isinstance(name, str) or not IDENTIFIER.match(name):
             raise ParseError(argument, str(name), "a variable name is a plain identifier such as u or h_prev")
         if name.startswith("__"):
             raise ParseError(argument, name, "dunder names are not allowed")
