@@ -39,7 +39,7 @@ from mpmath import iv, mp
 
 from seqgrad.errors import ParseError, UndefinedError
 
-from .whitelist import (ACCEPTS_INFINITY, CONSTANT_NAMES, FUNCTION_ARITY, INFINITY_NAME, MAX_DEPTH, MAX_EXPONENT,
+from .whitelist import (ACCEPTS_INFINITY, FUNCTION_ARITY, INFINITY_NAME, MAX_DEPTH, MAX_EXPONENT,
                         MAX_LITERAL_DIGITS, MAX_LITERAL_EXPONENT, MAX_MAGNITUDE, MAX_RESULT_DIGITS, MAX_VECTOR,
                         OPERATOR_NAMES, REFUSED, VECTOR_ARITY, allowed_names, is_infinity, is_vector_node,
                         literal_digits)

@@ -74,7 +74,7 @@ from fractions import Fraction
 from typing import Any, Callable
 
 import mpmath
-from mpmath import iv, mp
+from mpmath import mp
 
 from seqgrad.errors import NonFiniteError, ParseError, SeqgradTypeError
 from seqgrad.timebox import within
