@@ -351,6 +351,11 @@ class _Evaluator:
             if es < 0:
                 self.undefined(f"division by zero (zero to the negative power {self.segment(e_node)!r})")
             return Fraction(0)
+        if bs < 0 and not isinstance(exponent, Fraction):
+            # a negative base needs an integer exponent: ask whether the exponent is exactly one
+            n = int(mp.nint(mp.make_mpf(exponent._mpi_[0])))
+            if contains(exponent, Fraction(n)) and self.ask(e_node, n, "the exponent of a negative base"):
+                exponent = Fraction(n)
         if isinstance(exponent, Fraction) and exponent.denominator == 1:
             if isinstance(base, Fraction):
                 size = abs(exponent) * max(abs(base.numerator).bit_length(), base.denominator.bit_length())

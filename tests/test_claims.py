@@ -90,6 +90,7 @@ def test_exactness_defeats_cancellation_and_huge_factors():
     assert parse_claim("sin(1)**2 + cos(1)**2 = 1").verify().verified
     assert parse_claim("exp(1) = 2.718281828459045235360287471352662497757").verify().verified
     assert parse_claim("floor(exp(2000)) = 1").verify().status == "contradicted"
+    assert parse_claim("(-2)**(2*sin(pi/2)) = 4").verify().verified  # an exponent proved an integer
 
 
 @pytest.mark.parametrize("text, error, reason", [
