@@ -37,12 +37,10 @@ from typing import Mapping
 
 from mpmath import iv, mp
 
-from seqgrad.errors import ParseError, UndefinedError
+from seqgrad.errors import UndefinedError
 
-from .whitelist import (ACCEPTS_INFINITY, FUNCTION_ARITY, INFINITY_NAME, MAX_DEPTH, MAX_EXPONENT,
-                        MAX_LITERAL_DIGITS, MAX_LITERAL_EXPONENT, MAX_MAGNITUDE, MAX_RESULT_DIGITS, MAX_VECTOR,
-                        OPERATOR_NAMES, REFUSED, VECTOR_ARITY, allowed_names, is_infinity, is_vector_node,
-                        literal_digits)
+from .whitelist import (ACCEPTS_INFINITY, FUNCTION_ARITY, INFINITY_NAME, MAX_DEPTH, MAX_EXPONENT, MAX_MAGNITUDE,
+                        MAX_RESULT_DIGITS, VECTOR_ARITY, Reader, is_infinity, is_vector_node)
 
 _LN10 = math.log(10)
 _BITS_PER_DIGIT = math.log2(10)
@@ -166,24 +164,16 @@ def _too_big(x: Fraction) -> bool:
     return x.numerator.bit_length() > limit or x.denominator.bit_length() > limit
 
 
-class _Evaluator:
+class _Evaluator(Reader):
     def __init__(self, source: str, text: str, argument: str, names: dict, settled: dict):
-        self.source, self.text, self.argument, self.names, self.settled = source, text, argument, names, settled
+        super().__init__(text, source, argument)
+        self.names, self.settled = names, settled
 
-    # ------------------------------------------------------------------ messages
-
-    def segment(self, node) -> str:
-        return (ast.get_source_segment(self.source, node) if node is not None else None) or "a subexpression"
-
-    def limit(self, reason: str):
-        raise ParseError(self.argument, self.text, reason)
+    def declared(self):
+        return list(self.names)
 
     def undefined(self, reason: str):
         raise UndefinedError(self.argument, self.text, reason)
-
-    def refuse(self, reason: str):
-        raise ParseError(self.argument, self.text, reason + "; allowed: numbers, + - * / **, parentheses, " + allowed_names()
-                         + (", variables " + ", ".join(sorted(self.names)) if self.names else ""))
 
     def ask(self, node, point, what: str, expression: str | None = None) -> bool:
         """Is the value of ``node`` (or of ``expression``, text built from it) exactly ``point``?
@@ -202,8 +192,6 @@ class _Evaluator:
         return self.visit(node, 1)
 
     def visit(self, node, depth):
-        if depth > MAX_DEPTH:
-            self.limit(f"the expression is nested more than {MAX_DEPTH} levels deep")
         value = self.build(node, depth)
         if isinstance(value, Infinity):
             self.refuse(f"{self.segment(node)!r} is infinite: inf is allowed only as an entry of a vector given to "
@@ -222,71 +210,27 @@ class _Evaluator:
             if not mp.isfinite(hi) or (hi and mp.log10(hi) > MAX_MAGNITUDE + 1):
                 self.limit(f"{self.segment(node)!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
 
-    def build(self, node, depth):
-        if isinstance(node, ast.Constant):
-            return self.constant(node)
-        if isinstance(node, ast.Name):
-            return self.name(node.id)
-        if isinstance(node, ast.UnaryOp):
-            if isinstance(node.op, ast.USub):
-                return self.neg(self.visit(node.operand, depth + 1))
-            if isinstance(node.op, ast.UAdd):
-                return self.visit(node.operand, depth + 1)
-            self.refuse(f"{OPERATOR_NAMES.get(type(node.op), type(node.op).__name__)} is not allowed")
-        if isinstance(node, ast.BinOp):
-            if isinstance(node.op, ast.Pow):
-                return self.power(node, self.visit(node.left, depth + 1), self.visit(node.right, depth + 1))
-            return self.chain(node, depth)
-        if isinstance(node, ast.Call):
-            return self.call(node, depth)
-        kind = REFUSED.get(type(node), f"{type(node).__name__} nodes")
-        detail = f" ('.{node.attr}')" if isinstance(node, ast.Attribute) else ""
-        self.refuse(f"{kind}{detail} is not allowed" if kind.endswith(("access", "lambda", "await", "yield"))
-                    else f"{kind}{detail} are not allowed")
-
     def chain(self, node, depth):
-        """a + b - c ... walked iteratively (a long flat sum is not deep nesting)."""
-        steps = []
-        while isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Pow):
-            steps.append((node.op, node.right, node))
-            node = node.left
-        result = self.visit(node, depth + 1)
-        for op, right_node, whole in reversed(steps):
+        first, steps = self.chain_steps(node)
+        result = self.visit(first, depth + 1)
+        for op, right_node, whole in steps:
             right = self.visit(right_node, depth + 1)
             if isinstance(op, ast.Add):
                 result = self.add(result, right)
             elif isinstance(op, ast.Sub):
-                result = self.add(result, self.neg(right))
+                result = self.add(result, self.negate(right))
             elif isinstance(op, ast.Mult):
                 result = self.mul(result, right)
-            elif isinstance(op, ast.Div):
-                result = self.div(result, right, right_node)
             else:
-                self.refuse(f"{OPERATOR_NAMES.get(type(op), type(op).__name__)} is not allowed")
+                result = self.div(result, right, right_node)
             self.bounded(result, whole)
         return result
 
-    def constant(self, node):
-        value = node.value
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            kind = {str: "string literals", bytes: "bytes literals", complex: "complex numbers"}.get(type(value), f"{type(value).__name__} constants")
-            if value is None or value is Ellipsis or isinstance(value, bool):
-                kind = f"the constant {value!r}"
-            self.refuse(f"{kind} are not allowed" if kind.endswith("s") else f"{kind} is not allowed")
-        literal = self.segment(node)
-        digits = literal_digits(literal)
-        if digits > MAX_LITERAL_DIGITS:
-            self.limit(f"number literals have at most {MAX_LITERAL_DIGITS} digits (got {digits})")
-        if isinstance(value, int):
-            return Fraction(value)
-        mantissa, _, exponent = literal.replace("_", "").lower().partition("e")
-        if exponent and abs(int(exponent) + len(mantissa.split(".")[0].lstrip("0") or "0") - 1) > MAX_LITERAL_EXPONENT:
-            self.limit(f"number literals have a decimal exponent within ±{MAX_LITERAL_EXPONENT}")
-        return Fraction(mantissa) * Fraction(10) ** int(exponent or 0)
+    @staticmethod
+    def number(value: Fraction):
+        return value
 
     def name(self, name):
-        if name.startswith("__") or name.endswith("__"):
-            self.refuse(f"the dunder name {name!r} is not allowed")
         if name in self.names:
             return self.names[name]
         if name == "pi":
@@ -299,10 +243,13 @@ class _Evaluator:
             self.refuse(f"the function {name!r} must be called, e.g. {name}(x)")
         self.refuse(f"the name {name!r} is not on the whitelist")
 
+    def function(self, node, fname, args):
+        return getattr(self, "f_" + fname)(node, *args)
+
     # ------------------------------------------------------------------ arithmetic
 
     @staticmethod
-    def neg(x):
+    def negate(x):
         return Infinity(-x.sign) if isinstance(x, Infinity) else -x
 
     @staticmethod
@@ -387,29 +334,6 @@ class _Evaluator:
         return root ** p
 
     # ------------------------------------------------------------------ functions
-
-    def call(self, node, depth):
-        if not isinstance(node.func, ast.Name):
-            if isinstance(node.func, ast.Attribute):
-                self.refuse(f"attribute access ('.{node.func.attr}') is not allowed")
-            self.refuse("only calls of whitelisted functions by name are allowed")
-        fname = node.func.id
-        if fname.startswith("__") or fname.endswith("__"):
-            self.refuse(f"the dunder name {fname!r} is not allowed")
-        if fname not in FUNCTION_ARITY and fname not in VECTOR_ARITY:
-            self.refuse(f"calls of {fname!r} are not allowed (not a whitelisted function)")
-        if node.keywords:
-            self.refuse(f"keyword arguments to {fname}() are not allowed")
-        if fname in VECTOR_ARITY:
-            if VECTOR_ARITY[fname][2]:
-                self.refuse(f"{fname}() gives a vector, which is allowed only as a whole claim side or inside a vector operation")
-            return self.vector_operation(node, depth)
-        least, most = FUNCTION_ARITY[fname]
-        if not least <= len(node.args) <= most:
-            count = f"{least}" if least == most else f"{least} to {most}"
-            self.limit(f"{fname}() takes {count} argument(s), got {len(node.args)}")
-        args = [self.visit(a, depth + 1) for a in node.args]
-        return getattr(self, "f_" + fname)(node, *args)
 
     def f_sin(self, node, x):
         return Fraction(0) if x == 0 else iv.sin(interval(x))
@@ -557,19 +481,6 @@ class _Evaluator:
 
     # ------------------------------------------------------------------ vectors
 
-    def vector(self, node, depth):
-        if depth > MAX_DEPTH:
-            self.limit(f"the expression is nested more than {MAX_DEPTH} levels deep")
-        if isinstance(node, (ast.Tuple, ast.List)):
-            if not 1 <= len(node.elts) <= MAX_VECTOR:
-                self.limit(f"a vector has 1 to {MAX_VECTOR} entries (got {len(node.elts)})")
-            return tuple(self.entry(e, depth + 1) for e in node.elts)
-        if is_vector_node(node):
-            if node.keywords:
-                self.refuse(f"keyword arguments to {node.func.id}() are not allowed")
-            return self.vector_operation(node, depth)
-        self.refuse(f"{self.segment(node)!r} is not a vector; write a vector as (a, b, c)")
-
     def entry(self, node, depth):
         """A vector entry: a number, or ±inf (written so, or a max/min that is infinite: a masked score)."""
         s = is_infinity(node)
@@ -582,25 +493,11 @@ class _Evaluator:
             self.bounded(value, node)
         return value
 
-    def vector_operation(self, node, depth):
-        fname = node.func.id
-        n_vectors, n_optional, _ = VECTOR_ARITY[fname]
-        args = node.args
-        if n_vectors == 1 and args and not is_vector_node(args[0]):
-            if not 1 <= len(args) <= MAX_VECTOR:
-                self.limit(f"a vector has 1 to {MAX_VECTOR} entries (got {len(args)})")
-            vectors, scalars = [tuple(self.entry(a, depth + 1) for a in args)], []
-        else:
-            if not n_vectors <= len(args) <= n_vectors + n_optional:
-                shape = ", ".join(["(a, b, ...)"] * n_vectors + ["eps"] * n_optional)
-                self.limit(f"{fname}() takes {shape}, got {len(args)} argument(s)")
-            vectors = [self.vector(a, depth + 1) for a in args[:n_vectors]]
-            scalars = [self.visit(a, depth + 1) for a in args[n_vectors:]]
-        if fname not in ACCEPTS_INFINITY and any(isinstance(x, Infinity) for v in vectors for x in v):
-            self.refuse(f"{fname}() of a vector with an infinite entry is not allowed: inf is allowed only in "
-                        + ", ".join(ACCEPTS_INFINITY))
-        if n_vectors == 2 and len(vectors[0]) != len(vectors[1]):
-            self.limit(f"{fname}() needs two vectors of the same length (got {len(vectors[0])} and {len(vectors[1])})")
+    @staticmethod
+    def infinite(x) -> bool:
+        return isinstance(x, Infinity)
+
+    def apply_vector(self, node, fname, vectors, scalars):
         result = getattr(self, "v_" + fname)(node, *vectors, *scalars)
         for x in (result if isinstance(result, tuple) else (result,)):
             if not isinstance(x, Infinity):

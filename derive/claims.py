@@ -86,7 +86,7 @@ from .whitelist import MAX_LENGTH, check_variable_names, is_vector_node, normali
 
 DIGITS = 1000        # the highest precision (significant digits) an evaluation may use
 START_DIGITS = 20    # the precision of the first attempt
-SYMPY_SECONDS = 0.5  # the time SymPy may take to prove an equality no precision settles (then: undecided)
+SYMPY_SECONDS = 0.5  # the CPU time SymPy may take to prove an equality no precision settles (then: undecided)
 STATUSES = ("verified", "rounding-consistent", "truncated", "contradicted", "undecided")
 #: how bad each verdict is, for the verdict of a vector or of a group of claims (the worst one)
 SEVERITY = {"verified": 0, "rounding-consistent": 1, "truncated": 2, "undecided": 3, "contradicted": 4}
@@ -385,7 +385,7 @@ def _settle(evaluation: "_Evaluation", expression: str, point, *, index: int | N
         difference = expr - sympy.Rational(point.numerator, point.denominator)
         if difference == 0:
             return True
-        return True if within(SYMPY_SECONDS, lambda: sympy.simplify(difference) == 0) is True else None
+        return True if within(SYMPY_SECONDS, lambda: sympy.simplify(difference) == 0, cpu=True) is True else None
     except Exception:  # noqa: BLE001 - SymPy failing to prove (a refused text, MemoryError deep in nsimplify) proves nothing
         return None
 

@@ -61,7 +61,6 @@ from __future__ import annotations
 import ast
 import math
 import numbers
-from decimal import Decimal, InvalidOperation
 from typing import Callable, Iterable, Mapping
 
 import mpmath
@@ -70,9 +69,8 @@ import sympy
 from seqgrad.errors import NonFiniteError, ParseError, SeqgradTypeError
 
 from .whitelist import (ACCEPTS_INFINITY, MAX_DEPTH, MAX_EXPONENT, MAX_LENGTH, MAX_LITERAL_DIGITS,  # noqa: F401 - re-exported
-                        MAX_LITERAL_EXPONENT, MAX_MAGNITUDE, MAX_RESULT_DIGITS, MAX_VECTOR, OPERATOR_NAMES as _OPERATOR_NAMES,
-                        REFUSED as _REFUSED, VECTOR_ARITY, IDENTIFIER, allowed_names, check_variable_names, is_infinity,
-                        parse_tree)
+                        MAX_LITERAL_EXPONENT, MAX_MAGNITUDE, MAX_RESULT_DIGITS, MAX_VECTOR, VECTOR_ARITY, IDENTIFIER, Reader,
+                        allowed_names, check_variable_names, is_infinity, is_vector_node, parse_tree)
 
 
 def _sigmoid(x):
@@ -177,7 +175,7 @@ def parse_value(text: str, *, variables: Iterable[str] = (), values: Mapping[str
     """Like :func:`parse_expression`, but the text may also be a vector: ``(0.31, 0.15, 0.54)``
     or a vector operation such as ``softmax(1.2, 0.5, 2.0)``; a vector is returned as a tuple."""
     walker, body = _prepare(text, variables, values, argument)
-    if walker.is_vector(body):
+    if is_vector_node(body):
         return walker.vector(body, 1)
     return walker.visit(body, 1)
 
@@ -253,22 +251,14 @@ def parse_number(text: str, argument: str = "number") -> sympy.Rational:
     return value
 
 
-class _Walker:
+class _Walker(Reader):
     def __init__(self, text: str, source: str, symbols: dict, argument: str, functions: dict | None = None):
+        super().__init__(text, source, argument)
         self.functions = functions or {}
-        self.text = text
-        self.source = source
         self.symbols = symbols
-        self.argument = argument
 
-    def limit(self, reason: str):
-        """Refuse text that is on the whitelist but exceeds a size limit."""
-        raise ParseError(self.argument, self.text, reason)
-
-    def refuse(self, reason: str):
-        """Refuse text that uses something outside the whitelist."""
-        raise ParseError(self.argument, self.text, reason + "; allowed: numbers, + - * / **, parentheses, " + allowed_names()
-                         + (", variables " + ", ".join(sorted(self.symbols)) if self.symbols else ""))
+    def declared(self):
+        return list(self.symbols)
 
     def visit(self, node: ast.AST, depth: int) -> sympy.Expr:
         result = self.build(node, depth)
@@ -278,7 +268,7 @@ class _Walker:
 
     def bounded(self, value: sympy.Expr, node: ast.AST) -> None:
         """Refuse a numeric subexpression that is not finite or lies outside 10**±MAX_MAGNITUDE."""
-        where = ast.get_source_segment(self.source, node) or "a subexpression"
+        where = self.segment(node)
         if isinstance(value, sympy.Rational):
             orders = abs(abs(int(value.p)).bit_length() - int(value.q).bit_length()) * math.log10(2)
             if value != 0 and orders > MAX_MAGNITUDE + 1:
@@ -288,50 +278,20 @@ class _Walker:
 
     def magnitude(self, approx: sympy.Expr, node: ast.AST) -> None:
         """Refuse a 15-digit approximation that is not finite or lies outside 10**±MAX_MAGNITUDE."""
-        where = ast.get_source_segment(self.source, node) or "a subexpression"
+        where = self.segment(node)
         if approx.has(sympy.zoo, sympy.oo, -sympy.oo, sympy.nan) or not approx.is_number:
             self.limit(f"{where!r} is not a finite number")
         size = max(abs(sympy.Float(part)) for part in approx.as_real_imag())  # no float overflow past 1e308
         if size != 0 and abs(mpmath.log10(mpmath.mpf(size._mpf_))) > MAX_MAGNITUDE:
             self.limit(f"{where!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
 
-    def build(self, node: ast.AST, depth: int) -> sympy.Expr:
-        if depth > MAX_DEPTH:
-            raise ParseError(self.argument, self.text, f"the expression is nested more than {MAX_DEPTH} levels deep")
-        if isinstance(node, ast.Constant):
-            return self.constant(node)
-        if isinstance(node, ast.Name):
-            return self.name(node.id)
-        if isinstance(node, ast.UnaryOp):
-            if isinstance(node.op, ast.USub):
-                return -self.visit(node.operand, depth + 1)
-            if isinstance(node.op, ast.UAdd):
-                return self.visit(node.operand, depth + 1)
-            self.refuse(f"{_OPERATOR_NAMES.get(type(node.op), type(node.op).__name__)} is not allowed")
-        if isinstance(node, ast.BinOp):
-            if isinstance(node.op, ast.Pow):
-                return self.power(self.visit(node.left, depth + 1), self.visit(node.right, depth + 1))
-            return self.chain(node, depth)
-        if isinstance(node, ast.Call):
-            return self.call(node, depth)
-        kind = _REFUSED.get(type(node), f"{type(node).__name__} nodes")
-        detail = f" ('.{node.attr}')" if isinstance(node, ast.Attribute) else ""
-        self.refuse(f"{kind}{detail} is not allowed" if kind.endswith(("access", "lambda", "await", "yield"))
-                    else f"{kind}{detail} are not allowed")
-
     def chain(self, node: ast.BinOp, depth: int) -> sympy.Expr:
-        """a + b - c + ... (or a * b / c ...): Python nests such a chain to the left, one level per
-        term; walk its spine iteratively so that a long flat sum does not count as deep nesting."""
-        steps = []
-        while isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Pow):
-            steps.append((node.op, node.right, node))
-            node = node.left
-        result = self.visit(node, depth + 1)
+        """a + b - c + ... (or a * b / c ...), walked iteratively (see Reader.chain_steps)."""
+        first, steps = self.chain_steps(node)
+        result = self.visit(first, depth + 1)
         approx = sympy.N(result, 15) if result.is_number else None
-        for op_node, right_node, whole in reversed(steps):
-            op = _BINARY.get(type(op_node))
-            if op is None:
-                self.refuse(f"{_OPERATOR_NAMES.get(type(op_node), type(op_node).__name__)} is not allowed")
+        for op_node, right_node, whole in steps:
+            op = _BINARY[type(op_node)]
             right = self.visit(right_node, depth + 1)
             if isinstance(op_node, ast.Div) and right == 0:
                 self.limit("division by zero")
@@ -345,138 +305,58 @@ class _Walker:
                 approx = None
         return result
 
-    def constant(self, node: ast.Constant) -> sympy.Expr:
-        value = node.value
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            kind = {str: "string literals", bytes: "bytes literals", complex: "complex numbers"}.get(type(value), f"{type(value).__name__} constants")
-            if value is None or value is Ellipsis or isinstance(value, bool):
-                kind = f"the constant {value!r}"
-            self.refuse(f"{kind} are not allowed" if kind.endswith("s") else f"{kind} is not allowed")
-        literal = ast.get_source_segment(self.source, node) or repr(value)
-        digits = sum(ch.isdigit() for ch in literal)
-        if digits > MAX_LITERAL_DIGITS:
-            self.limit(f"number literals have at most {MAX_LITERAL_DIGITS} digits (got {digits})")
-        if isinstance(value, int):
-            return sympy.Integer(value)
-        try:
-            exact = Decimal(literal.replace("_", ""))
-        except InvalidOperation:  # pragma: no cover - every float literal is a decimal
-            exact = Decimal(repr(value))
-        if not exact.is_finite() or abs(exact.adjusted()) > MAX_LITERAL_EXPONENT:
-            self.limit(f"number literals have a decimal exponent within ±{MAX_LITERAL_EXPONENT}")
-        return sympy.Rational(str(exact))
+    @staticmethod
+    def number(value) -> sympy.Rational:
+        return sympy.Rational(value.numerator, value.denominator)
+
+    @staticmethod
+    def negate(x: sympy.Expr) -> sympy.Expr:
+        return -x
 
     def name(self, name: str) -> sympy.Expr:
-        if name.startswith("__") or name.endswith("__"):
-            self.refuse(f"the dunder name {name!r} is not allowed")
         if name in self.symbols:
             return self.symbols[name]
         if name in CONSTANTS:
             return CONSTANTS[name]
         if name == "inf":
             self.refuse("inf is allowed only as an entry of a vector given to " + ", ".join(ACCEPTS_INFINITY))
-        if name in FUNCTIONS:
+        if name in FUNCTIONS or name in VECTOR_FUNCTIONS:
             self.refuse(f"the function {name!r} must be called, e.g. {name}(x)")
         self.refuse(f"the name {name!r} is not on the whitelist")
 
-    def call(self, node: ast.Call, depth: int) -> sympy.Expr:
-        if not isinstance(node.func, ast.Name):
-            if isinstance(node.func, ast.Attribute):
-                self.refuse(f"attribute access ('.{node.func.attr}') is not allowed")
-            self.refuse("only calls of whitelisted functions by name are allowed")
-        fname = node.func.id
-        if fname.startswith("__") or fname.endswith("__"):
-            self.refuse(f"the dunder name {fname!r} is not allowed")
-        if fname in self.functions:
-            if node.keywords or len(node.args) != 1:
-                self.limit(f"{fname}() takes one positional argument")
-            return self.functions[fname](self.visit(node.args[0], depth + 1))
-        if fname not in FUNCTIONS and fname not in VECTOR_FUNCTIONS:
-            self.refuse(f"calls of {fname!r} are not allowed (not a whitelisted function)")
-        if node.keywords:
-            self.refuse(f"keyword arguments to {fname}() are not allowed")
-        if fname in VECTOR_FUNCTIONS:
-            fn, _, _, gives_vector = VECTOR_FUNCTIONS[fname]
-            if gives_vector:
-                self.refuse(f"{fname}() gives a vector, which is allowed only as a whole claim side or inside a vector operation")
-            return fn(*self.vector_arguments(node, depth))
-        fn, least, most = FUNCTIONS[fname]
-        if not least <= len(node.args) <= most:
-            count = f"{least}" if least == most else f"{least} to {most}"
-            self.limit(f"{fname}() takes {count} argument(s), got {len(node.args)}")
-        args = [self.visit(arg, depth + 1) for arg in node.args]
+    def function(self, node: ast.Call, fname: str, args: list) -> sympy.Expr:
         if fname in ("exp", "sinh", "cosh", "sigmoid") and args[0].is_number:
             # bound the argument before SymPy evaluates e**x (sigmoid: e**-x): |x| <= MAX_MAGNITUDE * ln 10
             if abs(complex(sympy.N(sympy.re(args[0]), 15))) > MAX_MAGNITUDE * math.log(10):
-                self.limit(f"{fname}() of {ast.get_source_segment(self.source, node.args[0])!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
-        return fn(*args)
-
-    def is_vector(self, node: ast.AST) -> bool:
-        """True for (a, b), [a, b] and calls of vector-valued operations such as softmax(...)."""
-        if isinstance(node, (ast.Tuple, ast.List)):
-            return True
-        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in VECTOR_FUNCTIONS
-                and VECTOR_FUNCTIONS[node.func.id][3])
-
-    def vector(self, node: ast.AST, depth: int) -> tuple[sympy.Expr, ...]:
-        """A vector: (a, b, ...) / [a, b, ...] with scalar entries, or a vector-valued operation."""
-        if depth > MAX_DEPTH:
-            self.limit(f"the expression is nested more than {MAX_DEPTH} levels deep")
-        if isinstance(node, (ast.Tuple, ast.List)):
-            if not 1 <= len(node.elts) <= MAX_VECTOR:
-                self.limit(f"a vector has 1 to {MAX_VECTOR} entries (got {len(node.elts)})")
-            return tuple(self.entry(e, depth + 1) for e in node.elts)
-        if self.is_vector(node):
-            fname = node.func.id
-            if node.keywords:
-                self.refuse(f"keyword arguments to {fname}() are not allowed")
-            fn = VECTOR_FUNCTIONS[fname][0]
-            result = tuple(fn(*self.vector_arguments(node, depth)))
-            for entry in result:
-                if entry.is_number and entry not in (sympy.oo, -sympy.oo):
-                    self.bounded(entry, node)
-            return result
-        where = ast.get_source_segment(self.source, node) or "an argument"
-        self.refuse(f"{where!r} is not a vector; write a vector as (a, b, c)")
+                self.limit(f"{fname}() of {self.segment(node.args[0])!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
+        return FUNCTIONS[fname][0](*args)
 
     def entry(self, node: ast.AST, depth: int) -> sympy.Expr:
         """A vector entry: a number, or ±inf (a masked score)."""
         s = is_infinity(node)
         return s * sympy.oo if s else self.visit(node, depth)
 
-    def vector_arguments(self, node: ast.Call, depth: int) -> list:
-        """The arguments of a vector operation: its vectors, then its optional scalars."""
-        fname = node.func.id
-        _, n_vectors, n_optional, _ = VECTOR_FUNCTIONS[fname]
-        args = node.args
-        if n_vectors == 1 and args and not self.is_vector(args[0]):
-            # softmax(1.2, 0.5, 2.0): the entries given directly
-            if not 1 <= len(args) <= MAX_VECTOR:
-                self.limit(f"a vector has 1 to {MAX_VECTOR} entries (got {len(args)})")
-            vectors, scalars = [tuple(self.entry(a, depth + 1) for a in args)], []
-        else:
-            if not n_vectors <= len(args) <= n_vectors + n_optional:
-                shape = ", ".join(["(a, b, ...)"] * n_vectors + ["eps"] * n_optional)
-                self.limit(f"{fname}() takes {shape}, got {len(args)} argument(s)")
-            vectors = [self.vector(a, depth + 1) for a in args[:n_vectors]]
-            scalars = [self.visit(a, depth + 1) for a in args[n_vectors:]]
-        if fname not in ACCEPTS_INFINITY and any(x in (sympy.oo, -sympy.oo) for v in vectors for x in v):
-            self.refuse(f"{fname}() of a vector with an infinite entry is not allowed: inf is allowed only in "
-                        + ", ".join(ACCEPTS_INFINITY))
-        if n_vectors == 2 and len(vectors[0]) != len(vectors[1]):
-            self.limit(f"{fname}() needs two vectors of the same length (got {len(vectors[0])} and {len(vectors[1])})")
+    @staticmethod
+    def infinite(x) -> bool:
+        return x in (sympy.oo, -sympy.oo)
+
+    def apply_vector(self, node: ast.Call, fname: str, vectors: list, scalars: list):
         if fname == "softmax":
             for x in vectors[0]:  # exp(x - max) is evaluated: bound x as exp() bounds its argument
                 if x.is_number and x.is_finite and abs(complex(sympy.N(sympy.re(x), 15))) > MAX_MAGNITUDE * math.log(10):
                     self.limit(f"softmax() of entries beyond ±{MAX_MAGNITUDE * math.log(10):.0f} lies outside the magnitude limit")
         if fname == "layernorm":
-            v = vectors[0]
-            spread = _var(v) + (scalars[0] if scalars else 0)
+            spread = _var(vectors[0]) + (scalars[0] if scalars else 0)
             if spread.is_number and spread == 0:
                 self.limit("layernorm() of a constant vector divides by zero; give eps, as in layernorm((a, b), 1e-5)")
-        return vectors + scalars
+        result = VECTOR_FUNCTIONS[fname][0](*vectors, *scalars)
+        if isinstance(result, tuple):
+            for entry in result:
+                if entry.is_number and not self.infinite(entry):
+                    self.bounded(entry, node)
+        return result
 
-    def power(self, base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
+    def power(self, node: ast.BinOp, base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
         if exponent.is_number:
             size = abs(complex(sympy.N(exponent, 15)))
             if not math.isfinite(size) or size > MAX_EXPONENT:

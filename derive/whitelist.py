@@ -25,6 +25,8 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+from decimal import Decimal
+from fractions import Fraction
 from typing import Iterable
 
 from seqgrad.errors import ParseError, SeqgradTypeError
@@ -190,3 +192,159 @@ def is_vector_node(node: ast.AST) -> bool:
         return True
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in VECTOR_ARITY
             and VECTOR_ARITY[node.func.id][2])
+
+
+class Reader:
+    """What both readers of a syntax tree share: the node dispatch, the refusals and limits, literals,
+    the checks of a call and the splitting of a vector operation's arguments.
+
+    A subclass supplies the values: :meth:`number` (an exact literal as a Fraction), :meth:`name`,
+    :meth:`negate`, :meth:`power`, :meth:`chain`, :meth:`function` (a whitelisted scalar function of
+    evaluated arguments), :meth:`entry` and :meth:`vector` (a vector's entries), :meth:`apply_vector`
+    (a vector operation of split arguments) and :meth:`infinite` (is a value ±inf).
+    """
+
+    functions: dict = {}  # a caller's own one-argument functions (safe_parse), checked before the whitelist
+
+    def __init__(self, text: str, source: str, argument: str):
+        self.text, self.source, self.argument = text, source, argument
+
+    # ------------------------------------------------------------------ messages
+
+    def segment(self, node) -> str:
+        return (ast.get_source_segment(self.source, node) if node is not None else None) or "a subexpression"
+
+    def declared(self) -> list[str]:
+        """The names the caller declared, for the refusal message."""
+        return []
+
+    def limit(self, reason: str):
+        """Refuse text that is on the whitelist but exceeds a size limit."""
+        raise ParseError(self.argument, self.text, reason)
+
+    def refuse(self, reason: str):
+        """Refuse text that uses something outside the whitelist."""
+        names = sorted(self.declared())
+        raise ParseError(self.argument, self.text, reason + "; allowed: numbers, + - * / **, parentheses, " + allowed_names()
+                         + (", variables " + ", ".join(names) if names else ""))
+
+    # ------------------------------------------------------------------ walking
+
+    def build(self, node, depth: int):
+        if depth > MAX_DEPTH:
+            self.limit(f"the expression is nested more than {MAX_DEPTH} levels deep")
+        if isinstance(node, ast.Constant):
+            return self.number(self.literal(node))
+        if isinstance(node, ast.Name):
+            if node.id.startswith("__") or node.id.endswith("__"):
+                self.refuse(f"the dunder name {node.id!r} is not allowed")
+            return self.name(node.id)
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.USub):
+                return self.negate(self.visit(node.operand, depth + 1))
+            if isinstance(node.op, ast.UAdd):
+                return self.visit(node.operand, depth + 1)
+            self.refuse(f"{OPERATOR_NAMES.get(type(node.op), type(node.op).__name__)} is not allowed")
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Pow):
+                return self.power(node, self.visit(node.left, depth + 1), self.visit(node.right, depth + 1))
+            return self.chain(node, depth)
+        if isinstance(node, ast.Call):
+            return self.call(node, depth)
+        kind = REFUSED.get(type(node), f"{type(node).__name__} nodes")
+        detail = f" ('.{node.attr}')" if isinstance(node, ast.Attribute) else ""
+        self.refuse(f"{kind}{detail} is not allowed" if kind.endswith(("access", "lambda", "await", "yield"))
+                    else f"{kind}{detail} are not allowed")
+
+    def chain_steps(self, node):
+        """``(first, [(op, right node, whole node), ...])`` of a chain a + b - c ... (or a * b / c ...):
+        Python nests it to the left, one level per term; walked iteratively, so a long flat sum is not deep."""
+        steps = []
+        while isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Pow):
+            steps.append((node.op, node.right, node))
+            node = node.left
+        for op, _, _ in steps:
+            if not isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+                self.refuse(f"{OPERATOR_NAMES.get(type(op), type(op).__name__)} is not allowed")
+        return node, steps[::-1]
+
+    def literal(self, node: ast.Constant):
+        """A number literal as the exact rational it spells (``0.1`` is 1/10), within the literal limits."""
+        value = node.value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            kind = {str: "string literals", bytes: "bytes literals", complex: "complex numbers"}.get(type(value), f"{type(value).__name__} constants")
+            if value is None or value is Ellipsis or isinstance(value, bool):
+                kind = f"the constant {value!r}"
+            self.refuse(f"{kind} are not allowed" if kind.endswith("s") else f"{kind} is not allowed")
+        text = self.segment(node).replace("_", "")
+        digits = literal_digits(text)
+        if digits > MAX_LITERAL_DIGITS:
+            self.limit(f"number literals have at most {MAX_LITERAL_DIGITS} digits (got {digits})")
+        if isinstance(value, int):
+            return Fraction(value)
+        exact = Decimal(text)
+        if not exact.is_finite() or abs(exact.adjusted()) > MAX_LITERAL_EXPONENT:
+            self.limit(f"number literals have a decimal exponent within ±{MAX_LITERAL_EXPONENT}")
+        return Fraction(exact)
+
+    def call(self, node, depth: int):
+        if not isinstance(node.func, ast.Name):
+            if isinstance(node.func, ast.Attribute):
+                self.refuse(f"attribute access ('.{node.func.attr}') is not allowed")
+            self.refuse("only calls of whitelisted functions by name are allowed")
+        fname = node.func.id
+        if fname.startswith("__") or fname.endswith("__"):
+            self.refuse(f"the dunder name {fname!r} is not allowed")
+        if fname in self.functions:
+            if node.keywords or len(node.args) != 1:
+                self.limit(f"{fname}() takes one positional argument")
+            return self.functions[fname](self.visit(node.args[0], depth + 1))
+        if fname not in FUNCTION_ARITY and fname not in VECTOR_ARITY:
+            self.refuse(f"calls of {fname!r} are not allowed (not a whitelisted function)")
+        if node.keywords:
+            self.refuse(f"keyword arguments to {fname}() are not allowed")
+        if fname in VECTOR_ARITY:
+            if VECTOR_ARITY[fname][2]:
+                self.refuse(f"{fname}() gives a vector, which is allowed only as a whole claim side or inside a vector operation")
+            return self.vector_operation(node, depth)
+        least, most = FUNCTION_ARITY[fname]
+        if not least <= len(node.args) <= most:
+            count = f"{least}" if least == most else f"{least} to {most}"
+            self.limit(f"{fname}() takes {count} argument(s), got {len(node.args)}")
+        return self.function(node, fname, [self.visit(arg, depth + 1) for arg in node.args])
+
+    def vector(self, node, depth: int) -> tuple:
+        """A vector: (a, b, ...) / [a, b, ...], or a vector-valued operation such as softmax(...)."""
+        if depth > MAX_DEPTH:
+            self.limit(f"the expression is nested more than {MAX_DEPTH} levels deep")
+        if isinstance(node, (ast.Tuple, ast.List)):
+            if not 1 <= len(node.elts) <= MAX_VECTOR:
+                self.limit(f"a vector has 1 to {MAX_VECTOR} entries (got {len(node.elts)})")
+            return tuple(self.entry(e, depth + 1) for e in node.elts)
+        if is_vector_node(node):
+            if node.keywords:
+                self.refuse(f"keyword arguments to {node.func.id}() are not allowed")
+            return self.vector_operation(node, depth)
+        self.refuse(f"{self.segment(node)!r} is not a vector; write a vector as (a, b, c)")
+
+    def vector_operation(self, node, depth: int):
+        """A vector operation: its arguments read and split into vectors and optional scalars, then applied."""
+        fname = node.func.id
+        n_vectors, n_optional, _ = VECTOR_ARITY[fname]
+        args = node.args
+        if n_vectors == 1 and args and not is_vector_node(args[0]):  # softmax(1.2, 0.5, 2.0): the entries directly
+            if not 1 <= len(args) <= MAX_VECTOR:
+                self.limit(f"a vector has 1 to {MAX_VECTOR} entries (got {len(args)})")
+            vectors, scalars = [tuple(self.entry(a, depth + 1) for a in args)], []
+        else:
+            if not n_vectors <= len(args) <= n_vectors + n_optional:
+                shape = ", ".join(["(a, b, ...)"] * n_vectors + ["eps"] * n_optional)
+                self.limit(f"{fname}() takes {shape}, got {len(args)} argument(s)")
+            vectors = [self.vector(a, depth + 1) for a in args[:n_vectors]]
+            scalars = [self.visit(a, depth + 1) for a in args[n_vectors:]]
+        if fname not in ACCEPTS_INFINITY and any(self.infinite(x) for v in vectors for x in v):
+            self.refuse(f"{fname}() of a vector with an infinite entry is not allowed: inf is allowed only in "
+                        + ", ".join(ACCEPTS_INFINITY))
+        if n_vectors == 2 and len(vectors[0]) != len(vectors[1]):
+            self.limit(f"{fname}() needs two vectors of the same length (got {len(vectors[0])} and {len(vectors[1])})")
+        return self.apply_vector(node, fname, vectors, scalars)

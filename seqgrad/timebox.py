@@ -20,20 +20,24 @@ class _OutOfTime(Exception):
     pass
 
 
-def within(seconds: float | None, compute: Callable[[], T]) -> T | None:
-    """``compute()``, or None when it takes longer than ``seconds`` (no limit when ``seconds`` is falsy)."""
+def within(seconds: float | None, compute: Callable[[], T], *, cpu: bool = False) -> T | None:
+    """``compute()``, or None when it takes longer than ``seconds`` (no limit when ``seconds`` is falsy).
+
+    With ``cpu=True`` the seconds are CPU time of this process (a budget that does not shrink on a busy
+    machine); otherwise wall-clock time."""
     if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         return compute()
 
     def out_of_time(signum, frame):
         raise _OutOfTime
 
-    previous = signal.signal(signal.SIGALRM, out_of_time)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    which, timer = (signal.SIGVTALRM, signal.ITIMER_VIRTUAL) if cpu else (signal.SIGALRM, signal.ITIMER_REAL)
+    previous = signal.signal(which, out_of_time)
+    signal.setitimer(timer, seconds)
     try:
         return compute()
     except _OutOfTime:
         return None
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(timer, 0)
+        signal.signal(which, previous)
