@@ -159,6 +159,14 @@ def _iroot(n: int, k: int) -> int | None:
     return None
 
 
+def _floor_raw(raw) -> int:
+    """floor of a raw mpmath number (sign, mantissa, exponent, bits), exactly, at any size
+    (mpmath's own floor rounds its result to the working precision)."""
+    sign_bit, man, exp, _ = raw
+    man = -man if sign_bit else man
+    return man << exp if exp >= 0 else man >> -exp  # >> floors negative numbers too
+
+
 def _too_big(x: Fraction) -> bool:
     limit = MAX_RESULT_DIGITS * _BITS_PER_DIGIT
     return x.numerator.bit_length() > limit or x.denominator.bit_length() > limit
@@ -470,11 +478,10 @@ class _Evaluator(Reader):
     def f_floor(self, node, x):
         if isinstance(x, Fraction):
             return Fraction(math.floor(x))
-        lo = mp.floor(mp.make_mpf(x._mpi_[0]))
-        hi = mp.floor(mp.make_mpf(x._mpi_[1]))
+        lo, hi = _floor_raw(x._mpi_[0]), _floor_raw(x._mpi_[1])
         if lo == hi:
-            return Fraction(int(lo))
-        n = int(lo) + 1
+            return Fraction(lo)
+        n = lo + 1
         if self.ask(node.args[0], n, "the argument of floor()"):
             return Fraction(n)
         return None  # pragma: no cover - ask() raises when unsettled

@@ -91,6 +91,8 @@ def test_exactness_defeats_cancellation_and_huge_factors():
     assert parse_claim("exp(1) = 2.718281828459045235360287471352662497757").verify().verified
     assert parse_claim("floor(exp(2000)) = 1").verify().status == "contradicted"
     assert parse_claim("(-2)**(2*sin(pi/2)) = 4").verify().verified  # an exponent proved an integer
+    assert parse_claim("floor(pi + 10**16) = 10000000000000003").verify().verified  # beyond float precision (fuzz find)
+    assert parse_claim("floor(exp(100)) = 26881171418161354484126255515800135873611118").verify().verified
 
 
 @pytest.mark.parametrize("text, error, reason", [
