@@ -130,7 +130,7 @@ def printed_claims(draw):
     if value is None:
         printed = Fraction(draw(st.integers(-9, 9)))
     else:
-        nearest = Fraction(int(_oracle(lambda: mpmath.nint(value * 10 ** places))), 10 ** places)
+        nearest = Fraction(int(_at(ORACLE_DIGITS, lambda: mpmath.nint(value * 10 ** places))), 10 ** places)
         printed = nearest + draw(st.sampled_from([0, 0, 0, 1, -1, 2])) * unit
     decimal_point = places > 0 or draw(st.booleans())
     shown = _decimal_text(printed, places) + ("" if places or not decimal_point else ".0")
