@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -33,13 +34,17 @@ CLAIM = "sin(1)*cos(2) + cos(1)*sin(2) = 0.1411"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def wall(argv: list[str], repeats: int) -> float:
-    times = []
+def wall(argv: list[str], repeats: int) -> tuple[float, float]:
+    """Median wall-clock and CPU (user + system) seconds of running ``argv`` in a fresh process."""
+    walls, cpus = [], []
     for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(argv, env=ENV, cwd=ROOT, check=True, capture_output=True)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def heavy_imports() -> list[str]:
@@ -49,17 +54,21 @@ def heavy_imports() -> list[str]:
     return json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"'))
 
 
-def claims_group(repeats: int) -> tuple[float, int]:
+def claims_group(repeats: int) -> tuple[float, float, int]:
     probe = (
         "import sympy, torch, numeric.course, statistics, time\n"
         "from crosscheck.registry import all_checks, run_checks\n"
         "checks = all_checks('claims')\n"
         "run_checks(checks, show_progress=False)  # warm: the imports and caches the main job has anyway\n"
-        f"totals = [sum(r.seconds for r in run_checks(checks, show_progress=False)) for _ in range({repeats})]\n"
-        "print(statistics.median(totals), len(checks))\n")
+        "walls, cpus = [], []\n"
+        f"for _ in range({repeats}):\n"
+        "    start = time.process_time()\n"
+        "    walls.append(sum(r.seconds for r in run_checks(checks, show_progress=False)))\n"
+        "    cpus.append(time.process_time() - start)\n"
+        "print(statistics.median(walls), statistics.median(cpus), len(checks))\n")
     out = subprocess.run([sys.executable, "-c", probe], env=ENV, cwd=ROOT, check=True, capture_output=True, text=True)
-    seconds, count = out.stdout.split()
-    return float(seconds), int(count)
+    seconds, cpu, count = out.stdout.split()
+    return float(seconds), float(cpu), int(count)
 
 
 def main() -> None:
@@ -72,18 +81,22 @@ def main() -> None:
     sympy_import = wall([sys.executable, "-c", "import sympy"], repeats)
     claim = wall([sys.executable, "-m", "crosscheck", "claim", CLAIM], repeats)
     imported = heavy_imports()
-    group, count = claims_group(3 if args.quick else 5)
+    group, group_cpu, count = claims_group(3 if args.quick else 5)
     with tempfile.TemporaryDirectory() as out:
-        check_wall = wall([sys.executable, "-m", "crosscheck", "check", "--only", "claims", "--no-figures", "--out", out], 1)
+        check = wall([sys.executable, "-m", "crosscheck", "check", "--only", "claims", "--no-figures", "--out", out], 1)
+    load = os.getloadavg()[0]
 
     rows = [
-        ["`seqgrad claim` (scalar claim, fresh process)", f"{claim:.3f}", "< 0.5", f"{claim / bare:.1f}x a bare `python -c pass` ({bare:.3f} s)"],
-        ["`python -c \"import sympy\"` (the old path's floor)", f"{sympy_import:.3f}", "", f"{sympy_import / claim:.1f}x the claim"],
-        [f"claims group, {count} checks (in process, imports done)", f"{group:.3f}", "< 2", ""],
-        ["`seqgrad check --only claims` (wall, imports and encoder included)", f"{check_wall:.1f}", "", ""],
+        ["`seqgrad claim` (scalar claim, fresh process)", f"{claim[0]:.3f}", f"{claim[1]:.3f}", "< 0.5",
+         f"{claim[0] / bare[0]:.1f}x (CPU {claim[1] / bare[1]:.1f}x) a bare `python -c pass` ({bare[0]:.3f} s, CPU {bare[1]:.3f} s)"],
+        ["`python -c \"import sympy\"` (the old path's floor)", f"{sympy_import[0]:.3f}", f"{sympy_import[1]:.3f}", "",
+         f"{sympy_import[0] / claim[0]:.1f}x the claim"],
+        [f"claims group, {count} checks (in process, imports done)", f"{group:.3f}", f"{group_cpu:.3f}", "< 2", ""],
+        ["`seqgrad check --only claims` (imports and encoder included)", f"{check[0]:.1f}", f"{check[1]:.1f}", "", ""],
     ]
-    table = benchdoc.table(["what", "seconds (median)", "target", "ratio"], rows)
+    table = benchdoc.table(["what", "wall s (median)", "CPU s (median)", "target", "ratio"], rows)
     text = (f"### `seqgrad claim` and the claims group\n\n{table}\n\n"
+            f"Load average when measured: {load:.1f} (wall times on a busy machine are inflated; CPU times much less so).\n"
             f"Heavy modules imported by `seqgrad claim`: {', '.join(imported) or 'none (no SymPy, torch or numpy)'}.")
     print(text)
     benchdoc.record("claims", text)
