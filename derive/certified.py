@@ -421,7 +421,10 @@ class _Evaluator(Reader):
     def f_sigmoid(self, node, x):
         if x == 0:
             return Fraction(1, 2)
-        return 1 / (1 + iv.exp(-self.saturating(interval(x))))
+        x = interval(x)
+        if x < -MAX_MAGNITUDE * _LN10:  # sigmoid(x) < e**x: below 10**-1000
+            self.limit(f"sigmoid() of {self.segment(node.args[0])!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
+        return 1 / (1 + iv.exp(-self.saturating(x)))
 
     @staticmethod
     def saturating(x):
