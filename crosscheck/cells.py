@@ -255,7 +255,9 @@ def _generate(cell: Cell, gen, backend: str, forward_only: bool) -> str:
     for h, term in hoisted.items():
         src(f"{names[h]}_all = {printer(term.xreplace(whole))}")
     scale = gen.scale
-    scale_text = printer(scale.xreplace({sp.Symbol("T", integer=True, positive=True): sp.Symbol("_T")})) if scale != 1 else None
+    from derive.cell import B as batch_size, T as length
+
+    scale_text = printer(scale.xreplace({length: sp.Symbol("_T"), batch_size: sp.Symbol("_B")})) if scale != 1 else None
     src("L = 0.0")
     stash = [d.target for d in forward]
     for target in stash:
