@@ -36,7 +36,7 @@ from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, 
 
 from .lambdify import BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier
 
-__all__ = ["CellFunction", "autograd_twin", "against_autograd", "random_case"]
+__all__ = ["CellFunction", "RNNFunction", "autograd_twin", "autograd_gradients", "against_autograd", "random_case"]
 
 
 class _CellPrinter:
@@ -177,6 +177,27 @@ class CellFunction:
 
     def __call__(self, params: Mapping, X, y) -> dict:
         return self.evaluate(self.prepare(params, X, y))
+
+
+class RNNFunction(CellFunction):
+    """Loss and every gradient of an unrolled network (:func:`derive.rnn.unroll`, :func:`derive.gated.gru`,
+    :func:`derive.gated.lstm`, ``Cell.unroll``), compiled once as loops over t from its cell; the
+    unrolled program itself is never built.  Inputs must have the network's T steps."""
+
+    def __init__(self, net, backend: str = "numpy", device: str = "cpu"):
+        from derive.cell_unrolled import UnrolledCell
+
+        if not isinstance(net, UnrolledCell):
+            raise SeqgradTypeError("net", net, "an unrolled network (rnn.unroll, gated.gru, gated.lstm, Cell.unroll)")
+        self.net = net
+        super().__init__(net.cell, backend, device)
+
+    def prepare(self, params: Mapping, X, y) -> list:
+        X_arr = np.shape(X.detach().cpu() if hasattr(X, "detach") else X)
+        if len(X_arr) >= 2 and X_arr[1] != self.net.steps:
+            D = self.cell.sizes[self.cell.input_size] if self.cell.vector else None
+            raise ShapeError("X", tuple(X_arr), f"(B, {self.net.steps}, {D})" if D else f"(B, {self.net.steps})")
+        return super().prepare(params, X, y)
 
 
 def _as_array(name, value):

@@ -28,7 +28,7 @@ entrywise.
 >>> gen = rnn.general()
 >>> gen.grad("w_h")
 Sum_{t=0}^{T-1} g_t^z*h_{t-1}
->>> print(gen.backward_rows()[1])
+>>> print(gen.backward_rows()[2])
 g_t^h = g_{t+1}^z*w_h   (t < T-1)
 >>> gen.grad("w_h").at(3)
 g_0^z*h_{-1} + g_1^z*h_0 + g_2^z*h_1
@@ -171,7 +171,7 @@ class _StepSumMixin:
 
     def _sympystr(self, printer):
         lo, hi = self._bounds()
-        return "Sum_{t=%s}^{%s} %s" % (printer._print(lo), printer._print(hi), printer._print(self.term))
+        return "Sum_{t=%s}^{%s} %s" % (printer._print(lo), printer._print(hi).replace(" ", ""), printer._print(self.term))
 
     def at(self, steps: int, instantiate=None):
         """The sum written out for ``T = steps`` (``instantiate(term, k, steps)`` maps the step symbols)."""
@@ -349,6 +349,9 @@ class Cell:
         from .safe_parse import parse_expression
 
         if isinstance(value, str):
+            if re.search(r"\b\w+_prev(_prev|\d)\b", value):
+                raise CellError(argument, value, "first-order recurrences only: NAME_prev is the state at t-1; "
+                                "an order-2 term (h_{t-2}) can be written with a second state")
             expr = parse_expression(value, variables=sorted(allowed), argument=argument, functions=self.functions)
         elif isinstance(value, sp.Basic):
             expr = value

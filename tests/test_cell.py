@@ -215,7 +215,7 @@ def test_compiled_code_does_not_grow_with_T():
 
 BAD = [
     (dict(equations="z = w*x; h = tanh(z)", states="c", params="w v", head="v*h"), "states"),
-    (dict(equations="z = w*x + q; h = tanh(z)", states="h", params="w v", head="v*h"), "unknown: q"),
+    (dict(equations="z = w*x + q; h = tanh(z)", states="h", params="w v", head="v*h"), "q"),
     (dict(equations="h = tanh(w*x + w*h_prev)", states="h", params="w v unused", head="v*h"), "unused"),
     (dict(equations="h = tanh(w*x + w*h_prev_prev)", states="h", params="w v", head="v*h"), "first-order"),
     (dict(equations="h = tanh(w*x)", states="h", params="w v", head="v*x"), "head"),
