@@ -34,7 +34,8 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from derive.cell import Cell
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
-from .lambdify import BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier
+from .lambdify import (BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier,
+                       run_generated)
 
 __all__ = ["CellFunction", "RNNFunction", "autograd_twin", "autograd_gradients", "against_autograd", "random_case"]
 
@@ -97,8 +98,7 @@ class CellFunction:
         self.source = _generate(cell, gen, backend, forward_only)
         namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
         namespace.update(_helpers(backend))
-        exec(compile(self.source, f"<seqgrad:{cell.name}_loop>", "exec"), namespace)  # generated from the cell, never user text
-        self.fn = namespace["_generated"]
+        self.fn = run_generated(self.source, f"<seqgrad:{cell.name}_loop>", namespace, "_generated")
 
     # -- arguments ---------------------------------------------------------------------
     def prepare(self, params: Mapping, X, y) -> list:

@@ -311,8 +311,16 @@ def lambdify(program: Program | None, outputs: Sequence, args: Sequence, backend
     source = "\n".join(lines) + "\n"
     namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
     namespace.update(_helpers(backend, [names[a] for a in args]))
-    exec(compile(source, f"<seqgrad:{program.name}>", "exec"), namespace)  # our own generated code, never user text
-    return Compiled(namespace["_generated"], source, args, outputs, backend, check_finite)
+    fn = run_generated(source, f"<seqgrad:{program.name}>", namespace, "_generated")
+    return Compiled(fn, source, args, outputs, backend, check_finite)
+
+
+def run_generated(source: str, filename: str, namespace: dict, name: str):
+    """Define the function ``name`` of ``source`` in ``namespace`` and return it.  ``source`` is always code
+    that seqgrad's own printers generated from a derivation, never a user's text (which reaches SymPy only
+    through :mod:`derive.safe_parse`)."""
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]
 
 
 def _name(symbol) -> str:

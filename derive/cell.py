@@ -50,6 +50,7 @@ from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 from . import activations
 from .program import Elementwise, Program, SquaredNorm, _latex, latex_aligned, sstr
+from .safe_parse import as_sympy
 
 __all__ = ["Cell", "Loss", "GeneralDerivation", "StepSum", "MatStepSum", "CellError", "FUNCTIONS",
            "LOSS_KINDS", "REDUCTIONS", "index_text"]
@@ -190,7 +191,7 @@ class StepSum(_StepSumMixin, sp.Expr):
     is_commutative = True
 
     def __new__(cls, term, lo, hi, instantiate=None):
-        obj = sp.Expr.__new__(cls, term, sp.sympify(lo), sp.sympify(hi))
+        obj = sp.Expr.__new__(cls, term, as_sympy(lo), as_sympy(hi))
         obj.instantiate = instantiate
         return obj
 
@@ -199,7 +200,7 @@ class MatStepSum(_StepSumMixin, MatrixExpr):
     """A matrix sum over the general step t."""
 
     def __new__(cls, term, lo, hi, instantiate=None):
-        obj = MatrixExpr.__new__(cls, term, sp.sympify(lo), sp.sympify(hi))
+        obj = MatrixExpr.__new__(cls, term, as_sympy(lo), as_sympy(hi))
         obj.instantiate = instantiate
         return obj
 
@@ -210,7 +211,7 @@ class MatStepSum(_StepSumMixin, MatrixExpr):
 
 def _index(i):
     """The step index a symbol was made with, as a SymPy integer expression (None: no index)."""
-    return None if i is None else sp.sympify(i)
+    return None if i is None else as_sympy(i)
 
 
 def _is_zero(x) -> bool:
@@ -352,6 +353,10 @@ class Cell:
             if re.search(r"\b\w+_prev(_prev|\d)\b", value):
                 raise CellError(argument, value, "first-order recurrences only: NAME_prev is the state at t-1; "
                                 "an order-2 term (h_{t-2}) can be written with a second state")
+            for stem in re.findall(r"\b([A-Za-z]\w*?)_prev\b", value):
+                if stem not in self.states:
+                    raise CellError("states", self.states, f"every NAME_prev read by the equations declared as a state "
+                                    f"({argument} reads {stem}_prev)")
             expr = parse_expression(value, variables=sorted(allowed), argument=argument, functions=self.functions)
         elif isinstance(value, sp.Basic):
             expr = value
