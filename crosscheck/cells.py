@@ -34,9 +34,10 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from derive.cell import Cell
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
-from .lambdify import BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier
+from .lambdify import (BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier,
+                       run_generated)
 
-__all__ = ["CellFunction", "autograd_twin", "against_autograd", "random_case"]
+__all__ = ["CellFunction", "RNNFunction", "autograd_twin", "autograd_gradients", "against_autograd", "random_case"]
 
 
 class _CellPrinter:
@@ -97,8 +98,7 @@ class CellFunction:
         self.source = _generate(cell, gen, backend, forward_only)
         namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
         namespace.update(_helpers(backend))
-        exec(compile(self.source, f"<seqgrad:{cell.name}_loop>", "exec"), namespace)  # generated from the cell, never user text
-        self.fn = namespace["_generated"]
+        self.fn = run_generated(self.source, f"<seqgrad:{cell.name}_loop>", namespace, "_generated")
 
     # -- arguments ---------------------------------------------------------------------
     def prepare(self, params: Mapping, X, y) -> list:
@@ -179,6 +179,27 @@ class CellFunction:
         return self.evaluate(self.prepare(params, X, y))
 
 
+class RNNFunction(CellFunction):
+    """Loss and every gradient of an unrolled network (:func:`derive.rnn.unroll`, :func:`derive.gated.gru`,
+    :func:`derive.gated.lstm`, ``Cell.unroll``), compiled once as loops over t from its cell; the
+    unrolled program itself is never built.  Inputs must have the network's T steps."""
+
+    def __init__(self, net, backend: str = "numpy", device: str = "cpu"):
+        from derive.cell_unrolled import UnrolledCell
+
+        if not isinstance(net, UnrolledCell):
+            raise SeqgradTypeError("net", net, "an unrolled network (rnn.unroll, gated.gru, gated.lstm, Cell.unroll)")
+        self.net = net
+        super().__init__(net.cell, backend, device)
+
+    def prepare(self, params: Mapping, X, y) -> list:
+        X_arr = np.shape(X.detach().cpu() if hasattr(X, "detach") else X)
+        if len(X_arr) >= 2 and X_arr[1] != self.net.steps:
+            D = self.cell.sizes[self.cell.input_size] if self.cell.vector else None
+            raise ShapeError("X", tuple(X_arr), f"(B, {self.net.steps}, {D})" if D else f"(B, {self.net.steps})")
+        return super().prepare(params, X, y)
+
+
 def _as_array(name, value):
     try:
         arr = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value, dtype=np.float64)
@@ -255,7 +276,9 @@ def _generate(cell: Cell, gen, backend: str, forward_only: bool) -> str:
     for h, term in hoisted.items():
         src(f"{names[h]}_all = {printer(term.xreplace(whole))}")
     scale = gen.scale
-    scale_text = printer(scale.xreplace({sp.Symbol("T", integer=True, positive=True): sp.Symbol("_T")})) if scale != 1 else None
+    from derive.cell import B as batch_size, T as length
+
+    scale_text = printer(scale.xreplace({length: sp.Symbol("_T"), batch_size: sp.Symbol("_B")})) if scale != 1 else None
     src("L = 0.0")
     stash = [d.target for d in forward]
     for target in stash:
