@@ -1,0 +1,101 @@
+"""The two figures of the cue-recall experiment (matplotlib's object-oriented API).
+
+* :func:`plot_accuracy` -- test cue-recall accuracy against the delay, one line per
+  model (mean over seeds, each seed a small dot), the printed Table 34 means as open
+  markers, and the chance level 1/4;
+* :func:`plot_gradient_paths` -- why: the path-product norm ``||J_q ... J_{c+1}||_2`` and
+  the share of the recall gradient that reaches the cue for the trained RNN and GRU,
+  against the Transformer's one-step path (its input-gradient share and the attention
+  weight from the recall query to the cue).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import task
+from .models import LABELS, MODELS
+from .results import PRINTED, Cell
+
+COLORS = {"rnn": "tab:red", "gru": "tab:orange", "transformer": "tab:blue"}
+
+
+def plot_accuracy(ax, cells: list[Cell]) -> list:
+    """Accuracy against delay; returns the measured mean lines (one per model)."""
+    lines = []
+    for m in MODELS:
+        cs = sorted((c for c in cells if c.model == m), key=lambda c: c.delay)
+        if not cs:
+            continue
+        d = np.array([c.delay for c in cs])
+        line, = ax.plot(d, [c.mean for c in cs], marker="o", color=COLORS[m], label=f"{LABELS[m]} (measured mean)")
+        lines.append(line)
+        for c in cs:
+            ax.plot([c.delay] * len(c.values), c.values, linestyle="none", marker=".", color=COLORS[m], alpha=0.5)
+        printed = [(dd, PRINTED[m][dd][0]) for dd in d if dd in PRINTED[m]]
+        if printed:
+            ax.plot(*zip(*printed), linestyle="none", marker="s", markersize=9, markerfacecolor="none",
+                    markeredgecolor=COLORS[m], label=f"{LABELS[m]} (Table 34)")
+    ax.axhline(task.CHANCE_ACCURACY, color="gray", linestyle="--", label="chance 1/4")
+    delays = sorted({c.delay for c in cells})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(delays, [str(d) for d in delays])
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("delay d (random moves between cue and RECALL)")
+    ax.set_ylabel("held-out cue-recall accuracy")
+    ax.set_title("Cue recall against delay (dots: seeds)")
+    ax.legend(fontsize=7, loc="lower left")
+    return lines
+
+
+def _by(summaries: list[dict], model: str, key: str):
+    rows = [s for s in summaries if s["model"] == model and s.get(key) is not None]
+    delays = sorted({s["delay"] for s in rows})
+    per = {d: [s[key] for s in rows if s["delay"] == d] for d in delays}
+    return np.array(delays), per
+
+
+def plot_gradient_paths(axes, summaries: list[dict]) -> list:
+    """Three panels: path-product norm, gradient share at the cue, Transformer attention to the cue."""
+    ax_path, ax_ratio, ax_att = axes
+    lines = []
+    for m in ("rnn", "gru"):
+        d, per = _by(summaries, m, "path_norm")
+        if len(d):
+            lines.append(ax_path.plot(d, [np.exp(np.mean(np.log(per[x]))) for x in d], marker="o", color=COLORS[m],
+                                      label=LABELS[m])[0])
+            for x in d:
+                ax_path.plot([x] * len(per[x]), per[x], linestyle="none", marker=".", color=COLORS[m], alpha=0.5)
+    ax_path.set_yscale("log")
+    ax_path.set_title(r"path product $\|J_q \cdots J_{c+1}\|_2$")
+    ax_path.set_ylabel("cue -> recall, mean over test episodes")
+    for m in MODELS:
+        d, per = _by(summaries, m, "ratio")
+        if len(d):
+            label = LABELS[m] + (r" ($h^{(0)}$)" if m == "transformer" else "")
+            lines.append(ax_ratio.plot(d, [np.exp(np.mean(np.log(per[x]))) for x in d], marker="o", color=COLORS[m],
+                                       label=label)[0])
+            for x in d:
+                ax_ratio.plot([x] * len(per[x]), per[x], linestyle="none", marker=".", color=COLORS[m], alpha=0.5)
+    ax_ratio.set_yscale("log")
+    ax_ratio.set_title(r"$\|\partial L/\partial h_c\| \,/\, \|\partial L/\partial h_q\|$")
+    ax_ratio.set_ylabel("share of the recall gradient reaching the cue")
+    rows = [s for s in summaries if s["model"] == "transformer" and s.get("attention")]
+    if rows:
+        d = np.array(sorted({s["delay"] for s in rows}))
+        best = {x: [max(s["attention"]) for s in rows if s["delay"] == x] for x in d}
+        lines.append(ax_att.plot(d, [np.mean(best[x]) for x in d], marker="o", color=COLORS["transformer"],
+                                 label="Transformer, strongest head")[0])
+        for x in d:
+            ax_att.plot([x] * len(best[x]), best[x], linestyle="none", marker=".", color=COLORS["transformer"], alpha=0.5)
+        ax_att.plot(d, [1 / (task.recall_position(x) + 1) for x in d], linestyle="--", color="gray",
+                    label="uniform causal weight 1/(q+1)")
+    ax_att.set_ylim(0, 1.05)
+    ax_att.set_title(r"attention weight $A_{q,c}$ (recall -> cue)")
+    for ax in axes:
+        delays = sorted({s["delay"] for s in summaries})
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(delays, [str(x) for x in delays])
+        ax.set_xlabel("delay d")
+        ax.legend(fontsize=7)
+    return lines
