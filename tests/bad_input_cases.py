@@ -298,6 +298,14 @@ case("crosscheck.tolerance", "tolerance(device='tpu')", SeqgradValueError, "tpu"
     lambda: __import__("crosscheck.tolerance").tolerance.tolerance(device="tpu"))
 case("crosscheck.lambdify", "lambdify(program, outputs, args, backend='jax')", SeqgradValueError, "backend")(
     lambda: _lambdify_backend("jax"))
+case("numeric.cue_recall", "models.build('lstm', 8, 6206)", SeqgradValueError, "model='lstm'")(
+    lambda: __import__("numeric.cue_recall.models").cue_recall.models.build("lstm", 8, 6206))
+case("numeric.cue_recall", "models.build('rnn', 0, 6206)", SeqgradValueError, "delay=0")(
+    lambda: __import__("numeric.cue_recall.models").cue_recall.models.build("rnn", 0, 6206))
+case("numeric.cue_recall", "task.generate(16, 8, seed=1.5)", SeqgradTypeError, "seed=1.5")(
+    lambda: __import__("numeric.cue_recall.task").cue_recall.task.generate(16, 8, 1.5))
+case("numeric.cue_recall", "task.split('holdout', 8)", SeqgradValueError, "split='holdout'")(
+    lambda: __import__("numeric.cue_recall.task").cue_recall.task.split("holdout", 8))
 case("seqgrad.sigfig", "sigfig.matches(0.1, 0.1, figures=0)", SeqgradValueError, "figures")(
     lambda: __import__("seqgrad.sigfig").sigfig.matches(0.1, 0.1, figures=0))
 case("seqgrad.sigfig", "sigfig.decimals_tolerance('0.1.2')", ParseError, "decimal number")(
@@ -365,6 +373,15 @@ cli(["plot", "paths", "--device", "tpu"], UsageError, "argument --device")
 cli(["plot", "nosuchset"], UsageError, "argument SET")
 cli(["plot", "paths", "--format", "gif"], UsageError, "argument --format")
 cli(["plot", "paths", "--out", "/proc/seqgrad-figures"], SeqgradValueError, "--out")
+cli(["experiment", "cue-recall", "--models", "rnn,lstm"], SeqgradValueError, "--models='lstm'")
+cli(["experiment", "cue-recall", "--delays", "8,0"], SeqgradValueError, "--delays=0")
+cli(["experiment", "cue-recall", "--delays", "8,,32"], SeqgradValueError, "without empty items")
+cli(["experiment", "cue-recall", "--seeds", "6206,x"], SeqgradValueError, "comma-separated integers")
+cli(["experiment", "cue-recall", "--seeds", "1.5"], SeqgradValueError, "--seeds='1.5'")
+cli(["experiment", "cue-recall", "--jobs", "0"], SeqgradValueError, "--jobs=0")
+cli(["experiment", "cue-recall", "--out", "/proc/seqgrad-experiments"], SeqgradValueError, "--out")
+cli(["experiment", "cue-recall", "--device", "tpu"], UsageError, "argument --device")
+cli(["experiment", "nosuchexperiment"], UsageError, "argument NAME")
 
 
 # ---------------------------------------------------------------- injection payloads, every entry point

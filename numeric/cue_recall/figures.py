@@ -97,5 +97,6 @@ def plot_gradient_paths(axes, summaries: list[dict]) -> list:
         ax.set_xscale("log", base=2)
         ax.set_xticks(delays, [str(x) for x in delays])
         ax.set_xlabel("delay d")
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     return lines
