@@ -237,3 +237,56 @@ def test_quick_run_of_the_whole_grid(tmp_path):
     assert all(r["clip_vs_torch"] <= 1e-6 for r in doc["runs"])
     assert max(p["chain_rule_error"] or 0 for p in doc["paths"]) < 1e-8
     assert seconds < 180  # < 60 s on an idle 2-core machine; the margin is for a shared one
+
+
+# ---------------------------------------------------------------- the trend checks on a recorded run
+
+def _recorded(accuracy) -> dict:
+    """A synthetic record of the full grid with ``accuracy(model, delay, seed)``."""
+    runs = [{"model": m, "delay": d, "seed": s, "test_accuracy": accuracy(m, d, s), "test_cross_entropy": 0.5,
+             "best_epoch": 60, "validation_cross_entropy": 0.5, "clip_vs_torch": 0.0}
+            for m in models.MODELS for d in experiment.DELAYS for s in train.SEEDS]
+    path_rows = [{"model": m, "delay": d, "seed": s, "chain_rule_error": 1e-14 if m != "transformer" else None,
+                  "path_norm": 10.0 ** -d if m != "transformer" else None, "attention": [0.9, 0.05] if m == "transformer" else None}
+                 for m in models.MODELS for d in experiment.DELAYS for s in train.SEEDS]
+    return {"config": experiment.Config().as_dict(), "runs": runs, "table": [c.as_dict() for c in results.table(runs)],
+            "parameters": {"rnn": {"32": 1943}, "transformer": {"8": 1627}}, "paths": path_rows,
+            "invocations": [{"command": "seqgrad experiment cue-recall"}]}
+
+
+def _run_checks(doc, tmp_path, monkeypatch) -> dict:
+    from crosscheck.checks import experiment as checks
+    from crosscheck.registry import Context
+
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    monkeypatch.setattr(checks, "RESULTS", path)
+    names = ["record", "delay8_perfect", "transformer_every_delay", "ordering", "rnn_chance_at_32", "gradient_paths"]
+    return {n: getattr(checks, n)(Context()) for n in names}
+
+
+def test_trend_checks_pass_on_the_texts_pattern_and_fail_otherwise(tmp_path, monkeypatch):
+    printed = lambda m, d, s: results.PRINTED[m][d][0]  # noqa: E731
+    outcomes = _run_checks(_recorded(printed), tmp_path, monkeypatch)
+    assert all(o.passed and not o.skipped for o in outcomes.values()), {k: o.detail for k, o in outcomes.items()}
+    assert "printed 0.44 (distance +0.000)" in outcomes["ordering"].detail
+
+    bad = _recorded(lambda m, d, s: 0.3 if (m, d) == ("transformer", 32) else printed(m, d, s))
+    outcomes = _run_checks(bad, tmp_path, monkeypatch)
+    assert not outcomes["transformer_every_delay"].passed and not outcomes["ordering"].passed
+    assert outcomes["delay8_perfect"].passed and outcomes["rnn_chance_at_32"].passed
+
+    tampered = _recorded(printed)
+    tampered["table"][0]["mean"] = 0.5
+    tampered["paths"][0]["chain_rule_error"] = 1e-3
+    outcomes = _run_checks(tampered, tmp_path, monkeypatch)
+    assert not outcomes["record"].passed and "differs from its runs" in outcomes["record"].detail
+    assert not outcomes["gradient_paths"].passed
+
+
+def test_trend_checks_skip_without_a_record(tmp_path, monkeypatch):
+    from crosscheck.checks import experiment as checks
+    from crosscheck.registry import Context
+
+    monkeypatch.setattr(checks, "RESULTS", tmp_path / "nothing.json")
+    assert checks.ordering(Context()).skipped

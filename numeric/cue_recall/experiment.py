@@ -219,7 +219,7 @@ def write_outputs(out, records: list[dict], summaries: list[dict], *, command: s
     written = [write_text(out / "results.json", json.dumps(doc, indent=1) + "\n"),
                write_text(out / "table.md", results.markdown(cells) + "\n" + results.per_seed_markdown(records)),
                write_text(out / "table.tex", results.latex(cells))]
-    fig = Figure(figsize=(6.0, 4.5), layout="constrained")
+    fig = Figure(figsize=(8.0, 4.5), layout="constrained")
     figures.plot_accuracy(fig.add_subplot(), cells)
     written.append(save_figure(fig, out / "accuracy-vs-delay.png", dpi=130))
     fig = Figure(figsize=(13.0, 4.2), layout="constrained")

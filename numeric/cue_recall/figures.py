@@ -18,6 +18,8 @@ from .models import LABELS, MODELS
 from .results import PRINTED, Cell
 
 COLORS = {"rnn": "tab:red", "gru": "tab:orange", "transformer": "tab:blue"}
+PRINTED_MARKERS = {"rnn": "s", "gru": "D", "transformer": "^"}
+OFFSETS = {"rnn": 0.96, "gru": 1.0, "transformer": 1.04}  # horizontal nudge (log axis) so equal values stay visible
 
 
 def plot_accuracy(ax, cells: list[Cell]) -> list:
@@ -32,10 +34,10 @@ def plot_accuracy(ax, cells: list[Cell]) -> list:
         lines.append(line)
         for c in cs:
             ax.plot([c.delay] * len(c.values), c.values, linestyle="none", marker=".", color=COLORS[m], alpha=0.5)
-        printed = [(dd, PRINTED[m][dd][0]) for dd in d if dd in PRINTED[m]]
+        printed = [(dd * OFFSETS[m], PRINTED[m][dd][0]) for dd in d if dd in PRINTED[m]]
         if printed:
-            ax.plot(*zip(*printed), linestyle="none", marker="s", markersize=9, markerfacecolor="none",
-                    markeredgecolor=COLORS[m], label=f"{LABELS[m]} (Table 34)")
+            ax.plot(*zip(*printed), linestyle="none", marker=PRINTED_MARKERS[m], markersize=10, markerfacecolor="none",
+                    markeredgewidth=1.5, markeredgecolor=COLORS[m], label=f"{LABELS[m]} (Table 34, printed)")
     ax.axhline(task.CHANCE_ACCURACY, color="gray", linestyle="--", label="chance 1/4")
     delays = sorted({c.delay for c in cells})
     ax.set_xscale("log", base=2)
@@ -44,7 +46,7 @@ def plot_accuracy(ax, cells: list[Cell]) -> list:
     ax.set_xlabel("delay d (random moves between cue and RECALL)")
     ax.set_ylabel("held-out cue-recall accuracy")
     ax.set_title("Cue recall against delay (dots: seeds)")
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
     return lines
 
 

@@ -8,7 +8,6 @@ With a single seed the standard deviation is undefined and is left empty.
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 
@@ -129,6 +128,3 @@ def latex(cells: list[Cell]) -> str:
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 
-
-def finite(x) -> bool:
-    return x is not None and math.isfinite(x)
