@@ -247,10 +247,12 @@ def _recorded(accuracy) -> dict:
              "best_epoch": 60, "validation_cross_entropy": 0.5, "clip_vs_torch": 0.0}
             for m in models.MODELS for d in experiment.DELAYS for s in train.SEEDS]
     path_rows = [{"model": m, "delay": d, "seed": s, "chain_rule_error": 1e-14 if m != "transformer" else None,
-                  "path_norm": 10.0 ** -d if m != "transformer" else None, "attention": [0.9, 0.05] if m == "transformer" else None}
+                  "path_norm": 10.0 ** -d if m != "transformer" else None, "ratio": 10.0 ** -d,
+                  "attention": [0.9, 0.05] if m == "transformer" else None}
                  for m in models.MODELS for d in experiment.DELAYS for s in train.SEEDS]
     return {"config": experiment.Config().as_dict(), "runs": runs, "table": [c.as_dict() for c in results.table(runs)],
             "parameters": {"rnn": {"32": 1943}, "transformer": {"8": 1627}}, "paths": path_rows,
+            "paths_initial": [dict(p) for p in path_rows],
             "invocations": [{"command": "seqgrad experiment cue-recall"}]}
 
 
@@ -279,9 +281,11 @@ def test_trend_checks_pass_on_the_texts_pattern_and_fail_otherwise(tmp_path, mon
     tampered = _recorded(printed)
     tampered["table"][0]["mean"] = 0.5
     tampered["paths"][0]["chain_rule_error"] = 1e-3
+    for i in (3, 4, 5):  # the RNN paths at d=16 do not vanish
+        tampered["paths_initial"][i]["path_norm"] = 1.0
     outcomes = _run_checks(tampered, tmp_path, monkeypatch)
     assert not outcomes["record"].passed and "differs from its runs" in outcomes["record"].detail
-    assert not outcomes["gradient_paths"].passed
+    assert not outcomes["gradient_paths"].passed and "does not shrink" in outcomes["gradient_paths"].detail
 
 
 def test_trend_checks_skip_without_a_record(tmp_path, monkeypatch):
@@ -290,3 +294,16 @@ def test_trend_checks_skip_without_a_record(tmp_path, monkeypatch):
 
     monkeypatch.setattr(checks, "RESULTS", tmp_path / "nothing.json")
     assert checks.ordering(Context()).skipped
+
+
+def test_docs_page_shows_the_recorded_table():
+    """docs/experiment-cue-recall.md carries the recorded table.md verbatim (the page cannot drift from the record)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    recorded = root / "docs" / "experiments" / "cue-recall" / "table.md"
+    if not recorded.exists():
+        pytest.skip("no recorded full run")
+    table = recorded.read_text(encoding="utf-8").split("\n\n")[0].strip()
+    assert table.startswith("| Model |")
+    assert table in (root / "docs" / "experiment-cue-recall.md").read_text(encoding="utf-8")

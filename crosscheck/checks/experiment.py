@@ -138,30 +138,41 @@ def rnn_chance_at_32(ctx) -> Outcome:
     return _trend(keys, lambda at: abs(at[("rnn", 32)]["mean"] - 0.25) <= NEAR_CHANCE)
 
 
+def _geometric_means(rows: list[dict], model: str, key: str) -> tuple[list[int], list[float]]:
+    delays = sorted({p["delay"] for p in rows if p["model"] == model})
+    means = []
+    for d in delays:
+        values = [p[key] for p in rows if p["model"] == model and p["delay"] == d]
+        means.append(math.exp(sum(math.log(v) for v in values) / len(values)) if all(v > 0 for v in values) else 0.0)
+    return delays, means
+
+
 @check("experiment.cue_recall_gradient_paths", source="week06 §Что произведения говорят о градиентах дальних зависимостей:198; " + SOURCE, group=GROUP)
 def gradient_paths(ctx) -> Outcome:
-    """On the trained RNN and GRU the derived path product g_q J_q...J_{c+1} equals autograd's dL/dh_cue, and the
-    path norm from cue to recall shrinks as the delay grows; the Transformer reaches the cue in one attention step."""
+    """The derived path product g_q J_q...J_{c+1} has autograd's norm of dL/dh_cue on every RNN and GRU (initial and
+    trained), and at initialisation the path norm and the share of the recall gradient reaching the cue shrink as the delay grows."""
     doc = _load()
     if doc is None:
         return _missing()
-    paths = doc["paths"]
-    errors = [p["chain_rule_error"] for p in paths if p["chain_rule_error"] is not None]
+    trained, initial = doc["paths"], doc.get("paths_initial", [])
+    errors = [p["chain_rule_error"] for p in trained + initial if p["chain_rule_error"] is not None]
     worst = max(errors) if errors else math.inf
-    ok = worst <= CHAIN_RULE_RTOL
-    parts = [f"chain rule on trained weights: max relative error {worst:.2g} (bound {CHAIN_RULE_RTOL:g})"]
+    ok = worst <= CHAIN_RULE_RTOL and bool(initial)
+    parts = [f"chain rule on the initial and trained weights: max relative error {worst:.2g} (bound {CHAIN_RULE_RTOL:g})"]
+    if not initial:
+        parts.append("the record has no initial-weight gradient paths")
     for m in ("rnn", "gru"):
-        delays = sorted({p["delay"] for p in paths if p["model"] == m})
-        geo = [math.exp(sum(math.log(p["path_norm"]) for p in paths if p["model"] == m and p["delay"] == d)
-                        / sum(1 for p in paths if p["model"] == m and p["delay"] == d)) for d in delays]
-        shrinks = all(a > b for a, b in zip(geo, geo[1:])) and len(geo) > 1
-        ok = ok and shrinks
-        parts.append(f"{m} ||J_q...J_(c+1)||_2 at d={delays}: " + ", ".join(f"{g:.2g}" for g in geo)
-                     + ("" if shrinks else " (does not shrink)"))
-    att = {}
-    for p in paths:
+        for key, what in (("path_norm", "||J_q...J_(c+1)||_2"), ("ratio", "||dL/dh_c||/||dL/dh_q||")):
+            delays, geo = _geometric_means(initial, m, key)
+            shrinks = len(geo) > 1 and all(a > b for a, b in zip(geo, geo[1:]))
+            ok = ok and shrinks
+            _, after = _geometric_means(trained, m, key)
+            parts.append(f"{m} {what} at d={delays}: initial " + ", ".join(f"{g:.2g}" for g in geo)
+                         + ("" if shrinks else " (does not shrink)") + "; trained " + ", ".join(f"{g:.2g}" for g in after))
+    att: dict[int, list[float]] = {}
+    for p in trained:
         if p["model"] == "transformer":
             att.setdefault(p["delay"], []).append(max(p["attention"]))
-    parts.append("transformer strongest-head A_(q,c): " + ", ".join(
-        f"d={d}: {sum(v) / len(v):.2f} (uniform {1 / (d + 4):.3f})" for d, v in sorted(att.items())))
+    parts.append("transformer trained, strongest-head A_(q,c): " + ", ".join(
+        f"d={d}: {sum(v) / len(v):.2f} (uniform {1 / (d + 3):.3f})" for d, v in sorted(att.items())))
     return Outcome(worst, worst, ok, "; ".join(parts))

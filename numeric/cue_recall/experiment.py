@@ -167,27 +167,32 @@ def run_grid(out, *, models_: tuple[str, ...] = models.MODELS, delays: tuple[int
 
 # ---------------------------------------------------------------- analysis and outputs
 
-def analyse(out, records: list[dict], *, episodes: int | None = None, show_progress: bool | None = None) -> list[dict]:
-    """Gradient-path summaries (:mod:`.paths`) of every trained run, from its saved checkpoint (CPU, float64)."""
+def analyse(out, records: list[dict], *, episodes: int | None = None, trained: bool = True,
+            show_progress: bool | None = None) -> list[dict]:
+    """Gradient-path summaries (:mod:`.paths`) of every run (CPU, float64): of its saved checkpoint
+    (``trained``), or of the same model at its initialisation (``trained=False``, the weights whose
+    gradients must first teach the model to keep the cue)."""
     from tqdm.auto import tqdm
 
     from . import paths
 
     summaries = []
     tests: dict[int, task.Episodes] = {}
+    label = "gradient paths, " + ("trained" if trained else "initial")
     with one_thread():
-        for r in tqdm(records, desc="gradient paths", disable=show_progress is False, dynamic_ncols=True):
+        for r in tqdm(records, desc=label, disable=show_progress is False, dynamic_ncols=True):
             job = Job(r["model"], r["delay"], r["seed"])
             model = models.build(job.model, job.delay, job.seed)
-            model.load_state_dict(load_state(out, job))
+            if trained:
+                model.load_state_dict(load_state(out, job))
             if job.delay not in tests:
                 tests[job.delay] = task.split("test", job.delay, r["config"]["sizes"]["test"])
             summaries.append(paths.summarize(model, tests[job.delay], job.seed, episodes or paths.EPISODES).as_dict())
     return summaries
 
 
-def write_outputs(out, records: list[dict], summaries: list[dict], *, command: str, wall_seconds: float,
-                  trained: int, device: str) -> list[Path]:
+def write_outputs(out, records: list[dict], summaries: list[dict], initial: list[dict], *, command: str,
+                  wall_seconds: float, trained: int, device: str) -> list[Path]:
     """results.json, table.md, table.tex and the two figures, each written atomically."""
     from matplotlib.figure import Figure
 
@@ -215,6 +220,7 @@ def write_outputs(out, records: list[dict], summaries: list[dict], *, command: s
         "table": [c.as_dict() for c in cells],
         "runs": records,
         "paths": summaries,
+        "paths_initial": initial,
     }
     written = [write_text(out / "results.json", json.dumps(doc, indent=1) + "\n"),
                write_text(out / "table.md", results.markdown(cells) + "\n" + results.per_seed_markdown(records)),
@@ -222,8 +228,8 @@ def write_outputs(out, records: list[dict], summaries: list[dict], *, command: s
     fig = Figure(figsize=(8.0, 4.5), layout="constrained")
     figures.plot_accuracy(fig.add_subplot(), cells)
     written.append(save_figure(fig, out / "accuracy-vs-delay.png", dpi=130))
-    fig = Figure(figsize=(13.0, 4.2), layout="constrained")
-    figures.plot_gradient_paths(fig.subplots(1, 3), summaries)
+    fig = Figure(figsize=(14.0, 4.6), layout="constrained")
+    figures.plot_gradient_paths(fig.subplots(1, 3), summaries, initial)
     written.append(save_figure(fig, out / "gradient-paths.png", dpi=130))
     return written
 
@@ -243,7 +249,9 @@ def run(out, *, models_=models.MODELS, delays=DELAYS, seeds=train.SEEDS, quick: 
     start = time.perf_counter()
     before = sum(_load_run(Path(out), Job(m, d, s), config) is not None for m in models_ for d in delays for s in seeds)
     records = run_grid(out, models_=models_, delays=delays, seeds=seeds, config=config, device=device, jobs=jobs)
-    summaries = analyse(out, records, episodes=QUICK_PATH_EPISODES if quick else None)
+    n = QUICK_PATH_EPISODES if quick else None
+    summaries = analyse(out, records, episodes=n)
+    initial = analyse(out, records, episodes=n, trained=False)
     wall = time.perf_counter() - start
-    return write_outputs(out, records, summaries, command=command, wall_seconds=wall, trained=len(records) - before,
+    return write_outputs(out, records, summaries, initial, command=command, wall_seconds=wall, trained=len(records) - before,
                          device=resolve_device(device).type)

@@ -4,9 +4,9 @@
   model (mean over seeds, each seed a small dot), the printed Table 34 means as open
   markers, and the chance level 1/4;
 * :func:`plot_gradient_paths` -- why: the path-product norm ``||J_q ... J_{c+1}||_2`` and
-  the share of the recall gradient that reaches the cue for the trained RNN and GRU,
-  against the Transformer's one-step path (its input-gradient share and the attention
-  weight from the recall query to the cue).
+  the share of the recall gradient that reaches the cue for the RNN and GRU, at
+  initialisation and trained, against the Transformer's one-step path (its input-gradient
+  share and the attention weight from the recall query to the cue).
 """
 
 from __future__ import annotations
@@ -57,45 +57,54 @@ def _by(summaries: list[dict], model: str, key: str):
     return np.array(delays), per
 
 
-def plot_gradient_paths(axes, summaries: list[dict]) -> list:
-    """Three panels: path-product norm, gradient share at the cue, Transformer attention to the cue."""
+def _geometric_lines(ax, summaries: list[dict], models, key: str, state: str) -> list:
+    """Per model: the geometric mean over seeds against delay (each seed a dot); ``state`` is
+    ``trained`` (solid) or ``initial`` (dashed, open markers)."""
+    lines = []
+    for m in models:
+        d, per = _by(summaries, m, key)
+        if not len(d):
+            continue
+        style = dict(linestyle="-", marker="o") if state == "trained" else dict(linestyle="--", marker="o", markerfacecolor="none")
+        label = LABELS[m] + (r" ($h^{(0)}$)" if m == "transformer" and key == "ratio" else "") + f", {state}"
+        lines.append(ax.plot(d, [np.exp(np.mean(np.log(per[x]))) for x in d], color=COLORS[m], label=label, **style)[0])
+        for x in d:
+            ax.plot([x] * len(per[x]), per[x], linestyle="none", marker="." if state == "trained" else "x",
+                    color=COLORS[m], alpha=0.5)
+    return lines
+
+
+def plot_gradient_paths(axes, summaries: list[dict], initial: list[dict] | None = None) -> list:
+    """Three panels against the delay, for the trained models (solid) and the same models at
+    initialisation (dashed): the path-product norm ``||J_q ... J_{c+1}||_2`` of the RNN and GRU, the share
+    ``||dL/dh_c|| / ||dL/dh_q||`` of the recall gradient that reaches the cue (the Transformer's on its
+    input representation), and the Transformer's attention weight from the recall query to the cue."""
     ax_path, ax_ratio, ax_att = axes
     lines = []
-    for m in ("rnn", "gru"):
-        d, per = _by(summaries, m, "path_norm")
-        if len(d):
-            lines.append(ax_path.plot(d, [np.exp(np.mean(np.log(per[x]))) for x in d], marker="o", color=COLORS[m],
-                                      label=LABELS[m])[0])
+    for state, rows in (("trained", summaries), ("initial", initial or [])):
+        lines += _geometric_lines(ax_path, rows, ("rnn", "gru"), "path_norm", state)
+        lines += _geometric_lines(ax_ratio, rows, MODELS, "ratio", state)
+        tf = [s for s in rows if s["model"] == "transformer" and s.get("attention")]
+        if tf:
+            d = np.array(sorted({s["delay"] for s in tf}))
+            best = {x: [max(s["attention"]) for s in tf if s["delay"] == x] for x in d}
+            style = dict(linestyle="-", marker="o") if state == "trained" else dict(linestyle="--", marker="o", markerfacecolor="none")
+            lines.append(ax_att.plot(d, [np.mean(best[x]) for x in d], color=COLORS["transformer"],
+                                     label=f"Transformer, strongest head, {state}", **style)[0])
             for x in d:
-                ax_path.plot([x] * len(per[x]), per[x], linestyle="none", marker=".", color=COLORS[m], alpha=0.5)
+                ax_att.plot([x] * len(best[x]), best[x], linestyle="none", marker="." if state == "trained" else "x",
+                            color=COLORS["transformer"], alpha=0.5)
+    delays = sorted({s["delay"] for s in summaries})
+    ax_att.plot(delays, [1 / (task.recall_position(x) + 1) for x in delays], linestyle=":", color="gray",
+                label="uniform causal weight 1/(q+1)")
     ax_path.set_yscale("log")
-    ax_path.set_title(r"path product $\|J_q \cdots J_{c+1}\|_2$")
-    ax_path.set_ylabel("cue -> recall, mean over test episodes")
-    for m in MODELS:
-        d, per = _by(summaries, m, "ratio")
-        if len(d):
-            label = LABELS[m] + (r" ($h^{(0)}$)" if m == "transformer" else "")
-            lines.append(ax_ratio.plot(d, [np.exp(np.mean(np.log(per[x]))) for x in d], marker="o", color=COLORS[m],
-                                       label=label)[0])
-            for x in d:
-                ax_ratio.plot([x] * len(per[x]), per[x], linestyle="none", marker=".", color=COLORS[m], alpha=0.5)
+    ax_path.set_title(r"path product $\|J_q \cdots J_{c+1}\|_2$, cue $\to$ recall")
+    ax_path.set_ylabel("mean over test episodes (geometric mean over seeds)")
     ax_ratio.set_yscale("log")
-    ax_ratio.set_title(r"$\|\partial L/\partial h_c\| \,/\, \|\partial L/\partial h_q\|$")
-    ax_ratio.set_ylabel("share of the recall gradient reaching the cue")
-    rows = [s for s in summaries if s["model"] == "transformer" and s.get("attention")]
-    if rows:
-        d = np.array(sorted({s["delay"] for s in rows}))
-        best = {x: [max(s["attention"]) for s in rows if s["delay"] == x] for x in d}
-        lines.append(ax_att.plot(d, [np.mean(best[x]) for x in d], marker="o", color=COLORS["transformer"],
-                                 label="Transformer, strongest head")[0])
-        for x in d:
-            ax_att.plot([x] * len(best[x]), best[x], linestyle="none", marker=".", color=COLORS["transformer"], alpha=0.5)
-        ax_att.plot(d, [1 / (task.recall_position(x) + 1) for x in d], linestyle="--", color="gray",
-                    label="uniform causal weight 1/(q+1)")
+    ax_ratio.set_title(r"$\|\partial L/\partial h_c\| \,/\, \|\partial L/\partial h_q\|$: recall gradient reaching the cue")
     ax_att.set_ylim(0, 1.05)
-    ax_att.set_title(r"attention weight $A_{q,c}$ (recall -> cue)")
+    ax_att.set_title(r"Transformer: attention weight $A_{q,c}$, recall $\to$ cue")
     for ax in axes:
-        delays = sorted({s["delay"] for s in summaries})
         ax.set_xscale("log", base=2)
         ax.set_xticks(delays, [str(x) for x in delays])
         ax.set_xlabel("delay d")
