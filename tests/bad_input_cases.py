@@ -379,6 +379,7 @@ cli(["experiment", "cue-recall", "--delays", "8,,32"], SeqgradValueError, "witho
 cli(["experiment", "cue-recall", "--seeds", "6206,x"], SeqgradValueError, "comma-separated integers")
 cli(["experiment", "cue-recall", "--seeds", "1.5"], SeqgradValueError, "--seeds='1.5'")
 cli(["experiment", "cue-recall", "--jobs", "0"], SeqgradValueError, "--jobs=0")
+cli(["experiment", "cue-recall", "--batch-size", "0"], SeqgradValueError, "--batch-size=0")
 cli(["experiment", "cue-recall", "--out", "/proc/seqgrad-experiments"], SeqgradValueError, "--out")
 cli(["experiment", "cue-recall", "--device", "tpu"], UsageError, "argument --device")
 cli(["experiment", "nosuchexperiment"], UsageError, "argument NAME")

@@ -24,6 +24,8 @@ def register(sub) -> None:
                    help="output directory; finished runs found there are reused (default seqgrad-experiments/cue-recall)")
     q.add_argument("--quick", action="store_true",
                    help="a smoke run: one seed, 4 epochs, 512/128/256 episodes (seconds, not minutes)")
+    q.add_argument("--batch-size", type=int, default=None, metavar="N",
+                   help="episodes per update (default 128; the text gives none; a run with another size is not the recorded setup)")
     q.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes, one thread each (default 1)")
     add_device(q)
     q.set_defaults(handler=run)
@@ -33,6 +35,7 @@ def command_line(args, models, delays, seeds) -> str:
     """The full command that reproduces this run, every option spelled out."""
     line = (f"seqgrad experiment cue-recall --delays {','.join(map(str, delays))} --seeds {','.join(map(str, seeds))} "
             f"--models {','.join(models)} --device {args.device} --out {args.out} --jobs {args.jobs}")
+    line += f" --batch-size {args.batch_size}" if args.batch_size is not None else ""
     return line + (" --quick" if args.quick else "")
 
 
@@ -46,9 +49,11 @@ def run(args) -> int:
     seeds = experiment.parse_seeds(args.seeds) if args.seeds is not None else (
         experiment.QUICK_SEEDS if args.quick else experiment.train.SEEDS)
     validate.integer("--jobs", args.jobs, minimum=1)
+    if args.batch_size is not None:
+        validate.integer("--batch-size", args.batch_size, minimum=1)
     resolve_device(args.device)
     output_dir("--out", args.out)
-    written = experiment.run(args.out, models_=models, delays=delays, seeds=seeds, quick=args.quick,
+    written = experiment.run(args.out, models_=models, delays=delays, seeds=seeds, quick=args.quick, batch_size=args.batch_size,
                              device=args.device, jobs=args.jobs, command=command_line(args, models, delays, seeds))
     for path in written:
         print(path)

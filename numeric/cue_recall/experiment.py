@@ -17,7 +17,7 @@ import io
 import json
 import multiprocessing
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -243,9 +243,14 @@ def _previous_invocations(path: Path, config: dict) -> list[dict]:
 
 
 def run(out, *, models_=models.MODELS, delays=DELAYS, seeds=train.SEEDS, quick: bool = False, device: str = "cpu",
-        jobs: int = 1, command: str = "") -> list[Path]:
-    """Train what is missing, analyse the gradient paths, write every output; return the written paths."""
+        jobs: int = 1, batch_size: int | None = None, command: str = "") -> list[Path]:
+    """Train what is missing, analyse the gradient paths, write every output; return the written paths.
+
+    ``batch_size`` replaces the default (:data:`~.train.BATCH_SIZE`); it is part of the configuration,
+    so runs of another batch size are never mixed with the default's."""
     config = QUICK if quick else Config()
+    if batch_size is not None:
+        config = replace(config, batch_size=validate.integer("batch_size", batch_size, minimum=1))
     start = time.perf_counter()
     before = sum(_load_run(Path(out), Job(m, d, s), config) is not None for m in models_ for d in delays for s in seeds)
     records = run_grid(out, models_=models_, delays=delays, seeds=seeds, config=config, device=device, jobs=jobs)
