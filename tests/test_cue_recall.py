@@ -307,3 +307,11 @@ def test_docs_page_shows_the_recorded_table():
     table = recorded.read_text(encoding="utf-8").split("\n\n")[0].strip()
     assert table.startswith("| Model |")
     assert table in (root / "docs" / "experiment-cue-recall.md").read_text(encoding="utf-8")
+
+
+def test_batch_size_is_part_of_the_configuration(tmp_path):
+    out = tmp_path / "exp"
+    assert _cli("--quick", "--delays", "4", "--models", "rnn", "--batch-size", "256", "--out", str(out)) == 0
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["config"]["batch_size"] == 256 and doc["runs"][0]["config"]["batch_size"] == 256
+    assert doc["invocations"][-1]["command"].endswith("--batch-size 256 --quick")
