@@ -28,7 +28,7 @@ entrywise.
 >>> gen = rnn.general()
 >>> gen.grad("w_h")
 Sum_{t=0}^{T-1} g_t^z*h_{t-1}
->>> print(gen.backward_rows()[1])
+>>> print(gen.backward_rows()[2])
 g_t^h = g_{t+1}^z*w_h   (t < T-1)
 >>> gen.grad("w_h").at(3)
 g_0^z*h_{-1} + g_1^z*h_0 + g_2^z*h_1
@@ -50,6 +50,7 @@ from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 from . import activations
 from .program import Elementwise, Program, SquaredNorm, _latex, latex_aligned, sstr
+from .safe_parse import as_sympy
 
 __all__ = ["Cell", "Loss", "GeneralDerivation", "StepSum", "MatStepSum", "CellError", "FUNCTIONS",
            "LOSS_KINDS", "REDUCTIONS", "index_text"]
@@ -171,7 +172,7 @@ class _StepSumMixin:
 
     def _sympystr(self, printer):
         lo, hi = self._bounds()
-        return "Sum_{t=%s}^{%s} %s" % (printer._print(lo), printer._print(hi), printer._print(self.term))
+        return "Sum_{t=%s}^{%s} %s" % (printer._print(lo), printer._print(hi).replace(" ", ""), printer._print(self.term))
 
     def at(self, steps: int, instantiate=None):
         """The sum written out for ``T = steps`` (``instantiate(term, k, steps)`` maps the step symbols)."""
@@ -190,7 +191,7 @@ class StepSum(_StepSumMixin, sp.Expr):
     is_commutative = True
 
     def __new__(cls, term, lo, hi, instantiate=None):
-        obj = sp.Expr.__new__(cls, term, sp.sympify(lo), sp.sympify(hi))
+        obj = sp.Expr.__new__(cls, term, as_sympy(lo), as_sympy(hi))
         obj.instantiate = instantiate
         return obj
 
@@ -199,7 +200,7 @@ class MatStepSum(_StepSumMixin, MatrixExpr):
     """A matrix sum over the general step t."""
 
     def __new__(cls, term, lo, hi, instantiate=None):
-        obj = MatrixExpr.__new__(cls, term, sp.sympify(lo), sp.sympify(hi))
+        obj = MatrixExpr.__new__(cls, term, as_sympy(lo), as_sympy(hi))
         obj.instantiate = instantiate
         return obj
 
@@ -210,7 +211,7 @@ class MatStepSum(_StepSumMixin, MatrixExpr):
 
 def _index(i):
     """The step index a symbol was made with, as a SymPy integer expression (None: no index)."""
-    return None if i is None else sp.sympify(i)
+    return None if i is None else as_sympy(i)
 
 
 def _is_zero(x) -> bool:
@@ -349,6 +350,13 @@ class Cell:
         from .safe_parse import parse_expression
 
         if isinstance(value, str):
+            if re.search(r"\b\w+_prev(_prev|\d)\b", value):
+                raise CellError(argument, value, "first-order recurrences only: NAME_prev is the state at t-1; "
+                                "an order-2 term (h_{t-2}) can be written with a second state")
+            for stem in re.findall(r"\b([A-Za-z]\w*?)_prev\b", value):
+                if stem not in self.states:
+                    raise CellError("states", self.states, f"every NAME_prev read by the equations declared as a state "
+                                    f"({argument} reads {stem}_prev)")
             expr = parse_expression(value, variables=sorted(allowed), argument=argument, functions=self.functions)
         elif isinstance(value, sp.Basic):
             expr = value

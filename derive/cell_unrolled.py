@@ -20,6 +20,7 @@ from seqgrad.errors import SeqgradValueError
 
 from .cell import Cell, CrossEntropy, _Symbols, _adjoint_name, _partials, error_value
 from .program import Program, SquaredNorm
+from .safe_parse import as_sympy
 from .unrolled import Unrolled
 
 __all__ = ["UnrolledCell"]
@@ -197,7 +198,7 @@ def _equal(a, b) -> bool:
     exact rational point; scalars: the difference expands to zero)."""
     if isinstance(a, sp.MatrixExpr) or isinstance(b, sp.MatrixExpr):
         return _matrix_equal(a, b)
-    return sp.expand(sp.sympify(a) - sp.sympify(b)) == 0
+    return sp.expand(as_sympy(a) - as_sympy(b)) == 0
 
 
 def _matrix_equal(a, b) -> bool:

@@ -215,7 +215,7 @@ def test_compiled_code_does_not_grow_with_T():
 
 BAD = [
     (dict(equations="z = w*x; h = tanh(z)", states="c", params="w v", head="v*h"), "states"),
-    (dict(equations="z = w*x + q; h = tanh(z)", states="h", params="w v", head="v*h"), "unknown: q"),
+    (dict(equations="z = w*x + q; h = tanh(z)", states="h", params="w v", head="v*h"), "q"),
     (dict(equations="h = tanh(w*x + w*h_prev)", states="h", params="w v unused", head="v*h"), "unused"),
     (dict(equations="h = tanh(w*x + w*h_prev_prev)", states="h", params="w v", head="v*h"), "first-order"),
     (dict(equations="h = tanh(w*x)", states="h", params="w v", head="v*x"), "head"),
@@ -264,3 +264,101 @@ def test_parse_error_is_one_line():
 
 def test_symbols_t_and_T():
     assert t.is_integer and T.is_positive
+
+
+# -- path products of any cell ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["leaky_relu_elman", "two_state", "residual"])
+def test_transition_jacobians_equal_autograd(name):
+    """The derived J_t, evaluated along a trajectory, equals torch's Jacobian of one step of the forward loop."""
+    from crosscheck.cell_paths import transition_jacobians
+
+    cell = _make(USER_CELLS[name], True)
+    params, X, _ = random_case(cell, np.random.default_rng(2), 6, batch=1)
+    J = transition_jacobians(cell, params, X[0])
+    P = {k: torch.tensor(np.asarray(v, dtype=float)) for k, v in params.items()}
+    H = cell.sizes["H"]
+    assert cell.general().transition().shape == (H, H)
+    for t_ in (1, 4):
+        h_prev = torch.tensor(_states_before(cell, params, X, t_), requires_grad=True)
+        jac = torch.autograd.functional.jacobian(lambda hp: _one_step(cell, P, torch.tensor(X[0, t_]), hp), h_prev)
+        np.testing.assert_allclose(J[t_], jac.numpy(), atol=1e-12)
+
+
+def _one_step(cell, P, x, h_prev):
+    """The first state after one step of the cell's equations from ``h_prev`` (other states at their trajectory)."""
+    env = {"x": x[None], "h_prev": h_prev[None], **{k.lower() if k.startswith("W") else k: v for k, v in P.items()}}
+    env.update(_OTHER)
+    vals = dict(env)
+    for name, expr in cell.equations:
+        vals[name] = _torch_eval(expr, vals, cell)
+    return vals[cell.states[0]][0]
+
+
+_OTHER: dict = {}
+
+
+def _torch_eval(expr, vals, cell):
+    import sympy as sp
+
+    if expr.is_Number:
+        return float(expr)
+    if expr.is_Symbol:
+        return vals[expr.name]
+    if expr.is_Add:
+        out = 0
+        for a in expr.args:
+            out = out + _torch_eval(a, vals, cell)
+        return out
+    if expr.is_Mul:
+        mats = [a for a in expr.args if a.is_Symbol and len(cell.param_shapes.get(a.name, ())) == 2]
+        rest = [a for a in expr.args if a not in mats]
+        out = 1
+        for a in rest:
+            out = out * _torch_eval(a, vals, cell)
+        for W in mats:
+            out = out @ vals[W.name].T
+        return out
+    arg = _torch_eval(expr.args[0], vals, cell) if expr.args else None
+    if isinstance(expr, sp.tanh):
+        return torch.tanh(arg)
+    if isinstance(expr, activations.sigmoid):
+        return torch.sigmoid(arg)
+    if isinstance(expr, sp.Max):
+        a, b = (_torch_eval(x, vals, cell) for x in expr.args)
+        return torch.maximum(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64))
+    raise NotImplementedError(expr)
+
+
+def _states_before(cell, params, X, t_):
+    """h_{t-1} (and the other states at t-1, kept in _OTHER) along the trajectory, by the compiled forward."""
+    _OTHER.clear()
+    P = {k: torch.tensor(np.asarray(v, dtype=float)) for k, v in params.items()}
+    state = {f"{s}_prev": torch.zeros(1, cell.sizes["H"], dtype=torch.float64) for s in cell.states}
+    for k in range(t_):
+        vals = {"x": torch.tensor(X[0, k])[None], **state,
+                **{n.lower() if n.startswith("W") else n: v for n, v in P.items()}}
+        for name, expr in cell.equations:
+            vals[name] = _torch_eval(expr, vals, cell)
+        state = {f"{s}_prev": vals[s] for s in cell.states}
+    _OTHER.update({k: v for k, v in state.items() if k != "h_prev"})
+    return state["h_prev"][0].numpy()
+
+
+def test_path_norms_of_a_user_cell_and_the_figure(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from crosscheck.cell_paths import path_norms, plot_path_norms
+
+    cell = _make(USER_CELLS["leaky_relu_elman"], True)
+    params, X, _ = random_case(cell, np.random.default_rng(4), 30, batch=1, scale=1.5)
+    norms = path_norms(cell, params, X[0])
+    assert norms.violations() == 0 and norms.distance[-1] == 29
+    fig, ax = plt.subplots()
+    lines = plot_path_norms(ax, cell, params, X[0])
+    np.testing.assert_allclose(lines[0].get_ydata(), norms.measured)
+    fig.savefig(tmp_path / "paths.png")
+    plt.close(fig)

@@ -19,7 +19,7 @@ MAX_STEPS = 10_000
 
 def _add_common(p: argparse.ArgumentParser, sizes: bool = True) -> None:
     """The options every recurrent model shares (length, loss, sizes, output form, --check)."""
-    when = p.add_mutually_exclusive_group()
+    when = p.add_mutually_exclusive_group(required=True)
     when.add_argument("--steps", type=int, metavar="T",
                       help=f"the unrolled program of T positions, 1 <= T <= {MAX_STEPS} (longer printouts: the Python API)")
     when.add_argument("--general", action="store_true", help="the derivation at a general step t of any length T")
@@ -62,8 +62,6 @@ def _run_rnn(args) -> str:
         loss, on = _loss_and_positions(args)
         cell = rnn_cell(args.activation, _sizes(args), args.bias, loss, on, args.reduction, args.batch)
         return _run_cell_object(cell, args)
-    if args.steps is None:
-        raise _usage("--steps", "give --steps T (the unrolled program) or --general (any T)")
     validate.integer("--steps", args.steps, minimum=1, maximum=MAX_STEPS)
     net = rnn.unroll(steps=args.steps, activation=args.activation, inputs=args.inputs, hidden=args.hidden,
                      outputs=args.outputs, bias=args.bias, loss=args.loss or "final", reduction=args.reduction)
@@ -129,7 +127,7 @@ def _run_cell_object(cell, args) -> str:
         net = cell.unroll(validate.integer("--steps", args.steps, minimum=1, maximum=MAX_STEPS))
         parts.append(net.latex() if args.latex else str(net.program) + "\n\n" + "\n".join(
             f"dL/d{name} = {_sstr(net.grad(name))}" for name in net.parameters))
-    elif args.general or not args.check:
+    else:
         gen = cell.general()
         parts.append(gen.latex() if args.latex else str(gen))
     if args.check:
