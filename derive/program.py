@@ -331,53 +331,20 @@ def fast_matadd(terms):
     return functools.reduce(operator.add, terms)
 
 
-def pullback(expr, G) -> list[tuple[sp.Basic, sp.Basic]]:
-    """Reverse-mode rule of a matrix expression: pairs (leaf, contribution).
+def pullback(expr, G, output=None) -> list[tuple[sp.Basic, sp.Basic]]:
+    """Reverse-mode rule of a matrix expression: pairs (leaf, contribution), by the rule table
+    (:mod:`derive.rules`, each rule proved at symbolic size).
 
     ``G`` is the sensitivity of the loss to ``expr`` (same shape); the result
     lists, for every ``MatrixSymbol`` inside ``expr``, the term its use adds to
     its own sensitivity.  The rules are the text's: ``X W^T`` sends ``G W`` to
     ``X`` and ``G^T X`` to ``W`` (an outer product), a sum passes ``G`` to
     every term, ``phi(Z)`` entrywise sends ``G o phi'(Z)`` to ``Z``.
+    ``output`` is the program's name for ``expr`` (rules such as softmax print through it).
     """
-    out: list[tuple[sp.Basic, sp.Basic]] = []
-    _pull(expr, G, out)
-    return out
+    from . import rules
 
-
-def _pull(expr, G, out) -> None:
-    if isinstance(expr, sp.MatrixSymbol):
-        out.append((expr, G))
-    elif isinstance(expr, (sp.ZeroMatrix, sp.OneMatrix, sp.Identity)) or getattr(expr, "is_Matrix", False) is True and not expr.free_symbols:
-        return
-    elif isinstance(expr, sp.MatAdd):
-        for arg in expr.args:
-            _pull(arg, G, out)
-    elif isinstance(expr, sp.MatMul):
-        coeff, mats = expr.as_coeff_matrices()
-        if coeff.free_symbols:
-            raise SeqgradTypeError("value", expr, "matrix products with numeric scalar coefficients only")
-        for i, factor in enumerate(mats):
-            parts = []
-            if i > 0:
-                parts.append(sp.MatMul(*mats[:i]).T)
-            parts.append(G)
-            if i < len(mats) - 1:
-                parts.append(sp.MatMul(*mats[i + 1:]).T)
-            local = sp.MatMul(*parts).doit() if len(parts) > 1 else G
-            _pull(factor, coeff * local if coeff != 1 else local, out)
-    elif isinstance(expr, sp.Transpose):
-        _pull(expr.arg, G.T, out)
-    elif isinstance(expr, sp.HadamardProduct):
-        for i, factor in enumerate(expr.args):
-            _pull(factor, sp.HadamardProduct(G, *(a for j, a in enumerate(expr.args) if j != i)), out)
-    elif isinstance(expr, Elementwise):
-        f = expr.function
-        d = f.variables[0]
-        _pull(expr.expr, sp.HadamardProduct(G, Elementwise(sp.Lambda(d, sp.diff(f.expr, d)), expr.expr)), out)
-    else:
-        raise SeqgradTypeError("value", expr, "a matrix expression built from MatrixSymbol, +, *, transpose, "
-                               "HadamardProduct and Elementwise")
+    return rules.pullback(expr, G, output)
 
 
 @dataclass
@@ -524,7 +491,7 @@ class Program:
         if d.is_matrix:
             if d.partials:
                 return [(s, sp.HadamardProduct(G, p)) for s, p in d.partials.items()]
-            return pullback(d.value, G)
+            return pullback(d.value, G, d.target)
         partials = d.partials if d.partials is not None else {s: sp.diff(d.value, s) for s in sorted(_free(d.value), key=sp.default_sort_key)}
         return [(s, fast_mul(G, p) if p != 1 else G) for s, p in partials.items() if p != 0]
 
