@@ -347,6 +347,20 @@ def pullback(expr, G, output=None) -> list[tuple[sp.Basic, sp.Basic]]:
     return rules.pullback(expr, G, output)
 
 
+def _replace_in_order(expr, mapping):
+    """``expr.xreplace(mapping)`` keeping the order of sums and products as the rule wrote them."""
+    if expr in mapping:
+        return mapping[expr]
+    if not expr.args:
+        return expr
+    args = [_replace_in_order(a, mapping) for a in expr.args]
+    if all(a is b for a, b in zip(args, expr.args)):
+        return expr
+    if isinstance(expr, (sp.MatAdd, sp.HadamardProduct, sp.MatMul)):
+        return expr.func(*args, evaluate=False)
+    return expr.func(*args)
+
+
 @dataclass
 class _Sizes:
     table: dict
@@ -379,6 +393,7 @@ class Program:
         self.adjoints: dict[sp.Basic, sp.Basic] = {}
         self._sizes: dict = {}
         self._names: dict[str, sp.Basic] = {}
+        self._named_rows: dict = {}  # row statistics (std(X), mean(X), ...) defined by name, printed through it
 
     # -- building ---------------------------------------------------------
     def define(self, target, value, kind: str = "forward", step: int | None = None, partials=None):
@@ -392,6 +407,10 @@ class Program:
         self._index[target] = len(self._defs)
         self._names[target.name] = target
         self._defs.append(Definition(target, value, kind, step, partials))
+        from .rules import is_row_statistic
+
+        if is_row_statistic(value):
+            self._named_rows[value] = target
         return target
 
     def apply(self, template: Template, target, mapping, kind: str = "forward", step: int | None = None):
@@ -491,7 +510,10 @@ class Program:
         if d.is_matrix:
             if d.partials:
                 return [(s, sp.HadamardProduct(G, p)) for s, p in d.partials.items()]
-            return pullback(d.value, G, d.target)
+            pairs = pullback(d.value, G, d.target)
+            if self._named_rows:  # std(X) defined as sigma: the rules' results print sigma
+                pairs = [(s, _replace_in_order(c, self._named_rows)) for s, c in pairs]
+            return pairs
         partials = d.partials if d.partials is not None else {s: sp.diff(d.value, s) for s in sorted(_free(d.value), key=sp.default_sort_key)}
         return [(s, fast_mul(G, p) if p != 1 else G) for s, p in partials.items() if p != 0]
 

@@ -366,14 +366,29 @@ def _hadamard_forward(expr, tangents):
 
 def _softmax_pull(expr, G, out):
     A = expr if out is None else out
-    return [(expr.arg, sp.HadamardProduct(A, G - RowSum(sp.HadamardProduct(G, A))))]
+    return [(expr.arg, sp.HadamardProduct(A, _minus(G, RowSum(sp.HadamardProduct(G, A, evaluate=False))), evaluate=False))]
+
+
+class Written(sp.MatAdd):
+    """A matrix sum printed in the order the rule wrote it (``G - rowsum(G o A)``, not SymPy's sorted order)."""
+
+    def _sympystr(self, printer):
+        return printer._print_Add(self, order="none")
+
+    def _latex(self, printer):
+        return printer._print_Add(self, order="none")
+
+
+def _minus(first, *rest):
+    """``first - rest...`` in the order written (the text's order, not SymPy's canonical one)."""
+    return Written(first, *[sp.MatMul(-1, r) for r in rest], evaluate=False)
 
 
 def _softmax_forward(expr, tangents):
     if expr.arg not in tangents:
         return None
     Sdot = tangents[expr.arg]
-    return sp.HadamardProduct(expr, Sdot - RowSum(sp.HadamardProduct(Sdot, expr)))
+    return sp.HadamardProduct(expr, _minus(Sdot, RowSum(sp.HadamardProduct(Sdot, expr, evaluate=False))), evaluate=False)
 
 
 def _normalize_pull(expr, G, out):
@@ -382,7 +397,8 @@ def _normalize_pull(expr, G, out):
 
     u = sp.Dummy("u")
     inv = Elementwise(sp.Lambda(u, 1 / u), RowStd(expr.arg, expr.eps))
-    return [(expr.arg, sp.HadamardProduct(inv, G - RowMean(G) - sp.HadamardProduct(xhat, RowMean(sp.HadamardProduct(G, xhat)))))]
+    centred = _minus(G, RowMean(G), sp.HadamardProduct(xhat, RowMean(sp.HadamardProduct(G, xhat, evaluate=False)), evaluate=False))
+    return [(expr.arg, sp.HadamardProduct(centred, inv, evaluate=False))]
 
 
 def _normalize_forward(expr, tangents):
@@ -562,6 +578,11 @@ def rule_for(expr) -> Rule:
             return rule
     raise SeqgradTypeError("value", expr, "a matrix expression of the rule table's primitives: "
                            + ", ".join(RULES) + " (see derive.rules)")
+
+
+def is_row_statistic(expr) -> bool:
+    """A row statistic (``std(X)``, ``mean(X)``, ``rowsum(X)``): a program that names one prints the rules through the name."""
+    return isinstance(expr, (RowStd, RowMean, RowSum))
 
 
 def _constant(expr) -> bool:

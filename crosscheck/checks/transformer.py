@@ -382,3 +382,59 @@ def prenorm_block(ctx) -> Outcome:
 def postnorm_block(ctx) -> Outcome:
     """J_LN2 (I + J_MLP) J_LN1 (I + J_MHA) with derived LN and attention Jacobians against autograd of the numeric post-norm block, and its gradient against backward."""
     return _block_check(ctx, False)
+
+
+# ----------------------------------------------------------------------------- the programs of derive.blocks (rule table)
+
+#: sizes the symbolic-size programs are compiled once and run at: the course's (T = 7, d = 5, heads 5 -> 3)
+#: and random ones
+BLOCK_SIZES = ({"T": 7, "d": 5, "d_k": 3, "d_v": 3},)
+
+
+def _random_sizes(g: torch.Generator, n: int) -> list[dict]:
+    draw = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=g))
+    return [{"T": draw(1, 9), "d": draw(2, 8), "d_k": draw(1, 6), "d_v": draw(1, 6)} for _ in range(n)]
+
+
+def _program_check(ctx, cases, what: str) -> Outcome:
+    from .. import blocks as c_blocks
+
+    setup = ctx.torch_device()
+    if setup is None:
+        return Outcome.skip("no CUDA GPU")
+    dev, dt = setup
+    g = ctx.torch_generator()
+    sizes = list(BLOCK_SIZES) + _random_sizes(g, 3)
+    outs = []
+    for kind, heads, masked in cases:
+        for s in sizes:
+            for name, derived, reference in c_blocks.compare_at(kind, s, g, heads, masked, dt, dev):
+                label = f"{kind}{' masked' if masked else ''} h={heads} T={s['T']} d={s['d']} d_k={s['d_k']} d_v={s['d_v']}: {name}"
+                outs.append(ctx.compare(derived, reference, detail=label))
+    return combine(outs, what + "; sizes " + ", ".join(f"(T={s['T']}, d={s['d']}, d_k={s['d_k']}, d_v={s['d_v']})" for s in sizes))
+
+
+@check("transformer.attention_program", source="week06 §2.4:747 (S, A, O); week06 §2.6:817 (heads, W_O); week06 §2.5:784 (causal mask)",
+       group=GROUP)
+def attention_program(ctx) -> Outcome:
+    """derive.blocks.attention_program (symbolic T, d, d_k, d_v; backward from the rule table: dV = A^T G, dA = G V^T,
+    dS = A o (dA - rowsum(dA o A)), dQ, dK) compiled once, against torch autograd at the course's size and random sizes:
+    one head, two heads with W_O, and a causal mask."""
+    return _program_check(ctx, (("attention", 1, False), ("attention", 2, False), ("attention", 2, True)),
+                          "one compiled program per variant, every size from the same code")
+
+
+@check("transformer.layernorm_program", source="week06 §2.7:971 (LayerNorm, eps inside the root)", group=GROUP)
+def layernorm_program(ctx) -> Outcome:
+    """derive.blocks.layernorm_program (symbolic T, d; dX = (dx̂ - mean(dx̂) - x̂ o mean(dx̂ o x̂)) / σ from the rule table)
+    against torch.nn.functional.layer_norm's autograd at the course's size and random sizes."""
+    return _program_check(ctx, (("layernorm", 1, False),), "eps = 1e-5 inside the root, random gamma and beta")
+
+
+@check("transformer.block_programs", source="week06 §2.9:1183 (pre- vs post-norm); week06 §2.7:946 (pre-norm block)",
+       group=GROUP)
+def block_programs(ctx) -> Outcome:
+    """derive.blocks.block_program, pre-norm U = H + MHA(LN(H)) and post-norm U = LN(H + MHA(H)) (dH = dU + branch:
+    the residual's I + J), against torch autograd at the course's size and random sizes."""
+    return _program_check(ctx, (("pre-norm", 2, False), ("post-norm", 2, False), ("pre-norm", 1, False)),
+                          "two heads with W_O, and one head")
