@@ -177,25 +177,28 @@ class SelfAttention(Derivation):
         return symbol_matrix("g", self.T, self.d_v)
 
     def backward(self, G: sp.Matrix | None = None) -> dict[str, sp.Matrix]:
-        """Closed-form gradients of L given G = dL/dO, as the backward pass writes them.
+        """The backward pass given G = dL/dO: the program of :func:`derive.blocks.attention_program`
+        (derived by the rule table, every rule proved at symbolic size) evaluated at this head.
 
-        dV = A^T G,  dA = G V^T,  dS_t = A_t * (dA_t - <A_t, dA_t>) (the softmax Jacobian row by row),
-        dQ = s dS K,  dK = s dS^T Q,  dW_Q = dQ^T X,  dW_K = dK^T X,  dW_V = dV^T X,
-        dX = dQ W_Q + dK W_K + dV W_V   (s = 1/sqrt(d_k)).
+        dV = A^T G,  dA = G V^T,  dS = A o (dA - rowsum(dA o A)),  dQ = s dS K,  dK = s dS^T Q,
+        dW_Q = dQ^T X,  dW_K = dK^T X,  dW_V = dV^T X,  dX = dQ W_Q + dK W_K + dV W_V   (s = the scale).
+        The head's own Q, K, V, S, A are used as the values of the program's intermediates.
         """
+        from .blocks import attention_program
+
         G = self.upstream() if G is None else as_matrix("G", G, (self.T, self.d_v))
-        dV = self.A.T * G
-        dA = G * self.V.T
-        dS = sp.zeros(self.T, self.T)
-        for t in range(self.T):
-            inner = sum((self.A[t, j] * dA[t, j] for j in range(self.T)), sp.Integer(0))
-            for j in range(self.T):
-                dS[t, j] = self.A[t, j] * (dA[t, j] - inner)
-        dQ = dS * self.K * self.scale
-        dK = dS.T * self.Q * self.scale
-        return {"V": dV, "A": dA, "S": dS, "Q": dQ, "K": dK,
-                "W_Q": dQ.T * self.X, "W_K": dK.T * self.X, "W_V": dV.T * self.X,
-                "X": dQ * self.W_Q + dK * self.W_K + dV * self.W_V}
+        block = attention_program(masked=self.M is not None, T_=self.T, d_=self.d_model, d_k_=self.d_k, d_v_=self.d_v,
+                                  scale=self.scale)
+        prog = block.program
+        env = {block.inputs["X"]: self.X, block.inputs["W_Q"]: self.W_Q, block.inputs["W_K"]: self.W_K,
+               block.inputs["W_V"]: self.W_V, block.G: G}
+        if self.M is not None:
+            env[block.inputs["M"]] = self.M
+        for name in ("Q", "K", "V", "S", "A"):
+            env[prog[name].target] = getattr(self, name)
+        out = {n: prog.evaluate(prog["d" + n].target, env) for n in ("V", "A", "S", "Q", "K")}
+        out.update({n: prog.evaluate(block.gradients[n], env) for n in ("W_Q", "W_K", "W_V", "X")})
+        return out
 
     def gradient_by_differentiation(self, wrt: str, G: sp.Matrix | None = None) -> sp.Matrix:
         """sum_{t,c} G_tc dO_tc / d wrt, by direct differentiation (the reference for :meth:`backward`)."""

@@ -84,11 +84,11 @@ class BlockProgram:
         return list(self.inputs.values()) + [self.G] + list(dict.fromkeys(sizes))
 
 
-def _attention_head(prog: Program, X, W_Q, W_K, W_V, dk, M=None, tag: str = ""):
+def _attention_head(prog: Program, X, W_Q, W_K, W_V, dk, M=None, tag: str = "", scale=None):
     Q = prog.define(sp.MatrixSymbol("Q" + tag, X.shape[0], W_Q.shape[0]), X * W_Q.T)
     K = prog.define(sp.MatrixSymbol("K" + tag, X.shape[0], W_K.shape[0]), X * W_K.T)
     V = prog.define(sp.MatrixSymbol("V" + tag, X.shape[0], W_V.shape[0]), X * W_V.T)
-    scores = sp.MatMul(1 / sp.sqrt(dk), Q, K.T)
+    scores = sp.MatMul(1 / sp.sqrt(dk) if scale is None else scale, Q, K.T)
     S = prog.define(sp.MatrixSymbol("S" + tag, X.shape[0], X.shape[0]), scores)
     A = prog.define(sp.MatrixSymbol("A" + tag, X.shape[0], X.shape[0]), RowSoftmax(S if M is None else Masked(S, M)))
     return prog.define(sp.MatrixSymbol("O" + tag, X.shape[0], W_V.shape[0]), A * V)
@@ -99,17 +99,17 @@ def _weights(tag: str, dm, dk, dv) -> dict:
             "W_V" + tag: sp.MatrixSymbol("W_V" + tag, dv, dm)}
 
 
-def _mha(prog: Program, X, inputs: dict, heads: int, dm, dk, dv, M=None):
+def _mha(prog: Program, X, inputs: dict, heads: int, dm, dk, dv, M=None, scale=None):
     if heads == 1:
         w = _weights("", dm, dk, dv)
         inputs.update(w)
-        return _attention_head(prog, X, *w.values(), dk, M)
+        return _attention_head(prog, X, *w.values(), dk, M, scale=scale)
     outs = []
     for i in range(1, heads + 1):
         tag = f"^[{i}]"
         w = _weights(tag, dm, dk, dv)
         inputs.update(w)
-        outs.append(_attention_head(prog, X, *w.values(), dk, M, tag))
+        outs.append(_attention_head(prog, X, *w.values(), dk, M, tag, scale))
     W_O = inputs.setdefault("W_O", sp.MatrixSymbol("W_O", dm, heads * dv))
     C = prog.define(sp.MatrixSymbol("C", X.shape[0], heads * dv), HConcat(*outs))
     return prog.define(sp.MatrixSymbol("B", X.shape[0], dm), C * W_O.T)
@@ -142,11 +142,12 @@ def _backward(prog: Program, output, G, inputs: dict) -> dict:
     return out
 
 
-def attention_program(heads: int = 1, masked: bool = False, T_=T, d_=d, d_k_=d_k, d_v_=d_v) -> BlockProgram:
+def attention_program(heads: int = 1, masked: bool = False, T_=T, d_=d, d_k_=d_k, d_v_=d_v, scale=None) -> BlockProgram:
     """Scaled dot-product self-attention (``heads`` heads of widths d_k, d_v, concatenated and mapped by W_O
     when heads > 1), with an additive mask M when ``masked``, as a program with its backward pass.
 
-    The sizes default to the symbols T, d, d_k, d_v; pass integers for an instance.
+    The sizes default to the symbols T, d, d_k, d_v; pass integers for an instance.  ``scale`` replaces
+    the text's 1/sqrt(d_k) (any SymPy scalar).
     """
     heads = validate.integer("heads", heads, minimum=1, maximum=16)
     Tn, dm, dk, dv = size("T", T_), size("d", d_), size("d_k", d_k_), size("d_v", d_v_)
@@ -156,7 +157,7 @@ def attention_program(heads: int = 1, masked: bool = False, T_=T, d_=d, d_k_=d_k
     M = None
     if masked:
         M = sp.MatrixSymbol("M", Tn, Tn)
-    out = _mha(prog, X, inputs, heads, dm, dk, dv, M)
+    out = _mha(prog, X, inputs, heads, dm, dk, dv, M, scale)
     G = sp.MatrixSymbol("G", *out.shape)
     data = dict(inputs, **({"M": M} if masked else {}))
     grads = _backward(prog, out, G, inputs)
