@@ -1,7 +1,9 @@
 """The identity catalogue: every Transformer identity of the course texts as one entry.
 
 An entry (:class:`Identity`) has a ``name``, the ``source`` it comes from (seed
-file and line or section), the statement as SymPy objects (``lhs`` and ``rhs``;
+file and line or section), its ``scope`` (the sizes it is proved for: ``"all n >= 1"``
+for a statement proved at symbolic size in index notation, ``"instance d = 2"`` where
+only an instance is stated or provable) and its ``assumptions``, the statement as SymPy objects (``lhs`` and ``rhs``;
 ``relation`` is ``"="`` or, for a documented failure, ``"!="``), an exact proof
 method and a numeric check:
 
@@ -115,8 +117,11 @@ class Identity(Derivation):
     simplifier: str = ""
     reason: str = ""
     symbols_note: str = ""
+    scope: str = ""
+    assumptions: tuple = ()
 
     def __post_init__(self):
+        self.assumptions = tuple(self.assumptions)
         if self.method not in METHODS:
             raise SeqgradValueError("method", self.method, "one of " + ", ".join(METHODS))
         if self.method == "numeric" and not self.reason:
@@ -275,6 +280,9 @@ def entries() -> list[Identity]:
         duplicates = {n for n in names if names.count(n) > 1}
         if duplicates:
             raise SeqgradValueError("catalogue", sorted(duplicates), "unique entry names")
+        unscoped = [e.name for e in built if not e.scope]
+        if unscoped:
+            raise SeqgradValueError("catalogue", unscoped, 'entries that state their scope ("all n >= 1", "instance d = 2", ...)')
         _ENTRIES = built
     return list(_ENTRIES)
 

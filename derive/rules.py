@@ -64,7 +64,7 @@ from .catalogue import Proof
 
 __all__ = [
     "Rule", "RULES", "rule_for", "pullback", "jvp", "Diag", "RowSoftmax", "RowSum", "RowMean", "RowStd", "Normalize",
-    "Masked", "HConcat", "ColumnBlock", "index_form", "index_zero", "prove_all", "EPS",
+    "Masked", "HConcat", "ColumnBlock", "index_form", "index_zero", "index_proof", "expand_indexed", "prove_all", "EPS",
 ]
 
 EPS = sp.Symbol("epsilon", positive=True)
@@ -740,6 +740,8 @@ def _canonical(e):
         return f
     if isinstance(e, (sp.Subs, sp.Derivative)):
         return e.doit()
+    if e.is_Pow and isinstance(e.base, sp.KroneckerDelta) and e.exp.is_Integer and e.exp > 0:
+        return e.base  # a delta is 0 or 1
     return e.func(*[_canonical(a) for a in e.args])
 
 
@@ -758,6 +760,32 @@ def index_zero(expr):
         if numerator.has(B):
             numerator = sp.expand(sp.rem(numerator, B ** 2 - base, B))
     return numerator
+
+
+def index_proof(residual: Callable[[], object], detail: str = "") -> Callable[[], Proof]:
+    """A catalogue prover: the residual (an index-notation expression, or a list of them) reduced by :func:`index_zero`."""
+
+    def prove() -> Proof:
+        r = residual()
+        items = list(r) if isinstance(r, (list, tuple, sp.MatrixBase)) else [r]
+        reduced = [index_zero(e) for e in items]
+        bad = [e for e in reduced if e != 0]
+        return Proof(not bad, "index notation at symbolic size (KroneckerDelta sums, canonical dummies, exact cancel)",
+                     bad[0] if bad else sp.Integer(0), detail)
+
+    return prove
+
+
+def expand_indexed(expr, definitions: Mapping):
+    """Replace ``base[idx]`` by ``definitions[base](idx)`` (and plain symbols by their values), innermost names last:
+    the statement's names (a_i, x̂_i, σ) replaced by their definitions for the proof."""
+    for base, value in definitions.items():
+        if isinstance(base, sp.IndexedBase):
+            expr = expr.replace(lambda e, base=base: isinstance(e, sp.Indexed) and e.base == base,
+                                lambda e, value=value: value(*e.indices))
+        else:
+            expr = expr.xreplace({base: value})
+    return expr
 
 
 def prove_all() -> dict[str, Proof]:
