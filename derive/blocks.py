@@ -204,6 +204,38 @@ def block_program(placement: str = "pre-norm", heads: int = 1, T_=T, d_=d, d_k_=
     return BlockProgram(prog, inputs, G, U, grads, (Tn, dm, dk, dv))
 
 
+def rules_used(block: BlockProgram) -> list[str]:
+    """The rule-table rules the block's backward pass composes (every primitive of every forward line)."""
+    from .rules import rule_for
+
+    used: dict = {}
+
+    def walk(expr):
+        if isinstance(expr, sp.MatrixSymbol) or not getattr(expr, "is_Matrix", False) or not expr.free_symbols:
+            return
+        used[rule_for(expr).name] = None
+        children = expr.as_coeff_matrices()[1] if isinstance(expr, sp.MatMul) else expr.args
+        for child in children:
+            walk(child)
+
+    for d_ in block.program.definitions("forward"):
+        walk(d_.value)
+    return list(used)
+
+
+def prove_program(block: BlockProgram):
+    """The backward pass is the chain rule over the program's lines; each line's pullback is a rule of the
+    table, each proved at symbolic size: so the program's gradients hold for every size.  Proves every rule used."""
+    from .catalogue import Proof
+    from .rules import RULES
+
+    names = rules_used(block)
+    proofs = {n: RULES[n].prove() for n in names}
+    failed = [n for n, p in proofs.items() if not p.holds]
+    return Proof(not failed, "composition of rules proved at symbolic size (chain rule over the program)",
+                 sp.Integer(0) if not failed else failed, "rules: " + ", ".join(names))
+
+
 def elementwise_inverse(expr):
     """``1/expr`` entrywise (used to print the LayerNorm rule's division by σ)."""
     u = sp.Dummy("u")
