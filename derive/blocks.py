@@ -206,12 +206,12 @@ def block_program(placement: str = "pre-norm", heads: int = 1, T_=T, d_=d, d_k_=
 
 def rules_used(block: BlockProgram) -> list[str]:
     """The rule-table rules the block's backward pass composes (every primitive of every forward line)."""
-    from .rules import rule_for
+    from .rules import _constant, rule_for
 
     used: dict = {}
 
     def walk(expr):
-        if isinstance(expr, sp.MatrixSymbol) or not getattr(expr, "is_Matrix", False) or not expr.free_symbols:
+        if isinstance(expr, sp.MatrixSymbol) or not getattr(expr, "is_Matrix", False) or _constant(expr):
             return
         used[rule_for(expr).name] = None
         children = expr.as_coeff_matrices()[1] if isinstance(expr, sp.MatMul) else expr.args
@@ -227,10 +227,10 @@ def prove_program(block: BlockProgram):
     """The backward pass is the chain rule over the program's lines; each line's pullback is a rule of the
     table, each proved at symbolic size: so the program's gradients hold for every size.  Proves every rule used."""
     from .catalogue import Proof
-    from .rules import RULES
+    from .rules import proved
 
     names = rules_used(block)
-    proofs = {n: RULES[n].prove() for n in names}
+    proofs = {n: proved(n) for n in names}
     failed = [n for n, p in proofs.items() if not p.holds]
     return Proof(not failed, "composition of rules proved at symbolic size (chain rule over the program)",
                  sp.Integer(0) if not failed else failed, "rules: " + ", ".join(names))

@@ -163,7 +163,9 @@ class Identity(Derivation):
         return f"{sp.latex(_sym(self.lhs))} {op} {sp.latex(_sym(self.rhs))}"
 
     def __str__(self) -> str:
-        return f"{self.name} [{self.source}]: {self.title}\n  {sp.sstr(_sym(self.lhs))} {self.relation} {sp.sstr(_sym(self.rhs))}"
+        from .program import sstr
+
+        return f"{self.name} [{self.source}]: {self.title}\n  {sstr(_sym(self.lhs))} {self.relation} {sstr(_sym(self.rhs))}"
 
 
 def _sym(x):

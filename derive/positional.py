@@ -325,7 +325,7 @@ def identities() -> list[Identity]:
             lambda sides=sides: sides()[1], lambda sides=sides: sides()[2], "simplify",
             lambda sides=sides: proof_by(sides()[0].residual, angle_addition, "angle addition")(),
             lambda rng, sides=sides: numeric_sides(sides()[1], sides()[2], rng, low=-50, high=50), simplifier="angle addition",
-            symbols_note=note))
+            symbols_note=note, scope=f"instance d = {d}, {layout} layout (every pair, every d: pe-shift)", assumptions=("pos, k real",)))
 
     def rotation_props():
         rep = ShiftIdentity(Sinusoidal(8)).prove()
@@ -346,7 +346,7 @@ def identities() -> list[Identity]:
         "pe-rotation-group", "seed 001 l.282 (rotation form derived, not in the text)",
         "R(a) R(b) = R(a+b); R(k)^T R(k) = I, det R(k) = 1, R(k) free of pos (d=8)",
         lambda: group()[0], lambda: group()[1], "simplify", rotation_props,
-        lambda rng: numeric_sides(group()[0], group()[1], rng, low=-20, high=20), simplifier="Pythagorean reduction"))
+        lambda rng: numeric_sides(group()[0], group()[1], rng, low=-20, high=20), simplifier="Pythagorean reduction", scope="instance d = 8 (every pair: pe-shift)", assumptions=("a, b, k real",)))
     pe5 = Sinusoidal(5)
     w4 = pe5.omega(4)
     out.append(Identity(
@@ -356,14 +356,14 @@ def identities() -> list[Identity]:
         lambda: Proof(NoScalarShift(pe5).holds, "counterexample at pos = 0, k = 1", sp.sin(w4), "sin(w_4) > 0 since 0 < w_4 < pi"),
         lambda rng: NumericResult([abs(float(sp.sin(w4).evalf(30)))], [0.0], "differs", None,
                                   "|sin(w_4)| must exceed the tolerance: the check passes when the sides differ"),
-        relation="!=", simplifier="substitution pos=0, k=1"))
+        relation="!=", simplifier="substitution pos=0, k=1", scope="counterexample d = 5 (every odd d has one unpaired sine)", assumptions=("0 < omega_4 < pi",)))
     for d in (8, 6):
         dot = lru_cache(None)(lambda d=d: (dot_product(Sinusoidal(d)), dot_product_offset_form(Sinusoidal(d))))
         out.append(Identity(
             f"pe-dot-offset-d{d}", "derived (seed 001 digest: not in the text; Vaswani et al. 3.5)",
             f"PE(p) . PE(q) = sum_i cos((p - q) w_i) depends only on p - q, d={d}", lambda dot=dot: dot()[0], lambda dot=dot: dot()[1],
             "simplify", lambda dot=dot: proof_by(lambda: dot()[0] - dot()[1], angle_addition, "angle addition")(),
-            lambda rng, dot=dot: numeric_sides(dot()[0], dot()[1], rng, low=-30, high=30), simplifier="angle addition"))
+            lambda rng, dot=dot: numeric_sides(dot()[0], dot()[1], rng, low=-30, high=30), simplifier="angle addition", scope=f"instance d = {d}", assumptions=("p, q real",)))
     for d in (8, 64):
         norm = lru_cache(None)(lambda d=d: dot_product(Sinusoidal(d), pos, pos))
         out.append(Identity(
@@ -371,7 +371,7 @@ def identities() -> list[Identity]:
             f"||PE(pos)||^2 = d/2 for even d = {d}", norm, sp.Rational(d, 2), "simplify",
             lambda norm=norm, d=d: proof_by(lambda: norm() - sp.Rational(d, 2), pythagorean, "Pythagorean reduction")(),
             lambda rng, norm=norm, d=d: numeric_sides(norm(), sp.Rational(d, 2), rng, low=-100, high=100),
-            simplifier="Pythagorean reduction"))
+            simplifier="Pythagorean reduction", scope=f"instance d = {d} (every even d: pe-norm)", assumptions=("pos real",)))
     shown = (0, 10, 31)
 
     @lru_cache(None)
@@ -393,19 +393,19 @@ def identities() -> list[Identity]:
         "pe-wavelength", "seed 001 l.306 (wavelengths from 2 pi to about 10000 * 2 pi)",
         "PE(pos + lambda_i, 2i) = PE(pos, 2i) for lambda_i = 2 pi 10000^(2i/d); lambda_0 = 2 pi; lambda_31 < 10000 * 2 pi (d=64)",
         lambda: wave()[2], lambda: wave()[3], "simplify", periodic,
-        lambda rng: numeric_sides(wave()[2], wave()[3], rng, low=-100, high=100), simplifier="periodicity of sin"))
+        lambda rng: numeric_sides(wave()[2], wave()[3], rng, low=-100, high=100), simplifier="periodicity of sin", scope="instance d = 64", assumptions=("pos real", "base 10000")))
     out.append(Identity(
         "pe-p0", "seed 000 L536", "p_0 = (0, 1, 0, 1, 0) for D = 5", pe5.vector(0), sp.Matrix([0, 1, 0, 1, 0]), "simplify",
         proof_by(lambda: pe5.vector(0) - sp.Matrix([0, 1, 0, 1, 0]), sp.simplify, "exact evaluation"),
         lambda rng: NumericResult([float(x) for x in pe5.vector(0)], [0.0, 1.0, 0.0, 1.0, 0.0], "policy"),
-        simplifier="exact evaluation"))
+        simplifier="exact evaluation", scope="instance D = 5 (the course)"))
     printed = [0.141, -0.990, 0.0753, 0.997, 0.00189]
     out.append(Identity(
         "pe-p3-printed", "seed 000 L538", "p_3 ~ (0.141, -0.990, 0.0753, 0.997, 0.00189) for D = 5",
         pe5.vector(3), sp.Matrix([sp.Float(x, 3) for x in printed]), "numeric",
         lambda: _printed_proof(pe5.vector(3), printed),
         lambda rng: NumericResult([float(x.evalf(20)) for x in pe5.vector(3)], printed, "printed"),
-        reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies"))
+        reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies", scope="instance D = 5 (the course), printed to 3 significant figures"))
     return out
 
 

@@ -233,7 +233,7 @@ def identities() -> list[Identity]:
             f"residual-{placement}", source, f"Jacobian of the {placement} residual = {formula} (generic F, d = 2)",
             lambda rj=rj: rj().jacobian(), lambda rj=rj: rj().closed, "simplify",
             lambda rj=rj: proof_by(rj().residual, chain_rule_zero, "chain rule, expand")(),
-            lambda rng, rj=rj: _numeric_generic(rj().y, rj().h, rj().closed, rng), simplifier="chain rule, expand"))
+            lambda rng, rj=rj: _numeric_generic(rj().y, rj().h, rj().closed, rng), simplifier="chain rule, expand", scope="instance d = 2, generic branch F (every differentiable F)", assumptions=("F differentiable", "LN with gamma = 1, beta = 0, eps > 0")))
     block = lru_cache(None)(lambda: EncoderBlock(2, 2))
     out.append(Identity(
         "residual-encoder-block", "seed 000 L946 (pre-norm block; the second bypass carries U), L1191",
@@ -242,13 +242,39 @@ def identities() -> list[Identity]:
         lambda: proof_by(block().residual, chain_rule_zero, "chain rule over the intermediate U, expand")(),
         lambda rng: block().numeric(rng), simplifier="chain rule over the intermediate U, expand",
         symbols_note="Proved as two factors over the named intermediate U (dU/dH and dH'/dU); their product is dH'/dH by the chain rule. "
-                     "The numeric check differentiates the whole composed block."))
+                     "The numeric check differentiates the whole composed block.",
+        scope="instance T = 2, D = 2, generic MHA and MLP", assumptions=("branches differentiable", "LN with gamma = 1, beta = 0, eps > 0")))
+    for placement in ("pre-norm", "post-norm"):
+        def shown(placement=placement):
+            from .blocks import block_program
+
+            block = block_program(placement)
+            line = block.program["dH"]
+            return line.target, line.value
+
+        def proved(placement=placement):
+            from .blocks import block_program, prove_program
+
+            return prove_program(block_program(placement))
+
+        rj = lru_cache(None)(lambda placement=placement: ResidualJacobian(2, placement))
+        formula = {"pre-norm": "U = H + MHA(LN(H)): dH = dU + LN's pullback of the branch's dX (I + J_MHA J_LN)",
+                   "post-norm": "U = LN(H + MHA(H)): dH = dZ + the branch's pullback of dZ, dZ = LN's pullback of dU (J_LN (I + J_MHA))"}[placement]
+        out.append(Identity(
+            f"residual-{placement}-block-program", "seed 000 L1183-1191; seed 001 l.130-138 (pre- vs post-norm)",
+            f"{formula}, every T, d, d_k, d_v (derive.blocks program)",
+            lambda shown=shown: shown()[0], lambda shown=shown: shown()[1], "simplify", proved,
+            lambda rng, rj=rj: _numeric_generic(rj().y, rj().h, rj().closed, rng),
+            simplifier="composition of the rule table's proved rules", scope="all T, d, d_k, d_v >= 1",
+            assumptions=("one attention head as the branch", "LN with gain gamma and bias beta, eps > 0 inside the root"),
+            symbols_note="Numeric evidence: the Jacobian formula with a generic branch at d = 2 against central differences; "
+                         "crosscheck's transformer.block_programs compares the compiled program with torch autograd."))
     dp = DepthProduct(3, 2)
     out.append(Identity(
         "residual-depth-expansion", "seed 001 l.152 (N layers); He et al. 2016 (identity mappings)",
         "prod_{l=3..1}(I + J_l) = I + sum_l J_l + sum_{l>m} J_l J_m + J_3 J_2 J_1 (d = 2)",
         dp.product, dp.expansion, "simplify", proof_by(lambda: dp.product() - dp.expansion(), sp.expand, "expand"),
-        lambda rng: numeric_sides(dp.product(), dp.expansion(), rng), simplifier="expand"))
+        lambda rng: numeric_sides(dp.product(), dp.expansion(), rng), simplifier="expand", scope="instance L = 3, d = 2"))
     lam = sp.Symbol("lambda", real=True)
     dl = DepthProduct(4, 2, scale=lam)
     zero = {s: 0 for J in dl.J for s in J}
@@ -258,7 +284,7 @@ def identities() -> list[Identity]:
         lambda: sp.Matrix.hstack(dl.product().subs(zero), dl.product()), lambda: sp.Matrix.hstack(dl.identity_path(), dl.expansion()),
         "simplify",
         proof_by(lambda: sp.Matrix.hstack(dl.product().subs(zero) - dl.identity_path(), dl.product() - dl.expansion()), sp.expand, "expand"),
-        lambda rng: numeric_sides(dl.product(), dl.expansion(), rng), simplifier="expand"))
+        lambda rng: numeric_sides(dl.product(), dl.expansion(), rng), simplifier="expand", scope="instance L = 4, d = 2, symbolic lambda"))
     mlp, affine, x = mlp_without_activation()
     hessian_terms = sp.Matrix([sp.diff(e, a, b) for e in mlp for a in x for b in x])
     out.append(Identity(
@@ -266,7 +292,7 @@ def identities() -> list[Identity]:
         "W2 (W1 x + b1) + b2 = (W2 W1) x + (W2 b1 + b2), and every second derivative is 0",
         sp.Matrix.vstack(mlp, hessian_terms), sp.Matrix.vstack(affine, sp.zeros(*hessian_terms.shape)), "simplify",
         proof_by(lambda: sp.Matrix.vstack(mlp - affine, hessian_terms), sp.expand, "expand"),
-        lambda rng: numeric_sides(mlp, affine, rng), simplifier="expand"))
+        lambda rng: numeric_sides(mlp, affine, rng), simplifier="expand", scope="instance d = 2, hidden 3"))
     return out
 
 

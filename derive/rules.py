@@ -64,7 +64,7 @@ from .catalogue import Proof
 
 __all__ = [
     "Rule", "RULES", "rule_for", "pullback", "jvp", "Diag", "RowSoftmax", "RowSum", "RowMean", "RowStd", "Normalize",
-    "Masked", "HConcat", "ColumnBlock", "index_form", "index_zero", "index_proof", "expand_indexed", "prove_all", "EPS",
+    "Masked", "HConcat", "ColumnBlock", "index_form", "index_zero", "index_proof", "expand_indexed", "prove_all", "proved", "EPS",
 ]
 
 EPS = sp.Symbol("epsilon", positive=True)
@@ -786,6 +786,18 @@ def expand_indexed(expr, definitions: Mapping):
         else:
             expr = expr.xreplace({base: value})
     return expr
+
+
+_PROVED: dict[str, Proof] = {}
+
+
+def proved(name: str) -> Proof:
+    """The proof of rule ``name``, run once per process (a proof is deterministic; programs share it)."""
+    if name not in RULES:
+        raise SeqgradValueError("name", name, "a rule of the table: " + ", ".join(RULES))
+    if name not in _PROVED:
+        _PROVED[name] = RULES[name].prove()
+    return _PROVED[name]
 
 
 def prove_all() -> dict[str, Proof]:
