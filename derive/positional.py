@@ -372,6 +372,36 @@ def identities() -> list[Identity]:
             lambda norm=norm, d=d: proof_by(lambda: norm() - sp.Rational(d, 2), pythagorean, "Pythagorean reduction")(),
             lambda rng, norm=norm, d=d: numeric_sides(norm(), sp.Rational(d, 2), rng, low=-100, high=100),
             simplifier="Pythagorean reduction", scope=f"instance d = {d} (every even d: pe-norm)", assumptions=("pos real",)))
+    # the general statements: one pair with a symbolic frequency (R is block diagonal over the pairs, so this is every
+    # even d and both layouts), and the norm for symbolic even d = 2m
+    omega = sp.Symbol("omega", positive=True)
+    pair_lhs = sp.Matrix([sp.sin(pos * omega + k * omega), sp.cos(pos * omega + k * omega)])
+    pair_rhs = sp.MatMul(sp.ImmutableMatrix(_block(omega, k)), sp.ImmutableMatrix([sp.sin(pos * omega), sp.cos(pos * omega)]), evaluate=False)
+    out.append(Identity(
+        "pe-shift", S0,
+        "(sin((pos+k) w), cos((pos+k) w)) = R(k w) (sin(pos w), cos(pos w)) for symbolic frequency w, position pos and offset k: "
+        "every pair, so PE(pos+k) = R(k) PE(pos) for every even d and either layout",
+        pair_lhs, pair_rhs, "simplify", proof_by(lambda: pair_lhs - pair_rhs.doit(), angle_addition, "angle addition"),
+        lambda rng: numeric_sides(pair_lhs, pair_rhs.doit(), rng, low=-50, high=50), simplifier="angle addition",
+        scope="all even d (every pair), symbolic w, pos, k", assumptions=("w > 0", "pos, k real")))
+    m_ = sp.Symbol("m", integer=True, positive=True)
+    i_ = sp.Symbol("i", integer=True, nonnegative=True)
+    w_ = sp.IndexedBase("omega", positive=True)
+    norm_sum = sp.Sum(sp.sin(pos * w_[i_]) ** 2 + sp.cos(pos * w_[i_]) ** 2, (i_, 0, m_ - 1))
+
+    def norm_proof():
+        summand = pythagorean(norm_sum.function)  # sin^2 + cos^2 of one angle: 1
+        total = sp.Sum(summand, *norm_sum.limits).doit()
+        return Proof(sp.expand(total - m_) == 0, "simplification to zero (Pythagorean reduction of the summand)", sp.expand(total - m_),
+                     "d = 2m coordinates in m (sin, cos) pairs")
+
+    out.append(Identity(
+        "pe-norm", "derived (seed 001 l.95: every pair is (sin, cos) of one angle)",
+        "||PE(pos)||^2 = sum_{i<m} (sin^2(pos w_i) + cos^2(pos w_i)) = m = d/2 for every even d = 2m, any frequencies",
+        norm_sum, m_, "simplify", norm_proof,
+        lambda rng: numeric_sides(dot_product(Sinusoidal(8), pos, pos), sp.Integer(4), rng, low=-100, high=100),
+        simplifier="Pythagorean reduction", scope="all even d = 2m >= 2", assumptions=("pos real", "any frequencies w_i"),
+        symbols_note="Numeric evidence: d = 8 with the course's frequencies."))
     shown = (0, 10, 31)
 
     @lru_cache(None)
