@@ -245,6 +245,7 @@ def identities() -> list[Identity]:
         lambda: Proof(ln8.derive().holds, "simplification to zero (name the radical, cancel) over intermediates", sp.Integer(0)),
         lambda rng: numeric_sides(ln8.derive().substituted(), ln8.jacobian(), rng, positive=[EPS]),
         simplifier="name the radical, cancel", scope="instance d = 8 (the general statement: layernorm-jacobian)",
+        shown=lambda: (sp.Derivative(xhat[i], x[j]), (sp.KroneckerDelta(i, j) - 1 / d - xhat[i] * xhat[j] / d) / sigma),
         assumptions=defs))
     row_sum = sp.Sum(closed, (j, 0, d - 1))
     out.append(Identity(

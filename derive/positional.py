@@ -346,7 +346,8 @@ def identities() -> list[Identity]:
         "pe-rotation-group", "seed 001 l.282 (rotation form derived, not in the text)",
         "R(a) R(b) = R(a+b); R(k)^T R(k) = I, det R(k) = 1, R(k) free of pos (d=8)",
         lambda: group()[0], lambda: group()[1], "simplify", rotation_props,
-        lambda rng: numeric_sides(group()[0], group()[1], rng, low=-20, high=20), simplifier="Pythagorean reduction", scope="instance d = 8 (every pair: pe-shift)", assumptions=("a, b, k real",)))
+        lambda rng: numeric_sides(group()[0], group()[1], rng, low=-20, high=20), simplifier="Pythagorean reduction",
+        scope="instance d = 8 (every pair: pe-shift)", assumptions=("a, b, k real",), shown=lambda: _group_formula()))
     pe5 = Sinusoidal(5)
     w4 = pe5.omega(4)
     out.append(Identity(
@@ -371,6 +372,9 @@ def identities() -> list[Identity]:
             f"||PE(pos)||^2 = d/2 for even d = {d}", norm, sp.Rational(d, 2), "simplify",
             lambda norm=norm, d=d: proof_by(lambda: norm() - sp.Rational(d, 2), pythagorean, "Pythagorean reduction")(),
             lambda rng, norm=norm, d=d: numeric_sides(norm(), sp.Rational(d, 2), rng, low=-100, high=100),
+            shown=lambda d=d: (sp.Sum(sp.sin(pos * sp.IndexedBase("omega")[sp.Symbol("i")]) ** 2
+                                     + sp.cos(pos * sp.IndexedBase("omega")[sp.Symbol("i")]) ** 2, (sp.Symbol("i"), 0, d // 2 - 1)),
+                               sp.Rational(d, 2)),
             simplifier="Pythagorean reduction", scope=f"instance d = {d} (every even d: pe-norm)", assumptions=("pos real",)))
     # the general statements: one pair with a symbolic frequency (R is block diagonal over the pairs, so this is every
     # even d and both layouts), and the norm for symbolic even d = 2m
@@ -437,6 +441,14 @@ def identities() -> list[Identity]:
         lambda rng: NumericResult([float(x.evalf(20)) for x in pe5.vector(3)], printed, "printed"),
         reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies", scope="instance D = 5 (the course), printed to 3 significant figures"))
     return out
+
+
+def _group_formula():
+    """R(a) R(b) = R(a+b), R^T R = I, det R = 1 on one pair with a symbolic frequency (R is block diagonal over the pairs)."""
+    a, b, w = sp.Symbol("a", real=True), sp.Symbol("b", real=True), sp.Symbol("omega", positive=True)
+    R = lambda t: sp.ImmutableMatrix(_block(w, t))
+    return (sp.Tuple(sp.MatMul(R(a), R(b), evaluate=False), sp.MatMul(R(a).T, R(a), evaluate=False), sp.Determinant(R(a))),
+            sp.Tuple(R(a + b), sp.ImmutableMatrix(sp.eye(2)), sp.Integer(1)))
 
 
 def _printed_proof(exact: sp.Matrix, printed: list[float]) -> Proof:

@@ -220,6 +220,34 @@ def mlp_without_activation(d: int = 2, hidden: int = 3):
     return mlp, affine, x
 
 
+def depth_formula(dp: "DepthProduct") -> tuple:
+    """prod (lambda I + J_l) and its sum over paths, in matrix symbols J_l."""
+    I = sp.Identity(dp.d)
+    lam = dp.scale
+    prod = sp.MatMul(*[(lam * I + J) for J in reversed(dp.symbolic)], evaluate=False)
+    paths = [lam ** dp.L * I]
+    for r in range(1, dp.L + 1):
+        for subset in itertools.combinations(range(dp.L), r):
+            paths.append(lam ** (dp.L - r) * sp.MatMul(*[dp.symbolic[l] for l in sorted(subset, reverse=True)]))
+    return prod, sp.MatAdd(*paths, evaluate=False)
+
+
+def jacobian_formula(placement: str) -> tuple:
+    """The printed statement: dy/dh and its formula in matrix symbols J_F, J_LN of symbolic size d (or T d for the block)."""
+    n = sp.Symbol("d", integer=True, positive=True)
+    I = sp.Identity(n)
+    J = lambda name: sp.MatrixSymbol(name, n, n)
+    lhs = sp.MatrixSymbol(r"\partial y / \partial h", n, n)
+    if placement == "plain":
+        return lhs, I + J("J_F")
+    if placement == "pre-norm":
+        return lhs, I + J("J_F") * J("J_LN")
+    if placement == "post-norm":
+        return lhs, sp.MatMul(J("J_LN"), I + J("J_F"), evaluate=False)
+    lhs = sp.MatrixSymbol(r"\partial H' / \partial H", n, n)
+    return lhs, sp.MatMul(I + J("J_MLP") * J("J_LN2"), I + J("J_MHA") * J("J_LN1"), evaluate=False)
+
+
 def identities() -> list[Identity]:
     from functools import lru_cache
 
@@ -233,7 +261,8 @@ def identities() -> list[Identity]:
             f"residual-{placement}", source, f"Jacobian of the {placement} residual = {formula} (generic F, d = 2)",
             lambda rj=rj: rj().jacobian(), lambda rj=rj: rj().closed, "simplify",
             lambda rj=rj: proof_by(rj().residual, chain_rule_zero, "chain rule, expand")(),
-            lambda rng, rj=rj: _numeric_generic(rj().y, rj().h, rj().closed, rng), simplifier="chain rule, expand", scope="instance d = 2, generic branch F (every differentiable F)", assumptions=("F differentiable", "LN with gamma = 1, beta = 0, eps > 0")))
+            lambda rng, rj=rj: _numeric_generic(rj().y, rj().h, rj().closed, rng), simplifier="chain rule, expand",
+            shown=lambda placement=placement: jacobian_formula(placement), scope="instance d = 2, generic branch F (every differentiable F)", assumptions=("F differentiable", "LN with gamma = 1, beta = 0, eps > 0")))
     block = lru_cache(None)(lambda: EncoderBlock(2, 2))
     out.append(Identity(
         "residual-encoder-block", "seed 000 L946 (pre-norm block; the second bypass carries U), L1191",
@@ -242,7 +271,7 @@ def identities() -> list[Identity]:
         lambda: proof_by(block().residual, chain_rule_zero, "chain rule over the intermediate U, expand")(),
         lambda rng: block().numeric(rng), simplifier="chain rule over the intermediate U, expand",
         symbols_note="Proved as two factors over the named intermediate U (dU/dH and dH'/dU); their product is dH'/dH by the chain rule. "
-                     "The numeric check differentiates the whole composed block.",
+                     "The numeric check differentiates the whole composed block.", shown=lambda: jacobian_formula("encoder-block"),
         scope="instance T = 2, D = 2, generic MHA and MLP", assumptions=("branches differentiable", "LN with gamma = 1, beta = 0, eps > 0")))
     for placement in ("pre-norm", "post-norm"):
         def shown(placement=placement):
@@ -274,7 +303,8 @@ def identities() -> list[Identity]:
         "residual-depth-expansion", "seed 001 l.152 (N layers); He et al. 2016 (identity mappings)",
         "prod_{l=3..1}(I + J_l) = I + sum_l J_l + sum_{l>m} J_l J_m + J_3 J_2 J_1 (d = 2)",
         dp.product, dp.expansion, "simplify", proof_by(lambda: dp.product() - dp.expansion(), sp.expand, "expand"),
-        lambda rng: numeric_sides(dp.product(), dp.expansion(), rng), simplifier="expand", scope="instance L = 3, d = 2"))
+        lambda rng: numeric_sides(dp.product(), dp.expansion(), rng), simplifier="expand", scope="instance L = 3, d = 2",
+        shown=lambda: depth_formula(dp)))
     lam = sp.Symbol("lambda", real=True)
     dl = DepthProduct(4, 2, scale=lam)
     zero = {s: 0 for J in dl.J for s in J}
@@ -284,7 +314,8 @@ def identities() -> list[Identity]:
         lambda: sp.Matrix.hstack(dl.product().subs(zero), dl.product()), lambda: sp.Matrix.hstack(dl.identity_path(), dl.expansion()),
         "simplify",
         proof_by(lambda: sp.Matrix.hstack(dl.product().subs(zero) - dl.identity_path(), dl.product() - dl.expansion()), sp.expand, "expand"),
-        lambda rng: numeric_sides(dl.product(), dl.expansion(), rng), simplifier="expand", scope="instance L = 4, d = 2, symbolic lambda"))
+        lambda rng: numeric_sides(dl.product(), dl.expansion(), rng), simplifier="expand", scope="instance L = 4, d = 2, symbolic lambda",
+        shown=lambda: (sp.MatMul(*[lam * sp.Identity(2) + sp.ZeroMatrix(2, 2) for _ in range(4)], evaluate=False), lam ** 4 * sp.Identity(2))))
     mlp, affine, x = mlp_without_activation()
     hessian_terms = sp.Matrix([sp.diff(e, a, b) for e in mlp for a in x for b in x])
     out.append(Identity(
