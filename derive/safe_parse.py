@@ -491,7 +491,7 @@ class _Walker:
                 order = self.visit(args[2], depth + 1)
                 if not (order.is_Integer and 1 <= order <= MAX_DIFF_ORDER):
                     self.limit(f"the order of diff() is an integer from 1 to {MAX_DIFF_ORDER}")
-            return sympy.diff(self.visit(args[0], depth + 1), x, int(order))
+            return sympy.Derivative(self.visit(args[0], depth + 1), (x, int(order)))  # printed as written; doit() evaluates
         if len(args) != 4 or not isinstance(args[1], ast.Name):
             self.limit("sum() takes an expression, an index name and two bounds: sum(f, i, 0, n - 1)")
         index = args[1].id
