@@ -590,28 +590,34 @@ def _constant(expr) -> bool:
             or (getattr(expr, "is_Matrix", False) is True and not expr.free_symbols))
 
 
-def pullback(expr, G, output=None) -> list[tuple[sp.Basic, sp.Basic]]:
+def pullback(expr, G, output=None, _rule: Rule | None = None) -> list[tuple[sp.Basic, sp.Basic]]:
     """Reverse mode through ``expr`` by the table: pairs (leaf ``MatrixSymbol``, contribution to its sensitivity).
 
     ``G`` is dL/d``expr``; ``output``, when given, is the name the program gave ``expr`` (``A`` for
     ``softmax(S)``, ``x̂`` for ``normalize(X)``), so the rules that reuse their output print through it.
     """
     out: list[tuple[sp.Basic, sp.Basic]] = []
-    _pull(expr, G, out, output)
+    _pull(expr, G, out, output, _rule)
     return out
 
 
-def _pull(expr, G, out, output=None) -> None:
+def _use(expr, override: Rule | None) -> Rule:
+    """The table's rule for ``expr``, or ``override`` for its primitive (a rule under proof is checked as written)."""
+    rule = rule_for(expr)
+    return override if override is not None and override.name == rule.name else rule
+
+
+def _pull(expr, G, out, output=None, override=None) -> None:
     if isinstance(expr, sp.MatrixSymbol):
         out.append((expr, G))
         return
     if _constant(expr):
         return
-    for child, contribution in rule_for(expr).pull(expr, G, output):
-        _pull(child, contribution, out)
+    for child, contribution in _use(expr, override).pull(expr, G, output):
+        _pull(child, contribution, out, None, override)
 
 
-def jvp(expr, tangents: Mapping):
+def jvp(expr, tangents: Mapping, _rule: Rule | None = None):
     """Forward mode through ``expr`` by the table: the tangent of ``expr`` given the tangents of its leaves.
 
     ``tangents`` maps leaf ``MatrixSymbol`` s to tangents of their shape (``Ẋ``); leaves not in it are
@@ -622,14 +628,14 @@ def jvp(expr, tangents: Mapping):
         return tangents.get(expr)
     if _constant(expr):
         return None
-    rule = rule_for(expr)
+    rule = _use(expr, _rule)
     children = {}
     for child in _child_args(expr) if not isinstance(expr, sp.MatMul) else expr.as_coeff_matrices()[1]:
-        t = jvp(child, tangents)
+        t = jvp(child, tangents, _rule)
         if t is not None:
             children[child] = t
     if isinstance(expr, sp.DiagMatrix):
-        children = {expr.args[0]: t} if (t := jvp(expr.args[0], tangents)) is not None else {}
+        children = {expr.args[0]: t} if (t := jvp(expr.args[0], tangents, _rule)) is not None else {}
     if not children:
         return None
     return rule.forward(expr, children)
@@ -671,7 +677,7 @@ def _rule_residuals(rule: Rule, expr, G, leaves) -> list:
     i, j, p, q = sp.symbols("i j p q", integer=True, nonnegative=True)
     loss = _pairing(expr, G, i, j)
     contributions: dict = {}
-    for leaf, c in pullback(expr, G):
+    for leaf, c in pullback(expr, G, _rule=rule):
         contributions[leaf] = contributions.get(leaf, []) + [c]
     residuals = []
     for leaf in leaves:
@@ -682,7 +688,7 @@ def _rule_residuals(rule: Rule, expr, G, leaves) -> list:
         residuals.append((derivative - index_form(claimed, p, q)).subs(at))
     # forward rule: d/dt F(X + t Xdot) at t = 0
     dots = {leaf: sp.MatrixSymbol(leaf.name + "dot", *leaf.shape) for leaf in leaves}
-    tangent = jvp(expr, dots)
+    tangent = jvp(expr, dots, rule)
     if isinstance(expr, HConcat):  # block by block: the tangent is the concatenation of the blocks' tangents
         if not isinstance(tangent, HConcat) or len(tangent.args) != len(expr.args):
             return residuals + [sp.Symbol("forward_rule_is_not_a_concatenation")]
