@@ -93,7 +93,7 @@ def compare_at(kind: str, sizes: dict, generator: torch.Generator, heads: int = 
     if kind in ("pre-norm", "post-norm") and heads == 1:
         size_values["d_v"] = size_values["d"]
     at = {s: size_values[s.name] for s in block.sizes if hasattr(s, "name")}
-    dims = lambda shape: tuple(int(sp.sympify(n).subs(at)) for n in shape)
+    dims = lambda shape: tuple(int(sp.Integer(n) if isinstance(n, int) else n.subs(at)) for n in shape)
     values = {}
     for name, leaf in block.inputs.items():
         shape = dims(leaf.shape)

@@ -61,6 +61,7 @@ from sympy.matrices.expressions.matexpr import MatrixElement, MatrixExpr
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 from .catalogue import Proof
+from .safe_parse import as_sympy
 
 __all__ = [
     "Rule", "RULES", "rule_for", "pullback", "jvp", "Diag", "RowSoftmax", "RowSum", "RowMean", "RowStd", "Normalize",
@@ -151,7 +152,7 @@ class RowStd(_RowMap):
     _name = "std"
 
     def __new__(cls, arg, eps=EPS):
-        return _RowMap.__new__(cls, arg, sp.sympify(eps))
+        return _RowMap.__new__(cls, arg, as_sympy(eps, "eps"))
 
     @property
     def eps(self):
@@ -174,7 +175,7 @@ class Normalize(_RowMap):
     _name = "normalize"
 
     def __new__(cls, arg, eps=EPS):
-        return _RowMap.__new__(cls, arg, sp.sympify(eps))
+        return _RowMap.__new__(cls, arg, as_sympy(eps, "eps"))
 
     @property
     def eps(self):
@@ -260,7 +261,7 @@ class ColumnBlock(MatrixExpr):
     """``G[:, a:a+w]``: the columns a .. a+w-1 (the pullback of a concatenation to one block)."""
 
     def __new__(cls, arg, start, width):
-        return MatrixExpr.__new__(cls, arg, sp.sympify(start), sp.sympify(width))
+        return MatrixExpr.__new__(cls, arg, as_sympy(start, "start"), as_sympy(width, "width"))
 
     @property
     def shape(self):
@@ -753,7 +754,7 @@ def _canonical(e):
 
 def index_zero(expr):
     """Exact reduction of an index-notation residual; 0 exactly when the residual vanishes for every size."""
-    e = _canonical(_drop_range(sp.sympify(expr)))
+    e = _canonical(_drop_range(as_sympy(expr, "expr")))
     e = _canonical(e)  # once more: evaluating a delta can expose sums that now compare equal
     half = lambda x: x.is_Pow and x.exp.is_Rational and not x.exp.is_Integer and x.exp.q == 2
     e = e.replace(half, lambda x: sp.Pow(sp.expand(_canonical(x.base)), x.exp))
