@@ -325,7 +325,8 @@ def identities() -> list[Identity]:
             lambda sides=sides: sides()[1], lambda sides=sides: sides()[2], "simplify",
             lambda sides=sides: proof_by(sides()[0].residual, angle_addition, "angle addition")(),
             lambda rng, sides=sides: numeric_sides(sides()[1], sides()[2], rng, low=-50, high=50), simplifier="angle addition",
-            symbols_note=note, scope=f"instance d = {d}, {layout} layout (every pair, every d: pe-shift)", assumptions=("pos, k real",)))
+            symbols_note=note, scope=f"instance d = {d}, {layout} layout (every pair, every d: pe-shift)", assumptions=("pos, k real",),
+            shown=_pair_formula))
 
     def rotation_props():
         rep = ShiftIdentity(Sinusoidal(8)).prove()
@@ -443,11 +444,19 @@ def identities() -> list[Identity]:
     return out
 
 
+def _pair_formula():
+    """One (sin, cos) pair of frequency omega_i: the shift as a rotation (printed for the instance entries)."""
+    w = sp.Symbol("omega_i", positive=True)
+    lhs = sp.ImmutableMatrix([sp.sin(pos * w + k * w), sp.cos(pos * w + k * w)])
+    return lhs, sp.MatMul(sp.ImmutableMatrix(_block(w, k)), sp.ImmutableMatrix([sp.sin(pos * w), sp.cos(pos * w)]), evaluate=False)
+
+
 def _group_formula():
-    """R(a) R(b) = R(a+b), R^T R = I, det R = 1 on one pair with a symbolic frequency (R is block diagonal over the pairs)."""
-    a, b, w = sp.Symbol("a", real=True), sp.Symbol("b", real=True), sp.Symbol("omega", positive=True)
-    R = lambda t: sp.ImmutableMatrix(_block(w, t))
-    return (sp.Tuple(sp.MatMul(R(a), R(b), evaluate=False), sp.MatMul(R(a).T, R(a), evaluate=False), sp.Determinant(R(a))),
+    """R(a) R(b) = R(a+b), R^T R = I, det R = 1 on one pair, a and b the angles k omega_i (R is block diagonal over the pairs)."""
+    a, b = sp.Symbol("a", real=True), sp.Symbol("b", real=True)
+    R = lambda t: sp.ImmutableMatrix(_block(1, t))  # angles a = k omega_i, b
+    return (sp.Tuple(sp.MatMul(R(a), R(b), evaluate=False), sp.MatMul(R(a).T, R(a), evaluate=False),
+                     sp.Determinant(sp.MatrixSymbol("R(a)", 2, 2))),
             sp.Tuple(R(a + b), sp.ImmutableMatrix(sp.eye(2)), sp.Integer(1)))
 
 

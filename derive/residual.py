@@ -323,8 +323,17 @@ def identities() -> list[Identity]:
         "W2 (W1 x + b1) + b2 = (W2 W1) x + (W2 b1 + b2), and every second derivative is 0",
         sp.Matrix.vstack(mlp, hessian_terms), sp.Matrix.vstack(affine, sp.zeros(*hessian_terms.shape)), "simplify",
         proof_by(lambda: sp.Matrix.vstack(mlp - affine, hessian_terms), sp.expand, "expand"),
-        lambda rng: numeric_sides(mlp, affine, rng), simplifier="expand", scope="instance d = 2, hidden 3"))
+        lambda rng: numeric_sides(mlp, affine, rng), simplifier="expand", scope="instance d = 2, hidden 3",
+        shown=_mlp_formula))
     return out
+
+
+def _mlp_formula():
+    d_, h_ = sp.symbols("d h", integer=True, positive=True)
+    W1, W2 = sp.MatrixSymbol("W_1", h_, d_), sp.MatrixSymbol("W_2", d_, h_)
+    x, b1, b2 = sp.MatrixSymbol("x", d_, 1), sp.MatrixSymbol("b_1", h_, 1), sp.MatrixSymbol("b_2", d_, 1)
+    return (sp.MatAdd(sp.MatMul(W2, sp.MatAdd(W1 * x, b1, evaluate=False), evaluate=False), b2, evaluate=False),
+            sp.MatAdd(sp.MatMul(sp.MatMul(W2, W1), x, evaluate=False), sp.MatAdd(W2 * b1, b2, evaluate=False), evaluate=False))
 
 
 # --- numeric check for identities over generic branches -------------------------------------------
