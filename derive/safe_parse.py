@@ -217,16 +217,19 @@ MAX_DIFF_ORDER = 10
 
 
 def parse_expression(text: str, *, variables: Iterable[str] = (), values: Mapping[str, sympy.Expr] | None = None,
-                     argument: str = "expression", calculus: bool = False, sizes: Iterable[str] = ()) -> sympy.Expr:
+                     argument: str = "expression", functions: Mapping[str, Callable] | None = None,
+                     calculus: bool = False, sizes: Iterable[str] = ()) -> sympy.Expr:
     """Parse ``text`` into a SymPy expression through the whitelist (see the module docstring).
 
     ``variables`` are the names allowed as free real symbols; ``values`` maps
-    further names to numbers that replace them; ``argument`` is the name the
-    error messages give the text.  Raises :class:`~seqgrad.errors.ParseError`
+    further names to numbers that replace them; ``functions`` maps further
+    names to one-argument SymPy callables (a ``Lambda`` or a ``Function``
+    class the caller chose, e.g. a cell's activations); ``argument`` is the
+    name the error messages give the text.  Raises :class:`~seqgrad.errors.ParseError`
     for anything outside the whitelist or the limits.  ``calculus`` also allows
     :data:`CALCULUS`; ``sizes`` are names of positive integer symbols (bounds of sums).
     """
-    walker, body = _prepare(text, variables, values, argument, calculus, sizes)
+    walker, body = _prepare(text, variables, values, argument, functions, calculus, sizes)
     return walker.visit(body, 1)
 
 
@@ -234,7 +237,7 @@ def parse_value(text: str, *, variables: Iterable[str] = (), values: Mapping[str
                 argument: str = "expression", calculus: bool = False, sizes: Iterable[str] = ()) -> sympy.Expr | tuple[sympy.Expr, ...]:
     """Like :func:`parse_expression`, but the text may also be a vector: ``(0.31, 0.15, 0.54)``
     or a vector operation such as ``softmax(1.2, 0.5, 2.0)``; a vector is returned as a tuple."""
-    walker, body = _prepare(text, variables, values, argument, calculus, sizes)
+    walker, body = _prepare(text, variables, values, argument, None, calculus, sizes)
     if walker.is_vector(body):
         return walker.vector(body, 1)
     return walker.visit(body, 1)
@@ -253,7 +256,7 @@ def vector_entries(text: str, argument: str = "expression") -> list[str] | None:
     return [ast.get_source_segment(source, e) or "" for e in body.elts]
 
 
-def _prepare(text, variables, values, argument, calculus=False, sizes=()):
+def _prepare(text, variables, values, argument, functions=None, calculus=False, sizes=()):
     if not isinstance(text, str):
         raise SeqgradTypeError(argument, text, "a string holding an expression")
     symbols = {name: sympy.Symbol(name, real=True) for name in check_variable_names(variables)}
@@ -275,7 +278,11 @@ def _prepare(text, variables, values, argument, calculus=False, sizes=()):
         raise ParseError(argument, text, f"it is not a well-formed expression ({exc.msg})") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ParseError(argument, text, f"it is not a well-formed expression ({type(exc).__name__})") from None
-    walker = _Walker(text, source.strip(), symbols, argument)
+    extra = dict(functions or {})
+    for name in extra:  # a caller's function may shadow a whitelisted one (a cell's own sigmoid)
+        if not isinstance(name, str) or not _IDENTIFIER.match(name) or name.startswith("__"):
+            raise ParseError("functions", str(name), "a function name is a plain identifier such as lrelu")
+    walker = _Walker(text, source.strip(), symbols, argument, extra)
     walker.calculus = bool(calculus)
     return walker, tree.body
 
@@ -325,7 +332,8 @@ def parse_number(text: str, argument: str = "number") -> sympy.Rational:
 class _Walker:
     calculus = False
 
-    def __init__(self, text: str, source: str, symbols: dict, argument: str):
+    def __init__(self, text: str, source: str, symbols: dict, argument: str, functions: dict | None = None):
+        self.functions = functions or {}
         self.text = text
         self.source = source
         self.symbols = symbols
@@ -455,12 +463,17 @@ class _Walker:
         fname = node.func.id
         if fname.startswith("__") or fname.endswith("__"):
             self.refuse(f"the dunder name {fname!r} is not allowed")
+        if fname in self.functions:
+            if node.keywords or len(node.args) != 1:
+                self.limit(f"{fname}() takes one positional argument")
+            return self.functions[fname](self.visit(node.args[0], depth + 1))
+        calculus = self.calculus and fname in CALCULUS
+        if fname not in FUNCTIONS and fname not in VECTOR_FUNCTIONS and not calculus:
+            self.refuse(f"calls of {fname!r} are not allowed (not a whitelisted function)")
         if node.keywords:
             self.refuse(f"keyword arguments to {fname}() are not allowed")
-        if self.calculus and fname in CALCULUS:
+        if calculus:
             return self.calculus_call(fname, node, depth)
-        if fname not in FUNCTIONS and fname not in VECTOR_FUNCTIONS:
-            self.refuse(f"calls of {fname!r} are not allowed (not a whitelisted function)")
         if fname in VECTOR_FUNCTIONS:
             fn, _, _, gives_vector = VECTOR_FUNCTIONS[fname]
             if gives_vector:
