@@ -198,6 +198,24 @@ case("derive.claims", "parse_claim('x = 1')  (unknown name)", ParseError, "'x' i
     lambda: _claims().parse_claim("x = 1"))
 case("derive.claims", "parse_claim('9**9**9**9 = 1')  (size limit)", ParseError, "exponent")(
     lambda: _claims().parse_claim("9**9**9**9 = 1"))
+
+
+def _verify(*args, **kwargs):
+    from derive.verification import verify
+
+    return verify(*args, **kwargs)
+
+
+case("derive.verify", "verify('sin(x) = y', variables='x')  (undeclared name)", ParseError, "'y' is not on the whitelist")(
+    lambda: _verify("sin(x) = y", variables="x"))
+case("derive.verify", "verify('x + 1', variables='x')  (no '=')", ParseError, '"LHS = RHS"')(
+    lambda: _verify("x + 1", variables="x"))
+case("derive.verify", "verify(Symbol('m'), 1, sizes='m')  (a size that is not a positive integer symbol)", SeqgradValueError,
+     "positive integer symbol")(lambda: _verify(__import__("sympy").Symbol("m"), 1, sizes="m"))
+case("derive.verify", "verify('x = x', variables='x', time_limit=0)", SeqgradValueError, "time_limit")(
+    lambda: _verify("x = x", variables="x", time_limit=0))
+case("derive.verify", f"verify({PAYLOAD!r} + ' = 0')  (injection)", ParseError, "not allowed")(
+    lambda: _verify(PAYLOAD + " = 0"))
 case("derive.safe_parse", f"parse_expression({PAYLOAD!r})  (injection payload)", ParseError, "attribute access")(
     lambda: __import__("derive.safe_parse").safe_parse.parse_expression(PAYLOAD))
 case("derive.safe_parse", "parse_expression('exec(\"1\")')", ParseError, "exec")(
@@ -352,6 +370,8 @@ def _lambdify_backend(backend: str):
 # ---------------------------------------------------------------- the command line
 
 cli(["frobnicate"], UsageError, "invalid choice: 'frobnicate'")
+cli(["verify", "sin(x) = y", "--vars", "x"], ParseError, "'y' is not on the whitelist")
+cli(["verify", "x = x", "--vars", "x", "--points", "0"], SeqgradValueError, "points")
 cli(["check", "--bogus"], UsageError, "unrecognized arguments: --bogus")
 cli(["check", "--only", "no-such-check"], SeqgradValueError, "--only='no-such-check'")
 cli(["check", "--dtype", "float16"], UsageError, "argument --dtype")
