@@ -77,7 +77,7 @@ def run(args) -> int:
     from seqgrad.latex_table import booktabs
 
     device = resolved_device(args.device)
-    if args.out:
+    if args.out is not None:
         output_file("--out", args.out)
     text = course.TEXT if args.text is None else args.text
     ids = course.token_ids(text)
@@ -108,7 +108,7 @@ def run(args) -> int:
                 else:
                     parts.append(_text_table(title, rows, rl, cl, markdown=args.markdown))
         out = "\n".join(parts)
-    if args.out:
+    if args.out is not None:
         print(write_text(args.out, out))
     else:
         sys.stdout.write(out)
