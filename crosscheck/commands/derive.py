@@ -7,16 +7,20 @@ to its own sub-parser and prints its derivation.
 from __future__ import annotations
 
 import argparse
+import itertools
 from typing import Callable
 
 
-#: the longest recurrence the command prints (the library has no such limit; T = 1000 takes seconds)
-MAX_STEPS = 10_000
+#: the longest recurrence the command prints, per output form (the library has no such limit).  Chosen
+#: so that the largest allowed printout takes < 10 s and < 1 GB on a quiet machine (measured ratios:
+#: at the same T, --latex costs about 2x and --table 1.5x the plain text; docs/limits.md)
+MAX_STEPS = {"text": 10_000, "dot": 10_000, "table": 5_000, "latex": 5_000}
 
 
 def _add_rnn(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, required=True, metavar="T",
-                   help=f"number of positions, 1 <= T <= {MAX_STEPS} (longer printouts: use the Python API)")
+                   help=f"number of positions, 1 <= T <= {MAX_STEPS['text']} ({MAX_STEPS['latex']} with --latex or "
+                        "--table; longer printouts: use the Python API)")
     p.add_argument("--activation", default="tanh", metavar="NAME",
                    help="identity, tanh, sigmoid, relu or phi (generic; phi' stays a symbol); default tanh")
     p.add_argument("--inputs", type=int, metavar="D", help="input width D (vector cell)")
@@ -41,7 +45,8 @@ def _run_rnn(args) -> str:
     from derive.program import latex_aligned
     from seqgrad import validate
 
-    validate.integer("--steps", args.steps, minimum=1, maximum=MAX_STEPS)
+    form = "latex" if args.latex else "table" if args.table else "dot" if args.dot else "text"
+    validate.integer("--steps", args.steps, minimum=1, maximum=MAX_STEPS[form])
     net = rnn.unroll(steps=args.steps, activation=args.activation, inputs=args.inputs, hidden=args.hidden,
                      outputs=args.outputs, bias=args.bias, loss=args.loss, reduction=args.reduction)
     max_terms = None if args.max_terms is None else validate.integer("--max-terms", args.max_terms, minimum=1)
@@ -53,8 +58,10 @@ def _run_rnn(args) -> str:
     if not args.expand:
         if args.latex:
             return net.latex()
-        lines = [str(net.program), ""] + [f"{lhs} = {sp.sstr(net.grad(name))}" for lhs, name in grads]
-        return "\n".join(lines)
+        # streamed, one definition a line (as print(net.program)); the gradient sums are printed in
+        # SymPy's own term order (order="none"): re-sorting a T-term sum is 12x slower at T = 2000
+        return itertools.chain((str(d) for d in net.program.definitions()), [""],
+                               (f"{lhs} = {sp.sstr(net.grad(name), order='none')}" for lhs, name in grads))
     from derive.program import MAX_TERMS
     from seqgrad.errors import SizeGuardError
 
@@ -88,5 +95,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    print(MODELS[args.model][2](args))
+    out = MODELS[args.model][2](args)
+    for line in [out] if isinstance(out, str) else out:  # a long derivation is printed as it is rendered
+        print(line)
     return 0
