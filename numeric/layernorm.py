@@ -75,8 +75,15 @@ def layer_norm(H: torch.Tensor, gamma=None, beta=None, eps: float = 1e-5):
     s = H.detach().abs().amax(dim=-1, keepdim=True).clamp(min=1.0)  # scale large rows down, never small ones up
     u = H / s
     mu_u = u.mean(dim=-1, keepdim=True)
-    var_u = ((u - mu_u) ** 2).mean(dim=-1, keepdim=True)
-    Y = (u - mu_u) / torch.sqrt(var_u + eps / s**2)
+    c = u - mu_u
+    var_u = (c**2).mean(dim=-1, keepdim=True)
+    # a constant row (var = 0) is (h - mu) / sqrt(eps) exactly, also where eps / s^2 underflows to 0;
+    # written in h itself (mean of h/D: no overflow) so that its derivative (I - 1/D)/sqrt(eps) has no
+    # huge intermediate factor s/sqrt(eps)
+    varying = var_u > 0
+    safe = torch.where(varying, var_u + eps / s**2, torch.ones_like(var_u))  # no 1/sqrt(0) in either branch
+    constant_row = (H - (H / H.shape[-1]).sum(dim=-1, keepdim=True)) / eps**0.5
+    Y = torch.where(varying, c / torch.sqrt(safe), constant_row)
     if gamma is not None:
         Y = Y * gamma
     if beta is not None:
