@@ -113,12 +113,15 @@ def test_directory_or_empty_path_is_not_a_file(tmp_path, bad):
         atomic.output_target(bad)
 
 
-def test_encoder_out_refuses_device_directory_and_empty(tmp_path, capsys, monkeypatch):
+def test_encoder_out_refuses_fifo_directory_and_empty(tmp_path, capsys, monkeypatch):
+    # a FIFO stands for every non-regular target here: a test must never be able to replace a real
+    # device (run as root before the fix, ``--out /dev/null`` replaced /dev/null with a regular file)
     monkeypatch.chdir(tmp_path)
-    for out, words in (("/dev/null", "character device"), ("", "empty"), ("newdir/", "directory")):
+    os.mkfifo("pipe")
+    for out, words in (("pipe", "FIFO"), ("", "empty"), ("newdir/", "directory")):
         assert main(["encoder", "--show", "H0", "--json", "--out", out]) == 2
         assert words in capsys.readouterr().err
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe"] and stat.S_ISFIFO(os.lstat("pipe").st_mode)
 
 
 def test_check_out_refuses_a_directory_with_other_files(tmp_path, capsys, monkeypatch):
