@@ -9,7 +9,7 @@
   then exchanged with the old one in one step, so the output is wholly old or
   wholly new.
 
-Targets (see docs/outputs.md):
+Targets (documented in docs/cli.md, "Conventions shared by every command"):
 
 * a new file gets the mode the umask gives (``0666 & ~umask``, 0644 typically);
   a file that is replaced keeps its mode.  Replacing makes a new file: other
