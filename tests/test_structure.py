@@ -72,3 +72,36 @@ def test_no_comment_cites_a_missing_file(folder):
             if "NAME" not in cited and not (ROOT / cited).exists():  # NAME: a placeholder (benchmarks/NAME.py)
                 missing.append(f"{path.relative_to(ROOT)} cites {cited}")
     assert not missing, missing
+
+
+# ----------------------------------------------------------------------------- checks declare their needs
+
+
+def test_no_check_module_repeats_the_device_preamble():
+    """A check declares ``needs_torch=True`` and the registry supplies ``ctx.dev``/``ctx.dt`` (or the
+    skip); the "torch device or skip" lines once copied into 16 checks are gone."""
+    for path in sorted((ROOT / "crosscheck" / "checks").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "torch_device()" not in text and 'skip("no CUDA GPU")' not in text, path.name
+
+
+def test_registry_supplies_device_and_dtype_or_skips(monkeypatch):
+    import torch
+
+    from crosscheck import registry
+    from crosscheck.tolerance import Outcome
+
+    seen = []
+
+    def probe(ctx):
+        seen.append((ctx.dev, ctx.dt))
+        return Outcome.exact(True, "probe")
+
+    item = registry.Check("test.probe", "test", "test", probe, "", needs_torch=True)
+    assert registry.run_one(item, "cpu", "float32").status == "pass"
+    assert seen == [(torch.device("cpu"), torch.float32)]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    result = registry.run_one(item, "cuda", "float64")
+    assert result.status == "skip" and "no CUDA GPU" in result.detail and len(seen) == 1  # never called
+    plain = registry.Check("test.plain", "test", "test", probe, "")
+    assert registry.run_one(plain, "cpu").status == "pass" and seen[-1] == (None, None)
