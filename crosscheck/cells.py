@@ -34,9 +34,10 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from derive.cell import Cell
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
-from .lambdify import BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier
+from .lambdify import (BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier,
+                       run_generated)
 
-__all__ = ["CellFunction", "autograd_twin", "against_autograd", "random_case"]
+__all__ = ["CellFunction", "RNNFunction", "autograd_twin", "autograd_gradients", "against_autograd", "random_case"]
 
 
 class _CellPrinter:
@@ -97,8 +98,7 @@ class CellFunction:
         self.source = _generate(cell, gen, backend, forward_only)
         namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
         namespace.update(_helpers(backend))
-        exec(compile(self.source, f"<seqgrad:{cell.name}_loop>", "exec"), namespace)  # generated from the cell, never user text
-        self.fn = namespace["_generated"]
+        self.fn = run_generated(self.source, f"<seqgrad:{cell.name}_loop>", namespace, "_generated")
 
     # -- arguments ---------------------------------------------------------------------
     def prepare(self, params: Mapping, X, y) -> list:
@@ -179,6 +179,27 @@ class CellFunction:
         return self.evaluate(self.prepare(params, X, y))
 
 
+class RNNFunction(CellFunction):
+    """Loss and every gradient of an unrolled network (:func:`derive.rnn.unroll`, :func:`derive.gated.gru`,
+    :func:`derive.gated.lstm`, ``Cell.unroll``), compiled once as loops over t from its cell; the
+    unrolled program itself is never built.  Inputs must have the network's T steps."""
+
+    def __init__(self, net, backend: str = "numpy", device: str = "cpu"):
+        from derive.cell_unrolled import UnrolledCell
+
+        if not isinstance(net, UnrolledCell):
+            raise SeqgradTypeError("net", net, "an unrolled network (rnn.unroll, gated.gru, gated.lstm, Cell.unroll)")
+        self.net = net
+        super().__init__(net.cell, backend, device)
+
+    def prepare(self, params: Mapping, X, y) -> list:
+        X_arr = np.shape(X.detach().cpu() if hasattr(X, "detach") else X)
+        if len(X_arr) >= 2 and X_arr[1] != self.net.steps:
+            D = self.cell.sizes[self.cell.input_size] if self.cell.vector else None
+            raise ShapeError("X", tuple(X_arr), f"(B, {self.net.steps}, {D})" if D else f"(B, {self.net.steps})")
+        return super().prepare(params, X, y)
+
+
 def _as_array(name, value):
     try:
         arr = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value, dtype=np.float64)
@@ -255,7 +276,9 @@ def _generate(cell: Cell, gen, backend: str, forward_only: bool) -> str:
     for h, term in hoisted.items():
         src(f"{names[h]}_all = {printer(term.xreplace(whole))}")
     scale = gen.scale
-    scale_text = printer(scale.xreplace({sp.Symbol("T", integer=True, positive=True): sp.Symbol("_T")})) if scale != 1 else None
+    from derive.cell import B as batch_size, T as length
+
+    scale_text = printer(scale.xreplace({length: sp.Symbol("_T"), batch_size: sp.Symbol("_B")})) if scale != 1 else None
     src("L = 0.0")
     stash = [d.target for d in forward]
     for target in stash:
@@ -296,6 +319,26 @@ def _generate(cell: Cell, gen, backend: str, forward_only: bool) -> str:
     for p in params:
         shape = _shape_of(p)
         src(f"{grads[p]} = {'0.0' if not shape else f'_zeros({shape[0]}, {shape[1]}, batch=False)'}")
+    # sums over t that need no recursion leave the loop: (g_t^z)^T x_t and (g_t^z)^T h_{t-1} become one product
+    # of the stacked steps, sum_t g_t^z one sum, and dL/dx_t = g_t^z W_x one product for every t
+    adjoints = {d.target for d in gen.backward_defs}
+    stackable = {x: "X"}
+    stackable.update({prev: f"_prev_stack({names[gen.at_t[s]]}_all, _B, {H[s]})" for s, prev in gen.prev.items()})
+    deferred, stacked = {}, set()
+    for p in params:
+        contrib = gen.step_grads[_key(gen, p)]
+        form = _deferrable(contrib, adjoints, stackable, cell.vector)
+        if form is not None:
+            deferred[p] = form
+            stacked.add(form[1])
+    dx = gen.input_grad
+    dx_free = {s for s in getattr(dx, "free_symbols", ()) if isinstance(s, (sp.Symbol, sp.MatrixSymbol))}
+    dx_deferred = dx is not None and dx_free <= adjoints | set(params)
+    if dx_deferred:
+        stacked |= dx_free & adjoints
+    stack_of = {a: f"{names[a]}_stack" for a in stacked}
+    for a in stacked:
+        src(f"{stack_of[a]} = _empty(_B, _T, {a.shape[1] if cell.vector else None})")
     carry = {s: f"carry_{s}" for s in cell.states}
     for s in cell.states:
         src(f"{carry[s]} = None")
@@ -309,30 +352,64 @@ def _generate(cell: Cell, gen, backend: str, forward_only: bool) -> str:
     src(f"{names[gen.e]} = e_all[t]", 2)
     for s in cell.states:
         direct = gen.direct[s]
-        parts = [carry[s]]
         src(f"{names[rho[s]]} = {carry[s]} if {carry[s]} is not None else _zeros(_B, {H[s]})", 2)
         if direct is not None:
             src(f"if {names[gen.e]} is not None:", 2)
             src(f"{names[rho[s]]} = {names[rho[s]]} + {printer(direct)}", 3)
-        del parts
     for d in gen.backward_defs:
         src(f"{names[d.target]} = {printer(d.value)}", 2)
+        if d.target in stacked:
+            src(f"{stack_of[d.target]}[:, t] = {names[d.target]}", 2)
     for p in params:
         contrib = gen.step_grads[_key(gen, p)]
-        if contrib is not None:
+        if contrib is not None and p not in deferred:
             src(f"{grads[p]} = {grads[p]} + _acc({printer(contrib)}, {_shape_of(p)!r})", 2)
         head = gen.head_grads[_key(gen, p)]
         if head is not None:
             src(f"if {names[gen.e]} is not None:", 2)
             src(f"{grads[p]} = {grads[p]} + _acc({printer(head)}, {_shape_of(p)!r})", 3)
-    dx = gen.input_grad
-    src(f"dX[t] = {printer(dx) if dx is not None else '0.0 * ' + names[x]}", 2)
+    if not dx_deferred:
+        src(f"dX[t] = {printer(dx) if dx is not None else '0.0 * ' + names[x]}", 2)
     for s in cell.states:
         c = gen.carry[s]
         src(f"{carry[s]} = {printer(c) if c is not None else 'None'}", 2)
-    outs = ["L"] + [grads[p] for p in params] + ["_stack(dX)"]
+    for s, prev in gen.prev.items():  # each state's h_{t-1} for every t, stacked once
+        if any(form[2] == prev for form in deferred.values()):
+            src(f"{names[prev]}_stack = {stackable[prev]}")
+            stackable[prev] = f"{names[prev]}_stack"
+    for p, (kind, a, b) in deferred.items():
+        if kind == "outer":
+            src(f"{grads[p]} = {grads[p]} + _outer({stack_of[a]}, {stackable[b]})")
+        else:
+            src(f"{grads[p]} = {grads[p]} + _total({stack_of[a]}, {cell.vector})")
+    if dx_deferred:
+        whole = {a: sp.MatrixSymbol(stack_of[a], *a.shape) if cell.vector else sp.Symbol(stack_of[a]) for a in dx_free & adjoints}
+        for a, w in whole.items():
+            names[w] = stack_of[a]
+        src(f"dX_all = {printer(dx.xreplace(whole))}")
+    outs = ["L"] + [grads[p] for p in params] + ["dX_all" if dx_deferred else "_stack(dX)"]
     src(f"return ({', '.join(outs)},)")
     return src.text()
+
+
+def _deferrable(contrib, adjoints, stackable, vector):
+    """("outer", g, v) for a step term ``g^T v`` (vector) or ``g v`` (scalar) of a sensitivity g and a
+    stackable step quantity v; ("sum", g, None) for a bias term ``g``; None: keep it in the loop."""
+    if contrib is None:
+        return None
+    if contrib in adjoints:
+        return ("sum", contrib, None)
+    if vector and isinstance(contrib, sp.MatMul) and len(contrib.args) == 2 and isinstance(contrib.args[0], sp.Transpose):
+        a, b = contrib.args[0].arg, contrib.args[1]
+        if a in adjoints and b in stackable:
+            return ("outer", a, b)
+    if not vector and contrib.is_Mul and len(contrib.args) == 2:
+        a, b = contrib.args
+        if b in adjoints:
+            a, b = b, a
+        if a in adjoints and b in stackable:
+            return ("outer", a, b)
+    return None
 
 
 def _key(gen, sym):
@@ -360,8 +437,25 @@ def _helpers(backend: str) -> dict:
                 return value.sum()
             return value.sum(axis=0, keepdims=True) if value.shape[0] != shape[0] or value.ndim > len(shape) else value
 
+        def prev_stack(states, B, H):
+            first = np.zeros((B, 1) if H is None else (B, 1, H))
+            rest = np.stack(states[:-1], 1) if len(states) > 1 else first[:, :0]
+            return np.concatenate([first, rest], 1)
+
+        def outer(g, v):
+            if g.ndim == 2:
+                return np.sum(g * v)
+            return g.reshape(-1, g.shape[-1]).T @ v.reshape(-1, v.shape[-1])
+
+        def total(g, vector):
+            return g.reshape(-1, g.shape[-1]).sum(axis=0, keepdims=True) if vector else g.sum()
+
+        def empty(B, T, H):
+            return np.empty((B, T) if H is None else (B, T, H))
+
         return {"_zeros": zeros, "_like": lambda X: None, "_logsumexp": logsumexp, "_softmax": softmax, "_acc": acc,
-                "_sum": np.sum, "_stack": lambda xs: np.stack(xs, 1)}
+                "_sum": np.sum, "_stack": lambda xs: np.stack(xs, 1), "_prev_stack": prev_stack, "_outer": outer,
+                "_total": total, "_empty": empty}
     import torch
 
     state = {"like": None}
@@ -381,9 +475,27 @@ def _helpers(backend: str) -> dict:
             return value.sum()
         return value.sum(dim=0, keepdim=True) if value.shape[0] != shape[0] else value
 
+    def prev_stack(states, B, H):
+        X = state["like"]
+        first = torch.zeros((B, 1) if H is None else (B, 1, H), dtype=X.dtype, device=X.device)
+        return torch.cat([first] + ([torch.stack(states[:-1], 1)] if len(states) > 1 else []), 1)
+
+    def outer(g, v):
+        if g.ndim == 2:
+            return torch.sum(g * v)
+        return g.reshape(-1, g.shape[-1]).T @ v.reshape(-1, v.shape[-1])
+
+    def total(g, vector):
+        return g.reshape(-1, g.shape[-1]).sum(dim=0, keepdim=True) if vector else g.sum()
+
+    def empty(B, T, H):
+        X = state["like"]
+        return torch.empty((B, T) if H is None else (B, T, H), dtype=X.dtype, device=X.device)
+
     return {"_zeros": zeros, "_like": like, "_logsumexp": lambda a: torch.logsumexp(a, dim=-1),
             "_softmax": lambda a: torch.softmax(a, dim=-1), "_acc": acc, "_sum": torch.sum,
-            "_stack": lambda xs: torch.stack(xs, 1)}
+            "_stack": lambda xs: torch.stack(xs, 1), "_prev_stack": prev_stack, "_outer": outer, "_total": total,
+            "_empty": empty}
 
 
 def autograd_twin(cell: Cell, device: str = "cpu") -> "CellFunction":

@@ -8,10 +8,10 @@ Each is its step equations, in the text's notation and PyTorch's conventions:
 * the LSTM (``torch.nn.LSTM``: gates i, f, candidate c, o; each bias ``b_a`` is PyTorch's
   ``b_ih + b_hh``), lines 384-400.
 
->>> print(rnn_cell().general().backward_rows()[2])
+>>> print(rnn_cell().general().backward_rows()[3])
 g_t^z = g_t^h*(1 - h_t**2)
->>> gru_cell(sizes=dict(D=2, H=3, C=1)).general().transition()  # doctest: +ELLIPSIS
-diag(...
+>>> lstm_cell(sizes=dict(D=2, H=3, C=1)).general().transition(of="c", wrt="c")  # the carry: diag(f_t)
+diag(f_t)
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ entrywise.
 >>> gen = rnn.general()
 >>> gen.grad("w_h")
 Sum_{t=0}^{T-1} g_t^z*h_{t-1}
->>> print(gen.backward_rows()[1])
+>>> print(gen.backward_rows()[2])
 g_t^h = g_{t+1}^z*w_h   (t < T-1)
 >>> gen.grad("w_h").at(3)
 g_0^z*h_{-1} + g_1^z*h_0 + g_2^z*h_1
@@ -50,6 +50,7 @@ from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 from . import activations
 from .program import Elementwise, Program, SquaredNorm, _latex, latex_aligned, sstr
+from .safe_parse import as_sympy
 
 __all__ = ["Cell", "Loss", "GeneralDerivation", "StepSum", "MatStepSum", "CellError", "FUNCTIONS",
            "LOSS_KINDS", "REDUCTIONS", "index_text"]
@@ -81,8 +82,7 @@ class relu_prime(sp.Function):
 #: activations a cell may call by name (text or Python); a user adds more with ``functions=``
 FUNCTIONS: dict[str, object] = {
     "tanh": sp.tanh, "sigmoid": activations.sigmoid, "relu": _relu, "leaky_relu": _leaky_relu,
-    "softplus": lambda z: sp.log(1 + sp.exp(z)), "exp": sp.exp, "phi": activations.phi,
-    "identity": lambda z: z, "sin": sp.sin, "cos": sp.cos, "max": sp.Max, "min": sp.Min,
+    "softplus": lambda z: sp.log(1 + sp.exp(z)), "phi": activations.phi, "identity": lambda z: z,
 }
 
 
@@ -172,7 +172,7 @@ class _StepSumMixin:
 
     def _sympystr(self, printer):
         lo, hi = self._bounds()
-        return "Sum_{t=%s}^{%s} %s" % (printer._print(lo), printer._print(hi), printer._print(self.term))
+        return "Sum_{t=%s}^{%s} %s" % (printer._print(lo), printer._print(hi).replace(" ", ""), printer._print(self.term))
 
     def at(self, steps: int, instantiate=None):
         """The sum written out for ``T = steps`` (``instantiate(term, k, steps)`` maps the step symbols)."""
@@ -191,7 +191,7 @@ class StepSum(_StepSumMixin, sp.Expr):
     is_commutative = True
 
     def __new__(cls, term, lo, hi, instantiate=None):
-        obj = sp.Expr.__new__(cls, term, sp.sympify(lo), sp.sympify(hi))
+        obj = sp.Expr.__new__(cls, term, as_sympy(lo), as_sympy(hi))
         obj.instantiate = instantiate
         return obj
 
@@ -200,7 +200,7 @@ class MatStepSum(_StepSumMixin, MatrixExpr):
     """A matrix sum over the general step t."""
 
     def __new__(cls, term, lo, hi, instantiate=None):
-        obj = MatrixExpr.__new__(cls, term, sp.sympify(lo), sp.sympify(hi))
+        obj = MatrixExpr.__new__(cls, term, as_sympy(lo), as_sympy(hi))
         obj.instantiate = instantiate
         return obj
 
@@ -211,7 +211,7 @@ class MatStepSum(_StepSumMixin, MatrixExpr):
 
 def _index(i):
     """The step index a symbol was made with, as a SymPy integer expression (None: no index)."""
-    return None if i is None else sp.sympify(i)
+    return None if i is None else as_sympy(i)
 
 
 def _is_zero(x) -> bool:
@@ -350,6 +350,13 @@ class Cell:
         from .safe_parse import parse_expression
 
         if isinstance(value, str):
+            if re.search(r"\b\w+_prev(_prev|\d)\b", value):
+                raise CellError(argument, value, "first-order recurrences only: NAME_prev is the state at t-1; "
+                                "an order-2 term (h_{t-2}) can be written with a second state")
+            for stem in re.findall(r"\b([A-Za-z]\w*?)_prev\b", value):
+                if stem not in self.states:
+                    raise CellError("states", self.states, f"every NAME_prev read by the equations declared as a state "
+                                    f"({argument} reads {stem}_prev)")
             expr = parse_expression(value, variables=sorted(allowed), argument=argument, functions=self.functions)
         elif isinstance(value, sp.Basic):
             expr = value
@@ -476,8 +483,9 @@ class Cell:
         if expr.is_Mul:
             parts = [self._lift(a, shapes, argument) for a in expr.args]
             scalars = [p for p, s in parts if s is None]
-            rows = [(p, s) for p, s in parts if s is not None and s[0] == 1]
-            mats = [(p, s) for p, s in parts if s is not None and s[0] != 1]
+            matrix = {n for n, sh in self.param_shapes.items() if len(sh) == 2}
+            mats = [(p, s) for p, s in parts if isinstance(p, sp.MatrixSymbol) and p.name in matrix]
+            rows = [(p, s) for p, s in parts if s is not None and not (isinstance(p, sp.MatrixSymbol) and p.name in matrix)]
             coeff = sp.Mul(*scalars)
             if not rows and not mats:
                 return coeff, None
@@ -502,7 +510,7 @@ class Cell:
         free = [s for s in expr.free_symbols if shapes.get(s.name) is not None]
         if not free:
             return expr, None
-        if len(free) == 1 and shapes[free[0].name][0] == 1:
+        if len(free) == 1 and len(self.param_shapes.get(free[0].name, ())) != 2:
             (s,) = free
             d = sp.Dummy("u")
             return Elementwise(sp.Lambda(d, expr.xreplace({s: d})), sp.MatrixSymbol(s.name, *shapes[s.name])), shapes[s.name]
@@ -591,7 +599,7 @@ def _kink_convention(expr, prime):
     """ReLU (``Max(0, z)``) gets slope 0 at 0 as torch.relu; other Heavisides keep SymPy's 1/2 (a tie of
     ``max(a, b)`` splits the gradient evenly, as torch.maximum does)."""
     if isinstance(expr, sp.Max) and len(expr.args) == 2 and 0 in expr.args:
-        return prime.replace(lambda e: isinstance(e, sp.Heaviside) and len(e.args) == 1,
+        return prime.replace(lambda e: isinstance(e, sp.Heaviside),
                              lambda e: sp.Heaviside(e.args[0], activations.RELU_PRIME_AT_ZERO))
     return prime
 
@@ -667,7 +675,7 @@ class GeneralDerivation:
         head_grads = head.backward({self.yhat: self.e}, lambda target: None)
         # rho_s = direct_s(t) * [t is a loss position] * scale + (what step t+1 sends to s_t)
         self.loss_indicator = {"final": sp.KroneckerDelta(t, T - 1), "every": sp.Integer(1)}.get(
-            c.loss.on if isinstance(c.loss.on, str) else "", _Positions(*c.loss.on) if not isinstance(c.loss.on, str) else None)
+            c.loss.on if isinstance(c.loss.on, str) else "", _Positions(t, *c.loss.on) if not isinstance(c.loss.on, str) else None)
         count = {"final": 1, "every": T}.get(c.loss.on if isinstance(c.loss.on, str) else "", len(c.loss.on) if not isinstance(c.loss.on, str) else 1)
         self.scale = c.loss.scale(count)
         self.direct = {s: head_grads.get(self.at_t[s]) for s in c.states}
@@ -770,7 +778,9 @@ class GeneralDerivation:
             return self.scale * self._pointwise_loss(yhat, y)
         y = self.sym.seq("y", t, c.target_shape())
         term = self._pointwise_loss(self.yhat, y)
-        return self.scale * _sum_over_positions(c.loss.on, term, scalar=True)
+        if c.loss.on == "every":
+            return self.scale * StepSum(term, 0, T - 1)
+        return self.scale * sp.Add(*[self.instantiate_symbolic(term, sp.Integer(p)) for p in c.loss.on])
 
     def _pointwise_loss(self, yhat, y):
         if self.cell.loss.kind == "squared":
@@ -808,7 +818,7 @@ class GeneralDerivation:
                 rows.append(Row(d.target, _tidy(value.xreplace({rho: self.rho_value[state]})), self._where_states()))
         if c.loss.on != "final":
             past = [n for n in c.named if n not in c.states and n in self.at_t] or list(c.states)
-            rows += [Row(self.sym.adjoint(n, T, c.shape_of(n)), self._zero(c.shape_of(n)), "past the last step") for n in past]
+            rows += [Row(self.sym.adjoint(n, T, c.shape_of(n)), self._zero(c.shape_of(n))) for n in past]
         return rows
 
     def _where_states(self):
@@ -925,14 +935,19 @@ def step_tangent(program: Program, target, seed, vector: bool, width: int | None
 
 
 class _Positions(sp.Function):
-    """``[t in P]``: 1 at a loss position, else 0."""
+    """``[t in P]``: 1 at a loss position, else 0 (``_Positions(t, p_1, p_2, ...)``)."""
 
     @classmethod
-    def eval(cls, *args):
+    def eval(cls, step, *positions):
+        if step.is_Integer:
+            return sp.Integer(1) if step in positions else sp.Integer(0)
         return None
 
     def _latex(self, printer):
-        return r"\mathbb{1}\left[t \in \{%s\}\right]" % ", ".join(map(str, self.args))
+        return r"\mathbb{1}\left[t \in \{%s\}\right]" % ", ".join(map(str, self.args[1:]))
+
+    def _sympystr(self, printer):
+        return "[t in {%s}]" % ", ".join(map(str, self.args[1:]))
 
 
 class _PositionsSum:
@@ -1042,6 +1057,3 @@ def _make_sum(term, lo, hi, gen):
     cls = MatStepSum if isinstance(term, MatrixExpr) else StepSum
     return cls(term, lo, hi, instantiate=lambda x, k, n: gen.instantiate(x, k, n))
 
-
-def _sum_over_positions(on, term, scalar):
-    return StepSum(term, 0, T - 1) if on == "every" else sp.Add(*[term])

@@ -20,6 +20,7 @@ from seqgrad.errors import SeqgradValueError
 
 from .cell import Cell, CrossEntropy, _Symbols, _adjoint_name, _partials, error_value
 from .program import Program, SquaredNorm
+from .safe_parse import as_sympy
 from .unrolled import Unrolled
 
 __all__ = ["UnrolledCell"]
@@ -151,65 +152,65 @@ class UnrolledCell(Unrolled):
         return self.program.expand(self.L, kinds=None, max_terms=max_terms, what="L")
 
     def check_general(self) -> list[str]:
-        """Every named sensitivity and every gradient of this program against the general-t formulas at
-        ``T = steps``; returns the names that differ (empty: all equal)."""
+        """Every named sensitivity and every parameter gradient of this program against the general-t
+        formulas instantiated at ``T = steps``; returns the names that differ (empty: all equal).
+
+        A sensitivity the unrolled program never defines (no path to the loss, e.g. after the last loss
+        position) is zero there, and is read as zero in the general formula too."""
         gen = self.cell.general()
-        diff = []
         prog = self.program
-        for d in gen.step.definitions("backward"):
+        diff = []
+
+        def concrete(expr, k):
+            value = _instantiate_sums(expr, self.steps, gen, self)
+            value = gen.instantiate(value, k, self.steps, unrolled=self)
+            zero = {s: (sp.ZeroMatrix(*s.shape) if isinstance(s, sp.MatrixSymbol) else sp.Integer(0))
+                    for s in getattr(value, "free_symbols", ()) if s.name.startswith("g_") and s.name not in prog._names}
+            return value.xreplace(zero) if zero else value
+
+        for d in gen.backward_defs:
+            value = d.value.xreplace({gen.rho[s]: gen.rho_value[s] for s in gen.rho})
             for k in range(self.steps):
-                general = _general_adjoint(gen, d, k, self.steps)
                 name = str(gen.instantiate(d.target, k, self.steps, unrolled=self))
-                if name not in prog._names:
-                    continue
-                if not _equal(general, prog[name].value.xreplace({}), prog, gen, self):
+                if name in prog._names and not _equal(concrete(value, k), prog[name].value):
                     diff.append(name)
         for p in gen.params:
-            general = gen.gradient(p)
-            general = general.at(self.steps) if hasattr(general, "at") else _at_all(general, self.steps, gen, self)
-            general = _at_all(general, self.steps, gen, self)
-            if not _equal(general, self._gradient(self.cell.param_symbol(p)), prog, gen, self):
-                diff.append(f"dL/d{p}")
+            sym = self.cell.param_symbol(p)
+            if not _equal(concrete(gen.gradient(p), self.steps - 1), self._gradient(sym)):
+                diff.append(f"dL/d{sym}")
         return diff
 
 
-def _general_adjoint(gen, d, k, steps):
-    """The general definition of a named sensitivity at step k (rho replaced by its value)."""
-    value = d.value
-    for s, rho in gen.rho.items():
-        value = value.xreplace({rho: gen.rho_value[s]})
-    return gen.instantiate(value, k, steps)
-
-
-def _at_all(expr, steps, gen, unrolled):
-    """Instantiate every step sum inside ``expr`` and rename its symbols to the unrolled program's."""
+def _instantiate_sums(expr, steps, gen, unrolled):
+    """Every step sum inside ``expr`` written out for T = ``steps`` in the unrolled program's symbols."""
     from .cell import _StepSumMixin
 
-    def walk(e):
-        if isinstance(e, _StepSumMixin):
-            return e.at(steps, lambda x, k, n: gen.instantiate(x, k, n, unrolled=unrolled))
-        if not e.args:
-            return e
-        return e.func(*[walk(a) for a in e.args])
-
-    return gen.instantiate(walk(expr), steps - 1, steps, unrolled=unrolled) if not isinstance(expr, _StepSumMixin) else walk(expr)
+    if isinstance(expr, _StepSumMixin):
+        return expr.at(steps, lambda x, k, n: gen.instantiate(x, k, n, unrolled=unrolled))
+    if not getattr(expr, "args", ()):
+        return expr
+    args = [_instantiate_sums(a, steps, gen, unrolled) for a in expr.args]
+    return expr if all(a is b for a, b in zip(args, expr.args)) else expr.func(*args)
 
 
-def _equal(a, b, prog, gen, unrolled) -> bool:
+def _equal(a, b) -> bool:
     """Equal as expressions in the program's symbols (matrix expressions: equal entrywise at a random
-    exact point, after substituting every definition)."""
+    exact rational point; scalars: the difference expands to zero)."""
     if isinstance(a, sp.MatrixExpr) or isinstance(b, sp.MatrixExpr):
-        return _matrix_equal(a, b, prog)
-    return sp.expand(sp.sympify(a) - sp.sympify(b)) == 0
+        return _matrix_equal(a, b)
+    return sp.expand(as_sympy(a) - as_sympy(b)) == 0
 
 
-def _matrix_equal(a, b, prog) -> bool:
+def _matrix_equal(a, b) -> bool:
     import random
 
     rng = random.Random(0)
     leaves = {s for s in (getattr(a, "free_symbols", set()) | getattr(b, "free_symbols", set())) if isinstance(s, sp.MatrixSymbol)}
     values = {s: sp.ImmutableMatrix(s.shape[0], s.shape[1], lambda i, j: sp.Rational(rng.randint(-9, 9), rng.randint(1, 5)))
               for s in leaves}
-    va = sp.ImmutableMatrix(a.xreplace(values).doit().as_explicit()) if not isinstance(a, sp.ZeroMatrix) else sp.zeros(*a.shape)
-    vb = sp.ImmutableMatrix(b.xreplace(values).doit().as_explicit()) if not isinstance(b, sp.ZeroMatrix) else sp.zeros(*b.shape)
-    return sp.simplify(va - vb) == sp.zeros(*va.shape)
+
+    def explicit(m):
+        m = m.xreplace(values).doit()
+        return sp.ImmutableMatrix(m.as_explicit() if hasattr(m, "as_explicit") else m)
+
+    return sp.simplify(explicit(a) - explicit(b)) == sp.zeros(*a.shape)
