@@ -8,7 +8,7 @@ import torch
 
 from crosscheck import transformer_bridge as bridge
 from crosscheck.checks import transformer as tc
-from crosscheck.registry import Context, all_checks, run_checks, run_one
+from crosscheck.registry import all_checks, run_checks, run_one
 from crosscheck.tolerance import compare
 from derive import residual as d_residual
 from seqgrad.errors import NonFiniteError, SeqgradValueError
