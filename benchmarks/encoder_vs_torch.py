@@ -23,7 +23,7 @@ import torch  # noqa: E402
 from crosscheck import encoder_twins  # noqa: E402
 from numeric.device import resolve_device, resolve_dtype  # noqa: E402
 from numeric.encoder import Encoder  # noqa: E402
-from seqgrad import benchdoc  # noqa: E402
+import benchdoc  # noqa: E402  # benchmarks/benchdoc.py, beside this script
 from crosscheck.tolerance import compare  # noqa: E402
 
 T, D, HEADS, F_WIDTH, BLOCKS = 512, 256, 8, 1024, 4

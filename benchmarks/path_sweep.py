@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from numeric.paths import path_product_sweep
-from seqgrad import benchdoc
+import benchdoc  # benchmarks/benchdoc.py, beside this script
 
 T = 200
 W_H = np.linspace(0.1, 3.0, 100)

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from seqgrad import benchdoc  # noqa: E402
+import benchdoc  # noqa: E402  # benchmarks/benchdoc.py, beside this script
 
 PLAIN_SCALAR = textwrap.dedent("""
     import sys, time

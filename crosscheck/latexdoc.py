@@ -186,14 +186,14 @@ def _encoder(b: Build) -> str:
     from numeric.tokens import tokenize
     from seqgrad.latex_table import booktabs
 
-    from .commands.encoder import _tables
+    from .encoder_tables import trace_tables
 
     tokens = tokenize(course.TEXT)
     parts = [f"The worked example encodes ``{text(course.TEXT)}'' (T = {len(tokens)} tokens). "
              f"Rows are tokens, columns are features, numbers at {b.digits} significant figures (the text prints 3)."]
     for stage, names in ENCODER_TABLES.items():
         record = course.trace(stage, device=b.device)
-        for title, rows, row_labels, col_labels in _tables(stage, record, list(names), tokens):
+        for title, rows, row_labels, col_labels in trace_tables(stage, record, list(names), tokens):
             parts.append(booktabs(rows, row_labels=row_labels, col_labels=col_labels, corner="t", caption=title,
                                   figures=b.digits, decimal_comma=b.notation.decimal_comma))
     parts.append(b.figures("encoder", "The worked example (seqgrad plot encoder)"))

@@ -13,7 +13,7 @@ import pkgutil
 import time
 import traceback
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 import numpy as np
@@ -26,12 +26,16 @@ from .tolerance import Outcome, compare
 
 @dataclass(frozen=True)
 class Context:
-    """What a check runs with: the device, the dtype and a deterministic seed."""
+    """What a check runs with: the device, the dtype and a deterministic seed; for a check declared
+    with ``needs_torch=True``, also ``dev`` and ``dt``, the run's ``torch.device`` and ``torch.dtype``
+    (the registry supplies them, and skips the check when the run asks for CUDA and none is present)."""
 
     device: str = "cpu"
     dtype: str = "float64"
     seed: int = 0
     name: str = ""
+    dev: object = None
+    dt: object = None
 
     def rng(self) -> np.random.Generator:
         """A numpy generator seeded from the run seed and the check's name."""
@@ -65,6 +69,7 @@ class Check:
     group: str
     run: Callable[[Context], Outcome] = field(compare=False)
     description: str = ""
+    needs_torch: bool = False  # the check computes with torch on the run's device and dtype
 
 
 _REGISTRY: dict[str, Check] = {}
@@ -77,11 +82,13 @@ def register(item: Check) -> Check:
     return item
 
 
-def check(name: str, *, source: str, group: str, description: str = "") -> Callable:
-    """Decorator: register ``fn(ctx) -> Outcome`` as a check."""
+def check(name: str, *, source: str, group: str, description: str = "", needs_torch: bool = False) -> Callable:
+    """Decorator: register ``fn(ctx) -> Outcome`` as a check.  ``needs_torch=True`` declares that it
+    computes with torch: it then finds the run's device and dtype in ``ctx.dev`` and ``ctx.dt``."""
 
     def decorate(fn: Callable[[Context], Outcome]) -> Callable[[Context], Outcome]:
-        register(Check(name, source, group, fn, description or (fn.__doc__ or "").strip().split("\n")[0]))
+        register(Check(name, source, group, fn, description or (fn.__doc__ or "").strip().split("\n")[0],
+                       needs_torch))
         return fn
 
     return decorate
@@ -132,7 +139,7 @@ def run_one(item: Check, device: str, dtype: str = "float64", seed: int = 0) -> 
     ctx = Context(device=device, dtype=dtype, seed=seed, name=item.name)
     start = time.perf_counter()
     try:
-        outcome = item.run(ctx)
+        outcome = _supplied(item, ctx)
         if not isinstance(outcome, Outcome):
             raise TypeError(f"check {item.name} returned {type(outcome).__name__}, not Outcome")
         status = "skip" if outcome.skipped else ("pass" if outcome.passed else "fail")
@@ -146,6 +153,17 @@ def run_one(item: Check, device: str, dtype: str = "float64", seed: int = 0) -> 
                         f"{type(exc).__name__}: {exc} ({where})", 0.0)
     result.seconds = round(time.perf_counter() - start, 4)
     return result
+
+
+def _supplied(item: Check, ctx: Context) -> Outcome:
+    """Run ``item`` with what it declared it needs: the torch device and dtype of the run, or a skip
+    when the run asks for CUDA and none is present."""
+    if item.needs_torch:
+        setup = ctx.torch_device()
+        if setup is None:
+            return Outcome.skip("no CUDA GPU")
+        ctx = replace(ctx, dev=setup[0], dt=setup[1])
+    return item.run(ctx)
 
 
 def run_checks(items: Iterable[Check], device: str = "cpu", dtype: str = "float64", seed: int = 0, show_progress: bool | None = None) -> list[Result]:

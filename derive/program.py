@@ -1,7 +1,9 @@
 r"""Derivations as straight-line programs over named intermediates.
 
-This is the answer to expression swell (DESIGN.md, "readable formulas vs
-expression swell").  A derivation is a :class:`Program`: an ordered list of
+This is the answer to expression swell: SymPy walks a nested unrolled graph as a
+tree, so differentiating a fully nested tanh RNN costs time exponential in the
+number of steps (plain ``sympy.diff`` on a scalar tanh RNN reaches
+RecursionError at 80 steps).  A derivation is a :class:`Program`: an ordered list of
 :class:`Definition` ``target := value`` where every target is a named SymPy
 ``Symbol`` (scalar cells) or ``MatrixSymbol`` (vector cells) such as ``z_t``,
 ``h_t``, ``g_t^h``, ``g_t^z``, and every value refers only to inputs
@@ -547,10 +549,30 @@ class Program:
 
         A defined symbol given in ``values`` keeps the given value (its definition is not used).
         """
-        env = dict(values)
+        env = self._values(values)
         for d in self.needed([expr], stop=env):
             env[d.target] = _evaluate(d.value, env)
         return _evaluate(expr, env)
+
+    def _values(self, values) -> dict:
+        """``values`` checked: a non-empty mapping from symbols of this program (leaves or defined
+        targets) to numbers, explicit matrices or expressions (text goes through the safe parser)."""
+        if not isinstance(values, Mapping):
+            raise SeqgradTypeError("values", values, "a mapping {symbol: value} for the leaves of the program")
+        if not values:
+            raise SeqgradValueError("values", values, "at least one symbol to set (with no values the expression "
+                                                      "would come back unevaluated): " + _names(self.leaves()))
+        known = set(self.leaves()) | set(self._index)
+        env = {}
+        for key, value in values.items():
+            if key not in known:
+                raise SeqgradValueError("values", key, "symbols of the program: " + _names(self.leaves())
+                                        + " (or a defined symbol)")
+            if isinstance(value, sp.MatrixBase) or getattr(value, "ndim", 0):
+                env[key] = sp.ImmutableMatrix(value) if not isinstance(value, sp.MatrixBase) else value
+            else:
+                env[key] = as_sympy(value, f"values[{key}]")
+        return env
 
     # -- output ---------------------------------------------------------------
     def __str__(self) -> str:
@@ -588,6 +610,11 @@ def _evaluate(expr, env):
         if isinstance(value, MatrixExpr) and not isinstance(value, sp.MatrixBase):
             value = value.as_explicit()
     return value
+
+
+def _names(symbols, limit: int = 8) -> str:
+    names = [str(s) for s in symbols]
+    return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
 
 
 def _dot_id(text: str) -> str:
