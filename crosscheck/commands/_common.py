@@ -19,6 +19,17 @@ def resolved_device(name: str) -> str:
     return resolve_device(name).type
 
 
+def jobs_option(requested: int | None, device: str) -> int:
+    """``--jobs``: worker processes, >= 1; None gives one per usable CPU core (1 on CUDA)."""
+    from ..registry import default_jobs
+
+    if requested is None:
+        return default_jobs(device)
+    if requested < 1:
+        _refuse("--jobs", str(requested), "a number of worker processes >= 1")
+    return requested
+
+
 def output_dir(argument: str, path: str) -> Path:
     """Create the output directory ``path`` now and prove it writable, so that a bad ``--out`` fails
     in a second with one line instead of after the whole run."""

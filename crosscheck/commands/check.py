@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from ._common import add_device, output_dir, resolved_device
+from ._common import add_device, jobs_option, output_dir, resolved_device
 
 
 def register(sub) -> None:
@@ -17,6 +17,9 @@ def register(sub) -> None:
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="numeric precision (default float64)")
     p.add_argument("--no-figures", action="store_true", help="skip writing the figures")
     p.add_argument("--list", action="store_true", help="list the checks that would run, and exit")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="worker processes: groups of checks and figure sets run in parallel "
+                        "(default: one per usable CPU core on cpu, 1 on cuda; 1 runs everything in this process)")
     p.set_defaults(handler=run)
 
 
@@ -24,9 +27,10 @@ def run(args) -> int:
     from seqgrad.errors import SeqgradValueError
 
     from .. import report
-    from ..registry import all_checks, run_checks
+    from ..registry import all_checks
 
     device = resolved_device(args.device)
+    jobs = jobs_option(args.jobs, device)
     items = all_checks(args.only)
     if not args.list:
         output_dir("--out", args.out)
@@ -40,13 +44,8 @@ def run(args) -> int:
             print(f"{item.name}\t{item.group}\t{item.source}")
         return 0
     start = time.perf_counter()
-    from numeric.device import one_thread
-
-    with one_thread():  # the checks' tensors are tiny: extra torch threads only cost time
-        results = run_checks(items, device=device, dtype=args.dtype)
-        figures: list[str] = []
-        if not args.no_figures and not args.only:
-            figures = _write_figures(Path(args.out) / "figures", device)
+    figures_dir = None if args.no_figures or args.only else Path(args.out) / "figures"
+    results, figures = run_checks_and_figures(items, device, args.dtype, figures_dir, jobs)
     elapsed = time.perf_counter() - start
     paths = report.write(args.out, results, device=device, dtype=args.dtype, total_seconds=elapsed, figures=figures)
     _print_table(results)
@@ -55,17 +54,41 @@ def run(args) -> int:
     return 0 if s["ok"] else 1
 
 
-def _write_figures(out: Path, device: str) -> list[str]:
-    from seqgrad.progress import progress
+def run_checks_and_figures(items, device: str, dtype: str, figures_dir: Path | None, jobs: int) -> tuple[list, list[str]]:
+    """Run the checks and write the figure sets under ``figures_dir`` (None: no figures), in up to ``jobs``
+    processes: each group of checks and each figure set is one task.  Derivations are shared within the run
+    (:mod:`seqgrad.runcache`); the results come back in the order of ``items`` and the figure paths
+    (relative to ``figures_dir``'s parent) in figure-set order, whatever the schedule."""
+    from numeric.device import one_thread
+    from seqgrad import runcache
+
+    from ..registry import run_with_tasks
+
+    with one_thread(), runcache.scope():  # the checks' tensors are tiny: extra torch threads only cost time
+        figure_tasks = [] if figures_dir is None else _figure_tasks(figures_dir, device)
+        results, written = run_with_tasks(items, figure_tasks, device, dtype, jobs=jobs)
+    return results, [path for paths in written for path in paths]
+
+
+FIGURE_SET_WEIGHT_S = 2.0  # estimated seconds to draw one figure set (for handing out the longest tasks first)
+
+
+def _figure_tasks(out: Path, device: str) -> list:
+    from functools import partial
 
     from ..figures import figure_sets
+    from ..parallel import Task
 
-    written: list[str] = []
-    sets = figure_sets()
-    for name, module in progress(list(sets.items()), len(sets), "figures"):
-        for path in module.write(out / name, "png", device):
-            written.append(str(Path(path).relative_to(out.parent)))
-    return written
+    return [Task(partial(_write_figure_set, module, out / name, device), partial(_figure_set_lost, name), FIGURE_SET_WEIGHT_S)
+            for name, module in figure_sets().items()]
+
+
+def _write_figure_set(module, out: Path, device: str) -> list[str]:
+    return [str(Path(path).relative_to(out.parent.parent)) for path in module.write(out, "png", device)]
+
+
+def _figure_set_lost(name: str, reason: str) -> list[str]:
+    raise RuntimeError(f"figure set {name} was not written: {reason}")
 
 
 def _print_table(results) -> None:
