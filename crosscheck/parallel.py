@@ -82,6 +82,8 @@ def _describe(exc: BaseException) -> str:
 def _worker(tasks, conn) -> None:
     """A worker's loop: receive a task index, send back ``(i, ok, result or reason)``; None ends it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends the workers
+    if "torch" in sys.modules:  # as torch's DataLoader workers do: an OpenMP thread pool the parent started does
+        sys.modules["torch"].set_num_threads(1)  # not survive fork, and a parallel region would wait for it forever
     while True:
         try:
             i = conn.recv()

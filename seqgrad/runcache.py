@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from typing import Callable, Iterator, TypeVar
 
 F = TypeVar("F", bound=Callable)
@@ -43,8 +44,14 @@ _counts: dict[str, list[int]] = {}  # name -> [computed, reused] in the current 
 
 @contextlib.contextmanager
 def scope() -> Iterator[None]:
-    """One run: :func:`memo` functions keep their results until the outermost scope closes."""
+    """One run: :func:`memo` functions keep their results until the outermost scope closes.
+
+    With the environment variable ``SEQGRAD_RUNCACHE=0`` a scope keeps nothing (every call
+    computes), so a benchmark can measure what the sharing saves in the same run."""
     global _depth
+    if os.environ.get("SEQGRAD_RUNCACHE") == "0":
+        yield
+        return
     if _depth == 0:
         _values.clear()
         _counts.clear()
