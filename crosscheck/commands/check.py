@@ -76,6 +76,8 @@ FIGURE_SET_WEIGHT_S = 2.0  # estimated seconds to draw one figure set (for handi
 def _figure_tasks(out: Path, device: str) -> list:
     from functools import partial
 
+    import matplotlib.figure  # noqa: F401  (imported once here, not once per worker that draws a set)
+
     from ..figures import figure_sets
     from ..parallel import Task
 
