@@ -97,6 +97,8 @@ def _worker(tasks, conn) -> None:
             message = (i, False, _describe(exc))
         try:
             conn.send(message)
+        except OSError:  # the parent is gone (killed): nobody to report to
+            return
         except Exception as exc:  # a result that cannot be pickled
             conn.send((i, False, f"the result could not be sent back: {_describe(exc)}"))
 
