@@ -39,7 +39,11 @@ def figure_owners(names: Sequence[str], sections) -> dict[str, str]:
 
 def build_sections(b, names: Sequence[str], sections, jobs: int = 1) -> list[str]:
     """The text of each section in ``names`` (in that order), built with ``b`` (a ``latexdoc.Build``)."""
-    with runcache.scope():
+    from numeric.device import one_thread
+
+    # One torch thread in every mode, as seqgrad check runs its checks: the tensors are tiny, and the
+    # errors printed in the check tables must not depend on --jobs (a reduction's rounding follows the threads).
+    with runcache.scope(), one_thread():
         if jobs <= 1 or len(names) <= 1:
             return [sections[name].build(b) for name in names]
         return _parallel(b, names, sections, jobs)

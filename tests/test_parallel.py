@@ -153,3 +153,10 @@ def test_figure_owner_is_the_first_section_that_needs_it():
 def test_latex_parallel_document_is_the_serial_one():
     kw = dict(sections="positional,claims", proof_seconds=None)
     assert latexdoc.render(jobs=2, **kw) == latexdoc.render(jobs=1, **kw)
+
+
+@needs_fork
+@pytest.mark.slow
+def test_latex_parallel_document_with_check_tables_is_the_serial_one():
+    kw = dict(sections="gates,encoder", proof_seconds=None)  # check tables: errors must not depend on --jobs
+    assert latexdoc.render(jobs=2, **kw) == latexdoc.render(jobs=1, **kw)
