@@ -9,7 +9,8 @@
    torch, the numeric encoder; target < 2 s), beside the wall time of ``seqgrad check --only claims``.
 
 Wall-clock medians of repeats (the machine is shared).  Run: ``python benchmarks/claims.py [--quick]``;
-it prints the table and records it in docs/benchmarks.md (section ``claims``).
+it prints the table and records it in docs/benchmarks.md (section ``claims``); ``--smoke`` runs each
+measurement once, skips ``seqgrad check`` and records nothing.
 """
 
 from __future__ import annotations
@@ -74,14 +75,19 @@ def claims_group(repeats: int) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--smoke", action="store_true", help="one repeat, no seqgrad check run, not recorded (CI's slow step)")
     args = parser.parse_args()
-    repeats = 3 if args.quick else 7
+    repeats = 1 if args.smoke else 3 if args.quick else 7
 
     bare = wall([sys.executable, "-c", "pass"], repeats)
     sympy_import = wall([sys.executable, "-c", "import sympy"], repeats)
     claim = wall([sys.executable, "-m", "crosscheck", "claim", CLAIM], repeats)
     imported = heavy_imports()
-    group, group_cpu, count = claims_group(3 if args.quick else 5)
+    group, group_cpu, count = claims_group(1 if args.smoke else 3 if args.quick else 5)
+    if args.smoke:
+        print(f"claim {claim[0]:.3f} s (CPU {claim[1]:.3f}), bare {bare[0]:.3f} s, import sympy {sympy_import[0]:.3f} s, "
+              f"claims group {group:.3f} s over {count} checks; heavy modules imported by the claim: {imported or 'none'}")
+        return
     with tempfile.TemporaryDirectory() as out:
         check = wall([sys.executable, "-m", "crosscheck", "check", "--only", "claims", "--no-figures", "--out", out], 1)
     load = os.getloadavg()[0]

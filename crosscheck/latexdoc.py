@@ -35,6 +35,8 @@ from seqgrad.errors import SeqgradError, SeqgradTypeError, SeqgradValueError
 from seqgrad.latex_table import tex_escape
 from seqgrad.timebox import within
 
+from .latexrun import build_sections
+
 PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable")
 
 
@@ -459,10 +461,11 @@ def preamble(title: str = "seqgrad: derivations for sequence models") -> str:
 
 def render(sections: Sequence[str] | str | None = None, notation: Notation | None = None, *, tex_dir: str | Path = ".",
            figures_dir: str | Path | None = None, device: str = "cpu", proof_seconds: float | None = 20.0,
-           digits: int = 3) -> str:
+           digits: int = 3, jobs: int = 1) -> str:
     """The complete document as text.  Figures are written under ``figures_dir``
     (which must lie inside ``tex_dir``); with ``figures_dir=None`` the document has
-    no figures and needs no file but itself."""
+    no figures and needs no file but itself.  With ``jobs > 1`` the sections are built
+    in that many processes (:mod:`crosscheck.latexrun`); the text is the same."""
     names = resolve_sections(sections)
     if not names:
         raise SeqgradValueError("sections", sections, "at least one section whose package is present")
@@ -474,15 +477,16 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     digits = validate.integer("digits", digits, minimum=1, maximum=15)
     b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds, digits)
     parts = [preamble()]
-    for name in names:
-        section = SECTIONS[name]
-        parts.append(f"\\section{{{text(section.title)}}}\\label{{sec:{name}}}\n\n{section.build(b).strip()}\n\n\\clearpage\n")
+    jobs = validate.integer("jobs", jobs, minimum=1)
+    for name, body in zip(names, build_sections(b, names, SECTIONS, jobs)):
+        parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n\n\\clearpage\n")
     parts.append("\\end{document}\n")
     return "\n".join(parts)
 
 
 def write(path: str | Path, sections: Sequence[str] | str | None = None, notation: Notation | None = None, *,
-          standalone: bool = False, device: str = "cpu", proof_seconds: float | None = 20.0, digits: int = 3) -> Path:
+          standalone: bool = False, device: str = "cpu", proof_seconds: float | None = 20.0, digits: int = 3,
+          jobs: int = 1) -> Path:
     """Write the document to ``path`` (atomically).  Unless ``standalone``, its figures go to
     ``<stem>-figures/`` beside it; a standalone document is one file with no figures."""
     path = Path(path)
@@ -490,7 +494,7 @@ def write(path: str | Path, sections: Sequence[str] | str | None = None, notatio
         raise SeqgradValueError("OUT", str(path), "a file name ending in .tex")
     figures_dir = None if standalone else path.parent / f"{path.stem}-figures"
     body = render(sections, notation, tex_dir=path.parent, figures_dir=figures_dir, device=device,
-                  proof_seconds=proof_seconds, digits=digits)
+                  proof_seconds=proof_seconds, digits=digits, jobs=jobs)
     return write_text(path, body)
 
 

@@ -14,9 +14,22 @@ def add_device(parser: argparse.ArgumentParser, default: str = "cpu") -> None:
 
 
 def resolved_device(name: str) -> str:
+    if name == "cpu":  # no torch import for that: it costs seconds, and a command may not need torch at all
+        return "cpu"
     from numeric.device import resolve_device
 
     return resolve_device(name).type
+
+
+def jobs_option(requested: int | None, device: str) -> int:
+    """``--jobs``: worker processes, >= 1; None gives one per usable CPU core (1 on CUDA)."""
+    from ..registry import default_jobs
+
+    if requested is None:
+        return default_jobs(device)
+    if requested < 1:
+        _refuse("--jobs", str(requested), "a number of worker processes >= 1")
+    return requested
 
 
 def output_dir(argument: str, path: str) -> Path:

@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from ._common import add_device, report_dir, resolved_device
+from ._common import add_device, jobs_option, report_dir, resolved_device
 
 
 def register(sub) -> None:
@@ -20,6 +20,9 @@ def register(sub) -> None:
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="numeric precision (default float64)")
     p.add_argument("--no-figures", action="store_true", help="skip writing the figures")
     p.add_argument("--list", action="store_true", help="list the checks that would run, and exit")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="worker processes: groups of checks and figure sets run in parallel "
+                        "(default: one per usable CPU core on cpu, 1 on cuda; 1 runs everything in this process)")
     p.set_defaults(handler=run)
 
 
@@ -30,6 +33,7 @@ def run(args) -> int:
     from ..registry import all_checks, run_checks
 
     device = resolved_device(args.device)
+    jobs = jobs_option(args.jobs, device)
     items = _selected(all_checks, args.only)
     if not args.list:
         report_dir("--out", args.out)
@@ -45,11 +49,12 @@ def run(args) -> int:
         return 0
     start = time.perf_counter()
     from numeric.device import one_thread
+    from seqgrad import runcache
 
-    with one_thread():  # the checks' tensors are tiny: extra torch threads only cost time
-        results = run_checks(items, device=device, dtype=args.dtype)
+    with one_thread(), runcache.scope():  # the checks' tensors are tiny: extra torch threads only cost time
+        results = run_checks(items, device=device, dtype=args.dtype, jobs=jobs)
         elapsed = write_outputs(Path(args.out), results, device=device, dtype=args.dtype, start=start,
-                                figures=not args.no_figures and not args.only)
+                                figures=not args.no_figures and not args.only, jobs=jobs)
     _print_table(results)
     s = report.summary(results)
     print(f"\n{s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped in {elapsed:.1f} s; report in {args.out}/")
@@ -64,7 +69,7 @@ def _selected(all_checks, patterns: list[str] | None) -> list:
     return [c for c in all_checks(None) if c.name in chosen]
 
 
-def write_outputs(out: Path, results, *, device: str, dtype: str, start: float, figures: bool) -> float:
+def write_outputs(out: Path, results, *, device: str, dtype: str, start: float, figures: bool, jobs: int = 1) -> float:
     """Write the figures and the report into a fresh directory and swap it into place at ``out`` in
     one step: after an interruption at any moment ``out`` is wholly the old report or wholly the
     new one, and nothing temporary remains.  Returns the elapsed seconds the report records."""
@@ -73,23 +78,42 @@ def write_outputs(out: Path, results, *, device: str, dtype: str, start: float, 
     from .. import report
 
     with atomic_directory(out) as fresh:
-        written = _write_figures(fresh / "figures", device) if figures else []
+        written = _write_figures(fresh / "figures", device, jobs) if figures else []
         elapsed = time.perf_counter() - start
         report.write(fresh, results, device=device, dtype=dtype, total_seconds=elapsed, figures=written)
     return elapsed
 
 
-def _write_figures(out: Path, device: str) -> list[str]:
-    from seqgrad.progress import progress
+def _write_figures(out: Path, device: str, jobs: int) -> list[str]:
+    """Draw every figure set under ``out`` in up to ``jobs`` processes (one task per set); the paths,
+    relative to ``out``'s parent, in figure-set order whatever the schedule."""
+    from ..parallel import run_tasks
+
+    done = dict(run_tasks(_figure_tasks(out, device), jobs))
+    return [path for i in sorted(done) for path in done[i]]
+
+
+FIGURE_SET_WEIGHT_S = 2.0  # estimated seconds to draw one figure set (for handing out the longest tasks first)
+
+
+def _figure_tasks(out: Path, device: str) -> list:
+    from functools import partial
+
+    import matplotlib.figure  # noqa: F401  (imported once here, not once per worker that draws a set)
 
     from ..figures import figure_sets
+    from ..parallel import Task
 
-    written: list[str] = []
-    sets = figure_sets()
-    for name, module in progress(list(sets.items()), len(sets), "figures"):
-        for path in module.write(out / name, "png", device):
-            written.append(str(Path(path).relative_to(out.parent)))
-    return written
+    return [Task(partial(_write_figure_set, module, out / name, device), partial(_figure_set_lost, name), FIGURE_SET_WEIGHT_S)
+            for name, module in figure_sets().items()]
+
+
+def _write_figure_set(module, out: Path, device: str) -> list[str]:
+    return [str(Path(path).relative_to(out.parent.parent)) for path in module.write(out, "png", device)]
+
+
+def _figure_set_lost(name: str, reason: str) -> list[str]:
+    raise RuntimeError(f"figure set {name} was not written: {reason}")
 
 
 def _print_table(results) -> None:
