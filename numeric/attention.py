@@ -9,6 +9,11 @@ The mask M holds 0 for allowed and -inf for excluded sources and is added
 With ``record=None`` and heads of one width, the heads run as one fused QKV
 product and :func:`torch.nn.functional.scaled_dot_product_attention`; with a
 ``record`` dict every intermediate is computed explicitly and stored by name.
+
+Cross-attention (the decoder, seed 001 l.182): pass ``memory=H_enc`` and the
+queries come from X while the keys and values come from the memory,
+``Q = X W_Q^T``, ``K = H_enc W_K^T``, ``V = H_enc W_V^T``; S and A are then
+T_q x T_k and a mask has that shape.
 """
 
 from __future__ import annotations
@@ -113,14 +118,17 @@ class Head(nn.Module):
         self.b_K = None if b_K is None else parameter("b_K", b_K, (self.d_k,), dtype, device)
         self.b_V = None if b_V is None else parameter("b_V", b_V, (self.d_v,), dtype, device)
 
-    def project(self, X: torch.Tensor):
+    def project(self, X: torch.Tensor, memory: torch.Tensor | None = None):
+        """Q from X; K and V from ``memory`` when given (cross-attention), else from X."""
+        Y = X if memory is None else memory
         Q = F.linear(X, self.W_Q, self.b_Q)
-        K = F.linear(X, self.W_K, self.b_K)
-        V = F.linear(X, self.W_V, self.b_V)
+        K = F.linear(Y, self.W_K, self.b_K)
+        V = F.linear(Y, self.W_V, self.b_V)
         return Q, K, V
 
-    def forward(self, X: torch.Tensor, M: torch.Tensor | None = None, record: dict | None = None, name: str = "head1"):
-        Q, K, V = self.project(X)
+    def forward(self, X: torch.Tensor, M: torch.Tensor | None = None, record: dict | None = None, name: str = "head1",
+                *, memory: torch.Tensor | None = None):
+        Q, K, V = self.project(X, memory)
         QKt = Q @ K.transpose(-1, -2)
         S = QKt / math.sqrt(self.d_k)
         A = torch.softmax(S if M is None else S + M, dim=-1)
@@ -163,11 +171,13 @@ class MultiHeadAttention(nn.Module):
         return cls(heads, random_matrix((D, n_heads * d_v), generator, dtype), r(D) if bias else None,
                    dtype=dtype, device=device)
 
-    def forward(self, X: torch.Tensor, M: torch.Tensor | None = None, record: dict | None = None, prefix: str = ""):
+    def forward(self, X: torch.Tensor, M: torch.Tensor | None = None, record: dict | None = None, prefix: str = "",
+                *, memory: torch.Tensor | None = None):
+        """``B_att``; with ``memory`` the keys and values come from it (cross-attention)."""
         if record is None and self.uniform:
-            C = self._fused(X, M)
+            C = self._fused(X, M, memory)
         else:
-            O = [h(X, M, record, f"{prefix}head{i}") for i, h in enumerate(self.heads, 1)]
+            O = [h(X, M, record, f"{prefix}head{i}", memory=memory) for i, h in enumerate(self.heads, 1)]
             C = torch.cat(O, dim=-1)
         B_att = F.linear(C, self.W_O, self.b_O)
         if record is not None:
@@ -175,8 +185,8 @@ class MultiHeadAttention(nn.Module):
             record[f"{prefix}B_att"] = B_att
         return B_att
 
-    def _fused(self, X: torch.Tensor, M: torch.Tensor | None) -> torch.Tensor:
-        """All heads in one QKV product and one fused attention call (no intermediates kept)."""
+    def _fused(self, X: torch.Tensor, M: torch.Tensor | None, memory: torch.Tensor | None = None) -> torch.Tensor:
+        """All heads in one QKV product (Q and one KV product for cross-attention) and one fused attention call."""
         hs = self.heads
         n, d_k, d_v = len(hs), hs[0].d_k, hs[0].d_v
         W = torch.cat([h.W_Q for h in hs] + [h.W_K for h in hs] + [h.W_V for h in hs], dim=0)
@@ -184,12 +194,16 @@ class MultiHeadAttention(nn.Module):
         if any(h.b_Q is not None or h.b_K is not None or h.b_V is not None for h in hs):
             z = lambda p, d: p if p is not None else X.new_zeros(d)
             b = torch.cat([z(h.b_Q, d_k) for h in hs] + [z(h.b_K, d_k) for h in hs] + [z(h.b_V, d_v) for h in hs])
-        QKV = F.linear(X, W, b)
+        if memory is None:
+            Q, K, V = F.linear(X, W, b).split([n * d_k, n * d_k, n * d_v], dim=-1)
+        else:
+            Q = F.linear(X, W[:n * d_k], None if b is None else b[:n * d_k])
+            K, V = F.linear(memory, W[n * d_k:], None if b is None else b[n * d_k:]).split([n * d_k, n * d_v], dim=-1)
         lead, T = X.shape[:-2], X.shape[-2]
-        Q, K, V = QKV.split([n * d_k, n * d_k, n * d_v], dim=-1)
+        T_k = K.shape[-2]
         Q = Q.reshape(*lead, T, n, d_k).transpose(-2, -3)
-        K = K.reshape(*lead, T, n, d_k).transpose(-2, -3)
-        V = V.reshape(*lead, T, n, d_v).transpose(-2, -3)
+        K = K.reshape(*K.shape[:-2], T_k, n, d_k).transpose(-2, -3)
+        V = V.reshape(*V.shape[:-2], T_k, n, d_v).transpose(-2, -3)
         if M is not None and M.dim() == 3:
             M = M.unsqueeze(-3)
         O = F.scaled_dot_product_attention(Q, K, V, attn_mask=M)
