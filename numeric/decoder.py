@@ -338,7 +338,7 @@ SOURCE_WORDS = ("i", "love", "ml")
 TARGET_WORDS = ("<start>", "<end>", "я", "люблю", "мо")
 
 
-def lesson_example(*, steps: int = 150, seed: int = 0, dtype=torch.float64):
+def lesson_example(*, steps: int = 60, seed: int = 0, dtype=torch.float64):
     """The lesson's "I love ML" -> «Я люблю МО» (l.184) with a toy vocabulary.
 
     A small encoder-decoder (D = 16, 2 heads, one block each) is trained by
