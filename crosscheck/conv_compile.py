@@ -6,7 +6,7 @@ expression must be affine in the index variables with integer coefficients; an a
 range is zero (the zero padding of the input and the zero extension ``Ghat`` of the derivation).
 
 The compiled code vectorises the index variables with the largest ranges (strided slices, no copies) and
-loops over the small ones (the kernel offsets), which is how the sum over positions of the weight-sharing
+loops over the small ones (the kernel offsets, and any variable read backwards, such as u in K[k-1-u]), which is how the sum over positions of the weight-sharing
 gradient runs fast: for every kernel entry one dot product of two strided slices.
 """
 
@@ -77,8 +77,9 @@ class Compiled:
         ranges.update(limits)
         # vectorise the largest ranges while every array axis reads at most one vectorised variable
         vec: list = []
+        reversed_ = {var for fac in factors for axis in fac.coeffs for var, c in axis.items() if c < 0}
         for var in sorted(ranges, key=lambda x: -ranges[x][1]):
-            if all(sum(1 for w in vec + [var] if w in axis) <= 1 for fac in factors for axis in fac.coeffs):
+            if var not in reversed_ and all(sum(1 for w in vec + [var] if w in axis) <= 1 for fac in factors for axis in fac.coeffs):
                 vec.append(var)
         loops = [var for var in ranges if var not in vec]
         return factors, sp.Mul(*scalars), ranges, vec, loops

@@ -88,8 +88,9 @@ def max_pool2d_backward(X: torch.Tensor, G: torch.Tensor, pool: int, stride: int
 
 
 def receptive_field(kernels, strides, *, dtype=torch.float64) -> int:
-    """Measured, not computed: the number of input positions a central output of a 1-D stack of convolutions
-    reads, from the nonzero entries of its gradient (positive kernels, so no term can cancel)."""
+    """Measured, not computed: the extent (first to last input position) that a central output of a 1-D stack of
+    convolutions reads, from the nonzero entries of its gradient (positive kernels, so no term can cancel).  With a
+    stride larger than the next kernel some positions inside the extent are skipped; the extent still counts them."""
     kernels, strides = list(kernels), list(strides)
     if not kernels or len(kernels) != len(strides):
         raise SeqgradValueError("strides", strides, f"one stride per kernel ({len(kernels)} kernels)")
@@ -102,4 +103,5 @@ def receptive_field(kernels, strides, *, dtype=torch.float64) -> int:
     for k_, s_ in zip(kernels, strides):
         Y = conv(Y, torch.ones(k_, dtype=dtype), stride=s_)
     Y[0, Y.shape[1] // 2].backward()
-    return int((X.grad != 0).sum())
+    read = torch.nonzero(X.grad[0]).flatten()
+    return int(read.max() - read.min()) + 1
