@@ -165,7 +165,9 @@ class Decoder(Encoder):
         """The memory must be (T_src, D) or (B, T_src, D) with the decoder's width D and batch, and finite."""
         if not isinstance(H_enc, torch.Tensor):
             raise SeqgradTypeError("H_enc", type(H_enc).__name__, f"a torch tensor of shape (T_src, {self.D}) or (B, T_src, {self.D})")
-        if H_enc.dim() not in (2, 3) or H_enc.shape[-2] == 0 or H_enc.shape[-1] != self.D:
+        if H_enc.dim() not in (2, 3) or H_enc.shape[-2] == 0:
+            raise ShapeError("H_enc", tuple(H_enc.shape), f"(T_src, {self.D}) or (B, T_src, {self.D}) with T_src >= 1 source positions")
+        if H_enc.shape[-1] != self.D:
             raise ShapeError("H_enc", tuple(H_enc.shape),
                              f"(T_src, {self.D}) or (B, T_src, {self.D}): the memory width must equal the decoder width D={self.D} "
                              f"(target states {tuple(H.shape)})")
@@ -310,6 +312,8 @@ class EncoderDecoder(nn.Module):
         keeps each step's cross-attention weights (last block, newest position).
         """
         max_len = validate.integer("max_len", max_len, minimum=1)
+        if isinstance(src_ids, (list, tuple)) and not src_ids:
+            raise ShapeError("src_ids", (0,), "(T_src,) with T_src >= 1: an empty source sentence has nothing to encode")
         src = self.encoder.token_ids(src_ids)
         if src.dim() != 1:
             raise ShapeError("src_ids", tuple(src.shape), "(T_src,): one source sentence")
