@@ -50,7 +50,7 @@ from .catalogue import Derivation, Identity, NumericResult, Proof, proof_by
 # indices and sizes at symbolic size
 i, j, u, v, m, n, p, q = sp.symbols("i j u v m n p q", integer=True, nonnegative=True)
 k, s, H_o, W_o = sp.symbols("k s H_o W_o", integer=True, positive=True)
-X, K, G, Ghat = sp.IndexedBase("X"), sp.IndexedBase("K"), sp.IndexedBase("G"), sp.IndexedBase(r"\hat{G}")
+X, K, G, Ghat = sp.IndexedBase("X"), sp.IndexedBase("K"), sp.IndexedBase("G"), sp.IndexedBase("Ghat")
 b = sp.Symbol("b", real=True)
 
 

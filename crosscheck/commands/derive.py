@@ -75,6 +75,9 @@ def _run_rnn(args) -> str:
 MODELS: dict[str, tuple[str, Callable, Callable]] = {
     "rnn": ("the unrolled recurrent network (scalar or vector cell) and its BPTT", _add_rnn, _run_rnn),
 }
+from ._derive_decoder_conv import MODELS as _DECODER_CONV  # noqa: E402  (decoder, conv: issue 14)
+
+MODELS.update(_DECODER_CONV)
 
 
 def register(sub) -> None:
