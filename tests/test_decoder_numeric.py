@@ -188,3 +188,18 @@ def test_generation_reuses_the_encoder_memory():
     finally:
         hook.remove()
     assert len(calls) == 1 and len(gen.steps) >= 1
+
+
+def test_nan_weight_is_refused_by_name():
+    from seqgrad.errors import NonFiniteError
+
+    dec = Decoder.random(5, 8, 2, 16, seed=12)
+    with torch.no_grad():
+        dec.blocks[0].cross_attention.W_O[0, 0] = float("nan")
+    with pytest.raises(NonFiniteError, match="cross_attention.W_O"):
+        dec.decode(torch.zeros(3, 8, dtype=torch.float64), torch.zeros(2, 8, dtype=torch.float64))
+    big = Decoder.random(5, 8, 2, 16, seed=12, dtype=torch.float32)
+    with torch.no_grad():
+        for p in big.parameters():
+            p.fill_(3e37)  # sums overflow to inf, every entry is finite: still accepted
+    big.check_weights()
