@@ -231,4 +231,44 @@ def task29() -> dict[str, sp.Expr]:
             "decoder_stack": decoder_stack_params(6, **sizes)}
 
 
+# ----------------------------------------------------------------------------- catalogue entries
+
+def identities() -> list:
+    """The decoder's catalogue entries: the cross-attention backward pass and the decoder layer count."""
+    from functools import lru_cache
+
+    from .catalogue import Identity, numeric_sides, proof_by, rational_zero
+
+    names = ("X", "Z", "W_Q", "W_K", "W_V")
+
+    @lru_cache(None)
+    def grads():
+        head = CrossAttention(2, 2, 1, 1)
+        back = head.backward()
+        flat = lambda g: g.reshape(g.rows * g.cols, 1)
+        return (sp.Matrix.vstack(*[flat(back[n]) for n in names]),
+                sp.Matrix.vstack(*[flat(head.gradient_by_differentiation(n)) for n in names]))
+
+    out = [Identity(
+        "decoder-cross-attention-gradients", "lesson §Формула:172; wiki §Архитектура трансформера-декодировщика:96",
+        "cross-attention backward pass dX = dQ W_Q, dZ = dK W_K + dV W_V, dW_Q, dW_K, dW_V = d/d(.) of sum G*O "
+        "(queries from the decoder, keys and values from the memory; T = T_src = 2, width 1)",
+        lambda: grads()[0], lambda: grads()[1], "simplify",
+        lambda: proof_by(lambda: grads()[0] - grads()[1], rational_zero, "cancel exponentials")(),
+        lambda rng: numeric_sides(grads()[0], grads()[1], rng, low=-1, high=1), simplifier="cancel exponentials")]
+    layer = decoder_layer_params()
+    expected = 8 * d_model ** 2 + 2 * d_model * d_ff + 15 * d_model + d_ff
+    t = task29()
+    lhs = sp.Matrix([layer, decoder_layer_params(256, 4, 1024), t["lesson_sum"], t["decoder_stack"]])
+    rhs = sp.Matrix([expected, 1053440, 6291456, 6291456])
+    out.append(Identity(
+        "count-decoder-layer", "lesson §Продвинутые задания (21–30):254 (task 29)",
+        "decoder layer with biases and norms: 8 d^2 + 2 d d_ff + 15 d + d_ff (1,053,440 at 256/4/1024, torch numel); "
+        "task 29: 4,718,592 + 6 x 262,144 = 6,291,456 = the N = 6 decoder stack without biases or norms",
+        lhs, rhs, "simplify", proof_by(lambda: lhs - rhs, sp.expand, "expand"),
+        lambda rng: numeric_sides(lhs[:1, :], rhs[:1, :], rng, positive=[d_model, d_ff], low=1, high=4096),
+        simplifier="expand"))
+    return out
+
+
 __all__ = ["CrossAttention", "DecoderBlock", "decoder_layer_params", "decoder_stack_params", "task29"]
