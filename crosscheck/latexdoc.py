@@ -436,7 +436,17 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             ("derive.residual", "derive.layernorm", "derive.catalogue", "crosscheck.figures.depth"), _residual),
     Section("claims", "Printed claims",
             ("derive.claims", "crosscheck.claims_catalogue"), _claims),
+    Section("decoder", "The Transformer decoder",
+            ("derive.decoder", "numeric.decoder", "crosscheck.figures.decoder"), lambda b: _issue14().decoder_section(b)),
+    Section("conv", "The convolution layer",
+            ("derive.conv", "numeric.conv", "crosscheck.figures.conv"), lambda b: _issue14().conv_section(b)),
 )}
+
+
+def _issue14():
+    from . import latex_decoder_conv
+
+    return latex_decoder_conv
 SECTION_NAMES = tuple(SECTIONS)
 
 

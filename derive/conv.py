@@ -298,7 +298,7 @@ def identities() -> list[Identity]:
     conv = Conv2d(stride=s)
     expect_K = sp.Sum(G[i, j] * X[s * i + p, s * j + q], (i, 0, H_o - 1), (j, 0, W_o - 1))
     out.append(Identity(
-        "conv-weight-sharing-gradient", "lecture07 §Свёрточная сеть:9-11",
+        "conv-weight-sharing-gradient", "lecture07 §Convolutional network:9-11",
         "dL/dK_pq = sum_ij G_ij X_{s i+p, s j+q} (the shared filter's gradient sums over every position), symbolic sizes",
         lambda: conv.grad_K(), expect_K, "simplify",
         proof_by(lambda: sp.Matrix([conv.grad_K() - expect_K, conv.grad_b() - sp.Sum(G[i, j], (i, 0, H_o - 1), (j, 0, W_o - 1))]),
@@ -307,7 +307,7 @@ def identities() -> list[Identity]:
     unit = Conv2d(stride=1)
     expect_X = sp.Sum(K[k - 1 - u, k - 1 - v] * Ghat[m - k + 1 + u, n - k + 1 + v], (u, 0, k - 1), (v, 0, k - 1))
     out.append(Identity(
-        "conv-input-gradient-full-correlation", "lecture07 §Свёрточная сеть:9",
+        "conv-input-gradient-full-correlation", "lecture07 §Convolutional network:9",
         "dL/dX_mn = sum_uv K_uv Ghat_{m-u,n-v} = a full cross-correlation of zero-padded G with the flipped kernel (stride 1)",
         lambda: unit.grad_X_flipped(), expect_X, "simplify",
         proof_by(lambda: sp.Matrix([unit.grad_X_flipped() - expect_X]), sp.simplify,

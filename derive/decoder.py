@@ -250,7 +250,7 @@ def identities() -> list:
                 sp.Matrix.vstack(*[flat(head.gradient_by_differentiation(n)) for n in names]))
 
     out = [Identity(
-        "decoder-cross-attention-gradients", "lesson §Формула:172; wiki §Архитектура трансформера-декодировщика:96",
+        "decoder-cross-attention-gradients", "lesson §Formula:172; wiki §Decoder architecture:96",
         "cross-attention backward pass dX = dQ W_Q, dZ = dK W_K + dV W_V, dW_Q, dW_K, dW_V = d/d(.) of sum G*O "
         "(queries from the decoder, keys and values from the memory; T = T_src = 2, width 1)",
         lambda: grads()[0], lambda: grads()[1], "simplify",
@@ -262,7 +262,7 @@ def identities() -> list:
     lhs = sp.Matrix([layer, decoder_layer_params(256, 4, 1024), t["lesson_sum"], t["decoder_stack"]])
     rhs = sp.Matrix([expected, 1053440, 6291456, 6291456])
     out.append(Identity(
-        "count-decoder-layer", "lesson §Продвинутые задания (21–30):254 (task 29)",
+        "count-decoder-layer", "lesson §Advanced tasks:254 (task 29)",
         "decoder layer with biases and norms: 8 d^2 + 2 d d_ff + 15 d + d_ff (1,053,440 at 256/4/1024, torch numel); "
         "task 29: 4,718,592 + 6 x 262,144 = 6,291,456 = the N = 6 decoder stack without biases or norms",
         lhs, rhs, "simplify", proof_by(lambda: lhs - rhs, sp.expand, "expand"),

@@ -17,8 +17,8 @@ def test_module_examples():
     assert result.attempted > 0 and result.failed == 0
 
 
-def test_the_seven_sections_in_order():
-    assert latexdoc.SECTION_NAMES == ("rnn", "gates", "positional", "attention", "encoder", "residual", "claims")
+def test_the_sections_in_order():
+    assert latexdoc.SECTION_NAMES == ("rnn", "gates", "positional", "attention", "encoder", "residual", "claims", "decoder", "conv")
 
 
 def test_resolve_sections():

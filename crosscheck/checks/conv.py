@@ -24,7 +24,7 @@ from ..tolerance import Outcome, combine
 from .identities import verify
 
 GROUP = "conv"
-LECTURE = "lecture07 §Свёрточная сеть"
+LECTURE = "lecture07 §Convolutional network"
 
 
 def _setup(ctx):
@@ -130,7 +130,7 @@ def _explicit_against_torch(ctx, ec: d_conv.ExplicitConv, dev, dt, g) -> list[Ou
     values = {}
     for table, t in ((ec.x, X), (ec.k, K), (ec.g, G)):
         values.update({sym: float(t.detach()[idx]) for idx, sym in table.items()})
-    values[ec.b] = float(b)
+    values[ec.b] = float(b.detach())
     f = ec.by_formula()
     ev = lambda name, shape: torch.tensor([float(f[name][key].xreplace(values)) for key in sorted(f[name])],
                                           dtype=torch.float64).reshape(shape)
@@ -239,7 +239,7 @@ def receptive_field(ctx) -> Outcome:
     return out
 
 
-@check("conv.vit_patches", source="week06 §Изображения тоже могут задавать токены:1310-1314 (N_patch = (H/p)(W/p))", group=GROUP)
+@check("conv.vit_patches", source="week06 §Images can be tokens too:1310-1314 (N_patch = (H/p)(W/p))", group=GROUP)
 def vit_patches(ctx) -> Outcome:
     """N_patch = (H/p)(W/p) is the output size of a convolution with kernel = stride = p (exact for H = a p, W = c p); the
     lecture's 6 x 6 image gives 4 patches of 9 values, and torch's unfold returns exactly those 3 x 3 blocks."""

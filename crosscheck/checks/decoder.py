@@ -71,7 +71,7 @@ def _masks(dev, dt):
     return tgt, src, causal
 
 
-@check("decoder.layer_vs_torch", source="lesson §Формула:166-172; wiki §Архитектура трансформера-декодировщика:86-98", group=GROUP)
+@check("decoder.layer_vs_torch", source="lesson §Formula:166-172; wiki §Decoder architecture:86-98", group=GROUP)
 def layer_vs_torch(ctx) -> Outcome:
     """Decoder block (pre- and post-norm) against torch.nn.TransformerDecoderLayer, same weights."""
     setup = ctx.torch_device()
@@ -94,7 +94,7 @@ def layer_vs_torch(ctx) -> Outcome:
     return combine(outcomes)
 
 
-@check("decoder.stack_vs_torch", source="lesson §Формула:166-172 (N = 6 layers, l.130)", group=GROUP)
+@check("decoder.stack_vs_torch", source="lesson §Formula:166-172 (N = 6 layers, l.130)", group=GROUP)
 def stack_vs_torch(ctx) -> Outcome:
     """A 3-block decoder with final LayerNorm against torch.nn.TransformerDecoder."""
     setup = ctx.torch_device()
@@ -111,7 +111,7 @@ def stack_vs_torch(ctx) -> Outcome:
                          _inputs(ctx, g, dev, dt, (B, T, D), (B, T_SRC, D)), ("H", "H_enc"))
 
 
-@check("decoder.transformer_vs_torch", source="lesson §Интуиция:160-164; wiki §Архитектура трансформера-декодировщика:88", group=GROUP)
+@check("decoder.transformer_vs_torch", source="lesson §Intuition:160-164; wiki §Decoder architecture:88", group=GROUP)
 def transformer_vs_torch(ctx) -> Outcome:
     """Encoder-decoder stacks (2 + 2 blocks) against torch.nn.Transformer: the gradient reaches the source through the memory."""
     setup = ctx.torch_device()
@@ -143,7 +143,7 @@ def _cross_backward_compiled():
     return head, bridge.compile_matrix(M, args, "cross_attention_backward"), names
 
 
-@check("decoder.cross_attention_backward", source="lesson §Формула:172; wiki §Архитектура трансформера-декодировщика:96", group=GROUP)
+@check("decoder.cross_attention_backward", source="lesson §Formula:172; wiki §Decoder architecture:96", group=GROUP)
 def cross_attention_backward(ctx) -> Outcome:
     """The derived cross-attention backward pass (dX, dZ, dW_Q, dW_K, dW_V): exact against differentiation at
     T = T_src = 2, width 1, and compiled against autograd of the numeric cross-attention at T = 3, T_src = 2."""
@@ -175,7 +175,7 @@ def cross_attention_backward(ctx) -> Outcome:
     return combine(out)
 
 
-@check("decoder.causal_blocks_zero", source="lesson §Формула:170 (M_ij = -inf for j > i); lesson §Почему это важно:188", group=GROUP)
+@check("decoder.causal_blocks_zero", source="lesson §Formula:170 (M_ij = -inf for j > i); lesson §Why it matters:188", group=GROUP)
 def causal_blocks_zero(ctx) -> Outcome:
     """Output row i of a decoder block does not depend on target rows j > i: proved from the symbolic sublayers
     (pre- and post-norm), and the autograd Jacobian blocks of a numeric 2-block decoder are exactly 0."""
@@ -196,7 +196,7 @@ def causal_blocks_zero(ctx) -> Outcome:
                    f"{float(future.max()):.3g} (must be exactly 0), diagonal blocks all nonzero")
 
 
-@check("decoder.causal_counterexample", source="lesson §Средние задания (11–20):234 (task 20: without the mask the model copies the future)", group=GROUP)
+@check("decoder.causal_counterexample", source="lesson §Medium tasks:234 (task 20: without the mask the model copies the future)", group=GROUP)
 def causal_counterexample(ctx) -> Outcome:
     """Without the mask the future leaks: the dependence proof fails, d O_0/d x_3 is nonzero at an exact point, and the
     numeric decoder's Jacobian has nonzero blocks above the diagonal."""
@@ -218,7 +218,7 @@ def causal_counterexample(ctx) -> Outcome:
                    f"smallest future block of the numeric Jacobian {smallest:.3g}")
 
 
-@check("decoder.memory_gradient_every_position", source="lesson §Разбор примеров:182 (K, V from the encoder)", group=GROUP)
+@check("decoder.memory_gradient_every_position", source="lesson §Worked examples:182 (K, V from the encoder)", group=GROUP)
 def memory_gradient_every_position(ctx) -> Outcome:
     """Every memory position receives gradient through cross-attention (every decoder row depends on every memory
     row, proved from the sublayers), and a padded source position receives exactly none."""
@@ -248,7 +248,7 @@ def _numel(module: torch.nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
-@check("decoder.count_tasks_14_16", source="lesson §Средние задания (11–20):222-226 (tasks 14-16; l.254 confirms 262,144 and 4.72M)", group=GROUP)
+@check("decoder.count_tasks_14_16", source="lesson §Medium tasks:222-226 (tasks 14-16; l.254 confirms 262,144 and 4.72M)", group=GROUP)
 def count_tasks_14_16(ctx) -> Outcome:
     """Task 14: 4 d^2 = 262,144; task 15: FFN 524,288, layer 786,432; task 16: N = 6 stack 4,718,592 (no biases, no norms),
     as formulas and as torch module numel (bias=False, norms excluded)."""
@@ -267,7 +267,7 @@ def count_tasks_14_16(ctx) -> Outcome:
                    f"torch numel: MultiheadAttention {computed[4]:,}, TransformerEncoderLayer without norms {computed[5]:,}")
 
 
-@check("decoder.count_task_29", source="lesson §Продвинутые задания (21–30):254 (task 29: 4,718,592 + 6 x 262,144)", group=GROUP)
+@check("decoder.count_task_29", source="lesson §Advanced tasks:254 (task 29: 4,718,592 + 6 x 262,144)", group=GROUP)
 def count_task_29(ctx) -> Outcome:
     """Task 29: the N = 6 decoder stack = encoder stack + one cross-attention per layer = 6,291,456 without biases, equal to
     torch.nn.TransformerDecoder numel (bias=False, norms excluded); TransformerDecoderLayer(256, 4, 1024) = 1,053,440."""
@@ -290,7 +290,7 @@ def count_task_29(ctx) -> Outcome:
                    f"general: 8 d^2 + 2 d d_ff + 15 d + d_ff")
 
 
-@check("decoder.decoder_only", source="lesson §Почему это важно:188; lesson §Частые ошибки:258-270 (GPT is decoder-only)", group=GROUP)
+@check("decoder.decoder_only", source="lesson §Why it matters:188; lesson §Common mistakes:258-270 (GPT is decoder-only)", group=GROUP)
 def decoder_only(ctx) -> Outcome:
     """A decoder-only layer needs no cross-attention: its count is the encoder layer's (torch numel of
     TransformerEncoderLayer), one attention fewer than the decoder layer, and a causal encoder block is causal."""
@@ -315,7 +315,7 @@ def decoder_only(ctx) -> Outcome:
 
 # ----------------------------------------------------------------------------- the lesson's examples
 
-@check("decoder.lesson_mask_example", source="lesson §Разбор примеров:176-180 (Ex. 1)", group=GROUP)
+@check("decoder.lesson_mask_example", source="lesson §Worked examples:176-180 (Ex. 1)", group=GROUP)
 def lesson_mask_example(ctx) -> Outcome:
     """Ex. 1: the 4 x 4 causal mask, row i = 2 is [0, 0, 0, -inf]; with scores [1.2, 0.5, 2.0, 1.8] the 4th weight is
     exactly 0 and the rest renormalise: (0.2687, 0.1334, 0.5979, 0) (the printed 0.31, 0.15, 0.54 is a separate erratum)."""
@@ -339,10 +339,10 @@ def _trained(seed: int):
     return lesson_example(seed=seed)
 
 
-@check("decoder.lesson_generation", source="lesson §Разбор примеров:184 (Ex. 3: I love ML -> Я люблю МО)", group=GROUP)
+@check("decoder.lesson_generation", source="lesson §Worked examples:184 (Ex. 3: I love ML -> Ya lyublyu MO)", group=GROUP)
 def lesson_generation(ctx) -> Outcome:
-    """Ex. 3 with a toy vocabulary: after teacher forcing on the pair, greedy generation sees position 0 and predicts «я»,
-    sees 0-1 and predicts «люблю», then «мо» and <end>; the encoder runs once."""
+    """Ex. 3 with a toy vocabulary: after teacher forcing on the pair, greedy generation sees position 0 and predicts 'ya',
+    sees 0-1 and predicts 'lyublyu', then 'MO' and <end> (Cyrillic in the vocabulary); the encoder runs once."""
     model, sv, tv, losses = _trained(ctx.seed)
     calls = []
     hook = model.encoder.register_forward_hook(lambda *a: calls.append(1))
@@ -353,11 +353,12 @@ def lesson_generation(ctx) -> Outcome:
     words = tv.decode(gen.ids)
     ok = (words == ["<start>", "я", "люблю", "мо", "<end>"] and [s.visible for s in gen.steps] == [[0], [0, 1], [0, 1, 2], [0, 1, 2, 3]]
           and len(calls) == 1 and losses[-1] < losses[0])
-    return Outcome(0.0, 0.0, ok, f"generated {' '.join(words)} in {len(gen.steps)} steps (stopped at {gen.stopped}); encoder calls "
+    latin = {"я": "ya", "люблю": "lyublyu", "мо": "MO"}  # transliterated, so the LaTeX report prints it
+    return Outcome(0.0, 0.0, ok, f"generated {' '.join(latin.get(w, w) for w in words)} in {len(gen.steps)} steps (stopped at {gen.stopped}); encoder calls "
                                  f"{len(calls)}; teacher-forcing loss {losses[0]:.3f} -> {losses[-1]:.2e}")
 
 
-@check("decoder.teacher_forcing_is_parallel_generation", source="lesson §Разбор примеров:184 (training runs all steps in one pass)", group=GROUP)
+@check("decoder.teacher_forcing_is_parallel_generation", source="lesson §Worked examples:184 (training runs all steps in one pass)", group=GROUP)
 def teacher_forcing_parallel(ctx) -> Outcome:
     """The teacher-forced pass over <start> y_1 .. y_n gives at position t the same logits as the generation step that
     sees positions 0..t (the causal mask makes the parallel pass equal the sequential one)."""
