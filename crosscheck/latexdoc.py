@@ -8,11 +8,11 @@ this checkout is never faked: asking for it raises :class:`SectionUnavailable`.
 
 >>> from crosscheck import latexdoc
 >>> latexdoc.SECTION_NAMES
-('rnn', 'gates', 'positional', 'attention', 'encoder', 'residual', 'claims')
+('rnn', 'gates', 'positional', 'attention', 'encoder', 'residual', 'claims', 'decoder', 'conv')
 >>> latexdoc.resolve_sections("rnn,nope")
 Traceback (most recent call last):
 ...
-seqgrad.errors.SeqgradValueError: sections='nope' is not allowed: one of rnn, gates, positional, attention, encoder, residual, claims
+seqgrad.errors.SeqgradValueError: sections='nope' is not allowed: one of rnn, gates, positional, attention, encoder, residual, claims, decoder, conv
 """
 
 from __future__ import annotations
