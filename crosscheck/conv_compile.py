@@ -51,7 +51,9 @@ class Compiled:
             raise SeqgradValueError("batch", batch, "sum or keep")
         self.batch = batch
         self.free = dict(free)  # variable -> range
-        expr = sp.sympify(expr).xreplace({k_: sp.Integer(v_) for k_, v_ in sizes.items()})
+        if not isinstance(expr, sp.Basic):
+            raise SeqgradTypeError("expr", expr, "a SymPy expression of derive.conv (sums of Indexed products)")
+        expr = expr.xreplace({k_: sp.Integer(v_) for k_, v_ in sizes.items()})
         self.terms = []
         for term in sp.Add.make_args(sp.expand(expr, deep=False)):
             limits = {}

@@ -43,9 +43,10 @@ from functools import cached_property
 import sympy as sp
 
 from seqgrad import validate
-from seqgrad.errors import SeqgradValueError, ShapeError
+from seqgrad.errors import SeqgradTypeError, SeqgradValueError, ShapeError
 
 from .catalogue import Derivation, Identity, NumericResult, Proof, proof_by
+from .safe_parse import as_sympy
 
 # indices and sizes at symbolic size
 i, j, u, v, m, n, p, q = sp.symbols("i j u v m n p q", integer=True, nonnegative=True)
@@ -82,6 +83,7 @@ def output_size(H, k_size, stride=1, padding=0):
         if k_size > H + 2 * padding:
             raise SeqgradValueError("kernel", k_size, f"at most the padded input size H + 2P = {H} + 2*{padding} = {H + 2 * padding}")
         return (H + 2 * padding - k_size) // stride + 1
+    H, k_size, stride, padding = (as_sympy(v, a) for v, a in ((H, "H"), (k_size, "kernel"), (stride, "stride"), (padding, "padding")))
     return sp.floor((H + 2 * padding - k_size) / stride) + 1
 
 
@@ -256,12 +258,23 @@ def max_derivative(n: int = 4):
 
 # ----------------------------------------------------------------------------- receptive field
 
+def _size(argument: str, value):
+    """A layer size: a positive integer, or a SymPy expression (text goes through the whitelist parser, never sympify)."""
+    if isinstance(value, bool):
+        raise SeqgradTypeError(argument, value, "positive integers or SymPy symbols")
+    if isinstance(value, int):
+        return validate.integer(argument, value, minimum=1)
+    return as_sympy(value, argument)
+
+
 def receptive_field(kernels, strides=None):
     """``r_L = 1 + sum_l (k_l - 1) prod_{m<l} s_m`` for concrete or symbolic kernel sizes and strides."""
-    kernels = list(kernels)
+    if isinstance(kernels, (str, bytes)) or not hasattr(kernels, "__iter__"):
+        raise SeqgradTypeError("kernels", kernels, "a list of kernel sizes (positive integers or SymPy symbols)")
+    kernels = [_size("kernels", k_) for k_ in kernels]
     if not kernels:
         raise SeqgradValueError("kernels", kernels, "at least one layer")
-    strides = [1] * len(kernels) if strides is None else list(strides)
+    strides = [1] * len(kernels) if strides is None else [_size("strides", s_) for s_ in strides]
     if len(strides) != len(kernels):
         raise SeqgradValueError("strides", strides, f"one stride per layer ({len(kernels)})")
     total, jump = sp.Integer(1), sp.Integer(1)

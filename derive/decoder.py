@@ -38,6 +38,7 @@ from seqgrad.errors import SeqgradValueError
 from . import counting
 from .attention import as_matrix, causal_mask, check_mask, softmax_rows, symbol_matrix
 from .catalogue import Derivation
+from .safe_parse import as_sympy
 
 d_model, h, d_ff, N = counting.d_model, counting.h, counting.d_ff, counting.N
 
@@ -60,7 +61,7 @@ class CrossAttention(Derivation):
         self.W_K = symbol_matrix("w_K", self.d_k, d_model) if W_K is None else as_matrix("W_K", W_K, (self.d_k, d_model))
         self.W_V = symbol_matrix("w_V", self.d_v, d_model) if W_V is None else as_matrix("W_V", W_V, (self.d_v, d_model))
         self.M = None if mask is None else check_mask(mask, (T, T_src))
-        self.scale = 1 / sp.sqrt(self.d_k) if scale is None else sp.sympify(scale)
+        self.scale = 1 / sp.sqrt(self.d_k) if scale is None else as_sympy(scale, "scale")
         self.Q = self.X * self.W_Q.T
         self.K = self.Z * self.W_K.T
         self.V = self.Z * self.W_V.T
