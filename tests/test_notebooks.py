@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "docs" / "notebooks").glob("*.ipynb"))
 
 
+@pytest.mark.slow  # a kernel start and a training run: about 35 s on a loaded 2-core machine
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path, tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")

@@ -22,11 +22,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from numeric.decoder import describe, lesson_example
+    from numeric.decoder import SOURCE_WORDS, describe, lesson_example
+    from numeric.tokens import Vocabulary
     from seqgrad import validate
 
     validate.integer("--max-len", args.max_len, minimum=1)
     steps = validate.integer("--train-steps", args.train_steps, minimum=1, maximum=MAX_STEPS)
+    Vocabulary(SOURCE_WORDS).encode(args.text)  # refuse an unknown word before training
     model, sv, tv, losses = lesson_example(steps=steps, seed=args.seed)
     gen = model.generate(sv.encode(args.text), args.max_len, attention=args.attention)
     print(f"teacher forcing on 'I love ML' -> 'Я люблю МО': loss {losses[0]:.3f} -> {losses[-1]:.3g} after {steps} updates")
