@@ -316,7 +316,8 @@ def identities() -> list[Identity]:
         lambda: conv.grad_K(), expect_K, "simplify",
         proof_by(lambda: sp.Matrix([conv.grad_K() - expect_K, conv.grad_b() - sp.Sum(G[i, j], (i, 0, H_o - 1), (j, 0, W_o - 1))]),
                  sp.simplify, "diff of IndexedBase sums, doit, in-range guards dropped"),
-        lambda rng: _explicit_numeric(rng), simplifier="diff + doit"))
+        lambda rng: _explicit_numeric(rng), simplifier="diff + doit",
+        scope="all H_o, W_o, k >= 1 and every stride s (symbolic sizes)"))
     unit = Conv2d(stride=1)
     expect_X = sp.Sum(K[k - 1 - u, k - 1 - v] * Ghat[m - k + 1 + u, n - k + 1 + v], (u, 0, k - 1), (v, 0, k - 1))
     out.append(Identity(
@@ -325,7 +326,8 @@ def identities() -> list[Identity]:
         lambda: unit.grad_X_flipped(), expect_X, "simplify",
         proof_by(lambda: sp.Matrix([unit.grad_X_flipped() - expect_X]), sp.simplify,
                  "diff, the deltas summed over i, j (zero extension Ghat), reindexing u -> k-1-u, v -> k-1-v"),
-        lambda rng: _explicit_numeric(rng), simplifier="change of summation index"))
+        lambda rng: _explicit_numeric(rng), simplifier="change of summation index",
+        scope="all H_o, W_o, k >= 1, stride 1 (symbolic sizes; strides and padding at concrete sizes: ExplicitConv)"))
     return out
 
 

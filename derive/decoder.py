@@ -256,7 +256,8 @@ def identities() -> list:
         "(queries from the decoder, keys and values from the memory; T = T_src = 2, width 1)",
         lambda: grads()[0], lambda: grads()[1], "simplify",
         lambda: proof_by(lambda: grads()[0] - grads()[1], rational_zero, "cancel exponentials")(),
-        lambda rng: numeric_sides(grads()[0], grads()[1], rng, low=-1, high=1), simplifier="cancel exponentials")]
+        lambda rng: numeric_sides(grads()[0], grads()[1], rng, low=-1, high=1), simplifier="cancel exponentials",
+        scope="instance T = T_src = 2, d_model = d_k = d_v = 1")]
     layer = decoder_layer_params()
     expected = 8 * d_model ** 2 + 2 * d_model * d_ff + 15 * d_model + d_ff
     t = task29()
@@ -268,7 +269,7 @@ def identities() -> list:
         "task 29: 4,718,592 + 6 x 262,144 = 6,291,456 = the N = 6 decoder stack without biases or norms",
         lhs, rhs, "simplify", proof_by(lambda: lhs - rhs, sp.expand, "expand"),
         lambda rng: numeric_sides(lhs[:1, :], rhs[:1, :], rng, positive=[d_model, d_ff], low=1, high=4096),
-        simplifier="expand"))
+        simplifier="expand", scope="all d_model, d_ff >= 1 (any h dividing d_model); the numbers at 256/4/1024 and N = 6"))
     return out
 
 

@@ -198,6 +198,24 @@ case("derive.claims", "parse_claim('x = 1')  (unknown name)", ParseError, "'x' i
     lambda: _claims().parse_claim("x = 1"))
 case("derive.claims", "parse_claim('9**9**9**9 = 1')  (size limit)", ParseError, "exponent")(
     lambda: _claims().parse_claim("9**9**9**9 = 1"))
+
+
+def _verify(*args, **kwargs):
+    from derive.verification import verify
+
+    return verify(*args, **kwargs)
+
+
+case("derive.verify", "verify('sin(x) = y', variables='x')  (undeclared name)", ParseError, "'y' is not on the whitelist")(
+    lambda: _verify("sin(x) = y", variables="x"))
+case("derive.verify", "verify('x + 1', variables='x')  (no '=')", ParseError, '"LHS = RHS"')(
+    lambda: _verify("x + 1", variables="x"))
+case("derive.verify", "verify(Symbol('m'), 1, sizes='m')  (a size that is not a positive integer symbol)", SeqgradValueError,
+     "positive integer symbol")(lambda: _verify(__import__("sympy").Symbol("m"), 1, sizes="m"))
+case("derive.verify", "verify('x = x', variables='x', time_limit=0)", SeqgradValueError, "time_limit")(
+    lambda: _verify("x = x", variables="x", time_limit=0))
+case("derive.verify", f"verify({PAYLOAD!r} + ' = 0')  (injection)", ParseError, "not allowed")(
+    lambda: _verify(PAYLOAD + " = 0"))
 case("derive.safe_parse", f"parse_expression({PAYLOAD!r})  (injection payload)", ParseError, "attribute access")(
     lambda: __import__("derive.safe_parse").safe_parse.parse_expression(PAYLOAD))
 case("derive.safe_parse", "parse_expression('exec(\"1\")')", ParseError, "exec")(
@@ -325,6 +343,14 @@ case("crosscheck.tolerance", "tolerance(device='tpu')", SeqgradValueError, "tpu"
     lambda: __import__("crosscheck.tolerance").tolerance.tolerance(device="tpu"))
 case("crosscheck.lambdify", "lambdify(program, outputs, args, backend='jax')", SeqgradValueError, "backend")(
     lambda: _lambdify_backend("jax"))
+case("numeric.cue_recall", "models.build('lstm', 8, 6206)", SeqgradValueError, "model='lstm'")(
+    lambda: __import__("numeric.cue_recall.models").cue_recall.models.build("lstm", 8, 6206))
+case("numeric.cue_recall", "models.build('rnn', 0, 6206)", SeqgradValueError, "delay=0")(
+    lambda: __import__("numeric.cue_recall.models").cue_recall.models.build("rnn", 0, 6206))
+case("numeric.cue_recall", "task.generate(16, 8, seed=1.5)", SeqgradTypeError, "seed=1.5")(
+    lambda: __import__("numeric.cue_recall.task").cue_recall.task.generate(16, 8, 1.5))
+case("numeric.cue_recall", "task.split('holdout', 8)", SeqgradValueError, "split='holdout'")(
+    lambda: __import__("numeric.cue_recall.task").cue_recall.task.split("holdout", 8))
 case("seqgrad.sigfig", "sigfig.matches(0.1, 0.1, figures=0)", SeqgradValueError, "figures")(
     lambda: __import__("seqgrad.sigfig").sigfig.matches(0.1, 0.1, figures=0))
 case("seqgrad.sigfig", "sigfig.decimals_tolerance('0.1.2')", ParseError, "decimal number")(
@@ -344,6 +370,8 @@ def _lambdify_backend(backend: str):
 # ---------------------------------------------------------------- the command line
 
 cli(["frobnicate"], UsageError, "invalid choice: 'frobnicate'")
+cli(["verify", "sin(x) = y", "--vars", "x"], ParseError, "'y' is not on the whitelist")
+cli(["verify", "x = x", "--vars", "x", "--points", "0"], SeqgradValueError, "points")
 cli(["check", "--bogus"], UsageError, "unrecognized arguments: --bogus")
 cli(["check", "--only", "no-such-check"], SeqgradValueError, "--only='no-such-check'")
 cli(["check", "--dtype", "float16"], UsageError, "argument --dtype")
@@ -483,6 +511,16 @@ case("derive.conv", "receptive_field([3, 3], strides=[1])", SeqgradValueError, "
     lambda: __import__("derive.conv").conv.receptive_field([3, 3], [1]))
 case("derive.decoder", "CrossAttention(2, 3, 1, 1, mask=2 x 2)  (a mask of the wrong shape)", ShapeError, "2 x 3")(
     lambda: __import__("derive.decoder").decoder.CrossAttention(2, 3, 1, 1, mask=[[0, 0], [0, 0]]))
+cli(["experiment", "cue-recall", "--models", "rnn,lstm"], SeqgradValueError, "--models='lstm'")
+cli(["experiment", "cue-recall", "--delays", "8,0"], SeqgradValueError, "--delays=0")
+cli(["experiment", "cue-recall", "--delays", "8,,32"], SeqgradValueError, "without empty items")
+cli(["experiment", "cue-recall", "--seeds", "6206,x"], SeqgradValueError, "comma-separated integers")
+cli(["experiment", "cue-recall", "--seeds", "1.5"], SeqgradValueError, "--seeds='1.5'")
+cli(["experiment", "cue-recall", "--jobs", "0"], SeqgradValueError, "--jobs=0")
+cli(["experiment", "cue-recall", "--batch-size", "0"], SeqgradValueError, "--batch-size=0")
+cli(["experiment", "cue-recall", "--out", "/proc/seqgrad-experiments"], SeqgradValueError, "--out")
+cli(["experiment", "cue-recall", "--device", "tpu"], UsageError, "argument --device")
+cli(["experiment", "nosuchexperiment"], UsageError, "argument NAME")
 
 
 # ---------------------------------------------------------------- injection payloads, every entry point
