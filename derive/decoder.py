@@ -235,29 +235,11 @@ def task29() -> dict[str, sp.Expr]:
 # ----------------------------------------------------------------------------- catalogue entries
 
 def identities() -> list:
-    """The decoder's catalogue entries: the cross-attention backward pass and the decoder layer count."""
-    from functools import lru_cache
+    """The decoder's catalogue entry: the decoder layer count."""
+    from .catalogue import Identity, numeric_sides, proof_by
 
-    from .catalogue import Identity, numeric_sides, proof_by, rational_zero
-
-    names = ("X", "Z", "W_Q", "W_K", "W_V")
-
-    @lru_cache(None)
-    def grads():
-        head = CrossAttention(2, 2, 1, 1)
-        back = head.backward()
-        flat = lambda g: g.reshape(g.rows * g.cols, 1)
-        return (sp.Matrix.vstack(*[flat(back[n]) for n in names]),
-                sp.Matrix.vstack(*[flat(head.gradient_by_differentiation(n)) for n in names]))
-
-    out = [Identity(
-        "decoder-cross-attention-gradients", "lesson §Formula:172; wiki §Decoder architecture:96",
-        "cross-attention backward pass dX = dQ W_Q, dZ = dK W_K + dV W_V, dW_Q, dW_K, dW_V = d/d(.) of sum G*O "
-        "(queries from the decoder, keys and values from the memory; T = T_src = 2, width 1)",
-        lambda: grads()[0], lambda: grads()[1], "simplify",
-        lambda: proof_by(lambda: grads()[0] - grads()[1], rational_zero, "cancel exponentials")(),
-        lambda rng: numeric_sides(grads()[0], grads()[1], rng, low=-1, high=1), simplifier="cancel exponentials",
-        scope="instance T = T_src = 2, d_model = d_k = d_v = 1")]
+    out = []  # the cross-attention backward pass is the registered check decoder.cross_attention_backward
+    # (its explicit statement is too long for the catalogue's one-display form)
     layer = decoder_layer_params()
     expected = 8 * d_model ** 2 + 2 * d_model * d_ff + 15 * d_model + d_ff
     t = task29()
