@@ -521,6 +521,18 @@ def tex_engine() -> str | None:
     return shutil.which("pdflatex")
 
 
+_OVERFULL = re.compile(r"^Overfull \\[hv]box \(([\d.]+)pt too (?:wide|high)\)(.*)$", re.M)
+_UNDEFINED = re.compile(r"^! (?:LaTeX Error: )?(Undefined control sequence|Environment \S+ undefined).*$", re.M)
+
+
+def tex_problems(log: str, *, overfull_pt: float = 1.0) -> list[str]:
+    """The layout defects a TeX log reports: every overfull box wider (or taller) than ``overfull_pt``
+    points and every undefined control sequence or environment, one line each, as TeX words them."""
+    problems = [f"{m.group(0).strip()}" for m in _OVERFULL.finditer(log) if float(m.group(1)) > overfull_pt]
+    problems += [m.group(0).strip() for m in _UNDEFINED.finditer(log)]
+    return problems
+
+
 def compile_pdf(tex: str | Path, out_dir: str | Path | None = None, *, timeout: float = 180) -> Path:
     """Compile ``tex`` with pdflatex (non-interactive, stop at the first error) and return the PDF.
     Raises LatexError quoting TeX's first error line."""

@@ -571,11 +571,11 @@ class Program:
         return f"<Program {self.name!r}: {len(self._defs)} definitions>"
 
     def latex(self, kinds: str | Iterable[str] | None = None, width: int = 60) -> str:
-        """An ``aligned`` environment, one definition a line, long sums broken over lines."""
+        """A complete display (``align*``, see :func:`latex_aligned`), one definition a line."""
         return latex_aligned([(d.target, d.value) for d in self.definitions(kinds)], width)
 
     def _repr_latex_(self) -> str:
-        return "$$" + self.latex() + "$$"
+        return self.latex()
 
     def dot(self) -> str:
         """The dependency graph as Graphviz DOT text (leaves as ellipses, definitions as boxes)."""
@@ -605,9 +605,12 @@ def _dot_id(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def latex_aligned(rows: Iterable[tuple], width: int = 60) -> str:
-    """``\\begin{aligned} lhs &= rhs \\\\ ... \\end{aligned}`` for (lhs, rhs) pairs of SymPy objects,
-    in the text's notation, long sums broken over lines (:func:`derive.latex_layout.aligned`)."""
-    from .latex_layout import aligned
+def latex_aligned(rows: Iterable[tuple], width: int = 60, notation=None) -> str:
+    """A complete display of (lhs, rhs) pairs of SymPy objects, for a document body or a notebook
+    (:func:`derive.latex_layout.display`): one or more ``align*`` environments (amsmath), rows
+    aligned at ``=``, long sums and products broken over lines, a long derivation split into
+    consecutive displays so that it breaks across pages; the zero initial state is dropped unless
+    ``notation.show_zero_state``.  Return it as it is from ``_repr_latex_`` (no ``$$`` around it)."""
+    from .latex_layout import display
 
-    return aligned(list(rows), width=width)
+    return display(list(rows), notation, width=width)

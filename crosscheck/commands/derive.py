@@ -29,7 +29,8 @@ def _add_rnn(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expand", action="store_true", help="print the closed forms instead of the recursion")
     p.add_argument("--max-terms", type=int, metavar="N", help="size guard for --expand (default 20000 tree nodes)")
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--latex", action="store_true", help="print LaTeX (an aligned environment)")
+    out.add_argument("--latex", action="store_true",
+                     help="print LaTeX: a complete display (align*, needs amsmath) to paste into a document body")
     out.add_argument("--table", action="store_true", help="print the forward/backward table (Table 3)")
     out.add_argument("--dot", action="store_true", help="print the dependency graph as Graphviz DOT")
 
@@ -38,7 +39,8 @@ def _run_rnn(args) -> str:
     import sympy as sp
 
     from derive import rnn
-    from derive.program import latex_aligned
+    from derive.latex_settings import Partial
+    from derive.program import latex_aligned, sstr
     from seqgrad import validate
 
     validate.integer("--steps", args.steps, minimum=1, maximum=MAX_STEPS)
@@ -49,11 +51,11 @@ def _run_rnn(args) -> str:
         return net.dot().rstrip()
     if args.table:
         return str(net.backward_table())
-    grads = [(sp.Symbol(f"dL/d{name}"), name) for name in net.parameters]
+    grads = [(Partial(symbol), name) for name, symbol in net.parameters.items()]
     if not args.expand:
         if args.latex:
             return net.latex()
-        lines = [str(net.program), ""] + [f"{lhs} = {sp.sstr(net.grad(name))}" for lhs, name in grads]
+        lines = [str(net.program), ""] + [f"{sstr(lhs)} = {sstr(net.grad(name))}" for lhs, name in grads]
         return "\n".join(lines)
     from derive.program import MAX_TERMS
     from seqgrad.errors import SizeGuardError
@@ -64,11 +66,10 @@ def _run_rnn(args) -> str:
     if total > limit:  # the whole printout is guarded, not only each formula
         raise SizeGuardError("--expand", f"rnn --steps {net.steps}", limit, total)
     rows = [(sp.Symbol(f"g_{t}^z"), net.sensitivity("z", t, expand=True, max_terms=limit)) for t in range(net.steps)]
-    rows += [(sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial %s}" % sp.latex(net.parameters[name]) if args.latex
-                        else f"dL/d{name}"), net.grad(name, expand=True, max_terms=limit)) for _, name in grads]
+    rows += [(lhs, net.grad(name, expand=True, max_terms=limit)) for lhs, name in grads]
     if args.latex:
         return latex_aligned(rows)
-    return "\n".join(f"{lhs} = {sp.sstr(rhs)}" for lhs, rhs in rows)
+    return "\n".join(f"{sstr(lhs)} = {sstr(rhs)}" for lhs, rhs in rows)
 
 
 #: model name -> (help, add_arguments, run returning the text to print)
