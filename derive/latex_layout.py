@@ -1,18 +1,23 @@
-"""Lay formulas out as LaTeX environments: equations, aligned derivations, tables.
+"""Lay formulas out as LaTeX environments: displays, aligned derivations, tables.
 
 Every formula is printed by :class:`derive.latex_settings.NotationPrinter`;
-this module only arranges the printed pieces.  Long sums are broken between
-top-level terms, so a bracket never spans two lines:
+this module only arranges the printed pieces.  What it returns pastes into a
+document body whose preamble loads :data:`PACKAGES`.  Long sums break before a
+``+``, long products between factors, and a long derivation is set as several
+displays so that the page may break between them:
 
 >>> import sympy as sp
->>> from derive.latex_layout import align
->>> g = [sp.Symbol(f"g_{t}^z") for t in range(3)]
->>> h = [sp.Symbol(f"h_{t - 1}") for t in range(3)]
->>> print(align([(sp.Symbol("G"), sum(a * b for a, b in zip(g, h)))], width=20))
+>>> from derive.latex_layout import display
+>>> g = [sp.Symbol(f"g_{t}^z") for t in range(4)]
+>>> x = [sp.Symbol(f"x_{t}") for t in range(4)]
+>>> print(display([(sp.Symbol("G"), sum(a * b for a, b in zip(g, x)))], width=24))
 \\begin{align*}
-G &= g^{z}_{0} h_{-1} + g^{z}_{1} h_{0}\\\\
-  &\\quad + g^{z}_{2} h_{1}
+G &= g^{z}_{0} x_{0} + g^{z}_{1} x_{1}\\\\
+  &\\quad {}+ g^{z}_{2} x_{2} + g^{z}_{3} x_{3}
 \\end{align*}
+
+The zero initial state of the text (``h_{-1} = 0``) is dropped, with every term it multiplies,
+unless the notation says ``show_zero_state=True``.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 from seqgrad.validate import integer
 
 from .latex_settings import Notation, NotationPrinter
-from .term_order import negated, textbook_order
+from .term_order import drop_zero_state, negated, textbook_order
 
 #: The packages every piece of LaTeX seqgrad prints needs (``booktabs`` for tables only):
 #: a display pastes into any document body whose preamble loads them.
@@ -186,56 +191,9 @@ def sum_lines(expr, printer: NotationPrinter, width: int) -> list[str]:
 
 
 def _zero_state(rows: list, notation: Notation | None) -> list:
-    """Rows with the zero initial state dropped (the text's default): every ``s = 0`` row whose
-    left side is a symbol goes, and ``s`` is set to zero in the rows that follow."""
     if notation is not None and notation.show_zero_state:
         return rows
-    zeros = {s: (sp.ZeroMatrix(*s.shape) if isinstance(s, sp.MatrixSymbol) else sp.Integer(0))
-             for row in rows for side in _as_sides(row)[1] for s in _free_states(side)}
-    kept = []
-    for row in rows:
-        lhs, chain = _as_sides(row)
-        if isinstance(lhs, (sp.Symbol, sp.MatrixSymbol)) and len(chain) == 1 and _is_zero(chain[0]):
-            zeros[lhs] = chain[0]
-            continue
-        kept.append((lhs, [_without(r, zeros) for r in chain]) if zeros else (lhs, chain))
-    return kept or rows
-
-
-_INITIAL = re.compile(r"(h|c|H|C)_(\{-1\}|-1)")
-
-
-def _free_states(expr) -> list:
-    """The initial states (``h_{-1}``, ``c_{-1}``: zero by the text's convention) in ``expr``."""
-    return [s for s in getattr(expr, "free_symbols", ()) if isinstance(s, (sp.Symbol, sp.MatrixSymbol))
-            and _INITIAL.fullmatch(s.name)]
-
-
-def _is_zero(expr) -> bool:
-    return isinstance(expr, sp.ZeroMatrix) or (isinstance(expr, sp.Basic) and expr.is_zero is True and not expr.free_symbols)
-
-
-def _without(expr, zeros: dict):
-    if not isinstance(expr, sp.Basic) or not (expr.free_symbols & set(zeros)):
-        return expr
-    out = expr.xreplace(zeros)
-    if isinstance(out, sp.MatrixExpr):
-        out = out.doit(deep=False) if not isinstance(out, sp.MatrixSymbol) else out
-        out = _drop_zero_terms(out)
-    return out
-
-
-def _drop_zero_terms(expr):
-    """A matrix sum or product with zero matrices in it, simplified only as far as the zeros go."""
-    if isinstance(expr, sp.ZeroMatrix) or not expr.args:
-        return expr
-    if isinstance(expr, sp.MatMul) and any(isinstance(a, sp.ZeroMatrix) for a in expr.args):
-        return sp.ZeroMatrix(*expr.shape)
-    if isinstance(expr, sp.MatAdd):
-        terms = [_drop_zero_terms(a) for a in expr.args]
-        terms = [t for t in terms if not isinstance(t, sp.ZeroMatrix)]
-        return sp.ZeroMatrix(*expr.shape) if not terms else terms[0] if len(terms) == 1 else sp.MatAdd(*terms)
-    return expr
+    return drop_zero_state([_as_sides(row) for row in rows])
 
 
 def _aligned_lines(rows: Iterable, notation: Notation | None, width: int) -> list[str]:

@@ -33,7 +33,7 @@ import re
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
-__all__ = ["textbook_order", "base_letter", "negated"]
+__all__ = ["textbook_order", "base_letter", "negated", "drop_zero_state"]
 
 _BASE = re.compile(r"\\?([A-Za-z]+)")
 _SENSITIVITY = {"g", "e", "delta", "G", "E"}
@@ -135,3 +135,54 @@ def negated(term):
             return rest[0] if len(rest) == 1 else sp.MatMul(*rest, evaluate=False)
         return sp.MatMul(coeff, *rest, evaluate=False)
     return -term
+
+
+def drop_zero_state(rows: list) -> list:
+    """``(lhs, [rhs, ...])`` rows with the zero initial state dropped, as the text prints them: every
+    ``s = 0`` row whose left side is a symbol goes, ``s`` is set to zero in the other rows, and so are
+    the initial states ``h_{-1}``, ``c_{-1}`` wherever they appear (zero by the text's convention)."""
+    zeros = {s: (sp.ZeroMatrix(*s.shape) if isinstance(s, sp.MatrixSymbol) else sp.Integer(0))
+             for _, chain in rows for side in chain for s in _free_states(side)}
+    kept = []
+    for lhs, chain in rows:
+        if isinstance(lhs, (sp.Symbol, sp.MatrixSymbol)) and len(chain) == 1 and _is_zero(chain[0]):
+            zeros[lhs] = chain[0]
+            continue
+        kept.append((lhs, [_without(r, zeros) for r in chain]) if zeros else (lhs, chain))
+    return kept or rows
+
+
+_INITIAL = re.compile(r"(h|c|H|C)_(\{-1\}|-1)")
+
+
+def _free_states(expr) -> list:
+    """The initial states (``h_{-1}``, ``c_{-1}``: zero by the text's convention) in ``expr``."""
+    return [s for s in getattr(expr, "free_symbols", ()) if isinstance(s, (sp.Symbol, sp.MatrixSymbol))
+            and _INITIAL.fullmatch(s.name)]
+
+
+def _is_zero(expr) -> bool:
+    return isinstance(expr, sp.ZeroMatrix) or (isinstance(expr, sp.Basic) and expr.is_zero is True and not expr.free_symbols)
+
+
+def _without(expr, zeros: dict):
+    if not isinstance(expr, sp.Basic) or not (expr.free_symbols & set(zeros)):
+        return expr
+    out = expr.xreplace(zeros)
+    if isinstance(out, sp.MatrixExpr):
+        out = out.doit(deep=False) if not isinstance(out, sp.MatrixSymbol) else out
+        out = _drop_zero_terms(out)
+    return out
+
+
+def _drop_zero_terms(expr):
+    """A matrix sum or product with zero matrices in it, simplified only as far as the zeros go."""
+    if isinstance(expr, sp.ZeroMatrix) or not expr.args:
+        return expr
+    if isinstance(expr, sp.MatMul) and any(isinstance(a, sp.ZeroMatrix) for a in expr.args):
+        return sp.ZeroMatrix(*expr.shape)
+    if isinstance(expr, sp.MatAdd):
+        terms = [_drop_zero_terms(a) for a in expr.args]
+        terms = [t for t in terms if not isinstance(t, sp.ZeroMatrix)]
+        return sp.ZeroMatrix(*expr.shape) if not terms else terms[0] if len(terms) == 1 else sp.MatAdd(*terms)
+    return expr

@@ -40,7 +40,7 @@ def _run_rnn(args) -> str:
 
     from derive import rnn
     from derive.latex_settings import Partial
-    from derive.program import latex_aligned, sstr
+    from derive.program import latex_aligned
     from seqgrad import validate
 
     validate.integer("--steps", args.steps, minimum=1, maximum=MAX_STEPS)
@@ -55,8 +55,8 @@ def _run_rnn(args) -> str:
     if not args.expand:
         if args.latex:
             return net.latex()
-        lines = [str(net.program), ""] + [f"{sstr(lhs)} = {sstr(net.grad(name))}" for lhs, name in grads]
-        return "\n".join(lines)
+        rows = [(d.target, [d.value]) for d in net.program] + [(lhs, [net.grad(name)]) for lhs, name in grads]
+        return _text(rows)
     from derive.program import MAX_TERMS
     from seqgrad.errors import SizeGuardError
 
@@ -69,7 +69,15 @@ def _run_rnn(args) -> str:
     rows += [(lhs, net.grad(name, expand=True, max_terms=limit)) for lhs, name in grads]
     if args.latex:
         return latex_aligned(rows)
-    return "\n".join(f"{sstr(lhs)} = {sstr(rhs)}" for lhs, rhs in rows)
+    return _text([(lhs, [rhs]) for lhs, rhs in rows])
+
+
+def _text(rows) -> str:
+    """Plain-text rows as the text prints them: its order of terms, the zero initial state dropped."""
+    from derive.program import sstr
+    from derive.term_order import drop_zero_state
+
+    return "\n".join(f"{sstr(lhs)} = {sstr(rhs[0])}" for lhs, rhs in drop_zero_state(rows))
 
 
 #: model name -> (help, add_arguments, run returning the text to print)
