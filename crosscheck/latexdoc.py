@@ -48,6 +48,16 @@ def text(s: str) -> str:
     return tex_escape(s)
 
 
+def code(name: str) -> str:
+    """A name in typewriter type that may break after ``-``, ``_``, ``.`` or ``:`` (a long check name in a
+    narrow column would otherwise run into the next one).
+
+    >>> code("attention-equivariance-fails")
+    '\\\\texttt{attention-\\\\allowbreak{}equivariance-\\\\allowbreak{}fails}'
+    """
+    return "\\texttt{" + re.sub(r"(-|\\_|\.|:)", r"\1\\allowbreak{}", tex_escape(name)) + "}"
+
+
 class SectionUnavailable(SeqgradValueError):
     """A section was requested whose package is not in this checkout yet."""
 
@@ -154,10 +164,10 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
             status = f"not proved within {b.proof_seconds:g} s here (run \\texttt{{seqgrad identities}})"
         else:
             status = ("proved" if proof.holds else "\\textbf{NOT proved}") + f" ({text(entry.method)})"
-        rows.append([f"\\texttt{{{text(entry.name)}}}", text(entry.source), status])
+        rows.append([code(entry.name), text(_seed_line(entry.source)), status])
         statement = entry.statement()
         body = b.notation.latex(statement)
-        head = f"\\paragraph{{{text(entry.title)}}} \\texttt{{{text(entry.name)}}}, {text(entry.source)}."
+        head = f"\\paragraph{{{text(entry.title)}}} {code(entry.name)}, {text(_seed_line(entry.source))}."
         if len(body) <= max_chars:
             op = "=" if isinstance(statement, sp.Eq) else "\\neq"
             statements.append(f"{head}\n" + relation(statement.lhs, statement.rhs, b.notation, op=op))
@@ -182,7 +192,7 @@ def check_status(pattern: str, b: Build) -> str:
         raise SectionUnavailable(pattern, f"registered checks matching '{pattern}' (crosscheck/checks)")
     results = run_checks(items, device=b.device, show_progress=False)
     marks = {"pass": "verified", "fail": "\\textbf{FAILED}", "error": "\\textbf{ERROR}", "skip": "skipped"}
-    rows = [[f"\\texttt{{{text(r.name)}}}", text(_seed_line(r.source)), b.notation.number(fmt_error(r.max_abs_error)),
+    rows = [[code(r.name), text(_seed_line(r.source)), b.notation.number(fmt_error(r.max_abs_error)),
              b.notation.number(fmt_error(r.max_rel_error)), marks[r.status]] for r in results]
     passed = sum(r.status == "pass" for r in results)
     return (f"{passed} of {len(results)} checks verified on {text(b.device)} in float64.\n\n"
@@ -324,7 +334,7 @@ def _gates(b: Build) -> str:
     rows = []
     for fact in activation_facts.FACTS.values():
         proof = fact.prove()
-        rows.append(f"\\paragraph{{\\texttt{{{text(fact.name)}}}}} {text(fact.source)}: "
+        rows.append(f"\\paragraph{{{code(fact.name)}}} {text(_seed_line(fact.source))}: "
                     + ("proved." if proof.holds else "\\textbf{NOT proved}.")
                     + f"\n\\begin{{equation*}}\n{fact.statement}\n\\end{{equation*}}")
     parts.append("\\subsection*{Activation facts, each proved now}\n" + "\n".join(rows))
@@ -387,8 +397,10 @@ def _positional(b: Build) -> str:
 
 
 def _seed_line(source: str) -> str:
-    """'000_a7606e3a9f173091.txt:370' -> 'seed 000, line 370' (short enough for a table column)."""
-    return re.sub(r"^(\d{3})_[0-9a-f]+(?:\.latest-revision)?\.txt:", r"seed \1 l.", source)
+    """A source in the one citation style, ``week06 §GRU:370`` (:func:`seqgrad.sources.normalize`)."""
+    from seqgrad.sources import normalize
+
+    return normalize(source)
 
 
 def _claims(b: Build) -> str:
@@ -407,7 +419,7 @@ def _claims(b: Build) -> str:
         verdicts = [claim.verify() for claim in entry.claims]
         bad = [v for v in verdicts if not v.verified]
         status = f"{len(verdicts)} verified" if not bad else f"\\textbf{{{len(bad)} of {len(verdicts)} contradicted}}"
-        rows.append([f"\\texttt{{{text(entry.name)}}}", text(_seed_line(entry.source)), text(entry.what), status])
+        rows.append([code(entry.name), text(_seed_line(entry.source)), text(entry.what), status])
         contradicted += [(entry, v) for v in bad]
     total = sum(1 for _ in rows)
     parts = [f"{total} printed statements of the course texts, each evaluated exactly now and compared with the "
@@ -415,7 +427,7 @@ def _claims(b: Build) -> str:
              "{\\footnotesize\n" + tabular(["entry", "source", "statement", "verdict"], rows, ragged("4.4cm", "2.3cm", "5.7cm", "2.2cm"))
              .replace("\\begin{tabular}", "\\begin{longtable}").replace("\\end{tabular}", "\\end{longtable}") + "\n}"]
     if contradicted:
-        items = "\n".join(f"\\item \\texttt{{{text(e.name)}}} ({text(_seed_line(e.source))}): {text(v.line())}"
+        items = "\n".join(f"\\item {code(e.name)} ({text(_seed_line(e.source))}): {text(v.line())}"
                            + (f"\\\\ \\emph{{{text(e.note)}}}" if e.note else "") for e, v in contradicted)
         parts.append(f"\\subsection*{{Contradicted claims}}\n\\begin{{itemize}}\n{items}\n\\end{{itemize}}")
     return "\n\n".join(parts)

@@ -22,7 +22,7 @@ Nothing is evaluated, so the value is unchanged:
 'w_x*x_0 + w_h*h_-1'
 >>> sp.sstr(textbook_order((yhat - y) ** 2 / 2), order="none")
 '(yhat - y)**2/2'
->>> textbook_order(w_x * x_0 + w_h * h) == w_x * x_0 + w_h * h
+>>> sp.Add(*textbook_order(w_x * x_0 + w_h * h).args) == w_x * x_0 + w_h * h
 True
 """
 
@@ -114,12 +114,15 @@ def textbook_order(expr):
         return expr
     if isinstance(expr, sp.Pow):
         return sp.Pow(*args, evaluate=False)
-    if isinstance(expr, MatrixExpr) or type(expr).__module__.startswith("derive"):
-        return expr.func(*args)
     try:
-        return expr.func(*args, evaluate=False)
-    except TypeError:
-        return expr.func(*args)
+        if isinstance(expr, MatrixExpr) or (getattr(type(expr), "__module__", None) or "").startswith("derive"):
+            return expr.func(*args)
+        try:
+            return expr.func(*args, evaluate=False)
+        except TypeError:
+            return expr.func(*args)
+    except (TypeError, ValueError, AttributeError):  # a class that cannot be rebuilt keeps SymPy's order inside
+        return expr
 
 
 def negated(term):
