@@ -260,7 +260,8 @@ def _per_use(net, name: str, b: Build) -> str:
     total = net.grad(name)
     terms = list(total.args) if isinstance(total, sp.Add) else [total]
     base, _, sub = name.partition("_")
-    partial = lambda s: sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial %s}" % s)  # noqa: E731
+    from derive.latex_settings import Partial
+
     uses = []
     for term in terms:  # the use at step t is the term that carries g_t^z (or e, for the head)
         steps = sorted(int(m) for m in re.findall(r"g_(-?\d+)\^z", str(term)))
@@ -268,8 +269,8 @@ def _per_use(net, name: str, b: Build) -> str:
             raise SeqgradValueError("name", name, "a weight used once per step (each term carries one g_t^z)")
         uses.append((steps[0], term))
     uses.sort(key=lambda u: u[0])
-    copies = [partial(f"{base}_{{{sub}}}^{{[{t}]}}") for t, _ in uses]
-    rows = [(partial(f"{base}_{{{sub}}}"), [sp.Add(*copies, evaluate=False), total])]
+    copies = [Partial(sp.Symbol(f"{name}^[{t}]")) for t, _ in uses]  # the per-use copies w_x^{[t]} of the text
+    rows = [(Partial(sp.Symbol(name)), [sp.Add(*copies, evaluate=False), total])]
     rows += [(copy, term) for copy, (_, term) in zip(copies, uses)]
     return align(rows, b.notation)
 
@@ -281,6 +282,7 @@ def _rnn(b: Build) -> str:
 
     from derive import rnn
     from derive.latex_layout import align, equation, equation_table
+    from derive.latex_settings import Partial
 
     net = rnn.unroll(steps=3, activation="tanh")
     n = b.notation
@@ -297,12 +299,12 @@ def _rnn(b: Build) -> str:
     ]
     g = {net.sensitivity("z", t): net.sensitivity("z", t, expand=True) for t in range(net.steps)}
     parts.append("\\subsection*{The path sum}\nWith every $g^z_t$ replaced by its closed form:\n"
-                 + equation(sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial w_{h}}"), net.grad("w_h").xreplace(g), n))
+                 + equation(Partial(net.parameters["w_h"]), net.grad("w_h").xreplace(g), n))
     vec = rnn.unroll(steps=3, activation="tanh", inputs=2, hidden=3, outputs=1)
     parts.append("\\subsection*{The vector cell}\nRow vectors, weights stored output $\\times$ input "
                  "($D = 2$, $H = 3$, $C = 1$; text lines 264--308). The backward recursion and the weight gradients:\n"
                  + align([(d.target, d.value) for d in vec.program.definitions(("backward",))]
-                         + [(sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial \mathbf{W}_{%s}}" % w[2:]), vec.grad(w))
+                         + [(Partial(vec.parameters[w]), vec.grad(w))
                             for w in ("W_x", "W_h", "W_o")], n))
     parts.append(checks_or_note("rnn.*", b))
     parts.append(b.figures("paths", "Path products through time (seqgrad plot paths)"))
@@ -315,7 +317,8 @@ def _gates(b: Build) -> str:
     import sympy as sp
 
     from derive import activation_facts, gated
-    from derive.latex_layout import align
+    from derive.latex_layout import align, inline
+    from derive.latex_settings import Partial
 
     n = b.notation
     parts = []
@@ -324,10 +327,10 @@ def _gates(b: Build) -> str:
         parts.append(f"\\subsection*{{{title}: one step ($t = 1$)}}\n" + align(step, n))
         for wrt in wrts:
             split = net.step_jacobian(1) if wrt is None else net.step_jacobian(1, wrt=wrt)
-            prev = {None: "h_{0}", "c": "c_{0}", "h": "h_{0}"}[wrt]
-            state = "h_{1}" if title == "GRU" else "c_{1}"
-            J = sp.Symbol(r"\frac{\partial %s}{\partial %s}" % (state, prev))
-            parts.append(f"The one-step Jacobian $\\partial {state}/\\partial {prev}$: the carry at fixed gates, "
+            prev = sp.Symbol({None: "h_0", "c": "c_0", "h": "h_0"}[wrt])
+            state = sp.Symbol("h_1" if title == "GRU" else "c_1")
+            J = Partial(prev, of=state)
+            parts.append(f"The one-step Jacobian {inline(J, n)}: the carry at fixed gates, "
                          "then the terms through the gates.\n"
                          + align([(J, split.full), (sp.Symbol(r"\text{carry}"), split.carry),
                                   (sp.Symbol(r"\text{gate terms}"), split.gate_terms)], n))
@@ -343,9 +346,14 @@ def _gates(b: Build) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _derivation(title: str, tex: str, verdict: str = "") -> str:
-    """A derivation object's own display (its ``latex()``), with its proof's verdict."""
-    return f"\\paragraph{{{text(title)}}}" + (f" ({verdict})" if verdict else "") + f"\n\\begin{{equation*}}\n{tex}\n\\end{{equation*}}"
+def _derivation(title: str, tex: str, verdict: str = "", where=None, notation: Notation | None = None) -> str:
+    """A derivation object's own display (its ``latex()``), with its proof's verdict; ``where`` is a
+    SymPy equation typeset after the title (``n = 3``), never text with dollar signs in it."""
+    from derive.latex_layout import inline
+
+    head = text(_seed_line(title)) + (", " + inline(where, notation) if where is not None else "")
+    body = tex if tex.lstrip().startswith("\\begin{align") else f"\\begin{{equation*}}\n{tex}\n\\end{{equation*}}"
+    return f"\\paragraph{{{head}}}" + (f" ({verdict})" if verdict else "") + "\n" + body
 
 
 def _attention(b: Build) -> str:
@@ -353,7 +361,10 @@ def _attention(b: Build) -> str:
     from derive import softmax
 
     jac = softmax.SoftmaxJacobian(3)
-    parts = [_derivation("The softmax Jacobian, $n = 3$", jac.latex(), "proved exactly" if jac.prove() else "\\textbf{NOT proved}"),
+    import sympy as sp
+
+    parts = [_derivation("The softmax Jacobian", jac.latex(), "proved exactly" if jac.prove() else "\\textbf{NOT proved}",
+                         where=sp.Eq(sp.Symbol("n"), 3, evaluate=False), notation=b.notation),
              _catalogue_section(["derive.softmax", "derive.attention"])(b)]
     return "\n\n".join(parts)
 
@@ -380,18 +391,51 @@ def _residual(b: Build) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def shift_report_rows(report, notation: Notation) -> list[list[str]]:
+    """The properties a :class:`derive.positional.ShiftReport` establishes, as typeset statements with
+    their verdicts (never the report's ASCII text)."""
+    import sympy as sp
+
+    from derive.latex_layout import inline
+
+    pos, k, a, b_ = sp.symbols("pos k a b")
+    PE, R = sp.Function("PE", commutative=False), sp.Function("R", commutative=False)
+    I = sp.Symbol("I", commutative=False)
+    det, alpha = sp.Function("det"), sp.Function("alpha")
+    Rt = sp.Function("R^T", commutative=False)
+    statements = [
+        (sp.Eq(PE(pos + k), R(k) * PE(pos), evaluate=False), "on the paired coordinates", report.shift),
+        (sp.Eq(Rt(k) * R(k), I, evaluate=False), "", report.orthogonal),
+        (sp.Eq(det(R(k)), 1, evaluate=False), "", report.determinant_one),
+        (sp.Eq(R(a) * R(b_), R(a + b_), evaluate=False), "", report.composition),
+        (sp.Eq(sp.Derivative(R(k), pos), 0, evaluate=False), "$R(k)$ does not depend on the position", report.pos_independent),
+    ]
+    if report.unpaired is not None:
+        j = report.unpaired
+        PEj = sp.Function(f"PE_{j}", commutative=False)
+        statements.append((sp.Ne(PEj(pos + k), alpha(k) * PEj(pos), evaluate=False),
+                           f"coordinate {j} is an unpaired sine: no rotation, and no scalar $\\alpha(k)$ shifts it",
+                           report.unpaired_no_scalar))
+    return [[inline(st, notation), note, "holds" if ok else "\\textbf{fails}"] for st, note, ok in statements]
+
+
 def _positional(b: Build) -> str:
     """PE(pos + k) = R(k) PE(pos) for an even and an odd width, proved now, then every positional identity."""
+    import sympy as sp
+
     from derive import positional
+    from derive.latex_layout import inline, tabular
 
     parts = []
     for d in (8, 5):
         shift = positional.Sinusoidal(d).shift_identity()
         report = shift.prove()
         verdict = "proved exactly" if report.holds else "\\textbf{NOT proved}"
-        parts.append(f"\\paragraph{{The shift identity, $d = {d}$}} ({verdict} for symbolic pos and $k$.)\n"
+        where = inline(sp.Eq(sp.Symbol("d"), d, evaluate=False), b.notation)
+        parts.append(f"\\paragraph{{The shift identity, {where}}} ({verdict} for symbolic $pos$ and $k$.)\n"
                      f"\\begin{{equation*}}\n{shift.latex()}\n\\end{{equation*}}\n"
-                     + "\n".join(f"{text(line)}\\\\" for line in str(report).splitlines()))
+                     "\\begin{center}\n" + tabular(["statement", "", "verdict"], shift_report_rows(report, b.notation),
+                                                    "l" + ragged("6cm") + "l") + "\n\\end{center}")
     parts.append(_catalogue_section(["derive.positional"])(b))
     return "\n\n".join(parts)
 
@@ -510,6 +554,10 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
         section = SECTIONS[name]
         parts.append(f"\\section{{{text(section.title)}}}\\label{{sec:{name}}}\n\n{section.build(b).strip()}\n\n\\clearpage\n")
     parts.append("\\end{document}\n")
+    unused = notation.unused_renames()
+    if unused:
+        raise SeqgradValueError("--symbol (Notation.symbol_names)", ", ".join(unused), "the name (or base letter) of a symbol these sections print; "
+                                "nothing in sections " + ", ".join(names) + " is called that")
     return "\n".join(parts)
 
 

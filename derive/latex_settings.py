@@ -125,6 +125,13 @@ class Notation:
         for flag in ("bold", "decimal_comma", "greek_indices", "show_zero_state"):
             if not isinstance(getattr(self, flag), bool):
                 raise SeqgradTypeError(flag, getattr(self, flag), "True or False")
+        object.__setattr__(self, "_used", set())  # the renames a printer has applied (see unused_renames)
+
+    def unused_renames(self) -> list[str]:
+        """The names of ``symbol_names`` and the letters of ``letters`` (beyond the text's own) that no
+        formula printed with this notation has used so far: a rename of a name that does not occur."""
+        wanted = set(self.symbol_names) | {b for b, tex in self.letters.items() if TEXTBOOK_LETTERS.get(b) != tex}
+        return sorted(wanted - self._used)
 
     def replace(self, **changes) -> "Notation":
         """A copy with some settings changed."""
@@ -204,8 +211,11 @@ class NotationPrinter(LatexPrinter):
     def _print_Symbol(self, expr, style="plain"):
         n = self.notation
         if expr.name in n.symbol_names:
+            n._used.add(expr.name)
             return n.symbol_names[expr.name]
         base, supers, subs, braced = self._parts(expr.name)
+        if base in n.letters:
+            n._used.add(base)
         glyph = n.letters[base] if base in n.letters else translate(base)  # SymPy's greek letters, hat, ...
         if style == "bold" or (n.bold and (expr.name in n.vectors or base in n.vectors)):
             glyph = (r"\boldsymbol{%s}" if base.lower() in _GREEK else r"\mathbf{%s}") % glyph

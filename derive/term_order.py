@@ -38,7 +38,7 @@ __all__ = ["textbook_order", "base_letter", "negated", "drop_zero_state"]
 _BASE = re.compile(r"\\?([A-Za-z]+)")
 _SENSITIVITY = {"g", "e", "delta", "G", "E"}
 _WEIGHT = {"w", "W"}
-_INPUT = {"x", "X"}
+_INPUT = {"x", "X", "pos"}
 _STATE = {"h", "H", "c", "C", "s", "S"}
 _BIAS = {"b"}
 
