@@ -99,8 +99,8 @@ class Notation:
 
     ``symbol_names``: exact symbol name -> LaTeX (``{"w_h": r"w_{hh}"}``).
     ``letters``: base name -> LaTeX, keeping sub- and superscripts (``{"g": r"\\delta"}``
-    prints ``g_t^h`` as ``\\delta^{h}_{t}``); defaults to the text's ``\\widehat{y}``,
-    ``\\widetilde{c}``, ``\\widetilde{h}``, ``\\mathcal{L}``.
+    prints ``g_t^h`` as ``\\delta^{h}_{t}``), on top of the text's ``\\widehat{y}``,
+    ``\\widetilde{c}``, ``\\widetilde{h}``, ``\\mathcal{L}`` (give ``{"L": "L"}`` to undo one).
     ``vectors``: names (exact, or base letters) of symbols that stand for whole
     vectors or matrices; with ``bold=True`` they, and every ``MatrixSymbol``, are bold.
     ``decimal_comma``: print ``0{,}25`` instead of ``0.25``.
@@ -120,7 +120,7 @@ class Notation:
 
     def __post_init__(self):
         object.__setattr__(self, "symbol_names", _mapping("symbol_names", self.symbol_names))
-        object.__setattr__(self, "letters", _mapping("letters", self.letters))
+        object.__setattr__(self, "letters", MappingProxyType({**TEXTBOOK_LETTERS, **_mapping("letters", self.letters)}))
         object.__setattr__(self, "vectors", _names("vectors", self.vectors))
         for flag in ("bold", "decimal_comma", "greek_indices", "show_zero_state"):
             if not isinstance(getattr(self, flag), bool):
@@ -274,6 +274,20 @@ class Partial(sp.Expr):
 
     def _sympystr(self, printer):
         return f"d{printer._print(self.of)}/d{printer._print(self.wrt)}"
+
+
+def use_in_notebook(notation: Notation | None = None) -> None:
+    """Make IPython show every SymPy object printed by :class:`NotationPrinter` (the text's notation and
+    order of terms, the renames of ``notation``) instead of SymPy's own LaTeX.  Outside IPython: nothing."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    printer = NotationPrinter(notation)
+    shell.display_formatter.formatters["text/latex"].for_type(sp.Basic, lambda e: "$\\displaystyle " + printer.doprint(e) + "$")
 
 
 def latex(expr, notation: Notation | None = None) -> str:
