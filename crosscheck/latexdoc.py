@@ -549,8 +549,10 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
         proof_seconds = validate.real("proof_seconds", proof_seconds, positive=True)
     digits = validate.integer("digits", digits, minimum=1, maximum=15)
     b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds, digits)
+    from seqgrad.progress import progress
+
     parts = [preamble()]
-    for name in names:
+    for name in progress(names, len(names), "seqgrad latex: sections"):
         section = SECTIONS[name]
         parts.append(f"\\section{{{text(section.title)}}}\\label{{sec:{name}}}\n\n{section.build(b).strip()}\n\n\\clearpage\n")
     parts.append("\\end{document}\n")
