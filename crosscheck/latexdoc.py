@@ -84,8 +84,9 @@ class Build:
     figures_written: list[Path] = field(default_factory=list)
     sets_included: set[str] = field(default_factory=set)  # each figure set appears once per document
 
-    def figures(self, set_name: str, caption: str) -> str:
-        """Write the figure set ``set_name`` (see :mod:`crosscheck.figures`) as PDF and include every figure."""
+    def figures(self, set_name: str) -> str:
+        """Write the figure set ``set_name`` (see :mod:`crosscheck.figures`) as PDF and include every figure
+        with its caption (the set's ``CAPTIONS``)."""
         from .figures import figure_sets
 
         if self.figures_dir is None or set_name in self.sets_included:
@@ -96,13 +97,23 @@ class Build:
             raise SectionUnavailable(set_name, f"the figure set crosscheck/figures '{set_name}'")
         paths = [Path(p) for p in sets[set_name].write(self.figures_dir / set_name, "pdf", self.device)]
         self.figures_written += paths
-        out = []
-        for path in paths:
-            rel = Path(path).resolve().relative_to(self.tex_dir.resolve()).as_posix()
-            out.append("\\begin{figure}[htbp]\n\\centering\n"
-                       f"\\includegraphics[width=0.62\\linewidth]{{{rel}}}\n"
-                       f"\\caption{{{text(caption)}: \\texttt{{{text(Path(rel).stem)}}}.}}\n\\end{{figure}}")
-        return "\n\n".join(out)
+        return "\n\n".join(figure_environment(path, self.tex_dir, figure_caption(sets[set_name], path.stem)) for path in paths)
+
+
+def figure_caption(figure_set, stem: str) -> str:
+    """The caption of figure ``stem`` of a figure set (its ``CAPTIONS``): what the figure shows and what to
+    see in it, never its file name.  A figure without one is refused."""
+    captions = getattr(figure_set, "CAPTIONS", {})
+    if stem not in captions:
+        raise SectionUnavailable(stem, f"a caption for figure '{stem}' in {figure_set.__name__}.CAPTIONS")
+    return captions[stem]
+
+
+def figure_environment(path: Path, tex_dir: Path, caption: str, width: str = "0.62\\linewidth") -> str:
+    """A ``figure`` that includes ``path`` (relative to the document in ``tex_dir``) with ``caption``."""
+    rel = Path(path).resolve().relative_to(Path(tex_dir).resolve()).as_posix()
+    return ("\\begin{figure}[htbp]\n\\centering\n"
+            f"\\includegraphics[width={width}]{{{rel}}}\n\\caption{{{text(caption)}}}\n\\end{{figure}}")
 
 
 @dataclass(frozen=True)
@@ -226,7 +237,7 @@ def _encoder(b: Build) -> str:
         for title, rows, row_labels, col_labels in _tables(stage, record, list(names), tokens):
             parts.append(booktabs(rows, row_labels=row_labels, col_labels=col_labels, corner="t", caption=title,
                                   figures=b.digits, decimal_comma=b.notation.decimal_comma))
-    parts.append(b.figures("encoder", "The worked example (seqgrad plot encoder)"))
+    parts.append(b.figures("encoder"))
     parts.append(check_status("encoder.*", b))
     return "\n\n".join(parts)
 
@@ -307,7 +318,7 @@ def _rnn(b: Build) -> str:
                          + [(Partial(vec.parameters[w]), vec.grad(w))
                             for w in ("W_x", "W_h", "W_o")], n))
     parts.append(checks_or_note("rnn.*", b))
-    parts.append(b.figures("paths", "Path products through time (seqgrad plot paths)"))
+    parts.append(b.figures("paths"))
     return "\n\n".join(p for p in parts if p)
 
 
@@ -342,7 +353,7 @@ def _gates(b: Build) -> str:
                     + f"\n\\begin{{equation*}}\n{fact.statement}\n\\end{{equation*}}")
     parts.append("\\subsection*{Activation facts, each proved now}\n" + "\n".join(rows))
     parts.append(checks_or_note("gated.*", b))
-    parts.append(b.figures("paths", "Path products through time (seqgrad plot paths)"))
+    parts.append(b.figures("paths"))
     return "\n\n".join(p for p in parts if p)
 
 
@@ -387,7 +398,7 @@ def _residual(b: Build) -> str:
     parts.append(_derivation("A stack of three residual layers is a sum over paths", depth.latex(),
                              "proved exactly, $d = 2$" if holds else "\\textbf{NOT proved}"))
     parts.append(_catalogue_section(["derive.layernorm", "derive.residual"])(b))
-    parts.append(b.figures("depth", "Gradients through pre-norm and post-norm stacks (seqgrad plot depth)"))
+    parts.append(b.figures("depth"))
     return "\n\n".join(p for p in parts if p)
 
 
