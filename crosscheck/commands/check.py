@@ -50,6 +50,10 @@ def run(args) -> int:
     elapsed = time.perf_counter() - start
     paths = report.write(args.out, results, device=device, dtype=args.dtype, total_seconds=elapsed, figures=figures)
     _print_table(results)
+    erratum_lines = report.errata_lines(results)
+    if erratum_lines:
+        print(f"\n{len(erratum_lines)} textbook errata (printed claims the computation contradicts):")
+        print("\n".join(erratum_lines))
     s = report.summary(results)
     print(f"\n{s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped in {elapsed:.1f} s; report in {paths['md'].parent}/")
     return 0 if s["ok"] else 1

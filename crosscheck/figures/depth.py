@@ -17,9 +17,11 @@ HELP = "gradient norms per layer of pre-/post-norm stacks (depth 1-48, Xiong et 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
     "gradient-profile-pre-norm": "Pre-norm stacks at initialisation (Xiong et al. 2020, Fig. 3): the gradient norm of each "
-        "layer's second MLP weight is about the same at every layer, and shrinks as the stack gets deeper.",
-    "gradient-profile-post-norm": "Post-norm stacks at initialisation: the gradient grows toward the output layers, which is "
-        "why post-norm Transformers need a learning-rate warm-up.",
+        "layer's second MLP weight is largest near the input, falls gently toward the output, and every layer's gradient "
+        "gets smaller as the stack gets deeper.",
+    "gradient-profile-post-norm": "Post-norm stacks at initialisation: in the deep stack (L = 48) the gradient grows toward "
+        "the output layers, by two orders of magnitude here; Xiong et al. tie this to the learning-rate warm-up that "
+        "post-norm Transformers need.",
     "gradient-near-output-vs-depth": "The gradient of the layer nearest the output against the depth L: pre-norm follows "
         "the 1/sqrt(L) slope of Xiong et al.'s Theorem 1 (dotted), post-norm keeps its size.",
     "jacobian-product-singular-values-pre-norm": "Singular values of the depth Jacobian product of pre-norm stacks "
