@@ -363,7 +363,8 @@ def _derivation(title: str, tex: str, verdict: str = "", where=None, notation: N
     from derive.latex_layout import inline
 
     head = text(_seed_line(title)) + (", " + inline(where, notation) if where is not None else "")
-    body = tex if tex.lstrip().startswith("\\begin{align") else f"\\begin{{equation*}}\n{tex}\n\\end{{equation*}}"
+    displayed = tex.lstrip().startswith(("\\begin{align*}", "\\begin{align}", "\\begin{equation"))  # a display already
+    body = tex if displayed else f"\\begin{{equation*}}\n{tex}\n\\end{{equation*}}"
     return f"\\paragraph{{{head}}}" + (f" ({verdict})" if verdict else "") + "\n" + body
 
 
