@@ -22,8 +22,8 @@ Nothing is evaluated, so the value is unchanged:
 'w_x*x_0 + w_h*h_-1'
 >>> sp.sstr(textbook_order((yhat - y) ** 2 / 2), order="none")
 '(yhat - y)**2/2'
->>> sp.Add(*textbook_order(w_x * x_0 + w_h * h).args) == w_x * x_0 + w_h * h
-True
+>>> sp.expand(textbook_order(w_x * x_0 + w_h * h) - (w_x * x_0 + w_h * h))
+0
 """
 
 from __future__ import annotations
