@@ -190,18 +190,24 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     return "\n\n".join(statements + [table])
 
 
-def check_status(pattern: str, b: Build) -> str:
-    """Run the registered checks matching ``pattern`` (see ``seqgrad check --only``) and tabulate
-    each one's verified status with its largest errors."""
-    from derive.latex_layout import tabular
-
+def run_pattern(pattern: str, b: Build) -> list:
+    """Run the registered checks matching ``pattern`` (see ``seqgrad check --only``) now."""
     from .registry import all_checks, run_checks
-    from .report import fmt_error
 
     items = all_checks(pattern)
     if not items:
         raise SectionUnavailable(pattern, f"registered checks matching '{pattern}' (crosscheck/checks)")
-    results = run_checks(items, device=b.device, show_progress=False)
+    return run_checks(items, device=b.device, show_progress=False)
+
+
+def check_status(pattern: str, b: Build, results: list | None = None) -> str:
+    """Tabulate each check matching ``pattern`` with its verified status and largest errors (the
+    checks run now, or ``results`` of a run made for this section)."""
+    from derive.latex_layout import tabular
+
+    from .report import fmt_error
+
+    results = run_pattern(pattern, b) if results is None else results
     marks = {"pass": "verified", "fail": "\\textbf{FAILED}", "error": "\\textbf{ERROR}", "skip": "skipped"}
     rows = [[code(r.name), text(_seed_line(r.source)), b.notation.number(fmt_error(r.max_abs_error)),
              b.notation.number(fmt_error(r.max_rel_error)), marks[r.status]] for r in results]
@@ -345,14 +351,18 @@ def _gates(b: Build) -> str:
                          "then the terms through the gates.\n"
                          + align([(J, split.full), (sp.Symbol(r"\text{carry}"), split.carry),
                                   (sp.Symbol(r"\text{gate terms}"), split.gate_terms)], n))
+    from .registry import all_checks
+
+    results = run_pattern("gated.*", b) if all_checks("gated.*") else []
+    proved = {r.name: r.status == "pass" for r in results}  # gated.fact.NAME runs fact NAME's proof
     rows = []
     for fact in activation_facts.FACTS.values():
-        proof = fact.prove()
+        holds = proved[f"gated.fact.{fact.name}"] if f"gated.fact.{fact.name}" in proved else fact.prove().holds
         rows.append(f"\\paragraph{{{code(fact.name)}}} {text(_seed_line(fact.source))}: "
-                    + ("proved." if proof.holds else "\\textbf{NOT proved}.")
+                    + ("proved." if holds else "\\textbf{NOT proved}.")
                     + f"\n\\begin{{equation*}}\n{fact.statement}\n\\end{{equation*}}")
     parts.append("\\subsection*{Activation facts, each proved now}\n" + "\n".join(rows))
-    parts.append(checks_or_note("gated.*", b))
+    parts.append(check_status("gated.*", b, results) if results else checks_or_note("gated.*", b))
     parts.append(b.figures("paths"))
     return "\n\n".join(p for p in parts if p)
 
@@ -545,12 +555,37 @@ def preamble(title: str = "seqgrad: derivations for sequence models") -> str:
             + f"\\title{{{text(title)}}}\n\\date{{}}\n\\begin{{document}}\n\\sloppy\n\\maketitle\n")
 
 
+#: Which section of a document includes each figure set: the first section, in document order, that
+#: draws it (rnn and gates both show the path products).
+FIGURE_SETS = {"rnn": ("paths",), "gates": ("paths",), "encoder": ("encoder",), "residual": ("depth",)}
+
+
+def _section_text(name: str, b: Build) -> tuple[str, list[Path], set[str]]:
+    """One section's LaTeX, the figure files it wrote and the renames its formulas used."""
+    section = SECTIONS[name]
+    body = section.build(b).strip()
+    return (f"\\section{{{text(section.title)}}}\\label{{sec:{name}}}\n\n{body}\n\n\\clearpage\n",
+            list(b.figures_written), set(b.notation._used))
+
+
+def _section_in_child(name: str, b: Build):
+    """:func:`_section_text` in a worker process; an error comes back as its message (exceptions with
+    custom constructors do not survive pickling)."""
+    try:
+        return "ok", _section_text(name, b)
+    except SeqgradError as exc:
+        return "error", f"{type(exc).__name__}: {exc}"
+
+
 def render(sections: Sequence[str] | str | None = None, notation: Notation | None = None, *, tex_dir: str | Path = ".",
            figures_dir: str | Path | None = None, device: str = "cpu", proof_seconds: float | None = 20.0,
-           digits: int = 3) -> str:
+           digits: int = 3, jobs: int | None = None) -> str:
     """The complete document as text.  Figures are written under ``figures_dir``
     (which must lie inside ``tex_dir``); with ``figures_dir=None`` the document has
-    no figures and needs no file but itself."""
+    no figures and needs no file but itself.  ``jobs`` sections are built at once in worker
+    processes (default: one per CPU core, at most 2; 1 builds them here, one after the other)."""
+    import os
+
     names = resolve_sections(sections)
     if not names:
         raise SeqgradValueError("sections", sections, "at least one section whose package is present")
@@ -560,14 +595,36 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     if proof_seconds is not None:
         proof_seconds = validate.real("proof_seconds", proof_seconds, positive=True)
     digits = validate.integer("digits", digits, minimum=1, maximum=15)
-    b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds, digits)
+    jobs = min(2, os.cpu_count() or 1) if jobs is None else validate.integer("jobs", jobs, minimum=1, maximum=64)
+    owner: dict[str, str] = {}
+    for name in names:
+        for set_name in FIGURE_SETS.get(name, ()):
+            owner.setdefault(set_name, name)
+
+    def build_for(name: str) -> Build:
+        b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds, digits)
+        b.sets_included = {s for s, first in owner.items() if first != name}  # drawn by an earlier section
+        return b
+
     from seqgrad.progress import progress
 
-    parts = [preamble()]
-    for name in progress(names, len(names), "seqgrad latex: sections"):
-        section = SECTIONS[name]
-        parts.append(f"\\section{{{text(section.title)}}}\\label{{sec:{name}}}\n\n{section.build(b).strip()}\n\n\\clearpage\n")
-    parts.append("\\end{document}\n")
+    texts: dict[str, str] = {}
+    if jobs == 1 or len(names) == 1 or not hasattr(os, "fork"):
+        for name in progress(names, len(names), "seqgrad latex: sections"):
+            texts[name], _, used = _section_text(name, build_for(name))
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=min(jobs, len(names)), mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = {pool.submit(_section_in_child, name, build_for(name)): name for name in names}
+            for future in progress(as_completed(futures), len(futures), "seqgrad latex: sections"):
+                status, value = future.result()
+                if status == "error":
+                    raise LatexError(f"section {futures[future]}: {value}")
+                texts[futures[future]], _, used = value
+                notation._used.update(used)
+    parts = [preamble()] + [texts[name] for name in names] + ["\\end{document}\n"]
     unused = notation.unused_renames()
     if unused:
         raise SeqgradValueError("--symbol (Notation.symbol_names)", ", ".join(unused), "the name (or base letter) of a symbol these sections print; "
@@ -576,7 +633,8 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
 
 
 def write(path: str | Path, sections: Sequence[str] | str | None = None, notation: Notation | None = None, *,
-          standalone: bool = False, device: str = "cpu", proof_seconds: float | None = 20.0, digits: int = 3) -> Path:
+          standalone: bool = False, device: str = "cpu", proof_seconds: float | None = 20.0, digits: int = 3,
+          jobs: int | None = None) -> Path:
     """Write the document to ``path`` (atomically).  Unless ``standalone``, its figures go to
     ``<stem>-figures/`` beside it; a standalone document is one file with no figures."""
     path = Path(path)
@@ -584,7 +642,7 @@ def write(path: str | Path, sections: Sequence[str] | str | None = None, notatio
         raise SeqgradValueError("OUT", str(path), "a file name ending in .tex")
     figures_dir = None if standalone else path.parent / f"{path.stem}-figures"
     body = render(sections, notation, tex_dir=path.parent, figures_dir=figures_dir, device=device,
-                  proof_seconds=proof_seconds, digits=digits)
+                  proof_seconds=proof_seconds, digits=digits, jobs=jobs)
     return write_text(path, body)
 
 

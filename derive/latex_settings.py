@@ -133,6 +133,11 @@ class Notation:
         wanted = set(self.symbol_names) | {b for b, tex in self.letters.items() if TEXTBOOK_LETTERS.get(b) != tex}
         return sorted(wanted - self._used)
 
+    def __reduce__(self):
+        """Pickle as plain settings (worker processes build document sections with a copy)."""
+        return (Notation, (dict(self.symbol_names), dict(self.letters), self.vectors, self.bold, self.decimal_comma,
+                           self.greek_indices, self.show_zero_state))
+
     def replace(self, **changes) -> "Notation":
         """A copy with some settings changed."""
         return replace(self, **changes)

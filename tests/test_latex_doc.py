@@ -68,7 +68,7 @@ def test_render_assembles_a_complete_document(monkeypatch):
 def test_standalone_writes_no_figures(monkeypatch, tmp_path):
     def body(b):
         assert b.figures_dir is None
-        return b.figures("paths", "never drawn") or "no figures"
+        return b.figures("paths") or "no figures"
     monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("derive",), body))
     out = latexdoc.write(tmp_path / "n.tex", "rnn", standalone=True)
     assert "no figures" in out.read_text() and "includegraphics" not in out.read_text()

@@ -26,6 +26,8 @@ def register(sub) -> None:
     p.add_argument("--proof-seconds", type=float, default=20.0, metavar="S",
                    help="time one exact proof may take while the document is written (default 20); a proof that "
                         "takes longer is reported as not proved here, never as proved")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="build N sections at once in worker processes (default: one per CPU core, at most 2)")
     add_device(p)
     p.set_defaults(handler=run)
 
@@ -59,6 +61,6 @@ def run(args) -> int:
             print(f"seqgrad: sections not in this checkout, left out: {', '.join(skipped)}", file=sys.stderr)
     path = latexdoc.write(args.out, args.sections, notation, standalone=args.standalone,
                           device=resolved_device(args.device), proof_seconds=args.proof_seconds,
-                          digits=args.digits)
+                          digits=args.digits, jobs=args.jobs)
     print(path)
     return 0
