@@ -166,7 +166,7 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     """Each identity's statement and its verified status (the exact proof run now)."""
     import sympy as sp
 
-    from derive.latex_layout import relation, tabular
+    from derive.latex_layout import inline, relation, tabular
 
     rows, statements = [], []
     for entry in identities:
@@ -179,7 +179,10 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         statement = entry.statement()
         body = b.notation.latex(statement)
         head = f"\\paragraph{{{text(entry.title)}}} {code(entry.name)}, {text(_seed_line(entry.source))}."
-        if len(body) <= max_chars:
+        trivial = getattr(statement, "lhs", None) is not None and statement.lhs == statement.rhs and not statement.free_symbols
+        if trivial:  # both sides evaluate to the same number ("4 = 4"): the title states it; a display would not
+            statements.append(f"{head} (Both sides evaluate to {inline(statement.lhs, b.notation)}.)")
+        elif len(body) <= max_chars:
             op = "=" if isinstance(statement, sp.Eq) else "\\neq"
             statements.append(f"{head}\n" + relation(statement.lhs, statement.rhs, b.notation, op=op))
         else:

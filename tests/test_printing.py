@@ -138,3 +138,47 @@ def test_every_figure_has_a_caption():
     from crosscheck.figures import paths as paths_set
 
     assert set(paths_set.FIGURES) == stems["paths"]
+
+
+class _Entry:
+    name, title, source, method = "dot-variance", "Var(q.k) = d_k", "seed 000 L667", "simplify"
+
+    def __init__(self, statement):
+        self._statement = statement
+
+    def prove(self):
+        return type("Proof", (), {"holds": True})()
+
+    def statement(self):
+        return self._statement
+
+
+def _build():
+    from crosscheck import latexdoc
+
+    return latexdoc.Build(Notation(), ROOT, None)
+
+
+def test_no_trivial_display_and_sources_cited_in_one_style():
+    from crosscheck import latexdoc
+
+    out = latexdoc.identity_status([_Entry(sp.Eq(sp.Integer(4), sp.Integer(4), evaluate=False))], _build())
+    assert "4 &= 4" not in out and "Both sides evaluate to $4$" in out
+    assert r"week06 \S{}Attention:667" in out and "seed 000" not in out
+
+
+def test_headings_typeset_math_not_dollar_signs():
+    from crosscheck import latexdoc
+
+    head = latexdoc._derivation("The softmax Jacobian", "x", where=sp.Eq(sp.Symbol("n"), 3, evaluate=False))
+    assert head.startswith(r"\paragraph{The softmax Jacobian, $n = 3$}") and r"\$" not in head
+
+
+def test_shift_report_is_typeset():
+    from crosscheck import latexdoc
+    from derive import positional
+
+    rows = latexdoc.shift_report_rows(positional.Sinusoidal(5).shift_identity().prove(), Notation())
+    cells = " ".join(c for row in rows for c in row)
+    assert "R^{T}" in cells and r"\operatorname{det}" in cells and r"\neq" in cells
+    assert "True" not in cells and "^T R(k)" not in cells  # no ASCII proof lines
