@@ -301,7 +301,7 @@ def _rnn(b: Build) -> str:
     import sympy as sp
 
     from derive import rnn
-    from derive.latex_layout import align, equation, equation_table
+    from derive.latex_layout import align, equation_table
     from derive.latex_settings import Partial
 
     net = rnn.unroll(steps=3, activation="tanh")
@@ -319,7 +319,7 @@ def _rnn(b: Build) -> str:
     ]
     g = {net.sensitivity("z", t): net.sensitivity("z", t, expand=True) for t in range(net.steps)}
     parts.append("\\subsection*{The path sum}\nWith every $g^z_t$ replaced by its closed form:\n"
-                 + equation(Partial(net.parameters["w_h"]), net.grad("w_h").xreplace(g), n))
+                 + align([(Partial(net.parameters["w_h"]), net.grad("w_h").xreplace(g))], n))
     vec = rnn.unroll(steps=3, activation="tanh", inputs=2, hidden=3, outputs=1)
     parts.append("\\subsection*{The vector cell}\nRow vectors, weights stored output $\\times$ input "
                  "($D = 2$, $H = 3$, $C = 1$; text lines 264--308). The backward recursion and the weight gradients:\n"
