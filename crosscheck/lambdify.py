@@ -311,8 +311,16 @@ def lambdify(program: Program | None, outputs: Sequence, args: Sequence, backend
     source = "\n".join(lines) + "\n"
     namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
     namespace.update(_helpers(backend, [names[a] for a in args]))
-    exec(compile(source, f"<seqgrad:{program.name}>", "exec"), namespace)  # our own generated code, never user text
-    return Compiled(namespace["_generated"], source, args, outputs, backend, check_finite)
+    fn = run_generated(source, f"<seqgrad:{program.name}>", namespace, "_generated")
+    return Compiled(fn, source, args, outputs, backend, check_finite)
+
+
+def run_generated(source: str, filename: str, namespace: dict, name: str):
+    """Define the function ``name`` of ``source`` in ``namespace`` and return it.  ``source`` is always code
+    that seqgrad's own printers generated from a derivation, never a user's text (which reaches SymPy only
+    through :mod:`derive.safe_parse`)."""
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]
 
 
 def _name(symbol) -> str:
@@ -379,92 +387,9 @@ def _helpers(backend: str, arg_names: list[str]) -> dict:
     return {"_finite": finite, "_batch": batch, "_reduce": reduce, "_zeros": zeros}
 
 
-class RNNFunction:
-    """Loss and every gradient of an unrolled :class:`derive.rnn.RNN`, compiled once.
+def __getattr__(name: str):
+    if name == "RNNFunction":  # it lives with the cell engine's compiler; kept reachable from here
+        from .cells import RNNFunction
 
-    Call it with the parameters (a mapping name -> value, names as in
-    ``net.parameters``: ``w_x, w_h, w_o[, b_h, b_o]`` for the scalar cell,
-    ``W_x, W_h, W_o[, b_h, b_o]`` stored out x in for the vector cell), the
-    inputs ``X`` ((B, T) scalar, (B, T, D) vector) and the targets ``y``
-    ((B,) or (B, T) scalar; (B, C) or (B, T, C) vector).  Returns a dict with
-    ``L`` (summed over the batch), the parameter gradients and ``X`` (dL/dX).
-    """
-
-    def __init__(self, net, backend: str = "numpy", device: str = "cpu"):
-        self.net, self.backend, self.device = net, backend, device
-        P = net.parameters
-        self.names = list(P)
-        ys = net.y if isinstance(net.y, list) else [net.y]
-        self.args = list(P.values()) + list(net.x) + ys
-        outputs = [net.L] + [net.gradients[p] for p in P.values()] + [net.gradients.get(x, _zero_like(x)) for x in net.x]
-        reduce = range(1 + len(P))
-        self.compiled = lambdify(net.program, outputs, self.args, backend, reduce=reduce, data=list(net.x) + ys)
-
-    def _param(self, name: str, value, symbol):
-        arr = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value, dtype=np.float64)
-        shape = tuple(symbol.shape) if isinstance(symbol, sp.MatrixSymbol) else ()
-        if arr.shape != shape and not (name.startswith("b_") and arr.shape == shape[1:]):
-            raise ShapeError(name, arr.shape, f"{shape} as declared by the network" + (f" (or {shape[1:]})" if name.startswith("b_") else ""))
-        if not np.all(np.isfinite(arr)):
-            raise NonFiniteError(name)
-        return arr.reshape(shape)
-
-    def prepare(self, params: Mapping, X, y) -> list:
-        """The argument list of the compiled function (validated, converted to the backend)."""
-        net = self.net
-        missing = [n for n in self.names if n not in params]
-        if missing:
-            raise SeqgradValueError("params", sorted(params), "a value for each of " + ", ".join(self.names))
-        values = [self._param(n, params[n], net.parameters[n]) for n in self.names]
-        X = np.asarray(X, dtype=np.float64) if not hasattr(X, "detach") else X.detach().cpu().numpy()
-        y = np.asarray(y, dtype=np.float64) if not hasattr(y, "detach") else y.detach().cpu().numpy()
-        T = net.steps
-        if net.vector:
-            D, H, C = net.shape
-            want_x, want_y = f"(B, {T}, {D})", (f"(B, {C})" if net.loss == "final" else f"(B, {T}, {C})")
-            ok_x = X.ndim == 3 and X.shape[1:] == (T, D)
-            ok_y = y.shape == ((X.shape[0], C) if net.loss == "final" else (X.shape[0], T, C))
-        else:
-            want_x, want_y = f"(B, {T})", ("(B,)" if net.loss == "final" else f"(B, {T})")
-            ok_x = X.ndim == 2 and X.shape[1] == T
-            ok_y = y.shape == ((X.shape[0],) if net.loss == "final" else (X.shape[0], T))
-        if not ok_x:
-            raise ShapeError("X", X.shape, want_x)
-        if not ok_y:
-            raise ShapeError("y", y.shape, want_y)
-        for name, v in (("X", X), ("y", y)):
-            if not np.all(np.isfinite(v)):
-                raise NonFiniteError(name)
-        xs = [X[:, t] for t in range(T)]
-        ys = [y] if net.loss == "final" else [y[:, t] for t in range(T)]
-        args = values + xs + ys
-        if self.backend == "torch":
-            import torch
-
-            from numeric.device import resolve_device
-
-            dev = resolve_device(self.device)
-            args = [torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float64, device=dev) for a in args]
-        return args
-
-    def evaluate(self, args: list) -> dict:
-        """Run the compiled function on prepared arguments."""
-        out = self.compiled(*args)
-        result = {"L": out[0]}
-        for i, n in enumerate(self.names):
-            result[n] = out[1 + i]
-        dx = out[1 + len(self.names):]
-        if self.backend == "torch":
-            import torch
-
-            result["X"] = torch.stack([torch.as_tensor(d).expand_as(args[len(self.names) + t]) for t, d in enumerate(dx)], 1)
-        else:
-            result["X"] = np.stack([np.broadcast_to(d, np.shape(args[len(self.names) + t])) for t, d in enumerate(dx)], 1)
-        return result
-
-    def __call__(self, params: Mapping, X, y) -> dict:
-        return self.evaluate(self.prepare(params, X, y))
-
-
-def _zero_like(symbol):
-    return sp.ZeroMatrix(*symbol.shape) if isinstance(symbol, sp.MatrixSymbol) else sp.Integer(0)
+        return RNNFunction
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

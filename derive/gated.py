@@ -19,6 +19,8 @@ LSTM (``torch.nn.LSTM``: gate order i, f, g, o; each bias ``b_a`` is PyTorch's
 
 A head ``yhat = h_{T-1} W_o^T`` (no bias: the LSTM's output gate already owns
 ``b_o``, and the text warns not to conflate the two) and ``L = 1/2 ||yhat - y||^2``.
+The cells are definitions on the engine of :mod:`derive.cell`
+(:mod:`derive.builtin_cells`; general t: ``lstm_cell().general()``).
 Everything is a :class:`derive.program.Program` over these names, so T steps
 cost O(T), the backward pass is the chain rule over the named intermediates
 (``g_t^h``, ``g_t^c``, ``g_t^{z^a}``), and every weight gradient is a sum over
@@ -51,9 +53,8 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
-from . import activations
-from .program import Elementwise, Program, SquaredNorm, Template, latex_aligned
-from .unrolled import Unrolled
+from .cell_unrolled import UnrolledCell
+from .program import Elementwise, latex_aligned
 from .rnn import Diag
 
 __all__ = ["gru", "lstm", "GatedRNN", "CarrySplit", "KINDS", "GATES"]
@@ -91,127 +92,49 @@ class CarrySplit:
         return self.latex()  # already a complete display (align*), which Jupyter renders as it is
 
 
-class _Cell:
-    """Scalar or row-vector arithmetic for building the cell (one code path for both)."""
-
-    def __init__(self, vector: bool, H: int):
-        self.vector, self.H = vector, H
-
-    def lin(self, x, W, b=None):
-        out = x * W.T if self.vector else W * x
-        return out if b is None else out + b
-
-    def had(self, a, b):
-        return sp.HadamardProduct(a, b) if self.vector else a * b
-
-    def one_minus(self, u):
-        return sp.OneMatrix(1, self.H) - u if self.vector else 1 - u
-
-    def zero(self):
-        return sp.ZeroMatrix(1, self.H) if self.vector else sp.Integer(0)
-
-
-class GatedRNN(Unrolled):
-    """An unrolled GRU or LSTM and its derivation (build it with :func:`gru` or :func:`lstm`)."""
+class GatedRNN(UnrolledCell):
+    """An unrolled GRU or LSTM and its derivation (build it with :func:`gru` or :func:`lstm`): the cell
+    :func:`derive.builtin_cells.gru_cell` / :func:`~derive.builtin_cells.lstm_cell` unrolled by the engine."""
 
     def __init__(self, kind: str, steps: int, inputs=None, hidden=None, outputs=None):
+        from .builtin_cells import gru_cell, lstm_cell
+
         self.kind = validate.choice("kind", kind, KINDS)
-        self.steps = validate.integer("steps", steps, minimum=1)
+        steps = validate.integer("steps", steps, minimum=1)
         sizes = [None if v is None else validate.integer(n, v, minimum=1) for n, v in
                  (("inputs", inputs), ("hidden", hidden), ("outputs", outputs))]
-        self.vector = any(s is not None for s in sizes)
+        vector = any(s is not None for s in sizes)
         D, H, C = (1 if s is None else s for s in sizes)
-        self.shape = (D, H, C) if self.vector else None
-        self._ops = ops = _Cell(self.vector, H)
-        row = (lambda n, name: sp.MatrixSymbol(name, 1, n)) if self.vector else (lambda n, name: sp.Symbol(name))
-        mat = (lambda r, c, name: sp.MatrixSymbol(name, r, c)) if self.vector else (lambda r, c, name: sp.Symbol(name))
-        W = "W" if self.vector else "w"
-        self.parameters: dict[str, sp.Basic] = {}
-        for g in GATES[self.kind]:
-            self.parameters[f"{W}_x{g}"] = mat(H, D, f"{W}_x{g}")
-            self.parameters[f"{W}_h{g}"] = mat(H, H, f"{W}_h{g}")
-            if self.kind == "GRU":
-                self.parameters[f"b_x{g}"] = row(H, f"b_x{g}")
-                self.parameters[f"b_h{g}"] = row(H, f"b_h{g}")
-            else:
-                self.parameters[f"b_{g}"] = row(H, f"b_{g}")
-        self.parameters[f"{W}_o"] = mat(C, H, f"{W}_o")
-        P = self.parameters
-        self.program = prog = Program(f"{self.kind.lower()}_T{steps}")
-        self.x = [row(D, f"x_{t}") for t in range(steps)]
-        self.y = row(C, "y")
-        self.h_init = prog.define(row(H, "h_{-1}"), ops.zero(), kind="initial", step=-1)
-        self.c_init = prog.define(row(H, "c_{-1}"), ops.zero(), kind="initial", step=-1) if self.kind == "LSTM" else None
-        self.h, self.c = [], []
-        self.gates: dict[str, list] = {g: [] for g in GATES[self.kind]}
-        self.gates["htilde" if self.kind == "GRU" else "ctilde"] = []
+        self.shape = (D, H, C) if vector else None
+        self.H = H
+        make = gru_cell if self.kind == "GRU" else lstm_cell
+        super().__init__(make(sizes=dict(D=D, H=H, C=C) if vector else None), steps)
+
+    @property
+    def h(self) -> list:
+        return self.states["h"]
+
+    @property
+    def c(self) -> list:
+        return self.states.get("c", [])
+
+    @property
+    def h_init(self):
+        return self.program["h_{-1}"].target
+
+    @property
+    def c_init(self):
+        return self.program["c_{-1}"].target if self.kind == "LSTM" else None
+
+    @property
+    def gates(self) -> dict[str, list]:
+        """Each gate's symbols at every step, by the text's names (GRU: r, u, n = htilde, a; LSTM: i, f,
+        c = ctilde, o)."""
         if self.kind == "GRU":
-            self.gates["a"] = []
-        sig, tanh = activations.get("sigmoid"), activations.get("tanh")
-        h_prev, c_prev = self.h_init, self.c_init
-        for t in range(steps):
-            x_t = self.x[t]
-            line = lambda name, key, *args: self._line(row(H, name), key, args, t)  # noqa: E731
-            act = lambda name, pre, activation: self._activation(row(H, name), pre, activation, t)  # noqa: E731
-            if self.kind == "GRU":
-                r = act(f"r_{t}", line(f"z_{t}^r", "gate", x_t, P[f"{W}_xr"], P["b_xr"], h_prev, P[f"{W}_hr"], P["b_hr"]), sig)
-                u = act(f"u_{t}", line(f"z_{t}^u", "gate", x_t, P[f"{W}_xu"], P["b_xu"], h_prev, P[f"{W}_hu"], P["b_hu"]), sig)
-                a = line(f"a_{t}", "affine", h_prev, P[f"{W}_hn"], P["b_hn"])
-                n = act(f"htilde_{t}", line(f"z_{t}^n", "candidate", x_t, P[f"{W}_xn"], P["b_xn"], r, a), tanh)
-                h_t = line(f"h_{t}", "mix", u, h_prev, n)
-                for g, v in (("r", r), ("u", u), ("n", n), ("htilde", n), ("a", a)):
-                    self.gates[g].append(v)
-            else:
-                def gate(g, activation):
-                    pre = line(f"z_{t}^{g}", "lstm_gate", x_t, P[f"{W}_x{g}"], h_prev, P[f"{W}_h{g}"], P[f"b_{g}"])
-                    return act(f"ctilde_{t}" if g == "c" else f"{g}_{t}", pre, activation)
-
-                i, f, ct, o = gate("i", sig), gate("f", sig), gate("c", tanh), gate("o", sig)
-                c_t = line(f"c_{t}", "memory", f, c_prev, i, ct)
-                h_t = line(f"h_{t}", "exposed", o, c_t)
-                for g, v in (("i", i), ("f", f), ("c", ct), ("ctilde", ct), ("o", o)):
-                    self.gates[g].append(v)
-                self.c.append(c_t)
-                c_prev = c_t
-            self.h.append(h_t)
-            h_prev = h_t
-        yhat = self.h[-1] * P[f"{W}_o"].T if self.vector else P[f"{W}_o"] * self.h[-1]
-        self.yhat = prog.define(row(C, "yhat"), yhat, step=steps - 1)
-        half = sp.Rational(1, 2)
-        L = half * SquaredNorm(self.yhat - self.y) if self.vector else half * (self.yhat - self.y) ** 2
-        self.L = prog.define(sp.Symbol("L"), L, kind="loss", step=steps - 1)
-        self.e = row(C, "e")
-        self.gradients = prog.backward({self.yhat: self.e}, self._adjoint_name,
-                                       emit={self.yhat: [(self.e, self.yhat - self.y, "error")]})
-
-    # -- construction helpers ---------------------------------------------
-    def _line(self, target, key: str, args: tuple, t: int):
-        """Define ``target`` by the cell line ``key`` at ``args``: a matrix expression (vector cell, differentiated
-        by the structural rules) or a scalar :class:`~derive.program.Template` differentiated once for all steps."""
-        if self.vector:
-            return self.program.define(target, _VECTOR_LINES[key](self._ops, *args), step=t)
-        template = _scalar_templates()[key]
-        return self.program.apply(template, target, dict(zip(template.variables, args)), step=t)
-
-    def _activation(self, target, pre, activation, t):
-        """``target := phi(pre)`` with the local slope written through ``target`` (sigma: s(1-s), tanh: 1-h^2)."""
-        if self.vector:
-            hh = sp.Dummy("h")
-            return self.program.define(target, activation.elementwise(pre), step=t,
-                                       partials={pre: Elementwise(sp.Lambda(hh, activation.prime(hh, hh)), target)})
-        template = _scalar_templates()[activation.name]
-        return self.program.apply(template, target, {template.variables[0]: pre}, step=t)
-
-    @staticmethod
-    def _adjoint_name(target) -> str | None:
-        name = str(target)
-        if name.startswith("z_"):  # z_3^r -> g_3^{z^r}
-            t, gate = name[2:].split("^")
-            return f"g_{t}^{{z^{gate}}}"
-        for prefix in ("h_", "c_"):
-            if name.startswith(prefix):
-                return f"g_{name[2:]}^{prefix[0]}"
-        return None
+            names = {"r": "r", "u": "u", "n": "htilde", "htilde": "htilde", "a": "a"}
+        else:
+            names = {"i": "i", "f": "f", "c": "ctilde", "ctilde": "ctilde", "o": "o"}
+        return {g: self.sequence(n) for g, n in names.items()}
 
     # -- reading the derivation ---------------------------------------------
     def __repr__(self) -> str:
@@ -265,10 +188,10 @@ class GatedRNN(Unrolled):
         return CarrySplit(full, carry, gate_terms)
 
     def _identity(self):
-        return sp.Identity(self._ops.H) if self.vector else sp.Integer(1)
+        return sp.Identity(self.H) if self.vector else sp.Integer(1)
 
     def _zero_jac(self):
-        return sp.ZeroMatrix(self._ops.H, self._ops.H) if self.vector else sp.Integer(0)
+        return sp.ZeroMatrix(self.H, self.H) if self.vector else sp.Integer(0)
 
     def _tangent(self, d, tangents: dict):
         """Forward-mode chain rule for one definition: d value / d (the seeded state), given the
@@ -280,36 +203,6 @@ class GatedRNN(Unrolled):
             (pre, slope), = d.partials.items()
             return _matmul(Diag(slope), tangents.get(pre)) or self._zero_jac()
         return _jvp(d.value, tangents) or self._zero_jac()
-
-
-_VECTOR_LINES = {
-    "gate": lambda ops, x, Wx, bx, h, Wh, bh: ops.lin(x, Wx, bx) + ops.lin(h, Wh, bh),
-    "affine": lambda ops, h, Wh, bh: ops.lin(h, Wh, bh),
-    "candidate": lambda ops, x, Wx, bx, r, a: ops.lin(x, Wx, bx) + ops.had(r, a),
-    "mix": lambda ops, u, h, n: ops.had(u, h) + ops.had(ops.one_minus(u), n),
-    "lstm_gate": lambda ops, x, Wx, h, Wh, b: ops.lin(x, Wx) + ops.lin(h, Wh, b),
-    "memory": lambda ops, f, c, i, ct: ops.had(f, c) + ops.had(i, ct),
-    "exposed": lambda ops, o, c: ops.had(o, activations.get("tanh").elementwise(c)),
-}
-
-_TEMPLATES: dict = {}
-
-
-def _scalar_templates() -> dict:
-    """The scalar cell's lines over fresh symbols, each differentiated once (then reused at every step)."""
-    if not _TEMPLATES:
-        x, wx, bx, h, wh, bh, r, a, u, n, f, c, i, ct, o, b, z, out = sp.symbols(
-            "x w_x b_x h w_h b_h r a u n f c i ct o b z out", cls=sp.Dummy)
-        ops = _Cell(False, 1)
-        for key, variables in (("gate", [x, wx, bx, h, wh, bh]), ("affine", [h, wh, bh]), ("candidate", [x, wx, bx, r, a]),
-                               ("mix", [u, h, n]), ("lstm_gate", [x, wx, h, wh, b]), ("memory", [f, c, i, ct]),
-                               ("exposed", [o, c])):
-            value = _VECTOR_LINES[key](ops, *variables) if key != "exposed" else o * sp.tanh(c)
-            _TEMPLATES[key] = Template(value, variables)
-        for name in ("sigmoid", "tanh"):
-            act = activations.get(name)
-            _TEMPLATES[name] = Template(act.phi(z), [z], output=out, partials={z: act.prime(z, out)})
-    return _TEMPLATES
 
 
 def _matmul(A, B):

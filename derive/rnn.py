@@ -15,7 +15,9 @@ With ``loss="every"`` each position has a head and a target (lines 310-324),
 ``L = sum_t l_t`` or, with ``reduction="mean"``, ``(1/T) sum_t l_t`` (each
 direct error becomes ``e_t / T``).
 
-Everything is a :class:`derive.program.Program` over the text's names
+The cell is :func:`derive.builtin_cells.rnn_cell` on the engine of
+:mod:`derive.cell` (general t: ``rnn_cell().general()``).  Everything is a
+:class:`derive.program.Program` over the text's names
 (``z_t``, ``h_t``, ``e``, ``g_t^h``, ``g_t^z``): the backward pass is the
 text's recursion, the gradients of the shared weights are the text's sums
 over uses, and closed forms are built only on request.
@@ -44,8 +46,8 @@ from seqgrad import validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 from . import activations
-from .program import Definition, Elementwise, Program, SquaredNorm, Template, _latex
-from .unrolled import Unrolled
+from .cell_unrolled import UnrolledCell
+from .program import Definition, Elementwise, _latex
 
 __all__ = ["unroll", "RNN", "BackwardTable", "LOSSES", "REDUCTIONS"]
 
@@ -64,10 +66,6 @@ class Diag(sp.DiagMatrix):
         if inner.startswith("(") and inner.endswith(")") and isinstance(self.args[0], Elementwise):
             inner = inner[1:-1]  # diag(1 - h_2**2), not diag((1 - h_2**2))
         return "diag(%s)" % inner
-
-
-def _sym(name: str, shape: tuple[int, int] | None):
-    return sp.MatrixSymbol(name, *shape) if shape else sp.Symbol(name)
 
 
 def _g(t: int, of: str) -> str:
@@ -134,122 +132,40 @@ class BackwardTable:
         return "| Forward pass | Backward pass |\n|---|---|\n" + "\n".join(f"| {cell(f)} | {cell(b)} |" for f, b in self.rows)
 
 
-class RNN(Unrolled):
-    """An unrolled RNN and its derivation (build it with :func:`unroll`)."""
+class RNN(UnrolledCell):
+    """An unrolled RNN and its derivation (build it with :func:`unroll`): the cell
+    :func:`derive.builtin_cells.rnn_cell` unrolled by the engine; the program is built when first read."""
 
     def __init__(self, steps: int, activation: activations.Activation, shape: tuple[int, int, int] | None,
                  bias: bool, loss: str, reduction: str):
-        self.steps, self.activation, self.shape = steps, activation, shape
+        from .builtin_cells import rnn_cell
+
+        sizes = None if shape is None else dict(zip("DHC", shape))
+        super().__init__(rnn_cell(activation.name, sizes, bias, "squared", loss, reduction), steps)
+        self.activation, self.shape = activation, shape
         self.bias, self.loss, self.reduction = bias, loss, reduction
-        self.vector = shape is not None
-        D, H, C = shape or (None, None, None)
-        row = (lambda n: (1, n)) if self.vector else (lambda n: None)
-        mat = (lambda r, c: (r, c)) if self.vector else (lambda r, c: None)
-        W = "W" if self.vector else "w"
-        self.program = prog = Program(f"rnn_T{steps}_{activation.name}")
-        self.parameters: dict[str, sp.Basic] = {
-            f"{W}_x": _sym(f"{W}_x", mat(H, D)), f"{W}_h": _sym(f"{W}_h", mat(H, H)), f"{W}_o": _sym(f"{W}_o", mat(C, H)),
-        }
-        if bias:
-            self.parameters["b_h"] = _sym("b_h", row(H))
-            self.parameters["b_o"] = _sym("b_o", row(C))
-        P = self.parameters
-        self.x = [_sym(f"x_{t}", row(D)) for t in range(steps)]
-        every = loss == "every"
-        self.y = [_sym(f"y_{t}", row(C)) for t in range(steps)] if every else _sym("y", row(C))
-        self.z: list = []
-        self.h: list = []
-        self.yhat: list | sp.Basic = [] if every else None
-        self.h_init = prog.define(_sym("h_{-1}", row(H)), sp.ZeroMatrix(1, H) if self.vector else sp.Integer(0),
-                                  kind="initial", step=-1)
-        cell, act_rule = self._templates()
-        h_prev = self.h_init
-        for t in range(steps):
-            z_t = _sym(f"z_{t}", row(H))
-            if self.vector:
-                value = self.x[t] * P["W_x"].T + h_prev * P["W_h"].T + (P["b_h"] if bias else sp.ZeroMatrix(1, H))
-                prog.define(z_t, value, step=t)
-                h_t = _sym(f"h_{t}", row(H))
-                prog.define(h_t, activation.elementwise(z_t), step=t, partials=act_rule(z_t, h_t))
-            else:
-                mapping = {cell.variables[0]: P["w_x"], cell.variables[1]: self.x[t], cell.variables[2]: P["w_h"],
-                           cell.variables[3]: h_prev}
-                if bias:
-                    mapping[cell.variables[4]] = P["b_h"]
-                prog.apply(cell, z_t, mapping, step=t)
-                h_t = prog.apply(act_rule, sp.Symbol(f"h_{t}"), {act_rule.variables[0]: z_t}, step=t)
-            self.z.append(z_t)
-            self.h.append(h_t)
-            if every:
-                self.yhat.append(prog.define(_sym(f"yhat_{t}", row(C)), self._head(h_t), step=t))
-            h_prev = h_t
-        if not every:
-            self.yhat = prog.define(_sym("yhat", row(C)), self._head(self.h[-1]), step=steps - 1)
-        yhats = self.yhat if every else [self.yhat]
-        ys = self.y if every else [self.y]
-        half = sp.Rational(1, 2)
-        scale = sp.Rational(1, steps) if (every and reduction == "mean") else sp.Integer(1)
-        if self.vector:
-            L = scale * half * sp.Add(*[SquaredNorm(a - b) for a, b in zip(yhats, ys)])
-        else:
-            L = scale * half * sp.Add(*[(a - b) ** 2 for a, b in zip(yhats, ys)])
-        self.L = prog.define(sp.Symbol("L"), L, kind="loss", step=steps - 1)
-        # the backward pass: e (or e_t) seeds the sweep at each head
-        self.e = [_sym(f"e_{t}", row(C)) for t in range(steps)] if every else _sym("e", row(C))
-        es = self.e if every else [self.e]
-        seeds = {a: (scale * e if scale != 1 else e) for a, e in zip(yhats, es)}
-        emit = {a: [(e, a - b, "error")] for a, e, b in zip(yhats, es, ys)}
-        self.gradients = prog.backward(seeds, self._adjoint_name, emit=emit)
 
-    # -- construction helpers ---------------------------------------------
-    def _templates(self):
-        act = self.activation
-        zz, hh = sp.Dummy("z"), sp.Dummy("h")
-        prime = act.prime(zz, hh)
-        if self.vector:
-            if act.name == "identity":
-                return None, lambda z_t, h_t: None
-            var, which = (hh, "h") if prime.free_symbols <= {hh} else (zz, "z")
-            rule = sp.Lambda(var, prime)
-            return None, lambda z_t, h_t: {z_t: Elementwise(rule, h_t if which == "h" else z_t)}
-        wx, x, wh, hp, b = sp.symbols("w_x x w_h h_prev b", cls=sp.Dummy)
-        value = wx * x + wh * hp + (b if self.bias else 0)
-        cell = Template(value, [wx, x, wh, hp] + ([b] if self.bias else []))
-        act_rule = Template(act.phi(zz), [zz], output=hh, partials={zz: prime})
-        return cell, act_rule
+    @property
+    def z(self) -> list:
+        return self.sequence("z")
 
-    def _head(self, h_t):
-        P = self.parameters
-        if self.vector:
-            C = P["W_o"].shape[0]
-            return h_t * P["W_o"].T + (P["b_o"] if self.bias else sp.ZeroMatrix(1, C))
-        return P["w_o"] * h_t + (P["b_o"] if self.bias else 0)
+    @property
+    def h(self) -> list:
+        return self.states["h"]
 
-    def _adjoint_name(self, target) -> str | None:
-        name = str(target)
-        for prefix in ("z_", "h_"):
-            if name.startswith(prefix):
-                return f"g_{name[2:]}^{prefix[0]}"  # h_{-1} -> g_{-1}^h
-        return None
+    @property
+    def h_init(self):
+        return self.program["h_{-1}"].target
 
     # -- reading the derivation ---------------------------------------------
     def __repr__(self) -> str:
         cell = "scalar" if not self.vector else "D={}, H={}, C={}".format(*self.shape)
         return f"<RNN T={self.steps} {self.activation.name} ({cell}), loss={self.loss}/{self.reduction}, bias={self.bias}>"
 
-    def symbol(self, name: str):
-        """The program symbol called ``name`` (``"w_h"``, ``"x_0"``, ``"h_1"``, ``"g_0^z"`` ...)."""
-        for s in list(self.parameters.values()) + self.x + list(self.gradients):
-            if str(s) == name:
-                return s
-        return self.program[name].target
-
     def sensitivity(self, of: str, t: int, expand: bool | str = False, max_terms: int | None = None):
         """``g_t^h`` (``of="h"``) or ``g_t^z`` (``of="z"``): the symbol, or its closed form with ``expand``."""
         of = validate.choice("of", of, ("h", "z"))
-        t = validate.integer("t", t, minimum=-1 if of == "h" else 0, maximum=self.steps - 1)
-        symbol = self.program[_g(t, of)].target
-        return self._closed(symbol, expand, max_terms, _g(t, of))
+        return super().sensitivity(of, t, expand, max_terms)
 
     def backward_table(self) -> BackwardTable:
         """Forward definitions top-down beside backward definitions bottom-up (the text's Table 3)."""
@@ -297,8 +213,3 @@ class RNN(Unrolled):
         lhs = sp.Abs(self.program[_g(s, "h")].target)
         rhs = sp.Abs(self.program[_g(q, "h")].target) * r ** (q - s)
         return sp.Le(lhs, rhs, evaluate=False) if kind == "vanishing" else sp.Ge(lhs, rhs, evaluate=False)
-
-    # -- everything as one expression (small T only) -------------------------
-    def loss_closed_form(self, max_terms: int | None = None):
-        """L fully nested in the parameters and data (guarded): what plain ``sympy.diff`` would start from."""
-        return self.program.expand(self.L, kinds=None, max_terms=max_terms, what="L")

@@ -211,15 +211,17 @@ def check_variable_names(variables: Iterable[str], argument: str = "variables") 
 
 
 def parse_expression(text: str, *, variables: Iterable[str] = (), values: Mapping[str, sympy.Expr] | None = None,
-                     argument: str = "expression") -> sympy.Expr:
+                     argument: str = "expression", functions: Mapping[str, Callable] | None = None) -> sympy.Expr:
     """Parse ``text`` into a SymPy expression through the whitelist (see the module docstring).
 
     ``variables`` are the names allowed as free real symbols; ``values`` maps
-    further names to numbers that replace them; ``argument`` is the name the
-    error messages give the text.  Raises :class:`~seqgrad.errors.ParseError`
+    further names to numbers that replace them; ``functions`` maps further
+    names to one-argument SymPy callables (a ``Lambda`` or a ``Function``
+    class the caller chose, e.g. a cell's activations); ``argument`` is the
+    name the error messages give the text.  Raises :class:`~seqgrad.errors.ParseError`
     for anything outside the whitelist or the limits.
     """
-    walker, body = _prepare(text, variables, values, argument)
+    walker, body = _prepare(text, variables, values, argument, functions)
     return walker.visit(body, 1)
 
 
@@ -246,7 +248,7 @@ def vector_entries(text: str, argument: str = "expression") -> list[str] | None:
     return [ast.get_source_segment(source, e) or "" for e in body.elts]
 
 
-def _prepare(text, variables, values, argument):
+def _prepare(text, variables, values, argument, functions=None):
     if not isinstance(text, str):
         raise SeqgradTypeError(argument, text, "a string holding an expression")
     symbols = {name: sympy.Symbol(name, real=True) for name in check_variable_names(variables)}
@@ -266,7 +268,11 @@ def _prepare(text, variables, values, argument):
         raise ParseError(argument, text, f"it is not a well-formed expression ({exc.msg})") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ParseError(argument, text, f"it is not a well-formed expression ({type(exc).__name__})") from None
-    return _Walker(text, source.strip(), symbols, argument), tree.body
+    extra = dict(functions or {})
+    for name in extra:  # a caller's function may shadow a whitelisted one (a cell's own sigmoid)
+        if not isinstance(name, str) or not _IDENTIFIER.match(name) or name.startswith("__"):
+            raise ParseError("functions", str(name), "a function name is a plain identifier such as lrelu")
+    return _Walker(text, source.strip(), symbols, argument, extra), tree.body
 
 
 def as_sympy(value, argument: str = "value", *, variables: Iterable[str] = ()) -> sympy.Basic:
@@ -312,7 +318,8 @@ def parse_number(text: str, argument: str = "number") -> sympy.Rational:
 
 
 class _Walker:
-    def __init__(self, text: str, source: str, symbols: dict, argument: str):
+    def __init__(self, text: str, source: str, symbols: dict, argument: str, functions: dict | None = None):
+        self.functions = functions or {}
         self.text = text
         self.source = source
         self.symbols = symbols
@@ -442,6 +449,10 @@ class _Walker:
         fname = node.func.id
         if fname.startswith("__") or fname.endswith("__"):
             self.refuse(f"the dunder name {fname!r} is not allowed")
+        if fname in self.functions:
+            if node.keywords or len(node.args) != 1:
+                self.limit(f"{fname}() takes one positional argument")
+            return self.functions[fname](self.visit(node.args[0], depth + 1))
         if fname not in FUNCTIONS and fname not in VECTOR_FUNCTIONS:
             self.refuse(f"calls of {fname!r} are not allowed (not a whitelisted function)")
         if node.keywords:

@@ -99,6 +99,33 @@ case("derive.rnn", "rnn.unroll(3, loss='median')", SeqgradValueError, "loss")(la
 case("derive.rnn", "rnn.unroll(3).grad('w_q')", SeqgradValueError, "w_q")(lambda: _rnn().unroll(3).grad("w_q"))
 case("derive.rnn", "rnn.unroll(40).grad('w_h', expand=True, max_terms=1000)", SizeGuardError, "size guard")(
     lambda: _rnn().unroll(40).grad("w_h", expand=True, max_terms=1000))
+def _user_cell(**kw):
+    from derive.cell import Cell
+
+    spec = dict(equations="z = w_x*x + w_h*h_prev; h = tanh(z)", states="h", params="w_x w_h w_o", head="w_o*h")
+    spec.update(kw)
+    return Cell(**spec)
+
+
+case("derive.cell", "Cell(..., states='c')  (a state no equation defines)", SeqgradValueError, "states")(
+    lambda: _user_cell(states="c"))
+case("derive.cell", "Cell('z = w_x*x + q; ...')  (an unknown name)", SeqgradValueError, "'q'")(
+    lambda: _user_cell(equations="z = w_x*x + q; h = tanh(z)"))
+case("derive.cell", "Cell(..., params='w_x w_h w_o w_q')  (a parameter the loss never reaches)", SeqgradValueError,
+     "gradient would be zero")(lambda: _user_cell(params="w_x w_h w_o w_q"))
+case("derive.cell", "Cell('... h_prev_prev ...')  (an order-2 recurrence)", SeqgradValueError, "first-order")(
+    lambda: _user_cell(equations="z = w_x*x + w_h*h_prev_prev; h = tanh(z)"))
+case("derive.cell", "Cell(..., sizes={'D': 3, 'H': 4, 'C': 2}) with w_h*x  (shape mismatch)", SeqgradValueError,
+     "1 x 3")(lambda: _user_cell(params={"w_x": ("H", "D"), "w_h": ("H", "H"), "w_o": ("C", "H")}, sizes={"D": 3, "H": 4, "C": 2},
+                             equations="z = w_h*x; h = tanh(z + w_x*x)"))
+case("derive.cell", "Cell(..., loss='hinge')", SeqgradValueError, "loss")(lambda: _user_cell(loss="hinge"))
+case("derive.cell", "Cell(..., on=[])", SeqgradValueError, "on")(lambda: _user_cell(on=[]))
+case("derive.cell", "Cell(...).unroll(0)", SeqgradValueError, "steps=0")(lambda: _user_cell().unroll(0))
+case("derive.cell", "CellFunction(Cell(..., 'phi'))  (a generic activation has no numeric value)", SeqgradValueError,
+     "concrete activation")(lambda: __import__("crosscheck.cells").cells.CellFunction(
+         _user_cell(equations="z = w_x*x + w_h*h_prev; h = phi(z)")))
+case("derive.cell", "RNNFunction('x')", SeqgradTypeError, "unrolled network")(
+    lambda: __import__("crosscheck.cells").cells.RNNFunction("x"))
 case("derive.gated", "gated.gru(steps=0)", SeqgradValueError, "steps=0")(
     lambda: __import__("derive.gated").gated.gru(steps=0))
 case("derive.gated", "gated.lstm(3, hidden=1.5)", SeqgradTypeError, "an integer")(
@@ -325,6 +352,16 @@ cli(["check", "--out", "/proc/seqgrad-report"], SeqgradValueError, "--out")
 cli(["derive", "nosuchmodel"], UsageError, "argument MODEL")
 cli(["derive", "rnn"], UsageError, "--steps")
 cli(["derive", "rnn", "--steps", "0"], SeqgradValueError, "steps=0")
+cli(["derive", "rnn", "--general", "--on", "0,x"], SeqgradValueError, "--on")
+cli(["derive", "gru", "--steps", "3", "--general"], UsageError, "not allowed with argument")
+cli(["derive", "cell", "z = w*x; h = tanh(z)", "--states", "c", "--params", "w v", "--head", "v*h", "--general"],
+    SeqgradValueError, "states")
+cli(["derive", "cell", "h = tanh(w*x + w*h_prev_prev)", "--states", "h", "--params", "w v", "--head", "v*h", "--general"],
+    SeqgradValueError, "first-order")
+cli(["derive", "cell", "h = tanh(w*x)", "--states", "h", "--params", "w:H,D v:C,H", "--head", "v*h", "--sizes", "D=two",
+     "--general"], SeqgradValueError, "--sizes")
+cli(["derive", "cell", "h = f(w*x)", "--states", "h", "--params", "w v", "--head", "v*h", "--function", "f(z) = __import__('os')",
+     "--general"], SeqgradValueError, "--function")
 cli(["derive", "rnn", "--steps", "2.5"], UsageError, "invalid int value: '2.5'")
 cli(["derive", "rnn", "--steps", "3", "--activation", "swish"], SeqgradValueError, "activation='swish'")
 cli(["derive", "rnn", "--steps", "3", "--activation", PAYLOAD], SeqgradValueError, "activation=")

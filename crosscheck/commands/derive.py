@@ -1,7 +1,10 @@
 """``seqgrad derive MODEL``: print a derivation (recurrences by default, closed forms with ``--expand``).
 
-Models are the keys of :data:`MODELS` (``rnn``); each entry adds its options
-to its own sub-parser and prints its derivation.
+Models are the keys of :data:`MODELS` (``rnn``, ``gru``, ``lstm``, ``cell``); each entry adds its
+options to its own sub-parser and prints its derivation.  Every recurrent model is a cell of
+:mod:`derive.cell`: ``--general`` prints its derivation at a general step t of length T,
+``--steps T`` the unrolled program, ``--check`` compares every derived gradient (compiled as a
+loop over t) with torch autograd through the same equations, in float64.
 """
 
 from __future__ import annotations
@@ -14,18 +17,30 @@ from typing import Callable
 MAX_STEPS = 10_000
 
 
+def _add_common(p: argparse.ArgumentParser, sizes: bool = True) -> None:
+    """The options every recurrent model shares (length, loss, sizes, output form, --check)."""
+    when = p.add_mutually_exclusive_group(required=True)
+    when.add_argument("--steps", type=int, metavar="T",
+                      help=f"the unrolled program of T positions, 1 <= T <= {MAX_STEPS} (longer printouts: the Python API)")
+    when.add_argument("--general", action="store_true", help="the derivation at a general step t of any length T")
+    p.add_argument("--check", action="store_true",
+                   help="compile every gradient (a loop over t) and compare it with torch autograd (float64); exit 1 on a mismatch")
+    p.add_argument("--loss", choices=("final", "every", "squared", "cross-entropy"), default=None,
+                   help="squared (default) or cross-entropy over classes; 'final'/'every' are short for --on")
+    p.add_argument("--on", metavar="WHERE", help="loss positions: final (default), every, or a list such as 0,3,5")
+    p.add_argument("--reduction", choices=("sum", "mean"), default="sum", help="sum or average over positions")
+    p.add_argument("--batch", choices=("sum", "mean"), default="sum", help="sum or average over the batch (1/B)")
+    if sizes:
+        p.add_argument("--inputs", type=int, metavar="D", help="input width D (vector cell)")
+        p.add_argument("--hidden", type=int, metavar="H", help="hidden width H (vector cell)")
+        p.add_argument("--outputs", type=int, metavar="C", help="output width C (vector cell)")
+
+
 def _add_rnn(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--steps", type=int, required=True, metavar="T",
-                   help=f"number of positions, 1 <= T <= {MAX_STEPS} (longer printouts: use the Python API)")
+    _add_common(p)
     p.add_argument("--activation", default="tanh", metavar="NAME",
                    help="identity, tanh, sigmoid, relu or phi (generic; phi' stays a symbol); default tanh")
-    p.add_argument("--inputs", type=int, metavar="D", help="input width D (vector cell)")
-    p.add_argument("--hidden", type=int, metavar="H", help="hidden width H (vector cell)")
-    p.add_argument("--outputs", type=int, metavar="C", help="output width C (vector cell)")
     p.add_argument("--bias", action="store_true", help="add the biases b_h and b_o")
-    p.add_argument("--loss", choices=("final", "every"), default="final",
-                   help="target on the final position only (default) or on every position")
-    p.add_argument("--reduction", choices=("sum", "mean"), default="sum", help="sum or average over positions")
     p.add_argument("--expand", action="store_true", help="print the closed forms instead of the recursion")
     p.add_argument("--max-terms", type=int, metavar="N", help="size guard for --expand (default 20000 tree nodes)")
     out = p.add_mutually_exclusive_group()
@@ -43,9 +58,15 @@ def _run_rnn(args) -> str:
     from derive.program import latex_aligned
     from seqgrad import validate
 
+    if args.general or args.check or args.loss in ("squared", "cross-entropy") or args.on is not None:
+        from derive.builtin_cells import rnn_cell
+
+        loss, on = _loss_and_positions(args)
+        cell = rnn_cell(args.activation, _sizes(args), args.bias, loss, on, args.reduction, args.batch)
+        return _run_cell_object(cell, args)
     validate.integer("--steps", args.steps, minimum=1, maximum=MAX_STEPS)
     net = rnn.unroll(steps=args.steps, activation=args.activation, inputs=args.inputs, hidden=args.hidden,
-                     outputs=args.outputs, bias=args.bias, loss=args.loss, reduction=args.reduction)
+                     outputs=args.outputs, bias=args.bias, loss=args.loss or "final", reduction=args.reduction)
     max_terms = None if args.max_terms is None else validate.integer("--max-terms", args.max_terms, minimum=1)
     if args.dot:
         return net.dot().rstrip()
@@ -80,9 +101,169 @@ def _text(rows) -> str:
     return "\n".join(f"{sstr(lhs)} = {sstr(rhs[0])}" for lhs, rhs in drop_zero_state(rows))
 
 
+def _usage(argument: str, allowed: str):
+    from seqgrad.errors import SeqgradValueError
+
+    return SeqgradValueError(argument, None, allowed)
+
+
+def _loss_and_positions(args) -> tuple[str, object]:
+    loss = {"cross-entropy": "cross_entropy"}.get(args.loss, "squared")
+    on = args.on if args.on is not None else (args.loss if args.loss in ("final", "every") else "final")
+    if on not in ("final", "every"):
+        from derive.safe_parse import parse_number
+
+        try:
+            on = tuple(int(parse_number(p.strip(), "--on")) for p in on.split(","))
+        except Exception:
+            raise _usage("--on", "final, every, or positions such as 0,3,5") from None
+    return loss, on
+
+
+def _sizes(args):
+    given = {"D": args.inputs, "H": args.hidden, "C": args.outputs}
+    if all(v is None for v in given.values()):
+        return None
+    return {k: (1 if v is None else v) for k, v in given.items()}
+
+
+def _run_cell_object(cell, args) -> str:
+    """Print a cell's derivation (general t, or unrolled for --steps) and, with --check, its autograd check."""
+    from seqgrad import validate
+
+    parts = []
+    if args.steps is not None:
+        net = cell.unroll(validate.integer("--steps", args.steps, minimum=1, maximum=MAX_STEPS))
+        parts.append(net.latex() if args.latex else str(net.program) + "\n\n" + "\n".join(
+            f"dL/d{name} = {_sstr(net.grad(name))}" for name in net.parameters))
+    else:
+        gen = cell.general()
+        parts.append(gen.latex() if args.latex else str(gen))
+    if args.check:
+        parts.append(_check_text(cell))
+    return "\n\n".join(parts)
+
+
+def _sstr(expr) -> str:
+    from derive.program import sstr
+
+    return sstr(expr)
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def _check_text(cell) -> str:
+    """The autograd comparison as a few lines; marks the run failed when an error is above 1e-9."""
+    from crosscheck.cells import against_autograd
+
+    rows = against_autograd(cell, steps=(1, 4, 25), trials=2)
+    worst: dict = {}
+    for T_, name, err, rel in rows:
+        if name not in worst or err > worst[name][0]:
+            worst[name] = (err, rel)
+    ok = all(err < 1e-9 for err, _ in worst.values())
+    lines = [f"check against torch autograd (float64, T = 1, 4, 25, 2 random points each): "
+             f"{'all gradients agree' if ok else 'MISMATCH'}"]
+    lines += [f"  {name:<10} max abs {err:.1e}  max rel {rel:.1e}" for name, (err, rel) in worst.items()]
+    _CHECK_STATE["failed"] = _CHECK_STATE.get("failed", False) or not ok
+    return "\n".join(lines)
+
+
+_CHECK_STATE: dict = {}
+
+
+def _add_gated(p: argparse.ArgumentParser) -> None:
+    _add_common(p)
+    p.add_argument("--latex", action="store_true", help="print LaTeX (an aligned environment)")
+
+
+def _run_gated(kind):
+    def run(args) -> str:
+        from derive.builtin_cells import BUILTIN
+
+        loss, on = _loss_and_positions(args)
+        cell = BUILTIN[kind](sizes=_sizes(args), loss=loss, on=on, reduction=args.reduction, batch=args.batch)
+        return _run_cell_object(cell, args)
+
+    return run
+
+
+def _add_cell(p: argparse.ArgumentParser) -> None:
+    p.add_argument("equations", metavar="EQUATIONS",
+                   help="the step equations, e.g. 'z = w_x*x + w_h*h_prev; h = tanh(z)' (NAME_prev: the state at t-1)")
+    p.add_argument("--states", required=True, metavar="NAMES", help="the states carried to the next step, e.g. 'h' or 'h c'")
+    p.add_argument("--params", required=True, metavar="SPEC",
+                   help="parameters: 'w_x w_h w_o' (scalar cell) or with shapes 'w_x:H,D w_h:H,H b:H w_o:C,H' (vector cell)")
+    p.add_argument("--head", required=True, metavar="EXPR", help="the output head, e.g. 'w_o*h'")
+    p.add_argument("--input", default="x", metavar="NAME", help="the input's name (default x)")
+    p.add_argument("--sizes", metavar="D=3,H=4,C=2", help="widths of the vector cell (leave out for the scalar cell)")
+    p.add_argument("--function", action="append", default=[], metavar="'f(z) = EXPR'",
+                   help="an activation of your own, e.g. 'lrelu(z) = max(z, z/10)' (repeatable)")
+    _add_common(p, sizes=False)
+    p.add_argument("--latex", action="store_true", help="print LaTeX (an aligned environment)")
+
+
+def _parse_sizes(text):
+    if text is None:
+        return None
+    out = {}
+    for part in text.split(","):
+        key, eq, value = part.partition("=")
+        if not eq or not value.strip().isdigit():
+            raise _usage("--sizes", "widths as D=3,H=4,C=2")
+        out[key.strip()] = int(value)
+    return out
+
+
+def _parse_params(text, vector):
+    out = {}
+    for item in text.replace(";", " ").split():
+        name, colon, shape = item.partition(":")
+        if vector and not colon:
+            raise _usage("--params", "shapes for the vector cell, e.g. w_x:H,D b_h:H")
+        out[name] = tuple(shape.split(",")) if colon else ()
+    return out if vector else list(out)
+
+
+def _parse_functions(items):
+    import re
+
+    import sympy as sp
+
+    from derive.cell import FUNCTIONS
+    from derive.safe_parse import parse_expression
+
+    out = {}
+    for item in items:
+        m = re.fullmatch(r"\s*([A-Za-z]\w*)\s*\(\s*([A-Za-z]\w*)\s*\)\s*=(.+)", item)
+        if not m:
+            raise _usage("--function", "a definition such as 'lrelu(z) = max(z, z/10)'")
+        name, var, body = m.groups()
+        expr = parse_expression(body, variables=[var], argument="--function", functions={**FUNCTIONS, **out})
+        v = next(s for s in expr.free_symbols if s.name == var) if expr.free_symbols else sp.Symbol(var)
+        out[name] = sp.Lambda(v, expr)
+    return out
+
+
+def _run_cell(args) -> str:
+    from derive.cell import Cell
+
+    sizes = _parse_sizes(args.sizes)
+    loss, on = _loss_and_positions(args)
+    cell = Cell(args.equations, states=args.states, params=_parse_params(args.params, sizes is not None), head=args.head,
+                input=args.input, sizes=sizes, functions=_parse_functions(args.function), loss=loss, on=on,
+                reduction=args.reduction, batch=args.batch)
+    return _run_cell_object(cell, args)
+
+
 #: model name -> (help, add_arguments, run returning the text to print)
 MODELS: dict[str, tuple[str, Callable, Callable]] = {
     "rnn": ("the unrolled recurrent network (scalar or vector cell) and its BPTT", _add_rnn, _run_rnn),
+    "gru": ("the GRU (PyTorch's convention): general t, unrolled, checked", _add_gated, _run_gated("gru")),
+    "lstm": ("the LSTM (PyTorch's convention): general t, unrolled, checked", _add_gated, _run_gated("lstm")),
+    "cell": ("your own recurrent cell from its step equations: general t, unrolled, checked", _add_cell, _run_cell),
 }
 
 
@@ -97,5 +278,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    _CHECK_STATE.clear()
     print(MODELS[args.model][2](args))
-    return 0
+    return 1 if _CHECK_STATE.get("failed") else 0

@@ -1,0 +1,570 @@
+"""A cell's derivation compiled to a loop over t, and its autograd twin.
+
+:class:`CellFunction` turns the general-t derivation of a
+:class:`derive.cell.Cell` into one numpy or torch function that runs the
+forward recursion in a ``for t in range(T)`` loop and the backward recursion in
+a reversed loop; the code is the step's, so its size and compile time do not
+grow with T.  Work that is not sequential leaves the loop: every term of a
+step equation that reads only ``x_t`` and the parameters (the input
+projection ``x_t W_x^T``) is computed for all t at once before the loop, and
+every weight gradient ``sum_t (g_t^z)^T x_t`` and the input gradients are one
+product of the stacked steps after it.
+
+:func:`autograd_twin` generates the forward loop alone, from the same step
+equations, in torch, and lets torch autograd differentiate it;
+:func:`against_autograd` compares every derived gradient with it in float64.
+
+>>> import numpy as np
+>>> from derive.cell import Cell
+>>> cell = Cell("z = w_x*x + w_h*h_prev; h = tanh(z)", states="h", params="w_x w_h w_o", head="w_o*h")
+>>> f = CellFunction(cell)
+>>> out = f({"w_x": 1.0, "w_h": 0.5, "w_o": 2.0}, np.array([[0.2, -0.1, 0.4]]), np.array([0.3]))
+>>> round(float(out["L"]), 6), round(float(out["w_h"]), 6)
+(0.105237, 0.076486)
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import sympy as sp
+from sympy.matrices.expressions.matexpr import MatrixExpr
+
+from derive.cell import Cell
+from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
+
+from .lambdify import (BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier,
+                       run_generated)
+
+__all__ = ["CellFunction", "RNNFunction", "autograd_twin", "autograd_gradients", "against_autograd", "random_case"]
+
+
+class _CellPrinter:
+    """Python source of the step's expressions, for the loop body."""
+
+    def __init__(self, backend: str, names: dict):
+        self.names = names
+        printer = (_TorchPrinter if backend == "torch" else _Printer)(names)
+        printer._print_RowSoftmax = lambda expr: f"_softmax({printer._print(expr.args[0])})"
+        printer._print_OneMatrix = lambda expr: "1.0"
+        self.code = _Code(printer, backend)
+
+    def __call__(self, expr) -> str:
+        return self.code(expr)
+
+
+class _Source:
+    def __init__(self):
+        self.lines: list[str] = []
+
+    def __call__(self, text: str, depth: int = 1):
+        self.lines.append("    " * depth + text)
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _is_step_free(expr, x) -> bool:
+    """True for a term that reads ``x_t`` and otherwise only parameters: it can be computed for all t at once."""
+    free = {s for s in expr.free_symbols if isinstance(s, (sp.Symbol, sp.MatrixSymbol))}
+    return x in free
+
+
+def _shape_of(sym):
+    return tuple(int(n) for n in sym.shape) if isinstance(sym, sp.MatrixSymbol) else ()
+
+
+class CellFunction:
+    """Loss and every gradient of a cell, compiled once as loops over t (see the module docstring).
+
+    Call it with the parameters (mapping name -> value, names as
+    :attr:`derive.cell.Cell.parameter_names`), the inputs ``X`` ((B, T) scalar
+    cell, (B, T, D) vector cell) and the targets ``y``: one per loss position,
+    ``(B,)``/``(B, C)`` for the final step, ``(B, P)``/``(B, P, C)`` for P
+    positions; for a cross-entropy loss each target is a class distribution
+    over C (one-hot or soft rows summing to one) or an integer class id.
+    Returns a dict with ``L``, each parameter's gradient and ``X`` (dL/dX).
+    """
+
+    def __init__(self, cell: Cell, backend: str = "numpy", device: str = "cpu", forward_only: bool = False):
+        if not isinstance(cell, Cell):
+            raise SeqgradTypeError("cell", cell, "a derive.cell.Cell")
+        if backend not in BACKENDS:
+            raise SeqgradValueError("backend", backend, "one of " + ", ".join(BACKENDS))
+        self.cell, self.backend, self.device = cell, backend, device
+        self.gen = gen = cell.general()
+        self.names = cell.parameter_names
+        self.source = _generate(cell, gen, backend, forward_only)
+        namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
+        namespace.update(_helpers(backend))
+        self.fn = run_generated(self.source, f"<seqgrad:{cell.name}_loop>", namespace, "_generated")
+
+    # -- arguments ---------------------------------------------------------------------
+    def prepare(self, params: Mapping, X, y) -> list:
+        """The argument list of the compiled function (validated, converted to the backend)."""
+        cell = self.cell
+        if not isinstance(params, Mapping):
+            raise SeqgradTypeError("params", params, "a mapping parameter name -> value")
+        unknown = sorted(set(params) - set(self.names))
+        missing = [n for n in self.names if n not in params]
+        if unknown or missing:
+            raise SeqgradValueError("params", sorted(params), "exactly the names " + ", ".join(self.names))
+        values = []
+        for name, key in zip(self.names, cell.param_shapes):
+            sym = cell.param_symbol(key)
+            shape = _shape_of(sym)
+            arr = _as_array(name, params[name])
+            if arr.shape != shape and not (len(shape) == 2 and shape[0] == 1 and arr.shape == shape[1:]):
+                raise ShapeError(name, arr.shape, f"{shape} as declared by the cell" + (f" (or {shape[1:]})" if len(shape) == 2 and shape[0] == 1 else ""))
+            values.append(arr.reshape(shape))
+        X = _as_array("X", X)
+        vector = cell.vector
+        D = cell.sizes[cell.input_size] if vector else None
+        if X.ndim != (3 if vector else 2) or (vector and X.shape[2] != D) or X.shape[1] < 1 or X.shape[0] < 1:
+            raise ShapeError("X", X.shape, f"(B, T, {D})" if vector else "(B, T)")
+        B, steps = X.shape[:2]
+        positions = cell.loss.positions(steps)
+        C = cell.sizes[cell.output_size] if vector else None
+        y = self._targets(y, B, len(positions), C)
+        index = np.full(steps, -1, dtype=np.int64)
+        index[positions] = np.arange(len(positions))
+        args = values + [X, y]
+        if self.backend == "torch":
+            import torch
+
+            from numeric.device import resolve_device
+
+            dev = resolve_device(self.device)
+            args = [torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float64, device=dev) for a in args]
+        return args + [index.tolist(), len(positions)]
+
+    def _targets(self, y, B, P, C):
+        cell = self.cell
+        final = cell.loss.on == "final"
+        if cell.loss.kind == "cross_entropy":
+            raw = np.asarray(y.detach().cpu() if hasattr(y, "detach") else y)
+            if raw.dtype.kind in "iu":
+                want = (B,) if final else (B, P)
+                if raw.shape != want:
+                    raise ShapeError("y", raw.shape, f"{want} class ids (or class distributions with a last axis of {C})")
+                if raw.min() < 0 or raw.max() >= C:
+                    raise SeqgradValueError("y", f"class ids {raw.min()}..{raw.max()}", f"class ids in 0..{C - 1}")
+                y = np.eye(C)[raw]
+        y = _as_array("y", y)
+        if cell.vector:
+            want = (B, C) if final else (B, P, C)
+        else:
+            want = (B,) if final else (B, P)
+        if y.shape != want:
+            raise ShapeError("y", y.shape, str(want).replace(" ", "") + (" (one target per loss position)" if not final else ""))
+        if cell.loss.kind == "cross_entropy":
+            if (y < 0).any() or not np.allclose(y.sum(axis=-1), 1.0, atol=1e-9):
+                raise SeqgradValueError("y", "rows that do not sum to 1", "class distributions (one-hot or soft) or class ids")
+        return y if final else np.moveaxis(y, 1, 0).copy()  # positions first: one slice per loss position
+
+    def evaluate(self, args: list) -> dict:
+        out = self.fn(*args)
+        result = {"L": out[0]}
+        for i, n in enumerate(self.names):
+            result[n] = out[1 + i]
+        result["X"] = out[-1]
+        for key, value in result.items():
+            if not _finite(value):
+                raise SeqgradValueError("inputs", "<finite values>", f"values for which the compiled cell stays finite: "
+                                        f"{key} overflowed to NaN or inf (rescale the weights or inputs)")
+        return result
+
+    def __call__(self, params: Mapping, X, y) -> dict:
+        return self.evaluate(self.prepare(params, X, y))
+
+
+class RNNFunction(CellFunction):
+    """Loss and every gradient of an unrolled network (:func:`derive.rnn.unroll`, :func:`derive.gated.gru`,
+    :func:`derive.gated.lstm`, ``Cell.unroll``), compiled once as loops over t from its cell; the
+    unrolled program itself is never built.  Inputs must have the network's T steps."""
+
+    def __init__(self, net, backend: str = "numpy", device: str = "cpu"):
+        from derive.cell_unrolled import UnrolledCell
+
+        if not isinstance(net, UnrolledCell):
+            raise SeqgradTypeError("net", net, "an unrolled network (rnn.unroll, gated.gru, gated.lstm, Cell.unroll)")
+        self.net = net
+        super().__init__(net.cell, backend, device)
+
+    def prepare(self, params: Mapping, X, y) -> list:
+        X_arr = np.shape(X.detach().cpu() if hasattr(X, "detach") else X)
+        if len(X_arr) >= 2 and X_arr[1] != self.net.steps:
+            D = self.cell.sizes[self.cell.input_size] if self.cell.vector else None
+            raise ShapeError("X", tuple(X_arr), f"(B, {self.net.steps}, {D})" if D else f"(B, {self.net.steps})")
+        return super().prepare(params, X, y)
+
+
+def _as_array(name, value):
+    try:
+        arr = np.asarray(value.detach().cpu() if hasattr(value, "detach") else value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise SeqgradTypeError(name, value, "numbers or an array of numbers") from None
+    if not np.all(np.isfinite(arr)):
+        raise NonFiniteError(name)
+    return arr
+
+
+def _finite(value) -> bool:
+    if hasattr(value, "detach"):
+        import torch
+
+        return bool(torch.isfinite(value).all())
+    return bool(np.all(np.isfinite(value)))
+
+
+def _generate(cell: Cell, gen, backend: str, forward_only: bool) -> str:
+    """The loop function's source, printed from the general-t derivation."""
+    taken: set[str] = set()
+    names: dict = {}
+
+    def name(sym, text=None):
+        if sym not in names:
+            names[sym] = identifier(text or (sym.name if hasattr(sym, "name") else str(sym)), taken)
+        return names[sym]
+
+    params = [gen.params[p] for p in cell.param_shapes]
+    for p in params:
+        name(p)
+    x = gen.x
+    name(x, "x_t")
+    for s, prev in gen.prev.items():
+        name(prev, f"{s}_prev")
+    forward = gen.step.definitions("forward")
+    for d in forward:
+        name(d.target)
+    name(gen.yhat, "yhat_t")
+    name(gen.e, "e_t")
+    y_t = gen.sym.seq("y", sp.Symbol("t"), cell.target_shape())
+    name(y_t, "y_t")
+    # hoisted input terms: x_t W^T (and any term of x_t and the parameters only), computed for all t at once
+    hoisted: dict = {}
+    hoisted_values = {}
+    for d in forward:
+        value = d.value
+        terms = value.args if isinstance(value, (sp.Add, sp.MatAdd)) else (value,)
+        keep = []
+        for term in terms:
+            free = {s for s in term.free_symbols if isinstance(s, (sp.Symbol, sp.MatrixSymbol))}
+            if x in free and free <= set(params) | {x} and (cell.vector and isinstance(term, sp.MatMul) or not cell.vector):
+                h = sp.MatrixSymbol(f"P{len(hoisted)}", *term.shape) if cell.vector else sp.Symbol(f"P{len(hoisted)}")
+                hoisted[h] = term
+                name(h, f"xproj_{len(hoisted)}")
+                keep.append(h)
+            else:
+                keep.append(term)
+        if len(keep) != len(terms) or any(a is not b for a, b in zip(keep, terms)):
+            value = (sp.MatAdd(*keep) if cell.vector else sp.Add(*keep)) if len(keep) > 1 else keep[0]
+        hoisted_values[d.target] = value
+    printer = _CellPrinter(backend, names)
+    src = _Source()
+    arg_names = [names[p] for p in params] + ["X", "Y", "_index", "_npos"]
+    src(f"def _generated({', '.join(arg_names)}):", 0)
+    src("_B, _T = X.shape[0], X.shape[1]")
+    src("_like(X)")
+    H = {s: (cell.shape_of(s)[1] if cell.vector else None) for s in cell.states}
+    for s, prev in gen.prev.items():
+        src(f"{names[prev]} = _zeros(_B, {H[s]})")
+    # hoisted projections of the whole sequence: X stands for every x_t at once
+    whole = {x: sp.MatrixSymbol("X", *x.shape) if cell.vector else sp.Symbol("X")}
+    names[whole[x]] = "X"
+    for h, term in hoisted.items():
+        src(f"{names[h]}_all = {printer(term.xreplace(whole))}")
+    scale = gen.scale
+    from derive.cell import B as batch_size, T as length
+
+    scale_text = printer(scale.xreplace({length: sp.Symbol("_T"), batch_size: sp.Symbol("_B")})) if scale != 1 else None
+    src("L = 0.0")
+    stash = [d.target for d in forward]
+    for target in stash:
+        src(f"{names[target]}_all = [None] * _T")
+    src("e_all = [None] * _T")
+    src("for t in range(_T):")
+    src(f"{names[x]} = X[:, t]", 2)
+    for h in hoisted:
+        src(f"{names[h]} = {names[h]}_all[:, t]", 2)
+    for d in forward:
+        src(f"{names[d.target]} = {printer(hoisted_values[d.target])}", 2)
+        src(f"{names[d.target]}_all[t] = {names[d.target]}", 2)
+    src("if _index[t] >= 0:", 2)
+    src(f"{names[gen.yhat]} = {printer(gen.head.definitions('forward')[0].value)}", 3)
+    src(f"{names[y_t]} = Y if _npos == 1 and Y.ndim == X.ndim - 1 else Y[_index[t]]", 3)
+    if cell.loss.kind == "squared":
+        src(f"_d = {names[gen.yhat]} - {names[y_t]}", 3)
+        src("L = L + 0.5 * _sumsq(_d)" if scale_text is None else f"L = L + ({scale_text}) * 0.5 * _sumsq(_d)", 3)
+        src("e_all[t] = _d" if scale_text is None else f"e_all[t] = ({scale_text}) * _d", 3)
+    else:
+        src(f"_lse = _logsumexp({names[gen.yhat]})", 3)
+        src(f"_ce = _sum(_lse) - _sum({names[y_t]} * {names[gen.yhat]})", 3)
+        src("L = L + _ce" if scale_text is None else f"L = L + ({scale_text}) * _ce", 3)
+        src(f"_d = _softmax({names[gen.yhat]}) - {names[y_t]}", 3)
+        src("e_all[t] = _d" if scale_text is None else f"e_all[t] = ({scale_text}) * _d", 3)
+    for s, prev in gen.prev.items():
+        src(f"{names[prev]} = {names[gen.at_t[s]]}", 2)
+    if forward_only:
+        src("return (L,)")
+        return src.text()
+    # backward: rho_s is what the rest of the sequence sends to s_t
+    for d in gen.backward_defs:
+        name(d.target)
+    rho = gen.rho
+    for s, r in rho.items():
+        name(r, f"rho_{s}")
+    grads = {p: f"d_{names[p]}" for p in params}
+    for p in params:
+        shape = _shape_of(p)
+        src(f"{grads[p]} = {'0.0' if not shape else f'_zeros({shape[0]}, {shape[1]}, batch=False)'}")
+    # sums over t that need no recursion leave the loop: (g_t^z)^T x_t and (g_t^z)^T h_{t-1} become one product
+    # of the stacked steps, sum_t g_t^z one sum, and dL/dx_t = g_t^z W_x one product for every t
+    adjoints = {d.target for d in gen.backward_defs}
+    stackable = {x: "X"}
+    stackable.update({prev: f"_prev_stack({names[gen.at_t[s]]}_all, _B, {H[s]})" for s, prev in gen.prev.items()})
+    deferred, stacked = {}, set()
+    for p in params:
+        contrib = gen.step_grads[_key(gen, p)]
+        form = _deferrable(contrib, adjoints, stackable, cell.vector)
+        if form is not None:
+            deferred[p] = form
+            stacked.add(form[1])
+    dx = gen.input_grad
+    dx_free = {s for s in getattr(dx, "free_symbols", ()) if isinstance(s, (sp.Symbol, sp.MatrixSymbol))}
+    dx_deferred = dx is not None and dx_free <= adjoints | set(params)
+    if dx_deferred:
+        stacked |= dx_free & adjoints
+    stack_of = {a: f"{names[a]}_stack" for a in stacked}
+    for a in stacked:
+        src(f"{stack_of[a]} = _empty(_B, _T, {a.shape[1] if cell.vector else None})")
+    carry = {s: f"carry_{s}" for s in cell.states}
+    for s in cell.states:
+        src(f"{carry[s]} = None")
+    src("dX = [None] * _T")
+    src("for t in range(_T - 1, -1, -1):")
+    src(f"{names[x]} = X[:, t]", 2)
+    for d in forward:
+        src(f"{names[d.target]} = {names[d.target]}_all[t]", 2)
+    for s, prev in gen.prev.items():
+        src(f"{names[prev]} = {names[gen.at_t[s]]}_all[t - 1] if t > 0 else _zeros(_B, {H[s]})", 2)
+    src(f"{names[gen.e]} = e_all[t]", 2)
+    for s in cell.states:
+        direct = gen.direct[s]
+        src(f"{names[rho[s]]} = {carry[s]} if {carry[s]} is not None else _zeros(_B, {H[s]})", 2)
+        if direct is not None:
+            src(f"if {names[gen.e]} is not None:", 2)
+            src(f"{names[rho[s]]} = {names[rho[s]]} + {printer(direct)}", 3)
+    for d in gen.backward_defs:
+        src(f"{names[d.target]} = {printer(d.value)}", 2)
+        if d.target in stacked:
+            src(f"{stack_of[d.target]}[:, t] = {names[d.target]}", 2)
+    for p in params:
+        contrib = gen.step_grads[_key(gen, p)]
+        if contrib is not None and p not in deferred:
+            src(f"{grads[p]} = {grads[p]} + _acc({printer(contrib)}, {_shape_of(p)!r})", 2)
+        head = gen.head_grads[_key(gen, p)]
+        if head is not None:
+            src(f"if {names[gen.e]} is not None:", 2)
+            src(f"{grads[p]} = {grads[p]} + _acc({printer(head)}, {_shape_of(p)!r})", 3)
+    if not dx_deferred:
+        src(f"dX[t] = {printer(dx) if dx is not None else '0.0 * ' + names[x]}", 2)
+    for s in cell.states:
+        c = gen.carry[s]
+        src(f"{carry[s]} = {printer(c) if c is not None else 'None'}", 2)
+    for s, prev in gen.prev.items():  # each state's h_{t-1} for every t, stacked once
+        if any(form[2] == prev for form in deferred.values()):
+            src(f"{names[prev]}_stack = {stackable[prev]}")
+            stackable[prev] = f"{names[prev]}_stack"
+    for p, (kind, a, b) in deferred.items():
+        if kind == "outer":
+            src(f"{grads[p]} = {grads[p]} + _outer({stack_of[a]}, {stackable[b]})")
+        else:
+            src(f"{grads[p]} = {grads[p]} + _total({stack_of[a]}, {cell.vector})")
+    if dx_deferred:
+        whole = {a: sp.MatrixSymbol(stack_of[a], *a.shape) if cell.vector else sp.Symbol(stack_of[a]) for a in dx_free & adjoints}
+        for a, w in whole.items():
+            names[w] = stack_of[a]
+        src(f"dX_all = {printer(dx.xreplace(whole))}")
+    outs = ["L"] + [grads[p] for p in params] + ["dX_all" if dx_deferred else "_stack(dX)"]
+    src(f"return ({', '.join(outs)},)")
+    return src.text()
+
+
+def _deferrable(contrib, adjoints, stackable, vector):
+    """("outer", g, v) for a step term ``g^T v`` (vector) or ``g v`` (scalar) of a sensitivity g and a
+    stackable step quantity v; ("sum", g, None) for a bias term ``g``; None: keep it in the loop."""
+    if contrib is None:
+        return None
+    if contrib in adjoints:
+        return ("sum", contrib, None)
+    if vector and isinstance(contrib, sp.MatMul) and len(contrib.args) == 2 and isinstance(contrib.args[0], sp.Transpose):
+        a, b = contrib.args[0].arg, contrib.args[1]
+        if a in adjoints and b in stackable:
+            return ("outer", a, b)
+    if not vector and contrib.is_Mul and len(contrib.args) == 2:
+        a, b = contrib.args
+        if b in adjoints:
+            a, b = b, a
+        if a in adjoints and b in stackable:
+            return ("outer", a, b)
+    return None
+
+
+def _key(gen, sym):
+    return next(k for k, v in gen.params.items() if v == sym)
+
+
+def _helpers(backend: str) -> dict:
+    if backend == "numpy":
+        def zeros(B, H=None, batch=True):
+            if not batch:
+                return np.zeros((B, H))
+            return np.zeros((B,)) if H is None else np.zeros((B, H))
+
+        def logsumexp(a):
+            m = a.max(axis=-1, keepdims=True)
+            return (m + np.log(np.exp(a - m).sum(axis=-1, keepdims=True)))[..., 0]
+
+        def softmax(a):
+            e = np.exp(a - a.max(axis=-1, keepdims=True))
+            return e / e.sum(axis=-1, keepdims=True)
+
+        def acc(value, shape):
+            value = np.asarray(value)
+            if shape == ():
+                return value.sum()
+            return value.sum(axis=0, keepdims=True) if value.shape[0] != shape[0] or value.ndim > len(shape) else value
+
+        def prev_stack(states, B, H):
+            first = np.zeros((B, 1) if H is None else (B, 1, H))
+            rest = np.stack(states[:-1], 1) if len(states) > 1 else first[:, :0]
+            return np.concatenate([first, rest], 1)
+
+        def outer(g, v):
+            if g.ndim == 2:
+                return np.sum(g * v)
+            return g.reshape(-1, g.shape[-1]).T @ v.reshape(-1, v.shape[-1])
+
+        def total(g, vector):
+            return g.reshape(-1, g.shape[-1]).sum(axis=0, keepdims=True) if vector else g.sum()
+
+        def empty(B, T, H):
+            return np.empty((B, T) if H is None else (B, T, H))
+
+        return {"_zeros": zeros, "_like": lambda X: None, "_logsumexp": logsumexp, "_softmax": softmax, "_acc": acc,
+                "_sum": np.sum, "_stack": lambda xs: np.stack(xs, 1), "_prev_stack": prev_stack, "_outer": outer,
+                "_total": total, "_empty": empty}
+    import torch
+
+    state = {"like": None}
+
+    def like(X):
+        state["like"] = X
+
+    def zeros(B, H=None, batch=True):
+        X = state["like"]
+        shape = (B, H) if (not batch or H is not None) else (B,)
+        return torch.zeros(shape, dtype=X.dtype, device=X.device)
+
+    def acc(value, shape):
+        if not isinstance(value, torch.Tensor):
+            return value
+        if shape == ():
+            return value.sum()
+        return value.sum(dim=0, keepdim=True) if value.shape[0] != shape[0] else value
+
+    def prev_stack(states, B, H):
+        X = state["like"]
+        first = torch.zeros((B, 1) if H is None else (B, 1, H), dtype=X.dtype, device=X.device)
+        return torch.cat([first] + ([torch.stack(states[:-1], 1)] if len(states) > 1 else []), 1)
+
+    def outer(g, v):
+        if g.ndim == 2:
+            return torch.sum(g * v)
+        return g.reshape(-1, g.shape[-1]).T @ v.reshape(-1, v.shape[-1])
+
+    def total(g, vector):
+        return g.reshape(-1, g.shape[-1]).sum(dim=0, keepdim=True) if vector else g.sum()
+
+    def empty(B, T, H):
+        X = state["like"]
+        return torch.empty((B, T) if H is None else (B, T, H), dtype=X.dtype, device=X.device)
+
+    return {"_zeros": zeros, "_like": like, "_logsumexp": lambda a: torch.logsumexp(a, dim=-1),
+            "_softmax": lambda a: torch.softmax(a, dim=-1), "_acc": acc, "_sum": torch.sum,
+            "_stack": lambda xs: torch.stack(xs, 1), "_prev_stack": prev_stack, "_outer": outer, "_total": total,
+            "_empty": empty}
+
+
+def autograd_twin(cell: Cell, device: str = "cpu") -> "CellFunction":
+    """The cell's forward loop alone, generated in torch from the same step equations; differentiate it
+    with torch autograd (:func:`autograd_gradients`)."""
+    return CellFunction(cell, "torch", device=device, forward_only=True)
+
+
+def autograd_gradients(cell: Cell, params: Mapping, X, y, device: str = "cpu", twin: CellFunction | None = None) -> dict:
+    """Loss and gradients of the cell by torch autograd through its forward loop (float64)."""
+    import torch
+
+    twin = twin or autograd_twin(cell, device)
+    args = twin.prepare(params, X, y)
+    leaves = args[:len(twin.names)] + [args[len(twin.names)]]
+    for a in leaves:
+        a.requires_grad_(True)
+    (L,) = twin.fn(*args)
+    grads = torch.autograd.grad(L, leaves, allow_unused=True)
+    out = {"L": L.detach()}
+    for n, g, a in zip(twin.names + ["X"], grads, leaves):
+        out[n] = torch.zeros_like(a) if g is None else g
+    return out
+
+
+def random_case(cell: Cell, rng: np.random.Generator, steps: int, batch: int = 3, scale: float = 0.6):
+    """Random parameters, inputs and targets for ``cell`` at T = ``steps`` (unit-scale data)."""
+    params = {}
+    for name, key in zip(cell.parameter_names, cell.param_shapes):
+        shape = _shape_of(cell.param_symbol(key))
+        fan = shape[-1] if shape else 1
+        params[name] = rng.normal(size=shape) * (scale / np.sqrt(fan))
+    if cell.vector:
+        X = rng.normal(size=(batch, steps, cell.sizes[cell.input_size]))
+        C = cell.sizes[cell.output_size]
+    else:
+        X = rng.normal(size=(batch, steps))
+        C = None
+    P = len(cell.loss.positions(steps))
+    final = cell.loss.on == "final"
+    if cell.loss.kind == "cross_entropy":
+        ids = rng.integers(0, C, size=(batch,) if final else (batch, P))
+        y = np.eye(C)[ids]
+    else:
+        shape = (batch,) + (() if final else (P,)) + ((C,) if cell.vector else ())
+        y = rng.normal(size=shape)
+    return params, X, y
+
+
+def against_autograd(cell: Cell, steps=(1, 3, 8), trials: int = 2, seed: int = 0, backend: str = "torch",
+                     device: str = "cpu", batch: int = 3):
+    """Every derived gradient of ``cell`` (compiled loop) against torch autograd through its forward equations,
+    float64, at random unit-scale points: a list of (T, name, max abs error, max rel error)."""
+    import torch
+
+    f = CellFunction(cell, backend, device=device)
+    twin = autograd_twin(cell, device)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for T_ in steps:
+        for _ in range(trials):
+            params, X, y = random_case(cell, rng, T_, batch)
+            ours = f(params, X, y)
+            ref = autograd_gradients(cell, params, X, y, device, twin)
+            for key, value in ref.items():
+                a = np.asarray(ours[key].detach().cpu() if hasattr(ours[key], "detach") else ours[key], dtype=np.float64)
+                b = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+                a = a.reshape(b.shape)
+                err = float(np.max(np.abs(a - b))) if b.size else 0.0
+                rel = err / max(float(np.max(np.abs(b))) if b.size else 0.0, 1e-300)
+                rows.append((T_, key, err, rel))
+    return rows
