@@ -223,7 +223,7 @@ def _aligned_lines(rows: Iterable, notation: Notation | None, width: int) -> lis
 #: Height budget of one display, in text lines (a line with a fraction counts two): a derivation
 #: longer than this is set as several displays, one after the other, so that the page may break
 #: between them (amsmath never breaks a page inside one without \allowdisplaybreaks).
-DISPLAY_LINES = 16
+DISPLAY_LINES = 12
 
 
 def _height(line: str) -> int:

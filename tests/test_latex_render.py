@@ -76,6 +76,11 @@ SNIPPETS = {
         ("derive", "rnn", "--steps", "3", "--inputs", "2", "--hidden", "3", "--outputs", "1", "--latex"),
     "derive rnn --steps 2 --hidden 2 --expand --latex": ("derive", "rnn", "--steps", "2", "--hidden", "2", "--expand", "--latex"),
     "derive rnn --steps 40 --latex": ("derive", "rnn", "--steps", "40", "--latex"),
+    "derive gru --steps 2 --latex": ("derive", "gru", "--steps", "2", "--latex"),
+    "derive lstm --steps 3 --latex": ("derive", "lstm", "--steps", "3", "--latex"),
+    "derive lstm --steps 2 --hidden 2 --latex": ("derive", "lstm", "--steps", "2", "--hidden", "2", "--latex"),
+    "derive rnn --general --latex": ("derive", "rnn", "--general", "--latex"),
+    "derive lstm --general --latex": ("derive", "lstm", "--general", "--latex"),
     "encoder --stage attention_on_H0 --show H0 head1.A --latex":
         ("encoder", "--stage", "attention_on_H0", "--show", "H0", "head1.A", "--latex"),
 }
