@@ -121,6 +121,7 @@ def test_derivation_objects_paste_and_break_across_pages(tmp_path):
     assert len(pngs) >= 3
 
 
+@pytest.mark.slow
 def test_notes_document_standalone_and_with_figures(tmp_path):
     """``seqgrad latex`` (sections rnn and gates): standalone, and with its figures beside it."""
     for standalone in (True, False):
