@@ -612,7 +612,11 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     from seqgrad.progress import progress
 
     texts: dict[str, str] = {}
-    if jobs == 1 or len(names) == 1 or not hasattr(os, "fork"):
+    import sys
+
+    # Worker processes are forked; a process whose torch has already run (OpenMP threads) can hang in a
+    # forked child, so such a process builds the sections here, one after the other.
+    if jobs == 1 or len(names) == 1 or not hasattr(os, "fork") or "torch" in sys.modules:
         for name in progress(names, len(names), "seqgrad latex: sections"):
             texts[name], _, used = _section_text(name, build_for(name))
     else:
