@@ -78,6 +78,12 @@ class _Printer(NumPyPrinter):
 
     def _print_MatMul(self, expr):
         coeff, mats = expr.as_coeff_matrices()
+        if len(mats) > 1 and isinstance(mats[0], sp.OneMatrix):
+            # 1 v (a row broadcast over the rows) and 1^T M (column sums): derive.blocks' gamma, beta
+            rest = sp.MatMul(*mats[1:]) if len(mats) > 2 else mats[1]
+            inner = self._print(rest)
+            text = f"_colsum({inner})" if mats[0].shape[0] == 1 else f"({inner})"
+            return text if coeff == 1 else f"{self.parenthesize(coeff, PRECEDENCE['Mul'])}*{text}"
         text = " @ ".join(self.parenthesize(m, PRECEDENCE["Mul"], strict=True) for m in mats)
         return text if coeff == 1 else f"{self.parenthesize(coeff, PRECEDENCE['Mul'])}*{text}"
 
@@ -109,6 +115,38 @@ class _Printer(NumPyPrinter):
         marker = sp.Symbol("ELEMENTWISEARG")
         body = self._print(expr.function.expr.xreplace({var: marker}))
         return "(" + body.replace("ELEMENTWISEARG", f"({inner})") + ")"
+
+    # the row-wise primitives of derive.rules (Transformer programs, derive.blocks)
+    def _print_RowSoftmax(self, expr):
+        return f"_softmax({self._print(expr.arg)})"
+
+    def _print_RowSum(self, expr):
+        return f"_rowsum({self._print(expr.arg)})"
+
+    def _print_RowMean(self, expr):
+        return f"_rowmean({self._print(expr.arg)})"
+
+    def _print_RowStd(self, expr):
+        return f"_rowstd({self._print(expr.arg)}, {self._print(expr.eps)})"
+
+    def _print_Normalize(self, expr):
+        return f"_normalize({self._print(expr.arg)}, {self._print(expr.eps)})"
+
+    def _print_Masked(self, expr):
+        return f"({self._print(expr.args[0])} + {self._print(expr.args[1])})"
+
+    def _print_HConcat(self, expr):
+        return "_cat((" + ", ".join(self._print(b) for b in expr.args) + ",), -1)"
+
+    def _print_ColumnBlock(self, expr):
+        start, width = expr.args[1], expr.args[2]
+        return f"{self.parenthesize(expr.args[0], PRECEDENCE['Atom'], strict=True)}[:, int({self._print(start)}):int({self._print(start + width)})]"
+
+    def _print_DiagMatrix(self, expr):
+        return f"_diag({self._print(expr.args[0])})"
+
+    def _print_DiagonalOf(self, expr):
+        return f"_diagonal({self._print(expr.arg)})"
 
     def _print_SquaredNorm(self, expr):
         return f"_sumsq({self._print(expr.arg)})"
@@ -154,7 +192,25 @@ def _numpy_namespace() -> dict:
         "numpy": np, "math": __import__("math"),
         "_sigmoid": sigmoid_, "_heaviside": np.heaviside, "_maximum": np.maximum, "_minimum": np.minimum,
         "_sumsq": lambda m: np.sum(np.square(m)), "_cat": np.concatenate,
+        "_softmax": _np_softmax, "_rowsum": lambda m: np.sum(m, -1, keepdims=True),
+        "_rowmean": lambda m: np.mean(m, -1, keepdims=True), "_rowstd": _np_rowstd, "_normalize": _np_normalize,
+        "_colsum": lambda m: np.sum(m, -2, keepdims=True), "_diag": lambda v: np.diag(np.ravel(v)),
+        "_diagonal": lambda m: np.diagonal(m).reshape(-1, 1),
     }
+
+
+def _np_softmax(S):
+    """Row softmax, max-subtracted (masked entries -inf give exactly 0)."""
+    e = np.exp(S - np.max(S, -1, keepdims=True))
+    return e / np.sum(e, -1, keepdims=True)
+
+
+def _np_rowstd(X, eps):
+    return np.sqrt(np.var(X, -1, keepdims=True) + eps)
+
+
+def _np_normalize(X, eps):
+    return (X - np.mean(X, -1, keepdims=True)) / _np_rowstd(X, eps)
 
 
 def _torch_namespace() -> dict:
@@ -179,9 +235,19 @@ def _torch_namespace() -> dict:
     def heaviside(x, h0):
         return torch.heaviside(x, torch.full((), h0, dtype=x.dtype, device=x.device))
 
+    def rowstd(X, eps):
+        return torch.sqrt(torch.var(X, -1, unbiased=False, keepdim=True) + eps)
+
+    def normalize(X, eps):
+        return (X - torch.mean(X, -1, keepdim=True)) / rowstd(X, eps)
+
     return {
         "torch": torch, "math": math, "_sigmoid": torch.sigmoid, "_heaviside": heaviside,
         "_maximum": maximum, "_minimum": minimum, "_sumsq": lambda m: torch.sum(torch.square(m)), "_cat": torch.cat,
+        "_softmax": lambda S: torch.softmax(S, -1), "_rowsum": lambda m: torch.sum(m, -1, keepdim=True),
+        "_rowmean": lambda m: torch.mean(m, -1, keepdim=True), "_rowstd": rowstd, "_normalize": normalize,
+        "_colsum": lambda m: torch.sum(m, -2, keepdim=True), "_diag": lambda v: torch.diag(v.reshape(-1)),
+        "_diagonal": lambda m: torch.diagonal(m).reshape(-1, 1),
     }
 
 

@@ -36,6 +36,8 @@ from seqgrad.errors import SeqgradError, SeqgradTypeError, SeqgradValueError
 
 from seqgrad.latex_table import tex_escape
 
+from .latexrun import build_sections
+
 PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable")
 
 
@@ -236,14 +238,14 @@ def _encoder(b: Build) -> str:
     from numeric.tokens import tokenize
     from seqgrad.latex_table import booktabs
 
-    from .commands.encoder import _tables
+    from .encoder_tables import trace_tables
 
     tokens = tokenize(course.TEXT)
     parts = [f"The worked example encodes ``{text(course.TEXT)}'' (T = {len(tokens)} tokens). "
              f"Rows are tokens, columns are features, numbers at {b.digits} significant figures (the text prints 3)."]
     for stage, names in ENCODER_TABLES.items():
         record = course.trace(stage, device=b.device)
-        for title, rows, row_labels, col_labels in _tables(stage, record, list(names), tokens):
+        for title, rows, row_labels, col_labels in trace_tables(stage, record, list(names), tokens):
             parts.append(booktabs(rows, row_labels=row_labels, col_labels=col_labels, corner="t", caption=title,
                                   figures=b.digits, decimal_comma=b.notation.decimal_comma))
     parts.append(b.figures("encoder"))
@@ -563,32 +565,13 @@ def preamble(title: str = "seqgrad: derivations for sequence models") -> str:
 FIGURE_SETS = {"rnn": ("paths",), "gates": ("paths",), "encoder": ("encoder",), "residual": ("depth",)}
 
 
-def _section_text(name: str, b: Build) -> tuple[str, list[Path], set[str]]:
-    """One section's LaTeX, the figure files it wrote and the renames its formulas used."""
-    section = SECTIONS[name]
-    body = section.build(b).strip()
-    return (f"\\section{{{text(section.title)}}}\\label{{sec:{name}}}\n\n{body}\n\n\\clearpage\n",
-            list(b.figures_written), set(b.notation._used))
-
-
-def _section_in_child(name: str, b: Build):
-    """:func:`_section_text` in a worker process; an error comes back as its message (exceptions with
-    custom constructors do not survive pickling)."""
-    try:
-        return "ok", _section_text(name, b)
-    except SeqgradError as exc:
-        return "error", f"{type(exc).__name__}: {exc}"
-
-
 def render(sections: Sequence[str] | str | None = None, notation: Notation | None = None, *, tex_dir: str | Path = ".",
            figures_dir: str | Path | None = None, device: str = "cpu", proof_seconds: float | None = 20.0,
-           digits: int = 3, jobs: int | None = None) -> str:
+           digits: int = 3, jobs: int = 1) -> str:
     """The complete document as text.  Figures are written under ``figures_dir``
     (which must lie inside ``tex_dir``); with ``figures_dir=None`` the document has
-    no figures and needs no file but itself.  ``jobs`` sections are built at once in worker
-    processes (default: one per CPU core, at most 2; 1 builds them here, one after the other)."""
-    import os
-
+    no figures and needs no file but itself.  With ``jobs > 1`` the sections are built
+    in that many processes (:mod:`crosscheck.latexrun`); the text is the same."""
     names = resolve_sections(sections)
     if not names:
         raise SeqgradValueError("sections", sections, "at least one section whose package is present")
@@ -598,40 +581,12 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     if proof_seconds is not None:
         proof_seconds = validate.real("proof_seconds", proof_seconds, positive=True)
     digits = validate.integer("digits", digits, minimum=1, maximum=15)
-    jobs = min(2, os.cpu_count() or 1) if jobs is None else validate.integer("jobs", jobs, minimum=1, maximum=64)
-    owner: dict[str, str] = {}
-    for name in names:
-        for set_name in FIGURE_SETS.get(name, ()):
-            owner.setdefault(set_name, name)
-
-    def build_for(name: str) -> Build:
-        b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds, digits)
-        b.sets_included = {s for s, first in owner.items() if first != name}  # drawn by an earlier section
-        return b
-
-    from seqgrad.progress import progress
-
-    texts: dict[str, str] = {}
-    import sys
-
-    # Worker processes are forked; a process whose torch has already run (OpenMP threads) can hang in a
-    # forked child, so such a process builds the sections here, one after the other.
-    if jobs == 1 or len(names) == 1 or not hasattr(os, "fork") or "torch" in sys.modules:
-        for name in progress(names, len(names), "seqgrad latex: sections"):
-            texts[name], _, used = _section_text(name, build_for(name))
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        with ProcessPoolExecutor(max_workers=min(jobs, len(names)), mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = {pool.submit(_section_in_child, name, build_for(name)): name for name in names}
-            for future in progress(as_completed(futures), len(futures), "seqgrad latex: sections"):
-                status, value = future.result()
-                if status == "error":
-                    raise LatexError(f"section {futures[future]}: {value}")
-                texts[futures[future]], _, used = value
-                notation._used.update(used)
-    parts = [preamble()] + [texts[name] for name in names] + ["\\end{document}\n"]
+    b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds, digits)
+    parts = [preamble()]
+    jobs = validate.integer("jobs", jobs, minimum=1)
+    for name, body in zip(names, build_sections(b, names, SECTIONS, jobs)):
+        parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n\n\\clearpage\n")
+    parts.append("\\end{document}\n")
     unused = notation.unused_renames()
     if unused:
         raise SeqgradValueError("--symbol (Notation.symbol_names)", ", ".join(unused), "the name (or base letter) of a symbol these sections print; "
@@ -641,7 +596,7 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
 
 def write(path: str | Path, sections: Sequence[str] | str | None = None, notation: Notation | None = None, *,
           standalone: bool = False, device: str = "cpu", proof_seconds: float | None = 20.0, digits: int = 3,
-          jobs: int | None = None) -> Path:
+          jobs: int = 1) -> Path:
     """Write the document to ``path`` (atomically).  Unless ``standalone``, its figures go to
     ``<stem>-figures/`` beside it; a standalone document is one file with no figures."""
     path = Path(path)

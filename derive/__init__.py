@@ -2,21 +2,30 @@
 
 ``import derive`` stays light: it never imports torch or the numeric layer,
 and submodules are loaded when first used (``derive.rnn``, ``derive.positional``...).
+``__all__`` lists every public submodule of the package (read from the package
+folder, so that a new module is reachable as ``derive.NAME`` without an edit here).
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
-__all__ = ["rnn", "positional", "attention", "layernorm", "residual", "counting", "catalogue", "gated", "activations"]
+__all__ = sorted({m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")} | {"verify"})
+
+
+def verify(lhs, rhs=None, **kwargs):
+    """Prove ``lhs = rhs`` or check it at random points: see :func:`derive.verification.verify`."""
+    from .verification import verify as _verify
+
+    return _verify(lhs, rhs, **kwargs)
 
 
 def __getattr__(name: str):
-    if name in __all__:
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{name}":
-                raise AttributeError(f"module 'derive' has no submodule {name!r}") from None
-            raise
+    if name in __all__ and name != "verify":
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'derive' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -38,7 +38,7 @@ from typing import Callable
 import sympy as sp
 from sympy.calculus.util import maximum
 
-from seqgrad import validate
+from seqgrad import runcache, validate
 
 from . import activations
 
@@ -71,8 +71,8 @@ class Fact:
     _prove: Callable[[], Proof]
 
     def prove(self) -> Proof:
-        """Redo the proof with SymPy."""
-        return self._prove()
+        """Redo the proof with SymPy (once per run of ``seqgrad check`` or ``latex``: :mod:`seqgrad.runcache`)."""
+        return _proved(self)
 
     def latex(self) -> str:
         return self.statement
@@ -82,6 +82,11 @@ class Fact:
 
     def __repr__(self) -> str:
         return f"Fact({self.name!r})"
+
+
+@runcache.memo
+def _proved(fact: Fact) -> Proof:
+    return fact._prove()
 
 
 def _is_zero(expr) -> bool:
@@ -102,6 +107,7 @@ def _sigmoid_prime() -> Proof:
     return Proof(residual == 0, (("d/dz 1/(1+exp(-z))", derivative), ("s(1-s)", claimed), ("difference", residual)))
 
 
+@runcache.memo  # sympy.maximum takes about a second; the Pascanu and Hochreiter facts reuse this proof
 def _sigmoid_prime_max() -> Proof:
     gap = sp.expand(sp.Rational(1, 4) - s * (1 - s) - (s - sp.Rational(1, 2)) ** 2)  # 0: a perfect square
     at_half = sp.solveset(sp.Eq(_sigma_exp, sp.Rational(1, 2)), z, sp.S.Reals)
@@ -113,6 +119,7 @@ def _sigmoid_prime_max() -> Proof:
                          ("sigma'(0)", peak), ("max_z sigma'(z) (sympy.maximum)", sup)))
 
 
+@runcache.memo  # sympy.maximum takes about a second; the Pascanu and Hochreiter facts reuse this proof
 def _tanh_prime_max() -> Proof:
     gap = sp.expand(1 - (1 - h**2) - h**2)  # 1 - (1 - h^2) = h^2 >= 0
     at_zero = sp.solveset(sp.Eq(sp.tanh(z), 0), z, sp.S.Reals)

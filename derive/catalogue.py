@@ -1,7 +1,9 @@
 """The identity catalogue: every Transformer identity of the course texts as one entry.
 
 An entry (:class:`Identity`) has a ``name``, the ``source`` it comes from (seed
-file and line or section), the statement as SymPy objects (``lhs`` and ``rhs``;
+file and line or section), its ``scope`` (the sizes it is proved for: ``"all n >= 1"``
+for a statement proved at symbolic size in index notation, ``"instance d = 2"`` where
+only an instance is stated or provable) and its ``assumptions``, the statement as SymPy objects (``lhs`` and ``rhs``;
 ``relation`` is ``"="`` or, for a documented failure, ``"!="``), an exact proof
 method and a numeric check:
 
@@ -115,8 +117,12 @@ class Identity(Derivation):
     simplifier: str = ""
     reason: str = ""
     symbols_note: str = ""
+    scope: str = ""
+    assumptions: tuple = ()
+    shown: Callable[[], tuple] | None = field(default=None, repr=False)
 
     def __post_init__(self):
+        self.assumptions = tuple(self.assumptions)
         if self.method not in METHODS:
             raise SeqgradValueError("method", self.method, "one of " + ", ".join(METHODS))
         if self.method == "numeric" and not self.reason:
@@ -146,19 +152,30 @@ class Identity(Derivation):
         """Evaluate both sides numerically, independently of the proof."""
         return self.numeric(random.Random(f"{self.name}:{seed}"))
 
+    def sides(self) -> tuple:
+        """The statement's two sides as printed: the general formula when the entry has one (``shown``; the
+        checked sides may be an instance of it, see :attr:`scope`), else the checked sides."""
+        if self.shown is not None:
+            return self.shown()
+        return _sym(self.lhs), _sym(self.rhs)
+
     def statement(self):
         """The statement as a SymPy relation (``Eq`` or ``Ne``)."""
-        lhs, rhs = _sym(self.lhs), _sym(self.rhs)
+        lhs, rhs = self.sides()
         if self.relation == "=":
             return sp.Eq(lhs, rhs, evaluate=False)
         return sp.Ne(lhs, rhs, evaluate=False)
 
     def latex(self) -> str:
         op = "=" if self.relation == "=" else r"\neq"
-        return f"{sp.latex(_sym(self.lhs))} {op} {sp.latex(_sym(self.rhs))}"
+        lhs, rhs = self.sides()
+        return f"{sp.latex(lhs)} {op} {sp.latex(rhs)}"
 
     def __str__(self) -> str:
-        return f"{self.name} [{self.source}]: {self.title}\n  {sp.sstr(_sym(self.lhs))} {self.relation} {sp.sstr(_sym(self.rhs))}"
+        from .program import sstr
+
+        lhs, rhs = self.sides()
+        return f"{self.name} [{self.source}]: {self.title}\n  {sstr(lhs)} {self.relation} {sstr(rhs)}"
 
 
 def _sym(x):
@@ -275,6 +292,9 @@ def entries() -> list[Identity]:
         duplicates = {n for n in names if names.count(n) > 1}
         if duplicates:
             raise SeqgradValueError("catalogue", sorted(duplicates), "unique entry names")
+        unscoped = [e.name for e in built if not e.scope]
+        if unscoped:
+            raise SeqgradValueError("catalogue", unscoped, 'entries that state their scope ("all n >= 1", "instance d = 2", ...)')
         _ENTRIES = built
     return list(_ENTRIES)
 
@@ -318,18 +338,25 @@ def markdown() -> str:
         "**counterexample** shows a failure at an exact point; **numeric** applies only where the",
         "reason column says why (for example numbers printed to 3 significant figures).",
         "",
-        "| name | source | statement | method |",
-        "|---|---|---|---|",
+        "The scope column says for which sizes an entry is proved: \"all n >= 1\" for a statement proved at",
+        "symbolic size in index notation (`IndexedBase`, `KroneckerDelta`, `Sum` with symbolic bounds),",
+        "\"instance ...\" where the entry is proved at one size, \"counterexample ...\" for a documented failure.",
+        "",
+        "| name | source | statement | scope | method |",
+        "|---|---|---|---|---|",
     ]
     for e in entries():
         method = e.method + (f" ({e.simplifier})" if e.simplifier else "") + (f": {e.reason}" if e.reason else "")
-        lines.append(f"| `{e.name}` | {e.source} | {e.title} | {method} |")
+        lines.append(f"| `{e.name}` | {e.source} | {e.title} | {e.scope} | {method} |")
     lines += ["", "## Statements", ""]
     for e in entries():
         statement = e.latex()
         if len(statement) > 1500:
             statement = statement[:1500] + r" \ldots"
-        lines += [f"### `{e.name}`", "", f"{e.title} ({e.source}).", "", "$$", statement, "$$", ""]
+        lines += [f"### `{e.name}`", "", f"{e.title} ({e.source}).", "", f"Scope: {e.scope}."]
+        if e.assumptions:
+            lines += ["", "Assumptions: " + "; ".join(e.assumptions) + "."]
+        lines += ["", "$$", statement, "$$", ""]
         if e.symbols_note:
             lines += [e.symbols_note, ""]
     return "\n".join(lines).rstrip() + "\n"

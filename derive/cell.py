@@ -985,25 +985,10 @@ class CrossEntropy(sp.Expr):
         return "CE(%s, %s)" % (printer._print(self.args[0]), printer._print(self.args[1]))
 
 
-class RowSoftmax(MatrixExpr):
-    """softmax of each row of a matrix expression (the cross-entropy's error ``softmax(yhat) - y``)."""
-
-    def __new__(cls, arg):
-        return MatrixExpr.__new__(cls, arg)
-
-    @property
-    def shape(self):
-        return self.args[0].shape
-
-    def _latex(self, printer):
-        return r"\operatorname{softmax}\left(%s\right)" % printer._print(self.args[0])
-
-    def _sympystr(self, printer):
-        return "softmax(%s)" % printer._print(self.args[0])
-
-
 def error_value(cell: Cell, yhat, y):
     """``e = yhat - y`` (squared error) or ``e = softmax(yhat) - y`` (cross-entropy)."""
+    from .rules import RowSoftmax
+
     if cell.loss.kind == "squared":
         return yhat - y
     return RowSoftmax(yhat) - y

@@ -96,7 +96,8 @@ def identities() -> list[Identity]:
         "attention parameters without biases, d_k = d_v = d_model / h: 4 d_model^2; 1,048,576 at d_model = 512",
         sp.Matrix([at_equal, at_equal.subs(d_model, 512)]), sp.Matrix([4 * d_model ** 2, 1048576]), "simplify",
         proof_by(lambda: sp.Matrix([at_equal - 4 * d_model ** 2, at_equal.subs(d_model, 512) - 1048576]), sp.expand, "expand"),
-        lambda rng: _count_numeric(at_equal, 4 * d_model ** 2, rng), simplifier="expand"))
+        lambda rng: _count_numeric(at_equal, 4 * d_model ** 2, rng), simplifier="expand",
+        scope="all d_model, h >= 1 (symbolic); the number at d_model = 512", assumptions=("no biases", "d_k = d_v = d_model / h")))
     ffn = ffn_params(bias=False)
     out.append(Identity(
         "count-ffn", "seed 001 l.150, l.308 (2,097,152 at 512 / 2048; twice the attention)",
@@ -105,7 +106,8 @@ def identities() -> list[Identity]:
         sp.Matrix([2 * d_model * d_ff, 2097152, 2]), "simplify",
         proof_by(lambda: sp.Matrix([ffn - 2 * d_model * d_ff, ffn.subs({d_model: 512, d_ff: 2048}) - 2097152,
                                     sp.cancel(ffn.subs(d_ff, 4 * d_model) / at_equal) - 2]), sp.expand, "expand"),
-        lambda rng: _count_numeric(ffn, 2 * d_model * d_ff, rng), simplifier="expand"))
+        lambda rng: _count_numeric(ffn, 2 * d_model * d_ff, rng), simplifier="expand",
+        scope="all d_model, d_ff >= 1 (symbolic); the numbers at 512 / 2048", assumptions=("no biases",)))
     layer = encoder_layer_params(bias=False, norms=False).subs(d_ff, 4 * d_model)
     out.append(Identity(
         "count-layer", "seed 001 l.242 (task 23: 12 d_model^2 per layer), l.150 (3,145,728; x 6 = 18,874,368)",
@@ -113,7 +115,8 @@ def identities() -> list[Identity]:
         sp.Matrix([layer, layer.subs(d_model, 512), 6 * layer.subs(d_model, 512)]), sp.Matrix([12 * d_model ** 2, 3145728, 18874368]),
         "simplify", proof_by(lambda: sp.Matrix([layer - 12 * d_model ** 2, layer.subs(d_model, 512) - 3145728,
                                                 6 * layer.subs(d_model, 512) - 18874368]), sp.expand, "expand"),
-        lambda rng: _count_numeric(layer, 12 * d_model ** 2, rng), simplifier="expand"))
+        lambda rng: _count_numeric(layer, 12 * d_model ** 2, rng), simplifier="expand",
+        scope="all d_model >= 1 (symbolic); the numbers at 512, N = 6", assumptions=("no biases or norms", "d_ff = 4 d_model")))
     ratio = sp.cancel(recurrent_cost() / self_attention_cost())
     out.append(Identity(
         "count-cost-crossover", "seed 001 l.31-43 (O(n^2 d) vs O(n d^2); n = 100, d = 512: 5,120,000 vs 26,214,400)",
@@ -121,7 +124,8 @@ def identities() -> list[Identity]:
         sp.Matrix([ratio, self_attention_cost().subs({n: 100, d: 512}), recurrent_cost().subs({n: 100, d: 512})]),
         sp.Matrix([d / n, 5120000, 26214400]), "simplify",
         lambda: _crossover_proof(ratio),
-        lambda rng: _count_numeric(self_attention_cost() - recurrent_cost(), n * d * (n - d), rng), simplifier="cancel; solve the inequality"))
+        lambda rng: _count_numeric(self_attention_cost() - recurrent_cost(), n * d * (n - d), rng), simplifier="cancel; solve the inequality",
+        scope="all n, d > 0 (symbolic); the numbers at n = 100, d = 512", assumptions=("costs O(n^2 d) and O(n d^2) with unit constants",)))
     return out
 
 

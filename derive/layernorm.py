@@ -181,17 +181,62 @@ class Derived(Derivation):
         return f"Derived(LayerNorm d={self.ln.d}: J = closed form {'proved' if self.holds else 'NOT proved'})"
 
 
+# --- index notation at symbolic d ----------------------------------------------------------------
+
+d = sp.Symbol("d", integer=True, positive=True)
+i, j, k = sp.symbols("i j k", integer=True, nonnegative=True)
+x = sp.IndexedBase("x", real=True)
+xhat = sp.IndexedBase("xhat")
+gamma = sp.IndexedBase("gamma", real=True)
+beta = sp.IndexedBase("beta", real=True)
+mu = sp.Symbol("mu", real=True)
+sigma = sp.Symbol("sigma", positive=True)
+v = sp.Symbol("v", nonnegative=True)  # the population variance sigma^2 - eps
+
+
+def mean_def(size=d):
+    return sp.Sum(x[k], (k, 0, size - 1)) / size
+
+
+def variance_def(size=d):
+    return sp.Sum((x[k] - mu) ** 2, (k, 0, size - 1)) / size
+
+
+def _definitions():
+    """x̂_i = (x_i - mu) / sigma, sigma = sqrt(v + eps), v = mean_k (x_k - mu)^2, mu = mean_k x_k: innermost last."""
+    return {xhat: lambda idx: (x[idx] - mu) / sigma, sigma: sp.sqrt(v + EPS), v: variance_def(), mu: mean_def()}
+
+
+def _expand(expr):
+    from .rules import expand_indexed
+
+    return expand_indexed(expr, _definitions())
+
+
+def ln_entry(idx):
+    """y_idx = gamma_idx x̂_idx + beta_idx with every name replaced by its definition (symbolic d)."""
+    return _expand(gamma[idx] * xhat[idx] + beta[idx])
+
+
 def identities() -> list[Identity]:
-    out = []
     from functools import lru_cache
 
+    from .rules import index_proof
+
+    out = []
     ln = LayerNorm(3)
     J3 = lru_cache(None)(lambda: (ln.jacobian_direct(), ln.jacobian()))
+    closed = gamma[i] / sigma * (sp.KroneckerDelta(i, j) - 1 / d - xhat[i] * xhat[j] / d)
+    defs = ("mu = (1/d) sum_k x_k", "sigma = sqrt((1/d) sum_k (x_k - mu)^2 + eps) (population variance, eps inside the root)",
+            "x̂_i = (x_i - mu) / sigma", "eps > 0")
     out.append(Identity(
         "layernorm-jacobian", "seed 000 L971-975 (LN definition); derived Jacobian",
-        "d LN(h) / dh = diag(gamma)/s (I - 11^T/d - xhat xhat^T/d), population variance, eps inside the root (d = 3)",
-        lambda: J3()[0], lambda: J3()[1], "simplify", lambda: proof_by(lambda: J3()[0] - J3()[1], radical_zero, "name the radical, cancel")(),
-        lambda rng: numeric_sides(J3()[0], J3()[1], rng, positive=[EPS]), simplifier="name the radical, cancel"))
+        "d y_i / d x_j = (gamma_i / sigma) (delta_ij - 1/d - x̂_i x̂_j / d) for y = LN(x), every d",
+        sp.Derivative(gamma[i] * xhat[i] + beta[i], x[j]), closed, "simplify",
+        index_proof(lambda: sp.diff(ln_entry(i), x[j]) - _expand(closed), "sum_k (x_k - mu) = 0 by the definition of mu"),
+        lambda rng: numeric_sides(J3()[0], J3()[1], rng, positive=[EPS]), simplifier="index notation, symbolic d",
+        scope="all d >= 1", assumptions=defs,
+        symbols_note="Numeric evidence: the direct 3 x 3 Jacobian of the fully substituted LN against the closed form."))
     ln8 = LayerNorm(8)
     out.append(Identity(
         "layernorm-jacobian-intermediates", "seed 000 L971-975; chain rule over mu, sigma^2, s",
@@ -199,24 +244,41 @@ def identities() -> list[Identity]:
         lambda: ln8.derive().J, lambda: ln8.derive().closed, "simplify",
         lambda: Proof(ln8.derive().holds, "simplification to zero (name the radical, cancel) over intermediates", sp.Integer(0)),
         lambda rng: numeric_sides(ln8.derive().substituted(), ln8.jacobian(), rng, positive=[EPS]),
-        simplifier="name the radical, cancel"))
-    ln4 = LayerNorm(4, gamma=[1] * 4, beta=[0] * 4)
-    mean = sp.Add(*ln4.y) / 4
+        simplifier="name the radical, cancel", scope="instance d = 8 (the general statement: layernorm-jacobian)",
+        shown=lambda: (sp.Derivative(xhat[i], x[j]), (sp.KroneckerDelta(i, j) - 1 / d - xhat[i] * xhat[j] / d) / sigma),
+        assumptions=defs))
+    row_sum = sp.Sum(closed, (j, 0, d - 1))
     out.append(Identity(
-        "layernorm-mean-zero", "seed 000 L979-981 (gamma = 1, beta = 0: mean 0)", "mean_c LN(h)_c = 0 with gamma = 1, beta = 0 (d = 4)",
-        mean, sp.Integer(0), "simplify", proof_by(lambda: mean, radical_zero, "name the radical, cancel"),
-        lambda rng: numeric_sides(mean, sp.Integer(0), rng, positive=[EPS]), simplifier="name the radical, cancel"))
-    var_out = sp.Add(*[x ** 2 for x in ln4.y]) / 4
-    target = ln4.var / (ln4.var + EPS)
+        "layernorm-jacobian-kills-constants", "seed 000 L971-981 (LN removes the row mean); derived",
+        "J 1 = 0: sum_j d y_i / d x_j = 0, so adding a constant to a row changes nothing, every d",
+        row_sum, sp.Integer(0), "simplify",
+        index_proof(lambda: sp.Sum(sp.diff(ln_entry(i), x[j]), (j, 0, d - 1)), "the derivative, summed over j"),
+        lambda rng: numeric_sides(J3()[0] * sp.ones(3, 1), sp.zeros(3, 1), rng, positive=[EPS]),
+        simplifier="index notation, symbolic d", scope="all d >= 1", assumptions=defs))
+    ln4 = LayerNorm(4, gamma=[1] * 4, beta=[0] * 4)
+    mean4 = sp.Add(*ln4.y) / 4
+    out.append(Identity(
+        "layernorm-mean-zero", "seed 000 L979-981 (gamma = 1, beta = 0: mean 0)", "mean_i x̂_i = 0 (LN with gamma = 1, beta = 0), every d",
+        sp.Sum(xhat[i], (i, 0, d - 1)) / d, sp.Integer(0), "simplify",
+        index_proof(lambda: _expand(sp.Sum(xhat[i], (i, 0, d - 1)) / d), "sum_i (x_i - mu) = 0"),
+        lambda rng: numeric_sides(mean4, sp.Integer(0), rng, positive=[EPS]), simplifier="index notation, symbolic d",
+        scope="all d >= 1", assumptions=defs))
+    var_out = sp.Add(*[e ** 2 for e in ln4.y]) / 4
+    target4 = ln4.var / (ln4.var + EPS)
     out.append(Identity(
         "layernorm-variance", "seed 000 L981 (variance sigma^2 / (sigma^2 + eps), slightly below 1)",
-        "mean_c LN(h)_c^2 = sigma^2 / (sigma^2 + eps) with gamma = 1, beta = 0 (d = 4)", var_out, target, "simplify",
-        proof_by(lambda: var_out - target, radical_zero, "name the radical, cancel"),
-        lambda rng: numeric_sides(var_out, target, rng, positive=[EPS]), simplifier="name the radical, cancel"))
-    a = sp.Symbol("a", real=True)
-    const = LayerNorm(5, h=[a] * 5)
+        "mean_i x̂_i^2 = v / (v + eps), v the population variance of the row: slightly below 1, every d",
+        sp.Sum(xhat[i] ** 2, (i, 0, d - 1)) / d, v / (v + EPS), "simplify",
+        index_proof(lambda: _expand(sp.Sum(xhat[i] ** 2, (i, 0, d - 1)) / d - v / (v + EPS)), "v = mean_k (x_k - mu)^2"),
+        lambda rng: numeric_sides(var_out, target4, rng, positive=[EPS]), simplifier="index notation, symbolic d",
+        scope="all d >= 1", assumptions=defs))
+    a_ = sp.Symbol("a", real=True)
+    const = LayerNorm(5, h=[a_] * 5)
+    constant_row = lambda: ln_entry(i).replace(lambda e: isinstance(e, sp.Indexed) and e.base == x, lambda e: a_)
     out.append(Identity(
-        "layernorm-constant-row", "seed 000 L981 (a constant row maps to beta)", "LN(a, a, ..., a) = beta for eps > 0 (d = 5)",
-        const.y, sp.Matrix(const.beta), "simplify", proof_by(lambda: const.y - sp.Matrix(const.beta), sp.simplify, "simplify"),
-        lambda rng: numeric_sides(const.y, sp.Matrix(const.beta), rng, positive=[EPS]), simplifier="exact substitution"))
+        "layernorm-constant-row", "seed 000 L981 (a constant row maps to beta)", "LN(a, a, ..., a)_i = beta_i for eps > 0, every d",
+        sp.Subs(gamma[i] * (x[i] - mu) / sigma + beta[i], x[k], a_), beta[i], "simplify",
+        index_proof(lambda: constant_row() - beta[i], "every x_k = a: mu = a, x̂ = 0 / sqrt(eps)"),
+        lambda rng: numeric_sides(const.y, sp.Matrix(const.beta), rng, positive=[EPS]), simplifier="index notation, symbolic d",
+        scope="all d >= 1", assumptions=("eps > 0 (eps = 0 would leave 0/0)",)))
     return out

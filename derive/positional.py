@@ -325,7 +325,8 @@ def identities() -> list[Identity]:
             lambda sides=sides: sides()[1], lambda sides=sides: sides()[2], "simplify",
             lambda sides=sides: proof_by(sides()[0].residual, angle_addition, "angle addition")(),
             lambda rng, sides=sides: numeric_sides(sides()[1], sides()[2], rng, low=-50, high=50), simplifier="angle addition",
-            symbols_note=note))
+            symbols_note=note, scope=f"instance d = {d}, {layout} layout (every pair, every d: pe-shift)", assumptions=("pos, k real",),
+            shown=_pair_formula))
 
     def rotation_props():
         rep = ShiftIdentity(Sinusoidal(8)).prove()
@@ -346,7 +347,8 @@ def identities() -> list[Identity]:
         "pe-rotation-group", "seed 001 l.282 (rotation form derived, not in the text)",
         "R(a) R(b) = R(a+b); R(k)^T R(k) = I, det R(k) = 1, R(k) free of pos (d=8)",
         lambda: group()[0], lambda: group()[1], "simplify", rotation_props,
-        lambda rng: numeric_sides(group()[0], group()[1], rng, low=-20, high=20), simplifier="Pythagorean reduction"))
+        lambda rng: numeric_sides(group()[0], group()[1], rng, low=-20, high=20), simplifier="Pythagorean reduction",
+        scope="instance d = 8 (every pair: pe-shift)", assumptions=("a, b, k real",), shown=lambda: _group_formula()))
     pe5 = Sinusoidal(5)
     w4 = pe5.omega(4)
     out.append(Identity(
@@ -356,14 +358,14 @@ def identities() -> list[Identity]:
         lambda: Proof(NoScalarShift(pe5).holds, "counterexample at pos = 0, k = 1", sp.sin(w4), "sin(w_4) > 0 since 0 < w_4 < pi"),
         lambda rng: NumericResult([abs(float(sp.sin(w4).evalf(30)))], [0.0], "differs", None,
                                   "|sin(w_4)| must exceed the tolerance: the check passes when the sides differ"),
-        relation="!=", simplifier="substitution pos=0, k=1"))
+        relation="!=", simplifier="substitution pos=0, k=1", scope="counterexample d = 5 (every odd d has one unpaired sine)", assumptions=("0 < omega_4 < pi",)))
     for d in (8, 6):
         dot = lru_cache(None)(lambda d=d: (dot_product(Sinusoidal(d)), dot_product_offset_form(Sinusoidal(d))))
         out.append(Identity(
             f"pe-dot-offset-d{d}", "derived (seed 001 digest: not in the text; Vaswani et al. 3.5)",
             f"PE(p) . PE(q) = sum_i cos((p - q) w_i) depends only on p - q, d={d}", lambda dot=dot: dot()[0], lambda dot=dot: dot()[1],
             "simplify", lambda dot=dot: proof_by(lambda: dot()[0] - dot()[1], angle_addition, "angle addition")(),
-            lambda rng, dot=dot: numeric_sides(dot()[0], dot()[1], rng, low=-30, high=30), simplifier="angle addition"))
+            lambda rng, dot=dot: numeric_sides(dot()[0], dot()[1], rng, low=-30, high=30), simplifier="angle addition", scope=f"instance d = {d}", assumptions=("p, q real",)))
     for d in (8, 64):
         norm = lru_cache(None)(lambda d=d: dot_product(Sinusoidal(d), pos, pos))
         out.append(Identity(
@@ -371,7 +373,40 @@ def identities() -> list[Identity]:
             f"||PE(pos)||^2 = d/2 for even d = {d}", norm, sp.Rational(d, 2), "simplify",
             lambda norm=norm, d=d: proof_by(lambda: norm() - sp.Rational(d, 2), pythagorean, "Pythagorean reduction")(),
             lambda rng, norm=norm, d=d: numeric_sides(norm(), sp.Rational(d, 2), rng, low=-100, high=100),
-            simplifier="Pythagorean reduction"))
+            shown=lambda d=d: (sp.Sum(sp.sin(pos * sp.IndexedBase("omega")[sp.Symbol("i")]) ** 2
+                                     + sp.cos(pos * sp.IndexedBase("omega")[sp.Symbol("i")]) ** 2, (sp.Symbol("i"), 0, d // 2 - 1)),
+                               sp.Rational(d, 2)),
+            simplifier="Pythagorean reduction", scope=f"instance d = {d} (every even d: pe-norm)", assumptions=("pos real",)))
+    # the general statements: one pair with a symbolic frequency (R is block diagonal over the pairs, so this is every
+    # even d and both layouts), and the norm for symbolic even d = 2m
+    omega = sp.Symbol("omega", positive=True)
+    pair_lhs = sp.Matrix([sp.sin(pos * omega + k * omega), sp.cos(pos * omega + k * omega)])
+    pair_rhs = sp.MatMul(sp.ImmutableMatrix(_block(omega, k)), sp.ImmutableMatrix([sp.sin(pos * omega), sp.cos(pos * omega)]), evaluate=False)
+    out.append(Identity(
+        "pe-shift", S0,
+        "(sin((pos+k) w), cos((pos+k) w)) = R(k w) (sin(pos w), cos(pos w)) for symbolic frequency w, position pos and offset k: "
+        "every pair, so PE(pos+k) = R(k) PE(pos) for every even d and either layout",
+        pair_lhs, pair_rhs, "simplify", proof_by(lambda: pair_lhs - pair_rhs.doit(), angle_addition, "angle addition"),
+        lambda rng: numeric_sides(pair_lhs, pair_rhs.doit(), rng, low=-50, high=50), simplifier="angle addition",
+        scope="all even d (every pair), symbolic w, pos, k", assumptions=("w > 0", "pos, k real")))
+    m_ = sp.Symbol("m", integer=True, positive=True)
+    i_ = sp.Symbol("i", integer=True, nonnegative=True)
+    w_ = sp.IndexedBase("omega", positive=True)
+    norm_sum = sp.Sum(sp.sin(pos * w_[i_]) ** 2 + sp.cos(pos * w_[i_]) ** 2, (i_, 0, m_ - 1))
+
+    def norm_proof():
+        summand = pythagorean(norm_sum.function)  # sin^2 + cos^2 of one angle: 1
+        total = sp.Sum(summand, *norm_sum.limits).doit()
+        return Proof(sp.expand(total - m_) == 0, "simplification to zero (Pythagorean reduction of the summand)", sp.expand(total - m_),
+                     "d = 2m coordinates in m (sin, cos) pairs")
+
+    out.append(Identity(
+        "pe-norm", "derived (seed 001 l.95: every pair is (sin, cos) of one angle)",
+        "||PE(pos)||^2 = sum_{i<m} (sin^2(pos w_i) + cos^2(pos w_i)) = m = d/2 for every even d = 2m, any frequencies",
+        norm_sum, m_, "simplify", norm_proof,
+        lambda rng: numeric_sides(dot_product(Sinusoidal(8), pos, pos), sp.Integer(4), rng, low=-100, high=100),
+        simplifier="Pythagorean reduction", scope="all even d = 2m >= 2", assumptions=("pos real", "any frequencies w_i"),
+        symbols_note="Numeric evidence: d = 8 with the course's frequencies."))
     shown = (0, 10, 31)
 
     @lru_cache(None)
@@ -393,20 +428,36 @@ def identities() -> list[Identity]:
         "pe-wavelength", "seed 001 l.306 (wavelengths from 2 pi to about 10000 * 2 pi)",
         "PE(pos + lambda_i, 2i) = PE(pos, 2i) for lambda_i = 2 pi 10000^(2i/d); lambda_0 = 2 pi; lambda_31 < 10000 * 2 pi (d=64)",
         lambda: wave()[2], lambda: wave()[3], "simplify", periodic,
-        lambda rng: numeric_sides(wave()[2], wave()[3], rng, low=-100, high=100), simplifier="periodicity of sin"))
+        lambda rng: numeric_sides(wave()[2], wave()[3], rng, low=-100, high=100), simplifier="periodicity of sin", scope="instance d = 64", assumptions=("pos real", "base 10000")))
     out.append(Identity(
         "pe-p0", "seed 000 L536", "p_0 = (0, 1, 0, 1, 0) for D = 5", pe5.vector(0), sp.Matrix([0, 1, 0, 1, 0]), "simplify",
         proof_by(lambda: pe5.vector(0) - sp.Matrix([0, 1, 0, 1, 0]), sp.simplify, "exact evaluation"),
         lambda rng: NumericResult([float(x) for x in pe5.vector(0)], [0.0, 1.0, 0.0, 1.0, 0.0], "policy"),
-        simplifier="exact evaluation"))
+        simplifier="exact evaluation", scope="instance D = 5 (the course)"))
     printed = [0.141, -0.990, 0.0753, 0.997, 0.00189]
     out.append(Identity(
         "pe-p3-printed", "seed 000 L538", "p_3 ~ (0.141, -0.990, 0.0753, 0.997, 0.00189) for D = 5",
         pe5.vector(3), sp.Matrix([sp.Float(x, 3) for x in printed]), "numeric",
         lambda: _printed_proof(pe5.vector(3), printed),
         lambda rng: NumericResult([float(x.evalf(20)) for x in pe5.vector(3)], printed, "printed"),
-        reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies"))
+        reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies", scope="instance D = 5 (the course), printed to 3 significant figures"))
     return out
+
+
+def _pair_formula():
+    """One (sin, cos) pair of frequency omega_i: the shift as a rotation (printed for the instance entries)."""
+    w = sp.Symbol("omega_i", positive=True)
+    lhs = sp.ImmutableMatrix([sp.sin(pos * w + k * w), sp.cos(pos * w + k * w)])
+    return lhs, sp.MatMul(sp.ImmutableMatrix(_block(w, k)), sp.ImmutableMatrix([sp.sin(pos * w), sp.cos(pos * w)]), evaluate=False)
+
+
+def _group_formula():
+    """R(a) R(b) = R(a+b), R^T R = I, det R = 1 on one pair, a and b the angles k omega_i (R is block diagonal over the pairs)."""
+    a, b = sp.Symbol("a", real=True), sp.Symbol("b", real=True)
+    R = lambda t: sp.ImmutableMatrix(_block(1, t))  # angles a = k omega_i, b
+    return (sp.Tuple(sp.MatMul(R(a), R(b), evaluate=False), sp.MatMul(R(a).T, R(a), evaluate=False),
+                     sp.Determinant(sp.MatrixSymbol("R(a)", 2, 2))),
+            sp.Tuple(R(a + b), sp.ImmutableMatrix(sp.eye(2)), sp.Integer(1)))
 
 
 def _printed_proof(exact: sp.Matrix, printed: list[float]) -> Proof:

@@ -1,7 +1,9 @@
 r"""Derivations as straight-line programs over named intermediates.
 
-This is the answer to expression swell (DESIGN.md, "readable formulas vs
-expression swell").  A derivation is a :class:`Program`: an ordered list of
+This is the answer to expression swell: SymPy walks a nested unrolled graph as a
+tree, so differentiating a fully nested tanh RNN costs time exponential in the
+number of steps (plain ``sympy.diff`` on a scalar tanh RNN reaches
+RecursionError at 80 steps).  A derivation is a :class:`Program`: an ordered list of
 :class:`Definition` ``target := value`` where every target is a named SymPy
 ``Symbol`` (scalar cells) or ``MatrixSymbol`` (vector cells) such as ``z_t``,
 ``h_t``, ``g_t^h``, ``g_t^z``, and every value refers only to inputs
@@ -403,53 +405,34 @@ def fast_matadd(terms):
     return functools.reduce(operator.add, terms)
 
 
-def pullback(expr, G) -> list[tuple[sp.Basic, sp.Basic]]:
-    """Reverse-mode rule of a matrix expression: pairs (leaf, contribution).
+def pullback(expr, G, output=None) -> list[tuple[sp.Basic, sp.Basic]]:
+    """Reverse-mode rule of a matrix expression: pairs (leaf, contribution), by the rule table
+    (:mod:`derive.rules`, each rule proved at symbolic size).
 
     ``G`` is the sensitivity of the loss to ``expr`` (same shape); the result
     lists, for every ``MatrixSymbol`` inside ``expr``, the term its use adds to
     its own sensitivity.  The rules are the text's: ``X W^T`` sends ``G W`` to
     ``X`` and ``G^T X`` to ``W`` (an outer product), a sum passes ``G`` to
     every term, ``phi(Z)`` entrywise sends ``G o phi'(Z)`` to ``Z``.
+    ``output`` is the program's name for ``expr`` (rules such as softmax print through it).
     """
-    out: list[tuple[sp.Basic, sp.Basic]] = []
-    _pull(expr, G, out)
-    return out
+    from . import rules
+
+    return rules.pullback(expr, G, output)
 
 
-def _pull(expr, G, out) -> None:
-    if isinstance(expr, sp.MatrixSymbol):
-        out.append((expr, G))
-    elif isinstance(expr, (sp.ZeroMatrix, sp.OneMatrix, sp.Identity)) or getattr(expr, "is_Matrix", False) is True and not expr.free_symbols:
-        return
-    elif isinstance(expr, sp.MatAdd):
-        for arg in expr.args:
-            _pull(arg, G, out)
-    elif isinstance(expr, sp.MatMul):
-        coeff, mats = expr.as_coeff_matrices()
-        if coeff.free_symbols:
-            raise SeqgradTypeError("value", expr, "matrix products with numeric scalar coefficients only")
-        for i, factor in enumerate(mats):
-            parts = []
-            if i > 0:
-                parts.append(sp.MatMul(*mats[:i]).T)
-            parts.append(G)
-            if i < len(mats) - 1:
-                parts.append(sp.MatMul(*mats[i + 1:]).T)
-            local = sp.MatMul(*parts).doit() if len(parts) > 1 else G
-            _pull(factor, coeff * local if coeff != 1 else local, out)
-    elif isinstance(expr, sp.Transpose):
-        _pull(expr.arg, G.T, out)
-    elif isinstance(expr, sp.HadamardProduct):
-        for i, factor in enumerate(expr.args):
-            _pull(factor, sp.HadamardProduct(G, *(a for j, a in enumerate(expr.args) if j != i)), out)
-    elif isinstance(expr, Elementwise):
-        f = expr.function
-        d = f.variables[0]
-        _pull(expr.expr, sp.HadamardProduct(G, Elementwise(sp.Lambda(d, sp.diff(f.expr, d)), expr.expr)), out)
-    else:
-        raise SeqgradTypeError("value", expr, "a matrix expression built from MatrixSymbol, +, *, transpose, "
-                               "HadamardProduct and Elementwise")
+def _replace_in_order(expr, mapping):
+    """``expr.xreplace(mapping)`` keeping the order of sums and products as the rule wrote them."""
+    if expr in mapping:
+        return mapping[expr]
+    if not expr.args:
+        return expr
+    args = [_replace_in_order(a, mapping) for a in expr.args]
+    if all(a is b for a, b in zip(args, expr.args)):
+        return expr
+    if isinstance(expr, (sp.MatAdd, sp.HadamardProduct, sp.MatMul)):
+        return expr.func(*args, evaluate=False)
+    return expr.func(*args)
 
 
 @dataclass
@@ -484,6 +467,7 @@ class Program:
         self.adjoints: dict[sp.Basic, sp.Basic] = {}
         self._sizes: dict = {}
         self._names: dict[str, sp.Basic] = {}
+        self._named_rows: dict = {}  # row statistics (std(X), mean(X), ...) defined by name, printed through it
 
     # -- building ---------------------------------------------------------
     def define(self, target, value, kind: str = "forward", step: int | None = None, partials=None):
@@ -497,6 +481,10 @@ class Program:
         self._index[target] = len(self._defs)
         self._names[target.name] = target
         self._defs.append(Definition(target, value, kind, step, partials))
+        from .rules import is_row_statistic
+
+        if is_row_statistic(value):
+            self._named_rows[value] = target
         return target
 
     def apply(self, template: Template, target, mapping, kind: str = "forward", step: int | None = None):
@@ -596,7 +584,10 @@ class Program:
         if d.is_matrix:
             if d.partials:
                 return [(s, sp.HadamardProduct(G, p)) for s, p in d.partials.items()]
-            return pullback(d.value, G)
+            pairs = pullback(d.value, G, d.target)
+            if self._named_rows:  # std(X) defined as sigma: the rules' results print sigma
+                pairs = [(s, _replace_in_order(c, self._named_rows)) for s, c in pairs]
+            return pairs
         partials = d.partials if d.partials is not None else {s: sp.diff(d.value, s) for s in sorted(_free(d.value), key=sp.default_sort_key)}
         return [(s, fast_mul(G, p) if p != 1 else G) for s, p in partials.items() if p != 0]
 
@@ -630,10 +621,30 @@ class Program:
 
         A defined symbol given in ``values`` keeps the given value (its definition is not used).
         """
-        env = dict(values)
+        env = self._values(values)
         for d in self.needed([expr], stop=env):
             env[d.target] = _evaluate(d.value, env)
         return _evaluate(expr, env)
+
+    def _values(self, values) -> dict:
+        """``values`` checked: a non-empty mapping from symbols of this program (leaves or defined
+        targets) to numbers, explicit matrices or expressions (text goes through the safe parser)."""
+        if not isinstance(values, Mapping):
+            raise SeqgradTypeError("values", values, "a mapping {symbol: value} for the leaves of the program")
+        if not values:
+            raise SeqgradValueError("values", values, "at least one symbol to set (with no values the expression "
+                                                      "would come back unevaluated): " + _names(self.leaves()))
+        known = set(self.leaves()) | set(self._index)
+        env = {}
+        for key, value in values.items():
+            if key not in known:
+                raise SeqgradValueError("values", key, "symbols of the program: " + _names(self.leaves())
+                                        + " (or a defined symbol)")
+            if isinstance(value, sp.MatrixBase) or getattr(value, "ndim", 0):
+                env[key] = sp.ImmutableMatrix(value) if not isinstance(value, sp.MatrixBase) else value
+            else:
+                env[key] = as_sympy(value, f"values[{key}]")
+        return env
 
     # -- output ---------------------------------------------------------------
     def __str__(self) -> str:
@@ -682,6 +693,11 @@ def _evaluate(expr, env):
         if isinstance(value, MatrixExpr) and not isinstance(value, sp.MatrixBase):
             value = value.as_explicit()
     return value
+
+
+def _names(symbols, limit: int = 8) -> str:
+    names = [str(s) for s in symbols]
+    return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
 
 
 def _dot_id(text: str) -> str:

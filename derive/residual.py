@@ -220,6 +220,34 @@ def mlp_without_activation(d: int = 2, hidden: int = 3):
     return mlp, affine, x
 
 
+def depth_formula(dp: "DepthProduct") -> tuple:
+    """prod (lambda I + J_l) and its sum over paths, in matrix symbols J_l."""
+    I = sp.Identity(dp.d)
+    lam = dp.scale
+    prod = sp.MatMul(*[(lam * I + J) for J in reversed(dp.symbolic)], evaluate=False)
+    paths = [lam ** dp.L * I]
+    for r in range(1, dp.L + 1):
+        for subset in itertools.combinations(range(dp.L), r):
+            paths.append(lam ** (dp.L - r) * sp.MatMul(*[dp.symbolic[l] for l in sorted(subset, reverse=True)]))
+    return prod, sp.MatAdd(*paths, evaluate=False)
+
+
+def jacobian_formula(placement: str) -> tuple:
+    """The printed statement: dy/dh and its formula in matrix symbols J_F, J_LN of symbolic size d (or T d for the block)."""
+    n = sp.Symbol("d", integer=True, positive=True)
+    I = sp.Identity(n)
+    J = lambda name: sp.MatrixSymbol(name, n, n)
+    lhs = sp.MatrixSymbol(r"\partial y / \partial h", n, n)
+    if placement == "plain":
+        return lhs, I + J("J_F")
+    if placement == "pre-norm":
+        return lhs, I + J("J_F") * J("J_LN")
+    if placement == "post-norm":
+        return lhs, sp.MatMul(J("J_LN"), I + J("J_F"), evaluate=False)
+    lhs = sp.MatrixSymbol(r"\partial H' / \partial H", n, n)
+    return lhs, sp.MatMul(I + J("J_MLP") * J("J_LN2"), I + J("J_MHA") * J("J_LN1"), evaluate=False)
+
+
 def identities() -> list[Identity]:
     from functools import lru_cache
 
@@ -233,7 +261,8 @@ def identities() -> list[Identity]:
             f"residual-{placement}", source, f"Jacobian of the {placement} residual = {formula} (generic F, d = 2)",
             lambda rj=rj: rj().jacobian(), lambda rj=rj: rj().closed, "simplify",
             lambda rj=rj: proof_by(rj().residual, chain_rule_zero, "chain rule, expand")(),
-            lambda rng, rj=rj: _numeric_generic(rj().y, rj().h, rj().closed, rng), simplifier="chain rule, expand"))
+            lambda rng, rj=rj: _numeric_generic(rj().y, rj().h, rj().closed, rng), simplifier="chain rule, expand",
+            shown=lambda placement=placement: jacobian_formula(placement), scope="instance d = 2, generic branch F (every differentiable F)", assumptions=("F differentiable", "LN with gamma = 1, beta = 0, eps > 0")))
     block = lru_cache(None)(lambda: EncoderBlock(2, 2))
     out.append(Identity(
         "residual-encoder-block", "seed 000 L946 (pre-norm block; the second bypass carries U), L1191",
@@ -242,13 +271,40 @@ def identities() -> list[Identity]:
         lambda: proof_by(block().residual, chain_rule_zero, "chain rule over the intermediate U, expand")(),
         lambda rng: block().numeric(rng), simplifier="chain rule over the intermediate U, expand",
         symbols_note="Proved as two factors over the named intermediate U (dU/dH and dH'/dU); their product is dH'/dH by the chain rule. "
-                     "The numeric check differentiates the whole composed block."))
+                     "The numeric check differentiates the whole composed block.", shown=lambda: jacobian_formula("encoder-block"),
+        scope="instance T = 2, D = 2, generic MHA and MLP", assumptions=("branches differentiable", "LN with gamma = 1, beta = 0, eps > 0")))
+    for placement in ("pre-norm", "post-norm"):
+        def shown(placement=placement):
+            from .blocks import block_program
+
+            block = block_program(placement)
+            line = block.program["dH"]
+            return line.target, line.value
+
+        def proved(placement=placement):
+            from .blocks import block_program, prove_program
+
+            return prove_program(block_program(placement))
+
+        rj = lru_cache(None)(lambda placement=placement: ResidualJacobian(2, placement))
+        formula = {"pre-norm": "U = H + MHA(LN(H)): dH = dU + LN's pullback of the branch's dX (I + J_MHA J_LN)",
+                   "post-norm": "U = LN(H + MHA(H)): dH = dZ + the branch's pullback of dZ, dZ = LN's pullback of dU (J_LN (I + J_MHA))"}[placement]
+        out.append(Identity(
+            f"residual-{placement}-block-program", "seed 000 L1183-1191; seed 001 l.130-138 (pre- vs post-norm)",
+            f"{formula}, every T, d, d_k, d_v (derive.blocks program)",
+            lambda shown=shown: shown()[0], lambda shown=shown: shown()[1], "simplify", proved,
+            lambda rng, rj=rj: _numeric_generic(rj().y, rj().h, rj().closed, rng),
+            simplifier="composition of the rule table's proved rules", scope="all T, d, d_k, d_v >= 1",
+            assumptions=("one attention head as the branch", "LN with gain gamma and bias beta, eps > 0 inside the root"),
+            symbols_note="Numeric evidence: the Jacobian formula with a generic branch at d = 2 against central differences; "
+                         "crosscheck's transformer.block_programs compares the compiled program with torch autograd."))
     dp = DepthProduct(3, 2)
     out.append(Identity(
         "residual-depth-expansion", "seed 001 l.152 (N layers); He et al. 2016 (identity mappings)",
         "prod_{l=3..1}(I + J_l) = I + sum_l J_l + sum_{l>m} J_l J_m + J_3 J_2 J_1 (d = 2)",
         dp.product, dp.expansion, "simplify", proof_by(lambda: dp.product() - dp.expansion(), sp.expand, "expand"),
-        lambda rng: numeric_sides(dp.product(), dp.expansion(), rng), simplifier="expand"))
+        lambda rng: numeric_sides(dp.product(), dp.expansion(), rng), simplifier="expand", scope="instance L = 3, d = 2",
+        shown=lambda: depth_formula(dp)))
     lam = sp.Symbol("lambda", real=True)
     dl = DepthProduct(4, 2, scale=lam)
     zero = {s: 0 for J in dl.J for s in J}
@@ -258,7 +314,8 @@ def identities() -> list[Identity]:
         lambda: sp.Matrix.hstack(dl.product().subs(zero), dl.product()), lambda: sp.Matrix.hstack(dl.identity_path(), dl.expansion()),
         "simplify",
         proof_by(lambda: sp.Matrix.hstack(dl.product().subs(zero) - dl.identity_path(), dl.product() - dl.expansion()), sp.expand, "expand"),
-        lambda rng: numeric_sides(dl.product(), dl.expansion(), rng), simplifier="expand"))
+        lambda rng: numeric_sides(dl.product(), dl.expansion(), rng), simplifier="expand", scope="instance L = 4, d = 2, symbolic lambda",
+        shown=lambda: (sp.MatMul(*[lam * sp.Identity(2) + sp.ZeroMatrix(2, 2) for _ in range(4)], evaluate=False), lam ** 4 * sp.Identity(2))))
     mlp, affine, x = mlp_without_activation()
     hessian_terms = sp.Matrix([sp.diff(e, a, b) for e in mlp for a in x for b in x])
     out.append(Identity(
@@ -266,8 +323,17 @@ def identities() -> list[Identity]:
         "W2 (W1 x + b1) + b2 = (W2 W1) x + (W2 b1 + b2), and every second derivative is 0",
         sp.Matrix.vstack(mlp, hessian_terms), sp.Matrix.vstack(affine, sp.zeros(*hessian_terms.shape)), "simplify",
         proof_by(lambda: sp.Matrix.vstack(mlp - affine, hessian_terms), sp.expand, "expand"),
-        lambda rng: numeric_sides(mlp, affine, rng), simplifier="expand"))
+        lambda rng: numeric_sides(mlp, affine, rng), simplifier="expand", scope="instance d = 2, hidden 3",
+        shown=_mlp_formula))
     return out
+
+
+def _mlp_formula():
+    d_, h_ = sp.symbols("d h", integer=True, positive=True)
+    W1, W2 = sp.MatrixSymbol("W_1", h_, d_), sp.MatrixSymbol("W_2", d_, h_)
+    x, b1, b2 = sp.MatrixSymbol("x", d_, 1), sp.MatrixSymbol("b_1", h_, 1), sp.MatrixSymbol("b_2", d_, 1)
+    return (sp.MatAdd(sp.MatMul(W2, sp.MatAdd(W1 * x, b1, evaluate=False), evaluate=False), b2, evaluate=False),
+            sp.MatAdd(sp.MatMul(sp.MatMul(W2, W1), x, evaluate=False), sp.MatAdd(W2 * b1, b2, evaluate=False), evaluate=False))
 
 
 # --- numeric check for identities over generic branches -------------------------------------------

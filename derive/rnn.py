@@ -47,25 +47,13 @@ from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 from . import activations
 from .cell_unrolled import UnrolledCell
+from .rules import Diag  # noqa: F401  (diag(v) of the text, one class for every module)
 from .program import Definition, Elementwise, _latex
 
 __all__ = ["unroll", "RNN", "BackwardTable", "LOSSES", "REDUCTIONS"]
 
 LOSSES = ("final", "every")
 REDUCTIONS = ("sum", "mean")
-
-
-class Diag(sp.DiagMatrix):
-    """diag(v) of a row or column vector, printed as the text prints it."""
-
-    def _latex(self, printer):
-        return r"\operatorname{diag}\left(%s\right)" % printer._print(self.args[0])
-
-    def _sympystr(self, printer):
-        inner = printer._print(self.args[0])
-        if inner.startswith("(") and inner.endswith(")") and isinstance(self.args[0], Elementwise):
-            inner = inner[1:-1]  # diag(1 - h_2**2), not diag((1 - h_2**2))
-        return "diag(%s)" % inner
 
 
 def _g(t: int, of: str) -> str:

@@ -210,8 +210,15 @@ def check_variable_names(variables: Iterable[str], argument: str = "variables") 
     return names
 
 
+#: calculus in identities (:func:`derive.verify`, ``calculus=True`` only): ``diff(f, x)`` / ``diff(f, x, n)`` and
+#: ``sum(f, i, a, b)`` = sum_{i=a}^{b} f with i a bound integer index (a name not declared otherwise)
+CALCULUS = ("diff", "sum")
+MAX_DIFF_ORDER = 10
+
+
 def parse_expression(text: str, *, variables: Iterable[str] = (), values: Mapping[str, sympy.Expr] | None = None,
-                     argument: str = "expression", functions: Mapping[str, Callable] | None = None) -> sympy.Expr:
+                     argument: str = "expression", functions: Mapping[str, Callable] | None = None,
+                     calculus: bool = False, sizes: Iterable[str] = ()) -> sympy.Expr:
     """Parse ``text`` into a SymPy expression through the whitelist (see the module docstring).
 
     ``variables`` are the names allowed as free real symbols; ``values`` maps
@@ -219,17 +226,18 @@ def parse_expression(text: str, *, variables: Iterable[str] = (), values: Mappin
     names to one-argument SymPy callables (a ``Lambda`` or a ``Function``
     class the caller chose, e.g. a cell's activations); ``argument`` is the
     name the error messages give the text.  Raises :class:`~seqgrad.errors.ParseError`
-    for anything outside the whitelist or the limits.
+    for anything outside the whitelist or the limits.  ``calculus`` also allows
+    :data:`CALCULUS`; ``sizes`` are names of positive integer symbols (bounds of sums).
     """
-    walker, body = _prepare(text, variables, values, argument, functions)
+    walker, body = _prepare(text, variables, values, argument, functions, calculus, sizes)
     return walker.visit(body, 1)
 
 
 def parse_value(text: str, *, variables: Iterable[str] = (), values: Mapping[str, sympy.Expr] | None = None,
-                argument: str = "expression") -> sympy.Expr | tuple[sympy.Expr, ...]:
+                argument: str = "expression", calculus: bool = False, sizes: Iterable[str] = ()) -> sympy.Expr | tuple[sympy.Expr, ...]:
     """Like :func:`parse_expression`, but the text may also be a vector: ``(0.31, 0.15, 0.54)``
     or a vector operation such as ``softmax(1.2, 0.5, 2.0)``; a vector is returned as a tuple."""
-    walker, body = _prepare(text, variables, values, argument)
+    walker, body = _prepare(text, variables, values, argument, None, calculus, sizes)
     if walker.is_vector(body):
         return walker.vector(body, 1)
     return walker.visit(body, 1)
@@ -248,10 +256,12 @@ def vector_entries(text: str, argument: str = "expression") -> list[str] | None:
     return [ast.get_source_segment(source, e) or "" for e in body.elts]
 
 
-def _prepare(text, variables, values, argument, functions=None):
+def _prepare(text, variables, values, argument, functions=None, calculus=False, sizes=()):
     if not isinstance(text, str):
         raise SeqgradTypeError(argument, text, "a string holding an expression")
     symbols = {name: sympy.Symbol(name, real=True) for name in check_variable_names(variables)}
+    for name in check_variable_names(sizes, "sizes"):
+        symbols[name] = sympy.Symbol(name, integer=True, positive=True)
     for name, value in (values or {}).items():
         check_variable_names([name])
         if not (isinstance(value, sympy.Expr) and value.is_number):
@@ -272,7 +282,9 @@ def _prepare(text, variables, values, argument, functions=None):
     for name in extra:  # a caller's function may shadow a whitelisted one (a cell's own sigmoid)
         if not isinstance(name, str) or not _IDENTIFIER.match(name) or name.startswith("__"):
             raise ParseError("functions", str(name), "a function name is a plain identifier such as lrelu")
-    return _Walker(text, source.strip(), symbols, argument, extra), tree.body
+    walker = _Walker(text, source.strip(), symbols, argument, extra)
+    walker.calculus = bool(calculus)
+    return walker, tree.body
 
 
 def as_sympy(value, argument: str = "value", *, variables: Iterable[str] = ()) -> sympy.Basic:
@@ -318,6 +330,8 @@ def parse_number(text: str, argument: str = "number") -> sympy.Rational:
 
 
 class _Walker:
+    calculus = False
+
     def __init__(self, text: str, source: str, symbols: dict, argument: str, functions: dict | None = None):
         self.functions = functions or {}
         self.text = text
@@ -453,10 +467,13 @@ class _Walker:
             if node.keywords or len(node.args) != 1:
                 self.limit(f"{fname}() takes one positional argument")
             return self.functions[fname](self.visit(node.args[0], depth + 1))
-        if fname not in FUNCTIONS and fname not in VECTOR_FUNCTIONS:
+        calculus = self.calculus and fname in CALCULUS
+        if fname not in FUNCTIONS and fname not in VECTOR_FUNCTIONS and not calculus:
             self.refuse(f"calls of {fname!r} are not allowed (not a whitelisted function)")
         if node.keywords:
             self.refuse(f"keyword arguments to {fname}() are not allowed")
+        if calculus:
+            return self.calculus_call(fname, node, depth)
         if fname in VECTOR_FUNCTIONS:
             fn, _, _, gives_vector = VECTOR_FUNCTIONS[fname]
             if gives_vector:
@@ -472,6 +489,36 @@ class _Walker:
             if abs(complex(sympy.N(sympy.re(args[0]), 15))) > MAX_MAGNITUDE * math.log(10):
                 self.limit(f"{fname}() of {ast.get_source_segment(self.source, node.args[0])!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
         return fn(*args)
+
+    def calculus_call(self, fname: str, node: ast.Call, depth: int) -> sympy.Expr:
+        """diff(f, x[, n]) with x a declared variable; sum(f, i, a, b) with i a fresh bound integer index."""
+        args = node.args
+        if fname == "diff":
+            if not 2 <= len(args) <= 3 or not isinstance(args[1], ast.Name):
+                self.limit("diff() takes an expression, a declared variable and optionally an order: diff(f, x) or diff(f, x, 2)")
+            x = self.name(args[1].id)
+            if not isinstance(x, sympy.Symbol):
+                self.limit(f"diff() differentiates with respect to a declared variable, not {args[1].id!r}")
+            order = 1
+            if len(args) == 3:
+                order = self.visit(args[2], depth + 1)
+                if not (order.is_Integer and 1 <= order <= MAX_DIFF_ORDER):
+                    self.limit(f"the order of diff() is an integer from 1 to {MAX_DIFF_ORDER}")
+            return sympy.Derivative(self.visit(args[0], depth + 1), (x, int(order)))  # printed as written; doit() evaluates
+        if len(args) != 4 or not isinstance(args[1], ast.Name):
+            self.limit("sum() takes an expression, an index name and two bounds: sum(f, i, 0, n - 1)")
+        index = args[1].id
+        check_variable_names([index], "index")
+        if index in self.symbols:
+            self.limit(f"the summation index {index!r} must be a new name (it is bound by the sum)")
+        i = sympy.Symbol(index, integer=True)
+        lower, upper = self.visit(args[2], depth + 1), self.visit(args[3], depth + 1)
+        self.symbols[index] = i
+        try:
+            body = self.visit(args[0], depth + 1)
+        finally:
+            del self.symbols[index]
+        return sympy.Sum(body, (i, lower, upper))
 
     def is_vector(self, node: ast.AST) -> bool:
         """True for (a, b), [a, b] and calls of vector-valued operations such as softmax(...)."""

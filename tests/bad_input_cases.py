@@ -198,6 +198,24 @@ case("derive.claims", "parse_claim('x = 1')  (unknown name)", ParseError, "'x' i
     lambda: _claims().parse_claim("x = 1"))
 case("derive.claims", "parse_claim('9**9**9**9 = 1')  (size limit)", ParseError, "exponent")(
     lambda: _claims().parse_claim("9**9**9**9 = 1"))
+
+
+def _verify(*args, **kwargs):
+    from derive.verification import verify
+
+    return verify(*args, **kwargs)
+
+
+case("derive.verify", "verify('sin(x) = y', variables='x')  (undeclared name)", ParseError, "'y' is not on the whitelist")(
+    lambda: _verify("sin(x) = y", variables="x"))
+case("derive.verify", "verify('x + 1', variables='x')  (no '=')", ParseError, '"LHS = RHS"')(
+    lambda: _verify("x + 1", variables="x"))
+case("derive.verify", "verify(Symbol('m'), 1, sizes='m')  (a size that is not a positive integer symbol)", SeqgradValueError,
+     "positive integer symbol")(lambda: _verify(__import__("sympy").Symbol("m"), 1, sizes="m"))
+case("derive.verify", "verify('x = x', variables='x', time_limit=0)", SeqgradValueError, "time_limit")(
+    lambda: _verify("x = x", variables="x", time_limit=0))
+case("derive.verify", f"verify({PAYLOAD!r} + ' = 0')  (injection)", ParseError, "not allowed")(
+    lambda: _verify(PAYLOAD + " = 0"))
 case("derive.safe_parse", f"parse_expression({PAYLOAD!r})  (injection payload)", ParseError, "attribute access")(
     lambda: __import__("derive.safe_parse").safe_parse.parse_expression(PAYLOAD))
 case("derive.safe_parse", "parse_expression('exec(\"1\")')", ParseError, "exec")(
@@ -304,6 +322,56 @@ case("numeric.device", "resolve_dtype('float16')", SeqgradValueError, "float16")
     lambda: __import__("numeric.device").device.resolve_dtype("float16"))
 
 
+# issue 18: entry points that once gave a raw library error or a silent NaN/inf/zero
+case("numeric.recurrent", "Params(W_x=None, W_h=[[1]], W_o=[[1]])", SeqgradTypeError, "W_x=None")(
+    lambda: __import__("numeric.recurrent").recurrent.Params(None, [[1.0]], [[1.0]]))
+case("numeric.recurrent", "bptt(params, X, y, 'relu') with W = 1e3, T = 60  (the states overflow)", SeqgradValueError,
+     "overflow")(lambda: _exploding_rnn("bptt"))
+case("numeric.recurrent", "autograd(params, X, y, 'identity') with W = 1e3, T = 60  (the states overflow)",
+     SeqgradValueError, "overflow")(lambda: _exploding_rnn("autograd", "identity"))
+case("numeric.encoder", "course.encoder()(ids='a journey')  (text, not token ids)", SeqgradTypeError, "integer token ids")(
+    lambda: __import__("numeric.course").course.encoder()(ids="a journey"))
+case("numeric.encoder", "Encoder.random(K=9, D=4, n_heads=2, F_width=0)", SeqgradValueError, "F_width=0")(
+    lambda: __import__("numeric.encoder").encoder.Encoder.random(9, 4, 2, 0))
+case("numeric.tokens", "course.token_ids(257 words)  (size guard)", SeqgradValueError, "at most 256 words")(
+    lambda: __import__("numeric.course").course.token_ids(" ".join(["a"] * 257)))
+case("numeric.positions", "sinusoidal(T=10**8, D=64)  (size guard)", SeqgradValueError, "at most 16777216 entries")(
+    lambda: __import__("numeric.positions").positions.sinusoidal(10**8, 64))
+case("numeric.layernorm", "LayerNorm(D=4)(H of width 3)", ShapeError, "(..., 4)")(
+    lambda: __import__("numeric.layernorm").layernorm.LayerNorm(4)(_torch().ones(2, 3, dtype=_torch().float64)))
+case("numeric.layernorm", "LayerNorm(D=4, eps=1e-50, dtype=float32)  (eps is 0 in float32)", SeqgradValueError,
+     "smallest normal float32")(
+    lambda: __import__("numeric.layernorm").layernorm.LayerNorm(4, eps=1e-50, dtype=_torch().float32))
+case("numeric.attention", "MultiHeadAttention.random(4, 2)(X of width 3)", ShapeError, "X=")(
+    lambda: __import__("numeric.attention").attention.MultiHeadAttention.random(4, 2)(
+        _torch().ones(2, 3, dtype=_torch().float64)))
+case("numeric.attention", "MultiHeadAttention.random(4, 2)(X, M with a row of -inf only)  (the fused path)",
+     SeqgradValueError, "at least one source")(
+    lambda: __import__("numeric.attention").attention.MultiHeadAttention.random(4, 2)(
+        _torch().ones(2, 4, dtype=_torch().float64),
+        _torch().tensor([[-math.inf, -math.inf], [0.0, 0.0]], dtype=_torch().float64)))
+case("numeric.attention", "MultiHeadAttention.random(4, 2)(X of 1e300)  (the scores overflow)", SeqgradValueError,
+     "overflow")(lambda: __import__("numeric.attention").attention.MultiHeadAttention.random(4, 2)(
+         _torch().full((2, 4), 1e300, dtype=_torch().float64)))
+case("derive.softmax", "softmax.softmax([oo, 1])", NonFiniteError, "z[0]=oo")(
+    lambda: __import__("derive.softmax").softmax.softmax([__import__("sympy").oo, 1]))
+case("derive.program", "rnn.unroll(3).program.evaluate(L, {})  (nothing to evaluate)", SeqgradValueError,
+     "at least one symbol")(lambda: _rnn().unroll(3).program.evaluate(_rnn().unroll(3).L, {}))
+case("derive.program", "rnn.unroll(3).program.evaluate(L, {w_x: 'abc'})", ParseError, "'abc'")(
+    lambda: _rnn().unroll(3).program.evaluate(_rnn().unroll(3).L, {__import__("sympy").Symbol("w_x"): "abc"}))
+case("seqgrad.atomic", "atomic.write_text('newdir/', text)  (a directory, not a file)", SeqgradValueError,
+     "names a directory")(lambda: __import__("seqgrad.atomic").atomic.write_text("newdir/", "x"))
+
+
+def _exploding_rnn(reference: str, activation: str = "relu"):
+    import numpy as np
+
+    from numeric import recurrent
+
+    params = recurrent.Params(np.full((2, 2), 1e3), np.full((2, 2), 1e3), np.ones((1, 2)))
+    return getattr(recurrent, reference)(params, np.ones((1, 60, 2)), np.ones((1, 1)), activation)
+
+
 def _inf_weight_encoder():
     import torch
 
@@ -325,6 +393,14 @@ case("crosscheck.tolerance", "tolerance(device='tpu')", SeqgradValueError, "tpu"
     lambda: __import__("crosscheck.tolerance").tolerance.tolerance(device="tpu"))
 case("crosscheck.lambdify", "lambdify(program, outputs, args, backend='jax')", SeqgradValueError, "backend")(
     lambda: _lambdify_backend("jax"))
+case("numeric.cue_recall", "models.build('lstm', 8, 6206)", SeqgradValueError, "model='lstm'")(
+    lambda: __import__("numeric.cue_recall.models").cue_recall.models.build("lstm", 8, 6206))
+case("numeric.cue_recall", "models.build('rnn', 0, 6206)", SeqgradValueError, "delay=0")(
+    lambda: __import__("numeric.cue_recall.models").cue_recall.models.build("rnn", 0, 6206))
+case("numeric.cue_recall", "task.generate(16, 8, seed=1.5)", SeqgradTypeError, "seed=1.5")(
+    lambda: __import__("numeric.cue_recall.task").cue_recall.task.generate(16, 8, 1.5))
+case("numeric.cue_recall", "task.split('holdout', 8)", SeqgradValueError, "split='holdout'")(
+    lambda: __import__("numeric.cue_recall.task").cue_recall.task.split("holdout", 8))
 case("seqgrad.sigfig", "sigfig.matches(0.1, 0.1, figures=0)", SeqgradValueError, "figures")(
     lambda: __import__("seqgrad.sigfig").sigfig.matches(0.1, 0.1, figures=0))
 case("seqgrad.sigfig", "sigfig.decimals_tolerance('0.1.2')", ParseError, "decimal number")(
@@ -344,11 +420,15 @@ def _lambdify_backend(backend: str):
 # ---------------------------------------------------------------- the command line
 
 cli(["frobnicate"], UsageError, "invalid choice: 'frobnicate'")
+cli(["verify", "sin(x) = y", "--vars", "x"], ParseError, "'y' is not on the whitelist")
+cli(["verify", "x = x", "--vars", "x", "--points", "0"], SeqgradValueError, "points")
 cli(["check", "--bogus"], UsageError, "unrecognized arguments: --bogus")
 cli(["check", "--only", "no-such-check"], SeqgradValueError, "--only='no-such-check'")
 cli(["check", "--dtype", "float16"], UsageError, "argument --dtype")
 cli(["check", "--device", "tpu"], UsageError, "argument --device")
 cli(["check", "--out", "/proc/seqgrad-report"], SeqgradValueError, "--out")
+cli(["check", "--jobs", "0"], SeqgradValueError, "--jobs='0'")
+cli(["check", "--jobs", "two"], UsageError, "argument --jobs")
 cli(["derive", "nosuchmodel"], UsageError, "argument MODEL")
 cli(["derive", "rnn"], UsageError, "--steps")
 cli(["derive", "rnn", "--steps", "0"], SeqgradValueError, "steps=0")
@@ -389,6 +469,7 @@ cli(["claim", "1 = 1", "--figures", "0"], SeqgradValueError, "figures=0")
 cli(["claim", "1 = 1", "--figures", "x"], UsageError, "invalid int value")
 cli(["latex", "notes.tex", "--sections", "rnn,nosuchsection"], SeqgradValueError, "nosuchsection")
 cli(["latex", "notes.tex", "--proof-seconds", "0"], SeqgradValueError, "proof_seconds=0")
+cli(["latex", "notes.tex", "--jobs", "-1"], SeqgradValueError, "--jobs='-1'")
 cli(["latex", "notes.tex", "--proof-seconds", "nan"], NonFiniteError, "finite")
 cli(["latex", "notes.tex", "--symbol", "w_h"], SeqgradValueError, "--symbol='w_h'")
 cli(["latex", "notes.tex", "--symbol", "w_h=W_{hh"], SeqgradValueError, "balanced braces")
@@ -396,6 +477,11 @@ cli(["latex", "notes.tex", "--symbol", "w_h=$W$"], SeqgradValueError, "unescaped
 cli(["latex", "notes.tex", "--jobs", "0"], SeqgradValueError, "jobs=0")
 cli(["latex", "/proc/seqgrad/notes.tex", "--sections", "rnn"], SeqgradValueError, "OUT.tex=")
 cli(["encoder", "--device", "tpu"], UsageError, "argument --device")
+cli(["encoder", "--out", ""], SeqgradValueError, "--out='' is not allowed: a file path (it is empty)")
+cli(["encoder", "--out", "newdir/"], SeqgradValueError, "names a directory")
+cli(["encoder", "--text", " ".join(["a"] * 257)], SeqgradValueError, "at most 256 words")
+cli(["derive", "rnn", "--steps", "6000", "--latex"], SeqgradValueError, "an integer from 1 to 5000")
+cli(["check", "--out", ""], SeqgradValueError, "--out=''")
 cli(["identities", "--only"], UsageError, "expected one argument")
 cli(["claim", "1 = 1", "--figures", "3", "--exact"], UsageError, "not allowed with argument")
 cli(["claim"], UsageError, "CLAIM")
@@ -405,6 +491,16 @@ cli(["plot", "paths", "--device", "tpu"], UsageError, "argument --device")
 cli(["plot", "nosuchset"], UsageError, "argument SET")
 cli(["plot", "paths", "--format", "gif"], UsageError, "argument --format")
 cli(["plot", "paths", "--out", "/proc/seqgrad-figures"], SeqgradValueError, "--out")
+cli(["experiment", "cue-recall", "--models", "rnn,lstm"], SeqgradValueError, "--models='lstm'")
+cli(["experiment", "cue-recall", "--delays", "8,0"], SeqgradValueError, "--delays=0")
+cli(["experiment", "cue-recall", "--delays", "8,,32"], SeqgradValueError, "without empty items")
+cli(["experiment", "cue-recall", "--seeds", "6206,x"], SeqgradValueError, "comma-separated integers")
+cli(["experiment", "cue-recall", "--seeds", "1.5"], SeqgradValueError, "--seeds='1.5'")
+cli(["experiment", "cue-recall", "--jobs", "0"], SeqgradValueError, "--jobs=0")
+cli(["experiment", "cue-recall", "--batch-size", "0"], SeqgradValueError, "--batch-size=0")
+cli(["experiment", "cue-recall", "--out", "/proc/seqgrad-experiments"], SeqgradValueError, "--out")
+cli(["experiment", "cue-recall", "--device", "tpu"], UsageError, "argument --device")
+cli(["experiment", "nosuchexperiment"], UsageError, "argument NAME")
 
 
 # ---------------------------------------------------------------- injection payloads, every entry point

@@ -29,6 +29,7 @@ def _without_timings(value):
 
 def test_two_runs_give_identical_reports(tmp_path):
     first, second = _run(tmp_path / "a"), _run(tmp_path / "b")
-    assert [c["name"] for c in first["checks"]] == ["transformer.layernorm_jacobian", "transformer.softmax_jacobian"]
+    assert [c["name"] for c in first["checks"]] == ["transformer.layernorm_jacobian", "transformer.layernorm_program",
+                                                    "transformer.softmax_jacobian"]
     assert all(isinstance(c["seconds"], float) for c in first["checks"]) and "total_seconds" in first
     assert _without_timings(first) == _without_timings(second)

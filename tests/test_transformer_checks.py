@@ -8,7 +8,7 @@ import torch
 
 from crosscheck import transformer_bridge as bridge
 from crosscheck.checks import transformer as tc
-from crosscheck.registry import Context, all_checks, run_checks
+from crosscheck.registry import all_checks, run_checks, run_one
 from crosscheck.tolerance import compare
 from derive import residual as d_residual
 from seqgrad.errors import NonFiniteError, SeqgradValueError
@@ -54,20 +54,22 @@ def test_block_formula_tells_pre_from_post(norm_first):
 
 def test_transformer_checks_pass_on_cpu():
     results = run_checks(all_checks("transformer.*"), show_progress=False)
-    assert len(results) == 8
+    assert len(results) == 11
     assert all(r.status == "pass" for r in results), [(r.name, r.detail) for r in results if r.status != "pass"]
 
 
 def test_float32_runs_under_the_float32_policy():
     results = run_checks(all_checks("transformer.[ls]*"), dtype="float32", show_progress=False)
-    assert [r.status for r in results] == ["pass", "pass"]
+    assert [r.status for r in results] == ["pass", "pass", "pass"]  # layernorm_jacobian, layernorm_program, softmax_jacobian
     assert all(1e-9 < r.max_abs_error < 1e-5 for r in results)  # single precision, not silently float64
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the skip without a GPU")
 def test_cuda_without_gpu_skips_cleanly():
-    outcome = tc.softmax_jacobian(Context(device="cuda", name="transformer.softmax_jacobian"))
-    assert outcome.skipped == "no CUDA GPU"
+    """The check declares needs_torch=True; the registry skips it when CUDA is asked for and absent."""
+    (item,) = all_checks("transformer.softmax_jacobian")
+    result = run_one(item, "cuda")
+    assert result.status == "skip" and result.detail == "no CUDA GPU"
 
 
 @pytest.mark.gpu

@@ -41,13 +41,10 @@ def course_tables(ctx) -> Outcome:
     return Outcome(max(r.error for r in results), rel, not bad, detail)
 
 
-@check("encoder.layernorm_vs_torch", source="LayerNorm, week06 §Block:971-981", group=GROUP)
+@check("encoder.layernorm_vs_torch", needs_torch=True, source="LayerNorm, week06 §Block:971-981", group=GROUP)
 def layernorm_vs_torch(ctx) -> Outcome:
     """Manual LayerNorm (population variance, eps=1e-5) against torch.nn.LayerNorm, random gamma and beta."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     D = 7
     ln = LayerNorm(D, gamma=1 + torch.randn(D, generator=g), beta=torch.randn(D, generator=g), dtype=dt, device=dev)
@@ -62,13 +59,10 @@ def layernorm_vs_torch(ctx) -> Outcome:
     return combine(outs, "LN(H) equals torch.nn.LayerNorm on 4x9x7 random rows (both paths); variance is the population one")
 
 
-@check("encoder.mha_vs_torch", source="multi-head attention, week06 §Heads:813-930", group=GROUP)
+@check("encoder.mha_vs_torch", needs_torch=True, source="multi-head attention, week06 §Heads:813-930", group=GROUP)
 def mha_vs_torch(ctx) -> Outcome:
     """Two-head attention with biases against torch.nn.MultiheadAttention: outputs and per-head weights, with and without masks."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     from numeric.attention import MultiHeadAttention
 
@@ -98,10 +92,7 @@ def mha_vs_torch(ctx) -> Outcome:
 
 
 def _layer_check(ctx, norm_first: bool) -> Outcome:
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     outs = []
     B, T, D = 2, 7, 8
@@ -121,25 +112,22 @@ def _layer_check(ctx, norm_first: bool) -> Outcome:
     return combine(outs, f"{kind} block equals nn.TransformerEncoderLayer(norm_first={norm_first}, dropout=0); ReLU and GELU; unrestricted and causal")
 
 
-@check("encoder.prenorm_layer_vs_torch", source="pre-norm block, week06 §Block:946", group=GROUP)
+@check("encoder.prenorm_layer_vs_torch", needs_torch=True, source="pre-norm block, week06 §Block:946", group=GROUP)
 def prenorm_layer_vs_torch(ctx) -> Outcome:
     """Pre-norm block against torch.nn.TransformerEncoderLayer(norm_first=True), random weights, biases and LN parameters."""
     return _layer_check(ctx, True)
 
 
-@check("encoder.postnorm_layer_vs_torch", source="post-norm block, week06 §Depth:1185", group=GROUP)
+@check("encoder.postnorm_layer_vs_torch", needs_torch=True, source="post-norm block, week06 §Depth:1185", group=GROUP)
 def postnorm_layer_vs_torch(ctx) -> Outcome:
     """Post-norm block against torch.nn.TransformerEncoderLayer(norm_first=False), random weights, biases and LN parameters."""
     return _layer_check(ctx, False)
 
 
-@check("encoder.stack_vs_torch", source="stack with final LayerNorm, week06 §Depth:1165", group=GROUP)
+@check("encoder.stack_vs_torch", needs_torch=True, source="stack with final LayerNorm, week06 §Depth:1165", group=GROUP)
 def stack_vs_torch(ctx) -> Outcome:
     """A 3-block pre-norm stack with final LayerNorm against torch.nn.TransformerEncoder, with padding."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     enc = Encoder.random(11, 8, 4, 16, n_blocks=3, bias=True, seed=ctx.seed + 5, dtype=dt, device=dev)
     twin = encoder_twins.encoder_stack(enc)
     g = ctx.torch_generator()
@@ -170,13 +158,10 @@ def causal_journey_row(ctx) -> Outcome:
     return combine([Outcome(err, err / 0.0005, ok and exact_zeros, f"row 1 = ({', '.join(f'{a:.4g}' for a in row)})"), last, sums])
 
 
-@check("encoder.permutation_equivariance", source="week06 §Depth:1175", group=GROUP)
+@check("encoder.permutation_equivariance", needs_torch=True, source="week06 §Depth:1175", group=GROUP)
 def permutation_equivariance(ctx) -> Outcome:
     """Without positions and with unrestricted attention, encoder(Pi H) = Pi encoder(H); the weights permute as Pi A Pi^T."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     enc = Encoder.random(9, 6, 2, 10, n_blocks=2, bias=True, seed=ctx.seed + 11, positions=None, dtype=dt, device=dev)
     g = ctx.torch_generator()
     H = torch.randn(8, 6, generator=g, dtype=torch.float64).to(dt).to(dev)
@@ -190,13 +175,10 @@ def permutation_equivariance(ctx) -> Outcome:
                     ctx.compare(A_p, A[pi][:, pi], detail="A(Pi H) = Pi A(H) Pi^T")])
 
 
-@check("encoder.causal_prefix", source="week06 §Tasks:1275-1279", group=GROUP)
+@check("encoder.causal_prefix", needs_torch=True, source="week06 §Tasks:1275-1279", group=GROUP)
 def causal_prefix(ctx) -> Outcome:
     """Row t of a causal stack on the whole sequence equals the last row of the same stack run on the prefix up to t."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     enc = Encoder.random(9, 8, 2, 16, n_blocks=2, seed=ctx.seed + 13, dtype=dt, device=dev)
     ids = torch.randint(0, 9, (10,), generator=ctx.torch_generator())
     with torch.no_grad():

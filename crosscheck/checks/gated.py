@@ -31,10 +31,7 @@ def _random_weights(kind, ctx, D=3, H=5):
 
 
 def _forward_and_grads(kind, ctx) -> Outcome:
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     rng = ctx.rng()
     w = _random_weights(kind, ctx)
     B, T = 2, 7
@@ -64,13 +61,13 @@ def _forward_and_grads(kind, ctx) -> Outcome:
     return result
 
 
-@check("gated.gru_vs_torch", source="week06 §GRU:374-380 (GRU, PyTorch convention)", group=GROUP)
+@check("gated.gru_vs_torch", needs_torch=True, source="week06 §GRU:374-380 (GRU, PyTorch convention)", group=GROUP)
 def gru_vs_torch(ctx) -> Outcome:
     """GRU states and weight gradients against torch.nn.GRU with the same weights."""
     return _forward_and_grads("GRU", ctx)
 
 
-@check("gated.lstm_vs_torch", source="week06 §LSTM:388-398 (LSTM, b_ih + b_hh)", group=GROUP)
+@check("gated.lstm_vs_torch", needs_torch=True, source="week06 §LSTM:388-398 (LSTM, b_ih + b_hh)", group=GROUP)
 def lstm_vs_torch(ctx) -> Outcome:
     """LSTM states, cells and weight gradients against torch.nn.LSTM with the same weights."""
     return _forward_and_grads("LSTM", ctx)
@@ -96,10 +93,7 @@ def gru_mixing_example(ctx) -> Outcome:
 
 
 def _jacobian_checks(kind, ctx) -> Outcome:
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     rng = ctx.rng()
     w = _random_weights(kind, ctx).to_torch(dt, dev)
     as_t = lambda a: torch.as_tensor(a, dtype=dt, device=dev)  # noqa: E731
@@ -132,13 +126,13 @@ def _jacobian_checks(kind, ctx) -> Outcome:
     return result
 
 
-@check("gated.gru_carry_jacobian", source="week06 §GRU:382: dh_t/dh_(t-1) = diag(u_t) at fixed gates", group=GROUP)
+@check("gated.gru_carry_jacobian", needs_torch=True, source="week06 §GRU:382: dh_t/dh_(t-1) = diag(u_t) at fixed gates", group=GROUP)
 def gru_carry_jacobian(ctx) -> Outcome:
     """GRU carry derivative diag(u_t) with gates detached, and the full Jacobian with gate terms."""
     return _jacobian_checks("GRU", ctx)
 
 
-@check("gated.lstm_carry_jacobian", source="week06 §LSTM:400: dc_t/dc_(t-1) = diag(f_t) at fixed gates", group=GROUP)
+@check("gated.lstm_carry_jacobian", needs_torch=True, source="week06 §LSTM:400: dc_t/dc_(t-1) = diag(f_t) at fixed gates", group=GROUP)
 def lstm_carry_jacobian(ctx) -> Outcome:
     """LSTM carry derivative diag(f_t) with gates detached, and the full (c, h) Jacobian."""
     return _jacobian_checks("LSTM", ctx)

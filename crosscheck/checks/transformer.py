@@ -9,12 +9,12 @@ Points: the course example's own parameters and intermediates (the rows of S,
 H0, U and H1 of "a journey of a thousand miles begins") where the derivation
 is per row, and random parameters otherwise.
 
-Whole-sequence attention is derived fully symbolically at T = 3; at the
-course's size (T = 7, D = 5, heads 5 -> 3) the same backward formulas
-(:meth:`derive.attention.SelfAttention.backward`) are taken over the named
-intermediates A, Q, K, V, whose values come from the forward pass.  The
+Whole-sequence attention is the program of :func:`derive.blocks.attention_program`:
+derived once at symbolic T, d, d_k, d_v by the rule table, compiled once, and
+run at T = 3 and at the course's size (T = 7, D = 5, heads 5 -> 3).  The
 backward pass gives the Jacobian row by row (G = each basis matrix), which the
-block checks reuse.
+block checks reuse.  The ``*_program`` checks compare whole programs
+(attention, LayerNorm, pre-/post-norm blocks) with autograd at several sizes.
 """
 
 from __future__ import annotations
@@ -86,65 +86,22 @@ def compiled_residual(d: int, placement: str):
     return bridge.compile_matrix(bs.expr, args, f"residual_{placement}")
 
 
-@lru_cache(maxsize=None)
-def compiled_attention_backward(T: int, d_model: int, d_k: int):
-    """derive.attention: the closed-form backward pass dX, dW_Q, dW_K, dW_V of one head given G = dL/dO."""
-    head = d_attention.SelfAttention(T, d_model, d_k)
-    grads = head.backward()
-    M = sp.Matrix.vstack(*[grads[n].reshape(grads[n].rows * grads[n].cols, 1) for n in ("X", "W_Q", "W_K", "W_V")])
-    args = list(head.X) + list(head.W_Q) + list(head.W_K) + list(head.W_V) + list(head.upstream())
-    return bridge.compile_matrix(M, args, "attention_backward")
-
-
 def head_gradients(head, X: torch.Tensor, G: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The derived gradients of one numeric head's parameters for a batch of upstream G (B, T, d_v)."""
-    B, T = G.shape[:2]
-    D, d_k = head.D, head.d_k
-    f = compiled_attention_backward(T, D, d_k)
-    fixed = [t.reshape(-1) for t in (X, head.W_Q, head.W_K, head.W_V)]
-    args = [v.expand(B) for v in torch.cat(fixed).unbind()] + bridge.columns(G)
-    flat = f(*args)[..., 0]
-    sizes = {"X": (T, D), "W_Q": (d_k, D), "W_K": (d_k, D), "W_V": (head.d_v, D)}
-    out, start = {}, 0
-    for name, (r, c) in sizes.items():
-        out[name] = flat[:, start:start + r * c].reshape(B, r, c)
-        start += r * c
-    return out
+    """The derived gradients dX, dW_Q, dW_K, dW_V of one numeric head for a batch of upstream G (B, T, d_v).
 
-
-@lru_cache(maxsize=None)
-def compiled_backward_over_intermediates(T: int, d_model: int, d_k: int):
-    """derive.attention's backward formulas with Q, K, V and A as named intermediates (symbols q, k, v, a).
-
-    The formulas dV = A^T G, dA = G V^T, dS = A * (dA - <A, dA>), dQ = s dS K, dK = s dS^T Q,
-    dW = d(.)^T X, dX = dQ W_Q + dK W_K + dV W_V read the head's A, Q, K, V; naming them keeps every
-    gradient a short expression at the course's size (T = 7, D = 5, d_k = 3), where the fully
-    substituted forms are far too large to compile.  Their values come from the forward pass.
+    The formulas are :func:`derive.blocks.attention_program`'s backward pass (symbolic T, d, d_k, d_v; the rule
+    table's dV = A^T G, dA = G V^T, dS = A o (dA - rowsum(dA o A)), dQ, dK), compiled once through
+    crosscheck.lambdify and run here at the head's own sizes.
     """
-    head = d_attention.SelfAttention(T, d_model, d_k)
-    named = {"Q": d_attention.symbol_matrix("q", T, d_k), "K": d_attention.symbol_matrix("k", T, d_k),
-             "V": d_attention.symbol_matrix("v", T, head.d_v), "A": d_attention.symbol_matrix("a", T, T)}
-    for name, M in named.items():
-        setattr(head, name, M)
-    grads = head.backward()
-    M = sp.Matrix.vstack(*[grads[n].reshape(grads[n].rows * grads[n].cols, 1) for n in ("X", "W_Q", "W_K", "W_V")])
-    args = [s for n in ("A", "Q", "K", "V") for s in named[n]] + list(head.X) + list(head.W_Q) + list(head.W_K) + list(head.W_V)
-    return bridge.compile_matrix(M, args + list(head.upstream()), "attention_backward_named")
+    from .. import blocks as c_blocks
 
-
-def course_head_gradients(head, record: dict, prefix: str, X: torch.Tensor, G: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The named-intermediate backward pass of one course head, its A, Q, K, V read from the forward ``record``."""
-    B, T = G.shape[:2]
-    f = compiled_backward_over_intermediates(T, head.D, head.d_k)
-    fixed = [record[f"{prefix}.{n}"].reshape(-1) for n in ("A", "Q", "K", "V")] + [t.reshape(-1) for t in (X, head.W_Q, head.W_K, head.W_V)]
-    args = [v.expand(B) for v in torch.cat(fixed).detach().unbind()] + bridge.columns(G)
-    flat = f(*args)[..., 0]
-    D, d_k = head.D, head.d_k
-    out, start = {}, 0
-    for name, (r, c) in {"X": (T, D), "W_Q": (d_k, D), "W_K": (d_k, D), "W_V": (head.d_v, D)}.items():
-        out[name] = flat[:, start:start + r * c].reshape(B, r, c)
-        start += r * c
-    return out
+    block, f = c_blocks.compiled("attention")
+    T, D = X.shape
+    weights = [getattr(head, n).detach() for n in ("W_Q", "W_K", "W_V")]
+    sizes = [torch.tensor(float(n), dtype=X.dtype, device=X.device) for n in (T, D, head.d_k, head.d_v)]
+    rows = [f(X.detach(), *weights, g, *sizes)[1:] for g in G]
+    names = list(block.gradients)
+    return {n: torch.stack([r[i] for r in rows]) for i, n in enumerate(names)}
 
 
 def mha_jacobian(mha: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
@@ -204,13 +161,10 @@ def random_block(norm_first: bool, g: torch.Generator, dev, dt=torch.float64) ->
 
 # ----------------------------------------------------------------------------- the checks
 
-@check("transformer.softmax_jacobian", source="week06 §Attention:700-706 (row softmax); Tables 12, 18 (course S)", group=GROUP)
+@check("transformer.softmax_jacobian", needs_torch=True, source="week06 §Attention:700-706 (row softmax); Tables 12, 18 (course S)", group=GROUP)
 def softmax_jacobian(ctx) -> Outcome:
     """derive.softmax's diag(a) - a a^T and direct Jacobian against autograd of torch.softmax: the course's 14 score rows and random rows."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     tr = course.trace("attention_on_H0", device=dev, dtype=ctx.dtype)
     S_course = torch.cat([tr["head1.S"], tr["head2.S"]])
     S_random = 3 * torch.randn(16, 7, generator=ctx.torch_generator(), dtype=torch.float64).to(dev, dt)
@@ -223,13 +177,10 @@ def softmax_jacobian(ctx) -> Outcome:
     return combine(outs, "7 scores per row: 14 course rows (both heads) and 16 random rows; closed form and direct derivative")
 
 
-@check("transformer.layernorm_jacobian", source="week06 §Block:971-975; course H0, U, H1 rows", group=GROUP)
+@check("transformer.layernorm_jacobian", needs_torch=True, source="week06 §Block:971-975; course H0, U, H1 rows", group=GROUP)
 def layernorm_jacobian(ctx) -> Outcome:
     """derive.layernorm's closed-form Jacobian against autograd of numeric LayerNorm: the course's LN1, LN2, LN_final inputs and random rows and gamma."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     tr = course.trace("prenorm_block", device=dev, dtype=ctx.dtype)
     g = ctx.torch_generator()
     outs = []
@@ -244,13 +195,10 @@ def layernorm_jacobian(ctx) -> Outcome:
     return combine(outs, "d = 5, eps = 1e-5 inside the root: 7 rows each of the course's H0, U, H1, and 12 random rows with random gamma, beta")
 
 
-@check("transformer.residual_jacobians", source="week06 §Depth:1183-1191; lesson §Encoder:130-152", group=GROUP)
+@check("transformer.residual_jacobians", needs_torch=True, source="week06 §Depth:1183-1191; lesson §Encoder:130-152", group=GROUP)
 def residual_jacobians(ctx) -> Outcome:
     """derive.residual's plain (I + J_F), pre-norm (I + J_F J_LN) and post-norm (J_LN (I + J_F)) Jacobians with the numeric MLP as the branch, against autograd."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     d = 3
     mlp = EncoderBlock.random(d, 1, 4, generator=g).mlp.to(dev, dt)
@@ -273,13 +221,10 @@ def residual_jacobians(ctx) -> Outcome:
     return combine(outs, "d = 3, generic branch F = the numeric ReLU MLP (3 -> 4 -> 3, biases), 8 random rows")
 
 
-@check("transformer.course_mlp_sublayer", source="week06 §Block:946, week06 §Block:1021-1033, week06 §Depth:1185 (course U rows)", group=GROUP)
+@check("transformer.course_mlp_sublayer", needs_torch=True, source="week06 §Block:946, week06 §Block:1021-1033, week06 §Depth:1185 (course U rows)", group=GROUP)
 def course_mlp_sublayer(ctx) -> Outcome:
     """At the course's own U rows and MLP: pre-norm I + J_MLP J_LN2 and post-norm J_LN2 (I + J_MLP), derived LN Jacobian, against autograd."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     tr = course.trace("prenorm_block", device=dev, dtype=ctx.dtype)
     block = course.encoder(device=dev, dtype=ctx.dtype).blocks[0]
     U = tr["block0.U"]
@@ -296,13 +241,10 @@ def course_mlp_sublayer(ctx) -> Outcome:
     ], "the course's 7 rows of U, its MLP (5 -> 4 -> 5, ReLU) and LN2 (gamma = 1, beta = 0)")
 
 
-@check("transformer.attention_gradients", source="week06 §Attention:747 (S, A, O); derived backward pass", group=GROUP)
+@check("transformer.attention_gradients", needs_torch=True, source="week06 §Attention:747 (S, A, O); derived backward pass", group=GROUP)
 def attention_gradients(ctx) -> Outcome:
     """derive.attention's closed-form backward pass (dX, dW_Q, dW_K, dW_V) against backward of a numeric head, and the Jacobian dO/dX it gives."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     head = MultiHeadAttention.random(D_BLOCK, 1, d_k=D_K, d_v=D_K, generator=g).heads[0].to(dev, dt)
     X = torch.randn(T_ATT, D_BLOCK, generator=g, dtype=torch.float64).to(dev, dt).requires_grad_(True)
@@ -318,19 +260,13 @@ def attention_gradients(ctx) -> Outcome:
     return combine(outs, f"T = {T_ATT}, d_model = {D_BLOCK}, d_k = d_v = {D_K}, random weights and G")
 
 
-@check("transformer.course_attention_backward", source="week06 §Attention:620-930 (course heads, W_O); derived backward pass", group=GROUP)
+@check("transformer.course_attention_backward", needs_torch=True, source="week06 §Attention:620-930 (course heads, W_O); derived backward pass", group=GROUP)
 def course_attention_backward(ctx) -> Outcome:
-    """At the course's own heads and H0: derive.attention's backward formulas (over A, Q, K, V) against backward, and the 35 x 35 Jacobian of B_att against autograd."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    """At the course's own heads and H0: the symbolic-size attention program's backward pass against backward, and the 35 x 35 Jacobian of B_att against autograd."""
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     mha = course.attention(device=dev, dtype=ctx.dtype)
     H0 = course.trace("attention_on_H0", device=dev, dtype=ctx.dtype)["H0"]
     T, D = H0.shape
-    record: dict = {}
-    with torch.no_grad():
-        mha(H0, None, record)
     outs = []
     g = ctx.torch_generator()
     G = torch.randn(T, D, generator=g, dtype=torch.float64).to(dev, dt)
@@ -339,7 +275,7 @@ def course_attention_backward(ctx) -> Outcome:
     G_C = (G @ mha.W_O.detach())[None]
     dX, start = 0, 0
     for i, head in enumerate(mha.heads, 1):
-        grads = course_head_gradients(head, record, f"head{i}", H0, G_C[..., start:start + head.d_v])
+        grads = head_gradients(head, H0, G_C[..., start:start + head.d_v])
         start += head.d_v
         dX = dX + grads["X"][0]
         outs += [ctx.compare(grads[n][0], getattr(head, n).grad, detail=f"head {i} d{n}") for n in ("W_Q", "W_K", "W_V")]
@@ -348,17 +284,14 @@ def course_attention_backward(ctx) -> Outcome:
     basis = (torch.eye(n, dtype=H0.dtype, device=dev).reshape(n, T, D) @ mha.W_O.detach())
     J, start = 0, 0
     for i, head in enumerate(mha.heads, 1):
-        J = J + course_head_gradients(head, record, f"head{i}", H0, basis[..., start:start + head.d_v])["X"].reshape(n, n)
+        J = J + head_gradients(head, H0, basis[..., start:start + head.d_v])["X"].reshape(n, n)
         start += head.d_v
     outs.append(ctx.compare(J, _jacobian(lambda x: mha(x), H0), detail="d vec(B_att) / d vec(H0)"))
     return combine(outs, "the course's two heads (5 -> 3) and W_O (6 -> 5) at H0 (T = 7), random upstream G; the 35 x 35 Jacobian row by row")
 
 
 def _block_check(ctx, norm_first: bool) -> Outcome:
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     block = random_block(norm_first, g, dev, dt)
     H = torch.randn(T_ATT, D_BLOCK, generator=g, dtype=torch.float64).to(dev, dt)
@@ -372,13 +305,66 @@ def _block_check(ctx, norm_first: bool) -> Outcome:
     ], f"T = {T_ATT}, D = {D_BLOCK}, two heads of width {D_K}, F = 4, random weights, LN gamma and beta")
 
 
-@check("transformer.prenorm_block", source="week06 §Block:946, week06 §Depth:1191; derive.residual EncoderBlock", group=GROUP)
+@check("transformer.prenorm_block", needs_torch=True, source="week06 §Block:946, week06 §Depth:1191; derive.residual EncoderBlock", group=GROUP)
 def prenorm_block(ctx) -> Outcome:
     """(I + J_MLP J_LN2)(I + J_MHA J_LN1) with derived LN and attention Jacobians against autograd of the numeric pre-norm block, and its gradient against backward."""
     return _block_check(ctx, True)
 
 
-@check("transformer.postnorm_block", source="week06 §Depth:1185; lesson §Encoder:136-138", group=GROUP)
+@check("transformer.postnorm_block", needs_torch=True, source="week06 §Depth:1185; lesson §Encoder:136-138", group=GROUP)
 def postnorm_block(ctx) -> Outcome:
     """J_LN2 (I + J_MLP) J_LN1 (I + J_MHA) with derived LN and attention Jacobians against autograd of the numeric post-norm block, and its gradient against backward."""
     return _block_check(ctx, False)
+
+
+# ----------------------------------------------------------------------------- the programs of derive.blocks (rule table)
+
+#: sizes the symbolic-size programs are compiled once and run at: the course's (T = 7, d = 5, heads 5 -> 3)
+#: and random ones
+BLOCK_SIZES = ({"T": 7, "d": 5, "d_k": 3, "d_v": 3},)
+
+
+def _random_sizes(g: torch.Generator, n: int) -> list[dict]:
+    draw = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=g))
+    return [{"T": draw(1, 9), "d": draw(2, 8), "d_k": draw(1, 6), "d_v": draw(1, 6)} for _ in range(n)]
+
+
+def _program_check(ctx, cases, what: str) -> Outcome:
+    from .. import blocks as c_blocks
+
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
+    g = ctx.torch_generator()
+    sizes = list(BLOCK_SIZES) + _random_sizes(g, 3)
+    outs = []
+    for kind, heads, masked in cases:
+        for s in sizes:
+            for name, derived, reference in c_blocks.compare_at(kind, s, g, heads, masked, dt, dev):
+                label = f"{kind}{' masked' if masked else ''} h={heads} T={s['T']} d={s['d']} d_k={s['d_k']} d_v={s['d_v']}: {name}"
+                outs.append(ctx.compare(derived, reference, detail=label))
+    return combine(outs, what + "; sizes " + ", ".join(f"(T={s['T']}, d={s['d']}, d_k={s['d_k']}, d_v={s['d_v']})" for s in sizes))
+
+
+@check("transformer.attention_program", needs_torch=True, source="week06 §2.4:747 (S, A, O); week06 §2.6:817 (heads, W_O); week06 §2.5:784 (causal mask)",
+       group=GROUP)
+def attention_program(ctx) -> Outcome:
+    """derive.blocks.attention_program (symbolic T, d, d_k, d_v; backward from the rule table: dV = A^T G, dA = G V^T,
+    dS = A o (dA - rowsum(dA o A)), dQ, dK) compiled once, against torch autograd at the course's size and random sizes:
+    one head, two heads with W_O, and a causal mask."""
+    return _program_check(ctx, (("attention", 1, False), ("attention", 2, False), ("attention", 2, True)),
+                          "one compiled program per variant, every size from the same code")
+
+
+@check("transformer.layernorm_program", needs_torch=True, source="week06 §2.7:971 (LayerNorm, eps inside the root)", group=GROUP)
+def layernorm_program(ctx) -> Outcome:
+    """derive.blocks.layernorm_program (symbolic T, d; dX = (dx̂ - mean(dx̂) - x̂ o mean(dx̂ o x̂)) / σ from the rule table)
+    against torch.nn.functional.layer_norm's autograd at the course's size and random sizes."""
+    return _program_check(ctx, (("layernorm", 1, False),), "eps = 1e-5 inside the root, random gamma and beta")
+
+
+@check("transformer.block_programs", needs_torch=True, source="week06 §2.9:1183 (pre- vs post-norm); week06 §2.7:946 (pre-norm block)",
+       group=GROUP)
+def block_programs(ctx) -> Outcome:
+    """derive.blocks.block_program, pre-norm U = H + MHA(LN(H)) and post-norm U = LN(H + MHA(H)) (dH = dU + branch:
+    the residual's I + J), against torch autograd at the course's size and random sizes."""
+    return _program_check(ctx, (("pre-norm", 2, False), ("post-norm", 2, False), ("pre-norm", 1, False)),
+                          "two heads with W_O, and one head")

@@ -24,13 +24,14 @@ def run(args) -> int:
     entries = catalogue.select(args.only)
     if args.list:
         for e in entries:
-            print(f"{e.name}\t{e.method}\t{e.source}")
+            print(f"{e.name}\t{e.method}\t{e.scope}\t{e.source}")
         return 0
     rows = []
     for e in entries:
         start = time.perf_counter()
         outcome, proof = verify(e)
-        rows.append({"name": e.name, "source": e.source, "title": e.title, "method": e.method, "simplifier": e.simplifier,
+        rows.append({"name": e.name, "source": e.source, "title": e.title, "scope": e.scope, "assumptions": list(e.assumptions),
+                     "method": e.method, "simplifier": e.simplifier,
                      "reason": e.reason, "relation": e.relation, "proved": bool(proof.holds), "passed": outcome.passed,
                      "max_abs_error": outcome.max_abs_error, "max_rel_error": outcome.max_rel_error,
                      "detail": outcome.detail, "seconds": round(time.perf_counter() - start, 3),
@@ -42,7 +43,7 @@ def run(args) -> int:
     else:
         width = max(len(r["name"]) for r in rows)
         for r in rows:
-            print(f"{r['name']:<{width}}  {r['method']:<14}  {'PASS' if r['passed'] else 'FAIL'}  {r['source']}")
+            print(f"{r['name']:<{width}}  {r['method']:<14}  {'PASS' if r['passed'] else 'FAIL'}  {r['scope']}  [{r['source']}]")
             if args.latex:
                 print(f"    {r['latex']}")
         print(f"\n{len(rows) - len(failed)} passed, {len(failed)} failed")

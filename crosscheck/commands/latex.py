@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ._common import add_device, output_file, resolved_device
+from ._common import add_device, jobs_option, output_file, resolved_device
 
 
 def register(sub) -> None:
@@ -26,8 +26,9 @@ def register(sub) -> None:
     p.add_argument("--proof-seconds", type=float, default=20.0, metavar="S",
                    help="time one exact proof may take while the document is written (default 20); a proof that "
                         "takes longer is reported as not proved here, never as proved")
-    p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="build N sections at once in worker processes (default: one per CPU core, at most 2)")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="worker processes: the sections are built in parallel (default: one per usable CPU core on cpu, "
+                        "1 on cuda; 1 builds them in this process); the document is the same")
     add_device(p)
     p.set_defaults(handler=run)
 
@@ -59,8 +60,9 @@ def run(args) -> int:
         skipped = [n for n in latexdoc.SECTION_NAMES if n not in latexdoc.available_sections()]
         if skipped:
             print(f"seqgrad: sections not in this checkout, left out: {', '.join(skipped)}", file=sys.stderr)
+    device = resolved_device(args.device)
     path = latexdoc.write(args.out, args.sections, notation, standalone=args.standalone,
-                          device=resolved_device(args.device), proof_seconds=args.proof_seconds,
-                          digits=args.digits, jobs=args.jobs)
+                          device=device, proof_seconds=args.proof_seconds,
+                          digits=args.digits, jobs=jobs_option(args.jobs, device))
     print(path)
     return 0

@@ -1,0 +1,124 @@
+"""derive.blocks' Transformer programs (attention, LayerNorm, pre-/post-norm blocks) compiled and run against torch autograd.
+
+The programs are over matrix symbols of symbolic shape; :func:`compiled`
+lambdifies one through :func:`crosscheck.lambdify.lambdify` (the compiler of
+the recurrent cells) with the sizes as arguments, so one compiled function
+runs at every size.  :func:`reference` is an independent torch forward pass of
+the same equations (``torch.softmax``, ``torch.nn.functional.layer_norm``);
+:func:`compare_at` draws random inputs at one size, runs both, and returns the
+derived gradients next to autograd's.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import sympy as sp
+import torch
+
+from derive import blocks
+from derive.rules import EPS
+
+from .lambdify import lambdify
+
+LN_EPS = 1e-5  # torch.nn.LayerNorm's default, as the course uses
+
+
+@lru_cache(maxsize=None)
+def program(kind: str, heads: int = 1, masked: bool = False):
+    """The symbolic-size program of ``kind`` ("attention", "layernorm", "pre-norm", "post-norm")."""
+    if kind == "attention":
+        return blocks.attention_program(heads=heads, masked=masked)
+    if kind == "layernorm":
+        return blocks.layernorm_program()
+    return blocks.block_program(kind, heads=heads)
+
+
+def _args(block) -> list:
+    args = block.args()
+    used = set().union(*[d.value.free_symbols for d in block.program])
+    return args + ([EPS] if EPS in used else [])
+
+
+@lru_cache(maxsize=None)
+def compiled(kind: str, heads: int = 1, masked: bool = False):
+    """(block, compiled function): outputs = [block output, every gradient], arguments = :func:`_args`."""
+    block = program(kind, heads, masked)
+    outputs = [block.output] + list(block.gradients.values())
+    return block, lambdify(block.program, outputs, _args(block), backend="torch", check_finite=not masked)
+
+
+def _reference_heads(values: dict, X, heads: int, dk: int, M=None):
+    outs = []
+    for i in range(1, heads + 1):
+        tag = "" if heads == 1 else f"^[{i}]"
+        Q, K, V = (X @ values[f"W_{n}{tag}"].T for n in "QKV")
+        S = Q @ K.T / math.sqrt(dk)
+        if M is not None:
+            S = S + M
+        outs.append(torch.softmax(S, -1) @ V)
+    if heads == 1:
+        return outs[0]
+    return torch.cat(outs, -1) @ values["W_O"].T
+
+
+def _reference_ln(values: dict, X, tag: str = ""):
+    gamma, beta = values["gamma" + tag], values["beta" + tag]
+    return torch.nn.functional.layer_norm(X, (X.shape[-1],), gamma.reshape(-1), beta.reshape(-1), LN_EPS)
+
+
+def reference(kind: str, values: dict, heads: int, dk: int):
+    """The forward pass in plain torch (the equations of derive.blocks, written independently)."""
+    if kind == "attention":
+        return _reference_heads(values, values["X"], heads, dk, values.get("M"))
+    if kind == "layernorm":
+        return _reference_ln(values, values["X"])
+    H = values["H"]
+    if kind == "pre-norm":
+        return H + _reference_heads(values, _reference_ln(values, H, "_1"), heads, dk)
+    return _reference_ln(values, H + _reference_heads(values, H, heads, dk), "_1")
+
+
+def causal(T: int, dtype, device):
+    """The additive causal mask: 0 on and below the diagonal, -inf above."""
+    return torch.triu(torch.full((T, T), float("-inf"), dtype=dtype, device=device), 1)
+
+
+def compare_at(kind: str, sizes: dict, generator: torch.Generator, heads: int = 1, masked: bool = False,
+               dtype=torch.float64, device="cpu") -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    """(name, derived, autograd) for the output and every gradient at one size with random inputs."""
+    block, f = compiled(kind, heads, masked)
+    size_values = {s.name: sizes[s.name] for s in block.sizes if hasattr(s, "name")}
+    if kind in ("pre-norm", "post-norm") and heads == 1:
+        size_values["d_v"] = size_values["d"]
+    at = {s: size_values[s.name] for s in block.sizes if hasattr(s, "name")}
+    dims = lambda shape: tuple(int(sp.Integer(n) if isinstance(n, int) else n.subs(at)) for n in shape)
+    values = {}
+    for name, leaf in block.inputs.items():
+        shape = dims(leaf.shape)
+        if name == "M":
+            values[name] = causal(shape[0], dtype, device)
+        else:
+            scale = 1.0 if name in ("X", "H") or name.startswith(("gamma", "beta")) else 1 / math.sqrt(shape[1])
+            offset = 1.0 if name.startswith("gamma") else 0.0
+            values[name] = (offset + scale * torch.randn(*shape, generator=generator, dtype=torch.float64)).to(device, dtype)
+    G = torch.randn(*dims(block.G.shape), generator=generator, dtype=torch.float64).to(device, dtype)
+    args = []
+    for a in _args(block):
+        if a in block.inputs.values():
+            args.append(values[next(n for n, leaf in block.inputs.items() if leaf == a)])
+        elif a == block.G:
+            args.append(G)
+        elif a == EPS:
+            args.append(torch.tensor(LN_EPS, dtype=dtype, device=device))
+        else:
+            args.append(torch.tensor(float(size_values[a.name]), dtype=dtype, device=device))
+    derived = f(*args)
+    leaves = {n: v.clone().requires_grad_(n != "M") for n, v in values.items()}
+    out = reference(kind, leaves, heads, size_values.get("d_k", 1))
+    (out * G).sum().backward()
+    rows = [("forward", derived[0], out.detach())]
+    for (name, _), value in zip(block.gradients.items(), derived[1:]):
+        rows.append((f"d{name}", value, leaves[name].grad))
+    return rows

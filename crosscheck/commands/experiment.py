@@ -1,0 +1,60 @@
+"""``seqgrad experiment NAME``: run one of the course's experiments and write its results.
+
+Today one experiment: ``cue-recall``, the week-06 practicum of seed 000 (Table 34):
+RNN, GRU and a one-block causal Transformer remember a cue across 8, 16 or 32
+random moves.  See :mod:`numeric.cue_recall` and ``docs/experiment-cue-recall.md``.
+"""
+
+from __future__ import annotations
+
+from ._common import add_device, output_dir
+
+
+def register(sub) -> None:
+    p = sub.add_parser("experiment", help="run a course experiment (cue-recall: Table 34 of week 06) and write its results")
+    inner = p.add_subparsers(dest="experiment", metavar="NAME", parser_class=type(p))
+    inner.required = True
+    q = inner.add_parser("cue-recall", help="RNN, GRU and Transformer remember a cue across d random moves (Table 34)")
+    q.add_argument("--delays", default="8,16,32", metavar="LIST", help="comma-separated delays d >= 1 (default 8,16,32)")
+    q.add_argument("--seeds", default=None, metavar="LIST",
+                   help="comma-separated initialisation seeds (default 6206,6207,6208; with --quick 6206)")
+    q.add_argument("--models", default="rnn,gru,transformer", metavar="LIST",
+                   help="comma-separated models among rnn, gru, transformer (default all three)")
+    q.add_argument("--out", default="seqgrad-experiments/cue-recall", metavar="DIR",
+                   help="output directory; finished runs found there are reused (default seqgrad-experiments/cue-recall)")
+    q.add_argument("--quick", action="store_true",
+                   help="a smoke run: one seed, 4 epochs, 512/128/256 episodes (seconds, not minutes)")
+    q.add_argument("--batch-size", type=int, default=None, metavar="N",
+                   help="episodes per update (default 128; the text gives none; a run with another size is not the recorded setup)")
+    q.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes, one thread each (default 1)")
+    add_device(q)
+    q.set_defaults(handler=run)
+
+
+def command_line(args, models, delays, seeds) -> str:
+    """The full command that reproduces this run, every option spelled out."""
+    line = (f"seqgrad experiment cue-recall --delays {','.join(map(str, delays))} --seeds {','.join(map(str, seeds))} "
+            f"--models {','.join(models)} --device {args.device} --out {args.out} --jobs {args.jobs}")
+    line += f" --batch-size {args.batch_size}" if args.batch_size is not None else ""
+    return line + (" --quick" if args.quick else "")
+
+
+def run(args) -> int:
+    from numeric.cue_recall import experiment
+    from numeric.device import resolve_device
+    from seqgrad import validate
+
+    models = experiment.parse_models(args.models)
+    delays = experiment.parse_delays(args.delays)
+    seeds = experiment.parse_seeds(args.seeds) if args.seeds is not None else (
+        experiment.QUICK_SEEDS if args.quick else experiment.train.SEEDS)
+    validate.integer("--jobs", args.jobs, minimum=1)
+    if args.batch_size is not None:
+        validate.integer("--batch-size", args.batch_size, minimum=1)
+    resolve_device(args.device)
+    output_dir("--out", args.out)
+    written = experiment.run(args.out, models_=models, delays=delays, seeds=seeds, quick=args.quick, batch_size=args.batch_size,
+                             device=args.device, jobs=args.jobs, command=command_line(args, models, delays, seeds))
+    for path in written:
+        print(path)
+    return 0

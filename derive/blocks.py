@@ -1,0 +1,247 @@
+r"""Transformer blocks as programs over matrix symbols of symbolic shape: attention, LayerNorm, residual blocks.
+
+Every block is a :class:`~derive.program.Program` whose forward lines are the
+text's equations (rows are positions, weights applied as ``X W^T``)::
+
+    Q = X W_Q^T,  K = X W_K^T,  V = X W_V^T,  S = Q K^T / sqrt(d_k) [+ M],  A = softmax(S),  O = A V
+    C = [O^[1] | ... | O^[h]],  B = C W_O^T                                   (multi-head)
+    x̂ = normalize(X) (eps inside the root),  Y = x̂ o (1 gamma) + 1 beta            (LayerNorm)
+    pre-norm:  U = H + MHA(LN(H));   post-norm:  U = LN(H + MHA(H))
+
+and whose backward lines come from :meth:`Program.backward`, i.e. from the
+rule table :mod:`derive.rules` (every rule proved at symbolic size).  So the
+backward pass prints as the textbook writes it, for every T, d, d_k, d_v::
+
+    dV = A^T G,  dA = G V^T,  dS = A o (dA - rowsum(dA o A)),  dQ = dS K / sqrt(d_k),  dK = dS^T Q / sqrt(d_k)
+
+Nothing is typed by hand: change a forward line and the backward pass follows.
+The sizes are symbols (``T``, ``d``, ``d_k``, ``d_v``); numeric code gets them
+as arguments (:func:`crosscheck.lambdify.lambdify`), and crosscheck compares
+the compiled programs with torch autograd at several sizes.
+
+>>> att = attention_program()
+>>> for name in ("dV", "dA", "dS", "dQ", "dK"):
+...     print(att.program[name])
+dV = A.T*G
+dA = G*V.T
+dS = A o (dA - rowsum(dA o A))
+dQ = dS*K/sqrt(d_k)
+dK = dS.T*Q/sqrt(d_k)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from seqgrad import validate
+from seqgrad.errors import SeqgradValueError
+
+from .program import Elementwise, Program, latex_aligned
+from .rules import EPS, HConcat, Masked, Normalize, RowSoftmax, RowStd
+
+__all__ = ["T", "d", "d_k", "d_v", "BlockProgram", "attention_program", "layernorm_program", "block_program", "size"]
+
+T, d, d_k, d_v = sp.symbols("T d d_k d_v", integer=True, positive=True)
+
+
+def size(name: str, value) -> sp.Expr:
+    """A block size: a positive integer, or a SymPy integer symbol declared positive (the default sizes)."""
+    if isinstance(value, sp.Symbol):
+        if value.is_integer and value.is_positive:
+            return value
+        raise SeqgradValueError(name, value, "a positive integer or a SymPy Symbol(..., integer=True, positive=True)")
+    return sp.Integer(validate.integer(name, value, minimum=1))
+
+
+@dataclass
+class BlockProgram:
+    """A block's program, its inputs (data, parameters, sizes), its upstream sensitivity ``G`` and its gradients."""
+
+    program: Program
+    inputs: dict
+    G: sp.MatrixSymbol
+    output: sp.MatrixSymbol
+    gradients: dict = field(default_factory=dict)
+    sizes: tuple = ()
+
+    def __str__(self) -> str:
+        return str(self.program)
+
+    def backward_lines(self) -> list:
+        return self.program.definitions(("backward", "gradient"))
+
+    def latex(self) -> str:
+        return self.program.latex()
+
+    def _repr_latex_(self) -> str:
+        return "$$" + self.latex() + "$$"
+
+    def args(self) -> list:
+        """Every leaf the compiled program needs: inputs, G, and the size symbols."""
+        sizes = [s for s in self.sizes if isinstance(s, sp.Symbol)]
+        return list(self.inputs.values()) + [self.G] + list(dict.fromkeys(sizes))
+
+
+def _attention_head(prog: Program, X, W_Q, W_K, W_V, dk, M=None, tag: str = "", scale=None):
+    Q = prog.define(sp.MatrixSymbol("Q" + tag, X.shape[0], W_Q.shape[0]), X * W_Q.T)
+    K = prog.define(sp.MatrixSymbol("K" + tag, X.shape[0], W_K.shape[0]), X * W_K.T)
+    V = prog.define(sp.MatrixSymbol("V" + tag, X.shape[0], W_V.shape[0]), X * W_V.T)
+    scores = sp.MatMul(1 / sp.sqrt(dk) if scale is None else scale, Q, K.T)
+    S = prog.define(sp.MatrixSymbol("S" + tag, X.shape[0], X.shape[0]), scores)
+    A = prog.define(sp.MatrixSymbol("A" + tag, X.shape[0], X.shape[0]), RowSoftmax(S if M is None else Masked(S, M)))
+    return prog.define(sp.MatrixSymbol("O" + tag, X.shape[0], W_V.shape[0]), A * V)
+
+
+def _weights(tag: str, dm, dk, dv) -> dict:
+    return {"W_Q" + tag: sp.MatrixSymbol("W_Q" + tag, dk, dm), "W_K" + tag: sp.MatrixSymbol("W_K" + tag, dk, dm),
+            "W_V" + tag: sp.MatrixSymbol("W_V" + tag, dv, dm)}
+
+
+def _mha(prog: Program, X, inputs: dict, heads: int, dm, dk, dv, M=None, scale=None):
+    if heads == 1:
+        w = _weights("", dm, dk, dv)
+        inputs.update(w)
+        return _attention_head(prog, X, *w.values(), dk, M, scale=scale)
+    outs = []
+    for i in range(1, heads + 1):
+        tag = f"^[{i}]"
+        w = _weights(tag, dm, dk, dv)
+        inputs.update(w)
+        outs.append(_attention_head(prog, X, *w.values(), dk, M, tag, scale))
+    W_O = inputs.setdefault("W_O", sp.MatrixSymbol("W_O", dm, heads * dv))
+    C = prog.define(sp.MatrixSymbol("C", X.shape[0], heads * dv), HConcat(*outs))
+    return prog.define(sp.MatrixSymbol("B", X.shape[0], dm), C * W_O.T)
+
+
+def _layernorm(prog: Program, X, inputs: dict, tag: str = "", eps=EPS):
+    rows, cols = X.shape
+    gamma = inputs.setdefault("gamma" + tag, sp.MatrixSymbol("gamma" + tag, 1, cols))
+    beta = inputs.setdefault("beta" + tag, sp.MatrixSymbol("beta" + tag, 1, cols))
+    prog.define(sp.MatrixSymbol("sigma" + tag, rows, cols), RowStd(X, eps))
+    xhat = prog.define(sp.MatrixSymbol("xhat" + tag, rows, cols), Normalize(X, eps))
+    one = sp.OneMatrix(rows, 1)
+    return prog.define(sp.MatrixSymbol("Y" + tag if tag else "Y", rows, cols),
+                       sp.HadamardProduct(xhat, sp.MatMul(one, gamma)) + sp.MatMul(one, beta))
+
+
+def _backward(prog: Program, output, G, inputs: dict) -> dict:
+    names = {}
+
+    def adjoint(target):
+        if target == output:
+            return None
+        return names.setdefault(target, "d" + target.name)
+
+    grads = prog.backward({output: G}, adjoint)
+    out = {}
+    for name, leaf in inputs.items():
+        if leaf in grads:
+            out[name] = prog.define(sp.MatrixSymbol("d" + name, *leaf.shape), grads[leaf], kind="gradient")
+    return out
+
+
+def attention_program(heads: int = 1, masked: bool = False, T_=T, d_=d, d_k_=d_k, d_v_=d_v, scale=None) -> BlockProgram:
+    """Scaled dot-product self-attention (``heads`` heads of widths d_k, d_v, concatenated and mapped by W_O
+    when heads > 1), with an additive mask M when ``masked``, as a program with its backward pass.
+
+    The sizes default to the symbols T, d, d_k, d_v; pass integers for an instance.  ``scale`` replaces
+    the text's 1/sqrt(d_k) (any SymPy scalar).
+    """
+    heads = validate.integer("heads", heads, minimum=1, maximum=16)
+    Tn, dm, dk, dv = size("T", T_), size("d", d_), size("d_k", d_k_), size("d_v", d_v_)
+    prog = Program("attention" if heads == 1 else f"multi-head attention ({heads} heads)")
+    X = sp.MatrixSymbol("X", Tn, dm)
+    inputs = {"X": X}
+    M = None
+    if masked:
+        M = sp.MatrixSymbol("M", Tn, Tn)
+    out = _mha(prog, X, inputs, heads, dm, dk, dv, M, scale)
+    G = sp.MatrixSymbol("G", *out.shape)
+    data = dict(inputs, **({"M": M} if masked else {}))
+    grads = _backward(prog, out, G, inputs)
+    return BlockProgram(prog, data, G, out, grads, (Tn, dm, dk, dv))
+
+
+def layernorm_program(T_=T, d_=d, eps=EPS) -> BlockProgram:
+    """LayerNorm over the d features of every row, ``Y = x̂ o (1 gamma) + 1 beta``, with its backward pass
+    ``dX = (dx̂ - mean(dx̂) - x̂ o mean(dx̂ o x̂)) / σ``."""
+    Tn, dm = size("T", T_), size("d", d_)
+    prog = Program("layernorm")
+    X = sp.MatrixSymbol("X", Tn, dm)
+    inputs = {"X": X}
+    Y = _layernorm(prog, X, inputs, eps=eps)
+    G = sp.MatrixSymbol("G", Tn, dm)
+    grads = _backward(prog, Y, G, inputs)
+    return BlockProgram(prog, inputs, G, Y, grads, (Tn, dm))
+
+
+PLACEMENTS = ("pre-norm", "post-norm")
+
+
+def block_program(placement: str = "pre-norm", heads: int = 1, T_=T, d_=d, d_k_=d_k, d_v_=d_v) -> BlockProgram:
+    """The attention sublayer with its residual and LayerNorm: pre-norm ``U = H + MHA(LN(H))`` or
+    post-norm ``U = LN(H + MHA(H))``; the backward pass shows the residual's ``I + J``: dH = dU + (branch)."""
+    placement = validate.choice("placement", placement, PLACEMENTS)
+    heads = validate.integer("heads", heads, minimum=1, maximum=16)
+    Tn, dm, dk, dv = size("T", T_), size("d", d_), size("d_k", d_k_), size("d_v", d_v_)
+    if heads == 1 and dv != dm:
+        dv = dm  # one head without W_O writes d_v = d columns, added to H
+    prog = Program(f"{placement} attention block")
+    H = sp.MatrixSymbol("H", Tn, dm)
+    inputs = {"H": H}
+    if placement == "pre-norm":
+        X = _layernorm(prog, H, inputs, tag="_1")
+        Bm = _mha(prog, X, inputs, heads, dm, dk, dv)
+        U = prog.define(sp.MatrixSymbol("U", Tn, dm), H + Bm)
+    else:
+        Bm = _mha(prog, H, inputs, heads, dm, dk, dv)
+        Z = prog.define(sp.MatrixSymbol("Z", Tn, dm), H + Bm)
+        U = _layernorm(prog, Z, inputs, tag="_1")
+    G = sp.MatrixSymbol("G", Tn, dm)
+    grads = _backward(prog, U, G, inputs)
+    return BlockProgram(prog, inputs, G, U, grads, (Tn, dm, dk, dv))
+
+
+def rules_used(block: BlockProgram) -> list[str]:
+    """The rule-table rules the block's backward pass composes (every primitive of every forward line)."""
+    from .rules import _constant, rule_for
+
+    used: dict = {}
+
+    def walk(expr):
+        if isinstance(expr, sp.MatrixSymbol) or not getattr(expr, "is_Matrix", False) or _constant(expr):
+            return
+        used[rule_for(expr).name] = None
+        children = expr.as_coeff_matrices()[1] if isinstance(expr, sp.MatMul) else expr.args
+        for child in children:
+            walk(child)
+
+    for d_ in block.program.definitions("forward"):
+        walk(d_.value)
+    return list(used)
+
+
+def prove_program(block: BlockProgram):
+    """The backward pass is the chain rule over the program's lines; each line's pullback is a rule of the
+    table, each proved at symbolic size: so the program's gradients hold for every size.  Proves every rule used."""
+    from .catalogue import Proof
+    from .rules import proved
+
+    names = rules_used(block)
+    proofs = {n: proved(n) for n in names}
+    failed = [n for n, p in proofs.items() if not p.holds]
+    return Proof(not failed, "composition of rules proved at symbolic size (chain rule over the program)",
+                 sp.Integer(0) if not failed else failed, "rules: " + ", ".join(names))
+
+
+def elementwise_inverse(expr):
+    """``1/expr`` entrywise (used to print the LayerNorm rule's division by σ)."""
+    u = sp.Dummy("u")
+    return Elementwise(sp.Lambda(u, 1 / u), expr)
+
+
+def backward_latex(block: BlockProgram, width: int = 60) -> str:
+    """The backward lines as an aligned LaTeX block."""
+    return latex_aligned([(d_.target, d_.value) for d_ in block.backward_lines()], width)

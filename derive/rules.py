@@ -1,0 +1,823 @@
+r"""The rule table: every matrix primitive's pullback and forward (JVP) rule, each proved at symbolic size.
+
+One table (:data:`RULES`), one walker (:func:`pullback`, :func:`jvp`), an
+unknown primitive is a clear error (the style of tinygrad's ``gradient.py``).
+:class:`~derive.program.Program` reaches every matrix rule through
+:func:`pullback`, so a derived program is a composition of the rules below.
+
+========================  ==============================================  ===========================================
+primitive                 pullback (G = dL/d output)                      forward (tangent of the output)
+========================  ==============================================  ===========================================
+``A B`` (matmul)          ``dA = G B^T``, ``dB = A^T G``                  ``Ȧ B + A Ḃ``
+``c X`` (scaling)         ``dX = c G`` (c any scalar, e.g. ``1/sqrt(d_k)``)  ``c Ẋ``
+``X^T`` (transpose)       ``dX = G^T``                                    ``Ẋ^T``
+``X + Y`` (sum)           ``dX = G``, ``dY = G``                           ``Ẋ + Ẏ``
+``X o Y`` (Hadamard)      ``dX = G o Y``                                  ``Ẋ o Y + X o Ẏ``
+``f(X)`` (elementwise)    ``dX = G o f'(X)``                              ``f'(X) o Ẋ``
+``diag(v)``               ``dv = diagonal(G)``                            ``diag(v̇)``
+``softmax(S)`` (rows)     ``dS = A o (G - rowsum(G o A))``                ``A o (Ṡ - rowsum(Ṡ o A))``
+``S + M`` (mask)          ``dS = G`` (M is data: 0 or -oo)                ``Ṡ``
+``rowsum(X)``             ``dX = rowsum(G)``                              ``rowsum(Ẋ)``
+``mean(X)`` (rows)        ``dX = mean(G)``                                ``mean(Ẋ)``
+``std(X)`` (rows, eps)    ``dX = mean(G) o x̂``                            ``mean(Ẋ o x̂)``
+``normalize(X)`` = x̂      ``dX = (G - mean(G) - x̂ o mean(G o x̂)) / σ``    the same form in Ẋ (the Jacobian is symmetric)
+``[X | Y]`` (concat)      ``dX = G[:, :a]``, ``dY = G[:, a:]``            ``[Ẋ | Ẏ]``
+========================  ==============================================  ===========================================
+
+``rowsum``, ``mean`` and ``std`` are broadcast over the row (the same value
+in every column), as ``keepdims=True`` would give, so ``G - rowsum(G o A)``
+is the text's ``dA - rowsum(dA o A)``.
+
+Each :class:`Rule` carries its proof at **symbolic size** (:meth:`Rule.prove`):
+the rule's own matrix output (the code that runs in every derivation) is
+translated into index notation (``IndexedBase`` entries, ``KroneckerDelta``,
+``Sum`` with symbolic bounds such as ``(k, 0, n - 1)``) and compared with the
+derivative of ``L = sum_ij G_ij F_ij`` (pullback) or of ``F(X + t Ẋ)`` at
+``t = 0`` (forward) taken by SymPy in that notation.  The residual is reduced
+exactly by :func:`index_zero` (sums over a Kronecker delta evaluated, factors
+free of the summation index pulled out, dummy indices named canonically,
+radicals named, the polynomial remainder taken).  The proofs hold for every
+size because no size is ever substituted.
+
+>>> import sympy as sp
+>>> T, n = sp.symbols("T n", integer=True, positive=True)
+>>> S, G = sp.MatrixSymbol("S", T, n), sp.MatrixSymbol("G", T, n)
+>>> A = sp.MatrixSymbol("A", T, n)
+>>> [(leaf, sstr(dS)) for leaf, dS in pullback(RowSoftmax(S), G, output=A)]
+[(S, 'A o (G - rowsum(G o A))')]
+>>> RULES["softmax"].prove().holds
+True
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import sympy as sp
+from sympy.matrices.expressions.matexpr import MatrixElement, MatrixExpr
+
+from seqgrad.errors import SeqgradTypeError, SeqgradValueError
+
+from .catalogue import Proof
+from .safe_parse import as_sympy
+
+__all__ = [
+    "Rule", "RULES", "rule_for", "pullback", "jvp", "Diag", "RowSoftmax", "RowSum", "RowMean", "RowStd", "Normalize",
+    "Masked", "HConcat", "ColumnBlock", "index_form", "index_zero", "index_proof", "expand_indexed", "prove_all", "proved", "EPS",
+]
+
+EPS = sp.Symbol("epsilon", positive=True)
+
+
+# --------------------------------------------------------------------------------------------- nodes
+
+def _latex_call(printer, name: str, *args) -> str:
+    return r"\operatorname{%s}\left(%s\right)" % (name, ", ".join(printer._print(a) for a in args))
+
+
+def _str_call(printer, name: str, *args) -> str:
+    return "%s(%s)" % (name, ", ".join(printer._print(a) for a in args))
+
+
+class _RowMap(MatrixExpr):
+    """A map applied to every row of its argument, result of the same shape (broadcast over the row)."""
+
+    _name = ""
+    _tex = ""
+
+    def __new__(cls, arg, *rest):
+        if not getattr(arg, "is_Matrix", False):
+            raise SeqgradTypeError("arg", arg, "a matrix expression")
+        return MatrixExpr.__new__(cls, arg, *rest)
+
+    @property
+    def arg(self):
+        return self.args[0]
+
+    @property
+    def shape(self):
+        return self.arg.shape
+
+    def _k(self, i, j):
+        return sp.Dummy("k", integer=True)
+
+    def _latex(self, printer):
+        return _latex_call(printer, self._tex or self._name, self.arg)
+
+    def _sympystr(self, printer):
+        return _str_call(printer, self._name, self.arg)
+
+    def doit(self, **hints):
+        arg = self.arg.doit(**hints) if hints.get("deep", True) else self.arg
+        if isinstance(arg, sp.MatrixBase):
+            return sp.Matrix(*arg.shape, lambda i, j: self.func(arg, *self.args[1:])._entry(i, j).doit())
+        return self.func(arg, *self.args[1:])
+
+
+class RowSoftmax(_RowMap):
+    """``softmax(S)`` over every row: ``A_ij = exp(S_ij) / sum_k exp(S_ik)``."""
+
+    _name = "softmax"
+
+    def _entry(self, i, j, **kwargs):
+        k = self._k(i, j)
+        return sp.exp(self.arg[i, j]) / sp.Sum(sp.exp(self.arg[i, k]), (k, 0, self.shape[1] - 1))
+
+
+class RowSum(_RowMap):
+    """``rowsum(X)``: every entry of row i is ``sum_k X_ik`` (keepdims, broadcast over the row)."""
+
+    _name = "rowsum"
+
+    def _entry(self, i, j, **kwargs):
+        k = self._k(i, j)
+        return sp.Sum(self.arg[i, k], (k, 0, self.shape[1] - 1))
+
+
+class RowMean(_RowMap):
+    """``mean(X)``: every entry of row i is ``(1/n) sum_k X_ik`` (the LayerNorm mean, broadcast)."""
+
+    _name = "mean"
+
+    def _entry(self, i, j, **kwargs):
+        k = self._k(i, j)
+        return sp.Sum(self.arg[i, k], (k, 0, self.shape[1] - 1)) / self.shape[1]
+
+
+class RowStd(_RowMap):
+    """``std(X)`` = σ: every entry of row i is ``sqrt(mean_k (X_ik - mu_i)^2 + eps)`` (population variance)."""
+
+    _name = "std"
+
+    def __new__(cls, arg, eps=EPS):
+        return _RowMap.__new__(cls, arg, as_sympy(eps, "eps"))
+
+    @property
+    def eps(self):
+        return self.args[1]
+
+    def _entry(self, i, j, **kwargs):
+        k = self._k(i, j)
+        n = self.shape[1]
+        mu = sp.Sum(self.arg[i, k], (k, 0, n - 1)) / n
+        k2 = sp.Dummy("k", integer=True)
+        return sp.sqrt(sp.Sum((self.arg[i, k2] - mu) ** 2, (k2, 0, n - 1)) / n + self.eps)
+
+    def _latex(self, printer):
+        return r"\sigma_{\epsilon}\left(%s\right)" % printer._print(self.arg)
+
+
+class Normalize(_RowMap):
+    """``normalize(X)`` = x̂: ``(X_ij - mu_i) / σ_i`` (LayerNorm before its gain and bias, eps inside the root)."""
+
+    _name = "normalize"
+
+    def __new__(cls, arg, eps=EPS):
+        return _RowMap.__new__(cls, arg, as_sympy(eps, "eps"))
+
+    @property
+    def eps(self):
+        return self.args[1]
+
+    def _entry(self, i, j, **kwargs):
+        k = self._k(i, j)
+        mu = sp.Sum(self.arg[i, k], (k, 0, self.shape[1] - 1)) / self.shape[1]
+        return (self.arg[i, j] - mu) / RowStd(self.arg, self.eps)._entry(i, j)
+
+
+class Masked(MatrixExpr):
+    """``S + M`` for an additive mask M of 0 (visible) and -oo (masked): M is data, only S is differentiated."""
+
+    def __new__(cls, S, M):
+        if not getattr(S, "is_Matrix", False) or not getattr(M, "is_Matrix", False):
+            raise SeqgradTypeError("S, M", (S, M), "two matrix expressions of one shape")
+        return MatrixExpr.__new__(cls, S, M)
+
+    @property
+    def shape(self):
+        return self.args[0].shape
+
+    def _entry(self, i, j, **kwargs):
+        return self.args[0][i, j] + self.args[1][i, j]
+
+    def _latex(self, printer):
+        return "%s + %s" % (printer._print(self.args[0]), printer._print(self.args[1]))
+
+    def _sympystr(self, printer):
+        return "%s + %s" % (printer._print(self.args[0]), printer._print(self.args[1]))
+
+
+class Diag(sp.DiagMatrix):
+    """``diag(v)`` of a row (or column) vector, printed as the text prints it."""
+
+    def _latex(self, printer):
+        return r"\operatorname{diag}\left(%s\right)" % printer._print(self.args[0])
+
+    def _sympystr(self, printer):
+        from .program import Elementwise
+
+        inner = printer._print(self.args[0])
+        if inner.startswith("(") and inner.endswith(")") and isinstance(self.args[0], Elementwise):
+            inner = inner[1:-1]  # diag(1 - h_2**2), not diag((1 - h_2**2))
+        return "diag(%s)" % inner
+
+
+class HConcat(MatrixExpr):
+    """``[X | Y | ...]``: the blocks side by side (the concatenation of attention heads)."""
+
+    def __new__(cls, *blocks):
+        if not blocks or not all(getattr(b, "is_Matrix", False) for b in blocks):
+            raise SeqgradTypeError("blocks", blocks, "one or more matrix expressions with the same number of rows")
+        return MatrixExpr.__new__(cls, *blocks)
+
+    @property
+    def shape(self):
+        return self.args[0].shape[0], sp.Add(*[b.shape[1] for b in self.args])
+
+    def offsets(self) -> list:
+        out, start = [], sp.Integer(0)
+        for b in self.args:
+            out.append(start)
+            start = start + b.shape[1]
+        return out
+
+    def _entry(self, i, j, **kwargs):
+        pieces = []
+        for b, start in zip(self.args, self.offsets()):
+            pieces.append((b[i, j - start], (j >= start) & (j < start + b.shape[1])) if start != 0 or len(self.args) > 1
+                          else (b[i, j], True))
+        return sp.Piecewise(*pieces)
+
+    def _latex(self, printer):
+        return r"\left[%s\right]" % r"\;\middle|\;".join(printer._print(b) for b in self.args)
+
+    def _sympystr(self, printer):
+        return "[%s]" % " | ".join(printer._print(b) for b in self.args)
+
+
+class ColumnBlock(MatrixExpr):
+    """``G[:, a:a+w]``: the columns a .. a+w-1 (the pullback of a concatenation to one block)."""
+
+    def __new__(cls, arg, start, width):
+        return MatrixExpr.__new__(cls, arg, as_sympy(start, "start"), as_sympy(width, "width"))
+
+    @property
+    def shape(self):
+        return self.args[0].shape[0], self.args[2]
+
+    def _entry(self, i, j, **kwargs):
+        return self.args[0][i, j + self.args[1]]
+
+    def _latex(self, printer):
+        a, w = self.args[1], self.args[2]
+        return r"%s_{:,\,%s:%s}" % (printer.parenthesize(self.args[0], 1000), printer._print(a), printer._print(a + w))
+
+    def _sympystr(self, printer):
+        a, w = self.args[1], self.args[2]
+        return "%s[:, %s:%s]" % (printer._print(self.args[0]), printer._print(a), printer._print(a + w))
+
+
+# --------------------------------------------------------------------------------------------- the table
+
+@dataclass(frozen=True)
+class Rule:
+    """One primitive: its pullback ``(expr, G, output) -> [(child, contribution)]``, its forward rule
+    ``(expr, tangents) -> tangent of expr`` (``tangents`` maps children to their tangents; a missing child is
+    constant), the example its proof runs on (symbolic sizes), and the statement in words."""
+
+    name: str
+    nodes: tuple
+    pull: Callable
+    forward: Callable
+    example: Callable[[], tuple]
+    statement: str
+    scope: str = "all sizes >= 1 (symbolic)"
+
+    def prove(self) -> Proof:
+        """The rule at symbolic size in index notation: pullback and forward rule against SymPy's derivative."""
+        start = time.perf_counter()
+        expr, G, leaves = self.example()
+        residuals = _rule_residuals(self, expr, G, leaves)
+        reduced = [index_zero(r) for r in residuals]
+        holds = all(r == 0 for r in reduced)
+        proof = Proof(holds, "index notation at symbolic size (KroneckerDelta sums, canonical dummies, exact cancel)",
+                      sp.Integer(0) if holds else next(r for r in reduced if r != 0), self.statement)
+        proof.seconds = time.perf_counter() - start
+        return proof
+
+
+def _child_args(expr):
+    return [a for a in expr.args if getattr(a, "is_Matrix", False)]
+
+
+def _others(args, k):
+    rest = [a for j, a in enumerate(args) if j != k]
+    return rest[0] if len(rest) == 1 else sp.HadamardProduct(*rest)
+
+
+def _elementwise_slope(expr):
+    from .program import Elementwise
+
+    f = expr.function
+    u = f.variables[0]
+    return Elementwise(sp.Lambda(u, sp.diff(f.expr, u)), expr.expr)
+
+
+def _matmul_pull(expr, G, out):
+    coeff, mats = expr.as_coeff_matrices()
+    pairs = []
+    for i, factor in enumerate(mats):
+        parts = []
+        if i > 0:
+            parts.append(sp.MatMul(*mats[:i]).T)
+        parts.append(G)
+        if i < len(mats) - 1:
+            parts.append(sp.MatMul(*mats[i + 1:]).T)
+        local = sp.MatMul(*parts).doit() if len(parts) > 1 else G
+        pairs.append((factor, local if coeff == 1 else sp.MatMul(coeff, local).doit()))
+    return pairs
+
+
+def _matmul_forward(expr, tangents):
+    coeff, mats = expr.as_coeff_matrices()
+    terms = []
+    for i, factor in enumerate(mats):
+        if factor in tangents:
+            terms.append(sp.MatMul(*(list(mats[:i]) + [tangents[factor]] + list(mats[i + 1:]))))
+    total = _add(terms)
+    return None if total is None else (total if coeff == 1 else sp.MatMul(coeff, total))
+
+
+def _add(terms):
+    terms = [t for t in terms if t is not None]
+    if not terms:
+        return None
+    return terms[0] if len(terms) == 1 else sp.MatAdd(*terms)
+
+
+def _hadamard_pull(expr, G, out):
+    return [(a, sp.HadamardProduct(G, _others(expr.args, k))) for k, a in enumerate(expr.args)]
+
+
+def _hadamard_forward(expr, tangents):
+    return _add([sp.HadamardProduct(tangents[a], _others(expr.args, k)) for k, a in enumerate(expr.args) if a in tangents])
+
+
+def _softmax_pull(expr, G, out):
+    A = expr if out is None else out
+    return [(expr.arg, sp.HadamardProduct(A, _minus(G, RowSum(sp.HadamardProduct(G, A, evaluate=False))), evaluate=False))]
+
+
+class Written(sp.MatAdd):
+    """A matrix sum printed in the order the rule wrote it (``G - rowsum(G o A)``, not SymPy's sorted order)."""
+
+    def _sympystr(self, printer):
+        return printer._print_Add(self, order="none")
+
+    def _latex(self, printer):
+        return printer._print_Add(self, order="none")
+
+
+def _minus(first, *rest):
+    """``first - rest...`` in the order written (the text's order, not SymPy's canonical one)."""
+    return Written(first, *[sp.MatMul(-1, r) for r in rest], evaluate=False)
+
+
+def _softmax_forward(expr, tangents):
+    if expr.arg not in tangents:
+        return None
+    Sdot = tangents[expr.arg]
+    return sp.HadamardProduct(expr, _minus(Sdot, RowSum(sp.HadamardProduct(Sdot, expr, evaluate=False))), evaluate=False)
+
+
+def _normalize_pull(expr, G, out):
+    xhat = expr if out is None else out
+    from .program import Elementwise
+
+    u = sp.Dummy("u")
+    inv = Elementwise(sp.Lambda(u, 1 / u), RowStd(expr.arg, expr.eps))
+    centred = _minus(G, RowMean(G), sp.HadamardProduct(xhat, RowMean(sp.HadamardProduct(G, xhat, evaluate=False)), evaluate=False))
+    return [(expr.arg, sp.HadamardProduct(centred, inv, evaluate=False))]
+
+
+def _normalize_forward(expr, tangents):
+    if expr.arg not in tangents:
+        return None
+    return _normalize_pull(expr, tangents[expr.arg], None)[0][1]
+
+
+def _std_pull(expr, G, out):
+    return [(expr.arg, sp.HadamardProduct(RowMean(G), Normalize(expr.arg, expr.eps)))]
+
+
+def _std_forward(expr, tangents):
+    if expr.arg not in tangents:
+        return None
+    return RowMean(sp.HadamardProduct(tangents[expr.arg], Normalize(expr.arg, expr.eps)))
+
+
+def _concat_pull(expr, G, out):
+    return [(b, ColumnBlock(G, start, b.shape[1])) for b, start in zip(expr.args, expr.offsets())]
+
+
+def _concat_forward(expr, tangents):
+    if not any(b in tangents for b in expr.args):
+        return None
+    return HConcat(*[tangents.get(b, sp.ZeroMatrix(*b.shape)) for b in expr.args])
+
+
+def _diag_pull(expr, G, out):
+    v = expr.args[0]
+    d = sp.DiagonalOf(G)
+    return [(v, d.T if v.shape[0] == 1 else d)]
+
+
+def _sizes(*names):
+    return sp.symbols(names, integer=True, positive=True)
+
+
+def _ex_matmul():
+    T, n, m = _sizes("T", "n", "m")
+    A, B, G = sp.MatrixSymbol("A", T, n), sp.MatrixSymbol("B", n, m), sp.MatrixSymbol("G", T, m)
+    return A * B, G, [A, B]
+
+
+def _ex_scale():
+    T, n = _sizes("T", "n")
+    c = sp.Symbol("c", positive=True)
+    X, G = sp.MatrixSymbol("X", T, n), sp.MatrixSymbol("G", T, n)
+    return sp.MatMul(c, X), G, [X]
+
+
+def _ex_transpose():
+    T, n = _sizes("T", "n")
+    X, G = sp.MatrixSymbol("X", T, n), sp.MatrixSymbol("G", n, T)
+    return sp.Transpose(X), G, [X]
+
+
+def _ex_add():
+    T, n = _sizes("T", "n")
+    X, Y, G = sp.MatrixSymbol("X", T, n), sp.MatrixSymbol("Y", T, n), sp.MatrixSymbol("G", T, n)
+    return sp.MatAdd(X, Y), G, [X, Y]
+
+
+def _ex_hadamard():
+    T, n = _sizes("T", "n")
+    X, Y, G = sp.MatrixSymbol("X", T, n), sp.MatrixSymbol("Y", T, n), sp.MatrixSymbol("G", T, n)
+    return sp.HadamardProduct(X, Y), G, [X, Y]
+
+
+def _ex_elementwise():
+    from .program import Elementwise
+
+    T, n = _sizes("T", "n")
+    u = sp.Symbol("u")
+    X, G = sp.MatrixSymbol("X", T, n), sp.MatrixSymbol("G", T, n)
+    return Elementwise(sp.Lambda(u, sp.Function("f")(u)), X), G, [X]
+
+
+def _ex_diag():
+    n, = _sizes("n")
+    v, G = sp.MatrixSymbol("v", 1, n), sp.MatrixSymbol("G", n, n)
+    return Diag(v), G, [v]
+
+
+def _ex_softmax():
+    T, n = _sizes("T", "n")
+    S, G = sp.MatrixSymbol("S", T, n), sp.MatrixSymbol("G", T, n)
+    return RowSoftmax(S), G, [S]
+
+
+def _ex_masked_softmax():
+    T, n = _sizes("T", "n")
+    S, M, G = sp.MatrixSymbol("S", T, n), sp.MatrixSymbol("M", T, n), sp.MatrixSymbol("G", T, n)
+    return RowSoftmax(Masked(S, M)), G, [S]  # the mask inside the softmax, as attention uses it
+
+
+def _ex_rowsum():
+    T, n = _sizes("T", "n")
+    X, G = sp.MatrixSymbol("X", T, n), sp.MatrixSymbol("G", T, n)
+    return RowSum(X), G, [X]
+
+
+def _ex_rowmean():
+    T, d = _sizes("T", "d")
+    X, G = sp.MatrixSymbol("X", T, d), sp.MatrixSymbol("G", T, d)
+    return RowMean(X), G, [X]
+
+
+def _ex_std():
+    T, d = _sizes("T", "d")
+    X, G = sp.MatrixSymbol("X", T, d), sp.MatrixSymbol("G", T, d)
+    return RowStd(X, EPS), G, [X]
+
+
+def _ex_normalize():
+    T, d = _sizes("T", "d")
+    X, G = sp.MatrixSymbol("X", T, d), sp.MatrixSymbol("G", T, d)
+    return Normalize(X, EPS), G, [X]
+
+
+def _ex_concat():
+    T, a, b = _sizes("T", "a", "b")
+    X, Y, G = sp.MatrixSymbol("X", T, a), sp.MatrixSymbol("Y", T, b), sp.MatrixSymbol("G", T, a + b)
+    return HConcat(X, Y), G, [X, Y]
+
+
+_TABLE = [
+    Rule("matmul", (sp.MatMul,), _matmul_pull, _matmul_forward, _ex_matmul,
+         "d(A B): dA = G B^T, dB = A^T G; forward Ȧ B + A Ḃ", "all T, n, m >= 1"),
+    Rule("scaling", (), _matmul_pull, _matmul_forward, _ex_scale,
+         "d(c X): dX = c G for any scalar c (e.g. 1/sqrt(d_k)); forward c Ẋ", "all T, n >= 1, any scalar c"),
+    Rule("transpose", (sp.Transpose,), lambda e, G, out: [(e.arg, G.T)],
+         lambda e, t: t[e.arg].T if e.arg in t else None, _ex_transpose, "d(X^T): dX = G^T", "all T, n >= 1"),
+    Rule("sum", (sp.MatAdd,), lambda e, G, out: [(a, G) for a in e.args],
+         lambda e, t: _add([t.get(a) for a in e.args]), _ex_add, "d(X + Y): dX = dY = G", "all T, n >= 1"),
+    Rule("hadamard", (sp.HadamardProduct,), _hadamard_pull, _hadamard_forward, _ex_hadamard,
+         "d(X o Y): dX = G o Y, dY = G o X; forward Ẋ o Y + X o Ẏ", "all T, n >= 1"),
+    Rule("elementwise", (), lambda e, G, out: [(e.expr, sp.HadamardProduct(G, _elementwise_slope(e)))],
+         lambda e, t: sp.HadamardProduct(_elementwise_slope(e), t[e.expr]) if e.expr in t else None, _ex_elementwise,
+         "d f(X) entrywise: dX = G o f'(X) for any differentiable f", "all T, n >= 1, every differentiable f"),
+    Rule("diag", (sp.DiagMatrix,), _diag_pull, lambda e, t: Diag(t[e.args[0]]) if e.args[0] in t else None, _ex_diag,
+         "d diag(v): dv = diagonal(G); forward diag(v̇)", "all n >= 1"),
+    Rule("softmax", (RowSoftmax,), _softmax_pull, _softmax_forward, _ex_softmax,
+         "row softmax A = softmax(S): dA_i/dS_j = A_i (delta_ij - A_j), so dS = A o (G - rowsum(G o A))", "all T, n >= 1"),
+    Rule("mask", (Masked,), lambda e, G, out: [(e.args[0], G)],
+         lambda e, t: t.get(e.args[0]), _ex_masked_softmax,
+         "S + M with the mask M as data: dS = G; through softmax(S + M): dS = A o (G - rowsum(G o A)), "
+         "A = 0 where M = -oo (proved for every real M, exp(M) -> 0 is the limit)", "all T, n >= 1"),
+    Rule("rowsum", (RowSum,), lambda e, G, out: [(e.arg, RowSum(G))],
+         lambda e, t: RowSum(t[e.arg]) if e.arg in t else None, _ex_rowsum, "d rowsum(X): dX = rowsum(G)", "all T, n >= 1"),
+    Rule("mean", (RowMean,), lambda e, G, out: [(e.arg, RowMean(G))],
+         lambda e, t: RowMean(t[e.arg]) if e.arg in t else None, _ex_rowmean, "d mean(X): dX = mean(G)", "all T, d >= 1"),
+    Rule("std", (RowStd,), _std_pull, _std_forward, _ex_std,
+         "d σ(X), σ = sqrt(var + eps): dX = mean(G) o x̂", "all T, d >= 1, eps > 0"),
+    Rule("layernorm", (Normalize,), _normalize_pull, _normalize_forward, _ex_normalize,
+         "x̂ = (X - mu)/σ: dx̂_i/dx_j = (delta_ij - 1/d - x̂_i x̂_j / d)/σ, so dX = (G - mean(G) - x̂ o mean(G o x̂))/σ",
+         "all T, d >= 1, eps > 0"),
+    Rule("concat", (HConcat,), _concat_pull, _concat_forward, _ex_concat,
+         "[X | Y]: dX = G[:, :a], dY = G[:, a:a+b]", "all T, a, b >= 1"),
+]
+
+#: name -> :class:`Rule`
+RULES: dict[str, Rule] = {r.name: r for r in _TABLE}
+
+
+def rule_for(expr) -> Rule:
+    """The rule of ``expr``'s primitive; an unknown primitive is a clear error."""
+    from .program import Elementwise
+
+    if isinstance(expr, Elementwise):
+        return RULES["elementwise"]
+    if isinstance(expr, sp.MatMul):
+        coeff, mats = expr.as_coeff_matrices()
+        return RULES["scaling" if len(mats) == 1 else "matmul"]
+    for rule in _TABLE:
+        if rule.nodes and isinstance(expr, rule.nodes):
+            return rule
+    raise SeqgradTypeError("value", expr, "a matrix expression of the rule table's primitives: "
+                           + ", ".join(RULES) + " (see derive.rules)")
+
+
+def is_row_statistic(expr) -> bool:
+    """A row statistic (``std(X)``, ``mean(X)``, ``rowsum(X)``): a program that names one prints the rules through the name."""
+    return isinstance(expr, (RowStd, RowMean, RowSum))
+
+
+def _constant(expr) -> bool:
+    return (isinstance(expr, (sp.ZeroMatrix, sp.OneMatrix, sp.Identity))
+            or (getattr(expr, "is_Matrix", False) is True and not expr.free_symbols))
+
+
+def pullback(expr, G, output=None, _rule: Rule | None = None) -> list[tuple[sp.Basic, sp.Basic]]:
+    """Reverse mode through ``expr`` by the table: pairs (leaf ``MatrixSymbol``, contribution to its sensitivity).
+
+    ``G`` is dL/d``expr``; ``output``, when given, is the name the program gave ``expr`` (``A`` for
+    ``softmax(S)``, ``x̂`` for ``normalize(X)``), so the rules that reuse their output print through it.
+    """
+    out: list[tuple[sp.Basic, sp.Basic]] = []
+    _pull(expr, G, out, output, _rule)
+    return out
+
+
+def _use(expr, override: Rule | None) -> Rule:
+    """The table's rule for ``expr``, or ``override`` for its primitive (a rule under proof is checked as written)."""
+    rule = rule_for(expr)
+    return override if override is not None and override.name == rule.name else rule
+
+
+def _pull(expr, G, out, output=None, override=None) -> None:
+    if isinstance(expr, sp.MatrixSymbol):
+        out.append((expr, G))
+        return
+    if _constant(expr):
+        return
+    for child, contribution in _use(expr, override).pull(expr, G, output):
+        _pull(child, contribution, out, None, override)
+
+
+def jvp(expr, tangents: Mapping, _rule: Rule | None = None):
+    """Forward mode through ``expr`` by the table: the tangent of ``expr`` given the tangents of its leaves.
+
+    ``tangents`` maps leaf ``MatrixSymbol`` s to tangents of their shape (``Ẋ``); leaves not in it are
+    constant.  Returns a matrix expression, or ``None`` when ``expr`` does not depend on any tangent
+    (a structural zero, never a silent numeric one).
+    """
+    if isinstance(expr, sp.MatrixSymbol):
+        return tangents.get(expr)
+    if _constant(expr):
+        return None
+    rule = _use(expr, _rule)
+    children = {}
+    for child in _child_args(expr) if not isinstance(expr, sp.MatMul) else expr.as_coeff_matrices()[1]:
+        t = jvp(child, tangents, _rule)
+        if t is not None:
+            children[child] = t
+    if isinstance(expr, sp.DiagMatrix):
+        children = {expr.args[0]: t} if (t := jvp(expr.args[0], tangents, _rule)) is not None else {}
+    if not children:
+        return None
+    return rule.forward(expr, children)
+
+
+# --------------------------------------------------------------------------------------------- index notation
+
+def index_form(expr, i, j):
+    """Entry (i, j) of a matrix expression in index notation: ``IndexedBase`` entries, ``Sum`` over symbolic bounds."""
+    entry = expr._entry(i, j) if not isinstance(expr, sp.MatrixSymbol) else expr[i, j]
+    return _indexed(entry)
+
+
+def _indexed(e):
+    return e.replace(lambda x: isinstance(x, MatrixElement), lambda x: sp.IndexedBase(x.parent.name)[x.i, x.j])
+
+
+def _pairing(expr, G, i, j):
+    """``sum_ij G_ij F_ij`` in index notation (a concatenation pairs each block with its columns of G)."""
+    if isinstance(expr, HConcat):
+        return sp.Add(*[sp.Sum(_indexed(G[i, j + start]) * index_form(b, i, j), (i, 0, b.shape[0] - 1), (j, 0, b.shape[1] - 1))
+                         for b, start in zip(expr.args, expr.offsets())])
+    rows, cols = expr.shape
+    return sp.Sum(_indexed(G[i, j]) * index_form(expr, i, j), (i, 0, rows - 1), (j, 0, cols - 1))
+
+
+def _directional(expr, dots, i, j):
+    """d/dt F(X + t Xdot)_ij at t = 0, SymPy's derivative in index notation."""
+    t = sp.Symbol("t")
+    moved = index_form(expr, i, j)
+    for leaf, dot in dots.items():
+        base, dbase = sp.IndexedBase(leaf.name), sp.IndexedBase(dot.name)
+        moved = moved.replace(lambda x, base=base: isinstance(x, sp.Indexed) and x.base == base,
+                              lambda x, dbase=dbase: x + t * dbase[x.indices])
+    return sp.diff(moved, t).subs(t, 0)
+
+
+def _rule_residuals(rule: Rule, expr, G, leaves) -> list:
+    i, j, p, q = sp.symbols("i j p q", integer=True, nonnegative=True)
+    loss = _pairing(expr, G, i, j)
+    contributions: dict = {}
+    for leaf, c in pullback(expr, G, _rule=rule):
+        contributions[leaf] = contributions.get(leaf, []) + [c]
+    residuals = []
+    for leaf in leaves:
+        claimed = _add(contributions.get(leaf, [])) or sp.ZeroMatrix(*leaf.shape)
+        at = {p: 0} if leaf.shape[0] == 1 else {}  # a row vector's only row is 0
+        at.update({q: 0} if leaf.shape[1] == 1 else {})
+        derivative = sp.diff(loss, sp.IndexedBase(leaf.name)[p, q])
+        residuals.append((derivative - index_form(claimed, p, q)).subs(at))
+    # forward rule: d/dt F(X + t Xdot) at t = 0
+    dots = {leaf: sp.MatrixSymbol(leaf.name + "dot", *leaf.shape) for leaf in leaves}
+    tangent = jvp(expr, dots, rule)
+    if isinstance(expr, HConcat):  # block by block: the tangent is the concatenation of the blocks' tangents
+        if not isinstance(tangent, HConcat) or len(tangent.args) != len(expr.args):
+            return residuals + [sp.Symbol("forward_rule_is_not_a_concatenation")]
+        return residuals + [_directional(b, dots, i, j) - index_form(tb, i, j) for b, tb in zip(expr.args, tangent.args)]
+    residuals.append(_directional(expr, dots, i, j) - index_form(tangent, i, j))
+    return residuals
+
+
+def _drop_range(e):
+    """``Piecewise((value, index in range), (0, True))`` -> value: the indices are in range by construction."""
+    return e.replace(lambda x: isinstance(x, sp.Piecewise), lambda x: x.args[0][0])
+
+
+def _height(e) -> int:
+    return max([_height(a) for a in e.args], default=0) + (len(e.limits) if isinstance(e, sp.Sum) else 0)
+
+
+def _named(s: sp.Sum) -> sp.Sum:
+    (c, a, b), = s.limits
+    k = sp.Symbol(f"k_{_height(s.function)}", integer=True)
+    return sp.Sum(s.function.xreplace({c: k}), (k, a, b))
+
+
+def _solve_delta(delta, c):
+    x, y = delta.args[:2]
+    diff = sp.expand(x - y)
+    slope = sp.diff(diff, c)
+    if slope not in (1, -1) or c in (diff - slope * c).free_symbols:
+        return None
+    return sp.expand(c - diff / slope)
+
+
+def _canonical(e):
+    """Sums in canonical form: summands expanded, factors free of the index pulled out, a Kronecker delta
+    summed away, dummy indices named by nesting depth (so equal sums compare equal)."""
+    if not e.args or isinstance(e, (sp.Indexed, sp.IndexedBase)):
+        return e
+    if isinstance(e, sp.Sum):
+        f = _canonical(e.function)
+        for (c, a, b) in e.limits:  # innermost first
+            f = sp.expand(f)
+            out = []
+            for term in sp.Add.make_args(f):
+                factors = sp.Mul.make_args(term)
+                delta = next((x for x in factors if isinstance(x, sp.KroneckerDelta) and c in x.free_symbols
+                              and _solve_delta(x, c) is not None), None)
+                if delta is not None:
+                    rest = sp.Mul(*[x for x in factors if x is not delta])
+                    out.append(_canonical(rest.xreplace({c: _solve_delta(delta, c)})))
+                    continue
+                dep = [x for x in factors if c in x.free_symbols]
+                ind = [x for x in factors if c not in x.free_symbols]
+                out.append(sp.Mul(*ind) * (_named(sp.Sum(sp.Mul(*dep), (c, a, b))) if dep else (b - a + 1)))
+            f = sp.Add(*out)
+        return f
+    if isinstance(e, (sp.Subs, sp.Derivative)):
+        return e.doit()
+    if e.is_Pow and isinstance(e.base, sp.KroneckerDelta) and e.exp.is_Integer and e.exp > 0:
+        return e.base  # a delta is 0 or 1
+    return e.func(*[_canonical(a) for a in e.args])
+
+
+def index_zero(expr):
+    """Exact reduction of an index-notation residual; 0 exactly when the residual vanishes for every size."""
+    e = _canonical(_drop_range(as_sympy(expr, "expr")))
+    e = _canonical(e)  # once more: evaluating a delta can expose sums that now compare equal
+    half = lambda x: x.is_Pow and x.exp.is_Rational and not x.exp.is_Integer and x.exp.q == 2
+    e = e.replace(half, lambda x: sp.Pow(sp.expand(_canonical(x.base)), x.exp))
+    bases = sorted({p.base for p in e.atoms(sp.Pow) if half(p)}, key=sp.default_sort_key)
+    names = {b: sp.Dummy("B", positive=True) for b in bases}
+    e = e.replace(lambda x: x.is_Pow and x.base in names and x.exp.is_Rational, lambda x: names[x.base] ** (x.exp * 2))
+    numerator, _ = sp.fraction(sp.together(sp.expand(e)))
+    numerator = sp.expand(numerator)
+    for base, B in names.items():
+        if numerator.has(B):
+            try:
+                numerator = sp.expand(sp.rem(numerator, B ** 2 - base, B))
+            except sp.PolynomialError:  # the radical also sits inside a sum: no reduction (not proved, never "refuted")
+                pass
+    return numerator
+
+
+def index_proof(residual: Callable[[], object], detail: str = "") -> Callable[[], Proof]:
+    """A catalogue prover: the residual (an index-notation expression, or a list of them) reduced by :func:`index_zero`."""
+
+    def prove() -> Proof:
+        r = residual()
+        items = list(r) if isinstance(r, (list, tuple, sp.MatrixBase)) else [r]
+        reduced = [index_zero(e) for e in items]
+        bad = [e for e in reduced if e != 0]
+        return Proof(not bad, "index notation at symbolic size (KroneckerDelta sums, canonical dummies, exact cancel)",
+                     bad[0] if bad else sp.Integer(0), detail)
+
+    return prove
+
+
+def expand_indexed(expr, definitions: Mapping):
+    """Replace ``base[idx]`` by ``definitions[base](idx)`` (and plain symbols by their values), innermost names last:
+    the statement's names (a_i, x̂_i, σ) replaced by their definitions for the proof."""
+    for base, value in definitions.items():
+        if isinstance(base, sp.IndexedBase):
+            expr = expr.replace(lambda e, base=base: isinstance(e, sp.Indexed) and e.base == base,
+                                lambda e, value=value: value(*e.indices))
+        else:
+            expr = expr.xreplace({base: value})
+    return expr
+
+
+_PROVED: dict[str, Proof] = {}
+
+
+def proved(name: str) -> Proof:
+    """The proof of rule ``name``, run once per process (a proof is deterministic; programs share it)."""
+    if name not in RULES:
+        raise SeqgradValueError("name", name, "a rule of the table: " + ", ".join(RULES))
+    if name not in _PROVED:
+        _PROVED[name] = RULES[name].prove()
+    return _PROVED[name]
+
+
+def prove_all() -> dict[str, Proof]:
+    """Every rule's proof at symbolic size."""
+    return {name: rule.prove() for name, rule in RULES.items()}
+
+
+def sstr(expr) -> str:
+    from .program import sstr as program_sstr
+
+    return program_sstr(expr)
+
+

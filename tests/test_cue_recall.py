@@ -1,0 +1,317 @@
+"""The cue-recall experiment of week 06 (numeric/cue_recall, seqgrad experiment cue-recall)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+from crosscheck import cli
+from numeric.cue_recall import experiment, models, paths, results, task, train
+
+
+# ---------------------------------------------------------------- task
+
+def test_episode_layout():
+    ep = task.generate(50, 8, seed=1)
+    assert ep.inputs.shape == ep.targets.shape == (50, task.input_length(8)) == (50, 12)
+    assert (ep.inputs[:, 0] == task.BOS).all()
+    assert (ep.inputs[:, task.CUE_POSITION] == ep.cues).all()
+    moves = ep.inputs[:, 2:ep.recall]
+    assert moves.shape[1] == 8 and set(moves.unique().tolist()) <= set(task.DIRECTIONS)
+    assert (ep.inputs[:, ep.recall] == task.RECALL).all()
+    assert (ep.targets[:, ep.recall] == ep.cues).all()  # the recall query's target is the cue
+    assert (ep.targets[:, -1] == task.EOS).all()
+    assert (ep.targets[:, :-1] == ep.inputs[:, 1:]).all()  # next-token shift
+    assert set(ep.cues.unique().tolist()) == set(task.DIRECTIONS)
+
+
+def test_splits_are_separate_and_reproducible():
+    a, b = task.split("train", 16, 256), task.split("validation", 16, 256)
+    assert not torch.equal(a.inputs, b.inputs)
+    assert torch.equal(task.split("train", 16, 256).inputs, a.inputs)
+    assert len(task.split("test", 8)) == 1024 and len(task.split("validation", 8)) == 512
+
+
+def test_recall_metrics_perfect_and_uniform():
+    ep = task.generate(40, 8, seed=2)
+    perfect = torch.full((40, ep.inputs.shape[1], task.K), -30.0)
+    perfect[torch.arange(40), ep.recall, ep.cues] = 30.0
+    m = task.recall_metrics(perfect, ep)
+    assert m.accuracy == 1.0 and m.cross_entropy < 1e-12
+    uniform = torch.full((40, ep.inputs.shape[1], task.K), -math.inf)
+    uniform[:, :, list(task.DIRECTIONS)] = 0.0
+    m = task.recall_metrics(uniform, ep)
+    assert m.cross_entropy == pytest.approx(math.log(4)) and task.CHANCE_CROSS_ENTROPY == pytest.approx(1.386, abs=5e-4)
+
+
+# ---------------------------------------------------------------- models
+
+def test_parameter_counts_of_the_built_models():
+    assert [models.parameter_count(m) for m in models.MODELS] == [1943, 2023, 1915]
+    # the note of claims.experiment_parameter_counts: the Transformer's count depends on the delay
+    assert [models.parameter_count("transformer", d) for d in (8, 16)] == [1627, 1723]
+    assert models.parameter_count("rnn", 8) == 1943 and models.parameter_count("gru", 8) == 2023
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_models_are_causal(name):
+    model = models.build(name, 8, 6206)
+    ep = task.generate(4, 8, seed=3)
+    x = ep.inputs.clone()
+    x2 = x.clone()
+    x2[:, 6:] = task.DIRECTIONS[0]
+    a, b = model(x), model(x2)
+    assert a.shape == (4, 12, task.K)
+    assert torch.equal(a[:, :6], b[:, :6]) and not torch.equal(a[:, 6:], b[:, 6:])
+
+
+def test_transformer_shape_as_described():
+    m = models.build("transformer", 32, 0)
+    heads = m.encoder.blocks[0].attention.heads
+    assert len(heads) == 2 and all(h.d_k == h.d_v == 6 and h.D == 12 for h in heads)
+    assert m.encoder.blocks[0].mlp.F_width == 24 and m.encoder.learned.max_len == 36
+
+
+# ---------------------------------------------------------------- training
+
+def _tiny_data(d=8):
+    return {"train": task.generate(192, d, 11), "validation": task.generate(64, d, 12), "test": task.generate(64, d, 13)}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """As the experiment runs: one thread (the runs are tiny; a loaded 2-core machine makes threads costly)."""
+    from numeric.device import one_thread
+
+    with one_thread():
+        yield
+
+
+def test_project_clipping_equals_clip_grad_norm():
+    model = models.build("gru", 8, 6206)
+    ep = task.generate(64, 8, 5)
+    train.next_token_loss(model(ep.inputs), ep.targets).mul(50).backward()  # a gradient far above norm 1
+    params = list(model.parameters())
+    assert train.clip_difference(params) <= 1e-7
+    before = [p.grad.clone() for p in params]
+    total = train.clip_(params)
+    assert total > 1
+    assert math.sqrt(sum(float(p.grad.double().pow(2).sum()) for p in params)) == pytest.approx(1.0, rel=1e-5)
+    cos = sum(float((p.grad.double() * g.double()).sum()) for p, g in zip(params, before)) / total
+    assert cos == pytest.approx(1.0, rel=1e-5)
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_training_is_deterministic_on_cpu(name):
+    data = _tiny_data()
+    with torch.random.fork_rng():
+        r1, s1 = train.train(name, 8, 6206, data, epochs=2)
+        r2, s2 = train.train(name, 8, 6206, data, epochs=2)
+    assert r1.history == r2.history and r1.test_accuracy == r2.test_accuracy
+    assert all(torch.equal(s1[k], s2[k]) for k in s1)
+    r3, _ = train.train(name, 8, 6207, data, epochs=2)
+    assert r3.history != r1.history  # another initialisation seed is another run
+
+
+def test_checkpoint_is_the_best_validation_epoch():
+    run, _ = train.train("transformer", 8, 6206, _tiny_data(), epochs=3)
+    assert run.best_epoch == 1 + int(np.argmin(run.history["val_ce"]))
+    assert run.validation_cross_entropy == min(run.history["val_ce"])
+
+
+def test_batch_order_is_shared_by_every_model_and_seed():
+    a = train.batch_orders(256, 2, 8)
+    b = train.batch_orders(256, 2, 8)
+    assert all(torch.equal(x, y) for ea, eb in zip(a, b) for x, y in zip(ea, eb))
+    assert not torch.equal(a[0][0], a[1][0])
+
+
+# ---------------------------------------------------------------- gradient paths
+
+@pytest.mark.parametrize("name", ["rnn", "gru"])
+def test_path_product_equals_autograd(name):
+    model = models.build(name, 8, 6206)
+    s = paths.summarize(model, task.split("test", 8), 6206, n=4)
+    assert s.chain_rule_error < 1e-9
+    assert 0 < s.grad_cue <= s.grad_recall * s.path_norm * (1 + 1e-9)  # ||g_c|| <= ||g_q|| ||P||_2, per episode on average
+    assert s.ratio > 0
+
+
+def test_transformer_attention_to_the_cue():
+    model = models.build("transformer", 8, 6206)
+    s = paths.summarize(model, task.split("test", 8), 6206, n=4)
+    assert len(s.attention) == 2 and all(0 < a < 1 for a in s.attention)
+    assert s.uniform_attention == pytest.approx(1 / 11)
+    assert s.grad_cue > 0 and s.grad_recall > 0
+
+
+# ---------------------------------------------------------------- results
+
+def _records():
+    out = []
+    for m, d, vals in [("rnn", 8, [1.0, 1.0, 1.0]), ("rnn", 16, [0.3, 0.5, 0.4]), ("gru", 8, [1.0, 0.98, 1.0])]:
+        for s, v in zip(train.SEEDS, vals):
+            out.append({"model": m, "delay": d, "seed": s, "test_accuracy": v, "test_cross_entropy": 0.1,
+                        "best_epoch": 3, "validation_cross_entropy": 0.2})
+    return out
+
+
+def test_table_mean_and_sample_std():
+    cells = results.table(_records())
+    c = next(c for c in cells if (c.model, c.delay) == ("rnn", 16))
+    assert c.mean == pytest.approx(0.4) and c.std == pytest.approx(0.1)  # ddof = 1
+    assert c.as_dict()["distance_to_printed"] == pytest.approx(0.4 - 0.44)
+    md = results.markdown(cells)
+    assert "| RNN | 1 ± 0 | 1 ± 0 | 0.4 ± 0.1 | 0.44 ± 0.126 |" in md
+    single = results.table(_records()[:1])
+    assert single[0].std is None and "| RNN | 1 | 1 ± 0 |" in results.markdown(single)
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed")
+def test_latex_table_compiles(tmp_path):
+    body = results.latex(results.table(_records()))
+    doc = "\\documentclass{article}\\usepackage{booktabs}\\begin{document}\n" + body + "\\end{document}\n"
+    (tmp_path / "t.tex").write_text(doc)
+    r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-2000:]
+
+
+# ---------------------------------------------------------------- the command
+
+def _cli(*argv) -> int:
+    return cli.main(["experiment", "cue-recall", *argv])
+
+
+def test_quick_run_small_grid_resumes(tmp_path, capsys):
+    out = tmp_path / "exp"
+    assert _cli("--quick", "--delays", "8", "--models", "rnn,transformer", "--out", str(out)) == 0
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["config"]["quick"] and len(doc["runs"]) == 2 and doc["invocations"][-1]["runs_trained"] == 2
+    assert {p.name for p in out.iterdir()} >= {"results.json", "table.md", "table.tex", "accuracy-vs-delay.png", "gradient-paths.png"}
+    assert not list(out.rglob("*.tmp"))
+    # a rerun reuses the finished runs and reproduces the same numbers
+    assert _cli("--quick", "--delays", "8", "--models", "rnn,transformer", "--out", str(out)) == 0
+    again = json.loads((out / "results.json").read_text())
+    assert again["invocations"][-1]["runs_trained"] == 0 and len(again["invocations"]) == 2
+    assert again["table"] == doc["table"]
+
+
+def test_interrupted_run_keeps_finished_runs(tmp_path, monkeypatch):
+    out = tmp_path / "exp"
+    real = train.train
+    calls = []
+
+    def flaky(*args, **kwargs):
+        calls.append(args[:3])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train, "train", flaky)
+    assert _cli("--quick", "--delays", "8", "--models", "rnn,gru", "--out", str(out)) == 130
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["rnn-d8-s6206.json", "rnn-d8-s6206.pt"]
+    assert not (out / "results.json").exists() and not list(out.rglob("*.tmp"))
+    monkeypatch.setattr(train, "train", real)
+    assert _cli("--quick", "--delays", "8", "--models", "rnn,gru", "--out", str(out)) == 0
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["invocations"][-1]["runs_trained"] == 1 and len(doc["runs"]) == 2
+
+
+@pytest.mark.slow
+def test_quick_run_of_the_whole_grid(tmp_path):
+    """``seqgrad experiment cue-recall --quick``: 3 models x 3 delays, one seed (the issue's < 60 s smoke run)."""
+    import time
+
+    start = time.process_time()  # CPU time: one process, one thread; a loaded machine inflates only the wall time
+    assert _cli("--quick", "--out", str(tmp_path)) == 0
+    seconds = time.process_time() - start
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert len(doc["runs"]) == 9 and {c["delay"] for c in doc["table"]} == {8, 16, 32}
+    assert all(r["clip_vs_torch"] <= 1e-6 for r in doc["runs"])
+    assert max(p["chain_rule_error"] or 0 for p in doc["paths"]) < 1e-8
+    assert seconds < 60  # measured: about 11 s of CPU time
+
+
+# ---------------------------------------------------------------- the trend checks on a recorded run
+
+def _recorded(accuracy) -> dict:
+    """A synthetic record of the full grid with ``accuracy(model, delay, seed)``."""
+    runs = [{"model": m, "delay": d, "seed": s, "test_accuracy": accuracy(m, d, s), "test_cross_entropy": 0.5,
+             "best_epoch": 60, "validation_cross_entropy": 0.5, "clip_vs_torch": 0.0}
+            for m in models.MODELS for d in experiment.DELAYS for s in train.SEEDS]
+    path_rows = [{"model": m, "delay": d, "seed": s, "chain_rule_error": 1e-14 if m != "transformer" else None,
+                  "path_norm": 10.0 ** -d if m != "transformer" else None, "ratio": 10.0 ** -d,
+                  "attention": [0.9, 0.05] if m == "transformer" else None}
+                 for m in models.MODELS for d in experiment.DELAYS for s in train.SEEDS]
+    return {"config": experiment.Config().as_dict(), "runs": runs, "table": [c.as_dict() for c in results.table(runs)],
+            "parameters": {"rnn": {"32": 1943}, "transformer": {"8": 1627}}, "paths": path_rows,
+            "paths_initial": [dict(p) for p in path_rows],
+            "invocations": [{"command": "seqgrad experiment cue-recall"}]}
+
+
+def _run_checks(doc, tmp_path, monkeypatch) -> dict:
+    from crosscheck.checks import experiment as checks
+    from crosscheck.registry import Context
+
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    monkeypatch.setattr(checks, "RESULTS", path)
+    names = ["record", "delay8_perfect", "transformer_every_delay", "ordering", "rnn_chance_at_32", "gradient_paths"]
+    return {n: getattr(checks, n)(Context()) for n in names}
+
+
+def test_trend_checks_pass_on_the_texts_pattern_and_fail_otherwise(tmp_path, monkeypatch):
+    printed = lambda m, d, s: results.PRINTED[m][d][0]  # noqa: E731
+    outcomes = _run_checks(_recorded(printed), tmp_path, monkeypatch)
+    assert all(o.passed and not o.skipped for o in outcomes.values()), {k: o.detail for k, o in outcomes.items()}
+    assert "printed 0.44 (distance +0.000)" in outcomes["ordering"].detail
+
+    bad = _recorded(lambda m, d, s: 0.3 if (m, d) == ("transformer", 32) else printed(m, d, s))
+    outcomes = _run_checks(bad, tmp_path, monkeypatch)
+    assert not outcomes["transformer_every_delay"].passed and not outcomes["ordering"].passed
+    assert outcomes["delay8_perfect"].passed and outcomes["rnn_chance_at_32"].passed
+
+    tampered = _recorded(printed)
+    tampered["table"][0]["mean"] = 0.5
+    tampered["paths"][0]["chain_rule_error"] = 1e-3
+    for i in (3, 4, 5):  # the RNN paths at d=16 do not vanish
+        tampered["paths_initial"][i]["path_norm"] = 1.0
+    outcomes = _run_checks(tampered, tmp_path, monkeypatch)
+    assert not outcomes["record"].passed and "differs from its runs" in outcomes["record"].detail
+    assert not outcomes["gradient_paths"].passed and "does not shrink" in outcomes["gradient_paths"].detail
+
+
+def test_trend_checks_skip_without_a_record(tmp_path, monkeypatch):
+    from crosscheck.checks import experiment as checks
+    from crosscheck.registry import Context
+
+    monkeypatch.setattr(checks, "RESULTS", tmp_path / "nothing.json")
+    assert checks.ordering(Context()).skipped
+
+
+def test_docs_page_shows_the_recorded_table():
+    """docs/experiment-cue-recall.md carries the recorded table.md verbatim (the page cannot drift from the record)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    recorded = root / "docs" / "experiments" / "cue-recall" / "table.md"
+    if not recorded.exists():
+        pytest.skip("no recorded full run")
+    table = recorded.read_text(encoding="utf-8").split("\n\n")[0].strip()
+    assert table.startswith("| Model |")
+    assert table in (root / "docs" / "experiment-cue-recall.md").read_text(encoding="utf-8")
+
+
+def test_batch_size_is_part_of_the_configuration(tmp_path):
+    out = tmp_path / "exp"
+    assert _cli("--quick", "--delays", "4", "--models", "rnn", "--batch-size", "256", "--out", str(out)) == 0
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["config"]["batch_size"] == 256 and doc["runs"][0]["config"]["batch_size"] == 256
+    assert doc["invocations"][-1]["command"].endswith("--batch-size 256 --quick")

@@ -1,0 +1,81 @@
+"""derive.rules: every primitive's pullback and forward rule proved at symbolic size; the proofs can fail;
+Program's backward pass goes through the table."""
+
+import dataclasses
+
+import pytest
+import sympy as sp
+
+from derive import rules
+from derive.program import Program
+from seqgrad.errors import SeqgradTypeError
+
+T, n = sp.symbols("T n", integer=True, positive=True)
+
+
+@pytest.mark.parametrize("name", sorted(rules.RULES))
+def test_every_rule_is_proved_at_symbolic_size(name):
+    proof = rules.RULES[name].prove()
+    assert proof.holds, (name, proof.residual)
+    assert "symbolic size" in proof.method
+    # the proof really is at symbolic size: the example has no numeric dimension other than a row vector's 1
+    expr, G, leaves = rules.RULES[name].example()
+    assert any(not dim.is_number for dim in expr.shape)
+
+
+def _broken(name, **changes):
+    return dataclasses.replace(rules.RULES[name], **changes)
+
+
+def test_a_wrong_pullback_is_not_proved():
+    # softmax without the -rowsum term: the -p p^T part of the Jacobian that SymPy's MatrixSymbol route loses
+    wrong = _broken("softmax", pull=lambda e, G, out: [(e.arg, sp.HadamardProduct(e, G))])
+    assert not wrong.prove().holds
+    wrong_mm = _broken("matmul", pull=lambda e, G, out: [(e.args[0], G * e.args[1].T), (e.args[1], G.T * e.args[0])])
+    assert not wrong_mm.prove().holds
+
+
+def test_a_wrong_forward_rule_is_not_proved():
+    wrong = _broken("transpose", forward=lambda e, t: sp.MatMul(2, t[e.arg].T) if e.arg in t else None)
+    assert not wrong.prove().holds
+    wrong_ln = _broken("layernorm", forward=lambda e, t: rules.RowMean(t[e.arg]))
+    assert not wrong_ln.prove().holds
+
+
+def test_index_zero_is_exact():
+    i, k = sp.symbols("i k", integer=True)
+    z = sp.IndexedBase("z")
+    total = sp.Sum(sp.exp(z[k]), (k, 0, n - 1))
+    assert rules.index_zero(sp.Sum(sp.exp(z[i]) / total, (i, 0, n - 1)) - 1) == 0
+    assert rules.index_zero(sp.Sum(sp.exp(z[i]) / total, (i, 0, n - 1)) - 2) != 0
+
+
+def test_program_backward_goes_through_the_table():
+    S = sp.MatrixSymbol("S", T, n)
+    prog = Program("softmax")
+    A = prog.define(sp.MatrixSymbol("A", T, n), rules.RowSoftmax(S))
+    G = sp.MatrixSymbol("G", T, n)
+    grads = prog.backward({A: G}, lambda s: None)
+    assert rules.sstr(grads[S]) == "A o (G - rowsum(G o A))"
+
+
+def test_symbolic_scale_is_allowed():
+    c = sp.Symbol("c", positive=True)
+    X, G = sp.MatrixSymbol("X", T, n), sp.MatrixSymbol("G", T, n)
+    assert rules.pullback(sp.MatMul(c, X), G) == [(X, c * G)]
+
+
+def test_unknown_primitive_is_a_clear_error():
+    X = sp.MatrixSymbol("X", 2, 2)
+    with pytest.raises(SeqgradTypeError, match="rule table"):
+        rules.pullback(sp.Inverse(X), sp.MatrixSymbol("G", 2, 2))
+
+
+def test_forward_rule_has_no_silent_zero():
+    X, W = sp.MatrixSymbol("X", T, n), sp.MatrixSymbol("W", n, n)
+    Xdot = sp.MatrixSymbol("Xdot", T, n)
+    assert rules.jvp(X * W, {}) is None  # a structural zero, said as None
+    assert rules.jvp(X * W, {X: Xdot}) == Xdot * W
+    v, vdot = sp.MatrixSymbol("v", 1, n), sp.MatrixSymbol("vdot", 1, n)
+    assert rules.jvp(rules.Diag(v), {v: vdot}) == rules.Diag(vdot)
+    assert str(rules.Diag(v)) == "diag(v)"
