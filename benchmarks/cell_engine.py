@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from seqgrad import benchdoc  # noqa: E402
+import benchdoc  # noqa: E402  # benchmarks/benchdoc.py, beside this script
 
 
 def cpu_seconds(fn, repeats: int) -> float:

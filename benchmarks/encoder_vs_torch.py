@@ -23,7 +23,7 @@ import torch  # noqa: E402
 from crosscheck import encoder_twins  # noqa: E402
 from numeric.device import resolve_device, resolve_dtype  # noqa: E402
 from numeric.encoder import Encoder  # noqa: E402
-from seqgrad import benchdoc  # noqa: E402
+import benchdoc  # noqa: E402  # benchmarks/benchdoc.py, beside this script
 from crosscheck.tolerance import compare  # noqa: E402
 
 T, D, HEADS, F_WIDTH, BLOCKS = 512, 256, 8, 1024, 4
@@ -76,7 +76,10 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=9)
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: leave torch's default)")
     p.add_argument("--no-record", action="store_true", help="do not write docs/benchmarks.md")
+    p.add_argument("--smoke", action="store_true", help="float64, one repeat, not recorded (CI's slow step)")
     args = p.parse_args(argv)
+    if args.smoke:
+        args.dtype, args.repeats, args.no_record = "float64", 1, True
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)

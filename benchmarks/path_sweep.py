@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from numeric.paths import path_product_sweep
-from seqgrad import benchdoc
+import benchdoc  # benchmarks/benchdoc.py, beside this script
 
 T = 200
 W_H = np.linspace(0.1, 3.0, 100)
@@ -54,7 +54,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-record", action="store_true", help="print only; do not update docs/benchmarks.md")
+    parser.add_argument("--smoke", action="store_true", help="one repeat, not recorded (CI's slow step)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.repeats, args.no_record = 1, True
 
     vec_s, vec = _median_time(lambda: path_product_sweep(W_H[:, None], INPUTS[None, :], T, show_progress=False), args.repeats)
     loop_s, loop = _median_time(lambda: loop_baseline(W_H, INPUTS, T), max(1, args.repeats // 2))

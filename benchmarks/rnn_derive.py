@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from seqgrad import benchdoc  # noqa: E402
+import benchdoc  # noqa: E402  # benchmarks/benchdoc.py, beside this script
 
 PLAIN_SCALAR = textwrap.dedent("""
     import sys, time
@@ -129,7 +129,8 @@ def seconds(value) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats (a smoke run; not recorded)")
+    parser.add_argument("--quick", "--smoke", action="store_true", dest="quick",
+                        help="fewer sizes and repeats (a smoke run, as CI's slow step runs it; not recorded)")
     opts = parser.parse_args()
     repeats = 1 if opts.quick else 3
     md = []

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from seqgrad import benchdoc  # noqa: E402
+import benchdoc  # noqa: E402  (benchmarks/benchdoc.py, beside this script)
 
 RULE_TIMES = textwrap.dedent("""
     import time

@@ -34,6 +34,7 @@ from typing import Callable, Iterator
 import sympy
 
 from derive.claims import Claim, VectorClaim, parse_claim
+from seqgrad.sources import normalize
 
 SEED000 = "000_a7606e3a9f173091.txt"
 SEED001 = "001_3500d0056f1475d7.txt"
@@ -54,18 +55,18 @@ class Entry:
 
     @property
     def source(self) -> str:
-        return f"{self.seed}:{self.line}"
+        return normalize(f"{self.seed}:{self.line}")  # week06 §GRU:370 (seqgrad.sources)
 
 
 def _entry(name, seed, line, what, texts, *, figures=None, exact=False, note="", erratum="") -> Entry:
-    source = f"{seed}:{line}"
+    source = normalize(f"{seed}:{line}")
     claims = tuple(parse_claim(t, figures=figures, exact=exact, source=source) for t in texts)
     return Entry(name, seed, str(line), what, claims, note, erratum)
 
 
 def _provided(name, seed, line, what, items, *, figures=None, note="", erratum="") -> Entry:
     """An entry whose claims get their values from providers: items are (text, provider, printed)."""
-    source = f"{seed}:{line}"
+    source = normalize(f"{seed}:{line}")
     claims = tuple(Claim.from_provider(text, provider, printed, figures=figures, source=source) for text, provider, printed in items)
     return Entry(name, seed, str(line), what, claims, note, erratum)
 

@@ -8,13 +8,14 @@ the course text it verifies (``source``) and a group.  Modules in
 from __future__ import annotations
 
 import fnmatch
+import functools
 import importlib
 import pkgutil
 import time
 import traceback
 import zlib
-from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -26,12 +27,16 @@ from .tolerance import Outcome, compare
 
 @dataclass(frozen=True)
 class Context:
-    """What a check runs with: the device, the dtype and a deterministic seed."""
+    """What a check runs with: the device, the dtype and a deterministic seed; for a check declared
+    with ``needs_torch=True``, also ``dev`` and ``dt``, the run's ``torch.device`` and ``torch.dtype``
+    (the registry supplies them, and skips the check when the run asks for CUDA and none is present)."""
 
     device: str = "cpu"
     dtype: str = "float64"
     seed: int = 0
     name: str = ""
+    dev: object = None
+    dt: object = None
 
     def rng(self) -> np.random.Generator:
         """A numpy generator seeded from the run seed and the check's name."""
@@ -65,6 +70,7 @@ class Check:
     group: str
     run: Callable[[Context], Outcome] = field(compare=False)
     description: str = ""
+    needs_torch: bool = False  # the check computes with torch on the run's device and dtype
 
 
 _REGISTRY: dict[str, Check] = {}
@@ -77,11 +83,13 @@ def register(item: Check) -> Check:
     return item
 
 
-def check(name: str, *, source: str, group: str, description: str = "") -> Callable:
-    """Decorator: register ``fn(ctx) -> Outcome`` as a check."""
+def check(name: str, *, source: str, group: str, description: str = "", needs_torch: bool = False) -> Callable:
+    """Decorator: register ``fn(ctx) -> Outcome`` as a check.  ``needs_torch=True`` declares that it
+    computes with torch: it then finds the run's device and dtype in ``ctx.dev`` and ``ctx.dt``."""
 
     def decorate(fn: Callable[[Context], Outcome]) -> Callable[[Context], Outcome]:
-        register(Check(name, source, group, fn, description or (fn.__doc__ or "").strip().split("\n")[0]))
+        register(Check(name, source, group, fn, description or (fn.__doc__ or "").strip().split("\n")[0],
+                       needs_torch))
         return fn
 
     return decorate
@@ -129,7 +137,7 @@ def run_one(item: Check, device: str, dtype: str = "float64", seed: int = 0) -> 
     ctx = Context(device=device, dtype=dtype, seed=seed, name=item.name)
     start = time.perf_counter()
     try:
-        outcome = item.run(ctx)
+        outcome = _supplied(item, ctx)
         if not isinstance(outcome, Outcome):
             raise TypeError(f"check {item.name} returned {type(outcome).__name__}, not Outcome")
         status = "skip" if outcome.skipped else ("pass" if outcome.passed else "fail")
@@ -144,6 +152,86 @@ def run_one(item: Check, device: str, dtype: str = "float64", seed: int = 0) -> 
     return result
 
 
-def run_checks(items: Iterable[Check], device: str = "cpu", dtype: str = "float64", seed: int = 0, show_progress: bool | None = None) -> list[Result]:
+def _supplied(item: Check, ctx: Context) -> Outcome:
+    """Run ``item`` with what it declared it needs: the torch device and dtype of the run, or a skip
+    when the run asks for CUDA and none is present."""
+    if item.needs_torch:
+        setup = ctx.torch_device()
+        if setup is None:
+            return Outcome.skip("no CUDA GPU")
+        ctx = replace(ctx, dev=setup[0], dt=setup[1])
+    return item.run(ctx)
+
+
+def lost_result(item: Check, device: str, dtype: str, reason: str) -> Result:
+    """The result of a check that never reported (its worker process died, or its group crashed outside it)."""
+    return Result(item.name, item.source, item.group, "error", False, float("inf"), float("inf"), device, dtype,
+                  f"not run to the end: {reason}", 0.0)
+
+
+def groups_of(items: Iterable[Check]) -> list[list[Check]]:
+    """``items`` split by group, each group in the given order, groups in order of first appearance."""
+    out: dict[str, list[Check]] = {}
+    for item in items:
+        out.setdefault(item.group, []).append(item)
+    return list(out.values())
+
+
+def run_group(items: Sequence[Check], device: str = "cpu", dtype: str = "float64", seed: int = 0) -> list[Result]:
+    """Run one group's checks, in order, in this process (they may share derivations through caches)."""
+    return [run_one(item, device, dtype, seed) for item in items]
+
+
+def default_jobs(device: str = "cpu") -> int:
+    """Worker processes for a run: one per usable CPU core; one on CUDA (a forked process cannot use a
+    CUDA context its parent opened, and the checks would queue on the one GPU anyway)."""
+    from .parallel import usable_cores
+
+    return 1 if device.startswith("cuda") else usable_cores()
+
+
+GROUP_WEIGHT_S = 0.15  # a group's estimated seconds per check: the longest groups are handed out first
+
+
+def group_tasks(items: Sequence[Check], device: str = "cpu", dtype: str = "float64", seed: int = 0) -> list:
+    """One :class:`crosscheck.parallel.Task` per group of ``items``: it runs the group whole, in order,
+    in one process (checks of a group share derivations through caches) and returns its results."""
+    from .parallel import Task
+
+    return [Task(functools.partial(run_group, g, device, dtype, seed),
+                 functools.partial(_lost_group, g, device, dtype), GROUP_WEIGHT_S * len(g)) for g in groups_of(items)]
+
+
+def _lost_group(items: Sequence[Check], device: str, dtype: str, reason: str) -> list[Result]:
+    return [lost_result(item, device, dtype, reason) for item in items]
+
+
+def run_checks(items: Iterable[Check], device: str = "cpu", dtype: str = "float64", seed: int = 0,
+               show_progress: bool | None = None, jobs: int = 1) -> list[Result]:
+    """Run ``items`` and return their results in the order given.
+
+    With ``jobs > 1`` the groups run in parallel, each group whole in one worker process (see
+    :mod:`crosscheck.parallel`); every check's result is the same as in a serial run, since a check
+    depends only on its context (device, dtype, seed and name), never on what ran before it.
+    """
     items = list(items)
-    return [run_one(item, device, dtype, seed) for item in progress(items, len(items), "checks", enabled=show_progress)]
+    return run_with_tasks(items, [], device, dtype, seed, show_progress, jobs)[0]
+
+
+def run_with_tasks(items: Sequence[Check], extra: Sequence, device: str = "cpu", dtype: str = "float64", seed: int = 0,
+                   show_progress: bool | None = None, jobs: int = 1) -> tuple[list[Result], list]:
+    """The checks ``items`` and the ``extra`` tasks (e.g. figure sets) in one pool of ``jobs`` processes:
+    the checks' results in the order of ``items``, and each extra task's result in the order of ``extra``."""
+    from .parallel import run_tasks
+
+    checks = group_tasks(items, device, dtype, seed)
+    tasks = checks + list(extra)
+    label = "checks" if not extra else "checks and figures"
+    by_name: dict[str, Result] = {}
+    others: dict[int, object] = {}
+    for i, value in progress(run_tasks(tasks, jobs), len(tasks), label, enabled=show_progress):
+        if i < len(checks):
+            by_name.update((r.name, r) for r in value)
+        else:
+            others[i - len(checks)] = value
+    return [by_name[item.name] for item in items], [others[i] for i in range(len(extra))]

@@ -2,14 +2,16 @@
 
 ``import derive`` stays light: it never imports torch or the numeric layer,
 and submodules are loaded when first used (``derive.rnn``, ``derive.positional``...).
+``__all__`` lists every public submodule of the package (read from the package
+folder, so that a new module is reachable as ``derive.NAME`` without an edit here).
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
-__all__ = ["rnn", "positional", "attention", "layernorm", "residual", "counting", "catalogue", "gated", "activations",
-           "rules", "blocks", "verify"]
+__all__ = sorted({m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")} | {"verify"})
 
 
 def verify(lhs, rhs=None, **kwargs):
@@ -21,10 +23,9 @@ def verify(lhs, rhs=None, **kwargs):
 
 def __getattr__(name: str):
     if name in __all__ and name != "verify":
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{name}":
-                raise AttributeError(f"module 'derive' has no submodule {name!r}") from None
-            raise
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'derive' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sympy as sp
 
 from seqgrad import validate
-from seqgrad.errors import SeqgradValueError
+from seqgrad.errors import NonFiniteError, SeqgradValueError
 
 from .catalogue import Derivation, Identity, numeric_sides, proof_by, rational_zero
 from .safe_parse import as_sympy
@@ -56,7 +56,11 @@ def _entries(z) -> list:
     z = list(z)
     if not z:
         raise SeqgradValueError("z", z, "at least one score")
-    return [as_sympy(v, "z") for v in z]
+    z = [as_sympy(v, "z") for v in z]
+    for i, v in enumerate(z):  # exp(oo)/(exp(oo) + e) is nan in SymPy: an infinite score has no softmax
+        if v.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
+            raise NonFiniteError(f"z[{i}]", v)
+    return z
 
 
 class SoftmaxJacobian(Derivation):

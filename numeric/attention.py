@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqgrad import validate
-from seqgrad.errors import SeqgradValueError, ShapeError
+from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
 from ._params import as_tensor, parameter, random_matrix
 
@@ -80,15 +80,69 @@ def attention_mask(T: int, *, causal: bool = False, padding=None, exclude=None,
 
 
 def check_mask(M: torch.Tensor | None, T: int) -> None:
-    """Refuse a user-built additive mask of the wrong shape, with NaN, or with an all -inf row."""
+    """Refuse a user-built additive mask that is not a floating-point tensor, has the wrong shape,
+    holds NaN or +inf, or has an all -inf row (whose softmax is 0/0)."""
     if M is None:
         return
+    if not isinstance(M, torch.Tensor) or not M.is_floating_point():
+        raise SeqgradTypeError("mask", M if not isinstance(M, torch.Tensor) else f"a {M.dtype} tensor",
+                               "an additive floating-point tensor (0 allowed, -inf excluded); build one from "
+                               "booleans with attention_mask(T, exclude=...)")
     if M.dim() not in (2, 3) or tuple(M.shape[-2:]) != (T, T):
         raise ShapeError("mask", tuple(M.shape), f"({T}, {T}) or (B, {T}, {T})")
     if bool(torch.isnan(M).any()) or bool((M == float("inf")).any()):
         raise SeqgradValueError("mask", "an array with NaN or +inf", "entries 0 (or finite) for allowed, -inf for excluded")
     if bool((torch.isinf(M).all(dim=-1)).any()):
         raise SeqgradValueError("mask", "a row of -inf only", "every query row must allow at least one source")
+
+
+def check_inputs(X, M, D: int, dtype: torch.dtype, device: torch.device) -> None:
+    """Refuse inputs ``X`` that are not a (T, D) or (B, T, D) tensor of the weights' dtype and device,
+    and a mask that does not fit them (see :func:`check_mask`); both attention paths call this."""
+    if not isinstance(X, torch.Tensor) or not X.is_floating_point():
+        raise SeqgradTypeError("X", type(X).__name__ if not isinstance(X, torch.Tensor) else X.dtype,
+                               f"a floating-point torch tensor (T, {D}) or (B, T, {D})")
+    if X.dim() not in (2, 3) or X.shape[-1] != D or X.shape[-2] == 0:
+        raise ShapeError("X", tuple(X.shape), f"(T, {D}) or (B, T, {D}) with T >= 1")
+    if X.dtype != dtype:
+        raise SeqgradTypeError("X", X.dtype, f"a tensor of dtype {dtype} (the weights')")
+    if X.device != device:
+        raise SeqgradValueError("X", f"a tensor on {X.device}", f"a tensor on {device} (the weights' device)")
+    check_mask(M, X.shape[-2])
+    if M is not None:
+        if M.dim() == 3 and (X.dim() != 3 or M.shape[0] != X.shape[0]):
+            raise ShapeError("mask", tuple(M.shape), f"({X.shape[-2]}, {X.shape[-2]}) or (B, T, T) with the B of X")
+        if M.dtype != dtype or M.device != device:
+            raise SeqgradTypeError("mask", f"a {M.dtype} tensor on {M.device}", f"a {dtype} tensor on {device}")
+
+
+def check_attention_inputs(X, M, memory, D: int, dtype: torch.dtype, device: torch.device) -> None:
+    """:func:`check_inputs` for self-attention; for cross-attention (``memory`` given) X and the memory are
+    checked alike and a mask must be (T, T_memory) or (B, T, T_memory)."""
+    if memory is None:
+        return check_inputs(X, M, D, dtype, device)
+    check_inputs(X, None, D, dtype, device)
+    try:
+        check_inputs(memory, None, D, dtype, device)
+    except ShapeError as exc:
+        raise ShapeError("memory", tuple(memory.shape), f"(T_src, {D}) or (B, T_src, {D})") from exc
+    if M is not None:
+        want = (X.shape[-2], memory.shape[-2])
+        if not isinstance(M, torch.Tensor) or M.dim() not in (2, 3) or tuple(M.shape[-2:]) != want:
+            raise ShapeError("mask", tuple(getattr(M, "shape", ())), f"{want} or (B, {want[0]}, {want[1]})")
+        if M.dtype != dtype or M.device != device:
+            raise SeqgradTypeError("mask", f"a {M.dtype} tensor on {M.device}", f"a {dtype} tensor on {device}")
+
+
+def check_finite_output(out: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """No silent NaN or inf: finite inputs whose scores overflow are a clear error."""
+    if not bool(torch.isfinite(out).all()):
+        if not bool(torch.isfinite(X).all()):
+            raise NonFiniteError("X")
+        raise SeqgradValueError("X", "inputs whose attention scores or outputs overflow",
+                                f"inputs and weights small enough that Q K^T / sqrt(d_k) and the outputs are "
+                                f"finite in {X.dtype}")
+    return out
 
 
 def contributions(A: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
@@ -127,7 +181,9 @@ class Head(nn.Module):
         return Q, K, V
 
     def forward(self, X: torch.Tensor, M: torch.Tensor | None = None, record: dict | None = None, name: str = "head1",
-                *, memory: torch.Tensor | None = None):
+                checked: bool = False, *, memory: torch.Tensor | None = None):
+        if not checked:
+            check_attention_inputs(X, M, memory, self.D, self.W_Q.dtype, self.W_Q.device)
         Q, K, V = self.project(X, memory)
         QKt = Q @ K.transpose(-1, -2)
         S = QKt / math.sqrt(self.d_k)
@@ -136,7 +192,7 @@ class Head(nn.Module):
         if record is not None:
             record.update({f"{name}.Q": Q, f"{name}.K": K, f"{name}.V": V, f"{name}.QKt": QKt,
                            f"{name}.S": S, f"{name}.A": A, f"{name}.O": O})
-        return O
+        return O if checked else check_finite_output(O, X)
 
 
 class MultiHeadAttention(nn.Module):
@@ -173,17 +229,20 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, X: torch.Tensor, M: torch.Tensor | None = None, record: dict | None = None, prefix: str = "",
                 *, memory: torch.Tensor | None = None):
-        """``B_att``; with ``memory`` the keys and values come from it (cross-attention)."""
+        """``B_att`` for inputs X (T x D or B x T x D) and an optional additive mask M; with ``memory`` the keys
+        and values come from it (cross-attention).  Both paths (fused, and explicit with ``record``) check X,
+        the memory and M the same way and refuse an overflow."""
+        check_attention_inputs(X, M, memory, self.D, self.W_O.dtype, self.W_O.device)
         if record is None and self.uniform:
             C = self._fused(X, M, memory)
         else:
-            O = [h(X, M, record, f"{prefix}head{i}", memory=memory) for i, h in enumerate(self.heads, 1)]
+            O = [h(X, M, record, f"{prefix}head{i}", checked=True, memory=memory) for i, h in enumerate(self.heads, 1)]
             C = torch.cat(O, dim=-1)
         B_att = F.linear(C, self.W_O, self.b_O)
         if record is not None:
             record[f"{prefix}C"] = C
             record[f"{prefix}B_att"] = B_att
-        return B_att
+        return check_finite_output(B_att, X)
 
     def _fused(self, X: torch.Tensor, M: torch.Tensor | None, memory: torch.Tensor | None = None) -> torch.Tensor:
         """All heads in one QKV product (Q and one KV product for cross-attention) and one fused attention call."""

@@ -35,23 +35,40 @@ class Clipped(NamedTuple):
     coefficient: float   # the factor every gradient was multiplied by (1 when unchanged)
 
 
+def _scaled_norm(arrays: list[np.ndarray]) -> tuple[float, float]:
+    """``(m, r)`` with ``||g||_2 = m r``: ``m = max |g_i|`` and ``r = ||g / m||_2`` (in [1, sqrt(n)]),
+    so that no square overflows or underflows (as LAPACK's ``dnrm2``)."""
+    m = max((float(np.max(np.abs(a))) for a in arrays if a.size), default=0.0)
+    if m == 0.0:
+        return 0.0, 0.0
+    return m, math.sqrt(sum(float(np.sum(np.square(a / m))) for a in arrays))
+
+
 def global_norm(grads: Sequence) -> float:
-    """``||g||_2`` of all gradients flattened and concatenated."""
-    arrays = _arrays(grads)
-    return math.sqrt(sum(float(np.sum(np.square(a, dtype=np.float64))) for a in arrays))
+    """``||g||_2`` of all gradients flattened and concatenated (computed without overflow;
+    ``inf`` only when the norm itself exceeds the largest float64)."""
+    m, r = _scaled_norm(_arrays(grads))
+    return m * r
 
 
 def clip_global_norm(grads: Sequence, tau: float, eps: float = 0.0) -> Clipped:
-    """Clip the list ``grads`` (numpy arrays or torch tensors) to global norm ``tau``; nothing is modified in place."""
+    """Clip the list ``grads`` (numpy arrays or torch tensors) to global norm ``tau``; nothing is modified in place.
+
+    Gradients whose norm overflows float64 are still clipped correctly: they are scaled by
+    ``tau / r`` after division by ``m`` (see :func:`_scaled_norm`), never multiplied by a
+    coefficient that rounded to 0."""
     tau = validate.real("tau", tau, positive=True)
     eps = validate.real("eps", eps, nonnegative=True)
-    arrays = _arrays(grads)
-    norm = global_norm(arrays)
+    m, r = _scaled_norm(_arrays(grads))
+    norm = m * r
     coefficient = min(1.0, tau / (norm + eps)) if norm > 0 else 1.0
     if coefficient >= 1.0:
         clipped = [g.clone() if isinstance(g, torch.Tensor) else np.array(g, copy=True) for g in grads]
         return Clipped(clipped, norm, 1.0)
-    return Clipped([g * coefficient for g in grads], norm, coefficient)
+    if coefficient > 0.0 and math.isfinite(norm):
+        return Clipped([g * coefficient for g in grads], norm, coefficient)
+    # the norm (or the coefficient) is beyond float64: eps is negligible there, g_clip = (g/m) (tau/r)
+    return Clipped([(g / m) * (tau / r) for g in grads], norm, coefficient)
 
 
 def _arrays(grads: Sequence) -> list[np.ndarray]:

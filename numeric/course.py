@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from seqgrad import validate
+from seqgrad.errors import SeqgradValueError
 
 from .attention import Head, MultiHeadAttention, attention_mask, contributions
 from .device import resolve_device, resolve_dtype
@@ -64,6 +65,11 @@ b2 = [0.05, -0.05, 0, 0.1, -0.1]
 
 STAGES = ("attention_on_H0", "prenorm_block")
 
+#: size guard on the phrase of :func:`trace`: the trace keeps T x T x d_v contributions per head, so
+#: its size grows as T^2 (5,000 characters once wrote 546 MB of JSON); at this many words every output
+#: form of ``seqgrad encoder`` takes a few seconds and well under 1 GB (docs/limits.md)
+MAX_WORDS = 256
+
 
 def attention(*, device="cpu", dtype="float64") -> MultiHeadAttention:
     """The course's two-head attention (5 -> 3 per head, 6 -> 5 output map)."""
@@ -81,8 +87,16 @@ def encoder(*, norm_first: bool = True, activation: str = "relu", device="cpu", 
 
 
 def token_ids(text: str | None = None) -> list[int]:
-    """Token ids of ``text`` (default: the course phrase) under the course vocabulary."""
-    return VOCAB.encode(TEXT if text is None else text)
+    """Token ids of ``text`` (default: the course phrase) under the course vocabulary, at most
+    :data:`MAX_WORDS` of them."""
+    text = TEXT if text is None else text
+    if isinstance(text, str) and len(text) > 64 * MAX_WORDS:  # refuse a huge string before splitting it
+        raise SeqgradValueError("text", text, f"at most {MAX_WORDS} words (the size guard of the course example)")
+    ids = VOCAB.encode(text)
+    if len(ids) > MAX_WORDS:
+        raise SeqgradValueError("text", f"{len(ids)} words", f"at most {MAX_WORDS} words (the size guard of the "
+                                                             "course example, numeric.course.MAX_WORDS)")
+    return ids
 
 
 def trace(stage: str = "prenorm_block", text: str | None = None, *, device="cpu", dtype="float64") -> dict[str, torch.Tensor]:

@@ -82,6 +82,8 @@ class EncoderBlock(nn.Module):
     def random(cls, D: int, n_heads: int, F_width: int, *, norm_first: bool = True, activation: str = "relu",
                bias: bool = False, generator=None, dtype=torch.float64, device=None) -> "EncoderBlock":
         """Random weights at the ``torch.nn.Linear`` default scale; LayerNorm gamma=1, beta=0."""
+        D = validate.integer("D", D, minimum=1)
+        F_width = validate.integer("F_width", F_width, minimum=1)
         attention = MultiHeadAttention.random(D, n_heads, bias=bias, generator=generator, dtype=dtype, device=device)
         r = lambda *shape: random_matrix(shape, generator, dtype)
         mlp = MLP(r(F_width, D), random_matrix((F_width,), generator, dtype, 1 / D ** 0.5), r(D, F_width),
@@ -152,7 +154,13 @@ class Encoder(nn.Module):
     # ------------------------------------------------------------------ inputs
     def token_ids(self, ids) -> torch.Tensor:
         """``ids`` (T or B x T integers) as a long tensor; ids outside 0..K-1 are refused."""
-        t = ids if isinstance(ids, torch.Tensor) else torch.as_tensor(ids)
+        if isinstance(ids, (str, bytes)):
+            raise SeqgradTypeError("ids", ids, "integer token ids (for text use numeric.course.token_ids or "
+                                               "a Vocabulary's encode)")
+        try:
+            t = ids if isinstance(ids, torch.Tensor) else torch.as_tensor(ids)
+        except (TypeError, ValueError, RuntimeError):
+            raise SeqgradTypeError("ids", ids, "integer token ids (T or B x T)") from None
         if t.dtype.is_floating_point or t.dtype == torch.bool or t.dtype.is_complex:
             raise SeqgradTypeError("ids", ids, "integer token ids")
         if t.dim() not in (1, 2) or t.shape[-1] == 0:
@@ -160,7 +168,8 @@ class Encoder(nn.Module):
         bad = (t < 0) | (t >= self.K)
         if bool(bad.any()):
             raise SeqgradValueError("ids", int(t[bad][0]), f"token ids from 0 to {self.K - 1} (vocabulary size K={self.K})")
-        return t.to(self.device)
+        # int64 indices: a uint8 (or bool) index tensor would be read by torch as a mask that selects rows
+        return t.to(device=self.device, dtype=torch.long)
 
     def embed(self, ids, record: dict | None = None) -> torch.Tensor:
         """``H0 = E_seq (* sqrt(D)) + P`` (line 550)."""

@@ -12,6 +12,11 @@ import torch
 from torch import nn
 
 from seqgrad import validate
+from seqgrad.errors import SeqgradValueError
+
+#: size guard: the most entries T x D of a sinusoidal table (2^24: 128 MiB in float64; with the
+#: angle, sine and cosine temporaries about 0.5 GiB and well under a second; docs/limits.md)
+MAX_ENTRIES = 2**24
 
 
 def frequencies(D: int, base: float = 10000.0, *, dtype=torch.float64, device=None) -> torch.Tensor:
@@ -25,6 +30,10 @@ def frequencies(D: int, base: float = 10000.0, *, dtype=torch.float64, device=No
 def sinusoidal(T: int, D: int, base: float = 10000.0, *, dtype=torch.float64, device=None) -> torch.Tensor:
     """The T x D sinusoidal encoding P: sine on even coordinates, cosine on odd ones."""
     T = validate.integer("T", T, minimum=1)
+    D = validate.integer("D", D, minimum=1)
+    if T * D > MAX_ENTRIES:
+        raise SeqgradValueError("T x D", f"{T} x {D}", f"at most {MAX_ENTRIES} entries (the size guard of "
+                                "numeric.positions.MAX_ENTRIES; compute rows in slices for longer tables)")
     omega = frequencies(D, base, dtype=dtype, device=device)
     t = torch.arange(T, dtype=dtype, device=device)[:, None]
     angle = t * omega
@@ -39,6 +48,9 @@ class LearnedPositions(nn.Module):
         super().__init__()
         self.max_len = validate.integer("max_len", max_len, minimum=1)
         D = validate.integer("D", D, minimum=1)
+        if self.max_len * D > MAX_ENTRIES:
+            raise SeqgradValueError("max_len x D", f"{self.max_len} x {D}",
+                                    f"at most {MAX_ENTRIES} entries (numeric.positions.MAX_ENTRIES)")
         table = torch.randn(self.max_len, D, dtype=dtype, generator=generator) * 0.02
         self.table = nn.Parameter(table.to(device))
 

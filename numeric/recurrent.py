@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seqgrad.errors import NonFiniteError, SeqgradValueError, ShapeError
+from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
 from .device import resolve_device
 
@@ -71,8 +71,15 @@ class Params:
         for name in ("W_x", "W_h", "W_o", "b_h", "b_o"):
             value = getattr(self, name)
             if value is None:
+                if name.startswith("W_"):
+                    raise SeqgradTypeError(name, value, "a matrix of real numbers (out x in); only the biases may be None")
                 continue
-            value = np.asarray(value, dtype=np.float64)
+            if hasattr(value, "detach"):  # a torch tensor
+                value = value.detach().cpu().double().numpy()
+            try:
+                value = np.asarray(value, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise SeqgradTypeError(name, value, "an array of real numbers") from None
             if not np.all(np.isfinite(value)):
                 raise NonFiniteError(name)
             setattr(self, name, value)
@@ -124,6 +131,22 @@ def _check(activation, loss, reduction):
         raise SeqgradValueError("reduction", reduction, "sum or mean")
 
 
+def _finite_results(out: dict, activation: str, T: int) -> dict:
+    """No silent inf/NaN: finite inputs and weights whose states or gradients overflow are a clear error."""
+    bad = [k for k, v in out.items() if not np.all(np.isfinite(v))]
+    if bad:
+        raise SeqgradValueError(
+            "params", f"weights that overflow over T={T} steps with activation={activation!r}",
+            f"weights and inputs for which the states and gradients stay finite (non-finite: {', '.join(bad)}); "
+            "with an unbounded activation (relu, identity) the states grow like ||W_h||^T: scale W_h down or "
+            "shorten the sequence")
+    return out
+
+
+_QUIET = np.errstate(over="ignore", invalid="ignore")  # overflow is checked and refused by _finite_results
+
+
+@_QUIET
 def forward(params: Params, X, activation: str = "tanh"):
     """States ``h`` (B, T, H) and preactivations ``z`` (B, T, H) from h_{-1} = 0."""
     _check(activation, "final", "sum")
@@ -136,9 +159,11 @@ def forward(params: Params, X, activation: str = "tanh"):
     for t in range(T):
         z[:, t] = X[:, t] @ params.W_x.T + prev @ params.W_h.T + (params.b_h if params.b_h is not None else 0.0)
         h[:, t] = prev = _phi(activation, z[:, t])
+    _finite_results({"z": z, "h": h}, activation, T)
     return z, h
 
 
+@_QUIET
 def bptt(params: Params, X, y, activation: str = "tanh", loss: str = "final", reduction: str = "sum") -> dict:
     """Loss and gradients by the text's manual BPTT: keys L, W_x, W_h, W_o, b_h, b_o, X."""
     _check(activation, loss, reduction)
@@ -174,7 +199,7 @@ def bptt(params: Params, X, y, activation: str = "tanh", loss: str = "final", re
         grads["X"][:, t] = g_z @ params.W_x
         g_z_next = g_z
     grads["L"] = L
-    return grads
+    return _finite_results(grads, activation, T)
 
 
 def autograd(params: Params, X, y, activation: str = "tanh", loss: str = "final", reduction: str = "sum",
@@ -209,7 +234,7 @@ def autograd(params: Params, X, y, activation: str = "tanh", loss: str = "final"
     out = {k: v.grad.detach().cpu().numpy() for k, v in t.items()}
     out["X"] = Xt.grad.detach().cpu().numpy()
     out["L"] = float(L.detach().cpu())
-    return out
+    return _finite_results(out, activation, T)
 
 
 def seeded_example(device: str = "cpu") -> dict:

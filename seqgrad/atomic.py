@@ -1,36 +1,173 @@
-"""Atomic output: write to a temporary file beside the target, then rename.
+"""Atomic output: write beside the target, then rename (a file) or swap (a directory) in one step.
 
-An interrupted run leaves no half-written file, and an existing output is
-replaced only whole (``os.replace`` is atomic on POSIX and Windows).
+* :func:`atomic_open`, :func:`write_text`, :func:`write_bytes`, :func:`save_figure`:
+  one file, written to a temporary file in the same directory and renamed onto
+  the target.  An interrupted run leaves no half-written file and no temporary
+  file; an existing output is replaced only whole.
+* :func:`atomic_directory`: a set of files that belong together (the ``seqgrad
+  check`` report and its figures) is written into a fresh directory that is
+  then exchanged with the old one in one step, so the output is wholly old or
+  wholly new.
+
+Targets (documented in docs/cli.md, "Conventions shared by every command"):
+
+* a new file gets the mode the umask gives (``0666 & ~umask``, 0644 typically);
+  a file that is replaced keeps its mode.  Replacing makes a new file: other
+  hard links to the old file keep the old content.
+* a symbolic link is followed: the file it points to is replaced, the link stays.
+* a FIFO, a device, a socket or a directory where a file is expected is refused
+  with :class:`~seqgrad.errors.SeqgradValueError` (nothing is replaced).
+
+SIGINT, and SIGTERM under the ``seqgrad`` command (which turns it into an
+exception), are held back during the few system calls that create a temporary
+file and rename it, and everything temporary is removed on the way out.
+:func:`checkpoint` names the moments in between; a test installs a hook there
+to send signals at each of them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import os
+import shutil
+import signal
+import stat
 import tempfile
+import threading
 from pathlib import Path
-from typing import Iterator, IO
+from typing import Callable, Iterator, IO
+
+from .errors import SeqgradValueError
+
+_HOOK: Callable[[str], None] | None = None
+
+
+def set_checkpoint_hook(hook: Callable[[str], None] | None) -> None:
+    """Call ``hook(name)`` at every :func:`checkpoint` (tests use it to interrupt a write there)."""
+    global _HOOK
+    _HOOK = hook
+
+
+def checkpoint(name: str) -> None:
+    """A named moment of an output write (no effect unless a hook is installed)."""
+    if _HOOK is not None:
+        _HOOK(name)
+
+
+# ----------------------------------------------------------------------------- signals and modes
+
+_HELD = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
-    """Open a temporary file for writing; rename it onto ``path`` on success only."""
-    if mode not in ("w", "wb"):
-        raise ValueError(f"mode={mode!r} is not allowed: 'w' or 'wb'")
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back for a few system calls; they arrive right after."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+_UMASK_LOCK = threading.Lock()
+
+
+def umask() -> int:
+    """The process umask, read without changing it where the system allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _UMASK_LOCK:  # pragma: no cover - systems without /proc
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
+
+
+def _mode_for(target: Path, default: int) -> int:
+    """The mode the file or directory ``target`` should get: its own if it exists, else the umask's."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        return default & ~umask()
+
+
+# ----------------------------------------------------------------------------- targets
+
+def output_target(path: str | os.PathLike, argument: str = "path") -> Path:
+    """The regular file an output named ``path`` is written to.
+
+    Symbolic links are followed to their target; an empty path, a path that names a
+    directory (an existing one, or one written with a trailing ``/``), a FIFO, a device
+    or a socket is refused with a :class:`~seqgrad.errors.SeqgradValueError` naming ``argument``.
+    """
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if not text:
+        raise SeqgradValueError(argument, text, "a file path (it is empty)")
+    if text.endswith(("/", os.sep)) or Path(text).name in ("", ".", ".."):
+        raise SeqgradValueError(argument, text, "a file path (this names a directory)")
+    target = Path(os.path.realpath(text))
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        raise SeqgradValueError(argument, text, f"a path seqgrad can reach ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise SeqgradValueError(argument, text, "a file path (this is a directory)")
+    if not stat.S_ISREG(st.st_mode):
+        raise SeqgradValueError(argument, text, f"a regular file or a new path (this is a {_kind(st.st_mode)}, "
+                                                "which seqgrad does not replace)")
+    return target
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+                       (stat.S_ISSOCK, "socket"), (stat.S_ISDIR, "directory")):
+        if test(mode):
+            return name
+    return "special file"  # pragma: no cover
+
+
+# ----------------------------------------------------------------------------- one file
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+    """Open a temporary file for writing; rename it onto ``path`` (through a symlink) on success only."""
+    if mode not in ("w", "wb"):
+        raise SeqgradValueError("mode", mode, "'w' or 'wb'")
+    target = output_target(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = None
+    try:
+        with signals_held():
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as handle:
+            checkpoint("file:open")
+            os.chmod(handle.fileno(), _mode_for(target, 0o666))  # mkstemp makes 0600
             yield handle
+            checkpoint("file:written")
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+        checkpoint("file:closed")
+        with signals_held():
+            os.replace(tmp, target)
+            tmp = None
+        checkpoint("file:replaced")
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
@@ -54,3 +191,68 @@ def save_figure(fig, path: str | os.PathLike, **kwargs) -> Path:
     with atomic_open(target, "wb") as handle:
         fig.savefig(handle, format=fmt, **kwargs)
     return target
+
+
+# ----------------------------------------------------------------------------- a directory as one unit
+
+AT_FDCWD = -100
+RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the directories ``a`` and ``b`` in one system call (Linux renameat2); False where unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):  # pragma: no cover - not glibc >= 2.28
+        return False
+    renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    if renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):  # pragma: no cover - file system without exchange
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _swap_into_place(staging: Path, target: Path) -> None:
+    """Put ``staging`` at ``target``; the old ``target`` (if any) ends up at ``staging``'s name."""
+    if not target.exists():
+        os.rename(staging, target)
+        return
+    if _exchange(staging, target):
+        return
+    # without an exchange call: two renames, with the signals held in between
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))  # pragma: no cover
+    os.rmdir(aside)  # pragma: no cover
+    os.rename(target, aside)  # pragma: no cover
+    os.rename(staging, target)  # pragma: no cover
+    os.rename(aside, staging)  # pragma: no cover
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a fresh directory beside ``path``; on success it replaces ``path`` in one step.
+
+    On any exception (KeyboardInterrupt, the ``seqgrad`` command's SIGTERM, an error)
+    the fresh directory is removed and ``path`` is left as it was.  Whatever ``path``
+    held before is replaced as a whole: the caller decides what may be replaced.
+    """
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = None
+    try:
+        with signals_held():
+            staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".new", dir=target.parent))
+        checkpoint("dir:staging")
+        os.chmod(staging, _mode_for(target, 0o777))  # mkdtemp makes 0700
+        yield staging
+        checkpoint("dir:written")
+        with signals_held():
+            _swap_into_place(staging, target)
+            shutil.rmtree(staging, ignore_errors=True)  # the old output now
+            staging = None
+        checkpoint("dir:swapped")
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)

@@ -322,6 +322,56 @@ case("numeric.device", "resolve_dtype('float16')", SeqgradValueError, "float16")
     lambda: __import__("numeric.device").device.resolve_dtype("float16"))
 
 
+# issue 18: entry points that once gave a raw library error or a silent NaN/inf/zero
+case("numeric.recurrent", "Params(W_x=None, W_h=[[1]], W_o=[[1]])", SeqgradTypeError, "W_x=None")(
+    lambda: __import__("numeric.recurrent").recurrent.Params(None, [[1.0]], [[1.0]]))
+case("numeric.recurrent", "bptt(params, X, y, 'relu') with W = 1e3, T = 60  (the states overflow)", SeqgradValueError,
+     "overflow")(lambda: _exploding_rnn("bptt"))
+case("numeric.recurrent", "autograd(params, X, y, 'identity') with W = 1e3, T = 60  (the states overflow)",
+     SeqgradValueError, "overflow")(lambda: _exploding_rnn("autograd", "identity"))
+case("numeric.encoder", "course.encoder()(ids='a journey')  (text, not token ids)", SeqgradTypeError, "integer token ids")(
+    lambda: __import__("numeric.course").course.encoder()(ids="a journey"))
+case("numeric.encoder", "Encoder.random(K=9, D=4, n_heads=2, F_width=0)", SeqgradValueError, "F_width=0")(
+    lambda: __import__("numeric.encoder").encoder.Encoder.random(9, 4, 2, 0))
+case("numeric.tokens", "course.token_ids(257 words)  (size guard)", SeqgradValueError, "at most 256 words")(
+    lambda: __import__("numeric.course").course.token_ids(" ".join(["a"] * 257)))
+case("numeric.positions", "sinusoidal(T=10**8, D=64)  (size guard)", SeqgradValueError, "at most 16777216 entries")(
+    lambda: __import__("numeric.positions").positions.sinusoidal(10**8, 64))
+case("numeric.layernorm", "LayerNorm(D=4)(H of width 3)", ShapeError, "(..., 4)")(
+    lambda: __import__("numeric.layernorm").layernorm.LayerNorm(4)(_torch().ones(2, 3, dtype=_torch().float64)))
+case("numeric.layernorm", "LayerNorm(D=4, eps=1e-50, dtype=float32)  (eps is 0 in float32)", SeqgradValueError,
+     "smallest normal float32")(
+    lambda: __import__("numeric.layernorm").layernorm.LayerNorm(4, eps=1e-50, dtype=_torch().float32))
+case("numeric.attention", "MultiHeadAttention.random(4, 2)(X of width 3)", ShapeError, "X=")(
+    lambda: __import__("numeric.attention").attention.MultiHeadAttention.random(4, 2)(
+        _torch().ones(2, 3, dtype=_torch().float64)))
+case("numeric.attention", "MultiHeadAttention.random(4, 2)(X, M with a row of -inf only)  (the fused path)",
+     SeqgradValueError, "at least one source")(
+    lambda: __import__("numeric.attention").attention.MultiHeadAttention.random(4, 2)(
+        _torch().ones(2, 4, dtype=_torch().float64),
+        _torch().tensor([[-math.inf, -math.inf], [0.0, 0.0]], dtype=_torch().float64)))
+case("numeric.attention", "MultiHeadAttention.random(4, 2)(X of 1e300)  (the scores overflow)", SeqgradValueError,
+     "overflow")(lambda: __import__("numeric.attention").attention.MultiHeadAttention.random(4, 2)(
+         _torch().full((2, 4), 1e300, dtype=_torch().float64)))
+case("derive.softmax", "softmax.softmax([oo, 1])", NonFiniteError, "z[0]=oo")(
+    lambda: __import__("derive.softmax").softmax.softmax([__import__("sympy").oo, 1]))
+case("derive.program", "rnn.unroll(3).program.evaluate(L, {})  (nothing to evaluate)", SeqgradValueError,
+     "at least one symbol")(lambda: _rnn().unroll(3).program.evaluate(_rnn().unroll(3).L, {}))
+case("derive.program", "rnn.unroll(3).program.evaluate(L, {w_x: 'abc'})", ParseError, "'abc'")(
+    lambda: _rnn().unroll(3).program.evaluate(_rnn().unroll(3).L, {__import__("sympy").Symbol("w_x"): "abc"}))
+case("seqgrad.atomic", "atomic.write_text('newdir/', text)  (a directory, not a file)", SeqgradValueError,
+     "names a directory")(lambda: __import__("seqgrad.atomic").atomic.write_text("newdir/", "x"))
+
+
+def _exploding_rnn(reference: str, activation: str = "relu"):
+    import numpy as np
+
+    from numeric import recurrent
+
+    params = recurrent.Params(np.full((2, 2), 1e3), np.full((2, 2), 1e3), np.ones((1, 2)))
+    return getattr(recurrent, reference)(params, np.ones((1, 60, 2)), np.ones((1, 1)), activation)
+
+
 def _inf_weight_encoder():
     import torch
 
@@ -377,6 +427,8 @@ cli(["check", "--only", "no-such-check"], SeqgradValueError, "--only='no-such-ch
 cli(["check", "--dtype", "float16"], UsageError, "argument --dtype")
 cli(["check", "--device", "tpu"], UsageError, "argument --device")
 cli(["check", "--out", "/proc/seqgrad-report"], SeqgradValueError, "--out")
+cli(["check", "--jobs", "0"], SeqgradValueError, "--jobs='0'")
+cli(["check", "--jobs", "two"], UsageError, "argument --jobs")
 cli(["derive", "nosuchmodel"], UsageError, "argument MODEL")
 cli(["derive", "rnn"], UsageError, "--steps")
 cli(["derive", "rnn", "--steps", "0"], SeqgradValueError, "steps=0")
@@ -417,10 +469,19 @@ cli(["claim", "1 = 1", "--figures", "0"], SeqgradValueError, "figures=0")
 cli(["claim", "1 = 1", "--figures", "x"], UsageError, "invalid int value")
 cli(["latex", "notes.tex", "--sections", "rnn,nosuchsection"], SeqgradValueError, "nosuchsection")
 cli(["latex", "notes.tex", "--proof-seconds", "0"], SeqgradValueError, "proof_seconds=0")
+cli(["latex", "notes.tex", "--jobs", "-1"], SeqgradValueError, "--jobs='-1'")
 cli(["latex", "notes.tex", "--proof-seconds", "nan"], NonFiniteError, "finite")
 cli(["latex", "notes.tex", "--symbol", "w_h"], SeqgradValueError, "--symbol='w_h'")
+cli(["latex", "notes.tex", "--symbol", "w_h=W_{hh"], SeqgradValueError, "balanced braces")
+cli(["latex", "notes.tex", "--symbol", "w_h=$W$"], SeqgradValueError, "unescaped '$'")
+cli(["latex", "notes.tex", "--jobs", "0"], SeqgradValueError, "jobs=0")
 cli(["latex", "/proc/seqgrad/notes.tex", "--sections", "rnn"], SeqgradValueError, "OUT.tex=")
 cli(["encoder", "--device", "tpu"], UsageError, "argument --device")
+cli(["encoder", "--out", ""], SeqgradValueError, "--out='' is not allowed: a file path (it is empty)")
+cli(["encoder", "--out", "newdir/"], SeqgradValueError, "names a directory")
+cli(["encoder", "--text", " ".join(["a"] * 257)], SeqgradValueError, "at most 256 words")
+cli(["derive", "rnn", "--steps", "6000", "--latex"], SeqgradValueError, "an integer from 1 to 5000")
+cli(["check", "--out", ""], SeqgradValueError, "--out=''")
 cli(["identities", "--only"], UsageError, "expected one argument")
 cli(["claim", "1 = 1", "--figures", "3", "--exact"], UsageError, "not allowed with argument")
 cli(["claim"], UsageError, "CLAIM")

@@ -8,7 +8,7 @@ import torch
 
 from crosscheck import transformer_bridge as bridge
 from crosscheck.checks import transformer as tc
-from crosscheck.registry import Context, all_checks, run_checks
+from crosscheck.registry import all_checks, run_checks, run_one
 from crosscheck.tolerance import compare
 from derive import residual as d_residual
 from seqgrad.errors import NonFiniteError, SeqgradValueError
@@ -66,8 +66,10 @@ def test_float32_runs_under_the_float32_policy():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the skip without a GPU")
 def test_cuda_without_gpu_skips_cleanly():
-    outcome = tc.softmax_jacobian(Context(device="cuda", name="transformer.softmax_jacobian"))
-    assert outcome.skipped == "no CUDA GPU"
+    """The check declares needs_torch=True; the registry skips it when CUDA is asked for and absent."""
+    (item,) = all_checks("transformer.softmax_jacobian")
+    result = run_one(item, "cuda")
+    assert result.status == "skip" and result.detail == "no CUDA GPU"
 
 
 @pytest.mark.gpu

@@ -40,9 +40,6 @@ def user_cell(name: str, **kw) -> Cell:
 def _autograd(cell: Cell, ctx: Context, steps=(1, 6)) -> Outcome:
     from ..cells import against_autograd
 
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
     rows = against_autograd(cell, steps=steps, trials=1, seed=ctx.seed, device=ctx.device)
     worst = max(rows, key=lambda r: r[2])
     passed = all(err < 1e-10 or rel < 1e-10 for _, _, err, rel in rows)
@@ -50,7 +47,7 @@ def _autograd(cell: Cell, ctx: Context, steps=(1, 6)) -> Outcome:
                    f"{cell.name}: {len(rows)} arrays (T = {', '.join(map(str, steps))}), worst {worst[1]} at T = {worst[0]}")
 
 
-@check("cells.user_cells.autograd", source=f"{SRC} §RNN:264-324 (any cell: BPTT is the chain rule over the step)",
+@check("cells.user_cells.autograd", needs_torch=True, source=f"{SRC} §RNN:264-324 (any cell: BPTT is the chain rule over the step)",
        group=GROUP)
 def user_cells_autograd(ctx: Context) -> Outcome:
     """Five users' cells (leaky-ReLU Elman, IndRNN, residual, softplus, two states), derived at general t and
@@ -58,7 +55,7 @@ def user_cells_autograd(ctx: Context) -> Outcome:
     return combine([_autograd(user_cell(n), ctx) for n in USER_CELLS])
 
 
-@check("cells.builtin.autograd", source=f"{SRC} §GRU/LSTM:362-400 (the cells on the engine)", group=GROUP)
+@check("cells.builtin.autograd", needs_torch=True, source=f"{SRC} §GRU/LSTM:362-400 (the cells on the engine)", group=GROUP)
 def builtin_cells_autograd(ctx: Context) -> Outcome:
     """The course's RNN, GRU and LSTM as definitions on the engine, every gradient against autograd."""
     return combine([_autograd(make(sizes=SIZES), ctx) for make in (rnn_cell, gru_cell, lstm_cell)])

@@ -25,8 +25,8 @@ from ..registry import check
 from ..tolerance import Outcome, combine, compare
 
 GROUP = "depth"
-SOURCE_XIONG = "Xiong et al. 2020 (Thm. 1, Fig. 3); seed 000 L1183-1185"
-SOURCE_DEPTH = "seed 001 l.152 (N layers); He et al. 2016; seed 000 L1185"
+SOURCE_XIONG = "Xiong et al. 2020 (Thm. 1, Fig. 3); week06 §Depth:1183-1185"
+SOURCE_DEPTH = "lesson §Encoder:152 (N layers); He et al. 2016; week06 §Depth:1185"
 ZERO = 1e-10  # a singular value below ZERO * sigma_max is zero to working precision (float64 products of <= 48 factors)
 
 
@@ -74,11 +74,9 @@ def postnorm_gradients_grow_toward_output(ctx) -> Outcome:
                                  f"(bound > 2), pre-norm {ratio['pre-norm']:.2f}")
 
 
-@check("depth.jacobian_product_chain_rule", source=SOURCE_DEPTH, group=GROUP)
+@check("depth.jacobian_product_chain_rule", needs_torch=True, source=SOURCE_DEPTH, group=GROUP)
 def jacobian_product_chain_rule(ctx) -> Outcome:
     """J_3 J_2 J_1 from per-block autograd Jacobians equals the Jacobian of the whole 3-block stack (pre/post-norm, with/without bypasses)."""
-    if ctx.torch_device() is None:
-        return Outcome.skip("no CUDA GPU")
     sizes = depth.Sizes(T=3, D=4, n_heads=2, F_width=8)
     H0, _ = depth.inputs(sizes, ctx.seed, ctx.device)
     outs = []

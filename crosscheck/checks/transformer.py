@@ -161,13 +161,10 @@ def random_block(norm_first: bool, g: torch.Generator, dev, dt=torch.float64) ->
 
 # ----------------------------------------------------------------------------- the checks
 
-@check("transformer.softmax_jacobian", source="seed 000 L700-706 (row softmax); Tables 12, 18 (course S)", group=GROUP)
+@check("transformer.softmax_jacobian", needs_torch=True, source="week06 §Attention:700-706 (row softmax); Tables 12, 18 (course S)", group=GROUP)
 def softmax_jacobian(ctx) -> Outcome:
     """derive.softmax's diag(a) - a a^T and direct Jacobian against autograd of torch.softmax: the course's 14 score rows and random rows."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     tr = course.trace("attention_on_H0", device=dev, dtype=ctx.dtype)
     S_course = torch.cat([tr["head1.S"], tr["head2.S"]])
     S_random = 3 * torch.randn(16, 7, generator=ctx.torch_generator(), dtype=torch.float64).to(dev, dt)
@@ -180,13 +177,10 @@ def softmax_jacobian(ctx) -> Outcome:
     return combine(outs, "7 scores per row: 14 course rows (both heads) and 16 random rows; closed form and direct derivative")
 
 
-@check("transformer.layernorm_jacobian", source="seed 000 L971-975; course H0, U, H1 rows", group=GROUP)
+@check("transformer.layernorm_jacobian", needs_torch=True, source="week06 §Block:971-975; course H0, U, H1 rows", group=GROUP)
 def layernorm_jacobian(ctx) -> Outcome:
     """derive.layernorm's closed-form Jacobian against autograd of numeric LayerNorm: the course's LN1, LN2, LN_final inputs and random rows and gamma."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     tr = course.trace("prenorm_block", device=dev, dtype=ctx.dtype)
     g = ctx.torch_generator()
     outs = []
@@ -201,13 +195,10 @@ def layernorm_jacobian(ctx) -> Outcome:
     return combine(outs, "d = 5, eps = 1e-5 inside the root: 7 rows each of the course's H0, U, H1, and 12 random rows with random gamma, beta")
 
 
-@check("transformer.residual_jacobians", source="seed 000 L1183-1191; seed 001 l.130-152", group=GROUP)
+@check("transformer.residual_jacobians", needs_torch=True, source="week06 §Depth:1183-1191; lesson §Encoder:130-152", group=GROUP)
 def residual_jacobians(ctx) -> Outcome:
     """derive.residual's plain (I + J_F), pre-norm (I + J_F J_LN) and post-norm (J_LN (I + J_F)) Jacobians with the numeric MLP as the branch, against autograd."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     d = 3
     mlp = EncoderBlock.random(d, 1, 4, generator=g).mlp.to(dev, dt)
@@ -230,13 +221,10 @@ def residual_jacobians(ctx) -> Outcome:
     return combine(outs, "d = 3, generic branch F = the numeric ReLU MLP (3 -> 4 -> 3, biases), 8 random rows")
 
 
-@check("transformer.course_mlp_sublayer", source="seed 000 L946, L1021-1033, L1185 (course U rows)", group=GROUP)
+@check("transformer.course_mlp_sublayer", needs_torch=True, source="week06 §Block:946, week06 §Block:1021-1033, week06 §Depth:1185 (course U rows)", group=GROUP)
 def course_mlp_sublayer(ctx) -> Outcome:
     """At the course's own U rows and MLP: pre-norm I + J_MLP J_LN2 and post-norm J_LN2 (I + J_MLP), derived LN Jacobian, against autograd."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     tr = course.trace("prenorm_block", device=dev, dtype=ctx.dtype)
     block = course.encoder(device=dev, dtype=ctx.dtype).blocks[0]
     U = tr["block0.U"]
@@ -253,13 +241,10 @@ def course_mlp_sublayer(ctx) -> Outcome:
     ], "the course's 7 rows of U, its MLP (5 -> 4 -> 5, ReLU) and LN2 (gamma = 1, beta = 0)")
 
 
-@check("transformer.attention_gradients", source="seed 000 L747 (S, A, O); derived backward pass", group=GROUP)
+@check("transformer.attention_gradients", needs_torch=True, source="week06 §Attention:747 (S, A, O); derived backward pass", group=GROUP)
 def attention_gradients(ctx) -> Outcome:
     """derive.attention's closed-form backward pass (dX, dW_Q, dW_K, dW_V) against backward of a numeric head, and the Jacobian dO/dX it gives."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     head = MultiHeadAttention.random(D_BLOCK, 1, d_k=D_K, d_v=D_K, generator=g).heads[0].to(dev, dt)
     X = torch.randn(T_ATT, D_BLOCK, generator=g, dtype=torch.float64).to(dev, dt).requires_grad_(True)
@@ -275,13 +260,10 @@ def attention_gradients(ctx) -> Outcome:
     return combine(outs, f"T = {T_ATT}, d_model = {D_BLOCK}, d_k = d_v = {D_K}, random weights and G")
 
 
-@check("transformer.course_attention_backward", source="seed 000 L620-930 (course heads, W_O); derived backward pass", group=GROUP)
+@check("transformer.course_attention_backward", needs_torch=True, source="week06 §Attention:620-930 (course heads, W_O); derived backward pass", group=GROUP)
 def course_attention_backward(ctx) -> Outcome:
     """At the course's own heads and H0: the symbolic-size attention program's backward pass against backward, and the 35 x 35 Jacobian of B_att against autograd."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     mha = course.attention(device=dev, dtype=ctx.dtype)
     H0 = course.trace("attention_on_H0", device=dev, dtype=ctx.dtype)["H0"]
     T, D = H0.shape
@@ -309,10 +291,7 @@ def course_attention_backward(ctx) -> Outcome:
 
 
 def _block_check(ctx, norm_first: bool) -> Outcome:
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     block = random_block(norm_first, g, dev, dt)
     H = torch.randn(T_ATT, D_BLOCK, generator=g, dtype=torch.float64).to(dev, dt)
@@ -326,13 +305,13 @@ def _block_check(ctx, norm_first: bool) -> Outcome:
     ], f"T = {T_ATT}, D = {D_BLOCK}, two heads of width {D_K}, F = 4, random weights, LN gamma and beta")
 
 
-@check("transformer.prenorm_block", source="seed 000 L946, L1191; derive.residual EncoderBlock", group=GROUP)
+@check("transformer.prenorm_block", needs_torch=True, source="week06 §Block:946, week06 §Depth:1191; derive.residual EncoderBlock", group=GROUP)
 def prenorm_block(ctx) -> Outcome:
     """(I + J_MLP J_LN2)(I + J_MHA J_LN1) with derived LN and attention Jacobians against autograd of the numeric pre-norm block, and its gradient against backward."""
     return _block_check(ctx, True)
 
 
-@check("transformer.postnorm_block", source="seed 000 L1185; seed 001 l.136-138", group=GROUP)
+@check("transformer.postnorm_block", needs_torch=True, source="week06 §Depth:1185; lesson §Encoder:136-138", group=GROUP)
 def postnorm_block(ctx) -> Outcome:
     """J_LN2 (I + J_MLP) J_LN1 (I + J_MHA) with derived LN and attention Jacobians against autograd of the numeric post-norm block, and its gradient against backward."""
     return _block_check(ctx, False)
@@ -353,10 +332,7 @@ def _random_sizes(g: torch.Generator, n: int) -> list[dict]:
 def _program_check(ctx, cases, what: str) -> Outcome:
     from .. import blocks as c_blocks
 
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     sizes = list(BLOCK_SIZES) + _random_sizes(g, 3)
     outs = []
@@ -368,7 +344,7 @@ def _program_check(ctx, cases, what: str) -> Outcome:
     return combine(outs, what + "; sizes " + ", ".join(f"(T={s['T']}, d={s['d']}, d_k={s['d_k']}, d_v={s['d_v']})" for s in sizes))
 
 
-@check("transformer.attention_program", source="week06 §2.4:747 (S, A, O); week06 §2.6:817 (heads, W_O); week06 §2.5:784 (causal mask)",
+@check("transformer.attention_program", needs_torch=True, source="week06 §2.4:747 (S, A, O); week06 §2.6:817 (heads, W_O); week06 §2.5:784 (causal mask)",
        group=GROUP)
 def attention_program(ctx) -> Outcome:
     """derive.blocks.attention_program (symbolic T, d, d_k, d_v; backward from the rule table: dV = A^T G, dA = G V^T,
@@ -378,14 +354,14 @@ def attention_program(ctx) -> Outcome:
                           "one compiled program per variant, every size from the same code")
 
 
-@check("transformer.layernorm_program", source="week06 §2.7:971 (LayerNorm, eps inside the root)", group=GROUP)
+@check("transformer.layernorm_program", needs_torch=True, source="week06 §2.7:971 (LayerNorm, eps inside the root)", group=GROUP)
 def layernorm_program(ctx) -> Outcome:
     """derive.blocks.layernorm_program (symbolic T, d; dX = (dx̂ - mean(dx̂) - x̂ o mean(dx̂ o x̂)) / σ from the rule table)
     against torch.nn.functional.layer_norm's autograd at the course's size and random sizes."""
     return _program_check(ctx, (("layernorm", 1, False),), "eps = 1e-5 inside the root, random gamma and beta")
 
 
-@check("transformer.block_programs", source="week06 §2.9:1183 (pre- vs post-norm); week06 §2.7:946 (pre-norm block)",
+@check("transformer.block_programs", needs_torch=True, source="week06 §2.9:1183 (pre- vs post-norm); week06 §2.7:946 (pre-norm block)",
        group=GROUP)
 def block_programs(ctx) -> Outcome:
     """derive.blocks.block_program, pre-norm U = H + MHA(LN(H)) and post-norm U = LN(H + MHA(H)) (dH = dU + branch:

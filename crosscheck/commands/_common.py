@@ -14,14 +14,29 @@ def add_device(parser: argparse.ArgumentParser, default: str = "cpu") -> None:
 
 
 def resolved_device(name: str) -> str:
+    if name == "cpu":  # no torch import for that: it costs seconds, and a command may not need torch at all
+        return "cpu"
     from numeric.device import resolve_device
 
     return resolve_device(name).type
 
 
+def jobs_option(requested: int | None, device: str) -> int:
+    """``--jobs``: worker processes, >= 1; None gives one per usable CPU core (1 on CUDA)."""
+    from ..registry import default_jobs
+
+    if requested is None:
+        return default_jobs(device)
+    if requested < 1:
+        _refuse("--jobs", str(requested), "a number of worker processes >= 1")
+    return requested
+
+
 def output_dir(argument: str, path: str) -> Path:
     """Create the output directory ``path`` now and prove it writable, so that a bad ``--out`` fails
     in a second with one line instead of after the whole run."""
+    if not path:
+        _refuse(argument, path, "a directory path (it is empty; use . for the current directory)")
     target = Path(path)
     if target.exists() and not target.is_dir():
         _refuse(argument, path, "a directory (this path is a file)")
@@ -29,11 +44,44 @@ def output_dir(argument: str, path: str) -> Path:
     return target
 
 
+#: what ``seqgrad check`` writes into its output directory (and so may replace there)
+REPORT_ENTRIES = frozenset({"report.json", "report.md", "report.tex", "figures"})
+
+
+def report_dir(argument: str, path: str) -> Path:
+    """The directory ``seqgrad check`` replaces as a whole: new, empty, or a previous report.
+
+    The report is written into a fresh directory beside it and swapped into place in one
+    step, so the directory must hold nothing else (a user's own files would be swapped out
+    with the old report), must not be the working directory or one above it, and its parent
+    must be writable."""
+    if not path:
+        _refuse(argument, path, "a directory path (it is empty)")
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_dir():
+        _refuse(argument, path, "a directory (this path is a file)")
+    cwd = Path.cwd().resolve()
+    if target == cwd or target in cwd.parents or target.parent == target:
+        _refuse(argument, path, "a directory below the working directory or elsewhere, not the working "
+                                "directory or one above it (the report directory is replaced as a whole)")
+    if target.is_dir():
+        foreign = sorted(p.name for p in target.iterdir() if p.name not in REPORT_ENTRIES)
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            _refuse(argument, path, "a new or empty directory, or one holding a previous report only "
+                                    f"(this one also holds {shown}; the report directory is replaced as a whole)")
+    _probe(argument, path, target.parent)
+    return target
+
+
 def output_file(argument: str, path: str) -> Path:
-    """Check that the file ``path`` can be written (its directory is created if missing)."""
-    target = Path(path)
-    if target.is_dir() or not target.name:
-        _refuse(argument, path, "a file path (this is a directory)")
+    """Check that the file ``path`` can be written (its directory is created if missing).
+
+    A symbolic link is written through (its target is replaced); a directory (also a new one
+    written with a trailing ``/``), FIFO, device or socket is refused."""
+    from seqgrad.atomic import output_target
+
+    target = output_target(path, argument)
     _probe(argument, path, target.parent)
     return target
 

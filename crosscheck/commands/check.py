@@ -6,17 +6,23 @@ import sys
 import time
 from pathlib import Path
 
-from ._common import add_device, output_dir, resolved_device
+from ._common import add_device, jobs_option, report_dir, resolved_device
 
 
 def register(sub) -> None:
     p = sub.add_parser("check", help="run every registered check and write report.json, report.md, report.tex and figures")
-    p.add_argument("--out", default="seqgrad-report", metavar="DIR", help="output directory (default ./seqgrad-report)")
+    p.add_argument("--out", default="seqgrad-report", metavar="DIR",
+                   help="output directory (default ./seqgrad-report); it is replaced as a whole, in one step, "
+                        "so it must be new, empty or a previous report")
     add_device(p)
-    p.add_argument("--only", metavar="PATTERN", help="run only checks whose name or group matches (glob or substring)")
+    p.add_argument("--only", metavar="PATTERN", action="append",
+                   help="run only checks whose name or group matches (glob or substring); repeat to add patterns")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="numeric precision (default float64)")
     p.add_argument("--no-figures", action="store_true", help="skip writing the figures")
     p.add_argument("--list", action="store_true", help="list the checks that would run, and exit")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="worker processes: groups of checks and figure sets run in parallel "
+                        "(default: one per usable CPU core on cpu, 1 on cuda; 1 runs everything in this process)")
     p.set_defaults(handler=run)
 
 
@@ -27,45 +33,91 @@ def run(args) -> int:
     from ..registry import all_checks, run_checks
 
     device = resolved_device(args.device)
-    items = all_checks(args.only)
+    jobs = jobs_option(args.jobs, device)
+    items = _selected(all_checks, args.only)
     if not args.list:
-        output_dir("--out", args.out)
+        report_dir("--out", args.out)
     if not items and not args.only:
         print("seqgrad: no checks are registered; nothing was verified", file=sys.stderr)
         return 1
-    if args.only and not items:
-        raise SeqgradValueError("--only", args.only, "a pattern matching at least one check (see seqgrad check --list)")
+    for pattern in args.only or ():
+        if not all_checks(pattern):
+            raise SeqgradValueError("--only", pattern, "a pattern matching at least one check (see seqgrad check --list)")
     if args.list:
         for item in items:
             print(f"{item.name}\t{item.group}\t{item.source}")
         return 0
     start = time.perf_counter()
     from numeric.device import one_thread
+    from seqgrad import runcache
 
-    with one_thread():  # the checks' tensors are tiny: extra torch threads only cost time
-        results = run_checks(items, device=device, dtype=args.dtype)
-        figures: list[str] = []
-        if not args.no_figures and not args.only:
-            figures = _write_figures(Path(args.out) / "figures", device)
-    elapsed = time.perf_counter() - start
-    paths = report.write(args.out, results, device=device, dtype=args.dtype, total_seconds=elapsed, figures=figures)
+    with one_thread(), runcache.scope():  # the checks' tensors are tiny: extra torch threads only cost time
+        results = run_checks(items, device=device, dtype=args.dtype, jobs=jobs)
+        elapsed = write_outputs(Path(args.out), results, device=device, dtype=args.dtype, start=start,
+                                figures=not args.no_figures and not args.only, jobs=jobs)
     _print_table(results)
+    erratum_lines = report.errata_lines(results)
+    if erratum_lines:
+        print(f"\n{len(erratum_lines)} textbook errata (printed claims the computation contradicts):")
+        print("\n".join(erratum_lines))
     s = report.summary(results)
-    print(f"\n{s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped in {elapsed:.1f} s; report in {paths['md'].parent}/")
+    print(f"\n{s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped in {elapsed:.1f} s; report in {args.out}/")
     return 0 if s["ok"] else 1
 
 
-def _write_figures(out: Path, device: str) -> list[str]:
-    from seqgrad.progress import progress
+def _selected(all_checks, patterns: list[str] | None) -> list:
+    """Checks matching any of the ``--only`` patterns (all checks without one), in registry order."""
+    if not patterns:
+        return all_checks(None)
+    chosen = {c.name for p in patterns for c in all_checks(p)}
+    return [c for c in all_checks(None) if c.name in chosen]
+
+
+def write_outputs(out: Path, results, *, device: str, dtype: str, start: float, figures: bool, jobs: int = 1) -> float:
+    """Write the figures and the report into a fresh directory and swap it into place at ``out`` in
+    one step: after an interruption at any moment ``out`` is wholly the old report or wholly the
+    new one, and nothing temporary remains.  Returns the elapsed seconds the report records."""
+    from seqgrad.atomic import atomic_directory
+
+    from .. import report
+
+    with atomic_directory(out) as fresh:
+        written = _write_figures(fresh / "figures", device, jobs) if figures else []
+        elapsed = time.perf_counter() - start
+        report.write(fresh, results, device=device, dtype=dtype, total_seconds=elapsed, figures=written)
+    return elapsed
+
+
+def _write_figures(out: Path, device: str, jobs: int) -> list[str]:
+    """Draw every figure set under ``out`` in up to ``jobs`` processes (one task per set); the paths,
+    relative to ``out``'s parent, in figure-set order whatever the schedule."""
+    from ..parallel import run_tasks
+
+    done = dict(run_tasks(_figure_tasks(out, device), jobs))
+    return [path for i in sorted(done) for path in done[i]]
+
+
+FIGURE_SET_WEIGHT_S = 2.0  # estimated seconds to draw one figure set (for handing out the longest tasks first)
+
+
+def _figure_tasks(out: Path, device: str) -> list:
+    from functools import partial
+
+    import matplotlib.figure  # noqa: F401  (imported once here, not once per worker that draws a set)
 
     from ..figures import figure_sets
+    from ..parallel import Task
 
-    written: list[str] = []
-    sets = figure_sets()
-    for name, module in progress(list(sets.items()), len(sets), "figures"):
-        for path in module.write(out / name, "png", device):
-            written.append(str(Path(path).relative_to(out.parent)))
-    return written
+    return [Task(partial(_write_figure_set, module, out / name, device), partial(_figure_set_lost, name), FIGURE_SET_WEIGHT_S)
+            for name, module in figure_sets().items()]
+
+
+def _write_figure_set(module, out: Path, device: str) -> list[str]:
+    return [str(Path(path).relative_to(out.parent.parent)) for path in module.write(out, "png", device)]
+
+
+def _figure_set_lost(name: str, reason: str) -> list[str]:
+    raise RuntimeError(f"figure set {name} was not written: {reason}")
 
 
 def _print_table(results) -> None:

@@ -10,18 +10,30 @@ loop over t) with torch autograd through the same equations, in float64.
 from __future__ import annotations
 
 import argparse
+import itertools
 from typing import Callable
 
 
-#: the longest recurrence the command prints (the library has no such limit; T = 1000 takes seconds)
-MAX_STEPS = 10_000
+#: the longest recurrence the command prints, per output form (the library has no such limit).  Chosen
+#: so that the largest allowed printout takes < 10 s and < 1 GB on a quiet machine (measured ratios:
+#: at the same T, --latex costs about 2x and --table 1.5x the plain text; docs/limits.md)
+MAX_STEPS = {"text": 10_000, "dot": 10_000, "table": 5_000, "latex": 5_000}
+
+
+def _steps(args) -> int:
+    """``--steps`` within the size guard of the chosen output form (see :data:`MAX_STEPS`)."""
+    from seqgrad import validate
+
+    form = next((f for f in ("latex", "table", "dot") if getattr(args, f, False)), "text")
+    return validate.integer("--steps", args.steps, minimum=1, maximum=MAX_STEPS[form])
 
 
 def _add_common(p: argparse.ArgumentParser, sizes: bool = True) -> None:
     """The options every recurrent model shares (length, loss, sizes, output form, --check)."""
     when = p.add_mutually_exclusive_group(required=True)
     when.add_argument("--steps", type=int, metavar="T",
-                      help=f"the unrolled program of T positions, 1 <= T <= {MAX_STEPS} (longer printouts: the Python API)")
+                      help=f"the unrolled program of T positions, 1 <= T <= {MAX_STEPS['text']} ({MAX_STEPS['latex']} "
+                           "with --latex or --table; longer printouts: the Python API)")
     when.add_argument("--general", action="store_true", help="the derivation at a general step t of any length T")
     p.add_argument("--check", action="store_true",
                    help="compile every gradient (a loop over t) and compare it with torch autograd (float64); exit 1 on a mismatch")
@@ -44,7 +56,8 @@ def _add_rnn(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expand", action="store_true", help="print the closed forms instead of the recursion")
     p.add_argument("--max-terms", type=int, metavar="N", help="size guard for --expand (default 20000 tree nodes)")
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--latex", action="store_true", help="print LaTeX (an aligned environment)")
+    out.add_argument("--latex", action="store_true",
+                     help="print LaTeX: a complete display (align*, needs amsmath) to paste into a document body")
     out.add_argument("--table", action="store_true", help="print the forward/backward table (Table 3)")
     out.add_argument("--dot", action="store_true", help="print the dependency graph as Graphviz DOT")
 
@@ -53,6 +66,7 @@ def _run_rnn(args) -> str:
     import sympy as sp
 
     from derive import rnn
+    from derive.latex_settings import Partial
     from derive.program import latex_aligned
     from seqgrad import validate
 
@@ -62,7 +76,7 @@ def _run_rnn(args) -> str:
         loss, on = _loss_and_positions(args)
         cell = rnn_cell(args.activation, _sizes(args), args.bias, loss, on, args.reduction, args.batch)
         return _run_cell_object(cell, args)
-    validate.integer("--steps", args.steps, minimum=1, maximum=MAX_STEPS)
+    _steps(args)
     net = rnn.unroll(steps=args.steps, activation=args.activation, inputs=args.inputs, hidden=args.hidden,
                      outputs=args.outputs, bias=args.bias, loss=args.loss or "final", reduction=args.reduction)
     max_terms = None if args.max_terms is None else validate.integer("--max-terms", args.max_terms, minimum=1)
@@ -70,12 +84,13 @@ def _run_rnn(args) -> str:
         return net.dot().rstrip()
     if args.table:
         return str(net.backward_table())
-    grads = [(sp.Symbol(f"dL/d{name}"), name) for name in net.parameters]
+    grads = [(Partial(symbol), name) for name, symbol in net.parameters.items()]
     if not args.expand:
         if args.latex:
             return net.latex()
-        lines = [str(net.program), ""] + [f"{lhs} = {sp.sstr(net.grad(name))}" for lhs, name in grads]
-        return "\n".join(lines)
+        # streamed, one definition a line, in the text's order of terms with the zero initial state dropped
+        rows = [(d.target, [d.value]) for d in net.program] + [(lhs, [net.grad(name)]) for lhs, name in grads]
+        return _text_lines(rows)
     from derive.program import MAX_TERMS
     from seqgrad.errors import SizeGuardError
 
@@ -85,11 +100,24 @@ def _run_rnn(args) -> str:
     if total > limit:  # the whole printout is guarded, not only each formula
         raise SizeGuardError("--expand", f"rnn --steps {net.steps}", limit, total)
     rows = [(sp.Symbol(f"g_{t}^z"), net.sensitivity("z", t, expand=True, max_terms=limit)) for t in range(net.steps)]
-    rows += [(sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial %s}" % sp.latex(net.parameters[name]) if args.latex
-                        else f"dL/d{name}"), net.grad(name, expand=True, max_terms=limit)) for _, name in grads]
+    rows += [(lhs, net.grad(name, expand=True, max_terms=limit)) for lhs, name in grads]
     if args.latex:
         return latex_aligned(rows)
-    return "\n".join(f"{lhs} = {sp.sstr(rhs)}" for lhs, rhs in rows)
+    return _text([(lhs, [rhs]) for lhs, rhs in rows])
+
+
+def _text_lines(rows):
+    """Plain-text rows as the text prints them (its order of terms, the zero initial state dropped), one
+    line at a time: a long derivation is streamed, never held as one string."""
+    from derive.program import sstr
+    from derive.term_order import drop_zero_state
+
+    return (f"{sstr(lhs)} = {sstr(rhs[0])}" for lhs, rhs in drop_zero_state(rows))
+
+
+def _text(rows) -> str:
+    """:func:`_text_lines` as one string."""
+    return "\n".join(_text_lines(rows))
 
 
 def _usage(argument: str, allowed: str):
@@ -124,7 +152,7 @@ def _run_cell_object(cell, args) -> str:
 
     parts = []
     if args.steps is not None:
-        net = cell.unroll(validate.integer("--steps", args.steps, minimum=1, maximum=MAX_STEPS))
+        net = cell.unroll(_steps(args))
         parts.append(net.latex() if args.latex else str(net.program) + "\n\n" + "\n".join(
             f"dL/d{name} = {_sstr(net.grad(name))}" for name in net.parameters))
     else:
@@ -273,5 +301,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     _CHECK_STATE.clear()
-    print(MODELS[args.model][2](args))
+    out = MODELS[args.model][2](args)
+    for line in [out] if isinstance(out, str) else out:  # a long derivation is printed as it is rendered
+        print(line)
     return 1 if _CHECK_STATE.get("failed") else 0

@@ -27,33 +27,6 @@ def register(sub) -> None:
     p.set_defaults(handler=run)
 
 
-def _labels(name: str, shape: tuple, tokens: list[str]) -> tuple[list[str], list[str]]:
-    T = len(tokens)
-    rows = [f"{t}: {w}" for t, w in enumerate(tokens)] if shape[0] == T else [str(i) for i in range(shape[0])]
-    if len(shape) == 1:
-        return rows, [name.rsplit(".", 1)[-1]]
-    last = name.rsplit(".", 1)[-1]
-    if last in ("S", "A", "QKt", "A_causal") and shape[1] == T:
-        cols = [f"j={j}: {w}" for j, w in enumerate(tokens)]
-    else:
-        cols = [f"F{c}" for c in range(shape[1])]
-    return rows, cols
-
-
-def _tables(stage: str, record: dict, names: list[str], tokens: list[str]):
-    """(title, rows, row_labels, col_labels) for every shown name; 3-D arrays give one table per query."""
-    for name in names:
-        value = record[name].detach().cpu().double()
-        if value.dim() == 3:
-            for t in range(value.shape[0]):
-                rows, cols = _labels(name, tuple(value.shape[1:]), tokens)
-                yield f"{stage}: {name}[{t}] (query {t}: {tokens[t]})", value[t].tolist(), [f"j={j}: {w}" for j, w in enumerate(tokens)], cols
-            continue
-        rows, cols = _labels(name, tuple(value.shape), tokens)
-        data = value[:, None].tolist() if value.dim() == 1 else value.tolist()
-        yield f"{stage}: {name}", data, rows, cols
-
-
 def _text_table(title, rows, row_labels, col_labels, markdown: bool) -> str:
     from seqgrad.latex_table import format_sigfig
 
@@ -73,11 +46,13 @@ def run(args) -> int:
     from numeric import course
     from numeric.tokens import tokenize
     from seqgrad.atomic import write_text
+
+    from ..encoder_tables import trace_tables
     from seqgrad.errors import SeqgradValueError
     from seqgrad.latex_table import booktabs
 
     device = resolved_device(args.device)
-    if args.out:
+    if args.out is not None:
         output_file("--out", args.out)
     text = course.TEXT if args.text is None else args.text
     ids = course.token_ids(text)
@@ -101,14 +76,14 @@ def run(args) -> int:
     else:
         parts = []
         for s in stages:
-            for title, rows, rl, cl in _tables(s, traces[s], chosen[s], tokens):
+            for title, rows, rl, cl in trace_tables(s, traces[s], chosen[s], tokens):
                 if args.latex:
                     parts.append(booktabs(rows, row_labels=rl, col_labels=cl, corner="t", caption=title,
                                           decimal_comma=args.decimal_comma))
                 else:
                     parts.append(_text_table(title, rows, rl, cl, markdown=args.markdown))
         out = "\n".join(parts)
-    if args.out:
+    if args.out is not None:
         print(write_text(args.out, out))
     else:
         sys.stdout.write(out)

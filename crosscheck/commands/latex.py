@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ._common import add_device, output_file, resolved_device
+from ._common import add_device, jobs_option, output_file, resolved_device
 
 
 def register(sub) -> None:
@@ -20,27 +20,35 @@ def register(sub) -> None:
     p.add_argument("--decimal-comma", action="store_true", help="write numbers with a decimal comma (Russian-language notes)")
     p.add_argument("--plain", action="store_true", help="set vectors and matrices in plain, not bold, type")
     p.add_argument("--symbol", action="append", default=[], metavar="NAME=LATEX",
-                   help="print the symbol NAME as LATEX (repeatable), e.g. --symbol 'w_h=W_{hh}'")
+                   help="print the symbol NAME as LATEX (repeatable), e.g. --symbol 'w_h=W_{hh}'; a bare letter renames every symbol with that base letter, keeping its indices, e.g. --symbol 'g=\\delta'")
     p.add_argument("--digits", type=int, default=3, metavar="N",
                    help="significant figures of the numeric tables (default 3, as the course prints them)")
     p.add_argument("--proof-seconds", type=float, default=20.0, metavar="S",
                    help="time one exact proof may take while the document is written (default 20); a proof that "
                         "takes longer is reported as not proved here, never as proved")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="worker processes: the sections are built in parallel (default: one per usable CPU core on cpu, "
+                        "1 on cuda; 1 builds them in this process); the document is the same")
     add_device(p)
     p.set_defaults(handler=run)
 
 
 def notation_from(args):
-    from derive.latex_settings import Notation
+    """The notation of the command line: ``--symbol NAME=LATEX`` renames the symbol NAME (``w_h``) or,
+    for a bare letter (``g``), every symbol with that base letter, keeping its indices; the LaTeX must be
+    well formed (balanced braces, no ``$``), and a name that no formula of the document prints is refused."""
+    from derive.latex_settings import TEXTBOOK_LETTERS, Notation, check_math
     from seqgrad.errors import SeqgradValueError
 
-    names = {}
+    names, letters = {}, dict(TEXTBOOK_LETTERS)
     for item in args.symbol:
         name, sep, tex = item.partition("=")
-        if not sep or not name.strip() or not tex.strip():
+        name, tex = name.strip(), tex.strip()
+        if not sep or not name or not tex:
             raise SeqgradValueError("--symbol", item, "NAME=LATEX, e.g. 'w_h=W_{hh}'")
-        names[name.strip()] = tex.strip()
-    return Notation(symbol_names=names, bold=not args.plain, decimal_comma=args.decimal_comma)
+        check_math("--symbol", tex)
+        (letters if name.isalpha() else names)[name] = tex
+    return Notation(symbol_names=names, letters=letters, bold=not args.plain, decimal_comma=args.decimal_comma)
 
 
 def run(args) -> int:
@@ -52,8 +60,9 @@ def run(args) -> int:
         skipped = [n for n in latexdoc.SECTION_NAMES if n not in latexdoc.available_sections()]
         if skipped:
             print(f"seqgrad: sections not in this checkout, left out: {', '.join(skipped)}", file=sys.stderr)
+    device = resolved_device(args.device)
     path = latexdoc.write(args.out, args.sections, notation, standalone=args.standalone,
-                          device=resolved_device(args.device), proof_seconds=args.proof_seconds,
-                          digits=args.digits)
+                          device=device, proof_seconds=args.proof_seconds,
+                          digits=args.digits, jobs=jobs_option(args.jobs, device))
     print(path)
     return 0

@@ -1,4 +1,5 @@
-"""Record benchmark results in docs/benchmarks.md, one marked section per benchmark.
+"""Record benchmark results in docs/benchmarks.md, one marked section per benchmark (used by the
+scripts of this folder only: ``import benchdoc`` works because a script's folder is on sys.path).
 
 Each benchmark script owns the section between ``<!-- bench:NAME -->`` and
 ``<!-- /bench:NAME -->``; re-running it replaces only that section, atomically.
@@ -11,7 +12,7 @@ import platform
 import re
 from pathlib import Path
 
-from .atomic import write_text
+from seqgrad.atomic import write_text
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 HEADER = "# Benchmarks\n\nEvery figure below is written by a script in `benchmarks/`; each compares against a baseline measured in the same run and reports the ratio.\nRe-run one with `python benchmarks/NAME.py`.\n"

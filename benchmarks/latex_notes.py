@@ -1,0 +1,97 @@
+"""Benchmark: ``seqgrad latex notes.tex --standalone`` (every section: derivations, proofs, checks, tables).
+
+Three ways of writing the same document, run alternately as subprocesses so
+they see the same machine load (medians of ``--repeats`` rounds):
+
+* ``--jobs 1`` with ``SEQGRAD_RUNCACHE=0``: one process, every derivation
+  recomputed wherever it is asked for (the baseline: how the notes were
+  written before the run cache);
+* ``--jobs 1``: one process, derivations shared within the run
+  (:mod:`seqgrad.runcache`);
+* default ``--jobs``: the sections built in parallel, one worker per usable core.
+
+For each: wall clock, CPU time of the whole process tree (the figure to read on
+a shared machine) and peak memory (summed PSS of the process tree).  The three
+documents must be byte for byte the same.  Target (issue 17): under 8 s wall.
+
+Run: ``python benchmarks/latex_notes.py [--repeats N] [--no-record] [--smoke]``.
+``--smoke`` writes only the ``positional`` section once per way, asserts
+nothing about time and records nothing (CI's slow step).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import procstat  # noqa: E402
+
+import benchdoc  # noqa: E402  (benchmarks/benchdoc.py, beside this script)
+
+TARGET_WALL_S = 8.0
+WAYS = (("no-cache", "`--jobs 1`, no run cache (baseline)", ["--jobs", "1"], {"SEQGRAD_RUNCACHE": "0"}),
+        ("cache", "`--jobs 1`, run cache", ["--jobs", "1"], {}),
+        ("parallel", "default `--jobs`, run cache", [], {}))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of the three ways (default 3)")
+    parser.add_argument("--no-record", action="store_true", help="print only; do not update docs/benchmarks.md")
+    parser.add_argument("--smoke", action="store_true", help="the positional section, one round; no record (CI)")
+    args = parser.parse_args(argv)
+    repeats = 1 if args.smoke else args.repeats
+    sections = ["--sections", "positional"] if args.smoke else []
+    from crosscheck.parallel import usable_cores
+
+    cores = usable_cores()
+    runs: dict[str, list] = {key: [] for key, *_ in WAYS}
+    documents: set[str] = set()
+    loads = []
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeats):
+            for key, _, flags, env in WAYS:
+                out = Path(tmp) / f"{key}{i}.tex"
+                loads.append(procstat.load_line())
+                m = procstat.measure([sys.executable, "-m", "crosscheck", "latex", str(out), "--standalone", *sections, *flags],
+                                     env={"MPLBACKEND": "Agg", **env})
+                ok = ok and m.rc == 0
+                if m.rc != 0:
+                    print(m.stderr[-2000:], file=sys.stderr)
+                else:
+                    documents.add(out.read_text(encoding="utf-8"))
+                runs[key].append(m)
+                print(f"{key} {i + 1}: exit {m.rc}, wall {m.wall:.1f} s, CPU {m.cpu:.1f} s, peak PSS {m.pss_mib:.0f} MiB "
+                      f"({loads[-1]})", flush=True)
+    same = len(documents) == 1
+    med = {key: {k: statistics.median(getattr(m, k) for m in ms) for k in ("wall", "cpu", "pss_mib")} for key, ms in runs.items()}
+    base = med["no-cache"]
+    for key, label, *_ in WAYS:
+        m = med[key]
+        print(f"{label}: wall {m['wall']:.1f} s ({base['wall'] / m['wall']:.2f}x), CPU {m['cpu']:.1f} s ({base['cpu'] / m['cpu']:.2f}x), "
+              f"peak PSS {m['pss_mib']:.0f} MiB")
+    print(f"same document every way: {same}; every run exited 0: {ok}")
+    if not args.smoke and not args.no_record:
+        rows = [[label, f"{med[key]['wall']:.1f}", f"{base['wall'] / med[key]['wall']:.2f}", f"{med[key]['cpu']:.1f}",
+                 f"{base['cpu'] / med[key]['cpu']:.2f}", f"{med[key]['pss_mib']:.0f}"] for key, label, *_ in WAYS]
+        wall = med["parallel"]["wall"]
+        md = ("### Course notes: `seqgrad latex notes.tex --standalone` (every section)\n\n"
+              f"Medians of {repeats} rounds, the three ways alternating as subprocesses; the documents are byte for byte "
+              f"the same: {same}. The machine was shared with other jobs while this was measured ("
+              + "; ".join(sorted(set(loads))[:3]) + "), so read the ratios and the CPU time (user + system of the "
+              "process tree); peak memory is the summed PSS of the process tree.\n\n"
+              + benchdoc.table(["way", "wall s", "speed-up (wall)", "CPU s", "CPU saved (ratio)", "peak PSS MiB"], rows)
+              + f"\n\nTarget: under {TARGET_WALL_S:.0f} s wall; measured {wall:.1f} s: "
+              + ("met." if wall < TARGET_WALL_S else f"**not met** (CPU {med['parallel']['cpu']:.1f} s, i.e. at least "
+                 f"{med['parallel']['cpu'] / cores:.1f} s on {cores} idle cores)."))
+        print(benchdoc.record("latex_notes", md))
+    return 0 if ok and same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

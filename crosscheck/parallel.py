@@ -1,0 +1,186 @@
+"""Run independent tasks in forked worker processes, one per core, and hand back every result.
+
+``seqgrad check`` runs its groups of checks and its figure sets this way.
+The workers are forked from the process that already imported the checks
+(torch, SymPy, the registry), so they start at once and share those pages
+instead of each importing its own copy.  Tasks are handed out one at a time
+to whichever worker is free (the longest first when the caller orders them
+so); results come back as ``(index, result)`` pairs in the order they finish,
+and the caller puts them in its own order, so what a run reports does not
+depend on the schedule.
+
+A task that raises, or a worker that dies (a crash in a C extension, the
+out-of-memory killer), never takes the run down: the task's ``lost``
+function turns it into a result that says what happened, and a fresh worker
+takes the remaining tasks.
+
+Without ``fork`` (Windows, or macOS where forking after importing torch is
+unsafe), or with ``jobs <= 1``, the tasks run one after another in this process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import traceback
+from collections import deque
+from multiprocessing.connection import wait
+from dataclasses import dataclass
+from typing import Callable, Generic, Iterator, Sequence, TypeVar
+
+R = TypeVar("R")
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, not the machine's total)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not Linux
+        return max(os.cpu_count() or 1, 1)
+
+
+def can_fork() -> bool:
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+
+
+@dataclass
+class Task(Generic[R]):
+    """One unit of work: ``run()`` gives its result; ``lost(reason)`` stands for it when it raised or its
+    worker died; the heaviest (by ``weight``, e.g. estimated seconds) are handed out first."""
+
+    run: Callable[[], R]
+    lost: Callable[[str], R]
+    weight: float = 1.0
+
+
+def run_tasks(tasks: Sequence[Task[R]], jobs: int) -> Iterator[tuple[int, R]]:
+    """Yield ``(i, result of tasks[i])`` for every task, as each finishes, using up to ``jobs`` worker processes."""
+    order = sorted(range(len(tasks)), key=lambda i: -tasks[i].weight)  # stable: ties keep the given order
+    jobs = min(jobs, len(tasks))
+    if jobs <= 1 or not can_fork():
+        for i in order:
+            yield i, _call(tasks[i])
+        return
+    yield from _Pool(tasks, jobs).run(deque(order))
+
+
+def _call(task: Task[R]) -> R:
+    try:
+        return task.run()
+    except Exception as exc:
+        return task.lost(_describe(exc))
+
+
+def _describe(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def _worker(tasks, conn) -> None:
+    """A worker's loop: receive a task index, send back ``(i, ok, result or reason)``; None ends it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends the workers
+    if "torch" in sys.modules:  # as torch's DataLoader workers do: an OpenMP thread pool the parent started does
+        sys.modules["torch"].set_num_threads(1)  # not survive fork, and a parallel region would wait for it forever
+    while True:
+        try:
+            i = conn.recv()
+        except EOFError:  # the parent is gone
+            return
+        if i is None:
+            return
+        try:
+            message = (i, True, tasks[i].run())
+        except Exception as exc:
+            message = (i, False, _describe(exc))
+        try:
+            conn.send(message)
+        except OSError:  # the parent is gone (killed): nobody to report to
+            return
+        except Exception as exc:  # a result that cannot be pickled
+            conn.send((i, False, f"the result could not be sent back: {_describe(exc)}"))
+
+
+class _Pool:
+    def __init__(self, tasks, jobs: int):
+        self.tasks, self.jobs = tasks, jobs
+        self.context = multiprocessing.get_context("fork")
+        self.busy: dict = {}  # worker process -> (connection, task index or None)
+
+    def _start(self):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        here, there = self.context.Pipe()
+        process = self.context.Process(target=_worker, args=(self.tasks, there), daemon=True)
+        process.start()
+        there.close()
+        return process, here
+
+    def _hand_out(self, process, conn, pending: deque) -> None:
+        i = pending.popleft() if pending else None
+        try:
+            conn.send(i)
+        except OSError:  # the worker died between two tasks: the task goes to a fresh one
+            self.busy.pop(process, None)
+            conn.close()
+            process.join(timeout=5)
+            if i is not None:
+                pending.appendleft(i)
+                self._hand_out(*self._start(), pending)
+            return
+        self.busy[process] = (conn, i)
+
+    def run(self, pending: deque) -> Iterator[tuple[int, object]]:
+        done = 0
+        total = len(pending)
+        try:
+            for _ in range(self.jobs):
+                process, conn = self._start()
+                self._hand_out(process, conn, pending)
+            while done < total:
+                by_handle = {}
+                for process, (conn, i) in self.busy.items():
+                    if i is not None:
+                        by_handle[conn] = process
+                        by_handle[process.sentinel] = process
+                for handle in wait(list(by_handle)):
+                    process = by_handle[handle]
+                    if process not in self.busy or self.busy[process][1] is None:
+                        continue  # already handled through its other handle
+                    conn, i = self.busy[process]
+                    try:
+                        j, ok, payload = conn.recv() if conn.poll() else _raise_eof()
+                    except (EOFError, OSError):
+                        process.join(timeout=5)
+                        reason = f"its worker process ended (exit code {process.exitcode})"
+                        del self.busy[process]
+                        conn.close()
+                        done += 1
+                        yield i, self.tasks[i].lost(reason)
+                        if pending:
+                            process, conn = self._start()
+                            self._hand_out(process, conn, pending)
+                        continue
+                    done += 1
+                    self._hand_out(process, conn, pending)
+                    yield j, (payload if ok else self.tasks[j].lost(payload))
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        for process, (conn, i) in self.busy.items():
+            if i is not None and process.is_alive():  # interrupted mid-task: stop it now
+                process.terminate()
+        for process, (conn, _) in self.busy.items():
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+                process.join()
+            conn.close()
+        self.busy.clear()
+
+
+def _raise_eof():
+    raise EOFError

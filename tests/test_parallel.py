@@ -1,0 +1,162 @@
+"""The parallel runner of seqgrad check / latex: every task reported once, in a fixed order, whatever the
+schedule; a raising task or a dying worker costs only that task; derivations shared within a run."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from crosscheck import latexdoc, latexrun, parallel
+from crosscheck.registry import Check, all_checks, groups_of, run_checks
+from crosscheck.tolerance import Outcome
+from numeric.device import one_thread
+from seqgrad import runcache
+
+needs_fork = pytest.mark.skipif(not parallel.can_fork(), reason="the parallel runner needs fork (Linux)")
+
+
+def _value(x):
+    return x * x
+
+
+def _boom():
+    raise ArithmeticError("bad task")
+
+
+def _die():
+    os._exit(3)  # a worker killed mid-task (a segfault, the OOM killer)
+
+
+def _tasks(*runs):
+    return [parallel.Task(run, lambda reason: f"lost: {reason}", weight) for run, weight in runs]
+
+
+@needs_fork
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_every_task_reported_once(jobs):
+    tasks = _tasks(*[((lambda i=i: _value(i)), i % 3) for i in range(7)])
+    got = dict(parallel.run_tasks(tasks, jobs))
+    assert got == {i: i * i for i in range(7)}
+
+
+def test_heaviest_first_in_serial():
+    order = [i for i, _ in parallel.run_tasks(_tasks((lambda: 0, 1.0), (lambda: 1, 5.0), (lambda: 2, 1.0)), 1)]
+    assert order == [1, 0, 2]  # ties keep the given order
+
+
+@needs_fork
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_raising_task_is_lost_not_fatal(jobs):
+    got = dict(parallel.run_tasks(_tasks((lambda: 1, 1), (_boom, 1), (lambda: 3, 1)), jobs))
+    assert got[0] == 1 and got[2] == 3
+    assert got[1].startswith("lost: ArithmeticError: bad task")
+
+
+@needs_fork
+def test_dead_worker_costs_only_its_task():
+    tasks = _tasks((_die, 9), *[((lambda i=i: i), 1) for i in range(1, 6)])
+    got = dict(parallel.run_tasks(tasks, 2))
+    assert got[0] == "lost: its worker process ended (exit code 3)"
+    assert {i: got[i] for i in range(1, 6)} == {i: i for i in range(1, 6)}
+
+
+def _fake(name, group, outcome):
+    return Check(name, "test", group, lambda ctx: outcome(ctx))
+
+
+def _seeded(ctx):
+    return Outcome(float(ctx.rng().random()), 0.0, True, ctx.name)
+
+
+@needs_fork
+def test_run_checks_same_results_and_order_for_any_jobs():
+    items = [_fake(f"g{g}.c{c}", f"g{g}", _seeded) for g in (2, 0, 1) for c in range(3)]
+    items.insert(4, _fake("g0.crash", "g0", lambda ctx: 1 / 0))
+    serial = run_checks(items, jobs=1)
+    for jobs in (2, 4):
+        other = run_checks(items, jobs=jobs)
+        assert [r.name for r in other] == [i.name for i in items]
+        assert [{**r.as_dict(), "seconds": 0} for r in other] == [{**r.as_dict(), "seconds": 0} for r in serial]
+    crash = next(r for r in serial if r.name == "g0.crash")
+    assert crash.status == "error" and "ZeroDivisionError" in crash.detail
+
+
+@needs_fork
+def test_a_dying_group_is_reported_as_errors():
+    items = [_fake("a.ok", "a", _seeded), _fake("b.die", "b", lambda ctx: _die()), _fake("b.after", "b", _seeded)]
+    results = {r.name: r for r in run_checks(items, jobs=2)}
+    assert results["a.ok"].status == "pass"
+    for name in ("b.die", "b.after"):
+        assert results[name].status == "error" and "worker process ended (exit code 3)" in results[name].detail
+
+
+def test_groups_keep_order():
+    items = all_checks("encoder.*")
+    assert [c for g in groups_of(items) for c in g] == items
+
+
+@needs_fork
+def test_real_groups_same_report_serial_and_parallel():
+    items = all_checks("encoder.*") + all_checks("gated.fact.*")
+    strip = lambda rs: [{**r.as_dict(), "seconds": 0} for r in rs]  # noqa: E731
+    with one_thread(), runcache.scope():  # as seqgrad check runs them: one torch thread in every mode
+        serial = run_checks(items, jobs=1)
+    with one_thread(), runcache.scope():
+        assert strip(run_checks(items, jobs=2)) == strip(serial)
+    assert all(r.passed for r in serial)
+
+
+# ----------------------------------------------------------------------------- the run cache
+
+def test_runcache_only_inside_a_scope():
+    calls = []
+
+    @runcache.memo
+    def derive(n, k=1):
+        calls.append((n, k))
+        return [n, k]
+
+    derive(1), derive(1)
+    assert len(calls) == 2
+    with runcache.scope():
+        first = derive(2)
+        assert derive(2) is first and len(calls) == 3
+        derive([3])  # unhashable: computed, not kept
+        with runcache.scope():  # nested: the same run
+            assert derive(2) is first
+        assert derive(2) is first
+        assert runcache.active()
+    assert not runcache.active()
+    assert derive(2) is not first  # the run is over: nothing kept
+    assert runcache.stats()["test_runcache_only_inside_a_scope.<locals>.derive"] == (1, 3)
+
+
+def test_activation_facts_share_their_proofs_in_a_run():
+    from derive import activation_facts as af
+
+    with runcache.scope():
+        for name in ("sigmoid_prime_max", "hochreiter", "pascanu_sigmoid"):
+            assert af.get(name).prove().holds
+        stats = runcache.stats()
+    assert stats["_sigmoid_prime_max"] == (1, 2)  # sympy.maximum once, not three times
+
+
+# ----------------------------------------------------------------------------- LaTeX sections
+
+def test_figure_owner_is_the_first_section_that_needs_it():
+    owners = latexrun.figure_owners(["gates", "rnn", "residual"], latexdoc.SECTIONS)
+    assert owners == {"paths": "gates", "depth": "residual"}
+
+
+@needs_fork
+def test_latex_parallel_document_is_the_serial_one():
+    kw = dict(sections="positional,claims", proof_seconds=None)
+    assert latexdoc.render(jobs=2, **kw) == latexdoc.render(jobs=1, **kw)
+
+
+@needs_fork
+@pytest.mark.slow
+def test_latex_parallel_document_with_check_tables_is_the_serial_one():
+    kw = dict(sections="gates,encoder", proof_seconds=None)  # check tables: errors must not depend on --jobs
+    assert latexdoc.render(jobs=2, **kw) == latexdoc.render(jobs=1, **kw)

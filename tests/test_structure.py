@@ -1,0 +1,107 @@
+"""Structure left from the first round (issue 18): every ``derive.X`` in ``__all__`` is reachable and
+every module is listed; nothing outside the CLI imports a command module's private names; no file
+cites a file that does not exist."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_derive_all_lists_every_module_and_each_is_reachable():
+    code = ("import derive, sys; "
+            "[getattr(derive, n) for n in derive.__all__]; "
+            "print(' '.join(derive.__all__)); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True).stdout.split("\n")
+    names = out[0].split()
+    modules = sorted(p.stem for p in (ROOT / "derive").glob("*.py") if not p.stem.startswith("_"))
+    assert names == sorted(modules + ["verify"])  # every module, and the one function derive.verify
+    assert out[1] == "False", "import derive (and its submodules) must not import torch"
+
+
+def test_derive_unknown_attribute_is_an_attribute_error():
+    import derive
+
+    with pytest.raises(AttributeError):
+        derive.nosuchmodule  # noqa: B018
+
+
+def _imports(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            yield node.module or "", [a.name for a in node.names], node.level
+
+
+def test_no_module_imports_a_command_modules_private_names():
+    found = []
+    for path in sorted((ROOT / "crosscheck").rglob("*.py")):
+        if "commands" in path.parts:
+            continue
+        for module, names, _ in _imports(path):
+            if "commands" in module.split("."):
+                found += [f"{path.relative_to(ROOT)}: {module}.{n}" for n in names if n.startswith("_")]
+    assert not found, found
+
+
+def test_benchdoc_lives_with_the_benchmarks():
+    assert (ROOT / "benchmarks" / "benchdoc.py").is_file()
+    assert not (ROOT / "seqgrad" / "benchdoc.py").exists()
+    for script in (ROOT / "benchmarks").glob("*.py"):
+        assert "seqgrad.benchdoc" not in script.read_text() and "from seqgrad import benchdoc" not in script.read_text()
+
+
+CITED = re.compile(r"\b((?:tests|docs|benchmarks|derive|numeric|crosscheck|seqgrad)/[\w/.-]+\.(?:py|md|json))\b|\b(DESIGN\.md)\b")
+
+
+@pytest.mark.parametrize("folder", ["derive", "numeric", "crosscheck", "seqgrad", "benchmarks", ".ci"])
+def test_no_comment_cites_a_missing_file(folder):
+    missing = []
+    for path in sorted((ROOT / folder).rglob("*")):
+        if not path.is_file() or path.suffix not in (".py", "", ".sh"):
+            continue
+        for match in CITED.finditer(path.read_text(encoding="utf-8", errors="replace")):
+            cited = match.group(1) or match.group(2)
+            if "NAME" not in cited and not (ROOT / cited).exists():  # NAME: a placeholder (benchmarks/NAME.py)
+                missing.append(f"{path.relative_to(ROOT)} cites {cited}")
+    assert not missing, missing
+
+
+# ----------------------------------------------------------------------------- checks declare their needs
+
+
+def test_no_check_module_repeats_the_device_preamble():
+    """A check declares ``needs_torch=True`` and the registry supplies ``ctx.dev``/``ctx.dt`` (or the
+    skip); the "torch device or skip" lines once copied into 16 checks are gone."""
+    for path in sorted((ROOT / "crosscheck" / "checks").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "torch_device()" not in text and 'skip("no CUDA GPU")' not in text, path.name
+
+
+def test_registry_supplies_device_and_dtype_or_skips(monkeypatch):
+    import torch
+
+    from crosscheck import registry
+    from crosscheck.tolerance import Outcome
+
+    seen = []
+
+    def probe(ctx):
+        seen.append((ctx.dev, ctx.dt))
+        return Outcome.exact(True, "probe")
+
+    item = registry.Check("test.probe", "test", "test", probe, "", needs_torch=True)
+    assert registry.run_one(item, "cpu", "float32").status == "pass"
+    assert seen == [(torch.device("cpu"), torch.float32)]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    result = registry.run_one(item, "cuda", "float64")
+    assert result.status == "skip" and "no CUDA GPU" in result.detail and len(seen) == 1  # never called
+    plain = registry.Check("test.plain", "test", "test", probe, "")
+    assert registry.run_one(plain, "cpu").status == "pass" and seen[-1] == (None, None)
