@@ -11,5 +11,6 @@ status=0
 ( time python -m crosscheck check --device cuda --out "$out/report" ) > "$out/check.log" 2>&1 || status=1
 python -m pytest -q -p no:cacheprovider -m "gpu or not slow" -k "cuda or gpu" > "$out/pytest-gpu.log" 2>&1 || status=1
 python benchmarks/encoder_vs_torch.py --device cuda > "$out/encoder-bench.log" 2>&1 || status=1
-tail -n 3 "$out/check.log" "$out/pytest-gpu.log" "$out/encoder-bench.log"
+python benchmarks/decoder_vs_torch.py --device cuda > "$out/decoder-bench.log" 2>&1 || status=1
+tail -n 3 "$out/check.log" "$out/pytest-gpu.log" "$out/encoder-bench.log" "$out/decoder-bench.log"
 exit "$status"

@@ -41,6 +41,7 @@ from typing import Callable, Iterator
 import sympy
 
 from derive.claims import Claim, VectorClaim, parse_claim
+from seqgrad.sources import normalize
 
 SEED000 = "000_a7606e3a9f173091.txt"
 SEED001 = "001_3500d0056f1475d7.txt"
@@ -73,7 +74,7 @@ class Entry:
 
     @property
     def source(self) -> str:
-        return self.cite or f"{self.seed}:{self.line}"
+        return normalize(self.cite or f"{self.seed}:{self.line}")  # week06 §GRU:370 (seqgrad.sources)
 
     @property
     def expected(self) -> str:
@@ -100,7 +101,7 @@ def _entry(name, seed, line, what, texts, *, figures=None, exact=False, note="",
 
 def _provided(name, seed, line, what, items, *, figures=None, note="", erratum="", expect="", derived=False, cite="") -> Entry:
     """An entry whose claims get their values from providers: items are (text, provider, printed)."""
-    source = cite or f"{seed}:{line}"
+    source = normalize(cite or f"{seed}:{line}")
     claims = tuple(Claim.from_provider(text, provider, printed, figures=figures, source=source) for text, provider, printed in items)
     return Entry(name, seed, str(line), what, claims, note, erratum, expect, derived, cite)
 

@@ -8,11 +8,11 @@ this checkout is never faked: asking for it raises :class:`SectionUnavailable`.
 
 >>> from crosscheck import latexdoc
 >>> latexdoc.SECTION_NAMES
-('rnn', 'gates', 'positional', 'attention', 'encoder', 'residual', 'claims')
+('rnn', 'gates', 'positional', 'attention', 'encoder', 'residual', 'claims', 'decoder', 'conv')
 >>> latexdoc.resolve_sections("rnn,nope")
 Traceback (most recent call last):
 ...
-seqgrad.errors.SeqgradValueError: sections='nope' is not allowed: one of rnn, gates, positional, attention, encoder, residual, claims
+seqgrad.errors.SeqgradValueError: sections='nope' is not allowed: one of rnn, gates, positional, attention, encoder, residual, claims, decoder, conv
 """
 
 from __future__ import annotations
@@ -49,6 +49,16 @@ def text(s: str) -> str:
     return tex_escape(s)
 
 
+def code(name: str) -> str:
+    """A name in typewriter type that may break after ``-``, ``_``, ``.`` or ``:`` (a long check name in a
+    narrow column would otherwise run into the next one).
+
+    >>> code("attention-equivariance-fails")
+    '\\\\texttt{attention-\\\\allowbreak{}equivariance-\\\\allowbreak{}fails}'
+    """
+    return "\\texttt{" + re.sub(r"(-|\\_|\.|:)", r"\1\\allowbreak{}", tex_escape(name)) + "}"
+
+
 class SectionUnavailable(SeqgradValueError):
     """A section was requested whose package is not in this checkout yet."""
 
@@ -75,8 +85,9 @@ class Build:
     figures_written: list[Path] = field(default_factory=list)
     sets_included: set[str] = field(default_factory=set)  # each figure set appears once per document
 
-    def figures(self, set_name: str, caption: str) -> str:
-        """Write the figure set ``set_name`` (see :mod:`crosscheck.figures`) as PDF and include every figure."""
+    def figures(self, set_name: str) -> str:
+        """Write the figure set ``set_name`` (see :mod:`crosscheck.figures`) as PDF and include every figure
+        with its caption (the set's ``CAPTIONS``)."""
         from .figures import figure_sets
 
         if self.figures_dir is None or set_name in self.sets_included:
@@ -87,13 +98,23 @@ class Build:
             raise SectionUnavailable(set_name, f"the figure set crosscheck/figures '{set_name}'")
         paths = [Path(p) for p in sets[set_name].write(self.figures_dir / set_name, "pdf", self.device)]
         self.figures_written += paths
-        out = []
-        for path in paths:
-            rel = Path(path).resolve().relative_to(self.tex_dir.resolve()).as_posix()
-            out.append("\\begin{figure}[htbp]\n\\centering\n"
-                       f"\\includegraphics[width=0.62\\linewidth]{{{rel}}}\n"
-                       f"\\caption{{{text(caption)}: \\texttt{{{text(Path(rel).stem)}}}.}}\n\\end{{figure}}")
-        return "\n\n".join(out)
+        return "\n\n".join(figure_environment(path, self.tex_dir, figure_caption(sets[set_name], path.stem)) for path in paths)
+
+
+def figure_caption(figure_set, stem: str) -> str:
+    """The caption of figure ``stem`` of a figure set (its ``CAPTIONS``): what the figure shows and what to
+    see in it, never its file name.  A figure without one is refused."""
+    captions = getattr(figure_set, "CAPTIONS", {})
+    if stem not in captions:
+        raise SectionUnavailable(stem, f"a caption for figure '{stem}' in {figure_set.__name__}.CAPTIONS")
+    return captions[stem]
+
+
+def figure_environment(path: Path, tex_dir: Path, caption: str, width: str = "0.62\\linewidth") -> str:
+    """A ``figure`` that includes ``path`` (relative to the document in ``tex_dir``) with ``caption``."""
+    rel = Path(path).resolve().relative_to(Path(tex_dir).resolve()).as_posix()
+    return ("\\begin{figure}[htbp]\n\\centering\n"
+            f"\\includegraphics[width={width}]{{{rel}}}\n\\caption{{{text(caption)}}}\n\\end{{figure}}")
 
 
 @dataclass(frozen=True)
@@ -127,7 +148,7 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     """Each identity's statement and its verified status (the exact proof run now)."""
     import sympy as sp
 
-    from derive.latex_layout import relation, tabular
+    from derive.latex_layout import inline, relation, tabular
 
     rows, statements = [], []
     for entry in identities:
@@ -136,11 +157,14 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
             status = f"not proved within {b.proof_seconds:g} s here (run \\texttt{{seqgrad identities}})"
         else:
             status = ("proved" if proof.holds else "\\textbf{NOT proved}") + f" ({text(entry.method)})"
-        rows.append([f"\\texttt{{{text(entry.name)}}}", text(entry.source), status])
+        rows.append([code(entry.name), text(_seed_line(entry.source)), status])
         statement = entry.statement()
         body = b.notation.latex(statement)
-        head = f"\\paragraph{{{text(entry.title)}}} \\texttt{{{text(entry.name)}}}, {text(entry.source)}."
-        if len(body) <= max_chars:
+        head = f"\\paragraph{{{text(entry.title)}}} {code(entry.name)}, {text(_seed_line(entry.source))}."
+        trivial = getattr(statement, "lhs", None) is not None and statement.lhs == statement.rhs and not statement.free_symbols
+        if trivial:  # both sides evaluate to the same number ("4 = 4"): the title states it; a display would not
+            statements.append(f"{head} (Both sides evaluate to {inline(statement.lhs, b.notation)}.)")
+        elif len(body) <= max_chars:
             op = "=" if isinstance(statement, sp.Eq) else "\\neq"
             statements.append(f"{head}\n" + relation(statement.lhs, statement.rhs, b.notation, op=op))
         else:
@@ -151,20 +175,26 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     return "\n\n".join(statements + [table])
 
 
-def check_status(pattern: str, b: Build) -> str:
-    """Run the registered checks matching ``pattern`` (see ``seqgrad check --only``) and tabulate
-    each one's verified status with its largest errors."""
-    from derive.latex_layout import tabular
-
+def run_pattern(pattern: str, b: Build) -> list:
+    """Run the registered checks matching ``pattern`` (see ``seqgrad check --only``) now."""
     from .registry import all_checks, run_checks
-    from .report import fmt_error
 
     items = all_checks(pattern)
     if not items:
         raise SectionUnavailable(pattern, f"registered checks matching '{pattern}' (crosscheck/checks)")
-    results = run_checks(items, device=b.device, show_progress=False)
+    return run_checks(items, device=b.device, show_progress=False)
+
+
+def check_status(pattern: str, b: Build, results: list | None = None) -> str:
+    """Tabulate each check matching ``pattern`` with its verified status and largest errors (the
+    checks run now, or ``results`` of a run made for this section)."""
+    from derive.latex_layout import tabular
+
+    from .report import fmt_error
+
+    results = run_pattern(pattern, b) if results is None else results
     marks = {"pass": "verified", "fail": "\\textbf{FAILED}", "error": "\\textbf{ERROR}", "skip": "skipped"}
-    rows = [[f"\\texttt{{{text(r.name)}}}", text(_seed_line(r.source)), b.notation.number(fmt_error(r.max_abs_error)),
+    rows = [[code(r.name), text(_seed_line(r.source)), b.notation.number(fmt_error(r.max_abs_error)),
              b.notation.number(fmt_error(r.max_rel_error)), marks[r.status]] for r in results]
     passed = sum(r.status == "pass" for r in results)
     return (f"{passed} of {len(results)} checks verified on {text(b.device)} in float64.\n\n"
@@ -198,7 +228,7 @@ def _encoder(b: Build) -> str:
         for title, rows, row_labels, col_labels in trace_tables(stage, record, list(names), tokens):
             parts.append(booktabs(rows, row_labels=row_labels, col_labels=col_labels, corner="t", caption=title,
                                   figures=b.digits, decimal_comma=b.notation.decimal_comma))
-    parts.append(b.figures("encoder", "The worked example (seqgrad plot encoder)"))
+    parts.append(b.figures("encoder"))
     parts.append(check_status("encoder.*", b))
     return "\n\n".join(parts)
 
@@ -232,7 +262,8 @@ def _per_use(net, name: str, b: Build) -> str:
     total = net.grad(name)
     terms = list(total.args) if isinstance(total, sp.Add) else [total]
     base, _, sub = name.partition("_")
-    partial = lambda s: sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial %s}" % s)  # noqa: E731
+    from derive.latex_settings import Partial
+
     uses = []
     for term in terms:  # the use at step t is the term that carries g_t^z (or e, for the head)
         steps = sorted(int(m) for m in re.findall(r"g_(-?\d+)\^z", str(term)))
@@ -240,8 +271,8 @@ def _per_use(net, name: str, b: Build) -> str:
             raise SeqgradValueError("name", name, "a weight used once per step (each term carries one g_t^z)")
         uses.append((steps[0], term))
     uses.sort(key=lambda u: u[0])
-    copies = [partial(f"{base}_{{{sub}}}^{{[{t}]}}") for t, _ in uses]
-    rows = [(partial(f"{base}_{{{sub}}}"), [sp.Add(*copies, evaluate=False), total])]
+    copies = [Partial(sp.Symbol(f"{name}^[{t}]")) for t, _ in uses]  # the per-use copies w_x^{[t]} of the text
+    rows = [(Partial(sp.Symbol(name)), [sp.Add(*copies, evaluate=False), total])]
     rows += [(copy, term) for copy, (_, term) in zip(copies, uses)]
     return align(rows, b.notation)
 
@@ -252,7 +283,8 @@ def _rnn(b: Build) -> str:
     import sympy as sp
 
     from derive import rnn
-    from derive.latex_layout import align, equation, equation_table
+    from derive.latex_layout import align, equation_table
+    from derive.latex_settings import Partial
 
     net = rnn.unroll(steps=3, activation="tanh")
     n = b.notation
@@ -269,15 +301,15 @@ def _rnn(b: Build) -> str:
     ]
     g = {net.sensitivity("z", t): net.sensitivity("z", t, expand=True) for t in range(net.steps)}
     parts.append("\\subsection*{The path sum}\nWith every $g^z_t$ replaced by its closed form:\n"
-                 + equation(sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial w_{h}}"), net.grad("w_h").xreplace(g), n))
+                 + align([(Partial(net.parameters["w_h"]), net.grad("w_h").xreplace(g))], n))
     vec = rnn.unroll(steps=3, activation="tanh", inputs=2, hidden=3, outputs=1)
     parts.append("\\subsection*{The vector cell}\nRow vectors, weights stored output $\\times$ input "
                  "($D = 2$, $H = 3$, $C = 1$; text lines 264--308). The backward recursion and the weight gradients:\n"
                  + align([(d.target, d.value) for d in vec.program.definitions(("backward",))]
-                         + [(sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial \mathbf{W}_{%s}}" % w[2:]), vec.grad(w))
+                         + [(Partial(vec.parameters[w]), vec.grad(w))
                             for w in ("W_x", "W_h", "W_o")], n))
     parts.append(checks_or_note("rnn.*", b))
-    parts.append(b.figures("paths", "Path products through time (seqgrad plot paths)"))
+    parts.append(b.figures("paths"))
     return "\n\n".join(p for p in parts if p)
 
 
@@ -287,7 +319,8 @@ def _gates(b: Build) -> str:
     import sympy as sp
 
     from derive import activation_facts, gated
-    from derive.latex_layout import align
+    from derive.latex_layout import align, inline
+    from derive.latex_settings import Partial
 
     n = b.notation
     parts = []
@@ -296,28 +329,38 @@ def _gates(b: Build) -> str:
         parts.append(f"\\subsection*{{{title}: one step ($t = 1$)}}\n" + align(step, n))
         for wrt in wrts:
             split = net.step_jacobian(1) if wrt is None else net.step_jacobian(1, wrt=wrt)
-            prev = {None: "h_{0}", "c": "c_{0}", "h": "h_{0}"}[wrt]
-            state = "h_{1}" if title == "GRU" else "c_{1}"
-            J = sp.Symbol(r"\frac{\partial %s}{\partial %s}" % (state, prev))
-            parts.append(f"The one-step Jacobian $\\partial {state}/\\partial {prev}$: the carry at fixed gates, "
+            prev = sp.Symbol({None: "h_0", "c": "c_0", "h": "h_0"}[wrt])
+            state = sp.Symbol("h_1" if title == "GRU" else "c_1")
+            J = Partial(prev, of=state)
+            parts.append(f"The one-step Jacobian {inline(J, n)}: the carry at fixed gates, "
                          "then the terms through the gates.\n"
                          + align([(J, split.full), (sp.Symbol(r"\text{carry}"), split.carry),
                                   (sp.Symbol(r"\text{gate terms}"), split.gate_terms)], n))
+    from .registry import all_checks
+
+    results = run_pattern("gated.*", b) if all_checks("gated.*") else []
+    proved = {r.name: r.status == "pass" for r in results}  # gated.fact.NAME runs fact NAME's proof
     rows = []
     for fact in activation_facts.FACTS.values():
-        proof = fact.prove()
-        rows.append(f"\\paragraph{{\\texttt{{{text(fact.name)}}}}} {text(fact.source)}: "
-                    + ("proved." if proof.holds else "\\textbf{NOT proved}.")
+        holds = proved[f"gated.fact.{fact.name}"] if f"gated.fact.{fact.name}" in proved else fact.prove().holds
+        rows.append(f"\\paragraph{{{code(fact.name)}}} {text(_seed_line(fact.source))}: "
+                    + ("proved." if holds else "\\textbf{NOT proved}.")
                     + f"\n\\begin{{equation*}}\n{fact.statement}\n\\end{{equation*}}")
     parts.append("\\subsection*{Activation facts, each proved now}\n" + "\n".join(rows))
-    parts.append(checks_or_note("gated.*", b))
-    parts.append(b.figures("paths", "Path products through time (seqgrad plot paths)"))
+    parts.append(check_status("gated.*", b, results) if results else checks_or_note("gated.*", b))
+    parts.append(b.figures("paths"))
     return "\n\n".join(p for p in parts if p)
 
 
-def _derivation(title: str, tex: str, verdict: str = "") -> str:
-    """A derivation object's own display (its ``latex()``), with its proof's verdict."""
-    return f"\\paragraph{{{text(title)}}}" + (f" ({verdict})" if verdict else "") + f"\n\\begin{{equation*}}\n{tex}\n\\end{{equation*}}"
+def _derivation(title: str, tex: str, verdict: str = "", where=None, notation: Notation | None = None) -> str:
+    """A derivation object's own display (its ``latex()``), with its proof's verdict; ``where`` is a
+    SymPy equation typeset after the title (``n = 3``), never text with dollar signs in it."""
+    from derive.latex_layout import inline
+
+    head = text(_seed_line(title)) + (", " + inline(where, notation) if where is not None else "")
+    displayed = tex.lstrip().startswith(("\\begin{align*}", "\\begin{align}", "\\begin{equation"))  # a display already
+    body = tex if displayed else f"\\begin{{equation*}}\n{tex}\n\\end{{equation*}}"
+    return f"\\paragraph{{{head}}}" + (f" ({verdict})" if verdict else "") + "\n" + body
 
 
 def _attention(b: Build) -> str:
@@ -325,7 +368,10 @@ def _attention(b: Build) -> str:
     from derive import softmax
 
     jac = softmax.SoftmaxJacobian(3)
-    parts = [_derivation("The softmax Jacobian, $n = 3$", jac.latex(), "proved exactly" if jac.prove() else "\\textbf{NOT proved}"),
+    import sympy as sp
+
+    parts = [_derivation("The softmax Jacobian", jac.latex(), "proved exactly" if jac.prove() else "\\textbf{NOT proved}",
+                         where=sp.Eq(sp.Symbol("n"), 3, evaluate=False), notation=b.notation),
              _catalogue_section(["derive.softmax", "derive.attention"])(b)]
     return "\n\n".join(parts)
 
@@ -348,29 +394,64 @@ def _residual(b: Build) -> str:
     parts.append(_derivation("A stack of three residual layers is a sum over paths", depth.latex(),
                              "proved exactly, $d = 2$" if holds else "\\textbf{NOT proved}"))
     parts.append(_catalogue_section(["derive.layernorm", "derive.residual"])(b))
-    parts.append(b.figures("depth", "Gradients through pre-norm and post-norm stacks (seqgrad plot depth)"))
+    parts.append(b.figures("depth"))
     return "\n\n".join(p for p in parts if p)
+
+
+def shift_report_rows(report, notation: Notation) -> list[list[str]]:
+    """The properties a :class:`derive.positional.ShiftReport` establishes, as typeset statements with
+    their verdicts (never the report's ASCII text)."""
+    import sympy as sp
+
+    from derive.latex_layout import inline
+
+    pos, k, a, b_ = sp.symbols("pos k a b")
+    PE, R = sp.Function("PE", commutative=False), sp.Function("R", commutative=False)
+    I = sp.Symbol("I", commutative=False)
+    det, alpha = sp.Function("det"), sp.Function("alpha")
+    Rt = sp.Function("R^T", commutative=False)
+    statements = [
+        (sp.Eq(PE(pos + k), R(k) * PE(pos), evaluate=False), "on the paired coordinates", report.shift),
+        (sp.Eq(Rt(k) * R(k), I, evaluate=False), "", report.orthogonal),
+        (sp.Eq(det(R(k)), 1, evaluate=False), "", report.determinant_one),
+        (sp.Eq(R(a) * R(b_), R(a + b_), evaluate=False), "", report.composition),
+        (sp.Eq(sp.Derivative(R(k), pos), 0, evaluate=False), "$R(k)$ does not depend on the position", report.pos_independent),
+    ]
+    if report.unpaired is not None:
+        j = report.unpaired
+        PEj = sp.Function(f"PE_{j}", commutative=False)
+        statements.append((sp.Ne(PEj(pos + k), alpha(k) * PEj(pos), evaluate=False),
+                           f"coordinate {j} is an unpaired sine: no rotation, and no scalar $\\alpha(k)$ shifts it",
+                           report.unpaired_no_scalar))
+    return [[inline(st, notation), note, "holds" if ok else "\\textbf{fails}"] for st, note, ok in statements]
 
 
 def _positional(b: Build) -> str:
     """PE(pos + k) = R(k) PE(pos) for an even and an odd width, proved now, then every positional identity."""
+    import sympy as sp
+
     from derive import positional
+    from derive.latex_layout import inline, tabular
 
     parts = []
     for d in (8, 5):
         shift = positional.Sinusoidal(d).shift_identity()
         report = shift.prove()
         verdict = "proved exactly" if report.holds else "\\textbf{NOT proved}"
-        parts.append(f"\\paragraph{{The shift identity, $d = {d}$}} ({verdict} for symbolic pos and $k$.)\n"
+        where = inline(sp.Eq(sp.Symbol("d"), d, evaluate=False), b.notation)
+        parts.append(f"\\paragraph{{The shift identity, {where}}} ({verdict} for symbolic $pos$ and $k$.)\n"
                      f"\\begin{{equation*}}\n{shift.latex()}\n\\end{{equation*}}\n"
-                     + "\n".join(f"{text(line)}\\\\" for line in str(report).splitlines()))
+                     "\\begin{center}\n" + tabular(["statement", "", "verdict"], shift_report_rows(report, b.notation),
+                                                    "l" + ragged("6cm") + "l") + "\n\\end{center}")
     parts.append(_catalogue_section(["derive.positional"])(b))
     return "\n\n".join(parts)
 
 
 def _seed_line(source: str) -> str:
-    """'000_a7606e3a9f173091.txt:370' -> 'seed 000, line 370' (short enough for a table column)."""
-    return re.sub(r"^(\d{3})_[0-9a-f]+(?:\.latest-revision)?\.txt:", r"seed \1 l.", source)
+    """A source in the one citation style, ``week06 §GRU:370`` (:func:`seqgrad.sources.normalize`)."""
+    from seqgrad.sources import normalize
+
+    return normalize(source)
 
 
 def _claims(b: Build) -> str:
@@ -389,7 +470,7 @@ def _claims(b: Build) -> str:
         verdicts = [claim.verify() for claim in entry.claims]
         bad = [v for v in verdicts if not v.verified]
         status = f"{len(verdicts)} verified" if not bad else f"\\textbf{{{len(bad)} of {len(verdicts)} contradicted}}"
-        rows.append([f"\\texttt{{{text(entry.name)}}}", text(_seed_line(entry.source)), text(entry.what), status])
+        rows.append([code(entry.name), text(_seed_line(entry.source)), text(entry.what), status])
         contradicted += [(entry, v) for v in bad]
     total = sum(1 for _ in rows)
     parts = [f"{total} printed statements of the course texts, each evaluated exactly now and compared with the "
@@ -397,7 +478,7 @@ def _claims(b: Build) -> str:
              "{\\footnotesize\n" + tabular(["entry", "source", "statement", "verdict"], rows, ragged("4.4cm", "2.3cm", "5.7cm", "2.2cm"))
              .replace("\\begin{tabular}", "\\begin{longtable}").replace("\\end{tabular}", "\\end{longtable}") + "\n}"]
     if contradicted:
-        items = "\n".join(f"\\item \\texttt{{{text(e.name)}}} ({text(_seed_line(e.source))}): {text(v.line())}"
+        items = "\n".join(f"\\item {code(e.name)} ({text(_seed_line(e.source))}): {text(v.line())}"
                            + (f"\\\\ \\emph{{{text(e.note)}}}" if e.note else "") for e, v in contradicted)
         parts.append(f"\\subsection*{{Contradicted claims}}\n\\begin{{itemize}}\n{items}\n\\end{{itemize}}")
     return "\n\n".join(parts)
@@ -418,7 +499,17 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
             ("derive.residual", "derive.layernorm", "derive.catalogue", "crosscheck.figures.depth"), _residual),
     Section("claims", "Printed claims",
             ("derive.claims", "crosscheck.claims_catalogue"), _claims),
+    Section("decoder", "The Transformer decoder",
+            ("derive.decoder", "numeric.decoder", "crosscheck.figures.decoder"), lambda b: _issue14().decoder_section(b)),
+    Section("conv", "The convolution layer",
+            ("derive.conv", "numeric.conv", "crosscheck.figures.conv"), lambda b: _issue14().conv_section(b)),
 )}
+
+
+def _issue14():
+    from . import latex_decoder_conv
+
+    return latex_decoder_conv
 SECTION_NAMES = tuple(SECTIONS)
 
 
@@ -459,6 +550,11 @@ def preamble(title: str = "seqgrad: derivations for sequence models") -> str:
             + f"\\title{{{text(title)}}}\n\\date{{}}\n\\begin{{document}}\n\\sloppy\n\\maketitle\n")
 
 
+#: Which section of a document includes each figure set: the first section, in document order, that
+#: draws it (rnn and gates both show the path products).
+FIGURE_SETS = {"rnn": ("paths",), "gates": ("paths",), "encoder": ("encoder",), "residual": ("depth",)}
+
+
 def render(sections: Sequence[str] | str | None = None, notation: Notation | None = None, *, tex_dir: str | Path = ".",
            figures_dir: str | Path | None = None, device: str = "cpu", proof_seconds: float | None = 20.0,
            digits: int = 3, jobs: int = 1) -> str:
@@ -481,6 +577,10 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     for name, body in zip(names, build_sections(b, names, SECTIONS, jobs)):
         parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n\n\\clearpage\n")
     parts.append("\\end{document}\n")
+    unused = notation.unused_renames()
+    if unused:
+        raise SeqgradValueError("--symbol (Notation.symbol_names)", ", ".join(unused), "the name (or base letter) of a symbol these sections print; "
+                                "nothing in sections " + ", ".join(names) + " is called that")
     return "\n".join(parts)
 
 
@@ -503,6 +603,18 @@ def write(path: str | Path, sections: Sequence[str] | str | None = None, notatio
 def tex_engine() -> str | None:
     """The path of ``pdflatex``, or None when no TeX engine is installed."""
     return shutil.which("pdflatex")
+
+
+_OVERFULL = re.compile(r"^Overfull \\[hv]box \(([\d.]+)pt too (?:wide|high)\)(.*)$", re.M)
+_UNDEFINED = re.compile(r"^! (?:LaTeX Error: )?(Undefined control sequence|Environment \S+ undefined).*$", re.M)
+
+
+def tex_problems(log: str, *, overfull_pt: float = 1.0) -> list[str]:
+    """The layout defects a TeX log reports: every overfull box wider (or taller) than ``overfull_pt``
+    points and every undefined control sequence or environment, one line each, as TeX words them."""
+    problems = [f"{m.group(0).strip()}" for m in _OVERFULL.finditer(log) if float(m.group(1)) > overfull_pt]
+    problems += [m.group(0).strip() for m in _UNDEFINED.finditer(log)]
+    return problems
 
 
 def compile_pdf(tex: str | Path, out_dir: str | Path | None = None, *, timeout: float = 180) -> Path:

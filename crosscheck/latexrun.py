@@ -62,16 +62,17 @@ def _parallel(b, names, sections, jobs: int) -> list[str]:
         elsewhere = {s for s, owner in owners.items() if owner != name} | set(b.sets_included)
         own = dataclasses.replace(b, figures_written=[], sets_included=elsewhere)
         tasks.append(Task(partial(_build, sections[name], own), partial(_lost, name), WEIGHTS.get(name, 1.0)))
-    texts: dict[int, tuple[str, list, set]] = dict(run_tasks(tasks, jobs))
+    texts: dict[int, tuple[str, list, set, set]] = dict(run_tasks(tasks, jobs))
     for i, name in enumerate(names):  # what the serial build would have left in b
         b.figures_written += texts[i][1]
         b.sets_included |= texts[i][2]
+        b.notation._used.update(texts[i][3])  # the renames the worker's formulas applied
     return [texts[i][0] for i in range(len(names))]
 
 
-def _build(section, b) -> tuple[str, list, set]:
+def _build(section, b) -> tuple[str, list, set, set]:
     text = section.build(b)
-    return text, list(b.figures_written), set(b.sets_included)
+    return text, list(b.figures_written), set(b.sets_included), set(b.notation._used)
 
 
 def _lost(name: str, reason: str):

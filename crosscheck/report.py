@@ -124,20 +124,78 @@ def textbook_latex(results: list[Result]) -> str:
     return "".join(parts)
 
 
-def as_latex(results: list[Result], *, device: str, dtype: str) -> str:
-    s = summary(results)
+def errata(results: list[Result]) -> list[tuple[str, str, str]]:
+    """``(check, source, what is wrong)`` for every printed claim the computation contradicts, in the
+    one citation style; the explanation is the recorded erratum (or the first contradicted claim)."""
+    import re
+
+    from seqgrad.sources import normalize
+
+    out = []
+    for r in results:
+        if r.textbook != "contradicted":
+            continue
+        m = re.search(r"\[erratum: (.*?)\]\s*$", r.detail) or re.search(r"\[erratum: (.*)\]", r.detail)
+        if m:
+            why = m.group(1)
+        else:
+            first = re.search(r"contradicted: ([^;\[]*)", r.detail)
+            why = first.group(1).strip() if first else r.detail
+        out.append((r.name, normalize(r.source), why))
+    return out
+
+
+def errata_lines(results: list[Result]) -> list[str]:
+    """One terminal line per erratum: ``ERRATUM claims.pe_d4_pos1 (lesson §PE:104): cos(0.01) = ...``."""
+    return [f"ERRATUM {name} ({source}): {why}" for name, source, why in errata(results)]
+
+
+def latex_figures(figures: list[str]) -> str:
+    """The report's figures (paths relative to the report's directory), each with its figure set's caption."""
+    from .figures import figure_sets
+    from .latexdoc import figure_caption
+
+    if not figures:
+        return ""
+    sets = figure_sets()
+    parts = ["\\clearpage\n\\section*{Figures}"]
+    for rel in sorted(figures):
+        path = Path(rel)
+        module = sets.get(path.parent.name)
+        caption = figure_caption(module, path.stem) if module is not None else path.stem
+        parts.append("\\begin{figure}[htbp]\n\\centering\n"
+                     f"\\includegraphics[width=0.7\\linewidth]{{{path.as_posix()}}}\n"
+                     f"\\caption{{{tex_escape(caption)}}}\n\\end{{figure}}")
+    return "\n\n".join(parts) + "\n"
+
+
+def latex_table(results: list[Result]) -> str:
+    """Every check: name, source (one citation style), largest errors, result; a longtable over pages."""
+    from seqgrad.sources import normalize
+
+    from .latexdoc import code
+
     rows = "\n".join(
-        f"{tex_escape(r.name)} & {tex_escape(r.source)} & {fmt_error(r.max_abs_error)} & {tex_escape(relative_cell(r))} & {r.status} \\\\"
+        f"{code(r.name)} & {tex_escape(normalize(r.source))} & {fmt_error(r.max_abs_error)} & {tex_escape(relative_cell(r))} & {r.status} \\\\"
         for r in results
     )
+    return ("{\\small\n\\begin{longtable}{>{\\raggedright\\arraybackslash}p{5.2cm}>{\\raggedright\\arraybackslash}p{4.6cm}llr}\n"
+            "\\toprule\ncheck & source & max abs & max rel & result \\\\\n\\midrule\n\\endhead\n"
+            f"{rows}\n\\bottomrule\n\\end{{longtable}}}}\n")
+
+
+def as_latex(results: list[Result], *, device: str, dtype: str, figures: list[str] = ()) -> str:
+    s = summary(results)
     units_note = f"\n{tex_escape(UNITS_NOTE)}.\n" if any(r.units is not None for r in results) else ""
     return (
         "\\documentclass{article}\n\\usepackage[margin=2cm]{geometry}\n\\usepackage{booktabs}\n\\usepackage{longtable}\n"
-        "\\begin{document}\n\\section*{seqgrad check report}\n"
+        "\\usepackage{array}\n\\usepackage{graphicx}\n"
+        "\\begin{document}\n\\sloppy\n\\section*{seqgrad check report}\n"
         f"Device \\texttt{{{tex_escape(device)}}}, dtype \\texttt{{{dtype}}}: {s['passed']} passed, {s['failed']} failed, "
-        f"{s['skipped']} skipped of {s['total']}.\n\n"
-        "{\\small\n\\begin{longtable}{p{5.2cm}p{4.2cm}llr}\n\\toprule\ncheck & source & max abs & max rel & result \\\\\n\\midrule\n\\endhead\n"
-        f"{rows}\n\\bottomrule\n\\end{{longtable}}}}\n{units_note}{textbook_latex(results)}\\end{{document}}\n"
+        f"{s['skipped']} skipped of {s['total']}. Sources cite the course texts as \\texttt{{key §section:line}} "
+        "(see docs/sources.md).\n\n"
+        + textbook_latex(results) + "\n\\section*{Checks}\n" + latex_table(results) + units_note
+        + latex_figures(list(figures)) + "\\end{document}\n"
     )
 
 
@@ -147,5 +205,5 @@ def write(out_dir: str | Path, results: list[Result], *, device: str, dtype: str
     return {
         "json": write_text(out / "report.json", json.dumps(data, indent=2, sort_keys=False) + "\n"),
         "md": write_text(out / "report.md", as_markdown(results, device=device, dtype=dtype)),
-        "tex": write_text(out / "report.tex", as_latex(results, device=device, dtype=dtype)),
+        "tex": write_text(out / "report.tex", as_latex(results, device=device, dtype=dtype, figures=figures)),
     }

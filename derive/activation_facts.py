@@ -198,25 +198,25 @@ def _fact(name, source, statement, prove) -> tuple:
 
 
 FACTS: dict[str, Fact] = dict([
-    _fact("tanh_prime", "seed000 L228, Table 4",
+    _fact("tanh_prime", "week06 §Paths:228, Table 4",
           r"\frac{d}{d z} \tanh{\left(z \right)} = 1 - h^{2}, \qquad h = \tanh{\left(z \right)}", _tanh_prime),
-    _fact("sigmoid_prime", "seed000 Table 4 (L212-216)",
+    _fact("sigmoid_prime", "week06 Table 4 (week06 §Paths:212-216)",
           r"\frac{d}{d z} \sigma\left(z\right) = s \left(1 - s\right), \qquad s = \sigma\left(z\right) = \frac{1}{1 + e^{-z}}",
           _sigmoid_prime),
-    _fact("sigmoid_prime_max", "seed000 Table 4: slope never exceeds 1/4",
+    _fact("sigmoid_prime_max", "week06 Table 4: slope never exceeds 1/4",
           r"\sigma'\left(z\right) \le \frac{1}{4} \text{ for all } z, \text{ with equality only at } z = 0", _sigmoid_prime_max),
-    _fact("tanh_prime_max", "seed000 Table 4: slope about 1 near 0",
+    _fact("tanh_prime_max", "week06 Table 4: slope about 1 near 0",
           r"\tanh'\left(z\right) \le 1 \text{ for all } z, \text{ with equality only at } z = 0", _tanh_prime_max),
-    _fact("saturation", "seed000 L218",
+    _fact("saturation", "week06 §Paths:218",
           r"\lim_{|z| \to \infty} \tanh'\left(z\right) = \lim_{|z| \to \infty} \sigma'\left(z\right) = 0, \quad "
           r"\tanh\left(\pm\infty\right) = \pm 1, \quad \sigma\left(-\infty\right) = 0, \quad \sigma\left(\infty\right) = 1",
           _saturation),
-    _fact("relu_at_zero", "seed000 Table 4 and L216: ReLU at 0 needs a convention",
+    _fact("relu_at_zero", "week06 Table 4 and week06 §Paths:216: ReLU at 0 needs a convention",
           r"\max\left(0, z\right)' = 1 \; (z > 0), \quad 0 \; (z < 0), \quad \text{and by convention } 0 \text{ at } z = 0",
           _relu_at_zero),
-    _fact("hochreiter", "Hochreiter (1991); seed000 Table 4",
+    _fact("hochreiter", "Hochreiter (1991); week06 Table 4",
           r"\left|\sigma'\left(z\right) w\right| < 1 \text{ for every } z \in \mathbb{R} \iff \left|w\right| < 4", _hochreiter),
-    _fact("pascanu_tanh", "Pascanu, Mikolov and Bengio (2013), section 2; seed000 L338-340",
+    _fact("pascanu_tanh", "Pascanu, Mikolov and Bengio (2013), section 2; week06 §Jacobian:338-340",
           r"\left\lVert \mathbf{J}_t \right\rVert_2 \le \gamma \left\lVert \mathbf{W}_h \right\rVert_2, \; \gamma = 1 "
           r"\; (\tanh); \quad \sigma_{\max}\left(\mathbf{W}_h\right) < 1 \Rightarrow \text{vanishing}", _pascanu("tanh")),
     _fact("pascanu_sigmoid", "Pascanu, Mikolov and Bengio (2013), section 2",

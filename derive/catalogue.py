@@ -283,10 +283,10 @@ def entries() -> list[Identity]:
     """Every catalogue entry, in catalogue order (built on first use)."""
     global _ENTRIES
     if _ENTRIES is None:
-        from . import attention, counting, layernorm, positional, residual, softmax
+        from . import attention, conv, counting, decoder, layernorm, positional, residual, softmax
 
         built: list[Identity] = []
-        for module in (positional, softmax, attention, layernorm, residual, counting):
+        for module in (positional, softmax, attention, layernorm, residual, counting, decoder, conv):
             built += module.identities()
         names = [e.name for e in built]
         duplicates = {n for n in names if names.count(n) > 1}

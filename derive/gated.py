@@ -89,7 +89,7 @@ class CarrySplit:
         return latex_aligned(rows)
 
     def _repr_latex_(self) -> str:
-        return "$$" + self.latex() + "$$"
+        return self.latex()  # already a complete display (align*), which Jupyter renders as it is
 
 
 class GatedRNN(UnrolledCell):

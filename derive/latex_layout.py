@@ -1,23 +1,29 @@
-"""Lay formulas out as LaTeX environments: equations, aligned derivations, tables.
+"""Lay formulas out as LaTeX environments: displays, aligned derivations, tables.
 
 Every formula is printed by :class:`derive.latex_settings.NotationPrinter`;
-this module only arranges the printed pieces.  Long sums are broken between
-top-level terms, so a bracket never spans two lines:
+this module only arranges the printed pieces.  What it returns pastes into a
+document body whose preamble loads :data:`PACKAGES`.  Long sums break before a
+``+``, long products between factors, and a long derivation is set as several
+displays so that the page may break between them:
 
 >>> import sympy as sp
->>> from derive.latex_layout import align
->>> g = [sp.Symbol(f"g_{t}^z") for t in range(3)]
->>> h = [sp.Symbol(f"h_{t - 1}") for t in range(3)]
->>> print(align([(sp.Symbol("G"), sum(a * b for a, b in zip(g, h)))], width=20))
+>>> from derive.latex_layout import display
+>>> g = [sp.Symbol(f"g_{t}^z") for t in range(4)]
+>>> x = [sp.Symbol(f"x_{t}") for t in range(4)]
+>>> print(display([(sp.Symbol("G"), sum(a * b for a, b in zip(g, x)))], width=24))
 \\begin{align*}
-G &= g^{z}_{0} h_{-1} + g^{z}_{1} h_{0}\\\\
-  &\\quad + g^{z}_{2} h_{1}
+G &= g^{z}_{0} x_{0} + g^{z}_{1} x_{1}\\\\
+  &\\quad {}+ g^{z}_{2} x_{2} + g^{z}_{3} x_{3}
 \\end{align*}
+
+The zero initial state of the text (``h_{-1} = 0``) is dropped, with every term it multiplies,
+unless the notation says ``show_zero_state=True``.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import sympy as sp
@@ -26,6 +32,11 @@ from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 from seqgrad.validate import integer
 
 from .latex_settings import Notation, NotationPrinter
+from .term_order import drop_zero_state, negated, textbook_order
+
+#: The packages every piece of LaTeX seqgrad prints needs (``booktabs`` for tables only):
+#: a display pastes into any document body whose preamble loads them.
+PACKAGES = ("amsmath", "amssymb", "booktabs")
 
 _LABEL = re.compile(r"[A-Za-z0-9:._-]+")
 
@@ -55,61 +66,150 @@ def _as_sides(row) -> tuple[object, list[object]]:
     raise SeqgradTypeError("rows", row, "an Eq or a pair (lhs, rhs)")
 
 
-def _natural(term) -> list:
-    """Order terms as a reader counts: g_2 before g_10, signs ignored."""
-    text = str(-term if term.could_extract_minus_sign() else term)
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
-
-
-_STYLE = re.compile(r"\\(?:mathbf|boldsymbol|mathrm|mathcal|operatorname|widehat|widetilde|hat|tilde|left|right|big|Big)\b")
+_STYLE = re.compile(r"\\(?:mathbf|boldsymbol|mathrm|mathcal|operatorname|widehat|widetilde|hat|tilde|left|right|bigl|bigr|Bigl|Bigr|big|Big)\b")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
-_OPERATOR = re.compile(r"\\(sin|cos|tan|tanh|sinh|cosh|exp|log|ln|max|min|det|operatorname)\b")
+_OPERATOR = re.compile(r"\\(sin|cos|tan|tanh|sinh|cosh|exp|log|ln|max|min|det|diag|operatorname)\b")
+_SPACE = re.compile(r"\\(?:quad|qquad|,|;|!)|\{\}|&")
 
 
 def visual_width(tex: str) -> int:
     """About how many characters wide ``tex`` looks when typeset: style macros and braces
     take no room, a command such as ``\\alpha`` takes one, ``\\sin`` three, a binary ``+``, ``-`` or ``=`` three."""
-    tex = _COMMAND.sub("x", _OPERATOR.sub(lambda m: m.group(1), _STYLE.sub("", tex)))
+    tex = _COMMAND.sub("x", _OPERATOR.sub(lambda m: m.group(1), _STYLE.sub("", _SPACE.sub("", tex))))
     return sum(3 if ch in "+-=" else 1 for ch in tex if ch not in "{}^_ ")
 
 
-def sum_lines(expr, printer: NotationPrinter, width: int) -> list[str]:
-    """``expr`` printed on as many lines as its top-level terms need to keep each
-    line near ``width`` typeset characters (see :func:`visual_width`); lines after the first start with ``+`` or ``-``.
-    Terms come in natural order of their indices (``x_2`` before ``x_10``)."""
-    if not isinstance(expr, (sp.Add, sp.MatAdd)):
-        return [printer.doprint(expr)]
+# --------------------------------------------------------------------------- breaking long formulas
+#
+# A formula wider than the line is cut into pieces at the places a reader would break it: before a
+# + or - of a sum, before the o of an elementwise product, between the factors of a product (the next
+# line starts with a centred dot).  A bracket whose contents are broken is written \Bigl( ... \Bigr),
+# which may span lines (a \left ... \right pair may not).  Breaks at the outermost level are preferred.
+
+@dataclass
+class _Piece:
+    text: str
+    depth: int = -1  # -1: joined to the previous piece; otherwise a break is allowed before it, at this depth
+    lead: str = ""   # what a line starting here begins with (a binary operator needs {} in front of it)
+
+
+def _pieces(expr, p: NotationPrinter, width: int, depth: int = 0) -> list[_Piece]:
+    """``expr`` (already in the text's order) as pieces with the allowed breaks between them."""
+    text = p._print(expr)
+    if visual_width(text) <= width or expr.is_Atom:
+        return [_Piece(text)]
+    if isinstance(expr, (sp.Add, sp.MatAdd)):
+        out: list[_Piece] = []
+        for i, term in enumerate(expr.args):
+            negative = term.could_extract_minus_sign()
+            inner = _bracketed(negated(term) if negative else term, p, width, depth, add=True)
+            sign = "- " if negative else ("" if i == 0 else "+ ")
+            inner[0] = _Piece(sign + inner[0].text, -1 if i == 0 else depth, "{}" if i else "")
+            out += inner
+        return out
+    if isinstance(expr, sp.HadamardProduct):
+        out = []
+        for i, factor in enumerate(expr.args):
+            inner = _bracketed(factor, p, width, depth, add=False)
+            if i:
+                inner[0] = _Piece("\\circ " + inner[0].text, depth, "{}")
+            out += inner
+        return out
+    if isinstance(expr, (sp.Mul, sp.MatMul)):
+        if expr.could_extract_minus_sign() and expr.args[0].is_Number:
+            inner = _pieces(negated(expr), p, width, depth)
+            return [_Piece("- " + inner[0].text, inner[0].depth, inner[0].lead)] + inner[1:]
+        out = []
+        args = list(expr.args)
+        for i, factor in enumerate(args):
+            if factor.is_Rational and not factor.is_Integer:
+                inner = [_Piece(p._print(factor))]
+            else:
+                inner = _bracketed(factor, p, width, depth, add=False, first=i == 0, last=i == len(args) - 1)
+            if i:
+                inner[0] = _Piece(inner[0].text, depth, "\\cdot ")
+            out += inner
+        return out
+    if isinstance(expr, sp.Pow) and isinstance(expr.base, sp.Add) and expr.exp.is_Integer and expr.exp > 0:
+        inner = _pieces(expr.base, p, width, depth + 1)
+        return _wrap(inner, "\\Bigl(", "\\Bigr)^{%s}" % p._print(expr.exp))
+    return [_Piece(text)]
+
+
+def _bracketed(expr, p: NotationPrinter, width: int, depth: int, *, add: bool, first: bool = False,
+               last: bool = False) -> list[_Piece]:
+    """Pieces of a term (``add``) or factor, in brackets where the printer would put them."""
+    needs = p._needs_add_brackets(expr) if add else (
+        isinstance(expr, (sp.Add, sp.MatAdd)) or p._needs_mul_brackets(expr, first=first, last=last))
+    if not needs:
+        return _pieces(expr, p, width, depth)
+    inner = _pieces(expr, p, width, depth + 1)
+    if len(inner) == 1:
+        return [_Piece("\\left(%s\\right)" % inner[0].text)]
+    return _wrap(inner, "\\Bigl(", "\\Bigr)")
+
+
+def _wrap(inner: list[_Piece], left: str, right: str) -> list[_Piece]:
+    inner = list(inner)
+    inner[0] = _Piece(left + inner[0].text, inner[0].depth, inner[0].lead)
+    inner[-1] = _Piece(inner[-1].text + right, inner[-1].depth, inner[-1].lead)
+    return inner
+
+
+def _fill(pieces: list[_Piece], width: int, max_depth: int) -> list[str]:
+    """Greedy lines of at most ``width`` (where the allowed breaks permit), breaking at depth <= ``max_depth``."""
     lines: list[str] = []
     current = ""
-    for i, term in enumerate(sorted(expr.args, key=_natural)):
-        sign = "+"
-        if term.could_extract_minus_sign():
-            sign, term = "-", -term
-        text = printer.doprint(term)
-        if printer._needs_add_brackets(term):
-            text = f"\\left({text}\\right)"
-        piece = (f"- {text}" if sign == "-" else text) if i == 0 else f"{sign} {text}"
-        if current and visual_width(current) + visual_width(piece) + 1 > width:
+    for piece in pieces:
+        can_break = 0 <= piece.depth <= max_depth
+        if current and can_break and visual_width(current) + visual_width(piece.text) + 1 > width:
             lines.append(current)
-            current = piece
+            current = (piece.lead + piece.text) if piece.lead != "{}" else "{}" + piece.text
         else:
-            current = f"{current} {piece}" if current else piece
+            current = f"{current} {piece.text}" if current else piece.text
     lines.append(current)
     return lines
 
 
+def break_lines(expr, printer: NotationPrinter, width: int) -> list[str]:
+    """``expr`` printed on as many lines as it needs to keep each near ``width`` typeset characters
+    (:func:`visual_width`): sums break before a ``+``/``-``, products between factors (the next line
+    starts with ``\\cdot``), elementwise products before ``\\circ``; outermost breaks first."""
+    pieces = _pieces(textbook_order(expr), printer, width)
+    deepest = max((piece.depth for piece in pieces), default=0)
+    for level in range(deepest + 1):
+        lines = _fill(pieces, width, level)
+        if all(visual_width(line) <= width for line in lines):
+            return lines
+    return _fill(pieces, width, max(deepest, 0))
+
+
+def sum_lines(expr, printer: NotationPrinter, width: int) -> list[str]:
+    """``expr`` broken over lines of about ``width`` typeset characters (see :func:`break_lines`);
+    lines after the first start with ``+``, ``-``, ``\\circ`` or ``\\cdot``."""
+    return [line[2:] if line.startswith("{}") else line for line in break_lines(expr, printer, width)]
+
+
+def _zero_state(rows: list, notation: Notation | None) -> list:
+    if notation is not None and notation.show_zero_state:
+        return rows
+    return drop_zero_state([_as_sides(row) for row in rows])
+
+
 def _aligned_lines(rows: Iterable, notation: Notation | None, width: int) -> list[str]:
-    """The lines ``lhs &= rhs`` of an alignment, ``&`` lined up; long right-hand sums
-    continue on ``&\\quad`` lines."""
+    """The lines ``lhs &= rhs`` of an alignment, ``&`` lined up; long right sides continue on
+    ``&\\quad`` lines.  ``width`` is the whole line, left side included."""
     width = integer("width", width, minimum=8)
     printer = _printer(notation)
+    rows = _zero_state(list(rows), notation)
     out: list[str] = []
     for row in rows:
         lhs, chain = _as_sides(row)
         lhs_tex = printer.doprint(lhs)
+        room = max(width - visual_width(lhs_tex) - 5, width // 3)
         first = True
         for rhs in chain:
-            for k, line in enumerate(sum_lines(rhs, printer, width)):
+            for k, line in enumerate(break_lines(rhs, printer, room)):
                 if k == 0:
                     out.append(f"{lhs_tex if first else ''} &= {line}")
                 else:
@@ -120,11 +220,45 @@ def _aligned_lines(rows: Iterable, notation: Notation | None, width: int) -> lis
     return _pad(out)
 
 
+#: Height budget of one display, in text lines (a line with a fraction counts two): a derivation
+#: longer than this is set as several displays, one after the other, so that the page may break
+#: between them (amsmath never breaks a page inside one without \allowdisplaybreaks).
+DISPLAY_LINES = 12
+
+
+def _height(line: str) -> int:
+    return 2 if ("\\frac" in line or "\\sum" in line or "\\prod" in line or "\\Bigl" in line) else 1
+
+
+def _chunks(lines: list[str], budget: int = DISPLAY_LINES) -> list[list[str]]:
+    chunks: list[list[str]] = [[]]
+    used = 0
+    for line in lines:
+        h = _height(line)
+        if chunks[-1] and used + h > budget:
+            chunks.append([])
+            used = 0
+        chunks[-1].append(line)
+        used += h
+    return chunks
+
+
 def aligned(rows: Iterable, notation: Notation | None = None, *, width: int = 60) -> str:
-    """An ``aligned`` environment (inside display math, as ``_repr_latex_`` needs),
-    one row per equation, aligned at ``=``, long sums broken over lines."""
+    """An ``aligned`` environment, for use inside math (``$$...$$`` in a notebook, ``\\[...\\]``):
+    one row per equation, aligned at ``=``, long sums and products broken over lines.
+    It never breaks across pages; for a document use :func:`display`."""
     body = "\\\\\n".join(_aligned_lines(rows, notation, width))
     return f"\\begin{{aligned}}\n{body}\n\\end{{aligned}}"
+
+
+def display(rows: Iterable, notation: Notation | None = None, *, width: int = 60) -> str:
+    """A complete display for a document body (paste it between paragraphs; it needs only
+    ``\\usepackage{amsmath}``): one or more ``align*`` environments, one row per equation aligned
+    at ``=``, long sums and products broken over lines, and a derivation taller than
+    :data:`DISPLAY_LINES` lines set as consecutive displays so that it breaks across pages.
+    Jupyter (MathJax) renders the same text as it is."""
+    lines = _aligned_lines(rows, notation, width)
+    return "\n".join("\\begin{align*}\n" + "\\\\\n".join(_pad(chunk)) + "\n\\end{align*}" for chunk in _chunks(lines))
 
 
 def align(rows: Iterable, notation: Notation | None = None, *, width: int = 60, numbered: bool = False,
@@ -132,16 +266,20 @@ def align(rows: Iterable, notation: Notation | None = None, *, width: int = 60, 
     """An ``align*`` (or numbered ``align``) environment, one row per equation,
     aligned at ``=``; right-hand sums wider than ``width`` typeset characters continue
     on indented lines."""
-    out = _aligned_lines(rows, notation, width)
     env = "align" if numbered else "align*"
     if label and not numbered:
         raise SeqgradValueError("label", label, "a label only on a numbered environment (numbered=True)")
-    body = "\\\\\n".join(out)
-    return f"\\begin{{{env}}}\n{body}{_label(label)}\n\\end{{{env}}}"
+    chunks = _chunks(_aligned_lines(rows, notation, width))
+    out = []
+    for i, chunk in enumerate(chunks):
+        body = "\\\\\n".join(_pad(chunk))
+        out.append(f"\\begin{{{env}}}\n{body}{_label(label) if i == len(chunks) - 1 else ''}\n\\end{{{env}}}")
+    return "\n".join(out)
 
 
 def _pad(lines: list[str]) -> list[str]:
     """Line the ``&`` up in the source too, for readable .tex files."""
+    lines = [line.lstrip() if line.lstrip().startswith("&") else line for line in lines]
     col = max(line.index("&") for line in lines)
     return [line[: line.index("&")].ljust(col) + line[line.index("&"):] for line in lines]
 
@@ -157,7 +295,7 @@ def equation(lhs, rhs=None, notation: Notation | None = None, *, numbered: bool 
     if rhs is None:
         body = printer.doprint(lhs)
     else:
-        lines = sum_lines(rhs, printer, integer("width", width, minimum=8))
+        lines = break_lines(rhs, printer, integer("width", width, minimum=8))
         lhs_tex = printer.doprint(lhs)
         if len(lines) == 1:
             body = f"{lhs_tex} = {lines[0]}"
@@ -175,7 +313,7 @@ def relation(lhs, rhs, notation: Notation | None = None, *, op: str = "=", width
         raise SeqgradValueError("op", op, r"one of =, \neq, \le, \ge, \approx")
     width = integer("width", width, minimum=8)
     printer = _printer(notation)
-    left, right = sum_lines(lhs, printer, width), sum_lines(rhs, printer, width)
+    left, right = break_lines(lhs, printer, width), break_lines(rhs, printer, width)
     if len(left) == 1 and visual_width(left[0]) <= width // 3:
         lines = [f"{left[0]} &{op} {right[0]}"] + [f"&\\quad {line}" for line in right[1:]]
     else:

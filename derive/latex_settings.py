@@ -29,7 +29,9 @@ import sympy as sp
 from sympy.printing.conventions import split_super_sub
 from sympy.printing.latex import LatexPrinter, translate
 
-from seqgrad.errors import SeqgradTypeError
+from seqgrad.errors import SeqgradTypeError, SeqgradValueError
+
+from .term_order import negated, textbook_order
 
 # The course text's own glyphs for a few names (keys are base names: indices are kept).
 TEXTBOOK_LETTERS: Mapping[str, str] = MappingProxyType({
@@ -55,7 +57,40 @@ def _names(argument: str, value: object) -> frozenset[str]:
 def _mapping(argument: str, value: object) -> Mapping[str, str]:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) and k and isinstance(v, str) for k, v in value.items()):
         raise SeqgradTypeError(argument, value, "a mapping from symbol names to LaTeX strings")
+    for name, tex in value.items():
+        check_math(f"{argument}[{name!r}]", tex)
     return MappingProxyType(dict(value))
+
+
+_ENV = re.compile(r"\\(begin|end)\{([^{}]*)\}")
+
+
+def check_math(argument: str, tex: str) -> str:
+    """``tex`` if it is a well-formed piece of math-mode LaTeX: braces balanced, every ``\\begin``
+    closed by its ``\\end``, no ``$``, ``%``, ``#`` or ``&`` (they would end the formula, comment out the
+    rest of the line, or break a table).  Anything else is refused before it reaches a document."""
+    if not isinstance(tex, str) or not tex.strip():
+        raise SeqgradValueError(argument, tex, "a non-empty piece of LaTeX, e.g. 'W_{hh}'")
+    unescaped = re.sub(r"\\.", "", tex)
+    for ch in "$%#&":
+        if ch in unescaped:
+            raise SeqgradValueError(argument, tex, f"math-mode LaTeX without an unescaped {ch!r}")
+    depth = 0
+    for ch in unescaped:
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth < 0:
+            break
+    if depth != 0:
+        raise SeqgradValueError(argument, tex, "LaTeX with balanced braces { } (e.g. 'W_{hh}')")
+    stack = []
+    for kind, env in _ENV.findall(tex):
+        if kind == "begin":
+            stack.append(env)
+        elif not stack or stack.pop() != env:
+            raise SeqgradValueError(argument, tex, "LaTeX whose \\begin{...} and \\end{...} match")
+    if stack:
+        raise SeqgradValueError(argument, tex, "LaTeX whose \\begin{...} and \\end{...} match")
+    return tex
 
 
 @dataclass(frozen=True)
@@ -64,13 +99,15 @@ class Notation:
 
     ``symbol_names``: exact symbol name -> LaTeX (``{"w_h": r"w_{hh}"}``).
     ``letters``: base name -> LaTeX, keeping sub- and superscripts (``{"g": r"\\delta"}``
-    prints ``g_t^h`` as ``\\delta^{h}_{t}``); defaults to the text's ``\\widehat{y}``,
-    ``\\widetilde{c}``, ``\\widetilde{h}``, ``\\mathcal{L}``.
+    prints ``g_t^h`` as ``\\delta^{h}_{t}``), on top of the text's ``\\widehat{y}``,
+    ``\\widetilde{c}``, ``\\widetilde{h}``, ``\\mathcal{L}`` (give ``{"L": "L"}`` to undo one).
     ``vectors``: names (exact, or base letters) of symbols that stand for whole
     vectors or matrices; with ``bold=True`` they, and every ``MatrixSymbol``, are bold.
     ``decimal_comma``: print ``0{,}25`` instead of ``0.25``.
     ``greek_indices``: let SymPy turn index names into Greek letters (``w_xi`` as
     ``w_{\\xi}``); off by default, since the text's indices are Latin (``w_{xi}``: x to i).
+    ``show_zero_state``: print the zero initial state (``h_{-1} = 0`` and every term it
+    multiplies); off by default: the text drops it (``z_0 = w_x x_0``).
     """
 
     symbol_names: Mapping[str, str] = field(default_factory=dict, hash=False)
@@ -79,14 +116,27 @@ class Notation:
     bold: bool = True
     decimal_comma: bool = False
     greek_indices: bool = False
+    show_zero_state: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "symbol_names", _mapping("symbol_names", self.symbol_names))
-        object.__setattr__(self, "letters", _mapping("letters", self.letters))
+        object.__setattr__(self, "letters", MappingProxyType({**TEXTBOOK_LETTERS, **_mapping("letters", self.letters)}))
         object.__setattr__(self, "vectors", _names("vectors", self.vectors))
-        for flag in ("bold", "decimal_comma", "greek_indices"):
+        for flag in ("bold", "decimal_comma", "greek_indices", "show_zero_state"):
             if not isinstance(getattr(self, flag), bool):
                 raise SeqgradTypeError(flag, getattr(self, flag), "True or False")
+        object.__setattr__(self, "_used", set())  # the renames a printer has applied (see unused_renames)
+
+    def unused_renames(self) -> list[str]:
+        """The names of ``symbol_names`` and the letters of ``letters`` (beyond the text's own) that no
+        formula printed with this notation has used so far: a rename of a name that does not occur."""
+        wanted = set(self.symbol_names) | {b for b, tex in self.letters.items() if TEXTBOOK_LETTERS.get(b) != tex}
+        return sorted(wanted - self._used)
+
+    def __reduce__(self):
+        """Pickle as plain settings (worker processes build document sections with a copy)."""
+        return (Notation, (dict(self.symbol_names), dict(self.letters), self.vectors, self.bold, self.decimal_comma,
+                           self.greek_indices, self.show_zero_state))
 
     def replace(self, **changes) -> "Notation":
         """A copy with some settings changed."""
@@ -124,13 +174,53 @@ class NotationPrinter(LatexPrinter):
         self.notation = notation
         settings.setdefault("decimal_separator", "comma" if notation.decimal_comma else "period")
         settings.setdefault("mat_symbol_style", "bold" if notation.bold else "plain")
+        settings.setdefault("order", "none")  # the arguments are put in the text's order by doprint
         super().__init__(settings)
+
+    def doprint(self, expr):
+        """LaTeX of ``expr`` with its sums and products in the text's order (:mod:`derive.term_order`)."""
+        return super().doprint(textbook_order(expr) if self._settings["order"] == "none" else expr)
+
+    def _print_Add(self, expr, order=None):
+        terms = self._as_ordered_terms(expr, order=order)
+        tex = ""
+        for i, term in enumerate(terms):
+            if i == 0:
+                pass
+            elif term.could_extract_minus_sign():
+                tex += " - "
+                term = negated(term)
+            else:
+                tex += " + "
+            term_tex = self._print(term)
+            if self._needs_add_brackets(term):
+                term_tex = r"\left(%s\right)" % term_tex
+            tex += term_tex
+        return tex
+
+    def _print_Mul(self, expr):
+        if self._settings["order"] == "none" and expr.could_extract_minus_sign() and expr.args[0].is_Number:
+            rest = negated(expr)
+            text = self._print(rest)
+            return "- " + (r"\left(%s\right)" % text if rest.is_Add else text)
+        return super()._print_Mul(expr)
+
+    def _print_Partial(self, expr):
+        return r"\frac{\partial %s}{\partial %s}" % (self._print(expr.of), self._print(expr.wrt))
+
+    def _print_DiagMatrix(self, expr):
+        return r"\operatorname{diag}\left(%s\right)" % self._print(expr.args[0])
+
+    _print_DiagonalizeVector = _print_DiagMatrix
 
     def _print_Symbol(self, expr, style="plain"):
         n = self.notation
         if expr.name in n.symbol_names:
+            n._used.add(expr.name)
             return n.symbol_names[expr.name]
         base, supers, subs, braced = self._parts(expr.name)
+        if base in n.letters:
+            n._used.add(base)
         glyph = n.letters[base] if base in n.letters else translate(base)  # SymPy's greek letters, hat, ...
         if style == "bold" or (n.bold and (expr.name in n.vectors or base in n.vectors)):
             glyph = (r"\boldsymbol{%s}" if base.lower() in _GREEK else r"\mathbf{%s}") % glyph
@@ -159,6 +249,50 @@ class NotationPrinter(LatexPrinter):
 
     def _print_MatrixSymbol(self, expr):
         return self._print_Symbol(sp.Symbol(expr.name), style=self._settings["mat_symbol_style"])
+
+
+class Partial(sp.Expr):
+    """The label ``dL/dw`` of a gradient, as an expression: printed ``\\frac{\\partial \\mathcal{L}}{\\partial w_{h}}``
+    by the notation's printer, so a rename of ``w_h`` (or of ``L``) reaches the label too.
+
+    >>> Notation(symbol_names={"w_h": "W_{hh}"}).latex(Partial(sp.Symbol("w_h")))
+    '\\\\frac{\\\\partial \\\\mathcal{L}}{\\\\partial W_{hh}}'
+    >>> str(Partial(sp.Symbol("w_h")))
+    'dL/dw_h'
+    """
+
+    is_commutative = True
+
+    def __new__(cls, wrt, of=None):
+        of = sp.Symbol("L") if of is None else of
+        if not isinstance(wrt, sp.Basic) or not isinstance(of, sp.Basic):
+            raise SeqgradTypeError("wrt", wrt, "a SymPy symbol")
+        return sp.Expr.__new__(cls, of, wrt)
+
+    @property
+    def of(self):
+        return self.args[0]
+
+    @property
+    def wrt(self):
+        return self.args[1]
+
+    def _sympystr(self, printer):
+        return f"d{printer._print(self.of)}/d{printer._print(self.wrt)}"
+
+
+def use_in_notebook(notation: Notation | None = None) -> None:
+    """Make IPython show every SymPy object printed by :class:`NotationPrinter` (the text's notation and
+    order of terms, the renames of ``notation``) instead of SymPy's own LaTeX.  Outside IPython: nothing."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    printer = NotationPrinter(notation)
+    shell.display_formatter.formatters["text/latex"].for_type(sp.Basic, lambda e: "$\\displaystyle " + printer.doprint(e) + "$")
 
 
 def latex(expr, notation: Notation | None = None) -> str:

@@ -89,7 +89,7 @@ from .safe_parse import as_sympy
 
 __all__ = [
     "MAX_TERMS", "Program", "Definition", "Template", "Elementwise", "SquaredNorm", "pullback",
-    "fast_mul", "fast_add", "fast_matadd",
+    "fast_mul", "fast_add", "fast_matadd", "sstr", "pretty",
 ]
 
 #: Default size guard of :meth:`Program.expand`: the largest closed form, in
@@ -110,7 +110,16 @@ def _latex(expr) -> str:
 
 
 class _StrPrinter(StrPrinter):
-    """SymPy's str printer, with the elementwise product written ``a o b`` (the text's circle)."""
+    """SymPy's str printer in the text's order of terms (:mod:`derive.term_order`): ``w_x*x_0 + w_h*h_{-1}``,
+    ``(yhat - y)**2/2``; the elementwise product written ``a ∘ b``, a diagonal matrix ``diag(a)``."""
+
+    def __init__(self, settings=None):
+        super().__init__({"order": "none", **(settings or {})})
+
+    def doprint(self, expr):
+        from .term_order import textbook_order
+
+        return super().doprint(textbook_order(expr))
 
     def _print_HadamardProduct(self, expr):
         def factor(a):
@@ -119,12 +128,75 @@ class _StrPrinter(StrPrinter):
                       or (text.startswith("(") and text.endswith(")") and text.count("(") == 1))
             return text if simple else f"({text})"
 
-        return " o ".join(factor(a) for a in expr.args)
+        return " ∘ ".join(factor(a) for a in expr.args)
+
+    def _print_DiagMatrix(self, expr):
+        return f"diag({self._print(expr.args[0])})"
+
+    _print_DiagonalizeVector = _print_DiagMatrix
+
+
+_SUB = dict(zip("0123456789-+()aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉₋₊₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ"))
+_SUP = dict(zip("0123456789-+()nizcfoTrhu", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺⁽⁾ⁿⁱᶻᶜᶠᵒᵀʳʰᵘ"))
+_GLYPH = {"yhat": "ŷ", "ctilde": "c̃", "htilde": "h̃", "sigma": "σ", "phi": "φ", "delta": "δ", "omega": "ω"}
+
+
+def _script(text: str, table: dict, mark: str) -> str:
+    return "".join(table[c] for c in text) if text and all(c in table for c in text) else f"{mark}{{{text}}}"
+
+
+class _PrettyPrinter(_StrPrinter):
+    """One-line unicode for terminals: ``wₓ xₜ + wₕ hₜ₋₁``, ``(ŷ − y)²/2``, ``g₂ᶻ``, ``a ∘ b``."""
+
+    def _print_Symbol(self, expr):
+        import re
+
+        m = re.fullmatch(r"([A-Za-z]+)((?:[_^](?:\{[^{}]*\}|[^_^{}]+))*)", expr.name)
+        if not m:
+            return expr.name
+        out = _GLYPH.get(m.group(1), m.group(1))
+        subs, sups = [], []
+        for kind, value in re.findall(r"([_^])(\{[^{}]*\}|[^_^{}]+)", m.group(2)):
+            (subs if kind == "_" else sups).append(value.strip("{}"))
+        if subs:
+            out += _script(",".join(subs), _SUB, "_")
+        if sups:
+            out += _script(",".join(sups), _SUP, "^")
+        return out
+
+    _print_MatrixSymbol = _print_Symbol
+
+    def _print_Pow(self, expr, rational=False):
+        if expr.exp.is_Integer and expr.exp > 1:
+            return self.parenthesize(expr.base, 1000 - 1) + _script(str(expr.exp), _SUP, "^")  # PRECEDENCE["Pow"] - 1
+        return super()._print_Pow(expr, rational)
+
+    def _print_Transpose(self, expr):
+        return self.parenthesize(expr.arg, 1000 - 1) + "ᵀ"
+
+    def doprint(self, expr):
+        text = super().doprint(expr).replace("||**2", "||²").replace("**", "^").replace("*", " ")
+        text = text.replace(" - ", " − ").replace("(-", "(−")
+        return "−" + text[1:] if text.startswith("-") else text
 
 
 def sstr(expr) -> str:
-    """Plain-text form of a program's expressions (``sympy.sstr`` with ``o`` for the elementwise product)."""
+    """Plain-text form of a program's expressions, in the text's order (``sympy.sstr`` otherwise;
+    ``∘`` for the elementwise product, ``diag(a)``)."""
     return _StrPrinter().doprint(expr)
+
+
+def pretty(expr) -> str:
+    """A one-line unicode form for terminals, in the text's order: ``z₀ = wₓ x₀``, ``(ŷ − y)²/2``.
+
+    >>> import sympy as sp
+    >>> y, yhat = sp.symbols("y yhat")
+    >>> pretty((yhat - y) ** 2 / 2)
+    '(ŷ − y)²/2'
+    >>> pretty(sp.Symbol("w_x") * sp.Symbol("x_0") + sp.Symbol("w_h") * sp.Symbol("h_{t-1}"))
+    'wₓ x₀ + wₕ hₜ₋₁'
+    """
+    return _PrettyPrinter().doprint(expr)
 
 
 class Elementwise(ElementwiseApplyFunction):
@@ -576,17 +648,28 @@ class Program:
 
     # -- output ---------------------------------------------------------------
     def __str__(self) -> str:
-        return "\n".join(str(d) for d in self._defs)
+        """The recursion as the text prints it: textbook order, the zero initial state dropped."""
+        from .term_order import drop_zero_state
+
+        rows = drop_zero_state([(d.target, [d.value]) for d in self._defs])
+        return "\n".join(f"{sstr(lhs)} = {sstr(rhs[0])}" for lhs, rhs in rows)
+
+    def pretty(self) -> str:
+        """:meth:`__str__` in unicode (:func:`pretty`), for a terminal."""
+        from .term_order import drop_zero_state
+
+        rows = drop_zero_state([(d.target, [d.value]) for d in self._defs])
+        return "\n".join(f"{pretty(lhs)} = {pretty(rhs[0])}" for lhs, rhs in rows)
 
     def __repr__(self) -> str:
         return f"<Program {self.name!r}: {len(self._defs)} definitions>"
 
     def latex(self, kinds: str | Iterable[str] | None = None, width: int = 60) -> str:
-        """An ``aligned`` environment, one definition a line, long sums broken over lines."""
+        """A complete display (``align*``, see :func:`latex_aligned`), one definition a line."""
         return latex_aligned([(d.target, d.value) for d in self.definitions(kinds)], width)
 
     def _repr_latex_(self) -> str:
-        return "$$" + self.latex() + "$$"
+        return self.latex()
 
     def dot(self) -> str:
         """The dependency graph as Graphviz DOT text (leaves as ellipses, definitions as boxes)."""
@@ -621,9 +704,12 @@ def _dot_id(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def latex_aligned(rows: Iterable[tuple], width: int = 60) -> str:
-    """``\\begin{aligned} lhs &= rhs \\\\ ... \\end{aligned}`` for (lhs, rhs) pairs of SymPy objects,
-    in the text's notation, long sums broken over lines (:func:`derive.latex_layout.aligned`)."""
-    from .latex_layout import aligned
+def latex_aligned(rows: Iterable[tuple], width: int = 60, notation=None) -> str:
+    """A complete display of (lhs, rhs) pairs of SymPy objects, for a document body or a notebook
+    (:func:`derive.latex_layout.display`): one or more ``align*`` environments (amsmath), rows
+    aligned at ``=``, long sums and products broken over lines, a long derivation split into
+    consecutive displays so that it breaks across pages; the zero initial state is dropped unless
+    ``notation.show_zero_state``.  Return it as it is from ``_repr_latex_`` (no ``$$`` around it)."""
+    from .latex_layout import display
 
-    return aligned(list(rows), width=width)
+    return display(list(rows), notation, width=width)

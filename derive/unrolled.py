@@ -14,7 +14,8 @@ import sympy as sp
 
 from seqgrad.errors import SeqgradValueError
 
-from .program import _latex, latex_aligned
+from .latex_settings import Partial
+from .program import latex_aligned
 
 
 class Unrolled:
@@ -31,12 +32,11 @@ class Unrolled:
         """The whole derivation (forward, loss, backward, gradients) as an ``aligned`` environment."""
         rows = [(d.target, d.value) for d in self.program.definitions(kinds)]
         if kinds is None:
-            rows += [(sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial %s}" % _latex(s)), self._gradient(s))
-                     for s in self.parameters.values()]
+            rows += [(Partial(s), self._gradient(s)) for s in self.parameters.values()]
         return latex_aligned(rows)
 
     def _repr_latex_(self) -> str:
-        return "$$" + self.latex() + "$$"
+        return self.latex()  # already a complete display (align*), which Jupyter renders as it is
 
     def dot(self) -> str:
         """The unrolled graph and its backward pass as Graphviz DOT text."""

@@ -9,6 +9,11 @@ The mask M holds 0 for allowed and -inf for excluded sources and is added
 With ``record=None`` and heads of one width, the heads run as one fused QKV
 product and :func:`torch.nn.functional.scaled_dot_product_attention`; with a
 ``record`` dict every intermediate is computed explicitly and stored by name.
+
+Cross-attention (the decoder, seed 001 l.182): pass ``memory=H_enc`` and the
+queries come from X while the keys and values come from the memory,
+``Q = X W_Q^T``, ``K = H_enc W_K^T``, ``V = H_enc W_V^T``; S and A are then
+T_q x T_k and a mask has that shape.
 """
 
 from __future__ import annotations
@@ -111,6 +116,24 @@ def check_inputs(X, M, D: int, dtype: torch.dtype, device: torch.device) -> None
             raise SeqgradTypeError("mask", f"a {M.dtype} tensor on {M.device}", f"a {dtype} tensor on {device}")
 
 
+def check_attention_inputs(X, M, memory, D: int, dtype: torch.dtype, device: torch.device) -> None:
+    """:func:`check_inputs` for self-attention; for cross-attention (``memory`` given) X and the memory are
+    checked alike and a mask must be (T, T_memory) or (B, T, T_memory)."""
+    if memory is None:
+        return check_inputs(X, M, D, dtype, device)
+    check_inputs(X, None, D, dtype, device)
+    try:
+        check_inputs(memory, None, D, dtype, device)
+    except ShapeError as exc:
+        raise ShapeError("memory", tuple(memory.shape), f"(T_src, {D}) or (B, T_src, {D})") from exc
+    if M is not None:
+        want = (X.shape[-2], memory.shape[-2])
+        if not isinstance(M, torch.Tensor) or M.dim() not in (2, 3) or tuple(M.shape[-2:]) != want:
+            raise ShapeError("mask", tuple(getattr(M, "shape", ())), f"{want} or (B, {want[0]}, {want[1]})")
+        if M.dtype != dtype or M.device != device:
+            raise SeqgradTypeError("mask", f"a {M.dtype} tensor on {M.device}", f"a {dtype} tensor on {device}")
+
+
 def check_finite_output(out: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
     """No silent NaN or inf: finite inputs whose scores overflow are a clear error."""
     if not bool(torch.isfinite(out).all()):
@@ -149,17 +172,19 @@ class Head(nn.Module):
         self.b_K = None if b_K is None else parameter("b_K", b_K, (self.d_k,), dtype, device)
         self.b_V = None if b_V is None else parameter("b_V", b_V, (self.d_v,), dtype, device)
 
-    def project(self, X: torch.Tensor):
+    def project(self, X: torch.Tensor, memory: torch.Tensor | None = None):
+        """Q from X; K and V from ``memory`` when given (cross-attention), else from X."""
+        Y = X if memory is None else memory
         Q = F.linear(X, self.W_Q, self.b_Q)
-        K = F.linear(X, self.W_K, self.b_K)
-        V = F.linear(X, self.W_V, self.b_V)
+        K = F.linear(Y, self.W_K, self.b_K)
+        V = F.linear(Y, self.W_V, self.b_V)
         return Q, K, V
 
     def forward(self, X: torch.Tensor, M: torch.Tensor | None = None, record: dict | None = None, name: str = "head1",
-                checked: bool = False):
+                checked: bool = False, *, memory: torch.Tensor | None = None):
         if not checked:
-            check_inputs(X, M, self.D, self.W_Q.dtype, self.W_Q.device)
-        Q, K, V = self.project(X)
+            check_attention_inputs(X, M, memory, self.D, self.W_Q.dtype, self.W_Q.device)
+        Q, K, V = self.project(X, memory)
         QKt = Q @ K.transpose(-1, -2)
         S = QKt / math.sqrt(self.d_k)
         A = torch.softmax(S if M is None else S + M, dim=-1)
@@ -202,14 +227,16 @@ class MultiHeadAttention(nn.Module):
         return cls(heads, random_matrix((D, n_heads * d_v), generator, dtype), r(D) if bias else None,
                    dtype=dtype, device=device)
 
-    def forward(self, X: torch.Tensor, M: torch.Tensor | None = None, record: dict | None = None, prefix: str = ""):
-        """``B_att`` for inputs X (T x D or B x T x D) and an optional additive mask M; both paths
-        (fused, and explicit with ``record``) check X and M the same way and refuse an overflow."""
-        check_inputs(X, M, self.D, self.W_O.dtype, self.W_O.device)
+    def forward(self, X: torch.Tensor, M: torch.Tensor | None = None, record: dict | None = None, prefix: str = "",
+                *, memory: torch.Tensor | None = None):
+        """``B_att`` for inputs X (T x D or B x T x D) and an optional additive mask M; with ``memory`` the keys
+        and values come from it (cross-attention).  Both paths (fused, and explicit with ``record``) check X,
+        the memory and M the same way and refuse an overflow."""
+        check_attention_inputs(X, M, memory, self.D, self.W_O.dtype, self.W_O.device)
         if record is None and self.uniform:
-            C = self._fused(X, M)
+            C = self._fused(X, M, memory)
         else:
-            O = [h(X, M, record, f"{prefix}head{i}", checked=True) for i, h in enumerate(self.heads, 1)]
+            O = [h(X, M, record, f"{prefix}head{i}", checked=True, memory=memory) for i, h in enumerate(self.heads, 1)]
             C = torch.cat(O, dim=-1)
         B_att = F.linear(C, self.W_O, self.b_O)
         if record is not None:
@@ -217,8 +244,8 @@ class MultiHeadAttention(nn.Module):
             record[f"{prefix}B_att"] = B_att
         return check_finite_output(B_att, X)
 
-    def _fused(self, X: torch.Tensor, M: torch.Tensor | None) -> torch.Tensor:
-        """All heads in one QKV product and one fused attention call (no intermediates kept)."""
+    def _fused(self, X: torch.Tensor, M: torch.Tensor | None, memory: torch.Tensor | None = None) -> torch.Tensor:
+        """All heads in one QKV product (Q and one KV product for cross-attention) and one fused attention call."""
         hs = self.heads
         n, d_k, d_v = len(hs), hs[0].d_k, hs[0].d_v
         W = torch.cat([h.W_Q for h in hs] + [h.W_K for h in hs] + [h.W_V for h in hs], dim=0)
@@ -226,12 +253,16 @@ class MultiHeadAttention(nn.Module):
         if any(h.b_Q is not None or h.b_K is not None or h.b_V is not None for h in hs):
             z = lambda p, d: p if p is not None else X.new_zeros(d)
             b = torch.cat([z(h.b_Q, d_k) for h in hs] + [z(h.b_K, d_k) for h in hs] + [z(h.b_V, d_v) for h in hs])
-        QKV = F.linear(X, W, b)
+        if memory is None:
+            Q, K, V = F.linear(X, W, b).split([n * d_k, n * d_k, n * d_v], dim=-1)
+        else:
+            Q = F.linear(X, W[:n * d_k], None if b is None else b[:n * d_k])
+            K, V = F.linear(memory, W[n * d_k:], None if b is None else b[n * d_k:]).split([n * d_k, n * d_v], dim=-1)
         lead, T = X.shape[:-2], X.shape[-2]
-        Q, K, V = QKV.split([n * d_k, n * d_k, n * d_v], dim=-1)
+        T_k = K.shape[-2]
         Q = Q.reshape(*lead, T, n, d_k).transpose(-2, -3)
-        K = K.reshape(*lead, T, n, d_k).transpose(-2, -3)
-        V = V.reshape(*lead, T, n, d_v).transpose(-2, -3)
+        K = K.reshape(*K.shape[:-2], T_k, n, d_k).transpose(-2, -3)
+        V = V.reshape(*V.shape[:-2], T_k, n, d_v).transpose(-2, -3)
         if M is not None and M.dim() == 3:
             M = M.unsqueeze(-3)
         O = F.scaled_dot_product_attention(Q, K, V, attn_mask=M)

@@ -56,18 +56,32 @@ def plot_output_gradient_vs_depth(ax, study: depth.GradientStudy) -> list:
     return lines
 
 
+def noise_floor(s: np.ndarray) -> float:
+    """The level below which a computed singular value is rounding noise: ``n * eps * sigma_1`` (float64)."""
+    s = np.asarray(s, dtype=np.float64)
+    return float(len(s) * np.finfo(np.float64).eps * (s.max() if s.size else 0.0))
+
+
 def plot_singular_values(ax, study: depth.JacobianStudy, placement: str) -> list:
-    """Descending singular values of J_L ... J_1 for every depth of the study; solid with residuals, dashed without."""
+    """Descending singular values of J_L ... J_1 for every depth of the study; solid with residuals, dashed
+    without.  Values below each product's noise floor ``n eps sigma_1`` are rounding noise of float64 and are
+    not drawn (a curve ends there); the lowest floor is marked."""
     placement = validate.choice("placement", placement, depth.PLACEMENTS)
     lines = []
+    floors = []
     colors = [f"C{i}" for i in range(len(study.depths))]
     for color, L in zip(colors, study.depths):
         for residual, style in ((True, "-"), (False, "--")):
-            s = study.singular_values[(placement, residual, L)]
+            s = np.asarray(study.singular_values[(placement, residual, L)], dtype=np.float64)
+            floor = noise_floor(s)
+            floors.append(floor)
             label = f"L = {L}, {'with' if residual else 'without'} residual"
-            lines.append(ax.plot(np.arange(1, len(s) + 1), np.maximum(s, _FLOOR), style, color=color, label=label)[0])
+            lines.append(ax.plot(np.arange(1, len(s) + 1), np.where(s > floor, s, np.nan), style, color=color, label=label)[0])
+    lowest = min(f for f in floors if f > 0) if any(f > 0 for f in floors) else _FLOOR
     ax.set_yscale("log")
-    ax.set_ylim(bottom=1e-20)
+    ax.set_ylim(bottom=lowest / 10)
+    ax.axhline(lowest, color="0.6", lw=0.8, ls=":")
+    ax.text(1, lowest, r"  each curve stops at its float64 noise floor $n\,\varepsilon\,\sigma_1$ (dotted: the lowest)", fontsize=7, color="0.35", va="bottom")
     ax.set_xlabel("index i (descending)")
     ax.set_ylabel(r"$\sigma_i(J_L\cdots J_1)$")
     ax.set_title(f"{placement}: singular values of the depth Jacobian product")

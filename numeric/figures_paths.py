@@ -109,24 +109,52 @@ def gradient_flow_cells(width: int = 16, input_size: int = 4, seed: int = 0) -> 
     }
 
 
-def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0) -> list:
-    """``||dL/dh_s||_2`` against the distance ``T-1-s`` for RNN, GRU and LSTM of the same width
-    (``L = h_{T-1} . v``), and dashed: the mean fixed-gate carry product (``prod u_t`` / ``prod f_t``)."""
+def with_gate_bias(weights, gate: str, bias: float):
+    """A copy of GRU or LSTM weights with ``bias`` added to one gate's bias (the text's combined
+    ``b_a = b_ih + b_hh``): ``with_gate_bias(lstm, "f", 3.0)`` opens the forget gate (``f_t`` near
+    ``sigmoid(3) = 0.95``), ``with_gate_bias(gru, "u", 3.0)`` makes the GRU keep its state."""
+    bias = validate.real("bias", bias)
+    k = weights.GATES.index(validate.choice("gate", gate, weights.GATES))
+    H = weights.hidden_size
+    b = np.array(weights.bias_ih, dtype=np.float64, copy=True)
+    b[k * H:(k + 1) * H] += bias
+    return type(weights)(weights.weight_ih, weights.weight_hh, b, weights.bias_hh)
+
+
+def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0, gate_bias: float = 3.0) -> list:
+    """The text's point about gates (week06 §LSTM:400, §GRU:382): at fixed gates the carry derivative is
+    ``diag(f_t)`` (LSTM) or ``diag(u_t)`` (GRU), so a gate held near 1 carries the gradient back where the
+    plain RNN's products of ``diag(phi') W_h`` shrink it.  Solid: ``||dL/dh_s||_2`` by autograd
+    (``L = h_{T-1} . v``) against the distance ``T-1-s``, for the RNN, the GRU and the LSTM at PyTorch's
+    default initialisation (gate biases near 0, gates near 0.5) and with the keeping gate's bias raised by
+    ``gate_bias``; dashed: the mean fixed-gate carry product ``prod u_t`` / ``prod f_t``."""
     T = validate.integer("T", T, minimum=2)
+    gate_bias = validate.real("gate_bias", gate_bias)
     cells = gradient_flow_cells(width, seed=seed)
+    variants = [("RNN", cells["RNN"], "default init"),
+                ("GRU", cells["GRU"], "default init"),
+                ("GRU", with_gate_bias(cells["GRU"], "u", gate_bias), f"$b_u + {gate_bias:g}$"),
+                ("LSTM", cells["LSTM"], "default init"),
+                ("LSTM", with_gate_bias(cells["LSTM"], "f", gate_bias), f"$b_f + {gate_bias:g}$")]
+    colors = {("RNN", "default init"): "0.2", ("GRU", "default init"): "tab:orange", ("LSTM", "default init"): "tab:green"}
     X = np.random.default_rng(seed + 1).standard_normal((T, 4))
     artists = []
-    for name, w in cells.items():
+    for name, w, setting in variants:
         flow = paths.gradient_flow(w, X)
-        line = ax.plot(flow.distance, flow.grad_norm, label=f"{name}: " + r"$\|\partial L/\partial h_s\|_2$")[0]
+        color = colors[(name, setting)] if (name, setting) in colors else {"GRU": "tab:red", "LSTM": "tab:blue"}[name]
+        line = ax.plot(flow.distance, flow.grad_norm, color=color,
+                       label=f"{name}, {setting}: " + r"$\|\partial L/\partial h_s\|_2$")[0]
         artists.append(line)
         if flow.carry_at_fixed_gates is not None:
             gate = "u" if name == "GRU" else "f"
-            artists.append(ax.plot(flow.distance, flow.carry_at_fixed_gates, ls="--", color=line.get_color(),
-                                   label=f"{name}: mean " + rf"$\prod {gate}_t$ (fixed gates)")[0])
+            artists.append(ax.plot(flow.distance, flow.carry_at_fixed_gates, ls="--", color=color, lw=1,
+                                   label=f"{name}, {setting}: mean " + rf"$\prod {gate}_t$")[0])
+    floor = np.finfo(np.float64).eps
     ax.set_yscale("log")
-    ax.set_xlabel("distance T - 1 - s")
-    ax.set_ylabel("gradient norm")
-    ax.set_title(f"gradient flow at width H = {width}, T = {T}")
-    ax.legend(fontsize="small")
+    ax.set_ylim(bottom=floor)
+    ax.axhline(floor, color="0.6", lw=0.8, ls=":")
+    ax.set_xlabel("distance $T - 1 - s$ (steps back from the loss)")
+    ax.set_ylabel("gradient norm (cut at float64 machine epsilon)")
+    ax.set_title(f"Gates held open keep the gradient (H = {width}, T = {T})")
+    ax.legend(fontsize="x-small", ncol=1, loc="lower left")
     return artists

@@ -75,13 +75,19 @@ def booktabs(rows: Sequence[Sequence[float]], *, row_labels: Sequence[str] | Non
         raise SeqgradValueError("col_labels", len(col_labels), f"{width} labels, one per column")
     esc = (lambda s: str(s)) if raw_labels else tex_escape
     spec = ("l" if row_labels is not None else "") + "r" * width
-    lines = [r"\begin{table}[htbp]", r"\centering"]
+    # a small type and narrow gaps let the course's 7-token tables fit a plain article's text width
+    lines = [r"\begin{table}[htbp]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}"]
     if caption:
         lines.append(rf"\caption{{{esc(caption)}}}")
     if label:
         lines.append(rf"\label{{{label}}}")
     lines += [rf"\begin{{tabular}}{{{spec}}}", r"\toprule"]
     if col_labels is not None:
+        split = [str(c).split(": ", 1) for c in col_labels]
+        if all(len(parts) == 2 for parts in split):  # "j=1: journey": the index above the word, two header rows
+            lead = [""] if row_labels is not None else []
+            lines.append(" & ".join(lead + [esc(a) for a, _ in split]) + r" \\")
+            col_labels = [b for _, b in split]
         head = ([esc(corner)] if row_labels is not None else []) + [esc(c) for c in col_labels]
         lines += [" & ".join(head) + r" \\", r"\midrule"]
     for i, r in enumerate(rows):

@@ -1,42 +1,25 @@
-"""A minimal progress bar on standard error, drawn only on a terminal."""
+"""Progress bars (tqdm) on standard error, drawn only on a terminal unless asked for.
+
+>>> list(progress(range(3), label="demo", enabled=False))
+[0, 1, 2]
+"""
 
 from __future__ import annotations
 
 import sys
-import time
 from typing import Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
 
 
-def progress(items: Iterable[T], total: int | None = None, label: str = "", stream=None, enabled: bool | None = None) -> Iterator[T]:
-    """Yield ``items`` while drawing ``label [#####.....] k/n`` on a terminal."""
+def progress(items: Iterable[T], total: int | None = None, label: str = "", stream=None,
+             enabled: bool | None = None) -> Iterator[T]:
+    """Yield ``items`` while ``tqdm`` draws ``label  40%|####      | 2/5 [00:01<00:01]`` on ``stream``
+    (standard error); by default only when ``stream`` is a terminal, so logs and pipes stay clean."""
+    from tqdm import tqdm
+
     stream = stream or sys.stderr
     if enabled is None:
         enabled = hasattr(stream, "isatty") and stream.isatty()
-    if total is None:
-        try:
-            total = len(items)  # type: ignore[arg-type]
-        except TypeError:
-            total = None
-    start = time.monotonic()
-    count = 0
-    for item in items:
-        yield item
-        count += 1
-        if enabled:
-            _draw(stream, label, count, total, time.monotonic() - start)
-    if enabled:
-        stream.write("\n")
-        stream.flush()
-
-
-def _draw(stream, label: str, count: int, total: int | None, elapsed: float) -> None:
-    width = 30
-    if total:
-        filled = int(width * count / total)
-        bar = "#" * filled + "." * (width - filled)
-        stream.write(f"\r{label} [{bar}] {count}/{total} {elapsed:5.1f}s")
-    else:
-        stream.write(f"\r{label} {count} {elapsed:5.1f}s")
-    stream.flush()
+    yield from tqdm(items, total=total, desc=label or None, file=stream, disable=not enabled, leave=True,
+                    dynamic_ncols=True, mininterval=0.2)

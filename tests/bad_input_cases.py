@@ -486,6 +486,9 @@ cli(["latex", "notes.tex", "--proof-seconds", "0"], SeqgradValueError, "proof_se
 cli(["latex", "notes.tex", "--jobs", "-1"], SeqgradValueError, "--jobs='-1'")
 cli(["latex", "notes.tex", "--proof-seconds", "nan"], NonFiniteError, "finite")
 cli(["latex", "notes.tex", "--symbol", "w_h"], SeqgradValueError, "--symbol='w_h'")
+cli(["latex", "notes.tex", "--symbol", "w_h=W_{hh"], SeqgradValueError, "balanced braces")
+cli(["latex", "notes.tex", "--symbol", "w_h=$W$"], SeqgradValueError, "unescaped '$'")
+cli(["latex", "notes.tex", "--jobs", "0"], SeqgradValueError, "jobs=0")
 cli(["latex", "/proc/seqgrad/notes.tex", "--sections", "rnn"], SeqgradValueError, "OUT.tex=")
 cli(["encoder", "--device", "tpu"], UsageError, "argument --device")
 cli(["encoder", "--out", ""], SeqgradValueError, "--out='' is not allowed: a file path (it is empty)")
@@ -502,6 +505,87 @@ cli(["plot", "paths", "--device", "tpu"], UsageError, "argument --device")
 cli(["plot", "nosuchset"], UsageError, "argument SET")
 cli(["plot", "paths", "--format", "gif"], UsageError, "argument --format")
 cli(["plot", "paths", "--out", "/proc/seqgrad-figures"], SeqgradValueError, "--out")
+cli(["derive", "conv", "--size", "3", "--kernel", "5"], SeqgradValueError, "kernel=5")
+cli(["derive", "conv", "--stride", "0"], SeqgradValueError, "--stride=0")
+cli(["derive", "conv", "--size", "4"], SeqgradValueError, "--size/--kernel")
+cli(["derive", "conv", "--size", "40", "--kernel", "3"], SeqgradValueError, "--size=40")
+cli(["derive", "decoder", "--part", "causal", "--positions", "9"], SeqgradValueError, "--positions=9")
+cli(["derive", "decoder", "--heads", "3"], SeqgradValueError, "heads=3")
+cli(["derive", "decoder", "--part", "encoder"], UsageError, "argument --part")
+cli(["generate", "--max-len", "0"], SeqgradValueError, "--max-len=0")
+cli(["generate", "--text", "I hate ML"], SeqgradValueError, "word='hate'")
+cli(["generate", "--text", ""], SeqgradValueError, "at least one word")
+cli(["generate", "--train-steps", "0"], SeqgradValueError, "--train-steps=0")
+
+
+# ---------------------------------------------------------------- decoder and convolution (issue 14)
+
+
+def _dec():
+    import torch
+
+    from numeric.decoder import Decoder
+
+    return Decoder.random(5, 8, 2, 16), torch
+
+
+def _model():
+    from numeric.decoder import EncoderDecoder
+
+    return EncoderDecoder.random(4, 5, 8, 2, 16)
+
+
+def _f64(torch, *shape):
+    return torch.zeros(*shape, dtype=torch.float64)
+
+
+case("numeric.decoder", "Decoder(D=8).decode(H (5, 8), H_enc (3, 6))  (memory and target widths disagree)", ShapeError,
+     "memory width must equal the decoder width D=8")(lambda: (lambda d, t: d.decode(_f64(t, 5, 8), _f64(t, 3, 6)))(*_dec()))
+case("numeric.decoder", "Decoder.decode(H (0, 8), H_enc)  (an empty target sequence)", ShapeError, "H=(0, 8)")(
+    lambda: (lambda d, t: d.decode(_f64(t, 0, 8), _f64(t, 3, 8)))(*_dec()))
+case("numeric.decoder", "Decoder.decode(H, H_enc (0, 8))  (an empty memory)", ShapeError, "T_src >= 1")(
+    lambda: (lambda d, t: d.decode(_f64(t, 5, 8), _f64(t, 0, 8)))(*_dec()))
+case("numeric.decoder", "Decoder.decode(H (5, 8), H_enc, mask=(4, 4))  (a mask of the wrong shape)", ShapeError, "(5, 5)")(
+    lambda: (lambda d, t: d.decode(_f64(t, 5, 8), _f64(t, 3, 8), mask=_f64(t, 4, 4)))(*_dec()))
+case("numeric.decoder", "Decoder.decode(H (5, 8), H_enc (3, 8), memory_mask=(5, 4))", ShapeError, "memory_mask=(5, 4)")(
+    lambda: (lambda d, t: d.decode(_f64(t, 5, 8), _f64(t, 3, 8), memory_mask=_f64(t, 5, 4)))(*_dec()))
+case("numeric.decoder", "Decoder.decode(H, H_enc (3, 8), memory_padding=[1, 1])", ShapeError, "memory_padding=(2,)")(
+    lambda: (lambda d, t: d.decode(_f64(t, 5, 8), _f64(t, 3, 8), memory_padding=[1, 1]))(*_dec()))
+case("numeric.decoder", "Decoder(K=5)([0, 7], H_enc)  (a target token outside the vocabulary)", SeqgradValueError, "ids=7")(
+    lambda: (lambda d, t: d([0, 7], _f64(t, 3, 8)))(*_dec()))
+case("numeric.decoder", "EncoderDecoder.generate([1, 2], max_len=0)", SeqgradValueError, "max_len=0")(
+    lambda: _model().generate([1, 2], 0))
+case("numeric.decoder", "EncoderDecoder.generate([1, 2], max_len=-3)", SeqgradValueError, "max_len=-3")(
+    lambda: _model().generate([1, 2], -3))
+case("numeric.decoder", "EncoderDecoder.generate([1, 9], 5)  (a source token outside the vocabulary)", SeqgradValueError, "ids=9")(
+    lambda: _model().generate([1, 9], 5))
+case("numeric.decoder", "EncoderDecoder.generate([], 5)  (an empty source sentence)", ShapeError, "src_ids=(0,)")(
+    lambda: _model().generate([], 5))
+
+
+def _nconv():
+    import torch
+
+    from numeric import conv
+
+    return conv, torch
+
+
+case("numeric.conv", "conv(X (2, 3), K (5,))  (a kernel larger than the input, no padding)", ShapeError, "at most H + 2P")(
+    lambda: (lambda c, t: c.conv(_f64(t, 2, 3), _f64(t, 5)))(*_nconv()))
+case("numeric.conv", "conv(X (2, 8), K (2,), stride=0)", SeqgradValueError, "stride=0")(
+    lambda: (lambda c, t: c.conv(_f64(t, 2, 8), _f64(t, 2), stride=0))(*_nconv()))
+case("numeric.conv", "conv(X (2, 0), K (2,))  (an empty sequence)", ShapeError, "X=(2, 0)")(
+    lambda: (lambda c, t: c.conv(_f64(t, 2, 0), _f64(t, 2)))(*_nconv()))
+case("numeric.conv", "max_pool2d(X (1, 2, 2), pool=3)", ShapeError, "pool=(3,)")(
+    lambda: (lambda c, t: c.max_pool2d(_f64(t, 1, 2, 2), 3))(*_nconv()))
+case("derive.conv", "ExplicitConv((3,), (5,))  (a kernel larger than the input, no padding)", SeqgradValueError, "kernel=5")(
+    lambda: __import__("derive.conv").conv.ExplicitConv((3,), (5,)))
+case("derive.conv", "Conv2d(stride=0)", SeqgradValueError, "stride=0")(lambda: __import__("derive.conv").conv.Conv2d(stride=0))
+case("derive.conv", "receptive_field([3, 3], strides=[1])", SeqgradValueError, "one stride per layer")(
+    lambda: __import__("derive.conv").conv.receptive_field([3, 3], [1]))
+case("derive.decoder", "CrossAttention(2, 3, 1, 1, mask=2 x 2)  (a mask of the wrong shape)", ShapeError, "2 x 3")(
+    lambda: __import__("derive.decoder").decoder.CrossAttention(2, 3, 1, 1, mask=[[0, 0], [0, 0]]))
 cli(["experiment", "cue-recall", "--models", "rnn,lstm"], SeqgradValueError, "--models='lstm'")
 cli(["experiment", "cue-recall", "--delays", "8,0"], SeqgradValueError, "--delays=0")
 cli(["experiment", "cue-recall", "--delays", "8,,32"], SeqgradValueError, "without empty items")

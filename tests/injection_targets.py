@@ -124,9 +124,21 @@ def _text():
     ]
 
 
+def _decoder_conv():
+    from derive import conv, decoder
+
+    return [
+        ("derive.conv.receptive_field([payload, 3])", lambda p: conv.receptive_field([p, 3])),
+        ("derive.conv.receptive_field([3], strides=[payload])", lambda p: conv.receptive_field([3], [p])),
+        ("derive.conv.output_size(payload, 3)", lambda p: conv.output_size(p, 3)),
+        ("derive.decoder.CrossAttention(1, 2, 1, 1, scale=payload)", lambda p: decoder.CrossAttention(1, 2, 1, 1, scale=p)),
+        ("derive.decoder.decoder_layer_params(payload)", lambda p: decoder.decoder_layer_params(p)),
+    ]
+
+
 def targets() -> list[tuple[str, object]]:
     """(description, call) for every entry point; call(payload) passes the payload as the symbolic argument."""
     out = []
-    for group in (_softmax, _positional, _attention, _layernorm, _residual, _counting, _program, _rnn, _text):
+    for group in (_softmax, _positional, _attention, _layernorm, _residual, _counting, _program, _rnn, _text, _decoder_conv):
         out += group()
     return out

@@ -104,7 +104,8 @@ def test_report_tex_compiles_and_breaks_over_pages(tmp_path):
     paths = report.write(tmp_path / "rep", results, device="cpu", dtype="float64", total_seconds=1.0, figures=[])
     pdf = latexdoc.compile_pdf(paths["tex"], tmp_path / "build")
     assert pages(pdf) >= 3
-    assert "L249 & table #149" in pdf_text(pdf)  # escaped specials come out as written
+    words = pdf_text(pdf)
+    assert "week06 §Vector:249 &" in words and "#149 (§3.3, ≈ −0.5 ± 1 <|>)" in words  # specials as written, the one citation style
 
 
 def test_compile_error_is_one_clear_line(tmp_path):

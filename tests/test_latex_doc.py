@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 
 import pytest
+import sympy as sp
 
 import crosscheck.latexdoc as latexdoc
 from crosscheck.cli import main
@@ -17,8 +18,8 @@ def test_module_examples():
     assert result.attempted > 0 and result.failed == 0
 
 
-def test_the_seven_sections_in_order():
-    assert latexdoc.SECTION_NAMES == ("rnn", "gates", "positional", "attention", "encoder", "residual", "claims")
+def test_the_sections_in_order():
+    assert latexdoc.SECTION_NAMES == ("rnn", "gates", "positional", "attention", "encoder", "residual", "claims", "decoder", "conv")
 
 
 def test_resolve_sections():
@@ -67,7 +68,7 @@ def test_render_assembles_a_complete_document(monkeypatch):
 def test_standalone_writes_no_figures(monkeypatch, tmp_path):
     def body(b):
         assert b.figures_dir is None
-        return b.figures("paths", "never drawn") or "no figures"
+        return b.figures("paths") or "no figures"
     monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("derive",), body))
     out = latexdoc.write(tmp_path / "n.tex", "rnn", standalone=True)
     assert "no figures" in out.read_text() and "includegraphics" not in out.read_text()
@@ -103,14 +104,29 @@ def test_cli_notation_options(monkeypatch, tmp_path, capsys):
 
     def body(b):
         seen["notation"] = b.notation
-        return "ok"
+        return b.notation.latex(sp.Symbol("w_h") * sp.Symbol("g_0^z"))
     monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("derive",), body))
     out = tmp_path / "n.tex"
     assert main(["latex", str(out), "--sections", "rnn", "--standalone", "--decimal-comma", "--plain",
-                 "--symbol", "w_h=W_{hh}"]) == 0
+                 "--symbol", "w_h=W_{hh}", "--symbol", "g=\\delta"]) == 0
     n = seen["notation"]
-    assert n.decimal_comma and not n.bold and n.symbol_names == {"w_h": "W_{hh}"}
+    assert n.decimal_comma and not n.bold and n.symbol_names == {"w_h": "W_{hh}"} and n.letters["g"] == "\\delta"
     assert capsys.readouterr().out.strip() == str(out)
+    assert "\\delta^{z}_{0} W_{hh}" in out.read_text()
+
+
+@pytest.mark.parametrize("symbol, message", [
+    ("w_h=W_{hh", "balanced braces"),          # would break the document
+    ("w_h=$W$", "unescaped '$'"),
+    ("zz=Q", "nothing in sections rnn is called that"),  # a rename of nothing is refused, not ignored
+])
+def test_cli_bad_symbol_is_refused(symbol, message, monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("derive",),
+                                                          lambda b: b.notation.latex(sp.Symbol("w_h"))))
+    assert main(["latex", str(tmp_path / "n.tex"), "--sections", "rnn", "--standalone", "--symbol", symbol]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "n.tex").exists()
 
 
 class _SlowProof:

@@ -73,14 +73,23 @@ def test_jacobian_norm_plot_data():
     assert np.all(product.get_ydata() <= bound.get_ydata() * (1 + 1e-12))
 
 
-def test_gradient_flow_plot_same_width_three_cells():
-    artists = fp.plot_gradient_flow(_ax(), width=5, T=12)
+def test_gradient_flow_plot_isolates_the_carry_path():
+    """The gated-vs-RNN figure (week06 §LSTM:400): each cell at PyTorch's default initialisation and, for
+    GRU and LSTM, with the keeping gate's bias raised; with it raised, the carry product stays near 1 and
+    the gradient 11 steps back is much larger than the plain RNN's."""
+    artists = fp.plot_gradient_flow(_ax(), width=5, T=12, gate_bias=3.0)
     labels = [a.get_label() for a in artists]
-    assert [lab.split(":")[0] for lab in labels] == ["RNN", "GRU", "GRU", "LSTM", "LSTM"]
+    assert [lab.split(",")[0] for lab in labels] == ["RNN", "GRU", "GRU", "GRU", "GRU", "LSTM", "LSTM", "LSTM", "LSTM"]
+    assert "b_u + 3" in labels[3] and "b_f + 3" in labels[7]
     cells = fp.gradient_flow_cells(5)
     assert {w.hidden_size for w in cells.values()} == {5}
     X = np.random.default_rng(1).standard_normal((12, 4))
-    _ok(artists[3].get_ydata(), paths.gradient_flow(cells["LSTM"], X).grad_norm)
+    _ok(artists[5].get_ydata(), paths.gradient_flow(cells["LSTM"], X).grad_norm)
+    opened = paths.gradient_flow(fp.with_gate_bias(cells["LSTM"], "f", 3.0), X)
+    _ok(artists[7].get_ydata(), opened.grad_norm)
+    rnn_far, lstm_far = artists[0].get_ydata()[0], artists[7].get_ydata()[0]  # s = 0: 11 steps back
+    assert lstm_far > 10 * rnn_far  # (about 46 times at T = 12; ten orders of magnitude at T = 60 in the figure)
+    assert artists[8].get_ydata()[0] > 0.5  # prod f_t with f near sigmoid(3): the carry stays open
 
 
 @pytest.mark.parametrize("fmt, magic", [("png", b"\x89PNG"), ("pdf", b"%PDF"), ("svg", b"<?xml")])

@@ -17,7 +17,8 @@ def test_recurrences_by_default(capsys):
     code, out, err = _run(capsys, "--steps", "3")
     assert code == 0, err
     assert "g_1^h = g_2^z*w_h" in out
-    assert "dL/dw_h = g_0^z*h_{-1} + g_1^z*h_0 + g_2^z*h_1" in out
+    assert "dL/dw_h = g_1^z*h_0 + g_2^z*h_1" in out  # the text's order, h_{-1} = 0 dropped
+    assert "z_0 = w_x*x_0\n" in out and "z_1 = w_x*x_1 + w_h*h_0" in out and "L = (yhat - y)**2/2" in out
 
 
 def test_expand_and_latex(capsys):
@@ -26,7 +27,7 @@ def test_expand_and_latex(capsys):
     assert "g_2^z = e*w_o*phi'(z_2)" in out
     code, out, err = _run(capsys, "--steps", "2", "--inputs", "2", "--hidden", "3", "--outputs", "1", "--latex")
     assert code == 0, err
-    assert out.startswith("\\begin{aligned}") and "\\mathbf{W}_{h}" in out
+    assert out.startswith("\\begin{align*}") and "\\mathbf{W}_{h}" in out  # a display that pastes into a document
     code, out, err = _run(capsys, "--steps", "3", "--expand", "--latex")
     assert code == 0 and "\\frac{\\partial \\mathcal{L}}{\\partial w_{x}}" in out
 

@@ -25,8 +25,8 @@ from ..registry import check
 from ..tolerance import Outcome, combine, compare
 
 GROUP = "depth"
-SOURCE_XIONG = "Xiong et al. 2020 (Thm. 1, Fig. 3); seed 000 L1183-1185"
-SOURCE_DEPTH = "seed 001 l.152 (N layers); He et al. 2016; seed 000 L1185"
+SOURCE_XIONG = "Xiong et al. 2020 (Thm. 1, Fig. 3); week06 §Depth:1183-1185"
+SOURCE_DEPTH = "lesson §Encoder:152 (N layers); He et al. 2016; week06 §Depth:1185"
 ZERO = 1e-10  # a singular value below ZERO * sigma_max is zero to working precision (float64 products of <= 48 factors)
 
 

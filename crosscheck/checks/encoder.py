@@ -24,7 +24,7 @@ def _randomize_norms(block: EncoderBlock, g: torch.Generator) -> None:
             ln.beta.copy_(0.3 * torch.randn(ln.D, generator=g, dtype=torch.float64))
 
 
-@check("encoder.course_tables", source="Tables 10-31 and inline values, lines 518-1167", group=GROUP)
+@check("encoder.course_tables", source="Tables 10-31 and inline values, week06 §Tokens:518-1167", group=GROUP)
 def course_tables(ctx) -> Outcome:
     """Every printed number of the worked example, within half a unit of the 3rd significant figure."""
     traces = {s: course.trace(s, device=ctx.device, dtype=ctx.dtype) for s in course.STAGES}
@@ -41,7 +41,7 @@ def course_tables(ctx) -> Outcome:
     return Outcome(max(r.error for r in results), rel, not bad, detail)
 
 
-@check("encoder.layernorm_vs_torch", needs_torch=True, source="LayerNorm, lines 971-981", group=GROUP)
+@check("encoder.layernorm_vs_torch", needs_torch=True, source="LayerNorm, week06 §Block:971-981", group=GROUP)
 def layernorm_vs_torch(ctx) -> Outcome:
     """Manual LayerNorm (population variance, eps=1e-5) against torch.nn.LayerNorm, random gamma and beta."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -59,7 +59,7 @@ def layernorm_vs_torch(ctx) -> Outcome:
     return combine(outs, "LN(H) equals torch.nn.LayerNorm on 4x9x7 random rows (both paths); variance is the population one")
 
 
-@check("encoder.mha_vs_torch", needs_torch=True, source="multi-head attention, lines 813-930", group=GROUP)
+@check("encoder.mha_vs_torch", needs_torch=True, source="multi-head attention, week06 §Heads:813-930", group=GROUP)
 def mha_vs_torch(ctx) -> Outcome:
     """Two-head attention with biases against torch.nn.MultiheadAttention: outputs and per-head weights, with and without masks."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -112,19 +112,19 @@ def _layer_check(ctx, norm_first: bool) -> Outcome:
     return combine(outs, f"{kind} block equals nn.TransformerEncoderLayer(norm_first={norm_first}, dropout=0); ReLU and GELU; unrestricted and causal")
 
 
-@check("encoder.prenorm_layer_vs_torch", needs_torch=True, source="pre-norm block, line 946", group=GROUP)
+@check("encoder.prenorm_layer_vs_torch", needs_torch=True, source="pre-norm block, week06 §Block:946", group=GROUP)
 def prenorm_layer_vs_torch(ctx) -> Outcome:
     """Pre-norm block against torch.nn.TransformerEncoderLayer(norm_first=True), random weights, biases and LN parameters."""
     return _layer_check(ctx, True)
 
 
-@check("encoder.postnorm_layer_vs_torch", needs_torch=True, source="post-norm block, line 1185", group=GROUP)
+@check("encoder.postnorm_layer_vs_torch", needs_torch=True, source="post-norm block, week06 §Depth:1185", group=GROUP)
 def postnorm_layer_vs_torch(ctx) -> Outcome:
     """Post-norm block against torch.nn.TransformerEncoderLayer(norm_first=False), random weights, biases and LN parameters."""
     return _layer_check(ctx, False)
 
 
-@check("encoder.stack_vs_torch", needs_torch=True, source="stack with final LayerNorm, line 1165", group=GROUP)
+@check("encoder.stack_vs_torch", needs_torch=True, source="stack with final LayerNorm, week06 §Depth:1165", group=GROUP)
 def stack_vs_torch(ctx) -> Outcome:
     """A 3-block pre-norm stack with final LayerNorm against torch.nn.TransformerEncoder, with padding."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -141,7 +141,7 @@ def stack_vs_torch(ctx) -> Outcome:
                    detail="3 pre-norm blocks, 4 heads of width 2, padding mask, final LayerNorm")
 
 
-@check("encoder.causal_journey_row", source="Table 16 and line 788", group=GROUP)
+@check("encoder.causal_journey_row", source="Table 16 and week06 §Mask:788", group=GROUP)
 def causal_journey_row(ctx) -> Outcome:
     """The causal weights of journey (t=1) are (0.389, 0.611, 0, 0, 0, 0, 0); begins' causal row equals its unrestricted row."""
     tr = course.trace("attention_on_H0", device=ctx.device, dtype=ctx.dtype)
@@ -158,7 +158,7 @@ def causal_journey_row(ctx) -> Outcome:
     return combine([Outcome(err, err / 0.0005, ok and exact_zeros, f"row 1 = ({', '.join(f'{a:.4g}' for a in row)})"), last, sums])
 
 
-@check("encoder.permutation_equivariance", needs_torch=True, source="line 1175", group=GROUP)
+@check("encoder.permutation_equivariance", needs_torch=True, source="week06 §Depth:1175", group=GROUP)
 def permutation_equivariance(ctx) -> Outcome:
     """Without positions and with unrestricted attention, encoder(Pi H) = Pi encoder(H); the weights permute as Pi A Pi^T."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -175,7 +175,7 @@ def permutation_equivariance(ctx) -> Outcome:
                     ctx.compare(A_p, A[pi][:, pi], detail="A(Pi H) = Pi A(H) Pi^T")])
 
 
-@check("encoder.causal_prefix", needs_torch=True, source="lines 1275-1279", group=GROUP)
+@check("encoder.causal_prefix", needs_torch=True, source="week06 §Tasks:1275-1279", group=GROUP)
 def causal_prefix(ctx) -> Outcome:
     """Row t of a causal stack on the whole sequence equals the last row of the same stack run on the prefix up to t."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -187,7 +187,7 @@ def causal_prefix(ctx) -> Outcome:
     return combine(outs, "2-block causal stack, sinusoidal positions, T=10: every prefix")
 
 
-@check("encoder.course_heads_not_in_torch", source="line 926", group=GROUP)
+@check("encoder.course_heads_not_in_torch", source="week06 §Heads:926", group=GROUP)
 def course_heads_not_in_torch(ctx) -> Outcome:
     """torch.nn.MultiheadAttention refuses embed_dim=5 with 2 heads, so the course needs explicit 5->3 heads and a 6->5 map."""
     try:

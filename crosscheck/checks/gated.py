@@ -22,7 +22,7 @@ from ..registry import check
 from ..tolerance import Outcome, combine
 
 GROUP = "gated"
-SOURCE = "seed000"
+SOURCE = "week06"
 
 
 def _random_weights(kind, ctx, D=3, H=5):
@@ -61,19 +61,19 @@ def _forward_and_grads(kind, ctx) -> Outcome:
     return result
 
 
-@check("gated.gru_vs_torch", needs_torch=True, source=f"{SOURCE} L374-380 (GRU, PyTorch convention)", group=GROUP)
+@check("gated.gru_vs_torch", needs_torch=True, source="week06 §GRU:374-380 (GRU, PyTorch convention)", group=GROUP)
 def gru_vs_torch(ctx) -> Outcome:
     """GRU states and weight gradients against torch.nn.GRU with the same weights."""
     return _forward_and_grads("GRU", ctx)
 
 
-@check("gated.lstm_vs_torch", needs_torch=True, source=f"{SOURCE} L388-398 (LSTM, b_ih + b_hh)", group=GROUP)
+@check("gated.lstm_vs_torch", needs_torch=True, source="week06 §LSTM:388-398 (LSTM, b_ih + b_hh)", group=GROUP)
 def lstm_vs_torch(ctx) -> Outcome:
     """LSTM states, cells and weight gradients against torch.nn.LSTM with the same weights."""
     return _forward_and_grads("LSTM", ctx)
 
 
-@check("gated.gru_reset_convention", source=f"{SOURCE} L378-380", group=GROUP)
+@check("gated.gru_reset_convention", source="week06 §GRU:378-380", group=GROUP)
 def gru_reset_convention(ctx) -> Outcome:
     """Reset applied before W_hn is a different model: it must differ from torch.nn.GRU when b_hn != 0."""
     w = _random_weights("GRU", ctx).to_numpy()
@@ -83,7 +83,7 @@ def gru_reset_convention(ctx) -> Outcome:
     return Outcome(0.0, 0.0, gap > 1e-6, f"max |h(reset before W_hn) - h(torch convention)| = {gap:.3g} (must be > 0)")
 
 
-@check("gated.gru_mixing_example", source=f"{SOURCE} L370: 0.9(0.5)+0.1(-0.4)=0.410", group=GROUP)
+@check("gated.gru_mixing_example", source="week06 §GRU:370: 0.9(0.5)+0.1(-0.4)=0.410", group=GROUP)
 def gru_mixing_example(ctx) -> Outcome:
     """The text's GRU mixing example, exactly and against the printed 0.410."""
     exact = gated.gru_mix(Fraction(9, 10), Fraction(1, 2), Fraction(-4, 10))
@@ -126,19 +126,19 @@ def _jacobian_checks(kind, ctx) -> Outcome:
     return result
 
 
-@check("gated.gru_carry_jacobian", needs_torch=True, source=f"{SOURCE} L382: dh_t/dh_(t-1) = diag(u_t) at fixed gates", group=GROUP)
+@check("gated.gru_carry_jacobian", needs_torch=True, source="week06 §GRU:382: dh_t/dh_(t-1) = diag(u_t) at fixed gates", group=GROUP)
 def gru_carry_jacobian(ctx) -> Outcome:
     """GRU carry derivative diag(u_t) with gates detached, and the full Jacobian with gate terms."""
     return _jacobian_checks("GRU", ctx)
 
 
-@check("gated.lstm_carry_jacobian", needs_torch=True, source=f"{SOURCE} L400: dc_t/dc_(t-1) = diag(f_t) at fixed gates", group=GROUP)
+@check("gated.lstm_carry_jacobian", needs_torch=True, source="week06 §LSTM:400: dc_t/dc_(t-1) = diag(f_t) at fixed gates", group=GROUP)
 def lstm_carry_jacobian(ctx) -> Outcome:
     """LSTM carry derivative diag(f_t) with gates detached, and the full (c, h) Jacobian."""
     return _jacobian_checks("LSTM", ctx)
 
 
-@check("gated.clipping_vs_torch", source=f"{SOURCE} L356-360, L456 (clip_grad_norm_)", group=GROUP)
+@check("gated.clipping_vs_torch", source="week06 §Clip:356-360, week06 §PyTorch:456 (clip_grad_norm_)", group=GROUP)
 def clipping_vs_torch(ctx) -> Outcome:
     """Global-norm clipping against torch.nn.utils.clip_grad_norm_, and its stated properties."""
     rng = ctx.rng()
@@ -168,7 +168,7 @@ def clipping_vs_torch(ctx) -> Outcome:
     return result
 
 
-@check("gated.pascanu_bound", source=f"{SOURCE} L338-340; Pascanu et al. 2013", group=GROUP)
+@check("gated.pascanu_bound", source="week06 §Jacobian:338-340; Pascanu et al. 2013", group=GROUP)
 def pascanu_bound(ctx) -> Outcome:
     """||J_q...J_{s+1}||_2 <= prod ||J_t||_2 <= (gamma ||W_h||_2)^(q-s) on random trajectories: never violated."""
     rng = ctx.rng()
@@ -184,7 +184,7 @@ def pascanu_bound(ctx) -> Outcome:
                    f"{violations} violations in {count} (trajectory, distance) pairs; largest measured/bound = {worst:.3g}")
 
 
-@check("gated.figure3_right", source=f"{SOURCE} L346-350 (Figure 3; values computed in spec §3.3)", group=GROUP)
+@check("gated.figure3_right", source="week06 §Jacobian:346-350 (Figure 3; values computed in spec §3.3)", group=GROUP)
 def figure3_right(ctx) -> Outcome:
     """|dh_{T-1}/dh_0| for w_h=1.2, w_x=1, input 0 and 1, against the §3.3 table, 1.2^(T-1), 0.974 and 0.061."""
     table = {1: (1, 1), 2: (1.2, 0.100033), 3: (1.44, 0.00635543), 5: (2.0736, 2.37779e-05), 10: (5.15978, 2.0227e-11),
@@ -200,7 +200,7 @@ def figure3_right(ctx) -> Outcome:
                    f"table reproduced to 6 figures; saturated state {h:.7f}, factor per step {factor:.7f}")
 
 
-@check("gated.figure3_left", source=f"{SOURCE} L346-348 (Figure 3, left)", group=GROUP)
+@check("gated.figure3_left", source="week06 §Jacobian:346-348 (Figure 3, left)", group=GROUP)
 def figure3_left(ctx) -> Outcome:
     """|r|^n for r = 0.8, 1.2 against the §3.3 values 0.3277 ... 237.4."""
     printed = {0.8: (0.3277, 0.1074, 0.01153, 0.001238), 1.2: (2.488, 6.192, 38.34, 237.4)}
@@ -226,7 +226,7 @@ for _name in activation_facts.NAMES:
     _fact_check(_name)
 
 
-@check("gated.relu_convention_vs_torch", source=f"{SOURCE} Table 4: ReLU at 0 needs a convention", group=GROUP)
+@check("gated.relu_convention_vs_torch", source="week06 Table 4: ReLU at 0 needs a convention", group=GROUP)
 def relu_convention_vs_torch(ctx) -> Outcome:
     """The stated ReLU slope at 0 is the one torch.relu's backward uses."""
     from derive.activations import RELU_PRIME_AT_ZERO
@@ -394,11 +394,11 @@ for _kind in ("GRU", "LSTM"):
         _tag = "vector" if _vector else "scalar"
 
         def _make(kind=_kind, vector=_vector, tag=_tag):
-            @check(f"gated.derived_{kind.lower()}_{tag}_vs_torch", source=f"{SOURCE} L362-400", group=GROUP)
+            @check(f"gated.derived_{kind.lower()}_{tag}_vs_torch", source="week06 §GRU:362-400", group=GROUP)
             def run_grads(ctx) -> Outcome:
                 return _derived_vs_torch(kind, ctx, vector)
 
-            @check(f"gated.derived_{kind.lower()}_{tag}_jacobian", source=f"{SOURCE} L382, L400", group=GROUP)
+            @check(f"gated.derived_{kind.lower()}_{tag}_jacobian", source="week06 §GRU:382, week06 §LSTM:400", group=GROUP)
             def run_jac(ctx) -> Outcome:
                 return _derived_step_jacobian(kind, ctx, vector)
 

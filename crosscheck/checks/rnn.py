@@ -13,7 +13,7 @@ from ..lambdify import RNNFunction, lambdify
 from ..registry import Context, check
 from ..tolerance import Outcome, combine, compare
 
-SRC = "seed000"
+SRC = "week06"
 SCALAR_ACTIVATIONS = ("tanh", "sigmoid", "relu", "identity")
 
 
@@ -65,7 +65,7 @@ def against_autograd(net, ctx: Context, trials: int = 3, batch: int = 4) -> Outc
     return combine(outcomes, detail=f"{net!r}: {len(outcomes)} arrays, worst {worst.detail}")
 
 
-@check("rnn.scalar.sum_over_uses", source=f"{SRC} L154-176 (boxed gradients, dL/dx_0)", group="recurrent")
+@check("rnn.scalar.sum_over_uses", source="week06 §BPTT:154-176 (boxed gradients, dL/dx_0)", group="recurrent")
 def scalar_sum_over_uses(ctx: Context) -> Outcome:
     """The sums over uses equal sympy.diff of the fully nested loss (T = 3, generic phi and tanh)."""
     failures = []
@@ -78,7 +78,7 @@ def scalar_sum_over_uses(ctx: Context) -> Outcome:
     return Outcome.exact(not failures, "all equal" if not failures else "differ: " + ", ".join(failures))
 
 
-@check("rnn.scalar.table3", source=f"{SRC} L122-144 (Table 3, closed forms)", group="recurrent")
+@check("rnn.scalar.table3", source="week06 §BPTT:122-144 (Table 3, closed forms)", group="recurrent")
 def scalar_table3(ctx: Context) -> Outcome:
     """Table 3's backward rows are the chain rule: g_t^h and g_t^z equal dL/dh_t, dL/dz_t of the nested graph."""
     net = rnn.unroll(steps=3, activation="phi")
@@ -103,20 +103,20 @@ def _autograd_check(name, source, nets):
     return run
 
 
-_autograd_check("rnn.scalar.autograd", f"{SRC} L63-242 (scalar RNN, every activation)", [
+_autograd_check("rnn.scalar.autograd", "week06 §RNN:63-242 (scalar RNN, every activation)", [
     (lambda a=a, loss=loss, red=red, bias=bias: rnn.unroll(steps=6, activation=a, loss=loss, reduction=red, bias=bias))
     for a in SCALAR_ACTIVATIONS for (loss, red, bias) in (("final", "sum", False), ("every", "mean", True))
 ])
-_autograd_check("rnn.vector.autograd", f"{SRC} L264-308 (vector RNN, outer products, biases, dL/dx_t)", [
+_autograd_check("rnn.vector.autograd", "week06 §Vector:264-308 (vector RNN, outer products, biases, dL/dx_t)", [
     (lambda a=a: rnn.unroll(steps=5, activation=a, inputs=3, hidden=4, outputs=2, bias=True)) for a in SCALAR_ACTIVATIONS
 ])
-_autograd_check("rnn.vector.per_position", f"{SRC} L310-324 (per-position loss, sum and mean)", [
+_autograd_check("rnn.vector.per_position", "week06 §Vector:310-324 (per-position loss, sum and mean)", [
     (lambda red=red: rnn.unroll(steps=5, activation="tanh", inputs=2, hidden=3, outputs=2, bias=True, loss="every",
                                 reduction=red)) for red in ("sum", "mean")
 ])
 
 
-@check("rnn.vector.sum_over_uses", source=f"{SRC} L290-308 (vector BPTT, exact)", group="recurrent")
+@check("rnn.vector.sum_over_uses", source="week06 §Vector:290-308 (vector BPTT, exact)", group="recurrent")
 def vector_exact(ctx: Context) -> Outcome:
     """The vector gradients equal sympy.diff of the explicit loss entry by entry (T = 2, D = H = 2, C = 1, tanh, biases)."""
     net = rnn.unroll(steps=2, activation="tanh", inputs=2, hidden=2, outputs=1, bias=True)
@@ -134,7 +134,7 @@ def vector_exact(ctx: Context) -> Outcome:
     return Outcome.exact(bad == 0, f"{bad} entries differ" if bad else "every entry equal")
 
 
-@check("rnn.manual_bptt", source=f"{SRC} L290-324 (numpy BPTT)", group="recurrent")
+@check("rnn.manual_bptt", source="week06 §Vector:290-324 (numpy BPTT)", group="recurrent")
 def manual_bptt(ctx: Context) -> Outcome:
     """numeric.recurrent's numpy BPTT (the text's formulas) against torch autograd."""
     rng = ctx.rng()
@@ -149,7 +149,7 @@ def manual_bptt(ctx: Context) -> Outcome:
     return combine(outcomes, detail="W_x, W_h, W_o, b_h, b_o, X and L")
 
 
-@check("rnn.seeded_example", source=f"{SRC} L413-448 (nn.RNN + nn.Linear, seed 6)", group="recurrent")
+@check("rnn.seeded_example", source="week06 §PyTorch:413-448 (nn.RNN + nn.Linear, seed 6)", group="recurrent")
 def seeded_example(ctx: Context) -> Outcome:
     """The text's printed h_0..h_2, prediction and loss (3 significant figures) and the derived gradients
     at the seeded weights against autograd."""
@@ -168,7 +168,7 @@ def seeded_example(ctx: Context) -> Outcome:
     return combine(outcomes + [printed_ok], detail=printed_ok.detail + "; gradients vs autograd (the module runs in float32)")
 
 
-@check("rnn.path_products", source=f"{SRC} L188-204, L326-342 (long paths, J_t)", group="recurrent")
+@check("rnn.path_products", source="week06 §Paths:188-204, week06 §Jacobian:326-342 (long paths, J_t)", group="recurrent")
 def path_products(ctx: Context) -> Outcome:
     """dL/dh_s = dL/dh_q prod w_h phi'(z_t) (scalar) and g_s^h = g_q^h J_q ... J_{s+1} (vector), numerically,
     against autograd's dL/dh_s; the r^(q-s) bound holds with r the largest factor."""

@@ -161,7 +161,7 @@ def random_block(norm_first: bool, g: torch.Generator, dev, dt=torch.float64) ->
 
 # ----------------------------------------------------------------------------- the checks
 
-@check("transformer.softmax_jacobian", needs_torch=True, source="seed 000 L700-706 (row softmax); Tables 12, 18 (course S)", group=GROUP)
+@check("transformer.softmax_jacobian", needs_torch=True, source="week06 §Attention:700-706 (row softmax); Tables 12, 18 (course S)", group=GROUP)
 def softmax_jacobian(ctx) -> Outcome:
     """derive.softmax's diag(a) - a a^T and direct Jacobian against autograd of torch.softmax: the course's 14 score rows and random rows."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -177,7 +177,7 @@ def softmax_jacobian(ctx) -> Outcome:
     return combine(outs, "7 scores per row: 14 course rows (both heads) and 16 random rows; closed form and direct derivative")
 
 
-@check("transformer.layernorm_jacobian", needs_torch=True, source="seed 000 L971-975; course H0, U, H1 rows", group=GROUP)
+@check("transformer.layernorm_jacobian", needs_torch=True, source="week06 §Block:971-975; course H0, U, H1 rows", group=GROUP)
 def layernorm_jacobian(ctx) -> Outcome:
     """derive.layernorm's closed-form Jacobian against autograd of numeric LayerNorm: the course's LN1, LN2, LN_final inputs and random rows and gamma."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -195,7 +195,7 @@ def layernorm_jacobian(ctx) -> Outcome:
     return combine(outs, "d = 5, eps = 1e-5 inside the root: 7 rows each of the course's H0, U, H1, and 12 random rows with random gamma, beta")
 
 
-@check("transformer.residual_jacobians", needs_torch=True, source="seed 000 L1183-1191; seed 001 l.130-152", group=GROUP)
+@check("transformer.residual_jacobians", needs_torch=True, source="week06 §Depth:1183-1191; lesson §Encoder:130-152", group=GROUP)
 def residual_jacobians(ctx) -> Outcome:
     """derive.residual's plain (I + J_F), pre-norm (I + J_F J_LN) and post-norm (J_LN (I + J_F)) Jacobians with the numeric MLP as the branch, against autograd."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -221,7 +221,7 @@ def residual_jacobians(ctx) -> Outcome:
     return combine(outs, "d = 3, generic branch F = the numeric ReLU MLP (3 -> 4 -> 3, biases), 8 random rows")
 
 
-@check("transformer.course_mlp_sublayer", needs_torch=True, source="seed 000 L946, L1021-1033, L1185 (course U rows)", group=GROUP)
+@check("transformer.course_mlp_sublayer", needs_torch=True, source="week06 §Block:946, week06 §Block:1021-1033, week06 §Depth:1185 (course U rows)", group=GROUP)
 def course_mlp_sublayer(ctx) -> Outcome:
     """At the course's own U rows and MLP: pre-norm I + J_MLP J_LN2 and post-norm J_LN2 (I + J_MLP), derived LN Jacobian, against autograd."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -241,7 +241,7 @@ def course_mlp_sublayer(ctx) -> Outcome:
     ], "the course's 7 rows of U, its MLP (5 -> 4 -> 5, ReLU) and LN2 (gamma = 1, beta = 0)")
 
 
-@check("transformer.attention_gradients", needs_torch=True, source="seed 000 L747 (S, A, O); derived backward pass", group=GROUP)
+@check("transformer.attention_gradients", needs_torch=True, source="week06 §Attention:747 (S, A, O); derived backward pass", group=GROUP)
 def attention_gradients(ctx) -> Outcome:
     """derive.attention's closed-form backward pass (dX, dW_Q, dW_K, dW_V) against backward of a numeric head, and the Jacobian dO/dX it gives."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -260,7 +260,7 @@ def attention_gradients(ctx) -> Outcome:
     return combine(outs, f"T = {T_ATT}, d_model = {D_BLOCK}, d_k = d_v = {D_K}, random weights and G")
 
 
-@check("transformer.course_attention_backward", needs_torch=True, source="seed 000 L620-930 (course heads, W_O); derived backward pass", group=GROUP)
+@check("transformer.course_attention_backward", needs_torch=True, source="week06 §Attention:620-930 (course heads, W_O); derived backward pass", group=GROUP)
 def course_attention_backward(ctx) -> Outcome:
     """At the course's own heads and H0: the symbolic-size attention program's backward pass against backward, and the 35 x 35 Jacobian of B_att against autograd."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -305,13 +305,13 @@ def _block_check(ctx, norm_first: bool) -> Outcome:
     ], f"T = {T_ATT}, D = {D_BLOCK}, two heads of width {D_K}, F = 4, random weights, LN gamma and beta")
 
 
-@check("transformer.prenorm_block", needs_torch=True, source="seed 000 L946, L1191; derive.residual EncoderBlock", group=GROUP)
+@check("transformer.prenorm_block", needs_torch=True, source="week06 §Block:946, week06 §Depth:1191; derive.residual EncoderBlock", group=GROUP)
 def prenorm_block(ctx) -> Outcome:
     """(I + J_MLP J_LN2)(I + J_MHA J_LN1) with derived LN and attention Jacobians against autograd of the numeric pre-norm block, and its gradient against backward."""
     return _block_check(ctx, True)
 
 
-@check("transformer.postnorm_block", needs_torch=True, source="seed 000 L1185; seed 001 l.136-138", group=GROUP)
+@check("transformer.postnorm_block", needs_torch=True, source="week06 §Depth:1185; lesson §Encoder:136-138", group=GROUP)
 def postnorm_block(ctx) -> Outcome:
     """J_LN2 (I + J_MLP) J_LN1 (I + J_MHA) with derived LN and attention Jacobians against autograd of the numeric post-norm block, and its gradient against backward."""
     return _block_check(ctx, False)

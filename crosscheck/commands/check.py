@@ -56,6 +56,10 @@ def run(args) -> int:
         elapsed = write_outputs(Path(args.out), results, device=device, dtype=args.dtype, start=start,
                                 figures=not args.no_figures and not args.only, jobs=jobs)
     _print_table(results)
+    erratum_lines = report.errata_lines(results)
+    if erratum_lines:
+        print(f"\n{len(erratum_lines)} textbook errata (printed claims the computation contradicts):")
+        print("\n".join(erratum_lines))
     s = report.summary(results)
     print(f"\n{s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped in {elapsed:.1f} s; report in {args.out}/")
     return 0 if s["ok"] else 1

@@ -56,7 +56,8 @@ def _add_rnn(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expand", action="store_true", help="print the closed forms instead of the recursion")
     p.add_argument("--max-terms", type=int, metavar="N", help="size guard for --expand (default 20000 tree nodes)")
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--latex", action="store_true", help="print LaTeX (an aligned environment)")
+    out.add_argument("--latex", action="store_true",
+                     help="print LaTeX: a complete display (align*, needs amsmath) to paste into a document body")
     out.add_argument("--table", action="store_true", help="print the forward/backward table (Table 3)")
     out.add_argument("--dot", action="store_true", help="print the dependency graph as Graphviz DOT")
 
@@ -65,6 +66,7 @@ def _run_rnn(args) -> str:
     import sympy as sp
 
     from derive import rnn
+    from derive.latex_settings import Partial
     from derive.program import latex_aligned
     from seqgrad import validate
 
@@ -82,14 +84,13 @@ def _run_rnn(args) -> str:
         return net.dot().rstrip()
     if args.table:
         return str(net.backward_table())
-    grads = [(sp.Symbol(f"dL/d{name}"), name) for name in net.parameters]
+    grads = [(Partial(symbol), name) for name, symbol in net.parameters.items()]
     if not args.expand:
         if args.latex:
             return net.latex()
-        # streamed, one definition a line (as print(net.program)); the gradient sums are printed in
-        # SymPy's own term order (order="none"): re-sorting a T-term sum is 12x slower at T = 2000
-        return itertools.chain((str(d) for d in net.program.definitions()), [""],
-                               (f"{lhs} = {sp.sstr(net.grad(name), order='none')}" for lhs, name in grads))
+        # streamed, one definition a line, in the text's order of terms with the zero initial state dropped
+        rows = [(d.target, [d.value]) for d in net.program] + [(lhs, [net.grad(name)]) for lhs, name in grads]
+        return _text_lines(rows)
     from derive.program import MAX_TERMS
     from seqgrad.errors import SizeGuardError
 
@@ -99,11 +100,24 @@ def _run_rnn(args) -> str:
     if total > limit:  # the whole printout is guarded, not only each formula
         raise SizeGuardError("--expand", f"rnn --steps {net.steps}", limit, total)
     rows = [(sp.Symbol(f"g_{t}^z"), net.sensitivity("z", t, expand=True, max_terms=limit)) for t in range(net.steps)]
-    rows += [(sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial %s}" % sp.latex(net.parameters[name]) if args.latex
-                        else f"dL/d{name}"), net.grad(name, expand=True, max_terms=limit)) for _, name in grads]
+    rows += [(lhs, net.grad(name, expand=True, max_terms=limit)) for lhs, name in grads]
     if args.latex:
         return latex_aligned(rows)
-    return "\n".join(f"{lhs} = {sp.sstr(rhs)}" for lhs, rhs in rows)
+    return _text([(lhs, [rhs]) for lhs, rhs in rows])
+
+
+def _text_lines(rows):
+    """Plain-text rows as the text prints them (its order of terms, the zero initial state dropped), one
+    line at a time: a long derivation is streamed, never held as one string."""
+    from derive.program import sstr
+    from derive.term_order import drop_zero_state
+
+    return (f"{sstr(lhs)} = {sstr(rhs[0])}" for lhs, rhs in drop_zero_state(rows))
+
+
+def _text(rows) -> str:
+    """:func:`_text_lines` as one string."""
+    return "\n".join(_text_lines(rows))
 
 
 def _usage(argument: str, allowed: str):
@@ -270,6 +284,9 @@ MODELS: dict[str, tuple[str, Callable, Callable]] = {
     "lstm": ("the LSTM (PyTorch's convention): general t, unrolled, checked", _add_gated, _run_gated("lstm")),
     "cell": ("your own recurrent cell from its step equations: general t, unrolled, checked", _add_cell, _run_cell),
 }
+from ._derive_decoder_conv import MODELS as _DECODER_CONV  # noqa: E402  (decoder, conv: issue 14)
+
+MODELS.update(_DECODER_CONV)
 
 
 def register(sub) -> None:

@@ -20,7 +20,7 @@ def register(sub) -> None:
     p.add_argument("--decimal-comma", action="store_true", help="write numbers with a decimal comma (Russian-language notes)")
     p.add_argument("--plain", action="store_true", help="set vectors and matrices in plain, not bold, type")
     p.add_argument("--symbol", action="append", default=[], metavar="NAME=LATEX",
-                   help="print the symbol NAME as LATEX (repeatable), e.g. --symbol 'w_h=W_{hh}'")
+                   help="print the symbol NAME as LATEX (repeatable), e.g. --symbol 'w_h=W_{hh}'; a bare letter renames every symbol with that base letter, keeping its indices, e.g. --symbol 'g=\\delta'")
     p.add_argument("--digits", type=int, default=3, metavar="N",
                    help="significant figures of the numeric tables (default 3, as the course prints them)")
     p.add_argument("--proof-seconds", type=float, default=20.0, metavar="S",
@@ -34,16 +34,21 @@ def register(sub) -> None:
 
 
 def notation_from(args):
-    from derive.latex_settings import Notation
+    """The notation of the command line: ``--symbol NAME=LATEX`` renames the symbol NAME (``w_h``) or,
+    for a bare letter (``g``), every symbol with that base letter, keeping its indices; the LaTeX must be
+    well formed (balanced braces, no ``$``), and a name that no formula of the document prints is refused."""
+    from derive.latex_settings import TEXTBOOK_LETTERS, Notation, check_math
     from seqgrad.errors import SeqgradValueError
 
-    names = {}
+    names, letters = {}, dict(TEXTBOOK_LETTERS)
     for item in args.symbol:
         name, sep, tex = item.partition("=")
-        if not sep or not name.strip() or not tex.strip():
+        name, tex = name.strip(), tex.strip()
+        if not sep or not name or not tex:
             raise SeqgradValueError("--symbol", item, "NAME=LATEX, e.g. 'w_h=W_{hh}'")
-        names[name.strip()] = tex.strip()
-    return Notation(symbol_names=names, bold=not args.plain, decimal_comma=args.decimal_comma)
+        check_math("--symbol", tex)
+        (letters if name.isalpha() else names)[name] = tex
+    return Notation(symbol_names=names, letters=letters, bold=not args.plain, decimal_comma=args.decimal_comma)
 
 
 def run(args) -> int:

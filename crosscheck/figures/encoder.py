@@ -13,16 +13,43 @@ import numpy as np
 NAME = "encoder"
 HELP = "the course encoder: E_seq/P/H0 (Fig. 6), begins contributions (Fig. 8), S, A, causal A (Figs. 9-11), PE for d=128"
 
+#: What each figure shows and what to see in it (the caption in the notes and report.tex).
+CAPTIONS = {
+    "fig06_identity_position": "Figure 6 (week06 §PE:546-569): token identity E_seq, position P and their sum H0 on one "
+        "colour scale. Rows 0 and 3 are the same word 'a' with the same embedding; the position makes their rows of H0 differ.",
+    "fig08_begins_contributions": "Figure 8 (week06 §Attention:714-742): the weighted value vectors A_6j v_j that the query "
+        "'begins' adds up, one row per source, and their sum o_6 (bold). Most of o_6 comes from 'journey', 'miles' and 'begins'.",
+    "fig09_S": "Figure 9: the scaled scores S = QK^T/sqrt(3) of head 1, rows are queries, columns sources; the colour scale "
+        "is fitted to the values.",
+    "fig10_A": "Figure 10 (week06 §Attention:696-713): the weights A = softmax of each row of S. Every row sums to 1; no weight "
+        "is far from 1/7 = 0.143, so every query mixes all seven sources. Colour scale fitted to the values (0.054 to 0.291).",
+    "fig11_A_causal": "Figure 11 (week06 §Mask:778-806): with the causal mask a query sees only itself and earlier sources; "
+        "the masked weights are exactly 0 (crosses) and each row renormalises over what it sees, so row 0 puts weight 1 on itself.",
+    "positional_encoding_d128": "Sinusoidal positions for D = 128 and 100 positions: the first coordinates oscillate fast, "
+        "the last ones hardly change over 100 positions (their wavelengths reach 10000 times 2 pi).",
+}
 
-def _annotate(ax, values: np.ndarray, fmt=None, skip=None) -> list:
+
+def text_color(image, value: float) -> str:
+    """Black or white, whichever reads better on the cell colour ``image`` gives ``value``
+    (relative luminance of the colour, WCAG formula)."""
+    r, g, b, _ = image.cmap(image.norm(value))
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+    luminance = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    return "black" if luminance > 0.179 else "white"
+
+
+def _annotate(ax, values: np.ndarray, fmt=None, skip=None, image=None) -> list:
+    """Each cell's value at 3 significant figures, in black or white to contrast with its colour."""
     from seqgrad.latex_table import format_sigfig
 
     fmt = fmt or format_sigfig
     texts = []
     for (i, j), v in np.ndenumerate(values):
-        if skip is not None and skip[i, j]:
+        if (skip is not None and skip[i, j]) or not np.isfinite(v):
             continue
-        texts.append(ax.text(j, i, fmt(v), ha="center", va="center", fontsize=7))
+        color = text_color(image, v) if image is not None else "black"
+        texts.append(ax.text(j, i, fmt(v), ha="center", va="center", fontsize=7, color=color))
     return texts
 
 
@@ -41,7 +68,7 @@ def plot_identity_position_sum(axes, E_seq, P, H0, tokens: list[str]) -> dict:
     rows = [f"{t}: {w}" for t, w in enumerate(tokens)]
     for ax, m, title in zip(axes, mats, ("E_seq (token identity)", "P (position)", "H0 = E_seq + P")):
         images.append(ax.imshow(m, cmap="RdBu_r", vmin=-bound, vmax=bound))
-        texts += _annotate(ax, m)
+        texts += _annotate(ax, m, image=images[-1])
         ax.set_title(title)
         _ticks(ax, rows, [f"j={j}" for j in range(m.shape[1])])
     return {"images": images, "texts": texts}
@@ -50,9 +77,12 @@ def plot_identity_position_sum(axes, E_seq, P, H0, tokens: list[str]) -> dict:
 def plot_attention_matrix(ax, M, tokens: list[str], *, title: str, masked=None, vmin=None, vmax=None, cmap="viridis") -> dict:
     """A 7x7 score or weight matrix (rows = queries, columns = sources); masked cells get a cross."""
     M = np.asarray(M, float)
-    image = ax.imshow(M, cmap=cmap, vmin=vmin, vmax=vmax)
     mask = np.zeros(M.shape, bool) if masked is None else np.asarray(masked, bool)
-    texts = _annotate(ax, M, skip=mask)
+    shown = M[~mask]
+    vmin = float(shown.min()) if vmin is None else vmin  # the colour scale fits the values drawn
+    vmax = float(shown.max()) if vmax is None else vmax
+    image = ax.imshow(np.where(mask, np.nan, M), cmap=cmap, vmin=vmin, vmax=vmax)
+    texts = _annotate(ax, M, skip=mask, image=image)
     ii, jj = np.nonzero(mask)
     crosses = ax.scatter(jj, ii, marker="x", color="0.3", s=40, label="masked (weight exactly 0)")
     ax.set_title(title)
@@ -74,9 +104,9 @@ def plot_contributions(ax, contrib, tokens: list[str], *, query: int = 6) -> dic
     image = ax.imshow(grid, cmap="RdBu_r", vmin=-bound, vmax=bound)
     from seqgrad.latex_table import format_sigfig
 
-    texts = _annotate(ax, C) + [ax.text(j, T + 1, format_sigfig(v), ha="center", va="center", fontsize=7, fontweight="bold",
-                                        color="white" if abs(v) > 0.6 * bound else "black") for j, v in enumerate(sums)]
-    ax.set_title(f"contributions A[{query}, j] v_j and their sum o_{query}")
+    texts = _annotate(ax, C, image=image) + [ax.text(j, T + 1, format_sigfig(v), ha="center", va="center", fontsize=7,
+                                                     fontweight="bold", color=text_color(image, v)) for j, v in enumerate(sums)]
+    ax.set_title(f"$A_{{{query}j}}\\,v_j$ and their sum $o_{{{query}}}$")
     _ticks(ax, [f"{j}: {w}" for j, w in enumerate(tokens)] + ["", f"sum = o_{query}"], [f"value {c}" for c in range(C.shape[1])])
     return {"image": image, "texts": texts, "contributions": C, "sums": sums}
 
@@ -108,29 +138,31 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
     fig = Figure(figsize=(13, 4), layout="constrained")
     axes = fig.subplots(1, 3)
     art = plot_identity_position_sum(axes, np_["E_seq"], np_["P"], np_["H0"], tokens)
-    fig.colorbar(art["images"][0], ax=list(axes), shrink=0.8)
+    fig.colorbar(art["images"][0], ax=list(axes), shrink=0.8, label="coordinate value (one scale for all three)")
     paths.append(save_figure(fig, out_dir / f"fig06_identity_position.{fmt}"))
 
     fig = Figure(figsize=(5, 5), layout="constrained")
-    plot_contributions(fig.subplots(), np_["head1.contrib"][6], tokens, query=6)
+    art = plot_contributions(fig.subplots(), np_["head1.contrib"][6], tokens, query=6)
+    fig.colorbar(art["image"], ax=fig.axes[0], shrink=0.8, label=r"$A_{6j}\,v_{jc}$")
     paths.append(save_figure(fig, out_dir / f"fig08_begins_contributions.{fmt}"))
 
-    A, Ac = np_["head1.A"], np_["head1.A_causal"]
-    vmax = float(max(A.max(), Ac.max()))
-    for number, key, title, masked, scale in (
-        (9, "head1.S", "scores S = Q K^T / sqrt(3)", None, (None, None)),
-        (10, "head1.A", "weights A = softmax_rows(S)", None, (0.0, vmax)),
-        (11, "head1.A_causal", "causal weights softmax_rows(S + M)", np.triu(np.ones_like(Ac, bool), 1), (0.0, vmax)),
+    Ac = np_["head1.A_causal"]
+    for number, key, title, masked, label in (
+        (9, "head1.S", r"scores $S = QK^\top/\sqrt{3}$", None, r"score $S_{tj}$"),
+        (10, "head1.A", r"weights $A = \mathrm{softmax}_\mathrm{rows}(S)$", None, r"weight $A_{tj}$"),
+        (11, "head1.A_causal", r"causal weights $\mathrm{softmax}_\mathrm{rows}(S + M)$", np.triu(np.ones_like(Ac, bool), 1),
+         r"weight $A_{tj}$ ($\times$: masked, exactly 0)"),
     ):
         fig = Figure(figsize=(6, 5), layout="constrained")
         ax = fig.subplots()
-        art = plot_attention_matrix(ax, np_[key], tokens, title=title, masked=masked, vmin=scale[0], vmax=scale[1])
-        fig.colorbar(art["image"], ax=ax)
+        art = plot_attention_matrix(ax, np_[key], tokens, title=title, masked=masked)
+        lo, hi = art["image"].norm.vmin, art["image"].norm.vmax
+        fig.colorbar(art["image"], ax=ax, label=f"{label}\nscale fitted to the data: {lo:.3g} to {hi:.3g}")
         paths.append(save_figure(fig, out_dir / f"fig{number:02d}_{key.split('.')[1]}.{fmt}"))
 
     fig = Figure(figsize=(8, 5), layout="constrained")
     ax = fig.subplots()
     art = plot_positional_encoding(ax, sinusoidal(100, 128).numpy())
-    fig.colorbar(art["image"], ax=ax)
+    fig.colorbar(art["image"], ax=ax, label=r"$PE(t, j)$, from $-1$ to $1$")
     paths.append(save_figure(fig, out_dir / f"positional_encoding_d128.{fmt}"))
     return paths

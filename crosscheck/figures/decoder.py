@@ -1,0 +1,48 @@
+"""The decoder's generation example (seed 001 l.184): cross-attention weights of every step as heatmaps.
+
+Each plotting function draws on a given matplotlib ``ax`` and returns the artists it made.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+NAME = "decoder"
+HELP = "the lesson's generation example I love ML -> Я люблю МО: cross-attention weights of each step, per head"
+
+
+def plot_cross_attention(ax, weights: np.ndarray, source: list[str], steps: list[str], title: str = "") -> dict:
+    """``weights``: steps x source positions (each row sums to 1); rows are the generation steps."""
+    from seqgrad.latex_table import format_sigfig
+
+    image = ax.imshow(weights, vmin=0.0, vmax=1.0, cmap="viridis")
+    ax.set_xticks(range(len(source)), source)
+    ax.set_yticks(range(len(steps)), steps)
+    ax.set_xlabel("source position (encoder memory, K and V)")
+    ax.set_ylabel("generation step (query from the decoder)")
+    if title:
+        ax.set_title(title)
+    texts = [ax.text(j, i, format_sigfig(v), ha="center", va="center", fontsize=8, color="w" if v < 0.6 else "k")
+             for (i, j), v in np.ndenumerate(weights)]
+    return {"image": image, "texts": texts}
+
+
+def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
+    from matplotlib.figure import Figure
+
+    from numeric.decoder import lesson_example
+    from seqgrad.atomic import save_figure
+
+    model, sv, tv, _ = lesson_example()
+    gen = model.generate(sv.encode("I love ML"), 10, attention=True)
+    A = np.stack([s.cross_attention.numpy() for s in gen.steps], axis=1)  # heads x steps x source
+    steps = [f"{s.t + 1}: sees 0..{s.visible[-1]} -> {tv.words[s.token]}" for s in gen.steps]
+    fig = Figure(figsize=(4.5 * A.shape[0] + 1, 3.8), layout="constrained")
+    axes = fig.subplots(1, A.shape[0])
+    art = None
+    for h, ax in enumerate(np.atleast_1d(axes)):
+        art = plot_cross_attention(ax, A[h], list(sv.words), steps, title=f"cross-attention, head {h + 1}")
+    fig.colorbar(art["image"], ax=list(np.atleast_1d(axes)), shrink=0.8)
+    return [save_figure(fig, Path(out_dir) / f"decoder_cross_attention.{fmt}")]

@@ -1,0 +1,191 @@
+"""The textbook's order of terms and factors, for every printer (LaTeX, plain text, unicode).
+
+SymPy sorts the arguments of a sum or product by its own key, which prints
+``z_0 = h_{-1}*w_h + w_x*x_0`` and ``L = (-y + yhat)**2/2``.  The course text
+writes ``z_t = w_x x_t + w_h h_{t-1}`` and ``L = (yhat - y)^2/2``:
+
+* in a sum, the positive terms come first (``yhat - y``, ``1 - h^2``), then the
+  input term, the recurrent term, the other terms and a bias last, indices in
+  counting order (``g_2`` before ``g_10``);
+* in a product, a number first, then a sensitivity (``g``, ``e``, ``delta``),
+  then a weight (``w``, ``W``), then the other symbols, then bracketed and
+  function factors.
+
+:func:`textbook_order` rebuilds an expression with its arguments in this order,
+unevaluated; a printer with ``order="none"`` then prints them as they stand.
+Nothing is evaluated, so the value is unchanged:
+
+>>> import sympy as sp
+>>> from derive.term_order import textbook_order
+>>> w_x, x_0, w_h, h, y, yhat = sp.symbols("w_x x_0 w_h h_-1 y yhat")
+>>> sp.sstr(textbook_order(w_x * x_0 + w_h * h), order="none")
+'w_x*x_0 + w_h*h_-1'
+>>> sp.sstr(textbook_order((yhat - y) ** 2 / 2), order="none")
+'(yhat - y)**2/2'
+>>> sp.expand(textbook_order(w_x * x_0 + w_h * h) - (w_x * x_0 + w_h * h))
+0
+"""
+
+from __future__ import annotations
+
+import re
+
+import sympy as sp
+from sympy.matrices.expressions.matexpr import MatrixExpr
+
+__all__ = ["textbook_order", "base_letter", "negated", "drop_zero_state"]
+
+_BASE = re.compile(r"\\?([A-Za-z]+)")
+_SENSITIVITY = {"g", "e", "delta", "G", "E"}
+_WEIGHT = {"w", "W"}
+_INPUT = {"x", "X", "pos"}
+_STATE = {"h", "H", "c", "C", "s", "S"}
+_BIAS = {"b"}
+
+
+def base_letter(symbol) -> str:
+    """The base name of a symbol (``w`` of ``w_x``, ``h`` of ``h_{t-1}``, ``yhat`` of ``yhat``)."""
+    m = _BASE.match(getattr(symbol, "name", str(symbol)))
+    return m.group(1) if m else ""
+
+
+def _natural(expr) -> list:
+    text = sp.sstr(expr, order="none")
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text)]
+
+
+def _symbols(expr) -> list:
+    return [s for s in getattr(expr, "free_symbols", ()) if isinstance(s, (sp.Symbol, sp.MatrixSymbol))]
+
+
+def _term_key(term):
+    negative = bool(term.could_extract_minus_sign()) if hasattr(term, "could_extract_minus_sign") else False
+    bases = {base_letter(s) for s in _symbols(term)}
+    if term.is_Number:
+        role = 0
+    elif bases and bases <= _BIAS:
+        role = 4
+    elif bases & _INPUT:
+        role = 1
+    elif bases & _STATE:
+        role = 2
+    else:
+        role = 3
+    return (negative, role, _index(term, _INPUT if role == 1 else _STATE if role == 2 else ()), _natural(term))
+
+
+def _index(term, bases) -> int:
+    """The time index of the input (or state) symbol in a term: the x_t term for t = 0 comes first."""
+    found = [int(m.group(1)) for s in _symbols(term) if base_letter(s) in bases
+             for m in [re.search(r"_\{?(-?\d+)", s.name)] if m]
+    return min(found) if found else 0
+
+
+def _factor_key(factor):
+    if factor.is_Number:
+        role = 0
+    elif isinstance(factor, (sp.Symbol, sp.MatrixSymbol)):
+        base = base_letter(factor)
+        role = 1 if base in _SENSITIVITY else 2 if base in _WEIGHT else 3
+    elif factor.is_Pow and isinstance(factor.base, sp.Symbol):
+        base = base_letter(factor.base)
+        role = 1 if base in _SENSITIVITY else 2 if base in _WEIGHT else 3
+    else:
+        role = 4
+    return (role, _natural(factor))
+
+
+def textbook_order(expr):
+    """``expr`` with every commutative sum and product rebuilt (unevaluated) in the text's order."""
+    if not isinstance(expr, sp.Basic) or expr.is_Atom or not expr.args:
+        return expr
+    if isinstance(expr, (sp.Symbol, sp.MatrixSymbol)):
+        return expr
+    args = [textbook_order(a) for a in expr.args]
+    if isinstance(expr, sp.MatAdd):
+        return sp.MatAdd(*sorted(args, key=_term_key), evaluate=False)
+    if isinstance(expr, (sp.MatMul, sp.HadamardProduct)):
+        return expr.func(*args, evaluate=False)
+    if isinstance(expr, sp.Add):
+        return sp.Add(*sorted(args, key=_term_key), evaluate=False)
+    if isinstance(expr, sp.Mul) and expr.is_commutative:
+        return sp.Mul(*sorted(args, key=_factor_key), evaluate=False)
+    if all(a is b for a, b in zip(args, expr.args)):
+        return expr
+    if isinstance(expr, sp.Pow):
+        return sp.Pow(*args, evaluate=False)
+    try:
+        if isinstance(expr, MatrixExpr) or (getattr(type(expr), "__module__", None) or "").startswith("derive"):
+            return expr.func(*args)
+        try:
+            return expr.func(*args, evaluate=False)
+        except TypeError:
+            return expr.func(*args)
+    except (TypeError, ValueError, AttributeError):  # a class that cannot be rebuilt keeps SymPy's order inside
+        return expr
+
+
+def negated(term):
+    """``-term`` keeping the order of the factors (SymPy's ``-term`` re-sorts them)."""
+    if isinstance(term, sp.Mul) and term.args and term.args[0].is_Number:
+        coeff, rest = -term.args[0], term.args[1:]
+        if coeff == 1:
+            return rest[0] if len(rest) == 1 else sp.Mul(*rest, evaluate=False)
+        return sp.Mul(coeff, *rest, evaluate=False)
+    if isinstance(term, sp.MatMul) and term.args and term.args[0].is_Number:
+        coeff, rest = -term.args[0], term.args[1:]
+        if coeff == 1:
+            return rest[0] if len(rest) == 1 else sp.MatMul(*rest, evaluate=False)
+        return sp.MatMul(coeff, *rest, evaluate=False)
+    return -term
+
+
+def drop_zero_state(rows: list) -> list:
+    """``(lhs, [rhs, ...])`` rows with the zero initial state dropped, as the text prints them: every
+    ``s = 0`` row whose left side is a symbol goes, ``s`` is set to zero in the other rows, and so are
+    the initial states ``h_{-1}``, ``c_{-1}`` wherever they appear (zero by the text's convention)."""
+    zeros = {s: (sp.ZeroMatrix(*s.shape) if isinstance(s, sp.MatrixSymbol) else sp.Integer(0))
+             for _, chain in rows for side in chain for s in _free_states(side)}
+    kept = []
+    for lhs, chain in rows:
+        if isinstance(lhs, (sp.Symbol, sp.MatrixSymbol)) and len(chain) == 1 and _is_zero(chain[0]):
+            zeros[lhs] = chain[0]
+            continue
+        kept.append((lhs, [_without(r, zeros) for r in chain]) if zeros else (lhs, chain))
+    return kept or rows
+
+
+_INITIAL = re.compile(r"(h|c|H|C)_(\{-1\}|-1)")
+
+
+def _free_states(expr) -> list:
+    """The initial states (``h_{-1}``, ``c_{-1}``: zero by the text's convention) in ``expr``."""
+    return [s for s in getattr(expr, "free_symbols", ()) if isinstance(s, (sp.Symbol, sp.MatrixSymbol))
+            and _INITIAL.fullmatch(s.name)]
+
+
+def _is_zero(expr) -> bool:
+    return isinstance(expr, sp.ZeroMatrix) or (isinstance(expr, sp.Basic) and expr.is_zero is True and not expr.free_symbols)
+
+
+def _without(expr, zeros: dict):
+    if not isinstance(expr, sp.Basic) or not (expr.free_symbols & set(zeros)):
+        return expr
+    out = expr.xreplace(zeros)
+    if isinstance(out, sp.MatrixExpr):
+        out = out.doit(deep=False) if not isinstance(out, sp.MatrixSymbol) else out
+        out = _drop_zero_terms(out)
+    return out
+
+
+def _drop_zero_terms(expr):
+    """A matrix sum or product with zero matrices in it, simplified only as far as the zeros go."""
+    if isinstance(expr, sp.ZeroMatrix) or not expr.args:
+        return expr
+    if isinstance(expr, sp.MatMul) and any(isinstance(a, sp.ZeroMatrix) for a in expr.args):
+        return sp.ZeroMatrix(*expr.shape)
+    if isinstance(expr, sp.MatAdd):
+        terms = [_drop_zero_terms(a) for a in expr.args]
+        terms = [t for t in terms if not isinstance(t, sp.ZeroMatrix)]
+        return sp.ZeroMatrix(*expr.shape) if not terms else terms[0] if len(terms) == 1 else sp.MatAdd(*terms)
+    return expr

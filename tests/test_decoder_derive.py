@@ -1,0 +1,51 @@
+"""derive.decoder: cross-attention backward pass, the causal block structure, parameter counts."""
+
+from __future__ import annotations
+
+import sympy as sp
+import torch
+
+from derive import counting
+from derive import decoder as dd
+from derive.catalogue import rational_zero
+
+
+def test_cross_attention_backward_equals_differentiation():
+    head = dd.CrossAttention(2, 3, 1, 1)
+    back = head.backward()
+    for name in ("X", "Z", "W_Q", "W_K", "W_V"):
+        residual = back[name] - head.gradient_by_differentiation(name)
+        assert all(rational_zero(e) == 0 for e in residual), name
+
+
+def test_cross_attention_keys_and_values_come_from_the_memory():
+    head = dd.CrossAttention(2, 3, 1, 1)
+    assert head.A.shape == (2, 3) and head.O.shape == (2, 1)
+    assert not (head.K.free_symbols & set(head.X))  # K reads Z only
+    assert head.jacobian("Z").shape == (2, 3)
+
+
+def test_causal_block_structure_and_counterexample():
+    for norm_first in (True, False):
+        holds, blocks = dd.DecoderBlock(norm_first=norm_first).causal_proof()
+        assert holds and len(blocks) == 6
+        free = dd.DecoderBlock(causal=False, norm_first=norm_first)
+        holds, blocks = free.causal_proof()
+        assert not holds and not any(blocks.values())
+    assert dd.DecoderBlock().counterexample() == 0
+    assert abs(float(sp.N(dd.DecoderBlock(causal=False).counterexample()))) > 1e-3
+    assert dd.DecoderBlock().memory_reaches_every_row()
+
+
+def test_decoder_counts_equal_torch_numel():
+    assert dd.decoder_layer_params(256, 4, 1024) == 1053440
+    assert dd.decoder_layer_params(256, 4, 1024) == sum(p.numel() for p in torch.nn.TransformerDecoderLayer(256, 4, 1024, device="meta").parameters())
+    t = dd.task29()
+    assert t["encoder_stack"] == 4718592 and t["cross_attention"] == 262144
+    assert t["lesson_sum"] == t["decoder_stack"] == 6291456
+    general = dd.decoder_layer_params()
+    d, f = counting.d_model, counting.d_ff
+    assert sp.expand(general - (8 * d ** 2 + 2 * d * f + 15 * d + f)) == 0
+    assert dd.decoder_layer_params(cross=False) == counting.encoder_layer_params()
+    stack = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(64, 4, 128, device="meta"), 3, norm=torch.nn.LayerNorm(64, device="meta"))
+    assert dd.decoder_stack_params(3, final_norm=True, d_model=64, heads=4, d_ff=128) == sum(p.numel() for p in stack.parameters())

@@ -1,0 +1,184 @@
+"""Printing in the text's conventions (issue 13): term order, the zero initial state, unicode text,
+notation settings that hold everywhere, citations, figure captions."""
+
+from __future__ import annotations
+
+import doctest
+from pathlib import Path
+
+import pytest
+import sympy as sp
+
+import derive.term_order as term_order_module
+import seqgrad.sources as sources_module
+from derive import gated, rnn
+from derive.latex_layout import break_lines, display, visual_width
+from derive.latex_settings import Notation, NotationPrinter, Partial, check_math
+from derive.program import pretty, sstr
+from seqgrad.errors import SeqgradValueError
+from seqgrad.sources import TEXTS, cite, markdown, normalize
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("module", [term_order_module, sources_module], ids=lambda m: m.__name__)
+def test_module_examples(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_textbook_order_in_text_and_latex():
+    net = rnn.unroll(steps=3)
+    text = str(net.program).splitlines()
+    assert "z_1 = w_x*x_1 + w_h*h_0" in text and "L = (yhat - y)**2/2" in text and "e = yhat - y" in text
+    tex = net.latex()
+    assert "z_{1} " in tex and "&= w_{x} x_{1} + w_{h} h_{0}" in tex
+    assert r"\frac{\left(\widehat{y} - y\right)^{2}}{2}" in tex
+    lstm = gated.lstm(steps=2).latex()
+    assert "&= w_{xi} x_{1} + w_{hi} h_{0} + b_{i}" in lstm  # input, recurrent, bias: as the text writes a gate
+
+
+def test_zero_initial_state_dropped_by_default_and_shown_on_request():
+    net = rnn.unroll(steps=3)
+    assert "h_{-1}" not in net.latex() and "z_0 = w_x*x_0" in str(net.program)
+    assert r"g^{z}_{1} h_{0} + g^{z}_{2} h_{1}" in net.latex()
+    rows = [(d.target, d.value) for d in net.program]
+    shown = display(rows, Notation(show_zero_state=True))
+    assert r"h_{-1} " in shown and r"w_{h} h_{-1}" in shown
+
+
+def test_vector_text_uses_circle_and_transpose():
+    vec = rnn.unroll(steps=2, hidden=2)
+    text = str(vec.program)
+    assert "g_1^z = g_1^h ∘ (1 - h_1**2)" in text and "HadamardProduct" not in text
+    assert "g₁ᶻ = g₁ʰ ∘ (1 − h₁²)" in vec.program.pretty()
+    assert sstr(sp.MatrixSymbol("W", 2, 2).T) == "W.T"
+
+
+def test_pretty_unicode():
+    assert pretty(sp.Symbol("w_x") * sp.Symbol("x_t") + sp.Symbol("w_h") * sp.Symbol("h_{t-1}")) == "wₓ xₜ + wₕ hₜ₋₁"
+    assert pretty((sp.Symbol("yhat") - sp.Symbol("y")) ** 2 / 2) == "(ŷ − y)²/2"
+
+
+def test_products_break_between_factors_and_brackets_span_lines():
+    four = rnn.unroll(steps=4)
+    lines = break_lines(four.grad("w_x", expand=True), NotationPrinter(), 40)
+    assert len(lines) >= 3 and any(line.startswith(r"\cdot") for line in lines)
+    joined = " ".join(lines)
+    assert joined.count(r"\Bigl(") == joined.count(r"\Bigr)") == 1
+    assert all(visual_width(line) <= 40 for line in lines)
+
+
+def test_long_derivation_is_several_displays():
+    tex = gated.lstm(steps=3).latex()
+    assert tex.count(r"\begin{align*}") == tex.count(r"\end{align*}") > 1
+    assert r"\begin{aligned}" not in tex
+
+
+def test_renames_reach_gradient_labels():
+    n = Notation(symbol_names={"w_h": "W_{hh}"}, letters={"g": r"\delta"})
+    net = rnn.unroll(steps=3)
+    rows = [(Partial(net.parameters["w_h"]), net.grad("w_h"))]
+    tex = display(rows, n)
+    assert r"\frac{\partial \mathcal{L}}{\partial W_{hh}}" in tex and r"\delta^{z}_{1}" in tex and "w_{h}" not in tex
+    assert n.unused_renames() == []
+    assert Notation(symbol_names={"zz": "Q"}).unused_renames() == ["zz"]
+
+
+@pytest.mark.parametrize("tex, message", [
+    ("W_{hh", "balanced braces"), ("W}_{hh{", "balanced braces"), ("$W$", "'$'"), ("a % b", "'%'"),
+    (r"\begin{matrix} a", r"\begin"), ("", "non-empty"),
+])
+def test_malformed_latex_is_refused(tex, message):
+    with pytest.raises(SeqgradValueError, match=message.replace("\\", "\\\\").replace("$", r"\$")):
+        check_math("--symbol", tex)
+    with pytest.raises(SeqgradValueError):
+        Notation(symbol_names={"w_h": tex})
+
+
+def test_citations_one_style():
+    assert cite("week06", 122, 144) == "week06 §BPTT:122-144"
+    assert normalize("seed 000 L784") == "week06 §Mask:784"
+    assert normalize("seed000 L290-324") == "week06 §Vector:290-324"
+    assert normalize("seed 001 l.170") == "lesson §Decoder:170"
+    assert normalize("000_a7606e3a9f173091.txt:896") == "week06 §Heads:896"
+    assert normalize("004_eb7bf15b0a8a62d8.latest-revision.txt:40") == "wiki §PE:40"
+    assert normalize("line 9999", "week06") == "line 9999"  # outside the text: kept as written
+    with pytest.raises(SeqgradValueError, match="key"):
+        cite("week99", 1)
+    for text in TEXTS.values():  # sections tile the text without gaps or overlaps
+        edges = [(s.first, s.last) for s in text.sections]
+        assert edges[0][0] == 1 and all(a[1] + 1 == b[0] for a, b in zip(edges, edges[1:]))
+
+
+def test_every_check_and_claim_cites_in_the_one_style():
+    import re
+
+    from crosscheck.claims_catalogue import entries
+    from crosscheck.registry import all_checks
+
+    old = re.compile(r"seed ?\d{3} [Ll]|\d{3}_[0-9a-f]{16}|\bL\d{2,4}\b")
+    offenders = [f"{c.name}: {c.source}" for c in all_checks() if old.search(c.source) and not c.name.startswith("identity:")]
+    offenders += [f"{e.name}: {e.source}" for e in entries() if old.search(e.source)]
+    assert not offenders, offenders
+
+
+def test_sources_page_is_in_step():
+    assert (ROOT / "docs" / "sources.md").read_text(encoding="utf-8") == markdown()
+
+
+def test_every_figure_has_a_caption():
+    from crosscheck.figures import figure_sets
+
+    stems = {"paths": set(), "depth": set(), "encoder": set()}
+    for name, module in figure_sets().items():
+        captions = module.CAPTIONS
+        assert all(len(c) > 60 and "." in c for c in captions.values()), name  # a sentence saying what to see
+        stems[name] = set(captions)
+    from crosscheck.figures import paths as paths_set
+
+    assert set(paths_set.FIGURES) == stems["paths"]
+
+
+class _Entry:
+    name, title, source, method = "dot-variance", "Var(q.k) = d_k", "seed 000 L667", "simplify"
+
+    def __init__(self, statement):
+        self._statement = statement
+
+    def prove(self):
+        return type("Proof", (), {"holds": True})()
+
+    def statement(self):
+        return self._statement
+
+
+def _build():
+    from crosscheck import latexdoc
+
+    return latexdoc.Build(Notation(), ROOT, None)
+
+
+def test_no_trivial_display_and_sources_cited_in_one_style():
+    from crosscheck import latexdoc
+
+    out = latexdoc.identity_status([_Entry(sp.Eq(sp.Integer(4), sp.Integer(4), evaluate=False))], _build())
+    assert "4 &= 4" not in out and "Both sides evaluate to $4$" in out
+    assert r"week06 \S{}Attention:667" in out and "seed 000" not in out
+
+
+def test_headings_typeset_math_not_dollar_signs():
+    from crosscheck import latexdoc
+
+    head = latexdoc._derivation("The softmax Jacobian", "x", where=sp.Eq(sp.Symbol("n"), 3, evaluate=False))
+    assert head.startswith(r"\paragraph{The softmax Jacobian, $n = 3$}") and r"\$" not in head
+
+
+def test_shift_report_is_typeset():
+    from crosscheck import latexdoc
+    from derive import positional
+
+    rows = latexdoc.shift_report_rows(positional.Sinusoidal(5).shift_identity().prove(), Notation())
+    cells = " ".join(c for row in rows for c in row)
+    assert "R^{T}" in cells and r"\operatorname{det}" in cells and r"\neq" in cells
+    assert "True" not in cells and "^T R(k)" not in cells  # no ASCII proof lines
