@@ -215,12 +215,16 @@ class Decoder(Encoder):
             M_cross = cross_mask(T, memory_padding, T_src, dtype=self.dtype, device=self.device)
         if record is not None:
             record["H0"] = H
-        for l, block in enumerate(self.blocks):
-            H = block(H, H_enc, M_self, M_cross, record, f"block{l}.")
-            if record is not None:
-                record[f"H{l + 1}"] = H
-        if self.ln_final is not None:
-            H = self.ln_final(H, record, "LN_final")
+        try:
+            for l, block in enumerate(self.blocks):
+                H = block(H, H_enc, M_self, M_cross, record, f"block{l}.")
+                if record is not None:
+                    record[f"H{l + 1}"] = H
+            if self.ln_final is not None:
+                H = self.ln_final(H, record, "LN_final")
+        except SeqgradValueError:  # a sublayer refused a non-finite result: a NaN or inf weight is named first
+            self.check_weights()
+            raise
         if record is not None:
             record["H_dec"] = H
         if not bool(torch.isfinite(H).all()):
