@@ -24,7 +24,8 @@ import torch.nn.functional as F  # noqa: E402
 
 from crosscheck.checks.conv import compiled_conv  # noqa: E402
 from crosscheck.tolerance import compare  # noqa: E402
-from seqgrad import benchdoc  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchdoc  # noqa: E402  (benchmarks/benchdoc.py, beside this script)
 
 B, H, KSIZE = 64, 64, 5
 
@@ -64,7 +65,10 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=9)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--no-record", action="store_true")
+    p.add_argument("--smoke", action="store_true", help="one repeat, nothing recorded (CI's slow step)")
     args = p.parse_args(argv)
+    if args.smoke:
+        args.repeats, args.no_record = 1, True
     torch.set_num_threads(args.threads)
     results = [measure(d, args.repeats) for d in ("float32", "float64")]
     if not args.no_record:

@@ -24,7 +24,8 @@ from crosscheck import decoder_twins  # noqa: E402
 from crosscheck.tolerance import compare  # noqa: E402
 from numeric.decoder import Decoder  # noqa: E402
 from numeric.device import resolve_device, resolve_dtype  # noqa: E402
-from seqgrad import benchdoc  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchdoc  # noqa: E402  (benchmarks/benchdoc.py, beside this script)
 
 T, T_SRC, D, HEADS, F_WIDTH, BLOCKS = 256, 256, 256, 8, 1024, 4
 
@@ -78,7 +79,10 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, as the issue asks)")
     p.add_argument("--no-record", action="store_true", help="do not write docs/benchmarks.md")
+    p.add_argument("--smoke", action="store_true", help="one repeat, nothing recorded (CI's slow step)")
     args = p.parse_args(argv)
+    if args.smoke:
+        args.repeats, args.no_record = 1, True
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     dtypes = ("float32", "float64") if args.dtype == "both" else (args.dtype,)

@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from numeric.decoder import EncoderDecoder  # noqa: E402
-from seqgrad import benchdoc  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchdoc  # noqa: E402  (benchmarks/benchdoc.py, beside this script)
 
 T_SRC, D, HEADS, F_WIDTH, BLOCKS, TOKENS, K = 256, 256, 8, 1024, 2, 64, 100
 
@@ -41,7 +42,10 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--no-record", action="store_true")
+    p.add_argument("--smoke", action="store_true", help="one repeat, nothing recorded (CI's slow step)")
     args = p.parse_args(argv)
+    if args.smoke:
+        args.repeats, args.no_record = 1, True
     torch.set_num_threads(args.threads)
     model = EncoderDecoder.random(K, K, D, HEADS, F_WIDTH, BLOCKS, start=0, end=1, seed=3, dtype=torch.float32).eval()
     with torch.no_grad():

@@ -94,7 +94,7 @@ def _claim(item, source, **kw):
 
 def _entry(name, seed, line, what, texts, *, figures=None, exact=False, note="", erratum="", expect="", derived=False,
            cite="") -> Entry:
-    source = cite or f"{seed}:{line}"
+    source = normalize(cite or f"{seed}:{line}")
     claims = tuple(_claim(t, source, figures=figures, exact=exact) for t in texts)
     return Entry(name, seed, str(line), what, claims, note, erratum, expect, derived, cite)
 

@@ -871,7 +871,7 @@ class GeneralDerivation:
         return latex_aligned([(r.lhs, r.rhs) if r.where is None else (r.lhs, _Where(r.rhs, r.where)) for r in self.rows()])
 
     def _repr_latex_(self) -> str:
-        return "$$" + self.latex() + "$$"
+        return self.latex()  # already a complete display (align*), which Jupyter renders as it is
 
     def __str__(self) -> str:
         return "\n".join(str(r) for r in self.rows())

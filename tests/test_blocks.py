@@ -11,7 +11,7 @@ def test_attention_backward_prints_as_the_text():
     prog = blocks.attention_program().program
     assert str(prog["dV"]) == "dV = A.T*G"
     assert str(prog["dA"]) == "dA = G*V.T"
-    assert str(prog["dS"]) == "dS = A o (dA - rowsum(dA o A))"
+    assert str(prog["dS"]) == "dS = A ∘ (dA - rowsum(dA ∘ A))"
     assert str(prog["dQ"]) == "dQ = 1/sqrt(d_k)*dS*K"
     assert str(prog["dK"]) == "dK = 1/sqrt(d_k)*dS.T*Q"
     assert prog["dS"].target.shape == (blocks.T, blocks.T)
@@ -19,7 +19,7 @@ def test_attention_backward_prints_as_the_text():
 
 def test_layernorm_backward_prints_in_xhat_and_sigma():
     prog = blocks.layernorm_program().program
-    assert str(prog["dX"]) == "dX = (dxhat - mean(dxhat) - (xhat o (mean(dxhat o xhat)))) o (1/sigma)"
+    assert str(prog["dX"]) == "dX = (dxhat - (xhat ∘ (mean(dxhat ∘ xhat))) - mean(dxhat)) ∘ (1/sigma)"
 
 
 def test_every_program_is_a_composition_of_proved_rules():

@@ -56,7 +56,7 @@ def test_program_backward_goes_through_the_table():
     A = prog.define(sp.MatrixSymbol("A", T, n), rules.RowSoftmax(S))
     G = sp.MatrixSymbol("G", T, n)
     grads = prog.backward({A: G}, lambda s: None)
-    assert rules.sstr(grads[S]) == "A o (G - rowsum(G o A))"
+    assert rules.sstr(grads[S]) == "A ∘ (G - rowsum(G ∘ A))"
 
 
 def test_symbolic_scale_is_allowed():

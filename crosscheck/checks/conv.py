@@ -27,11 +27,6 @@ GROUP = "conv"
 LECTURE = "lecture07 §Convolutional network"
 
 
-def _setup(ctx):
-    setup = ctx.torch_device()
-    return setup
-
-
 def _rand(g, dev, dt, *shape):
     return torch.randn(tuple(shape), generator=g, dtype=torch.float64).to(dt).to(dev)
 
@@ -74,16 +69,13 @@ def _torch_conv2d(X, K, b, s, P):
     return F.conv2d(X[:, None], K[None, None], b.reshape(1), stride=s, padding=P)[:, 0]
 
 
-@check("conv.weight_sharing_gradient", source=f"{LECTURE}:9-11 (one filter slides over the whole image)", group=GROUP)
+@check("conv.weight_sharing_gradient", needs_torch=True, source=f"{LECTURE}:9-11 (one filter slides over the whole image)", group=GROUP)
 def weight_sharing_gradient(ctx) -> Outcome:
     """dL/dK_uv = sum_ij G_ij X_{s i+u, s j+v} and dL/db = sum_ij G_ij, derived at symbolic size (proved), compiled,
     against conv2d autograd at random sizes, stride and padding; the forward formula against conv2d too."""
     entry = next(e for e in d_conv.identities() if e.name == "conv-weight-sharing-gradient")
     proof = verify(entry, ctx.dtype, ctx.device, ctx.seed)[0]
-    setup = _setup(ctx)
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     H, W, k, s, P = _sizes(ctx)
     Y_fn, dK_fn, db_fn, _ = compiled_conv(H, W, k, s, P)
@@ -97,16 +89,13 @@ def weight_sharing_gradient(ctx) -> Outcome:
                    f"{proof.detail}; compiled vs conv2d autograd: {case}")
 
 
-@check("conv.input_gradient", source=f"{LECTURE}:9", group=GROUP)
+@check("conv.input_gradient", needs_torch=True, source=f"{LECTURE}:9", group=GROUP)
 def input_gradient(ctx) -> Outcome:
     """dL/dX_mn = sum_uv K_uv Ghat_{m-u,n-v}: a full cross-correlation of the zero-padded G with the flipped kernel,
     derived (proved) and compiled, against conv2d autograd (stride 1, random padding)."""
     entry = next(e for e in d_conv.identities() if e.name == "conv-input-gradient-full-correlation")
     proof = verify(entry, ctx.dtype, ctx.device, ctx.seed)[0]
-    setup = _setup(ctx)
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     H, W, k, _, P = _sizes(ctx)
     *_, dX_fn = compiled_conv(H, W, k, 1, P)
@@ -138,7 +127,7 @@ def _explicit_against_torch(ctx, ec: d_conv.ExplicitConv, dev, dt, g) -> list[Ou
             ctx.compare(ev("X", ec.size), gX, detail="dX")]
 
 
-@check("conv.explicit_sizes", source=f"{LECTURE}:9 (stride and zero padding as options)", group=GROUP)
+@check("conv.explicit_sizes", needs_torch=True, source=f"{LECTURE}:9 (stride and zero padding as options)", group=GROUP)
 def explicit_sizes(ctx) -> Outcome:
     """1-D and 2-D convolutions at concrete sizes with stride and padding: dK, db and dX by the formulas (dX from the
     stride-dilated G) equal sympy.diff exactly, and conv1d / conv2d autograd numerically."""
@@ -147,10 +136,7 @@ def explicit_sizes(ctx) -> Outcome:
              d_conv.ExplicitConv((rng.randint(3, 5), rng.randint(3, 5)), (rng.randint(1, 3), rng.randint(1, 3)),
                                  stride=rng.randint(1, 3), padding=rng.randint(0, 1))]
     proofs = [d_conv.prove_explicit(c) for c in cases]
-    setup = _setup(ctx)
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     out = [Outcome.exact(p.holds, p.detail) for p in proofs]
     for c in cases:
@@ -158,13 +144,10 @@ def explicit_sizes(ctx) -> Outcome:
     return combine(out, "; ".join(p.summary() for p in proofs))
 
 
-@check("conv.forward_vs_torch", source=f"{LECTURE}:9 ((X * K)_ij = sum_uv K_uv X_{{i+u,j+v}} + b)", group=GROUP)
+@check("conv.forward_vs_torch", needs_torch=True, source=f"{LECTURE}:9 ((X * K)_ij = sum_uv K_uv X_{{i+u,j+v}} + b)", group=GROUP)
 def forward_vs_torch(ctx) -> Outcome:
     """numeric.conv (the lecture's sum, one strided slice per kernel entry) against conv1d and conv2d, forward and autograd."""
-    setup = _setup(ctx)
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     H, W, k, s, P = _sizes(ctx)
     out = []
@@ -182,15 +165,12 @@ def forward_vs_torch(ctx) -> Outcome:
     return combine(out, f"1-D and 2-D: input sizes {H} x {W}, kernel {k}, stride {s}, padding {P}, batch 4")
 
 
-@check("conv.max_pool_routing", source=f"{LECTURE}:13 (max-pooling; the formula is cut off after \\max_{{0\\le u,v}})", group=GROUP)
+@check("conv.max_pool_routing", needs_torch=True, source=f"{LECTURE}:13 (max-pooling; the formula is cut off after \\max_{{0\\le u,v}})", group=GROUP)
 def max_pool_routing(ctx) -> Outcome:
     """Max-pool gradient routing: G_ij goes to the window's argmax, at a tie to the first maximal entry in row-major order
     (torch's convention): derive.conv.max_pool_routing and numeric.conv.max_pool2d_backward against max_pool2d autograd,
     on data with many ties and on continuous data; SymPy's derivative of max is the argmax indicator where unique."""
-    setup = _setup(ctx)
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     rng = ctx.rng()
     out = []

@@ -71,13 +71,10 @@ def _masks(dev, dt):
     return tgt, src, causal
 
 
-@check("decoder.layer_vs_torch", source="lesson §Formula:166-172; wiki §Decoder architecture:86-98", group=GROUP)
+@check("decoder.layer_vs_torch", needs_torch=True, source="lesson §Formula:166-172; wiki §Decoder architecture:86-98", group=GROUP)
 def layer_vs_torch(ctx) -> Outcome:
     """Decoder block (pre- and post-norm) against torch.nn.TransformerDecoderLayer, same weights."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     tgt, src, causal = _masks(dev, dt)
     outcomes = []
@@ -94,13 +91,10 @@ def layer_vs_torch(ctx) -> Outcome:
     return combine(outcomes)
 
 
-@check("decoder.stack_vs_torch", source="lesson §Formula:166-172 (N = 6 layers, l.130)", group=GROUP)
+@check("decoder.stack_vs_torch", needs_torch=True, source="lesson §Formula:166-172 (N = 6 layers, l.130)", group=GROUP)
 def stack_vs_torch(ctx) -> Outcome:
     """A 3-block decoder with final LayerNorm against torch.nn.TransformerDecoder."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     tgt, src, causal = _masks(dev, dt)
     dec = Decoder.random(7, D, 4, F_WIDTH, 3, bias=True, seed=ctx.seed, dtype=dt, device=dev)
@@ -111,13 +105,10 @@ def stack_vs_torch(ctx) -> Outcome:
                          _inputs(ctx, g, dev, dt, (B, T, D), (B, T_SRC, D)), ("H", "H_enc"))
 
 
-@check("decoder.transformer_vs_torch", source="lesson §Intuition:160-164; wiki §Decoder architecture:88", group=GROUP)
+@check("decoder.transformer_vs_torch", needs_torch=True, source="lesson §Intuition:160-164; wiki §Decoder architecture:88", group=GROUP)
 def transformer_vs_torch(ctx) -> Outcome:
     """Encoder-decoder stacks (2 + 2 blocks) against torch.nn.Transformer: the gradient reaches the source through the memory."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     tgt, src, causal = _masks(dev, dt)
     model = EncoderDecoder.random(5, 6, D, HEADS, F_WIDTH, 2, seed=ctx.seed, dtype=dt, device=dev)
@@ -143,7 +134,7 @@ def _cross_backward_compiled():
     return head, bridge.compile_matrix(M, args, "cross_attention_backward"), names
 
 
-@check("decoder.cross_attention_backward", source="lesson §Formula:172; wiki §Decoder architecture:96", group=GROUP)
+@check("decoder.cross_attention_backward", needs_torch=True, source="lesson §Formula:172; wiki §Decoder architecture:96", group=GROUP)
 def cross_attention_backward(ctx) -> Outcome:
     """The derived cross-attention backward pass (dX, dZ, dW_Q, dW_K, dW_V): exact against differentiation at
     T = T_src = 2, width 1, and compiled against autograd of the numeric cross-attention at T = 3, T_src = 2."""
@@ -151,10 +142,7 @@ def cross_attention_backward(ctx) -> Outcome:
     back = small.backward()
     residual = [e for n in ("X", "Z", "W_Q", "W_K", "W_V") for e in (back[n] - small.gradient_by_differentiation(n)) if rational_zero(e) != 0]
     exact = Outcome.exact(not residual, "exact: backward pass = differentiation of sum G o O")
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     head, fn, names = _cross_backward_compiled()
     mha = MultiHeadAttention.random(2, 1, d_k=2, d_v=2, generator=g, dtype=dt, device=dev)
@@ -175,15 +163,12 @@ def cross_attention_backward(ctx) -> Outcome:
     return combine(out)
 
 
-@check("decoder.causal_blocks_zero", source="lesson §Formula:170 (M_ij = -inf for j > i); lesson §Why it matters:188", group=GROUP)
+@check("decoder.causal_blocks_zero", needs_torch=True, source="lesson §Formula:170 (M_ij = -inf for j > i); lesson §Why it matters:188", group=GROUP)
 def causal_blocks_zero(ctx) -> Outcome:
     """Output row i of a decoder block does not depend on target rows j > i: proved from the symbolic sublayers
     (pre- and post-norm), and the autograd Jacobian blocks of a numeric 2-block decoder are exactly 0."""
     proofs = [d_decoder.DecoderBlock(norm_first=nf).causal_proof()[0] for nf in (True, False)]
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     dec = Decoder.random(4, D, HEADS, F_WIDTH, 2, seed=ctx.seed, dtype=dt, device=dev)
     H0, Z = _inputs(ctx, g, dev, dt, (T, D), (T_SRC, D))
@@ -196,17 +181,14 @@ def causal_blocks_zero(ctx) -> Outcome:
                    f"{float(future.max()):.3g} (must be exactly 0), diagonal blocks all nonzero")
 
 
-@check("decoder.causal_counterexample", source="lesson §Medium tasks:234 (task 20: without the mask the model copies the future)", group=GROUP)
+@check("decoder.causal_counterexample", needs_torch=True, source="lesson §Medium tasks:234 (task 20: without the mask the model copies the future)", group=GROUP)
 def causal_counterexample(ctx) -> Outcome:
     """Without the mask the future leaks: the dependence proof fails, d O_0/d x_3 is nonzero at an exact point, and the
     numeric decoder's Jacobian has nonzero blocks above the diagonal."""
     unmasked = d_decoder.DecoderBlock(causal=False)
     leaked = not unmasked.causal_proof()[0]
     value = abs(float(sp.N(unmasked.counterexample(), 30)))
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     dec = Decoder.random(4, D, HEADS, F_WIDTH, 1, seed=ctx.seed, dtype=dt, device=dev)
     H0, Z = _inputs(ctx, g, dev, dt, (T, D), (T_SRC, D))
@@ -218,15 +200,12 @@ def causal_counterexample(ctx) -> Outcome:
                    f"smallest future block of the numeric Jacobian {smallest:.3g}")
 
 
-@check("decoder.memory_gradient_every_position", source="lesson §Worked examples:182 (K, V from the encoder)", group=GROUP)
+@check("decoder.memory_gradient_every_position", needs_torch=True, source="lesson §Worked examples:182 (K, V from the encoder)", group=GROUP)
 def memory_gradient_every_position(ctx) -> Outcome:
     """Every memory position receives gradient through cross-attention (every decoder row depends on every memory
     row, proved from the sublayers), and a padded source position receives exactly none."""
     proved = d_decoder.DecoderBlock().memory_reaches_every_row()
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
     dec = Decoder.random(4, D, HEADS, F_WIDTH, 1, seed=ctx.seed, dtype=dt, device=dev)
     H0, Z = _inputs(ctx, g, dev, dt, (T, D), (T_SRC, D))
@@ -290,7 +269,7 @@ def count_task_29(ctx) -> Outcome:
                    f"general: 8 d^2 + 2 d d_ff + 15 d + d_ff")
 
 
-@check("decoder.decoder_only", source="lesson §Why it matters:188; lesson §Common mistakes:258-270 (GPT is decoder-only)", group=GROUP)
+@check("decoder.decoder_only", needs_torch=True, source="lesson §Why it matters:188; lesson §Common mistakes:258-270 (GPT is decoder-only)", group=GROUP)
 def decoder_only(ctx) -> Outcome:
     """A decoder-only layer needs no cross-attention: its count is the encoder layer's (torch numel of
     TransformerEncoderLayer), one attention fewer than the decoder layer, and a causal encoder block is causal."""
@@ -298,10 +277,7 @@ def decoder_only(ctx) -> Outcome:
     torch_enc = _numel(torch.nn.TransformerEncoderLayer(256, 4, 1024, device="meta"))
     diff = d_decoder.decoder_layer_params(256, 4, 1024) - formula
     extra = counting.attention_params(256, 4, bias=True) + counting.layernorm_params(256)
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     block = EncoderBlock.random(D, HEADS, F_WIDTH, generator=ctx.torch_generator(), dtype=dt, device=dev)
     H = torch.randn(T, D, generator=ctx.torch_generator(), dtype=torch.float64).to(dt).to(dev)
     J = torch.autograd.functional.jacobian(lambda h: block(h, attention_mask(T, causal=True, dtype=dt, device=dev)), H)
@@ -315,14 +291,11 @@ def decoder_only(ctx) -> Outcome:
 
 # ----------------------------------------------------------------------------- the lesson's examples
 
-@check("decoder.lesson_mask_example", source="lesson §Worked examples:176-180 (Ex. 1)", group=GROUP)
+@check("decoder.lesson_mask_example", needs_torch=True, source="lesson §Worked examples:176-180 (Ex. 1)", group=GROUP)
 def lesson_mask_example(ctx) -> Outcome:
     """Ex. 1: the 4 x 4 causal mask, row i = 2 is [0, 0, 0, -inf]; with scores [1.2, 0.5, 2.0, 1.8] the 4th weight is
     exactly 0 and the rest renormalise: (0.2687, 0.1334, 0.5979, 0) (the printed 0.31, 0.15, 0.54 is a separate erratum)."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     M = attention_mask(4, causal=True, dtype=dt, device=dev)
     row = M[2]
     scores = torch.tensor([1.2, 0.5, 2.0, 1.8], dtype=dt, device=dev)
@@ -358,14 +331,11 @@ def lesson_generation(ctx) -> Outcome:
                                  f"{len(calls)}; teacher-forcing loss {losses[0]:.3f} -> {losses[-1]:.2e}")
 
 
-@check("decoder.teacher_forcing_is_parallel_generation", source="lesson §Worked examples:184 (training runs all steps in one pass)", group=GROUP)
+@check("decoder.teacher_forcing_is_parallel_generation", needs_torch=True, source="lesson §Worked examples:184 (training runs all steps in one pass)", group=GROUP)
 def teacher_forcing_parallel(ctx) -> Outcome:
     """The teacher-forced pass over <start> y_1 .. y_n gives at position t the same logits as the generation step that
     sees positions 0..t (the causal mask makes the parallel pass equal the sequential one)."""
-    setup = ctx.torch_device()
-    if setup is None:
-        return Outcome.skip("no CUDA GPU")
-    dev, dt = setup
+    dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     model = EncoderDecoder.random(5, 7, D, HEADS, F_WIDTH, 2, seed=ctx.seed, dtype=dt, device=dev)
     rng = random.Random(ctx.seed)
     src = torch.tensor([rng.randrange(5) for _ in range(4)], device=dev)

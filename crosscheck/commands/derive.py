@@ -195,7 +195,7 @@ _CHECK_STATE: dict = {}
 
 def _add_gated(p: argparse.ArgumentParser) -> None:
     _add_common(p)
-    p.add_argument("--latex", action="store_true", help="print LaTeX (an aligned environment)")
+    p.add_argument("--latex", action="store_true", help="print LaTeX: a complete display (align*, amsmath) that pastes into a document body")
 
 
 def _run_gated(kind):
@@ -221,7 +221,7 @@ def _add_cell(p: argparse.ArgumentParser) -> None:
     p.add_argument("--function", action="append", default=[], metavar="'f(z) = EXPR'",
                    help="an activation of your own, e.g. 'lrelu(z) = max(z, z/10)' (repeatable)")
     _add_common(p, sizes=False)
-    p.add_argument("--latex", action="store_true", help="print LaTeX (an aligned environment)")
+    p.add_argument("--latex", action="store_true", help="print LaTeX: a complete display (align*, amsmath) that pastes into a document body")
 
 
 def _parse_sizes(text):

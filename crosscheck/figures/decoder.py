@@ -10,6 +10,13 @@ from pathlib import Path
 import numpy as np
 
 NAME = "decoder"
+
+#: What each figure shows and what to see in it (the caption in the notes and report.tex).
+CAPTIONS = {
+    "decoder_cross_attention": "Cross-attention in the lesson's generation example (lesson §Worked examples:184): for "
+        "each generated token (rows, with the positions it may see) the weights on the source words (columns), one "
+        "panel per head. Each row sums to 1; a row shows which source word the decoder reads to write that token.",
+}
 HELP = "the lesson's generation example I love ML -> Я люблю МО: cross-attention weights of each step, per head"
 
 
