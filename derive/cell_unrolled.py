@@ -35,11 +35,21 @@ class UnrolledCell(Unrolled):
         self.sym = _Symbols(cell)
         self.positions = cell.loss.positions(steps)
         self.parameters = {str(s): s for s in (cell.param_symbol(p) for p in cell.param_shapes)}
-        self.x = [self.sym.seq(cell.input, k, cell.shape_of(cell.input)) for k in range(steps)]
-        C = cell.target_shape()
-        final = cell.loss.on == "final"
-        self.y = self.sym.seq("y", None, C) if final else [self.sym.seq("y", k, C) for k in self.positions]
-        self.e = self.sym.seq("e", None, C) if final else [self.sym.seq("e", k, C) for k in self.positions]
+
+    # -- the step symbols, made when first read (compiled code needs none of them) --------------
+    @functools.cached_property
+    def x(self) -> list:
+        return [self.sym.seq(self.cell.input, k, self.cell.shape_of(self.cell.input)) for k in range(self.steps)]
+
+    @functools.cached_property
+    def y(self):
+        C = self.cell.target_shape()
+        return self.sym.seq("y", None, C) if self.cell.loss.on == "final" else [self.sym.seq("y", k, C) for k in self.positions]
+
+    @functools.cached_property
+    def e(self):
+        C = self.cell.target_shape()
+        return self.sym.seq("e", None, C) if self.cell.loss.on == "final" else [self.sym.seq("e", k, C) for k in self.positions]
 
     # -- the program, built on first use ---------------------------------------------------
     @functools.cached_property
