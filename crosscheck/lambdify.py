@@ -185,8 +185,7 @@ class _TorchPrinter(_Printer):
 
 
 def _numpy_namespace() -> dict:
-    def sigmoid_(x):
-        return np.exp(-np.logaddexp(0.0, -x))
+    from numeric.activations import sigmoid as sigmoid_
 
     return {
         "numpy": np, "math": __import__("math"),

@@ -26,35 +26,18 @@ from seqgrad import validate
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 from seqgrad.progress import progress
 
-from . import gated, recurrent
+from . import activations, gated, recurrent
 
 # ---------------------------------------------------------------- activations (numeric side)
 # phi and phi'(z, h) are numeric.recurrent's (tanh: 1 - h^2; ReLU's slope at 0 is 0, as torch's);
 # gamma = sup|phi'| is what the Pascanu bound needs.
 
-GAMMA = {"identity": 1.0, "tanh": 1.0, "sigmoid": 0.25, "relu": 1.0}
-
-
-@dataclass(frozen=True)
-class NumericActivation:
-    name: str
-    gamma: float
-
-    def phi(self, z):
-        return recurrent._phi(self.name, z)
-
-    def prime(self, z, h):
-        """phi'(z) written through h = phi(z) where the text does."""
-        return recurrent._phi_prime(self.name, z, h)
-
-    def dphi(self, z):
-        return self.prime(z, self.phi(z))
+NumericActivation = activations.NumericActivation
 
 
 def activation(name: str) -> NumericActivation:
-    """phi, phi' and gamma for ``name`` in identity, tanh, sigmoid, relu."""
-    name = validate.choice("activation", name, recurrent.ACTIVATIONS)
-    return NumericActivation(name, GAMMA[name])
+    """phi, phi' and gamma for ``name`` in identity, tanh, sigmoid, relu (the one table :mod:`numeric.activations`)."""
+    return activations.get(name)
 
 
 def gamma(name: str) -> float:

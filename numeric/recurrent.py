@@ -27,6 +27,7 @@ import numpy as np
 
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
+from . import activations
 from .device import resolve_device
 
 __all__ = ["ACTIVATIONS", "Params", "forward", "bptt", "autograd", "seeded_example", "SEEDED_X", "SEEDED_TARGET"]
@@ -34,27 +35,7 @@ __all__ = ["ACTIVATIONS", "Params", "forward", "bptt", "autograd", "seeded_examp
 SEEDED_X = [[0.2, -0.1], [0.0, 0.3], [0.4, 0.1]]
 SEEDED_TARGET = 0.5
 
-ACTIVATIONS = ("identity", "tanh", "sigmoid", "relu")
-
-
-def _phi(name: str, z: np.ndarray) -> np.ndarray:
-    if name == "tanh":
-        return np.tanh(z)
-    if name == "sigmoid":
-        return np.exp(-np.logaddexp(0.0, -z))
-    if name == "relu":
-        return np.maximum(z, 0.0)
-    return z
-
-
-def _phi_prime(name: str, z: np.ndarray, h: np.ndarray) -> np.ndarray:
-    if name == "tanh":
-        return 1.0 - h**2
-    if name == "sigmoid":
-        return h * (1.0 - h)
-    if name == "relu":
-        return (z > 0).astype(z.dtype)  # phi'(0) = 0, as torch.relu
-    return np.ones_like(z)
+ACTIVATIONS = activations.ACTIVATIONS
 
 
 @dataclass
@@ -158,7 +139,7 @@ def forward(params: Params, X, activation: str = "tanh"):
     prev = np.zeros((B, H))
     for t in range(T):
         z[:, t] = X[:, t] @ params.W_x.T + prev @ params.W_h.T + (params.b_h if params.b_h is not None else 0.0)
-        h[:, t] = prev = _phi(activation, z[:, t])
+        h[:, t] = prev = activations.get(activation).phi(z[:, t])
     _finite_results({"z": z, "h": h}, activation, T)
     return z, h
 
@@ -191,7 +172,7 @@ def bptt(params: Params, X, y, activation: str = "tanh", loss: str = "final", re
             g_h = g_h + e @ params.W_o
             grads["W_o"] += e.T @ h[:, t]
             grads["b_o"] += e.sum(axis=0)
-        g_z = g_h * _phi_prime(activation, z[:, t], h[:, t])
+        g_z = g_h * activations.get(activation).prime(z[:, t], h[:, t])
         h_prev = h[:, t - 1] if t > 0 else np.zeros_like(h[:, 0])
         grads["W_x"] += g_z.T @ X[:, t]
         grads["W_h"] += g_z.T @ h_prev
@@ -216,7 +197,7 @@ def autograd(params: Params, X, y, activation: str = "tanh", loss: str = "final"
          if v is not None}
     Xt = torch.tensor(X, dtype=dt, device=dev, requires_grad=True)
     yt = torch.tensor(y, dtype=dt, device=dev)
-    act = {"tanh": torch.tanh, "sigmoid": torch.sigmoid, "relu": torch.relu, "identity": lambda v: v}[activation]
+    act = activations.get(activation).torch
     B, T, _ = X.shape
     h = torch.zeros((B, params.W_h.shape[0]), dtype=dt, device=dev)
     outs = []
