@@ -21,15 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import benchdoc  # noqa: E402  # benchmarks/benchdoc.py, beside this script
-
-
-def cpu_seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return statistics.median(times)
+from rnn_derive import median_time as cpu_seconds  # noqa: E402  (median CPU seconds of this process)
 
 
 def derive_and_compile_cell(T: int, D=None, H=None):
