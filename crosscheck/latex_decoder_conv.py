@@ -29,7 +29,7 @@ def decoder_section(b) -> str:
              _derivation("Parameter counts (with biases and three LayerNorms; task 29 without)", counts),
              _catalogue_section(["derive.decoder"])(b),
              checks_or_note("decoder.*", b),
-             b.figures("decoder", "Cross-attention weights of the generation example (seqgrad plot decoder)")]
+             b.figures("decoder")]
     return "\n\n".join(p for p in parts if p)
 
 
@@ -54,5 +54,5 @@ def conv_section(b) -> str:
                          latex_aligned([(sp.Symbol("r_3"), dc.receptive_field(ks, ss))])),
              _catalogue_section(["derive.conv"])(b),
              checks_or_note("conv.*", b),
-             b.figures("conv", "Receptive field of stacked convolutions (seqgrad plot conv)")]
+             b.figures("conv")]
     return "\n\n".join(p for p in parts if p)

@@ -105,9 +105,11 @@ class CrossAttention(Derivation):
         return sp.Matrix(list(self.O)).jacobian(list(self.parameters[wrt]))
 
     def latex(self) -> str:
-        return (r"\mathbf Q = \mathbf X W_Q^{\top},\ \mathbf K = \mathbf Z W_K^{\top},\ \mathbf V = \mathbf Z W_V^{\top},\quad"
-                r"\mathbf A = \operatorname{softmax}_{\mathrm{rows}}\!\left(\tfrac{\mathbf Q\mathbf K^{\top}}{\sqrt{d_k}}\right),\quad"
-                r"\mathbf O = \mathbf A\mathbf V;\quad \frac{\partial L}{\partial \mathbf Z} = d\mathbf K\, W_K + \mathbf A^{\top} G\, W_V")
+        return ("\\begin{align*}\n"
+                r"\mathbf Q &= \mathbf X W_Q^{\top},\quad \mathbf K = \mathbf Z W_K^{\top},\quad \mathbf V = \mathbf Z W_V^{\top}\\" "\n"
+                r"\mathbf A &= \operatorname{softmax}_{\mathrm{rows}}\!\left(\tfrac{\mathbf Q\mathbf K^{\top}}{\sqrt{d_k}}\right),\quad"
+                r"\mathbf O = \mathbf A\mathbf V\\" "\n"
+                r"\frac{\partial L}{\partial \mathbf Z} &= d\mathbf K\, W_K + \mathbf A^{\top} G\, W_V" "\n\\end{align*}")
 
     def __repr__(self) -> str:
         return f"CrossAttention(T={self.T}, T_src={self.T_src}, d_model={self.d_model}, d_k={self.d_k}, d_v={self.d_v})"
@@ -190,9 +192,10 @@ class DecoderBlock(Derivation):
         return sp.nsimplify(d.xreplace(point)) if d != 0 else sp.Integer(0)
 
     def latex(self) -> str:
-        return (r"\mathbf U_1 = \mathbf H + \mathrm{MHA}_{\mathrm{self}}(\mathrm{LN}_1(\mathbf H);\,\mathbf M),\quad "
-                r"\mathbf U_2 = \mathbf U_1 + \mathrm{MHA}_{\mathrm{cross}}(\mathrm{LN}_2(\mathbf U_1), \mathbf Z),\quad "
-                r"\mathbf H' = \mathbf U_2 + \mathrm{MLP}(\mathrm{LN}_3(\mathbf U_2))")
+        return ("\\begin{align*}\n"
+                r"\mathbf U_1 &= \mathbf H + \mathrm{MHA}_{\mathrm{self}}(\mathrm{LN}_1(\mathbf H);\,\mathbf M)\\" "\n"
+                r"\mathbf U_2 &= \mathbf U_1 + \mathrm{MHA}_{\mathrm{cross}}(\mathrm{LN}_2(\mathbf U_1), \mathbf Z)\\" "\n"
+                r"\mathbf H' &= \mathbf U_2 + \mathrm{MLP}(\mathrm{LN}_3(\mathbf U_2))" "\n\\end{align*}")
 
     def __repr__(self) -> str:
         return f"DecoderBlock(T={self.T}, T_src={self.T_src}, causal={self.causal}, norm_first={self.norm_first})"
