@@ -75,10 +75,6 @@ def _relu(z):
     return sp.Max(0, z)
 
 
-class relu_prime(sp.Function):
-    """ReLU's slope with the value 0 at the kink (torch.relu's convention): ``Heaviside(z, 0)``."""
-
-
 #: activations a cell may call by name (text or Python); a user adds more with ``functions=``
 FUNCTIONS: dict[str, object] = {
     "tanh": sp.tanh, "sigmoid": activations.sigmoid, "relu": _relu, "leaky_relu": _leaky_relu,
@@ -815,14 +811,11 @@ class GeneralDerivation:
                 carry = self.carry[state].xreplace(self.shift_map(1)) if self.carry[state] is not None else self._zero(c.shape_of(state))
                 rows.append(Row(d.target, _tidy(value.xreplace({rho: carry})), "t < T-1"))
             else:
-                rows.append(Row(d.target, _tidy(value.xreplace({rho: self.rho_value[state]})), self._where_states()))
+                rows.append(Row(d.target, _tidy(value.xreplace({rho: self.rho_value[state]}))))
         if c.loss.on != "final":
             past = [n for n in c.named if n not in c.states and n in self.at_t] or list(c.states)
             rows += [Row(self.sym.adjoint(n, T, c.shape_of(n)), self._zero(c.shape_of(n))) for n in past]
         return rows
-
-    def _where_states(self):
-        return None
 
     def gradient(self, name: str):
         """dL/d``name`` for a parameter: the sum over its uses, as a sum over the steps ``t = 0..T-1``
@@ -844,7 +837,7 @@ class GeneralDerivation:
             elif self.cell.loss.on == "every":
                 terms.append(_make_sum(h, 0, T - 1, self))
             else:
-                terms.append(_PositionsSum.make(h, self.cell.loss.on, self))
+                terms.append(_add([_tidy(self.instantiate_symbolic(h, sp.Integer(p))) for p in self.cell.loss.on], h))
         return _add(terms, sym)
 
     grad = gradient
@@ -852,8 +845,8 @@ class GeneralDerivation:
     def gradient_rows(self) -> list["Row"]:
         rows = []
         for p, s in self.params.items():
-            rows.append(Row(_partial_label(s), self.gradient(p)))
-        rows.append(Row(_partial_label(self.x), self.gradient(self.cell.input)))
+            rows.append(Row(_PartialLabel(s), self.gradient(p)))
+        rows.append(Row(_PartialLabel(self.x), self.gradient(self.cell.input)))
         return rows
 
     def transition(self, of: str | None = None, wrt: str | None = None):
@@ -902,7 +895,7 @@ class _Where(sp.Expr):
         return obj
 
     def _latex(self, printer):
-        where = self.where.replace("<", "<").replace(" in ", r" \in ").replace("{", r"\{").replace("}", r"\}")
+        where = self.where.replace(" in ", r" \in ").replace("{", r"\{").replace("}", r"\}")
         return r"%s, \quad %s" % (printer._print(self.args[0]), where)
 
 
@@ -948,16 +941,6 @@ class _Positions(sp.Function):
 
     def _sympystr(self, printer):
         return "[t in {%s}]" % ", ".join(map(str, self.args[1:]))
-
-
-class _PositionsSum:
-    @staticmethod
-    def make(term, positions, gen):
-        return _add([_tidy(gen.instantiate_symbolic(term, sp.Integer(p))) for p in positions], term)
-
-
-def _partial_label(symbol):
-    return sp.Symbol(r"\frac{\partial \mathcal{L}}{\partial %s}" % _latex(symbol)) if False else _PartialLabel(symbol)
 
 
 class _PartialLabel(sp.Symbol):
