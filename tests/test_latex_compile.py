@@ -178,8 +178,12 @@ def _derivation_exports() -> dict[str, str]:
     return out
 
 
+_COMPLETE = ("\\begin{tabular}", "\\begin{align*}", "\\begin{align}", "\\begin{equation", "\\[")
+
+
 def _display(tex: str) -> str:
-    return tex if tex.lstrip().startswith("\\begin{tabular}") else f"\\[\n{tex}\n\\]"
+    """A complete display (table, ``align*``, ``equation``, ``\\[``) goes in as it is; math-mode text in ``\\[ \\]``."""
+    return tex if tex.lstrip().startswith(_COMPLETE) else f"\\[\n{tex}\n\\]"
 
 
 @pytest.mark.slow
