@@ -105,3 +105,59 @@ def test_registry_supplies_device_and_dtype_or_skips(monkeypatch):
     assert result.status == "skip" and "no CUDA GPU" in result.detail and len(seen) == 1  # never called
     plain = registry.Check("test.plain", "test", "test", probe, "")
     assert registry.run_one(plain, "cpu").status == "pass" and seen[-1] == (None, None)
+
+
+# ----------------------------------------------------------------------------- import circles in derive/
+
+
+def _derive_imports(module: str, *, inside_functions: bool) -> set[str]:
+    """The derive modules that ``derive/<module>.py`` imports (at module level, or anywhere)."""
+    modules = {p.stem for p in (ROOT / "derive").glob("*.py")}
+    tree = ast.parse((ROOT / "derive" / f"{module}.py").read_text(encoding="utf-8"))
+    found = set()
+    for node in (ast.walk(tree) if inside_functions else tree.body):
+        if isinstance(node, ast.ImportFrom):
+            target = node.module or ""
+            if node.level == 1:
+                found |= {target.split(".")[0]} if target else {a.name for a in node.names}
+            elif target.startswith("derive."):
+                found.add(target.split(".")[1])
+            elif target == "derive":
+                found |= {a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("derive.")}
+    return found & modules
+
+
+def _reachable(start: str, inside_functions: bool) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for dep in _derive_imports(todo.pop(), inside_functions=inside_functions) - seen:
+            seen.add(dep)
+            todo.append(dep)
+    return seen
+
+
+def test_derive_has_no_module_level_import_circle():
+    circles = [m for m in sorted(p.stem for p in (ROOT / "derive").glob("*.py")) if m in _reachable(m, False)]
+    assert not circles, circles
+
+
+@pytest.mark.parametrize("module", ["catalogue", "identity", "proof"])
+def test_the_catalogue_and_the_identity_base_classes_are_in_no_import_circle(module):
+    """The registry imports the modules that define entries, and they import the base classes
+    (derive/identity.py, derive/proof.py), never the registry: no circle, not even through an import
+    inside a function (once the base classes shared derive/catalogue.py and 12 modules formed one circle)."""
+    assert module not in _reachable(module, True)
+    if module != "catalogue":
+        users = [p.stem for p in (ROOT / "derive").glob("*.py") if p.stem != "catalogue"]
+        assert not [u for u in users if "catalogue" in _derive_imports(u, inside_functions=True)]
+
+
+def test_the_base_classes_are_importable_from_the_catalogue_as_before():
+    from derive import catalogue, identity, proof
+
+    for name in ("Derivation", "Identity", "NumericResult", "METHODS", "RULES", "numeric_sides", "evaluate"):
+        assert getattr(catalogue, name) is getattr(identity, name)
+    for name in ("Proof", "proof_by", "rational_zero", "angle_addition", "pythagorean", "reduce_all"):
+        assert getattr(catalogue, name) is getattr(proof, name)
