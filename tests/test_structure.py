@@ -161,3 +161,34 @@ def test_the_base_classes_are_importable_from_the_catalogue_as_before():
         assert getattr(catalogue, name) is getattr(identity, name)
     for name in ("Proof", "proof_by", "rational_zero", "angle_addition", "pythagorean", "reduce_all"):
         assert getattr(catalogue, name) is getattr(proof, name)
+
+
+# ----------------------------------------------------------------------------- functions by reference
+
+
+def _name_lookups(path: Path) -> list[str]:
+    """``getattr(module, name)`` calls in ``path`` whose module is an imported module (other than ``sys``,
+    whose streams the CLI reaches by name) and whose name is not a literal: a function looked up by a
+    string instead of referenced."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            modules |= {a.asname or a.name for a in node.names}
+    return [f"{path.relative_to(ROOT)}:{node.lineno}" for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+            and isinstance(node.args[0], ast.Name) and node.args[0].id in modules - {"sys"}
+            and not isinstance(node.args[1], ast.Constant)]
+
+
+def test_figure_and_provider_functions_are_referenced_not_looked_up_by_name():
+    """Figure sets name their plotting functions (crosscheck/figures/paths.py once held a table of function
+    names for getattr), and the claims' providers are functions, not names."""
+    files = sorted((ROOT / "crosscheck").rglob("*.py")) + sorted((ROOT / "numeric").glob("figures*.py"))
+    found = [hit for path in files for hit in _name_lookups(path)]
+    assert not found, found
+    from crosscheck.figures import paths
+
+    assert all(callable(plot) and plot.__module__ == "numeric.figures_paths" for plot, _ in paths.figures().values())
