@@ -107,6 +107,38 @@ def test_registry_supplies_device_and_dtype_or_skips(monkeypatch):
     assert registry.run_one(plain, "cpu").status == "pass" and seen[-1] == (None, None)
 
 
+TORCH_ON_THE_RUN_DEVICE = ["encoder.course_tables", "encoder.causal_journey_row", "encoder.course_heads_not_in_torch",
+                           "rnn.scalar.autograd", "rnn.vector.autograd", "rnn.vector.per_position", "rnn.manual_bptt",
+                           "rnn.seeded_example", "rnn.path_products"]
+
+
+def test_checks_that_compute_on_the_run_device_declare_it(monkeypatch):
+    """These checks computed with torch on the run's device without declaring it: asked for CUDA on a machine
+    without one, they ended in errors (one a raw AssertionError) instead of the skip."""
+    import torch
+
+    from crosscheck import registry
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    items = {c.name: c for c in registry.all_checks()}
+    for name in TORCH_ON_THE_RUN_DEVICE:
+        assert items[name].needs_torch, name
+        assert registry.run_one(items[name], "cuda", "float32").status == "skip", name
+
+
+@pytest.mark.slow
+def test_no_check_errs_for_a_missing_gpu(monkeypatch):
+    """Every check either declares ``needs_torch`` (and is skipped) or does not compute on the run's device."""
+    import torch
+
+    from crosscheck import registry
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    items = [c for c in registry.all_checks() if c.group not in ("identities", "claims")]  # derive-only, no torch
+    errors = [(r.name, r.detail) for r in (registry.run_one(c, "cuda", "float64") for c in items) if r.status == "error"]
+    assert not errors, errors
+
+
 # ----------------------------------------------------------------------------- import circles in derive/
 
 
