@@ -186,6 +186,15 @@ def test_the_catalogue_and_the_identity_base_classes_are_in_no_import_circle(mod
         assert not [u for u in users if "catalogue" in _derive_imports(u, inside_functions=True)]
 
 
+def test_rnn_function_lives_with_the_cell_engine_and_is_imported_from_there():
+    from crosscheck import cells, lambdify
+
+    assert lambdify.RNNFunction is cells.RNNFunction  # the old spelling still works
+    users = [p for p in list(ROOT.glob("[cbt]*/**/*.py")) + list((ROOT / "docs").rglob("*.md"))
+             if "lambdify import RNNFunction" in p.read_text(encoding="utf-8") and p.name != "test_structure.py"]
+    assert not users, users
+
+
 def test_the_base_classes_are_importable_from_the_catalogue_as_before():
     from derive import catalogue, identity, proof
 

@@ -9,7 +9,8 @@ from derive import rnn
 from numeric import recurrent
 from seqgrad import sigfig
 
-from ..lambdify import RNNFunction, lambdify
+from ..cells import RNNFunction
+from ..lambdify import lambdify
 from ..registry import Context, check
 from ..tolerance import Outcome, combine, compare
 
