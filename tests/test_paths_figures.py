@@ -123,3 +123,15 @@ def test_cli_plot_paths_writes_all_five(cli, tmp_path):
 def test_cli_plot_paths_rejects_format(cli, tmp_path):
     proc = cli("plot", "paths", "--format", "gif", "--out", str(tmp_path))
     assert proc.returncode == 2
+
+
+@pytest.mark.parametrize("name", ["conv", "decoder", "depth", "encoder", "paths"])
+@pytest.mark.parametrize("fmt, device, argument", [("jpg2", "cpu", "format"), ("png", "gpu", "device")])
+def test_every_figure_set_refuses_a_wrong_format_or_device_before_computing(tmp_path, name, fmt, device, argument):
+    """The conv and decoder sets once ignored their device and passed a bad format to matplotlib (a raw
+    ValueError after the plot was computed); every set now checks both first."""
+    from crosscheck.figures import figure_sets
+
+    with pytest.raises(SeqgradValueError, match=argument):
+        figure_sets()[name].write(tmp_path / "out", fmt, device)
+    assert not (tmp_path / "out").exists()

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seqgrad import validate
 from seqgrad.atomic import save_figure
 from seqgrad.progress import progress
+
+from . import arguments
 
 NAME = "paths"
 HELP = "Figure 3 (|r|^n and tanh trajectories), the |dh_T/dh_t| heatmap, Jacobian-product norms and RNN/GRU/LSTM gradient flow"
@@ -50,10 +51,7 @@ def write(out_dir: Path, fmt: str, device: str = "cpu") -> list[Path]:
     """Write the five figures into ``out_dir`` as ``fmt`` files and return their paths."""
     from matplotlib.figure import Figure
 
-    from . import FORMATS
-
-    fmt = validate.choice("format", fmt, FORMATS)
-    validate.choice("device", device, ("cpu", "cuda"))  # the sweeps are numpy; the device does not change them
+    fmt = arguments(fmt, device)  # the sweeps are numpy; the device does not change them
     out_dir = Path(out_dir)
     plots = figures()
     written = []
