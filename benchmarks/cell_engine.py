@@ -109,8 +109,7 @@ def _torch_reference(kind, params, X, y):
             p.grad = None
         h = torch.zeros((B, H), dtype=torch.float64)
         c = torch.zeros((B, H), dtype=torch.float64)
-        for t in range(X.shape[1]):
-            x = Xt[:, t]
+        for x in Xt.unbind(1):  # per-step views whose backward stacks (X[:, t] would add a full-size zero per step)
             if kind == "rnn":
                 h = torch.tanh(x @ P["W_x"].T + h @ P["W_h"].T)
             elif kind == "gru":
