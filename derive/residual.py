@@ -21,7 +21,7 @@ import sympy as sp
 
 from seqgrad import validate
 
-from .catalogue import Derivation, Identity, numeric_sides, proof_by
+from .catalogue import Derivation, Identity, mpmath_lambdify, numeric_sides, proof_by
 from .layernorm import EPS, LayerNorm
 from .safe_parse import as_sympy
 
@@ -362,7 +362,7 @@ def _central_jacobian(model, inputs, point: dict, others=()):
     import mpmath
 
     inputs, others = list(inputs), list(others)
-    f = sp.lambdify(inputs + others, list(model), modules=["mpmath"], cse=True)
+    f = mpmath_lambdify(inputs + others, list(model))
     with mpmath.workdps(40):
         x0 = [mpmath.mpf(point[s]) for s in inputs]
         rest = [mpmath.mpf(point[s]) for s in others]
@@ -380,7 +380,7 @@ def _at(M, point: dict):
     import mpmath
 
     symbols = sorted(M.free_symbols, key=lambda s: s.name)
-    f = sp.lambdify(symbols, M, modules=["mpmath"], cse=True)
+    f = mpmath_lambdify(symbols, M)
     with mpmath.workdps(40):
         return mpmath.matrix(f(*[mpmath.mpf(point[s]) for s in symbols]))
 
@@ -417,16 +417,16 @@ def _numeric_block(block: "EncoderBlock", rng):
     U_c, out_c = concrete(sp.Matrix(list(block.U))), concrete(sp.Matrix(list(block.out_U)))
     H, Us = list(block.H), list(block.Usym)
     T, D = block.T, block.D
-    f_U = sp.lambdify(H + [EPS], list(U_c), modules=["mpmath"], cse=True)
-    f_out = sp.lambdify(Us + [EPS], list(out_c), modules=["mpmath"], cse=True)
+    f_U = mpmath_lambdify(H + [EPS], list(U_c))
+    f_out = mpmath_lambdify(Us + [EPS], list(out_c))
     # the factors from their own definitions: branch Jacobians in plain argument symbols, LN Jacobians
     a_u, m_u = block.mha.u, block.mlp.u
-    J_a = sp.lambdify(a_u, concrete(sp.Matrix([[sp.diff(f(*a_u), u) for u in a_u] for f in block.mha.f])), modules=["mpmath"])
-    J_m = sp.lambdify(m_u, concrete(sp.Matrix([[sp.diff(f(*m_u), u) for u in m_u] for f in block.mlp.f])), modules=["mpmath"])
-    X_f = sp.lambdify(H + [EPS], list(block.X), modules=["mpmath"])
-    R_f = sp.lambdify(Us + [EPS], list(block.R), modules=["mpmath"])
-    JLN1_f = sp.lambdify(H + [EPS], block.J_LN1, modules=["mpmath"], cse=True)
-    JLN2_f = sp.lambdify(Us + [EPS], block.J_LN2, modules=["mpmath"], cse=True)
+    J_a = mpmath_lambdify(a_u, concrete(sp.Matrix([[sp.diff(f(*a_u), u) for u in a_u] for f in block.mha.f])), cse=False)
+    J_m = mpmath_lambdify(m_u, concrete(sp.Matrix([[sp.diff(f(*m_u), u) for u in m_u] for f in block.mlp.f])), cse=False)
+    X_f = mpmath_lambdify(H + [EPS], list(block.X), cse=False)
+    R_f = mpmath_lambdify(Us + [EPS], list(block.R), cse=False)
+    JLN1_f = mpmath_lambdify(H + [EPS], block.J_LN1)
+    JLN2_f = mpmath_lambdify(Us + [EPS], block.J_LN2)
     point = _point(H + [EPS], rng)
     n = T * D
     with mpmath.workdps(40):

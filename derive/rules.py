@@ -100,8 +100,15 @@ class _RowMap(MatrixExpr):
     def shape(self):
         return self.arg.shape
 
-    def _k(self, i, j):
-        return sp.Dummy("k", integer=True)
+    def _row_sum(self, term: Callable, n=None):
+        """``sum_k term(k)`` over the row: a ``Sum`` with symbolic bounds at a symbolic width (index notation,
+        the proofs), the explicit sum of the terms at a concrete width (an explicit matrix: no ``Sum`` to
+        evaluate afterwards, which costs SymPy far more than the terms)."""
+        n = sp.sympify(self.shape[1] if n is None else n)
+        if n.is_Integer:
+            return sp.Add(*[term(sp.Integer(k)) for k in range(int(n))])
+        k = sp.Dummy("k", integer=True)
+        return sp.Sum(term(k), (k, 0, n - 1))
 
     def _latex(self, printer):
         return _latex_call(printer, self._tex or self._name, self.arg)
@@ -112,7 +119,7 @@ class _RowMap(MatrixExpr):
     def doit(self, **hints):
         arg = self.arg.doit(**hints) if hints.get("deep", True) else self.arg
         if isinstance(arg, sp.MatrixBase):
-            return sp.Matrix(*arg.shape, lambda i, j: self.func(arg, *self.args[1:])._entry(i, j).doit())
+            return sp.Matrix(*arg.shape, lambda i, j: self.func(arg, *self.args[1:])._entry(i, j))
         return self.func(arg, *self.args[1:])
 
 
@@ -122,8 +129,7 @@ class RowSoftmax(_RowMap):
     _name = "softmax"
 
     def _entry(self, i, j, **kwargs):
-        k = self._k(i, j)
-        return sp.exp(self.arg[i, j]) / sp.Sum(sp.exp(self.arg[i, k]), (k, 0, self.shape[1] - 1))
+        return sp.exp(self.arg[i, j]) / self._row_sum(lambda k: sp.exp(self.arg[i, k]))
 
 
 class RowSum(_RowMap):
@@ -132,8 +138,7 @@ class RowSum(_RowMap):
     _name = "rowsum"
 
     def _entry(self, i, j, **kwargs):
-        k = self._k(i, j)
-        return sp.Sum(self.arg[i, k], (k, 0, self.shape[1] - 1))
+        return self._row_sum(lambda k: self.arg[i, k])
 
 
 class RowMean(_RowMap):
@@ -142,8 +147,7 @@ class RowMean(_RowMap):
     _name = "mean"
 
     def _entry(self, i, j, **kwargs):
-        k = self._k(i, j)
-        return sp.Sum(self.arg[i, k], (k, 0, self.shape[1] - 1)) / self.shape[1]
+        return self._row_sum(lambda k: self.arg[i, k]) / self.shape[1]
 
 
 class RowStd(_RowMap):
@@ -159,11 +163,9 @@ class RowStd(_RowMap):
         return self.args[1]
 
     def _entry(self, i, j, **kwargs):
-        k = self._k(i, j)
         n = self.shape[1]
-        mu = sp.Sum(self.arg[i, k], (k, 0, n - 1)) / n
-        k2 = sp.Dummy("k", integer=True)
-        return sp.sqrt(sp.Sum((self.arg[i, k2] - mu) ** 2, (k2, 0, n - 1)) / n + self.eps)
+        mu = self._row_sum(lambda k: self.arg[i, k]) / n
+        return sp.sqrt(self._row_sum(lambda k: (self.arg[i, k] - mu) ** 2) / n + self.eps)
 
     def _latex(self, printer):
         return r"\sigma_{\epsilon}\left(%s\right)" % printer._print(self.arg)
@@ -182,8 +184,7 @@ class Normalize(_RowMap):
         return self.args[1]
 
     def _entry(self, i, j, **kwargs):
-        k = self._k(i, j)
-        mu = sp.Sum(self.arg[i, k], (k, 0, self.shape[1] - 1)) / self.shape[1]
+        mu = self._row_sum(lambda k: self.arg[i, k]) / self.shape[1]
         return (self.arg[i, j] - mu) / RowStd(self.arg, self.eps)._entry(i, j)
 
 
