@@ -372,10 +372,23 @@ def _softmax_pull(expr, G, out):
 
 
 class Written(sp.MatAdd):
-    """A matrix sum printed in the order the rule wrote it (``G - rowsum(G o A)``, not SymPy's sorted order)."""
+    """A matrix sum printed in the order the rule wrote it (``G - rowsum(G o A)``, not SymPy's sorted order);
+    :func:`derive.term_order.textbook_order` keeps it (``written_order``)."""
+
+    written_order = True
 
     def _sympystr(self, printer):
-        return printer._print_Add(self, order="none")
+        """``first - second - ...``: a negated term prints as ``- term`` (no bracket around a product such as
+        ``x̂ ∘ mean(G ∘ x̂)``; a sum inside keeps its brackets)."""
+        from sympy.printing.precedence import PRECEDENCE
+
+        out = []
+        for k, term in enumerate(self.args):
+            negative = isinstance(term, sp.MatMul) and term.args[0] == -1
+            body = (term.args[1] if len(term.args) == 2 else sp.MatMul(*term.args[1:], evaluate=False)) if negative else term
+            text = printer.parenthesize(body, PRECEDENCE["Add"], strict=False)
+            out.append(("-" if negative else "") + text if k == 0 else (" - " if negative else " + ") + text)
+        return "".join(out)
 
     def _latex(self, printer):
         return printer._print_Add(self, order="none")
@@ -400,7 +413,7 @@ def _normalize_pull(expr, G, out):
     u = sp.Dummy("u")
     inv = Elementwise(sp.Lambda(u, 1 / u), RowStd(expr.arg, expr.eps))
     centred = _minus(G, RowMean(G), sp.HadamardProduct(xhat, RowMean(sp.HadamardProduct(G, xhat, evaluate=False)), evaluate=False))
-    return [(expr.arg, sp.HadamardProduct(centred, inv, evaluate=False))]
+    return [(expr.arg, sp.HadamardProduct(inv, centred, evaluate=False))]  # (1/σ) ∘ (G - mean(G) - x̂ ∘ mean(G ∘ x̂))
 
 
 def _normalize_forward(expr, tangents):
