@@ -65,7 +65,7 @@ from .safe_parse import as_sympy
 
 __all__ = [
     "Rule", "RULES", "rule_for", "pullback", "jvp", "Diag", "RowSoftmax", "RowSum", "RowMean", "RowStd", "Normalize",
-    "Masked", "HConcat", "ColumnBlock", "index_form", "index_zero", "index_proof", "expand_indexed", "prove_all", "proved", "EPS",
+    "Masked", "HConcat", "ColumnBlock", "index_form", "directional", "index_zero", "index_proof", "expand_indexed", "prove_all", "proved", "EPS",
 ]
 
 EPS = sp.Symbol("epsilon", positive=True)
@@ -677,7 +677,7 @@ def _pairing(expr, G, i, j):
     return sp.Sum(_indexed(G[i, j]) * index_form(expr, i, j), (i, 0, rows - 1), (j, 0, cols - 1))
 
 
-def _directional(expr, dots, i, j):
+def directional(expr, dots, i, j):
     """d/dt F(X + t Xdot)_ij at t = 0, SymPy's derivative in index notation."""
     t = sp.Symbol("t")
     moved = index_form(expr, i, j)
@@ -707,8 +707,8 @@ def _rule_residuals(rule: Rule, expr, G, leaves) -> list:
     if isinstance(expr, HConcat):  # block by block: the tangent is the concatenation of the blocks' tangents
         if not isinstance(tangent, HConcat) or len(tangent.args) != len(expr.args):
             return residuals + [sp.Symbol("forward_rule_is_not_a_concatenation")]
-        return residuals + [_directional(b, dots, i, j) - index_form(tb, i, j) for b, tb in zip(expr.args, tangent.args)]
-    residuals.append(_directional(expr, dots, i, j) - index_form(tangent, i, j))
+        return residuals + [directional(b, dots, i, j) - index_form(tb, i, j) for b, tb in zip(expr.args, tangent.args)]
+    residuals.append(directional(expr, dots, i, j) - index_form(tangent, i, j))
     return residuals
 
 
@@ -722,9 +722,14 @@ def _height(e) -> int:
 
 
 def _named(s: sp.Sum) -> sp.Sum:
-    (c, a, b), = s.limits
-    k = sp.Symbol(f"k_{_height(s.function)}", integer=True)
-    return sp.Sum(s.function.xreplace({c: k}), (k, a, b))
+    """The sum with its dummy indices named by nesting depth, innermost first (SymPy merges a sum of a sum
+    into one ``Sum`` of several limits: each limit is named as the nested sum would be)."""
+    f, limits = s.function, []
+    for c, a, b in s.limits:
+        k = sp.Symbol(f"k_{_height(f) + len(limits)}", integer=True)
+        f = f.xreplace({c: k})
+        limits.append((k, a, b))
+    return sp.Sum(f, *limits)
 
 
 def _solve_delta(delta, c):
