@@ -165,7 +165,10 @@ class RowStd(_RowMap):
     def _entry(self, i, j, **kwargs):
         n = self.shape[1]
         mu = self._row_sum(lambda k: self.arg[i, k]) / n
-        return sp.sqrt(self._row_sum(lambda k: (self.arg[i, k] - mu) ** 2) / n + self.eps)
+        # sqrt(sum_k ((X_ik - mu)^2 + eps) / n) = sqrt(var + eps): the radicand one sum, not the sum plus eps
+        # (SymPy asks a sum plus a term whether it is infinite every time it builds its root: the slowest
+        # step of every LayerNorm proof)
+        return sp.sqrt(self._row_sum(lambda k: ((self.arg[i, k] - mu) ** 2 + self.eps) / n))
 
     def _latex(self, printer):
         return r"\sigma_{\epsilon}\left(%s\right)" % printer._print(self.arg)
@@ -784,11 +787,19 @@ def index_zero(expr):
     numerator = sp.expand(numerator)
     for base, B in names.items():
         if numerator.has(B):
-            try:
-                numerator = sp.expand(sp.rem(numerator, B ** 2 - base, B))
-            except sp.PolynomialError:  # the radical also sits inside a sum: no reduction (not proved, never "refuted")
-                pass
+            numerator = _reduce_root(numerator, B, base)
     return numerator
+
+
+def _reduce_root(numerator, B, base):
+    """The remainder of the polynomial ``numerator`` in ``B`` on division by ``B^2 - base``: every ``B^n`` written
+    ``base^(n // 2) B^(n % 2)``, expanded (the same remainder ``sympy.rem`` gives, without its polynomial domain
+    of expressions, which costs far more).  A ``B`` inside a sum or function is left alone (not proved, never
+    "refuted")."""
+    if any(B in a.free_symbols for a in numerator.atoms(sp.Sum, sp.Function)):
+        return numerator
+    even = lambda x: x.is_Pow and x.base == B and x.exp.is_Integer and x.exp >= 2
+    return sp.expand(numerator.replace(even, lambda x: base ** (x.exp // 2) * B ** (x.exp % 2)))
 
 
 def index_proof(residual: Callable[[], object], detail: str = "") -> Callable[[], Proof]:
