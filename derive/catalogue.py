@@ -234,13 +234,13 @@ def evaluate(exprs: Sequence, values: dict) -> list[float]:
     return compile_numeric(exprs, sorted(values, key=lambda s: s.name))(values)
 
 
-def mpmath_lambdify(args, expr, cse: bool = True) -> Callable:
+def mpmath_lambdify(args, expr, cse: bool = True, implemented: bool = False) -> Callable:
     """``sympy.lambdify`` to ``mpmath`` for the numeric checks, common subexpressions shared when ``cse``.
 
-    Without the two costs a check never uses: the docstring (SymPy prints the whole expression into it)
-    and the search of every node for ``implemented_function`` implementations (none are used here).
+    Without the docstring (SymPy prints the whole expression into it), and without the search of every
+    node for ``implemented_function`` implementations unless ``implemented`` says the expression has some.
     """
-    return sp.lambdify(args, expr, modules=["mpmath"], cse=cse, use_imps=False, **_NO_DOCSTRING)
+    return sp.lambdify(args, expr, modules=["mpmath"], cse=cse, use_imps=implemented, **_NO_DOCSTRING)
 
 
 def _no_docstring() -> dict:

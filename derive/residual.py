@@ -20,6 +20,7 @@ import itertools
 import sympy as sp
 
 from seqgrad import validate
+from seqgrad.errors import SeqgradValueError
 
 from .catalogue import Derivation, Identity, Proof, mpmath_lambdify, numeric_sides, proof_by
 from .layernorm import EPS, LayerNorm
@@ -398,23 +399,59 @@ def _mlp_formula():
 # --- numeric check for identities over generic branches -------------------------------------------
 
 class _Concrete:
-    """Every undefined branch function made concrete: f(args) -> tanh(w . args + b) with random w, b (fixed per function)."""
+    """Every undefined branch function made concrete for the numeric check: f(args) -> tanh(w . args + b) with
+    random w, b (fixed per function), as a numeric function (``implemented_function``, evaluated by mpmath),
+    and each first partial derivative of f, ``Derivative(f(u), u_j)`` (also inside the ``Subs`` that
+    evaluates it at the branch's arguments), as the numeric function w_j (1 - tanh(w . args + b)^2).
+
+    Nothing is differentiated or evaluated symbolically (SymPy's own evaluation of tanh over a LayerNorm
+    argument was the slowest step of these checks); the central differences of the model, which see only
+    the values, check the formula with these slopes."""
 
     def __init__(self, rng):
-        self.rng, self.weights = rng, {}
+        self.rng, self.weights, self.made = rng, {}, {}
+
+    def _params(self, func):
+        if func not in self.weights:
+            self.weights[func] = ([self.rng.uniform(-1, 1) for _ in range(16)], self.rng.uniform(-0.5, 0.5))
+        return self.weights[func]
+
+    def _numeric(self, func, j=None):
+        """The numeric value (``j`` None) or slope along argument ``j`` of the concrete ``func``."""
+        import mpmath
+        from sympy.utilities.lambdify import implemented_function
+
+        key = (func, j)
+        if key not in self.made:
+            w, b = self._params(func)
+
+            def tanh_of(args):
+                return mpmath.tanh(mpmath.fsum(mpmath.mpf(wi) * a for wi, a in zip(w, args)) + mpmath.mpf(b))
+
+            name = f"{func.__name__}_concrete" + ("" if j is None else f"_slope{j}")
+            self.made[key] = implemented_function(name, (lambda *args: tanh_of(args)) if j is None
+                                                  else (lambda *args: mpmath.mpf(w[j]) * (1 - tanh_of(args) ** 2)))
+        return self.made[key]
 
     def __call__(self, M) -> sp.Matrix:
-        M = sp.Matrix(M)
         undefined = lambda e: isinstance(e, sp.core.function.AppliedUndef)
 
-        def concrete(e):
-            if e.func not in self.weights:
-                self.weights[e.func] = ([self.rng.uniform(-1, 1) for _ in range(16)], self.rng.uniform(-0.5, 0.5))
-            w, b = self.weights[e.func]
-            # unevaluated: tanh's own evaluation (sign extraction, multiples of i pi) is the slowest step here
-            return sp.tanh(sp.Add(*[sp.Float(wi) * a for wi, a in zip(w, e.args)], sp.Float(b)), evaluate=False)
+        def slope(derivative, args):
+            (var, count), = derivative.variable_count
+            f = derivative.expr
+            if not undefined(f) or count != 1 or var not in f.args:
+                raise SeqgradValueError("branch derivative", derivative, "a first partial derivative of one branch function")
+            return self._numeric(f.func, f.args.index(var))(*args)
 
-        return M.replace(undefined, concrete).doit()
+        at_point = lambda e: isinstance(e, sp.Subs) and isinstance(e.expr, sp.Derivative) and undefined(e.expr.expr)
+        out = sp.Matrix(M)
+        # first the slopes evaluated at a point (the Subs around a derivative), then bare derivatives, then values
+        out = out.replace(at_point, lambda e: slope(e.expr, [dict(zip(e.variables, e.point)).get(a, a) for a in e.expr.expr.args]))
+        out = out.replace(lambda e: isinstance(e, sp.Derivative) and undefined(e.expr), lambda e: slope(e, e.expr.args))
+        out = out.replace(lambda e: undefined(e) and not hasattr(e, "_imp_"), lambda e: self._numeric(e.func)(*e.args))
+        if out.has(sp.Subs, sp.Derivative) or any(undefined(a) and not hasattr(a, "_imp_") for a in out.atoms(sp.Function)):
+            raise SeqgradValueError("model", M, "undefined functions only as values or first partial derivatives")
+        return out
 
 
 def _central_jacobian(model, inputs, point: dict, others=()):
@@ -422,7 +459,7 @@ def _central_jacobian(model, inputs, point: dict, others=()):
     import mpmath
 
     inputs, others = list(inputs), list(others)
-    f = mpmath_lambdify(inputs + others, list(model))
+    f = mpmath_lambdify(inputs + others, list(model), implemented=True)
     with mpmath.workdps(40):
         x0 = [mpmath.mpf(point[s]) for s in inputs]
         rest = [mpmath.mpf(point[s]) for s in others]
@@ -440,7 +477,7 @@ def _at(M, point: dict):
     import mpmath
 
     symbols = sorted(M.free_symbols, key=lambda s: s.name)
-    f = mpmath_lambdify(symbols, M)
+    f = mpmath_lambdify(symbols, M, implemented=True)
     with mpmath.workdps(40):
         return mpmath.matrix(f(*[mpmath.mpf(point[s]) for s in symbols]))
 
@@ -477,12 +514,12 @@ def _numeric_block(block: "EncoderBlock", rng):
     U_c, out_c = concrete(sp.Matrix(list(block.U))), concrete(sp.Matrix(list(block.out_U)))
     H, Us = list(block.H), list(block.Usym)
     T, D = block.T, block.D
-    f_U = mpmath_lambdify(H + [EPS], list(U_c))
-    f_out = mpmath_lambdify(Us + [EPS], list(out_c))
+    f_U = mpmath_lambdify(H + [EPS], list(U_c), implemented=True)
+    f_out = mpmath_lambdify(Us + [EPS], list(out_c), implemented=True)
     # the factors from their own definitions: branch Jacobians in plain argument symbols, LN Jacobians
     a_u, m_u = block.mha.u, block.mlp.u
-    J_a = mpmath_lambdify(a_u, concrete(sp.Matrix([[sp.diff(f(*a_u), u) for u in a_u] for f in block.mha.f])), cse=False)
-    J_m = mpmath_lambdify(m_u, concrete(sp.Matrix([[sp.diff(f(*m_u), u) for u in m_u] for f in block.mlp.f])), cse=False)
+    J_a = mpmath_lambdify(a_u, concrete(sp.Matrix([[sp.diff(f(*a_u), u) for u in a_u] for f in block.mha.f])), cse=False, implemented=True)
+    J_m = mpmath_lambdify(m_u, concrete(sp.Matrix([[sp.diff(f(*m_u), u) for u in m_u] for f in block.mlp.f])), cse=False, implemented=True)
     X_f = mpmath_lambdify(H + [EPS], list(block.X), cse=False)
     R_f = mpmath_lambdify(Us + [EPS], list(block.R), cse=False)
     JLN1_f = mpmath_lambdify(H + [EPS], block.J_LN1)
