@@ -120,6 +120,7 @@ class Identity(Derivation):
     scope: str = ""
     assumptions: tuple = ()
     shown: Callable[[], tuple] | None = field(default=None, repr=False)
+    family: str = ""  # the module of derive that states it (positional, attention, ...), set by entries()
 
     def __post_init__(self):
         self.assumptions = tuple(self.assumptions)
@@ -305,7 +306,9 @@ def entries() -> list[Identity]:
 
         built: list[Identity] = []
         for module in (positional, softmax, attention, layernorm, residual, counting, decoder, conv):
-            built += module.identities()
+            for entry in module.identities():
+                entry.family = module.__name__.rsplit(".", 1)[-1]
+                built.append(entry)
         names = [e.name for e in built]
         duplicates = {n for n in names if names.count(n) > 1}
         if duplicates:
