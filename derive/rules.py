@@ -84,6 +84,12 @@ def _str_call(printer, name: str, *args) -> str:
     return "%s(%s)" % (name, ", ".join(printer._print(a) for a in args))
 
 
+#: The summation index of every row statistic.  One index for all of them: a nested row sum binds its own
+#: (an inner Sum shadows the outer index), and equal row statistics are then equal expressions, which SymPy
+#: builds once and whose assumptions it answers once (a fresh index per sum made every rebuild start over).
+_ROW_INDEX = sp.Dummy("k", integer=True)
+
+
 class _RowMap(MatrixExpr):
     """A map applied to every row of its argument, result of the same shape (broadcast over the row)."""
 
@@ -110,8 +116,7 @@ class _RowMap(MatrixExpr):
         n = sp.sympify(self.shape[1] if n is None else n)
         if n.is_Integer:
             return sp.Add(*[term(sp.Integer(k)) for k in range(int(n))])
-        k = sp.Dummy("k", integer=True)
-        return sp.Sum(term(k), (k, 0, n - 1))
+        return sp.Sum(term(_ROW_INDEX), (_ROW_INDEX, 0, n - 1))
 
     def _latex(self, printer):
         return _latex_call(printer, self._tex or self._name, self.arg)
