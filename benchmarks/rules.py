@@ -106,10 +106,13 @@ GROUP_CPU = textwrap.dedent("""
 PLAIN_VERIFY = "import sympy as sp; x = sp.Symbol('x', real=True); assert sp.simplify(sp.sin(x)**2 + sp.cos(x)**2 - 1) == 0"
 
 
-def _cpu(cmd: list[str], env: dict | None = None, timeout: float = 600) -> tuple[float, str, bool]:
-    """(CPU seconds of the child, its stdout, finished) for ``cmd``; stopped after ``timeout`` wall seconds."""
+def _cpu(cmd: list[str], env: dict | None = None, timeout: float = 600, cwd: Path = ROOT) -> tuple[float, str, bool]:
+    """(CPU seconds of the child, its stdout, finished) for ``cmd`` run in ``cwd``; stopped after ``timeout`` wall seconds.
+
+    ``cwd`` matters: ``python -c`` and ``python -m`` put the working directory first on ``sys.path``, before
+    ``PYTHONPATH``, so a run of another tree must start in that tree (or it imports this one)."""
     _children_cpu_delta()  # start counting from here
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         out, _ = proc.communicate(timeout=timeout)
         finished = True
@@ -132,8 +135,8 @@ def _children_cpu_delta() -> float:
     return delta
 
 
-def _python(code: str, env=None, timeout: float = 600):
-    return _cpu([sys.executable, "-c", code], env, timeout)
+def _python(code: str, env=None, timeout: float = 600, cwd: Path = ROOT):
+    return _cpu([sys.executable, "-c", code], env, timeout, cwd)
 
 
 def _env(tree: Path) -> dict:
@@ -203,15 +206,15 @@ def main() -> None:
     out_dir = "/tmp/seqgrad-bench-identities"
     cmd = [sys.executable, "-m", "crosscheck", "check", "--only", "identities", "--no-figures", "--out", out_dir]
     base_tree = Path(args.baseline_tree)
-    trees = {"ours": env} | ({"base": _env(base_tree)} if base_tree.exists() else {})
+    trees = {"ours": ROOT} | ({"base": base_tree.resolve()} if base_tree.exists() else {})
     measured: dict[str, dict[str, list[float]]] = {name: {"cpu": [], "wall": [], "checks": []} for name in trees}
     for _ in range(repeats):  # interleaved, so a change in the machine's load hits both trees alike
-        for name, tree_env in trees.items():
+        for name, tree in trees.items():
             t0 = time.perf_counter()
-            cpu, _, _ = _cpu(cmd, tree_env)
+            cpu, _, _ = _cpu(cmd, _env(tree), cwd=tree)
             measured[name]["wall"].append(time.perf_counter() - t0)
             measured[name]["cpu"].append(cpu)
-            measured[name]["checks"].append(float(_python(GROUP_CPU, tree_env)[1].split()[0]))
+            measured[name]["checks"].append(float(_python(GROUP_CPU, _env(tree), cwd=tree)[1].split()[0]))
     for key, label in (("cpu", "identities group of seqgrad check (CPU s, whole process tree)"),
                        ("wall", "identities group of seqgrad check (wall s, default jobs, start-up included)"),
                        ("checks", "identities group: the checks' own CPU s (one process, no start-up)")):
