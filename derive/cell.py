@@ -710,7 +710,7 @@ class GeneralDerivation:
         out = {}
         for key, s in list(self.sym.cache.items()):
             idx = _index(key[-2])
-            idx = None if idx is None else idx.subs({t: k, T: steps})
+            idx = None if idx is None else idx.xreplace({t: sp.Integer(k), T: sp.Integer(steps)})
             if idx is None or not idx.is_Integer:
                 continue
             i = int(idx)
