@@ -150,6 +150,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one repeat, short baseline timeouts")
     parser.add_argument("--smoke", action="store_true", help="one repeat, 5 s baselines, no identities group, not recorded (CI's slow step)")
     parser.add_argument("--baseline-tree", default="/work/main", help="the tree before this change (default /work/main)")
+    parser.add_argument("--baseline-label", help="how the table names the baseline tree (default: its path), e.g. its commit")
     args = parser.parse_args()
     repeats = 1 if args.quick or args.smoke else 3
     timeout = 5 if args.smoke else 60 if args.quick else 300
@@ -221,7 +222,7 @@ def main() -> None:
         ours_v = statistics.median(measured["ours"][key])
         if "base" in trees:
             base_v = statistics.median(measured["base"][key])
-            base_text, ratio = f"{base_v:.2f} ({base_tree})", f"{base_v / ours_v:.2f}x"
+            base_text, ratio = f"{base_v:.2f} ({args.baseline_label or base_tree})", f"{base_v / ours_v:.2f}x"
         else:
             base_text, ratio = "(no baseline tree)", ""
         rows.append([label, f"{ours_v:.2f}", "< 3 s" if key != "checks" else "", base_text, ratio])
