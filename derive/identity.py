@@ -1,0 +1,232 @@
+"""What an identity of the catalogue is: :class:`Identity`, its numeric check and their helpers.
+
+An entry (:class:`Identity`) has a ``name``, the ``source`` it comes from (seed
+file and line or section), its ``scope`` (the sizes it is proved for: ``"all n >= 1"``
+for a statement proved at symbolic size in index notation, ``"instance d = 2"`` where
+only an instance is stated or provable) and its ``assumptions``, the statement as SymPy objects (``lhs`` and ``rhs``;
+``relation`` is ``"="`` or, for a documented failure, ``"!="``), an exact proof
+method and a numeric check:
+
+* ``method="simplify"``: the residual ``lhs - rhs`` is reduced to zero by the
+  named exact simplifier (:attr:`Identity.simplifier`, see :mod:`derive.proof`);
+* ``method="counterexample"``: a failure is shown at an exact point where the
+  residual is provably non-zero;
+* ``method="numeric"``: only a numeric check applies, for the reason in
+  :attr:`Identity.reason` (for example a number printed to 3 significant figures).
+
+The numeric check (:meth:`Identity.check_numeric`) evaluates both sides
+independently of the proof (at random points with ``math``/``mpmath``, by
+high-precision finite differences, or by Monte Carlo) and returns the numbers;
+``crosscheck`` compares them under its tolerance policy.
+
+:class:`Derivation` is the base every derivation shares (an identity, a block, a layer):
+it prints readably and exports LaTeX.  The catalogue of every entry is :mod:`derive.catalogue`.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import sympy as sp
+
+from seqgrad.errors import SeqgradValueError
+
+from .proof import Proof
+from .safe_parse import as_sympy
+
+METHODS = ("simplify", "counterexample", "numeric")
+RULES = ("policy", "printed", "statistical", "differs")
+
+
+class Derivation:
+    """Mixin: a derivation prints readably and exports LaTeX through :func:`sympy.latex`."""
+
+    def latex(self) -> str:  # pragma: no cover - every subclass overrides
+        raise NotImplementedError
+
+    def _repr_latex_(self) -> str:
+        return f"$\\displaystyle {self.latex()}$"
+
+    def document(self) -> str:
+        """A complete compilable LaTeX document holding :meth:`latex` as a display."""
+        return latex_document(self.latex())
+
+
+def latex_document(body: str) -> str:
+    """Wrap a display formula in a minimal compilable article."""
+    return (
+        "\\documentclass{article}\n\\usepackage{amsmath,amssymb}\n\\begin{document}\n"
+        f"\\[\n{body}\n\\]\n\\end{{document}}\n"
+    )
+
+
+@dataclass
+class NumericResult:
+    """Numbers for crosscheck to compare: ``computed`` against ``reference``.
+
+    ``rule`` says how: ``"policy"`` (the float64 tolerance policy), ``"printed"``
+    (half a unit in the 3rd significant figure of the printed reference) or
+    ``"statistical"`` (a Monte Carlo estimate within ``tolerance``, stated with its reason) or
+    ``"differs"`` (a documented failure: passes only when the sides are NOT equal within the policy).
+    """
+
+    computed: list[float]
+    reference: list[float]
+    rule: str = "policy"
+    tolerance: float | None = None
+    detail: str = ""
+
+
+@dataclass(eq=False)
+class Identity(Derivation):
+    """One catalogue entry; see the module docstring."""
+
+    name: str
+    source: str
+    title: str
+    lhs_: object = field(repr=False)
+    rhs_: object = field(repr=False)
+    method: str
+    prover: Callable[[], Proof] = field(repr=False)
+    numeric: Callable[[random.Random], NumericResult] = field(repr=False)
+    relation: str = "="
+    simplifier: str = ""
+    reason: str = ""
+    symbols_note: str = ""
+    scope: str = ""
+    assumptions: tuple = ()
+    shown: Callable[[], tuple] | None = field(default=None, repr=False)
+    family: str = ""  # the module of derive that states it (positional, attention, ...), set by catalogue.entries()
+
+    def __post_init__(self):
+        self.assumptions = tuple(self.assumptions)
+        if self.method not in METHODS:
+            raise SeqgradValueError("method", self.method, "one of " + ", ".join(METHODS))
+        if self.method == "numeric" and not self.reason:
+            raise SeqgradValueError("reason", self.reason, "a documented reason why only a numeric check applies")
+
+    @property
+    def lhs(self):
+        """The left side (built on first use when given as a zero-argument function)."""
+        if callable(self.lhs_) and not isinstance(self.lhs_, sp.Basic):
+            self.lhs_ = self.lhs_()
+        return self.lhs_
+
+    @property
+    def rhs(self):
+        if callable(self.rhs_) and not isinstance(self.rhs_, sp.Basic):
+            self.rhs_ = self.rhs_()
+        return self.rhs_
+
+    def prove(self) -> Proof:
+        """Run the exact proof (for ``method="numeric"`` this is the numeric check's verdict)."""
+        start = time.perf_counter()
+        proof = self.prover()
+        proof.seconds = time.perf_counter() - start
+        return proof
+
+    def check_numeric(self, seed: int = 0) -> NumericResult:
+        """Evaluate both sides numerically, independently of the proof."""
+        return self.numeric(random.Random(f"{self.name}:{seed}"))
+
+    def sides(self) -> tuple:
+        """The statement's two sides as printed: the general formula when the entry has one (``shown``; the
+        checked sides may be an instance of it, see :attr:`scope`), else the checked sides."""
+        if self.shown is not None:
+            return self.shown()
+        return _sym(self.lhs), _sym(self.rhs)
+
+    def statement(self):
+        """The statement as a SymPy relation (``Eq`` or ``Ne``)."""
+        lhs, rhs = self.sides()
+        if self.relation == "=":
+            return sp.Eq(lhs, rhs, evaluate=False)
+        return sp.Ne(lhs, rhs, evaluate=False)
+
+    def latex(self) -> str:
+        op = "=" if self.relation == "=" else r"\neq"
+        lhs, rhs = self.sides()
+        return f"{sp.latex(lhs)} {op} {sp.latex(rhs)}"
+
+    def __str__(self) -> str:
+        from .program import sstr
+
+        lhs, rhs = self.sides()
+        return f"{self.name} [{self.source}]: {self.title}\n  {sstr(lhs)} {self.relation} {sstr(rhs)}"
+
+
+def _sym(x):
+    if isinstance(x, (list, tuple)):
+        return sp.Matrix(x)
+    return x
+
+
+# --- numeric helpers ---------------------------------------------------------------------------
+
+def evaluate(exprs: Sequence, values: dict) -> list[float]:
+    """Evaluate SymPy expressions at ``values`` with ``mpmath`` (30 digits) and return floats."""
+    return compile_numeric(exprs, sorted(values, key=lambda s: s.name))(values)
+
+
+def mpmath_lambdify(args, expr, cse: bool = True, implemented: bool = False) -> Callable:
+    """``sympy.lambdify`` to ``mpmath`` for the numeric checks, common subexpressions shared when ``cse``.
+
+    Without the docstring (SymPy prints the whole expression into it), and without the search of every
+    node for ``implemented_function`` implementations unless ``implemented`` says the expression has some.
+    """
+    return sp.lambdify(args, expr, modules=["mpmath"], cse=cse, use_imps=implemented, **_NO_DOCSTRING)
+
+
+def _no_docstring() -> dict:
+    import inspect
+
+    return {"docstring_limit": 0} if "docstring_limit" in inspect.signature(sp.lambdify).parameters else {}
+
+
+_NO_DOCSTRING = _no_docstring()
+
+
+def compile_numeric(exprs: Sequence, symbols: Sequence) -> Callable[[dict], list[float]]:
+    """One ``lambdify`` (mpmath, common subexpressions shared) evaluating ``exprs`` at a dict of values."""
+    import mpmath
+
+    symbols = list(symbols)
+    fn = mpmath_lambdify(symbols, list(exprs))
+
+    def run(values: dict) -> list[float]:
+        with mpmath.workdps(30):
+            return [float(x) for x in fn(*[mpmath.mpf(values[s]) for s in symbols])]
+
+    return run
+
+
+def random_values(symbols, rng: random.Random, low: float = -1.5, high: float = 1.5, positive=()) -> dict:
+    """Random values for ``symbols``; those in ``positive`` are drawn from [0.1, high]."""
+    positive = set(positive)
+    return {s: (rng.uniform(0.1, abs(high)) if s in positive else rng.uniform(low, high)) for s in symbols}
+
+
+def numeric_sides(lhs, rhs, rng: random.Random, trials: int = 3, positive=(), fixed: dict | None = None, low=-1.5, high=1.5) -> NumericResult:
+    """Evaluate both sides at ``trials`` random points of their free symbols."""
+    lhs_l, rhs_l = _flat(lhs), _flat(rhs)
+    free = sorted(set().union(*[as_sympy(e, "expression").free_symbols for e in lhs_l + rhs_l]) - set(fixed or {}), key=lambda s: s.name)
+    fn = compile_numeric(lhs_l + rhs_l, free + sorted(fixed or {}, key=lambda s: s.name))
+    computed, reference = [], []
+    for _ in range(trials):
+        values = random_values(free, rng, low, high, positive)
+        values.update(fixed or {})
+        both = fn(values)
+        computed += both[:len(lhs_l)]
+        reference += both[len(lhs_l):]
+    return NumericResult(computed, reference, "policy", None, f"both sides at {trials} random points ({len(free)} symbols)")
+
+
+def _flat(x) -> list:
+    if isinstance(x, sp.MatrixBase):
+        return list(x)
+    if isinstance(x, (list, tuple)):
+        return [e for item in x for e in _flat(item)]
+    return [x]
