@@ -71,6 +71,7 @@ class Check:
     run: Callable[[Context], Outcome] = field(compare=False)
     description: str = ""
     needs_torch: bool = False  # the check computes with torch on the run's device and dtype
+    shard: str = ""  # checks of a group that share cached derivations carry one label; each (group, shard) is one task
 
 
 _REGISTRY: dict[str, Check] = {}
@@ -174,15 +175,17 @@ def lost_result(item: Check, device: str, dtype: str, reason: str) -> Result:
 
 
 def groups_of(items: Iterable[Check]) -> list[list[Check]]:
-    """``items`` split by group, each group in the given order, groups in order of first appearance."""
-    out: dict[str, list[Check]] = {}
+    """``items`` split by group, and within a group by shard (:attr:`Check.shard`: a large group whose parts
+    share no derivations runs as several tasks, in parallel), each part in the given order, parts in order
+    of first appearance."""
+    out: dict[tuple[str, str], list[Check]] = {}
     for item in items:
-        out.setdefault(item.group, []).append(item)
+        out.setdefault((item.group, item.shard), []).append(item)
     return list(out.values())
 
 
 def run_group(items: Sequence[Check], device: str = "cpu", dtype: str = "float64", seed: int = 0) -> list[Result]:
-    """Run one group's checks, in order, in this process (they may share derivations through caches)."""
+    """Run one group's (or one shard's) checks, in order, in this process (they may share derivations through caches)."""
     return [run_one(item, device, dtype, seed) for item in items]
 
 
@@ -198,8 +201,9 @@ GROUP_WEIGHT_S = 0.15  # a group's estimated seconds per check: the longest grou
 
 
 def group_tasks(items: Sequence[Check], device: str = "cpu", dtype: str = "float64", seed: int = 0) -> list:
-    """One :class:`crosscheck.parallel.Task` per group of ``items``: it runs the group whole, in order,
-    in one process (checks of a group share derivations through caches) and returns its results."""
+    """One :class:`crosscheck.parallel.Task` per group of ``items`` (per shard, for a group split into shards):
+    it runs the group whole, in order, in one process (checks of a group share derivations through caches)
+    and returns its results."""
     from .parallel import Task
 
     return [Task(functools.partial(run_group, g, device, dtype, seed),

@@ -13,12 +13,12 @@ from __future__ import annotations
 from seqgrad.errors import SeqgradValueError
 
 from .identity import (METHODS, RULES, Derivation, Identity, NumericResult, compile_numeric, evaluate, latex_document,
-                       numeric_sides, random_values)
+                       mpmath_lambdify, numeric_sides, random_values)
 from .proof import Proof, angle_addition, proof_by, pythagorean, rational_zero, reduce_all
 
 __all__ = ["entries", "get", "select", "markdown", "main",
            "METHODS", "RULES", "Derivation", "Identity", "NumericResult", "Proof", "latex_document",
-           "compile_numeric", "evaluate", "numeric_sides", "random_values",
+           "compile_numeric", "evaluate", "mpmath_lambdify", "numeric_sides", "random_values",
            "angle_addition", "proof_by", "pythagorean", "rational_zero", "reduce_all"]
 
 
@@ -32,7 +32,9 @@ def entries() -> list[Identity]:
 
         built: list[Identity] = []
         for module in (positional, softmax, attention, layernorm, residual, counting, decoder, conv):
-            built += module.identities()
+            for entry in module.identities():
+                entry.family = module.__name__.rsplit(".", 1)[-1]
+                built.append(entry)
         names = [e.name for e in built]
         duplicates = {n for n in names if names.count(n) > 1}
         if duplicates:

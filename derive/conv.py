@@ -38,7 +38,7 @@ Every rule here is the index-notation proof of the convolution primitive; it bel
 from __future__ import annotations
 
 import itertools
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import sympy as sp
 
@@ -332,14 +332,21 @@ def identities() -> list[Identity]:
     return out
 
 
+@lru_cache(None)
+def _explicit_sides():
+    """The explicit-size convolution (2-D, stride 2, padding 1) and its gradients both ways, built once for both entries."""
+    ec = ExplicitConv((4, 5), (3, 2), stride=2, padding=1)
+    return ec, ec.by_differentiation(), ec.by_formula()
+
+
 def _explicit_numeric(rng) -> NumericResult:
     """Both sides of the explicit-size gradients at a random point (2-D, stride 2, padding 1)."""
-    ec = ExplicitConv((4, 5), (3, 2), stride=2, padding=1)
-    d, f = ec.by_differentiation(), ec.by_formula()
-    values = {sym: rng.uniform(-1, 1) for table in (ec.x, ec.k, ec.g) for sym in table.values()}
-    values[ec.b] = rng.uniform(-1, 1)
+    ec, d, f = _explicit_sides()
+    values = {sym: sp.Float(rng.uniform(-1, 1)) for table in (ec.x, ec.k, ec.g) for sym in table.values()}
+    values[ec.b] = sp.Float(rng.uniform(-1, 1))
     keys = [(name, key) for name in d for key in d[name]]
-    return NumericResult([float(d[a][c].subs(values)) for a, c in keys], [float(f[a][c].subs(values)) for a, c in keys],
+    at = lambda e: float(sp.sympify(e).xreplace(values))  # every symbol replaced by its number at once
+    return NumericResult([at(d[a][c]) for a, c in keys], [at(f[a][c]) for a, c in keys],
                          "policy", None, "explicit 4x5 input, 3x2 kernel, stride 2, padding 1, random point")
 
 

@@ -99,6 +99,7 @@ class Identity(Derivation):
     scope: str = ""
     assumptions: tuple = ()
     shown: Callable[[], tuple] | None = field(default=None, repr=False)
+    family: str = ""  # the module of derive that states it (positional, attention, ...), set by catalogue.entries()
 
     def __post_init__(self):
         self.assumptions = tuple(self.assumptions)
@@ -170,12 +171,30 @@ def evaluate(exprs: Sequence, values: dict) -> list[float]:
     return compile_numeric(exprs, sorted(values, key=lambda s: s.name))(values)
 
 
+def mpmath_lambdify(args, expr, cse: bool = True, implemented: bool = False) -> Callable:
+    """``sympy.lambdify`` to ``mpmath`` for the numeric checks, common subexpressions shared when ``cse``.
+
+    Without the docstring (SymPy prints the whole expression into it), and without the search of every
+    node for ``implemented_function`` implementations unless ``implemented`` says the expression has some.
+    """
+    return sp.lambdify(args, expr, modules=["mpmath"], cse=cse, use_imps=implemented, **_NO_DOCSTRING)
+
+
+def _no_docstring() -> dict:
+    import inspect
+
+    return {"docstring_limit": 0} if "docstring_limit" in inspect.signature(sp.lambdify).parameters else {}
+
+
+_NO_DOCSTRING = _no_docstring()
+
+
 def compile_numeric(exprs: Sequence, symbols: Sequence) -> Callable[[dict], list[float]]:
     """One ``lambdify`` (mpmath, common subexpressions shared) evaluating ``exprs`` at a dict of values."""
     import mpmath
 
     symbols = list(symbols)
-    fn = sp.lambdify(symbols, list(exprs), modules=["mpmath"], cse=True)
+    fn = mpmath_lambdify(symbols, list(exprs))
 
     def run(values: dict) -> list[float]:
         with mpmath.workdps(30):

@@ -204,8 +204,11 @@ def variance_def(size=d):
 
 
 def _definitions():
-    """x̂_i = (x_i - mu) / sigma, sigma = sqrt(v + eps), v = mean_k (x_k - mu)^2, mu = mean_k x_k: innermost last."""
-    return {xhat: lambda idx: (x[idx] - mu) / sigma, sigma: sp.sqrt(v + EPS), v: variance_def(), mu: mean_def()}
+    """x̂_i = (x_i - mu) / sigma, sigma = sqrt(v + eps) = sqrt(mean_k ((x_k - mu)^2 + eps)), v = mean_k (x_k - mu)^2,
+    mu = mean_k x_k: innermost last.  (The radicand as one sum: SymPy asks a sum plus eps whether it is
+    infinite every time it builds its root, the slowest step of these proofs.)"""
+    radicand = sp.Sum(((x[k] - mu) ** 2 + EPS) / d, (k, 0, d - 1))
+    return {xhat: lambda idx: (x[idx] - mu) / sigma, sigma: sp.sqrt(radicand), v: variance_def(), mu: mean_def()}
 
 
 def _expand(expr):

@@ -125,7 +125,7 @@ class _StrPrinter(StrPrinter):
         def factor(a):
             text = self._print(a)
             simple = (a.is_symbol or (isinstance(a, Elementwise) and (a.function.expr.is_Function or a.function.expr.is_Add))
-                      or (text.startswith("(") and text.endswith(")") and text.count("(") == 1))
+                      or (text.startswith("(") and text.endswith(")") and text.count("(") == 1) or _one_call(text))
             return text if simple else f"({text})"
 
         return " ∘ ".join(factor(a) for a in expr.args)
@@ -134,6 +134,21 @@ class _StrPrinter(StrPrinter):
         return f"diag({self._print(expr.args[0])})"
 
     _print_DiagonalizeVector = _print_DiagMatrix
+
+
+def _one_call(text: str) -> bool:
+    """``name(...)`` as a whole (``mean(dxhat ∘ xhat)``, not ``f(a) + g(b)``): a factor that needs no brackets."""
+    import re
+
+    m = re.match(r"[A-Za-z_]\w*\(", text)
+    if not m or not text.endswith(")"):
+        return False
+    depth = 0
+    for pos in range(m.end() - 1, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[pos], 0)
+        if depth == 0:
+            return pos == len(text) - 1
+    return False
 
 
 _SUB = dict(zip("0123456789-+()aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉₋₊₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ"))

@@ -20,9 +20,10 @@ import itertools
 import sympy as sp
 
 from seqgrad import validate
+from seqgrad.errors import SeqgradValueError
 
-from .identity import Derivation, Identity, numeric_sides
-from .proof import proof_by
+from .identity import Derivation, Identity, mpmath_lambdify, numeric_sides
+from .proof import Proof, proof_by
 from .layernorm import EPS, LayerNorm
 from .safe_parse import as_sympy
 
@@ -249,21 +250,80 @@ def jacobian_formula(placement: str) -> tuple:
     return lhs, sp.MatMul(I + J("J_MLP") * J("J_LN2"), I + J("J_MHA") * J("J_LN1"), evaluate=False)
 
 
+def general_residual(placement: str):
+    """The residual Jacobian at symbolic size d, in index notation (entry i of J ḣ for a tangent ḣ):
+    SymPy's derivative of y(h + t ḣ) at t = 0 minus the claimed Jacobian applied to ḣ.
+
+    The branch F is any differentiable map R^d -> R^d: its tangent is J_F ẋ (the definition of its
+    Jacobian, an ``IndexedBase`` J_F at the point the branch is applied to); LayerNorm (gamma = 1,
+    beta = 0) is differentiated by SymPy from its definition (:class:`derive.rules.Normalize`), and its
+    Jacobian in the claim is the textbook's (delta_kj - 1/d - x̂_k x̂_j / d) / σ.  Reduced by
+    :func:`derive.rules.index_zero`, zero for every d.
+    """
+    from .rules import EPS as eps, Normalize, RowStd, directional, expand_indexed, index_form
+
+    placement = validate.choice("placement", placement, ResidualJacobian.PLACEMENTS)
+    d = sp.Symbol("d", integer=True, positive=True)
+    i, j, k = sp.symbols("i j k", integer=True, nonnegative=True)
+    J_F = sp.IndexedBase("J_F", real=True)
+    h, hdot = sp.MatrixSymbol("h", 1, d), sp.MatrixSymbol("hdot", 1, d)
+    dh = lambda m: sp.IndexedBase(hdot.name)[0, m]
+    delta = sp.KroneckerDelta
+
+    def J_LN(X, a, b):
+        xhat = lambda m: index_form(Normalize(X, eps), 0, m)
+        return (delta(a, b) - 1 / d - xhat(a) * xhat(b) / d) / index_form(RowStd(X, eps), 0, 0)
+
+    if placement == "plain":  # y = h + F(h):  ẏ = ḣ + J_F ḣ  against  (I + J_F) ḣ
+        tangent = dh(i) + sp.Sum(J_F[i, k] * dh(k), (k, 0, d - 1))
+        claimed = sp.Sum((delta(i, k) + J_F[i, k]) * dh(k), (k, 0, d - 1))
+    elif placement == "pre-norm":  # y = h + F(x), x = LN(h):  ẏ = ḣ + J_F ẋ  against  (I + J_F J_LN) ḣ
+        xdot = lambda m: directional(Normalize(h, eps), {h: hdot}, 0, m)
+        tangent = dh(i) + sp.Sum(J_F[i, k] * xdot(k), (k, 0, d - 1))
+        claimed = (sp.Sum(delta(i, j) * dh(j), (j, 0, d - 1))
+                   + sp.Sum(J_F[i, k] * sp.Sum(J_LN(h, k, j) * dh(j), (j, 0, d - 1)), (k, 0, d - 1)))
+    else:  # y = LN(z), z = h + F(h):  ẏ = LN's derivative at z in the direction ż = ḣ + J_F ḣ  against  J_LN (I + J_F) ḣ
+        z, zdot = sp.MatrixSymbol("z", 1, d), sp.MatrixSymbol("zdot", 1, d)
+        dz = lambda m: dh(m) + sp.Sum(J_F[m, j] * dh(j), (j, 0, d - 1))
+        tangent = expand_indexed(directional(Normalize(z, eps), {z: zdot}, 0, i), {sp.IndexedBase(zdot.name): lambda _, m: dz(m)})
+        claimed = sp.Sum(J_LN(z, i, k) * sp.Sum((delta(k, j) + J_F[k, j]) * dh(j), (j, 0, d - 1)), (k, 0, d - 1))
+    return tangent - claimed
+
+
+def _general_and_instance(placement: str, rj) -> Proof:
+    """The symbolic-size proof (:func:`general_residual`) and, as second evidence, the d = 2 instance by SymPy's
+    own chain rule over undefined branch functions; the entry holds when both do."""
+    from .rules import index_proof
+
+    general = index_proof(lambda: general_residual(placement), "every d, every differentiable F")()
+    instance = proof_by(rj().residual, chain_rule_zero, "chain rule, expand")()
+    return Proof(general.holds and instance.holds, f"{general.method}; instance d = 2: {instance.method}",
+                 general.residual if not general.holds else instance.residual,
+                 "every d (index notation, J_F the branch's Jacobian); d = 2 with undefined branch functions")
+
+
 def identities() -> list[Identity]:
     from functools import lru_cache
 
     out = []
+    rj_cache = lru_cache(None)(ResidualJacobian)  # shared by the entries of one placement (the proof and the block program's evidence)
     for placement, source in (("plain", "seed 001 l.152 ('+1' in the derivative); seed 000 L1191"),
                               ("pre-norm", "seed 000 L1183; seed 001 l.130 (y = x + Layer(Norm(x)))"),
                               ("post-norm", "seed 000 L1185; seed 001 l.136-138")):
-        rj = lru_cache(None)(lambda placement=placement: ResidualJacobian(2, placement))
+        rj = lambda placement=placement: rj_cache(2, placement)
         formula = {"plain": "I + J_F", "pre-norm": "I + J_F J_LN", "post-norm": "J_LN (I + J_F)"}[placement]
         out.append(Identity(
-            f"residual-{placement}", source, f"Jacobian of the {placement} residual = {formula} (generic F, d = 2)",
+            f"residual-{placement}", source, f"Jacobian of the {placement} residual = {formula} (generic F, every d)",
             lambda rj=rj: rj().jacobian(), lambda rj=rj: rj().closed, "simplify",
-            lambda rj=rj: proof_by(rj().residual, chain_rule_zero, "chain rule, expand")(),
-            lambda rng, rj=rj: _numeric_generic(rj().y, rj().h, rj().closed, rng), simplifier="chain rule, expand",
-            shown=lambda placement=placement: jacobian_formula(placement), scope="instance d = 2, generic branch F (every differentiable F)", assumptions=("F differentiable", "LN with gamma = 1, beta = 0, eps > 0")))
+            lambda placement=placement, rj=rj: _general_and_instance(placement, rj),
+            lambda rng, rj=rj: _numeric_generic(rj().y, rj().h, rj().closed, rng),
+            simplifier="index notation at symbolic d; chain rule, expand at d = 2",
+            shown=lambda placement=placement: jacobian_formula(placement),
+            scope="all d >= 1, every differentiable branch F (instance d = 2 as second evidence)",
+            assumptions=("F differentiable", "LN with gamma = 1, beta = 0, eps > 0"),
+            symbols_note="Proved at symbolic d in index notation (the branch through its Jacobian J_F, LayerNorm "
+                         "differentiated from its definition) and at d = 2 with undefined branch functions; "
+                         "numeric evidence: concrete branches at d = 2 against central differences."))
     block = lru_cache(None)(lambda: EncoderBlock(2, 2))
     out.append(Identity(
         "residual-encoder-block", "seed 000 L946 (pre-norm block; the second bypass carries U), L1191",
@@ -287,7 +347,7 @@ def identities() -> list[Identity]:
 
             return prove_program(block_program(placement))
 
-        rj = lru_cache(None)(lambda placement=placement: ResidualJacobian(2, placement))
+        rj = lambda placement=placement: rj_cache(2, placement)
         formula = {"pre-norm": "U = H + MHA(LN(H)): dH = dU + LN's pullback of the branch's dX (I + J_MHA J_LN)",
                    "post-norm": "U = LN(H + MHA(H)): dH = dZ + the branch's pullback of dZ, dZ = LN's pullback of dU (J_LN (I + J_MHA))"}[placement]
         out.append(Identity(
@@ -340,22 +400,59 @@ def _mlp_formula():
 # --- numeric check for identities over generic branches -------------------------------------------
 
 class _Concrete:
-    """Every undefined branch function made concrete: f(args) -> tanh(w . args + b) with random w, b (fixed per function)."""
+    """Every undefined branch function made concrete for the numeric check: f(args) -> tanh(w . args + b) with
+    random w, b (fixed per function), as a numeric function (``implemented_function``, evaluated by mpmath),
+    and each first partial derivative of f, ``Derivative(f(u), u_j)`` (also inside the ``Subs`` that
+    evaluates it at the branch's arguments), as the numeric function w_j (1 - tanh(w . args + b)^2).
+
+    Nothing is differentiated or evaluated symbolically (SymPy's own evaluation of tanh over a LayerNorm
+    argument was the slowest step of these checks); the central differences of the model, which see only
+    the values, check the formula with these slopes."""
 
     def __init__(self, rng):
-        self.rng, self.weights = rng, {}
+        self.rng, self.weights, self.made = rng, {}, {}
+
+    def _params(self, func):
+        if func not in self.weights:
+            self.weights[func] = ([self.rng.uniform(-1, 1) for _ in range(16)], self.rng.uniform(-0.5, 0.5))
+        return self.weights[func]
+
+    def _numeric(self, func, j=None):
+        """The numeric value (``j`` None) or slope along argument ``j`` of the concrete ``func``."""
+        import mpmath
+        from sympy.utilities.lambdify import implemented_function
+
+        key = (func, j)
+        if key not in self.made:
+            w, b = self._params(func)
+
+            def tanh_of(args):
+                return mpmath.tanh(mpmath.fsum(mpmath.mpf(wi) * a for wi, a in zip(w, args)) + mpmath.mpf(b))
+
+            name = f"{func.__name__}_concrete" + ("" if j is None else f"_slope{j}")
+            self.made[key] = implemented_function(name, (lambda *args: tanh_of(args)) if j is None
+                                                  else (lambda *args: mpmath.mpf(w[j]) * (1 - tanh_of(args) ** 2)))
+        return self.made[key]
 
     def __call__(self, M) -> sp.Matrix:
-        M = sp.Matrix(M)
         undefined = lambda e: isinstance(e, sp.core.function.AppliedUndef)
 
-        def concrete(e):
-            if e.func not in self.weights:
-                self.weights[e.func] = ([self.rng.uniform(-1, 1) for _ in range(16)], self.rng.uniform(-0.5, 0.5))
-            w, b = self.weights[e.func]
-            return sp.tanh(sum((sp.Float(wi) * a for wi, a in zip(w, e.args)), sp.Integer(0)) + sp.Float(b))
+        def slope(derivative, args):
+            (var, count), = derivative.variable_count
+            f = derivative.expr
+            if not undefined(f) or count != 1 or var not in f.args:
+                raise SeqgradValueError("branch derivative", derivative, "a first partial derivative of one branch function")
+            return self._numeric(f.func, f.args.index(var))(*args)
 
-        return M.replace(undefined, concrete).doit()
+        at_point = lambda e: isinstance(e, sp.Subs) and isinstance(e.expr, sp.Derivative) and undefined(e.expr.expr)
+        out = sp.Matrix(M)
+        # first the slopes evaluated at a point (the Subs around a derivative), then bare derivatives, then values
+        out = out.replace(at_point, lambda e: slope(e.expr, [dict(zip(e.variables, e.point)).get(a, a) for a in e.expr.expr.args]))
+        out = out.replace(lambda e: isinstance(e, sp.Derivative) and undefined(e.expr), lambda e: slope(e, e.expr.args))
+        out = out.replace(lambda e: undefined(e) and not hasattr(e, "_imp_"), lambda e: self._numeric(e.func)(*e.args))
+        if out.has(sp.Subs, sp.Derivative) or any(undefined(a) and not hasattr(a, "_imp_") for a in out.atoms(sp.Function)):
+            raise SeqgradValueError("model", M, "undefined functions only as values or first partial derivatives")
+        return out
 
 
 def _central_jacobian(model, inputs, point: dict, others=()):
@@ -363,7 +460,7 @@ def _central_jacobian(model, inputs, point: dict, others=()):
     import mpmath
 
     inputs, others = list(inputs), list(others)
-    f = sp.lambdify(inputs + others, list(model), modules=["mpmath"], cse=True)
+    f = mpmath_lambdify(inputs + others, list(model), implemented=True)
     with mpmath.workdps(40):
         x0 = [mpmath.mpf(point[s]) for s in inputs]
         rest = [mpmath.mpf(point[s]) for s in others]
@@ -381,7 +478,7 @@ def _at(M, point: dict):
     import mpmath
 
     symbols = sorted(M.free_symbols, key=lambda s: s.name)
-    f = sp.lambdify(symbols, M, modules=["mpmath"], cse=True)
+    f = mpmath_lambdify(symbols, M, implemented=True)
     with mpmath.workdps(40):
         return mpmath.matrix(f(*[mpmath.mpf(point[s]) for s in symbols]))
 
@@ -418,16 +515,16 @@ def _numeric_block(block: "EncoderBlock", rng):
     U_c, out_c = concrete(sp.Matrix(list(block.U))), concrete(sp.Matrix(list(block.out_U)))
     H, Us = list(block.H), list(block.Usym)
     T, D = block.T, block.D
-    f_U = sp.lambdify(H + [EPS], list(U_c), modules=["mpmath"], cse=True)
-    f_out = sp.lambdify(Us + [EPS], list(out_c), modules=["mpmath"], cse=True)
+    f_U = mpmath_lambdify(H + [EPS], list(U_c), implemented=True)
+    f_out = mpmath_lambdify(Us + [EPS], list(out_c), implemented=True)
     # the factors from their own definitions: branch Jacobians in plain argument symbols, LN Jacobians
     a_u, m_u = block.mha.u, block.mlp.u
-    J_a = sp.lambdify(a_u, concrete(sp.Matrix([[sp.diff(f(*a_u), u) for u in a_u] for f in block.mha.f])), modules=["mpmath"])
-    J_m = sp.lambdify(m_u, concrete(sp.Matrix([[sp.diff(f(*m_u), u) for u in m_u] for f in block.mlp.f])), modules=["mpmath"])
-    X_f = sp.lambdify(H + [EPS], list(block.X), modules=["mpmath"])
-    R_f = sp.lambdify(Us + [EPS], list(block.R), modules=["mpmath"])
-    JLN1_f = sp.lambdify(H + [EPS], block.J_LN1, modules=["mpmath"], cse=True)
-    JLN2_f = sp.lambdify(Us + [EPS], block.J_LN2, modules=["mpmath"], cse=True)
+    J_a = mpmath_lambdify(a_u, concrete(sp.Matrix([[sp.diff(f(*a_u), u) for u in a_u] for f in block.mha.f])), cse=False, implemented=True)
+    J_m = mpmath_lambdify(m_u, concrete(sp.Matrix([[sp.diff(f(*m_u), u) for u in m_u] for f in block.mlp.f])), cse=False, implemented=True)
+    X_f = mpmath_lambdify(H + [EPS], list(block.X), cse=False)
+    R_f = mpmath_lambdify(Us + [EPS], list(block.R), cse=False)
+    JLN1_f = mpmath_lambdify(H + [EPS], block.J_LN1)
+    JLN2_f = mpmath_lambdify(Us + [EPS], block.J_LN2)
     point = _point(H + [EPS], rng)
     n = T * D
     with mpmath.workdps(40):

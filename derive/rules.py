@@ -67,7 +67,8 @@ from .safe_parse import as_sympy
 
 __all__ = [
     "Rule", "RULES", "rule_for", "pullback", "jvp", "jacobian", "Diag", "RowSoftmax", "RowSum", "RowMean", "RowStd", "Normalize",
-    "Masked", "HConcat", "ColumnBlock", "index_form", "index_zero", "index_proof", "expand_indexed", "prove_all", "proved", "EPS",
+    "Masked", "HConcat", "ColumnBlock", "index_form", "directional", "index_zero", "index_proof", "expand_indexed", "prove_all",
+    "proved", "EPS",
 ]
 
 EPS = sp.Symbol("epsilon", positive=True)
@@ -81,6 +82,12 @@ def _latex_call(printer, name: str, *args) -> str:
 
 def _str_call(printer, name: str, *args) -> str:
     return "%s(%s)" % (name, ", ".join(printer._print(a) for a in args))
+
+
+#: The summation index of every row statistic.  One index for all of them: a nested row sum binds its own
+#: (an inner Sum shadows the outer index), and equal row statistics are then equal expressions, which SymPy
+#: builds once and whose assumptions it answers once (a fresh index per sum made every rebuild start over).
+_ROW_INDEX = sp.Dummy("k", integer=True)
 
 
 class _RowMap(MatrixExpr):
@@ -102,8 +109,14 @@ class _RowMap(MatrixExpr):
     def shape(self):
         return self.arg.shape
 
-    def _k(self, i, j):
-        return sp.Dummy("k", integer=True)
+    def _row_sum(self, term: Callable, n=None):
+        """``sum_k term(k)`` over the row: a ``Sum`` with symbolic bounds at a symbolic width (index notation,
+        the proofs), the explicit sum of the terms at a concrete width (an explicit matrix: no ``Sum`` to
+        evaluate afterwards, which costs SymPy far more than the terms)."""
+        n = sp.sympify(self.shape[1] if n is None else n)
+        if n.is_Integer:
+            return sp.Add(*[term(sp.Integer(k)) for k in range(int(n))])
+        return sp.Sum(term(_ROW_INDEX), (_ROW_INDEX, 0, n - 1))
 
     def _latex(self, printer):
         return _latex_call(printer, self._tex or self._name, self.arg)
@@ -114,7 +127,7 @@ class _RowMap(MatrixExpr):
     def doit(self, **hints):
         arg = self.arg.doit(**hints) if hints.get("deep", True) else self.arg
         if isinstance(arg, sp.MatrixBase):
-            return sp.Matrix(*arg.shape, lambda i, j: self.func(arg, *self.args[1:])._entry(i, j).doit())
+            return sp.Matrix(*arg.shape, lambda i, j: self.func(arg, *self.args[1:])._entry(i, j))
         return self.func(arg, *self.args[1:])
 
 
@@ -124,8 +137,7 @@ class RowSoftmax(_RowMap):
     _name = "softmax"
 
     def _entry(self, i, j, **kwargs):
-        k = self._k(i, j)
-        return sp.exp(self.arg[i, j]) / sp.Sum(sp.exp(self.arg[i, k]), (k, 0, self.shape[1] - 1))
+        return sp.exp(self.arg[i, j]) / self._row_sum(lambda k: sp.exp(self.arg[i, k]))
 
 
 class RowSum(_RowMap):
@@ -134,8 +146,7 @@ class RowSum(_RowMap):
     _name = "rowsum"
 
     def _entry(self, i, j, **kwargs):
-        k = self._k(i, j)
-        return sp.Sum(self.arg[i, k], (k, 0, self.shape[1] - 1))
+        return self._row_sum(lambda k: self.arg[i, k])
 
 
 class RowMean(_RowMap):
@@ -144,8 +155,7 @@ class RowMean(_RowMap):
     _name = "mean"
 
     def _entry(self, i, j, **kwargs):
-        k = self._k(i, j)
-        return sp.Sum(self.arg[i, k], (k, 0, self.shape[1] - 1)) / self.shape[1]
+        return self._row_sum(lambda k: self.arg[i, k]) / self.shape[1]
 
 
 class RowStd(_RowMap):
@@ -161,11 +171,12 @@ class RowStd(_RowMap):
         return self.args[1]
 
     def _entry(self, i, j, **kwargs):
-        k = self._k(i, j)
         n = self.shape[1]
-        mu = sp.Sum(self.arg[i, k], (k, 0, n - 1)) / n
-        k2 = sp.Dummy("k", integer=True)
-        return sp.sqrt(sp.Sum((self.arg[i, k2] - mu) ** 2, (k2, 0, n - 1)) / n + self.eps)
+        mu = self._row_sum(lambda k: self.arg[i, k]) / n
+        # sqrt(sum_k ((X_ik - mu)^2 + eps) / n) = sqrt(var + eps): the radicand one sum, not the sum plus eps
+        # (SymPy asks a sum plus a term whether it is infinite every time it builds its root: the slowest
+        # step of every LayerNorm proof)
+        return sp.sqrt(self._row_sum(lambda k: ((self.arg[i, k] - mu) ** 2 + self.eps) / n))
 
     def _latex(self, printer):
         return r"\sigma_{\epsilon}\left(%s\right)" % printer._print(self.arg)
@@ -184,8 +195,7 @@ class Normalize(_RowMap):
         return self.args[1]
 
     def _entry(self, i, j, **kwargs):
-        k = self._k(i, j)
-        mu = sp.Sum(self.arg[i, k], (k, 0, self.shape[1] - 1)) / self.shape[1]
+        mu = self._row_sum(lambda k: self.arg[i, k]) / self.shape[1]
         return (self.arg[i, j] - mu) / RowStd(self.arg, self.eps)._entry(i, j)
 
 
@@ -373,10 +383,23 @@ def _softmax_pull(expr, G, out):
 
 
 class Written(sp.MatAdd):
-    """A matrix sum printed in the order the rule wrote it (``G - rowsum(G o A)``, not SymPy's sorted order)."""
+    """A matrix sum printed in the order the rule wrote it (``G - rowsum(G o A)``, not SymPy's sorted order);
+    :func:`derive.term_order.textbook_order` keeps it (``written_order``)."""
+
+    written_order = True
 
     def _sympystr(self, printer):
-        return printer._print_Add(self, order="none")
+        """``first - second - ...``: a negated term prints as ``- term`` (no bracket around a product such as
+        ``x̂ ∘ mean(G ∘ x̂)``; a sum inside keeps its brackets)."""
+        from sympy.printing.precedence import PRECEDENCE
+
+        out = []
+        for k, term in enumerate(self.args):
+            negative = isinstance(term, sp.MatMul) and term.args[0] == -1
+            body = (term.args[1] if len(term.args) == 2 else sp.MatMul(*term.args[1:], evaluate=False)) if negative else term
+            text = printer.parenthesize(body, PRECEDENCE["Add"], strict=False)
+            out.append(("-" if negative else "") + text if k == 0 else (" - " if negative else " + ") + text)
+        return "".join(out)
 
     def _latex(self, printer):
         return printer._print_Add(self, order="none")
@@ -401,7 +424,7 @@ def _normalize_pull(expr, G, out):
     u = sp.Dummy("u")
     inv = Elementwise(sp.Lambda(u, 1 / u), RowStd(expr.arg, expr.eps))
     centred = _minus(G, RowMean(G), sp.HadamardProduct(xhat, RowMean(sp.HadamardProduct(G, xhat, evaluate=False)), evaluate=False))
-    return [(expr.arg, sp.HadamardProduct(centred, inv, evaluate=False))]
+    return [(expr.arg, sp.HadamardProduct(inv, centred, evaluate=False))]  # (1/σ) ∘ (G - mean(G) - x̂ ∘ mean(G ∘ x̂))
 
 
 def _normalize_forward(expr, tangents):
@@ -701,7 +724,7 @@ def _pairing(expr, G, i, j):
     return sp.Sum(_indexed(G[i, j]) * index_form(expr, i, j), (i, 0, rows - 1), (j, 0, cols - 1))
 
 
-def _directional(expr, dots, i, j):
+def directional(expr, dots, i, j):
     """d/dt F(X + t Xdot)_ij at t = 0, SymPy's derivative in index notation."""
     t = sp.Symbol("t")
     moved = index_form(expr, i, j)
@@ -731,8 +754,8 @@ def _rule_residuals(rule: Rule, expr, G, leaves) -> list:
     if isinstance(expr, HConcat):  # block by block: the tangent is the concatenation of the blocks' tangents
         if not isinstance(tangent, HConcat) or len(tangent.args) != len(expr.args):
             return residuals + [sp.Symbol("forward_rule_is_not_a_concatenation")]
-        return residuals + [_directional(b, dots, i, j) - index_form(tb, i, j) for b, tb in zip(expr.args, tangent.args)]
-    residuals.append(_directional(expr, dots, i, j) - index_form(tangent, i, j))
+        return residuals + [directional(b, dots, i, j) - index_form(tb, i, j) for b, tb in zip(expr.args, tangent.args)]
+    residuals.append(directional(expr, dots, i, j) - index_form(tangent, i, j))
     return residuals
 
 
@@ -746,9 +769,14 @@ def _height(e) -> int:
 
 
 def _named(s: sp.Sum) -> sp.Sum:
-    (c, a, b), = s.limits
-    k = sp.Symbol(f"k_{_height(s.function)}", integer=True)
-    return sp.Sum(s.function.xreplace({c: k}), (k, a, b))
+    """The sum with its dummy indices named by nesting depth, innermost first (SymPy merges a sum of a sum
+    into one ``Sum`` of several limits: each limit is named as the nested sum would be)."""
+    f, limits = s.function, []
+    for c, a, b in s.limits:
+        k = sp.Symbol(f"k_{_height(f) + len(limits)}", integer=True)
+        f = f.xreplace({c: k})
+        limits.append((k, a, b))
+    return sp.Sum(f, *limits)
 
 
 def _solve_delta(delta, c):
@@ -803,11 +831,19 @@ def index_zero(expr):
     numerator = sp.expand(numerator)
     for base, B in names.items():
         if numerator.has(B):
-            try:
-                numerator = sp.expand(sp.rem(numerator, B ** 2 - base, B))
-            except sp.PolynomialError:  # the radical also sits inside a sum: no reduction (not proved, never "refuted")
-                pass
+            numerator = _reduce_root(numerator, B, base)
     return numerator
+
+
+def _reduce_root(numerator, B, base):
+    """The remainder of the polynomial ``numerator`` in ``B`` on division by ``B^2 - base``: every ``B^n`` written
+    ``base^(n // 2) B^(n % 2)``, expanded (the same remainder ``sympy.rem`` gives, without its polynomial domain
+    of expressions, which costs far more).  A ``B`` inside a sum or function is left alone (not proved, never
+    "refuted")."""
+    if any(B in a.free_symbols for a in numerator.atoms(sp.Sum, sp.Function)):
+        return numerator
+    even = lambda x: x.is_Pow and x.base == B and x.exp.is_Integer and x.exp >= 2
+    return sp.expand(numerator.replace(even, lambda x: base ** (x.exp // 2) * B ** (x.exp % 2)))
 
 
 def index_proof(residual: Callable[[], object], detail: str = "") -> Callable[[], Proof]:

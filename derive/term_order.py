@@ -7,6 +7,8 @@ writes ``z_t = w_x x_t + w_h h_{t-1}`` and ``L = (yhat - y)^2/2``:
 * in a sum, the positive terms come first (``yhat - y``, ``1 - h^2``), then the
   input term, the recurrent term, the other terms and a bias last, indices in
   counting order (``g_2`` before ``g_10``);
+* a sum that carries its own order (``written_order``, e.g. the LayerNorm rule's
+  ``dx̂ - mean(dx̂) - x̂ ∘ mean(dx̂ ∘ x̂)``) keeps it;
 * in a product, a number first, then a sensitivity (``g``, ``e``, ``delta``),
   then a weight (``w``, ``W``), then the other symbols, then bracketed and
   function factors.
@@ -102,6 +104,8 @@ def textbook_order(expr):
     if isinstance(expr, (sp.Symbol, sp.MatrixSymbol)):
         return expr
     args = [textbook_order(a) for a in expr.args]
+    if getattr(expr, "written_order", False):  # a sum a rule wrote in the text's order (derive.rules.Written) keeps it
+        return expr.func(*args, evaluate=False)
     if isinstance(expr, sp.MatAdd):
         return sp.MatAdd(*sorted(args, key=_term_key), evaluate=False)
     if isinstance(expr, (sp.MatMul, sp.HadamardProduct)):

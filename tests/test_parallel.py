@@ -96,6 +96,16 @@ def test_groups_keep_order():
     assert [c for g in groups_of(items) for c in g] == items
 
 
+def test_a_group_splits_into_its_shards_in_order():
+    from dataclasses import replace
+
+    items = [replace(_fake(f"g.{i}", "g", _seeded), shard=shard) for i, shard in enumerate("abab")]
+    assert [[c.name for c in g] for g in groups_of(items)] == [["g.0", "g.2"], ["g.1", "g.3"]]
+    identities = groups_of(all_checks("identity:*"))
+    assert len(identities) > 1 and {c.group for g in identities for c in g} == {"identities"}
+    assert all(len({c.shard for c in g}) == 1 for g in identities)  # one catalogue family per task
+
+
 @needs_fork
 def test_real_groups_same_report_serial_and_parallel():
     items = all_checks("encoder.*") + all_checks("gated.fact.*")

@@ -76,3 +76,38 @@ def test_property_depth_product_expansion(L, d, lam):
     """Random depth (1..4), width (1..3) and shortcut scale: the product equals the path expansion."""
     dp = R.DepthProduct(L, d, scale=lam)
     assert (dp.product() - dp.expansion()).applyfunc(sp.expand) == sp.zeros(d, d)
+
+
+@pytest.mark.parametrize("placement", R.ResidualJacobian.PLACEMENTS)
+def test_residual_jacobians_proved_at_symbolic_d(placement):
+    """I + J_F, I + J_F J_LN and J_LN (I + J_F) for every d: the index-notation residual reduces to 0."""
+    from derive.rules import index_zero
+
+    residual = R.general_residual(placement)
+    d = next(s for s in residual.free_symbols if s.name == "d")
+    assert d.is_integer and d.is_positive  # no size was substituted
+    assert index_zero(residual) == 0
+
+
+def test_symbolic_d_proof_refutes_wrong_jacobians():
+    """The proof can fail: a wrong LayerNorm Jacobian in the pre-norm claim, the plain claim without the bypass's I."""
+    from derive.rules import index_zero
+
+    pre = R.general_residual("pre-norm")
+    k, j = sp.symbols("k j", integer=True, nonnegative=True)
+    wrong_pre = pre.replace(lambda e: isinstance(e, sp.KroneckerDelta) and set(e.args) == {k, j},
+                            lambda e: sp.Integer(2) * e)  # delta_kj -> 2 delta_kj inside the claimed J_LN
+    assert wrong_pre != pre and index_zero(wrong_pre) != 0
+    plain = R.general_residual("plain")
+    without_bypass = plain.replace(lambda e: isinstance(e, sp.KroneckerDelta), lambda e: sp.Integer(0))  # claim J_F, not I + J_F
+    assert index_zero(without_bypass) != 0
+
+
+def test_residual_entries_record_their_general_scope():
+    from derive import catalogue
+
+    for name in ("residual-plain", "residual-pre-norm", "residual-post-norm"):
+        entry = catalogue.get(name)
+        assert entry.scope.startswith("all d >= 1")
+        proof = entry.prove()
+        assert proof.holds and "symbolic size" in proof.method and "instance d = 2" in proof.method

@@ -42,6 +42,28 @@ def test_a_wrong_forward_rule_is_not_proved():
     assert not wrong_ln.prove().holds
 
 
+@pytest.mark.parametrize("drop", ["nothing", "mean", "inner product", "root"])
+def test_a_subtly_wrong_layernorm_pullback_is_not_proved(drop):
+    """dX = (1/σ)(G - mean(G) - x̂ ∘ mean(G ∘ x̂)) with one piece wrong: without mean(G), with mean(G) for
+    mean(G ∘ x̂), or with 1/σ² for 1/σ (the radical's reduction must not make a wrong power vanish); the same
+    construction with nothing wrong is proved."""
+    from derive.program import Elementwise
+
+    u = sp.Dummy("u")
+
+    def pull(e, G, out):
+        xhat = e
+        inner = rules.RowMean(G) if drop == "inner product" else rules.RowMean(sp.HadamardProduct(G, xhat))
+        terms = [G, rules.RowMean(G), sp.HadamardProduct(xhat, inner)]
+        if drop == "mean":
+            terms.pop(1)
+        inv = Elementwise(sp.Lambda(u, 1 / u ** (2 if drop == "root" else 1)), rules.RowStd(e.arg, e.eps))
+        return [(e.arg, sp.HadamardProduct(inv, rules._minus(*terms)))]
+
+    rule = _broken("layernorm", pull=pull, forward=lambda e, t: pull(e, t[e.arg], None)[0][1] if e.arg in t else None)
+    assert rule.prove().holds is (drop == "nothing")
+
+
 def test_index_zero_is_exact():
     i, k = sp.symbols("i k", integer=True)
     z = sp.IndexedBase("z")

@@ -60,5 +60,6 @@ def _make(entry: catalogue.Identity):
     return run
 
 
-for _entry in catalogue.entries():
-    register(Check(f"identity:{_entry.name}", _entry.source, "identities", _make(_entry), _entry.title, needs_torch=False))
+for _entry in catalogue.entries():  # one shard per catalogue family (positional, attention, residual, ...): they run in parallel
+    register(Check(f"identity:{_entry.name}", _entry.source, "identities", _make(_entry), _entry.title, needs_torch=False,
+                   shard=_entry.family))
