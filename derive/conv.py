@@ -127,15 +127,12 @@ class Conv2d(Derivation):
         """The same sum reindexed ``u -> k-1-u``, ``v -> k-1-v``: a full cross-correlation with the flipped kernel."""
         return self.grad_X().change_index(u, k - 1 - u).change_index(v, k - 1 - v)
 
-    def latex(self) -> str:
-        from .latex_settings import NotationPrinter
+    def rows(self) -> list:
+        """Y, and the gradients for K, b and X (the last also as a full correlation with the flipped kernel)."""
+        from .latex_settings import Partial
 
-        pr = NotationPrinter().doprint
-        rows = [(sp.Symbol("Y_{ij}"), self.Y), (sp.Symbol(r"\frac{\partial L}{\partial K_{pq}}"), self.grad_K()),
-                (sp.Symbol(r"\frac{\partial L}{\partial b}"), self.grad_b()),
-                (sp.Symbol(r"\frac{\partial L}{\partial X_{mn}}"), self.grad_X()),
-                (sp.Symbol(r"\phantom{\frac{\partial L}{\partial X_{mn}}}"), self.grad_X_flipped())]
-        return r"\begin{aligned}" + r"\\ ".join(f"{pr(a)} &= {pr(e)}" for a, e in rows) + r"\end{aligned}"
+        return [(sp.Symbol("Y_ij"), self.Y), (Partial(sp.Symbol("K_pq")), self.grad_K()), (Partial(sp.Symbol("b")), self.grad_b()),
+                (Partial(sp.Symbol("X_mn")), [self.grad_X(), self.grad_X_flipped()])]
 
     def __repr__(self) -> str:
         return f"Conv2d(stride={self.stride})"
@@ -214,8 +211,8 @@ class ExplicitConv(Derivation):
         d, f = self.by_differentiation(), self.by_formula()
         return [sp.expand(d[name][key] - f[name][key]) for name in d for key in d[name]]
 
-    def latex(self) -> str:
-        return Conv2d(self.stride).latex()
+    def rows(self) -> list:
+        return Conv2d(self.stride).rows()
 
     def __repr__(self) -> str:
         return f"ExplicitConv(size={self.size}, kernel={self.kernel}, stride={self.stride}, padding={self.padding})"

@@ -97,10 +97,17 @@ class ResidualJacobian(Derivation):
     def prove(self) -> bool:
         return all(chain_rule_zero(e) == 0 for e in self.residual())
 
-    def latex(self) -> str:
-        lhs = {"plain": r"\mathbf y = \mathbf h + \mathcal F(\mathbf h)", "pre-norm": r"\mathbf y = \mathbf h + \mathcal F(\mathrm{LN}(\mathbf h))",
-               "post-norm": r"\mathbf y = \mathrm{LN}(\mathbf h + \mathcal F(\mathbf h))"}[self.placement]
-        return lhs + r",\qquad \frac{\partial\mathbf y}{\partial\mathbf h} = " + self.formula
+    VECTORS = frozenset({"h", "y"})
+
+    def rows(self) -> list:
+        """y and dy/dh for this placement: I + J_F, I + J_F J_LN (pre-norm) or J_LN (I + J_F) (post-norm)."""
+        from .latex_settings import Partial
+
+        h, y, I, J_F, J_LN = sp.symbols("h y I J_F J_LN", commutative=False)
+        F, LN = sp.Function("F", commutative=False), sp.Function("LN", commutative=False)
+        value, jacobian = {"plain": (h + F(h), I + J_F), "pre-norm": (h + F(LN(h)), I + J_F * J_LN),
+                           "post-norm": (LN(h + F(h)), J_LN * (I + J_F))}[self.placement]
+        return [(y, value), (Partial(h, of=y), jacobian, ("for a generic branch ", sp.Symbol("F")))]
 
     def __repr__(self) -> str:
         return f"ResidualJacobian(d={self.d}, placement={self.placement!r})"
@@ -153,11 +160,17 @@ class EncoderBlock(Derivation):
         """The block formula against central differences of the whole composed block (branches made concrete)."""
         return _numeric_block(self, rng)
 
-    def latex(self) -> str:
-        return (r"\begin{aligned}\mathbf X &= \mathrm{LN}_1(\mathbf H),\ \mathbf U = \mathbf H + \mathrm{MHA}(\mathbf X),\ "
-                r"\mathbf R = \mathrm{LN}_2(\mathbf U),\ \mathbf H' = \mathbf U + \mathrm{MLP}(\mathbf R),\\"
-                r"\frac{\partial\,\mathrm{vec}\,\mathbf H'}{\partial\,\mathrm{vec}\,\mathbf H} &= "
-                r"\left(I + J_{\mathrm{MLP}}J_{\mathrm{LN}_2}\right)\left(I + J_{\mathrm{MHA}}J_{\mathrm{LN}_1}\right)\end{aligned}")
+    VECTORS = frozenset({"H", "X", "U", "R", "H'"})
+
+    def rows(self) -> list:
+        """The pre-norm block and its Jacobian: the two residual updates joined by the chain rule."""
+        from .latex_settings import Partial
+
+        H, X, U, R, H2, I = sp.symbols("H X U R H' I", commutative=False)
+        J_MLP, J_LN1, J_LN2, J_MHA = sp.symbols("J_MLP J_LN1 J_LN2 J_MHA", commutative=False)
+        LN1, LN2, MHA, MLP, vec = (sp.Function(n, commutative=False) for n in ("LN_1", "LN_2", "MHA", "MLP", "vec"))
+        return [(X, LN1(H)), (U, H + MHA(X)), (R, LN2(U)), (H2, U + MLP(R)),
+                (Partial(vec(H), of=vec(H2)), (I + J_MLP * J_LN2) * (I + J_MHA * J_LN1))]
 
     def __repr__(self) -> str:
         return f"EncoderBlock(T={self.T}, D={self.D})"
@@ -195,7 +208,8 @@ class DepthProduct(Derivation):
         """The term with no branch: lambda^L I."""
         return self.scale ** self.L * sp.eye(self.d)
 
-    def latex(self) -> str:
+    def rows(self) -> list:
+        """The product of the L layers' (lambda I + J_l), later layers on the left, as the sum over paths."""
         I = sp.Identity(self.d)
         lam = self.scale
         prod = sp.MatMul(*[(lam * I + J) for J in reversed(self.symbolic)])
@@ -203,7 +217,7 @@ class DepthProduct(Derivation):
         for r in range(1, self.L + 1):
             for subset in itertools.combinations(range(self.L), r):
                 paths.append(lam ** (self.L - r) * sp.MatMul(*[self.symbolic[l] for l in sorted(subset, reverse=True)]))
-        return sp.latex(prod) + " = " + " + ".join(sp.latex(p) for p in paths)
+        return [(prod, sp.MatAdd(*paths, evaluate=False))]
 
     def __repr__(self) -> str:
         return f"DepthProduct(L={self.L}, d={self.d}, scale={self.scale})"
