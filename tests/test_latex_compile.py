@@ -178,12 +178,14 @@ def _derivation_exports() -> dict[str, str]:
     return out
 
 
-_COMPLETE = ("\\begin{tabular}", "\\begin{align*}", "\\begin{align}", "\\begin{equation", "\\[")
+_COMPLETE = ("\\begin{tabular}", "\\begin{align*}")
 
 
-def _display(tex: str) -> str:
-    """A complete display (table, ``align*``, ``equation``, ``\\[``) goes in as it is; math-mode text in ``\\[ \\]``."""
-    return tex if tex.lstrip().startswith(_COMPLETE) else f"\\[\n{tex}\n\\]"
+def _display(name: str, tex: str) -> str:
+    """Every export is a complete display (``align*``, or a table) that goes into the body as it is."""
+    assert tex.lstrip().startswith(_COMPLETE), f"{name}: not a complete display: {tex[:80]!r}"
+    assert tex.count("\\begin{") == tex.count("\\end{"), name
+    return tex
 
 
 @pytest.mark.slow
@@ -200,7 +202,7 @@ def test_every_derivation_object_exports_latex_that_compiles(tmp_path):
         return latexdoc.compile_pdf(tex, tmp_path / "build")
 
     try:
-        compile_body("all", "\n\n".join(f"% {name}\n\\paragraph{{{latexdoc.text(name)}}}\n{_display(tex)}"
+        compile_body("all", "\n\n".join(f"% {name}\n\\paragraph{{{latexdoc.text(name)}}}\n{_display(name, tex)}"
                                         for name, tex in exports.items()))
         return
     except latexdoc.LatexError:
@@ -208,7 +210,7 @@ def test_every_derivation_object_exports_latex_that_compiles(tmp_path):
     broken = []
     for i, (name, tex) in enumerate(exports.items()):
         try:
-            compile_body(f"one{i}", _display(tex))
+            compile_body(f"one{i}", _display(name, tex))
         except latexdoc.LatexError as exc:
             broken.append(f"{name}: {str(exc).splitlines()[0][:160]}")
     assert not broken, "exports that do not compile:\n" + "\n".join(broken)

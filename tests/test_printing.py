@@ -170,8 +170,14 @@ def test_no_trivial_display_and_sources_cited_in_one_style():
 def test_headings_typeset_math_not_dollar_signs():
     from crosscheck import latexdoc
 
-    head = latexdoc._derivation("The softmax Jacobian", "x", where=sp.Eq(sp.Symbol("n"), 3, evaluate=False))
+    from derive import softmax
+    from seqgrad.errors import SeqgradValueError
+
+    head = latexdoc._derivation("The softmax Jacobian", softmax.SoftmaxJacobian(2).latex(),
+                                where=sp.Eq(sp.Symbol("n"), 3, evaluate=False))
     assert head.startswith(r"\paragraph{The softmax Jacobian, $n = 3$}") and r"\$" not in head
+    with pytest.raises(SeqgradValueError, match="a complete display"):  # bare math would be pasted outside math mode
+        latexdoc._derivation("The softmax Jacobian", r"\frac{\partial a}{\partial z}")
 
 
 def test_shift_report_is_typeset():
