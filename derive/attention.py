@@ -278,7 +278,7 @@ class MultiHeadAttention(Derivation):
         heads = [sp.MatrixSymbol(f"O^[{n + 1}]", self.T, dv) for n, (_, dv) in enumerate(self.widths)]
         W_O = sp.MatrixSymbol("W_O", self.d_out, self.W_O.cols)
         return [(sp.MatrixSymbol("B_att", self.T, self.d_out), sp.MatMul(HConcat(*heads), W_O.T),
-                 ("with ", W_O, f" of size {self.d_out} x {self.W_O.cols}"))]
+                 ("with ", W_O, f" of size {self.d_out} × {self.W_O.cols}"))]
 
     def __repr__(self) -> str:
         return f"MultiHeadAttention(T={self.T}, d_model={self.d_model}, heads={self.widths}, d_out={self.d_out})"

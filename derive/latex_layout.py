@@ -251,11 +251,14 @@ def _aligned_lines(rows: Iterable, notation: Notation | None, width: int) -> lis
     ``&\\quad`` lines.  ``width`` is the whole line, left side included."""
     width = integer("width", width, minimum=8)
     printer = _printer(notation)
-    rows = _zero_state([_row(row) for row in rows], notation)
+    rows = _zero_state([r if isinstance(r, _Row) else _row(r) for r in rows], notation)
     out: list[str] = []
     for row in rows:
         lhs_tex = printer.doprint(row.lhs)
         note = _note_tex(row.note, printer)
+        if visual_width(lhs_tex) > width // 3:  # a long left side gets lines of its own; the relation starts the right side's
+            out += _long_left(row, printer, width, note)
+            continue
         room = max(width - visual_width(lhs_tex) - 5, width // 3)
         first = True
         for i, rhs in enumerate(row.chain):
@@ -275,6 +278,19 @@ def _aligned_lines(rows: Iterable, notation: Notation | None, width: int) -> lis
     if not out:
         raise SeqgradValueError("rows", [], "at least one equation")
     return _pad(out)
+
+
+def _long_left(row: _Row, printer: NotationPrinter, width: int, note: str) -> list[str]:
+    """The lines of a row whose left side is too wide to stand in front of the ``&``: it is broken over lines
+    of its own after the ``&``, and each right side starts a line with the relation."""
+    left = break_lines(row.lhs, printer, width)
+    out = [f"&{left[0]}"] + [f"&\\quad {line}" for line in left[1:]]
+    for i, rhs in enumerate(row.chain):
+        right = break_lines(rhs, printer, width)
+        out += [f"&{row.op} {right[0]}"] + [f"&\\quad {line}" for line in right[1:]]
+    if note:
+        out.append("&" + note)
+    return out
 
 
 #: Height budget of one display, in text lines (a line with a fraction counts two): a derivation
@@ -364,20 +380,12 @@ def equation(lhs, rhs=None, notation: Notation | None = None, *, numbered: bool 
 
 
 def relation(lhs, rhs, notation: Notation | None = None, *, op: str = "=", width: int = 60) -> str:
-    """``lhs op rhs`` displayed so that neither side runs off the page: a short left side stays
-    in front of the relation (as :func:`align` does); a long one gets its own lines, and the
-    relation starts the lines of the right side."""
-    if op not in ("=", r"\neq", r"\le", r"\ge", r"\approx"):
-        raise SeqgradValueError("op", op, r"one of =, \neq, \le, \ge, \approx")
-    width = integer("width", width, minimum=8)
-    printer = _printer(notation)
-    left, right = break_lines(lhs, printer, width), break_lines(rhs, printer, width)
-    if len(left) == 1 and visual_width(left[0]) <= width // 3:
-        lines = [f"{left[0]} &{op} {right[0]}"] + [f"&\\quad {line}" for line in right[1:]]
-    else:
-        lines = [f"&{left[0]}"] + [f"&\\quad {line}" for line in left[1:]]
-        lines += [f"&{op} {right[0]}"] + [f"&\\quad {line}" for line in right[1:]]
-    return "\\begin{align*}\n" + "\\\\\n".join(lines) + "\n\\end{align*}"
+    """``lhs op rhs`` displayed (:func:`display`, one row) so that neither side runs off the page: a short left
+    side stays in front of the relation; a long one gets its own lines, and the relation starts the lines of
+    the right side."""
+    if op not in ("=", r"\neq", r"\le", r"\ge", "<", ">", r"\approx"):
+        raise SeqgradValueError("op", op, r"one of =, \neq, \le, \ge, <, >, \approx")
+    return display([_Row(lhs, [rhs], op)], notation, width=width)
 
 
 def inline(expr, notation: Notation | None = None) -> str:

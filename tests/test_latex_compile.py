@@ -172,6 +172,23 @@ def _derivation_exports() -> dict[str, str]:
             out[f"ResidualJacobian(2, {placement!r}).latex()"] = residual.ResidualJacobian(2, placement).latex()
         out["EncoderBlock(2, 2).latex()"] = residual.EncoderBlock(2, 2).latex()
         out["DepthProduct(3, 2).latex()"] = residual.DepthProduct(3, 2).latex()
+    if have("derive.decoder", "derive.conv"):
+        from derive import conv, decoder
+        out["CrossAttention(2, 2, 1, 1).latex()"] = decoder.CrossAttention(2, 2, 1, 1).latex()
+        out["DecoderBlock().latex()"] = decoder.DecoderBlock().latex()
+        out["Conv2d().latex()"] = conv.Conv2d().latex()
+    if have("derive.attention"):
+        from derive import attention
+        out["MultiHeadAttention(2, 4, 2).latex()"] = attention.MultiHeadAttention(2, 4, 2).latex()
+        out["Equivariance().latex()"] = attention.Equivariance().latex()
+        out["SelfAttention(masked).latex()"] = attention.SelfAttention(2, 2, 2, mask=attention.causal_mask(2)).latex()
+    if have("derive.verification"):
+        from derive import verification
+        out["verify(...).latex()"] = verification.verify("sin(x)**2 + cos(x)**2 = 1", variables="x").latex()
+        out["verify(refuted).latex()"] = verification.verify("sin(x) = x", variables="x").latex()
+    if have("derive.program"):
+        from derive import rnn
+        out["Definition.latex()"] = rnn.unroll(steps=2).program.definitions(("forward",))[0].latex()
     if have("derive.catalogue"):
         from derive import catalogue
         out.update({f"catalogue {e.name}": e.latex() for e in catalogue.entries() if len(e.latex()) <= 20000})
