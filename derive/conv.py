@@ -128,11 +128,14 @@ class Conv2d(Derivation):
         return self.grad_X().change_index(u, k - 1 - u).change_index(v, k - 1 - v)
 
     def rows(self) -> list:
-        """Y, and the gradients for K, b and X (the last also as a full correlation with the flipped kernel)."""
+        """Y, and the gradients for K, b and (stride 1) X, the last also as a full correlation with the flipped
+        kernel; with a stride the input gradient is derived at concrete sizes (:class:`ExplicitConv`)."""
         from .latex_settings import Partial
 
-        return [(sp.Symbol("Y_ij"), self.Y), (Partial(sp.Symbol("K_pq")), self.grad_K()), (Partial(sp.Symbol("b")), self.grad_b()),
-                (Partial(sp.Symbol("X_mn")), [self.grad_X(), self.grad_X_flipped()])]
+        rows = [(sp.Symbol("Y_ij"), self.Y), (Partial(sp.Symbol("K_pq")), self.grad_K()), (Partial(sp.Symbol("b")), self.grad_b())]
+        if self.stride == 1:
+            rows.append((Partial(sp.Symbol("X_mn")), [self.grad_X(), self.grad_X_flipped()]))
+        return rows
 
     def __repr__(self) -> str:
         return f"Conv2d(stride={self.stride})"

@@ -219,11 +219,16 @@ def test_every_derivation_object_exports_latex_that_compiles(tmp_path):
         return latexdoc.compile_pdf(tex, tmp_path / "build")
 
     try:
-        compile_body("all", "\n\n".join(f"% {name}\n\\paragraph{{{latexdoc.text(name)}}}\n{_display(name, tex)}"
-                                        for name, tex in exports.items()))
-        return
+        pdf = compile_body("all", "\n\n".join(f"% {name}\n\\paragraph{{{latexdoc.text(name)}}}\n{_display(name, tex)}"
+                                              for name, tex in exports.items()))
     except latexdoc.LatexError:
         pass
+    else:  # it compiles: it must also set without an overfull box or anything undefined, and render
+        problems = latexdoc.tex_problems((pdf.parent / "all.log").read_text(errors="replace"))
+        assert problems == [], "exports that do not fit the page:\n" + "\n".join(problems)
+        png = render_png(pdf, pages(pdf), tmp_path / "last")
+        assert ink_fraction(png) > 0.001
+        return
     broken = []
     for i, (name, tex) in enumerate(exports.items()):
         try:
