@@ -47,9 +47,9 @@ def conv_section(b) -> str:
     ks, ss = sp.symbols("k_1:4", positive=True), sp.symbols("s_1:4", positive=True)
     parts = [_derivation("Convolution and its gradients, symbolic sizes (lecture 7, l.9)", dc.Conv2d().latex(b.notation),
                          "proved at concrete sizes with stride and padding" if proof.holds else "\\textbf{NOT proved}"),
-             text("Max-pooling (l.13): the source's formula is cut off after \\max_{0\\le u,v; here maxpool(X)_ij = "
-                  "max over 0 <= u, v < p of X_{s i+u, s j+v}, and its gradient goes to the first maximal entry of each "
-                  "window in row-major order (the PyTorch convention at ties)."),
+             text("Max-pooling (l.13): the source's formula is cut off; each output is the largest entry of its "
+                  "p × p window (windows s apart), and its gradient goes to the first maximal entry of the window in "
+                  "row-major order (the PyTorch convention at ties)."),
              _derivation("Receptive field of three stacked layers (l.15)",
                          latex_aligned([(sp.Symbol("r_3"), dc.receptive_field(ks, ss))])),
              _catalogue_section(["derive.conv"])(b),

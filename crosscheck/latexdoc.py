@@ -49,6 +49,16 @@ def text(s: str) -> str:
     return tex_escape(s)
 
 
+_RELATIONS = {">=": "≥", "<=": "≤", "!=": "≠"}
+
+
+def prose(s: str) -> str:
+    """Words for the notes (a scope such as ``all n >= 1``): ``>=``, ``<=`` and ``!=`` as the signs, then :func:`text`."""
+    for ascii_, sign in _RELATIONS.items():
+        s = s.replace(ascii_, sign)
+    return text(s)
+
+
 def code(name: str) -> str:
     """A name in typewriter type that may break after ``-``, ``_``, ``.`` or ``:`` (a long check name in a
     narrow column would otherwise run into the next one).
@@ -160,7 +170,9 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         rows.append([code(entry.name), text(_seed_line(entry.source)), status])
         statement = entry.statement()
         body = b.notation.latex(statement)
-        head = f"\\paragraph{{{text(entry.title)}}} {code(entry.name)}, {text(_seed_line(entry.source))}."
+        # the heading names the entry and says where it comes from and for which sizes it holds; the formula itself is
+        # the typeset display below it (the title is an ASCII sentence for terminals, never set in the notes)
+        head = f"\\paragraph{{{code(entry.name)}}} {text(_seed_line(entry.source))}; {prose(entry.scope)}."
         trivial = getattr(statement, "lhs", None) is not None and statement.lhs == statement.rhs and not statement.free_symbols
         if trivial:  # both sides evaluate to the same number ("4 = 4"): the title states it; a display would not
             statements.append(f"{head} (Both sides evaluate to {inline(statement.lhs, b.notation)}.)")

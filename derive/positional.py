@@ -338,6 +338,20 @@ def dot_product_offset_form(pe: Sinusoidal, p=pos, other=q):
 
 # --- catalogue entries ---
 
+def _dot_formula(d: int) -> tuple:
+    """PE(pos) . PE(q) as the text writes it, with the frequencies omega_i: a sum over the d/2 pairs."""
+    w = omega_[i_]
+    pairs = (i_, 0, d // 2 - 1)
+    return (sp.Sum(sp.sin(pos * w) * sp.sin(q * w) + sp.cos(pos * w) * sp.cos(q * w), pairs),
+            sp.Sum(sp.cos((pos - q) * w), pairs))
+
+
+def _wavelength_formula() -> tuple:
+    """Coordinate 2i repeats after lambda_i = 2 pi / omega_i positions: the shift by lambda_i turns the angle by 2 pi."""
+    w, lam = omega_[i_], sp.IndexedBase("lambda")[i_]
+    return sp.Tuple(sp.sin((pos + lam) * w), lam * w), sp.Tuple(sp.sin(pos * w), 2 * sp.pi)
+
+
 def identities() -> list[Identity]:
     """The positional-encoding entries of the catalogue (statements are built on first use)."""
     from functools import lru_cache
@@ -393,14 +407,16 @@ def identities() -> list[Identity]:
         lambda: Proof(NoScalarShift(pe5).holds, "counterexample at pos = 0, k = 1", sp.sin(w4), "sin(w_4) > 0 since 0 < w_4 < pi"),
         lambda rng: NumericResult([abs(float(sp.sin(w4).evalf(30)))], [0.0], "differs", None,
                                   "|sin(w_4)| must exceed the tolerance: the check passes when the sides differ"),
-        relation="!=", simplifier="substitution pos=0, k=1", scope="counterexample d = 5 (every odd d has one unpaired sine)", assumptions=("0 < omega_4 < pi",)))
+        relation="!=", simplifier="substitution pos=0, k=1", scope="counterexample d = 5 (every odd d has one unpaired sine)", assumptions=("0 < omega_4 < pi",),
+        shown=lambda: (sp.sin(k * omega_[pe5.d // 2]), sp.Integer(0))))
     for d in (8, 6):
         dot = lru_cache(None)(lambda d=d: (dot_product(Sinusoidal(d)), dot_product_offset_form(Sinusoidal(d))))
         out.append(Identity(
             f"pe-dot-offset-d{d}", "derived (seed 001 digest: not in the text; Vaswani et al. 3.5)",
             f"PE(p) . PE(q) = sum_i cos((p - q) w_i) depends only on p - q, d={d}", lambda dot=dot: dot()[0], lambda dot=dot: dot()[1],
             "simplify", lambda dot=dot: proof_by(lambda: dot()[0] - dot()[1], angle_addition, "angle addition")(),
-            lambda rng, dot=dot: numeric_sides(dot()[0], dot()[1], rng, low=-30, high=30), simplifier="angle addition", scope=f"instance d = {d}", assumptions=("p, q real",)))
+            lambda rng, dot=dot: numeric_sides(dot()[0], dot()[1], rng, low=-30, high=30), simplifier="angle addition", scope=f"instance d = {d}", assumptions=("p, q real",),
+            shown=lambda d=d: _dot_formula(d)))
     for d in (8, 64):
         norm = lru_cache(None)(lambda d=d: dot_product(Sinusoidal(d), pos, pos))
         out.append(Identity(
@@ -463,7 +479,8 @@ def identities() -> list[Identity]:
         "pe-wavelength", "seed 001 l.306 (wavelengths from 2 pi to about 10000 * 2 pi)",
         "PE(pos + lambda_i, 2i) = PE(pos, 2i) for lambda_i = 2 pi 10000^(2i/d); lambda_0 = 2 pi; lambda_31 < 10000 * 2 pi (d=64)",
         lambda: wave()[2], lambda: wave()[3], "simplify", periodic,
-        lambda rng: numeric_sides(wave()[2], wave()[3], rng, low=-100, high=100), simplifier="periodicity of sin", scope="instance d = 64", assumptions=("pos real", "base 10000")))
+        lambda rng: numeric_sides(wave()[2], wave()[3], rng, low=-100, high=100), simplifier="periodicity of sin", scope="instance d = 64", assumptions=("pos real", "base 10000"),
+        shown=_wavelength_formula))
     out.append(Identity(
         "pe-p0", "seed 000 L536", "p_0 = (0, 1, 0, 1, 0) for D = 5", pe5.vector(0), sp.Matrix([0, 1, 0, 1, 0]), "simplify",
         proof_by(lambda: pe5.vector(0) - sp.Matrix([0, 1, 0, 1, 0]), sp.simplify, "exact evaluation"),
