@@ -158,7 +158,14 @@ class Identity(Derivation):
         return self.rhs_
 
     def prove(self) -> Proof:
-        """Run the exact proof (for ``method="numeric"`` this is the numeric check's verdict)."""
+        """Run the exact proof (for ``method="numeric"`` this is the numeric check's verdict); within one run of
+        ``seqgrad check`` or ``seqgrad latex`` (:mod:`seqgrad.runcache`) an entry is proved once, however many
+        sections and checks ask."""
+        from seqgrad import runcache
+
+        return runcache.once(("Identity.prove", self.name, self.title, self.method), self._prove_now)
+
+    def _prove_now(self) -> Proof:
         start = time.perf_counter()
         proof = self.prover()
         proof.seconds = time.perf_counter() - start

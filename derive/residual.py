@@ -16,6 +16,7 @@ identity holds for every branch, not for one chosen example::
 from __future__ import annotations
 
 import itertools
+from functools import cached_property
 
 import sympy as sp
 
@@ -128,25 +129,48 @@ class EncoderBlock(Derivation):
         self.T = validate.integer("T", T, minimum=1, maximum=3)
         self.D = validate.integer("D", D, minimum=1, maximum=3)
         n = T * D
-        I = sp.eye(n)
         self.H = sp.Matrix(T, D, lambda t, c: sp.Symbol(f"h_{{{t},{c}}}", real=True))
         self.Usym = sp.Matrix(T, D, lambda t, c: sp.Symbol(f"u_{{{t},{c}}}", real=True))
         self.mha = Branch("a", n)
         self.mlp = Branch("m", D)
-        # first update: U = H + MHA(LN1(H))
-        self.X = sp.Matrix([list(_ln_of(list(self.H.row(t))).y) for t in range(T)])
-        self.U = self.H + self.mha(list(self.X)).reshape(T, D)
-        self.J_LN1 = sp.diag(*[self.X.row(t).T.jacobian(list(self.H.row(t))) for t in range(T)])
-        self.J_MHA = self.mha.jacobian_at(list(self.X))
-        self.dU = sp.Matrix(list(self.U)).jacobian(list(self.H))
-        self.closed_1 = I + self.J_MHA * self.J_LN1
-        # second update, over the intermediate U: H' = U + MLP(LN2(U)); the bypass carries U
-        self.R = sp.Matrix([list(_ln_of(list(self.Usym.row(t))).y) for t in range(T)])
-        self.out_U = self.Usym + sp.Matrix([list(self.mlp(list(self.R.row(t)))) for t in range(T)])
-        self.J_LN2 = sp.diag(*[self.R.row(t).T.jacobian(list(self.Usym.row(t))) for t in range(T)])
-        self.J_MLP = sp.diag(*[self.mlp.jacobian_at(list(self.R.row(t))) for t in range(T)])
-        self.dOut = sp.Matrix(list(self.out_U)).jacobian(list(self.Usym))
-        self.closed_2 = I + self.J_MLP * self.J_LN2
+
+    # The two updates are derived when first asked for (about a second at T = D = 2): printing the block
+    # (rows(), latex()) needs neither.
+    @cached_property
+    def _first(self) -> tuple:
+        """U = H + MHA(LN1(H)): X, U, J_LN1, J_MHA, dU/dH and its closed form I + J_MHA J_LN1."""
+        T = self.T
+        X = sp.Matrix([list(_ln_of(list(self.H.row(t))).y) for t in range(T)])
+        U = self.H + self.mha(list(X)).reshape(T, self.D)
+        J_LN1 = sp.diag(*[X.row(t).T.jacobian(list(self.H.row(t))) for t in range(T)])
+        J_MHA = self.mha.jacobian_at(list(X))
+        dU = sp.Matrix(list(U)).jacobian(list(self.H))
+        return X, U, J_LN1, J_MHA, dU, sp.eye(T * self.D) + J_MHA * J_LN1
+
+    @cached_property
+    def _second(self) -> tuple:
+        """Over the intermediate U, H' = U + MLP(LN2(U)) (the bypass carries U): R, H'(U), J_LN2, J_MLP, dH'/dU and
+        its closed form I + J_MLP J_LN2."""
+        T = self.T
+        R = sp.Matrix([list(_ln_of(list(self.Usym.row(t))).y) for t in range(T)])
+        out_U = self.Usym + sp.Matrix([list(self.mlp(list(R.row(t)))) for t in range(T)])
+        J_LN2 = sp.diag(*[R.row(t).T.jacobian(list(self.Usym.row(t))) for t in range(T)])
+        J_MLP = sp.diag(*[self.mlp.jacobian_at(list(R.row(t))) for t in range(T)])
+        dOut = sp.Matrix(list(out_U)).jacobian(list(self.Usym))
+        return R, out_U, J_LN2, J_MLP, dOut, sp.eye(T * self.D) + J_MLP * J_LN2
+
+    X = property(lambda self: self._first[0])
+    U = property(lambda self: self._first[1])
+    J_LN1 = property(lambda self: self._first[2])
+    J_MHA = property(lambda self: self._first[3])
+    dU = property(lambda self: self._first[4])
+    closed_1 = property(lambda self: self._first[5])
+    R = property(lambda self: self._second[0])
+    out_U = property(lambda self: self._second[1])
+    J_LN2 = property(lambda self: self._second[2])
+    J_MLP = property(lambda self: self._second[3])
+    dOut = property(lambda self: self._second[4])
+    closed_2 = property(lambda self: self._second[5])
 
     def output(self) -> sp.Matrix:
         """H' as a function of H (the intermediate U substituted)."""
