@@ -256,9 +256,9 @@ def _aligned_lines(rows: Iterable, notation: Notation | None, width: int) -> lis
     for row in rows:
         lhs_tex = printer.doprint(row.lhs)
         note = _note_tex(row.note, printer)
-        if visual_width(lhs_tex) > width // 3:  # a long left side gets lines of its own; the relation starts the right side's
-            out += _long_left(row, printer, width, note)
-            continue
+        if visual_width(lhs_tex) > width // 3 and not _fits(row, lhs_tex, printer, width):
+            out += _long_left(row, printer, width, note)  # a long left side gets lines of its own; the relation
+            continue                                       # starts the right side's
         room = max(width - visual_width(lhs_tex) - 5, width // 3)
         first = True
         for i, rhs in enumerate(row.chain):
@@ -278,6 +278,11 @@ def _aligned_lines(rows: Iterable, notation: Notation | None, width: int) -> lis
     if not out:
         raise SeqgradValueError("rows", [], "at least one equation")
     return _pad(out)
+
+
+def _fits(row: _Row, lhs_tex: str, printer: NotationPrinter, width: int) -> bool:
+    """Whether the whole row (one right side) fits on one line of ``width``."""
+    return len(row.chain) == 1 and visual_width(lhs_tex) + visual_width(printer.doprint(row.chain[0])) + 3 <= width
 
 
 def _long_left(row: _Row, printer: NotationPrinter, width: int, note: str) -> list[str]:
