@@ -89,8 +89,8 @@ def main(argv=None) -> int:
                  f"{base['cpu'] / med[key]['cpu']:.2f}", f"{med[key]['pss_mib']:.0f}"] for key, label, *_ in ways]
         wall = med["parallel"]["wall"]
         md = ("### Course notes: `seqgrad latex notes.tex --standalone` (every section)\n\n"
-              f"Medians of {repeats} rounds, the three ways alternating as subprocesses; the documents are byte for byte "
-              f"the same: {same}. The machine was shared with other jobs while this was measured ("
+              f"Medians of {repeats} rounds, the {len(ways)} ways alternating as subprocesses; the documents "
+              + ("of this code's three ways " if args.before else "") + f"are byte for byte the same: {same}. The machine was shared with other jobs while this was measured ("
               + "; ".join(sorted(set(loads))[:3]) + "), so read the ratios and the CPU time (user + system of the "
               "process tree); peak memory is the summed PSS of the process tree.\n\n"
               + benchdoc.table(["way", "wall s", "speed-up (wall)", "CPU s", "CPU saved (ratio)", "peak PSS MiB"], rows)

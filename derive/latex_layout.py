@@ -16,6 +16,16 @@ G &= g^{z}_{0} x_{0} + g^{z}_{1} x_{1}\\\\
   &\\quad {}+ g^{z}_{2} x_{2} + g^{z}_{3} x_{3}
 \\end{align*}
 
+A row may be any SymPy relation (``Eq``, ``Ne``, ``Le``, ...) and carry a note in words, text and
+SymPy pieces that are set after the formula; every ``latex()`` of a derivation object is such a
+display of its ``rows()``:
+
+>>> z = sp.Symbol("z")
+>>> print(display([(sp.Le(sp.Derivative(sp.tanh(z), z), 1), ("for all ", z))]))
+\\begin{align*}
+\\frac{d}{d z} \\tanh{\\left(z \\right)} &\\le 1\\quad \\text{for all }z
+\\end{align*}
+
 The zero initial state of the text (``h_{-1} = 0``) is dropped, with every term it multiplies,
 unless the notation says ``show_zero_state=True``.
 """
