@@ -3,20 +3,22 @@ speed of the compiled loops against torch autograd of the same equations (and to
 
 Same-run baselines: the straight-line lambdify of the unrolled program (the first round's path) for the
 compile time; a plain torch loop of the same equations differentiated by autograd for the speed
-(speed = autograd time / our time, one torch thread, float64, CPU, wall time, median of interleaved
+(speed = autograd time / our time, one torch thread and one numpy BLAS thread, float64, CPU, wall time, median of interleaved
 repeats). ``--smoke`` runs tiny sizes and records nothing (CI's slow step runs it).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS on one thread too, like torch (set before numpy loads)
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -99,11 +101,11 @@ def _torch_reference(kind, params, X, y):
     import torch
 
     P = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in params.items()}
-    Xt, yt = torch.tensor(X), torch.tensor(y)
+    Xt, yt = torch.tensor(X, requires_grad=True), torch.tensor(y)  # dL/dX too: the compiled code returns it
     B, H = X.shape[0], P["W_o"].shape[1]
 
     def run():
-        for p in P.values():
+        for p in (*P.values(), Xt):
             p.grad = None
         h = torch.zeros((B, H), dtype=torch.float64)
         c = torch.zeros((B, H), dtype=torch.float64)
@@ -134,10 +136,11 @@ def _nn_reference(kind, D, H, X, y):
     mod = {"rnn": lambda: torch.nn.RNN(D, H, bias=False, batch_first=True), "gru": lambda: torch.nn.GRU(D, H, batch_first=True),
            "lstm": lambda: torch.nn.LSTM(D, H, batch_first=True)}[kind]().double()
     Wo = torch.randn(1, H, dtype=torch.float64)
-    Xt, yt = torch.tensor(X), torch.tensor(y)
+    Xt, yt = torch.tensor(X, requires_grad=True), torch.tensor(y)
 
     def run():
         mod.zero_grad(set_to_none=True)
+        Xt.grad = None
         out, _ = mod(Xt)
         (0.5 * (out[:, -1] @ Wo.T - yt).square().sum()).backward()
 
@@ -175,9 +178,9 @@ def section_speed(smoke: bool) -> str:
             rows.append([kind.upper(), f"B={B}, T={T}, D=H={D}", f"{med['autograd'] * 1e3:.0f} ms",
                          f"{med['autograd'] / med['numpy']:.2f}x", f"{med['autograd'] / med['torch']:.2f}x",
                          f"{med['autograd'] / med['nn']:.2f}x"])
-    return ("### Compiled loops against torch autograd of the same equations (loss and every gradient)\n\n"
+    return ("### Compiled loops against torch autograd of the same equations (loss and every gradient, dL/dX included)\n\n"
             + benchdoc.table(["cell", "shape", "autograd", "numpy loop", "torch loop", f"torch.nn fused"], rows)
-            + f"\n\nSpeed = autograd time / time (higher is faster); float64, CPU, one torch thread, wall time, median "
+            + f"\n\nSpeed = autograd time / time (higher is faster); float64, CPU, one torch thread and one numpy BLAS thread, wall time, median "
               f"of {reps} interleaved repeats. Targets (speed issue): numpy >= 1.5x, torch >= 1.2x.\n")
 
 

@@ -48,7 +48,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from seqgrad import validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
-from . import activations
+from . import activations, rules
 from .program import Elementwise, Program, SquaredNorm, _latex, latex_aligned, sstr
 from .safe_parse import as_sympy
 
@@ -710,7 +710,7 @@ class GeneralDerivation:
         out = {}
         for key, s in list(self.sym.cache.items()):
             idx = _index(key[-2])
-            idx = None if idx is None else idx.subs({t: k, T: steps})
+            idx = None if idx is None else idx.xreplace({t: sp.Integer(k), T: sp.Integer(steps)})
             if idx is None or not idx.is_Integer:
                 continue
             i = int(idx)
@@ -899,29 +899,40 @@ class _Where(sp.Expr):
         return r"%s, \quad %s" % (printer._print(self.args[0]), where)
 
 
+def direction(seed):
+    """The tangent direction ``ḣ`` of a row-vector state (a name no user text can write)."""
+    return sp.MatrixSymbol(f"<direction of {seed.name}>", *seed.shape)
+
+
+def definition_tangent(d, tangents: Mapping):
+    """The tangent of one definition of a vector step program, by the rule table (:func:`derive.rules.jvp`);
+    an activation defined with its slope (``h = tanh(z)``, slope ``1 - h∘h``) gives ``slope ∘ ż``."""
+    if d.partials:
+        (pre, slope), = d.partials.items()
+        return sp.HadamardProduct(slope, tangents[pre]) if pre in tangents else None
+    return rules.jvp(d.value, tangents)
+
+
+def scalar_tangent(d, tangents: Mapping):
+    """The tangent of one definition of a scalar step program: ``sum_s (d value / d s) ṡ``."""
+    partials = d.partials if d.partials is not None else {s: sp.diff(d.value, s) for s in d.value.free_symbols}
+    terms = [p * tangents[s] for s, p in partials.items() if s in tangents]
+    return sp.Add(*terms) if terms else None
+
+
 def step_tangent(program: Program, target, seed, vector: bool, width: int | None = None):
     """Forward-mode chain rule over a step program: d ``target`` / d ``seed`` with every other leaf held
-    fixed (the Jacobian of a row-vector state, rows its entries)."""
-    from .gated import Diag, _jvp, _matmul
-
-    one = sp.Identity(seed.shape[1]) if vector else sp.Integer(1)
-    tangents = {seed: one}
+    fixed (the Jacobian of a row-vector state, rows its entries, read off its tangent by
+    :func:`derive.rules.jacobian`)."""
+    start = direction(seed) if vector else sp.Integer(1)
+    tangents = {seed: start}
     for d in program.definitions("forward"):
-        if vector:
-            if d.partials:
-                (pre, slope), = d.partials.items()
-                J = _matmul(Diag(slope.expr if isinstance(slope, sp.HadamardProduct) else slope), tangents.get(pre))
-            else:
-                J = _jvp(d.value, tangents)
-        else:
-            partials = d.partials if d.partials is not None else {s: sp.diff(d.value, s) for s in d.value.free_symbols}
-            terms = [p * tangents[s] for s, p in partials.items() if s in tangents]
-            J = sp.Add(*terms) if terms else None
-        if J is not None:
-            tangents[d.target] = J
+        t = definition_tangent(d, tangents) if vector else scalar_tangent(d, tangents)
+        if t is not None:
+            tangents[d.target] = t
         if d.target == target:
             break
-    out = tangents.get(target)
+    out = rules.jacobian(tangents.get(target), start) if vector else tangents.get(target)
     if out is None:
         return sp.ZeroMatrix(target.shape[1], seed.shape[1]) if vector else sp.Integer(0)
     return out

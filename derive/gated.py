@@ -51,11 +51,11 @@ import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
 from seqgrad import runcache, validate
-from seqgrad.errors import SeqgradValueError
 
+from . import rules
+from .cell import definition_tangent, direction, scalar_tangent
 from .cell_unrolled import UnrolledCell
-from .program import Elementwise, latex_aligned
-from .rnn import Diag
+from .program import latex_aligned
 
 __all__ = ["gru", "lstm", "GatedRNN", "CarrySplit", "KINDS", "GATES"]
 
@@ -159,7 +159,8 @@ class GatedRNN(UnrolledCell):
         candidate held fixed (their tangents set to zero)."""
         t = self._step(t)
         state, prev = self._carried(t)
-        return self._tangent(self.program[state], {prev: self._identity()})
+        start = self._direction(prev)
+        return self._jacobian(self._tangent(self.program[state], {prev: start}), start)
 
     def step_jacobian(self, t: int, wrt: str | None = None) -> CarrySplit:
         """The full one-step Jacobian of the carried state, split as ``carry + gate_terms``.
@@ -177,87 +178,37 @@ class GatedRNN(UnrolledCell):
             if wrt == "h":
                 prev = self.h[t - 1] if t > 0 else self.h_init
         step_defs = [d for d in self.program.definitions("forward") if d.step == t]
-        seed = {prev: self._identity()}
+        start = self._direction(prev)
+        seed = {prev: start}
         tangents = dict(seed)
         for d in step_defs:
             if d.target is state:
                 break
-            tangents[d.target] = self._tangent(d, tangents)
-        full = self._tangent(self.program[state], tangents)
-        carry = self._tangent(self.program[state], seed) if (self.kind == "GRU" or wrt == "c") else self._zero_jac()
+            t = self._tangent(d, tangents)
+            if t is not None:
+                tangents[d.target] = t
+        full = self._jacobian(self._tangent(self.program[state], tangents), start)
+        carry = (self._jacobian(self._tangent(self.program[state], seed), start) if (self.kind == "GRU" or wrt == "c")
+                 else self._zero_jac())
         gate_only = {k: v for k, v in tangents.items() if k is not prev}
-        gate_terms = self._tangent(self.program[state], gate_only)
+        gate_terms = self._jacobian(self._tangent(self.program[state], gate_only), start)
         return CarrySplit(full, carry, gate_terms)
 
-    def _identity(self):
-        return sp.Identity(self.H) if self.vector else sp.Integer(1)
+    def _direction(self, prev):
+        return direction(prev) if self.vector else sp.Integer(1)
 
     def _zero_jac(self):
         return sp.ZeroMatrix(self.H, self.H) if self.vector else sp.Integer(0)
 
     def _tangent(self, d, tangents: dict):
-        """Forward-mode chain rule for one definition: d value / d (the seeded state), given the
-        tangents of the symbols it reads (missing symbols are held fixed)."""
-        if not self.vector:
-            partials = d.partials if d.partials is not None else {s: sp.diff(d.value, s) for s in d.value.free_symbols}
-            return sp.Add(*[p * tangents[s] for s, p in partials.items() if s in tangents])
-        if d.partials:  # an activation: diag(phi'(z)) J_z
-            (pre, slope), = d.partials.items()
-            return _matmul(Diag(slope), tangents.get(pre)) or self._zero_jac()
-        return _jvp(d.value, tangents) or self._zero_jac()
+        """Forward-mode chain rule for one definition (the rule table's, :func:`derive.cell.definition_tangent`):
+        the tangent of its value along the seeded state, given the tangents of the symbols it reads (missing
+        symbols are held fixed); ``None`` is a structural zero."""
+        return definition_tangent(d, tangents) if self.vector else scalar_tangent(d, tangents)
+
+    def _jacobian(self, tangent, start):
+        """The Jacobian read off a tangent along ``start`` (:func:`derive.rules.jacobian`); zero when it is ``None``."""
+        J = rules.jacobian(tangent, start) if self.vector else tangent
+        return self._zero_jac() if J is None else J
 
 
-def _matmul(A, B):
-    """``A @ B`` with ``None`` standing for a zero matrix and identities dropped."""
-    if A is None or B is None:
-        return None
-    if isinstance(B, sp.Identity):
-        return A
-    if isinstance(A, sp.Identity):
-        return B
-    return sp.MatMul(A, B)
-
-
-def _add(terms):
-    terms = [t for t in terms if t is not None]
-    if not terms:
-        return None
-    return terms[0] if len(terms) == 1 else sp.MatAdd(*terms)
-
-
-def _jvp(expr, tangents: dict):
-    """The Jacobian (rows: entries of ``expr``, a row vector) of a matrix expression, by the rules
-    ``X M`` -> ``M^T J_X``, ``a o b`` -> ``diag(b) J_a + diag(a) J_b``, sums term by term; ``None`` is zero."""
-    if isinstance(expr, sp.MatrixSymbol):
-        return tangents.get(expr)
-    if isinstance(expr, (sp.ZeroMatrix, sp.OneMatrix)):
-        return None
-    if isinstance(expr, sp.Transpose):
-        if _jvp(expr.arg, tangents) is not None:
-            raise SeqgradValueError("expr", str(expr), "transposes of fixed matrices only (weights)")
-        return None
-    if isinstance(expr, sp.MatAdd):
-        return _add([_jvp(a, tangents) for a in expr.args])
-    if isinstance(expr, sp.MatMul):
-        coeff, mats = expr.as_coeff_matrices()
-        row, rest = mats[0], mats[1:]
-        if any(_jvp(m, tangents) is not None for m in rest):
-            raise SeqgradValueError("expr", str(expr), "products whose only varying factor is the leading row vector")
-        J = _jvp(row, tangents)
-        if J is None:
-            return None
-        M = sp.MatMul(*rest).T.doit() if rest else None
-        out = _matmul(M, J) if M is not None else J
-        return out if coeff == 1 else sp.MatMul(coeff, out)
-    if isinstance(expr, sp.HadamardProduct):
-        terms = []
-        for k, a in enumerate(expr.args):
-            others = [b for j, b in enumerate(expr.args) if j != k]
-            other = others[0] if len(others) == 1 else sp.HadamardProduct(*others)
-            terms.append(_matmul(Diag(other), _jvp(a, tangents)))
-        return _add(terms)
-    if isinstance(expr, Elementwise):
-        f = expr.function
-        slope = sp.Lambda(f.variables[0], sp.diff(f.expr, f.variables[0]))
-        return _matmul(Diag(Elementwise(slope, expr.expr)), _jvp(expr.expr, tangents))
-    raise SeqgradValueError("expr", str(expr), "a matrix expression of +, products, Hadamard products and elementwise maps")

@@ -3,7 +3,9 @@ r"""The rule table: every matrix primitive's pullback and forward (JVP) rule, ea
 One table (:data:`RULES`), one walker (:func:`pullback`, :func:`jvp`), an
 unknown primitive is a clear error (the style of tinygrad's ``gradient.py``).
 :class:`~derive.program.Program` reaches every matrix rule through
-:func:`pullback`, so a derived program is a composition of the rules below.
+:func:`pullback`, and the recurrent cells' step Jacobians (``J_t``, the GRU and
+LSTM carry splits) come from :func:`jvp`, read off as a matrix by
+:func:`jacobian`, so every derivative is a composition of the rules below.
 
 ========================  ==============================================  ===========================================
 primitive                 pullback (G = dL/d output)                      forward (tangent of the output)
@@ -64,7 +66,7 @@ from .catalogue import Proof
 from .safe_parse import as_sympy
 
 __all__ = [
-    "Rule", "RULES", "rule_for", "pullback", "jvp", "Diag", "RowSoftmax", "RowSum", "RowMean", "RowStd", "Normalize",
+    "Rule", "RULES", "rule_for", "pullback", "jvp", "jacobian", "Diag", "RowSoftmax", "RowSum", "RowMean", "RowStd", "Normalize",
     "Masked", "HConcat", "ColumnBlock", "index_form", "index_zero", "index_proof", "expand_indexed", "prove_all", "proved", "EPS",
 ]
 
@@ -640,6 +642,42 @@ def jvp(expr, tangents: Mapping, _rule: Rule | None = None):
     if not children:
         return None
     return rule.forward(expr, children)
+
+
+def jacobian(tangent, direction):
+    """The Jacobian ``J`` of a row-vector expression from its tangent (:func:`jvp`) along the row ``direction``.
+
+    The tangent is linear in ``direction`` (``ẏ = ḣ Jᵀ``), so ``J`` is read off the factors to the right of
+    ``ḣ``: ``ḣ → I``, ``L M → Mᵀ J_L``, ``L ∘ a → diag(a) J_L``, ``c L → c J_L``, sums term by term (rows: the
+    entries of the expression, columns: those of ``direction``). No derivative is taken here; every one came
+    from the table. ``None`` (a structural zero) stays ``None``.
+    """
+    if tangent is None:
+        return None
+    if tangent == direction:
+        return sp.Identity(direction.shape[1])
+    if isinstance(tangent, sp.MatAdd):
+        return _add([jacobian(a, direction) for a in tangent.args])
+    if isinstance(tangent, sp.MatMul):
+        coeff, mats = tangent.as_coeff_matrices()
+        first, rest = mats[0], mats[1:]
+        if any(direction in m.free_symbols for m in rest):
+            raise SeqgradValueError("expr", str(tangent), "a tangent whose only varying factor is the leading row vector "
+                                    "(products of fixed matrices to its right)")
+        J = jacobian(first, direction)
+        if rest:
+            M = sp.MatMul(*rest).T.doit()
+            J = M if isinstance(J, sp.Identity) else sp.MatMul(M, J)
+        return J if coeff == 1 else sp.MatMul(coeff, J)
+    if isinstance(tangent, sp.HadamardProduct):
+        varying = [k for k, a in enumerate(tangent.args) if direction in a.free_symbols]
+        if len(varying) != 1:
+            raise SeqgradValueError("expr", str(tangent), "a tangent linear in the direction (one varying factor of a product)")
+        k, = varying
+        J = jacobian(tangent.args[k], direction)
+        D = Diag(_others(tangent.args, k))
+        return D if isinstance(J, sp.Identity) else sp.MatMul(D, J)
+    raise SeqgradValueError("expr", str(tangent), "a tangent of +, products and Hadamard products")
 
 
 # --------------------------------------------------------------------------------------------- index notation

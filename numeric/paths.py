@@ -181,52 +181,7 @@ def loss_sensitivity(g_q, factors, s_values, q: int) -> np.ndarray:
 
 # ---------------------------------------------------------------- vector RNN
 
-@dataclass(frozen=True, eq=False)
-class RNNWeights:
-    """A vector RNN cell ``z_t = x_t W_x^T + h_{t-1} W_h^T + b_h``, ``h_t = phi(z_t)`` (PyTorch layout)."""
-
-    W_x: np.ndarray
-    W_h: np.ndarray
-    b_h: np.ndarray | None = None
-    activation: str = "tanh"
-
-    def __post_init__(self):
-        W_x = values("W_x", self.W_x, allow_scalar=False)
-        W_h = values("W_h", self.W_h, allow_scalar=False)
-        if W_h.ndim != 2 or W_h.shape[0] != W_h.shape[1]:
-            raise ShapeError("W_h", W_h.shape, "(H, H)")
-        H = W_h.shape[0]
-        if W_x.ndim != 2 or W_x.shape[0] != H:
-            raise ShapeError("W_x", W_x.shape, f"(H, D) with H={H}, the width of W_h")
-        b = np.zeros(H) if self.b_h is None else values("b_h", self.b_h, allow_scalar=False)
-        if b.shape != (H,):
-            raise ShapeError("b_h", b.shape, f"({H},)")
-        activation(self.activation)
-        object.__setattr__(self, "W_x", W_x)
-        object.__setattr__(self, "W_h", W_h)
-        object.__setattr__(self, "b_h", b)
-
-    @property
-    def hidden_size(self) -> int:
-        return self.W_h.shape[0]
-
-    @property
-    def input_size(self) -> int:
-        return self.W_x.shape[1]
-
-    @classmethod
-    def random(cls, input_size: int, hidden_size: int, rng: np.random.Generator | None = None, *,
-               spectral_norm: float | None = None, activation: str = "tanh", bias: bool = True) -> "RNNWeights":
-        """PyTorch's initialisation (uniform in ``±1/sqrt(H)``); optionally rescale ``W_h`` to a given ``||W_h||_2``."""
-        D = validate.integer("input_size", input_size, minimum=1)
-        H = validate.integer("hidden_size", hidden_size, minimum=1)
-        rng = rng if rng is not None else np.random.default_rng()
-        k = 1.0 / math.sqrt(H)
-        W_h = rng.uniform(-k, k, (H, H))
-        if spectral_norm is not None:
-            W_h *= validate.real("spectral_norm", spectral_norm, positive=True) / np.linalg.norm(W_h, 2)
-        b = rng.uniform(-k, k, H) if bias else None
-        return cls(rng.uniform(-k, k, (H, D)), W_h, b, activation)
+RNNWeights = recurrent.RNNWeights  # the one class of the vanilla RNN's weights; the head W_o may be left out here
 
 
 @dataclass(frozen=True)
@@ -248,8 +203,7 @@ def rnn_trajectory(w: RNNWeights, X) -> VectorTrajectory:
 
     The forward pass is :func:`numeric.recurrent.forward` (the head does not enter the states)."""
     X = _inputs(w, X)
-    params = recurrent.Params(w.W_x, w.W_h, np.zeros((1, w.hidden_size)), w.b_h)
-    z, h = (a[0] for a in recurrent.forward(params, X[None], w.activation))
+    z, h = (a[0] for a in recurrent.forward(w, X[None]))
     J = activation(w.activation).prime(z, h)[:, :, None] * w.W_h[None]
     return VectorTrajectory(z, h, J)
 
@@ -328,8 +282,9 @@ def gradient_flow(weights, X, v=None) -> GradientFlow:
     states, carries = [], []
     if isinstance(weights, RNNWeights):
         name = "RNN"
-        act = {"tanh": torch.tanh, "sigmoid": torch.sigmoid, "relu": torch.relu, "identity": lambda z: z}[weights.activation]
-        W_x, W_h, b = (torch.as_tensor(a) for a in (weights.W_x, weights.W_h, weights.b_h))
+        act = activation(weights.activation).torch
+        W_x, W_h = torch.as_tensor(weights.W_x), torch.as_tensor(weights.W_h)
+        b = 0.0 if weights.b_h is None else torch.as_tensor(weights.b_h)
         h = torch.zeros(H, dtype=torch.float64, requires_grad=True)  # h_{-1}: a leaf, so the states are tracked
         for t in range(X.shape[0]):
             h = act(Xt[t] @ W_x.T + h @ W_h.T + b)

@@ -21,16 +21,18 @@ summed or averaged (``reduction``) over positions.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from seqgrad import validate
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
 from . import activations
 from .device import resolve_device
 
-__all__ = ["ACTIVATIONS", "Params", "forward", "bptt", "autograd", "seeded_example", "SEEDED_X", "SEEDED_TARGET"]
+__all__ = ["ACTIVATIONS", "RNNWeights", "Params", "forward", "bptt", "autograd", "seeded_example", "SEEDED_X", "SEEDED_TARGET"]
 
 SEEDED_X = [[0.2, -0.1], [0.0, 0.3], [0.4, 0.1]]
 SEEDED_TARGET = 0.5
@@ -38,51 +40,105 @@ SEEDED_TARGET = 0.5
 ACTIVATIONS = activations.ACTIVATIONS
 
 
-@dataclass
-class Params:
-    """Weights of the vector RNN (out x in) and optional biases."""
+@dataclass(frozen=True, eq=False)
+class RNNWeights:
+    """The course's vanilla RNN, weights out x in (PyTorch layout), biases optional.
+
+    The cell ``z_t = x_t W_x^T + h_{t-1} W_h^T + b_h``, ``h_t = phi(z_t)`` and the head
+    ``yhat = h W_o^T + b_o``. One class for every use of the vanilla RNN: the BPTT reference
+    (:func:`bptt`, :func:`autograd`, which need the head) and the path studies of
+    :mod:`numeric.paths` (the cell alone: leave ``W_o`` out). ``activation`` is the cell's phi
+    (one of :data:`ACTIVATIONS`); the functions here take it as their default.
+    """
 
     W_x: np.ndarray
     W_h: np.ndarray
-    W_o: np.ndarray
+    W_o: np.ndarray | None = None
     b_h: np.ndarray | None = None
     b_o: np.ndarray | None = None
+    activation: str = "tanh"
 
     def __post_init__(self):
         for name in ("W_x", "W_h", "W_o", "b_h", "b_o"):
             value = getattr(self, name)
             if value is None:
-                if name.startswith("W_"):
-                    raise SeqgradTypeError(name, value, "a matrix of real numbers (out x in); only the biases may be None")
+                if name in ("W_x", "W_h"):
+                    raise SeqgradTypeError(name, value, "a matrix of real numbers (out x in); only W_o and the biases may be None")
                 continue
-            if hasattr(value, "detach"):  # a torch tensor
-                value = value.detach().cpu().double().numpy()
-            try:
-                value = np.asarray(value, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise SeqgradTypeError(name, value, "an array of real numbers") from None
-            if not np.all(np.isfinite(value)):
-                raise NonFiniteError(name)
-            setattr(self, name, value)
-        H, D = self.W_x.shape if self.W_x.ndim == 2 else (None, None)
-        if self.W_x.ndim != 2:
-            raise ShapeError("W_x", self.W_x.shape, "(H, D)")
-        if self.W_h.shape != (H, H):
-            raise ShapeError("W_h", self.W_h.shape, f"(H, H) = ({H}, {H}) to match W_x")
-        if self.W_o.ndim != 2 or self.W_o.shape[1] != H:
-            raise ShapeError("W_o", self.W_o.shape, f"(C, {H}) to match W_x")
+            object.__setattr__(self, name, _real_array(name, value))
+        if self.W_h.ndim != 2 or self.W_h.shape[0] != self.W_h.shape[1]:
+            raise ShapeError("W_h", self.W_h.shape, "(H, H)")
+        H = self.W_h.shape[0]
+        if self.W_x.ndim != 2 or self.W_x.shape[0] != H:
+            raise ShapeError("W_x", self.W_x.shape, f"(H, D) with H={H}, the width of W_h {self.W_h.shape}")
+        if self.W_o is not None and (self.W_o.ndim != 2 or self.W_o.shape[1] != H):
+            raise ShapeError("W_o", self.W_o.shape, f"(C, {H}) to match W_h")
         if self.b_h is not None and self.b_h.shape != (H,):
             raise ShapeError("b_h", self.b_h.shape, f"({H},)")
-        if self.b_o is not None and self.b_o.shape != (self.W_o.shape[0],):
-            raise ShapeError("b_o", self.b_o.shape, f"({self.W_o.shape[0]},)")
+        if self.b_o is not None and (self.W_o is None or self.b_o.shape != (self.W_o.shape[0],)):
+            raise ShapeError("b_o", self.b_o.shape, "(C,) with a head W_o (C, H)" if self.W_o is None else f"({self.W_o.shape[0]},)")
+        activations.get(self.activation)
+
+    @property
+    def input_size(self) -> int:
+        return self.W_x.shape[1]
+
+    @property
+    def hidden_size(self) -> int:
+        return self.W_h.shape[0]
 
     @property
     def sizes(self) -> tuple[int, int, int]:
-        return self.W_x.shape[1], self.W_x.shape[0], self.W_o.shape[0]
+        """``(D, H, C)``; the weights must have their head."""
+        return self.input_size, self.hidden_size, self.head().shape[0]
+
+    def head(self) -> np.ndarray:
+        """``W_o``, or a clear error for a cell without its head."""
+        if self.W_o is None:
+            raise SeqgradValueError("params", "RNNWeights without W_o",
+                                    "weights with the head W_o (C, H): the loss is computed through it")
+        return self.W_o
+
+    @classmethod
+    def random(cls, input_size: int, hidden_size: int, rng: np.random.Generator | None = None, *,
+               spectral_norm: float | None = None, activation: str = "tanh", bias: bool = True,
+               outputs: int | None = None) -> "RNNWeights":
+        """PyTorch's initialisation (uniform in ``±1/sqrt(H)``); optionally rescale ``W_h`` to a given
+        ``||W_h||_2``; a head of ``outputs`` rows when asked for."""
+        D = validate.integer("input_size", input_size, minimum=1)
+        H = validate.integer("hidden_size", hidden_size, minimum=1)
+        rng = rng if rng is not None else np.random.default_rng()
+        k = 1.0 / math.sqrt(H)
+        W_h = rng.uniform(-k, k, (H, H))
+        if spectral_norm is not None:
+            W_h *= validate.real("spectral_norm", spectral_norm, positive=True) / np.linalg.norm(W_h, 2)
+        b_h = rng.uniform(-k, k, H) if bias else None
+        W_x = rng.uniform(-k, k, (H, D))
+        if outputs is None:
+            return cls(W_x, W_h, b_h=b_h, activation=activation)
+        C = validate.integer("outputs", outputs, minimum=1)
+        return cls(W_x, W_h, rng.uniform(-k, k, (C, H)), b_h, rng.uniform(-k, k, C) if bias else None, activation)
 
 
-def _inputs(params: Params, X) -> np.ndarray:
-    D = params.sizes[0]
+Params = RNNWeights  # the first round's name for the same weights
+
+
+def _real_array(name: str, value) -> np.ndarray:
+    if hasattr(value, "detach"):  # a torch tensor
+        value = value.detach().cpu().double().numpy()
+    if isinstance(value, (str, bytes, bool)):
+        raise SeqgradTypeError(name, value, "an array of real numbers")
+    try:
+        value = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise SeqgradTypeError(name, value, "a rectangular array of real numbers") from None
+    if not np.all(np.isfinite(value)):
+        raise NonFiniteError(name)
+    return value
+
+
+def _inputs(params: RNNWeights, X) -> np.ndarray:
+    D = params.input_size
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 3 or X.shape[2] != D or X.shape[1] < 1:
         raise ShapeError("X", X.shape, f"(B, T, {D}) with T >= 1")
@@ -91,7 +147,7 @@ def _inputs(params: Params, X) -> np.ndarray:
     return X
 
 
-def _data(params: Params, X, y, loss: str):
+def _data(params: RNNWeights, X, y, loss: str):
     C = params.sizes[2]
     X = _inputs(params, X)
     y = np.asarray(y, dtype=np.float64)
@@ -103,13 +159,18 @@ def _data(params: Params, X, y, loss: str):
     return X, y
 
 
-def _check(activation, loss, reduction):
+def _check(params, activation, loss, reduction) -> str:
+    """The activation to use (``params.activation`` unless given), after checking the other options."""
+    if not isinstance(params, RNNWeights):
+        raise SeqgradTypeError("params", params, "numeric.recurrent.RNNWeights (alias Params)")
+    activation = params.activation if activation is None else activation
     if activation not in ACTIVATIONS:
         raise SeqgradValueError("activation", activation, "one of " + ", ".join(ACTIVATIONS))
     if loss not in ("final", "every"):
         raise SeqgradValueError("loss", loss, "final or every")
     if reduction not in ("sum", "mean"):
         raise SeqgradValueError("reduction", reduction, "sum or mean")
+    return activation
 
 
 def _finite_results(out: dict, activation: str, T: int) -> dict:
@@ -128,9 +189,9 @@ _QUIET = np.errstate(over="ignore", invalid="ignore")  # overflow is checked and
 
 
 @_QUIET
-def forward(params: Params, X, activation: str = "tanh"):
+def forward(params: RNNWeights, X, activation: str | None = None):
     """States ``h`` (B, T, H) and preactivations ``z`` (B, T, H) from h_{-1} = 0."""
-    _check(activation, "final", "sum")
+    activation = _check(params, activation, "final", "sum")
     X = _inputs(params, X)
     B, T, _ = X.shape
     H = params.W_h.shape[0]
@@ -145,9 +206,9 @@ def forward(params: Params, X, activation: str = "tanh"):
 
 
 @_QUIET
-def bptt(params: Params, X, y, activation: str = "tanh", loss: str = "final", reduction: str = "sum") -> dict:
+def bptt(params: RNNWeights, X, y, activation: str | None = None, loss: str = "final", reduction: str = "sum") -> dict:
     """Loss and gradients by the text's manual BPTT: keys L, W_x, W_h, W_o, b_h, b_o, X."""
-    _check(activation, loss, reduction)
+    activation = _check(params, activation, loss, reduction)
     X, y = _data(params, X, y, loss)
     B, T, _ = X.shape
     z, h = forward(params, X, activation)
@@ -183,12 +244,12 @@ def bptt(params: Params, X, y, activation: str = "tanh", loss: str = "final", re
     return _finite_results(grads, activation, T)
 
 
-def autograd(params: Params, X, y, activation: str = "tanh", loss: str = "final", reduction: str = "sum",
+def autograd(params: RNNWeights, X, y, activation: str | None = None, loss: str = "final", reduction: str = "sum",
              device: str = "cpu", dtype=None) -> dict:
     """Loss and gradients of the same model by torch autograd (keys as :func:`bptt`), as numpy arrays."""
     import torch
 
-    _check(activation, loss, reduction)
+    activation = _check(params, activation, loss, reduction)
     X, y = _data(params, X, y, loss)
     dev = resolve_device(device)
     dt = dtype or torch.float64
@@ -223,7 +284,7 @@ def seeded_example(device: str = "cpu") -> dict:
     and ``nn.Linear(2, 1, bias=False)`` on X = [[0.2,-0.1],[0,0.3],[0.4,0.1]] with target 0.5.
 
     Returns the states ``h`` (T, H), ``prediction``, ``loss``, the weights
-    (as :class:`Params`) and the autograd gradients ``grad_W_x``, ``grad_W_h``, ``grad_W_o``.
+    (as :class:`RNNWeights`) and the autograd gradients ``grad_W_x``, ``grad_W_h``, ``grad_W_o``.
     """
     import torch
     from torch import nn
@@ -249,7 +310,7 @@ def seeded_example(device: str = "cpu") -> dict:
         "h": arr(output[0]),
         "prediction": float(prediction.item()),
         "loss": float(loss.item()),
-        "params": Params(arr(rnn.weight_ih_l0), arr(rnn.weight_hh_l0), arr(head.weight)),
+        "params": RNNWeights(arr(rnn.weight_ih_l0), arr(rnn.weight_hh_l0), arr(head.weight)),
         "grad_W_x": arr(rnn.weight_ih_l0.grad),
         "grad_W_h": arr(rnn.weight_hh_l0.grad),
         "grad_W_o": arr(head.weight.grad),

@@ -199,7 +199,10 @@ cases([
 cases([
     ("Params(W_x=None, ...)", lambda: params(W_x=None), SeqgradTypeError),
     ("Params(W_h=None, ...)", lambda: params(W_h=None), SeqgradTypeError),
-    ("Params(W_o=None, ...)", lambda: params(W_o=None), SeqgradTypeError),
+    ("bptt(Params(W_o=None, ...), X, y)  (a cell without its head)",
+     lambda: rec().bptt(params(W_o=None), np.ones((1, 2, 2)), np.ones((1, 1))), SeqgradValueError),
+    ("Params(..., activation='softsign')", lambda: params(activation="softsign"), SeqgradValueError),
+    ("forward('weights', X)", lambda: rec().forward("weights", np.ones((1, 2, 2))), SeqgradTypeError),
     ("Params(W_x='abc', ...)", lambda: params(W_x="abc"), SeqgradTypeError),
     ("Params(W_x=[[1, 'a']], ...)", lambda: params(W_x=[[1.0, "a"]]), SeqgradTypeError),
     ("Params(W_x=[[1, 2], [3]], ...)  (ragged)", lambda: params(W_x=[[1.0, 2.0], [3.0]]), SeqgradTypeError),

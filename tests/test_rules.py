@@ -8,7 +8,7 @@ import sympy as sp
 
 from derive import rules
 from derive.program import Program
-from seqgrad.errors import SeqgradTypeError
+from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 T, n = sp.symbols("T n", integer=True, positive=True)
 
@@ -79,3 +79,26 @@ def test_forward_rule_has_no_silent_zero():
     v, vdot = sp.MatrixSymbol("v", 1, n), sp.MatrixSymbol("vdot", 1, n)
     assert rules.jvp(rules.Diag(v), {v: vdot}) == rules.Diag(vdot)
     assert str(rules.Diag(v)) == "diag(v)"
+
+
+def test_jacobian_read_off_a_table_tangent_equals_the_explicit_jacobian():
+    """The recurrent cells' step Jacobians come from the table's forward rules: J is read off the tangent."""
+    from derive.program import Elementwise
+
+    u = sp.Symbol("u")
+    h, W = sp.MatrixSymbol("h", 1, 3), sp.MatrixSymbol("W", 3, 3)
+    x, U = sp.MatrixSymbol("x", 1, 2), sp.MatrixSymbol("U", 3, 2)
+    y = sp.HadamardProduct(Elementwise(sp.Lambda(u, sp.tanh(u)), h * W.T + x * U.T), h) + 2 * h * W
+    hdot = sp.MatrixSymbol("hdot", 1, 3)
+    J = rules.jacobian(rules.jvp(y, {h: hdot}), hdot)
+    assert "diag(h)" in rules.sstr(J) and "2*W.T" in rules.sstr(J)  # the text's diag(.) form, not an entry table
+    explicit = y.as_explicit()
+    want = sp.Matrix(3, 3, lambda i, j: sp.diff(explicit[0, i], h[0, j]))
+    assert sp.simplify(J.as_explicit() - want) == sp.zeros(3, 3)
+    assert rules.jacobian(rules.jvp(x * U.T, {h: hdot}), hdot) is None  # no path from h: a structural zero
+
+
+def test_jacobian_refuses_a_tangent_it_cannot_read():
+    h, hdot = sp.MatrixSymbol("h", 1, 3), sp.MatrixSymbol("hdot", 1, 3)
+    with pytest.raises(SeqgradValueError, match="tangent"):
+        rules.jacobian(rules.jvp(h.T * h, {h: hdot}), hdot)  # an outer product: not a row vector's Jacobian

@@ -306,6 +306,8 @@ def _derived_step_jacobian(kind: str, ctx, vector: bool) -> Outcome:
     """derive.gated's carry, full Jacobian and gate terms, evaluated, against numeric/gated and autograd."""
     from derive import gated as derived
 
+    from ..lambdify import lambdify
+
     rng = ctx.rng()
     D, H, T = (2, 3, 2) if vector else (1, 1, 2)
     net = (derived.gru if kind == "GRU" else derived.lstm)(T, *((D, H, 1) if vector else ()))
@@ -327,7 +329,10 @@ def _derived_step_jacobian(kind: str, ctx, vector: bool) -> Outcome:
     values = {k: np.atleast_2d(v) if vector else v for k, v in values.items()}
 
     def value(expr):
-        v = _numeric(expr, values) if vector else float(expr.xreplace(values))
+        if not vector:
+            return np.asarray(float(expr.xreplace(values))).reshape(H, H)
+        leaves = sorted((s for s in expr.free_symbols if s in values), key=str)
+        v, = lambdify(None, [expr], leaves, check_finite=False)(*(values[s] for s in leaves))  # the one compiler
         return np.asarray(v, dtype=float).reshape(H, H)
 
     def ref(a):
@@ -350,43 +355,6 @@ def _derived_step_jacobian(kind: str, ctx, vector: bool) -> Outcome:
     result.detail = (f"derive.gated.{kind.lower()} ({'vector' if vector else 'scalar'}): carry, full Jacobian "
                      f"{'dh_1/dh_0' if kind == 'GRU' else 'dc_1/dh_0'} and gate terms, evaluated, vs numeric/gated (itself checked against autograd)")
     return result
-
-
-def _numeric(expr, env):
-    """Evaluate a matrix expression of derive.gated (MatAdd, MatMul, Transpose, Hadamard, Elementwise, diag)
-    with numpy, the matrix symbols taken from ``env``."""
-    import sympy as sp
-
-    from derive.program import Elementwise
-    if isinstance(expr, sp.MatrixSymbol):
-        return np.asarray(env[expr], dtype=float)
-    if isinstance(expr, sp.DiagMatrix):  # derive.rnn.Diag and its canonicalised forms
-        return np.diag(np.ravel(_numeric(expr.args[0], env)))
-    if isinstance(expr, sp.Identity):
-        return np.eye(expr.shape[0])
-    if isinstance(expr, sp.ZeroMatrix):
-        return np.zeros(expr.shape)
-    if isinstance(expr, sp.OneMatrix):
-        return np.ones(expr.shape)
-    if isinstance(expr, sp.MatAdd):
-        return sum(_numeric(a, env) for a in expr.args)
-    if isinstance(expr, sp.MatMul):
-        coeff, mats = expr.as_coeff_matrices()
-        out = _numeric(mats[0], env)
-        for m in mats[1:]:
-            out = out @ _numeric(m, env)
-        return float(coeff) * out
-    if isinstance(expr, sp.Transpose):
-        return _numeric(expr.arg, env).T
-    if isinstance(expr, sp.HadamardProduct):
-        out = _numeric(expr.args[0], env)
-        for a in expr.args[1:]:
-            out = out * _numeric(a, env)
-        return out
-    if isinstance(expr, Elementwise):
-        f = sp.lambdify(expr.function.variables, expr.function.expr, "numpy")
-        return f(_numeric(expr.expr, env))
-    raise TypeError(f"cannot evaluate {type(expr).__name__} numerically")
 
 
 for _kind in ("GRU", "LSTM"):

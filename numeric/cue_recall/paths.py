@@ -80,7 +80,7 @@ def recurrent_paths(model: RecurrentModel, episodes: task.Episodes, seed: int) -
     cell = model.cell
     if model.kind == "rnn":
         weights = RNNWeights(cell.weight_ih_l0.detach().numpy(), cell.weight_hh_l0.detach().numpy(),
-                             (cell.bias_ih_l0 + cell.bias_hh_l0).detach().numpy(), "tanh")
+                             b_h=(cell.bias_ih_l0 + cell.bias_hh_l0).detach().numpy(), activation="tanh")
     else:
         weights = gated.GRUWeights.from_torch(cell).to_numpy()
     grad_cue, grad_recall, ratio, norms, carries, errors = [], [], [], [], [], []
