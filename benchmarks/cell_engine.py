@@ -36,7 +36,7 @@ def derive_and_compile_cell(T: int, D=None, H=None):
 
 def derive_and_compile_unroll(T: int, D=None, H=None):
     """Through today's API: RNNFunction(rnn.unroll(...)) (the unrolled program is never built)."""
-    from crosscheck.lambdify import RNNFunction
+    from crosscheck.cells import RNNFunction
     from derive import rnn
 
     sizes = {} if D is None else {"inputs": D, "hidden": H, "outputs": 1}

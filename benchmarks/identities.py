@@ -33,7 +33,7 @@ import benchdoc  # noqa: E402  # benchmarks/benchdoc.py, beside this script
 OURS_PE = textwrap.dedent("""
     import sys, time
     from derive import positional as P
-    from derive.catalogue import angle_addition
+    from derive.proof import angle_addition
     d = int(sys.argv[1])
     t0 = time.process_time()
     residual = P.Sinusoidal(d).shift_identity().residual()

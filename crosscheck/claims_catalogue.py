@@ -35,11 +35,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Callable, Iterator
 
 import sympy
 
+from derive import counting
 from derive.claims import Claim, VectorClaim, parse_claim
 from seqgrad.sources import normalize
 
@@ -400,18 +401,10 @@ def _seed001() -> list[Entry]:
     ]
 
 
-def _count(fn: str, *args, **kwargs):
-    """A provider of one of derive.counting's parameter counts."""
-    def provider():
-        from derive import counting
-
-        return getattr(counting, fn)(*args, **kwargs)
-    return provider
-
-
 def _lesson_exercises() -> list[Entry]:
     """The lesson's exercises with a checkable answer (tasks 1-19, 21-23, 25-27; 29 is the decoder's).
     The lesson prints no answers: every answer here is derived (the task's numbers are printed)."""
+
     def task(n, line, what, texts=(), provided=(), **kw):
         cite = f"lesson §6:{line}"
         claims = tuple(_claim(t, cite, figures=kw.get("figures")) for t in texts)
@@ -432,14 +425,14 @@ def _lesson_exercises() -> list[Entry]:
         task(5, 202, "d = 512, i = 0: the sine has period 2 pi = 6.2832",
              [f"2*pi/{omega(0, 512)} = 2*pi", f"2*pi/{omega(0, 512)} = 6.2832"]),
         task(6, 204, "FFN d_model = 8, d_ff = 32 without biases: W_1 and W_2 have 256 each, 512 together",
-             ["8*32 = 256", "32*8 = 256"], provided=[("ffn_params(8, 32)", _count("ffn_params", 8, 32), "512")]),
+             ["8*32 = 256", "32*8 = 256"], provided=[("ffn_params(8, 32)", partial(counting.ffn_params, 8, 32), "512")]),
         task(7, 206, "x = (2.0, -1.0), F(x) = (0.5, 0.2): x + F(x) = (2.5, -0.8)", ["(2.0 + 0.5, -1.0 + 0.2) = (2.5, -0.8)"]),
         task(8, 208, "z = (2.5, -0.8): mu = 0.85, sigma^2 = 2.7225 (population variance)",
              ["mean(2.5, -0.8) = 0.85", "var(2.5, -0.8) = 2.7225"]),
         task(9, 210, "length 4, query i = 1: the causal mask hides j = 2 and 3", provided=mask),
         task(10, 212, "n = 10, d = 100: n^2 d = 10,000 < n d^2 = 100,000", ["10**2*100 = 10000", "10*100**2 = 100000"],
-             provided=[("self_attention_cost(10, 100)", _count("self_attention_cost", 10, 100), "10000"),
-                       ("recurrent_cost(10, 100)", _count("recurrent_cost", 10, 100), "100000")]),
+             provided=[("self_attention_cost(10, 100)", partial(counting.self_attention_cost, 10, 100), "10000"),
+                       ("recurrent_cost(10, 100)", partial(counting.recurrent_cost, 10, 100), "100000")]),
         task(11, 216, "d = 4, pos = 5, i = 0: PE(5, 0) = sin 5 = -0.9589, PE(5, 1) = cos 5 = 0.2837",
              [f"{pe(5, 0, 4)} = -0.9589", f"{pe(5, 1, 4)} = 0.2837"]),
         task(12, 218, "d = 4, pos = 5, i = 1: PE(5, 2) = sin 0.05 = 0.0500, PE(5, 3) = cos 0.05 = 0.9988",
@@ -447,15 +440,15 @@ def _lesson_exercises() -> list[Entry]:
         task(13, 220, "sin 1 cos 2 + cos 1 sin 2 with the printed four-decimal factors is 0.1411 = sin 3",
              ["0.8415*(-0.4161) + 0.5403*0.9093 = 0.1411", "sin(3) = 0.1411"]),
         task(14, 222, "d_model = 256, h = 4: W^Q, W^K, W^V, W^O have 262,144 parameters together (the text confirms it at l.254)",
-             ["4*256*256 = 262144"], provided=[("attention_params(256, 4)", _count("attention_params", 256, 4), "262144")]),
+             ["4*256*256 = 262144"], provided=[("attention_params(256, 4)", partial(counting.attention_params, 256, 4), "262144")]),
         task(15, 224, "d_model = 256, d_ff = 1024: FFN 524,288; with task 14 the layer has 786,432",
-             provided=[("ffn_params(256, 1024)", _count("ffn_params", 256, 1024), "524288"),
+             provided=[("ffn_params(256, 1024)", partial(counting.ffn_params, 256, 1024), "524288"),
                        ("encoder_layer_params(256, 4, 1024), no biases or norms",
-                        _count("encoder_layer_params", 256, 4, 1024, bias=False, norms=False), "786432")]),
+                        partial(counting.encoder_layer_params, 256, 4, 1024, bias=False, norms=False), "786432")]),
         task(16, 226, "a stack of N = 6 such layers: 4,718,592, about 4.72 million (the text confirms it at l.254)",
              ["6*786432 = 4718592", "6*786432/10**6 = 4.72"],
              provided=[("stack_params(6), no biases or norms",
-                        _count("stack_params", 6, d_model=256, heads=4, d_ff=1024, bias=False, norms=False), "4718592")]),
+                        partial(counting.stack_params, 6, d_model=256, heads=4, d_ff=1024, bias=False, norms=False), "4718592")]),
         task(17, 228, "12 h on 8 GPUs is about 96 h on one GPU without parallel-efficiency loss", ["12*8 = 96"]),
         task(18, 230, "n^2 d exceeds n d^2 exactly when n > d: the ratio of the costs is n/d",
              ["(513**2*512)/(513*512**2) = 513/512", "(511**2*512)/(511*512**2) = 511/512"]),
@@ -472,7 +465,7 @@ def _lesson_exercises() -> list[Entry]:
         task(23, 242, "d_model = 12288, N = 96, 12 d^2 per layer: 1,811,939,328 per layer, 173,946,175,488 (about 1.74e11) in all",
              ["12*12288**2 = 1811939328", "96*12*12288**2 = 173946175488", "96*12*12288**2/10**11 = 1.74"],
              provided=[("encoder_layer_params(12288, 96, 49152), no biases or norms",
-                        _count("encoder_layer_params", 12288, 96, 49152, bias=False, norms=False), "1811939328")]),
+                        partial(counting.encoder_layer_params, 12288, 96, 49152, bias=False, norms=False), "1811939328")]),
         task(25, 246, "n = 1000: a path of 1 step through attention, 1000 steps through a recurrent layer",
              provided=[("sequential steps of a recurrent layer, n = 1000", lambda: sequential_steps("recurrent", 1000), "1000"),
                        ("sequential steps of self-attention, n = 1000", lambda: sequential_steps("attention", 1000), "1")]),
@@ -507,7 +500,7 @@ def _week06_exercises() -> list[Entry]:
            note="the unrenormalised weights (1/6, 1/3, 0) also give output 0 with these numbers: only the weights differ"),
         ex(4, "3 heads, d_k = 2, d_v = 4, D = 5, T = 7: concatenation 7 x 12, W_O stored 5 x 12; 5 is not divisible by 3",
            ["3*4 = 12", "5 - 3*floor(5/3) = 2"],
-           provided=[("attention_params(5, 3, d_k=2, d_v=4)", _count("attention_params", 5, 3, d_k=2, d_v=4), "180")]),
+           provided=[("attention_params(5, 3, d_k=2, d_v=4)", partial(counting.attention_params, 5, 3, d_k=2, d_v=4), "180")]),
     ]
 
 

@@ -22,7 +22,8 @@ import sympy as sp
 from seqgrad import validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError, ShapeError
 
-from .catalogue import Derivation, Identity, NumericResult, Proof, evaluate, numeric_sides, proof_by, rational_zero
+from .identity import Derivation, Identity, NumericResult, evaluate, numeric_sides
+from .proof import Proof, proof_by, rational_zero
 from .safe_parse import as_sympy
 
 NEG_INF = -sp.oo

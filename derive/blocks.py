@@ -227,7 +227,7 @@ def rules_used(block: BlockProgram) -> list[str]:
 def prove_program(block: BlockProgram):
     """The backward pass is the chain rule over the program's lines; each line's pullback is a rule of the
     table, each proved at symbolic size: so the program's gradients hold for every size.  Proves every rule used."""
-    from .catalogue import Proof
+    from .proof import Proof
     from .rules import proved
 
     names = rules_used(block)

@@ -46,7 +46,8 @@ import sympy as sp
 from seqgrad import runcache, validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError, ShapeError
 
-from .catalogue import Derivation, Identity, NumericResult, Proof, proof_by
+from .identity import Derivation, Identity, NumericResult
+from .proof import Proof, proof_by
 from .safe_parse import as_sympy
 
 # indices and sizes at symbolic size

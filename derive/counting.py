@@ -11,7 +11,8 @@ import sympy as sp
 
 from seqgrad.errors import SeqgradValueError
 
-from .catalogue import Identity, NumericResult, Proof, proof_by
+from .identity import Identity, NumericResult
+from .proof import Proof, proof_by
 from .safe_parse import as_sympy
 
 d_model, h, d_k, d_v, d_ff, n, N = sp.symbols("d_model h d_k d_v d_ff n N", positive=True, integer=True)

@@ -23,7 +23,8 @@ import sympy as sp
 from seqgrad import validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
-from .catalogue import Derivation, Identity, Proof, numeric_sides, proof_by
+from .identity import Derivation, Identity, numeric_sides
+from .proof import Proof, proof_by
 from .safe_parse import as_sympy
 
 EPS = sp.Symbol("epsilon", positive=True)

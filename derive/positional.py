@@ -19,7 +19,8 @@ import sympy as sp
 from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
-from .catalogue import Derivation, Identity, NumericResult, Proof, angle_addition, numeric_sides, proof_by, pythagorean
+from .identity import Derivation, Identity, NumericResult, numeric_sides
+from .proof import Proof, angle_addition, proof_by, pythagorean
 from .safe_parse import as_sympy
 
 LAYOUTS = ("interleaved", "half")

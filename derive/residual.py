@@ -22,7 +22,8 @@ import sympy as sp
 
 from seqgrad import validate
 
-from .catalogue import Derivation, Identity, numeric_sides, proof_by
+from .identity import Derivation, Identity, numeric_sides
+from .proof import proof_by
 from .layernorm import EPS, LayerNorm
 from .safe_parse import as_sympy
 
@@ -429,7 +430,7 @@ def _point(symbols, rng) -> dict:
 
 def _numeric_generic(model, inputs, rhs: sp.Matrix, rng, trials: int = 2):
     """Branches made concrete; the factorised formula against central differences of the composed model."""
-    from .catalogue import NumericResult
+    from .identity import NumericResult
 
     concrete = _Concrete(rng)
     model_c, rhs_c = concrete(model), concrete(rhs)
@@ -449,7 +450,7 @@ def _numeric_block(block: "EncoderBlock", rng):
     differences of the whole block H -> U -> H' (the two concrete updates composed numerically)."""
     import mpmath
 
-    from .catalogue import NumericResult
+    from .identity import NumericResult
 
     concrete = _Concrete(rng)
     U_c, out_c = concrete(sp.Matrix(list(block.U))), concrete(sp.Matrix(list(block.out_U)))

@@ -62,7 +62,7 @@ from sympy.matrices.expressions.matexpr import MatrixElement, MatrixExpr
 
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
-from .catalogue import Proof
+from .proof import Proof
 from .safe_parse import as_sympy
 
 __all__ = [

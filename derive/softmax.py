@@ -10,7 +10,8 @@ import sympy as sp
 from seqgrad import validate
 from seqgrad.errors import NonFiniteError, SeqgradValueError
 
-from .catalogue import Derivation, Identity, numeric_sides, proof_by, rational_zero
+from .identity import Derivation, Identity, numeric_sides
+from .proof import proof_by, rational_zero
 from .safe_parse import as_sympy
 
 

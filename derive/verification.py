@@ -238,7 +238,7 @@ def _child(send, stage, args):  # pragma: no cover - runs in the child process
 
 
 def _reducers():
-    from .catalogue import pythagorean, rational_zero
+    from .proof import pythagorean, rational_zero
     from .rules import index_zero
 
     return (("evaluation", lambda e: e.doit()), ("expansion", lambda e: sp.expand(e.doit())),

@@ -7,8 +7,9 @@ The mask M holds 0 for allowed and -inf for excluded sources and is added
 *before* the softmax; a query row with no allowed source is refused.
 
 With ``record=None`` and heads of one width, the heads run as one fused QKV
-product and :func:`torch.nn.functional.scaled_dot_product_attention`; with a
-``record`` dict every intermediate is computed explicitly and stored by name.
+product and :func:`torch.nn.functional.scaled_dot_product_attention` (when no score can overflow,
+:func:`scores_fit`); with a ``record`` dict every intermediate is computed explicitly and stored by
+name.  Both paths give the same finite answer or the same clear error on every input.
 
 Cross-attention (the decoder, seed 001 l.182): pass ``memory=H_enc`` and the
 queries come from X while the keys and values come from the memory,
@@ -135,14 +136,23 @@ def check_attention_inputs(X, M, memory, D: int, dtype: torch.dtype, device: tor
 
 
 def check_finite_output(out: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-    """No silent NaN or inf: finite inputs whose scores overflow are a clear error."""
+    """No silent NaN or inf: finite inputs whose projections, scores or outputs overflow are a clear error."""
     if not bool(torch.isfinite(out).all()):
         if not bool(torch.isfinite(X).all()):
             raise NonFiniteError("X")
-        raise SeqgradValueError("X", "inputs whose attention scores or outputs overflow",
-                                f"inputs and weights small enough that Q K^T / sqrt(d_k) and the outputs are "
+        raise SeqgradValueError("X", "inputs whose projections, attention scores Q K^T or outputs overflow",
+                                f"inputs and weights small enough that Q, K, V, Q K^T and the outputs are "
                                 f"finite in {X.dtype}")
     return out
+
+
+def scores_fit(Q: torch.Tensor, K: torch.Tensor, d_k: int) -> bool:
+    """True when no entry (nor partial sum) of ``Q K^T`` can overflow: ``|q . k| <= d_k max|Q| max|K|`` stays
+    below half the dtype's largest number.  Only then does the fused path run; otherwise the heads run
+    explicitly, so both paths give the same finite answer or the same clear error however the fused
+    kernel orders its scaling."""
+    bound = Q.abs().amax() * K.abs().amax() * d_k  # inf (or NaN) when it overflows: not below the limit
+    return bool(bound < torch.finfo(Q.dtype).max / 2)
 
 
 def contributions(A: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
@@ -233,9 +243,8 @@ class MultiHeadAttention(nn.Module):
         and values come from it (cross-attention).  Both paths (fused, and explicit with ``record``) check X,
         the memory and M the same way and refuse an overflow."""
         check_attention_inputs(X, M, memory, self.D, self.W_O.dtype, self.W_O.device)
-        if record is None and self.uniform:
-            C = self._fused(X, M, memory)
-        else:
+        C = self._fused(X, M, memory) if record is None and self.uniform else None
+        if C is None:
             O = [h(X, M, record, f"{prefix}head{i}", checked=True, memory=memory) for i, h in enumerate(self.heads, 1)]
             C = torch.cat(O, dim=-1)
         B_att = F.linear(C, self.W_O, self.b_O)
@@ -244,8 +253,9 @@ class MultiHeadAttention(nn.Module):
             record[f"{prefix}B_att"] = B_att
         return check_finite_output(B_att, X)
 
-    def _fused(self, X: torch.Tensor, M: torch.Tensor | None, memory: torch.Tensor | None = None) -> torch.Tensor:
-        """All heads in one QKV product (Q and one KV product for cross-attention) and one fused attention call."""
+    def _fused(self, X: torch.Tensor, M: torch.Tensor | None, memory: torch.Tensor | None = None) -> torch.Tensor | None:
+        """All heads in one QKV product (Q and one KV product for cross-attention) and one fused attention call;
+        None when the scores might overflow (:func:`scores_fit`): the explicit path then decides."""
         hs = self.heads
         n, d_k, d_v = len(hs), hs[0].d_k, hs[0].d_v
         W = torch.cat([h.W_Q for h in hs] + [h.W_K for h in hs] + [h.W_V for h in hs], dim=0)
@@ -258,6 +268,8 @@ class MultiHeadAttention(nn.Module):
         else:
             Q = F.linear(X, W[:n * d_k], None if b is None else b[:n * d_k])
             K, V = F.linear(memory, W[n * d_k:], None if b is None else b[n * d_k:]).split([n * d_k, n * d_v], dim=-1)
+        if not scores_fit(Q, K, d_k):
+            return None
         lead, T = X.shape[:-2], X.shape[-2]
         T_k = K.shape[-2]
         Q = Q.reshape(*lead, T, n, d_k).transpose(-2, -3)

@@ -155,3 +155,27 @@ def test_cli_exits_1_when_an_entry_fails(monkeypatch, capsys):
     args = argparse.Namespace(only=None, json=False, latex=False, list=False)
     assert command.run(args) == 1
     assert "FAIL" in capsys.readouterr().out
+
+
+def test_verify_takes_no_device_or_dtype_it_would_ignore():
+    """The numeric checks compute in derive (mpmath, exact rationals), never with torch: verify once took a
+    dtype and a device and ignored them; now it has neither, and a wrong value is a clear error."""
+    import inspect
+
+    from crosscheck.registry import run_one
+    from seqgrad.errors import SeqgradTypeError
+
+    assert list(inspect.signature(verify).parameters) == ["entry", "seed"]
+    entry = catalogue.get("softmax-sums-to-one")
+    with pytest.raises(SeqgradTypeError, match="seed"):
+        verify(entry, "float32")  # once taken as the dtype and ignored
+    with pytest.raises(TypeError):
+        verify(entry, dtype="float32", device="cuda")
+    with pytest.raises(SeqgradTypeError, match="entry"):
+        verify("softmax-sums-to-one")  # once an AttributeError deep inside
+    # the registry gives the identity checks no torch device: they run (never skip for a missing GPU)
+    # and give the same outcome whatever device and dtype the run asks for
+    item = next(c for c in all_checks("identity:softmax-sums-to-one"))
+    assert not item.needs_torch
+    cpu, gpu32 = run_one(item, "cpu", "float64"), run_one(item, "cuda", "float32")
+    assert cpu.status == gpu32.status == "pass" and cpu.max_abs_error == gpu32.max_abs_error

@@ -10,7 +10,8 @@ import sympy as sp
 import torch
 
 import crosscheck.lambdify as lam
-from crosscheck.lambdify import RNNFunction, identifier, lambdify
+from crosscheck.cells import RNNFunction
+from crosscheck.lambdify import identifier, lambdify
 from derive import rnn
 from derive.program import Program
 from seqgrad.errors import NonFiniteError, SeqgradValueError, ShapeError

@@ -95,8 +95,8 @@ def test_gradient_flow_plot_isolates_the_carry_path():
 @pytest.mark.parametrize("fmt, magic", [("png", b"\x89PNG"), ("pdf", b"%PDF"), ("svg", b"<?xml")])
 def test_figure_set_writes_readable_files(tmp_path, fmt, magic, monkeypatch):
     # small sizes keep the test quick; the full set is exercised by the CLI test below
-    monkeypatch.setattr(figure_set, "FIGURES", {"fig3-left-power-curves": ("plot_power_curves", (4, 3)),
-                                                "fig3-right-tanh-sensitivity": ("plot_tanh_sensitivity", (4, 3))})
+    monkeypatch.setattr(figure_set, "figures", lambda: {"fig3-left-power-curves": (fp.plot_power_curves, (4, 3)),
+                                                        "fig3-right-tanh-sensitivity": (fp.plot_tanh_sensitivity, (4, 3))})
     written = figure_set.write(tmp_path / "out", fmt)
     assert [p.name for p in written] == [f"fig3-left-power-curves.{fmt}", f"fig3-right-tanh-sensitivity.{fmt}"]
     for p in written:
@@ -116,10 +116,22 @@ def test_cli_plot_paths_writes_all_five(cli, tmp_path):
     proc = cli("plot", "paths", "--out", str(tmp_path / "figs"), "--format", "svg")
     assert proc.returncode == 0, proc.stderr
     files = sorted(p.name for p in (tmp_path / "figs").iterdir())
-    assert files == sorted(f"{stem}.svg" for stem in figure_set.FIGURES)
+    assert files == sorted(f"{stem}.svg" for stem in figure_set.figures())
     assert all((tmp_path / "figs" / f).stat().st_size > 1000 for f in files)
 
 
 def test_cli_plot_paths_rejects_format(cli, tmp_path):
     proc = cli("plot", "paths", "--format", "gif", "--out", str(tmp_path))
     assert proc.returncode == 2
+
+
+@pytest.mark.parametrize("name", ["conv", "decoder", "depth", "encoder", "paths"])
+@pytest.mark.parametrize("fmt, device, argument", [("jpg2", "cpu", "format"), ("png", "gpu", "device")])
+def test_every_figure_set_refuses_a_wrong_format_or_device_before_computing(tmp_path, name, fmt, device, argument):
+    """The conv and decoder sets once ignored their device and passed a bad format to matplotlib (a raw
+    ValueError after the plot was computed); every set now checks both first."""
+    from crosscheck.figures import figure_sets
+
+    with pytest.raises(SeqgradValueError, match=argument):
+        figure_sets()[name].write(tmp_path / "out", fmt, device)
+    assert not (tmp_path / "out").exists()

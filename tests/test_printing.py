@@ -137,7 +137,7 @@ def test_every_figure_has_a_caption():
         stems[name] = set(captions)
     from crosscheck.figures import paths as paths_set
 
-    assert set(paths_set.FIGURES) == stems["paths"]
+    assert set(paths_set.figures()) == stems["paths"]
 
 
 class _Entry:

@@ -73,9 +73,8 @@ def test_layernorm_gradient_is_finite(H, dtype):
 def attention_cases(draw):
     T = draw(st.integers(1, 4))
     D = 4
-    # up to 1e150: beyond it Q K^T itself overflows float64, where the explicit path refuses clearly but the
-    # fused scaled_dot_product_attention can still return a finite answer (open item of issue 18, reported)
-    scale = 10.0 ** draw(st.integers(-200, 150))
+    # the whole float64 range: beyond about 1e154 Q K^T overflows, and both paths must refuse alike
+    scale = draw(st.one_of(st.builds(lambda e: 10.0**e, st.integers(-308, 308)), st.just(torch.finfo(torch.float64).max)))
     X = torch.tensor([[draw(st.floats(-1, 1)) * scale for _ in range(D)] for _ in range(T)], dtype=torch.float64)
     kind = draw(st.sampled_from(["none", "causal", "random", "all-inf row", "bool"]))
     if kind == "none":
@@ -93,6 +92,34 @@ def attention_cases(draw):
             allowed[draw(st.integers(0, T - 1))] = [False] * T
         M = torch.tensor([[0.0 if a else -math.inf for a in row] for row in allowed], dtype=torch.float64)
     return X, M
+
+
+@pytest.mark.parametrize("T", [1, 3])
+@pytest.mark.parametrize("exponent", [150, 153, 154, 155, 156, 160])
+def test_attention_paths_agree_where_the_scores_overflow(T, exponent):
+    """Near 1e155 Q K^T overflows float64: the fused kernel (which scales q and k before the product) once
+    returned a finite answer where the explicit path refused; now both answer alike."""
+    X = torch.zeros(T, 4, dtype=torch.float64)
+    X[:, 2] = 10.0**exponent
+    X[0, 0] = -(10.0 ** (exponent - 1))
+    mha = MultiHeadAttention.random(4, 2, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        fused, recorded = _outcome(lambda: mha(X)), _outcome(lambda: mha(X, None, {}))
+    if isinstance(fused, type) or isinstance(recorded, type):
+        assert fused == recorded == SeqgradValueError, (fused, recorded)
+    else:
+        assert bool(torch.isfinite(fused).all()) and torch.allclose(fused, recorded, rtol=1e-9, atol=0)
+
+
+def test_ordinary_inputs_take_the_fused_path(monkeypatch):
+    calls = []
+    fused = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", lambda *a, **k: calls.append(1) or fused(*a, **k))
+    mha = MultiHeadAttention.random(4, 2, generator=torch.Generator().manual_seed(1))
+    X = torch.randn(3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(2)) * 1e100
+    with torch.no_grad():
+        assert torch.allclose(mha(X), mha(X, None, {}), rtol=1e-9, atol=0)
+    assert calls == [1]  # the record path does not call it; the fused path did
 
 
 def _outcome(f):

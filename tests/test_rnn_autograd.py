@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crosscheck.checks import rnn as rnn_checks
-from crosscheck.lambdify import RNNFunction
+from crosscheck.cells import RNNFunction
 from crosscheck.registry import Context, all_checks, run_one
 from crosscheck.tolerance import tolerance
 from derive import rnn

@@ -105,3 +105,131 @@ def test_registry_supplies_device_and_dtype_or_skips(monkeypatch):
     assert result.status == "skip" and "no CUDA GPU" in result.detail and len(seen) == 1  # never called
     plain = registry.Check("test.plain", "test", "test", probe, "")
     assert registry.run_one(plain, "cpu").status == "pass" and seen[-1] == (None, None)
+
+
+TORCH_ON_THE_RUN_DEVICE = ["encoder.course_tables", "encoder.causal_journey_row", "encoder.course_heads_not_in_torch",
+                           "rnn.scalar.autograd", "rnn.vector.autograd", "rnn.vector.per_position", "rnn.manual_bptt",
+                           "rnn.seeded_example", "rnn.path_products"]
+
+
+def test_checks_that_compute_on_the_run_device_declare_it(monkeypatch):
+    """These checks computed with torch on the run's device without declaring it: asked for CUDA on a machine
+    without one, they ended in errors (one a raw AssertionError) instead of the skip."""
+    import torch
+
+    from crosscheck import registry
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    items = {c.name: c for c in registry.all_checks()}
+    for name in TORCH_ON_THE_RUN_DEVICE:
+        assert items[name].needs_torch, name
+        assert registry.run_one(items[name], "cuda", "float32").status == "skip", name
+
+
+@pytest.mark.slow
+def test_no_check_errs_for_a_missing_gpu(monkeypatch):
+    """Every check either declares ``needs_torch`` (and is skipped) or does not compute on the run's device."""
+    import torch
+
+    from crosscheck import registry
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    items = [c for c in registry.all_checks() if c.group not in ("identities", "claims")]  # derive-only, no torch
+    errors = [(r.name, r.detail) for r in (registry.run_one(c, "cuda", "float64") for c in items) if r.status == "error"]
+    assert not errors, errors
+
+
+# ----------------------------------------------------------------------------- import circles in derive/
+
+
+def _derive_imports(module: str, *, inside_functions: bool) -> set[str]:
+    """The derive modules that ``derive/<module>.py`` imports (at module level, or anywhere)."""
+    modules = {p.stem for p in (ROOT / "derive").glob("*.py")}
+    tree = ast.parse((ROOT / "derive" / f"{module}.py").read_text(encoding="utf-8"))
+    found = set()
+    for node in (ast.walk(tree) if inside_functions else tree.body):
+        if isinstance(node, ast.ImportFrom):
+            target = node.module or ""
+            if node.level == 1:
+                found |= {target.split(".")[0]} if target else {a.name for a in node.names}
+            elif target.startswith("derive."):
+                found.add(target.split(".")[1])
+            elif target == "derive":
+                found |= {a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("derive.")}
+    return found & modules
+
+
+def _reachable(start: str, inside_functions: bool) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for dep in _derive_imports(todo.pop(), inside_functions=inside_functions) - seen:
+            seen.add(dep)
+            todo.append(dep)
+    return seen
+
+
+def test_derive_has_no_module_level_import_circle():
+    circles = [m for m in sorted(p.stem for p in (ROOT / "derive").glob("*.py")) if m in _reachable(m, False)]
+    assert not circles, circles
+
+
+@pytest.mark.parametrize("module", ["catalogue", "identity", "proof"])
+def test_the_catalogue_and_the_identity_base_classes_are_in_no_import_circle(module):
+    """The registry imports the modules that define entries, and they import the base classes
+    (derive/identity.py, derive/proof.py), never the registry: no circle, not even through an import
+    inside a function (once the base classes shared derive/catalogue.py and 12 modules formed one circle)."""
+    assert module not in _reachable(module, True)
+    if module != "catalogue":
+        users = [p.stem for p in (ROOT / "derive").glob("*.py") if p.stem != "catalogue"]
+        assert not [u for u in users if "catalogue" in _derive_imports(u, inside_functions=True)]
+
+
+def test_rnn_function_lives_with_the_cell_engine_and_is_imported_from_there():
+    from crosscheck import cells, lambdify
+
+    assert lambdify.RNNFunction is cells.RNNFunction  # the old spelling still works
+    users = [p for p in list(ROOT.glob("[cbt]*/**/*.py")) + list((ROOT / "docs").rglob("*.md"))
+             if "lambdify import RNNFunction" in p.read_text(encoding="utf-8") and p.name != "test_structure.py"]
+    assert not users, users
+
+
+def test_the_base_classes_are_importable_from_the_catalogue_as_before():
+    from derive import catalogue, identity, proof
+
+    for name in ("Derivation", "Identity", "NumericResult", "METHODS", "RULES", "numeric_sides", "evaluate"):
+        assert getattr(catalogue, name) is getattr(identity, name)
+    for name in ("Proof", "proof_by", "rational_zero", "angle_addition", "pythagorean", "reduce_all"):
+        assert getattr(catalogue, name) is getattr(proof, name)
+
+
+# ----------------------------------------------------------------------------- functions by reference
+
+
+def _name_lookups(path: Path) -> list[str]:
+    """``getattr(module, name)`` calls in ``path`` whose module is an imported module (other than ``sys``,
+    whose streams the CLI reaches by name) and whose name is not a literal: a function looked up by a
+    string instead of referenced."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            modules |= {a.asname or a.name for a in node.names}
+    return [f"{path.relative_to(ROOT)}:{node.lineno}" for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+            and isinstance(node.args[0], ast.Name) and node.args[0].id in modules - {"sys"}
+            and not isinstance(node.args[1], ast.Constant)]
+
+
+def test_figure_and_provider_functions_are_referenced_not_looked_up_by_name():
+    """Figure sets name their plotting functions (crosscheck/figures/paths.py once held a table of function
+    names for getattr), and the claims' providers are functions, not names."""
+    files = sorted((ROOT / "crosscheck").rglob("*.py")) + sorted((ROOT / "numeric").glob("figures*.py"))
+    found = [hit for path in files for hit in _name_lookups(path)]
+    assert not found, found
+    from crosscheck.figures import paths
+
+    assert all(callable(plot) and plot.__module__ == "numeric.figures_paths" for plot, _ in paths.figures().values())

@@ -19,7 +19,7 @@ import torch
 
 from derive import counting
 from derive import decoder as d_decoder
-from derive.catalogue import rational_zero
+from derive.proof import rational_zero
 from numeric.attention import MultiHeadAttention, attention_mask
 from numeric.decoder import Decoder, DecoderBlock, EncoderDecoder, cross_mask, lesson_example
 from numeric.encoder import EncoderBlock

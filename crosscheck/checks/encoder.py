@@ -24,10 +24,10 @@ def _randomize_norms(block: EncoderBlock, g: torch.Generator) -> None:
             ln.beta.copy_(0.3 * torch.randn(ln.D, generator=g, dtype=torch.float64))
 
 
-@check("encoder.course_tables", source="Tables 10-31 and inline values, week06 §Tokens:518-1167", group=GROUP)
+@check("encoder.course_tables", needs_torch=True, source="Tables 10-31 and inline values, week06 §Tokens:518-1167", group=GROUP)
 def course_tables(ctx) -> Outcome:
     """Every printed number of the worked example, within half a unit of the 3rd significant figure."""
-    traces = {s: course.trace(s, device=ctx.device, dtype=ctx.dtype) for s in course.STAGES}
+    traces = {s: course.trace(s, device=ctx.dev, dtype=ctx.dt) for s in course.STAGES}
     slack = 0.0 if ctx.dtype == "float64" else tolerance(ctx.dtype, ctx.device).atol
     results = tables.compare(traces, slack)
     bad = [r for r in results if not r.ok]
@@ -141,10 +141,10 @@ def stack_vs_torch(ctx) -> Outcome:
                    detail="3 pre-norm blocks, 4 heads of width 2, padding mask, final LayerNorm")
 
 
-@check("encoder.causal_journey_row", source="Table 16 and week06 §Mask:788", group=GROUP)
+@check("encoder.causal_journey_row", needs_torch=True, source="Table 16 and week06 §Mask:788", group=GROUP)
 def causal_journey_row(ctx) -> Outcome:
     """The causal weights of journey (t=1) are (0.389, 0.611, 0, 0, 0, 0, 0); begins' causal row equals its unrestricted row."""
-    tr = course.trace("attention_on_H0", device=ctx.device, dtype=ctx.dtype)
+    tr = course.trace("attention_on_H0", device=ctx.dev, dtype=ctx.dt)
     Ac, A = tr["head1.A_causal"], tr["head1.A"]
     from seqgrad.sigfig import matches
 
@@ -187,7 +187,7 @@ def causal_prefix(ctx) -> Outcome:
     return combine(outs, "2-block causal stack, sinusoidal positions, T=10: every prefix")
 
 
-@check("encoder.course_heads_not_in_torch", source="week06 §Heads:926", group=GROUP)
+@check("encoder.course_heads_not_in_torch", needs_torch=True, source="week06 §Heads:926", group=GROUP)
 def course_heads_not_in_torch(ctx) -> Outcome:
     """torch.nn.MultiheadAttention refuses embed_dim=5 with 2 heads, so the course needs explicit 5->3 heads and a 6->5 map."""
     try:
@@ -195,6 +195,6 @@ def course_heads_not_in_torch(ctx) -> Outcome:
         refused = False
     except AssertionError:
         refused = True
-    mha = course.attention(device=ctx.device, dtype=ctx.dtype)
+    mha = course.attention(device=ctx.dev, dtype=ctx.dt)
     shapes_ok = [tuple(h.W_Q.shape) for h in mha.heads] == [(3, 5), (3, 5)] and tuple(mha.W_O.shape) == (5, 6)
     return Outcome.exact(refused and shapes_ok, "torch refuses (5, 2); the course attention has heads 3x5 and W_O 5x6")

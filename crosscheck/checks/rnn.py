@@ -9,7 +9,8 @@ from derive import rnn
 from numeric import recurrent
 from seqgrad import sigfig
 
-from ..lambdify import RNNFunction, lambdify
+from ..cells import RNNFunction
+from ..lambdify import lambdify
 from ..registry import Context, check
 from ..tolerance import Outcome, combine, compare
 
@@ -33,7 +34,7 @@ def random_case(net, rng: np.random.Generator, batch: int = 4) -> tuple[dict, np
     return params, X, y
 
 
-def reference(net, params: dict, X, y, device: str) -> dict:
+def reference(net, params: dict, X, y, device) -> dict:
     """torch autograd on the same model (numeric.recurrent), with the net's parameter names."""
     if net.vector:
         p = recurrent.Params(**params)
@@ -47,15 +48,16 @@ def reference(net, params: dict, X, y, device: str) -> dict:
 
 
 def against_autograd(net, ctx: Context, trials: int = 3, batch: int = 4) -> Outcome:
-    """Every derived gradient (parameters and inputs) and the loss, lambdified to torch on ``ctx.device``,
-    against torch autograd at random float64 points."""
-    f = RNNFunction(net, "torch", device=ctx.device)
+    """Every derived gradient (parameters and inputs) and the loss, lambdified to torch on ``ctx.dev`` (the run's
+    device, supplied by the registry to a check with ``needs_torch=True``; None: the CPU), against torch
+    autograd at random float64 points."""
+    f = RNNFunction(net, "torch", device=ctx.dev)
     rng = ctx.rng()
     outcomes = []
     for _ in range(trials):
         params, X, y = random_case(net, rng, batch)
         ours = f(params, X, y)
-        ref = reference(net, params, X, y, ctx.device)
+        ref = reference(net, params, X, y, ctx.dev)
         for key, value in ref.items():
             mine = ours[key]
             mine = mine.detach().cpu().numpy() if hasattr(mine, "detach") else np.asarray(mine)
@@ -95,7 +97,7 @@ def scalar_table3(ctx: Context) -> Outcome:
 
 
 def _autograd_check(name, source, nets):
-    @check(name, source=source, group="recurrent")
+    @check(name, needs_torch=True, source=source, group="recurrent")
     def run(ctx: Context) -> Outcome:
         return combine([against_autograd(net(), ctx) for net in nets])
 
@@ -134,7 +136,7 @@ def vector_exact(ctx: Context) -> Outcome:
     return Outcome.exact(bad == 0, f"{bad} entries differ" if bad else "every entry equal")
 
 
-@check("rnn.manual_bptt", source="week06 §Vector:290-324 (numpy BPTT)", group="recurrent")
+@check("rnn.manual_bptt", needs_torch=True, source="week06 §Vector:290-324 (numpy BPTT)", group="recurrent")
 def manual_bptt(ctx: Context) -> Outcome:
     """numeric.recurrent's numpy BPTT (the text's formulas) against torch autograd."""
     rng = ctx.rng()
@@ -144,23 +146,23 @@ def manual_bptt(ctx: Context) -> Outcome:
         params, X, y = random_case(net, rng)
         p = recurrent.Params(**params)
         mine = recurrent.bptt(p, X, y, "tanh", loss, red)
-        ref = recurrent.autograd(p, X, y, "tanh", loss, red, device=ctx.device)
+        ref = recurrent.autograd(p, X, y, "tanh", loss, red, device=ctx.dev)
         outcomes += [ctx.compare(mine[k], ref[k], detail=k) for k in ref]
     return combine(outcomes, detail="W_x, W_h, W_o, b_h, b_o, X and L")
 
 
-@check("rnn.seeded_example", source="week06 §PyTorch:413-448 (nn.RNN + nn.Linear, seed 6)", group="recurrent")
+@check("rnn.seeded_example", needs_torch=True, source="week06 §PyTorch:413-448 (nn.RNN + nn.Linear, seed 6)", group="recurrent")
 def seeded_example(ctx: Context) -> Outcome:
     """The text's printed h_0..h_2, prediction and loss (3 significant figures) and the derived gradients
     at the seeded weights against autograd."""
-    ex = recurrent.seeded_example(device=ctx.device)
+    ex = recurrent.seeded_example(device=ctx.dev)
     printed = {"h_0": [0.0128, 0.122], "h_1": [0.00930, 0.0915], "h_2": [0.0384, 0.314]}
     misses = [f"{k}[{i}]" for k, row in printed.items() for i, v in enumerate(row)
               if not sigfig.matches(ex["h"][int(k[2])][i], v)]
     misses += [k for k, v in (("prediction", -0.144), ("loss", 0.208)) if not sigfig.matches(ex[k], v)]
     net = rnn.unroll(steps=3, activation="tanh", inputs=2, hidden=2, outputs=1)
     p = ex["params"]
-    ours = RNNFunction(net, "torch", device=ctx.device)({"W_x": p.W_x, "W_h": p.W_h, "W_o": p.W_o}, ex["X"], ex["y"])
+    ours = RNNFunction(net, "torch", device=ctx.dev)({"W_x": p.W_x, "W_h": p.W_h, "W_o": p.W_o}, ex["X"], ex["y"])
     outcomes = [compare(ours[k].detach().cpu().numpy(), ex[f"grad_{k}"], dtype="float32", device=ctx.device, detail=k)
                 for k in ("W_x", "W_h", "W_o")]
     outcomes.append(compare(float(ours["L"]), ex["loss"], dtype="float32", device=ctx.device, detail="L"))
@@ -168,7 +170,7 @@ def seeded_example(ctx: Context) -> Outcome:
     return combine(outcomes + [printed_ok], detail=printed_ok.detail + "; gradients vs autograd (the module runs in float32)")
 
 
-@check("rnn.path_products", source="week06 §Paths:188-204, week06 §Jacobian:326-342 (long paths, J_t)", group="recurrent")
+@check("rnn.path_products", needs_torch=True, source="week06 §Paths:188-204, week06 §Jacobian:326-342 (long paths, J_t)", group="recurrent")
 def path_products(ctx: Context) -> Outcome:
     """dL/dh_s = dL/dh_q prod w_h phi'(z_t) (scalar) and g_s^h = g_q^h J_q ... J_{s+1} (vector), numerically,
     against autograd's dL/dh_s; the r^(q-s) bound holds with r the largest factor."""
@@ -198,7 +200,7 @@ def path_products(ctx: Context) -> Outcome:
     q = vnet.steps - 1
     exprs = [vnet.sensitivity("h", q)] + [vnet.path_product(q, s) for s in range(q)]
     fv = lambdify(vnet.program, exprs, args, "torch")
-    dev = ctx.device
+    dev = ctx.dev  # supplied by the registry (needs_torch=True)
     tens = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.float64, device=dev)  # noqa: E731
     out = fv(*[tens(params[n]) for n in vnet.parameters], *[tens(X[:, t]) for t in range(vnet.steps)], tens(y))
     W = {k: tens(v).requires_grad_(True) for k, v in params.items()}

@@ -1,7 +1,9 @@
 """Figure sets for ``seqgrad plot NAME`` and the figures of ``seqgrad check``.
 
-Each module here defines ``NAME``, ``HELP`` and
-``write(out_dir: Path, fmt: str, device: str) -> list[Path]``.
+Each module here defines ``NAME``, ``HELP``, ``CAPTIONS`` and
+``write(out_dir: Path, fmt: str, device: str) -> list[Path]``, which first checks its
+arguments with :func:`arguments` (a set whose data do not depend on the device, computed
+on the CPU, still refuses a device that is not one).
 """
 
 from __future__ import annotations
@@ -10,7 +12,16 @@ import importlib
 import pkgutil
 from types import ModuleType
 
+from seqgrad import validate
+
 FORMATS = ("png", "pdf", "svg")
+DEVICES = ("cpu", "cuda")
+
+
+def arguments(fmt: str, device: str) -> str:
+    """The file format of a figure set's ``write``, checked, after its device (one clear error for a wrong value)."""
+    validate.choice("device", device, DEVICES)
+    return validate.choice("format", fmt, FORMATS)
 
 
 def figure_sets() -> dict[str, ModuleType]:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import arguments
+
 NAME = "conv"
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
@@ -68,6 +70,7 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
     from derive.conv import receptive_field
     from seqgrad.atomic import save_figure
 
+    fmt = arguments(fmt, device)  # the influence maps are computed on the CPU; the device does not change them
     fig = Figure(figsize=(9, 5), layout="constrained")
     axes = fig.subplots(2, 1)
     for ax, strides in zip(axes, ([1, 1, 1], [2, 2, 1])):

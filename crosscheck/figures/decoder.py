@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import arguments
+
 NAME = "decoder"
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
@@ -42,6 +44,7 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
     from numeric.decoder import lesson_example
     from seqgrad.atomic import save_figure
 
+    fmt = arguments(fmt, device)  # the lesson's toy model runs on the CPU; the device does not change it
     model, sv, tv, _ = lesson_example()
     gen = model.generate(sv.encode("I love ML"), 10, attention=True)
     A = np.stack([s.cross_attention.numpy() for s in gen.steps], axis=1)  # heads x steps x source

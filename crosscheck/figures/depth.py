@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seqgrad import validate
 from seqgrad.atomic import save_figure
+
+from . import arguments
 
 NAME = "depth"
 HELP = "gradient norms per layer of pre-/post-norm stacks (depth 1-48, Xiong et al. 2020) and singular values of the depth Jacobian product"
@@ -38,10 +39,7 @@ def write(out_dir: Path, fmt: str, device: str = "cpu") -> list[Path]:
 
     from numeric import depth, figures_depth
 
-    from . import FORMATS
-
-    fmt = validate.choice("format", fmt, FORMATS)
-    validate.choice("device", device, ("cpu", "cuda"))  # tiny float64 stacks: the studies run on the CPU either way
+    fmt = arguments(fmt, device)  # tiny float64 stacks: the studies run on the CPU either way
     grads, jacs = depth.gradient_study(), depth.jacobian_study()
     plots = {
         "gradient-profile-pre-norm": lambda ax: figures_depth.plot_layer_profile(ax, grads, "pre-norm"),

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import arguments
+
 NAME = "encoder"
 HELP = "the course encoder: E_seq/P/H0 (Fig. 6), begins contributions (Fig. 8), S, A, causal A (Figs. 9-11), PE for d=128"
 
@@ -129,6 +131,7 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
     from numeric.tokens import tokenize
     from seqgrad.atomic import save_figure
 
+    fmt = arguments(fmt, device)
     out_dir = Path(out_dir)
     tr = course.trace("attention_on_H0", device=device)
     tokens = tokenize(course.TEXT)
