@@ -14,7 +14,11 @@ For each: wall clock, CPU time of the whole process tree (the figure to read on
 a shared machine) and peak memory (summed PSS of the process tree).  The three
 documents must be byte for byte the same.  Target (issue 17): under 8 s wall.
 
-Run: ``python benchmarks/latex_notes.py [--repeats N] [--no-record] [--smoke]``.
+``--before DIR`` adds a fourth way: the default ``--jobs`` run of the code in DIR (a checkout of an earlier
+commit, e.g. ``git archive BASE | tar -x -C DIR``), in the same rounds, so that a change is measured
+against the code before it on the same machine load (``--before-label`` names it in the record).
+
+Run: ``python benchmarks/latex_notes.py [--repeats N] [--no-record] [--smoke] [--before DIR --before-label TEXT]``.
 ``--smoke`` writes only the ``positional`` section once per way, asserts
 nothing about time and records nothing (CI's slow step).
 """
@@ -43,27 +47,31 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="rounds of the three ways (default 3)")
     parser.add_argument("--no-record", action="store_true", help="print only; do not update docs/benchmarks.md")
     parser.add_argument("--smoke", action="store_true", help="the positional section, one round; no record (CI)")
+    parser.add_argument("--before", metavar="DIR", help="also run the code in DIR (an earlier checkout) as a fourth way")
+    parser.add_argument("--before-label", metavar="TEXT", default="an earlier checkout", help="what DIR holds, for the record")
     args = parser.parse_args(argv)
+    ways = WAYS + ((("before", f"default `--jobs`, {args.before_label}", [], {"PYTHONPATH": str(Path(args.before).resolve())}),)
+                   if args.before else ())
     repeats = 1 if args.smoke else args.repeats
     sections = ["--sections", "positional"] if args.smoke else []
     from crosscheck.parallel import usable_cores
 
     cores = usable_cores()
-    runs: dict[str, list] = {key: [] for key, *_ in WAYS}
+    runs: dict[str, list] = {key: [] for key, *_ in ways}
     documents: set[str] = set()
     loads = []
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repeats):
-            for key, _, flags, env in WAYS:
+            for key, _, flags, env in ways:
                 out = Path(tmp) / f"{key}{i}.tex"
                 loads.append(procstat.load_line())
                 m = procstat.measure([sys.executable, "-m", "crosscheck", "latex", str(out), "--standalone", *sections, *flags],
-                                     env={"MPLBACKEND": "Agg", **env})
+                                     env={"MPLBACKEND": "Agg", **env}, cwd=env.get("PYTHONPATH"))
                 ok = ok and m.rc == 0
                 if m.rc != 0:
                     print(m.stderr[-2000:], file=sys.stderr)
-                else:
+                elif key != "before":  # the earlier code writes its own document
                     documents.add(out.read_text(encoding="utf-8"))
                 runs[key].append(m)
                 print(f"{key} {i + 1}: exit {m.rc}, wall {m.wall:.1f} s, CPU {m.cpu:.1f} s, peak PSS {m.pss_mib:.0f} MiB "
@@ -71,21 +79,23 @@ def main(argv=None) -> int:
     same = len(documents) == 1
     med = {key: {k: statistics.median(getattr(m, k) for m in ms) for k in ("wall", "cpu", "pss_mib")} for key, ms in runs.items()}
     base = med["no-cache"]
-    for key, label, *_ in WAYS:
+    for key, label, *_ in ways:
         m = med[key]
         print(f"{label}: wall {m['wall']:.1f} s ({base['wall'] / m['wall']:.2f}x), CPU {m['cpu']:.1f} s ({base['cpu'] / m['cpu']:.2f}x), "
               f"peak PSS {m['pss_mib']:.0f} MiB")
     print(f"same document every way: {same}; every run exited 0: {ok}")
     if not args.smoke and not args.no_record:
         rows = [[label, f"{med[key]['wall']:.1f}", f"{base['wall'] / med[key]['wall']:.2f}", f"{med[key]['cpu']:.1f}",
-                 f"{base['cpu'] / med[key]['cpu']:.2f}", f"{med[key]['pss_mib']:.0f}"] for key, label, *_ in WAYS]
+                 f"{base['cpu'] / med[key]['cpu']:.2f}", f"{med[key]['pss_mib']:.0f}"] for key, label, *_ in ways]
         wall = med["parallel"]["wall"]
         md = ("### Course notes: `seqgrad latex notes.tex --standalone` (every section)\n\n"
-              f"Medians of {repeats} rounds, the three ways alternating as subprocesses; the documents are byte for byte "
-              f"the same: {same}. The machine was shared with other jobs while this was measured ("
+              f"Medians of {repeats} rounds, the {len(ways)} ways alternating as subprocesses; the documents "
+              + ("of this code's three ways " if args.before else "") + f"are byte for byte the same: {same}. The machine was shared with other jobs while this was measured ("
               + "; ".join(sorted(set(loads))[:3]) + "), so read the ratios and the CPU time (user + system of the "
               "process tree); peak memory is the summed PSS of the process tree.\n\n"
               + benchdoc.table(["way", "wall s", "speed-up (wall)", "CPU s", "CPU saved (ratio)", "peak PSS MiB"], rows)
+              + (f"\n\nAgainst {args.before_label} in the same rounds: wall {med['before']['wall'] / wall:.2f}x, CPU "
+                 f"{med['before']['cpu'] / med['parallel']['cpu']:.2f}x faster (default `--jobs` both)." if args.before else "")
               + f"\n\nTarget: under {TARGET_WALL_S:.0f} s wall; measured {wall:.1f} s: "
               + ("met." if wall < TARGET_WALL_S else f"**not met** (CPU {med['parallel']['cpu']:.1f} s, i.e. at least "
                  f"{med['parallel']['cpu'] / cores:.1f} s on {cores} idle cores)."))

@@ -22,8 +22,8 @@ def decoder_section(b) -> str:
     counts = latex_aligned([(sp.Symbol("P_{layer}"), dd.decoder_layer_params()),
                             (sp.Symbol("P_{layer}(256, 4, 1024)"), dd.decoder_layer_params(256, 4, 1024)),
                             (sp.Symbol("P_{stack}^{N=6}"), dd.task29()["decoder_stack"])])
-    parts = [_derivation("Cross-attention: queries from the decoder, keys and values from the memory Z", dd.CrossAttention(2, 2, 1, 1).latex()),
-             _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(),
+    parts = [_derivation("Cross-attention: queries from the decoder, keys and values from the memory Z", dd.CrossAttention(2, 2, 1, 1).latex(b.notation)),
+             _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
                          "output row $i$ depends on no target row $j > i$: proved for pre- and post-norm" if holds else "\\textbf{NOT proved}"),
              text("Without the mask every output row depends on every target row" + (" (shown)." if leaks else " (NOT shown).")),
              _derivation("Parameter counts (with biases and three LayerNorms; task 29 without)", counts),
@@ -45,11 +45,11 @@ def conv_section(b) -> str:
 
     proof = dc.prove_explicit(dc.ExplicitConv((4, 5), (3, 2), stride=2, padding=1))
     ks, ss = sp.symbols("k_1:4", positive=True), sp.symbols("s_1:4", positive=True)
-    parts = [_derivation("Convolution and its gradients, symbolic sizes (lecture 7, l.9)", dc.Conv2d().latex(),
+    parts = [_derivation("Convolution and its gradients, symbolic sizes (lecture 7, l.9)", dc.Conv2d().latex(b.notation),
                          "proved at concrete sizes with stride and padding" if proof.holds else "\\textbf{NOT proved}"),
-             text("Max-pooling (l.13): the source's formula is cut off after \\max_{0\\le u,v; here maxpool(X)_ij = "
-                  "max over 0 <= u, v < p of X_{s i+u, s j+v}, and its gradient goes to the first maximal entry of each "
-                  "window in row-major order (the PyTorch convention at ties)."),
+             text("Max-pooling (l.13): the source's formula is cut off; each output is the largest entry of its "
+                  "p × p window (windows s apart), and its gradient goes to the first maximal entry of the window in "
+                  "row-major order (the PyTorch convention at ties)."),
              _derivation("Receptive field of three stacked layers (l.15)",
                          latex_aligned([(sp.Symbol("r_3"), dc.receptive_field(ks, ss))])),
              _catalogue_section(["derive.conv"])(b),

@@ -49,6 +49,16 @@ def text(s: str) -> str:
     return tex_escape(s)
 
 
+_RELATIONS = {">=": "≥", "<=": "≤", "!=": "≠"}
+
+
+def prose(s: str) -> str:
+    """Words for the notes (a scope such as ``all n >= 1``): ``>=``, ``<=`` and ``!=`` as the signs, then :func:`text`."""
+    for ascii_, sign in _RELATIONS.items():
+        s = s.replace(ascii_, sign)
+    return text(s)
+
+
 def code(name: str) -> str:
     """A name in typewriter type that may break after ``-``, ``_``, ``.`` or ``:`` (a long check name in a
     narrow column would otherwise run into the next one).
@@ -160,7 +170,9 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         rows.append([code(entry.name), text(_seed_line(entry.source)), status])
         statement = entry.statement()
         body = b.notation.latex(statement)
-        head = f"\\paragraph{{{text(entry.title)}}} {code(entry.name)}, {text(_seed_line(entry.source))}."
+        # the heading names the entry and says where it comes from and for which sizes it holds; the formula itself is
+        # the typeset display below it (the title is an ASCII sentence for terminals, never set in the notes)
+        head = f"\\paragraph{{{code(entry.name)}}} {text(_seed_line(entry.source))}; {prose(entry.scope)}."
         trivial = getattr(statement, "lhs", None) is not None and statement.lhs == statement.rhs and not statement.free_symbols
         if trivial:  # both sides evaluate to the same number ("4 = 4"): the title states it; a display would not
             statements.append(f"{head} (Both sides evaluate to {inline(statement.lhs, b.notation)}.)")
@@ -345,7 +357,7 @@ def _gates(b: Build) -> str:
         holds = proved[f"gated.fact.{fact.name}"] if f"gated.fact.{fact.name}" in proved else fact.prove().holds
         rows.append(f"\\paragraph{{{code(fact.name)}}} {text(_seed_line(fact.source))}: "
                     + ("proved." if holds else "\\textbf{NOT proved}.")
-                    + f"\n\\begin{{equation*}}\n{fact.statement}\n\\end{{equation*}}")
+                    + "\n" + fact.latex(n))
     parts.append("\\subsection*{Activation facts, each proved now}\n" + "\n".join(rows))
     parts.append(check_status("gated.*", b, results) if results else checks_or_note("gated.*", b))
     parts.append(b.figures("paths"))
@@ -353,14 +365,15 @@ def _gates(b: Build) -> str:
 
 
 def _derivation(title: str, tex: str, verdict: str = "", where=None, notation: Notation | None = None) -> str:
-    """A derivation object's own display (its ``latex()``), with its proof's verdict; ``where`` is a
-    SymPy equation typeset after the title (``n = 3``), never text with dollar signs in it."""
+    """A derivation object's own display (its ``latex()``, a complete ``align*`` display, pasted as it is), with
+    its proof's verdict; ``where`` is a SymPy equation typeset after the title (``n = 3``), never text with
+    dollar signs in it."""
     from derive.latex_layout import inline
 
+    if not tex.lstrip().startswith("\\begin{align"):
+        raise SeqgradValueError("tex", tex[:60], "a complete display (what every latex() returns)")
     head = text(_seed_line(title)) + (", " + inline(where, notation) if where is not None else "")
-    displayed = tex.lstrip().startswith(("\\begin{align*}", "\\begin{align}", "\\begin{equation"))  # a display already
-    body = tex if displayed else f"\\begin{{equation*}}\n{tex}\n\\end{{equation*}}"
-    return f"\\paragraph{{{head}}}" + (f" ({verdict})" if verdict else "") + "\n" + body
+    return f"\\paragraph{{{head}}}" + (f" ({verdict})" if verdict else "") + "\n" + tex
 
 
 def _attention(b: Build) -> str:
@@ -370,7 +383,7 @@ def _attention(b: Build) -> str:
     jac = softmax.SoftmaxJacobian(3)
     import sympy as sp
 
-    parts = [_derivation("The softmax Jacobian", jac.latex(), "proved exactly" if jac.prove() else "\\textbf{NOT proved}",
+    parts = [_derivation("The softmax Jacobian", jac.latex(b.notation), "proved exactly" if jac.prove() else "\\textbf{NOT proved}",
                          where=sp.Eq(sp.Symbol("n"), 3, evaluate=False), notation=b.notation),
              _catalogue_section(["derive.softmax", "derive.attention"])(b)]
     return "\n\n".join(parts)
@@ -387,11 +400,11 @@ def _residual(b: Build) -> str:
     for placement in residual.ResidualJacobian.PLACEMENTS:
         jac = residual.ResidualJacobian(d=2, placement=placement)
         verdict = "proved exactly for a generic branch, $d = 2$" if jac.prove() else "\\textbf{NOT proved}"
-        parts.append(_derivation(f"A residual wrapping, {placement}", jac.latex(), verdict))
-    parts.append(_derivation("The pre-norm block (seed 000 L946)", residual.EncoderBlock(T=2, D=2).latex()))
+        parts.append(_derivation(f"A residual wrapping, {placement}", jac.latex(b.notation), verdict))
+    parts.append(_derivation("The pre-norm block (seed 000 L946)", residual.EncoderBlock(T=2, D=2).latex(b.notation)))
     depth = residual.DepthProduct(L=3, d=2)
     holds = all(sp.expand(e) == 0 for e in (depth.product() - depth.expansion()))
-    parts.append(_derivation("A stack of three residual layers is a sum over paths", depth.latex(),
+    parts.append(_derivation("A stack of three residual layers is a sum over paths", depth.latex(b.notation),
                              "proved exactly, $d = 2$" if holds else "\\textbf{NOT proved}"))
     parts.append(_catalogue_section(["derive.layernorm", "derive.residual"])(b))
     parts.append(b.figures("depth"))
@@ -440,7 +453,7 @@ def _positional(b: Build) -> str:
         verdict = "proved exactly" if report.holds else "\\textbf{NOT proved}"
         where = inline(sp.Eq(sp.Symbol("d"), d, evaluate=False), b.notation)
         parts.append(f"\\paragraph{{The shift identity, {where}}} ({verdict} for symbolic $pos$ and $k$.)\n"
-                     f"\\begin{{equation*}}\n{shift.latex()}\n\\end{{equation*}}\n"
+                     f"{shift.latex(b.notation)}\n"
                      "\\begin{center}\n" + tabular(["statement", "", "verdict"], shift_report_rows(report, b.notation),
                                                     "l" + ragged("6cm") + "l") + "\n\\end{center}")
     parts.append(_catalogue_section(["derive.positional"])(b))

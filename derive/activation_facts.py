@@ -27,7 +27,9 @@ returns the proof's steps with a verdict.
 >>> af.get("hochreiter").prove().holds
 True
 >>> print(af.get("tanh_prime").latex())
-\frac{d}{d z} \tanh{\left(z \right)} = 1 - h^{2}, \qquad h = \tanh{\left(z \right)}
+\begin{align*}
+\frac{d}{d z} \tanh{\left(z \right)} &= 1 - h^{2}\quad \text{with }h = \tanh{\left(z \right)}
+\end{align*}
 """
 
 from __future__ import annotations
@@ -67,18 +69,21 @@ class Fact:
 
     name: str
     source: str
-    statement: str  # LaTeX
+    statement: tuple  # rows for derive.latex_layout.display: SymPy relations, each with an optional note
     _prove: Callable[[], Proof]
 
     def prove(self) -> Proof:
         """Redo the proof with SymPy (once per run of ``seqgrad check`` or ``latex``: :mod:`seqgrad.runcache`)."""
         return _proved(self)
 
-    def latex(self) -> str:
-        return self.statement
+    def latex(self, notation=None) -> str:
+        """The statement as a complete display (``align*``, amsmath and amssymb)."""
+        from .latex_layout import display
+
+        return display(self.statement, notation)
 
     def _repr_latex_(self) -> str:
-        return f"$\\displaystyle {self.statement}$"
+        return self.latex()
 
     def __repr__(self) -> str:
         return f"Fact({self.name!r})"
@@ -197,31 +202,53 @@ def _fact(name, source, statement, prove) -> tuple:
     return name, Fact(name, source, statement, prove)
 
 
+sigma = sp.Function("sigma")
+phi = sp.Function("phi")
+_sigma_prime, _tanh_prime_z = sp.Derivative(sigma(z), z), sp.Derivative(sp.tanh(z), z)
+_all_z = ("for all ", z, ", with equality only at ", sp.Eq(z, 0, evaluate=False))
+
+
+class Norm2(sp.Function):
+    """The spectral norm ``||A||_2`` of a statement (printed, never evaluated)."""
+
+    def _latex(self, printer):
+        return r"\left\lVert %s \right\rVert_2" % printer._print(self.args[0])
+
+    def _sympystr(self, printer):
+        return f"||{printer._print(self.args[0])}||_2"
+
+
+def _pascanu_rows(activation: str, gamma_value) -> tuple:
+    J_t, W_h, gamma_, s_max = sp.symbols("J_t W_h gamma sigma_max")
+    return ((sp.Le(Norm2(J_t), gamma_ * Norm2(W_h)), ("with ", sp.Eq(gamma_, gamma_value, evaluate=False), f" for {activation}")),
+            (sp.Lt(sp.Function("sigma_max")(W_h), 1 / gamma_value), "is enough for the gradient to vanish"))
+
+
 FACTS: dict[str, Fact] = dict([
     _fact("tanh_prime", "week06 §Paths:228, Table 4",
-          r"\frac{d}{d z} \tanh{\left(z \right)} = 1 - h^{2}, \qquad h = \tanh{\left(z \right)}", _tanh_prime),
+          ((_tanh_prime_z, 1 - h ** 2, ("with ", sp.Eq(h, sp.tanh(z), evaluate=False))),), _tanh_prime),
     _fact("sigmoid_prime", "week06 Table 4 (week06 §Paths:212-216)",
-          r"\frac{d}{d z} \sigma\left(z\right) = s \left(1 - s\right), \qquad s = \sigma\left(z\right) = \frac{1}{1 + e^{-z}}",
+          ((_sigma_prime, s * (1 - s), ("with ", sp.Eq(s, sigma(z), evaluate=False))), (sigma(z), 1 / (1 + sp.exp(-z)))),
           _sigmoid_prime),
     _fact("sigmoid_prime_max", "week06 Table 4: slope never exceeds 1/4",
-          r"\sigma'\left(z\right) \le \frac{1}{4} \text{ for all } z, \text{ with equality only at } z = 0", _sigmoid_prime_max),
+          ((sp.Le(_sigma_prime, sp.Rational(1, 4)), _all_z),), _sigmoid_prime_max),
     _fact("tanh_prime_max", "week06 Table 4: slope about 1 near 0",
-          r"\tanh'\left(z\right) \le 1 \text{ for all } z, \text{ with equality only at } z = 0", _tanh_prime_max),
+          ((sp.Le(_tanh_prime_z, 1), _all_z),), _tanh_prime_max),
     _fact("saturation", "week06 §Paths:218",
-          r"\lim_{|z| \to \infty} \tanh'\left(z\right) = \lim_{|z| \to \infty} \sigma'\left(z\right) = 0, \quad "
-          r"\tanh\left(\pm\infty\right) = \pm 1, \quad \sigma\left(-\infty\right) = 0, \quad \sigma\left(\infty\right) = 1",
+          ((sp.Limit(_tanh_prime_z, z, sp.oo), (sp.Limit(_sigma_prime, z, sp.oo), 0), ("and the same as ", z, " goes to minus infinity")),
+           (sp.Limit(sp.tanh(z), z, sp.oo), 1), (sp.Limit(sp.tanh(z), z, -sp.oo), -1),
+           (sp.Limit(sigma(z), z, sp.oo), 1), (sp.Limit(sigma(z), z, -sp.oo), 0)),
           _saturation),
     _fact("relu_at_zero", "week06 Table 4 and week06 §Paths:216: ReLU at 0 needs a convention",
-          r"\max\left(0, z\right)' = 1 \; (z > 0), \quad 0 \; (z < 0), \quad \text{and by convention } 0 \text{ at } z = 0",
+          ((sp.Derivative(sp.Max(0, z), z), sp.Piecewise((1, z > 0), (0, z < 0)), "the one-sided slopes at 0 differ"),
+           (sp.Subs(sp.Derivative(phi(z), z), z, 0), 0, ("by convention for ", sp.Eq(phi(z), sp.Max(0, z), evaluate=False), ", as torch"))),
           _relu_at_zero),
     _fact("hochreiter", "Hochreiter (1991); week06 Table 4",
-          r"\left|\sigma'\left(z\right) w\right| < 1 \text{ for every } z \in \mathbb{R} \iff \left|w\right| < 4", _hochreiter),
+          ((sp.Lt(sp.Abs(_sigma_prime * w), 1), ("for every real ", z, " exactly when ", sp.Lt(sp.Abs(w), 4))),), _hochreiter),
     _fact("pascanu_tanh", "Pascanu, Mikolov and Bengio (2013), section 2; week06 §Jacobian:338-340",
-          r"\left\lVert \mathbf{J}_t \right\rVert_2 \le \gamma \left\lVert \mathbf{W}_h \right\rVert_2, \; \gamma = 1 "
-          r"\; (\tanh); \quad \sigma_{\max}\left(\mathbf{W}_h\right) < 1 \Rightarrow \text{vanishing}", _pascanu("tanh")),
+          _pascanu_rows("tanh", sp.Integer(1)), _pascanu("tanh")),
     _fact("pascanu_sigmoid", "Pascanu, Mikolov and Bengio (2013), section 2",
-          r"\left\lVert \mathbf{J}_t \right\rVert_2 \le \gamma \left\lVert \mathbf{W}_h \right\rVert_2, \; \gamma = \frac{1}{4} "
-          r"\; (\sigma); \quad \sigma_{\max}\left(\mathbf{W}_h\right) < 4 \Rightarrow \text{vanishing}", _pascanu("sigmoid")),
+          _pascanu_rows("the sigmoid", sp.Rational(1, 4)), _pascanu("sigmoid")),
 ])
 
 NAMES: tuple[str, ...] = tuple(FACTS)

@@ -208,12 +208,22 @@ class SelfAttention(Derivation):
         L = sum((G[t, c] * self.O[t, c] for t in range(self.T) for c in range(self.d_v)), sp.Integer(0))
         return P.applyfunc(lambda p: sp.diff(L, p))
 
-    def latex(self) -> str:
-        s = sp.latex(self.scale)
-        mask = r" + \mathbf M" if self.M is not None else ""
-        return (r"\begin{aligned}\mathbf Q &= \mathbf X W_Q^{\top},\ \mathbf K = \mathbf X W_K^{\top},\ \mathbf V = \mathbf X W_V^{\top},\\"
-                r" \mathbf S &= " + s + r"\,\mathbf Q\mathbf K^{\top}" + mask + r",\quad \mathbf A = \operatorname{softmax}_{\mathrm{rows}}(\mathbf S),"
-                r"\quad \mathbf O = \mathbf A\mathbf V,\\ \mathbf A &= " + sp.latex(self.A) + r"\end{aligned}")
+    def rows(self) -> list:
+        """The head's definitions: Q, K, V, the scaled scores S, the row softmax A (entry by entry), O = A V."""
+        from .rules import Masked, RowSoftmax
+
+        T, dm, dk, dv = self.T, self.d_model, self.d_k, self.d_v
+        X, Q, K, V = (sp.MatrixSymbol(n, T, w) for n, w in (("X", dm), ("Q", dk), ("K", dk), ("V", dv)))
+        W = {n: sp.MatrixSymbol(f"W_{n}", w, dm) for n, w in (("Q", dk), ("K", dk), ("V", dv))}
+        S, A, O = sp.MatrixSymbol("S", T, T), sp.MatrixSymbol("A", T, T), sp.MatrixSymbol("O", T, dv)
+        scores = sp.MatMul(self.scale, Q, K.T)
+        a, t, s, u = sp.IndexedBase("A"), *sp.symbols("t s u", integer=True, nonnegative=True)
+        e = sp.IndexedBase("S" if self.M is None else "E")
+        return [(Q, X * W["Q"].T), (K, X * W["K"].T), (V, X * W["V"].T), (S, scores),
+                (A, RowSoftmax(S if self.M is None else Masked(S, sp.MatrixSymbol("M", T, T)))), (O, A * V),
+                (a[t, s], sp.exp(e[t, s]) / sp.Sum(sp.exp(e[t, u]), (u, 0, T - 1)),
+                 ("for ", sp.Eq(sp.Symbol("T"), T, evaluate=False))
+                 + (() if self.M is None else (", with the masked scores ", sp.Eq(sp.Symbol("E"), sp.Symbol("S") + sp.Symbol("M"), evaluate=False))))]
 
     def __repr__(self) -> str:
         return f"SelfAttention(T={self.T}, d_model={self.d_model}, d_k={self.d_k}, d_v={self.d_v}, masked={self.M is not None})"
@@ -262,9 +272,14 @@ class MultiHeadAttention(Derivation):
         self.C = sp.Matrix.hstack(*[h.O for h in self.heads])
         self.B = self.C * self.W_O.T
 
-    def latex(self) -> str:
-        return (r"\mathbf B_{\mathrm{att}} = [\mathbf O^{[1]}\mid\cdots\mid\mathbf O^{[" + str(len(self.heads)) + r"]}]\,W_O^{\top},"
-                r"\quad W_O\in\mathbb R^{" + f"{self.d_out}\\times{self.W_O.cols}" + "}")
+    def rows(self) -> list:
+        """B_att = [O^[1] | ... | O^[h]] W_O^T: the heads side by side, then the output projection."""
+        from .rules import HConcat
+
+        heads = [sp.MatrixSymbol(f"O^[{n + 1}]", self.T, dv) for n, (_, dv) in enumerate(self.widths)]
+        W_O = sp.MatrixSymbol("W_O", self.d_out, self.W_O.cols)
+        return [(sp.MatrixSymbol("B_att", self.T, self.d_out), sp.MatMul(HConcat(*heads), W_O.T),
+                 ("with ", W_O, f" of size {self.d_out} × {self.W_O.cols}"))]
 
     def __repr__(self) -> str:
         return f"MultiHeadAttention(T={self.T}, d_model={self.d_model}, heads={self.widths}, d_out={self.d_out})"
@@ -311,8 +326,13 @@ class Equivariance(Derivation):
     def permutations(self):
         return list(itertools.permutations(range(self.T)))
 
-    def latex(self) -> str:
-        return r"\mathbf A(\Pi\mathbf H) = \Pi\,\mathbf A(\mathbf H)\,\Pi^{\top},\qquad \mathbf O(\Pi\mathbf H) = \Pi\,\mathbf O(\mathbf H)"
+    VECTORS = frozenset({"H"})
+
+    def rows(self) -> list:
+        """A(Pi H) = Pi A(H) Pi^T and O(Pi H) = Pi O(H), for every permutation matrix Pi."""
+        Pi, PiT, H = sp.symbols("Pi Pi^T H", commutative=False)
+        A, O = sp.Function("A", commutative=False), sp.Function("O", commutative=False)
+        return [(A(Pi * H), Pi * A(H) * PiT, "for every permutation matrix"), (O(Pi * H), Pi * O(H))]
 
     def __repr__(self) -> str:
         return f"Equivariance(T={self.T}, positions={self.positions is not None}, causal={self.causal})"

@@ -73,10 +73,11 @@ class BlockProgram:
         return self.program.definitions(("backward", "gradient"))
 
     def latex(self) -> str:
+        """The block's program as a complete display (``align*``, see :meth:`derive.program.Program.latex`)."""
         return self.program.latex()
 
     def _repr_latex_(self) -> str:
-        return "$$" + self.latex() + "$$"
+        return self.latex()  # a complete display, which Jupyter renders as it is
 
     def args(self) -> list:
         """Every leaf the compiled program needs: inputs, G, and the size symbols."""

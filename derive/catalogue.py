@@ -97,7 +97,7 @@ def markdown() -> str:
         lines.append(f"| `{e.name}` | {e.source} | {e.title} | {e.scope} | {method} |")
     lines += ["", "## Statements", ""]
     for e in entries():
-        statement = e.latex()
+        statement = e.math()
         if len(statement) > 1500:
             statement = statement[:1500] + r" \ldots"
         lines += [f"### `{e.name}`", "", f"{e.title} ({e.source}).", "", f"Scope: {e.scope}."]

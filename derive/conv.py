@@ -37,12 +37,13 @@ Every rule here is the index-notation proof of the convolution primitive; it bel
 
 from __future__ import annotations
 
+import functools
 import itertools
 from functools import cached_property, lru_cache
 
 import sympy as sp
 
-from seqgrad import validate
+from seqgrad import runcache, validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError, ShapeError
 
 from .identity import Derivation, Identity, NumericResult
@@ -88,6 +89,16 @@ def output_size(H, k_size, stride=1, padding=0):
     return sp.floor((H + 2 * padding - k_size) / stride) + 1
 
 
+def _once_per_stride(method):
+    """A derivation of :class:`Conv2d` computed once per run (:mod:`seqgrad.runcache`) for each stride: the notes,
+    the catalogue and the checks all ask for the same gradients."""
+    @functools.wraps(method)
+    def shared(self):
+        return runcache.once((f"Conv2d.{method.__name__}", self.stride), lambda: method(self))
+
+    return shared
+
+
 class Conv2d(Derivation):
     """The 2-D convolution of the lecture at symbolic size: ``Y_ij = sum_uv K_uv X_{s i+u, s j+v} + b``.
 
@@ -101,10 +112,12 @@ class Conv2d(Derivation):
         self.Y = sp.Sum(K[u, v] * X[st * i + u, st * j + v], (u, 0, k - 1), (v, 0, k - 1)) + b
         self.L = sp.Sum(G[i, j] * self.Y, (i, 0, H_o - 1), (j, 0, W_o - 1))
 
+    @_once_per_stride
     def grad_K(self):
         """``dL/dK_pq = sum_ij G_ij X_{s i+p, s j+q}``: the weight-sharing sum over every position."""
         return _drop_range_conditions(sp.diff(self.L, K[p, q]).doit())
 
+    @_once_per_stride
     def grad_b(self):
         """``dL/db = sum_ij G_ij``."""
         return sp.diff(self.L, b).doit()
@@ -113,6 +126,7 @@ class Conv2d(Derivation):
         """``dL/dX_mn`` as differentiation leaves it: deltas ``[m = s i + u][n = s j + v]`` inside the sums."""
         return sp.diff(self.L, X[m, n])
 
+    @_once_per_stride
     def grad_X(self):
         """``dL/dX_mn = sum_uv K_uv Ghat_{m-u, n-v}`` (stride 1), derived: the deltas of :meth:`grad_X_raw`
         are summed over i, j first, which picks ``i = m - u``, ``j = n - v`` when that output position exists;
@@ -124,19 +138,20 @@ class Conv2d(Derivation):
         flat = sp.Sum(G[i, j] * inner.function, (i, 0, H_o - 1), (j, 0, W_o - 1), *inner.limits).doit()
         return flat.replace(lambda e: isinstance(e, sp.Piecewise), _zero_extended)
 
+    @_once_per_stride
     def grad_X_flipped(self):
         """The same sum reindexed ``u -> k-1-u``, ``v -> k-1-v``: a full cross-correlation with the flipped kernel."""
         return self.grad_X().change_index(u, k - 1 - u).change_index(v, k - 1 - v)
 
-    def latex(self) -> str:
-        from .latex_settings import NotationPrinter
+    def rows(self) -> list:
+        """Y, and the gradients for K, b and (stride 1) X, the last also as a full correlation with the flipped
+        kernel; with a stride the input gradient is derived at concrete sizes (:class:`ExplicitConv`)."""
+        from .latex_settings import Partial
 
-        pr = NotationPrinter().doprint
-        rows = [(sp.Symbol("Y_{ij}"), self.Y), (sp.Symbol(r"\frac{\partial L}{\partial K_{pq}}"), self.grad_K()),
-                (sp.Symbol(r"\frac{\partial L}{\partial b}"), self.grad_b()),
-                (sp.Symbol(r"\frac{\partial L}{\partial X_{mn}}"), self.grad_X()),
-                (sp.Symbol(r"\phantom{\frac{\partial L}{\partial X_{mn}}}"), self.grad_X_flipped())]
-        return r"\begin{aligned}" + r"\\ ".join(f"{pr(a)} &= {pr(e)}" for a, e in rows) + r"\end{aligned}"
+        rows = [(sp.Symbol("Y_ij"), self.Y), (Partial(sp.Symbol("K_pq")), self.grad_K()), (Partial(sp.Symbol("b")), self.grad_b())]
+        if self.stride == 1:
+            rows.append((Partial(sp.Symbol("X_mn")), [self.grad_X(), self.grad_X_flipped()]))
+        return rows
 
     def __repr__(self) -> str:
         return f"Conv2d(stride={self.stride})"
@@ -215,8 +230,8 @@ class ExplicitConv(Derivation):
         d, f = self.by_differentiation(), self.by_formula()
         return [sp.expand(d[name][key] - f[name][key]) for name in d for key in d[name]]
 
-    def latex(self) -> str:
-        return Conv2d(self.stride).latex()
+    def rows(self) -> list:
+        return Conv2d(self.stride).rows()
 
     def __repr__(self) -> str:
         return f"ExplicitConv(size={self.size}, kernel={self.kernel}, stride={self.stride}, padding={self.padding})"

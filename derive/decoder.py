@@ -104,12 +104,21 @@ class CrossAttention(Derivation):
         validate.choice("wrt", wrt, tuple(self.parameters))
         return sp.Matrix(list(self.O)).jacobian(list(self.parameters[wrt]))
 
-    def latex(self) -> str:
-        return ("\\begin{align*}\n"
-                r"\mathbf Q &= \mathbf X W_Q^{\top},\quad \mathbf K = \mathbf Z W_K^{\top},\quad \mathbf V = \mathbf Z W_V^{\top}\\" "\n"
-                r"\mathbf A &= \operatorname{softmax}_{\mathrm{rows}}\!\left(\tfrac{\mathbf Q\mathbf K^{\top}}{\sqrt{d_k}}\right),\quad"
-                r"\mathbf O = \mathbf A\mathbf V\\" "\n"
-                r"\frac{\partial L}{\partial \mathbf Z} &= d\mathbf K\, W_K + \mathbf A^{\top} G\, W_V" "\n\\end{align*}")
+    def rows(self) -> list:
+        """Queries from the decoder rows X, keys and values from the memory Z; the gradient reaching Z."""
+        from .latex_settings import Partial
+        from .rules import RowSoftmax
+
+        T, Ts, dm, dk, dv = self.T, self.T_src, self.d_model, self.d_k, self.d_v
+        X, Z = sp.MatrixSymbol("X", T, dm), sp.MatrixSymbol("Z", Ts, dm)
+        Q, K, V = sp.MatrixSymbol("Q", T, dk), sp.MatrixSymbol("K", Ts, dk), sp.MatrixSymbol("V", Ts, dv)
+        W_Q, W_K, W_V = sp.MatrixSymbol("W_Q", dk, dm), sp.MatrixSymbol("W_K", dk, dm), sp.MatrixSymbol("W_V", dv, dm)
+        A, O, G = sp.MatrixSymbol("A", T, Ts), sp.MatrixSymbol("O", T, dv), sp.MatrixSymbol("G", T, dv)
+        G_K, G_V = sp.MatrixSymbol("G_K", Ts, dk), sp.MatrixSymbol("G_V", Ts, dv)
+        return [(Q, X * W_Q.T), (K, Z * W_K.T), (V, Z * W_V.T),
+                (A, RowSoftmax(sp.MatMul(1 / sp.sqrt(sp.Symbol("d_k", positive=True)), Q, K.T))), (O, A * V),
+                (G, Partial(O), "the gradient from above"), (G_V, [Partial(V), A.T * G]), (G_K, Partial(K)),
+                (Partial(Z), G_K * W_K + G_V * W_V, "keys and values both read Z")]
 
     def __repr__(self) -> str:
         return f"CrossAttention(T={self.T}, T_src={self.T_src}, d_model={self.d_model}, d_k={self.d_k}, d_v={self.d_v})"
@@ -191,11 +200,15 @@ class DecoderBlock(Derivation):
         point = {s_: sp.Rational((7 * n_) % 11 - 5, 3) for n_, s_ in enumerate(sorted(d.free_symbols, key=lambda q: q.name))}
         return sp.nsimplify(d.xreplace(point)) if d != 0 else sp.Integer(0)
 
-    def latex(self) -> str:
-        return ("\\begin{align*}\n"
-                r"\mathbf U_1 &= \mathbf H + \mathrm{MHA}_{\mathrm{self}}(\mathrm{LN}_1(\mathbf H);\,\mathbf M)\\" "\n"
-                r"\mathbf U_2 &= \mathbf U_1 + \mathrm{MHA}_{\mathrm{cross}}(\mathrm{LN}_2(\mathbf U_1), \mathbf Z)\\" "\n"
-                r"\mathbf H' &= \mathbf U_2 + \mathrm{MLP}(\mathrm{LN}_3(\mathbf U_2))" "\n\\end{align*}")
+    VECTORS = frozenset({"H", "U", "M", "Z", "H'"})
+
+    def rows(self) -> list:
+        """The pre-norm decoder block: masked self-attention, cross-attention to the memory Z, the MLP."""
+        H, U_1, U_2, H2, M, Z = sp.symbols("H U_1 U_2 H' M Z", commutative=False)
+        LN1, LN2, LN3, self_att, cross, MLP = (sp.Function(n, commutative=False) for n in
+                                                ("LN_1", "LN_2", "LN_3", "MHA_self", "MHA_cross", "MLP"))
+        return [(U_1, H + self_att(LN1(H), M), ("with the causal mask ", M)), (U_2, U_1 + cross(LN2(U_1), Z)),
+                (H2, U_2 + MLP(LN3(U_2)))]
 
     def __repr__(self) -> str:
         return f"DecoderBlock(T={self.T}, T_src={self.T_src}, causal={self.causal}, norm_first={self.norm_first})"

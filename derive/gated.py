@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
-from seqgrad import validate
+from seqgrad import runcache, validate
 
 from . import rules
 from .cell import definition_tangent, direction, scalar_tangent
@@ -64,11 +64,13 @@ KINDS = ("GRU", "LSTM")
 GATES = {"GRU": ("r", "u", "n"), "LSTM": ("i", "f", "c", "o")}
 
 
+@runcache.memo  # derived once per run of seqgrad check / latex, however many sections and checks ask
 def gru(steps: int, inputs: int | None = None, hidden: int | None = None, outputs: int | None = None) -> "GatedRNN":
     """An unrolled GRU of ``steps`` positions (scalar without sizes, vector with any of them)."""
     return GatedRNN("GRU", steps, inputs, hidden, outputs)
 
 
+@runcache.memo
 def lstm(steps: int, inputs: int | None = None, hidden: int | None = None, outputs: int | None = None) -> "GatedRNN":
     """An unrolled LSTM of ``steps`` positions (scalar without sizes, vector with any of them)."""
     return GatedRNN("LSTM", steps, inputs, hidden, outputs)

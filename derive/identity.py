@@ -42,25 +42,41 @@ RULES = ("policy", "printed", "statistical", "differs")
 
 
 class Derivation:
-    """Mixin: a derivation prints readably and exports LaTeX through :func:`sympy.latex`."""
+    """Mixin: a derivation prints readably and exports LaTeX.
 
-    def latex(self) -> str:  # pragma: no cover - every subclass overrides
+    A subclass says what it shows as :meth:`rows` (SymPy relations or ``(lhs, rhs)`` pairs, each with an
+    optional note; see :func:`derive.latex_layout.display`); :meth:`latex` lays them out as a complete display,
+    one or more ``align*`` environments, that pastes into a document body whose preamble loads
+    :data:`derive.latex_layout.PACKAGES` (``amsmath`` and ``amssymb``).  ``VECTORS`` are the names it sets in bold.
+    """
+
+    VECTORS: frozenset = frozenset()
+
+    def rows(self) -> list:  # pragma: no cover - every subclass overrides
         raise NotImplementedError
 
+    def latex(self, notation=None, *, width: int = 60) -> str:
+        """A complete display (``align*``, amsmath) of :meth:`rows`, printed with ``notation``."""
+        from .latex_layout import display
+        from .latex_settings import Notation
+
+        notation = Notation() if notation is None else notation
+        return display(self.rows(), notation.with_vectors(self.VECTORS) if self.VECTORS else notation, width=width)
+
     def _repr_latex_(self) -> str:
-        return f"$\\displaystyle {self.latex()}$"
+        return self.latex()  # a complete display (align*), which Jupyter renders as it is
 
     def document(self) -> str:
-        """A complete compilable LaTeX document holding :meth:`latex` as a display."""
+        """A complete compilable LaTeX document holding :meth:`latex`."""
         return latex_document(self.latex())
 
 
 def latex_document(body: str) -> str:
-    """Wrap a display formula in a minimal compilable article."""
-    return (
-        "\\documentclass{article}\n\\usepackage{amsmath,amssymb}\n\\begin{document}\n"
-        f"\\[\n{body}\n\\]\n\\end{{document}}\n"
-    )
+    """Put a complete display (what every ``latex()`` returns) in a minimal compilable article."""
+    from .latex_layout import PACKAGES
+
+    return ("\\documentclass{article}\n\\usepackage{" + ",".join(PACKAGES) + "}\n\\begin{document}\n"
+            f"{body}\n\\end{{document}}\n")
 
 
 @dataclass
@@ -122,7 +138,14 @@ class Identity(Derivation):
         return self.rhs_
 
     def prove(self) -> Proof:
-        """Run the exact proof (for ``method="numeric"`` this is the numeric check's verdict)."""
+        """Run the exact proof (for ``method="numeric"`` this is the numeric check's verdict); within one run of
+        ``seqgrad check`` or ``seqgrad latex`` (:mod:`seqgrad.runcache`) an entry is proved once, however many
+        sections and checks ask."""
+        from seqgrad import runcache
+
+        return runcache.once(("Identity.prove", self.name, self.title, self.method), self._prove_now)
+
+    def _prove_now(self) -> Proof:
         start = time.perf_counter()
         proof = self.prover()
         proof.seconds = time.perf_counter() - start
@@ -146,10 +169,14 @@ class Identity(Derivation):
             return sp.Eq(lhs, rhs, evaluate=False)
         return sp.Ne(lhs, rhs, evaluate=False)
 
-    def latex(self) -> str:
-        op = "=" if self.relation == "=" else r"\neq"
-        lhs, rhs = self.sides()
-        return f"{sp.latex(lhs)} {op} {sp.latex(rhs)}"
+    def rows(self) -> list:
+        return [self.statement()]
+
+    def math(self, notation=None) -> str:
+        """The statement as one line of math-mode LaTeX (for ``$$ ... $$`` in Markdown); :meth:`latex` is the display."""
+        from .latex_settings import latex
+
+        return latex(self.statement(), notation)
 
     def __str__(self) -> str:
         from .program import sstr

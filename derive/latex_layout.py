@@ -16,6 +16,16 @@ G &= g^{z}_{0} x_{0} + g^{z}_{1} x_{1}\\\\
   &\\quad {}+ g^{z}_{2} x_{2} + g^{z}_{3} x_{3}
 \\end{align*}
 
+A row may be any SymPy relation (``Eq``, ``Ne``, ``Le``, ...) and carry a note in words, text and
+SymPy pieces that are set after the formula; every ``latex()`` of a derivation object is such a
+display of its ``rows()``:
+
+>>> z = sp.Symbol("z")
+>>> print(display([(sp.Le(sp.Derivative(sp.tanh(z), z), 1), ("for all ", z))]))
+\\begin{align*}
+\\frac{d}{d z} \\tanh{\\left(z \\right)} &\\le 1\\quad \\text{for all }z
+\\end{align*}
+
 The zero initial state of the text (``h_{-1} = 0``) is dropped, with every term it multiplies,
 unless the notation says ``show_zero_state=True``.
 """
@@ -53,17 +63,52 @@ def _label(label: str | None) -> str:
     return f"\\label{{{label}}}"
 
 
-def _as_sides(row) -> tuple[object, list[object]]:
-    """A row is an ``Eq``, or ``(lhs, rhs)``, or ``(lhs, [rhs1, rhs2, ...])`` for a chain ``lhs = rhs1 = rhs2``."""
-    if isinstance(row, sp.Equality):
-        return row.lhs, [row.rhs]
-    if isinstance(row, (tuple, list)) and len(row) == 2:
-        lhs, rhs = row
+#: How each SymPy relation is typeset between the sides of a row.
+RELATIONS = {sp.Eq: "=", sp.Ne: r"\neq", sp.Lt: "<", sp.Le: r"\le", sp.Gt: ">", sp.Ge: r"\ge"}
+
+
+@dataclass
+class _Row:
+    lhs: object
+    chain: list
+    op: str = "="
+    note: tuple = ()
+
+
+def _note(note) -> tuple:
+    """A row's note: plain text, or a tuple of text and SymPy pieces (``("for every ", pos)``)."""
+    if note is None:
+        return ()
+    parts = (note,) if isinstance(note, str) else tuple(note) if isinstance(note, (tuple, list)) else None
+    if not parts or not all(isinstance(x, (str, sp.Basic)) for x in parts):
+        raise SeqgradTypeError("rows", note, "a note: text, or a tuple of text and SymPy expressions")
+    return parts
+
+
+def _row(row) -> _Row:
+    """A row is a relation (``Eq``, ``Ne``, ``Le``, ...), or ``(lhs, rhs)``, or ``(lhs, [rhs1, rhs2, ...])`` for a
+    chain ``lhs = rhs1 = rhs2``; either may carry a note, ``(Eq(...), note)`` or ``(lhs, rhs, note)``, set as
+    text after the formula (``\\quad\\text{for every } pos``)."""
+    if isinstance(row, sp.core.relational.Relational):
+        row = (row, None)
+    if isinstance(row, (tuple, list)) and len(row) == 2 and isinstance(row[0], sp.core.relational.Relational):
+        rel, note = row
+        if type(rel) not in RELATIONS:
+            raise SeqgradTypeError("rows", rel, "a relation =, !=, <, <=, >, >=")
+        return _Row(rel.lhs, [rel.rhs], RELATIONS[type(rel)], _note(note))
+    if isinstance(row, (tuple, list)) and len(row) in (2, 3):
+        lhs, rhs = row[0], row[1]
         chain = list(rhs) if isinstance(rhs, (list, tuple)) else [rhs]
         if not chain:
             raise SeqgradValueError("rows", row, "a right-hand side with at least one expression")
-        return lhs, chain
-    raise SeqgradTypeError("rows", row, "an Eq or a pair (lhs, rhs)")
+        return _Row(lhs, chain, "=", _note(row[2] if len(row) == 3 else None))
+    raise SeqgradTypeError("rows", row, "a relation (Eq, Ne, Le, ...) or a pair (lhs, rhs), each with an optional note")
+
+
+def _as_sides(row) -> tuple[object, list[object]]:
+    """The left side and the chain of right sides of a row (see :func:`_row`)."""
+    r = _row(row)
+    return r.lhs, r.chain
 
 
 _STYLE = re.compile(r"\\(?:mathbf|boldsymbol|mathrm|mathcal|operatorname|widehat|widetilde|hat|tilde|left|right|bigl|bigr|Bigl|Bigr|big|Big)\b")
@@ -190,10 +235,25 @@ def sum_lines(expr, printer: NotationPrinter, width: int) -> list[str]:
     return [line[2:] if line.startswith("{}") else line for line in break_lines(expr, printer, width)]
 
 
-def _zero_state(rows: list, notation: Notation | None) -> list:
+def _zero_state(rows: list[_Row], notation: Notation | None) -> list[_Row]:
+    """The rows without the zero initial state (see :func:`derive.term_order.drop_zero_state`)."""
     if notation is not None and notation.show_zero_state:
         return rows
-    return drop_zero_state([_as_sides(row) for row in rows])
+    kept = iter(drop_zero_state([(r.lhs, r.chain) for r in rows]))
+    out, nxt = [], next(kept, None)
+    for r in rows:
+        if nxt is not None and nxt[0] is r.lhs:
+            out.append(_Row(nxt[0], nxt[1], r.op, r.note))
+            nxt = next(kept, None)
+    return out
+
+
+def _note_tex(note: tuple, printer: NotationPrinter) -> str:
+    from seqgrad.latex_table import tex_escape
+
+    if not note:
+        return ""
+    return "\\quad " + "".join(f"\\text{{{tex_escape(x)}}}" if isinstance(x, str) else printer.doprint(x) for x in note)
 
 
 def _aligned_lines(rows: Iterable, notation: Notation | None, width: int) -> list[str]:
@@ -201,23 +261,51 @@ def _aligned_lines(rows: Iterable, notation: Notation | None, width: int) -> lis
     ``&\\quad`` lines.  ``width`` is the whole line, left side included."""
     width = integer("width", width, minimum=8)
     printer = _printer(notation)
-    rows = _zero_state(list(rows), notation)
+    rows = _zero_state([r if isinstance(r, _Row) else _row(r) for r in rows], notation)
     out: list[str] = []
     for row in rows:
-        lhs, chain = _as_sides(row)
-        lhs_tex = printer.doprint(lhs)
+        lhs_tex = printer.doprint(row.lhs)
+        note = _note_tex(row.note, printer)
+        if visual_width(lhs_tex) > width // 3 and not _fits(row, lhs_tex, printer, width):
+            out += _long_left(row, printer, width, note)  # a long left side gets lines of its own; the relation
+            continue                                       # starts the right side's
         room = max(width - visual_width(lhs_tex) - 5, width // 3)
         first = True
-        for rhs in chain:
-            for k, line in enumerate(break_lines(rhs, printer, room)):
+        for i, rhs in enumerate(row.chain):
+            last_room = room - (visual_width(note) if i == len(row.chain) - 1 else 0)
+            lines = break_lines(rhs, printer, room)
+            if i == len(row.chain) - 1 and note:
+                if visual_width(lines[-1]) > max(last_room, 8):
+                    lines.append(note.removeprefix("\\quad "))
+                else:
+                    lines[-1] += note
+            for k, line in enumerate(lines):
                 if k == 0:
-                    out.append(f"{lhs_tex if first else ''} &= {line}")
+                    out.append(f"{lhs_tex if first else ''} &{row.op} {line}")
                 else:
                     out.append(f"{' ' * len(lhs_tex) if first else ''} &\\quad {line}")
             first = False
     if not out:
         raise SeqgradValueError("rows", [], "at least one equation")
     return _pad(out)
+
+
+def _fits(row: _Row, lhs_tex: str, printer: NotationPrinter, width: int) -> bool:
+    """Whether the whole row (one right side) fits on one line of ``width``."""
+    return len(row.chain) == 1 and visual_width(lhs_tex) + visual_width(printer.doprint(row.chain[0])) + 3 <= width
+
+
+def _long_left(row: _Row, printer: NotationPrinter, width: int, note: str) -> list[str]:
+    """The lines of a row whose left side is too wide to stand in front of the ``&``: it is broken over lines
+    of its own after the ``&``, and each right side starts a line with the relation."""
+    left = break_lines(row.lhs, printer, width)
+    out = [f"&{left[0]}"] + [f"&\\quad {line}" for line in left[1:]]
+    for i, rhs in enumerate(row.chain):
+        right = break_lines(rhs, printer, width)
+        out += [f"&{row.op} {right[0]}"] + [f"&\\quad {line}" for line in right[1:]]
+    if note:
+        out.append("&" + note)
+    return out
 
 
 #: Height budget of one display, in text lines (a line with a fraction counts two): a derivation
@@ -235,7 +323,8 @@ def _chunks(lines: list[str], budget: int = DISPLAY_LINES) -> list[list[str]]:
     used = 0
     for line in lines:
         h = _height(line)
-        if chunks[-1] and used + h > budget:
+        continues = line.lstrip().startswith("&")  # the rest of the row above: never cut off from it
+        if chunks[-1] and used + h > budget and not continues:
             chunks.append([])
             used = 0
         chunks[-1].append(line)
@@ -306,20 +395,12 @@ def equation(lhs, rhs=None, notation: Notation | None = None, *, numbered: bool 
 
 
 def relation(lhs, rhs, notation: Notation | None = None, *, op: str = "=", width: int = 60) -> str:
-    """``lhs op rhs`` displayed so that neither side runs off the page: a short left side stays
-    in front of the relation (as :func:`align` does); a long one gets its own lines, and the
-    relation starts the lines of the right side."""
-    if op not in ("=", r"\neq", r"\le", r"\ge", r"\approx"):
-        raise SeqgradValueError("op", op, r"one of =, \neq, \le, \ge, \approx")
-    width = integer("width", width, minimum=8)
-    printer = _printer(notation)
-    left, right = break_lines(lhs, printer, width), break_lines(rhs, printer, width)
-    if len(left) == 1 and visual_width(left[0]) <= width // 3:
-        lines = [f"{left[0]} &{op} {right[0]}"] + [f"&\\quad {line}" for line in right[1:]]
-    else:
-        lines = [f"&{left[0]}"] + [f"&\\quad {line}" for line in left[1:]]
-        lines += [f"&{op} {right[0]}"] + [f"&\\quad {line}" for line in right[1:]]
-    return "\\begin{align*}\n" + "\\\\\n".join(lines) + "\n\\end{align*}"
+    """``lhs op rhs`` displayed (:func:`display`, one row) so that neither side runs off the page: a short left
+    side stays in front of the relation; a long one gets its own lines, and the relation starts the lines of
+    the right side."""
+    if op not in ("=", r"\neq", r"\le", r"\ge", "<", ">", r"\approx"):
+        raise SeqgradValueError("op", op, r"one of =, \neq, \le, \ge, <, >, \approx")
+    return display([_Row(lhs, [rhs], op)], notation, width=width)
 
 
 def inline(expr, notation: Notation | None = None) -> str:

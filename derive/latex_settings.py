@@ -39,6 +39,7 @@ TEXTBOOK_LETTERS: Mapping[str, str] = MappingProxyType({
     "ctilde": r"\widetilde{c}",
     "htilde": r"\widetilde{h}",
     "L": r"\mathcal{L}",
+    "pos": r"\mathrm{pos}",
 })
 
 _GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "iota", "kappa",

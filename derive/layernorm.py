@@ -137,10 +137,18 @@ class LayerNorm(Derivation):
         back = {u: 1 / s, **{ci: x - mu for x, ci in zip(self.h, c)}}
         return Derived(self, J, closed, bool(holds), back, {s: s_def}, {mu: self.mu, v: self.var})
 
-    def latex(self) -> str:
-        return (r"\frac{\partial\,\mathrm{LN}(\mathbf h)_i}{\partial h_j} = \frac{\gamma_i}{\sqrt{\sigma^2+\epsilon}}"
-                r"\left(\delta_{ij} - \frac1{" + str(self.d) + r"} - \frac{\hat x_i\hat x_j}{" + str(self.d) + r"}\right),\quad "
-                r"\hat x_i = \frac{h_i-\mu}{\sqrt{\sigma^2+\epsilon}}")
+    def rows(self) -> list:
+        """The closed form dLN(h)_i/dh_j = gamma_i / sqrt(sigma^2 + eps) (delta_ij - 1/d - xhat_i xhat_j / d)."""
+        from .latex_settings import Partial
+
+        i_, j_ = sp.symbols("i j", integer=True)
+        h_, g_, xh = sp.IndexedBase("h"), sp.IndexedBase("gamma"), sp.IndexedBase("xhat")
+        sigma2, eps_, mu_ = sp.Symbol("sigma^2"), sp.Symbol("epsilon"), sp.Symbol("mu")
+        d_ = sp.Integer(self.d)
+        s_ = sp.sqrt(sigma2 + eps_)
+        return [(Partial(h_[j_], of=sp.Function("LN_i")(h_)),
+                 g_[i_] / s_ * (sp.KroneckerDelta(i_, j_) - 1 / d_ - xh[i_] * xh[j_] / d_)),
+                (xh[i_], (h_[i_] - mu_) / s_, ("with ", sp.Eq(sp.Symbol("d"), d_, evaluate=False), " features"))]
 
     def __repr__(self) -> str:
         return f"LayerNorm(d={self.d}, eps={self.eps})"
@@ -175,8 +183,8 @@ class Derived(Derivation):
             out = out.subs(defs)
         return out
 
-    def latex(self) -> str:
-        return self.ln.latex()
+    def rows(self) -> list:
+        return self.ln.rows()
 
     def __repr__(self) -> str:
         return f"Derived(LayerNorm d={self.ln.d}: J = closed form {'proved' if self.holds else 'NOT proved'})"

@@ -29,6 +29,22 @@ k = sp.Symbol("k", real=True)
 q = sp.Symbol("q", real=True)
 
 
+i_ = sp.Symbol("i", integer=True, nonnegative=True)
+omega_ = sp.IndexedBase("omega")  # omega_i: the frequency of pair i, as the text writes it
+
+
+def frequency_definition(base, d: int):
+    """The row omega_i = base^(-2i/d) of every positional display, with d stated."""
+    d_ = sp.Symbol("d", integer=True, positive=True)
+    return (omega_[i_], sp.Pow(sp.Rational(base), -2 * i_ / d_), ("with ", sp.Eq(d_, d, evaluate=False)))
+
+
+def rotation_matrix(omega, shift) -> sp.ImmutableMatrix:
+    """The 2 x 2 rotation by shift * omega that takes (sin, cos) at pos to (sin, cos) at pos + shift."""
+    c, s = sp.cos(shift * omega), sp.sin(shift * omega)
+    return sp.ImmutableMatrix([[c, s], [-s, c]])
+
+
 @dataclass(frozen=True)
 class Pair:
     """One sin/cos pair: the coordinates that hold sin(pos omega) and cos(pos omega)."""
@@ -118,9 +134,19 @@ class Sinusoidal(Derivation):
     def shift_identity(self) -> "ShiftIdentity":
         return ShiftIdentity(self)
 
-    def latex(self) -> str:
-        rows = [sp.latex(self.coordinate(pos, j)) for j in range(self.d)]
-        return r"\mathrm{PE}(\mathrm{pos}) = \left(" + ",\\ ".join(rows) + r"\right)^{\top}"
+    def rows(self) -> list:
+        """The rule as the text writes it: one sine and one cosine per pair ``i`` at frequency
+        omega_i, and omega_i = base^(-2i/d) (never its expanded numbers)."""
+        interleaved = self.layout == "interleaved"
+        sin_at, cos_at = ("2i", "2i+1") if interleaved else ("i", "i+" + str((self.d + 1) // 2))
+        out = [(sp.Function(f"PE_{{{sin_at}}}")(pos), sp.sin(pos * omega_[i_]))]
+        if self.d > 1:
+            out.append((sp.Function(f"PE_{{{cos_at}}}")(pos), sp.cos(pos * omega_[i_]),
+                        ("for ", sp.Contains(i_, sp.Range(0, self.d // 2), evaluate=False))))
+        j = self.unpaired()
+        if j is not None and self.d > 1:
+            out.append((sp.Function(f"PE_{{{j}}}")(pos), sp.sin(pos * omega_[self.d // 2]), "the unpaired sine (odd d)"))
+        return out + [frequency_definition(self.base, self.d)]
 
     def __repr__(self) -> str:
         return f"Sinusoidal(d={self.d}, base={self.base}, layout={self.layout!r})"
@@ -165,10 +191,14 @@ class Rotation(Derivation):
     def free_symbols(self):
         return set().union(*[B.free_symbols for _, B in self.blocks]) if self.blocks else set()
 
-    def latex(self) -> str:
-        parts = [sp.latex(B) for _, B in self.blocks[:4]]
-        more = r",\ \ldots" if len(self.blocks) > 4 else ""
-        return r"R(" + sp.latex(self.shift) + r") = \operatorname{blockdiag}\left(" + ",\\ ".join(parts) + more + r"\right)"
+    def rows(self) -> list:
+        """R(k) as the text writes it: one 2 x 2 rotation by k omega_i per pair, and the frequencies."""
+        m = len(self.blocks)
+        B = sp.Function("B_i")
+        out = [(sp.Function("R")(self.shift), sp.Function("blockdiag")(B(self.shift)),
+                ("one block per pair, ", sp.Contains(i_, sp.Range(0, m), evaluate=False)) if m else "no pairs")]
+        out.append((B(self.shift), rotation_matrix(omega_[i_], self.shift)))
+        return out + [frequency_definition(self.pe.base, self.pe.d)]
 
     def __repr__(self) -> str:
         return f"Rotation(d={self.pe.d}, layout={self.pe.layout!r}, shift={self.shift}, blocks={len(self.blocks)})"
@@ -228,19 +258,19 @@ class ShiftIdentity(Derivation):
         no_scalar = unpaired_has_no_scalar_shift(self.pe).holds if unpaired is not None else None
         return ShiftReport(shift, orthogonal, determinant, composition, pos not in self.R.free_symbols(), unpaired, no_scalar)
 
-    def latex(self) -> str:
-        lhs = sp.MatrixSymbol(r"\mathrm{PE}(\mathrm{pos}+k)", 1, 1)
-        lines = [r"\mathrm{PE}(\mathrm{pos}+k) &= R(k)\,\mathrm{PE}(\mathrm{pos}),",
-                 r"R(k) &= \operatorname{blockdiag}_i \begin{pmatrix}\cos k\omega_i & \sin k\omega_i\\ -\sin k\omega_i & \cos k\omega_i\end{pmatrix},\quad "
-                 + r"\omega_i = " + sp.latex(self.pe.base) + r"^{-2i/" + str(self.pe.d) + "}"]
-        for p, B in self.R.blocks[:2]:
-            v = sp.Matrix([self.pe.coordinate(pos, p.sin_index), self.pe.coordinate(pos, p.cos_index)])
-            w = sp.Matrix([self.pe.coordinate(pos + k, p.sin_index), self.pe.coordinate(pos + k, p.cos_index)])
-            lines.append(sp.latex(w) + " &= " + sp.latex(B) + sp.latex(v))
-        del lhs
-        if self.pe.unpaired() is not None:
-            lines.append(r"\text{coordinate } " + str(self.pe.unpaired()) + r" &: \text{unpaired sine, no rotation}")
-        return r"\begin{aligned}" + r"\\ ".join(lines) + r"\end{aligned}"
+    def rows(self) -> list:
+        """The statement, R(k) block by block, the shift of one pair written out, the unpaired sine (odd d)."""
+        PE, R = sp.Function("PE", commutative=False), sp.Function("R", commutative=False)
+        out = [sp.Eq(PE(pos + k), R(k) * PE(pos), evaluate=False)] + self.R.rows()[:2]
+        w = omega_[i_]
+        B, old = rotation_matrix(w, k), (sp.sin(pos * w), sp.cos(pos * w))
+        out.append((sp.sin((pos + k) * w), B[0, 0] * old[0] + B[0, 1] * old[1], "for every pair i"))
+        out.append((sp.cos((pos + k) * w), B[1, 0] * old[0] + B[1, 1] * old[1]))
+        j = self.pe.unpaired()
+        if j is not None:
+            out.append((sp.Function(f"PE_{{{j}}}")(pos + k), sp.sin((pos + k) * omega_[self.pe.d // 2]),
+                        "the unpaired sine: no rotation"))
+        return out + [frequency_definition(self.pe.base, self.pe.d)]
 
     def __repr__(self) -> str:
         return f"ShiftIdentity({self.pe!r})"
@@ -272,10 +302,15 @@ class NoScalarShift(Derivation):
     def __repr__(self) -> str:
         return f"NoScalarShift(d={self.pe.d}, coordinate={self.j})"
 
-    def latex(self) -> str:
-        w = sp.latex(self.omega)
-        return (r"\sin\big((\mathrm{pos}+k)" + w + r"\big) = a(k)\sin(\mathrm{pos}\," + w + r")\ \forall\,\mathrm{pos}"
-                r"\ \Rightarrow\ \sin(k" + w + r") = 0\ \forall k,\ \text{but}\ \sin(" + w + r") > 0")
+    def rows(self) -> list:
+        """The proof: at pos = 0 the claim forces sin(k omega) = 0 for every k, but sin(omega) > 0."""
+        a, w = self.a, omega_[self.pe.d // 2]
+        return [(sp.sin((pos + k) * w), a(k) * sp.sin(pos * w), ("for every ", pos, " (the claim)")),
+                (sp.sin(k * w), 0, ("for every ", k, " (the claim at ", sp.Eq(pos, 0, evaluate=False), ")")),
+                (sp.StrictGreaterThan(sp.sin(w), 0), ("at ", sp.Eq(k, 1, evaluate=False), ", since ",
+                                                     sp.StrictLessThan(0, w), " and ", sp.StrictLessThan(w, sp.pi),
+                                                     ": a contradiction")),
+                frequency_definition(self.pe.base, self.pe.d)]
 
 
 def shift_identity(d: int, base=10000, layout: str = "interleaved") -> ShiftIdentity:
@@ -303,6 +338,20 @@ def dot_product_offset_form(pe: Sinusoidal, p=pos, other=q):
 
 
 # --- catalogue entries ---
+
+def _dot_formula(d: int) -> tuple:
+    """PE(pos) . PE(q) as the text writes it, with the frequencies omega_i: a sum over the d/2 pairs."""
+    w = omega_[i_]
+    pairs = (i_, 0, d // 2 - 1)
+    return (sp.Sum(sp.sin(pos * w) * sp.sin(q * w) + sp.cos(pos * w) * sp.cos(q * w), pairs),
+            sp.Sum(sp.cos((pos - q) * w), pairs))
+
+
+def _wavelength_formula() -> tuple:
+    """Coordinate 2i repeats after lambda_i = 2 pi / omega_i positions: the shift by lambda_i turns the angle by 2 pi."""
+    w, lam = omega_[i_], sp.IndexedBase("lambda")[i_]
+    return sp.Tuple(sp.sin((pos + lam) * w), lam * w), sp.Tuple(sp.sin(pos * w), 2 * sp.pi)
+
 
 def identities() -> list[Identity]:
     """The positional-encoding entries of the catalogue (statements are built on first use)."""
@@ -359,14 +408,16 @@ def identities() -> list[Identity]:
         lambda: Proof(NoScalarShift(pe5).holds, "counterexample at pos = 0, k = 1", sp.sin(w4), "sin(w_4) > 0 since 0 < w_4 < pi"),
         lambda rng: NumericResult([abs(float(sp.sin(w4).evalf(30)))], [0.0], "differs", None,
                                   "|sin(w_4)| must exceed the tolerance: the check passes when the sides differ"),
-        relation="!=", simplifier="substitution pos=0, k=1", scope="counterexample d = 5 (every odd d has one unpaired sine)", assumptions=("0 < omega_4 < pi",)))
+        relation="!=", simplifier="substitution pos=0, k=1", scope="counterexample d = 5 (every odd d has one unpaired sine)", assumptions=("0 < omega_4 < pi",),
+        shown=lambda: (sp.sin(k * omega_[pe5.d // 2]), sp.Integer(0))))
     for d in (8, 6):
         dot = lru_cache(None)(lambda d=d: (dot_product(Sinusoidal(d)), dot_product_offset_form(Sinusoidal(d))))
         out.append(Identity(
             f"pe-dot-offset-d{d}", "derived (seed 001 digest: not in the text; Vaswani et al. 3.5)",
             f"PE(p) . PE(q) = sum_i cos((p - q) w_i) depends only on p - q, d={d}", lambda dot=dot: dot()[0], lambda dot=dot: dot()[1],
             "simplify", lambda dot=dot: proof_by(lambda: dot()[0] - dot()[1], angle_addition, "angle addition")(),
-            lambda rng, dot=dot: numeric_sides(dot()[0], dot()[1], rng, low=-30, high=30), simplifier="angle addition", scope=f"instance d = {d}", assumptions=("p, q real",)))
+            lambda rng, dot=dot: numeric_sides(dot()[0], dot()[1], rng, low=-30, high=30), simplifier="angle addition", scope=f"instance d = {d}", assumptions=("p, q real",),
+            shown=lambda d=d: _dot_formula(d)))
     for d in (8, 64):
         norm = lru_cache(None)(lambda d=d: dot_product(Sinusoidal(d), pos, pos))
         out.append(Identity(
@@ -429,7 +480,8 @@ def identities() -> list[Identity]:
         "pe-wavelength", "seed 001 l.306 (wavelengths from 2 pi to about 10000 * 2 pi)",
         "PE(pos + lambda_i, 2i) = PE(pos, 2i) for lambda_i = 2 pi 10000^(2i/d); lambda_0 = 2 pi; lambda_31 < 10000 * 2 pi (d=64)",
         lambda: wave()[2], lambda: wave()[3], "simplify", periodic,
-        lambda rng: numeric_sides(wave()[2], wave()[3], rng, low=-100, high=100), simplifier="periodicity of sin", scope="instance d = 64", assumptions=("pos real", "base 10000")))
+        lambda rng: numeric_sides(wave()[2], wave()[3], rng, low=-100, high=100), simplifier="periodicity of sin", scope="instance d = 64", assumptions=("pos real", "base 10000"),
+        shown=_wavelength_formula))
     out.append(Identity(
         "pe-p0", "seed 000 L536", "p_0 = (0, 1, 0, 1, 0) for D = 5", pe5.vector(0), sp.Matrix([0, 1, 0, 1, 0]), "simplify",
         proof_by(lambda: pe5.vector(0) - sp.Matrix([0, 1, 0, 1, 0]), sp.simplify, "exact evaluation"),

@@ -294,8 +294,11 @@ class Definition:
     def is_matrix(self) -> bool:
         return isinstance(self.target, MatrixExpr)
 
-    def latex(self) -> str:
-        return f"{_latex(self.target)} &= {_latex(self.value)}"
+    def latex(self, notation=None) -> str:
+        """This line as a complete display (``align*``, :func:`derive.latex_layout.display`)."""
+        from .latex_layout import display
+
+        return display([(self.target, self.value)], notation)
 
     def __str__(self) -> str:
         return f"{sstr(self.target)} = {sstr(self.value)}"

@@ -16,6 +16,7 @@ identity holds for every branch, not for one chosen example::
 from __future__ import annotations
 
 import itertools
+from functools import cached_property
 
 import sympy as sp
 
@@ -99,10 +100,17 @@ class ResidualJacobian(Derivation):
     def prove(self) -> bool:
         return all(chain_rule_zero(e) == 0 for e in self.residual())
 
-    def latex(self) -> str:
-        lhs = {"plain": r"\mathbf y = \mathbf h + \mathcal F(\mathbf h)", "pre-norm": r"\mathbf y = \mathbf h + \mathcal F(\mathrm{LN}(\mathbf h))",
-               "post-norm": r"\mathbf y = \mathrm{LN}(\mathbf h + \mathcal F(\mathbf h))"}[self.placement]
-        return lhs + r",\qquad \frac{\partial\mathbf y}{\partial\mathbf h} = " + self.formula
+    VECTORS = frozenset({"h", "y"})
+
+    def rows(self) -> list:
+        """y and dy/dh for this placement: I + J_F, I + J_F J_LN (pre-norm) or J_LN (I + J_F) (post-norm)."""
+        from .latex_settings import Partial
+
+        h, y, I, J_F, J_LN = sp.symbols("h y I J_F J_LN", commutative=False)
+        F, LN = sp.Function("F", commutative=False), sp.Function("LN", commutative=False)
+        value, jacobian = {"plain": (h + F(h), I + J_F), "pre-norm": (h + F(LN(h)), I + J_F * J_LN),
+                           "post-norm": (LN(h + F(h)), J_LN * (I + J_F))}[self.placement]
+        return [(y, value), (Partial(h, of=y), jacobian, ("for a generic branch ", sp.Symbol("F")))]
 
     def __repr__(self) -> str:
         return f"ResidualJacobian(d={self.d}, placement={self.placement!r})"
@@ -123,25 +131,48 @@ class EncoderBlock(Derivation):
         self.T = validate.integer("T", T, minimum=1, maximum=3)
         self.D = validate.integer("D", D, minimum=1, maximum=3)
         n = T * D
-        I = sp.eye(n)
         self.H = sp.Matrix(T, D, lambda t, c: sp.Symbol(f"h_{{{t},{c}}}", real=True))
         self.Usym = sp.Matrix(T, D, lambda t, c: sp.Symbol(f"u_{{{t},{c}}}", real=True))
         self.mha = Branch("a", n)
         self.mlp = Branch("m", D)
-        # first update: U = H + MHA(LN1(H))
-        self.X = sp.Matrix([list(_ln_of(list(self.H.row(t))).y) for t in range(T)])
-        self.U = self.H + self.mha(list(self.X)).reshape(T, D)
-        self.J_LN1 = sp.diag(*[self.X.row(t).T.jacobian(list(self.H.row(t))) for t in range(T)])
-        self.J_MHA = self.mha.jacobian_at(list(self.X))
-        self.dU = sp.Matrix(list(self.U)).jacobian(list(self.H))
-        self.closed_1 = I + self.J_MHA * self.J_LN1
-        # second update, over the intermediate U: H' = U + MLP(LN2(U)); the bypass carries U
-        self.R = sp.Matrix([list(_ln_of(list(self.Usym.row(t))).y) for t in range(T)])
-        self.out_U = self.Usym + sp.Matrix([list(self.mlp(list(self.R.row(t)))) for t in range(T)])
-        self.J_LN2 = sp.diag(*[self.R.row(t).T.jacobian(list(self.Usym.row(t))) for t in range(T)])
-        self.J_MLP = sp.diag(*[self.mlp.jacobian_at(list(self.R.row(t))) for t in range(T)])
-        self.dOut = sp.Matrix(list(self.out_U)).jacobian(list(self.Usym))
-        self.closed_2 = I + self.J_MLP * self.J_LN2
+
+    # The two updates are derived when first asked for (about a second at T = D = 2): printing the block
+    # (rows(), latex()) needs neither.
+    @cached_property
+    def _first(self) -> tuple:
+        """U = H + MHA(LN1(H)): X, U, J_LN1, J_MHA, dU/dH and its closed form I + J_MHA J_LN1."""
+        T = self.T
+        X = sp.Matrix([list(_ln_of(list(self.H.row(t))).y) for t in range(T)])
+        U = self.H + self.mha(list(X)).reshape(T, self.D)
+        J_LN1 = sp.diag(*[X.row(t).T.jacobian(list(self.H.row(t))) for t in range(T)])
+        J_MHA = self.mha.jacobian_at(list(X))
+        dU = sp.Matrix(list(U)).jacobian(list(self.H))
+        return X, U, J_LN1, J_MHA, dU, sp.eye(T * self.D) + J_MHA * J_LN1
+
+    @cached_property
+    def _second(self) -> tuple:
+        """Over the intermediate U, H' = U + MLP(LN2(U)) (the bypass carries U): R, H'(U), J_LN2, J_MLP, dH'/dU and
+        its closed form I + J_MLP J_LN2."""
+        T = self.T
+        R = sp.Matrix([list(_ln_of(list(self.Usym.row(t))).y) for t in range(T)])
+        out_U = self.Usym + sp.Matrix([list(self.mlp(list(R.row(t)))) for t in range(T)])
+        J_LN2 = sp.diag(*[R.row(t).T.jacobian(list(self.Usym.row(t))) for t in range(T)])
+        J_MLP = sp.diag(*[self.mlp.jacobian_at(list(R.row(t))) for t in range(T)])
+        dOut = sp.Matrix(list(out_U)).jacobian(list(self.Usym))
+        return R, out_U, J_LN2, J_MLP, dOut, sp.eye(T * self.D) + J_MLP * J_LN2
+
+    X = property(lambda self: self._first[0])
+    U = property(lambda self: self._first[1])
+    J_LN1 = property(lambda self: self._first[2])
+    J_MHA = property(lambda self: self._first[3])
+    dU = property(lambda self: self._first[4])
+    closed_1 = property(lambda self: self._first[5])
+    R = property(lambda self: self._second[0])
+    out_U = property(lambda self: self._second[1])
+    J_LN2 = property(lambda self: self._second[2])
+    J_MLP = property(lambda self: self._second[3])
+    dOut = property(lambda self: self._second[4])
+    closed_2 = property(lambda self: self._second[5])
 
     def output(self) -> sp.Matrix:
         """H' as a function of H (the intermediate U substituted)."""
@@ -155,11 +186,17 @@ class EncoderBlock(Derivation):
         """The block formula against central differences of the whole composed block (branches made concrete)."""
         return _numeric_block(self, rng)
 
-    def latex(self) -> str:
-        return (r"\begin{aligned}\mathbf X &= \mathrm{LN}_1(\mathbf H),\ \mathbf U = \mathbf H + \mathrm{MHA}(\mathbf X),\ "
-                r"\mathbf R = \mathrm{LN}_2(\mathbf U),\ \mathbf H' = \mathbf U + \mathrm{MLP}(\mathbf R),\\"
-                r"\frac{\partial\,\mathrm{vec}\,\mathbf H'}{\partial\,\mathrm{vec}\,\mathbf H} &= "
-                r"\left(I + J_{\mathrm{MLP}}J_{\mathrm{LN}_2}\right)\left(I + J_{\mathrm{MHA}}J_{\mathrm{LN}_1}\right)\end{aligned}")
+    VECTORS = frozenset({"H", "X", "U", "R", "H'"})
+
+    def rows(self) -> list:
+        """The pre-norm block and its Jacobian: the two residual updates joined by the chain rule."""
+        from .latex_settings import Partial
+
+        H, X, U, R, H2, I = sp.symbols("H X U R H' I", commutative=False)
+        J_MLP, J_LN1, J_LN2, J_MHA = sp.symbols("J_MLP J_LN1 J_LN2 J_MHA", commutative=False)
+        LN1, LN2, MHA, MLP, vec = (sp.Function(n, commutative=False) for n in ("LN_1", "LN_2", "MHA", "MLP", "vec"))
+        return [(X, LN1(H)), (U, H + MHA(X)), (R, LN2(U)), (H2, U + MLP(R)),
+                (Partial(vec(H), of=vec(H2)), (I + J_MLP * J_LN2) * (I + J_MHA * J_LN1))]
 
     def __repr__(self) -> str:
         return f"EncoderBlock(T={self.T}, D={self.D})"
@@ -197,7 +234,8 @@ class DepthProduct(Derivation):
         """The term with no branch: lambda^L I."""
         return self.scale ** self.L * sp.eye(self.d)
 
-    def latex(self) -> str:
+    def rows(self) -> list:
+        """The product of the L layers' (lambda I + J_l), later layers on the left, as the sum over paths."""
         I = sp.Identity(self.d)
         lam = self.scale
         prod = sp.MatMul(*[(lam * I + J) for J in reversed(self.symbolic)])
@@ -205,7 +243,7 @@ class DepthProduct(Derivation):
         for r in range(1, self.L + 1):
             for subset in itertools.combinations(range(self.L), r):
                 paths.append(lam ** (self.L - r) * sp.MatMul(*[self.symbolic[l] for l in sorted(subset, reverse=True)]))
-        return sp.latex(prod) + " = " + " + ".join(sp.latex(p) for p in paths)
+        return [(prod, sp.MatAdd(*paths, evaluate=False))]
 
     def __repr__(self) -> str:
         return f"DepthProduct(L={self.L}, d={self.d}, scale={self.scale})"

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from seqgrad import validate
+from seqgrad import runcache, validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 from . import activations
@@ -67,6 +67,7 @@ def _size(argument: str, value) -> int | None:
     return validate.integer(argument, value, minimum=1)
 
 
+@runcache.memo  # the notes and the checks of one run ask for the same nets: each is derived once per run
 def unroll(steps: int, activation: str = "tanh", inputs: int | None = None, hidden: int | None = None,
            outputs: int | None = None, bias: bool = False, loss: str = "final", reduction: str = "sum") -> "RNN":
     """Build the unrolled RNN of ``steps`` positions and derive its backward pass.

@@ -79,9 +79,14 @@ class SoftmaxJacobian(Derivation):
     def prove(self) -> bool:
         return all(rational_zero(e) == 0 for e in self.residual())
 
-    def latex(self) -> str:
-        return (r"\frac{\partial \mathbf a}{\partial \mathbf z} = \operatorname{diag}(\mathbf a) - \mathbf a\mathbf a^{\top} = "
-                + sp.latex(self.closed.subs({e: sp.Symbol(f"a_{i}") for i, e in enumerate(self.a)})))
+    def rows(self) -> list:
+        """da/dz = diag(a) - a a^T, and the matrix it is for these n scores (entries in a_i)."""
+        from .latex_settings import Partial
+
+        n_ = len(self.z)
+        a_, z_ = sp.MatrixSymbol("a", n_, 1), sp.MatrixSymbol("z", n_, 1)
+        closed = self.closed.subs({e: sp.Symbol(f"a_{i}") for i, e in enumerate(self.a)})
+        return [(Partial(z_, of=a_), [sp.MatAdd(sp.DiagMatrix(a_), -a_ * a_.T, evaluate=False), sp.ImmutableMatrix(closed)])]
 
     def __repr__(self) -> str:
         return f"SoftmaxJacobian(n={len(self.z)})"

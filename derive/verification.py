@@ -89,13 +89,15 @@ class Verdict:
         return f"{_text(self.lhs)} = {_text(self.rhs)}: {self.words()} ({self.detail}; {self.seconds:.2f} s)"
 
     def latex(self) -> str:
-        """A LaTeX line for notes: the statement and the verdict."""
-        op = r"\neq" if self.status == "refuted" else "="
-        words = self.words().replace("_", r"\_")
-        return f"{_latex(self.lhs)} {op} {_latex(self.rhs)} \\quad \\text{{({words})}}"
+        """A complete display (``align*``) for notes: the statement and the verdict."""
+        from .latex_layout import display
+
+        lhs, rhs = (sp.Tuple(*x) if isinstance(x, tuple) else x for x in (self.lhs, self.rhs))
+        relation = sp.Ne if self.status == "refuted" else sp.Eq
+        return display([(relation(lhs, rhs, evaluate=False), f"({self.words()})")])
 
     def _repr_latex_(self) -> str:
-        return "$" + self.latex() + "$"
+        return self.latex()
 
     def as_dict(self) -> dict:
         return {"status": self.status, "lhs": _text(self.lhs), "rhs": _text(self.rhs), "verdict": self.words(),
@@ -108,12 +110,6 @@ def _text(x) -> str:
     if isinstance(x, tuple):
         return "(" + ", ".join(sp.sstr(e) for e in x) + ")"
     return sp.sstr(x)
-
-
-def _latex(x) -> str:
-    if isinstance(x, tuple):
-        return r"\left(" + ", ".join(sp.latex(e) for e in x) + r"\right)"
-    return sp.latex(x)
 
 
 def _names(argument: str, value) -> tuple[str, ...]:

@@ -33,7 +33,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from seqgrad import validate
+from seqgrad import runcache, validate
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
 from .attention import MultiHeadAttention, attention_mask, check_mask
@@ -364,12 +364,17 @@ def lesson_example(*, steps: int = 60, seed: int = 0, dtype=torch.float64):
     A small encoder-decoder (D = 16, 2 heads, one block each) is trained by
     teacher forcing on the one sentence pair (Adam, ``steps`` updates); returns
     ``(model, source vocabulary, target vocabulary, losses)``.  Greedy
-    generation then reproduces the target step by step.
+    generation then reproduces the target step by step.  Within one run of ``seqgrad check`` or
+    ``seqgrad latex`` (:mod:`seqgrad.runcache`) the model is trained once and shared.
     """
+    return _lesson_example(validate.integer("steps", steps, minimum=1), seed, dtype)
+
+
+@runcache.memo  # the decoder checks and the decoder figure of one run use the same trained model: trained once
+def _lesson_example(steps: int, seed: int, dtype):
     from .device import one_thread
     from .tokens import Vocabulary, tokenize
 
-    steps = validate.integer("steps", steps, minimum=1)
     src_vocab, tgt_vocab = Vocabulary(SOURCE_WORDS), Vocabulary(TARGET_WORDS)
     src = torch.tensor(src_vocab.encode("I love ML"))
     tgt = torch.tensor(tgt_vocab.ids(["<start>"] + tokenize("Я люблю МО") + ["<end>"]))

@@ -36,6 +36,7 @@ import os
 from typing import Callable, Iterator, TypeVar
 
 F = TypeVar("F", bound=Callable)
+T = TypeVar("T")
 
 _depth = 0  # open scopes (re-entrant: latex inside check, tests inside a scope)
 _values: dict[tuple, object] = {}
@@ -94,6 +95,24 @@ def memo(fn: F) -> F:
 
     cached.uncached = fn  # type: ignore[attr-defined]
     return cached  # type: ignore[return-value]
+
+
+def once(key: tuple, compute: Callable[[], T]) -> T:
+    """``compute()`` once per run for ``key`` (a hashable tuple naming what it computes), as :func:`memo` does
+    for a function's arguments: for a result whose inputs are not hashable but are named (an identity of the
+    catalogue by its name).  Outside a run, every call computes."""
+    if _depth == 0:
+        return compute()
+    name = str(key[0])
+    counts = _counts.setdefault(name, [0, 0])
+    try:
+        value = _values[("once",) + key]
+    except KeyError:
+        value = _values[("once",) + key] = compute()
+        counts[0] += 1
+    else:
+        counts[1] += 1
+    return value
 
 
 def stats() -> dict[str, tuple[int, int]]:

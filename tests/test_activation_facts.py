@@ -16,7 +16,9 @@ def test_every_fact_is_proved_and_has_latex(name):
     proof = fact.prove()
     assert proof.holds, str(proof)
     assert proof.steps and fact.source
-    assert fact.latex() and fact._repr_latex_().startswith("$")
+    tex = fact.latex()
+    assert tex.startswith("\\begin{align*}") and tex.rstrip().endswith("\\end{align*}")  # a complete display
+    assert fact._repr_latex_() == tex
 
 
 def test_sigmoid_slope_bound_numerically():

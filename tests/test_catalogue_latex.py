@@ -31,12 +31,12 @@ def test_derivations_compile(tmp_path):
         "block": residual.EncoderBlock(1, 2),
         "depth": residual.DepthProduct(3, 2, scale=2),
     }
-    body = "\n".join(f"\\[\n{obj.latex()}\n\\]" for obj in objects.values())
+    body = "\n".join(obj.latex() for obj in objects.values())  # complete displays: pasted as they are
     compile_ok(tmp_path, "all", "\\documentclass{article}\n\\usepackage{amsmath,amssymb}\n\\begin{document}\n" + body + "\n\\end{document}\n")
     compile_ok(tmp_path, "one", objects["shift5"].document())
 
 
 def test_small_catalogue_statements_compile(tmp_path):
     entries = [e for e in catalogue.entries() if e.name.startswith(("softmax", "pe-shift-d5", "count", "layernorm-mean"))]
-    body = "\n".join(f"\\[\n{e.latex()}\n\\]" for e in entries)
+    body = "\n".join(e.latex() for e in entries)
     compile_ok(tmp_path, "entries", "\\documentclass{article}\n\\usepackage{amsmath,amssymb}\n\\begin{document}\n" + body + "\n\\end{document}\n")

@@ -172,18 +172,37 @@ def _derivation_exports() -> dict[str, str]:
             out[f"ResidualJacobian(2, {placement!r}).latex()"] = residual.ResidualJacobian(2, placement).latex()
         out["EncoderBlock(2, 2).latex()"] = residual.EncoderBlock(2, 2).latex()
         out["DepthProduct(3, 2).latex()"] = residual.DepthProduct(3, 2).latex()
+    if have("derive.decoder", "derive.conv"):
+        from derive import conv, decoder
+        out["CrossAttention(2, 2, 1, 1).latex()"] = decoder.CrossAttention(2, 2, 1, 1).latex()
+        out["DecoderBlock().latex()"] = decoder.DecoderBlock().latex()
+        out["Conv2d().latex()"] = conv.Conv2d().latex()
+    if have("derive.attention"):
+        from derive import attention
+        out["MultiHeadAttention(2, 4, 2).latex()"] = attention.MultiHeadAttention(2, 4, 2).latex()
+        out["Equivariance().latex()"] = attention.Equivariance().latex()
+        out["SelfAttention(masked).latex()"] = attention.SelfAttention(2, 2, 2, mask=attention.causal_mask(2)).latex()
+    if have("derive.verification"):
+        from derive import verification
+        out["verify(...).latex()"] = verification.verify("sin(x)**2 + cos(x)**2 = 1", variables="x").latex()
+        out["verify(refuted).latex()"] = verification.verify("sin(x) = x", variables="x").latex()
+    if have("derive.program"):
+        from derive import rnn
+        out["Definition.latex()"] = rnn.unroll(steps=2).program.definitions(("forward",))[0].latex()
     if have("derive.catalogue"):
         from derive import catalogue
         out.update({f"catalogue {e.name}": e.latex() for e in catalogue.entries() if len(e.latex()) <= 20000})
     return out
 
 
-_COMPLETE = ("\\begin{tabular}", "\\begin{align*}", "\\begin{align}", "\\begin{equation", "\\[")
+_COMPLETE = ("\\begin{tabular}", "\\begin{align*}")
 
 
-def _display(tex: str) -> str:
-    """A complete display (table, ``align*``, ``equation``, ``\\[``) goes in as it is; math-mode text in ``\\[ \\]``."""
-    return tex if tex.lstrip().startswith(_COMPLETE) else f"\\[\n{tex}\n\\]"
+def _display(name: str, tex: str) -> str:
+    """Every export is a complete display (``align*``, or a table) that goes into the body as it is."""
+    assert tex.lstrip().startswith(_COMPLETE), f"{name}: not a complete display: {tex[:80]!r}"
+    assert tex.count("\\begin{") == tex.count("\\end{"), name
+    return tex
 
 
 @pytest.mark.slow
@@ -200,15 +219,20 @@ def test_every_derivation_object_exports_latex_that_compiles(tmp_path):
         return latexdoc.compile_pdf(tex, tmp_path / "build")
 
     try:
-        compile_body("all", "\n\n".join(f"% {name}\n\\paragraph{{{latexdoc.text(name)}}}\n{_display(tex)}"
-                                        for name, tex in exports.items()))
-        return
+        pdf = compile_body("all", "\n\n".join(f"% {name}\n\\paragraph{{{latexdoc.text(name)}}}\n{_display(name, tex)}"
+                                              for name, tex in exports.items()))
     except latexdoc.LatexError:
         pass
+    else:  # it compiles: it must also set without an overfull box or anything undefined, and render
+        problems = latexdoc.tex_problems((pdf.parent / "all.log").read_text(errors="replace"))
+        assert problems == [], "exports that do not fit the page:\n" + "\n".join(problems)
+        png = render_png(pdf, pages(pdf), tmp_path / "last")
+        assert ink_fraction(png) > 0.001
+        return
     broken = []
     for i, (name, tex) in enumerate(exports.items()):
         try:
-            compile_body(f"one{i}", _display(tex))
+            compile_body(f"one{i}", _display(name, tex))
         except latexdoc.LatexError as exc:
             broken.append(f"{name}: {str(exc).splitlines()[0][:160]}")
     assert not broken, "exports that do not compile:\n" + "\n".join(broken)

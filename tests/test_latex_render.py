@@ -83,6 +83,11 @@ SNIPPETS = {
     "derive lstm --general --latex": ("derive", "lstm", "--general", "--latex"),
     "encoder --stage attention_on_H0 --show H0 head1.A --latex":
         ("encoder", "--stage", "attention_on_H0", "--show", "H0", "head1.A", "--latex"),
+    "identities --only softmax-* --latex": ("identities", "--only", "softmax-*", "--latex"),
+    "identities --only pe-dot-offset-d6 --latex": ("identities", "--only", "pe-dot-offset-d6", "--latex"),
+    "verify ... --latex": ("verify", "diff(sigmoid(x), x) = sigmoid(x)*(1 - sigmoid(x))", "--vars", "x", "--latex"),
+    "derive conv --latex": ("derive", "conv", "--latex"),
+    "derive decoder --latex": ("derive", "decoder", "--latex"),
 }
 
 

@@ -77,7 +77,8 @@ def test_bad_sizes():
 
 
 def test_latex():
-    assert r"\delta_{ij}" in L.LayerNorm(4).latex() and L.LayerNorm(4)._repr_latex_().startswith("$")
+    tex = L.LayerNorm(4).latex()
+    assert r"\delta_{i j}" in tex and tex.startswith(r"\begin{align*}") and L.LayerNorm(4)._repr_latex_() == tex
 
 
 @settings(max_examples=20, deadline=None)

@@ -103,8 +103,8 @@ def test_bad_coordinate_index():
 
 def test_latex_is_readable():
     text = P.Sinusoidal(5).shift_identity().latex()
-    assert r"\begin{aligned}" in text and "unpaired" in text
-    assert P.Sinusoidal(5).shift_identity()._repr_latex_().startswith("$")
+    assert text.startswith(r"\begin{align*}") and text.rstrip().endswith(r"\end{align*}") and "unpaired" in text
+    assert P.Sinusoidal(5).shift_identity()._repr_latex_() == text  # a complete display Jupyter renders as it is
     assert r"\documentclass" in P.Sinusoidal(4).rotation(P.k).document()
 
 

@@ -141,7 +141,7 @@ def test_every_figure_has_a_caption():
 
 
 class _Entry:
-    name, title, source, method = "dot-variance", "Var(q.k) = d_k", "seed 000 L667", "simplify"
+    name, title, source, method, scope = "dot-variance", "Var(q.k) = d_k", "seed 000 L667", "simplify", "all d_k >= 1"
 
     def __init__(self, statement):
         self._statement = statement
@@ -170,8 +170,14 @@ def test_no_trivial_display_and_sources_cited_in_one_style():
 def test_headings_typeset_math_not_dollar_signs():
     from crosscheck import latexdoc
 
-    head = latexdoc._derivation("The softmax Jacobian", "x", where=sp.Eq(sp.Symbol("n"), 3, evaluate=False))
+    from derive import softmax
+    from seqgrad.errors import SeqgradValueError
+
+    head = latexdoc._derivation("The softmax Jacobian", softmax.SoftmaxJacobian(2).latex(),
+                                where=sp.Eq(sp.Symbol("n"), 3, evaluate=False))
     assert head.startswith(r"\paragraph{The softmax Jacobian, $n = 3$}") and r"\$" not in head
+    with pytest.raises(SeqgradValueError, match="a complete display"):  # bare math would be pasted outside math mode
+        latexdoc._derivation("The softmax Jacobian", r"\frac{\partial a}{\partial z}")
 
 
 def test_shift_report_is_typeset():
@@ -182,3 +188,38 @@ def test_shift_report_is_typeset():
     cells = " ".join(c for row in rows for c in row)
     assert "R^{T}" in cells and r"\operatorname{det}" in cells and r"\neq" in cells
     assert "True" not in cells and "^T R(k)" not in cells  # no ASCII proof lines
+
+
+def test_identity_headings_are_names_and_words_the_statement_typeset():
+    """The notes head each identity with its name, source and scope in words; the formula is the typeset
+    display (never the ASCII title such as 'd a_i / d z_j = a_i (delta_ij - a_j)')."""
+    from crosscheck import latexdoc
+    from derive import catalogue
+
+    entries = [catalogue.get(n) for n in ("softmax-jacobian", "pe-unpaired-no-scalar", "residual-plain")]
+    b = latexdoc.Build(Notation(), Path("."), None, proof_seconds=30)
+    tex = latexdoc.identity_status(entries, b)
+    heads = [line for line in tex.splitlines() if line.startswith("\\paragraph")]
+    assert len(heads) == 3
+    for entry, head in zip(entries, heads):
+        assert head.startswith(f"\\paragraph{{{latexdoc.code(entry.name)}}}")
+        assert latexdoc.text(entry.title) not in tex and "\\textasciicircum" not in head and "\\textgreater" not in head
+    assert "$\\ge$ 1" in heads[0]  # the scope 'all n >= 1' in words, the sign typeset
+    assert tex.count("\\begin{align*}") == 3  # each statement a display, through the printer
+    assert "\\delta_{i j}" in tex and "\\neq 0" in tex
+
+
+def test_frequencies_print_as_omega_with_their_definition():
+    """PE frequencies print as omega_i with omega_i = 10000^(-2i/d), never as expanded numbers (cube roots of 10)."""
+    from derive import catalogue, positional
+
+    definition = r"{\omega}_{i}"
+    for obj in (positional.Sinusoidal(6), positional.Sinusoidal(5).rotation(), positional.Sinusoidal(5).shift_identity(),
+                positional.NoScalarShift(positional.Sinusoidal(5))):
+        tex = obj.latex()
+        assert definition in tex and r"10000^{- \frac{2 i}{d}}" in tex, type(obj).__name__
+        assert "\\sqrt[" not in tex and "10^{" not in tex and "1000}" not in tex
+    assert "with }d = 6" in positional.Sinusoidal(6).latex()  # the width the definition is taken at
+    for name in ("pe-unpaired-no-scalar", "pe-dot-offset-d6", "pe-dot-offset-d8", "pe-wavelength"):
+        tex = catalogue.get(name).latex()
+        assert r"{\omega}_{" in tex and "\\sqrt[" not in tex and "10^{" not in tex and "{10}" not in tex, name

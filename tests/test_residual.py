@@ -16,7 +16,8 @@ from seqgrad.errors import SeqgradValueError
 def test_placements(placement):
     rj = R.ResidualJacobian(2, placement)
     assert rj.prove()
-    assert "J_F" in rj.latex()
+    tex = rj.latex()
+    assert tex.startswith(r"\begin{align*}") and "J_{F}" in tex and r"\frac{\partial \mathbf{y}}{\partial \mathbf{h}}" in tex
 
 
 def test_encoder_block_factors():
@@ -33,7 +34,7 @@ def test_depth_expansion_and_scaled_shortcuts():
     dl = R.DepthProduct(3, 2, scale=lam)
     zero = {s: 0 for J in dl.J for s in J}
     assert dl.product().subs(zero) == lam ** 3 * sp.eye(2)
-    assert "J_{3} J_{2} J_{1}" in R.DepthProduct(3, 2).latex()
+    assert r"\mathbf{J}_{3} \mathbf{J}_{2} \mathbf{J}_{1}" in R.DepthProduct(3, 2).latex()
 
 
 def test_mlp_without_activation_is_affine():

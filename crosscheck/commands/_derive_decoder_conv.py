@@ -110,8 +110,7 @@ def _run_conv(args) -> str:
         return "\n".join([f"{sstr(lhs)} = {sstr(rhs)}" for lhs, rhs in rows] + [f"% {proof.summary()}"])
     conv = dc.Conv2d(stride=stride)
     if args.latex:
-        return conv.latex() if stride == 1 else latex_aligned([(sp.Symbol("Y_ij"), conv.Y), (sp.Symbol("dL/dK_pq"), conv.grad_K()),
-                                                              (sp.Symbol("dL/db"), conv.grad_b())])
+        return conv.latex()
     rows = [("Y_ij", conv.Y), ("dL/dK_pq", conv.grad_K()), ("dL/db", conv.grad_b())]
     if stride == 1:
         rows += [("dL/dX_mn", conv.grad_X()), ("dL/dX_mn", conv.grad_X_flipped())]

@@ -11,7 +11,8 @@ def register(sub) -> None:
     p = sub.add_parser("identities", help="list and verify the identity catalogue (exit 1 if one fails)")
     p.add_argument("--only", metavar="PATTERN", help="verify only entries whose name matches (glob or substring)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--latex", action="store_true", help="print each statement as LaTeX")
+    p.add_argument("--latex", action="store_true", help="print each statement as a LaTeX display (align*, amsmath), "
+                   "each result as a % comment above it: the output pastes into a document body")
     p.add_argument("--list", action="store_true", help="list the entries without verifying them")
     p.set_defaults(handler=run)
 
@@ -42,9 +43,10 @@ def run(args) -> int:
         print()
     else:
         width = max(len(r["name"]) for r in rows)
+        comment = "% " if args.latex else ""  # with --latex, the results are TeX comments around the displays
         for r in rows:
-            print(f"{r['name']:<{width}}  {r['method']:<14}  {'PASS' if r['passed'] else 'FAIL'}  {r['scope']}  [{r['source']}]")
+            print(f"{comment}{r['name']:<{width}}  {r['method']:<14}  {'PASS' if r['passed'] else 'FAIL'}  {r['scope']}  [{r['source']}]")
             if args.latex:
-                print(f"    {r['latex']}")
-        print(f"\n{len(rows) - len(failed)} passed, {len(failed)} failed")
+                print(r["latex"])
+        print(f"\n{comment}{len(rows) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0

@@ -26,7 +26,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the random points (default 0)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
-    out.add_argument("--latex", action="store_true", help="print the verdict as a LaTeX line for notes")
+    out.add_argument("--latex", action="store_true", help="print the statement and its verdict as a LaTeX display (align*, amsmath) for notes")
     p.set_defaults(handler=run)
 
 
