@@ -360,7 +360,7 @@ def _explicit_numeric(rng) -> NumericResult:
     values = {sym: sp.Float(rng.uniform(-1, 1)) for table in (ec.x, ec.k, ec.g) for sym in table.values()}
     values[ec.b] = sp.Float(rng.uniform(-1, 1))
     keys = [(name, key) for name in d for key in d[name]]
-    at = lambda e: float(sp.sympify(e).xreplace(values))  # every symbol replaced by its number at once
+    at = lambda e: float(e.xreplace(values) if isinstance(e, sp.Basic) else e)  # every symbol replaced by its number at once
     return NumericResult([at(d[a][c]) for a, c in keys], [at(f[a][c]) for a, c in keys],
                          "policy", None, "explicit 4x5 input, 3x2 kernel, stride 2, padding 1, random point")
 

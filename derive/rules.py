@@ -113,7 +113,8 @@ class _RowMap(MatrixExpr):
         """``sum_k term(k)`` over the row: a ``Sum`` with symbolic bounds at a symbolic width (index notation,
         the proofs), the explicit sum of the terms at a concrete width (an explicit matrix: no ``Sum`` to
         evaluate afterwards, which costs SymPy far more than the terms)."""
-        n = sp.sympify(self.shape[1] if n is None else n)
+        n = self.shape[1] if n is None else n
+        n = sp.Integer(n) if isinstance(n, int) else n
         if n.is_Integer:
             return sp.Add(*[term(sp.Integer(k)) for k in range(int(n))])
         return sp.Sum(term(_ROW_INDEX), (_ROW_INDEX, 0, n - 1))
