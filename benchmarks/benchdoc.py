@@ -7,6 +7,7 @@ Each benchmark script owns the section between ``<!-- bench:NAME -->`` and
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import platform
 import re
@@ -43,3 +44,27 @@ def table(headers: list[str], rows: list[list[object]]) -> str:
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(out)
+
+
+def arguments(doc: str, *, repeats: int, threads: int | None = 1,
+              threads_help: str = "torch CPU threads (default 1: one thread, as the speed issue asks)") -> argparse.ArgumentParser:
+    """The options every timing script shares: ``--repeats``, ``--threads`` (none for a script without
+    torch), ``--no-record`` and ``--smoke``; a script adds its own before :func:`parse`."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=repeats)
+    if threads is not None:
+        p.add_argument("--threads", type=int, default=threads, help=threads_help)
+    p.add_argument("--no-record", action="store_true", help="print only; do not update docs/benchmarks.md")
+    p.add_argument("--smoke", action="store_true", help="one repeat, nothing recorded (CI's slow step)")
+    return p
+
+
+def parse(parser: argparse.ArgumentParser, argv=None, **smoke) -> argparse.Namespace:
+    """The parsed options; ``--smoke`` means one repeat and nothing recorded, plus the script's own
+    ``smoke`` settings (e.g. ``dtype="float64"``)."""
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.repeats, args.no_record = 1, True
+        for key, value in smoke.items():
+            setattr(args, key, value)
+    return args

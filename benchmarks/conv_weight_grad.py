@@ -1,6 +1,6 @@
 """The conv weight gradient compiled from the derivation against torch.nn.functional.conv2d autograd, same run.
 
-    python benchmarks/conv_weight_grad.py [--repeats 9] [--threads 1] [--no-record]
+    python benchmarks/conv_weight_grad.py [--repeats 9] [--threads 1] [--no-record] [--smoke]
 
 Shape: batch 64, one 64 x 64 channel, a 5 x 5 kernel, stride 1, no padding.  Ours:
 ``dL/dK_pq = sum_bij G_bij X_b,i+p,j+q`` from ``derive.conv.Conv2d.grad_K`` compiled by
@@ -11,7 +11,6 @@ forward + backward.  Target: ours <= 2x the backward-only baseline, float32 and 
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -61,14 +60,7 @@ def measure(dtype_name: str, repeats: int) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=9)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--no-record", action="store_true")
-    p.add_argument("--smoke", action="store_true", help="one repeat, nothing recorded (CI's slow step)")
-    args = p.parse_args(argv)
-    if args.smoke:
-        args.repeats, args.no_record = 1, True
+    args = benchdoc.parse(benchdoc.arguments(__doc__, repeats=9), argv)
     torch.set_num_threads(args.threads)
     results = [measure(d, args.repeats) for d in ("float32", "float64")]
     if not args.no_record:

@@ -1,6 +1,6 @@
 """Forward + backward of a 4-block pre-norm decoder against torch.nn.TransformerDecoder, same weights, same run.
 
-    python benchmarks/decoder_vs_torch.py [--device cpu|cuda] [--repeats 7] [--dtype float32|float64|both] [--threads 1] [--no-record]
+    python benchmarks/decoder_vs_torch.py [--device cpu|cuda] [--repeats 7] [--dtype float32|float64|both] [--threads 1] [--no-record] [--smoke]
 
 Shape: T_tgt = T_src = 256, D = 256, 8 heads, F = 1024, batch 1, dropout 0, causal mask, final LayerNorm.
 Both sides compute the loss sum(H_dec) and its gradient with respect to the target input, the memory
@@ -10,7 +10,6 @@ reported, with the ratio ours / torch (target <= 1.1).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -73,16 +72,10 @@ def measure(device, dtype_name: str, repeats: int) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = benchdoc.arguments(__doc__, repeats=7)
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     p.add_argument("--dtype", default="both", choices=("float32", "float64", "both"))
-    p.add_argument("--repeats", type=int, default=7)
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, as the issue asks)")
-    p.add_argument("--no-record", action="store_true", help="do not write docs/benchmarks.md")
-    p.add_argument("--smoke", action="store_true", help="one repeat, nothing recorded (CI's slow step)")
-    args = p.parse_args(argv)
-    if args.smoke:
-        args.repeats, args.no_record = 1, True
+    args = benchdoc.parse(p, argv)
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     dtypes = ("float32", "float64") if args.dtype == "both" else (args.dtype,)

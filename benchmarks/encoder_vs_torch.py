@@ -1,6 +1,6 @@
 """Forward + backward of a 4-block pre-norm encoder against torch.nn.TransformerEncoder, same weights, same run.
 
-    python benchmarks/encoder_vs_torch.py [--device cpu|cuda] [--repeats 9] [--dtype float32|float64|both] [--no-record]
+    python benchmarks/encoder_vs_torch.py [--device cpu|cuda] [--repeats 9] [--dtype float32|float64|both] [--no-record] [--smoke]
 
 Shape: T = 512, D = 256, 8 heads, F = 1024, batch 1, dropout 0, final LayerNorm.
 Both sides compute the loss sum(H_enc) and its gradient with respect to the
@@ -10,7 +10,6 @@ and the median of the repeats is reported, with the ratio ours / torch.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -70,16 +69,10 @@ def measure(device, dtype_name: str, repeats: int) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = benchdoc.arguments(__doc__, repeats=9, threads=0, threads_help="torch CPU threads (0: leave torch's default)")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     p.add_argument("--dtype", default="both", choices=("float32", "float64", "both"))
-    p.add_argument("--repeats", type=int, default=9)
-    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: leave torch's default)")
-    p.add_argument("--no-record", action="store_true", help="do not write docs/benchmarks.md")
-    p.add_argument("--smoke", action="store_true", help="float64, one repeat, not recorded (CI's slow step)")
-    args = p.parse_args(argv)
-    if args.smoke:
-        args.dtype, args.repeats, args.no_record = "float64", 1, True
+    args = benchdoc.parse(p, argv, dtype="float64")
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)

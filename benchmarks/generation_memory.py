@@ -1,6 +1,6 @@
 """Greedy generation of 64 tokens: the encoder memory computed once and reused, against recomputing it every step.
 
-    python benchmarks/generation_memory.py [--repeats 5] [--threads 1] [--no-record]
+    python benchmarks/generation_memory.py [--repeats 5] [--threads 1] [--no-record] [--smoke]
 
 Model: encoder and decoder of 2 pre-norm blocks each, D = 256, 8 heads, F = 1024, T_src = 256 source
 tokens, float32 on CPU.  ``EncoderDecoder.generate`` runs the encoder once; the baseline is the same
@@ -10,7 +10,6 @@ greedy loop calling the encoder at every step.  The <end> token is made unreacha
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -38,14 +37,7 @@ def recompute_every_step(model: EncoderDecoder, src: torch.Tensor, n: int) -> li
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--no-record", action="store_true")
-    p.add_argument("--smoke", action="store_true", help="one repeat, nothing recorded (CI's slow step)")
-    args = p.parse_args(argv)
-    if args.smoke:
-        args.repeats, args.no_record = 1, True
+    args = benchdoc.parse(benchdoc.arguments(__doc__, repeats=5), argv)
     torch.set_num_threads(args.threads)
     model = EncoderDecoder.random(K, K, D, HEADS, F_WIDTH, BLOCKS, start=0, end=1, seed=3, dtype=torch.float32).eval()
     with torch.no_grad():

@@ -6,12 +6,11 @@ one configuration after another) in the same run; both compute
 ``|dh_{T-1}/dh_0| = prod_{t=1}^{T-1} |w_h tanh'(z_t)|`` and must agree.
 The target is under 2 s for the vectorised sweep.  Medians of several repeats.
 
-Run: ``python benchmarks/path_sweep.py [--repeats N] [--no-record]``.
+Run: ``python benchmarks/path_sweep.py [--repeats N] [--no-record] [--smoke]``.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import statistics
 import time
@@ -51,13 +50,7 @@ def _median_time(fn, repeats: int) -> tuple[float, object]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--no-record", action="store_true", help="print only; do not update docs/benchmarks.md")
-    parser.add_argument("--smoke", action="store_true", help="one repeat, not recorded (CI's slow step)")
-    args = parser.parse_args(argv)
-    if args.smoke:
-        args.repeats, args.no_record = 1, True
+    args = benchdoc.parse(benchdoc.arguments(__doc__, repeats=5, threads=None), argv)
 
     vec_s, vec = _median_time(lambda: path_product_sweep(W_H[:, None], INPUTS[None, :], T, show_progress=False), args.repeats)
     loop_s, loop = _median_time(lambda: loop_baseline(W_H, INPUTS, T), max(1, args.repeats // 2))
