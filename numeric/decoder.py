@@ -37,7 +37,7 @@ from seqgrad import runcache, validate
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
 from .attention import MultiHeadAttention, attention_mask, check_mask
-from .encoder import MLP, Encoder, EncoderBlock
+from .encoder import MLP, Encoder, EncoderBlock, layer_norms
 from .heads import AffineHead, shift_targets, valid_target_loss
 from .layernorm import LayerNorm
 
@@ -95,12 +95,7 @@ class DecoderBlock(nn.Module):
         if mlp.D != self.D:
             raise ShapeError("W1", (mlp.F_width, mlp.D), f"F x {self.D} (the attention width)")
         self.self_attention, self.cross_attention, self.mlp = self_attention, cross_attention, mlp
-        self.ln1 = ln1 or LayerNorm(self.D, dtype=dtype, device=device)
-        self.ln2 = ln2 or LayerNorm(self.D, dtype=dtype, device=device)
-        self.ln3 = ln3 or LayerNorm(self.D, dtype=dtype, device=device)
-        for name, ln in (("ln1", self.ln1), ("ln2", self.ln2), ("ln3", self.ln3)):
-            if ln.D != self.D:
-                raise ShapeError(f"{name}.gamma", (ln.D,), f"({self.D},)")
+        self.ln1, self.ln2, self.ln3 = layer_norms(self.D, dtype, device, ln1=ln1, ln2=ln2, ln3=ln3)
         self.norm_first = bool(norm_first)
 
     @classmethod

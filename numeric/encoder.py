@@ -61,6 +61,18 @@ class MLP(nn.Module):
         return B
 
 
+def layer_norms(D: int, dtype, device, **given) -> list:
+    """The block's LayerNorms in the order given: each one passed in checked against the width ``D``, a
+    fresh one (gamma = 1, beta = 0) for each left out."""
+    out = []
+    for name, ln in given.items():
+        ln = ln or LayerNorm(D, dtype=dtype, device=device)
+        if ln.D != D:
+            raise ShapeError(f"{name}.gamma", (ln.D,), f"({D},)")
+        out.append(ln)
+    return out
+
+
 class EncoderBlock(nn.Module):
     """One block: attention branch and MLP branch, each with a residual bypass and a LayerNorm."""
 
@@ -71,11 +83,7 @@ class EncoderBlock(nn.Module):
             raise ShapeError("W1", (mlp.F_width, mlp.D), f"F x {attention.D} (the attention width)")
         self.D = attention.D
         self.attention, self.mlp = attention, mlp
-        self.ln1 = ln1 or LayerNorm(self.D, dtype=dtype, device=device)
-        self.ln2 = ln2 or LayerNorm(self.D, dtype=dtype, device=device)
-        for name, ln in (("ln1", self.ln1), ("ln2", self.ln2)):
-            if ln.D != self.D:
-                raise ShapeError(f"{name}.gamma", (ln.D,), f"({self.D},)")
+        self.ln1, self.ln2 = layer_norms(self.D, dtype, device, ln1=ln1, ln2=ln2)
         self.norm_first = bool(norm_first)
 
     @classmethod
