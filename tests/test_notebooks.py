@@ -45,6 +45,11 @@ def _png(data: str) -> bytes:
     return base64.b64decode(data)
 
 
+def printed(nb) -> str:
+    """Everything the notebook's code cells printed (their stream outputs), joined."""
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+
+
 @pytest.mark.slow
 def test_deriving_gradient_formulas(tmp_path):
     nb = run(ROOT / "docs/notebooks/deriving-gradient-formulas.ipynb", tmp_path)
@@ -53,7 +58,7 @@ def test_deriving_gradient_formulas(tmp_path):
     assert "$\\displaystyle g^{z}_{0} h_{-1} + g^{z}_{1} h_{0} + g^{z}_{2} h_{1}$" in latex  # net.grad in the text's notation
     assert any("\\Bigl(" in t or "\\quad" in t for t in latex)  # the closed form, broken over lines
     assert any("Forward pass" in t and "g^{h}_{2}" in t for t in outputs(nb, "text/markdown"))  # Table 3
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    text = printed(nb)
     assert "z₁ = wₓ x₁ + wₕ h₀" in text and "(ŷ − y)²/2" in text
     pngs = outputs(nb, "image/png")
     assert pngs and _png(pngs[0])[:8] == b"\x89PNG\r\n\x1a\n"
@@ -65,7 +70,7 @@ def test_verifying_identities(tmp_path):
     latex = outputs(nb, "text/latex")
     assert any("operatorname{diag}" in t or "softmax" in t or "\\frac" in t for t in latex)
     assert len(latex) >= 2
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    text = printed(nb)
     assert "pass" in text and "week06 §" in text  # the checks passed, cited in the one style
     pngs = outputs(nb, "image/png")
     assert pngs and _png(pngs[0])[:8] == b"\x89PNG\r\n\x1a\n"
@@ -77,7 +82,7 @@ def test_exporting_notes(tmp_path):
     latex = outputs(nb, "text/latex")
     assert any("\\frac{\\partial \\mathcal{L}}{\\partial W_{hh}}" in t and "\\delta^{z}_{2}" in t for t in latex)
     assert (tmp_path / "notes-snippet.tex").read_text().startswith("\\documentclass{article}")
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    text = printed(nb)
     assert "\\begin{align*}" in text and "\\toprule" in text
 
 
