@@ -855,7 +855,7 @@ class GeneralDerivation:
         c = self.cell
         of = validate.choice("of", of or c.states[0], tuple(c.states))
         wrt = validate.choice("wrt", wrt or of, tuple(c.states))
-        return step_tangent(self.step, self.at_t[of], self.prev[wrt], c.vector, c.shape_of(of)[1] if c.vector else None)
+        return step_tangent(self.step, self.at_t[of], self.prev[wrt], c.vector)
 
     def rows(self) -> list["Row"]:
         return self.forward_rows() + self.backward_rows() + self.gradient_rows()
@@ -920,18 +920,24 @@ def scalar_tangent(d, tangents: Mapping):
     return sp.Add(*terms) if terms else None
 
 
-def step_tangent(program: Program, target, seed, vector: bool, width: int | None = None):
+def propagate(definitions: Iterable, tangents: dict, vector: bool, last=None) -> dict:
+    """The tangents of ``definitions`` in order, added to ``tangents`` (the seeds), up to and including the
+    definition of ``last``; a definition no tangent reaches gets none (a structural zero)."""
+    for d in definitions:
+        tangent = definition_tangent(d, tangents) if vector else scalar_tangent(d, tangents)
+        if tangent is not None:
+            tangents[d.target] = tangent
+        if d.target == last:
+            break
+    return tangents
+
+
+def step_tangent(program: Program, target, seed, vector: bool):
     """Forward-mode chain rule over a step program: d ``target`` / d ``seed`` with every other leaf held
     fixed (the Jacobian of a row-vector state, rows its entries, read off its tangent by
     :func:`derive.rules.jacobian`)."""
     start = direction(seed) if vector else sp.Integer(1)
-    tangents = {seed: start}
-    for d in program.definitions("forward"):
-        t = definition_tangent(d, tangents) if vector else scalar_tangent(d, tangents)
-        if t is not None:
-            tangents[d.target] = t
-        if d.target == target:
-            break
+    tangents = propagate(program.definitions("forward"), {seed: start}, vector, last=target)
     out = rules.jacobian(tangents.get(target), start) if vector else tangents.get(target)
     if out is None:
         return sp.ZeroMatrix(target.shape[1], seed.shape[1]) if vector else sp.Integer(0)

@@ -45,6 +45,7 @@ f_1
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import sympy as sp
@@ -53,7 +54,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from seqgrad import runcache, validate
 
 from . import rules
-from .cell import definition_tangent, direction, scalar_tangent
+from .cell import definition_tangent, direction, propagate, scalar_tangent
 from .cell_unrolled import UnrolledCell
 from .program import latex_aligned
 
@@ -177,16 +178,11 @@ class GatedRNN(UnrolledCell):
             wrt = validate.choice("wrt", wrt if wrt is not None else "c", ("c", "h"))
             if wrt == "h":
                 prev = self.h[t - 1] if t > 0 else self.h_init
-        step_defs = [d for d in self.program.definitions("forward") if d.step == t]
+        before = itertools.takewhile(lambda d: d.target is not state,
+                                     (d for d in self.program.definitions("forward") if d.step == t))
         start = self._direction(prev)
         seed = {prev: start}
-        tangents = dict(seed)
-        for d in step_defs:
-            if d.target is state:
-                break
-            t = self._tangent(d, tangents)
-            if t is not None:
-                tangents[d.target] = t
+        tangents = propagate(before, dict(seed), self.vector)
         full = self._jacobian(self._tangent(self.program[state], tangents), start)
         carry = (self._jacobian(self._tangent(self.program[state], seed), start) if (self.kind == "GRU" or wrt == "c")
                  else self._zero_jac())
