@@ -68,3 +68,11 @@ def parse(parser: argparse.ArgumentParser, argv=None, **smoke) -> argparse.Names
         for key, value in smoke.items():
             setattr(args, key, value)
     return args
+
+
+def versus_torch_table(device: str, threads, results: list[dict], target: str) -> str:
+    """The table of a seqgrad-against-torch.nn timing: one row per dtype result (``dtype``, ``ours`` and
+    ``torch`` median seconds, their ``ratio``, ``agree`` the outputs' comparison)."""
+    return table(["device", "dtype", "torch threads", "seqgrad (ms)", "torch.nn (ms)", "ratio", "target", "outputs agree"],
+                 [[device, r["dtype"], threads, f"{r['ours'] * 1e3:.1f}", f"{r['torch'] * 1e3:.1f}", f"{r['ratio']:.3f}",
+                   target, f"{r['agree'].passed} ({r['agree'].max_abs_error:.1e})"] for r in results])

@@ -88,10 +88,7 @@ def main(argv=None) -> int:
               "batch 1, causal mask, dropout 0, the same weights copied into `torch.nn.TransformerDecoder`; median of "
               f"{args.repeats} interleaved repeats after a warm-up (`python benchmarks/decoder_vs_torch.py`). "
               "The machine was shared with other jobs; the ratio of medians from the same run is the figure to read.\n\n"
-              + benchdoc.table(["device", "dtype", "torch threads", "seqgrad (ms)", "torch.nn (ms)", "ratio", "target", "outputs agree"],
-                               [[device.type, r["dtype"], threads, f"{r['ours'] * 1e3:.1f}", f"{r['torch'] * 1e3:.1f}",
-                                 f"{r['ratio']:.3f}", "<= 1.1", f"{r['agree'].passed} ({r['agree'].max_abs_error:.1e})"]
-                                for r in results]))
+              + benchdoc.versus_torch_table(device.type, threads, results, "<= 1.1"))
         print(benchdoc.record(f"decoder_vs_torch_{device.type}", md))
     return 0 if all(r["agree"].passed for r in results) else 1
 

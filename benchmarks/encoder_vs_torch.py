@@ -87,10 +87,7 @@ def main(argv=None) -> int:
               f"{args.repeats} interleaved repeats after a warm-up. Named-intermediate capture off (the fused QKV + "
               "`scaled_dot_product_attention` path). The machine was shared with other jobs, so single runs vary a lot; "
               "the ratio of medians from the same run is the figure to read.\n\n"
-              + benchdoc.table(["device", "dtype", "torch threads", "seqgrad (ms)", "torch.nn (ms)", "ratio", "target", "outputs agree"],
-                               [[device.type, r["dtype"], threads, f"{r['ours'] * 1e3:.1f}", f"{r['torch'] * 1e3:.1f}",
-                                 f"{r['ratio']:.3f}", "<= 1.3", f"{r['agree'].passed} ({r['agree'].max_abs_error:.1e})"]
-                                for r in results]))
+              + benchdoc.versus_torch_table(device.type, threads, results, "<= 1.3"))
         print(benchdoc.record(f"encoder_vs_torch_{device.type}", md))
     return 0 if all(r["agree"].passed for r in results) else 1
 

@@ -37,7 +37,7 @@ from seqgrad import runcache, validate
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
 from .attention import MultiHeadAttention, attention_mask, check_mask
-from .encoder import MLP, Encoder, EncoderBlock, layer_norms
+from .encoder import MLP, Encoder, EncoderBlock, layer_norms, random_stack
 from .heads import AffineHead, shift_targets, valid_target_loss
 from .layernorm import LayerNorm
 
@@ -148,13 +148,8 @@ class Decoder(Encoder):
                activation: str = "relu", bias: bool = False, seed: int = 0, dtype=torch.float64, device=None,
                **kwargs) -> "Decoder":
         """A decoder with random weights (for tests, checks and benchmarks)."""
-        K = validate.integer("K", K, minimum=1)
-        n_blocks = validate.integer("n_blocks", n_blocks, minimum=1)
-        g = torch.Generator().manual_seed(seed)
-        blocks = [DecoderBlock.random(D, n_heads, F_width, norm_first=norm_first, activation=activation, bias=bias,
-                                      generator=g, dtype=dtype, device=device) for _ in range(n_blocks)]
-        E = torch.randn(K, D, generator=g, dtype=torch.float64)
-        return cls(E, blocks, dtype=dtype, device=device, generator=g, **kwargs)
+        return random_stack(cls, DecoderBlock, K, D, n_heads, F_width, n_blocks, norm_first=norm_first,
+                            activation=activation, bias=bias, seed=seed, dtype=dtype, device=device, **kwargs)
 
     def check_weights(self) -> None:
         """Refuse NaN or inf in any parameter.  One fused norm per parameter first (a NaN or inf entry makes its

@@ -73,6 +73,19 @@ def layer_norms(D: int, dtype, device, **given) -> list:
     return out
 
 
+def random_stack(cls, block, K: int, D: int, n_heads: int, F_width: int, n_blocks: int, *, norm_first: bool,
+                 activation: str, bias: bool, seed: int, dtype, device, **kwargs):
+    """``cls`` (an encoder or decoder stack) of ``n_blocks`` random ``block`` s and a random embedding of
+    ``K`` tokens, all drawn from one generator seeded with ``seed``."""
+    K = validate.integer("K", K, minimum=1)
+    n_blocks = validate.integer("n_blocks", n_blocks, minimum=1)
+    g = torch.Generator().manual_seed(seed)
+    blocks = [block.random(D, n_heads, F_width, norm_first=norm_first, activation=activation, bias=bias,
+                           generator=g, dtype=dtype, device=device) for _ in range(n_blocks)]
+    E = torch.randn(K, D, generator=g, dtype=torch.float64)
+    return cls(E, blocks, dtype=dtype, device=device, generator=g, **kwargs)
+
+
 class EncoderBlock(nn.Module):
     """One block: attention branch and MLP branch, each with a residual bypass and a LayerNorm."""
 
@@ -268,10 +281,5 @@ class Encoder(nn.Module):
     def random(cls, K: int, D: int, n_heads: int, F_width: int, n_blocks: int = 1, *, norm_first: bool = True,
                activation: str = "relu", bias: bool = False, seed: int = 0, dtype=torch.float64, device=None, **kwargs) -> "Encoder":
         """An encoder with random weights (for tests, checks and benchmarks)."""
-        K = validate.integer("K", K, minimum=1)
-        n_blocks = validate.integer("n_blocks", n_blocks, minimum=1)
-        g = torch.Generator().manual_seed(seed)
-        blocks = [EncoderBlock.random(D, n_heads, F_width, norm_first=norm_first, activation=activation, bias=bias,
-                                      generator=g, dtype=dtype, device=device) for _ in range(n_blocks)]
-        E = torch.randn(K, D, generator=g, dtype=torch.float64)
-        return cls(E, blocks, dtype=dtype, device=device, generator=g, **kwargs)
+        return random_stack(cls, EncoderBlock, K, D, n_heads, F_width, n_blocks, norm_first=norm_first,
+                            activation=activation, bias=bias, seed=seed, dtype=dtype, device=device, **kwargs)
