@@ -593,6 +593,7 @@ cli(["experiment", "cue-recall", "--seeds", "6206,x"], SeqgradValueError, "comma
 cli(["experiment", "cue-recall", "--seeds", "1.5"], SeqgradValueError, "--seeds='1.5'")
 cli(["experiment", "cue-recall", "--jobs", "0"], SeqgradValueError, "--jobs=0")
 cli(["experiment", "cue-recall", "--batch-size", "0"], SeqgradValueError, "--batch-size=0")
+cli(["experiment", "cue-recall", "--loss", "every"], UsageError, "argument --loss")
 cli(["experiment", "cue-recall", "--out", "/proc/seqgrad-experiments"], SeqgradValueError, "--out")
 cli(["experiment", "cue-recall", "--device", "tpu"], UsageError, "argument --device")
 cli(["experiment", "nosuchexperiment"], UsageError, "argument NAME")

@@ -309,9 +309,29 @@ def test_docs_page_shows_the_recorded_table():
     assert table in (root / "docs" / "experiment-cue-recall.md").read_text(encoding="utf-8")
 
 
-def test_batch_size_is_part_of_the_configuration(tmp_path):
+def test_batch_size_and_loss_are_part_of_the_configuration(tmp_path):
     out = tmp_path / "exp"
-    assert _cli("--quick", "--delays", "4", "--models", "rnn", "--batch-size", "256", "--out", str(out)) == 0
+    assert _cli("--quick", "--delays", "4", "--models", "rnn", "--batch-size", "256", "--loss", "recall", "--out", str(out)) == 0
     doc = json.loads((out / "results.json").read_text())
     assert doc["config"]["batch_size"] == 256 and doc["runs"][0]["config"]["batch_size"] == 256
-    assert doc["invocations"][-1]["command"].endswith("--batch-size 256 --quick")
+    assert doc["config"]["loss"] == "recall" and doc["runs"][0]["config"]["loss"] == "recall"
+    assert doc["invocations"][-1]["command"].endswith("--batch-size 256 --loss recall --quick")
+    # the default setup's runs are not reused for another loss, nor the other way round
+    assert _cli("--quick", "--delays", "4", "--models", "rnn", "--batch-size", "256", "--out", str(out)) == 0
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["config"]["loss"] == "all-tokens" and doc["invocations"][-1]["runs_trained"] == 1
+
+
+def test_the_recall_loss_reads_the_recall_position_only():
+    torch.manual_seed(0)
+    logits, targets = torch.randn(5, 12, task.K), torch.randint(0, task.K, (5, 12))
+    q = task.recall_position(8)
+    loss = train.training_loss("recall", 8)
+    changed = logits.clone()
+    changed[:, :q] += 3.0 * torch.randn(5, q, task.K)  # every other position changes
+    changed[:, q + 1:] -= 1.0
+    assert torch.equal(loss(logits, targets), loss(changed, targets))
+    assert torch.allclose(loss(logits, targets), torch.nn.functional.cross_entropy(logits[:, q], targets[:, q]))
+    assert train.training_loss("all-tokens", 8) is train.next_token_loss
+    with pytest.raises(ValueError, match="loss"):
+        train.training_loss("every", 8)

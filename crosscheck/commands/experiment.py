@@ -26,6 +26,9 @@ def register(sub) -> None:
                    help="a smoke run: one seed, 4 epochs, 512/128/256 episodes (seconds, not minutes)")
     q.add_argument("--batch-size", type=int, default=None, metavar="N",
                    help="episodes per update (default 128; the text gives none; a run with another size is not the recorded setup)")
+    q.add_argument("--loss", default=None, choices=("all-tokens", "recall"),
+                   help="what the models are trained on (the text does not say): the mean next-token cross-entropy over every "
+                        "position (default, the recorded setup) or the cross-entropy at the recall query alone")
     q.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes, one thread each (default 1)")
     add_device(q)
     q.set_defaults(handler=run)
@@ -36,6 +39,7 @@ def command_line(args, models, delays, seeds) -> str:
     line = (f"seqgrad experiment cue-recall --delays {','.join(map(str, delays))} --seeds {','.join(map(str, seeds))} "
             f"--models {','.join(models)} --device {args.device} --out {args.out} --jobs {args.jobs}")
     line += f" --batch-size {args.batch_size}" if args.batch_size is not None else ""
+    line += f" --loss {args.loss}" if args.loss is not None else ""
     return line + (" --quick" if args.quick else "")
 
 
@@ -54,6 +58,7 @@ def run(args) -> int:
     resolve_device(args.device)
     output_dir("--out", args.out)
     written = experiment.run(args.out, models_=models, delays=delays, seeds=seeds, quick=args.quick, batch_size=args.batch_size,
+                             loss=args.loss,
                              device=args.device, jobs=args.jobs, command=command_line(args, models, delays, seeds))
     for path in written:
         print(path)

@@ -38,6 +38,7 @@ class Config:
 
     epochs: int = train.EPOCHS
     batch_size: int = train.BATCH_SIZE
+    loss: str = train.LOSS
     learning_rate: float = train.LEARNING_RATE
     clip_norm: float = train.CLIP_NORM
     order_seed: int = train.ORDER_SEED
@@ -127,7 +128,7 @@ def _run_job(job: Job, config: Config, out: str, device: str, slot: int | None =
         with tqdm(total=config.epochs, desc=f"{models.LABELS[job.model]:>11} d={job.delay:<3} seed {job.seed}",
                   position=slot, leave=slot is None, unit="epoch", dynamic_ncols=True) as bar:
             run, state = train.train(job.model, job.delay, job.seed, data, epochs=config.epochs,
-                                     batch_size=config.batch_size, device=device, bar=bar)
+                                     batch_size=config.batch_size, loss=config.loss, device=device, bar=bar)
     record = {"config": config.as_dict(), "device": device, **run.as_dict()}
     buffer = io.BytesIO()
     torch.save(state, buffer)
@@ -243,14 +244,17 @@ def _previous_invocations(path: Path, config: dict) -> list[dict]:
 
 
 def run(out, *, models_=models.MODELS, delays=DELAYS, seeds=train.SEEDS, quick: bool = False, device: str = "cpu",
-        jobs: int = 1, batch_size: int | None = None, command: str = "") -> list[Path]:
+        jobs: int = 1, batch_size: int | None = None, loss: str | None = None, command: str = "") -> list[Path]:
     """Train what is missing, analyse the gradient paths, write every output; return the written paths.
 
-    ``batch_size`` replaces the default (:data:`~.train.BATCH_SIZE`); it is part of the configuration,
-    so runs of another batch size are never mixed with the default's."""
+    ``batch_size`` and ``loss`` replace the defaults (:data:`~.train.BATCH_SIZE`, :data:`~.train.LOSS`);
+    they are part of the configuration, so runs of another batch size or loss are never mixed with the
+    default's."""
     config = QUICK if quick else Config()
     if batch_size is not None:
         config = replace(config, batch_size=validate.integer("batch_size", batch_size, minimum=1))
+    if loss is not None:
+        config = replace(config, loss=validate.choice("loss", loss, train.LOSSES))
     start = time.perf_counter()
     before = sum(_load_run(Path(out), Job(m, d, s), config) is not None for m in models_ for d in delays for s in seeds)
     records = run_grid(out, models_=models_, delays=delays, seeds=seeds, config=config, device=device, jobs=jobs)

@@ -19,6 +19,8 @@ from .results import PRINTED, Cell
 
 COLORS = {"rnn": "tab:red", "gru": "tab:orange", "transformer": "tab:blue"}
 PRINTED_MARKERS = {"rnn": "s", "gru": "D", "transformer": "^"}
+LINES = {"rnn": dict(linestyle="-", linewidth=1.5, zorder=4), "gru": dict(linestyle="--", linewidth=2.0, zorder=3),
+         "transformer": dict(linestyle="-", linewidth=4.0, alpha=0.6, zorder=2)}  # equal means stay visible: thin over wide
 OFFSETS = {"rnn": 0.96, "gru": 1.0, "transformer": 1.04}  # horizontal nudge (log axis) so equal values stay visible
 
 
@@ -30,7 +32,7 @@ def plot_accuracy(ax, cells: list[Cell]) -> list:
         if not cs:
             continue
         d = np.array([c.delay for c in cs])
-        line, = ax.plot(d, [c.mean for c in cs], marker="o", color=COLORS[m], label=f"{LABELS[m]} (measured mean)")
+        line, = ax.plot(d, [c.mean for c in cs], marker="o", color=COLORS[m], label=f"{LABELS[m]} (measured mean)", **LINES[m])
         lines.append(line)
         for c in cs:
             ax.plot([c.delay] * len(c.values), c.values, linestyle="none", marker=".", color=COLORS[m], alpha=0.5)
