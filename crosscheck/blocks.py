@@ -27,9 +27,11 @@ LN_EPS = 1e-5  # torch.nn.LayerNorm's default, as the course uses
 
 @lru_cache(maxsize=None)
 def program(kind: str, heads: int = 1, masked: bool = False):
-    """The symbolic-size program of ``kind`` ("attention", "layernorm", "pre-norm", "post-norm")."""
+    """The symbolic-size program of ``kind`` ("attention", "cross-attention", "layernorm", "pre-norm", "post-norm")."""
     if kind == "attention":
         return blocks.attention_program(heads=heads, masked=masked)
+    if kind == "cross-attention":
+        return blocks.cross_attention_program(masked=masked)
     if kind == "layernorm":
         return blocks.layernorm_program()
     return blocks.block_program(kind, heads=heads)
@@ -49,11 +51,12 @@ def compiled(kind: str, heads: int = 1, masked: bool = False):
     return block, lambdify(block.program, outputs, _args(block), backend="torch", check_finite=not masked)
 
 
-def _reference_heads(values: dict, X, heads: int, dk: int, M=None):
+def _reference_heads(values: dict, X, heads: int, dk: int, M=None, Z=None):
+    Z = X if Z is None else Z  # keys and values from the memory Z in cross-attention
     outs = []
     for i in range(1, heads + 1):
         tag = "" if heads == 1 else f"^[{i}]"
-        Q, K, V = (X @ values[f"W_{n}{tag}"].T for n in "QKV")
+        Q, K, V = X @ values[f"W_Q{tag}"].T, Z @ values[f"W_K{tag}"].T, Z @ values[f"W_V{tag}"].T
         S = Q @ K.T / math.sqrt(dk)
         if M is not None:
             S = S + M
@@ -72,6 +75,8 @@ def reference(kind: str, values: dict, heads: int, dk: int):
     """The forward pass in plain torch (the equations of derive.blocks, written independently)."""
     if kind == "attention":
         return _reference_heads(values, values["X"], heads, dk, values.get("M"))
+    if kind == "cross-attention":
+        return _reference_heads(values, values["X"], heads, dk, values.get("M"), values["Z"])
     if kind == "layernorm":
         return _reference_ln(values, values["X"])
     H = values["H"]
@@ -100,7 +105,7 @@ def compare_at(kind: str, sizes: dict, generator: torch.Generator, heads: int = 
         if name == "M":
             values[name] = causal(shape[0], dtype, device)
         else:
-            scale = 1.0 if name in ("X", "H") or name.startswith(("gamma", "beta")) else 1 / math.sqrt(shape[1])
+            scale = 1.0 if name in ("X", "Z", "H") or name.startswith(("gamma", "beta")) else 1 / math.sqrt(shape[1])
             offset = 1.0 if name.startswith("gamma") else 0.0
             values[name] = (offset + scale * torch.randn(*shape, generator=generator, dtype=torch.float64)).to(device, dtype)
     G = torch.randn(*dims(block.G.shape), generator=generator, dtype=torch.float64).to(device, dtype)

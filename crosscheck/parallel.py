@@ -9,6 +9,11 @@ so); results come back as ``(index, result)`` pairs in the order they finish,
 and the caller puts them in its own order, so what a run reports does not
 depend on the schedule.
 
+Before forking, the parent freezes its objects out of the garbage collector's reach
+(``gc.freeze``), so that the workers' collections do not copy the pages they share
+with it; a worker whose own memory grew past :data:`RECYCLE_MIB` is replaced by a
+fresh fork after its task, which bounds the memory of a run.
+
 A task that raises, or a worker that dies (a crash in a C extension, the
 out-of-memory killer), never takes the run down: the task's ``lost``
 function turns it into a result that says what happened, and a fresh worker
@@ -20,6 +25,7 @@ unsafe), or with ``jobs <= 1``, the tasks run one after another in this process.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -92,15 +98,33 @@ def _worker(tasks, conn) -> None:
         if i is None:
             return
         try:
-            message = (i, True, tasks[i].run())
+            message = (i, True, tasks[i].run(), _private_mib())
         except Exception as exc:
-            message = (i, False, _describe(exc))
+            message = (i, False, _describe(exc), _private_mib())
         try:
             conn.send(message)
         except OSError:  # the parent is gone (killed): nobody to report to
             return
         except Exception as exc:  # a result that cannot be pickled
-            conn.send((i, False, f"the result could not be sent back: {_describe(exc)}"))
+            conn.send((i, False, f"the result could not be sent back: {_describe(exc)}", _private_mib()))
+
+
+#: a worker whose own memory (pages it wrote since the fork, the caches of the tasks it ran) grew past this
+#: is ended after its task and a fresh one forked for the next: the memory of a run stays near that of its
+#: parent plus this much per worker, at the price of redoing what a later task would have found cached
+RECYCLE_MIB = 64
+
+
+def _private_mib() -> float:
+    """This process's private dirty memory in MiB (Linux; 0 where /proc has no smaps_rollup)."""
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Private_Dirty:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 class _Pool:
@@ -112,6 +136,9 @@ class _Pool:
     def _start(self):
         sys.stdout.flush()
         sys.stderr.flush()
+        gc.collect()
+        gc.freeze()  # the objects imported so far move to a generation the workers' collector never walks, so it
+        # does not write to (and copy) the pages they share with this process (the refcounts a worker touches still do)
         here, there = self.context.Pipe()
         process = self.context.Process(target=_worker, args=(self.tasks, there), daemon=True)
         process.start()
@@ -151,7 +178,7 @@ class _Pool:
                         continue  # already handled through its other handle
                     conn, i = self.busy[process]
                     try:
-                        j, ok, payload = conn.recv() if conn.poll() else _raise_eof()
+                        j, ok, payload, private = conn.recv() if conn.poll() else _raise_eof()
                     except (EOFError, OSError):
                         process.join(timeout=5)
                         reason = f"its worker process ended (exit code {process.exitcode})"
@@ -164,10 +191,26 @@ class _Pool:
                             self._hand_out(process, conn, pending)
                         continue
                     done += 1
+                    if private > RECYCLE_MIB and pending:
+                        process, conn = self._recycle(process, conn)
                     self._hand_out(process, conn, pending)
                     yield j, (payload if ok else self.tasks[j].lost(payload))
         finally:
             self._close()
+
+    def _recycle(self, process, conn):
+        """End an idle worker and fork a fresh one in its place."""
+        del self.busy[process]
+        try:
+            conn.send(None)
+        except OSError:
+            pass
+        conn.close()
+        process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        return self._start()
 
     def _close(self) -> None:
         for process, (conn, i) in self.busy.items():

@@ -190,16 +190,9 @@ class SelfAttention(Derivation):
         G = self.upstream() if G is None else as_matrix("G", G, (self.T, self.d_v))
         block = attention_program(masked=self.M is not None, T_=self.T, d_=self.d_model, d_k_=self.d_k, d_v_=self.d_v,
                                   scale=self.scale)
-        prog = block.program
-        env = {block.inputs["X"]: self.X, block.inputs["W_Q"]: self.W_Q, block.inputs["W_K"]: self.W_K,
-               block.inputs["W_V"]: self.W_V, block.G: G}
-        if self.M is not None:
-            env[block.inputs["M"]] = self.M
-        for name in ("Q", "K", "V", "S", "A"):
-            env[prog[name].target] = getattr(self, name)
-        out = {n: prog.evaluate(prog["d" + n].target, env) for n in ("V", "A", "S", "Q", "K")}
-        out.update({n: prog.evaluate(block.gradients[n], env) for n in ("W_Q", "W_K", "W_V", "X")})
-        return out
+        values = dict(self.parameters, **({"M": self.M} if self.M is not None else {}))
+        return block.backward_at(values, G, {n: getattr(self, n) for n in ("V", "A", "S", "Q", "K")},
+                                 ("W_Q", "W_K", "W_V", "X"))
 
     def gradient_by_differentiation(self, wrt: str, G: sp.Matrix | None = None) -> sp.Matrix:
         """sum_{t,c} G_tc dO_tc / d wrt, by direct differentiation (the reference for :meth:`backward`)."""

@@ -41,9 +41,11 @@ from seqgrad.errors import SeqgradValueError
 from .program import Elementwise, Program, latex_aligned
 from .rules import EPS, HConcat, Masked, Normalize, RowSoftmax, RowStd
 
-__all__ = ["T", "d", "d_k", "d_v", "BlockProgram", "attention_program", "layernorm_program", "block_program", "size"]
+__all__ = ["T", "T_src", "d", "d_k", "d_v", "BlockProgram", "attention_program", "cross_attention_program",
+           "layernorm_program", "block_program", "size"]
 
 T, d, d_k, d_v = sp.symbols("T d d_k d_v", integer=True, positive=True)
+T_src = sp.Symbol("T_src", integer=True, positive=True)
 
 
 def size(name: str, value) -> sp.Expr:
@@ -79,19 +81,32 @@ class BlockProgram:
     def _repr_latex_(self) -> str:
         return self.latex()  # a complete display, which Jupyter renders as it is
 
+    def backward_at(self, values: dict, G, forward: dict, wrt) -> dict:
+        """The backward pass at explicit matrices: ``values`` of the inputs (by name), the upstream ``G``, and
+        the forward ``values`` of the intermediates named in ``forward`` (e.g. a head's own Q, K, V, S, A);
+        returns the adjoint ``d<name>`` of each of those intermediates and the gradient of each input in ``wrt``."""
+        env = {self.inputs[name]: value for name, value in values.items()}
+        env[self.G] = G
+        env.update((self.program[name].target, value) for name, value in forward.items())
+        out = {name: self.program.evaluate(self.program["d" + name].target, env) for name in forward}
+        out.update((name, self.program.evaluate(self.gradients[name], env)) for name in wrt)
+        return out
+
     def args(self) -> list:
         """Every leaf the compiled program needs: inputs, G, and the size symbols."""
         sizes = [s for s in self.sizes if isinstance(s, sp.Symbol)]
         return list(self.inputs.values()) + [self.G] + list(dict.fromkeys(sizes))
 
 
-def _attention_head(prog: Program, X, W_Q, W_K, W_V, dk, M=None, tag: str = "", scale=None):
+def _attention_head(prog: Program, X, W_Q, W_K, W_V, dk, M=None, tag: str = "", scale=None, Z=None):
+    """One head: queries from X; keys and values from X (self-attention) or from the memory Z (cross-attention)."""
+    Z = X if Z is None else Z
     Q = prog.define(sp.MatrixSymbol("Q" + tag, X.shape[0], W_Q.shape[0]), X * W_Q.T)
-    K = prog.define(sp.MatrixSymbol("K" + tag, X.shape[0], W_K.shape[0]), X * W_K.T)
-    V = prog.define(sp.MatrixSymbol("V" + tag, X.shape[0], W_V.shape[0]), X * W_V.T)
+    K = prog.define(sp.MatrixSymbol("K" + tag, Z.shape[0], W_K.shape[0]), Z * W_K.T)
+    V = prog.define(sp.MatrixSymbol("V" + tag, Z.shape[0], W_V.shape[0]), Z * W_V.T)
     scores = sp.MatMul(1 / sp.sqrt(dk) if scale is None else scale, Q, K.T)
-    S = prog.define(sp.MatrixSymbol("S" + tag, X.shape[0], X.shape[0]), scores)
-    A = prog.define(sp.MatrixSymbol("A" + tag, X.shape[0], X.shape[0]), RowSoftmax(S if M is None else Masked(S, M)))
+    S = prog.define(sp.MatrixSymbol("S" + tag, X.shape[0], Z.shape[0]), scores)
+    A = prog.define(sp.MatrixSymbol("A" + tag, X.shape[0], Z.shape[0]), RowSoftmax(S if M is None else Masked(S, M)))
     return prog.define(sp.MatrixSymbol("O" + tag, X.shape[0], W_V.shape[0]), A * V)
 
 
@@ -163,6 +178,21 @@ def attention_program(heads: int = 1, masked: bool = False, T_=T, d_=d, d_k_=d_k
     data = dict(inputs, **({"M": M} if masked else {}))
     grads = _backward(prog, out, G, inputs)
     return BlockProgram(prog, data, G, out, grads, (Tn, dm, dk, dv))
+
+
+def cross_attention_program(masked: bool = False, T_=T, T_src_=T_src, d_=d, d_k_=d_k, d_v_=d_v, scale=None) -> BlockProgram:
+    """One cross-attention head of the decoder: queries from the decoder rows X (T x d), keys and values from
+    the encoder output Z (T_src x d), with an additive T x T_src mask M when ``masked``; with its backward
+    pass, whose dZ = dK W_K + dV W_V carries the gradient into the encoder."""
+    Tn, Ts, dm, dk, dv = size("T", T_), size("T_src", T_src_), size("d", d_), size("d_k", d_k_), size("d_v", d_v_)
+    prog = Program("cross-attention")
+    X, Z = sp.MatrixSymbol("X", Tn, dm), sp.MatrixSymbol("Z", Ts, dm)
+    inputs = {"X": X, "Z": Z, **_weights("", dm, dk, dv)}
+    M = sp.MatrixSymbol("M", Tn, Ts) if masked else None
+    out = _attention_head(prog, X, inputs["W_Q"], inputs["W_K"], inputs["W_V"], dk, M, scale=scale, Z=Z)
+    G = sp.MatrixSymbol("G", *out.shape)
+    grads = _backward(prog, out, G, inputs)
+    return BlockProgram(prog, dict(inputs, **({"M": M} if masked else {})), G, out, grads, (Tn, Ts, dm, dk, dv))
 
 
 def layernorm_program(T_=T, d_=d, eps=EPS) -> BlockProgram:

@@ -23,9 +23,9 @@ r"""The decoder's derivations (seed 001 l.160-188 and tasks 14-16, 29; seed 004 
   attentions, the FFN and three LayerNorms per layer, as ``torch.nn.TransformerDecoderLayer`` stores them.
   A decoder-only layer (GPT, l.188) has no cross-attention: its count is the encoder layer's.
 
-The rules used here (row softmax, mask, matmul, LayerNorm) are the encoder's; when ``derive/rules.py``
-exists, :meth:`CrossAttention.backward` is the ``matmul``/``softmax_rows`` pullbacks composed with
-K and V read from a second input, and should be built from that table.
+The rules used here (row softmax, mask, matmul, LayerNorm) are the encoder's: :meth:`CrossAttention.backward`
+is the program :func:`derive.blocks.cross_attention_program`, whose backward lines come from the rule
+table :mod:`derive.rules` like those of self-attention, with K and V read from the second input Z.
 """
 
 from __future__ import annotations
@@ -78,19 +78,16 @@ class CrossAttention(Derivation):
         return symbol_matrix("g", self.T, self.d_v)
 
     def backward(self, G=None) -> dict[str, sp.Matrix]:
-        """The closed-form backward pass (module docstring) given G = dL/dO."""
+        """The backward pass (module docstring) given G = dL/dO: the program of
+        :func:`derive.blocks.cross_attention_program` (derived by the rule table, every rule proved at
+        symbolic size) evaluated at this head, with the head's own Q, K, V, S, A as its intermediates."""
+        from .blocks import cross_attention_program
+
         G = self.upstream() if G is None else as_matrix("G", G, (self.T, self.d_v))
-        dV = self.A.T * G
-        dA = G * self.V.T
-        dS = sp.zeros(self.T, self.T_src)
-        for t in range(self.T):
-            inner = sp.Add(*[self.A[t, j] * dA[t, j] for j in range(self.T_src)])
-            for j in range(self.T_src):
-                dS[t, j] = self.A[t, j] * (dA[t, j] - inner)
-        dQ = dS * self.K * self.scale
-        dK = dS.T * self.Q * self.scale
-        return {"V": dV, "A": dA, "S": dS, "Q": dQ, "K": dK, "X": dQ * self.W_Q, "Z": dK * self.W_K + dV * self.W_V,
-                "W_Q": dQ.T * self.X, "W_K": dK.T * self.Z, "W_V": dV.T * self.Z}
+        block = cross_attention_program(masked=self.M is not None, T_=self.T, T_src_=self.T_src, d_=self.d_model,
+                                        d_k_=self.d_k, d_v_=self.d_v, scale=self.scale)
+        values = dict(self.parameters, **({"M": self.M} if self.M is not None else {}))
+        return block.backward_at(values, G, {n: getattr(self, n) for n in ("V", "A", "S", "Q", "K")}, tuple(self.parameters))
 
     def gradient_by_differentiation(self, wrt: str, G=None) -> sp.Matrix:
         """sum_{t,c} G_tc dO_tc / d wrt by direct differentiation (the reference for :meth:`backward`)."""

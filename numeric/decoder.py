@@ -352,7 +352,7 @@ def lesson_example(*, steps: int = 60, seed: int = 0, dtype=torch.float64):
     """The lesson's "I love ML" -> «Я люблю МО» (l.184) with a toy vocabulary.
 
     A small encoder-decoder (D = 16, 2 heads, one block each) is trained by
-    teacher forcing on the one sentence pair (Adam, ``steps`` updates); returns
+    teacher forcing on the one sentence pair (:class:`numeric.optim.Adam`, ``steps`` updates); returns
     ``(model, source vocabulary, target vocabulary, losses)``.  Greedy
     generation then reproduces the target step by step.  Within one run of ``seqgrad check`` or
     ``seqgrad latex`` (:mod:`seqgrad.runcache`) the model is trained once and shared.
@@ -363,13 +363,14 @@ def lesson_example(*, steps: int = 60, seed: int = 0, dtype=torch.float64):
 @runcache.memo  # the decoder checks and the decoder figure of one run use the same trained model: trained once
 def _lesson_example(steps: int, seed: int, dtype):
     from .device import one_thread
+    from .optim import Adam
     from .tokens import Vocabulary, tokenize
 
     src_vocab, tgt_vocab = Vocabulary(SOURCE_WORDS), Vocabulary(TARGET_WORDS)
     src = torch.tensor(src_vocab.encode("I love ML"))
     tgt = torch.tensor(tgt_vocab.ids(["<start>"] + tokenize("Я люблю МО") + ["<end>"]))
     model = EncoderDecoder.random(src_vocab.K, tgt_vocab.K, 16, 2, 32, 1, start=0, end=1, seed=seed, dtype=dtype)
-    opt = torch.optim.Adam(model.parameters(), lr=0.02)
+    opt = Adam(model.parameters(), lr=0.02)
     losses = []
     with one_thread():  # tiny tensors: intra-op threads only add synchronisation
         for _ in range(steps):

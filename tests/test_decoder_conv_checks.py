@@ -52,3 +52,19 @@ def test_a_wrong_cross_attention_fails_the_torch_comparison(monkeypatch):
     item = next(c for c in all_checks("decoder.layer_vs_torch"))
     result = run_one(item, "cpu", "float64")
     assert result.status == "fail", result.detail
+
+
+def test_a_wrong_cross_attention_fails_the_derived_backward_check(monkeypatch):
+    """Perturb the keys of the numeric head by 1 %: the derived program must disagree with its autograd."""
+    from numeric import attention
+
+    original = attention.Head.project
+
+    def wrong_keys(self, X, memory=None):
+        Q, K, V = original(self, X, memory)
+        return Q, K * 1.01, V
+
+    monkeypatch.setattr(attention.Head, "project", wrong_keys)
+    item = next(c for c in all_checks("decoder.cross_attention_backward"))
+    result = run_one(item, "cpu", "float64")
+    assert result.status == "fail", result.detail

@@ -49,3 +49,23 @@ def test_decoder_counts_equal_torch_numel():
     assert dd.decoder_layer_params(cross=False) == counting.encoder_layer_params()
     stack = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(64, 4, 128, device="meta"), 3, norm=torch.nn.LayerNorm(64, device="meta"))
     assert dd.decoder_stack_params(3, final_norm=True, d_model=64, heads=4, d_ff=128) == sum(p.numel() for p in stack.parameters())
+
+
+def test_cross_attention_is_a_program_of_the_rule_table_at_symbolic_size():
+    from derive.blocks import T, T_src, cross_attention_program, prove_program
+
+    block = cross_attention_program()
+    line = lambda name: str(block.program[name])
+    assert line("K") == "K = Z*W_K.T" and line("V") == "V = Z*W_V.T"      # keys and values read the memory
+    assert line("dS") == "dS = A ∘ (dA - rowsum(dA ∘ A))"
+    assert line("dZ") == "dZ = dK*W_K + dV*W_V"                           # the gradient into the encoder
+    assert block.program["A"].target.shape == (T, T_src)
+    assert prove_program(block).holds
+
+
+def test_masked_cross_attention_backward_equals_differentiation():
+    head = dd.CrossAttention(2, 3, 1, 1, mask=[[0, 0, -sp.oo], [0, -sp.oo, 0]])  # padded memory rows
+    back = head.backward()
+    for name in ("X", "Z", "W_Q", "W_K", "W_V"):
+        residual = back[name] - head.gradient_by_differentiation(name)
+        assert all(rational_zero(e) == 0 for e in residual), name

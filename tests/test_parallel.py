@@ -61,6 +61,25 @@ def test_dead_worker_costs_only_its_task():
     assert {i: got[i] for i in range(1, 6)} == {i: i for i in range(1, 6)}
 
 
+_held = []
+
+
+def _grow_and_report_pid():
+    _held.append(bytearray(8 * 1024 * 1024))  # 8 MiB written by this worker
+    return os.getpid()
+
+
+@needs_fork
+def test_a_worker_that_grew_past_the_limit_is_replaced(monkeypatch):
+    tasks = _tasks(*[(_grow_and_report_pid, 1) for _ in range(4)])
+    kept = dict(parallel.run_tasks(tasks, 1 + 1))
+    assert len(set(kept.values())) <= 2  # under the limit: two workers take every task
+    monkeypatch.setattr(parallel, "RECYCLE_MIB", 4)
+    recycled = dict(parallel.run_tasks(tasks, 2))
+    assert len(set(recycled.values())) == 4  # each task grew its worker past 4 MiB: a fresh worker for the next
+    assert os.getpid() not in recycled.values()
+
+
 def _fake(name, group, outcome):
     return Check(name, "test", group, lambda ctx: outcome(ctx))
 

@@ -25,7 +25,7 @@ from numeric.decoder import Decoder, DecoderBlock, EncoderDecoder, cross_mask, l
 from numeric.encoder import EncoderBlock
 from numeric.layernorm import LayerNorm
 
-from .. import decoder_twins, transformer_bridge as bridge
+from .. import decoder_twins
 from ..registry import check
 from ..tolerance import Outcome, combine
 
@@ -124,42 +124,37 @@ def transformer_vs_torch(ctx) -> Outcome:
 
 # ----------------------------------------------------------------------------- derivations
 
-@lru_cache(maxsize=None)
-def _cross_backward_compiled():
-    head = d_decoder.CrossAttention(3, 2, 2, 2)
-    grads = head.backward()
-    names = ("X", "Z", "W_Q", "W_K", "W_V")
-    M = sp.Matrix.vstack(*[grads[n].reshape(grads[n].rows * grads[n].cols, 1) for n in names])
-    args = [s for n in names for s in head.parameters[n]] + list(head.upstream())
-    return head, bridge.compile_matrix(M, args, "cross_attention_backward"), names
-
-
 @check("decoder.cross_attention_backward", needs_torch=True, source="lesson §Formula:172; wiki §Decoder architecture:96", group=GROUP)
 def cross_attention_backward(ctx) -> Outcome:
-    """The derived cross-attention backward pass (dX, dZ, dW_Q, dW_K, dW_V): exact against differentiation at
-    T = T_src = 2, width 1, and compiled against autograd of the numeric cross-attention at T = 3, T_src = 2."""
+    """The cross-attention backward pass (dX, dZ, dW_Q, dW_K, dW_V) is the program of
+    derive.blocks.cross_attention_program, derived by the rule table at symbolic T, T_src, d, d_k, d_v and so
+    proved for every size; second evidence: exact against differentiation at T = T_src = 2, width 1; then the
+    program, compiled once, against autograd of the numeric cross-attention at T = 3, T_src = 2 and at the
+    decoder checks' T = 5, T_src = 4, d = 8, d_k = 3, d_v = 2."""
+    from derive.blocks import prove_program
+
+    from .. import blocks as c_blocks
+
+    block, fn = c_blocks.compiled("cross-attention")
+    general = prove_program(block)
     small = d_decoder.CrossAttention(2, 2, 1, 1)
     back = small.backward()
-    residual = [e for n in ("X", "Z", "W_Q", "W_K", "W_V") for e in (back[n] - small.gradient_by_differentiation(n)) if rational_zero(e) != 0]
-    exact = Outcome.exact(not residual, "exact: backward pass = differentiation of sum G o O")
+    residual = [e for n in small.parameters for e in (back[n] - small.gradient_by_differentiation(n)) if rational_zero(e) != 0]
+    out = [Outcome.exact(general.holds, f"symbolic size: {general.summary()}"),
+           Outcome.exact(not residual, "exact at T = T_src = 2: backward pass = differentiation of sum G o O")]
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
-    head, fn, names = _cross_backward_compiled()
-    mha = MultiHeadAttention.random(2, 1, d_k=2, d_v=2, generator=g, dtype=dt, device=dev)
-    with torch.no_grad():
-        mha.W_O.copy_(torch.eye(2, dtype=dt, device=dev))  # O itself
-    X, Z, G = _inputs(ctx, g, dev, dt, (3, 2), (2, 2), (3, 2))
-    X.requires_grad_(), Z.requires_grad_()
-    O = mha(X, memory=Z)
-    (O * G).sum().backward()
-    h0 = mha.heads[0]
-    values = torch.cat([t.detach().reshape(-1) for t in (X, Z, h0.W_Q, h0.W_K, h0.W_V, G)])
-    flat = fn(*[v.reshape(1) for v in values.unbind()])[0, :, 0]
-    refs = [X.grad, Z.grad, h0.W_Q.grad, h0.W_K.grad, h0.W_V.grad]
-    out, start = [exact], 0
-    for n, ref in zip(names, refs):
-        out.append(ctx.compare(flat[start:start + ref.numel()].reshape(ref.shape), ref, detail=f"d{n}"))
-        start += ref.numel()
+    for T_, T_src_, d_, d_k_, d_v_ in ((3, 2, 2, 2, 2), (T, T_SRC, D, 3, 2)):
+        mha = MultiHeadAttention.random(d_, 1, d_k=d_k_, d_v=d_v_, generator=g, dtype=dt, device=dev)
+        X, Z, G = _inputs(ctx, g, dev, dt, (T_, d_), (T_src_, d_), (T_, d_v_))
+        X.requires_grad_(), Z.requires_grad_()
+        h0 = mha.heads[0]
+        (h0(X, memory=Z) * G).sum().backward()
+        sizes = [torch.tensor(float(n), dtype=dt, device=dev) for n in (T_, T_src_, d_, d_k_, d_v_)]
+        derived = fn(X.detach(), Z.detach(), *(w.detach() for w in (h0.W_Q, h0.W_K, h0.W_V)), G, *sizes)
+        refs = {"X": X.grad, "Z": Z.grad, "W_Q": h0.W_Q.grad, "W_K": h0.W_K.grad, "W_V": h0.W_V.grad}
+        out += [ctx.compare(value, refs[n], detail=f"d{n} at T = {T_}, T_src = {T_src_}")
+                for n, value in zip(block.gradients, derived[1:])]
     return combine(out)
 
 

@@ -134,12 +134,17 @@ def step_size(ctx) -> Outcome:
                  "the loss falls after a small step and rises after a large one (states recomputed from h_-1 = 0)")
 
 
-def adam_first_step(g, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
-    """The first Adam update for gradient ``g`` from zero moments (Kingma and Ba, Algorithm 1, as torch.optim.Adam):
-    m = (1 - b1) g, v = (1 - b2) g^2, bias-corrected to g and g^2, so the step is -lr g / (|g| + eps)."""
-    m_hat = (1 - betas[0]) * g / (1 - betas[0])
-    v_hat = (1 - betas[1]) * g * g / (1 - betas[1])
-    return -lr * m_hat / (v_hat.sqrt() + eps)
+def adam_first_step(g, lr: float):
+    """The first Adam update for gradient ``g`` from zero moments (:class:`numeric.optim.Adam`, the update of
+    torch.optim.Adam): the moments bias-correct to g and g², so the step is -lr g / (|g| + eps)."""
+    import torch
+
+    from numeric.optim import Adam
+
+    theta = torch.zeros_like(g, requires_grad=True)
+    theta.grad = g.clone()
+    Adam([theta], lr).step()
+    return theta.detach()
 
 
 @check("claims.fact_clipped_step_bound", source="week06 §2.6:360", group=GROUP,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from pathlib import Path
@@ -30,7 +31,7 @@ def run(args) -> int:
     from seqgrad.errors import SeqgradValueError
 
     from .. import report
-    from ..registry import all_checks, run_checks
+    from ..registry import all_checks, run_with_tasks
 
     device = resolved_device(args.device)
     jobs = jobs_option(args.jobs, device)
@@ -52,9 +53,9 @@ def run(args) -> int:
     from seqgrad import runcache
 
     with one_thread(), runcache.scope():  # the checks' tensors are tiny: extra torch threads only cost time
-        results = run_checks(items, device=device, dtype=args.dtype, jobs=jobs)
-        elapsed = write_outputs(Path(args.out), results, device=device, dtype=args.dtype, start=start,
-                                figures=not args.no_figures and not args.only, jobs=jobs)
+        results, elapsed = write_outputs(
+            Path(args.out), functools.partial(run_with_tasks, items, device=device, dtype=args.dtype, jobs=jobs),
+            device=device, dtype=args.dtype, start=start, figures=not args.no_figures and not args.only)
     _print_table(results)
     erratum_lines = report.errata_lines(results)
     if erratum_lines:
@@ -73,28 +74,25 @@ def _selected(all_checks, patterns: list[str] | None) -> list:
     return [c for c in all_checks(None) if c.name in chosen]
 
 
-def write_outputs(out: Path, results, *, device: str, dtype: str, start: float, figures: bool, jobs: int = 1) -> float:
-    """Write the figures and the report into a fresh directory and swap it into place at ``out`` in
-    one step: after an interruption at any moment ``out`` is wholly the old report or wholly the
-    new one, and nothing temporary remains.  Returns the elapsed seconds the report records."""
+def write_outputs(out: Path, run, *, device: str, dtype: str, start: float, figures: bool) -> tuple[list, float]:
+    """Run the checks and draw the figures with ``run``, write the report, all into a fresh directory,
+    and swap it into place at ``out`` in one step: after an interruption at any moment ``out`` is wholly
+    the old report or wholly the new one, and nothing temporary remains.
+
+    ``run(figure_tasks)`` returns the checks' results and each figure task's result (its paths), in
+    order; ``seqgrad check`` passes :func:`crosscheck.registry.run_with_tasks`, which runs the groups of
+    checks and the figure sets in one pool, so a worker that finishes its checks early draws figures
+    while the other still checks.  Returns the results and the elapsed seconds the report records."""
     from seqgrad.atomic import atomic_directory
 
     from .. import report
 
     with atomic_directory(out) as fresh:
-        written = _write_figures(fresh / "figures", device, jobs) if figures else []
+        results, sets = run(_figure_tasks(fresh / "figures", device) if figures else [])
+        written = [path for paths in sets for path in paths]
         elapsed = time.perf_counter() - start
         report.write(fresh, results, device=device, dtype=dtype, total_seconds=elapsed, figures=written)
-    return elapsed
-
-
-def _write_figures(out: Path, device: str, jobs: int) -> list[str]:
-    """Draw every figure set under ``out`` in up to ``jobs`` processes (one task per set); the paths,
-    relative to ``out``'s parent, in figure-set order whatever the schedule."""
-    from ..parallel import run_tasks
-
-    done = dict(run_tasks(_figure_tasks(out, device), jobs))
-    return [path for i in sorted(done) for path in done[i]]
+    return results, elapsed
 
 
 FIGURE_SET_WEIGHT_S = 2.0  # estimated seconds to draw one figure set (for handing out the longest tasks first)
