@@ -1,0 +1,511 @@
+"""A vector cell's loop with its linear maps stacked by gate: the fast layout of :class:`~crosscheck.cells.CellFunction`.
+
+Most cells are built from *gates*: pre-activations ``z_t^k = x_t W_xk^T + h_{t-1} W_hk^T + b_k`` (the
+RNN's one, the GRU's r, u and n, the LSTM's i, f, c, o).  Read off the general-t derivation, the gates
+of one cell are compiled together:
+
+* the input parts of every gate, for every t, are one batched product of the stacked steps before the
+  loop (``X W_x^T + b``, stacked as (gate, t, batch, unit));
+* each step adds ``h_{t-1} W_h^T`` of all recurrent gates in one batched product, in place;
+* gates with the same activation (the LSTM's three sigmoids) are activated by one call, in place;
+* the backward pass writes each gate's sensitivity ``g_t^{z^k}`` into one preallocated stack, sends
+  ``sum_k g_t^{z^k} W_hk`` to ``h_{t-1}`` in one batched product, and after the loop every weight and bias
+  gradient and dL/dX are one product (or sum) over the stacked (T, B) axis;
+* states live in preallocated (T + 1, B, H) stacks (``h_{-1} = 0`` first), so ``h_{t-1}`` of every step is
+  a view of them.
+
+Everything comes from the derivation: a gate is a definition whose terms are ``x_t W^T``, ``h_{t-1} W^T``
+and biases, and the fused form is used only when the derived gradients are exactly the gate form
+(``dW_xk = sum_t (g_t^{z^k})^T x_t``, ``dW_hk = sum_t (g_t^{z^k})^T h_{t-1}``, ``db_k = sum_t g_t^{z^k}``,
+the carry to ``h_{t-1}`` containing ``g_t^{z^k} W_hk``, ``dL/dx_t = sum_k g_t^{z^k} W_xk``); a cell of
+another shape gets the plain loop of :mod:`crosscheck.cells`.  A user's cell of gate form gets the same
+layout as the built-in ones, and every gradient is checked against torch autograd in the tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy as sp
+
+__all__ = ["Gate", "GateLayout", "gate_layout", "helpers"]
+
+
+@dataclass
+class Gate:
+    """One gate: the definition ``target = x_t W_x^T (+ ...) + h_{t-1} W_h^T + b (+ others)``."""
+
+    target: sp.MatrixSymbol
+    x_weights: list = field(default_factory=list)
+    h_weight: sp.MatrixSymbol | None = None
+    biases: list = field(default_factory=list)
+    others: list = field(default_factory=list)
+    adjoint: sp.Basic | None = None
+    activation: tuple | None = None  # (the activation definition's target, its Lambda)
+
+
+@dataclass
+class GateLayout:
+    """The gates in stack order (recurrent ones first, same activations adjacent), the recurrent state."""
+
+    gates: list
+    recurrent: int  # the first ``recurrent`` gates read h_{t-1} W_h^T
+    state: str | None
+    prev: sp.MatrixSymbol | None
+    width: int
+    carry_rest: sp.Basic | None  # the state's carry without the gates' g W_h terms
+    runs: list  # (first, stop, Lambda): gates activated by one call
+
+    def gate_of(self, target):
+        return next((k for k, g in enumerate(self.gates) if g.target == target), None)
+
+
+def _terms(expr):
+    return list(expr.args) if isinstance(expr, sp.MatAdd) else [expr]
+
+
+def _linear(term, left, params):
+    """W for a term ``left W^T`` with W a parameter, else None."""
+    if isinstance(term, sp.MatMul) and len(term.args) == 2 and term.args[0] == left:
+        right = term.args[1]
+        if isinstance(right, sp.Transpose) and right.arg in params:
+            return right.arg
+    return None
+
+
+def _is_outer(contrib, adjoint, right) -> bool:
+    """True when ``contrib`` is ``adjoint^T right`` (the derived step term of a weight gradient)."""
+    return (isinstance(contrib, sp.MatMul) and len(contrib.args) == 2 and contrib.args[1] == right
+            and sp.Transpose(contrib.args[0]).doit() == adjoint)
+
+
+def _key(activation):
+    """A hashable form of an activation's Lambda (its body at a fixed variable)."""
+    lam = activation[1]
+    return sp.srepr(lam.expr.xreplace({lam.variables[0]: sp.Symbol("ACTIVATIONARG")}))
+
+
+def gate_layout(cell, gen) -> GateLayout | None:
+    """The gate layout of a vector cell's general derivation, or None when the cell is not of gate form."""
+    if not cell.vector:
+        return None
+    params = set(gen.params.values())
+    key_of = {v: k for k, v in gen.params.items()}
+    forward = gen.step.definitions("forward")
+    x = gen.x
+    prevs = {prev: s for s, prev in gen.prev.items()}
+    # the recurrent state: the one whose h_{t-1} W^T appears in the most definitions
+    counts = {prev: sum(any(_linear(term, prev, params) for term in _terms(d.value)) for d in forward) for prev in prevs}
+    prev = max(counts, key=counts.get) if counts and max(counts.values()) > 0 else None
+    gates = []
+    for d in forward:
+        if not isinstance(d.target, sp.MatrixSymbol):
+            continue
+        gate = Gate(d.target)
+        hs = []
+        for term in _terms(d.value):
+            W = _linear(term, x, params)
+            if W is not None:
+                gate.x_weights.append(W)
+                continue
+            W = _linear(term, prev, params) if prev is not None else None
+            if W is not None:
+                hs.append(W)
+                continue
+            if term in params and term.shape[0] == 1:
+                gate.biases.append(term)
+                continue
+            gate.others.append(term)
+        if len(hs) == 1 and not gate.others:
+            gate.h_weight = hs[0]
+        else:
+            gate.others += [sp.MatMul(prev, sp.Transpose(W)) for W in hs]
+        if gate.h_weight is not None or gate.x_weights:
+            gates.append(gate)
+    if not gates or len({g.target.shape for g in gates}) != 1:
+        return None
+    width = int(gates[0].target.shape[1])
+    # the derived gradients must be exactly the gate form
+    step, head = gen.step_grads, gen.head_grads
+    for gate in gates:
+        gate.adjoint = adj = gen.step.adjoints.get(gate.target)
+        if adj is None:
+            return None
+        for W, right in [(W, x) for W in gate.x_weights] + ([(gate.h_weight, prev)] if gate.h_weight is not None else []):
+            if head[key_of[W]] is not None or not _is_outer(step[key_of[W]], adj, right):
+                return None
+        for b in gate.biases:
+            if head[key_of[b]] is not None or step[key_of[b]] != adj:
+                return None
+    expected = {sp.MatMul(g.adjoint, W) for g in gates for W in g.x_weights}
+    if gen.input_grad is None or set(_terms(gen.input_grad)) != expected or len(expected) != sum(len(g.x_weights) for g in gates):
+        return None
+    recurrent = [g for g in gates if g.h_weight is not None]
+    carry_rest = None
+    if recurrent:
+        carry = gen.carry[prevs[prev]]
+        terms = _terms(carry) if carry is not None else []
+        fused = [sp.MatMul(g.adjoint, g.h_weight) for g in recurrent]
+        if any(terms.count(f) != 1 for f in fused):
+            return None
+        rest = [t for t in terms if t not in fused]
+        carry_rest = (sp.MatAdd(*rest) if len(rest) > 1 else rest[0]) if rest else None
+    # activations of the recurrent gates: ``a = phi(z)`` definitions, computed by one call per run
+    for gate in recurrent:
+        for d in forward:
+            if type(d.value).__name__ == "Elementwise" and d.value.args[1] == gate.target:
+                gate.activation = (d.target, d.value.args[0])
+                break
+    order = {}
+    for g in recurrent:
+        if g.activation is not None:
+            order.setdefault(_key(g.activation), len(order))
+    recurrent.sort(key=lambda g: order[_key(g.activation)] if g.activation is not None else len(order))
+    runs = []
+    for k, g in enumerate(recurrent):
+        if g.activation is None:
+            continue
+        if runs and runs[-1][1] == k and _key(recurrent[runs[-1][0]].activation) == _key(g.activation):
+            runs[-1][1] = k + 1
+        else:
+            runs.append([k, k + 1, g.activation[1]])
+    others = [g for g in gates if g.h_weight is None]
+    return GateLayout(recurrent + others, len(recurrent), prevs.get(prev), prev, width, carry_rest,
+                      [tuple(r) for r in runs])
+
+
+def helpers(backend: str) -> dict:
+    """The stacked-gate operations of the generated loop, for one backend."""
+    if backend == "numpy":
+        def stack(like, mats, shape):
+            return np.stack([sum(m[1:], m[0]) if m else np.zeros(shape) for m in mats])
+
+        def sigmoid_into(z, out):  # 1 / (1 + e^-z): one exp (numpy's tanh costs about three); e^-z = inf gives 0
+            with np.errstate(over="ignore"):
+                np.negative(z, out=out)
+                np.exp(out, out=out)
+            out += 1.0
+            np.reciprocal(out, out=out)
+
+        def tanh_into(z, out):  # 2 / (1 + e^-2z) - 1
+            with np.errstate(over="ignore"):
+                np.multiply(z, -2.0, out=out)
+                np.exp(out, out=out)
+            out += 1.0
+            np.divide(2.0, out, out=out)
+            out -= 1.0
+
+        def of(into):
+            def apply(z):
+                out = np.empty(np.shape(z))
+                into(z, out)
+                return out
+            return apply
+
+        def gate_inputs(Xf, WxT, b, T, B):
+            Z = np.matmul(Xf, WxT)
+            Z += b
+            return Z.reshape(WxT.shape[0], T, B, WxT.shape[2])
+
+        def recur(z, h, WhT):
+            z += np.matmul(h, WhT)
+
+        return {"_gstack": stack, "_gT": lambda A: A.transpose(0, 2, 1),
+                "_time_major": lambda X: np.ascontiguousarray(X.transpose(1, 0, 2)),
+                "_batch_major": lambda X: X.transpose(1, 0, 2), "_gate_inputs": gate_inputs, "_recur": recur,
+                "_recur_back": lambda gz, Wh: np.matmul(gz, Wh).sum(0), "_products": np.matmul, "_sigmoid_into": sigmoid_into,
+                "_tanh_into": tanh_into, "_sigmoid_of": of(sigmoid_into), "_tanh_of": of(tanh_into), "_zeros_n": lambda like, *s: np.zeros(s),
+                "_empty_n": lambda like, *s: np.empty(s), "_colsums": lambda G: G.sum(1, keepdims=True)}
+    import torch
+
+    def t_stack(like, mats, shape):
+        return torch.stack([sum(m[1:], m[0]) if m else torch.zeros(shape, dtype=like.dtype, device=like.device) for m in mats])
+
+    # one 2-D product per gate: torch's batched product of small strided matrices is several times slower
+
+    def t_gate_inputs(Xf, WxT, b, T, B):
+        Z = torch.empty((WxT.shape[0], Xf.shape[0], WxT.shape[2]), dtype=Xf.dtype, device=Xf.device)
+        for k in range(WxT.shape[0]):
+            torch.addmm(b[k], Xf, WxT[k], out=Z[k])
+        return Z.reshape(WxT.shape[0], T, B, WxT.shape[2])
+
+    def t_recur(z, h, WhT):
+        for k in range(WhT.shape[0]):
+            z[k].addmm_(h, WhT[k])
+
+    def t_recur_back(gz, Wh):
+        out = torch.mm(gz[0], Wh[0])
+        for k in range(1, Wh.shape[0]):
+            out.addmm_(gz[k], Wh[k])
+        return out
+
+    def t_products(A, B):
+        """A[k] @ B (or B[k]) for every gate k, stacked."""
+        return torch.stack([A[k] @ (B[k] if B.ndim == 3 else B) for k in range(A.shape[0])])
+
+    def t_tanh_into(z, out):  # 2 sigmoid(2z) - 1: torch's float64 sigmoid is much faster than its tanh on CPU
+        torch.mul(z, 2.0, out=out)
+        torch.sigmoid(out, out=out)
+        out.mul_(2.0).sub_(1.0)
+
+    def t_tanh_of(z):
+        out = torch.empty_like(z)
+        t_tanh_into(z, out)
+        return out
+
+    return {"_gstack": t_stack, "_gT": lambda A: A.transpose(1, 2),
+            "_time_major": lambda X: X.transpose(0, 1).contiguous(), "_batch_major": lambda X: X.transpose(0, 1),
+            "_gate_inputs": t_gate_inputs, "_recur": t_recur,
+            "_recur_back": t_recur_back, "_products": t_products,
+            "_sigmoid_into": lambda z, out: torch.sigmoid(z, out=out), "_tanh_into": t_tanh_into,
+            "_sigmoid_of": torch.sigmoid, "_tanh_of": t_tanh_of,
+            "_colsums": lambda G: G.sum(1, keepdim=True),
+            "_zeros_n": lambda like, *s: torch.zeros(s, dtype=like.dtype, device=like.device),
+            "_empty_n": lambda like, *s: torch.empty(s, dtype=like.dtype, device=like.device)}
+
+
+def _function(lam) -> str | None:
+    """'tanh' / 'sigmoid' for an activation computed in place by a helper, else None (printed)."""
+    body, var = lam.expr, lam.variables[0]
+    name = type(body).__name__
+    return name if name in ("tanh", "sigmoid") and body.args == (var,) else None
+
+
+class _Shared:
+    """Activations ``phi(a)`` computed once per step in the forward loop and reused by the backward pass:
+    the derivation's ``1 - tanh(c_t)^2`` and ``tanh(c_t)`` read the forward's stored ``tanh(c_t)``."""
+
+    def __init__(self):
+        self.values: list = []  # (argument, body at the canonical variable, symbol holding phi(argument))
+        self.u = sp.Dummy("u")
+
+    def _body(self, lam):
+        return lam.expr.xreplace({lam.variables[0]: self.u})
+
+    def add(self, elementwise, symbol):
+        self.values.append((elementwise.args[1], self._body(elementwise.args[0]), symbol))
+
+    def __call__(self, expr):
+        """``expr`` with each ``psi(a)`` whose body contains a stored ``phi(a)`` rewritten over the stored value."""
+        if expr is None or not self.values:
+            return expr
+        from derive.program import Elementwise
+
+        def rewrite(e):
+            body = self._body(e.args[0])
+            for arg, phi, symbol in self.values:
+                if e.args[1] == arg and body.has(phi) and not body.xreplace({phi: sp.Dummy()}).has(self.u):
+                    inner = body.xreplace({phi: self.u})
+                    return symbol if inner == self.u else Elementwise(sp.Lambda(self.u, inner), symbol)
+            return e
+
+        return expr.replace(lambda e: isinstance(e, Elementwise), rewrite)
+
+
+def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
+    """The loop function's source in the gate layout (see the module docstring)."""
+    from .cells import _CellPrinter, _emit_loss, _emit_rho, _in_loop_grads, _shape_of, _Source, _step_names
+
+    names, name, y_t = _step_names(cell, gen)
+    params = [gen.params[p] for p in cell.param_shapes]
+    gates, n, Hw = layout.gates, layout.recurrent, layout.width
+    G = len(gates)
+    D = cell.sizes[cell.input_size]
+    H = {s: cell.shape_of(s)[1] for s in cell.states}
+    stack = {s: f"_S{i}" for i, s in enumerate(cell.states)}  # (T + 1, B, H): s_{-1} = 0, then s_t at t + 1
+    state_of = {gen.at_t[s]: s for s in cell.states}
+    recurrent_targets = {g.target: k for k, g in enumerate(gates[:n])}
+    activated = {g.activation[0]: k for k, g in enumerate(gates[:n]) if g.activation is not None}
+    # a run of one gate whose activation is a state writes straight into the state's stack
+    direct = {a: state_of[gates[a].activation[0]] for a, b, _ in layout.runs
+              if b == a + 1 and gates[a].activation[0] in state_of}
+    stored = [a for a, b, _ in layout.runs for a in range(a, b) if a not in direct]
+    block = {}  # symbols standing for stack slices in printed expressions
+
+    def sliced(text):
+        sym = sp.MatrixSymbol(f"_slice{len(block)}", 1, Hw)
+        block[sym] = text
+        names[sym] = text
+        return sym
+
+    printer = _CellPrinter(backend, names)
+    shared = _Shared()
+    for g in gates[:n]:
+        if g.activation is not None:
+            shared.add(next(d.value for d in gen.step.definitions("forward") if d.target == g.activation[0]), g.activation[0])
+
+    def act(e):
+        """``phi(a)`` printed, by the backend's fast helper for tanh and the sigmoid."""
+        fn = _function(e.args[0])
+        return f"_{fn}_of({printer(e.args[1])})" if fn is not None else printer(e)
+
+    src = _Source()
+    src(f"def _generated({', '.join([names[p] for p in params] + ['X', 'Y', '_index', '_npos'])}):", 0)
+    src("_B, _T = X.shape[0], X.shape[1]")
+    src("_like(X)")
+    src("_Xt = _time_major(X)")
+    src(f"_Xf = _Xt.reshape(_T * _B, {D})")
+
+    def groups(lists):
+        return "[" + ", ".join("(" + "".join(f"{names[w]}, " for w in ws) + ")" for ws in lists) + "]"
+
+    src(f"_Wx = _gstack(X, {groups([g.x_weights for g in gates])}, ({Hw}, {D}))  # x_t W_x^T of every gate")
+    src(f"_Z = _gate_inputs(_Xf, _gT(_Wx), _gstack(X, {groups([g.biases for g in gates])}, (1, {Hw})), _T, _B)")
+    if n:
+        Hp = H[layout.state]
+        src(f"_Wh = _gstack(X, {groups([[g.h_weight] for g in gates[:n]])}, ({Hw}, {Hp}))")
+        src("_WhT = _gT(_Wh)")
+    if stored:
+        src(f"_A = _empty_n(X, {n}, _T, _B, {Hw})")
+    for s in cell.states:
+        src(f"{stack[s]} = _zeros_n(X, _T + 1, _B, {H[s]})")
+    src("L = 0.0")
+    forward = gen.step.definitions("forward")
+    kept = [d for d in forward if d.target not in recurrent_targets and d.target not in activated]
+    from derive.program import Elementwise
+
+    temps = {}  # definition target -> [(temp symbol, phi(a))] computed just before it
+    values = {}
+    for d in kept:
+        value = d.value
+        if isinstance(value, Elementwise):
+            shared.add(value, d.target)
+        else:
+            for e in sorted(value.atoms(Elementwise), key=sp.default_sort_key):
+                sym = sp.MatrixSymbol(f"_phi{len(shared.values)}", *e.shape)
+                names[sym] = sym.name
+                temps.setdefault(d.target, []).append((sym, e))
+                shared.add(e, sym)
+                value = value.xreplace({e: sym})
+        values[d.target] = value
+    for d in kept:
+        if d.target not in state_of:
+            src(f"{names[d.target]}_all = [None] * _T")
+        for sym, _ in temps.get(d.target, []):
+            src(f"{names[sym]}_all = [None] * _T")
+    src("e_all = [None] * _T")
+
+    def views(depth):
+        """The step's gate pre-activations, activations and states as views of the stacks."""
+        for s, prev in gen.prev.items():
+            src(f"{names[prev]} = {stack[s]}[t]", depth)
+        src(f"{names[gen.x]} = _Xt[t]", depth)
+        src("_z = _Z[:, t]", depth)
+        if stored:
+            src("_a = _A[:, t]", depth)
+
+    src("for t in range(_T):")
+    views(2)
+    if n:
+        src(f"_recur(_z[:{n}], {names[layout.prev]}, _WhT)", 2)
+    for a, b, lam in layout.runs:
+        out = f"{stack[direct[a]]}[t + 1]" if a in direct else f"_a[{a}:{b}]"
+        src_block = f"_z[{a}]" if a in direct else f"_z[{a}:{b}]"
+        fn = _function(lam)
+        if fn is not None:
+            src(f"_{fn}_into({src_block}, {out})", 2)
+        else:
+            value = gates[a].activation
+            d = next(d for d in forward if d.target == value[0])
+            src(f"{out} = {printer(d.value.xreplace({gates[a].target: sliced(src_block)}))}", 2)
+
+    def gate_views(depth):
+        for k, g in enumerate(gates[:n]):
+            src(f"{names[g.target]} = _z[{k}]", depth)
+            if g.activation is not None:
+                target = g.activation[0]
+                src(f"{names[target]} = {stack[direct[k]]}[t + 1]" if k in direct else f"{names[target]} = _a[{k}]", depth)
+
+    gate_views(2)
+    for g in gates[:n]:  # a state that is a gate's pre-activation itself
+        if g.target in state_of:
+            src(f"{stack[state_of[g.target]]}[t + 1] = {names[g.target]}", 2)
+    for d in kept:
+        k = layout.gate_of(d.target)
+        value = values[d.target]
+        if k is not None:  # an input-only gate: its stacked input part plus its other terms
+            terms = [sliced(f"_z[{k}]")] + gates[k].others
+            value = sp.MatAdd(*terms) if len(terms) > 1 else terms[0]
+        for sym, e in temps.get(d.target, []):
+            src(f"{names[sym]} = {act(e)}", 2)
+            src(f"{names[sym]}_all[t] = {names[sym]}", 2)
+        text = act(value) if isinstance(value, Elementwise) else printer(value)
+        if d.target in state_of:
+            s = state_of[d.target]
+            src(f"{stack[s]}[t + 1] = {text}", 2)
+            src(f"{names[d.target]} = {stack[s]}[t + 1]", 2)
+        else:
+            src(f"{names[d.target]} = {text}", 2)
+            src(f"{names[d.target]}_all[t] = {names[d.target]}", 2)
+    _emit_loss(src, printer, names, gen, cell, y_t)
+    # backward
+    fused = {W for g in gates for W in g.x_weights + g.biases + ([g.h_weight] if g.h_weight is not None else [])}
+    grads = {p: f"d_{names[p]}" for p in params}
+    for p in params:
+        if p not in fused and (gen.step_grads[_k(gen, p)] is not None or gen.head_grads[_k(gen, p)] is not None):
+            shape = _shape_of(p)
+            src(f"{grads[p]} = {'0.0' if not shape else f'_zeros({shape[0]}, {shape[1]}, batch=False)'}")
+    src(f"_GZ = _empty_n(X, {G}, _T, _B, {Hw})  # g_t of every gate")
+    carry = {s: f"carry_{s}" for s in cell.states}
+    for s in cell.states:
+        src(f"{carry[s]} = _zeros(_B, {H[s]})")
+    src("for t in range(_T - 1, -1, -1):")
+    views(2)
+    src("_gz = _GZ[:, t]", 2)
+    gate_views(2)
+    for s in cell.states:
+        src(f"{names[gen.at_t[s]]} = {stack[s]}[t + 1]", 2)
+    for d in kept:
+        if d.target not in state_of:
+            src(f"{names[d.target]} = {names[d.target]}_all[t]", 2)
+        for sym, _ in temps.get(d.target, []):
+            src(f"{names[sym]} = {names[sym]}_all[t]", 2)
+    src(f"{names[gen.e]} = e_all[t]", 2)
+    _emit_rho(src, printer, names, gen, cell, carry)
+    adjoint_of = {g.adjoint: k for k, g in enumerate(gates)}
+    for d in gen.backward_defs:
+        k = adjoint_of.get(d.target)
+        if k is not None:
+            src(f"_gz[{k}] = {printer(shared(d.value))}", 2)
+            src(f"{names[d.target]} = _gz[{k}]", 2)
+        else:
+            src(f"{names[d.target]} = {printer(shared(d.value))}", 2)
+    for k, g in enumerate(gates):
+        if g.adjoint not in names:  # a sensitivity the derivation left unnamed (the GRU's g_t^a = g_t^{z^n} * r_t)
+            src(f"_gz[{k}] = {printer(shared(g.adjoint))}", 2)
+    _in_loop_grads(src, printer, names, gen, [p for p in params if p not in fused], grads)
+    for s in cell.states:
+        if s == layout.state and n:
+            rest = f" + {printer(shared(layout.carry_rest))}" if layout.carry_rest is not None else ""
+            src(f"{carry[s]} = _recur_back(_gz[:{n}], _Wh){rest}", 2)
+        elif gen.carry[s] is not None:
+            src(f"{carry[s]} = {printer(shared(gen.carry[s]))}", 2)
+        else:
+            src(f"{carry[s]} = _zeros(_B, {H[s]})", 2)
+    # every gate weight and bias gradient, and dL/dX, as one product (or sum) over the stacked (T, B) axis
+    src(f"_Gf = _GZ.reshape({G}, _T * _B, {Hw})")
+    if any(g.x_weights for g in gates):
+        src("_dWx = _products(_gT(_Gf), _Xf)")
+    if n:
+        src(f"_dWh = _products(_gT(_Gf[:{n}]), {stack[layout.state]}[:-1].reshape(_T * _B, {H[layout.state]}))")
+    if any(g.biases for g in gates):
+        src("_db = _colsums(_Gf)")
+    for k, g in enumerate(gates):
+        for W in g.x_weights:
+            grads[W] = f"_dWx[{k}]"
+        for b in g.biases:
+            grads[b] = f"_db[{k}]"
+        if g.h_weight is not None:
+            grads[g.h_weight] = f"_dWh[{k}]"
+    src(f"_dX = _batch_major(_recur_back(_Gf, _Wx).reshape(_T, _B, {D}))")
+    for p in params:  # a parameter the loss does not reach
+        if p not in fused and gen.step_grads[_k(gen, p)] is None and gen.head_grads[_k(gen, p)] is None:
+            shape = _shape_of(p)
+            grads[p] = "0.0" if not shape else f"_zeros({shape[0]}, {shape[1]}, batch=False)"
+    src(f"return ({', '.join(['L'] + [grads[p] for p in params] + ['_dX'])},)")
+    return src.text()
+
+
+def _k(gen, sym):
+    return next(k for k, v in gen.params.items() if v == sym)
