@@ -208,15 +208,27 @@ def helpers(backend: str) -> dict:
             Z += b
             return Z.reshape(WxT.shape[0], T, B, WxT.shape[2])
 
-        def recur(z, h, WhT):
-            z += np.matmul(h, WhT)
+        def recur(z, h, WhT):  # z_k += h W_hk^T for the recurrent gates
+            for zk, WhTk in zip(z, WhT):
+                zk += h @ WhTk
+
+        def recur_back(gz, Wh):  # sum_k g^k W_hk
+            out = gz[0] @ Wh[0]
+            for k in range(1, len(Wh)):
+                out += gz[k] @ Wh[k]
+            return out
+
+        def gate_grads(GZ, V):  # sum over t and the batch of g_t^T v_t for every gate: one product over (T B)
+            return np.matmul(GZ.reshape(GZ.shape[0], -1, GZ.shape[-1]).transpose(0, 2, 1), V.reshape(-1, V.shape[-1]))
 
         return {"_gstack": stack, "_gT": lambda A: A.transpose(0, 2, 1),
                 "_time_major": lambda X: np.ascontiguousarray(X.transpose(1, 0, 2)),
                 "_batch_major": lambda X: X.transpose(1, 0, 2), "_gate_inputs": gate_inputs, "_recur": recur,
-                "_recur_back": lambda gz, Wh: np.matmul(gz, Wh).sum(0), "_products": np.matmul, "_sigmoid_into": sigmoid_into,
+                "_recur_back": recur_back, "_gate_grads": gate_grads, "_sigmoid_into": sigmoid_into,
                 "_tanh_into": tanh_into, "_sigmoid_of": of(sigmoid_into), "_tanh_of": of(tanh_into), "_zeros_n": lambda like, *s: np.zeros(s),
-                "_empty_n": lambda like, *s: np.empty(s), "_colsums": lambda G: G.sum(1, keepdims=True)}
+                "_empty_n": lambda like, *s: np.empty(s), "_colsums": lambda G: G.sum(1, keepdims=True),
+                "_steps": list, "_gate_steps": lambda Z: list(zip(*(list(g) for g in Z))),
+                "_run_steps": lambda Z, a, b: list(Z[a:b].swapaxes(0, 1)), "_assign": np.copyto}
     import torch
 
     def t_stack(like, mats, shape):
@@ -231,18 +243,19 @@ def helpers(backend: str) -> dict:
         return Z.reshape(WxT.shape[0], T, B, WxT.shape[2])
 
     def t_recur(z, h, WhT):
-        for k in range(WhT.shape[0]):
+        for k in range(len(WhT)):
             z[k].addmm_(h, WhT[k])
 
     def t_recur_back(gz, Wh):
         out = torch.mm(gz[0], Wh[0])
-        for k in range(1, Wh.shape[0]):
+        for k in range(1, len(Wh)):
             out.addmm_(gz[k], Wh[k])
         return out
 
-    def t_products(A, B):
-        """A[k] @ B (or B[k]) for every gate k, stacked."""
-        return torch.stack([A[k] @ (B[k] if B.ndim == 3 else B) for k in range(A.shape[0])])
+    def t_gate_grads(GZ, V):
+        """sum over t and the batch of g_t^T v_t for every gate: one batched product over t, summed (MKL's
+        one product over the whole (T B) axis is several times slower for these thin shapes)."""
+        return torch.stack([torch.bmm(GZ[k].transpose(1, 2), V).sum(0) for k in range(GZ.shape[0])])
 
     def t_tanh_into(z, out):  # 2 sigmoid(2z) - 1: torch's float64 sigmoid is much faster than its tanh on CPU
         torch.mul(z, 2.0, out=out)
@@ -257,12 +270,14 @@ def helpers(backend: str) -> dict:
     return {"_gstack": t_stack, "_gT": lambda A: A.transpose(1, 2),
             "_time_major": lambda X: X.transpose(0, 1).contiguous(), "_batch_major": lambda X: X.transpose(0, 1),
             "_gate_inputs": t_gate_inputs, "_recur": t_recur,
-            "_recur_back": t_recur_back, "_products": t_products,
+            "_recur_back": t_recur_back, "_gate_grads": t_gate_grads,
             "_sigmoid_into": lambda z, out: torch.sigmoid(z, out=out), "_tanh_into": t_tanh_into,
             "_sigmoid_of": torch.sigmoid, "_tanh_of": t_tanh_of,
             "_colsums": lambda G: G.sum(1, keepdim=True),
             "_zeros_n": lambda like, *s: torch.zeros(s, dtype=like.dtype, device=like.device),
-            "_empty_n": lambda like, *s: torch.empty(s, dtype=like.dtype, device=like.device)}
+            "_empty_n": lambda like, *s: torch.empty(s, dtype=like.dtype, device=like.device),
+            "_steps": lambda A: A.unbind(0), "_gate_steps": lambda Z: list(zip(*(g.unbind(0) for g in Z))),
+            "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value)}
 
 
 def _function(lam) -> str | None:
@@ -355,11 +370,20 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     if n:
         Hp = H[layout.state]
         src(f"_Wh = _gstack(X, {groups([[g.h_weight] for g in gates[:n]])}, ({Hw}, {Hp}))")
-        src("_WhT = _gT(_Wh)")
+        src("_Whk, _WhTk = _steps(_Wh), _steps(_gT(_Wh))")
     if stored:
         src(f"_A = _empty_n(X, {n}, _T, _B, {Hw})")
     for s in cell.states:
         src(f"{stack[s]} = _zeros_n(X, _T + 1, _B, {H[s]})")
+    # each step's views of the stacks, made once (indexing a tensor inside the loop costs microseconds a step)
+    for s in cell.states:
+        src(f"{stack[s]}v = _steps({stack[s]})")
+    src("_Xv, _Zv = _steps(_Xt), _gate_steps(_Z)")
+    if stored:
+        src("_Av = _gate_steps(_A)")
+    for a, b, _ in layout.runs:
+        if a not in direct:
+            src(f"_Zr{a}, _Ar{a} = _run_steps(_Z, {a}, {b}), _run_steps(_A, {a}, {b})")
     src("L = 0.0")
     forward = gen.step.definitions("forward")
     kept = [d for d in forward if d.target not in recurrent_targets and d.target not in activated]
@@ -389,19 +413,19 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     def views(depth):
         """The step's gate pre-activations, activations and states as views of the stacks."""
         for s, prev in gen.prev.items():
-            src(f"{names[prev]} = {stack[s]}[t]", depth)
-        src(f"{names[gen.x]} = _Xt[t]", depth)
-        src("_z = _Z[:, t]", depth)
+            src(f"{names[prev]} = {stack[s]}v[t]", depth)
+        src(f"{names[gen.x]} = _Xv[t]", depth)
+        src("_z = _Zv[t]", depth)
         if stored:
-            src("_a = _A[:, t]", depth)
+            src("_a = _Av[t]", depth)
 
     src("for t in range(_T):")
     views(2)
     if n:
-        src(f"_recur(_z[:{n}], {names[layout.prev]}, _WhT)", 2)
+        src(f"_recur(_z, {names[layout.prev]}, _WhTk)", 2)
     for a, b, lam in layout.runs:
-        out = f"{stack[direct[a]]}[t + 1]" if a in direct else f"_a[{a}:{b}]"
-        src_block = f"_z[{a}]" if a in direct else f"_z[{a}:{b}]"
+        out = f"{stack[direct[a]]}v[t + 1]" if a in direct else f"_Ar{a}[t]"
+        src_block = f"_z[{a}]" if a in direct else f"_Zr{a}[t]"
         fn = _function(lam)
         if fn is not None:
             src(f"_{fn}_into({src_block}, {out})", 2)
@@ -415,12 +439,12 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
             src(f"{names[g.target]} = _z[{k}]", depth)
             if g.activation is not None:
                 target = g.activation[0]
-                src(f"{names[target]} = {stack[direct[k]]}[t + 1]" if k in direct else f"{names[target]} = _a[{k}]", depth)
+                src(f"{names[target]} = {stack[direct[k]]}v[t + 1]" if k in direct else f"{names[target]} = _a[{k}]", depth)
 
     gate_views(2)
     for g in gates[:n]:  # a state that is a gate's pre-activation itself
         if g.target in state_of:
-            src(f"{stack[state_of[g.target]]}[t + 1] = {names[g.target]}", 2)
+            src(f"_assign({stack[state_of[g.target]]}v[t + 1], {names[g.target]})", 2)
     for d in kept:
         k = layout.gate_of(d.target)
         value = values[d.target]
@@ -433,8 +457,8 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
         text = act(value) if isinstance(value, Elementwise) else printer(value)
         if d.target in state_of:
             s = state_of[d.target]
-            src(f"{stack[s]}[t + 1] = {text}", 2)
-            src(f"{names[d.target]} = {stack[s]}[t + 1]", 2)
+            src(f"{names[d.target]} = {stack[s]}v[t + 1]", 2)
+            src(f"_assign({names[d.target]}, {text})", 2)
         else:
             src(f"{names[d.target]} = {text}", 2)
             src(f"{names[d.target]}_all[t] = {names[d.target]}", 2)
@@ -447,15 +471,16 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
             shape = _shape_of(p)
             src(f"{grads[p]} = {'0.0' if not shape else f'_zeros({shape[0]}, {shape[1]}, batch=False)'}")
     src(f"_GZ = _empty_n(X, {G}, _T, _B, {Hw})  # g_t of every gate")
+    src("_GZv = _gate_steps(_GZ)")
     carry = {s: f"carry_{s}" for s in cell.states}
     for s in cell.states:
         src(f"{carry[s]} = _zeros(_B, {H[s]})")
     src("for t in range(_T - 1, -1, -1):")
     views(2)
-    src("_gz = _GZ[:, t]", 2)
+    src("_gz = _GZv[t]", 2)
     gate_views(2)
     for s in cell.states:
-        src(f"{names[gen.at_t[s]]} = {stack[s]}[t + 1]", 2)
+        src(f"{names[gen.at_t[s]]} = {stack[s]}v[t + 1]", 2)
     for d in kept:
         if d.target not in state_of:
             src(f"{names[d.target]} = {names[d.target]}_all[t]", 2)
@@ -467,18 +492,18 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     for d in gen.backward_defs:
         k = adjoint_of.get(d.target)
         if k is not None:
-            src(f"_gz[{k}] = {printer(shared(d.value))}", 2)
+            src(f"_assign(_gz[{k}], {printer(shared(d.value))})", 2)
             src(f"{names[d.target]} = _gz[{k}]", 2)
         else:
             src(f"{names[d.target]} = {printer(shared(d.value))}", 2)
     for k, g in enumerate(gates):
         if g.adjoint not in names:  # a sensitivity the derivation left unnamed (the GRU's g_t^a = g_t^{z^n} * r_t)
-            src(f"_gz[{k}] = {printer(shared(g.adjoint))}", 2)
+            src(f"_assign(_gz[{k}], {printer(shared(g.adjoint))})", 2)
     _in_loop_grads(src, printer, names, gen, [p for p in params if p not in fused], grads)
     for s in cell.states:
         if s == layout.state and n:
             rest = f" + {printer(shared(layout.carry_rest))}" if layout.carry_rest is not None else ""
-            src(f"{carry[s]} = _recur_back(_gz[:{n}], _Wh){rest}", 2)
+            src(f"{carry[s]} = _recur_back(_gz, _Whk){rest}", 2)
         elif gen.carry[s] is not None:
             src(f"{carry[s]} = {printer(shared(gen.carry[s]))}", 2)
         else:
@@ -486,9 +511,9 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     # every gate weight and bias gradient, and dL/dX, as one product (or sum) over the stacked (T, B) axis
     src(f"_Gf = _GZ.reshape({G}, _T * _B, {Hw})")
     if any(g.x_weights for g in gates):
-        src("_dWx = _products(_gT(_Gf), _Xf)")
+        src("_dWx = _gate_grads(_GZ, _Xt)")
     if n:
-        src(f"_dWh = _products(_gT(_Gf[:{n}]), {stack[layout.state]}[:-1].reshape(_T * _B, {H[layout.state]}))")
+        src(f"_dWh = _gate_grads(_GZ[:{n}], {stack[layout.state]}[:-1])")
     if any(g.biases for g in gates):
         src("_db = _colsums(_Gf)")
     for k, g in enumerate(gates):
