@@ -228,7 +228,8 @@ def helpers(backend: str) -> dict:
                 "_tanh_into": tanh_into, "_sigmoid_of": of(sigmoid_into), "_tanh_of": of(tanh_into), "_zeros_n": lambda like, *s: np.zeros(s),
                 "_empty_n": lambda like, *s: np.empty(s), "_colsums": lambda G: G.sum(1, keepdims=True),
                 "_steps": list, "_gate_steps": lambda Z: list(zip(*(list(g) for g in Z))),
-                "_run_steps": lambda Z, a, b: list(Z[a:b].swapaxes(0, 1)), "_assign": np.copyto}
+                "_run_steps": lambda Z, a, b: list(Z[a:b].swapaxes(0, 1)), "_assign": np.copyto,
+                "_mul_into": lambda out, a, b: np.multiply(a, b, out=out), "_add_into": lambda out, a, b: np.add(a, b, out=out)}
     import torch
 
     def t_stack(like, mats, shape):
@@ -277,7 +278,8 @@ def helpers(backend: str) -> dict:
             "_zeros_n": lambda like, *s: torch.zeros(s, dtype=like.dtype, device=like.device),
             "_empty_n": lambda like, *s: torch.empty(s, dtype=like.dtype, device=like.device),
             "_steps": lambda A: A.unbind(0), "_gate_steps": lambda Z: list(zip(*(g.unbind(0) for g in Z))),
-            "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value)}
+            "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value),
+            "_mul_into": lambda out, a, b: torch.mul(a, b, out=out), "_add_into": lambda out, a, b: torch.add(a, b, out=out)}
 
 
 def _function(lam) -> str | None:
@@ -354,6 +356,14 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
         """``phi(a)`` printed, by the backend's fast helper for tanh and the sigmoid."""
         fn = _function(e.args[0])
         return f"_{fn}_of({printer(e.args[1])})" if fn is not None else printer(e)
+
+    def into(out: str, expr) -> str:
+        """``out`` receives ``expr``, its last product or sum written in place (``out=``), not copied."""
+        for kind, helper in ((sp.HadamardProduct, "_mul_into"), (sp.MatAdd, "_add_into")):
+            if isinstance(expr, kind) and len(expr.args) > 1:
+                head = expr.func(*expr.args[:-1]) if len(expr.args) > 2 else expr.args[0]
+                return f"{helper}({out}, {printer(head)}, {printer(expr.args[-1])})"
+        return f"_assign({out}, {printer(expr)})"
 
     src = _Source()
     src(f"def _generated({', '.join([names[p] for p in params] + ['X', 'Y', '_index', '_npos'])}):", 0)
@@ -458,7 +468,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
         if d.target in state_of:
             s = state_of[d.target]
             src(f"{names[d.target]} = {stack[s]}v[t + 1]", 2)
-            src(f"_assign({names[d.target]}, {text})", 2)
+            src(into(names[d.target], value) if not isinstance(value, Elementwise) else f"_assign({names[d.target]}, {text})", 2)
         else:
             src(f"{names[d.target]} = {text}", 2)
             src(f"{names[d.target]}_all[t] = {names[d.target]}", 2)
@@ -475,9 +485,38 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     carry = {s: f"carry_{s}" for s in cell.states}
     for s in cell.states:
         src(f"{carry[s]} = _zeros(_B, {H[s]})")
+    # the slope of each activation run, once per step for the whole run (the LSTM's three y (1 - y))
+    activation_of = {g.activation[0]: k for k, g in enumerate(gates[:n]) if g.activation is not None}
+    run_of = {k: a for a, b, _ in layout.runs if a not in direct for k in range(a, b)}
+    u = sp.Dummy("u")
+    found: dict = {}
+    backward_exprs = [d.value for d in gen.backward_defs] + [g.adjoint for g in gates] + [layout.carry_rest]
+    for expr in backward_exprs:
+        for e in (expr.atoms(Elementwise) if expr is not None else ()):
+            k = activation_of.get(e.args[1])
+            if k in run_of:
+                body = e.args[0].expr.xreplace({e.args[0].variables[0]: u})
+                found.setdefault((run_of[k], sp.srepr(body)), (body, {}))[1].setdefault(k, []).append(e)
+    slopes, slope_of = [], {}
+    for (a, _), (body, uses) in found.items():
+        if len(uses) < 2:
+            continue
+        name_ = f"_dA{len(slopes)}"
+        slopes.append((name_, Elementwise(sp.Lambda(u, body), sliced(f"_Ar{a}[t]"))))
+        for k, nodes in uses.items():
+            sym = sp.MatrixSymbol(f"{name_}_{k - a}", 1, Hw)
+            names[sym] = f"{name_}[{k - a}]"
+            for e in nodes:
+                slope_of[e] = sym
+
+    def rewrite(expr):
+        return shared(expr).xreplace(slope_of) if expr is not None else None
+
     src("for t in range(_T - 1, -1, -1):")
     views(2)
     src("_gz = _GZv[t]", 2)
+    for name_, e in slopes:
+        src(f"{name_} = {printer(e)}", 2)
     gate_views(2)
     for s in cell.states:
         src(f"{names[gen.at_t[s]]} = {stack[s]}v[t + 1]", 2)
@@ -492,20 +531,20 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     for d in gen.backward_defs:
         k = adjoint_of.get(d.target)
         if k is not None:
-            src(f"_assign(_gz[{k}], {printer(shared(d.value))})", 2)
+            src(into(f"_gz[{k}]", rewrite(d.value)), 2)
             src(f"{names[d.target]} = _gz[{k}]", 2)
         else:
-            src(f"{names[d.target]} = {printer(shared(d.value))}", 2)
+            src(f"{names[d.target]} = {printer(rewrite(d.value))}", 2)
     for k, g in enumerate(gates):
         if g.adjoint not in names:  # a sensitivity the derivation left unnamed (the GRU's g_t^a = g_t^{z^n} * r_t)
-            src(f"_assign(_gz[{k}], {printer(shared(g.adjoint))})", 2)
+            src(into(f"_gz[{k}]", rewrite(g.adjoint)), 2)
     _in_loop_grads(src, printer, names, gen, [p for p in params if p not in fused], grads)
     for s in cell.states:
         if s == layout.state and n:
-            rest = f" + {printer(shared(layout.carry_rest))}" if layout.carry_rest is not None else ""
+            rest = f" + {printer(rewrite(layout.carry_rest))}" if layout.carry_rest is not None else ""
             src(f"{carry[s]} = _recur_back(_gz, _Whk){rest}", 2)
         elif gen.carry[s] is not None:
-            src(f"{carry[s]} = {printer(shared(gen.carry[s]))}", 2)
+            src(f"{carry[s]} = {printer(rewrite(gen.carry[s]))}", 2)
         else:
             src(f"{carry[s]} = _zeros(_B, {H[s]})", 2)
     # every gate weight and bias gradient, and dL/dX, as one product (or sum) over the stacked (T, B) axis
