@@ -74,10 +74,19 @@ def _linear(term, left, params):
     return None
 
 
+def _canon(expr):
+    """A comparable form of ``expr`` in which the factors of a Hadamard product are unordered."""
+    if isinstance(expr, sp.HadamardProduct):
+        return ("Hadamard", tuple(sorted((_canon(a) for a in expr.args), key=str)))
+    if expr.args:
+        return (type(expr).__name__, tuple(_canon(a) for a in expr.args))
+    return expr
+
+
 def _is_outer(contrib, adjoint, right) -> bool:
     """True when ``contrib`` is ``adjoint^T right`` (the derived step term of a weight gradient)."""
     return (isinstance(contrib, sp.MatMul) and len(contrib.args) == 2 and contrib.args[1] == right
-            and sp.Transpose(contrib.args[0]).doit() == adjoint)
+            and _canon(sp.Transpose(contrib.args[0]).doit()) == _canon(adjoint))
 
 
 def _key(activation):
@@ -136,20 +145,21 @@ def gate_layout(cell, gen) -> GateLayout | None:
             if head[key_of[W]] is not None or not _is_outer(step[key_of[W]], adj, right):
                 return None
         for b in gate.biases:
-            if head[key_of[b]] is not None or step[key_of[b]] != adj:
+            if head[key_of[b]] is not None or step[key_of[b]] is None or _canon(step[key_of[b]]) != _canon(adj):
                 return None
-    expected = {sp.MatMul(g.adjoint, W) for g in gates for W in g.x_weights}
-    if gen.input_grad is None or set(_terms(gen.input_grad)) != expected or len(expected) != sum(len(g.x_weights) for g in gates):
+    expected = sorted((_canon(sp.MatMul(g.adjoint, W)) for g in gates for W in g.x_weights), key=str)
+    if gen.input_grad is None or sorted(map(_canon, _terms(gen.input_grad)), key=str) != expected:
         return None
     recurrent = [g for g in gates if g.h_weight is not None]
     carry_rest = None
     if recurrent:
         carry = gen.carry[prevs[prev]]
         terms = _terms(carry) if carry is not None else []
-        fused = [sp.MatMul(g.adjoint, g.h_weight) for g in recurrent]
-        if any(terms.count(f) != 1 for f in fused):
+        keys = [_canon(term) for term in terms]
+        fused = [_canon(sp.MatMul(g.adjoint, g.h_weight)) for g in recurrent]
+        if any(keys.count(f) != 1 for f in fused):
             return None
-        rest = [t for t in terms if t not in fused]
+        rest = [term for term, key in zip(terms, keys) if key not in fused]
         carry_rest = (sp.MatAdd(*rest) if len(rest) > 1 else rest[0]) if rest else None
     # activations of the recurrent gates: ``a = phi(z)`` definitions, computed by one call per run
     for gate in recurrent:
@@ -442,7 +452,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
         else:
             value = gates[a].activation
             d = next(d for d in forward if d.target == value[0])
-            src(f"{out} = {printer(d.value.xreplace({gates[a].target: sliced(src_block)}))}", 2)
+            src(f"_assign({out}, {printer(d.value.xreplace({gates[a].target: sliced(src_block)}))})", 2)
 
     def gate_views(depth):
         for k, g in enumerate(gates[:n]):
