@@ -198,7 +198,10 @@ def helpers(backend: str) -> dict:
             out += 1.0
             np.reciprocal(out, out=out)
 
-        def tanh_into(z, out):  # 2 / (1 + e^-2z) - 1
+        def tanh_into(z, out):  # 2 / (1 + e^-2z) - 1 (five calls: for small arrays numpy's own tanh is faster)
+            if np.size(z) < 1024:
+                np.tanh(z, out=out)
+                return
             with np.errstate(over="ignore"):
                 np.multiply(z, -2.0, out=out)
                 np.exp(out, out=out)
@@ -236,7 +239,7 @@ def helpers(backend: str) -> dict:
                 "_batch_major": lambda X: X.transpose(1, 0, 2), "_gate_inputs": gate_inputs, "_recur": recur,
                 "_recur_back": recur_back, "_gate_grads": gate_grads, "_sigmoid_into": sigmoid_into,
                 "_tanh_into": tanh_into, "_sigmoid_of": of(sigmoid_into), "_tanh_of": of(tanh_into), "_zeros_n": lambda like, *s: np.zeros(s),
-                "_empty_n": lambda like, *s: np.empty(s), "_colsums": lambda G: G.sum(1, keepdims=True),
+                "_empty_n": lambda like, *s: np.empty(s), "_states": lambda like, *s: np.zeros(s), "_colsums": lambda G: G.sum(1, keepdims=True),
                 "_steps": list, "_gate_steps": lambda Z: list(zip(*(list(g) for g in Z))),
                 "_run_steps": lambda Z, a, b: list(Z[a:b].swapaxes(0, 1)), "_assign": np.copyto,
                 "_mul_into": lambda out, a, b: np.multiply(a, b, out=out), "_add_into": lambda out, a, b: np.add(a, b, out=out)}
@@ -269,9 +272,18 @@ def helpers(backend: str) -> dict:
         return torch.stack([torch.bmm(GZ[k].transpose(1, 2), V).sum(0) for k in range(GZ.shape[0])])
 
     def t_tanh_into(z, out):  # 2 sigmoid(2z) - 1: torch's float64 sigmoid is much faster than its tanh on CPU
+        if z.numel() < 4096 or z.is_cuda:  # ... but costs four calls: small arrays (and the GPU) take tanh itself
+            torch.tanh(z, out=out)
+            return
         torch.mul(z, 2.0, out=out)
         torch.sigmoid(out, out=out)
         out.mul_(2.0).sub_(1.0)
+
+    def t_states(like, *shape):
+        """A stack of states: s_{-1} = 0 first, the rest written by the loop (no fill of the whole stack)."""
+        S = torch.empty(shape, dtype=like.dtype, device=like.device)
+        S[0].zero_()
+        return S
 
     def t_tanh_of(z):
         out = torch.empty_like(z)
@@ -286,7 +298,7 @@ def helpers(backend: str) -> dict:
             "_sigmoid_of": torch.sigmoid, "_tanh_of": t_tanh_of,
             "_colsums": lambda G: G.sum(1, keepdim=True),
             "_zeros_n": lambda like, *s: torch.zeros(s, dtype=like.dtype, device=like.device),
-            "_empty_n": lambda like, *s: torch.empty(s, dtype=like.dtype, device=like.device),
+            "_empty_n": lambda like, *s: torch.empty(s, dtype=like.dtype, device=like.device), "_states": t_states,
             "_steps": lambda A: A.unbind(0), "_gate_steps": lambda Z: list(zip(*(g.unbind(0) for g in Z))),
             "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value),
             "_mul_into": lambda out, a, b: torch.mul(a, b, out=out), "_add_into": lambda out, a, b: torch.add(a, b, out=out)}
@@ -394,7 +406,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     if stored:
         src(f"_A = _empty_n(X, {n}, _T, _B, {Hw})")
     for s in cell.states:
-        src(f"{stack[s]} = _zeros_n(X, _T + 1, _B, {H[s]})")
+        src(f"{stack[s]} = _states(X, _T + 1, _B, {H[s]})")
     # each step's views of the stacks, made once (indexing a tensor inside the loop costs microseconds a step)
     for s in cell.states:
         src(f"{stack[s]}v = _steps({stack[s]})")
