@@ -218,7 +218,8 @@ def helpers(backend: str) -> dict:
 
         def gate_inputs(Xf, WxT, b, T, B):
             Z = np.matmul(Xf, WxT)
-            Z += b
+            if b is not None:
+                Z += b
             return Z.reshape(WxT.shape[0], T, B, WxT.shape[2])
 
         def recur(z, h, WhT):  # z_k += h W_hk^T for the recurrent gates
@@ -253,7 +254,10 @@ def helpers(backend: str) -> dict:
     def t_gate_inputs(Xf, WxT, b, T, B):
         Z = torch.empty((WxT.shape[0], Xf.shape[0], WxT.shape[2]), dtype=Xf.dtype, device=Xf.device)
         for k in range(WxT.shape[0]):
-            torch.addmm(b[k], Xf, WxT[k], out=Z[k])
+            if b is None:
+                torch.mm(Xf, WxT[k], out=Z[k])
+            else:
+                torch.addmm(b[k], Xf, WxT[k], out=Z[k])
         return Z.reshape(WxT.shape[0], T, B, WxT.shape[2])
 
     def t_recur(z, h, WhT):
@@ -398,7 +402,8 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
         return "[" + ", ".join("(" + "".join(f"{names[w]}, " for w in ws) + ")" for ws in lists) + "]"
 
     src(f"_Wx = _gstack(X, {groups([g.x_weights for g in gates])}, ({Hw}, {D}))  # x_t W_x^T of every gate")
-    src(f"_Z = _gate_inputs(_Xf, _gT(_Wx), _gstack(X, {groups([g.biases for g in gates])}, (1, {Hw})), _T, _B)")
+    biases = f"_gstack(X, {groups([g.biases for g in gates])}, (1, {Hw}))" if any(g.biases for g in gates) else "None"
+    src(f"_Z = _gate_inputs(_Xf, _gT(_Wx), {biases}, _T, _B)  # the input part of every gate, every step")
     if n:
         Hp = H[layout.state]
         src(f"_Wh = _gstack(X, {groups([[g.h_weight] for g in gates[:n]])}, ({Hw}, {Hp}))")
