@@ -238,7 +238,8 @@ def helpers(backend: str) -> dict:
         return {"_gstack": stack, "_gT": lambda A: A.transpose(0, 2, 1),
                 "_time_major": lambda X: np.ascontiguousarray(X.transpose(1, 0, 2)),
                 "_batch_major": lambda X: X.transpose(1, 0, 2), "_gate_inputs": gate_inputs, "_recur": recur,
-                "_recur_back": recur_back, "_gate_grads": gate_grads, "_sigmoid_into": sigmoid_into,
+                "_recur_back": recur_back, "_gate_grads": gate_grads,
+                "_input_grads": lambda GZ, Wx: recur_back(GZ.reshape(GZ.shape[0], -1, GZ.shape[-1]), Wx).reshape(*GZ.shape[1:3], -1), "_sigmoid_into": sigmoid_into,
                 "_tanh_into": tanh_into, "_sigmoid_of": of(sigmoid_into), "_tanh_of": of(tanh_into), "_zeros_n": lambda like, *s: np.zeros(s),
                 "_empty_n": lambda like, *s: np.empty(s), "_states": lambda like, *s: np.zeros(s), "_colsums": lambda G: G.sum(1, keepdims=True),
                 "_steps": list, "_gate_steps": lambda Z: list(zip(*(list(g) for g in Z))),
@@ -271,9 +272,26 @@ def helpers(backend: str) -> dict:
         return out
 
     def t_gate_grads(GZ, V):
-        """sum over t and the batch of g_t^T v_t for every gate: one batched product over t, summed (MKL's
-        one product over the whole (T B) axis is several times slower for these thin shapes)."""
+        """sum over t and the batch of g_t^T v_t for every gate: one product over the stacked (T B) axis, or,
+        for narrow gates (MKL's product of two very thin matrices is several times slower), one batched
+        product over t, summed."""
+        if min(GZ.shape[-1], V.shape[-1]) >= 16:
+            Vf = V.reshape(-1, V.shape[-1])
+            return torch.stack([GZ[k].reshape(-1, GZ.shape[-1]).T @ Vf for k in range(GZ.shape[0])])
         return torch.stack([torch.bmm(GZ[k].transpose(1, 2), V).sum(0) for k in range(GZ.shape[0])])
+
+    def t_input_grads(GZ, Wx):
+        """dL/dx_t = sum_k g_t^k W_xk for every t, (T, B, D), in blocks of about 2048 rows (MKL's one product of
+        a very tall matrix is slower than a few blocks that stay in cache)."""
+        G, T, B, _ = GZ.shape
+        out = torch.empty((T, B, Wx.shape[-1]), dtype=GZ.dtype, device=GZ.device)
+        step = max(1, 2048 // B) if not GZ.is_cuda else T
+        for a in range(0, T, step):
+            block = out[a:a + step].view(-1, out.shape[-1])
+            torch.mm(GZ[0, a:a + step].reshape(-1, GZ.shape[-1]), Wx[0], out=block)
+            for k in range(1, G):
+                block.addmm_(GZ[k, a:a + step].reshape(-1, GZ.shape[-1]), Wx[k])
+        return out
 
     def t_tanh_into(z, out):  # 2 sigmoid(2z) - 1: torch's float64 sigmoid is much faster than its tanh on CPU
         if z.numel() < 4096 or z.is_cuda:  # ... but costs four calls: small arrays (and the GPU) take tanh itself
@@ -297,7 +315,7 @@ def helpers(backend: str) -> dict:
     return {"_gstack": t_stack, "_gT": lambda A: A.transpose(1, 2),
             "_time_major": lambda X: X.transpose(0, 1).contiguous(), "_batch_major": lambda X: X.transpose(0, 1),
             "_gate_inputs": t_gate_inputs, "_recur": t_recur,
-            "_recur_back": t_recur_back, "_gate_grads": t_gate_grads,
+            "_recur_back": t_recur_back, "_gate_grads": t_gate_grads, "_input_grads": t_input_grads,
             "_sigmoid_into": lambda z, out: torch.sigmoid(z, out=out), "_tanh_into": t_tanh_into,
             "_sigmoid_of": torch.sigmoid, "_tanh_of": t_tanh_of,
             "_colsums": lambda G: G.sum(1, keepdim=True),
@@ -589,7 +607,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
             grads[b] = f"_db[{k}]"
         if g.h_weight is not None:
             grads[g.h_weight] = f"_dWh[{k}]"
-    src(f"_dX = _batch_major(_recur_back(_Gf, _Wx).reshape(_T, _B, {D}))")
+    src("_dX = _batch_major(_input_grads(_GZ, _Wx))")
     for p in params:  # a parameter the loss does not reach
         if p not in fused and gen.step_grads[_k(gen, p)] is None and gen.head_grads[_k(gen, p)] is None:
             shape = _shape_of(p)
