@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
+from derive.program import Elementwise
+
 __all__ = ["Gate", "GateLayout", "gate_layout", "helpers"]
 
 
@@ -164,7 +166,7 @@ def gate_layout(cell, gen) -> GateLayout | None:
     # activations of the recurrent gates: ``a = phi(z)`` definitions, computed by one call per run
     for gate in recurrent:
         for d in forward:
-            if type(d.value).__name__ == "Elementwise" and d.value.args[1] == gate.target:
+            if isinstance(d.value, Elementwise) and d.value.args[1] == gate.target:
                 gate.activation = (d.target, d.value.args[0])
                 break
     order = {}
@@ -351,7 +353,6 @@ class _Shared:
         """``expr`` with each ``psi(a)`` whose body contains a stored ``phi(a)`` rewritten over the stored value."""
         if expr is None or not self.values:
             return expr
-        from derive.program import Elementwise
 
         def rewrite(e):
             body = self._body(e.args[0])
@@ -366,7 +367,7 @@ class _Shared:
 
 def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     """The loop function's source in the gate layout (see the module docstring)."""
-    from .cells import _CellPrinter, _emit_loss, _emit_rho, _in_loop_grads, _shape_of, _Source, _step_names
+    from .cells import _CellPrinter, _emit_loss, _emit_rho, _in_loop_grads, _key, _shape_of, _Source, _step_names
 
     names, name, y_t = _step_names(cell, gen)
     params = [gen.params[p] for p in cell.param_shapes]
@@ -442,8 +443,6 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     src("L = 0.0")
     forward = gen.step.definitions("forward")
     kept = [d for d in forward if d.target not in recurrent_targets and d.target not in activated]
-    from derive.program import Elementwise
-
     temps = {}  # definition target -> [(temp symbol, phi(a))] computed just before it
     values = {}
     for d in kept:
@@ -522,7 +521,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     fused = {W for g in gates for W in g.x_weights + g.biases + ([g.h_weight] if g.h_weight is not None else [])}
     grads = {p: f"d_{names[p]}" for p in params}
     for p in params:
-        if p not in fused and (gen.step_grads[_k(gen, p)] is not None or gen.head_grads[_k(gen, p)] is not None):
+        if p not in fused and (gen.step_grads[_key(gen, p)] is not None or gen.head_grads[_key(gen, p)] is not None):
             shape = _shape_of(p)
             src(f"{grads[p]} = {'0.0' if not shape else f'_zeros({shape[0]}, {shape[1]}, batch=False)'}")
     src(f"_GZ = _empty_n(X, {G}, _T, _B, {Hw})  # g_t of every gate")
@@ -609,12 +608,9 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
             grads[g.h_weight] = f"_dWh[{k}]"
     src("_dX = _batch_major(_input_grads(_GZ, _Wx))")
     for p in params:  # a parameter the loss does not reach
-        if p not in fused and gen.step_grads[_k(gen, p)] is None and gen.head_grads[_k(gen, p)] is None:
+        if p not in fused and gen.step_grads[_key(gen, p)] is None and gen.head_grads[_key(gen, p)] is None:
             shape = _shape_of(p)
             grads[p] = "0.0" if not shape else f"_zeros({shape[0]}, {shape[1]}, batch=False)"
     src(f"return ({', '.join(['L'] + [grads[p] for p in params] + ['_dX'])},)")
     return src.text()
 
-
-def _k(gen, sym):
-    return next(k for k, v in gen.params.items() if v == sym)
