@@ -8,7 +8,10 @@ grow with T.  Work that is not sequential leaves the loop: every term of a
 step equation that reads only ``x_t`` and the parameters (the input
 projection ``x_t W_x^T``) is computed for all t at once before the loop, and
 every weight gradient ``sum_t (g_t^z)^T x_t`` and the input gradients are one
-product of the stacked steps after it.
+product of the stacked steps after it.  A vector cell built from gates (the
+RNN, GRU, LSTM and a user's cell of the same form) is compiled in the faster
+gate layout of :mod:`crosscheck.cell_loop`; this module's plain loop serves
+every other cell and the autograd twin.
 
 :func:`autograd_twin` generates the forward loop alone, from the same step
 equations, in torch, and lets torch autograd differentiate it;
