@@ -347,7 +347,9 @@ class _Shared:
         return lam.expr.xreplace({lam.variables[0]: self.u})
 
     def add(self, elementwise, symbol):
-        self.values.append((elementwise.args[1], self._body(elementwise.args[0]), symbol))
+        body = self._body(elementwise.args[0])
+        if body.has(self.u) and body != self.u:  # a function of its argument (not the identity, not a constant)
+            self.values.append((elementwise.args[1], body, symbol))
 
     def __call__(self, expr):
         """``expr`` with each ``psi(a)`` whose body contains a stored ``phi(a)`` rewritten over the stored value."""
@@ -451,7 +453,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
             shared.add(value, d.target)
         else:
             for e in sorted(value.atoms(Elementwise), key=sp.default_sort_key):
-                sym = sp.MatrixSymbol(f"_phi{len(shared.values)}", *e.shape)
+                sym = sp.MatrixSymbol(f"_phi{sum(map(len, temps.values()))}", *e.shape)
                 names[sym] = sym.name
                 temps.setdefault(d.target, []).append((sym, e))
                 shared.add(e, sym)
