@@ -245,7 +245,7 @@ def helpers(backend: str) -> dict:
                 "_tanh_into": tanh_into, "_sigmoid_of": of(sigmoid_into), "_tanh_of": of(tanh_into), "_zeros_n": lambda like, *s: np.zeros(s),
                 "_empty_n": lambda like, *s: np.empty(s), "_states": lambda like, *s: np.zeros(s), "_colsums": lambda G: np.einsum("gnh->gh", G)[:, None, :],  # 3x numpy's sum over the middle axis
                 "_steps": list, "_gate_steps": lambda Z: list(zip(*(list(g) for g in Z))),
-                "_run_steps": lambda Z, a, b: list(Z[a:b].swapaxes(0, 1)), "_assign": np.copyto,
+                "_run_steps": lambda Z, a, b: list(Z[a:b].swapaxes(0, 1)), "_assign": np.copyto, "_copy": np.copy,
                 "_mul_into": lambda out, a, b: np.multiply(a, b, out=out), "_add_into": lambda out, a, b: np.add(a, b, out=out)}
     import torch
 
@@ -324,7 +324,7 @@ def helpers(backend: str) -> dict:
             "_zeros_n": lambda like, *s: torch.zeros(s, dtype=like.dtype, device=like.device),
             "_empty_n": lambda like, *s: torch.empty(s, dtype=like.dtype, device=like.device), "_states": t_states,
             "_steps": lambda A: A.unbind(0), "_gate_steps": lambda Z: list(zip(*(g.unbind(0) for g in Z))),
-            "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value),
+            "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value), "_copy": torch.clone,
             "_mul_into": lambda out, a, b: torch.mul(a, b, out=out), "_add_into": lambda out, a, b: torch.add(a, b, out=out)}
 
 
@@ -604,8 +604,8 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     for k, g in enumerate(gates):
         for W in g.x_weights:
             grads[W] = f"_dWx[{k}]"
-        for b in g.biases:
-            grads[b] = f"_db[{k}]"
+        for j, b in enumerate(g.biases):  # two biases of one gate (a GRU's b_xr, b_hr) get equal, separate arrays
+            grads[b] = f"_db[{k}]" if j == 0 else f"_copy(_db[{k}])"
         if g.h_weight is not None:
             grads[g.h_weight] = f"_dWh[{k}]"
     src("_dX = _batch_major(_input_grads(_GZ, _Wx))")

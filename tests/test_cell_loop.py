@@ -91,3 +91,22 @@ def test_fast_activations_are_accurate_and_do_not_overflow(backend):
         out = np.asarray(out)
         assert np.all(np.isfinite(out))
         assert np.max(np.abs(out - exact)) < 1e-15, name
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_two_biases_of_one_gate_get_separate_arrays(backend):
+    """A GRU's b_xr and b_hr have equal gradients; writing into one must not change the other."""
+    from crosscheck.cells import random_case
+
+    cell = gru_cell(sizes=VEC)
+    params, X, y = random_case(cell, np.random.default_rng(0), 5, 4)
+    if backend == "torch":
+        params, X, y = ({k: torch.as_tensor(v) for k, v in params.items()}, torch.as_tensor(X), torch.as_tensor(y))
+    out = CellFunction(cell, backend)(params, X, y)
+    pairs = [(a, b) for a in out for b in out if a < b and a.startswith("b_") and b.startswith("b_")
+             and out[a].shape == out[b].shape and bool((out[a] == out[b]).all())]
+    assert pairs  # the reset gate's two biases
+    for a, b in pairs:
+        before = out[b].clone() if backend == "torch" else out[b].copy()
+        out[a][...] = 123.0
+        assert (out[b] == before).all(), (a, b)
