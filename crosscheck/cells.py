@@ -8,7 +8,10 @@ grow with T.  Work that is not sequential leaves the loop: every term of a
 step equation that reads only ``x_t`` and the parameters (the input
 projection ``x_t W_x^T``) is computed for all t at once before the loop, and
 every weight gradient ``sum_t (g_t^z)^T x_t`` and the input gradients are one
-product of the stacked steps after it.
+product of the stacked steps after it.  A vector cell built from gates (the
+RNN, GRU, LSTM and a user's cell of the same form) is compiled in the faster
+gate layout of :mod:`crosscheck.cell_loop`; this module's plain loop serves
+every other cell and the autograd twin.
 
 :func:`autograd_twin` generates the forward loop alone, from the same step
 equations, in torch, and lets torch autograd differentiate it;
@@ -34,6 +37,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from derive.cell import Cell
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
+from . import cell_loop
 from .lambdify import (BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier,
                        run_generated)
 
@@ -98,7 +102,13 @@ class CellFunction:
         self.source = _generate(cell, gen, backend, forward_only)
         namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
         namespace.update(_helpers(backend))
-        self.fn = run_generated(self.source, f"<seqgrad:{cell.name}_loop>", namespace, "_generated")
+        namespace.update(cell_loop.helpers(backend))
+        fn = run_generated(self.source, f"<seqgrad:{cell.name}_loop>", namespace, "_generated")
+        if backend == "torch" and not forward_only:  # the derived backward needs no tape
+            import torch
+
+            fn = torch.no_grad()(fn)
+        self.fn = fn
 
     # -- arguments ---------------------------------------------------------------------
     def prepare(self, params: Mapping, X, y) -> list:
@@ -218,8 +228,9 @@ def _finite(value) -> bool:
     return bool(np.all(np.isfinite(value)))
 
 
-def _generate(cell: Cell, gen, backend: str, forward_only: bool) -> str:
-    """The loop function's source, printed from the general-t derivation."""
+def _step_names(cell: Cell, gen):
+    """Identifiers for the step's symbols (parameters, x_t, the previous states, the forward and backward
+    definitions, rho, the head's yhat_t, e_t, y_t): the naming both loop layouts share.  Returns (names, name, y_t)."""
     taken: set[str] = set()
     names: dict = {}
 
@@ -228,20 +239,77 @@ def _generate(cell: Cell, gen, backend: str, forward_only: bool) -> str:
             names[sym] = identifier(text or (sym.name if hasattr(sym, "name") else str(sym)), taken)
         return names[sym]
 
-    params = [gen.params[p] for p in cell.param_shapes]
-    for p in params:
-        name(p)
-    x = gen.x
-    name(x, "x_t")
+    for p in cell.param_shapes:
+        name(gen.params[p])
+    name(gen.x, "x_t")
     for s, prev in gen.prev.items():
         name(prev, f"{s}_prev")
-    forward = gen.step.definitions("forward")
-    for d in forward:
+    for d in gen.step.definitions("forward"):
         name(d.target)
     name(gen.yhat, "yhat_t")
     name(gen.e, "e_t")
     y_t = gen.sym.seq("y", sp.Symbol("t"), cell.target_shape())
     name(y_t, "y_t")
+    for d in gen.backward_defs:
+        name(d.target)
+    for s, r in gen.rho.items():
+        name(r, f"rho_{s}")
+    return names, name, y_t
+
+
+def _emit_loss(src: "_Source", printer, names: dict, gen, cell: Cell, y_t) -> None:
+    """At a loss position of the forward loop: yhat_t, the loss term added to L, e_t = dL/dyhat_t in e_all[t]."""
+    from derive.cell import B as batch_size, T as length
+
+    scale = gen.scale
+    scale_text = printer(scale.xreplace({length: sp.Symbol("_T"), batch_size: sp.Symbol("_B")})) if scale != 1 else None
+    src("if _index[t] >= 0:", 2)
+    src(f"{names[gen.yhat]} = {printer(gen.head.definitions('forward')[0].value)}", 3)
+    src(f"{names[y_t]} = Y if _npos == 1 and Y.ndim == X.ndim - 1 else Y[_index[t]]", 3)
+    if cell.loss.kind == "squared":
+        src(f"_d = {names[gen.yhat]} - {names[y_t]}", 3)
+        src("L = L + 0.5 * _sumsq(_d)" if scale_text is None else f"L = L + ({scale_text}) * 0.5 * _sumsq(_d)", 3)
+    else:
+        src(f"_lse = _logsumexp({names[gen.yhat]})", 3)
+        src(f"_ce = _sum(_lse) - _sum({names[y_t]} * {names[gen.yhat]})", 3)
+        src("L = L + _ce" if scale_text is None else f"L = L + ({scale_text}) * _ce", 3)
+        src(f"_d = _softmax({names[gen.yhat]}) - {names[y_t]}", 3)
+    src("e_all[t] = _d" if scale_text is None else f"e_all[t] = ({scale_text}) * _d", 3)
+
+
+def _emit_rho(src: "_Source", printer, names: dict, gen, cell: Cell, carry: dict, zero: dict | None = None) -> None:
+    """rho_s = what step t+1 sent to s_t (``carry[s]``; ``zero[s]`` while that is None) + the loss's direct term."""
+    for s in cell.states:
+        r = names[gen.rho[s]]
+        src(f"{r} = {carry[s]}" if zero is None else f"{r} = {carry[s]} if {carry[s]} is not None else {zero[s]}", 2)
+        if gen.direct[s] is not None:
+            src(f"if {names[gen.e]} is not None:", 2)
+            src(f"{r} = {r} + {printer(gen.direct[s])}", 3)
+
+
+def _in_loop_grads(src: "_Source", printer, names: dict, gen, params, grads: dict, skip=()) -> None:
+    """The parameter gradient terms summed inside the backward loop: step terms not in ``skip``, head terms."""
+    for p in params:
+        contrib = gen.step_grads[_key(gen, p)]
+        if contrib is not None and p not in skip:
+            src(f"{grads[p]} = {grads[p]} + _acc({printer(contrib)}, {_shape_of(p)!r})", 2)
+        head = gen.head_grads[_key(gen, p)]
+        if head is not None:
+            src(f"if {names[gen.e]} is not None:", 2)
+            src(f"{grads[p]} = {grads[p]} + _acc({printer(head)}, {_shape_of(p)!r})", 3)
+
+
+def _generate(cell: Cell, gen, backend: str, forward_only: bool) -> str:
+    """The loop function's source, printed from the general-t derivation: the gate layout of
+    :mod:`crosscheck.cell_loop` when the cell has gate form, else the plain loop below."""
+    if not forward_only:
+        layout = cell_loop.gate_layout(cell, gen)
+        if layout is not None:
+            return cell_loop.gated_source(cell, gen, layout, backend)
+    names, name, y_t = _step_names(cell, gen)
+    params = [gen.params[p] for p in cell.param_shapes]
+    x = gen.x
+    forward = gen.step.definitions("forward")
     # hoisted input terms: x_t W^T (and any term of x_t and the parameters only), computed for all t at once
     hoisted: dict = {}
     hoisted_values = {}
@@ -275,10 +343,6 @@ def _generate(cell: Cell, gen, backend: str, forward_only: bool) -> str:
     names[whole[x]] = "X"
     for h, term in hoisted.items():
         src(f"{names[h]}_all = {printer(term.xreplace(whole))}")
-    scale = gen.scale
-    from derive.cell import B as batch_size, T as length
-
-    scale_text = printer(scale.xreplace({length: sp.Symbol("_T"), batch_size: sp.Symbol("_B")})) if scale != 1 else None
     src("L = 0.0")
     stash = [d.target for d in forward]
     for target in stash:
@@ -291,30 +355,13 @@ def _generate(cell: Cell, gen, backend: str, forward_only: bool) -> str:
     for d in forward:
         src(f"{names[d.target]} = {printer(hoisted_values[d.target])}", 2)
         src(f"{names[d.target]}_all[t] = {names[d.target]}", 2)
-    src("if _index[t] >= 0:", 2)
-    src(f"{names[gen.yhat]} = {printer(gen.head.definitions('forward')[0].value)}", 3)
-    src(f"{names[y_t]} = Y if _npos == 1 and Y.ndim == X.ndim - 1 else Y[_index[t]]", 3)
-    if cell.loss.kind == "squared":
-        src(f"_d = {names[gen.yhat]} - {names[y_t]}", 3)
-        src("L = L + 0.5 * _sumsq(_d)" if scale_text is None else f"L = L + ({scale_text}) * 0.5 * _sumsq(_d)", 3)
-        src("e_all[t] = _d" if scale_text is None else f"e_all[t] = ({scale_text}) * _d", 3)
-    else:
-        src(f"_lse = _logsumexp({names[gen.yhat]})", 3)
-        src(f"_ce = _sum(_lse) - _sum({names[y_t]} * {names[gen.yhat]})", 3)
-        src("L = L + _ce" if scale_text is None else f"L = L + ({scale_text}) * _ce", 3)
-        src(f"_d = _softmax({names[gen.yhat]}) - {names[y_t]}", 3)
-        src("e_all[t] = _d" if scale_text is None else f"e_all[t] = ({scale_text}) * _d", 3)
+    _emit_loss(src, printer, names, gen, cell, y_t)
     for s, prev in gen.prev.items():
         src(f"{names[prev]} = {names[gen.at_t[s]]}", 2)
     if forward_only:
         src("return (L,)")
         return src.text()
     # backward: rho_s is what the rest of the sequence sends to s_t
-    for d in gen.backward_defs:
-        name(d.target)
-    rho = gen.rho
-    for s, r in rho.items():
-        name(r, f"rho_{s}")
     grads = {p: f"d_{names[p]}" for p in params}
     for p in params:
         shape = _shape_of(p)
@@ -350,24 +397,12 @@ def _generate(cell: Cell, gen, backend: str, forward_only: bool) -> str:
     for s, prev in gen.prev.items():
         src(f"{names[prev]} = {names[gen.at_t[s]]}_all[t - 1] if t > 0 else _zeros(_B, {H[s]})", 2)
     src(f"{names[gen.e]} = e_all[t]", 2)
-    for s in cell.states:
-        direct = gen.direct[s]
-        src(f"{names[rho[s]]} = {carry[s]} if {carry[s]} is not None else _zeros(_B, {H[s]})", 2)
-        if direct is not None:
-            src(f"if {names[gen.e]} is not None:", 2)
-            src(f"{names[rho[s]]} = {names[rho[s]]} + {printer(direct)}", 3)
+    _emit_rho(src, printer, names, gen, cell, carry, {s: f"_zeros(_B, {H[s]})" for s in cell.states})
     for d in gen.backward_defs:
         src(f"{names[d.target]} = {printer(d.value)}", 2)
         if d.target in stacked:
             src(f"{stack_of[d.target]}[:, t] = {names[d.target]}", 2)
-    for p in params:
-        contrib = gen.step_grads[_key(gen, p)]
-        if contrib is not None and p not in deferred:
-            src(f"{grads[p]} = {grads[p]} + _acc({printer(contrib)}, {_shape_of(p)!r})", 2)
-        head = gen.head_grads[_key(gen, p)]
-        if head is not None:
-            src(f"if {names[gen.e]} is not None:", 2)
-            src(f"{grads[p]} = {grads[p]} + _acc({printer(head)}, {_shape_of(p)!r})", 3)
+    _in_loop_grads(src, printer, names, gen, params, grads, skip=deferred)
     if not dx_deferred:
         src(f"dX[t] = {printer(dx) if dx is not None else '0.0 * ' + names[x]}", 2)
     for s in cell.states:

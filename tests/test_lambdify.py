@@ -57,9 +57,12 @@ def test_vector_code_is_one_loop_over_t():
     net = rnn.unroll(steps=300, activation="tanh", inputs=4, hidden=5, outputs=2)
     f = RNNFunction(net, "numpy")
     src = f.source
-    assert "xproj_1_all = X @ W_x.T" in src  # the input projection of every step at once
-    assert "h_prev @ W_h.T" in src and "carry_h = g_t_z @ W_h" in src
-    assert src.count("for t in") == 2 and len(src.splitlines()) < 60  # forward and backward loops, not a line per step
+    before, forward, backward = src.split("for t in")
+    assert "_Z = _gate_inputs(" in before  # the input projection of every step at once, before the loop
+    assert "_recur(_z, h_prev, _WhTk)" in forward and "carry_h = _recur_back(_gz, _Whk)" in backward
+    after = [line.strip() for line in backward.splitlines() if line.startswith("    ") and not line.startswith("        ")]
+    assert "_dWx = _gate_grads(_GZ, _Xt)" in after  # sum_t (g_t^z)^T x_t as one product of the stacked steps, after the loop
+    assert len(src.splitlines()) < 80  # forward and backward loops, not a line per step
 
 
 def test_generic_phi_cannot_be_evaluated():

@@ -1,0 +1,618 @@
+"""A vector cell's loop with its linear maps stacked by gate: the fast layout of :class:`~crosscheck.cells.CellFunction`.
+
+Most cells are built from *gates*: pre-activations ``z_t^k = x_t W_xk^T + h_{t-1} W_hk^T + b_k`` (the
+RNN's one, the GRU's r, u and n, the LSTM's i, f, c, o).  Read off the general-t derivation, the gates
+of one cell are compiled together:
+
+* the input parts of every gate, for every t, are one batched product of the stacked steps before the
+  loop (``X W_x^T + b``, stacked as (gate, t, batch, unit));
+* each step adds ``h_{t-1} W_h^T`` of all recurrent gates in one batched product, in place;
+* gates with the same activation (the LSTM's three sigmoids) are activated by one call, in place;
+* the backward pass writes each gate's sensitivity ``g_t^{z^k}`` into one preallocated stack, sends
+  ``sum_k g_t^{z^k} W_hk`` to ``h_{t-1}`` in one batched product, and after the loop every weight and bias
+  gradient and dL/dX are one product (or sum) over the stacked (T, B) axis;
+* states live in preallocated (T + 1, B, H) stacks (``h_{-1} = 0`` first), so ``h_{t-1}`` of every step is
+  a view of them.
+
+Everything comes from the derivation: a gate is a definition whose terms are ``x_t W^T``, ``h_{t-1} W^T``
+and biases, and the fused form is used only when the derived gradients are exactly the gate form
+(``dW_xk = sum_t (g_t^{z^k})^T x_t``, ``dW_hk = sum_t (g_t^{z^k})^T h_{t-1}``, ``db_k = sum_t g_t^{z^k}``,
+the carry to ``h_{t-1}`` containing ``g_t^{z^k} W_hk``, ``dL/dx_t = sum_k g_t^{z^k} W_xk``); a cell of
+another shape gets the plain loop of :mod:`crosscheck.cells`.  A user's cell of gate form gets the same
+layout as the built-in ones, and every gradient is checked against torch autograd in the tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy as sp
+
+from derive.program import Elementwise
+
+__all__ = ["Gate", "GateLayout", "gate_layout", "helpers"]
+
+
+@dataclass
+class Gate:
+    """One gate: the definition ``target = x_t W_x^T (+ ...) + h_{t-1} W_h^T + b (+ others)``."""
+
+    target: sp.MatrixSymbol
+    x_weights: list = field(default_factory=list)
+    h_weight: sp.MatrixSymbol | None = None
+    biases: list = field(default_factory=list)
+    others: list = field(default_factory=list)
+    adjoint: sp.Basic | None = None
+    activation: tuple | None = None  # (the activation definition's target, its Lambda)
+
+
+@dataclass
+class GateLayout:
+    """The gates in stack order (recurrent ones first, same activations adjacent), the recurrent state."""
+
+    gates: list
+    recurrent: int  # the first ``recurrent`` gates read h_{t-1} W_h^T
+    state: str | None
+    prev: sp.MatrixSymbol | None
+    width: int
+    carry_rest: sp.Basic | None  # the state's carry without the gates' g W_h terms
+    runs: list  # (first, stop, Lambda): gates activated by one call
+
+    def gate_of(self, target):
+        return next((k for k, g in enumerate(self.gates) if g.target == target), None)
+
+
+def _terms(expr):
+    return list(expr.args) if isinstance(expr, sp.MatAdd) else [expr]
+
+
+def _linear(term, left, params):
+    """W for a term ``left W^T`` with W a parameter, else None."""
+    if isinstance(term, sp.MatMul) and len(term.args) == 2 and term.args[0] == left:
+        right = term.args[1]
+        if isinstance(right, sp.Transpose) and right.arg in params:
+            return right.arg
+    return None
+
+
+def _canon(expr):
+    """A comparable form of ``expr`` in which the factors of a Hadamard product are unordered."""
+    if isinstance(expr, sp.HadamardProduct):
+        return ("Hadamard", tuple(sorted((_canon(a) for a in expr.args), key=str)))
+    if expr.args:
+        return (type(expr).__name__, tuple(_canon(a) for a in expr.args))
+    return expr
+
+
+def _is_outer(contrib, adjoint, right) -> bool:
+    """True when ``contrib`` is ``adjoint^T right`` (the derived step term of a weight gradient)."""
+    return (isinstance(contrib, sp.MatMul) and len(contrib.args) == 2 and contrib.args[1] == right
+            and _canon(sp.Transpose(contrib.args[0]).doit()) == _canon(adjoint))
+
+
+def _key(activation):
+    """A hashable form of an activation's Lambda (its body at a fixed variable)."""
+    lam = activation[1]
+    return sp.srepr(lam.expr.xreplace({lam.variables[0]: sp.Symbol("ACTIVATIONARG")}))
+
+
+def gate_layout(cell, gen) -> GateLayout | None:
+    """The gate layout of a vector cell's general derivation, or None when the cell is not of gate form."""
+    if not cell.vector:
+        return None
+    params = set(gen.params.values())
+    key_of = {v: k for k, v in gen.params.items()}
+    forward = gen.step.definitions("forward")
+    x = gen.x
+    prevs = {prev: s for s, prev in gen.prev.items()}
+    # the recurrent state: the one whose h_{t-1} W^T appears in the most definitions
+    counts = {prev: sum(any(_linear(term, prev, params) for term in _terms(d.value)) for d in forward) for prev in prevs}
+    prev = max(counts, key=counts.get) if counts and max(counts.values()) > 0 else None
+    gates = []
+    for d in forward:
+        if not isinstance(d.target, sp.MatrixSymbol):
+            continue
+        gate = Gate(d.target)
+        hs = []
+        for term in _terms(d.value):
+            W = _linear(term, x, params)
+            if W is not None:
+                gate.x_weights.append(W)
+                continue
+            W = _linear(term, prev, params) if prev is not None else None
+            if W is not None:
+                hs.append(W)
+                continue
+            if term in params and term.shape[0] == 1:
+                gate.biases.append(term)
+                continue
+            gate.others.append(term)
+        if len(hs) == 1 and not gate.others:
+            gate.h_weight = hs[0]
+        else:
+            gate.others += [sp.MatMul(prev, sp.Transpose(W)) for W in hs]
+        if gate.h_weight is not None or gate.x_weights:
+            gates.append(gate)
+    if not gates or len({g.target.shape for g in gates}) != 1:
+        return None
+    width = int(gates[0].target.shape[1])
+    # the derived gradients must be exactly the gate form
+    step, head = gen.step_grads, gen.head_grads
+    for gate in gates:
+        gate.adjoint = adj = gen.step.adjoints.get(gate.target)
+        if adj is None:
+            return None
+        for W, right in [(W, x) for W in gate.x_weights] + ([(gate.h_weight, prev)] if gate.h_weight is not None else []):
+            if head[key_of[W]] is not None or not _is_outer(step[key_of[W]], adj, right):
+                return None
+        for b in gate.biases:
+            if head[key_of[b]] is not None or step[key_of[b]] is None or _canon(step[key_of[b]]) != _canon(adj):
+                return None
+    expected = sorted((_canon(sp.MatMul(g.adjoint, W)) for g in gates for W in g.x_weights), key=str)
+    if gen.input_grad is None or sorted(map(_canon, _terms(gen.input_grad)), key=str) != expected:
+        return None
+    recurrent = [g for g in gates if g.h_weight is not None]
+    carry_rest = None
+    if recurrent:
+        carry = gen.carry[prevs[prev]]
+        terms = _terms(carry) if carry is not None else []
+        keys = [_canon(term) for term in terms]
+        fused = [_canon(sp.MatMul(g.adjoint, g.h_weight)) for g in recurrent]
+        if any(keys.count(f) != 1 for f in fused):
+            return None
+        rest = [term for term, key in zip(terms, keys) if key not in fused]
+        carry_rest = (sp.MatAdd(*rest) if len(rest) > 1 else rest[0]) if rest else None
+    # activations of the recurrent gates: ``a = phi(z)`` definitions, computed by one call per run
+    for gate in recurrent:
+        for d in forward:
+            if isinstance(d.value, Elementwise) and d.value.args[1] == gate.target:
+                gate.activation = (d.target, d.value.args[0])
+                break
+    order = {}
+    for g in recurrent:
+        if g.activation is not None:
+            order.setdefault(_key(g.activation), len(order))
+    recurrent.sort(key=lambda g: order[_key(g.activation)] if g.activation is not None else len(order))
+    runs = []
+    for k, g in enumerate(recurrent):
+        if g.activation is None:
+            continue
+        if runs and runs[-1][1] == k and _key(recurrent[runs[-1][0]].activation) == _key(g.activation):
+            runs[-1][1] = k + 1
+        else:
+            runs.append([k, k + 1, g.activation[1]])
+    others = [g for g in gates if g.h_weight is None]
+    return GateLayout(recurrent + others, len(recurrent), prevs.get(prev), prev, width, carry_rest,
+                      [tuple(r) for r in runs])
+
+
+def helpers(backend: str) -> dict:
+    """The stacked-gate operations of the generated loop, for one backend."""
+    if backend == "numpy":
+        def stack(like, mats, shape):
+            return np.stack([sum(m[1:], m[0]) if m else np.zeros(shape) for m in mats])
+
+        def sigmoid_into(z, out):  # 1 / (1 + e^-z): one exp (numpy's tanh costs about three); e^-z = inf gives 0
+            with np.errstate(over="ignore"):
+                np.negative(z, out=out)
+                np.exp(out, out=out)
+            out += 1.0
+            np.reciprocal(out, out=out)
+
+        def tanh_into(z, out):  # 2 / (1 + e^-2z) - 1 (five calls: for small arrays numpy's own tanh is faster)
+            if np.size(z) < 1024:
+                np.tanh(z, out=out)
+                return
+            with np.errstate(over="ignore"):
+                np.multiply(z, -2.0, out=out)
+                np.exp(out, out=out)
+            out += 1.0
+            np.divide(2.0, out, out=out)
+            out -= 1.0
+
+        def of(into):
+            def apply(z):
+                out = np.empty(np.shape(z))
+                into(z, out)
+                return out
+            return apply
+
+        def gate_inputs(Xf, WxT, b, T, B):
+            Z = np.matmul(Xf, WxT)
+            if b is not None:
+                Z += b
+            return Z.reshape(WxT.shape[0], T, B, WxT.shape[2])
+
+        def recur(z, h, WhT):  # z_k += h W_hk^T for the recurrent gates
+            for zk, WhTk in zip(z, WhT):
+                zk += h @ WhTk
+
+        def recur_back(gz, Wh):  # sum_k g^k W_hk
+            out = gz[0] @ Wh[0]
+            for k in range(1, len(Wh)):
+                out += gz[k] @ Wh[k]
+            return out
+
+        def gate_grads(GZ, V):  # sum over t and the batch of g_t^T v_t for every gate: one product over (T B)
+            return np.matmul(GZ.reshape(GZ.shape[0], -1, GZ.shape[-1]).transpose(0, 2, 1), V.reshape(-1, V.shape[-1]))
+
+        return {"_gstack": stack, "_gT": lambda A: A.transpose(0, 2, 1),
+                "_time_major": lambda X: np.ascontiguousarray(X.transpose(1, 0, 2)),
+                "_batch_major": lambda X: X.transpose(1, 0, 2), "_gate_inputs": gate_inputs, "_recur": recur,
+                "_recur_back": recur_back, "_gate_grads": gate_grads,
+                "_input_grads": lambda GZ, Wx: recur_back(GZ.reshape(GZ.shape[0], -1, GZ.shape[-1]), Wx).reshape(*GZ.shape[1:3], -1), "_sigmoid_into": sigmoid_into,
+                "_tanh_into": tanh_into, "_sigmoid_of": of(sigmoid_into), "_tanh_of": of(tanh_into), "_zeros_n": lambda like, *s: np.zeros(s),
+                "_empty_n": lambda like, *s: np.empty(s), "_states": lambda like, *s: np.zeros(s), "_colsums": lambda G: np.einsum("gnh->gh", G)[:, None, :],  # 3x numpy's sum over the middle axis
+                "_steps": list, "_gate_steps": lambda Z: list(zip(*(list(g) for g in Z))),
+                "_run_steps": lambda Z, a, b: list(Z[a:b].swapaxes(0, 1)), "_assign": np.copyto, "_copy": np.copy,
+                "_mul_into": lambda out, a, b: np.multiply(a, b, out=out), "_add_into": lambda out, a, b: np.add(a, b, out=out)}
+    import torch
+
+    def t_stack(like, mats, shape):
+        return torch.stack([sum(m[1:], m[0]) if m else torch.zeros(shape, dtype=like.dtype, device=like.device) for m in mats])
+
+    # one 2-D product per gate: torch's batched product of small strided matrices is several times slower
+
+    def t_gate_inputs(Xf, WxT, b, T, B):
+        Z = torch.empty((WxT.shape[0], Xf.shape[0], WxT.shape[2]), dtype=Xf.dtype, device=Xf.device)
+        for k in range(WxT.shape[0]):
+            if b is None:
+                torch.mm(Xf, WxT[k], out=Z[k])
+            else:
+                torch.addmm(b[k], Xf, WxT[k], out=Z[k])
+        return Z.reshape(WxT.shape[0], T, B, WxT.shape[2])
+
+    def t_recur(z, h, WhT):
+        for k in range(len(WhT)):
+            z[k].addmm_(h, WhT[k])
+
+    def t_recur_back(gz, Wh):
+        out = torch.mm(gz[0], Wh[0])
+        for k in range(1, len(Wh)):
+            out.addmm_(gz[k], Wh[k])
+        return out
+
+    def t_gate_grads(GZ, V):
+        """sum over t and the batch of g_t^T v_t for every gate: one product over the stacked (T B) axis, or,
+        for narrow gates (MKL's product of two very thin matrices is several times slower), one batched
+        product over t, summed."""
+        if min(GZ.shape[-1], V.shape[-1]) >= 16:
+            Vf = V.reshape(-1, V.shape[-1])
+            return torch.stack([GZ[k].reshape(-1, GZ.shape[-1]).T @ Vf for k in range(GZ.shape[0])])
+        return torch.stack([torch.bmm(GZ[k].transpose(1, 2), V).sum(0) for k in range(GZ.shape[0])])
+
+    def t_input_grads(GZ, Wx):
+        """dL/dx_t = sum_k g_t^k W_xk for every t, (T, B, D), in blocks of about 2048 rows (MKL's one product of
+        a very tall matrix is slower than a few blocks that stay in cache)."""
+        G, T, B, _ = GZ.shape
+        out = torch.empty((T, B, Wx.shape[-1]), dtype=GZ.dtype, device=GZ.device)
+        step = max(1, 2048 // B) if not GZ.is_cuda else T
+        for a in range(0, T, step):
+            block = out[a:a + step].view(-1, out.shape[-1])
+            torch.mm(GZ[0, a:a + step].reshape(-1, GZ.shape[-1]), Wx[0], out=block)
+            for k in range(1, G):
+                block.addmm_(GZ[k, a:a + step].reshape(-1, GZ.shape[-1]), Wx[k])
+        return out
+
+    def t_tanh_into(z, out):  # 2 sigmoid(2z) - 1: torch's float64 sigmoid is much faster than its tanh on CPU
+        if z.numel() < 4096 or z.is_cuda:  # ... but costs four calls: small arrays (and the GPU) take tanh itself
+            torch.tanh(z, out=out)
+            return
+        torch.mul(z, 2.0, out=out)
+        torch.sigmoid(out, out=out)
+        out.mul_(2.0).sub_(1.0)
+
+    def t_states(like, *shape):
+        """A stack of states: s_{-1} = 0 first, the rest written by the loop (no fill of the whole stack)."""
+        S = torch.empty(shape, dtype=like.dtype, device=like.device)
+        S[0].zero_()
+        return S
+
+    def t_tanh_of(z):
+        out = torch.empty_like(z)
+        t_tanh_into(z, out)
+        return out
+
+    return {"_gstack": t_stack, "_gT": lambda A: A.transpose(1, 2),
+            "_time_major": lambda X: X.transpose(0, 1).contiguous(), "_batch_major": lambda X: X.transpose(0, 1),
+            "_gate_inputs": t_gate_inputs, "_recur": t_recur,
+            "_recur_back": t_recur_back, "_gate_grads": t_gate_grads, "_input_grads": t_input_grads,
+            "_sigmoid_into": lambda z, out: torch.sigmoid(z, out=out), "_tanh_into": t_tanh_into,
+            "_sigmoid_of": torch.sigmoid, "_tanh_of": t_tanh_of,
+            "_colsums": lambda G: G.sum(1, keepdim=True),
+            "_zeros_n": lambda like, *s: torch.zeros(s, dtype=like.dtype, device=like.device),
+            "_empty_n": lambda like, *s: torch.empty(s, dtype=like.dtype, device=like.device), "_states": t_states,
+            "_steps": lambda A: A.unbind(0), "_gate_steps": lambda Z: list(zip(*(g.unbind(0) for g in Z))),
+            "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value), "_copy": torch.clone,
+            "_mul_into": lambda out, a, b: torch.mul(a, b, out=out), "_add_into": lambda out, a, b: torch.add(a, b, out=out)}
+
+
+def _function(lam) -> str | None:
+    """'tanh' / 'sigmoid' for an activation computed in place by a helper, else None (printed)."""
+    body, var = lam.expr, lam.variables[0]
+    name = type(body).__name__
+    return name if name in ("tanh", "sigmoid") and body.args == (var,) else None
+
+
+class _Shared:
+    """Activations ``phi(a)`` computed once per step in the forward loop and reused by the backward pass:
+    the derivation's ``1 - tanh(c_t)^2`` and ``tanh(c_t)`` read the forward's stored ``tanh(c_t)``."""
+
+    def __init__(self):
+        self.values: list = []  # (argument, body at the canonical variable, symbol holding phi(argument))
+        self.u = sp.Dummy("u")
+
+    def _body(self, lam):
+        return lam.expr.xreplace({lam.variables[0]: self.u})
+
+    def add(self, elementwise, symbol):
+        body = self._body(elementwise.args[0])
+        if body.has(self.u) and body != self.u:  # a function of its argument (not the identity, not a constant)
+            self.values.append((elementwise.args[1], body, symbol))
+
+    def __call__(self, expr):
+        """``expr`` with each ``psi(a)`` whose body contains a stored ``phi(a)`` rewritten over the stored value."""
+        if expr is None or not self.values:
+            return expr
+
+        def rewrite(e):
+            body = self._body(e.args[0])
+            for arg, phi, symbol in self.values:
+                if e.args[1] == arg and body.has(phi) and not body.xreplace({phi: sp.Dummy()}).has(self.u):
+                    inner = body.xreplace({phi: self.u})
+                    return symbol if inner == self.u else Elementwise(sp.Lambda(self.u, inner), symbol)
+            return e
+
+        return expr.replace(lambda e: isinstance(e, Elementwise), rewrite)
+
+
+def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
+    """The loop function's source in the gate layout (see the module docstring)."""
+    from .cells import _CellPrinter, _emit_loss, _emit_rho, _in_loop_grads, _key, _shape_of, _Source, _step_names
+
+    names, name, y_t = _step_names(cell, gen)
+    params = [gen.params[p] for p in cell.param_shapes]
+    gates, n, Hw = layout.gates, layout.recurrent, layout.width
+    G = len(gates)
+    D = cell.sizes[cell.input_size]
+    H = {s: cell.shape_of(s)[1] for s in cell.states}
+    stack = {s: f"_S{i}" for i, s in enumerate(cell.states)}  # (T + 1, B, H): s_{-1} = 0, then s_t at t + 1
+    state_of = {gen.at_t[s]: s for s in cell.states}
+    recurrent_targets = {g.target: k for k, g in enumerate(gates[:n])}
+    activated = {g.activation[0]: k for k, g in enumerate(gates[:n]) if g.activation is not None}
+    # a run of one gate whose activation is a state writes straight into the state's stack
+    direct = {a: state_of[gates[a].activation[0]] for a, b, _ in layout.runs
+              if b == a + 1 and gates[a].activation[0] in state_of}
+    stored = [a for a, b, _ in layout.runs for a in range(a, b) if a not in direct]
+    block = {}  # symbols standing for stack slices in printed expressions
+
+    def sliced(text):
+        sym = sp.MatrixSymbol(f"_slice{len(block)}", 1, Hw)
+        block[sym] = text
+        names[sym] = text
+        return sym
+
+    printer = _CellPrinter(backend, names)
+    shared = _Shared()
+    for g in gates[:n]:
+        if g.activation is not None:
+            shared.add(next(d.value for d in gen.step.definitions("forward") if d.target == g.activation[0]), g.activation[0])
+
+    def act(e):
+        """``phi(a)`` printed, by the backend's fast helper for tanh and the sigmoid."""
+        fn = _function(e.args[0])
+        return f"_{fn}_of({printer(e.args[1])})" if fn is not None else printer(e)
+
+    def into(out: str, expr) -> str:
+        """``out`` receives ``expr``, its last product or sum written in place (``out=``), not copied."""
+        for kind, helper in ((sp.HadamardProduct, "_mul_into"), (sp.MatAdd, "_add_into")):
+            if isinstance(expr, kind) and len(expr.args) > 1:
+                head = expr.func(*expr.args[:-1]) if len(expr.args) > 2 else expr.args[0]
+                return f"{helper}({out}, {printer(head)}, {printer(expr.args[-1])})"
+        return f"_assign({out}, {printer(expr)})"
+
+    src = _Source()
+    src(f"def _generated({', '.join([names[p] for p in params] + ['X', 'Y', '_index', '_npos'])}):", 0)
+    src("_B, _T = X.shape[0], X.shape[1]")
+    src("_like(X)")
+    src("_Xt = _time_major(X)")
+    src(f"_Xf = _Xt.reshape(_T * _B, {D})")
+
+    def groups(lists):
+        return "[" + ", ".join("(" + "".join(f"{names[w]}, " for w in ws) + ")" for ws in lists) + "]"
+
+    src(f"_Wx = _gstack(X, {groups([g.x_weights for g in gates])}, ({Hw}, {D}))  # x_t W_x^T of every gate")
+    biases = f"_gstack(X, {groups([g.biases for g in gates])}, (1, {Hw}))" if any(g.biases for g in gates) else "None"
+    src(f"_Z = _gate_inputs(_Xf, _gT(_Wx), {biases}, _T, _B)  # the input part of every gate, every step")
+    if n:
+        Hp = H[layout.state]
+        src(f"_Wh = _gstack(X, {groups([[g.h_weight] for g in gates[:n]])}, ({Hw}, {Hp}))")
+        src("_Whk, _WhTk = _steps(_Wh), _steps(_gT(_Wh))")
+    if stored:
+        src(f"_A = _empty_n(X, {n}, _T, _B, {Hw})")
+    for s in cell.states:
+        src(f"{stack[s]} = _states(X, _T + 1, _B, {H[s]})")
+    # each step's views of the stacks, made once (indexing a tensor inside the loop costs microseconds a step)
+    for s in cell.states:
+        src(f"{stack[s]}v = _steps({stack[s]})")
+    src("_Xv, _Zv = _steps(_Xt), _gate_steps(_Z)")
+    if stored:
+        src("_Av = _gate_steps(_A)")
+    for a, b, _ in layout.runs:
+        if a not in direct:
+            src(f"_Zr{a}, _Ar{a} = _run_steps(_Z, {a}, {b}), _run_steps(_A, {a}, {b})")
+    src("L = 0.0")
+    forward = gen.step.definitions("forward")
+    kept = [d for d in forward if d.target not in recurrent_targets and d.target not in activated]
+    temps = {}  # definition target -> [(temp symbol, phi(a))] computed just before it
+    values = {}
+    for d in kept:
+        value = d.value
+        if isinstance(value, Elementwise):
+            shared.add(value, d.target)
+        else:
+            for e in sorted(value.atoms(Elementwise), key=sp.default_sort_key):
+                sym = sp.MatrixSymbol(f"_phi{sum(map(len, temps.values()))}", *e.shape)
+                names[sym] = sym.name
+                temps.setdefault(d.target, []).append((sym, e))
+                shared.add(e, sym)
+                value = value.xreplace({e: sym})
+        values[d.target] = value
+    for d in kept:
+        if d.target not in state_of:
+            src(f"{names[d.target]}_all = [None] * _T")
+        for sym, _ in temps.get(d.target, []):
+            src(f"{names[sym]}_all = [None] * _T")
+    src("e_all = [None] * _T")
+
+    def views(depth):
+        """The step's gate pre-activations, activations and states as views of the stacks."""
+        for s, prev in gen.prev.items():
+            src(f"{names[prev]} = {stack[s]}v[t]", depth)
+        src(f"{names[gen.x]} = _Xv[t]", depth)
+        src("_z = _Zv[t]", depth)
+        if stored:
+            src("_a = _Av[t]", depth)
+
+    src("for t in range(_T):")
+    views(2)
+    if n:
+        src(f"_recur(_z, {names[layout.prev]}, _WhTk)", 2)
+    for a, b, lam in layout.runs:
+        out = f"{stack[direct[a]]}v[t + 1]" if a in direct else f"_Ar{a}[t]"
+        src_block = f"_z[{a}]" if a in direct else f"_Zr{a}[t]"
+        fn = _function(lam)
+        if fn is not None:
+            src(f"_{fn}_into({src_block}, {out})", 2)
+        else:
+            value = gates[a].activation
+            d = next(d for d in forward if d.target == value[0])
+            src(f"_assign({out}, {printer(d.value.xreplace({gates[a].target: sliced(src_block)}))})", 2)
+
+    def gate_views(depth):
+        for k, g in enumerate(gates[:n]):
+            src(f"{names[g.target]} = _z[{k}]", depth)
+            if g.activation is not None:
+                target = g.activation[0]
+                src(f"{names[target]} = {stack[direct[k]]}v[t + 1]" if k in direct else f"{names[target]} = _a[{k}]", depth)
+
+    gate_views(2)
+    for g in gates[:n]:  # a state that is a gate's pre-activation itself
+        if g.target in state_of:
+            src(f"_assign({stack[state_of[g.target]]}v[t + 1], {names[g.target]})", 2)
+    for d in kept:
+        k = layout.gate_of(d.target)
+        value = values[d.target]
+        if k is not None:  # an input-only gate: its stacked input part plus its other terms
+            terms = [sliced(f"_z[{k}]")] + gates[k].others
+            value = sp.MatAdd(*terms) if len(terms) > 1 else terms[0]
+        for sym, e in temps.get(d.target, []):
+            src(f"{names[sym]} = {act(e)}", 2)
+            src(f"{names[sym]}_all[t] = {names[sym]}", 2)
+        text = act(value) if isinstance(value, Elementwise) else printer(value)
+        if d.target in state_of:
+            s = state_of[d.target]
+            src(f"{names[d.target]} = {stack[s]}v[t + 1]", 2)
+            src(into(names[d.target], value) if not isinstance(value, Elementwise) else f"_assign({names[d.target]}, {text})", 2)
+        else:
+            src(f"{names[d.target]} = {text}", 2)
+            src(f"{names[d.target]}_all[t] = {names[d.target]}", 2)
+    _emit_loss(src, printer, names, gen, cell, y_t)
+    # backward
+    fused = {W for g in gates for W in g.x_weights + g.biases + ([g.h_weight] if g.h_weight is not None else [])}
+    grads = {p: f"d_{names[p]}" for p in params}
+    for p in params:
+        if p not in fused and (gen.step_grads[_key(gen, p)] is not None or gen.head_grads[_key(gen, p)] is not None):
+            shape = _shape_of(p)
+            src(f"{grads[p]} = {'0.0' if not shape else f'_zeros({shape[0]}, {shape[1]}, batch=False)'}")
+    src(f"_GZ = _empty_n(X, {G}, _T, _B, {Hw})  # g_t of every gate")
+    src("_GZv = _gate_steps(_GZ)")
+    carry = {s: f"carry_{s}" for s in cell.states}
+    for s in cell.states:
+        src(f"{carry[s]} = _zeros(_B, {H[s]})")
+    # the slope of each activation run, once per step for the whole run (the LSTM's three y (1 - y))
+    activation_of = {g.activation[0]: k for k, g in enumerate(gates[:n]) if g.activation is not None}
+    run_of = {k: a for a, b, _ in layout.runs if a not in direct for k in range(a, b)}
+    u = sp.Dummy("u")
+    found: dict = {}
+    backward_exprs = [d.value for d in gen.backward_defs] + [g.adjoint for g in gates] + [layout.carry_rest]
+    for expr in backward_exprs:
+        for e in (expr.atoms(Elementwise) if expr is not None else ()):
+            k = activation_of.get(e.args[1])
+            if k in run_of:
+                body = e.args[0].expr.xreplace({e.args[0].variables[0]: u})
+                found.setdefault((run_of[k], sp.srepr(body)), (body, {}))[1].setdefault(k, []).append(e)
+    slopes, slope_of = [], {}
+    for (a, _), (body, uses) in found.items():
+        if len(uses) < 2:
+            continue
+        name_ = f"_dA{len(slopes)}"
+        slopes.append((name_, Elementwise(sp.Lambda(u, body), sliced(f"_Ar{a}[t]"))))
+        for k, nodes in uses.items():
+            sym = sp.MatrixSymbol(f"{name_}_{k - a}", 1, Hw)
+            names[sym] = f"{name_}[{k - a}]"
+            for e in nodes:
+                slope_of[e] = sym
+
+    def rewrite(expr):
+        return shared(expr).xreplace(slope_of) if expr is not None else None
+
+    src("for t in range(_T - 1, -1, -1):")
+    views(2)
+    src("_gz = _GZv[t]", 2)
+    for name_, e in slopes:
+        src(f"{name_} = {printer(e)}", 2)
+    gate_views(2)
+    for s in cell.states:
+        src(f"{names[gen.at_t[s]]} = {stack[s]}v[t + 1]", 2)
+    for d in kept:
+        if d.target not in state_of:
+            src(f"{names[d.target]} = {names[d.target]}_all[t]", 2)
+        for sym, _ in temps.get(d.target, []):
+            src(f"{names[sym]} = {names[sym]}_all[t]", 2)
+    src(f"{names[gen.e]} = e_all[t]", 2)
+    _emit_rho(src, printer, names, gen, cell, carry)
+    adjoint_of = {g.adjoint: k for k, g in enumerate(gates)}
+    for d in gen.backward_defs:
+        k = adjoint_of.get(d.target)
+        if k is not None:
+            src(into(f"_gz[{k}]", rewrite(d.value)), 2)
+            src(f"{names[d.target]} = _gz[{k}]", 2)
+        else:
+            src(f"{names[d.target]} = {printer(rewrite(d.value))}", 2)
+    for k, g in enumerate(gates):
+        if g.adjoint not in names:  # a sensitivity the derivation left unnamed (the GRU's g_t^a = g_t^{z^n} * r_t)
+            src(into(f"_gz[{k}]", rewrite(g.adjoint)), 2)
+    _in_loop_grads(src, printer, names, gen, [p for p in params if p not in fused], grads)
+    for s in cell.states:
+        if s == layout.state and n:
+            rest = f" + {printer(rewrite(layout.carry_rest))}" if layout.carry_rest is not None else ""
+            src(f"{carry[s]} = _recur_back(_gz, _Whk){rest}", 2)
+        elif gen.carry[s] is not None:
+            src(f"{carry[s]} = {printer(rewrite(gen.carry[s]))}", 2)
+        else:
+            src(f"{carry[s]} = _zeros(_B, {H[s]})", 2)
+    # every gate weight and bias gradient, and dL/dX, as one product (or sum) over the stacked (T, B) axis
+    src(f"_Gf = _GZ.reshape({G}, _T * _B, {Hw})")
+    if any(g.x_weights for g in gates):
+        src("_dWx = _gate_grads(_GZ, _Xt)")
+    if n:
+        src(f"_dWh = _gate_grads(_GZ[:{n}], {stack[layout.state]}[:-1])")
+    if any(g.biases for g in gates):
+        src("_db = _colsums(_Gf)")
+    for k, g in enumerate(gates):
+        for W in g.x_weights:
+            grads[W] = f"_dWx[{k}]"
+        for j, b in enumerate(g.biases):  # two biases of one gate (a GRU's b_xr, b_hr) get equal, separate arrays
+            grads[b] = f"_db[{k}]" if j == 0 else f"_copy(_db[{k}])"
+        if g.h_weight is not None:
+            grads[g.h_weight] = f"_dWh[{k}]"
+    src("_dX = _batch_major(_input_grads(_GZ, _Wx))")
+    for p in params:  # a parameter the loss does not reach
+        if p not in fused and gen.step_grads[_key(gen, p)] is None and gen.head_grads[_key(gen, p)] is None:
+            shape = _shape_of(p)
+            grads[p] = "0.0" if not shape else f"_zeros({shape[0]}, {shape[1]}, batch=False)"
+    src(f"return ({', '.join(['L'] + [grads[p] for p in params] + ['_dX'])},)")
+    return src.text()
+
