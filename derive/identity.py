@@ -199,21 +199,16 @@ def evaluate(exprs: Sequence, values: dict) -> list[float]:
 
 
 def mpmath_lambdify(args, expr, cse: bool = True, implemented: bool = False) -> Callable:
-    """``sympy.lambdify`` to ``mpmath`` for the numeric checks, common subexpressions shared when ``cse``.
+    """``expr`` as a function of ``args`` evaluated with ``mpmath`` for the numeric checks, returning what
+    ``sympy.lambdify(args, expr, "mpmath")`` returns, through a tape (:mod:`derive.tape`: every shared
+    subexpression evaluated once, no code printed and compiled).  Implemented functions
+    (``implemented_function``, the concrete branches of the residual checks) call their implementation.
 
-    Without the docstring (SymPy prints the whole expression into it), and without the search of every
-    node for ``implemented_function`` implementations unless ``implemented`` says the expression has some.
-    """
-    return sp.lambdify(args, expr, modules=["mpmath"], cse=cse, use_imps=implemented, **_NO_DOCSTRING)
+    ``cse`` and ``implemented`` are kept for callers: the tape always shares subexpressions and always calls
+    implementations (lambdify, the tape's fallback, shares them too)."""
+    from .tape import mpmath_function
 
-
-def _no_docstring() -> dict:
-    import inspect
-
-    return {"docstring_limit": 0} if "docstring_limit" in inspect.signature(sp.lambdify).parameters else {}
-
-
-_NO_DOCSTRING = _no_docstring()
+    return mpmath_function(args, expr)
 
 
 def compile_numeric(exprs: Sequence, symbols: Sequence) -> Callable[[dict], list[float]]:
