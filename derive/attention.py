@@ -314,8 +314,17 @@ class Equivariance(Derivation):
         self.P = sp.zeros(T, d_model) if positions is None else as_matrix("positions", positions, (T, d_model))
         self.values = values
         self.mask = mask
+        self._residuals: dict = {}
 
     def residuals(self, perm) -> tuple[sp.Matrix, sp.Matrix]:
+        """A(Pi H) - Pi A(H) Pi^T and O(Pi H) - Pi O(H) for the permutation ``perm`` (built once per permutation:
+        a counterexample's proof and its numeric check read the same residuals)."""
+        perm = tuple(perm)
+        if perm not in self._residuals:
+            self._residuals[perm] = self._residuals_now(perm)
+        return self._residuals[perm]
+
+    def _residuals_now(self, perm) -> tuple[sp.Matrix, sp.Matrix]:
         Pi = permutation_matrix(perm)
         H = self.H if self.values is None else self.H.subs(self.values)
         W = {n: (M if self.values is None else M.subs(self.values)) for n, M in self.W.items()}
@@ -339,7 +348,13 @@ class Equivariance(Derivation):
 
 
 def _max_abs(M: sp.Matrix) -> float:
-    return max((abs(float(sp.N(e, 30))) for e in M), default=0.0)
+    """The largest |entry| of a matrix of exact numbers, each evaluated with mpmath at 30 digits (:mod:`derive.tape`)."""
+    import mpmath
+
+    from .tape import mpmath_function
+
+    with mpmath.workdps(30):
+        return max((abs(float(value)) for value in mpmath_function([], list(M))()), default=0.0)
 
 
 # --- concatenation of heads at symbolic widths ------------------------------------------------------

@@ -234,7 +234,9 @@ def random_values(symbols, rng: random.Random, low: float = -1.5, high: float = 
 def numeric_sides(lhs, rhs, rng: random.Random, trials: int = 3, positive=(), fixed: dict | None = None, low=-1.5, high=1.5) -> NumericResult:
     """Evaluate both sides at ``trials`` random points of their free symbols."""
     lhs_l, rhs_l = _flat(lhs), _flat(rhs)
-    free = sorted(set().union(*[as_sympy(e, "expression").free_symbols for e in lhs_l + rhs_l]) - set(fixed or {}), key=lambda s: s.name)
+    from .tape import free_symbols
+
+    free = sorted(free_symbols([as_sympy(e, "expression") for e in lhs_l + rhs_l]) - set(fixed or {}), key=lambda s: s.name)
     fn = compile_numeric(lhs_l + rhs_l, free + sorted(fixed or {}, key=lambda s: s.name))
     computed, reference = [], []
     for _ in range(trials):

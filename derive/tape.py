@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
-__all__ = ["Tape", "Unsupported", "mpmath_function", "FUNCTIONS"]
+__all__ = ["Tape", "Unsupported", "mpmath_function", "free_symbols", "FUNCTIONS"]
 
 
 class Unsupported(Exception):
@@ -183,3 +183,24 @@ def _lambdify(args, expr) -> Callable:
 
     options = {"docstring_limit": 0} if "docstring_limit" in inspect.signature(sp.lambdify).parameters else {}
     return sp.lambdify(args, expr, modules=["mpmath"], cse=True, **options)
+
+
+def free_symbols(exprs: Sequence) -> set:
+    """The free symbols of ``exprs`` together, each distinct subexpression visited once (SymPy's own
+    ``free_symbols`` walks a shared subexpression again wherever it occurs, and is not cached).  A node that
+    binds variables (a ``Sum``, a ``Lambda``...) answers for itself."""
+    found: set = set()
+    seen: set = set()
+    todo = list(exprs)
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node.is_Symbol:
+            found.add(node)
+        elif node.is_Add or node.is_Mul or node.is_Pow or node.is_Number or isinstance(node, sp.Function):
+            todo.extend(node.args)
+        else:
+            found |= node.free_symbols
+    return found

@@ -85,3 +85,11 @@ def test_a_free_symbol_that_is_not_an_argument_is_not_evaluated_silently():
         tape.Tape([x], [x + y])
     with pytest.raises(TypeError):
         tape.Tape([x], [x + 1])(1, 2)
+
+
+def test_free_symbols_of_shared_expressions_leave_bound_indices_out():
+    k, n = sp.symbols("k n", integer=True)
+    a = sp.IndexedBase("a")
+    shared = sp.exp(x * y) + sp.Sum(a[k] * z, (k, 0, n - 1))
+    assert tape.free_symbols([shared * 2, shared + EPS]) == {x, y, z, n, a.label, EPS} | sp.Sum(a[k], (k, 0, n)).free_symbols
+    assert k not in tape.free_symbols([shared])
