@@ -86,7 +86,8 @@ class ResidualJacobian(Derivation):
         else:
             z = h + self.F(self.h)
             self.y = _ln_of(list(z)).y
-            J_LN = _ln_of(_symbols("z", d)).y.jacobian(_symbols("z", d)).subs(dict(zip(_symbols("z", d), list(z))), simultaneous=True)
+            # J_LN at z = h + F(h): the LN Jacobian (no derivative left in it) with its arguments replaced
+            J_LN = _ln_of(_symbols("z", d)).y.jacobian(_symbols("z", d)).xreplace(dict(zip(_symbols("z", d), list(z))))
             self.closed = J_LN * (I + self.F.jacobian_at(self.h))
             self.formula = r"J_{\mathrm{LN}}\,(I + J_F)"
 
