@@ -411,9 +411,9 @@ def identities() -> list[Identity]:
     out.append(Identity(
         "residual-scaled-shortcut", "He et al. 2016 (scaled shortcuts); derived",
         "shortcuts h -> lambda h: prod(lambda I + J_l) with zero branches = lambda^L I (L = 4), and the expansion holds",
-        lambda: sp.Matrix.hstack(dl.product().subs(zero), dl.product()), lambda: sp.Matrix.hstack(dl.identity_path(), dl.expansion()),
+        lambda: sp.Matrix.hstack(dl.product().xreplace(zero), dl.product()), lambda: sp.Matrix.hstack(dl.identity_path(), dl.expansion()),
         "simplify",
-        proof_by(lambda: sp.Matrix.hstack(dl.product().subs(zero) - dl.identity_path(), dl.product() - dl.expansion()), sp.expand, "expand"),
+        proof_by(lambda: sp.Matrix.hstack(dl.product().xreplace(zero) - dl.identity_path(), dl.product() - dl.expansion()), sp.expand, "expand"),
         lambda rng: numeric_sides(dl.product(), dl.expansion(), rng), simplifier="expand", scope="instance L = 4, d = 2, symbolic lambda",
         shown=lambda: (sp.MatMul(*[lam * sp.Identity(2) + sp.ZeroMatrix(2, 2) for _ in range(4)], evaluate=False), lam ** 4 * sp.Identity(2))))
     mlp, affine, x = mlp_without_activation()
