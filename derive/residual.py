@@ -16,7 +16,7 @@ identity holds for every branch, not for one chosen example::
 from __future__ import annotations
 
 import itertools
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import sympy as sp
 
@@ -62,6 +62,22 @@ def _ln_of(x, eps=EPS):
     return ln
 
 
+@lru_cache(maxsize=None)
+def _ln_jacobian(d: int) -> tuple:
+    """J_LN of LN (gamma = 1, beta = 0) over d features in the symbols z_0 .. z_{d-1}: SymPy's jacobian of the
+    definition, taken once per d (immutable)."""
+    z = _symbols("z", d)
+    return z, sp.ImmutableMatrix(_ln_of(z).y.jacobian(z))
+
+
+def ln_jacobian_at(args) -> sp.Matrix:
+    """J_LN at the point ``args`` (expressions or symbols): the Jacobian of :func:`_ln_jacobian` with its variables
+    renamed to the point (differentiation commutes with the renaming; J_LN holds no derivative to protect)."""
+    args = list(args)
+    z, J = _ln_jacobian(len(args))
+    return sp.Matrix(J.xreplace(dict(zip(z, args))))
+
+
 class ResidualJacobian(Derivation):
     """Jacobians of one residual wrapping of a generic branch over d features: plain, pre-norm or post-norm."""
 
@@ -81,13 +97,12 @@ class ResidualJacobian(Derivation):
         elif placement == "pre-norm":
             x = _ln_of(self.h).y
             self.y = h + self.F(x)
-            self.closed = I + self.F.jacobian_at(x) * x.jacobian(self.h)
+            self.closed = I + self.F.jacobian_at(x) * ln_jacobian_at(self.h)
             self.formula = r"I + J_F J_{\mathrm{LN}}"
         else:
             z = h + self.F(self.h)
             self.y = _ln_of(list(z)).y
-            # J_LN at z = h + F(h): the LN Jacobian (no derivative left in it) with its arguments replaced
-            J_LN = _ln_of(_symbols("z", d)).y.jacobian(_symbols("z", d)).xreplace(dict(zip(_symbols("z", d), list(z))))
+            J_LN = ln_jacobian_at(z)  # at z = h + F(h)
             self.closed = J_LN * (I + self.F.jacobian_at(self.h))
             self.formula = r"J_{\mathrm{LN}}\,(I + J_F)"
 
@@ -145,7 +160,7 @@ class EncoderBlock(Derivation):
         T = self.T
         X = sp.Matrix([list(_ln_of(list(self.H.row(t))).y) for t in range(T)])
         U = self.H + self.mha(list(X)).reshape(T, self.D)
-        J_LN1 = sp.diag(*[X.row(t).T.jacobian(list(self.H.row(t))) for t in range(T)])
+        J_LN1 = sp.diag(*[ln_jacobian_at(self.H.row(t)) for t in range(T)])
         J_MHA = self.mha.jacobian_at(list(X))
         dU = sp.Matrix(list(U)).jacobian(list(self.H))
         return X, U, J_LN1, J_MHA, dU, sp.eye(T * self.D) + J_MHA * J_LN1
@@ -157,7 +172,7 @@ class EncoderBlock(Derivation):
         T = self.T
         R = sp.Matrix([list(_ln_of(list(self.Usym.row(t))).y) for t in range(T)])
         out_U = self.Usym + sp.Matrix([list(self.mlp(list(R.row(t)))) for t in range(T)])
-        J_LN2 = sp.diag(*[R.row(t).T.jacobian(list(self.Usym.row(t))) for t in range(T)])
+        J_LN2 = sp.diag(*[ln_jacobian_at(self.Usym.row(t)) for t in range(T)])
         J_MLP = sp.diag(*[self.mlp.jacobian_at(list(R.row(t))) for t in range(T)])
         dOut = sp.Matrix(list(out_U)).jacobian(list(self.Usym))
         return R, out_U, J_LN2, J_MLP, dOut, sp.eye(T * self.D) + J_MLP * J_LN2
