@@ -443,8 +443,9 @@ def equivariance_residuals() -> list:
     from .rules import index_form
 
     A, O = _symbolic_head()
-    return [_reindex(_permuted(index_form(A, _t, _s)) - index_form(A, _pi(_t), _pi(_s))),
-            _reindex(_permuted(index_form(O, _t, _c)) - index_form(O, _pi(_t), _c))]
+    A_ts, O_tc = index_form(A, _t, _s), index_form(O, _t, _c)  # entry (pi(t), pi(s)): the same entry, its indices renamed
+    return [_reindex(_permuted(A_ts) - A_ts.xreplace({_t: _pi(_t), _s: _pi(_s)})),
+            _reindex(_permuted(O_tc) - O_tc.xreplace({_t: _pi(_t)}))]
 
 
 # --- Var(q . k) = d_k -------------------------------------------------------------------------
