@@ -524,7 +524,7 @@ def _central_jacobian(model, inputs, point: dict, others=()):
     import mpmath
 
     inputs, others = list(inputs), list(others)
-    f = mpmath_lambdify(inputs + others, list(model), implemented=True)
+    f = mpmath_lambdify(inputs + others, list(model))
     with mpmath.workdps(40):
         x0 = [mpmath.mpf(point[s]) for s in inputs]
         rest = [mpmath.mpf(point[s]) for s in others]
@@ -542,7 +542,7 @@ def _at(M, point: dict):
     import mpmath
 
     symbols = sorted(M.free_symbols, key=lambda s: s.name)
-    f = mpmath_lambdify(symbols, M, implemented=True)
+    f = mpmath_lambdify(symbols, M)
     with mpmath.workdps(40):
         return mpmath.matrix(f(*[mpmath.mpf(point[s]) for s in symbols]))
 
@@ -579,14 +579,14 @@ def _numeric_block(block: "EncoderBlock", rng):
     U_c, out_c = concrete(sp.Matrix(list(block.U))), concrete(sp.Matrix(list(block.out_U)))
     H, Us = list(block.H), list(block.Usym)
     T, D = block.T, block.D
-    f_U = mpmath_lambdify(H + [EPS], list(U_c), implemented=True)
-    f_out = mpmath_lambdify(Us + [EPS], list(out_c), implemented=True)
+    f_U = mpmath_lambdify(H + [EPS], list(U_c))
+    f_out = mpmath_lambdify(Us + [EPS], list(out_c))
     # the factors from their own definitions: branch Jacobians in plain argument symbols, LN Jacobians
     a_u, m_u = block.mha.u, block.mlp.u
-    J_a = mpmath_lambdify(a_u, concrete(sp.Matrix([[sp.diff(f(*a_u), u) for u in a_u] for f in block.mha.f])), cse=False, implemented=True)
-    J_m = mpmath_lambdify(m_u, concrete(sp.Matrix([[sp.diff(f(*m_u), u) for u in m_u] for f in block.mlp.f])), cse=False, implemented=True)
-    X_f = mpmath_lambdify(H + [EPS], list(block.X), cse=False)
-    R_f = mpmath_lambdify(Us + [EPS], list(block.R), cse=False)
+    J_a = mpmath_lambdify(a_u, concrete(sp.Matrix([[sp.diff(f(*a_u), u) for u in a_u] for f in block.mha.f])))
+    J_m = mpmath_lambdify(m_u, concrete(sp.Matrix([[sp.diff(f(*m_u), u) for u in m_u] for f in block.mlp.f])))
+    X_f = mpmath_lambdify(H + [EPS], list(block.X))
+    R_f = mpmath_lambdify(Us + [EPS], list(block.R))
     JLN1_f = mpmath_lambdify(H + [EPS], block.J_LN1)
     JLN2_f = mpmath_lambdify(Us + [EPS], block.J_LN2)
     point = _point(H + [EPS], rng)
