@@ -155,7 +155,7 @@ class Tape:
 
 def mpmath_function(args, expr) -> Callable:
     """A function of the values of ``args`` returning ``expr`` evaluated with ``mpmath`` at the working precision:
-    a scalar for a scalar, a list for a list or tuple, an ``mpmath.matrix`` for a SymPy matrix (as
+    a scalar for a scalar, a list for a list, a tuple for a tuple, an ``mpmath.matrix`` for a SymPy matrix (as
     ``sympy.lambdify(args, expr, "mpmath")`` returns them).  Through a :class:`Tape`; an expression the tape
     cannot evaluate goes through ``sympy.lambdify`` (common subexpressions shared, no docstring)."""
     import mpmath
@@ -166,7 +166,7 @@ def mpmath_function(args, expr) -> Callable:
         flat = list(expr)
         shape = lambda values: mpmath.matrix([values[r * cols:(r + 1) * cols] for r in range(rows)])
     elif isinstance(expr, (list, tuple)):
-        flat, shape = list(expr), list
+        flat, shape = list(expr), (tuple if isinstance(expr, tuple) else list)
     else:
         flat, shape = [expr], lambda values: values[0]
     try:

@@ -54,6 +54,8 @@ def test_tape_keeps_lambdify_shapes_and_works_at_the_callers_precision():
         assert abs(out[1, 1] - mpmath.e) < mpmath.mpf(10) ** -39
     as_list = tape.mpmath_function([x, y], [x - y, x * y])(mpmath.mpf(5), mpmath.mpf(3))
     assert isinstance(as_list, list) and as_list == [2, 15]
+    reference = sp.lambdify([x, y], (x - y, x * y), modules=["mpmath"])(mpmath.mpf(5), mpmath.mpf(3))
+    assert tape.mpmath_function([x, y], (x - y, x * y))(mpmath.mpf(5), mpmath.mpf(3)) == reference  # a tuple, as lambdify's
 
 
 def test_implemented_functions_call_their_implementation():
