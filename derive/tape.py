@@ -5,8 +5,9 @@ The numeric checks of the catalogue evaluate both sides of an identity at a few 
 pass) and compiling it: for the small expressions of the checks, the printing and the common-subexpression
 search cost far more than the evaluation.  A :class:`Tape` walks each expression once instead: every
 distinct node (SymPy builds equal subexpressions as equal objects, so a repeated subexpression is one
-node) becomes one step ``slot = op(earlier slots)``, and a call runs the steps in order with ``mpmath``
-at the caller's working precision, exactly the operations the lambdified code would run.
+node) becomes one step ``slot = op(earlier slots)``, and a call runs the steps in order with the ``mpmath``
+functions the lambdified code would call, at the caller's working precision (sums by ``fsum``, products by
+``fprod``; rationals as ``mpf(p) / q`` at that precision).
 
 An expression with a node the tape does not know (a ``Piecewise``, a special function not in
 :data:`FUNCTIONS`) is evaluated by ``sympy.lambdify`` instead (:func:`mpmath_function`), so nothing is
