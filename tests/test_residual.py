@@ -138,3 +138,13 @@ def test_instance_proof_is_shared_within_a_run_and_redone_outside():
     finally:
         R.chain_rule_zero = original
     assert len(calls) == 8  # outside a run every call proves again (4 entries each)
+
+
+def test_branch_jacobian_at_a_point_is_what_subs_gives():
+    F = R.Branch("f", 3)
+    by_subs = lambda args: sp.Matrix([[sp.diff(f(*F.u), u) for u in F.u] for f in F.f]).subs(dict(zip(F.u, args)), simultaneous=True)
+    h = list(sp.symbols("h_0:3", real=True))
+    points = [h, list(R._ln_of(h).y), [h[0] + h[1], sp.Integer(2), sp.sin(h[2])],
+              [F.u[1], F.u[0], h[0]]]  # the last names the branch's own variables, swapped: subs renames them
+    for args in points:
+        assert F.jacobian_at(args) == by_subs(args)
