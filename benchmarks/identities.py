@@ -9,9 +9,14 @@ against plain ``sympy.simplify`` of the same expressions in the same run.
    substituted LN and applies ``sympy.simplify`` to (direct - closed form), in a subprocess with a timeout.
    Smaller d, where the baseline finishes, give exact ratios.
 
+3. Every catalogue entry as ``seqgrad check`` runs it (``crosscheck.checks.identities.verify``: the exact proof
+   and the numeric check, all entries in one process as one shard would share them): CPU seconds per entry,
+   this tree against ``--baseline-tree`` (default /work/main, the tree before a change), run alternately;
+   the slowest entries and the total.
+
 Times are CPU seconds (``time.process_time``) of the measuring process, medians of repeats (the machine is
-shared). Run: ``python benchmarks/identities.py [--quick]``; it prints the table and records it in
-docs/benchmarks.md (section ``identities``).
+shared). Run: ``python benchmarks/identities.py [--quick] [--baseline-tree DIR]``; it prints the tables and
+records them in docs/benchmarks.md (section ``identities``).
 """
 
 from __future__ import annotations
@@ -83,6 +88,53 @@ PLAIN_LN = textwrap.dedent("""
 """)
 
 
+ENTRIES = textwrap.dedent("""
+    import time
+    from crosscheck.checks import identities
+    from derive import catalogue
+    from seqgrad import runcache
+    with runcache.scope():  # as seqgrad check runs them: a derivation two entries share is made once
+        for entry in catalogue.entries():
+            t0 = time.process_time()
+            passed = identities.verify(entry, 0)[0].passed
+            print(entry.name, time.process_time() - t0, passed)
+""")
+
+
+def entry_times(tree: Path) -> dict[str, tuple[float, bool]]:
+    """{entry: (CPU seconds, passed)} of every catalogue entry, proved and checked in one process of ``tree``."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    proc = subprocess.run([sys.executable, "-c", ENTRIES], cwd=tree, env=env, capture_output=True, text=True, timeout=900)
+    if proc.returncode:
+        raise RuntimeError(proc.stderr[-2000:])
+    out = {}
+    for line in proc.stdout.strip().splitlines():
+        name, seconds, passed = line.split()
+        out[name] = (float(seconds), passed == "True")
+    return out
+
+
+def entries_table(base_tree: Path, label: str, repeats: int, shown: int = 12) -> str:
+    """Per-entry CPU seconds (medians of ``repeats``), this tree and ``base_tree`` run alternately: the ``shown``
+    slowest entries of the baseline and the total over every entry."""
+    runs: dict[str, list[dict]] = {"ours": [], "base": []}
+    for _ in range(repeats):
+        runs["ours"].append(entry_times(ROOT))
+        runs["base"].append(entry_times(base_tree))
+    median = {k: {n: statistics.median(r[n][0] for r in v) for n in v[0]} for k, v in runs.items()}
+    passed = all(ok for r in runs["ours"] for _, ok in r.values())
+    names = sorted(median["base"], key=lambda n: -median["base"][n])
+    rows = [[f"`{n}`", f"{median['ours'].get(n, float('nan')):.3f}", f"{median['base'][n]:.3f}",
+             f"{median['base'][n] / median['ours'][n]:.2f}x" if median["ours"].get(n) else ""] for n in names[:shown]]
+    ours_total, base_total = sum(median["ours"].values()), sum(median["base"].values())
+    rows.append([f"all {len(median['ours'])} entries" + ("" if passed else " (NOT all passed)"), f"{ours_total:.2f}",
+                 f"{base_total:.2f}", f"{base_total / ours_total:.2f}x"])
+    return ("Every catalogue entry proved and checked as `seqgrad check` runs it (`crosscheck.checks.identities.verify`, "
+            f"every entry in one process), CPU seconds, medians of {repeats} alternate run(s) of this tree and the "
+            f"baseline tree ({label}); the {shown} slowest entries of the baseline and the total.\n\n"
+            + benchdoc.table(["entry", "seqgrad (CPU s)", "baseline (CPU s)", "baseline / seqgrad"], rows))
+
+
 def _run(code: str, arg: int, timeout: float) -> str:
     proc = subprocess.run([sys.executable, "-c", code, str(arg)], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     if proc.returncode:
@@ -135,6 +187,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repeat, short baseline timeouts")
     parser.add_argument("--smoke", action="store_true", help="the smallest sizes, 5 s baselines, not recorded (CI's slow step)")
+    parser.add_argument("--baseline-tree", default="/work/main", help="the tree before a change, for the per-entry table "
+                        "(default /work/main; skipped when it does not exist, and in --smoke)")
+    parser.add_argument("--baseline-label", help="how the per-entry table names the baseline tree (default: its path)")
     args = parser.parse_args()
     repeats = 1 if args.quick or args.smoke else 3
     timeout = 5 if args.smoke else 30 if args.quick else 120
@@ -165,6 +220,9 @@ def main() -> None:
                 f"`sympy.simplify` of the same residual entries (the LN baseline includes differentiating the substituted "
                 f"expression), in a subprocess stopped after {timeout} s wall time; unfinished baselines report the CPU time "
                 f"spent and the entries finished. Medians of {repeats} repeat(s) for seqgrad, CPU seconds.\n\n" + table)
+    base_tree = Path(args.baseline_tree)
+    if not args.smoke and base_tree.exists():
+        markdown += "\n\n" + entries_table(base_tree.resolve(), args.baseline_label or str(base_tree), repeats)
     print(markdown)
     if not args.smoke:
         benchdoc.record("identities", markdown)

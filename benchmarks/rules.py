@@ -232,9 +232,9 @@ def main() -> None:
                 f"CPU seconds of a child process unless marked wall; medians of {repeats} repeat(s) for seqgrad. "
                 "Baselines run in the same session: SymPy's IndexedBase route with `simplify`, the explicit-matrix "
                 "attention derivation at one size, a bare `python -c` SymPy simplify, and the identities group of the "
-                "tree before this change (its catalogue proves fewer entries at symbolic size: the residual Jacobians "
-                "were d = 2 instances there). The machine is shared by other jobs, so wall times vary from run to run; "
-                "the CPU rows are the stable ones.\n\n" + table)
+                "tree before this change (`--baseline-tree`: the same catalogue, proved and checked the same way, "
+                "without this change's speed-ups). The machine is shared by other jobs, so wall times vary from run "
+                "to run; the CPU rows are the stable ones.\n\n" + table)
     print(markdown)
     benchdoc.record("rules", markdown)
 

@@ -307,8 +307,17 @@ class Equivariance(Derivation):
         self.P = sp.zeros(T, d_model) if positions is None else as_matrix("positions", positions, (T, d_model))
         self.values = values
         self.mask = mask
+        self._residuals: dict = {}
 
     def residuals(self, perm) -> tuple[sp.Matrix, sp.Matrix]:
+        """A(Pi H) - Pi A(H) Pi^T and O(Pi H) - Pi O(H) for the permutation ``perm`` (built once per permutation:
+        a counterexample's proof and its numeric check read the same residuals)."""
+        perm = tuple(perm)
+        if perm not in self._residuals:
+            self._residuals[perm] = self._residuals_now(perm)
+        return self._residuals[perm]
+
+    def _residuals_now(self, perm) -> tuple[sp.Matrix, sp.Matrix]:
         Pi = permutation_matrix(perm)
         H = self.H if self.values is None else self.H.subs(self.values)
         W = {n: (M if self.values is None else M.subs(self.values)) for n, M in self.W.items()}
@@ -332,7 +341,13 @@ class Equivariance(Derivation):
 
 
 def _max_abs(M: sp.Matrix) -> float:
-    return max((abs(float(sp.N(e, 30))) for e in M), default=0.0)
+    """The largest |entry| of a matrix of exact numbers, each evaluated with mpmath at 30 digits (:mod:`derive.tape`)."""
+    import mpmath
+
+    from .tape import mpmath_function
+
+    with mpmath.workdps(30):
+        return max((abs(float(value)) for value in mpmath_function([], list(M))()), default=0.0)
 
 
 # --- concatenation of heads at symbolic widths ------------------------------------------------------
@@ -421,8 +436,9 @@ def equivariance_residuals() -> list:
     from .rules import index_form
 
     A, O = _symbolic_head()
-    return [_reindex(_permuted(index_form(A, _t, _s)) - index_form(A, _pi(_t), _pi(_s))),
-            _reindex(_permuted(index_form(O, _t, _c)) - index_form(O, _pi(_t), _c))]
+    A_ts, O_tc = index_form(A, _t, _s), index_form(O, _t, _c)  # entry (pi(t), pi(s)): the same entry, its indices renamed
+    return [_reindex(_permuted(A_ts) - A_ts.xreplace({_t: _pi(_t), _s: _pi(_s)})),
+            _reindex(_permuted(O_tc) - O_tc.xreplace({_t: _pi(_t)}))]
 
 
 # --- Var(q . k) = d_k -------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from seqgrad.errors import SeqgradValueError
 
 from .proof import Proof
 from .safe_parse import as_sympy
+from .tape import free_symbols, mpmath_function
 
 METHODS = ("simplify", "counterexample", "numeric")
 RULES = ("policy", "printed", "statistical", "differs")
@@ -198,22 +199,12 @@ def evaluate(exprs: Sequence, values: dict) -> list[float]:
     return compile_numeric(exprs, sorted(values, key=lambda s: s.name))(values)
 
 
-def mpmath_lambdify(args, expr, cse: bool = True, implemented: bool = False) -> Callable:
-    """``sympy.lambdify`` to ``mpmath`` for the numeric checks, common subexpressions shared when ``cse``.
-
-    Without the docstring (SymPy prints the whole expression into it), and without the search of every
-    node for ``implemented_function`` implementations unless ``implemented`` says the expression has some.
-    """
-    return sp.lambdify(args, expr, modules=["mpmath"], cse=cse, use_imps=implemented, **_NO_DOCSTRING)
-
-
-def _no_docstring() -> dict:
-    import inspect
-
-    return {"docstring_limit": 0} if "docstring_limit" in inspect.signature(sp.lambdify).parameters else {}
-
-
-_NO_DOCSTRING = _no_docstring()
+def mpmath_lambdify(args, expr) -> Callable:
+    """``expr`` as a function of ``args`` evaluated with ``mpmath`` for the numeric checks, returning what
+    ``sympy.lambdify(args, expr, "mpmath")`` returns, through a tape (:func:`derive.tape.mpmath_function`: every
+    shared subexpression evaluated once, no code printed and compiled).  Implemented functions
+    (``implemented_function``, the concrete branches of the residual checks) call their implementation."""
+    return mpmath_function(args, expr)
 
 
 def compile_numeric(exprs: Sequence, symbols: Sequence) -> Callable[[dict], list[float]]:
@@ -239,7 +230,7 @@ def random_values(symbols, rng: random.Random, low: float = -1.5, high: float = 
 def numeric_sides(lhs, rhs, rng: random.Random, trials: int = 3, positive=(), fixed: dict | None = None, low=-1.5, high=1.5) -> NumericResult:
     """Evaluate both sides at ``trials`` random points of their free symbols."""
     lhs_l, rhs_l = _flat(lhs), _flat(rhs)
-    free = sorted(set().union(*[as_sympy(e, "expression").free_symbols for e in lhs_l + rhs_l]) - set(fixed or {}), key=lambda s: s.name)
+    free = sorted(free_symbols([as_sympy(e, "expression") for e in lhs_l + rhs_l]) - set(fixed or {}), key=lambda s: s.name)
     fn = compile_numeric(lhs_l + rhs_l, free + sorted(fixed or {}, key=lambda s: s.name))
     computed, reference = [], []
     for _ in range(trials):

@@ -180,7 +180,7 @@ class Derived(Derivation):
         """J with s, then mu and v, replaced by their definitions in h."""
         out = self.J
         for defs in self.definitions[1:]:
-            out = out.subs(defs)
+            out = out.xreplace(defs)  # symbols for their definitions: a plain replacement (subs would first try to match)
         return out
 
     def rows(self) -> list:

@@ -323,8 +323,10 @@ def unpaired_has_no_scalar_shift(pe: Sinusoidal) -> NoScalarShift:
 
 
 def dot_product(pe: Sinusoidal, p=pos, other=q):
-    """PE(p) . PE(other), as built from the coordinates."""
-    return sum((a * b for a, b in zip(pe.vector(p), pe.vector(other))), sp.Integer(0))
+    """PE(p) . PE(other), as built from the coordinates (built once when p and other are one position: the norm)."""
+    left = pe.vector(p)
+    right = left if as_sympy(other, "other") == as_sympy(p, "p") else pe.vector(other)
+    return sum((a * b for a, b in zip(left, right)), sp.Integer(0))
 
 
 def dot_product_offset_form(pe: Sinusoidal, p=pos, other=q):

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Mapping
 
 import sympy as sp
@@ -765,6 +766,7 @@ def _drop_range(e):
     return e.replace(lambda x: isinstance(x, sp.Piecewise), lambda x: x.args[0][0])
 
 
+@lru_cache(maxsize=4096)
 def _height(e) -> int:
     return max([_height(a) for a in e.args], default=0) + (len(e.limits) if isinstance(e, sp.Sum) else 0)
 
@@ -789,6 +791,7 @@ def _solve_delta(delta, c):
     return sp.expand(c - diff / slope)
 
 
+@lru_cache(maxsize=8192)  # a pure function of an expression; a residual repeats its subexpressions (σ, the sums)
 def _canonical(e):
     """Sums in canonical form: summands expanded, factors free of the index pulled out, a Kronecker delta
     summed away, dummy indices named by nesting depth (so equal sums compare equal)."""
@@ -816,7 +819,8 @@ def _canonical(e):
         return e.doit()
     if e.is_Pow and isinstance(e.base, sp.KroneckerDelta) and e.exp.is_Integer and e.exp > 0:
         return e.base  # a delta is 0 or 1
-    return e.func(*[_canonical(a) for a in e.args])
+    args = [_canonical(a) for a in e.args]
+    return e if all(new is old for new, old in zip(args, e.args)) else e.func(*args)
 
 
 def index_zero(expr):

@@ -149,3 +149,14 @@ def test_property_attention_output_against_torch(T, d_model, d_k, seed):
     ref = torch.nn.functional.scaled_dot_product_attention(torch.tensor(X @ WQ.T), torch.tensor(X @ WK.T), torch.tensor(X @ WV.T),
                                                            is_causal=True)
     assert np.allclose(np.array(head.O.evalf(), dtype=float), ref.numpy(), atol=1e-12)
+
+
+def test_symbolic_equivariance_proof_refutes_a_wrong_permutation():
+    from derive import attention as At
+    from derive.rules import index_form, index_zero
+
+    assert [index_zero(r) for r in At.equivariance_residuals()] == [0, 0]
+    A, _ = At._symbolic_head()
+    A_ts = index_form(A, At._t, At._s)
+    wrong = At._reindex(At._permuted(A_ts) - A_ts.xreplace({At._t: At._pi(At._t)}))  # the column left unpermuted
+    assert index_zero(wrong) != 0

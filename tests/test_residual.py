@@ -112,3 +112,39 @@ def test_residual_entries_record_their_general_scope():
         assert entry.scope.startswith("all d >= 1")
         proof = entry.prove()
         assert proof.holds and "symbolic size" in proof.method and "instance d = 2" in proof.method
+
+
+def test_layernorm_jacobian_renamed_to_a_point_is_the_jacobian_there():
+    h = list(sp.symbols("a_0:3", real=True))
+    assert R.ln_jacobian_at(h) == R._ln_of(h).y.jacobian(h)
+    z = [h[0] + h[1] ** 2, sp.sin(h[2]), h[1]]  # a point that is itself an expression (the post-norm z = h + F(h))
+    direct = R._ln_of(list(sp.symbols("b_0:3", real=True))).y.jacobian(list(sp.symbols("b_0:3", real=True)))
+    assert R.ln_jacobian_at(z) == direct.xreplace(dict(zip(sp.symbols("b_0:3", real=True), z)))
+
+
+def test_instance_proof_is_shared_within_a_run_and_redone_outside():
+    from derive import catalogue
+    from seqgrad import runcache
+
+    with runcache.scope():
+        assert R.ResidualJacobian(2, "pre-norm").prove()
+        assert catalogue.get("residual-pre-norm").prove().holds
+        assert runcache.stats()["residual.instance_proof"] == (1, 1)  # the notes' section and the entry: proved once
+    calls = []
+    original = R.chain_rule_zero
+    try:
+        R.chain_rule_zero = lambda e: calls.append(e) or original(e)
+        assert R.ResidualJacobian(2, "plain").prove() and R.ResidualJacobian(2, "plain").prove()
+    finally:
+        R.chain_rule_zero = original
+    assert len(calls) == 8  # outside a run every call proves again (4 entries each)
+
+
+def test_branch_jacobian_at_a_point_is_what_subs_gives():
+    F = R.Branch("f", 3)
+    by_subs = lambda args: sp.Matrix([[sp.diff(f(*F.u), u) for u in F.u] for f in F.f]).subs(dict(zip(F.u, args)), simultaneous=True)
+    h = list(sp.symbols("h_0:3", real=True))
+    points = [h, list(R._ln_of(h).y), [h[0] + h[1], sp.Integer(2), sp.sin(h[2])],
+              [F.u[1], F.u[0], h[0]]]  # the last names the branch's own variables, swapped: subs renames them
+    for args in points:
+        assert F.jacobian_at(args) == by_subs(args)
