@@ -49,3 +49,12 @@ def test_decoder_counts_equal_torch_numel():
     assert dd.decoder_layer_params(cross=False) == counting.encoder_layer_params()
     stack = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(64, 4, 128, device="meta"), 3, norm=torch.nn.LayerNorm(64, device="meta"))
     assert dd.decoder_stack_params(3, final_norm=True, d_model=64, heads=4, d_ff=128) == sum(p.numel() for p in stack.parameters())
+
+
+def test_cross_attention_latex_prints_the_explicit_matrices(capsys):
+    """``seqgrad derive decoder --part cross --latex`` printed an internal error (an explicit matrix reached the line breaker)."""
+    from crosscheck.cli import main
+
+    assert main(["derive", "decoder", "--part", "cross", "--latex"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("\\begin{align*}") and out.rstrip().endswith("\\end{align*}") and "dW_{V}" in out

@@ -223,3 +223,41 @@ def test_frequencies_print_as_omega_with_their_definition():
     for name in ("pe-unpaired-no-scalar", "pe-dot-offset-d6", "pe-dot-offset-d8", "pe-wavelength"):
         tex = catalogue.get(name).latex()
         assert r"{\omega}_{" in tex and "\\sqrt[" not in tex and "10^{" not in tex and "{10}" not in tex, name
+
+
+def test_vector_sums_print_the_shortcut_first_in_text_pretty_and_latex():
+    """y = h + F(h) (seed 000 L1183-1191: the shortcut, then the branch), in every printer."""
+    from derive.decoder import DecoderBlock
+    from derive.residual import DepthProduct, EncoderBlock, ResidualJacobian
+
+    values = {p: ResidualJacobian(2, p).rows()[0][1] for p in ResidualJacobian.PLACEMENTS}
+    assert [sstr(values[p]) for p in ResidualJacobian.PLACEMENTS] == ["h + F(h)", "h + F(LN(h))", "LN(h + F(h))"]
+    assert pretty(values["pre-norm"]) == "h + F(LN(h))"
+    assert r"\mathbf{y} &= \mathbf{h} + F{\left(\operatorname{LN}{\left(\mathbf{h} \right)} \right)}" in \
+        " ".join(ResidualJacobian(2, "pre-norm").latex().split())
+    assert r"\operatorname{LN}{\left(\mathbf{h} + F{\left(\mathbf{h} \right)} \right)}" in ResidualJacobian(2, "post-norm").latex()
+    block = {sstr(lhs): sstr(rhs) for lhs, rhs, *_ in EncoderBlock(2, 2).rows()}
+    assert block["U"] == "H + MHA(X)" and block["H'"] == "U + MLP(R)"
+    decoder = [sstr(row[1]) for row in DecoderBlock().rows()]
+    assert decoder == ["H + MHA_self(LN_1(H), M)", "U_1 + MHA_cross(LN_2(U_1), Z)", "U_2 + MLP(LN_3(U_2))"]
+    assert r"\mathbf{U}_{1} + \operatorname{MHA}_{cross}" in DecoderBlock().latex()
+
+
+def test_path_sums_print_by_path_length_and_attention_in_q_k_v_order():
+    from derive import blocks
+    from derive.residual import DepthProduct
+
+    paths = DepthProduct(3, 2).rows()[0][1]
+    assert sstr(paths) == "I + J_1 + J_2 + J_3 + J_2*J_1 + J_3*J_1 + J_3*J_2 + J_3*J_2*J_1"  # He et al.: I + Σ J_l + Σ J_l J_m + ...
+    assert pretty(paths) == "I + J₁ + J₂ + J₃ + J₂ J₁ + J₃ J₁ + J₃ J₂ + J₃ J₂ J₁"
+    post = blocks.block_program("post-norm").program
+    assert str(post["dH"]) == "dH = dZ + dQ*W_Q + dK*W_K + dV*W_V"  # the shortcut's gradient, then the branch's
+    assert str(post["Y_1"]) == "Y_1 = (1*gamma_1) ∘ xhat_1 + 1*beta_1"  # LayerNorm's shift last, as a bias
+    assert NotationPrinter(Notation(bold=False)).doprint(post["dH"].value) == "dZ + dQ W_{Q} + dK W_{K} + dV W_{V}"
+
+
+def test_an_affine_map_keeps_its_offset_last():
+    from derive.residual import _mlp_formula
+
+    lhs, rhs = _mlp_formula()
+    assert sstr(lhs) == "W_2*(W_1*x + b_1) + b_2" and sstr(rhs) == "(W_2*W_1)*x + (W_2*b_1 + b_2)"
