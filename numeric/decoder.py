@@ -362,6 +362,7 @@ def lesson_example(*, steps: int = 60, seed: int = 0, dtype=torch.float64):
 
 @runcache.memo  # the decoder checks and the decoder figure of one run use the same trained model: trained once
 def _lesson_example(steps: int, seed: int, dtype):
+    from .adam import Adam
     from .device import one_thread
     from .tokens import Vocabulary, tokenize
 
@@ -369,7 +370,7 @@ def _lesson_example(steps: int, seed: int, dtype):
     src = torch.tensor(src_vocab.encode("I love ML"))
     tgt = torch.tensor(tgt_vocab.ids(["<start>"] + tokenize("Я люблю МО") + ["<end>"]))
     model = EncoderDecoder.random(src_vocab.K, tgt_vocab.K, 16, 2, 32, 1, start=0, end=1, seed=seed, dtype=dtype)
-    opt = torch.optim.Adam(model.parameters(), lr=0.02)
+    opt = Adam(model.parameters(), lr=0.02)  # torch.optim.Adam's update (numeric.adam), without torch._dynamo's import
     losses = []
     with one_thread():  # tiny tensors: intra-op threads only add synchronisation
         for _ in range(steps):

@@ -203,3 +203,22 @@ def test_nan_weight_is_refused_by_name():
         for p in big.parameters():
             p.fill_(3e37)  # sums overflow to inf, every entry is finite: still accepted
     big.check_weights()
+
+
+def test_adam_is_torch_optim_adam_bit_for_bit():
+    """numeric.adam.Adam (the lesson example's optimizer) makes the updates torch.optim.Adam makes, exactly."""
+    import torch
+
+    from numeric.adam import Adam
+
+    gen = torch.Generator().manual_seed(3)
+    start = [torch.randn(3, 4, generator=gen, dtype=torch.float64), torch.randn(5, generator=gen, dtype=torch.float64)]
+    ours, theirs = [p.clone().requires_grad_() for p in start], [p.clone().requires_grad_() for p in start]
+    opts = Adam(ours, lr=0.02), torch.optim.Adam(theirs, lr=0.02)
+    for step in range(25):
+        for params, opt in zip((ours, theirs), opts):
+            opt.zero_grad()
+            loss = (params[0].sin() ** 2).sum() * (step + 1) + (params[1] ** 3).sum() - params[0].sum() * params[1][0]
+            loss.backward()
+            opt.step()
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs)) and not torch.equal(ours[0], start[0])
