@@ -49,16 +49,6 @@ def text(s: str) -> str:
     return tex_escape(s)
 
 
-_RELATIONS = {">=": "≥", "<=": "≤", "!=": "≠"}
-
-
-def prose(s: str) -> str:
-    """Words for the notes (a scope such as ``all n >= 1``): ``>=``, ``<=`` and ``!=`` as the signs, then :func:`text`."""
-    for ascii_, sign in _RELATIONS.items():
-        s = s.replace(ascii_, sign)
-    return text(s)
-
-
 def code(name: str) -> str:
     """A name in typewriter type that may break after ``-``, ``_``, ``.`` or ``:`` (a long check name in a
     narrow column would otherwise run into the next one).
@@ -159,6 +149,7 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     import sympy as sp
 
     from derive.latex_layout import inline, relation, tabular
+    from derive.prose import scope
 
     rows, statements = [], []
     for entry in identities:
@@ -167,12 +158,13 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
             status = f"not proved within {b.proof_seconds:g} s here (run \\texttt{{seqgrad identities}})"
         else:
             status = ("proved" if proof.holds else "\\textbf{NOT proved}") + f" ({text(entry.method)})"
-        rows.append([code(entry.name), text(_seed_line(entry.source)), status])
+        source = source_tex(entry.source, b.notation)
+        rows.append([code(entry.name), source, status])
         statement = entry.statement()
         body = b.notation.latex(statement)
         # the heading names the entry and says where it comes from and for which sizes it holds; the formula itself is
         # the typeset display below it (the title is an ASCII sentence for terminals, never set in the notes)
-        head = f"\\paragraph{{{code(entry.name)}}} {text(_seed_line(entry.source))}; {prose(entry.scope)}."
+        head = f"\\paragraph{{{code(entry.name)}}} {source}; {scope(entry.scope).latex(b.notation)}."
         trivial = getattr(statement, "lhs", None) is not None and statement.lhs == statement.rhs and not statement.free_symbols
         if trivial:  # both sides evaluate to the same number ("4 = 4"): the title states it; a display would not
             statements.append(f"{head} (Both sides evaluate to {inline(statement.lhs, b.notation)}.)")
@@ -458,6 +450,14 @@ def _positional(b: Build) -> str:
                                                     "l" + ragged("6cm") + "l") + "\n\\end{center}")
     parts.append(_catalogue_section(["derive.positional"])(b))
     return "\n\n".join(parts)
+
+
+def source_tex(source: str, notation: Notation) -> str:
+    """A source in the one citation style with the formulas of its note typeset (written in backquotes, read by
+    :class:`derive.prose.Prose`): ``week06 §Block:981 (variance $\\frac{\\sigma^{2}}{\\epsilon + \\sigma^{2}}$, ...)``."""
+    from derive.prose import Prose
+
+    return Prose(_seed_line(getattr(source, "recorded", source))).latex(notation)
 
 
 def _seed_line(source: str) -> str:

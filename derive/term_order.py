@@ -6,7 +6,8 @@ writes ``z_t = w_x x_t + w_h h_{t-1}`` and ``L = (yhat - y)^2/2``:
 
 * in a sum, the positive terms come first (``yhat - y``, ``1 - h^2``), then the
   input term, the recurrent term, the other terms and a bias last, indices in
-  counting order (``g_2`` before ``g_10``);
+  counting order (``g_2`` before ``g_10``), a variable before a function of it
+  (``x + F(x)``);
 * in a sum of vectors or matrices (``MatAdd``, or non-commuting symbols), the
   shorter path comes first: the shortcut before the branch (``y = h + F(h)``,
   ``U = H + MHA(X)``, ``dH = dZ + dQ W_Q + ...``), the identity before the
@@ -82,13 +83,14 @@ def _term_key(term):
         role = 2
     else:
         role = 3
-    return (negative, role, _index(term, _INPUT if role == 1 else _STATE if role == 2 else ()), _natural(term))
+    index = _index(term, _INPUT if role == 1 else _STATE if role == 2 else ())
+    return (negative, role, index, isinstance(term, sp.Function), _natural(term))
 
 
 def _matrix_term_key(term):
     """A term of a sum of vectors or matrices: sign, bias last, then the path's length (the shortcut ``h``
     before the branch ``F(h)``), then the scalar order (:func:`_term_key`) with Q, K, V in the text's order."""
-    negative, role, index, natural = _term_key(term)
+    negative, role, index, _, natural = _term_key(term)
     return (negative, _offset(term), _path_length(term), role, index, _qkv(term), natural)
 
 

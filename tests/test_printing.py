@@ -4,6 +4,7 @@ notation settings that hold everywhere, citations, figure captions."""
 from __future__ import annotations
 
 import doctest
+import re
 from pathlib import Path
 
 import pytest
@@ -204,7 +205,8 @@ def test_identity_headings_are_names_and_words_the_statement_typeset():
     for entry, head in zip(entries, heads):
         assert head.startswith(f"\\paragraph{{{latexdoc.code(entry.name)}}}")
         assert latexdoc.text(entry.title) not in tex and "\\textasciicircum" not in head and "\\textgreater" not in head
-    assert "$\\ge$ 1" in heads[0]  # the scope 'all n >= 1' in words, the sign typeset
+    assert heads[0].endswith("all $n \\geq 1$.")  # the scope 'all n >= 1': its relation typeset by the printer
+    assert "($d = 5$: coordinate 4" in heads[1] and "counterexample $d = 5$ (every odd $d$ has one unpaired sine)." in heads[1]
     assert tex.count("\\begin{align*}") == 3  # each statement a display, through the printer
     assert "\\delta_{i j}" in tex and "\\neq 0" in tex
 
@@ -261,3 +263,50 @@ def test_an_affine_map_keeps_its_offset_last():
 
     lhs, rhs = _mlp_formula()
     assert sstr(lhs) == "W_2*(W_1*x + b_1) + b_2" and sstr(rhs) == "(W_2*W_1)*x + (W_2*b_1 + b_2)"
+
+
+def test_scopes_and_source_formulas_are_typeset_by_the_printer_and_plain_in_text(capsys):
+    """Issue 13: a heading's scope and the formulas of its source are math, printed with the notation;
+    str(), the catalogue page and `seqgrad identities --json` keep the recorded plain text."""
+    import json
+
+    from crosscheck import latexdoc
+    from crosscheck.cli import main
+    from derive import catalogue
+    from derive.prose import Prose, scope
+
+    assert scope("all T, d, d_k, d_v >= 1").latex() == r"all $T, d, d_{k}, d_{v} \geq 1$"
+    assert scope("all even d = 2m >= 2").latex() == r"all even $d = 2 m \geq 2$"
+    assert scope("all even d (every pair), symbolic w, pos, k").latex() == \
+        r"all even $d$ (every pair), symbolic $w$, $\mathrm{pos}$, $k$"
+    assert scope("all H_o, W_o, k >= 1 and every stride s (symbolic sizes)").latex() == \
+        r"all $H_{o}, W_{o}, k \geq 1$ and every stride $s$ (symbolic sizes)"
+    assert scope("instance L = 4, d = 2, symbolic lambda").latex() == r"instance $L = 4$, $d = 2$, symbolic $\lambda$"
+    assert scope("instance T = 2, D = 2, generic MHA and MLP").latex() == r"instance $T = 2$, $D = 2$, generic MHA and MLP"
+    renamed = Notation(symbol_names={"d_k": r"d_{\mathrm{key}}"})
+    assert scope("all d_k >= 1").latex(renamed) == r"all $d_{\mathrm{key}} \geq 1$" and renamed.unused_renames() == []
+    note = Prose("variance `sigma**2/(sigma**2 + epsilon)`, slightly below 1")
+    assert str(note) == "variance sigma**2/(sigma**2 + epsilon), slightly below 1"
+    assert note.latex() == r"variance $\frac{\sigma^{2}}{\epsilon + \sigma^{2}}$, slightly below 1"
+    with pytest.raises(SeqgradValueError):
+        Prose("`import os`")
+
+    entry = catalogue.get("layernorm-jacobian-intermediates")
+    assert entry.source == "seed 000 L971-975; chain rule over mu, sigma**2, s" and "`" not in entry.source
+    assert latexdoc.source_tex(entry.source, Notation()) == \
+        r"week06 \S{}Block:971-975; chain rule over $\mu$, $\sigma^{2}$, $s$"
+    assert str(catalogue.get("attention-gradients").scope) == "all T, d, d_k, d_v >= 1"
+    assert "| all T, d, d_k, d_v >= 1 |" in catalogue.markdown() and "`sigma**2`" not in catalogue.markdown()
+    assert main(["identities", "--json", "--only", "softmax-sums-to-one"]) == 0
+    listed, = json.loads(capsys.readouterr().out)["entries"]
+    assert listed["scope"] == "all n >= 1" and listed["source"] == "seed 000 L700 (every row of A sums to 1)"
+
+
+def test_every_scope_and_source_reads_and_no_heading_holds_ascii_math():
+    from crosscheck import latexdoc
+    from derive import catalogue
+
+    for e in catalogue.entries():
+        head = latexdoc.source_tex(e.source, Notation()) + "; " + e.scope.latex()
+        words = re.sub(r"\$[^$]*\$", "", head)  # what is set as text, outside the formulas
+        assert not re.search(r">=|<=|\^|\\textasciicircum|\\textgreater|\\textless|\bsqrt\(|\*\*", words), (e.name, head)
