@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
+import derive.prose as prose_module
 import derive.term_order as term_order_module
 import seqgrad.sources as sources_module
 from derive import gated, rnn
@@ -22,7 +23,7 @@ from seqgrad.sources import TEXTS, cite, markdown, normalize
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("module", [term_order_module, sources_module], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [term_order_module, prose_module, sources_module], ids=lambda m: m.__name__)
 def test_module_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
