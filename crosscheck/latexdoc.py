@@ -198,7 +198,7 @@ def check_status(pattern: str, b: Build, results: list | None = None) -> str:
 
     results = run_pattern(pattern, b) if results is None else results
     marks = {"pass": "verified", "fail": "\\textbf{FAILED}", "error": "\\textbf{ERROR}", "skip": "skipped"}
-    rows = [[code(r.name), text(_seed_line(r.source)), b.notation.number(fmt_error(r.max_abs_error)),
+    rows = [[code(r.name), source_tex(r.source, b.notation), b.notation.number(fmt_error(r.max_abs_error)),
              b.notation.number(fmt_error(r.max_rel_error)), marks[r.status]] for r in results]
     passed = sum(r.status == "pass" for r in results)
     return (f"{passed} of {len(results)} checks verified on {text(b.device)} in float64.\n\n"
@@ -457,9 +457,9 @@ def _positional(b: Build) -> str:
 def source_tex(source: str, notation: Notation) -> str:
     """A source in the one citation style with the formulas of its note typeset (written in backquotes, read by
     :class:`derive.prose.Prose`): ``week06 §Block:981 (variance $\\frac{\\sigma^{2}}{\\epsilon + \\sigma^{2}}$, ...)``."""
-    from derive.prose import Prose
+    from derive.prose import cited
 
-    return Prose(_seed_line(getattr(source, "recorded", source))).latex(notation)
+    return cited(source, notation)
 
 
 def _seed_line(source: str) -> str:

@@ -36,7 +36,7 @@ import sympy as sp
 
 from seqgrad.errors import SeqgradValueError
 
-__all__ = ["Prose", "scope", "Sizes"]
+__all__ = ["Prose", "scope", "cited", "Sizes"]
 
 
 class Sizes(sp.Tuple):
@@ -93,6 +93,14 @@ class Prose(str):
 
     def __reduce__(self):  # pickled (worker processes) as its recorded text
         return (_rebuild, (str(self), self.parts))
+
+
+def cited(source: str, notation=None) -> str:
+    """LaTeX of a source (a :class:`Prose` or plain text): its references in the one citation style
+    (:func:`seqgrad.sources.normalize`), the formulas of its note typeset."""
+    from seqgrad.sources import normalize
+
+    return Prose(normalize(getattr(source, "recorded", source))).latex(notation)
 
 
 def _printer(notation):
