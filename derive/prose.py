@@ -91,8 +91,8 @@ class Prose(str):
         notation = Notation() if notation is None else notation
         return "".join(tex_escape(p) if isinstance(p, str) else f"${_printer(notation).doprint(p)}$" for p in self.parts)
 
-    def __reduce__(self):  # pickled (worker processes) as its recorded text
-        return (_rebuild, (str(self), self.parts))
+    def __reduce__(self):  # pickled (worker processes, check results) with its parts and the text as written
+        return (_rebuild, (str(self), self.parts, self.recorded))
 
 
 def cited(source: str, notation=None) -> str:
@@ -113,9 +113,9 @@ def _printer(notation):
     return NotationPrinter(own)
 
 
-def _rebuild(text: str, parts: tuple) -> Prose:
+def _rebuild(text: str, parts: tuple, recorded: str) -> Prose:
     self = str.__new__(Prose, text)
-    self.parts = parts
+    self.parts, self.recorded = parts, recorded
     return self
 
 

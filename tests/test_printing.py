@@ -311,3 +311,15 @@ def test_every_scope_and_source_reads_and_no_heading_holds_ascii_math():
         head = latexdoc.source_tex(e.source, Notation()) + "; " + e.scope.latex()
         words = re.sub(r"\$[^$]*\$", "", head)  # what is set as text, outside the formulas
         assert not re.search(r">=|<=|\^|\\textasciicircum|\\textgreater|\\textless|\bsqrt\(|\*\*", words), (e.name, head)
+
+
+def test_prose_survives_pickling_with_its_formulas():
+    """Check results cross process boundaries (seqgrad check --jobs, seqgrad latex --jobs) with their sources."""
+    import pickle
+
+    from derive.prose import Prose, cited
+
+    note = Prose("seed 000 L981 (variance `sigma**2/(sigma**2 + epsilon)`)")
+    copy = pickle.loads(pickle.dumps(note))
+    assert copy == note and copy.recorded == note.recorded and cited(copy) == cited(note)
+    assert cited(copy) == r"week06 \S{}Block:981 (variance $\frac{\sigma^{2}}{\epsilon + \sigma^{2}}$)"
