@@ -49,6 +49,14 @@ def text(s: str) -> str:
     return tex_escape(s)
 
 
+def words(s: str, notation: Notation | None = None) -> str:
+    """Words with formulas in backquotes (``"for symbolic `pos` and `k`"``), the formulas typeset by the notation's
+    printer (:class:`derive.prose.Prose`), never hand-written math."""
+    from derive.prose import Prose
+
+    return Prose(s).latex(notation)
+
+
 def code(name: str) -> str:
     """A name in typewriter type that may break after ``-``, ``_``, ``.`` or ``:`` (a long check name in a
     narrow column would otherwise run into the next one).
@@ -389,17 +397,17 @@ def _residual(b: Build) -> str:
     def verdict(name: str, proved: str) -> str:
         """The catalogue entry's proof (run once in the document: its identity paragraph below reuses it)."""
         proof = prove_within(catalogue.get(name), b.proof_seconds)
-        return proved if proof is not None and proof.holds else "\\textbf{NOT proved}"
+        return words(proved, b.notation) if proof is not None and proof.holds else "\\textbf{NOT proved}"
 
     parts = []
     for placement in residual.ResidualJacobian.PLACEMENTS:
         jac = residual.ResidualJacobian(d=2, placement=placement)
         parts.append(_derivation(f"A residual wrapping, {placement}", jac.latex(b.notation),
-                                 verdict(f"residual-{placement}", "proved exactly for a generic branch and every $d$")))
+                                 verdict(f"residual-{placement}", "proved exactly for a generic branch and every `d`")))
     parts.append(_derivation("The pre-norm block (seed 000 L946)", residual.EncoderBlock(T=2, D=2).latex(b.notation)))
     depth = residual.DepthProduct(L=3, d=2)
     parts.append(_derivation("A stack of three residual layers is a sum over paths", depth.latex(b.notation),
-                             verdict("residual-depth-expansion", "proved exactly, $d = 2$")))
+                             verdict("residual-depth-expansion", "proved exactly, `d = 2`")))
     parts.append(_catalogue_section(["derive.layernorm", "derive.residual"])(b))
     parts.append(b.figures("depth"))
     return "\n\n".join(p for p in parts if p)
@@ -446,7 +454,7 @@ def _positional(b: Build) -> str:
         report = shift.prove()
         verdict = "proved exactly" if report.holds else "\\textbf{NOT proved}"
         where = inline(sp.Eq(sp.Symbol("d"), d, evaluate=False), b.notation)
-        parts.append(f"\\paragraph{{The shift identity, {where}}} ({verdict} for symbolic $pos$ and $k$.)\n"
+        parts.append(f"\\paragraph{{The shift identity, {where}}} ({verdict} {words('for symbolic `pos` and `k`.', b.notation)})\n"
                      f"{shift.latex(b.notation)}\n"
                      "\\begin{center}\n" + tabular(["statement", "", "verdict"], shift_report_rows(report, b.notation),
                                                     "l" + ragged("6cm") + "l") + "\n\\end{center}")
