@@ -247,11 +247,15 @@ def _encoder(b: Build) -> str:
 
 
 def _catalogue_section(modules: Sequence[str]) -> Callable[[Build], str]:
+    """The identities the catalogue has from ``modules`` (``derive.positional``, ...), in catalogue order within
+    each: the entries :func:`derive.catalogue.entries` built once (before the workers fork, when the checks are
+    loaded), not a second copy of each."""
     def build(b: Build) -> str:
-        identities = []
-        for name in modules:
-            identities += importlib.import_module(name).identities()
-        return identity_status(identities, b)
+        from derive import catalogue
+
+        families = [name.rsplit(".", 1)[-1] for name in modules]
+        every = catalogue.entries()
+        return identity_status([e for family in families for e in every if e.family == family], b)
 
     return build
 
