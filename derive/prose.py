@@ -56,11 +56,13 @@ _GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "eps", "zeta", "eta", "t
           "xi", "pi", "rho", "sigma", "tau", "phi", "chi", "psi", "omega"}
 
 
-def _is_symbol_name(name: str) -> bool:
-    """A word that names a symbol when it stands alone in a scope: one letter, a name with a subscript, a Greek
-    letter, or one of the text's named symbols (``pos``, ``yhat``, ...)."""
+def _is_symbol_name(name: str, alone: bool = False) -> bool:
+    """A word that names a symbol in a scope: one letter, a name with a subscript, a Greek letter, or one of the
+    text's named symbols (``pos``, ``yhat``, ...); standing ``alone`` (not in a relation), ``a`` is the article."""
     from .latex_settings import TEXTBOOK_LETTERS
 
+    if alone and name == "a":
+        return False
     return len(name) == 1 or "_" in name or name in _GREEK or name in TEXTBOOK_LETTERS
 
 
@@ -144,12 +146,15 @@ def _read(text: str, sizes: bool) -> list[tuple]:
             i += 1
         elif sizes and kind == "name" and _is_symbol_name(s):
             j, chain = _relation(tokens, i)
-            if chain is None:
-                parts.append((sp.Symbol(s), s))
-                i += 1
-            else:
+            if chain is not None:
                 parts.append((chain, "".join(t for _, t in tokens[i:j])))
                 i = j
+                continue
+            if _is_symbol_name(s, alone=True):
+                parts.append((sp.Symbol(s), s))
+            else:
+                word(s)
+            i += 1
         else:
             word(s)
             i += 1

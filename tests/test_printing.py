@@ -284,6 +284,7 @@ def test_scopes_and_source_formulas_are_typeset_by_the_printer_and_plain_in_text
         r"all $H_{o}, W_{o}, k \geq 1$ and every stride $s$ (symbolic sizes)"
     assert scope("instance L = 4, d = 2, symbolic lambda").latex() == r"instance $L = 4$, $d = 2$, symbolic $\lambda$"
     assert scope("instance T = 2, D = 2, generic MHA and MLP").latex() == r"instance $T = 2$, $D = 2$, generic MHA and MLP"
+    assert scope("all T, d, a, b >= 1 for a branch F").latex() == r"all $T, d, a, b \geq 1$ for a branch $F$"
     renamed = Notation(symbol_names={"d_k": r"d_{\mathrm{key}}"})
     assert scope("all d_k >= 1").latex(renamed) == r"all $d_{\mathrm{key}} \geq 1$" and renamed.unused_renames() == []
     note = Prose("variance `sigma**2/(sigma**2 + epsilon)`, slightly below 1")
