@@ -257,6 +257,13 @@ def test_path_sums_print_by_path_length_and_attention_in_q_k_v_order():
     assert str(post["dH"]) == "dH = dZ + dQ*W_Q + dK*W_K + dV*W_V"  # the shortcut's gradient, then the branch's
     assert str(post["Y_1"]) == "Y_1 = (1*gamma_1) ∘ xhat_1 + 1*beta_1"  # LayerNorm's shift last, as a bias
     assert NotationPrinter(Notation(bold=False)).doprint(post["dH"].value) == "dZ + dQ W_{Q} + dK W_{K} + dV W_{V}"
+    from derive import catalogue  # the same statements as `seqgrad identities --latex` prints them
+
+    assert catalogue.get("residual-post-norm-block-program").math().endswith(
+        r"= \mathbf{dZ} + \mathbf{dQ} \mathbf{W}_{Q} + \mathbf{dK} \mathbf{W}_{K} + \mathbf{dV} \mathbf{W}_{V}")
+    assert catalogue.get("residual-depth-expansion").math().endswith(
+        r"= \mathbf{I} + \mathbf{J}_{1} + \mathbf{J}_{2} + \mathbf{J}_{3} + \mathbf{J}_{2} \mathbf{J}_{1} + \mathbf{J}_{3} \mathbf{J}_{1}"
+        r" + \mathbf{J}_{3} \mathbf{J}_{2} + \mathbf{J}_{3} \mathbf{J}_{2} \mathbf{J}_{1}")
 
 
 def test_an_affine_map_keeps_its_offset_last():
