@@ -37,6 +37,7 @@ Nothing is evaluated, so the value is unchanged:
 
 from __future__ import annotations
 
+import functools
 import re
 
 import sympy as sp
@@ -157,6 +158,11 @@ def textbook_order(expr):
         return expr
     if isinstance(expr, (sp.Symbol, sp.MatrixSymbol)):
         return expr
+    return _ordered(expr)
+
+
+@functools.lru_cache(maxsize=8192)  # a display prints each row whole and again piece by piece while it lays it out
+def _ordered(expr):
     args = [textbook_order(a) for a in expr.args]
     if getattr(expr, "written_order", False):  # a sum a rule wrote in the text's order (derive.rules.Written) keeps it
         return expr.func(*args, evaluate=False)
