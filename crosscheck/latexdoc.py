@@ -253,9 +253,14 @@ def _catalogue_section(modules: Sequence[str]) -> Callable[[Build], str]:
     def build(b: Build) -> str:
         from derive import catalogue
 
-        families = [name.rsplit(".", 1)[-1] for name in modules]
         every = catalogue.entries()
-        return identity_status([e for family in families for e in every if e.family == family], b)
+        chosen = []
+        for name in modules:
+            family = [e for e in every if e.family == name.rsplit(".", 1)[-1]]
+            if not family:
+                raise SectionUnavailable(name, f"identities of {name} in derive.catalogue.entries()")
+            chosen += family
+        return identity_status(chosen, b)
 
     return build
 
