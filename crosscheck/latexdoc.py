@@ -439,13 +439,14 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
         (sp.Eq(Rt(k) * R(k), I, evaluate=False), "", report.orthogonal),
         (sp.Eq(det(R(k)), 1, evaluate=False), "", report.determinant_one),
         (sp.Eq(R(a) * R(b_), R(a + b_), evaluate=False), "", report.composition),
-        (sp.Eq(sp.Derivative(R(k), pos), 0, evaluate=False), "$R(k)$ does not depend on the position", report.pos_independent),
+        (sp.Eq(sp.Derivative(R(k), pos), 0, evaluate=False), words("`R(k)` does not depend on the position", notation),
+         report.pos_independent),
     ]
     if report.unpaired is not None:
         j = report.unpaired
         PEj = sp.Function(f"PE_{j}", commutative=False)
         statements.append((sp.Ne(PEj(pos + k), alpha(k) * PEj(pos), evaluate=False),
-                           f"coordinate {j} is an unpaired sine: no rotation, and no scalar $\\alpha(k)$ shifts it",
+                           words(f"coordinate {j} is an unpaired sine: no rotation, and no scalar `alpha(k)` shifts it", notation),
                            report.unpaired_no_scalar))
     return [[inline(st, notation), note, "holds" if ok else "\\textbf{fails}"] for st, note, ok in statements]
 

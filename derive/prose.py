@@ -204,11 +204,13 @@ def _value(s: str):
 
 def _formula(source: str, text: str):
     """A backquoted formula, read by the one safe parser: an expression or a relation (``gamma = 1``); its names are
-    the formula's symbols, and a capitalised name applied to an argument is an unnamed map (``Layer(Norm(x))``)."""
-    from .safe_parse import parse_expression
+    the formula's symbols, and a name applied to an argument that is not one of the parser's functions is an unnamed
+    map (``Layer(Norm(x))``, ``alpha(k)``)."""
+    from .safe_parse import CONSTANTS, FUNCTIONS, VECTOR_FUNCTIONS, parse_expression
 
-    calls = set(re.findall(r"([A-Z][A-Za-z0-9_]*)\s*\(", source))
-    names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", source)) - calls - {"sqrt", "exp", "log", "sin", "cos", "tanh", "pi", "E"}
+    known = set(FUNCTIONS) | set(VECTOR_FUNCTIONS) | set(CONSTANTS)
+    calls = set(re.findall(r"([A-Za-z][A-Za-z0-9_]*)\s*\(", source)) - known
+    names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", source)) - calls - known
     sides = re.split(r"\s*(>=|<=|!=|=|<|>)\s*", source)
     try:
         formula = parse_expression(sides[0], variables=sorted(names), functions={f: sp.Function(f) for f in calls},
