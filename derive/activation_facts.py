@@ -43,7 +43,7 @@ from seqgrad import runcache, validate
 
 from . import activations
 
-__all__ = ["Fact", "Proof", "FACTS", "NAMES", "get", "gamma", "z", "w"]
+__all__ = ["Fact", "Proof", "FACTS", "NAMES", "get", "gamma", "slope_maximum", "z", "w"]
 
 z = sp.Symbol("z", real=True)
 w = sp.Symbol("w", real=True)
@@ -118,6 +118,7 @@ def _limit(expr, point):
     return sp.limit(sp.trigsimp(expr), z, point)
 
 
+@runcache.memo  # the slope facts and the claims' providers (slope_maximum) ask for the same suprema
 def _sup_over_reals(f) -> tuple:
     """``sup_z f(z)`` over the reals of a smooth ``f``, exactly: a supremum is attained at a critical point
     (``f'(z) = 0``, solved by ``solveset``) or approached as ``z -> ±oo``; returns the sup and the critical
@@ -127,6 +128,13 @@ def _sup_over_reals(f) -> tuple:
         return None, critical
     candidates = [sp.simplify(f.subs(z, c)) for c in critical] + [_limit(f, sp.oo), _limit(f, -sp.oo)]
     return sp.Max(*candidates), critical
+
+
+def slope_maximum(activation: str) -> sp.Expr:
+    """``max_z phi'(z)`` over the reals for tanh and the sigmoid, exactly, from the critical points of ``phi'`` and
+    its limits at ±oo (:func:`_sup_over_reals`; once per run: :mod:`seqgrad.runcache`); None when SymPy cannot decide."""
+    name = validate.choice("activation", activation, ("tanh", "sigmoid"))
+    return _sup_over_reals(sp.diff(sp.tanh(z) if name == "tanh" else _sigma_exp, z))[0]
 
 
 @runcache.memo  # the Pascanu and Hochreiter facts reuse this proof

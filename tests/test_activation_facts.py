@@ -82,3 +82,12 @@ def test_sup_over_the_reals_from_critical_points_and_limits():
     assert _sup_over_reals(sp.tanh(z)) == (1, sp.S.EmptySet)  # never attained: the limit at +oo
     assert _sup_over_reals(sp.exp(-z ** 2) / 2 - 1)[0] == -sp.Rational(1, 2)
     assert _sup_over_reals(sp.sin(z))[0] is None  # infinitely many critical points: no verdict
+
+
+def test_slope_maximum_is_the_facts_supremum_and_refuses_other_activations():
+    from derive.activation_facts import slope_maximum
+    from seqgrad.errors import SeqgradValueError
+
+    assert slope_maximum("sigmoid") == sp.Rational(1, 4) and slope_maximum("tanh") == 1
+    with pytest.raises(SeqgradValueError):
+        slope_maximum("relu")
