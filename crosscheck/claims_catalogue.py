@@ -144,16 +144,13 @@ _VAR = f"(h0**2 + h1**2 + h2**2 + h3**2 + h4**2)/5 - ({_MEAN})**2"
 # ---------------------------------------------------------------------------
 # providers
 
-@lru_cache(maxsize=1)
 def sigmoid_slope_maximum() -> sympy.Expr:
-    """max over real z of sigma(z)(1 - sigma(z)), by SymPy (exact): the slope at its only critical point.  That
-    point is a strict local maximum (the second derivative there is negative), and a differentiable function on
-    the real line with a single critical point that is a strict local maximum has its global maximum there."""
-    z = sympy.Symbol("z", real=True)
-    slope = sympy.diff(1 / (1 + sympy.exp(-z)), z)
-    (critical,) = sympy.solve(sympy.diff(slope, z), z)
-    assert sympy.diff(slope, z, 2).subs(z, critical) < 0
-    return sympy.simplify(slope.subs(z, critical))
+    """max over real z of sigma(z)(1 - sigma(z)), by SymPy (exact): the largest value of the slope at its critical
+    points and in its limits at ±oo (:func:`derive.activation_facts.slope_maximum`, the proof of the slope facts,
+    computed once per run)."""
+    from derive.activation_facts import slope_maximum
+
+    return slope_maximum("sigmoid")
 
 
 @lru_cache(maxsize=1)

@@ -15,7 +15,7 @@ def decoder_section(b) -> str:
     from derive import decoder as dd
     from derive.program import latex_aligned
 
-    from .latexdoc import _catalogue_section, _derivation, checks_or_note, text
+    from .latexdoc import _catalogue_section, _derivation, checks_or_note, text, words
 
     holds = all(dd.DecoderBlock(norm_first=nf).causal_proof()[0] for nf in (True, False))
     leaks = not dd.DecoderBlock(causal=False).causal_proof()[0]
@@ -24,7 +24,8 @@ def decoder_section(b) -> str:
                             (sp.Symbol("P_{stack}^{N=6}"), dd.task29()["decoder_stack"])])
     parts = [_derivation("Cross-attention: queries from the decoder, keys and values from the memory Z", dd.CrossAttention(2, 2, 1, 1).latex(b.notation)),
              _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
-                         "output row $i$ depends on no target row $j > i$: proved for pre- and post-norm" if holds else "\\textbf{NOT proved}"),
+                         words("output row `i` depends on no target row `j > i`: proved for pre- and post-norm", b.notation)
+                         if holds else "\\textbf{NOT proved}"),
              text("Without the mask every output row depends on every target row" + (" (shown)." if leaks else " (NOT shown).")),
              _derivation("Parameter counts (with biases and three LayerNorms; task 29 without)", counts),
              _catalogue_section(["derive.decoder"])(b),

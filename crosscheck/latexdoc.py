@@ -49,14 +49,12 @@ def text(s: str) -> str:
     return tex_escape(s)
 
 
-_RELATIONS = {">=": "≥", "<=": "≤", "!=": "≠"}
+def words(s: str, notation: Notation | None = None) -> str:
+    """Words with formulas in backquotes (``"for symbolic `pos` and `k`"``), the formulas typeset by the notation's
+    printer (:class:`derive.prose.Prose`), never hand-written math."""
+    from derive.prose import Prose
 
-
-def prose(s: str) -> str:
-    """Words for the notes (a scope such as ``all n >= 1``): ``>=``, ``<=`` and ``!=`` as the signs, then :func:`text`."""
-    for ascii_, sign in _RELATIONS.items():
-        s = s.replace(ascii_, sign)
-    return text(s)
+    return Prose(s).latex(notation)
 
 
 def code(name: str) -> str:
@@ -159,6 +157,7 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     import sympy as sp
 
     from derive.latex_layout import inline, relation, tabular
+    from derive.prose import scope
 
     rows, statements = [], []
     for entry in identities:
@@ -167,12 +166,13 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
             status = f"not proved within {b.proof_seconds:g} s here (run \\texttt{{seqgrad identities}})"
         else:
             status = ("proved" if proof.holds else "\\textbf{NOT proved}") + f" ({text(entry.method)})"
-        rows.append([code(entry.name), text(_seed_line(entry.source)), status])
+        source = source_tex(entry.source, b.notation)
+        rows.append([code(entry.name), source, status])
         statement = entry.statement()
         body = b.notation.latex(statement)
         # the heading names the entry and says where it comes from and for which sizes it holds; the formula itself is
         # the typeset display below it (the title is an ASCII sentence for terminals, never set in the notes)
-        head = f"\\paragraph{{{code(entry.name)}}} {text(_seed_line(entry.source))}; {prose(entry.scope)}."
+        head = f"\\paragraph{{{code(entry.name)}}} {source}; {scope(entry.scope).latex(b.notation)}."
         trivial = getattr(statement, "lhs", None) is not None and statement.lhs == statement.rhs and not statement.free_symbols
         if trivial:  # both sides evaluate to the same number ("4 = 4"): the title states it; a display would not
             statements.append(f"{head} (Both sides evaluate to {inline(statement.lhs, b.notation)}.)")
@@ -206,7 +206,7 @@ def check_status(pattern: str, b: Build, results: list | None = None) -> str:
 
     results = run_pattern(pattern, b) if results is None else results
     marks = {"pass": "verified", "fail": "\\textbf{FAILED}", "error": "\\textbf{ERROR}", "skip": "skipped"}
-    rows = [[code(r.name), text(_seed_line(r.source)), b.notation.number(fmt_error(r.max_abs_error)),
+    rows = [[code(r.name), source_tex(r.source, b.notation), b.notation.number(fmt_error(r.max_abs_error)),
              b.notation.number(fmt_error(r.max_rel_error)), marks[r.status]] for r in results]
     passed = sum(r.status == "pass" for r in results)
     return (f"{passed} of {len(results)} checks verified on {text(b.device)} in float64.\n\n"
@@ -247,11 +247,20 @@ def _encoder(b: Build) -> str:
 
 
 def _catalogue_section(modules: Sequence[str]) -> Callable[[Build], str]:
+    """The identities the catalogue has from ``modules`` (``derive.positional``, ...), in catalogue order within
+    each: the entries :func:`derive.catalogue.entries` built once (before the workers fork, when the checks are
+    loaded), not a second copy of each."""
     def build(b: Build) -> str:
-        identities = []
+        from derive import catalogue
+
+        every = catalogue.entries()
+        chosen = []
         for name in modules:
-            identities += importlib.import_module(name).identities()
-        return identity_status(identities, b)
+            family = [e for e in every if e.family == name.rsplit(".", 1)[-1]]
+            if not family:
+                raise SectionUnavailable(name, f"identities of {name} in derive.catalogue.entries()")
+            chosen += family
+        return identity_status(chosen, b)
 
     return build
 
@@ -392,20 +401,22 @@ def _attention(b: Build) -> str:
 def _residual(b: Build) -> str:
     """Residual Jacobians (plain, pre-norm, post-norm) proved now, the pre-norm block's Jacobian, the depth
     product expanded into paths, then every LayerNorm and residual identity's status."""
-    import sympy as sp
+    from derive import catalogue, residual
 
-    from derive import residual
+    def verdict(name: str, proved: str) -> str:
+        """The catalogue entry's proof (run once in the document: its identity paragraph below reuses it)."""
+        proof = prove_within(catalogue.get(name), b.proof_seconds)
+        return words(proved, b.notation) if proof is not None and proof.holds else "\\textbf{NOT proved}"
 
     parts = []
     for placement in residual.ResidualJacobian.PLACEMENTS:
         jac = residual.ResidualJacobian(d=2, placement=placement)
-        verdict = "proved exactly for a generic branch, $d = 2$" if jac.prove() else "\\textbf{NOT proved}"
-        parts.append(_derivation(f"A residual wrapping, {placement}", jac.latex(b.notation), verdict))
+        parts.append(_derivation(f"A residual wrapping, {placement}", jac.latex(b.notation),
+                                 verdict(f"residual-{placement}", "proved exactly for a generic branch and every `d`")))
     parts.append(_derivation("The pre-norm block (seed 000 L946)", residual.EncoderBlock(T=2, D=2).latex(b.notation)))
     depth = residual.DepthProduct(L=3, d=2)
-    holds = all(sp.expand(e) == 0 for e in (depth.product() - depth.expansion()))
     parts.append(_derivation("A stack of three residual layers is a sum over paths", depth.latex(b.notation),
-                             "proved exactly, $d = 2$" if holds else "\\textbf{NOT proved}"))
+                             verdict("residual-depth-expansion", "proved exactly, `d = 2`")))
     parts.append(_catalogue_section(["derive.layernorm", "derive.residual"])(b))
     parts.append(b.figures("depth"))
     return "\n\n".join(p for p in parts if p)
@@ -428,13 +439,14 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
         (sp.Eq(Rt(k) * R(k), I, evaluate=False), "", report.orthogonal),
         (sp.Eq(det(R(k)), 1, evaluate=False), "", report.determinant_one),
         (sp.Eq(R(a) * R(b_), R(a + b_), evaluate=False), "", report.composition),
-        (sp.Eq(sp.Derivative(R(k), pos), 0, evaluate=False), "$R(k)$ does not depend on the position", report.pos_independent),
+        (sp.Eq(sp.Derivative(R(k), pos), 0, evaluate=False), words("`R(k)` does not depend on the position", notation),
+         report.pos_independent),
     ]
     if report.unpaired is not None:
         j = report.unpaired
         PEj = sp.Function(f"PE_{j}", commutative=False)
         statements.append((sp.Ne(PEj(pos + k), alpha(k) * PEj(pos), evaluate=False),
-                           f"coordinate {j} is an unpaired sine: no rotation, and no scalar $\\alpha(k)$ shifts it",
+                           words(f"coordinate {j} is an unpaired sine: no rotation, and no scalar `alpha(k)` shifts it", notation),
                            report.unpaired_no_scalar))
     return [[inline(st, notation), note, "holds" if ok else "\\textbf{fails}"] for st, note, ok in statements]
 
@@ -452,12 +464,20 @@ def _positional(b: Build) -> str:
         report = shift.prove()
         verdict = "proved exactly" if report.holds else "\\textbf{NOT proved}"
         where = inline(sp.Eq(sp.Symbol("d"), d, evaluate=False), b.notation)
-        parts.append(f"\\paragraph{{The shift identity, {where}}} ({verdict} for symbolic $pos$ and $k$.)\n"
+        parts.append(f"\\paragraph{{The shift identity, {where}}} ({verdict} {words('for symbolic `pos` and `k`.', b.notation)})\n"
                      f"{shift.latex(b.notation)}\n"
                      "\\begin{center}\n" + tabular(["statement", "", "verdict"], shift_report_rows(report, b.notation),
                                                     "l" + ragged("6cm") + "l") + "\n\\end{center}")
     parts.append(_catalogue_section(["derive.positional"])(b))
     return "\n\n".join(parts)
+
+
+def source_tex(source: str, notation: Notation) -> str:
+    """A source in the one citation style with the formulas of its note typeset (written in backquotes, read by
+    :class:`derive.prose.Prose`): ``week06 §Block:981 (variance $\\frac{\\sigma^{2}}{\\epsilon + \\sigma^{2}}$, ...)``."""
+    from derive.prose import cited
+
+    return cited(source, notation)
 
 
 def _seed_line(source: str) -> str:

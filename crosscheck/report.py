@@ -170,13 +170,14 @@ def latex_figures(figures: list[str]) -> str:
 
 
 def latex_table(results: list[Result]) -> str:
-    """Every check: name, source (one citation style), largest errors, result; a longtable over pages."""
-    from seqgrad.sources import normalize
+    """Every check: name, source (one citation style, the formulas of its note typeset), largest errors, result;
+    a longtable over pages."""
+    from derive.prose import cited
 
     from .latexdoc import code
 
     rows = "\n".join(
-        f"{code(r.name)} & {tex_escape(normalize(r.source))} & {fmt_error(r.max_abs_error)} & {tex_escape(relative_cell(r))} & {r.status} \\\\"
+        f"{code(r.name)} & {cited(r.source)} & {fmt_error(r.max_abs_error)} & {tex_escape(relative_cell(r))} & {r.status} \\\\"
         for r in results
     )
     return ("{\\small\n\\begin{longtable}{>{\\raggedright\\arraybackslash}p{5.2cm}>{\\raggedright\\arraybackslash}p{4.6cm}llr}\n"

@@ -522,7 +522,7 @@ def identities() -> list[Identity]:
         return g.reshape(g.rows * g.cols, 1)
 
     for name, mask, text, source in (
-        ("attention-gradients", None, "", "seed 000 L747 (S, A, O); derived backward pass"),
+        ("attention-gradients", None, "", "seed 000 L747 (`S`, `A`, `O`); derived backward pass"),
         ("attention-gradients-causal", True, " with the causal mask", "seed 000 L784-799 (causal mask before the softmax)"),
     ):
         @lru_cache(None)
@@ -650,7 +650,7 @@ def identities() -> list[Identity]:
         return [var - dk, var / dk - 1]
 
     out.append(Identity(
-        "attention-dot-variance", "seed 003 ('division by sqrt(d_k) keeps the variance near one'); seed 000 L667-694",
+        "attention-dot-variance", "seed 003 ('division by `sqrt(d_k)` keeps the variance near one'); seed 000 L667-694",
         "Var(q . k) = d_k and Var(q . k / sqrt(d_k)) = 1 for independent zero-mean unit-variance coordinates, every d_k",
         sp.Tuple(Var(dot), Var(dot / sp.sqrt(dk))), sp.Tuple(dk, sp.Integer(1)), "simplify",
         index_proof(variance_residual, "E[q_a q_b] = E[k_a k_b] = delta_ab, E[q_a] = 0, q independent of k"),

@@ -93,7 +93,7 @@ def identities() -> list[Identity]:
     out = []
     at_equal = attention_params(d_model, h, bias=False)
     out.append(Identity(
-        "count-attention", "seed 001 l.77 (4 x 262144 = 1048576 at d_model = 512)",
+        "count-attention", "seed 001 l.77 (4 times 262,144 = 1,048,576 at `d_model = 512`)",
         "attention parameters without biases, d_k = d_v = d_model / h: 4 d_model^2; 1,048,576 at d_model = 512",
         sp.Matrix([at_equal, at_equal.subs(d_model, 512)]), sp.Matrix([4 * d_model ** 2, 1048576]), "simplify",
         proof_by(lambda: sp.Matrix([at_equal - 4 * d_model ** 2, at_equal.subs(d_model, 512) - 1048576]), sp.expand, "expand"),
@@ -111,7 +111,7 @@ def identities() -> list[Identity]:
         scope="all d_model, d_ff >= 1 (symbolic); the numbers at 512 / 2048", assumptions=("no biases",)))
     layer = encoder_layer_params(bias=False, norms=False).subs(d_ff, 4 * d_model)
     out.append(Identity(
-        "count-layer", "seed 001 l.242 (task 23: 12 d_model^2 per layer), l.150 (3,145,728; x 6 = 18,874,368)",
+        "count-layer", "seed 001 l.242 (task 23: `12*d_model**2` per layer), l.150 (3,145,728; times 6: 18,874,368)",
         "per layer at d_ff = 4 d_model without biases or norms: 12 d_model^2; 3,145,728 at 512 and 18,874,368 for N = 6",
         sp.Matrix([layer, layer.subs(d_model, 512), 6 * layer.subs(d_model, 512)]), sp.Matrix([12 * d_model ** 2, 3145728, 18874368]),
         "simplify", proof_by(lambda: sp.Matrix([layer - 12 * d_model ** 2, layer.subs(d_model, 512) - 3145728,
@@ -120,7 +120,7 @@ def identities() -> list[Identity]:
         scope="all d_model >= 1 (symbolic); the numbers at 512, N = 6", assumptions=("no biases or norms", "d_ff = 4 d_model")))
     ratio = sp.cancel(recurrent_cost() / self_attention_cost())
     out.append(Identity(
-        "count-cost-crossover", "seed 001 l.31-43 (O(n^2 d) vs O(n d^2); n = 100, d = 512: 5,120,000 vs 26,214,400)",
+        "count-cost-crossover", "seed 001 l.31-43 (`O(n**2*d)` vs `O(n*d**2)`; `n = 100`, `d = 512`: 5,120,000 vs 26,214,400)",
         "recurrent / attention cost = d / n, so attention costs more exactly when n > d; 5,120,000 and 26,214,400 at n = 100, d = 512",
         sp.Matrix([ratio, self_attention_cost().subs({n: 100, d: 512}), recurrent_cost().subs({n: 100, d: 512})]),
         sp.Matrix([d / n, 5120000, 26214400]), "simplify",

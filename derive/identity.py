@@ -3,7 +3,8 @@
 An entry (:class:`Identity`) has a ``name``, the ``source`` it comes from (seed
 file and line or section), its ``scope`` (the sizes it is proved for: ``"all n >= 1"``
 for a statement proved at symbolic size in index notation, ``"instance d = 2"`` where
-only an instance is stated or provable) and its ``assumptions``, the statement as SymPy objects (``lhs`` and ``rhs``;
+only an instance is stated or provable; a :class:`derive.prose.Prose`, plain text whose sizes and
+relations the notes typeset) and its ``assumptions``, the statement as SymPy objects (``lhs`` and ``rhs``;
 ``relation`` is ``"="`` or, for a documented failure, ``"!="``), an exact proof
 method and a numeric check:
 
@@ -119,7 +120,11 @@ class Identity(Derivation):
     family: str = ""  # the module of derive that states it (positional, attention, ...), set by catalogue.entries()
 
     def __post_init__(self):
+        from .prose import Prose, scope
+
         self.assumptions = tuple(self.assumptions)
+        self.source = Prose(self.source)  # plain text; the notes typeset the formulas written in backquotes
+        self.scope = scope(self.scope)  # the recorded text, its sizes and relations read as formulas (derive.prose)
         if self.method not in METHODS:
             raise SeqgradValueError("method", self.method, "one of " + ", ".join(METHODS))
         if self.method == "numeric" and not self.reason:

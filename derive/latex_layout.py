@@ -141,7 +141,7 @@ class _Piece:
 def _pieces(expr, p: NotationPrinter, width: int, depth: int = 0) -> list[_Piece]:
     """``expr`` (already in the text's order) as pieces with the allowed breaks between them."""
     text = p._print(expr)
-    if visual_width(text) <= width or expr.is_Atom:
+    if visual_width(text) <= width or not isinstance(expr, sp.Basic) or expr.is_Atom:  # an explicit matrix: whole
         return [_Piece(text)]
     if isinstance(expr, (sp.Add, sp.MatAdd)):
         out: list[_Piece] = []

@@ -251,7 +251,7 @@ def identities() -> list[Identity]:
         symbols_note="Numeric evidence: the direct 3 x 3 Jacobian of the fully substituted LN against the closed form."))
     ln8 = LayerNorm(8)
     out.append(Identity(
-        "layernorm-jacobian-intermediates", "seed 000 L971-975; chain rule over mu, sigma^2, s",
+        "layernorm-jacobian-intermediates", "seed 000 L971-975; chain rule over `mu`, `sigma**2`, `s`",
         "the Jacobian by the chain rule over named intermediates equals the closed form (d = 8)",
         lambda: ln8.derive().J, lambda: ln8.derive().closed, "simplify",
         lambda: Proof(ln8.derive().holds, "simplification to zero (name the radical, cancel) over intermediates", sp.Integer(0)),
@@ -270,7 +270,7 @@ def identities() -> list[Identity]:
     ln4 = LayerNorm(4, gamma=[1] * 4, beta=[0] * 4)
     mean4 = sp.Add(*ln4.y) / 4
     out.append(Identity(
-        "layernorm-mean-zero", "seed 000 L979-981 (gamma = 1, beta = 0: mean 0)", "mean_i x̂_i = 0 (LN with gamma = 1, beta = 0), every d",
+        "layernorm-mean-zero", "seed 000 L979-981 (`gamma = 1`, `beta = 0`: mean 0)", "mean_i x̂_i = 0 (LN with gamma = 1, beta = 0), every d",
         sp.Sum(xhat[i], (i, 0, d - 1)) / d, sp.Integer(0), "simplify",
         index_proof(lambda: _expand(sp.Sum(xhat[i], (i, 0, d - 1)) / d), "sum_i (x_i - mu) = 0"),
         lambda rng: numeric_sides(mean4, sp.Integer(0), rng, positive=[EPS]), simplifier="index notation, symbolic d",
@@ -278,7 +278,7 @@ def identities() -> list[Identity]:
     var_out = sp.Add(*[e ** 2 for e in ln4.y]) / 4
     target4 = ln4.var / (ln4.var + EPS)
     out.append(Identity(
-        "layernorm-variance", "seed 000 L981 (variance sigma^2 / (sigma^2 + eps), slightly below 1)",
+        "layernorm-variance", "seed 000 L981 (variance `sigma**2/(sigma**2 + epsilon)`, slightly below 1)",
         "mean_i x̂_i^2 = v / (v + eps), v the population variance of the row: slightly below 1, every d",
         sp.Sum(xhat[i] ** 2, (i, 0, d - 1)) / d, v / (v + EPS), "simplify",
         index_proof(lambda: _expand(sp.Sum(xhat[i] ** 2, (i, 0, d - 1)) / d - v / (v + EPS)), "v = mean_k (x_k - mu)^2"),
@@ -288,7 +288,7 @@ def identities() -> list[Identity]:
     const = LayerNorm(5, h=[a_] * 5)
     constant_row = lambda: ln_entry(i).replace(lambda e: isinstance(e, sp.Indexed) and e.base == x, lambda e: a_)
     out.append(Identity(
-        "layernorm-constant-row", "seed 000 L981 (a constant row maps to beta)", "LN(a, a, ..., a)_i = beta_i for eps > 0, every d",
+        "layernorm-constant-row", "seed 000 L981 (a constant row maps to `beta`)", "LN(a, a, ..., a)_i = beta_i for eps > 0, every d",
         sp.Subs(gamma[i] * (x[i] - mu) / sigma + beta[i], x[k], a_), beta[i], "simplify",
         index_proof(lambda: constant_row() - beta[i], "every x_k = a: mu = a, x̂ = 0 / sqrt(eps)"),
         lambda rng: numeric_sides(const.y, sp.Matrix(const.beta), rng, positive=[EPS]), simplifier="index notation, symbolic d",

@@ -404,7 +404,7 @@ def identities() -> list[Identity]:
     pe5 = Sinusoidal(5)
     w4 = pe5.omega(4)
     out.append(Identity(
-        "pe-unpaired-no-scalar", "seed 000 L544 (d=5: coordinate 4 has no pair relation)",
+        "pe-unpaired-no-scalar", "seed 000 L544 (`d = 5`: coordinate 4 has no pair relation)",
         "odd d: no scalar a(k) gives PE(pos+k, 4) = a(k) PE(pos, 4); at pos=0 it would need sin(k w_4) = 0",
         sp.sin(k * w4), sp.Integer(0), "counterexample",
         lambda: Proof(NoScalarShift(pe5).holds, "counterexample at pos = 0, k = 1", sp.sin(w4), "sin(w_4) > 0 since 0 < w_4 < pi"),
@@ -423,7 +423,7 @@ def identities() -> list[Identity]:
     for d in (8, 64):
         norm = lru_cache(None)(lambda d=d: dot_product(Sinusoidal(d), pos, pos))
         out.append(Identity(
-            f"pe-norm-d{d}", "derived (seed 001 l.95: every pair is (sin, cos) of one angle)",
+            f"pe-norm-d{d}", "derived (seed 001 l.95: every pair is the sine and the cosine of one angle)",
             f"||PE(pos)||^2 = d/2 for even d = {d}", norm, sp.Rational(d, 2), "simplify",
             lambda norm=norm, d=d: proof_by(lambda: norm() - sp.Rational(d, 2), pythagorean, "Pythagorean reduction")(),
             lambda rng, norm=norm, d=d: numeric_sides(norm(), sp.Rational(d, 2), rng, low=-100, high=100),
@@ -455,7 +455,7 @@ def identities() -> list[Identity]:
                      "d = 2m coordinates in m (sin, cos) pairs")
 
     out.append(Identity(
-        "pe-norm", "derived (seed 001 l.95: every pair is (sin, cos) of one angle)",
+        "pe-norm", "derived (seed 001 l.95: every pair is the sine and the cosine of one angle)",
         "||PE(pos)||^2 = sum_{i<m} (sin^2(pos w_i) + cos^2(pos w_i)) = m = d/2 for every even d = 2m, any frequencies",
         norm_sum, m_, "simplify", norm_proof,
         lambda rng: numeric_sides(dot_product(Sinusoidal(8), pos, pos), sp.Integer(4), rng, low=-100, high=100),
@@ -479,7 +479,7 @@ def identities() -> list[Identity]:
         return Proof(holds, "simplification to zero (periodicity of sin)", residual, "and lambda_31 < 10000 * 2 pi")
 
     out.append(Identity(
-        "pe-wavelength", "seed 001 l.306 (wavelengths from 2 pi to about 10000 * 2 pi)",
+        "pe-wavelength", "seed 001 l.306 (wavelengths from `2*pi` to about `10000*2*pi`)",
         "PE(pos + lambda_i, 2i) = PE(pos, 2i) for lambda_i = 2 pi 10000^(2i/d); lambda_0 = 2 pi; lambda_31 < 10000 * 2 pi (d=64)",
         lambda: wave()[2], lambda: wave()[3], "simplify", periodic,
         lambda rng: numeric_sides(wave()[2], wave()[3], rng, low=-100, high=100), simplifier="periodicity of sin", scope="instance d = 64", assumptions=("pos real", "base 10000"),

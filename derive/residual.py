@@ -385,7 +385,7 @@ def identities() -> list[Identity]:
     out = []
     rj_cache = lru_cache(None)(ResidualJacobian)  # shared by the entries of one placement (the proof and the block program's evidence)
     for placement, source in (("plain", "seed 001 l.152 ('+1' in the derivative); seed 000 L1191"),
-                              ("pre-norm", "seed 000 L1183; seed 001 l.130 (y = x + Layer(Norm(x)))"),
+                              ("pre-norm", "seed 000 L1183; seed 001 l.130 (`y = x + Layer(Norm(x))`)"),
                               ("post-norm", "seed 000 L1185; seed 001 l.136-138")):
         rj = lambda placement=placement: rj_cache(2, placement)
         formula = {"plain": "I + J_F", "pre-norm": "I + J_F J_LN", "post-norm": "J_LN (I + J_F)"}[placement]
@@ -403,7 +403,7 @@ def identities() -> list[Identity]:
                          "numeric evidence: concrete branches at d = 2 against central differences."))
     block = lru_cache(None)(lambda: EncoderBlock(2, 2))
     out.append(Identity(
-        "residual-encoder-block", "seed 000 L946 (pre-norm block; the second bypass carries U), L1191",
+        "residual-encoder-block", "seed 000 L946 (pre-norm block; the second bypass carries `U`), L1191",
         "dH'/dH = (I + J_MLP J_LN2)(I + J_MHA J_LN1) for the whole pre-norm block (generic MHA and MLP, T = 2, D = 2)",
         lambda: sp.Matrix.vstack(block().dU, block().dOut), lambda: sp.Matrix.vstack(block().closed_1, block().closed_2), "simplify",
         lambda: proof_by(block().residual, chain_rule_zero, "chain rule over the intermediate U, expand")(),
@@ -438,7 +438,7 @@ def identities() -> list[Identity]:
                          "crosscheck's transformer.block_programs compares the compiled program with torch autograd."))
     dp = DepthProduct(3, 2)
     out.append(Identity(
-        "residual-depth-expansion", "seed 001 l.152 (N layers); He et al. 2016 (identity mappings)",
+        "residual-depth-expansion", "seed 001 l.152 (`N` layers); He et al. 2016 (identity mappings)",
         "prod_{l=3..1}(I + J_l) = I + sum_l J_l + sum_{l>m} J_l J_m + J_3 J_2 J_1 (d = 2)",
         dp.product, dp.expansion, "simplify", proof_by(lambda: dp.product() - dp.expansion(), sp.expand, "expand"),
         lambda rng: numeric_sides(dp.product(), dp.expansion(), rng), simplifier="expand", scope="instance L = 3, d = 2",

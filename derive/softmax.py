@@ -130,7 +130,7 @@ def identities() -> list[Identity]:
         assumptions=("z real",), symbols_note="Numeric evidence: the direct 3 x 3 Jacobian against diag(a) - a a^T at random points."))
     zero_rows = sp.Sum(a[i] * (sp.KroneckerDelta(i, j) - a[j]), (j, 0, n - 1))
     out.append(Identity(
-        "softmax-jacobian-rows-sum-to-zero", "seed 000 L700 (rows of A sum to 1, so the Jacobian's rows sum to 0)",
+        "softmax-jacobian-rows-sum-to-zero", "seed 000 L700 (rows of `A` sum to 1, so the Jacobian's rows sum to 0)",
         "sum_j d a_i / d z_j = 0: the softmax Jacobian's rows sum to zero, every n",
         zero_rows, sp.Integer(0), "simplify",
         index_proof(lambda: sp.Sum(sp.diff(softmax_entry(i), z[j]), (j, 0, n - 1)), "the derivative of sum_j a_j = 1"),
@@ -158,7 +158,7 @@ def identities() -> list[Identity]:
         symbols_note="Numeric evidence: the literal max-subtracted form with Max at n = 3."))
     total = sp.Add(*softmax(z4))
     out.append(Identity(
-        "softmax-sums-to-one", "seed 000 L700 (every row of A sums to 1)", "sum_i softmax(z)_i = 1, every n",
+        "softmax-sums-to-one", "seed 000 L700 (every row of `A` sums to 1)", "sum_i softmax(z)_i = 1, every n",
         sp.Sum(a[i], (i, 0, n - 1)), sp.Integer(1), "simplify",
         index_proof(lambda: sp.Sum(softmax_entry(i), (i, 0, n - 1)) - 1, "sum_i exp(z_i) / sum_k exp(z_k)"),
         lambda rng: numeric_sides(total, sp.Integer(1), rng, low=-5, high=5), simplifier="index notation, symbolic n",

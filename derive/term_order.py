@@ -6,7 +6,14 @@ writes ``z_t = w_x x_t + w_h h_{t-1}`` and ``L = (yhat - y)^2/2``:
 
 * in a sum, the positive terms come first (``yhat - y``, ``1 - h^2``), then the
   input term, the recurrent term, the other terms and a bias last, indices in
-  counting order (``g_2`` before ``g_10``);
+  counting order (``g_2`` before ``g_10``), a variable before a function of it
+  (``x + F(x)``);
+* in a sum of vectors or matrices (``MatAdd``, or non-commuting symbols), the
+  shorter path comes first: the shortcut before the branch (``y = h + F(h)``,
+  ``U = H + MHA(X)``, ``dH = dZ + dQ W_Q + ...``), the identity before the
+  paths through one layer, then two (``I + J_1 + J_2 + J_2 J_1``); a bias
+  still last; among paths of one length, the scalar order above, and Q before
+  K before V (the text's order of attention's three maps);
 * a sum that carries its own order (``written_order``, e.g. the LayerNorm rule's
   ``dx̂ - mean(dx̂) - x̂ ∘ mean(dx̂ ∘ x̂)``) keeps it;
 * in a product, a number first, then a sensitivity (``g``, ``e``, ``delta``),
@@ -30,6 +37,7 @@ Nothing is evaluated, so the value is unchanged:
 
 from __future__ import annotations
 
+import functools
 import re
 
 import sympy as sp
@@ -42,7 +50,7 @@ _SENSITIVITY = {"g", "e", "delta", "G", "E"}
 _WEIGHT = {"w", "W"}
 _INPUT = {"x", "X", "pos"}
 _STATE = {"h", "H", "c", "C", "s", "S"}
-_BIAS = {"b"}
+_BIAS = {"b", "beta"}  # a bias; LayerNorm's shift beta
 
 
 def base_letter(symbol) -> str:
@@ -57,7 +65,10 @@ def _natural(expr) -> list:
 
 
 def _symbols(expr) -> list:
-    return [s for s in getattr(expr, "free_symbols", ()) if isinstance(s, (sp.Symbol, sp.MatrixSymbol))]
+    """The named quantities in ``expr``: its symbols, not the integer sizes and indices (``T``, ``d``, ``i``)
+    that shapes and subscripts bring in."""
+    return [s for s in getattr(expr, "free_symbols", ()) if isinstance(s, sp.MatrixSymbol)
+            or (isinstance(s, sp.Symbol) and not s.is_integer)]
 
 
 def _term_key(term):
@@ -73,7 +84,51 @@ def _term_key(term):
         role = 2
     else:
         role = 3
-    return (negative, role, _index(term, _INPUT if role == 1 else _STATE if role == 2 else ()), _natural(term))
+    index = _index(term, _INPUT if role == 1 else _STATE if role == 2 else ())
+    return (negative, role, index, isinstance(term, sp.Function), _natural(term))
+
+
+def _matrix_term_key(term):
+    """A term of a sum of vectors or matrices: sign, bias last, then the path's length (the shortcut ``h``
+    before the branch ``F(h)``), then the scalar order (:func:`_term_key`) with Q, K, V in the text's order."""
+    negative, role, index, _, natural = _term_key(term)
+    return (negative, _offset(term), _path_length(term), role, index, _qkv(term), natural)
+
+
+def _offset(term) -> bool:
+    """A bias, or a bracketed sum holding one (the ``W_2 b_1 + b_2`` of an affine map): written last."""
+    if isinstance(term, (sp.Add, sp.MatAdd)):
+        return any(_offset(a) for a in term.args)
+    return _term_key(term)[1] == 4
+
+
+def _path_length(term) -> int:
+    """How many maps a term passes through: a symbol (or ``I``) 1, a product the sum of its non-scalar factors,
+    a function application (a branch, ``F(h)``, ``MHA(X)``) one more than its argument."""
+    if isinstance(term, (sp.Symbol, sp.MatrixSymbol, sp.Identity)) or term.is_Number:
+        return 0 if term.is_Number else 1
+    if isinstance(term, (sp.Transpose, sp.Inverse)) or (term.is_Pow and term.exp.is_Number):
+        return _path_length(term.args[0])
+    if isinstance(term, (sp.Mul, sp.MatMul, sp.HadamardProduct)):
+        return sum(_path_length(a) for a in term.args if not a.is_Number) or 1
+    if isinstance(term, (sp.Add, sp.MatAdd)):
+        return max((_path_length(a) for a in term.args), default=1)
+    if isinstance(term, sp.Function) or getattr(term, "is_Function", False):
+        return 1 + max((_path_length(a) for a in term.args), default=0)
+    return 1
+
+
+_QKV = re.compile(r"(?<![A-Za-z])d?([QKV])(?![A-Za-z])|_\{?([QKV])\b")
+
+
+def _qkv(term) -> int:
+    """0, 1, 2 for a term about the queries, keys or values (``dQ W_Q``), 3 otherwise."""
+    found = ["QKV".index(m.group(1) or m.group(2)) for s in _symbols(term) for m in [_QKV.search(s.name)] if m]
+    return min(found) if found else 3
+
+
+def _vector_sum(expr) -> bool:
+    return isinstance(expr, sp.MatAdd) or (isinstance(expr, sp.Add) and not expr.is_commutative)
 
 
 def _index(term, bases) -> int:
@@ -103,11 +158,16 @@ def textbook_order(expr):
         return expr
     if isinstance(expr, (sp.Symbol, sp.MatrixSymbol)):
         return expr
+    return _ordered(expr)
+
+
+@functools.lru_cache(maxsize=8192)  # a display prints each row whole and again piece by piece while it lays it out
+def _ordered(expr):
     args = [textbook_order(a) for a in expr.args]
     if getattr(expr, "written_order", False):  # a sum a rule wrote in the text's order (derive.rules.Written) keeps it
         return expr.func(*args, evaluate=False)
-    if isinstance(expr, sp.MatAdd):
-        return sp.MatAdd(*sorted(args, key=_term_key), evaluate=False)
+    if _vector_sum(expr):
+        return expr.func(*sorted(args, key=_matrix_term_key), evaluate=False)
     if isinstance(expr, (sp.MatMul, sp.HadamardProduct)):
         return expr.func(*args, evaluate=False)
     if isinstance(expr, sp.Add):

@@ -72,3 +72,22 @@ def test_unknown_fact_name():
         af.get("relu_prime_max")
     with pytest.raises(SeqgradValueError, match="activation"):
         af.gamma("relu")
+
+
+def test_sup_over_the_reals_from_critical_points_and_limits():
+    """The maxima of the slope facts: a critical point's value, a limit at ±oo, or no verdict."""
+    from derive.activation_facts import _sup_over_reals, z
+
+    assert _sup_over_reals(3 - (z - 1) ** 2) == (3, sp.FiniteSet(1))
+    assert _sup_over_reals(sp.tanh(z)) == (1, sp.S.EmptySet)  # never attained: the limit at +oo
+    assert _sup_over_reals(sp.exp(-z ** 2) / 2 - 1)[0] == -sp.Rational(1, 2)
+    assert _sup_over_reals(sp.sin(z))[0] is None  # infinitely many critical points: no verdict
+
+
+def test_slope_maximum_is_the_facts_supremum_and_refuses_other_activations():
+    from derive.activation_facts import slope_maximum
+    from seqgrad.errors import SeqgradValueError
+
+    assert slope_maximum("sigmoid") == sp.Rational(1, 4) and slope_maximum("tanh") == 1
+    with pytest.raises(SeqgradValueError):
+        slope_maximum("relu")

@@ -69,3 +69,12 @@ def test_masked_cross_attention_backward_equals_differentiation():
     for name in ("X", "Z", "W_Q", "W_K", "W_V"):
         residual = back[name] - head.gradient_by_differentiation(name)
         assert all(rational_zero(e) == 0 for e in residual), name
+
+
+def test_cross_attention_latex_prints_the_explicit_matrices(capsys):
+    """``seqgrad derive decoder --part cross --latex`` printed an internal error (an explicit matrix reached the line breaker)."""
+    from crosscheck.cli import main
+
+    assert main(["derive", "decoder", "--part", "cross", "--latex"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("\\begin{align*}") and out.rstrip().endswith("\\end{align*}") and "dW_{V}" in out

@@ -4,11 +4,13 @@ notation settings that hold everywhere, citations, figure captions."""
 from __future__ import annotations
 
 import doctest
+import re
 from pathlib import Path
 
 import pytest
 import sympy as sp
 
+import derive.prose as prose_module
 import derive.term_order as term_order_module
 import seqgrad.sources as sources_module
 from derive import gated, rnn
@@ -21,7 +23,7 @@ from seqgrad.sources import TEXTS, cite, markdown, normalize
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("module", [term_order_module, sources_module], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [term_order_module, prose_module, sources_module], ids=lambda m: m.__name__)
 def test_module_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
@@ -204,7 +206,8 @@ def test_identity_headings_are_names_and_words_the_statement_typeset():
     for entry, head in zip(entries, heads):
         assert head.startswith(f"\\paragraph{{{latexdoc.code(entry.name)}}}")
         assert latexdoc.text(entry.title) not in tex and "\\textasciicircum" not in head and "\\textgreater" not in head
-    assert "$\\ge$ 1" in heads[0]  # the scope 'all n >= 1' in words, the sign typeset
+    assert heads[0].endswith("all $n \\geq 1$.")  # the scope 'all n >= 1': its relation typeset by the printer
+    assert "($d = 5$: coordinate 4" in heads[1] and "counterexample $d = 5$ (every odd $d$ has one unpaired sine)." in heads[1]
     assert tex.count("\\begin{align*}") == 3  # each statement a display, through the printer
     assert "\\delta_{i j}" in tex and "\\neq 0" in tex
 
@@ -223,3 +226,108 @@ def test_frequencies_print_as_omega_with_their_definition():
     for name in ("pe-unpaired-no-scalar", "pe-dot-offset-d6", "pe-dot-offset-d8", "pe-wavelength"):
         tex = catalogue.get(name).latex()
         assert r"{\omega}_{" in tex and "\\sqrt[" not in tex and "10^{" not in tex and "{10}" not in tex, name
+
+
+def test_vector_sums_print_the_shortcut_first_in_text_pretty_and_latex():
+    """y = h + F(h) (seed 000 L1183-1191: the shortcut, then the branch), in every printer."""
+    from derive.decoder import DecoderBlock
+    from derive.residual import DepthProduct, EncoderBlock, ResidualJacobian
+
+    values = {p: ResidualJacobian(2, p).rows()[0][1] for p in ResidualJacobian.PLACEMENTS}
+    assert [sstr(values[p]) for p in ResidualJacobian.PLACEMENTS] == ["h + F(h)", "h + F(LN(h))", "LN(h + F(h))"]
+    assert pretty(values["pre-norm"]) == "h + F(LN(h))"
+    assert r"\mathbf{y} &= \mathbf{h} + F{\left(\operatorname{LN}{\left(\mathbf{h} \right)} \right)}" in \
+        " ".join(ResidualJacobian(2, "pre-norm").latex().split())
+    assert r"\operatorname{LN}{\left(\mathbf{h} + F{\left(\mathbf{h} \right)} \right)}" in ResidualJacobian(2, "post-norm").latex()
+    block = {sstr(lhs): sstr(rhs) for lhs, rhs, *_ in EncoderBlock(2, 2).rows()}
+    assert block["U"] == "H + MHA(X)" and block["H'"] == "U + MLP(R)"
+    decoder = [sstr(row[1]) for row in DecoderBlock().rows()]
+    assert decoder == ["H + MHA_self(LN_1(H), M)", "U_1 + MHA_cross(LN_2(U_1), Z)", "U_2 + MLP(LN_3(U_2))"]
+    assert r"\mathbf{U}_{1} + \operatorname{MHA}_{cross}" in DecoderBlock().latex()
+
+
+def test_path_sums_print_by_path_length_and_attention_in_q_k_v_order():
+    from derive import blocks
+    from derive.residual import DepthProduct
+
+    paths = DepthProduct(3, 2).rows()[0][1]
+    assert sstr(paths) == "I + J_1 + J_2 + J_3 + J_2*J_1 + J_3*J_1 + J_3*J_2 + J_3*J_2*J_1"  # He et al.: I + Σ J_l + Σ J_l J_m + ...
+    assert pretty(paths) == "I + J₁ + J₂ + J₃ + J₂ J₁ + J₃ J₁ + J₃ J₂ + J₃ J₂ J₁"
+    post = blocks.block_program("post-norm").program
+    assert str(post["dH"]) == "dH = dZ + dQ*W_Q + dK*W_K + dV*W_V"  # the shortcut's gradient, then the branch's
+    assert str(post["Y_1"]) == "Y_1 = (1*gamma_1) ∘ xhat_1 + 1*beta_1"  # LayerNorm's shift last, as a bias
+    assert NotationPrinter(Notation(bold=False)).doprint(post["dH"].value) == "dZ + dQ W_{Q} + dK W_{K} + dV W_{V}"
+    from derive import catalogue  # the same statements as `seqgrad identities --latex` prints them
+
+    assert catalogue.get("residual-post-norm-block-program").math().endswith(
+        r"= \mathbf{dZ} + \mathbf{dQ} \mathbf{W}_{Q} + \mathbf{dK} \mathbf{W}_{K} + \mathbf{dV} \mathbf{W}_{V}")
+    assert catalogue.get("residual-depth-expansion").math().endswith(
+        r"= \mathbf{I} + \mathbf{J}_{1} + \mathbf{J}_{2} + \mathbf{J}_{3} + \mathbf{J}_{2} \mathbf{J}_{1} + \mathbf{J}_{3} \mathbf{J}_{1}"
+        r" + \mathbf{J}_{3} \mathbf{J}_{2} + \mathbf{J}_{3} \mathbf{J}_{2} \mathbf{J}_{1}")
+
+
+def test_an_affine_map_keeps_its_offset_last():
+    from derive.residual import _mlp_formula
+
+    lhs, rhs = _mlp_formula()
+    assert sstr(lhs) == "W_2*(W_1*x + b_1) + b_2" and sstr(rhs) == "(W_2*W_1)*x + (W_2*b_1 + b_2)"
+
+
+def test_scopes_and_source_formulas_are_typeset_by_the_printer_and_plain_in_text(capsys):
+    """Issue 13: a heading's scope and the formulas of its source are math, printed with the notation;
+    str(), the catalogue page and `seqgrad identities --json` keep the recorded plain text."""
+    import json
+
+    from crosscheck import latexdoc
+    from crosscheck.cli import main
+    from derive import catalogue
+    from derive.prose import Prose, scope
+
+    assert scope("all T, d, d_k, d_v >= 1").latex() == r"all $T, d, d_{k}, d_{v} \geq 1$"
+    assert scope("all even d = 2m >= 2").latex() == r"all even $d = 2 m \geq 2$"
+    assert scope("all even d (every pair), symbolic w, pos, k").latex() == \
+        r"all even $d$ (every pair), symbolic $w$, $\mathrm{pos}$, $k$"
+    assert scope("all H_o, W_o, k >= 1 and every stride s (symbolic sizes)").latex() == \
+        r"all $H_{o}, W_{o}, k \geq 1$ and every stride $s$ (symbolic sizes)"
+    assert scope("instance L = 4, d = 2, symbolic lambda").latex() == r"instance $L = 4$, $d = 2$, symbolic $\lambda$"
+    assert scope("instance T = 2, D = 2, generic MHA and MLP").latex() == r"instance $T = 2$, $D = 2$, generic MHA and MLP"
+    assert scope("all T, d, a, b >= 1 for a branch F").latex() == r"all $T, d, a, b \geq 1$ for a branch $F$"
+    renamed = Notation(symbol_names={"d_k": r"d_{\mathrm{key}}"})
+    assert scope("all d_k >= 1").latex(renamed) == r"all $d_{\mathrm{key}} \geq 1$" and renamed.unused_renames() == []
+    note = Prose("variance `sigma**2/(sigma**2 + epsilon)`, slightly below 1")
+    assert str(note) == "variance sigma**2/(sigma**2 + epsilon), slightly below 1"
+    assert note.latex() == r"variance $\frac{\sigma^{2}}{\epsilon + \sigma^{2}}$, slightly below 1"
+    with pytest.raises(SeqgradValueError):
+        Prose("`import os`")
+
+    entry = catalogue.get("layernorm-jacobian-intermediates")
+    assert entry.source == "seed 000 L971-975; chain rule over mu, sigma**2, s" and "`" not in entry.source
+    assert latexdoc.source_tex(entry.source, Notation()) == \
+        r"week06 \S{}Block:971-975; chain rule over $\mu$, $\sigma^{2}$, $s$"
+    assert str(catalogue.get("attention-gradients").scope) == "all T, d, d_k, d_v >= 1"
+    assert "| all T, d, d_k, d_v >= 1 |" in catalogue.markdown() and "`sigma**2`" not in catalogue.markdown()
+    assert main(["identities", "--json", "--only", "softmax-sums-to-one"]) == 0
+    listed, = json.loads(capsys.readouterr().out)["entries"]
+    assert listed["scope"] == "all n >= 1" and listed["source"] == "seed 000 L700 (every row of A sums to 1)"
+
+
+def test_every_scope_and_source_reads_and_no_heading_holds_ascii_math():
+    from crosscheck import latexdoc
+    from derive import catalogue
+
+    for e in catalogue.entries():
+        head = latexdoc.source_tex(e.source, Notation()) + "; " + e.scope.latex()
+        words = re.sub(r"\$[^$]*\$", "", head)  # what is set as text, outside the formulas
+        assert not re.search(r">=|<=|\^|\\textasciicircum|\\textgreater|\\textless|\bsqrt\(|\*\*", words), (e.name, head)
+
+
+def test_prose_survives_pickling_with_its_formulas():
+    """Check results cross process boundaries (seqgrad check --jobs, seqgrad latex --jobs) with their sources."""
+    import pickle
+
+    from derive.prose import Prose, cited
+
+    note = Prose("seed 000 L981 (variance `sigma**2/(sigma**2 + epsilon)`)")
+    copy = pickle.loads(pickle.dumps(note))
+    assert copy == note and copy.recorded == note.recorded and cited(copy) == cited(note)
+    assert cited(copy) == r"week06 \S{}Block:981 (variance $\frac{\sigma^{2}}{\epsilon + \sigma^{2}}$)"

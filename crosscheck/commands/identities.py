@@ -12,7 +12,7 @@ def register(sub) -> None:
     p.add_argument("--only", metavar="PATTERN", help="verify only entries whose name matches (glob or substring)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--latex", action="store_true", help="print each statement as a LaTeX display (align*, amsmath), "
-                   "each result as a % comment above it: the output pastes into a document body")
+                   "each result as a %% comment above it: the output pastes into a document body")
     p.add_argument("--list", action="store_true", help="list the entries without verifying them")
     p.set_defaults(handler=run)
 
