@@ -370,16 +370,21 @@ def _lesson_example(steps: int, seed: int, dtype):
     src = torch.tensor(src_vocab.encode("I love ML"))
     tgt = torch.tensor(tgt_vocab.ids(["<start>"] + tokenize("Я люблю МО") + ["<end>"]))
     model = EncoderDecoder.random(src_vocab.K, tgt_vocab.K, 16, 2, 32, 1, start=0, end=1, seed=seed, dtype=dtype)
-    opt = Adam(model.parameters(), lr=0.02)
-    losses = []
     with one_thread():  # tiny tensors: intra-op threads only add synchronisation
-        for _ in range(steps):
-            opt.zero_grad()
-            loss = model.teacher_forcing_loss(src, tgt)
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
+        losses = teacher_forcing_steps(model, src, tgt, Adam(model.parameters(), lr=0.02), steps)
     return model, src_vocab, tgt_vocab, losses
+
+
+def teacher_forcing_steps(model: "EncoderDecoder", src: torch.Tensor, tgt: torch.Tensor, optimizer, steps: int) -> list[float]:
+    """``steps`` updates of ``optimizer`` (``zero_grad``/``step``) on the teacher-forcing loss of one pair; the losses."""
+    losses = []
+    for _ in range(validate.integer("steps", steps, minimum=1)):
+        optimizer.zero_grad()
+        loss = model.teacher_forcing_loss(src, tgt)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
 
 
 def describe(generation: Generation, vocab) -> list[str]:

@@ -6,7 +6,7 @@ import sys
 import pytest
 import torch
 
-from numeric.decoder import EncoderDecoder
+from numeric.decoder import EncoderDecoder, teacher_forcing_steps
 from numeric.optim import Adam
 from seqgrad.errors import SeqgradValueError
 
@@ -14,14 +14,7 @@ from seqgrad.errors import SeqgradValueError
 def _train(make_optimizer, steps: int = 25):
     model = EncoderDecoder.random(5, 6, 8, 2, 16, 1, start=0, end=1, seed=3, dtype=torch.float64)
     src, tgt = torch.tensor([2, 3, 4]), torch.tensor([0, 2, 3, 4, 1])
-    opt = make_optimizer(model.parameters())
-    losses = []
-    for _ in range(steps):
-        opt.zero_grad()
-        loss = model.teacher_forcing_loss(src, tgt)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    losses = teacher_forcing_steps(model, src, tgt, make_optimizer(model.parameters()), steps)
     return losses, [p.detach().clone() for p in model.parameters()]
 
 
