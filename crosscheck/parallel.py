@@ -205,11 +205,7 @@ class _Pool:
             conn.send(None)
         except OSError:
             pass
-        conn.close()
-        process.join(timeout=5)
-        if process.is_alive():
-            process.kill()
-            process.join()
+        _end(process, conn)
         return self._start()
 
     def _close(self) -> None:
@@ -217,12 +213,17 @@ class _Pool:
             if i is not None and process.is_alive():  # interrupted mid-task: stop it now
                 process.terminate()
         for process, (conn, _) in self.busy.items():
-            process.join(timeout=5)
-            if process.is_alive():
-                process.kill()
-                process.join()
-            conn.close()
+            _end(process, conn)
         self.busy.clear()
+
+
+def _end(process, conn) -> None:
+    """Wait for a worker that was told to stop (or terminated), killing it after 5 s; close its pipe."""
+    process.join(timeout=5)
+    if process.is_alive():
+        process.kill()
+        process.join()
+    conn.close()
 
 
 def _raise_eof():
