@@ -204,12 +204,9 @@ def evaluate(exprs: Sequence, values: dict) -> list[float]:
     return compile_numeric(exprs, sorted(values, key=lambda s: s.name))(values)
 
 
-def mpmath_lambdify(args, expr) -> Callable:
-    """``expr`` as a function of ``args`` evaluated with ``mpmath`` for the numeric checks, returning what
-    ``sympy.lambdify(args, expr, "mpmath")`` returns, through a tape (:func:`derive.tape.mpmath_function`: every
-    shared subexpression evaluated once, no code printed and compiled).  Implemented functions
-    (``implemented_function``, the concrete branches of the residual checks) call their implementation."""
-    return mpmath_function(args, expr)
+#: ``expr`` as a function of ``args`` evaluated with ``mpmath`` for the numeric checks, returning what
+#: ``sympy.lambdify(args, expr, "mpmath")`` returns, through a tape (:func:`derive.tape.mpmath_function`)
+mpmath_lambdify = mpmath_function
 
 
 def compile_numeric(exprs: Sequence, symbols: Sequence) -> Callable[[dict], list[float]]:

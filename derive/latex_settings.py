@@ -42,7 +42,7 @@ TEXTBOOK_LETTERS: Mapping[str, str] = MappingProxyType({
     "pos": r"\mathrm{pos}",
 })
 
-_GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "iota", "kappa",
+GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "iota", "kappa",
           "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "upsilon", "phi", "varphi", "chi", "psi", "omega"}
 
 
@@ -224,7 +224,7 @@ class NotationPrinter(LatexPrinter):
             n._used.add(base)
         glyph = n.letters[base] if base in n.letters else translate(base)  # SymPy's greek letters, hat, ...
         if style == "bold" or (n.bold and (expr.name in n.vectors or base in n.vectors)):
-            glyph = (r"\boldsymbol{%s}" if base.lower() in _GREEK else r"\mathbf{%s}") % glyph
+            glyph = (r"\boldsymbol{%s}" if base.lower() in GREEK else r"\mathbf{%s}") % glyph
         index = translate if n.greek_indices else str
         if supers:
             glyph += "^{%s}" % " ".join(index(s) for s in supers)

@@ -52,18 +52,16 @@ class Sizes(sp.Tuple):
 _RELATIONS = {"=": sp.Eq, ">=": sp.GreaterThan, "<=": sp.LessThan, "!=": sp.Ne, ">": sp.StrictGreaterThan, "<": sp.StrictLessThan}
 _TOKEN = re.compile(r"(?P<quoted>`[^`]*`)|(?P<name>[A-Za-z]+(?:_[A-Za-z0-9]+)*)|(?P<number>\d+(?:\.\d+)?)(?P<factor>[A-Za-z](?![A-Za-z0-9_]))?"
                     r"|(?P<rel>>=|<=|!=|=|<|>)|(?P<comma>,)|(?P<space>\s+)|(?P<other>.)")
-_GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "eps", "zeta", "eta", "theta", "kappa", "lambda", "mu", "nu",
-          "xi", "pi", "rho", "sigma", "tau", "phi", "chi", "psi", "omega"}
 
 
 def _is_symbol_name(name: str, alone: bool = False) -> bool:
     """A word that names a symbol in a scope: one letter, a name with a subscript, a Greek letter, or one of the
     text's named symbols (``pos``, ``yhat``, ...); standing ``alone`` (not in a relation), ``a`` is the article."""
-    from .latex_settings import TEXTBOOK_LETTERS
+    from .latex_settings import GREEK, TEXTBOOK_LETTERS
 
     if alone and name == "a":
         return False
-    return len(name) == 1 or "_" in name or name in _GREEK or name in TEXTBOOK_LETTERS
+    return len(name) == 1 or "_" in name or name in GREEK or name == "eps" or name in TEXTBOOK_LETTERS
 
 
 class Prose(str):
@@ -78,6 +76,7 @@ class Prose(str):
             return text
         if not isinstance(text, str):
             raise SeqgradValueError("text", text, "words as a string, formulas in backquotes")
+        text = getattr(text, "recorded", text)  # a Prose read again: from the text as written, backquotes kept
         parts = _read(text, sizes)
         self = super().__new__(cls, "".join(recorded for _, recorded in parts))
         self.parts = tuple(p for p, _ in parts)

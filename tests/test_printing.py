@@ -331,3 +331,11 @@ def test_prose_survives_pickling_with_its_formulas():
     copy = pickle.loads(pickle.dumps(note))
     assert copy == note and copy.recorded == note.recorded and cited(copy) == cited(note)
     assert cited(copy) == r"week06 \S{}Block:981 (variance $\frac{\sigma^{2}}{\epsilon + \sigma^{2}}$)"
+
+
+def test_a_scope_read_again_keeps_its_formulas():
+    from derive.prose import scope
+
+    once = scope("all `sigma**2` > 0, d >= 1")
+    assert scope(once).latex() == once.latex() and str(scope(once)) == str(once)
+    assert r"\sigma^{2}" in once.latex()
