@@ -23,6 +23,7 @@ refused that lambdify accepts.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable, Sequence
 
 import sympy as sp
@@ -72,18 +73,20 @@ def _constant(node):
     raise Unsupported(node)
 
 
-def _power(exponent):
-    """The step of ``base ** exponent``: an integer power exactly, square roots by ``sqrt``, else ``power``."""
+def _power(node) -> tuple[Callable, tuple]:
+    """The step of ``base ** exponent`` and the nodes it reads: an integer power exactly and square roots by
+    ``sqrt`` (reading the base alone), else ``power`` (reading base and exponent)."""
     import mpmath
 
+    exponent = node.exp
     if exponent.is_Integer:
         n = int(exponent)
-        return lambda xs: xs[0] ** n
+        return (lambda xs: xs[0] ** n), (node.base,)
     if exponent == sp.S.Half:
-        return lambda xs: mpmath.sqrt(xs[0])
+        return (lambda xs: mpmath.sqrt(xs[0])), (node.base,)
     if exponent == -sp.S.Half:
-        return lambda xs: 1 / mpmath.sqrt(xs[0])
-    return lambda xs: mpmath.power(xs[0], xs[1])
+        return (lambda xs: 1 / mpmath.sqrt(xs[0])), (node.base,)
+    return (lambda xs: mpmath.power(xs[0], xs[1])), node.args
 
 
 class Tape:
@@ -118,12 +121,7 @@ class Tape:
                     continue
                 if node.is_Symbol:
                     raise Unsupported(node)  # a free symbol that is not an argument
-                if node.is_Pow and not node.exp.is_Integer and node.exp not in (sp.S.Half, -sp.S.Half):
-                    kids = node.args
-                elif node.is_Pow:
-                    kids = (node.base,)
-                else:
-                    kids = node.args
+                power, kids = _power(node) if node.is_Pow else (None, node.args)
                 if not ready:
                     todo.append((node, True))
                     todo.extend((k, False) for k in reversed(kids) if k not in slots)
@@ -134,7 +132,7 @@ class Tape:
                 elif node.is_Mul:
                     slots[node] = step(mpmath.fprod, children)
                 elif node.is_Pow:
-                    slots[node] = step(_power(node.exp), children)
+                    slots[node] = step(power, children)
                 elif isinstance(node, AppliedUndef) and hasattr(node, "_imp_"):
                     imp = node._imp_
                     slots[node] = step(lambda xs, imp=imp: imp(*xs), children)
@@ -180,10 +178,15 @@ def mpmath_function(args, expr) -> Callable:
 
 
 def _lambdify(args, expr) -> Callable:
+    return sp.lambdify(args, expr, modules=["mpmath"], cse=True, **_lambdify_options())
+
+
+@lru_cache(maxsize=1)
+def _lambdify_options() -> dict:
+    """No docstring for the generated function where this SymPy can be told so (printing it costs time)."""
     import inspect
 
-    options = {"docstring_limit": 0} if "docstring_limit" in inspect.signature(sp.lambdify).parameters else {}
-    return sp.lambdify(args, expr, modules=["mpmath"], cse=True, **options)
+    return {"docstring_limit": 0} if "docstring_limit" in inspect.signature(sp.lambdify).parameters else {}
 
 
 def free_symbols(exprs: Sequence) -> set:
