@@ -91,10 +91,14 @@ def _is_outer(contrib, adjoint, right) -> bool:
             and _canon(sp.Transpose(contrib.args[0]).doit()) == _canon(adjoint))
 
 
-def _key(activation):
+def _body(lam, var):
+    """A one-argument Lambda's body with its variable replaced by ``var`` (equal bodies: the same function)."""
+    return lam.expr.xreplace({lam.variables[0]: var})
+
+
+def _activation_key(activation):
     """A hashable form of an activation's Lambda (its body at a fixed variable)."""
-    lam = activation[1]
-    return sp.srepr(lam.expr.xreplace({lam.variables[0]: sp.Symbol("ACTIVATIONARG")}))
+    return sp.srepr(_body(activation[1], sp.Symbol("ACTIVATIONARG")))
 
 
 def gate_layout(cell, gen) -> GateLayout | None:
@@ -172,13 +176,13 @@ def gate_layout(cell, gen) -> GateLayout | None:
     order = {}
     for g in recurrent:
         if g.activation is not None:
-            order.setdefault(_key(g.activation), len(order))
-    recurrent.sort(key=lambda g: order[_key(g.activation)] if g.activation is not None else len(order))
+            order.setdefault(_activation_key(g.activation), len(order))
+    recurrent.sort(key=lambda g: order[_activation_key(g.activation)] if g.activation is not None else len(order))
     runs = []
     for k, g in enumerate(recurrent):
         if g.activation is None:
             continue
-        if runs and runs[-1][1] == k and _key(recurrent[runs[-1][0]].activation) == _key(g.activation):
+        if runs and runs[-1][1] == k and _activation_key(recurrent[runs[-1][0]].activation) == _activation_key(g.activation):
             runs[-1][1] = k + 1
         else:
             runs.append([k, k + 1, g.activation[1]])
@@ -242,7 +246,7 @@ def helpers(backend: str) -> dict:
                 "_batch_major": lambda X: X.transpose(1, 0, 2), "_gate_inputs": gate_inputs, "_recur": recur,
                 "_recur_back": recur_back, "_gate_grads": gate_grads,
                 "_input_grads": lambda GZ, Wx: recur_back(GZ.reshape(GZ.shape[0], -1, GZ.shape[-1]), Wx).reshape(*GZ.shape[1:3], -1), "_sigmoid_into": sigmoid_into,
-                "_tanh_into": tanh_into, "_sigmoid_of": of(sigmoid_into), "_tanh_of": of(tanh_into), "_zeros_n": lambda like, *s: np.zeros(s),
+                "_tanh_into": tanh_into, "_sigmoid_of": of(sigmoid_into), "_tanh_of": of(tanh_into),
                 "_empty_n": lambda like, *s: np.empty(s), "_states": lambda like, *s: np.zeros(s), "_colsums": lambda G: np.einsum("gnh->gh", G)[:, None, :],  # 3x numpy's sum over the middle axis
                 "_steps": list, "_gate_steps": lambda Z: list(zip(*(list(g) for g in Z))),
                 "_run_steps": lambda Z, a, b: list(Z[a:b].swapaxes(0, 1)), "_assign": np.copyto, "_copy": np.copy,
@@ -321,7 +325,6 @@ def helpers(backend: str) -> dict:
             "_sigmoid_into": lambda z, out: torch.sigmoid(z, out=out), "_tanh_into": t_tanh_into,
             "_sigmoid_of": torch.sigmoid, "_tanh_of": t_tanh_of,
             "_colsums": lambda G: G.sum(1, keepdim=True),
-            "_zeros_n": lambda like, *s: torch.zeros(s, dtype=like.dtype, device=like.device),
             "_empty_n": lambda like, *s: torch.empty(s, dtype=like.dtype, device=like.device), "_states": t_states,
             "_steps": lambda A: A.unbind(0), "_gate_steps": lambda Z: list(zip(*(g.unbind(0) for g in Z))),
             "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value), "_copy": torch.clone,
@@ -343,11 +346,8 @@ class _Shared:
         self.values: list = []  # (argument, body at the canonical variable, symbol holding phi(argument))
         self.u = sp.Dummy("u")
 
-    def _body(self, lam):
-        return lam.expr.xreplace({lam.variables[0]: self.u})
-
     def add(self, elementwise, symbol):
-        body = self._body(elementwise.args[0])
+        body = _body(elementwise.args[0], self.u)
         if body.has(self.u) and body != self.u:  # a function of its argument (not the identity, not a constant)
             self.values.append((elementwise.args[1], body, symbol))
 
@@ -357,7 +357,7 @@ class _Shared:
             return expr
 
         def rewrite(e):
-            body = self._body(e.args[0])
+            body = _body(e.args[0], self.u)
             for arg, phi, symbol in self.values:
                 if e.args[1] == arg and body.has(phi) and not body.xreplace({phi: sp.Dummy()}).has(self.u):
                     inner = body.xreplace({phi: self.u})
@@ -371,7 +371,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     """The loop function's source in the gate layout (see the module docstring)."""
     from .cells import _CellPrinter, _emit_loss, _emit_rho, _in_loop_grads, _key, _shape_of, _Source, _step_names
 
-    names, name, y_t = _step_names(cell, gen)
+    names, _, y_t = _step_names(cell, gen)
     params = [gen.params[p] for p in cell.param_shapes]
     gates, n, Hw = layout.gates, layout.recurrent, layout.width
     G = len(gates)
@@ -385,11 +385,8 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     direct = {a: state_of[gates[a].activation[0]] for a, b, _ in layout.runs
               if b == a + 1 and gates[a].activation[0] in state_of}
     stored = [a for a, b, _ in layout.runs for a in range(a, b) if a not in direct]
-    block = {}  # symbols standing for stack slices in printed expressions
-
-    def sliced(text):
-        sym = sp.MatrixSymbol(f"_slice{len(block)}", 1, Hw)
-        block[sym] = text
+    def sliced(text):  # a symbol standing for a stack slice in printed expressions
+        sym = sp.MatrixSymbol(f"_slice{len(names)}", 1, Hw)
         names[sym] = text
         return sym
 
@@ -532,16 +529,15 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     for s in cell.states:
         src(f"{carry[s]} = _zeros(_B, {H[s]})")
     # the slope of each activation run, once per step for the whole run (the LSTM's three y (1 - y))
-    activation_of = {g.activation[0]: k for k, g in enumerate(gates[:n]) if g.activation is not None}
     run_of = {k: a for a, b, _ in layout.runs if a not in direct for k in range(a, b)}
     u = sp.Dummy("u")
     found: dict = {}
     backward_exprs = [d.value for d in gen.backward_defs] + [g.adjoint for g in gates] + [layout.carry_rest]
     for expr in backward_exprs:
         for e in (expr.atoms(Elementwise) if expr is not None else ()):
-            k = activation_of.get(e.args[1])
+            k = activated.get(e.args[1])
             if k in run_of:
-                body = e.args[0].expr.xreplace({e.args[0].variables[0]: u})
+                body = _body(e.args[0], u)
                 found.setdefault((run_of[k], sp.srepr(body)), (body, {}))[1].setdefault(k, []).append(e)
     slopes, slope_of = [], {}
     for (a, _), (body, uses) in found.items():
