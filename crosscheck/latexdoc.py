@@ -364,7 +364,7 @@ def _gates(b: Build) -> str:
     rows = []
     for fact in activation_facts.FACTS.values():
         holds = proved[f"gated.fact.{fact.name}"] if f"gated.fact.{fact.name}" in proved else fact.prove().holds
-        rows.append(f"\\paragraph{{{code(fact.name)}}} {text(_seed_line(fact.source))}: "
+        rows.append(f"\\paragraph{{{code(fact.name)}}} {source_tex(fact.source, n)}: "
                     + ("proved." if holds else "\\textbf{NOT proved}.")
                     + "\n" + fact.latex(n))
     parts.append("\\subsection*{Activation facts, each proved now}\n" + "\n".join(rows))
@@ -378,10 +378,11 @@ def _derivation(title: str, tex: str, verdict: str = "", where=None, notation: N
     its proof's verdict; ``where`` is a SymPy equation typeset after the title (``n = 3``), never text with
     dollar signs in it."""
     from derive.latex_layout import inline
+    from seqgrad.sources import normalize
 
     if not tex.lstrip().startswith("\\begin{align"):
         raise SeqgradValueError("tex", tex[:60], "a complete display (what every latex() returns)")
-    head = text(_seed_line(title)) + (", " + inline(where, notation) if where is not None else "")
+    head = text(normalize(title)) + (", " + inline(where, notation) if where is not None else "")
     return f"\\paragraph{{{head}}}" + (f" ({verdict})" if verdict else "") + "\n" + tex
 
 
@@ -480,13 +481,6 @@ def source_tex(source: str, notation: Notation) -> str:
     return cited(source, notation)
 
 
-def _seed_line(source: str) -> str:
-    """A source in the one citation style, ``week06 §GRU:370`` (:func:`seqgrad.sources.normalize`)."""
-    from seqgrad.sources import normalize
-
-    return normalize(source)
-
-
 def _claims(b: Build) -> str:
     """Every printed numeric claim of the course texts, verified now: one row per printed statement,
     one per printed table, and each contradiction in full."""
@@ -503,7 +497,7 @@ def _claims(b: Build) -> str:
         verdicts = [claim.verify() for claim in entry.claims]
         bad = [v for v in verdicts if not v.verified]
         status = f"{len(verdicts)} verified" if not bad else f"\\textbf{{{len(bad)} of {len(verdicts)} contradicted}}"
-        rows.append([code(entry.name), text(_seed_line(entry.source)), text(entry.what), status])
+        rows.append([code(entry.name), source_tex(entry.source, b.notation), text(entry.what), status])
         contradicted += [(entry, v) for v in bad]
     total = sum(1 for _ in rows)
     parts = [f"{total} printed statements of the course texts, each evaluated exactly now and compared with the "
@@ -511,7 +505,7 @@ def _claims(b: Build) -> str:
              "{\\footnotesize\n" + tabular(["entry", "source", "statement", "verdict"], rows, ragged("4.4cm", "2.3cm", "5.7cm", "2.2cm"))
              .replace("\\begin{tabular}", "\\begin{longtable}").replace("\\end{tabular}", "\\end{longtable}") + "\n}"]
     if contradicted:
-        items = "\n".join(f"\\item {code(e.name)} ({text(_seed_line(e.source))}): {text(v.line())}"
+        items = "\n".join(f"\\item {code(e.name)} ({source_tex(e.source, b.notation)}): {text(v.line())}"
                            + (f"\\\\ \\emph{{{text(e.note)}}}" if e.note else "") for e, v in contradicted)
         parts.append(f"\\subsection*{{Contradicted claims}}\n\\begin{{itemize}}\n{items}\n\\end{{itemize}}")
     return "\n\n".join(parts)
