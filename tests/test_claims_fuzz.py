@@ -159,6 +159,8 @@ def _judge(claim: str, value, printed: Fraction, half: Fraction | None):
         off = abs(value - mpmath.mpf(printed.numerator) / printed.denominator)
         edge = mpmath.mpf(half.numerator) / half.denominator if half is not None else mpmath.mpf(0)
         if verdict.status == "undecided":
+            if value == 0:  # an exact 0 at 50 and 100 digits may be a value rounded onto 0 whose true value the oracle
+                return      # never sees: sqrt(log(tanh(1156.6))), where 1 - tanh is 1e-1005, is not even real
             assert abs(off - edge) < SLACK, f"{claim!r} undecided, but the oracle is {off - edge} from the decision point"
         elif verdict.verified:
             assert off <= edge + SLACK, f"{claim!r} verified, but the value {value} is {off} from the printed value (allowed {edge})"
@@ -228,3 +230,10 @@ def test_verdicts_agree_with_a_50_digit_oracle_10000(case):
 def test_arbitrary_text_and_vectors_2000(text, vector):
     _no_traceback(text + " = 1")
     _no_traceback(vector)
+
+
+def test_an_undecided_claim_at_a_value_the_oracle_rounds_onto_zero_is_not_judged():
+    """Found by the 10,000-case run: the oracle's 0 is 1 - tanh(1156.6) = 1e-1005 rounded away."""
+    with mpmath.workdps(2 * ORACLE_DIGITS):
+        assert mpmath.sqrt(mpmath.log(mpmath.tanh(mpmath.mpf("1156.6")))) == 0  # what the oracle sees
+    _judge("sqrt(log(tanh(1156.6))) = 0.0", mpmath.mpf(0), Fraction(0), Fraction(1, 20))
