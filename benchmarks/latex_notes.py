@@ -61,23 +61,29 @@ def main(argv=None) -> int:
     documents: set[str] = set()
     loads = []
     ok = True
+    memory: dict[str, procstat.Measured] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(repeats):
+        for i in range(repeats + 1):  # the last round samples memory (procstat: sampling slows a run), untimed
+            sampled = i == repeats
             for key, _, flags, env in ways:
                 out = Path(tmp) / f"{key}{i}.tex"
                 loads.append(procstat.load_line())
                 m = procstat.measure([sys.executable, "-m", "crosscheck", "latex", str(out), "--standalone", *sections, *flags],
-                                     env={"MPLBACKEND": "Agg", **env}, cwd=env.get("PYTHONPATH"))
+                                     env={"MPLBACKEND": "Agg", **env}, cwd=env.get("PYTHONPATH"), memory=sampled)
                 ok = ok and m.rc == 0
                 if m.rc != 0:
                     print(m.stderr[-2000:], file=sys.stderr)
                 elif key != "before":  # the earlier code writes its own document
                     documents.add(out.read_text(encoding="utf-8"))
+                if sampled:
+                    memory[key] = m
+                    print(f"{key}, memory round: exit {m.rc}, peak PSS {m.pss_mib:.0f} MiB ({loads[-1]})", flush=True)
+                    continue
                 runs[key].append(m)
-                print(f"{key} {i + 1}: exit {m.rc}, wall {m.wall:.1f} s, CPU {m.cpu:.1f} s, peak PSS {m.pss_mib:.0f} MiB "
-                      f"({loads[-1]})", flush=True)
+                print(f"{key} {i + 1}: exit {m.rc}, wall {m.wall:.1f} s, CPU {m.cpu:.1f} s ({loads[-1]})", flush=True)
     same = len(documents) == 1
-    med = {key: {k: statistics.median(getattr(m, k) for m in ms) for k in ("wall", "cpu", "pss_mib")} for key, ms in runs.items()}
+    med = {key: {k: statistics.median(getattr(m, k) for m in ms) for k in ("wall", "cpu")} | {"pss_mib": memory[key].pss_mib}
+           for key, ms in runs.items()}
     base = med["no-cache"]
     for key, label, *_ in ways:
         m = med[key]
@@ -89,10 +95,12 @@ def main(argv=None) -> int:
                  f"{base['cpu'] / med[key]['cpu']:.2f}", f"{med[key]['pss_mib']:.0f}"] for key, label, *_ in ways]
         wall = med["parallel"]["wall"]
         md = ("### Course notes: `seqgrad latex notes.tex --standalone` (every section)\n\n"
-              f"Medians of {repeats} rounds, the {len(ways)} ways alternating as subprocesses; the documents "
-              + ("of this code's three ways " if args.before else "") + f"are byte for byte the same: {same}. The machine was shared with other jobs while this was measured ("
-              + "; ".join(sorted(set(loads))[:3]) + "), so read the ratios and the CPU time (user + system of the "
-              "process tree); peak memory is the summed PSS of the process tree.\n\n"
+              f"Medians of {repeats} timed rounds, the {len(ways)} ways alternating as subprocesses, and one more round "
+              "for the peak memory (sampling it slows the run it samples); the documents "
+              + ("of this code's three ways " if args.before else "") + f"are byte for byte the same: {same}. The 1-minute load average before "
+              "the runs (it counts this benchmark's own earlier runs too): " + "; ".join(sorted(set(loads))[:3]) + ". Where other "
+              "jobs share the machine, read the ratios and the CPU time (user + system of the process tree); peak memory is the "
+              "summed PSS of the process tree.\n\n"
               + benchdoc.table(["way", "wall s", "speed-up (wall)", "CPU s", "CPU saved (ratio)", "peak PSS MiB"], rows)
               + (f"\n\nAgainst {args.before_label} in the same rounds: wall {med['before']['wall'] / wall:.2f}x, CPU "
                  f"{med['before']['cpu'] / med['parallel']['cpu']:.2f}x faster (default `--jobs` both)." if args.before else "")

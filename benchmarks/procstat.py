@@ -1,11 +1,15 @@
 """Measure a command as a process tree: wall clock, CPU (user + system of every process), peak memory.
 
 Shared by the main-job benchmarks (``check_main_job.py``, ``latex_notes.py``).
-Memory is sampled every 20 ms from ``/proc`` over the process and all its
-descendants (the worker processes of a parallel run): the peak of the summed
-PSS (proportional set size: a page shared by the workers after ``fork`` is
-counted once, split between them) is the memory the job holds; the peak RSS of
-the largest single process is what ``/usr/bin/time`` would report.
+With ``memory=True`` memory is sampled every 20 ms from ``/proc`` over the
+process and all its descendants (the worker processes of a parallel run): the
+peak of the summed PSS (proportional set size: a page shared by the workers
+after ``fork`` is counted once, split between them) is the memory the job
+holds; the peak RSS of the largest single process is what ``/usr/bin/time``
+would report.  Sampling is not free: reading every process's ``smaps_rollup``
+fifty times a second takes a core's time away from a job that uses every core
+(on 2 cores it added about 0.9 s to an 8 s run), so the timed runs are run
+without it and the memory is read from a separate run.
 """
 
 from __future__ import annotations
@@ -61,27 +65,32 @@ def _memory(pid: int) -> tuple[float, float]:
     return pss / MIB, biggest / MIB
 
 
-def measure(cmd: list[str], env: dict | None = None, cwd: str | None = None, interval: float = 0.02) -> Measured:
-    """Run ``cmd`` to the end and measure it."""
+def measure(cmd: list[str], env: dict | None = None, cwd: str | None = None, memory: bool = False,
+            interval: float = 0.02) -> Measured:
+    """Run ``cmd`` to the end and measure it; ``memory`` samples the tree's memory (which costs the job time, see
+    the module docstring), else ``pss_mib`` and ``rss_mib`` are nan."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **(env or {})}, cwd=cwd)
-    peak = [0.0, 0.0]
+    peak = [float("nan"), float("nan")]
     stop = threading.Event()
 
     def sample():
+        peak[:] = [0.0, 0.0]
         while not stop.is_set():
             pss, rss = _memory(proc.pid)
             peak[0], peak[1] = max(peak[0], pss), max(peak[1], rss)
             stop.wait(interval)
 
     sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    if memory:
+        sampler.start()
     out, err = proc.communicate()
     wall = time.perf_counter() - start
     stop.set()
-    sampler.join()
+    if memory:
+        sampler.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     pss = peak[0] if Path(f"/proc/{os.getpid()}/smaps_rollup").exists() else float("nan")
