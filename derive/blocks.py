@@ -88,9 +88,9 @@ class BlockProgram:
         env = {self.inputs[name]: value for name, value in values.items()}
         env[self.G] = G
         env.update((self.program[name].target, value) for name, value in forward.items())
-        out = {name: self.program.evaluate(self.program["d" + name].target, env) for name in forward}
-        out.update((name, self.program.evaluate(self.gradients[name], env)) for name in wrt)
-        return out
+        names = [*forward, *wrt]
+        exprs = [self.program["d" + name].target for name in forward] + [self.gradients[name] for name in wrt]
+        return dict(zip(names, self.program.evaluate(exprs, env)))  # the definitions they share evaluated once
 
     def args(self) -> list:
         """Every leaf the compiled program needs: inputs, G, and the size symbols."""

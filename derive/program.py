@@ -637,12 +637,16 @@ class Program:
     def evaluate(self, expr, values: Mapping):
         """``expr`` with the leaves set to ``values`` and every definition it needs evaluated in order.
 
-        A defined symbol given in ``values`` keeps the given value (its definition is not used).
+        A defined symbol given in ``values`` keeps the given value (its definition is not used).  ``expr`` may
+        be a list or tuple of expressions (a loss and its gradients): the definitions they share are evaluated
+        once, and a list of their values comes back.
         """
         env = self._values(values)
-        for d in self.needed([expr], stop=env):
+        exprs = list(expr) if isinstance(expr, (list, tuple)) else [expr]
+        for d in self.needed(exprs, stop=env):
             env[d.target] = _evaluate(d.value, env)
-        return _evaluate(expr, env)
+        out = [_evaluate(e, env) for e in exprs]
+        return out if isinstance(expr, (list, tuple)) else out[0]
 
     def _values(self, values) -> dict:
         """``values`` checked: a non-empty mapping from symbols of this program (leaves or defined

@@ -148,6 +148,18 @@ def test_vector_gradients_equal_sympy_diff(act, loss, reduction, bias, sizes):
             assert _same(derived[i, j], sp.diff(L, values[symbol][i, j])), (symbol, i, j)
 
 
+def test_evaluate_many_expressions_at_once_equals_one_at_a_time():
+    """A list of expressions shares one forward pass and gives what evaluating each alone gives; a tuple too."""
+    net = rnn.unroll(steps=2, activation="tanh", inputs=2, hidden=2, outputs=1, bias=True)
+    values = _explicit(net)
+    exprs = [net.L] + [net.gradients[s] for s in net.gradients if s in values]
+    together = net.program.evaluate(exprs, values)
+    assert isinstance(together, list) and len(together) == len(exprs)
+    for expr, value in zip(exprs, together):
+        assert value == net.program.evaluate(expr, values)
+    assert net.program.evaluate(tuple(exprs[:2]), values) == together[:2]
+
+
 def test_vector_forms_are_the_texts():
     net = rnn.unroll(steps=3, activation="tanh", inputs=2, hidden=2, outputs=1, bias=True)
     P = net.parameters
