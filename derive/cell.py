@@ -570,6 +570,14 @@ class Cell:
             out[s] = p
         return out
 
+    def local_partials(self, value) -> dict:
+        """:meth:`scalar_partials` of a step definition's value, through a ``Dummy`` output named ``out``; once per
+        value (every step of an unrolled program asks for the same ones, then renames them to its step)."""
+        cache = self.__dict__.setdefault("_local_partials", {})
+        if value not in cache:
+            cache[value] = self.scalar_partials(value, sp.Dummy("out"))
+        return cache[value]
+
     def unroll(self, steps: int) -> "derive.cell_unrolled.UnrolledCell":  # noqa: F821
         """The unrolled program of ``steps`` positions and its backward pass (the text's Table 3 form)."""
         from .cell_unrolled import UnrolledCell
@@ -707,8 +715,11 @@ class GeneralDerivation:
         """``expr`` at step ``t = k`` of a sequence of ``T = steps``: step symbols renamed to the unrolled
         program's (``h_{t-1}`` -> ``h_1`` at k = 2), sensitivities past the end zero (``g_T^z = 0``)."""
         target = unrolled.sym if unrolled is not None else _Symbols(self.cell)
+        present = getattr(expr, "free_symbols", set())
         out = {}
         for key, s in list(self.sym.cache.items()):
+            if s not in present:  # renaming only what occurs (the cache holds every step symbol made so far)
+                continue
             idx = _index(key[-2])
             idx = None if idx is None else idx.xreplace({t: sp.Integer(k), T: sp.Integer(steps)})
             if idx is None or not idx.is_Integer:
@@ -998,7 +1009,7 @@ def _partials(cell: Cell, local_value, value_t, target, mapping):
     """Local partials of one step definition: the scalar cell's derivatives (written through the output
     where the text does), or the vector cell's entrywise slope of ``phi(z)``; None: structural rules."""
     if not cell.vector:
-        raw = cell.scalar_partials(local_value, sp.Dummy("out"))
+        raw = cell.local_partials(local_value)
         out = {}
         for s, p in raw.items():
             actual = mapping.get(s, s)
