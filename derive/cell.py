@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Mapping
 
 import sympy as sp
@@ -560,24 +561,6 @@ class Cell:
             return sp.Lambda(out, through_output), target
         return sp.Lambda(d, prime), value.expr
 
-    def scalar_partials(self, value, target):
-        """d value / d each local name (scalar cell), through the output where the text writes it so."""
-        out = {}
-        for s in sorted(value.free_symbols, key=sp.default_sort_key):
-            p = _kink_convention(value, sp.diff(value, s))
-            if value.is_Function or isinstance(value, (sp.Max, sp.Min)):
-                p = p.xreplace({value: target})
-            out[s] = p
-        return out
-
-    def local_partials(self, value) -> dict:
-        """:meth:`scalar_partials` of a step definition's value, through a ``Dummy`` output named ``out``; once per
-        value (every step of an unrolled program asks for the same ones, then renames them to its step)."""
-        cache = self.__dict__.setdefault("_local_partials", {})
-        if value not in cache:
-            cache[value] = self.scalar_partials(value, sp.Dummy("out"))
-        return cache[value]
-
     def unroll(self, steps: int) -> "derive.cell_unrolled.UnrolledCell":  # noqa: F821
         """The unrolled program of ``steps`` positions and its backward pass (the text's Table 3 form)."""
         from .cell_unrolled import UnrolledCell
@@ -1005,11 +988,27 @@ def error_value(cell: Cell, yhat, y):
     return RowSoftmax(yhat) - y
 
 
+@lru_cache(maxsize=1024)
+def _local_partials(value) -> dict:
+    """d value / d each local name of a scalar step definition, through the output where the text writes it so
+    (a ``Dummy`` named ``out`` stands for the output).  A function of the value alone, so computed once per
+    process: every step of an unrolled program, and every cell with that equation, asks for the same ones and
+    renames them to its step.  The dict is shared: read it, never change it."""
+    target = sp.Dummy("out")
+    out = {}
+    for s in sorted(value.free_symbols, key=sp.default_sort_key):
+        p = _kink_convention(value, sp.diff(value, s))
+        if value.is_Function or isinstance(value, (sp.Max, sp.Min)):
+            p = p.xreplace({value: target})
+        out[s] = p
+    return out
+
+
 def _partials(cell: Cell, local_value, value_t, target, mapping):
     """Local partials of one step definition: the scalar cell's derivatives (written through the output
     where the text does), or the vector cell's entrywise slope of ``phi(z)``; None: structural rules."""
     if not cell.vector:
-        raw = cell.local_partials(local_value)
+        raw = _local_partials(local_value)
         out = {}
         for s, p in raw.items():
             actual = mapping.get(s, s)
