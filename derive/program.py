@@ -41,7 +41,8 @@ API (for cells built on top of this module: RNN, GRU, LSTM, ...)
     (estimated before anything is built).
 ``prog.evaluate(expr, values)``
     Evaluate ``expr`` with the leaves replaced by ``values`` (numbers,
-    explicit matrices or expressions), one definition at a time.
+    explicit matrices or expressions), one definition at a time; a list of
+    expressions (a loss and its gradients) shares the definitions they need.
 ``prog.latex()``, ``prog._repr_latex_()``, ``str(prog)``, ``prog.dot()``
     An ``aligned`` environment (long sums broken over lines; every piece is
     printed by ``sympy.latex``), Jupyter rendering, the plain recursion, and
@@ -68,6 +69,8 @@ g^L = 1
 g^u = g^L*(u - y)
 >>> prog.expand(grads[w], kinds=None)
 x*(w*x - y)
+>>> prog.evaluate([L, grads[w]], {w: 2, x: 3, y: 5})
+[1/2, 3]
 """
 
 from __future__ import annotations
