@@ -58,7 +58,7 @@ class Branch:
         place, the differentiated one evaluated by ``Subs(Derivative(f_i(.., u_j, ..), u_j), u_j, args_j)``.  It is
         built so directly (``subs`` reaches the same expression through a renaming of every variable, three
         times slower); a point that names the branch's own variables u goes through ``subs``, which renames them."""
-        args = list(args)
+        args = [as_sympy(a, "args") for a in args]  # numbers too, as subs took them
         if any(a.free_symbols & set(self.u) for a in args):
             J = sp.Matrix([[sp.diff(f(*self.u), uj) for uj in self.u] for f in self.f])
             return J.subs(dict(zip(self.u, args)), simultaneous=True)
@@ -80,7 +80,7 @@ def _ln_jacobian(d: int) -> tuple:
     """J_LN of LN (gamma = 1, beta = 0) over d features in the symbols z_0 .. z_{d-1}: SymPy's jacobian of the
     definition, taken once per d (immutable)."""
     z = _symbols("z", d)
-    return z, sp.ImmutableMatrix(_ln_of(z).y.jacobian(z))
+    return z, sp.ImmutableMatrix(_ln_of(z).jacobian_direct())
 
 
 def ln_jacobian_at(args) -> sp.Matrix:

@@ -145,6 +145,7 @@ def test_branch_jacobian_at_a_point_is_what_subs_gives():
     by_subs = lambda args: sp.Matrix([[sp.diff(f(*F.u), u) for u in F.u] for f in F.f]).subs(dict(zip(F.u, args)), simultaneous=True)
     h = list(sp.symbols("h_0:3", real=True))
     points = [h, list(R._ln_of(h).y), [h[0] + h[1], sp.Integer(2), sp.sin(h[2])],
-              [F.u[1], F.u[0], h[0]]]  # the last names the branch's own variables, swapped: subs renames them
+              [F.u[1], F.u[0], h[0]],  # names the branch's own variables, swapped: subs renames them
+              [2, 3.5, h[1]]]  # plain Python numbers, as subs took them
     for args in points:
         assert F.jacobian_at(args) == by_subs(args)
