@@ -341,13 +341,8 @@ class Equivariance(Derivation):
 
 
 def _max_abs(M: sp.Matrix) -> float:
-    """The largest |entry| of a matrix of exact numbers, each evaluated with mpmath at 30 digits (:mod:`derive.tape`)."""
-    import mpmath
-
-    from .tape import mpmath_function
-
-    with mpmath.workdps(30):
-        return max((abs(float(value)) for value in mpmath_function([], list(M))()), default=0.0)
+    """The largest |entry| of a matrix of exact numbers, each evaluated with mpmath at 30 digits (:func:`evaluate`)."""
+    return max((abs(value) for value in evaluate(list(M), {})), default=0.0)
 
 
 # --- concatenation of heads at symbolic widths ------------------------------------------------------
