@@ -52,10 +52,11 @@ def build_sections(b, names: Sequence[str], sections, jobs: int = 1) -> list[str
 
 
 def _parallel(b, names, sections, jobs: int) -> list[str]:
-    from .parallel import Task, run_tasks
+    from .parallel import Task, freeze_heap, run_tasks
     from .registry import load_builtin_checks
 
     load_builtin_checks()  # import torch, SymPy and the checks once, here, instead of once per worker
+    freeze_heap()  # before forking (and before matplotlib's import, which then need not walk them)
     if b.figures_dir is not None:
         import matplotlib.figure  # noqa: F401  (the figure sets draw with it)
     owners = figure_owners(names, sections)

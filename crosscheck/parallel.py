@@ -115,6 +115,16 @@ def _worker(tasks, conn) -> None:
 RECYCLE_MIB = 64
 
 
+def freeze_heap() -> None:
+    """For a process about to fork workers: collect its garbage, then move every object alive into a generation
+    the collector never walks (``gc.freeze``), so that the workers' collections do not write to (and copy) the
+    pages they share with it (the refcounts a worker touches still do), and this process's later collections,
+    e.g. while it imports matplotlib for the figure workers, do not walk torch's and SymPy's objects either.
+    Those objects stay alive until the process ends, so only a command that is about to fork calls this."""
+    gc.collect()
+    gc.freeze()
+
+
 def _private_mib() -> float:
     """This process's private dirty memory in MiB (Linux; 0 where /proc has no smaps_rollup)."""
     try:
@@ -136,9 +146,6 @@ class _Pool:
     def _start(self):
         sys.stdout.flush()
         sys.stderr.flush()
-        gc.collect()
-        gc.freeze()  # the objects imported so far move to a generation the workers' collector never walks, so it
-        # does not write to (and copy) the pages they share with this process (the refcounts a worker touches still do)
         here, there = self.context.Pipe()
         process = self.context.Process(target=_worker, args=(self.tasks, there), daemon=True)
         process.start()
@@ -163,6 +170,7 @@ class _Pool:
         done = 0
         total = len(pending)
         try:
+            freeze_heap()
             for _ in range(self.jobs):
                 process, conn = self._start()
                 self._hand_out(process, conn, pending)

@@ -102,10 +102,9 @@ def load_builtin_checks() -> None:
     """Import every module of :mod:`crosscheck.checks` so its checks register.
 
     The first call imports torch, SymPy and the catalogues (about 2 s).  The cyclic garbage collector is
-    paused meanwhile (its passes over the growing heap find only objects that stay alive: about 0.2 s of that
-    time), and what was imported is then frozen out of its reach (``gc.freeze``), so that later passes, in
-    this process and in the worker processes forked from it, no longer walk those objects (importing
-    matplotlib afterwards, for instance, takes half the time)."""
+    paused meanwhile: its passes over the growing heap find only objects that stay alive (about 0.2 s of that
+    time); its next pass collects whatever the imports left.  A command about to fork its workers then
+    freezes the heap (:func:`crosscheck.parallel.freeze_heap`)."""
     from . import checks
 
     modules = sorted(pkgutil.iter_modules(checks.__path__), key=lambda m: m.name)
@@ -116,7 +115,6 @@ def load_builtin_checks() -> None:
     try:
         for info in modules:
             importlib.import_module(f"{checks.__name__}.{info.name}")
-        gc.freeze()
     finally:
         if enabled:
             gc.enable()

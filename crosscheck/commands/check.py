@@ -52,6 +52,11 @@ def run(args) -> int:
     from numeric.device import one_thread
     from seqgrad import runcache
 
+    if jobs > 1:  # about to fork the workers, and first to import matplotlib for their figures
+        from ..parallel import freeze_heap
+
+        freeze_heap()
+
     with one_thread(), runcache.scope():  # the checks' tensors are tiny: extra torch threads only cost time
         results, elapsed = write_outputs(
             Path(args.out), functools.partial(run_with_tasks, items, device=device, dtype=args.dtype, jobs=jobs),
