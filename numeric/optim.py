@@ -40,7 +40,7 @@ class Adam:
             raise SeqgradValueError("betas", betas, "two numbers in [0, 1)")
         self.betas = (float(betas[0]), float(betas[1]))
         self.eps = validate.real("eps", eps, positive=True)
-        self.t = 0
+        self.steps = [0] * len(self.params)  # per parameter, as torch counts: only the steps it had a gradient
         self.m = [torch.zeros_like(p) for p in self.params]
         self.v = [torch.zeros_like(p) for p in self.params]
 
@@ -50,15 +50,15 @@ class Adam:
 
     @torch.no_grad()
     def step(self) -> None:
-        """One update of every parameter that has a gradient."""
-        self.t += 1
+        """One update of every parameter that has a gradient (a parameter without one keeps its step count)."""
         beta1, beta2 = self.betas
-        t = float(self.t)
-        step_size = self.lr / (1 - beta1 ** t)
-        bias_correction2_sqrt = (1 - beta2 ** t) ** 0.5
-        for p, m, v in zip(self.params, self.m, self.v):
+        for i, (p, m, v) in enumerate(zip(self.params, self.m, self.v)):
             if p.grad is None:
                 continue
+            self.steps[i] += 1
+            t = float(self.steps[i])
+            step_size = self.lr / (1 - beta1 ** t)
+            bias_correction2_sqrt = (1 - beta2 ** t) ** 0.5
             g = p.grad
             m.lerp_(g, 1 - beta1)
             v.mul_(beta2).addcmul_(g, g, value=1 - beta2)

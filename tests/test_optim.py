@@ -37,6 +37,22 @@ def test_a_parameter_without_gradient_is_left_alone():
     assert torch.allclose(a.detach(), torch.tensor([0.9, 1.1, 1.0]), atol=1e-6)  # first step: -lr sign(g)
 
 
+def test_a_parameter_counts_only_the_steps_it_had_a_gradient_as_torch_does():
+    def run(make):
+        a = torch.tensor([1.0, -0.5], dtype=torch.float64, requires_grad=True)
+        b = torch.tensor([0.3, 2.0], dtype=torch.float64, requires_grad=True)
+        opt = make([a, b])
+        for step in range(4):
+            opt.zero_grad()
+            loss = (a ** 2).sum() + ((b ** 3).sum() if step >= 2 else 0.0)  # b has no gradient at the first two steps
+            loss.backward()
+            opt.step()
+        return a.detach(), b.detach()
+
+    ours, theirs = run(lambda ps: Adam(ps, lr=0.05)), run(lambda ps: torch.optim.Adam(ps, lr=0.05))
+    assert all(torch.equal(x, y) for x, y in zip(ours, theirs))
+
+
 @pytest.mark.parametrize("kwargs, argument", [
     ({"params": []}, "params"),
     ({"params": [torch.ones(2)]}, "params"),
