@@ -196,7 +196,12 @@ def test_quick_run_small_grid_resumes(tmp_path, capsys):
     assert doc["config"]["quick"] and len(doc["runs"]) == 2 and doc["invocations"][-1]["runs_trained"] == 2
     assert {p.name for p in out.iterdir()} >= {"results.json", "table.md", "table.tex", "accuracy-vs-delay.png", "gradient-paths.png"}
     assert not list(out.rglob("*.tmp"))
-    # a rerun reuses the finished runs and reproduces the same numbers
+    # a rerun reuses the finished runs and reproduces the same numbers, a run recorded before the loss was an
+    # option (no "loss" in its config) included: it was trained with the default loss
+    old = sorted((out / "runs").glob("*.json"))[0]
+    record = json.loads(old.read_text())
+    del record["config"]["loss"]
+    old.write_text(json.dumps(record))
     assert _cli("--quick", "--delays", "8", "--models", "rnn,transformer", "--out", str(out)) == 0
     again = json.loads((out / "results.json").read_text())
     assert again["invocations"][-1]["runs_trained"] == 0 and len(again["invocations"]) == 2

@@ -110,6 +110,8 @@ def _load_run(out: Path, job: Job, config: Config) -> dict | None:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    if isinstance(record.get("config"), dict) and "loss" not in record["config"]:
+        record["config"]["loss"] = train.LOSS  # recorded before the loss was an option: it was trained with this one
     if record.get("config") != config.as_dict() or not (out / "runs" / f"{job.stem}.pt").exists():
         return None
     return record
