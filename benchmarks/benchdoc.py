@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import os
 import platform
 import re
 from pathlib import Path
@@ -76,3 +77,24 @@ def versus_torch_table(device: str, threads, results: list[dict], target: str) -
     return table(["device", "dtype", "torch threads", "seqgrad (ms)", "torch.nn (ms)", "ratio", "target", "outputs agree"],
                  [[device, r["dtype"], threads, f"{r['ours'] * 1e3:.1f}", f"{r['torch'] * 1e3:.1f}", f"{r['ratio']:.3f}",
                    target, f"{r['agree'].passed} ({r['agree'].max_abs_error:.1e})"] for r in results])
+
+
+def add_baseline_tree(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--baseline-tree DIR`` and ``--baseline-label``: a checkout of the code before a change (e.g.
+    ``git archive BASE | tar -x -C DIR``) measured alongside this tree; ``what`` says what is compared."""
+    parser.add_argument("--baseline-tree", metavar="DIR", help=f"a checkout of the code before a change, for {what} "
+                        "(without it, or when it is this tree, nothing is compared)")
+    parser.add_argument("--baseline-label", help="how the record names the baseline tree (default: its path), e.g. its commit")
+
+
+def baseline_tree(args: argparse.Namespace, root: Path) -> Path | None:
+    """The ``--baseline-tree`` to compare with: None when none was given, it does not exist, or it is ``root``."""
+    if not args.baseline_tree:
+        return None
+    tree = Path(args.baseline_tree).resolve()
+    return tree if tree.is_dir() and tree != root.resolve() else None
+
+
+def tree_env(tree: Path) -> dict:
+    """The environment that runs the code of ``tree`` (its packages first on the path)."""
+    return dict(os.environ, PYTHONPATH=str(tree))

@@ -11,7 +11,7 @@ against plain ``sympy.simplify`` of the same expressions in the same run.
 
 3. Every catalogue entry as ``seqgrad check`` runs it (``crosscheck.checks.identities.verify``: the exact proof
    and the numeric check, all entries in one process as one shard would share them): CPU seconds per entry,
-   this tree against ``--baseline-tree`` (default /work/main, the tree before a change), run alternately;
+   this tree against ``--baseline-tree`` (a checkout of the code before a change, when given), run alternately;
    the slowest entries and the total.
 
 Times are CPU seconds (``time.process_time``) of the measuring process, medians of repeats (the machine is
@@ -103,8 +103,7 @@ ENTRIES = textwrap.dedent("""
 
 def entry_times(tree: Path) -> dict[str, tuple[float, bool]]:
     """{entry: (CPU seconds, passed)} of every catalogue entry, proved and checked in one process of ``tree``."""
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    proc = subprocess.run([sys.executable, "-c", ENTRIES], cwd=tree, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, "-c", ENTRIES], cwd=tree, env=benchdoc.tree_env(tree), capture_output=True, text=True, timeout=900)
     if proc.returncode:
         raise RuntimeError(proc.stderr[-2000:])
     out = {}
@@ -187,9 +186,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repeat, short baseline timeouts")
     parser.add_argument("--smoke", action="store_true", help="the smallest sizes, 5 s baselines, not recorded (CI's slow step)")
-    parser.add_argument("--baseline-tree", default="/work/main", help="the tree before a change, for the per-entry table "
-                        "(default /work/main; skipped when it does not exist, and in --smoke)")
-    parser.add_argument("--baseline-label", help="how the per-entry table names the baseline tree (default: its path)")
+    benchdoc.add_baseline_tree(parser, "the per-entry table (not in --smoke)")
     args = parser.parse_args()
     repeats = 1 if args.quick or args.smoke else 3
     timeout = 5 if args.smoke else 30 if args.quick else 120
@@ -220,9 +217,9 @@ def main() -> None:
                 f"`sympy.simplify` of the same residual entries (the LN baseline includes differentiating the substituted "
                 f"expression), in a subprocess stopped after {timeout} s wall time; unfinished baselines report the CPU time "
                 f"spent and the entries finished. Medians of {repeats} repeat(s) for seqgrad, CPU seconds.\n\n" + table)
-    base_tree = Path(args.baseline_tree)
-    if not args.smoke and base_tree.exists():
-        markdown += "\n\n" + entries_table(base_tree.resolve(), args.baseline_label or str(base_tree), repeats)
+    base_tree = benchdoc.baseline_tree(args, ROOT)
+    if not args.smoke and base_tree is not None:
+        markdown += "\n\n" + entries_table(base_tree, args.baseline_label or str(base_tree), repeats)
     print(markdown)
     if not args.smoke:
         benchdoc.record("identities", markdown)

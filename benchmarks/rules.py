@@ -10,7 +10,7 @@ and the identities group of ``seqgrad check``, each against a baseline in the sa
 3. ``seqgrad verify "sin(x)**2 + cos(x)**2 = 1" --vars x``, wall time including start-up (target < 2 s).
    Baseline: ``python -c "import sympy; sympy.simplify(...)"`` of the same identity, start-up included.
 4. The identities group of ``seqgrad check`` (target < 3 s on 2 cores): this tree against ``--baseline-tree``
-   (default /work/main, the tree before this change), medians of the repeats: the group's wall time on the
+   (a checkout of the code before a change, when given), medians of the repeats: the group's wall time on the
    machine's cores (``seqgrad check --only identities``, default jobs: the report's ``total_seconds``, from the
    first check's start to the report, the process start-up excluded, which loads every group's modules and
    torch for them), the CPU seconds of the whole process tree and its wall time (start-up included), and the
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -142,22 +141,16 @@ def _python(code: str, env=None, timeout: float = 600, cwd: Path = ROOT):
     return _cpu([sys.executable, "-c", code], env, timeout, cwd)
 
 
-def _env(tree: Path) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(tree)
-    return env
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repeat, short baseline timeouts")
     parser.add_argument("--smoke", action="store_true", help="one repeat, 5 s baselines, no identities group, not recorded (CI's slow step)")
-    parser.add_argument("--baseline-tree", default="/work/main", help="the tree before this change (default /work/main)")
-    parser.add_argument("--baseline-label", help="how the table names the baseline tree (default: its path), e.g. its commit")
+    benchdoc.add_baseline_tree(parser, "the identities group")
     args = parser.parse_args()
     repeats = 1 if args.quick or args.smoke else 3
     timeout = 5 if args.smoke else 60 if args.quick else 300
-    env = _env(ROOT)
+    env = benchdoc.tree_env(ROOT)
     _children_cpu_delta()
     rows = []
 
@@ -209,17 +202,17 @@ def main() -> None:
         return
     out_dir = "/tmp/seqgrad-bench-identities"
     cmd = [sys.executable, "-m", "crosscheck", "check", "--only", "identities", "--no-figures", "--out", out_dir]
-    base_tree = Path(args.baseline_tree)
-    trees = {"ours": ROOT} | ({"base": base_tree.resolve()} if base_tree.exists() else {})
+    base_tree = benchdoc.baseline_tree(args, ROOT)
+    trees = {"ours": ROOT} | ({"base": base_tree} if base_tree is not None else {})
     measured: dict[str, dict[str, list[float]]] = {name: {"group": [], "cpu": [], "wall": [], "checks": []} for name in trees}
     for _ in range(repeats):  # interleaved, so a change in the machine's load hits both trees alike
         for name, tree in trees.items():
             t0 = time.perf_counter()
-            cpu, _, _ = _cpu(cmd, _env(tree), cwd=tree)
+            cpu, _, _ = _cpu(cmd, benchdoc.tree_env(tree), cwd=tree)
             measured[name]["wall"].append(time.perf_counter() - t0)
             measured[name]["cpu"].append(cpu)
             measured[name]["group"].append(json.loads((Path(out_dir) / "report.json").read_text())["total_seconds"])
-            measured[name]["checks"].append(float(_python(GROUP_CPU, _env(tree), cwd=tree)[1].split()[0]))
+            measured[name]["checks"].append(float(_python(GROUP_CPU, benchdoc.tree_env(tree), cwd=tree)[1].split()[0]))
     for key, label in (("group", "identities group of seqgrad check on 2 cores (wall s of the run, start-up excluded: the "
                                  "report's total)"),
                        ("cpu", "identities group of seqgrad check (CPU s, whole process tree)"),
