@@ -51,12 +51,11 @@ def compiled(kind: str, heads: int = 1, masked: bool = False):
     return block, lambdify(block.program, outputs, _args(block), backend="torch", check_finite=not masked)
 
 
-def _reference_heads(values: dict, X, heads: int, dk: int, M=None, Z=None):
-    Z = X if Z is None else Z  # keys and values from the memory Z in cross-attention
+def _reference_heads(values: dict, X, heads: int, dk: int, M=None):
     outs = []
     for i in range(1, heads + 1):
         tag = "" if heads == 1 else f"^[{i}]"
-        Q, K, V = X @ values[f"W_Q{tag}"].T, Z @ values[f"W_K{tag}"].T, Z @ values[f"W_V{tag}"].T
+        Q, K, V = (X @ values[f"W_{n}{tag}"].T for n in "QKV")
         S = Q @ K.T / math.sqrt(dk)
         if M is not None:
             S = S + M
@@ -75,8 +74,6 @@ def reference(kind: str, values: dict, heads: int, dk: int):
     """The forward pass in plain torch (the equations of derive.blocks, written independently)."""
     if kind == "attention":
         return _reference_heads(values, values["X"], heads, dk, values.get("M"))
-    if kind == "cross-attention":
-        return _reference_heads(values, values["X"], heads, dk, values.get("M"), values["Z"])
     if kind == "layernorm":
         return _reference_ln(values, values["X"])
     H = values["H"]
@@ -88,6 +85,18 @@ def reference(kind: str, values: dict, heads: int, dk: int):
 def causal(T: int, dtype, device):
     """The additive causal mask: 0 on and below the diagonal, -inf above."""
     return torch.triu(torch.full((T, T), float("-inf"), dtype=dtype, device=device), 1)
+
+
+def call(kind: str, values: dict, G: torch.Tensor, sizes: dict, heads: int = 1, masked: bool = False) -> list:
+    """The compiled program of ``kind`` at the inputs ``values`` (tensors by input name), the upstream ``G`` and the
+    sizes (numbers by name): [output, every gradient in ``block.gradients`` order], the arguments put in the
+    order of :func:`_args`."""
+    block, f = compiled(kind, heads, masked)
+    scalar = lambda x: torch.tensor(float(x), dtype=G.dtype, device=G.device)
+    names = {leaf: name for name, leaf in block.inputs.items()}
+    args = [values[names[a]] if a in names else G if a == block.G else scalar(LN_EPS) if a == EPS else scalar(sizes[a.name])
+            for a in _args(block)]
+    return f(*args)
 
 
 def compare_at(kind: str, sizes: dict, generator: torch.Generator, heads: int = 1, masked: bool = False,
@@ -105,21 +114,11 @@ def compare_at(kind: str, sizes: dict, generator: torch.Generator, heads: int = 
         if name == "M":
             values[name] = causal(shape[0], dtype, device)
         else:
-            scale = 1.0 if name in ("X", "Z", "H") or name.startswith(("gamma", "beta")) else 1 / math.sqrt(shape[1])
+            scale = 1.0 if name in ("X", "H") or name.startswith(("gamma", "beta")) else 1 / math.sqrt(shape[1])
             offset = 1.0 if name.startswith("gamma") else 0.0
             values[name] = (offset + scale * torch.randn(*shape, generator=generator, dtype=torch.float64)).to(device, dtype)
     G = torch.randn(*dims(block.G.shape), generator=generator, dtype=torch.float64).to(device, dtype)
-    args = []
-    for a in _args(block):
-        if a in block.inputs.values():
-            args.append(values[next(n for n, leaf in block.inputs.items() if leaf == a)])
-        elif a == block.G:
-            args.append(G)
-        elif a == EPS:
-            args.append(torch.tensor(LN_EPS, dtype=dtype, device=device))
-        else:
-            args.append(torch.tensor(float(size_values[a.name]), dtype=dtype, device=device))
-    derived = f(*args)
+    derived = call(kind, values, G, size_values, heads, masked)
     leaves = {n: v.clone().requires_grad_(n != "M") for n, v in values.items()}
     out = reference(kind, leaves, heads, size_values.get("d_k", 1))
     (out * G).sum().backward()

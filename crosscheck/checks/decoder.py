@@ -135,7 +135,7 @@ def cross_attention_backward(ctx) -> Outcome:
 
     from .. import blocks as c_blocks
 
-    block, fn = c_blocks.compiled("cross-attention")
+    block = c_blocks.program("cross-attention")
     general = prove_program(block)
     small = d_decoder.CrossAttention(2, 2, 1, 1)
     back = small.backward()
@@ -150,10 +150,10 @@ def cross_attention_backward(ctx) -> Outcome:
         X.requires_grad_(), Z.requires_grad_()
         h0 = mha.heads[0]
         (h0(X, memory=Z) * G).sum().backward()
-        sizes = [torch.tensor(float(n), dtype=dt, device=dev) for n in (T_, T_src_, d_, d_k_, d_v_)]
-        derived = fn(X.detach(), Z.detach(), *(w.detach() for w in (h0.W_Q, h0.W_K, h0.W_V)), G, *sizes)
-        refs = {"X": X.grad, "Z": Z.grad, "W_Q": h0.W_Q.grad, "W_K": h0.W_K.grad, "W_V": h0.W_V.grad}
-        out += [ctx.compare(value, refs[n], detail=f"d{n} at T = {T_}, T_src = {T_src_}")
+        leaves = {"X": X, "Z": Z, "W_Q": h0.W_Q, "W_K": h0.W_K, "W_V": h0.W_V}
+        sizes = {"T": T_, "T_src": T_src_, "d": d_, "d_k": d_k_, "d_v": d_v_}
+        derived = c_blocks.call("cross-attention", {n: t.detach() for n, t in leaves.items()}, G, sizes)
+        out += [ctx.compare(value, leaves[n].grad, detail=f"d{n} at T = {T_}, T_src = {T_src_}")
                 for n, value in zip(block.gradients, derived[1:])]
     return combine(out)
 
