@@ -17,7 +17,6 @@ seqgrad.errors.SeqgradValueError: sections='nope' is not allowed: one of rnn, ga
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import re
 import shutil

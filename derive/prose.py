@@ -205,18 +205,18 @@ def _formula(source: str, text: str):
     """A backquoted formula, read by the one safe parser: an expression or a relation (``gamma = 1``); its names are
     the formula's symbols, and a name applied to an argument that is not one of the parser's functions is an unnamed
     map (``Layer(Norm(x))``, ``alpha(k)``)."""
-    from .safe_parse import CONSTANTS, FUNCTIONS, VECTOR_FUNCTIONS, parse_expression
+    from .safe_parse import parse_expression
+    from .whitelist import reserved
 
-    known = set(FUNCTIONS) | set(VECTOR_FUNCTIONS) | set(CONSTANTS)
-    calls = set(re.findall(r"([A-Za-z][A-Za-z0-9_]*)\s*\(", source)) - known
-    names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", source)) - calls - known
+    calls = {f for f in re.findall(r"([A-Za-z][A-Za-z0-9_]*)\s*\(", source) if not reserved(f)}
+    variables = sorted({n for n in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", source) if n not in calls and not reserved(n)})
+    functions = {f: sp.Function(f) for f in calls}
     sides = re.split(r"\s*(>=|<=|!=|=|<|>)\s*", source)
     try:
-        formula = parse_expression(sides[0], variables=sorted(names), functions={f: sp.Function(f) for f in calls},
-                                   argument="formula")
-        for op, side in zip(sides[1::2], sides[2::2]):
-            formula = _RELATIONS[op](formula, parse_expression(side, variables=sorted(names), argument="formula",
-                                                               functions={f: sp.Function(f) for f in calls}), evaluate=False)
+        parsed = [parse_expression(side, variables=variables, functions=functions, argument="formula") for side in sides[::2]]
     except ValueError as exc:
         raise SeqgradValueError("text", text, f"formulas in backquotes that derive.safe_parse reads ({exc})") from None
+    formula = parsed[0]
+    for op, side in zip(sides[1::2], parsed[1:]):
+        formula = _RELATIONS[op](formula, side, evaluate=False)
     return formula
