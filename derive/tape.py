@@ -26,6 +26,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Callable, Sequence
 
+import mpmath  # SymPy's own dependency, loaded with it
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
@@ -36,27 +37,19 @@ class Unsupported(Exception):
     """A node the tape cannot evaluate (the caller falls back to ``sympy.lambdify``)."""
 
 
-def _functions() -> dict:
-    import mpmath
-
-    return {
-        sp.exp: mpmath.exp, sp.log: mpmath.log, sp.sin: mpmath.sin, sp.cos: mpmath.cos, sp.tan: mpmath.tan,
-        sp.cot: mpmath.cot, sp.sec: mpmath.sec, sp.csc: mpmath.csc, sp.asin: mpmath.asin, sp.acos: mpmath.acos,
-        sp.atan: mpmath.atan, sp.atan2: mpmath.atan2, sp.sinh: mpmath.sinh, sp.cosh: mpmath.cosh,
-        sp.tanh: mpmath.tanh, sp.asinh: mpmath.asinh, sp.acosh: mpmath.acosh, sp.atanh: mpmath.atanh,
-        sp.Abs: mpmath.fabs, sp.sign: mpmath.sign, sp.floor: mpmath.floor, sp.ceiling: mpmath.ceil,
-        sp.erf: mpmath.erf, sp.gamma: mpmath.gamma, sp.Max: max, sp.Min: min,
-    }
-
-
-#: SymPy function classes the tape evaluates, with their ``mpmath`` counterparts (filled on first use)
-FUNCTIONS: dict = {}
+#: SymPy function classes the tape evaluates, with their ``mpmath`` counterparts
+FUNCTIONS: dict = {
+    sp.exp: mpmath.exp, sp.log: mpmath.log, sp.sin: mpmath.sin, sp.cos: mpmath.cos, sp.tan: mpmath.tan,
+    sp.cot: mpmath.cot, sp.sec: mpmath.sec, sp.csc: mpmath.csc, sp.asin: mpmath.asin, sp.acos: mpmath.acos,
+    sp.atan: mpmath.atan, sp.atan2: mpmath.atan2, sp.sinh: mpmath.sinh, sp.cosh: mpmath.cosh,
+    sp.tanh: mpmath.tanh, sp.asinh: mpmath.asinh, sp.acosh: mpmath.acosh, sp.atanh: mpmath.atanh,
+    sp.Abs: mpmath.fabs, sp.sign: mpmath.sign, sp.floor: mpmath.floor, sp.ceiling: mpmath.ceil,
+    sp.erf: mpmath.erf, sp.gamma: mpmath.gamma, sp.Max: max, sp.Min: min,
+}
 
 
 def _constant(node):
     """A step computing the number ``node`` at the working precision of the call (a Rational as p/q in mpmath)."""
-    import mpmath
-
     if node.is_Integer:
         value = int(node)
         return lambda _: value
@@ -76,8 +69,6 @@ def _constant(node):
 def _power(node) -> tuple[Callable, tuple]:
     """The step of ``base ** exponent`` and the nodes it reads: an integer power exactly and square roots by
     ``sqrt`` (reading the base alone), else ``power`` (reading base and exponent)."""
-    import mpmath
-
     exponent = node.exp
     if exponent.is_Integer:
         n = int(exponent)
@@ -96,10 +87,6 @@ class Tape:
     """
 
     def __init__(self, args: Sequence, exprs: Sequence):
-        import mpmath
-
-        if not FUNCTIONS:
-            FUNCTIONS.update(_functions())
         self.args = list(args)
         if not all(isinstance(a, sp.Symbol) for a in self.args) or len(set(self.args)) != len(self.args):
             raise Unsupported(self.args)
@@ -111,21 +98,22 @@ class Tape:
             return len(self.args) + len(self.steps) - 1
 
         for root in exprs:  # an explicit stack: deep sums nest further than Python's recursion allows
-            todo = [(root, False)]
+            todo = [(root, None)]  # (node, None) on the way down; (node, (power step, children)) once they are queued
             while todo:
                 node, ready = todo.pop()
                 if node in slots:
                     continue
-                if node.is_Number or node.is_NumberSymbol or node in (sp.oo, -sp.oo):
+                if node.is_Number or node.is_NumberSymbol:  # oo and -oo are Numbers too
                     slots[node] = step(_constant(node))
                     continue
                 if node.is_Symbol:
                     raise Unsupported(node)  # a free symbol that is not an argument
-                power, kids = _power(node) if node.is_Pow else (None, node.args)
-                if not ready:
-                    todo.append((node, True))
-                    todo.extend((k, False) for k in reversed(kids) if k not in slots)
+                if ready is None:
+                    ready = _power(node) if node.is_Pow else (None, node.args)
+                    todo.append((node, ready))
+                    todo.extend((k, None) for k in reversed(ready[1]) if k not in slots)
                     continue
+                power, kids = ready
                 children = [slots[k] for k in kids]
                 if node.is_Add:
                     slots[node] = step(mpmath.fsum, children)
@@ -157,8 +145,6 @@ def mpmath_function(args, expr) -> Callable:
     a scalar for a scalar, a list for a list, a tuple for a tuple, an ``mpmath.matrix`` for a SymPy matrix (as
     ``sympy.lambdify(args, expr, "mpmath")`` returns them).  Through a :class:`Tape`; an expression the tape
     cannot evaluate goes through ``sympy.lambdify`` (common subexpressions shared, no docstring)."""
-    import mpmath
-
     args = list(args)
     if isinstance(expr, sp.MatrixBase):
         rows, cols = expr.shape
