@@ -210,7 +210,7 @@ mpmath_lambdify = mpmath_function
 
 
 def compile_numeric(exprs: Sequence, symbols: Sequence) -> Callable[[dict], list[float]]:
-    """One ``lambdify`` (mpmath, common subexpressions shared) evaluating ``exprs`` at a dict of values."""
+    """One function evaluating ``exprs`` at a dict of values, at 30 digits (:func:`mpmath_lambdify`: a tape)."""
     import mpmath
 
     symbols = list(symbols)
@@ -232,8 +232,9 @@ def random_values(symbols, rng: random.Random, low: float = -1.5, high: float = 
 def numeric_sides(lhs, rhs, rng: random.Random, trials: int = 3, positive=(), fixed: dict | None = None, low=-1.5, high=1.5) -> NumericResult:
     """Evaluate both sides at ``trials`` random points of their free symbols."""
     lhs_l, rhs_l = _flat(lhs), _flat(rhs)
-    free = sorted(free_symbols([as_sympy(e, "expression") for e in lhs_l + rhs_l]) - set(fixed or {}), key=lambda s: s.name)
-    fn = compile_numeric(lhs_l + rhs_l, free + sorted(fixed or {}, key=lambda s: s.name))
+    both_sides = [as_sympy(e, "expression") for e in lhs_l + rhs_l]
+    free = sorted(free_symbols(both_sides) - set(fixed or {}), key=lambda s: s.name)
+    fn = compile_numeric(both_sides, free + sorted(fixed or {}, key=lambda s: s.name))
     computed, reference = [], []
     for _ in range(trials):
         values = random_values(free, rng, low, high, positive)
