@@ -97,6 +97,7 @@ def _is_zero(expr) -> bool:
     return sp.simplify(expr) == 0
 
 
+@runcache.memo  # the slope fact, and the maximum of the slope built on it
 def _tanh_prime() -> Proof:
     derivative = sp.diff(sp.tanh(z), z)
     claimed = activations.get("tanh").prime(z, sp.tanh(z))  # 1 - h**2 at h = tanh z
@@ -104,6 +105,7 @@ def _tanh_prime() -> Proof:
     return Proof(residual == 0, (("d/dz tanh(z)", derivative), ("claimed phi'", claimed), ("difference", residual)))
 
 
+@runcache.memo  # the slope fact, and the maximum of the slope built on it
 def _sigmoid_prime() -> Proof:
     derivative = sp.diff(_sigma_exp, z)
     claimed = activations.get("sigmoid").prime(z, _sigma_exp)  # s(1 - s) at s = 1/(1+e^-z)
@@ -143,7 +145,7 @@ def _sigmoid_prime_max() -> Proof:
     # with equality exactly where sigma(z) = 1/2, which is z = 0 alone; the supremum over the critical
     # points and z -> ±oo is the second evidence
     prime = sp.diff(_sigma_exp, z)
-    as_s = sp.simplify(prime - (s * (1 - s)).subs(s, _sigma_exp))
+    as_s = dict(_sigmoid_prime().steps)["difference"]  # sigma' - s(1 - s) at s = sigma(z), the slope fact's residual
     gap = sp.expand(sp.Rational(1, 4) - s * (1 - s) - (s - sp.Rational(1, 2)) ** 2)  # 0: a perfect square
     at_half = sp.solveset(sp.Eq(_sigma_exp, sp.Rational(1, 2)), z, sp.S.Reals)
     peak = sp.simplify(prime.subs(z, 0))
@@ -160,7 +162,7 @@ def _tanh_prime_max() -> Proof:
     # tanh'(z) = 1 - h^2 with h = tanh z, and 1 - (1 - h^2) = h^2 >= 0: so tanh' <= 1, with equality
     # exactly where tanh z = 0, which is z = 0 alone; the supremum is the second evidence
     prime = sp.diff(sp.tanh(z), z)
-    as_h = sp.simplify(prime - (1 - sp.tanh(z) ** 2))
+    as_h = dict(_tanh_prime().steps)["difference"]  # tanh' - (1 - h^2) at h = tanh z, the slope fact's residual
     gap = sp.expand(1 - (1 - h**2) - h**2)
     at_zero = sp.solveset(sp.Eq(sp.tanh(z), 0), z, sp.S.Reals)
     peak = sp.simplify(prime.subs(z, 0))
