@@ -187,12 +187,9 @@ class SelfAttention(Derivation):
         """
         from .blocks import attention_program
 
-        G = self.upstream() if G is None else as_matrix("G", G, (self.T, self.d_v))
         block = attention_program(masked=self.M is not None, T_=self.T, d_=self.d_model, d_k_=self.d_k, d_v_=self.d_v,
                                   scale=self.scale)
-        values = dict(self.parameters, **({"M": self.M} if self.M is not None else {}))
-        return block.backward_at(values, G, {n: getattr(self, n) for n in ("V", "A", "S", "Q", "K")},
-                                 ("W_Q", "W_K", "W_V", "X"))
+        return head_backward(self, block, G, ("W_Q", "W_K", "W_V", "X"))
 
     def gradient_by_differentiation(self, wrt: str, G: sp.Matrix | None = None) -> sp.Matrix:
         """sum_{t,c} G_tc dO_tc / d wrt, by direct differentiation (the reference for :meth:`backward`)."""
@@ -338,6 +335,16 @@ class Equivariance(Derivation):
 
     def __repr__(self) -> str:
         return f"Equivariance(T={self.T}, positions={self.positions is not None}, causal={self.causal})"
+
+
+def head_backward(head, block, G, wrt) -> dict[str, sp.Matrix]:
+    """``block``'s backward pass (a :class:`derive.blocks.BlockProgram`) at an attention head of explicit size
+    (:class:`SelfAttention`, :class:`derive.decoder.CrossAttention`): the head's inputs and mask as the program's,
+    its own Q, K, V, S, A as the intermediates, the upstream ``G`` (default: the head's symbols g); the adjoint of
+    each intermediate and the gradient of each input in ``wrt``."""
+    G = head.upstream() if G is None else as_matrix("G", G, (head.T, head.d_v))
+    values = dict(head.parameters, **({"M": head.M} if head.M is not None else {}))
+    return block.backward_at(values, G, {n: getattr(head, n) for n in ("V", "A", "S", "Q", "K")}, wrt)
 
 
 def _max_abs(M: sp.Matrix) -> float:
@@ -657,5 +664,5 @@ def identities() -> list[Identity]:
 
 
 __all__ = ["SelfAttention", "MultiHeadAttention", "Equivariance", "causal_mask", "padding_mask", "combine_masks",
-           "check_mask", "softmax_rows", "head_widths", "permutation_matrix", "expectation", "dot_product_variance",
-           "evaluate"]
+           "check_mask", "softmax_rows", "head_backward", "head_widths", "permutation_matrix", "expectation",
+           "dot_product_variance", "evaluate"]

@@ -36,7 +36,7 @@ from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
 from . import counting
-from .attention import as_matrix, causal_mask, check_mask, softmax_rows, symbol_matrix
+from .attention import as_matrix, causal_mask, check_mask, head_backward, softmax_rows, symbol_matrix
 from .identity import Derivation
 from .safe_parse import as_sympy
 
@@ -83,11 +83,9 @@ class CrossAttention(Derivation):
         symbolic size) evaluated at this head, with the head's own Q, K, V, S, A as its intermediates."""
         from .blocks import cross_attention_program
 
-        G = self.upstream() if G is None else as_matrix("G", G, (self.T, self.d_v))
         block = cross_attention_program(masked=self.M is not None, T_=self.T, T_src_=self.T_src, d_=self.d_model,
                                         d_k_=self.d_k, d_v_=self.d_v, scale=self.scale)
-        values = dict(self.parameters, **({"M": self.M} if self.M is not None else {}))
-        return block.backward_at(values, G, {n: getattr(self, n) for n in ("V", "A", "S", "Q", "K")}, tuple(self.parameters))
+        return head_backward(self, block, G, tuple(self.parameters))
 
     def gradient_by_differentiation(self, wrt: str, G=None) -> sp.Matrix:
         """sum_{t,c} G_tc dO_tc / d wrt by direct differentiation (the reference for :meth:`backward`)."""
