@@ -81,23 +81,18 @@ def main(argv=None) -> int:
     from crosscheck.parallel import usable_cores
 
     cores = usable_cores()
-    runs: dict[str, list[dict]] = {"serial": [], "parallel": []}
     loads = []
-    memory: dict[str, dict] = {}
+
+    def run(kind, i, memory):
+        loads.append(procstat.load_line())
+        r = one_run(Path(tmp) / f"{kind}{i}", {"serial": 1, "parallel": None}[kind], only, memory=memory)
+        print(f"{kind}, memory run: exit {r['rc']}, peak PSS {r['pss']:.0f} MiB, largest RSS {r['rss']:.0f} MiB ({loads[-1]})"
+              if memory else f"{kind} {i + 1}: exit {r['rc']}, wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s, {r['n']} checks "
+              f"({loads[-1]})", flush=True)
+        return r
+
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(repeats + 1):  # the last pair samples memory (procstat: sampling slows a run), untimed
-            sampled = i == repeats
-            for kind, jobs in (("serial", 1), ("parallel", None)):
-                loads.append(procstat.load_line())
-                r = one_run(Path(tmp) / f"{kind}{i}", jobs, only, memory=sampled)
-                if sampled:
-                    memory[kind] = r
-                    print(f"{kind}, memory run: exit {r['rc']}, peak PSS {r['pss']:.0f} MiB, largest RSS {r['rss']:.0f} MiB "
-                          f"({loads[-1]})", flush=True)
-                    continue
-                runs[kind].append(r)
-                print(f"{kind} {i + 1}: exit {r['rc']}, wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s, {r['n']} checks "
-                      f"({loads[-1]})", flush=True)
+        runs, memory = procstat.rounds(["serial", "parallel"], repeats, run)
     everything = [r for rs in runs.values() for r in rs] + list(memory.values())
     same = all(r["content"] == everything[0]["content"] and r["figures"] == everything[0]["figures"] for r in everything)
     ok = all(r["rc"] == 0 for r in everything)

@@ -57,30 +57,29 @@ def main(argv=None) -> int:
     from crosscheck.parallel import usable_cores
 
     cores = usable_cores()
-    runs: dict[str, list] = {key: [] for key, *_ in ways}
     documents: set[str] = set()
     loads = []
     ok = True
-    memory: dict[str, procstat.Measured] = {}
+    flags_env = {key: (flags, env) for key, _, flags, env in ways}
+
+    def run(key, i, memory):
+        nonlocal ok
+        flags, env = flags_env[key]
+        out = Path(tmp) / f"{key}{i}.tex"
+        loads.append(procstat.load_line())
+        m = procstat.measure([sys.executable, "-m", "crosscheck", "latex", str(out), "--standalone", *sections, *flags],
+                             env={"MPLBACKEND": "Agg", **env}, cwd=env.get("PYTHONPATH"), memory=memory)
+        ok = ok and m.rc == 0
+        if m.rc != 0:
+            print(m.stderr[-2000:], file=sys.stderr)
+        elif key != "before":  # the earlier code writes its own document
+            documents.add(out.read_text(encoding="utf-8"))
+        print(f"{key}, memory round: exit {m.rc}, peak PSS {m.pss_mib:.0f} MiB ({loads[-1]})" if memory else
+              f"{key} {i + 1}: exit {m.rc}, wall {m.wall:.1f} s, CPU {m.cpu:.1f} s ({loads[-1]})", flush=True)
+        return m
+
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(repeats + 1):  # the last round samples memory (procstat: sampling slows a run), untimed
-            sampled = i == repeats
-            for key, _, flags, env in ways:
-                out = Path(tmp) / f"{key}{i}.tex"
-                loads.append(procstat.load_line())
-                m = procstat.measure([sys.executable, "-m", "crosscheck", "latex", str(out), "--standalone", *sections, *flags],
-                                     env={"MPLBACKEND": "Agg", **env}, cwd=env.get("PYTHONPATH"), memory=sampled)
-                ok = ok and m.rc == 0
-                if m.rc != 0:
-                    print(m.stderr[-2000:], file=sys.stderr)
-                elif key != "before":  # the earlier code writes its own document
-                    documents.add(out.read_text(encoding="utf-8"))
-                if sampled:
-                    memory[key] = m
-                    print(f"{key}, memory round: exit {m.rc}, peak PSS {m.pss_mib:.0f} MiB ({loads[-1]})", flush=True)
-                    continue
-                runs[key].append(m)
-                print(f"{key} {i + 1}: exit {m.rc}, wall {m.wall:.1f} s, CPU {m.cpu:.1f} s ({loads[-1]})", flush=True)
+        runs, memory = procstat.rounds(list(flags_env), repeats, run)
     same = len(documents) == 1
     med = {key: {k: statistics.median(getattr(m, k) for m in ms) for k in ("wall", "cpu")} | {"pss_mib": memory[key].pss_mib}
            for key, ms in runs.items()}

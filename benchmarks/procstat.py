@@ -97,6 +97,21 @@ def measure(cmd: list[str], env: dict | None = None, cwd: str | None = None, mem
     return Measured(proc.returncode, wall, cpu, pss, peak[1], out, err)
 
 
+def rounds(keys, repeats: int, run) -> tuple[dict, dict]:
+    """``repeats`` timed rounds of ``run(key, i, memory=False)`` over ``keys`` in turn (alternating, so that every
+    way sees the same machine load), then one round of ``run(key, repeats, memory=True)`` for the peak memory
+    (sampling slows the run it samples): the timed results of each key (a list) and its sampled result."""
+    timed: dict = {key: [] for key in keys}
+    sampled: dict = {}
+    for i in range(repeats + 1):
+        for key in keys:
+            if i < repeats:
+                timed[key].append(run(key, i, memory=False))
+            else:
+                sampled[key] = run(key, i, memory=True)
+    return timed, sampled
+
+
 def load_line() -> str:
     """The machine's load (1-minute average) against its cores, to say how shared the measurement was."""
     try:
