@@ -71,19 +71,21 @@ def _symbols(expr) -> list:
             or (isinstance(s, sp.Symbol) and not s.is_integer)]
 
 
-def _term_key(term):
-    negative = bool(term.could_extract_minus_sign()) if hasattr(term, "could_extract_minus_sign") else False
+def _role(term) -> int:
+    """0 a number, 1 a term about the inputs, 2 about the states, 3 anything else, 4 a bias (written last)."""
     bases = {base_letter(s) for s in _symbols(term)}
     if term.is_Number:
-        role = 0
-    elif bases and bases <= _BIAS:
-        role = 4
-    elif bases & _INPUT:
-        role = 1
-    elif bases & _STATE:
-        role = 2
-    else:
-        role = 3
+        return 0
+    if bases and bases <= _BIAS:
+        return 4
+    if bases & _INPUT:
+        return 1
+    return 2 if bases & _STATE else 3
+
+
+def _term_key(term):
+    negative = bool(term.could_extract_minus_sign()) if hasattr(term, "could_extract_minus_sign") else False
+    role = _role(term)
     index = _index(term, _INPUT if role == 1 else _STATE if role == 2 else ())
     return (negative, role, index, isinstance(term, sp.Function), _natural(term))
 
@@ -99,7 +101,7 @@ def _offset(term) -> bool:
     """A bias, or a bracketed sum holding one (the ``W_2 b_1 + b_2`` of an affine map): written last."""
     if isinstance(term, (sp.Add, sp.MatAdd)):
         return any(_offset(a) for a in term.args)
-    return _term_key(term)[1] == 4
+    return _role(term) == 4
 
 
 def _path_length(term) -> int:
@@ -113,7 +115,7 @@ def _path_length(term) -> int:
         return sum(_path_length(a) for a in term.args if not a.is_Number) or 1
     if isinstance(term, (sp.Add, sp.MatAdd)):
         return max((_path_length(a) for a in term.args), default=1)
-    if isinstance(term, sp.Function) or getattr(term, "is_Function", False):
+    if isinstance(term, sp.Function):
         return 1 + max((_path_length(a) for a in term.args), default=0)
     return 1
 
