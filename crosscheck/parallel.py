@@ -67,12 +67,13 @@ def run_tasks(tasks: Sequence[Task[R]], jobs: int) -> Iterator[tuple[int, R]]:
     jobs = min(jobs, len(tasks))
     if jobs <= 1 or not can_fork():
         for i in order:
-            yield i, _call(tasks[i])
+            yield i, call(tasks[i])
         return
     yield from _Pool(tasks, jobs).run(deque(order))
 
 
-def _call(task: Task[R]) -> R:
+def call(task: Task[R]) -> R:
+    """``task.run()``, or ``task.lost(reason)`` when it raises."""
     try:
         return task.run()
     except Exception as exc:

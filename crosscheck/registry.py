@@ -243,19 +243,51 @@ def run_checks(items: Iterable[Check], device: str = "cpu", dtype: str = "float6
 
 
 def run_with_tasks(items: Sequence[Check], extra: Sequence, device: str = "cpu", dtype: str = "float64", seed: int = 0,
-                   show_progress: bool | None = None, jobs: int = 1) -> tuple[list[Result], list]:
+                   show_progress: bool | None = None, jobs: int = 1, joins: Sequence[str | None] = ()) -> tuple[list[Result], list]:
     """The checks ``items`` and the ``extra`` tasks (e.g. figure sets) in one pool of ``jobs`` processes:
-    the checks' results in the order of ``items``, and each extra task's result in the order of ``extra``."""
-    from .parallel import run_tasks
+    the checks' results in the order of ``items``, and each extra task's result in the order of ``extra``.
 
-    checks = group_tasks(items, device, dtype, seed)
-    tasks = checks + list(extra)
+    ``joins[j]``, where given, names the group of checks that computes what ``extra[j]`` needs (a figure set
+    draws the data its group checks): the extra task then runs in that group's task, after its checks, in the
+    same process, so the cached data are computed once instead of once per worker."""
+    from .parallel import Task, run_tasks
+
+    groups = groups_of(items)
+    tasks = group_tasks(items, device, dtype, seed)
+    first_of = {}
+    for k, part in enumerate(groups):
+        first_of.setdefault(part[0].group, k)
+    joined: dict[int, list[int]] = {}  # group task -> the extra tasks it runs after its checks
+    alone: list[int] = []
+    for j in range(len(extra)):
+        k = first_of.get(joins[j]) if j < len(joins) else None
+        (joined.setdefault(k, []) if k is not None else alone).append(j)
+    for k, js in joined.items():
+        part = [extra[j] for j in js]
+        tasks[k] = Task(functools.partial(_run_joined, tasks[k], part), functools.partial(_lost_joined, tasks[k], part),
+                        tasks[k].weight + sum(t.weight for t in part))
+    tasks += [extra[j] for j in alone]
     label = "checks" if not extra else "checks and figures"
     by_name: dict[str, Result] = {}
     others: dict[int, object] = {}
     for i, value in progress(run_tasks(tasks, jobs), len(tasks), label, enabled=show_progress):
-        if i < len(checks):
-            by_name.update((r.name, r) for r in value)
-        else:
-            others[i - len(checks)] = value
-    return [by_name[item.name] for item in items], [others[i] for i in range(len(extra))]
+        if i >= len(groups):
+            others[alone[i - len(groups)]] = value
+            continue
+        if i in joined:
+            value, values = value
+            others.update(zip(joined[i], values))
+        by_name.update((r.name, r) for r in value)
+    return [by_name[item.name] for item in items], [others[j] for j in range(len(extra))]
+
+
+def _run_joined(checks, extra: Sequence) -> tuple[list[Result], list]:
+    """A group's checks, then the extra tasks that join it, one after another in this process; an extra task
+    that raises gives its ``lost`` result, as it would have in a task of its own."""
+    from .parallel import call
+
+    return checks.run(), [call(task) for task in extra]
+
+
+def _lost_joined(checks, extra: Sequence, reason: str) -> tuple[list[Result], list]:
+    return checks.lost(reason), [task.lost(reason) for task in extra]

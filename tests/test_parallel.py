@@ -110,6 +110,36 @@ def test_a_dying_group_is_reported_as_errors():
         assert results[name].status == "error" and "worker process ended (exit code 3)" in results[name].detail
 
 
+def _pid_outcome(ctx):
+    return Outcome(0.0, 0.0, True, str(os.getpid()))
+
+
+@needs_fork
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_an_extra_task_joins_its_group_in_the_same_process(jobs):
+    from crosscheck.registry import run_with_tasks
+
+    items = [_fake(f"{g}.c{c}", g, _pid_outcome) for g in ("a", "b", "c") for c in range(2)]
+    extra = _tasks((os.getpid, 1), (os.getpid, 1), (_boom, 1), (lambda: "alone", 1))
+    results, values = run_with_tasks(items, extra, jobs=jobs, joins=["b", "c", "a", "no such group"])
+    pid = {r.group: r.detail for r in results}
+    assert [r.name for r in results] == [i.name for i in items] and all(r.passed for r in results)
+    assert values[:2] == [int(pid["b"]), int(pid["c"])]  # drawn where its group's caches are
+    assert values[2].startswith("lost: ArithmeticError: bad task")  # a raising extra costs only itself
+    assert values[3] == "alone"
+
+
+@needs_fork
+def test_a_dying_joined_task_loses_its_group_and_its_extras():
+    from crosscheck.registry import run_with_tasks
+
+    items = [_fake("a.ok", "a", _seeded), _fake("b.ok", "b", _seeded)]
+    results, values = run_with_tasks(items, _tasks((_die, 1)), jobs=2, joins=["b"])
+    by_name = {r.name: r for r in results}
+    assert by_name["a.ok"].status == "pass" and by_name["b.ok"].status == "error"
+    assert values == ["lost: its worker process ended (exit code 3)"]
+
+
 def test_groups_keep_order():
     items = all_checks("encoder.*")
     assert [c for g in groups_of(items) for c in g] == items

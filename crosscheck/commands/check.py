@@ -84,16 +84,17 @@ def write_outputs(out: Path, run, *, device: str, dtype: str, start: float, figu
     and swap it into place at ``out`` in one step: after an interruption at any moment ``out`` is wholly
     the old report or wholly the new one, and nothing temporary remains.
 
-    ``run(figure_tasks)`` returns the checks' results and each figure task's result (its paths), in
-    order; ``seqgrad check`` passes :func:`crosscheck.registry.run_with_tasks`, which runs the groups of
-    checks and the figure sets in one pool, so a worker that finishes its checks early draws figures
-    while the other still checks.  Returns the results and the elapsed seconds the report records."""
+    ``run(figure_tasks, joins=groups)`` returns the checks' results and each figure task's result (its
+    paths), in order; ``seqgrad check`` passes :func:`crosscheck.registry.run_with_tasks`, which runs the
+    groups of checks and the figure sets in one pool, so a worker that finishes its checks early draws
+    figures while the other still checks, and a set that draws its group's data follows that group.  Returns the results and the elapsed seconds the report records."""
     from seqgrad.atomic import atomic_directory
 
     from .. import report
 
     with atomic_directory(out) as fresh:
-        results, sets = run(_figure_tasks(fresh / "figures", device) if figures else [])
+        tasks, joins = _figure_tasks(fresh / "figures", device) if figures else ([], [])
+        results, sets = run(tasks, joins=joins)
         written = [path for paths in sets for path in paths]
         elapsed = time.perf_counter() - start
         report.write(fresh, results, device=device, dtype=dtype, total_seconds=elapsed, figures=written)
@@ -103,7 +104,8 @@ def write_outputs(out: Path, run, *, device: str, dtype: str, start: float, figu
 FIGURE_SET_WEIGHT_S = 2.0  # estimated seconds to draw one figure set (for handing out the longest tasks first)
 
 
-def _figure_tasks(out: Path, device: str) -> list:
+def _figure_tasks(out: Path, device: str) -> tuple[list, list]:
+    """One task per figure set, and for each the group of checks it joins (its ``GROUP``, None for none)."""
     from functools import partial
 
     import matplotlib.figure  # noqa: F401  (imported once here, not once per worker that draws a set)
@@ -111,8 +113,9 @@ def _figure_tasks(out: Path, device: str) -> list:
     from ..figures import figure_sets
     from ..parallel import Task
 
-    return [Task(partial(_write_figure_set, module, out / name, device), partial(_figure_set_lost, name), FIGURE_SET_WEIGHT_S)
-            for name, module in figure_sets().items()]
+    sets = figure_sets()
+    return ([Task(partial(_write_figure_set, module, out / name, device), partial(_figure_set_lost, name), FIGURE_SET_WEIGHT_S)
+             for name, module in sets.items()], [getattr(module, "GROUP", None) for module in sets.values()])
 
 
 def _write_figure_set(module, out: Path, device: str) -> list[str]:

@@ -3,7 +3,9 @@
 Each module here defines ``NAME``, ``HELP``, ``CAPTIONS`` and
 ``write(out_dir: Path, fmt: str, device: str) -> list[Path]``, which first checks its
 arguments with :func:`arguments` (a set whose data do not depend on the device, computed
-on the CPU, still refuses a device that is not one).
+on the CPU, still refuses a device that is not one).  A set whose data a group of checks also
+computes names that group as ``GROUP``: ``seqgrad check`` then draws it in the same worker, after the
+group's checks, where the data are already in the caches.
 """
 
 from __future__ import annotations

@@ -20,6 +20,9 @@ CAPTIONS = {
         "panel per head. Each row sums to 1; a row shows which source word the decoder reads to write that token.",
 }
 HELP = "the lesson's generation example I love ML -> Я люблю МО: cross-attention weights of each step, per head"
+#: the group of checks that computes this set's data: ``seqgrad check`` draws the set in that group's task
+#: (the same worker, after its checks), so the data are computed once
+GROUP = "decoder"
 
 
 def plot_cross_attention(ax, weights: np.ndarray, source: list[str], steps: list[str], title: str = "") -> dict:

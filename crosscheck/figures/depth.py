@@ -14,6 +14,9 @@ from . import arguments
 
 NAME = "depth"
 HELP = "gradient norms per layer of pre-/post-norm stacks (depth 1-48, Xiong et al. 2020) and singular values of the depth Jacobian product"
+#: the group of checks that computes this set's data: ``seqgrad check`` draws the set in that group's task
+#: (the same worker, after its checks), so the data are computed once
+GROUP = "depth"
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
