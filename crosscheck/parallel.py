@@ -112,8 +112,12 @@ def _worker(tasks, conn) -> None:
 
 #: a worker whose own memory (pages it wrote since the fork, the caches of the tasks it ran) grew past this
 #: is ended after its task and a fresh one forked for the next: the memory of a run stays near that of its
-#: parent plus this much per worker, at the price of redoing what a later task would have found cached
-RECYCLE_MIB = 64
+#: parent plus this much per worker, at the price of redoing what a later task would have found cached.
+#: A fresh worker writes 12 to 45 MiB in its first task of seqgrad check (the reference counts of the parent's
+#: objects it touches, SymPy's and torch's caches), so at 32 nearly every task of the main job gets a fresh fork:
+#: its peak is about 390 MiB (summed PSS) instead of about 450 MiB at 64, for about 0.3 s more wall on 2 cores
+#: (docs/benchmarks.md)
+RECYCLE_MIB = 32
 
 
 def freeze_heap() -> None:
