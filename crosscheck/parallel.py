@@ -11,8 +11,8 @@ depend on the schedule.
 
 Before forking, the parent freezes its objects out of the garbage collector's reach
 (``gc.freeze``), so that the workers' collections do not copy the pages they share
-with it; a worker whose own memory grew past :data:`RECYCLE_MIB` is replaced by a
-fresh fork after its task, which bounds the memory of a run.
+with it; a worker whose own memory grew past ``recycle_mib`` (:data:`RECYCLE_MIB` unless the
+caller trades otherwise) is replaced by a fresh fork after its task, which bounds the memory of a run.
 
 A task that raises, or a worker that dies (a crash in a C extension, the
 out-of-memory killer), never takes the run down: the task's ``lost``
@@ -61,15 +61,17 @@ class Task(Generic[R]):
     weight: float = 1.0
 
 
-def run_tasks(tasks: Sequence[Task[R]], jobs: int) -> Iterator[tuple[int, R]]:
-    """Yield ``(i, result of tasks[i])`` for every task, as each finishes, using up to ``jobs`` worker processes."""
+def run_tasks(tasks: Sequence[Task[R]], jobs: int, recycle_mib: float | None = None) -> Iterator[tuple[int, R]]:
+    """Yield ``(i, result of tasks[i])`` for every task, as each finishes, using up to ``jobs`` worker processes;
+    a worker that has written more than ``recycle_mib`` MiB of its own (default :data:`RECYCLE_MIB`) is replaced
+    by a fresh fork after its task."""
     order = sorted(range(len(tasks)), key=lambda i: -tasks[i].weight)  # stable: ties keep the given order
     jobs = min(jobs, len(tasks))
     if jobs <= 1 or not can_fork():
         for i in order:
             yield i, call(tasks[i])
         return
-    yield from _Pool(tasks, jobs).run(deque(order))
+    yield from _Pool(tasks, jobs, RECYCLE_MIB if recycle_mib is None else recycle_mib).run(deque(order))
 
 
 def call(task: Task[R]) -> R:
@@ -112,12 +114,8 @@ def _worker(tasks, conn) -> None:
 
 #: a worker whose own memory (pages it wrote since the fork, the caches of the tasks it ran) grew past this
 #: is ended after its task and a fresh one forked for the next: the memory of a run stays near that of its
-#: parent plus this much per worker, at the price of redoing what a later task would have found cached.
-#: A fresh worker writes 12 to 45 MiB in its first task of seqgrad check (the reference counts of the parent's
-#: objects it touches, SymPy's and torch's caches), so at 32 nearly every task of the main job gets a fresh fork:
-#: its peak is about 390 MiB (summed PSS) instead of about 450 MiB at 64, for about 0.3 s more wall on 2 cores
-#: (docs/benchmarks.md)
-RECYCLE_MIB = 32
+#: parent plus this much per worker, at the price of redoing what a later task would have found cached
+RECYCLE_MIB = 64
 
 
 def freeze_heap() -> None:
@@ -143,8 +141,8 @@ def _private_mib() -> float:
 
 
 class _Pool:
-    def __init__(self, tasks, jobs: int):
-        self.tasks, self.jobs = tasks, jobs
+    def __init__(self, tasks, jobs: int, recycle_mib: float):
+        self.tasks, self.jobs, self.recycle_mib = tasks, jobs, recycle_mib
         self.context = multiprocessing.get_context("fork")
         self.busy: dict = {}  # worker process -> (connection, task index or None)
 
@@ -204,7 +202,7 @@ class _Pool:
                             self._hand_out(process, conn, pending)
                         continue
                     done += 1
-                    if private > RECYCLE_MIB and pending:
+                    if private > self.recycle_mib and pending:
                         process, conn = self._recycle(process, conn)
                     self._hand_out(process, conn, pending)
                     yield j, (payload if ok else self.tasks[j].lost(payload))

@@ -243,13 +243,15 @@ def run_checks(items: Iterable[Check], device: str = "cpu", dtype: str = "float6
 
 
 def run_with_tasks(items: Sequence[Check], extra: Sequence, device: str = "cpu", dtype: str = "float64", seed: int = 0,
-                   show_progress: bool | None = None, jobs: int = 1, joins: Sequence[str | None] = ()) -> tuple[list[Result], list]:
+                   show_progress: bool | None = None, jobs: int = 1, joins: Sequence[str | None] = (),
+                   recycle_mib: float | None = None) -> tuple[list[Result], list]:
     """The checks ``items`` and the ``extra`` tasks (e.g. figure sets) in one pool of ``jobs`` processes:
     the checks' results in the order of ``items``, and each extra task's result in the order of ``extra``.
 
     ``joins[j]``, where given, names the group of checks that computes what ``extra[j]`` needs (a figure set
     draws the data its group checks): the extra task then runs in that group's task, after its checks, in the
-    same process, so the cached data are computed once instead of once per worker."""
+    same process, so the cached data are computed once instead of once per worker.  ``recycle_mib``: see
+    :func:`crosscheck.parallel.run_tasks`."""
     from .parallel import Task, run_tasks
 
     groups = groups_of(items)
@@ -270,7 +272,7 @@ def run_with_tasks(items: Sequence[Check], extra: Sequence, device: str = "cpu",
     label = "checks" if not extra else "checks and figures"
     by_name: dict[str, Result] = {}
     others: dict[int, object] = {}
-    for i, value in progress(run_tasks(tasks, jobs), len(tasks), label, enabled=show_progress):
+    for i, value in progress(run_tasks(tasks, jobs, recycle_mib), len(tasks), label, enabled=show_progress):
         if i >= len(groups):
             others[alone[i - len(groups)]] = value
             continue

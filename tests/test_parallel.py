@@ -78,6 +78,8 @@ def test_a_worker_that_grew_past_the_limit_is_replaced(monkeypatch):
     recycled = dict(parallel.run_tasks(tasks, 2))
     assert len(set(recycled.values())) == 4  # each task grew its worker past 4 MiB: a fresh worker for the next
     assert os.getpid() not in recycled.values()
+    monkeypatch.setattr(parallel, "RECYCLE_MIB", 64)
+    assert len(set(dict(parallel.run_tasks(tasks, 2, recycle_mib=4)).values())) == 4  # the caller's own limit
 
 
 def _fake(name, group, outcome):

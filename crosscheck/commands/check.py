@@ -59,7 +59,8 @@ def run(args) -> int:
 
     with one_thread(), runcache.scope():  # the checks' tensors are tiny: extra torch threads only cost time
         results, elapsed = write_outputs(
-            Path(args.out), functools.partial(run_with_tasks, items, device=device, dtype=args.dtype, jobs=jobs),
+            Path(args.out), functools.partial(run_with_tasks, items, device=device, dtype=args.dtype, jobs=jobs,
+                                              recycle_mib=RECYCLE_MIB),
             device=device, dtype=args.dtype, start=start, figures=not args.no_figures and not args.only)
     _print_table(results)
     erratum_lines = report.errata_lines(results)
@@ -69,6 +70,14 @@ def run(args) -> int:
     s = report.summary(results)
     print(f"\n{s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped in {elapsed:.1f} s; report in {args.out}/")
     return 0 if s["ok"] else 1
+
+
+#: seqgrad check replaces a worker that has written more than this many MiB of its own after its task (see
+#: crosscheck.parallel.run_tasks).  A fresh worker writes 12 to 45 MiB in its first task (the reference counts of
+#: the parent's objects it touches, SymPy's and torch's caches), so nearly every task gets a fresh fork: the peak
+#: is about 390 MiB summed PSS instead of about 450 MiB at the pool's default 64, for about 0.3 s more wall on
+#: 2 cores (docs/benchmarks.md).  seqgrad latex, which has a time target and no memory target, keeps the default.
+RECYCLE_MIB = 32
 
 
 def _selected(all_checks, patterns: list[str] | None) -> list:
