@@ -174,7 +174,7 @@ def _write_report(out: Path, label: str) -> None:
     saved = figures.figure_sets
     figures.figure_sets = lambda: {"fake": _FakeFigures}
     try:
-        check.write_outputs(out, lambda tasks: (_results(label), [t.run() for t in tasks]), device="cpu", dtype="float64",
+        check.write_outputs(out, lambda tasks, joins: (_results(label), [t.run() for t in tasks]), device="cpu", dtype="float64",
                             start=0.0, figures=True)
     finally:
         figures.figure_sets = saved
