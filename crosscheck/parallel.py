@@ -69,30 +69,42 @@ def run_tasks(tasks: Sequence[Task[R]], jobs: int, recycle_mib: float | None = N
     jobs = min(jobs, len(tasks))
     if jobs <= 1 or not can_fork():
         for i in order:
-            yield i, call(tasks[i])
+            yield i, _call(tasks[i])
         return
     yield from _Pool(tasks, jobs, RECYCLE_MIB if recycle_mib is None else recycle_mib).run(deque(order))
 
 
-def call(task: Task[R]) -> R:
-    """``task.run()``, or ``task.lost(reason)`` when it raises."""
+def _call(task: Task[R]) -> R:
     try:
         return task.run()
     except Exception as exc:
-        return task.lost(_describe(exc))
+        return task.lost(describe(exc))
 
 
-def _describe(exc: BaseException) -> str:
+def describe(exc: BaseException) -> str:
+    """An exception in one line, with the file and line it came from (what a lost task's ``lost`` is told)."""
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" ({frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{where}"
 
 
 def _worker(tasks, conn) -> None:
-    """A worker's loop: receive a task index, send back ``(i, ok, result or reason)``; None ends it."""
+    """A worker: serve tasks until told to stop.  When the parent ends it (SIGTERM: the run was interrupted or
+    failed), the handler it inherited raises (seqgrad's ``Terminated``): its ``finally`` blocks clean up, e.g.
+    a half-written file, and it exits without printing a traceback for what is not an error of its own."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends the workers
     if "torch" in sys.modules:  # as torch's DataLoader workers do: an OpenMP thread pool the parent started does
         sys.modules["torch"].set_num_threads(1)  # not survive fork, and a parallel region would wait for it forever
+    try:
+        _serve(tasks, conn)
+    except (SystemExit, Exception):  # an exit of its own; a bug in the loop itself (a task's errors are sent back)
+        raise
+    except BaseException:  # the inherited SIGTERM handler's exception, after the unwinding
+        raise SystemExit(143) from None
+
+
+def _serve(tasks, conn) -> None:
+    """A worker's loop: receive a task index, send back ``(i, ok, result or reason)``; None ends it."""
     while True:
         try:
             i = conn.recv()
@@ -103,13 +115,13 @@ def _worker(tasks, conn) -> None:
         try:
             message = (i, True, tasks[i].run(), _private_mib())
         except Exception as exc:
-            message = (i, False, _describe(exc), _private_mib())
+            message = (i, False, describe(exc), _private_mib())
         try:
             conn.send(message)
         except OSError:  # the parent is gone (killed): nobody to report to
             return
         except Exception as exc:  # a result that cannot be pickled
-            conn.send((i, False, f"the result could not be sent back: {_describe(exc)}", _private_mib()))
+            conn.send((i, False, f"the result could not be sent back: {describe(exc)}", _private_mib()))
 
 
 #: a worker whose own memory (pages it wrote since the fork, the caches of the tasks it ran) grew past this

@@ -278,18 +278,26 @@ def run_with_tasks(items: Sequence[Check], extra: Sequence, device: str = "cpu",
             continue
         if i in joined:
             value, values = value
-            others.update(zip(joined[i], values))
+            others.update((j, v if ok else extra[j].lost(v)) for j, (ok, v) in zip(joined[i], values))
         by_name.update((r.name, r) for r in value)
     return [by_name[item.name] for item in items], [others[j] for j in range(len(extra))]
 
 
-def _run_joined(checks, extra: Sequence) -> tuple[list[Result], list]:
-    """A group's checks, then the extra tasks that join it, one after another in this process; an extra task
-    that raises gives its ``lost`` result, as it would have in a task of its own."""
-    from .parallel import call
+def _run_joined(checks, extra: Sequence) -> tuple[list[Result], list[tuple[bool, object]]]:
+    """A group's checks, then the extra tasks that join it, one after another in this process: the checks'
+    results and, for each extra task, ``(True, its result)`` or ``(False, why it raised)``; the caller turns the
+    latter into the task's ``lost`` result, as the pool does for a task of its own."""
+    from .parallel import describe
 
-    return checks.run(), [call(task) for task in extra]
+    results = checks.run()
+    out = []
+    for task in extra:
+        try:
+            out.append((True, task.run()))
+        except Exception as exc:
+            out.append((False, describe(exc)))
+    return results, out
 
 
-def _lost_joined(checks, extra: Sequence, reason: str) -> tuple[list[Result], list]:
-    return checks.lost(reason), [task.lost(reason) for task in extra]
+def _lost_joined(checks, extra: Sequence, reason: str) -> tuple[list[Result], list[tuple[bool, object]]]:
+    return checks.lost(reason), [(False, reason)] * len(extra)

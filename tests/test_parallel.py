@@ -70,6 +70,39 @@ def _grow_and_report_pid():
 
 
 @needs_fork
+def test_a_worker_ended_by_sigterm_cleans_up_and_exits_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import os, signal, sys
+        from crosscheck import parallel
+
+        class Terminated(BaseException):  # as seqgrad's command line raises on SIGTERM
+            pass
+
+        def on_sigterm(signum, frame):
+            raise Terminated
+
+        def ended():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+            finally:
+                open(sys.argv[1], "w").write("cleaned up")
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+        tasks = [parallel.Task(ended, lambda reason: "lost: " + reason), parallel.Task(lambda: 1, str)]
+        print(sorted(parallel.run_tasks(tasks, 2)))
+    """)
+    mark = tmp_path / "finally.txt"
+    proc = subprocess.run([sys.executable, "-c", code, str(mark)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[(0, 'lost: its worker process ended (exit code 143)'), (1, 1)]"
+    assert "Traceback" not in proc.stderr and mark.read_text() == "cleaned up"
+
+
+@needs_fork
 def test_a_worker_that_grew_past_the_limit_is_replaced(monkeypatch):
     tasks = _tasks(*[(_grow_and_report_pid, 1) for _ in range(4)])
     kept = dict(parallel.run_tasks(tasks, 1 + 1))

@@ -96,7 +96,8 @@ def write_outputs(out: Path, run, *, device: str, dtype: str, start: float, figu
     ``run(figure_tasks, joins=groups)`` returns the checks' results and each figure task's result (its
     paths), in order; ``seqgrad check`` passes :func:`crosscheck.registry.run_with_tasks`, which runs the
     groups of checks and the figure sets in one pool, so a worker that finishes its checks early draws
-    figures while the other still checks, and a set that draws its group's data follows that group.  Returns the results and the elapsed seconds the report records."""
+    figures while the other still checks, and a set that draws its group's data follows that group.
+    Returns the results and the elapsed seconds the report records."""
     from seqgrad.atomic import atomic_directory
 
     from .. import report
