@@ -141,7 +141,6 @@ def _python(code: str, env=None, timeout: float = 600, cwd: Path = ROOT):
     return _cpu([sys.executable, "-c", code], env, timeout, cwd)
 
 
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repeat, short baseline timeouts")
