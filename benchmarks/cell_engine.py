@@ -28,16 +28,16 @@ from rnn_derive import median_time as cpu_seconds  # noqa: E402  (median CPU sec
 
 def derive_and_compile_cell(T: int, D=None, H=None):
     """Through the cell API: the general derivation + the loop code (T only sizes the check call)."""
-    from crosscheck.cells import CellFunction
-    from derive.builtin_cells import rnn_cell
+    from seqgrad.crosscheck.cells import CellFunction
+    from seqgrad.derive.builtin_cells import rnn_cell
 
     return CellFunction(rnn_cell(sizes=None if D is None else {"D": D, "H": H, "C": 1}))
 
 
 def derive_and_compile_unroll(T: int, D=None, H=None):
     """Through today's API: RNNFunction(rnn.unroll(...)) (the unrolled program is never built)."""
-    from crosscheck.cells import RNNFunction
-    from derive import rnn
+    from seqgrad.crosscheck.cells import RNNFunction
+    from seqgrad.derive import rnn
 
     sizes = {} if D is None else {"inputs": D, "hidden": H, "outputs": 1}
     return RNNFunction(rnn.unroll(steps=T, activation="tanh", **sizes), "numpy")
@@ -45,8 +45,8 @@ def derive_and_compile_unroll(T: int, D=None, H=None):
 
 def straight_line(T: int, D=None, H=None):
     """The first round's path: build the unrolled program and lambdify it as straight-line code."""
-    from crosscheck.lambdify import lambdify
-    from derive import rnn
+    from seqgrad.crosscheck.lambdify import lambdify
+    from seqgrad.derive import rnn
 
     sizes = {} if D is None else {"inputs": D, "hidden": H, "outputs": 1}
     net = rnn.unroll(steps=T, activation="tanh", **sizes)
@@ -76,10 +76,10 @@ def section_compile(smoke: bool) -> str:
 
 
 def section_general(smoke: bool) -> str:
-    from derive.builtin_cells import lstm_cell
+    from seqgrad.derive.builtin_cells import lstm_cell
 
     t_lstm = cpu_seconds(lambda: lstm_cell(sizes={"D": 32, "H": 32, "C": 4}).general(), 1 if smoke else 3)
-    cmd = [sys.executable, "-m", "crosscheck", "derive", "cell",
+    cmd = [sys.executable, "-m", "seqgrad", "derive", "cell",
            "z = w_x*x + w_h*h_prev; c = 0.5*c_prev + sigmoid(z); h = tanh(c)", "--states", "h c",
            "--params", "w_x w_h w_o", "--head", "w_o*h", "--general", "--check"]
     walls = []
@@ -149,8 +149,8 @@ def _nn_reference(kind, D, H, X, y):
 def section_speed(smoke: bool, reps: int = 7, threads: int = 1, cells=("rnn", "gru", "lstm")) -> str:
     import torch
 
-    from crosscheck.cells import CellFunction, random_case
-    from derive.builtin_cells import BUILTIN
+    from seqgrad.crosscheck.cells import CellFunction, random_case
+    from seqgrad.derive.builtin_cells import BUILTIN
 
     torch.set_num_threads(threads)
     shapes = [(4096, 64, 8), (256, 256, 64), (64, 1000, 32)] if not smoke else [(16, 8, 4)]

@@ -42,7 +42,7 @@ TARGET_WALL_S, TARGET_GROUP_S, TARGET_MEMORY_MIB = 8.0, 2.0, 400.0
 
 
 def one_run(out: Path, jobs: int | None, only: str | None, memory: bool = False) -> dict:
-    cmd = [sys.executable, "-m", "crosscheck", "check", "--out", str(out)]
+    cmd = [sys.executable, "-m", "seqgrad", "check", "--out", str(out)]
     cmd += ["--jobs", str(jobs)] if jobs else []
     cmd += ["--only", only] if only else []
     m = procstat.measure(cmd, env={"MPLBACKEND": "Agg"}, memory=memory)
@@ -57,8 +57,8 @@ def one_run(out: Path, jobs: int | None, only: str | None, memory: bool = False)
 
 def group_cpu(only: str | None) -> dict[str, float]:
     """CPU seconds of each group's checks, run in this process as one serial run."""
-    from crosscheck.registry import all_checks, groups_of, run_group
-    from numeric.device import one_thread
+    from seqgrad.crosscheck.registry import all_checks, groups_of, run_group
+    from seqgrad.numeric.device import one_thread
     from seqgrad import runcache
 
     out = {}
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     only = "encoder" if args.smoke else None
     repeats = 1 if args.smoke else args.repeats
-    from crosscheck.parallel import usable_cores
+    from seqgrad.crosscheck.parallel import usable_cores
 
     cores = usable_cores()
     loads = []

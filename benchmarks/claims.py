@@ -81,7 +81,7 @@ def main() -> None:
 
     bare = wall([sys.executable, "-c", "pass"], repeats)
     sympy_import = wall([sys.executable, "-c", "import sympy"], repeats)
-    claim = wall([sys.executable, "-m", "crosscheck", "claim", CLAIM], repeats)
+    claim = wall([sys.executable, "-m", "seqgrad", "claim", CLAIM], repeats)
     imported = heavy_imports()
     group, group_cpu, count = claims_group(1 if args.smoke else 3 if args.quick else 5)
     if args.smoke:
@@ -89,7 +89,7 @@ def main() -> None:
               f"claims group {group:.3f} s over {count} checks; heavy modules imported by the claim: {imported or 'none'}")
         return
     with tempfile.TemporaryDirectory() as out:
-        check = wall([sys.executable, "-m", "crosscheck", "check", "--only", "claims", "--no-figures", "--out", out], 1)
+        check = wall([sys.executable, "-m", "seqgrad", "check", "--only", "claims", "--no-figures", "--out", out], 1)
     load = os.getloadavg()[0]
 
     rows = [

@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from crosscheck.checks.conv import compiled_conv  # noqa: E402
-from crosscheck.tolerance import compare  # noqa: E402
+from seqgrad.crosscheck.checks.conv import compiled_conv  # noqa: E402
+from seqgrad.crosscheck.tolerance import compare  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchdoc  # noqa: E402  (benchmarks/benchdoc.py, beside this script)
 

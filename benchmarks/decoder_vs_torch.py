@@ -19,10 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from crosscheck import decoder_twins  # noqa: E402
-from crosscheck.tolerance import compare  # noqa: E402
-from numeric.decoder import Decoder  # noqa: E402
-from numeric.device import resolve_device, resolve_dtype  # noqa: E402
+from seqgrad.crosscheck import decoder_twins  # noqa: E402
+from seqgrad.crosscheck.tolerance import compare  # noqa: E402
+from seqgrad.numeric.decoder import Decoder  # noqa: E402
+from seqgrad.numeric.device import resolve_device, resolve_dtype  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchdoc  # noqa: E402  (benchmarks/benchdoc.py, beside this script)
 

@@ -19,11 +19,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from crosscheck import encoder_twins  # noqa: E402
-from numeric.device import resolve_device, resolve_dtype  # noqa: E402
-from numeric.encoder import Encoder  # noqa: E402
+from seqgrad.crosscheck import encoder_twins  # noqa: E402
+from seqgrad.numeric.device import resolve_device, resolve_dtype  # noqa: E402
+from seqgrad.numeric.encoder import Encoder  # noqa: E402
 import benchdoc  # noqa: E402  # benchmarks/benchdoc.py, beside this script
-from crosscheck.tolerance import compare  # noqa: E402
+from seqgrad.crosscheck.tolerance import compare  # noqa: E402
 
 T, D, HEADS, F_WIDTH, BLOCKS = 512, 256, 8, 1024, 4
 

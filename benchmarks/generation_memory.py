@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from numeric.decoder import EncoderDecoder  # noqa: E402
+from seqgrad.numeric.decoder import EncoderDecoder  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchdoc  # noqa: E402  (benchmarks/benchdoc.py, beside this script)
 

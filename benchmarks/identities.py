@@ -37,8 +37,8 @@ import benchdoc  # noqa: E402  # benchmarks/benchdoc.py, beside this script
 
 OURS_PE = textwrap.dedent("""
     import sys, time
-    from derive import positional as P
-    from derive.proof import angle_addition
+    from seqgrad.derive import positional as P
+    from seqgrad.derive.proof import angle_addition
     d = int(sys.argv[1])
     t0 = time.process_time()
     residual = P.Sinusoidal(d).shift_identity().residual()
@@ -49,7 +49,7 @@ OURS_PE = textwrap.dedent("""
 PLAIN_PE = textwrap.dedent("""
     import sys, time
     import sympy as sp
-    from derive import positional as P
+    from seqgrad.derive import positional as P
     d = int(sys.argv[1])
     residual = P.Sinusoidal(d).shift_identity().residual()
     t0 = time.process_time()
@@ -63,7 +63,7 @@ PLAIN_PE = textwrap.dedent("""
 
 OURS_LN = textwrap.dedent("""
     import sys, time
-    from derive import layernorm as L
+    from seqgrad.derive import layernorm as L
     d = int(sys.argv[1])
     t0 = time.process_time()
     derived = L.LayerNorm(d).derive()
@@ -73,7 +73,7 @@ OURS_LN = textwrap.dedent("""
 PLAIN_LN = textwrap.dedent("""
     import sys, time
     import sympy as sp
-    from derive import layernorm as L
+    from seqgrad.derive import layernorm as L
     d = int(sys.argv[1])
     t0 = time.process_time()
     ln = L.LayerNorm(d)
@@ -90,8 +90,8 @@ PLAIN_LN = textwrap.dedent("""
 
 ENTRIES = textwrap.dedent("""
     import time
-    from crosscheck.checks import identities
-    from derive import catalogue
+    from seqgrad.crosscheck.checks import identities
+    from seqgrad.derive import catalogue
     from seqgrad import runcache
     with runcache.scope():  # as seqgrad check runs them: a derivation two entries share is made once
         for entry in catalogue.entries():

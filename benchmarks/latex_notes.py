@@ -54,7 +54,7 @@ def main(argv=None) -> int:
                    if args.before else ())
     repeats = 1 if args.smoke else args.repeats
     sections = ["--sections", "positional"] if args.smoke else []
-    from crosscheck.parallel import usable_cores
+    from seqgrad.crosscheck.parallel import usable_cores
 
     cores = usable_cores()
     documents: set[str] = set()
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
         flags, env = flags_env[key]
         out = Path(tmp) / f"{key}{i}.tex"
         loads.append(procstat.load_line())
-        m = procstat.measure([sys.executable, "-m", "crosscheck", "latex", str(out), "--standalone", *sections, *flags],
+        m = procstat.measure([sys.executable, "-m", "seqgrad", "latex", str(out), "--standalone", *sections, *flags],
                              env={"MPLBACKEND": "Agg", **env}, cwd=env.get("PYTHONPATH"), memory=memory)
         ok = ok and m.rc == 0
         if m.rc != 0:

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from numeric.paths import path_product_sweep
+from seqgrad.numeric.paths import path_product_sweep
 import benchdoc  # benchmarks/benchdoc.py, beside this script
 
 T = 200

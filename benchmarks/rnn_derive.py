@@ -117,8 +117,8 @@ def median_time(fn, repeats: int) -> float:
 
 
 def ours_derive(T: int, **sizes):
-    from crosscheck.cells import RNNFunction
-    from derive import rnn
+    from seqgrad.crosscheck.cells import RNNFunction
+    from seqgrad.derive import rnn
 
     return RNNFunction(rnn.unroll(steps=T, activation="tanh", **sizes), "numpy")
 
@@ -184,8 +184,8 @@ def main() -> None:
 
     B, T = (4096, 64) if not opts.quick else (256, 16)
     f_np = ours_derive(T, inputs=D, hidden=H, outputs=1)
-    from crosscheck.checks.rnn import random_case
-    from crosscheck.cells import RNNFunction
+    from seqgrad.crosscheck.checks.rnn import random_case
+    from seqgrad.crosscheck.cells import RNNFunction
 
     params, X, y = random_case(f_np.net, np.random.default_rng(0), batch=B)
     args_np = f_np.prepare(params, X, y)

@@ -39,7 +39,7 @@ import benchdoc  # noqa: E402  (benchmarks/benchdoc.py, beside this script)
 
 RULE_TIMES = textwrap.dedent("""
     import time
-    from derive import rules
+    from seqgrad.derive import rules
     for name, rule in rules.RULES.items():
         t0 = time.process_time()
         ok = rule.prove().holds
@@ -81,7 +81,7 @@ PLAIN_LAYERNORM = textwrap.dedent("""
 OURS_ATTENTION = textwrap.dedent("""
     import time
     t0 = time.process_time()
-    from derive import blocks
+    from seqgrad.derive import blocks
     text = str(blocks.attention_program().program)
     print(time.process_time() - t0, 'dS = A o (dA - rowsum(dA o A))' in text)
 """)
@@ -89,7 +89,7 @@ OURS_ATTENTION = textwrap.dedent("""
 PLAIN_ATTENTION = textwrap.dedent("""
     import time
     t0 = time.process_time()
-    from derive import attention
+    from seqgrad.derive import attention
     head = attention.SelfAttention(3, 2, 2)
     grads = [head.gradient_by_differentiation(n) for n in ('X', 'W_Q', 'W_K', 'W_V')]
     text = str(grads[0])
@@ -98,7 +98,7 @@ PLAIN_ATTENTION = textwrap.dedent("""
 
 GROUP_CPU = textwrap.dedent("""
     import time
-    from crosscheck.registry import all_checks, groups_of, run_group
+    from seqgrad.crosscheck.registry import all_checks, groups_of, run_group
     items = all_checks("identities")
     start = time.process_time()
     results = [r for part in groups_of(items) for r in run_group(part)]
@@ -189,7 +189,7 @@ def main() -> None:
         subprocess.run(cmd, cwd=ROOT, env=e, capture_output=True, check=False)
         return time.perf_counter() - t0
 
-    ours = statistics.median(wall([sys.executable, "-m", "crosscheck", "verify", "sin(x)**2 + cos(x)**2 = 1", "--vars", "x"], env)
+    ours = statistics.median(wall([sys.executable, "-m", "seqgrad", "verify", "sin(x)**2 + cos(x)**2 = 1", "--vars", "x"], env)
                              for _ in range(repeats))
     plain = statistics.median(wall([sys.executable, "-c", PLAIN_VERIFY], env) for _ in range(repeats))
     rows.append(["seqgrad verify of a one-line identity (wall, start-up included)", f"{ours:.2f}", "< 2 s",
@@ -200,7 +200,7 @@ def main() -> None:
         print(benchdoc.table(["task", "seqgrad (s)", "target", "baseline (s)", "baseline / seqgrad"], rows))
         return
     out_dir = "/tmp/seqgrad-bench-identities"
-    cmd = [sys.executable, "-m", "crosscheck", "check", "--only", "identities", "--no-figures", "--out", out_dir]
+    cmd = [sys.executable, "-m", "seqgrad", "check", "--only", "identities", "--no-figures", "--out", out_dir]
     base_tree = benchdoc.baseline_tree(args, ROOT)
     trees = {"ours": ROOT} | ({"base": base_tree} if base_tree is not None else {})
     measured: dict[str, dict[str, list[float]]] = {name: {"group": [], "cpu": [], "wall": [], "checks": []} for name in trees}

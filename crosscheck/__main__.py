@@ -1,7 +1,7 @@
-"""``python -m crosscheck`` is the ``seqgrad`` command."""
+"""``python -m seqgrad`` is the ``seqgrad`` command."""
 
 import sys
 
-from crosscheck.cli import main
+from seqgrad.crosscheck.cli import main
 
 sys.exit(main())

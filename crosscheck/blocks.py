@@ -17,8 +17,8 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
-from derive import blocks
-from derive.rules import EPS
+from seqgrad.derive import blocks
+from seqgrad.derive.rules import EPS
 
 from .lambdify import lambdify
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
-from derive.program import Elementwise
+from seqgrad.derive.program import Elementwise
 
 __all__ = ["Gate", "GateLayout", "gate_layout", "helpers"]
 

@@ -9,7 +9,7 @@ norm product ``prod ||J_t||_2`` and a Pascanu-style bound ``r^(q-s)`` with
 RNN), and draws them as the path figure.
 
 >>> import numpy as np
->>> from derive.builtin_cells import rnn_cell
+>>> from seqgrad.derive.builtin_cells import rnn_cell
 >>> cell = rnn_cell()
 >>> J = transition_jacobians(cell, {"w_x": 1.0, "w_h": 1.2, "w_o": 1.0}, np.zeros(5))
 >>> [round(float(j), 3) for j in J]     # input 0: every factor is w_h * (1 - 0**2)
@@ -23,8 +23,8 @@ from typing import Mapping
 import numpy as np
 import sympy as sp
 
-from derive.cell import Cell
-from numeric.paths import PathNorms, spectral_norm
+from seqgrad.derive.cell import Cell
+from seqgrad.numeric.paths import PathNorms, spectral_norm
 from seqgrad.errors import SeqgradValueError
 
 from .cells import CellFunction, _CellPrinter, _numpy_namespace, _Source, identifier, run_generated

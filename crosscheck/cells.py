@@ -18,7 +18,7 @@ equations, in torch, and lets torch autograd differentiate it;
 :func:`against_autograd` compares every derived gradient with it in float64.
 
 >>> import numpy as np
->>> from derive.cell import Cell
+>>> from seqgrad.derive.cell import Cell
 >>> cell = Cell("z = w_x*x + w_h*h_prev; h = tanh(z)", states="h", params="w_x w_h w_o", head="w_o*h")
 >>> f = CellFunction(cell)
 >>> out = f({"w_x": 1.0, "w_h": 0.5, "w_o": 2.0}, np.array([[0.2, -0.1, 0.4]]), np.array([0.3]))
@@ -34,7 +34,7 @@ import numpy as np
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
-from derive.cell import Cell
+from seqgrad.derive.cell import Cell
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
 from . import cell_loop
@@ -143,7 +143,7 @@ class CellFunction:
         if self.backend == "torch":
             import torch
 
-            from numeric.device import resolve_device
+            from seqgrad.numeric.device import resolve_device
 
             dev = resolve_device(self.device)
             args = [torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float64, device=dev) for a in args]
@@ -195,7 +195,7 @@ class RNNFunction(CellFunction):
     unrolled program itself is never built.  Inputs must have the network's T steps."""
 
     def __init__(self, net, backend: str = "numpy", device: str = "cpu"):
-        from derive.cell_unrolled import UnrolledCell
+        from seqgrad.derive.cell_unrolled import UnrolledCell
 
         if not isinstance(net, UnrolledCell):
             raise SeqgradTypeError("net", net, "an unrolled network (rnn.unroll, gated.gru, gated.lstm, Cell.unroll)")
@@ -259,7 +259,7 @@ def _step_names(cell: Cell, gen):
 
 def _emit_loss(src: "_Source", printer, names: dict, gen, cell: Cell, y_t) -> None:
     """At a loss position of the forward loop: yhat_t, the loss term added to L, e_t = dL/dyhat_t in e_all[t]."""
-    from derive.cell import B as batch_size, T as length
+    from seqgrad.derive.cell import B as batch_size, T as length
 
     scale = gen.scale
     scale_text = printer(scale.xreplace({length: sp.Symbol("_T"), batch_size: sp.Symbol("_B")})) if scale != 1 else None

@@ -40,8 +40,8 @@ from typing import Callable, Iterator
 
 import sympy
 
-from derive import counting
-from derive.claims import Claim, VectorClaim, parse_claim
+from seqgrad.derive import counting
+from seqgrad.derive.claims import Claim, VectorClaim, parse_claim
 from seqgrad.sources import normalize
 
 SEED000 = "000_a7606e3a9f173091.txt"
@@ -125,7 +125,7 @@ def pe(t: int, j: int, d: int = D) -> str:
 
 def h0(t: int, j: int) -> str:
     """h_{t,j}^(0) = E_vocab[k_t, j] + P_{t,j} as claim text (line 550)."""
-    from numeric.course import E_VOCAB, token_ids
+    from seqgrad.numeric.course import E_VOCAB, token_ids
 
     return f"({E_VOCAB[token_ids()[t]][j]!r} + {pe(t, j)})"
 
@@ -148,7 +148,7 @@ def sigmoid_slope_maximum() -> sympy.Expr:
     """max over real z of sigma(z)(1 - sigma(z)), by SymPy (exact): the largest value of the slope at its critical
     points and in its limits at ±oo (:func:`derive.activation_facts.slope_maximum`, the proof of the slope facts,
     computed once per run)."""
-    from derive.activation_facts import slope_maximum
+    from seqgrad.derive.activation_facts import slope_maximum
 
     return slope_maximum("sigmoid")
 
@@ -169,7 +169,7 @@ def saturated_factor() -> sympy.Float:
 def rnn_snippet() -> dict:
     """The seeded nn.RNN + head of lines 413-440, run as printed (torch, CPU, float32):
     :func:`numeric.recurrent.seeded_example`, by the names the text prints."""
-    from numeric.recurrent import seeded_example
+    from seqgrad.numeric.recurrent import seeded_example
 
     run = seeded_example("cpu")
     h = run["h"]
@@ -182,7 +182,7 @@ def rnn_snippet() -> dict:
 @lru_cache(maxsize=1)
 def unrounded_a60() -> float:
     """A_60 of head 1 on H0 as the numeric encoder computes it (float64), unrounded."""
-    from numeric import course
+    from seqgrad.numeric import course
 
     return float(course.trace("attention_on_H0", device="cpu", dtype="float64")["head1.A"][6, 0])
 
@@ -226,7 +226,7 @@ def readout_gradient_residual() -> int:
 
 
 def causal_mask_entry(T: int, t: int, j: int):
-    from derive.attention import causal_mask
+    from seqgrad.derive.attention import causal_mask
 
     value = causal_mask(T)[t, j]
     return float(value)
@@ -234,7 +234,7 @@ def causal_mask_entry(T: int, t: int, j: int):
 
 def practicum_parameters(model: str, delay: int = 32) -> int:
     """Trainable scalars of the week-06 practicum model ``model`` as built by :mod:`numeric.cue_recall.models`."""
-    from numeric.cue_recall.models import parameter_count
+    from seqgrad.numeric.cue_recall.models import parameter_count
 
     return parameter_count(model, delay)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from numeric.decoder import Decoder, DecoderBlock, EncoderDecoder
+from seqgrad.numeric.decoder import Decoder, DecoderBlock, EncoderDecoder
 
 from .encoder_twins import _copy, encoder_stack, layer_norm, multihead_attention
 

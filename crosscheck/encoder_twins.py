@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from numeric.attention import MultiHeadAttention
-from numeric.encoder import Encoder, EncoderBlock
-from numeric.layernorm import LayerNorm
+from seqgrad.numeric.attention import MultiHeadAttention
+from seqgrad.numeric.encoder import Encoder, EncoderBlock
+from seqgrad.numeric.layernorm import LayerNorm
 from seqgrad.errors import SeqgradValueError
 
 

@@ -14,7 +14,7 @@ elementwise maximum ReLU needs) and ReLU's slope ``Heaviside(z, 0)`` keeps its
 value at 0.
 
 >>> import numpy as np
->>> from derive import rnn
+>>> from seqgrad.derive import rnn
 >>> net = rnn.unroll(steps=3, activation="tanh")
 >>> f = lambdify(net.program, [net.L, net.grad("w_h")], net.program.leaves())
 >>> [str(a) for a in f.args]
@@ -37,7 +37,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.precedence import PRECEDENCE
 
-from derive.program import Program
+from seqgrad.derive.program import Program
 from seqgrad.errors import NonFiniteError, SeqgradValueError, ShapeError
 
 __all__ = ["lambdify", "Compiled", "RNNFunction", "BACKENDS", "identifier"]
@@ -185,7 +185,7 @@ class _TorchPrinter(_Printer):
 
 
 def _numpy_namespace() -> dict:
-    from numeric.activations import sigmoid as sigmoid_
+    from seqgrad.numeric.activations import sigmoid as sigmoid_
 
     return {
         "numpy": np, "math": __import__("math"),

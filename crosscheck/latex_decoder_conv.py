@@ -12,8 +12,8 @@ def decoder_section(b) -> str:
     """Cross-attention, the decoder block, the causal proof, the counts, every decoder check, the generation figure."""
     import sympy as sp
 
-    from derive import decoder as dd
-    from derive.program import latex_aligned
+    from seqgrad.derive import decoder as dd
+    from seqgrad.derive.program import latex_aligned
 
     from .latexdoc import _catalogue_section, _derivation, checks_or_note, text, words
 
@@ -39,8 +39,8 @@ def conv_section(b) -> str:
     field, every conv check, the receptive-field figure."""
     import sympy as sp
 
-    from derive import conv as dc
-    from derive.program import latex_aligned
+    from seqgrad.derive import conv as dc
+    from seqgrad.derive.program import latex_aligned
 
     from .latexdoc import _catalogue_section, _derivation, checks_or_note, text
 

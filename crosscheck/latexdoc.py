@@ -6,7 +6,7 @@ derivations, each identity's verified status, the numeric tables and the
 figures from the package that owns them.  A section whose package is not in
 this checkout is never faked: asking for it raises :class:`SectionUnavailable`.
 
->>> from crosscheck import latexdoc
+>>> from seqgrad.crosscheck import latexdoc
 >>> latexdoc.SECTION_NAMES
 ('rnn', 'gates', 'positional', 'attention', 'encoder', 'residual', 'claims', 'decoder', 'conv')
 >>> latexdoc.resolve_sections("rnn,nope")
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from derive.latex_settings import Notation
+from seqgrad.derive.latex_settings import Notation
 from seqgrad import validate
 from seqgrad.atomic import write_text
 from seqgrad.errors import SeqgradError, SeqgradTypeError, SeqgradValueError
@@ -51,7 +51,7 @@ def text(s: str) -> str:
 def words(s: str, notation: Notation | None = None) -> str:
     """Words with formulas in backquotes (``"for symbolic `pos` and `k`"``), the formulas typeset by the notation's
     printer (:class:`derive.prose.Prose`), never hand-written math."""
-    from derive.prose import Prose
+    from seqgrad.derive.prose import Prose
 
     return Prose(s).latex(notation)
 
@@ -155,8 +155,8 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     """Each identity's statement and its verified status (the exact proof run now)."""
     import sympy as sp
 
-    from derive.latex_layout import inline, relation, tabular
-    from derive.prose import scope
+    from seqgrad.derive.latex_layout import inline, relation, tabular
+    from seqgrad.derive.prose import scope
 
     rows, statements = [], []
     for entry in identities:
@@ -199,7 +199,7 @@ def run_pattern(pattern: str, b: Build) -> list:
 def check_status(pattern: str, b: Build, results: list | None = None) -> str:
     """Tabulate each check matching ``pattern`` with its verified status and largest errors (the
     checks run now, or ``results`` of a run made for this section)."""
-    from derive.latex_layout import tabular
+    from seqgrad.derive.latex_layout import tabular
 
     from .report import fmt_error
 
@@ -225,8 +225,8 @@ ENCODER_TABLES = {
 
 def _encoder(b: Build) -> str:
     """The course's worked example: its intermediates as course-style tables, and the checks against the text."""
-    from numeric import course
-    from numeric.tokens import tokenize
+    from seqgrad.numeric import course
+    from seqgrad.numeric.tokens import tokenize
     from seqgrad.latex_table import booktabs
 
     from .encoder_tables import trace_tables
@@ -250,7 +250,7 @@ def _catalogue_section(modules: Sequence[str]) -> Callable[[Build], str]:
     each: the entries :func:`derive.catalogue.entries` built once (before the workers fork, when the checks are
     loaded), not a second copy of each."""
     def build(b: Build) -> str:
-        from derive import catalogue
+        from seqgrad.derive import catalogue
 
         every = catalogue.entries()
         chosen = []
@@ -277,12 +277,12 @@ def _per_use(net, name: str, b: Build) -> str:
     """dL/dw = sum over the uses w^{[t]} of the shared weight, each use's partial next to it (text lines 150-176)."""
     import sympy as sp
 
-    from derive.latex_layout import align
+    from seqgrad.derive.latex_layout import align
 
     total = net.grad(name)
     terms = list(total.args) if isinstance(total, sp.Add) else [total]
     base, _, sub = name.partition("_")
-    from derive.latex_settings import Partial
+    from seqgrad.derive.latex_settings import Partial
 
     uses = []
     for term in terms:  # the use at step t is the term that carries g_t^z (or e, for the head)
@@ -302,9 +302,9 @@ def _rnn(b: Build) -> str:
     then the vector cell's backward recursion; checks against autograd; Figure 3."""
     import sympy as sp
 
-    from derive import rnn
-    from derive.latex_layout import align, equation_table
-    from derive.latex_settings import Partial
+    from seqgrad.derive import rnn
+    from seqgrad.derive.latex_layout import align, equation_table
+    from seqgrad.derive.latex_settings import Partial
 
     net = rnn.unroll(steps=3, activation="tanh")
     n = b.notation
@@ -338,9 +338,9 @@ def _gates(b: Build) -> str:
     carry and gate terms, the activation facts with their proofs, the gated checks."""
     import sympy as sp
 
-    from derive import activation_facts, gated
-    from derive.latex_layout import align, inline
-    from derive.latex_settings import Partial
+    from seqgrad.derive import activation_facts, gated
+    from seqgrad.derive.latex_layout import align, inline
+    from seqgrad.derive.latex_settings import Partial
 
     n = b.notation
     parts = []
@@ -376,7 +376,7 @@ def _derivation(title: str, tex: str, verdict: str = "", where=None, notation: N
     """A derivation object's own display (its ``latex()``, a complete ``align*`` display, pasted as it is), with
     its proof's verdict; ``where`` is a SymPy equation typeset after the title (``n = 3``), never text with
     dollar signs in it."""
-    from derive.latex_layout import inline
+    from seqgrad.derive.latex_layout import inline
     from seqgrad.sources import normalize
 
     if not tex.lstrip().startswith("\\begin{align"):
@@ -387,7 +387,7 @@ def _derivation(title: str, tex: str, verdict: str = "", where=None, notation: N
 
 def _attention(b: Build) -> str:
     """Softmax and scaled dot-product attention: the derivations' own displays, then every identity's status."""
-    from derive import softmax
+    from seqgrad.derive import softmax
 
     jac = softmax.SoftmaxJacobian(3)
     import sympy as sp
@@ -401,7 +401,7 @@ def _attention(b: Build) -> str:
 def _residual(b: Build) -> str:
     """Residual Jacobians (plain, pre-norm, post-norm) proved now, the pre-norm block's Jacobian, the depth
     product expanded into paths, then every LayerNorm and residual identity's status."""
-    from derive import catalogue, residual
+    from seqgrad.derive import catalogue, residual
 
     def verdict(name: str, proved: str) -> str:
         """The catalogue entry's proof (run once in the document: its identity paragraph below reuses it)."""
@@ -427,7 +427,7 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
     their verdicts (never the report's ASCII text)."""
     import sympy as sp
 
-    from derive.latex_layout import inline
+    from seqgrad.derive.latex_layout import inline
 
     pos, k, a, b_ = sp.symbols("pos k a b")
     PE, R = sp.Function("PE", commutative=False), sp.Function("R", commutative=False)
@@ -455,8 +455,8 @@ def _positional(b: Build) -> str:
     """PE(pos + k) = R(k) PE(pos) for an even and an odd width, proved now, then every positional identity."""
     import sympy as sp
 
-    from derive import positional
-    from derive.latex_layout import inline, tabular
+    from seqgrad.derive import positional
+    from seqgrad.derive.latex_layout import inline, tabular
 
     parts = []
     for d in (8, 5):
@@ -475,7 +475,7 @@ def _positional(b: Build) -> str:
 def source_tex(source: str, notation: Notation) -> str:
     """A source in the one citation style with the formulas of its note typeset (written in backquotes, read by
     :class:`derive.prose.Prose`): ``week06 §Block:981 (variance $\\frac{\\sigma^{2}}{\\epsilon + \\sigma^{2}}$, ...)``."""
-    from derive.prose import cited
+    from seqgrad.derive.prose import cited
 
     return cited(source, notation)
 
@@ -485,8 +485,8 @@ def _claims(b: Build) -> str:
     one per printed table, and each contradiction in full."""
     from functools import lru_cache
 
-    from derive.latex_layout import tabular
-    from numeric import course
+    from seqgrad.derive.latex_layout import tabular
+    from seqgrad.numeric import course
 
     from .claims_catalogue import entries, table_entries
 
@@ -512,23 +512,23 @@ def _claims(b: Build) -> str:
 
 SECTIONS: dict[str, Section] = {s.name: s for s in (
     Section("rnn", "Recurrent networks: backpropagation through time",
-            ("derive.rnn", "crosscheck.figures.paths"), _rnn),
+            ("seqgrad.derive.rnn", "seqgrad.crosscheck.figures.paths"), _rnn),
     Section("gates", "Gated cells: GRU and LSTM",
-            ("derive.gated", "derive.activation_facts", "crosscheck.figures.paths"), _gates),
+            ("seqgrad.derive.gated", "seqgrad.derive.activation_facts", "seqgrad.crosscheck.figures.paths"), _gates),
     Section("positional", "Positional encoding",
-            ("derive.positional", "derive.catalogue"), _positional),
+            ("seqgrad.derive.positional", "seqgrad.derive.catalogue"), _positional),
     Section("attention", "Attention",
-            ("derive.attention", "derive.softmax", "derive.catalogue"), _attention),
+            ("seqgrad.derive.attention", "seqgrad.derive.softmax", "seqgrad.derive.catalogue"), _attention),
     Section("encoder", "The worked encoder example",
-            ("numeric.course", "seqgrad.latex_table", "crosscheck.checks.encoder", "crosscheck.figures.encoder"), _encoder),
+            ("seqgrad.numeric.course", "seqgrad.latex_table", "seqgrad.crosscheck.checks.encoder", "seqgrad.crosscheck.figures.encoder"), _encoder),
     Section("residual", "Residual paths and LayerNorm",
-            ("derive.residual", "derive.layernorm", "derive.catalogue", "crosscheck.figures.depth"), _residual),
+            ("seqgrad.derive.residual", "seqgrad.derive.layernorm", "seqgrad.derive.catalogue", "seqgrad.crosscheck.figures.depth"), _residual),
     Section("claims", "Printed claims",
-            ("derive.claims", "crosscheck.claims_catalogue"), _claims),
+            ("seqgrad.derive.claims", "seqgrad.crosscheck.claims_catalogue"), _claims),
     Section("decoder", "The Transformer decoder",
-            ("derive.decoder", "numeric.decoder", "crosscheck.figures.decoder"), lambda b: _issue14().decoder_section(b)),
+            ("seqgrad.derive.decoder", "seqgrad.numeric.decoder", "seqgrad.crosscheck.figures.decoder"), lambda b: _issue14().decoder_section(b)),
     Section("conv", "The convolution layer",
-            ("derive.conv", "numeric.conv", "crosscheck.figures.conv"), lambda b: _issue14().conv_section(b)),
+            ("seqgrad.derive.conv", "seqgrad.numeric.conv", "seqgrad.crosscheck.figures.conv"), lambda b: _issue14().conv_section(b)),
 )}
 
 

@@ -26,7 +26,7 @@ from seqgrad import runcache
 # out first.  Unknown sections: 1.
 WEIGHTS = {"residual": 3.2, "gates": 2.1, "decoder": 1.8, "rnn": 1.4, "attention": 1.2, "conv": 0.7, "positional": 0.6,
            "claims": 0.5, "encoder": 0.2}
-FIGURES = "crosscheck.figures."
+FIGURES = "seqgrad.crosscheck.figures."
 
 
 def figure_owners(names: Sequence[str], sections) -> dict[str, str]:
@@ -41,7 +41,7 @@ def figure_owners(names: Sequence[str], sections) -> dict[str, str]:
 
 def build_sections(b, names: Sequence[str], sections, jobs: int = 1) -> list[str]:
     """The text of each section in ``names`` (in that order), built with ``b`` (a ``latexdoc.Build``)."""
-    from numeric.device import one_thread
+    from seqgrad.numeric.device import one_thread
 
     # One torch thread in every mode, as seqgrad check runs its checks: the tensors are tiny, and the
     # errors printed in the check tables must not depend on --jobs (a reduction's rounding follows the threads).

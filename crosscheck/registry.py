@@ -53,7 +53,7 @@ class Context:
         is present (the check then returns :meth:`Outcome.skip`)."""
         import torch
 
-        from numeric.device import resolve_device, resolve_dtype
+        from seqgrad.numeric.device import resolve_device, resolve_dtype
 
         if self.device.startswith("cuda") and not torch.cuda.is_available():
             return None

@@ -172,7 +172,7 @@ def latex_figures(figures: list[str]) -> str:
 def latex_table(results: list[Result]) -> str:
     """Every check: name, source (one citation style, the formulas of its note typeset), largest errors, result;
     a longtable over pages."""
-    from derive.prose import cited
+    from seqgrad.derive.prose import cited
 
     from .latexdoc import code
 

@@ -22,7 +22,7 @@ import sympy as sp
 import torch
 from sympy.core.function import AppliedUndef
 
-from derive.program import Program
+from seqgrad.derive.program import Program
 from seqgrad.errors import SeqgradValueError
 
 from .lambdify import lambdify

@@ -24,7 +24,7 @@ def verify(lhs, rhs=None, **kwargs):
 def __getattr__(name: str):
     if name in __all__ and name != "verify":
         return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module 'derive' has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

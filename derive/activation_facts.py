@@ -23,7 +23,7 @@ returns the proof's steps with a verdict.
   ``||diag(d) W||_2 <= ||diag(d)||_2 ||W||_2`` is cited, not re-proved; the
   numeric side checks the bound on random trajectories.
 
->>> from derive import activation_facts as af
+>>> from seqgrad.derive import activation_facts as af
 >>> af.get("hochreiter").prove().holds
 True
 >>> print(af.get("tanh_prime").latex())

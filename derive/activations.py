@@ -22,7 +22,7 @@ Conventions:
   ``phi'(z)`` too, which is what lets the tests compare derived formulas with
   ``sympy.diff`` of the loss.
 
->>> from derive.activations import get
+>>> from seqgrad.derive.activations import get
 >>> import sympy as sp
 >>> z, h = sp.symbols("z h")
 >>> get("tanh").prime(z, h)

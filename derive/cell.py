@@ -23,7 +23,7 @@ written with a capital, as the text does (``w_x`` becomes ``W_x``), a product
 of two vectors as the elementwise product ``o``, a function of a vector
 entrywise.
 
->>> from derive.cell import Cell
+>>> from seqgrad.derive.cell import Cell
 >>> rnn = Cell("z = w_x*x + w_h*h_prev; h = tanh(z)", states="h", params="w_x w_h w_o", head="w_o*h")
 >>> gen = rnn.general()
 >>> gen.grad("w_h")

@@ -54,7 +54,7 @@ overflow are :class:`~seqgrad.errors.UndefinedError` / ``ParseError``.
 Text that is not a claim raises :class:`~seqgrad.errors.ParseError` (the
 ``unparsable`` verdict of ``seqgrad claim --json`` and of the catalogue).
 
->>> from derive.claims import parse_claim
+>>> from seqgrad.derive.claims import parse_claim
 >>> parse_claim("sin(1)*cos(2) + cos(1)*sin(2) = 0.1411").verify().line()
 'verified: sin(1)*cos(2) + cos(1)*sin(2) = 0.1411200081 (printed 0.1411, rounded at the 4 decimals written: ±5e-05; off by 2.0e-05)'
 >>> parse_claim("sigmoid(1) = 1").verify().status

@@ -32,7 +32,7 @@ Carry derivatives (:meth:`GatedRNN.carry`): at fixed gates and candidate,
 the gate terms separately, with ``full = carry + gate_terms``, all derived by
 forward-mode chain rule over the step's definitions.
 
->>> from derive import gated
+>>> from seqgrad.derive import gated
 >>> net = gated.gru(steps=2)
 >>> net.carry(1)
 u_1

@@ -7,7 +7,7 @@ document body whose preamble loads :data:`PACKAGES`.  Long sums break before a
 displays so that the page may break between them:
 
 >>> import sympy as sp
->>> from derive.latex_layout import display
+>>> from seqgrad.derive.latex_layout import display
 >>> g = [sp.Symbol(f"g_{t}^z") for t in range(4)]
 >>> x = [sp.Symbol(f"x_{t}") for t in range(4)]
 >>> print(display([(sp.Symbol("G"), sum(a * b for a, b in zip(g, x)))], width=24))

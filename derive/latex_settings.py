@@ -8,7 +8,7 @@ every formula in seqgrad's LaTeX goes through it, never through hand-built
 math strings.
 
 >>> import sympy as sp
->>> from derive.latex_settings import Notation
+>>> from seqgrad.derive.latex_settings import Notation
 >>> h, W = sp.Symbol("h_t"), sp.Symbol("W_h")
 >>> Notation(vectors={"h", "W"}).latex(h * W)
 '\\\\mathbf{W}_{h} \\\\mathbf{h}_{t}'

@@ -22,7 +22,7 @@ The cell is :func:`derive.builtin_cells.rnn_cell` on the engine of
 text's recursion, the gradients of the shared weights are the text's sums
 over uses, and closed forms are built only on request.
 
->>> from derive import rnn
+>>> from seqgrad.derive import rnn
 >>> net = rnn.unroll(steps=3, activation="phi")
 >>> net.grad("w_h")
 g_0^z*h_{-1} + g_1^z*h_0 + g_2^z*h_1

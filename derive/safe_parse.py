@@ -50,7 +50,7 @@ tower such as ``exp(exp(exp(100)))`` is refused at its first oversized level
 instead of hanging a later evaluation.  Names given ``values`` are replaced
 by those numbers while parsing, so the same guard covers them.
 
->>> from derive.safe_parse import parse_expression
+>>> from seqgrad.derive.safe_parse import parse_expression
 >>> parse_expression("sin(1)*cos(2) + cos(1)*sin(2)")
 sin(1)*cos(2) + sin(2)*cos(1)
 >>> parse_expression("0.9*0.5 + 0.1*(-0.4)")

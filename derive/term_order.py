@@ -25,7 +25,7 @@ unevaluated; a printer with ``order="none"`` then prints them as they stand.
 Nothing is evaluated, so the value is unchanged:
 
 >>> import sympy as sp
->>> from derive.term_order import textbook_order
+>>> from seqgrad.derive.term_order import textbook_order
 >>> w_x, x_0, w_h, h, y, yhat = sp.symbols("w_x x_0 w_h h_-1 y yhat")
 >>> sp.sstr(textbook_order(w_x * x_0 + w_h * h), order="none")
 'w_x*x_0 + w_h*h_-1'
@@ -181,7 +181,7 @@ def _ordered(expr):
     if isinstance(expr, sp.Pow):
         return sp.Pow(*args, evaluate=False)
     try:
-        if isinstance(expr, MatrixExpr) or (getattr(type(expr), "__module__", None) or "").startswith("derive"):
+        if isinstance(expr, MatrixExpr) or (getattr(type(expr), "__module__", None) or "").startswith("seqgrad.derive"):
             return expr.func(*args)
         try:
             return expr.func(*args, evaluate=False)

@@ -55,7 +55,7 @@ class UsageError(SeqgradError):
 
 def _cli(argv: list[str]) -> Callable[[], object]:
     def run():
-        from crosscheck import cli
+        from seqgrad.crosscheck import cli
 
         try:
             args = cli.build_parser().parse_args(argv)
@@ -86,7 +86,7 @@ def cli(argv: list[str], error: type, fragment: str) -> None:
 # ---------------------------------------------------------------- derive: recurrent networks
 
 def _rnn():
-    from derive import rnn
+    from seqgrad.derive import rnn
 
     return rnn
 
@@ -101,7 +101,7 @@ case("derive.rnn", "rnn.unroll(3).grad('w_q')", SeqgradValueError, "w_q")(lambda
 case("derive.rnn", "rnn.unroll(40).grad('w_h', expand=True, max_terms=1000)", SizeGuardError, "size guard")(
     lambda: _rnn().unroll(40).grad("w_h", expand=True, max_terms=1000))
 def _user_cell(**kw):
-    from derive.cell import Cell
+    from seqgrad.derive.cell import Cell
 
     spec = dict(equations="z = w_x*x + w_h*h_prev; h = tanh(z)", states="h", params="w_x w_h w_o", head="w_o*h")
     spec.update(kw)
@@ -123,26 +123,26 @@ case("derive.cell", "Cell(..., loss='hinge')", SeqgradValueError, "loss")(lambda
 case("derive.cell", "Cell(..., on=[])", SeqgradValueError, "on")(lambda: _user_cell(on=[]))
 case("derive.cell", "Cell(...).unroll(0)", SeqgradValueError, "steps=0")(lambda: _user_cell().unroll(0))
 case("derive.cell", "CellFunction(Cell(..., 'phi'))  (a generic activation has no numeric value)", SeqgradValueError,
-     "concrete activation")(lambda: __import__("crosscheck.cells").cells.CellFunction(
+     "concrete activation")(lambda: __import__("seqgrad.crosscheck.cells").crosscheck.cells.CellFunction(
          _user_cell(equations="z = w_x*x + w_h*h_prev; h = phi(z)")))
 case("derive.cell", "RNNFunction('x')", SeqgradTypeError, "unrolled network")(
-    lambda: __import__("crosscheck.cells").cells.RNNFunction("x"))
+    lambda: __import__("seqgrad.crosscheck.cells").crosscheck.cells.RNNFunction("x"))
 case("derive.gated", "gated.gru(steps=0)", SeqgradValueError, "steps=0")(
-    lambda: __import__("derive.gated").gated.gru(steps=0))
+    lambda: __import__("seqgrad.derive.gated").derive.gated.gru(steps=0))
 case("derive.gated", "gated.lstm(3, hidden=1.5)", SeqgradTypeError, "an integer")(
-    lambda: __import__("derive.gated").gated.lstm(3, hidden=1.5))
+    lambda: __import__("seqgrad.derive.gated").derive.gated.lstm(3, hidden=1.5))
 
 # ---------------------------------------------------------------- derive: Transformer identities
 
 
 def _positional():
-    from derive import positional
+    from seqgrad.derive import positional
 
     return positional
 
 
 def _attention():
-    from derive import attention
+    from seqgrad.derive import attention
 
     return attention
 
@@ -162,31 +162,31 @@ case("derive.attention", "SelfAttention(2, 2, 2, W_Q=[[1, 2, 3]])  (shape mismat
     lambda: _attention().SelfAttention(2, 2, 2, W_Q=[[1, 2, 3]]))
 case("derive.attention", "SelfAttention(0, 2, 2)", SeqgradValueError, "T=0")(lambda: _attention().SelfAttention(0, 2, 2))
 case("derive.layernorm", "LayerNorm(3, eps=0)", SeqgradValueError, "eps=0")(
-    lambda: __import__("derive.layernorm").layernorm.LayerNorm(3, eps=0))
+    lambda: __import__("seqgrad.derive.layernorm").derive.layernorm.LayerNorm(3, eps=0))
 case("derive.layernorm", "LayerNorm(3, eps=-1e-5)", SeqgradValueError, "eps")(
-    lambda: __import__("derive.layernorm").layernorm.LayerNorm(3, eps=-1e-5))
+    lambda: __import__("seqgrad.derive.layernorm").derive.layernorm.LayerNorm(3, eps=-1e-5))
 case("derive.layernorm", "LayerNorm(3, eps=float('nan'))", NonFiniteError, "finite")(
-    lambda: __import__("derive.layernorm").layernorm.LayerNorm(3, eps=math.nan))
+    lambda: __import__("seqgrad.derive.layernorm").derive.layernorm.LayerNorm(3, eps=math.nan))
 case("derive.layernorm", "LayerNorm(3, h=[1, 2])  (mismatched widths)", SeqgradValueError, "d=3")(
-    lambda: __import__("derive.layernorm").layernorm.LayerNorm(3, h=[1, 2]))
+    lambda: __import__("seqgrad.derive.layernorm").derive.layernorm.LayerNorm(3, h=[1, 2]))
 case("derive.softmax", "softmax.softmax([])", SeqgradValueError, "at least one")(
-    lambda: __import__("derive.softmax").softmax.softmax([]))
+    lambda: __import__("seqgrad.derive.softmax").derive.softmax.softmax([]))
 case("derive.softmax", "softmax.softmax([1.0, float('inf')])", NonFiniteError, "finite")(
-    lambda: __import__("derive.softmax").softmax.softmax([1.0, math.inf]))
+    lambda: __import__("seqgrad.derive.softmax").derive.softmax.softmax([1.0, math.inf]))
 case("derive.residual", "residual.DepthProduct(L=0)", SeqgradValueError, "L=0")(
-    lambda: __import__("derive.residual").residual.DepthProduct(L=0))
+    lambda: __import__("seqgrad.derive.residual").derive.residual.DepthProduct(L=0))
 case("derive.counting", "counting.attention_params(d_model=0)", SeqgradValueError, "d_model=0")(
-    lambda: __import__("derive.counting").counting.attention_params(d_model=0))
+    lambda: __import__("seqgrad.derive.counting").derive.counting.attention_params(d_model=0))
 case("derive.counting", "counting.attention_params(d_model=5, heads=2)  (heads that do not fit)", SeqgradValueError,
-     "divide")(lambda: __import__("derive.counting").counting.attention_params(d_model=5, heads=2))
+     "divide")(lambda: __import__("seqgrad.derive.counting").derive.counting.attention_params(d_model=5, heads=2))
 case("derive.catalogue", "catalogue.get('no-such-identity')", SeqgradValueError, "catalogue entry")(
-    lambda: __import__("derive.catalogue").catalogue.get("no-such-identity"))
+    lambda: __import__("seqgrad.derive.catalogue").derive.catalogue.get("no-such-identity"))
 
 # ---------------------------------------------------------------- derive: text (claims, expressions)
 
 
 def _claims():
-    from derive import claims
+    from seqgrad.derive import claims
 
     return claims
 
@@ -214,7 +214,7 @@ case("derive.claims", "parse_claim('softmax(-inf, -inf) = (0, 0)')  (every score
 
 
 def _verify(*args, **kwargs):
-    from derive.verification import verify
+    from seqgrad.derive.verification import verify
 
     return verify(*args, **kwargs)
 
@@ -230,17 +230,17 @@ case("derive.verify", "verify('x = x', variables='x', time_limit=0)", SeqgradVal
 case("derive.verify", f"verify({PAYLOAD!r} + ' = 0')  (injection)", ParseError, "not allowed")(
     lambda: _verify(PAYLOAD + " = 0"))
 case("derive.safe_parse", f"parse_expression({PAYLOAD!r})  (injection payload)", ParseError, "attribute access")(
-    lambda: __import__("derive.safe_parse").safe_parse.parse_expression(PAYLOAD))
+    lambda: __import__("seqgrad.derive.safe_parse").derive.safe_parse.parse_expression(PAYLOAD))
 case("derive.safe_parse", "parse_expression('exec(\"1\")')", ParseError, "exec")(
-    lambda: __import__("derive.safe_parse").safe_parse.parse_expression('exec("1")'))
+    lambda: __import__("seqgrad.derive.safe_parse").derive.safe_parse.parse_expression('exec("1")'))
 case("derive.softmax", f"softmax.jacobian_closed_form([{PAYLOAD!r}])  (injection payload)", ParseError,
-     "attribute access")(lambda: __import__("derive.softmax").softmax.jacobian_closed_form([PAYLOAD]))
+     "attribute access")(lambda: __import__("seqgrad.derive.softmax").derive.softmax.jacobian_closed_form([PAYLOAD]))
 case("derive.layernorm", f"LayerNorm(2, eps={PAYLOAD!r})  (injection payload)", ParseError, "attribute access")(
-    lambda: __import__("derive.layernorm").layernorm.LayerNorm(2, eps=PAYLOAD))
+    lambda: __import__("seqgrad.derive.layernorm").derive.layernorm.LayerNorm(2, eps=PAYLOAD))
 case("derive.positional", f"Sinusoidal(4).vector({PAYLOAD!r})  (injection payload)", ParseError, "attribute access")(
     lambda: _positional().Sinusoidal(4).vector(PAYLOAD))
 case("derive.program", f"Program().define(Symbol('a'), {PAYLOAD!r})  (injection payload)", ParseError,
-     "attribute access")(lambda: __import__("derive.program").program.Program().define(
+     "attribute access")(lambda: __import__("seqgrad.derive.program").derive.program.Program().define(
          __import__("sympy").Symbol("a"), PAYLOAD))
 
 # ---------------------------------------------------------------- numeric
@@ -259,115 +259,115 @@ def _torch():
 
 
 case("numeric.recurrent", "Params(W_x=ones(2,3), W_h=ones(3,3), W_o=ones(1,2))  (mismatched widths)", ShapeError,
-     "W_h")(lambda: __import__("numeric.recurrent").recurrent.Params(_np().ones((2, 3)), _np().ones((3, 3)),
+     "W_h")(lambda: __import__("seqgrad.numeric.recurrent").numeric.recurrent.Params(_np().ones((2, 3)), _np().ones((3, 3)),
                                                                         _np().ones((1, 2))))
 case("numeric.recurrent", "Params(W_x=[[nan]], W_h=[[1]], W_o=[[1]])  (NaN weights)", NonFiniteError, "W_x")(
-    lambda: __import__("numeric.recurrent").recurrent.Params([[math.nan]], [[1.0]], [[1.0]]))
+    lambda: __import__("seqgrad.numeric.recurrent").numeric.recurrent.Params([[math.nan]], [[1.0]], [[1.0]]))
 case("numeric.paths", "path_product_sweep(w_h=[], x=0, T=10)  (empty sweep range)", SeqgradValueError, "non-empty")(
-    lambda: __import__("numeric.paths").paths.path_product_sweep([], 0.0, 10))
+    lambda: __import__("seqgrad.numeric.paths").numeric.paths.path_product_sweep([], 0.0, 10))
 case("numeric.paths", "path_product_sweep(w_h=1.0, x=0, T=0)", SeqgradValueError, "T=0")(
-    lambda: __import__("numeric.paths").paths.path_product_sweep(1.0, 0.0, 0))
+    lambda: __import__("seqgrad.numeric.paths").numeric.paths.path_product_sweep(1.0, 0.0, 0))
 case("numeric.paths", "path_product_sweep(w_h=[1, inf], x=0, T=5)", NonFiniteError, "w_h")(
-    lambda: __import__("numeric.paths").paths.path_product_sweep([1.0, math.inf], 0.0, 5))
+    lambda: __import__("seqgrad.numeric.paths").numeric.paths.path_product_sweep([1.0, math.inf], 0.0, 5))
 case("numeric.paths", "activation('swish')", SeqgradValueError, "swish")(
-    lambda: __import__("numeric.paths").paths.activation("swish"))
+    lambda: __import__("seqgrad.numeric.paths").numeric.paths.activation("swish"))
 case("numeric.paths", "RNNWeights(W_x=ones((3, 2)), W_h=ones((2, 2)))  (mismatched widths)", ShapeError, "W_x")(
-    lambda: __import__("numeric.paths").paths.RNNWeights(_np().ones((3, 2)), _np().ones((2, 2))))
+    lambda: __import__("seqgrad.numeric.paths").numeric.paths.RNNWeights(_np().ones((3, 2)), _np().ones((2, 2))))
 case("numeric.clipping", "clip_global_norm([g], tau=0)", SeqgradValueError, "tau=0")(
-    lambda: __import__("numeric.clipping").clipping.clip_global_norm([_np().ones(3)], tau=0))
+    lambda: __import__("seqgrad.numeric.clipping").numeric.clipping.clip_global_norm([_np().ones(3)], tau=0))
 case("numeric.clipping", "clip_global_norm([g], tau=-1.0)", SeqgradValueError, "tau")(
-    lambda: __import__("numeric.clipping").clipping.clip_global_norm([_np().ones(3)], tau=-1.0))
+    lambda: __import__("seqgrad.numeric.clipping").numeric.clipping.clip_global_norm([_np().ones(3)], tau=-1.0))
 case("numeric.clipping", "clip_global_norm([[nan]], tau=1.0)", NonFiniteError, "finite")(
-    lambda: __import__("numeric.clipping").clipping.clip_global_norm([_np().array([math.nan])], tau=1.0))
+    lambda: __import__("seqgrad.numeric.clipping").numeric.clipping.clip_global_norm([_np().array([math.nan])], tau=1.0))
 case("numeric.gated", "GRUWeights(weight_ih=zeros((4, 2)), ...)  (wrong gate weight shapes)", ShapeError, "weight_ih")(
-    lambda: __import__("numeric.gated").gated.GRUWeights(_np().zeros((4, 2)), _np().zeros((6, 2)), _np().zeros(6),
+    lambda: __import__("seqgrad.numeric.gated").numeric.gated.GRUWeights(_np().zeros((4, 2)), _np().zeros((6, 2)), _np().zeros(6),
                                                           _np().zeros(6)))
 case("numeric.gated", "LSTMWeights(weight_hh=zeros((8, 3)), ...)  (wrong gate weight shapes)", ShapeError, "weight_hh")(
-    lambda: __import__("numeric.gated").gated.LSTMWeights(_np().zeros((8, 2)), _np().zeros((8, 3)), _np().zeros(8),
+    lambda: __import__("seqgrad.numeric.gated").numeric.gated.LSTMWeights(_np().zeros((8, 2)), _np().zeros((8, 3)), _np().zeros(8),
                                                            _np().zeros(8)))
 case("numeric.positions", "sinusoidal(T=0, D=4)", SeqgradValueError, "T=0")(
-    lambda: __import__("numeric.positions").positions.sinusoidal(0, 4))
+    lambda: __import__("seqgrad.numeric.positions").numeric.positions.sinusoidal(0, 4))
 case("numeric.positions", "sinusoidal(T=3, D=2.0)", SeqgradTypeError, "an integer")(
-    lambda: __import__("numeric.positions").positions.sinusoidal(3, 2.0))
+    lambda: __import__("seqgrad.numeric.positions").numeric.positions.sinusoidal(3, 2.0))
 case("numeric.attention", "MultiHeadAttention.random(D=5, n_heads=0)", SeqgradValueError, "n_heads=0")(
-    lambda: __import__("numeric.attention").attention.MultiHeadAttention.random(5, 0))
+    lambda: __import__("seqgrad.numeric.attention").numeric.attention.MultiHeadAttention.random(5, 0))
 case("numeric.attention", "attention_mask(3, padding=[True, True])  (wrong-shape mask)", ShapeError, "padding")(
-    lambda: __import__("numeric.attention").attention.attention_mask(3, padding=[True, True]))
+    lambda: __import__("seqgrad.numeric.attention").numeric.attention.attention_mask(3, padding=[True, True]))
 case("numeric.attention", "attention_mask(2, exclude=[[True, True], [False, True]])  (a row with every source masked)",
      SeqgradValueError, "at least one source")(
-    lambda: __import__("numeric.attention").attention.attention_mask(2, exclude=[[True, True], [False, True]]))
+    lambda: __import__("seqgrad.numeric.attention").numeric.attention.attention_mask(2, exclude=[[True, True], [False, True]]))
 case("numeric.attention", "Head(W_Q=ones((3, 5)), W_K=ones((3, 4)), W_V=ones((3, 5)))  (shape mismatch)", ShapeError,
-     "W_K")(lambda: __import__("numeric.attention").attention.Head(_torch().ones(3, 5), _torch().ones(3, 4),
+     "W_K")(lambda: __import__("seqgrad.numeric.attention").numeric.attention.Head(_torch().ones(3, 5), _torch().ones(3, 4),
                                                                     _torch().ones(3, 5)))
 case("numeric.attention", "Head(W_Q=[[nan]], W_K=[[1]], W_V=[[1]])  (NaN weights)", NonFiniteError, "W_Q")(
-    lambda: __import__("numeric.attention").attention.Head([[math.nan]], [[1.0]], [[1.0]]))
+    lambda: __import__("seqgrad.numeric.attention").numeric.attention.Head([[math.nan]], [[1.0]], [[1.0]]))
 case("numeric.layernorm", "layer_norm(H, eps=0)", SeqgradValueError, "eps")(
-    lambda: __import__("numeric.layernorm").layernorm.layer_norm(_torch().ones(2, 3), eps=0.0))
+    lambda: __import__("seqgrad.numeric.layernorm").numeric.layernorm.layer_norm(_torch().ones(2, 3), eps=0.0))
 case("numeric.layernorm", "LayerNorm(D=3, eps=-1.0)", SeqgradValueError, "eps")(
-    lambda: __import__("numeric.layernorm").layernorm.LayerNorm(3, eps=-1.0))
+    lambda: __import__("seqgrad.numeric.layernorm").numeric.layernorm.LayerNorm(3, eps=-1.0))
 case("numeric.encoder", "course.encoder()(ids=[0, 9])  (token id out of range)", SeqgradValueError, "ids=9")(
-    lambda: __import__("numeric.course").course.encoder()([0, 9]))
+    lambda: __import__("seqgrad.numeric.course").numeric.course.encoder()([0, 9]))
 case("numeric.encoder", "course.encoder()(ids=[0.0, 1.0])  (non-integer ids)", SeqgradTypeError, "integer token ids")(
-    lambda: __import__("numeric.course").course.encoder()([0.0, 1.0]))
+    lambda: __import__("seqgrad.numeric.course").numeric.course.encoder()([0.0, 1.0]))
 case("numeric.encoder", "course.encoder().encode(H0 with a NaN)", NonFiniteError, "H")(
-    lambda: __import__("numeric.course").course.encoder().encode(_torch().full((2, 5), math.nan, dtype=_torch().float64)))
+    lambda: __import__("seqgrad.numeric.course").numeric.course.encoder().encode(_torch().full((2, 5), math.nan, dtype=_torch().float64)))
 case("numeric.encoder", "course.encoder()(ids) after W_O is set to inf  (inf weights)", NonFiniteError, "W_O")(
     lambda: _inf_weight_encoder()([0, 1]))
 case("numeric.encoder", "Encoder.random(K=9, D=5, n_heads=2, F_width=4, mask=...)  with a (3, 3) mask for T=2",
-     ShapeError, "mask")(lambda: __import__("numeric.course").course.encoder().encode(
+     ShapeError, "mask")(lambda: __import__("seqgrad.numeric.course").numeric.course.encoder().encode(
          _torch().zeros(2, 5, dtype=_torch().float64), mask=_torch().zeros(3, 3, dtype=_torch().float64)))
 case("numeric.tokens", "course.token_ids('a zebra')  (unknown word)", SeqgradValueError, "word='zebra'")(
-    lambda: __import__("numeric.course").course.token_ids("a zebra"))
+    lambda: __import__("seqgrad.numeric.course").numeric.course.token_ids("a zebra"))
 case("numeric.tokens", "course.token_ids('')  (no words)", SeqgradValueError, "at least one word")(
-    lambda: __import__("numeric.course").course.token_ids(""))
+    lambda: __import__("seqgrad.numeric.course").numeric.course.token_ids(""))
 case("numeric.tokens", "course.VOCAB.decode([0, 99])  (token id out of range)", SeqgradValueError, "ids=99")(
-    lambda: __import__("numeric.course").course.VOCAB.decode([0, 99]))
+    lambda: __import__("seqgrad.numeric.course").numeric.course.VOCAB.decode([0, 99]))
 case("numeric.encoder", "Encoder.random(K=0, D=4, n_heads=2, F_width=4)", SeqgradValueError, "K=0")(
-    lambda: __import__("numeric.encoder").encoder.Encoder.random(0, 4, 2, 4))
+    lambda: __import__("seqgrad.numeric.encoder").numeric.encoder.Encoder.random(0, 4, 2, 4))
 case("numeric.recurrent", "forward(params, X with a NaN)", NonFiniteError, "X")(
-    lambda: __import__("numeric.recurrent").recurrent.forward(
-        __import__("numeric.recurrent").recurrent.Params([[1.0]], [[1.0]], [[1.0]]), [[[math.nan]]]))
+    lambda: __import__("seqgrad.numeric.recurrent").numeric.recurrent.forward(
+        __import__("seqgrad.numeric.recurrent").numeric.recurrent.Params([[1.0]], [[1.0]], [[1.0]]), [[[math.nan]]]))
 case("derive.softmax", "softmax.jacobian([1.0, 2.0])  (numbers, not symbols)", SeqgradValueError, "symbols")(
-    lambda: __import__("derive.softmax").softmax.jacobian([1.0, 2.0]))
+    lambda: __import__("seqgrad.derive.softmax").derive.softmax.jacobian([1.0, 2.0]))
 case("numeric.device", "resolve_device('tpu')", SeqgradValueError, "tpu")(
-    lambda: __import__("numeric.device").device.resolve_device("tpu"))
+    lambda: __import__("seqgrad.numeric.device").numeric.device.resolve_device("tpu"))
 case("numeric.device", "resolve_dtype('float16')", SeqgradValueError, "float16")(
-    lambda: __import__("numeric.device").device.resolve_dtype("float16"))
+    lambda: __import__("seqgrad.numeric.device").numeric.device.resolve_dtype("float16"))
 
 
 # issue 18: entry points that once gave a raw library error or a silent NaN/inf/zero
 case("numeric.recurrent", "Params(W_x=None, W_h=[[1]], W_o=[[1]])", SeqgradTypeError, "W_x=None")(
-    lambda: __import__("numeric.recurrent").recurrent.Params(None, [[1.0]], [[1.0]]))
+    lambda: __import__("seqgrad.numeric.recurrent").numeric.recurrent.Params(None, [[1.0]], [[1.0]]))
 case("numeric.recurrent", "bptt(params, X, y, 'relu') with W = 1e3, T = 60  (the states overflow)", SeqgradValueError,
      "overflow")(lambda: _exploding_rnn("bptt"))
 case("numeric.recurrent", "autograd(params, X, y, 'identity') with W = 1e3, T = 60  (the states overflow)",
      SeqgradValueError, "overflow")(lambda: _exploding_rnn("autograd", "identity"))
 case("numeric.encoder", "course.encoder()(ids='a journey')  (text, not token ids)", SeqgradTypeError, "integer token ids")(
-    lambda: __import__("numeric.course").course.encoder()(ids="a journey"))
+    lambda: __import__("seqgrad.numeric.course").numeric.course.encoder()(ids="a journey"))
 case("numeric.encoder", "Encoder.random(K=9, D=4, n_heads=2, F_width=0)", SeqgradValueError, "F_width=0")(
-    lambda: __import__("numeric.encoder").encoder.Encoder.random(9, 4, 2, 0))
+    lambda: __import__("seqgrad.numeric.encoder").numeric.encoder.Encoder.random(9, 4, 2, 0))
 case("numeric.tokens", "course.token_ids(257 words)  (size guard)", SeqgradValueError, "at most 256 words")(
-    lambda: __import__("numeric.course").course.token_ids(" ".join(["a"] * 257)))
+    lambda: __import__("seqgrad.numeric.course").numeric.course.token_ids(" ".join(["a"] * 257)))
 case("numeric.positions", "sinusoidal(T=10**8, D=64)  (size guard)", SeqgradValueError, "at most 16777216 entries")(
-    lambda: __import__("numeric.positions").positions.sinusoidal(10**8, 64))
+    lambda: __import__("seqgrad.numeric.positions").numeric.positions.sinusoidal(10**8, 64))
 case("numeric.layernorm", "LayerNorm(D=4)(H of width 3)", ShapeError, "(..., 4)")(
-    lambda: __import__("numeric.layernorm").layernorm.LayerNorm(4)(_torch().ones(2, 3, dtype=_torch().float64)))
+    lambda: __import__("seqgrad.numeric.layernorm").numeric.layernorm.LayerNorm(4)(_torch().ones(2, 3, dtype=_torch().float64)))
 case("numeric.layernorm", "LayerNorm(D=4, eps=1e-50, dtype=float32)  (eps is 0 in float32)", SeqgradValueError,
      "smallest normal float32")(
-    lambda: __import__("numeric.layernorm").layernorm.LayerNorm(4, eps=1e-50, dtype=_torch().float32))
+    lambda: __import__("seqgrad.numeric.layernorm").numeric.layernorm.LayerNorm(4, eps=1e-50, dtype=_torch().float32))
 case("numeric.attention", "MultiHeadAttention.random(4, 2)(X of width 3)", ShapeError, "X=")(
-    lambda: __import__("numeric.attention").attention.MultiHeadAttention.random(4, 2)(
+    lambda: __import__("seqgrad.numeric.attention").numeric.attention.MultiHeadAttention.random(4, 2)(
         _torch().ones(2, 3, dtype=_torch().float64)))
 case("numeric.attention", "MultiHeadAttention.random(4, 2)(X, M with a row of -inf only)  (the fused path)",
      SeqgradValueError, "at least one source")(
-    lambda: __import__("numeric.attention").attention.MultiHeadAttention.random(4, 2)(
+    lambda: __import__("seqgrad.numeric.attention").numeric.attention.MultiHeadAttention.random(4, 2)(
         _torch().ones(2, 4, dtype=_torch().float64),
         _torch().tensor([[-math.inf, -math.inf], [0.0, 0.0]], dtype=_torch().float64)))
 case("numeric.attention", "MultiHeadAttention.random(4, 2)(X of 1e300)  (the scores overflow)", SeqgradValueError,
-     "overflow")(lambda: __import__("numeric.attention").attention.MultiHeadAttention.random(4, 2)(
+     "overflow")(lambda: __import__("seqgrad.numeric.attention").numeric.attention.MultiHeadAttention.random(4, 2)(
          _torch().full((2, 4), 1e300, dtype=_torch().float64)))
 case("derive.softmax", "softmax.softmax([oo, 1])", NonFiniteError, "z[0]=oo")(
-    lambda: __import__("derive.softmax").softmax.softmax([__import__("sympy").oo, 1]))
+    lambda: __import__("seqgrad.derive.softmax").derive.softmax.softmax([__import__("sympy").oo, 1]))
 case("derive.program", "rnn.unroll(3).program.evaluate(L, {})  (nothing to evaluate)", SeqgradValueError,
      "at least one symbol")(lambda: _rnn().unroll(3).program.evaluate(_rnn().unroll(3).L, {}))
 case("derive.program", "rnn.unroll(3).program.evaluate(L, {w_x: 'abc'})", ParseError, "'abc'")(
@@ -379,7 +379,7 @@ case("seqgrad.atomic", "atomic.write_text('newdir/', text)  (a directory, not a 
 def _exploding_rnn(reference: str, activation: str = "relu"):
     import numpy as np
 
-    from numeric import recurrent
+    from seqgrad.numeric import recurrent
 
     params = recurrent.Params(np.full((2, 2), 1e3), np.full((2, 2), 1e3), np.ones((1, 2)))
     return getattr(recurrent, reference)(params, np.ones((1, 60, 2)), np.ones((1, 1)), activation)
@@ -388,7 +388,7 @@ def _exploding_rnn(reference: str, activation: str = "relu"):
 def _inf_weight_encoder():
     import torch
 
-    from numeric import course
+    from seqgrad.numeric import course
 
     enc = course.encoder()
     with torch.no_grad():
@@ -399,21 +399,21 @@ def _inf_weight_encoder():
 # ---------------------------------------------------------------- crosscheck and seqgrad
 
 case("crosscheck.tolerance", "compare([1, 2], [1, 2, 3])  (shape mismatch)", SeqgradValueError, "shape")(
-    lambda: __import__("crosscheck.tolerance").tolerance.compare([1.0, 2.0], [1.0, 2.0, 3.0]))
+    lambda: __import__("seqgrad.crosscheck.tolerance").crosscheck.tolerance.compare([1.0, 2.0], [1.0, 2.0, 3.0]))
 case("crosscheck.tolerance", "tolerance(dtype='float16')", SeqgradValueError, "float16")(
-    lambda: __import__("crosscheck.tolerance").tolerance.tolerance("float16"))
+    lambda: __import__("seqgrad.crosscheck.tolerance").crosscheck.tolerance.tolerance("float16"))
 case("crosscheck.tolerance", "tolerance(device='tpu')", SeqgradValueError, "tpu")(
-    lambda: __import__("crosscheck.tolerance").tolerance.tolerance(device="tpu"))
+    lambda: __import__("seqgrad.crosscheck.tolerance").crosscheck.tolerance.tolerance(device="tpu"))
 case("crosscheck.lambdify", "lambdify(program, outputs, args, backend='jax')", SeqgradValueError, "backend")(
     lambda: _lambdify_backend("jax"))
 case("numeric.cue_recall", "models.build('lstm', 8, 6206)", SeqgradValueError, "model='lstm'")(
-    lambda: __import__("numeric.cue_recall.models").cue_recall.models.build("lstm", 8, 6206))
+    lambda: __import__("seqgrad.numeric.cue_recall.models").numeric.cue_recall.models.build("lstm", 8, 6206))
 case("numeric.cue_recall", "models.build('rnn', 0, 6206)", SeqgradValueError, "delay=0")(
-    lambda: __import__("numeric.cue_recall.models").cue_recall.models.build("rnn", 0, 6206))
+    lambda: __import__("seqgrad.numeric.cue_recall.models").numeric.cue_recall.models.build("rnn", 0, 6206))
 case("numeric.cue_recall", "task.generate(16, 8, seed=1.5)", SeqgradTypeError, "seed=1.5")(
-    lambda: __import__("numeric.cue_recall.task").cue_recall.task.generate(16, 8, 1.5))
+    lambda: __import__("seqgrad.numeric.cue_recall.task").numeric.cue_recall.task.generate(16, 8, 1.5))
 case("numeric.cue_recall", "task.split('holdout', 8)", SeqgradValueError, "split='holdout'")(
-    lambda: __import__("numeric.cue_recall.task").cue_recall.task.split("holdout", 8))
+    lambda: __import__("seqgrad.numeric.cue_recall.task").numeric.cue_recall.task.split("holdout", 8))
 case("seqgrad.sigfig", "sigfig.matches(0.1, 0.1, figures=0)", SeqgradValueError, "figures")(
     lambda: __import__("seqgrad.sigfig").sigfig.matches(0.1, 0.1, figures=0))
 case("seqgrad.sigfig", "sigfig.decimals_tolerance('0.1.2')", ParseError, "decimal number")(
@@ -423,8 +423,8 @@ case("seqgrad.validate", "validate.integer('T', True)", SeqgradTypeError, "an in
 
 
 def _lambdify_backend(backend: str):
-    from crosscheck.lambdify import lambdify
-    from derive import rnn
+    from seqgrad.crosscheck.lambdify import lambdify
+    from seqgrad.derive import rnn
 
     net = rnn.unroll(2)
     return lambdify(net.program, [net.L], list(net.program.leaves()), backend=backend)
@@ -524,13 +524,13 @@ cli(["generate", "--train-steps", "0"], SeqgradValueError, "--train-steps=0")
 def _dec():
     import torch
 
-    from numeric.decoder import Decoder
+    from seqgrad.numeric.decoder import Decoder
 
     return Decoder.random(5, 8, 2, 16), torch
 
 
 def _model():
-    from numeric.decoder import EncoderDecoder
+    from seqgrad.numeric.decoder import EncoderDecoder
 
     return EncoderDecoder.random(4, 5, 8, 2, 16)
 
@@ -566,7 +566,7 @@ case("numeric.decoder", "EncoderDecoder.generate([], 5)  (an empty source senten
 def _nconv():
     import torch
 
-    from numeric import conv
+    from seqgrad.numeric import conv
 
     return conv, torch
 
@@ -580,12 +580,12 @@ case("numeric.conv", "conv(X (2, 0), K (2,))  (an empty sequence)", ShapeError, 
 case("numeric.conv", "max_pool2d(X (1, 2, 2), pool=3)", ShapeError, "pool=(3,)")(
     lambda: (lambda c, t: c.max_pool2d(_f64(t, 1, 2, 2), 3))(*_nconv()))
 case("derive.conv", "ExplicitConv((3,), (5,))  (a kernel larger than the input, no padding)", SeqgradValueError, "kernel=5")(
-    lambda: __import__("derive.conv").conv.ExplicitConv((3,), (5,)))
-case("derive.conv", "Conv2d(stride=0)", SeqgradValueError, "stride=0")(lambda: __import__("derive.conv").conv.Conv2d(stride=0))
+    lambda: __import__("seqgrad.derive.conv").derive.conv.ExplicitConv((3,), (5,)))
+case("derive.conv", "Conv2d(stride=0)", SeqgradValueError, "stride=0")(lambda: __import__("seqgrad.derive.conv").derive.conv.Conv2d(stride=0))
 case("derive.conv", "receptive_field([3, 3], strides=[1])", SeqgradValueError, "one stride per layer")(
-    lambda: __import__("derive.conv").conv.receptive_field([3, 3], [1]))
+    lambda: __import__("seqgrad.derive.conv").derive.conv.receptive_field([3, 3], [1]))
 case("derive.decoder", "CrossAttention(2, 3, 1, 1, mask=2 x 2)  (a mask of the wrong shape)", ShapeError, "2 x 3")(
-    lambda: __import__("derive.decoder").decoder.CrossAttention(2, 3, 1, 1, mask=[[0, 0], [0, 0]]))
+    lambda: __import__("seqgrad.derive.decoder").derive.decoder.CrossAttention(2, 3, 1, 1, mask=[[0, 0], [0, 0]]))
 cli(["experiment", "cue-recall", "--models", "rnn,lstm"], SeqgradValueError, "--models='lstm'")
 cli(["experiment", "cue-recall", "--delays", "8,0"], SeqgradValueError, "--delays=0")
 cli(["experiment", "cue-recall", "--delays", "8,,32"], SeqgradValueError, "without empty items")

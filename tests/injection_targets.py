@@ -9,7 +9,7 @@ from __future__ import annotations
 
 
 def _softmax():
-    from derive import softmax
+    from seqgrad.derive import softmax
 
     return [
         ("derive.softmax.softmax([payload, 1])", lambda p: softmax.softmax([p, 1])),
@@ -20,7 +20,7 @@ def _softmax():
 
 
 def _positional():
-    from derive import positional
+    from seqgrad.derive import positional
 
     pe = lambda: positional.Sinusoidal(4)  # noqa: E731
     return [
@@ -36,7 +36,7 @@ def _positional():
 
 
 def _attention():
-    from derive import attention
+    from seqgrad.derive import attention
 
     return [
         ("SelfAttention(2, 2, 2, scale=payload)", lambda p: attention.SelfAttention(2, 2, 2, scale=p)),
@@ -51,7 +51,7 @@ def _attention():
 
 
 def _layernorm():
-    from derive import layernorm
+    from seqgrad.derive import layernorm
 
     return [
         ("layernorm.check_eps(payload)", lambda p: layernorm.check_eps(p)),
@@ -63,7 +63,7 @@ def _layernorm():
 
 
 def _residual():
-    from derive import residual
+    from seqgrad.derive import residual
 
     return [
         ("residual.DepthProduct(2, 2, scale=payload)", lambda p: residual.DepthProduct(2, 2, scale=p)),
@@ -71,7 +71,7 @@ def _residual():
 
 
 def _counting():
-    from derive import counting
+    from seqgrad.derive import counting
 
     return [
         ("counting.attention_params(d_model=payload)", lambda p: counting.attention_params(d_model=p)),
@@ -88,7 +88,7 @@ def _counting():
 def _program():
     import sympy as sp
 
-    from derive import program
+    from seqgrad.derive import program
 
     return [
         ("Program().define(Symbol('a'), payload)", lambda p: program.Program().define(sp.Symbol("a"), p)),
@@ -97,7 +97,7 @@ def _program():
 
 
 def _rnn():
-    from derive import gated, rnn
+    from seqgrad.derive import gated, rnn
 
     return [
         ("rnn.unroll(2, activation=payload)", lambda p: rnn.unroll(2, activation=p)),
@@ -111,7 +111,7 @@ def _rnn():
 
 
 def _text():
-    from derive import activation_facts, catalogue, claims, safe_parse
+    from seqgrad.derive import activation_facts, catalogue, claims, safe_parse
 
     return [
         ("claims.parse_claim(payload + ' = 1')", lambda p: claims.parse_claim(f"{p} = 1")),
@@ -125,7 +125,7 @@ def _text():
 
 
 def _decoder_conv():
-    from derive import conv, decoder
+    from seqgrad.derive import conv, decoder
 
     return [
         ("derive.conv.receptive_field([payload, 3])", lambda p: conv.receptive_field([p, 3])),

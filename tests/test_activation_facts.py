@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from derive import activation_facts as af
+from seqgrad.derive import activation_facts as af
 from seqgrad.errors import SeqgradValueError
 
 
@@ -49,7 +49,7 @@ def test_pascanu_thresholds():
 def test_relu_convention_is_stated_and_matches_torch():
     import torch
 
-    from derive.activations import RELU_PRIME_AT_ZERO
+    from seqgrad.derive.activations import RELU_PRIME_AT_ZERO
 
     z = torch.zeros(1, requires_grad=True)
     torch.relu(z).sum().backward()
@@ -60,7 +60,7 @@ def test_relu_convention_is_stated_and_matches_torch():
 
 def test_a_wrong_claim_is_not_proved(monkeypatch):
     # the tanh proof compares with derive.activations' slope; a wrong slope must be caught
-    from derive import activations
+    from seqgrad.derive import activations
 
     wrong = activations.Activation("tanh", sp.tanh, lambda z, h: 1 - h, r"\tanh", "wrong")
     monkeypatch.setitem(activations.ACTIVATIONS, "tanh", wrong)
@@ -76,7 +76,7 @@ def test_unknown_fact_name():
 
 def test_sup_over_the_reals_from_critical_points_and_limits():
     """The maxima of the slope facts: a critical point's value, a limit at ±oo, or no verdict."""
-    from derive.activation_facts import _sup_over_reals, z
+    from seqgrad.derive.activation_facts import _sup_over_reals, z
 
     assert _sup_over_reals(3 - (z - 1) ** 2) == (3, sp.FiniteSet(1))
     assert _sup_over_reals(sp.tanh(z)) == (1, sp.S.EmptySet)  # never attained: the limit at +oo
@@ -85,7 +85,7 @@ def test_sup_over_the_reals_from_critical_points_and_limits():
 
 
 def test_slope_maximum_is_the_facts_supremum_and_refuses_other_activations():
-    from derive.activation_facts import slope_maximum
+    from seqgrad.derive.activation_facts import slope_maximum
     from seqgrad.errors import SeqgradValueError
 
     assert slope_maximum("sigmoid") == sp.Rational(1, 4) and slope_maximum("tanh") == 1

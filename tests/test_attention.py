@@ -6,9 +6,9 @@ import sympy as sp
 import torch
 from hypothesis import given, settings, strategies as st
 
-from derive import attention as A
-from derive import softmax as Sm
-from derive.catalogue import rational_zero
+from seqgrad.derive import attention as A
+from seqgrad.derive import softmax as Sm
+from seqgrad.derive.catalogue import rational_zero
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError, ShapeError
 
 oo = sp.oo
@@ -152,8 +152,8 @@ def test_property_attention_output_against_torch(T, d_model, d_k, seed):
 
 
 def test_symbolic_equivariance_proof_refutes_a_wrong_permutation():
-    from derive import attention as At
-    from derive.rules import index_form, index_zero
+    from seqgrad.derive import attention as At
+    from seqgrad.derive.rules import index_form, index_zero
 
     assert [index_zero(r) for r in At.equivariance_residuals()] == [0, 0]
     A, _ = At._symbolic_head()

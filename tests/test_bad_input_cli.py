@@ -33,7 +33,7 @@ def _problem(case, returncode: int, stderr: str) -> str | None:
 
 @pytest.mark.parametrize("case", CLI_CASES, ids=[" ".join(c.argv)[:80] for c in CLI_CASES])
 def test_main_answers_one_line_and_exit_2(case, tmp_path, monkeypatch, capsys):
-    from crosscheck import cli
+    from seqgrad.crosscheck import cli
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SEQGRAD_DEBUG", raising=False)
@@ -46,7 +46,7 @@ def test_main_answers_one_line_and_exit_2(case, tmp_path, monkeypatch, capsys):
 def _run(case, cwd: Path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
     env.pop("SEQGRAD_DEBUG", None)
-    p = subprocess.run([sys.executable, "-m", "crosscheck", *case.argv], cwd=cwd, env=env, capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "seqgrad", *case.argv], cwd=cwd, env=env, capture_output=True,
                        text=True, timeout=120)
     return _problem(case, p.returncode, p.stderr)
 

@@ -4,7 +4,7 @@ programs agree with torch autograd at the course's size and at random sizes."""
 import pytest
 import sympy as sp
 
-from derive import blocks
+from seqgrad.derive import blocks
 
 
 def test_attention_backward_prints_as_the_text():
@@ -56,7 +56,7 @@ SIZES = [{"T": 7, "d": 5, "d_k": 3, "d_v": 3}, {"T": 3, "d": 4, "d_k": 2, "d_v":
 
 @pytest.mark.parametrize("kind,heads,masked", CASES)
 def test_compiled_programs_match_autograd(kind, heads, masked):
-    from crosscheck import blocks as c_blocks
+    from seqgrad.crosscheck import blocks as c_blocks
 
     g = torch.Generator().manual_seed(12)
     for sizes in SIZES:

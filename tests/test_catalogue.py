@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from crosscheck.checks.identities import verify
-from crosscheck.registry import all_checks
-from derive import catalogue
+from seqgrad.crosscheck.checks.identities import verify
+from seqgrad.crosscheck.registry import all_checks
+from seqgrad.derive import catalogue
 from seqgrad.errors import SeqgradValueError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,20 +47,20 @@ def test_every_entry_states_its_scope():
 
 
 def test_a_wrong_general_statement_is_not_proved():
-    from derive import softmax
-    from derive.rules import index_proof
+    from seqgrad.derive import softmax
+    from seqgrad.derive.rules import index_proof
 
     i, j = softmax.i, softmax.j
     wrong = softmax.a[i] * sp.KroneckerDelta(i, j)  # the Jacobian without the -a_i a_j term
     assert not index_proof(lambda: sp.diff(softmax.softmax_entry(i), softmax.z[j]) - softmax._a(wrong))().holds
     # equivariance with positions added after the permutation does not reindex away
-    from derive import attention
+    from seqgrad.derive import attention
 
     A, _ = attention._symbolic_head()
     P = sp.IndexedBase("P")
     t, s = attention._t, attention._s
     moved = attention._permuted(attention.index_form(A, t, s)) if hasattr(attention, "index_form") else None
-    from derive.rules import index_form, index_zero
+    from seqgrad.derive.rules import index_form, index_zero
 
     X = sp.IndexedBase("X")
     shifted = index_form(A, t, s).replace(lambda e: isinstance(e, sp.Indexed) and e.base == X,
@@ -145,7 +145,7 @@ def test_cli_json_and_exit_codes(cli):
 def test_cli_exits_1_when_an_entry_fails(monkeypatch, capsys):
     import argparse
 
-    from crosscheck.commands import identities as command
+    from seqgrad.crosscheck.commands import identities as command
 
     z = sp.Symbol("z", real=True)
     wrong = catalogue.Identity("wrong", "test", "sin(2z) = 2 sin z", sp.sin(2 * z), 2 * sp.sin(z), "simplify",
@@ -162,7 +162,7 @@ def test_verify_takes_no_device_or_dtype_it_would_ignore():
     dtype and a device and ignored them; now it has neither, and a wrong value is a clear error."""
     import inspect
 
-    from crosscheck.registry import run_one
+    from seqgrad.crosscheck.registry import run_one
     from seqgrad.errors import SeqgradTypeError
 
     assert list(inspect.signature(verify).parameters) == ["entry", "seed"]

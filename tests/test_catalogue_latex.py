@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from derive import catalogue, positional, residual, softmax, layernorm
+from seqgrad.derive import catalogue, positional, residual, softmax, layernorm
 
 pytestmark = [pytest.mark.tex, pytest.mark.skipif(shutil.which("pdflatex") is None,
                                                   reason="no pdflatex here: install texlive-latex-base texlive-latex-recommended")]

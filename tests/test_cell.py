@@ -9,10 +9,10 @@ import pytest
 import sympy as sp
 import torch
 
-from crosscheck.cells import CellFunction, against_autograd, random_case
-from derive import activations
-from derive.builtin_cells import gru_cell, lstm_cell, rnn_cell
-from derive.cell import Cell, CellError, T, t
+from seqgrad.crosscheck.cells import CellFunction, against_autograd, random_case
+from seqgrad.derive import activations
+from seqgrad.derive.builtin_cells import gru_cell, lstm_cell, rnn_cell
+from seqgrad.derive.cell import Cell, CellError, T, t
 from seqgrad.errors import ParseError, SeqgradError
 
 VEC = {"D": 3, "H": 4, "C": 2}
@@ -271,7 +271,7 @@ def test_symbols_t_and_T():
 @pytest.mark.parametrize("name", ["leaky_relu_elman", "two_state", "residual"])
 def test_transition_jacobians_equal_autograd(name):
     """The derived J_t, evaluated along a trajectory, equals torch's Jacobian of one step of the forward loop."""
-    from crosscheck.cell_paths import transition_jacobians
+    from seqgrad.crosscheck.cell_paths import transition_jacobians
 
     cell = _make(USER_CELLS[name], True)
     params, X, _ = random_case(cell, np.random.default_rng(2), 6, batch=1)
@@ -351,7 +351,7 @@ def test_path_norms_of_a_user_cell_and_the_figure(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from crosscheck.cell_paths import path_norms, plot_path_norms
+    from seqgrad.crosscheck.cell_paths import path_norms, plot_path_norms
 
     cell = _make(USER_CELLS["leaky_relu_elman"], True)
     params, X, _ = random_case(cell, np.random.default_rng(4), 30, batch=1, scale=1.5)

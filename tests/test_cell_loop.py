@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from crosscheck import cell_loop
-from crosscheck.cells import CellFunction, against_autograd
-from derive.builtin_cells import gru_cell, lstm_cell, rnn_cell
-from derive.cell import Cell
+from seqgrad.crosscheck import cell_loop
+from seqgrad.crosscheck.cells import CellFunction, against_autograd
+from seqgrad.derive.builtin_cells import gru_cell, lstm_cell, rnn_cell
+from seqgrad.derive.cell import Cell
 
 from test_cell import USER_CELLS, VEC, _make, _worst
 
@@ -96,7 +96,7 @@ def test_fast_activations_are_accurate_and_do_not_overflow(backend):
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 def test_two_biases_of_one_gate_get_separate_arrays(backend):
     """A GRU's b_xr and b_hr have equal gradients; writing into one must not change the other."""
-    from crosscheck.cells import random_case
+    from seqgrad.crosscheck.cells import random_case
 
     cell = gru_cell(sizes=VEC)
     params, X, y = random_case(cell, np.random.default_rng(0), 5, 4)

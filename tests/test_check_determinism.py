@@ -6,14 +6,14 @@ import json
 import subprocess
 import sys
 
-from crosscheck.report import TIMING_FIELDS
+from seqgrad.crosscheck.report import TIMING_FIELDS
 
 # a fast subset: random parameters from the seeded generators, the course trace, derivations compiled in a fresh process
 SUBSET = "transformer.[ls]*"
 
 
 def _run(out) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "crosscheck", "check", "--only", SUBSET, "--out", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "seqgrad", "check", "--only", SUBSET, "--out", str(out)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return json.loads((out / "report.json").read_text())

@@ -11,7 +11,7 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from derive.claims import Claim, parse_claim
+from seqgrad.derive.claims import Claim, parse_claim
 from seqgrad.errors import NonFiniteError, ParseError, SeqgradTypeError, SeqgradValueError, UndefinedError
 
 
@@ -246,7 +246,7 @@ def _decimal(mantissa: int, places: int) -> str:
 # --------------------------------------------------------------------------- vectors
 
 def test_vector_claims_compare_entry_by_entry():
-    from derive.claims import VectorClaim
+    from seqgrad.derive.claims import VectorClaim
 
     c = parse_claim("softmax(1.2, 0.5, 2.0) = (0.31, 0.15, 0.54)")
     assert isinstance(c, VectorClaim) and len(c.components) == 3
@@ -313,7 +313,7 @@ def test_cli_exit_codes_and_one_line(cli):
 
 
 def test_cli_json_and_options(capsys):
-    from crosscheck.cli import main
+    from seqgrad.crosscheck.cli import main
 
     assert main(["claim", "--json", "--figures", "3", "0.6576 = 0.65"]) == 1
     d = json.loads(capsys.readouterr().out)
@@ -338,7 +338,7 @@ def test_cli_json_and_options(capsys):
 # --------------------------------------------------------------------------- the catalogue
 
 def test_catalogue_entries_name_their_source_and_attribution():
-    from crosscheck.claims_catalogue import entries
+    from seqgrad.crosscheck.claims_catalogue import entries
 
     items = entries()
     assert len({e.name for e in items}) == len(items) >= 70
@@ -357,8 +357,8 @@ def test_catalogue_entries_name_their_source_and_attribution():
 
 def test_catalogue_verdicts_are_the_recorded_ones():
     """Errata are contradicted, notes are rounding-consistent or truncated, everything else verified."""
-    from crosscheck.checks.claims import outcome
-    from crosscheck.claims_catalogue import entries
+    from seqgrad.crosscheck.checks.claims import outcome
+    from seqgrad.crosscheck.claims_catalogue import entries
 
     found = {e.name: outcome(e).textbook for e in entries()}
     assert {n for n, v in found.items() if v == "contradicted"} == {e.name for e in entries() if e.erratum} == {
@@ -371,9 +371,9 @@ def test_catalogue_verdicts_are_the_recorded_ones():
 
 
 def test_every_printed_table_number_becomes_a_claim_against_the_encoder():
-    from crosscheck import course_tables
-    from crosscheck.checks.claims import _trace, outcome
-    from crosscheck.claims_catalogue import table_entries
+    from seqgrad.crosscheck import course_tables
+    from seqgrad.crosscheck.checks.claims import _trace, outcome
+    from seqgrad.crosscheck.claims_catalogue import table_entries
 
     tables = list(table_entries(_trace))
     assert sum(len(e.claims) for e in tables) == len(list(course_tables.cells())) == 714
@@ -384,9 +384,9 @@ def test_every_printed_table_number_becomes_a_claim_against_the_encoder():
 
 
 def test_claims_checks_are_registered_and_fail_on_a_contradiction():
-    from crosscheck.checks.claims import outcome
-    from crosscheck.claims_catalogue import Entry
-    from crosscheck.registry import all_checks
+    from seqgrad.crosscheck.checks.claims import outcome
+    from seqgrad.crosscheck.claims_catalogue import Entry
+    from seqgrad.crosscheck.registry import all_checks
 
     names = {c.name for c in all_checks("claims")}
     assert {"claims.gru_mixing", "claims.pe_d4_pos1", "claims.table13", "claims.table_inline", "claims.lesson_task27"} <= names
@@ -409,8 +409,8 @@ def test_claims_checks_are_registered_and_fail_on_a_contradiction():
 
 
 def test_report_carries_verdict_reason_and_units(tmp_path):
-    from crosscheck import report
-    from crosscheck.registry import all_checks, run_checks
+    from seqgrad.crosscheck import report
+    from seqgrad.crosscheck.registry import all_checks, run_checks
 
     results = run_checks([c for c in all_checks("claims.*") if c.name in (
         "claims.pe_d4_pos1", "claims.masked_softmax_example", "claims.table13", "claims.gru_mixing")], show_progress=False)
@@ -429,7 +429,7 @@ def test_report_carries_verdict_reason_and_units(tmp_path):
 
 
 def test_text_facts_are_registered_checks_that_pass():
-    from crosscheck.registry import all_checks, run_checks
+    from seqgrad.crosscheck.registry import all_checks, run_checks
 
     facts = [c for c in all_checks("claims.*") if c.name.startswith("claims.fact_")]
     assert {c.name for c in facts} == {
@@ -442,7 +442,7 @@ def test_text_facts_are_registered_checks_that_pass():
 def test_the_adam_step_of_the_fact_check_is_torchs():
     import torch
 
-    from crosscheck.checks.facts import adam_first_step
+    from seqgrad.crosscheck.checks.facts import adam_first_step
 
     g = torch.linspace(-3.0, 5.0, 7, dtype=torch.float64)
     p = torch.zeros(7, dtype=torch.float64, requires_grad=True)
@@ -455,8 +455,8 @@ def test_the_adam_step_of_the_fact_check_is_torchs():
 def test_every_statement_of_seeds_003_and_004_is_checked_or_has_a_reason():
     import fnmatch
 
-    from crosscheck.claims_catalogue import statements
-    from crosscheck.registry import all_checks
+    from seqgrad.crosscheck.claims_catalogue import statements
+    from seqgrad.crosscheck.registry import all_checks
 
     names = [c.name for c in all_checks()]
     items = statements()

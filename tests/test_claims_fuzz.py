@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from derive.claims import parse_claim
+from seqgrad.derive.claims import parse_claim
 from seqgrad.errors import SeqgradError
 
 # SymPy (the prover of last resort) loaded and warmed up front: its first import is not an input's time

@@ -2,7 +2,7 @@
 
 import json
 
-from crosscheck.cli import main
+from seqgrad.crosscheck.cli import main
 
 
 def test_help_lists_commands(capsys):

@@ -10,8 +10,8 @@ import torch
 from hypothesis import assume, given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from crosscheck.tolerance import compare
-from numeric import clipping
+from seqgrad.crosscheck.tolerance import compare
+from seqgrad.numeric import clipping
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)

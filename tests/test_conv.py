@@ -9,9 +9,9 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from crosscheck.checks.conv import compiled_conv
-from derive import conv as dc
-from numeric import conv as nc
+from seqgrad.crosscheck.checks.conv import compiled_conv
+from seqgrad.derive import conv as dc
+from seqgrad.numeric import conv as nc
 
 
 def test_weight_gradient_is_a_sum_over_positions_at_symbolic_size():

@@ -10,16 +10,16 @@ import pytest
 
 from seqgrad import atomic, sigfig, validate
 from seqgrad.errors import NonFiniteError, SeqgradError, SeqgradTypeError, SeqgradValueError
-from crosscheck import tolerance
+from seqgrad.crosscheck import tolerance
 
 
 def test_import_derive_does_not_import_torch():
     """Every module of derive/ imports without torch, numeric/ or matplotlib."""
     code = (
-        "import sys, importlib, pkgutil, derive\n"
-        "for m in pkgutil.walk_packages(derive.__path__, 'derive.'): importlib.import_module(m.name)\n"
+        "import sys, importlib, pkgutil, seqgrad.derive as derive\n"
+        "for m in pkgutil.walk_packages(derive.__path__, 'seqgrad.derive.'): importlib.import_module(m.name)\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
-        "assert 'numeric' not in sys.modules and 'matplotlib' not in sys.modules\n"
+        "assert 'seqgrad.numeric' not in sys.modules and 'matplotlib' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
 

@@ -4,7 +4,7 @@ import pytest
 import sympy as sp
 import torch
 
-from derive import counting as C
+from seqgrad.derive import counting as C
 
 
 def n_params(module) -> int:

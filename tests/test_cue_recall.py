@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from crosscheck import cli
-from numeric.cue_recall import experiment, models, paths, results, task, train
+from seqgrad.crosscheck import cli
+from seqgrad.numeric.cue_recall import experiment, models, paths, results, task, train
 
 
 # ---------------------------------------------------------------- task
@@ -87,7 +87,7 @@ def _tiny_data(d=8):
 @pytest.fixture(autouse=True)
 def _one_thread():
     """As the experiment runs: one thread (the runs are tiny; a loaded 2-core machine makes threads costly)."""
-    from numeric.device import one_thread
+    from seqgrad.numeric.device import one_thread
 
     with one_thread():
         yield
@@ -262,8 +262,8 @@ def _recorded(accuracy) -> dict:
 
 
 def _run_checks(doc, tmp_path, monkeypatch) -> dict:
-    from crosscheck.checks import experiment as checks
-    from crosscheck.registry import Context
+    from seqgrad.crosscheck.checks import experiment as checks
+    from seqgrad.crosscheck.registry import Context
 
     path = tmp_path / "results.json"
     path.write_text(json.dumps(doc))
@@ -294,8 +294,8 @@ def test_trend_checks_pass_on_the_texts_pattern_and_fail_otherwise(tmp_path, mon
 
 
 def test_trend_checks_skip_without_a_record(tmp_path, monkeypatch):
-    from crosscheck.checks import experiment as checks
-    from crosscheck.registry import Context
+    from seqgrad.crosscheck.checks import experiment as checks
+    from seqgrad.crosscheck.registry import Context
 
     monkeypatch.setattr(checks, "RESULTS", tmp_path / "nothing.json")
     assert checks.ordering(Context()).skipped

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from crosscheck.registry import all_checks, run_one
+from seqgrad.crosscheck.registry import all_checks, run_one
 
 NAMES = [c.name for c in all_checks("decoder.*") + all_checks("conv.*")]
 
@@ -36,7 +36,7 @@ def test_check_passes_more_seeds(name, seed):
 
 def test_a_wrong_cross_attention_fails_the_torch_comparison(monkeypatch):
     """Swap keys and values in the numeric cross-attention: the twin comparison must fail."""
-    from numeric import attention
+    from seqgrad.numeric import attention
 
     original = attention.Head.project
 
@@ -56,7 +56,7 @@ def test_a_wrong_cross_attention_fails_the_torch_comparison(monkeypatch):
 
 def test_a_wrong_cross_attention_fails_the_derived_backward_check(monkeypatch):
     """Perturb the keys of the numeric head by 1 %: the derived program must disagree with its autograd."""
-    from numeric import attention
+    from seqgrad.numeric import attention
 
     original = attention.Head.project
 

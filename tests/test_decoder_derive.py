@@ -5,9 +5,9 @@ from __future__ import annotations
 import sympy as sp
 import torch
 
-from derive import counting
-from derive import decoder as dd
-from derive.catalogue import rational_zero
+from seqgrad.derive import counting
+from seqgrad.derive import decoder as dd
+from seqgrad.derive.catalogue import rational_zero
 
 
 def test_cross_attention_backward_equals_differentiation():
@@ -52,7 +52,7 @@ def test_decoder_counts_equal_torch_numel():
 
 
 def test_cross_attention_is_a_program_of_the_rule_table_at_symbolic_size():
-    from derive.blocks import T, T_src, cross_attention_program, prove_program
+    from seqgrad.derive.blocks import T, T_src, cross_attention_program, prove_program
 
     block = cross_attention_program()
     line = lambda name: str(block.program[name])
@@ -73,7 +73,7 @@ def test_masked_cross_attention_backward_equals_differentiation():
 
 def test_cross_attention_latex_prints_the_explicit_matrices(capsys):
     """``seqgrad derive decoder --part cross --latex`` printed an internal error (an explicit matrix reached the line breaker)."""
-    from crosscheck.cli import main
+    from seqgrad.crosscheck.cli import main
 
     assert main(["derive", "decoder", "--part", "cross", "--latex"]) == 0
     out = capsys.readouterr().out

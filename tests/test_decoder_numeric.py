@@ -7,11 +7,11 @@ import warnings
 import pytest
 import torch
 
-from crosscheck import decoder_twins
-from crosscheck.tolerance import compare
-from numeric.attention import MultiHeadAttention
-from numeric.decoder import Decoder, DecoderBlock, EncoderDecoder, describe, lesson_example
-from numeric.encoder import EncoderBlock
+from seqgrad.crosscheck import decoder_twins
+from seqgrad.crosscheck.tolerance import compare
+from seqgrad.numeric.attention import MultiHeadAttention
+from seqgrad.numeric.decoder import Decoder, DecoderBlock, EncoderDecoder, describe, lesson_example
+from seqgrad.numeric.encoder import EncoderBlock
 
 warnings.filterwarnings("ignore", message="Support for mismatched key_padding_mask")
 
@@ -51,8 +51,8 @@ def test_block_matches_transformer_decoder_layer(norm_first, device):
                                 device=device)
     twin = decoder_twins.decoder_layer(block)
     H, M = _inputs(3, 5, 4, 8, device)
-    from numeric.attention import attention_mask
-    from numeric.decoder import cross_mask
+    from seqgrad.numeric.attention import attention_mask
+    from seqgrad.numeric.decoder import cross_mask
 
     M_self = attention_mask(5, causal=True, padding=TGT_PAD, device=device)
     M_cross = cross_mask(5, SRC_PAD, 4, device=device)
@@ -130,8 +130,8 @@ def test_record_path_equals_fused_path_and_names_intermediates():
 def test_heads_of_any_width_and_causality_by_autograd():
     g = torch.Generator().manual_seed(8)
     r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64) * 0.4
-    from numeric.attention import Head
-    from numeric.encoder import MLP
+    from seqgrad.numeric.attention import Head
+    from seqgrad.numeric.encoder import MLP
 
     def mha():
         return MultiHeadAttention([Head(r(3, 5), r(3, 5), r(3, 5)), Head(r(2, 5), r(2, 5), r(4, 5))], r(5, 7))
@@ -151,7 +151,7 @@ def test_decoder_only_block_is_a_causal_encoder_block():
     """A decoder-only (GPT-style) model has no cross-attention: its block is the encoder block with the causal mask."""
     blk = EncoderBlock.random(8, 2, 16, generator=torch.Generator().manual_seed(9))
     H = torch.randn(6, 8, dtype=torch.float64)
-    from numeric.attention import attention_mask
+    from seqgrad.numeric.attention import attention_mask
 
     J = torch.autograd.functional.jacobian(lambda h: blk(h, attention_mask(6, causal=True)), H)
     assert torch.all(J.abs().sum(dim=(1, 3)).triu(1) == 0)

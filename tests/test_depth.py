@@ -7,11 +7,11 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from crosscheck.figures import depth as figure_set
-from crosscheck.registry import all_checks, run_checks
-from crosscheck.tolerance import compare
-from numeric import depth
-from numeric import figures_depth as fd
+from seqgrad.crosscheck.figures import depth as figure_set
+from seqgrad.crosscheck.registry import all_checks, run_checks
+from seqgrad.crosscheck.tolerance import compare
+from seqgrad.numeric import depth
+from seqgrad.numeric import figures_depth as fd
 from seqgrad.errors import SeqgradValueError
 
 

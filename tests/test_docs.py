@@ -7,7 +7,7 @@ Conventions for writing docs:
   :mod:`doctest` (ELLIPSIS and NORMALIZE_WHITESPACE on), in a temporary
   working directory.
 * Shell examples go in ```` ```console ```` fences; each line that starts with
-  ``$ `` is run (``seqgrad`` means ``python -m crosscheck``) and must exit 0,
+  ``$ `` is run (``seqgrad`` means ``python -m seqgrad``) and must exit 0,
   or with the status written at the end of the line as ``# exit N``.
 """
 
@@ -66,7 +66,7 @@ def test_console_examples(path, line, tmp_path):
         line = line[: m.start()].strip()
     words = shlex.split(line)
     if words and words[0] == "seqgrad":
-        words = [sys.executable, "-m", "crosscheck", *words[1:]]
+        words = [sys.executable, "-m", "seqgrad", *words[1:]]
     elif words and words[0] in ("python", "python3"):
         words[0] = sys.executable
     env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from crosscheck.cli import build_parser
+from seqgrad.crosscheck.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI_INDEX = ROOT / "docs" / "cli.md"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from crosscheck import report
-from crosscheck.registry import Result, all_checks
+from seqgrad.crosscheck import report
+from seqgrad.crosscheck.registry import Result, all_checks
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "docs" / "report-schema.md"
@@ -77,7 +77,7 @@ def test_timing_fields_are_the_documented_ones():
 
 
 def test_a_real_report_conforms(tmp_path, capsys):
-    from crosscheck.cli import main
+    from seqgrad.crosscheck.cli import main
 
     names = [c.name for c in all_checks()]
     if not names:

@@ -7,14 +7,14 @@ import math
 import pytest
 import torch
 
-from crosscheck import course_tables
-from numeric import course
-from numeric.attention import attention_mask, contributions
-from numeric.encoder import Encoder
-from numeric.heads import AffineHead, masked_mean_pool, shift_targets, valid_target_loss
-from numeric.layernorm import layer_norm
-from numeric.positions import LearnedPositions, frequencies, sinusoidal
-from numeric.tokens import tokenize
+from seqgrad.crosscheck import course_tables
+from seqgrad.numeric import course
+from seqgrad.numeric.attention import attention_mask, contributions
+from seqgrad.numeric.encoder import Encoder
+from seqgrad.numeric.heads import AffineHead, masked_mean_pool, shift_targets, valid_target_loss
+from seqgrad.numeric.layernorm import layer_norm
+from seqgrad.numeric.positions import LearnedPositions, frequencies, sinusoidal
+from seqgrad.numeric.tokens import tokenize
 from seqgrad.sigfig import matches
 
 

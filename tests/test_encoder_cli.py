@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from crosscheck import course_tables
-from crosscheck.cli import main
-from crosscheck.figures import encoder as figs
-from numeric import course
-from numeric.positions import sinusoidal
+from seqgrad.crosscheck import course_tables
+from seqgrad.crosscheck.cli import main
+from seqgrad.crosscheck.figures import encoder as figs
+from seqgrad.numeric import course
+from seqgrad.numeric.positions import sinusoidal
 from seqgrad.errors import NonFiniteError, SeqgradValueError
 from seqgrad.latex_table import booktabs, format_sigfig
 from seqgrad.sigfig import matches

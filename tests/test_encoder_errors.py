@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from numeric import course
-from numeric.attention import Head, MultiHeadAttention, attention_mask, check_mask
-from numeric.encoder import MLP, Encoder, EncoderBlock
-from numeric.heads import masked_mean_pool, shift_targets, valid_target_loss
-from numeric.positions import LearnedPositions
+from seqgrad.numeric import course
+from seqgrad.numeric.attention import Head, MultiHeadAttention, attention_mask, check_mask
+from seqgrad.numeric.encoder import MLP, Encoder, EncoderBlock
+from seqgrad.numeric.heads import masked_mean_pool, shift_targets, valid_target_loss
+from seqgrad.numeric.positions import LearnedPositions
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
 

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from numeric.attention import MultiHeadAttention, attention_mask
-from numeric.encoder import Encoder
-from numeric.layernorm import layer_norm
+from seqgrad.numeric.attention import MultiHeadAttention, attention_mask
+from seqgrad.numeric.encoder import Encoder
+from seqgrad.numeric.layernorm import layer_norm
 
 FAST = settings(max_examples=20, deadline=None)
 finite = st.floats(-50, 50, allow_nan=False, allow_infinity=False)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from crosscheck import encoder_twins
-from crosscheck.registry import all_checks, run_checks
-from crosscheck.tolerance import tolerance
-from numeric.encoder import Encoder, EncoderBlock
+from seqgrad.crosscheck import encoder_twins
+from seqgrad.crosscheck.registry import all_checks, run_checks
+from seqgrad.crosscheck.tolerance import tolerance
+from seqgrad.numeric.encoder import Encoder, EncoderBlock
 
 CHECKS = [c.name for c in all_checks("encoder.*")]
 
@@ -62,7 +62,7 @@ def test_gradients_equal_torch_stack():
 
 
 def test_course_attention_has_no_torch_twin():
-    from numeric import course
+    from seqgrad.numeric import course
     from seqgrad.errors import SeqgradValueError
 
     with pytest.raises(SeqgradValueError, match="D/n_heads"):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from crosscheck.registry import all_checks, run_checks
-from numeric import clipping, gated
+from seqgrad.crosscheck.registry import all_checks, run_checks
+from seqgrad.numeric import clipping, gated
 
 
 def test_gated_checks_registered_and_pass():

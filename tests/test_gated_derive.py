@@ -10,8 +10,8 @@ import sympy as sp
 import torch
 from hypothesis import given, settings, strategies as st
 
-from derive import gated
-from derive.rnn import Diag
+from seqgrad.derive import gated
+from seqgrad.derive.rnn import Diag
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 
@@ -134,7 +134,7 @@ def test_bad_input():
 
 @functools.lru_cache(maxsize=None)
 def _compiled_scalar_gru():
-    from crosscheck.lambdify import lambdify
+    from seqgrad.crosscheck.lambdify import lambdify
 
     net = _net("GRU", 3)
     params = list(net.parameters.values())
@@ -145,7 +145,7 @@ def _compiled_scalar_gru():
 @settings(max_examples=30, deadline=None)
 @given(values=st.lists(st.floats(-2, 2), min_size=17, max_size=17))
 def test_property_derived_scalar_gru_gradients_match_autograd(values):
-    from numeric import gated as ref
+    from seqgrad.numeric import gated as ref
 
     net, params, f = _compiled_scalar_gru()
     got = f(*values)

@@ -9,8 +9,8 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from crosscheck.tolerance import compare
-from numeric import gated
+from seqgrad.crosscheck.tolerance import compare
+from seqgrad.numeric import gated
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 from seqgrad.sigfig import matches
 
@@ -164,8 +164,8 @@ def test_bad_inputs_to_cells(rng):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("kind", ["GRU", "LSTM"])
 def test_gated_references_on_cuda(kind):
-    from crosscheck.registry import Context
-    from crosscheck.checks import gated as checks
+    from seqgrad.crosscheck.registry import Context
+    from seqgrad.crosscheck.checks import gated as checks
 
     for dtype in ("float64", "float32"):
         ctx = Context(device="cuda", dtype=dtype, name=f"gated.{kind.lower()}_vs_torch")

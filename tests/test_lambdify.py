@@ -9,11 +9,11 @@ import pytest
 import sympy as sp
 import torch
 
-import crosscheck.lambdify as lam
-from crosscheck.cells import RNNFunction
-from crosscheck.lambdify import identifier, lambdify
-from derive import rnn
-from derive.program import Program
+import seqgrad.crosscheck.lambdify as lam
+from seqgrad.crosscheck.cells import RNNFunction
+from seqgrad.crosscheck.lambdify import identifier, lambdify
+from seqgrad.derive import rnn
+from seqgrad.derive.program import Program
 from seqgrad.errors import NonFiniteError, SeqgradValueError, ShapeError
 
 

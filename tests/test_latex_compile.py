@@ -13,10 +13,10 @@ import subprocess
 import pytest
 import sympy as sp
 
-from crosscheck import latexdoc, report
-from crosscheck.registry import Result
-from derive.latex_layout import align, equation, equation_table
-from derive.latex_settings import Notation
+from seqgrad.crosscheck import latexdoc, report
+from seqgrad.crosscheck.registry import Result
+from seqgrad.derive.latex_layout import align, equation, equation_table
+from seqgrad.derive.latex_settings import Notation
 
 MISSING = [tool for tool in ("pdflatex", "pdfinfo", "pdftoppm", "pdftotext") if shutil.which(tool) is None]
 pytestmark = [
@@ -79,7 +79,7 @@ def test_layout_pieces_compile_and_render(tmp_path):
 
 def test_cli_document_compiles(tmp_path, capsys):
     """``seqgrad latex`` writes a complete document that pdflatex compiles."""
-    from crosscheck.cli import main
+    from seqgrad.crosscheck.cli import main
 
     name = next((s for s in ("positional", "residual", "attention", "rnn") if s in latexdoc.available_sections()), None)
     if name is None:
@@ -138,59 +138,59 @@ def _derivation_exports() -> dict[str, str]:
     def have(*modules):
         return all(importlib.util.find_spec(m) is not None for m in modules)
 
-    if have("derive.rnn"):
-        from derive import rnn
+    if have("seqgrad.derive.rnn"):
+        from seqgrad.derive import rnn
         net = rnn.unroll(steps=3, activation="tanh")
         out["rnn.unroll(3).latex()"] = net.latex()
         out["rnn.unroll(3).backward_table().latex()"] = net.backward_table().latex()
         out["rnn.unroll(2, vector).latex()"] = rnn.unroll(steps=2, activation="tanh", inputs=2, hidden=2, outputs=1).latex()
-    if have("derive.gated"):
-        from derive import gated
+    if have("seqgrad.derive.gated"):
+        from seqgrad.derive import gated
         gru, lstm = gated.gru(steps=2), gated.lstm(steps=2)
         out["gated.gru(2).latex()"] = gru.latex()
         out["gated.gru(2).step_jacobian(1).latex()"] = gru.step_jacobian(1).latex()
         out["gated.lstm(2).latex()"] = lstm.latex()
         out["gated.lstm(2).step_jacobian(1, wrt='h').latex()"] = lstm.step_jacobian(1, wrt="h").latex()
-    if have("derive.activation_facts"):
-        from derive import activation_facts
+    if have("seqgrad.derive.activation_facts"):
+        from seqgrad.derive import activation_facts
         out.update({f"activation_facts.{f.name}": f.latex() for f in activation_facts.FACTS.values()})
-    if have("derive.positional"):
-        from derive import positional
+    if have("seqgrad.derive.positional"):
+        from seqgrad.derive import positional
         pe = positional.Sinusoidal(5)
         out["Sinusoidal(5).latex()"] = pe.latex()
         out["Sinusoidal(5).rotation().latex()"] = pe.rotation().latex()
         out["Sinusoidal(5).shift_identity().latex()"] = pe.shift_identity().latex()
         out["unpaired_has_no_scalar_shift(Sinusoidal(5)).latex()"] = positional.unpaired_has_no_scalar_shift(pe).latex()
-    if have("derive.softmax", "derive.attention"):
-        from derive import attention, softmax
+    if have("seqgrad.derive.softmax", "seqgrad.derive.attention"):
+        from seqgrad.derive import attention, softmax
         out["SoftmaxJacobian(3).latex()"] = softmax.SoftmaxJacobian(3).latex()
         out["SelfAttention(T=2, d_model=2, d_k=2).latex()"] = attention.SelfAttention(T=2, d_model=2, d_k=2).latex()
-    if have("derive.layernorm", "derive.residual"):
-        from derive import layernorm, residual
+    if have("seqgrad.derive.layernorm", "seqgrad.derive.residual"):
+        from seqgrad.derive import layernorm, residual
         out["LayerNorm(3).latex()"] = layernorm.LayerNorm(3).latex()
         for placement in residual.ResidualJacobian.PLACEMENTS:
             out[f"ResidualJacobian(2, {placement!r}).latex()"] = residual.ResidualJacobian(2, placement).latex()
         out["EncoderBlock(2, 2).latex()"] = residual.EncoderBlock(2, 2).latex()
         out["DepthProduct(3, 2).latex()"] = residual.DepthProduct(3, 2).latex()
-    if have("derive.decoder", "derive.conv"):
-        from derive import conv, decoder
+    if have("seqgrad.derive.decoder", "seqgrad.derive.conv"):
+        from seqgrad.derive import conv, decoder
         out["CrossAttention(2, 2, 1, 1).latex()"] = decoder.CrossAttention(2, 2, 1, 1).latex()
         out["DecoderBlock().latex()"] = decoder.DecoderBlock().latex()
         out["Conv2d().latex()"] = conv.Conv2d().latex()
-    if have("derive.attention"):
-        from derive import attention
+    if have("seqgrad.derive.attention"):
+        from seqgrad.derive import attention
         out["MultiHeadAttention(2, 4, 2).latex()"] = attention.MultiHeadAttention(2, 4, 2).latex()
         out["Equivariance().latex()"] = attention.Equivariance().latex()
         out["SelfAttention(masked).latex()"] = attention.SelfAttention(2, 2, 2, mask=attention.causal_mask(2)).latex()
-    if have("derive.verification"):
-        from derive import verification
+    if have("seqgrad.derive.verification"):
+        from seqgrad.derive import verification
         out["verify(...).latex()"] = verification.verify("sin(x)**2 + cos(x)**2 = 1", variables="x").latex()
         out["verify(refuted).latex()"] = verification.verify("sin(x) = x", variables="x").latex()
-    if have("derive.program"):
-        from derive import rnn
+    if have("seqgrad.derive.program"):
+        from seqgrad.derive import rnn
         out["Definition.latex()"] = rnn.unroll(steps=2).program.definitions(("forward",))[0].latex()
-    if have("derive.catalogue"):
-        from derive import catalogue
+    if have("seqgrad.derive.catalogue"):
+        from seqgrad.derive import catalogue
         out.update({f"catalogue {e.name}": e.latex() for e in catalogue.entries() if len(e.latex()) <= 20000})
     return out
 

@@ -7,9 +7,9 @@ import doctest
 import pytest
 import sympy as sp
 
-import crosscheck.latexdoc as latexdoc
-from crosscheck.cli import main
-from crosscheck.latexdoc import Section, SectionUnavailable, resolve_sections
+import seqgrad.crosscheck.latexdoc as latexdoc
+from seqgrad.crosscheck.cli import main
+from seqgrad.crosscheck.latexdoc import Section, SectionUnavailable, resolve_sections
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 
@@ -42,21 +42,21 @@ def test_bad_section_specs(spec, error):
 
 
 def test_a_missing_package_is_refused_not_faked(monkeypatch):
-    fake = Section("gates", "Gated cells", ("derive.no_such_module_yet",), lambda b: "never built")
+    fake = Section("gates", "Gated cells", ("seqgrad.derive.no_such_module_yet",), lambda b: "never built")
     monkeypatch.setitem(latexdoc.SECTIONS, "gates", fake)
     assert "gates" not in latexdoc.available_sections()
     with pytest.raises(SectionUnavailable, match="derive.no_such_module_yet"):
         resolve_sections("gates")
     with pytest.raises(SectionUnavailable):
         latexdoc.render(["gates"])
-    unwired = Section("gates", "Gated cells", ("derive",), None)
+    unwired = Section("gates", "Gated cells", ("seqgrad.derive",), None)
     monkeypatch.setitem(latexdoc.SECTIONS, "gates", unwired)
     with pytest.raises(SectionUnavailable, match="section builder"):
         resolve_sections("gates")
 
 
 def test_render_assembles_a_complete_document(monkeypatch):
-    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "Recurrent & co", ("derive",), lambda b: "Body $x$."))
+    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "Recurrent & co", ("seqgrad.derive",), lambda b: "Body $x$."))
     doc = latexdoc.render(["rnn"])
     assert doc.startswith("\\documentclass[11pt]{article}")
     for package in ("amsmath", "booktabs", "graphicx"):
@@ -69,7 +69,7 @@ def test_standalone_writes_no_figures(monkeypatch, tmp_path):
     def body(b):
         assert b.figures_dir is None
         return b.figures("paths") or "no figures"
-    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("derive",), body))
+    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("seqgrad.derive",), body))
     out = latexdoc.write(tmp_path / "n.tex", "rnn", standalone=True)
     assert "no figures" in out.read_text() and "includegraphics" not in out.read_text()
     assert not (tmp_path / "n-figures").exists()
@@ -105,7 +105,7 @@ def test_cli_notation_options(monkeypatch, tmp_path, capsys):
     def body(b):
         seen["notation"] = b.notation
         return b.notation.latex(sp.Symbol("w_h") * sp.Symbol("g_0^z"))
-    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("derive",), body))
+    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("seqgrad.derive",), body))
     out = tmp_path / "n.tex"
     assert main(["latex", str(out), "--sections", "rnn", "--standalone", "--decimal-comma", "--plain",
                  "--symbol", "w_h=W_{hh}", "--symbol", "g=\\delta"]) == 0
@@ -121,7 +121,7 @@ def test_cli_notation_options(monkeypatch, tmp_path, capsys):
     ("zz=Q", "nothing in sections rnn is called that"),  # a rename of nothing is refused, not ignored
 ])
 def test_cli_bad_symbol_is_refused(symbol, message, monkeypatch, tmp_path, capsys):
-    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("derive",),
+    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("seqgrad.derive",),
                                                           lambda b: b.notation.latex(sp.Symbol("w_h"))))
     assert main(["latex", str(tmp_path / "n.tex"), "--sections", "rnn", "--standalone", "--symbol", symbol]) == 2
     err = capsys.readouterr().err
@@ -144,14 +144,14 @@ def test_a_slow_proof_is_reported_as_not_proved_here():
 
 @pytest.mark.parametrize("value", [0, -1.0, float("nan")])
 def test_bad_proof_seconds(value, monkeypatch):
-    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("derive",), lambda b: "x"))
+    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("seqgrad.derive",), lambda b: "x"))
     with pytest.raises(SeqgradValueError, match="proof_seconds"):
         latexdoc.render(["rnn"], proof_seconds=value)
 
 
 @pytest.mark.parametrize("value, error", [(0, SeqgradValueError), (16, SeqgradValueError), (2.5, SeqgradTypeError)])
 def test_bad_digits(value, error, monkeypatch):
-    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("derive",), lambda b: "x"))
+    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("seqgrad.derive",), lambda b: "x"))
     with pytest.raises(error, match="digits"):
         latexdoc.render(["rnn"], digits=value)
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from crosscheck import latexdoc
-from derive.latex_layout import PACKAGES
+from seqgrad.crosscheck import latexdoc
+from seqgrad.derive.latex_layout import PACKAGES
 
 MISSING = [tool for tool in ("pdflatex", "pdftoppm", "pdfinfo") if shutil.which(tool) is None]
 pytestmark = [pytest.mark.tex, pytest.mark.skipif(bool(MISSING), reason=f"no TeX engine/poppler ({', '.join(MISSING)})")]
@@ -58,7 +58,7 @@ def compile_and_render(tex: Path, tmp_path: Path, name: str) -> tuple[Path, list
 
 
 def cli(*argv) -> str:
-    from crosscheck.cli import main
+    from seqgrad.crosscheck.cli import main
     import contextlib
     import io
 
@@ -101,12 +101,12 @@ def test_cli_snippet_pastes_into_a_document_body(name, tmp_path):
 
 
 def _exports() -> dict[str, str]:
-    from derive import gated, rnn
+    from seqgrad.derive import gated, rnn
 
     net = rnn.unroll(steps=4)
     return {
         "rnn.unroll(3).latex()": rnn.unroll(steps=3).latex(),
-        "rnn.unroll(4) grad w_x expanded": __import__("derive.latex_layout", fromlist=["display"]).display(
+        "rnn.unroll(4) grad w_x expanded": __import__("seqgrad.derive.latex_layout", fromlist=["display"]).display(
             [(sp.Symbol("G"), net.grad("w_x", expand=True)), (sp.Symbol("H"), net.grad("w_h", expand=True))]),
         "gated.gru(2).latex()": gated.gru(steps=2).latex(),
         "gated.lstm(2).latex()": gated.lstm(steps=2).latex(),
@@ -147,8 +147,8 @@ def test_whole_notes_document(tmp_path):
 
 def test_report_tex(tmp_path):
     """report.tex of ``seqgrad check`` (a few real checks) compiles without layout defects."""
-    from crosscheck import report
-    from crosscheck.registry import all_checks, run_checks
+    from seqgrad.crosscheck import report
+    from seqgrad.crosscheck.registry import all_checks, run_checks
 
     results = run_checks(all_checks("rnn.*")[:4], device="cpu", show_progress=False)
     paths = report.write(tmp_path / "rep", results, device="cpu", dtype="float64", total_seconds=1.0, figures=[])

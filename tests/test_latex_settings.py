@@ -7,10 +7,10 @@ import doctest
 import pytest
 import sympy as sp
 
-import derive.latex_layout as layout_module
-import derive.latex_settings as settings_module
-from derive.latex_layout import align, equation, equation_table, inline, sum_lines, tabular, visual_width
-from derive.latex_settings import Notation, NotationPrinter, latex
+import seqgrad.derive.latex_layout as layout_module
+import seqgrad.derive.latex_settings as settings_module
+from seqgrad.derive.latex_layout import align, equation, equation_table, inline, sum_lines, tabular, visual_width
+from seqgrad.derive.latex_settings import Notation, NotationPrinter, latex
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 
@@ -146,7 +146,7 @@ def test_indices_stay_latin_unless_asked():
 
 
 def test_relation_keeps_both_sides_on_the_page():
-    from derive.latex_layout import relation
+    from seqgrad.derive.latex_layout import relation
 
     xs = sp.symbols("x0:14")
     long_left = relation(sum(sp.sin(x) for x in xs), sum(xs), op=r"\neq", width=40)

@@ -6,7 +6,7 @@ import sympy as sp
 import torch
 from hypothesis import given, settings, strategies as st
 
-from derive import layernorm as L
+from seqgrad.derive import layernorm as L
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 

@@ -28,25 +28,25 @@ def t(*rows, dtype=F64):
 
 # lazily imported modules (a collection error would hide every case)
 def ln():
-    from numeric import layernorm
+    from seqgrad.numeric import layernorm
 
     return layernorm
 
 
 def att():
-    from numeric import attention
+    from seqgrad.numeric import attention
 
     return attention
 
 
 def rec():
-    from numeric import recurrent
+    from seqgrad.numeric import recurrent
 
     return recurrent
 
 
 def course():
-    from numeric import course as c
+    from seqgrad.numeric import course as c
 
     return c
 
@@ -56,19 +56,19 @@ def enc():
 
 
 def pos():
-    from numeric import positions
+    from seqgrad.numeric import positions
 
     return positions
 
 
 def clip():
-    from numeric import clipping
+    from seqgrad.numeric import clipping
 
     return clipping
 
 
 def tok():
-    from numeric import tokens
+    from seqgrad.numeric import tokens
 
     return tokens
 
@@ -84,7 +84,7 @@ def params(**kw):
 
 
 def program():
-    from derive import rnn
+    from seqgrad.derive import rnn
 
     return rnn.unroll(3)
 
@@ -279,19 +279,19 @@ cases([
     ("course.encoder()(ids, mask=all -inf row)", lambda: enc()([0, 1], mask=t([-inf, -inf], [0.0, 0.0])), SeqgradValueError),
     ("course.encoder().encode([[1.0] * 5])  (a list)", lambda: enc().encode([[1.0] * 5]), SeqgradTypeError),
     ("course.encoder().encode(H of width 4)", lambda: enc().encode(torch.ones(2, 4, dtype=F64)), ShapeError),
-    ("Encoder.random(9, 4, 2, F_width=0)", lambda: __import__("numeric.encoder").encoder.Encoder.random(9, 4, 2, 0),
+    ("Encoder.random(9, 4, 2, F_width=0)", lambda: __import__("seqgrad.numeric.encoder").numeric.encoder.Encoder.random(9, 4, 2, 0),
      SeqgradValueError),
-    ("Encoder.random(9, 4, 2, F_width=2.5)", lambda: __import__("numeric.encoder").encoder.Encoder.random(9, 4, 2, 2.5),
+    ("Encoder.random(9, 4, 2, F_width=2.5)", lambda: __import__("seqgrad.numeric.encoder").numeric.encoder.Encoder.random(9, 4, 2, 2.5),
      SeqgradTypeError),
-    ("Encoder.random(9, 0, 2, 4)", lambda: __import__("numeric.encoder").encoder.Encoder.random(9, 0, 2, 4),
+    ("Encoder.random(9, 0, 2, 4)", lambda: __import__("seqgrad.numeric.encoder").numeric.encoder.Encoder.random(9, 0, 2, 4),
      SeqgradValueError),
-    ("Encoder.random(9, 4, 0, 4)", lambda: __import__("numeric.encoder").encoder.Encoder.random(9, 4, 0, 4),
+    ("Encoder.random(9, 4, 0, 4)", lambda: __import__("seqgrad.numeric.encoder").numeric.encoder.Encoder.random(9, 4, 0, 4),
      SeqgradValueError),
     ("Encoder.random(9, 4, 2, 4, n_blocks=0)",
-     lambda: __import__("numeric.encoder").encoder.Encoder.random(9, 4, 2, 4, n_blocks=0), SeqgradValueError),
-    ("EncoderBlock.random(4, 2, F_width=0)", lambda: __import__("numeric.encoder").encoder.EncoderBlock.random(4, 2, 0),
+     lambda: __import__("seqgrad.numeric.encoder").numeric.encoder.Encoder.random(9, 4, 2, 4, n_blocks=0), SeqgradValueError),
+    ("EncoderBlock.random(4, 2, F_width=0)", lambda: __import__("seqgrad.numeric.encoder").numeric.encoder.EncoderBlock.random(4, 2, 0),
      SeqgradValueError),
-    ("EncoderBlock.random(4, 2, F_width=-3)", lambda: __import__("numeric.encoder").encoder.EncoderBlock.random(4, 2, -3),
+    ("EncoderBlock.random(4, 2, F_width=-3)", lambda: __import__("seqgrad.numeric.encoder").numeric.encoder.EncoderBlock.random(4, 2, -3),
      SeqgradValueError),
 ])
 
@@ -332,13 +332,13 @@ cases([
 
 # ----------------------------------------------------------------------------- derive
 cases([
-    ("softmax.softmax([oo, 1])", lambda: __import__("derive.softmax").softmax.softmax([sp.oo, 1]), NonFiniteError),
-    ("softmax.softmax([-oo, 1])", lambda: __import__("derive.softmax").softmax.softmax([-sp.oo, 1]), NonFiniteError),
-    ("softmax.softmax([nan, 1])  (SymPy nan)", lambda: __import__("derive.softmax").softmax.softmax([sp.nan, 1]),
+    ("softmax.softmax([oo, 1])", lambda: __import__("seqgrad.derive.softmax").derive.softmax.softmax([sp.oo, 1]), NonFiniteError),
+    ("softmax.softmax([-oo, 1])", lambda: __import__("seqgrad.derive.softmax").derive.softmax.softmax([-sp.oo, 1]), NonFiniteError),
+    ("softmax.softmax([nan, 1])  (SymPy nan)", lambda: __import__("seqgrad.derive.softmax").derive.softmax.softmax([sp.nan, 1]),
      NonFiniteError),
-    ("softmax.softmax(['oo', 1])", lambda: __import__("derive.softmax").softmax.softmax(["oo", 1]), SeqgradError),
-    ("softmax.softmax([zoo])", lambda: __import__("derive.softmax").softmax.softmax([sp.zoo]), NonFiniteError),
-    ("softmax.stable_softmax([oo, 1])", lambda: __import__("derive.softmax").softmax.stable_softmax([sp.oo, 1]),
+    ("softmax.softmax(['oo', 1])", lambda: __import__("seqgrad.derive.softmax").derive.softmax.softmax(["oo", 1]), SeqgradError),
+    ("softmax.softmax([zoo])", lambda: __import__("seqgrad.derive.softmax").derive.softmax.softmax([sp.zoo]), NonFiniteError),
+    ("softmax.stable_softmax([oo, 1])", lambda: __import__("seqgrad.derive.softmax").derive.softmax.stable_softmax([sp.oo, 1]),
      NonFiniteError),
     ("Program.evaluate(expr, {})", lambda: program().program.evaluate(program().L, {}), SeqgradValueError),
     ("Program.evaluate(expr, {w_x: 'abc'})",

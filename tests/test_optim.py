@@ -6,8 +6,8 @@ import sys
 import pytest
 import torch
 
-from numeric.decoder import EncoderDecoder, teacher_forcing_steps
-from numeric.optim import Adam
+from seqgrad.numeric.decoder import EncoderDecoder, teacher_forcing_steps
+from seqgrad.numeric.optim import Adam
 from seqgrad.errors import SeqgradValueError
 
 

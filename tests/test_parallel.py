@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from crosscheck import latexdoc, latexrun, parallel
-from crosscheck.registry import Check, all_checks, groups_of, run_checks
-from crosscheck.tolerance import Outcome
-from numeric.device import one_thread
+from seqgrad.crosscheck import latexdoc, latexrun, parallel
+from seqgrad.crosscheck.registry import Check, all_checks, groups_of, run_checks
+from seqgrad.crosscheck.tolerance import Outcome
+from seqgrad.numeric.device import one_thread
 from seqgrad import runcache
 
 needs_fork = pytest.mark.skipif(not parallel.can_fork(), reason="the parallel runner needs fork (Linux)")
@@ -77,7 +77,7 @@ def test_a_worker_ended_by_sigterm_cleans_up_and_exits_without_a_traceback(tmp_p
 
     code = textwrap.dedent("""
         import os, signal, sys
-        from crosscheck import parallel
+        from seqgrad.crosscheck import parallel
 
         class Terminated(BaseException):  # as seqgrad's command line raises on SIGTERM
             pass
@@ -152,7 +152,7 @@ def _pid_outcome(ctx):
 @needs_fork
 @pytest.mark.parametrize("jobs", [1, 2, 3])
 def test_an_extra_task_joins_its_group_in_the_same_process(jobs):
-    from crosscheck.registry import run_with_tasks
+    from seqgrad.crosscheck.registry import run_with_tasks
 
     items = [_fake(f"{g}.c{c}", g, _pid_outcome) for g in ("a", "b", "c") for c in range(2)]
     extra = _tasks((os.getpid, 1), (os.getpid, 1), (_boom, 1), (lambda: "alone", 1))
@@ -166,7 +166,7 @@ def test_an_extra_task_joins_its_group_in_the_same_process(jobs):
 
 @needs_fork
 def test_a_dying_joined_task_loses_its_group_and_its_extras():
-    from crosscheck.registry import run_with_tasks
+    from seqgrad.crosscheck.registry import run_with_tasks
 
     items = [_fake("a.ok", "a", _seeded), _fake("b.ok", "b", _seeded)]
     results, values = run_with_tasks(items, _tasks((_die, 1)), jobs=2, joins=["b"])
@@ -227,7 +227,7 @@ def test_runcache_only_inside_a_scope():
 
 
 def test_activation_facts_share_their_proofs_in_a_run():
-    from derive import activation_facts as af
+    from seqgrad.derive import activation_facts as af
 
     with runcache.scope():
         for name in ("sigmoid_prime_max", "hochreiter", "pascanu_sigmoid"):

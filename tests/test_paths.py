@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from crosscheck.tolerance import compare
-from numeric import gated, paths
+from seqgrad.crosscheck.tolerance import compare
+from seqgrad.numeric import gated, paths
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 from seqgrad.sigfig import matches
 

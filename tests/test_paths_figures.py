@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from crosscheck.figures import paths as figure_set
-from crosscheck.tolerance import compare
-from numeric import figures_paths as fp
-from numeric import paths
+from seqgrad.crosscheck.figures import paths as figure_set
+from seqgrad.crosscheck.tolerance import compare
+from seqgrad.numeric import figures_paths as fp
+from seqgrad.numeric import paths
 from seqgrad.errors import SeqgradValueError
 from seqgrad.sigfig import matches
 
@@ -130,7 +130,7 @@ def test_cli_plot_paths_rejects_format(cli, tmp_path):
 def test_every_figure_set_refuses_a_wrong_format_or_device_before_computing(tmp_path, name, fmt, device, argument):
     """The conv and decoder sets once ignored their device and passed a bad format to matplotlib (a raw
     ValueError after the plot was computed); every set now checks both first."""
-    from crosscheck.figures import figure_sets
+    from seqgrad.crosscheck.figures import figure_sets
 
     with pytest.raises(SeqgradValueError, match=argument):
         figure_sets()[name].write(tmp_path / "out", fmt, device)

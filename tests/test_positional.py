@@ -6,7 +6,7 @@ import pytest
 import sympy as sp
 from hypothesis import given, settings, strategies as st
 
-from derive import positional as P
+from seqgrad.derive import positional as P
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 from seqgrad.sigfig import matches
 

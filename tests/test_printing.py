@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-import derive.prose as prose_module
-import derive.term_order as term_order_module
+import seqgrad.derive.prose as prose_module
+import seqgrad.derive.term_order as term_order_module
 import seqgrad.sources as sources_module
-from derive import gated, rnn
-from derive.latex_layout import break_lines, display, visual_width
-from derive.latex_settings import Notation, NotationPrinter, Partial, check_math
-from derive.program import pretty, sstr
+from seqgrad.derive import gated, rnn
+from seqgrad.derive.latex_layout import break_lines, display, visual_width
+from seqgrad.derive.latex_settings import Notation, NotationPrinter, Partial, check_math
+from seqgrad.derive.program import pretty, sstr
 from seqgrad.errors import SeqgradValueError
 from seqgrad.sources import TEXTS, cite, markdown, normalize
 
@@ -116,8 +116,8 @@ def test_citations_one_style():
 def test_every_check_and_claim_cites_in_the_one_style():
     import re
 
-    from crosscheck.claims_catalogue import entries
-    from crosscheck.registry import all_checks
+    from seqgrad.crosscheck.claims_catalogue import entries
+    from seqgrad.crosscheck.registry import all_checks
 
     old = re.compile(r"seed ?\d{3} [Ll]|\d{3}_[0-9a-f]{16}|\bL\d{2,4}\b")
     offenders = [f"{c.name}: {c.source}" for c in all_checks() if old.search(c.source) and not c.name.startswith("identity:")]
@@ -130,14 +130,14 @@ def test_sources_page_is_in_step():
 
 
 def test_every_figure_has_a_caption():
-    from crosscheck.figures import figure_sets
+    from seqgrad.crosscheck.figures import figure_sets
 
     stems = {"paths": set(), "depth": set(), "encoder": set()}
     for name, module in figure_sets().items():
         captions = module.CAPTIONS
         assert all(len(c) > 60 and "." in c for c in captions.values()), name  # a sentence saying what to see
         stems[name] = set(captions)
-    from crosscheck.figures import paths as paths_set
+    from seqgrad.crosscheck.figures import paths as paths_set
 
     assert set(paths_set.figures()) == stems["paths"]
 
@@ -156,13 +156,13 @@ class _Entry:
 
 
 def _build():
-    from crosscheck import latexdoc
+    from seqgrad.crosscheck import latexdoc
 
     return latexdoc.Build(Notation(), ROOT, None)
 
 
 def test_no_trivial_display_and_sources_cited_in_one_style():
-    from crosscheck import latexdoc
+    from seqgrad.crosscheck import latexdoc
 
     out = latexdoc.identity_status([_Entry(sp.Eq(sp.Integer(4), sp.Integer(4), evaluate=False))], _build())
     assert "4 &= 4" not in out and "Both sides evaluate to $4$" in out
@@ -170,9 +170,9 @@ def test_no_trivial_display_and_sources_cited_in_one_style():
 
 
 def test_headings_typeset_math_not_dollar_signs():
-    from crosscheck import latexdoc
+    from seqgrad.crosscheck import latexdoc
 
-    from derive import softmax
+    from seqgrad.derive import softmax
     from seqgrad.errors import SeqgradValueError
 
     head = latexdoc._derivation("The softmax Jacobian", softmax.SoftmaxJacobian(2).latex(),
@@ -183,8 +183,8 @@ def test_headings_typeset_math_not_dollar_signs():
 
 
 def test_shift_report_is_typeset():
-    from crosscheck import latexdoc
-    from derive import positional
+    from seqgrad.crosscheck import latexdoc
+    from seqgrad.derive import positional
 
     rows = latexdoc.shift_report_rows(positional.Sinusoidal(5).shift_identity().prove(), Notation())
     cells = " ".join(c for row in rows for c in row)
@@ -195,8 +195,8 @@ def test_shift_report_is_typeset():
 def test_identity_headings_are_names_and_words_the_statement_typeset():
     """The notes head each identity with its name, source and scope in words; the formula is the typeset
     display (never the ASCII title such as 'd a_i / d z_j = a_i (delta_ij - a_j)')."""
-    from crosscheck import latexdoc
-    from derive import catalogue
+    from seqgrad.crosscheck import latexdoc
+    from seqgrad.derive import catalogue
 
     entries = [catalogue.get(n) for n in ("softmax-jacobian", "pe-unpaired-no-scalar", "residual-plain")]
     b = latexdoc.Build(Notation(), Path("."), None, proof_seconds=30)
@@ -214,7 +214,7 @@ def test_identity_headings_are_names_and_words_the_statement_typeset():
 
 def test_frequencies_print_as_omega_with_their_definition():
     """PE frequencies print as omega_i with omega_i = 10000^(-2i/d), never as expanded numbers (cube roots of 10)."""
-    from derive import catalogue, positional
+    from seqgrad.derive import catalogue, positional
 
     definition = r"{\omega}_{i}"
     for obj in (positional.Sinusoidal(6), positional.Sinusoidal(5).rotation(), positional.Sinusoidal(5).shift_identity(),
@@ -230,8 +230,8 @@ def test_frequencies_print_as_omega_with_their_definition():
 
 def test_vector_sums_print_the_shortcut_first_in_text_pretty_and_latex():
     """y = h + F(h) (seed 000 L1183-1191: the shortcut, then the branch), in every printer."""
-    from derive.decoder import DecoderBlock
-    from derive.residual import DepthProduct, EncoderBlock, ResidualJacobian
+    from seqgrad.derive.decoder import DecoderBlock
+    from seqgrad.derive.residual import DepthProduct, EncoderBlock, ResidualJacobian
 
     values = {p: ResidualJacobian(2, p).rows()[0][1] for p in ResidualJacobian.PLACEMENTS}
     assert [sstr(values[p]) for p in ResidualJacobian.PLACEMENTS] == ["h + F(h)", "h + F(LN(h))", "LN(h + F(h))"]
@@ -247,8 +247,8 @@ def test_vector_sums_print_the_shortcut_first_in_text_pretty_and_latex():
 
 
 def test_path_sums_print_by_path_length_and_attention_in_q_k_v_order():
-    from derive import blocks
-    from derive.residual import DepthProduct
+    from seqgrad.derive import blocks
+    from seqgrad.derive.residual import DepthProduct
 
     paths = DepthProduct(3, 2).rows()[0][1]
     assert sstr(paths) == "I + J_1 + J_2 + J_3 + J_2*J_1 + J_3*J_1 + J_3*J_2 + J_3*J_2*J_1"  # He et al.: I + Σ J_l + Σ J_l J_m + ...
@@ -257,7 +257,7 @@ def test_path_sums_print_by_path_length_and_attention_in_q_k_v_order():
     assert str(post["dH"]) == "dH = dZ + dQ*W_Q + dK*W_K + dV*W_V"  # the shortcut's gradient, then the branch's
     assert str(post["Y_1"]) == "Y_1 = (1*gamma_1) ∘ xhat_1 + 1*beta_1"  # LayerNorm's shift last, as a bias
     assert NotationPrinter(Notation(bold=False)).doprint(post["dH"].value) == "dZ + dQ W_{Q} + dK W_{K} + dV W_{V}"
-    from derive import catalogue  # the same statements as `seqgrad identities --latex` prints them
+    from seqgrad.derive import catalogue  # the same statements as `seqgrad identities --latex` prints them
 
     assert catalogue.get("residual-post-norm-block-program").math().endswith(
         r"= \mathbf{dZ} + \mathbf{dQ} \mathbf{W}_{Q} + \mathbf{dK} \mathbf{W}_{K} + \mathbf{dV} \mathbf{W}_{V}")
@@ -267,7 +267,7 @@ def test_path_sums_print_by_path_length_and_attention_in_q_k_v_order():
 
 
 def test_an_affine_map_keeps_its_offset_last():
-    from derive.residual import _mlp_formula
+    from seqgrad.derive.residual import _mlp_formula
 
     lhs, rhs = _mlp_formula()
     assert sstr(lhs) == "W_2*(W_1*x + b_1) + b_2" and sstr(rhs) == "(W_2*W_1)*x + (W_2*b_1 + b_2)"
@@ -278,10 +278,10 @@ def test_scopes_and_source_formulas_are_typeset_by_the_printer_and_plain_in_text
     str(), the catalogue page and `seqgrad identities --json` keep the recorded plain text."""
     import json
 
-    from crosscheck import latexdoc
-    from crosscheck.cli import main
-    from derive import catalogue
-    from derive.prose import Prose, scope
+    from seqgrad.crosscheck import latexdoc
+    from seqgrad.crosscheck.cli import main
+    from seqgrad.derive import catalogue
+    from seqgrad.derive.prose import Prose, scope
 
     assert scope("all T, d, d_k, d_v >= 1").latex() == r"all $T, d, d_{k}, d_{v} \geq 1$"
     assert scope("all even d = 2m >= 2").latex() == r"all even $d = 2 m \geq 2$"
@@ -312,8 +312,8 @@ def test_scopes_and_source_formulas_are_typeset_by_the_printer_and_plain_in_text
 
 
 def test_every_scope_and_source_reads_and_no_heading_holds_ascii_math():
-    from crosscheck import latexdoc
-    from derive import catalogue
+    from seqgrad.crosscheck import latexdoc
+    from seqgrad.derive import catalogue
 
     for e in catalogue.entries():
         head = latexdoc.source_tex(e.source, Notation()) + "; " + e.scope.latex()
@@ -325,7 +325,7 @@ def test_prose_survives_pickling_with_its_formulas():
     """Check results cross process boundaries (seqgrad check --jobs, seqgrad latex --jobs) with their sources."""
     import pickle
 
-    from derive.prose import Prose, cited
+    from seqgrad.derive.prose import Prose, cited
 
     note = Prose("seed 000 L981 (variance `sigma**2/(sigma**2 + epsilon)`)")
     copy = pickle.loads(pickle.dumps(note))
@@ -334,7 +334,7 @@ def test_prose_survives_pickling_with_its_formulas():
 
 
 def test_a_scope_read_again_keeps_its_formulas():
-    from derive.prose import scope
+    from seqgrad.derive.prose import scope
 
     once = scope("all `sigma**2` > 0, d >= 1")
     assert scope(once).latex() == once.latex() and str(scope(once)) == str(once)

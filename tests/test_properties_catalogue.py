@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crosscheck.checks.identities import verify
-from derive import catalogue
+from seqgrad.crosscheck.checks.identities import verify
+from seqgrad.derive import catalogue
 
 ENTRIES = catalogue.entries()
 seeds = st.integers(1, 2**31 - 1)

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crosscheck.tolerance import compare
+from seqgrad.crosscheck.tolerance import compare
 
 FAST = settings(max_examples=8, deadline=None)
 reals = st.floats(-1.5, 1.5, allow_nan=False, allow_infinity=False)
@@ -26,7 +26,7 @@ def _numbers(draw, rows: int, cols: int) -> list[list[float]]:
        causal=st.booleans())
 def test_attention_backward_against_autograd(data, T, d_model, d_k, d_v, causal):
     """derive.attention.SelfAttention.backward (dV = A^T G, dS = A * (dA - <A, dA>), ...) against autograd."""
-    from derive.attention import SelfAttention, causal_mask
+    from seqgrad.derive.attention import SelfAttention, causal_mask
 
     X, W_Q, W_K = (_numbers(data.draw, *s) for s in ((T, d_model), (d_k, d_model), (d_k, d_model)))
     W_V, G = _numbers(data.draw, d_v, d_model), _numbers(data.draw, T, d_v)
@@ -48,7 +48,7 @@ def test_attention_backward_against_autograd(data, T, d_model, d_k, d_v, causal)
 @FAST
 @given(data=st.data(), n=st.integers(1, 5), shift=reals)
 def test_softmax_shift_invariance_and_jacobian(data, n, shift):
-    from derive import softmax
+    from seqgrad.derive import softmax
 
     z = [data.draw(reals) for _ in range(n)]
     a = np.array(softmax.softmax(z).evalf(), dtype=float).ravel()
@@ -63,7 +63,7 @@ def test_softmax_shift_invariance_and_jacobian(data, n, shift):
 @FAST
 @given(data=st.data(), T=st.integers(2, 4), d_model=st.integers(1, 3), d_k=st.integers(1, 2))
 def test_attention_permutation_equivariance_numerically(data, T, d_model, d_k):
-    from derive.attention import SelfAttention, permutation_matrix
+    from seqgrad.derive.attention import SelfAttention, permutation_matrix
 
     X = sp.Matrix(_numbers(data.draw, T, d_model))
     W = {k: _numbers(data.draw, d_k, d_model) for k in ("W_Q", "W_K", "W_V")}
@@ -77,7 +77,7 @@ def test_attention_permutation_equivariance_numerically(data, T, d_model, d_k):
 @FAST
 @given(heads=st.integers(1, 4), per_head=st.integers(1, 4), bias=st.booleans(), d_ff=st.integers(1, 9))
 def test_parameter_counts_against_torch_modules(heads, per_head, bias, d_ff):
-    from derive import counting
+    from seqgrad.derive import counting
 
     d_model = heads * per_head
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
@@ -90,8 +90,8 @@ def test_parameter_counts_against_torch_modules(heads, per_head, bias, d_ff):
 @given(d=st.integers(1, 9), p=st.integers(-20, 20), q=st.integers(-20, 20))
 def test_positional_dot_product_offset_form_numerically(d, p, q):
     """PE(p).PE(q) = sum over pairs of cos((p - q) omega_i) (+ the unpaired sine term for odd d), vs torch's encoding."""
-    from derive import positional
-    from numeric.positions import sinusoidal
+    from seqgrad.derive import positional
+    from seqgrad.numeric.positions import sinusoidal
 
     pe = positional.Sinusoidal(d)
     offset = float(positional.dot_product_offset_form(pe, p, q).evalf())

@@ -76,7 +76,7 @@ def test_failed_figure_save_leaves_no_file(tmp_path):
 
 
 def test_report_write_interrupted_keeps_previous_report(tmp_path, monkeypatch):
-    from crosscheck import report
+    from seqgrad.crosscheck import report
 
     old = {"report.json": "{}\n", "report.md": "# old\n", "report.tex": "% old\n"}
     for name, text in old.items():
@@ -103,7 +103,7 @@ def test_killed_check_leaves_the_old_report_or_a_whole_new_one(tmp_path):
     old = '{"old": true}\n'
     for delay in (0.5, 1.5, 3.0, 6.0):
         (out / "report.json").write_text(old)
-        p = subprocess.Popen([sys.executable, "-m", "crosscheck", "check", "--only", "claims", "--no-figures",
+        p = subprocess.Popen([sys.executable, "-m", "seqgrad", "check", "--only", "claims", "--no-figures",
                               "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)
         p.send_signal(signal.SIGKILL)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from crosscheck.cli import main
+from seqgrad.crosscheck.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,7 +19,7 @@ def _env(**extra):
 
 def test_broken_pipe_exits_0_and_prints_nothing():
     """``seqgrad identities --list | head -1``: the reader goes away after one line."""
-    proc = subprocess.Popen([sys.executable, "-m", "crosscheck", "identities", "--list"], env=_env(),
+    proc = subprocess.Popen([sys.executable, "-m", "seqgrad", "identities", "--list"], env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = proc.stdout.readline()
     proc.stdout.close()  # like head -1
@@ -31,7 +31,7 @@ def test_broken_pipe_exits_0_and_prints_nothing():
 def test_closed_stdout_is_not_an_internal_error(tmp_path):
     """``seqgrad check ... >&-``: the report is written and the run ends normally."""
     out = tmp_path / "rep"
-    proc = subprocess.run([sys.executable, "-m", "crosscheck", "check", "--only", "claims.b_att_60", "--out", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "seqgrad", "check", "--only", "claims.b_att_60", "--out", str(out)],
                           env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300,
                           preexec_fn=lambda: os.close(1))
     assert proc.returncode == 0, proc.stderr
@@ -40,7 +40,7 @@ def test_closed_stdout_is_not_an_internal_error(tmp_path):
 
 
 def test_ascii_only_encoding_falls_back_to_ascii_symbols():
-    proc = subprocess.run([sys.executable, "-m", "crosscheck", "claim", "sin(1) = 0.841"], env=_env(PYTHONIOENCODING="ascii"),
+    proc = subprocess.run([sys.executable, "-m", "seqgrad", "claim", "sin(1) = 0.841"], env=_env(PYTHONIOENCODING="ascii"),
                           capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout.decode("ascii")  # nothing but ASCII

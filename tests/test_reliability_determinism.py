@@ -32,7 +32,7 @@ def without_timings(value, timings: set[str]):
 
 def representatives() -> list[str]:
     """The first check of every group: a subset of ``seqgrad check`` that covers each group."""
-    from crosscheck.registry import all_checks
+    from seqgrad.crosscheck.registry import all_checks
 
     first: dict[str, str] = {}
     for c in all_checks():
@@ -42,7 +42,7 @@ def representatives() -> list[str]:
 
 _RUN = """
 import sys
-from crosscheck import cli
+from seqgrad.crosscheck import cli
 out = sys.argv[1]
 for i, name in enumerate(sys.argv[2:]):
     code = cli.main(["check", "--only", name, "--no-figures", "--out", f"{out}/{i}"])
@@ -64,7 +64,7 @@ def test_two_runs_give_the_same_report_on_every_group(tmp_path):
     first = _run(tmp_path / "a", names, "1")
     second = _run(tmp_path / "b", names, "2")  # another hash seed: set and dict order must not leak into the report
     groups = {c["group"] for r in first for c in r["checks"]}
-    from crosscheck.registry import all_checks
+    from seqgrad.crosscheck.registry import all_checks
 
     assert groups == {c.group for c in all_checks()}
     for a, b in zip(first, second):
@@ -83,7 +83,7 @@ def test_two_full_runs_give_the_same_report(tmp_path):
     reports = []
     for run, seed in (("a", "1"), ("b", "2")):
         env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg", PYTHONHASHSEED=seed)
-        p = subprocess.run([sys.executable, "-m", "crosscheck", "check", "--out", str(tmp_path / run)], env=env,
+        p = subprocess.run([sys.executable, "-m", "seqgrad", "check", "--out", str(tmp_path / run)], env=env,
                            capture_output=True, text=True, timeout=3600)
         assert p.returncode in (0, 1), p.stderr[-2000:]
         reports.append(json.loads((tmp_path / run / "report.json").read_text()))

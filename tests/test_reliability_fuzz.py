@@ -12,10 +12,10 @@ import pytest
 import torch
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from numeric import clipping, course, recurrent
-from numeric.attention import MultiHeadAttention, attention_mask
-from numeric.layernorm import LayerNorm, layer_norm
-from numeric.positions import sinusoidal
+from seqgrad.numeric import clipping, course, recurrent
+from seqgrad.numeric.attention import MultiHeadAttention, attention_mask
+from seqgrad.numeric.layernorm import LayerNorm, layer_norm
+from seqgrad.numeric.positions import sinusoidal
 from seqgrad.errors import SeqgradError, SeqgradValueError
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 import torch
 
-from crosscheck.tolerance import compare
+from seqgrad.crosscheck.tolerance import compare
 from seqgrad.errors import SeqgradValueError
 from seqgrad.sigfig import matches
 
@@ -20,7 +20,7 @@ SCORES = [1e4, -1e4, 0.0, 1e4 - 1.0, -9999.5]
 
 
 def test_derived_stable_softmax_lambdified_has_no_overflow():
-    from derive import softmax
+    from seqgrad.derive import softmax
 
     z = softmax.scores(len(SCORES))
     f = sp.lambdify(z, list(softmax.stable_softmax(z)), "numpy")
@@ -36,8 +36,8 @@ def test_derived_stable_softmax_lambdified_has_no_overflow():
 def test_compiled_plain_softmax_overflow_is_a_clear_error_never_nan(backend):
     """The textbook form exp(z_i)/sum exp(z_j) overflows at 1e4: crosscheck's compiled code says so
     instead of returning NaN; the max-subtracted form evaluates."""
-    from crosscheck.lambdify import lambdify
-    from derive import softmax
+    from seqgrad.crosscheck.lambdify import lambdify
+    from seqgrad.derive import softmax
 
     z = softmax.scores(len(SCORES))
     values = SCORES if backend == "numpy" else [torch.tensor(v, dtype=torch.float64) for v in SCORES]
@@ -52,7 +52,7 @@ def test_compiled_plain_softmax_overflow_is_a_clear_error_never_nan(backend):
 
 
 def test_derived_softmax_jacobian_at_huge_scores_matches_autograd():
-    from derive import softmax
+    from seqgrad.derive import softmax
 
     z = softmax.scores(3)
     a = softmax.stable_softmax(z)
@@ -64,7 +64,7 @@ def test_derived_softmax_jacobian_at_huge_scores_matches_autograd():
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_numeric_attention_head_with_scores_around_1e4(dtype):
-    from numeric.attention import Head
+    from seqgrad.numeric.attention import Head
 
     D = 2
     X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]], dtype=dtype)
@@ -83,9 +83,9 @@ def test_numeric_attention_head_with_scores_around_1e4(dtype):
 
 
 def test_all_masked_rows_are_clear_errors_everywhere():
-    from derive import attention as dattn
-    from numeric import attention as nattn
-    from numeric import course
+    from seqgrad.derive import attention as dattn
+    from seqgrad.numeric import attention as nattn
+    from seqgrad.numeric import course
 
     oo = dattn.NEG_INF
     with pytest.raises(SeqgradValueError, match="every row"):
@@ -100,7 +100,7 @@ def test_all_masked_rows_are_clear_errors_everywhere():
 
 
 def test_a_partly_masked_row_renormalises_over_the_visible_sources():
-    from derive import attention as dattn
+    from seqgrad.derive import attention as dattn
 
     A = dattn.softmax_rows(sp.Matrix([[1, 2, 3]]), [[0, dattn.NEG_INF, 0]])
     assert A[0, 1] == 0 and sp.simplify(A[0, 0] + A[0, 2] - 1) == 0
@@ -111,7 +111,7 @@ def test_a_partly_masked_row_renormalises_over_the_visible_sources():
 
 @pytest.mark.parametrize("name,torch_fn", [("tanh", torch.tanh), ("sigmoid", torch.sigmoid)])
 def test_saturated_activation_derivative_is_finite_tiny_and_exact(name, torch_fn):
-    from numeric.paths import activation
+    from seqgrad.numeric.paths import activation
 
     act = activation(name)
     z = np.array([-40.0, -20.0, 20.0, 40.0])
@@ -126,7 +126,7 @@ def test_saturated_activation_derivative_is_finite_tiny_and_exact(name, torch_fn
 
 
 def test_saturated_rnn_gradients_match_autograd():
-    from numeric import recurrent
+    from seqgrad.numeric import recurrent
 
     rng = np.random.default_rng(3)
     params = recurrent.Params(W_x=rng.normal(size=(3, 2)) * 30, W_h=rng.normal(size=(3, 3)) * 30,
@@ -143,7 +143,7 @@ def test_saturated_rnn_gradients_match_autograd():
 
 
 def test_saturated_derived_rnn_gradient_matches_autograd():
-    from derive import rnn
+    from seqgrad.derive import rnn
 
     net = rnn.unroll(4, activation="tanh")
     w = {"w_x": 25.0, "w_h": 25.0, "w_o": 1.0}
@@ -168,7 +168,7 @@ def test_saturated_derived_rnn_gradient_matches_autograd():
 
 
 def test_encoder_float32_agrees_with_float64_under_the_float32_policy_only():
-    from numeric import course
+    from seqgrad.numeric import course
 
     r64 = course.trace("prenorm_block")
     r32 = course.trace("prenorm_block", dtype="float32")
@@ -183,7 +183,7 @@ def test_encoder_float32_agrees_with_float64_under_the_float32_policy_only():
 
 def test_u64_near_the_rounding_boundary_is_judged_right_in_both_precisions():
     """The text prints U[6,4] = -0.0954; the value is -0.09544993, 6.8e-8 from the boundary -0.09545."""
-    from numeric import course
+    from seqgrad.numeric import course
 
     for dtype in ("float64", "float32"):
         u = float(course.trace("prenorm_block", dtype=dtype)["block0.U"][6, 4])

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from crosscheck.cli import main
+from seqgrad.crosscheck.cli import main
 from seqgrad import atomic
 from seqgrad.errors import SeqgradValueError
 
@@ -161,14 +161,14 @@ class _FakeFigures:
 
 
 def _results(label: str):
-    from crosscheck.registry import Result
+    from seqgrad.crosscheck.registry import Result
 
     return [Result(f"{label}.check{k}", "test", label, "pass", True, 0.0, 0.0, "cpu", "float64", "", 0.0) for k in range(2)]
 
 
 def _write_report(out: Path, label: str) -> None:
-    from crosscheck import figures
-    from crosscheck.commands import check
+    from seqgrad.crosscheck import figures
+    from seqgrad.crosscheck.commands import check
 
     _FakeFigures.label = label
     saved = figures.figure_sets
@@ -209,7 +209,7 @@ def _interrupted_child(out: Path, at: int, how: str) -> int:
     """Fork; the child writes the new report and is interrupted at checkpoint number ``at``."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
-        from crosscheck.cli import Terminated, _on_sigterm
+        from seqgrad.crosscheck.cli import Terminated, _on_sigterm
 
         code = 0
         counter = itertools.count()
@@ -278,7 +278,7 @@ def test_sigterm_under_the_command_keeps_the_old_report(tmp_path):
     driver = textwrap.dedent(f"""
         import os, signal, sys
         from seqgrad import atomic
-        from crosscheck.cli import main
+        from seqgrad.crosscheck.cli import main
         def hook(name, seen=[]):
             seen.append(name)
             if name == "file:replaced":  # the first report file (report.json) is in place

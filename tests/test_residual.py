@@ -8,7 +8,7 @@ import sympy as sp
 import torch
 from hypothesis import given, settings, strategies as st
 
-from derive import residual as R
+from seqgrad.derive import residual as R
 from seqgrad.errors import SeqgradValueError
 
 
@@ -82,7 +82,7 @@ def test_property_depth_product_expansion(L, d, lam):
 @pytest.mark.parametrize("placement", R.ResidualJacobian.PLACEMENTS)
 def test_residual_jacobians_proved_at_symbolic_d(placement):
     """I + J_F, I + J_F J_LN and J_LN (I + J_F) for every d: the index-notation residual reduces to 0."""
-    from derive.rules import index_zero
+    from seqgrad.derive.rules import index_zero
 
     residual = R.general_residual(placement)
     d = next(s for s in residual.free_symbols if s.name == "d")
@@ -92,7 +92,7 @@ def test_residual_jacobians_proved_at_symbolic_d(placement):
 
 def test_symbolic_d_proof_refutes_wrong_jacobians():
     """The proof can fail: a wrong LayerNorm Jacobian in the pre-norm claim, the plain claim without the bypass's I."""
-    from derive.rules import index_zero
+    from seqgrad.derive.rules import index_zero
 
     pre = R.general_residual("pre-norm")
     k, j = sp.symbols("k j", integer=True, nonnegative=True)
@@ -105,7 +105,7 @@ def test_symbolic_d_proof_refutes_wrong_jacobians():
 
 
 def test_residual_entries_record_their_general_scope():
-    from derive import catalogue
+    from seqgrad.derive import catalogue
 
     for name in ("residual-plain", "residual-pre-norm", "residual-post-norm"):
         entry = catalogue.get(name)
@@ -123,7 +123,7 @@ def test_layernorm_jacobian_renamed_to_a_point_is_the_jacobian_there():
 
 
 def test_instance_proof_is_shared_within_a_run_and_redone_outside():
-    from derive import catalogue
+    from seqgrad.derive import catalogue
     from seqgrad import runcache
 
     with runcache.scope():

@@ -8,12 +8,12 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crosscheck.checks import rnn as rnn_checks
-from crosscheck.cells import RNNFunction
-from crosscheck.registry import Context, all_checks, run_one
-from crosscheck.tolerance import tolerance
-from derive import rnn
-from numeric import recurrent
+from seqgrad.crosscheck.checks import rnn as rnn_checks
+from seqgrad.crosscheck.cells import RNNFunction
+from seqgrad.crosscheck.registry import Context, all_checks, run_one
+from seqgrad.crosscheck.tolerance import tolerance
+from seqgrad.derive import rnn
+from seqgrad.numeric import recurrent
 from seqgrad import sigfig
 from seqgrad.errors import NonFiniteError, SeqgradValueError, ShapeError
 

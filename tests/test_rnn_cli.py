@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crosscheck.cli import main
+from seqgrad.crosscheck.cli import main
 
 
 def _run(capsys, *args):

@@ -10,8 +10,8 @@ import itertools
 import pytest
 import sympy as sp
 
-from derive import activations, program, rnn
-from derive.activations import dphi
+from seqgrad.derive import activations, program, rnn
+from seqgrad.derive.activations import dphi
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError, SizeGuardError
 
 

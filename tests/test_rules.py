@@ -6,8 +6,8 @@ import dataclasses
 import pytest
 import sympy as sp
 
-from derive import rules
-from derive.program import Program
+from seqgrad.derive import rules
+from seqgrad.derive.program import Program
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 T, n = sp.symbols("T n", integer=True, positive=True)
@@ -47,7 +47,7 @@ def test_a_subtly_wrong_layernorm_pullback_is_not_proved(drop):
     """dX = (1/σ)(G - mean(G) - x̂ ∘ mean(G ∘ x̂)) with one piece wrong: without mean(G), with mean(G) for
     mean(G ∘ x̂), or with 1/σ² for 1/σ (the radical's reduction must not make a wrong power vanish); the same
     construction with nothing wrong is proved."""
-    from derive.program import Elementwise
+    from seqgrad.derive.program import Elementwise
 
     u = sp.Dummy("u")
 
@@ -105,7 +105,7 @@ def test_forward_rule_has_no_silent_zero():
 
 def test_jacobian_read_off_a_table_tangent_equals_the_explicit_jacobian():
     """The recurrent cells' step Jacobians come from the table's forward rules: J is read off the tangent."""
-    from derive.program import Elementwise
+    from seqgrad.derive.program import Elementwise
 
     u = sp.Symbol("u")
     h, W = sp.MatrixSymbol("h", 1, 3), sp.MatrixSymbol("W", 3, 3)

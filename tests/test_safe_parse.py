@@ -13,7 +13,7 @@ import sympy
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from derive.safe_parse import FUNCTIONS, MAX_LENGTH, check_variable_names, parse_expression, parse_number
+from seqgrad.derive.safe_parse import FUNCTIONS, MAX_LENGTH, check_variable_names, parse_expression, parse_number
 from seqgrad.errors import ParseError, SeqgradError, SeqgradTypeError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +50,7 @@ def test_variables_are_real_symbols_and_values_replace_names():
 
 
 def test_vector_operations():
-    from derive.safe_parse import parse_value, vector_entries
+    from seqgrad.derive.safe_parse import parse_value, vector_entries
 
     assert parse_value("softmax(0, log(2), log(3))") == (sympy.Rational(1, 6), sympy.Rational(1, 3), sympy.Rational(1, 2))
     assert parse_value("[1, 2.5]") == (1, sympy.Rational(5, 2))
@@ -184,7 +184,7 @@ def test_as_sympy_is_a_safe_sympify(tmp_path, monkeypatch):
 
     import numpy as np
 
-    from derive.safe_parse import as_sympy
+    from seqgrad.derive.safe_parse import as_sympy
     from seqgrad.errors import NonFiniteError
 
     x = sympy.Symbol("x")
@@ -223,7 +223,7 @@ def test_payloads_are_refused_and_run_nothing(payload, tmp_path, monkeypatch):
     text = payload.format(s=sentinel)
     with pytest.raises(ParseError):
         parse_expression(text)
-    from derive.claims import parse_claim
+    from seqgrad.derive.claims import parse_claim
 
     with pytest.raises(ParseError):
         parse_claim(f"{text} = 1")
@@ -254,7 +254,7 @@ def test_user_text_never_reaches_eval_or_exec(monkeypatch):
 
     monkeypatch.setattr(builtins, "eval", spy(real_eval))
     monkeypatch.setattr(builtins, "exec", spy(real_exec))
-    from derive.claims import parse_claim
+    from seqgrad.derive.claims import parse_claim
 
     texts = ["sin(qzx)**2 + cos(qzx)**2", "qzx*h + (1 - qzx)*c"]
     assert parse_expression(texts[0], variables=["qzx"]).subs("qzx", 1).equals(1)

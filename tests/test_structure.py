@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_derive_all_lists_every_module_and_each_is_reachable():
-    code = ("import derive, sys; "
+    code = ("import sys, seqgrad.derive as derive; "
             "[getattr(derive, n) for n in derive.__all__]; "
             "print(' '.join(derive.__all__)); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
@@ -28,8 +28,7 @@ def test_derive_all_lists_every_module_and_each_is_reachable():
 
 
 def test_derive_unknown_attribute_is_an_attribute_error():
-    import derive
-
+    from seqgrad import derive
     with pytest.raises(AttributeError):
         derive.nosuchmodule  # noqa: B018
 
@@ -88,8 +87,8 @@ def test_no_check_module_repeats_the_device_preamble():
 def test_registry_supplies_device_and_dtype_or_skips(monkeypatch):
     import torch
 
-    from crosscheck import registry
-    from crosscheck.tolerance import Outcome
+    from seqgrad.crosscheck import registry
+    from seqgrad.crosscheck.tolerance import Outcome
 
     seen = []
 
@@ -117,7 +116,7 @@ def test_checks_that_compute_on_the_run_device_declare_it(monkeypatch):
     without one, they ended in errors (one a raw AssertionError) instead of the skip."""
     import torch
 
-    from crosscheck import registry
+    from seqgrad.crosscheck import registry
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     items = {c.name: c for c in registry.all_checks()}
@@ -131,7 +130,7 @@ def test_no_check_errs_for_a_missing_gpu(monkeypatch):
     """Every check either declares ``needs_torch`` (and is skipped) or does not compute on the run's device."""
     import torch
 
-    from crosscheck import registry
+    from seqgrad.crosscheck import registry
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     items = [c for c in registry.all_checks() if c.group not in ("identities", "claims")]  # derive-only, no torch
@@ -187,7 +186,7 @@ def test_the_catalogue_and_the_identity_base_classes_are_in_no_import_circle(mod
 
 
 def test_rnn_function_lives_with_the_cell_engine_and_is_imported_from_there():
-    from crosscheck import cells, lambdify
+    from seqgrad.crosscheck import cells, lambdify
 
     assert lambdify.RNNFunction is cells.RNNFunction  # the old spelling still works
     users = [p for p in list(ROOT.glob("[cbt]*/**/*.py")) + list((ROOT / "docs").rglob("*.md"))
@@ -196,7 +195,7 @@ def test_rnn_function_lives_with_the_cell_engine_and_is_imported_from_there():
 
 
 def test_the_base_classes_are_importable_from_the_catalogue_as_before():
-    from derive import catalogue, identity, proof
+    from seqgrad.derive import catalogue, identity, proof
 
     for name in ("Derivation", "Identity", "NumericResult", "METHODS", "RULES", "numeric_sides", "evaluate"):
         assert getattr(catalogue, name) is getattr(identity, name)
@@ -230,6 +229,6 @@ def test_figure_and_provider_functions_are_referenced_not_looked_up_by_name():
     files = sorted((ROOT / "crosscheck").rglob("*.py")) + sorted((ROOT / "numeric").glob("figures*.py"))
     found = [hit for path in files for hit in _name_lookups(path)]
     assert not found, found
-    from crosscheck.figures import paths
+    from seqgrad.crosscheck.figures import paths
 
-    assert all(callable(plot) and plot.__module__ == "numeric.figures_paths" for plot, _ in paths.figures().values())
+    assert all(callable(plot) and plot.__module__ == "seqgrad.numeric.figures_paths" for plot, _ in paths.figures().values())

@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 from sympy.utilities.lambdify import implemented_function
 
-from derive import tape
+from seqgrad.derive import tape
 
 x, y, z = sp.symbols("x y z", real=True)
 EPS = sp.Symbol("epsilon", positive=True)

@@ -6,11 +6,11 @@ import pytest
 import sympy as sp
 import torch
 
-from crosscheck import transformer_bridge as bridge
-from crosscheck.checks import transformer as tc
-from crosscheck.registry import all_checks, run_checks, run_one
-from crosscheck.tolerance import compare
-from derive import residual as d_residual
+from seqgrad.crosscheck import transformer_bridge as bridge
+from seqgrad.crosscheck.checks import transformer as tc
+from seqgrad.crosscheck.registry import all_checks, run_checks, run_one
+from seqgrad.crosscheck.tolerance import compare
+from seqgrad.derive import residual as d_residual
 from seqgrad.errors import NonFiniteError, SeqgradValueError
 
 

@@ -5,8 +5,8 @@ import json
 import pytest
 import sympy as sp
 
-import derive
-from crosscheck.cli import main
+from seqgrad import derive
+from seqgrad.crosscheck.cli import main
 from seqgrad.errors import ParseError, SeqgradError, SeqgradValueError
 
 

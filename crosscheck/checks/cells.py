@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derive.builtin_cells import gru_cell, lstm_cell, rnn_cell
-from derive.cell import Cell
+from seqgrad.derive.builtin_cells import gru_cell, lstm_cell, rnn_cell
+from seqgrad.derive.cell import Cell
 
 from ..registry import Context, check
 from ..tolerance import Outcome, combine

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from derive.claims import SEVERITY
+from seqgrad.derive.claims import SEVERITY
 
 from ..claims_catalogue import Entry, entries, table_entries
 from ..registry import check
@@ -57,7 +57,7 @@ def outcome(entry: Entry) -> Outcome:
 
 @lru_cache(maxsize=None)
 def _trace(stage: str) -> dict:
-    from numeric import course
+    from seqgrad.numeric import course
 
     return {name: value.detach().cpu().numpy() for name, value in course.trace(stage, device="cpu", dtype="float64").items()}
 

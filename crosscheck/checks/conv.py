@@ -15,8 +15,8 @@ import sympy as sp
 import torch
 import torch.nn.functional as F
 
-from derive import conv as d_conv
-from numeric import conv as n_conv
+from seqgrad.derive import conv as d_conv
+from seqgrad.numeric import conv as n_conv
 
 from ..conv_compile import Compiled
 from ..registry import check

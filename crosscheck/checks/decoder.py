@@ -17,13 +17,13 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
-from derive import counting
-from derive import decoder as d_decoder
-from derive.proof import rational_zero
-from numeric.attention import MultiHeadAttention, attention_mask
-from numeric.decoder import Decoder, DecoderBlock, EncoderDecoder, cross_mask, lesson_example
-from numeric.encoder import EncoderBlock
-from numeric.layernorm import LayerNorm
+from seqgrad.derive import counting
+from seqgrad.derive import decoder as d_decoder
+from seqgrad.derive.proof import rational_zero
+from seqgrad.numeric.attention import MultiHeadAttention, attention_mask
+from seqgrad.numeric.decoder import Decoder, DecoderBlock, EncoderDecoder, cross_mask, lesson_example
+from seqgrad.numeric.encoder import EncoderBlock
+from seqgrad.numeric.layernorm import LayerNorm
 
 from .. import decoder_twins
 from ..registry import check
@@ -131,7 +131,7 @@ def cross_attention_backward(ctx) -> Outcome:
     proved for every size; second evidence: exact against differentiation at T = T_src = 2, width 1; then the
     program, compiled once, against autograd of the numeric cross-attention at T = 3, T_src = 2 and at the
     decoder checks' T = 5, T_src = 4, d = 8, d_k = 3, d_v = 2."""
-    from derive.blocks import prove_program
+    from seqgrad.derive.blocks import prove_program
 
     from .. import blocks as c_blocks
 

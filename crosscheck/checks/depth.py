@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from numeric import depth
+from seqgrad.numeric import depth
 
 from ..registry import check
 from ..tolerance import Outcome, combine, compare

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from numeric import course
-from numeric.attention import attention_mask
-from numeric.encoder import Encoder, EncoderBlock
-from numeric.layernorm import LayerNorm
+from seqgrad.numeric import course
+from seqgrad.numeric.attention import attention_mask
+from seqgrad.numeric.encoder import Encoder, EncoderBlock
+from seqgrad.numeric.layernorm import LayerNorm
 
 from .. import course_tables as tables, encoder_twins
 from ..registry import check
@@ -64,7 +64,7 @@ def mha_vs_torch(ctx) -> Outcome:
     """Two-head attention with biases against torch.nn.MultiheadAttention: outputs and per-head weights, with and without masks."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
-    from numeric.attention import MultiHeadAttention
+    from seqgrad.numeric.attention import MultiHeadAttention
 
     B, T, D, n = 3, 6, 8, 2
     mha = MultiHeadAttention.random(D, n, bias=True, generator=g, dtype=dt, device=dev)

@@ -78,7 +78,7 @@ def record(ctx) -> Outcome:
     doc = _load()
     if doc is None:
         return _missing()
-    from numeric.cue_recall import experiment, models, results
+    from seqgrad.numeric.cue_recall import experiment, models, results
 
     problems = []
     if doc["config"] != experiment.Config().as_dict():

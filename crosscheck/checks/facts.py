@@ -33,7 +33,7 @@ def _fact(holds: bool, value: float, detail: str, reason: str) -> Outcome:
 def parameter_counts(ctx) -> Outcome:
     import torch
 
-    from derive import counting
+    from seqgrad.derive import counting
 
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     rows = []
@@ -51,7 +51,7 @@ def parameter_counts(ctx) -> Outcome:
 def leakage(ctx) -> Outcome:
     import torch
 
-    from numeric.encoder import Encoder
+    from seqgrad.numeric.encoder import Encoder
 
     enc = Encoder.random(9, 6, 2, 8, n_blocks=2, seed=5)
     H = torch.randn(7, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
@@ -71,7 +71,7 @@ def leakage(ctx) -> Outcome:
 def nilpotent(ctx) -> Outcome:
     import numpy as np
 
-    from numeric import paths
+    from seqgrad.numeric import paths
 
     w = paths.RNNWeights(np.eye(2), np.array([[0.0, 5.0], [0.0, 0.0]]), activation="identity")
     norms = paths.jacobian_product_norms(w, np.ones((6, 2))).measured
@@ -85,7 +85,7 @@ def nilpotent(ctx) -> Outcome:
 def pooled_mean(ctx) -> Outcome:
     import torch
 
-    from numeric.heads import AffineHead, masked_mean_pool, valid_target_loss
+    from seqgrad.numeric.heads import AffineHead, masked_mean_pool, valid_target_loss
 
     H = torch.randn(2, 5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     m = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
@@ -139,7 +139,7 @@ def adam_first_step(g, lr: float):
     torch.optim.Adam): the moments bias-correct to g and g², so the step is -lr g / (|g| + eps)."""
     import torch
 
-    from numeric.optim import Adam
+    from seqgrad.numeric.optim import Adam
 
     theta = torch.zeros_like(g, requires_grad=True)
     theta.grad = g.clone()
@@ -152,7 +152,7 @@ def adam_first_step(g, lr: float):
 def clipped_step(ctx) -> Outcome:
     import torch
 
-    from numeric.clipping import clip_global_norm
+    from seqgrad.numeric.clipping import clip_global_norm
 
     eta, tau = 0.1, 0.01
     g = torch.linspace(-3.0, 5.0, 50, dtype=torch.float64)

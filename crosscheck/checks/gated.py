@@ -14,8 +14,8 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from derive import activation_facts
-from numeric import clipping, gated, paths
+from seqgrad.derive import activation_facts
+from seqgrad.numeric import clipping, gated, paths
 from seqgrad.sigfig import matches
 
 from ..registry import check
@@ -229,7 +229,7 @@ for _name in activation_facts.NAMES:
 @check("gated.relu_convention_vs_torch", source="week06 Table 4: ReLU at 0 needs a convention", group=GROUP)
 def relu_convention_vs_torch(ctx) -> Outcome:
     """The stated ReLU slope at 0 is the one torch.relu's backward uses."""
-    from derive.activations import RELU_PRIME_AT_ZERO
+    from seqgrad.derive.activations import RELU_PRIME_AT_ZERO
 
     z = torch.zeros(1, dtype=torch.float64, requires_grad=True)
     torch.relu(z).sum().backward()
@@ -260,7 +260,7 @@ def _derived_values(net, w: "gated._GatedWeights", W_o: np.ndarray, X: np.ndarra
 
 
 def _derived_vs_torch(kind: str, ctx, vector: bool) -> Outcome:
-    from derive import gated as derived
+    from seqgrad.derive import gated as derived
 
     from ..lambdify import lambdify
 
@@ -304,7 +304,7 @@ def _derived_vs_torch(kind: str, ctx, vector: bool) -> Outcome:
 
 def _derived_step_jacobian(kind: str, ctx, vector: bool) -> Outcome:
     """derive.gated's carry, full Jacobian and gate terms, evaluated, against numeric/gated and autograd."""
-    from derive import gated as derived
+    from seqgrad.derive import gated as derived
 
     from ..lambdify import lambdify
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from derive import catalogue
+from seqgrad.derive import catalogue
 from seqgrad import validate
 from seqgrad.errors import SeqgradTypeError
 from seqgrad.sigfig import matches

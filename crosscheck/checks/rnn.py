@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from derive import rnn
-from numeric import recurrent
+from seqgrad.derive import rnn
+from seqgrad.numeric import recurrent
 from seqgrad import sigfig
 
 from ..cells import RNNFunction

@@ -24,14 +24,14 @@ from functools import lru_cache
 import sympy as sp
 import torch
 
-from derive import attention as d_attention
-from derive import layernorm as d_layernorm
-from derive import residual as d_residual
-from derive import softmax as d_softmax
-from numeric import course
-from numeric.attention import MultiHeadAttention
-from numeric.encoder import MLP, EncoderBlock
-from numeric.layernorm import LayerNorm
+from seqgrad.derive import attention as d_attention
+from seqgrad.derive import layernorm as d_layernorm
+from seqgrad.derive import residual as d_residual
+from seqgrad.derive import softmax as d_softmax
+from seqgrad.numeric import course
+from seqgrad.numeric.attention import MultiHeadAttention
+from seqgrad.numeric.encoder import MLP, EncoderBlock
+from seqgrad.numeric.layernorm import LayerNorm
 
 from .. import transformer_bridge as bridge
 from ..registry import check

@@ -16,7 +16,7 @@ def add_device(parser: argparse.ArgumentParser, default: str = "cpu") -> None:
 def resolved_device(name: str) -> str:
     if name == "cpu":  # no torch import for that: it costs seconds, and a command may not need torch at all
         return "cpu"
-    from numeric.device import resolve_device
+    from seqgrad.numeric.device import resolve_device
 
     return resolve_device(name).type
 

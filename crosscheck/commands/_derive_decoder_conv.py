@@ -27,8 +27,8 @@ def _add_decoder(p: argparse.ArgumentParser) -> None:
 def _run_decoder(args) -> str:
     import sympy as sp
 
-    from derive import decoder as dd
-    from derive.program import latex_aligned, sstr
+    from seqgrad.derive import decoder as dd
+    from seqgrad.derive.program import latex_aligned, sstr
     from seqgrad import validate
 
     if args.part == "counts":
@@ -83,8 +83,8 @@ def _add_conv(p: argparse.ArgumentParser) -> None:
 def _run_conv(args) -> str:
     import sympy as sp
 
-    from derive import conv as dc
-    from derive.program import latex_aligned, sstr
+    from seqgrad.derive import conv as dc
+    from seqgrad.derive.program import latex_aligned, sstr
     from seqgrad import validate
     from seqgrad.errors import SeqgradValueError
 

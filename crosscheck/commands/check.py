@@ -49,7 +49,7 @@ def run(args) -> int:
             print(f"{item.name}\t{item.group}\t{item.source}")
         return 0
     start = time.perf_counter()
-    from numeric.device import one_thread
+    from seqgrad.numeric.device import one_thread
     from seqgrad import runcache
 
     if jobs > 1:  # about to fork the workers, and first to import matplotlib for their figures

@@ -37,7 +37,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from derive.claims import parse_claim
+    from seqgrad.derive.claims import parse_claim
     from seqgrad.errors import SeqgradError
 
     try:

@@ -65,13 +65,13 @@ def _add_rnn(p: argparse.ArgumentParser) -> None:
 def _run_rnn(args) -> str:
     import sympy as sp
 
-    from derive import rnn
-    from derive.latex_settings import Partial
-    from derive.program import latex_aligned
+    from seqgrad.derive import rnn
+    from seqgrad.derive.latex_settings import Partial
+    from seqgrad.derive.program import latex_aligned
     from seqgrad import validate
 
     if args.general or args.check or args.loss in ("squared", "cross-entropy") or args.on is not None:
-        from derive.builtin_cells import rnn_cell
+        from seqgrad.derive.builtin_cells import rnn_cell
 
         loss, on = _loss_and_positions(args)
         cell = rnn_cell(args.activation, _sizes(args), args.bias, loss, on, args.reduction, args.batch)
@@ -91,7 +91,7 @@ def _run_rnn(args) -> str:
         # streamed, one definition a line, in the text's order of terms with the zero initial state dropped
         rows = [(d.target, [d.value]) for d in net.program] + [(lhs, [net.grad(name)]) for lhs, name in grads]
         return _text_lines(rows)
-    from derive.program import MAX_TERMS
+    from seqgrad.derive.program import MAX_TERMS
     from seqgrad.errors import SizeGuardError
 
     wanted = [net.sensitivity("z", t) for t in range(net.steps)] + [net.grad(name) for _, name in grads]
@@ -109,8 +109,8 @@ def _run_rnn(args) -> str:
 def _text_lines(rows):
     """Plain-text rows as the text prints them (its order of terms, the zero initial state dropped), one
     line at a time: a long derivation is streamed, never held as one string."""
-    from derive.program import sstr
-    from derive.term_order import drop_zero_state
+    from seqgrad.derive.program import sstr
+    from seqgrad.derive.term_order import drop_zero_state
 
     return (f"{sstr(lhs)} = {sstr(rhs[0])}" for lhs, rhs in drop_zero_state(rows))
 
@@ -130,7 +130,7 @@ def _loss_and_positions(args) -> tuple[str, object]:
     loss = {"cross-entropy": "cross_entropy"}.get(args.loss, "squared")
     on = args.on if args.on is not None else (args.loss if args.loss in ("final", "every") else "final")
     if on not in ("final", "every"):
-        from derive.safe_parse import parse_number
+        from seqgrad.derive.safe_parse import parse_number
 
         try:
             on = tuple(int(parse_number(p.strip(), "--on")) for p in on.split(","))
@@ -164,7 +164,7 @@ def _run_cell_object(cell, args) -> str:
 
 
 def _sstr(expr) -> str:
-    from derive.program import sstr
+    from seqgrad.derive.program import sstr
 
     return sstr(expr)
 
@@ -175,7 +175,7 @@ class CheckFailed(Exception):
 
 def _check_text(cell) -> str:
     """The autograd comparison as a few lines; marks the run failed when an error is above 1e-9."""
-    from crosscheck.cells import against_autograd
+    from seqgrad.crosscheck.cells import against_autograd
 
     rows = against_autograd(cell, steps=(1, 4, 25), trials=2)
     worst: dict = {}
@@ -200,7 +200,7 @@ def _add_gated(p: argparse.ArgumentParser) -> None:
 
 def _run_gated(kind):
     def run(args) -> str:
-        from derive.builtin_cells import BUILTIN
+        from seqgrad.derive.builtin_cells import BUILTIN
 
         loss, on = _loss_and_positions(args)
         cell = BUILTIN[kind](sizes=_sizes(args), loss=loss, on=on, reduction=args.reduction, batch=args.batch)
@@ -251,8 +251,8 @@ def _parse_functions(items):
 
     import sympy as sp
 
-    from derive.cell import FUNCTIONS
-    from derive.safe_parse import parse_expression
+    from seqgrad.derive.cell import FUNCTIONS
+    from seqgrad.derive.safe_parse import parse_expression
 
     out = {}
     for item in items:
@@ -267,7 +267,7 @@ def _parse_functions(items):
 
 
 def _run_cell(args) -> str:
-    from derive.cell import Cell
+    from seqgrad.derive.cell import Cell
 
     sizes = _parse_sizes(args.sizes)
     loss, on = _loss_and_positions(args)

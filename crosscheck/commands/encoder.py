@@ -43,8 +43,8 @@ def _text_table(title, rows, row_labels, col_labels, markdown: bool) -> str:
 
 
 def run(args) -> int:
-    from numeric import course
-    from numeric.tokens import tokenize
+    from seqgrad.numeric import course
+    from seqgrad.numeric.tokens import tokenize
     from seqgrad.atomic import write_text
 
     from ..encoder_tables import trace_tables

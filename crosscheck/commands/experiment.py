@@ -44,8 +44,8 @@ def command_line(args, models, delays, seeds) -> str:
 
 
 def run(args) -> int:
-    from numeric.cue_recall import experiment
-    from numeric.device import resolve_device
+    from seqgrad.numeric.cue_recall import experiment
+    from seqgrad.numeric.device import resolve_device
     from seqgrad import validate
 
     models = experiment.parse_models(args.models)

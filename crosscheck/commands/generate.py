@@ -22,8 +22,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from numeric.decoder import SOURCE_WORDS, describe, lesson_example
-    from numeric.tokens import Vocabulary
+    from seqgrad.numeric.decoder import SOURCE_WORDS, describe, lesson_example
+    from seqgrad.numeric.tokens import Vocabulary
     from seqgrad import validate
 
     validate.integer("--max-len", args.max_len, minimum=1)

@@ -18,7 +18,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from derive import catalogue
+    from seqgrad.derive import catalogue
 
     from ..checks.identities import verify
 

@@ -37,7 +37,7 @@ def notation_from(args):
     """The notation of the command line: ``--symbol NAME=LATEX`` renames the symbol NAME (``w_h``) or,
     for a bare letter (``g``), every symbol with that base letter, keeping its indices; the LaTeX must be
     well formed (balanced braces, no ``$``), and a name that no formula of the document prints is refused."""
-    from derive.latex_settings import TEXTBOOK_LETTERS, Notation, check_math
+    from seqgrad.derive.latex_settings import TEXTBOOK_LETTERS, Notation, check_math
     from seqgrad.errors import SeqgradValueError
 
     names, letters = {}, dict(TEXTBOOK_LETTERS)

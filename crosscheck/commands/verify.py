@@ -31,7 +31,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from derive.verification import verify
+    from seqgrad.derive.verification import verify
 
     verdict = verify(args.identity, variables=args.vars, sizes=args.sizes, time_limit=args.time_limit,
                      points=args.points, seed=args.seed)

@@ -27,7 +27,7 @@ def influence(kernels, strides, width: int = 41) -> list[np.ndarray]:
     (measured: the nonzero gradient entries, positive kernels so nothing cancels)."""
     import torch
 
-    from numeric.conv import conv
+    from seqgrad.numeric.conv import conv
 
     X = torch.ones(1, width, dtype=torch.float64, requires_grad=True)
     layers = [X]
@@ -42,7 +42,7 @@ def influence(kernels, strides, width: int = 41) -> list[np.ndarray]:
 
 def centres(kernels, strides, layer: int, positions: np.ndarray) -> np.ndarray:
     """Unit p of layer l reads input positions p J_l .. p J_l + r_l - 1 (jump J_l = prod s, field r_l); its centre."""
-    from derive.conv import receptive_field
+    from seqgrad.derive.conv import receptive_field
 
     J = int(np.prod(strides[:layer])) if layer else 1
     r = int(receptive_field(kernels[:layer], strides[:layer])) if layer else 1
@@ -67,7 +67,7 @@ def plot_receptive_field(ax, reads: list[np.ndarray], kernels, strides, formula:
 def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
     from matplotlib.figure import Figure
 
-    from derive.conv import receptive_field
+    from seqgrad.derive.conv import receptive_field
     from seqgrad.atomic import save_figure
 
     fmt = arguments(fmt, device)  # the influence maps are computed on the CPU; the device does not change them

@@ -44,7 +44,7 @@ def plot_cross_attention(ax, weights: np.ndarray, source: list[str], steps: list
 def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
     from matplotlib.figure import Figure
 
-    from numeric.decoder import lesson_example
+    from seqgrad.numeric.decoder import lesson_example
     from seqgrad.atomic import save_figure
 
     fmt = arguments(fmt, device)  # the lesson's toy model runs on the CPU; the device does not change it

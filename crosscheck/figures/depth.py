@@ -40,7 +40,7 @@ def write(out_dir: Path, fmt: str, device: str = "cpu") -> list[Path]:
     """Write the five figures into ``out_dir`` as ``fmt`` files and return their paths."""
     from matplotlib.figure import Figure
 
-    from numeric import depth, figures_depth
+    from seqgrad.numeric import depth, figures_depth
 
     fmt = arguments(fmt, device)  # tiny float64 stacks: the studies run on the CPU either way
     grads, jacs = depth.gradient_study(), depth.jacobian_study()

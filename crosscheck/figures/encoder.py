@@ -126,9 +126,9 @@ def plot_positional_encoding(ax, P) -> dict:
 def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
     from matplotlib.figure import Figure
 
-    from numeric import course
-    from numeric.positions import sinusoidal
-    from numeric.tokens import tokenize
+    from seqgrad.numeric import course
+    from seqgrad.numeric.positions import sinusoidal
+    from seqgrad.numeric.tokens import tokenize
     from seqgrad.atomic import save_figure
 
     fmt = arguments(fmt, device)

@@ -36,7 +36,7 @@ CAPTIONS = {
 def figures() -> dict:
     """File stem -> (plotting function of :mod:`numeric.figures_paths`, figure size in inches).  A function,
     so that listing the figure sets (``seqgrad plot --help``) does not import torch."""
-    from numeric import figures_paths as fp
+    from seqgrad.numeric import figures_paths as fp
 
     return {
         "fig3-left-power-curves": (fp.plot_power_curves, (5.0, 4.0)),
