@@ -59,9 +59,10 @@ def tex_escape(text: str) -> str:
 
 #: Preamble lines that set Cyrillic (:func:`with_cyrillic`) with T2A fonts and babel's Russian where TeX Live has
 #: them (Debian: texlive-lang-cyrillic), and as its transliteration where it has not: the document compiles either way.
+#: ``cmap`` (where present) maps the glyphs back to Unicode, so that the PDF's Cyrillic can be searched and copied.
 CYRILLIC_PREAMBLE = (
     "\\IfFileExists{t2aenc.def}{\\IfFileExists{russianb.ldf}{\\def\\seqgradhascyr{}}{}}{}\n"
-    "\\ifdefined\\seqgradhascyr\n\\usepackage[T2A,OT1]{fontenc}\n\\usepackage[russian,english]{babel}\n"
+    "\\ifdefined\\seqgradhascyr\n\\IfFileExists{cmap.sty}{\\usepackage{cmap}}{}\n\\usepackage[T2A,OT1]{fontenc}\n\\usepackage[russian,english]{babel}\n"
     "\\newcommand{\\seqgradcyr}[2]{\\foreignlanguage{russian}{#1}}\n"
     "\\else\n\\newcommand{\\seqgradcyr}[2]{#2}\n\\fi\n")
 _CYRILLIC_RUN = re.compile(r"[\u0400-\u04ff]+(?:[ \-]+[\u0400-\u04ff]+)*")
