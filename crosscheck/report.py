@@ -222,7 +222,7 @@ def latex_figures(figures: list[str]) -> str:
         module = sets.get(path.parent.name)
         caption = figure_caption(module, path.stem) if module is not None else path.stem
         parts.append("\\begin{figure}[htbp]\n\\centering\n"
-                     f"\\includegraphics[width=0.7\\linewidth]{{{path.as_posix()}}}\n"
+                     f"\\includegraphics[width=\\linewidth,height=0.4\\textheight,keepaspectratio]{{{path.as_posix()}}}\n"
                      f"\\caption{{{tex_escape(caption)}}}\n\\end{{figure}}")
     return "\n\n".join(parts) + "\n"
 
