@@ -164,3 +164,17 @@ def test_markdown_starts_with_the_summary_then_the_table(fakes, tmp_path):
     counts = md.split("\n\n")[1]
     assert "9 checks: 1 passed, 4 failed, 1 skipped; 2 textbook errata, 1 experiment finding" in counts
     assert "boom in the check" in md.split("## Checks")[0] and "no CUDA GPU" in md.split("## Checks")[0]
+
+
+def test_the_texts_own_errata_and_the_recorded_experiment_do_not_fail_a_correct_toolkit(tmp_path):
+    """The README's main job in small: the claims of the texts (with their recorded errata) and the experiment's
+    checks (with what the recorded run shows) exit 0 unless the toolkit fails; each erratum and finding is listed."""
+    status, out = check("--only", "claims", "--only", "experiment", "--out", str(tmp_path / "rep"))
+    data = json.loads((tmp_path / "rep" / "report.json").read_text())
+    s = data["summary"]
+    assert s["failed"] == 0, [c["name"] for c in data["checks"] if c["kind"] == "toolkit" and not c["passed"]]
+    assert status == 0 and s["ok"], out
+    assert s["textbook_errata"] >= 1
+    for c in data["checks"]:
+        if c["kind"] != "toolkit":
+            assert f"{c['kind'].upper()} {c['name']}" in out
