@@ -70,13 +70,12 @@ def counts_line(results: list[Result]) -> str:
 def verdict_line(results: list[Result], strict: bool = False) -> str:
     """What the exit status says, in words."""
     s = summary(results)
-    status = exit_status(results, strict)
     if not s["ok"]:
         return f"The toolkit failed {s['failed']} of its checks: exit status 1."
     if strict and s["textbook_errata"] + s["findings"]:
         return "The toolkit passed; --strict fails on the errata and findings: exit status 1."
     tail = " (--strict fails on errata and findings)" if s["textbook_errata"] + s["findings"] else ""
-    return f"The toolkit passed: exit status {status}{tail}."
+    return f"The toolkit passed: exit status 0{tail}."
 
 
 def why(r: Result) -> str:
@@ -90,7 +89,7 @@ def why(r: Result) -> str:
     else:
         first = re.search(r"contradicted: ([^;\[]*)", r.detail)
         text = first.group(1).strip() if first else r.detail
-    return text if r.status == "pass" else f"not recorded as an erratum yet: {text}"
+    return text if r.status == "pass" else f"new, not recorded as an erratum: {text}"
 
 
 #: The sections of every report, in order: (title, which results, what they are).  A check is in at most one.
@@ -98,7 +97,7 @@ SECTIONS = (
     ("Toolkit failures", lambda r: r.kind == "toolkit" and r.status in ("fail", "error"),
      "Checks of the toolkit that failed or raised: a derivation that disagrees with its reference, or a crash."),
     ("Textbook errata", lambda r: r.kind == "erratum",
-     "Claims of the course texts that the computation contradicts (a confirmed erratum passes its check)."),
+     "Claims of the course texts that the computation contradicts (recorded errata, confirmed, unless marked new)."),
     ("Experiment findings", lambda r: r.kind == "finding",
      "Trends the course text states that the recorded experiment does not show."),
     ("Skipped", lambda r: r.status == "skip", "Checks that could not run here."),
