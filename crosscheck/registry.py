@@ -74,6 +74,7 @@ class Check:
     description: str = ""
     needs_torch: bool = False  # the check computes with torch on the run's device and dtype
     shard: str = ""  # checks of a group that share cached derivations carry one label; each (group, shard) is one task
+    finding: bool | None = None  # a failure is a finding of an experiment, not a toolkit fault (None: by FINDING_GROUPS)
 
 
 _REGISTRY: dict[str, Check] = {}
@@ -86,13 +87,17 @@ def register(item: Check) -> Check:
     return item
 
 
-def check(name: str, *, source: str, group: str, description: str = "", needs_torch: bool = False) -> Callable:
+def check(name: str, *, source: str, group: str, description: str = "", needs_torch: bool = False,
+          finding: bool | None = None) -> Callable:
     """Decorator: register ``fn(ctx) -> Outcome`` as a check.  ``needs_torch=True`` declares that it
-    computes with torch: it then finds the run's device and dtype in ``ctx.dev`` and ``ctx.dt``."""
+    computes with torch: it then finds the run's device and dtype in ``ctx.dev`` and ``ctx.dt``.
+    ``finding``: whether a failure of the check is a finding of an experiment rather than a fault of the
+    toolkit (see :func:`kind_of`); by default, true in the groups :data:`FINDING_GROUPS`.  A check of such a
+    group that compares a derivation with autograd declares ``finding=False``: its failure is the toolkit's."""
 
     def decorate(fn: Callable[[Context], Outcome]) -> Callable[[Context], Outcome]:
         register(Check(name, source, group, fn, description or (fn.__doc__ or "").strip().split("\n")[0],
-                       needs_torch))
+                       needs_torch, finding=finding))
         return fn
 
     return decorate
@@ -131,6 +136,31 @@ def all_checks(pattern: str | None = None) -> list[Check]:
     return items
 
 
+#: Whose error a check that did not pass shows.  ``toolkit``: seqgrad's (a derivation that disagrees with autograd,
+#: a check that crashed); ``seqgrad check`` fails on it.  ``erratum``: the course text's (a printed claim the
+#: computation contradicts).  ``finding``: an experiment's (a trend the text states that the recorded run does not
+#: show).  Errata and findings are reported in sections of their own and fail the run only under ``--strict``.
+KINDS = ("toolkit", "erratum", "finding")
+#: textbook verdicts (derive.claims.STATUSES) that make a check an erratum: the text is wrong
+ERRATUM_VERDICTS = ("contradicted",)
+#: groups whose failing checks are findings (a check there may declare ``finding=False``)
+FINDING_GROUPS = ("experiment",)
+
+
+def kind_of(status: str, textbook: str | None, group: str, finding: bool | None = None) -> str:
+    """The one classification of a result (:data:`KINDS`).  A crash is always the toolkit's; a check whose
+    textbook verdict is in :data:`ERRATUM_VERDICTS` is an erratum, whether the catalogue recorded it (the check
+    passes: it confirms the erratum) or not; a failing check that is a finding (``finding``, by default the
+    groups :data:`FINDING_GROUPS`) is a finding; everything else is the toolkit's."""
+    if status == "error":
+        return "toolkit"
+    if textbook in ERRATUM_VERDICTS:
+        return "erratum"
+    if status == "fail" and (group in FINDING_GROUPS if finding is None else finding):
+        return "finding"
+    return "toolkit"
+
+
 @dataclass
 class Result:
     name: str
@@ -148,6 +178,11 @@ class Result:
     reason: str | None = None  # why the text got that verdict
     attribution: str | None = None  # printed in the text (with its citation) or derived here
     units: float | None = None  # the largest discrepancy in units of the last printed digit
+    kind: str = ""  # KINDS: whose error a check that did not pass shows; "" on construction: by kind_of
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            self.kind = kind_of(self.status, self.textbook, self.group)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -163,7 +198,8 @@ def run_one(item: Check, device: str, dtype: str = "float64", seed: int = 0) -> 
         status = "skip" if outcome.skipped else ("pass" if outcome.passed else "fail")
         result = Result(item.name, item.source, item.group, status, status == "pass", float(outcome.max_abs_error),
                         float(outcome.max_rel_error), device, dtype, outcome.detail, 0.0, outcome.textbook,
-                        outcome.reason, outcome.attribution, outcome.units)
+                        outcome.reason, outcome.attribution, outcome.units,
+                        kind_of(status, outcome.textbook, item.group, item.finding))
     except Exception as exc:  # a crashing check is a failed check, reported, not a crashed run
         last = traceback.extract_tb(exc.__traceback__)[-1]
         where = f"{last.filename.rsplit('/', 1)[-1]}:{last.lineno}"

@@ -8,7 +8,8 @@ decimal comma writes ``0{,}65`` for Russian-language notes.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+import re
+from typing import Callable, Sequence
 
 from .errors import NonFiniteError, SeqgradValueError
 
@@ -54,6 +55,51 @@ def tex_escape(text: str) -> str:
     """Plain text for LaTeX: specials escaped, common math characters set in math mode, any other
     non-ASCII character written as its code point, so that the document always compiles."""
     return "".join(_TEX_ESCAPES.get(ch, ch if ord(ch) < 128 else f"\\texttt{{U+{ord(ch):04X}}}") for ch in str(text))
+
+
+#: Preamble lines that set Cyrillic (:func:`with_cyrillic`) with T2A fonts and babel's Russian where TeX Live has
+#: them (Debian: texlive-lang-cyrillic), and as its transliteration where it has not: the document compiles either way.
+#: ``cmap`` (where present) maps the glyphs back to Unicode, so that the PDF's Cyrillic can be searched and copied.
+CYRILLIC_PREAMBLE = (
+    "\\IfFileExists{t2aenc.def}{\\IfFileExists{russianb.ldf}{\\def\\seqgradhascyr{}}{}}{}\n"
+    "\\ifdefined\\seqgradhascyr\n\\IfFileExists{cmap.sty}{\\usepackage{cmap}}{}\n\\usepackage[T2A,OT1]{fontenc}\n\\usepackage[russian,english]{babel}\n"
+    "\\newcommand{\\seqgradcyr}[2]{\\foreignlanguage{russian}{#1}}\n"
+    "\\else\n\\newcommand{\\seqgradcyr}[2]{#2}\n\\fi\n")
+_CYRILLIC_RUN = re.compile(r"[\u0400-\u04ff]+(?:[ \-]+[\u0400-\u04ff]+)*")
+_TRANSLIT = dict(zip("абвгдеёжзийклмнопрстуфхцчшщъыьэюя",
+                     "a b v g d e yo zh z i y k l m n o p r s t u f kh ts ch sh shch - y - e yu ya".split()))
+
+
+def transliterate(text: str) -> str:
+    """Russian Cyrillic in Latin letters (the course's own "Ya lyublyu MO"); hard and soft signs are dropped.
+
+    >>> transliterate("Я люблю МО")
+    'Ya lyublyu MO'
+    """
+    def one(ch: str) -> str:
+        low = _TRANSLIT.get(ch.lower(), ch)
+        low = "" if low == "-" else low
+        return low if ch.islower() or ch == low else low[:1].upper() + low[1:]
+
+    return "".join(one(ch) for ch in text)
+
+
+def with_cyrillic(text: str, escape: Callable[[str], str] = tex_escape) -> str:
+    """``text`` for a document whose preamble has :data:`CYRILLIC_PREAMBLE`: each run of Cyrillic words set in
+    Russian (or transliterated, where TeX Live lacks Cyrillic), everything else by ``escape``.
+
+    >>> print(with_cyrillic("week06 §Что нового?:12"))
+    week06 \\S{}\\seqgradcyr{Что нового}{Chto novogo}?:12
+    """
+    out, at = [], 0
+    for m in _CYRILLIC_RUN.finditer(text):
+        if m.start() > at:
+            out.append(escape(text[at:m.start()]))
+        out.append(f"\\seqgradcyr{{{m.group(0)}}}{{{tex_escape(transliterate(m.group(0)))}}}")
+        at = m.end()
+    if at < len(text) or not out:
+        out.append(escape(text[at:]))
+    return "".join(out)
 
 
 def booktabs(rows: Sequence[Sequence[float]], *, row_labels: Sequence[str] | None = None,

@@ -21,6 +21,9 @@ def register(sub) -> None:
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="numeric precision (default float64)")
     p.add_argument("--no-figures", action="store_true", help="skip writing the figures")
     p.add_argument("--list", action="store_true", help="list the checks that would run, and exit")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 on textbook errata and experiment findings too (by default only a toolkit failure, "
+                        "a derivation that disagrees with its reference or a crashed check, exits 1)")
     p.add_argument("--jobs", type=int, metavar="N",
                    help="worker processes: groups of checks and figure sets run in parallel "
                         "(default: one per usable CPU core on cpu, 1 on cuda; 1 runs everything in this process)")
@@ -62,14 +65,9 @@ def run(args) -> int:
             Path(args.out), functools.partial(run_with_tasks, items, device=device, dtype=args.dtype, jobs=jobs,
                                               recycle_mib=RECYCLE_MIB),
             device=device, dtype=args.dtype, start=start, figures=not args.no_figures and not args.only)
-    _print_table(results)
-    erratum_lines = report.errata_lines(results)
-    if erratum_lines:
-        print(f"\n{len(erratum_lines)} textbook errata (printed claims the computation contradicts):")
-        print("\n".join(erratum_lines))
-    s = report.summary(results)
-    print(f"\n{s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped in {elapsed:.1f} s; report in {args.out}/")
-    return 0 if s["ok"] else 1
+    print(report.terminal(results, strict=args.strict, ran=f" in {elapsed:.1f} s; report in {args.out}/"))
+    sys.stdout.flush()
+    return report.exit_status(results, args.strict)
 
 
 #: seqgrad check replaces a worker that has written more than this many MiB of its own after its task (see
@@ -134,15 +132,3 @@ def _write_figure_set(module, out: Path, device: str) -> list[str]:
 
 def _figure_set_lost(name: str, reason: str) -> list[str]:
     raise RuntimeError(f"figure set {name} was not written: {reason}")
-
-
-def _print_table(results) -> None:
-    from ..report import fmt_error
-
-    width = max([len(r.name) for r in results] + [5])
-    swidth = min(max([len(r.source) for r in results] + [6]), 40)
-    print(f"{'check':<{width}}  {'source':<{swidth}}  {'max abs err':>11}  {'max rel err':>11}  result")
-    for r in results:
-        mark = {"pass": "PASS", "fail": "FAIL", "skip": "skip", "error": "ERROR"}[r.status]
-        print(f"{r.name:<{width}}  {r.source[:swidth]:<{swidth}}  {fmt_error(r.max_abs_error):>11}  {fmt_error(r.max_rel_error):>11}  {mark}")
-    sys.stdout.flush()
