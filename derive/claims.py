@@ -762,6 +762,8 @@ def _value_text(x, figures: int = 10) -> str:
         if width:
             figures = max(1, min(figures, int(mp.floor(mp.log10(abs(m) / width)))))
     with mp.workprec(max(64, int(figures * 3.33) + 32)):
+        if isinstance(x, Fraction):  # an exact value: its digits at this precision, not those of a 64-bit midpoint
+            m = mp.mpf(x.numerator) / x.denominator
         text = mpmath.nstr(m, figures, strip_zeros=True, min_fixed=-5, max_fixed=15)
     return text[:-2] if text.endswith(".0") else text
 

@@ -135,6 +135,12 @@ def test_a_decimal_without_its_leading_zero_reads_as_with_it(short, long):
     assert status(f"0.54 = {short}") == status(f"0.54 = {long}")
 
 
+def test_the_digits_of_an_exact_value_are_its_own():
+    """computed_digits of 0.54 was 0.540000000000000000000007411538 (a 64-bit midpoint printed to 30 figures)."""
+    assert parse_claim("0.54 = 0.5").verify().as_dict()["computed_digits"] == "0.54"
+    assert parse_claim("1/3 = 0.3").verify().as_dict()["computed_digits"] == "0.333333333333333333333333333333"
+
+
 def test_a_lone_point_is_not_a_number():
     assert read_printed(".") == (None, read_printed("1")[1])  # an expression (then refused by the reader)
 

@@ -69,7 +69,7 @@ def statement_outcome(statement: Statement) -> Outcome:
     detail = f"{statement.verdict}: {detail}" + ("" if holds else f" -- the computation no longer supports '{statement.verdict}'")
     error = 0.0 if holds else float("inf")
     return Outcome(error, error, holds, detail, textbook=statement.textbook, reason=statement.summary,
-                   attribution=f"a statement of the text ({statement.cite}), computed here")
+                   attribution="a prose statement of the text, computed here")
 
 
 @lru_cache(maxsize=None)
