@@ -342,7 +342,7 @@ def _lecture07() -> list[Statement]:
           precise="Var(q.k) = d_k, so Var(q.k/sqrt(d_k)) = 1, when the coordinates of q and k are independent with "
                   "mean 0 and variance 1; that assumption is missing: with k = q the variance is 2 d_k (scaled: 2), "
                   "and trained projections give no such guarantee"),
-        S(39, "otherwise softmax becomes almost one-hot", ("identity:softmax-shift-invariance",), verdict="imprecise",
+        S(39, "otherwise softmax becomes almost one-hot", verdict="imprecise",
           evidence=ev.softmax_tie,
           precise="softmax(c s) tends to one-hot as c grows only when the largest score is unique; tied scores stay "
                   "split (softmax(c (1, 1)) = (1/2, 1/2) for every c); unscaled scores have a spread growing like "
