@@ -77,6 +77,8 @@ def test_the_statement_checks_pass_with_the_texts_verdicts():
         assert out.passed, (s.cite, out.detail)
         assert out.textbook == ("contradicted" if s.erratum else "verified")
         assert out.reason.startswith(s.verdict + ":") or out.reason == s.verdict
+        if s.erratum:  # the reports take what is wrong in the text from the detail's [erratum: ...]
+            assert out.detail.endswith(f"[erratum: {s.verdict}: {s.precise}]"), out.detail
         seen[s.verdict] += 1
     assert seen["imprecise"] >= 10 and seen["false"] >= 2 and seen["holds"] >= 10
 

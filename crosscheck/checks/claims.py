@@ -67,6 +67,8 @@ def statement_outcome(statement: Statement) -> Outcome:
     """The computation behind a statement's verdict: passed when it comes out as the verdict says."""
     holds, detail = statement.evidence()
     detail = f"{statement.verdict}: {detail}" + ("" if holds else f" -- the computation no longer supports '{statement.verdict}'")
+    if statement.erratum:  # what is wrong in the text, where the reports look for an erratum
+        detail += f" [erratum: {statement.summary}]"
     error = 0.0 if holds else float("inf")
     return Outcome(error, error, holds, detail, textbook=statement.textbook, reason=statement.summary,
                    attribution="a prose statement of the text, computed here")
