@@ -293,8 +293,22 @@ def _lesson() -> list[Statement]:
         S(184, "the mask guarantees that the future tokens take no part in computing the current position", _CAUSAL),
         S(188, "the prediction at position t mathematically cannot use position t + 1 and later, although all positions "
                "are one matrix product", _CAUSAL + ("decoder.teacher_forcing_is_parallel_generation",)),
+        S(260, "the heads work in parallel and independently on the same input; their results are combined once at the "
+               "end, by concatenation and the projection W^O", ("identity:attention-multihead-concat", "encoder.mha_vs_torch")),
+        S(262, "PE(pos) is a fixed function of the position without trainable parameters; the layer's input is the sum of "
+               "it and the token embedding, not a concatenation", ("identity:pe-p0", "claims.h0_row0", "claims.h0_row3")),
+        S(264, "without positional encoding self-attention processes the input as an unordered set", _PERMUTATION,
+          verdict="imprecise", evidence=ev.permutation,
+          precise="as at l.9: unmasked self-attention is permutation-equivariant -- the outputs are the same set, "
+                  "permuted with the inputs (l.87) -- not invariant; masked self-attention (the decoder's) depends "
+                  "on the order even without positional encoding"),
         S(266, "the mask deterministically and always forbids seeing future positions, independently of training or "
                "inference", ("decoder.teacher_forcing_is_parallel_generation", "identity:attention-mask-before-softmax")),
+        S(268, "without the residual connection the gradient through dozens of layers practically vanishes, and without "
+               "layer normalization training is destabilized: both are structurally necessary",
+          why="a claim about training deep models, not a value"),
+        S(270, "many large language models are decoder-only: masked self-attention blocks without an encoder and without "
+               "cross-attention", ("decoder.decoder_only",)),
         S(280, "self-attention by itself does not distinguish the order of the tokens (it treats the sequence as a set)",
           _PERMUTATION, verdict="imprecise", evidence=ev.permutation,
           precise="as at l.9: the unmasked self-attention is permutation-equivariant (outputs permute with the "
