@@ -290,6 +290,13 @@ def _lesson() -> list[Statement]:
           ("encoder.mha_vs_torch",), evidence=ev.every_output_depends_on_every_input),
         S(172, "cross-attention uses the same Attention(Q, K, V) without a mask, Q from the decoder, K and V from the "
                "encoder's final output", ("decoder.cross_attention_backward", "decoder.layer_vs_torch")),
+        S(180, "after the mask the fourth weight is exactly 0 and the first three are renormalized to sum to one: "
+               "position 2 sees itself and the two tokens before it", ("identity:attention-mask-before-softmax",
+                                                                      "decoder.lesson_mask_example"),
+          evidence=ev.causal_mask_counts, why="the printed weights themselves are the erratum claims.masked_softmax_example"),
+        S(182, "cross-attention lets the decoder look at the whole input sequence for every output token, K and V being "
+               "the encoder stack's output, fixed during generation", ("decoder.memory_gradient_every_position",
+                                                                       "decoder.cross_attention_backward")),
         S(184, "the mask guarantees that the future tokens take no part in computing the current position", _CAUSAL),
         S(188, "the prediction at position t mathematically cannot use position t + 1 and later, although all positions "
                "are one matrix product", _CAUSAL + ("decoder.teacher_forcing_is_parallel_generation",)),
