@@ -17,6 +17,13 @@ proves the subexpression equal to the point, the caller passes the answer
 back in ``settled`` and the evaluation continues with the exact value (or
 stops with the clear error the exact value implies, e.g. division by zero).
 
+A limit the interval may pass -- one end within the magnitude limit (or the
+largest exponent, the largest argument of exp), the other beyond -- raises
+:class:`Imprecise`, an :class:`Unsettled` without a question: only more
+precision settles it (``exp((sin(1)**2 + cos(1)**2 - 1)*10**30)`` at 20
+digits); a value certainly beyond a limit is refused.  Increasing functions
+of a wide interval (tanh) are taken at its two ends.
+
 Values the text cannot have are errors, never a wrong number:
 :class:`seqgrad.errors.UndefinedError` for division by zero, the logarithm or
 square root of a negative number or of zero, ``asin`` outside [-1, 1], a

@@ -32,7 +32,10 @@ precision is raised (from 20 to ``digits`` significant digits, 1000 by
 default) until the verdict is certain.  A question no precision settles -- is
 this subexpression exactly 0? is the value exactly on a rounding tie? -- is
 put to SymPy; if SymPy cannot prove it either, the verdict is **undecided**
-(never a guess).  Division by zero, an undefined logarithm or square root and
+(never a guess).  An interval too wide to tell whether a limit holds (exp of
+a subexpression that cancels to 0) also raises the precision; still open at
+``digits``, the verdict is undecided.  *Truncated* is judged on the certified
+interval: every point of it cuts off to the printed digits.  Division by zero, an undefined logarithm or square root and
 overflow are :class:`~seqgrad.errors.UndefinedError` / ``ParseError``.
 
 **Verdicts** (:attr:`Verdict.status`):
