@@ -20,12 +20,11 @@ verifies that the printed claim is still contradicted (the tool agrees with
 the recorded erratum) and the report lists them as textbook errata.  Any other
 contradicted claim fails its check.
 
-Seeds 003 (lecture 7, architectures) and 004 (the ITMO wiki Transformer page)
-print formulas and prose claims, no worked numbers: :func:`statements` lists
-each of their checkable statements with the registered checks that hold it, or
-the reason it is not checkable, and their numeric claims (the wiki's "the
-farther apart, the larger the distance", the lecture's scaling by sqrt(d_k))
-are entries.  The lesson's exercises (tasks 1-27, the decoder's 29 aside) and
+The prose statements of all four texts -- sameness, invariance, monotonicity,
+"always", "does not depend on" -- are in :mod:`crosscheck.claims_statements`
+(:func:`statements`, re-exported here), each with its verdict; the numeric
+claims among them (the wiki's "the farther apart, the larger the distance",
+the lecture's scaling by sqrt(d_k)) are entries.  The lesson's exercises (tasks 1-27, the decoder's 29 aside) and
 week 06's optional exercises 1-4 are entries too; the lesson prints no answers,
 so these compare with values derived here (``derived=True``).
 """
@@ -43,6 +42,8 @@ import sympy
 from seqgrad.derive import counting
 from seqgrad.derive.claims import Claim, VectorClaim, parse_claim
 from seqgrad.sources import normalize
+
+from .claims_statements import Statement, statements  # noqa: F401 - the texts' prose statements, with verdicts
 
 SEED000 = "000_a7606e3a9f173091.txt"
 SEED001 = "001_3500d0056f1475d7.txt"
@@ -528,80 +529,6 @@ def _wiki() -> list[Entry]:
                                                                    f"cos(3*10000**(-2*1/4)) = {pe(3, 3, 4)}"],
                derived=True, cite="wiki §2.1:45"),
     ]
-
-
-@dataclass(frozen=True)
-class Statement:
-    """One statement of seed 003 or seed 004: the checks that hold it (names or globs of registered checks),
-    or the reason it is not checkable."""
-
-    cite: str
-    text: str
-    checked_by: tuple[str, ...] = ()
-    reason: str = ""
-
-
-_NOT_A_MODEL = "seqgrad has no convolutional model; the formula is a definition, not a result to check"
-_DECODER = "the decoder's sublayers are checked with the decoder issue (seqgrad's decoder checks)"
-
-
-def statements() -> tuple[Statement, ...]:
-    """Every checkable statement of seed 003 (lecture 7) and of the newest revision of seed 004 (the wiki
-    article): formulas, prose claims of equality, invariance or monotonicity, and descriptions of what a layer
-    computes, each with the checks that hold it or the reason it is not checkable."""
-    At = Statement
-    return (
-        At("lecture07 §1:9", "2-D convolution (X * K)_ij = sum_u sum_v K_uv X_(i+u, j+v) + b", reason=_NOT_A_MODEL),
-        At("lecture07 §1:11", "one filter slides over the whole image: weights are shared", reason=_NOT_A_MODEL),
-        At("lecture07 §1:13", "max-pooling formula", reason="the formula is cut off in the text (line 13 ends inside the subscript)"),
-        At("lecture07 §1:15", "the receptive field grows with depth", reason=_NOT_A_MODEL),
-        At("lecture07 §2:21", "h_t = tanh(W_xh x_t + W_hh h_(t-1) + b)", ("rnn.vector.autograd", "rnn.manual_bptt")),
-        At("lecture07 §2:25", "the LSTM equations (f, i, c~, c, o, h on [h_(t-1); x_t])", ("gated.lstm_vs_torch",)),
-        At("lecture07 §2:27", "f decides what to forget, i what to write, o what to show", ("gated.lstm_carry_jacobian",),
-          reason="the forget gate's role is the carry derivative dc_t/dc_(t-1) = diag(f_t); the rest is a description"),
-        At("lecture07 §3:33", "Q = X W_Q, K = X W_K, V = X W_V", ("encoder.mha_vs_torch",)),
-        At("lecture07 §3:37", "Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V", ("encoder.mha_vs_torch", "identity:attention-gradients")),
-        At("lecture07 §3:39", "dividing by sqrt(d_k) keeps the variance of the dot products near one",
-          ("identity:attention-dot-variance", "claims.lecture07_scaling_variance")),
-        At("lecture07 §3:39", "otherwise softmax becomes almost one-hot",
-          reason="a tendency that depends on the distribution of the scores, not a statement with a checkable value"),
-        At("lecture07 §3:41", "MultiHead(X) = Concat(H_1, ..., H_h) W_O", ("identity:attention-multihead-concat", "encoder.mha_vs_torch")),
-        At("lecture07 §4:45", "without order, attention is permutation-invariant",
-          ("identity:attention-permutation-equivariance", "encoder.permutation_equivariance"),
-          reason="precisely: the outputs permute with the inputs (equivariance); each output is invariant to the order of the others"),
-        At("lecture07 §4:47", "PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)",
-          ("identity:pe-shift-*", "identity:pe-p0", "claims.pe_d4_pos*")),
-        At("lecture07 §4:49", "modern language models are the same layers at another scale", reason="an opinion, not checkable"),
-        At("wiki §1:7", "the encoder-decoder pipeline (embedding + positions, encoder, decoder, output sequence)",
-          reason="a description of the architecture; its parts are the statements below"),
-        At("wiki §2:19", "h_i = x_i + p_i: positions are added to the embeddings", ("claims.h0_row0", "claims.h0_row3", "encoder.course_tables")),
-        At("wiki §2:20", "the farther apart two positions, the larger the distance of their vectors", ("claims.wiki_pe_distance_monotone",)),
-        At("wiki §2:23", "h_i^j = Attn(Q^j h_i, K^j H, V^j H)", ("encoder.mha_vs_torch",)),
-        At("wiki §2:25", "concatenating the heads returns to the original dimension", ("identity:attention-multihead-concat",)),
-        At("wiki §2:27", "h2_i = LN(h1_i + h_i): a skip connection, then layer normalization",
-          ("encoder.postnorm_layer_vs_torch", "identity:residual-post-norm")),
-        At("wiki §2:27", "layer normalization has two trainable parameters; mean and variance are computed 'for each dimension'",
-          ("encoder.layernorm_vs_torch", "identity:layernorm-mean-zero"),
-          reason="LayerNorm's statistics are over the features of one vector (gamma and beta are per feature); "
-                 "the checks hold that reading"),
-        At("wiki §2:30", "h3_i = W_2 ReLU(W_1 h2_i + b_1) + b_2", ("encoder.postnorm_layer_vs_torch",)),
-        At("wiki §2:32", "z_i = LN(h3_i + h2_i), and steps 3-7 repeat", ("encoder.postnorm_layer_vs_torch", "encoder.stack_vs_torch")),
-        At("wiki §2.1:45", "p_(i,s) = sin(i 10000^(-2k/d_model)) for s = 2k, cos for s = 2k + 1", ("claims.wiki_pe_formula", "identity:pe-shift-*")),
-        At("wiki §2.2:58", "q_i = Q x_i, k_i = K x_i, v_i = V x_i", ("encoder.mha_vs_torch",)),
-        At("wiki §2.2:65", "w_ji = exp(<q_i, k_j>/sqrt(d)) / sum_p exp(<q_i, k_p>/sqrt(d))",
-          ("identity:softmax-sums-to-one", "identity:softmax-max-subtracted", "encoder.mha_vs_torch")),
-        At("wiki §2.2:72", "z_i = sum_p w_pi v_p", ("encoder.mha_vs_torch",)),
-        At("wiki §2.2:73", "self-attention is a soft-arg-max with temperature sqrt(d)", reason="a restatement of the formula above"),
-        At("wiki §2.3:82", "c^j = Attn(Q^j q, K^j X, V^j X), j = 1 ... J, then concatenated and compressed",
-          ("identity:attention-multihead-concat",)),
-        At("wiki §3:90", "generating element t, the decoder sees only the elements before it (masking the future)",
-          ("identity:attention-mask-before-softmax", "encoder.causal_prefix")),
-        At("wiki §3:93", "h1_t = LN o MH o Attn(Q^j h_t, K^j H_t, V^j H_t)", reason=_DECODER),
-        At("wiki §3:96", "h2_t = LN o MH o Attn(Q^j h_t, K^j Z, V^j Z) (cross-attention to the encoder output)", reason=_DECODER),
-        At("wiki §3:99", "y_t = LN o FNN(h2_t)", reason=_DECODER),
-        At("wiki §3:101", "SoftArgMax(W_y y_t + b_y) gives a probability for every element of the vocabulary",
-          ("identity:softmax-sums-to-one",)),
-    )
 
 
 @lru_cache(maxsize=1)

@@ -17,6 +17,13 @@ proves the subexpression equal to the point, the caller passes the answer
 back in ``settled`` and the evaluation continues with the exact value (or
 stops with the clear error the exact value implies, e.g. division by zero).
 
+A limit the interval may pass -- one end within the magnitude limit (or the
+largest exponent, the largest argument of exp), the other beyond -- raises
+:class:`Imprecise`, an :class:`Unsettled` without a question: only more
+precision settles it (``exp((sin(1)**2 + cos(1)**2 - 1)*10**30)`` at 20
+digits); a value certainly beyond a limit is refused.  Increasing functions
+of a wide interval (tanh) are taken at its two ends.
+
 Values the text cannot have are errors, never a wrong number:
 :class:`seqgrad.errors.UndefinedError` for division by zero, the logarithm or
 square root of a negative number or of zero, ``asin`` outside [-1, 1], a
@@ -76,6 +83,17 @@ class Unsettled(Exception):
     def __init__(self, question: Question):
         super().__init__(question.what)
         self.question = question
+
+
+class Imprecise(Unsettled):
+    """An interval too wide to tell whether a limit holds (it reaches past the magnitude limit, the
+    largest exponent, the largest argument of exp, while its other end is within): more precision
+    narrows it.  No point is in question, so SymPy is not asked (``question`` is None)."""
+
+    def __init__(self, what: str):
+        Exception.__init__(self, what)
+        self.question = None
+        self.what = what
 
 
 Value = "Fraction | iv.mpf | Infinity | tuple"
@@ -139,6 +157,32 @@ def magnitude_log10(x) -> float | None:
     return float(mp.log10(low)) if low else None
 
 
+def abs_range(x) -> tuple:
+    """(smallest, largest) |value| of an interval as mpmath numbers (the smallest is 0 when it straddles 0)."""
+    a, b = (abs(mp.make_mpf(e)) for e in x._mpi_)
+    return (mp.zero if sign(x) is None else min(a, b)), max(a, b)
+
+
+_BIG = mp.mpf(10) ** (MAX_MAGNITUDE + 1)
+_SMALL = mp.mpf(10) ** -(MAX_MAGNITUDE + 1)
+_EXP_ARGUMENT = MAX_MAGNITUDE * _LN10  # exp() of more than this (in modulus) lies outside the magnitude limit
+
+
+def increasing(f, x):
+    """f of the interval ``x`` for an increasing f: f at each end (``f`` takes a one-point interval), so that
+    an interval straddling a point where f's formula changes (tanh at 0) is not misread."""
+    a, b = x._mpi_
+    if a == b:
+        return f(x)
+    low, high = f(iv.mpf([mp.make_mpf(a)] * 2)), f(iv.mpf([mp.make_mpf(b)] * 2))
+    return iv.mpf([mp.make_mpf(low._mpi_[0]), mp.make_mpf(high._mpi_[1])])
+
+
+def _log_of(x: Fraction) -> float:
+    """The natural logarithm of a positive Fraction of any size, as a float (math.log reads big integers)."""
+    return math.log(x.numerator) - math.log(x.denominator)
+
+
 def _iroot(n: int, k: int) -> int | None:
     """The exact integer k-th root of n >= 0, or None."""
     if n < 2:
@@ -167,9 +211,9 @@ def _floor_raw(raw) -> int:
     return man << exp if exp >= 0 else man >> -exp  # >> floors negative numbers too
 
 
-def _too_big(x: Fraction) -> bool:
-    limit = MAX_RESULT_DIGITS * _BITS_PER_DIGIT
-    return x.numerator.bit_length() > limit or x.denominator.bit_length() > limit
+def _extreme_call(node) -> bool:
+    """A call of max() or min(), whose value is ±inf when an entry is."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("max", "min")
 
 
 class _Evaluator(Reader):
@@ -197,6 +241,8 @@ class _Evaluator(Reader):
     def top(self, node):
         if is_vector_node(node):
             return self.vector(node, 1)
+        if _extreme_call(node):  # max/min of masked scores may be ±inf as a whole side: min(62.2, -inf) = -inf
+            return self.entry(node, 1)
         return self.visit(node, 1)
 
     def visit(self, node, depth):
@@ -208,15 +254,25 @@ class _Evaluator(Reader):
         return value
 
     def bounded(self, value, node):
-        if isinstance(value, Fraction) and _too_big(value):
-            return  # the magnitude test below still applies through the interval
-        digits = magnitude_log10(value)
-        if digits is not None and abs(digits) > MAX_MAGNITUDE + 1:
-            self.limit(f"{self.segment(node)!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
-        if not isinstance(value, Fraction):
-            hi = max(abs(mp.make_mpf(value._mpi_[0])), abs(mp.make_mpf(value._mpi_[1])))
-            if not mp.isfinite(hi) or (hi and mp.log10(hi) > MAX_MAGNITUDE + 1):
+        """Refuse a value certainly outside the magnitude limit; ask for more precision (:class:`Imprecise`)
+        when its interval reaches past the limit but may lie within."""
+        if isinstance(value, Fraction):
+            digits = magnitude_log10(value)
+            if digits is not None and abs(digits) > MAX_MAGNITUDE + 1:
                 self.limit(f"{self.segment(node)!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
+            return
+        self.within(abs_range(value), (_SMALL, _BIG), f"{self.segment(node)!r} lies outside the magnitude limit "
+                                                      f"10**±{MAX_MAGNITUDE}", zero=True)
+
+    def within(self, ends, limits, reason: str, *, zero: bool = False):
+        """|x| of range ``ends`` = (smallest, largest) against ``limits`` = (low or None, high): refused when every
+        point is outside, :class:`Imprecise` when some are (0 is within when ``zero``)."""
+        lo, hi = ends
+        low, high = limits
+        if lo > high or (low is not None and hi < low and not (zero and lo == 0)):
+            self.limit(reason)
+        if not mp.isfinite(hi) or hi > high or (low is not None and lo < low and not (zero and lo == 0)):
+            raise Imprecise(reason.replace("lies outside", "may lie outside", 1))
 
     def chain(self, node, depth):
         first, steps = self.chain_steps(node)
@@ -292,8 +348,7 @@ class _Evaluator(Reader):
             if abs(exponent) > MAX_EXPONENT:
                 self.limit(f"exponents have modulus at most {MAX_EXPONENT}")
         else:
-            if not abs(exponent) < MAX_EXPONENT + 1:
-                self.limit(f"exponents have modulus at most {MAX_EXPONENT}")
+            self.within(abs_range(exponent), (None, MAX_EXPONENT + 1), f"exponents have modulus at most {MAX_EXPONENT}")
         es = sign(exponent)
         if es is None and self.ask(e_node, 0, "the exponent"):
             exponent, es = Fraction(0), 0
@@ -390,9 +445,10 @@ class _Evaluator(Reader):
         return Fraction(0) if x == 0 else iv.atan2(interval(x), iv.mpf(1))
 
     def exp_argument(self, node, x):
-        if not abs(interval(x)) < MAX_MAGNITUDE * _LN10:
-            self.limit(f"exp() of {self.segment(node.args[0])!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
-        return interval(x)
+        x = interval(x)
+        self.within(abs_range(x), (None, _EXP_ARGUMENT),
+                    f"exp() of {self.segment(node.args[0])!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
+        return x
 
     def f_exp(self, node, x):
         return Fraction(1) if x == 0 else iv.exp(self.exp_argument(node, x))
@@ -412,7 +468,11 @@ class _Evaluator(Reader):
     def f_tanh(self, node, x):
         if x == 0:
             return Fraction(0)
-        x = self.saturating(interval(x))
+        return increasing(self.tanh_of_point, interval(x))
+
+    def tanh_of_point(self, x):
+        """tanh of a one-point interval (of an interval on one side of 0, or within (-1, 1))."""
+        x = self.saturating(x)
         if abs(x) < 1:
             return 1 - 2 / (iv.exp(2 * x) + 1)
         t = iv.exp(-2 * abs(x))  # tanh|x| = (1 - t)/(1 + t): no overflow for large |x|
@@ -422,7 +482,7 @@ class _Evaluator(Reader):
         if x == 0:
             return Fraction(1, 2)
         x = interval(x)
-        if x < -MAX_MAGNITUDE * _LN10:  # sigmoid(x) < e**x: below 10**-1000
+        if x < -_EXP_ARGUMENT:  # sigmoid(x) < e**x: below 10**-1000
             self.limit(f"sigmoid() of {self.segment(node.args[0])!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
         return 1 / (1 + iv.exp(-self.saturating(x)))
 
@@ -470,10 +530,22 @@ class _Evaluator(Reader):
         if x == 1:
             return Fraction(0)
         if isinstance(x, Fraction) and isinstance(base, Fraction):
-            k = round(math.log(abs(float(x)) or 1e-300) / math.log(float(base))) if 0 < float(x) < math.inf and float(base) != 1 else None
-            if k is not None and abs(k) <= MAX_EXPONENT and base ** k == x:
-                return Fraction(k)
+            exact = self.integer_logarithm(x, base)
+            if exact is not None:
+                return exact
         return iv.log(interval(x)) / iv.log(interval(base))
+
+    @staticmethod
+    def integer_logarithm(x: Fraction, base: Fraction) -> Fraction | None:
+        """k when base**k == x exactly for an integer k (x, base > 0, base != 1), else None; at any size."""
+        log_base = _log_of(base)
+        if log_base == 0:  # base within a float's rounding of 1: no integer k to guess from floats
+            return None
+        k = round(_log_of(x) / log_base)
+        size = abs(k) * max(abs(base.numerator).bit_length(), base.denominator.bit_length())
+        if abs(k) <= MAX_EXPONENT and size <= MAX_RESULT_DIGITS * _BITS_PER_DIGIT + 64 and base ** k == x:
+            return Fraction(k)
+        return None
 
     def f_abs(self, node, x):
         return abs(x)
@@ -573,8 +645,8 @@ class _Evaluator(Reader):
         if not finite:
             self.undefined("softmax() of a vector whose entries are all -inf is undefined (0/0)")
         for x in finite:
-            if not abs(interval(x)) < MAX_MAGNITUDE * _LN10:
-                self.limit(f"softmax() of entries beyond ±{MAX_MAGNITUDE * _LN10:.0f} lies outside the magnitude limit")
+            self.within(abs_range(interval(x)), (None, _EXP_ARGUMENT),
+                        f"softmax() of entries beyond ±{_EXP_ARGUMENT:.0f} lies outside the magnitude limit")
         if len(finite) == 1:
             return tuple(Fraction(0) if isinstance(x, Infinity) else Fraction(1) for x in v)
         if all(isinstance(x, Fraction) for x in finite) and len(set(finite)) == 1:

@@ -32,7 +32,10 @@ precision is raised (from 20 to ``digits`` significant digits, 1000 by
 default) until the verdict is certain.  A question no precision settles -- is
 this subexpression exactly 0? is the value exactly on a rounding tie? -- is
 put to SymPy; if SymPy cannot prove it either, the verdict is **undecided**
-(never a guess).  Division by zero, an undefined logarithm or square root and
+(never a guess).  An interval too wide to tell whether a limit holds (exp of
+a subexpression that cancels to 0) also raises the precision; still open at
+``digits``, the verdict is undecided.  *Truncated* is judged on the certified
+interval: every point of it cuts off to the printed digits.  Division by zero, an undefined logarithm or square root and
 overflow are :class:`~seqgrad.errors.UndefinedError` / ``ParseError``.
 
 **Verdicts** (:attr:`Verdict.status`):
@@ -93,7 +96,7 @@ SEVERITY = {"verified": 0, "rounding-consistent": 1, "truncated": 2, "undecided"
 _SIGN = re.compile(r"≈|~=|(?<![=<>!])=(?!=)")
 _APPROX = re.compile(r"≈|~=")
 _WHERE = re.compile(r"\bwhere\b")
-_DECIMAL = re.compile(r"\s*([+-]?)(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*\Z")
+_DECIMAL = re.compile(r"\s*([+-]?)(?=\.?\d)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*\Z")  # 0.5, .5, 5., 5e-3
 _BINDING_START = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_]*\s*=")
 
 
@@ -267,7 +270,7 @@ class Claim:
                 return first.but("rounding-consistent", f"the printed {self.printed} follows from {alt.description} "
                                  f"({_bindings_text(alt.bindings)}), which gives {other.computed_text()}; "
                                  + first.reason)
-        if first.status == "contradicted" and not self.reading.exact and _truncates(first.shown, self.printed_value, self.reading):
+        if first.status == "contradicted" and not self.reading.exact and _truncates(self, first, digits):
             return first.but("truncated", f"{first.computed_text()} cut off (not rounded) at the printed digits gives "
                                           f"{self.printed}; rounded it is {_rounded_text(first.shown, self.reading)}")
         return first
@@ -332,6 +335,10 @@ class _Evaluation:
                 return self.at(bits, settled)
             except Unsettled as exc:
                 question = exc.question
+                if question is None:  # an interval too wide to tell a limit (certified.Imprecise): only precision helps
+                    if not last:
+                        raise
+                    raise _Undecided(f"at the highest precision, {exc.what} (the interval still reaches past it)") from None
                 if ask and question.key not in settled:
                     settled[question.key] = _settle(self, question.expression, question.point)
                     if settled[question.key] is True:
@@ -438,11 +445,7 @@ def _mpf_parts(mpf_tuple):
 def _decide(claim: Claim, bindings: tuple, digits: int) -> "Verdict":
     """The verdict of ``claim`` with these input bindings: verified, contradicted or undecided."""
     settled: dict = {}
-    if claim.provider is not None:
-        lhs = _ProvidedValue(claim.provider, _from_number(claim.provider()))
-    else:
-        source, body = parse_tree(claim.lhs, "claim expression")
-        lhs = _Evaluation(source, body, bindings, "claim expression", claim.lhs, claim.index)
+    lhs = _left(claim, bindings)
     rhs = None
     if claim.printed_value is None:  # a printed expression with an irrational value, e.g. 10000**(-2/5)
         p_source, p_body = parse_tree(claim.printed, "printed")
@@ -482,6 +485,14 @@ def _decide(claim: Claim, bindings: tuple, digits: int) -> "Verdict":
                          + ", and SymPy could not prove them equal")
     except _Undecided as exc:
         return Verdict(claim, "undecided", None, str(exc), schedule[-1])
+
+
+def _left(claim: Claim, bindings: tuple):
+    """What gives the claim's value: its provider, or its left side under these bindings."""
+    if claim.provider is not None:
+        return _ProvidedValue(claim.provider, _from_number(claim.provider()))
+    source, body = parse_tree(claim.lhs, "claim expression")
+    return _Evaluation(source, body, bindings, "claim expression", claim.lhs, claim.index)
 
 
 _DISPLAY_BITS = int(40 * math.log2(10)) + 16  # a decided value is shown to 40 digits (as_dict gives 30)
@@ -551,11 +562,51 @@ def _sub(a, b):
     return interval(a) - interval(b)
 
 
-def _truncates(value, printed, reading: Reading) -> bool:
-    """Whether ``printed`` is ``value`` cut off toward zero (not rounded) at the printed unit."""
-    if value is None or isinstance(value, Infinity) or not isinstance(printed, Fraction) or reading.unit is None:
+def _truncates(claim: Claim, verdict: "Verdict", digits: int) -> bool:
+    """Whether the printed number of a contradicted claim is its value cut off toward zero at the printed unit:
+    judged on the certified interval -- every point of it must cut off to the printed digits (none rounds to
+    them: the claim is contradicted).  An interval across a cut-off boundary is narrowed at the next
+    precisions; one no precision separates (a value exactly on the boundary, sin(pi/6) against 0.49) is not
+    truncated."""
+    printed, unit = claim.printed_value, claim.reading.unit
+    if verdict.value is None or isinstance(verdict.value, Infinity) or not isinstance(printed, Fraction) or unit is None:
         return False
-    return _truncate(_approx_fraction(value, reading.unit), reading.unit) == printed
+    cut = _cut_off(verdict.value, printed, unit)
+    if cut is not None:
+        return cut
+    lhs, settled = _left(claim, claim.inputs), {}
+    schedule = [bits for bits in _schedule(digits) if bits > verdict.bits]
+    for bits in schedule:
+        last = bits == schedule[-1]
+        try:
+            cut = _cut_off(lhs.settled_at(bits, settled, last, last), printed, unit)
+        except Unsettled:
+            continue
+        except _Undecided:
+            return False
+        if cut is not None:
+            return cut
+    return False
+
+
+def _cut_off(value, printed: Fraction, unit: Fraction) -> bool | None:
+    """Does every point of ``value`` cut off toward zero at ``unit`` to ``printed`` (True), none (False),
+    or some but not all (None)?"""
+    if isinstance(value, Fraction):
+        return _truncate(value, unit) == printed
+    a, b = (_from_number(mp.make_mpf(e)) for e in value._mpi_)
+    # the points that cut off to the printed number: [p, p + u) above 0, (p - u, p] below, (-u, u) at 0
+    low, high = (printed, printed + unit) if printed > 0 else ((printed - unit, printed) if printed < 0 else (-unit, unit))
+    closed_low, closed_high = printed > 0, printed < 0
+
+    def inside(x):
+        return (low <= x if closed_low else low < x) and (x <= high if closed_high else x < high)
+
+    if inside(a) and inside(b):
+        return True
+    if b < low or a > high or (b == low and not closed_low) or (a == high and not closed_high):
+        return False
+    return None
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -714,6 +765,8 @@ def _value_text(x, figures: int = 10) -> str:
         if width:
             figures = max(1, min(figures, int(mp.floor(mp.log10(abs(m) / width)))))
     with mp.workprec(max(64, int(figures * 3.33) + 32)):
+        if isinstance(x, Fraction):  # an exact value: its digits at this precision, not those of a 64-bit midpoint
+            m = mp.mpf(x.numerator) / x.denominator
         text = mpmath.nstr(m, figures, strip_zeros=True, min_fixed=-5, max_fixed=15)
     return text[:-2] if text.endswith(".0") else text
 

@@ -14,6 +14,13 @@ catalogue recorded for the entry (``verified`` unless an erratum or a note
 says otherwise); any other verdict fails, with the claims that departed.
 The report lists the contradicted entries as textbook errata and the others
 (rounding-consistent, truncated) as notes.
+
+One check more per prose statement with a computation behind its verdict
+(:mod:`crosscheck.claims_statements`, ``claims.statement_<text>_<line>``): it
+passes while the computation comes out as the verdict says; its textbook
+verdict is ``contradicted`` for an imprecise or false statement (an erratum,
+the reason beginning ``imprecise:`` or ``false:``) and ``verified`` for one
+that holds.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from functools import lru_cache
 from seqgrad.derive.claims import SEVERITY
 
 from ..claims_catalogue import Entry, entries, table_entries
+from ..claims_statements import Statement, statements
 from ..registry import check
 from ..tolerance import Outcome
 
@@ -55,6 +63,17 @@ def outcome(entry: Entry) -> Outcome:
                    attribution=entry.attribution, units=max(units, default=None))
 
 
+def statement_outcome(statement: Statement) -> Outcome:
+    """The computation behind a statement's verdict: passed when it comes out as the verdict says."""
+    holds, detail = statement.evidence()
+    detail = f"{statement.verdict}: {detail}" + ("" if holds else f" -- the computation no longer supports '{statement.verdict}'")
+    if statement.erratum:  # what is wrong in the text, where the reports look for an erratum
+        detail += f" [erratum: {statement.summary}]"
+    error = 0.0 if holds else float("inf")
+    return Outcome(error, error, holds, detail, textbook=statement.textbook, reason=statement.summary,
+                   attribution="a prose statement of the text, computed here")
+
+
 @lru_cache(maxsize=None)
 def _trace(stage: str) -> dict:
     from seqgrad.numeric import course
@@ -74,3 +93,16 @@ for _entry in entries():
     _register(_entry)
 for _entry in table_entries(_trace):
     _register(_entry)
+
+
+def _register_statement(statement: Statement) -> None:
+    def run(ctx, statement=statement) -> Outcome:
+        return statement_outcome(statement)
+
+    run.__doc__ = statement.text
+    check(f"claims.{statement.name}", source=statement.cite, group=GROUP, description=f"{statement.text} ({statement.verdict})")(run)
+
+
+for _statement in statements():
+    if _statement.evidence is not None:
+        _register_statement(_statement)

@@ -1,0 +1,491 @@
+"""Every checkable prose statement of the four course texts, each with a verdict.
+
+The texts (``shared/seeds/``) state results in words as well as in numbers: that an operation *is the same as*
+another, *does not depend on* something, is *invariant*, *grows*, *always* or *never* does something.
+:func:`statements` records them, read sentence by sentence, cited as the other claims are
+(:func:`seqgrad.sources.cite`: ``"wiki §MHA:82"``), each with a **verdict**:
+
+``holds``
+    the registered checks in ``checked_by`` (an identity of the catalogue, a check against torch, a claims
+    entry) or the small computation ``evidence`` (:mod:`crosscheck.claims_evidence`) show it; ``reason`` says how;
+``imprecise``
+    the text's wording is not the precise statement: ``precise`` gives the precise one and what is missing,
+    ``evidence`` computes the difference;
+``false``
+    a counterexample or a computation contradicts it: ``precise`` gives it;
+``not checkable``
+    an opinion, a history, a description or a tendency without a value; ``reason`` says why.
+
+Every statement with ``evidence`` is a check of group ``claims`` (``claims.statement_<text>_<line>``, see
+:mod:`crosscheck.checks.claims`): it passes while the computation still comes out as the verdict says, and its
+result carries the text's verdict in ``Result.textbook`` -- ``contradicted`` for an imprecise or false statement
+(so that the reports list it among the errata, the reason beginning ``imprecise:`` or ``false:``), ``verified``
+for one that holds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Callable
+
+from seqgrad.sources import cite
+
+from . import claims_evidence as ev
+
+VERDICTS = ("holds", "imprecise", "false", "not checkable")
+#: the textbook verdict (derive.claims.STATUSES) a statement's check reports
+TEXTBOOK = {"holds": "verified", "imprecise": "contradicted", "false": "contradicted"}
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a course text: its verdict, the checks that hold it (names or globs of registered checks),
+    the computation behind the verdict (``evidence() -> (holds, detail)``), the reason, and for an imprecise or
+    false statement the precise statement or the counterexample."""
+
+    cite: str
+    text: str
+    checked_by: tuple[str, ...] = ()
+    reason: str = ""
+    verdict: str = ""
+    precise: str = ""
+    evidence: Callable[[], tuple[bool, str]] | None = field(default=None, compare=False, repr=False)
+    name: str = ""
+
+    def __post_init__(self):
+        if not self.verdict:
+            object.__setattr__(self, "verdict", "holds" if self.checked_by or self.evidence else "not checkable")
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"{self.cite}: verdict {self.verdict!r} is not one of {VERDICTS}")
+
+    @property
+    def key(self) -> str:
+        """The text's key: week06, lesson, lecture07 or wiki."""
+        return self.cite.split(" ")[0]
+
+    @property
+    def line(self) -> int:
+        return int(self.cite.rsplit(":", 1)[1].split("-")[0])
+
+    @property
+    def erratum(self) -> bool:
+        return self.verdict in ("imprecise", "false")
+
+    @property
+    def textbook(self) -> str:
+        return TEXTBOOK.get(self.verdict, "")
+
+    @property
+    def summary(self) -> str:
+        """The verdict with its reason, as the report shows it (``imprecise: ...``)."""
+        why = self.precise if self.erratum else self.reason
+        return f"{self.verdict}: {why}" if why else self.verdict
+
+
+def _at(key: str):
+    """A maker of statements of text ``key``: ``S(line, text, ...)`` with the citation built from the line."""
+    def make(line, text, checked_by=(), *, why="", verdict="", precise="", evidence=None):
+        first, last = (line, None) if isinstance(line, int) else line
+        return Statement(cite(key, first, last), text, tuple(checked_by), why, verdict, precise, evidence)
+
+    return make
+
+
+_PERMUTATION = ("identity:attention-permutation-equivariance", "encoder.permutation_equivariance")
+_CAUSAL = ("encoder.causal_prefix", "decoder.causal_blocks_zero", "identity:attention-mask-before-softmax")
+_PRE_POST = ("identity:residual-pre-norm", "identity:residual-post-norm", "encoder.prenorm_layer_vs_torch",
+             "encoder.postnorm_layer_vs_torch")
+_DECODER_LAYER = ("decoder.layer_vs_torch", "decoder.stack_vs_torch")
+
+
+def _week06() -> list[Statement]:
+    S = _at("week06")
+    return [
+        S(83, "the same cell, with shared w_x, w_h and phi, is used at every time step", ("rnn.scalar.sum_over_uses",),
+          why="one cell unrolled over T steps; its weight gradients are sums over the uses"),
+        S(110, "every unrolled block uses the same w_x, w_h: more blocks add no independent weights",
+          ("rnn.scalar.sum_over_uses", "rnn.vector.sum_over_uses")),
+        S(152, "a shared weight: w_x^[t] = w_x for every t, so a change of w_x changes every use by the same amount",
+          ("rnn.scalar.sum_over_uses", "rnn.manual_bptt"), why="hence dL/dw_x = sum_t g_t^z x_t"),
+        S(200, "if every factor of a path has modulus at most r < 1, the signal passed back is at most r^(q - s) times the "
+               "incoming one: long paths suppress it exponentially", ("rnn.path_products", "gated.pascanu_bound")),
+        S(204, "even when an early contribution is negligible the shared weight can get a large gradient from late uses",
+          ("rnn.scalar.sum_over_uses", "claims.figure3_saturation")),
+        S(208, "the same recurrent weight can pass very different sensitivities on different input sequences",
+          ("rnn.path_products",), why="dh_t/dh_(t-1) = w_h phi'(z_t) depends on the input through z_t"),
+        S(213, "identity activation: each transition contributes the factor w_h; the activation does not weaken the signal",
+          ("claims.week06_exercise2",)),
+        S(214, "the tanh slope is close to one near zero and small in saturation", ("claims.tanh_slope_at_zero", "gated.fact.tanh_prime")),
+        S(215, "the sigmoid slope never exceeds 1/4", ("claims.sigmoid_slope_bound", "gated.fact.sigmoid_prime_max")),
+        S(218, "ReLU is not differentiable at zero; an implementation must fix a convention there",
+          ("gated.fact.relu_at_zero", "gated.relu_convention_vs_torch")),
+        S(220, "with the identity activation and fixed weights the final prediction is affine in the input sequence",
+          evidence=ev.identity_rnn_is_affine, why="SymPy: every second derivative of yhat in x_1..x_3 vanishes"),
+        S(224, "with tanh every state stays between -1 and 1 even after many transitions", ("gated.fact.saturation",),
+          why="|tanh z| < 1 for every real z"),
+        S(230, "repeated saturation can suppress the signal even with |w_h| > 1", ("claims.figure3_saturation", "gated.figure3_right")),
+        S(230, "bounded states do not guarantee bounded gradients: along a path derivatives multiply with w_h",
+          ("claims.figure3_growth", "gated.figure3_left")),
+        S(240, "at a differentiable point with a nonzero gradient a small enough step against the gradient lowers the loss",
+          ("claims.fact_step_size",)),
+        S(262, "with all three widths equal to one the vector model is exactly the scalar model",
+          ("rnn.scalar.autograd", "rnn.vector.autograd")),
+        S(288, "the vector backward pass applies the same local chain rules as the scalar table",
+          ("rnn.vector.autograd", "rnn.scalar.table3")),
+        S(320, "the gradients of the input and recurrent weights keep the sums over uses", ("rnn.vector.sum_over_uses",)),
+        S(336, "an entry of W_h above one is not a criterion for exploding gradients", ("claims.fact_nilpotent_w_h",)),
+        S(342, "if the norms are uniformly below one, a long enough path suppresses every direction", ("gated.pascanu_bound",)),
+        S(342, "norms above one allow amplification but do not guarantee that a signal lies along the amplified directions",
+          ("claims.fact_nilpotent_w_h",), evidence=ev.norm_does_not_guarantee_growth,
+          why="W = diag(2, 0) has norm 2 and sends (0, 1) to 0"),
+        S(348, "with zero input every transition derivative is 1.2, so the sensitivity grows although the states stay bounded",
+          ("claims.figure3_growth",)),
+        S(360, "a gradient longer than tau keeps its direction and its length is reduced to tau",
+          ("gated.clipping_vs_torch", "claims.fact_clipped_step_bound")),
+        S(370, "a coordinate of u_t near one mostly keeps the old state, near zero it prefers the candidate",
+          ("claims.gru_mixing", "gated.gru_mixing_example")),
+        S(382, "a carry gate near one creates a useful path but guarantees neither stable gradients nor memory",
+          ("gated.lstm_carry_jacobian", "gated.gru_carry_jacobian"),
+          why="dc_t/dc_(t-1) = diag(f_t) is one term; the other terms of the Jacobian are not bounded by it"),
+        S(462, "the cost of ordinary full attention grows quadratically with the sequence length",
+          ("identity:count-attention", "identity:count-cost-crossover")),
+        S(482, "the two occurrences of a have the same id but different positions", ("encoder.course_tables",)),
+        S(520, "the first and fourth embedding rows (both a) coincide exactly", ("encoder.course_tables",)),
+        S(552, "addition keeps five features per row; concatenation would give ten", ("encoder.course_tables", "claims.h0_row3")),
+        S(749, "softmax over rows keeps both axes (a T x T weight matrix whose rows sum to one)",
+          ("identity:softmax-sums-to-one",)),
+        S(751, "another query creates other weights although it reads the same keys and values", ("encoder.course_tables",)),
+        S(801, "for begins (t = 6) both rules allow all seven sources: the last rows of masked and unmasked attention coincide",
+          ("encoder.causal_journey_row", "encoder.causal_prefix")),
+        S(803, "for this single head, changing an input row after position one cannot change the causal output at position one",
+          _CAUSAL),
+        S(803, "in the full model the boundary must hold in every earlier layer: a late mask cannot remove future "
+               "information already mixed into its input", ("claims.fact_leakage_through_earlier_block",)),
+        S(807, "several heads return a contextual representation of the same width", ("identity:attention-multihead-concat",)),
+        S(926, "with concatenated width D the output projection maps D to D and still mixes the heads",
+          ("encoder.mha_vs_torch", "identity:attention-multihead-concat")),
+        S(979, "for a constant row the centred features are zero, so LayerNorm returns beta; eps keeps the denominator nonzero",
+          ("identity:layernorm-constant-row",)),
+        S(1161, "the next block receives H^(1) and performs the same sequence of operations with its own parameters",
+          ("encoder.stack_vs_torch",)),
+        S(1171, "without a mask and without positions, permuting the input rows permutes the output rows the same way "
+                "(permutation equivariance): the output follows the permutation", _PERMUTATION,
+          evidence=ev.permutation, why="equivariance, stated as such; invariance holds only for a pooled readout"),
+        S(1173, "LayerNorm and the shared MLP act row by row and commute with the permutation; A(PH) = P A(H) P^T, "
+                "O(PH) = P O(H)", _PERMUTATION + ("identity:attention-gradients",)),
+        S(1177, "residual sums keep the property; a fixed causal mask tied to the positions is in general not preserved "
+                "by a permutation", ("identity:attention-equivariance-fails-causal",)),
+        S(1177, "permuting the token embeddings while the positional vectors stay at their positions changes what enters "
+                "the block", ("identity:attention-equivariance-fails-positions",)),
+        S(1187, "moving the normalization changes the computation: the same parameters do not give the same intermediate "
+                "numbers in pre-norm and post-norm", _PRE_POST, evidence=ev.pre_norm_is_not_post_norm),
+        S(1193, "the first term comes from the identity bypass, the sum from the branch; residual connections do not "
+                "guarantee bounded or non-vanishing gradients", ("identity:residual-pre-norm", "depth.prenorm_output_gradient_shrinks")),
+        S(1193, "with post-norm even the bypass contribution passes through the normalization after the sum",
+          ("identity:residual-post-norm", "depth.postnorm_gradients_grow_toward_output"), evidence=ev.post_norm_identity_path),
+        S(1239, "the indicator of a valid target need not coincide with the indicator of a valid input",
+          ("claims.fact_pooled_vs_per_sequence_mean",)),
+        S(1261, "row-wise normalization, the MLP and the residual paths keep a correctly set information boundary but do "
+                "not set it", ("claims.fact_leakage_through_earlier_block", "encoder.causal_prefix")),
+        S(1285, "even with perfect memory a choice of four remains: the uniform predictor has accuracy 1/4 and "
+                "cross-entropy log 4 = 1.39 nats", ("claims.uniform_baseline",)),
+        S(1304, "a short dependency path helps information reach distant rows but does not guarantee successful training",
+          why="a statement about training outcomes, not a value"),
+        # Table 35: each misconception with what to check instead
+        S(1332, "a longer RNN has no new cell parameters per step: one shared parameter gets gradient contributions from "
+                "every use", ("rnn.scalar.sum_over_uses", "rnn.vector.sum_over_uses")),
+        S(1333, "a nonzero gradient of a shared weight does not prove that long dependencies are learned: late uses can "
+                "give gradient while the early paths have vanished", ("claims.figure3_saturation", "rnn.path_products")),
+        S(1334, "seven attention weights index the source positions; the weighted values set the feature width",
+          ("encoder.course_tables", "identity:attention-multihead-concat")),
+        S(1336, "each head projects the whole input and uses its own mixture of the allowed sources", ("encoder.mha_vs_torch",)),
+        S(1337, "LayerNorm takes its statistics over the features of the one current row, not over words or the batch",
+          ("encoder.layernorm_vs_torch", "identity:layernorm-mean-zero"), evidence=ev.layernorm_per_vector),
+        S(1338, "the second bypass carries U, the representation after the first addition, not the block's input",
+          ("identity:residual-encoder-block", "encoder.prenorm_layer_vs_torch")),
+        S(1340, "a causal mask in the last layer does not prevent all future leakage: check every earlier attention layer",
+          ("claims.fact_leakage_through_earlier_block",)),
+        S(1341, "parallel training is not parallel generation of unknown tokens", ("decoder.teacher_forcing_is_parallel_generation",)),
+    ]
+
+
+def _lesson() -> list[Statement]:
+    S = _at("lesson")
+    pre_post_false = ("the lesson's own encoder layer (l.136-138) is post-norm, x_1 = LayerNorm(x + MultiHead(x)); "
+                      "y = x + Layer(Norm(x)) is pre-norm. They are different functions of the same parameters "
+                      "(week06 §Depth:1187 says so): for one block with equal weights the outputs differ")
+    return [
+        S(3, "every large model named is the same architectural skeleton, almost unchanged since 2017",
+          why="history and opinion, not a value"),
+        S(7, "a recurrent network is strictly sequential: step t needs the state of step t - 1", ("rnn.scalar.autograd",),
+          why="h_t = f(h_(t-1), x_t) (l.41) needs h_(t-1) as an argument"),
+        S(9, "self-attention by itself does not distinguish the order of the tokens", _PERMUTATION,
+          verdict="imprecise", evidence=ev.permutation,
+          precise="unmasked self-attention is permutation-equivariant: permuting the tokens permutes the outputs "
+                  "(l.87 says it so), it is not invariant; a masked self-attention (the decoder's, l.170) does "
+                  "depend on the order, since the mask is tied to the positions "
+                  "(identity:attention-equivariance-fails-causal)"),
+        S(27, "self-attention computes every token's representation by the same operation for all positions at once (QK^T)",
+          ("encoder.mha_vs_torch",)),
+        S(41, "the number of sequential steps of self-attention is O(1): it does not grow with the sequence length",
+          why="a count of the algorithm's sequential steps, not a value seqgrad computes"),
+        S(43, "for n < d self-attention needs fewer operations per layer than a recurrent layer (5.1 times at n = 100, d = 512)",
+          ("identity:count-cost-crossover", "claims.flops_attention_vs_recurrent"),
+          why="n^2 d < n d^2 exactly when n < d"),
+        S(49, "per operations alone self-attention does not always win at large n", ("identity:count-cost-crossover",)),
+        S(55, "one attention computes exactly one distribution of weights per token, summing to one",
+          ("identity:softmax-sums-to-one",)),
+        S(57, "the heads' results are concatenated and passed through one more linear map to return to the original dimension",
+          ("identity:attention-multihead-concat", "encoder.mha_vs_torch")),
+        S(73, "eight heads of width 64 concatenate to 8 x 64 = 512, exactly d_model, so the output can be added to the input",
+          ("claims.head_width", "identity:attention-multihead-concat")),
+        S(77, "W^Q, W^K, W^V are single d_model x d_model matrices sliced into h heads (since h d_k = d_model)",
+          ("encoder.mha_vs_torch",), why="torch's fused projection equals the per-head projections"),
+        S(81, "the total cost of h heads of width d_model/h is about that of one head of full width d_model",
+          ("identity:count-attention",), evidence=ev.heads_cost,
+          why="the multiplications of projections, scores and values are equal exactly (SymPy)"),
+        S(87, "swapping two tokens, every query-key pair gives the same dot product, from other positions; the outputs "
+              "are the same set, only permuted", _PERMUTATION, evidence=ev.permutation,
+          why="permutation equivariance, stated precisely"),
+        S(89, "the positional vector has the same dimension as the embedding and is built from fixed sines and cosines, "
+              "not trained", ("claims.pe_d4_pos*", "identity:pe-p0")),
+        S(97, "the first layer's input is x = embedding(token) + PE(pos)", ("claims.h0_row0", "encoder.course_tables")),
+        S(108, "the second pair (low frequency) changes slowly and almost linearly on pos = 0..3",
+          evidence=ev.slow_pair_is_almost_linear, why="|sin u - u| <= u^3/6 = 4.5e-6 at u = 0.03"),
+        S(108, "each position has a unique set of numbers, easily told from its neighbours", evidence=ev.positions_are_distinct,
+          why="PE(p) = PE(q) needs p - q in 2 pi Z, impossible for integers p != q (pi is irrational); the first 2000 "
+              "positions of d = 4 lie at least 0.04 apart"),
+        S(110, "PE(pos + k, 2i) is a linear combination of PE(pos, 2i) and PE(pos, 2i + 1) with coefficients depending "
+               "only on k, not on pos", ("identity:pe-shift", "identity:pe-rotation-group")),
+        S(118, "the sum 0.8415 (-0.4161) + 0.5403 0.9093 coincides exactly with sin 3 = 0.1411",
+          ("claims.pe_shift_sin3", "claims.pe_shift_sin3_printed_factors"),
+          why="exactly at the four printed decimals; the addition formula itself is exact"),
+        S(118, "a relative offset can be recognised by a linear map of the encodings that does not depend on the absolute "
+               "position", ("identity:pe-shift", "identity:pe-rotation-group")),
+        S(120, "without positional encoding the outputs for a permuted sentence are a permuted version of the same set; "
+               "adding PE(pos) breaks this symmetry", _PERMUTATION + ("identity:attention-equivariance-fails-positions",)),
+        S(130, "layer normalization normalizes over the features of one example, not over the batch, and so does not "
+               "depend on the batch size or the sequence length", ("encoder.layernorm_vs_torch", "identity:layernorm-mean-zero"),
+          evidence=ev.layernorm_per_vector),
+        S(130, "the ResNet formula y = x + Layer(Norm(x)) is literally the same formula as the encoder's sublayers",
+          _PRE_POST, verdict="false", evidence=ev.pre_norm_is_not_post_norm, precise=pre_post_false),
+        S(150, "the feed-forward sublayer has exactly twice the parameters of the multi-head attention block",
+          ("claims.ffn_and_layer_parameters", "identity:count-ffn")),
+        S(152, "x_1 = x + MultiHead(x) (before normalization) guarantees the +1 in the derivative by x, which keeps the "
+               "gradient from vanishing through dozens of layers",
+          ("identity:residual-post-norm", "depth.postnorm_gradients_grow_toward_output"), verdict="imprecise",
+          evidence=ev.post_norm_identity_path,
+          precise="d(x + F(x))/dx = I + dF/dx has the identity term, but the lesson's layer is post-norm "
+                  "(x_1 = LayerNorm(x + MultiHead(x)), l.136): dx_1/dx = J_LN (I + dF/dx), and J_LN sends the "
+                  "constant direction to 0, so the identity path through N layers is a product of N LayerNorm "
+                  "Jacobians, not I (the pre-norm y = x + F(LN(x)) keeps I); and no residual guarantees "
+                  "non-vanishing gradients (week06 §Depth:1193)"),
+        S(156, "layer normalization stabilizes the scale of activations independently of the sequence length and the "
+               "batch size", ("encoder.layernorm_vs_torch",), evidence=ev.layernorm_per_vector),
+        S(162, "the decoder is a stack of N identical layers of three sublayers, each wrapped in the same skip connection "
+               "and layer normalization as the encoder", _DECODER_LAYER),
+        S(164, "self-attention without restriction lets every position see all the others, the future included",
+          ("encoder.mha_vs_torch",), evidence=ev.every_output_depends_on_every_input),
+        S(172, "cross-attention uses the same Attention(Q, K, V) without a mask, Q from the decoder, K and V from the "
+               "encoder's final output", ("decoder.cross_attention_backward", "decoder.layer_vs_torch")),
+        S(180, "after the mask the fourth weight is exactly 0 and the first three are renormalized to sum to one: "
+               "position 2 sees itself and the two tokens before it", ("identity:attention-mask-before-softmax",
+                                                                      "decoder.lesson_mask_example"),
+          evidence=ev.causal_mask_counts, why="the printed weights themselves are the erratum claims.masked_softmax_example"),
+        S(182, "cross-attention lets the decoder look at the whole input sequence for every output token, K and V being "
+               "the encoder stack's output, fixed during generation", ("decoder.memory_gradient_every_position",
+                                                                       "decoder.cross_attention_backward")),
+        S(184, "the mask guarantees that the future tokens take no part in computing the current position", _CAUSAL),
+        S(188, "the prediction at position t mathematically cannot use position t + 1 and later, although all positions "
+               "are one matrix product", _CAUSAL + ("decoder.teacher_forcing_is_parallel_generation",)),
+        S(260, "the heads work in parallel and independently on the same input; their results are combined once at the "
+               "end, by concatenation and the projection W^O", ("identity:attention-multihead-concat", "encoder.mha_vs_torch")),
+        S(262, "PE(pos) is a fixed function of the position without trainable parameters; the layer's input is the sum of "
+               "it and the token embedding, not a concatenation", ("identity:pe-p0", "claims.h0_row0", "claims.h0_row3")),
+        S(264, "without positional encoding self-attention processes the input as an unordered set", _PERMUTATION,
+          verdict="imprecise", evidence=ev.permutation,
+          precise="as at l.9: unmasked self-attention is permutation-equivariant -- the outputs are the same set, "
+                  "permuted with the inputs (l.87) -- not invariant; masked self-attention (the decoder's) depends "
+                  "on the order even without positional encoding"),
+        S(266, "the mask deterministically and always forbids seeing future positions, independently of training or "
+               "inference", ("decoder.teacher_forcing_is_parallel_generation", "identity:attention-mask-before-softmax")),
+        S(268, "without the residual connection the gradient through dozens of layers practically vanishes, and without "
+               "layer normalization training is destabilized: both are structurally necessary",
+          why="a claim about training deep models, not a value"),
+        S(270, "many large language models are decoder-only: masked self-attention blocks without an encoder and without "
+               "cross-attention", ("decoder.decoder_only",)),
+        S(280, "self-attention by itself does not distinguish the order of the tokens (it treats the sequence as a set)",
+          _PERMUTATION, verdict="imprecise", evidence=ev.permutation,
+          precise="as at l.9: the unmasked self-attention is permutation-equivariant (outputs permute with the "
+                  "tokens), not invariant; only a pooled readout is invariant; masked self-attention depends on "
+                  "the order"),
+        S(282, "a shift by k is a linear map of the encoding with coefficients cos(k omega), sin(k omega) depending only "
+               "on the shift", ("identity:pe-shift", "identity:pe-rotation-group")),
+        S(290, "without skip connections and layer normalization a deep transformer would suffer from vanishing gradients: "
+               "both are structurally necessary", why="a claim about training deep models, not a value"),
+        S(298, "the skip connection is used in literally the same form y = x + Layer(Norm(x)) around both the attention "
+               "and the feed-forward block", _PRE_POST, verdict="false", evidence=ev.pre_norm_is_not_post_norm,
+          precise=pre_post_false),
+        S(298, "layer normalization does not depend on the batch size or the sequence length",
+          ("encoder.layernorm_vs_torch",), evidence=ev.layernorm_per_vector),
+        S(320, "the look-ahead mask and the padding mask are implemented the same way, -inf before softmax",
+          ("identity:attention-mask-before-softmax", "claims.masked_softmax_example")),
+    ]
+
+
+def _lecture07() -> list[Statement]:
+    S = _at("lecture07")
+    return [
+        S(3, "an MLP does not know that neighbouring pixels are related; special architectures build these inductive "
+             "biases into the formulas", why="a motivation, not a value"),
+        S(9, "2-D convolution (X * K)_ij = sum_u sum_v K_uv X_(i+u, j+v) + b", ("conv.forward_vs_torch",),
+          why="the formula is a cross-correlation, as torch's conv2d computes it"),
+        S(11, "one filter slides over the whole image: the weights are shared",
+          ("conv.weight_sharing_gradient", "identity:conv-weight-sharing-gradient")),
+        S(13, "max-pooling formula", why="the formula is cut off in the text (line 13 ends inside the subscript)"),
+        S(15, "the receptive field grows with depth", ("conv.receptive_field",)),
+        S(21, "h_t = tanh(W_xh x_t + W_hh h_(t-1) + b)", ("rnn.vector.autograd", "rnn.manual_bptt")),
+        S(23, "the LSTM adds gates to remember longer", ("gated.lstm_carry_jacobian",),
+          why="the carry path dc_t/dc_(t-1) = diag(f_t) has no weight matrix and no tanh' factor; a purpose, not a guarantee"),
+        S(25, "the LSTM equations (f, i, c~, c, o, h on [h_(t-1); x_t])", ("gated.lstm_vs_torch",)),
+        S(27, "f decides what to forget, i what to write, o what to show", ("gated.lstm_carry_jacobian",),
+          why="the forget gate's role is the carry derivative dc_t/dc_(t-1) = diag(f_t); the rest is a description"),
+        S(31, "the transformer does not pass a state through time but looks at the whole sequence at once",
+          ("encoder.mha_vs_torch",), evidence=ev.every_output_depends_on_every_input,
+          why="every output row depends on every input row (positive softmax weights)"),
+        S(33, "Q = X W_Q, K = X W_K, V = X W_V", ("encoder.mha_vs_torch",)),
+        S(37, "Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V", ("encoder.mha_vs_torch", "identity:attention-gradients")),
+        S(39, "dividing by sqrt(d_k) keeps the variance of the dot products near one",
+          ("identity:attention-dot-variance", "claims.lecture07_scaling_variance"), verdict="imprecise",
+          evidence=ev.dot_product_variance,
+          precise="Var(q.k) = d_k, so Var(q.k/sqrt(d_k)) = 1, when the coordinates of q and k are independent with "
+                  "mean 0 and variance 1; that assumption is missing: with k = q the variance is 2 d_k (scaled: 2), "
+                  "and trained projections give no such guarantee"),
+        S(39, "otherwise softmax becomes almost one-hot", verdict="imprecise",
+          evidence=ev.softmax_tie,
+          precise="softmax(c s) tends to one-hot as c grows only when the largest score is unique; tied scores stay "
+                  "split (softmax(c (1, 1)) = (1/2, 1/2) for every c); unscaled scores have a spread growing like "
+                  "sqrt(d_k), which makes saturation likely, not certain"),
+        S(39, "many heads compute several such maps in parallel and concatenate the result",
+          ("identity:attention-multihead-concat",)),
+        S(41, "MultiHead(X) = Concat(H_1, ..., H_h) W_O", ("identity:attention-multihead-concat", "encoder.mha_vs_torch")),
+        S(45, "without order, attention is permutation-invariant", _PERMUTATION + ("claims.fact_pooled_vs_per_sequence_mean",),
+          verdict="imprecise", evidence=ev.permutation,
+          precise="self-attention is permutation-equivariant: permuting the inputs permutes the outputs (each output "
+                  "is invariant to the order of the other inputs); it is invariant only after a pooled readout "
+                  "(a mean over positions), and a causal mask breaks even the equivariance"),
+        S(47, "PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)",
+          ("identity:pe-shift", "identity:pe-p0", "claims.pe_d4_pos*")),
+        S(49, "modern language models are the same layers at another scale", why="an opinion, not checkable"),
+    ]
+
+
+def _wiki() -> list[Statement]:
+    S = _at("wiki")
+    no_residual = ("the skip connection is missing: the encoder adds it before each LN (l.27, l.32: LN(h' + h)), and "
+                   "the decoder's sublayers are LN(h + Sublayer(h)) in the original (seqgrad's decoder.layer_vs_torch); "
+                   "LN o MH o Attn alone is another function")
+    return [
+        S(3, "the biggest advantage of transformers over RNNs is their efficiency under parallelization",
+          why="a comparison of training efficiency, not a value"),
+        S(7, "the pipeline: embedding plus positions, the encoder, then the decoder on part of the sequence and the "
+             "encoder's output", why="a description of the architecture; its parts are the statements below"),
+        S(9, "there is no recurrence inside the encoder and decoder components",
+          ("encoder.stack_vs_torch", "decoder.teacher_forcing_is_parallel_generation")),
+        S(19, "h_i = x_i + p_i: positions are added to the embeddings", ("claims.h0_row0", "claims.h0_row3", "encoder.course_tables")),
+        S(20, "the farther apart two positions, the larger the distance of their vectors", ("claims.wiki_pe_distance_monotone",),
+          verdict="false", precise="||p_i - p_j||^2 = sum_k 2 - 2 cos(|i - j| w_k) oscillates: for the encoding of "
+                                   "l.45-51 with d_model = 512 it first decreases at |i - j| = 44"),
+        S(23, "h_i^j = Attn(Q^j h_i, K^j H, V^j H)", ("encoder.mha_vs_torch",)),
+        S(25, "concatenation is needed to return to the original dimension: h'_i = [h_i^1 ... h_i^J]",
+          ("identity:attention-multihead-concat", "claims.week06_exercise4"), verdict="imprecise",
+          evidence=ev.concatenated_width,
+          precise="the concatenation of J heads of width d_v is J d_v wide: the original dimension only when "
+                  "d_v = d_model/J; the output projection W_O (the 'compression' of l.80) is what returns to "
+                  "d_model, and it is missing from h'_i"),
+        S(27, "a skip connection is just adding the input vector to the output: h'_i + h_i", ("identity:residual-post-norm",)),
+        S(27, "layer normalization has two trainable parameters; the mean and the variance are computed for each "
+              "dimension of the vector", ("encoder.layernorm_vs_torch", "identity:layernorm-mean-zero"),
+          verdict="imprecise", evidence=ev.layernorm_per_vector,
+          precise="LayerNorm computes one mean and one variance per vector, over its d features (per-dimension "
+                  "statistics are batch normalization's); its trainable parameters are the vectors gamma and beta "
+                  "(2 d numbers), while mu and sigma in LN(.; mu_1, sigma_1) are statistics, not parameters"),
+        S(30, "h'''_i = W_2 ReLU(W_1 h''_i + b_1) + b_2", ("encoder.postnorm_layer_vs_torch",)),
+        S(32, "z_i = LN(h'''_i + h''_i), and steps 3-7 repeat", ("encoder.postnorm_layer_vs_torch", "encoder.stack_vs_torch")),
+        S(34, "repeating steps 3-7 increases the number of parameters", ("identity:count-layer", "encoder.stack_vs_torch"),
+          why="each repetition is a layer with its own parameters"),
+        S(41, "processing a set instead of a sequence loses the order of the elements (hence positional encoding)",
+          _PERMUTATION + ("identity:attention-equivariance-fails-positions",),
+          why="without positions the output at a token does not depend on where it stands (equivariance)"),
+        S(43, "positions are encoded so that the larger |i - j|, the larger ||p_i - p_j||, and n is unbounded",
+          ("claims.wiki_pe_distance_monotone",), verdict="false",
+          precise="the encoding it gives (l.45-51) is defined for every i, but its distance is not monotone in "
+                  "|i - j|: at d_model = 512 it first decreases at |i - j| = 44"),
+        S(45, "p_(i,s) = sin(i 10000^(-2k/d_model)) for s = 2k, cos for s = 2k + 1", ("claims.wiki_pe_formula", "identity:pe-shift")),
+        S(58, "q_i = Q x_i, k_i = K x_i, v_i = V x_i", ("encoder.mha_vs_torch",)),
+        S(62, "the importance of x_j for x_i is the dot product of q_i with k_j", ("encoder.mha_vs_torch",)),
+        S(65, "w_ji = exp(<q_i, k_j>/sqrt(d)) / sum_p exp(<q_i, k_p>/sqrt(d))",
+          ("identity:softmax-sums-to-one", "identity:softmax-max-subtracted", "encoder.mha_vs_torch")),
+        S(72, "z_i = sum_p w_pi v_p", ("encoder.mha_vs_torch",)),
+        S(73, "self-attention is a soft-arg-max with temperature sqrt(d)", ("identity:softmax-sums-to-one",),
+          why="a restatement of l.65: softmax(s/T) with T = sqrt(d)"),
+        S(73, "every element depends on all input elements", ("encoder.mha_vs_torch",),
+          evidence=ev.every_output_depends_on_every_input),
+        S(78, "each set of query/key/value matrices is created randomly", why="the initialization, not a value"),
+        S(80, "attention is done several times in parallel, concatenated, then compressed to a vector of the same "
+              "dimension for each element", ("identity:attention-multihead-concat",)),
+        S(82, "c^j = Attn(Q^j q, K^j X, V^j X), j = 1 ... J, where W are trainable matrices",
+          ("identity:attention-multihead-concat",), verdict="imprecise", evidence=ev.concatenated_width,
+          precise="W appears in no formula: the compression of l.80 is c = [c^1 ... c^J] W with W of size "
+                  "J d_v x d_model; and q (the query input) is not defined"),
+        S(88, "every block of the decoder receives the output of the encoder's last block",
+          ("decoder.stack_vs_torch", "decoder.memory_gradient_every_position")),
+        S(90, "generating element t, only the first t - 1 elements may be looked at: h_t = y_(t-1) + p_t; "
+              "H_t = (h_1, ..., h_t)", ("identity:attention-mask-before-softmax", "decoder.lesson_mask_example"),
+          verdict="imprecise", evidence=ev.causal_mask_counts,
+          precise="position t attends to the t positions h_1 ... h_t, itself included (the causal mask allows j <= t), "
+                  "whose inputs carry y_0 ... y_(t-1); 'the first t - 1 elements' counts the generated outputs, not "
+                  "the positions H_t holds"),
+        S(93, "h'_t = LN o MH o Attn(Q^j h_t, K^j H_t, V^j H_t), after 'linear normalization'", _DECODER_LAYER,
+          verdict="imprecise", evidence=ev.missing_residual,
+          precise="LN is layer normalization (the text's own l.27), not a 'linear normalization'; and " + no_residual),
+        S(96, "h''_t = LN o MH o Attn(Q^j h_t, K^j Z, V^j Z): cross-attention to the encoder output", _DECODER_LAYER,
+          verdict="imprecise", evidence=ev.missing_residual, precise=no_residual),
+        S(99, "a linear fully-connected network (by analogy with the encoder): y_t = LN o FNN(h''_t)", _DECODER_LAYER,
+          verdict="imprecise", evidence=ev.ffn_is_not_linear,
+          precise="the network is the encoder's two-layer W_2 ReLU(W_1 h + b_1) + b_2 (l.30), which is not linear; "
+                  "and " + no_residual),
+        S(101, "the result, the index of the word with the largest probability, is SoftArgMax(W_y y_t + b_y)",
+          ("identity:softmax-sums-to-one",), verdict="imprecise", evidence=ev.softargmax_is_a_distribution,
+          precise="SoftArgMax (softmax) gives the probability vector over the vocabulary, not an index; the index is "
+                  "its argmax, which is the argmax of the logits W_y y_t + b_y (softmax is increasing)"),
+        S(101, "every element of the output vocabulary gets a probability", ("identity:softmax-sums-to-one",),
+          evidence=ev.softargmax_is_a_distribution),
+        S(103, "the last stage runs after steps 1-4 were repeated for all decoder blocks", ("decoder.stack_vs_torch",)),
+    ]
+
+
+@lru_cache(maxsize=1)
+def statements() -> tuple[Statement, ...]:
+    """Every checkable prose statement of the four texts (week 06, the lesson, lecture 7, the newest revision of
+    the wiki article), in text order, each with its verdict; those with a computation are named
+    ``statement_<text>_<line>`` (a letter added for a second one on a line)."""
+    items = _week06() + _lesson() + _lecture07() + _wiki()
+    seen: Counter = Counter()
+    named = []
+    for s in items:
+        base = f"statement_{s.key}_{s.line}"
+        seen[base] += 1
+        suffix = "" if seen[base] == 1 else chr(ord("a") + seen[base] - 1)
+        named.append(replace(s, name=base + suffix))
+    return tuple(named)
+
+
+def counts() -> dict[str, Counter]:
+    """Per text, how many statements have each verdict."""
+    out: dict[str, Counter] = {}
+    for s in statements():
+        out.setdefault(s.key, Counter())[s.verdict] += 1
+    return out
