@@ -66,6 +66,7 @@ class TorchReadError(CellError):
         self.module, self.op, self.where = module, op, where
         at = f" at {where}" if where else ""
         super().__init__("module", f"{module}: {op}{at}", allowed)
+        self.args = (f"module {module}: {op}{at} is not allowed: {allowed}",)  # whole: the line is the point
 
 
 @dataclass(frozen=True)
@@ -574,20 +575,28 @@ def _read_step(module, states, example, reader: _Reader, label: str, torch) -> T
 def _run_example(gm, args, label, torch) -> None:
     """Run the traced step once on ``example``: every node's shape, or the op whose shapes disagree."""
 
+    failed = []
+
     class Shapes(torch.fx.Interpreter):
         def run_node(self, n):
             try:
                 value = super().run_node(n)
             except Exception as exc:
-                raise TorchReadError(label, f"{_describe(gm, n)} on the example's shapes", "shapes that agree with "
-                                     f"example= ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})",
-                                     _where(_frame(n))) from None
+                failed.append((n, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"))
+                raise
             if isinstance(value, torch.Tensor):
                 n.meta["seqgrad_shape"] = tuple(value.shape)
             return value
 
-    with torch.no_grad():
-        Shapes(gm).run(*args)
+    try:
+        with torch.no_grad():
+            Shapes(gm).run(*args)
+    except Exception:
+        if not failed:
+            raise
+        n, why = failed[0]
+        raise TorchReadError(label, f"{_describe(gm, n)} on the example's shapes", f"shapes that agree with example= "
+                             f"({why})", _where(_frame(n))) from None
 
 
 def _describe(gm, node) -> str:
@@ -601,8 +610,8 @@ def _describe(gm, node) -> str:
     mod = getattr(target, "__module__", None) or ""
     name = getattr(target, "__name__", str(target))
     if mod in ("_operator", "operator"):
-        return {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "matmul": "@", "getitem": "[]", "pow": "**",
-                "neg": "unary -"}.get(name, f"operator.{name}")
+        return {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "matmul": "@", "pow": "**",
+                "neg": "unary -", "getitem": "indexing []"}.get(name, f"operator.{name}")
     if "functional" in mod:
         return f"F.{name}"
     if mod.startswith("torch") or getattr(target, "__self__", None) is not None:
