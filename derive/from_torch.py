@@ -426,7 +426,8 @@ class _Unsupported(Exception):
 
 
 ALLOWED = ("nn.Linear, F.linear, x @ W.T (or x @ W) with W a parameter, + - * and division by a number, "
-           "activations (" + ", ".join(sorted({k for k in TORCH_ACTIVATIONS if k.islower()})) + "), torch.cat, "
+           "activations (" + ", ".join(sorted({k for k in TORCH_ACTIVATIONS if k.islower()} - {"gelu"}) + ["gelu (tanh form)"])
+           + "), torch.cat, "
            "chunk, split, narrow and column slices along the last dimension")
 
 
