@@ -281,7 +281,7 @@ class _Reader:
 
     def preactivation(self, name: str | None, arg) -> sp.Symbol:
         pre = self.fresh("z" + (name or "").replace("_", ""))
-        if name and name.isalnum() and pre == "z" + name:
+        if name and len(name) == 1 and pre == "z" + name:  # z^i; a longer name prints badly as a superscript
             self.display[pre] = f"z^{name}"
         if name:
             self.gate_of[pre] = name
@@ -504,12 +504,19 @@ def _assigned_names(gm) -> dict:
             continue
         target = stmt.targets[0]
         if isinstance(target, ast.Name):
-            out[nodes[-1]] = target.id
+            out[nodes[-1]] = _printable(target.id)
         elif isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in target.elts):
             items = [n for n in nodes if n.op == "call_function" and n.target is operator.getitem]
             for n, elt in zip(items[-len(target.elts):], target.elts):
-                out[n] = elt.id
+                out[n] = _printable(elt.id)
     return out
+
+
+def _printable(name: str) -> str:
+    """Your variable's name as an equation name: ``h_tilde`` -> ``htilde`` (printed h with a tilde, as SymPy
+    reads the suffix), so that it can carry a step index and a superscript."""
+    bare = name.replace("_", "")
+    return bare if bare and bare[0].isalpha() else name
 
 
 def _read_step(module, states, example, reader: _Reader, label: str, torch) -> TorchSource:
