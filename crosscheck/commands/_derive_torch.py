@@ -97,13 +97,14 @@ def _example(module, states, text, torch):
 
 
 def _run_torch(args) -> str:
+    obj = load(args.target)  # before torch is imported: a bad MODULE_PATH:NAME is refused at once
+
     import torch
 
     from seqgrad.derive.cell import Cell
 
     from . import derive
 
-    obj = load(args.target)
     if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
         try:
             obj = obj()
@@ -111,7 +112,7 @@ def _run_torch(args) -> str:
             raise _usage("NAME", args.target, f"a module class that takes no arguments ({exc}), an instance, or a "
                          "function returning one") from None
     elif callable(obj) and not isinstance(obj, (torch.nn.Module, Cell)):
-        obj = obj()
+        obj = _call_factory(obj, args.target)
     if isinstance(obj, Cell):
         cell = obj
         if getattr(cell, "torch", None) is None:
@@ -129,6 +130,24 @@ def _run_torch(args) -> str:
     if check:
         text += "\n\n" + _check_text(cell)
     return text
+
+
+def _call_factory(fn, target):
+    """``NAME()`` for a function of no arguments (the user's factory); its failure is one line, not a traceback."""
+    try:
+        required = [p for p in inspect.signature(fn).parameters.values()
+                    if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    except (TypeError, ValueError):
+        required = ["?"]
+    if required:
+        raise _usage("NAME", target, "an nn.Module, an nn.Module class, or a function of no arguments returning a "
+                     "module or a Cell")
+    try:
+        return fn()
+    except Exception as exc:
+        if type(exc).__module__.startswith("seqgrad"):
+            raise
+        raise _usage("NAME", target, f"a function that runs without error ({type(exc).__name__}: {exc})") from None
 
 
 def _check_text(cell) -> str:
