@@ -374,23 +374,28 @@ def _read_recurrent(module, reader: _Reader, label: str) -> TorchSource:
                     terms[side] += reader.param(ParamRef("module", f"bias_{side}h{suffix}", (G * H,), cols=block, row=True),
                                                 f"b_{side}{gate}{tag}", final=True)
             gates[g] = (terms["i"], terms["h"])
-        if mode.startswith("RNN"):
-            x_part, h_part = gates[""]
-            z = reader.define(reader.fresh("z" + tag), x_part + h_part)
-            h = reader.define(names[("h", layer)], FUNCTIONS[mode[4:].lower()](z))
-        else:
-            def gate(g, f, value):  # g_t = f(z_t^g): the gate and its named pre-activation
-                return reader.define(reader.fresh(g + tag), FUNCTIONS[f](reader.preactivation(g + tag, value)))
+        def define(base, value):  # one equation; with several layers printed with the layer as a superscript
+            name = names.get((base, layer)) or reader.fresh(base + tag)
+            if tag:
+                reader.display[name] = f"z^{base[1:]}{layer}" if base[:1] == "z" and len(base) == 2 else f"{base}^{layer}"
+            elif base[:1] == "z" and len(base) == 2:
+                reader.display[name] = f"z^{base[1]}"
+            return reader.define(name, value)
 
-            if mode == "GRU":
-                r, z = gate("r", "sigmoid", sum(gates["r"])), gate("z", "sigmoid", sum(gates["z"]))
-                a = reader.define(reader.fresh("a" + tag), gates["n"][1])  # W_hn h_{t-1} + b_hn, which r multiplies
-                n = gate("n", "tanh", gates["n"][0] + r * a)
-                h = reader.define(names[("h", layer)], (1 - z) * n + z * prev["h"])
-            else:
-                i, f, g, o = (gate(k, "tanh" if k == "g" else "sigmoid", sum(gates[k])) for k in "ifgo")
-                c = reader.define(names[("c", layer)], f * prev["c"] + i * g)
-                h = reader.define(names[("h", layer)], o * sp.tanh(c))
+        def gate(g, f, value):  # g_t = f(z_t^g): the gate and its named pre-activation
+            return define(g, FUNCTIONS[f](define("z" + g, value)))
+
+        if mode.startswith("RNN"):
+            h = define("h", FUNCTIONS[mode[4:].lower()](define("z", sum(gates[""]))))
+        elif mode == "GRU":
+            r, z = gate("r", "sigmoid", sum(gates["r"])), gate("z", "sigmoid", sum(gates["z"]))
+            a = define("a", gates["n"][1])  # W_hn h_{t-1} + b_hn, which r multiplies
+            n = gate("n", "tanh", gates["n"][0] + r * a)
+            h = define("h", (1 - z) * n + z * prev["h"])
+        else:
+            i, f, g, o = (gate(k, "tanh" if k == "g" else "sigmoid", sum(gates[k])) for k in "ifgo")
+            c = define("c", f * prev["c"] + i * g)
+            h = define("h", o * sp.tanh(c))
         u = h
     widths = {s: H for s in states}
     widths["x"] = module.input_size

@@ -299,3 +299,12 @@ def test_printer_parenthesises_products_in_matrix_products():
     p = _Printer({})
     assert p._print(sp.HadamardProduct(a, sp.MatMul(b, W))) == "a*(b @ W)"
     assert p._print(sp.MatMul(W, sp.HadamardProduct(a.T, b.T))) == "W @ (a.T*b.T)"
+
+
+def test_module_docstring_examples():
+    import doctest
+
+    from seqgrad.crosscheck import torch_cells
+
+    result = doctest.testmod(torch_cells, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
