@@ -5,7 +5,7 @@ SymPy and seqgrad.derive.cell are timed first, then ``Cell.from_torch(module)`` 
 same-run baseline is the hand-written LSTM of the engine, ``lstm_cell(sizes).general()``, in a fresh
 process of its own: the ratio is what reading the module adds.  Modules: ``nn.LSTMCell(32, 32)`` and the
 peephole LSTM step module of ``crosscheck.torch_examples`` (traced with torch.fx), D = H = 32.  Target:
-< 1 s beyond the imports (issue 27).  Wall seconds, median of ``--repeats`` runs.
+< 1 s beyond the imports (issue 27).  Wall seconds, median of ``--repeats`` runs; ``--smoke``: one run, nothing recorded.
 """
 
 from __future__ import annotations
