@@ -222,7 +222,7 @@ class _Reader:
         self.label = label
         self.equations: list = []
         self.taken = {"x", "t", "T", "B", "L", "e", "y", "yhat"}
-        self.params: dict = {}  # placeholder Symbol -> (ParamRef, base name, column tag)
+        self.params: dict = {}  # placeholder Symbol -> (ParamRef, base name, column tag, final name?)
         self.tags: dict = {}  # placeholder -> row tag (the gate it first appears in)
         self.display: dict = {}
         self.gate_of: dict = {}  # pre-activation name -> its activation's name
@@ -287,6 +287,16 @@ class _Reader:
             self.gate_of[pre] = name
         return self.define(pre, arg)
 
+    def _block_name(self, sym, ref: ParamRef, base: str, col_tag: str | None) -> str:
+        """``W`` chunked into gates: ``W_i``; ``W_f`` of ``torch.cat([x, h])``: ``W_fx``, ``W_fh``."""
+        tags = []
+        if ref.rows is not None or (ref.row and ref.cols is not None):
+            tags.append(self.tags.get(sym, ""))
+        if col_tag and not ref.row and ref.cols is not None:
+            tags.append(col_tag)
+        tag = "".join(t.replace("_", "") for t in tags if t)
+        return base + (tag if ("_" in base or not tag) else "_" + tag)
+
     def cell(self, source: TorchSource, head_expr, out_width: int, kind: str, on, reduction, batch, name) -> Cell:
         # parameter names: the base (torch's or your attribute's), the gate its block belongs to, the input it reads
         rename, shapes, refs = {}, {}, {}
@@ -296,15 +306,7 @@ class _Reader:
         for sym, (ref, base, col_tag, final) in self.params.items():
             if sym not in used:
                 continue
-            tags = []
-            if final:
-                pass
-            elif ref.rows is not None or (ref.row and ref.cols is not None):
-                tags.append(self.tags.get(sym, ""))
-            if not final and col_tag and not ref.row and ref.cols is not None:
-                tags.append(col_tag)
-            tag = "".join(t.replace("_", "") for t in tags if t)
-            pname = self.fresh_param(base + (tag if ("_" in base or not tag) else "_" + tag))
+            pname = self.fresh_param(base if final else self._block_name(sym, ref, base, col_tag))
             rename[sym] = sp.Symbol(pname)
             shapes[pname] = ref.block_shape()
             refs[pname] = ref
@@ -558,7 +560,9 @@ def _read_step(module, states, example, reader: _Reader, label: str, torch) -> T
                              "an example with one entry per argument of forward (x_t, then the states)")
     if len(placeholders) < 2:
         raise TorchReadError(label, "forward(x) without a state", "a recurrent step forward(x_t, h_prev, ...) -> new states")
-    _run_example(gm, [e if not isinstance(e, (tuple, list)) else tuple(e) for e in example], label, torch)
+    dtype = _dtype(module, torch)  # the example gives the shapes; its values run in the module's own dtype
+    _run_example(gm, [e.to(dtype) if not isinstance(e, (tuple, list)) else tuple(t.to(dtype) for t in e)
+                      for e in example], label, torch)
     widths = {"x": int(example[0].shape[1])}
     widths.update({s: int(t.shape[1]) for s, t in zip(states, tensors)})
     out_node = next(n for n in gm.graph.nodes if n.op == "output")

@@ -308,3 +308,37 @@ def test_module_docstring_examples():
 
     result = doctest.testmod(torch_cells, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("of, wrt", [("h", "h"), ("c", "c"), ("c", "h")])
+def test_transition_jacobian_of_a_step_module_is_torchs(of, wrt):
+    """J_t = d s_t / d s'_{t-1}, derived from the traced equations and evaluated along a trajectory at the
+    module's weights, against torch's Jacobian of the module's own step at the same states."""
+    from seqgrad.crosscheck.cell_paths import transition_jacobians
+
+    torch.manual_seed(7)
+    step = te.PeepholeLSTM(3, 4).double()
+    cell = Cell.from_torch(step, states="h c", example=(torch.zeros(1, 3), (torch.zeros(1, 4), torch.zeros(1, 4))))
+    x = torch.randn(6, 3, dtype=torch.float64)
+    ours = transition_jacobians(cell, cell.torch.values(), x.numpy(), of=of, wrt=wrt)
+    h, c = torch.zeros(1, 4, dtype=torch.float64), torch.zeros(1, 4, dtype=torch.float64)
+    k_of, k_wrt = "hc".index(of), "hc".index(wrt)
+    for t in range(6):
+        def one(s, t=t, h=h, c=c):
+            state = [h, c]
+            state[k_wrt] = s.reshape(1, 4)
+            return step(x[t:t + 1], tuple(state))[k_of].reshape(4)
+
+        J = torch.autograd.functional.jacobian(one, (h, c)[k_wrt].reshape(4))
+        np.testing.assert_allclose(ours[t], J.numpy(), atol=1e-12, rtol=0)
+        with torch.no_grad():
+            h, c = step(x[t:t + 1], (h, c))
+
+
+def test_the_equation_check_points_to_the_module_check():
+    from seqgrad.crosscheck import cells
+    from seqgrad.errors import SeqgradTypeError
+
+    gru = nn.GRU(3, 4)
+    with pytest.raises(SeqgradTypeError, match="torch_cells.against_autograd"):
+        cells.against_autograd(Cell.from_torch(gru), gru)
