@@ -975,6 +975,9 @@ class _Translator:
     def op_getitem(self, node, v, index):
         if isinstance(v, tuple):
             return v[index]
+        if isinstance(v, _Param):
+            self.fail(node, f"a slice of the parameter {self.r.params[v.sym][0].qualname}", "whole parameters (a "
+                      "linear map's output can be chunked, split or sliced: its weight is split with it)")
         v = self.row(node, v)
         if isinstance(index, tuple) and len(index) == 2 and index[0] == slice(None) and isinstance(index[1], slice):
             lo, hi, step = index[1].indices(v.width)
