@@ -342,3 +342,11 @@ def test_the_equation_check_points_to_the_module_check():
     gru = nn.GRU(3, 4)
     with pytest.raises(SeqgradTypeError, match="torch_cells.against_autograd"):
         cells.against_autograd(Cell.from_torch(gru), gru)
+
+
+def test_an_equation_named_g_is_not_taken_for_a_sensitivity():
+    """The LSTM's candidate gate is torch's g: the engine's symbol cache keyed sensitivities by "g" and read
+    a sequence named g as one (an AttributeError in every general derivation of a cell with a g)."""
+    cell = Cell("zg = w_x*x + w_h*h_prev; g = tanh(zg); h = 0.5*h_prev + g", states="h", params="w_x w_h w_o",
+                head="w_o*h")
+    assert sstr(cell.general().transition()) == "1/2 + w_h*(1 - g_t**2)"
