@@ -68,7 +68,7 @@ class MinimalGatedUnit(nn.Module):
         return (1 - f) * h + f * h_tilde
 
 
-def _example(module, D, H, states):
+def _example(D, H, states):
     x = torch.zeros(1, D)
     h = [torch.zeros(1, H) for _ in states.split()]
     return (x, tuple(h)) if len(h) > 1 else (x, h[0])
@@ -80,7 +80,7 @@ def gru_variant(D: int = 3, H: int = 4):
 
     torch.manual_seed(1)
     m = ResetBeforeGRU(D, H)
-    return Cell.from_torch(m, states="h", example=_example(m, D, H, "h"))
+    return Cell.from_torch(m, states="h", example=_example(D, H, "h"))
 
 
 def peephole_lstm(D: int = 3, H: int = 4):
@@ -89,7 +89,7 @@ def peephole_lstm(D: int = 3, H: int = 4):
 
     torch.manual_seed(2)
     m = PeepholeLSTM(D, H)
-    return Cell.from_torch(m, states="h c", example=_example(m, D, H, "h c"))
+    return Cell.from_torch(m, states="h c", example=_example(D, H, "h c"))
 
 
 def minimal_gated_unit(D: int = 3, H: int = 4):
@@ -98,4 +98,4 @@ def minimal_gated_unit(D: int = 3, H: int = 4):
 
     torch.manual_seed(3)
     m = MinimalGatedUnit(D, H)
-    return Cell.from_torch(m, states="h", example=_example(m, D, H, "h"))
+    return Cell.from_torch(m, states="h", example=_example(D, H, "h"))

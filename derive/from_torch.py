@@ -426,12 +426,6 @@ class _Param:
     transposed: bool = False
 
 
-class _Unsupported(Exception):
-    def __init__(self, op: str, allowed: str):
-        super().__init__(op)
-        self.op, self.allowed = op, allowed
-
-
 ALLOWED = ("nn.Linear, F.linear, x @ W.T (or x @ W) with W a parameter, + - * and division by a number, "
            "activations (" + ", ".join(sorted({k for k in TORCH_ACTIVATIONS if k.islower()} - {"gelu"}) + ["gelu (tanh form)"])
            + "), torch.cat, "
