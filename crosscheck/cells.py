@@ -586,6 +586,10 @@ def against_autograd(cell: Cell, steps=(1, 3, 8), trials: int = 2, seed: int = 0
     float64, at random unit-scale points: a list of (T, name, max abs error, max rel error)."""
     import torch
 
+    if isinstance(steps, torch.nn.Module):
+        raise SeqgradTypeError("steps", type(steps).__name__, "step counts such as (1, 3, 8); to check a cell read "
+                               "from a torch module against the module's own autograd: "
+                               "crosscheck.torch_cells.against_autograd(cell, module, X)")
     f = CellFunction(cell, backend, device=device)
     twin = autograd_twin(cell, device)
     rng = np.random.default_rng(seed)

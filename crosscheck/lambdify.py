@@ -84,7 +84,9 @@ class _Printer(NumPyPrinter):
             inner = self._print(rest)
             text = f"_colsum({inner})" if mats[0].shape[0] == 1 else f"({inner})"
             return text if coeff == 1 else f"{self.parenthesize(coeff, PRECEDENCE['Mul'])}*{text}"
-        text = " @ ".join(self.parenthesize(m, PRECEDENCE["Mul"], strict=True) for m in mats)
+        # a factor of Mul precedence (a Hadamard product a*b, a scaled matrix) is parenthesised: @ and * bind
+        # alike in Python, so W @ a*b would be (W @ a)*b
+        text = " @ ".join(self.parenthesize(m, PRECEDENCE["Mul"], strict=False) for m in mats)
         return text if coeff == 1 else f"{self.parenthesize(coeff, PRECEDENCE['Mul'])}*{text}"
 
     def _print_MatAdd(self, expr):
@@ -96,8 +98,8 @@ class _Printer(NumPyPrinter):
             return f"_cat(({left})).T @ _cat(({right}))"
         return " + ".join(self.parenthesize(a, PRECEDENCE["Add"]) for a in expr.args)
 
-    def _print_HadamardProduct(self, expr):
-        return "*".join(self.parenthesize(a, PRECEDENCE["Mul"], strict=True) for a in expr.args)
+    def _print_HadamardProduct(self, expr):  # a factor A @ B parenthesised, as above: a*(A @ B), not (a*A) @ B
+        return "*".join(self.parenthesize(a, PRECEDENCE["Mul"], strict=not isinstance(a, sp.MatMul)) for a in expr.args)
 
     def _print_Transpose(self, expr):
         return f"{self.parenthesize(expr.arg, PRECEDENCE['Atom'], strict=True)}.T"

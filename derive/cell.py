@@ -233,7 +233,7 @@ class _Symbols:
 
     def adjoint(self, base: str, i, shape=None):
         base = self.cell.display.get(base, base)
-        key = ("g", base, i, shape)
+        key = ("<g>", base, i, shape)
         if key not in self.cache:
             name = _adjoint_name(base, i)
             self.cache[key] = sp.MatrixSymbol(name, *shape) if shape else sp.Symbol(name)
@@ -567,6 +567,25 @@ class Cell:
 
         return UnrolledCell(self, validate.integer("steps", steps, minimum=1))
 
+    @classmethod
+    def from_torch(cls, module, *, states=None, example=None, head=None, loss="squared", on="final",
+                   reduction: str = "sum", batch: str = "sum", name: str | None = None) -> "Cell":
+        """The cell of a PyTorch module, its weights as the parameter values (``cell.torch.values()``).
+
+        ``module`` is ``nn.RNN``/``nn.GRU``/``nn.LSTM`` (any layers, bias, batch_first),
+        ``nn.RNNCell``/``nn.GRUCell``/``nn.LSTMCell``, or a step module of your own with ``states``
+        (the names of the states it carries, in the order of its arguments and results) and ``example``
+        (the arguments of one step: ``(x_t, h_prev)``, ``(x_t, h_prev, c_prev)`` or ``(x_t, (h_prev,
+        c_prev))``, tensors of shape (B, width)), traced with ``torch.fx``.  ``head``: None (``yhat`` is the
+        state), an ``nn.Linear`` or a module or function of the state; ``loss``: ``"squared"``,
+        ``"cross_entropy"`` or ``nn.CrossEntropyLoss``.  The reading lives in :mod:`derive.from_torch`
+        (torch is imported only there, when a module is passed in); :func:`crosscheck.torch_cells.against_autograd`
+        checks the derivation against the module's own autograd."""
+        from .from_torch import read_module
+
+        return read_module(module, states=states, example=example, head=head, loss=loss, on=on,
+                           reduction=reduction, batch=batch, name=name)
+
     def general(self) -> "GeneralDerivation":
         """The derivation at a general step t of a sequence of length T."""
         if not hasattr(self, "_general"):
@@ -689,9 +708,9 @@ class GeneralDerivation:
             idx = _index(key[-2])
             if idx is None or not idx.has(t):
                 continue
-            base = key[1] if key[0] == "g" else key[0]
+            base = key[1] if key[0] == "<g>" else key[0]
             shape = key[-1]
-            out[s] = (self.sym.adjoint(base, idx + k, shape) if key[0] == "g" else self.sym.seq(base, idx + k, shape))
+            out[s] = (self.sym.adjoint(base, idx + k, shape) if key[0] == "<g>" else self.sym.seq(base, idx + k, shape))
         return out
 
     def instantiate(self, expr, k: int, steps: int, unrolled=None):
@@ -709,7 +728,7 @@ class GeneralDerivation:
                 continue
             i = int(idx)
             shape = key[-1]
-            if key[0] == "g":
+            if key[0] == "<g>":
                 base = key[1]
                 if i >= steps:
                     out[s] = sp.ZeroMatrix(*shape) if shape else sp.Integer(0)
@@ -758,7 +777,7 @@ class GeneralDerivation:
             if idx is None or not idx.has(t):
                 continue
             new = idx.subs(t, index)
-            out[s] = self.sym.adjoint(key[1], new, key[-1]) if key[0] == "g" else self.sym.seq(key[0], new, key[-1])
+            out[s] = self.sym.adjoint(key[1], new, key[-1]) if key[0] == "<g>" else self.sym.seq(key[0], new, key[-1])
         return expr.xreplace(out)
 
     def loss_expression(self):

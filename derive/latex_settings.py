@@ -242,7 +242,7 @@ class NotationPrinter(LatexPrinter):
                 return name, [], [], ""
             parts = re.findall(r"([_^])(\{[^{}]*\}|[^_^{}]+)", m.group(2))
             subs = [v.strip("{}") for k, v in parts if k == "_"]
-            supers = [v.strip("{}") for k, v in parts if k == "^"]
+            supers = [re.sub(r"\^([A-Za-z0-9]{2,})", r"^{\1}", v.strip("{}")) for k, v in parts if k == "^"]  # g^{z^{i0}}
             tail = (f"^{{{','.join(supers)}}}" if supers else "") + (f"_{{{','.join(subs)}}}" if subs else "")
             return m.group(1), [], [], tail
         base, supers, subs = split_super_sub(name)

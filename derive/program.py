@@ -241,7 +241,12 @@ class Elementwise(ElementwiseApplyFunction):
         return text
 
     def _latex(self, printer):
-        return self._apply_printed(printer, printer.parenthesize(self.expr, 1000) if not self.expr.is_symbol else printer._print(self.expr))
+        if not self.expr.is_symbol:
+            return self._apply_printed(printer, printer.parenthesize(self.expr, 1000))
+        arg = printer._print(self.expr)
+        if "^" in arg and self.function.expr.has(sp.Pow):  # (g^1_t)^2, not the double superscript g^1_t^2
+            arg = r"\left(%s\right)" % arg
+        return self._apply_printed(printer, arg)
 
     def _sympystr(self, printer):
         arg = printer._print(self.expr)

@@ -599,6 +599,52 @@ cli(["experiment", "cue-recall", "--device", "tpu"], UsageError, "argument --dev
 cli(["experiment", "nosuchexperiment"], UsageError, "argument NAME")
 
 
+# ---------------------------------------------------------------- Cell.from_torch (issue 27)
+
+
+def _from_torch(make, **kw):
+    def run():
+        import torch
+
+        from seqgrad.derive.cell import Cell
+
+        return Cell.from_torch(make(torch), **kw)
+
+    return run
+
+
+def _exp_step(torch):
+    class ExpStep(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 4)
+
+        def forward(self, x, h):
+            return torch.exp(self.lin(x)) * h
+
+    return ExpStep()
+
+
+def _example(torch, *widths):
+    return tuple(torch.zeros(1, w) for w in widths)
+
+
+case("derive.from_torch", "Cell.from_torch(nn.Linear(3, 4))  (not recurrent)", SeqgradValueError, "recurrent module")(
+    _from_torch(lambda torch: torch.nn.Linear(3, 4)))
+case("derive.from_torch", "Cell.from_torch(nn.GRU(3, 4, bidirectional=True))", SeqgradValueError, "bidirectional")(
+    _from_torch(lambda torch: torch.nn.GRU(3, 4, bidirectional=True)))
+case("derive.from_torch", "Cell.from_torch(step with torch.exp, states='h', ...)  (unknown function)", SeqgradValueError,
+     "torch.exp at bad_input_cases.py")(
+    lambda: _from_torch(_exp_step, states="h", example=_example(__import__("torch"), 3, 4))())
+case("derive.from_torch", "Cell.from_torch(step, states='h c', example=(x, h))  (state arity)", SeqgradValueError,
+     "one state tensor per name")(lambda: _from_torch(_exp_step, states="h c", example=_example(__import__("torch"), 3, 4))())
+case("derive.from_torch", "Cell.from_torch('gru')", SeqgradTypeError, "torch.nn.Module")(
+    lambda: __import__("seqgrad.derive.cell").derive.cell.Cell.from_torch("gru"))
+cli(["derive", "torch", "no_such_module_xyz:cell"], SeqgradValueError, "MODULE_PATH")
+cli(["derive", "torch", "1+1"], SeqgradValueError, "MODULE_PATH:NAME")
+cli(["derive", "torch", PAYLOAD + ":cell"], SeqgradValueError, "MODULE_PATH:NAME")
+
+
 # ---------------------------------------------------------------- injection payloads, every entry point
 
 

@@ -36,7 +36,8 @@ def outputs(nb, mime: str) -> list:
 
 def test_one_notebook_per_use():
     assert [p.name for p in NOTEBOOKS] == ["decoder-generation.ipynb", "deriving-gradient-formulas.ipynb",
-                                           "exporting-notes.ipynb", "verifying-identities.ipynb"]
+                                           "exporting-notes.ipynb", "from-pytorch-to-bptt.ipynb",
+                                           "verifying-identities.ipynb"]
     readme = (ROOT / "docs" / "notebooks" / "README.md").read_text()
     assert all(p.name in readme for p in NOTEBOOKS)
 
@@ -93,3 +94,17 @@ def test_decoder_generation(tmp_path):
     assert "step 2: sees positions 0..1 (<start> я) -> predicts люблю" in text
     assert "stopped at <end>: я люблю мо" in text
     assert float(text.strip().splitlines()[-1]) < 1e-10  # parallel pass = step-by-step logits
+
+
+@pytest.mark.slow
+def test_from_pytorch_to_bptt(tmp_path):
+    nb = run(ROOT / "docs/notebooks/from-pytorch-to-bptt.ipynb", tmp_path)
+    latex = outputs(nb, "text/latex")
+    assert any("\\begin{align*}" in t and "{W}_{ir}" in t for t in latex)  # the GRU's derivation, torch's names
+    assert any("\\operatorname{diag}" in t or "diag" in t for t in latex)  # the peephole LSTM's carry Jacobian
+    text = printed(nb)
+    assert "< 1e-10: True" in text and "weight_ih_l0" in text
+    assert "peephole LSTM against its own autograd:" in text and "minimal gated unit against its own autograd:" in text
+    assert text.count(" True") >= 3
+    pngs = outputs(nb, "image/png")
+    assert pngs and _png(pngs[0])[:8] == b"\x89PNG\r\n\x1a\n"

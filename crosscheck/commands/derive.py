@@ -287,6 +287,9 @@ MODELS: dict[str, tuple[str, Callable, Callable]] = {
 from ._derive_decoder_conv import MODELS as _DECODER_CONV  # noqa: E402  (decoder, conv: issue 14)
 
 MODELS.update(_DECODER_CONV)
+from ._derive_torch import MODELS as _TORCH  # noqa: E402  (torch MODULE_PATH:NAME: issue 27)
+
+MODELS.update(_TORCH)
 
 
 def register(sub) -> None:
