@@ -208,13 +208,13 @@ def _build(op: Operation):
 # a user's function through the same door
 
 
-def evaluator(lam: sp.Lambda) -> Callable:
+def evaluator(lam: sp.Lambda, argument: str = "definition") -> Callable:
     """A definition ``(m, *args) -> value`` that evaluates the SymPy Lambda ``lam`` over any namespace ``m``
     of the registry (SymPy: the Lambda itself; numpy, torch, mpmath: its tree, each operation by ``m``'s
     implementation, each number a float)."""
     variables = lam.variables
     body = lam.expr
-    check_definition(body, variables, "definition")
+    check_definition(body, variables, argument)
 
     def definition(m, *args):
         if isinstance(m, SympyNamespace):
@@ -282,7 +282,7 @@ def define(name: str, fn, *, derivative=None, argument: str | None = None):
     lam = _as_lambda(fn, argument)
     if len(lam.variables) != 1:
         raise SeqgradValueError(argument, str(lam), "a function of one argument")
-    definition = evaluator(lam)
+    definition = evaluator(lam, argument)
     deriv = None
     if derivative is not None:
         dlam = _as_lambda(derivative, f"{argument} derivative")
