@@ -91,7 +91,7 @@ class _Printer(NumPyPrinter):
                                     f"to compile for {self._module}; register it (docs/adding-an-operation.md)")
         key = "_op_" + op.name
         if key not in self.used:
-            self.used[key] = getattr(operation_backend(self._module, op), op.name)  # refused here if it has none
+            self.used[key] = operation_backend(self._module, op).function(op.name)  # refused here if it has none
         args = ", ".join((arg_text or self._print)(a) for a in expr.args)
         return f"{key}({args})"
 
@@ -238,7 +238,7 @@ def operation_namespace(backend: str, functions=None) -> dict:
     out = {}
     for op in ops:
         try:
-            out["_op_" + op.name] = getattr(operation_backend(backend, op), op.name)
+            out["_op_" + op.name] = operation_backend(backend, op).function(op.name)
         except SeqgradValueError:
             pass
     return out

@@ -180,16 +180,23 @@ class Namespace:
         self._ops = dict(extra or {})
         self.__dict__.update(helpers)
 
-    def implementation(self, op: Operation) -> Callable:
-        if op.primitive:
-            spec = op.implementation(self._backend)
-            if spec is None:
-                raise SeqgradValueError("operation", op.name, f"an operation with a {self._backend} implementation "
-                                        f"(the {op.name!r} operation has none)")
+    def implementation(self, op: Operation, wrapped: bool = True) -> Callable:
+        """``op`` in this backend; ``wrapped=False``: a primitive without the adapter (generated code, which
+        passes it arrays only)."""
+        spec = op.implementation(self._backend)
+        if spec is not None:
             fn = spec(self._module)
-            return self._wrap(fn) if self._wrap is not None else fn
+            return self._wrap(fn) if self._wrap is not None and wrapped else fn
+        if op.primitive:
+            raise SeqgradValueError("operation", op.name, f"an operation with a {self._backend} implementation "
+                                    f"(the {op.name!r} operation has none)")
         definition = op.definition
         return lambda *args: definition(self, *args)
+
+    def function(self, name: str) -> Callable:
+        """The operation ``name`` for generated code: a primitive unwrapped, a composite by its definition."""
+        op = self._ops.get(name) or get(name)
+        return self.implementation(op, wrapped=False)
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
