@@ -275,22 +275,9 @@ def _torch_namespace() -> dict:
 
     import torch
 
-    def maximum(a, b):
-        if not isinstance(a, torch.Tensor):
-            return torch.clamp(b, min=a)
-        if not isinstance(b, torch.Tensor):
-            return torch.clamp(a, min=b)
-        return torch.maximum(a, b)
+    from seqgrad.numeric.activations import namespace
 
-    def minimum(a, b):
-        if not isinstance(a, torch.Tensor):
-            return torch.clamp(b, max=a)
-        if not isinstance(b, torch.Tensor):
-            return torch.clamp(a, max=b)
-        return torch.minimum(a, b)
-
-    def heaviside(x, h0):
-        return torch.heaviside(x, torch.full((), h0, dtype=x.dtype, device=x.device))
+    ops = namespace("torch")  # the registry's structural helpers: max/min of a tensor and a number, Heaviside
 
     def rowstd(X, eps):
         return torch.sqrt(torch.var(X, -1, unbiased=False, keepdim=True) + eps)
@@ -299,8 +286,8 @@ def _torch_namespace() -> dict:
         return (X - torch.mean(X, -1, keepdim=True)) / rowstd(X, eps)
 
     return {
-        "torch": torch, "math": math, "_heaviside": heaviside,
-        "_maximum": maximum, "_minimum": minimum, "_sumsq": lambda m: torch.sum(torch.square(m)), "_cat": torch.cat,
+        "torch": torch, "math": math, "_heaviside": ops.heaviside,
+        "_maximum": ops.maximum, "_minimum": ops.minimum, "_sumsq": lambda m: torch.sum(torch.square(m)), "_cat": torch.cat,
         "_softmax": lambda S: torch.softmax(S, -1), "_rowsum": lambda m: torch.sum(m, -1, keepdim=True),
         "_rowmean": lambda m: torch.mean(m, -1, keepdim=True), "_rowstd": rowstd, "_normalize": normalize,
         "_colsum": lambda m: torch.sum(m, -2, keepdim=True), "_diag": lambda v: torch.diag(v.reshape(-1)),

@@ -62,10 +62,8 @@ def _sympy_ns(version: int) -> SympyNamespace:
     return SympyNamespace("sympy", sp, _sympy_helpers())
 
 
-def sympy_namespace(extra: dict | None = None) -> SympyNamespace:
-    """The registry's operations (and ``extra`` ones, by name) as SymPy nodes: ``ns.tanh``, ``ns.gelu``."""
-    if extra:
-        return SympyNamespace("sympy", sp, _sympy_helpers(), extra=extra)
+def sympy_namespace() -> SympyNamespace:
+    """The registry's operations as SymPy nodes: ``ns.tanh``, ``ns.gelu``."""
     return _sympy_ns(registry.version())
 
 
@@ -113,7 +111,7 @@ def operation_of(expr) -> Operation | None:
     op = getattr(func, "_operation", None)
     if op is not None:
         return op
-    return _BY_SYMPY_CLASS().get(func)
+    return _by_class(registry.version()).get(func)
 
 
 @functools.lru_cache(maxsize=None)
@@ -128,13 +126,9 @@ def _by_class(version: int) -> dict:
     return out
 
 
-def _BY_SYMPY_CLASS() -> dict:
-    return _by_class(registry.version())
-
-
-def derivative(op: Operation, arg, out=None, ns=None):
+def derivative(op: Operation, arg, out=None):
     """``phi'(arg)`` of ``op`` as SymPy, through ``out = phi(arg)`` where the declaration writes it so."""
-    ns = ns or sympy_namespace()
+    ns = sympy_namespace()
     if out is None:
         out = _node(op)(arg)
     if op.derivative is not None:
@@ -282,20 +276,24 @@ def define(name: str, fn, *, derivative=None, argument: str | None = None):
     lam = _as_lambda(fn, argument)
     if len(lam.variables) != 1:
         raise SeqgradValueError(argument, str(lam), "a function of one argument")
+    dlam = None if derivative is None else _as_lambda(derivative, f"{argument} derivative")
+    return _define(name, lam, dlam, argument)
+
+
+@functools.lru_cache(maxsize=256)
+def _define(name: str, lam: sp.Lambda, dlam: sp.Lambda | None, argument: str):
+    """One node per (name, definition, derivative): two cells with the same function share it."""
     definition = evaluator(lam, argument)
     deriv = None
-    if derivative is not None:
-        dlam = _as_lambda(derivative, f"{argument} derivative")
+    if dlam is not None:
         check_definition(dlam.expr, dlam.variables, f"{argument} derivative")
         deriv = lambda m, z, h: dlam(z)  # noqa: E731
     else:
-        u = lam.variables[0]
-        d = sp.diff(lam.expr, u)
+        d = sp.diff(lam.expr, lam.variables[0])
         if d.has(sp.Derivative) or d.has(sp.Subs):
             raise SeqgradValueError(argument, str(lam), "a function SymPy can differentiate, or a derivative= of it "
                                     f"(its derivative came out as {d})")
-    op = Operation(name, definition=definition, derivative=deriv)
-    return _node(op)
+    return _node(Operation(name, definition=definition, derivative=deriv))
 
 
 def _as_lambda(fn, argument: str) -> sp.Lambda:

@@ -33,25 +33,21 @@ __all__ = ["NumericActivation", "ACTIVATIONS", "get", "sigmoid", "namespace"]
 
 
 def _torch_helpers(torch) -> dict:
-    def maximum(a, b):
-        if not isinstance(a, torch.Tensor):
-            return torch.clamp(b, min=a) if isinstance(b, torch.Tensor) else max(a, b)
-        if not isinstance(b, torch.Tensor):
-            return torch.clamp(a, min=b)
-        return torch.maximum(a, b)
-
-    def minimum(a, b):
-        if not isinstance(a, torch.Tensor):
-            return torch.clamp(b, max=a) if isinstance(b, torch.Tensor) else min(a, b)
-        if not isinstance(b, torch.Tensor):
-            return torch.clamp(a, max=b)
-        return torch.minimum(a, b)
+    def fold(tensors, bound):  # maximum / minimum of two values, either a tensor or a number (clamped)
+        def apply(a, b):
+            if not isinstance(a, torch.Tensor):
+                a, b = b, a
+            if not isinstance(a, torch.Tensor):
+                return bound[0](a, b)
+            return tensors(a, b) if isinstance(b, torch.Tensor) else torch.clamp(a, **{bound[1]: b})
+        return apply
 
     def heaviside(x, h0):
-        x = torch.as_tensor(x, dtype=torch.float64)
+        x = torch.as_tensor(x, dtype=torch.float64) if not isinstance(x, torch.Tensor) else x
         return torch.heaviside(x, torch.full((), float(h0), dtype=x.dtype, device=x.device))
 
-    return {"maximum": maximum, "minimum": minimum, "heaviside": heaviside, "pi": math.pi, "e": math.e}
+    return {"maximum": fold(torch.maximum, (max, "min")), "minimum": fold(torch.minimum, (min, "max")),
+            "heaviside": heaviside, "pi": math.pi, "e": math.e}
 
 
 def _torch_numbers(torch):
