@@ -4,8 +4,9 @@ Two readers walk the same syntax tree: :mod:`derive.safe_parse` builds SymPy
 expressions, :mod:`derive.certified` evaluates numbers with certified bounds
 (for :mod:`derive.claims`, without importing SymPy).  Both take their names,
 arities, limits and refusal messages from here, and both read the text through
-:func:`parse_tree`, so a text means the same thing to each.  This module
-imports only the standard library.
+:func:`parse_tree`, so a text means the same thing to each.  The scalar functions are the operations
+of the registry (:mod:`seqgrad.operations`): safe_parse reads every one, the certified reader those
+with an interval rule (``claims=True``).  This module imports only the standard library (the registry imports nothing else either).
 
 How text is read, before Python's :mod:`ast` builds the tree (which runs nothing):
 
