@@ -78,10 +78,10 @@ class _Printer(NumPyPrinter):
         self.used: dict[str, object] = {}
 
     def _print(self, expr, **kwargs):
+        if isinstance(expr, sp.Expr) and not isinstance(expr, MatrixExpr) and expr.is_number and not expr.is_Rational:
+            return _float_text(expr)  # erf(1/2) and sqrt(2) too: a number, never a call on a Python number
         if isinstance(expr, sp.Function) and type(expr).__name__ not in self._own:
             return self._print_operation(expr)
-        if isinstance(expr, sp.Expr) and not isinstance(expr, MatrixExpr) and expr.is_number and not expr.is_Rational:
-            return _float_text(expr)
         return super()._print(expr, **kwargs)
 
     def _print_operation(self, expr, arg_text=None) -> str:
