@@ -12,7 +12,8 @@ Each scalar operation (an activation such as tanh or GELU, a function such as ex
 * ``derivative``: ``phi'(z)``, written through the output ``h = phi(z)`` where the text writes it so
   (tanh: ``1 - h**2``), with ``kink`` stating the convention at the points where the derivative is not
   defined (relu: ``relu'(0) = 0``, as ``torch.relu``);
-* ``text`` and ``latex``: the glyph the printers use;
+* ``latex``: the glyph the LaTeX printer uses (the text printer writes the name; SymPy's own functions
+  keep SymPy's glyphs, ``\tanh``, ``\left|z\right|``);
 * ``gamma``: ``sup |phi'|`` where it is finite (the Pascanu bound of the numeric path figures).
 
 Definitions and derivatives are written once over a *namespace* ``m`` whose attributes are the registry's
@@ -57,7 +58,6 @@ class Operation:
     numpy: Callable | None = None       # lambda np: the numpy function
     torch: Callable | None = None       # lambda torch: the torch function
     mpmath: Callable | None = None      # lambda mp: the mpmath function
-    text: str = ""
     latex: str = ""
     kink: str = ""
     inline: bool = False                # a composite printed as its definition (softplus: log(1 + exp(z)))
@@ -84,8 +84,6 @@ class Operation:
         lo, hi = self.arity
         if not 1 <= lo <= hi:
             raise SeqgradValueError(f"operation {self.name!r}: arity", self.arity, "(smallest, largest) with 1 <= smallest <= largest")
-        if not self.text:
-            object.__setattr__(self, "text", self.name)
         if not self.latex:
             object.__setattr__(self, "latex", r"\operatorname{%s}" % self.name.replace("_", r"\_"))
 
@@ -225,7 +223,7 @@ _builtin(name="tanh", sympy=lambda sp: sp.tanh, numpy=lambda np: np.tanh, torch=
          note="slope about 1 near 0, small in saturation; phi'(z_t) = 1 - h_t^2")
 _builtin(name="sigmoid", definition=lambda m, z: 1 / (1 + m.exp(-z)), derivative=lambda m, z, h: h * (1 - h),
          numpy=lambda np: lambda z: np.exp(-np.logaddexp(0.0, -z)),  # the overflow-free form
-         torch=lambda t: t.sigmoid, text="sigma", latex=r"\sigma", claims=True, gamma=0.25,
+         torch=lambda t: t.sigmoid, latex=r"\sigma", claims=True, gamma=0.25,
          note="slope never above 1/4, small in saturation")
 _builtin(name="relu", definition=lambda m, z: m.maximum(0, z), derivative=lambda m, z, h: m.heaviside(z, 0),
          inline=True, latex=r"\max(0, z)", kink="relu'(0) = 0, as torch.relu", gamma=1.0,
@@ -265,7 +263,7 @@ _builtin(name="erf", sympy=lambda sp: sp.erf, numpy=lambda np: _numpy_erf(np), t
          mpmath=lambda mp: mp.erf, derivative=lambda m, z, h: 2 * m.exp(-z**2) / m.sqrt(m.pi), latex=r"\operatorname{erf}",
          gamma=1.1283791670955126)
 _builtin(name="abs", sympy=lambda sp: sp.Abs, numpy=lambda np: np.abs, torch=lambda t: t.abs, mpmath=lambda mp: mp.fabs,
-         derivative=lambda m, z, h: m.sign(z), sympy_diff=False, claims=True, text="|z|", latex=r"\left|z\right|",
+         derivative=lambda m, z, h: m.sign(z), sympy_diff=False, claims=True, latex=r"\left|z\right|",
          kink="abs'(0) = 0 (sign(0) = 0), as torch.abs", gamma=1.0)
 _builtin(name="sign", sympy=lambda sp: sp.sign, numpy=lambda np: np.sign, torch=lambda t: t.sign, mpmath=lambda mp: mp.sign,
          derivative=lambda m, z, h: 0, sympy_diff=False, latex=r"\operatorname{sign}",
