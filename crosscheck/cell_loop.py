@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
+from seqgrad.derive.operations import operation_of
 from seqgrad.derive.program import Elementwise
 
 __all__ = ["Gate", "GateLayout", "gate_layout", "helpers"]
@@ -331,11 +332,16 @@ def helpers(backend: str) -> dict:
             "_mul_into": lambda out, a, b: torch.mul(a, b, out=out), "_add_into": lambda out, a, b: torch.add(a, b, out=out)}
 
 
+#: the registry's operations that have an in-place helper here (``_tanh_into``, ``_sigmoid_into``) in both
+#: backends; every other activation is printed through the registry's implementation
+FUSED = ("tanh", "sigmoid")
+
+
 def _function(lam) -> str | None:
     """'tanh' / 'sigmoid' for an activation computed in place by a helper, else None (printed)."""
     body, var = lam.expr, lam.variables[0]
-    name = type(body).__name__
-    return name if name in ("tanh", "sigmoid") and body.args == (var,) else None
+    op = operation_of(body)
+    return op.name if op is not None and op.name in FUSED and body.args == (var,) else None
 
 
 class _Shared:

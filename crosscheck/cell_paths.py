@@ -57,6 +57,7 @@ def _compile(cell: Cell, of: str, wrt: str):
         src(f"{names[prev]} = {names[gen.at_t[s]]}", 2)
     src("return out")
     namespace = _numpy_namespace()
+    namespace.update(printer.code.printer.used)  # the registry's operations the code calls
     namespace.update({"_diag": lambda v: np.diag(np.ravel(v)), "_eye": np.eye,
                       "_zeros": lambda H: np.zeros((1, H)) if H is not None else np.zeros(1)})
     return run_generated(src.text(), f"<seqgrad:{cell.name}_jacobians>", namespace, "_jacobians"), params

@@ -39,7 +39,7 @@ from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, 
 
 from . import cell_loop
 from .lambdify import (BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier,
-                       run_generated)
+                       operation_namespace, run_generated)
 
 __all__ = ["CellFunction", "RNNFunction", "autograd_twin", "autograd_gradients", "against_autograd", "random_case"]
 
@@ -101,6 +101,7 @@ class CellFunction:
         self.names = cell.parameter_names
         self.source = _generate(cell, gen, backend, forward_only)
         namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
+        namespace.update(operation_namespace(backend, cell.functions))
         namespace.update(_helpers(backend))
         namespace.update(cell_loop.helpers(backend))
         fn = run_generated(self.source, f"<seqgrad:{cell.name}_loop>", namespace, "_generated")

@@ -37,6 +37,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.precedence import PRECEDENCE
 
+from seqgrad.derive.operations import operation_of
 from seqgrad.derive.program import Program
 from seqgrad.errors import NonFiniteError, SeqgradValueError, ShapeError
 
@@ -60,11 +61,39 @@ def identifier(name: str, taken: set[str]) -> str:
 
 
 class _Printer(NumPyPrinter):
-    """Shared rules for both backends; ``names`` maps symbols to identifiers."""
+    """Shared rules for both backends; ``names`` maps symbols to identifiers.
+
+    Every function application is an operation of the registry (:mod:`seqgrad.operations`), printed as
+    ``_op_NAME(...)`` and bound to the backend's implementation (:func:`operation_namespace`); a function
+    that is not one, or has no implementation in the backend, is refused here, when the code is generated,
+    naming it (SymPy's own numpy/math mappings are never used, so torch code cannot call numpy).  A number
+    that is not rational (``sqrt(2)``, ``pi``) is printed as its float."""
+
+    _module = "numpy"
+    _own = ("Heaviside", "phi", "dphi")  # printed by this class's own methods
 
     def __init__(self, names: Mapping[sp.Basic, str]):
         super().__init__({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False})
         self.names = names
+        self.used: dict[str, object] = {}
+
+    def _print(self, expr, **kwargs):
+        if isinstance(expr, sp.Expr) and not isinstance(expr, MatrixExpr) and expr.is_number and not expr.is_Rational:
+            return _float_text(expr)  # erf(1/2) and sqrt(2) too: a number, never a call on a Python number
+        if isinstance(expr, sp.Function) and type(expr).__name__ not in self._own:
+            return self._print_operation(expr)
+        return super()._print(expr, **kwargs)
+
+    def _print_operation(self, expr, arg_text=None) -> str:
+        op = operation_of(expr)
+        if op is None:
+            raise SeqgradValueError("expression", str(expr.func), "operations of the registry (seqgrad.operations) only, "
+                                    f"to compile for {self._module}; register it (docs/adding-an-operation.md)")
+        key = "_op_" + op.name
+        if key not in self.used:
+            self.used[key] = operation_backend(self._module, op).function(op.name)  # refused here if it has none
+        args = ", ".join((arg_text or self._print)(a) for a in expr.args)
+        return f"{key}({args})"
 
     def _print_Symbol(self, expr):
         if expr in self.names:
@@ -153,9 +182,6 @@ class _Printer(NumPyPrinter):
     def _print_SquaredNorm(self, expr):
         return f"_sumsq({self._print(expr.arg)})"
 
-    def _print_sigmoid(self, expr):
-        return f"_sigmoid({self._print(expr.args[0])})"
-
     def _print_Heaviside(self, expr):
         h0 = expr.args[1] if len(expr.args) > 1 else sp.Rational(1, 2)
         return f"_heaviside({self._print(expr.args[0])}, {float(h0)!r})"
@@ -181,17 +207,49 @@ class _Printer(NumPyPrinter):
 
 class _TorchPrinter(_Printer):
     _module = "torch"
-    _kf = {k: "torch." + v for k, v in {"tanh": "tanh", "exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin",
-                                         "cos": "cos", "Abs": "abs", "cosh": "cosh", "sinh": "sinh"}.items()}
-    _kc = {"Exp1": "math.e", "Pi": "math.pi"}
+
+
+def _float_text(expr) -> str:
+    try:
+        return f"({float(expr)!r})"
+    except TypeError:
+        raise SeqgradValueError("expression", str(expr), "real numbers (this one is not real)") from None
+
+
+def operation_backend(backend: str, op):
+    """The namespace of ``backend`` in which ``op`` resolves: the registry's (:func:`numeric.activations.namespace`),
+    or, for a cell's own operation, one that holds it too."""
+    from seqgrad import operations as registry
+    from seqgrad.numeric.activations import namespace
+
+    ns = namespace(backend)
+    if registry.find(op.name) is op:
+        return ns
+    return registry.Namespace(backend, ns._module, {h: getattr(ns, h) for h in registry.HELPERS}, wrap=ns._wrap,
+                              extra={op.name: op})
+
+
+def operation_namespace(backend: str, functions=None) -> dict:
+    """``_op_NAME`` -> implementation in ``backend`` for every operation of the registry and of ``functions``
+    (a cell's own, name -> SymPy node); an operation without an implementation in the backend is left out
+    (the printer refuses it by name if the code would call it)."""
+    from seqgrad import operations as registry
+
+    ops = list(registry.operations())
+    ops += [n._operation for n in (functions or {}).values() if getattr(n, "_operation", None) is not None]
+    out = {}
+    for op in ops:
+        try:
+            out["_op_" + op.name] = operation_backend(backend, op).function(op.name)
+        except SeqgradValueError:
+            pass
+    return out
 
 
 def _numpy_namespace() -> dict:
-    from seqgrad.numeric.activations import sigmoid as sigmoid_
-
     return {
         "numpy": np, "math": __import__("math"),
-        "_sigmoid": sigmoid_, "_heaviside": np.heaviside, "_maximum": np.maximum, "_minimum": np.minimum,
+        "_heaviside": np.heaviside, "_maximum": np.maximum, "_minimum": np.minimum,
         "_sumsq": lambda m: np.sum(np.square(m)), "_cat": np.concatenate,
         "_softmax": _np_softmax, "_rowsum": lambda m: np.sum(m, -1, keepdims=True),
         "_rowmean": lambda m: np.mean(m, -1, keepdims=True), "_rowstd": _np_rowstd, "_normalize": _np_normalize,
@@ -219,22 +277,9 @@ def _torch_namespace() -> dict:
 
     import torch
 
-    def maximum(a, b):
-        if not isinstance(a, torch.Tensor):
-            return torch.clamp(b, min=a)
-        if not isinstance(b, torch.Tensor):
-            return torch.clamp(a, min=b)
-        return torch.maximum(a, b)
+    from seqgrad.numeric.activations import namespace
 
-    def minimum(a, b):
-        if not isinstance(a, torch.Tensor):
-            return torch.clamp(b, max=a)
-        if not isinstance(b, torch.Tensor):
-            return torch.clamp(a, max=b)
-        return torch.minimum(a, b)
-
-    def heaviside(x, h0):
-        return torch.heaviside(x, torch.full((), h0, dtype=x.dtype, device=x.device))
+    ops = namespace("torch")  # the registry's structural helpers: max/min of a tensor and a number, Heaviside
 
     def rowstd(X, eps):
         return torch.sqrt(torch.var(X, -1, unbiased=False, keepdim=True) + eps)
@@ -243,8 +288,8 @@ def _torch_namespace() -> dict:
         return (X - torch.mean(X, -1, keepdim=True)) / rowstd(X, eps)
 
     return {
-        "torch": torch, "math": math, "_sigmoid": torch.sigmoid, "_heaviside": heaviside,
-        "_maximum": maximum, "_minimum": minimum, "_sumsq": lambda m: torch.sum(torch.square(m)), "_cat": torch.cat,
+        "torch": torch, "math": math, "_heaviside": ops.heaviside,
+        "_maximum": ops.maximum, "_minimum": ops.minimum, "_sumsq": lambda m: torch.sum(torch.square(m)), "_cat": torch.cat,
         "_softmax": lambda S: torch.softmax(S, -1), "_rowsum": lambda m: torch.sum(m, -1, keepdim=True),
         "_rowmean": lambda m: torch.mean(m, -1, keepdim=True), "_rowstd": rowstd, "_normalize": normalize,
         "_colsum": lambda m: torch.sum(m, -2, keepdim=True), "_diag": lambda v: torch.diag(v.reshape(-1)),
@@ -256,8 +301,6 @@ class _Code:
     """Python source for scalar expressions, fast: the common nodes (symbols,
     numbers, sums, products, integer powers, known functions) are written
     directly, everything else goes through the SymPy printer."""
-
-    _functions = {"tanh": "tanh", "exp": "exp", "log": "log", "Abs": "abs", "sqrt": "sqrt"}
 
     def __init__(self, printer: _Printer, module: str):
         self.printer, self.module = printer, module
@@ -284,14 +327,16 @@ class _Code:
             return f"({expr.p}/{expr.q})"
         if expr.is_Float:
             return f"({float(expr)!r})"
+        if expr.is_number and not isinstance(expr, MatrixExpr):  # sqrt(2), pi, erf(1/2): its float
+            return _float_text(expr)
         if expr.is_Add:
             return "(" + " + ".join(self(a) for a in expr.args) + ")"
         if expr.is_Mul:
             return "*".join(self(a) for a in expr.args)
         if expr.is_Pow:
             return f"({self._base(expr.base)}**{self(expr.exp)})"
-        if expr.is_Function and type(expr).__name__ in self._functions and len(expr.args) == 1:
-            return f"{self.module}.{self._functions[type(expr).__name__]}({self(expr.args[0])})"
+        if isinstance(expr, sp.Function) and type(expr).__name__ not in self.printer._own:
+            return self.printer._print_operation(expr, self)
         return "(" + self.printer.doprint(expr) + ")"
 
     def _base(self, base) -> str:
@@ -377,6 +422,7 @@ def lambdify(program: Program | None, outputs: Sequence, args: Sequence, backend
     lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
     source = "\n".join(lines) + "\n"
     namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
+    namespace.update(printer.used)
     namespace.update(_helpers(backend, [names[a] for a in args]))
     fn = run_generated(source, f"<seqgrad:{program.name}>", namespace, "_generated")
     return Compiled(fn, source, args, outputs, backend, check_finite)

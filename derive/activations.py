@@ -40,13 +40,12 @@ from typing import Callable
 
 import sympy as sp
 
+from seqgrad import operations as registry
 from seqgrad import validate
 
+from . import operations
+
 __all__ = ["Activation", "ACTIVATIONS", "NAMES", "get", "phi", "dphi", "sigmoid", "RELU_PRIME_AT_ZERO"]
-
-#: The value this toolkit gives ReLU's derivative at 0 (PyTorch's convention).
-RELU_PRIME_AT_ZERO = 0
-
 
 class dphi(sp.Function):
     """phi'(z): the derivative of the generic activation, kept as a symbol."""
@@ -71,29 +70,8 @@ class phi(sp.Function):
         return dphi(self.args[0])
 
 
-class sigmoid(sp.Function):
-    """The logistic sigmoid sigma(z) = 1 / (1 + exp(-z))."""
-
-    nargs = 1
-
-    @classmethod
-    def eval(cls, arg):
-        if arg.is_Number:
-            return 1 / (1 + sp.exp(-arg))
-
-    def fdiff(self, argindex=1):
-        return self * (1 - self)
-
-    def _eval_rewrite_as_exp(self, arg, **kwargs):
-        return 1 / (1 + sp.exp(-arg))
-
-    def _latex(self, printer, exp=None):
-        base = r"\sigma\left(%s\right)" % printer._print(self.args[0])
-        return base if exp is None else r"%s^{%s}" % (base, exp)
-
-
-def _relu(z):
-    return sp.Max(0, z)
+#: the logistic sigmoid sigma(z) = 1 / (1 + exp(-z)): the registry's node (:mod:`derive.operations`)
+sigmoid = operations.node("sigmoid")
 
 
 @dataclass(frozen=True)
@@ -122,24 +100,33 @@ class Activation:
         return f"Activation({self.name!r})"
 
 
-ACTIVATIONS: dict[str, Activation] = {
-    "identity": Activation("identity", lambda z: z, lambda z, h: sp.Integer(1), r"z",
-                           "each transition contributes w_h; the state update is linear"),
-    "tanh": Activation("tanh", sp.tanh, lambda z, h: 1 - h**2, r"\tanh",
-                       "slope about 1 near 0, small in saturation; phi'(z_t) = 1 - h_t^2"),
-    "sigmoid": Activation("sigmoid", sigmoid, lambda z, h: h * (1 - h), r"\sigma",
-                          "slope never above 1/4, small in saturation"),
-    "relu": Activation("relu", _relu, lambda z, h: sp.Heaviside(z, RELU_PRIME_AT_ZERO), r"\max(0, z)",
-                       "slope 1 for z > 0 and 0 for z < 0; phi'(0) = 0 by convention (as torch.relu)"),
-    "phi": Activation("phi", phi, lambda z, h: dphi(z), r"\phi",
-                      "generic differentiable activation; phi' stays a symbol"),
-}
+def _from_registry(op) -> Activation:
+    return Activation(op.name, operations.node(op.name), lambda z, h: operations.derivative(op, z, h), op.latex, op.note or op.kink)
 
+
+def _table() -> dict[str, Activation]:
+    """Every one-argument operation of the registry (:mod:`seqgrad.operations`), then the generic ``phi``."""
+    table = {name: _from_registry(registry.get(name)) for name in registry.activation_names()}
+    table["phi"] = Activation("phi", phi, lambda z, h: dphi(z), r"\phi", "generic differentiable activation; phi' stays a symbol")
+    return table
+
+
+ACTIVATIONS: dict[str, Activation] = _table()
 NAMES: tuple[str, ...] = tuple(ACTIVATIONS)
 
 
+def names() -> tuple[str, ...]:
+    """The activation names: the registry's one-argument operations (a user's registered ones included) and phi."""
+    return registry.activation_names() + ("phi",)
+
+
 def get(name: str | Activation) -> Activation:
-    """The activation called ``name`` (one of :data:`NAMES`); refuses anything else."""
+    """The activation called ``name`` (one of :func:`names`); refuses anything else."""
     if isinstance(name, Activation):
         return name
-    return ACTIVATIONS[validate.choice("activation", name, NAMES)]
+    validate.choice("activation", name, names())
+    return ACTIVATIONS[name] if name in ACTIVATIONS else _from_registry(registry.get(name))  # a user's registered one
+
+
+#: phi'(0) of ReLU, as the registry declares it (PyTorch's convention: 0)
+RELU_PRIME_AT_ZERO = int(get("relu").prime(sp.Integer(0), sp.Integer(0)))

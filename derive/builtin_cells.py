@@ -25,7 +25,7 @@ __all__ = ["rnn_cell", "gru_cell", "lstm_cell", "BUILTIN"]
 
 
 def _rnn_activation(name: str) -> str:
-    activations.get(name)  # validates the name (identity, tanh, sigmoid, relu, phi)
+    activations.get(name)  # validates the name (an operation of the registry, or phi)
     return {"identity": "z"}.get(name, f"{name}(z)")
 
 

@@ -49,11 +49,13 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from seqgrad import validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
-from . import activations, rules
+from seqgrad import operations as registry
+
+from . import activations, operations, rules, whitelist
 from .program import Elementwise, Program, SquaredNorm, _latex, latex_aligned, sstr
 from .safe_parse import as_sympy
 
-__all__ = ["Cell", "Loss", "GeneralDerivation", "StepSum", "MatStepSum", "CellError", "FUNCTIONS",
+__all__ = ["Cell", "Loss", "GeneralDerivation", "StepSum", "MatStepSum", "CellError", "RESERVED", "user_functions",
            "LOSS_KINDS", "REDUCTIONS", "index_text"]
 
 LOSS_KINDS = ("squared", "cross_entropy")
@@ -68,19 +70,27 @@ class CellError(SeqgradValueError):
     """A cell definition that cannot be derived (named argument, value, what is allowed)."""
 
 
-def _leaky_relu(z):
-    return sp.Max(z, z / 100)
+#: names the engine gives its own symbols (step and length, batch size, loss, error, prediction)
+RESERVED = ("t", "T", "B", "L", "e", "yhat")
 
 
-def _relu(z):
-    return sp.Max(0, z)
-
-
-#: activations a cell may call by name (text or Python); a user adds more with ``functions=``
-FUNCTIONS: dict[str, object] = {
-    "tanh": sp.tanh, "sigmoid": activations.sigmoid, "relu": _relu, "leaky_relu": _leaky_relu,
-    "softplus": lambda z: sp.log(1 + sp.exp(z)), "phi": activations.phi, "identity": lambda z: z,
-}
+def user_functions(functions: Mapping[str, object] | None, taken: Iterable[str] = ()) -> dict[str, object]:
+    """A cell's own functions (``functions=``) as operations of their own (:func:`derive.operations.define`),
+    beside the generic ``phi``; every operation of the registry is read by the parser itself."""
+    out: dict[str, object] = {"phi": activations.phi}
+    taken = set(taken)
+    if functions is not None and not isinstance(functions, Mapping):
+        raise SeqgradTypeError("functions", functions, "a mapping name -> sympy.Lambda, callable or Operation")
+    for fname, fn in (functions or {}).items():
+        validate_name("functions", fname)
+        if fname == "phi" or whitelist.reserved(fname):
+            raise CellError("functions", fname, f"a new name ({fname!r} is already an operation: register a different name)")
+        if fname in taken:
+            raise CellError("functions", fname, f"a name that is not also a variable of the cell ({fname!r} is one)")
+        if not callable(fn) and not isinstance(fn, registry.Operation):
+            raise SeqgradTypeError(f"functions[{fname!r}]", fn, "a sympy.Lambda, a one-argument callable or an Operation")
+        out[fname] = operations.define(fname, fn)
+    return out
 
 
 def index_text(i) -> str:
@@ -225,7 +235,7 @@ class _Symbols:
     def seq(self, base: str, i, shape=None):
         """The symbol of sequence ``base`` at step ``i`` (an int or a symbolic index)."""
         base = self.cell.display.get(base, base)
-        key = (base, i, shape)
+        key = ("seq", base, i, shape)  # the kind first: a state may be called g (the adjoints' letter)
         if key not in self.cache:
             name = base if i is None else _indexed_name(base, i)
             self.cache[key] = sp.MatrixSymbol(name, *shape) if shape else sp.Symbol(name)
@@ -233,7 +243,7 @@ class _Symbols:
 
     def adjoint(self, base: str, i, shape=None):
         base = self.cell.display.get(base, base)
-        key = ("<g>", base, i, shape)
+        key = ("adj", base, i, shape)
         if key not in self.cache:
             name = _adjoint_name(base, i)
             self.cache[key] = sp.MatrixSymbol(name, *shape) if shape else sp.Symbol(name)
@@ -282,12 +292,6 @@ class Cell:
             if not (isinstance(v, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9]*(\^[A-Za-z0-9]+)?", v)):
                 raise CellError("display", {k: v}, "a printed name such as z^r (letters, one optional superscript)")
         self.loss = Loss.make(loss, on, reduction, batch)
-        self.functions = dict(FUNCTIONS)
-        for fname, fn in (functions or {}).items():
-            validate_name("functions", fname)
-            if not callable(fn):
-                raise SeqgradTypeError(f"functions[{fname!r}]", fn, "a sympy.Lambda or a one-argument callable")
-            self.functions[fname] = fn
         self.input = validate_name("input", input)
         if isinstance(states, Mapping):
             self.states = _names("states", list(states))
@@ -295,10 +299,13 @@ class Cell:
         else:
             self.states = _names("states", states)
             self.state_sizes = {st: "H" for st in self.states}
+        if self.input in self.states:
+            raise CellError("states", self.input, f"names other than the input's ({self.input!r})")
         self.sizes = None if sizes is None else {validate_name("sizes", k): validate.integer(f"sizes[{k!r}]", v, minimum=1)
                                                  for k, v in dict(sizes).items()}
         self.vector = self.sizes is not None
         self.param_shapes = self._param_shapes(params)
+        self.functions = user_functions(functions, [self.input, *self.states, *self.param_shapes])
         self.input_size, self.output_size = input_size, output_size
         if self.vector:
             for letter in (input_size, output_size):
@@ -331,6 +338,11 @@ class Cell:
         out: dict[str, tuple] = {}
         for pname, shape in items:
             validate_name("params", pname)
+            if pname in out:
+                raise CellError("params", pname, "each parameter named once")
+            if pname == self.input or pname in self.states:
+                raise CellError("params", pname, f"a name that is not also the input or a state ({pname!r} is "
+                                + ("the input" if pname == self.input else "a state") + ")")
             shape = () if shape is None else (tuple(shape) if not isinstance(shape, str) else tuple(shape.split()))
             if len(shape) > 2:
                 raise CellError(f"params[{pname!r}]", shape, "a shape of at most two sizes (out, in) or (n,)")
@@ -356,9 +368,10 @@ class Cell:
                                     f"({argument} reads {stem}_prev)")
             expr = parse_expression(value, variables=sorted(allowed), argument=argument, functions=self.functions)
         elif isinstance(value, sp.Basic):
-            expr = value
+            expr = operations.real_nodes(value)
         else:
             raise SeqgradTypeError(argument, value, "an expression (text or SymPy)")
+        self._check_functions(expr, argument, value)
         # one symbol per name: the parser's real symbols and the caller's plain ones alike
         rename = {}
         for s in expr.free_symbols:
@@ -373,6 +386,14 @@ class Cell:
         if expr.has(sp.Derivative, sp.Integral, sp.Subs):
             raise CellError(argument, str(value), "an expression without unevaluated derivatives or integrals")
         return expr
+
+    def _check_functions(self, expr, argument, value) -> None:
+        """Refuse a function that is not an operation (of the registry, or the cell's own)."""
+        own = set(self.functions.values()) | {activations.dphi}
+        for f in expr.atoms(sp.Function):
+            if f.func not in own and operations.operation_of(f) is None and not isinstance(f, sp.Heaviside):
+                raise CellError(argument, str(value), f"operations of the registry or functions= only ({f.func} is "
+                                "neither; see docs/adding-an-operation.md)")
 
     def _equations(self, equations) -> list[tuple[str, sp.Expr]]:
         if isinstance(equations, str):
@@ -611,8 +632,9 @@ def _kink_convention(expr, prime):
 
 
 def validate_name(argument: str, name) -> str:
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) or name in ("t", "T", "B", "L", "e"):
-        raise CellError(argument, name, "a plain identifier such as h, z or w_x (not t, T, B, L, e)")
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) or name in RESERVED:
+        raise CellError(argument, name, "a plain identifier such as h, z or w_x (not " + ", ".join(RESERVED)
+                        + ": the derivation's own names)")
     return name
 
 
@@ -623,6 +645,9 @@ def _names(argument: str, names, empty: bool = False) -> list[str]:
         out = [validate_name(argument, n) for n in names]
     except TypeError:
         raise SeqgradTypeError(argument, names, "names as text or a list") from None
+    repeated = sorted({n for n in out if out.count(n) > 1})
+    if repeated:
+        raise CellError(argument, repeated[0], "each name once")
     if not out and not empty:
         raise CellError(argument, names, "at least one name")
     return out
@@ -708,9 +733,8 @@ class GeneralDerivation:
             idx = _index(key[-2])
             if idx is None or not idx.has(t):
                 continue
-            base = key[1] if key[0] == "<g>" else key[0]
-            shape = key[-1]
-            out[s] = (self.sym.adjoint(base, idx + k, shape) if key[0] == "<g>" else self.sym.seq(base, idx + k, shape))
+            base, shape = key[1], key[-1]
+            out[s] = (self.sym.adjoint(base, idx + k, shape) if key[0] == "adj" else self.sym.seq(base, idx + k, shape))
         return out
 
     def instantiate(self, expr, k: int, steps: int, unrolled=None):
@@ -728,14 +752,13 @@ class GeneralDerivation:
                 continue
             i = int(idx)
             shape = key[-1]
-            if key[0] == "<g>":
-                base = key[1]
+            base = key[1]
+            if key[0] == "adj":
                 if i >= steps:
                     out[s] = sp.ZeroMatrix(*shape) if shape else sp.Integer(0)
                 else:
                     out[s] = target.adjoint(base, i, shape)
             else:
-                base = key[0]
                 if base in ("yhat", "e") and self.cell.loss.on == "final":
                     out[s] = target.seq(base, None, shape) if i == steps - 1 else (sp.ZeroMatrix(*shape) if shape else sp.Integer(0))
                 else:
@@ -777,7 +800,7 @@ class GeneralDerivation:
             if idx is None or not idx.has(t):
                 continue
             new = idx.subs(t, index)
-            out[s] = self.sym.adjoint(key[1], new, key[-1]) if key[0] == "<g>" else self.sym.seq(key[0], new, key[-1])
+            out[s] = self.sym.adjoint(key[1], new, key[-1]) if key[0] == "adj" else self.sym.seq(key[1], new, key[-1])
         return expr.xreplace(out)
 
     def loss_expression(self):

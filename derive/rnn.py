@@ -72,8 +72,9 @@ def unroll(steps: int, activation: str = "tanh", inputs: int | None = None, hidd
            outputs: int | None = None, bias: bool = False, loss: str = "final", reduction: str = "sum") -> "RNN":
     """Build the unrolled RNN of ``steps`` positions and derive its backward pass.
 
-    ``activation`` is one of ``identity, tanh, sigmoid, relu, phi`` (``phi``:
-    generic, phi' stays a symbol).  Leave ``inputs``, ``hidden`` and
+    ``activation`` is a one-argument operation of the registry (``identity, tanh, sigmoid, relu,
+    softplus, gelu, ...``: :func:`derive.activations.names`, the names ``Cell`` accepts) or ``phi``
+    (generic, phi' stays a symbol).  Leave ``inputs``, ``hidden`` and
     ``outputs`` out for the scalar cell; give any of them for the vector cell
     (the others default to 1).  ``loss`` is ``final`` (one target, read from
     the last state) or ``every`` (a target per position), ``reduction`` is

@@ -15,7 +15,8 @@ What is allowed (the whole whitelist):
   nearest binary float);
 * the operators ``+ - * / **``, unary ``-`` and ``+``, and parentheses;
 * the constants in :data:`CONSTANTS` (``pi``, ``E``);
-* calls of the functions in :data:`FUNCTIONS` with positional arguments;
+* calls of the operations of the registry (:mod:`seqgrad.operations`, listed by :func:`functions`) with
+  positional arguments;
 * the vector operations in :data:`VECTOR_FUNCTIONS` (``softmax``,
   ``layernorm``, ``mean``, ``var``, ``dot``, ``norm``, ``sum``, ``prod``,
   ``max``, ``min``) on vectors written ``(a, b, c)`` or ``[a, b, c]`` (or on
@@ -75,37 +76,19 @@ import sympy
 
 from seqgrad.errors import NonFiniteError, ParseError, SeqgradTypeError
 
+from seqgrad import operations as registry
+
+from . import operations
 from .whitelist import (ACCEPTS_INFINITY, MAX_DEPTH, MAX_EXPONENT, MAX_LENGTH, MAX_LITERAL_DIGITS,  # noqa: F401 - re-exported
                         MAX_LITERAL_EXPONENT, MAX_MAGNITUDE, MAX_RESULT_DIGITS, MAX_VECTOR, VECTOR_ARITY, IDENTIFIER, Reader,
-                        allowed_names, check_variable_names, is_infinity, is_vector_node, parse_tree)
+                        allowed_names, check_variable_names, function_arity, is_infinity, is_vector_node, parse_tree)
 
 
-def _sigmoid(x):
-    return 1 / (1 + sympy.exp(-x))
+def functions() -> dict[str, tuple[Callable, int, int]]:
+    """name -> (SymPy node, smallest and largest number of arguments): every operation of the registry
+    (:mod:`seqgrad.operations`, a user's registered ones included)."""
+    return {name: (node, *registry.get(name).arity) for name, node in operations.nodes().items()}
 
-
-def _log(x, base=None):
-    return sympy.log(x) if base is None else sympy.log(x, base)
-
-
-#: name -> (SymPy constructor, smallest and largest number of arguments)
-FUNCTIONS: dict[str, tuple[Callable, int, int]] = {
-    "sin": (sympy.sin, 1, 1),
-    "cos": (sympy.cos, 1, 1),
-    "tan": (sympy.tan, 1, 1),
-    "asin": (sympy.asin, 1, 1),
-    "acos": (sympy.acos, 1, 1),
-    "atan": (sympy.atan, 1, 1),
-    "sinh": (sympy.sinh, 1, 1),
-    "cosh": (sympy.cosh, 1, 1),
-    "tanh": (sympy.tanh, 1, 1),
-    "exp": (sympy.exp, 1, 1),
-    "log": (_log, 1, 2),  # natural logarithm; log(x, b) in base b
-    "sqrt": (sympy.sqrt, 1, 1),
-    "sigmoid": (_sigmoid, 1, 1),
-    "abs": (sympy.Abs, 1, 1),
-    "floor": (sympy.floor, 1, 1),
-}
 
 #: name -> SymPy constant
 CONSTANTS: dict[str, sympy.Expr] = {"pi": sympy.pi, "E": sympy.E}
@@ -220,7 +203,7 @@ def _prepare(text, variables, values, argument, functions=None, calculus=False, 
         symbols[name] = value
     source, body = parse_tree(text, argument)
     extra = dict(functions or {})
-    for name in extra:  # a caller's function may shadow a whitelisted one (a cell's own sigmoid)
+    for name in extra:
         if not isinstance(name, str) or not IDENTIFIER.match(name) or name.startswith("__"):
             raise ParseError("functions", str(name), "a function name is a plain identifier such as lrelu")
     walker = _Walker(text, source, symbols, argument, extra)
@@ -280,6 +263,12 @@ class _Walker(Reader):
 
     def declared(self):
         return list(self.symbols)
+
+    def arity(self, fname: str):
+        return function_arity(fname)
+
+    def function_names(self):
+        return registry.parser_names()
 
     def visit(self, node: ast.AST, depth: int) -> sympy.Expr:
         result = self.build(node, depth)
@@ -341,7 +330,7 @@ class _Walker(Reader):
             return CONSTANTS[name]
         if name == "inf":
             self.refuse("inf is allowed only as an entry of a vector given to " + ", ".join(ACCEPTS_INFINITY))
-        if name in FUNCTIONS or name in VECTOR_FUNCTIONS:
+        if registry.find(name) is not None or name in VECTOR_FUNCTIONS:
             self.refuse(f"the function {name!r} must be called, e.g. {name}(x)")
         self.refuse(f"the name {name!r} is not on the whitelist")
 
@@ -350,7 +339,7 @@ class _Walker(Reader):
             # bound the argument before SymPy evaluates e**x (sigmoid: e**-x): |x| <= MAX_MAGNITUDE * ln 10
             if abs(complex(sympy.N(sympy.re(args[0]), 15))) > MAX_MAGNITUDE * math.log(10):
                 self.limit(f"{fname}() of {self.segment(node.args[0])!r} lies outside the magnitude limit 10**±{MAX_MAGNITUDE}")
-        return FUNCTIONS[fname][0](*args)
+        return operations.node(fname)(*args)
 
     def reads_call(self, fname: str) -> bool:
         return self.calculus and fname in CALCULUS

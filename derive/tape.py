@@ -10,7 +10,7 @@ functions the lambdified code would call, at the caller's working precision (sum
 ``fprod``; rationals as ``mpf(p) / q`` at that precision).
 
 An expression with a node the tape does not know (a ``Piecewise``, a special function not in
-:data:`FUNCTIONS`) is evaluated by ``sympy.lambdify`` instead (:func:`mpmath_function`), so nothing is
+:func:`function_of`) is evaluated by ``sympy.lambdify`` instead (:func:`mpmath_function`), so nothing is
 refused that lambdify accepts.
 
 >>> import mpmath, sympy as sp
@@ -30,6 +30,8 @@ import mpmath  # SymPy's own dependency, loaded with it
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
+from . import operations
+
 __all__ = ["Tape", "Unsupported", "mpmath_function", "free_symbols", "FUNCTIONS"]
 
 
@@ -37,15 +39,22 @@ class Unsupported(Exception):
     """A node the tape cannot evaluate (the caller falls back to ``sympy.lambdify``)."""
 
 
-#: SymPy function classes the tape evaluates, with their ``mpmath`` counterparts
+#: SymPy function classes the tape evaluates besides the registry's operations (:func:`function_of`):
+#: functions SymPy itself writes when it simplifies (cot, atan2, ...), with their ``mpmath`` counterparts
 FUNCTIONS: dict = {
-    sp.exp: mpmath.exp, sp.log: mpmath.log, sp.sin: mpmath.sin, sp.cos: mpmath.cos, sp.tan: mpmath.tan,
-    sp.cot: mpmath.cot, sp.sec: mpmath.sec, sp.csc: mpmath.csc, sp.asin: mpmath.asin, sp.acos: mpmath.acos,
-    sp.atan: mpmath.atan, sp.atan2: mpmath.atan2, sp.sinh: mpmath.sinh, sp.cosh: mpmath.cosh,
-    sp.tanh: mpmath.tanh, sp.asinh: mpmath.asinh, sp.acosh: mpmath.acosh, sp.atanh: mpmath.atanh,
-    sp.Abs: mpmath.fabs, sp.sign: mpmath.sign, sp.floor: mpmath.floor, sp.ceiling: mpmath.ceil,
-    sp.erf: mpmath.erf, sp.gamma: mpmath.gamma, sp.Max: max, sp.Min: min,
+    sp.cot: mpmath.cot, sp.sec: mpmath.sec, sp.csc: mpmath.csc, sp.atan2: mpmath.atan2, sp.asinh: mpmath.asinh,
+    sp.acosh: mpmath.acosh, sp.atanh: mpmath.atanh, sp.ceiling: mpmath.ceil, sp.gamma: mpmath.gamma,
+    sp.Max: max, sp.Min: min,
 }
+
+
+def function_of(node) -> Callable | None:
+    """The ``mpmath`` function of a SymPy function application: its operation's (:mod:`seqgrad.operations`,
+    through :func:`derive.operations.mpmath_namespace`), else :data:`FUNCTIONS`'s, else None."""
+    op = operations.operation_of(node)
+    if op is not None:
+        return getattr(operations.mpmath_namespace(), op.name)
+    return FUNCTIONS.get(node.func)
 
 
 def _constant(node):
@@ -124,11 +133,11 @@ class Tape:
                 elif isinstance(node, AppliedUndef) and hasattr(node, "_imp_"):
                     imp = node._imp_
                     slots[node] = step(lambda xs, imp=imp: imp(*xs), children)
-                elif node.func in FUNCTIONS:
-                    fn = FUNCTIONS[node.func]
-                    slots[node] = step(lambda xs, fn=fn: fn(*xs), children)
                 else:
-                    raise Unsupported(node)
+                    fn = function_of(node)
+                    if fn is None:
+                        raise Unsupported(node)
+                    slots[node] = step(lambda xs, fn=fn: fn(*xs), children)
         self.outputs = [slots[root] for root in exprs]
 
     def __call__(self, *values) -> list:

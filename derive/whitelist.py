@@ -4,8 +4,9 @@ Two readers walk the same syntax tree: :mod:`derive.safe_parse` builds SymPy
 expressions, :mod:`derive.certified` evaluates numbers with certified bounds
 (for :mod:`derive.claims`, without importing SymPy).  Both take their names,
 arities, limits and refusal messages from here, and both read the text through
-:func:`parse_tree`, so a text means the same thing to each.  This module
-imports only the standard library.
+:func:`parse_tree`, so a text means the same thing to each.  The scalar functions are the operations
+of the registry (:mod:`seqgrad.operations`): safe_parse reads every one, the certified reader those
+with an interval rule (``claims=True``).  This module imports only the standard library (the registry imports nothing else either).
 
 How text is read, before Python's :mod:`ast` builds the tree (which runs nothing):
 
@@ -29,6 +30,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Iterable
 
+from seqgrad import operations as registry
 from seqgrad.errors import ParseError, SeqgradTypeError
 
 MAX_LENGTH = 1000
@@ -40,13 +42,10 @@ MAX_RESULT_DIGITS = 10_000
 MAX_MAGNITUDE = 1000  # every numeric subexpression lies within 10**±MAX_MAGNITUDE (or is 0)
 MAX_VECTOR = 64  # entries of one vector
 
-#: scalar functions: name -> (smallest, largest number of arguments)
-FUNCTION_ARITY: dict[str, tuple[int, int]] = {
-    "sin": (1, 1), "cos": (1, 1), "tan": (1, 1), "asin": (1, 1), "acos": (1, 1), "atan": (1, 1),
-    "sinh": (1, 1), "cosh": (1, 1), "tanh": (1, 1), "exp": (1, 1),
-    "log": (1, 2),  # natural logarithm; log(x, b) in base b
-    "sqrt": (1, 1), "sigmoid": (1, 1), "abs": (1, 1), "floor": (1, 1),
-}
+#: the scalar functions of the certified claims (name -> smallest, largest number of arguments): the
+#: registry's operations (:mod:`seqgrad.operations`) that :mod:`derive.certified` evaluates with bounds;
+#: :mod:`derive.safe_parse` reads every operation of the registry (:func:`function_arity`)
+FUNCTION_ARITY: dict[str, tuple[int, int]] = {name: registry.get(name).arity for name in registry.claims_names()}
 
 #: vector operations: name -> (number of vector arguments, number of optional scalar arguments
 #: after them, True if the result is a vector).  A vector is written (a, b, c) or [a, b, c]; an
@@ -116,14 +115,23 @@ _COMMA_NUMBER = re.compile(r"\s*[+-]?\s*\d+,\d+([eE][+-]?\d+)?\s*\Z")
 _SILENT = {"#": "'#' (Python would read the rest as a comment)", "\\": "'\\\\' (a line continuation)"}
 
 
-def allowed_names() -> str:
-    """The whitelist as one line of text, for error messages and docs."""
-    return ("functions " + ", ".join(sorted(FUNCTION_ARITY)) + "; vector operations " + ", ".join(sorted(VECTOR_ARITY))
+def function_arity(name: str) -> tuple[int, int] | None:
+    """(smallest, largest) number of arguments of the registered operation ``name`` (None: not one)."""
+    op = registry.find(name)
+    return None if op is None else op.arity
+
+
+def allowed_names(functions=None) -> str:
+    """The whitelist as one line of text, for error messages and docs (``functions``: the scalar functions
+    the reader reads, by default every operation of the registry)."""
+    functions = registry.parser_names() if functions is None else functions
+    return ("functions " + ", ".join(sorted(functions)) + "; vector operations " + ", ".join(sorted(VECTOR_ARITY))
             + "; constants " + ", ".join(sorted(CONSTANT_NAMES)) + "; inf as a vector entry")
 
 
 def reserved(name: str) -> bool:
-    return name in FUNCTION_ARITY or name in VECTOR_ARITY or name in CONSTANT_NAMES or name == INFINITY_NAME
+    return (registry.find(name) is not None or name in VECTOR_ARITY or name in CONSTANT_NAMES
+            or name == INFINITY_NAME)
 
 
 def check_variable_names(variables: Iterable[str], argument: str = "variables") -> tuple[str, ...]:
@@ -206,6 +214,13 @@ class Reader:
 
     functions: dict = {}  # a caller's own one-argument functions (safe_parse), checked before the whitelist
 
+    def arity(self, fname: str) -> tuple[int, int] | None:
+        """(smallest, largest) number of arguments of the scalar function ``fname`` this reader reads
+        (None: not one).  The certified reader reads the claims' functions; safe_parse every operation."""
+        return FUNCTION_ARITY.get(fname)
+
+    def function_names(self):
+        return FUNCTION_ARITY
     def __init__(self, text: str, source: str, argument: str):
         self.text, self.source, self.argument = text, source, argument
 
@@ -232,7 +247,8 @@ class Reader:
     def refuse(self, reason: str):
         """Refuse text that uses something outside the whitelist."""
         names = sorted(self.declared())
-        raise ParseError(self.argument, self.text, reason + "; allowed: numbers, + - * / **, parentheses, " + allowed_names()
+        raise ParseError(self.argument, self.text, reason + "; allowed: numbers, + - * / **, parentheses, "
+                         + allowed_names(self.function_names())
                          + (", variables " + ", ".join(names) if names else ""))
 
     # ------------------------------------------------------------------ walking
@@ -310,7 +326,7 @@ class Reader:
             if node.keywords:
                 self.refuse(f"keyword arguments to {fname}() are not allowed")
             return self.own_call(node, fname, depth)
-        if fname not in FUNCTION_ARITY and fname not in VECTOR_ARITY:
+        if self.arity(fname) is None and fname not in VECTOR_ARITY:
             self.refuse(f"calls of {fname!r} are not allowed (not a whitelisted function)")
         if node.keywords:
             self.refuse(f"keyword arguments to {fname}() are not allowed")
@@ -318,7 +334,7 @@ class Reader:
             if VECTOR_ARITY[fname][2]:
                 self.refuse(f"{fname}() gives a vector, which is allowed only as a whole claim side or inside a vector operation")
             return self.vector_operation(node, depth)
-        least, most = FUNCTION_ARITY[fname]
+        least, most = self.arity(fname)
         if not least <= len(node.args) <= most:
             count = f"{least}" if least == most else f"{least} to {most}"
             self.limit(f"{fname}() takes {count} argument(s), got {len(node.args)}")

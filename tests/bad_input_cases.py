@@ -125,6 +125,36 @@ case("derive.cell", "Cell(...).unroll(0)", SeqgradValueError, "steps=0")(lambda:
 case("derive.cell", "CellFunction(Cell(..., 'phi'))  (a generic activation has no numeric value)", SeqgradValueError,
      "concrete activation")(lambda: __import__("seqgrad.crosscheck.cells").crosscheck.cells.CellFunction(
          _user_cell(equations="z = w_x*x + w_h*h_prev; h = phi(z)")))
+case("derive.cell", "Cell(..., functions={'f': lambda z: 3.0})  (a function that returns no SymPy expression)",
+     SeqgradTypeError, "functions['f']")(lambda: _user_cell(equations="z = w_x*x + w_h*h_prev; h = f(z)",
+                                                            functions={"f": lambda z: 3.0}))
+case("derive.cell", "Cell(..., functions={'tanh': ...})  (a function named like an operation)", SeqgradValueError,
+     "already an operation")(lambda: _user_cell(functions={"tanh": lambda z: z}))
+case("derive.cell", "Cell('z = x*x + ...', params='x w_h w_o')  (a parameter named like the input)", SeqgradValueError,
+     "'x' is the input")(lambda: _user_cell(equations="z = x*x + w_h*h_prev; h = tanh(z)", params="x w_h w_o"))
+case("derive.cell", "Cell(..., params='w_x w_x w_h w_o')  (a parameter named twice)", SeqgradValueError,
+     "each parameter named once")(lambda: _user_cell(params="w_x w_x w_h w_o"))
+case("derive.cell", "Cell(..., states='h h')  (a state named twice)", SeqgradValueError, "each name once")(
+    lambda: _user_cell(states="h h"))
+case("derive.cell", "Cell('...; yhat = tanh(z)', states='yhat')  (a name the derivation uses)", SeqgradValueError,
+     "states='yhat'")(lambda: _user_cell(equations="z = w_x*x + w_h*yhat_prev; yhat = tanh(z)", states="yhat",
+                                        head="w_o*yhat"))
+case("operations", "Operation('mystery', sympy=lambda sp: sp.tanh)  (a primitive without a derivative)",
+     SeqgradValueError, "derivative")(
+    lambda: __import__("seqgrad.operations").operations.Operation("mystery", sympy=lambda sp: sp.tanh))
+case("operations", "lambdify(None, [besselj(0, x)], [x], 'torch')  (a function that is not an operation)",
+     SeqgradValueError, "registry")(lambda: _lambdify_unknown())
+
+
+def _lambdify_unknown():
+    import sympy as sp
+
+    from seqgrad.crosscheck.lambdify import lambdify
+
+    x = sp.Symbol("x")
+    return lambdify(None, [sp.besselj(0, x)], [x], backend="torch")
+
+
 case("derive.cell", "RNNFunction('x')", SeqgradTypeError, "unrolled network")(
     lambda: __import__("seqgrad.crosscheck.cells").crosscheck.cells.RNNFunction("x"))
 case("derive.gated", "gated.gru(steps=0)", SeqgradValueError, "steps=0")(

@@ -42,7 +42,7 @@ def test_table_and_dot(capsys):
 @pytest.mark.parametrize("args, words", [
     (["--steps", "0"], "steps=0"),
     (["--steps", "two"], "--steps"),
-    (["--steps", "3", "--activation", "softplus"], "activation='softplus'"),
+    (["--steps", "3", "--activation", "swish"], "activation='swish'"),
     (["--steps", "3", "--hidden", "0"], "hidden=0"),
     (["--steps", "3", "--loss", "all"], "--loss"),
     (["--steps", "60", "--expand"], "size guard"),

@@ -251,7 +251,6 @@ def _parse_functions(items):
 
     import sympy as sp
 
-    from seqgrad.derive.cell import FUNCTIONS
     from seqgrad.derive.safe_parse import parse_expression
 
     out = {}
@@ -260,7 +259,7 @@ def _parse_functions(items):
         if not m:
             raise _usage("--function", "a definition such as 'lrelu(z) = max(z, z/10)'")
         name, var, body = m.groups()
-        expr = parse_expression(body, variables=[var], argument="--function", functions={**FUNCTIONS, **out})
+        expr = parse_expression(body, variables=[var], argument="--function", functions=out)  # the registry's and earlier ones
         v = next(s for s in expr.free_symbols if s.name == var) if expr.free_symbols else sp.Symbol(var)
         out[name] = sp.Lambda(v, expr)
     return out
