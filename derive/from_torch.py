@@ -35,20 +35,21 @@ import sympy as sp
 
 from seqgrad.errors import SeqgradTypeError
 
-from .cell import FUNCTIONS, Cell, CellError
+from .cell import Cell, CellError
+from .operations import node as operation_node
 
 __all__ = ["read_module", "TorchSource", "ParamRef", "TorchReadError", "TORCH_ACTIVATIONS", "EXTRA_FUNCTIONS"]
 
 _z = sp.Dummy("z")
-#: activations the Cell equations accept today beyond :data:`derive.cell.FUNCTIONS` (given as ``functions=``)
+#: activations the Cell equations accept today beyond the operation registry (:mod:`seqgrad.operations`) (given as ``functions=``)
 EXTRA_FUNCTIONS = {
-    "silu": sp.Lambda(_z, _z * FUNCTIONS["sigmoid"](_z)),
+    "silu": sp.Lambda(_z, _z * operation_node("sigmoid")(_z)),
     "gelu_tanh": sp.Lambda(_z, _z / 2 * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (_z + sp.Rational(44715, 1000000) * _z ** 3)))),
 }
 
 #: the one table: a torch activation (function, method or module, by name) -> the Cell's activation name.
 #: Arguments that change the function are checked in :func:`_activation_name` (a leaky ReLU's slope 0.01,
-#: softplus' beta 1, GELU's tanh form: the exact GELU needs erf, which the compiled loop does not have yet).
+#: softplus' beta 1; GELU: the exact (erf) form is the registry's ``gelu``, the tanh form ``gelu_tanh``).
 TORCH_ACTIVATIONS = {
     "sigmoid": "sigmoid", "tanh": "tanh", "relu": "relu", "leaky_relu": "leaky_relu", "softplus": "softplus",
     "silu": "silu", "gelu": "gelu_tanh", "identity": "identity",
@@ -270,7 +271,7 @@ class _Reader:
     def activation(self, fname: str, arg, name: str | None):
         """``fname(arg)``; a compound argument becomes a named pre-activation (``z^name`` for an activation
         your code names; any other activation than tanh and sigmoid needs one)."""
-        fn = FUNCTIONS.get(fname) or EXTRA_FUNCTIONS[fname]
+        fn = operation_node(fname) if fname not in EXTRA_FUNCTIONS else EXTRA_FUNCTIONS[fname]
         if fname in EXTRA_FUNCTIONS:
             self.functions[fname] = fn
         if fname == "identity":
@@ -385,10 +386,10 @@ def _read_recurrent(module, reader: _Reader, label: str) -> TorchSource:
             return reader.define(name, value)
 
         def gate(g, f, value):  # g_t = f(z_t^g): the gate and its named pre-activation
-            return define(g, FUNCTIONS[f](define("z" + g, value)))
+            return define(g, operation_node(f)(define("z" + g, value)))
 
         if mode.startswith("RNN"):
-            h = define("h", FUNCTIONS[mode[4:].lower()](define("z", sum(gates[""]))))
+            h = define("h", operation_node(mode[4:].lower())(define("z", sum(gates[""]))))
         elif mode == "GRU":
             r, z = gate("r", "sigmoid", sum(gates["r"])), gate("z", "sigmoid", sum(gates["z"]))
             a = define("a", gates["n"][1])  # W_hn h_{t-1} + b_hn, which r multiplies
@@ -743,7 +744,7 @@ class _Translator:
                 blocks.append((e, w))
                 continue
             label = name if len(value.blocks) == 1 else self.r.fresh(f"{name}{k}")
-            if isinstance(e, (sp.tanh, FUNCTIONS["sigmoid"])) and not isinstance(e.args[0], sp.Symbol):
+            if isinstance(e, (sp.tanh, operation_node("sigmoid"))) and not isinstance(e.args[0], sp.Symbol):
                 e = e.func(self.r.preactivation(label, e.args[0]))  # a gate sliced out of an activated block
             blocks.append((self.r.define(label, e), w))
         return _Row(blocks)
@@ -1013,9 +1014,11 @@ def _activation_name(tr, node, name, args, kwargs, module=None):
         if get("beta", extra[0] if extra else 1) != 1:
             tr.fail(node, "softplus with beta != 1", "beta=1")
     elif fname == "gelu_tanh":
-        if get("approximate", "none") != "tanh":
-            tr.fail(node, "the exact GELU (erf)", "GELU(approximate='tanh'): erf has no implementation in the "
-                    "compiled loop yet")
+        approximate = get("approximate", "none")
+        if approximate not in ("none", "tanh"):
+            tr.fail(node, f"GELU(approximate={approximate!r})", "approximate='none' (the registry's gelu, erf form) "
+                    "or 'tanh'")
+        fname = "gelu" if approximate == "none" else fname
     elif extra and fname != "identity":
         tr.fail(node, f"{name} with extra arguments {extra}", "the activation of one tensor")
     if get("inplace", False):
