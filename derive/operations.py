@@ -126,13 +126,24 @@ def _by_class(version: int) -> dict:
     return out
 
 
+def _value(op: Operation, value):
+    """A declared derivative's value as SymPy: an expression, or a plain number (relu's kink side ``0``)."""
+    if isinstance(value, sp.Basic):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return sp.Integer(value)
+    if isinstance(value, float):
+        return sp.Float(value)
+    raise SeqgradTypeError(f"operation {op.name!r}: derivative", value, "a SymPy expression or a number")
+
+
 def derivative(op: Operation, arg, out=None):
     """``phi'(arg)`` of ``op`` as SymPy, through ``out = phi(arg)`` where the declaration writes it so."""
     ns = sympy_namespace()
     if out is None:
         out = _node(op)(arg)
     if op.derivative is not None:
-        return sp.sympify(op.derivative(ns, arg, out))
+        return _value(op, op.derivative(ns, arg, out))
     u = sp.Dummy("u")
     return sp.diff(op.definition(ns, u), u).xreplace({u: arg})
 
