@@ -632,6 +632,10 @@ def _week06_read_whole() -> list[Statement]:
           evidence=ev.practicum_recurrent_parameters,
           why="the RNN's and the GRU's counts come out of torch modules of the stated widths; the Transformer's depends "
               "on the length of its learned positions, which the text does not give"),
+        S(1298, "at delay 8 all three are perfect; at 16 the RNN's mean is below half, the GRU's about four fifths and "
+                "the Transformer succeeds for every seed; a small spread can mean consistently poor results (RNN, 32)",
+          evidence=ev.practicum_prose_and_table,
+          why="the prose agrees with its Table 34; the values are the practicum's saved results, which are not here"),
         S(1300, "the results do not establish universal superiority, extrapolation to other lengths or language generation",
           why="a statement about what an experiment shows"),
         S(1304, "full attention can connect any allowed pair of positions in one layer", ("encoder.mha_vs_torch",),
