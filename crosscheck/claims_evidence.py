@@ -563,3 +563,20 @@ def practicum_prose_and_table() -> tuple[bool, str]:
     return delay8 and delay16 and delay32, (f"delay 8 all 1 +- 0: {delay8}; delay 16 RNN {table['RNN'][1][0]}, GRU "
                                              f"{table['GRU'][1][0]}, Transformer 1 +- 0: {delay16}; delay 32 RNN "
                                              f"{table['RNN'][2][0]} +- 0: {delay32}")
+
+
+def vocabulary_order_is_arbitrary() -> tuple[bool, str]:
+    """Reordering the vocabulary (the rows of E_vocab and the ids with them) selects the same embedding rows: an id
+    is an index, and the lookup is the product of a one-hot row with the table."""
+    from seqgrad.numeric import course
+
+    torch = _torch()
+    E = torch.tensor(course.E_VOCAB, dtype=torch.float64)
+    ids = torch.tensor(course.token_ids())
+    order = torch.tensor([8, 3, 0, 6, 1, 7, 2, 5, 4])          # new id of each old id
+    E_new = torch.empty_like(E)
+    E_new[order] = E
+    same = bool(torch.equal(E_new[order[ids]], E[ids]))
+    one_hot = torch.nn.functional.one_hot(ids, len(E)).to(torch.float64) @ E
+    return same and bool(torch.equal(one_hot, E[ids])), (f"ids renumbered by a permutation of the 9 entries: the "
+                                                          f"same 7 rows {same}; one-hot times E_vocab is the lookup")

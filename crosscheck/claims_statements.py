@@ -553,6 +553,8 @@ def _week06_read_whole() -> list[Statement]:
         S(454, "head(output) makes a prediction at every position, of size (B, T, C)", evidence=ev.torch_rnn_conventions),
         S(480, "the prefix has six different types; with, single and step make the vocabulary K = 9",
           ("encoder.course_tables",), evidence=ev.proverb_counts),
+        S(493, "an id is an index, not a measurement: the order of the vocabulary entries is arbitrary as long as lookup "
+               "and output labels agree", evidence=ev.vocabulary_order_is_arbitrary),
         S(536, "the first pair changes fast, the second slower, the last sine slower still; p_0 = (0, 1, 0, 1, 0)",
           ("identity:pe-p0", "claims.pe_p0"), evidence=ev.pe_frequencies_decrease),
         S(544, "each full sine-cosine pair at t + Delta is a linear map of the pair at t with coefficients depending on "
@@ -628,6 +630,8 @@ def _week06_read_whole() -> list[Statement]:
           evidence=ev.proverb_counts),
         S(1275, "all rows of a known record can be computed together under the causal mask",
           ("encoder.causal_prefix", "decoder.teacher_forcing_is_parallel_generation")),
+        S(1279, "a causal stack can process the positions of a known sequence in parallel, but generating unknown tokens "
+                "stays sequential", ("decoder.teacher_forcing_is_parallel_generation", "encoder.causal_prefix")),
         S(1289, "the parameter counts are close (1,943 / 2,023 / 1,915), which does not equalize computation or capacity",
           evidence=ev.practicum_recurrent_parameters,
           why="the RNN's and the GRU's counts come out of torch modules of the stated widths; the Transformer's depends "
