@@ -102,6 +102,7 @@ def softmax_tie() -> tuple[bool, str]:
                                                        f"softmax(c (1, 1))_0 = {tie} for every c")
 
 
+@lru_cache(maxsize=1)
 def dot_product_variance() -> tuple[bool, str]:
     """Var(q.k) = d_k needs independent coordinates: with q = k (each N(0, 1)) it is 2 d_k."""
     from sympy.stats import Normal, variance
@@ -112,6 +113,7 @@ def dot_product_variance() -> tuple[bool, str]:
                                             f"coordinates, Var(q_i q_i) = {same} when k = q")
 
 
+@lru_cache(maxsize=1)
 def heads_cost() -> tuple[bool, str]:
     """h heads of width d/h cost as many multiplications as one head of width d (projections, scores, values)."""
     n, d, h = sp.symbols("n d h", positive=True)
@@ -307,6 +309,7 @@ def rnn_depends_on_order() -> tuple[bool, str]:
     return abs(a - b) > 1e-3, f"h_1(1, 2) = {a:.6f}, h_1(2, 1) = {b:.6f}"
 
 
+@lru_cache(maxsize=1)
 def pe_frequencies_decrease() -> tuple[bool, str]:
     """omega_i = 10000^(-2i/d) is a geometric progression with ratio 10000^(-2/d) < 1: higher i, lower frequency."""
     i, d = sp.symbols("i d", positive=True)
@@ -362,6 +365,7 @@ def torch_rnn_conventions() -> tuple[bool, str]:
                    f"{shapes[0]}, final {shapes[1]}, head(output) {shapes[2]}")
 
 
+@lru_cache(maxsize=1)
 def proverb_counts() -> tuple[bool, str]:
     """The course tokens: seven positions, six distinct types, nine vocabulary entries with the continuation; six
     rows of the bare prefix have a next-token target."""
