@@ -100,6 +100,12 @@ _PRE_POST = ("identity:residual-pre-norm", "identity:residual-post-norm", "encod
 _DECODER_LAYER = ("decoder.layer_vs_torch", "decoder.stack_vs_torch")
 
 
+_LESSON_PRE_POST_FALSE = (
+    "the lesson's own encoder layer (l.136-138) is post-norm, x_1 = LayerNorm(x + MultiHead(x)); y = x + Layer(Norm(x)) "
+    "is pre-norm. They are different functions of the same parameters (week06 §Depth:1187 says so): for one block with "
+    "equal weights the outputs differ")
+
+
 def _week06() -> list[Statement]:
     S = _at("week06")
     return [
@@ -213,9 +219,7 @@ def _week06() -> list[Statement]:
 
 def _lesson() -> list[Statement]:
     S = _at("lesson")
-    pre_post_false = ("the lesson's own encoder layer (l.136-138) is post-norm, x_1 = LayerNorm(x + MultiHead(x)); "
-                      "y = x + Layer(Norm(x)) is pre-norm. They are different functions of the same parameters "
-                      "(week06 §Depth:1187 says so): for one block with equal weights the outputs differ")
+    pre_post_false = _LESSON_PRE_POST_FALSE
     return [
         S(3, "every large model named is the same architectural skeleton, almost unchanged since 2017",
           why="history and opinion, not a value"),
@@ -467,12 +471,296 @@ def _wiki() -> list[Statement]:
     ]
 
 
+# --------------------------------------------------------------------------- the whole reading of week 06 and the lesson
+# The first pass over the chapter and the lesson searched them for keywords; these are the statements a sentence-by-
+# sentence reading of every section added (issue 29).  ``_in_text_order`` merges them with the first pass by line
+# (a stable sort: a statement of the first pass keeps its name on a shared line).
+
+def _in_text_order(*parts: list[Statement]) -> list[Statement]:
+    return sorted((s for part in parts for s in part), key=lambda s: s.line)
+
+
+def _week06_read_whole() -> list[Statement]:
+    S = _at("week06")
+    return [
+        S(7, "a rising and a falling temperature can have the same mean but suggest different next values",
+          evidence=ev.same_mean_other_order, why="(1, 2, 3) and (3, 2, 1) have mean 2; their linear continuations are 4 and 0"),
+        S(45, "a model given future measurements in training solves an easier task than the one it faces in use",
+          why="a statement about the task's design, not a value"),
+        S(61, "a longer sequence adds uses of the transformation but needs no separate set of cell parameters per position",
+          ("rnn.scalar.sum_over_uses", "rnn.vector.sum_over_uses")),
+        S((124, 132), "Table 3: each forward operation and its backward computation by the chain rule",
+          ("rnn.scalar.table3", "rnn.manual_bptt")),
+        S(144, "g_2^z = e w_o phi'(z_2), g_1^z = g_2^z w_h phi'(z_1), g_0^z = g_1^z w_h phi'(z_0): the head stays "
+               "visible through w_o in every expression", ("rnn.scalar.table3", "rnn.manual_bptt")),
+        S(158, "the earlier dependence of h_(t-1) on w_h is already counted by the earlier uses: the local contribution "
+               "is g_t^z h_(t-1), not differentiated again", ("rnn.scalar.sum_over_uses", "rnn.manual_bptt"),
+          why="the sum of the local contributions equals autograd's total derivative"),
+        S((162, 166), "dL/dw_x = sum_t g_t^z x_t, dL/dw_h = sum_t g_t^z h_(t-1), dL/dw_o = e h_2",
+          ("rnn.scalar.sum_over_uses", "rnn.scalar.autograd")),
+        S((170, 172), "the expanded path sums of dL/dw_x and dL/dw_h", ("rnn.scalar.autograd", "rnn.path_products")),
+        S(174, "the first contribution of the recurrent weight is zero since h_(-1) = 0, yet x_0 still reaches the loss: "
+               "dL/dx_0 = g_0^z w_x need not be zero", ("rnn.scalar.autograd", "rnn.manual_bptt")),
+        S(178, "contributions to a shared weight can have opposite signs and cancel; the sum need not exceed each one",
+          evidence=ev.cancelling_contributions, why="identity cell, w_h = w_o = 1, x = (1, -1, 0), y = 3: contributions -3, 3, 0"),
+        S(190, "an early use's contribution passes more recurrent transitions than a late one's", ("rnn.path_products",)),
+        S((194, 198), "dh_t/dh_(t-1) = phi'(z_t) w_h, and dL/dh_s = dL/dh_q prod_(t=s+1..q) w_h phi'(z_t)",
+          ("rnn.path_products", "rnn.manual_bptt")),
+        S(202, "a constant lower bound r > 1 on the factors' moduli gives growth at least r^(q - s) along the scalar path",
+          ("rnn.path_products", "claims.figure3_growth")),
+        S(202, "with small and large factors mixed the result depends on the whole product: one large weight or one long "
+               "sequence alone does not decide it", ("claims.figure3_saturation", "claims.figure3_growth"),
+          why="at w_h = 1.2 the same weight amplifies with zero input and suppresses with x_t = 1 (Figure 3, right)"),
+        S(216, "ReLU: a positive preactivation passes the signal through the activation, a negative one cuts the path",
+          ("gated.relu_convention_vs_torch", "gated.fact.relu_at_zero")),
+        S(218, "for tanh and sigmoid saturation happens far from zero, where the derivatives tend to zero",
+          ("gated.fact.saturation", "gated.fact.tanh_prime", "gated.fact.sigmoid_prime")),
+        S(220, "on an active ReLU path the factors are still w_h: repeated moduli above one can amplify gradients and states",
+          ("gated.relu_convention_vs_torch", "rnn.path_products")),
+        S(226, "PyTorch's RNN uses tanh by default and offers ReLU as the alternative", evidence=ev.torch_rnn_conventions),
+        S(228, "phi'(z_t) = 1 - h_t^2 for h_t = tanh(z_t)", ("gated.fact.tanh_prime",)),
+        S(240, "a zero gradient gives no update, and a large step can increase the loss", ("claims.fact_step_size",)),
+        S(282, "z_t = x_t W_x^T + h_(t-1) W_h^T + b_h, h_t = phi(z_t), yhat = h_(T-1) W_o^T + b_o, "
+               "L = 1/2 sum_c (yhat_c - y_c)^2", ("rnn.vector.autograd",)),
+        S((290, 294), "g_(T-1)^h = e W_o, g_t^z = g_t^h (.) phi'(z_t), g_(t-1)^h = g_t^z W_h", ("rnn.vector.autograd",)),
+        S(304, "the gradients of W_x, W_h, W_o, b_h and b_o are sums over the uses of outer products (g_t^z)^T x_t, ...",
+          ("rnn.vector.sum_over_uses", "rnn.vector.autograd")),
+        S(308, "dL/dx_t = g_t^z W_x; with D = H = C = 1 the equations give the three scalar weight gradients",
+          ("rnn.vector.autograd", "rnn.scalar.autograd")),
+        S(318, "with a target at every position g_t^h = e_t W_o + g_(t+1)^z W_h: both paths added before phi'",
+          ("rnn.vector.per_position",)),
+        S(324, "averaging over positions replaces each e_t by e_t / T; the recurrent signal is not divided by T again",
+          ("rnn.vector.per_position",)),
+        S((330, 334), "J_t = diag(phi'(z_t)) W_h and g_s^h = g_q^h J_q J_(q-1) ... J_(s+1)", ("gated.pascanu_bound", "rnn.vector.autograd")),
+        S(336, "the order matters: matrix products are in general not commutative", evidence=ev.matrices_do_not_commute),
+        S(340, "||g_s^h||_2 <= ||g_q^h||_2 prod_t ||J_t||_2", ("gated.pascanu_bound",)),
+        S(348, "with x_t = 1 the states approach saturation and the sensitivity decreases; at T = 1 it equals one",
+          ("claims.figure3_saturation", "gated.figure3_right")),
+        S(360, "with plain gradient descent the update is at most eta tau long; an adaptive optimizer's step is not "
+               "bounded by it", ("claims.fact_clipped_step_bound",), evidence=ev.adam_step_ignores_clipping_bound,
+          why="Adam's first step is about eta per coordinate whatever the clipped gradient's length"),
+        S(368, "h_t = u_t (.) h_(t-1) + (1 - u_t) (.) h~_t", ("gated.gru_vs_torch", "gated.gru_mixing_example")),
+        S((374, 378), "the GRU gates a_t = sigma(x_t W_xa^T + b_xa + h_(t-1) W_ha^T + b_ha) and its candidate, in "
+                      "PyTorch's convention", ("gated.gru_vs_torch",)),
+        S(380, "applying the reset gate to the previous state before the multiplication by W_hn gives in general "
+               "another model", ("gated.gru_reset_convention",)),
+        S(388, "c_t = f_t (.) c_(t-1) + i_t (.) c~_t, h_t = o_t (.) tanh(c_t)", ("gated.lstm_vs_torch",)),
+        S((392, 396), "the LSTM gates and candidate with the merged biases of PyTorch's LSTM", ("gated.lstm_vs_torch",)),
+        S(400, "with gates and candidate fixed the carry derivative is diag(f_t); the dependences through h_(t-1) add "
+               "other paths to the full derivative", ("gated.lstm_carry_jacobian", "gated.derived_lstm_vector_jacobian")),
+        S(452, "batch_first=True changes the layout of the sequence axes but not of the final state",
+          evidence=ev.torch_rnn_conventions),
+        S(454, "head(output) makes a prediction at every position, of size (B, T, C)", evidence=ev.torch_rnn_conventions),
+        S(480, "the prefix has six different types; with, single and step make the vocabulary K = 9",
+          ("encoder.course_tables",), evidence=ev.proverb_counts),
+        S(493, "an id is an index, not a measurement: the order of the vocabulary entries is arbitrary as long as lookup "
+               "and output labels agree", evidence=ev.vocabulary_order_is_arbitrary),
+        S(536, "the first pair changes fast, the second slower, the last sine slower still; p_0 = (0, 1, 0, 1, 0)",
+          ("identity:pe-p0", "claims.pe_p0"), evidence=ev.pe_frequencies_decrease),
+        S(544, "each full sine-cosine pair at t + Delta is a linear map of the pair at t with coefficients depending on "
+               "Delta; the unpaired last sine has no such relation of its own",
+          ("identity:pe-shift-d5-interleaved", "identity:pe-unpaired-no-scalar")),
+        S(568, "the original Transformer multiplies the embeddings by sqrt(D) before adding the positions",
+          why="a fact about the 2017 paper's model, which the course example leaves out"),
+        S(562, "the two occurrences of a now differ, although their embedding is shared",
+          ("claims.h0_row0", "claims.h0_row3", "encoder.course_tables")),
+        S(630, "q_t = (h_t0, h_t1, h_t2), k_t = ((h_t0 + h_t3)/2, h_t1, (h_t2 + h_t4)/2), v_t = (h_t0, h_t2, (h_t3 + h_t4)/2)",
+          ("encoder.course_tables",)),
+        S(677, "the dot product depends on lengths and directions, so in general it is not the cosine similarity",
+          evidence=ev.dot_is_not_cosine),
+        S(683, "for independent zero-mean unit-variance coordinates the unscaled dot product has variance d_k and the "
+               "scaled one 1: a choice of scale, not a guarantee about trained queries",
+          ("identity:attention-dot-variance",), evidence=ev.dot_product_variance,
+          why="stated with its assumption, which lecture07 §Transformer:39 leaves out"),
+        S(702, "each query's weights sum to one, a larger score gets a larger weight, and changing one score changes the "
+               "other weights", ("identity:softmax-sums-to-one", "identity:softmax-jacobian")),
+        S(708, "subtracting the row maximum leaves the distribution unchanged and keeps the largest exponent at zero",
+          ("identity:softmax-max-subtracted", "identity:softmax-shift-invariance")),
+        S(712, "the weights sum to one at full precision; the rounded values may not", evidence=ev.rounded_weights_sum),
+        S(739, "the weights are nonnegative but the values can be negative, so contributions can cancel; the output is a "
+               "weighted average of the value vectors", ("identity:softmax-sums-to-one", "encoder.course_tables")),
+        S(747, "S = Q K^T / sqrt(3) (7 x 7), A = softmax_rows(S), O = A V (7 x 3)", ("encoder.course_tables", "encoder.mha_vs_torch")),
+        S(786, "excluded sources get weight 0 and the allowed ones are renormalized; zeroing normalized weights leaves a "
+               "wrong sum; softmax of an all -inf row is undefined", ("identity:attention-mask-before-softmax",
+                                                                     "claims.week06_exercise3"),
+          evidence=ev.masking_before_softmax),
+        S(831, "each head's weights for one query sum to one: the two heads are not normalized together",
+          ("identity:softmax-sums-to-one", "encoder.course_tables")),
+        S(844, "the second head gives a more uniform distribution in this example", evidence=ev.head2_more_uniform,
+          why="the entropy of its weights for begins is larger (1.94 against 1.80; log 7 = 1.95)"),
+        S(928, "torch's nn.MultiheadAttention splits embed_dim equally between the heads, so embed_dim = 5, num_heads = 2 "
+               "is not supported", ("encoder.course_heads_not_in_torch",)),
+        S(946, "X = LN_1(H), B_att = MHA(X), U = H + B_att, R = LN_2(U), B_mlp = MLP(R), H' = U + B_mlp",
+          ("encoder.prenorm_layer_vs_torch", "identity:residual-encoder-block", "encoder.course_tables")),
+        S(948, "the first addition keeps the block input, the second U; neither carries the normalized branch input",
+          ("identity:residual-encoder-block",)),
+        S((971, 975), "LN(h_t)_c = gamma_c (h_tc - mu_t)/sqrt(sigma_t^2 + eps) + beta_c with the population variance",
+          ("encoder.layernorm_vs_torch", "identity:layernorm-mean-zero")),
+        S(977, "one parameter vector is shared by the positions, but each position sets its own statistics",
+          ("encoder.layernorm_vs_torch",), evidence=ev.layernorm_per_vector),
+        S(979, "with gamma = 1, beta = 0 the normalized row has mean zero and variance sigma^2/(sigma^2 + eps), "
+               "slightly below one", ("identity:layernorm-variance", "identity:layernorm-mean-zero")),
+        S(981, "nn.LayerNorm(D) normalizes the last axis for each example and position separately, with the current "
+               "row's statistics in training and in use; it carries no information between positions",
+          ("encoder.layernorm_vs_torch",), evidence=ev.layernorm_without_running_statistics),
+        S(1023, "the same MLP parameters act at every position: the MLP mixes features within a row, attention mixes rows",
+          evidence=ev.position_wise_mlp),
+        S(1047, "without an activation between the maps their composition would stay affine",
+          ("identity:mlp-without-activation-affine",)),
+        S(1161, "the stack changes the depth, not the sequence length: every block receives seven rows of five features",
+          ("encoder.stack_vs_torch",)),
+        S(1177, "permuting the position-encoded rows together with their position features permutes the output too",
+          _PERMUTATION, evidence=ev.permutation),
+        S(1191, "dL/dh_i = g_i + sum_j g_j df_j/dh_i: the bypass term and the branch's sum", ("identity:residual-pre-norm",)),
+        S(1207, "implementations compute the cross-entropy directly from the logits, for numerical stability",
+          evidence=ev.cross_entropy_from_logits),
+        S(1225, "even a zero padding embedding can become nonzero once the position is added", ("identity:pe-norm",),
+          why="every positional vector has norm at least one (sin^2 + cos^2 = 1 per pair)"),
+        S(1233, "with right padding and at least one real token every padded query keeps real sources to read",
+          evidence=ev.padded_query_row),
+        S(1235, "the source mask does not remove a padded query's output: it reads real values and gives a nonzero row",
+          evidence=ev.padded_query_row),
+        S(1239, "averaging each sequence first and then the sequences weights them differently when the lengths differ",
+          ("claims.fact_pooled_vs_per_sequence_mean",)),
+        S(1239, "a loss computed at an invalid target before the valid entries are selected is not undone by a zero "
+                "weight applied later", evidence=ev.late_zero_weight, why="the loss there is inf, and inf * 0 = NaN"),
+        S(1241, "in nn.MultiheadAttention a True entry of a boolean mask excludes it; other attention functions need not "
+                "follow the same rule", evidence=ev.torch_mask_conventions),
+        S(1259, "with only the seven prefix tokens the first six rows have next-token targets and begins has none",
+          evidence=ev.proverb_counts),
+        S(1275, "all rows of a known record can be computed together under the causal mask",
+          ("encoder.causal_prefix", "decoder.teacher_forcing_is_parallel_generation")),
+        S(1279, "a causal stack can process the positions of a known sequence in parallel, but generating unknown tokens "
+                "stays sequential", ("decoder.teacher_forcing_is_parallel_generation", "encoder.causal_prefix")),
+        S(1289, "the parameter counts are close (1,943 / 2,023 / 1,915), which does not equalize computation or capacity",
+          evidence=ev.practicum_recurrent_parameters,
+          why="the RNN's and the GRU's counts come out of torch modules of the stated widths; the Transformer's depends "
+              "on the length of its learned positions, which the text does not give"),
+        S(1298, "at delay 8 all three are perfect; at 16 the RNN's mean is below half, the GRU's about four fifths and "
+                "the Transformer succeeds for every seed; a small spread can mean consistently poor results (RNN, 32)",
+          evidence=ev.practicum_prose_and_table,
+          why="the prose agrees with its Table 34; the values are the practicum's saved results, which are not here"),
+        S(1300, "the results do not establish universal superiority, extrapolation to other lengths or language generation",
+          why="a statement about what an experiment shows"),
+        S(1304, "full attention can connect any allowed pair of positions in one layer", ("encoder.mha_vs_torch",),
+          evidence=ev.every_output_depends_on_every_input),
+        S(1306, "for one head matching costs about T^2 d_k operations and mixing T^2 d_v; projections scale as T D^2",
+          ("identity:count-attention",), evidence=ev.attention_layer_multiplications),
+        S(1314, "four patches of nine input features; with a class token T = 5 rows", evidence=ev.vit_patches),
+        S(1335, "attention's softmax normalizes the scores of the sources; the vocabulary head normalizes class logits",
+          ("encoder.course_tables", "identity:softmax-sums-to-one")),
+        S(1339, "masking the padding sources is not enough: padded outputs must also leave the pooling and invalid "
+                "targets the loss", ("claims.fact_pooled_vs_per_sequence_mean",), evidence=ev.padded_query_row),
+    ]
+
+
+def _lesson_read_whole() -> list[Statement]:
+    S = _at("lesson")
+    return [
+        S(15, "training time grew almost linearly with the sequence length because the steps could not be parallelized",
+          why="an empirical statement about training time, not a value"),
+        S(19, "28.4 BLEU for the big model; about 12 hours (base) and 3.5 days (big) on 8 P100 GPUs",
+          why="results reported by the 2017 paper, not computable here"),
+        S(33, "self-attention: per-layer complexity O(n^2 d), sequential steps O(1), maximum path length O(1)",
+          ("identity:count-cost-crossover", "identity:count-attention"), verdict="imprecise",
+          evidence=ev.attention_layer_multiplications,
+          precise="the scores Q K^T and the mixing A V cost n^2 d multiplications each, but the Q, K, V and output "
+                  "projections of the same layer (the 4 d_model^2 parameters of l.77, applied to n rows) cost 4 n d^2: "
+                  "a self-attention layer is O(n^2 d + n d^2); O(n^2 d) counts the attention products only (as the 2017 "
+                  "paper's table does), and for n < d, the lesson's typical case (l.43), the left-out projections "
+                  "dominate: 104,857,600 against 10,240,000 multiplications at n = 100, d = 512"),
+        S(35, "recurrent layer: per-layer complexity O(n d^2) and maximum path length O(n)",
+          ("rnn.path_products", "identity:count-cost-crossover"),
+          why="n steps, each a product of the state with a d x d matrix; the path from x_1 to h_n passes n - 1 transitions"),
+        S((63, 67), "head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V); MultiHead = Concat(head_1, ..., head_h) W^O, "
+                    "W^O in R^(h d_v x d_model)", ("encoder.mha_vs_torch", "identity:attention-multihead-concat")),
+        S(69, "d_k = d_v = 512/8 = 64", ("claims.head_width", "claims.lesson_task02")),
+        S(75, "the weights of 'она' are a distribution over the eight previous tokens, and a syntactic head may peak on "
+              "the neighbouring 'счастлива' or on 'и'", verdict="false", evidence=ev.words_before_pronoun,
+          precise="nine words precede 'она' (Девочка играла с собакой которая была очень доброй и), so a tokenization "
+                  "that keeps the words whole gives nine previous tokens, not the eight weights printed; and "
+                  "'счастлива' is the last word, after 'она', so it is not one of the previous tokens"),
+        S(87, "in a recurrent network the order is built into the computation: permuting the tokens changes h_1, h_2, ...",
+          evidence=ev.rnn_depends_on_order),
+        S(95, "PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i + 1) = cos(pos / 10000^(2i/d))",
+          ("claims.pe_d4_pos*", "identity:pe-shift")),
+        S(101, "for i = 1 at d = 4 the exponent is 0.5 and 10000^0.5 = 100: a frequency 100 times lower",
+          ("claims.pe_d4_frequency",)),
+        S(124, "the sine-cosine construction uses geometrically decreasing frequencies", evidence=ev.pe_frequencies_decrease),
+        S(124, "high and low frequencies together give each position a unique fingerprint, also at lengths not seen in "
+               "training", evidence=ev.positions_are_distinct,
+          why="the formula is defined for every pos, and PE(p) = PE(q) needs p - q in 2 pi Z"),
+        S(130, "one encoder block is repeated N = 6 times, each time with its own trainable weights",
+          ("encoder.stack_vs_torch", "identity:count-layer")),
+        S(130, "the feed-forward network is applied independently to each position", evidence=ev.position_wise_mlp),
+        S((136, 138), "x_1 = LayerNorm(x + MultiHead(x, x, x)), x_2 = LayerNorm(x_1 + FFN(x_1))",
+          ("encoder.postnorm_layer_vs_torch", "identity:residual-post-norm")),
+        S(142, "FFN(x) = max(0, x W_1 + b_1) W_2 + b_2", ("encoder.postnorm_layer_vs_torch", "identity:count-ffn")),
+        S(144, "in MultiHead(x, x, x) queries, keys and values all come from the same x", ("encoder.mha_vs_torch",)),
+        S(150, "the scale and shift parameters of the two layer normalizations are negligible next to the rest",
+          ("identity:count-layer", "claims.ffn_and_layer_parameters"), why="2 x 2 x 512 = 2,048 against 3,145,728"),
+        S(164, "before softmax is applied, all 'future' positions of the attention weight matrix are forcibly zeroed",
+          ("identity:attention-mask-before-softmax",), verdict="imprecise", evidence=ev.zeroing_scores_is_not_masking,
+          precise="the mask adds -inf to the future scores before softmax (the lesson's own l.170), so that their "
+                  "weights after softmax are exactly 0; zeroing is another operation: a score set to 0 keeps a "
+                  "positive weight (0.075 in the lesson's scores 1.2, 0.5, 2.0 with the fourth set to 0), and weights "
+                  "zeroed after softmax no longer sum to one (week06 §Mask:786)"),
+        S(170, "MaskedAttention(Q, K, V) = softmax(Q K^T / sqrt(d_k) + M) V with M_ij = 0 for j <= i, -inf for j > i",
+          ("identity:attention-mask-before-softmax", "decoder.lesson_mask_example")),
+        S(172, "after adding -inf and softmax the probability of looking at any future position j > i is exactly zero",
+          ("decoder.causal_blocks_zero", "identity:attention-mask-before-softmax")),
+        S(178, "the 4 x 4 mask: 0 on and below the diagonal, -inf above it", ("decoder.lesson_mask_example",),
+          evidence=ev.causal_mask_counts),
+        S(184, "at the second step the mask lets positions 0 and 1 see only each other (but not the future)",
+          ("identity:attention-mask-before-softmax", "decoder.lesson_generation"), verdict="imprecise",
+          evidence=ev.causal_mask_counts,
+          precise="under the causal mask (l.170) position 0 sees only itself and position 1 sees positions 0 and 1: "
+                  "query row t allows t + 1 sources; position 0 does not see position 1, and each position sees itself"),
+        S(184, "at the first step the mask allows only position 0, and cross-attention gives access to all three encoder "
+               "representations", ("decoder.lesson_generation", "decoder.memory_gradient_every_position")),
+        S(238, "task 21: PE(pos + k, 2i) = PE(pos, 2i) cos(k omega) + PE(pos, 2i + 1) sin(k omega), omega = 1/10000^(2i/d)",
+          ("identity:pe-shift", "claims.lesson_task21")),
+        S(244, "task 24: without PE the sets of output representations of 'кот спит' and 'спит кот' coincide up to the "
+               "permutation", _PERMUTATION, evidence=ev.permutation),
+        S(248, "task 26: h heads of width d_model/h cost about as much as one head of full width",
+          ("claims.lesson_task26",), evidence=ev.heads_cost),
+        S(252, "task 28: layer normalization works for batches of any size, down to a batch of one",
+          ("encoder.layernorm_vs_torch",), evidence=ev.layernorm_per_vector),
+        S(254, "task 29: a decoder layer has one more cross-attention block of the size of self-attention (262,144)",
+          ("decoder.count_task_29", "identity:count-decoder-layer")),
+        S(274, "the number of obligatory sequential steps falls from O(n) to O(1)",
+          why="a count of the algorithm's sequential steps, as at l.41, not a value seqgrad computes"),
+        S(276, "parallelization is not about fewer computations but about spreading them over thousands of cores",
+          why="a statement about hardware and training time, not a value"),
+        S(278, "multi-head attention computes h independent self-attention blocks in parallel, combined by concatenation "
+               "and the projection W^O", ("identity:attention-multihead-concat", "encoder.mha_vs_torch")),
+        S(284, "the formula y = x + Layer(Norm(x)) of lesson 337 literally repeats twice in a row inside one layer",
+          _PRE_POST, verdict="false", evidence=ev.pre_norm_is_not_post_norm, precise=_LESSON_PRE_POST_FALSE),
+        S(286, "the decoder's masked self-attention forbids seeing future positions through M_ij = -inf for j > i",
+          ("identity:attention-mask-before-softmax", "decoder.causal_blocks_zero")),
+        S(294, "the formula Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V is used here without changes",
+          ("encoder.mha_vs_torch",)),
+        S(304, "the task-23 configuration gives the order of hundreds of billions of parameters", ("claims.lesson_task23",),
+          why="96 x 12 x 12288^2 = 173,946,175,488, about 1.7e11"),
+        S(306, "the wavelengths range from 2 pi to about 10000 2 pi", ("identity:pe-wavelength",)),
+        S(308, "at d_ff = 4 d_model the feed-forward sublayer has twice the parameters of the multi-head attention block",
+          ("identity:count-ffn", "claims.ffn_and_layer_parameters"), why="2 d (4 d) = 8 d^2 = 2 (4 d^2)"),
+        S(314, "d_model must be divisible by h, since d_k = d_model/h must be an integer", ("encoder.course_heads_not_in_torch",),
+          why="torch's module refuses embed_dim = 5 with 2 heads"),
+        S(316, "low-frequency coordinates (large i) look like smooth stripes, high-frequency ones (small i) alternate fast",
+          evidence=ev.pe_frequencies_decrease),
+        S(318, "two algorithms with comparable operation counts can differ by orders of magnitude in training time",
+          why="a statement about hardware and wall time, not a value"),
+    ]
+
+
 @lru_cache(maxsize=1)
 def statements() -> tuple[Statement, ...]:
     """Every checkable prose statement of the four texts (week 06, the lesson, lecture 7, the newest revision of
     the wiki article), in text order, each with its verdict; those with a computation are named
     ``statement_<text>_<line>`` (a letter added for a second one on a line)."""
-    items = _week06() + _lesson() + _lecture07() + _wiki()
+    items = (_in_text_order(_week06(), _week06_read_whole()) + _in_text_order(_lesson(), _lesson_read_whole())
+             + _lecture07() + _wiki())
     seen: Counter = Counter()
     named = []
     for s in items:

@@ -98,6 +98,10 @@ def test_a_statement_check_fails_when_its_computation_does_not_support_the_verdi
     ("week06 §Depth:1171", "holds"),            # the chapter says 'equivariance' and means it
     ("lesson §Encoder:130", "holds"),           # LayerNorm per example: does not depend on the batch
     ("wiki §Encoder:20", "false"),              # the distance of the sinusoidal encoding is not monotone
+    ("week06 §Attention:683", "holds"),         # the variance argument, stated with its assumption
+    ("lesson §Parallel:33", "imprecise"),       # O(n^2 d) leaves out the 4 n d^2 of the projections
+    ("lesson §MHA:75", "false"),                # nine words precede 'она', and 'счастлива' follows it
+    ("lesson §Takeaways:284", "false"),         # 'literally repeats': pre-norm is not the lesson's post-norm
 ])
 def test_verdicts_of_the_issue(cite, verdict):
     assert [s.verdict for s in statements() if s.cite == cite][0] == verdict
@@ -106,3 +110,20 @@ def test_verdicts_of_the_issue(cite, verdict):
 def test_pre_norm_and_post_norm_are_different_functions_so_the_lessons_literally_the_same_is_false():
     s = [s for s in statements() if s.cite == "lesson §Encoder:130"][1]
     assert s.verdict == "false" and s.evidence()[0]
+
+
+def test_the_whole_reading_of_week06_and_the_lesson_reaches_every_section():
+    """Both texts were read sentence by sentence: every section holds statements, and the second finding on a
+    line keeps the first pass's name (the lesson's l.164 and l.184 are imprecise in their second statement)."""
+    from seqgrad.sources import TEXTS
+
+    items = statements()
+    for key in ("week06", "lesson"):
+        sections = {section_of(key, s.line).tag for s in items if s.key == key}
+        assert sections == {sec.tag for sec in TEXTS[key].sections}, key
+        lines = [s.line for s in items if s.key == key]
+        assert lines == sorted(lines), key  # in text order
+    by_name = {s.name: s for s in items}
+    assert by_name["statement_lesson_164"].verdict == "holds" and by_name["statement_lesson_164b"].verdict == "imprecise"
+    assert by_name["statement_lesson_184b"].verdict == "imprecise"
+    assert sum(s.key == "week06" for s in items) >= 143 and sum(s.key == "lesson" for s in items) >= 86
