@@ -30,6 +30,14 @@ from ..device import one_thread, resolve_device
 from . import models, task, train
 
 DELAYS = (8, 16, 32)
+FURTHER_SEEDS = tuple(range(7000, 7010))  # ten initialisation seeds beyond the text's three, fixed before any run
+DISTRIBUTION_SEEDS = train.SEEDS + FURTHER_SEEDS  # the default grid: the text's seeds, then the distribution's
+
+# Size guards of the command's own arguments (docs/limits.md)
+MAX_DELAY = 1024        # an input of d + 4 tokens; 4,096 training episodes of d = 1,024 hold 4.2 M token ids
+MAX_SEED = 2**32 - 1    # the seeds numpy's SeedSequence and torch take without folding
+MAX_SEEDS = 1000        # runs per model and delay (a range such as 0-999 included)
+MAX_JOBS = 64           # worker processes
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,7 @@ class Config:
     sizes: dict = field(default_factory=lambda: dict(task.SIZES))
     generation_seeds: dict = field(default_factory=lambda: dict(task.GENERATION_SEEDS))
     quick: bool = False
+    initialisation: str = models.INITIALISATION  # runs of an older initialisation scheme are trained again
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -74,11 +83,47 @@ def parse_models(value) -> tuple[str, ...]:
 
 
 def parse_delays(value) -> tuple[int, ...]:
-    return tuple(dict.fromkeys(_integers("--delays", value, minimum=1, example="8,16,32")))
+    return tuple(dict.fromkeys(_integers("--delays", value, minimum=1, maximum=MAX_DELAY, example="8,16,32")))
 
 
 def parse_seeds(value) -> tuple[int, ...]:
-    return tuple(dict.fromkeys(_integers("--seeds", value, minimum=0, example="6206,6207,6208")))
+    """Comma-separated seeds or inclusive ranges ``a-b``: ``6206-6208,7000-7009`` is 13 seeds."""
+    seeds: list[int] = []
+    for item in _items("--seeds", value):
+        if isinstance(item, str) and item.count("-") == 1 and not item.startswith("-"):
+            a, b = (_integers("--seeds", part, minimum=0, maximum=MAX_SEED, example="6206-6208,7000-7009")[0]
+                    for part in item.split("-"))
+            if b < a:
+                raise SeqgradValueError("--seeds", value, f"ranges a-b with a <= b, e.g. 6206-6208 (not {item})")
+            if b - a + 1 > MAX_SEEDS:
+                raise SeqgradValueError("--seeds", value, f"at most {MAX_SEEDS} seeds (a range of {b - a + 1})")
+            seeds.extend(range(a, b + 1))
+        else:
+            seeds.extend(_integers("--seeds", item if isinstance(item, str) else [item], minimum=0, maximum=MAX_SEED, example="6206,6207,6208"))
+    seeds = list(dict.fromkeys(seeds))
+    if len(seeds) > MAX_SEEDS:
+        raise SeqgradValueError("--seeds", value, f"at most {MAX_SEEDS} seeds ({len(seeds)} given)")
+    return tuple(seeds)
+
+
+def format_seeds(seeds) -> str:
+    """The seeds as :func:`parse_seeds` reads them, runs of consecutive seeds as ranges: ``6206-6208,7000-7009``."""
+    parts: list[list[int]] = []
+    for s in seeds:
+        if parts and s == parts[-1][1] + 1:
+            parts[-1][1] = s
+        else:
+            parts.append([s, s])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in parts)
+
+
+def parse_jobs(value) -> int:
+    """The number of worker processes, 1 to :data:`MAX_JOBS`."""
+    jobs = _integers("--jobs", [value] if isinstance(value, int) else value, minimum=1, maximum=MAX_JOBS, example="2",
+                      what="an integer")
+    if len(jobs) != 1:
+        raise SeqgradValueError("--jobs", value, f"one integer from 1 to {MAX_JOBS}")
+    return jobs[0]
 
 
 def _items(argument: str, value) -> list:
@@ -93,14 +138,17 @@ def _items(argument: str, value) -> list:
     return items
 
 
-def _integers(argument: str, value, minimum: int, example: str) -> list[int]:
+def _integers(argument: str, value, minimum: int, maximum: int, example: str, what: str = "comma-separated integers") -> list[int]:
     out = []
+    allowed = f"{what} from {minimum} to {maximum}, e.g. {example}"
     for s in _items(argument, value):
         if isinstance(s, str):
             if not s.lstrip("-").isdigit():
-                raise SeqgradValueError(argument, value, f"comma-separated integers >= {minimum}, e.g. {example}")
+                raise SeqgradValueError(argument, value, allowed)
+            if len(s.lstrip("-0")) > len(str(maximum)):  # refused before int() of a huge digit string
+                raise SeqgradValueError(argument, value, allowed)
             s = int(s)
-        out.append(validate.integer(argument, s, minimum=minimum))
+        out.append(validate.integer(argument, s, minimum=minimum, maximum=maximum))
     return out
 
 
@@ -147,16 +195,18 @@ def _worker(args) -> dict:
 
 
 def run_grid(out, *, models_: tuple[str, ...] = models.MODELS, delays: tuple[int, ...] = DELAYS,
-             seeds: tuple[int, ...] = train.SEEDS, config: Config = Config(), device: str = "cpu",
+             seeds: tuple[int, ...] = DISTRIBUTION_SEEDS, config: Config = Config(), device: str = "cpu",
              jobs: int = 1) -> list[dict]:
     """Train every (model, delay, seed) not finished yet in ``out``; return all run records
-    in grid order.  Longest runs are started first so that a pool stays busy."""
+    in grid order.  The runs are trained seed by seed in the order of ``seeds``, and within a seed the
+    longest first so that a pool stays busy."""
     out = Path(out)
     device = resolve_device(device).type
-    jobs = validate.integer("jobs", jobs, minimum=1)
+    jobs = validate.integer("jobs", jobs, minimum=1, maximum=MAX_JOBS)
     grid = [Job(m, d, s) for m in models_ for d in delays for s in seeds]
     done = {job: rec for job in grid if (rec := _load_run(out, job, config)) is not None}
-    todo = sorted((j for j in grid if j not in done), key=lambda j: -j.delay)
+    # seed by seed (an interrupted grid has every model and delay at about as many seeds), longest first within one
+    todo = sorted((j for j in grid if j not in done), key=lambda j: (seeds.index(j.seed), -j.delay))
     if todo and (jobs == 1 or device == "cuda" or len(todo) == 1):
         for job in todo:
             done[job] = _run_job(job, config, str(out), device)
@@ -245,7 +295,7 @@ def _previous_invocations(path: Path, config: dict) -> list[dict]:
     return list(old.get("invocations", [])) if old.get("config") == config else []
 
 
-def run(out, *, models_=models.MODELS, delays=DELAYS, seeds=train.SEEDS, quick: bool = False, device: str = "cpu",
+def run(out, *, models_=models.MODELS, delays=DELAYS, seeds=DISTRIBUTION_SEEDS, quick: bool = False, device: str = "cpu",
         jobs: int = 1, batch_size: int | None = None, loss: str | None = None, command: str = "") -> list[Path]:
     """Train what is missing, analyse the gradient paths, write every output; return the written paths.
 
