@@ -7,6 +7,10 @@ trains only the missing ones; a run file of another configuration (say a ``--qui
 run in the same directory) is trained again and replaced.  Ctrl-C therefore loses at
 most the runs in progress, and never leaves a half-written file.
 
+``--record`` also writes results.json into the package (:data:`RECORD`), the copy that
+``seqgrad check`` reads from an installed seqgrad; docs/experiments/cue-recall/ holds the same
+run's tables and figures.
+
 Runs are independent and single-threaded (:func:`numeric.device.one_thread`), so
 ``jobs > 1`` worker processes give the same numbers as one process.
 """
@@ -30,6 +34,9 @@ from ..device import one_thread, resolve_device
 from . import models, task, train
 
 DELAYS = (8, 16, 32)
+# The recorded full run, shipped as package data (pyproject's package-data): the one results.json
+# that ``seqgrad check`` reads, written by ``seqgrad experiment cue-recall --record`` beside --out's.
+RECORD = Path(__file__).resolve().parent / "data" / "results.json"
 FURTHER_SEEDS = tuple(range(7000, 7010))  # ten initialisation seeds beyond the text's three, fixed before any run
 DISTRIBUTION_SEEDS = train.SEEDS + FURTHER_SEEDS  # the default grid: the text's seeds, then the distribution's
 
@@ -245,8 +252,9 @@ def analyse(out, records: list[dict], *, episodes: int | None = None, trained: b
 
 
 def write_outputs(out, records: list[dict], summaries: list[dict], initial: list[dict], *, command: str,
-                  wall_seconds: float, trained: int, device: str) -> list[Path]:
-    """results.json, table.md, table.tex and the two figures, each written atomically."""
+                  wall_seconds: float, trained: int, device: str, record: bool = False) -> list[Path]:
+    """results.json, table.md, table.tex and the figures, each written atomically; with ``record``, the
+    same results.json also as the package's recorded run (:data:`RECORD`)."""
     from matplotlib.figure import Figure
 
     from seqgrad.atomic import save_figure
@@ -254,7 +262,8 @@ def write_outputs(out, records: list[dict], summaries: list[dict], initial: list
     from . import figures, results
 
     out = Path(out)
-    cells = results.table(records)
+    cells = results.table(text_seed_records(records))
+    dists = results.distribution(records)
     config = records[0]["config"]
     previous = _previous_invocations(out / "results.json", config)
     doc = {
@@ -271,20 +280,37 @@ def write_outputs(out, records: list[dict], summaries: list[dict], initial: list
         "invocations": previous + [{"command": command, "device": device, "wall_seconds": round(wall_seconds, 1),
                                     "runs_trained": trained, "threads_per_process": 1}],
         "table": [c.as_dict() for c in cells],
+        "distribution": [d.as_dict() for d in dists],
         "runs": records,
         "paths": summaries,
         "paths_initial": initial,
     }
-    written = [write_text(out / "results.json", json.dumps(doc, indent=1) + "\n"),
-               write_text(out / "table.md", results.markdown(cells) + "\n" + results.per_seed_markdown(records)),
+    text = json.dumps(doc, indent=1) + "\n"
+    written = [write_text(out / "results.json", text),
+               write_text(out / "table.md", results.markdown(cells) + "\n" + results.distribution_markdown(dists) + "\n"
+                          + results.per_seed_markdown(records)),
                write_text(out / "table.tex", results.latex(cells))]
     fig = Figure(figsize=(8.0, 4.5), layout="constrained")
     figures.plot_accuracy(fig.add_subplot(), cells)
     written.append(save_figure(fig, out / "accuracy-vs-delay.png", dpi=130))
+    if record:
+        written.append(write_text(RECORD, text))
     fig = Figure(figsize=(14.0, 4.6), layout="constrained")
     figures.plot_gradient_paths(fig.subplots(1, 3), summaries, initial)
     written.append(save_figure(fig, out / "gradient-paths.png", dpi=130))
+    if any(r["model"] == "transformer" for r in records):
+        n = len({r["delay"] for r in records if r["model"] == "transformer"})
+        fig = Figure(figsize=(4.6 * n, 4.2), layout="constrained")
+        figures.plot_plateau(fig.subplots(1, n, sharey=True, squeeze=False)[0], records, highlight=train.SEEDS)
+        written.append(save_figure(fig, out / "plateau-escape.png", dpi=130))
     return written
+
+
+def text_seed_records(records: list[dict]) -> list[dict]:
+    """The runs of the text's seeds (:data:`~.train.SEEDS`), for the table beside Table 34; all runs
+    when none of them is among ``records``."""
+    mine = [r for r in records if r["seed"] in train.SEEDS]
+    return mine or list(records)
 
 
 def _previous_invocations(path: Path, config: dict) -> list[dict]:
@@ -295,18 +321,30 @@ def _previous_invocations(path: Path, config: dict) -> list[dict]:
     return list(old.get("invocations", [])) if old.get("config") == config else []
 
 
-def run(out, *, models_=models.MODELS, delays=DELAYS, seeds=DISTRIBUTION_SEEDS, quick: bool = False, device: str = "cpu",
-        jobs: int = 1, batch_size: int | None = None, loss: str | None = None, command: str = "") -> list[Path]:
-    """Train what is missing, analyse the gradient paths, write every output; return the written paths.
-
-    ``batch_size`` and ``loss`` replace the defaults (:data:`~.train.BATCH_SIZE`, :data:`~.train.LOSS`);
-    they are part of the configuration, so runs of another batch size or loss are never mixed with the
-    default's."""
+def configuration(*, quick: bool = False, batch_size: int | None = None, loss: str | None = None,
+                  record: bool = False) -> Config:
+    """The :class:`Config` of a grid: the default (or :data:`QUICK`) with ``batch_size`` and ``loss``
+    replaced; ``record`` refuses anything but the text's setup."""
     config = QUICK if quick else Config()
     if batch_size is not None:
         config = replace(config, batch_size=validate.integer("batch_size", batch_size, minimum=1))
     if loss is not None:
         config = replace(config, loss=validate.choice("loss", loss, train.LOSSES))
+    if record and config != Config():
+        raise SeqgradValueError("--record", True, "only with the text's setup (no --quick, --batch-size or --loss)")
+    return config
+
+
+def run(out, *, models_=models.MODELS, delays=DELAYS, seeds=DISTRIBUTION_SEEDS, quick: bool = False, device: str = "cpu",
+        jobs: int = 1, batch_size: int | None = None, loss: str | None = None, command: str = "",
+        record: bool = False) -> list[Path]:
+    """Train what is missing, analyse the gradient paths, write every output; return the written paths.
+
+    ``batch_size`` and ``loss`` replace the defaults (:data:`~.train.BATCH_SIZE`, :data:`~.train.LOSS`);
+    they are part of the configuration, so runs of another batch size or loss are never mixed with the
+    default's.  ``record`` also writes results.json as the package's recorded run (:data:`RECORD`): only
+    the text's setup (the default configuration, not ``quick``) may be recorded."""
+    config = configuration(quick=quick, batch_size=batch_size, loss=loss, record=record)
     start = time.perf_counter()
     before = sum(_load_run(Path(out), Job(m, d, s), config) is not None for m in models_ for d in delays for s in seeds)
     records = run_grid(out, models_=models_, delays=delays, seeds=seeds, config=config, device=device, jobs=jobs)
@@ -315,4 +353,4 @@ def run(out, *, models_=models.MODELS, delays=DELAYS, seeds=DISTRIBUTION_SEEDS, 
     initial = analyse(out, records, episodes=n, trained=False)
     wall = time.perf_counter() - start
     return write_outputs(out, records, summaries, initial, command=command, wall_seconds=wall, trained=len(records) - before,
-                         device=resolve_device(device).type)
+                         device=resolve_device(device).type, record=record)
