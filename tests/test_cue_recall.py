@@ -474,3 +474,65 @@ def test_the_recall_loss_reads_the_recall_position_only():
     assert train.training_loss("all-tokens", 8) is train.next_token_loss
     with pytest.raises(ValueError, match="loss"):
         train.training_loss("every", 8)
+
+
+# ---------------------------------------------------------------- the record ships with the package
+
+def _experiment_report(seqgrad: list[str], cwd, env=None) -> dict[str, dict]:
+    out = cwd / "report"
+    r = subprocess.run([*seqgrad, "check", "--only", "experiment", "--no-figures", "--jobs", "1", "--out", str(out)],
+                       cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    checks = json.loads((out / "report.json").read_text())["checks"]
+    return {c["name"]: c for c in checks if c["group"] == "experiment"}
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_reads_the_same_record(tmp_path):
+    """`pip install .` and `pip install -e .` give the same experiment checks: the record is package data.
+
+    A wheel is built from this checkout, installed into a fresh venv (system site-packages for torch & co.,
+    no dependencies), and the experiment checks are run from a temporary directory with it and with the
+    interpreter running this test; their statuses and details must agree, and with a record present the
+    installed run must not skip."""
+    import os
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    wheels, venv, here = tmp_path / "wheels", tmp_path / "venv", tmp_path / "cwd"
+    here.mkdir()
+    import site
+    import sysconfig
+    import zipfile
+
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", "wheel", "--no-deps", "-w", str(wheels)]
+    built = subprocess.run([*pip, "--no-build-isolation", str(root)], capture_output=True, timeout=300)
+    if built.returncode != 0:  # this environment's setuptools cannot build wheels: an isolated build fetches one
+        subprocess.run([*pip, str(root)], check=True, capture_output=True, timeout=300)
+    wheel = next(wheels.glob("seqgrad-*.whl"))
+    assert "seqgrad/numeric/cue_recall/data/results.json" in zipfile.ZipFile(wheel).namelist() or not experiment.RECORD.exists()
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    if sys.prefix != sys.base_prefix:  # run from a venv (CI's): its packages (torch, ...) are seen after the wheel's
+        parents = [p for p in site.getsitepackages() + [sysconfig.get_paths()["purelib"]] if p != purelib]
+        (Path(purelib) / "parent-env.pth").write_text("\n".join(dict.fromkeys(parents)) + "\n")
+    subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", "-q", "install", "--no-deps", "--no-index",
+                    str(wheel)], check=True, capture_output=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    where = subprocess.run([str(python), "-c", "import seqgrad.numeric.cue_recall.experiment as e; print(e.RECORD)"],
+                           cwd=here, capture_output=True, text=True, check=True, env=env).stdout.strip()
+    assert where.startswith(str(venv)), where  # the installed copy, not this checkout
+    installed = _experiment_report([str(python), "-m", "seqgrad"], here, env)
+    (here / "editable").mkdir()
+    editable = _experiment_report([sys.executable, "-m", "seqgrad"], here / "editable", env)
+    assert sorted(installed) == sorted(editable) and len(installed) >= 6
+    for name, a in installed.items():
+        b = editable[name]
+        assert a["status"] == b["status"], (name, a["detail"], b["detail"])
+        if a["status"] != "skip":
+            assert a["detail"] == b["detail"], name
+        elif experiment.RECORD.exists():
+            pytest.fail(f"{name} skipped in the installed seqgrad although the record exists: {a['detail']}")
