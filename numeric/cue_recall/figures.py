@@ -151,5 +151,5 @@ def plot_plateau(axes, records: list[dict], model: str = "transformer", highligh
             from matplotlib.lines import Line2D
             handles += [Line2D([], [], color=COLORS[model], linewidth=1.6), Line2D([], [], color="0.55", linewidth=0.9)]
             labels += ["the text's seeds " + ", ".join(map(str, highlight)), "further seeds"]
-        axes[0].legend(handles, labels, fontsize=7, loc="lower left")
+        axes[0].legend(handles, labels, fontsize=7, loc="center right")
     return lines
