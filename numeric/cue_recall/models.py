@@ -72,8 +72,9 @@ class RecurrentModel(nn.Module):
         self.kind = validate.choice("model", kind, ("rnn", "gru"))
         D, H = EMBEDDING[kind], HIDDEN[kind]
         layer = nn.RNN if kind == "rnn" else nn.GRU
-        self.embedding = _on_stream(seed, "embedding", lambda: nn.Embedding(task.K, D, dtype=dtype, device=device))
-        self.cell = _on_stream(seed, "recurrent", lambda: layer(D, H, batch_first=True, dtype=dtype, device=device))
+        # drawn on the CPU (the same initial values on every device), then moved
+        self.embedding = _on_stream(seed, "embedding", lambda: nn.Embedding(task.K, D, dtype=dtype)).to(device)
+        self.cell = _on_stream(seed, "recurrent", lambda: layer(D, H, batch_first=True, dtype=dtype)).to(device)
         self.head = AffineHead.random(task.K, H, seed=streams(seed)["head"], dtype=dtype, device=device)
 
     def states(self, inputs: torch.Tensor) -> torch.Tensor:
