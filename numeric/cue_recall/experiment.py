@@ -264,6 +264,7 @@ def write_outputs(out, records: list[dict], summaries: list[dict], initial: list
     out = Path(out)
     cells = results.table(text_seed_records(records))
     dists = results.distribution(records)
+    found = results.trends(records)
     config = records[0]["config"]
     previous = _previous_invocations(out / "results.json", config)
     doc = {
@@ -281,6 +282,7 @@ def write_outputs(out, records: list[dict], summaries: list[dict], initial: list
                                     "runs_trained": trained, "threads_per_process": 1}],
         "table": [c.as_dict() for c in cells],
         "distribution": [d.as_dict() for d in dists],
+        "trends": [asdict(t) for t in found],
         "runs": records,
         "paths": summaries,
         "paths_initial": initial,
@@ -288,10 +290,10 @@ def write_outputs(out, records: list[dict], summaries: list[dict], initial: list
     text = json.dumps(doc, indent=1) + "\n"
     written = [write_text(out / "results.json", text),
                write_text(out / "table.md", results.markdown(cells) + "\n" + results.distribution_markdown(dists) + "\n"
-                          + results.per_seed_markdown(records)),
+                          + results.trends_markdown(found) + "\n" + results.per_seed_markdown(records)),
                write_text(out / "table.tex", results.latex(cells))]
     fig = Figure(figsize=(8.0, 4.5), layout="constrained")
-    figures.plot_accuracy(fig.add_subplot(), cells)
+    figures.plot_accuracy(fig.add_subplot(), results.table(records))  # every seed
     written.append(save_figure(fig, out / "accuracy-vs-delay.png", dpi=130))
     if record:
         written.append(write_text(RECORD, text))
@@ -300,7 +302,7 @@ def write_outputs(out, records: list[dict], summaries: list[dict], initial: list
     written.append(save_figure(fig, out / "gradient-paths.png", dpi=130))
     if any(r["model"] == "transformer" for r in records):
         n = len({r["delay"] for r in records if r["model"] == "transformer"})
-        fig = Figure(figsize=(4.6 * n, 4.2), layout="constrained")
+        fig = Figure(figsize=(5.2 * n, 4.2), layout="constrained")
         figures.plot_plateau(fig.subplots(1, n, sharey=True, squeeze=False)[0], records, highlight=train.SEEDS)
         written.append(save_figure(fig, out / "plateau-escape.png", dpi=130))
     return written

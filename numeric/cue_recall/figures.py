@@ -49,7 +49,8 @@ def plot_accuracy(ax, cells: list[Cell]) -> list:
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("delay d (random moves between cue and RECALL)")
     ax.set_ylabel("held-out cue-recall accuracy")
-    ax.set_title("Cue recall against delay (dots: seeds)")
+    seeds = max((len(c.values) for c in cells), default=0)
+    ax.set_title(f"Cue recall against delay (mean of up to {seeds} seeds; dots: seeds)")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
     return lines
 
@@ -141,7 +142,7 @@ def plot_plateau(axes, records: list[dict], model: str = "transformer", highligh
                 ax.plot([e], [ce[e - 1]], linestyle="none", marker="o", markersize=4, color=line.get_color(), zorder=4)
         ax.axhline(task.CHANCE_CROSS_ENTROPY, color="black", linestyle=":", linewidth=1, label="chance, log 4")
         ax.axhline(ESCAPE_CROSS_ENTROPY, color="gray", linestyle="--", linewidth=1, label="escape threshold, 0.9 log 4")
-        ax.set_title(f"{LABELS[model]}, d = {d}: {len(runs) - never} of {len(runs)} seeds leave the plateau")
+        ax.set_title(f"{LABELS[model]}, d = {d}: {len(runs) - never} of {len(runs)} seeds leave the plateau", fontsize=10)
         ax.set_xlabel("epoch")
         ax.set_ylim(0, 1.6)
     if axes:
