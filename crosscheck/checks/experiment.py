@@ -2,7 +2,7 @@
 
 The full experiment trains 117 models (3 models x 3 delays x 13 seeds: the text's three and ten
 more), far too long for ``seqgrad check``; these checks read its recorded results, which ship with
-the package (:data:`numeric.cue_recall.experiment.RECORD`, written by ``seqgrad experiment cue-recall
+the package (:data:`numeric.cue_recall.RECORD`, written by ``seqgrad experiment cue-recall
 --record``; the command that made it is in the file), and skip when it is absent.  The record is held
 to the text's setup and to itself (the tables are recomputed from the per-run records), then the
 text's *trends* are asserted on the distribution over seeds (:func:`numeric.cue_recall.results.trends`,
@@ -19,7 +19,7 @@ import json
 import math
 from pathlib import Path
 
-from seqgrad.numeric.cue_recall.experiment import RECORD
+from seqgrad.numeric.cue_recall import RECORD
 
 from ..registry import check
 from ..tolerance import Outcome

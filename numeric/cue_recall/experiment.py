@@ -31,12 +31,9 @@ from seqgrad.atomic import write_bytes, write_text
 from seqgrad.errors import SeqgradValueError
 
 from ..device import one_thread, resolve_device
-from . import models, task, train
+from . import RECORD, models, task, train  # noqa: F401  (RECORD: the package's recorded run)
 
 DELAYS = (8, 16, 32)
-# The recorded full run, shipped as package data (pyproject's package-data): the one results.json
-# that ``seqgrad check`` reads, written by ``seqgrad experiment cue-recall --record`` beside --out's.
-RECORD = Path(__file__).resolve().parent / "data" / "results.json"
 FURTHER_SEEDS = tuple(range(7000, 7010))  # ten initialisation seeds beyond the text's three, fixed before any run
 DISTRIBUTION_SEEDS = train.SEEDS + FURTHER_SEEDS  # the default grid: the text's seeds, then the distribution's
 
