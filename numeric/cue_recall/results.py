@@ -96,12 +96,16 @@ def markdown(cells: list[Cell]) -> str:
 
 
 def per_seed_markdown(records: list[dict]) -> str:
-    """Every run: test accuracy and cross-entropy at the recall position, selected epoch."""
-    lines = ["| Model | Delay | Seed | Test accuracy | Test cross-entropy (nats) | Selected epoch | Validation cross-entropy |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    """Every run: test accuracy and cross-entropy at the recall position, selected epoch, and the epoch
+    it left the chance plateau (:func:`escape_epoch`; "never" when it stayed)."""
+    lines = ["| Model | Delay | Seed | Test accuracy | Test cross-entropy (nats) | Selected epoch | Validation cross-entropy "
+             "| Leaves the plateau (epoch) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in sorted(records, key=lambda r: (MODELS.index(r["model"]), r["delay"], r["seed"])):
+        escape = escape_epoch(r.get("history", {}))
         lines.append(f"| {LABELS[r['model']]} | {r['delay']} | {r['seed']} | {format_sigfig(r['test_accuracy'])} | "
-                     f"{format_sigfig(r['test_cross_entropy'])} | {r['best_epoch']} | {format_sigfig(r['validation_cross_entropy'])} |")
+                     f"{format_sigfig(r['test_cross_entropy'])} | {r['best_epoch']} | {format_sigfig(r['validation_cross_entropy'])} | "
+                     f"{'never' if escape is None else escape} |")
     return "\n".join(lines) + "\n"
 
 
