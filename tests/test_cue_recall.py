@@ -71,6 +71,44 @@ def test_models_are_causal(name):
     assert torch.equal(a[:, :6], b[:, :6]) and not torch.equal(a[:, 6:], b[:, 6:])
 
 
+def _random_parameters(model) -> dict[str, torch.Tensor]:
+    """The parameters drawn at random: not the constant LayerNorm gains and shifts, nor zero biases."""
+    return {n: p.detach().flatten() for n, p in model.named_parameters() if p.numel() > 1 and p.flatten().std() > 0}
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_no_two_parameter_tensors_start_equal(name):
+    """Each module draws from its own stream (the head was once seeded like the block: its rows were the first
+    head's W_Q rows). In float64 two independent draws share no value, so any shared value is a shared stream."""
+    model = models.build(name, 8, 6206, dtype=torch.float64)
+    params = _random_parameters(model)
+    assert len(params) >= (8 if name == "transformer" else 5)
+    names = sorted(params)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            shared = set(params[a].tolist()) & set(params[b].tolist())
+            assert not shared, f"{a} and {b} start with {len(shared)} equal values"
+    # a scaled copy of one stream (randn and randn / sqrt(D)) is a shared stream too
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            x, y = params[a], params[b]
+            n = min(len(x), len(y), 8)
+            ratio = x[:n] / y[:n]
+            assert not torch.allclose(ratio, ratio[0].expand(n)), f"{b} is a multiple of {a}"
+
+
+def test_initialisation_streams_depend_on_the_seed_only():
+    s = models.streams(6206)
+    assert list(s) == list(models.STREAMS) and len(set(s.values())) == len(s)
+    assert s == models.streams(6206) and set(s.values()).isdisjoint(models.streams(6207).values())
+    state = torch.random.get_rng_state()
+    a = models.build("rnn", 8, 6206)
+    assert torch.equal(torch.random.get_rng_state(), state)  # building leaves the global generator alone
+    torch.manual_seed(123)
+    b = models.build("rnn", 8, 6206)
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
 def test_transformer_shape_as_described():
     m = models.build("transformer", 32, 0)
     heads = m.encoder.blocks[0].attention.heads
@@ -183,6 +221,49 @@ def test_latex_table_compiles(tmp_path):
     assert r.returncode == 0, r.stdout[-2000:]
 
 
+def test_wilson_interval_known_values():
+    z2 = results.Z95 ** 2
+    assert results.wilson_interval(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)  # the textbook example
+    assert results.wilson_interval(13, 13) == pytest.approx((13 / (13 + z2), 1.0))
+    assert results.wilson_interval(0, 13) == pytest.approx((0.0, z2 / (13 + z2)))
+    p = results.Proportion(11, 13)
+    assert p.three_pass == pytest.approx((11 / 13) ** 3)
+    assert p.three_pass_interval == pytest.approx(tuple(x ** 3 for x in p.interval))
+    assert p.verdict == "reproduced in 11 of 13 seeds"
+    assert results.verdict(13, 13) == "reproduced" and results.verdict(0, 13) == "not reproduced"
+
+
+def test_escape_epoch_is_the_first_below_the_threshold():
+    chance = task.CHANCE_CROSS_ENTROPY
+    assert results.escape_epoch({"val_ce": [chance, chance - 0.01, 1.2, 0.3]}) == 3
+    assert results.escape_epoch({"val_ce": [chance] * 60}) is None
+    assert results.ESCAPE_CROSS_ENTROPY == pytest.approx(0.9 * math.log(4))
+
+
+def test_seed_ranges():
+    seeds = experiment.parse_seeds("6206-6208,7000-7009")
+    assert seeds == experiment.DISTRIBUTION_SEEDS and len(seeds) == 13
+    assert experiment.format_seeds(seeds) == "6206-6208,7000-7009"
+    assert experiment.parse_seeds("5,3-4,5") == (5, 3, 4) and experiment.format_seeds((5, 3, 4)) == "5,3-4"
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["--delays", "1000000000"], "--delays"),
+    (["--seeds", "1" * 30], "--seeds"),
+    (["--seeds", "1e400"], "--seeds"),
+    (["--seeds", "0-100000"], "--seeds"),
+    (["--seeds", "9-3"], "--seeds"),
+    (["--jobs", "100000000000000000000"], "--jobs"),
+    (["--jobs", "0"], "--jobs"),
+])
+def test_size_guards_of_the_command(argv, named, tmp_path, capsys):
+    out = tmp_path / "never"
+    assert _cli(*argv, "--out", str(out)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and named in err[0] and ("to " in err[0] or "at most" in err[0] or "a <= b" in err[0]), err
+    assert not out.exists()
+
+
 # ---------------------------------------------------------------- the command
 
 def _cli(*argv) -> int:
@@ -194,7 +275,11 @@ def test_quick_run_small_grid_resumes(tmp_path, capsys):
     assert _cli("--quick", "--delays", "8", "--models", "rnn,transformer", "--out", str(out)) == 0
     doc = json.loads((out / "results.json").read_text())
     assert doc["config"]["quick"] and len(doc["runs"]) == 2 and doc["invocations"][-1]["runs_trained"] == 2
-    assert {p.name for p in out.iterdir()} >= {"results.json", "table.md", "table.tex", "accuracy-vs-delay.png", "gradient-paths.png"}
+    assert {p.name for p in out.iterdir()} >= {"results.json", "table.md", "table.tex", "accuracy-vs-delay.png",
+                                               "gradient-paths.png", "plateau-escape.png"}
+    shown = capsys.readouterr().out  # the table, measured beside printed, on the terminal
+    assert "| Model | Delay 8: measured | Delay 8: Table 34 |" in shown and "| RNN | " in shown
+    assert "| the text's reading | verdict | check |" in shown and str(out / "results.json") in shown
     assert not list(out.rglob("*.tmp"))
     # a rerun reuses the finished runs and reproduces the same numbers, a run recorded before the loss was an
     # option (no "loss" in its config) included: it was trained with the default loss
@@ -246,16 +331,19 @@ def test_quick_run_of_the_whole_grid(tmp_path):
 
 # ---------------------------------------------------------------- the trend checks on a recorded run
 
-def _recorded(accuracy) -> dict:
+def _recorded(accuracy, seeds=experiment.DISTRIBUTION_SEEDS) -> dict:
     """A synthetic record of the full grid with ``accuracy(model, delay, seed)``."""
     runs = [{"model": m, "delay": d, "seed": s, "test_accuracy": accuracy(m, d, s), "test_cross_entropy": 0.5,
-             "best_epoch": 60, "validation_cross_entropy": 0.5, "clip_vs_torch": 0.0}
-            for m in models.MODELS for d in experiment.DELAYS for s in train.SEEDS]
+             "best_epoch": 60, "validation_cross_entropy": 0.5, "clip_vs_torch": 0.0,
+             "history": {"val_ce": [task.CHANCE_CROSS_ENTROPY] * 10 + [0.5] * 50}}
+            for m in models.MODELS for d in experiment.DELAYS for s in seeds]
     path_rows = [{"model": m, "delay": d, "seed": s, "chain_rule_error": 1e-14 if m != "transformer" else None,
                   "path_norm": 10.0 ** -d if m != "transformer" else None, "ratio": 10.0 ** -d,
                   "attention": [0.9, 0.05] if m == "transformer" else None}
-                 for m in models.MODELS for d in experiment.DELAYS for s in train.SEEDS]
-    return {"config": experiment.Config().as_dict(), "runs": runs, "table": [c.as_dict() for c in results.table(runs)],
+                 for m in models.MODELS for d in experiment.DELAYS for s in seeds]
+    return {"config": experiment.Config().as_dict(), "runs": runs,
+            "table": [c.as_dict() for c in results.table(experiment.text_seed_records(runs))],
+            "distribution": [d.as_dict() for d in results.distribution(runs)],
             "parameters": {"rnn": {"32": 1943}, "transformer": {"8": 1627}}, "paths": path_rows,
             "paths_initial": [dict(p) for p in path_rows],
             "invocations": [{"command": "seqgrad experiment cue-recall"}]}
@@ -278,16 +366,51 @@ def test_trend_checks_pass_on_the_texts_pattern_and_fail_otherwise(tmp_path, mon
     assert all(o.passed and not o.skipped for o in outcomes.values()), {k: o.detail for k, o in outcomes.items()}
     assert "printed 0.44 (distance +0.000)" in outcomes["ordering"].detail
 
+    assert outcomes["transformer_every_delay"].detail.startswith("reproduced: ")
+    assert "13/13" in outcomes["transformer_every_delay"].detail
+
+    # two seeds of 13 fail at delay 32: the trend holds on most seeds, and the verdict says how often
+    few = _recorded(lambda m, d, s: 0.52 if (m, d) == ("transformer", 32) and s in (6207, 7003) else printed(m, d, s))
+    outcomes = _run_checks(few, tmp_path, monkeypatch)
+    assert outcomes["transformer_every_delay"].passed and outcomes["ordering"].passed
+    detail = outcomes["transformer_every_delay"].detail
+    assert detail.startswith("reproduced in 11 of 13 seeds at transformer d=32: ") and "three seeds all pass with probability 0.61" in detail
+
     bad = _recorded(lambda m, d, s: 0.3 if (m, d) == ("transformer", 32) else printed(m, d, s))
     outcomes = _run_checks(bad, tmp_path, monkeypatch)
     assert not outcomes["transformer_every_delay"].passed and not outcomes["ordering"].passed
+    assert outcomes["transformer_every_delay"].detail.startswith("not reproduced at transformer d=32")
+    assert outcomes["ordering"].detail.startswith("not reproduced at d=32: ")
     assert outcomes["delay8_perfect"].passed and outcomes["rnn_chance_at_32"].passed
+
+    # an order that holds in mean by less than two standard errors passes, and the verdict says it is not resolved
+    noisy = _recorded(lambda m, d, s: (0.30 + (0.05 if s % 2 else -0.05) if m == "rnn" else 0.301) if d == 32 and m != "transformer"
+                      else printed(m, d, s))
+    outcomes = _run_checks(noisy, tmp_path, monkeypatch)
+    assert outcomes["ordering"].passed
+    assert "reproduced in mean, but not resolved by the seeds: gru - rnn at d=32" in outcomes["ordering"].detail
+
+    # the RNN far from chance on most seeds at 32
+    far = _recorded(lambda m, d, s: 0.5 if (m, d) == ("rnn", 32) and s >= 7000 else printed(m, d, s))
+    outcomes = _run_checks(far, tmp_path, monkeypatch)
+    assert not outcomes["rnn_chance_at_32"].passed and "reproduced in 3 of 13 seeds" in outcomes["rnn_chance_at_32"].detail
+
+    # only the text's three seeds: not the distribution the record must hold
+    outcomes = _run_checks(_recorded(printed, seeds=train.SEEDS), tmp_path, monkeypatch)
+    assert not outcomes["record"].passed and "at least 10 more" in outcomes["record"].detail
+
+    # a record without the Transformer: the trend is not measured, and says so
+    partial = _recorded(printed)
+    partial["runs"] = [r for r in partial["runs"] if r["model"] != "transformer"]
+    outcomes = _run_checks(partial, tmp_path, monkeypatch)
+    assert not outcomes["transformer_every_delay"].passed and "the record lacks transformer d=8" in outcomes["transformer_every_delay"].detail
 
     tampered = _recorded(printed)
     tampered["table"][0]["mean"] = 0.5
     tampered["paths"][0]["chain_rule_error"] = 1e-3
-    for i in (3, 4, 5):  # the RNN paths at d=16 do not vanish
-        tampered["paths_initial"][i]["path_norm"] = 1.0
+    for row in tampered["paths_initial"]:  # the RNN paths at d=16 do not vanish
+        if (row["model"], row["delay"]) == ("rnn", 16):
+            row["path_norm"] = 1.0
     outcomes = _run_checks(tampered, tmp_path, monkeypatch)
     assert not outcomes["record"].passed and "differs from its runs" in outcomes["record"].detail
     assert not outcomes["gradient_paths"].passed and "does not shrink" in outcomes["gradient_paths"].detail
@@ -312,6 +435,24 @@ def test_docs_page_shows_the_recorded_table():
     table = recorded.read_text(encoding="utf-8").split("\n\n")[0].strip()
     assert table.startswith("| Model |")
     assert table in (root / "docs" / "experiment-cue-recall.md").read_text(encoding="utf-8")
+
+
+def test_the_package_record_is_the_docs_record():
+    """One results.json: the package's copy (read by `seqgrad check` from any install) is the one
+    `--record` wrote beside the docs' tables and figures."""
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parent.parent / "docs" / "experiments" / "cue-recall" / "results.json"
+    if not experiment.RECORD.exists():
+        pytest.skip("no recorded full run")
+    assert docs.read_bytes() == experiment.RECORD.read_bytes()
+    doc = json.loads(experiment.RECORD.read_text())
+    assert "--record" in doc["invocations"][-1]["command"]
+
+
+def test_record_only_the_texts_setup(tmp_path, capsys):
+    assert _cli("--quick", "--record", "--out", str(tmp_path / "q")) == 2
+    assert "--record" in capsys.readouterr().err and not (tmp_path / "q").exists()
 
 
 def test_batch_size_and_loss_are_part_of_the_configuration(tmp_path):
@@ -340,3 +481,65 @@ def test_the_recall_loss_reads_the_recall_position_only():
     assert train.training_loss("all-tokens", 8) is train.next_token_loss
     with pytest.raises(ValueError, match="loss"):
         train.training_loss("every", 8)
+
+
+# ---------------------------------------------------------------- the record ships with the package
+
+def _experiment_report(seqgrad: list[str], cwd, env=None) -> dict[str, dict]:
+    out = cwd / "report"
+    r = subprocess.run([*seqgrad, "check", "--only", "experiment", "--no-figures", "--jobs", "1", "--out", str(out)],
+                       cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    checks = json.loads((out / "report.json").read_text())["checks"]
+    return {c["name"]: c for c in checks if c["group"] == "experiment"}
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_reads_the_same_record(tmp_path):
+    """`pip install .` and `pip install -e .` give the same experiment checks: the record is package data.
+
+    A wheel is built from this checkout, installed into a fresh venv (system site-packages for torch & co.,
+    no dependencies), and the experiment checks are run from a temporary directory with it and with the
+    interpreter running this test; their statuses and details must agree, and with a record present the
+    installed run must not skip."""
+    import os
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    wheels, venv, here = tmp_path / "wheels", tmp_path / "venv", tmp_path / "cwd"
+    here.mkdir()
+    import site
+    import sysconfig
+    import zipfile
+
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", "wheel", "--no-deps", "-w", str(wheels)]
+    built = subprocess.run([*pip, "--no-build-isolation", str(root)], capture_output=True, timeout=300)
+    if built.returncode != 0:  # this environment's setuptools cannot build wheels: an isolated build fetches one
+        subprocess.run([*pip, str(root)], check=True, capture_output=True, timeout=300)
+    wheel = next(wheels.glob("seqgrad-*.whl"))
+    assert "seqgrad/numeric/cue_recall/data/results.json" in zipfile.ZipFile(wheel).namelist() or not experiment.RECORD.exists()
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    if sys.prefix != sys.base_prefix:  # run from a venv (CI's): its packages (torch, ...) are seen after the wheel's
+        parents = [p for p in site.getsitepackages() + [sysconfig.get_paths()["purelib"]] if p != purelib]
+        (Path(purelib) / "parent-env.pth").write_text("\n".join(dict.fromkeys(parents)) + "\n")
+    subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", "-q", "install", "--no-deps", "--no-index",
+                    str(wheel)], check=True, capture_output=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    where = subprocess.run([str(python), "-c", "import seqgrad.numeric.cue_recall.experiment as e; print(e.RECORD)"],
+                           cwd=here, capture_output=True, text=True, check=True, env=env).stdout.strip()
+    assert where.startswith(str(venv)), where  # the installed copy, not this checkout
+    installed = _experiment_report([str(python), "-m", "seqgrad"], here, env)
+    (here / "editable").mkdir()
+    editable = _experiment_report([sys.executable, "-m", "seqgrad"], here / "editable", env)
+    assert sorted(installed) == sorted(editable) and len(installed) >= 6
+    for name, a in installed.items():
+        b = editable[name]
+        assert a["status"] == b["status"], (name, a["detail"], b["detail"])
+        if a["status"] != "skip":
+            assert a["detail"] == b["detail"], name
+        elif experiment.RECORD.exists():
+            pytest.fail(f"{name} skipped in the installed seqgrad although the record exists: {a['detail']}")

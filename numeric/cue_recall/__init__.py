@@ -12,3 +12,10 @@ random moves.  One idea per module:
 * :mod:`.figures`: accuracy against delay, and the gradient-path figure;
 * :mod:`.experiment`: the whole grid of runs, resumable, with atomic outputs.
 """
+
+from pathlib import Path
+
+#: The recorded full run, shipped as package data (pyproject's package-data): the one results.json that
+#: ``seqgrad check`` reads, written by ``seqgrad experiment cue-recall --record`` beside --out's copy.
+#: Defined here, not in :mod:`.experiment`, so that reading it imports no torch.
+RECORD = Path(__file__).resolve().parent / "data" / "results.json"

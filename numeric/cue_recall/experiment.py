@@ -7,6 +7,10 @@ trains only the missing ones; a run file of another configuration (say a ``--qui
 run in the same directory) is trained again and replaced.  Ctrl-C therefore loses at
 most the runs in progress, and never leaves a half-written file.
 
+``--record`` also writes results.json into the package (:data:`RECORD`), the copy that
+``seqgrad check`` reads from an installed seqgrad; docs/experiments/cue-recall/ holds the same
+run's tables and figures.
+
 Runs are independent and single-threaded (:func:`numeric.device.one_thread`), so
 ``jobs > 1`` worker processes give the same numbers as one process.
 """
@@ -27,9 +31,17 @@ from seqgrad.atomic import write_bytes, write_text
 from seqgrad.errors import SeqgradValueError
 
 from ..device import one_thread, resolve_device
-from . import models, task, train
+from . import RECORD, models, task, train  # noqa: F401  (RECORD: the package's recorded run)
 
 DELAYS = (8, 16, 32)
+FURTHER_SEEDS = tuple(range(7000, 7010))  # ten initialisation seeds beyond the text's three, fixed before any run
+DISTRIBUTION_SEEDS = train.SEEDS + FURTHER_SEEDS  # the default grid: the text's seeds, then the distribution's
+
+# Size guards of the command's own arguments (docs/limits.md)
+MAX_DELAY = 1024        # an input of d + 4 tokens; 4,096 training episodes of d = 1,024 hold 4.2 M token ids
+MAX_SEED = 2**32 - 1    # the seeds numpy's SeedSequence and torch take without folding
+MAX_SEEDS = 1000        # runs per model and delay (a range such as 0-999 included)
+MAX_JOBS = 64           # worker processes
 
 
 @dataclass(frozen=True)
@@ -45,6 +57,7 @@ class Config:
     sizes: dict = field(default_factory=lambda: dict(task.SIZES))
     generation_seeds: dict = field(default_factory=lambda: dict(task.GENERATION_SEEDS))
     quick: bool = False
+    initialisation: str = models.INITIALISATION  # runs of an older initialisation scheme are trained again
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -74,11 +87,47 @@ def parse_models(value) -> tuple[str, ...]:
 
 
 def parse_delays(value) -> tuple[int, ...]:
-    return tuple(dict.fromkeys(_integers("--delays", value, minimum=1, example="8,16,32")))
+    return tuple(dict.fromkeys(_integers("--delays", value, minimum=1, maximum=MAX_DELAY, example="8,16,32")))
 
 
 def parse_seeds(value) -> tuple[int, ...]:
-    return tuple(dict.fromkeys(_integers("--seeds", value, minimum=0, example="6206,6207,6208")))
+    """Comma-separated seeds or inclusive ranges ``a-b``: ``6206-6208,7000-7009`` is 13 seeds."""
+    seeds: list[int] = []
+    for item in _items("--seeds", value):
+        if isinstance(item, str) and item.count("-") == 1 and not item.startswith("-"):
+            a, b = (_integers("--seeds", part, minimum=0, maximum=MAX_SEED, example="6206-6208,7000-7009")[0]
+                    for part in item.split("-"))
+            if b < a:
+                raise SeqgradValueError("--seeds", value, f"ranges a-b with a <= b, e.g. 6206-6208 (not {item})")
+            if b - a + 1 > MAX_SEEDS:
+                raise SeqgradValueError("--seeds", value, f"at most {MAX_SEEDS} seeds (a range of {b - a + 1})")
+            seeds.extend(range(a, b + 1))
+        else:
+            seeds.extend(_integers("--seeds", item if isinstance(item, str) else [item], minimum=0, maximum=MAX_SEED, example="6206,6207,6208"))
+    seeds = list(dict.fromkeys(seeds))
+    if len(seeds) > MAX_SEEDS:
+        raise SeqgradValueError("--seeds", value, f"at most {MAX_SEEDS} seeds ({len(seeds)} given)")
+    return tuple(seeds)
+
+
+def format_seeds(seeds) -> str:
+    """The seeds as :func:`parse_seeds` reads them, runs of consecutive seeds as ranges: ``6206-6208,7000-7009``."""
+    parts: list[list[int]] = []
+    for s in seeds:
+        if parts and s == parts[-1][1] + 1:
+            parts[-1][1] = s
+        else:
+            parts.append([s, s])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in parts)
+
+
+def parse_jobs(value) -> int:
+    """The number of worker processes, 1 to :data:`MAX_JOBS`."""
+    jobs = _integers("--jobs", [value] if isinstance(value, int) else value, minimum=1, maximum=MAX_JOBS, example="2",
+                      what="an integer")
+    if len(jobs) != 1:
+        raise SeqgradValueError("--jobs", value, f"one integer from 1 to {MAX_JOBS}")
+    return jobs[0]
 
 
 def _items(argument: str, value) -> list:
@@ -93,14 +142,17 @@ def _items(argument: str, value) -> list:
     return items
 
 
-def _integers(argument: str, value, minimum: int, example: str) -> list[int]:
+def _integers(argument: str, value, minimum: int, maximum: int, example: str, what: str = "comma-separated integers") -> list[int]:
     out = []
+    allowed = f"{what} from {minimum} to {maximum}, e.g. {example}"
     for s in _items(argument, value):
         if isinstance(s, str):
             if not s.lstrip("-").isdigit():
-                raise SeqgradValueError(argument, value, f"comma-separated integers >= {minimum}, e.g. {example}")
+                raise SeqgradValueError(argument, value, allowed)
+            if len(s.lstrip("-0")) > len(str(maximum)):  # refused before int() of a huge digit string
+                raise SeqgradValueError(argument, value, allowed)
             s = int(s)
-        out.append(validate.integer(argument, s, minimum=minimum))
+        out.append(validate.integer(argument, s, minimum=minimum, maximum=maximum))
     return out
 
 
@@ -147,16 +199,18 @@ def _worker(args) -> dict:
 
 
 def run_grid(out, *, models_: tuple[str, ...] = models.MODELS, delays: tuple[int, ...] = DELAYS,
-             seeds: tuple[int, ...] = train.SEEDS, config: Config = Config(), device: str = "cpu",
+             seeds: tuple[int, ...] = DISTRIBUTION_SEEDS, config: Config = Config(), device: str = "cpu",
              jobs: int = 1) -> list[dict]:
     """Train every (model, delay, seed) not finished yet in ``out``; return all run records
-    in grid order.  Longest runs are started first so that a pool stays busy."""
+    in grid order.  The runs are trained seed by seed in the order of ``seeds``, and within a seed the
+    longest first so that a pool stays busy."""
     out = Path(out)
     device = resolve_device(device).type
-    jobs = validate.integer("jobs", jobs, minimum=1)
+    jobs = validate.integer("jobs", jobs, minimum=1, maximum=MAX_JOBS)
     grid = [Job(m, d, s) for m in models_ for d in delays for s in seeds]
     done = {job: rec for job in grid if (rec := _load_run(out, job, config)) is not None}
-    todo = sorted((j for j in grid if j not in done), key=lambda j: -j.delay)
+    # seed by seed (an interrupted grid has every model and delay at about as many seeds), longest first within one
+    todo = sorted((j for j in grid if j not in done), key=lambda j: (seeds.index(j.seed), -j.delay))
     if todo and (jobs == 1 or device == "cuda" or len(todo) == 1):
         for job in todo:
             done[job] = _run_job(job, config, str(out), device)
@@ -195,8 +249,9 @@ def analyse(out, records: list[dict], *, episodes: int | None = None, trained: b
 
 
 def write_outputs(out, records: list[dict], summaries: list[dict], initial: list[dict], *, command: str,
-                  wall_seconds: float, trained: int, device: str) -> list[Path]:
-    """results.json, table.md, table.tex and the two figures, each written atomically."""
+                  wall_seconds: float, trained: int, device: str, record: bool = False) -> list[Path]:
+    """results.json, table.md, table.tex and the figures, each written atomically; with ``record``, the
+    same results.json also as the package's recorded run (:data:`RECORD`)."""
     from matplotlib.figure import Figure
 
     from seqgrad.atomic import save_figure
@@ -204,7 +259,9 @@ def write_outputs(out, records: list[dict], summaries: list[dict], initial: list
     from . import figures, results
 
     out = Path(out)
-    cells = results.table(records)
+    cells = results.table(text_seed_records(records))
+    dists = results.distribution(records)
+    found = results.trends(records)
     config = records[0]["config"]
     previous = _previous_invocations(out / "results.json", config)
     doc = {
@@ -221,20 +278,38 @@ def write_outputs(out, records: list[dict], summaries: list[dict], initial: list
         "invocations": previous + [{"command": command, "device": device, "wall_seconds": round(wall_seconds, 1),
                                     "runs_trained": trained, "threads_per_process": 1}],
         "table": [c.as_dict() for c in cells],
+        "distribution": [d.as_dict() for d in dists],
+        "trends": [asdict(t) for t in found],
         "runs": records,
         "paths": summaries,
         "paths_initial": initial,
     }
-    written = [write_text(out / "results.json", json.dumps(doc, indent=1) + "\n"),
-               write_text(out / "table.md", results.markdown(cells) + "\n" + results.per_seed_markdown(records)),
+    text = json.dumps(doc, indent=1) + "\n"
+    written = [write_text(out / "results.json", text),
+               write_text(out / "table.md", results.markdown(cells) + "\n" + results.distribution_markdown(dists) + "\n"
+                          + results.trends_markdown(found) + "\n" + results.per_seed_markdown(records)),
                write_text(out / "table.tex", results.latex(cells))]
     fig = Figure(figsize=(8.0, 4.5), layout="constrained")
-    figures.plot_accuracy(fig.add_subplot(), cells)
+    figures.plot_accuracy(fig.add_subplot(), results.table(records))  # every seed
     written.append(save_figure(fig, out / "accuracy-vs-delay.png", dpi=130))
+    if record:
+        written.append(write_text(RECORD, text))
     fig = Figure(figsize=(14.0, 4.6), layout="constrained")
     figures.plot_gradient_paths(fig.subplots(1, 3), summaries, initial)
     written.append(save_figure(fig, out / "gradient-paths.png", dpi=130))
+    if any(r["model"] == "transformer" for r in records):
+        n = len({r["delay"] for r in records if r["model"] == "transformer"})
+        fig = Figure(figsize=(5.2 * n, 4.2), layout="constrained")
+        figures.plot_plateau(fig.subplots(1, n, sharey=True, squeeze=False)[0], records, highlight=train.SEEDS)
+        written.append(save_figure(fig, out / "plateau-escape.png", dpi=130))
     return written
+
+
+def text_seed_records(records: list[dict]) -> list[dict]:
+    """The runs of the text's seeds (:data:`~.train.SEEDS`), for the table beside Table 34; all runs
+    when none of them is among ``records``."""
+    mine = [r for r in records if r["seed"] in train.SEEDS]
+    return mine or list(records)
 
 
 def _previous_invocations(path: Path, config: dict) -> list[dict]:
@@ -245,18 +320,30 @@ def _previous_invocations(path: Path, config: dict) -> list[dict]:
     return list(old.get("invocations", [])) if old.get("config") == config else []
 
 
-def run(out, *, models_=models.MODELS, delays=DELAYS, seeds=train.SEEDS, quick: bool = False, device: str = "cpu",
-        jobs: int = 1, batch_size: int | None = None, loss: str | None = None, command: str = "") -> list[Path]:
-    """Train what is missing, analyse the gradient paths, write every output; return the written paths.
-
-    ``batch_size`` and ``loss`` replace the defaults (:data:`~.train.BATCH_SIZE`, :data:`~.train.LOSS`);
-    they are part of the configuration, so runs of another batch size or loss are never mixed with the
-    default's."""
+def configuration(*, quick: bool = False, batch_size: int | None = None, loss: str | None = None,
+                  record: bool = False) -> Config:
+    """The :class:`Config` of a grid: the default (or :data:`QUICK`) with ``batch_size`` and ``loss``
+    replaced; ``record`` refuses anything but the text's setup."""
     config = QUICK if quick else Config()
     if batch_size is not None:
         config = replace(config, batch_size=validate.integer("batch_size", batch_size, minimum=1))
     if loss is not None:
         config = replace(config, loss=validate.choice("loss", loss, train.LOSSES))
+    if record and config != Config():
+        raise SeqgradValueError("--record", True, "only with the text's setup (no --quick, --batch-size or --loss)")
+    return config
+
+
+def run(out, *, models_=models.MODELS, delays=DELAYS, seeds=DISTRIBUTION_SEEDS, quick: bool = False, device: str = "cpu",
+        jobs: int = 1, batch_size: int | None = None, loss: str | None = None, command: str = "",
+        record: bool = False) -> list[Path]:
+    """Train what is missing, analyse the gradient paths, write every output; return the written paths.
+
+    ``batch_size`` and ``loss`` replace the defaults (:data:`~.train.BATCH_SIZE`, :data:`~.train.LOSS`);
+    they are part of the configuration, so runs of another batch size or loss are never mixed with the
+    default's.  ``record`` also writes results.json as the package's recorded run (:data:`RECORD`): only
+    the text's setup (the default configuration, not ``quick``) may be recorded."""
+    config = configuration(quick=quick, batch_size=batch_size, loss=loss, record=record)
     start = time.perf_counter()
     before = sum(_load_run(Path(out), Job(m, d, s), config) is not None for m in models_ for d in delays for s in seeds)
     records = run_grid(out, models_=models_, delays=delays, seeds=seeds, config=config, device=device, jobs=jobs)
@@ -265,4 +352,4 @@ def run(out, *, models_=models.MODELS, delays=DELAYS, seeds=train.SEEDS, quick: 
     initial = analyse(out, records, episodes=n, trained=False)
     wall = time.perf_counter() - start
     return write_outputs(out, records, summaries, initial, command=command, wall_seconds=wall, trained=len(records) - before,
-                         device=resolve_device(device).type)
+                         device=resolve_device(device).type, record=record)

@@ -6,7 +6,9 @@
 * :func:`plot_gradient_paths` -- why: the path-product norm ``||J_q ... J_{c+1}||_2`` and
   the share of the recall gradient that reaches the cue for the RNN and GRU, at
   initialisation and trained, against the Transformer's one-step path (its input-gradient
-  share and the attention weight from the recall query to the cue).
+  share and the attention weight from the recall query to the cue);
+* :func:`plot_plateau` -- the chance plateau and its escape: validation cue-recall cross-entropy
+  against the epoch, one line per seed, one panel per delay.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numpy as np
 
 from . import task
 from .models import LABELS, MODELS
-from .results import PRINTED, Cell
+from .results import ESCAPE_CROSS_ENTROPY, PRINTED, Cell, escape_epoch
 
 COLORS = {"rnn": "tab:red", "gru": "tab:orange", "transformer": "tab:blue"}
 PRINTED_MARKERS = {"rnn": "s", "gru": "D", "transformer": "^"}
@@ -47,7 +49,8 @@ def plot_accuracy(ax, cells: list[Cell]) -> list:
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("delay d (random moves between cue and RECALL)")
     ax.set_ylabel("held-out cue-recall accuracy")
-    ax.set_title("Cue recall against delay (dots: seeds)")
+    seeds = max((len(c.values) for c in cells), default=0)
+    ax.set_title(f"Cue recall against delay (mean of up to {seeds} seeds; dots: seeds)")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
     return lines
 
@@ -112,4 +115,42 @@ def plot_gradient_paths(axes, summaries: list[dict], initial: list[dict] | None 
         ax.set_xlabel("delay d")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
+    return lines
+
+
+def plot_plateau(axes, records: list[dict], model: str = "transformer", highlight=()) -> list:
+    """One panel per delay: the validation cue-recall cross-entropy of every seed of ``model`` against the
+    epoch, chance (log 4) and the escape threshold as horizontal lines, each run's escape epoch as a dot;
+    the seeds in ``highlight`` (the text's) drawn darker.  Returns the seed lines."""
+    rows = [r for r in records if r["model"] == model]
+    delays = sorted({r["delay"] for r in rows})
+    axes = list(np.atleast_1d(axes))
+    lines = []
+    for ax, d in zip(axes, delays):
+        runs = sorted((r for r in rows if r["delay"] == d), key=lambda r: r["seed"])
+        never = 0
+        for r in runs:
+            ce = r["history"]["val_ce"]
+            strong = r["seed"] in highlight
+            line, = ax.plot(range(1, len(ce) + 1), ce, color=COLORS[model] if strong else "0.55",
+                            linewidth=1.6 if strong else 0.9, alpha=1.0 if strong else 0.7, zorder=3 if strong else 2)
+            lines.append(line)
+            e = escape_epoch(r["history"])
+            if e is None:
+                never += 1
+            else:
+                ax.plot([e], [ce[e - 1]], linestyle="none", marker="o", markersize=4, color=line.get_color(), zorder=4)
+        ax.axhline(task.CHANCE_CROSS_ENTROPY, color="black", linestyle=":", linewidth=1, label="chance, log 4")
+        ax.axhline(ESCAPE_CROSS_ENTROPY, color="gray", linestyle="--", linewidth=1, label="escape threshold, 0.9 log 4")
+        ax.set_title(f"{LABELS[model]}, d = {d}: {len(runs) - never} of {len(runs)} seeds leave the plateau", fontsize=10)
+        ax.set_xlabel("epoch")
+        ax.set_ylim(0, 1.6)
+    if axes:
+        axes[0].set_ylabel("validation cue-recall cross-entropy (nats)")
+        handles, labels = axes[0].get_legend_handles_labels()
+        if highlight and lines:
+            from matplotlib.lines import Line2D
+            handles += [Line2D([], [], color=COLORS[model], linewidth=1.6), Line2D([], [], color="0.55", linewidth=0.9)]
+            labels += ["the text's seeds " + ", ".join(map(str, highlight)), "further seeds"]
+        axes[0].legend(handles, labels, fontsize=7, loc="center right")
     return lines

@@ -14,9 +14,9 @@ models as causal models of the robot language, whose random moves are unpredicta
 all but one of the ``d + 3`` positions add only noise to the gradient).  ``"recall"`` trains on
 the cross-entropy at the recall query alone (:func:`recall_loss`), the quantity the text
 measures and selects the checkpoint by.  Selection and test read the recall position only
-(:func:`numeric.cue_recall.task.recall_metrics`) under either.  The choice matters: the recorded
-runs of docs/experiment-cue-recall.md show the GRU perfect at delays 16 and 32 under
-``"recall"`` and far from it under ``"all-tokens"``.
+(:func:`numeric.cue_recall.task.recall_metrics`) under either.  The choice matters: the runs of
+docs/experiment-cue-recall.md recorded with the earlier, shared initialisation stream show the
+GRU perfect at delays 16 and 32 under ``"recall"`` and far from it under ``"all-tokens"``.
 The text gives no batch size; :data:`BATCH_SIZE` is 128 (32 updates per epoch, 1,920 in all):
 chosen so that the full grid fits 15 minutes on a 2-core CPU.
 
