@@ -159,6 +159,43 @@ class Notation:
         return text.replace(".", "{,}") if self.decimal_comma else text
 
 
+#: The name of a block program's adjoint ``dX`` (``dW_Q``, ``dgamma``, ``dxhat``): ``d`` and the quantity's name.
+_ADJOINT = re.compile(r"d((?:[A-Z]|gamma|beta|xhat|mu|sigma)\w*)")
+
+#: Functions set as an operator name (``\\tanh``) applied to their argument: :meth:`NotationPrinter._print_Function`.
+OPERATOR_FUNCTIONS = frozenset({"sin", "cos", "tan", "tanh", "sinh", "cosh", "exp", "log", "ln"})
+
+_TALL = ("\\frac", "\\sum", "\\prod", "\\begin", "\\left", "\\Bigl", "\\sqrt")
+_LEFT_RIGHT = re.compile(r"\\left\(((?:(?!\\left\(|\\right\)).)*)\\right\)", re.S)
+_APPLIED = re.compile(r"(\\[A-Za-z]+|\\operatorname\{[^{}]*\}|[A-Za-z]|\})(\^\{[^{}]*\})?(\(|\\left\()")
+
+
+def textbook_form(tex: str) -> str:
+    r"""Printed LaTeX in the textbook's form: a short argument or bracketed term in plain brackets
+    (``\sigma(z_t)``, ``(1 - u_t)``: ``\left(``/``\right)`` only round a fraction, a sum or another
+    tall piece), and a function's name joined to its bracket (``\tanh(z)``, not ``\tanh (z)``: TeX puts a thin
+    space between an operator and ``\left(``, which ``\mathopen{}`` removes).
+
+    >>> textbook_form(r"\tanh\left(z_{t}\right) \left(1 - \frac{1}{2}\right)")
+    '\\tanh(z_{t}) \\left(1 - \\frac{1}{2}\\right)'
+    >>> textbook_form(r"\sigma\left(\frac{a}{b}\right)")
+    '\\sigma\\mathopen{}\\left(\\frac{a}{b}\\right)'
+    """
+    def plain(m):
+        inner = m.group(1)
+        if any(t in inner for t in _TALL):
+            return "\\left\u0001" + inner + "\\right\u0002"
+        return "(" + inner.strip() + ")"
+
+    while True:
+        new = _LEFT_RIGHT.sub(plain, tex)
+        if new == tex:
+            break
+        tex = new
+    tex = tex.replace("\\left\u0001", "\\left(").replace("\\right\u0002", "\\right)")
+    return _APPLIED.sub(lambda m: m.group(1) + (m.group(2) or "") + ("\\mathopen{}\\left(" if m.group(3) != "(" else "("), tex)
+
+
 DEFAULT = Notation()
 RUSSIAN = Notation(decimal_comma=True)
 
@@ -179,8 +216,39 @@ class NotationPrinter(LatexPrinter):
         super().__init__(settings)
 
     def doprint(self, expr):
-        """LaTeX of ``expr`` with its sums and products in the text's order (:mod:`derive.term_order`)."""
-        return super().doprint(textbook_order(expr) if self._settings["order"] == "none" else expr)
+        """LaTeX of ``expr`` with its sums and products in the text's order (:mod:`derive.term_order`), in the
+        textbook's form (:func:`textbook_form`: ``\\tanh(z)`` without a gap, small brackets round a short argument)."""
+        return textbook_form(super().doprint(textbook_order(expr) if self._settings["order"] == "none" else expr))
+
+    def _print_Function(self, expr, exp=None):
+        """``\\tanh(z_t)``, ``\\tanh^{2}(c_t)``: an operator name applied to its argument without the thin space
+        SymPy's ``\\tanh{\\left(z \\right)}`` sets between them."""
+        name = expr.func.__name__
+        if name in OPERATOR_FUNCTIONS and len(expr.args) == 1:
+            head = "\\" + name + ("" if exp is None else "^{%s}" % exp)
+            return head + "\\left(%s\\right)" % self._print(expr.args[0])
+        return super()._print_Function(expr, exp)
+
+    def _print_Transpose(self, expr):
+        return "%s^{\\top}" % self.parenthesize_super(self._print(expr.arg)) if not isinstance(expr.arg, sp.MatrixSymbol) \
+            else "%s^{\\top}" % self._print(expr.arg)
+
+    def _print_HadamardProduct(self, expr):
+        return super()._print_HadamardProduct(expr).replace(r" \circ ", r" \odot ")  # the Hadamard product: one glyph
+
+    def _print_MatMul(self, expr):
+        """A product of matrices with a factor repeated next to itself written as a power: ``(\\lambda I + J)^{2}``,
+        never ``(\\lambda I + J)(\\lambda I + J)``."""
+        args = list(expr.args)
+        runs = []
+        for a in args:
+            if runs and runs[-1][0] == a and not a.is_Number:
+                runs[-1][1] += 1
+            else:
+                runs.append([a, 1])
+        if all(k == 1 for _, k in runs):
+            return super()._print_MatMul(expr)
+        return super()._print_MatMul(sp.MatMul(*[a if k == 1 else sp.MatPow(a, k) for a, k in runs], evaluate=False))
 
     def _print_Add(self, expr, order=None):
         terms = self._as_ordered_terms(expr, order=order)
@@ -219,6 +287,9 @@ class NotationPrinter(LatexPrinter):
         if expr.name in n.symbol_names:
             n._used.add(expr.name)
             return n.symbol_names[expr.name]
+        adjoint = _ADJOINT.fullmatch(expr.name)
+        if adjoint:  # dX = dL/dX of a block program: an upright d before the quantity it is the gradient of
+            return r"\mathrm{d}" + self._print_Symbol(sp.Symbol(adjoint.group(1)), style)
         base, supers, subs, braced = self._parts(expr.name)
         if base in n.letters:
             n._used.add(base)
@@ -227,7 +298,7 @@ class NotationPrinter(LatexPrinter):
             glyph = (r"\boldsymbol{%s}" if base.lower() in GREEK else r"\mathbf{%s}") % glyph
         index = translate if n.greek_indices else str
         if supers:
-            glyph += "^{%s}" % " ".join(index(s) for s in supers)
+            glyph += "^{%s}" % " ".join("\\top" if s == "T" else index(s) for s in supers)  # R^T: the transpose
         if subs:
             glyph += "_{%s}" % " ".join(index(s) for s in subs)
         return glyph + braced
