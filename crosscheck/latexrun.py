@@ -7,11 +7,9 @@ are put back in document order.  The whole build is one :func:`seqgrad.runcache.
 so a derivation that two parts of a section ask for (an activation fact proved
 for the text and again by its check in the table) is computed once.
 
-A figure set appears once per document, in the first section (in document
-order) that needs it: in parallel, each section is told beforehand which sets
-belong to an earlier section (those a section needs are the
-``crosscheck.figures.*`` modules in its ``requires``), so the document is the
-same as a serial build's.
+Each section names the figures it includes (set and file stem), and no two
+sections include the same figure, so the document is the same as a serial
+build's; a set two sections draw from is written by each (the same files).
 """
 
 from __future__ import annotations
@@ -24,8 +22,8 @@ from seqgrad import runcache
 
 # Estimated seconds per section (CPU, measured 2026-11-30 on the standalone document, after issue 13's cuts): the longest are handed
 # out first.  Unknown sections: 1.
-WEIGHTS = {"residual": 3.2, "gates": 2.1, "decoder": 1.8, "rnn": 1.4, "attention": 1.2, "conv": 0.7, "positional": 0.6,
-           "claims": 0.5, "encoder": 0.2}
+WEIGHTS = {"residual": 3.2, "gates": 2.1, "decoder": 1.8, "rnn": 1.4, "paths": 1.4, "attention": 1.2, "conv": 0.7,
+           "positional": 0.6, "encoder": 0.5}
 FIGURES = "seqgrad.crosscheck.figures."
 
 
@@ -39,19 +37,23 @@ def figure_owners(names: Sequence[str], sections) -> dict[str, str]:
     return owners
 
 
-def build_sections(b, names: Sequence[str], sections, jobs: int = 1) -> list[str]:
-    """The text of each section in ``names`` (in that order), built with ``b`` (a ``latexdoc.Build``)."""
+def build_sections(b, names: Sequence[str], sections, jobs: int = 1, progress: bool | None = None) -> list:
+    """What each section in ``names`` builds (in that order: its text, or a ``notes.Part``), built with ``b``
+    (a ``latexdoc.Build``); ``progress``: a bar that advances as each section is done (default: on a terminal)."""
     from seqgrad.numeric.device import one_thread
+    from seqgrad.progress import progress as bar
 
     # One torch thread in every mode, as seqgrad check runs its checks: the tensors are tiny, and the
     # errors printed in the check tables must not depend on --jobs (a reduction's rounding follows the threads).
     with runcache.scope(), one_thread():
         if jobs <= 1 or len(names) <= 1:
-            return [sections[name].build(b) for name in names]
-        return _parallel(b, names, sections, jobs)
+            return [sections[name].build(b) for name in bar(names, len(names), "notes sections", enabled=progress)]
+        return _parallel(b, names, sections, jobs, progress)
 
 
-def _parallel(b, names, sections, jobs: int) -> list[str]:
+def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
+    from seqgrad.progress import progress as bar
+
     from .parallel import Task, freeze_heap, run_tasks
     from .registry import load_builtin_checks
 
@@ -59,21 +61,19 @@ def _parallel(b, names, sections, jobs: int) -> list[str]:
     freeze_heap()  # before forking (and before matplotlib's import, which then need not walk them)
     if b.figures_dir is not None:
         import matplotlib.figure  # noqa: F401  (the figure sets draw with it)
-    owners = figure_owners(names, sections)
     tasks = []
     for name in names:
-        elsewhere = {s for s, owner in owners.items() if owner != name} | set(b.sets_included)
-        own = dataclasses.replace(b, figures_written=[], sets_included=elsewhere)
+        own = dataclasses.replace(b, figures_written=[], sets_included=set(b.sets_included), _sets={})
         tasks.append(Task(partial(_build, sections[name], own), partial(_lost, name), WEIGHTS.get(name, 1.0)))
-    texts: dict[int, tuple[str, list, set, set]] = dict(run_tasks(tasks, jobs))
+    texts: dict[int, tuple] = dict(bar(run_tasks(tasks, jobs), len(tasks), "notes sections", enabled=progress))
     for i, name in enumerate(names):  # what the serial build would have left in b
-        b.figures_written += texts[i][1]
+        b.figures_written += [p for p in texts[i][1] if p not in b.figures_written]
         b.sets_included |= texts[i][2]
         b.notation._used.update(texts[i][3])  # the renames the worker's formulas applied
     return [texts[i][0] for i in range(len(names))]
 
 
-def _build(section, b) -> tuple[str, list, set, set]:
+def _build(section, b) -> tuple:
     text = section.build(b)
     return text, list(b.figures_written), set(b.sets_included), set(b.notation._used)
 

@@ -230,8 +230,12 @@ class NotationPrinter(LatexPrinter):
         return super()._print_Function(expr, exp)
 
     def _print_Transpose(self, expr):
-        return "%s^{\\top}" % self.parenthesize_super(self._print(expr.arg)) if not isinstance(expr.arg, sp.MatrixSymbol) \
-            else "%s^{\\top}" % self._print(expr.arg)
+        """``\\mathbf{W}_{Q}^{\\top}``; a symbol with a superscript of its own, or a compound, in brackets:
+        ``(\\mathbf{g}^{z}_{t})^{\\top}``."""
+        base = self._print(expr.arg)
+        if not isinstance(expr.arg, sp.MatrixSymbol) or "^" in base:
+            base = r"\left(%s\right)" % base
+        return "%s^{\\top}" % base
 
     def _print_HadamardProduct(self, expr):
         return super()._print_HadamardProduct(expr).replace(r" \circ ", r" \odot ")  # the Hadamard product: one glyph
