@@ -196,7 +196,7 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     """Each identity's statement and its verified status (the exact proof run now)."""
     import sympy as sp
 
-    from seqgrad.derive.latex_layout import inline, relation, tabular
+    from seqgrad.derive.latex_layout import display, inline, relation, tabular
     from seqgrad.derive.prose import scope
 
     rows, statements = [], []
@@ -216,6 +216,8 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         trivial = getattr(statement, "lhs", None) is not None and statement.lhs == statement.rhs and not statement.free_symbols
         if trivial:  # both sides evaluate to the same number ("4 = 4"): the title states it; a display would not
             statements.append(f"{head} (Both sides evaluate to {inline(statement.lhs, b.notation)}.)")
+        elif isinstance(statement, sp.Eq) and _tuples(statement):  # several equations at once: one named line each
+            statements.append(f"{head}\n" + display(list(zip(statement.lhs, statement.rhs)), b.notation))
         elif len(body) <= max_chars:
             op = "=" if isinstance(statement, sp.Eq) else "\\neq"
             statements.append(f"{head}\n" + relation(statement.lhs, statement.rhs, b.notation, op=op))
@@ -225,6 +227,14 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     table = ("\\begin{table}[htbp]\n\\centering\\footnotesize\n\\caption{Identities, each proved now.}\n"
              + tabular(["identity", "source", "status"], rows, ragged("5.6cm", "5.6cm") + "l") + "\n\\end{table}")
     return "\n\n".join(statements + [table])
+
+
+def _tuples(statement) -> bool:
+    """Whether both sides of an equation are tuples of one length (``(dA, dS, ...) = (G V^T, ...)``)."""
+    import sympy as sp
+
+    lhs, rhs = statement.lhs, statement.rhs
+    return isinstance(lhs, sp.Tuple) and isinstance(rhs, sp.Tuple) and len(lhs) == len(rhs) > 1
 
 
 def run_pattern(pattern: str, b: Build) -> list:
@@ -441,8 +451,8 @@ def front_matter(b: Build, names: Sequence[str]) -> str:
     """The title page (title, a short introduction, the contents) and the notation section."""
     from . import notes
 
-    return ("\\begin{titlepage}\n\\maketitle\n" + notes.introduction(b, names, b.appendix)
-            + "\n\\vfill\n\\tableofcontents\n\\end{titlepage}\n\n"
+    return ("\\begin{titlepage}\n\\maketitle\n\\thispagestyle{empty}\n" + notes.introduction(b, names, b.appendix)
+            + "\n\\end{titlepage}\n\\tableofcontents\n\\clearpage\n\n"
             + "\\section{Notation}\\label{sec:notation}\n\n" + notes.notation_section(b) + "\n\n\\clearpage\n")
 
 

@@ -59,14 +59,12 @@ def without_lines(source: str) -> str:
 
 
 def _number(x: float, notation) -> str:
-    """``3.2 \\cdot 10^{-16}`` for a measured error (two significant figures), typeset by the printer."""
+    """A measured error at two significant figures, ``$3.2 \\cdot 10^{-16}$``, with the notation's decimal separator."""
     if x == 0:
         return "$0$"
     exponent = math.floor(math.log10(abs(x)))
-    mantissa = sp.Float(round(x / 10 ** exponent, 1), 2)
-    from seqgrad.derive.latex_layout import inline
-
-    return inline(sp.Mul(mantissa, sp.Pow(10, exponent, evaluate=False), evaluate=False), notation)
+    mantissa = notation.number(f"{x / 10 ** exponent:.1f}")
+    return f"${mantissa}$" if exponent == 0 else f"${mantissa} \\cdot 10^{{{exponent}}}$"
 
 
 def proof_mark(b, names: Sequence[str]) -> str:
@@ -99,7 +97,7 @@ def proof_mark(b, names: Sequence[str]) -> str:
     return ", ".join(out)
 
 
-def check_mark(results: Sequence, device: str) -> str:
+def check_mark(results: Sequence, device: str, notation=None) -> str:
     """"checked against torch autograd in float64 (9 checks), largest error 5.3·10^-15" for check ``results``;
     a failure or an error is said in bold, never hidden in the largest error."""
     if not results:
@@ -110,7 +108,7 @@ def check_mark(results: Sequence, device: str) -> str:
     passed = [r for r in results if r.status == "pass"]
     errors = [r.max_abs_error for r in passed if r.max_abs_error is not None and math.isfinite(r.max_abs_error)]
     text = f"checked numerically in float64 on {device} ({len(passed)} of {len(results)} checks passed"
-    text += f", largest absolute error {_number(max(errors), DEFAULT)})" if errors else ")"
+    text += f", largest absolute error {_number(max(errors), notation or DEFAULT)})" if errors else ")"
     if failed:
         text += f"; \\textbf{{{len(failed)} failed}}"
     return text
@@ -122,7 +120,7 @@ def verification(b, *, proofs: Sequence[str] = (), checks: Sequence = (), source
     (the text and section, without line numbers: ids, line numbers and tables are in the appendix)."""
     from seqgrad.derive.prose import cited
 
-    said = [s for s in (proof_mark(b, proofs) if proofs else "", check_mark(checks, b.device)) if s]
+    said = [s for s in (proof_mark(b, proofs) if proofs else "", check_mark(checks, b.device, b.notation)) if s]
     text = "; ".join(said) if said else "not verified here"
     text = text[0].upper() + text[1:]
     if source:
@@ -337,6 +335,10 @@ def gates_section(b) -> Part:
                                          ("LSTM", gated.lstm(steps=2), "c", "c_0", "c_1")):
         split = net.step_jacobian(1) if wrt is None else net.step_jacobian(1, wrt=wrt)
         J = Partial(sp.Symbol(prev), of=sp.Symbol(state))
+        if split.gate_terms == 0:  # the state reaches the next one only through the carry: one line says it all
+            body += [_words(f"Worked example, the {title} at `t = 1`: the gates do not depend on the previous cell "
+                            "state, so the one-step Jacobian is the carry alone:", b), _display([(J, split.full)], b)]
+            continue
         body += [_words(f"Worked example, the {title} at `t = 1`: the one-step Jacobian is the carry at fixed gates plus "
                         "the terms through the gates.", b),
                  _display([(J, split.full), (sp.Symbol("\\text{carry}"), split.carry),
@@ -603,34 +605,43 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("z_t"), "pre-activation of the recurrent cell", Shape(1, H)),
         (sp.Symbol("yhat"), "prediction", Shape(1, C)), (sp.Symbol("y"), "target", Shape(1, C)),
         (sp.Symbol("e"), "error, prediction minus target", Shape(1, C)), (L, "loss", one),
-        (sp.Symbol("w_x"), "weights of the scalar cell: input, recurrent, output (also w_xr, ... in gated cells)", one),
+        (sp.Symbol("w_x"), "input weight of the scalar cell (a second index names a gate: input to reset gate)", one),
+        (sp.Symbol("w_h"), "recurrent weight of the scalar cell", one), (sp.Symbol("w_o"), "output weight", one),
         (M("W_x", H, D), "input weights of the vector cell, stored output by input", Shape(H, D)),
         (M("W_h", H, H), "recurrent weights", Shape(H, H)), (M("W_o", C, H), "output weights", Shape(C, H)),
         (sp.Symbol("b"), "a bias", one),
         (sp.Symbol("g_t^h"), "gradient of the loss with respect to the state at step t", Shape(1, H)),
         (sp.Symbol("g_t^z"), "gradient with respect to the pre-activation at step t", Shape(1, H)),
-        (sp.Symbol("J_j"), "transition Jacobian of step j, the derivative of h_j by h_(j-1)", Shape(H, H)),
+        (sp.Symbol("J_j"), "transition Jacobian of step j: the derivative of a state by the state before it", Shape(H, H)),
         (sp.Symbol("r_t"), "reset gate of the GRU", Shape(1, H)), (sp.Symbol("u_t"), "update gate of the GRU", Shape(1, H)),
         (sp.Symbol("i_t"), "input gate of the LSTM", Shape(1, H)), (sp.Symbol("f_t"), "forget gate of the LSTM", Shape(1, H)),
         (sp.Symbol("o_t"), "output gate of the LSTM", Shape(1, H)), (sp.Symbol("c_t"), "cell state of the LSTM", Shape(1, H)),
-        (sp.Symbol("ctilde_t"), "candidate cell state (LSTM); the GRU's candidate state is written with h", Shape(1, H)),
+        (sp.Symbol("ctilde_t"), "candidate cell state of the LSTM", Shape(1, H)),
+        (sp.Symbol("htilde_t"), "candidate state of the GRU", Shape(1, H)),
         (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", one),
         (sp.Symbol("pos"), "position of a token", one), (sp.Symbol("omega_j"), "frequency of the coordinate pair j", one),
-        (M("X", T, d), "rows of a block's input, one per token; d is the model width", Shape(T, d)),
-        (M("W_Q", d_k, d), "query and key maps (likewise W_K)", Shape(d_k, d)), (M("W_V", d_v, d), "value map", Shape(d_v, d)),
-        (M("Q", T, d_k), "queries; likewise the keys K", Shape(T, d_k)), (M("V", T, d_v), "values", Shape(T, d_v)),
+        (sp.Symbol("d"), "model width of the Transformer; D, H, C are the input, state and output widths of a cell", one),
+        (M("X", T, d), "rows of a block's input, one per token", Shape(T, d)),
+        (M("W_Q", d_k, d), "query map", Shape(d_k, d)), (M("W_K", d_k, d), "key map", Shape(d_k, d)),
+        (M("W_V", d_v, d), "value map", Shape(d_v, d)),
+        (M("Q", T, d_k), "queries", Shape(T, d_k)), (M("K", T, d_k), "keys", Shape(T, d_k)), (M("V", T, d_v), "values", Shape(T, d_v)),
         (M("S", T, T), "scaled scores", Shape(T, T)), (M("A", T, T), "attention weights, the softmax of each row of S", Shape(T, T)),
         (M("M", T, T), "additive mask: 0 where a query may look, minus infinity where not", Shape(T, T)),
         (M("O", T, d_v), "attention output", Shape(T, d_v)),
         (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
-        (M("dX", T, d), "gradient of the loss with respect to X (any matrix: same shape)", Shape(T, d)),
+        (M("dX", T, d), "gradient of the loss with respect to the matrix after the d (same shape)", Shape(T, d)),
         (M("xhat", T, d), "normalised rows of LayerNorm", Shape(T, d)),
-        (M("gamma", 1, d), "LayerNorm scale and shift (likewise beta)", Shape(1, d)),
+        (M("gamma", 1, d), "LayerNorm's scale", Shape(1, d)), (M("beta", 1, d), "LayerNorm's shift", Shape(1, d)),
         (M("sigma", T, 1), "standard deviation of each row, epsilon inside the root", Shape(T, 1)),
         (sp.Symbol("epsilon"), "LayerNorm's small constant, 1e-5", one),
         (M("1", T, 1), "column of ones", Shape(T, 1)), (sp.Identity(n), "identity matrix", Shape(n, n)),
         (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if i = j, else 0", one),
-        (sp.MatrixSymbol("J_F", d, d), "Jacobian of a residual branch F; J_LN that of LayerNorm", Shape(d, d)),
+        (sp.Function("F")(sp.MatrixSymbol("h", 1, d)), "a residual branch: any differentiable map of a row", Shape(1, d)),
+        (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch", Shape(d, d)),
+        (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm", Shape(d, d)),
+        (sp.HadamardProduct(M("a", 1, n), M("b", 1, n)), "entrywise (Hadamard) product", Shape(1, n)),
+        (M("A", n, n).T, "transpose", Shape(n, n)),
+        (sp.DiagMatrix(M("a", n, 1)), "diagonal matrix with the entries of a", Shape(n, n)),
     ]
     return rows
 
@@ -643,9 +654,6 @@ def notation_section(b) -> str:
 
     rows = notation_rows(b)
     body = [" & ".join([inline(sym, b.notation), text(meaning), inline(shape, b.notation)]) + " \\\\" for sym, meaning, shape in rows]
-    glyphs = [("\\odot", "entrywise (Hadamard) product"), ("^{\\top}", "transpose"),
-              ("\\operatorname{diag}(\\mathbf{a})", "diagonal matrix with the entries of a")]
-    body += [f"${g}$ & {text(m)} & \\\\" for g, m in glyphs]
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices start "
              "at 0. Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
              "to rows through their transpose.")

@@ -85,5 +85,5 @@ def plot_singular_values(ax, study: depth.JacobianStudy, placement: str) -> list
     ax.set_xlabel("index i (descending)")
     ax.set_ylabel(r"$\sigma_i(J_L\cdots J_1)$")
     ax.set_title(f"{placement}: singular values of the depth Jacobian product")
-    ax.legend(fontsize=6, ncol=2)
+    ax.legend(fontsize=7.5, ncol=2)
     return lines
