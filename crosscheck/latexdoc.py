@@ -542,9 +542,11 @@ def tex_problems(log: str, *, overfull_pt: float = 1.0) -> list[str]:
     return problems
 
 
-def compile_pdf(tex: str | Path, out_dir: str | Path | None = None, *, timeout: float = 180) -> Path:
-    """Compile ``tex`` with pdflatex (non-interactive, stop at the first error) and return the PDF.
+def compile_pdf(tex: str | Path, out_dir: str | Path | None = None, *, timeout: float = 180, passes: int = 1) -> Path:
+    """Compile ``tex`` with pdflatex (non-interactive, stop at the first error) and return the PDF; ``passes``
+    runs (the notes need 2: their contents, footnotes and references are resolved on the second).
     Raises LatexError quoting TeX's first error line."""
+    passes = validate.integer("passes", passes, minimum=1, maximum=4)
     tex = Path(tex).resolve()
     engine = tex_engine()
     if engine is None:
@@ -553,10 +555,11 @@ def compile_pdf(tex: str | Path, out_dir: str | Path | None = None, *, timeout: 
     out = Path(out_dir or tempfile.mkdtemp(prefix="seqgrad-tex-")).resolve()
     out.mkdir(parents=True, exist_ok=True)
     cmd = [engine, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", f"-output-directory={out}", tex.name]
-    proc = subprocess.run(cmd, cwd=tex.parent, capture_output=True, text=True, errors="replace", timeout=timeout)
     pdf = out / (tex.stem + ".pdf")
-    if proc.returncode != 0 or not pdf.exists():
-        log = proc.stdout
-        m = re.search(r"^! .*(?:\n.*){0,2}", log, re.M)
-        raise LatexError(f"pdflatex failed on {tex.name}: {m.group(0).strip() if m else log[-400:]}")
+    for _ in range(passes):
+        proc = subprocess.run(cmd, cwd=tex.parent, capture_output=True, text=True, errors="replace", timeout=timeout)
+        if proc.returncode != 0 or not pdf.exists():
+            log = proc.stdout
+            m = re.search(r"^! .*(?:\n.*){0,2}", log, re.M)
+            raise LatexError(f"pdflatex failed on {tex.name}: {m.group(0).strip() if m else log[-400:]}")
     return pdf

@@ -34,8 +34,8 @@ CAPTIONS = {
         "the residual bypass (solid) all 32 stay above the float64 noise floor at every depth, the smallest above 0.004; "
         "without it (dashed) all but a few collapse to the floor. Each curve stops at its noise floor.",
     "jacobian-product-singular-values-post-norm": "The same for post-norm stacks: the LayerNorm after each addition "
-        "rescales the path. The residual keeps more directions above the noise floor than the stack without it at every "
-        "depth (18 against 2 at `L = 48`), but in the deep stack most are small: at `L = 48` only 2 of 32 are within a "
+        "rescales the path. For two or more layers the residual keeps more directions above the noise floor than "
+        "the stack without it (18 against 2 at `L = 48`), but in the deep stack most are small: at `L = 48` only 2 of 32 are within a "
         "factor 1000 of the largest. Each curve stops at its noise floor.",
 }
 
