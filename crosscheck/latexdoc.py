@@ -95,11 +95,13 @@ class Build:
     sets_included: set[str] = field(default_factory=set)  # the figures (set/stem) already in the document
     appendix: bool = True  # whether the document has the appendix the verification marks point to
     _sets: dict = field(default_factory=dict, repr=False)  # figure set -> {stem: path}, each set written once here
+    deferred: bool = False  # figures as placeholders (:data:`FIGURE_MARK`), drawn elsewhere and put in by :func:`place_figures`
 
     def figures(self, set_name: str, stems: Sequence[str] | None = None) -> str:
         """Write the figure set ``set_name`` (see :mod:`crosscheck.figures`) as PDF, once per build, and include
-        its figures ``stems`` (default: all) with their captions (the set's ``CAPTIONS``) and labels ``fig:STEM``;
-        a figure already in the document is not included again."""
+        its figures ``stems`` (default: all, in the order of its ``CAPTIONS``) with their captions and labels
+        ``fig:STEM``; a figure already in the document is not included again.  A ``deferred`` build writes
+        nothing and leaves a placeholder for each figure (:func:`place_figures` puts the figure in)."""
         from .figures import figure_sets
 
         if self.figures_dir is None:
@@ -107,13 +109,13 @@ class Build:
         sets = figure_sets()
         if set_name not in sets:
             raise SectionUnavailable(set_name, f"the figure set crosscheck/figures '{set_name}'")
-        if set_name not in self._sets:
+        chosen = list(getattr(sets[set_name], "CAPTIONS", {})) if stems is None else list(stems)
+        if not self.deferred and set_name not in self._sets:
             paths = [Path(p) for p in sets[set_name].write(self.figures_dir / set_name, "pdf", self.device)]
             self.figures_written += paths
             self._sets[set_name] = {path.stem: path for path in paths}
-        written = self._sets[set_name]
-        chosen = list(written) if stems is None else list(stems)
-        unknown = [stem for stem in chosen if stem not in written]
+        known = set(self._sets[set_name]) if not self.deferred else set(getattr(sets[set_name], "CAPTIONS", {}))
+        unknown = [stem for stem in chosen if stem not in known]
         if unknown:
             raise SectionUnavailable(", ".join(unknown), f"the figures {', '.join(unknown)} of the set '{set_name}'")
         out = []
@@ -121,8 +123,25 @@ class Build:
             if f"{set_name}/{stem}" in self.sets_included:
                 continue
             self.sets_included.add(f"{set_name}/{stem}")
-            out.append(figure_environment(written[stem], self.tex_dir, figure_caption(sets[set_name], stem), label=f"fig:{stem}"))
+            out.append(FIGURE_MARK.format(set=set_name, stem=stem) if self.deferred else
+                       figure_environment(self._sets[set_name][stem], self.tex_dir, figure_caption(sets[set_name], stem),
+                                          label=f"fig:{stem}"))
         return "\n\n".join(out)
+
+
+#: The placeholder a deferred build leaves for a figure (:meth:`Build.figures`).
+FIGURE_MARK = "%%seqgrad-figure {set}/{stem}%%"
+_FIGURE_MARK = re.compile(r"%%seqgrad-figure ([\w-]+)/([\w-]+)%%")
+
+
+def place_figures(text: str, written: dict, tex_dir: Path) -> str:
+    """``text`` with each placeholder of a deferred build replaced by its figure: ``written`` maps each figure
+    set to its written files by stem."""
+    from .figures import figure_sets
+
+    sets = figure_sets()
+    return _FIGURE_MARK.sub(lambda m: figure_environment(written[m[1]][m[2]], tex_dir, figure_caption(sets[m[1]], m[2]),
+                                                         label=f"fig:{m[2]}"), text)
 
 
 def figure_caption(figure_set, stem: str) -> str:
@@ -391,8 +410,10 @@ def _section(name: str, title: str, requires: tuple[str, ...]) -> Section:
 SECTIONS: dict[str, Section] = {s.name: s for s in (
     _section("rnn", "Recurrent networks and backpropagation through time", ("seqgrad.derive.rnn", "seqgrad.derive.builtin_cells")),
     _section("paths", "Path products and gradient flow", ("seqgrad.derive.rnn", "seqgrad.crosscheck.figures.paths")),
-    _section("gates", "Gated cells: GRU and LSTM", ("seqgrad.derive.gated", "seqgrad.derive.builtin_cells")),
-    _section("positional", "Positional encoding", ("seqgrad.derive.positional", "seqgrad.derive.catalogue")),
+    _section("gates", "Gated cells: GRU and LSTM",
+             ("seqgrad.derive.gated", "seqgrad.derive.builtin_cells", "seqgrad.crosscheck.figures.paths")),
+    _section("positional", "Positional encoding",
+             ("seqgrad.derive.positional", "seqgrad.derive.catalogue", "seqgrad.crosscheck.figures.positional")),
     _section("attention", "Attention", ("seqgrad.derive.blocks", "seqgrad.derive.softmax", "seqgrad.derive.catalogue")),
     _section("residual", "LayerNorm and residual paths",
              ("seqgrad.derive.residual", "seqgrad.derive.layernorm", "seqgrad.derive.catalogue", "seqgrad.crosscheck.figures.depth")),
@@ -487,7 +508,11 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
               appendix=appendix)
     jobs = validate.integer("jobs", jobs, minimum=1)
     parts = [preamble()]
-    built = [_split(x) for x in build_sections(b, names, SECTIONS, jobs, progress=progress)]
+    sections, order = dict(SECTIONS), list(names)
+    if appendix and CLAIMS.missing() is None:  # the printed claims: the appendix's last part, built as a section is
+        sections[CLAIMS.name], order = CLAIMS, order + [CLAIMS.name]
+    built = [_split(x) for x in build_sections(b, order, sections, jobs, progress=progress)]
+    claims = built[len(names)][0] if len(order) > len(names) else None
     parts.append(front_matter(b, names))
     for name, (body, _) in zip(names, built):
         parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n\n\\clearpage\n")
@@ -499,8 +524,8 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
         for name, (_, audit) in zip(names, built):
             parts.append(f"\\subsection{{{text(SECTIONS[name].title)}}}\\label{{app:{name}}}\n\n"
                          + (audit.strip() or "Nothing beyond the footnotes.") + "\n")
-        if CLAIMS.missing() is None:
-            parts.append(f"\\subsection{{{text(CLAIMS.title)}}}\\label{{app:claims}}\n\n" + CLAIMS.build(b).strip() + "\n")
+        if claims is not None:
+            parts.append(f"\\subsection{{{text(CLAIMS.title)}}}\\label{{app:claims}}\n\n" + claims.strip() + "\n")
     parts.append("\\end{document}\n")
     unused = notation.unused_renames()
     if unused:

@@ -8,8 +8,10 @@ so a derivation that two parts of a section ask for (an activation fact proved
 for the text and again by its check in the table) is computed once.
 
 Each section names the figures it includes (set and file stem), and no two
-sections include the same figure, so the document is the same as a serial
-build's; a set two sections draw from is written by each (the same files).
+sections include the same figure.  In parallel, a section leaves a placeholder
+for each figure and every figure set it draws from is a task of its own,
+written once; the placeholders are replaced when all are done, so the document
+is the same as a serial build's.
 """
 
 from __future__ import annotations
@@ -20,21 +22,12 @@ from typing import Sequence
 
 from seqgrad import runcache
 
-# Estimated seconds per section (CPU, measured 2026-11-30 on the standalone document, after issue 13's cuts): the longest are handed
+# Estimated seconds per section (CPU, measured 2026-12-01 on the chapter, figures apart): the longest are handed
 # out first.  Unknown sections: 1.
-WEIGHTS = {"residual": 3.2, "gates": 2.1, "decoder": 1.8, "rnn": 1.4, "paths": 1.4, "attention": 1.2, "conv": 0.7,
-           "positional": 0.6, "encoder": 0.5}
-FIGURES = "seqgrad.crosscheck.figures."
-
-
-def figure_owners(names: Sequence[str], sections) -> dict[str, str]:
-    """Each figure set's section: the first of ``names`` whose ``requires`` lists its module."""
-    owners: dict[str, str] = {}
-    for name in names:
-        for module in sections[name].requires:
-            if module.startswith(FIGURES):
-                owners.setdefault(module[len(FIGURES):], name)
-    return owners
+#: Estimated seconds per figure set (CPU, 2026-12-01), for the same ordering.
+FIGURE_WEIGHTS = {"depth": 7.0, "encoder": 3.2, "paths": 3.1, "decoder": 1.5, "conv": 0.4, "positional": 0.3}
+WEIGHTS = {"residual": 4.9, "rnn": 3.3, "decoder": 2.7, "gates": 2.1, "paths": 1.5, "attention": 1.4, "claims": 1.3,
+           "conv": 1.2, "positional": 1.0, "encoder": 0.7}
 
 
 def build_sections(b, names: Sequence[str], sections, jobs: int = 1, progress: bool | None = None) -> list:
@@ -51,26 +44,62 @@ def build_sections(b, names: Sequence[str], sections, jobs: int = 1, progress: b
         return _parallel(b, names, sections, jobs, progress)
 
 
+FIGURES = "seqgrad.crosscheck.figures."
+
+
+def figure_sets_needed(names: Sequence[str], sections) -> list[str]:
+    """The figure sets the sections ``names`` draw from: the ``crosscheck.figures.*`` modules in their ``requires``."""
+    needed: dict[str, None] = {}
+    for name in names:
+        for module in sections[name].requires:
+            if module.startswith(FIGURES):
+                needed.setdefault(module[len(FIGURES):], None)
+    return list(needed)
+
+
 def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
     from seqgrad.progress import progress as bar
 
+    from .latexdoc import place_figures
     from .parallel import Task, freeze_heap, run_tasks
     from .registry import load_builtin_checks
 
     load_builtin_checks()  # import torch, SymPy and the checks once, here, instead of once per worker
     freeze_heap()  # before forking (and before matplotlib's import, which then need not walk them)
-    if b.figures_dir is not None:
+    sets = figure_sets_needed(names, sections) if b.figures_dir is not None else []
+    if sets:
         import matplotlib.figure  # noqa: F401  (the figure sets draw with it)
     tasks = []
-    for name in names:
-        own = dataclasses.replace(b, figures_written=[], sets_included=set(b.sets_included), _sets={})
+    for name in names:  # each section leaves a placeholder for its figures; each figure set is a task of its own
+        own = dataclasses.replace(b, figures_written=[], sets_included=set(b.sets_included), _sets={}, deferred=True)
         tasks.append(Task(partial(_build, sections[name], own), partial(_lost, name), WEIGHTS.get(name, 1.0)))
-    texts: dict[int, tuple] = dict(bar(run_tasks(tasks, jobs), len(tasks), "notes sections", enabled=progress))
+    for set_name in sets:
+        tasks.append(Task(partial(_draw, set_name, b.figures_dir, b.device), partial(_lost, f"figures {set_name}"),
+                          FIGURE_WEIGHTS.get(set_name, 1.0)))
+    done: dict[int, tuple] = dict(bar(run_tasks(tasks, jobs), len(tasks), "notes sections and figures", enabled=progress))
+    written = {set_name: done[len(names) + k] for k, set_name in enumerate(sets)}
+    for k, set_name in enumerate(sets):
+        b.figures_written += list(written[set_name].values())
     for i, name in enumerate(names):  # what the serial build would have left in b
-        b.figures_written += [p for p in texts[i][1] if p not in b.figures_written]
-        b.sets_included |= texts[i][2]
-        b.notation._used.update(texts[i][3])  # the renames the worker's formulas applied
-    return [texts[i][0] for i in range(len(names))]
+        b.sets_included |= done[i][2]
+        b.notation._used.update(done[i][3])  # the renames the worker's formulas applied
+    place = partial(place_figures, written=written, tex_dir=b.tex_dir)
+    return [_with_figures(done[i][0], place) for i in range(len(names))]
+
+
+def _with_figures(built, place):
+    """A section's text (or ``notes.Part``) with its figure placeholders replaced."""
+    if isinstance(built, str):
+        return place(built)
+    return dataclasses.replace(built, body=place(built.body))
+
+
+def _draw(set_name: str, figures_dir, device: str) -> dict:
+    from pathlib import Path
+
+    from .figures import figure_sets
+
+    return {Path(p).stem: Path(p) for p in figure_sets()[set_name].write(Path(figures_dir) / set_name, "pdf", device)}
 
 
 def _build(section, b) -> tuple:

@@ -166,6 +166,7 @@ _ADJOINT = re.compile(r"d((?:[A-Z]|gamma|beta|xhat|mu|sigma)\w*)")
 OPERATOR_FUNCTIONS = frozenset({"sin", "cos", "tan", "tanh", "sinh", "cosh", "exp", "log", "ln"})
 
 _TALL = ("\\frac", "\\sum", "\\prod", "\\begin", "\\left", "\\Bigl", "\\sqrt")
+_DOUBLED = re.compile(r"\(\(([^()]*)\)\)")
 _LEFT_RIGHT = re.compile(r"\\left\(((?:(?!\\left\(|\\right\)).)*)\\right\)", re.S)
 _APPLIED = re.compile(r"(\\[A-Za-z]+|\\operatorname\{[^{}]*\}|[A-Za-z]|\})(\^\{[^{}]*\})?(\(|\\left\()")
 
@@ -193,6 +194,7 @@ def textbook_form(tex: str) -> str:
             break
         tex = new
     tex = tex.replace("\\left\u0001", "\\left(").replace("\\right\u0002", "\\right)")
+    tex = _DOUBLED.sub(r"(\1)", tex)  # diag((1 - h)): one pair of brackets round an argument
     return _APPLIED.sub(lambda m: m.group(1) + (m.group(2) or "") + ("\\mathopen{}\\left(" if m.group(3) != "(" else "("), tex)
 
 
@@ -224,6 +226,9 @@ class NotationPrinter(LatexPrinter):
         """``\\tanh(z_t)``, ``\\tanh^{2}(c_t)``: an operator name applied to its argument without the thin space
         SymPy's ``\\tanh{\\left(z \\right)}`` sets between them."""
         name = expr.func.__name__
+        if name.endswith("^T") and len(name) > 2:  # an unnamed map's transpose, R^T(k): the notation's transpose
+            args = ", ".join(self._print(a) for a in expr.args)
+            return "%s^{\\top}\\left(%s\\right)" % (self._print(sp.Symbol(name[:-2])), args)
         if name in OPERATOR_FUNCTIONS and len(expr.args) == 1:
             head = "\\" + name + ("" if exp is None else "^{%s}" % exp)
             return head + "\\left(%s\\right)" % self._print(expr.args[0])

@@ -158,6 +158,8 @@ def _factor_key(factor):
         role = _symbol_role(factor)
     elif factor.is_Pow and isinstance(factor.base, sp.Symbol):
         role = _symbol_role(factor.base)
+    elif isinstance(factor, sp.Indexed):  # an entry a_i: as its array (a_i (delta_ij - a_j), the bracket after it)
+        role = _symbol_role(factor.base.label)
     else:
         role = 5
     return (role, _natural(factor))
@@ -182,6 +184,8 @@ def _ordered(expr):
     if isinstance(expr, (sp.MatMul, sp.HadamardProduct)):
         return expr.func(*args, evaluate=False)
     if isinstance(expr, sp.Add):
+        if expr.is_integer and any(a.is_Number for a in args):  # index arithmetic: s + 1, 2 j + 1, T - 1 (the number last)
+            return sp.Add(*sorted(args, key=lambda a: (a.is_Number, _term_key(a))), evaluate=False)
         return sp.Add(*sorted(args, key=_term_key), evaluate=False)
     if isinstance(expr, sp.Mul) and expr.is_commutative:
         return sp.Mul(*sorted(args, key=_factor_key), evaluate=False)

@@ -59,7 +59,7 @@ def plot_tanh_sensitivity(ax, T_max: int = 30, w_h: float = 1.2, w_x: float = 1.
     ax.set_ylabel(r"$|\partial h_{T-1}/\partial h_0|$, vanishing")
     right.set_ylabel(r"$|\partial h_{T-1}/\partial h_0|$, growing")
     ax.set_title(rf"tanh trajectories, $w_h={w_h:g}$, $w_x={w_x:g}$")
-    ax.legend(handles=lines, loc="center left")
+    ax.legend(handles=lines, loc="upper center")
     return lines
 
 

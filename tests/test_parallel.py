@@ -238,14 +238,9 @@ def test_activation_facts_share_their_proofs_in_a_run():
 
 # ----------------------------------------------------------------------------- LaTeX sections
 
-def test_figure_owner_is_the_first_section_that_needs_it():
-    owners = latexrun.figure_owners(["gates", "rnn", "residual"], latexdoc.SECTIONS)
-    assert owners == {"paths": "gates", "depth": "residual"}
-
-
 @needs_fork
 def test_latex_parallel_document_is_the_serial_one():
-    kw = dict(sections="positional,claims", proof_seconds=None)
+    kw = dict(sections="positional,attention", proof_seconds=None)
     assert latexdoc.render(jobs=2, **kw) == latexdoc.render(jobs=1, **kw)
 
 

@@ -1,4 +1,4 @@
-"""Figures of the course's encoder example (text, Figures 6, 8-11) and a wide positional encoding.
+"""Figures of the course's encoder example (text, Figures 6, 8-11); the wide positional encoding is the set ``positional``.
 
 Each plotting function draws on a given matplotlib ``ax`` (object-oriented API
 only) and returns the artists it made, so tests can read the plotted data.
@@ -13,7 +13,7 @@ import numpy as np
 from . import arguments
 
 NAME = "encoder"
-HELP = "the course encoder: E_seq/P/H0 (Fig. 6), begins contributions (Fig. 8), S, A, causal A (Figs. 9-11), PE for d=128"
+HELP = "the course encoder: E_seq/P/H0 (Fig. 6), begins contributions (Fig. 8), S, A, causal A (Figs. 9-11)"
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
@@ -28,8 +28,6 @@ CAPTIONS = {
         "query mixes all seven sources. Colour scale fitted to the values (0.054 to 0.291).",
     "fig11_A_causal": "With the causal mask a query sees only itself and earlier sources: the masked weights are exactly 0 "
         "(crosses) and each row renormalises over what it sees, so row 0 puts weight 1 on itself.",
-    "positional_encoding_d128": "Sinusoidal positions for width 128 and 100 positions: the first coordinates oscillate "
-        "fast, the last ones hardly change over 100 positions (their wavelengths reach 10000 times `2*pi`).",
 }
 
 
@@ -118,21 +116,10 @@ def plot_contributions(ax, contrib, tokens: list[str], *, query: int = 6) -> dic
     return {"image": image, "texts": texts, "contributions": C, "sums": sums}
 
 
-def plot_positional_encoding(ax, P) -> dict:
-    """Heatmap of a sinusoidal encoding: positions down, coordinates across."""
-    P = np.asarray(P, float)
-    image = ax.imshow(P, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
-    ax.set_xlabel("coordinate j")
-    ax.set_ylabel("position t")
-    ax.set_title(f"sinusoidal positions, D = {P.shape[1]}, T = {P.shape[0]}")
-    return {"image": image}
-
-
 def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
     from matplotlib.figure import Figure
 
     from seqgrad.numeric import course
-    from seqgrad.numeric.positions import sinusoidal
     from seqgrad.numeric.tokens import tokenize
     from seqgrad.atomic import save_figure
 
@@ -169,10 +156,4 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
         lo, hi = art["image"].norm.vmin, art["image"].norm.vmax
         fig.colorbar(art["image"], ax=ax, label=f"{label}\nscale fitted to the data: {lo:.3g} to {hi:.3g}")
         paths.append(save_figure(fig, out_dir / f"fig{number:02d}_{key.split('.')[1]}.{fmt}"))
-
-    fig = Figure(figsize=(8, 5), layout="constrained")
-    ax = fig.subplots()
-    art = plot_positional_encoding(ax, sinusoidal(100, 128).numpy())
-    fig.colorbar(art["image"], ax=ax, label=r"$PE(t, j)$, from $-1$ to $1$")
-    paths.append(save_figure(fig, out_dir / f"positional_encoding_d128.{fmt}"))
     return paths
