@@ -111,7 +111,7 @@ def test_cli_notation_options(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("seqgrad.derive",), body))
     out = tmp_path / "n.tex"
     assert main(["latex", str(out), "--sections", "rnn", "--standalone", "--decimal-comma", "--plain",
-                 "--symbol", "w_h=W_{hh}", "--symbol", "g=\\delta"]) == 0
+                 "--symbol", "w_h=W_{hh}", "--symbol", "g=\\delta", "--jobs", "1"]) == 0
     n = seen["notation"]
     assert n.decimal_comma and not n.bold and n.symbol_names == {"w_h": "W_{hh}"} and n.letters["g"] == "\\delta"
     assert capsys.readouterr().out.strip() == str(out)

@@ -188,7 +188,7 @@ def test_shift_report_is_typeset():
 
     rows = latexdoc.shift_report_rows(positional.Sinusoidal(5).shift_identity().prove(), Notation())
     cells = " ".join(c for row in rows for c in row)
-    assert "R^{T}" in cells and r"\operatorname{det}" in cells and r"\neq" in cells
+    assert r"R^{\top}" in cells and r"\operatorname{det}" in cells and r"\neq" in cells
     assert "True" not in cells and "^T R(k)" not in cells  # no ASCII proof lines
 
 
