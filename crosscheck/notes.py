@@ -539,9 +539,12 @@ def encoder_section(b) -> Part:
         _display([(d.target, d.value) for d in block.backward_lines()], b),
         "\\subsection{Worked example}",
         f"The course encodes the phrase ``{text(course.TEXT)}'' ($T = {len(tokens)}$ tokens, width 5). Rows are tokens, "
-        f"numbers at {b.digits} significant figures. Every intermediate agrees with the course's tables and with "
-        "PyTorch" + verification(b, checks=[r for r in checks if r.name.startswith("encoder.")], source="week06 §Tokens",
-                                 appendix="encoder") + ".",
+        f"numbers at {b.digits} significant figures. Every intermediate agrees with the course's tables at the "
+        "figures they print" + verification(b, checks=[r for r in checks if r.name == "encoder.course_tables"],
+                                            source="week06 §Tokens", appendix="encoder")
+        + ", and the layers agree with PyTorch's" + verification(b, checks=[r for r in checks if r.name.startswith("encoder.")
+                                                                            and r.name.endswith("_vs_torch")],
+                                                                 source="week06 §Block", appendix="encoder") + ".",
     ]
     records = {}
     for stage, name, caption in ENCODER_SHOWN:

@@ -198,6 +198,14 @@ def textbook_form(tex: str) -> str:
     return _APPLIED.sub(lambda m: m.group(1) + (m.group(2) or "") + ("\\mathopen{}\\left(" if m.group(3) != "(" else "("), tex)
 
 
+def _index_order(index):
+    """An index sum rebuilt (unevaluated) with its positive terms first, then the negative ones, the number last."""
+    if not isinstance(index, sp.Add):
+        return index
+    terms = sorted(index.args, key=lambda a: (a.is_Number, a.could_extract_minus_sign()))
+    return sp.Add(*terms, evaluate=False)
+
+
 DEFAULT = Notation()
 RUSSIAN = Notation(decimal_comma=True)
 
@@ -233,6 +241,13 @@ class NotationPrinter(LatexPrinter):
             head = "\\" + name + ("" if exp is None else "^{%s}" % exp)
             return head + "\\left(%s\\right)" % self._print(expr.args[0])
         return super()._print_Function(expr, exp)
+
+    def _print_Indexed(self, expr):
+        """An entry ``X_{i+u, j+v}``: each index a sum in the order of index arithmetic, the positive terms first
+        and the number last (``m + u - k + 1``, not SymPy's ``1 + m + u - k``)."""
+        indices = [_index_order(i) for i in expr.indices]
+        return super()._print_Indexed(sp.Indexed(expr.base, *indices)) if indices != list(expr.indices) \
+            else super()._print_Indexed(expr)
 
     def _print_Transpose(self, expr):
         """``\\mathbf{W}_{Q}^{\\top}``; a symbol with a superscript of its own, or a compound, in brackets:
