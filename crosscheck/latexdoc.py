@@ -215,7 +215,7 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     """Each identity's statement and its verified status (the exact proof run now)."""
     import sympy as sp
 
-    from seqgrad.derive.latex_layout import display, inline, relation, tabular
+    from seqgrad.derive.latex_layout import display, equation, inline, relation, tabular
     from seqgrad.derive.prose import scope
 
     rows, statements = [], []
@@ -235,6 +235,10 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         trivial = getattr(statement, "lhs", None) is not None and statement.lhs == statement.rhs and not statement.free_symbols
         if trivial:  # both sides evaluate to the same number ("4 = 4"): the title states it; a display would not
             statements.append(f"{head} (Both sides evaluate to {inline(statement.lhs, b.notation)}.)")
+        elif isinstance(statement, sp.Eq) and b.notation.latex(statement.lhs) == b.notation.latex(statement.rhs):
+            # the side computed from the definition prints as the claim does: one display, not "X = X"
+            statements.append(f"{head} The side computed from the definition and the side stated print alike:\n"
+                              + equation(statement.rhs, notation=b.notation))
         elif isinstance(statement, sp.Eq) and _tuples(statement):  # several equations at once: one named line each
             statements.append(f"{head}\n" + display(list(zip(statement.lhs, statement.rhs)), b.notation))
         elif len(body) <= max_chars:

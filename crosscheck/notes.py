@@ -472,7 +472,7 @@ def residual_section(b) -> Part:
         _words("Its Jacobian, entry by entry, for every `d`:", b)
         + verification(b, proofs=["layernorm-jacobian", "layernorm-jacobian-kills-constants"],
                        source=catalogue.get("layernorm-jacobian").source, appendix="residual"),
-        _display([(jac.lhs, jac.rhs)], b),
+        _display([(jac.lhs, scaled_bracket(jac.rhs))], b),
         _words("With {G} the gradient with respect to the output {Y}, the backward pass, for every `T` and `d`:", b,
                G=_s("G", 2, 2), Y=_s("Y", 2, 2))
         + verification(b, checks=[r for r in checks if "layernorm" in r.name], appendix="residual"),
@@ -496,6 +496,18 @@ def residual_section(b) -> Part:
     appendix = "\n\n".join([_audit(b, ["derive.layernorm", "derive.residual"], (), "residual")]
                            + ([check_status("residual", b, checks)] if checks else []))
     return Part("\n\n".join(p for p in body if p), appendix)
+
+
+def scaled_bracket(expr):
+    """``(a/s) (bracket)`` for a fraction ``a (bracket) / s``, as the textbook writes LayerNorm's Jacobian, instead of a
+    fraction with a fraction inside; the value is the same (``UnevaluatedExpr`` only keeps the factor together)."""
+    numerator, denominator = sp.fraction(expr)
+    factors = sp.Mul.make_args(numerator)
+    brackets = [f for f in factors if isinstance(f, sp.Add)]
+    if len(brackets) != 1 or denominator == 1:
+        return expr
+    scale = sp.Mul(*[f for f in factors if f is not brackets[0]]) / denominator
+    return sp.Mul(sp.UnevaluatedExpr(scale), brackets[0], evaluate=False)
 
 
 def _chain_rows(derivation) -> list:
@@ -621,9 +633,13 @@ def notation_rows(b) -> list[tuple]:
         (M("W_x", H, D), "input weights of the vector cell, stored output by input", Shape(H, D)),
         (M("W_h", H, H), "recurrent weights", Shape(H, H)), (M("W_o", C, H), "output weights", Shape(C, H)),
         (sp.Symbol("b"), "a bias", one),
+        (sp.Symbol("s"), "an earlier step, the start of a path back in time", one),
+        (sp.Symbol("r"), "a bound on the size of every factor of a path product", one),
         (sp.Symbol("g_t^h"), "gradient of the loss with respect to the state at step t", Shape(1, H)),
         (sp.Symbol("g_t^z"), "gradient with respect to the pre-activation at step t", Shape(1, H)),
         (sp.Symbol("J_j"), "transition Jacobian of step j: the derivative of a state by the state before it", Shape(H, H)),
+        (sp.Symbol("z_t^r"), "pre-activation of a gate (here the reset gate); its gradient is written likewise", Shape(1, H)),
+        (sp.Symbol("a_t"), "the GRU's recurrent term of the candidate, before the reset gate scales it", Shape(1, H)),
         (sp.Symbol("r_t"), "reset gate of the GRU", Shape(1, H)), (sp.Symbol("u_t"), "update gate of the GRU", Shape(1, H)),
         (sp.Symbol("i_t"), "input gate of the LSTM", Shape(1, H)), (sp.Symbol("f_t"), "forget gate of the LSTM", Shape(1, H)),
         (sp.Symbol("o_t"), "output gate of the LSTM", Shape(1, H)), (sp.Symbol("c_t"), "cell state of the LSTM", Shape(1, H)),
@@ -639,6 +655,10 @@ def notation_rows(b) -> list[tuple]:
         (M("S", T, T), "scaled scores", Shape(T, T)), (M("A", T, T), "attention weights, the softmax of each row of S", Shape(T, T)),
         (M("M", T, T), "additive mask: 0 where a query may look, minus infinity where not", Shape(T, T)),
         (M("O", T, d_v), "attention output", Shape(T, d_v)),
+        (M("H", T, d), "input rows of an encoder block", Shape(T, d)),
+        (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
+        (M("Z", sp.Symbol("T_src"), d), "the encoder's output, the memory a decoder reads", Shape(sp.Symbol("T_src"), d)),
+        (sp.Symbol("K"), "a convolution kernel of k by k entries (also the keys, in bold)", Shape(sp.Symbol("k"), sp.Symbol("k"))),
         (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
         (M("dX", T, d), "gradient of the loss with respect to the matrix after the d (same shape)", Shape(T, d)),
         (M("xhat", T, d), "normalised rows of LayerNorm", Shape(T, d)),
