@@ -351,10 +351,9 @@ def gates_section(b) -> Part:
                         "the terms through the gates.", b),
                  _display([(J, split.full), (sp.Symbol("\\text{carry}"), split.carry),
                            (sp.Symbol("\\text{through the gates}"), split.gate_terms)], b)]
+    shown = " (Figure~\\ref{fig:gradient-flow-rnn-gru-lstm})" if b.figures_dir is not None else ""
     body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 keeps the product of "
-                       "carries near 1 over many steps (Figure~\\ref{fig:gradient-flow-rnn-gru-lstm}).", b)
-                .replace("Figure\\textasciitilde{}\\textbackslash{}ref\\{fig:gradient-flow-rnn-gru-lstm\\}",
-                         "Figure~\\ref{fig:gradient-flow-rnn-gru-lstm}"))
+                       "carries near 1 over many steps", b) + shown + ".")
     body.append(_figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
     appendix = check_status("gates", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)
