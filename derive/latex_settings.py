@@ -319,7 +319,7 @@ class NotationPrinter(LatexPrinter):
             n._used.add(base)
         glyph = n.letters[base] if base in n.letters else translate(base)  # SymPy's greek letters, hat, ...
         if style == "bold" or (n.bold and (expr.name in n.vectors or base in n.vectors)):
-            glyph = (r"\boldsymbol{%s}" if base.lower() in GREEK else r"\mathbf{%s}") % glyph
+            glyph = (r"\boldsymbol{%s}" if glyph.lstrip("\\").lower() in GREEK else r"\mathbf{%s}") % glyph
         index = translate if n.greek_indices else str
         if supers:
             glyph += "^{%s}" % " ".join("\\top" if s == "T" else index(s) for s in supers)  # R^T: the transpose
