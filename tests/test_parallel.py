@@ -245,6 +245,17 @@ def test_latex_parallel_document_is_the_serial_one():
 
 
 @needs_fork
+def test_latex_parallel_document_with_figures_is_the_serial_one(tmp_path):
+    """In parallel each figure set is a task of its own and the sections leave placeholders: the same document."""
+    docs = {}
+    for jobs in (1, 2):
+        root = tmp_path / f"jobs{jobs}"
+        docs[jobs] = latexdoc.render("positional,conv", tex_dir=root, figures_dir=root / "figures", jobs=jobs,
+                                     appendix=False)
+    assert docs[1] == docs[2] and docs[2].count("\\includegraphics") == 2 and "%%seqgrad-figure" not in docs[2]
+
+
+@needs_fork
 @pytest.mark.slow
 def test_latex_parallel_document_with_check_tables_is_the_serial_one():
     kw = dict(sections="gates,encoder", proof_seconds=None)  # check tables: errors must not depend on --jobs
