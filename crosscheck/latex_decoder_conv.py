@@ -1,59 +1,64 @@
-"""The LaTeX notes sections ``decoder`` and ``conv`` of ``seqgrad latex`` (see :mod:`crosscheck.latexdoc`).
+"""The text of the LaTeX notes sections ``decoder`` and ``conv`` of ``seqgrad latex`` (see :mod:`crosscheck.notes`).
 
-Each builds the derivations' own displays (rendered by SymPy's printers through
-:func:`derive.program.latex_aligned`), the verdict of each proof run now, the status of the registered
-checks of its group, and its figure set.
+Each builds the derivations' own displays (rendered by the notation's printer through
+:func:`derive.program.latex_aligned`), the verdict of each proof run now, and its figure set; the section's
+verification mark (a footnote) is given; its identities and checks go to the appendix.
 """
 
 from __future__ import annotations
 
 
-def decoder_section(b) -> str:
-    """Cross-attention, the decoder block, the causal proof, the counts, every decoder check, the generation figure."""
+def decoder_body(b, mark: str) -> str:
+    """Cross-attention, the decoder block, the causal proof, the counts, the generation figure."""
     import sympy as sp
 
     from seqgrad.derive import decoder as dd
     from seqgrad.derive.program import latex_aligned
 
-    from .latexdoc import _catalogue_section, _derivation, checks_or_note, text, words
+    from .latexdoc import _derivation, text, words
 
     holds = all(dd.DecoderBlock(norm_first=nf).causal_proof()[0] for nf in (True, False))
     leaks = not dd.DecoderBlock(causal=False).causal_proof()[0]
     counts = latex_aligned([(sp.Symbol("P_{layer}"), dd.decoder_layer_params()),
                             (sp.Symbol("P_{layer}(256, 4, 1024)"), dd.decoder_layer_params(256, 4, 1024)),
-                            (sp.Symbol("P_{stack}^{N=6}"), dd.task29()["decoder_stack"])])
-    parts = [_derivation("Cross-attention: queries from the decoder, keys and values from the memory Z", dd.CrossAttention(2, 2, 1, 1).latex(b.notation)),
+                            (sp.Symbol("P_{stack}^{N=6}"), dd.task29()["decoder_stack"])], notation=b.notation)
+    parts = [words("The decoder generates the target one token at a time. Each block has a causal self-attention over "
+                   "the target rows, a cross-attention whose queries come from the decoder and whose keys and values come "
+                   "from the encoder's output `Z` (the memory), and an MLP, each with its residual and LayerNorm.", b.notation)
+             + mark,
+             _derivation("Cross-attention: queries from the decoder, keys and values from the memory Z", dd.CrossAttention(2, 2, 1, 1).latex(b.notation)),
              _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
                          words("output row `i` depends on no target row `j > i`: proved for pre- and post-norm", b.notation)
                          if holds else "\\textbf{NOT proved}"),
-             text("Without the mask every output row depends on every target row" + (" (shown)." if leaks else " (NOT shown).")),
+             text("Without the mask, output row i depends on target rows after i: the mask is what makes training "
+                  "with the whole target in one pass equal to generating it token by token"
+                  + ("." if leaks else " (NOT shown here).")),
              _derivation("Parameter counts (with biases and three LayerNorms; task 29 without)", counts),
-             _catalogue_section(["derive.decoder"])(b),
-             checks_or_note("decoder.*", b),
              b.figures("decoder")]
     return "\n\n".join(p for p in parts if p)
 
 
-def conv_section(b) -> str:
+def conv_body(b, mark: str) -> str:
     """The lecture's convolution, its gradients at symbolic size, max-pool (cut off in the source), the receptive
-    field, every conv check, the receptive-field figure."""
+    field, the receptive-field figure."""
     import sympy as sp
 
     from seqgrad.derive import conv as dc
     from seqgrad.derive.program import latex_aligned
 
-    from .latexdoc import _catalogue_section, _derivation, checks_or_note, text
+    from .latexdoc import _derivation, text, words
 
     proof = dc.prove_explicit(dc.ExplicitConv((4, 5), (3, 2), stride=2, padding=1))
     ks, ss = sp.symbols("k_1:4", positive=True), sp.symbols("s_1:4", positive=True)
-    parts = [_derivation("Convolution and its gradients, symbolic sizes (lecture 7, l.9)", dc.Conv2d().latex(b.notation),
+    parts = [words("A convolution slides one small kernel `K` over the whole input, so a kernel entry is shared by every "
+                   "output position and its gradient is a sum over them, as a recurrent weight's is a sum over the steps.",
+                   b.notation) + mark,
+             _derivation("Convolution and its gradients, symbolic sizes", dc.Conv2d().latex(b.notation),
                          "proved at concrete sizes with stride and padding" if proof.holds else "\\textbf{NOT proved}"),
-             text("Max-pooling (l.13): the source's formula is cut off; each output is the largest entry of its "
+             text("Max-pooling: the source's formula is cut off; each output is the largest entry of its "
                   "p × p window (windows s apart), and its gradient goes to the first maximal entry of the window in "
                   "row-major order (the PyTorch convention at ties)."),
-             _derivation("Receptive field of three stacked layers (l.15)",
-                         latex_aligned([(sp.Symbol("r_3"), dc.receptive_field(ks, ss))])),
-             _catalogue_section(["derive.conv"])(b),
-             checks_or_note("conv.*", b),
+             _derivation("Receptive field of three stacked layers with kernels k and strides s",
+                         latex_aligned([(sp.Symbol("r_3"), dc.receptive_field(ks, ss))], notation=b.notation)),
              b.figures("conv")]
     return "\n\n".join(p for p in parts if p)

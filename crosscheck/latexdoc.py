@@ -1,18 +1,20 @@
-"""Assemble a complete, compilable LaTeX document for course notes.
+"""Assemble a complete, compilable LaTeX document: course notes a lecturer hands out.
 
-The document (article class, amsmath, booktabs, graphicx) is a list of
-sections; each section is built by a small function below that pulls the
-derivations, each identity's verified status, the numeric tables and the
-figures from the package that owns them.  A section whose package is not in
-this checkout is never faked: asking for it raises :class:`SectionUnavailable`.
+The document (article class, amsmath, booktabs, graphicx) is a chapter: a title
+page with a short introduction, the notation, one section per topic in the
+course's order (built by :mod:`crosscheck.notes`, which pulls the derivations,
+the proofs, the checks and the figures from the packages that own them), and
+an appendix with the verification: the identities with their ids and sources,
+the checks run now, the printed claims.  A section whose package is not in this
+checkout is never faked: asking for it raises :class:`SectionUnavailable`.
 
 >>> from seqgrad.crosscheck import latexdoc
 >>> latexdoc.SECTION_NAMES
-('rnn', 'gates', 'positional', 'attention', 'encoder', 'residual', 'claims', 'decoder', 'conv')
+('rnn', 'paths', 'gates', 'positional', 'attention', 'residual', 'encoder', 'decoder', 'conv')
 >>> latexdoc.resolve_sections("rnn,nope")
 Traceback (most recent call last):
 ...
-seqgrad.errors.SeqgradValueError: sections='nope' is not allowed: one of rnn, gates, positional, attention, encoder, residual, claims, decoder, conv
+seqgrad.errors.SeqgradValueError: sections='nope' is not allowed: one of rnn, paths, gates, positional, attention, residual, encoder, decoder, conv
 """
 
 from __future__ import annotations
@@ -90,22 +92,56 @@ class Build:
     proof_seconds: float | None = 20.0  # the time one exact proof may take while the document is written
     digits: int = 3  # significant figures of numeric tables (the course prints 3)
     figures_written: list[Path] = field(default_factory=list)
-    sets_included: set[str] = field(default_factory=set)  # each figure set appears once per document
+    sets_included: set[str] = field(default_factory=set)  # the figures (set/stem) already in the document
+    appendix: bool = True  # whether the document has the appendix the verification marks point to
+    _sets: dict = field(default_factory=dict, repr=False)  # figure set -> {stem: path}, each set written once here
+    deferred: bool = False  # figures as placeholders (:data:`FIGURE_MARK`), drawn elsewhere and put in by :func:`place_figures`
 
-    def figures(self, set_name: str) -> str:
-        """Write the figure set ``set_name`` (see :mod:`crosscheck.figures`) as PDF and include every figure
-        with its caption (the set's ``CAPTIONS``)."""
+    def figures(self, set_name: str, stems: Sequence[str] | None = None) -> str:
+        """Write the figure set ``set_name`` (see :mod:`crosscheck.figures`) as PDF, once per build, and include
+        its figures ``stems`` (default: all, in the order of its ``CAPTIONS``) with their captions and labels
+        ``fig:STEM``; a figure already in the document is not included again.  A ``deferred`` build writes
+        nothing and leaves a placeholder for each figure (:func:`place_figures` puts the figure in)."""
         from .figures import figure_sets
 
-        if self.figures_dir is None or set_name in self.sets_included:
+        if self.figures_dir is None:
             return ""
-        self.sets_included.add(set_name)
         sets = figure_sets()
         if set_name not in sets:
             raise SectionUnavailable(set_name, f"the figure set crosscheck/figures '{set_name}'")
-        paths = [Path(p) for p in sets[set_name].write(self.figures_dir / set_name, "pdf", self.device)]
-        self.figures_written += paths
-        return "\n\n".join(figure_environment(path, self.tex_dir, figure_caption(sets[set_name], path.stem)) for path in paths)
+        chosen = list(getattr(sets[set_name], "CAPTIONS", {})) if stems is None else list(stems)
+        if not self.deferred and set_name not in self._sets:
+            paths = [Path(p) for p in sets[set_name].write(self.figures_dir / set_name, "pdf", self.device)]
+            self.figures_written += paths
+            self._sets[set_name] = {path.stem: path for path in paths}
+        known = set(self._sets[set_name]) if not self.deferred else set(getattr(sets[set_name], "CAPTIONS", {}))
+        unknown = [stem for stem in chosen if stem not in known]
+        if unknown:
+            raise SectionUnavailable(", ".join(unknown), f"the figures {', '.join(unknown)} of the set '{set_name}'")
+        out = []
+        for stem in chosen:
+            if f"{set_name}/{stem}" in self.sets_included:
+                continue
+            self.sets_included.add(f"{set_name}/{stem}")
+            out.append(FIGURE_MARK.format(set=set_name, stem=stem) if self.deferred else
+                       figure_environment(self._sets[set_name][stem], self.tex_dir, figure_caption(sets[set_name], stem),
+                                          label=f"fig:{stem}"))
+        return "\n\n".join(out)
+
+
+#: The placeholder a deferred build leaves for a figure (:meth:`Build.figures`).
+FIGURE_MARK = "%%seqgrad-figure {set}/{stem}%%"
+_FIGURE_MARK = re.compile(r"%%seqgrad-figure ([\w-]+)/([\w-]+)%%")
+
+
+def place_figures(text: str, written: dict, tex_dir: Path) -> str:
+    """``text`` with each placeholder of a deferred build replaced by its figure: ``written`` maps each figure
+    set to its written files by stem."""
+    from .figures import figure_sets
+
+    sets = figure_sets()
+    return _FIGURE_MARK.sub(lambda m: figure_environment(written[m[1]][m[2]], tex_dir, figure_caption(sets[m[1]], m[2]),
+                                                         label=f"fig:{m[2]}"), text)
 
 
 def figure_caption(figure_set, stem: str) -> str:
@@ -117,11 +153,35 @@ def figure_caption(figure_set, stem: str) -> str:
     return captions[stem]
 
 
-def figure_environment(path: Path, tex_dir: Path, caption: str, width: str = "0.62\\linewidth") -> str:
-    """A ``figure`` that includes ``path`` (relative to the document in ``tex_dir``) with ``caption``."""
+#: The width of the text of the notes, in inches (A4 with 2.2 cm margins): a figure no wider is included at its
+#: own size, so its fonts are set at the sizes it was drawn with; a wider one is scaled down to it.
+TEXT_WIDTH_IN = (21.0 - 2 * 2.2) / 2.54
+
+
+def figure_size(path: Path) -> tuple[float, float]:
+    """The width and height in inches of a one-page PDF figure (its MediaBox)."""
+    data = Path(path).read_bytes()
+    m = re.search(rb"/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]", data)
+    if m is None:
+        raise SeqgradValueError("path", str(path), "a PDF figure with a MediaBox")
+    x0, y0, x1, y1 = (float(v) for v in m.groups())
+    return (x1 - x0) / 72, (y1 - y0) / 72
+
+
+def figure_scale(path: Path) -> float:
+    """The factor a figure is included at in the notes: 1, or less for a figure wider than the text."""
+    width, _ = figure_size(path)
+    return min(1.0, TEXT_WIDTH_IN / width)
+
+
+def figure_environment(path: Path, tex_dir: Path, caption: str, width: str | None = None, label: str | None = None) -> str:
+    """A ``figure`` that includes ``path`` (relative to the document in ``tex_dir``) with ``caption``: at its own
+    size (or scaled down to the text width, :func:`figure_scale`) unless ``width`` is given."""
     rel = Path(path).resolve().relative_to(Path(tex_dir).resolve()).as_posix()
+    size = f"width={width}" if width else f"scale={figure_scale(path):.3f}"
     return ("\\begin{figure}[htbp]\n\\centering\n"
-            f"\\includegraphics[width={width}]{{{rel}}}\n\\caption{{{text(caption)}}}\n\\end{{figure}}")
+            f"\\includegraphics[{size}]{{{rel}}}\n\\caption{{{words(caption)}}}"
+            + (f"\\label{{{label}}}" if label else "") + "\n\\end{figure}")
 
 
 @dataclass(frozen=True)
@@ -155,7 +215,7 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     """Each identity's statement and its verified status (the exact proof run now)."""
     import sympy as sp
 
-    from seqgrad.derive.latex_layout import inline, relation, tabular
+    from seqgrad.derive.latex_layout import display, equation, inline, relation, tabular
     from seqgrad.derive.prose import scope
 
     rows, statements = [], []
@@ -175,6 +235,12 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         trivial = getattr(statement, "lhs", None) is not None and statement.lhs == statement.rhs and not statement.free_symbols
         if trivial:  # both sides evaluate to the same number ("4 = 4"): the title states it; a display would not
             statements.append(f"{head} (Both sides evaluate to {inline(statement.lhs, b.notation)}.)")
+        elif isinstance(statement, sp.Eq) and b.notation.latex(statement.lhs) == b.notation.latex(statement.rhs):
+            # the side computed from the definition prints as the claim does: one display, not "X = X"
+            statements.append(f"{head} The side computed from the definition and the side stated print alike:\n"
+                              + equation(statement.rhs, notation=b.notation))
+        elif isinstance(statement, sp.Eq) and _tuples(statement):  # several equations at once: one named line each
+            statements.append(f"{head}\n" + display(list(zip(statement.lhs, statement.rhs)), b.notation))
         elif len(body) <= max_chars:
             op = "=" if isinstance(statement, sp.Eq) else "\\neq"
             statements.append(f"{head}\n" + relation(statement.lhs, statement.rhs, b.notation, op=op))
@@ -184,6 +250,14 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     table = ("\\begin{table}[htbp]\n\\centering\\footnotesize\n\\caption{Identities, each proved now.}\n"
              + tabular(["identity", "source", "status"], rows, ragged("5.6cm", "5.6cm") + "l") + "\n\\end{table}")
     return "\n\n".join(statements + [table])
+
+
+def _tuples(statement) -> bool:
+    """Whether both sides of an equation are tuples of one length (``(dA, dS, ...) = (G V^T, ...)``)."""
+    import sympy as sp
+
+    lhs, rhs = statement.lhs, statement.rhs
+    return isinstance(lhs, sp.Tuple) and isinstance(rhs, sp.Tuple) and len(lhs) == len(rhs) > 1
 
 
 def run_pattern(pattern: str, b: Build) -> list:
@@ -198,11 +272,12 @@ def run_pattern(pattern: str, b: Build) -> list:
 
 def check_status(pattern: str, b: Build, results: list | None = None) -> str:
     """Tabulate each check matching ``pattern`` with its verified status and largest errors (the
-    checks run now, or ``results`` of a run made for this section)."""
+    checks run now, or ``results`` of a run made for this section; then ``pattern`` names the section)."""
     from seqgrad.derive.latex_layout import tabular
 
     from .report import fmt_error
 
+    given = None if results is None else pattern
     results = run_pattern(pattern, b) if results is None else results
     marks = {"pass": "verified", "fail": "\\textbf{FAILED}", "error": "\\textbf{ERROR}", "skip": "skipped"}
     rows = [[code(r.name), source_tex(r.source, b.notation), b.notation.number(fmt_error(r.max_abs_error)),
@@ -210,40 +285,13 @@ def check_status(pattern: str, b: Build, results: list | None = None) -> str:
     passed = sum(r.status == "pass" for r in results)
     return (f"{passed} of {len(results)} checks verified on {text(b.device)} in float64.\n\n"
             "\\begin{table}[htbp]\n\\centering\\footnotesize\n"
-            f"\\caption{{Checks matching \\texttt{{{text(pattern)}}}, run now.}}\n"
+            + (f"\\caption{{Checks matching \\texttt{{{text(pattern)}}}, run now.}}\n" if given is None else
+               f"\\caption{{Checks of Section~\\ref{{sec:{given}}}, run now.}}\n")
             + tabular(["check", "source", "max abs err", "max rel err", "status"], rows, ragged("5.6cm", "3.9cm") + "lll")
             + "\n\\end{table}")
 
 
 # --------------------------------------------------------------------------- sections
-
-ENCODER_TABLES = {
-    "attention_on_H0": ("H0", "head1.Q", "head1.K", "head1.V", "head1.A", "head1.O", "B_att"),
-    "prenorm_block": ("block0.X", "block0.B_att", "block0.U", "block0.Z_mlp", "block0.B_mlp", "H1", "H_enc"),
-}
-
-
-def _encoder(b: Build) -> str:
-    """The course's worked example: its intermediates as course-style tables, and the checks against the text."""
-    from seqgrad.numeric import course
-    from seqgrad.numeric.tokens import tokenize
-    from seqgrad.latex_table import booktabs
-
-    from .encoder_tables import trace_tables
-
-    tokens = tokenize(course.TEXT)
-    parts = [f"The worked example encodes ``{text(course.TEXT)}'' (T = {len(tokens)} tokens). "
-             f"Rows are tokens, columns are features, numbers at {b.digits} significant figures (the text prints 3)."]
-    for stage, names in ENCODER_TABLES.items():
-        record = course.trace(stage, device=b.device)
-        for title, rows, row_labels, col_labels in trace_tables(stage, record, list(names), tokens):
-            parts.append(booktabs(rows, row_labels=row_labels, col_labels=col_labels, corner="t", caption=title,
-                                  figures=b.digits, decimal_comma=b.notation.decimal_comma))
-    parts.append(b.figures("encoder"))
-    parts.append(check_status("encoder.*", b))
-    return "\n\n".join(parts)
-
-
 
 def _catalogue_section(modules: Sequence[str]) -> Callable[[Build], str]:
     """The identities the catalogue has from ``modules`` (``derive.positional``, ...), in catalogue order within
@@ -273,105 +321,6 @@ def checks_or_note(pattern: str, b: Build) -> str:
     return check_status(pattern, b)
 
 
-def _per_use(net, name: str, b: Build) -> str:
-    """dL/dw = sum over the uses w^{[t]} of the shared weight, each use's partial next to it (text lines 150-176)."""
-    import sympy as sp
-
-    from seqgrad.derive.latex_layout import align
-
-    total = net.grad(name)
-    terms = list(total.args) if isinstance(total, sp.Add) else [total]
-    base, _, sub = name.partition("_")
-    from seqgrad.derive.latex_settings import Partial
-
-    uses = []
-    for term in terms:  # the use at step t is the term that carries g_t^z (or e, for the head)
-        steps = sorted(int(m) for m in re.findall(r"g_(-?\d+)\^z", str(term)))
-        if len(steps) != 1:
-            raise SeqgradValueError("name", name, "a weight used once per step (each term carries one g_t^z)")
-        uses.append((steps[0], term))
-    uses.sort(key=lambda u: u[0])
-    copies = [Partial(sp.Symbol(f"{name}^[{t}]")) for t, _ in uses]  # the per-use copies w_x^{[t]} of the text
-    rows = [(Partial(sp.Symbol(name)), [sp.Add(*copies, evaluate=False), total])]
-    rows += [(copy, term) for copy, (_, term) in zip(copies, uses)]
-    return align(rows, b.notation)
-
-
-def _rnn(b: Build) -> str:
-    """The text's 3-step scalar RNN: forward pass, Table 3, the shared-weight sums, a closed path sum;
-    then the vector cell's backward recursion; checks against autograd; Figure 3."""
-    import sympy as sp
-
-    from seqgrad.derive import rnn
-    from seqgrad.derive.latex_layout import align, equation_table
-    from seqgrad.derive.latex_settings import Partial
-
-    net = rnn.unroll(steps=3, activation="tanh")
-    n = b.notation
-    defs = lambda kinds: [(d.target, d.value) for d in net.program.definitions(kinds)]  # noqa: E731
-    table = net.backward_table()
-    parts = [
-        "The scalar cell of the text with $T = 3$ steps, $\\phi = \\tanh$, $h_{-1} = 0$ (text lines 65--176).",
-        "\\subsection*{Forward pass}\n" + align(defs(("forward", "loss")), n),
-        "\\subsection*{Forward and backward operations (Table 3)}\n\\begin{center}\n"
-        + equation_table(["forward pass", "backward pass"],
-                         [[(f.target, f.value) if f else None, (g.target, g.value) if g else None] for f, g in table.rows], n)
-        + "\n\\end{center}",
-        "\\subsection*{Shared weights: one gradient term per use}\n" + "\n".join(_per_use(net, w, b) for w in ("w_x", "w_h")),
-    ]
-    g = {net.sensitivity("z", t): net.sensitivity("z", t, expand=True) for t in range(net.steps)}
-    parts.append("\\subsection*{The path sum}\nWith every $g^z_t$ replaced by its closed form:\n"
-                 + align([(Partial(net.parameters["w_h"]), net.grad("w_h").xreplace(g))], n))
-    vec = rnn.unroll(steps=3, activation="tanh", inputs=2, hidden=3, outputs=1)
-    parts.append("\\subsection*{The vector cell}\nRow vectors, weights stored output $\\times$ input "
-                 "($D = 2$, $H = 3$, $C = 1$; text lines 264--308). The backward recursion and the weight gradients:\n"
-                 + align([(d.target, d.value) for d in vec.program.definitions(("backward",))]
-                         + [(Partial(vec.parameters[w]), vec.grad(w))
-                            for w in ("W_x", "W_h", "W_o")], n))
-    parts.append(checks_or_note("rnn.*", b))
-    parts.append(b.figures("paths"))
-    return "\n\n".join(p for p in parts if p)
-
-
-def _gates(b: Build) -> str:
-    """GRU and LSTM in PyTorch's conventions: one step's definitions, the one-step Jacobian split into
-    carry and gate terms, the activation facts with their proofs, the gated checks."""
-    import sympy as sp
-
-    from seqgrad.derive import activation_facts, gated
-    from seqgrad.derive.latex_layout import align, inline
-    from seqgrad.derive.latex_settings import Partial
-
-    n = b.notation
-    parts = []
-    for title, net, wrts in (("GRU", gated.gru(steps=2), (None,)), ("LSTM", gated.lstm(steps=2), ("c", "h"))):
-        step = [(d.target, d.value) for d in net.program.definitions(("forward",)) if d.step == 1]
-        parts.append(f"\\subsection*{{{title}: one step ($t = 1$)}}\n" + align(step, n))
-        for wrt in wrts:
-            split = net.step_jacobian(1) if wrt is None else net.step_jacobian(1, wrt=wrt)
-            prev = sp.Symbol({None: "h_0", "c": "c_0", "h": "h_0"}[wrt])
-            state = sp.Symbol("h_1" if title == "GRU" else "c_1")
-            J = Partial(prev, of=state)
-            parts.append(f"The one-step Jacobian {inline(J, n)}: the carry at fixed gates, "
-                         "then the terms through the gates.\n"
-                         + align([(J, split.full), (sp.Symbol(r"\text{carry}"), split.carry),
-                                  (sp.Symbol(r"\text{gate terms}"), split.gate_terms)], n))
-    from .registry import all_checks
-
-    results = run_pattern("gated.*", b) if all_checks("gated.*") else []
-    proved = {r.name: r.status == "pass" for r in results}  # gated.fact.NAME runs fact NAME's proof
-    rows = []
-    for fact in activation_facts.FACTS.values():
-        holds = proved[f"gated.fact.{fact.name}"] if f"gated.fact.{fact.name}" in proved else fact.prove().holds
-        rows.append(f"\\paragraph{{{code(fact.name)}}} {source_tex(fact.source, n)}: "
-                    + ("proved." if holds else "\\textbf{NOT proved}.")
-                    + "\n" + fact.latex(n))
-    parts.append("\\subsection*{Activation facts, each proved now}\n" + "\n".join(rows))
-    parts.append(check_status("gated.*", b, results) if results else checks_or_note("gated.*", b))
-    parts.append(b.figures("paths"))
-    return "\n\n".join(p for p in parts if p)
-
-
 def _derivation(title: str, tex: str, verdict: str = "", where=None, notation: Notation | None = None) -> str:
     """A derivation object's own display (its ``latex()``, a complete ``align*`` display, pasted as it is), with
     its proof's verdict; ``where`` is a SymPy equation typeset after the title (``n = 3``), never text with
@@ -383,43 +332,6 @@ def _derivation(title: str, tex: str, verdict: str = "", where=None, notation: N
         raise SeqgradValueError("tex", tex[:60], "a complete display (what every latex() returns)")
     head = text(normalize(title)) + (", " + inline(where, notation) if where is not None else "")
     return f"\\paragraph{{{head}}}" + (f" ({verdict})" if verdict else "") + "\n" + tex
-
-
-def _attention(b: Build) -> str:
-    """Softmax and scaled dot-product attention: the derivations' own displays, then every identity's status."""
-    from seqgrad.derive import softmax
-
-    jac = softmax.SoftmaxJacobian(3)
-    import sympy as sp
-
-    parts = [_derivation("The softmax Jacobian", jac.latex(b.notation), "proved exactly" if jac.prove() else "\\textbf{NOT proved}",
-                         where=sp.Eq(sp.Symbol("n"), 3, evaluate=False), notation=b.notation),
-             _catalogue_section(["derive.softmax", "derive.attention"])(b)]
-    return "\n\n".join(parts)
-
-
-def _residual(b: Build) -> str:
-    """Residual Jacobians (plain, pre-norm, post-norm) proved now, the pre-norm block's Jacobian, the depth
-    product expanded into paths, then every LayerNorm and residual identity's status."""
-    from seqgrad.derive import catalogue, residual
-
-    def verdict(name: str, proved: str) -> str:
-        """The catalogue entry's proof (run once in the document: its identity paragraph below reuses it)."""
-        proof = prove_within(catalogue.get(name), b.proof_seconds)
-        return words(proved, b.notation) if proof is not None and proof.holds else "\\textbf{NOT proved}"
-
-    parts = []
-    for placement in residual.ResidualJacobian.PLACEMENTS:
-        jac = residual.ResidualJacobian(d=2, placement=placement)
-        parts.append(_derivation(f"A residual wrapping, {placement}", jac.latex(b.notation),
-                                 verdict(f"residual-{placement}", "proved exactly for a generic branch and every `d`")))
-    parts.append(_derivation("The pre-norm block (seed 000 L946)", residual.EncoderBlock(T=2, D=2).latex(b.notation)))
-    depth = residual.DepthProduct(L=3, d=2)
-    parts.append(_derivation("A stack of three residual layers is a sum over paths", depth.latex(b.notation),
-                             verdict("residual-depth-expansion", "proved exactly, `d = 2`")))
-    parts.append(_catalogue_section(["derive.layernorm", "derive.residual"])(b))
-    parts.append(b.figures("depth"))
-    return "\n\n".join(p for p in parts if p)
 
 
 def shift_report_rows(report, notation: Notation) -> list[list[str]]:
@@ -449,27 +361,6 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
                            words(f"coordinate {j} is an unpaired sine: no rotation, and no scalar `alpha(k)` shifts it", notation),
                            report.unpaired_no_scalar))
     return [[inline(st, notation), note, "holds" if ok else "\\textbf{fails}"] for st, note, ok in statements]
-
-
-def _positional(b: Build) -> str:
-    """PE(pos + k) = R(k) PE(pos) for an even and an odd width, proved now, then every positional identity."""
-    import sympy as sp
-
-    from seqgrad.derive import positional
-    from seqgrad.derive.latex_layout import inline, tabular
-
-    parts = []
-    for d in (8, 5):
-        shift = positional.Sinusoidal(d).shift_identity()
-        report = shift.prove()
-        verdict = "proved exactly" if report.holds else "\\textbf{NOT proved}"
-        where = inline(sp.Eq(sp.Symbol("d"), d, evaluate=False), b.notation)
-        parts.append(f"\\paragraph{{The shift identity, {where}}} ({verdict} {words('for symbolic `pos` and `k`.', b.notation)})\n"
-                     f"{shift.latex(b.notation)}\n"
-                     "\\begin{center}\n" + tabular(["statement", "", "verdict"], shift_report_rows(report, b.notation),
-                                                    "l" + ragged("6cm") + "l") + "\n\\end{center}")
-    parts.append(_catalogue_section(["derive.positional"])(b))
-    return "\n\n".join(parts)
 
 
 def source_tex(source: str, notation: Notation) -> str:
@@ -510,32 +401,36 @@ def _claims(b: Build) -> str:
     return "\n\n".join(parts)
 
 
+def _section(name: str, title: str, requires: tuple[str, ...]) -> Section:
+    def build(b: Build):
+        from . import notes
+
+        return dict(notes.ORDER)[name](b)
+
+    return Section(name, title, requires, build)
+
+
+#: The chapter's sections, in the course's order (:mod:`crosscheck.notes` builds them).
 SECTIONS: dict[str, Section] = {s.name: s for s in (
-    Section("rnn", "Recurrent networks: backpropagation through time",
-            ("seqgrad.derive.rnn", "seqgrad.crosscheck.figures.paths"), _rnn),
-    Section("gates", "Gated cells: GRU and LSTM",
-            ("seqgrad.derive.gated", "seqgrad.derive.activation_facts", "seqgrad.crosscheck.figures.paths"), _gates),
-    Section("positional", "Positional encoding",
-            ("seqgrad.derive.positional", "seqgrad.derive.catalogue"), _positional),
-    Section("attention", "Attention",
-            ("seqgrad.derive.attention", "seqgrad.derive.softmax", "seqgrad.derive.catalogue"), _attention),
-    Section("encoder", "The worked encoder example",
-            ("seqgrad.numeric.course", "seqgrad.latex_table", "seqgrad.crosscheck.checks.encoder", "seqgrad.crosscheck.figures.encoder"), _encoder),
-    Section("residual", "Residual paths and LayerNorm",
-            ("seqgrad.derive.residual", "seqgrad.derive.layernorm", "seqgrad.derive.catalogue", "seqgrad.crosscheck.figures.depth"), _residual),
-    Section("claims", "Printed claims",
-            ("seqgrad.derive.claims", "seqgrad.crosscheck.claims_catalogue"), _claims),
-    Section("decoder", "The Transformer decoder",
-            ("seqgrad.derive.decoder", "seqgrad.numeric.decoder", "seqgrad.crosscheck.figures.decoder"), lambda b: _issue14().decoder_section(b)),
-    Section("conv", "The convolution layer",
-            ("seqgrad.derive.conv", "seqgrad.numeric.conv", "seqgrad.crosscheck.figures.conv"), lambda b: _issue14().conv_section(b)),
+    _section("rnn", "Recurrent networks and backpropagation through time", ("seqgrad.derive.rnn", "seqgrad.derive.builtin_cells")),
+    _section("paths", "Path products and gradient flow", ("seqgrad.derive.rnn", "seqgrad.crosscheck.figures.paths")),
+    _section("gates", "Gated cells: GRU and LSTM",
+             ("seqgrad.derive.gated", "seqgrad.derive.builtin_cells", "seqgrad.crosscheck.figures.paths")),
+    _section("positional", "Positional encoding",
+             ("seqgrad.derive.positional", "seqgrad.derive.catalogue", "seqgrad.crosscheck.figures.positional")),
+    _section("attention", "Attention", ("seqgrad.derive.blocks", "seqgrad.derive.softmax", "seqgrad.derive.catalogue")),
+    _section("residual", "LayerNorm and residual paths",
+             ("seqgrad.derive.residual", "seqgrad.derive.layernorm", "seqgrad.derive.catalogue", "seqgrad.crosscheck.figures.depth")),
+    _section("encoder", "The encoder block and the worked example",
+             ("seqgrad.numeric.course", "seqgrad.latex_table", "seqgrad.crosscheck.checks.encoder", "seqgrad.crosscheck.figures.encoder")),
+    _section("decoder", "The Transformer decoder",
+             ("seqgrad.derive.decoder", "seqgrad.numeric.decoder", "seqgrad.crosscheck.figures.decoder")),
+    _section("conv", "The convolution layer", ("seqgrad.derive.conv", "seqgrad.numeric.conv", "seqgrad.crosscheck.figures.conv")),
 )}
 
-
-def _issue14():
-    from . import latex_decoder_conv
-
-    return latex_decoder_conv
+#: The appendix's last part: every printed numeric claim of the course texts, verified now.
+CLAIMS = Section("claims", "Printed claims of the course texts",
+                 ("seqgrad.derive.claims", "seqgrad.crosscheck.claims_catalogue"), lambda b: _claims(b))
 SECTION_NAMES = tuple(SECTIONS)
 
 
@@ -569,25 +464,44 @@ def resolve_sections(spec: str | Sequence[str] | None) -> list[str]:
 
 # --------------------------------------------------------------------------- the document
 
-def preamble(title: str = "seqgrad: derivations for sequence models") -> str:
-    return ("\\documentclass[11pt]{article}\n\\usepackage[margin=2.2cm]{geometry}\n"
+def preamble(title: str = "Gradients of sequence models: course notes") -> str:
+    """The document class, the packages, and the title page's title."""
+    return ("\\documentclass[11pt,a4paper]{article}\n\\usepackage[margin=2.2cm]{geometry}\n"
             + "".join(f"\\usepackage{{{p}}}\n" for p in PACKAGES)
             + "\\setlength{\\parindent}{0pt}\n\\setlength{\\parskip}{0.6ex}\n"
-            + f"\\title{{{text(title)}}}\n\\date{{}}\n\\begin{{document}}\n\\sloppy\n\\maketitle\n")
+            + f"\\title{{{text(title)}}}\n\\author{{generated by seqgrad}}\n\\date{{}}\n\\begin{{document}}\n\\sloppy\n")
 
 
-#: Which section of a document includes each figure set: the first section, in document order, that
-#: draws it (rnn and gates both show the path products).
-FIGURE_SETS = {"rnn": ("paths",), "gates": ("paths",), "encoder": ("encoder",), "residual": ("depth",)}
+#: The notes' own letters (on top of the text's, unless the notation renames them itself): the standard deviation of
+#: LayerNorm is ``s``, so that ``\sigma`` is only the sigmoid.
+NOTES_LETTERS = {"sigma": "s"}
+
+
+def front_matter(b: Build, names: Sequence[str]) -> str:
+    """The title page (title, a short introduction, the contents) and the notation section."""
+    from . import notes
+
+    return ("\\begin{titlepage}\n\\maketitle\n\\thispagestyle{empty}\n" + notes.introduction(b, names, b.appendix)
+            + "\n\\end{titlepage}\n\\tableofcontents\n\\clearpage\n\n"
+            + "\\section{Notation}\\label{sec:notation}\n\n" + notes.notation_section(b) + "\n\n\\clearpage\n")
+
+
+def _split(built) -> tuple[str, str]:
+    """A section's text and its appendix share (a section builder returns a :class:`crosscheck.notes.Part`, or text)."""
+    if isinstance(built, str):
+        return built, ""
+    return built.body, built.appendix
 
 
 def render(sections: Sequence[str] | str | None = None, notation: Notation | None = None, *, tex_dir: str | Path = ".",
            figures_dir: str | Path | None = None, device: str = "cpu", proof_seconds: float | None = 20.0,
-           digits: int = 3, jobs: int = 1) -> str:
-    """The complete document as text.  Figures are written under ``figures_dir``
-    (which must lie inside ``tex_dir``); with ``figures_dir=None`` the document has
-    no figures and needs no file but itself.  With ``jobs > 1`` the sections are built
-    in that many processes (:mod:`crosscheck.latexrun`); the text is the same."""
+           digits: int = 3, jobs: int = 1, appendix: bool = True, progress: bool | None = None) -> str:
+    """The complete document as text: a title page with a short introduction, the notation, one section per
+    topic in the course's order, and (``appendix``) the verification appendix: every identity with its id and
+    source, the checks run now, the printed claims of the course texts.  Figures are written under
+    ``figures_dir`` (which must lie inside ``tex_dir``); with ``figures_dir=None`` the document has no figures
+    and needs no file but itself.  With ``jobs > 1`` the sections are built in that many processes
+    (:mod:`crosscheck.latexrun`); the text is the same.  ``progress``: a bar per section (default: on a terminal)."""
     names = resolve_sections(sections)
     if not names:
         raise SeqgradValueError("sections", sections, "at least one section whose package is present")
@@ -597,13 +511,35 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     if proof_seconds is not None:
         proof_seconds = validate.real("proof_seconds", proof_seconds, positive=True)
     digits = validate.integer("digits", digits, minimum=1, maximum=15)
-    b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds, digits)
-    parts = [preamble()]
+    if not isinstance(appendix, bool):
+        raise SeqgradTypeError("appendix", appendix, "True or False")
+    chosen = notation
+    if "sigma" not in notation.letters and "sigma" not in notation.symbol_names:  # one meaning per symbol: sigma is the
+        notation = notation.replace(letters={**notation.letters, **NOTES_LETTERS})  # sigmoid, s a standard deviation
+    b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds, digits,
+              appendix=appendix)
     jobs = validate.integer("jobs", jobs, minimum=1)
-    for name, body in zip(names, build_sections(b, names, SECTIONS, jobs)):
+    parts = [preamble()]
+    sections, order = dict(SECTIONS), list(names)
+    if appendix and CLAIMS.missing() is None:  # the printed claims: the appendix's last part, built as a section is
+        sections[CLAIMS.name], order = CLAIMS, order + [CLAIMS.name]
+    built = [_split(x) for x in build_sections(b, order, sections, jobs, progress=progress)]
+    claims = built[len(names)][0] if len(order) > len(names) else None
+    parts.append(front_matter(b, names))
+    for name, (body, _) in zip(names, built):
         parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n\n\\clearpage\n")
+    if appendix:
+        parts.append("\\appendix\n\\section{Verification}\\label{app:verification}\n\n" + text(
+            "Every result of the notes, with the identities behind it (their ids and sources in the course texts, each "
+            "proof run when the notes were written) and the numeric checks against PyTorch (float64), with the largest "
+            f"errors measured on {device}."))
+        for name, (_, audit) in zip(names, built):
+            parts.append(f"\\subsection{{{text(SECTIONS[name].title)}}}\\label{{app:{name}}}\n\n"
+                         + (audit.strip() or "Nothing beyond the footnotes.") + "\n")
+        if claims is not None:
+            parts.append(f"\\subsection{{{text(CLAIMS.title)}}}\\label{{app:claims}}\n\n" + claims.strip() + "\n")
     parts.append("\\end{document}\n")
-    unused = notation.unused_renames()
+    unused = [name for name in notation.unused_renames() if name not in NOTES_LETTERS or name in chosen.letters]
     if unused:
         raise SeqgradValueError("--symbol (Notation.symbol_names)", ", ".join(unused), "the name (or base letter) of a symbol these sections print; "
                                 "nothing in sections " + ", ".join(names) + " is called that")
@@ -612,7 +548,7 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
 
 def write(path: str | Path, sections: Sequence[str] | str | None = None, notation: Notation | None = None, *,
           standalone: bool = False, device: str = "cpu", proof_seconds: float | None = 20.0, digits: int = 3,
-          jobs: int = 1) -> Path:
+          jobs: int = 1, appendix: bool = True, progress: bool | None = None) -> Path:
     """Write the document to ``path`` (atomically).  Unless ``standalone``, its figures go to
     ``<stem>-figures/`` beside it; a standalone document is one file with no figures."""
     path = Path(path)
@@ -620,7 +556,7 @@ def write(path: str | Path, sections: Sequence[str] | str | None = None, notatio
         raise SeqgradValueError("OUT", str(path), "a file name ending in .tex")
     figures_dir = None if standalone else path.parent / f"{path.stem}-figures"
     body = render(sections, notation, tex_dir=path.parent, figures_dir=figures_dir, device=device,
-                  proof_seconds=proof_seconds, digits=digits, jobs=jobs)
+                  proof_seconds=proof_seconds, digits=digits, jobs=jobs, appendix=appendix, progress=progress)
     return write_text(path, body)
 
 
@@ -643,9 +579,11 @@ def tex_problems(log: str, *, overfull_pt: float = 1.0) -> list[str]:
     return problems
 
 
-def compile_pdf(tex: str | Path, out_dir: str | Path | None = None, *, timeout: float = 180) -> Path:
-    """Compile ``tex`` with pdflatex (non-interactive, stop at the first error) and return the PDF.
+def compile_pdf(tex: str | Path, out_dir: str | Path | None = None, *, timeout: float = 180, passes: int = 1) -> Path:
+    """Compile ``tex`` with pdflatex (non-interactive, stop at the first error) and return the PDF; ``passes``
+    runs (the notes need 2: their contents, footnotes and references are resolved on the second).
     Raises LatexError quoting TeX's first error line."""
+    passes = validate.integer("passes", passes, minimum=1, maximum=4)
     tex = Path(tex).resolve()
     engine = tex_engine()
     if engine is None:
@@ -654,10 +592,11 @@ def compile_pdf(tex: str | Path, out_dir: str | Path | None = None, *, timeout: 
     out = Path(out_dir or tempfile.mkdtemp(prefix="seqgrad-tex-")).resolve()
     out.mkdir(parents=True, exist_ok=True)
     cmd = [engine, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", f"-output-directory={out}", tex.name]
-    proc = subprocess.run(cmd, cwd=tex.parent, capture_output=True, text=True, errors="replace", timeout=timeout)
     pdf = out / (tex.stem + ".pdf")
-    if proc.returncode != 0 or not pdf.exists():
-        log = proc.stdout
-        m = re.search(r"^! .*(?:\n.*){0,2}", log, re.M)
-        raise LatexError(f"pdflatex failed on {tex.name}: {m.group(0).strip() if m else log[-400:]}")
+    for _ in range(passes):
+        proc = subprocess.run(cmd, cwd=tex.parent, capture_output=True, text=True, errors="replace", timeout=timeout)
+        if proc.returncode != 0 or not pdf.exists():
+            log = proc.stdout
+            m = re.search(r"^! .*(?:\n.*){0,2}", log, re.M)
+            raise LatexError(f"pdflatex failed on {tex.name}: {m.group(0).strip() if m else log[-400:]}")
     return pdf

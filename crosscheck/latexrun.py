@@ -7,11 +7,11 @@ are put back in document order.  The whole build is one :func:`seqgrad.runcache.
 so a derivation that two parts of a section ask for (an activation fact proved
 for the text and again by its check in the table) is computed once.
 
-A figure set appears once per document, in the first section (in document
-order) that needs it: in parallel, each section is told beforehand which sets
-belong to an earlier section (those a section needs are the
-``crosscheck.figures.*`` modules in its ``requires``), so the document is the
-same as a serial build's.
+Each section names the figures it includes (set and file stem), and no two
+sections include the same figure.  In parallel, a section leaves a placeholder
+for each figure and every figure set it draws from is a task of its own,
+written once; the placeholders are replaced when all are done, so the document
+is the same as a serial build's.
 """
 
 from __future__ import annotations
@@ -22,58 +22,87 @@ from typing import Sequence
 
 from seqgrad import runcache
 
-# Estimated seconds per section (CPU, measured 2026-11-30 on the standalone document, after issue 13's cuts): the longest are handed
+# Estimated seconds per section (CPU, measured 2026-12-01 on the chapter, figures apart): the longest are handed
 # out first.  Unknown sections: 1.
-WEIGHTS = {"residual": 3.2, "gates": 2.1, "decoder": 1.8, "rnn": 1.4, "attention": 1.2, "conv": 0.7, "positional": 0.6,
-           "claims": 0.5, "encoder": 0.2}
-FIGURES = "seqgrad.crosscheck.figures."
+#: Estimated seconds per figure set (CPU, 2026-12-01), for the same ordering.
+FIGURE_WEIGHTS = {"depth": 7.0, "encoder": 3.2, "paths": 3.1, "decoder": 1.5, "conv": 0.4, "positional": 0.3}
+WEIGHTS = {"residual": 4.9, "rnn": 3.3, "decoder": 2.7, "gates": 2.1, "paths": 1.5, "attention": 1.4, "claims": 1.3,
+           "conv": 1.2, "positional": 1.0, "encoder": 0.7}
 
 
-def figure_owners(names: Sequence[str], sections) -> dict[str, str]:
-    """Each figure set's section: the first of ``names`` whose ``requires`` lists its module."""
-    owners: dict[str, str] = {}
-    for name in names:
-        for module in sections[name].requires:
-            if module.startswith(FIGURES):
-                owners.setdefault(module[len(FIGURES):], name)
-    return owners
-
-
-def build_sections(b, names: Sequence[str], sections, jobs: int = 1) -> list[str]:
-    """The text of each section in ``names`` (in that order), built with ``b`` (a ``latexdoc.Build``)."""
+def build_sections(b, names: Sequence[str], sections, jobs: int = 1, progress: bool | None = None) -> list:
+    """What each section in ``names`` builds (in that order: its text, or a ``notes.Part``), built with ``b``
+    (a ``latexdoc.Build``); ``progress``: a bar that advances as each section is done (default: on a terminal)."""
     from seqgrad.numeric.device import one_thread
+    from seqgrad.progress import progress as bar
 
     # One torch thread in every mode, as seqgrad check runs its checks: the tensors are tiny, and the
     # errors printed in the check tables must not depend on --jobs (a reduction's rounding follows the threads).
     with runcache.scope(), one_thread():
         if jobs <= 1 or len(names) <= 1:
-            return [sections[name].build(b) for name in names]
-        return _parallel(b, names, sections, jobs)
+            return [sections[name].build(b) for name in bar(names, len(names), "notes sections", enabled=progress)]
+        return _parallel(b, names, sections, jobs, progress)
 
 
-def _parallel(b, names, sections, jobs: int) -> list[str]:
+FIGURES = "seqgrad.crosscheck.figures."
+
+
+def figure_sets_needed(names: Sequence[str], sections) -> list[str]:
+    """The figure sets the sections ``names`` draw from: the ``crosscheck.figures.*`` modules in their ``requires``."""
+    needed: dict[str, None] = {}
+    for name in names:
+        for module in sections[name].requires:
+            if module.startswith(FIGURES):
+                needed.setdefault(module[len(FIGURES):], None)
+    return list(needed)
+
+
+def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
+    from seqgrad.progress import progress as bar
+
+    from .latexdoc import place_figures
     from .parallel import Task, freeze_heap, run_tasks
     from .registry import load_builtin_checks
 
     load_builtin_checks()  # import torch, SymPy and the checks once, here, instead of once per worker
     freeze_heap()  # before forking (and before matplotlib's import, which then need not walk them)
-    if b.figures_dir is not None:
+    sets = figure_sets_needed(names, sections) if b.figures_dir is not None else []
+    if sets:
         import matplotlib.figure  # noqa: F401  (the figure sets draw with it)
-    owners = figure_owners(names, sections)
     tasks = []
-    for name in names:
-        elsewhere = {s for s, owner in owners.items() if owner != name} | set(b.sets_included)
-        own = dataclasses.replace(b, figures_written=[], sets_included=elsewhere)
+    for name in names:  # each section leaves a placeholder for its figures; each figure set is a task of its own
+        own = dataclasses.replace(b, figures_written=[], sets_included=set(b.sets_included), _sets={}, deferred=True)
         tasks.append(Task(partial(_build, sections[name], own), partial(_lost, name), WEIGHTS.get(name, 1.0)))
-    texts: dict[int, tuple[str, list, set, set]] = dict(run_tasks(tasks, jobs))
+    for set_name in sets:
+        tasks.append(Task(partial(_draw, set_name, b.figures_dir, b.device), partial(_lost, f"figures {set_name}"),
+                          FIGURE_WEIGHTS.get(set_name, 1.0)))
+    done: dict[int, tuple] = dict(bar(run_tasks(tasks, jobs), len(tasks), "notes sections and figures", enabled=progress))
+    written = {set_name: done[len(names) + k] for k, set_name in enumerate(sets)}
+    for k, set_name in enumerate(sets):
+        b.figures_written += list(written[set_name].values())
     for i, name in enumerate(names):  # what the serial build would have left in b
-        b.figures_written += texts[i][1]
-        b.sets_included |= texts[i][2]
-        b.notation._used.update(texts[i][3])  # the renames the worker's formulas applied
-    return [texts[i][0] for i in range(len(names))]
+        b.sets_included |= done[i][2]
+        b.notation._used.update(done[i][3])  # the renames the worker's formulas applied
+    place = partial(place_figures, written=written, tex_dir=b.tex_dir)
+    return [_with_figures(done[i][0], place) for i in range(len(names))]
 
 
-def _build(section, b) -> tuple[str, list, set, set]:
+def _with_figures(built, place):
+    """A section's text (or ``notes.Part``) with its figure placeholders replaced."""
+    if isinstance(built, str):
+        return place(built)
+    return dataclasses.replace(built, body=place(built.body))
+
+
+def _draw(set_name: str, figures_dir, device: str) -> dict:
+    from pathlib import Path
+
+    from .figures import figure_sets
+
+    return {Path(p).stem: Path(p) for p in figure_sets()[set_name].write(Path(figures_dir) / set_name, "pdf", device)}
+
+
+def _build(section, b) -> tuple:
     text = section.build(b)
     return text, list(b.figures_written), set(b.sets_included), set(b.notation._used)
 

@@ -23,7 +23,7 @@ display of its ``rows()``:
 >>> z = sp.Symbol("z")
 >>> print(display([(sp.Le(sp.Derivative(sp.tanh(z), z), 1), ("for all ", z))]))
 \\begin{align*}
-\\frac{d}{d z} \\tanh{\\left(z \\right)} &\\le 1\\quad \\text{for all }z
+\\frac{d}{d z} \\tanh(z) &\\le 1\\quad \\text{for all }z
 \\end{align*}
 
 The zero initial state of the text (``h_{-1} = 0``) is dropped, with every term it multiplies,
@@ -41,7 +41,7 @@ import sympy as sp
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 from seqgrad.validate import integer
 
-from .latex_settings import Notation, NotationPrinter
+from .latex_settings import Notation, NotationPrinter, textbook_form
 from .term_order import drop_zero_state, negated, textbook_order
 
 #: The packages every piece of LaTeX seqgrad prints needs (``booktabs`` for tables only):
@@ -157,7 +157,7 @@ def _pieces(expr, p: NotationPrinter, width: int, depth: int = 0) -> list[_Piece
         for i, factor in enumerate(expr.args):
             inner = _bracketed(factor, p, width, depth, add=False)
             if i:
-                inner[0] = _Piece("\\circ " + inner[0].text, depth, "{}")
+                inner[0] = _Piece("\\odot " + inner[0].text, depth, "{}")
             out += inner
         return out
     if isinstance(expr, (sp.Mul, sp.MatMul)):
@@ -287,7 +287,7 @@ def _aligned_lines(rows: Iterable, notation: Notation | None, width: int) -> lis
             first = False
     if not out:
         raise SeqgradValueError("rows", [], "at least one equation")
-    return _pad(out)
+    return _pad([textbook_form(line) for line in out])
 
 
 def _fits(row: _Row, lhs_tex: str, printer: NotationPrinter, width: int) -> bool:

@@ -159,6 +159,53 @@ class Notation:
         return text.replace(".", "{,}") if self.decimal_comma else text
 
 
+#: The name of a block program's adjoint ``dX`` (``dW_Q``, ``dgamma``, ``dxhat``): ``d`` and the quantity's name.
+_ADJOINT = re.compile(r"d((?:[A-Z]|gamma|beta|xhat|mu|sigma)\w*)")
+
+#: Functions set as an operator name (``\\tanh``) applied to their argument: :meth:`NotationPrinter._print_Function`.
+OPERATOR_FUNCTIONS = frozenset({"sin", "cos", "tan", "tanh", "sinh", "cosh", "exp", "log", "ln"})
+
+_TALL = ("\\frac", "\\sum", "\\prod", "\\begin", "\\left", "\\Bigl", "\\sqrt")
+_DOUBLED = re.compile(r"\(\(([^()]*)\)\)")
+_LEFT_RIGHT = re.compile(r"\\left\(((?:(?!\\left\(|\\right\)).)*)\\right\)", re.S)
+_APPLIED = re.compile(r"(\\[A-Za-z]+|\\operatorname\{[^{}]*\}|[A-Za-z]|\})(\^\{[^{}]*\})?(\(|\\left\()")
+
+
+def textbook_form(tex: str) -> str:
+    r"""Printed LaTeX in the textbook's form: a short argument or bracketed term in plain brackets
+    (``\sigma(z_t)``, ``(1 - u_t)``: ``\left(``/``\right)`` only round a fraction, a sum or another
+    tall piece), and a function's name joined to its bracket (``\tanh(z)``, not ``\tanh (z)``: TeX puts a thin
+    space between an operator and ``\left(``, which ``\mathopen{}`` removes).
+
+    >>> textbook_form(r"\tanh\left(z_{t}\right) \left(1 - \frac{1}{2}\right)")
+    '\\tanh(z_{t}) \\left(1 - \\frac{1}{2}\\right)'
+    >>> textbook_form(r"\sigma\left(\frac{a}{b}\right)")
+    '\\sigma\\mathopen{}\\left(\\frac{a}{b}\\right)'
+    """
+    def plain(m):
+        inner = m.group(1)
+        if any(t in inner for t in _TALL):
+            return "\\left\u0001" + inner + "\\right\u0002"
+        return "(" + inner.strip() + ")"
+
+    while True:
+        new = _LEFT_RIGHT.sub(plain, tex)
+        if new == tex:
+            break
+        tex = new
+    tex = tex.replace("\\left\u0001", "\\left(").replace("\\right\u0002", "\\right)")
+    tex = _DOUBLED.sub(r"(\1)", tex)  # diag((1 - h)): one pair of brackets round an argument
+    return _APPLIED.sub(lambda m: m.group(1) + (m.group(2) or "") + ("\\mathopen{}\\left(" if m.group(3) != "(" else "("), tex)
+
+
+def _index_order(index):
+    """An index sum rebuilt (unevaluated) with its positive terms first, then the negative ones, the number last."""
+    if not isinstance(index, sp.Add):
+        return index
+    terms = sorted(index.args, key=lambda a: (a.is_Number, a.could_extract_minus_sign()))
+    return sp.Add(*terms, evaluate=False)
+
+
 DEFAULT = Notation()
 RUSSIAN = Notation(decimal_comma=True)
 
@@ -179,8 +226,53 @@ class NotationPrinter(LatexPrinter):
         super().__init__(settings)
 
     def doprint(self, expr):
-        """LaTeX of ``expr`` with its sums and products in the text's order (:mod:`derive.term_order`)."""
-        return super().doprint(textbook_order(expr) if self._settings["order"] == "none" else expr)
+        """LaTeX of ``expr`` with its sums and products in the text's order (:mod:`derive.term_order`), in the
+        textbook's form (:func:`textbook_form`: ``\\tanh(z)`` without a gap, small brackets round a short argument)."""
+        return textbook_form(super().doprint(textbook_order(expr) if self._settings["order"] == "none" else expr))
+
+    def _print_Function(self, expr, exp=None):
+        """``\\tanh(z_t)``, ``\\tanh^{2}(c_t)``: an operator name applied to its argument without the thin space
+        SymPy's ``\\tanh{\\left(z \\right)}`` sets between them."""
+        name = expr.func.__name__
+        if name.endswith("^T") and len(name) > 2:  # an unnamed map's transpose, R^T(k): the notation's transpose
+            args = ", ".join(self._print(a) for a in expr.args)
+            return "%s^{\\top}\\left(%s\\right)" % (self._print(sp.Symbol(name[:-2])), args)
+        if name in OPERATOR_FUNCTIONS and len(expr.args) == 1:
+            head = "\\" + name + ("" if exp is None else "^{%s}" % exp)
+            return head + "\\left(%s\\right)" % self._print(expr.args[0])
+        return super()._print_Function(expr, exp)
+
+    def _print_Indexed(self, expr):
+        """An entry ``X_{i+u, j+v}``: each index a sum in the order of index arithmetic, the positive terms first
+        and the number last (``m + u - k + 1``, not SymPy's ``1 + m + u - k``)."""
+        indices = [_index_order(i) for i in expr.indices]
+        return super()._print_Indexed(sp.Indexed(expr.base, *indices)) if indices != list(expr.indices) \
+            else super()._print_Indexed(expr)
+
+    def _print_Transpose(self, expr):
+        """``\\mathbf{W}_{Q}^{\\top}``; a symbol with a superscript of its own, or a compound, in brackets:
+        ``(\\mathbf{g}^{z}_{t})^{\\top}``."""
+        base = self._print(expr.arg)
+        if not isinstance(expr.arg, sp.MatrixSymbol) or "^" in base:
+            base = r"\left(%s\right)" % base
+        return "%s^{\\top}" % base
+
+    def _print_HadamardProduct(self, expr):
+        return super()._print_HadamardProduct(expr).replace(r" \circ ", r" \odot ")  # the Hadamard product: one glyph
+
+    def _print_MatMul(self, expr):
+        """A product of matrices with a factor repeated next to itself written as a power: ``(\\lambda I + J)^{2}``,
+        never ``(\\lambda I + J)(\\lambda I + J)``."""
+        args = list(expr.args)
+        runs = []
+        for a in args:
+            if runs and runs[-1][0] == a and not a.is_Number:
+                runs[-1][1] += 1
+            else:
+                runs.append([a, 1])
+        if all(k == 1 for _, k in runs):
+            return super()._print_MatMul(expr)
+        return super()._print_MatMul(sp.MatMul(*[a if k == 1 else sp.MatPow(a, k) for a, k in runs], evaluate=False))
 
     def _print_Add(self, expr, order=None):
         terms = self._as_ordered_terms(expr, order=order)
@@ -219,15 +311,18 @@ class NotationPrinter(LatexPrinter):
         if expr.name in n.symbol_names:
             n._used.add(expr.name)
             return n.symbol_names[expr.name]
+        adjoint = _ADJOINT.fullmatch(expr.name)
+        if adjoint:  # dX = dL/dX of a block program: an upright d before the quantity it is the gradient of
+            return r"\mathrm{d}" + self._print_Symbol(sp.Symbol(adjoint.group(1)), style)
         base, supers, subs, braced = self._parts(expr.name)
         if base in n.letters:
             n._used.add(base)
         glyph = n.letters[base] if base in n.letters else translate(base)  # SymPy's greek letters, hat, ...
         if style == "bold" or (n.bold and (expr.name in n.vectors or base in n.vectors)):
-            glyph = (r"\boldsymbol{%s}" if base.lower() in GREEK else r"\mathbf{%s}") % glyph
+            glyph = (r"\boldsymbol{%s}" if glyph.lstrip("\\").lower() in GREEK else r"\mathbf{%s}") % glyph
         index = translate if n.greek_indices else str
         if supers:
-            glyph += "^{%s}" % " ".join(index(s) for s in supers)
+            glyph += "^{%s}" % " ".join("\\top" if s == "T" else index(s) for s in supers)  # R^T: the transpose
         if subs:
             glyph += "_{%s}" % " ".join(index(s) for s in subs)
         return glyph + braced

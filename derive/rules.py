@@ -181,7 +181,9 @@ class RowStd(_RowMap):
         return sp.sqrt(self._row_sum(lambda k: ((self.arg[i, k] - mu) ** 2 + self.eps) / n))
 
     def _latex(self, printer):
-        return r"\sigma_{\epsilon}\left(%s\right)" % printer._print(self.arg)
+        # the standard deviation's letter as a symbol, so that a notation can rename it (the notes write s, keeping
+        # sigma for the sigmoid)
+        return r"%s\left(%s\right)" % (printer._print(sp.Symbol(r"sigma_{\epsilon}")), printer._print(self.arg))
 
 
 class Normalize(_RowMap):

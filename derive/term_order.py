@@ -50,6 +50,7 @@ _SENSITIVITY = {"g", "e", "delta", "G", "E"}
 _WEIGHT = {"w", "W"}
 _INPUT = {"x", "X", "pos"}
 _STATE = {"h", "H", "c", "C", "s", "S"}
+_GATE = {"f", "i", "o", "u", "r"}  # the gates of the LSTM and the GRU (forget, input, output; update, reset)
 _BIAS = {"b", "beta"}  # a bias; LayerNorm's shift beta
 
 
@@ -140,17 +141,27 @@ def _index(term, bases) -> int:
     return min(found) if found else 0
 
 
+def _symbol_role(symbol) -> int:
+    """1 a sensitivity, 2 a weight, 3 a gate (``f_t c_{t-1}``, ``i_t c̃_t``: the gate before what it scales), 4 other."""
+    base = base_letter(symbol)
+    if base in _SENSITIVITY:
+        return 1
+    if base in _WEIGHT:
+        return 2
+    return 3 if base in _GATE and not getattr(symbol, "is_integer", False) else 4
+
+
 def _factor_key(factor):
     if factor.is_Number:
         role = 0
     elif isinstance(factor, (sp.Symbol, sp.MatrixSymbol)):
-        base = base_letter(factor)
-        role = 1 if base in _SENSITIVITY else 2 if base in _WEIGHT else 3
+        role = _symbol_role(factor)
     elif factor.is_Pow and isinstance(factor.base, sp.Symbol):
-        base = base_letter(factor.base)
-        role = 1 if base in _SENSITIVITY else 2 if base in _WEIGHT else 3
+        role = _symbol_role(factor.base)
+    elif isinstance(factor, sp.Indexed):  # an entry a_i: as its array (a_i (delta_ij - a_j), the bracket after it)
+        role = _symbol_role(factor.base.label)
     else:
-        role = 4
+        role = 5
     return (role, _natural(factor))
 
 
@@ -173,6 +184,8 @@ def _ordered(expr):
     if isinstance(expr, (sp.MatMul, sp.HadamardProduct)):
         return expr.func(*args, evaluate=False)
     if isinstance(expr, sp.Add):
+        if expr.is_integer and any(a.is_Number for a in args):  # index arithmetic: s + 1, 2 j + 1, T - 1 (the number last)
+            return sp.Add(*sorted(args, key=lambda a: (a.is_Number, _term_key(a))), evaluate=False)
         return sp.Add(*sorted(args, key=_term_key), evaluate=False)
     if isinstance(expr, sp.Mul) and expr.is_commutative:
         return sp.Mul(*sorted(args, key=_factor_key), evaluate=False)

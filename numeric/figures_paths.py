@@ -38,18 +38,29 @@ def plot_power_curves(ax, rs=(0.8, 1.0, 1.2), n_max: int = 30) -> list:
 
 
 def plot_tanh_sensitivity(ax, T_max: int = 30, w_h: float = 1.2, w_x: float = 1.0, inputs=(0.0, 1.0)) -> list:
-    """Figure 3, right: ``|dh_{T-1}/dh_0|`` against ``T = 1..T_max`` for constant inputs (log y)."""
+    """Figure 3, right: ``|dh_{T-1}/dh_0|`` against ``T = 1..T_max`` for constant inputs (log y): a growing curve on
+    a right axis of its own, with the reference ``|w_h|^(T-1)``; returns one line per input, in their order."""
     T_max = validate.integer("T_max", T_max, minimum=1)
     w_h = validate.real("w_h", w_h)
     inputs = paths.values("inputs", inputs, allow_scalar=False)
     T = np.arange(1, T_max + 1)
     sens = paths.sensitivity_vs_length(w_h, inputs, T_max, w_x=w_x)
-    lines = [ax.plot(T, sens[k], marker=".", label=f"$x_t = {x:g}$")[0] for k, x in enumerate(inputs)]
-    ax.set_yscale("log")
+    # the growing curve on an axis of its own (right): on the left one, which spans the dozens of decades of the
+    # vanishing curve, a growth like w_h^T would look flat
+    right = ax.twinx()
+    lines = []  # one per input, in the inputs' order
+    for k, x in enumerate(inputs):
+        growing = sens[k][-1] >= sens[k][0]
+        lines.append((right if growing else ax).plot(T, sens[k], marker=".", color=f"C{k}",
+                                                     label=f"$x_t = {x:g}$ ({'right' if growing else 'left'} axis)")[0])
+    reference = right.plot(T, np.abs(w_h) ** (T - 1.0), linestyle=":", color="0.3", label=rf"${w_h:g}^{{T-1}}$ (right axis)")[0]
+    for a in (ax, right):
+        a.set_yscale("log")
     ax.set_xlabel("sequence length T")
-    ax.set_ylabel(r"$|\partial h_{T-1}/\partial h_0|$")
+    ax.set_ylabel(r"$|\partial h_{T-1}/\partial h_0|$, vanishing")
+    right.set_ylabel(r"$|\partial h_{T-1}/\partial h_0|$, growing")
     ax.set_title(rf"tanh trajectories, $w_h={w_h:g}$, $w_x={w_x:g}$")
-    ax.legend()
+    ax.legend(handles=lines + [reference], loc="upper center")
     return lines
 
 
@@ -156,5 +167,5 @@ def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0, gate_bia
     ax.set_xlabel("distance $T - 1 - s$ (steps back from the loss)")
     ax.set_ylabel("gradient norm (cut at float64 machine epsilon)")
     ax.set_title(f"Gates held open keep the gradient (H = {width}, T = {T})")
-    ax.legend(fontsize="x-small", ncol=1, loc="lower left")
+    ax.legend(fontsize=7.5, ncol=1, loc="lower left")
     return artists

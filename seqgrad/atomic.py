@@ -184,10 +184,39 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     return Path(path)
 
 
+#: The PDF keyword a saved figure records its smallest font size in (points): a document that includes it at a
+#: scale can tell how small its smallest label is set (:func:`smallest_font`).
+FONT_KEYWORD = "seqgrad-smallest-font-pt="
+
+
+def smallest_font(fig) -> float:
+    """The smallest font size, in points, of the text in a matplotlib figure: every text with words in it, and the
+    tick labels of every visible axis (read from the ticks, without drawing the figure: their texts are filled in
+    only when it is drawn)."""
+    from matplotlib.ticker import NullFormatter
+
+    sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
+             if t.get_visible() and t.get_text().strip()]
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        for axis in (ax.xaxis, ax.yaxis):
+            if not axis.get_visible():
+                continue
+            for ticks, formatter in ((axis.get_major_ticks(), axis.get_major_formatter()),
+                                     (axis.get_minor_ticks(), axis.get_minor_formatter())):
+                if ticks and not isinstance(formatter, NullFormatter):
+                    sizes += [label.get_fontsize() for label in (ticks[0].label1, ticks[0].label2) if label.get_visible()]
+    return float(min(sizes)) if sizes else float("inf")
+
+
 def save_figure(fig, path: str | os.PathLike, **kwargs) -> Path:
-    """Save a matplotlib figure atomically; the format comes from the suffix."""
+    """Save a matplotlib figure atomically; the format comes from the suffix.  A PDF records its smallest font
+    size in its keywords (:data:`FONT_KEYWORD`)."""
     target = Path(path)
     fmt = kwargs.pop("format", target.suffix.lstrip(".") or "png")
+    if fmt == "pdf":
+        kwargs["metadata"] = {**kwargs.get("metadata", {}), "Keywords": f"{FONT_KEYWORD}{smallest_font(fig):.2f}"}
     with atomic_open(target, "wb") as handle:
         fig.savefig(handle, format=fmt, **kwargs)
     return target

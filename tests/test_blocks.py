@@ -25,9 +25,9 @@ def test_layernorm_backward_prints_in_xhat_and_sigma():
 def test_layernorm_backward_keeps_the_textbook_term_order_in_latex_and_blocks():
     """dX = (1/σ)(dx̂ − mean(dx̂) − x̂ ∘ mean(dx̂ ∘ x̂)): the printers' term sorting must not move mean(dx̂) last."""
     tex = blocks.backward_latex(blocks.layernorm_program())
-    line = next(part for part in tex.split("\\\\") if r"\mathbf{dX}" in part)
-    minus_mean, inv_sigma, minus_product = (line.index(t) for t in (r"- \operatorname{mean}\left(\mathbf{\hat{dx}}\right)",
-                                                      r"\frac{1}{\boldsymbol{\sigma}}", r"- \mathbf{\hat{x}} \circ"))
+    line = next(part for part in tex.split("\\\\") if r"\mathrm{d}\mathbf{X}" in part)
+    minus_mean, inv_sigma, minus_product = (line.index(t) for t in (r"- \operatorname{mean}(\mathrm{d}\mathbf{\hat{x}})",
+                                                      r"\frac{1}{\boldsymbol{\sigma}}", r"- \mathbf{\hat{x}} \odot"))
     assert inv_sigma < minus_mean < minus_product
     post = str(blocks.block_program("post-norm").program["dZ"])
     assert post == "dZ = (1/sigma_1) ∘ (dxhat_1 - mean(dxhat_1) - xhat_1 ∘ mean(dxhat_1 ∘ xhat_1))"

@@ -201,7 +201,7 @@ def test_general_check_can_fail():
 
 def test_general_prints_in_latex():
     text = lstm_cell(sizes=VEC).general().latex()
-    assert r"\sum_{t=0}^{T - 1}" in text and r"\mathbf{g}^{c}_{t+1} \circ \mathbf{f}_{t+1}" in text
+    assert r"\sum_{t=0}^{T - 1}" in text and r"\mathbf{g}^{c}_{t+1} \odot \mathbf{f}_{t+1}" in text
 
 
 def test_compiled_code_does_not_grow_with_T():

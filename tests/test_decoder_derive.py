@@ -77,4 +77,4 @@ def test_cross_attention_latex_prints_the_explicit_matrices(capsys):
 
     assert main(["derive", "decoder", "--part", "cross", "--latex"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("\\begin{align*}") and out.rstrip().endswith("\\end{align*}") and "dW_{V}" in out
+    assert out.startswith("\\begin{align*}") and out.rstrip().endswith("\\end{align*}") and r"\mathrm{d}W_{V}" in out

@@ -81,7 +81,7 @@ def test_plot_encoder_writes_files(run, tmp_path):
     assert proc.returncode == 0, proc.stderr
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == ["fig06_identity_position.png", "fig08_begins_contributions.png", "fig09_S.png", "fig10_A.png",
-                     "fig11_A_causal.png", "positional_encoding_d128.png"]
+                     "fig11_A_causal.png"]  # the wide positional encoding is the set ``positional``
     assert all((tmp_path / f).stat().st_size > 1000 for f in files)
 
 
@@ -123,9 +123,11 @@ def test_contributions_and_column_sums(tr):
 
 
 def test_positional_heatmap_d128():
+    from seqgrad.crosscheck.figures import positional
+
     ax = Figure().subplots()
     P = sinusoidal(100, 128).numpy()
-    art = figs.plot_positional_encoding(ax, P)
+    art = positional.plot_positional_encoding(ax, P)
     assert art["image"].get_array().shape == (100, 128) and np.array_equal(art["image"].get_array(), P)
 
 

@@ -19,7 +19,9 @@ def test_module_examples():
 
 
 def test_the_sections_in_order():
-    assert latexdoc.SECTION_NAMES == ("rnn", "gates", "positional", "attention", "encoder", "residual", "claims", "decoder", "conv")
+    # the course's order: RNN and BPTT, path products, gated cells, positions, attention, LayerNorm and residuals,
+    # the encoder and its worked example, the decoder, convolution (the printed claims are in the appendix)
+    assert latexdoc.SECTION_NAMES == ("rnn", "paths", "gates", "positional", "attention", "residual", "encoder", "decoder", "conv")
 
 
 def test_resolve_sections():
@@ -58,7 +60,8 @@ def test_a_missing_package_is_refused_not_faked(monkeypatch):
 def test_render_assembles_a_complete_document(monkeypatch):
     monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "Recurrent & co", ("seqgrad.derive",), lambda b: "Body $x$."))
     doc = latexdoc.render(["rnn"])
-    assert doc.startswith("\\documentclass[11pt]{article}")
+    assert doc.startswith("\\documentclass[11pt,a4paper]{article}")
+    assert "\\section{Notation}" in doc and "\\tableofcontents" in doc and "\\appendix" in doc
     for package in ("amsmath", "booktabs", "graphicx"):
         assert f"\\usepackage{{{package}}}" in doc
     assert "\\section{Recurrent \\& co}\\label{sec:rnn}" in doc and "Body $x$." in doc
@@ -108,7 +111,7 @@ def test_cli_notation_options(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("seqgrad.derive",), body))
     out = tmp_path / "n.tex"
     assert main(["latex", str(out), "--sections", "rnn", "--standalone", "--decimal-comma", "--plain",
-                 "--symbol", "w_h=W_{hh}", "--symbol", "g=\\delta"]) == 0
+                 "--symbol", "w_h=W_{hh}", "--symbol", "g=\\delta", "--jobs", "1"]) == 0
     n = seen["notation"]
     assert n.decimal_comma and not n.bold and n.symbol_names == {"w_h": "W_{hh}"} and n.letters["g"] == "\\delta"
     assert capsys.readouterr().out.strip() == str(out)

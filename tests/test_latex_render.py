@@ -37,11 +37,11 @@ def minimal(body: str) -> str:
             + "\\begin{document}\n" + body + "\n\\end{document}\n")
 
 
-def compile_and_render(tex: Path, tmp_path: Path, name: str) -> tuple[Path, list[Path]]:
-    """Compile ``tex``, assert that its log reports no overfull box > 1 pt and nothing undefined,
-    render every page to PNG and assert that each has ink."""
+def compile_and_render(tex: Path, tmp_path: Path, name: str, passes: int = 1) -> tuple[Path, list[Path]]:
+    """Compile ``tex`` (``passes`` times: a document with contents and references needs 2), assert that its log
+    reports no overfull box > 1 pt and nothing undefined, render every page to PNG and assert that each has ink."""
     build = tmp_path / f"build-{name}"
-    pdf = latexdoc.compile_pdf(tex, build)
+    pdf = latexdoc.compile_pdf(tex, build, passes=passes)
     log = (build / (tex.stem + ".log")).read_text(errors="replace")
     problems = latexdoc.tex_problems(log)
     out = artefacts(tmp_path, name)

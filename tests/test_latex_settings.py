@@ -102,7 +102,7 @@ def test_align_rows_chains_and_breaks():
     assert out.startswith("\\begin{align*}") and out.endswith("\\end{align*}")
     body = out.splitlines()[1:-1]
     assert len(body) == 3 and all("&=" in line for line in body)
-    assert r"\left(x + y\right)" in out
+    assert r"x (x + y)" in out  # a short bracket in plain brackets (textbook_form)
     numbered = align([(x, y)], numbered=True, label="eq:xy")
     assert "\\begin{align}" in numbered and "\\label{eq:xy}" in numbered
 

@@ -238,15 +238,21 @@ def test_activation_facts_share_their_proofs_in_a_run():
 
 # ----------------------------------------------------------------------------- LaTeX sections
 
-def test_figure_owner_is_the_first_section_that_needs_it():
-    owners = latexrun.figure_owners(["gates", "rnn", "residual"], latexdoc.SECTIONS)
-    assert owners == {"paths": "gates", "depth": "residual"}
+@needs_fork
+def test_latex_parallel_document_is_the_serial_one():
+    kw = dict(sections="positional,attention", proof_seconds=None)
+    assert latexdoc.render(jobs=2, **kw) == latexdoc.render(jobs=1, **kw)
 
 
 @needs_fork
-def test_latex_parallel_document_is_the_serial_one():
-    kw = dict(sections="positional,claims", proof_seconds=None)
-    assert latexdoc.render(jobs=2, **kw) == latexdoc.render(jobs=1, **kw)
+def test_latex_parallel_document_with_figures_is_the_serial_one(tmp_path):
+    """In parallel each figure set is a task of its own and the sections leave placeholders: the same document."""
+    docs = {}
+    for jobs in (1, 2):
+        root = tmp_path / f"jobs{jobs}"
+        docs[jobs] = latexdoc.render("positional,conv", tex_dir=root, figures_dir=root / "figures", jobs=jobs,
+                                     appendix=False)
+    assert docs[1] == docs[2] and docs[2].count("\\includegraphics") == 2 and "%%seqgrad-figure" not in docs[2]
 
 
 @needs_fork

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from ._common import add_device, jobs_option, output_file, resolved_device
@@ -17,6 +18,10 @@ def register(sub) -> None:
                    + " (default: every section whose package is present)")
     p.add_argument("--standalone", action="store_true",
                    help="one self-contained file: no figure files, nothing to ship beside the .tex")
+    p.add_argument("--appendix", action=argparse.BooleanOptionalAction, default=True,
+                   help="end with the verification appendix: every identity with its id and source, the checks run now "
+                        "and the printed claims (default); --no-appendix leaves it out, and the footnotes then say how "
+                        "each result was verified without pointing to it")
     p.add_argument("--decimal-comma", action="store_true", help="write numbers with a decimal comma (Russian-language notes)")
     p.add_argument("--plain", action="store_true", help="set vectors and matrices in plain, not bold, type")
     p.add_argument("--symbol", action="append", default=[], metavar="NAME=LATEX",
@@ -63,6 +68,6 @@ def run(args) -> int:
     device = resolved_device(args.device)
     path = latexdoc.write(args.out, args.sections, notation, standalone=args.standalone,
                           device=device, proof_seconds=args.proof_seconds,
-                          digits=args.digits, jobs=jobs_option(args.jobs, device))
+                          digits=args.digits, jobs=jobs_option(args.jobs, device), appendix=args.appendix)
     print(path)
     return 0

@@ -15,9 +15,9 @@ NAME = "conv"
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
-    "conv_receptive_field": "Receptive fields of stacked convolutions (lecture07 §Convolutional network): which input "
-        "positions each output of a layer reads. Every layer widens the field by (k - 1) times the product of the "
-        "earlier strides, the formula drawn beside the measured widths; the two agree at every depth.",
+    "conv_receptive_field": "Receptive fields of stacked convolutions: which input positions each output of a layer "
+        "reads. Every layer widens the field by `k - 1` times the product of the earlier strides, the formula drawn "
+        "beside the measured widths; the two agree at every depth.",
 }
 HELP = "receptive field of stacked 1-D convolutions (kernel 3; stride 1 and 2): positions one output reads, layer by layer"
 

@@ -15,9 +15,9 @@ NAME = "decoder"
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
-    "decoder_cross_attention": "Cross-attention in the lesson's generation example (lesson §Worked examples:184): for "
-        "each generated token (rows, with the positions it may see) the weights on the source words (columns), one "
-        "panel per head. Each row sums to 1; a row shows which source word the decoder reads to write that token.",
+    "decoder_cross_attention": "Cross-attention in the lesson's generation example: for each generated token (rows, with "
+        "the positions it may see) the weights on the source words (columns), one panel per head. Each row sums to 1; a "
+        "row shows which source word the decoder reads to write that token.",
 }
 HELP = "the lesson's generation example I love ML -> Я люблю МО: cross-attention weights of each step, per head"
 #: the group of checks that computes this set's data: ``seqgrad check`` draws the set in that group's task
@@ -52,8 +52,8 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
     gen = model.generate(sv.encode("I love ML"), 10, attention=True)
     A = np.stack([s.cross_attention.numpy() for s in gen.steps], axis=1)  # heads x steps x source
     steps = [f"{s.t + 1}: sees 0..{s.visible[-1]} -> {tv.words[s.token]}" for s in gen.steps]
-    fig = Figure(figsize=(4.5 * A.shape[0] + 1, 3.8), layout="constrained")
-    axes = fig.subplots(1, A.shape[0])
+    fig = Figure(figsize=(6.5, 2.9 * A.shape[0] + 0.4), layout="constrained")  # one head under the other: the text's width
+    axes = fig.subplots(A.shape[0], 1)
     art = None
     for h, ax in enumerate(np.atleast_1d(axes)):
         art = plot_cross_attention(ax, A[h], list(sv.words), steps, title=f"cross-attention, head {h + 1}")

@@ -1,4 +1,4 @@
-"""Figures of the course's encoder example (text, Figures 6, 8-11) and a wide positional encoding.
+"""Figures of the course's encoder example (text, Figures 6, 8-11); the wide positional encoding is the set ``positional``.
 
 Each plotting function draws on a given matplotlib ``ax`` (object-oriented API
 only) and returns the artists it made, so tests can read the plotted data.
@@ -13,22 +13,21 @@ import numpy as np
 from . import arguments
 
 NAME = "encoder"
-HELP = "the course encoder: E_seq/P/H0 (Fig. 6), begins contributions (Fig. 8), S, A, causal A (Figs. 9-11), PE for d=128"
+HELP = "the course encoder: E_seq/P/H0 (Fig. 6), begins contributions (Fig. 8), S, A, causal A (Figs. 9-11)"
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
-    "fig06_identity_position": "Figure 6 (week06 §PE:546-569): token identity E_seq, position P and their sum H0 on one "
-        "colour scale. Rows 0 and 3 are the same word 'a' with the same embedding; the position makes their rows of H0 differ.",
-    "fig08_begins_contributions": "Figure 8 (week06 §Attention:714-742): the weighted value vectors A_6j v_j that the query "
-        "'begins' adds up, one row per source, and their sum o_6 (bold). Most of o_6 comes from 'journey', 'miles' and 'begins'.",
-    "fig09_S": "Figure 9: the scaled scores S = QK^T/sqrt(3) of head 1, rows are queries, columns sources; the colour scale "
-        "is fitted to the values.",
-    "fig10_A": "Figure 10 (week06 §Attention:696-713): the weights A = softmax of each row of S. Every row sums to 1; no weight "
-        "is far from 1/7 = 0.143, so every query mixes all seven sources. Colour scale fitted to the values (0.054 to 0.291).",
-    "fig11_A_causal": "Figure 11 (week06 §Mask:778-806): with the causal mask a query sees only itself and earlier sources; "
-        "the masked weights are exactly 0 (crosses) and each row renormalises over what it sees, so row 0 puts weight 1 on itself.",
-    "positional_encoding_d128": "Sinusoidal positions for D = 128 and 100 positions: the first coordinates oscillate fast, "
-        "the last ones hardly change over 100 positions (their wavelengths reach 10000 times 2 pi).",
+    "fig06_identity_position": "The token identity `E_seq`, the position `P` and their sum `H_0` of the worked example on "
+        "one colour scale. Rows 0 and 3 are the same word, a, with the same embedding; the position makes their rows of "
+        "`H_0` differ.",
+    "fig08_begins_contributions": "The weighted value vectors that the query begins (row 6) adds up, one row per source, "
+        "and their sum, the row of the output `O` (bold). Most of it comes from journey, miles and begins.",
+    "fig09_S": "The scaled scores `S` of head 1: rows are queries, columns sources; the colour scale is fitted to the "
+        "values.",
+    "fig10_A": "The weights `A`, the softmax of each row of `S`. Every row sums to 1; no weight is far from `1/7`, so every "
+        "query mixes all seven sources. Colour scale fitted to the values (0.054 to 0.291).",
+    "fig11_A_causal": "With the causal mask a query sees only itself and earlier sources: the masked weights are exactly 0 "
+        "(crosses) and each row renormalises over what it sees, so row 0 puts weight 1 on itself.",
 }
 
 
@@ -62,17 +61,21 @@ def _ticks(ax, rows: list[str] | None, cols: list[str] | None) -> None:
         ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
 
 
-def plot_identity_position_sum(axes, E_seq, P, H0, tokens: list[str]) -> dict:
-    """Figure 6: E_seq, P and H0 = E_seq + P as heatmaps on one shared colour scale."""
+def plot_identity_position_sum(axes, E_seq, P, H0, tokens: list[str], annotate: bool = False) -> dict:
+    """Figure 6: E_seq, P and H0 = E_seq + P as heatmaps on one shared colour scale (the rows labelled on the
+    first panel only; each cell's value written in it with ``annotate``, for a figure wide enough to read them)."""
     mats = [np.asarray(E_seq, float), np.asarray(P, float), np.asarray(H0, float)]
     bound = max(float(np.abs(m).max()) for m in mats)
     images, texts = [], []
     rows = [f"{t}: {w}" for t, w in enumerate(tokens)]
-    for ax, m, title in zip(axes, mats, ("E_seq (token identity)", "P (position)", "H0 = E_seq + P")):
+    for k, (ax, m, title) in enumerate(zip(axes, mats, ("E_seq (token identity)", "P (position)", "H0 = E_seq + P"))):
         images.append(ax.imshow(m, cmap="RdBu_r", vmin=-bound, vmax=bound))
-        texts += _annotate(ax, m, image=images[-1])
-        ax.set_title(title)
-        _ticks(ax, rows, [f"j={j}" for j in range(m.shape[1])])
+        if annotate:
+            texts += _annotate(ax, m, image=images[-1])
+        ax.set_title(title, fontsize=9)
+        _ticks(ax, rows if k == 0 else [""] * len(rows), [f"{j}" for j in range(m.shape[1])])
+        ax.set_xlabel("coordinate j", fontsize=8)
+        ax.tick_params(labelsize=8)
     return {"images": images, "texts": texts}
 
 
@@ -113,21 +116,10 @@ def plot_contributions(ax, contrib, tokens: list[str], *, query: int = 6) -> dic
     return {"image": image, "texts": texts, "contributions": C, "sums": sums}
 
 
-def plot_positional_encoding(ax, P) -> dict:
-    """Heatmap of a sinusoidal encoding: positions down, coordinates across."""
-    P = np.asarray(P, float)
-    image = ax.imshow(P, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
-    ax.set_xlabel("coordinate j")
-    ax.set_ylabel("position t")
-    ax.set_title(f"sinusoidal positions, D = {P.shape[1]}, T = {P.shape[0]}")
-    return {"image": image}
-
-
 def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
     from matplotlib.figure import Figure
 
     from seqgrad.numeric import course
-    from seqgrad.numeric.positions import sinusoidal
     from seqgrad.numeric.tokens import tokenize
     from seqgrad.atomic import save_figure
 
@@ -138,10 +130,12 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
     np_ = {k: v.detach().cpu().numpy() for k, v in tr.items()}
     paths = []
 
-    fig = Figure(figsize=(13, 4), layout="constrained")
+    fig = Figure(figsize=(6.5, 3.2), layout="constrained")  # no wider than the notes' text: labels at their size
     axes = fig.subplots(1, 3)
     art = plot_identity_position_sum(axes, np_["E_seq"], np_["P"], np_["H0"], tokens)
-    fig.colorbar(art["images"][0], ax=list(axes), shrink=0.8, label="coordinate value (one scale for all three)")
+    bar = fig.colorbar(art["images"][0], ax=list(axes), shrink=0.8)
+    bar.set_label("value (one scale for all three)", fontsize=8)
+    bar.ax.tick_params(labelsize=8)
     paths.append(save_figure(fig, out_dir / f"fig06_identity_position.{fmt}"))
 
     fig = Figure(figsize=(5, 5), layout="constrained")
@@ -162,10 +156,4 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
         lo, hi = art["image"].norm.vmin, art["image"].norm.vmax
         fig.colorbar(art["image"], ax=ax, label=f"{label}\nscale fitted to the data: {lo:.3g} to {hi:.3g}")
         paths.append(save_figure(fig, out_dir / f"fig{number:02d}_{key.split('.')[1]}.{fmt}"))
-
-    fig = Figure(figsize=(8, 5), layout="constrained")
-    ax = fig.subplots()
-    art = plot_positional_encoding(ax, sinusoidal(100, 128).numpy())
-    fig.colorbar(art["image"], ax=ax, label=r"$PE(t, j)$, from $-1$ to $1$")
-    paths.append(save_figure(fig, out_dir / f"positional_encoding_d128.{fmt}"))
     return paths

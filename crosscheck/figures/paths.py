@@ -17,20 +17,22 @@ HELP = "Figure 3 (|r|^n and tanh trajectories), the |dh_T/dh_t| heatmap, Jacobia
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
-    "fig3-left-power-curves": "Figure 3, left (week06 §Jacobian:346): a fixed factor r raised to the path length n. "
-        "Below 1 the product vanishes geometrically, above 1 it explodes; log scale, so the curves are straight lines.",
-    "fig3-right-tanh-sensitivity": "Figure 3, right (week06 §Jacobian:346-350): |dh_{T-1}/dh_0| on tanh trajectories with "
-        "w_h = 1.2. With input 0 the state stays near 0 where tanh' is about 1 and the product grows like 1.2^T; with "
-        "input 1 the state saturates, tanh' is small, and the sensitivity vanishes although |w_h| > 1.",
-    "sensitivity-heatmap": "log10 |dh_{T-1}/dh_t| of a scalar tanh RNN over the step t and the weight w_h; the black "
-        "contour is 1 (no change). Blue: vanishing, red: exploding; colours are clipped at the colour bar's ends.",
-    "jacobian-product-norms": "A vector tanh RNN (week06 §Jacobian:326-342): the spectral norm of the Jacobian product, "
-        "the product of the single-step norms, and the Pascanu bound. Each is an upper bound of the one above it; the "
-        "measured product can be far smaller than the bounds.",
-    "gradient-flow-rnn-gru-lstm": "The text's point about gates (week06 §LSTM:400, §GRU:382): at fixed gates the carry "
-        "derivative is diag(f_t) (LSTM) or diag(u_t) (GRU). At PyTorch's default initialisation the gates sit near 0.5 and "
-        "all three cells lose the gradient alike; with the keeping gate's bias raised by 3 (gates near 0.95) the carry "
-        "product (dashed) stays near 1 and the gradient survives 60 steps. Curves stop at float64 machine epsilon.",
+    "fig3-left-power-curves": "A fixed factor `r` raised to the path length `n` (the course's Figure 3, left). Below 1 "
+        "the product vanishes geometrically, above 1 it explodes; on the log scale the curves are straight lines.",
+    "fig3-right-tanh-sensitivity": "The sensitivity of the last state to the first on tanh trajectories with `w_h` = 1.2 "
+        "(the course's Figure 3, right). With input 0 the state stays at 0, where the slope of tanh is 1, and the "
+        "product grows exactly like 1.2 to the power `T - 1` (right axis); with input 1 the state saturates, the slope is small, "
+        "and the sensitivity vanishes (left axis, dozens of decades) although `w_h > 1`.",
+    "sensitivity-heatmap": "The sensitivity of the last state to the state at step `t` of a scalar tanh RNN (log10, "
+        "colour), over the step `t` and the recurrent weight `w_h`; the black contour is 1 (no change). Blue: vanishing, "
+        "red: exploding; colours are clipped at the colour bar's ends.",
+    "jacobian-product-norms": "A vector tanh RNN: the spectral norm of the Jacobian product, the product of the "
+        "single-step norms, and the Pascanu bound. Each is an upper bound of the one below it; the measured product "
+        "can be far smaller than the bounds.",
+    "gradient-flow-rnn-gru-lstm": "The point of the gates: at fixed gates the carry derivative is `diag(f_t)` (LSTM) or "
+        "`diag(u_t)` (GRU). At PyTorch's default initialisation the gates sit near 0.5 and all three cells lose the "
+        "gradient alike; with the keeping gate's bias raised by 3 (gates near 0.95) the carry product (dashed) stays "
+        "near 1 and the gradient survives 60 steps. Curves stop at float64 machine epsilon.",
 }
 
 def figures() -> dict:

@@ -1,0 +1,692 @@
+r"""The lecture sections of ``seqgrad latex``: course notes a lecturer hands out.
+
+Each section is built by a function of a :class:`~crosscheck.latexdoc.Build` and returns a :class:`Part`: the
+section's text (the model's equations, the **general** result for every sequence length and every width, a
+small instance as a worked example, the figure with a caption that says what to see) and its share of the
+appendix (the identities with their ids and sources, the tables of checks run now).  Every formula is a SymPy
+object of the package that derives it, printed by the notation's printer (:mod:`derive.latex_settings`); the
+words around them are text.  Each result carries one verification mark, a footnote
+(:func:`verification`): how it was proved and how large the error against torch autograd was, with the course
+text it comes from; the line numbers, ids and tables are in the appendix.
+
+>>> from seqgrad.crosscheck import notes
+>>> [name for name, _ in notes.ORDER]
+['rnn', 'paths', 'gates', 'positional', 'attention', 'residual', 'encoder', 'decoder', 'conv']
+>>> notes.without_lines("week06 §Attention:700-713; lesson §Formula:172 (K, V from the encoder)")
+'week06 §Attention; lesson §Formula (K, V from the encoder)'
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import sympy as sp
+
+from seqgrad.derive.prose import Sizes
+
+__all__ = ["Part", "ORDER", "verification", "without_lines", "notation_section", "introduction", "Shape"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """What a section builds: its text in the notes and its share of the appendix (ids, sources, check tables)."""
+
+    body: str
+    appendix: str = ""
+
+
+class Shape(sp.Tuple):
+    """The shape of a symbol in the notation table, printed ``T \times d`` (a scalar: ``1``)."""
+
+    def _latex(self, printer):
+        return r" \times ".join(printer._print(a) for a in self.args) if self.args else "1"
+
+    def _sympystr(self, printer):
+        return " x ".join(printer._print(a) for a in self.args) if self.args else "1"
+
+
+# --------------------------------------------------------------------------- verification marks
+
+_LINES = re.compile(r"(?::|\s+L|\s+l\.|\s+lines?\s+)\d+(?:\s*[-–]+\s*\d+)?")
+
+
+def without_lines(source: str) -> str:
+    """A source without its line numbers (those are in the appendix): ``week06 §Attention:700`` -> ``week06 §Attention``."""
+    return re.sub(r"\s+", " ", _LINES.sub("", str(source))).strip()
+
+
+def _number(x: float, notation) -> str:
+    """A measured error at two significant figures, ``$3.2 \\cdot 10^{-16}$``, with the notation's decimal separator."""
+    if x == 0:
+        return "$0$"
+    exponent = math.floor(math.log10(abs(x)))
+    mantissa = notation.number(f"{x / 10 ** exponent:.1f}")
+    return f"${mantissa}$" if exponent == 0 else f"${mantissa} \\cdot 10^{{{exponent}}}$"
+
+
+def proof_mark(b, names: Sequence[str]) -> str:
+    """"proved symbolically for all d >= 1" for the catalogue entries ``names`` (each proved now, within the
+    document's time for a proof); "NOT proved" where one fails, "not proved within S s here" where one is slow."""
+    from seqgrad.derive import catalogue
+    from seqgrad.derive.prose import scope
+
+    from .latexdoc import prove_within
+
+    said, bad, slow = [], [], []
+    for name in names:
+        entry = catalogue.get(name)
+        proof = prove_within(entry, b.proof_seconds)
+        if proof is None:
+            slow.append(name)
+        elif not proof.holds:
+            bad.append(name)
+        else:
+            text = scope(entry.scope).latex(b.notation)
+            if text not in said:
+                said.append(text)
+    out = []
+    if said:
+        out.append("proved symbolically (" + "; ".join(said) + ")")
+    if bad:
+        out.append(f"\\textbf{{{len(bad)} statement{'s' if len(bad) > 1 else ''} NOT proved}}")
+    if slow:
+        out.append(f"{len(slow)} not proved within {b.proof_seconds:g} s here")
+    return ", ".join(out)
+
+
+def check_mark(results: Sequence, device: str, notation=None) -> str:
+    """"checked against torch autograd in float64 (9 checks), largest error 5.3·10^-15" for check ``results``;
+    a failure or an error is said in bold, never hidden in the largest error."""
+    if not results:
+        return ""
+    from seqgrad.derive.latex_settings import DEFAULT
+
+    failed = [r for r in results if r.status in ("fail", "error")]
+    passed = [r for r in results if r.status == "pass"]
+    errors = [r.max_abs_error for r in passed if r.max_abs_error is not None and math.isfinite(r.max_abs_error)]
+    text = f"checked numerically in float64 on {device} ({len(passed)} of {len(results)} checks passed"
+    text += f", largest absolute error {_number(max(errors), notation or DEFAULT)})" if errors else ")"
+    if failed:
+        text += f"; \\textbf{{{len(failed)} failed}}"
+    return text
+
+
+def verification(b, *, proofs: Sequence[str] = (), checks: Sequence = (), source: str | None = None,
+                 appendix: str | None = None) -> str:
+    """One verification mark: a footnote with how the result was proved and checked and where it comes from
+    (the text and section, without line numbers: ids, line numbers and tables are in the appendix)."""
+    from seqgrad.derive.prose import cited
+
+    said = [s for s in (proof_mark(b, proofs) if proofs else "", check_mark(checks, b.device, b.notation)) if s]
+    text = "; ".join(said) if said else "not verified here"
+    text = text[0].upper() + text[1:]
+    if source:
+        text += ". Source: " + cited(short_source(source), b.notation)
+    if appendix and b.appendix:
+        text += f". Details: Appendix~\\ref{{app:{appendix}}}"
+    return "\\footnote{" + text + ".}"
+
+
+def section_checks(b, patterns: Iterable[str]) -> list:
+    """The registered checks matching any of ``patterns`` (each once, in registry order), run now."""
+    from .registry import all_checks, run_checks
+
+    chosen = {}
+    for pattern in patterns:
+        for c in all_checks(pattern):
+            chosen.setdefault(c.name, c)
+    if not chosen:
+        return []
+    return run_checks(list(chosen.values()), device=b.device, show_progress=False)
+
+
+def short_source(source: str, limit: int = 2, sections_only: bool = False) -> str:
+    """A source as a footnote cites it: its references without line numbers or notes in brackets, each once, at
+    most ``limit`` (only those that name a section of a text, ``week06 §Vector``, with ``sections_only``)."""
+    seen = []
+    text = str(source)
+    while re.search(r"\([^()]*\)", text):  # notes in brackets, innermost first
+        text = re.sub(r"\s*\([^()]*\)", " ", text)
+    for piece in text.split(";"):
+        s = without_lines(piece).strip(" ,.")
+        if s and s not in seen and ("§" in s or not sections_only):
+            seen.append(s)
+    return "; ".join(seen[:limit])
+
+
+def sources(results: Sequence, limit: int = 2) -> str:
+    """The distinct course sections the checks come from (no line numbers), at most ``limit``."""
+    return short_source("; ".join(str(r.source) for r in results), limit, sections_only=True)
+
+
+# --------------------------------------------------------------------------- small helpers
+
+def _display(rows, b, width: int = 60) -> str:
+    from seqgrad.derive.latex_layout import display
+
+    return display(rows, b.notation, width=width)
+
+
+def _rows(derivation_rows) -> list:
+    """(lhs, rhs) pairs of :class:`derive.cell.Row` objects, the range of t a row holds for set after it."""
+    out = []
+    for r in derivation_rows:
+        out.append((r.lhs, r.rhs) if r.where is None else (r.lhs, r.rhs, ("for ", _where(r.where))))
+    return out
+
+
+def _where(where: str):
+    """A row's range (``t < T-1``) as a SymPy relation."""
+    t, T = sp.Symbol("t", integer=True), sp.Symbol("T", integer=True)
+    m = re.fullmatch(r"t\s*<\s*T\s*-\s*1", where)
+    if m:
+        return sp.StrictLessThan(t, T - 1, evaluate=False)
+    return sp.Symbol(where)
+
+
+def _words(s: str, b, **formulas) -> str:
+    """Words with formulas: in backquotes (read by :class:`derive.prose.Prose`), or ``{name}`` for a SymPy object
+    given as a keyword (an index expression such as ``h_{t-1}``, a shape, a relation), each typeset by the printer."""
+    from .latexdoc import words
+
+    pieces = re.split(r"\{(\w+)\}", s)
+    return "".join(words(p, b.notation) if i % 2 == 0 else _inline(formulas[p], b) for i, p in enumerate(pieces))
+
+
+def _s(name: str, *shape):
+    """A symbol of the notes by its name (``h_{t-1}``), a matrix symbol when a shape is given."""
+    return sp.MatrixSymbol(name, *shape) if shape else sp.Symbol(name)
+
+
+def _inline(expr, b) -> str:
+    from seqgrad.derive.latex_layout import inline
+
+    return inline(expr, b.notation)
+
+
+def _figure(b, set_name: str, stems: Sequence[str] | None = None) -> str:
+    return b.figures(set_name, stems)
+
+
+# --------------------------------------------------------------------------- 1. RNN and BPTT
+
+def rnn_section(b) -> Part:
+    from seqgrad.derive import builtin_cells, rnn
+    from seqgrad.derive.latex_layout import equation_table
+    from seqgrad.derive.latex_settings import Partial
+
+    from .latexdoc import check_status
+
+    scalar = builtin_cells.rnn_cell().general()
+    vector = builtin_cells.rnn_cell(sizes={"D": 2, "H": 3, "C": 1}).general()
+    checks = section_checks(b, ["rnn.*", "cells.general.*"])
+    mark = verification(b, checks=checks, source=sources(checks), appendix="rnn")
+    net = rnn.unroll(steps=3, activation="tanh")
+    table = net.backward_table()
+    g = {net.sensitivity("z", t): net.sensitivity("z", t, expand=True) for t in range(net.steps)}
+    body = [
+        _words("A recurrent network reads a sequence {xs} one step at a time and carries a state "
+               "`h_t` from step to step; the same weights are used at every step. The scalar cell of the course, with "
+               "the activation tanh, the initial state {h0} and a squared error on the last output:", b,
+               xs=Sizes(_s("x_0"), _s("x_1"), _s("..."), _s("x_{T-1}")), h0=sp.Eq(_s("h_{-1}"), 0, evaluate=False)),
+        _display(_rows(scalar.forward_rows()), b),
+        "\\subsection{Backpropagation through time, at a general step}",
+        _words("Write {gh} and {gz} for the gradients of the loss with respect to `h_t` and `z_t`. The loss sees "
+               "`h_t` directly only at the last step; every earlier state reaches it through the next step. Going "
+               "backwards from {last}:", b, gh=_s("g_t^h"), gz=_s("g_t^z"), last=sp.Eq(_s("t"), _s("T") - 1, evaluate=False)),
+        _display(_rows(scalar.backward_rows()), b),
+        _words("A weight is used once per step, so its gradient is a sum over the steps of what each use contributes:", b)
+        + mark,
+        _display(_rows(scalar.gradient_rows()), b),
+        _words("The vector cell has the same structure. Rows are vectors ({x} is {xshape}, {h} is {hshape}), weights are "
+               "stored output by input and applied as {xW}, so the transposes appear in the gradients:", b,
+               x=_s("x_t", 1, 2), h=_s("h_t", 1, 3), xshape=Shape(_s("1"), _s("D")), hshape=Shape(_s("1"), _s("H")),
+               xW=_s("x_t", 1, 2) * _s("W_x", 3, 2).T),
+        _display(_rows(vector.backward_rows() + vector.gradient_rows()), b),
+        "\\subsection{Worked example: three steps}",
+        _words("With `T = 3` the recursion unrolls into the course's table of forward and backward operations:", b),
+        "\\begin{center}\n" + equation_table(
+            ["forward pass", "backward pass"],
+            [[(f.target, f.value) if f else None, (gg.target, gg.value) if gg else None] for f, gg in table.rows], b.notation)
+        + "\n\\end{center}",
+        _words("and with every {gz} replaced by its closed form, the gradient of the recurrent weight is a sum over "
+               "paths: one term per step at which `w_h` is used, each a product of the slopes along the path.", b, gz=_s("g_t^z")),
+        _display([(Partial(net.parameters["w_h"]), net.grad("w_h").xreplace(g))], b),
+    ]
+    appendix = check_status("rnn", b, checks) if checks else ""
+    return Part("\n\n".join(body), appendix)
+
+
+# --------------------------------------------------------------------------- 2. path products
+
+def paths_section(b) -> Part:
+    from seqgrad.derive import builtin_cells, rnn
+    from seqgrad.derive.latex_settings import Partial
+
+    from .latexdoc import check_status
+
+    scalar = builtin_cells.rnn_cell().general()
+    vector = builtin_cells.rnn_cell(sizes={"D": 2, "H": 3, "C": 1}).general()
+    t, s, j = sp.symbols("t s j", integer=True)
+    h = lambda k: sp.Symbol(f"h_{{{sp.latex(k)}}}")  # noqa: E731  (a step symbol h_{t}, h_{s})
+    Jj = sp.Symbol("J_j")
+    checks = section_checks(b, ["rnn.path_products", "gated.figure3_*", "gated.pascanu_bound", "gated.fact.*"])
+    mark = verification(b, checks=checks, source=sources(checks), appendix="paths")
+    net = rnn.unroll(steps=4)
+    r = sp.Symbol("r", positive=True)
+    body = [
+        _words("The gradient that step `t` sends back to an earlier state `h_s` is a product of one Jacobian per step "
+               "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`:", b, prev=_s("h_{j-1}")),
+        _display([(Partial(h(s), of=h(t)), sp.Product(Jj, (j, s + 1, t))), (Jj, _step(scalar.transition(), j))], b),
+        _words("for the scalar cell, and for the vector cell", b),
+        _display([(sp.MatrixSymbol("J_j", 3, 3), _step(vector.transition(), j))], b),
+        _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1. So when every factor "
+               "has size at most `r`, the product over `t - s` steps is at most {bound}: it vanishes geometrically "
+               "for `r < 1`, and it may explode for `r > 1`. Worked example, four steps:", b,
+               bound=sp.Pow(r, t - s, evaluate=False)) + mark,
+        _display([(Partial(sp.Symbol("h_0"), of=sp.Symbol("h_3")), net.path_product(3, 0))], b),
+        _words("and with every factor of size at most `r`,", b),
+        _relation(net.path_bound(3, 0, r), b),
+        _figure(b, "paths", ["fig3-left-power-curves", "fig3-right-tanh-sensitivity", "sensitivity-heatmap",
+                             "jacobian-product-norms"]),
+    ]
+    appendix = check_status("paths", b, checks) if checks else ""
+    return Part("\n\n".join(p for p in body if p), appendix)
+
+
+def _step(expr, j):
+    """A transition Jacobian at step ``j`` instead of ``t``: its step symbols renamed (``h_t`` -> ``h_j``)."""
+    names = {}
+    for s in getattr(expr, "free_symbols", ()):
+        name = getattr(s, "name", "")
+        if re.search(r"_(\{t\}|t)$", name):
+            new = re.sub(r"_(\{t\}|t)$", "_" + str(j), name)
+            names[s] = sp.MatrixSymbol(new, *s.shape) if isinstance(s, sp.MatrixSymbol) else sp.Symbol(new)
+    return expr.xreplace(names)
+
+
+def _relation(rel, b) -> str:
+    from seqgrad.derive.latex_layout import relation
+
+    op = {sp.LessThan: r"\le", sp.GreaterThan: r"\ge", sp.Equality: "=", sp.StrictLessThan: "<"}[type(rel)]
+    return relation(rel.lhs, rel.rhs, b.notation, op=op)
+
+
+# --------------------------------------------------------------------------- 3. GRU and LSTM
+
+def gates_section(b) -> Part:
+    from seqgrad.derive import builtin_cells, gated
+    from seqgrad.derive.latex_settings import Partial
+
+    from .latexdoc import check_status
+
+    checks = section_checks(b, ["gated.derived_*", "gated.gru_*", "gated.lstm_*", "cells.builtin.*"])
+    mark = verification(b, checks=checks, source=sources(checks), appendix="gates")
+    body = [_words("Gated cells add a path on which the state is carried from step to step scaled by a gate, a number "
+                   "between 0 and 1 that the network computes from `x_t` and {prev}. Both cells below follow PyTorch's "
+                   "conventions (gate order, two biases in the GRU), written for scalar states; the vector cells have "
+                   "the same equations with the products of a gate and a state taken entrywise ({hadamard}).", b,
+                   prev=_s("h_{t-1}"), hadamard=sp.HadamardProduct(_s("f_t", 1, 3), _s("c_{t-1}", 1, 3)))]
+    for title, cell, state in (("The GRU", builtin_cells.gru_cell(), "h"), ("The LSTM", builtin_cells.lstm_cell(), "c")):
+        gd = cell.general()
+        body += [f"\\subsection{{{title}}}",
+                 _display(_rows(gd.forward_rows()), b),
+                 _words("Backpropagation through time at a general step `t`:", b) + (mark if state == "c" else ""),
+                 _display(_rows(gd.backward_rows()), b),
+                 _words("Every weight is shared by all steps, so its gradient is again a sum over `t`:", b),
+                 _display(_rows(gd.gradient_rows()), b)]
+    # the carry at fixed gates: the one-step Jacobian split into the carry and the terms through the gates (t = 1)
+    for title, net, wrt, prev, state in (("GRU", gated.gru(steps=2), None, "h_0", "h_1"),
+                                         ("LSTM", gated.lstm(steps=2), "c", "c_0", "c_1")):
+        split = net.step_jacobian(1) if wrt is None else net.step_jacobian(1, wrt=wrt)
+        J = Partial(sp.Symbol(prev), of=sp.Symbol(state))
+        if split.gate_terms == 0:  # the state reaches the next one only through the carry: one line says it all
+            body += [_words(f"Worked example, the {title} at `t = 1`: the gates do not depend on the previous cell "
+                            "state, so the one-step Jacobian is the carry alone:", b), _display([(J, split.full)], b)]
+            continue
+        body += [_words(f"Worked example, the {title} at `t = 1`: the one-step Jacobian is the carry at fixed gates plus "
+                        "the terms through the gates.", b),
+                 _display([(J, split.full), (sp.Symbol("\\text{carry}"), split.carry),
+                           (sp.Symbol("\\text{through the gates}"), split.gate_terms)], b)]
+    shown = " (Figure~\\ref{fig:gradient-flow-rnn-gru-lstm})" if b.figures_dir is not None else ""
+    body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 keeps the product of "
+                       "carries near 1 over many steps", b) + shown + ".")
+    body.append(_figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
+    appendix = check_status("gates", b, checks) if checks else ""
+    return Part("\n\n".join(p for p in body if p), appendix)
+
+
+# --------------------------------------------------------------------------- 4. positional encodings
+
+def positional_section(b) -> Part:
+    from seqgrad.derive import catalogue, positional
+
+    from .latexdoc import shift_report_rows
+    from seqgrad.derive.latex_layout import tabular
+
+    pos, k, j, D = sp.symbols("pos k j D", integer=True)
+    omega = sp.Symbol("omega_j")
+    PE = sp.Function("PE")
+    shift = catalogue.get("pe-shift")  # exact identities: proved (the appendix lists every one of them, proved now)
+    mark = verification(b, proofs=["pe-shift", "pe-norm"], source=shift.source, appendix="positional")
+    odd = positional.Sinusoidal(5).shift_identity()
+    report = odd.prove()
+    body = [
+        _words("Attention by itself does not see the order of its rows, so the position `pos` of each token is added "
+               "to its embedding as a vector of sines and cosines, one frequency per pair of coordinates:", b),
+        _display([(PE(pos, 2 * j), sp.sin(omega * pos)), (PE(pos, 2 * j + 1), sp.cos(omega * pos)),
+                  (omega, sp.Pow(10000, -2 * j / D, evaluate=False))], b),
+        _words("General result: shifting the position by `k` rotates every pair of coordinates by the angle "
+               "{angle}, for every width and every pair; the rotation does not depend on `pos`, so a fixed offset is "
+               "a fixed linear map:", b, angle=_s("omega") * _s("k")) + mark,
+        _display([(shift.statement().lhs, shift.statement().rhs)], b),
+        _words("Worked example, an odd width `D = 5`: the two pairs rotate, and the last coordinate is a sine without a "
+               "partner, which no scalar factor shifts.", b),
+        "\\begin{center}\n" + tabular(["statement", "", "verdict"], shift_report_rows(report, b.notation),
+                                       "l" + "p{6cm}" + "l") + "\n\\end{center}",
+        _figure(b, "positional"),
+    ]
+    return Part("\n\n".join(p for p in body if p), _audit(b, ["derive.positional"], (), "positional"))
+
+
+def _audit(b, families: Sequence[str], checks: Sequence, title: str) -> str:
+    """The appendix of a section: its catalogue identities (ids, sources, each proof's verdict) and its checks."""
+    from .latexdoc import _catalogue_section, check_status
+
+    parts = [_catalogue_section(list(families))(b)] if families else []
+    if checks:
+        parts.append(check_status(title, b, checks))
+    return "\n\n".join(parts)
+
+
+# --------------------------------------------------------------------------- 5. attention
+
+def attention_section(b) -> Part:
+    from seqgrad.derive import blocks, catalogue, softmax
+    from seqgrad.derive.latex_settings import Partial
+
+    att = blocks.attention_program()
+    checks = section_checks(b, ["transformer.attention*", "transformer.softmax_jacobian", "transformer.course_attention_backward"])
+    n = sp.Symbol("n", integer=True, positive=True)
+    a, z = sp.MatrixSymbol("a", n, 1), sp.MatrixSymbol("z", n, 1)
+    jac = softmax.SoftmaxJacobian(3)
+    sm = catalogue.get("softmax-jacobian").statement()
+    var = catalogue.get("attention-dot-variance")
+    body = [
+        _words("Scaled dot-product attention mixes the rows of {X} ({shape}, one row per token). Each row is mapped to a "
+               "query, a key and a value; the weights of a row are the softmax of its scores against every key:", b,
+               X=_s("X", 2, 2), shape=Shape(_s("T"), _s("d"))),
+        _display([(d.target, d.value) for d in att.program.definitions(("forward",))], b),
+        _words("The scale `1/sqrt(d_k)` keeps the scores of order one: if the entries of a query and a key are "
+               "independent with mean 0 and variance 1, their dot product has variance `d_k`.", b)
+        + verification(b, proofs=["attention-dot-variance"], source=var.source, appendix="attention"),
+        "\\subsection{The softmax Jacobian}",
+        _words("For the softmax {a} of one row of scores {z} (`n` entries), entry by entry and as a matrix, for every `n`:",
+               b, a=a, z=z)
+        + verification(b, proofs=["softmax-jacobian", "softmax-jacobian-rows-sum-to-zero"], source=catalogue.get("softmax-jacobian").source,
+                       appendix="attention"),
+        _display([(sm.lhs, sm.rhs), (Partial(z, of=a), sp.MatAdd(sp.DiagMatrix(a), -a * a.T, evaluate=False))], b),
+        _words("Each row of the Jacobian sums to zero: raising every score by the same amount changes nothing. "
+               "Worked example, three scores:", b),
+        _display([(lhs, chain[-1]) for lhs, chain in jac.rows()], b),
+        "\\subsection{Backward pass}",
+        _words("Write {G} for the gradient of the loss with respect to the output {O}, and {dY} for the gradient with "
+               "respect to any intermediate {Y} (same shape as {Y}). The chain rule through the lines above, one line "
+               "each, for every `T`, `d`, `d_k`, `d_v`:", b, G=_s("G", 2, 2), O=_s("O", 2, 2), dY=_s("dY", 2, 2), Y=_s("Y", 2, 2))
+        + verification(b, proofs=["attention-gradients"], checks=checks, source=catalogue.get("attention-gradients").source,
+                       appendix="attention"),
+        _display([(d.target, d.value) for d in att.backward_lines()], b),
+        _words("With a causal mask, {S} gets {M} added ({Mij} for `j > i`, else 0). The mask is a constant, so "
+               "the backward lines are the same; the masked weights are 0, so the rule for {dS} gives 0 there and no "
+               "gradient flows to a future key.", b, S=_s("S", 2, 2), M=_s("M", 2, 2), dS=_s("dS", 2, 2),
+               Mij=sp.Eq(_s("M_ij"), -sp.oo, evaluate=False))
+        + verification(b, proofs=["attention-gradients-causal", "attention-mask-before-softmax"], appendix="attention"),
+    ]
+    from .latexdoc import check_status
+
+    appendix = "\n\n".join([_audit(b, ["derive.softmax", "derive.attention"], (), "attention")]
+                           + ([check_status("attention", b, checks)] if checks else []))
+    return Part("\n\n".join(body), appendix)
+
+
+# --------------------------------------------------------------------------- 6. LayerNorm and residual paths
+
+def residual_section(b) -> Part:
+    from seqgrad.derive import blocks, catalogue, residual
+    from seqgrad.derive.latex_settings import Partial
+
+    ln = blocks.layernorm_program()
+    checks = section_checks(b, ["transformer.layernorm*", "transformer.residual_jacobians"])
+    jac = catalogue.get("layernorm-jacobian").statement()
+    body = [
+        _words("LayerNorm normalises each row of {X} ({shape}) over its `d` features, with the population variance "
+               "and `epsilon` inside the square root (as torch.nn.LayerNorm), then scales by {gamma} and shifts by "
+               "{beta} ({one} is a column of ones, so {onegamma} repeats {gamma} on every row):", b,
+               X=_s("X", 2, 2), shape=Shape(_s("T"), _s("d")), gamma=_s("gamma", 1, 2), beta=_s("beta", 1, 2),
+               one=_s("1", 2, 1), onegamma=_s("1", 2, 1) * _s("gamma", 1, 2)),
+        _display([(d.target, d.value) for d in ln.program.definitions(("forward",))], b),
+        _words("Its Jacobian, entry by entry, for every `d`:", b)
+        + verification(b, proofs=["layernorm-jacobian", "layernorm-jacobian-kills-constants"],
+                       source=catalogue.get("layernorm-jacobian").source, appendix="residual"),
+        _display([(jac.lhs, scaled_bracket(jac.rhs))], b),
+        _words("With {G} the gradient with respect to the output {Y}, the backward pass, for every `T` and `d`:", b,
+               G=_s("G", 2, 2), Y=_s("Y", 2, 2))
+        + verification(b, checks=[r for r in checks if "layernorm" in r.name], appendix="residual"),
+        _display([(d.target, d.value) for d in ln.backward_lines()], b),
+        "\\subsection{Residual paths}",
+        _words("A residual connection adds the input of a branch `F` to its output. Its Jacobian is the identity plus the "
+               "branch's, so a path through the identity always carries the gradient unchanged. For every width `d` and "
+               "every differentiable branch:", b)
+        + verification(b, proofs=["residual-plain", "residual-pre-norm", "residual-post-norm"],
+                       checks=[r for r in checks if "residual" in r.name], source=catalogue.get("residual-plain").source,
+                       appendix="residual"),
+        _display([(*residual.jacobian_formula(p), (f"  ({p})",)) for p in ("plain", "pre-norm", "post-norm")], b),
+        _words("Worked example, three residual layers: the product of the three Jacobians is a sum over the eight paths "
+               "through the stack, one of them the identity.", b)
+        + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),
+        _display([(lhs, chain[-1]) for lhs, chain in _chain_rows(residual.DepthProduct(L=3, d=2))], b),
+        _figure(b, "depth"),
+    ]
+    from .latexdoc import check_status
+
+    appendix = "\n\n".join([_audit(b, ["derive.layernorm", "derive.residual"], (), "residual")]
+                           + ([check_status("residual", b, checks)] if checks else []))
+    return Part("\n\n".join(p for p in body if p), appendix)
+
+
+def scaled_bracket(expr):
+    """``(a/s) (bracket)`` for a fraction ``a (bracket) / s``, as the textbook writes LayerNorm's Jacobian, instead of a
+    fraction with a fraction inside; the value is the same (``UnevaluatedExpr`` only keeps the factor together)."""
+    numerator, denominator = sp.fraction(expr)
+    factors = sp.Mul.make_args(numerator)
+    brackets = [f for f in factors if isinstance(f, sp.Add)]
+    if len(brackets) != 1 or denominator == 1:
+        return expr
+    scale = sp.Mul(*[f for f in factors if f is not brackets[0]]) / denominator
+    return sp.Mul(sp.UnevaluatedExpr(scale), brackets[0], evaluate=False)
+
+
+def _chain_rows(derivation) -> list:
+    """A derivation's rows as ``(lhs, [rhs, ...])`` pairs."""
+    out = []
+    for row in derivation.rows():
+        lhs, rest = row[0], row[1]
+        out.append((lhs, list(rest) if isinstance(rest, (list, tuple)) else [rest]))
+    return out
+
+
+# --------------------------------------------------------------------------- 7. the encoder block and worked example
+
+ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows $H_0$ = token embedding + position, one row per token."),
+                 ("attention_on_H0", "head1.A", "The attention weights $A$ of head 1: row $i$ is the query, column $j$ the "
+                                                "source; every row sums to 1."),
+                 ("prenorm_block", "H_enc", "The encoder's output: every token's row after the pre-norm block."))
+
+
+def encoder_section(b) -> Part:
+    from seqgrad.derive import blocks
+    from seqgrad.latex_table import booktabs
+    from seqgrad.numeric import course
+    from seqgrad.numeric.tokens import tokenize
+
+    from .encoder_tables import trace_tables
+    from .latexdoc import check_status, text
+
+    block = blocks.block_program("pre-norm")
+    checks = section_checks(b, ["encoder.*", "transformer.prenorm_block", "transformer.postnorm_block", "transformer.block_programs"])
+    tokens = tokenize(course.TEXT)
+    body = [
+        _words("An encoder block puts the pieces together: LayerNorm, attention and a residual connection (pre-norm, "
+               "as in the course), then the same for a two-layer MLP. The attention sublayer, for every `T`, `d`, "
+               "`d_k`:", b),
+        _display([(d.target, d.value) for d in block.program.definitions(("forward",))], b),
+        _words("Backwards, the residual shows in {dH}: the gradient of the shortcut plus what comes back through the branch:", b,
+               dH=_s("dH", 2, 2))
+        + verification(b, proofs=["residual-pre-norm-block-program"], checks=[r for r in checks if r.name.startswith("transformer.")],
+                       source="week06 §Block", appendix="encoder"),
+        _display([(d.target, d.value) for d in block.backward_lines()], b),
+        "\\subsection{Worked example}",
+        f"The course encodes the phrase ``{text(course.TEXT)}'' ($T = {len(tokens)}$ tokens, width 5). Rows are tokens, "
+        f"numbers at {b.digits} significant figures. Every intermediate agrees with the course's tables at the "
+        "figures they print" + verification(b, checks=[r for r in checks if r.name == "encoder.course_tables"],
+                                            source="week06 §Tokens", appendix="encoder")
+        + ", and the layers agree with PyTorch's" + verification(b, checks=[r for r in checks if r.name.startswith("encoder.")
+                                                                            and r.name.endswith("_vs_torch")],
+                                                                 source="week06 §Block", appendix="encoder") + ".",
+    ]
+    records = {}
+    for stage, name, caption in ENCODER_SHOWN:
+        record = records.setdefault(stage, course.trace(stage, device=b.device))
+        for _, rows, row_labels, col_labels in trace_tables(stage, record, [name], tokens):
+            body.append(booktabs(rows, row_labels=row_labels, col_labels=[c.replace("F", "feature ") if c.startswith("F") else c.split(": ")[-1]
+                                                                          for c in col_labels],
+                                 corner="", caption=caption, figures=b.digits, decimal_comma=b.notation.decimal_comma,
+                                 raw_labels=False).replace("\\caption{" + text(caption) + "}", "\\caption{" + caption + "}"))
+    body.append(_figure(b, "encoder", ["fig06_identity_position", "fig09_S", "fig10_A", "fig11_A_causal", "fig08_begins_contributions"]))
+    appendix = check_status("encoder", b, checks) if checks else ""
+    return Part("\n\n".join(p for p in body if p), appendix)
+
+
+# --------------------------------------------------------------------------- 8, 9: decoder and convolution
+
+def decoder_section(b) -> Part:
+    from . import latex_decoder_conv
+
+    checks = section_checks(b, ["decoder.*"])
+    body = latex_decoder_conv.decoder_body(b, verification(b, checks=checks, source=sources(checks), appendix="decoder"))
+    return Part(body, _audit(b, ["derive.decoder"], checks, "decoder"))
+
+
+def conv_section(b) -> Part:
+    from . import latex_decoder_conv
+
+    checks = section_checks(b, ["conv.*"])
+    body = latex_decoder_conv.conv_body(b, verification(b, checks=checks, source=sources(checks), appendix="conv"))
+    return Part(body, _audit(b, ["derive.conv"], checks, "conv"))
+
+
+#: The sections in the course's order: name and builder.
+ORDER = (("rnn", rnn_section), ("paths", paths_section), ("gates", gates_section), ("positional", positional_section),
+         ("attention", attention_section), ("residual", residual_section), ("encoder", encoder_section),
+         ("decoder", decoder_section), ("conv", conv_section))
+
+
+# --------------------------------------------------------------------------- front matter
+
+def introduction(b, names: Sequence[str], appendix: bool) -> str:
+    """The short introduction on the title page."""
+    text = ("These notes derive the gradients of the sequence models of the course: recurrent networks and "
+            "backpropagation through time, gated cells, positional encodings, attention, LayerNorm and residual "
+            "connections, the Transformer encoder and decoder, and convolution. Each section states the model, then "
+            "the general result (for every sequence length and every width), then a small worked example and a "
+            "figure. Every formula was generated from the model's equations and verified when these notes were "
+            "written: proved symbolically or checked against PyTorch's automatic differentiation in double precision; "
+            "a footnote says which, and where the result comes from in the course texts.")
+    if appendix:
+        text += " The appendix lists every identity and check with its source and the errors measured."
+    return "\\begin{abstract}\n" + text + "\n\\end{abstract}"
+
+
+def _sym(name: str, *shape, matrix: bool = False):
+    return sp.MatrixSymbol(name, *shape) if matrix else sp.Symbol(name)
+
+
+def notation_rows(b) -> list[tuple]:
+    """(symbol, meaning, shape) of every symbol the notes use: SymPy objects, printed by the notation's printer."""
+    T, t, D, H, C, d, d_k, d_v, n = sp.symbols("T t D H C d d_k d_v n", integer=True)
+    L = sp.Symbol("L")
+    one = Shape()
+    M = lambda name, r, c: sp.MatrixSymbol(name, r, c)  # noqa: E731
+    rows = [
+        (t, "step (position) index, from 0", one), (T, "sequence length (number of steps or tokens)", one),
+        (sp.Symbol("x_t"), "input at step t (a row vector in the vector cell)", Shape(1, D)),
+        (sp.Symbol("h_t"), "hidden state at step t; the initial state is zero", Shape(1, H)),
+        (sp.Symbol("z_t"), "pre-activation of the recurrent cell", Shape(1, H)),
+        (sp.Symbol("yhat"), "prediction", Shape(1, C)), (sp.Symbol("y"), "target", Shape(1, C)),
+        (sp.Symbol("e"), "error, prediction minus target", Shape(1, C)), (L, "loss", one),
+        (sp.Symbol("w_x"), "input weight of the scalar cell (a second index names a gate: input to reset gate)", one),
+        (sp.Symbol("w_h"), "recurrent weight of the scalar cell", one), (sp.Symbol("w_o"), "output weight", one),
+        (M("W_x", H, D), "input weights of the vector cell, stored output by input", Shape(H, D)),
+        (M("W_h", H, H), "recurrent weights", Shape(H, H)), (M("W_o", C, H), "output weights", Shape(C, H)),
+        (sp.Symbol("b"), "a bias", one),
+        (sp.Symbol("s"), "an earlier step, the start of a path back in time", one),
+        (sp.Symbol("r"), "a bound on the size of every factor of a path product", one),
+        (sp.Symbol("g_t^h"), "gradient of the loss with respect to the state at step t", Shape(1, H)),
+        (sp.Symbol("g_t^z"), "gradient with respect to the pre-activation at step t", Shape(1, H)),
+        (sp.Symbol("J_j"), "transition Jacobian of step j: the derivative of a state by the state before it", Shape(H, H)),
+        (sp.Symbol("z_t^r"), "pre-activation of a gate (here the reset gate); its gradient is written likewise", Shape(1, H)),
+        (sp.Symbol("a_t"), "the GRU's recurrent term of the candidate, before the reset gate scales it", Shape(1, H)),
+        (sp.Symbol("r_t"), "reset gate of the GRU", Shape(1, H)), (sp.Symbol("u_t"), "update gate of the GRU", Shape(1, H)),
+        (sp.Symbol("i_t"), "input gate of the LSTM", Shape(1, H)), (sp.Symbol("f_t"), "forget gate of the LSTM", Shape(1, H)),
+        (sp.Symbol("o_t"), "output gate of the LSTM", Shape(1, H)), (sp.Symbol("c_t"), "cell state of the LSTM", Shape(1, H)),
+        (sp.Symbol("ctilde_t"), "candidate cell state of the LSTM", Shape(1, H)),
+        (sp.Symbol("htilde_t"), "candidate state of the GRU", Shape(1, H)),
+        (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", one),
+        (sp.Symbol("pos"), "position of a token", one), (sp.Symbol("omega_j"), "frequency of the coordinate pair j", one),
+        (sp.Symbol("d"), "model width of the Transformer; D, H, C are the input, state and output widths of a cell", one),
+        (M("X", T, d), "rows of a block's input, one per token", Shape(T, d)),
+        (M("W_Q", d_k, d), "query map", Shape(d_k, d)), (M("W_K", d_k, d), "key map", Shape(d_k, d)),
+        (M("W_V", d_v, d), "value map", Shape(d_v, d)),
+        (M("Q", T, d_k), "queries", Shape(T, d_k)), (M("K", T, d_k), "keys", Shape(T, d_k)), (M("V", T, d_v), "values", Shape(T, d_v)),
+        (M("S", T, T), "scaled scores", Shape(T, T)), (M("A", T, T), "attention weights, the softmax of each row of S", Shape(T, T)),
+        (M("M", T, T), "additive mask: 0 where a query may look, minus infinity where not", Shape(T, T)),
+        (M("O", T, d_v), "attention output", Shape(T, d_v)),
+        (M("H", T, d), "input rows of an encoder block", Shape(T, d)),
+        (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
+        (M("Z", sp.Symbol("T_src"), d), "the encoder's output, the memory a decoder reads", Shape(sp.Symbol("T_src"), d)),
+        (sp.Symbol("K"), "a convolution kernel of k by k entries (also the keys, in bold)", Shape(sp.Symbol("k"), sp.Symbol("k"))),
+        (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
+        (M("dX", T, d), "gradient of the loss with respect to the matrix after the d (same shape)", Shape(T, d)),
+        (M("xhat", T, d), "normalised rows of LayerNorm", Shape(T, d)),
+        (M("gamma", 1, d), "LayerNorm's scale", Shape(1, d)), (M("beta", 1, d), "LayerNorm's shift", Shape(1, d)),
+        (M("sigma", T, 1), "standard deviation of each row, epsilon inside the root", Shape(T, 1)),
+        (sp.Symbol("epsilon"), "LayerNorm's small constant, 1e-5", one),
+        (M("1", T, 1), "column of ones", Shape(T, 1)), (sp.Identity(n), "identity matrix", Shape(n, n)),
+        (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if i = j, else 0", one),
+        (sp.Function("F")(sp.MatrixSymbol("h", 1, d)), "a residual branch: any differentiable map of a row", Shape(1, d)),
+        (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch", Shape(d, d)),
+        (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm", Shape(d, d)),
+        (sp.HadamardProduct(M("a", 1, n), M("b", 1, n)), "entrywise (Hadamard) product", Shape(1, n)),
+        (M("A", n, n).T, "transpose", Shape(n, n)),
+        (sp.DiagMatrix(M("a", n, 1)), "diagonal matrix with the entries of a", Shape(n, n)),
+    ]
+    return rows
+
+
+def notation_section(b) -> str:
+    """The notation: one table, every symbol once, with its meaning and its shape."""
+    from seqgrad.derive.latex_layout import inline
+
+    from .latexdoc import text
+
+    rows = notation_rows(b)
+    body = [" & ".join([inline(sym, b.notation), text(meaning), inline(shape, b.notation)]) + " \\\\" for sym, meaning, shape in rows]
+    intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices start "
+             "at 0. Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
+             "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry.")
+    return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{9.2cm}l}\n".replace(">{$}l<{$}", "l")
+            + "\\toprule\nsymbol & meaning & shape \\\\\n\\midrule\n\\endhead\n" + "\n".join(body)
+            + "\n\\bottomrule\n\\end{longtable}\n}")

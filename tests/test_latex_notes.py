@@ -1,0 +1,203 @@
+"""The notes of ``seqgrad latex`` read as a chapter: compiled, rendered to PNG, and checked for what a reader sees.
+
+The documents (standalone, and with their figures) are compiled twice with pdflatex (contents and references);
+every page is rendered to PNG under ``$SEQGRAD_ARTEFACTS`` (:func:`test_latex_render.compile_and_render`).
+A test fails on a LaTeX error, an overfull box wider than 1 pt, an id in typewriter type or a source's line
+number in the text before the appendix (they belong in the appendix), a ``*`` or ``**`` inside math, a ``^T``
+where the notation sets the transpose as ``^\\top``, a figure label smaller than 7 pt at the size the figure is
+included, and a caption that numbers its figure a second time.  :func:`notes_defects` is the checker; the
+last tests show that it catches each defect.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from seqgrad.atomic import FONT_KEYWORD
+from seqgrad.crosscheck import latexdoc
+
+from test_latex_render import MISSING, artefacts, cli, compile_and_render  # noqa: F401  (one compile-and-render)
+
+_MATH = re.compile(r"\$[^$]+\$|\\begin\{(align\*?|equation\*?|aligned)\}.*?\\end\{\1\}", re.S)
+_LINE_REFERENCE = re.compile(r"§[^:;,()\s]*(?:\s[^:;,()\s§]+)*:\d|\b(?:L|l\.)\d{2,}\b|\blines?\s+\d|\\S\{\}[^:;]*:\d")
+_CAPTION = re.compile(r"\\caption\{(.*?)\}(?:\\label|\n)", re.S)
+
+
+def body_and_appendix(source: str) -> tuple[str, str]:
+    """The document's text before ``\\appendix`` (after the preamble) and the appendix."""
+    start = source.index("\\begin{document}")
+    body, _, appendix = source[start:].partition("\\appendix")
+    return body, appendix
+
+
+def _footnotes_removed(text: str) -> str:
+    """``text`` without its footnotes (they hold the verification marks, whose sources carry no line numbers
+    either, but whose words are not the text's)."""
+    out, i = [], 0
+    while True:
+        j = text.find("\\footnote{", i)
+        if j < 0:
+            return "".join(out) + text[i:]
+        out.append(text[i:j])
+        depth, k = 0, j + len("\\footnote")
+        for k in range(j + len("\\footnote"), len(text)):
+            depth += {"{": 1, "}": -1}.get(text[k], 0)
+            if depth == 0:
+                break
+        i = k + 1
+
+
+def notes_defects(source: str) -> list[str]:
+    """What a reader of the notes should never see, one line each (empty: none)."""
+    body, appendix = body_and_appendix(source)
+    problems = []
+    if "\\texttt" in body:
+        problems.append("an id in typewriter type before the appendix: " + body[body.index("\\texttt"):][:60])
+    for m in _LINE_REFERENCE.finditer(body):  # footnotes included: their sources name the text and section only
+        problems.append(f"a source line reference before the appendix: {body[max(0, m.start() - 30):m.end() + 10]!r}")
+    for where, text in (("text", body), ("appendix", appendix)):
+        for m in _MATH.finditer(text):
+            math = m.group(0)
+            if re.search(r"(?<!\\)\*", math.replace("\\begin{align*}", "").replace("\\end{align*}", "")
+                         .replace("\\begin{equation*}", "").replace("\\end{equation*}", "")):
+                problems.append(f"* inside math ({where}): {math[:80]!r}")
+            if re.search(r"\^(?:\{T\}|T(?![A-Za-z_{}]|\s*[-+]))", math):  # a transpose, not a power such as ^{T - 1}
+                problems.append(f"^T where the notation writes ^\\top ({where}): {math[:80]!r}")
+    for caption in _CAPTION.findall(body):
+        if re.match(r"\s*(Figure|Fig\.|Table)\s*\d", caption):
+            problems.append(f"a caption that numbers its figure again: {caption[:60]!r}")
+    return problems
+
+
+def figure_fonts(source: str, tex_dir: Path) -> dict[str, float]:
+    """Each included figure's smallest label, in points, at the scale it is included (its PDF records the size it
+    was drawn at: :data:`seqgrad.atomic.FONT_KEYWORD`)."""
+    sizes = {}
+    for scale, rel in re.findall(r"\\includegraphics\[scale=([\d.]+)\]\{([^}]+)\}", source):
+        data = (tex_dir / rel).read_bytes()
+        m = re.search(re.escape(FONT_KEYWORD).encode() + rb"([\d.]+)", data)
+        assert m, f"{rel} does not record its smallest font"
+        sizes[rel] = float(m.group(1)) * float(scale)
+    return sizes
+
+
+@pytest.fixture(scope="module")
+def notes(tmp_path_factory):
+    """``seqgrad latex`` written twice, standalone and with its figures beside it (every section)."""
+    root = tmp_path_factory.mktemp("notes")
+    out = {}
+    for kind, extra in (("standalone", ["--standalone"]), ("figures", [])):
+        path = root / kind / "notes.tex"
+        path.parent.mkdir()
+        cli("latex", str(path), *extra)
+        out[kind] = path
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["standalone", "figures"])
+@pytest.mark.tex
+@pytest.mark.skipif(bool(MISSING), reason="no TeX engine/poppler")
+def test_notes_compile_render_and_read_as_notes(notes, kind, tmp_path):
+    path = notes[kind]
+    source = path.read_text()
+    assert notes_defects(source) == []
+    compile_and_render(path, tmp_path, f"notes_chapter_{kind}", passes=2)
+    log = (tmp_path / f"build-notes_chapter_{kind}" / "notes.log").read_text(errors="replace")
+    assert "undefined" not in " ".join(re.findall(r"LaTeX Warning: .*", log)), "a reference or citation is undefined"
+    if kind == "figures":
+        fonts = figure_fonts(source, path.parent)
+        assert len(fonts) >= 10, "the figures are in the notes"
+        small = {rel: size for rel, size in fonts.items() if size < 7.0}
+        assert small == {}, f"labels below 7 pt at the included size: {small}"
+    body, appendix = body_and_appendix(source)
+    assert "\\section{Notation}" in body and "\\sum_{t=0}^{T - 1}" in body and "\\prod_{j=s + 1}^{t}" in body
+    assert "\\footnote{Proved symbolically" in body and "\\texttt" in appendix
+
+
+def test_a_short_chapter_compiles_and_reads_as_notes(tmp_path):
+    """Two sections, standalone, with their appendix: the same checks, in the default run."""
+    if MISSING:
+        pytest.skip("no TeX engine/poppler")
+    path = tmp_path / "notes.tex"
+    cli("latex", str(path), "--sections", "rnn,attention", "--standalone", "--proof-seconds", "10")
+    source = path.read_text()
+    assert notes_defects(source) == []
+    compile_and_render(path, tmp_path, "notes_chapter_short", passes=2)
+    log = (tmp_path / "build-notes_chapter_short" / "notes.log").read_text(errors="replace")
+    assert "undefined" not in " ".join(re.findall(r"LaTeX Warning: .*", log)), "a reference or citation is undefined"
+    body, appendix = body_and_appendix(source)
+    # the general results come first: BPTT at step t with the sum over t, the softmax Jacobian diag(a) - a a^T
+    assert "g^{h}_{t}" in body and "\\sum_{t=0}^{T - 1}" in body
+    assert "\\operatorname{diag}(\\mathbf{a}) - \\mathbf{a} \\mathbf{a}^{\\top}" in body
+    assert body.index("\\sum_{t=0}^{T - 1}") < body.index("Worked example: three steps")
+
+
+def test_without_the_appendix_nothing_points_to_it(tmp_path):
+    path = tmp_path / "notes.tex"
+    cli("latex", str(path), "--sections", "attention", "--standalone", "--no-appendix")
+    source = path.read_text()
+    assert "\\appendix" not in source and "app:" not in source and "\\texttt" not in source
+    assert "\\footnote{Proved symbolically" in source
+
+
+@pytest.mark.parametrize("snippet, defect", [
+    ("\\texttt{softmax-jacobian} holds.", "typewriter"),
+    ("As week06 §Attention:700 says.", "line reference"),
+    ("(text lines 65--176)", "line reference"),
+    ("$a * b$", "* inside math"),
+    ("\\begin{align*}\nx &= y**2\n\\end{align*}", "* inside math"),
+    ("$\\mathbf{W}^{T} x$", "^T"),
+    ("\\caption{Figure 3, left: a fixed factor.}\\label{x}", "numbers its figure"),
+])
+def test_the_checker_catches_each_defect(snippet, defect):
+    source = "\\begin{document}\n" + snippet + "\n\\appendix\n\\texttt{ok-here} week06 §Attention:700\n\\end{document}"
+    problems = notes_defects(source)
+    assert any(defect in p for p in problems), problems
+    assert notes_defects("\\begin{document}\nfine $\\mathbf{W}^{\\top}_{T} x_{T}$\n\\appendix\n\\texttt{x}\n\\end{document}") == []
+
+
+def test_a_small_figure_label_is_caught(tmp_path):
+    """A label drawn at 6 pt, included at its own size, is below 7 pt; at half size a 10 pt label is too."""
+    from matplotlib.figure import Figure
+
+    from seqgrad.atomic import save_figure
+
+    fig = Figure(figsize=(3, 2))
+    ax = fig.add_subplot()
+    ax.plot([0, 1])
+    ax.legend(["a line"], fontsize=6)
+    save_figure(fig, tmp_path / "f.pdf")
+    source = "\\includegraphics[scale=1.000]{f.pdf} \\includegraphics[scale=0.500]{f.pdf}"
+    assert figure_fonts(source, tmp_path) == {"f.pdf": 3.0}
+
+
+def test_depth_captions_say_what_the_data_show():
+    """The captions of the depth figures state numbers; each is computed again from the data the figures draw."""
+    from seqgrad.crosscheck.figures import depth as figure_set
+
+    facts = figure_set.caption_facts()
+    captions = figure_set.CAPTIONS
+    pre, post = facts["slope"]["pre-norm"], facts["slope"]["post-norm"]
+    # "falls about as fast as 1/sqrt(L) (fitted log-log slope -0.63)": the slope as printed, near -1/2
+    assert f"slope {pre:.2f}" in captions["gradient-near-output-vs-depth"] and -0.75 < pre < -0.4
+    assert f"fitted slope {abs(post):.2f}" in captions["gradient-near-output-vs-depth"] and abs(post) < 0.05
+    # "slower than the dotted line for shallow stacks and faster for deep ones, so the curve crosses it"
+    above = facts["above_reference"]
+    assert above[0] and not above[-1] and above == sorted(above, reverse=True)
+    deepest = max(facts["depths"])
+    for L in facts["depths"]:  # pre-norm with the residual: all above the noise floor; without: a few for L >= 4
+        kept = facts[("pre-norm", True, L)]
+        assert kept["above_floor"] == kept["n"] == 32
+        if L >= 4:
+            assert facts[("pre-norm", False, L)]["above_floor"] <= 6
+        if L >= 2:  # "for two or more layers the residual keeps more directions above the noise floor"
+            assert facts[("post-norm", True, L)]["above_floor"] > facts[("post-norm", False, L)]["above_floor"]
+    assert facts[("pre-norm", True, deepest)]["smallest"] > 0.004
+    post_deep = facts[("post-norm", True, deepest)]
+    text = captions["jacobian-product-singular-values-post-norm"]
+    assert f"{post_deep['above_floor']} against {facts[('post-norm', False, deepest)]['above_floor']} at `L = {deepest}`" in text
+    assert f"only {post_deep['within_1000']} of {post_deep['n']} are within a factor 1000" in text
