@@ -210,7 +210,7 @@ def terminal(results: list[Result], *, strict: bool = False, ran: str = "", widt
 def latex_figures(figures: list[str]) -> str:
     """The report's figures (paths relative to the report's directory), each with its figure set's caption."""
     from .figures import figure_sets
-    from .latexdoc import figure_caption
+    from .latexdoc import figure_caption, words
 
     if not figures:
         return ""
@@ -219,10 +219,10 @@ def latex_figures(figures: list[str]) -> str:
     for rel in sorted(figures):
         path = Path(rel)
         module = sets.get(path.parent.name)
-        caption = figure_caption(module, path.stem) if module is not None else path.stem
+        caption = words(figure_caption(module, path.stem)) if module is not None else tex_escape(path.stem)
         parts.append("\\begin{figure}[htbp]\n\\centering\n"
                      f"\\includegraphics[width=\\linewidth,height=0.4\\textheight,keepaspectratio]{{{path.as_posix()}}}\n"
-                     f"\\caption{{{tex_escape(caption)}}}\n\\end{{figure}}")
+                     f"\\caption{{{caption}}}\n\\end{{figure}}")
     return "\n\n".join(parts) + "\n"
 
 
