@@ -69,7 +69,7 @@ from .safe_parse import as_sympy
 __all__ = [
     "Rule", "RULES", "rule_for", "pullback", "jvp", "jacobian", "Diag", "RowSoftmax", "RowSum", "RowMean", "RowStd", "Normalize",
     "Masked", "HConcat", "ColumnBlock", "index_form", "directional", "index_zero", "index_proof", "expand_indexed", "prove_all",
-    "proved", "EPS",
+    "proved", "EPS", "AsScalar",
 ]
 
 EPS = sp.Symbol("epsilon", positive=True)
@@ -588,6 +588,171 @@ _TABLE = [
          "[X | Y]: dX = G[:, :a], dY = G[:, a:a+b]", "all T, a, b >= 1"),
 ]
 
+
+# --------------------------------------------------------------------------------------------- scalar-valued primitives
+# trace, det, the inverse, a 1 x 1 product read as a scalar, the diagonal of a square matrix (derive.matcalc).
+# A scalar-valued node's upstream sensitivity is a scalar g = dL/d value.
+
+class AsScalar(sp.Expr):
+    """A 1 x 1 matrix expression read as the scalar it holds: ``xᵀ A x``, ``xᵀ y`` (printed as the product)."""
+
+    is_commutative = True
+
+    def __new__(cls, arg):
+        if not getattr(arg, "is_Matrix", False) or tuple(arg.shape) != (1, 1):
+            raise SeqgradTypeError("arg", arg, "a 1 x 1 matrix expression")
+        return sp.Expr.__new__(cls, arg)
+
+    @property
+    def arg(self):
+        return self.args[0]
+
+    def _eval_is_real(self):
+        return None
+
+    def doit(self, **hints):
+        arg = self.arg.doit(**hints) if hints.get("deep", True) else self.arg
+        return arg[0, 0] if isinstance(arg, sp.MatrixBase) else self.func(arg)
+
+    def _latex(self, printer, exp=None):
+        body = printer._print(self.arg)
+        return body if exp is None else r"\left(%s\right)^{%s}" % (body, exp)
+
+    def _sympystr(self, printer):
+        return printer._print(self.arg)
+
+
+def _one_by_one(g):
+    """The scalar sensitivity g as the 1 x 1 matrix g I."""
+    return sp.Identity(1) if g == 1 else sp.MatMul(g, sp.Identity(1))
+
+
+def _scaled_identity(g, n):
+    return sp.Identity(n) if g == 1 else sp.MatMul(g, sp.Identity(n))
+
+
+def _det_pull(expr, g, out):
+    X = expr.arg
+    return [(X, sp.MatMul(g, expr, sp.Inverse(X).T) if g != 1 else sp.MatMul(expr, sp.Inverse(X).T))]
+
+
+def _inverse_pull(expr, G, out):
+    Xinv_T = sp.Inverse(expr.arg).T
+    return [(expr.arg, sp.MatMul(-1, Xinv_T, G, Xinv_T))]
+
+
+def _explicit_rule_proof(rule: "Rule", sizes=(1, 2, 3)) -> Proof:
+    """A rule at explicit sizes with symbolic entries (det and inverse have no index form at symbolic size):
+    the pullback against SymPy's derivative of ``<G, F(X)>``, exactly, for every entry, at each size."""
+    start = time.perf_counter()
+    bad = sp.Integer(0)
+    for n in sizes:
+        expr, G, (X,) = rule.example(n)
+        E = sp.Matrix(n, n, lambda i, j: sp.Symbol(f"x_{i}{j}"))
+        scalar = not getattr(expr, "is_Matrix", False)
+        Gm = sp.Symbol("g") if scalar else sp.Matrix(n, n, lambda i, j: sp.Symbol(f"g_{i}{j}"))
+        env = {X: E}
+        value = expr.xreplace(env).doit()
+        loss = Gm * value if scalar else sum((Gm[i, j] * value[i, j] for i in range(n) for j in range(n)), sp.Integer(0))
+        (leaf, claimed), = rule.pull(expr, G if not scalar else sp.Symbol("g"), None)
+        claimed = claimed.xreplace({**env, **({} if scalar else {G: Gm})}).doit()
+        claimed = sp.Matrix(claimed) if not isinstance(claimed, sp.MatrixBase) else claimed
+        for i in range(n):
+            for j in range(n):
+                r = sp.cancel(sp.together(sp.diff(loss, E[i, j]) - claimed[i, j]))
+                if r != 0:
+                    bad = r
+        if bad != 0:
+            break
+    proof = Proof(bad == 0, f"explicit symbolic entries at n = {', '.join(map(str, sizes))} (exact cancel)", bad, rule.statement)
+    proof.seconds = time.perf_counter() - start
+    return proof
+
+
+@dataclass(frozen=True)
+class ExplicitRule(Rule):
+    """A rule proved at explicit sizes with symbolic entries; its scope says how the general size follows."""
+
+    def prove(self) -> Proof:
+        return _explicit_rule_proof(self)
+
+
+def _ex_trace():
+    n, = _sizes("n")
+    return sp.Trace(sp.MatrixSymbol("X", n, n)), sp.Symbol("g"), [sp.MatrixSymbol("X", n, n)]
+
+
+def _ex_det(n):
+    X = sp.MatrixSymbol("X", n, n)
+    return sp.Determinant(X), sp.Symbol("g"), [X]
+
+
+def _ex_inverse(n):
+    X = sp.MatrixSymbol("X", n, n)
+    return sp.Inverse(X), sp.MatrixSymbol("G", n, n), [X]
+
+
+def _ex_diagonal():
+    n, = _sizes("n")
+    X, G = sp.MatrixSymbol("X", n, n), sp.MatrixSymbol("G", n, 1)
+    return sp.DiagonalOf(X), G, [X]
+
+
+def _scalar_rule_proof(rule: "Rule") -> Proof:
+    """A scalar-valued rule in index notation at symbolic size: d(g F(X))/dX_pq against the claimed entry (p, q)."""
+    start = time.perf_counter()
+    expr, g, (X,) = rule.example()
+    p, q, k = sp.symbols("p q k", integer=True, nonnegative=True)
+    if isinstance(expr, sp.Trace):
+        value = sp.Sum(sp.IndexedBase(X.name)[k, k], (k, 0, X.shape[0] - 1))
+    else:
+        value = index_form(expr.arg, 0, 0)
+    (leaf, claimed), = rule.pull(expr, g, None)
+    residual = sp.diff(g * value, sp.IndexedBase(X.name)[p, q]) - index_form(claimed, p, q)
+    residual = residual.subs({q: 0} if X.shape[1] == 1 else {})  # a column vector's only column is 0
+    residual = residual.subs({p: 0} if X.shape[0] == 1 else {})
+    residual = residual.replace(lambda x: isinstance(x, sp.KroneckerDelta) and len(x.args) == 3,
+                                lambda x: sp.KroneckerDelta(*x.args[:2]))  # Identity's entry carries its range
+    reduced = index_zero(residual)
+    proof = Proof(reduced == 0, "index notation at symbolic size (KroneckerDelta sums, canonical dummies, exact cancel)",
+                  reduced, rule.statement)
+    proof.seconds = time.perf_counter() - start
+    return proof
+
+
+@dataclass(frozen=True)
+class ScalarRule(Rule):
+    """A rule whose output is a scalar (its sensitivity g a scalar), proved in index notation at symbolic size."""
+
+    def prove(self) -> Proof:
+        return _scalar_rule_proof(self)
+
+
+def _ex_as_scalar():
+    M = sp.MatrixSymbol("M", 1, 1)
+    return AsScalar(M), sp.Symbol("g"), [M]
+
+
+_TABLE += [
+    ScalarRule("trace", (sp.Trace,), lambda e, g, out: [(e.arg, _scaled_identity(g, e.arg.shape[0]))],
+               lambda e, t: sp.Trace(t[e.arg]) if e.arg in t else None, _ex_trace,
+               "d trace(X): dX = g I (tr X = sum_k X_kk)", "all n >= 1 (symbolic)"),
+    ScalarRule("scalar", (AsScalar,), lambda e, g, out: [(e.arg, _one_by_one(g))],
+               lambda e, t: AsScalar(t[e.arg]) if e.arg in t else None, _ex_as_scalar,
+               "a 1 x 1 product read as a scalar: dM = g I_1", "every 1 x 1 matrix"),
+    ExplicitRule("det", (sp.Determinant,), _det_pull,
+                 lambda e, t: sp.MatMul(e, sp.Trace(sp.MatMul(sp.Inverse(e.arg), t[e.arg]))) if e.arg in t else None,
+                 _ex_det, "d det(X): dX = g det(X) X^-T (Jacobi's formula)",
+                 "proved exactly at n = 1, 2, 3; every n by Jacobi's formula d det X = det X tr(X^-1 dX), X invertible"),
+    ExplicitRule("inverse", (sp.Inverse,), _inverse_pull,
+                 lambda e, t: sp.MatMul(-1, e, t[e.arg], e) if e.arg in t else None,
+                 _ex_inverse, "d X^-1: dX = -X^-T G X^-T",
+                 "proved exactly at n = 1, 2, 3; every n from d(X X^-1) = 0: d(X^-1) = -X^-1 dX X^-1, X invertible"),
+    Rule("diagonal", (sp.DiagonalOf,), lambda e, G, out: [(e.arg, Diag(G))],
+         lambda e, t: sp.DiagonalOf(t[e.arg]) if e.arg in t else None, _ex_diagonal,
+         "d diagonal(X) (the column of X_kk): dX = diag(G)", "all n >= 1"),
+]
+
 #: name -> :class:`Rule`
 RULES: dict[str, Rule] = {r.name: r for r in _TABLE}
 
@@ -800,6 +965,9 @@ def _canonical(e):
     if isinstance(e, sp.Sum):
         f = _canonical(e.function)
         for (c, a, b) in e.limits:  # innermost first
+            if a == b:  # a sum of one term (a row vector's only column): the term
+                f = _canonical(f.xreplace({c: a}))
+                continue
             f = sp.expand(f)
             out = []
             for term in sp.Add.make_args(f):

@@ -1,0 +1,465 @@
+r"""Matrix calculus from one line: ``derive.diff("x.T*A*x", "x", shapes="A:n,n x:n")`` gives ``(A + Aᵀ) x``.
+
+The derivative of a matrix or vector expression at **symbolic size**, through the one rule table
+(:mod:`derive.rules`): every matrix node is differentiated by its rule's pullback (matmul, transpose,
+sum, Hadamard, elementwise functions, row softmax, LayerNorm, trace, det, inverse, diag, a 1 x 1 product
+read as a scalar), and a scalar built from matrix values (``log(det(X))``, ``trace(A*X)**2``) by the
+scalar chain rule (``sympy.diff`` of the scalar in the matrix values, which are plain symbols there).
+SymPy's own ``MatrixSymbol.diff`` is never called (it loses the −ppᵀ term of softmax and returns 0 for
+functions of traces, DESIGN.md pitfalls).
+
+* a scalar result gives the **gradient**, of the shape of the variable (the Matrix Cookbook's layout:
+  d trace(A X)/dX = Aᵀ);
+* a matrix or vector result gives the **pullback** ``dX`` for an upstream sensitivity ``G`` of the
+  result's shape (``dL/dX`` when ``dL/dF = G``); when it is ``M G`` for vectors, the Jacobian ``Mᵀ``.
+
+>>> d = diff("x.T*A*x", "x", shapes="A:n,n x:n")
+>>> print(d.pretty())
+dx = (A + Aᵀ) x
+>>> print(diff("log(det(X))", "X", shapes="X:n,n").pretty())
+dX = Xᵀ⁻¹
+>>> print(diff("A*x", "x", shapes="A:m,n x:n").pretty())
+dx = Aᵀ G
+>>> d.rules
+['scalar', 'matmul', 'transpose']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from seqgrad.errors import ParseError, SeqgradTypeError, SeqgradValueError
+
+from .matrix_text import Declared, is_matrix, parse_matrix
+from .rules import AsScalar, RULES, _constant, proved, rule_for
+
+__all__ = ["diff", "MatrixDerivative", "derivative_of", "textbook", "evaluate", "numpy_ops"]
+
+#: scalar-valued matrix functions: the leaves of the scalar chain rule
+_SCALAR_NODES = (sp.Trace, sp.Determinant, AsScalar)
+
+
+def _depends(e, wrt) -> bool:
+    return wrt in e.free_symbols
+
+
+def _backprop(e, seed, wrt, out: list, used: dict) -> None:
+    """Reverse mode: add to ``out`` the contributions of ``e`` (with sensitivity ``seed``) to d/d``wrt``."""
+    if not _depends(e, wrt):
+        return
+    if e == wrt:
+        out.append(seed)
+        return
+    if is_matrix(e):
+        if isinstance(e, sp.MatrixSymbol) or _constant(e):
+            return
+        if isinstance(e, sp.MatMul):
+            coeff, mats = e.as_coeff_matrices()
+            if _depends(coeff, wrt):  # c(X) M(X): dc = <G, M> = trace(Gᵀ M), dM = c G (the product rule)
+                M = sp.MatMul(*mats) if len(mats) > 1 else mats[0]
+                used["scaling"] = None
+                _backprop(coeff, sp.Trace(sp.MatMul(seed.T, M)), wrt, out, used)
+                _backprop(M, sp.MatMul(coeff, seed), wrt, out, used)
+                return
+        _by_rule(e, seed, wrt, out, used)
+        return
+    if isinstance(e, _SCALAR_NODES):
+        _by_rule(e, seed, wrt, out, used)
+        return
+    if isinstance(e, sp.Symbol):
+        return
+    # a scalar of scalar-valued matrix functions (and of wrt itself when it is a scalar): the chain rule
+    atoms = _scalar_atoms(e, wrt)
+    names = {a: sp.Dummy("s") for a in atoms}
+    flat = e.xreplace(names)
+    back = {v: k for k, v in names.items()}
+    for atom, s in names.items():
+        partial = sp.diff(flat, s).xreplace(back)
+        if partial != 0:
+            _backprop(atom, seed * partial if seed != 1 else partial, wrt, out, used)
+    if isinstance(wrt, sp.Symbol) and wrt in flat.free_symbols:
+        out.append(seed * sp.diff(flat, wrt))
+
+
+def _scalar_atoms(e, wrt) -> list:
+    found: dict = {}
+
+    def walk(x):
+        if isinstance(x, _SCALAR_NODES):
+            if _depends(x, wrt):
+                found[x] = None
+            return
+        for a in x.args:
+            walk(a)
+
+    walk(e)
+    return list(found)
+
+
+def _by_rule(e, seed, wrt, out, used) -> None:
+    try:
+        rule = rule_for(e)
+    except SeqgradTypeError:
+        raise SeqgradValueError("expression", sp.sstr(e), "an expression of the rule table's operations ("
+                                + ", ".join(RULES) + "); this one has no rule") from None
+    used[rule.name] = None
+    for child, contribution in rule.pull(e, seed, None):
+        _backprop(child, contribution, wrt, out, used)
+
+
+def _sum(terms):
+    if not terms:
+        return None
+    if all(is_matrix(t) for t in terms):
+        return (sp.MatAdd(*terms) if len(terms) > 1 else terms[0]).doit()
+    return sp.Add(*terms)
+
+
+def _factors(t):
+    if isinstance(t, sp.MatMul):
+        coeff, mats = t.as_coeff_matrices()
+        return coeff, list(mats)
+    return sp.Integer(1), [t]
+
+
+def _product(coeff, mats):
+    if not mats:
+        return None
+    body = sp.MatMul(*mats) if len(mats) > 1 else mats[0]
+    return body if coeff == 1 else sp.MatMul(coeff, body)
+
+
+def textbook(expr):
+    """Common factors of a matrix sum pulled out, right then left: ``A x + Aᵀ x`` -> ``(A + Aᵀ) x``."""
+    if not isinstance(expr, sp.MatAdd):
+        return expr
+    terms = list(expr.args)
+    for side in (-1, 0):
+        groups: dict = {}
+        for t in terms:
+            coeff, mats = _factors(t)
+            key = mats[side] if len(mats) >= 2 else None
+            groups.setdefault(key, []).append((coeff, mats))
+        new = []
+        for key, members in groups.items():
+            if key is None or len(members) < 2:
+                new.extend(_product(c, m) for c, m in members)
+                continue
+            rest = [_product(c, m[:-1] if side == -1 else m[1:]) for c, m in members]
+            inner = textbook(sp.MatAdd(*rest).doit())
+            new.append(sp.MatMul(inner, key) if side == -1 else sp.MatMul(key, inner))
+        terms = new
+    return terms[0] if len(terms) == 1 else sp.MatAdd(*terms)
+
+
+def _jacobian(pullback, G):
+    """``Mᵀ`` when the pullback is ``M G`` (M free of G) for column vectors; else None."""
+    if G is None or G.shape[1] != 1:
+        return None
+    coeff, mats = _factors(pullback)
+    if mats and mats[-1] == G and not any(G in m.free_symbols for m in mats[:-1]):
+        M = _product(coeff, mats[:-1]) or sp.Identity(G.shape[0])
+        return sp.Transpose(M).doit()
+    return None
+
+
+@dataclass
+class MatrixDerivative:
+    """The derivative of ``expr`` with respect to ``wrt``: the gradient (scalar ``expr``) or the pullback
+    ``dX`` for the upstream ``G`` (matrix ``expr``), the Jacobian where it was read off, the rules used."""
+
+    expr: object
+    wrt: object
+    value: object
+    G: object = None
+    jacobian: object = None
+    rules: list = field(default_factory=list)
+    declared: Declared | None = None
+
+    @property
+    def kind(self) -> str:
+        return "gradient" if self.G is None else "pullback"
+
+    @property
+    def target(self):
+        """The name of the result: ``dX`` (a structured name of the variable's shape)."""
+        if isinstance(self.wrt, sp.MatrixSymbol):
+            return sp.MatrixSymbol("d" + self.wrt.name, *self.wrt.shape)
+        return sp.Symbol("d" + self.wrt.name)
+
+    def rows(self) -> list:
+        """(lhs, rhs) pairs for the printers: the result, and the Jacobian where there is one."""
+        rows = [(self.target, self.value)]
+        if self.jacobian is not None:
+            rows.append((sp.MatrixSymbol("J", *self.jacobian.shape), self.jacobian))
+        return rows
+
+    def pretty(self) -> str:
+        from .program import pretty
+
+        return "\n".join(f"{pretty(a)} = {pretty(b)}" for a, b in self.rows())
+
+    def __str__(self) -> str:
+        from .program import sstr
+
+        return "\n".join(f"{sstr(a)} = {sstr(b)}" for a, b in self.rows())
+
+    def latex(self) -> str:
+        """A complete display (``align*``) through the project's LaTeX printer."""
+        from .latex_layout import display
+
+        return display(self.rows())
+
+    def _repr_latex_(self) -> str:
+        return self.latex()
+
+    def proofs(self) -> dict:
+        """Each rule used, proved (at symbolic size in index notation, or as its scope says)."""
+        return {name: proved(name) for name in self.rules if name in RULES}
+
+    def as_dict(self) -> dict:
+        from .program import sstr
+
+        return {"expression": sstr(self.expr), "wrt": str(self.wrt), "kind": self.kind, "result": sstr(self.value),
+                "upstream": None if self.G is None else str(self.G),
+                "jacobian": None if self.jacobian is None else sstr(self.jacobian), "rules": list(self.rules),
+                "scopes": {n: RULES[n].scope for n in self.rules if n in RULES}}
+
+
+def derivative_of(expr, wrt):
+    """The gradient of the scalar ``expr`` with respect to ``wrt`` (a MatrixSymbol or Symbol), by the rule table;
+    the pullback for the upstream ``G`` when ``expr`` is a matrix.  Used by ``diff(f, X)`` inside ``verify``."""
+    return _differentiate(expr, wrt).value
+
+
+def _differentiate(expr, wrt, upstream: str = "G") -> MatrixDerivative:
+    if not _depends(expr, wrt):
+        shape = wrt.shape if isinstance(wrt, sp.MatrixSymbol) else None
+        zero = sp.ZeroMatrix(*shape) if shape else sp.Integer(0)
+        return MatrixDerivative(expr, wrt, zero)
+    G = sp.MatrixSymbol(upstream, *expr.shape) if is_matrix(expr) else None
+    if G is not None and G in expr.free_symbols:
+        raise SeqgradValueError("upstream", upstream, "a name that the expression does not use")
+    out: list = []
+    used: dict = {}
+    _backprop(expr, G if G is not None else sp.Integer(1), wrt, out, used)
+    value = _sum(out)
+    if value is None:  # depends on wrt, yet no contribution: never a silent zero
+        raise SeqgradValueError("expression", str(expr), f"an expression whose dependence on {wrt} the rule table reaches")
+    if is_matrix(value):
+        value = textbook(value)
+    else:
+        value = sp.factor_terms(value)
+    return MatrixDerivative(expr, wrt, value, G, _jacobian(value, G) if is_matrix(value) else None, list(used))
+
+
+def diff(expr, wrt, shapes=None, variables=None, *, upstream: str = "G") -> MatrixDerivative:
+    """The derivative of ``expr`` (text or a SymPy matrix expression) with respect to the name ``wrt``.
+
+    ``shapes`` declares the matrices and vectors (``"A:n,n x:n"`` or ``{"A": "n,n", "x": "n"}``), ``variables``
+    the real scalars.  Returns a :class:`MatrixDerivative` (gradient for a scalar expression, pullback for the
+    upstream ``G`` otherwise).  Undeclared names, shape mismatches and operations without a rule are one clear
+    error (:class:`~seqgrad.errors.ParseError` / :class:`~seqgrad.errors.SeqgradValueError`).
+    """
+    declared = Declared(shapes, variables)
+    if isinstance(expr, str):
+        e = parse_matrix(expr, declared=declared)
+    elif isinstance(expr, sp.Basic):
+        e = expr
+    else:
+        raise SeqgradTypeError("expr", expr, "an expression as text or a SymPy (matrix) expression")
+    name = wrt.name if isinstance(wrt, (sp.Symbol, sp.MatrixSymbol)) else wrt
+    if not isinstance(name, str):
+        raise SeqgradTypeError("wrt", wrt, "the name of a declared matrix, vector or scalar")
+    target = declared.lookup(name) if isinstance(wrt, str) else wrt
+    if target is None or name in declared.sizes:
+        raise ParseError("wrt", name, "a declared matrix or vector (shapes) or scalar (variables); declared: "
+                         + (", ".join([*declared.matrices, *declared.scalars]) or "none"))
+    if upstream in declared.names():
+        upstream = "G_" if "G_" not in declared.names() else "G_up"
+    d = _differentiate(e, target, upstream)
+    d.declared = declared
+    return d
+
+
+# --------------------------------------------------------------------------------------------- evaluation
+
+def evaluate(expr, env: dict, ops):
+    """The value of a (matrix) expression at ``env`` (MatrixSymbol / Symbol -> array / number) with the
+    operations of a backend (``ops``: :func:`numpy_ops`, or the torch one in :mod:`crosscheck.matcalc`).
+    One walker for every backend, so the numeric sides of a check differ only in their backend."""
+    return _Evaluator(env, ops).value(expr)
+
+
+class _Evaluator:
+    def __init__(self, env, ops):
+        self.env, self.ops, self.memo = env, ops, {}
+
+    def value(self, e):
+        if e in self.memo:
+            return self.memo[e]
+        v = self._value(e)
+        self.memo[e] = v
+        return v
+
+    def size(self, s):
+        return int(self.value(s)) if not isinstance(s, int) else s
+
+    def _value(self, e):
+        from .program import Elementwise
+        from .rules import Diag, Normalize, RowMean, RowSoftmax, RowStd, RowSum
+
+        o, v = self.ops, self.value
+        if e in self.env:
+            return self.env[e]
+        if isinstance(e, (sp.MatrixSymbol, sp.Symbol)):
+            raise SeqgradValueError("values", str(e), "a value for every name of the expression")
+        if e.is_Number:
+            return float(e)
+        if isinstance(e, sp.NumberSymbol):
+            return float(e)
+        if isinstance(e, sp.MatMul):
+            coeff, mats = e.as_coeff_matrices()
+            out = v(mats[0])
+            for m in mats[1:]:
+                out = o.matmul(out, v(m))
+            return out if coeff == 1 else v(coeff) * out
+        if isinstance(e, sp.MatAdd):
+            out = v(e.args[0])
+            for a in e.args[1:]:
+                out = out + v(a)
+            return out
+        if isinstance(e, sp.Transpose):
+            return o.transpose(v(e.arg))
+        if isinstance(e, sp.HadamardProduct):
+            out = v(e.args[0])
+            for a in e.args[1:]:
+                out = out * v(a)
+            return out
+        if isinstance(e, sp.Inverse):
+            return o.inv(v(e.arg))
+        if isinstance(e, sp.MatPow) and e.exp.is_Integer:
+            base = v(e.base) if e.exp > 0 else o.inv(v(e.base))
+            out = base
+            for _ in range(abs(int(e.exp)) - 1):
+                out = o.matmul(out, base)
+            return out
+        if isinstance(e, sp.Identity):
+            return o.eye(self.size(e.shape[0]))
+        if isinstance(e, sp.OneMatrix):
+            return o.ones(self.size(e.shape[0]), self.size(e.shape[1]))
+        if isinstance(e, sp.ZeroMatrix):
+            return o.zeros(self.size(e.shape[0]), self.size(e.shape[1]))
+        if isinstance(e, Elementwise):
+            x = v(e.expr)
+            return _Evaluator({**self.env, e.function.variables[0]: x}, o).value(e.function.expr) + 0 * x
+        if isinstance(e, RowSoftmax):
+            return o.softmax(v(e.arg))
+        if isinstance(e, Normalize):
+            return o.normalize(v(e.arg), v(e.eps))
+        if isinstance(e, RowStd):
+            return o.rowstd(v(e.arg), v(e.eps))
+        if isinstance(e, RowSum):
+            return o.rowsum(v(e.arg))
+        if isinstance(e, RowMean):
+            return o.rowmean(v(e.arg))
+        if isinstance(e, (Diag, sp.DiagMatrix)):
+            return o.diag(v(e.args[0]))
+        if isinstance(e, sp.DiagonalOf):
+            return o.diagonal(v(e.arg))
+        if isinstance(e, sp.Trace):
+            return o.trace(v(e.arg))
+        if isinstance(e, sp.Determinant):
+            return o.det(v(e.arg))
+        if isinstance(e, AsScalar):
+            return o.item(v(e.arg))
+        if isinstance(e, sp.Add):
+            out = v(e.args[0])
+            for a in e.args[1:]:
+                out = out + v(a)
+            return out
+        if isinstance(e, sp.Mul):
+            out = v(e.args[0])
+            for a in e.args[1:]:
+                out = out * v(a)
+            return out
+        if isinstance(e, sp.Pow):
+            base, exp = v(e.base), e.exp
+            if exp == sp.Rational(1, 2):
+                return o.fn("sqrt")(base)
+            return base ** (int(exp) if exp.is_Integer else v(exp))
+        if isinstance(e, sp.Function) and o.has(type(e).__name__):
+            return o.fn(type(e).__name__)(*[v(a) for a in e.args])
+        raise SeqgradValueError("expression", sp.sstr(e), f"an operation with a numeric implementation ({type(e).__name__} has none)")
+
+
+class _NumpyOps:
+    def __init__(self):
+        import numpy as np
+
+        self.np = np
+        self.functions = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+                          "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "exp": np.exp,
+                          "log": np.log, "sqrt": np.sqrt, "Abs": np.abs, "floor": np.floor, "sign": np.sign}
+
+    def has(self, name):
+        return name in self.functions
+
+    def fn(self, name):
+        return self.functions[name]
+
+    def matmul(self, a, b):
+        return a @ b
+
+    def transpose(self, a):
+        return a.T
+
+    def inv(self, a):
+        return self.np.linalg.inv(a)
+
+    def det(self, a):
+        return self.np.linalg.det(a)
+
+    def trace(self, a):
+        return self.np.trace(a)
+
+    def eye(self, n):
+        return self.np.eye(n)
+
+    def ones(self, r, c):
+        return self.np.ones((r, c))
+
+    def zeros(self, r, c):
+        return self.np.zeros((r, c))
+
+    def softmax(self, S):
+        e = self.np.exp(S - self.np.max(S, -1, keepdims=True))
+        return e / self.np.sum(e, -1, keepdims=True)
+
+    def rowstd(self, X, eps):
+        return self.np.sqrt(self.np.var(X, -1, keepdims=True) + eps)
+
+    def normalize(self, X, eps):
+        return (X - self.np.mean(X, -1, keepdims=True)) / self.rowstd(X, eps)
+
+    def rowsum(self, X):
+        return self.np.sum(X, -1, keepdims=True) + 0 * X
+
+    def rowmean(self, X):
+        return self.np.mean(X, -1, keepdims=True) + 0 * X
+
+    def diag(self, v):
+        return self.np.diag(self.np.ravel(v))
+
+    def diagonal(self, X):
+        return self.np.diagonal(X).reshape(-1, 1).copy()
+
+    def item(self, M):
+        return M[0, 0]
+
+
+def numpy_ops():
+    """The numpy backend of :func:`evaluate` (numpy imported on the first call, not with ``seqgrad.derive``)."""
+    return _NumpyOps()
