@@ -68,6 +68,9 @@ class _MatrixPrinting:
     def _print_DiagonalOf(self, expr):
         return f"_diagonal({self._print(expr.arg)})"
 
+    def _print_sign(self, expr):
+        return f"{self._module}.sign({self._print(expr.args[0])})"
+
     def _print_Pow(self, expr, rational=False):
         if expr.free_symbols and all(s.is_integer for s in expr.free_symbols) and not expr.exp.is_Integer:
             return f"(float({self._print(expr.base)})**{float(expr.exp)!r})"  # a power of sizes: a Python float

@@ -178,6 +178,22 @@ class MatrixDerivative:
     rules: list = field(default_factory=list)
     declared: Declared | None = None
 
+    def kinks(self) -> list:
+        """Where the derivative does not exist: the arguments of the sign and step functions it uses (|u|' = sign(u))."""
+        from .program import Elementwise
+
+        found = set()
+        for node in sp.preorder_traversal(self.value):
+            bound = any(isinstance(s, sp.Dummy) for s in node.args[0].free_symbols) if node.args else False
+            if isinstance(node, (sp.sign, sp.Heaviside)) and not bound:  # (an entrywise function's own variable: below)
+                found.add(node.args[0])
+            if isinstance(node, Elementwise):  # entrywise: the kink of f at the matrix argument's entries
+                u = node.function.variables[0]
+                for f in node.function.expr.atoms(sp.sign, sp.Heaviside):
+                    if f.args[0] == u:
+                        found.add(node.expr)
+        return sorted(found, key=sp.default_sort_key)
+
     @property
     def kind(self) -> str:
         return "gradient" if self.G is None else "pullback"
@@ -225,7 +241,8 @@ class MatrixDerivative:
         return {"expression": sstr(self.expr), "wrt": str(self.wrt), "kind": self.kind, "result": sstr(self.value),
                 "upstream": None if self.G is None else str(self.G),
                 "jacobian": None if self.jacobian is None else sstr(self.jacobian), "rules": list(self.rules),
-                "scopes": {n: RULES[n].scope for n in self.rules if n in RULES}}
+                "scopes": {n: RULES[n].scope for n in self.rules if n in RULES},
+                "not_differentiable_where_zero": [sstr(k) for k in self.kinks()]}
 
 
 def derivative_of(expr, wrt):
@@ -248,6 +265,10 @@ def _differentiate(expr, wrt, upstream: str = "G") -> MatrixDerivative:
     value = _sum(out)
     if value is None:  # depends on wrt, yet no contribution: never a silent zero
         raise SeqgradValueError("expression", str(expr), f"an expression whose dependence on {wrt} the rule table reaches")
+    if value.has(sp.Derivative):
+        f = next(iter(value.atoms(sp.Derivative))).expr
+        raise SeqgradValueError("expression", str(expr), f"differentiable functions: {sp.sstr(f)} has no derivative "
+                                "(floor is constant between integers and jumps at them)")
     if is_matrix(value):
         value = textbook(value)
     else:
