@@ -25,9 +25,9 @@ import sympy as sp
 from seqgrad.errors import SeqgradValueError
 
 from .matrix_text import Declared, is_matrix, parse_matrix
-from .rules import AsScalar, index_form, index_zero
+from .rules import AsScalar, index_form, index_zero, rectangular_order
 
-__all__ = ["verify_matrix", "index_residual", "canonical_order"]
+__all__ = ["verify_matrix", "index_residual"]
 
 
 def _minus(L, R):
@@ -63,30 +63,6 @@ def index_residual(residual):
     return out.replace(lambda e: isinstance(e, AsScalar), lambda e: index_form(e.arg, 0, 0))
 
 
-def canonical_order(expr):
-    """Every rectangular sum (bounds free of its indices) in one nesting order: the least of its orders by SymPy's
-    sort key, the indices renamed by position.  Equal sums written in two orders then compare equal."""
-    import itertools
-
-    def canon(s):
-        limits = list(s.limits)
-        dummies = [c for c, _, _ in limits]
-        if len(limits) > 6 or any(set(dummies) & (a.free_symbols | b.free_symbols) for _, a, b in limits):
-            return s
-        best = None
-        names = [sp.Symbol(f"k_{p}", integer=True) for p in range(len(limits))]
-        for perm in itertools.permutations(range(len(limits))):
-            ordered = [limits[p] for p in perm]
-            ren = {c: names[q] for q, (c, _, _) in enumerate(ordered)}
-            f = s.function.xreplace(ren)
-            cand = sp.Sum(f, *[(ren[c], a, b) for c, a, b in ordered])
-            if best is None or sp.default_sort_key(cand) < sp.default_sort_key(best):
-                best = cand
-        return best
-
-    return sp.expand(expr.replace(lambda e: isinstance(e, sp.Sum), canon))
-
-
 def _prove(residual):
     if _structural_zero(residual):
         return ("proved", "matrix algebra at symbolic size (SymPy's canonical matrix forms)")
@@ -94,7 +70,7 @@ def _prove(residual):
     if indexed is None:
         return ("open", "no proof by matrix algebra; determinants and inverses have no index form")
     reduced = index_zero(indexed)
-    if reduced == 0 or canonical_order(reduced) == 0:
+    if reduced == 0 or rectangular_order(reduced) == 0:
         return ("proved", "index notation at symbolic size (KroneckerDelta sums, one nesting order, exact cancel)")
     return ("open", "no proof by matrix algebra or index notation")
 

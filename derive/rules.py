@@ -69,7 +69,7 @@ from .safe_parse import as_sympy
 __all__ = [
     "Rule", "RULES", "rule_for", "pullback", "jvp", "jacobian", "Diag", "RowSoftmax", "RowSum", "RowMean", "RowStd", "Normalize",
     "Masked", "HConcat", "ColumnBlock", "index_form", "directional", "index_zero", "index_proof", "expand_indexed", "prove_all",
-    "proved", "EPS", "AsScalar",
+    "proved", "EPS", "AsScalar", "rectangular_order",
 ]
 
 EPS = sp.Symbol("epsilon", positive=True)
@@ -669,12 +669,121 @@ def _explicit_rule_proof(rule: "Rule", sizes=(1, 2, 3)) -> Proof:
     return proof
 
 
+def _adjoint_residual(rule: "Rule"):
+    """``<G, Ḟ(Ẋ)> - <pullback(G), Ẋ>`` in index notation at symbolic size, with X⁻¹ a free matrix Y and det X a
+    free scalar D: the pullback is the adjoint of the forward rule for every n."""
+    n, = _sizes("n")
+    X, Xdot = sp.MatrixSymbol("X", n, n), sp.MatrixSymbol("Xdot", n, n)
+    expr = rule.nodes[0](X)
+    Y, D = sp.MatrixSymbol("Y", n, n), sp.Symbol("D")
+    opaque = lambda e: e.replace(lambda x: isinstance(x, sp.Inverse), lambda x: Y if x.arg == X else Y.T).xreplace({sp.Determinant(X): D})
+    scalar = not expr.is_Matrix
+    G = sp.Symbol("g") if scalar else sp.MatrixSymbol("G", n, n)
+    tangent = opaque(rule.forward(expr, {X: Xdot}))
+    (_, back), = rule.pull(expr, G, None)
+    back = opaque(back.doit())
+    i, j, p, q, k = sp.symbols("i j p q k", integer=True, nonnegative=True)
+    if scalar:  # g D trace(Y Ẋ)
+        coeff, mats = tangent.as_coeff_Mul()[0], tangent
+        inner = tangent.atoms(sp.Trace).pop()
+        left = g_pair = G * (tangent / inner) * sp.Sum(index_form(inner.arg, k, k), (k, 0, n - 1))
+    else:
+        left = sp.Sum(_indexed(G[i, j]) * index_form(tangent, i, j), (i, 0, n - 1), (j, 0, n - 1))
+    right = sp.Sum(index_form(back, p, q) * sp.IndexedBase("Xdot")[p, q], (p, 0, n - 1), (q, 0, n - 1))
+    return left - right
+
+
+def _flat_sum(s):
+    """A sum of products of sums as one sum over all the indices (the inner indices made fresh), or None when a
+    sum sits elsewhere than as a factor (inside a root, a function) or has bounds that depend on an index."""
+    function, limits = s.function, list(s.limits)
+    while True:
+        factors = sp.Mul.make_args(sp.expand(function)) if not isinstance(function, sp.Sum) else (function,)
+        if len(sp.Add.make_args(sp.expand(function))) > 1:
+            return None  # a sum of terms inside: expanded by the caller first
+        inner = [f for f in factors if isinstance(f, sp.Sum)]
+        if not inner:
+            break
+        rest = [f for f in factors if not isinstance(f, sp.Sum)]
+        for f in inner:
+            fresh = {c: sp.Dummy(str(c)) for c, _, _ in f.limits}
+            rest.append(f.function.xreplace(fresh))
+            limits = [(fresh[c], a, b) for c, a, b in f.limits] + limits
+        function = sp.Mul(*rest)
+    if function.has(sp.Sum):
+        return None
+    dummies = {c for c, _, _ in limits}
+    if len(limits) > 6 or any(dummies & (a.free_symbols | b.free_symbols) for _, a, b in limits):
+        return None
+    return function, limits
+
+
+def rectangular_order(expr):
+    """Every sum of products of rectangular sums (bounds free of the indices) as one sum in its least index order
+    (SymPy's sort key over the orders, indices renamed by position), so that equal sums written with their
+    indices in two orders compare equal: ``sum_k sum_l A_kl B_lk`` and ``sum_l sum_k B_lk A_kl``."""
+    import itertools
+
+    def canon(s):
+        flat = _flat_sum(s)
+        if flat is None:
+            return s
+        function, limits = flat
+        names = [sp.Symbol(f"_rect_{p}", integer=True) for p in range(len(limits))]
+        best = None
+        for perm in itertools.permutations(range(len(limits))):
+            ordered = [limits[p] for p in perm]
+            ren = {c: names[m] for m, (c, _, _) in enumerate(ordered)}
+            cand = sp.Sum(function.xreplace(ren), *[(ren[c], a, b) for c, a, b in ordered])
+            if best is None or sp.default_sort_key(cand) < sp.default_sort_key(best):
+                best = cand
+        return best
+
+    expr = sp.expand(expr)
+    return sp.expand(sp.Add(*[t.replace(lambda e: isinstance(e, sp.Sum), canon) if isinstance(t, sp.Sum) or t.has(sp.Sum) else t
+                              for t in sp.Add.make_args(expr)]))
+
+
+def _inverse_forward_residual():
+    """d(X Y) with Y = X⁻¹ and Ẏ from the inverse's forward rule, by the (proved) matmul rule, X Y = I used:
+    ``Ẋ Y + X Ẏ`` must vanish (the derivative of the constant I), at symbolic size."""
+    n, = _sizes("n")
+    X, Xdot = sp.MatrixSymbol("X", n, n), sp.MatrixSymbol("Xdot", n, n)
+    Y = sp.Inverse(X)
+    Ydot = RULES["inverse"].forward(Y, {X: Xdot})
+    total = RULES["matmul"].forward(sp.MatMul(X, Y), {X: Xdot, Y: Ydot}).doit()
+    return total.doit()
+
+
+def _explicit_or_adjoint_proof(rule: "Rule") -> Proof:
+    start = time.perf_counter()
+    adjoint = rectangular_order(index_zero(_adjoint_residual(rule)))
+    if rule.name == "inverse":
+        forward = _inverse_forward_residual()
+        forward_ok = isinstance(forward, sp.ZeroMatrix) or forward == 0
+        how = ("the forward rule from d(X X^-1) = 0 by the matmul rule at symbolic size; the pullback its adjoint in "
+               "index notation at symbolic size")
+        explicit = _explicit_rule_proof(rule, sizes=(1, 2))
+    else:
+        forward_ok = True
+        how = ("the pullback the adjoint of Jacobi's formula in index notation at symbolic size; Jacobi's formula "
+               "itself exact at n = 1, 2, 3 (explicit symbolic entries)")
+        explicit = _explicit_rule_proof(rule)
+    holds = adjoint == 0 and forward_ok and explicit.holds
+    residual = adjoint if adjoint != 0 else (sp.Integer(0) if explicit.holds else explicit.residual)
+    proof = Proof(holds, how, residual, rule.statement)
+    proof.seconds = time.perf_counter() - start
+    return proof
+
+
 @dataclass(frozen=True)
 class ExplicitRule(Rule):
-    """A rule proved at explicit sizes with symbolic entries; its scope says how the general size follows."""
+    """det and the inverse: no index form at symbolic size, so the pullback is proved as the adjoint of the
+    forward rule (at symbolic size, X⁻¹ and det X opaque), and the forward rule from its defining identity
+    (the inverse) or at explicit sizes (Jacobi's formula); the scope says so."""
 
     def prove(self) -> Proof:
-        return _explicit_rule_proof(self)
+        return _explicit_or_adjoint_proof(self)
 
 
 def _ex_trace():
@@ -682,12 +791,13 @@ def _ex_trace():
     return sp.Trace(sp.MatrixSymbol("X", n, n)), sp.Symbol("g"), [sp.MatrixSymbol("X", n, n)]
 
 
-def _ex_det(n):
-    X = sp.MatrixSymbol("X", n, n)
+def _ex_det(n=None):
+    X = sp.MatrixSymbol("X", *(2 * (_sizes("n") if n is None else (n,))))
     return sp.Determinant(X), sp.Symbol("g"), [X]
 
 
-def _ex_inverse(n):
+def _ex_inverse(n=None):
+    n = _sizes("n")[0] if n is None else n
     X = sp.MatrixSymbol("X", n, n)
     return sp.Inverse(X), sp.MatrixSymbol("G", n, n), [X]
 
