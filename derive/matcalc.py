@@ -6,7 +6,7 @@ sum, Hadamard, elementwise functions, row softmax, LayerNorm, trace, det, invers
 read as a scalar), and a scalar built from matrix values (``log(det(X))``, ``trace(A*X)**2``) by the
 scalar chain rule (``sympy.diff`` of the scalar in the matrix values, which are plain symbols there).
 SymPy's own ``MatrixSymbol.diff`` is never called (it loses the −ppᵀ term of softmax and returns 0 for
-functions of traces, DESIGN.md pitfalls).
+functions of traces: the design notes' known pitfalls).
 
 * a scalar result gives the **gradient**, of the shape of the variable (the Matrix Cookbook's layout:
   d trace(A X)/dX = Aᵀ);
