@@ -180,6 +180,10 @@ def _side(argument: str, value, variables, sizes, evaluate: bool = True):
     raise SeqgradTypeError(argument, value, "a SymPy expression, a number, text, or a vector of them")
 
 
+def _derivatives_done(e):
+    return e.replace(lambda x: isinstance(x, sp.Derivative), lambda x: x.doit()) if e.has(sp.Derivative) else e
+
+
 def _free(x) -> set:
     if isinstance(x, tuple):
         return set().union(*[_free(e) for e in x]) if x else set()
@@ -354,7 +358,7 @@ def verify(lhs, rhs=None, *, variables: Iterable[str] | str | None = None, sizes
     domain = _unmet(_conditions(*raw), subs, free)
     assumed_text = _assumption_text(domains)
     residual = [a - b for a, b in zip(L, R)] if isinstance(L, tuple) else [L - R]
-    residual = [r.xreplace(subs) for r in residual]
+    residual = [_derivatives_done(r).xreplace(subs) for r in residual]  # d/dx before x is written through its bound
     deadline = start + time_limit
     common = dict(statement=statement, assumptions=assumed_text)
 
