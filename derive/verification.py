@@ -49,6 +49,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
+import mpmath
 import sympy as sp
 
 from seqgrad import validate
@@ -87,6 +88,7 @@ class Verdict:
     assumptions: str = ""
     domain: list = field(default_factory=list)  # conditions where a side is defined that no assumption gives
     sampled: dict = field(default_factory=dict)
+    typed: tuple = ()  # the sides as typed, unevaluated (exp(log(x)), not x), for the LaTeX display
 
     @property
     def exit_code(self) -> int:
@@ -121,7 +123,7 @@ class Verdict:
         """A complete display (``align*``) for notes: the statement and the verdict."""
         from .latex_layout import display
 
-        lhs, rhs = (sp.Tuple(*x) if isinstance(x, tuple) else x for x in (self.lhs, self.rhs))
+        lhs, rhs = (sp.Tuple(*x) if isinstance(x, tuple) else x for x in (self.typed or (self.lhs, self.rhs)))
         relation = sp.Ne if self.status == "refuted" else sp.Eq
         return display([(relation(lhs, rhs, evaluate=False), f"({self.words()})")])
 
@@ -360,7 +362,7 @@ def verify(lhs, rhs=None, *, variables: Iterable[str] | str | None = None, sizes
     residual = [a - b for a, b in zip(L, R)] if isinstance(L, tuple) else [L - R]
     residual = [_derivatives_done(r).xreplace(subs) for r in residual]  # d/dx before x is written through its bound
     deadline = start + time_limit
-    common = dict(statement=statement, assumptions=assumed_text)
+    common = dict(statement=statement, assumptions=assumed_text, typed=tuple(raw))
 
     outcome = _run(_prove, (residual,), deadline - time.perf_counter())
     if outcome is not None and outcome[0] == "proved":
@@ -511,6 +513,10 @@ def _near_boundary(rng, interval):
     return bound + sign * sp.nsimplify(rng.choice((1e-9, 1e-6, 1e-3, 0.5, 1, 10, 1000)))
 
 
+def _interval_free(interval) -> bool:
+    return interval[0] is None and interval[2] is None
+
+
 def _draw_real(rng, kind, interval):
     bounded = interval[0] is not None or interval[2] is not None
     for _ in range(50):
@@ -528,15 +534,19 @@ def _size_value(rng: random.Random, k: int) -> int:
     return pool[k % len(pool)] if k < 2 * len(pool) else rng.choice(pool)
 
 
-def _switch_point(rng, at, switches, reals, intervals):
-    """Move one variable onto (or just beside) a zero of a switch expression, the others as drawn."""
+_OFFSETS = (0, sp.Rational(1, 2), -sp.Rational(1, 2), sp.Rational(1, 1000), -sp.Rational(1, 1000))
+
+
+def _switch_point(rng, at, switches, reals, intervals, target=None):
+    """Move one variable onto (or beside) a zero of a switch expression, the others as drawn; ``target`` =
+    (switch, variable, offset) chooses them, else they are drawn."""
     if not switches:
         return
-    u = rng.choice(switches)
+    u, v, offset = target if target is not None else (rng.choice(switches), None, rng.choice(_OFFSETS))
     candidates = [s for s in reals if s in u.free_symbols]
     if not candidates:
         return
-    v = rng.choice(candidates)
+    v = v if v is not None else rng.choice(candidates)
     fixed = u.xreplace({s: at[s] for s in u.free_symbols if s != v})
     try:
         roots = [r for r in sp.solve(fixed, v) if r.is_real]
@@ -544,10 +554,18 @@ def _switch_point(rng, at, switches, reals, intervals):
         return
     if not roots:
         return
-    offset = rng.choice((0, 0, sp.Rational(1, 1000), -sp.Rational(1, 1000), sp.Rational(1, 2), -sp.Rational(1, 2)))
     x = sp.nsimplify(rng.choice(roots)) + offset
     if x.is_number and x.is_real and _in_domain(x, intervals[v]):
         at[v] = x
+
+
+def _schedule(points: int, reals, switches):
+    """The kinds of the points, in order: each kind for every variable; then every switch expression and variable
+    at the zero and 1/2 and 1/1000 on either side; then each variable of its own random kind."""
+    plan = [("all", kind, None) for kind in _KINDS]
+    targets = [(u, v, off) for u in switches for v in reals if v in u.free_symbols for off in _OFFSETS]
+    plan += [("all", "switch", t) for t in targets[: max(points // 2, 10)]]
+    return plan
 
 
 def _sampled_summary(used_kinds, sizes_used, reals, switches, domains) -> dict:
@@ -573,30 +591,35 @@ def _numeric(L, R, points: int, seed: int, domains: dict, proof=None):
     used_kinds, sizes_used = set(), []
     good, skipped = 0, 0
     constant = proof if proof is not None and proof[0] == "constant" else None
+    plan = _schedule(points, reals, switches)
     for k in range(points * 4):
         if good >= points:
             break
-        kind = _KINDS[k % len(_KINDS)]
-        at = {}
+        _, kind, target = plan[k] if k < len(plan) else ("mixed", "mixed", None)
+        at, kinds_here = {}, set()
         for s in sizes:
             at[s] = sp.Integer(_size_value(rng, k))
         for s in reals:
-            at[s] = _draw_real(rng, "scale" if kind == "switch" else kind, intervals[s])
-        if kind == "switch":
-            _switch_point(rng, at, switches, reals, intervals)
+            own = rng.choice(_KINDS[:4] + ("boundary",)) if kind == "mixed" else kind
+            own = "scale" if own in ("switch", "boundary") and (own == "switch" or _interval_free(intervals[s])) else own
+            at[s] = _draw_real(rng, own, intervals[s])
+            kinds_here.add(own)
+        if kind == "switch" or (kind == "mixed" and rng.random() < 0.25):
+            _switch_point(rng, at, switches, reals, intervals, target)
+            kinds_here.add("switch")
         try:
-            with mpmath.workdps(30):
-                a = [complex(sp.N(e.xreplace(at).doit(), 30)) for e in lhs]
-                b = [complex(sp.N(e.xreplace(at).doit(), 30)) for e in rhs]
+            with mpmath.workdps(30):  # compared at 30 digits (a float64 comparison would not see 1 in 2**64)
+                a = [_mp(sp.N(e.xreplace(at).doit(), 30)) for e in lhs]
+                b = [_mp(sp.N(e.xreplace(at).doit(), 30)) for e in rhs]
         except Exception:
             skipped += 1
             continue
-        if not all(math.isfinite(v.real) and math.isfinite(v.imag) and abs(v.imag) < 1e-25 * (1 + abs(v.real))
+        if not all(mpmath.isfinite(v.real) and mpmath.isfinite(v.imag) and abs(v.imag) < 1e-25 * (1 + abs(v.real))
                    for v in a + b):
             skipped += 1  # outside the real domain of a side: not a point of the claim
             continue
         good += 1
-        used_kinds.add(kind)
+        used_kinds |= kinds_here
         sizes_used += [int(at[s]) for s in sizes]
         summary = _sampled_summary(used_kinds, sizes_used, reals, switches, domains)
         if constant is not None:  # the reduction confirmed here (50 digits of the difference itself), then believed
@@ -609,9 +632,12 @@ def _numeric(L, R, points: int, seed: int, domains: dict, proof=None):
                         f"the difference reduces ({how}) to {_shown(reduced)}, nonzero here: it is refuted whatever its size",
                         summary)
         for x, y in zip(a, b):
-            if abs(x - y) > TOLERANCE * (1 + abs(y)):
+            with mpmath.workdps(30):
+                differ = abs(x - y) > TOLERANCE * (1 + abs(y))
+            if differ:
                 return ("refuted", good, {str(s): v for s, v in at.items()},
-                        f"the sides differ at a point: {_short(x)} vs {_short(y)} (30 digits)", summary)
+                        f"the sides differ at a point: {_short(x)} vs {_short(y)} (difference {mpmath.nstr(x - y, 6)}, 30 digits)",
+                        summary)
     summary = _sampled_summary(used_kinds, sizes_used, reals, switches, domains)
     if good == 0:
         return ("undecided", 0, {}, "no point could be evaluated (every sampled point lies outside the real domain)", summary)
@@ -633,5 +659,12 @@ def _shown(reduced) -> str:
     return f"a nonzero polynomial of degree {sp.Poly(reduced, *syms).total_degree()} in {', '.join(map(str, syms))}"
 
 
-def _short(v: complex) -> str:
+def _mp(v):
+    """A SymPy number as an mpmath complex at the working precision (nan where it has no value)."""
+    re, im = v.as_real_imag()
+    return mpmath.mpc(sp.Float(re, 30)._mpf_, sp.Float(im, 30)._mpf_)
+
+
+def _short(v) -> str:
+    v = complex(v)
     return f"{v.real:.12g}" if v.imag == 0 else f"{v.real:.6g}{v.imag:+.6g}j"
