@@ -26,6 +26,8 @@ dx = Aᵀ G
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -347,18 +349,12 @@ class _Evaluator:
             for m in mats[1:]:
                 out = o.matmul(out, v(m))
             return out if coeff == 1 else v(coeff) * out
-        if isinstance(e, sp.MatAdd):
-            out = v(e.args[0])
-            for a in e.args[1:]:
-                out = out + v(a)
-            return out
+        if isinstance(e, (sp.MatAdd, sp.Add)):
+            return functools.reduce(operator.add, [v(a) for a in e.args])
+        if isinstance(e, (sp.HadamardProduct, sp.Mul)):  # entrywise, and scalars
+            return functools.reduce(operator.mul, [v(a) for a in e.args])
         if isinstance(e, sp.Transpose):
             return o.transpose(v(e.arg))
-        if isinstance(e, sp.HadamardProduct):
-            out = v(e.args[0])
-            for a in e.args[1:]:
-                out = out * v(a)
-            return out
         if isinstance(e, sp.Inverse):
             return o.inv(v(e.arg))
         if isinstance(e, sp.MatPow) and e.exp.is_Integer:
@@ -396,16 +392,6 @@ class _Evaluator:
             return o.det(v(e.arg))
         if isinstance(e, AsScalar):
             return o.item(v(e.arg))
-        if isinstance(e, sp.Add):
-            out = v(e.args[0])
-            for a in e.args[1:]:
-                out = out + v(a)
-            return out
-        if isinstance(e, sp.Mul):
-            out = v(e.args[0])
-            for a in e.args[1:]:
-                out = out * v(a)
-            return out
         if isinstance(e, sp.Pow):
             base, exp = v(e.base), e.exp
             if exp == sp.Rational(1, 2):
