@@ -61,16 +61,18 @@ PIECEWISE = [
     ("max(x, 1)", "x", lambda x: np.maximum(x, 1), lambda x: x, "x>1"),
 ]
 
-# perturbations of the right side (text, numpy): each changes the identity somewhere on the reals
+# perturbations of the right side: (text, the change it makes to the right side's value, in numpy). The oracle
+# judges a perturbed identity by its change alone (zero at every point or not), so a change of 1/2 next to a
+# value of 1e17 is still seen (a float64 comparison of the two sides would miss it)
 PERTURB = [
-    ("({r}) + 1", lambda r, v: r + 1),
-    ("2*({r})", lambda r, v: 2 * r),
-    ("({r}) + {x}/1000", lambda r, v: r + v[0] / 1000),
-    ("({r}) + min({x}, 3) - {x}", lambda r, v: r + np.minimum(v[0], 3) - v[0]),
-    ("({r}) + abs({x}) - {x}", lambda r, v: r + np.abs(v[0]) - v[0]),
-    ("({r}) + floor({x}) - {x}", lambda r, v: r + np.floor(v[0]) - v[0]),
-    ("({r}) + max({x}, 20) - 20", lambda r, v: r + np.maximum(v[0], 20) - 20),
-    ("({r}) + ({x} - 1)*({x} - 2)/10**6", lambda r, v: r + (v[0] - 1) * (v[0] - 2) / 1e6),
+    ("({r}) + 1", lambda r, v: 1.0 + 0 * v[0]),
+    ("2*({r})", lambda r, v: r),
+    ("({r}) + {x}/1000", lambda r, v: v[0] / 1000),
+    ("({r}) + min({x}, 3) - {x}", lambda r, v: np.minimum(v[0], 3) - v[0]),
+    ("({r}) + abs({x}) - {x}", lambda r, v: np.abs(v[0]) - v[0]),
+    ("({r}) + floor({x}) - {x}", lambda r, v: np.floor(v[0]) - v[0]),
+    ("({r}) + max({x}, 20) - 20", lambda r, v: np.maximum(v[0], 20) - 20),
+    ("({r}) + ({x} - 1)*({x} - 2)/10**6", lambda r, v: (v[0] - 1) * (v[0] - 2) / 1e6),
 ]
 
 # sums with symbolic bounds: (lhs, rhs, oracle lhs(n), oracle rhs(n))
@@ -129,21 +131,26 @@ def _domain_ok(values, domain):
     return True
 
 
-def _oracle_scalar(fl, fr, names, domain, rng):
-    """True / False by numpy at hand-picked and random points inside the domain."""
+def _points(names, domain, rng):
     grid = [dict(zip(names, p)) for p in (zip(*[rng.sample(POINTS, len(POINTS)) for _ in names]))]
     grid += [{n: rng.choice(POINTS) * rng.choice([1, 1.37]) for n in names} for _ in range(200)]
     grid += [{n: p for n in names} for p in POINTS]
+    return [v for v in grid if _domain_ok(v, domain)]
+
+
+def _oracle_scalar(fl, fr, names, domain, rng, change=None):
+    """True / False by numpy at hand-picked and random points inside the domain: the base identity by its sides,
+    a perturbed one by its change (nonzero at a point where the base is finite: false)."""
     seen = 0
     with np.errstate(all="ignore"):
-        for values in grid:
-            if not _domain_ok(values, domain):
-                continue
+        for values in _points(names, domain, rng):
             a, b = fl(**values), fr(**values)
             if not (np.isfinite(a) and np.isfinite(b)):
                 continue
             seen += 1
             if abs(a - b) > 1e-9 * (1 + abs(b)):
+                return False
+            if change is not None and change(b, [values[n] for n in names[-1:]] if "x" not in names else [values["x"]]) != 0:
                 return False
     assert seen > 10
     return True
@@ -156,17 +163,14 @@ def _assume(domain):
 def _scalar_cases():
     cases = []
     for lhs, rhs, fl, fr, domain in SCALAR + PIECEWISE:
-        names = [n for n in ("a", "b", "c", "x", "y") if (n + ")" in lhs + rhs or n + " " in lhs + rhs or n + "*" in lhs + rhs
-                                                          or n + "," in lhs + rhs or n + "/" in lhs + rhs or n + "-" in lhs + rhs
-                                                          or n + "+" in lhs + rhs or n + "*" in lhs + rhs or lhs.endswith(n) or rhs.endswith(n))]
-        cases.append((lhs, rhs, fl, fr, domain, names))
+        names = sorted({n for n in ("a", "b", "c", "x", "y")
+                        if any(f"{n}{after}" in f"({lhs}) ({rhs})" for after in ")*,/-+ ") or lhs.endswith(n) or rhs.endswith(n)})
+        cases.append((lhs, rhs, fl, fr, domain, names, None))
         if fl is None:
             continue
-        x = names[-1] if "x" not in names else "x"
-        k = names.index(x)
-        for text, f in PERTURB:
-            cases.append((lhs, text.format(r=rhs, x=x), fl, (lambda fr=fr, f=f, k=k, names=names:
-                                                           lambda **v: f(fr(**v), [v[names[k]]]))(), domain, names))
+        x = "x" if "x" in names else names[-1]
+        for text, change in PERTURB:
+            cases.append((lhs, text.format(r=rhs, x=x), fl, fr, domain, names, change))
     return cases
 
 
@@ -221,8 +225,8 @@ def _check(verdict, truth, label):
 
 
 def _run_scalar(case, seed=0):
-    lhs, rhs, fl, fr, domain, names = case
-    truth = True if fl is None else _oracle_scalar(fl, fr, names, domain, random.Random(seed))
+    lhs, rhs, fl, fr, domain, names, change = case
+    truth = True if fl is None else _oracle_scalar(fl, fr, names, domain, random.Random(seed), change)
     v = derive.verify(f"{lhs} = {rhs}", variables=",".join(names), assume=_assume(domain), time_limit=3, points=24, seed=seed)
     _check(v, truth, f"{lhs} = {rhs} [{domain}]")
     return truth, v.status
