@@ -45,7 +45,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-record", action="store_true", help="print only, leave docs/benchmarks.md alone")
+    parser.add_argument("--smoke", action="store_true", help="one repeat, nothing recorded (CI: the script still works)")
     args = parser.parse_args()
+    if args.smoke:
+        args.repeats, args.no_record = 1, True
     base, runs = [], {name: [] for name, *_ in TASKS}
     for _ in range(args.repeats):
         base.append(_wall(BASELINE))
