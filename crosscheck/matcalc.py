@@ -16,7 +16,7 @@ import numpy as np
 import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
-from seqgrad.derive.matcalc import MatrixDerivative, evaluate
+from seqgrad.derive.matcalc import MatrixDerivative, evaluate, numpy_ops
 from seqgrad.derive.matrix_text import is_matrix
 from seqgrad.errors import SeqgradValueError
 
@@ -35,8 +35,14 @@ class _MatrixPrinting:
 
     def _print_MatMul(self, expr):
         coeff, mats = expr.as_coeff_matrices()
-        text = " @ ".join(self.parenthesize(m, PRECEDENCE["Mul"], strict=True) for m in mats)
+        text = " @ ".join(self._factor(m) for m in mats)
         return text if coeff == 1 else f"{self.parenthesize(coeff, PRECEDENCE['Mul'])}*({text})"
+
+    def _factor(self, m) -> str:
+        """A factor of ``@``: bracketed unless it is a name or a transposed name (``*`` binds as tightly as ``@``)."""
+        text = self._print(m)
+        simple = isinstance(m, sp.MatrixSymbol) or (isinstance(m, sp.Transpose) and isinstance(m.arg, sp.MatrixSymbol))
+        return text if simple else f"({text})"
 
     _dtype = ""  # torch: float64, as every comparison of the project (torch's default would be float32)
 
@@ -165,7 +171,7 @@ class _TorchOps:
         return self.t.softmax(S, -1)
 
     def rowstd(self, X, eps):
-        return self.t.sqrt(self.t.var(X, -1, unbiased=False, keepdim=True) + eps)
+        return (self.t.sqrt(self.t.var(X, -1, unbiased=False, keepdim=True) + eps)).expand_as(X)
 
     def normalize(self, X, eps):
         return (X - self.t.mean(X, -1, keepdim=True)) / self.rowstd(X, eps)
@@ -207,7 +213,8 @@ class CheckResult:
         worst = max((t["max_abs"] for t in self.trials), default=float("nan"))
         sizes = "; ".join(", ".join(f"{k}={v}" for k, v in t["sizes"].items()) or "fixed" for t in self.trials)
         state = "agrees with" if self.passed else "DISAGREES with"
-        return (f"check: {state} torch autograd (float64) at {len(self.trials)} random trials, sizes [{sizes}]; "
+        jac = " (and the Jacobian with torch.autograd.functional.jacobian)" if any("jacobian_abs" in t for t in self.trials) else ""
+        return (f"check: {state} torch autograd (float64){jac} at {len(self.trials)} random trials, sizes [{sizes}]; "
                 f"max |derived - autograd| = {worst:.3g} (tolerance {TOLERANCE:g} x (1 + max |autograd|))")
 
 
@@ -261,8 +268,19 @@ def check(d: MatrixDerivative, trials: int = 4, seed: int = 0) -> CheckResult:
             errors.append(float(np.max(np.abs(derived - auto))) if auto.size else 0.0)
         scale = 1.0 + float(np.max(np.abs(auto))) if auto.size else 1.0
         ok = all(np.isfinite(e) and e <= TOLERANCE * scale for e in errors)
-        result.trials.append({"sizes": {str(k): v for k, v in sizes.items()}, "max_abs": max(errors),
-                              "max_rel": max(errors) / scale, "numpy_abs": errors[0], "torch_abs": errors[1], "passed": ok})
+        trial = {"sizes": {str(k): v for k, v in sizes.items()}, "max_abs": max(errors),
+                 "max_rel": max(errors) / scale, "numpy_abs": errors[0], "torch_abs": errors[1], "passed": ok}
+        if d.jacobian is not None:  # the printed Jacobian against autograd's, entry by entry
+            def forward(w):
+                return evaluate(d.expr, {**env_t, d.wrt: w}, ops).reshape(-1)
+
+            J_auto = torch.autograd.functional.jacobian(forward, env_t[d.wrt].detach()).reshape(-1, env_t[d.wrt].numel()).numpy()
+            J = np.asarray(evaluate(d.jacobian, {**env_np, **sizes}, numpy_ops()), dtype=float)
+            J = np.broadcast_to(J, J_auto.shape) if J.size == 1 else J
+            gap = float(np.max(np.abs(J - J_auto))) if J.shape == J_auto.shape else float("inf")
+            trial["jacobian_abs"] = gap
+            trial["passed"] = ok and gap <= TOLERANCE * (1.0 + float(np.max(np.abs(J_auto))))
+        result.trials.append(trial)
     return result
 
 

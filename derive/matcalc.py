@@ -35,7 +35,7 @@ import sympy as sp
 from seqgrad.errors import ParseError, SeqgradTypeError, SeqgradValueError
 
 from .matrix_text import Declared, is_matrix, parse_matrix
-from .rules import AsScalar, RULES, _constant, proved, rule_for
+from .rules import RULES, AsScalar, Diag, _constant, proved, rule_for
 
 __all__ = ["diff", "MatrixDerivative", "derivative_of", "textbook", "evaluate", "numpy_ops"]
 
@@ -156,15 +156,105 @@ def textbook(expr):
     return terms[0] if len(terms) == 1 else sp.MatAdd(*terms)
 
 
+class _NotLinear(Exception):
+    pass
+
+
+def _linear_map(e, G):
+    """The matrix of the pullback ``e``, linear in the column ``G``: ``M`` with ``e = M G`` (a column ``e``), or
+    ``N`` with ``e = Gᵀ N`` (a row ``e``).  Read off the factors, as :func:`derive.rules.jacobian` does for
+    tangents: no derivative is taken here.  ``rowsum`` of a row is ``r 1 1ᵀ``, ``mean`` ``r 1 1ᵀ / n``, ``a ∘ r``
+    is ``r diag(a)`` (``diag(a) c`` for a column)."""
+    from .rules import RowMean, RowSum
+
+    column = e.shape[1] == 1 and e.shape[0] != 1 or e.shape == G.shape
+    if e == G:
+        return sp.Identity(G.shape[0])
+    if e == G.T:
+        return sp.Identity(G.shape[0])
+    if G not in e.free_symbols:
+        raise _NotLinear
+    if isinstance(e, sp.MatAdd):
+        return sp.MatAdd(*[_linear_map(a, G) for a in e.args if G in a.free_symbols])
+    if isinstance(e, sp.Transpose):
+        return sp.Transpose(_linear_map(e.arg, G))
+    if isinstance(e, sp.MatMul):
+        coeff, mats = e.as_coeff_matrices()
+        varying = [k for k, m in enumerate(mats) if G in m.free_symbols]
+        if len(varying) != 1:
+            raise _NotLinear
+        k, = varying
+        inner = _linear_map(mats[k], G)
+        left, right = list(mats[:k]), list(mats[k + 1:])
+        if column and not right:
+            return _product(coeff, left + [inner])
+        if not column and not left:
+            return _product(coeff, [inner] + right)
+        raise _NotLinear
+    if isinstance(e, sp.HadamardProduct):
+        varying = [k for k, a in enumerate(e.args) if G in a.free_symbols]
+        if len(varying) != 1:
+            raise _NotLinear
+        k, = varying
+        rest = [a for j, a in enumerate(e.args) if j != k]
+        a = rest[0] if len(rest) == 1 else sp.HadamardProduct(*rest)
+        inner = _linear_map(e.args[k], G)
+        return sp.MatMul(Diag(a), inner) if column else sp.MatMul(inner, Diag(a))
+    if isinstance(e, (RowSum, RowMean)) and e.shape[0] == 1:
+        n = e.shape[1]
+        ones = sp.MatMul(sp.OneMatrix(n, 1), sp.OneMatrix(1, n))
+        out = sp.MatMul(_linear_map(e.arg, G), ones)
+        return out if isinstance(e, RowSum) else sp.MatMul(1 / n, out)
+    raise _NotLinear
+
+
+def _tidy(e):
+    """``diag(a) 1`` -> ``aᵀ`` (or ``a``), ``1ᵀ diag(a)`` -> ``a`` (or ``aᵀ``): a diagonal matrix against ones."""
+    def one(m):
+        return isinstance(m, sp.OneMatrix)
+
+    def fold(m):
+        if not isinstance(m, sp.MatMul):
+            return m
+        coeff, mats = m.as_coeff_matrices()
+        split = []
+        for x in mats:  # an n x n block of ones is 1 1ᵀ, so a diagonal beside it can take its half
+            split += [sp.OneMatrix(x.shape[0], 1), sp.OneMatrix(1, x.shape[1])] if one(x) and 1 not in x.shape else [x]
+        mats, changed = split, True
+        while changed:
+            changed = False
+            for k in range(len(mats) - 1):
+                a, b = mats[k], mats[k + 1]
+                if isinstance(a, sp.DiagMatrix) and one(b) and b.shape[1] == 1:
+                    v = a.args[0]
+                    mats[k:k + 2] = [v if v.shape[1] == 1 else v.T]
+                    changed = True
+                    break
+                if one(a) and a.shape[0] == 1 and isinstance(b, sp.DiagMatrix):
+                    v = b.args[0]
+                    mats[k:k + 2] = [v if v.shape[0] == 1 else v.T]
+                    changed = True
+                    break
+        merged = []
+        for x in mats:  # what is left of 1 1ᵀ is the block of ones again
+            if merged and one(merged[-1]) and one(x) and merged[-1].shape[1] == 1 and x.shape[0] == 1:
+                merged[-1] = sp.OneMatrix(merged[-1].shape[0], x.shape[1])
+            else:
+                merged.append(x)
+        return _product(coeff, merged)
+
+    return e.replace(lambda x: isinstance(x, sp.MatMul), fold)
+
+
 def _jacobian(pullback, G):
-    """``Mᵀ`` when the pullback is ``M G`` (M free of G) for column vectors; else None."""
-    if G is None or G.shape[1] != 1:
+    """The Jacobian ``J = Mᵀ`` when the pullback is ``M G`` for a column ``G`` (vectors in, vectors out); else None."""
+    if G is None or G.shape[1] != 1 or G.shape[0] == 1 or pullback.shape[1] != 1:
+        return None  # a column of a column only (a matrix's Jacobian has four indices)
+    try:
+        M = _linear_map(pullback, G)
+    except _NotLinear:
         return None
-    coeff, mats = _factors(pullback)
-    if mats and mats[-1] == G and not any(G in m.free_symbols for m in mats[:-1]):
-        M = _product(coeff, mats[:-1]) or sp.Identity(G.shape[0])
-        return sp.Transpose(M).doit()
-    return None
+    return _tidy(sp.expand(sp.Transpose(M).doit()))
 
 
 @dataclass
@@ -446,7 +536,7 @@ class _NumpyOps:
         return e / self.np.sum(e, -1, keepdims=True)
 
     def rowstd(self, X, eps):
-        return self.np.sqrt(self.np.var(X, -1, keepdims=True) + eps)
+        return self.np.sqrt(self.np.var(X, -1, keepdims=True) + eps) + 0 * X  # broadcast over the row, as RowStd is
 
     def normalize(self, X, eps):
         return (X - self.np.mean(X, -1, keepdims=True)) / self.rowstd(X, eps)

@@ -30,7 +30,25 @@ TEXTBOOK = [
     ("dot(a, x)", "x", "a:n x:n", "dx = a"),
     ("A*x", "x", "A:m,n x:n", "dx = Aᵀ G\nJ = A"),
     ("inv(X)", "X", "X:n,n", "dX = −X⁻ᵀ G X⁻ᵀ"),
+    ("exp(x)", "x", "x:n", "dx = exp(x) ∘ G\nJ = diag(exp(x))"),
 ]
+
+
+def test_softmax_jacobian_is_diag_p_minus_p_p_transposed():
+    """The textbook's J = diag(p) − p pᵀ (p = softmax(x), written through the row softmax(xᵀ)), read off the
+    pullback of the rule table, and checked entry by entry against torch.autograd.functional.jacobian."""
+    d = derive.diff("softmax(x)", "x", "x:n")
+    assert d.pretty().splitlines()[1] == "J = diag(softmax(xᵀ)) − (softmax(xᵀ)ᵀ softmax(xᵀ))"
+    result = check(d, trials=4)
+    assert result.passed and all(t["jacobian_abs"] < 1e-12 for t in result.trials)
+    ln = derive.diff("layernorm(x)", "x", "x:n")
+    assert ln.jacobian is not None and check(ln, trials=4).passed
+
+
+def test_a_wrong_jacobian_fails_the_check():
+    d = derive.diff("softmax(x)", "x", "x:n")
+    d.jacobian = d.jacobian.args[0] if isinstance(d.jacobian, sp.MatAdd) else d.jacobian  # diag(p) only: the −p pᵀ lost
+    assert not check(d, trials=3).passed
 
 
 @pytest.mark.parametrize("expr,wrt,shapes,expected", TEXTBOOK)
