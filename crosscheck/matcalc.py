@@ -134,13 +134,25 @@ class _TorchOps:
         self.t = torch
         self.functions = {"sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "asin": torch.asin, "acos": torch.acos,
                           "atan": torch.atan, "sinh": torch.sinh, "cosh": torch.cosh, "tanh": torch.tanh, "exp": torch.exp,
-                          "log": torch.log, "sqrt": torch.sqrt, "Abs": torch.abs, "floor": torch.floor, "sign": torch.sign}
+                          "log": torch.log, "sqrt": torch.sqrt, "Abs": torch.abs, "floor": torch.floor, "sign": torch.sign,
+                          "Max": self._maximum, "Min": self._minimum, "erf": torch.erf}
 
     def has(self, name):
         return name in self.functions
 
+    def _tensor(self, x):
+        return x if isinstance(x, self.t.Tensor) else self.t.tensor(float(x), dtype=self.t.float64)
+
+    def _maximum(self, a, b):
+        return self.t.maximum(self._tensor(a), self._tensor(b))
+
+    def _minimum(self, a, b):
+        return self.t.minimum(self._tensor(a), self._tensor(b))
+
     def fn(self, name):
         t, f = self.t, self.functions[name]
+        if name in ("Max", "Min"):
+            return f
         return lambda x: f(x if isinstance(x, t.Tensor) else t.tensor(float(x), dtype=t.float64))
 
     def matmul(self, a, b):

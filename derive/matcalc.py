@@ -487,9 +487,23 @@ class _Evaluator:
             if exp == sp.Rational(1, 2):
                 return o.fn("sqrt")(base)
             return base ** (int(exp) if exp.is_Integer else v(exp))
+        if isinstance(e, (sp.Max, sp.Min)):
+            return functools.reduce(o.fn(type(e).__name__), [v(a) for a in e.args])
         if isinstance(e, sp.Function) and o.has(type(e).__name__):
             return o.fn(type(e).__name__)(*[v(a) for a in e.args])
+        if isinstance(e, sp.Function):  # a composite operation of the registry: evaluated through its definition
+            definition = e.rewrite("definition")
+            if definition != e:
+                return v(definition)
         raise SeqgradValueError("expression", sp.sstr(e), f"an operation with a numeric implementation ({type(e).__name__} has none)")
+
+
+def _np_erf(x):
+    import math
+
+    import numpy as np
+
+    return np.vectorize(math.erf, otypes=[float])(x)
 
 
 class _NumpyOps:
@@ -499,7 +513,8 @@ class _NumpyOps:
         self.np = np
         self.functions = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
                           "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "exp": np.exp,
-                          "log": np.log, "sqrt": np.sqrt, "Abs": np.abs, "floor": np.floor, "sign": np.sign}
+                          "log": np.log, "sqrt": np.sqrt, "Abs": np.abs, "floor": np.floor, "sign": np.sign,
+                          "Max": np.maximum, "Min": np.minimum, "erf": _np_erf}
 
     def has(self, name):
         return name in self.functions

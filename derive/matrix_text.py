@@ -12,7 +12,7 @@ integer symbols (or integers); a name in ``variables`` is a real scalar.  What t
 * ``sum(X)`` (every entry), ``sum(X, 0)`` (column sums, a row), ``sum(X, 1)`` (row sums, a column), ``mean``
   likewise; ``norm(x)`` (Euclidean; Frobenius for a matrix);
 * ``softmax(S)`` and ``layernorm(X[, eps])`` over every row of a matrix (over the entries of a column vector);
-* the scalar functions of :data:`derive.safe_parse.FUNCTIONS` (``exp``, ``log``, ``tanh``, ``sigmoid`` ...),
+* the scalar functions the parser knows (:func:`scalar_functions`: ``exp``, ``log``, ``tanh``, ``sigmoid`` ...),
   entrywise on a matrix; the constants ``pi``, ``E``;
 * with ``calculus=True`` (``verify``), ``diff(f, X)``: the derivative by :func:`derive.matcalc.diff`.
 
@@ -41,7 +41,8 @@ from seqgrad.errors import ParseError, SeqgradValueError
 
 from .program import Elementwise
 from .rules import AsScalar, Diag, Normalize, RowSoftmax
-from .safe_parse import CONSTANTS, FUNCTIONS
+from . import safe_parse
+from .safe_parse import CONSTANTS
 from .whitelist import IDENTIFIER, Reader, check_variable_names, parse_tree
 
 __all__ = ["parse_shapes", "parse_matrix", "Declared", "ShapeMismatch", "MATRIX_OPERATIONS", "is_matrix"]
@@ -66,6 +67,13 @@ MATRIX_OPERATIONS: dict[str, tuple[int, int, str]] = {
 
 class ShapeMismatch(ParseError):
     """The shapes of an expression's operands do not fit (a product, a sum, a square-only operation)."""
+
+
+def scalar_functions() -> dict:
+    """The scalar functions the text may call, name -> (SymPy constructor, least, most arguments): the parser's
+    own table (:func:`derive.safe_parse.functions`, the operation registry, where it has one)."""
+    table = getattr(safe_parse, "functions", None)
+    return table() if callable(table) else safe_parse.FUNCTIONS
 
 
 #: layernorm()'s eps when none is given: torch.nn.LayerNorm's 1e-5 (inside the square root)
@@ -154,7 +162,7 @@ class _MatrixReader(Reader):
 
     def refuse(self, reason: str):
         raise ParseError(self.argument, self.text, reason + "; allowed: numbers, + - * / **, parentheses, A.T, "
-                         + ", ".join(MATRIX_OPERATIONS) + ", the scalar functions " + ", ".join(sorted(FUNCTIONS))
+                         + ", ".join(MATRIX_OPERATIONS) + ", the scalar functions " + ", ".join(sorted(scalar_functions()))
                          + (", diff(f, X)" if self.calculus else "") + "; declared: " + (", ".join(self.d.names()) or "none"))
 
     def mismatch(self, node, message: str, *operands):
@@ -175,7 +183,7 @@ class _MatrixReader(Reader):
                 return value
             if node.id in CONSTANTS:
                 return CONSTANTS[node.id]
-            if node.id in FUNCTIONS or node.id in MATRIX_OPERATIONS:
+            if node.id in scalar_functions() or node.id in MATRIX_OPERATIONS:
                 self.refuse(f"the function {node.id!r} must be called, e.g. {node.id}(X)")
             raise ParseError(self.argument, self.text, f"the name {node.id!r} is not declared: declare matrices and vectors "
                              'with shapes ("A:n,n x:n") and scalars with variables; declared: ' + (", ".join(self.d.names()) or "none"))
@@ -260,8 +268,9 @@ class _MatrixReader(Reader):
                 self.limit(f"{fname}() takes {least if least == most else f'{least} or {most}'} argument(s), got {len(node.args)}")
             args = [self.visit(a, depth + 1) for a in node.args]
             return self.operation(node, fname, args)
-        if fname in FUNCTIONS:
-            make, least, most = FUNCTIONS[fname]
+        functions = scalar_functions()
+        if fname in functions:
+            make, least, most = functions[fname]
             if not least <= len(node.args) <= most:
                 self.limit(f"{fname}() takes {least} to {most} argument(s), got {len(node.args)}")
             args = [self.visit(a, depth + 1) for a in node.args]
