@@ -20,6 +20,7 @@ from seqgrad.derive.matcalc import MatrixDerivative, evaluate, numpy_ops
 from seqgrad.derive.matrix_text import is_matrix
 from seqgrad.errors import SeqgradValueError
 
+from . import lambdify
 from .lambdify import _Printer, _TorchPrinter, _numpy_namespace, _torch_namespace, identifier, run_generated
 
 __all__ = ["generated_source", "compile_derivative", "check", "CheckResult", "torch_ops", "TOLERANCE"]
@@ -126,6 +127,9 @@ def generated_source(d: MatrixDerivative, backend: str = "numpy", name: str = "g
 def compile_derivative(d: MatrixDerivative, backend: str = "numpy"):
     source, leaves = generated_source(d, backend)
     namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
+    registry_functions = getattr(lambdify, "operation_namespace", None)  # the operation registry's _op_NAME, where there is one
+    if registry_functions is not None:
+        namespace.update(registry_functions(backend))
     return run_generated(source, f"<seqgrad diff {backend}>", namespace, "gradient"), leaves
 
 
