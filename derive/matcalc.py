@@ -286,6 +286,12 @@ class MatrixDerivative:
                         found.add(node.expr)
         return sorted(found, key=sp.default_sort_key)
 
+    def jumps(self) -> list:
+        """Where the expression jumps (the arguments of floor and ceiling): not differentiable where they are integers,
+        whatever derivative (0) the operation declares between them."""
+        found = {f.args[0] for f in sp.preorder_traversal(self.expr) if isinstance(f, (sp.floor, sp.ceiling))}
+        return sorted(found, key=sp.default_sort_key)
+
     @property
     def kind(self) -> str:
         return "gradient" if self.G is None else "pullback"
@@ -334,7 +340,8 @@ class MatrixDerivative:
                 "upstream": None if self.G is None else str(self.G),
                 "jacobian": None if self.jacobian is None else sstr(self.jacobian), "rules": list(self.rules),
                 "scopes": {n: RULES[n].scope for n in self.rules if n in RULES},
-                "not_differentiable_where_zero": [sstr(k) for k in self.kinks()]}
+                "not_differentiable_where_zero": [sstr(k) for k in self.kinks()],
+                "not_differentiable_where_integer": [sstr(k) for k in self.jumps()]}
 
 
 def derivative_of(expr, wrt):

@@ -69,6 +69,8 @@ def run(args) -> int:
                            else "the scalar chain rule only (sympy.diff of a scalar expression)"))
         for kink in d.kinks():
             print(f"note: not differentiable where {pretty(kink)} = 0 (the formula uses sign or a step there)")
+        for jump in d.jumps():
+            print(f"note: not differentiable where {pretty(jump)} is an integer (floor and ceiling jump there)")
     for backend, source in sources.items():
         if not args.json:
             print(f"# {backend}\n{source}", end="")
