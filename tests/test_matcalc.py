@@ -151,12 +151,24 @@ def test_kinks_are_reported():
     ("A.real", "A:n,n", ParseError, "only .T"),
     ("eval(A)", "A:n,n", ParseError, "'eval' are not allowed"),
     ("__import__('os').system('x')", "A:n,n", ParseError, "not allowed"),
-    ("relu(A)", "A:n,n", ParseError, "'relu' are not allowed"),
+    ("frobnicate(A)", "A:n,n", ParseError, "'frobnicate' are not allowed"),
 ])
 def test_bad_input_is_one_clear_error(expr, shapes, error, fragment):
     with pytest.raises(error, match=None) as info:
         derive.diff(expr, "A", shapes)
     assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_every_scalar_function_of_the_parser_reaches_diff():
+    """The scalar functions are the parser's own table (the operation registry where it has one: relu, softplus,
+    gelu ... then read the same here), entrywise on matrices, checked against autograd."""
+    from seqgrad.derive.matrix_text import scalar_functions
+
+    names = [n for n in ("tanh", "sigmoid", "exp", "relu", "softplus", "gelu") if n in scalar_functions()]
+    assert {"tanh", "sigmoid", "exp"} <= set(names)
+    for name in names:
+        d = derive.diff(f"sum({name}(W*x))", "W", "W:m,n x:n")
+        assert check(d, trials=3, seed=2).passed, name
 
 
 def test_bad_wrt_and_shape():
