@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-__all__ = sorted({m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")} | {"verify"})
+__all__ = sorted({m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")} | {"verify", "diff"})
 
 
 def verify(lhs, rhs=None, **kwargs):
@@ -21,8 +21,15 @@ def verify(lhs, rhs=None, **kwargs):
     return _verify(lhs, rhs, **kwargs)
 
 
+def diff(expr, wrt, shapes=None, variables=None, **kwargs):
+    """The derivative of a matrix or vector expression at symbolic size: see :func:`derive.matcalc.diff`."""
+    from .matcalc import diff as _diff
+
+    return _diff(expr, wrt, shapes, variables, **kwargs)
+
+
 def __getattr__(name: str):
-    if name in __all__ and name != "verify":
+    if name in __all__ and name not in ("verify", "diff"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -138,6 +138,15 @@ class _StrPrinter(StrPrinter):
 
     _print_DiagonalizeVector = _print_DiagMatrix
 
+    def _print_Trace(self, expr):
+        return f"trace({self._print(expr.arg)})"
+
+    def _print_Determinant(self, expr):
+        return f"det({self._print(expr.arg)})"
+
+    def _print_DiagonalOf(self, expr):
+        return f"diagonal({self._print(expr.arg)})"
+
 
 def _one_call(text: str) -> bool:
     """``name(...)`` as a whole (``mean(dxhat ∘ xhat)``, not ``f(a) + g(b)``): a factor that needs no brackets."""
@@ -191,6 +200,11 @@ class _PrettyPrinter(_StrPrinter):
 
     def _print_Transpose(self, expr):
         return self.parenthesize(expr.arg, 1000 - 1) + "ᵀ"
+
+    def _print_Inverse(self, expr):
+        if isinstance(expr.arg, sp.Transpose):  # X⁻ᵀ, the inverse of the transpose
+            return self.parenthesize(expr.arg.arg, 1000 - 1) + "⁻ᵀ"
+        return self.parenthesize(expr.arg, 1000 - 1) + "⁻¹"
 
     def doprint(self, expr):
         text = super().doprint(expr).replace("||**2", "||²").replace("**", "^").replace("*", " ")

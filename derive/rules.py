@@ -69,7 +69,7 @@ from .safe_parse import as_sympy
 __all__ = [
     "Rule", "RULES", "rule_for", "pullback", "jvp", "jacobian", "Diag", "RowSoftmax", "RowSum", "RowMean", "RowStd", "Normalize",
     "Masked", "HConcat", "ColumnBlock", "index_form", "directional", "index_zero", "index_proof", "expand_indexed", "prove_all",
-    "proved", "EPS",
+    "proved", "EPS", "AsScalar", "rectangular_order",
 ]
 
 EPS = sp.Symbol("epsilon", positive=True)
@@ -590,6 +590,281 @@ _TABLE = [
          "[X | Y]: dX = G[:, :a], dY = G[:, a:a+b]", "all T, a, b >= 1"),
 ]
 
+
+# --------------------------------------------------------------------------------------------- scalar-valued primitives
+# trace, det, the inverse, a 1 x 1 product read as a scalar, the diagonal of a square matrix (derive.matcalc).
+# A scalar-valued node's upstream sensitivity is a scalar g = dL/d value.
+
+class AsScalar(sp.Expr):
+    """A 1 x 1 matrix expression read as the scalar it holds: ``xᵀ A x``, ``xᵀ y`` (printed as the product)."""
+
+    is_commutative = True
+
+    def __new__(cls, arg):
+        if not getattr(arg, "is_Matrix", False) or tuple(arg.shape) != (1, 1):
+            raise SeqgradTypeError("arg", arg, "a 1 x 1 matrix expression")
+        return sp.Expr.__new__(cls, arg)
+
+    @property
+    def arg(self):
+        return self.args[0]
+
+    def _eval_is_real(self):
+        return None
+
+    def doit(self, **hints):
+        arg = self.arg.doit(**hints) if hints.get("deep", True) else self.arg
+        return arg[0, 0] if isinstance(arg, sp.MatrixBase) else self.func(arg)
+
+    def _latex(self, printer, exp=None):
+        body = printer._print(self.arg)
+        return body if exp is None else r"\left(%s\right)^{%s}" % (body, exp)
+
+    def _sympystr(self, printer):
+        return printer._print(self.arg)
+
+
+def _one_by_one(g):
+    """The scalar sensitivity g as the 1 x 1 matrix g I."""
+    return sp.Identity(1) if g == 1 else sp.MatMul(g, sp.Identity(1))
+
+
+def _scaled_identity(g, n):
+    return sp.Identity(n) if g == 1 else sp.MatMul(g, sp.Identity(n))
+
+
+def _det_pull(expr, g, out):
+    X = expr.arg
+    return [(X, sp.MatMul(g, expr, sp.Inverse(X).T) if g != 1 else sp.MatMul(expr, sp.Inverse(X).T))]
+
+
+def _inverse_pull(expr, G, out):
+    Xinv_T = sp.Inverse(expr.arg).T
+    return [(expr.arg, sp.MatMul(-1, Xinv_T, G, Xinv_T))]
+
+
+def _explicit_rule_proof(rule: "Rule", sizes=(1, 2, 3)) -> Proof:
+    """A rule at explicit sizes with symbolic entries (det and inverse have no index form at symbolic size):
+    the pullback against SymPy's derivative of ``<G, F(X)>``, exactly, for every entry, at each size."""
+    start = time.perf_counter()
+    bad = sp.Integer(0)
+    for n in sizes:
+        expr, G, (X,) = rule.example(n)
+        E = sp.Matrix(n, n, lambda i, j: sp.Symbol(f"x_{i}{j}"))
+        scalar = not getattr(expr, "is_Matrix", False)
+        Gm = sp.Symbol("g") if scalar else sp.Matrix(n, n, lambda i, j: sp.Symbol(f"g_{i}{j}"))
+        env = {X: E}
+        value = expr.xreplace(env).doit()
+        loss = Gm * value if scalar else sum((Gm[i, j] * value[i, j] for i in range(n) for j in range(n)), sp.Integer(0))
+        (leaf, claimed), = rule.pull(expr, G if not scalar else sp.Symbol("g"), None)
+        claimed = claimed.xreplace({**env, **({} if scalar else {G: Gm})}).doit()
+        claimed = sp.Matrix(claimed) if not isinstance(claimed, sp.MatrixBase) else claimed
+        for i in range(n):
+            for j in range(n):
+                r = sp.cancel(sp.together(sp.diff(loss, E[i, j]) - claimed[i, j]))
+                if r != 0:
+                    bad = r
+        if bad != 0:
+            break
+    proof = Proof(bad == 0, f"explicit symbolic entries at n = {', '.join(map(str, sizes))} (exact cancel)", bad, rule.statement)
+    proof.seconds = time.perf_counter() - start
+    return proof
+
+
+def _adjoint_residual(rule: "Rule"):
+    """``<G, Ḟ(Ẋ)> - <pullback(G), Ẋ>`` in index notation at symbolic size, with X⁻¹ a free matrix Y and det X a
+    free scalar D: the pullback is the adjoint of the forward rule for every n."""
+    n, = _sizes("n")
+    X, Xdot = sp.MatrixSymbol("X", n, n), sp.MatrixSymbol("Xdot", n, n)
+    expr = rule.nodes[0](X)
+    Y, D = sp.MatrixSymbol("Y", n, n), sp.Symbol("D")
+    opaque = lambda e: e.replace(lambda x: isinstance(x, sp.Inverse), lambda x: Y if x.arg == X else Y.T).xreplace({sp.Determinant(X): D})
+    scalar = not expr.is_Matrix
+    G = sp.Symbol("g") if scalar else sp.MatrixSymbol("G", n, n)
+    tangent = opaque(rule.forward(expr, {X: Xdot}))
+    (_, back), = rule.pull(expr, G, None)
+    back = opaque(back.doit())
+    i, j, p, q, k = sp.symbols("i j p q k", integer=True, nonnegative=True)
+    if scalar:  # g D trace(Y Ẋ)
+        coeff, mats = tangent.as_coeff_Mul()[0], tangent
+        inner = tangent.atoms(sp.Trace).pop()
+        left = g_pair = G * (tangent / inner) * sp.Sum(index_form(inner.arg, k, k), (k, 0, n - 1))
+    else:
+        left = sp.Sum(_indexed(G[i, j]) * index_form(tangent, i, j), (i, 0, n - 1), (j, 0, n - 1))
+    right = sp.Sum(index_form(back, p, q) * sp.IndexedBase("Xdot")[p, q], (p, 0, n - 1), (q, 0, n - 1))
+    return left - right
+
+
+def _flat_sum(s):
+    """A sum of products of sums as one sum over all the indices (the inner indices made fresh), or None when a
+    sum sits elsewhere than as a factor (inside a root, a function) or has bounds that depend on an index."""
+    function, limits = s.function, list(s.limits)
+    while True:
+        factors = sp.Mul.make_args(sp.expand(function)) if not isinstance(function, sp.Sum) else (function,)
+        if len(sp.Add.make_args(sp.expand(function))) > 1:
+            return None  # a sum of terms inside: expanded by the caller first
+        inner = [f for f in factors if isinstance(f, sp.Sum)]
+        if not inner:
+            break
+        rest = [f for f in factors if not isinstance(f, sp.Sum)]
+        for f in inner:
+            fresh = {c: sp.Dummy(str(c)) for c, _, _ in f.limits}
+            rest.append(f.function.xreplace(fresh))
+            limits = [(fresh[c], a, b) for c, a, b in f.limits] + limits
+        function = sp.Mul(*rest)
+    if function.has(sp.Sum):
+        return None
+    dummies = {c for c, _, _ in limits}
+    if len(limits) > 6 or any(dummies & (a.free_symbols | b.free_symbols) for _, a, b in limits):
+        return None
+    return function, limits
+
+
+def rectangular_order(expr):
+    """Every sum of products of rectangular sums (bounds free of the indices) as one sum in its least index order
+    (SymPy's sort key over the orders, indices renamed by position), so that equal sums written with their
+    indices in two orders compare equal: ``sum_k sum_l A_kl B_lk`` and ``sum_l sum_k B_lk A_kl``."""
+    import itertools
+
+    def canon(s):
+        flat = _flat_sum(s)
+        if flat is None:
+            return s
+        function, limits = flat
+        names = [sp.Symbol(f"_rect_{p}", integer=True) for p in range(len(limits))]
+        best = None
+        for perm in itertools.permutations(range(len(limits))):
+            ordered = [limits[p] for p in perm]
+            ren = {c: names[m] for m, (c, _, _) in enumerate(ordered)}
+            cand = sp.Sum(function.xreplace(ren), *[(ren[c], a, b) for c, a, b in ordered])
+            if best is None or sp.default_sort_key(cand) < sp.default_sort_key(best):
+                best = cand
+        return best
+
+    expr = sp.expand(expr)
+    return sp.expand(sp.Add(*[t.replace(lambda e: isinstance(e, sp.Sum), canon) if isinstance(t, sp.Sum) or t.has(sp.Sum) else t
+                              for t in sp.Add.make_args(expr)]))
+
+
+def _inverse_forward_residual():
+    """d(X Y) with Y = X⁻¹ and Ẏ from the inverse's forward rule, by the (proved) matmul rule, X Y = I used:
+    ``Ẋ Y + X Ẏ`` must vanish (the derivative of the constant I), at symbolic size."""
+    n, = _sizes("n")
+    X, Xdot = sp.MatrixSymbol("X", n, n), sp.MatrixSymbol("Xdot", n, n)
+    Y = sp.Inverse(X)
+    Ydot = RULES["inverse"].forward(Y, {X: Xdot})
+    total = RULES["matmul"].forward(sp.MatMul(X, Y), {X: Xdot, Y: Ydot}).doit()
+    return total.doit()
+
+
+def _explicit_or_adjoint_proof(rule: "Rule") -> Proof:
+    start = time.perf_counter()
+    adjoint = rectangular_order(index_zero(_adjoint_residual(rule)))
+    if rule.name == "inverse":
+        forward = _inverse_forward_residual()
+        forward_ok = isinstance(forward, sp.ZeroMatrix) or forward == 0
+        how = ("the forward rule from d(X X^-1) = 0 by the matmul rule at symbolic size; the pullback its adjoint in "
+               "index notation at symbolic size")
+        explicit = _explicit_rule_proof(rule, sizes=(1, 2))
+    else:
+        forward_ok = True
+        how = ("the pullback the adjoint of Jacobi's formula in index notation at symbolic size; Jacobi's formula "
+               "itself exact at n = 1, 2, 3 (explicit symbolic entries)")
+        explicit = _explicit_rule_proof(rule)
+    holds = adjoint == 0 and forward_ok and explicit.holds
+    residual = adjoint if adjoint != 0 else (sp.Integer(0) if explicit.holds else explicit.residual)
+    proof = Proof(holds, how, residual, rule.statement)
+    proof.seconds = time.perf_counter() - start
+    return proof
+
+
+@dataclass(frozen=True)
+class ExplicitRule(Rule):
+    """det and the inverse: no index form at symbolic size, so the pullback is proved as the adjoint of the
+    forward rule (at symbolic size, X⁻¹ and det X opaque), and the forward rule from its defining identity
+    (the inverse) or at explicit sizes (Jacobi's formula); the scope says so."""
+
+    def prove(self) -> Proof:
+        return _explicit_or_adjoint_proof(self)
+
+
+def _ex_trace():
+    n, = _sizes("n")
+    return sp.Trace(sp.MatrixSymbol("X", n, n)), sp.Symbol("g"), [sp.MatrixSymbol("X", n, n)]
+
+
+def _ex_det(n=None):
+    X = sp.MatrixSymbol("X", *(2 * (_sizes("n") if n is None else (n,))))
+    return sp.Determinant(X), sp.Symbol("g"), [X]
+
+
+def _ex_inverse(n=None):
+    n = _sizes("n")[0] if n is None else n
+    X = sp.MatrixSymbol("X", n, n)
+    return sp.Inverse(X), sp.MatrixSymbol("G", n, n), [X]
+
+
+def _ex_diagonal():
+    n, = _sizes("n")
+    X, G = sp.MatrixSymbol("X", n, n), sp.MatrixSymbol("G", n, 1)
+    return sp.DiagonalOf(X), G, [X]
+
+
+def _scalar_rule_proof(rule: "Rule") -> Proof:
+    """A scalar-valued rule in index notation at symbolic size: d(g F(X))/dX_pq against the claimed entry (p, q)."""
+    start = time.perf_counter()
+    expr, g, (X,) = rule.example()
+    p, q, k = sp.symbols("p q k", integer=True, nonnegative=True)
+    if isinstance(expr, sp.Trace):
+        value = sp.Sum(sp.IndexedBase(X.name)[k, k], (k, 0, X.shape[0] - 1))
+    else:
+        value = index_form(expr.arg, 0, 0)
+    (leaf, claimed), = rule.pull(expr, g, None)
+    residual = sp.diff(g * value, sp.IndexedBase(X.name)[p, q]) - index_form(claimed, p, q)
+    residual = residual.subs({q: 0} if X.shape[1] == 1 else {})  # a column vector's only column is 0
+    residual = residual.subs({p: 0} if X.shape[0] == 1 else {})
+    residual = residual.replace(lambda x: isinstance(x, sp.KroneckerDelta) and len(x.args) == 3,
+                                lambda x: sp.KroneckerDelta(*x.args[:2]))  # Identity's entry carries its range
+    reduced = index_zero(residual)
+    proof = Proof(reduced == 0, "index notation at symbolic size (KroneckerDelta sums, canonical dummies, exact cancel)",
+                  reduced, rule.statement)
+    proof.seconds = time.perf_counter() - start
+    return proof
+
+
+@dataclass(frozen=True)
+class ScalarRule(Rule):
+    """A rule whose output is a scalar (its sensitivity g a scalar), proved in index notation at symbolic size."""
+
+    def prove(self) -> Proof:
+        return _scalar_rule_proof(self)
+
+
+def _ex_as_scalar():
+    M = sp.MatrixSymbol("M", 1, 1)
+    return AsScalar(M), sp.Symbol("g"), [M]
+
+
+_TABLE += [
+    ScalarRule("trace", (sp.Trace,), lambda e, g, out: [(e.arg, _scaled_identity(g, e.arg.shape[0]))],
+               lambda e, t: sp.Trace(t[e.arg]) if e.arg in t else None, _ex_trace,
+               "d trace(X): dX = g I (tr X = sum_k X_kk)", "all n >= 1 (symbolic)"),
+    ScalarRule("scalar", (AsScalar,), lambda e, g, out: [(e.arg, _one_by_one(g))],
+               lambda e, t: AsScalar(t[e.arg]) if e.arg in t else None, _ex_as_scalar,
+               "a 1 x 1 product read as a scalar: dM = g I_1", "every 1 x 1 matrix"),
+    ExplicitRule("det", (sp.Determinant,), _det_pull,
+                 lambda e, t: sp.MatMul(e, sp.Trace(sp.MatMul(sp.Inverse(e.arg), t[e.arg]))) if e.arg in t else None,
+                 _ex_det, "d det(X): dX = g det(X) X^-T (Jacobi's formula)",
+                 "proved exactly at n = 1, 2, 3; every n by Jacobi's formula d det X = det X tr(X^-1 dX), X invertible"),
+    ExplicitRule("inverse", (sp.Inverse,), _inverse_pull,
+                 lambda e, t: sp.MatMul(-1, e, t[e.arg], e) if e.arg in t else None,
+                 _ex_inverse, "d X^-1: dX = -X^-T G X^-T",
+                 "proved exactly at n = 1, 2, 3; every n from d(X X^-1) = 0: d(X^-1) = -X^-1 dX X^-1, X invertible"),
+    Rule("diagonal", (sp.DiagonalOf,), lambda e, G, out: [(e.arg, Diag(G))],
+         lambda e, t: sp.DiagonalOf(t[e.arg]) if e.arg in t else None, _ex_diagonal,
+         "d diagonal(X) (the column of X_kk): dX = diag(G)", "all n >= 1"),
+]
+
 #: name -> :class:`Rule`
 RULES: dict[str, Rule] = {r.name: r for r in _TABLE}
 
@@ -802,6 +1077,9 @@ def _canonical(e):
     if isinstance(e, sp.Sum):
         f = _canonical(e.function)
         for (c, a, b) in e.limits:  # innermost first
+            if a == b:  # a sum of one term (a row vector's only column): the term
+                f = _canonical(f.xreplace({c: a}))
+                continue
             f = sp.expand(f)
             out = []
             for term in sp.Add.make_args(f):

@@ -3,36 +3,45 @@ r"""Your own identity in one call: ``derive.verify(lhs, rhs)`` and ``seqgrad ver
 The verdict is one of four:
 
 ``proved``
-    ``lhs - rhs`` reduces to exactly 0 (each entry, for vectors) within the time limit;
+    ``lhs - rhs`` reduces to exactly 0 (each entry, for vectors and matrices) within the time limit; a proof
+    that needs a domain says so ("proved for x > 0" under ``assume``; "proved where defined: ..." when a side
+    is undefined somewhere in the reals and no assumption excludes it);
 ``holds``
-    no proof within the limit, but both sides agree at ``points`` random points
-    (30-digit evaluation; sizes such as ``n`` drawn from 1..8);
+    no proof within the limit, but both sides agree at every sampled point: *evidence, not a proof*.  The
+    points cover several scales (±1e-3 .. ±1e3), both signs, 0, integers and half-integers, points near the
+    declared boundaries and at and beside the values where each piecewise function (abs, max, min, floor,
+    sign, Piecewise) switches; sizes 1 .. 8 and up to 64; the verdict lists what was sampled;
 ``refuted``
-    the sides differ at a point, which is reported (a counterexample), or the
-    residual reduces to a nonzero number;
+    the sides differ at a point (the counterexample), or the difference reduces to a nonzero constant or
+    polynomial (confirmed at sampled points, then refuted whatever its size);
 ``undecided``
-    the time limit was hit before the numeric check could finish, or no point
-    could be evaluated.
+    the time limit was hit before the numeric check could finish, or no point could be evaluated.
 
-Text goes through :mod:`derive.safe_parse` (never ``eval``/``sympify``) with
-``diff(f, x)``, ``sum(f, i, a, b)``, vectors ``(a, b, c)`` and the vector
-functions (``softmax``, ``layernorm``, ``mean``, ``var``, ``dot``, ``norm``)
-allowed.  Every free symbol must be declared (``variables``; ``sizes`` for
-positive integers such as the ``n`` of a sum).  Every stage runs under the
-time limit in a child process, so nothing can hang the caller.
+Text goes through :mod:`derive.safe_parse` (never ``eval``/``sympify``) with ``diff(f, x)``, ``sum(f, i, a, b)``,
+vectors ``(a, b, c)`` and the vector functions allowed; with ``shapes`` (``"A:n,m B:m,n"``) the sides are
+matrix expressions at symbolic size read by :mod:`derive.matrix_text` (``trace(A*B) = trace(B*A)``,
+``diff(trace(A*X), X) = transpose(A)``).  Every free symbol must be declared (``variables``; ``sizes`` for
+positive integers such as the ``n`` of a sum).  ``assume`` (``"x > 0, y >= 1"``) restricts variables to
+intervals: the proof runs under them, the points are drawn inside them.  Every stage runs under the time
+limit in a child process, so nothing can hang the caller.  The statement is echoed as typed.
 
 >>> v = verify("softmax((a + c, b + c))", "softmax((a, b))", variables="a b c")
 >>> v.status, v.exit_code
 ('proved', 0)
->>> verify("sum(i, i, 1, n)", "n*(n + 1)/2", sizes="n").status
+>>> verify("sum(i, i, 1, n) = n*(n + 1)/2", sizes="n").status
 'proved'
 >>> v = verify("sin(x)**2", "sin(x)", variables="x")
 >>> v.status, v.exit_code
 ('refuted', 1)
+>>> verify("log(x*y) = log(x) + log(y)", variables="x,y", assume="x > 0, y > 0").words()
+'proved for x > 0, y > 0'
+>>> verify("exp(log(x)) = x", variables="x").line().split(" (")[0]
+'exp(log(x)) = x: proved where defined: x > 0'
 """
 
 from __future__ import annotations
 
+import ast
 import math
 import multiprocessing
 import random
@@ -40,19 +49,28 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
+import mpmath
 import sympy as sp
 
 from seqgrad import validate
-from seqgrad.errors import ParseError, SeqgradTypeError, SeqgradValueError
+from seqgrad.errors import NonFiniteError, ParseError, SeqgradTypeError, SeqgradValueError
 
-from .safe_parse import parse_value
+from .safe_parse import parse_expression, parse_value
 
-__all__ = ["verify", "Verdict", "STATUSES", "EXIT_CODES"]
+__all__ = ["verify", "Verdict", "STATUSES", "EXIT_CODES", "SCALES", "SIZE_POOL", "parse_assumptions"]
 
 STATUSES = ("proved", "holds", "refuted", "undecided")
 #: exit status of ``seqgrad verify`` per verdict (2 is bad input, raised before any verdict)
 EXIT_CODES = {"proved": 0, "holds": 0, "refuted": 1, "undecided": 3}
-SIZE_RANGE = (1, 8)
+#: the magnitudes of the sampled real values (each with both signs, a random mantissa in [1, 10))
+SCALES = (1e-3, 1e-2, 0.1, 1, 10, 100, 1000)
+#: the sizes sampled for positive integer symbols (plus random ones from 9 to 63)
+SIZE_POOL = (1, 2, 3, 4, 5, 6, 7, 8, 64)
+#: relative tolerance of the 30-digit comparison of the two sides
+TOLERANCE = 1e-20
+#: the sizes of the numeric check of matrix identities: every size symbol 1, small, and at least 64
+MATRIX_SIZES = ("1", "2..5", "9..20", "64")
+MATRIX_TOLERANCE = 1e-8
 
 
 @dataclass
@@ -66,6 +84,11 @@ class Verdict:
     points: int = 0
     counterexample: dict = field(default_factory=dict)
     seconds: float = 0.0
+    statement: str = ""
+    assumptions: str = ""
+    domain: list = field(default_factory=list)  # conditions where a side is defined that no assumption gives
+    sampled: dict = field(default_factory=dict)
+    typed: tuple = ()  # the sides as typed, unevaluated (exp(log(x)), not x), for the LaTeX display
 
     @property
     def exit_code(self) -> int:
@@ -74,25 +97,33 @@ class Verdict:
     def __bool__(self) -> bool:
         return self.status in ("proved", "holds")
 
+    def _where(self) -> str:
+        if self.domain:
+            return " where defined: " + ", ".join(self.domain)
+        return f" for {self.assumptions}" if self.assumptions else ""
+
     def words(self) -> str:
         if self.status == "proved":
-            return "proved"
+            return "proved" + self._where()
         if self.status == "holds":
-            return f"holds numerically at {self.points} points (not proved)"
+            return f"holds numerically at {self.points} points{self._where()} (not proved)"
         if self.status == "refuted":
             at = ", ".join(f"{k} = {v}" for k, v in self.counterexample.items())
             return "refuted" + (f" at {at}" if at else "")
         return "undecided"
 
+    def text(self) -> str:
+        return self.statement or f"{_text(self.lhs)} = {_text(self.rhs)}"
+
     def line(self) -> str:
-        """One line of text: the statement, the verdict and how it was reached."""
-        return f"{_text(self.lhs)} = {_text(self.rhs)}: {self.words()} ({self.detail}; {self.seconds:.2f} s)"
+        """One line of text: the statement as typed, the verdict and how it was reached."""
+        return f"{self.text()}: {self.words()} ({self.detail}; {self.seconds:.2f} s)"
 
     def latex(self) -> str:
         """A complete display (``align*``) for notes: the statement and the verdict."""
         from .latex_layout import display
 
-        lhs, rhs = (sp.Tuple(*x) if isinstance(x, tuple) else x for x in (self.lhs, self.rhs))
+        lhs, rhs = (sp.Tuple(*x) if isinstance(x, tuple) else x for x in (self.typed or (self.lhs, self.rhs)))
         relation = sp.Ne if self.status == "refuted" else sp.Eq
         return display([(relation(lhs, rhs, evaluate=False), f"({self.words()})")])
 
@@ -100,10 +131,11 @@ class Verdict:
         return self.latex()
 
     def as_dict(self) -> dict:
-        return {"status": self.status, "lhs": _text(self.lhs), "rhs": _text(self.rhs), "verdict": self.words(),
-                "detail": self.detail, "points": self.points,
+        return {"status": self.status, "statement": self.text(), "lhs": _text(self.lhs), "rhs": _text(self.rhs),
+                "verdict": self.words(), "detail": self.detail, "points": self.points,
                 "counterexample": {k: str(v) for k, v in self.counterexample.items()}, "seconds": round(self.seconds, 3),
-                "exit_code": self.exit_code}
+                "exit_code": self.exit_code, "assumptions": self.assumptions, "domain": list(self.domain),
+                "sampled": self.sampled}
 
 
 def _text(x) -> str:
@@ -127,17 +159,31 @@ def _bad(argument, value):
     raise SeqgradTypeError(argument, value, "names as a string 'x y' / 'x,y' or a list of names")
 
 
-def _side(argument: str, value, variables, sizes):
+def _finite_side(argument: str, value) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise NonFiniteError(argument, value)
+    if isinstance(value, sp.Basic) and value.has(sp.nan, sp.oo, -sp.oo, sp.zoo):
+        raise SeqgradValueError(argument, sp.sstr(value), "a finite expression (no nan, oo or zoo)")
+
+
+def _side(argument: str, value, variables, sizes, evaluate: bool = True):
     if isinstance(value, str):
-        out = parse_value(value, variables=variables, argument=argument, calculus=True, sizes=sizes)
+        with sp.evaluate(evaluate):
+            out = parse_value(value, variables=variables, argument=argument, calculus=True, sizes=sizes)
         return tuple(out) if isinstance(out, tuple) else out
     if isinstance(value, (list, tuple, sp.MatrixBase)):
         return tuple(_side(argument, v, variables, sizes) for v in value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
+        _finite_side(argument, value)
         return sp.nsimplify(value, rational=True)
     if isinstance(value, sp.Basic):
+        _finite_side(argument, value)
         return value
     raise SeqgradTypeError(argument, value, "a SymPy expression, a number, text, or a vector of them")
+
+
+def _derivatives_done(e):
+    return e.replace(lambda x: isinstance(x, sp.Derivative), lambda x: x.doit()) if e.has(sp.Derivative) else e
 
 
 def _free(x) -> set:
@@ -158,13 +204,122 @@ def _check_declared(lhs, rhs, variables, sizes, given_as_text: bool):
             raise SeqgradValueError("sizes", str(s), "a positive integer symbol: Symbol(name, integer=True, positive=True)")
 
 
+# --- assumptions ---------------------------------------------------------------------------------
+
+_RELATIONS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<="}
+
+
+def parse_assumptions(text, variables: Iterable[str]) -> dict:
+    """``"x > 0, y >= 1"`` -> ``{"x": (">", 0), "y": (">=", 1)}``: one bound per comparison of a declared
+    variable with a number (``0 < x`` reads as ``x > 0``); read by :mod:`ast`, the number by the whitelist."""
+    if text is None or text == "":
+        return {}
+    if not isinstance(text, str):
+        raise SeqgradTypeError("assume", text, 'text such as "x > 0, y > 0"')
+    names = set(variables)
+    out: dict = {}
+    for piece in [p.strip() for p in text.split(",") if p.strip()]:
+        try:
+            node = ast.parse(piece, mode="eval").body
+        except SyntaxError:
+            raise ParseError("assume", piece, 'a comparison NAME > number (>, >=, <, <=), e.g. "x > 0"') from None
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _RELATIONS):
+            raise ParseError("assume", piece, 'a comparison NAME > number (>, >=, <, <=), e.g. "x > 0"')
+        left, right, op = node.left, node.comparators[0], _RELATIONS[type(node.ops[0])]
+        if isinstance(right, ast.Name) and not isinstance(left, ast.Name):
+            left, right, op = right, left, {">": "<", ">=": "<=", "<": ">", "<=": ">="}[op]
+        if not isinstance(left, ast.Name) or left.id not in names:
+            raise ParseError("assume", piece, "a bound on a declared variable (" + (", ".join(sorted(names)) or "none declared") + ")")
+        bound = parse_expression(ast.get_source_segment(piece, right) or "", argument="assume")
+        if not bound.is_number or not bound.is_real:
+            raise ParseError("assume", piece, "a real number as the bound")
+        previous = out.get(left.id, [])
+        out[left.id] = previous + [(op, bound)]
+    return out
+
+
+def _interval(bounds) -> tuple:
+    """(low, low_open, high, high_open) of a variable's bounds (None: unbounded)."""
+    low = high = None
+    low_open = high_open = True
+    for op, b in bounds:
+        if op in (">", ">=") and (low is None or b >= low):
+            low, low_open = b, op == ">"
+        if op in ("<", "<=") and (high is None or b <= high):
+            high, high_open = b, op == "<"
+    if low is not None and high is not None and (high < low or (high == low and (low_open or high_open))):
+        raise SeqgradValueError("assume", f"{low} .. {high}", "bounds that leave some values")
+    return low, low_open, high, high_open
+
+
+def _assumed_symbols(free, domains) -> dict:
+    """Each bounded variable written through a new symbol with SymPy's assumptions: x > c is c + t with t > 0."""
+    subs, back = {}, {}
+    for s in free:
+        if s.name not in domains:
+            continue
+        low, low_open, high, high_open = _interval(domains[s.name])
+        if (low is None) == (high is None):
+            continue  # a two-sided interval: the points stay inside it, the proof runs over the reals
+        t = sp.Symbol(s.name, positive=True) if (low_open if low is not None else high_open) else sp.Symbol(s.name, nonnegative=True)
+        subs[s], back[t] = (low + t, s - low) if low is not None else (high - t, high - s)
+    return subs, back
+
+
+def _assumption_text(domains) -> str:
+    return ", ".join(f"{name} {op} {sp.sstr(b)}" for name, bounds in domains.items() for op, b in bounds)
+
+
+# --- domains: where a side is defined in the reals ------------------------------------------------
+
+def _conditions(*sides) -> list:
+    """Conditions for the sides to be defined in the reals, read off the unevaluated sides: log(u) needs u > 0,
+    sqrt(u) and even roots u >= 0, 1/u needs u != 0, asin/acos |u| <= 1."""
+    out: dict = {}
+    for side in sides:
+        for e in (side if isinstance(side, tuple) else (side,)):
+            if not isinstance(e, sp.Basic):
+                continue
+            for node in sp.preorder_traversal(e):
+                if isinstance(node, sp.log) and node.args[0].free_symbols:
+                    out[sp.Gt(node.args[0], 0, evaluate=False)] = None
+                elif node.is_Pow and node.base.free_symbols and node.exp.is_Rational:
+                    if not node.exp.is_Integer and node.exp.q % 2 == 0:
+                        out[sp.Ge(node.base, 0, evaluate=False)] = None
+                    if node.exp < 0:
+                        out[sp.Ne(node.base, 0, evaluate=False)] = None
+                elif isinstance(node, (sp.asin, sp.acos)) and node.args[0].free_symbols:
+                    out[sp.Le(sp.Abs(node.args[0]), 1, evaluate=False)] = None
+    return list(out)
+
+
+_TESTS = {sp.StrictGreaterThan: ("is_positive", ">"), sp.GreaterThan: ("is_nonnegative", ">="), sp.Unequality: ("is_nonzero", "!="),
+          sp.LessThan: (None, "<=")}
+
+
+def _unmet(conditions, subs, free) -> list[str]:
+    """The conditions on the identity's own variables that the assumptions do not imply (as text), each once."""
+    left = []
+    for c in conditions:
+        if not c.lhs.free_symbols <= free:
+            continue  # a bound summation index: not a condition on the variables
+        test, op = _TESTS[type(c)]
+        if test is not None and getattr(c.lhs.xreplace(subs), test) is True:
+            continue
+        left.append(f"{sp.sstr(c.lhs)} {op} {sp.sstr(c.rhs)}")
+    return list(dict.fromkeys(left))
+
+
 def verify(lhs, rhs=None, *, variables: Iterable[str] | str | None = None, sizes: Iterable[str] | str | None = None,
-           time_limit: float = 5.0, points: int = 20, seed: int = 0) -> Verdict:
-    """Prove ``lhs = rhs``, else check it at random points: a :class:`Verdict` (see the module docstring).
+           shapes=None, assume: str | None = None, assumptions: str | None = None,
+           time_limit: float = 5.0, points: int = 40, seed: int = 0) -> Verdict:
+    """Prove ``lhs = rhs``, else check it at sampled points: a :class:`Verdict` (see the module docstring).
 
     ``lhs`` may be the whole text ``"LHS = RHS"`` (then ``rhs`` is None).  Sides are text (parsed safely),
     SymPy expressions, numbers, or vectors (tuples) of them.  ``variables`` and ``sizes`` name the free
     symbols (real variables, positive integer sizes); for SymPy input they default to its own symbols.
+    ``shapes`` declares matrices and column vectors (``"A:n,m x:n"``): the sides are then matrix expressions.
+    ``assume`` (or ``assumptions``) bounds variables: ``"x > 0, y >= -1"``.
     """
     start = time.perf_counter()
     time_limit = validate.real("time_limit", time_limit, positive=True)
@@ -172,37 +327,65 @@ def verify(lhs, rhs=None, *, variables: Iterable[str] | str | None = None, sizes
         raise SeqgradValueError("time_limit", time_limit, "a number of seconds from 0.1 to 600")
     points = validate.integer("points", points, minimum=1, maximum=10_000)
     variables, sizes = _names("variables", variables), _names("sizes", sizes)
+    if assume is not None and assumptions is not None and assume != assumptions:
+        raise SeqgradValueError("assumptions", assumptions, "one of assume= and assumptions= (they are the same option)")
+    domains = parse_assumptions(assume if assume is not None else assumptions, variables)
     as_text = isinstance(lhs, str)
+    statement = lhs.strip() if as_text and rhs is None else ""
     if rhs is None:
         if not as_text or lhs.count("=") != 1 or any(op in lhs for op in ("==", "<=", ">=", "!=")):
             raise ParseError("identity", lhs, 'one "LHS = RHS" (or two sides: verify(lhs, rhs))')
         lhs, rhs = lhs.split("=")
+    elif as_text and isinstance(rhs, str):
+        statement = f"{lhs.strip()} = {rhs.strip()}"
     as_text = as_text or isinstance(rhs, str)
+    if shapes:
+        from .matrix_verify import verify_matrix
+
+        return verify_matrix(lhs, rhs, statement, shapes, variables, domains, time_limit, seed, start, points)
     L, R = _side("lhs", lhs, variables, sizes), _side("rhs", rhs, variables, sizes)
     if isinstance(L, tuple) != isinstance(R, tuple) or (isinstance(L, tuple) and len(L) != len(R)):
         raise SeqgradValueError("rhs", _text(R), f"the same shape as the left side {_text(L)}")
+    for side, name in ((L, "lhs"), (R, "rhs")):
+        for e in side if isinstance(side, tuple) else (side,):
+            _finite_side(name, e)
     _check_declared(L, R, variables, sizes, as_text)
+    free = _free(L) | _free(R)
+    try:  # the sides as typed (no auto-evaluation): where each is defined
+        raw = [_side(n, s, variables, sizes, evaluate=False) if isinstance(s, str) else v
+               for n, s, v in (("lhs", lhs, L), ("rhs", rhs, R))]
+    except Exception:
+        raw = [L, R]
+    subs, back = _assumed_symbols(free, domains)
+    domain = _unmet(_conditions(*raw), subs, free)
+    assumed_text = _assumption_text(domains)
     residual = [a - b for a, b in zip(L, R)] if isinstance(L, tuple) else [L - R]
+    residual = [_derivatives_done(r).xreplace(subs) for r in residual]  # d/dx before x is written through its bound
     deadline = start + time_limit
+    common = dict(statement=statement, assumptions=assumed_text, typed=tuple(raw))
 
     outcome = _run(_prove, (residual,), deadline - time.perf_counter())
     if outcome is not None and outcome[0] == "proved":
-        return Verdict("proved", L, R, outcome[1], seconds=time.perf_counter() - start)
-    if outcome is not None and outcome[0] == "refuted":
-        return Verdict("refuted", L, R, outcome[1], seconds=time.perf_counter() - start)
-    proof_note = "no proof within the time limit" if outcome is None else outcome[1]
+        return Verdict("proved", L, R, outcome[1], seconds=time.perf_counter() - start, domain=domain, **common)
+    if outcome is not None and outcome[0] == "constant":  # back in the variables as declared
+        outcome = ("constant", outcome[1], outcome[2].xreplace(back), outcome[3])
+        proof_note = f"the difference reduces to {_shown(outcome[2])}"
+    else:
+        proof_note = "no proof within the time limit" if outcome is None else str(outcome[1])
     left = deadline - time.perf_counter()
-    numeric = _run(_numeric, (L, R, points, seed), left) if left > 0.05 else None
+    numeric = _run(_numeric, (L, R, points, seed, domains, outcome), left) if left > 0.05 else None
     seconds = time.perf_counter() - start
     if numeric is None:
         return Verdict("undecided", L, R, f"{proof_note}; time limit of {time_limit:g} s hit before the numeric check finished",
-                       seconds=seconds)
-    status, count, point, note = numeric
+                       seconds=seconds, **common)
+    if numeric[0] == "failed":
+        return Verdict("undecided", L, R, f"{proof_note}; the numeric check failed ({numeric[1]})", seconds=seconds, **common)
+    status, count, point, note, sampled = numeric
     if status == "refuted":
-        return Verdict("refuted", L, R, f"{proof_note}; {note}", count, point, seconds)
+        return Verdict("refuted", L, R, note, count, point, seconds, sampled=sampled, **common)
     if status == "holds":
-        return Verdict("holds", L, R, f"{proof_note}; {note}", count, seconds=seconds)
-    return Verdict("undecided", L, R, f"{proof_note}; {note}", count, seconds=seconds)
+        return Verdict("holds", L, R, f"{proof_note}; {note}", count, seconds=seconds, domain=domain, sampled=sampled, **common)
+    return Verdict("undecided", L, R, f"{proof_note}; {note}", count, seconds=seconds, sampled=sampled, **common)
 
 
 # --- the stages (run in a child process under the time limit) ---------------------------------------
@@ -238,19 +421,41 @@ def _child(send, stage, args):  # pragma: no cover - runs in the child process
 
 
 def _reducers():
+    """(name, reduce, exact value): ``exact`` when the reduced form equals the residual (a nonzero one is then the
+    difference itself); index notation reduces a numerator, which says only zero or not."""
     from .proof import pythagorean, rational_zero
     from .rules import index_zero
 
-    return (("evaluation", lambda e: e.doit()), ("expansion", lambda e: sp.expand(e.doit())),
-            ("cancelling exponentials", lambda e: rational_zero(e.doit())), ("trigonometric reduction", lambda e: pythagorean(e.doit())),
-            ("index notation", index_zero), ("simplify", lambda e: sp.simplify(e.doit())))
+    return (("evaluation", lambda e: e.doit(), True), ("expansion", lambda e: sp.expand(e.doit()), True),
+            ("cancelling exponentials", lambda e: rational_zero(e.doit()), True),
+            ("trigonometric reduction", lambda e: pythagorean(e.doit()), True),
+            ("logarithm expansion", lambda e: sp.expand(sp.expand_log(e.doit())), True),
+            ("index notation", _index_reducer(index_zero), False), ("simplify", lambda e: sp.simplify(e.doit()), True))
+
+
+def _index_reducer(index_zero):
+    def reduce(e):
+        if e.has(sp.Piecewise, sp.Min, sp.Max, sp.Abs, sp.floor, sp.ceiling, sp.sign):
+            raise ValueError("index notation drops Piecewise ranges: not for piecewise functions")
+        return index_zero(e)
+
+    return reduce
+
+
+def _polynomial(r) -> bool:
+    """A nonzero constant or a polynomial in the free symbols (no functions): nonzero somewhere on any open set."""
+    if r.is_number:
+        return r.is_zero is False and not r.has(sp.nan, sp.zoo, sp.oo)
+    syms = sorted(r.free_symbols, key=sp.default_sort_key)
+    return bool(syms) and r.is_polynomial(*syms) and not r.atoms(sp.Function, sp.Sum)
 
 
 def _prove(residual: list):
-    """("proved", how) when every entry reduces to 0; ("refuted", why) when one reduces to a nonzero number."""
+    """("proved", how); ("constant", index, reduced) when an entry reduces exactly to a nonzero constant or
+    polynomial (the numeric stage confirms it and finds where it is nonzero); ("open", why) otherwise."""
     methods = []
-    for entry in residual:
-        for name, reduce in _reducers():
+    for k, entry in enumerate(residual):
+        for name, reduce, exact in _reducers():
             try:
                 r = reduce(entry)
             except Exception:  # a reducer that cannot handle this form: try the next
@@ -258,45 +463,208 @@ def _prove(residual: list):
             if r == 0:
                 methods.append(name)
                 break
-            if r.is_number and r.is_zero is False and not r.has(sp.nan, sp.zoo):
-                return ("refuted", f"the difference reduces to {sp.sstr(r)}")
+            if exact and _polynomial(sp.expand(r)):
+                return ("constant", k, sp.expand(r), name)
         else:
             return ("open", "no proof found")
     return ("proved", "exact reduction to 0 by " + ", ".join(dict.fromkeys(methods)))
 
 
-def _numeric(L, R, points: int, seed: int):
+def _switches(exprs) -> list:
+    """The expressions whose zeros are where a piecewise function switches (abs, sign, max/min, floor, Piecewise)."""
+    out: dict = {}
+    for e in exprs:
+        for node in sp.preorder_traversal(e):
+            if isinstance(node, (sp.Abs, sp.sign, sp.Heaviside, sp.floor, sp.ceiling, sp.frac)):
+                out[node.args[0]] = None
+            elif isinstance(node, (sp.Max, sp.Min)):
+                for a in node.args:
+                    for b in node.args:
+                        if a is not b:
+                            out[a - b] = None
+            elif isinstance(node, sp.Piecewise):
+                for _, cond in node.args:
+                    if isinstance(cond, sp.core.relational.Relational):
+                        out[cond.lhs - cond.rhs] = None
+    return [u for u in out if u.free_symbols]
+
+
+def _value(rng: random.Random, kind: str):
+    if kind == "scale":
+        s = rng.choice(SCALES)
+        return sp.Rational(rng.randint(1000, 9999), 1000) * sp.nsimplify(s) * rng.choice((1, -1))
+    if kind == "integer":
+        return sp.Integer(rng.choice([0, 1, -1, 2, -2, 3, -3, rng.randint(-50, 50)]))
+    if kind == "half":
+        return sp.Integer(rng.randint(-20, 20)) + sp.Rational(1, 2)
+    return sp.Rational(rng.randint(-2000, 2000), 1000)
+
+
+def _in_domain(x, interval) -> bool:
+    low, low_open, high, high_open = interval
+    if low is not None and (x < low or (low_open and x == low)):
+        return False
+    return not (high is not None and (x > high or (high_open and x == high)))
+
+
+def _near_boundary(rng, interval):
+    low, _, high, _ = interval
+    bound, sign = (low, 1) if low is not None and (high is None or rng.random() < 0.5) else (high, -1)
+    return bound + sign * sp.nsimplify(rng.choice((1e-9, 1e-6, 1e-3, 0.5, 1, 10, 1000)))
+
+
+def _interval_free(interval) -> bool:
+    return interval[0] is None and interval[2] is None
+
+
+def _draw_real(rng, kind, interval):
+    bounded = interval[0] is not None or interval[2] is not None
+    for _ in range(50):
+        x = _near_boundary(rng, interval) if kind == "boundary" and bounded else _value(rng, "scale" if kind == "boundary" else kind)
+        if _in_domain(x, interval):
+            return x
+    return _near_boundary(rng, interval) if bounded else sp.Integer(0)
+
+
+_KINDS = ("scale", "integer", "half", "grid", "switch", "boundary", "scale", "switch")
+
+
+def _size_value(rng: random.Random, k: int) -> int:
+    pool = list(SIZE_POOL) + [rng.randint(9, 63)]
+    return pool[k % len(pool)] if k < 2 * len(pool) else rng.choice(pool)
+
+
+_OFFSETS = (0, sp.Rational(1, 2), -sp.Rational(1, 2), sp.Rational(1, 1000), -sp.Rational(1, 1000))
+
+
+def _switch_point(rng, at, switches, reals, intervals, target=None):
+    """Move one variable onto (or beside) a zero of a switch expression, the others as drawn; ``target`` =
+    (switch, variable, offset) chooses them, else they are drawn."""
+    if not switches:
+        return
+    u, v, offset = target if target is not None else (rng.choice(switches), None, rng.choice(_OFFSETS))
+    candidates = [s for s in reals if s in u.free_symbols]
+    if not candidates:
+        return
+    v = v if v is not None else rng.choice(candidates)
+    fixed = u.xreplace({s: at[s] for s in u.free_symbols if s != v})
+    try:
+        roots = [r for r in sp.solve(fixed, v) if r.is_real]
+    except Exception:
+        return
+    if not roots:
+        return
+    x = sp.nsimplify(rng.choice(roots)) + offset
+    if x.is_number and x.is_real and _in_domain(x, intervals[v]):
+        at[v] = x
+
+
+def _schedule(points: int, reals, switches):
+    """The kinds of the points, in order: each kind for every variable; then every switch expression and variable
+    at the zero and 1/2 and 1/1000 on either side; then each variable of its own random kind."""
+    plan = [("all", kind, None) for kind in _KINDS]
+    targets = [(u, v, off) for u in switches for v in reals if v in u.free_symbols for off in _OFFSETS]
+    plan += [("all", "switch", t) for t in targets[: max(points // 2, 10)]]
+    return plan
+
+
+def _sampled_summary(used_kinds, sizes_used, reals, switches, domains) -> dict:
+    return {"real_values": {"scales": [f"±{s:g}" for s in SCALES], "integers": True, "half_integers": True,
+                            "grid": "[-2, 2] in steps of 1/1000", "near_boundaries": sorted(domains),
+                            "switch_points": [sp.sstr(u) + " = 0" for u in switches]} if reals else {},
+            "kinds": sorted(used_kinds), "sizes": sorted(set(sizes_used))}
+
+
+def _numeric(L, R, points: int, seed: int, domains: dict, proof=None):
     import mpmath
 
     rng = random.Random(seed)
     lhs, rhs = (list(L), list(R)) if isinstance(L, tuple) else ([L], [R])
     free = sorted(_free(L) | _free(R), key=lambda s: s.name)
     sizes = [s for s in free if s.is_integer]
-    good = 0
-    for _ in range(points * 3):
+    reals = [s for s in free if not s.is_integer]
+    intervals = {s: _interval(domains.get(s.name, [])) for s in reals}
+    for s in reals:
+        if s.is_positive and intervals[s][0] is None:
+            intervals[s] = (sp.Integer(0), True, intervals[s][2], intervals[s][3])
+    switches = _switches(lhs + rhs)
+    used_kinds, sizes_used = set(), []
+    good, skipped = 0, 0
+    constant = proof if proof is not None and proof[0] == "constant" else None
+    plan = _schedule(points, reals, switches)
+    for k in range(points * 4):
         if good >= points:
             break
-        at = {s: (rng.randint(*SIZE_RANGE) if s.is_integer else
-                  sp.Rational(rng.randint(1, 2000), 1000) if s.is_positive else sp.Rational(rng.randint(-2000, 2000), 1000))
-              for s in free}
+        _, kind, target = plan[k] if k < len(plan) else ("mixed", "mixed", None)
+        at, kinds_here = {}, set()
+        for s in sizes:
+            at[s] = sp.Integer(_size_value(rng, k))
+        for s in reals:
+            own = rng.choice(_KINDS[:4] + ("boundary",)) if kind == "mixed" else kind
+            own = "scale" if own in ("switch", "boundary") and (own == "switch" or _interval_free(intervals[s])) else own
+            at[s] = _draw_real(rng, own, intervals[s])
+            kinds_here.add(own)
+        if kind == "switch" or (kind == "mixed" and rng.random() < 0.25):
+            _switch_point(rng, at, switches, reals, intervals, target)
+            kinds_here.add("switch")
         try:
-            with mpmath.workdps(30):
-                a = [complex(sp.N(e.subs(at).doit(), 30)) for e in lhs]
-                b = [complex(sp.N(e.subs(at).doit(), 30)) for e in rhs]
+            with mpmath.workdps(30):  # compared at 30 digits (a float64 comparison would not see 1 in 2**64)
+                a = [_mp(sp.N(e.xreplace(at).doit(), 30)) for e in lhs]
+                b = [_mp(sp.N(e.xreplace(at).doit(), 30)) for e in rhs]
         except Exception:
+            skipped += 1
             continue
-        if not all(math.isfinite(v.real) and math.isfinite(v.imag) for v in a + b):
+        if not all(mpmath.isfinite(v.real) and mpmath.isfinite(v.imag) and abs(v.imag) < 1e-25 * (1 + abs(v.real))
+                   for v in a + b):
+            skipped += 1  # outside the real domain of a side: not a point of the claim
             continue
         good += 1
+        used_kinds |= kinds_here
+        sizes_used += [int(at[s]) for s in sizes]
+        summary = _sampled_summary(used_kinds, sizes_used, reals, switches, domains)
+        if constant is not None:  # the reduction confirmed here (50 digits of the difference itself), then believed
+            _, index, reduced, how = constant
+            r = complex(sp.N(reduced.xreplace(at), 50))
+            with mpmath.workdps(50):
+                d = complex(sp.N((lhs[index] - rhs[index]).xreplace(at).doit(), 50))
+            if abs(r) > 0 and abs(d - r) <= 1e-10 * abs(r):
+                return ("refuted", good, {str(s): v for s, v in at.items()},
+                        f"the difference reduces ({how}) to {_shown(reduced)}, nonzero here: it is refuted whatever its size",
+                        summary)
         for x, y in zip(a, b):
-            if abs(x - y) > 1e-12 * (1 + abs(y)):
-                return ("refuted", good, {str(k): v for k, v in at.items()},
-                        f"the sides differ at a point: {_short(x)} vs {_short(y)}")
+            with mpmath.workdps(30):
+                differ = abs(x - y) > TOLERANCE * (1 + abs(y))
+            if differ:
+                return ("refuted", good, {str(s): v for s, v in at.items()},
+                        f"the sides differ at a point: {_short(x)} vs {_short(y)} (difference {mpmath.nstr(x - y, 6)}, 30 digits)",
+                        summary)
+    summary = _sampled_summary(used_kinds, sizes_used, reals, switches, domains)
     if good == 0:
-        return ("undecided", 0, {}, "no point could be evaluated")
-    what = f"both sides agree at {good} random points (30 digits, tolerance 1e-12 relative)"
-    return ("holds", good, {}, what + (f"; sizes drawn from {SIZE_RANGE[0]}..{SIZE_RANGE[1]}" if sizes else ""))
+        return ("undecided", 0, {}, "no point could be evaluated (every sampled point lies outside the real domain)", summary)
+    what = (f"both sides agree at {good} points (30 digits, tolerance {TOLERANCE:g} relative)"
+            + (f"; real values at scales ±1e-3 .. ±1e3, integers, half-integers, 0" if reals else "")
+            + (f"; switch points of {', '.join(sp.sstr(u) + ' = 0' for u in switches)}" if switches and "switch" in used_kinds else "")
+            + (f"; near the bounds of {', '.join(sorted(domains))}" if domains else "")
+            + (f"; sizes {', '.join(map(str, sorted(set(sizes_used))))}" if sizes else "")
+            + (f"; {skipped} points outside the real domain skipped" if skipped else ""))
+    return ("holds", good, {}, what, summary)
 
 
-def _short(v: complex) -> str:
+def _shown(reduced) -> str:
+    """A reduced difference for a message: the number, or the polynomial (its degree when it is long)."""
+    text = sp.sstr(reduced)
+    if len(text) <= 80:
+        return text
+    syms = sorted(reduced.free_symbols, key=sp.default_sort_key)
+    return f"a nonzero polynomial of degree {sp.Poly(reduced, *syms).total_degree()} in {', '.join(map(str, syms))}"
+
+
+def _mp(v):
+    """A SymPy number as an mpmath complex at the working precision (nan where it has no value)."""
+    re, im = v.as_real_imag()
+    return mpmath.mpc(sp.Float(re, 30)._mpf_, sp.Float(im, 30)._mpf_)
+
+
+def _short(v) -> str:
+    v = complex(v)
     return f"{v.real:.12g}" if v.imag == 0 else f"{v.real:.6g}{v.imag:+.6g}j"

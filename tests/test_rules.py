@@ -20,7 +20,8 @@ def test_every_rule_is_proved_at_symbolic_size(name):
     assert "symbolic size" in proof.method
     # the proof really is at symbolic size: the example has no numeric dimension other than a row vector's 1
     expr, G, leaves = rules.RULES[name].example()
-    assert any(not dim.is_number for dim in expr.shape)
+    shape = expr.shape if getattr(expr, "is_Matrix", False) else leaves[0].shape  # trace, det: a scalar of a matrix
+    assert any(not dim.is_number for dim in shape) or name == "scalar"  # a 1 x 1 matrix read as a scalar has size 1
 
 
 def _broken(name, **changes):
@@ -90,7 +91,7 @@ def test_symbolic_scale_is_allowed():
 def test_unknown_primitive_is_a_clear_error():
     X = sp.MatrixSymbol("X", 2, 2)
     with pytest.raises(SeqgradTypeError, match="rule table"):
-        rules.pullback(sp.Inverse(X), sp.MatrixSymbol("G", 2, 2))
+        rules.pullback(sp.MatPow(X, 3), sp.MatrixSymbol("G", 2, 2))  # (the inverse has a rule since derive.matcalc)
 
 
 def test_forward_rule_has_no_silent_zero():
@@ -124,3 +125,12 @@ def test_jacobian_refuses_a_tangent_it_cannot_read():
     h, hdot = sp.MatrixSymbol("h", 1, 3), sp.MatrixSymbol("hdot", 1, 3)
     with pytest.raises(SeqgradValueError, match="tangent"):
         rules.jacobian(rules.jvp(h.T * h, {h: hdot}), hdot)  # an outer product: not a row vector's Jacobian
+
+
+def test_a_wrong_matrix_calculus_rule_is_not_proved():
+    """The rules of derive.matcalc (trace, det, inverse, diagonal) fail their proofs when they are wrong."""
+    assert not _broken("trace", pull=lambda e, g, out: [(e.arg, sp.MatMul(2, g, sp.Identity(e.arg.shape[0])))]).prove().holds
+    assert not _broken("det", pull=lambda e, g, out: [(e.arg, sp.MatMul(g, e, sp.Inverse(e.arg)))]).prove().holds  # X^-1, not X^-T
+    assert not _broken("inverse", pull=lambda e, G, out: [(e.arg, sp.MatMul(-1, sp.Inverse(e.arg), G, sp.Inverse(e.arg)))]).prove().holds
+    assert not _broken("inverse", forward=lambda e, t: sp.MatMul(-1, e, e, t[e.arg]) if e.arg in t else None).prove().holds
+    assert not _broken("diagonal", pull=lambda e, G, out: [(e.arg, sp.MatMul(G, G.T))]).prove().holds

@@ -23,7 +23,7 @@ def test_derive_all_lists_every_module_and_each_is_reachable():
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True).stdout.split("\n")
     names = out[0].split()
     modules = sorted(p.stem for p in (ROOT / "derive").glob("*.py") if not p.stem.startswith("_"))
-    assert names == sorted(modules + ["verify"])  # every module, and the one function derive.verify
+    assert names == sorted(modules + ["verify", "diff"])  # every module, and the two functions derive.verify, derive.diff
     assert out[1] == "False", "import derive (and its submodules) must not import torch"
 
 

@@ -85,3 +85,124 @@ def test_cli_json(capsys):
     assert main(["verify", "sum(i, i, 1, n) = n*(n + 1)/2", "--sizes", "n", "--json"]) == 0
     verdict = json.loads(capsys.readouterr().out)
     assert verdict["status"] == "proved" and verdict["exit_code"] == 0
+
+
+# --- honest numeric evidence (issue 26): identities that passed before, each false -------------------------
+
+@pytest.mark.parametrize("text,kwargs", [
+    ("sqrt((x-2)**2) = 2 - x", {"variables": "x"}),            # true only for x <= 2: points beyond [-2, 2]
+    ("min(x, 3) = x", {"variables": "x"}),                     # true only for x <= 3: beyond the switch point
+    ("floor(x) + floor(-x) = -1", {"variables": "x"}),         # false at every integer
+    ("sum(i, i, 1, n) = n*(n + 1)/2 + (n-1)*(n-2)*(n-3)*(n-4)*(n-5)*(n-6)*(n-7)*(n-8)", {"sizes": "n"}),  # zero for n <= 8
+    ("sum(i, i, 1, n) = n*(n + 1)/2 + (n-1)*(n-2)*(n-3)*(n-4)*(n-5)*(n-6)*(n-7)*(n-8)/10**40", {"sizes": "n"}),
+    ("x + 10**-30 = x", {"variables": "x"}),                   # a nonzero constant below any tolerance
+    ("x**2 + 10**-25*x = x**2", {"variables": "x"}),           # a nonzero polynomial below any tolerance
+    ("abs(x - 1/1000) = x - 1/1000", {"variables": "x"}),     # false only in (-oo, 0.001): small scales
+    ("max(x, 500) = 500", {"variables": "x"}),                 # false only above 500: large scales
+    ("sqrt(x**2) = x", {"variables": "x"}),
+    ("abs(x) = x", {"variables": "x", "assume": "x > -1"}),    # false in (-1, 0): near the bound
+])
+def test_false_identities_that_once_held_are_refuted(text, kwargs):
+    v = derive.verify(text, **kwargs)
+    assert v.status == "refuted", v.line()
+    assert v.counterexample or "reduces" in v.detail
+
+
+def test_a_nonzero_constant_residual_is_refuted_whatever_its_size():
+    v = derive.verify("x + 10**-30 = x", variables="x")
+    assert v.status == "refuted" and "reduces" in v.detail and "10000" in v.detail
+
+
+def test_the_refutation_reason_is_true():
+    """var(layernorm(v, eps)) = var / (var + eps), not 1: refuted, but never 'reduces to -9/1000' (a numerator)."""
+    v = derive.verify("var(layernorm((a, b, c), 0.001)) = 1", variables="a b c")
+    assert v.status == "refuted" and "-9/1000" not in v.detail and v.counterexample
+
+
+def test_statement_echoed_as_typed_and_the_domain_said():
+    v = derive.verify("exp(log(x)) = x", variables="x")
+    assert v.status == "proved" and v.line().startswith("exp(log(x)) = x: proved where defined: x > 0")
+    assert v.as_dict()["statement"] == "exp(log(x)) = x" and v.domain == ["x > 0"]
+
+
+def test_assumptions():
+    v = derive.verify("log(x*y) = log(x) + log(y)", variables="x,y", assume="x > 0, y > 0")
+    assert v.status == "proved" and v.words() == "proved for x > 0, y > 0" and not v.domain
+    assert derive.verify("sqrt(x**2) = x", variables="x", assumptions="x >= 0").status == "proved"
+    assert derive.verify("abs(x - 1) = x - 1", variables="x", assume="x > 1").status == "proved"
+    assert derive.verify("abs(x - 1) = x - 1", variables="x", assume="x > 0").status == "refuted"
+    held = derive.verify("log(x*y) = log(x) + log(y)", variables="x,y")  # no assumption: only where defined
+    assert held.status in ("holds", "proved") and "x > 0" in held.domain
+
+
+@pytest.mark.parametrize("assume,fragment", [("z > 0", "declared variable"), ("x", "comparison"), ("x > y", "not on the whitelist"),
+                                             ("x > 1, x < 0", "bounds that leave")])
+def test_bad_assumptions(assume, fragment):
+    with pytest.raises(SeqgradError, match=fragment):
+        derive.verify("x = x", variables="x,y", assume=assume)
+
+
+def test_nan_and_infinite_sides_are_errors():
+    with pytest.raises(SeqgradValueError, match="finite"):
+        derive.verify(float("nan"), 1)
+    with pytest.raises(SeqgradValueError, match="finite"):
+        derive.verify(sp.oo, 1)
+    with pytest.raises(SeqgradValueError, match="finite"):
+        derive.verify(float("inf"), 1)
+
+
+def test_what_was_sampled_is_said():
+    v = derive.verify("max(a, b) + min(a, b) = a + b", variables="a b")
+    assert v.status == "holds" and "scales ±1e-3 .. ±1e3" in v.detail and "a - b = 0" in v.detail
+    sampled = v.as_dict()["sampled"]
+    assert {"scale", "integer", "half", "switch"} <= set(sampled["kinds"])
+    sizes = derive.verify("sum(i, i, 1, n) = n*(n + 1)/2 + 0*n", sizes="n", points=30)
+    assert sizes.status == "proved"
+    s = derive.verify("sum(1/i**3, i, 1, n) = sum(1/i**3, i, 1, n)", sizes="n")
+    assert s.status == "proved"
+
+
+# --- matrix and vector identities at symbolic size -------------------------------------------------------------
+
+@pytest.mark.parametrize("text,shapes", [
+    ("trace(A*B) = trace(B*A)", "A:n,m B:m,n"),
+    ("trace(A*B*C) = trace(C*A*B)", "A:n,m B:m,k C:k,n"),
+    ("diff(trace(A*X), X) = transpose(A)", "A:n,n X:n,n"),
+    ("diff(dot(x, A*x), x) = (A + A.T)*x", "A:n,n x:n"),
+    ("diff(x.T*A*x, x) = (A + A.T)*x", "A:n,n x:n"),
+    ("(A*B).T = B.T*A.T", "A:n,m B:m,k"),
+    ("det(A*B) = det(A)*det(B)", "A:n,n B:n,n"),
+    ("inv(A*B) = inv(B)*inv(A)", "A:n,n B:n,n"),
+    ("diff(log(det(X)), X) = inv(X).T", "X:n,n"),
+    ("diff(det(X), X) = det(X)*inv(X).T", "X:n,n"),
+    ("diff(trace(X.T*A*X), X) = (A + A.T)*X", "A:n,n X:n,m"),
+    ("diff(trace(inv(X)*A), X) = -inv(X).T*A.T*inv(X).T", "X:n,n A:n,n"),
+    ("dot(x, y) = dot(y, x)", "x:n y:n"),
+    ("trace(X) = sum(diag(X))", "X:n,n"),
+])
+def test_matrix_identities_proved(text, shapes):
+    v = derive.verify(text, shapes=shapes)
+    assert v.status == "proved", v.line()
+    assert 64 in v.sampled["sizes"] and 1 in v.sampled["sizes"]  # the float64 guard ran at size 1 and at 64
+
+
+@pytest.mark.parametrize("text,shapes", [
+    ("trace(A*B) = trace(A)*trace(B)", "A:n,n B:n,n"),
+    ("trace(A*B*C) = trace(B*A*C)", "A:n,n B:n,n C:n,n"),
+    ("diff(trace(X*X), X) = 2*X", "X:n,n"),
+    ("det(2*X) = 2*det(X)", "X:n,n"),                # true at n = 1 only
+    ("sum(X) = trace(X)", "X:n,n"),
+    ("diff(x.T*A*x, x) = 2*A*x", "A:n,n x:n"),       # true for symmetric A only
+    ("inv(A*B) = inv(A)*inv(B)", "A:n,n B:n,n"),
+])
+def test_matrix_identities_refuted(text, shapes):
+    v = derive.verify(text, shapes=shapes)
+    assert v.status == "refuted", v.line()
+
+
+def test_matrix_cli(capsys):
+    assert main(["verify", "trace(A*B) = trace(B*A)", "--shape", "A:n,m B:m,n"]) == 0
+    assert capsys.readouterr().out.startswith("trace(A*B) = trace(B*A): proved")
+    assert main(["verify", "log(x*y) = log(x) + log(y)", "--vars", "x,y", "--assume", "x > 0, y > 0"]) == 0
+    assert "proved for x > 0, y > 0" in capsys.readouterr().out
+    assert main(["verify", "trace(A*B) = trace(B*A)", "--shape", "A:n,m B:n,n"]) == 2

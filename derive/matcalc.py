@@ -1,0 +1,584 @@
+r"""Matrix calculus from one line: ``derive.diff("x.T*A*x", "x", shapes="A:n,n x:n")`` gives ``(A + Aᵀ) x``.
+
+The derivative of a matrix or vector expression at **symbolic size**, through the one rule table
+(:mod:`derive.rules`): every matrix node is differentiated by its rule's pullback (matmul, transpose,
+sum, Hadamard, elementwise functions, row softmax, LayerNorm, trace, det, inverse, diag, a 1 x 1 product
+read as a scalar), and a scalar built from matrix values (``log(det(X))``, ``trace(A*X)**2``) by the
+scalar chain rule (``sympy.diff`` of the scalar in the matrix values, which are plain symbols there).
+SymPy's own ``MatrixSymbol.diff`` is never called (it loses the −ppᵀ term of softmax and returns 0 for
+functions of traces: the design notes' known pitfalls).
+
+* a scalar result gives the **gradient**, of the shape of the variable (the Matrix Cookbook's layout:
+  d trace(A X)/dX = Aᵀ);
+* a matrix or vector result gives the **pullback** ``dX`` for an upstream sensitivity ``G`` of the
+  result's shape (``dL/dX`` when ``dL/dF = G``); when it is ``M G`` for vectors, the Jacobian ``Mᵀ``.
+
+>>> d = diff("x.T*A*x", "x", shapes="A:n,n x:n")
+>>> print(d.pretty())
+dx = (A + Aᵀ) x
+>>> print(diff("log(det(X))", "X", shapes="X:n,n").pretty())
+dX = Xᵀ⁻¹
+>>> print(diff("A*x", "x", shapes="A:m,n x:n").pretty())
+dx = Aᵀ G
+>>> d.rules
+['scalar', 'matmul', 'transpose']
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from seqgrad.errors import ParseError, SeqgradTypeError, SeqgradValueError
+
+from .matrix_text import Declared, is_matrix, parse_matrix
+from .rules import RULES, AsScalar, Diag, _constant, proved, rule_for
+
+__all__ = ["diff", "MatrixDerivative", "derivative_of", "textbook", "evaluate", "numpy_ops"]
+
+#: scalar-valued matrix functions: the leaves of the scalar chain rule
+_SCALAR_NODES = (sp.Trace, sp.Determinant, AsScalar)
+
+
+def _depends(e, wrt) -> bool:
+    return wrt in e.free_symbols
+
+
+def _backprop(e, seed, wrt, out: list, used: dict) -> None:
+    """Reverse mode: add to ``out`` the contributions of ``e`` (with sensitivity ``seed``) to d/d``wrt``."""
+    if not _depends(e, wrt):
+        return
+    if e == wrt:
+        out.append(seed)
+        return
+    if is_matrix(e):
+        if isinstance(e, sp.MatrixSymbol) or _constant(e):
+            return
+        if isinstance(e, sp.MatMul):
+            coeff, mats = e.as_coeff_matrices()
+            if _depends(coeff, wrt):  # c(X) M(X): dc = <G, M> = trace(Gᵀ M), dM = c G (the product rule)
+                M = sp.MatMul(*mats) if len(mats) > 1 else mats[0]
+                used["scaling"] = None
+                _backprop(coeff, sp.Trace(sp.MatMul(seed.T, M)), wrt, out, used)
+                _backprop(M, sp.MatMul(coeff, seed), wrt, out, used)
+                return
+        _by_rule(e, seed, wrt, out, used)
+        return
+    if isinstance(e, _SCALAR_NODES):
+        _by_rule(e, seed, wrt, out, used)
+        return
+    if isinstance(e, sp.Symbol):
+        return
+    # a scalar of scalar-valued matrix functions (and of wrt itself when it is a scalar): the chain rule
+    atoms = _scalar_atoms(e, wrt)
+    names = {a: sp.Dummy("s") for a in atoms}
+    flat = e.xreplace(names)
+    back = {v: k for k, v in names.items()}
+    for atom, s in names.items():
+        partial = sp.diff(flat, s).xreplace(back)
+        if partial != 0:
+            _backprop(atom, seed * partial if seed != 1 else partial, wrt, out, used)
+    if isinstance(wrt, sp.Symbol) and wrt in flat.free_symbols:
+        out.append(seed * sp.diff(flat, wrt))
+
+
+def _scalar_atoms(e, wrt) -> list:
+    found: dict = {}
+
+    def walk(x):
+        if isinstance(x, _SCALAR_NODES):
+            if _depends(x, wrt):
+                found[x] = None
+            return
+        for a in x.args:
+            walk(a)
+
+    walk(e)
+    return list(found)
+
+
+def _by_rule(e, seed, wrt, out, used) -> None:
+    try:
+        rule = rule_for(e)
+    except SeqgradTypeError:
+        raise SeqgradValueError("expression", sp.sstr(e), "an expression of the rule table's operations ("
+                                + ", ".join(RULES) + "); this one has no rule") from None
+    used[rule.name] = None
+    for child, contribution in rule.pull(e, seed, None):
+        _backprop(child, contribution, wrt, out, used)
+
+
+def _sum(terms):
+    if not terms:
+        return None
+    if all(is_matrix(t) for t in terms):
+        return (sp.MatAdd(*terms) if len(terms) > 1 else terms[0]).doit()
+    return sp.Add(*terms)
+
+
+def _factors(t):
+    if isinstance(t, sp.MatMul):
+        coeff, mats = t.as_coeff_matrices()
+        return coeff, list(mats)
+    return sp.Integer(1), [t]
+
+
+def _product(coeff, mats):
+    if not mats:
+        return None
+    body = sp.MatMul(*mats) if len(mats) > 1 else mats[0]
+    return body if coeff == 1 else sp.MatMul(coeff, body)
+
+
+def textbook(expr):
+    """Common factors of a matrix sum pulled out, right then left: ``A x + Aᵀ x`` -> ``(A + Aᵀ) x``."""
+    if not isinstance(expr, sp.MatAdd):
+        return expr
+    terms = list(expr.args)
+    for side in (-1, 0):
+        groups: dict = {}
+        for t in terms:
+            coeff, mats = _factors(t)
+            key = mats[side] if len(mats) >= 2 else None
+            groups.setdefault(key, []).append((coeff, mats))
+        new = []
+        for key, members in groups.items():
+            if key is None or len(members) < 2:
+                new.extend(_product(c, m) for c, m in members)
+                continue
+            rest = [_product(c, m[:-1] if side == -1 else m[1:]) for c, m in members]
+            inner = textbook(sp.MatAdd(*rest).doit())
+            new.append(sp.MatMul(inner, key) if side == -1 else sp.MatMul(key, inner))
+        terms = new
+    return terms[0] if len(terms) == 1 else sp.MatAdd(*terms)
+
+
+class _NotLinear(Exception):
+    pass
+
+
+def _linear_map(e, G):
+    """The matrix of the pullback ``e``, linear in the column ``G``: ``M`` with ``e = M G`` (a column ``e``), or
+    ``N`` with ``e = Gᵀ N`` (a row ``e``).  Read off the factors, as :func:`derive.rules.jacobian` does for
+    tangents: no derivative is taken here.  ``rowsum`` of a row is ``r 1 1ᵀ``, ``mean`` ``r 1 1ᵀ / n``, ``a ∘ r``
+    is ``r diag(a)`` (``diag(a) c`` for a column)."""
+    from .rules import RowMean, RowSum
+
+    column = e.shape[1] == 1 and e.shape[0] != 1 or e.shape == G.shape
+    if e == G:
+        return sp.Identity(G.shape[0])
+    if e == G.T:
+        return sp.Identity(G.shape[0])
+    if G not in e.free_symbols:
+        raise _NotLinear
+    if isinstance(e, sp.MatAdd):
+        return sp.MatAdd(*[_linear_map(a, G) for a in e.args if G in a.free_symbols])
+    if isinstance(e, sp.Transpose):
+        return sp.Transpose(_linear_map(e.arg, G))
+    if isinstance(e, sp.MatMul):
+        coeff, mats = e.as_coeff_matrices()
+        varying = [k for k, m in enumerate(mats) if G in m.free_symbols]
+        if len(varying) != 1:
+            raise _NotLinear
+        k, = varying
+        inner = _linear_map(mats[k], G)
+        left, right = list(mats[:k]), list(mats[k + 1:])
+        if column and not right:
+            return _product(coeff, left + [inner])
+        if not column and not left:
+            return _product(coeff, [inner] + right)
+        raise _NotLinear
+    if isinstance(e, sp.HadamardProduct):
+        varying = [k for k, a in enumerate(e.args) if G in a.free_symbols]
+        if len(varying) != 1:
+            raise _NotLinear
+        k, = varying
+        rest = [a for j, a in enumerate(e.args) if j != k]
+        a = rest[0] if len(rest) == 1 else sp.HadamardProduct(*rest)
+        inner = _linear_map(e.args[k], G)
+        return sp.MatMul(Diag(a), inner) if column else sp.MatMul(inner, Diag(a))
+    if isinstance(e, (RowSum, RowMean)) and e.shape[0] == 1:
+        n = e.shape[1]
+        ones = sp.MatMul(sp.OneMatrix(n, 1), sp.OneMatrix(1, n))
+        out = sp.MatMul(_linear_map(e.arg, G), ones)
+        return out if isinstance(e, RowSum) else sp.MatMul(1 / n, out)
+    raise _NotLinear
+
+
+def _tidy(e):
+    """``diag(a) 1`` -> ``aᵀ`` (or ``a``), ``1ᵀ diag(a)`` -> ``a`` (or ``aᵀ``): a diagonal matrix against ones."""
+    def one(m):
+        return isinstance(m, sp.OneMatrix)
+
+    def fold(m):
+        if not isinstance(m, sp.MatMul):
+            return m
+        coeff, mats = m.as_coeff_matrices()
+        split = []
+        for x in mats:  # an n x n block of ones is 1 1ᵀ, so a diagonal beside it can take its half
+            split += [sp.OneMatrix(x.shape[0], 1), sp.OneMatrix(1, x.shape[1])] if one(x) and 1 not in x.shape else [x]
+        mats, changed = split, True
+        while changed:
+            changed = False
+            for k in range(len(mats) - 1):
+                a, b = mats[k], mats[k + 1]
+                if isinstance(a, sp.DiagMatrix) and one(b) and b.shape[1] == 1:
+                    v = a.args[0]
+                    mats[k:k + 2] = [v if v.shape[1] == 1 else v.T]
+                    changed = True
+                    break
+                if one(a) and a.shape[0] == 1 and isinstance(b, sp.DiagMatrix):
+                    v = b.args[0]
+                    mats[k:k + 2] = [v if v.shape[0] == 1 else v.T]
+                    changed = True
+                    break
+        merged = []
+        for x in mats:  # what is left of 1 1ᵀ is the block of ones again
+            if merged and one(merged[-1]) and one(x) and merged[-1].shape[1] == 1 and x.shape[0] == 1:
+                merged[-1] = sp.OneMatrix(merged[-1].shape[0], x.shape[1])
+            else:
+                merged.append(x)
+        return _product(coeff, merged)
+
+    return e.replace(lambda x: isinstance(x, sp.MatMul), fold)
+
+
+def _jacobian(pullback, G):
+    """The Jacobian ``J = Mᵀ`` when the pullback is ``M G`` for a column ``G`` (vectors in, vectors out); else None."""
+    if G is None or G.shape[1] != 1 or G.shape[0] == 1 or pullback.shape[1] != 1:
+        return None  # a column of a column only (a matrix's Jacobian has four indices)
+    try:
+        M = _linear_map(pullback, G)
+    except _NotLinear:
+        return None
+    return _tidy(sp.expand(sp.Transpose(M).doit()))
+
+
+@dataclass
+class MatrixDerivative:
+    """The derivative of ``expr`` with respect to ``wrt``: the gradient (scalar ``expr``) or the pullback
+    ``dX`` for the upstream ``G`` (matrix ``expr``), the Jacobian where it was read off, the rules used."""
+
+    expr: object
+    wrt: object
+    value: object
+    G: object = None
+    jacobian: object = None
+    rules: list = field(default_factory=list)
+    declared: Declared | None = None
+
+    def kinks(self) -> list:
+        """Where the derivative does not exist: the arguments of the sign and step functions it uses (|u|' = sign(u))."""
+        from .program import Elementwise
+
+        found = set()
+        for node in sp.preorder_traversal(self.value):
+            bound = any(isinstance(s, sp.Dummy) for s in node.args[0].free_symbols) if node.args else False
+            if isinstance(node, (sp.sign, sp.Heaviside)) and not bound:  # (an entrywise function's own variable: below)
+                found.add(node.args[0])
+            if isinstance(node, Elementwise):  # entrywise: the kink of f at the matrix argument's entries
+                u = node.function.variables[0]
+                for f in node.function.expr.atoms(sp.sign, sp.Heaviside):
+                    if f.args[0] == u:
+                        found.add(node.expr)
+        return sorted(found, key=sp.default_sort_key)
+
+    def jumps(self) -> list:
+        """Where the expression jumps (the arguments of floor and ceiling): not differentiable where they are integers,
+        whatever derivative (0) the operation declares between them."""
+        found = {f.args[0] for f in sp.preorder_traversal(self.expr) if isinstance(f, (sp.floor, sp.ceiling))}
+        return sorted(found, key=sp.default_sort_key)
+
+    @property
+    def kind(self) -> str:
+        return "gradient" if self.G is None else "pullback"
+
+    @property
+    def target(self):
+        """The name of the result: ``dX`` (a structured name of the variable's shape)."""
+        if isinstance(self.wrt, sp.MatrixSymbol):
+            return sp.MatrixSymbol("d" + self.wrt.name, *self.wrt.shape)
+        return sp.Symbol("d" + self.wrt.name)
+
+    def rows(self) -> list:
+        """(lhs, rhs) pairs for the printers: the result, and the Jacobian where there is one."""
+        rows = [(self.target, self.value)]
+        if self.jacobian is not None:
+            rows.append((sp.MatrixSymbol("J", *self.jacobian.shape), self.jacobian))
+        return rows
+
+    def pretty(self) -> str:
+        from .program import pretty
+
+        return "\n".join(f"{pretty(a)} = {pretty(b)}" for a, b in self.rows())
+
+    def __str__(self) -> str:
+        from .program import sstr
+
+        return "\n".join(f"{sstr(a)} = {sstr(b)}" for a, b in self.rows())
+
+    def latex(self) -> str:
+        """A complete display (``align*``) through the project's LaTeX printer."""
+        from .latex_layout import display
+
+        return display(self.rows())
+
+    def _repr_latex_(self) -> str:
+        return self.latex()
+
+    def proofs(self) -> dict:
+        """Each rule used, proved (at symbolic size in index notation, or as its scope says)."""
+        return {name: proved(name) for name in self.rules if name in RULES}
+
+    def as_dict(self) -> dict:
+        from .program import sstr
+
+        return {"expression": sstr(self.expr), "wrt": str(self.wrt), "kind": self.kind, "result": sstr(self.value),
+                "upstream": None if self.G is None else str(self.G),
+                "jacobian": None if self.jacobian is None else sstr(self.jacobian), "rules": list(self.rules),
+                "scopes": {n: RULES[n].scope for n in self.rules if n in RULES},
+                "not_differentiable_where_zero": [sstr(k) for k in self.kinks()],
+                "not_differentiable_where_integer": [sstr(k) for k in self.jumps()]}
+
+
+def derivative_of(expr, wrt):
+    """The gradient of the scalar ``expr`` with respect to ``wrt`` (a MatrixSymbol or Symbol), by the rule table;
+    the pullback for the upstream ``G`` when ``expr`` is a matrix.  Used by ``diff(f, X)`` inside ``verify``."""
+    return _differentiate(expr, wrt).value
+
+
+def _differentiate(expr, wrt, upstream: str = "G") -> MatrixDerivative:
+    if not _depends(expr, wrt):
+        shape = wrt.shape if isinstance(wrt, sp.MatrixSymbol) else None
+        zero = sp.ZeroMatrix(*shape) if shape else sp.Integer(0)
+        return MatrixDerivative(expr, wrt, zero)
+    G = sp.MatrixSymbol(upstream, *expr.shape) if is_matrix(expr) else None
+    if G is not None and G in expr.free_symbols:
+        raise SeqgradValueError("upstream", upstream, "a name that the expression does not use")
+    out: list = []
+    used: dict = {}
+    _backprop(expr, G if G is not None else sp.Integer(1), wrt, out, used)
+    value = _sum(out)
+    if value is None:  # depends on wrt, yet no contribution: never a silent zero
+        raise SeqgradValueError("expression", str(expr), f"an expression whose dependence on {wrt} the rule table reaches")
+    if value.has(sp.Derivative):
+        f = next(iter(value.atoms(sp.Derivative))).expr
+        raise SeqgradValueError("expression", str(expr), f"differentiable functions: {sp.sstr(f)} has no derivative "
+                                "(floor is constant between integers and jumps at them)")
+    if is_matrix(value):
+        value = textbook(value)
+    else:
+        value = sp.factor_terms(value)
+    return MatrixDerivative(expr, wrt, value, G, _jacobian(value, G) if is_matrix(value) else None, list(used))
+
+
+def diff(expr, wrt, shapes=None, variables=None, *, upstream: str = "G") -> MatrixDerivative:
+    """The derivative of ``expr`` (text or a SymPy matrix expression) with respect to the name ``wrt``.
+
+    ``shapes`` declares the matrices and vectors (``"A:n,n x:n"`` or ``{"A": "n,n", "x": "n"}``), ``variables``
+    the real scalars.  Returns a :class:`MatrixDerivative` (gradient for a scalar expression, pullback for the
+    upstream ``G`` otherwise).  Undeclared names, shape mismatches and operations without a rule are one clear
+    error (:class:`~seqgrad.errors.ParseError` / :class:`~seqgrad.errors.SeqgradValueError`).
+    """
+    declared = Declared(shapes, variables)
+    if isinstance(expr, str):
+        e = parse_matrix(expr, declared=declared)
+    elif isinstance(expr, sp.Basic):
+        e = expr
+    else:
+        raise SeqgradTypeError("expr", expr, "an expression as text or a SymPy (matrix) expression")
+    name = wrt.name if isinstance(wrt, (sp.Symbol, sp.MatrixSymbol)) else wrt
+    if not isinstance(name, str):
+        raise SeqgradTypeError("wrt", wrt, "the name of a declared matrix, vector or scalar")
+    target = declared.lookup(name) if isinstance(wrt, str) else wrt
+    if target is None or name in declared.sizes:
+        raise ParseError("wrt", name, "a declared matrix or vector (shapes) or scalar (variables); declared: "
+                         + (", ".join([*declared.matrices, *declared.scalars]) or "none"))
+    if upstream in declared.names():
+        upstream = "G_" if "G_" not in declared.names() else "G_up"
+    d = _differentiate(e, target, upstream)
+    d.declared = declared
+    return d
+
+
+# --------------------------------------------------------------------------------------------- evaluation
+
+def evaluate(expr, env: dict, ops):
+    """The value of a (matrix) expression at ``env`` (MatrixSymbol / Symbol -> array / number) with the
+    operations of a backend (``ops``: :func:`numpy_ops`, or the torch one in :mod:`crosscheck.matcalc`).
+    One walker for every backend, so the numeric sides of a check differ only in their backend."""
+    return _Evaluator(env, ops).value(expr)
+
+
+class _Evaluator:
+    def __init__(self, env, ops):
+        self.env, self.ops, self.memo = env, ops, {}
+
+    def value(self, e):
+        if e in self.memo:
+            return self.memo[e]
+        v = self._value(e)
+        self.memo[e] = v
+        return v
+
+    def size(self, s):
+        return int(self.value(s)) if not isinstance(s, int) else s
+
+    def _value(self, e):
+        from .program import Elementwise
+        from .rules import Diag, Normalize, RowMean, RowSoftmax, RowStd, RowSum
+
+        o, v = self.ops, self.value
+        if e in self.env:
+            return self.env[e]
+        if isinstance(e, (sp.MatrixSymbol, sp.Symbol)):
+            raise SeqgradValueError("values", str(e), "a value for every name of the expression")
+        if e.is_Number:
+            return float(e)
+        if isinstance(e, sp.NumberSymbol):
+            return float(e)
+        if isinstance(e, sp.MatMul):
+            coeff, mats = e.as_coeff_matrices()
+            out = v(mats[0])
+            for m in mats[1:]:
+                out = o.matmul(out, v(m))
+            return out if coeff == 1 else v(coeff) * out
+        if isinstance(e, (sp.MatAdd, sp.Add)):
+            return functools.reduce(operator.add, [v(a) for a in e.args])
+        if isinstance(e, (sp.HadamardProduct, sp.Mul)):  # entrywise, and scalars
+            return functools.reduce(operator.mul, [v(a) for a in e.args])
+        if isinstance(e, sp.Transpose):
+            return o.transpose(v(e.arg))
+        if isinstance(e, sp.Inverse):
+            return o.inv(v(e.arg))
+        if isinstance(e, sp.MatPow) and e.exp.is_Integer:
+            base = v(e.base) if e.exp > 0 else o.inv(v(e.base))
+            out = base
+            for _ in range(abs(int(e.exp)) - 1):
+                out = o.matmul(out, base)
+            return out
+        if isinstance(e, sp.Identity):
+            return o.eye(self.size(e.shape[0]))
+        if isinstance(e, sp.OneMatrix):
+            return o.ones(self.size(e.shape[0]), self.size(e.shape[1]))
+        if isinstance(e, sp.ZeroMatrix):
+            return o.zeros(self.size(e.shape[0]), self.size(e.shape[1]))
+        if isinstance(e, Elementwise):
+            x = v(e.expr)
+            return _Evaluator({**self.env, e.function.variables[0]: x}, o).value(e.function.expr) + 0 * x
+        if isinstance(e, RowSoftmax):
+            return o.softmax(v(e.arg))
+        if isinstance(e, Normalize):
+            return o.normalize(v(e.arg), v(e.eps))
+        if isinstance(e, RowStd):
+            return o.rowstd(v(e.arg), v(e.eps))
+        if isinstance(e, RowSum):
+            return o.rowsum(v(e.arg))
+        if isinstance(e, RowMean):
+            return o.rowmean(v(e.arg))
+        if isinstance(e, (Diag, sp.DiagMatrix)):
+            return o.diag(v(e.args[0]))
+        if isinstance(e, sp.DiagonalOf):
+            return o.diagonal(v(e.arg))
+        if isinstance(e, sp.Trace):
+            return o.trace(v(e.arg))
+        if isinstance(e, sp.Determinant):
+            return o.det(v(e.arg))
+        if isinstance(e, AsScalar):
+            return o.item(v(e.arg))
+        if isinstance(e, sp.Pow):
+            base, exp = v(e.base), e.exp
+            if exp == sp.Rational(1, 2):
+                return o.fn("sqrt")(base)
+            return base ** (int(exp) if exp.is_Integer else v(exp))
+        if isinstance(e, (sp.Max, sp.Min)):
+            return functools.reduce(o.fn(type(e).__name__), [v(a) for a in e.args])
+        if isinstance(e, sp.Function) and o.has(type(e).__name__):
+            return o.fn(type(e).__name__)(*[v(a) for a in e.args])
+        if isinstance(e, sp.Function):  # a composite operation of the registry: evaluated through its definition
+            definition = e.rewrite("definition")
+            if definition != e:
+                return v(definition)
+        raise SeqgradValueError("expression", sp.sstr(e), f"an operation with a numeric implementation ({type(e).__name__} has none)")
+
+
+def _np_erf(x):
+    import math
+
+    import numpy as np
+
+    return np.vectorize(math.erf, otypes=[float])(x)
+
+
+class _NumpyOps:
+    def __init__(self):
+        import numpy as np
+
+        self.np = np
+        self.functions = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+                          "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "exp": np.exp,
+                          "log": np.log, "sqrt": np.sqrt, "Abs": np.abs, "floor": np.floor, "sign": np.sign,
+                          "Max": np.maximum, "Min": np.minimum, "erf": _np_erf}
+
+    def has(self, name):
+        return name in self.functions
+
+    def fn(self, name):
+        return self.functions[name]
+
+    def matmul(self, a, b):
+        return a @ b
+
+    def transpose(self, a):
+        return a.T
+
+    def inv(self, a):
+        return self.np.linalg.inv(a)
+
+    def det(self, a):
+        return self.np.linalg.det(a)
+
+    def trace(self, a):
+        return self.np.trace(a)
+
+    def eye(self, n):
+        return self.np.eye(n)
+
+    def ones(self, r, c):
+        return self.np.ones((r, c))
+
+    def zeros(self, r, c):
+        return self.np.zeros((r, c))
+
+    def softmax(self, S):
+        e = self.np.exp(S - self.np.max(S, -1, keepdims=True))
+        return e / self.np.sum(e, -1, keepdims=True)
+
+    def rowstd(self, X, eps):
+        return self.np.sqrt(self.np.var(X, -1, keepdims=True) + eps) + 0 * X  # broadcast over the row, as RowStd is
+
+    def normalize(self, X, eps):
+        return (X - self.np.mean(X, -1, keepdims=True)) / self.rowstd(X, eps)
+
+    def rowsum(self, X):
+        return self.np.sum(X, -1, keepdims=True) + 0 * X
+
+    def rowmean(self, X):
+        return self.np.mean(X, -1, keepdims=True) + 0 * X
+
+    def diag(self, v):
+        return self.np.diag(self.np.ravel(v))
+
+    def diagonal(self, X):
+        return self.np.diagonal(X).reshape(-1, 1).copy()
+
+    def item(self, M):
+        return M[0, 0]
+
+
+def numpy_ops():
+    """The numpy backend of :func:`evaluate` (numpy imported on the first call, not with ``seqgrad.derive``)."""
+    return _NumpyOps()
