@@ -1,0 +1,232 @@
+"""Signals at every moment of a run (seqgrad.signals, crosscheck.parallel, crosscheck.cli.console).
+
+A SIGINT or SIGTERM, to the ``seqgrad`` process or to its whole process group (a terminal's Ctrl-C),
+at any moment after the command's policy is in place: exit 130 or 143, one line on standard error, the
+previous output whole (or the new one whole, when the signal came after the commit), nothing
+temporary left beside it, and no process of the run left alive.
+
+The deterministic tests put the signal at the moments that went wrong (inside the fork of a worker,
+where Python dropped the exception in an at-fork hook; after the command finished, while the
+interpreter shuts down); the random test sends it at a random moment of a real run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals, /proc and fork")
+
+CHECK = ["check", "--only", "depth", "--only", "conv", "--no-figures"]  # two groups: two forked workers
+EXPECTED = {signal.SIGINT: (130, "seqgrad: interrupted"), signal.SIGTERM: (143, "seqgrad: terminated")}
+MARK = "SEQGRAD_SIGNAL_TEST_RUN"
+
+
+def _env(mark: str) -> dict:
+    return dict(os.environ, MPLBACKEND="Agg", **{MARK: mark})
+
+
+def _survivors(mark: str, wait_s: float = 5.0) -> list[int]:
+    """Processes still alive that belong to the run ``mark`` (they inherited its environment)."""
+    needle = f"{MARK}={mark}".encode()
+    deadline = time.monotonic() + wait_s
+    while True:
+        alive = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    stat = (entry / "stat").read_text()
+                    if stat.rsplit(")", 1)[1].split()[0] != "Z":
+                        alive.append(int(entry.name))
+            except OSError:
+                continue
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.1)
+
+
+def _driver(argv: list[str], body: str) -> list[str]:
+    """``python -c`` running the seqgrad program on ``argv`` after ``body`` (hooks a test installs)."""
+    code = textwrap.dedent("""
+        import atexit, os, signal, sys
+        from seqgrad.crosscheck import cli
+        SIGNUM = int(sys.argv[1])
+    """) + textwrap.dedent(body) + textwrap.dedent(f"""
+        sys.argv = ["seqgrad"] + {argv!r}
+        entry = getattr(cli, "console", None) or (lambda: sys.exit(cli.main()))
+        entry()
+    """)
+    return [sys.executable, "-c", code]
+
+
+def _report_files(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def old_report(tmp_path_factory) -> Path:
+    """A good report of the small run, to be kept whole by every interrupted run."""
+    out = tmp_path_factory.mktemp("old") / "report"
+    proc = subprocess.run([sys.executable, "-m", "seqgrad", *CHECK, "--out", str(out)], env=_env("old"),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def _fresh_copy(old: Path, base: Path) -> Path:
+    base.mkdir()
+    out = base / "report"
+    shutil.copytree(old, out)
+    return out
+
+
+def _assert_whole(out: Path, old: Path, *, may_be_new: bool) -> str:
+    """The report at ``out`` is the old one byte for byte, or (when allowed) a whole new one; nothing beside it."""
+    assert [p.name for p in out.parent.iterdir()] == ["report"], list(out.parent.iterdir())
+    files = _report_files(out)
+    if files == _report_files(old):
+        return "old"
+    assert may_be_new, f"the previous report was replaced: {sorted(files)}"
+    assert sorted(files) == sorted(_report_files(old))
+    report = json.loads(files["report.json"])
+    old_report = json.loads(_report_files(old)["report.json"])
+    assert [c["name"] for c in report["checks"]] == [c["name"] for c in old_report["checks"]]
+    assert all(c["status"] == "pass" for c in report["checks"])
+    return "new"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_to_the_group_inside_the_fork_of_a_worker_ends_check(signum, old_report, tmp_path):
+    """The issue's case: the signal inside the fork, where logging's at-fork hook (_releaseLock) used to
+    drop the exception: the run went on and replaced the good report with one of errors (SIGTERM), or
+    finished as if Ctrl-C had not been pressed (SIGINT)."""
+    out = _fresh_copy(old_report, tmp_path / "run")
+    body = """
+        parent = os.getpid()
+        def inside_the_fork(fired=[]):
+            if os.getpid() == parent and not fired:
+                fired.append(1)
+                os.killpg(0, SIGNUM)  # the whole group: the parent and the worker just forked
+        os.register_at_fork(after_in_parent=inside_the_fork)
+    """
+    mark = uuid.uuid4().hex
+    proc = subprocess.run(_driver([*CHECK, "--out", str(out)], body) + [str(int(signum))], env=_env(mark),
+                          capture_output=True, text=True, timeout=300, start_new_session=True)
+    code, line = EXPECTED[signum]
+    assert proc.returncode == code, proc.stderr
+    assert proc.stderr.strip() == line
+    assert _assert_whole(out, old_report, may_be_new=False) == "old"
+    assert not _survivors(mark)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_the_interpreter_shuts_down_gets_its_line_and_status(signum, tmp_path):
+    """After ``seqgrad latex`` has written its document, during the exit functions: it used to die of the
+    raw signal with no line (SIGTERM), or print "Exception ignored ... KeyboardInterrupt" and exit 0."""
+    out = tmp_path / "notes.tex"
+    body = """
+        target = "_run" if hasattr(cli, "console") else "_main"
+        command = getattr(cli, target)
+        def run_then_signal_at_exit(argv):
+            atexit.register(os.kill, os.getpid(), SIGNUM)  # runs among the exit functions
+            return command(argv)
+        setattr(cli, target, run_then_signal_at_exit)
+    """
+    proc = subprocess.run(_driver(["latex", str(out), "--sections", "positional", "--standalone"], body)
+                          + [str(int(signum))], env=_env("late"), capture_output=True, text=True, timeout=300)
+    code, line = EXPECTED[signum]
+    assert proc.returncode == code, proc.stderr
+    assert proc.stderr.strip() == line
+    assert out.read_text().rstrip().endswith(r"\end{document}")  # written whole before the signal
+
+
+def _wait_for_policy(proc: subprocess.Popen, timeout: float = 60.0) -> bool:
+    """Wait until the process catches SIGTERM (its policy is installed); False if it ended first."""
+    bit = 1 << (signal.SIGTERM - 1)
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+        except OSError:
+            return False
+        caught = int(next(line for line in status.splitlines() if line.startswith("SigCgt:")).split()[1], 16)
+        if caught & bit:
+            return True
+        time.sleep(0.002)
+    return False
+
+
+def _random_runs(runs: int, old_report: Path, tmp_path: Path, seed: int) -> dict:
+    """``runs`` runs of ``seqgrad check`` (small) and ``seqgrad latex``, each sent SIGINT or SIGTERM (to the
+    process or to its group) at a random moment; returns how many ended old, new or before the signal."""
+    rng = random.Random(seed)
+    program = [str(Path(sys.executable).with_name("seqgrad"))]
+    if not Path(program[0]).exists():
+        program = [sys.executable, "-m", "seqgrad"]
+    seen = {"old": 0, "new": 0, "done before the signal": 0}
+    for k in range(runs):
+        signum = rng.choice([signal.SIGINT, signal.SIGTERM])
+        to_group = rng.random() < 0.5
+        base = tmp_path / f"run{k}"
+        if k % 2 == 0:
+            out = _fresh_copy(old_report, base)
+            argv, duration = [*CHECK, "--out", str(out)], 4.0
+        else:
+            base.mkdir()
+            out = base / "notes.tex"
+            out.write_text("old notes\n")
+            argv, duration = ["latex", str(out), "--sections", "rnn,positional", "--standalone", "--jobs", "2"], 4.0
+        delay = rng.uniform(0, duration)
+        mark = uuid.uuid4().hex
+        proc = subprocess.Popen(program + argv, env=_env(mark), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        try:
+            if _wait_for_policy(proc):
+                time.sleep(delay)
+                if proc.poll() is None:
+                    (os.killpg if to_group else os.kill)(proc.pid, signum)
+            _, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        where = (f"run {k}: {argv[0]}, {signal.Signals(signum).name} to the {'group' if to_group else 'process'} "
+                 f"after {delay:.2f} s")
+        if proc.returncode == 0:
+            outcome = "done before the signal"
+        else:
+            code, line = EXPECTED[signum]
+            assert (proc.returncode, err.strip()) == (code, line), where
+        if argv[0] == "check":
+            state = _assert_whole(out, old_report, may_be_new=True)
+        else:
+            assert [p.name for p in base.iterdir()] == ["notes.tex"], where  # nothing temporary, no figures
+            text = out.read_text()
+            assert text == "old notes\n" or text.rstrip().endswith(r"\end{document}"), where
+            state = "old" if text == "old notes\n" else "new"
+        seen[outcome if proc.returncode == 0 else state] += 1
+        assert not _survivors(mark), where
+    return seen
+
+
+def test_signals_at_random_moments_of_check_and_latex(old_report, tmp_path):
+    seen = _random_runs(4, old_report, tmp_path, seed=int(os.environ.get("SEQGRAD_SIGNAL_SEED", "30")))
+    assert sum(seen.values()) == 4
+
+
+@pytest.mark.slow
+def test_signals_at_random_moments_fifty_runs(old_report, tmp_path):
+    seen = _random_runs(50, old_report, tmp_path, seed=3030)
+    assert seen["old"] > 0  # the moments did fall inside the runs
