@@ -188,7 +188,7 @@ def _random_runs(runs: int, old_report: Path, tmp_path: Path, seed: int) -> dict
             base.mkdir()
             out = base / "notes.tex"
             out.write_text("old notes\n")
-            argv, duration = ["latex", str(out), "--sections", "rnn,positional", "--standalone", "--jobs", "2"], 4.0
+            argv, duration = ["latex", str(out), "--sections", "rnn,positional", "--standalone"], 4.0
         delay = rng.uniform(0, duration)
         mark = uuid.uuid4().hex
         proc = subprocess.Popen(program + argv, env=_env(mark), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -208,7 +208,7 @@ def _random_runs(runs: int, old_report: Path, tmp_path: Path, seed: int) -> dict
             outcome = "done before the signal"
         else:
             code, line = EXPECTED[signum]
-            assert (proc.returncode, err.strip()) == (code, line), where
+            assert (proc.returncode, err.strip()) == (code, line), f"{where}: {err}"
         if argv[0] == "check":
             state = _assert_whole(out, old_report, may_be_new=True)
         else:
@@ -230,3 +230,76 @@ def test_signals_at_random_moments_of_check_and_latex(old_report, tmp_path):
 def test_signals_at_random_moments_fifty_runs(old_report, tmp_path):
     seen = _random_runs(50, old_report, tmp_path, seed=3030)
     assert seen["old"] > 0  # the moments did fall inside the runs
+
+
+def _pids_written(path: Path, count: int, timeout: float = 120.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            pids = [int(x) for x in path.read_text().split()]
+            if len(pids) >= count:
+                return pids
+        time.sleep(0.05)
+    raise AssertionError(f"the workers did not start: {path}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("kind", ["fork", "spawn-pool"])
+def test_workers_die_with_their_parent(kind, tmp_path):
+    """A parent killed outright (SIGKILL: no clean-up of its own) takes its workers with it: they used to
+    go on with their tasks, and write their results, after it was dead."""
+    pids = tmp_path / "pids"
+    code = textwrap.dedent("""
+        import os, sys, time
+        def task(path=sys.argv[1]):
+            with open(path, "a") as f:
+                f.write(f"{os.getpid()}\\n")
+            time.sleep(60)
+            open(path + ".late", "w").write("a worker outlived its parent")
+            return 0
+        if __name__ == "__main__":
+            if sys.argv[2] == "fork":
+                from seqgrad.crosscheck import parallel
+                list(parallel.run_tasks([parallel.Task(task, str), parallel.Task(task, str)], 2))
+            else:
+                import multiprocessing
+                from seqgrad import signals
+                with signals.held():
+                    pool = multiprocessing.get_context("spawn").Pool(
+                        2, initializer=signals.pool_worker, initargs=(os.getpid(),))
+                with pool:
+                    pool.map(task, [sys.argv[1]] * 2, chunksize=1)
+    """)
+    script = tmp_path / "driver.py"
+    script.write_text(code)
+    proc = subprocess.Popen([sys.executable, str(script), str(pids), kind], cwd=tmp_path, env=_env("pdeath"))
+    try:
+        workers = _pids_written(pids, 2)
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while any(map(_alive, workers)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in workers if _alive(pid)]
+    finally:
+        for pid in _pids_written(pids, 0):
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert not Path(str(pids) + ".late").exists()
+
+
+def test_jobs_beyond_the_usable_cores_are_capped_with_a_note(capsys):
+    from seqgrad.crosscheck.commands._common import jobs_option
+    from seqgrad.crosscheck.parallel import usable_cores
+
+    cores = usable_cores()
+    assert jobs_option(100000, "cpu") == cores
+    err = capsys.readouterr().err
+    assert err == f"seqgrad: note: --jobs 100000 is more than the {cores} usable CPU core{'s' * (cores > 1)}; using {cores}\n"
+    assert jobs_option(cores, "cpu") == cores and capsys.readouterr().err == ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -22,13 +23,21 @@ def resolved_device(name: str) -> str:
 
 
 def jobs_option(requested: int | None, device: str) -> int:
-    """``--jobs``: worker processes, >= 1; None gives one per usable CPU core (1 on CUDA)."""
+    """``--jobs``: worker processes, >= 1; None gives one per usable CPU core (1 on CUDA).  More than the
+    usable cores is capped at them, with a note on standard error (more processes than cores only cost
+    memory and switching, and ``--jobs 100000`` would fork a hundred thousand)."""
+    from ..parallel import usable_cores
     from ..registry import default_jobs
 
     if requested is None:
         return default_jobs(device)
     if requested < 1:
         _refuse("--jobs", str(requested), "a number of worker processes >= 1")
+    cores = usable_cores()
+    if requested > cores:
+        print(f"seqgrad: note: --jobs {requested} is more than the {cores} usable CPU core{'s' * (cores > 1)}; "
+              f"using {cores}", file=sys.stderr)
+        return cores
     return requested
 
 
