@@ -205,24 +205,28 @@ def _main(argv: list[str]) -> int:
             parser.print_help()
             return EXIT_USAGE
         return int(args.handler(args) or 0)
-    except UsageError as exc:
-        print(f"{exc} (see seqgrad --help)", file=sys.stderr)
-        return EXIT_USAGE
-    except SeqgradError as exc:
-        print(f"seqgrad: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except BrokenPipeError:
         raise
-    except OSError as exc:  # a file that cannot be read or written: the system's reason, on one line
-        print(f"seqgrad: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except (KeyboardInterrupt, Terminated) as exc:
         return _interrupted(exc)
-    except Exception as exc:  # an internal failure: still one line unless debugging
-        if os.environ.get("SEQGRAD_DEBUG"):
-            raise
-        print(f"seqgrad: internal error: {type(exc).__name__}: {exc} (set SEQGRAD_DEBUG=1 for the traceback)", file=sys.stderr)
-        return EXIT_FAIL
+    except Exception as exc:
+        if signals.received() is not None:  # a library turned the signal's exception into an error of its own
+            return _interrupted(signals.exception_for(signals.received()))  # (numpy's import: an ImportError)
+        return _failed(exc)
+
+
+def _failed(exc: Exception) -> int:
+    """The one line for an error, and its exit status: 2 for bad input or a file, 1 for an internal failure."""
+    if isinstance(exc, UsageError):
+        print(f"{exc} (see seqgrad --help)", file=sys.stderr)
+        return EXIT_USAGE
+    if isinstance(exc, (SeqgradError, OSError)):  # OSError: a file that cannot be read or written, and why
+        print(f"seqgrad: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if os.environ.get("SEQGRAD_DEBUG"):  # an internal failure: still one line unless debugging
+        raise exc
+    print(f"seqgrad: internal error: {type(exc).__name__}: {exc} (set SEQGRAD_DEBUG=1 for the traceback)", file=sys.stderr)
+    return EXIT_FAIL
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -140,7 +140,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None =
     try:
         with signals_held():
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as handle:
+        with _naming(target), os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as handle:
             checkpoint("file:open")
             os.chmod(handle.fileno(), _mode_for(target, 0o666))  # mkstemp makes 0600
             yield handle
@@ -157,6 +157,17 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None =
         if tmp is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _naming(target: Path) -> Iterator[None]:
+    """An OS error while the file is written (a full disk: "No space left on device") names the file."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or isinstance(exc, BrokenPipeError) or exc.errno is None:
+            raise
+        raise type(exc)(exc.errno, exc.strerror or str(exc), os.fspath(target)) from exc
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:

@@ -80,10 +80,15 @@ def _report_files(out: Path) -> dict[str, bytes]:
 def old_report(tmp_path_factory) -> Path:
     """A good report of the small run, to be kept whole by every interrupted run."""
     out = tmp_path_factory.mktemp("old") / "report"
+    start = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "seqgrad", *CHECK, "--out", str(out)], env=_env("old"),
                           capture_output=True, text=True, timeout=300)
+    DURATION["check"] = time.monotonic() - start
     assert proc.returncode == 0, proc.stderr
     return out
+
+
+DURATION = {"check": 4.0}  # seconds of an uninterrupted small check here (measured); the latex run takes about as long
 
 
 def _fresh_copy(old: Path, base: Path) -> Path:
@@ -183,13 +188,13 @@ def _random_runs(runs: int, old_report: Path, tmp_path: Path, seed: int) -> dict
         base = tmp_path / f"run{k}"
         if k % 2 == 0:
             out = _fresh_copy(old_report, base)
-            argv, duration = [*CHECK, "--out", str(out)], 4.0
+            argv, duration = [*CHECK, "--out", str(out)], DURATION["check"]
         else:
             base.mkdir()
             out = base / "notes.tex"
             out.write_text("old notes\n")
-            argv, duration = ["latex", str(out), "--sections", "rnn,positional", "--standalone"], 4.0
-        delay = rng.uniform(0, duration)
+            argv, duration = ["latex", str(out), "--sections", "rnn,positional", "--standalone"], DURATION["check"]
+        delay = rng.uniform(0, 1.05 * duration)  # from the policy's installation to just past the end
         mark = uuid.uuid4().hex
         proc = subprocess.Popen(program + argv, env=_env(mark), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)

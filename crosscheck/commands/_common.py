@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 
 def add_device(parser: argparse.ArgumentParser, default: str = "cpu") -> None:
@@ -51,6 +53,23 @@ def output_dir(argument: str, path: str) -> Path:
         _refuse(argument, path, "a directory (this path is a file)")
     _probe(argument, path, target)
     return target
+
+
+@contextlib.contextmanager
+def removed_if_failed(path: str) -> Iterator[None]:
+    """The directories of ``path`` that do not exist yet (the body creates them, e.g. :func:`output_dir`)
+    are removed again if the body fails and they are still empty: a failed run leaves no empty folder."""
+    target = Path(os.path.abspath(path)) if path else None
+    missing = [d for d in ([target, *target.parents] if target else []) if not d.exists()]  # deepest first
+    try:
+        yield
+    except BaseException:
+        for directory in missing:
+            try:
+                directory.rmdir()
+            except OSError:  # not empty (or never created): leave it and everything above it
+                break
+        raise
 
 
 #: what ``seqgrad check`` writes into its output directory (and so may replace there)

@@ -23,7 +23,7 @@ def register(sub) -> None:
     p.add_argument("--sizes", default="", metavar="NAMES", help="positive integer sizes, e.g. n (bounds of sums)")
     p.add_argument("--time-limit", type=float, default=5.0, metavar="SECONDS", help="time limit for proof and check (default 5)")
     p.add_argument("--points", type=int, default=20, metavar="N", help="random points of the numeric check (default 20)")
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the random points (default 0)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the random points, 0 <= N < 2**63 (default 0)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     out.add_argument("--latex", action="store_true", help="print the statement and its verdict as a LaTeX display (align*, amsmath) for notes")
@@ -31,8 +31,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from seqgrad import validate
     from seqgrad.derive.verification import verify
 
+    validate.seed("--seed", args.seed)
     verdict = verify(args.identity, variables=args.vars, sizes=args.sizes, time_limit=args.time_limit,
                      points=args.points, seed=args.seed)
     if args.json:
