@@ -654,10 +654,20 @@ def compile_pdf(tex: str | Path, out_dir: str | Path | None = None, *, timeout: 
     out = Path(out_dir or tempfile.mkdtemp(prefix="seqgrad-tex-")).resolve()
     out.mkdir(parents=True, exist_ok=True)
     cmd = [engine, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", f"-output-directory={out}", tex.name]
-    proc = subprocess.run(cmd, cwd=tex.parent, capture_output=True, text=True, errors="replace", timeout=timeout)
     pdf = out / (tex.stem + ".pdf")
-    if proc.returncode != 0 or not pdf.exists():
-        log = proc.stdout
-        m = re.search(r"^! .*(?:\n.*){0,2}", log, re.M)
-        raise LatexError(f"pdflatex failed on {tex.name}: {m.group(0).strip() if m else log[-400:]}")
+    for _ in range(MAX_TEX_RUNS):  # again while TeX says the references (labels, the longtable widths) moved
+        proc = subprocess.run(cmd, cwd=tex.parent, capture_output=True, text=True, errors="replace", timeout=timeout)
+        if proc.returncode != 0 or not pdf.exists():
+            log = proc.stdout
+            m = re.search(r"^! .*(?:\n.*){0,2}", log, re.M)
+            raise LatexError(f"pdflatex failed on {tex.name}: {m.group(0).strip() if m else log[-400:]}")
+        if not RERUN.search(proc.stdout):
+            break
     return pdf
+
+
+#: at most this many pdflatex runs per document (references settle in two or three)
+MAX_TEX_RUNS = 4
+#: TeX's and its packages' requests for another run ("Label(s) may have changed. Rerun ...", longtable's
+#: "Table widths have changed. Rerun LaTeX.")
+RERUN = re.compile(r"Rerun (?:to get|LaTeX)|may have changed\.\s*Rerun", re.I)

@@ -174,56 +174,64 @@ def _wait_for_policy(proc: subprocess.Popen, timeout: float = 60.0) -> bool:
     return False
 
 
-def _random_runs(runs: int, old_report: Path, tmp_path: Path, seed: int) -> dict:
-    """``runs`` runs of ``seqgrad check`` (small) and ``seqgrad latex``, each sent SIGINT or SIGTERM (to the
-    process or to its group) at a random moment; returns how many ended old, new or before the signal."""
-    rng = random.Random(seed)
-    program = [str(Path(sys.executable).with_name("seqgrad"))]
-    if not Path(program[0]).exists():
-        program = [sys.executable, "-m", "seqgrad"]
-    seen = {"old": 0, "new": 0, "done before the signal": 0}
-    for k in range(runs):
-        signum = rng.choice([signal.SIGINT, signal.SIGTERM])
-        to_group = rng.random() < 0.5
-        base = tmp_path / f"run{k}"
-        if k % 2 == 0:
-            out = _fresh_copy(old_report, base)
-            argv, duration = [*CHECK, "--out", str(out)], DURATION["check"]
-        else:
-            base.mkdir()
-            out = base / "notes.tex"
-            out.write_text("old notes\n")
-            argv, duration = ["latex", str(out), "--sections", "rnn,positional", "--standalone"], DURATION["check"]
-        delay = rng.uniform(0, 1.05 * duration)  # from the policy's installation to just past the end
-        mark = uuid.uuid4().hex
-        proc = subprocess.Popen(program + argv, env=_env(mark), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
-        try:
-            if _wait_for_policy(proc):
-                time.sleep(delay)
-                if proc.poll() is None:
-                    (os.killpg if to_group else os.kill)(proc.pid, signum)
-            _, err = proc.communicate(timeout=120)
-        finally:
+def _program() -> list[str]:
+    """The installed ``seqgrad`` program (its console entry), or ``python -m seqgrad``."""
+    program = Path(sys.executable).with_name("seqgrad")
+    return [str(program)] if program.exists() else [sys.executable, "-m", "seqgrad"]
+
+
+def _one_random_run(k: int, signum: int, to_group: bool, fraction: float, old_report: Path, tmp_path: Path) -> str:
+    """Run ``k``: a small ``check`` (even k) or a ``latex`` run (odd k), sent ``signum`` (to the process or its
+    group) ``fraction`` of a run's duration after its policy is in place; what it left ("old", "new", or
+    "done before the signal")."""
+    base = tmp_path / f"run{k}"
+    if k % 2 == 0:
+        out = _fresh_copy(old_report, base)
+        argv = [*CHECK, "--out", str(out)]
+    else:
+        base.mkdir()
+        out = base / "notes.tex"
+        out.write_text("old notes\n")
+        argv = ["latex", str(out), "--sections", "rnn,positional", "--standalone"]
+    delay = fraction * DURATION["check"]  # the latex run takes about as long as the small check
+    mark = uuid.uuid4().hex
+    proc = subprocess.Popen(_program() + argv, env=_env(mark), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        if _wait_for_policy(proc):
+            time.sleep(delay)
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-        where = (f"run {k}: {argv[0]}, {signal.Signals(signum).name} to the {'group' if to_group else 'process'} "
-                 f"after {delay:.2f} s")
-        if proc.returncode == 0:
-            outcome = "done before the signal"
-        else:
-            code, line = EXPECTED[signum]
-            assert (proc.returncode, err.strip()) == (code, line), f"{where}: {err}"
-        if argv[0] == "check":
-            state = _assert_whole(out, old_report, may_be_new=True)
-        else:
-            assert [p.name for p in base.iterdir()] == ["notes.tex"], where  # nothing temporary, no figures
-            text = out.read_text()
-            assert text == "old notes\n" or text.rstrip().endswith(r"\end{document}"), where
-            state = "old" if text == "old notes\n" else "new"
-        seen[outcome if proc.returncode == 0 else state] += 1
-        assert not _survivors(mark), where
-    return seen
+                (os.killpg if to_group else os.kill)(proc.pid, signum)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    where = (f"run {k}: {argv[0]}, {signal.Signals(signum).name} to the {'group' if to_group else 'process'} "
+             f"after {delay:.2f} s")
+    if proc.returncode != 0:
+        assert (proc.returncode, err.strip()) == EXPECTED[signum], f"{where}: {err}"
+    if argv[0] == "check":
+        state = _assert_whole(out, old_report, may_be_new=True)
+    else:
+        assert [p.name for p in base.iterdir()] == ["notes.tex"], where  # nothing temporary, no figures
+        text = out.read_text()
+        assert text == "old notes\n" or text.rstrip().endswith(r"\end{document}"), where
+        state = "old" if text == "old notes\n" else "new"
+    assert not _survivors(mark), where
+    return state if proc.returncode else "done before the signal"
+
+
+def _random_runs(runs: int, old_report: Path, tmp_path: Path, seed: int) -> dict:
+    """``runs`` runs, two at a time, each sent SIGINT or SIGTERM at a random moment from the installation
+    of its policy to just past its end; how many ended old, new or before the signal."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = random.Random(seed)
+    plan = [(k, rng.choice([signal.SIGINT, signal.SIGTERM]), rng.random() < 0.5, rng.uniform(0, 1.05))
+            for k in range(runs)]
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = list(pool.map(lambda p: _one_random_run(*p, old_report, tmp_path), plan))
+    return {state: outcomes.count(state) for state in ("old", "new", "done before the signal")}
 
 
 def test_signals_at_random_moments_of_check_and_latex(old_report, tmp_path):
