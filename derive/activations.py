@@ -121,6 +121,14 @@ class Activation:
     def __repr__(self) -> str:
         return f"Activation({self.name!r})"
 
+    def __reduce__(self):
+        """Pickled by name (its functions are lambdas): a derivation that uses it pickles."""
+        return _by_name, (self.name,)
+
+
+def _by_name(name: str) -> "Activation":
+    return ACTIVATIONS[name]
+
 
 ACTIVATIONS: dict[str, Activation] = {
     "identity": Activation("identity", lambda z: z, lambda z, h: sp.Integer(1), r"z",
