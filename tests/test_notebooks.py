@@ -48,7 +48,8 @@ def _png(data: str) -> bytes:
 def figures_display(nb) -> list[bytes]:
     """Every figure the notebook draws displays as a PNG (a matplotlib Figure without the inline backend
     shows only its repr, ``<Figure size 1000x380 with 2 Axes>``); returns the PNGs."""
-    reprs = [t for t in outputs(nb, "text/plain") if "<Figure size" in "".join(t)]
+    bundles = [o["data"] for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", []) if "data" in o]
+    reprs = [b["text/plain"] for b in bundles if "<Figure size" in "".join(b.get("text/plain", "")) and "image/png" not in b]
     assert not reprs, f"figures shown as text, not drawn: {reprs}"
     pngs = [_png(data) for data in outputs(nb, "image/png")]
     assert all(png[:8] == b"\x89PNG\r\n\x1a\n" for png in pngs)
