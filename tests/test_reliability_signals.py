@@ -137,25 +137,42 @@ def test_a_signal_to_the_group_inside_the_fork_of_a_worker_ends_check(signum, ol
     assert not _survivors(mark)
 
 
+LATE = {
+    "latex": lambda tmp: ["latex", str(tmp / "notes.tex"), "--sections", "positional", "--standalone"],
+    "experiment": lambda tmp: ["experiment", "cue-recall", "--quick", "--delays", "8", "--models", "rnn",
+                               "--out", str(tmp / "cue-recall")],
+}
+
+
+@pytest.mark.parametrize("command", sorted(LATE))
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_signal_while_the_interpreter_shuts_down_gets_its_line_and_status(signum, tmp_path):
-    """After ``seqgrad latex`` has written its document, during the exit functions: it used to die of the
-    raw signal with no line (SIGTERM), or print "Exception ignored ... KeyboardInterrupt" and exit 0."""
-    out = tmp_path / "notes.tex"
+def test_a_signal_while_the_interpreter_shuts_down_gets_its_line_and_status(signum, command, tmp_path):
+    """After ``seqgrad latex`` or ``seqgrad experiment --quick`` has written its outputs, during the exit
+    functions: it used to die of the raw signal with no line (SIGTERM), or print "Exception ignored ...
+    KeyboardInterrupt" and exit 0 (SIGINT)."""
     body = """
         target = "_run" if hasattr(cli, "console") else "_main"
         command = getattr(cli, target)
+        def signal_while_exiting():  # one of the exit functions: the signal, then the shut-down goes on a while
+            os.kill(os.getpid(), SIGNUM)
+            import time
+            time.sleep(0.3)
         def run_then_signal_at_exit(argv):
-            atexit.register(os.kill, os.getpid(), SIGNUM)  # runs among the exit functions
+            atexit.register(signal_while_exiting)
             return command(argv)
         setattr(cli, target, run_then_signal_at_exit)
     """
-    proc = subprocess.run(_driver(["latex", str(out), "--sections", "positional", "--standalone"], body)
-                          + [str(int(signum))], env=_env("late"), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(_driver(LATE[command](tmp_path), body) + [str(int(signum))], env=_env("late"),
+                          capture_output=True, text=True, timeout=300)
     code, line = EXPECTED[signum]
     assert proc.returncode == code, proc.stderr
-    assert proc.stderr.strip() == line
-    assert out.read_text().rstrip().endswith(r"\end{document}")  # written whole before the signal
+    lines = proc.stderr.strip().splitlines()  # the experiment's progress bars come first
+    assert lines[-1] == line and "Exception" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    if command == "latex":
+        assert lines == [line]
+        assert (tmp_path / "notes.tex").read_text().rstrip().endswith(r"\end{document}")  # written before the signal
+    else:
+        assert (tmp_path / "cue-recall" / "results.json").is_file()
 
 
 def _wait_for_policy(proc: subprocess.Popen, timeout: float = 60.0) -> bool:
