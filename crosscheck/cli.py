@@ -9,13 +9,19 @@ The streams are handled as standard tools do: a reader that goes away (``seqgrad
 identities --list | head -1``) ends the command quietly with exit 0; a closed
 standard output or error (``>&-``) is treated as ``/dev/null``; a terminal or
 file whose encoding cannot show a symbol gets an ASCII spelling of it
-(``+/-`` for ``±``).  SIGTERM interrupts like SIGINT, so that outputs in the
-middle of being written are left whole (exit 143).
+(``+/-`` for ``±``).
+
+Signals follow one policy (:mod:`seqgrad.signals`), installed by :func:`console` (the
+``seqgrad`` program) before anything else and kept to the end of the process: SIGINT and
+SIGTERM at any moment end the command with one line and exit 130 or 143, outputs are left
+wholly old or wholly new, and no worker outlives the command.  :func:`main`, the same command
+as a function, installs the policy for its call and restores what it found.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import codecs
 import contextlib
 import importlib
@@ -24,7 +30,7 @@ import pkgutil
 import signal
 import sys
 
-from seqgrad import __version__
+from seqgrad import __version__, signals
 from seqgrad.errors import SeqgradError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -78,18 +84,12 @@ def _ascii_symbols(exc: UnicodeEncodeError):
 codecs.register_error("seqgrad-ascii", _ascii_symbols)
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised like KeyboardInterrupt so that ``finally`` blocks clean up."""
-
-
-def _on_sigterm(signum, frame):
-    raise Terminated
+Terminated = signals.Terminated  # SIGTERM, raised like KeyboardInterrupt (seqgrad.signals)
 
 
 @contextlib.contextmanager
 def _standard_streams():
-    """Closed streams read as /dev/null; streams that cannot encode a symbol spell it in ASCII;
-    SIGTERM raises :class:`Terminated` while the command runs (the previous handler comes back)."""
+    """Closed streams read as /dev/null; streams that cannot encode a symbol spell it in ASCII."""
     saved = sys.stdout, sys.stderr
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
@@ -98,14 +98,9 @@ def _standard_streams():
         elif getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
             with contextlib.suppress(Exception):
                 stream.reconfigure(errors="seqgrad-ascii")
-    previous = None
-    if threading_main():
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         yield
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
         for name, stream in zip(("stdout", "stderr"), saved):
             current = getattr(sys, name)
             if current is not stream:
@@ -129,12 +124,6 @@ def _closed(stream) -> bool:
     return False
 
 
-def threading_main() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
-
 def _silence_stdout() -> None:
     """After EPIPE: point the descriptor at /dev/null so that the final flush at exit is silent."""
     with contextlib.suppress(Exception):
@@ -144,15 +133,68 @@ def _silence_stdout() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    with _standard_streams():
-        try:
-            code = _main(argv)
-            sys.stdout.flush()
-            return code
-        except BrokenPipeError:  # the reader went away (| head): the output was not wanted further
-            _silence_stdout()
-            return EXIT_OK
+    """The ``seqgrad`` command as a function: its exit status.  The signal policy holds for the call
+    and what the process had before comes back after it."""
+    state = signals.install()
+    try:
+        return _run(sys.argv[1:] if argv is None else list(argv))
+    finally:
+        signals.restore(state)
+
+
+def console(argv: list[str] | None = None):
+    """The ``seqgrad`` program: :func:`main` under the signal policy, installed first and kept to the
+    very end of the process.  Once the command has finished, both signals are held back; one that
+    arrived by the time the process exits (while the interpreter shuts down) is still answered with
+    its line and exit 130 or 143, instead of a raw death by the signal or "Exception ignored"."""
+    signals.install()
+    atexit.register(_answer_late_signal)  # registered first, so it runs after every other exit function
+    try:
+        code = _run(sys.argv[1:] if argv is None else list(argv))
+    except (KeyboardInterrupt, Terminated) as exc:  # in the few steps between the command's end and the hold
+        code = _interrupted(exc)
+    signals.hold_to_the_end()
+    global _answered
+    _answered = code in signals.EXIT_STATUS.values() and signals.received() is not None
+    sys.exit(code)
+
+
+_answered = True  # until console() has run the command: nothing to answer at exit
+
+
+def _answer_late_signal() -> None:
+    """At exit: a signal the finished command did not answer (it came late, or Python dropped its
+    exception) ends the process with its one line and status."""
+    if _answered:
+        return
+    signum = signals.received() or signals.pending()
+    if signum is None:
+        return
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    os._exit(_interrupted(signals.exception_for(signum)))
+
+
+def _run(argv: list[str]) -> int:
+    try:
+        with _standard_streams():
+            try:
+                code = _main(argv)
+                sys.stdout.flush()
+                return code
+            except BrokenPipeError:  # the reader went away (| head): the output was not wanted further
+                _silence_stdout()
+                return EXIT_OK
+    except (KeyboardInterrupt, Terminated) as exc:  # a signal while the output was flushed or the streams put back
+        return _interrupted(exc)
+
+
+def _interrupted(exc: BaseException) -> int:
+    """The command's one line for a signal, and its exit status (130 for SIGINT, 143 for SIGTERM)."""
+    signum = signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM
+    with contextlib.suppress(Exception):
+        print(f"seqgrad: {signals.WORD[signum]}", file=sys.stderr, flush=True)
+    return signals.EXIT_STATUS[signum]
 
 
 def _main(argv: list[str]) -> int:
@@ -163,29 +205,29 @@ def _main(argv: list[str]) -> int:
             parser.print_help()
             return EXIT_USAGE
         return int(args.handler(args) or 0)
-    except UsageError as exc:
-        print(f"{exc} (see seqgrad --help)", file=sys.stderr)
-        return EXIT_USAGE
-    except SeqgradError as exc:
-        print(f"seqgrad: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except BrokenPipeError:
         raise
-    except OSError as exc:  # a file that cannot be read or written: the system's reason, on one line
+    except (KeyboardInterrupt, Terminated) as exc:
+        return _interrupted(exc)
+    except Exception as exc:
+        if signals.received() is not None:  # a library turned the signal's exception into an error of its own
+            return _interrupted(signals.exception_for(signals.received()))  # (numpy's import: an ImportError)
+        return _failed(exc)
+
+
+def _failed(exc: Exception) -> int:
+    """The one line for an error, and its exit status: 2 for bad input or a file, 1 for an internal failure."""
+    if isinstance(exc, UsageError):
+        print(f"{exc} (see seqgrad --help)", file=sys.stderr)
+        return EXIT_USAGE
+    if isinstance(exc, (SeqgradError, OSError)):  # OSError: a file that cannot be read or written, and why
         print(f"seqgrad: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("seqgrad: interrupted", file=sys.stderr)
-        return 130
-    except Terminated:
-        print("seqgrad: terminated", file=sys.stderr)
-        return 143
-    except Exception as exc:  # an internal failure: still one line unless debugging
-        if os.environ.get("SEQGRAD_DEBUG"):
-            raise
-        print(f"seqgrad: internal error: {type(exc).__name__}: {exc} (set SEQGRAD_DEBUG=1 for the traceback)", file=sys.stderr)
-        return EXIT_FAIL
+    if os.environ.get("SEQGRAD_DEBUG"):  # an internal failure: still one line unless debugging
+        raise exc
+    print(f"seqgrad: internal error: {type(exc).__name__}: {exc} (set SEQGRAD_DEBUG=1 for the traceback)", file=sys.stderr)
+    return EXIT_FAIL
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console()

@@ -45,8 +45,12 @@ def transformer(model: EncoderDecoder) -> nn.Transformer:
     """The encoder and decoder stacks of ``model`` as ``nn.Transformer`` (it has no embeddings and no head)."""
     enc, dec = model.encoder, model.decoder
     block = dec.blocks[0]
+    # placeholders as custom_encoder/custom_decoder: nn.Transformer then builds no default encoder, whose
+    # construction warns (enable_nested_tensor with norm_first) on every run; the copies go in afterwards, past
+    # the xavier initialisation the constructor gives its parameters
     twin = nn.Transformer(dec.D, len(block.self_attention.heads), num_encoder_layers=len(enc.blocks),
                           num_decoder_layers=len(dec.blocks), dim_feedforward=block.mlp.F_width, dropout=0.0,
+                          custom_encoder=nn.Identity(), custom_decoder=nn.Identity(),
                           activation=block.mlp.activation, batch_first=True, norm_first=block.norm_first,
                           dtype=block.mlp.W1.dtype, device=block.mlp.W1.device)
     twin.encoder = encoder_stack(enc)

@@ -593,10 +593,19 @@ def compile_pdf(tex: str | Path, out_dir: str | Path | None = None, *, timeout: 
     out.mkdir(parents=True, exist_ok=True)
     cmd = [engine, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", f"-output-directory={out}", tex.name]
     pdf = out / (tex.stem + ".pdf")
-    for _ in range(passes):
+    for run in range(MAX_TEX_RUNS):  # at least ``passes`` runs, then again while TeX says the references moved
         proc = subprocess.run(cmd, cwd=tex.parent, capture_output=True, text=True, errors="replace", timeout=timeout)
         if proc.returncode != 0 or not pdf.exists():
             log = proc.stdout
             m = re.search(r"^! .*(?:\n.*){0,2}", log, re.M)
             raise LatexError(f"pdflatex failed on {tex.name}: {m.group(0).strip() if m else log[-400:]}")
+        if run + 1 >= passes and not RERUN.search(proc.stdout):
+            break
     return pdf
+
+
+#: at most this many pdflatex runs per document (references settle in two or three)
+MAX_TEX_RUNS = 4
+#: TeX's and its packages' requests for another run ("Label(s) may have changed. Rerun ...", longtable's
+#: "Table widths have changed. Rerun LaTeX.")
+RERUN = re.compile(r"Rerun (?:to get|LaTeX)|may have changed\.\s*Rerun", re.I)

@@ -19,12 +19,21 @@ out-of-memory killer), never takes the run down: the task's ``lost``
 function turns it into a result that says what happened, and a fresh worker
 takes the remaining tasks.
 
+Signals follow :mod:`seqgrad.signals`: a worker is forked with SIGINT and SIGTERM held back and
+lets them through once its own policy is in place (SIGINT ignored, SIGTERM raising ``Terminated``, and
+SIGTERM from the kernel when the parent dies), so a signal in the moment of a fork is neither dropped in
+the at-fork hooks nor met by the parent's handler in the child; the parent registers each worker in the
+same held step (an interruption right after a fork still ends that worker), checks for a signal that
+Python dropped while it waits, and shuts the pool down with the signals held (the shut-down is bounded:
+a worker gets 5 s, then is killed).
+
 Without ``fork`` (Windows, or macOS where forking after importing torch is
 unsafe), or with ``jobs <= 1``, the tasks run one after another in this process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
@@ -35,6 +44,8 @@ from collections import deque
 from multiprocessing.connection import wait
 from dataclasses import dataclass
 from typing import Callable, Generic, Iterator, Sequence, TypeVar
+
+from seqgrad import signals
 
 R = TypeVar("R")
 
@@ -88,19 +99,19 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-def _worker(tasks, conn) -> None:
+def _worker(tasks, conn, parent: int) -> None:
     """A worker: serve tasks until told to stop.  When the parent ends it (SIGTERM: the run was interrupted or
-    failed), the handler it inherited raises (seqgrad's ``Terminated``): its ``finally`` blocks clean up, e.g.
-    a half-written file, and it exits without printing a traceback for what is not an error of its own."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends the workers
-    if "torch" in sys.modules:  # as torch's DataLoader workers do: an OpenMP thread pool the parent started does
-        sys.modules["torch"].set_num_threads(1)  # not survive fork, and a parallel region would wait for it forever
+    failed, or the parent died), its policy raises ``Terminated``: its ``finally`` blocks clean up, e.g. a
+    half-written file, and it exits 143 without printing a traceback for what is not an error of its own."""
     try:
+        signals.worker(parent)  # Ctrl-C is the parent's to handle: it ends the workers
+        if "torch" in sys.modules:  # as torch's DataLoader workers do: an OpenMP thread pool the parent started
+            sys.modules["torch"].set_num_threads(1)  # does not survive fork; a parallel region would wait forever
         _serve(tasks, conn)
     except (SystemExit, Exception):  # an exit of its own; a bug in the loop itself (a task's errors are sent back)
         raise
-    except BaseException:  # the inherited SIGTERM handler's exception, after the unwinding
-        raise SystemExit(143) from None
+    except BaseException:  # the policy's Terminated, after the unwinding
+        raise SystemExit(signals.EXIT_STATUS[signal.SIGTERM]) from None
 
 
 def _serve(tasks, conn) -> None:
@@ -159,12 +170,15 @@ class _Pool:
         self.busy: dict = {}  # worker process -> (connection, task index or None)
 
     def _start(self):
+        """Fork a worker with the signals held, and register it (idle) in the same step."""
         sys.stdout.flush()
         sys.stderr.flush()
-        here, there = self.context.Pipe()
-        process = self.context.Process(target=_worker, args=(self.tasks, there), daemon=True)
-        process.start()
-        there.close()
+        with signals.held():
+            here, there = self.context.Pipe()
+            process = self.context.Process(target=_worker, args=(self.tasks, there, os.getpid()), daemon=True)
+            process.start()
+            self.busy[process] = (here, None)
+            there.close()
         return process, here
 
     def _hand_out(self, process, conn, pending: deque) -> None:
@@ -190,6 +204,7 @@ class _Pool:
                 process, conn = self._start()
                 self._hand_out(process, conn, pending)
             while done < total:
+                signals.raise_if_received()  # a signal Python dropped (e.g. in an at-fork hook) ends the run here
                 by_handle = {}
                 for process, (conn, i) in self.busy.items():
                     if i is not None:
@@ -219,7 +234,8 @@ class _Pool:
                     self._hand_out(process, conn, pending)
                     yield j, (payload if ok else self.tasks[j].lost(payload))
         finally:
-            self._close()
+            with signals.held():  # a signal now is delivered once every worker is ended
+                self._close()
 
     def _recycle(self, process, conn):
         """End an idle worker and fork a fresh one in its place."""
@@ -235,6 +251,9 @@ class _Pool:
         for process, (conn, i) in self.busy.items():
             if i is not None and process.is_alive():  # interrupted mid-task: stop it now
                 process.terminate()
+            elif i is None and process.is_alive():  # idle: told to stop, unless the run ended before it was
+                with contextlib.suppress(OSError):
+                    conn.send(None)
         for process, (conn, _) in self.busy.items():
             _end(process, conn)
         self.busy.clear()

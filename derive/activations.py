@@ -99,6 +99,14 @@ class Activation:
     def __repr__(self) -> str:
         return f"Activation({self.name!r})"
 
+    def __reduce__(self):
+        """Pickled by name (its functions are lambdas): a derivation that uses it pickles."""
+        return _by_name, (self.name,)
+
+
+def _by_name(name: str) -> "Activation":
+    return ACTIVATIONS[name]
+
 
 def _from_registry(op) -> Activation:
     return Activation(op.name, operations.node(op.name), lambda z, h: operations.derivative(op, z, h), op.latex, op.note or op.kink)

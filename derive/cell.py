@@ -181,6 +181,37 @@ class _StepSumMixin:
         lo, hi = self._bounds()
         return "Sum_{t=%s}^{%s} %s" % (printer._print(lo), printer._print(hi).replace(" ", ""), printer._print(self.term))
 
+    # As SymPy's Sum: ``.subs(T, 3)`` bounds the sum (the step count is kept) and ``.doit()`` writes it out;
+    # substitution and pickling keep the instantiation the sum was made with.
+    def _eval_subs(self, old, new):
+        args = [a._subs(old, new) for a in self.args]
+        steps = int(new) if old == T and getattr(new, "is_Integer", False) else self._steps
+        return self._rebuilt(args, steps)
+
+    def _rebuilt(self, args, steps):
+        out = type(self)(*args, instantiate=self.instantiate)
+        out._steps = steps
+        return out
+
+    @property
+    def _steps(self):
+        return self.__dict__.get("steps")
+
+    @_steps.setter
+    def _steps(self, value):
+        self.__dict__["steps"] = value
+
+    def doit(self, **hints):
+        if self._steps is None:
+            return self
+        return self.at(self._steps).doit(**hints) if hints.get("deep", True) else self.at(self._steps)
+
+    def __getstate__(self):
+        return {"instantiate": self.instantiate, "steps": self._steps}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
     def at(self, steps: int, instantiate=None):
         """The sum written out for ``T = steps`` (``instantiate(term, k, steps)`` maps the step symbols)."""
         inst = instantiate or self.instantiate
@@ -1092,5 +1123,5 @@ def _tidy(expr):
 
 def _make_sum(term, lo, hi, gen):
     cls = MatStepSum if isinstance(term, MatrixExpr) else StepSum
-    return cls(term, lo, hi, instantiate=lambda x, k, n: gen.instantiate(x, k, n))
+    return cls(term, lo, hi, instantiate=gen.instantiate)  # a bound method: the sum pickles with its derivation
 

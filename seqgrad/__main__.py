@@ -1,7 +1,5 @@
 """``python -m seqgrad`` is the ``seqgrad`` command."""
 
-import sys
+from seqgrad.crosscheck.cli import console
 
-from seqgrad.crosscheck.cli import main
-
-sys.exit(main())
+console()

@@ -32,13 +32,13 @@ import ctypes
 import errno
 import os
 import shutil
-import signal
 import stat
 import tempfile
 import threading
 from pathlib import Path
 from typing import Callable, Iterator, IO
 
+from . import signals
 from .errors import SeqgradValueError
 
 _HOOK: Callable[[str], None] | None = None
@@ -58,20 +58,8 @@ def checkpoint(name: str) -> None:
 
 # ----------------------------------------------------------------------------- signals and modes
 
-_HELD = (signal.SIGINT, signal.SIGTERM)
-
-
-@contextlib.contextmanager
-def signals_held() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back for a few system calls; they arrive right after."""
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+#: SIGINT and SIGTERM held back over a few system calls (seqgrad.signals.held)
+signals_held = signals.held
 
 
 _UMASK_LOCK = threading.Lock()
@@ -152,7 +140,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None =
     try:
         with signals_held():
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as handle:
+        with _naming(target), os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as handle:
             checkpoint("file:open")
             os.chmod(handle.fileno(), _mode_for(target, 0o666))  # mkstemp makes 0600
             yield handle
@@ -161,6 +149,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None =
             os.fsync(handle.fileno())
         checkpoint("file:closed")
         with signals_held():
+            signals.raise_if_received()  # a signal Python dropped on the way: the old file stays
             os.replace(tmp, target)
             tmp = None
         checkpoint("file:replaced")
@@ -168,6 +157,17 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None =
         if tmp is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _naming(target: Path) -> Iterator[None]:
+    """An OS error while the file is written (a full disk: "No space left on device") names the file."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or isinstance(exc, BrokenPipeError) or exc.errno is None:
+            raise
+        raise type(exc)(exc.errno, exc.strerror or str(exc), os.fspath(target)) from exc
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
@@ -278,6 +278,7 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
         yield staging
         checkpoint("dir:written")
         with signals_held():
+            signals.raise_if_received()  # a signal Python dropped on the way (an at-fork hook): the old output stays
             _swap_into_place(staging, target)
             shutil.rmtree(staging, ignore_errors=True)  # the old output now
             staging = None

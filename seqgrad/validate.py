@@ -30,8 +30,18 @@ def _range_text(minimum: int | None, maximum: int | None) -> str:
     return ""
 
 
-def real(argument: str, value: object, *, positive: bool = False, nonnegative: bool = False) -> float:
-    """Return ``value`` as a finite float; refuse NaN, inf, bools and non-numbers."""
+#: the largest seed: every random generator seqgrad seeds takes it (numpy's wants >= 0, torch's < 2**64)
+MAX_SEED = 2**63 - 1
+
+
+def seed(argument: str, value: object) -> int:
+    """A seed of a random generator: an integer from 0 to :data:`MAX_SEED`."""
+    return integer(argument, value, minimum=0, maximum=MAX_SEED)
+
+
+def real(argument: str, value: object, *, positive: bool = False, nonnegative: bool = False,
+         maximum: float | None = None) -> float:
+    """Return ``value`` as a finite float; refuse NaN, inf, bools, non-numbers and values over ``maximum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise SeqgradTypeError(argument, value, "a real number")
     value = float(value)
@@ -41,6 +51,8 @@ def real(argument: str, value: object, *, positive: bool = False, nonnegative: b
         raise SeqgradValueError(argument, value, "a number > 0")
     if nonnegative and value < 0:
         raise SeqgradValueError(argument, value, "a number >= 0")
+    if maximum is not None and value > maximum:
+        raise SeqgradValueError(argument, value, f"a number <= {maximum:g}")
     return value
 
 

@@ -209,7 +209,8 @@ def _interrupted_child(out: Path, at: int, how: str) -> int:
     """Fork; the child writes the new report and is interrupted at checkpoint number ``at``."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
-        from seqgrad.crosscheck.cli import Terminated, _on_sigterm
+        from seqgrad import signals
+        from seqgrad.signals import Terminated
 
         code = 0
         counter = itertools.count()
@@ -221,8 +222,7 @@ def _interrupted_child(out: Path, at: int, how: str) -> int:
                 os.kill(os.getpid(), signal.SIGINT if how == "SIGINT" else signal.SIGTERM)
 
         try:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            signal.signal(signal.SIGTERM, _on_sigterm)
+            signals.install()  # the command's policy
             atomic.set_checkpoint_hook(hook)
             _write_report(out, "new")
         except KeyboardInterrupt:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import sys
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 
 def add_device(parser: argparse.ArgumentParser, default: str = "cpu") -> None:
@@ -22,13 +25,21 @@ def resolved_device(name: str) -> str:
 
 
 def jobs_option(requested: int | None, device: str) -> int:
-    """``--jobs``: worker processes, >= 1; None gives one per usable CPU core (1 on CUDA)."""
+    """``--jobs``: worker processes, >= 1; None gives one per usable CPU core (1 on CUDA).  More than the
+    usable cores is capped at them, with a note on standard error (more processes than cores only cost
+    memory and switching, and ``--jobs 100000`` would fork a hundred thousand)."""
+    from ..parallel import usable_cores
     from ..registry import default_jobs
 
     if requested is None:
         return default_jobs(device)
     if requested < 1:
         _refuse("--jobs", str(requested), "a number of worker processes >= 1")
+    cores = usable_cores()
+    if requested > cores:
+        print(f"seqgrad: note: --jobs {requested} is more than the {cores} usable CPU core{'s' * (cores > 1)}; "
+              f"using {cores}", file=sys.stderr)
+        return cores
     return requested
 
 
@@ -42,6 +53,23 @@ def output_dir(argument: str, path: str) -> Path:
         _refuse(argument, path, "a directory (this path is a file)")
     _probe(argument, path, target)
     return target
+
+
+@contextlib.contextmanager
+def removed_if_failed(path: str) -> Iterator[None]:
+    """The directories of ``path`` that do not exist yet (the body creates them, e.g. :func:`output_dir`)
+    are removed again if the body fails and they are still empty: a failed run leaves no empty folder."""
+    target = Path(os.path.abspath(path)) if path else None
+    missing = [d for d in ([target, *target.parents] if target else []) if not d.exists()]  # deepest first
+    try:
+        yield
+    except BaseException:
+        for directory in missing:
+            try:
+                directory.rmdir()
+            except OSError:  # not empty (or never created): leave it and everything above it
+                break
+        raise
 
 
 #: what ``seqgrad check`` writes into its output directory (and so may replace there)

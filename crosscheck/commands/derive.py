@@ -77,9 +77,11 @@ def _run_rnn(args) -> str:
         cell = rnn_cell(args.activation, _sizes(args), args.bias, loss, on, args.reduction, args.batch)
         return _run_cell_object(cell, args)
     _steps(args)
+    _sizes(args)  # the width guards
     net = rnn.unroll(steps=args.steps, activation=args.activation, inputs=args.inputs, hidden=args.hidden,
                      outputs=args.outputs, bias=args.bias, loss=args.loss or "final", reduction=args.reduction)
-    max_terms = None if args.max_terms is None else validate.integer("--max-terms", args.max_terms, minimum=1)
+    max_terms = None if args.max_terms is None else validate.integer("--max-terms", args.max_terms, minimum=1,
+                                                                     maximum=MAX_TERMS_LIMIT)
     if args.dot:
         return net.dot().rstrip()
     if args.table:
@@ -120,10 +122,10 @@ def _text(rows) -> str:
     return "\n".join(_text_lines(rows))
 
 
-def _usage(argument: str, allowed: str):
+def _usage(argument: str, value, allowed: str):
     from seqgrad.errors import SeqgradValueError
 
-    return SeqgradValueError(argument, None, allowed)
+    return SeqgradValueError(argument, value, allowed)
 
 
 def _loss_and_positions(args) -> tuple[str, object]:
@@ -135,15 +137,29 @@ def _loss_and_positions(args) -> tuple[str, object]:
         try:
             on = tuple(int(parse_number(p.strip(), "--on")) for p in on.split(","))
         except Exception:
-            raise _usage("--on", "final, every, or positions such as 0,3,5") from None
+            raise _usage("--on", args.on, "final, every, or positions such as 0,3,5") from None
     return loss, on
 
 
+#: the largest --max-terms (docs/limits.md): 50 times the default guard; a closed form that size takes about 25 s
+MAX_TERMS_LIMIT = 1_000_000
+
+#: the largest width of a vector cell (docs/limits.md): the check against autograd holds H x H matrices and
+#: their products for T = 25 steps; an LSTM with every width 256 is checked in about 8 s and 0.3 GB
+MAX_WIDTH = 256
+
+
+def _width(argument: str, value: int) -> int:
+    from seqgrad import validate
+
+    return validate.integer(argument, value, minimum=1, maximum=MAX_WIDTH)
+
+
 def _sizes(args):
-    given = {"D": args.inputs, "H": args.hidden, "C": args.outputs}
-    if all(v is None for v in given.values()):
+    given = {"D": ("--inputs", args.inputs), "H": ("--hidden", args.hidden), "C": ("--outputs", args.outputs)}
+    if all(v is None for _, v in given.values()):
         return None
-    return {k: (1 if v is None else v) for k, v in given.items()}
+    return {k: (1 if v is None else _width(argument, v)) for k, (argument, v) in given.items()}
 
 
 def _run_cell_object(cell, args) -> str:
@@ -231,8 +247,8 @@ def _parse_sizes(text):
     for part in text.split(","):
         key, eq, value = part.partition("=")
         if not eq or not value.strip().isdigit():
-            raise _usage("--sizes", "widths as D=3,H=4,C=2")
-        out[key.strip()] = int(value)
+            raise _usage("--sizes", text, "widths as D=3,H=4,C=2")
+        out[key.strip()] = _width(f"--sizes {key.strip()}", int(value))
     return out
 
 
@@ -241,7 +257,7 @@ def _parse_params(text, vector):
     for item in text.replace(";", " ").split():
         name, colon, shape = item.partition(":")
         if vector and not colon:
-            raise _usage("--params", "shapes for the vector cell, e.g. w_x:H,D b_h:H")
+            raise _usage("--params", item, "a shape for every parameter of the vector cell, e.g. w_x:H,D b_h:H")
         out[name] = tuple(shape.split(",")) if colon else ()
     return out if vector else list(out)
 
@@ -257,7 +273,7 @@ def _parse_functions(items):
     for item in items:
         m = re.fullmatch(r"\s*([A-Za-z]\w*)\s*\(\s*([A-Za-z]\w*)\s*\)\s*=(.+)", item)
         if not m:
-            raise _usage("--function", "a definition such as 'lrelu(z) = max(z, z/10)'")
+            raise _usage("--function", item, "a definition such as 'lrelu(z) = max(z, z/10)'")
         name, var, body = m.groups()
         expr = parse_expression(body, variables=[var], argument="--function", functions=out)  # the registry's and earlier ones
         v = next(s for s in expr.free_symbols if s.name == var) if expr.free_symbols else sp.Symbol(var)

@@ -8,6 +8,10 @@ import sys
 from ._common import add_device, jobs_option, output_file, resolved_device
 
 
+#: the longest a single proof may be given (docs/limits.md): an hour, where a larger number only overflows the timer
+MAX_PROOF_SECONDS = 3600.0
+
+
 def register(sub) -> None:
     from ..latexdoc import SECTION_NAMES
 
@@ -30,7 +34,7 @@ def register(sub) -> None:
                    help="significant figures of the numeric tables (default 3, as the course prints them)")
     p.add_argument("--proof-seconds", type=float, default=20.0, metavar="S",
                    help="time one exact proof may take while the document is written (default 20); a proof that "
-                        "takes longer is reported as not proved here, never as proved")
+                        "takes longer is reported as not proved here, never as proved; at most 3600")
     p.add_argument("--jobs", type=int, metavar="N",
                    help="worker processes: the sections are built in parallel (default: one per usable CPU core on cpu, "
                         "1 on cuda; 1 builds them in this process); the document is the same")
@@ -57,8 +61,11 @@ def notation_from(args):
 
 
 def run(args) -> int:
+    from seqgrad import validate
+
     from .. import latexdoc
 
+    validate.real("--proof-seconds", args.proof_seconds, positive=True, maximum=MAX_PROOF_SECONDS)
     notation = notation_from(args)
     output_file("OUT.tex", args.out)
     if args.sections is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._common import add_device, output_dir, resolved_device
+from ._common import add_device, output_dir, removed_if_failed, resolved_device
 
 
 def register(sub) -> None:
@@ -25,7 +25,9 @@ def run(args) -> int:
     from ..figures import figure_sets
 
     module = figure_sets()[args.figure_set]
-    output_dir("--out", args.out)
-    for path in module.write(Path(args.out), args.format, resolved_device(args.device)):
+    with removed_if_failed(args.out):  # a failed run (a full disk, a signal) leaves no empty directory
+        output_dir("--out", args.out)
+        written = module.write(Path(args.out), args.format, resolved_device(args.device))
+    for path in written:
         print(path)
     return 0

@@ -28,7 +28,7 @@ def register(sub) -> None:
                                                                     "under them and the points are drawn inside them")
     p.add_argument("--time-limit", type=float, default=5.0, metavar="SECONDS", help="time limit for proof and check (default 5)")
     p.add_argument("--points", type=int, default=40, metavar="N", help="points of the numeric check (default 40)")
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the random points (default 0)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the random points, 0 <= N < 2**63 (default 0)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     out.add_argument("--latex", action="store_true", help="print the statement and its verdict as a LaTeX display (align*, amsmath) for notes")
@@ -36,8 +36,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from seqgrad import validate
     from seqgrad.derive.verification import verify
 
+    validate.seed("--seed", args.seed)
     verdict = verify(args.identity, variables=args.vars, sizes=args.sizes, shapes=args.shape or None, assume=args.assume,
                      time_limit=args.time_limit, points=args.points, seed=args.seed)
     if args.json:

@@ -20,13 +20,14 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing
+import os
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
 
-from seqgrad import validate
+from seqgrad import signals, validate
 from seqgrad.atomic import write_bytes, write_text
 from seqgrad.errors import SeqgradValueError
 
@@ -216,7 +217,9 @@ def run_grid(out, *, models_: tuple[str, ...] = models.MODELS, delays: tuple[int
             done[job] = _run_job(job, config, str(out), device)
     elif todo:
         ctx = multiprocessing.get_context("spawn")
-        with ctx.Pool(min(jobs, len(todo))) as pool:
+        with signals.held():  # the workers start with the signals held; their policy lets them through
+            pool = ctx.Pool(min(jobs, len(todo)), initializer=signals.pool_worker, initargs=(os.getpid(),))
+        with pool:  # a worker dies with this process (seqgrad.signals), and the pool terminates it
             for record in pool.imap_unordered(_worker, [(j, config, str(out), device, jobs) for j in todo]):
                 done[Job(record["model"], record["delay"], record["seed"])] = record
     return [done[job] for job in grid]

@@ -1,0 +1,183 @@
+"""One signal policy for the ``seqgrad`` command and every worker process it starts.
+
+The command (:func:`crosscheck.cli.console`) installs it first and keeps it to the end of the process:
+
+* SIGINT raises :class:`KeyboardInterrupt` and SIGTERM raises :class:`Terminated`, so that ``finally``
+  blocks remove whatever is half-written; the command ends with one line and exit 130 or 143.
+* The first signal is remembered (:func:`received`).  Python drops an exception raised where it cannot
+  propagate (an at-fork hook such as logging's ``_releaseLock``, a ``__del__``, a weakref callback) with
+  "Exception ignored in ..."; the places that commit work (the swap of an output directory, the loop that
+  waits for the workers) call :func:`raise_if_received`, so such a signal is never lost.
+* A second signal is ignored while the command unwinds: a second Ctrl-C cannot cut short the clean-up
+  (ending the workers, 5 s at most each, and removing temporary files).
+* :func:`held` holds both back over a few steps that must not be cut: the fork of a worker (the exception
+  comes after the fork, in code that can raise, never inside the at-fork hooks), the renames that commit
+  an output, the shut-down of a pool of workers.  Once the command has finished, both are held to the end
+  of the process, and one that came is answered at exit (:func:`crosscheck.cli.console`).
+
+A worker (:func:`worker`) ignores SIGINT (Ctrl-C reaches the whole process group, and the parent ends its
+workers), raises :class:`Terminated` on SIGTERM (what the parent sends to end it) or keeps the default
+(a ``multiprocessing.Pool`` worker, which the pool terminates), and is sent SIGTERM when its parent dies
+(Linux ``prctl(PR_SET_PDEATHSIG)``): no worker outlives the command.  A worker is forked or spawned with
+both signals held, so nothing reaches it before its policy is in place.
+
+This module imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import threading
+from typing import Iterator
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+#: exit status and the word of the command's one line, per signal (128 + the signal's number, as shells do)
+EXIT_STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
+WORD = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised like KeyboardInterrupt so that ``finally`` blocks clean up."""
+
+
+_first: int | None = None  # the first SIGINT or SIGTERM the policy saw
+_holding = 0  # depth of held(): the handler defers the exception to the end of the outermost one
+_deferred: int | None = None  # a signal that came while held, raised when the outermost held() ends
+
+
+def received() -> int | None:
+    """The first SIGINT or SIGTERM the policy has seen in this process (None: none yet)."""
+    return _first
+
+
+def exception_for(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
+
+
+def _on_signal(signum, frame):
+    global _first, _deferred
+    if _first is not None:  # a second signal: the first one's clean-up is under way, and is not cut short
+        return
+    _first = signum
+    if _holding:  # a step that must not be cut: the exception comes at its end
+        _deferred = signum
+        return
+    raise exception_for(signum)
+
+
+def raise_if_received() -> None:
+    """Raise the exception of the first signal seen, if there was one (it may have been dropped by Python
+    where it was first raised: an at-fork hook, a ``__del__``)."""
+    if _first is not None:
+        raise exception_for(_first)
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _mask(how: int):
+    return signal.pthread_sigmask(how, SIGNALS) if hasattr(signal, "pthread_sigmask") else None
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back over a few steps; the exception of one that came meanwhile is raised
+    at the end.  Both the thread's signal mask (a process forked here starts with them blocked) and the
+    policy's handler (which another thread may run on the main thread's behalf) hold them."""
+    global _holding, _deferred
+    old = _mask(signal.SIG_BLOCK)
+    _holding += 1
+    try:
+        yield
+    finally:
+        _holding -= 1
+        if old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        if not _holding and _deferred is not None:
+            signum, _deferred = _deferred, None
+            raise exception_for(signum)
+
+
+def hold_to_the_end() -> None:
+    """Hold both signals from now on (the command has finished; :func:`received` tells of a late one)."""
+    global _holding
+    _holding += 1
+    _mask(signal.SIG_BLOCK)
+
+
+def pending() -> int | None:
+    """A SIGINT or SIGTERM that is blocked and waiting, or None."""
+    if not hasattr(signal, "sigpending"):  # pragma: no cover - not POSIX
+        return None
+    waiting = signal.sigpending()
+    return next((s for s in SIGNALS if s in waiting), None)
+
+
+def _reset() -> None:
+    global _first, _holding, _deferred
+    _first, _holding, _deferred = None, 0, None
+
+
+def install() -> tuple:
+    """Install the command's policy in this process; returns what :func:`restore` needs to undo it
+    (a command run as a function, e.g. by a test, gives the process back as it found it)."""
+    if not _in_main_thread():
+        return ()
+    _reset()
+    previous = tuple(signal.signal(s, _on_signal) for s in SIGNALS)
+    return previous, _mask(signal.SIG_UNBLOCK)
+
+
+def restore(state: tuple) -> None:
+    """Undo :func:`install` (a signal blocked meanwhile is delivered under the handler restored)."""
+    if not state:
+        return
+    previous, mask = state
+    for s, handler in zip(SIGNALS, previous):
+        signal.signal(s, handler)
+    _reset()
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+# ----------------------------------------------------------------------------- workers
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int, signum: int = signal.SIGTERM) -> None:
+    """Have the kernel send ``signum`` to this process when its parent ends (Linux); if the parent
+    ``parent_pid`` has already ended, end now (exit 143)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before the request took effect
+        os._exit(EXIT_STATUS[signal.SIGTERM])
+
+
+def worker(parent_pid: int, raise_on_sigterm: bool = True) -> None:
+    """The policy of a worker process, then both signals let through (a worker starts with them held):
+    SIGINT ignored, SIGTERM raising :class:`Terminated` (or, with ``raise_on_sigterm=False``, ending
+    the process as by default), and SIGTERM sent when the parent ``parent_pid`` dies.  A SIGTERM that
+    reached the worker between its fork and now is raised here."""
+    came = _deferred
+    _reset()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_signal if raise_on_sigterm else signal.SIG_DFL)
+    die_with_parent(parent_pid)
+    _mask(signal.SIG_UNBLOCK)
+    if came == signal.SIGTERM and raise_on_sigterm:
+        _on_signal(signal.SIGTERM, None)
+
+
+def pool_worker(parent_pid: int) -> None:
+    """``initializer`` of a ``multiprocessing.Pool`` whose workers the pool terminates (SIGTERM ends them
+    quietly); create the pool under :func:`held` so that its workers start with the signals held."""
+    worker(parent_pid, raise_on_sigterm=False)
