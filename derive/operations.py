@@ -336,3 +336,13 @@ def real_nodes(expr):
         if op.primitive and not op.sympy_diff:
             swap[op.sympy(sp)] = _node(op)
     return expr.replace(lambda e: type(e) in swap, lambda e: swap[type(e)](*e.args))
+
+
+def __getattr__(name: str):
+    """An operation's SymPy class by its class name, so derivations that hold one pickle (pickle finds a class
+    as ``module.qualname``; the classes are built from the registry, not written in this module)."""
+    for op in registry.operations():
+        built = _node(op)
+        if isinstance(built, type) and built.__qualname__ == name:
+            return built
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
