@@ -178,3 +178,15 @@ def test_the_texts_own_errata_and_the_recorded_experiment_do_not_fail_a_correct_
     for c in data["checks"]:
         if c["kind"] != "toolkit":
             assert f"{c['kind'].upper()} {c['name']}" in out
+
+
+def test_the_experiments_own_consistency_checks_are_the_toolkits():
+    """The record's consistency and the derived path product against autograd are the toolkit's checks: their
+    failure fails the run; the trends of the text are findings."""
+    by_name = {c.name: c for c in registry.all_checks("experiment")}
+    assert by_name["experiment.cue_recall_gradient_paths"].finding is False
+    assert by_name["experiment.cue_recall_record"].finding is False
+    trends = [c for n, c in by_name.items() if n not in ("experiment.cue_recall_gradient_paths", "experiment.cue_recall_record")]
+    assert trends and all(c.finding is None for c in trends)
+    assert kind_of("fail", None, "experiment", by_name["experiment.cue_recall_gradient_paths"].finding) == "toolkit"
+    assert kind_of("fail", None, "experiment", trends[0].finding) == "finding"

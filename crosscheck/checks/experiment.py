@@ -55,7 +55,7 @@ def _trend(name: str) -> Outcome:
     return Outcome(0.0, 0.0, found.holds, f"{found.verdict}: {found.detail}", reason=found.verdict)
 
 
-@check("experiment.cue_recall_record", source=SOURCE_SETUP, group=GROUP)
+@check("experiment.cue_recall_record", source=SOURCE_SETUP, group=GROUP, finding=False)  # the record itself: a toolkit check
 def record(ctx) -> Outcome:
     """The recorded run follows the text's setup (3 models x delays 8, 16, 32, 60 epochs, 4,096/512/1,024 episodes,
     the current initialisation streams) at the text's seeds 6206-6208 and at least ten more, its tables are the
@@ -135,7 +135,8 @@ def _geometric_means(rows: list[dict], model: str, key: str) -> tuple[list[int],
     return delays, means
 
 
-@check("experiment.cue_recall_gradient_paths", source="week06 §Что произведения говорят о градиентах дальних зависимостей:198; " + SOURCE, group=GROUP)
+@check("experiment.cue_recall_gradient_paths", source="week06 §Что произведения говорят о градиентах дальних зависимостей:198; " + SOURCE, group=GROUP,
+       finding=False)  # the derived path product against autograd: a toolkit check, whatever the experiment finds
 def gradient_paths(ctx) -> Outcome:
     """The derived path product g_q J_q...J_{c+1} has autograd's norm of dL/dh_cue on every RNN and GRU (initial and
     trained), and at initialisation the path norm and the share of the recall gradient reaching the cue shrink as the delay grows."""
