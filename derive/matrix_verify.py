@@ -113,7 +113,7 @@ def _numeric(L, R, declared: Declared, domains: dict, seed: int, points: int):
         for _ in range(per_plan):
             env = {s: n for s, n in plan.items()}
             for M in matrices:
-                env[M] = _draw(tuple(int(sp.sympify(d).xreplace(plan)) for d in M.shape), rng, shift)
+                env[M] = _draw(tuple(int(d.xreplace(plan)) if isinstance(d, sp.Basic) else int(d) for d in M.shape), rng, shift)
             for s in scalars:
                 env[s] = float(_draw_real(pick, pick.choice(("scale", "integer", "half", "grid")),
                                           _interval(domains.get(s.name, []))))
