@@ -12,13 +12,14 @@ def decoder_body(b, mark: str) -> str:
     """Cross-attention, the decoder block, the causal proof, the counts, the generation figure."""
     import sympy as sp
 
-    from seqgrad.derive import decoder as dd
+    from seqgrad.derive import blocks, decoder as dd
     from seqgrad.derive.program import latex_aligned
 
     from .latexdoc import _derivation, text, words
 
     holds = all(dd.DecoderBlock(norm_first=nf).causal_proof()[0] for nf in (True, False))
     leaks = not dd.DecoderBlock(causal=False).causal_proof()[0]
+    cross = blocks.cross_attention_program().program
     counts = latex_aligned([(sp.Symbol("P_{layer}"), dd.decoder_layer_params()),
                             (sp.Symbol("P_{layer}(256, 4, 1024)"), dd.decoder_layer_params(256, 4, 1024)),
                             (sp.Symbol("P_{stack}^{N=6}"), dd.task29()["decoder_stack"])], notation=b.notation)
@@ -26,14 +27,21 @@ def decoder_body(b, mark: str) -> str:
                    "the target rows, a cross-attention whose queries come from the decoder and whose keys and values come "
                    "from the encoder's output `Z` (the memory), and an MLP, each with its residual and LayerNorm.", b.notation)
              + mark,
-             _derivation("Cross-attention: queries from the decoder, keys and values from the memory Z", dd.CrossAttention(2, 2, 1, 1).latex(b.notation)),
+             _derivation("Cross-attention: queries from the decoder, keys and values from the memory Z",
+                         "\n".join(latex_aligned([(line.target, line.value) for line in cross.definitions(kinds)],
+                                                  notation=b.notation)
+                                    for kinds in (("forward",), ("backward",), ("gradient",))),
+                         words("the forward pass, the backward pass and the weight gradients of the block program, "
+                               "for any number of target rows, memory rows and widths", b.notation)),
              _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
                          words("output row `i` depends on no target row `j > i`: proved for pre- and post-norm", b.notation)
                          if holds else "\\textbf{NOT proved}"),
              text("Without the mask, output row i depends on target rows after i: the mask is what makes training "
                   "with the whole target in one pass equal to generating it token by token"
                   + ("." if leaks else " (NOT shown here).")),
-             _derivation("Parameter counts (with biases and three LayerNorms; task 29 without)", counts),
+             _derivation("Parameter counts: one layer with its biases and three LayerNorms, in general and at model "
+                         "width 256, 4 heads, MLP width 1024 (the count does not depend on the number of heads); the stack "
+                         "of 6 layers as lesson task 29 counts it, without biases and norms", counts),
              b.figures("decoder")]
     return "\n\n".join(p for p in parts if p)
 
