@@ -464,10 +464,20 @@ def residual_section(b) -> Part:
     body = [
         _words("LayerNorm normalises each row of {X} ({shape}) over its `d` features, with the population variance "
                "and `epsilon` inside the square root (as torch.nn.LayerNorm), then scales by {gamma} and shifts by "
-               "{beta} ({one} is a column of ones, so {onegamma} repeats {gamma} on every row):", b,
+               "{beta} ({one} is a column of ones, so {onegamma} repeats {gamma} on every row; its transpose {onet} is a "
+               "row of ones, so {onetG} sums the columns of {G}):", b, onet=sp.OneMatrix(1, 2),
+               onetG=sp.OneMatrix(1, 2) * _s("G", 2, 2), G=_s("G", 2, 2),
                X=_s("X", 2, 2), shape=Shape(_s("T"), _s("d")), gamma=_s("gamma", 1, 2), beta=_s("beta", 1, 2),
                one=_s("1", 2, 1), onegamma=_s("1", 2, 1) * _s("gamma", 1, 2)),
         _display([(d.target, d.value) for d in ln.program.definitions(("forward",))], b),
+        _words("Row by row, with `mu_i` the mean and `v_i` the population variance of the `d` entries of row `i` "
+               "(divided by `d`, not `d - 1`), the operators above are", b),
+        _display(_layernorm_entries(ln.inputs["X"]), b),
+        _words("so {std} and {norm} have the shape of {X}, every entry of row `i` of {std} being `s_i`, and "
+               "{mean} likewise repeats each row's mean across the row.", b,
+               std=_rules().RowStd(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
+               norm=_rules().Normalize(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
+               mean=_rules().RowMean(_s("X", 2, 2)), X=_s("X", 2, 2)),
         _words("Its Jacobian, entry by entry, for every `d`:", b)
         + verification(b, proofs=["layernorm-jacobian", "layernorm-jacobian-kills-constants"],
                        source=catalogue.get("layernorm-jacobian").source, appendix="residual"),
@@ -495,6 +505,25 @@ def residual_section(b) -> Part:
     appendix = "\n\n".join([_audit(b, ["derive.layernorm", "derive.residual"], (), "residual")]
                            + ([check_status("residual", b, checks)] if checks else []))
     return Part("\n\n".join(p for p in body if p), appendix)
+
+
+def _rules():
+    from seqgrad.derive import rules
+
+    return rules
+
+
+def _layernorm_entries(X):
+    """The row statistics of LayerNorm entry by entry, from the operators' own entries (derive.rules):
+    ``mu_i``, the population variance ``v_i``, ``s_i = sqrt(v_i + eps)`` and ``xhat_ij = (X_ij - mu_i) / s_i``."""
+    rules = _rules()
+    i, j = sp.symbols("i j", integer=True)
+    eps = sp.Symbol("epsilon", positive=True)
+    mu, v, s = sp.Symbol("mu_i"), sp.Symbol("v_i"), sp.Symbol("s_i")
+    mean = rules.RowMean(X)._entry(i, j)
+    k = next(iter(mean.atoms(sp.Sum))).variables[0]
+    var = sp.Mul(sp.Sum((X[i, k] - mu) ** 2, (k, 0, X.shape[1] - 1)), 1 / X.shape[1], evaluate=False)
+    return [(mu, mean), (v, var), (s, sp.sqrt(v + eps)), (sp.Symbol("xhat_ij"), (X[i, j] - mu) / s)]
 
 
 def scaled_bracket(expr):
@@ -616,6 +645,8 @@ def _sym(name: str, *shape, matrix: bool = False):
 
 def notation_rows(b) -> list[tuple]:
     """(symbol, meaning, shape) of every symbol the notes use: SymPy objects, printed by the notation's printer."""
+    from seqgrad.derive import rules
+
     T, t, D, H, C, d, d_k, d_v, n = sp.symbols("T t D H C d d_k d_v n", integer=True)
     L = sp.Symbol("L")
     one = Shape()
@@ -659,12 +690,25 @@ def notation_rows(b) -> list[tuple]:
         (M("Z", sp.Symbol("T_src"), d), "the encoder's output, the memory a decoder reads", Shape(sp.Symbol("T_src"), d)),
         (sp.Symbol("K"), "a convolution kernel of k by k entries (also the keys, in bold)", Shape(sp.Symbol("k"), sp.Symbol("k"))),
         (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
-        (M("dX", T, d), "gradient of the loss with respect to the matrix after the d (same shape)", Shape(T, d)),
+        (M("dX", T, d), "gradient of the loss with respect to X, the matrix written after the d; dQ, dS, ... "
+         "likewise, each of the shape of its matrix", Shape(T, d)),
         (M("xhat", T, d), "normalised rows of LayerNorm", Shape(T, d)),
         (M("gamma", 1, d), "LayerNorm's scale", Shape(1, d)), (M("beta", 1, d), "LayerNorm's shift", Shape(1, d)),
-        (M("sigma", T, 1), "standard deviation of each row, epsilon inside the root", Shape(T, 1)),
-        (sp.Symbol("epsilon"), "LayerNorm's small constant, 1e-5", one),
-        (M("1", T, 1), "column of ones", Shape(T, 1)), (sp.Identity(n), "identity matrix", Shape(n, n)),
+        (M("sigma", T, d), "standard deviation of each row, epsilon inside the root, repeated across the row",
+         Shape(T, d)),
+        (sp.Eq(sp.Symbol("epsilon"), sp.Pow(sp.UnevaluatedExpr(10), -5, evaluate=False), evaluate=False),
+         "LayerNorm's small constant", one),
+        (sp.Symbol("mu_i"), "mean of the d entries of row i", one),
+        (sp.Symbol("v_i"), "population variance of the d entries of row i (divided by d)", one),
+        (sp.Symbol("s_i"), "standard deviation of row i, the square root of its variance plus epsilon", one),
+        (rules.RowMean(M("X", T, d)), "every entry of row i is the mean of row i of X", Shape(T, d)),
+        (rules.RowStd(M("X", T, d), sp.Symbol("epsilon", positive=True)), "every entry of row i is s_i", Shape(T, d)),
+        (rules.Normalize(M("X", T, d), sp.Symbol("epsilon", positive=True)),
+         "row i of X minus its mean, divided by s_i: the entries of the normalised rows", Shape(T, d)),
+        (rules.RowSum(M("X", T, d)), "every entry of row i is the sum of row i of X", Shape(T, d)),
+        (M("1", T, 1), "column of ones", Shape(T, 1)),
+        (sp.OneMatrix(1, T), "row of ones, the transpose of the column: it sums the columns of the matrix after it",
+         Shape(1, T)), (sp.Identity(n), "identity matrix", Shape(n, n)),
         (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if i = j, else 0", one),
         (sp.Function("F")(sp.MatrixSymbol("h", 1, d)), "a residual branch: any differentiable map of a row", Shape(1, d)),
         (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch", Shape(d, d)),

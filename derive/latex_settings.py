@@ -301,6 +301,14 @@ class NotationPrinter(LatexPrinter):
     def _print_Partial(self, expr):
         return r"\frac{\partial %s}{\partial %s}" % (self._print(expr.of), self._print(expr.wrt))
 
+    def _print_OneMatrix(self, expr):
+        """The ones vector: a column ``\\mathbf{1}`` (n x 1), a row written as its transpose ``\\mathbf{1}^{\\top}``
+        (1 x n), so that ``1ᵀ G`` (the column sums of G) reads with the shapes it has."""
+        one = self._print_Symbol(sp.Symbol("1"), style=self._settings["mat_symbol_style"])
+        if expr.shape[0] == 1 and expr.shape[1] != 1:
+            return one + "^{\\top}"
+        return one
+
     def _print_DiagMatrix(self, expr):
         return r"\operatorname{diag}\left(%s\right)" % self._print(expr.args[0])
 
