@@ -216,7 +216,7 @@ def _figure(b, set_name: str, stems: Sequence[str] | None = None) -> str:
 def rnn_section(b) -> Part:
     from seqgrad.derive import builtin_cells, rnn
     from seqgrad.derive.latex_layout import equation_table
-    from seqgrad.derive.latex_settings import Partial
+    from seqgrad.derive.latex_settings import OrderedProduct, Partial
 
     from .latexdoc import check_status
 
@@ -264,7 +264,7 @@ def rnn_section(b) -> Part:
 
 def paths_section(b) -> Part:
     from seqgrad.derive import builtin_cells, rnn
-    from seqgrad.derive.latex_settings import Partial
+    from seqgrad.derive.latex_settings import OrderedProduct, Partial
 
     from .latexdoc import check_status
 
@@ -276,20 +276,26 @@ def paths_section(b) -> Part:
     checks = section_checks(b, ["rnn.path_products", "gated.figure3_*", "gated.pascanu_bound", "gated.fact.*"])
     mark = verification(b, checks=checks, source=sources(checks), appendix="paths")
     net = rnn.unroll(steps=4)
-    r = sp.Symbol("r", positive=True)
+    rho = sp.Symbol("rho", positive=True)  # the bound on a factor (r is the GRU's reset gate)
+    ordered = OrderedProduct(sp.Indexed("J", j), j, s + 1, t)
     body = [
         _words("The gradient that step `t` sends back to an earlier state `h_s` is a product of one Jacobian per step "
-               "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`:", b, prev=_s("h_{j-1}")),
+               "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`, the latest step's first, "
+               "{ordered}:", b, prev=_s("h_{j-1}"), ordered=ordered),
         _display([(Partial(h(s), of=h(t)), sp.Product(Jj, (j, s + 1, t))), (Jj, _step(scalar.transition(), j))], b),
         _words("for the scalar cell, and for the vector cell", b),
         _display([(sp.MatrixSymbol("J_j", 3, 3), _step(vector.transition(), j))], b),
+        _words("The Jacobians are in numerator layout: row `k` of `J_j` holds the derivatives of entry `k` of `h_j` "
+               "(the denominator runs along the columns, although the states are rows), so the gradient with respect to `h_s`, a "
+               "row, is the gradient with respect to `h_t` multiplied on the right by {ordered}.", b, ordered=ordered),
         _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1. So when every factor "
-               "has size at most `r`, the product over `t - s` steps is at most {bound}: it vanishes geometrically "
-               "for `r < 1`, and it may explode for `r > 1`. Worked example, four steps:", b,
-               bound=sp.Pow(r, t - s, evaluate=False)) + mark,
+               "has absolute value (for the vector cell: norm) at most `rho`, the product over `t - s` steps is at most "
+               "{bound} in absolute value (in norm): it vanishes geometrically for `rho < 1`, and it may explode for "
+               "`rho > 1`. Worked example, four steps:", b,
+               bound=sp.Pow(rho, t - s, evaluate=False)) + mark,
         _display([(Partial(sp.Symbol("h_0"), of=sp.Symbol("h_3")), net.path_product(3, 0))], b),
-        _words("and with every factor of size at most `r`,", b),
-        _relation(net.path_bound(3, 0, r), b),
+        _words("and with every factor of absolute value at most `rho`, the gradients in absolute value satisfy", b),
+        _relation(net.path_bound(3, 0, rho), b),
         _figure(b, "paths", ["fig3-left-power-curves", "fig3-right-tanh-sensitivity", "sensitivity-heatmap",
                              "jacobian-product-norms"]),
     ]
@@ -664,7 +670,7 @@ def notation_rows(b) -> list[tuple]:
         (M("W_h", H, H), "recurrent weights", Shape(H, H)), (M("W_o", C, H), "output weights", Shape(C, H)),
         (sp.Symbol("b"), "a bias", one),
         (sp.Symbol("s"), "an earlier step, the start of a path back in time", one),
-        (sp.Symbol("r"), "a bound on the size of every factor of a path product", one),
+        (sp.Symbol("rho"), "a bound on the absolute value (the norm) of every factor of a path product", one),
         (sp.Symbol("g_t^h"), "gradient of the loss with respect to the state at step t", Shape(1, H)),
         (sp.Symbol("g_t^z"), "gradient with respect to the pre-activation at step t", Shape(1, H)),
         (sp.Symbol("J_j"), "transition Jacobian of step j: the derivative of a state by the state before it", Shape(H, H)),
@@ -702,9 +708,9 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("v_i"), "population variance of the d entries of row i (divided by d)", one),
         (sp.Symbol("s_i"), "standard deviation of row i, the square root of its variance plus epsilon", one),
         (rules.RowMean(M("X", T, d)), "every entry of row i is the mean of row i of X", Shape(T, d)),
-        (rules.RowStd(M("X", T, d), sp.Symbol("epsilon", positive=True)), "every entry of row i is s_i", Shape(T, d)),
+        (rules.RowStd(M("X", T, d), sp.Symbol("epsilon", positive=True)), "every entry of row i is the standard deviation of row i, epsilon inside the root", Shape(T, d)),
         (rules.Normalize(M("X", T, d), sp.Symbol("epsilon", positive=True)),
-         "row i of X minus its mean, divided by s_i: the entries of the normalised rows", Shape(T, d)),
+         "row i of X minus its mean, divided by its standard deviation: the normalised rows", Shape(T, d)),
         (rules.RowSum(M("X", T, d)), "every entry of row i is the sum of row i of X", Shape(T, d)),
         (M("1", T, 1), "column of ones", Shape(T, 1)),
         (sp.OneMatrix(1, T), "row of ones, the transpose of the column: it sums the columns of the matrix after it",

@@ -385,6 +385,33 @@ class Partial(sp.Expr):
         return f"d{printer._print(self.of)}/d{printer._print(self.wrt)}"
 
 
+class OrderedProduct(sp.Expr):
+    """A product of non-commuting factors written out in its order, the highest index first:
+    ``OrderedProduct(J_j, j, s + 1, t)`` prints ``J_{t} J_{t-1} \\cdots J_{s+1}`` (where ``\\prod`` leaves the order
+    unsaid).  A label for the text, not a value: it has no ``doit``.
+
+    >>> j, s, t = sp.symbols("j s t", integer=True)
+    >>> Notation().latex(OrderedProduct(sp.Indexed("J", j), j, s + 1, t))
+    '{J}_{t} {J}_{t - 1} \\\\cdots {J}_{s + 1}'
+    """
+
+    is_commutative = False
+
+    def __new__(cls, term, index, low, high):
+        if not isinstance(index, sp.Symbol):
+            raise SeqgradTypeError("index", index, "a SymPy symbol")
+        return sp.Expr.__new__(cls, sp.sympify(term), index, sp.sympify(low), sp.sympify(high))
+
+    def _latex(self, printer):
+        term, j, low, high = self.args
+        at = lambda k: printer._print(term.subs(j, k))  # noqa: E731
+        return "%s %s \\cdots %s" % (at(high), at(high - 1), at(low))
+
+    def _sympystr(self, printer):
+        term, j, low, high = self.args
+        return "%s*%s*...*%s" % tuple(printer._print(term.subs(j, k)) for k in (high, high - 1, low))
+
+
 def use_in_notebook(notation: Notation | None = None) -> None:
     """Make IPython show every SymPy object printed by :class:`NotationPrinter` (the text's notation and
     order of terms, the renames of ``notation``) instead of SymPy's own LaTeX.  Outside IPython: nothing."""
