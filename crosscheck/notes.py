@@ -390,7 +390,10 @@ def positional_section(b) -> Part:
                "a fixed linear map:", b, angle=_s("omega") * _s("k")) + mark,
         _display([(shift.statement().lhs, shift.statement().rhs)], b),
         _words("Worked example, an odd width `D = 5`: the two pairs rotate, and the last coordinate is a sine without a "
-               "partner, which no scalar factor shifts.", b),
+               "partner, which no scalar factor shifts. In the table {Rk} is the block-diagonal matrix of one rotation "
+               "per pair, the matrix above at that pair's frequency, and {alpha} stands for any number that depends on "
+               "`k` alone:", b, Rk=sp.Function("R")(k), alpha=sp.Function("alpha")(k)),
+        _display(odd.R.rows()[:2], b),
         "\\begin{center}\n" + tabular(["statement", "", "verdict"], shift_report_rows(report, b.notation),
                                        "l" + "p{6cm}" + "l") + "\n\\end{center}",
         _figure(b, "positional"),
@@ -682,8 +685,15 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("ctilde_t"), "candidate cell state of the LSTM", Shape(1, H)),
         (sp.Symbol("htilde_t"), "candidate state of the GRU", Shape(1, H)),
         (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", one),
-        (sp.Symbol("pos"), "position of a token", one), (sp.Symbol("omega_j"), "frequency of the coordinate pair j", one),
+        (sp.Symbol("pos"), "position of a token", one),
+        (sp.Symbol("q"), "a second position, beside pos (the dot product of two encodings, appendix)", one),
+        (sp.Symbol("E_seq"), "token identities of the worked example: one embedding row per token", Shape(T, d)),
+        (sp.Symbol("P"), "positional encodings of the worked example: one row per position", Shape(T, d)),
+        (sp.Symbol("H_0"), "input of the first encoder block, the sum of the two", Shape(T, d)), (sp.Symbol("omega_j"), "frequency of the coordinate pair j", one),
         (sp.Symbol("d"), "model width of the Transformer; D, H, C are the input, state and output widths of a cell", one),
+        (sp.Symbol("d_model"), "model width d, so named in the parameter counts", one),
+        (sp.Symbol("d_ff"), "width of the hidden layer of the feed-forward sublayer (MLP)", one),
+        (sp.Symbol("P_layer"), "number of parameters of one decoder layer; with the subscript stack, of the stack of N layers", one),
         (M("X", T, d), "rows of a block's input, one per token", Shape(T, d)),
         (M("W_Q", d_k, d), "query map", Shape(d_k, d)), (M("W_K", d_k, d), "key map", Shape(d_k, d)),
         (M("W_V", d_v, d), "value map", Shape(d_v, d)),
