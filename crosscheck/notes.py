@@ -350,13 +350,16 @@ def gates_section(b) -> Part:
         split = net.step_jacobian(1) if wrt is None else net.step_jacobian(1, wrt=wrt)
         J = Partial(sp.Symbol(prev), of=sp.Symbol(state))
         if split.gate_terms == 0:  # the state reaches the next one only through the carry: one line says it all
-            body += [_words(f"Worked example, the {title} at `t = 1`: the gates do not depend on the previous cell "
-                            "state, so the one-step Jacobian is the carry alone:", b), _display([(J, split.full)], b)]
+            body += [_words(f"Worked example, the {title} at `t = 1`: the gates and the candidate are computed from "
+                            "`x_1` and `h_0`, not from `c_0`, so the partial derivative of `c_1` with respect to `c_0` "
+                            "at fixed `h_0` is the carry path alone:", b), _display([(J, split.full)], b)]
             continue
-        body += [_words(f"Worked example, the {title} at `t = 1`: the one-step Jacobian is the carry at fixed gates plus "
-                        "the terms through the gates.", b),
+        body += [_words(f"Worked example, the {title} at `t = 1`: the one-step Jacobian is the carry, the path at fixed "
+                        "gates and candidate, plus the other paths: through the update gate (the term with `w_hu`) and "
+                        "through the candidate, by its recurrent weight (the term with `w_hn*r_1`) and through the reset "
+                        "gate inside it (the term with `w_hr`).", b),
                  _display([(J, split.full), (sp.Symbol("\\text{carry}"), split.carry),
-                           (sp.Symbol("\\text{through the gates}"), split.gate_terms)], b)]
+                           (sp.Symbol("\\text{gates and candidate}"), split.gate_terms)], b)]
     shown = " (Figure~\\ref{fig:gradient-flow-rnn-gru-lstm})" if b.figures_dir is not None else ""
     body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 keeps the product of "
                        "carries near 1 over many steps", b) + shown + ".")
