@@ -679,7 +679,8 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("rho"), "a bound on the absolute value (the norm) of every factor of a path product", one),
         (sp.Symbol("g_t^h"), "gradient of the loss with respect to the state at step t", Shape(1, H)),
         (sp.Symbol("g_t^z"), "gradient with respect to the pre-activation at step t", Shape(1, H)),
-        (sp.Symbol("J_j"), "transition Jacobian of step j: the derivative of a state by the state before it", Shape(H, H)),
+        (sp.Symbol("J_j"), "transition Jacobian of step j: the derivative of a state by the state before it, in "
+         "numerator layout (row k: the derivatives of entry k of the state)", Shape(H, H)),
         (sp.Symbol("z_t^r"), "pre-activation of a gate (here the reset gate); its gradient is written likewise", Shape(1, H)),
         (sp.Symbol("a_t"), "the GRU's recurrent term of the candidate, before the reset gate scales it", Shape(1, H)),
         (sp.Symbol("r_t"), "reset gate of the GRU", Shape(1, H)), (sp.Symbol("u_t"), "update gate of the GRU", Shape(1, H)),
