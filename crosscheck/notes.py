@@ -216,7 +216,7 @@ def _figure(b, set_name: str, stems: Sequence[str] | None = None) -> str:
 def rnn_section(b) -> Part:
     from seqgrad.derive import builtin_cells, rnn
     from seqgrad.derive.latex_layout import equation_table
-    from seqgrad.derive.latex_settings import Partial
+    from seqgrad.derive.latex_settings import OrderedProduct, Partial
 
     from .latexdoc import check_status
 
@@ -264,7 +264,7 @@ def rnn_section(b) -> Part:
 
 def paths_section(b) -> Part:
     from seqgrad.derive import builtin_cells, rnn
-    from seqgrad.derive.latex_settings import Partial
+    from seqgrad.derive.latex_settings import OrderedProduct, Partial
 
     from .latexdoc import check_status
 
@@ -276,20 +276,26 @@ def paths_section(b) -> Part:
     checks = section_checks(b, ["rnn.path_products", "gated.figure3_*", "gated.pascanu_bound", "gated.fact.*"])
     mark = verification(b, checks=checks, source=sources(checks), appendix="paths")
     net = rnn.unroll(steps=4)
-    r = sp.Symbol("r", positive=True)
+    rho = sp.Symbol("rho", positive=True)  # the bound on a factor (r is the GRU's reset gate)
+    ordered = OrderedProduct(sp.Indexed("J", j), j, s + 1, t)
     body = [
         _words("The gradient that step `t` sends back to an earlier state `h_s` is a product of one Jacobian per step "
-               "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`:", b, prev=_s("h_{j-1}")),
+               "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`, the latest step's first, "
+               "{ordered}:", b, prev=_s("h_{j-1}"), ordered=ordered),
         _display([(Partial(h(s), of=h(t)), sp.Product(Jj, (j, s + 1, t))), (Jj, _step(scalar.transition(), j))], b),
         _words("for the scalar cell, and for the vector cell", b),
         _display([(sp.MatrixSymbol("J_j", 3, 3), _step(vector.transition(), j))], b),
+        _words("The Jacobians are in numerator layout: row `k` of `J_j` holds the derivatives of entry `k` of `h_j` "
+               "(the denominator runs along the columns, although the states are rows), so the gradient with respect to `h_s`, a "
+               "row, is the gradient with respect to `h_t` multiplied on the right by {ordered}.", b, ordered=ordered),
         _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1. So when every factor "
-               "has size at most `r`, the product over `t - s` steps is at most {bound}: it vanishes geometrically "
-               "for `r < 1`, and it may explode for `r > 1`. Worked example, four steps:", b,
-               bound=sp.Pow(r, t - s, evaluate=False)) + mark,
+               "has absolute value (for the vector cell: norm) at most `rho`, the product over `t - s` steps is at most "
+               "{bound} in absolute value (in norm): it vanishes geometrically for `rho < 1`, and it may explode for "
+               "`rho > 1`. Worked example, four steps:", b,
+               bound=sp.Pow(rho, t - s, evaluate=False)) + mark,
         _display([(Partial(sp.Symbol("h_0"), of=sp.Symbol("h_3")), net.path_product(3, 0))], b),
-        _words("and with every factor of size at most `r`,", b),
-        _relation(net.path_bound(3, 0, r), b),
+        _words("and with every factor of absolute value at most `rho`, the gradients in absolute value satisfy", b),
+        _relation(net.path_bound(3, 0, rho), b),
         _figure(b, "paths", ["fig3-left-power-curves", "fig3-right-tanh-sensitivity", "sensitivity-heatmap",
                              "jacobian-product-norms"]),
     ]
@@ -344,13 +350,16 @@ def gates_section(b) -> Part:
         split = net.step_jacobian(1) if wrt is None else net.step_jacobian(1, wrt=wrt)
         J = Partial(sp.Symbol(prev), of=sp.Symbol(state))
         if split.gate_terms == 0:  # the state reaches the next one only through the carry: one line says it all
-            body += [_words(f"Worked example, the {title} at `t = 1`: the gates do not depend on the previous cell "
-                            "state, so the one-step Jacobian is the carry alone:", b), _display([(J, split.full)], b)]
+            body += [_words(f"Worked example, the {title} at `t = 1`: the gates and the candidate are computed from "
+                            "`x_1` and `h_0`, not from `c_0`, so the partial derivative of `c_1` with respect to `c_0` "
+                            "at fixed `h_0` is the carry path alone:", b), _display([(J, split.full)], b)]
             continue
-        body += [_words(f"Worked example, the {title} at `t = 1`: the one-step Jacobian is the carry at fixed gates plus "
-                        "the terms through the gates.", b),
+        body += [_words(f"Worked example, the {title} at `t = 1`: the one-step Jacobian is the carry, the path at fixed "
+                        "gates and candidate, plus the other paths: through the update gate (the term with `w_hu`) and "
+                        "through the candidate, by its recurrent weight (the term with `w_hn*r_1`) and through the reset "
+                        "gate inside it (the term with `w_hr`).", b),
                  _display([(J, split.full), (sp.Symbol("\\text{carry}"), split.carry),
-                           (sp.Symbol("\\text{through the gates}"), split.gate_terms)], b)]
+                           (sp.Symbol("\\text{gates and candidate}"), split.gate_terms)], b)]
     shown = " (Figure~\\ref{fig:gradient-flow-rnn-gru-lstm})" if b.figures_dir is not None else ""
     body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 keeps the product of "
                        "carries near 1 over many steps", b) + shown + ".")
@@ -384,7 +393,10 @@ def positional_section(b) -> Part:
                "a fixed linear map:", b, angle=_s("omega") * _s("k")) + mark,
         _display([(shift.statement().lhs, shift.statement().rhs)], b),
         _words("Worked example, an odd width `D = 5`: the two pairs rotate, and the last coordinate is a sine without a "
-               "partner, which no scalar factor shifts.", b),
+               "partner, which no scalar factor shifts. In the table {Rk} is the block-diagonal matrix of one rotation "
+               "per pair, the matrix above at that pair's frequency, and {alpha} stands for any number that depends on "
+               "`k` alone:", b, Rk=sp.Function("R")(k), alpha=sp.Function("alpha")(k)),
+        _display(odd.R.rows()[:2], b),
         "\\begin{center}\n" + tabular(["statement", "", "verdict"], shift_report_rows(report, b.notation),
                                        "l" + "p{6cm}" + "l") + "\n\\end{center}",
         _figure(b, "positional"),
@@ -464,10 +476,20 @@ def residual_section(b) -> Part:
     body = [
         _words("LayerNorm normalises each row of {X} ({shape}) over its `d` features, with the population variance "
                "and `epsilon` inside the square root (as torch.nn.LayerNorm), then scales by {gamma} and shifts by "
-               "{beta} ({one} is a column of ones, so {onegamma} repeats {gamma} on every row):", b,
+               "{beta} ({one} is a column of ones, so {onegamma} repeats {gamma} on every row; its transpose {onet} is a "
+               "row of ones, so {onetG} sums the columns of {G}):", b, onet=sp.OneMatrix(1, 2),
+               onetG=sp.OneMatrix(1, 2) * _s("G", 2, 2), G=_s("G", 2, 2),
                X=_s("X", 2, 2), shape=Shape(_s("T"), _s("d")), gamma=_s("gamma", 1, 2), beta=_s("beta", 1, 2),
                one=_s("1", 2, 1), onegamma=_s("1", 2, 1) * _s("gamma", 1, 2)),
         _display([(d.target, d.value) for d in ln.program.definitions(("forward",))], b),
+        _words("Row by row, with `mu_i` the mean and `v_i` the population variance of the `d` entries of row `i` "
+               "(divided by `d`, not `d - 1`), the operators above are", b),
+        _display(_layernorm_entries(ln.inputs["X"]), b),
+        _words("so {std} and {norm} have the shape of {X}, every entry of row `i` of {std} being `s_i`, and "
+               "{mean} likewise repeats each row's mean across the row.", b,
+               std=_rules().RowStd(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
+               norm=_rules().Normalize(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
+               mean=_rules().RowMean(_s("X", 2, 2)), X=_s("X", 2, 2)),
         _words("Its Jacobian, entry by entry, for every `d`:", b)
         + verification(b, proofs=["layernorm-jacobian", "layernorm-jacobian-kills-constants"],
                        source=catalogue.get("layernorm-jacobian").source, appendix="residual"),
@@ -495,6 +517,25 @@ def residual_section(b) -> Part:
     appendix = "\n\n".join([_audit(b, ["derive.layernorm", "derive.residual"], (), "residual")]
                            + ([check_status("residual", b, checks)] if checks else []))
     return Part("\n\n".join(p for p in body if p), appendix)
+
+
+def _rules():
+    from seqgrad.derive import rules
+
+    return rules
+
+
+def _layernorm_entries(X):
+    """The row statistics of LayerNorm entry by entry, from the operators' own entries (derive.rules):
+    ``mu_i``, the population variance ``v_i``, ``s_i = sqrt(v_i + eps)`` and ``xhat_ij = (X_ij - mu_i) / s_i``."""
+    rules = _rules()
+    i, j = sp.symbols("i j", integer=True)
+    eps = sp.Symbol("epsilon", positive=True)
+    mu, v, s = sp.Symbol("mu_i"), sp.Symbol("v_i"), sp.Symbol("s_i")
+    mean = rules.RowMean(X)._entry(i, j)
+    k = next(iter(mean.atoms(sp.Sum))).variables[0]
+    var = sp.Mul(sp.Sum((X[i, k] - mu) ** 2, (k, 0, X.shape[1] - 1)), 1 / X.shape[1], evaluate=False)
+    return [(mu, mean), (v, var), (s, sp.sqrt(v + eps)), (sp.Symbol("xhat_ij"), (X[i, j] - mu) / s)]
 
 
 def scaled_bracket(expr):
@@ -616,6 +657,8 @@ def _sym(name: str, *shape, matrix: bool = False):
 
 def notation_rows(b) -> list[tuple]:
     """(symbol, meaning, shape) of every symbol the notes use: SymPy objects, printed by the notation's printer."""
+    from seqgrad.derive import rules
+
     T, t, D, H, C, d, d_k, d_v, n = sp.symbols("T t D H C d d_k d_v n", integer=True)
     L = sp.Symbol("L")
     one = Shape()
@@ -633,10 +676,11 @@ def notation_rows(b) -> list[tuple]:
         (M("W_h", H, H), "recurrent weights", Shape(H, H)), (M("W_o", C, H), "output weights", Shape(C, H)),
         (sp.Symbol("b"), "a bias", one),
         (sp.Symbol("s"), "an earlier step, the start of a path back in time", one),
-        (sp.Symbol("r"), "a bound on the size of every factor of a path product", one),
+        (sp.Symbol("rho"), "a bound on the absolute value (the norm) of every factor of a path product", one),
         (sp.Symbol("g_t^h"), "gradient of the loss with respect to the state at step t", Shape(1, H)),
         (sp.Symbol("g_t^z"), "gradient with respect to the pre-activation at step t", Shape(1, H)),
-        (sp.Symbol("J_j"), "transition Jacobian of step j: the derivative of a state by the state before it", Shape(H, H)),
+        (sp.Symbol("J_j"), "transition Jacobian of step j: the derivative of a state by the state before it, in "
+         "numerator layout (row k: the derivatives of entry k of the state)", Shape(H, H)),
         (sp.Symbol("z_t^r"), "pre-activation of a gate (here the reset gate); its gradient is written likewise", Shape(1, H)),
         (sp.Symbol("a_t"), "the GRU's recurrent term of the candidate, before the reset gate scales it", Shape(1, H)),
         (sp.Symbol("r_t"), "reset gate of the GRU", Shape(1, H)), (sp.Symbol("u_t"), "update gate of the GRU", Shape(1, H)),
@@ -645,8 +689,15 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("ctilde_t"), "candidate cell state of the LSTM", Shape(1, H)),
         (sp.Symbol("htilde_t"), "candidate state of the GRU", Shape(1, H)),
         (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", one),
-        (sp.Symbol("pos"), "position of a token", one), (sp.Symbol("omega_j"), "frequency of the coordinate pair j", one),
+        (sp.Symbol("pos"), "position of a token", one),
+        (sp.Symbol("q"), "a second position, beside pos (the dot product of two encodings, appendix)", one),
+        (sp.Symbol("E_seq"), "token identities of the worked example: one embedding row per token", Shape(T, d)),
+        (sp.Symbol("P"), "positional encodings of the worked example: one row per position", Shape(T, d)),
+        (sp.Symbol("H_0"), "input of the first encoder block, the sum of the two", Shape(T, d)), (sp.Symbol("omega_j"), "frequency of the coordinate pair j", one),
         (sp.Symbol("d"), "model width of the Transformer; D, H, C are the input, state and output widths of a cell", one),
+        (sp.Symbol("d_model"), "model width d, so named in the parameter counts", one),
+        (sp.Symbol("d_ff"), "width of the hidden layer of the feed-forward sublayer (MLP)", one),
+        (sp.Symbol("P_layer"), "number of parameters of one decoder layer; with the subscript stack, of the stack of N layers", one),
         (M("X", T, d), "rows of a block's input, one per token", Shape(T, d)),
         (M("W_Q", d_k, d), "query map", Shape(d_k, d)), (M("W_K", d_k, d), "key map", Shape(d_k, d)),
         (M("W_V", d_v, d), "value map", Shape(d_v, d)),
@@ -659,12 +710,25 @@ def notation_rows(b) -> list[tuple]:
         (M("Z", sp.Symbol("T_src"), d), "the encoder's output, the memory a decoder reads", Shape(sp.Symbol("T_src"), d)),
         (sp.Symbol("K"), "a convolution kernel of k by k entries (also the keys, in bold)", Shape(sp.Symbol("k"), sp.Symbol("k"))),
         (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
-        (M("dX", T, d), "gradient of the loss with respect to the matrix after the d (same shape)", Shape(T, d)),
+        (M("dX", T, d), "gradient of the loss with respect to X, the matrix written after the d; dQ, dS, ... "
+         "likewise, each of the shape of its matrix", Shape(T, d)),
         (M("xhat", T, d), "normalised rows of LayerNorm", Shape(T, d)),
         (M("gamma", 1, d), "LayerNorm's scale", Shape(1, d)), (M("beta", 1, d), "LayerNorm's shift", Shape(1, d)),
-        (M("sigma", T, 1), "standard deviation of each row, epsilon inside the root", Shape(T, 1)),
-        (sp.Symbol("epsilon"), "LayerNorm's small constant, 1e-5", one),
-        (M("1", T, 1), "column of ones", Shape(T, 1)), (sp.Identity(n), "identity matrix", Shape(n, n)),
+        (M("sigma", T, d), "standard deviation of each row, epsilon inside the root, repeated across the row",
+         Shape(T, d)),
+        (sp.Eq(sp.Symbol("epsilon"), sp.Pow(sp.UnevaluatedExpr(10), -5, evaluate=False), evaluate=False),
+         "LayerNorm's small constant", one),
+        (sp.Symbol("mu_i"), "mean of the d entries of row i", one),
+        (sp.Symbol("v_i"), "population variance of the d entries of row i (divided by d)", one),
+        (sp.Symbol("s_i"), "standard deviation of row i, the square root of its variance plus epsilon", one),
+        (rules.RowMean(M("X", T, d)), "every entry of row i is the mean of row i of X", Shape(T, d)),
+        (rules.RowStd(M("X", T, d), sp.Symbol("epsilon", positive=True)), "every entry of row i is the standard deviation of row i, epsilon inside the root", Shape(T, d)),
+        (rules.Normalize(M("X", T, d), sp.Symbol("epsilon", positive=True)),
+         "row i of X minus its mean, divided by its standard deviation: the normalised rows", Shape(T, d)),
+        (rules.RowSum(M("X", T, d)), "every entry of row i is the sum of row i of X", Shape(T, d)),
+        (M("1", T, 1), "column of ones", Shape(T, 1)),
+        (sp.OneMatrix(1, T), "row of ones, the transpose of the column: it sums the columns of the matrix after it",
+         Shape(1, T)), (sp.Identity(n), "identity matrix", Shape(n, n)),
         (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if i = j, else 0", one),
         (sp.Function("F")(sp.MatrixSymbol("h", 1, d)), "a residual branch: any differentiable map of a row", Shape(1, d)),
         (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch", Shape(d, d)),

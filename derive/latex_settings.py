@@ -301,6 +301,14 @@ class NotationPrinter(LatexPrinter):
     def _print_Partial(self, expr):
         return r"\frac{\partial %s}{\partial %s}" % (self._print(expr.of), self._print(expr.wrt))
 
+    def _print_OneMatrix(self, expr):
+        """The ones vector: a column ``\\mathbf{1}`` (n x 1), a row written as its transpose ``\\mathbf{1}^{\\top}``
+        (1 x n), so that ``1ᵀ G`` (the column sums of G) reads with the shapes it has."""
+        one = self._print_Symbol(sp.Symbol("1"), style=self._settings["mat_symbol_style"])
+        if expr.shape[0] == 1 and expr.shape[1] != 1:
+            return one + "^{\\top}"
+        return one
+
     def _print_DiagMatrix(self, expr):
         return r"\operatorname{diag}\left(%s\right)" % self._print(expr.args[0])
 
@@ -375,6 +383,33 @@ class Partial(sp.Expr):
 
     def _sympystr(self, printer):
         return f"d{printer._print(self.of)}/d{printer._print(self.wrt)}"
+
+
+class OrderedProduct(sp.Expr):
+    """A product of non-commuting factors written out in its order, the highest index first:
+    ``OrderedProduct(J_j, j, s + 1, t)`` prints ``J_{t} J_{t-1} \\cdots J_{s+1}`` (where ``\\prod`` leaves the order
+    unsaid).  A label for the text, not a value: it has no ``doit``.
+
+    >>> j, s, t = sp.symbols("j s t", integer=True)
+    >>> Notation().latex(OrderedProduct(sp.Indexed("J", j), j, s + 1, t))
+    '{J}_{t} {J}_{t - 1} \\\\cdots {J}_{s + 1}'
+    """
+
+    is_commutative = False
+
+    def __new__(cls, term, index, low, high):
+        if not isinstance(index, sp.Symbol):
+            raise SeqgradTypeError("index", index, "a SymPy symbol")
+        return sp.Expr.__new__(cls, sp.sympify(term), index, sp.sympify(low), sp.sympify(high))
+
+    def _latex(self, printer):
+        term, j, low, high = self.args
+        at = lambda k: printer._print(term.subs(j, k))  # noqa: E731
+        return "%s %s \\cdots %s" % (at(high), at(high - 1), at(low))
+
+    def _sympystr(self, printer):
+        term, j, low, high = self.args
+        return "%s*%s*...*%s" % tuple(printer._print(term.subs(j, k)) for k in (high, high - 1, low))
 
 
 def use_in_notebook(notation: Notation | None = None) -> None:

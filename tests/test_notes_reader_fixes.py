@@ -1,0 +1,81 @@
+"""The defects a lecturer found in the notes of ``seqgrad latex``, each guarded where its text is made.
+
+The ones vector of LayerNorm's parameter gradients is a row (``1ᵀ G``), the row statistics are defined where
+they are used, the path product says its order and its layout, the notation table has one symbol per meaning
+(``rho`` the bound on a factor, ``r_t`` the reset gate) and ``epsilon = 10^{-5}`` set as math, the positional
+table's ``R(k)`` and ``alpha(k)`` are defined, and the gated cells' worked examples name their paths.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from seqgrad.crosscheck import notes
+from seqgrad.crosscheck.latexdoc import NOTES_LETTERS, Build
+from seqgrad.derive import blocks
+from seqgrad.derive.latex_settings import DEFAULT, OrderedProduct
+
+
+def _build(tmp_path):
+    """A build with the notes' notation (s the standard deviation, sigma the sigmoid), as ``seqgrad latex`` has."""
+    notation = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS})
+    return Build(notation=notation, tex_dir=tmp_path, figures_dir=None)
+
+
+def test_the_row_of_ones_prints_as_the_transpose_of_the_column():
+    ln = blocks.layernorm_program()
+    lines = {str(d.target): DEFAULT.latex(d.value) for d in ln.backward_lines()}
+    assert lines["dgamma"].startswith(r"\mathbf{1}^{\top} ")
+    assert lines["dbeta"] == r"\mathbf{1}^{\top} \mathbf{G}"
+    assert lines["dxhat"].endswith(r"(\mathbf{1} \boldsymbol{\gamma})")  # the column repeats gamma: no transpose
+    T = sp.Symbol("T", positive=True, integer=True)
+    assert DEFAULT.latex(sp.OneMatrix(1, 1)) == r"\mathbf{1}" and DEFAULT.latex(sp.OneMatrix(T, 1)) == r"\mathbf{1}"
+
+
+def test_an_ordered_product_prints_its_factors_latest_first():
+    j, s, t = sp.symbols("j s t", integer=True)
+    assert DEFAULT.latex(OrderedProduct(sp.Indexed("J", j), j, s + 1, t)) == r"{J}_{t} {J}_{t - 1} \cdots {J}_{s + 1}"
+    assert str(OrderedProduct(sp.Indexed("J", j), j, 1, 3)) == "J[3]*J[2]*...*J[1]"
+
+
+def test_the_notation_table_defines_what_the_body_uses(tmp_path):
+    table = notes.notation_section(_build(tmp_path))
+    assert "1e-5" not in table and r"$\epsilon = 10^{-5}$" in table
+    assert "the matrix after the d (same shape)" not in table
+    for symbol in (r"$\operatorname{mean}(\mathbf{X})$", r"$\operatorname{rowsum}(\mathbf{X})$",
+                   r"$\operatorname{normalize}(\mathbf{X})$", r"$s_{\epsilon}(\mathbf{X})$", r"$\mu_{i}$", r"$v_{i}$",
+                   r"$\rho$", "$q$", "$E_{seq}$", "$P$", "$d_{model}$", "$d_{ff}$", "$P_{layer}$"):
+        assert "\n" + symbol + " & " in table, symbol
+    assert "\n" + r"$\mathbf{1}^{\top}$ & row of ones" in table and r"& $1 \times T$ \\" in table
+    symbols = [line.split(" & ")[0] for line in table.splitlines() if line.count(" & ") == 2]
+    assert "$r$" not in symbols  # r is the reset gate's letter only
+    assert len(symbols) == len(set(symbols))
+
+
+def test_layernorm_gives_its_row_statistics_and_the_row_of_ones(tmp_path):
+    body = notes.residual_section(_build(tmp_path)).body
+    assert r"\mathrm{d}\boldsymbol{\gamma} &= \mathbf{1}^{\top} (\mathbf{G} \odot \mathbf{\hat{x}})" in body
+    assert r"\mu_{i}      &= \frac{\sum_{k=0}^{d - 1} {\mathbf{X}}_{i,k}}{d}" in body
+    assert r"v_{i}        &= \frac{\sum_{k=0}^{d - 1} ({\mathbf{X}}_{i,k} - \mu_{i})^{2}}{d}" in body
+    assert r"s_{i}        &= \sqrt{\epsilon + v_{i}}" in body
+
+
+def test_the_path_product_says_its_order_layout_and_bound(tmp_path):
+    body = notes.paths_section(_build(tmp_path)).body
+    assert r"{J}_{t} {J}_{t - 1} \cdots {J}_{s + 1}" in body and "numerator layout" in body
+    assert r"\left|{g^{h}_{0}}\right| &\le \rho^{3} \left|{g^{h}_{3}}\right|" in body
+    assert "at most $r$" not in body
+
+
+def test_the_gated_examples_name_their_paths(tmp_path):
+    body = notes.gates_section(_build(tmp_path)).body
+    assert "through the gates" not in body and "carry alone" not in body
+    assert r"through the candidate, by its recurrent weight (the term with $w_{hn} r_{1}$)" in body
+    assert "at fixed $h_{0}$ is the carry path alone" in body
+
+
+def test_the_positional_table_defines_r_and_alpha(tmp_path):
+    body = notes.positional_section(_build(tmp_path)).body
+    before_table = body[:body.index("\\begin{tabular}")]
+    assert r"R{(k)}     &= \operatorname{blockdiag}{(B_{i}{(k)})}" in before_table
+    assert r"$\alpha{(k)}$ stands for any number that depends on $k$ alone" in before_table
