@@ -256,12 +256,28 @@ def _note_tex(note: tuple, printer: NotationPrinter) -> str:
     return "\\quad " + "".join(f"\\text{{{tex_escape(x)}}}" if isinstance(x, str) else printer.doprint(x) for x in note)
 
 
+def _componentwise(rows: list[_Row]) -> list[_Row]:
+    """A row whose sides are tuples of one length, ``(dA, dS, dV) = (G V^T, ..., A^T G)``, as one row per
+    component (``dA = G V^T``, ...): one named equation a line, never one tuple running off the page."""
+    out: list[_Row] = []
+    for row in rows:
+        rhs = row.chain[0] if len(row.chain) == 1 else None
+        if (isinstance(row.lhs, sp.Tuple) and isinstance(rhs, sp.Tuple) and len(row.lhs) == len(rhs) > 1
+                and row.op == "="):
+            parts = [_Row(a, [b], row.op) for a, b in zip(row.lhs, rhs)]
+            parts[-1].note = row.note
+            out += parts
+        else:
+            out.append(row)
+    return out
+
+
 def _aligned_lines(rows: Iterable, notation: Notation | None, width: int) -> list[str]:
     """The lines ``lhs &= rhs`` of an alignment, ``&`` lined up; long right sides continue on
     ``&\\quad`` lines.  ``width`` is the whole line, left side included."""
     width = integer("width", width, minimum=8)
     printer = _printer(notation)
-    rows = _zero_state([r if isinstance(r, _Row) else _row(r) for r in rows], notation)
+    rows = _zero_state(_componentwise([r if isinstance(r, _Row) else _row(r) for r in rows]), notation)
     out: list[str] = []
     for row in rows:
         lhs_tex = printer.doprint(row.lhs)
