@@ -79,3 +79,20 @@ def test_the_positional_table_defines_r_and_alpha(tmp_path):
     before_table = body[:body.index("\\begin{tabular}")]
     assert r"R{(k)}     &= \operatorname{blockdiag}{(B_{i}{(k)})}" in before_table
     assert r"$\alpha{(k)}$ stands for any number that depends on $k$ alone" in before_table
+
+
+def test_the_appendix_lists_every_imprecise_or_false_statement_with_its_cyrillic_typeset():
+    """Issue 29: each false or imprecise statement of the texts appears in the notes' appendix, its Russian words
+    typeset (never as U+ codes)."""
+    from seqgrad.crosscheck import latexdoc
+    from seqgrad.crosscheck.claims_statements import statements
+    from seqgrad.derive.latex_settings import Notation
+
+    class B:
+        notation = Notation()
+
+    tex = latexdoc._statement_errata(B())
+    wrong = [s for s in statements() if s.verdict in ("imprecise", "false")]
+    assert wrong and tex.count("\\item ") == len(wrong)
+    assert "U+04" not in tex and "\\seqgradcyr{" in tex
+    assert all(f"\\textbf{{{s.verdict}}}" in tex for s in wrong)
