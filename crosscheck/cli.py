@@ -25,6 +25,7 @@ import atexit
 import codecs
 import contextlib
 import importlib
+import json
 import os
 import pkgutil
 import signal
@@ -212,7 +213,17 @@ def _main(argv: list[str]) -> int:
     except Exception as exc:
         if signals.received() is not None:  # a library turned the signal's exception into an error of its own
             return _interrupted(signals.exception_for(signals.received()))  # (numpy's import: an ImportError)
+        if isinstance(exc, UsageError) and _wants_json(argv):  # --json always prints an object, a usage error too
+            print(json.dumps({"verdict": "usage-error", "reason": str(exc)}, sort_keys=True))
         return _failed(exc)
+
+
+#: the commands whose --json promises one object on standard output, whatever happens
+JSON_COMMANDS = ("claim", "verify")
+
+
+def _wants_json(argv: list[str]) -> bool:
+    return bool(argv) and argv[0] in JSON_COMMANDS and "--json" in argv
 
 
 def _failed(exc: Exception) -> int:

@@ -173,3 +173,16 @@ def test_an_internal_error_exits_4_with_one_line_and_json_is_an_object(capsys, m
 def test_the_former_internal_errors_are_verdicts_with_json(text, capsys):
     code, out, _ = _cli(["--json", text], capsys)
     assert code == 0 and json.loads(out)["verdict"] == "verified"
+
+
+@pytest.mark.parametrize("argv", [["claim", "--json"], ["claim", "--json", "sin(1) = 0.84", "--bogus"], ["verify", "--json"]])
+def test_json_prints_one_object_on_a_usage_error_too(argv, capsys):
+    """--json always prints an object: a usage error (a missing claim, an unknown option) is one too, exit 2."""
+    import json
+
+    from seqgrad.crosscheck.cli import main
+
+    assert main(argv) == 2
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    assert doc["verdict"] == "usage-error" and doc["reason"] in out.err
