@@ -215,7 +215,7 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     """Each identity's statement and its verified status (the exact proof run now)."""
     import sympy as sp
 
-    from seqgrad.derive.latex_layout import display, equation, inline, relation, tabular
+    from seqgrad.derive.latex_layout import componentwise, display, equation, inline, relation, tabular
     from seqgrad.derive.prose import scope
 
     rows, statements = [], []
@@ -239,8 +239,8 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
             # the side computed from the definition prints as the claim does: one display, not "X = X"
             statements.append(f"{head} The side computed from the definition and the side stated print alike:\n"
                               + equation(statement.rhs, notation=b.notation))
-        elif isinstance(statement, sp.Eq) and _tuples(statement):  # several equations at once: one named line each
-            statements.append(f"{head}\n" + display(list(zip(statement.lhs, statement.rhs)), b.notation))
+        elif isinstance(statement, sp.Eq) and componentwise(statement.lhs, statement.rhs):  # one named line each
+            statements.append(f"{head}\n" + display([(statement.lhs, statement.rhs)], b.notation))
         elif len(body) <= max_chars:
             op = "=" if isinstance(statement, sp.Eq) else "\\neq"
             statements.append(f"{head}\n" + relation(statement.lhs, statement.rhs, b.notation, op=op))
@@ -250,14 +250,6 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     table = ("\\begin{table}[htbp]\n\\centering\\footnotesize\n\\caption{Identities, each proved now.}\n"
              + tabular(["identity", "source", "status"], rows, ragged("5.6cm", "5.6cm") + "l") + "\n\\end{table}")
     return "\n\n".join(statements + [table])
-
-
-def _tuples(statement) -> bool:
-    """Whether both sides of an equation are tuples of one length (``(dA, dS, ...) = (G V^T, ...)``)."""
-    import sympy as sp
-
-    lhs, rhs = statement.lhs, statement.rhs
-    return isinstance(lhs, sp.Tuple) and isinstance(rhs, sp.Tuple) and len(lhs) == len(rhs) > 1
 
 
 def run_pattern(pattern: str, b: Build) -> list:

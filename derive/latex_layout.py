@@ -256,14 +256,19 @@ def _note_tex(note: tuple, printer: NotationPrinter) -> str:
     return "\\quad " + "".join(f"\\text{{{tex_escape(x)}}}" if isinstance(x, str) else printer.doprint(x) for x in note)
 
 
+def componentwise(lhs, rhs) -> bool:
+    """Whether ``lhs = rhs`` is several equations at once: both sides tuples of one length, such as
+    ``(dA, dS, ...) = (G V^T, ...)`` (:func:`display` sets them one named equation a line)."""
+    return isinstance(lhs, sp.Tuple) and isinstance(rhs, sp.Tuple) and len(lhs) == len(rhs) > 1
+
+
 def _componentwise(rows: list[_Row]) -> list[_Row]:
     """A row whose sides are tuples of one length, ``(dA, dS, dV) = (G V^T, ..., A^T G)``, as one row per
     component (``dA = G V^T``, ...): one named equation a line, never one tuple running off the page."""
     out: list[_Row] = []
     for row in rows:
         rhs = row.chain[0] if len(row.chain) == 1 else None
-        if (isinstance(row.lhs, sp.Tuple) and isinstance(rhs, sp.Tuple) and len(row.lhs) == len(rhs) > 1
-                and row.op == "="):
+        if row.op == "=" and componentwise(row.lhs, rhs):
             parts = [_Row(a, [b], row.op) for a, b in zip(row.lhs, rhs)]
             parts[-1].note = row.note
             out += parts
