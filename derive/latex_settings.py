@@ -385,15 +385,6 @@ class Partial(sp.Expr):
         return f"d{printer._print(self.of)}/d{printer._print(self.wrt)}"
 
 
-def _basic(name: str, value):
-    """``value`` as SymPy without the text evaluator: an expression as it is, a plain integer as ``Integer``."""
-    if isinstance(value, sp.Basic):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return sp.Integer(value)
-    raise SeqgradTypeError(name, value, "a SymPy expression or an integer")
-
-
 class OrderedProduct(sp.Expr):
     """A product of non-commuting factors written out in its order, the highest index first:
     ``OrderedProduct(J_j, j, s + 1, t)`` prints ``J_{t} J_{t-1} \\cdots J_{s+1}`` (where ``\\prod`` leaves the order
@@ -409,7 +400,9 @@ class OrderedProduct(sp.Expr):
     def __new__(cls, term, index, low, high):
         if not isinstance(index, sp.Symbol):
             raise SeqgradTypeError("index", index, "a SymPy symbol")
-        term, low, high = (_basic(name, v) for name, v in (("term", term), ("low", low), ("high", high)))
+        from .safe_parse import as_sympy
+
+        term, low, high = (as_sympy(v, name) for name, v in (("term", term), ("low", low), ("high", high)))
         return sp.Expr.__new__(cls, term, index, low, high)
 
     def _latex(self, printer):
