@@ -10,6 +10,11 @@ The command (:func:`crosscheck.cli.console`) installs it first and keeps it to t
   waits for the workers) call :func:`raise_if_received`, so such a signal is never lost.
 * A second signal is ignored while the command unwinds: a second Ctrl-C cannot cut short the clean-up
   (ending the workers, 5 s at most each, and removing temporary files).
+* No exception is raised inside an import.  A native extension's initialisation runs Python code from C++
+  (``import torch`` does, through pybind11) where an exception cannot pass: the process aborts with
+  "terminate called after throwing an instance of 'pybind11::error_already_set'".  A signal that comes
+  while any import is under way is sent again every :data:`RETRY_S` seconds until the import is over
+  (:data:`IMPORT_PATIENCE_S` at most), then handled as usual.
 * :func:`held` holds both back over a few steps that must not be cut: the fork of a worker (the exception
   comes after the fork, in code that can raise, never inside the at-fork hooks), the renames that commit
   an output, the shut-down of a pool of workers.  Once the command has finished, both are held to the end
@@ -32,6 +37,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Iterator
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -48,6 +54,11 @@ class Terminated(BaseException):
 _first: int | None = None  # the first SIGINT or SIGTERM the policy saw
 _holding = 0  # depth of held(): the handler defers the exception to the end of the outermost one
 _deferred: int | None = None  # a signal that came while held, raised when the outermost held() ends
+_postponed_since: float | None = None  # when a signal first came inside an import (it is sent again later)
+
+#: how soon a signal that came inside an import is sent again, and for how long at most it is put off
+RETRY_S = 0.02
+IMPORT_PATIENCE_S = 30.0
 
 
 def received() -> int | None:
@@ -59,10 +70,37 @@ def exception_for(signum: int) -> BaseException:
     return KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
 
 
+def _inside_an_import(frame) -> bool:
+    """Whether the interrupted Python code runs on behalf of an import (importlib's frames are on the stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _postpone(signum: int) -> bool:
+    """Put ``signum`` off if it came inside an import (True); it is sent to this process again shortly."""
+    global _postponed_since
+    now = time.monotonic()
+    if _postponed_since is None:
+        _postponed_since = now
+    elif now - _postponed_since > IMPORT_PATIENCE_S:
+        _postponed_since = None
+        return False
+    timer = threading.Timer(RETRY_S, os.kill, (os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
+    return True
+
+
 def _on_signal(signum, frame):
-    global _first, _deferred
+    global _first, _deferred, _postponed_since
     if _first is not None:  # a second signal: the first one's clean-up is under way, and is not cut short
         return
+    if _inside_an_import(frame) and _postpone(signum):
+        return
+    _postponed_since = None
     _first = signum
     if _holding:  # a step that must not be cut: the exception comes at its end
         _deferred = signum
@@ -120,8 +158,8 @@ def pending() -> int | None:
 
 
 def _reset() -> None:
-    global _first, _holding, _deferred
-    _first, _holding, _deferred = None, 0, None
+    global _first, _holding, _deferred, _postponed_since
+    _first, _holding, _deferred, _postponed_since = None, 0, None, None
 
 
 def install() -> tuple:

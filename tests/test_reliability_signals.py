@@ -175,6 +175,49 @@ def test_a_signal_while_the_interpreter_shuts_down_gets_its_line_and_status(sign
         assert (tmp_path / "cue-recall" / "results.json").is_file()
 
 
+IMPORTING = textwrap.dedent("""
+    import os, sys, threading, time
+    from seqgrad import signals
+    signals.install()
+    signum, delay, module = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+    threading.Timer(delay, os.kill, (os.getpid(), signum)).start()
+    try:
+        __import__(module)
+        time.sleep(10)
+        print("the signal was lost")
+    except (KeyboardInterrupt, signals.Terminated):
+        print("whole" if getattr(sys.modules.get(module), "WHOLE", False) else "cut")
+        sys.exit(signals.EXIT_STATUS[signum])
+""")
+
+
+def _signal_while_importing(signum: int, delay: float, module: str, path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", IMPORTING, str(int(signum)), str(delay), module],
+                          env=dict(os.environ, PYTHONPATH=f"{path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"),
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_inside_an_import_is_raised_after_it(signum, tmp_path):
+    """A signal inside an import is put off to its end: the module is imported whole, then the exception
+    comes (a native extension's import runs Python code from C++, where an exception aborts the process)."""
+    (tmp_path / "slow_module.py").write_text("import time\nend = time.monotonic() + 0.6\n"
+                                             "while time.monotonic() < end:\n    pass\nWHOLE = True\n")
+    proc = _signal_while_importing(signum, 0.2, "slow_module", tmp_path)
+    assert (proc.returncode, proc.stdout.strip()) == (EXPECTED[signum][0], "whole"), proc.stderr
+
+
+@pytest.mark.parametrize("delay", [0.1, 0.3, 0.5, 0.7])
+def test_sigterm_while_torch_is_imported(delay, tmp_path):
+    """CI's case: ``seqgrad latex`` sent SIGTERM while ``import torch`` ran (torch.distributed's
+    initialisation, through pybind11) aborted with "terminate called after throwing an instance of
+    'pybind11::error_already_set'"; at another moment the signal was lost inside torch's import."""
+    (tmp_path / "torch_then_mark.py").write_text("import torch\nWHOLE = hasattr(torch, 'nn')\n")
+    proc = _signal_while_importing(signal.SIGTERM, delay, "torch_then_mark", tmp_path)
+    assert "terminate called" not in proc.stderr, proc.stderr[-2000:]
+    assert (proc.returncode, proc.stdout.strip()) == (143, "whole"), proc.stderr[-2000:]
+
+
 def _wait_for_policy(proc: subprocess.Popen, timeout: float = 60.0) -> bool:
     """Wait until the process catches SIGTERM (its policy is installed); False if it ended first."""
     bit = 1 << (signal.SIGTERM - 1)
