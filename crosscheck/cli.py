@@ -32,7 +32,7 @@ import signal
 import sys
 
 from seqgrad import __version__, signals
-from seqgrad.errors import SeqgradError
+from seqgrad.errors import ParseError, SeqgradError, SeqgradTypeError, SeqgradValueError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -199,6 +199,7 @@ def _interrupted(exc: BaseException) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    args = None
     try:
         parser = build_parser(_command(argv))
         args = parser.parse_args(argv)
@@ -213,9 +214,37 @@ def _main(argv: list[str]) -> int:
     except Exception as exc:
         if signals.received() is not None:  # a library turned the signal's exception into an error of its own
             return _interrupted(signals.exception_for(signals.received()))  # (numpy's import: an ImportError)
-        if isinstance(exc, UsageError) and _wants_json(argv):  # --json always prints an object, a usage error too
-            print(json.dumps({"verdict": "usage-error", "reason": str(exc)}, sort_keys=True))
+        exc = _in_the_options_words(exc, parser, args)
+        if isinstance(exc, (UsageError, SeqgradError)) and _wants_json(argv):  # --json always prints an object
+            print(json.dumps(_refusal(exc, argv, args), sort_keys=True))
         return _failed(exc)
+
+
+def _in_the_options_words(exc: Exception, parser: Parser, args) -> Exception:
+    """A library's refusal of a keyword argument that came from an option (``points=0`` from ``--points 0``)
+    names the option the user typed: ``--points=0 is not allowed: ...``."""
+    argument = getattr(exc, "argument", None)
+    if args is None or not isinstance(exc, (SeqgradValueError, SeqgradTypeError)) or not isinstance(argument, str):
+        return exc
+    option = _options(parser, args.command).get(argument)
+    typed = getattr(args, argument, object())
+    if option is None or not (typed is exc.value or typed == exc.value or typed != typed and exc.value != exc.value):
+        return exc  # not the option's value (NaN is its own): the library's own argument of that name
+    message = str(exc)
+    if not message.startswith(f"{argument}="):
+        return exc
+    renamed = type(exc).__new__(type(exc))  # the same kind of error (a size guard stays one), in the option's words
+    renamed.__dict__.update(vars(exc), argument=option)
+    renamed.args = (option + message[len(argument):],)
+    return renamed
+
+
+def _options(parser: Parser, command: str | None) -> dict[str, str]:
+    """The options of ``command``'s parser: destination name -> the option's long spelling."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return {a.dest: max(a.option_strings, key=len) for a in action.choices[command]._actions if a.option_strings}
+    return {}
 
 
 #: the commands whose --json promises one object on standard output, whatever happens
@@ -224,6 +253,16 @@ JSON_COMMANDS = ("claim", "verify")
 
 def _wants_json(argv: list[str]) -> bool:
     return bool(argv) and argv[0] in JSON_COMMANDS and "--json" in argv
+
+
+def _refusal(exc: Exception, argv: list[str], args) -> dict:
+    """The one JSON object of a ``--json`` command that was refused: an unreadable statement is
+    ``unparsable``, anything else (a missing argument, an option's value) ``usage-error``."""
+    verdict = "unparsable" if isinstance(exc, ParseError) else "usage-error"
+    refusal = {"verdict": verdict, "reason": str(exc)}
+    if args is not None and argv[0] == "claim":
+        refusal["claim"] = args.claim
+    return refusal
 
 
 def _failed(exc: Exception) -> int:

@@ -186,3 +186,53 @@ def test_json_prints_one_object_on_a_usage_error_too(argv, capsys):
     out = capsys.readouterr()
     doc = json.loads(out.out)
     assert doc["verdict"] == "usage-error" and doc["reason"] in out.err
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["verify", "x = x", "--vars", "x", "--points", "0"], "--points=0 is not allowed: an integer from 1 to 10000"),
+    (["verify", "x = x", "--vars", "x", "--time-limit", "-1"], "--time-limit=-1.0 is not allowed: a number > 0"),
+    (["verify", "x = x", "--vars", "x", "--time-limit", "nan"], "--time-limit=nan is not allowed"),
+    (["claim", "1 = 1", "--digits", "0"], "--digits=0 is not allowed: an integer from 20 to 10000"),
+])
+def test_a_refused_option_is_named_as_typed_and_json_says_usage_error(argv, line, capsys):
+    """The library refuses ``points=0``; the command line says ``--points=0``, the option the user typed,
+    and with --json prints one object: a usage error, not an unreadable statement."""
+    import json
+
+    from seqgrad.crosscheck.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"seqgrad: error: {line}") and len(err.splitlines()) == 1, err
+    assert main([*argv, "--json"]) == 2
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    assert doc["verdict"] == "usage-error" and doc["reason"].startswith(line), doc
+
+
+def test_an_unreadable_identity_with_json_is_one_unparsable_object(capsys):
+    """``verify --json`` with an identity that does not parse used to print nothing on standard output."""
+    import json
+
+    from seqgrad.crosscheck.cli import main
+
+    assert main(["verify", "x = ", "--vars", "x", "--json"]) == 2
+    out = capsys.readouterr()
+    assert json.loads(out.out)["verdict"] == "unparsable" and len(out.err.strip().splitlines()) == 1
+
+
+def test_a_library_argument_that_is_not_the_options_value_keeps_its_name():
+    """Only the option's own value is renamed: a refusal of the library's argument of the same name with
+    another value keeps the library's word (it did not come from the option)."""
+    import argparse
+
+    from seqgrad.crosscheck import cli
+    from seqgrad.errors import SeqgradValueError
+
+    parser = cli.build_parser("verify")
+    args = parser.parse_args(["verify", "x = x", "--points", "5"])
+    assert str(cli._in_the_options_words(SeqgradValueError("points", 0, "x"), parser, args)).startswith("points=0")
+    renamed = cli._in_the_options_words(SeqgradValueError("points", 5, "x"), parser, args)
+    assert str(renamed).startswith("--points=5") and isinstance(renamed, SeqgradValueError)
+    assert renamed.argument == "--points" and renamed.value == 5
+    assert isinstance(args, argparse.Namespace)

@@ -48,9 +48,7 @@ def run(args) -> int:
     try:
         verdict = parse_claim(args.claim, figures=args.figures, decimals=args.decimals, exact=args.exact).verify(digits=args.digits)
         out = json.dumps(verdict.as_dict(), sort_keys=True, allow_nan=False) if args.json else verdict.line()
-    except SeqgradError as exc:  # the CLI prints the one-line error and exits 2; --json also says so on stdout
-        if args.json:
-            print(json.dumps({"verdict": "unparsable", "reason": str(exc), "claim": args.claim}, sort_keys=True))
+    except SeqgradError:  # the CLI prints the one-line error and exits 2; with --json also its object on stdout
         raise
     except Exception as exc:  # noqa: BLE001 - a bug, not a verdict: exit 4 with one line (the traceback with SEQGRAD_DEBUG)
         if os.environ.get("SEQGRAD_DEBUG"):
