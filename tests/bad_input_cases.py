@@ -708,7 +708,8 @@ def markdown() -> str:
         "",
         "Every error is a subclass of `seqgrad.errors.SeqgradError` (and of `ValueError` or `TypeError`) whose "
         "message names the argument, the value and what is allowed. The command line turns each into one line on "
-        "standard error and exit status 2, never a traceback; `UsageError` below stands for the command line's own "
+        "standard error and exit status 2, never a traceback, and names the option the user typed (`--points=0 is "
+        "not allowed: ...` where the library says `points=0`); `UsageError` below stands for the command line's own "
         "one-line refusal of an unknown command, option or choice.",
         "",
         f"The injection payload is `{PAYLOAD}`: it is refused by every entry point that takes a symbolic "
