@@ -19,6 +19,8 @@ import os
 import re
 import sys
 
+from ._derive_cell import checks, loss_and_positions, run_cell_object, usage
+
 
 def _add_torch(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", metavar="MODULE_PATH:NAME",
@@ -38,24 +40,18 @@ def _add_torch(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", choices=("sum", "mean"), default="sum", help="sum or average over the batch (1/B)")
 
 
-def _usage(argument: str, value, allowed: str):
-    from seqgrad.errors import SeqgradValueError
-
-    return SeqgradValueError(argument, value, allowed)
-
-
 def load(target: str):
     """The object ``NAME`` of ``MODULE_PATH:NAME``, imported (never eval-ed) from the current directory."""
     path, colon, name = target.partition(":")
     dotted = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*"
     if not colon or not re.fullmatch(dotted, name) or not (re.fullmatch(dotted, path) or path.endswith(".py")):
-        raise _usage("MODULE_PATH:NAME", target, "a module path and a name, e.g. mypkg.cells:PeepholeLSTM or cells.py:cell")
+        raise usage("MODULE_PATH:NAME", target, "a module path and a name, e.g. mypkg.cells:PeepholeLSTM or cells.py:cell")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the user's project, as python -m would see it
     try:
         if path.endswith(".py"):
             if not os.path.isfile(path):
-                raise _usage("MODULE_PATH", path, "an existing .py file or an importable module")
+                raise usage("MODULE_PATH", path, "an existing .py file or an importable module")
             spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
@@ -63,32 +59,32 @@ def load(target: str):
             module = importlib.import_module(path)
     except ModuleNotFoundError as exc:
         if exc.name and path.startswith(exc.name):
-            raise _usage("MODULE_PATH", path, f"a module importable from {os.getcwd()} (no module {exc.name!r})") from None
-        raise _usage("MODULE_PATH", path, f"a module that imports without error ({type(exc).__name__}: {exc})") from None
+            raise usage("MODULE_PATH", path, f"a module importable from {os.getcwd()} (no module {exc.name!r})") from None
+        raise usage("MODULE_PATH", path, f"a module that imports without error ({type(exc).__name__}: {exc})") from None
     except Exception as exc:  # the user's module failed on import: one line, not its traceback
         if type(exc).__module__.startswith("seqgrad"):
             raise
-        raise _usage("MODULE_PATH", path, f"a module that imports without error ({type(exc).__name__}: {exc})") from None
+        raise usage("MODULE_PATH", path, f"a module that imports without error ({type(exc).__name__}: {exc})") from None
     obj = module
     for part in name.split("."):
         if not hasattr(obj, part):
-            raise _usage("NAME", name, f"a name defined in {path}")
+            raise usage("NAME", name, f"a name defined in {path}")
         obj = getattr(obj, part)
     return obj
 
 
 def _example(module, states, text, torch):
     if not states or not text:
-        raise _usage("--states/--example", None, "both, for a step module of your own: --states 'h c' --example x=3,h=4,c=4")
+        raise usage("--states/--example", None, "both, for a step module of your own: --states 'h c' --example x=3,h=4,c=4")
     widths = {}
     for part in text.split(","):
         key, eq, value = part.partition("=")
         if not eq or not value.strip().isdigit() or int(value) < 1:
-            raise _usage("--example", text, "widths as x=3,h=4 (the input x and each state)")
+            raise usage("--example", text, "widths as x=3,h=4 (the input x and each state)")
         widths[key.strip()] = int(value)
     names = states.replace(",", " ").split()
     if sorted(widths) != sorted(["x"] + names):
-        raise _usage("--example", text, f"one width for x and for each state ({', '.join(names)})")
+        raise usage("--example", text, f"one width for x and for each state ({', '.join(names)})")
     rows = [torch.zeros(1, widths[s]) for s in names]
     params = [p for p in inspect.signature(module.forward).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -103,30 +99,28 @@ def _run_torch(args) -> str:
 
     from seqgrad.derive.cell import Cell
 
-    from . import derive
-
     if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
         try:
             obj = obj()
         except TypeError as exc:
-            raise _usage("NAME", args.target, f"a module class that takes no arguments ({exc}), an instance, or a "
+            raise usage("NAME", args.target, f"a module class that takes no arguments ({exc}), an instance, or a "
                          "function returning one") from None
     elif callable(obj) and not isinstance(obj, (torch.nn.Module, Cell)):
         obj = _call_factory(obj, args.target)
     if isinstance(obj, Cell):
         cell = obj
         if getattr(cell, "torch", None) is None:
-            raise _usage("NAME", args.target, "a cell read from torch (Cell.from_torch); for equations use seqgrad derive cell")
+            raise usage("NAME", args.target, "a cell read from torch (Cell.from_torch); for equations use seqgrad derive cell")
     elif isinstance(obj, torch.nn.Module):
-        loss, on = derive._loss_and_positions(args)
+        loss, on = loss_and_positions(args)
         step = not isinstance(obj, (torch.nn.RNNBase, torch.nn.RNNCellBase))
         example = _example(obj, args.states, args.example, torch) if step else None
         cell = Cell.from_torch(obj, states=args.states if step else None, example=example, loss=loss, on=on,
                                reduction=args.reduction, batch=args.batch)
     else:
-        raise _usage("NAME", args.target, "an nn.Module, an nn.Module class, or a function returning one or a Cell")
+        raise usage("NAME", args.target, "an nn.Module, an nn.Module class, or a function returning one or a Cell")
     check, args.check = args.check, False
-    text = derive._run_cell_object(cell, args)
+    text = run_cell_object(cell, args)
     if check:
         text += "\n\n" + _check_text(cell)
     return text
@@ -140,24 +134,22 @@ def _call_factory(fn, target):
     except (TypeError, ValueError):
         required = ["?"]
     if required:
-        raise _usage("NAME", target, "an nn.Module, an nn.Module class, or a function of no arguments returning a "
+        raise usage("NAME", target, "an nn.Module, an nn.Module class, or a function of no arguments returning a "
                      "module or a Cell")
     try:
         return fn()
     except Exception as exc:
         if type(exc).__module__.startswith("seqgrad"):
             raise
-        raise _usage("NAME", target, f"a function that runs without error ({type(exc).__name__}: {exc})") from None
+        raise usage("NAME", target, f"a function that runs without error ({type(exc).__name__}: {exc})") from None
 
 
 def _check_text(cell) -> str:
     from seqgrad.crosscheck.torch_cells import against_autograd
 
-    from . import derive
-
     rows = against_autograd(cell, steps=(1, 4, 25))
     ok = rows.max_abs < 1e-10
-    derive._CHECK_STATE["failed"] = derive._CHECK_STATE.get("failed", False) or not ok
+    checks.record(ok)
     head = ("check against the module's own torch autograd (float64, T = 1, 4, 25, its weights): "
             + ("all gradients agree (< 1e-10)" if ok else "MISMATCH"))
     return head + "\n" + str(rows)

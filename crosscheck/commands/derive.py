@@ -13,19 +13,7 @@ import argparse
 import itertools
 from typing import Callable
 
-
-#: the longest recurrence the command prints, per output form (the library has no such limit).  Chosen
-#: so that the largest allowed printout takes < 10 s and < 1 GB on a quiet machine (measured ratios:
-#: at the same T, --latex costs about 2x and --table 1.5x the plain text; docs/limits.md)
-MAX_STEPS = {"text": 10_000, "dot": 10_000, "table": 5_000, "latex": 5_000}
-
-
-def _steps(args) -> int:
-    """``--steps`` within the size guard of the chosen output form (see :data:`MAX_STEPS`)."""
-    from seqgrad import validate
-
-    form = next((f for f in ("latex", "table", "dot") if getattr(args, f, False)), "text")
-    return validate.integer("--steps", args.steps, minimum=1, maximum=MAX_STEPS[form])
+from ._derive_cell import MAX_STEPS, checks, loss_and_positions, run_cell_object, steps, usage
 
 
 def _add_common(p: argparse.ArgumentParser, sizes: bool = True) -> None:
@@ -73,10 +61,10 @@ def _run_rnn(args) -> str:
     if args.general or args.check or args.loss in ("squared", "cross-entropy") or args.on is not None:
         from seqgrad.derive.builtin_cells import rnn_cell
 
-        loss, on = _loss_and_positions(args)
+        loss, on = loss_and_positions(args)
         cell = rnn_cell(args.activation, _sizes(args), args.bias, loss, on, args.reduction, args.batch)
-        return _run_cell_object(cell, args)
-    _steps(args)
+        return run_cell_object(cell, args, _check_text)
+    steps(args)
     _sizes(args)  # the width guards
     net = rnn.unroll(steps=args.steps, activation=args.activation, inputs=args.inputs, hidden=args.hidden,
                      outputs=args.outputs, bias=args.bias, loss=args.loss or "final", reduction=args.reduction)
@@ -122,25 +110,6 @@ def _text(rows) -> str:
     return "\n".join(_text_lines(rows))
 
 
-def _usage(argument: str, value, allowed: str):
-    from seqgrad.errors import SeqgradValueError
-
-    return SeqgradValueError(argument, value, allowed)
-
-
-def _loss_and_positions(args) -> tuple[str, object]:
-    loss = {"cross-entropy": "cross_entropy"}.get(args.loss, "squared")
-    on = args.on if args.on is not None else (args.loss if args.loss in ("final", "every") else "final")
-    if on not in ("final", "every"):
-        from seqgrad.derive.safe_parse import parse_number
-
-        try:
-            on = tuple(int(parse_number(p.strip(), "--on")) for p in on.split(","))
-        except Exception:
-            raise _usage("--on", args.on, "final, every, or positions such as 0,3,5") from None
-    return loss, on
-
-
 #: the largest --max-terms (docs/limits.md): 50 times the default guard; a closed form that size takes about 25 s
 MAX_TERMS_LIMIT = 1_000_000
 
@@ -162,33 +131,6 @@ def _sizes(args):
     return {k: (1 if v is None else _width(argument, v)) for k, (argument, v) in given.items()}
 
 
-def _run_cell_object(cell, args) -> str:
-    """Print a cell's derivation (general t, or unrolled for --steps) and, with --check, its autograd check."""
-    from seqgrad import validate
-
-    parts = []
-    if args.steps is not None:
-        net = cell.unroll(_steps(args))
-        parts.append(net.latex() if args.latex else str(net.program) + "\n\n" + "\n".join(
-            f"dL/d{name} = {_sstr(net.grad(name))}" for name in net.parameters))
-    else:
-        gen = cell.general()
-        parts.append(gen.latex() if args.latex else str(gen))
-    if args.check:
-        parts.append(_check_text(cell))
-    return "\n\n".join(parts)
-
-
-def _sstr(expr) -> str:
-    from seqgrad.derive.program import sstr
-
-    return sstr(expr)
-
-
-class CheckFailed(Exception):
-    pass
-
-
 def _check_text(cell) -> str:
     """The autograd comparison as a few lines; marks the run failed when an error is above 1e-9."""
     from seqgrad.crosscheck.cells import against_autograd
@@ -202,11 +144,8 @@ def _check_text(cell) -> str:
     lines = [f"check against torch autograd (float64, T = 1, 4, 25, 2 random points each): "
              f"{'all gradients agree' if ok else 'MISMATCH'}"]
     lines += [f"  {name:<10} max abs {err:.1e}  max rel {rel:.1e}" for name, (err, rel) in worst.items()]
-    _CHECK_STATE["failed"] = _CHECK_STATE.get("failed", False) or not ok
+    checks.record(ok)
     return "\n".join(lines)
-
-
-_CHECK_STATE: dict = {}
 
 
 def _add_gated(p: argparse.ArgumentParser) -> None:
@@ -218,9 +157,9 @@ def _run_gated(kind):
     def run(args) -> str:
         from seqgrad.derive.builtin_cells import BUILTIN
 
-        loss, on = _loss_and_positions(args)
+        loss, on = loss_and_positions(args)
         cell = BUILTIN[kind](sizes=_sizes(args), loss=loss, on=on, reduction=args.reduction, batch=args.batch)
-        return _run_cell_object(cell, args)
+        return run_cell_object(cell, args, _check_text)
 
     return run
 
@@ -247,7 +186,7 @@ def _parse_sizes(text):
     for part in text.split(","):
         key, eq, value = part.partition("=")
         if not eq or not value.strip().isdigit():
-            raise _usage("--sizes", text, "widths as D=3,H=4,C=2")
+            raise usage("--sizes", text, "widths as D=3,H=4,C=2")
         out[key.strip()] = _width(f"--sizes {key.strip()}", int(value))
     return out
 
@@ -257,7 +196,7 @@ def _parse_params(text, vector):
     for item in text.replace(";", " ").split():
         name, colon, shape = item.partition(":")
         if vector and not colon:
-            raise _usage("--params", item, "a shape for every parameter of the vector cell, e.g. w_x:H,D b_h:H")
+            raise usage("--params", item, "a shape for every parameter of the vector cell, e.g. w_x:H,D b_h:H")
         out[name] = tuple(shape.split(",")) if colon else ()
     return out if vector else list(out)
 
@@ -273,7 +212,7 @@ def _parse_functions(items):
     for item in items:
         m = re.fullmatch(r"\s*([A-Za-z]\w*)\s*\(\s*([A-Za-z]\w*)\s*\)\s*=(.+)", item)
         if not m:
-            raise _usage("--function", item, "a definition such as 'lrelu(z) = max(z, z/10)'")
+            raise usage("--function", item, "a definition such as 'lrelu(z) = max(z, z/10)'")
         name, var, body = m.groups()
         expr = parse_expression(body, variables=[var], argument="--function", functions=out)  # the registry's and earlier ones
         v = next(s for s in expr.free_symbols if s.name == var) if expr.free_symbols else sp.Symbol(var)
@@ -285,11 +224,11 @@ def _run_cell(args) -> str:
     from seqgrad.derive.cell import Cell
 
     sizes = _parse_sizes(args.sizes)
-    loss, on = _loss_and_positions(args)
+    loss, on = loss_and_positions(args)
     cell = Cell(args.equations, states=args.states, params=_parse_params(args.params, sizes is not None), head=args.head,
                 input=args.input, sizes=sizes, functions=_parse_functions(args.function), loss=loss, on=on,
                 reduction=args.reduction, batch=args.batch)
-    return _run_cell_object(cell, args)
+    return run_cell_object(cell, args, _check_text)
 
 
 #: model name -> (help, add_arguments, run returning the text to print)
@@ -318,8 +257,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    _CHECK_STATE.clear()
+    checks.reset()
     out = MODELS[args.model][2](args)
     for line in [out] if isinstance(out, str) else out:  # a long derivation is printed as it is rendered
         print(line)
-    return 1 if _CHECK_STATE.get("failed") else 0
+    return 1 if checks.failed else 0

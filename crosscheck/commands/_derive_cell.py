@@ -1,0 +1,76 @@
+"""What every cell model of ``seqgrad derive`` shares (equations, built-in cells, a PyTorch module):
+the loss options, the size guard of ``--steps``, printing a cell's derivation, and whether a ``--check``
+of the run found a mismatch (the command then exits 1)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+#: the longest recurrence the command prints, per output form (the library has no such limit).  Chosen
+#: so that the largest allowed printout takes < 10 s and < 1 GB on a quiet machine (measured ratios:
+#: at the same T, --latex costs about 2x and --table 1.5x the plain text; docs/limits.md)
+MAX_STEPS = {"text": 10_000, "dot": 10_000, "table": 5_000, "latex": 5_000}
+
+
+def steps(args) -> int:
+    """``--steps`` within the size guard of the chosen output form (see :data:`MAX_STEPS`)."""
+    from seqgrad import validate
+
+    form = next((f for f in ("latex", "table", "dot") if getattr(args, f, False)), "text")
+    return validate.integer("--steps", args.steps, minimum=1, maximum=MAX_STEPS[form])
+
+
+def usage(argument: str, value, allowed: str):
+    from seqgrad.errors import SeqgradValueError
+
+    return SeqgradValueError(argument, value, allowed)
+
+
+def loss_and_positions(args) -> tuple[str, object]:
+    loss = {"cross-entropy": "cross_entropy"}.get(args.loss, "squared")
+    on = args.on if args.on is not None else (args.loss if args.loss in ("final", "every") else "final")
+    if on not in ("final", "every"):
+        from seqgrad.derive.safe_parse import parse_number
+
+        try:
+            on = tuple(int(parse_number(p.strip(), "--on")) for p in on.split(","))
+        except Exception:
+            raise usage("--on", args.on, "final, every, or positions such as 0,3,5") from None
+    return loss, on
+
+
+def run_cell_object(cell, args, check_text: Callable | None = None) -> str:
+    """A cell's derivation (general t, or unrolled for --steps) and, with --check, ``check_text(cell)``."""
+    parts = []
+    if args.steps is not None:
+        net = cell.unroll(steps(args))
+        parts.append(net.latex() if args.latex else str(net.program) + "\n\n" + "\n".join(
+            f"dL/d{name} = {_sstr(net.grad(name))}" for name in net.parameters))
+    else:
+        gen = cell.general()
+        parts.append(gen.latex() if args.latex else str(gen))
+    if args.check and check_text is not None:
+        parts.append(check_text(cell))
+    return "\n\n".join(parts)
+
+
+def _sstr(expr) -> str:
+    from seqgrad.derive.program import sstr
+
+    return sstr(expr)
+
+
+class _Checks:
+    """Whether a ``--check`` of this run found a mismatch."""
+
+    def __init__(self):
+        self.failed = False
+
+    def reset(self) -> None:
+        self.failed = False
+
+    def record(self, ok: bool) -> None:
+        self.failed = self.failed or not ok
+
+
+checks = _Checks()
