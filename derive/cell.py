@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Iterable, Mapping
 
 import sympy as sp
@@ -53,25 +52,12 @@ from seqgrad import operations as registry
 
 from . import activations, operations, rules, whitelist
 from .program import Elementwise, Program, SquaredNorm, _latex, latex_aligned, sstr
-from .safe_parse import as_sympy
+from .cell_loss import B, LOSS_KINDS, REDUCTIONS, CrossEntropy, Loss, _kink_convention, _partials, error_value
+from .cell_names import RESERVED, CellError, _adjoint_name, _index, _names, _Symbols, index_text, validate_name
+from .step_sum import MatStepSum, StepSum, T, _is_zero, _make_sum, _StepSumMixin, t
 
 __all__ = ["Cell", "Loss", "GeneralDerivation", "StepSum", "MatStepSum", "CellError", "RESERVED", "user_functions",
            "LOSS_KINDS", "REDUCTIONS", "index_text"]
-
-LOSS_KINDS = ("squared", "cross_entropy")
-REDUCTIONS = ("sum", "mean")
-#: the symbolic step and length of the general derivation
-t, T = sp.Symbol("t", integer=True, nonnegative=True), sp.Symbol("T", integer=True, positive=True)
-#: the batch size of the text's 1/B (the compiled code supplies it)
-B = sp.Symbol("B", integer=True, positive=True)
-
-
-class CellError(SeqgradValueError):
-    """A cell definition that cannot be derived (named argument, value, what is allowed)."""
-
-
-#: names the engine gives its own symbols (step and length, batch size, loss, error, prediction)
-RESERVED = ("t", "T", "B", "L", "e", "yhat")
 
 
 def user_functions(functions: Mapping[str, object] | None, taken: Iterable[str] = ()) -> dict[str, object]:
@@ -91,194 +77,6 @@ def user_functions(functions: Mapping[str, object] | None, taken: Iterable[str] 
             raise SeqgradTypeError(f"functions[{fname!r}]", fn, "a sympy.Lambda, a one-argument callable or an Operation")
         out[fname] = operations.define(fname, fn)
     return out
-
-
-def index_text(i) -> str:
-    """A step index as the text writes it in a subscript: ``0``, ``{-1}``, ``t``, ``{t-1}``, ``{T-1}``."""
-    if isinstance(i, int):
-        return str(i) if i >= 0 else "{%d}" % i
-    text = str(i).replace(" ", "")
-    return text if len(text) == 1 else "{%s}" % text
-
-
-def _indexed_name(base: str, i) -> str:
-    """``h`` at 2 -> ``h_2``; ``z^r`` at t -> ``z_t^r`` (the superscript after the step, as the text)."""
-    stem, _, sup = base.partition("^")
-    return f"{stem}_{index_text(i)}" + (f"^{sup}" if sup else "")
-
-
-def _adjoint_base(base: str) -> str:
-    stem, _, sup = base.partition("^")
-    return stem if not sup else "{%s^%s}" % (stem, sup)
-
-
-def _adjoint_name(base: str, i) -> str:
-    """``g_t^h``, ``g_{t+1}^z``, ``g_3^{z^r}``."""
-    return f"g_{index_text(i)}^{_adjoint_base(base)}"
-
-
-@dataclass(frozen=True)
-class Loss:
-    """What the cell is trained on: ``kind`` squared error or softmax cross-entropy over classes,
-    ``on`` the final step, ``"every"`` step or a tuple of positions, ``reduction`` sum or mean over
-    those positions, ``batch`` sum or mean over the B sequences (the text's 1/B)."""
-
-    kind: str = "squared"
-    on: str | tuple = "final"
-    reduction: str = "sum"
-    batch: str = "sum"
-
-    @classmethod
-    def make(cls, kind="squared", on="final", reduction="sum", batch="sum") -> "Loss":
-        kind = validate.choice("loss", kind, LOSS_KINDS)
-        if isinstance(on, str):
-            on = validate.choice("on", on, ("final", "every"))
-        else:
-            try:
-                positions = tuple(sorted({validate.integer("on", p, minimum=0) for p in on}))
-            except TypeError:
-                raise SeqgradTypeError("on", on, "'final', 'every' or a list of step positions") from None
-            if not positions:
-                raise SeqgradValueError("on", on, "at least one position")
-            on = positions
-        return cls(kind, on, validate.choice("reduction", reduction, REDUCTIONS),
-                   validate.choice("batch", batch, REDUCTIONS))
-
-    def positions(self, steps: int) -> list[int]:
-        if self.on == "final":
-            return [steps - 1]
-        if self.on == "every":
-            return list(range(steps))
-        if max(self.on) >= steps:
-            raise SeqgradValueError("steps", steps, f"more than the largest loss position {max(self.on)}")
-        return list(self.on)
-
-    def scale(self, count) -> sp.Expr:
-        """The factor on each position's loss: 1/|positions| for a mean, 1/B for a batch mean."""
-        s = sp.Integer(1)
-        if self.reduction == "mean":
-            s = s / count
-        if self.batch == "mean":
-            s = s / B
-        return s
-
-
-class _StepSumMixin:
-    """``sum_{t=lo}^{hi} term`` over a general step t; ``.at(T)`` instantiates it for a concrete length."""
-
-    @property
-    def term(self):
-        return self.args[0]
-
-    def _bounds(self):
-        return self.args[1], self.args[2]
-
-    def _latex(self, printer, exp=None):
-        lo, hi = self._bounds()
-        return r"\sum_{t=%s}^{%s} %s" % (printer._print(lo), printer._print(hi), printer.parenthesize(self.term, 45))
-
-    def _sympystr(self, printer):
-        lo, hi = self._bounds()
-        return "Sum_{t=%s}^{%s} %s" % (printer._print(lo), printer._print(hi).replace(" ", ""), printer._print(self.term))
-
-    # As SymPy's Sum: ``.subs(T, 3)`` bounds the sum (the step count is kept) and ``.doit()`` writes it out;
-    # substitution and pickling keep the instantiation the sum was made with.
-    def _eval_subs(self, old, new):
-        args = [a._subs(old, new) for a in self.args]
-        steps = int(new) if old == T and getattr(new, "is_Integer", False) else self._steps
-        return self._rebuilt(args, steps)
-
-    def _rebuilt(self, args, steps):
-        out = type(self)(*args, instantiate=self.instantiate)
-        out._steps = steps
-        return out
-
-    @property
-    def _steps(self):
-        return self.__dict__.get("steps")
-
-    @_steps.setter
-    def _steps(self, value):
-        self.__dict__["steps"] = value
-
-    def doit(self, **hints):
-        if self._steps is None:
-            return self
-        return self.at(self._steps).doit(**hints) if hints.get("deep", True) else self.at(self._steps)
-
-    def __getstate__(self):
-        return {"instantiate": self.instantiate, "steps": self._steps}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-
-    def at(self, steps: int, instantiate=None):
-        """The sum written out for ``T = steps`` (``instantiate(term, k, steps)`` maps the step symbols)."""
-        inst = instantiate or self.instantiate
-        lo, hi = (int(b.subs(T, steps)) for b in self._bounds())
-        terms = [inst(self.term, k, steps) for k in range(lo, hi + 1)]
-        terms = [x for x in terms if not _is_zero(x)]
-        if not terms:
-            return sp.ZeroMatrix(*self.shape) if isinstance(self, MatrixExpr) else sp.Integer(0)
-        return sp.Add(*terms) if not isinstance(self, MatrixExpr) else sp.MatAdd(*terms)
-
-
-class StepSum(_StepSumMixin, sp.Expr):
-    """A scalar sum over the general step t (not SymPy's ``Sum``: its terms name t in their symbols)."""
-
-    is_commutative = True
-
-    def __new__(cls, term, lo, hi, instantiate=None):
-        obj = sp.Expr.__new__(cls, term, as_sympy(lo), as_sympy(hi))
-        obj.instantiate = instantiate
-        return obj
-
-
-class MatStepSum(_StepSumMixin, MatrixExpr):
-    """A matrix sum over the general step t."""
-
-    def __new__(cls, term, lo, hi, instantiate=None):
-        obj = MatrixExpr.__new__(cls, term, as_sympy(lo), as_sympy(hi))
-        obj.instantiate = instantiate
-        return obj
-
-    @property
-    def shape(self):
-        return self.term.shape
-
-
-def _index(i):
-    """The step index a symbol was made with, as a SymPy integer expression (None: no index)."""
-    return None if i is None else as_sympy(i)
-
-
-def _is_zero(x) -> bool:
-    return (x == 0) is True or isinstance(x, sp.ZeroMatrix)
-
-
-class _Symbols:
-    """The symbols of one instance of a cell (scalar or row vector), named as the text names them."""
-
-    def __init__(self, cell: "Cell"):
-        self.cell = cell
-        self.cache: dict = {}
-
-    def seq(self, base: str, i, shape=None):
-        """The symbol of sequence ``base`` at step ``i`` (an int or a symbolic index)."""
-        base = self.cell.display.get(base, base)
-        key = ("seq", base, i, shape)  # the kind first: a state may be called g (the adjoints' letter)
-        if key not in self.cache:
-            name = base if i is None else _indexed_name(base, i)
-            self.cache[key] = sp.MatrixSymbol(name, *shape) if shape else sp.Symbol(name)
-        return self.cache[key]
-
-    def adjoint(self, base: str, i, shape=None):
-        base = self.cell.display.get(base, base)
-        key = ("adj", base, i, shape)
-        if key not in self.cache:
-            name = _adjoint_name(base, i)
-            self.cache[key] = sp.MatrixSymbol(name, *shape) if shape else sp.Symbol(name)
-        return self.cache[key]
 
 
 class Cell:
@@ -635,7 +433,7 @@ class Cell:
         checks the derivation against the module's own autograd."""
         from .from_torch import read_module
 
-        return read_module(module, states=states, example=example, head=head, loss=loss, on=on,
+        return read_module(cls, module, states=states, example=example, head=head, loss=loss, on=on,
                            reduction=reduction, batch=batch, name=name)
 
     def general(self) -> "GeneralDerivation":
@@ -651,37 +449,6 @@ class Cell:
 
     def _repr_latex_(self) -> str:
         return self.general()._repr_latex_()
-
-
-def _kink_convention(expr, prime):
-    """ReLU (``Max(0, z)``) gets slope 0 at 0 as torch.relu; other Heavisides keep SymPy's 1/2 (a tie of
-    ``max(a, b)`` splits the gradient evenly, as torch.maximum does)."""
-    if isinstance(expr, sp.Max) and len(expr.args) == 2 and 0 in expr.args:
-        return prime.replace(lambda e: isinstance(e, sp.Heaviside),
-                             lambda e: sp.Heaviside(e.args[0], activations.RELU_PRIME_AT_ZERO))
-    return prime
-
-
-def validate_name(argument: str, name) -> str:
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) or name in RESERVED:
-        raise CellError(argument, name, "a plain identifier such as h, z or w_x (not " + ", ".join(RESERVED)
-                        + ": the derivation's own names)")
-    return name
-
-
-def _names(argument: str, names, empty: bool = False) -> list[str]:
-    if isinstance(names, str):
-        names = names.replace(",", " ").split()
-    try:
-        out = [validate_name(argument, n) for n in names]
-    except TypeError:
-        raise SeqgradTypeError(argument, names, "names as text or a list") from None
-    repeated = sorted({n for n in out if out.count(n) > 1})
-    if repeated:
-        raise CellError(argument, repeated[0], "each name once")
-    if not out and not empty:
-        raise CellError(argument, names, "at least one name")
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1039,64 +806,6 @@ class _PartialLabel(sp.Symbol):
         return r"\frac{\partial \mathcal{L}}{\partial %s}" % printer._print(self.of)
 
 
-class CrossEntropy(sp.Expr):
-    """Softmax cross-entropy of logits ``yhat`` against a target distribution ``y`` (one-hot or soft):
-    ``-sum_c y_c log softmax(yhat)_c``; its gradient in ``yhat`` is ``softmax(yhat) - y`` when ``y`` sums to one."""
-
-    is_commutative = True
-
-    def _latex(self, printer):
-        return r"\operatorname{CE}\left(%s, %s\right)" % (printer._print(self.args[0]), printer._print(self.args[1]))
-
-    def _sympystr(self, printer):
-        return "CE(%s, %s)" % (printer._print(self.args[0]), printer._print(self.args[1]))
-
-
-def error_value(cell: Cell, yhat, y):
-    """``e = yhat - y`` (squared error) or ``e = softmax(yhat) - y`` (cross-entropy)."""
-    from .rules import RowSoftmax
-
-    if cell.loss.kind == "squared":
-        return yhat - y
-    return RowSoftmax(yhat) - y
-
-
-@lru_cache(maxsize=1024)
-def _local_partials(value) -> dict:
-    """d value / d each local name of a scalar step definition, through the output where the text writes it so
-    (a ``Dummy`` named ``out`` stands for the output).  A function of the value alone, so computed once per
-    process: every step of an unrolled program, and every cell with that equation, asks for the same ones and
-    renames them to its step.  The dict is shared: read it, never change it."""
-    target = sp.Dummy("out")
-    out = {}
-    for s in sorted(value.free_symbols, key=sp.default_sort_key):
-        p = _kink_convention(value, sp.diff(value, s))
-        if value.is_Function or isinstance(value, (sp.Max, sp.Min)):
-            p = p.xreplace({value: target})
-        out[s] = p
-    return out
-
-
-def _partials(cell: Cell, local_value, value_t, target, mapping):
-    """Local partials of one step definition: the scalar cell's derivatives (written through the output
-    where the text does), or the vector cell's entrywise slope of ``phi(z)``; None: structural rules."""
-    if not cell.vector:
-        raw = _local_partials(local_value)
-        out = {}
-        for s, p in raw.items():
-            actual = mapping.get(s, s)
-            p = p.xreplace({k: v for k, v in mapping.items()})
-            p = p.xreplace({d: target for d in p.atoms(sp.Dummy) if d.name == "out"})
-            out[actual] = out.get(actual, 0) + p
-        return out
-    if isinstance(value_t, Elementwise) and isinstance(value_t.expr, sp.MatrixSymbol):
-        rule, arg = cell.slope(value_t, target)
-        if rule.expr == 1:
-            return None
-        return {value_t.expr: Elementwise(rule, arg)}
-    return None
-
-
 def _scaled(coeff, expr):
     if coeff == 1:
         return expr
@@ -1120,8 +829,4 @@ def _tidy(expr):
         return expr.doit(deep=False) if isinstance(expr, (sp.MatAdd, sp.MatMul)) else expr
     return expr
 
-
-def _make_sum(term, lo, hi, gen):
-    cls = MatStepSum if isinstance(term, MatrixExpr) else StepSum
-    return cls(term, lo, hi, instantiate=gen.instantiate)  # a bound method: the sum pickles with its derivation
 

@@ -18,9 +18,11 @@ import sympy as sp
 from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
-from .cell import Cell, CrossEntropy, _Symbols, _adjoint_name, _partials, error_value
+from .cell_loss import CrossEntropy, _partials, error_value
+from .cell_names import _adjoint_name, _Symbols
 from .program import Program, SquaredNorm
 from .safe_parse import as_sympy
+from .step_sum import _StepSumMixin
 from .unrolled import Unrolled
 
 __all__ = ["UnrolledCell"]
@@ -29,7 +31,7 @@ __all__ = ["UnrolledCell"]
 class UnrolledCell(Unrolled):
     """``cell.unroll(T)``: the named program of T steps (attributes as :class:`derive.rnn.RNN`)."""
 
-    def __init__(self, cell: Cell, steps: int):
+    def __init__(self, cell: "derive.cell.Cell", steps: int):  # noqa: F821
         self.cell, self.steps = cell, steps
         self.vector = cell.vector
         self.sym = _Symbols(cell)
@@ -193,8 +195,6 @@ class UnrolledCell(Unrolled):
 
 def _instantiate_sums(expr, steps, gen, unrolled):
     """Every step sum inside ``expr`` written out for T = ``steps`` in the unrolled program's symbols."""
-    from .cell import _StepSumMixin
-
     if isinstance(expr, _StepSumMixin):
         return expr.at(steps, lambda x, k, n: gen.instantiate(x, k, n, unrolled=unrolled))
     if not getattr(expr, "args", ()):

@@ -35,7 +35,7 @@ import sympy as sp
 
 from seqgrad.errors import SeqgradTypeError
 
-from .cell import Cell, CellError
+from .cell_names import CellError, _names
 from .operations import node as operation_node
 
 __all__ = ["read_module", "TorchSource", "ParamRef", "TorchReadError", "TORCH_ACTIVATIONS", "EXTRA_FUNCTIONS"]
@@ -147,10 +147,11 @@ class TorchSource:
     returns_tuple: bool = False
     state_widths: dict = field(default_factory=dict)
     read: dict = field(default_factory=dict)  # the arguments of Cell.from_torch, to read it again with another head
+    cell_class: type | None = None  # the class it was read into (Cell)
 
-    def reread(self, module=None, **changes) -> Cell:
+    def reread(self, module=None, **changes) -> "derive.cell.Cell":  # noqa: F821
         """The cell of ``module`` (default: this one) read with the same arguments but ``changes``."""
-        return read_module(module if module is not None else self.module, **{**self.read, **changes})
+        return read_module(self.cell_class, module if module is not None else self.module, **{**self.read, **changes})
 
     def owners(self, module=None, head=None) -> dict:
         return {"module": module if module is not None else self.module, "head": head if head is not None else self.head}
@@ -172,9 +173,9 @@ class TorchSource:
         return {name: ref.value(self.tensor(ref, module, head)) for name, ref in self.refs.items()}
 
 
-def read_module(module, *, states=None, example=None, head=None, loss="squared", on="final", reduction="sum",
-                batch="sum", name=None) -> Cell:
-    """See :meth:`derive.cell.Cell.from_torch`."""
+def read_module(cell_class: type, module, *, states=None, example=None, head=None, loss="squared", on="final",
+                reduction="sum", batch="sum", name=None) -> "derive.cell.Cell":  # noqa: F821
+    """See :meth:`derive.cell.Cell.from_torch` (``cell_class``: the class to build, ``Cell``)."""
     torch = _torch_of(module)
     nn = torch.nn
     label = name or type(module).__name__
@@ -194,6 +195,7 @@ def read_module(module, *, states=None, example=None, head=None, loss="squared",
     head_expr, width = _read_head(head, source, reader, label, torch)
     kind, batch = _loss_kind(loss, batch, label, torch)
     source.loss = loss
+    source.cell_class = cell_class
     source.read = dict(states=states, example=example, head=head, loss=loss, on=on, reduction=reduction, batch=batch,
                        name=name)
     return reader.cell(source, head_expr, width, kind, on, reduction, batch, name or _cell_name(label))
@@ -298,7 +300,7 @@ class _Reader:
         tag = "".join(t.replace("_", "") for t in tags if t)
         return base + (tag if ("_" in base or not tag) else "_" + tag)
 
-    def cell(self, source: TorchSource, head_expr, out_width: int, kind: str, on, reduction, batch, name) -> Cell:
+    def cell(self, source: TorchSource, head_expr, out_width: int, kind: str, on, reduction, batch, name):
         # parameter names: the base (torch's or your attribute's), the gate its block belongs to, the input it reads
         rename, shapes, refs = {}, {}, {}
         used = set(head_expr.free_symbols)
@@ -322,7 +324,7 @@ class _Reader:
                 letter = f"H{len(sizes)}"
                 sizes[letter] = widths[s]
             letters[s] = letter
-        cell = Cell(equations, states=letters, params=shapes, head=head_expr, sizes=sizes, loss=kind, on=on,
+        cell = source.cell_class(equations, states=letters, params=shapes, head=head_expr, sizes=sizes, loss=kind, on=on,
                     reduction=reduction, batch=batch, name=name, display=self.display, functions=self.functions)
         source.refs = {str(cell.param_symbol(p)): refs[p] for p in shapes}
         cell.torch = source
@@ -522,8 +524,6 @@ def _printable(name: str) -> str:
 
 
 def _read_step(module, states, example, reader: _Reader, label: str, torch) -> TorchSource:
-    from .cell import _names
-
     states = _names("states", states)
     reader.taken |= set(states) | {f"{s}_prev" for s in states}
     if not isinstance(example, (tuple, list)) or len(example) < 1:
