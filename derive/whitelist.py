@@ -216,11 +216,13 @@ class Reader:
 
     def arity(self, fname: str) -> tuple[int, int] | None:
         """(smallest, largest) number of arguments of the scalar function ``fname`` this reader reads
-        (None: not one).  The certified reader reads the claims' functions; safe_parse every operation."""
-        return FUNCTION_ARITY.get(fname)
+        (None: not one).  The certified reader reads the operations with an interval rule (the registry's
+        ``interval``, an operation registered later included); safe_parse every operation."""
+        op = registry.find(fname)
+        return op.arity if op is not None and op.claims else None
 
     def function_names(self):
-        return FUNCTION_ARITY
+        return registry.claims_names()
     def __init__(self, text: str, source: str, argument: str):
         self.text, self.source, self.argument = text, source, argument
 
