@@ -269,6 +269,8 @@ class MatrixDerivative:
     jacobian: object = None
     rules: list = field(default_factory=list)
     declared: Declared | None = None
+    at: dict | None = None        # the point (Symbol -> number) asked for with at=, and the derivative there
+    value_at: object = None
 
     def kinks(self) -> list:
         """Where the derivative does not exist: the arguments of the sign and step functions it uses (|u|' = sign(u))."""
@@ -308,6 +310,8 @@ class MatrixDerivative:
         rows = [(self.target, self.value)]
         if self.jacobian is not None:
             rows.append((sp.MatrixSymbol("J", *self.jacobian.shape), self.jacobian))
+        if self.at:
+            rows.append((sp.Subs(self.target, tuple(self.at), tuple(self.at.values())), self.value_at))
         return rows
 
     def pretty(self) -> str:
@@ -341,7 +345,9 @@ class MatrixDerivative:
                 "jacobian": None if self.jacobian is None else sstr(self.jacobian), "rules": list(self.rules),
                 "scopes": {n: RULES[n].scope for n in self.rules if n in RULES},
                 "not_differentiable_where_zero": [sstr(k) for k in self.kinks()],
-                "not_differentiable_where_integer": [sstr(k) for k in self.jumps()]}
+                "not_differentiable_where_integer": [sstr(k) for k in self.jumps()],
+                "at": None if not self.at else {str(k): sstr(v) for k, v in self.at.items()},
+                "value_at": None if not self.at else sstr(self.value_at)}
 
 
 def derivative_of(expr, wrt):
@@ -375,13 +381,17 @@ def _differentiate(expr, wrt, upstream: str = "G") -> MatrixDerivative:
     return MatrixDerivative(expr, wrt, value, G, _jacobian(value, G) if is_matrix(value) else None, list(used))
 
 
-def diff(expr, wrt, shapes=None, variables=None, *, upstream: str = "G") -> MatrixDerivative:
+def diff(expr, wrt, shapes=None, variables=None, *, upstream: str = "G", at=None) -> MatrixDerivative:
     """The derivative of ``expr`` (text or a SymPy matrix expression) with respect to the name ``wrt``.
 
     ``shapes`` declares the matrices and vectors (``"A:n,n x:n"`` or ``{"A": "n,n", "x": "n"}``), ``variables``
     the real scalars.  Returns a :class:`MatrixDerivative` (gradient for a scalar expression, pullback for the
     upstream ``G`` otherwise).  Undeclared names, shape mismatches and operations without a rule are one clear
     error (:class:`~seqgrad.errors.ParseError` / :class:`~seqgrad.errors.SeqgradValueError`).
+
+    ``at`` (``"x=0, y=1"`` or a mapping) also gives the derivative at that point of the scalar variables,
+    exactly; a point where the expression is undefined or not differentiable is refused naming the function
+    (:mod:`derive.matcalc_point`).
     """
     declared = Declared(shapes, variables)
     if isinstance(expr, str):
@@ -399,8 +409,18 @@ def diff(expr, wrt, shapes=None, variables=None, *, upstream: str = "G") -> Matr
                          + (", ".join([*declared.matrices, *declared.scalars]) or "none"))
     if upstream in declared.names():
         upstream = "G_" if "G_" not in declared.names() else "G_up"
+    point = None
+    if at is not None:
+        from .matcalc_point import check_point, parse_point
+
+        point = parse_point(at, declared, e)
+        check_point(e, point)
     d = _differentiate(e, target, upstream)
     d.declared = declared
+    if point is not None:
+        from .matcalc_point import value_at
+
+        d.at, d.value_at = point, value_at(d.value, point)
     return d
 
 

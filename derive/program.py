@@ -147,6 +147,10 @@ class _StrPrinter(StrPrinter):
     def _print_DiagonalOf(self, expr):
         return f"diagonal({self._print(expr.arg)})"
 
+    def _print_Subs(self, expr):  # a value at a point: dx|(x = 1, y = 2)
+        point = ", ".join(f"{self._print(a)} = {self._print(b)}" for a, b in zip(expr.variables, expr.point))
+        return f"{self._print(expr.expr)}|({point})"
+
 
 def _one_call(text: str) -> bool:
     """``name(...)`` as a whole (``mean(dxhat ∘ xhat)``, not ``f(a) + g(b)``): a factor that needs no brackets."""

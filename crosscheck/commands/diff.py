@@ -23,6 +23,8 @@ def register(sub) -> None:
     p.add_argument("--wrt", required=True, metavar="NAME", help="the matrix, vector or scalar to differentiate with respect to")
     p.add_argument("--shape", default="", metavar="SHAPES", help='the matrices and column vectors, e.g. "A:n,n x:n" (sizes are names or integers)')
     p.add_argument("--vars", default="", metavar="NAMES", help="real scalar variables, e.g. c,lam")
+    p.add_argument("--at", metavar="POINT", help='the derivative at a point of the scalar variables, e.g. "x=0, y=1" (exact; '
+                                                 'refused, exit 2, where the expression is undefined or not differentiable)')
     p.add_argument("--check", action="store_true", help="compare with torch autograd (float64) at random sizes and values")
     p.add_argument("--trials", type=int, default=4, metavar="N", help="random size/value trials of --check (default 4, 1 to 50)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of --check (default 0)")
@@ -40,7 +42,7 @@ def run(args) -> int:
 
     if not 1 <= args.trials <= 50:
         raise SeqgradValueError("--trials", args.trials, "a number of trials from 1 to 50")
-    d = diff(args.expression, args.wrt, args.shape, args.vars)
+    d = diff(args.expression, args.wrt, args.shape, args.vars, at=args.at)
     result = None
     if args.check:
         from seqgrad.crosscheck.matcalc import check
