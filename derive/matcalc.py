@@ -35,7 +35,7 @@ import sympy as sp
 from seqgrad.errors import ParseError, SeqgradTypeError, SeqgradValueError
 
 from .matrix_text import Declared, is_matrix, parse_matrix
-from .rules import RULES, AsScalar, Diag, _constant, proved, rule_for
+from .rules import RULES, AsScalar, Diag, _constant, _latex_call, _RowMap, _str_call, proved, rule_for
 
 __all__ = ["diff", "MatrixDerivative", "derivative_of", "textbook", "evaluate", "numpy_ops"]
 
@@ -257,6 +257,75 @@ def _jacobian(pullback, G):
     return _tidy(sp.expand(sp.Transpose(M).doit()))
 
 
+class Differential(sp.Expr):
+    """``dX``, the name of a derivative as a structured node (the d of what), never text inside a symbol's name:
+    printed ``dX``, in LaTeX ``\\mathrm{d}`` before the variable as the notation prints it (``\\mathrm{d}\\mathbf{x}``)."""
+
+    def __new__(cls, wrt):
+        return sp.Expr.__new__(cls, wrt)
+
+    @property
+    def of(self):
+        return self.args[0]
+
+    def _latex(self, printer):
+        return r"\mathrm{d}" + printer._print(self.of)
+
+    def _sympystr(self, printer):
+        return "d" + printer._print(self.of)
+
+
+class OfColumn(sp.MatrixExpr):
+    """A row map of a transposed column vector, transposed back (``softmax(xᵀ)ᵀ``: how the parser reads
+    ``softmax(x)`` of a column), shown as the map of the column: ``softmax(x)``.  A display node of
+    :func:`display_form`; its value is ``Transpose(rowmap)``."""
+
+    def __new__(cls, rowmap):
+        return sp.MatrixExpr.__new__(cls, rowmap)
+
+    @property
+    def shape(self):
+        rows, cols = self.args[0].shape
+        return cols, rows
+
+    def _call(self, printer, call):
+        inner = self.args[0]
+        return call(printer, inner._name, inner.arg.arg)
+
+    def _latex(self, printer):
+        return self._call(printer, _latex_call)
+
+    def _sympystr(self, printer):
+        return self._call(printer, _str_call)
+
+    def doit(self, **hints):
+        return sp.Transpose(self.args[0]).doit(**hints)
+
+
+def _column_map(e) -> bool:
+    """A row map (printed by the row map's own printer) of the transpose of a column vector."""
+    return (isinstance(e, _RowMap) and type(e)._latex is _RowMap._latex and isinstance(e.arg, sp.Transpose)
+            and e.arg.arg.shape[1] == 1 and e.arg.arg.shape[0] != 1)
+
+
+def display_form(expr):
+    """``expr`` as the textbook writes it, for the printers: a row map of a transposed column shown as the map of
+    the column (``softmax(xᵀ)ᵀ`` -> ``softmax(x)``, the row ``softmax(xᵀ)`` -> ``softmax(x)ᵀ``), and the diagonal
+    matrix of a transposed vector as that of the vector (``diag(pᵀ) = diag(p)``).  The value is unchanged."""
+    if not isinstance(expr, sp.Basic) or not expr.args:
+        return expr
+    if isinstance(expr, sp.Transpose) and _column_map(expr.arg):
+        return OfColumn(expr.arg)
+    if _column_map(expr):
+        return sp.Transpose(OfColumn(expr))
+    args = [display_form(a) for a in expr.args]
+    if isinstance(expr, sp.DiagMatrix) and isinstance(args[0], sp.Transpose) and 1 in args[0].arg.shape:
+        return expr.func(args[0].arg)
+    if all(a is b for a, b in zip(args, expr.args)):
+        return expr
+    return expr.func(*args)
+
+
 @dataclass
 class MatrixDerivative:
     """The derivative of ``expr`` with respect to ``wrt``: the gradient (scalar ``expr``) or the pullback
@@ -300,18 +369,17 @@ class MatrixDerivative:
 
     @property
     def target(self):
-        """The name of the result: ``dX`` (a structured name of the variable's shape)."""
-        if isinstance(self.wrt, sp.MatrixSymbol):
-            return sp.MatrixSymbol("d" + self.wrt.name, *self.wrt.shape)
-        return sp.Symbol("d" + self.wrt.name)
+        """The name of the result: ``dX`` (a :class:`Differential` of the variable)."""
+        return Differential(self.wrt)
 
     def rows(self) -> list:
-        """(lhs, rhs) pairs for the printers: the result, and the Jacobian where there is one."""
-        rows = [(self.target, self.value)]
+        """(lhs, rhs) pairs for the printers: the result, and the Jacobian where there is one, each in
+        :func:`display_form`."""
+        rows = [(self.target, display_form(self.value))]
         if self.jacobian is not None:
-            rows.append((sp.MatrixSymbol("J", *self.jacobian.shape), self.jacobian))
+            rows.append((sp.MatrixSymbol("J", *self.jacobian.shape), display_form(self.jacobian)))
         if self.at:
-            rows.append((sp.Subs(self.target, tuple(self.at), tuple(self.at.values())), self.value_at))
+            rows.append((sp.Subs(self.target, tuple(self.at), tuple(self.at.values())), display_form(self.value_at)))
         return rows
 
     def pretty(self) -> str:

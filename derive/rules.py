@@ -599,6 +599,8 @@ class AsScalar(sp.Expr):
     """A 1 x 1 matrix expression read as the scalar it holds: ``xᵀ A x``, ``xᵀ y`` (printed as the product)."""
 
     is_commutative = True
+    #: between a sum and a product: bracketed as a factor (``2 (1ᵀ X 1) 1 1ᵀ``), not as a term or alone
+    precedence = 45
 
     def __new__(cls, arg):
         if not getattr(arg, "is_Matrix", False) or tuple(arg.shape) != (1, 1):

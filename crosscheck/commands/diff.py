@@ -36,7 +36,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from seqgrad.derive.matcalc import diff
+    from seqgrad.derive.matcalc import diff, display_form
     from seqgrad.derive.program import pretty
     from seqgrad.errors import SeqgradValueError
 
@@ -65,7 +65,7 @@ def run(args) -> int:
         print(d.latex())
     else:
         what = "gradient" if d.kind == "gradient" else f"pullback for the upstream {d.G} = dL/d(expression)"
-        print(f"{pretty(d.expr)}: {what} with respect to {args.wrt}")
+        print(f"{pretty(display_form(d.expr))}: {what} with respect to {args.wrt}")
         print(d.pretty())
         print("rules: " + (", ".join(d.rules) + " (each proved in derive.rules: derive.rules.proved(name))" if d.rules
                            else "the scalar chain rule only (sympy.diff of a scalar expression)"))
