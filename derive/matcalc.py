@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -418,10 +419,29 @@ class MatrixDerivative:
                 "value_at": None if not self.at else sstr(self.value_at)}
 
 
+_COLLECTORS: list[dict] = []  # the open rules_used() blocks, innermost last
+
+
 def derivative_of(expr, wrt):
     """The gradient of the scalar ``expr`` with respect to ``wrt`` (a MatrixSymbol or Symbol), by the rule table;
-    the pullback for the upstream ``G`` when ``expr`` is a matrix.  Used by ``diff(f, X)`` inside ``verify``."""
-    return _differentiate(expr, wrt).value
+    the pullback for the upstream ``G`` when ``expr`` is a matrix.  Used by ``diff(f, X)`` inside ``verify``; the
+    rules it used are added to every open :func:`rules_used` block."""
+    d = _differentiate(expr, wrt)
+    for collector in _COLLECTORS:
+        collector.update(dict.fromkeys(d.rules))
+    return d.value
+
+
+@contextmanager
+def rules_used():
+    """``with rules_used() as used:`` -- ``used`` collects the names of the rules every :func:`derivative_of` in the
+    block used (``verify`` says what a proof through ``diff(f, X)`` rests on)."""
+    collector: dict = {}
+    _COLLECTORS.append(collector)
+    try:
+        yield collector
+    finally:
+        _COLLECTORS.remove(collector)
 
 
 def _differentiate(expr, wrt, upstream: str = "G") -> MatrixDerivative:
