@@ -258,6 +258,137 @@ def _jacobian(pullback, G):
     return _tidy(sp.expand(sp.Transpose(M).doit()))
 
 
+class Vec(sp.MatrixExpr):
+    """``vec(A)``: the columns of A stacked into one column (column-major, the Matrix Cookbook's vec)."""
+
+    def __new__(cls, arg):
+        return sp.MatrixExpr.__new__(cls, arg)
+
+    @property
+    def arg(self):
+        return self.args[0]
+
+    @property
+    def shape(self):
+        return self.arg.shape[0] * self.arg.shape[1], sp.Integer(1)
+
+    def _inner(self, printer) -> str:
+        text = printer._print(self.arg)
+        for left, right in (("(", ")"), (r"\left(", r"\right)")):  # vec(1 - h²), not vec((1 - h²))
+            if text.startswith(left) and text.endswith(right) and _one_group(text[len(left):-len(right)]):
+                return text[len(left):-len(right)]
+        return text
+
+    def _latex(self, printer):
+        return r"\operatorname{vec}\left(%s\right)" % self._inner(printer)
+
+    def _sympystr(self, printer):
+        return "vec(%s)" % self._inner(printer)
+
+
+def _one_group(text: str) -> bool:
+    """True when the brackets of ``text`` balance without closing below level 0 (so outer ones can be dropped)."""
+    depth = 0
+    for c in text:
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+class Commutation(sp.MatrixExpr):
+    """The commutation matrix ``K_(p,q)`` (pq x pq): ``K vec(A) = vec(Aᵀ)`` for every p x q matrix A."""
+
+    def __new__(cls, p, q):
+        return sp.MatrixExpr.__new__(cls, sp.sympify(p), sp.sympify(q))
+
+    @property
+    def shape(self):
+        p, q = self.args
+        return p * q, p * q
+
+    def _eval_transpose(self):
+        p, q = self.args
+        return Commutation(q, p)
+
+    def _latex(self, printer):
+        return r"\mathbf{K}_{%s,%s}" % tuple(printer._print(a) for a in self.args)
+
+    def _sympystr(self, printer):
+        return "K_(%s,%s)" % tuple(printer._print(a) for a in self.args)
+
+
+class VecPartial(sp.Expr):
+    """The label ``∂vec(F)/∂vec(X)`` of a matrix-by-matrix Jacobian (rows: the entries of vec F)."""
+
+    def __new__(cls, of, wrt):
+        return sp.Expr.__new__(cls, of, wrt)
+
+    def _latex(self, printer):
+        return r"\frac{\partial \operatorname{vec}(%s)}{\partial \operatorname{vec}(%s)}" % tuple(printer._print(a) for a in self.args)
+
+    def _sympystr(self, printer):
+        return "∂vec(%s)/∂vec(%s)" % tuple(printer._print(a) for a in self.args)
+
+
+def _vec_map(e, G):
+    """``M`` with ``vec(e) = M vec(G)`` for ``e`` linear in ``G`` (products, sums, transposes, Hadamard products by a
+    constant), by ``vec(L Y R) = (Rᵀ ⊗ L) vec(Y)``, ``vec(Yᵀ) = K vec(Y)`` and ``vec(A ∘ Y) = diag(vec A) vec(Y)``;
+    raises :class:`_NotLinear` otherwise."""
+    if e == G:
+        return sp.Identity(G.shape[0] * G.shape[1])
+    if G not in e.free_symbols:
+        raise _NotLinear
+    if isinstance(e, sp.Transpose):
+        inner = e.arg
+        return sp.MatMul(Commutation(*inner.shape), _vec_map(inner, G))
+    if isinstance(e, sp.MatAdd):
+        return sp.MatAdd(*[_vec_map(a, G) for a in e.args if G in a.free_symbols])
+    if isinstance(e, sp.MatMul):
+        coeff, mats = e.as_coeff_matrices()
+        varying = [k for k, m in enumerate(mats) if G in m.free_symbols]
+        if len(varying) != 1 or G in coeff.free_symbols:
+            raise _NotLinear
+        k, = varying
+        left, right = mats[:k], mats[k + 1:]
+        L = sp.MatMul(*left) if len(left) > 1 else (left[0] if left else sp.Identity(mats[k].shape[0]))
+        R = sp.MatMul(*right) if len(right) > 1 else (right[0] if right else sp.Identity(mats[k].shape[1]))
+        out = sp.MatMul(sp.KroneckerProduct(R.T, L), _vec_map(mats[k], G))
+        return out if coeff == 1 else sp.MatMul(coeff, out)
+    if isinstance(e, sp.HadamardProduct):
+        varying = [k for k, a in enumerate(e.args) if G in a.free_symbols]
+        if len(varying) != 1:
+            raise _NotLinear
+        k, = varying
+        rest = [a for j, a in enumerate(e.args) if j != k]
+        A = rest[0] if len(rest) == 1 else sp.HadamardProduct(*rest)
+        return sp.MatMul(Diag(Vec(A)), _vec_map(e.args[k], G))
+    raise _NotLinear
+
+
+def _vec_jacobian(pullback, G):
+    """``∂vec(F)/∂vec(X)`` when the pullback ``dX`` is linear in ``G`` by :func:`_vec_map`: ``vec(dX) = Jᵀ vec(G)``,
+    so ``J`` is the transpose of the map (``A X``: ``I ⊗ A``); None otherwise."""
+    if G is None:
+        return None
+    try:
+        M = _vec_map(pullback, G)
+    except _NotLinear:
+        return None
+    return _tidy_kronecker(sp.Transpose(M).doit())
+
+
+def _tidy_kronecker(e):
+    """``I ⊗ I`` as one identity, ``(A ⊗ B) I`` as ``A ⊗ B``: the textbook's forms."""
+    def fold(k):
+        if all(isinstance(a, sp.Identity) for a in k.args):
+            return sp.Identity(k.shape[0])
+        return k
+
+    e = e.replace(lambda x: isinstance(x, sp.KroneckerProduct), fold)
+    return e.doit() if isinstance(e, (sp.MatMul, sp.MatAdd)) else e
+
+
 class Differential(sp.Expr):
     """``dX``, the name of a derivative as a structured node (the d of what), never text inside a symbol's name:
     printed ``dX``, in LaTeX ``\\mathrm{d}`` before the variable as the notation prints it (``\\mathrm{d}\\mathbf{x}``)."""
@@ -341,6 +472,7 @@ class MatrixDerivative:
     declared: Declared | None = None
     at: dict | None = None        # the point (Symbol -> number) asked for with at=, and the derivative there
     value_at: object = None
+    vec_jacobian: object = None   # ∂vec(F)/∂vec(X) of a matrix F by a matrix X, read off the pullback (A X: I ⊗ A)
 
     def kinks(self) -> list:
         """Where the derivative does not exist: the arguments of the sign and step functions it uses (|u|' = sign(u))."""
@@ -379,6 +511,8 @@ class MatrixDerivative:
         rows = [(self.target, display_form(self.value))]
         if self.jacobian is not None:
             rows.append((sp.MatrixSymbol("J", *self.jacobian.shape), display_form(self.jacobian)))
+        if self.vec_jacobian is not None:
+            rows.append((VecPartial(display_form(self.expr), self.wrt), display_form(self.vec_jacobian)))
         if self.at:
             rows.append((sp.Subs(self.target, tuple(self.at), tuple(self.at.values())), display_form(self.value_at)))
         return rows
@@ -411,7 +545,8 @@ class MatrixDerivative:
 
         return {"expression": sstr(self.expr), "wrt": str(self.wrt), "kind": self.kind, "result": sstr(self.value),
                 "upstream": None if self.G is None else str(self.G),
-                "jacobian": None if self.jacobian is None else sstr(self.jacobian), "rules": list(self.rules),
+                "jacobian": None if self.jacobian is None else sstr(self.jacobian),
+                "vec_jacobian": None if self.vec_jacobian is None else sstr(self.vec_jacobian), "rules": list(self.rules),
                 "scopes": {n: RULES[n].scope for n in self.rules if n in RULES},
                 "not_differentiable_where_zero": [sstr(k) for k in self.kinks()],
                 "not_differentiable_where_integer": [sstr(k) for k in self.jumps()],
@@ -466,7 +601,9 @@ def _differentiate(expr, wrt, upstream: str = "G") -> MatrixDerivative:
         value = textbook(value)
     else:
         value = sp.factor_terms(value)
-    return MatrixDerivative(expr, wrt, value, G, _jacobian(value, G) if is_matrix(value) else None, list(used))
+    jacobian = _jacobian(value, G) if is_matrix(value) else None
+    vec = _vec_jacobian(value, G) if is_matrix(value) and jacobian is None else None
+    return MatrixDerivative(expr, wrt, value, G, jacobian, list(used), vec_jacobian=vec)
 
 
 def diff(expr, wrt, shapes=None, variables=None, *, upstream: str = "G", at=None) -> MatrixDerivative:
@@ -591,6 +728,12 @@ class _Evaluator:
             return o.diag(v(e.args[0]))
         if isinstance(e, sp.DiagonalOf):
             return o.diagonal(v(e.arg))
+        if isinstance(e, sp.KroneckerProduct):
+            return functools.reduce(o.kron, [v(a) for a in e.args])
+        if isinstance(e, Vec):
+            return o.vec(v(e.arg))
+        if isinstance(e, Commutation):
+            return o.commutation(self.size(e.args[0]), self.size(e.args[1]))
         if isinstance(e, sp.Trace):
             return o.trace(v(e.arg))
         if isinstance(e, sp.Determinant):
@@ -685,6 +828,20 @@ class _NumpyOps:
 
     def item(self, M):
         return M[0, 0]
+
+    def kron(self, a, b):
+        return self.np.kron(a, b)
+
+    def vec(self, A):
+        return A.reshape(-1, order="F").reshape(-1, 1)
+
+    def commutation(self, p, q):
+        """K with K vec(A) = vec(Aᵀ) for A p x q: vec(A)[i + p j] = A[i, j] goes to vec(Aᵀ)[j + q i]."""
+        K = self.np.zeros((p * q, p * q))
+        for i in range(p):
+            for j in range(q):
+                K[j + q * i, i + p * j] = 1.0
+        return K
 
 
 def numpy_ops():

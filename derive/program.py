@@ -148,6 +148,11 @@ class _StrPrinter(StrPrinter):
     def _print_DiagonalOf(self, expr):
         return f"diagonal({self._print(expr.arg)})"
 
+    def _print_KroneckerProduct(self, expr):
+        from sympy.printing.precedence import PRECEDENCE
+
+        return " ⊗ ".join(self.parenthesize(a, PRECEDENCE["Mul"]) for a in expr.args)
+
     def _print_Subs(self, expr):  # a value at a point: dx|(x = 1, y = 2)
         point = ", ".join(f"{self._print(a)} = {self._print(b)}" for a, b in zip(expr.variables, expr.point))
         return f"{self._print(expr.expr)}|({point})"

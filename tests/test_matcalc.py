@@ -54,7 +54,8 @@ def test_a_wrong_jacobian_fails_the_check():
 @pytest.mark.parametrize("expr,wrt,shapes,expected", TEXTBOOK)
 def test_textbook_form(expr, wrt, shapes, expected):
     d = derive.diff(expr, wrt, shapes)
-    assert d.pretty() == expected
+    shown = [line for line in d.pretty().splitlines() if not line.startswith("∂vec(")]  # the vec form: its own tests
+    assert "\n".join(shown) == expected
 
 
 CHECKED = [e[:3] for e in TEXTBOOK] + [
