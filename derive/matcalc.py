@@ -161,6 +161,21 @@ class _NotLinear(Exception):
     pass
 
 
+def _the_varying(args, G) -> int:
+    """The position of the one argument that depends on ``G``; :class:`_NotLinear` when none or several do."""
+    varying = [k for k, a in enumerate(args) if G in a.free_symbols]
+    if len(varying) != 1:
+        raise _NotLinear
+    return varying[0]
+
+
+def _hadamard_split(e, G):
+    """``(k, A)`` of a Hadamard product linear in ``G``: its argument ``k`` depends on ``G``, ``A`` is the rest."""
+    k = _the_varying(e.args, G)
+    rest = [a for j, a in enumerate(e.args) if j != k]
+    return k, rest[0] if len(rest) == 1 else sp.HadamardProduct(*rest)
+
+
 def _linear_map(e, G):
     """The matrix of the pullback ``e``, linear in the column ``G``: ``M`` with ``e = M G`` (a column ``e``), or
     ``N`` with ``e = Gᵀ N`` (a row ``e``).  Read off the factors, as :func:`derive.rules.jacobian` does for
@@ -181,10 +196,7 @@ def _linear_map(e, G):
         return sp.Transpose(_linear_map(e.arg, G))
     if isinstance(e, sp.MatMul):
         coeff, mats = e.as_coeff_matrices()
-        varying = [k for k, m in enumerate(mats) if G in m.free_symbols]
-        if len(varying) != 1:
-            raise _NotLinear
-        k, = varying
+        k = _the_varying(mats, G)
         inner = _linear_map(mats[k], G)
         left, right = list(mats[:k]), list(mats[k + 1:])
         if column and not right:
@@ -193,12 +205,7 @@ def _linear_map(e, G):
             return _product(coeff, [inner] + right)
         raise _NotLinear
     if isinstance(e, sp.HadamardProduct):
-        varying = [k for k, a in enumerate(e.args) if G in a.free_symbols]
-        if len(varying) != 1:
-            raise _NotLinear
-        k, = varying
-        rest = [a for j, a in enumerate(e.args) if j != k]
-        a = rest[0] if len(rest) == 1 else sp.HadamardProduct(*rest)
+        k, a = _hadamard_split(e, G)
         inner = _linear_map(e.args[k], G)
         return sp.MatMul(Diag(a), inner) if column else sp.MatMul(inner, Diag(a))
     if isinstance(e, (RowSum, RowMean)) and e.shape[0] == 1:
@@ -346,22 +353,16 @@ def _vec_map(e, G):
         return sp.MatAdd(*[_vec_map(a, G) for a in e.args if G in a.free_symbols])
     if isinstance(e, sp.MatMul):
         coeff, mats = e.as_coeff_matrices()
-        varying = [k for k, m in enumerate(mats) if G in m.free_symbols]
-        if len(varying) != 1 or G in coeff.free_symbols:
+        k = _the_varying(mats, G)
+        if G in coeff.free_symbols:
             raise _NotLinear
-        k, = varying
         left, right = mats[:k], mats[k + 1:]
         L = sp.MatMul(*left) if len(left) > 1 else (left[0] if left else sp.Identity(mats[k].shape[0]))
         R = sp.MatMul(*right) if len(right) > 1 else (right[0] if right else sp.Identity(mats[k].shape[1]))
         out = sp.MatMul(sp.KroneckerProduct(R.T, L), _vec_map(mats[k], G))
         return out if coeff == 1 else sp.MatMul(coeff, out)
     if isinstance(e, sp.HadamardProduct):
-        varying = [k for k, a in enumerate(e.args) if G in a.free_symbols]
-        if len(varying) != 1:
-            raise _NotLinear
-        k, = varying
-        rest = [a for j, a in enumerate(e.args) if j != k]
-        A = rest[0] if len(rest) == 1 else sp.HadamardProduct(*rest)
+        k, A = _hadamard_split(e, G)
         return sp.MatMul(Diag(Vec(A)), _vec_map(e.args[k], G))
     raise _NotLinear
 
