@@ -40,6 +40,14 @@ def test_claim_reads_every_operation_and_bounds_it_certifiably(op):
     assert parse_claim(f"{op.name}({X0}) = {off}").verify().status == "contradicted", op.name
 
 
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def test_cell_equations_read_every_operation(op):
+    from seqgrad.derive.cell import Cell
+
+    cell = Cell(f"z = w_x*x + w_h*h_prev; h = {op.name}(z)", states="h", params="w_x w_h w_o", head="w_o*h")
+    assert cell.general().backward_rows()  # derived, not refused
+
+
 def test_erf_claims_at_the_reported_points():
     assert parse_claim("erf(0.5) = 0.5205").verify().status == "verified"
     assert parse_claim("erf(0) = 0").verify().reason.endswith("exact")
