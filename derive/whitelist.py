@@ -6,7 +6,7 @@ expressions, :mod:`derive.certified` evaluates numbers with certified bounds
 arities, limits and refusal messages from here, and both read the text through
 :func:`parse_tree`, so a text means the same thing to each.  The scalar functions are the operations
 of the registry (:mod:`seqgrad.operations`): safe_parse reads every one, the certified reader those
-with an interval rule (``claims=True``).  This module imports only the standard library (the registry imports nothing else either).
+with an interval rule (the registry's ``interval=``; every built-in operation has one).  This module imports only the standard library (the registry imports nothing else either).
 
 How text is read, before Python's :mod:`ast` builds the tree (which runs nothing):
 
