@@ -50,6 +50,9 @@ class _MatrixPrinting:
     def _print_OneMatrix(self, expr):
         return f"{self._module}.ones(({self._print(expr.shape[0])}, {self._print(expr.shape[1])}){self._dtype})"
 
+    def _print_ZeroMatrix(self, expr):  # a derivative that is 0 (X X^-1 = I): the zero matrix of its shape
+        return f"{self._module}.zeros(({self._print(expr.shape[0])}, {self._print(expr.shape[1])}){self._dtype})"
+
     def _print_Identity(self, expr):
         return f"{self._module}.eye({self._print(expr.shape[0])}{self._dtype})"
 

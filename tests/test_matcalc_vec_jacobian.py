@@ -82,3 +82,14 @@ def test_json_has_the_vec_jacobian_and_vectors_keep_their_jacobian():
     assert d.as_dict()["vec_jacobian"] == "I ⊗ A"
     v = derive.diff("A*x", "x", shapes="A:m,n x:n")
     assert v.jacobian is not None and v.vec_jacobian is None  # a vector's J = A, as before
+
+
+def test_a_zero_derivative_compiles_and_checks():
+    """X X⁻¹ = I: the pullback is the zero matrix, which the generated code must build (it raised NameError)."""
+    pytest.importorskip("torch")
+    from seqgrad.crosscheck.matcalc import check, generated_source
+
+    d = derive.diff("X*inv(X)", "X", shapes="X:n,n")
+    assert isinstance(d.value, sp.ZeroMatrix)
+    assert "zeros((n, n)" in generated_source(d, "numpy")[0]
+    assert check(d, trials=3).passed
