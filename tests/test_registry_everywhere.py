@@ -70,6 +70,19 @@ def test_verify_reads_every_operation_and_refutes_a_false_variant(op):
     assert verify(f"{f}(x) + 1/1000 = {f}(x)", variables="x").status == "refuted", f
 
 
+COMPOSITES = [op for op in OPS if op.definition is not None and not op.inline]
+
+
+@pytest.mark.parametrize("op", COMPOSITES, ids=lambda op: op.name)
+def test_verify_proves_a_composite_equal_to_its_definition_and_refutes_a_changed_one(op):
+    from seqgrad.derive.operations import node
+
+    x = sp.Symbol("x")
+    definition = sp.sstr(node(op.name)(x).rewrite("definition"))
+    assert verify(f"{op.name}(x) = {definition}", variables="x").status == "proved", definition
+    assert verify(f"{op.name}(x) = {definition} + x/1000", variables="x").status == "refuted"
+
+
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
 def test_diff_reads_every_operation_against_a_central_difference(op):
     d = diff(f"{op.name}(x)", "x", variables="x")
