@@ -210,6 +210,10 @@ class _TorchOps:
     def item(self, M):
         return M[0, 0]
 
+    def heaviside(self, x, h0):
+        x = x if isinstance(x, self.t.Tensor) else self.t.tensor(float(x), dtype=self.t.float64)
+        return self.t.heaviside(x, self.t.tensor(h0, dtype=x.dtype))
+
 
 def torch_ops():
     """The torch backend of :func:`seqgrad.derive.matcalc.evaluate` (float64)."""

@@ -36,7 +36,8 @@ import sympy as sp
 from seqgrad.errors import ParseError, SeqgradTypeError, SeqgradValueError
 
 from .matrix_text import Declared, is_matrix, parse_matrix
-from .rules import RULES, AsScalar, Diag, _constant, _latex_call, _RowMap, _str_call, proved, rule_for
+from .operations import diff as registry_diff
+from .rules import RULES, AsScalar, Diag, _constant, _latex_call, _others, _RowMap, _str_call, proved, rule_for
 
 __all__ = ["diff", "MatrixDerivative", "derivative_of", "textbook", "evaluate", "numpy_ops"]
 
@@ -79,11 +80,11 @@ def _backprop(e, seed, wrt, out: list, used: dict) -> None:
     flat = e.xreplace(names)
     back = {v: k for k, v in names.items()}
     for atom, s in names.items():
-        partial = sp.diff(flat, s).xreplace(back)
+        partial = registry_diff(flat, s).xreplace(back)
         if partial != 0:
             _backprop(atom, seed * partial if seed != 1 else partial, wrt, out, used)
     if isinstance(wrt, sp.Symbol) and wrt in flat.free_symbols:
-        out.append(seed * sp.diff(flat, wrt))
+        out.append(seed * registry_diff(flat, wrt))  # relu'(0) = 0 as the registry declares, not SymPy's 1/2
 
 
 def _scalar_atoms(e, wrt) -> list:
@@ -172,8 +173,7 @@ def _the_varying(args, G) -> int:
 def _hadamard_split(e, G):
     """``(k, A)`` of a Hadamard product linear in ``G``: its argument ``k`` depends on ``G``, ``A`` is the rest."""
     k = _the_varying(e.args, G)
-    rest = [a for j, a in enumerate(e.args) if j != k]
-    return k, rest[0] if len(rest) == 1 else sp.HadamardProduct(*rest)
+    return k, _others(e.args, k)
 
 
 def _linear_map(e, G):
@@ -748,6 +748,8 @@ class _Evaluator:
             return base ** (int(exp) if exp.is_Integer else v(exp))
         if isinstance(e, (sp.Max, sp.Min)):
             return functools.reduce(o.fn(type(e).__name__), [v(a) for a in e.args])
+        if isinstance(e, sp.Heaviside):  # a step: its value at 0 as written (relu'(0) = 0: Heaviside(z, 0))
+            return o.heaviside(v(e.args[0]), float(e.args[1]) if len(e.args) > 1 else 0.5)
         if isinstance(e, sp.Function) and o.has(type(e).__name__):
             return o.fn(type(e).__name__)(*[v(a) for a in e.args])
         if isinstance(e, sp.Function):  # a composite operation of the registry: evaluated through its definition
@@ -832,6 +834,9 @@ class _NumpyOps:
 
     def kron(self, a, b):
         return self.np.kron(a, b)
+
+    def heaviside(self, x, h0):
+        return self.np.heaviside(x, h0)
 
     def vec(self, A):
         return A.reshape(-1, order="F").reshape(-1, 1)

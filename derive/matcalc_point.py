@@ -98,27 +98,14 @@ def _finite_real(v) -> bool:
     return bool(v.is_number and not v.has(sp.zoo, sp.oo, -sp.oo, sp.nan) and v.is_extended_real is True)
 
 
-def _inline_operation(node):
-    """The registry operation an inline node is the definition of (``Max(0, x)`` is ``relu(x)``), or None."""
-    from .operations import sympy_namespace
-
-    for op in registry.operations():
-        if op.inline and op.arity == (1, 1) and op.name != "identity":
-            w = sp.Wild("w")
-            pattern = op.definition(sympy_namespace(), w)
-            if type(pattern) is type(node):
-                found = node.match(pattern)
-                if found and w in found:
-                    return op, found[w]
-    return None
-
-
 def _named(node):
     """How the refusal names ``node``: its registry operation and argument where it is one (``relu(x)``)."""
     from .operations import operation_of
     from .program import sstr
 
-    inline = _inline_operation(node)
+    from .operations import inline_operation
+
+    inline = inline_operation(node)
     if inline is not None:
         op, arg = inline
         return f"{op.name}({sstr(arg)})", op
@@ -133,7 +120,7 @@ def _named(node):
 def _convention(op) -> str:
     if op is None or not op.kink:
         return ""
-    return f"; the derivative does not exist there, whatever the convention compiled code and autograd use: {op.kink}"
+    return f"; the derivative does not exist there, whatever the convention that compiled code and autograd use: {op.kink}"
 
 
 def check_point(expr, point: dict, argument: str = "at") -> None:

@@ -336,9 +336,11 @@ def _others(args, k):
 def _elementwise_slope(expr):
     from .program import Elementwise
 
+    from .operations import diff
+
     f = expr.function
     u = f.variables[0]
-    return Elementwise(sp.Lambda(u, sp.diff(f.expr, u)), expr.expr)
+    return Elementwise(sp.Lambda(u, diff(f.expr, u)), expr.expr)  # the registry's derivative at a kink (relu'(0) = 0)
 
 
 def _matmul_pull(expr, G, out):

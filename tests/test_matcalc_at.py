@@ -107,3 +107,24 @@ def test_the_cli_prints_the_value_and_refuses_in_one_line_exit_2():
     assert "relu(x) is not differentiable at x = 0" in bad.stderr and "Traceback" not in bad.stderr
     js = run("x**3*y", "--wrt", "x", "--vars", "x,y", "--at", "x=2, y=1/2", "--json")
     assert '"value_at": "6"' in js.stdout
+
+
+def test_compiled_derivatives_keep_the_registry_kink_convention_at_0():
+    """relu'(0) = 0 as the registry declares (torch.relu's autograd), not SymPy's Heaviside(0) = 1/2; both for a
+    scalar and entrywise on a vector (which --check could not evaluate before: no Heaviside)."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    from seqgrad.crosscheck.matcalc import check, compile_derivative
+
+    z = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    torch.relu(z).sum().backward()
+    assert z.grad.tolist() == [0.0, 0.0, 0.0]
+    d = diff("relu(x)", "x", variables="x")
+    fn, _ = compile_derivative(d, "numpy")
+    assert float(fn(0.0)) == 0.0 and float(fn(2.0)) == 1.0
+    v = diff("relu(x)", "x", shapes="x:n")
+    fn, _ = compile_derivative(v, "numpy")
+    assert np.asarray(fn(np.zeros((3, 1)), np.ones((3, 1)))).ravel().tolist() == [0.0, 0.0, 0.0]
+    assert check(v, trials=3).passed
+    assert "Heaviside(x, 0)" in str(d.value)
