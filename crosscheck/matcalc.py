@@ -50,6 +50,9 @@ class _MatrixPrinting:
     def _print_OneMatrix(self, expr):
         return f"{self._module}.ones(({self._print(expr.shape[0])}, {self._print(expr.shape[1])}){self._dtype})"
 
+    def _print_ZeroMatrix(self, expr):  # a derivative that is 0 (X X^-1 = I): the zero matrix of its shape
+        return f"{self._module}.zeros(({self._print(expr.shape[0])}, {self._print(expr.shape[1])}){self._dtype})"
+
     def _print_Identity(self, expr):
         return f"{self._module}.eye({self._print(expr.shape[0])}{self._dtype})"
 
@@ -207,6 +210,10 @@ class _TorchOps:
     def item(self, M):
         return M[0, 0]
 
+    def heaviside(self, x, h0):
+        x = x if isinstance(x, self.t.Tensor) else self.t.tensor(float(x), dtype=self.t.float64)
+        return self.t.heaviside(x, self.t.tensor(h0, dtype=x.dtype))
+
 
 def torch_ops():
     """The torch backend of :func:`seqgrad.derive.matcalc.evaluate` (float64)."""
@@ -230,6 +237,8 @@ class CheckResult:
         sizes = "; ".join(", ".join(f"{k}={v}" for k, v in t["sizes"].items()) or "fixed" for t in self.trials)
         state = "agrees with" if self.passed else "DISAGREES with"
         jac = " (and the Jacobian with torch.autograd.functional.jacobian)" if any("jacobian_abs" in t for t in self.trials) else ""
+        if any("vec_jacobian_abs" in t for t in self.trials):
+            jac = " (and ∂vec(F)/∂vec(X) with torch.autograd.functional.jacobian of vec F, column-major)"
         return (f"check: {state} torch autograd (float64){jac} at {len(self.trials)} random trials, sizes [{sizes}]; "
                 f"max |derived - autograd| = {worst:.3g} (tolerance {TOLERANCE:g} x (1 + max |autograd|))")
 
@@ -296,6 +305,19 @@ def check(d: MatrixDerivative, trials: int = 4, seed: int = 0) -> CheckResult:
             gap = float(np.max(np.abs(J - J_auto))) if J.shape == J_auto.shape else float("inf")
             trial["jacobian_abs"] = gap
             trial["passed"] = ok and gap <= TOLERANCE * (1.0 + float(np.max(np.abs(J_auto))))
+        if d.vec_jacobian is not None:  # ∂vec(F)/∂vec(X) against autograd's Jacobian of vec F in vec X (column-major)
+            X0 = env_t[d.wrt].detach()
+            rows, cols = X0.shape
+
+            def forward_vec(w):
+                F = evaluate(d.expr, {**env_t, d.wrt: w.reshape(cols, rows).T}, ops)
+                return F.T.reshape(-1)
+
+            J_auto = torch.autograd.functional.jacobian(forward_vec, X0.T.reshape(-1)).numpy()
+            J = np.asarray(evaluate(d.vec_jacobian, {**env_np, **sizes}, numpy_ops()), dtype=float)
+            gap = float(np.max(np.abs(J - J_auto))) if J.shape == J_auto.shape else float("inf")
+            trial["vec_jacobian_abs"] = gap
+            trial["passed"] = trial["passed"] and gap <= TOLERANCE * (1.0 + float(np.max(np.abs(J_auto))))
         result.trials.append(trial)
     return result
 

@@ -44,6 +44,7 @@ from typing import Mapping
 
 from mpmath import iv, mp
 
+from seqgrad import operations as registry
 from seqgrad.errors import UndefinedError
 
 from .whitelist import (ACCEPTS_INFINITY, FUNCTION_ARITY, INFINITY_NAME, MAX_DEPTH, MAX_EXPONENT, MAX_MAGNITUDE,
@@ -178,6 +179,130 @@ def increasing(f, x):
     return iv.mpf([mp.make_mpf(low._mpi_[0]), mp.make_mpf(high._mpi_[1])])
 
 
+#: guard bits of a monotone rule's mpmath evaluation; its result is widened by 2**-(working bits) relative
+MONOTONE_GUARD_BITS = 64
+
+
+def monotone(f, x, increasing: bool = True):
+    """A monotone primitive ``f`` (an mpmath function, e.g. ``mp.erf``) of the interval ``x``: ``f`` at the two
+    ends, each computed with :data:`MONOTONE_GUARD_BITS` guard bits and widened outward by ``2**(8 - bits)`` of its
+    size (plus the smallest magnitude the evaluator admits).  mpmath evaluates its functions to within a few
+    units in the last place of its working precision, so the margin is about 2**70 times that accuracy; the bound
+    rests on this accuracy of mpmath (no interval arithmetic of its own exists for ``erf``)."""
+    a, b = (mp.make_mpf(e) for e in x._mpi_)
+    bits = iv.prec
+    with mp.workprec(bits + MONOTONE_GUARD_BITS):
+        ends = [f(a), f(b)] if a != b else [f(a)] * 2
+    if not increasing:
+        ends = ends[::-1]
+    with mp.workprec(bits + MONOTONE_GUARD_BITS):
+        margins = [0 if y == 0 and a == b else abs(y) * mp.ldexp(1, 8 - bits) + _SMALL for y in ends]
+        low, high = ends[0] - margins[0], ends[1] + margins[1]
+    return iv.mpf([low, high])
+
+
+def _exact(value):
+    """A plain number a definition returns (``identity``'s argument, a constant) as an evaluator value."""
+    if isinstance(value, bool):
+        raise TypeError(value)
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        return Fraction(value)
+    return value
+
+
+class _Inner:
+    """A subexpression of an operation's definition, for the messages: it has no text of its own."""
+
+    def __init__(self, text: str, arity: int = 2):
+        self.text = text
+        self.args = [self] * arity
+        self.left = self.right = self
+
+
+class _Certified:
+    """A value inside an operation's definition: the evaluator's arithmetic behind Python's operators."""
+
+    __slots__ = ("ev", "value", "where")
+
+    def __init__(self, ev, value, where):
+        self.ev, self.value, self.where = ev, _exact(value.value if isinstance(value, _Certified) else value), where
+
+    def _wrap(self, value):
+        return _Certified(self.ev, value, self.where)
+
+    def _of(self, other):
+        return other.value if isinstance(other, _Certified) else _exact(other)
+
+    def __add__(self, other):
+        return self._wrap(self.ev.add(self.value, self._of(other)))
+
+    __radd__ = __add__
+
+    def __neg__(self):
+        return self._wrap(self.ev.negate(self.value))
+
+    def __sub__(self, other):
+        return self._wrap(self.ev.add(self.value, self.ev.negate(self._of(other))))
+
+    def __rsub__(self, other):
+        return self._wrap(self.ev.add(self._of(other), self.ev.negate(self.value)))
+
+    def __mul__(self, other):
+        return self._wrap(self.ev.mul(self.value, self._of(other)))
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        return self._wrap(self.ev.div(self.value, self._of(other), _Inner(self.where)))
+
+    def __rtruediv__(self, other):
+        return self._wrap(self.ev.div(self._of(other), self.value, _Inner(self.where)))
+
+    def __pow__(self, other):
+        return self._wrap(self.ev.power(_Inner(self.where), self.value, self._of(other)))
+
+    def __rpow__(self, other):
+        return self._wrap(self.ev.power(_Inner(self.where), self._of(other), self.value))
+
+
+class _CertifiedNamespace:
+    """The namespace ``m`` a definition is written over (:mod:`seqgrad.operations`), in certified arithmetic."""
+
+    def __init__(self, ev, where: str):
+        self.ev, self.where = ev, where
+        self.pi, self.e = _Certified(ev, iv.pi, where), _Certified(ev, iv.e, where)
+
+    def _value(self, x):
+        return x.value if isinstance(x, _Certified) else _exact(x)
+
+    def maximum(self, a, b):
+        return _Certified(self.ev, self.ev.extreme([self._value(a), self._value(b)], True), self.where)
+
+    def minimum(self, a, b):
+        return _Certified(self.ev, self.ev.extreme([self._value(a), self._value(b)], False), self.where)
+
+    def heaviside(self, x, h0):
+        s = sign(self._value(x))
+        if s is None:
+            raise Imprecise(f"the sign of {self.where} may be 0")
+        return _Certified(self.ev, Fraction(1) if s > 0 else (Fraction(0) if s < 0 else _exact(h0)), self.where)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        op = registry.get(name)
+        if not op.claims:
+            self.ev.refuse(f"the definition of {self.where} uses {name!r}, which has no interval rule")
+
+        def call(*args):
+            inner = _Inner(self.where, len(args))
+            return _Certified(self.ev, self.ev.function(inner, name, [self._value(a) for a in args]), self.where)
+
+        return call
+
+
 def _log_of(x: Fraction) -> float:
     """The natural logarithm of a positive Fraction of any size, as a float (math.log reads big integers)."""
     return math.log(x.numerator) - math.log(x.denominator)
@@ -220,6 +345,12 @@ class _Evaluator(Reader):
     def __init__(self, source: str, text: str, argument: str, names: dict, settled: dict):
         super().__init__(text, source, argument)
         self.names, self.settled = names, settled
+        self.inside = 0  # > 0 while an operation's definition is evaluated (by_definition)
+
+    def segment(self, node) -> str:
+        if isinstance(node, _Inner):
+            return node.text
+        return super().segment(node)
 
     def declared(self):
         return list(self.names)
@@ -230,6 +361,8 @@ class _Evaluator(Reader):
     def ask(self, node, point, what: str, expression: str | None = None) -> bool:
         """Is the value of ``node`` (or of ``expression``, text built from it) exactly ``point``?
         True when settled so; raises :class:`Unsettled` while it is open."""
+        if self.inside or isinstance(node, _Inner):  # inside a definition: no text for SymPy, only precision helps
+            raise Imprecise(f"{what} ({self.segment(node)}) may be {point}")
         expression = expression or self.segment(node)
         key = (node.lineno, node.col_offset, node.end_col_offset, what, point)
         if self.settled.get(key) is True:
@@ -308,7 +441,27 @@ class _Evaluator(Reader):
         self.refuse(f"the name {name!r} is not on the whitelist")
 
     def function(self, node, fname, args):
-        return getattr(self, "f_" + fname)(node, *args)
+        """A scalar function of the registry, bounded as its declaration's ``interval`` says."""
+        op = registry.get(fname)
+        if op.interval == "rule":
+            rule = getattr(self, "f_" + fname, None)
+            if rule is None:
+                self.refuse(f"the operation {fname!r} declares interval='rule' but derive.certified has no rule f_{fname}")
+            return rule(node, *args)
+        if op.interval in ("increasing", "decreasing"):
+            return monotone(op.mpmath(mp), interval(args[0]), op.interval == "increasing")
+        return self.by_definition(op, node, args)
+
+    def by_definition(self, op, node, args):
+        """A composite ``op`` by its definition, in this evaluator's exact and interval arithmetic (so
+        ``relu(3)`` is exactly 3, ``gelu(0)`` exactly 0, and a domain error inside names the call)."""
+        where = f"a subexpression of {self.segment(node)}"
+        self.inside += 1
+        try:
+            value = op.definition(_CertifiedNamespace(self, where), *[_Certified(self, a, where) for a in args])
+        finally:
+            self.inside -= 1
+        return value.value if isinstance(value, _Certified) else _exact(value)
 
     # ------------------------------------------------------------------ arithmetic
 
@@ -549,6 +702,14 @@ class _Evaluator(Reader):
 
     def f_abs(self, node, x):
         return abs(x)
+
+    def f_sign(self, node, x):
+        s = sign(x)
+        if s is None and self.ask(node.args[0], 0, "the argument of sign()"):
+            s = 0
+        if s is None:  # not 0, yet the interval still straddles it: only more precision tells the side
+            raise Imprecise(f"the sign of {self.segment(node.args[0])!r} is not settled at this precision")
+        return Fraction(s)
 
     def f_floor(self, node, x):
         if isinstance(x, Fraction):

@@ -307,6 +307,8 @@ class NotationPrinter(LatexPrinter):
         one = self._print_Symbol(sp.Symbol("1"), style=self._settings["mat_symbol_style"])
         if expr.shape[0] == 1 and expr.shape[1] != 1:
             return one + "^{\\top}"
+        if expr.shape[0] != 1 and expr.shape[1] != 1:  # an n x m block of ones is 1 1ᵀ
+            return one + " " + one + "^{\\top}"
         return one
 
     def _print_DiagMatrix(self, expr):

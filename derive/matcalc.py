@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -35,7 +36,8 @@ import sympy as sp
 from seqgrad.errors import ParseError, SeqgradTypeError, SeqgradValueError
 
 from .matrix_text import Declared, is_matrix, parse_matrix
-from .rules import RULES, AsScalar, Diag, _constant, proved, rule_for
+from .operations import diff as registry_diff
+from .rules import RULES, AsScalar, Diag, _constant, _latex_call, _others, _RowMap, _str_call, proved, rule_for
 
 __all__ = ["diff", "MatrixDerivative", "derivative_of", "textbook", "evaluate", "numpy_ops"]
 
@@ -78,11 +80,11 @@ def _backprop(e, seed, wrt, out: list, used: dict) -> None:
     flat = e.xreplace(names)
     back = {v: k for k, v in names.items()}
     for atom, s in names.items():
-        partial = sp.diff(flat, s).xreplace(back)
+        partial = registry_diff(flat, s).xreplace(back)
         if partial != 0:
             _backprop(atom, seed * partial if seed != 1 else partial, wrt, out, used)
     if isinstance(wrt, sp.Symbol) and wrt in flat.free_symbols:
-        out.append(seed * sp.diff(flat, wrt))
+        out.append(seed * registry_diff(flat, wrt))  # relu'(0) = 0 as the registry declares, not SymPy's 1/2
 
 
 def _scalar_atoms(e, wrt) -> list:
@@ -160,6 +162,20 @@ class _NotLinear(Exception):
     pass
 
 
+def _the_varying(args, G) -> int:
+    """The position of the one argument that depends on ``G``; :class:`_NotLinear` when none or several do."""
+    varying = [k for k, a in enumerate(args) if G in a.free_symbols]
+    if len(varying) != 1:
+        raise _NotLinear
+    return varying[0]
+
+
+def _hadamard_split(e, G):
+    """``(k, A)`` of a Hadamard product linear in ``G``: its argument ``k`` depends on ``G``, ``A`` is the rest."""
+    k = _the_varying(e.args, G)
+    return k, _others(e.args, k)
+
+
 def _linear_map(e, G):
     """The matrix of the pullback ``e``, linear in the column ``G``: ``M`` with ``e = M G`` (a column ``e``), or
     ``N`` with ``e = Gᵀ N`` (a row ``e``).  Read off the factors, as :func:`derive.rules.jacobian` does for
@@ -180,10 +196,7 @@ def _linear_map(e, G):
         return sp.Transpose(_linear_map(e.arg, G))
     if isinstance(e, sp.MatMul):
         coeff, mats = e.as_coeff_matrices()
-        varying = [k for k, m in enumerate(mats) if G in m.free_symbols]
-        if len(varying) != 1:
-            raise _NotLinear
-        k, = varying
+        k = _the_varying(mats, G)
         inner = _linear_map(mats[k], G)
         left, right = list(mats[:k]), list(mats[k + 1:])
         if column and not right:
@@ -192,12 +205,7 @@ def _linear_map(e, G):
             return _product(coeff, [inner] + right)
         raise _NotLinear
     if isinstance(e, sp.HadamardProduct):
-        varying = [k for k, a in enumerate(e.args) if G in a.free_symbols]
-        if len(varying) != 1:
-            raise _NotLinear
-        k, = varying
-        rest = [a for j, a in enumerate(e.args) if j != k]
-        a = rest[0] if len(rest) == 1 else sp.HadamardProduct(*rest)
+        k, a = _hadamard_split(e, G)
         inner = _linear_map(e.args[k], G)
         return sp.MatMul(Diag(a), inner) if column else sp.MatMul(inner, Diag(a))
     if isinstance(e, (RowSum, RowMean)) and e.shape[0] == 1:
@@ -257,6 +265,200 @@ def _jacobian(pullback, G):
     return _tidy(sp.expand(sp.Transpose(M).doit()))
 
 
+class Vec(sp.MatrixExpr):
+    """``vec(A)``: the columns of A stacked into one column (column-major, the Matrix Cookbook's vec)."""
+
+    def __new__(cls, arg):
+        return sp.MatrixExpr.__new__(cls, arg)
+
+    @property
+    def arg(self):
+        return self.args[0]
+
+    @property
+    def shape(self):
+        return self.arg.shape[0] * self.arg.shape[1], sp.Integer(1)
+
+    def _inner(self, printer) -> str:
+        text = printer._print(self.arg)
+        for left, right in (("(", ")"), (r"\left(", r"\right)")):  # vec(1 - h²), not vec((1 - h²))
+            if text.startswith(left) and text.endswith(right) and _one_group(text[len(left):-len(right)]):
+                return text[len(left):-len(right)]
+        return text
+
+    def _latex(self, printer):
+        return r"\operatorname{vec}\left(%s\right)" % self._inner(printer)
+
+    def _sympystr(self, printer):
+        return "vec(%s)" % self._inner(printer)
+
+
+def _one_group(text: str) -> bool:
+    """True when the brackets of ``text`` balance without closing below level 0 (so outer ones can be dropped)."""
+    depth = 0
+    for c in text:
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+class Commutation(sp.MatrixExpr):
+    """The commutation matrix ``K_(p,q)`` (pq x pq): ``K vec(A) = vec(Aᵀ)`` for every p x q matrix A."""
+
+    def __new__(cls, p, q):
+        return sp.MatrixExpr.__new__(cls, sp.sympify(p), sp.sympify(q))
+
+    @property
+    def shape(self):
+        p, q = self.args
+        return p * q, p * q
+
+    def _eval_transpose(self):
+        p, q = self.args
+        return Commutation(q, p)
+
+    def _latex(self, printer):
+        return r"\mathbf{K}_{%s,%s}" % tuple(printer._print(a) for a in self.args)
+
+    def _sympystr(self, printer):
+        return "K_(%s,%s)" % tuple(printer._print(a) for a in self.args)
+
+
+class VecPartial(sp.Expr):
+    """The label ``∂vec(F)/∂vec(X)`` of a matrix-by-matrix Jacobian (rows: the entries of vec F)."""
+
+    def __new__(cls, of, wrt):
+        return sp.Expr.__new__(cls, of, wrt)
+
+    def _latex(self, printer):
+        return r"\frac{\partial \operatorname{vec}(%s)}{\partial \operatorname{vec}(%s)}" % tuple(printer._print(a) for a in self.args)
+
+    def _sympystr(self, printer):
+        return "∂vec(%s)/∂vec(%s)" % tuple(printer._print(a) for a in self.args)
+
+
+def _vec_map(e, G):
+    """``M`` with ``vec(e) = M vec(G)`` for ``e`` linear in ``G`` (products, sums, transposes, Hadamard products by a
+    constant), by ``vec(L Y R) = (Rᵀ ⊗ L) vec(Y)``, ``vec(Yᵀ) = K vec(Y)`` and ``vec(A ∘ Y) = diag(vec A) vec(Y)``;
+    raises :class:`_NotLinear` otherwise."""
+    if e == G:
+        return sp.Identity(G.shape[0] * G.shape[1])
+    if G not in e.free_symbols:
+        raise _NotLinear
+    if isinstance(e, sp.Transpose):
+        inner = e.arg
+        return sp.MatMul(Commutation(*inner.shape), _vec_map(inner, G))
+    if isinstance(e, sp.MatAdd):
+        return sp.MatAdd(*[_vec_map(a, G) for a in e.args if G in a.free_symbols])
+    if isinstance(e, sp.MatMul):
+        coeff, mats = e.as_coeff_matrices()
+        k = _the_varying(mats, G)
+        if G in coeff.free_symbols:
+            raise _NotLinear
+        left, right = mats[:k], mats[k + 1:]
+        L = sp.MatMul(*left) if len(left) > 1 else (left[0] if left else sp.Identity(mats[k].shape[0]))
+        R = sp.MatMul(*right) if len(right) > 1 else (right[0] if right else sp.Identity(mats[k].shape[1]))
+        out = sp.MatMul(sp.KroneckerProduct(R.T, L), _vec_map(mats[k], G))
+        return out if coeff == 1 else sp.MatMul(coeff, out)
+    if isinstance(e, sp.HadamardProduct):
+        k, A = _hadamard_split(e, G)
+        return sp.MatMul(Diag(Vec(A)), _vec_map(e.args[k], G))
+    raise _NotLinear
+
+
+def _vec_jacobian(pullback, G):
+    """``∂vec(F)/∂vec(X)`` when the pullback ``dX`` is linear in ``G`` by :func:`_vec_map`: ``vec(dX) = Jᵀ vec(G)``,
+    so ``J`` is the transpose of the map (``A X``: ``I ⊗ A``); None otherwise."""
+    if G is None:
+        return None
+    try:
+        M = _vec_map(pullback, G)
+    except _NotLinear:
+        return None
+    return _tidy_kronecker(sp.Transpose(M).doit())
+
+
+def _tidy_kronecker(e):
+    """``I ⊗ I`` as one identity, ``(A ⊗ B) I`` as ``A ⊗ B``: the textbook's forms."""
+    def fold(k):
+        if all(isinstance(a, sp.Identity) for a in k.args):
+            return sp.Identity(k.shape[0])
+        return k
+
+    e = e.replace(lambda x: isinstance(x, sp.KroneckerProduct), fold)
+    return e.doit() if isinstance(e, (sp.MatMul, sp.MatAdd)) else e
+
+
+class Differential(sp.Expr):
+    """``dX``, the name of a derivative as a structured node (the d of what), never text inside a symbol's name:
+    printed ``dX``, in LaTeX ``\\mathrm{d}`` before the variable as the notation prints it (``\\mathrm{d}\\mathbf{x}``)."""
+
+    def __new__(cls, wrt):
+        return sp.Expr.__new__(cls, wrt)
+
+    @property
+    def of(self):
+        return self.args[0]
+
+    def _latex(self, printer):
+        return r"\mathrm{d}" + printer._print(self.of)
+
+    def _sympystr(self, printer):
+        return "d" + printer._print(self.of)
+
+
+class OfColumn(sp.MatrixExpr):
+    """A row map of a transposed column vector, transposed back (``softmax(xᵀ)ᵀ``: how the parser reads
+    ``softmax(x)`` of a column), shown as the map of the column: ``softmax(x)``.  A display node of
+    :func:`display_form`; its value is ``Transpose(rowmap)``."""
+
+    def __new__(cls, rowmap):
+        return sp.MatrixExpr.__new__(cls, rowmap)
+
+    @property
+    def shape(self):
+        rows, cols = self.args[0].shape
+        return cols, rows
+
+    def _call(self, printer, call):
+        inner = self.args[0]
+        return call(printer, inner._name, inner.arg.arg)
+
+    def _latex(self, printer):
+        return self._call(printer, _latex_call)
+
+    def _sympystr(self, printer):
+        return self._call(printer, _str_call)
+
+    def doit(self, **hints):
+        return sp.Transpose(self.args[0]).doit(**hints)
+
+
+def _column_map(e) -> bool:
+    """A row map (printed by the row map's own printer) of the transpose of a column vector."""
+    return (isinstance(e, _RowMap) and type(e)._latex is _RowMap._latex and isinstance(e.arg, sp.Transpose)
+            and e.arg.arg.shape[1] == 1 and e.arg.arg.shape[0] != 1)
+
+
+def display_form(expr):
+    """``expr`` as the textbook writes it, for the printers: a row map of a transposed column shown as the map of
+    the column (``softmax(xᵀ)ᵀ`` -> ``softmax(x)``, the row ``softmax(xᵀ)`` -> ``softmax(x)ᵀ``), and the diagonal
+    matrix of a transposed vector as that of the vector (``diag(pᵀ) = diag(p)``).  The value is unchanged."""
+    if not isinstance(expr, sp.Basic) or not expr.args:
+        return expr
+    if isinstance(expr, sp.Transpose) and _column_map(expr.arg):
+        return OfColumn(expr.arg)
+    if _column_map(expr):
+        return sp.Transpose(OfColumn(expr))
+    args = [display_form(a) for a in expr.args]
+    if isinstance(expr, sp.DiagMatrix) and isinstance(args[0], sp.Transpose) and 1 in args[0].arg.shape:
+        return expr.func(args[0].arg)
+    if all(a is b for a, b in zip(args, expr.args)):
+        return expr
+    return expr.func(*args)
+
+
 @dataclass
 class MatrixDerivative:
     """The derivative of ``expr`` with respect to ``wrt``: the gradient (scalar ``expr``) or the pullback
@@ -269,6 +471,9 @@ class MatrixDerivative:
     jacobian: object = None
     rules: list = field(default_factory=list)
     declared: Declared | None = None
+    at: dict | None = None        # the point (Symbol -> number) asked for with at=, and the derivative there
+    value_at: object = None
+    vec_jacobian: object = None   # ∂vec(F)/∂vec(X) of a matrix F by a matrix X, read off the pullback (A X: I ⊗ A)
 
     def kinks(self) -> list:
         """Where the derivative does not exist: the arguments of the sign and step functions it uses (|u|' = sign(u))."""
@@ -298,16 +503,19 @@ class MatrixDerivative:
 
     @property
     def target(self):
-        """The name of the result: ``dX`` (a structured name of the variable's shape)."""
-        if isinstance(self.wrt, sp.MatrixSymbol):
-            return sp.MatrixSymbol("d" + self.wrt.name, *self.wrt.shape)
-        return sp.Symbol("d" + self.wrt.name)
+        """The name of the result: ``dX`` (a :class:`Differential` of the variable)."""
+        return Differential(self.wrt)
 
     def rows(self) -> list:
-        """(lhs, rhs) pairs for the printers: the result, and the Jacobian where there is one."""
-        rows = [(self.target, self.value)]
+        """(lhs, rhs) pairs for the printers: the result, and the Jacobian where there is one, each in
+        :func:`display_form`."""
+        rows = [(self.target, display_form(self.value))]
         if self.jacobian is not None:
-            rows.append((sp.MatrixSymbol("J", *self.jacobian.shape), self.jacobian))
+            rows.append((sp.MatrixSymbol("J", *self.jacobian.shape), display_form(self.jacobian)))
+        if self.vec_jacobian is not None:
+            rows.append((VecPartial(display_form(self.expr), self.wrt), display_form(self.vec_jacobian)))
+        if self.at:
+            rows.append((sp.Subs(self.target, tuple(self.at), tuple(self.at.values())), display_form(self.value_at)))
         return rows
 
     def pretty(self) -> str:
@@ -338,16 +546,38 @@ class MatrixDerivative:
 
         return {"expression": sstr(self.expr), "wrt": str(self.wrt), "kind": self.kind, "result": sstr(self.value),
                 "upstream": None if self.G is None else str(self.G),
-                "jacobian": None if self.jacobian is None else sstr(self.jacobian), "rules": list(self.rules),
+                "jacobian": None if self.jacobian is None else sstr(self.jacobian),
+                "vec_jacobian": None if self.vec_jacobian is None else sstr(self.vec_jacobian), "rules": list(self.rules),
                 "scopes": {n: RULES[n].scope for n in self.rules if n in RULES},
                 "not_differentiable_where_zero": [sstr(k) for k in self.kinks()],
-                "not_differentiable_where_integer": [sstr(k) for k in self.jumps()]}
+                "not_differentiable_where_integer": [sstr(k) for k in self.jumps()],
+                "at": None if not self.at else {str(k): sstr(v) for k, v in self.at.items()},
+                "value_at": None if not self.at else sstr(self.value_at)}
+
+
+_COLLECTORS: list[dict] = []  # the open rules_used() blocks, innermost last
 
 
 def derivative_of(expr, wrt):
     """The gradient of the scalar ``expr`` with respect to ``wrt`` (a MatrixSymbol or Symbol), by the rule table;
-    the pullback for the upstream ``G`` when ``expr`` is a matrix.  Used by ``diff(f, X)`` inside ``verify``."""
-    return _differentiate(expr, wrt).value
+    the pullback for the upstream ``G`` when ``expr`` is a matrix.  Used by ``diff(f, X)`` inside ``verify``; the
+    rules it used are added to every open :func:`rules_used` block."""
+    d = _differentiate(expr, wrt)
+    for collector in _COLLECTORS:
+        collector.update(dict.fromkeys(d.rules))
+    return d.value
+
+
+@contextmanager
+def rules_used():
+    """``with rules_used() as used:`` -- ``used`` collects the names of the rules every :func:`derivative_of` in the
+    block used (``verify`` says what a proof through ``diff(f, X)`` rests on)."""
+    collector: dict = {}
+    _COLLECTORS.append(collector)
+    try:
+        yield collector
+    finally:
+        _COLLECTORS.remove(collector)
 
 
 def _differentiate(expr, wrt, upstream: str = "G") -> MatrixDerivative:
@@ -372,16 +602,22 @@ def _differentiate(expr, wrt, upstream: str = "G") -> MatrixDerivative:
         value = textbook(value)
     else:
         value = sp.factor_terms(value)
-    return MatrixDerivative(expr, wrt, value, G, _jacobian(value, G) if is_matrix(value) else None, list(used))
+    jacobian = _jacobian(value, G) if is_matrix(value) else None
+    vec = _vec_jacobian(value, G) if is_matrix(value) and jacobian is None else None
+    return MatrixDerivative(expr, wrt, value, G, jacobian, list(used), vec_jacobian=vec)
 
 
-def diff(expr, wrt, shapes=None, variables=None, *, upstream: str = "G") -> MatrixDerivative:
+def diff(expr, wrt, shapes=None, variables=None, *, upstream: str = "G", at=None) -> MatrixDerivative:
     """The derivative of ``expr`` (text or a SymPy matrix expression) with respect to the name ``wrt``.
 
     ``shapes`` declares the matrices and vectors (``"A:n,n x:n"`` or ``{"A": "n,n", "x": "n"}``), ``variables``
     the real scalars.  Returns a :class:`MatrixDerivative` (gradient for a scalar expression, pullback for the
     upstream ``G`` otherwise).  Undeclared names, shape mismatches and operations without a rule are one clear
     error (:class:`~seqgrad.errors.ParseError` / :class:`~seqgrad.errors.SeqgradValueError`).
+
+    ``at`` (``"x=0, y=1"`` or a mapping) also gives the derivative at that point of the scalar variables,
+    exactly; a point where the expression is undefined or not differentiable is refused naming the function
+    (:mod:`derive.matcalc_point`).
     """
     declared = Declared(shapes, variables)
     if isinstance(expr, str):
@@ -399,8 +635,18 @@ def diff(expr, wrt, shapes=None, variables=None, *, upstream: str = "G") -> Matr
                          + (", ".join([*declared.matrices, *declared.scalars]) or "none"))
     if upstream in declared.names():
         upstream = "G_" if "G_" not in declared.names() else "G_up"
+    point = None
+    if at is not None:
+        from .matcalc_point import check_point, parse_point
+
+        point = parse_point(at, declared, e)
+        check_point(e, point)
     d = _differentiate(e, target, upstream)
     d.declared = declared
+    if point is not None:
+        from .matcalc_point import value_at
+
+        d.at, d.value_at = point, value_at(d.value, point)
     return d
 
 
@@ -483,6 +729,12 @@ class _Evaluator:
             return o.diag(v(e.args[0]))
         if isinstance(e, sp.DiagonalOf):
             return o.diagonal(v(e.arg))
+        if isinstance(e, sp.KroneckerProduct):
+            return functools.reduce(o.kron, [v(a) for a in e.args])
+        if isinstance(e, Vec):
+            return o.vec(v(e.arg))
+        if isinstance(e, Commutation):
+            return o.commutation(self.size(e.args[0]), self.size(e.args[1]))
         if isinstance(e, sp.Trace):
             return o.trace(v(e.arg))
         if isinstance(e, sp.Determinant):
@@ -496,6 +748,8 @@ class _Evaluator:
             return base ** (int(exp) if exp.is_Integer else v(exp))
         if isinstance(e, (sp.Max, sp.Min)):
             return functools.reduce(o.fn(type(e).__name__), [v(a) for a in e.args])
+        if isinstance(e, sp.Heaviside):  # a step: its value at 0 as written (relu'(0) = 0: Heaviside(z, 0))
+            return o.heaviside(v(e.args[0]), float(e.args[1]) if len(e.args) > 1 else 0.5)
         if isinstance(e, sp.Function) and o.has(type(e).__name__):
             return o.fn(type(e).__name__)(*[v(a) for a in e.args])
         if isinstance(e, sp.Function):  # a composite operation of the registry: evaluated through its definition
@@ -577,6 +831,23 @@ class _NumpyOps:
 
     def item(self, M):
         return M[0, 0]
+
+    def kron(self, a, b):
+        return self.np.kron(a, b)
+
+    def heaviside(self, x, h0):
+        return self.np.heaviside(x, h0)
+
+    def vec(self, A):
+        return A.reshape(-1, order="F").reshape(-1, 1)
+
+    def commutation(self, p, q):
+        """K with K vec(A) = vec(Aᵀ) for A p x q: vec(A)[i + p j] = A[i, j] goes to vec(Aᵀ)[j + q i]."""
+        K = self.np.zeros((p * q, p * q))
+        for i in range(p):
+            for j in range(q):
+                K[j + q * i, i + p * j] = 1.0
+        return K
 
 
 def numpy_ops():

@@ -145,16 +145,30 @@ def _numeric(L, R, declared: Declared, domains: dict, seed: int, points: int):
     return ("holds", good, note, sampled)
 
 
+def _rests_on(used) -> str:
+    """What a proof through ``diff(f, X)`` rests on: the rules of the table it used, each with its scope."""
+    from .rules import RULES
+
+    if not used:
+        return ""
+    return (", the derivative by the rule table, resting on its rules' proofs in derive.rules: "
+            + "; ".join(f"{name} ({RULES[name].scope})" for name in used if name in RULES))
+
+
 def verify_matrix(lhs, rhs, statement: str, shapes, variables, domains: dict, time_limit: float, seed: int,
                   start: float, points: int = 40):
     """The matrix form of :func:`derive.verify` (``shapes`` given): see the module docstring."""
     from .verification import Verdict, _assumption_text, _run
 
+    from .matcalc import rules_used
+
     declared = Declared(shapes, variables)
     if not isinstance(lhs, str) or not isinstance(rhs, str):
         raise SeqgradValueError("lhs", lhs, "text for both sides when shapes are given")
-    L = parse_matrix(lhs.strip(), declared=declared, argument="lhs", calculus=True)
-    R = parse_matrix(rhs.strip(), declared=declared, argument="rhs", calculus=True)
+    with rules_used() as used:
+        L = parse_matrix(lhs.strip(), declared=declared, argument="lhs", calculus=True)
+        R = parse_matrix(rhs.strip(), declared=declared, argument="rhs", calculus=True)
+    rests_on = _rests_on(used)
     if is_matrix(L) != is_matrix(R) or (is_matrix(L) and L.shape != R.shape):
         shape = lambda e: f"{sp.sstr(e.shape[0])} x {sp.sstr(e.shape[1])}" if is_matrix(e) else "a scalar"
         raise SeqgradValueError("rhs", rhs.strip(), f"the shape of the left side ({shape(L)}), not {shape(R)}")
@@ -167,7 +181,7 @@ def verify_matrix(lhs, rhs, statement: str, shapes, variables, domains: dict, ti
         fault = "; the exact reduction said 0 (a fault, reported)" if outcome and outcome[0] == "proved" else ""
         return Verdict("refuted", L, R, numeric[2] + fault, 0, numeric[1], seconds, **common)
     if outcome is not None and outcome[0] == "proved":
-        return Verdict("proved", L, R, f"{outcome[1]}; {numeric[2]}", numeric[1], seconds=seconds,
+        return Verdict("proved", L, R, f"{outcome[1]}{rests_on}; {numeric[2]}", numeric[1], seconds=seconds,
                        sampled=numeric[3], **common)
     note = "no proof within the time limit" if outcome is None else outcome[1]
     status = "holds" if numeric[0] == "holds" else "undecided"

@@ -30,6 +30,7 @@ sqrt(2)*z*exp(-z**2/2)/(2*sqrt(pi)) + erf(sqrt(2)*z/2)/2 + 1/2
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 from typing import Callable
@@ -326,6 +327,47 @@ def _as_lambda(fn, argument: str) -> sp.Lambda:
         raise SeqgradTypeError(argument, value, "a callable that returns a SymPy expression (it returned a "
                                f"{type(value).__name__})")
     return sp.Lambda(u, value)
+
+
+def inline_operation(expr):
+    """``(op, argument)`` when ``expr`` is the definition of a one-argument inline operation of the registry
+    (``Max(0, z)`` is ``relu(z)``, ``Max(z/100, z)`` is ``leaky_relu(z)``), else None."""
+    if not isinstance(expr, sp.Basic) or expr.is_Atom:
+        return None
+    for op in registry.operations():
+        if op.inline and op.arity == (1, 1) and op.name != "identity":
+            w = sp.Wild("w")
+            pattern = op.definition(sympy_namespace(), w)
+            if type(pattern) is type(expr):
+                found = expr.match(pattern)
+                if found and w in found and found[w] != 0:
+                    return op, found[w]
+    return None
+
+
+def diff(expr, x):
+    """``sympy.diff(expr, x)``, except that an inline operation of the registry differentiates by its declared
+    derivative: ``relu(z) = Max(0, z)`` has ``relu'(z) = Heaviside(z, 0)`` (``relu'(0) = 0``, as ``torch.relu``),
+    where SymPy's rule for ``Max`` gives ``Heaviside(z)``, 1/2 at 0.  The derivative keeps the inline form."""
+    opaque: dict = {}
+
+    def hide(e):
+        found = inline_operation(e)
+        if found is None:
+            return e
+        op, arg = found
+        cls = opaque.get(op.name)
+        if cls is None:
+            cls = opaque[op.name] = _node(dataclasses.replace(op, inline=False, builtin=False))
+        return cls(arg)
+
+    hidden = expr.replace(lambda e: isinstance(e, (sp.Max, sp.Min)), hide) if expr.has(sp.Max, sp.Min) else expr
+    d = sp.diff(hidden, x)
+    if not opaque:
+        return d
+    back = {cls: registry.get(name) for name, cls in opaque.items()}
+    ns = sympy_namespace()
+    return d.replace(lambda e: type(e) in back, lambda e: back[type(e)].definition(ns, *e.args))
 
 
 def real_nodes(expr):

@@ -128,7 +128,8 @@ class _StrPrinter(StrPrinter):
         def factor(a):
             text = self._print(a)
             simple = (a.is_symbol or (isinstance(a, Elementwise) and (a.function.expr.is_Function or a.function.expr.is_Add))
-                      or (text.startswith("(") and text.endswith(")") and text.count("(") == 1) or _one_call(text))
+                      or (text.startswith("(") and text.endswith(")") and text.count("(") == 1) or _one_call(text)
+                      or (isinstance(a, sp.Transpose) and text.endswith("ᵀ") and (a.arg.is_symbol or _one_call(text[:-1]))))
             return text if simple else f"({text})"
 
         return " ∘ ".join(factor(a) for a in expr.args)
@@ -146,6 +147,15 @@ class _StrPrinter(StrPrinter):
 
     def _print_DiagonalOf(self, expr):
         return f"diagonal({self._print(expr.arg)})"
+
+    def _print_KroneckerProduct(self, expr):
+        from sympy.printing.precedence import PRECEDENCE
+
+        return " ⊗ ".join(self.parenthesize(a, PRECEDENCE["Mul"]) for a in expr.args)
+
+    def _print_Subs(self, expr):  # a value at a point: dx|(x = 1, y = 2)
+        point = ", ".join(f"{self._print(a)} = {self._print(b)}" for a, b in zip(expr.variables, expr.point))
+        return f"{self._print(expr.expr)}|({point})"
 
 
 def _one_call(text: str) -> bool:
@@ -192,6 +202,14 @@ class _PrettyPrinter(_StrPrinter):
         return out
 
     _print_MatrixSymbol = _print_Symbol
+
+    def _print_OneMatrix(self, expr):
+        """The ones vector as a bold 𝟏 (a number 1 it is not): a column 𝟏, a row 𝟏ᵀ, an n x m block 𝟏 𝟏ᵀ, so that
+        sum(X) reads 𝟏ᵀ X 𝟏."""
+        rows, cols = expr.shape
+        if rows == 1 and cols == 1:
+            return "1"
+        return "𝟏ᵀ" if rows == 1 else ("𝟏" if cols == 1 else "𝟏 𝟏ᵀ")
 
     def _print_Pow(self, expr, rational=False):
         if expr.exp.is_Integer and expr.exp > 1:

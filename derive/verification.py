@@ -430,7 +430,9 @@ def _reducers():
             ("cancelling exponentials", lambda e: rational_zero(e.doit()), True),
             ("trigonometric reduction", lambda e: pythagorean(e.doit()), True),
             ("logarithm expansion", lambda e: sp.expand(sp.expand_log(e.doit())), True),
-            ("index notation", _index_reducer(index_zero), False), ("simplify", lambda e: sp.simplify(e.doit()), True))
+            ("index notation", _index_reducer(index_zero), False), ("simplify", lambda e: sp.simplify(e.doit()), True),
+            ("the operations' definitions (seqgrad.operations) and simplify",
+             lambda e: sp.simplify(e.doit().rewrite("definition")), True))
 
 
 def _index_reducer(index_zero):

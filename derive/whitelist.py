@@ -6,7 +6,7 @@ expressions, :mod:`derive.certified` evaluates numbers with certified bounds
 arities, limits and refusal messages from here, and both read the text through
 :func:`parse_tree`, so a text means the same thing to each.  The scalar functions are the operations
 of the registry (:mod:`seqgrad.operations`): safe_parse reads every one, the certified reader those
-with an interval rule (``claims=True``).  This module imports only the standard library (the registry imports nothing else either).
+with an interval rule (the registry's ``interval=``; every built-in operation has one).  This module imports only the standard library (the registry imports nothing else either).
 
 How text is read, before Python's :mod:`ast` builds the tree (which runs nothing):
 
@@ -216,11 +216,13 @@ class Reader:
 
     def arity(self, fname: str) -> tuple[int, int] | None:
         """(smallest, largest) number of arguments of the scalar function ``fname`` this reader reads
-        (None: not one).  The certified reader reads the claims' functions; safe_parse every operation."""
-        return FUNCTION_ARITY.get(fname)
+        (None: not one).  The certified reader reads the operations with an interval rule (the registry's
+        ``interval``, an operation registered later included); safe_parse every operation."""
+        op = registry.find(fname)
+        return op.arity if op is not None and op.claims else None
 
     def function_names(self):
-        return FUNCTION_ARITY
+        return registry.claims_names()
     def __init__(self, text: str, source: str, argument: str):
         self.text, self.source, self.argument = text, source, argument
 

@@ -14,7 +14,13 @@ Each scalar operation (an activation such as tanh or GELU, a function such as ex
   defined (relu: ``relu'(0) = 0``, as ``torch.relu``);
 * ``latex``: the glyph the LaTeX printer uses (the text printer writes the name; SymPy's own functions
   keep SymPy's glyphs, ``\tanh``, ``\left|z\right|``);
-* ``gamma``: ``sup |phi'|`` where it is finite (the Pascanu bound of the numeric path figures).
+* ``gamma``: ``sup |phi'|`` where it is finite (the Pascanu bound of the numeric path figures);
+* ``interval``: how the certified evaluator of claims (:mod:`derive.certified`) bounds it -- ``"increasing"``
+  or ``"decreasing"`` (a monotone primitive: its mpmath implementation at the two ends of the argument's
+  interval, with guard bits, rounded outward by a margin far above mpmath's accuracy), ``"definition"`` (a
+  composite: its definition in the evaluator's own exact and interval arithmetic; the default of every
+  composite), or ``"rule"`` (a rule of its own there, for a pole, a domain, a period or a jump: ``f_NAME``).
+  A primitive without one is read by the SymPy parser but refused by ``seqgrad claim``.
 
 Definitions and derivatives are written once over a *namespace* ``m`` whose attributes are the registry's
 operations in one backend (``m.exp``, ``m.erf``, ...) plus the structural helpers ``maximum``, ``minimum``,
@@ -25,7 +31,9 @@ twin differentiates, and the parser's whitelist.
 
 >>> get("gelu").arity, get("relu").kink
 ((1, 1), "relu'(0) = 0, as torch.relu")
->>> "erf" in parser_names() and "erf" not in claims_names()   # the parser reads erf; the certified claims do not
+>>> get("erf").interval, get("gelu").interval, get("log").interval
+('increasing', 'definition', 'rule')
+>>> set(claims_names()) == set(parser_names())   # every built-in operation has an interval rule
 True
 """
 
@@ -39,6 +47,9 @@ from .errors import SeqgradTypeError, SeqgradValueError
 
 __all__ = ["Operation", "register", "unregister", "get", "find", "operations", "parser_names", "claims_names",
            "activation_names", "Namespace", "HELPERS"]
+
+#: how the certified evaluator bounds an operation ("": it does not; see the module docstring)
+INTERVAL_KINDS = ("", "increasing", "decreasing", "definition", "rule")
 
 #: the structural helpers every namespace provides besides the operations
 HELPERS = ("maximum", "minimum", "heaviside", "pi", "e")
@@ -62,7 +73,7 @@ class Operation:
     kink: str = ""
     inline: bool = False                # a composite printed as its definition (softplus: log(1 + exp(z)))
     sympy_diff: bool = True             # False: SymPy's own derivative is not the real one (abs: re/im parts)
-    claims: bool = False                # evaluated with certified bounds by derive.certified
+    interval: str = ""                  # how derive.certified bounds it (see the module docstring)
     gamma: float | None = None          # sup |phi'(z)| over the reals, where finite
     note: str = ""
     builtin: bool = field(default=False, repr=False)
@@ -84,12 +95,27 @@ class Operation:
         lo, hi = self.arity
         if not 1 <= lo <= hi:
             raise SeqgradValueError(f"operation {self.name!r}: arity", self.arity, "(smallest, largest) with 1 <= smallest <= largest")
+        if self.interval not in INTERVAL_KINDS:
+            raise SeqgradValueError(f"operation {self.name!r}: interval", self.interval,
+                                    "one of " + ", ".join(repr(k) for k in INTERVAL_KINDS if k))
+        if self.interval in ("increasing", "decreasing") and self.mpmath is None:
+            raise SeqgradValueError(f"operation {self.name!r}: interval", self.interval,
+                                    "a monotone rule needs the primitive's mpmath implementation (mpmath=)")
+        if self.interval == "definition" and self.definition is None:
+            raise SeqgradValueError(f"operation {self.name!r}: interval", self.interval, "a definition= to evaluate")
+        if not self.interval and self.definition is not None:
+            object.__setattr__(self, "interval", "definition")
         if not self.latex:
             object.__setattr__(self, "latex", r"\operatorname{%s}" % self.name.replace("_", r"\_"))
 
     @property
     def primitive(self) -> bool:
         return self.definition is None
+
+    @property
+    def claims(self) -> bool:
+        """True when the certified evaluator of claims bounds it (it has an ``interval`` rule)."""
+        return bool(self.interval)
 
     def implementation(self, backend: str) -> Callable | None:
         """The declared implementation of a primitive in ``backend`` (a function of the backend's module)."""
@@ -219,11 +245,11 @@ def _builtin(**kw) -> None:
 _builtin(name="identity", definition=lambda m, z: z, derivative=lambda m, z, h: 1, inline=True, latex="z", gamma=1.0,
          note="each transition contributes w_h; the state update is linear")
 _builtin(name="tanh", sympy=lambda sp: sp.tanh, numpy=lambda np: np.tanh, torch=lambda t: t.tanh,
-         mpmath=lambda mp: mp.tanh, derivative=lambda m, z, h: 1 - h**2, latex=r"\tanh", claims=True, gamma=1.0,
+         mpmath=lambda mp: mp.tanh, derivative=lambda m, z, h: 1 - h**2, latex=r"\tanh", interval="rule", gamma=1.0,
          note="slope about 1 near 0, small in saturation; phi'(z_t) = 1 - h_t^2")
 _builtin(name="sigmoid", definition=lambda m, z: 1 / (1 + m.exp(-z)), derivative=lambda m, z, h: h * (1 - h),
          numpy=lambda np: lambda z: np.exp(-np.logaddexp(0.0, -z)),  # the overflow-free form
-         torch=lambda t: t.sigmoid, latex=r"\sigma", claims=True, gamma=0.25,
+         torch=lambda t: t.sigmoid, latex=r"\sigma", interval="rule", gamma=0.25,
          note="slope never above 1/4, small in saturation")
 _builtin(name="relu", definition=lambda m, z: m.maximum(0, z), derivative=lambda m, z, h: m.heaviside(z, 0),
          inline=True, latex=r"\max(0, z)", kink="relu'(0) = 0, as torch.relu", gamma=1.0,
@@ -237,39 +263,39 @@ _builtin(name="gelu", definition=lambda m, z: z * (1 + m.erf(z / m.sqrt(2))) / 2
          derivative=lambda m, z, h: (1 + m.erf(z / m.sqrt(2))) / 2 + z * m.exp(-z**2 / 2) / m.sqrt(2 * m.pi),
          latex=r"\operatorname{GELU}", note="the exact (erf) GELU of torch.nn.GELU()")
 _builtin(name="exp", sympy=lambda sp: sp.exp, numpy=lambda np: np.exp, torch=lambda t: t.exp, mpmath=lambda mp: mp.exp,
-         derivative=lambda m, z, h: h, latex=r"\exp", claims=True)
+         derivative=lambda m, z, h: h, latex=r"\exp", interval="rule")
 _builtin(name="log", arity=(1, 2), sympy=lambda sp: sp.log,
          numpy=lambda np: np.log, torch=lambda t: t.log, mpmath=lambda mp: mp.log, derivative=lambda m, z, h: 1 / z,
-         latex=r"\log", claims=True, note="natural logarithm; log(x, b) in base b")
+         latex=r"\log", interval="rule", note="natural logarithm; log(x, b) in base b")
 _builtin(name="sqrt", sympy=lambda sp: sp.sqrt, numpy=lambda np: np.sqrt, torch=lambda t: t.sqrt, mpmath=lambda mp: mp.sqrt,
-         derivative=lambda m, z, h: 1 / (2 * h), latex=r"\sqrt", claims=True)
+         derivative=lambda m, z, h: 1 / (2 * h), latex=r"\sqrt", interval="rule")
 _builtin(name="sin", sympy=lambda sp: sp.sin, numpy=lambda np: np.sin, torch=lambda t: t.sin, mpmath=lambda mp: mp.sin,
-         derivative=lambda m, z, h: m.cos(z), latex=r"\sin", claims=True, gamma=1.0)
+         derivative=lambda m, z, h: m.cos(z), latex=r"\sin", interval="rule", gamma=1.0)
 _builtin(name="cos", sympy=lambda sp: sp.cos, numpy=lambda np: np.cos, torch=lambda t: t.cos, mpmath=lambda mp: mp.cos,
-         derivative=lambda m, z, h: -m.sin(z), latex=r"\cos", claims=True, gamma=1.0)
+         derivative=lambda m, z, h: -m.sin(z), latex=r"\cos", interval="rule", gamma=1.0)
 _builtin(name="tan", sympy=lambda sp: sp.tan, numpy=lambda np: np.tan, torch=lambda t: t.tan, mpmath=lambda mp: mp.tan,
-         derivative=lambda m, z, h: 1 + h**2, latex=r"\tan", claims=True)
+         derivative=lambda m, z, h: 1 + h**2, latex=r"\tan", interval="rule")
 _builtin(name="asin", sympy=lambda sp: sp.asin, numpy=lambda np: np.arcsin, torch=lambda t: t.asin, mpmath=lambda mp: mp.asin,
-         derivative=lambda m, z, h: 1 / m.sqrt(1 - z**2), latex=r"\operatorname{asin}", claims=True)
+         derivative=lambda m, z, h: 1 / m.sqrt(1 - z**2), latex=r"\operatorname{asin}", interval="rule")
 _builtin(name="acos", sympy=lambda sp: sp.acos, numpy=lambda np: np.arccos, torch=lambda t: t.acos, mpmath=lambda mp: mp.acos,
-         derivative=lambda m, z, h: -1 / m.sqrt(1 - z**2), latex=r"\operatorname{acos}", claims=True)
+         derivative=lambda m, z, h: -1 / m.sqrt(1 - z**2), latex=r"\operatorname{acos}", interval="rule")
 _builtin(name="atan", sympy=lambda sp: sp.atan, numpy=lambda np: np.arctan, torch=lambda t: t.atan, mpmath=lambda mp: mp.atan,
-         derivative=lambda m, z, h: 1 / (1 + z**2), latex=r"\operatorname{atan}", claims=True, gamma=1.0)
+         derivative=lambda m, z, h: 1 / (1 + z**2), latex=r"\operatorname{atan}", interval="rule", gamma=1.0)
 _builtin(name="sinh", sympy=lambda sp: sp.sinh, numpy=lambda np: np.sinh, torch=lambda t: t.sinh, mpmath=lambda mp: mp.sinh,
-         derivative=lambda m, z, h: m.cosh(z), latex=r"\sinh", claims=True)
+         derivative=lambda m, z, h: m.cosh(z), latex=r"\sinh", interval="rule")
 _builtin(name="cosh", sympy=lambda sp: sp.cosh, numpy=lambda np: np.cosh, torch=lambda t: t.cosh, mpmath=lambda mp: mp.cosh,
-         derivative=lambda m, z, h: m.sinh(z), latex=r"\cosh", claims=True)
+         derivative=lambda m, z, h: m.sinh(z), latex=r"\cosh", interval="rule")
 _builtin(name="erf", sympy=lambda sp: sp.erf, numpy=lambda np: _numpy_erf(np), torch=lambda t: t.erf,
          mpmath=lambda mp: mp.erf, derivative=lambda m, z, h: 2 * m.exp(-z**2) / m.sqrt(m.pi), latex=r"\operatorname{erf}",
-         gamma=1.1283791670955126)
+         interval="increasing", gamma=1.1283791670955126)
 _builtin(name="abs", sympy=lambda sp: sp.Abs, numpy=lambda np: np.abs, torch=lambda t: t.abs, mpmath=lambda mp: mp.fabs,
-         derivative=lambda m, z, h: m.sign(z), sympy_diff=False, claims=True, latex=r"\left|z\right|",
+         derivative=lambda m, z, h: m.sign(z), sympy_diff=False, interval="rule", latex=r"\left|z\right|",
          kink="abs'(0) = 0 (sign(0) = 0), as torch.abs", gamma=1.0)
 _builtin(name="sign", sympy=lambda sp: sp.sign, numpy=lambda np: np.sign, torch=lambda t: t.sign, mpmath=lambda mp: mp.sign,
-         derivative=lambda m, z, h: 0, sympy_diff=False, latex=r"\operatorname{sign}",
+         derivative=lambda m, z, h: 0, sympy_diff=False, latex=r"\operatorname{sign}", interval="rule",
          kink="sign' = 0 everywhere, 0 included (as torch.sign): no gradient passes a sign", gamma=0.0)
 _builtin(name="floor", sympy=lambda sp: sp.floor, numpy=lambda np: np.floor, torch=lambda t: t.floor,
-         mpmath=lambda mp: mp.floor, derivative=lambda m, z, h: 0, sympy_diff=False, claims=True,
+         mpmath=lambda mp: mp.floor, derivative=lambda m, z, h: 0, sympy_diff=False, interval="rule",
          latex=r"\operatorname{floor}",
          kink="floor' = 0 everywhere, the integers included (as torch.floor): no gradient passes a floor", gamma=0.0)
 

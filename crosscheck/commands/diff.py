@@ -23,6 +23,8 @@ def register(sub) -> None:
     p.add_argument("--wrt", required=True, metavar="NAME", help="the matrix, vector or scalar to differentiate with respect to")
     p.add_argument("--shape", default="", metavar="SHAPES", help='the matrices and column vectors, e.g. "A:n,n x:n" (sizes are names or integers)')
     p.add_argument("--vars", default="", metavar="NAMES", help="real scalar variables, e.g. c,lam")
+    p.add_argument("--at", metavar="POINT", help='the derivative at a point of the scalar variables, e.g. "x=0, y=1" (exact; '
+                                                 'refused, exit 2, where the expression is undefined or not differentiable)')
     p.add_argument("--check", action="store_true", help="compare with torch autograd (float64) at random sizes and values")
     p.add_argument("--trials", type=int, default=4, metavar="N", help="random size/value trials of --check (default 4, 1 to 50)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of --check (default 0)")
@@ -34,13 +36,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from seqgrad.derive.matcalc import diff
+    from seqgrad.derive.matcalc import diff, display_form
     from seqgrad.derive.program import pretty
     from seqgrad.errors import SeqgradValueError
 
     if not 1 <= args.trials <= 50:
         raise SeqgradValueError("--trials", args.trials, "a number of trials from 1 to 50")
-    d = diff(args.expression, args.wrt, args.shape, args.vars)
+    d = diff(args.expression, args.wrt, args.shape, args.vars, at=args.at)
     result = None
     if args.check:
         from seqgrad.crosscheck.matcalc import check
@@ -63,7 +65,7 @@ def run(args) -> int:
         print(d.latex())
     else:
         what = "gradient" if d.kind == "gradient" else f"pullback for the upstream {d.G} = dL/d(expression)"
-        print(f"{pretty(d.expr)}: {what} with respect to {args.wrt}")
+        print(f"{pretty(display_form(d.expr))}: {what} with respect to {args.wrt}")
         print(d.pretty())
         print("rules: " + (", ".join(d.rules) + " (each proved in derive.rules: derive.rules.proved(name))" if d.rules
                            else "the scalar chain rule only (sympy.diff of a scalar expression)"))
