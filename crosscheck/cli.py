@@ -214,22 +214,28 @@ def _main(argv: list[str]) -> int:
     except Exception as exc:
         if signals.received() is not None:  # a library turned the signal's exception into an error of its own
             return _interrupted(signals.exception_for(signals.received()))  # (numpy's import: an ImportError)
-        exc = _in_the_options_words(exc, parser, args)
+        exc = _in_the_options_words(exc, parser, args, argv)
         if isinstance(exc, (UsageError, SeqgradError)) and _wants_json(argv):  # --json always prints an object
             print(json.dumps(_refusal(exc, argv, args), sort_keys=True))
         return _failed(exc)
 
 
-def _in_the_options_words(exc: Exception, parser: Parser, args) -> Exception:
+def _in_the_options_words(exc: Exception, parser: Parser, args, argv: list[str] = ()) -> Exception:
     """A library's refusal of a keyword argument that came from an option (``points=0`` from ``--points 0``)
-    names the option the user typed: ``--points=0 is not allowed: ...``."""
+    names the option the user typed: ``--points=0 is not allowed: ...``.  It came from the option when the
+    refused value is the option's (NaN is its own), or when the user gave that option (the library may show
+    the value as it read it: ``--at "x=0"`` refused as ``x = 0``)."""
     argument = getattr(exc, "argument", None)
     if args is None or not isinstance(exc, (SeqgradValueError, SeqgradTypeError)) or not isinstance(argument, str):
         return exc
     option = _options(parser, args.command).get(argument)
+    if option is None:
+        return exc
     typed = getattr(args, argument, object())
-    if option is None or not (typed is exc.value or typed == exc.value or typed != typed and exc.value != exc.value):
-        return exc  # not the option's value (NaN is its own): the library's own argument of that name
+    same = typed is exc.value or typed == exc.value or (typed != typed and exc.value != exc.value)
+    given = any(a == option or a.startswith(option + "=") for a in argv)
+    if not (same or given):
+        return exc  # the library's own argument of that name, not the option's
     message = str(exc)
     if not message.startswith(f"{argument}="):
         return exc

@@ -222,8 +222,8 @@ def test_an_unreadable_identity_with_json_is_one_unparsable_object(capsys):
 
 
 def test_a_library_argument_that_is_not_the_options_value_keeps_its_name():
-    """Only the option's own value is renamed: a refusal of the library's argument of the same name with
-    another value keeps the library's word (it did not come from the option)."""
+    """Only the option's own value, or an option the user gave, is renamed: a refusal of the library's argument
+    of the same name with another value, the option not given, keeps the library's word."""
     import argparse
 
     from seqgrad.crosscheck import cli
@@ -232,6 +232,8 @@ def test_a_library_argument_that_is_not_the_options_value_keeps_its_name():
     parser = cli.build_parser("verify")
     args = parser.parse_args(["verify", "x = x", "--points", "5"])
     assert str(cli._in_the_options_words(SeqgradValueError("points", 0, "x"), parser, args)).startswith("points=0")
+    typed = ["verify", "x = x", "--points", "5"]
+    assert str(cli._in_the_options_words(SeqgradValueError("points", 0, "x"), parser, args, typed)).startswith("--points=0")
     renamed = cli._in_the_options_words(SeqgradValueError("points", 5, "x"), parser, args)
     assert str(renamed).startswith("--points=5") and isinstance(renamed, SeqgradValueError)
     assert renamed.argument == "--points" and renamed.value == 5
