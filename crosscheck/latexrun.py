@@ -60,13 +60,18 @@ def figure_sets_needed(names: Sequence[str], sections) -> list[str]:
 def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
     from seqgrad.progress import progress as bar
 
-    from .latexdoc import place_figures
+    from .latexdoc import handout_figures, place_figures
     from .parallel import Task, freeze_heap, run_tasks
     from .registry import load_builtin_checks
 
     load_builtin_checks()  # import torch, SymPy and the checks once, here, instead of once per worker
     freeze_heap()  # before forking (and before matplotlib's import, which then need not walk them)
     sets = figure_sets_needed(names, sections) if b.figures_dir is not None else []
+    stems = {set_name: None for set_name in sets}  # None: the whole set
+    if b.handout is not None:  # the handout draws only the figures its sections include
+        shown = handout_figures(b.handout, names)
+        stems = {set_name: [f.split("/", 1)[1] for f in sorted(shown) if f.split("/", 1)[0] == set_name] for set_name in sets}
+        sets = [set_name for set_name in sets if stems[set_name]]
     if sets:
         import matplotlib.figure  # noqa: F401  (the figure sets draw with it)
     tasks = []
@@ -74,7 +79,7 @@ def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
         own = dataclasses.replace(b, figures_written=[], sets_included=set(b.sets_included), _sets={}, deferred=True)
         tasks.append(Task(partial(_build, sections[name], own), partial(_lost, name), WEIGHTS.get(name, 1.0)))
     for set_name in sets:
-        tasks.append(Task(partial(_draw, set_name, b.figures_dir, b.device), partial(_lost, f"figures {set_name}"),
+        tasks.append(Task(partial(_draw, set_name, b.figures_dir, b.device, stems[set_name]), partial(_lost, f"figures {set_name}"),
                           FIGURE_WEIGHTS.get(set_name, 1.0)))
     done: dict[int, tuple] = dict(bar(run_tasks(tasks, jobs), len(tasks), "notes sections and figures", enabled=progress))
     written = {set_name: done[len(names) + k] for k, set_name in enumerate(sets)}
@@ -83,7 +88,7 @@ def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
     for i, name in enumerate(names):  # what the serial build would have left in b
         b.sets_included |= done[i][2]
         b.notation._used.update(done[i][3])  # the renames the worker's formulas applied
-    place = partial(place_figures, written=written, tex_dir=b.tex_dir)
+    place = partial(place_figures, written=written, b=b)
     return [_with_figures(done[i][0], place) for i in range(len(names))]
 
 
@@ -94,12 +99,13 @@ def _with_figures(built, place):
     return dataclasses.replace(built, body=place(built.body))
 
 
-def _draw(set_name: str, figures_dir, device: str) -> dict:
+def _draw(set_name: str, figures_dir, device: str, stems=None) -> dict:
     from pathlib import Path
 
     from .figures import figure_sets
 
-    return {Path(p).stem: Path(p) for p in figure_sets()[set_name].write(Path(figures_dir) / set_name, "pdf", device)}
+    return {Path(p).stem: Path(p) for p in figure_sets()[set_name].write(Path(figures_dir) / set_name, "pdf", device,
+                                                                         stems=stems)}
 
 
 def _build(section, b) -> tuple:

@@ -360,7 +360,7 @@ def gates_section(b) -> Part:
                         "gate inside it (the term with `w_hr`).", b),
                  _display([(J, split.full), (sp.Symbol("\\text{carry}"), split.carry),
                            (sp.Symbol("\\text{gates and candidate}"), split.gate_terms)], b)]
-    shown = " (Figure~\\ref{fig:gradient-flow-rnn-gru-lstm})" if b.figures_dir is not None else ""
+    shown = " (Figure~\\ref{fig:gradient-flow-rnn-gru-lstm})" if b.shows("paths", "gradient-flow-rnn-gru-lstm") else ""
     body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 keeps the product of "
                        "carries near 1 over many steps", b) + shown + ".")
     body.append(_figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
@@ -633,6 +633,19 @@ def conv_section(b) -> Part:
 ORDER = (("rnn", rnn_section), ("paths", paths_section), ("gates", gates_section), ("positional", positional_section),
          ("attention", attention_section), ("residual", residual_section), ("encoder", encoder_section),
          ("decoder", decoder_section), ("conv", conv_section))
+
+
+#: The handout (``seqgrad latex --standalone``): the one figure of each section that shows its point, as
+#: ``set/stem`` of :mod:`crosscheck.figures`; the full notes include every figure of the sections' sets.
+HANDOUT = {
+    "paths": ("paths/fig3-left-power-curves",),  # a factor rho raised to the path length: vanishes or explodes
+    "gates": ("paths/gradient-flow-rnn-gru-lstm",),  # a gate near 1 keeps the carry product near 1
+    "positional": ("positional/positional_encoding_d128",),  # one frequency per pair of coordinates
+    "residual": ("depth/gradient-near-output-vs-depth",),  # pre-norm's gradient falls like 1/sqrt(L)
+    "encoder": ("encoder/fig10_A",),  # the attention weights of the worked example
+    "decoder": ("decoder/decoder_cross_attention",),  # which source word each generated token reads
+    "conv": ("conv/conv_receptive_field",),  # the receptive field, measured and by the formula
+}
 
 
 # --------------------------------------------------------------------------- front matter

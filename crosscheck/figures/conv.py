@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import sys
+
 import numpy as np
 
-from . import arguments
+from . import arguments, chosen
 
 NAME = "conv"
 
@@ -64,13 +66,16 @@ def plot_receptive_field(ax, reads: list[np.ndarray], kernels, strides, formula:
     return {"points": points, "extent": extent}
 
 
-def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
+def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> list[Path]:
+    """Write the figure into ``out_dir`` as a ``fmt`` file and return its path (none for ``stems=[]``)."""
     from matplotlib.figure import Figure
 
     from seqgrad.derive.conv import receptive_field
     from seqgrad.atomic import save_figure
 
     fmt = arguments(fmt, device)  # the influence maps are computed on the CPU; the device does not change them
+    if not chosen(sys.modules[__name__], stems):
+        return []
     fig = Figure(figsize=(9, 5), layout="constrained")
     axes = fig.subplots(2, 1)
     for ax, strides in zip(axes, ([1, 1, 1], [2, 2, 1])):

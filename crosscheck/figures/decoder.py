@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import sys
+
 import numpy as np
 
-from . import arguments
+from . import arguments, chosen
 
 NAME = "decoder"
 
@@ -41,13 +43,16 @@ def plot_cross_attention(ax, weights: np.ndarray, source: list[str], steps: list
     return {"image": image, "texts": texts}
 
 
-def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
+def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> list[Path]:
+    """Write the figure into ``out_dir`` as a ``fmt`` file and return its path (none for ``stems=[]``)."""
     from matplotlib.figure import Figure
 
     from seqgrad.numeric.decoder import lesson_example
     from seqgrad.atomic import save_figure
 
     fmt = arguments(fmt, device)  # the lesson's toy model runs on the CPU; the device does not change it
+    if not chosen(sys.modules[__name__], stems):
+        return []
     model, sv, tv, _ = lesson_example()
     gen = model.generate(sv.encode("I love ML"), 10, attention=True)
     A = np.stack([s.cross_attention.numpy() for s in gen.steps], axis=1)  # heads x steps x source

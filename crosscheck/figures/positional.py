@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import sys
+
 import numpy as np
 
-from . import arguments
+from . import arguments, chosen
 
 NAME = "positional"
 HELP = "the sinusoidal positional encoding for D = 128 and 100 positions"
@@ -17,7 +19,8 @@ HELP = "the sinusoidal positional encoding for D = 128 and 100 positions"
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
     "positional_encoding_d128": "Sinusoidal positions for width 128 and 100 positions: the first coordinates oscillate "
-        "fast, the last ones hardly change over 100 positions (their wavelengths reach 10000 times `2*pi`).",
+        "fast (coordinate 0 changes sign 32 times), the last ones hardly change over 100 positions (the last pair's "
+        "wavelength, `2*pi` over its frequency, is about 54000 positions).",
 }
 
 
@@ -31,14 +34,16 @@ def plot_positional_encoding(ax, P) -> dict:
     return {"image": image}
 
 
-def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
-    """Write the figure into ``out_dir`` as a ``fmt`` file and return its path."""
+def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> list[Path]:
+    """Write the figure into ``out_dir`` as a ``fmt`` file and return its path (none for ``stems=[]``)."""
     from matplotlib.figure import Figure
 
     from seqgrad.atomic import save_figure
     from seqgrad.numeric.positions import sinusoidal
 
     fmt = arguments(fmt, device)  # the encoding is a formula: the device does not change it
+    if not chosen(sys.modules[__name__], stems):
+        return []
     fig = Figure(figsize=(6.5, 4.2), layout="constrained")
     ax = fig.subplots()
     art = plot_positional_encoding(ax, sinusoidal(100, 128).numpy())
