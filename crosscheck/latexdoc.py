@@ -605,19 +605,19 @@ def write(path: str | Path, sections: Sequence[str] | str | None = None, notatio
     one per point.  The figures are written into a fresh folder that replaces the old one in one step once the
     document is written; on an error nothing is replaced and nothing is left behind, and a document without
     figures leaves no folder."""
-    from seqgrad.atomic import atomic_directory
+    from seqgrad.atomic import COMPANION, atomic_directory
 
     path = Path(path)
     if path.suffix != ".tex":
         raise SeqgradValueError("OUT", str(path), "a file name ending in .tex")
     folder = path.parent / f"{path.stem}-figures"
-    with atomic_directory(folder) as fresh:
+    # the document and its figures are replaced together; without figures, no folder (the old one held the old
+    # document's figures)
+    with atomic_directory(folder, companion=path, keep_empty=False) as fresh:
         body = render(sections, notation, tex_dir=path.parent, figures_dir=fresh, figures_link=folder, device=device,
                       proof_seconds=proof_seconds, digits=digits, jobs=jobs, appendix=appendix, progress=progress,
                       handout=standalone)
-        write_text(path, body)
-    if not any(folder.iterdir()):  # no section drew a figure: no folder (the old one held the old document's)
-        folder.rmdir()
+        write_text(fresh / COMPANION, body)
     return path
 
 
