@@ -67,8 +67,20 @@ def _number(x: float, notation) -> str:
     return f"${mantissa}$" if exponent == 0 else f"${mantissa} \\cdot 10^{{{exponent}}}$"
 
 
+def for_scope(text: str) -> str:
+    """A proof's scope as the words after "proved": ``all $d \\geq 1$`` -> ``for every $d \\geq 1$``,
+    ``instance $L = 3$`` -> ``for the case $L = 3$``.
+
+    >>> for_scope("all $n \\geq 1$"), for_scope("instance $L = 3$, $d = 2$")
+    ('for every $n \\geq 1$', 'for the case $L = 3$, $d = 2$')
+    """
+    text = re.sub(r"(^|;\s*)all\b", r"\1every", text.strip())
+    text = re.sub(r"(^|;\s*)instance\b", r"\1the case", text)
+    return "for " + text
+
+
 def proof_mark(b, names: Sequence[str]) -> str:
-    """"proved symbolically for all d >= 1" for the catalogue entries ``names`` (each proved now, within the
+    """"proved for every d >= 1" for the catalogue entries ``names`` (each proved now, within the
     document's time for a proof); "NOT proved" where one fails, "not proved within S s here" where one is slow."""
     from seqgrad.derive import catalogue
     from seqgrad.derive.prose import scope
@@ -84,12 +96,12 @@ def proof_mark(b, names: Sequence[str]) -> str:
         elif not proof.holds:
             bad.append(name)
         else:
-            text = scope(entry.scope).latex(b.notation)
+            text = for_scope(scope(entry.scope).latex(b.notation))
             if text not in said:
                 said.append(text)
     out = []
     if said:
-        out.append("proved symbolically (" + "; ".join(said) + ")")
+        out.append("proved " + "; ".join(said))
     if bad:
         out.append(f"\\textbf{{{len(bad)} statement{'s' if len(bad) > 1 else ''} NOT proved}}")
     if slow:
@@ -98,8 +110,9 @@ def proof_mark(b, names: Sequence[str]) -> str:
 
 
 def check_mark(results: Sequence, device: str, notation=None) -> str:
-    """"checked against torch autograd in float64 (9 checks), largest error 5.3·10^-15" for check ``results``;
-    a failure or an error is said in bold, never hidden in the largest error."""
+    """"checked numerically in double precision (all 9 checks passed, largest error 5.3·10^-15)" for check
+    ``results`` (the device named unless it is the CPU); a failure or an error is said in bold, never hidden in the
+    largest error."""
     if not results:
         return ""
     from seqgrad.derive.latex_settings import DEFAULT
@@ -107,8 +120,11 @@ def check_mark(results: Sequence, device: str, notation=None) -> str:
     failed = [r for r in results if r.status in ("fail", "error")]
     passed = [r for r in results if r.status == "pass"]
     errors = [r.max_abs_error for r in passed if r.max_abs_error is not None and math.isfinite(r.max_abs_error)]
-    text = f"checked numerically in float64 on {device} ({len(passed)} of {len(results)} checks passed"
-    text += f", largest absolute error {_number(max(errors), notation or DEFAULT)})" if errors else ")"
+    where = "" if device == "cpu" else f" on {device}"
+    counted = (f"all {len(results)} checks passed" if len(passed) == len(results) > 1 else "the check passed"
+               if len(passed) == len(results) else f"{len(passed)} of {len(results)} checks passed")
+    text = f"checked numerically in double precision{where} ({counted}"
+    text += f", largest error {_number(max(errors), notation or DEFAULT)})" if errors else ")"
     if failed:
         text += f"; \\textbf{{{len(failed)} failed}}"
     return text
@@ -270,8 +286,8 @@ def paths_section(b) -> Part:
 
     scalar = builtin_cells.rnn_cell().general()
     vector = builtin_cells.rnn_cell(sizes={"D": 2, "H": 3, "C": 1}).general()
-    t, s, j = sp.symbols("t s j", integer=True)
-    h = lambda k: sp.Symbol(f"h_{{{sp.latex(k)}}}")  # noqa: E731  (a step symbol h_{t}, h_{s})
+    t, s, j = sp.symbols("t tau j", integer=True)  # s: the earlier step, tau (s is a standard deviation)
+    h = lambda k: sp.Symbol(f"h_{{{sp.latex(k)}}}")  # noqa: E731  (a step symbol h_{t}, h_{\tau})
     Jj = sp.Symbol("J_j")
     checks = section_checks(b, ["rnn.path_products", "gated.figure3_*", "gated.pascanu_bound", "gated.fact.*"])
     mark = verification(b, checks=checks, source=sources(checks), appendix="paths")
@@ -279,17 +295,17 @@ def paths_section(b) -> Part:
     rho = sp.Symbol("rho", positive=True)  # the bound on a factor (r is the GRU's reset gate)
     ordered = OrderedProduct(sp.Indexed("J", j), j, s + 1, t)
     body = [
-        _words("The gradient that step `t` sends back to an earlier state `h_s` is a product of one Jacobian per step "
+        _words("The gradient that step `t` sends back to an earlier state {hs} is a product of one Jacobian per step "
                "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`, the latest step's first, "
-               "{ordered}:", b, prev=_s("h_{j-1}"), ordered=ordered),
+               "{ordered}:", b, prev=_s("h_{j-1}"), ordered=ordered, hs=h(s)),
         _display([(Partial(h(s), of=h(t)), sp.Product(Jj, (j, s + 1, t))), (Jj, _step(scalar.transition(), j))], b),
         _words("for the scalar cell, and for the vector cell", b),
         _display([(sp.MatrixSymbol("J_j", 3, 3), _step(vector.transition(), j))], b),
         _words("The Jacobians are in numerator layout: row `k` of `J_j` holds the derivatives of entry `k` of `h_j` "
-               "(the denominator runs along the columns, although the states are rows), so the gradient with respect to `h_s`, a "
-               "row, is the gradient with respect to `h_t` multiplied on the right by {ordered}.", b, ordered=ordered),
+               "(the denominator runs along the columns, although the states are rows), so the gradient with respect to {hs}, a "
+               "row, is the gradient with respect to `h_t` multiplied on the right by {ordered}.", b, ordered=ordered, hs=h(s)),
         _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1. So when every factor "
-               "has absolute value (for the vector cell: norm) at most `rho`, the product over `t - s` steps is at most "
+               "has absolute value (for the vector cell: norm) at most `rho`, the product over `t - tau` steps is at most "
                "{bound} in absolute value (in norm): it vanishes geometrically for `rho < 1`, and it may explode for "
                "`rho > 1`. Worked example, four steps:", b,
                bound=sp.Pow(rho, t - s, evaluate=False)) + mark,
@@ -688,7 +704,7 @@ def notation_rows(b) -> list[tuple]:
         (M("W_x", H, D), "input weights of the vector cell, stored output by input", Shape(H, D)),
         (M("W_h", H, H), "recurrent weights", Shape(H, H)), (M("W_o", C, H), "output weights", Shape(C, H)),
         (sp.Symbol("b"), "a bias", one),
-        (sp.Symbol("s"), "an earlier step, the start of a path back in time", one),
+        (sp.Symbol("tau"), "an earlier step, the start of a path back in time", one),
         (sp.Symbol("rho"), "a bound on the absolute value (the norm) of every factor of a path product", one),
         (sp.Symbol("g_t^h"), "gradient of the loss with respect to the state at step t", Shape(1, H)),
         (sp.Symbol("g_t^z"), "gradient with respect to the pre-activation at step t", Shape(1, H)),
@@ -710,7 +726,8 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("d"), "model width of the Transformer; D, H, C are the input, state and output widths of a cell", one),
         (sp.Symbol("d_model"), "model width d, so named in the parameter counts", one),
         (sp.Symbol("d_ff"), "width of the hidden layer of the feed-forward sublayer (MLP)", one),
-        (sp.Symbol("P_layer"), "number of parameters of one decoder layer; with the subscript stack, of the stack of N layers", one),
+        (sp.Symbol("N_{\\mathrm{layer}}"), "number of parameters of one decoder layer; with the subscript stack, of the stack "
+         "of 6 layers", one),
         (M("X", T, d), "rows of a block's input, one per token", Shape(T, d)),
         (M("W_Q", d_k, d), "query map", Shape(d_k, d)), (M("W_K", d_k, d), "key map", Shape(d_k, d)),
         (M("W_V", d_v, d), "value map", Shape(d_v, d)),

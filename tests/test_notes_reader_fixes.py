@@ -44,11 +44,12 @@ def test_the_notation_table_defines_what_the_body_uses(tmp_path):
     assert "the matrix after the d (same shape)" not in table
     for symbol in (r"$\operatorname{mean}(\mathbf{X})$", r"$\operatorname{rowsum}(\mathbf{X})$",
                    r"$\operatorname{normalize}(\mathbf{X})$", r"$s_{\epsilon}(\mathbf{X})$", r"$\mu_{i}$", r"$v_{i}$",
-                   r"$\rho$", "$q$", "$E_{seq}$", "$P$", "$d_{model}$", "$d_{ff}$", "$P_{layer}$"):
+                   r"$\rho$", "$q$", "$E_{seq}$", "$P$", "$d_{model}$", "$d_{ff}$", r"$N_{\mathrm{layer}}$", r"$\tau$"):
         assert "\n" + symbol + " & " in table, symbol
     assert "\n" + r"$\mathbf{1}^{\top}$ & row of ones" in table and r"& $1 \times T$ \\" in table
     symbols = [line.split(" & ")[0] for line in table.splitlines() if line.count(" & ") == 2]
     assert "$r$" not in symbols  # r is the reset gate's letter only
+    assert "$s$" not in symbols and "$P_{layer}$" not in symbols  # s: a standard deviation only; P: the positions only
     assert len(symbols) == len(set(symbols))
 
 
@@ -62,7 +63,8 @@ def test_layernorm_gives_its_row_statistics_and_the_row_of_ones(tmp_path):
 
 def test_the_path_product_says_its_order_layout_and_bound(tmp_path):
     body = notes.paths_section(_build(tmp_path)).body
-    assert r"{J}_{t} {J}_{t - 1} \cdots {J}_{s + 1}" in body and "numerator layout" in body
+    assert r"{J}_{t} {J}_{t - 1} \cdots {J}_{\tau + 1}" in body and "numerator layout" in body
+    assert r"$\rho^{t - \tau}$" in body and r"state $h_{\tau}$" in body and "h_{s}" not in body  # tau: the earlier step
     assert r"\left|{g^{h}_{0}}\right| &\le \rho^{3} \left|{g^{h}_{3}}\right|" in body
     assert "at most $r$" not in body
 
