@@ -377,8 +377,9 @@ def gates_section(b) -> Part:
                  _display([(J, split.full), (sp.Symbol("\\text{carry}"), split.carry),
                            (sp.Symbol("\\text{gates and candidate}"), split.gate_terms)], b)]
     shown = " (Figure~\\ref{fig:gradient-flow-rnn-gru-lstm})" if b.shows("paths", "gradient-flow-rnn-gru-lstm") else ""
-    body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 keeps the product of "
-                       "carries near 1 over many steps", b) + shown + ".")
+    body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
+                       "carries shrink only by the gate's value per step, where a plain RNN's product shrinks by its "
+                       "slope times its weight at every step", b) + shown + ".")
     body.append(_figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
     appendix = check_status("gates", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)
@@ -658,7 +659,7 @@ HANDOUT = {
     "gates": ("paths/gradient-flow-rnn-gru-lstm",),  # a gate near 1 keeps the carry product near 1
     "positional": ("positional/positional_encoding_d128",),  # one frequency per pair of coordinates
     "residual": ("depth/gradient-near-output-vs-depth",),  # pre-norm's gradient falls like 1/sqrt(L)
-    "encoder": ("encoder/fig10_A",),  # the attention weights of the worked example
+    "encoder": ("encoder/fig08_begins_contributions",),  # a row of the output, the sum of weighted values (A is a table)
     "decoder": ("decoder/decoder_cross_attention",),  # which source word each generated token reads
     "conv": ("conv/conv_receptive_field",),  # the receptive field, measured and by the formula
 }

@@ -171,7 +171,7 @@ def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0, gate_bia
     ax.set_ylim(bottom=floor)
     ax.axhline(floor, color="0.6", lw=0.8, ls=":")
     ax.set_xlabel(r"distance $T - 1 - \tau$ (steps back from the loss)")
-    ax.set_ylabel("gradient norm (cut at float64 machine epsilon)")
+    ax.set_ylabel("gradient norm (down to machine epsilon)")
     ax.set_title(f"Gates held open keep the gradient (H = {width}, T = {T})")
     ax.legend(fontsize=7.5, ncol=1, loc="lower left")
     return artists

@@ -160,3 +160,67 @@ def test_receptive_field_caption():
             positions = conv.influence([3] * layer, strides[:layer])[0]
             assert positions.max() - positions.min() + 1 == int(receptive_field([3] * layer, strides[:layer]))
         assert reads[0].max() - reads[0].min() + 1 == int(receptive_field([3, 3, 3], strides))
+
+
+def test_contributions_caption():
+    """'Most of it comes from journey, miles and begins': the three largest weighted values of the query begins,
+    together more than half of all of them (in norm)."""
+    from seqgrad.numeric import course
+
+    caption = figure_sets()["encoder"].CAPTIONS["fig08_begins_contributions"]
+    C = course.trace("attention_on_H0")["head1.contrib"][6].detach().numpy()
+    tokens = course.TEXT.split()
+    norms = np.linalg.norm(C, axis=1)
+    largest = sorted(np.argsort(norms)[-3:])
+    assert [tokens[i] for i in largest] == ["journey", "miles", "begins"]
+    assert "from journey, miles and begins" in caption and norms[largest].sum() > norms.sum() / 2
+
+
+# --------------------------------------------------------------------------- what a reader sees in a figure
+
+def test_no_caption_reads_like_code():
+    """Captions are words and typeset formulas: no identifier with an underscore, option, dtype or call outside the
+    backquoted formulas (``float64`` is 'double precision' in words)."""
+    for name, module in figure_sets().items():
+        for stem, caption in module.CAPTIONS.items():
+            plain = re.sub(r"`[^`]*`", "", caption)
+            assert not re.findall(r"\w*_\w*|--\w+|float\d+|\w+\(|\[", plain), (name, stem)
+
+
+def _drawn(monkeypatch, set_name: str, stem: str, tmp_path):
+    """The matplotlib figure that set ``set_name`` saves for ``stem``, drawn."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from seqgrad import atomic
+
+    figures, save = [], atomic.save_figure
+    def capture(fig, path, **kw):
+        figures.append(fig)
+        return save(fig, path, **kw)
+    module = figure_sets()[set_name]
+    monkeypatch.setattr(atomic, "save_figure", capture)
+    if hasattr(module, "save_figure"):  # imported at the top of the set's module
+        monkeypatch.setattr(module, "save_figure", capture)
+    figure_sets()[set_name].write(tmp_path, "pdf", "cpu", stems=[stem])
+    (fig,) = figures
+    FigureCanvasAgg(fig).draw()
+    return fig
+
+
+@pytest.mark.parametrize("figure", sorted({f for figs in notes.HANDOUT.values() for f in figs}))
+def test_a_handout_figure_has_no_label_under_another_panel_and_no_code_in_its_labels(figure, monkeypatch, tmp_path):
+    """No title or axis label of a panel runs under another panel or its colour bar (the decoder's x label ran under
+    the colour bar), and the labels are words and formulas, not code (``kernels [3, 3, 3]``, ``float64``)."""
+    set_name, stem = figure.split("/")
+    fig = _drawn(monkeypatch, set_name, stem, tmp_path)
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        for label in (ax.title, ax.xaxis.label, ax.yaxis.label):
+            if not label.get_visible() or not label.get_text().strip():
+                continue
+            box = label.get_window_extent(renderer)
+            for other in fig.axes:
+                if other is not ax and not (other.bbox.bounds == ax.bbox.bounds):
+                    assert not box.overlaps(other.get_window_extent(renderer)), (figure, label.get_text())
+            plain = re.sub(r"\$[^$]*\$", "", label.get_text())
+            assert not re.search(r"\[|float\d+|\w_\w", plain), (figure, label.get_text())

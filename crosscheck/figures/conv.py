@@ -62,7 +62,8 @@ def plot_receptive_field(ax, reads: list[np.ndarray], kernels, strides, formula:
     ax.set_yticks(range(len(reads)), ["input"] + [f"layer {l}" for l in range(1, len(reads))])
     ax.set_ylim(-0.8, len(reads) - 0.5)
     ax.set_xlabel("input position (units drawn at the centre of the input they read)")
-    ax.set_title(f"kernels {list(kernels)}, strides {list(strides)}: measured extent {extent}, formula r = {formula}")
+    ax.set_title(f"kernel sizes {', '.join(map(str, kernels))}, strides {', '.join(map(str, strides))}: "
+                 f"measured extent {extent}, formula {formula}")
     return {"points": points, "extent": extent}
 
 
@@ -76,7 +77,7 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> l
     fmt = arguments(fmt, device)  # the influence maps are computed on the CPU; the device does not change them
     if not chosen(sys.modules[__name__], stems):
         return []
-    fig = Figure(figsize=(9, 5), layout="constrained")
+    fig = Figure(figsize=(6.5, 4.6), layout="constrained")  # the text's width: labels at the size drawn
     axes = fig.subplots(2, 1)
     for ax, strides in zip(axes, ([1, 1, 1], [2, 2, 1])):
         kernels = [3, 3, 3]

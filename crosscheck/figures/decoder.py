@@ -34,8 +34,8 @@ def plot_cross_attention(ax, weights: np.ndarray, source: list[str], steps: list
     image = ax.imshow(weights, vmin=0.0, vmax=1.0, cmap="viridis")
     ax.set_xticks(range(len(source)), source)
     ax.set_yticks(range(len(steps)), steps)
-    ax.set_xlabel("source position (encoder memory, K and V)")
-    ax.set_ylabel("generation step (query from the decoder)")
+    ax.set_xlabel("source word (keys, values)")
+    ax.set_ylabel("generation step (query)")
     if title:
         ax.set_title(title)
     texts = [ax.text(j, i, format_sigfig(v), ha="center", va="center", fontsize=8, color="w" if v < 0.6 else "k")

@@ -33,7 +33,7 @@ CAPTIONS = {
         "Theorem 1), slower than the dotted `1/sqrt(L)` line for shallow stacks and faster for deep ones, so the curve "
         "crosses it. Post-norm: it keeps its size (fitted slope 0.00).",
     "jacobian-product-singular-values-pre-norm": "Singular values of the depth Jacobian product of pre-norm stacks: with "
-        "the residual bypass (solid) all 32 stay above the float64 noise floor at every depth, the smallest above 0.004; "
+        "the residual bypass (solid) all 32 stay above the rounding-noise floor of double precision at every depth, the smallest above 0.004; "
         "without it (dashed) all but a few collapse to the floor. Each curve stops at its noise floor.",
     "jacobian-product-singular-values-post-norm": "The same for post-norm stacks: the LayerNorm after each addition "
         "rescales the path. For two or more layers the residual keeps more directions above the noise floor than "

@@ -28,9 +28,9 @@ def plot_positional_encoding(ax, P) -> dict:
     """Heatmap of a sinusoidal encoding: positions down, coordinates across."""
     P = np.asarray(P, float)
     image = ax.imshow(P, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
-    ax.set_xlabel("coordinate j")
-    ax.set_ylabel("position t")
-    ax.set_title(f"sinusoidal positions, D = {P.shape[1]}, T = {P.shape[0]}")
+    ax.set_xlabel("coordinate (pair j holds coordinates 2j and 2j + 1)")
+    ax.set_ylabel("position pos")
+    ax.set_title(f"sinusoidal positions, D = {P.shape[1]}, {P.shape[0]} positions")
     return {"image": image}
 
 
@@ -47,5 +47,5 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> l
     fig = Figure(figsize=(6.5, 4.2), layout="constrained")
     ax = fig.subplots()
     art = plot_positional_encoding(ax, sinusoidal(100, 128).numpy())
-    fig.colorbar(art["image"], ax=ax, label=r"$PE(t, j)$, from $-1$ to $1$")
+    fig.colorbar(art["image"], ax=ax, label=r"$\mathrm{PE}(\mathrm{pos}, \cdot)$, from $-1$ to $1$")
     return [save_figure(fig, Path(out_dir) / f"positional_encoding_d128.{fmt}")]
