@@ -298,9 +298,10 @@ def paths_section(b) -> Part:
         _words("The gradient that step `t` sends back to an earlier state {hs} is a product of one Jacobian per step "
                "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`, the latest step's first, "
                "{ordered}:", b, prev=_s("h_{j-1}"), ordered=ordered, hs=h(s)),
-        _display([(Partial(h(s), of=h(t)), sp.Product(Jj, (j, s + 1, t))), (Jj, _step(scalar.transition(), j))], b),
-        _words("for the scalar cell, and for the vector cell", b),
-        _display([(sp.MatrixSymbol("J_j", 3, 3), _step(vector.transition(), j))], b),
+        # one display: the product and the factor of both cells belong together (one alignment)
+        _display([(Partial(h(s), of=h(t)), sp.Product(Jj, (j, s + 1, t))),
+                  (Jj, _step(scalar.transition(), j), ("  (scalar cell)",)),
+                  (sp.MatrixSymbol("J_j", 3, 3), _step(vector.transition(), j), ("  (vector cell)",))], b),
         _words("The Jacobians are in numerator layout: row `k` of `J_j` holds the derivatives of entry `k` of `h_j` "
                "(the denominator runs along the columns, although the states are rows), so the gradient with respect to {hs}, a "
                "row, is the gradient with respect to `h_t` multiplied on the right by {ordered}.", b, ordered=ordered, hs=h(s)),

@@ -67,6 +67,9 @@ def test_the_path_product_says_its_order_layout_and_bound(tmp_path):
     assert r"$\rho^{t - \tau}$" in body and r"state $h_{\tau}$" in body and "h_{s}" not in body  # tau: the earlier step
     assert r"\left|{g^{h}_{0}}\right| &\le \rho^{3} \left|{g^{h}_{3}}\right|" in body
     assert "at most $r$" not in body
+    # the product and the factors of both cells are one display, aligned together
+    first = body[body.index("\\begin{align*}"):body.index("\\end{align*}")]
+    assert "\\prod_{j=\\tau + 1}^{t}" in first and "(scalar cell)" in first and "(vector cell)" in first
 
 
 def test_the_gated_examples_name_their_paths(tmp_path):
