@@ -259,7 +259,7 @@ def rnn_section(b) -> Part:
         _display(_rows(scalar.gradient_rows()), b),
         _words("The vector cell has the same structure. Rows are vectors ({x} is {xshape}, {h} is {hshape}), weights are "
                "stored output by input and applied as {xW}, so the transposes appear in the gradients:", b,
-               x=_s("x_t", 1, 2), h=_s("h_t", 1, 3), xshape=Shape(_s("1"), _s("D")), hshape=Shape(_s("1"), _s("H")),
+               x=_s("x_t", 1, 2), h=_s("h_t", 1, 3), xshape=Shape(_s("1"), _s("d_x")), hshape=Shape(_s("1"), _s("d_h")),
                xW=_s("x_t", 1, 2) * _s("W_x", 3, 2).T),
         _display(_rows(vector.backward_rows() + vector.gradient_rows()), b),
         "\\subsection{Worked example: three steps}",
@@ -394,7 +394,7 @@ def positional_section(b) -> Part:
     from .latexdoc import shift_report_rows
     from seqgrad.derive.latex_layout import tabular
 
-    pos, k, j, D = sp.symbols("pos k j D", integer=True)
+    pos, k, j, D = sp.symbols("pos k j d", integer=True)  # d: the encoding's width, the model's
     omega = sp.Symbol("omega_j")
     PE = sp.Function("PE")
     shift = catalogue.get("pe-shift")  # exact identities: proved (the appendix lists every one of them, proved now)
@@ -410,7 +410,7 @@ def positional_section(b) -> Part:
                "{angle}, for every width and every pair; the rotation does not depend on `pos`, so a fixed offset is "
                "a fixed linear map:", b, angle=_s("omega") * _s("k")) + mark,
         _display([(shift.statement().lhs, shift.statement().rhs)], b),
-        _words("Worked example, an odd width `D = 5`: the two pairs rotate, and the last coordinate is a sine without a "
+        _words("Worked example, an odd width `d = 5`: the two pairs rotate, and the last coordinate is a sine without a "
                "partner, which no scalar factor shifts. In the table {Rk} is the block-diagonal matrix of one rotation "
                "per pair, the matrix above at that pair's frequency, and {alpha} stands for any number that depends on "
                "`k` alone:", b, Rk=sp.Function("R")(k), alpha=sp.Function("alpha")(k)),
@@ -639,9 +639,29 @@ def decoder_section(b) -> Part:
     return Part(body, _audit(b, ["derive.decoder"], checks, "decoder"))
 
 
+#: Letters of one section only, where the notes' own letter means something else: the convolution kernel is
+#: kappa (K is the attention's keys). A letter the notation itself renames is left to it.
+SECTION_LETTERS = {"conv": {"K": r"\kappa"}}
+
+
+def with_section_letters(b, section: str):
+    """``b`` with the letters of ``section`` (:data:`SECTION_LETTERS`) in its notation; the renames the section's
+    formulas apply are recorded in the document's notation (so an unused ``--symbol`` is still found)."""
+    import dataclasses
+
+    letters = {k: v for k, v in SECTION_LETTERS.get(section, {}).items()
+               if k not in b.notation.letters and k not in b.notation.symbol_names}
+    if not letters:
+        return b
+    notation = b.notation.replace(letters={**b.notation.letters, **letters})
+    object.__setattr__(notation, "_used", b.notation._used)  # one record of the renames applied
+    return dataclasses.replace(b, notation=notation)
+
+
 def conv_section(b) -> Part:
     from . import latex_decoder_conv
 
+    b = with_section_letters(b, "conv")
     checks = section_checks(b, ["conv.*"])
     body = latex_decoder_conv.conv_body(b, verification(b, checks=checks, source=sources(checks), appendix="conv"))
     return Part(body, _audit(b, ["derive.conv"], checks, "conv"))
@@ -690,7 +710,8 @@ def notation_rows(b) -> list[tuple]:
     """(symbol, meaning, shape) of every symbol the notes use: SymPy objects, printed by the notation's printer."""
     from seqgrad.derive import rules
 
-    T, t, D, H, C, d, d_k, d_v, n = sp.symbols("T t D H C d d_k d_v n", integer=True)
+    # the widths of a cell are d_x, d_h, d_y (H is the matrix of an encoder block's rows, D is not used)
+    T, t, D, H, C, d, d_k, d_v, n = sp.symbols("T t d_x d_h d_y d d_k d_v n", integer=True)
     L = sp.Symbol("L")
     one = Shape()
     M = lambda name, r, c: sp.MatrixSymbol(name, r, c)  # noqa: E731
@@ -725,7 +746,8 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("E_seq"), "token identities of the worked example: one embedding row per token", Shape(T, d)),
         (sp.Symbol("P"), "positional encodings of the worked example: one row per position", Shape(T, d)),
         (sp.Symbol("H_0"), "input of the first encoder block, the sum of the two", Shape(T, d)), (sp.Symbol("omega_j"), "frequency of the coordinate pair j", one),
-        (sp.Symbol("d"), "model width of the Transformer; D, H, C are the input, state and output widths of a cell", one),
+        (sp.Symbol("d"), "model width of the Transformer, and the width of a positional encoding", one),
+        (sp.Symbol("d_h"), "width of a cell's state; its input and output widths are d_x and d_y", one),
         (sp.Symbol("d_model"), "model width d, so named in the parameter counts", one),
         (sp.Symbol("d_ff"), "width of the hidden layer of the feed-forward sublayer (MLP)", one),
         (sp.Symbol("N_{\\mathrm{layer}}"), "number of parameters of one decoder layer; with the subscript stack, of the stack "
@@ -740,7 +762,7 @@ def notation_rows(b) -> list[tuple]:
         (M("H", T, d), "input rows of an encoder block", Shape(T, d)),
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
         (M("Z", sp.Symbol("T_src"), d), "the encoder's output, the memory a decoder reads", Shape(sp.Symbol("T_src"), d)),
-        (sp.Symbol("K"), "a convolution kernel of k by k entries (also the keys, in bold)", Shape(sp.Symbol("k"), sp.Symbol("k"))),
+        (sp.Symbol("kappa"), "a convolution kernel of k by k entries", Shape(sp.Symbol("k"), sp.Symbol("k"))),
         (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
         (M("dX", T, d), "gradient of the loss with respect to X, the matrix written after the d; dQ, dS, ... "
          "likewise, each of the shape of its matrix", Shape(T, d)),

@@ -16,9 +16,10 @@ from seqgrad.derive import blocks
 from seqgrad.derive.latex_settings import DEFAULT, OrderedProduct
 
 
-def _build(tmp_path):
+def _build(tmp_path, base=None):
     """A build with the notes' notation (s the standard deviation, sigma the sigmoid), as ``seqgrad latex`` has."""
-    notation = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS})
+    base = DEFAULT if base is None else base
+    notation = base.replace(letters={**base.letters, **NOTES_LETTERS})
     return Build(notation=notation, tex_dir=tmp_path, figures_dir=None)
 
 
@@ -101,3 +102,32 @@ def test_the_appendix_lists_every_imprecise_or_false_statement_with_its_cyrillic
     assert wrong and tex.count("\\item ") == len(wrong)
     assert "U+04" not in tex and "\\seqgradcyr{" in tex
     assert all(f"\\textbf{{{s.verdict}}}" in tex for s in wrong)
+
+
+def test_one_letter_one_meaning_across_sections(tmp_path):
+    """The last lecturer review: the kernel is kappa (K: the keys), a cell's widths are d_x, d_h, d_y (H: the rows
+    of an encoder block; D: nothing), a positional encoding's width is the model width d."""
+    b = _build(tmp_path)
+    conv = notes.conv_section(b).body
+    assert r"{\kappa}_{u,v}" in conv and r"\partial \kappa_{pq}" in conv and "K_{" not in conv and "$K$" not in conv
+    rnn = notes.rnn_section(b).body
+    assert r"$1 \times d_{x}$" in rnn and r"$1 \times d_{h}$" in rnn and r"\times D$" not in rnn
+    positional = notes.positional_section(b).body
+    assert r"10000^{- \frac{2 j}{d}}" in positional and "$d = 5$" in positional and "{D}" not in positional
+    table = notes.notation_section(b)
+    symbols = [line.split(" & ")[0] for line in table.splitlines() if line.count(" & ") == 2]
+    assert r"$\kappa$" in symbols and "$K$" not in symbols and "$D$" not in symbols
+    assert all(r"\times H$" not in line and r"H \times" not in line for line in table.splitlines() if "$\\mathbf{H}$" not in line)
+
+
+def test_a_section_letter_leaves_the_users_rename_and_records_what_it_applied(tmp_path):
+    from seqgrad.derive.latex_settings import Notation
+
+    b = _build(tmp_path)
+    assert notes.with_section_letters(b, "rnn") is b
+    own = notes.with_section_letters(b, "conv")
+    assert own.notation.letters["K"] == r"\kappa" and "K" not in b.notation.letters
+    own.notation.latex(sp.Symbol("K_pq"))
+    assert "K" in b.notation._used  # one record for the document
+    user = _build(tmp_path, Notation(letters={"K": "W"}))
+    assert notes.with_section_letters(user, "conv").notation.letters["K"] == "W"
