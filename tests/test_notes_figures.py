@@ -224,3 +224,6 @@ def test_a_handout_figure_has_no_label_under_another_panel_and_no_code_in_its_la
                     assert not box.overlaps(other.get_window_extent(renderer)), (figure, label.get_text())
             plain = re.sub(r"\$[^$]*\$", "", label.get_text())
             assert not re.search(r"\[|float\d+|\w_\w", plain), (figure, label.get_text())
+        ticks = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
+        for tick in ticks:  # 'sum = o_6', '0..3 -> <end>' read as code
+            assert not re.search(r"\w_\w|->|\.\.", re.sub(r"\$[^$]*\$", "", tick)), (figure, tick)

@@ -56,7 +56,7 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> l
     model, sv, tv, _ = lesson_example()
     gen = model.generate(sv.encode("I love ML"), 10, attention=True)
     A = np.stack([s.cross_attention.numpy() for s in gen.steps], axis=1)  # heads x steps x source
-    steps = [f"{s.t + 1}: sees 0..{s.visible[-1]} -> {tv.words[s.token]}" for s in gen.steps]
+    steps = [f"{s.t + 1}: sees 0\u2013{s.visible[-1]}, writes {tv.words[s.token]}" for s in gen.steps]
     fig = Figure(figsize=(6.5, 2.9 * A.shape[0] + 0.4), layout="constrained")  # one head under the other: the text's width
     axes = fig.subplots(A.shape[0], 1)
     art = None

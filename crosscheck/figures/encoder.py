@@ -113,7 +113,7 @@ def plot_contributions(ax, contrib, tokens: list[str], *, query: int = 6) -> dic
     texts = _annotate(ax, C, image=image) + [ax.text(j, T + 1, format_sigfig(v), ha="center", va="center", fontsize=7,
                                                      fontweight="bold", color=text_color(image, v)) for j, v in enumerate(sums)]
     ax.set_title(f"$A_{{{query}j}}\\,v_j$ and their sum $o_{{{query}}}$")
-    _ticks(ax, [f"{j}: {w}" for j, w in enumerate(tokens)] + ["", f"sum = o_{query}"], [f"value {c}" for c in range(C.shape[1])])
+    _ticks(ax, [f"{j}: {w}" for j, w in enumerate(tokens)] + ["", f"sum: $o_{{{query}}}$"], [f"value {c}" for c in range(C.shape[1])])
     return {"image": image, "texts": texts, "contributions": C, "sums": sums}
 
 
