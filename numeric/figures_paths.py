@@ -109,7 +109,8 @@ def plot_jacobian_norms(ax, weights: paths.RNNWeights | None = None, X=None, see
     ax.set_yscale("log")
     ax.set_xlabel(r"distance $t - \tau$")
     ax.set_ylabel("spectral norm")
-    ax.set_title(f"vector {weights.activation} RNN, H = {weights.hidden_size}, " + r"$\|W_h\|_2$" + f" = {np.linalg.norm(weights.W_h, 2):.3g}")
+    ax.set_title(f"vector {weights.activation} RNN, state width {weights.hidden_size}, " + r"$\|W_h\|_2$"
+                 + f" = {np.linalg.norm(weights.W_h, 2):.3g}")
     ax.legend()
     return lines
 
@@ -172,6 +173,6 @@ def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0, gate_bia
     ax.axhline(floor, color="0.6", lw=0.8, ls=":")
     ax.set_xlabel(r"distance $T - 1 - \tau$ (steps back from the loss)")
     ax.set_ylabel("gradient norm (down to machine epsilon)")
-    ax.set_title(f"Gates held open keep the gradient (H = {width}, T = {T})")
+    ax.set_title(f"Gates held open keep the gradient (state width {width}, T = {T})")
     ax.legend(fontsize=7.5, ncol=1, loc="lower left")
     return artists
