@@ -72,7 +72,7 @@ def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
     # their figure in their own task instead, where the data their checks computed are in the run cache.
     inline = b.handout is not None
     sets = figure_sets_needed(names, sections) if b.figures_dir is not None and not inline else []
-    if b.figures_dir is not None:
+    if b.figures_dir is not None and figure_sets_needed(names, sections):
         _warm_matplotlib()  # the figures draw with it
     tasks = []
     for name in names:  # each section leaves a placeholder for its figures; each figure set is a task of its own
