@@ -20,9 +20,10 @@ def decoder_body(b, mark: str) -> str:
     holds = all(dd.DecoderBlock(norm_first=nf).causal_proof()[0] for nf in (True, False))
     leaks = not dd.DecoderBlock(causal=False).causal_proof()[0]
     cross = blocks.cross_attention_program().program
-    counts = latex_aligned([(sp.Symbol("P_{layer}"), dd.decoder_layer_params()),
-                            (sp.Symbol("P_{layer}(256, 4, 1024)"), dd.decoder_layer_params(256, 4, 1024)),
-                            (sp.Symbol("P_{stack}^{N=6}"), dd.task29()["decoder_stack"])], notation=b.notation)
+    # N for a number of parameters (P is the positional encoding): one layer, then the stack of 6 layers
+    counts = latex_aligned([(sp.Symbol("N_{\\mathrm{layer}}"), dd.decoder_layer_params()),
+                            (sp.Symbol("N_{\\mathrm{layer}}(256, 4, 1024)"), dd.decoder_layer_params(256, 4, 1024)),
+                            (sp.Symbol("N_{\\mathrm{stack}}"), dd.task29()["decoder_stack"])], notation=b.notation)
     parts = [words("The decoder generates the target one token at a time. Each block has a causal self-attention over "
                    "the target rows, a cross-attention whose queries come from the decoder and whose keys and values come "
                    "from the encoder's output `Z` (the memory), and an MLP, each with its residual and LayerNorm.", b.notation)

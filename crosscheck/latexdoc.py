@@ -87,7 +87,7 @@ class Build:
 
     notation: Notation
     tex_dir: Path
-    figures_dir: Path | None  # None: no figure files (a standalone single-file document)
+    figures_dir: Path | None  # None: no figure files (a document that needs no file but itself)
     device: str = "cpu"
     proof_seconds: float | None = 20.0  # the time one exact proof may take while the document is written
     digits: int = 3  # significant figures of numeric tables (the course prints 3)
@@ -96,12 +96,26 @@ class Build:
     appendix: bool = True  # whether the document has the appendix the verification marks point to
     _sets: dict = field(default_factory=dict, repr=False)  # figure set -> {stem: path}, each set written once here
     deferred: bool = False  # figures as placeholders (:data:`FIGURE_MARK`), drawn elsewhere and put in by :func:`place_figures`
+    #: the folder the document names for ``figures_dir`` (the figures are written into a fresh folder that then
+    #: replaces this one, :func:`write`); None: ``figures_dir`` itself
+    figures_link: Path | None = None
+    #: the handout (``seqgrad latex --standalone``): section -> the figures (``set/stem``) it includes, one per point,
+    #: and only those are drawn; None: every figure of a set the sections draw from
+    handout: dict | None = None
+
+    def href(self, path: Path) -> str:
+        """The path the document includes the figure file ``path`` by, relative to the document."""
+        path = Path(path).resolve()
+        if self.figures_link is not None:
+            path = Path(self.figures_link).resolve() / path.relative_to(Path(self.figures_dir).resolve())
+        return path.relative_to(Path(self.tex_dir).resolve()).as_posix()
 
     def figures(self, set_name: str, stems: Sequence[str] | None = None) -> str:
         """Write the figure set ``set_name`` (see :mod:`crosscheck.figures`) as PDF, once per build, and include
         its figures ``stems`` (default: all, in the order of its ``CAPTIONS``) with their captions and labels
-        ``fig:STEM``; a figure already in the document is not included again.  A ``deferred`` build writes
-        nothing and leaves a placeholder for each figure (:func:`place_figures` puts the figure in)."""
+        ``fig:STEM``; a figure already in the document is not included again.  A handout build includes (and
+        draws) only the figures of :attr:`handout`.  A ``deferred`` build writes nothing and leaves a placeholder
+        for each figure (:func:`place_figures` puts the figure in)."""
         from .figures import figure_sets
 
         if self.figures_dir is None:
@@ -109,24 +123,40 @@ class Build:
         sets = figure_sets()
         if set_name not in sets:
             raise SectionUnavailable(set_name, f"the figure set crosscheck/figures '{set_name}'")
-        chosen = list(getattr(sets[set_name], "CAPTIONS", {})) if stems is None else list(stems)
-        if not self.deferred and set_name not in self._sets:
-            paths = [Path(p) for p in sets[set_name].write(self.figures_dir / set_name, "pdf", self.device)]
-            self.figures_written += paths
-            self._sets[set_name] = {path.stem: path for path in paths}
-        known = set(self._sets[set_name]) if not self.deferred else set(getattr(sets[set_name], "CAPTIONS", {}))
-        unknown = [stem for stem in chosen if stem not in known]
+        captions = getattr(sets[set_name], "CAPTIONS", {})
+        chosen = list(captions) if stems is None else list(stems)
+        unknown = [stem for stem in chosen if stem not in captions]
         if unknown:
             raise SectionUnavailable(", ".join(unknown), f"the figures {', '.join(unknown)} of the set '{set_name}'")
+        if self.handout is not None:
+            chosen = [stem for stem in chosen if f"{set_name}/{stem}" in handout_figures(self.handout)]
+        drawn = self._sets.setdefault(set_name, {})
+        missing = [stem for stem in chosen if stem not in drawn]
+        if not self.deferred and missing:  # the whole set at once, or (a handout) the figures it includes
+            paths = [Path(p) for p in sets[set_name].write(self.figures_dir / set_name, "pdf", self.device,
+                                                           stems=None if self.handout is None else missing)]
+            self.figures_written += paths
+            drawn.update({path.stem: path for path in paths})
         out = []
         for stem in chosen:
             if f"{set_name}/{stem}" in self.sets_included:
                 continue
             self.sets_included.add(f"{set_name}/{stem}")
             out.append(FIGURE_MARK.format(set=set_name, stem=stem) if self.deferred else
-                       figure_environment(self._sets[set_name][stem], self.tex_dir, figure_caption(sets[set_name], stem),
-                                          label=f"fig:{stem}"))
+                       figure_environment(drawn[stem], self.tex_dir, figure_caption(sets[set_name], stem),
+                                          label=f"fig:{stem}", href=self.href(drawn[stem])))
         return "\n\n".join(out)
+
+    def shows(self, set_name: str, stem: str) -> bool:
+        """Whether this build includes figure ``stem`` of ``set_name`` (a sentence may then point to it)."""
+        if self.figures_dir is None:
+            return False
+        return self.handout is None or f"{set_name}/{stem}" in handout_figures(self.handout)
+
+
+def handout_figures(handout: dict, names: Sequence[str] | None = None) -> set[str]:
+    """The figures (``set/stem``) a handout includes, of the sections ``names`` (default: all)."""
+    return {f for name, figures in handout.items() if names is None or name in names for f in figures}
 
 
 #: The placeholder a deferred build leaves for a figure (:meth:`Build.figures`).
@@ -134,14 +164,14 @@ FIGURE_MARK = "%%seqgrad-figure {set}/{stem}%%"
 _FIGURE_MARK = re.compile(r"%%seqgrad-figure ([\w-]+)/([\w-]+)%%")
 
 
-def place_figures(text: str, written: dict, tex_dir: Path) -> str:
+def place_figures(text: str, written: dict, b: Build) -> str:
     """``text`` with each placeholder of a deferred build replaced by its figure: ``written`` maps each figure
-    set to its written files by stem."""
+    set to its written files by stem; ``b``, the build, says where the document finds them."""
     from .figures import figure_sets
 
     sets = figure_sets()
-    return _FIGURE_MARK.sub(lambda m: figure_environment(written[m[1]][m[2]], tex_dir, figure_caption(sets[m[1]], m[2]),
-                                                         label=f"fig:{m[2]}"), text)
+    return _FIGURE_MARK.sub(lambda m: figure_environment(written[m[1]][m[2]], b.tex_dir, figure_caption(sets[m[1]], m[2]),
+                                                         label=f"fig:{m[2]}", href=b.href(written[m[1]][m[2]])), text)
 
 
 def figure_caption(figure_set, stem: str) -> str:
@@ -174,10 +204,11 @@ def figure_scale(path: Path) -> float:
     return min(1.0, TEXT_WIDTH_IN / width)
 
 
-def figure_environment(path: Path, tex_dir: Path, caption: str, width: str | None = None, label: str | None = None) -> str:
-    """A ``figure`` that includes ``path`` (relative to the document in ``tex_dir``) with ``caption``: at its own
-    size (or scaled down to the text width, :func:`figure_scale`) unless ``width`` is given."""
-    rel = Path(path).resolve().relative_to(Path(tex_dir).resolve()).as_posix()
+def figure_environment(path: Path, tex_dir: Path, caption: str, width: str | None = None, label: str | None = None,
+                       href: str | None = None) -> str:
+    """A ``figure`` that includes ``path`` (relative to the document in ``tex_dir``, or as ``href``) with ``caption``:
+    at its own size (or scaled down to the text width, :func:`figure_scale`) unless ``width`` is given."""
+    rel = href if href is not None else Path(path).resolve().relative_to(Path(tex_dir).resolve()).as_posix()
     size = f"width={width}" if width else f"scale={figure_scale(path):.3f}"
     return ("\\begin{figure}[htbp]\n\\centering\n"
             f"\\includegraphics[{size}]{{{rel}}}\n\\caption{{{words(caption)}}}"
@@ -508,12 +539,15 @@ def _split(built) -> tuple[str, str]:
 
 def render(sections: Sequence[str] | str | None = None, notation: Notation | None = None, *, tex_dir: str | Path = ".",
            figures_dir: str | Path | None = None, device: str = "cpu", proof_seconds: float | None = 20.0,
-           digits: int = 3, jobs: int = 1, appendix: bool = True, progress: bool | None = None) -> str:
+           digits: int = 3, jobs: int = 1, appendix: bool = True, progress: bool | None = None,
+           handout: bool = False, figures_link: str | Path | None = None) -> str:
     """The complete document as text: a title page with a short introduction, the notation, one section per
     topic in the course's order, and (``appendix``) the verification appendix: every identity with its id and
     source, the checks run now, the printed claims of the course texts.  Figures are written under
-    ``figures_dir`` (which must lie inside ``tex_dir``); with ``figures_dir=None`` the document has no figures
-    and needs no file but itself.  With ``jobs > 1`` the sections are built in that many processes
+    ``figures_dir`` (which must lie inside ``tex_dir``; the document names it ``figures_link`` if given, the folder
+    it will be moved to); with ``figures_dir=None`` the document has no figures and needs no file but itself.
+    ``handout``: each section includes only the figure of its point (:data:`crosscheck.notes.HANDOUT`), and
+    only those are drawn.  With ``jobs > 1`` the sections are built in that many processes
     (:mod:`crosscheck.latexrun`); the text is the same.  ``progress``: a bar per section (default: on a terminal)."""
     names = resolve_sections(sections)
     if not names:
@@ -524,13 +558,17 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     if proof_seconds is not None:
         proof_seconds = validate.real("proof_seconds", proof_seconds, positive=True)
     digits = validate.integer("digits", digits, minimum=1, maximum=15)
-    if not isinstance(appendix, bool):
-        raise SeqgradTypeError("appendix", appendix, "True or False")
+    for name, flag in (("appendix", appendix), ("handout", handout)):
+        if not isinstance(flag, bool):
+            raise SeqgradTypeError(name, flag, "True or False")
     chosen = notation
     if "sigma" not in notation.letters and "sigma" not in notation.symbol_names:  # one meaning per symbol: sigma is the
         notation = notation.replace(letters={**notation.letters, **NOTES_LETTERS})  # sigmoid, s a standard deviation
+    from .notes import HANDOUT
+
     b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds, digits,
-              appendix=appendix)
+              appendix=appendix, figures_link=None if figures_link is None else Path(figures_link),
+              handout=dict(HANDOUT) if handout else None)
     jobs = validate.integer("jobs", jobs, minimum=1)
     parts = [preamble()]
     sections, order = dict(SECTIONS), list(names)
@@ -562,15 +600,25 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
 def write(path: str | Path, sections: Sequence[str] | str | None = None, notation: Notation | None = None, *,
           standalone: bool = False, device: str = "cpu", proof_seconds: float | None = 20.0, digits: int = 3,
           jobs: int = 1, appendix: bool = True, progress: bool | None = None) -> Path:
-    """Write the document to ``path`` (atomically).  Unless ``standalone``, its figures go to
-    ``<stem>-figures/`` beside it; a standalone document is one file with no figures."""
+    """Write the document to ``path`` (atomically) and its figures, as PDF, to ``<stem>-figures/`` beside it:
+    every figure of the sets its sections draw from, or (``standalone``, the handout) only the figures it includes,
+    one per point.  The figures are written into a fresh folder that replaces the old one in one step once the
+    document is written; on an error nothing is replaced and nothing is left behind, and a document without
+    figures leaves no folder."""
+    from seqgrad.atomic import COMPANION, atomic_directory
+
     path = Path(path)
     if path.suffix != ".tex":
         raise SeqgradValueError("OUT", str(path), "a file name ending in .tex")
-    figures_dir = None if standalone else path.parent / f"{path.stem}-figures"
-    body = render(sections, notation, tex_dir=path.parent, figures_dir=figures_dir, device=device,
-                  proof_seconds=proof_seconds, digits=digits, jobs=jobs, appendix=appendix, progress=progress)
-    return write_text(path, body)
+    folder = path.parent / f"{path.stem}-figures"
+    # the document and its figures are replaced together; without figures, no folder (the old one held the old
+    # document's figures)
+    with atomic_directory(folder, companion=path, keep_empty=False) as fresh:
+        body = render(sections, notation, tex_dir=path.parent, figures_dir=fresh, figures_link=folder, device=device,
+                      proof_seconds=proof_seconds, digits=digits, jobs=jobs, appendix=appendix, progress=progress,
+                      handout=standalone)
+        write_text(fresh / COMPANION, body)
+    return path
 
 
 # --------------------------------------------------------------------------- compiling

@@ -11,7 +11,9 @@ Each section names the figures it includes (set and file stem), and no two
 sections include the same figure.  In parallel, a section leaves a placeholder
 for each figure and every figure set it draws from is a task of its own,
 written once; the placeholders are replaced when all are done, so the document
-is the same as a serial build's.
+is the same as a serial build's.  The handout (``--standalone``, one figure per section) draws each
+section's figure in the section's own task, and the parent draws a tiny figure before the workers fork, so
+that matplotlib's fonts and parsers are loaded once.
 """
 
 from __future__ import annotations
@@ -66,12 +68,15 @@ def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
 
     load_builtin_checks()  # import torch, SymPy and the checks once, here, instead of once per worker
     freeze_heap()  # before forking (and before matplotlib's import, which then need not walk them)
-    sets = figure_sets_needed(names, sections) if b.figures_dir is not None else []
-    if sets:
-        import matplotlib.figure  # noqa: F401  (the figure sets draw with it)
+    # Every figure set the sections draw from is a task of its own; the handout's sections (one figure each) draw
+    # their figure in their own task instead, where the data their checks computed are in the run cache.
+    inline = b.handout is not None
+    sets = figure_sets_needed(names, sections) if b.figures_dir is not None and not inline else []
+    if b.figures_dir is not None and figure_sets_needed(names, sections):
+        _warm_matplotlib()  # the figures draw with it
     tasks = []
     for name in names:  # each section leaves a placeholder for its figures; each figure set is a task of its own
-        own = dataclasses.replace(b, figures_written=[], sets_included=set(b.sets_included), _sets={}, deferred=True)
+        own = dataclasses.replace(b, figures_written=[], sets_included=set(b.sets_included), _sets={}, deferred=not inline)
         tasks.append(Task(partial(_build, sections[name], own), partial(_lost, name), WEIGHTS.get(name, 1.0)))
     for set_name in sets:
         tasks.append(Task(partial(_draw, set_name, b.figures_dir, b.device), partial(_lost, f"figures {set_name}"),
@@ -81,9 +86,10 @@ def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
     for k, set_name in enumerate(sets):
         b.figures_written += list(written[set_name].values())
     for i, name in enumerate(names):  # what the serial build would have left in b
+        b.figures_written += done[i][1]
         b.sets_included |= done[i][2]
         b.notation._used.update(done[i][3])  # the renames the worker's formulas applied
-    place = partial(place_figures, written=written, tex_dir=b.tex_dir)
+    place = partial(place_figures, written=written, b=b)
     return [_with_figures(done[i][0], place) for i in range(len(names))]
 
 
@@ -109,3 +115,18 @@ def _build(section, b) -> tuple:
 
 def _lost(name: str, reason: str):
     raise RuntimeError(f"the LaTeX section {name} could not be built: {reason}")
+
+
+def _warm_matplotlib() -> None:
+    """Draw a tiny figure to memory before the workers fork: matplotlib's fonts, its mathtext parser and its layout
+    engine are then loaded once, in the parent, and shared by every worker instead of loaded again by each."""
+    import io
+
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(1, 1), layout="constrained")
+    ax = fig.add_subplot()
+    ax.semilogy([1, 2], [1e-3, 1e3], label=r"$\rho^n$")
+    ax.set_xlabel("x")
+    ax.legend()
+    fig.savefig(io.BytesIO(), format="pdf")

@@ -67,8 +67,20 @@ def _number(x: float, notation) -> str:
     return f"${mantissa}$" if exponent == 0 else f"${mantissa} \\cdot 10^{{{exponent}}}$"
 
 
+def for_scope(text: str) -> str:
+    """A proof's scope as the words after "proved": ``all $d \\geq 1$`` -> ``for every $d \\geq 1$``,
+    ``instance $L = 3$`` -> ``for the case $L = 3$``.
+
+    >>> for_scope("all $n \\geq 1$"), for_scope("instance $L = 3$, $d = 2$")
+    ('for every $n \\geq 1$', 'for the case $L = 3$, $d = 2$')
+    """
+    text = re.sub(r"(^|;\s*)all\b", r"\1every", text.strip())
+    text = re.sub(r"(^|;\s*)instance\b", r"\1the case", text)
+    return "for " + text
+
+
 def proof_mark(b, names: Sequence[str]) -> str:
-    """"proved symbolically for all d >= 1" for the catalogue entries ``names`` (each proved now, within the
+    """"proved for every d >= 1" for the catalogue entries ``names`` (each proved now, within the
     document's time for a proof); "NOT proved" where one fails, "not proved within S s here" where one is slow."""
     from seqgrad.derive import catalogue
     from seqgrad.derive.prose import scope
@@ -84,12 +96,12 @@ def proof_mark(b, names: Sequence[str]) -> str:
         elif not proof.holds:
             bad.append(name)
         else:
-            text = scope(entry.scope).latex(b.notation)
+            text = for_scope(scope(entry.scope).latex(b.notation))
             if text not in said:
                 said.append(text)
     out = []
     if said:
-        out.append("proved symbolically (" + "; ".join(said) + ")")
+        out.append("proved " + "; ".join(said))
     if bad:
         out.append(f"\\textbf{{{len(bad)} statement{'s' if len(bad) > 1 else ''} NOT proved}}")
     if slow:
@@ -98,8 +110,9 @@ def proof_mark(b, names: Sequence[str]) -> str:
 
 
 def check_mark(results: Sequence, device: str, notation=None) -> str:
-    """"checked against torch autograd in float64 (9 checks), largest error 5.3·10^-15" for check ``results``;
-    a failure or an error is said in bold, never hidden in the largest error."""
+    """"checked numerically in double precision (all 9 checks passed, largest error 5.3·10^-15)" for check
+    ``results`` (the device named unless it is the CPU); a failure or an error is said in bold, never hidden in the
+    largest error."""
     if not results:
         return ""
     from seqgrad.derive.latex_settings import DEFAULT
@@ -107,8 +120,11 @@ def check_mark(results: Sequence, device: str, notation=None) -> str:
     failed = [r for r in results if r.status in ("fail", "error")]
     passed = [r for r in results if r.status == "pass"]
     errors = [r.max_abs_error for r in passed if r.max_abs_error is not None and math.isfinite(r.max_abs_error)]
-    text = f"checked numerically in float64 on {device} ({len(passed)} of {len(results)} checks passed"
-    text += f", largest absolute error {_number(max(errors), notation or DEFAULT)})" if errors else ")"
+    where = "" if device == "cpu" else f" on {device}"
+    counted = (f"all {len(results)} checks passed" if len(passed) == len(results) > 1 else "the check passed"
+               if len(passed) == len(results) else f"{len(passed)} of {len(results)} checks passed")
+    text = f"checked numerically in double precision{where} ({counted}"
+    text += f", largest error {_number(max(errors), notation or DEFAULT)})" if errors else ")"
     if failed:
         text += f"; \\textbf{{{len(failed)} failed}}"
     return text
@@ -243,7 +259,7 @@ def rnn_section(b) -> Part:
         _display(_rows(scalar.gradient_rows()), b),
         _words("The vector cell has the same structure. Rows are vectors ({x} is {xshape}, {h} is {hshape}), weights are "
                "stored output by input and applied as {xW}, so the transposes appear in the gradients:", b,
-               x=_s("x_t", 1, 2), h=_s("h_t", 1, 3), xshape=Shape(_s("1"), _s("D")), hshape=Shape(_s("1"), _s("H")),
+               x=_s("x_t", 1, 2), h=_s("h_t", 1, 3), xshape=Shape(_s("1"), _s("d_x")), hshape=Shape(_s("1"), _s("d_h")),
                xW=_s("x_t", 1, 2) * _s("W_x", 3, 2).T),
         _display(_rows(vector.backward_rows() + vector.gradient_rows()), b),
         "\\subsection{Worked example: three steps}",
@@ -270,8 +286,8 @@ def paths_section(b) -> Part:
 
     scalar = builtin_cells.rnn_cell().general()
     vector = builtin_cells.rnn_cell(sizes={"D": 2, "H": 3, "C": 1}).general()
-    t, s, j = sp.symbols("t s j", integer=True)
-    h = lambda k: sp.Symbol(f"h_{{{sp.latex(k)}}}")  # noqa: E731  (a step symbol h_{t}, h_{s})
+    t, s, j = sp.symbols("t tau j", integer=True)  # s: the earlier step, tau (s is a standard deviation)
+    h = lambda k: sp.Symbol(f"h_{{{sp.latex(k)}}}")  # noqa: E731  (a step symbol h_{t}, h_{\tau})
     Jj = sp.Symbol("J_j")
     checks = section_checks(b, ["rnn.path_products", "gated.figure3_*", "gated.pascanu_bound", "gated.fact.*"])
     mark = verification(b, checks=checks, source=sources(checks), appendix="paths")
@@ -279,17 +295,18 @@ def paths_section(b) -> Part:
     rho = sp.Symbol("rho", positive=True)  # the bound on a factor (r is the GRU's reset gate)
     ordered = OrderedProduct(sp.Indexed("J", j), j, s + 1, t)
     body = [
-        _words("The gradient that step `t` sends back to an earlier state `h_s` is a product of one Jacobian per step "
+        _words("The gradient that step `t` sends back to an earlier state {hs} is a product of one Jacobian per step "
                "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`, the latest step's first, "
-               "{ordered}:", b, prev=_s("h_{j-1}"), ordered=ordered),
-        _display([(Partial(h(s), of=h(t)), sp.Product(Jj, (j, s + 1, t))), (Jj, _step(scalar.transition(), j))], b),
-        _words("for the scalar cell, and for the vector cell", b),
-        _display([(sp.MatrixSymbol("J_j", 3, 3), _step(vector.transition(), j))], b),
+               "{ordered}:", b, prev=_s("h_{j-1}"), ordered=ordered, hs=h(s)),
+        # one display: the product and the factor of both cells belong together (one alignment)
+        _display([(Partial(h(s), of=h(t)), sp.Product(Jj, (j, s + 1, t))),
+                  (Jj, _step(scalar.transition(), j), ("  (scalar cell)",)),
+                  (sp.MatrixSymbol("J_j", 3, 3), _step(vector.transition(), j), ("  (vector cell)",))], b),
         _words("The Jacobians are in numerator layout: row `k` of `J_j` holds the derivatives of entry `k` of `h_j` "
-               "(the denominator runs along the columns, although the states are rows), so the gradient with respect to `h_s`, a "
-               "row, is the gradient with respect to `h_t` multiplied on the right by {ordered}.", b, ordered=ordered),
+               "(the denominator runs along the columns, although the states are rows), so the gradient with respect to {hs}, a "
+               "row, is the gradient with respect to `h_t` multiplied on the right by {ordered}.", b, ordered=ordered, hs=h(s)),
         _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1. So when every factor "
-               "has absolute value (for the vector cell: norm) at most `rho`, the product over `t - s` steps is at most "
+               "has absolute value (for the vector cell: norm) at most `rho`, the product over `t - tau` steps is at most "
                "{bound} in absolute value (in norm): it vanishes geometrically for `rho < 1`, and it may explode for "
                "`rho > 1`. Worked example, four steps:", b,
                bound=sp.Pow(rho, t - s, evaluate=False)) + mark,
@@ -360,9 +377,10 @@ def gates_section(b) -> Part:
                         "gate inside it (the term with `w_hr`).", b),
                  _display([(J, split.full), (sp.Symbol("\\text{carry}"), split.carry),
                            (sp.Symbol("\\text{gates and candidate}"), split.gate_terms)], b)]
-    shown = " (Figure~\\ref{fig:gradient-flow-rnn-gru-lstm})" if b.figures_dir is not None else ""
-    body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 keeps the product of "
-                       "carries near 1 over many steps", b) + shown + ".")
+    shown = " (Figure~\\ref{fig:gradient-flow-rnn-gru-lstm})" if b.shows("paths", "gradient-flow-rnn-gru-lstm") else ""
+    body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
+                       "carries shrink only by the gate's value per step, where a plain RNN's product shrinks by its "
+                       "slope times its weight at every step", b) + shown + ".")
     body.append(_figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
     appendix = check_status("gates", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)
@@ -376,7 +394,7 @@ def positional_section(b) -> Part:
     from .latexdoc import shift_report_rows
     from seqgrad.derive.latex_layout import tabular
 
-    pos, k, j, D = sp.symbols("pos k j D", integer=True)
+    pos, k, j, D = sp.symbols("pos k j d", integer=True)  # d: the encoding's width, the model's
     omega = sp.Symbol("omega_j")
     PE = sp.Function("PE")
     shift = catalogue.get("pe-shift")  # exact identities: proved (the appendix lists every one of them, proved now)
@@ -392,7 +410,7 @@ def positional_section(b) -> Part:
                "{angle}, for every width and every pair; the rotation does not depend on `pos`, so a fixed offset is "
                "a fixed linear map:", b, angle=_s("omega") * _s("k")) + mark,
         _display([(shift.statement().lhs, shift.statement().rhs)], b),
-        _words("Worked example, an odd width `D = 5`: the two pairs rotate, and the last coordinate is a sine without a "
+        _words("Worked example, an odd width `d = 5`: the two pairs rotate, and the last coordinate is a sine without a "
                "partner, which no scalar factor shifts. In the table {Rk} is the block-diagonal matrix of one rotation "
                "per pair, the matrix above at that pair's frequency, and {alpha} stands for any number that depends on "
                "`k` alone:", b, Rk=sp.Function("R")(k), alpha=sp.Function("alpha")(k)),
@@ -621,9 +639,29 @@ def decoder_section(b) -> Part:
     return Part(body, _audit(b, ["derive.decoder"], checks, "decoder"))
 
 
+#: Letters of one section only, where the notes' own letter means something else: the convolution kernel is
+#: kappa (K is the attention's keys). A letter the notation itself renames is left to it.
+SECTION_LETTERS = {"conv": {"K": r"\kappa"}}
+
+
+def with_section_letters(b, section: str):
+    """``b`` with the letters of ``section`` (:data:`SECTION_LETTERS`) in its notation; the renames the section's
+    formulas apply are recorded in the document's notation (so an unused ``--symbol`` is still found)."""
+    import dataclasses
+
+    letters = {k: v for k, v in SECTION_LETTERS.get(section, {}).items()
+               if k not in b.notation.letters and k not in b.notation.symbol_names}
+    if not letters:
+        return b
+    notation = b.notation.replace(letters={**b.notation.letters, **letters})
+    object.__setattr__(notation, "_used", b.notation._used)  # one record of the renames applied
+    return dataclasses.replace(b, notation=notation)
+
+
 def conv_section(b) -> Part:
     from . import latex_decoder_conv
 
+    b = with_section_letters(b, "conv")
     checks = section_checks(b, ["conv.*"])
     body = latex_decoder_conv.conv_body(b, verification(b, checks=checks, source=sources(checks), appendix="conv"))
     return Part(body, _audit(b, ["derive.conv"], checks, "conv"))
@@ -633,6 +671,19 @@ def conv_section(b) -> Part:
 ORDER = (("rnn", rnn_section), ("paths", paths_section), ("gates", gates_section), ("positional", positional_section),
          ("attention", attention_section), ("residual", residual_section), ("encoder", encoder_section),
          ("decoder", decoder_section), ("conv", conv_section))
+
+
+#: The handout (``seqgrad latex --standalone``): the one figure of each section that shows its point, as
+#: ``set/stem`` of :mod:`crosscheck.figures`; the full notes include every figure of the sections' sets.
+HANDOUT = {
+    "paths": ("paths/fig3-left-power-curves",),  # a factor rho raised to the path length: vanishes or explodes
+    "gates": ("paths/gradient-flow-rnn-gru-lstm",),  # a gate near 1 keeps the carry product near 1
+    "positional": ("positional/positional_encoding_d128",),  # one frequency per pair of coordinates
+    "residual": ("depth/gradient-near-output-vs-depth",),  # pre-norm's gradient falls like 1/sqrt(L)
+    "encoder": ("encoder/fig08_begins_contributions",),  # a row of the output, the sum of weighted values (A is a table)
+    "decoder": ("decoder/decoder_cross_attention",),  # which source word each generated token reads
+    "conv": ("conv/conv_receptive_field",),  # the receptive field, measured and by the formula
+}
 
 
 # --------------------------------------------------------------------------- front matter
@@ -659,7 +710,8 @@ def notation_rows(b) -> list[tuple]:
     """(symbol, meaning, shape) of every symbol the notes use: SymPy objects, printed by the notation's printer."""
     from seqgrad.derive import rules
 
-    T, t, D, H, C, d, d_k, d_v, n = sp.symbols("T t D H C d d_k d_v n", integer=True)
+    # the widths of a cell are d_x, d_h, d_y (H is the matrix of an encoder block's rows, D is not used)
+    T, t, D, H, C, d, d_k, d_v, n = sp.symbols("T t d_x d_h d_y d d_k d_v n", integer=True)
     L = sp.Symbol("L")
     one = Shape()
     M = lambda name, r, c: sp.MatrixSymbol(name, r, c)  # noqa: E731
@@ -675,7 +727,7 @@ def notation_rows(b) -> list[tuple]:
         (M("W_x", H, D), "input weights of the vector cell, stored output by input", Shape(H, D)),
         (M("W_h", H, H), "recurrent weights", Shape(H, H)), (M("W_o", C, H), "output weights", Shape(C, H)),
         (sp.Symbol("b"), "a bias", one),
-        (sp.Symbol("s"), "an earlier step, the start of a path back in time", one),
+        (sp.Symbol("tau"), "an earlier step, the start of a path back in time", one),
         (sp.Symbol("rho"), "a bound on the absolute value (the norm) of every factor of a path product", one),
         (sp.Symbol("g_t^h"), "gradient of the loss with respect to the state at step t", Shape(1, H)),
         (sp.Symbol("g_t^z"), "gradient with respect to the pre-activation at step t", Shape(1, H)),
@@ -694,10 +746,12 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("E_seq"), "token identities of the worked example: one embedding row per token", Shape(T, d)),
         (sp.Symbol("P"), "positional encodings of the worked example: one row per position", Shape(T, d)),
         (sp.Symbol("H_0"), "input of the first encoder block, the sum of the two", Shape(T, d)), (sp.Symbol("omega_j"), "frequency of the coordinate pair j", one),
-        (sp.Symbol("d"), "model width of the Transformer; D, H, C are the input, state and output widths of a cell", one),
+        (sp.Symbol("d"), "model width of the Transformer, and the width of a positional encoding", one),
+        (sp.Symbol("d_h"), "width of a cell's state; its input and output widths are d_x and d_y", one),
         (sp.Symbol("d_model"), "model width d, so named in the parameter counts", one),
         (sp.Symbol("d_ff"), "width of the hidden layer of the feed-forward sublayer (MLP)", one),
-        (sp.Symbol("P_layer"), "number of parameters of one decoder layer; with the subscript stack, of the stack of N layers", one),
+        (sp.Symbol("N_{\\mathrm{layer}}"), "number of parameters of one decoder layer; with the subscript stack, of the stack "
+         "of 6 layers", one),
         (M("X", T, d), "rows of a block's input, one per token", Shape(T, d)),
         (M("W_Q", d_k, d), "query map", Shape(d_k, d)), (M("W_K", d_k, d), "key map", Shape(d_k, d)),
         (M("W_V", d_v, d), "value map", Shape(d_v, d)),
@@ -708,7 +762,7 @@ def notation_rows(b) -> list[tuple]:
         (M("H", T, d), "input rows of an encoder block", Shape(T, d)),
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
         (M("Z", sp.Symbol("T_src"), d), "the encoder's output, the memory a decoder reads", Shape(sp.Symbol("T_src"), d)),
-        (sp.Symbol("K"), "a convolution kernel of k by k entries (also the keys, in bold)", Shape(sp.Symbol("k"), sp.Symbol("k"))),
+        (sp.Symbol("kappa"), "a convolution kernel of k by k entries", Shape(sp.Symbol("k"), sp.Symbol("k"))),
         (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
         (M("dX", T, d), "gradient of the loss with respect to X, the matrix written after the d; dQ, dS, ... "
          "likewise, each of the shape of its matrix", Shape(T, d)),

@@ -81,7 +81,7 @@ def plot_singular_values(ax, study: depth.JacobianStudy, placement: str) -> list
     ax.set_yscale("log")
     ax.set_ylim(bottom=lowest / 10)
     ax.axhline(lowest, color="0.6", lw=0.8, ls=":")
-    ax.text(1, lowest, r"  each curve stops at its float64 noise floor: n eps times the largest (dotted: the lowest)", fontsize=7, color="0.35", va="bottom")
+    ax.text(1, lowest, r"  each curve stops at its rounding-noise floor, n times machine epsilon times the largest (dotted: the lowest)", fontsize=7, color="0.35", va="bottom")
     ax.set_xlabel("index i (descending)")
     ax.set_ylabel(r"singular values of $J_L\cdots J_1$")
     ax.set_title(f"{placement}: singular values of the depth Jacobian product")

@@ -4,14 +4,16 @@ Each ``plot_*`` function draws on a given ``ax`` and returns the artists it made
 so tests read the plotted data back (``line.get_ydata()``, ``mesh.get_array()``)
 and compare it with the formulas; nothing here touches ``pyplot``'s global state.
 
-1. :func:`plot_power_curves` — Figure 3, left: ``|r|^n`` for r = 0.8, 1, 1.2.
+1. :func:`plot_power_curves` — Figure 3, left: ``rho^n`` for a factor rho = 0.8, 1, 1.2 (the notes' bound ``rho``).
 2. :func:`plot_tanh_sensitivity` — Figure 3, right: ``|dh_{T-1}/dh_0|`` on tanh
    trajectories with ``w_h = 1.2``, ``w_x = 1``, constant input 0 or 1.
 3. :func:`plot_sensitivity_heatmap` — ``log10 |dh_{T-1}/dh_t|`` over ``t`` and ``w_h``.
-4. :func:`plot_jacobian_norms` — vector RNN: measured ``||J_q...J_{s+1}||_2``
+4. :func:`plot_jacobian_norms` — vector RNN: measured ``||J_t...J_{tau+1}||_2``
    against the norm product and the Pascanu bound, by distance.
 5. :func:`plot_gradient_flow` — plain RNN, GRU and LSTM at the same width:
-   ``||dL/dh_s||_2`` by distance, with the fixed-gate carry products.
+   ``||dL/dh_tau||_2`` by distance, with the fixed-gate carry products.
+
+The letters are the notes' (``tau`` an earlier step, ``rho`` a factor's bound), so a figure reads like the text.
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ from . import gated, paths
 
 
 def plot_power_curves(ax, rs=(0.8, 1.0, 1.2), n_max: int = 30) -> list:
-    """Figure 3, left: ``|r|^n`` against the number of transitions ``n = 0..n_max`` (log y)."""
+    """Figure 3, left: ``rho^n`` against the number of transitions ``n = 0..n_max`` (log y), one curve per factor
+    ``rho`` in ``rs``."""
     n_max = validate.integer("n_max", n_max, minimum=1)
     rs = paths.values("rs", rs, allow_scalar=False)
     n = np.arange(n_max + 1)
-    lines = [ax.plot(n, paths.power_curve(r, n), marker=".", label=f"r = {r:g}")[0] for r in rs]
+    lines = [ax.plot(n, paths.power_curve(r, n), marker=".", label=rf"$\rho = {r:g}$")[0] for r in rs]
     ax.set_yscale("log")
     ax.set_xlabel("number of transitions n")
-    ax.set_ylabel(r"$|r|^n$")
+    ax.set_ylabel(r"$\rho^n$")
     ax.set_title("Fixed transition factor raised to the path length")
     ax.legend()
     return lines
@@ -84,7 +87,8 @@ def plot_sensitivity_heatmap(ax, w_h_values=None, T: int = 40, x=0.0, clip: floa
 
 
 def plot_jacobian_norms(ax, weights: paths.RNNWeights | None = None, X=None, seed: int = 0) -> list:
-    """Measured ``||J_q ... J_{s+1}||_2``, ``prod ||J_t||_2`` and ``(gamma ||W_h||_2)^(q-s)`` by distance.
+    """Measured ``||J_t ... J_{tau+1}||_2``, ``prod ||J_j||_2`` and Pascanu's bound ``(c ||W_h||_2)^(t-tau)`` by distance
+    (``c`` the activation's largest slope: 1 for tanh, and the bound is then printed without it).
 
     Default: a tanh RNN with D = 4, H = 8, ``||W_h||_2 = 1.5``, 40 standard normal inputs.
     """
@@ -94,16 +98,19 @@ def plot_jacobian_norms(ax, weights: paths.RNNWeights | None = None, X=None, see
     if X is None:
         X = rng.standard_normal((40, weights.input_size))
     norms = paths.jacobian_product_norms(weights, X)
+    slope = paths.gamma(weights.activation)
     d = norms.distance
     lines = [
-        ax.plot(d, norms.measured, marker=".", label=r"measured $\|J_q\cdots J_{s+1}\|_2$")[0],
-        ax.plot(d, norms.norm_product, ls="--", label=r"$\prod_t \|J_t\|_2$")[0],
-        ax.plot(d, norms.pascanu, ls=":", label=r"Pascanu bound $(\gamma\|W_h\|_2)^{q-s}$")[0],
+        ax.plot(d, norms.measured, marker=".", label=r"measured $\|J_t\cdots J_{\tau+1}\|_2$")[0],
+        ax.plot(d, norms.norm_product, ls="--", label=r"$\prod_j \|J_j\|_2$")[0],
+        ax.plot(d, norms.pascanu, ls=":", label="Pascanu bound " + (r"$\|W_h\|_2^{\,t-\tau}$" if slope == 1 else
+                                                                   rf"$({slope:g}\,\|W_h\|_2)^{{t-\tau}}$"))[0],
     ]
     ax.set_yscale("log")
-    ax.set_xlabel("distance q - s")
+    ax.set_xlabel(r"distance $t - \tau$")
     ax.set_ylabel("spectral norm")
-    ax.set_title(f"vector {weights.activation} RNN, H = {weights.hidden_size}, " + r"$\|W_h\|_2$" + f" = {np.linalg.norm(weights.W_h, 2):.3g}")
+    ax.set_title(f"vector {weights.activation} RNN, state width {weights.hidden_size}, " + r"$\|W_h\|_2$"
+                 + f" = {np.linalg.norm(weights.W_h, 2):.3g}")
     ax.legend()
     return lines
 
@@ -154,7 +161,7 @@ def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0, gate_bia
         flow = paths.gradient_flow(w, X)
         color = colors[(name, setting)] if (name, setting) in colors else {"GRU": "tab:red", "LSTM": "tab:blue"}[name]
         line = ax.plot(flow.distance, flow.grad_norm, color=color,
-                       label=f"{name}, {setting}: " + r"$\|\partial L/\partial h_s\|_2$")[0]
+                       label=f"{name}, {setting}: " + r"$\|\partial L/\partial h_\tau\|_2$")[0]
         artists.append(line)
         if flow.carry_at_fixed_gates is not None:
             gate = "u" if name == "GRU" else "f"
@@ -164,8 +171,8 @@ def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0, gate_bia
     ax.set_yscale("log")
     ax.set_ylim(bottom=floor)
     ax.axhline(floor, color="0.6", lw=0.8, ls=":")
-    ax.set_xlabel("distance $T - 1 - s$ (steps back from the loss)")
-    ax.set_ylabel("gradient norm (cut at float64 machine epsilon)")
-    ax.set_title(f"Gates held open keep the gradient (H = {width}, T = {T})")
+    ax.set_xlabel(r"distance $T - 1 - \tau$ (steps back from the loss)")
+    ax.set_ylabel("gradient norm (down to machine epsilon)")
+    ax.set_title(f"Gates held open keep the gradient (state width {width}, T = {T})")
     ax.legend(fontsize=7.5, ncol=1, loc="lower left")
     return artists

@@ -259,14 +259,26 @@ def _swap_into_place(staging: Path, target: Path) -> None:
     os.rename(aside, staging)  # pragma: no cover
 
 
+#: The name, inside the fresh directory of :func:`atomic_directory`, of the file that goes beside it (``companion``).
+COMPANION = ".companion"
+
+
 @contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_directory(path: str | os.PathLike, *, companion: str | os.PathLike | None = None,
+                     keep_empty: bool = True) -> Iterator[Path]:
     """Yield a fresh directory beside ``path``; on success it replaces ``path`` in one step.
 
     On any exception (KeyboardInterrupt, the ``seqgrad`` command's SIGTERM, an error)
     the fresh directory is removed and ``path`` is left as it was.  Whatever ``path``
     held before is replaced as a whole: the caller decides what may be replaced.
+
+    ``companion``: a file beside ``path`` that belongs with it (a document and the folder of its figures).  The
+    caller writes it into the fresh directory as :data:`COMPANION`; it is renamed onto ``companion`` with the
+    signals held together with the swap, so the two are both old or both new.  ``keep_empty=False``: a directory
+    left empty (nothing but the companion was written) is removed instead of replacing ``path``'s old content.
     """
+    if companion is not None:
+        companion = output_target(companion, "companion")
     target = Path(os.path.realpath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = None
@@ -277,9 +289,16 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
         os.chmod(staging, _mode_for(target, 0o777))  # mkdtemp makes 0700
         yield staging
         checkpoint("dir:written")
+        if companion is not None and not (staging / COMPANION).is_file():
+            raise SeqgradValueError("companion", str(companion), f"a file written into the fresh directory as {COMPANION}")
         with signals_held():
             signals.raise_if_received()  # a signal Python dropped on the way (an at-fork hook): the old output stays
             _swap_into_place(staging, target)
+            if companion is not None:
+                os.chmod(target / COMPANION, _mode_for(companion, 0o666))  # a replaced file keeps its mode
+                os.replace(target / COMPANION, companion)
+            if not keep_empty and not any(target.iterdir()):
+                target.rmdir()
             shutil.rmtree(staging, ignore_errors=True)  # the old output now
             staging = None
         checkpoint("dir:swapped")

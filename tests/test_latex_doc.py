@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import doctest
 
+import re
+
 import pytest
 import sympy as sp
 
@@ -68,14 +70,38 @@ def test_render_assembles_a_complete_document(monkeypatch):
     assert doc.rstrip().endswith("\\end{document}")
 
 
-def test_standalone_writes_no_figures(monkeypatch, tmp_path):
+def test_standalone_draws_only_the_figures_it_includes(monkeypatch, tmp_path):
+    """The handout asks for the whole paths set and gets the figures of its points only, drawn and included."""
     def body(b):
-        assert b.figures_dir is None
-        return b.figures("paths") or "no figures"
+        return b.figures("paths")
     monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("seqgrad.derive",), body))
     out = latexdoc.write(tmp_path / "n.tex", "rnn", standalone=True)
-    assert "no figures" in out.read_text() and "includegraphics" not in out.read_text()
-    assert not (tmp_path / "n-figures").exists()
+    included = sorted(re.findall(r"\\includegraphics\[[^]]*\]\{([^}]+)\}", out.read_text()))
+    assert included == ["n-figures/paths/fig3-left-power-curves.pdf", "n-figures/paths/gradient-flow-rnn-gru-lstm.pdf"]
+    on_disk = sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "n-figures").rglob("*.pdf"))
+    assert on_disk == included
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n-figures", "n.tex"]  # nothing temporary left
+
+
+def test_a_document_without_figures_leaves_no_folder(monkeypatch, tmp_path):
+    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("seqgrad.derive",), lambda b: "no figures"))
+    (tmp_path / "n-figures").mkdir()  # an earlier document's figures: this one has none, so they go
+    (tmp_path / "n-figures" / "old.pdf").write_bytes(b"%PDF")
+    for standalone in (True, False):
+        latexdoc.write(tmp_path / "n.tex", "rnn", standalone=standalone)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["n.tex"]
+
+
+def test_a_failed_document_leaves_the_old_figures_and_nothing_else(monkeypatch, tmp_path):
+    def body(b):
+        b.figures("conv")  # drawn into the fresh folder, then the section fails
+        raise RuntimeError("the section failed")
+    monkeypatch.setitem(latexdoc.SECTIONS, "rnn", Section("rnn", "RNN", ("seqgrad.derive",), body))
+    (tmp_path / "n-figures").mkdir()
+    (tmp_path / "n-figures" / "old.pdf").write_bytes(b"%PDF")
+    with pytest.raises(RuntimeError, match="the section failed"):
+        latexdoc.write(tmp_path / "n.tex", "rnn", standalone=True)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["n-figures", "n-figures/old.pdf"]
 
 
 def test_output_name_must_end_in_tex(tmp_path):

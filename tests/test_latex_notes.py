@@ -108,14 +108,18 @@ def test_notes_compile_render_and_read_as_notes(notes, kind, tmp_path):
     compile_and_render(path, tmp_path, f"notes_chapter_{kind}", passes=2)
     log = (tmp_path / f"build-notes_chapter_{kind}" / "notes.log").read_text(errors="replace")
     assert "undefined" not in " ".join(re.findall(r"LaTeX Warning: .*", log)), "a reference or citation is undefined"
-    if kind == "figures":
-        fonts = figure_fonts(source, path.parent)
-        assert len(fonts) >= 10, "the figures are in the notes"
-        small = {rel: size for rel, size in fonts.items() if size < 7.0}
-        assert small == {}, f"labels below 7 pt at the included size: {small}"
+    included = re.findall(r"\\includegraphics\[[^]]*\]\{([^}]+)\}", source)
+    assert all((path.parent / rel).is_file() for rel in included), "every figure the notes include is beside them"
+    on_disk = {p.relative_to(path.parent).as_posix() for p in (path.parent / "notes-figures").rglob("*") if p.is_file()}
+    assert on_disk == set(included), "the figure folder holds the figures the notes include, and nothing else"
+    fonts = figure_fonts(source, path.parent)
+    # the handout: one figure per point (paths, gates, positional, residual, encoder, decoder, conv); the full notes all
+    assert len(fonts) == len(included) and len(fonts) >= (7 if kind == "standalone" else 10), "the figures are in the notes"
+    small = {rel: size for rel, size in fonts.items() if size < 7.0}
+    assert small == {}, f"labels below 7 pt at the included size: {small}"
     body, appendix = body_and_appendix(source)
-    assert "\\section{Notation}" in body and "\\sum_{t=0}^{T - 1}" in body and "\\prod_{j=s + 1}^{t}" in body
-    assert "\\footnote{Proved symbolically" in body and "\\texttt" in appendix
+    assert "\\section{Notation}" in body and "\\sum_{t=0}^{T - 1}" in body and "\\prod_{j=\\tau + 1}^{t}" in body
+    assert "\\footnote{Proved for every" in body and "\\texttt" in appendix
 
 
 def test_a_short_chapter_compiles_and_reads_as_notes(tmp_path):
@@ -141,7 +145,7 @@ def test_without_the_appendix_nothing_points_to_it(tmp_path):
     cli("latex", str(path), "--sections", "attention", "--standalone", "--no-appendix")
     source = path.read_text()
     assert "\\appendix" not in source and "app:" not in source and "\\texttt" not in source
-    assert "\\footnote{Proved symbolically" in source
+    assert "\\footnote{Proved for every" in source
 
 
 @pytest.mark.parametrize("snippet, defect", [

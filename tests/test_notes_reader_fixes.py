@@ -16,9 +16,10 @@ from seqgrad.derive import blocks
 from seqgrad.derive.latex_settings import DEFAULT, OrderedProduct
 
 
-def _build(tmp_path):
+def _build(tmp_path, base=None):
     """A build with the notes' notation (s the standard deviation, sigma the sigmoid), as ``seqgrad latex`` has."""
-    notation = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS})
+    base = DEFAULT if base is None else base
+    notation = base.replace(letters={**base.letters, **NOTES_LETTERS})
     return Build(notation=notation, tex_dir=tmp_path, figures_dir=None)
 
 
@@ -44,11 +45,12 @@ def test_the_notation_table_defines_what_the_body_uses(tmp_path):
     assert "the matrix after the d (same shape)" not in table
     for symbol in (r"$\operatorname{mean}(\mathbf{X})$", r"$\operatorname{rowsum}(\mathbf{X})$",
                    r"$\operatorname{normalize}(\mathbf{X})$", r"$s_{\epsilon}(\mathbf{X})$", r"$\mu_{i}$", r"$v_{i}$",
-                   r"$\rho$", "$q$", "$E_{seq}$", "$P$", "$d_{model}$", "$d_{ff}$", "$P_{layer}$"):
+                   r"$\rho$", "$q$", "$E_{seq}$", "$P$", "$d_{model}$", "$d_{ff}$", r"$N_{\mathrm{layer}}$", r"$\tau$"):
         assert "\n" + symbol + " & " in table, symbol
     assert "\n" + r"$\mathbf{1}^{\top}$ & row of ones" in table and r"& $1 \times T$ \\" in table
     symbols = [line.split(" & ")[0] for line in table.splitlines() if line.count(" & ") == 2]
     assert "$r$" not in symbols  # r is the reset gate's letter only
+    assert "$s$" not in symbols and "$P_{layer}$" not in symbols  # s: a standard deviation only; P: the positions only
     assert len(symbols) == len(set(symbols))
 
 
@@ -62,9 +64,13 @@ def test_layernorm_gives_its_row_statistics_and_the_row_of_ones(tmp_path):
 
 def test_the_path_product_says_its_order_layout_and_bound(tmp_path):
     body = notes.paths_section(_build(tmp_path)).body
-    assert r"{J}_{t} {J}_{t - 1} \cdots {J}_{s + 1}" in body and "numerator layout" in body
+    assert r"{J}_{t} {J}_{t - 1} \cdots {J}_{\tau + 1}" in body and "numerator layout" in body
+    assert r"$\rho^{t - \tau}$" in body and r"state $h_{\tau}$" in body and "h_{s}" not in body  # tau: the earlier step
     assert r"\left|{g^{h}_{0}}\right| &\le \rho^{3} \left|{g^{h}_{3}}\right|" in body
     assert "at most $r$" not in body
+    # the product and the factors of both cells are one display, aligned together
+    first = body[body.index("\\begin{align*}"):body.index("\\end{align*}")]
+    assert "\\prod_{j=\\tau + 1}^{t}" in first and "(scalar cell)" in first and "(vector cell)" in first
 
 
 def test_the_gated_examples_name_their_paths(tmp_path):
@@ -96,3 +102,32 @@ def test_the_appendix_lists_every_imprecise_or_false_statement_with_its_cyrillic
     assert wrong and tex.count("\\item ") == len(wrong)
     assert "U+04" not in tex and "\\seqgradcyr{" in tex
     assert all(f"\\textbf{{{s.verdict}}}" in tex for s in wrong)
+
+
+def test_one_letter_one_meaning_across_sections(tmp_path):
+    """The last lecturer review: the kernel is kappa (K: the keys), a cell's widths are d_x, d_h, d_y (H: the rows
+    of an encoder block; D: nothing), a positional encoding's width is the model width d."""
+    b = _build(tmp_path)
+    conv = notes.conv_section(b).body
+    assert r"{\kappa}_{u,v}" in conv and r"\partial \kappa_{pq}" in conv and "K_{" not in conv and "$K$" not in conv
+    rnn = notes.rnn_section(b).body
+    assert r"$1 \times d_{x}$" in rnn and r"$1 \times d_{h}$" in rnn and r"\times D$" not in rnn
+    positional = notes.positional_section(b).body
+    assert r"10000^{- \frac{2 j}{d}}" in positional and "$d = 5$" in positional and "{D}" not in positional
+    table = notes.notation_section(b)
+    symbols = [line.split(" & ")[0] for line in table.splitlines() if line.count(" & ") == 2]
+    assert r"$\kappa$" in symbols and "$K$" not in symbols and "$D$" not in symbols
+    assert all(r"\times H$" not in line and r"H \times" not in line for line in table.splitlines() if "$\\mathbf{H}$" not in line)
+
+
+def test_a_section_letter_leaves_the_users_rename_and_records_what_it_applied(tmp_path):
+    from seqgrad.derive.latex_settings import Notation
+
+    b = _build(tmp_path)
+    assert notes.with_section_letters(b, "rnn") is b
+    own = notes.with_section_letters(b, "conv")
+    assert own.notation.letters["K"] == r"\kappa" and "K" not in b.notation.letters
+    own.notation.latex(sp.Symbol("K_pq"))
+    assert "K" in b.notation._used  # one record for the document
+    user = _build(tmp_path, Notation(letters={"K": "W"}))
+    assert notes.with_section_letters(user, "conv").notation.letters["K"] == "W"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from seqgrad import atomic
+from seqgrad.errors import SeqgradValueError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -143,6 +144,8 @@ def _direct_writes(path: Path):
                 continue
             if name == "savefig" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "handle":
                 continue
+            if name == "savefig" and node.args and ast.unparse(node.args[0]) == "io.BytesIO()":
+                continue  # drawn into memory and thrown away (matplotlib warmed before a fork): not an output
             yield f"{path.relative_to(ROOT)}:{node.lineno}: .{name}(...)"
 
 
@@ -166,3 +169,31 @@ def test_the_write_scan_finds_direct_writes(tmp_path, monkeypatch):
     bad.write_text("open(p, 'w').write(t)\nfig.savefig(p)\nPath(p).write_text(t)\nopen(p).read()\n"
                    "open(os.devnull, 'w')\n")
     assert len(list(_direct_writes(bad))) == 3
+
+
+def test_a_directory_and_its_companion_file_are_replaced_together(tmp_path):
+    """The notes and their figures: both new on success; both old on an error, with nothing temporary left."""
+    folder, doc = tmp_path / "n-figures", tmp_path / "n.tex"
+    folder.mkdir()
+    (folder / "old.pdf").write_text("old")
+    doc.write_text("old")
+    os.chmod(doc, 0o640)
+    with pytest.raises(RuntimeError):
+        with atomic.atomic_directory(folder, companion=doc) as fresh:
+            (fresh / "new.pdf").write_text("new")
+            atomic.write_text(fresh / atomic.COMPANION, "new")
+            raise RuntimeError("interrupted")
+    assert doc.read_text() == "old" and [p.name for p in folder.iterdir()] == ["old.pdf"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n-figures", "n.tex"]
+    with atomic.atomic_directory(folder, companion=doc) as fresh:
+        (fresh / "new.pdf").write_text("new")
+        atomic.write_text(fresh / atomic.COMPANION, "new")
+    assert doc.read_text() == "new" and [p.name for p in folder.iterdir()] == ["new.pdf"]
+    assert oct(os.stat(doc).st_mode & 0o777) == oct(0o640)  # a replaced file keeps its mode
+    with atomic.atomic_directory(folder, companion=doc, keep_empty=False) as fresh:  # no figures: no folder
+        atomic.write_text(fresh / atomic.COMPANION, "alone")
+    assert doc.read_text() == "alone" and sorted(p.name for p in tmp_path.iterdir()) == ["n.tex"]
+    with pytest.raises(SeqgradValueError, match="companion"):
+        with atomic.atomic_directory(folder, companion=doc):
+            pass  # the companion was not written: nothing is replaced
+    assert doc.read_text() == "alone" and sorted(p.name for p in tmp_path.iterdir()) == ["n.tex"]

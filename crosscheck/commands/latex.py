@@ -16,12 +16,13 @@ def register(sub) -> None:
     from ..latexdoc import SECTION_NAMES
 
     p = sub.add_parser("latex", help="write a compilable LaTeX document of the derivations, identities, tables and figures")
-    p.add_argument("out", metavar="OUT.tex", help="the document to write (figures go to OUT-figures/ beside it)")
+    p.add_argument("out", metavar="OUT.tex", help="the document to write (its figures go to OUT-figures/ beside it)")
     p.add_argument("--sections", metavar="LIST",
                    help="comma-separated sections, in order, from " + ",".join(SECTION_NAMES)
                    + " (default: every section whose package is present)")
     p.add_argument("--standalone", action="store_true",
-                   help="one self-contained file: no figure files, nothing to ship beside the .tex")
+                   help="the handout: each section includes the one figure of its point, and OUT-figures/ holds "
+                        "exactly those (without it, every figure of the sets the sections draw from)")
     p.add_argument("--appendix", action=argparse.BooleanOptionalAction, default=True,
                    help="end with the verification appendix: every identity with its id and source, the checks run now "
                         "and the printed claims (default); --no-appendix leaves it out, and the footnotes then say how "

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import sys
+
 import numpy as np
 
-from . import arguments
+from . import arguments, chosen
 
 NAME = "conv"
 
@@ -60,18 +62,22 @@ def plot_receptive_field(ax, reads: list[np.ndarray], kernels, strides, formula:
     ax.set_yticks(range(len(reads)), ["input"] + [f"layer {l}" for l in range(1, len(reads))])
     ax.set_ylim(-0.8, len(reads) - 0.5)
     ax.set_xlabel("input position (units drawn at the centre of the input they read)")
-    ax.set_title(f"kernels {list(kernels)}, strides {list(strides)}: measured extent {extent}, formula r = {formula}")
+    ax.set_title(f"kernel sizes {', '.join(map(str, kernels))}, strides {', '.join(map(str, strides))}: "
+                 f"measured extent {extent}, formula {formula}")
     return {"points": points, "extent": extent}
 
 
-def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
+def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> list[Path]:
+    """Write the figure into ``out_dir`` as a ``fmt`` file and return its path (none for ``stems=[]``)."""
     from matplotlib.figure import Figure
 
     from seqgrad.derive.conv import receptive_field
     from seqgrad.atomic import save_figure
 
     fmt = arguments(fmt, device)  # the influence maps are computed on the CPU; the device does not change them
-    fig = Figure(figsize=(9, 5), layout="constrained")
+    if not chosen(sys.modules[__name__], stems):
+        return []
+    fig = Figure(figsize=(6.5, 4.6), layout="constrained")  # the text's width: labels at the size drawn
     axes = fig.subplots(2, 1)
     for ax, strides in zip(axes, ([1, 1, 1], [2, 2, 1])):
         kernels = [3, 3, 3]

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import sys
+
 import numpy as np
 
-from . import arguments
+from . import arguments, chosen
 
 NAME = "decoder"
 
@@ -32,8 +34,8 @@ def plot_cross_attention(ax, weights: np.ndarray, source: list[str], steps: list
     image = ax.imshow(weights, vmin=0.0, vmax=1.0, cmap="viridis")
     ax.set_xticks(range(len(source)), source)
     ax.set_yticks(range(len(steps)), steps)
-    ax.set_xlabel("source position (encoder memory, K and V)")
-    ax.set_ylabel("generation step (query from the decoder)")
+    ax.set_xlabel("source word (keys, values)")
+    ax.set_ylabel("generation step (query)")
     if title:
         ax.set_title(title)
     texts = [ax.text(j, i, format_sigfig(v), ha="center", va="center", fontsize=8, color="w" if v < 0.6 else "k")
@@ -41,17 +43,20 @@ def plot_cross_attention(ax, weights: np.ndarray, source: list[str], steps: list
     return {"image": image, "texts": texts}
 
 
-def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
+def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> list[Path]:
+    """Write the figure into ``out_dir`` as a ``fmt`` file and return its path (none for ``stems=[]``)."""
     from matplotlib.figure import Figure
 
     from seqgrad.numeric.decoder import lesson_example
     from seqgrad.atomic import save_figure
 
     fmt = arguments(fmt, device)  # the lesson's toy model runs on the CPU; the device does not change it
+    if not chosen(sys.modules[__name__], stems):
+        return []
     model, sv, tv, _ = lesson_example()
     gen = model.generate(sv.encode("I love ML"), 10, attention=True)
     A = np.stack([s.cross_attention.numpy() for s in gen.steps], axis=1)  # heads x steps x source
-    steps = [f"{s.t + 1}: sees 0..{s.visible[-1]} -> {tv.words[s.token]}" for s in gen.steps]
+    steps = [f"{s.t + 1}: sees 0\u2013{s.visible[-1]}, writes {tv.words[s.token]}" for s in gen.steps]
     fig = Figure(figsize=(6.5, 2.9 * A.shape[0] + 0.4), layout="constrained")  # one head under the other: the text's width
     axes = fig.subplots(A.shape[0], 1)
     art = None

@@ -6,11 +6,13 @@
 
 from __future__ import annotations
 
+import sys
+from functools import cache
 from pathlib import Path
 
 from seqgrad.atomic import save_figure
 
-from . import arguments
+from . import arguments, chosen
 
 NAME = "depth"
 HELP = "gradient norms per layer of pre-/post-norm stacks (depth 1-48, Xiong et al. 2020) and singular values of the depth Jacobian product"
@@ -31,7 +33,7 @@ CAPTIONS = {
         "Theorem 1), slower than the dotted `1/sqrt(L)` line for shallow stacks and faster for deep ones, so the curve "
         "crosses it. Post-norm: it keeps its size (fitted slope 0.00).",
     "jacobian-product-singular-values-pre-norm": "Singular values of the depth Jacobian product of pre-norm stacks: with "
-        "the residual bypass (solid) all 32 stay above the float64 noise floor at every depth, the smallest above 0.004; "
+        "the residual bypass (solid) all 32 stay above the rounding-noise floor of double precision at every depth, the smallest above 0.004; "
         "without it (dashed) all but a few collapse to the floor. Each curve stops at its noise floor.",
     "jacobian-product-singular-values-post-norm": "The same for post-norm stacks: the LayerNorm after each addition "
         "rescales the path. For two or more layers the residual keeps more directions above the noise floor than "
@@ -65,23 +67,25 @@ def caption_facts(grads=None, jacs=None) -> dict:
     return facts
 
 
-def write(out_dir: Path, fmt: str, device: str = "cpu") -> list[Path]:
-    """Write the five figures into ``out_dir`` as ``fmt`` files and return their paths."""
+def write(out_dir: Path, fmt: str, device: str = "cpu", stems=None) -> list[Path]:
+    """Write the five figures (or those named in ``stems``) into ``out_dir`` as ``fmt`` files and return their
+    paths; a study no chosen figure draws is not run."""
     from matplotlib.figure import Figure
 
     from seqgrad.numeric import depth, figures_depth
 
     fmt = arguments(fmt, device)  # tiny float64 stacks: the studies run on the CPU either way
-    grads, jacs = depth.gradient_study(), depth.jacobian_study()
+    grads, jacs = cache(depth.gradient_study), cache(depth.jacobian_study)
     plots = {
-        "gradient-profile-pre-norm": lambda ax: figures_depth.plot_layer_profile(ax, grads, "pre-norm"),
-        "gradient-profile-post-norm": lambda ax: figures_depth.plot_layer_profile(ax, grads, "post-norm"),
-        "gradient-near-output-vs-depth": lambda ax: figures_depth.plot_output_gradient_vs_depth(ax, grads),
-        "jacobian-product-singular-values-pre-norm": lambda ax: figures_depth.plot_singular_values(ax, jacs, "pre-norm"),
-        "jacobian-product-singular-values-post-norm": lambda ax: figures_depth.plot_singular_values(ax, jacs, "post-norm"),
+        "gradient-profile-pre-norm": lambda ax: figures_depth.plot_layer_profile(ax, grads(), "pre-norm"),
+        "gradient-profile-post-norm": lambda ax: figures_depth.plot_layer_profile(ax, grads(), "post-norm"),
+        "gradient-near-output-vs-depth": lambda ax: figures_depth.plot_output_gradient_vs_depth(ax, grads()),
+        "jacobian-product-singular-values-pre-norm": lambda ax: figures_depth.plot_singular_values(ax, jacs(), "pre-norm"),
+        "jacobian-product-singular-values-post-norm": lambda ax: figures_depth.plot_singular_values(ax, jacs(), "post-norm"),
     }
     written = []
-    for stem, plot in plots.items():
+    for stem in chosen(sys.modules[__name__], stems):
+        plot = plots[stem]
         fig = Figure(figsize=(6.0, 4.5), layout="constrained")
         plot(fig.add_subplot())
         written.append(save_figure(fig, Path(out_dir) / f"{stem}.{fmt}"))

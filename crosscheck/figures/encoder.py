@@ -6,11 +6,12 @@ only) and returns the artists it made, so tests can read the plotted data.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from . import arguments
+from . import arguments, chosen
 
 NAME = "encoder"
 HELP = "the course encoder: E_seq/P/H0 (Fig. 6), begins contributions (Fig. 8), S, A, causal A (Figs. 9-11)"
@@ -112,11 +113,12 @@ def plot_contributions(ax, contrib, tokens: list[str], *, query: int = 6) -> dic
     texts = _annotate(ax, C, image=image) + [ax.text(j, T + 1, format_sigfig(v), ha="center", va="center", fontsize=7,
                                                      fontweight="bold", color=text_color(image, v)) for j, v in enumerate(sums)]
     ax.set_title(f"$A_{{{query}j}}\\,v_j$ and their sum $o_{{{query}}}$")
-    _ticks(ax, [f"{j}: {w}" for j, w in enumerate(tokens)] + ["", f"sum = o_{query}"], [f"value {c}" for c in range(C.shape[1])])
+    _ticks(ax, [f"{j}: {w}" for j, w in enumerate(tokens)] + ["", f"sum: $o_{{{query}}}$"], [f"value {c}" for c in range(C.shape[1])])
     return {"image": image, "texts": texts, "contributions": C, "sums": sums}
 
 
-def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
+def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> list[Path]:
+    """Write the five figures (or those named in ``stems``) into ``out_dir`` as ``fmt`` files and return their paths."""
     from matplotlib.figure import Figure
 
     from seqgrad.numeric import course
@@ -125,35 +127,43 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu") -> list[Path]:
 
     fmt = arguments(fmt, device)
     out_dir = Path(out_dir)
+    wanted = chosen(sys.modules[__name__], stems)
+    if not wanted:
+        return []
     tr = course.trace("attention_on_H0", device=device)
     tokens = tokenize(course.TEXT)
     np_ = {k: v.detach().cpu().numpy() for k, v in tr.items()}
-    paths = []
 
-    fig = Figure(figsize=(6.5, 3.2), layout="constrained")  # no wider than the notes' text: labels at their size
-    axes = fig.subplots(1, 3)
-    art = plot_identity_position_sum(axes, np_["E_seq"], np_["P"], np_["H0"], tokens)
-    bar = fig.colorbar(art["images"][0], ax=list(axes), shrink=0.8)
-    bar.set_label("value (one scale for all three)", fontsize=8)
-    bar.ax.tick_params(labelsize=8)
-    paths.append(save_figure(fig, out_dir / f"fig06_identity_position.{fmt}"))
+    def identity_position():
+        fig = Figure(figsize=(6.5, 3.2), layout="constrained")  # no wider than the notes' text: labels at their size
+        axes = fig.subplots(1, 3)
+        art = plot_identity_position_sum(axes, np_["E_seq"], np_["P"], np_["H0"], tokens)
+        bar = fig.colorbar(art["images"][0], ax=list(axes), shrink=0.8)
+        bar.set_label("value (one scale for all three)", fontsize=8)
+        bar.ax.tick_params(labelsize=8)
+        return fig
 
-    fig = Figure(figsize=(5, 5), layout="constrained")
-    art = plot_contributions(fig.subplots(), np_["head1.contrib"][6], tokens, query=6)
-    fig.colorbar(art["image"], ax=fig.axes[0], shrink=0.8, label=r"$A_{6j}\,v_{jc}$")
-    paths.append(save_figure(fig, out_dir / f"fig08_begins_contributions.{fmt}"))
+    def contributions():
+        fig = Figure(figsize=(5, 5), layout="constrained")
+        art = plot_contributions(fig.subplots(), np_["head1.contrib"][6], tokens, query=6)
+        fig.colorbar(art["image"], ax=fig.axes[0], shrink=0.8, label=r"$A_{6j}\,v_{jc}$")
+        return fig
 
-    Ac = np_["head1.A_causal"]
-    for number, key, title, masked, label in (
-        (9, "head1.S", r"scores $S = QK^\top/\sqrt{3}$", None, r"score $S_{tj}$"),
-        (10, "head1.A", r"weights $A = \mathrm{softmax}_\mathrm{rows}(S)$", None, r"weight $A_{tj}$"),
-        (11, "head1.A_causal", r"causal weights $\mathrm{softmax}_\mathrm{rows}(S + M)$", np.triu(np.ones_like(Ac, bool), 1),
-         r"weight $A_{tj}$ ($\times$: masked, exactly 0)"),
-    ):
+    def attention(key, title, masked, label):
         fig = Figure(figsize=(6, 5), layout="constrained")
         ax = fig.subplots()
         art = plot_attention_matrix(ax, np_[key], tokens, title=title, masked=masked)
         lo, hi = art["image"].norm.vmin, art["image"].norm.vmax
         fig.colorbar(art["image"], ax=ax, label=f"{label}\nscale fitted to the data: {lo:.3g} to {hi:.3g}")
-        paths.append(save_figure(fig, out_dir / f"fig{number:02d}_{key.split('.')[1]}.{fmt}"))
-    return paths
+        return fig
+
+    causal = np.triu(np.ones_like(np_["head1.A_causal"], bool), 1)
+    draw = {
+        "fig06_identity_position": identity_position,
+        "fig08_begins_contributions": contributions,
+        "fig09_S": lambda: attention("head1.S", r"scores $S = QK^\top/\sqrt{3}$", None, r"score $S_{tj}$"),
+        "fig10_A": lambda: attention("head1.A", r"weights $A = \mathrm{softmax}_\mathrm{rows}(S)$", None, r"weight $A_{tj}$"),
+        "fig11_A_causal": lambda: attention("head1.A_causal", r"causal weights $\mathrm{softmax}_\mathrm{rows}(S + M)$", causal,
+                                            r"weight $A_{tj}$ ($\times$: masked, exactly 0)"),
+    }
+    return [save_figure(draw[stem](), out_dir / f"{stem}.{fmt}") for stem in wanted]

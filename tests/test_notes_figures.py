@@ -1,0 +1,229 @@
+"""The figures of the notes: the handout (``seqgrad latex --standalone``) draws and includes one figure per point,
+and every caption of a figure it includes says what its data show (each number or claim computed again here from
+the data the figure draws, with the figure's own plotting code)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from seqgrad.crosscheck import latexdoc, notes
+from seqgrad.crosscheck.figures import figure_sets
+from seqgrad.errors import SeqgradTypeError, SeqgradValueError
+
+from test_parallel import needs_fork
+
+
+def _ax():
+    return Figure().add_subplot()
+
+
+def test_every_handout_figure_is_a_figure_with_a_caption_and_its_section_draws_from_its_set():
+    sets = figure_sets()
+    for section, figures in notes.HANDOUT.items():
+        assert section in latexdoc.SECTIONS and len(figures) == 1, section  # one figure per point
+        set_name, stem = figures[0].split("/")
+        assert stem in sets[set_name].CAPTIONS
+        assert f"seqgrad.crosscheck.figures.{set_name}" in latexdoc.SECTIONS[section].requires
+
+
+@pytest.mark.parametrize("name", sorted(figure_sets()))
+def test_a_figure_set_draws_the_figures_asked_for_and_refuses_an_unknown_one(name, tmp_path):
+    module = figure_sets()[name]
+    with pytest.raises(SeqgradValueError, match="stems"):
+        module.write(tmp_path, "pdf", "cpu", stems=["no-such-figure"])
+    with pytest.raises(SeqgradTypeError, match="stems"):
+        module.write(tmp_path, "pdf", "cpu", stems=next(iter(module.CAPTIONS)))  # a name, not a list of names
+    assert module.write(tmp_path / "none", "pdf", "cpu", stems=[]) == []
+    last = list(module.CAPTIONS)[-1]
+    if name in ("conv", "decoder", "positional", "encoder"):  # the cheap ones: draw one and look
+        written = module.write(tmp_path / "one", "pdf", "cpu", stems=[last])
+        assert [p.name for p in written] == [f"{last}.pdf"] and [p.name for p in (tmp_path / "one").iterdir()] == [f"{last}.pdf"]
+
+
+def test_the_handout_includes_what_it_draws_and_nothing_else(tmp_path):
+    out = latexdoc.write(tmp_path / "notes.tex", "positional,conv", standalone=True, appendix=False, proof_seconds=5)
+    source = out.read_text()
+    included = sorted(re.findall(r"\\includegraphics\[[^]]*\]\{([^}]+)\}", source))
+    assert included == ["notes-figures/conv/conv_receptive_field.pdf", "notes-figures/positional/positional_encoding_d128.pdf"]
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.pdf")) == included
+    for rel in included:
+        assert (tmp_path / rel).read_bytes().startswith(b"%PDF")
+    assert ".new" not in source and sorted(p.name for p in tmp_path.iterdir()) == ["notes-figures", "notes.tex"]
+
+
+@needs_fork
+def test_the_parallel_handout_is_the_serial_one(tmp_path):
+    docs = {}
+    for jobs in (1, 2):
+        root = tmp_path / f"jobs{jobs}"
+        docs[jobs] = latexdoc.render("paths,conv", tex_dir=root, figures_dir=root / "figures", jobs=jobs, appendix=False,
+                                     handout=True, proof_seconds=5)
+        drawn = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.pdf"))
+        assert drawn == ["figures/conv/conv_receptive_field.pdf", "figures/paths/fig3-left-power-curves.pdf"], jobs
+    assert docs[1] == docs[2] and docs[2].count("\\includegraphics") == 2
+
+
+def test_a_figure_link_names_the_folder_the_figures_will_be_moved_to(tmp_path):
+    doc = latexdoc.render("conv", tex_dir=tmp_path, figures_dir=tmp_path / ".staging", figures_link=tmp_path / "n-figures",
+                          appendix=False, handout=True)
+    assert "{n-figures/conv/conv_receptive_field.pdf}" in doc and ".staging" not in doc
+
+
+# --------------------------------------------------------------------------- captions against the data
+
+def test_power_curves_caption():
+    """'rho raised to n: below 1 it vanishes geometrically, above 1 it explodes; on the log scale straight lines'; the
+    letter is the text's rho (the bound of a path product), not an undefined r."""
+    from seqgrad.numeric import figures_paths as fp
+
+    caption = figure_sets()["paths"].CAPTIONS["fig3-left-power-curves"]
+    assert "`rho`" in caption and "`r`" not in caption
+    ax = _ax()
+    lines = fp.plot_power_curves(ax)
+    for line in lines:
+        rho = float(re.search(r"\\rho = ([\d.]+)", line.get_label())[1])
+        n, y = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
+        slope, intercept = np.polyfit(n, np.log(y), 1)
+        assert np.allclose(np.log(y), slope * n + intercept, atol=1e-12)  # a straight line on the log scale
+        assert (y[-1] < 1e-2) if rho < 1 else (y[-1] > 1e2) if rho > 1 else np.allclose(y, 1)
+    assert ax.get_yscale() == "log" and "rho" in ax.get_ylabel()
+
+
+def test_gradient_flow_caption():
+    """The numbers of the gradient-flow caption: default gates near 0.5 lose the gradient (< 1e-12 after 59 steps);
+    a keeping gate at bias + 3 near 0.95; its carry product near 0.95 a step, about 0.05 after 59 steps, the
+    gradient following it (within a factor 2)."""
+    from seqgrad.numeric import figures_paths as fp
+
+    caption = figure_sets()["paths"].CAPTIONS["gradient-flow-rnn-gru-lstm"]
+    lines = {a.get_label(): np.asarray(a.get_ydata(), float) for a in fp.plot_gradient_flow(_ax())}
+    far = {label: y[0] for label, y in lines.items()}  # the first point is the farthest step back
+    distance = len(next(iter(lines.values()))) - 1
+    assert f"after {distance} steps" in caption and f"twelve orders of magnitude over {distance} steps" in caption
+    for cell in ("RNN", "GRU", "LSTM"):
+        assert far[f"{cell}, default init: " + r"$\|\partial L/\partial h_\tau\|_2$"] < 1e-12
+    for cell, gate in (("GRU", "u"), ("LSTM", "f")):
+        carry = far[f"{cell}, $b_{gate} + 3$: mean " + rf"$\prod {gate}_t$"]
+        grad = far[f"{cell}, $b_{gate} + 3$: " + r"$\|\partial L/\partial h_\tau\|_2$"]
+        assert 0.03 < carry < 0.08 and 0.9 < carry ** (1 / distance) < 0.97  # "about 0.05", "near 0.95 a step"
+        assert 0.5 < grad / carry < 2  # "the gradient follows it"
+    assert 1 / (1 + np.exp(-3)) == pytest.approx(0.95, abs=0.01)  # "gates near 0.95": sigmoid(3)
+
+
+def test_positional_caption():
+    from seqgrad.numeric.positions import sinusoidal
+
+    caption = figure_sets()["positional"].CAPTIONS["positional_encoding_d128"]
+    P = sinusoidal(100, 128).numpy()
+    changes = int((np.diff(np.sign(P[:, 0])) != 0).sum())
+    assert f"coordinate 0 changes sign {changes} times" in caption
+    assert np.ptp(P[:, -2:], axis=0).max() < 0.02 < np.ptp(P[:, :2], axis=0).min()  # "the last ones hardly change"
+    wavelength = 2 * np.pi * 10000 ** (126 / 128)
+    assert f"about {round(wavelength, -3):.0f} positions" in caption
+
+
+def test_attention_weights_caption():
+    """'Every row sums to 1; no weight is far from 1/7 (all within a factor 3); colour scale 0.054 to 0.291.'"""
+    from seqgrad.numeric import course
+
+    caption = figure_sets()["encoder"].CAPTIONS["fig10_A"]
+    A = course.trace("attention_on_H0")["head1.A"].detach().numpy()
+    assert A.shape == (7, 7) and np.allclose(A.sum(axis=1), 1)
+    assert (A > 1 / 7 / 3).all() and (A < 3 / 7).all()
+    assert f"({A.min():.2g} to {A.max():.3g})" in caption
+
+
+def test_cross_attention_caption():
+    """'Each row sums to 1', for every head and every generated token."""
+    from seqgrad.numeric.decoder import lesson_example
+
+    model, sv, _, _ = lesson_example()
+    gen = model.generate(sv.encode("I love ML"), 10, attention=True)
+    assert "Each row sums to 1" in figure_sets()["decoder"].CAPTIONS["decoder_cross_attention"]
+    for step in gen.steps:
+        assert np.allclose(step.cross_attention.numpy().sum(axis=-1), 1)
+
+
+def test_receptive_field_caption():
+    """'The formula drawn beside the measured widths; the two agree at every depth.'"""
+    from seqgrad.crosscheck.figures import conv
+    from seqgrad.derive.conv import receptive_field
+
+    assert "agree at every depth" in conv.CAPTIONS["conv_receptive_field"]
+    for strides in ([1, 1, 1], [2, 2, 1]):
+        reads = conv.influence([3, 3, 3], strides)
+        for layer in range(1, 4):  # the input positions under one unit of layer `layer`
+            positions = conv.influence([3] * layer, strides[:layer])[0]
+            assert positions.max() - positions.min() + 1 == int(receptive_field([3] * layer, strides[:layer]))
+        assert reads[0].max() - reads[0].min() + 1 == int(receptive_field([3, 3, 3], strides))
+
+
+def test_contributions_caption():
+    """'Most of it comes from journey, miles and begins': the three largest weighted values of the query begins,
+    together more than half of all of them (in norm)."""
+    from seqgrad.numeric import course
+
+    caption = figure_sets()["encoder"].CAPTIONS["fig08_begins_contributions"]
+    C = course.trace("attention_on_H0")["head1.contrib"][6].detach().numpy()
+    tokens = course.TEXT.split()
+    norms = np.linalg.norm(C, axis=1)
+    largest = sorted(np.argsort(norms)[-3:])
+    assert [tokens[i] for i in largest] == ["journey", "miles", "begins"]
+    assert "from journey, miles and begins" in caption and norms[largest].sum() > norms.sum() / 2
+
+
+# --------------------------------------------------------------------------- what a reader sees in a figure
+
+def test_no_caption_reads_like_code():
+    """Captions are words and typeset formulas: no identifier with an underscore, option, dtype or call outside the
+    backquoted formulas (``float64`` is 'double precision' in words)."""
+    for name, module in figure_sets().items():
+        for stem, caption in module.CAPTIONS.items():
+            plain = re.sub(r"`[^`]*`", "", caption)
+            assert not re.findall(r"\w*_\w*|--\w+|float\d+|\w+\(|\[", plain), (name, stem)
+
+
+def _drawn(monkeypatch, set_name: str, stem: str, tmp_path):
+    """The matplotlib figure that set ``set_name`` saves for ``stem``, drawn."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from seqgrad import atomic
+
+    figures, save = [], atomic.save_figure
+    def capture(fig, path, **kw):
+        figures.append(fig)
+        return save(fig, path, **kw)
+    module = figure_sets()[set_name]
+    monkeypatch.setattr(atomic, "save_figure", capture)
+    if hasattr(module, "save_figure"):  # imported at the top of the set's module
+        monkeypatch.setattr(module, "save_figure", capture)
+    figure_sets()[set_name].write(tmp_path, "pdf", "cpu", stems=[stem])
+    (fig,) = figures
+    FigureCanvasAgg(fig).draw()
+    return fig
+
+
+@pytest.mark.parametrize("figure", sorted({f for figs in notes.HANDOUT.values() for f in figs}))
+def test_a_handout_figure_has_no_label_under_another_panel_and_no_code_in_its_labels(figure, monkeypatch, tmp_path):
+    """No title or axis label of a panel runs under another panel or its colour bar (the decoder's x label ran under
+    the colour bar), and the labels are words and formulas, not code (``kernels [3, 3, 3]``, ``float64``)."""
+    set_name, stem = figure.split("/")
+    fig = _drawn(monkeypatch, set_name, stem, tmp_path)
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        for label in (ax.title, ax.xaxis.label, ax.yaxis.label):
+            if not label.get_visible() or not label.get_text().strip():
+                continue
+            box = label.get_window_extent(renderer)
+            for other in fig.axes:
+                if other is not ax and not (other.bbox.bounds == ax.bbox.bounds):
+                    assert not box.overlaps(other.get_window_extent(renderer)), (figure, label.get_text())
+            plain = re.sub(r"\$[^$]*\$", "", label.get_text())
+            assert not re.search(r"\[|float\d+|\w_\w", plain), (figure, label.get_text())
+        ticks = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
+        for tick in ticks:  # 'sum = o_6', '0..3 -> <end>' read as code
+            assert not re.search(r"\w_\w|->|\.\.", re.sub(r"\$[^$]*\$", "", tick)), (figure, tick)
