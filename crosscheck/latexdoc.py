@@ -210,7 +210,7 @@ def figure_environment(path: Path, tex_dir: Path, caption: str, width: str | Non
     at its own size (or scaled down to the text width, :func:`figure_scale`) unless ``width`` is given."""
     rel = href if href is not None else Path(path).resolve().relative_to(Path(tex_dir).resolve()).as_posix()
     size = f"width={width}" if width else f"scale={figure_scale(path):.3f}"
-    return ("\\begin{figure}[htbp]\n\\centering\n"
+    return ("\\begin{figure}[tbp]\n\\centering\n"
             f"\\includegraphics[{size}]{{{rel}}}\n\\caption{{{words(caption)}}}"
             + (f"\\label{{{label}}}" if label else "") + "\n\\end{figure}")
 
@@ -578,9 +578,9 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     claims = built[len(names)][0] if len(order) > len(names) else None
     parts.append(front_matter(b, names))
     for name, (body, _) in zip(names, built):
-        parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n\n\\clearpage\n")
+        parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n\n")
     if appendix:
-        parts.append("\\appendix\n\\section{Verification}\\label{app:verification}\n\n" + text(
+        parts.append("\\clearpage\n\\appendix\n\\section{Verification}\\label{app:verification}\n\n" + text(
             "Every result of the notes, with the identities behind it (their ids and sources in the course texts, each "
             "proof run when the notes were written) and the numeric checks against PyTorch (float64), with the largest "
             f"errors measured on {device}."))
