@@ -97,9 +97,13 @@ class HeadStart:
         self.process = self.conn = self.running = None
         if self.tasks and can_fork():
             freeze_heap()
-            self.process, self.conn = _fork(self.tasks, self)
-            self.running = self.order.popleft()
-            self.conn.send(self.running)
+            try:
+                _fork(self.tasks, self)  # registers the worker here, so that a signal right after the fork ends it
+                self.running = self.order.popleft()
+                self.conn.send(self.running)
+            except BaseException:
+                self.close()
+                raise
 
     def __enter__(self) -> "HeadStart":
         return self
@@ -219,7 +223,7 @@ def _private_mib() -> float:
 
 def _fork(tasks, registry):
     """Fork a worker serving ``tasks`` with the signals held, and register it in ``registry`` (a pool, registering
-    it idle in ``busy``, or a :class:`HeadStart`, in ``process``) in the same step."""
+    it idle in ``busy``, or a :class:`HeadStart`, in ``process`` and ``conn``) in the same step."""
     sys.stdout.flush()
     sys.stderr.flush()
     context = multiprocessing.get_context("fork")
@@ -228,7 +232,7 @@ def _fork(tasks, registry):
         process = context.Process(target=_worker, args=(tasks, there, os.getpid()), daemon=True)
         process.start()
         if isinstance(registry, HeadStart):
-            registry.process = process
+            registry.process, registry.conn = process, here
         else:
             registry.busy[process] = (here, None)
         there.close()

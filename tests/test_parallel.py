@@ -347,3 +347,21 @@ def test_checks_started_ahead_give_the_report_of_a_serial_run():
     assert strip(results) == strip(serial) and all(r.passed for r in serial)
     with ChecksAhead(patterns=["identity:pe-*"]) as ahead, pytest.raises(ValueError, match="ahead"):
         run_with_tasks(all_checks("encoder.*"), [], jobs=2, ahead=ahead)  # started checks the run does not have
+
+
+@needs_fork
+def test_a_signal_right_after_the_head_start_fork_ends_its_worker(monkeypatch):
+    from seqgrad import signals
+
+    seen = []
+    real = parallel._fork
+
+    def fork_then_interrupted(tasks, owner):
+        real(tasks, owner)
+        seen.append(owner.process)
+        raise KeyboardInterrupt  # as signals.held() raises a signal that came during the fork, once it ends
+
+    monkeypatch.setattr(parallel, "_fork", fork_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        parallel.HeadStart(_tasks((lambda: signals, 1)))
+    assert seen and not seen[0].is_alive()
