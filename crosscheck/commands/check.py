@@ -70,7 +70,8 @@ def _run(args, device: str, jobs: int, ahead) -> int:
     if jobs > 1:  # about to fork the workers, and first to import matplotlib for their figures
         from ..parallel import freeze_heap
 
-        _import_first_uses()
+        if not args.only:  # a whole run: a dozen fresh workers, most of which would import them
+            _import_first_uses()
         freeze_heap()
 
     with one_thread():  # the checks' tensors are tiny: extra torch threads only cost time
