@@ -70,8 +70,6 @@ def _run(args, device: str, jobs: int, ahead) -> int:
     if jobs > 1:  # about to fork the workers, and first to import matplotlib for their figures
         from ..parallel import freeze_heap
 
-        if not args.only:  # a whole run: a dozen fresh workers, most of which would import them
-            _import_first_uses()
         freeze_heap()
 
     with one_thread():  # the checks' tensors are tiny: extra torch threads only cost time
@@ -82,26 +80,6 @@ def _run(args, device: str, jobs: int, ahead) -> int:
     print(report.terminal(results, strict=args.strict, ran=f" in {elapsed:.1f} s; report in {args.out}/"))
     sys.stdout.flush()
     return report.exit_status(results, args.strict)
-
-
-#: modules that checks and figure sets import on first use (SymPy's simplify imports its units, lambdify its code
-#: generator, torch's MultiheadAttention its symbolic shapes, the figures their PNG writer and contour tracer, ...):
-#: imported once in this process before the workers fork, instead of once in every fresh worker that needs them
-#: (measured: 0.9 s of CPU less over a run's 12 workers, for 0.4 s here; docs/benchmarks.md).
-FIRST_USE_IMPORTS = ("numpy.random", "sympy.physics.units", "sympy.codegen.ast", "torch.fx.experimental.symbolic_shapes",
-                     "matplotlib.backends.backend_agg", "contourpy", "statistics", "secrets", "seqgrad.numeric.optim")
-
-
-def _import_first_uses() -> None:
-    import importlib
-
-    for name in FIRST_USE_IMPORTS:
-        with contextlib.suppress(ImportError):  # a library version that moved one only loses the head start
-            importlib.import_module(name)
-    with contextlib.suppress(ImportError):
-        from PIL import Image
-
-        Image.preinit()  # its image plugins, which the first PNG a worker writes would import
 
 
 #: seqgrad check replaces a worker that has written more than this many MiB of its own after its task (see
