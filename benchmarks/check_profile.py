@@ -138,7 +138,7 @@ def main(argv=None) -> int:
         ["whole run (wall; CPU of the process tree)", f"{med('wall'):.2f}", f"{med('cpu'):.2f}"],
         ["start-up to the head-start fork (SymPy and the identity catalogue imported)", f"{med('head fork wall'):.2f}",
          f"{med('head fork cpu'):.2f}"],
-        ["start-up to the first full worker's fork (torch, the checks, matplotlib, first-use imports)",
+        ["start-up to the first full worker's fork (torch, the checks, matplotlib imported)",
          f"{med('full fork wall'):.2f}", f"{med('full fork cpu'):.2f}"],
         ["the checks' tasks (sum over workers)", "", f"{med('checks cpu'):.2f}"],
         ["the figure sets' tasks (sum over workers)", "", f"{med('figures cpu'):.2f}"],
