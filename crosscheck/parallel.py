@@ -27,6 +27,12 @@ same held step (an interruption right after a fork still ends that worker), chec
 Python dropped while it waits, and shuts the pool down with the signals held (the shut-down is bounded:
 a worker gets 5 s, then is killed).
 
+A caller that still has imports ahead of it (``seqgrad check`` imports SymPy in a fraction of a second,
+torch and matplotlib in about 1.5 s more) can hand the tasks that need only what it has imported so far to a
+:class:`HeadStart`: one worker forked at once, which works through them while the caller imports the rest, so
+the second core does not idle through the caller's start-up.  :func:`run_tasks` then takes that worker over as
+one of its ``jobs``; it runs only its own tasks, and the workers forked later take those it has not reached.
+
 Without ``fork`` (Windows, or macOS where forking after importing torch is
 unsafe), or with ``jobs <= 1``, the tasks run one after another in this process.
 """
@@ -72,17 +78,69 @@ class Task(Generic[R]):
     weight: float = 1.0
 
 
-def run_tasks(tasks: Sequence[Task[R]], jobs: int, recycle_mib: float | None = None) -> Iterator[tuple[int, R]]:
+def _by_weight(tasks: Sequence[Task], first: int = 0) -> list[int]:
+    """Indices ``first``, ``first + 1``, ... of ``tasks``, heaviest first (stable: ties keep the given order)."""
+    return sorted(range(first, first + len(tasks)), key=lambda i: -tasks[i - first].weight)
+
+
+class HeadStart:
+    """``tasks`` handed, heaviest first, to one worker forked now: it starts on them while this process goes on
+    importing what its other tasks need.  Use it as a context manager around the :func:`run_tasks` call that
+    takes it over (``head=``); leaving the block ends the worker if it is still there (an interruption before
+    ``run_tasks``, an error).  Where this process cannot fork, no worker starts and ``run_tasks`` runs the
+    tasks like its own.  The tasks must not need anything imported after this point (they would import it
+    themselves, once per worker)."""
+
+    def __init__(self, tasks: Sequence[Task[R]]):
+        self.tasks = list(tasks)
+        self.order = deque(_by_weight(self.tasks))
+        self.process = self.conn = self.running = None
+        if self.tasks and can_fork():
+            freeze_heap()
+            try:
+                _fork(self.tasks, self)  # registers the worker here, so that a signal right after the fork ends it
+                self.running = self.order.popleft()
+                self.conn.send(self.running)
+            except BaseException:
+                self.close()
+                raise
+
+    def __enter__(self) -> "HeadStart":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the worker unless :func:`run_tasks` took it over (and then ended it)."""
+        if self.process is None:
+            return
+        with signals.held():
+            process, conn, self.process = self.process, self.conn, None
+            if process.is_alive():
+                process.terminate()
+            _end(process, conn)
+
+
+def run_tasks(tasks: Sequence[Task[R]], jobs: int, recycle_mib: float | None = None,
+              head: HeadStart | None = None) -> Iterator[tuple[int, R]]:
     """Yield ``(i, result of tasks[i])`` for every task, as each finishes, using up to ``jobs`` worker processes;
     a worker that has written more than ``recycle_mib`` MiB of its own (default :data:`RECYCLE_MIB`) is replaced
-    by a fresh fork after its task."""
-    order = sorted(range(len(tasks)), key=lambda i: -tasks[i].weight)  # stable: ties keep the given order
-    jobs = min(jobs, len(tasks))
+    by a fresh fork after its task.  With ``head``, its tasks are done too, yielded as ``len(tasks) + j`` for
+    ``head.tasks[j]``, and its worker counts as one of the ``jobs`` until it has no task of its own left."""
+    extra = head.tasks if head is not None else []
+    every = list(extra) + list(tasks)  # the head's tasks first: the indices its worker already knows
+    shift = lambda k: k - len(extra) if k >= len(extra) else len(tasks) + k  # noqa: E731 - index in every -> yielded
+    jobs = min(jobs, len(every))
     if jobs <= 1 or not can_fork():
-        for i in order:
-            yield i, _call(tasks[i])
+        if head is not None:
+            head.close()
+        for k in _by_weight(extra) + _by_weight(tasks, len(extra)):
+            yield shift(k), _call(every[k])
         return
-    yield from _Pool(tasks, jobs, RECYCLE_MIB if recycle_mib is None else recycle_mib).run(deque(order))
+    pool = _Pool(every, jobs, RECYCLE_MIB if recycle_mib is None else recycle_mib)
+    for k, value in pool.run(deque(_by_weight(tasks, len(extra))), head):
+        yield shift(k), value
 
 
 def _call(task: Task[R]) -> R:
@@ -163,26 +221,53 @@ def _private_mib() -> float:
     return 0.0
 
 
+def _fork(tasks, registry):
+    """Fork a worker serving ``tasks`` with the signals held, and register it in ``registry`` (a pool, registering
+    it idle in ``busy``, or a :class:`HeadStart`, in ``process`` and ``conn``) in the same step."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    context = multiprocessing.get_context("fork")
+    with signals.held():
+        here, there = context.Pipe()
+        process = context.Process(target=_worker, args=(tasks, there, os.getpid()), daemon=True)
+        process.start()
+        if isinstance(registry, HeadStart):
+            registry.process, registry.conn = process, here
+        else:
+            registry.busy[process] = (here, None)
+        there.close()
+    return process, here
+
+
 class _Pool:
     def __init__(self, tasks, jobs: int, recycle_mib: float):
         self.tasks, self.jobs, self.recycle_mib = tasks, jobs, recycle_mib
-        self.context = multiprocessing.get_context("fork")
         self.busy: dict = {}  # worker process -> (connection, task index or None)
+        self.head = None  # the HeadStart worker while it has tasks of its own, and its queue
+        self.head_queue: deque = deque()
 
     def _start(self):
         """Fork a worker with the signals held, and register it (idle) in the same step."""
-        sys.stdout.flush()
-        sys.stderr.flush()
-        with signals.held():
-            here, there = self.context.Pipe()
-            process = self.context.Process(target=_worker, args=(self.tasks, there, os.getpid()), daemon=True)
-            process.start()
-            self.busy[process] = (here, None)
-            there.close()
-        return process, here
+        return _fork(self.tasks, self)
+
+    def _next(self, process, pending: deque):
+        """The next task for ``process``: the head start's worker takes only its own tasks; the others take the
+        run's, then those the head start's worker has not reached."""
+        if process is self.head:
+            return self.head_queue.popleft() if self.head_queue else None
+        for queue in (pending, self.head_queue):
+            if queue:
+                return queue.popleft()
+        return None
 
     def _hand_out(self, process, conn, pending: deque) -> None:
-        i = pending.popleft() if pending else None
+        i = self._next(process, pending)
+        if i is None and process is self.head:  # it has done its part: a worker forked now takes its place
+            self.head = None
+            self._retire(process, conn)
+            if pending or self.head_queue:
+                self._hand_out(*self._start(), pending)
+            return
         try:
             conn.send(i)
         except OSError:  # the worker died between two tasks: the task goes to a fresh one
@@ -190,17 +275,31 @@ class _Pool:
             conn.close()
             process.join(timeout=5)
             if i is not None:
-                pending.appendleft(i)
+                (self.head_queue if process is self.head else pending).appendleft(i)
+                if process is self.head:
+                    self.head = None
                 self._hand_out(*self._start(), pending)
             return
         self.busy[process] = (conn, i)
 
-    def run(self, pending: deque) -> Iterator[tuple[int, object]]:
+    def _take_over(self, head: HeadStart | None) -> int:
+        """Register the head start's worker (busy with its first task); the number of workers it stands for."""
+        if head is None:
+            return 0
+        self.head_queue = head.order
+        if head.process is None:
+            return 0
+        with signals.held():
+            self.head, self.busy[head.process] = head.process, (head.conn, head.running)
+            head.process = None  # the pool ends it from now on
+        return 1
+
+    def run(self, pending: deque, head: HeadStart | None = None) -> Iterator[tuple[int, object]]:
         done = 0
-        total = len(pending)
+        total = len(pending) + (len(head.tasks) if head is not None else 0)
         try:
             freeze_heap()
-            for _ in range(self.jobs):
+            for _ in range(self.jobs - self._take_over(head)):
                 process, conn = self._start()
                 self._hand_out(process, conn, pending)
             while done < total:
@@ -222,15 +321,18 @@ class _Pool:
                         reason = f"its worker process ended (exit code {process.exitcode})"
                         del self.busy[process]
                         conn.close()
+                        if process is self.head:  # its other tasks go to the workers forked later
+                            self.head = None
                         done += 1
                         yield i, self.tasks[i].lost(reason)
-                        if pending:
+                        if pending or self.head_queue:
                             process, conn = self._start()
                             self._hand_out(process, conn, pending)
                         continue
                     done += 1
-                    if private > self.recycle_mib and pending:
-                        process, conn = self._recycle(process, conn)
+                    if private > self.recycle_mib and process is not self.head and (pending or self.head_queue):
+                        process, conn = self._recycle(process, conn)  # (the head start's worker keeps its caches
+                        # for its own tasks: it ends when they do)
                     self._hand_out(process, conn, pending)
                     yield j, (payload if ok else self.tasks[j].lost(payload))
         finally:
@@ -239,13 +341,17 @@ class _Pool:
 
     def _recycle(self, process, conn):
         """End an idle worker and fork a fresh one in its place."""
+        self._retire(process, conn)
+        return self._start()
+
+    def _retire(self, process, conn) -> None:
+        """Tell an idle worker to stop, and wait for it."""
         del self.busy[process]
         try:
             conn.send(None)
         except OSError:
             pass
         _end(process, conn)
-        return self._start()
 
     def _close(self) -> None:
         for process, (conn, i) in self.busy.items():

@@ -24,6 +24,7 @@ import numpy as np
 from seqgrad.errors import SeqgradValueError
 from seqgrad.progress import progress
 
+from .parallel import HeadStart
 from .tolerance import Outcome, compare
 
 
@@ -112,24 +113,57 @@ def load_builtin_checks() -> None:
     freezes the heap (:func:`crosscheck.parallel.freeze_heap`)."""
     from . import checks
 
-    modules = sorted(pkgutil.iter_modules(checks.__path__), key=lambda m: m.name)
-    if all(f"{checks.__name__}.{info.name}" in sys.modules for info in modules):
-        return
+    _import_paused([info.name for info in sorted(pkgutil.iter_modules(checks.__path__), key=lambda m: m.name)])
+
+
+def _import_paused(names: Sequence[str]) -> list[str]:
+    """Import the modules ``names`` of :mod:`crosscheck.checks` with the garbage collector paused; their full names."""
+    from . import checks
+
+    full = [f"{checks.__name__}.{name}" for name in names]
+    if all(name in sys.modules for name in full):
+        return full
     enabled = gc.isenabled()
     gc.disable()
     try:
-        for info in modules:
-            importlib.import_module(f"{checks.__name__}.{info.name}")
+        for name in full:
+            importlib.import_module(name)
     finally:
         if enabled:
             gc.enable()
+    return full
+
+
+#: modules of :mod:`crosscheck.checks` whose checks compute with SymPy, mpmath and numpy only, never torch or
+#: matplotlib (tests/test_parallel.py holds them to it): ``seqgrad check`` imports them first and starts their
+#: groups in a worker forked before it imports the rest (:class:`ChecksAhead`), so that the second core works
+#: while the first imports torch, the other checks and matplotlib (about 1.5 s of CPU)
+SYMPY_ONLY_MODULES = ("identities",)
+
+
+class ChecksAhead(HeadStart):
+    """The groups of the checks of :data:`SYMPY_ONLY_MODULES` (those matching one of ``patterns``, as
+    :func:`all_checks` matches, where given), started now in a worker of their own
+    (:class:`crosscheck.parallel.HeadStart`); :func:`run_with_tasks` takes it over with ``ahead=``."""
+
+    def __init__(self, device: str = "cpu", dtype: str = "float64", seed: int = 0, patterns: Sequence[str] | None = None):
+        modules = _import_paused(SYMPY_ONLY_MODULES)
+        mine = [c for c in _REGISTRY.values() if c.run.__module__ in modules]
+        chosen = {c.name for p in (patterns or [None]) for c in _matching(mine, p)}
+        self.items = [c for c in _matching(mine, None) if c.name in chosen]
+        self.device, self.dtype, self.seed = device, dtype, seed
+        super().__init__(group_tasks(self.items, device, dtype, seed))
 
 
 def all_checks(pattern: str | None = None) -> list[Check]:
     """Registered checks in a stable order, optionally filtered by a glob or substring
     matched against the name and the group."""
     load_builtin_checks()
-    items = sorted(_REGISTRY.values(), key=lambda c: (c.group, c.name))
+    return _matching(_REGISTRY.values(), pattern)
+
+
+def _matching(checks: Iterable[Check], pattern: str | None) -> list[Check]:
+    items = sorted(checks, key=lambda c: (c.group, c.name))
     if pattern:
         glob = pattern if any(ch in pattern for ch in "*?[") else f"*{pattern}*"
         items = [c for c in items if fnmatch.fnmatchcase(c.name, glob) or fnmatch.fnmatchcase(c.group, glob)]
@@ -249,7 +283,15 @@ def default_jobs(device: str = "cpu") -> int:
     return 1 if device.startswith("cuda") else usable_cores()
 
 
-GROUP_WEIGHT_S = 0.15  # a group's estimated seconds per check: the longest groups are handed out first
+#: estimated CPU seconds of each task of ``seqgrad check``, by (group, shard), as measured in fresh workers
+#: (docs/benchmarks.md, "The main job: where the time goes"): the pool hands the longest out first, so that the
+#: last task to finish is a short one.  Only the order depends on them; a group not listed counts
+#: :data:`GROUP_WEIGHT_S` per check.
+TASK_SECONDS = {("identities", "residual"): 1.3, ("recurrent", ""): 1.1, ("gated", ""): 1.05, ("decoder", ""): 0.9,
+                ("claims", ""): 0.85, ("depth", ""): 0.7, ("identities", "attention"): 0.65, ("transformer", ""): 0.55,
+                ("conv", ""): 0.45, ("identities", "layernorm"): 0.27, ("identities", "conv"): 0.2,
+                ("identities", "positional"): 0.2, ("encoder", ""): 0.1, ("experiment", ""): 0.09}
+GROUP_WEIGHT_S = 0.05  # a group's estimated seconds per check, for a group not in TASK_SECONDS
 
 
 def group_tasks(items: Sequence[Check], device: str = "cpu", dtype: str = "float64", seed: int = 0) -> list:
@@ -259,7 +301,12 @@ def group_tasks(items: Sequence[Check], device: str = "cpu", dtype: str = "float
     from .parallel import Task
 
     return [Task(functools.partial(run_group, g, device, dtype, seed),
-                 functools.partial(_lost_group, g, device, dtype), GROUP_WEIGHT_S * len(g)) for g in groups_of(items)]
+                 functools.partial(_lost_group, g, device, dtype), task_seconds(g)) for g in groups_of(items)]
+
+
+def task_seconds(items: Sequence[Check]) -> float:
+    """The estimated seconds of one group's (or shard's) task (:data:`TASK_SECONDS`)."""
+    return TASK_SECONDS.get((items[0].group, items[0].shard), GROUP_WEIGHT_S * len(items))
 
 
 def _lost_group(items: Sequence[Check], device: str, dtype: str, reason: str) -> list[Result]:
@@ -280,18 +327,23 @@ def run_checks(items: Iterable[Check], device: str = "cpu", dtype: str = "float6
 
 def run_with_tasks(items: Sequence[Check], extra: Sequence, device: str = "cpu", dtype: str = "float64", seed: int = 0,
                    show_progress: bool | None = None, jobs: int = 1, joins: Sequence[str | None] = (),
-                   recycle_mib: float | None = None) -> tuple[list[Result], list]:
+                   recycle_mib: float | None = None, ahead: ChecksAhead | None = None) -> tuple[list[Result], list]:
     """The checks ``items`` and the ``extra`` tasks (e.g. figure sets) in one pool of ``jobs`` processes:
     the checks' results in the order of ``items``, and each extra task's result in the order of ``extra``.
 
     ``joins[j]``, where given, names the group of checks that computes what ``extra[j]`` needs (a figure set
     draws the data its group checks): the extra task then runs in that group's task, after its checks, in the
     same process, so the cached data are computed once instead of once per worker.  ``recycle_mib``: see
-    :func:`crosscheck.parallel.run_tasks`."""
+    :func:`crosscheck.parallel.run_tasks`.  ``ahead``: the checks it started early (a subset of ``items``, run
+    with the same device, dtype and seed), taken over as one of the ``jobs``."""
     from .parallel import Task, run_tasks
 
-    groups = groups_of(items)
-    tasks = group_tasks(items, device, dtype, seed)
+    early = {c.name for c in ahead.items} if ahead is not None else set()
+    if early - {c.name for c in items} or (ahead is not None and (ahead.device, ahead.dtype, ahead.seed) != (device, dtype, seed)):
+        raise SeqgradValueError("ahead", "checks started early", "a subset of items, run with the same device, dtype and seed")
+    own = [c for c in items if c.name not in early]
+    groups = groups_of(own)
+    tasks = group_tasks(own, device, dtype, seed)
     first_of = {}
     for k, part in enumerate(groups):
         first_of.setdefault(part[0].group, k)
@@ -308,7 +360,11 @@ def run_with_tasks(items: Sequence[Check], extra: Sequence, device: str = "cpu",
     label = "checks" if not extra else "checks and figures"
     by_name: dict[str, Result] = {}
     others: dict[int, object] = {}
-    for i, value in progress(run_tasks(tasks, jobs, recycle_mib), len(tasks), label, enabled=show_progress):
+    total = len(tasks) + (len(ahead.tasks) if ahead is not None else 0)
+    for i, value in progress(run_tasks(tasks, jobs, recycle_mib, head=ahead), total, label, enabled=show_progress):
+        if i >= len(tasks):  # a group the worker started ahead
+            by_name.update((r.name, r) for r in value)
+            continue
         if i >= len(groups):
             others[alone[i - len(groups)]] = value
             continue

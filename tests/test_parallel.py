@@ -260,3 +260,108 @@ def test_latex_parallel_document_with_figures_is_the_serial_one(tmp_path):
 def test_latex_parallel_document_with_check_tables_is_the_serial_one():
     kw = dict(sections="gates,encoder", proof_seconds=None)  # check tables: errors must not depend on --jobs
     assert latexdoc.render(jobs=2, **kw) == latexdoc.render(jobs=1, **kw)
+
+
+# ----------------------------------------------------------------------------- the head start
+
+def _my_pid(*_):
+    return os.getpid()
+
+
+@needs_fork
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_a_head_start_runs_its_tasks_then_hands_over(jobs):
+    head_tasks = _tasks(*[(_my_pid, w) for w in (1, 5, 2)])
+    with parallel.HeadStart(head_tasks) as head:
+        first = head.process.pid  # forked at once, on the heaviest of its tasks
+        got = dict(parallel.run_tasks(_tasks(*[((lambda i=i: i), 1) for i in range(4)]), jobs, head=head))
+    assert {i: got[i] for i in range(4)} == {i: i for i in range(4)}
+    assert sorted(got) == list(range(7))
+    assert got[4 + 1] == (first if jobs > 1 else os.getpid())  # jobs 1: the head start is ended, all run here
+    assert not head.process  # taken over (and ended) by the pool, or closed
+
+
+@needs_fork
+def test_the_head_start_takes_only_its_own_tasks_and_others_take_those_it_has_not_reached():
+    import time
+
+    slow = lambda: (time.sleep(0.5), os.getpid())[1]  # noqa: E731
+    with parallel.HeadStart(_tasks((slow, 9), (_my_pid, 1), (_my_pid, 1), (_my_pid, 1))) as head:
+        first = head.process.pid
+        got = dict(parallel.run_tasks(_tasks((_my_pid, 1)), 2, head=head))
+    assert got[1] == first and got[0] != first  # its first task; the run's own task went to another worker
+    assert all(got[k] != first for k in (2, 3, 4))  # a forked worker took the rest while it was busy
+
+
+@needs_fork
+def test_a_dying_head_start_costs_only_its_task():
+    with parallel.HeadStart(_tasks((_die, 9), (lambda: "second", 1))) as head:
+        got = dict(parallel.run_tasks(_tasks((lambda: "own", 1)), 2, head=head))
+    assert got == {0: "own", 1: "lost: its worker process ended (exit code 3)", 2: "second"}
+
+
+@needs_fork
+def test_a_head_start_not_taken_over_is_ended():
+    import time
+
+    with pytest.raises(KeyboardInterrupt):
+        with parallel.HeadStart(_tasks((lambda: time.sleep(30), 1))) as head:
+            process = head.process
+            raise KeyboardInterrupt  # e.g. Ctrl-C while the command still imports torch
+    assert not process.is_alive() and not head.process
+
+
+def test_the_sympy_only_check_modules_import_neither_torch_nor_matplotlib():
+    """registry.SYMPY_ONLY_MODULES start in a worker forked before torch is imported: their import and their
+    checks must not need it (a check that did would import torch itself, and run 1.4 s slower, in that worker)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom seqgrad.crosscheck import registry\n"
+            "mods = registry._import_paused(registry.SYMPY_ONLY_MODULES)\n"
+            "items = [c for c in registry._REGISTRY.values() if c.run.__module__ in mods]\n"
+            "assert len(items) >= 40, len(items)\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'matplotlib'))\n"
+            "assert not bad, bad[:5]\n"
+            "fast = [c for c in items if c.shard in ('softmax', 'counting', 'decoder', 'positional')]\n"
+            "results = registry.run_group(fast)\n"
+            "assert all(r.passed for r in results), [r.detail for r in results if not r.passed]\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'matplotlib'))\n"
+            "assert not bad, bad[:5]\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@needs_fork
+def test_checks_started_ahead_give_the_report_of_a_serial_run():
+    from seqgrad.crosscheck.registry import ChecksAhead, run_with_tasks
+
+    items = all_checks("encoder.*") + all_checks("identity:pe-*")
+    strip = lambda rs: [{**r.as_dict(), "seconds": 0} for r in rs]  # noqa: E731
+    with one_thread(), runcache.scope():
+        serial = run_checks(items, jobs=1)
+    with one_thread(), runcache.scope():
+        with ChecksAhead(patterns=["identity:pe-*"]) as ahead:
+            assert {c.name for c in ahead.items} == {c.name for c in items if c.group == "identities"}
+            results, _ = run_with_tasks(items, [], jobs=2, ahead=ahead)
+    assert strip(results) == strip(serial) and all(r.passed for r in serial)
+    with ChecksAhead(patterns=["identity:pe-*"]) as ahead, pytest.raises(ValueError, match="ahead"):
+        run_with_tasks(all_checks("encoder.*"), [], jobs=2, ahead=ahead)  # started checks the run does not have
+
+
+@needs_fork
+def test_a_signal_right_after_the_head_start_fork_ends_its_worker(monkeypatch):
+    from seqgrad import signals
+
+    seen = []
+    real = parallel._fork
+
+    def fork_then_interrupted(tasks, owner):
+        real(tasks, owner)
+        seen.append(owner.process)
+        raise KeyboardInterrupt  # as signals.held() raises a signal that came during the fork, once it ends
+
+    monkeypatch.setattr(parallel, "_fork", fork_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        parallel.HeadStart(_tasks((lambda: signals, 1)))
+    assert seen and not seen[0].is_alive()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 import time
@@ -31,16 +32,28 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from seqgrad import runcache
+
+    from ..registry import ChecksAhead
+
+    device = resolved_device(args.device)
+    jobs = jobs_option(args.jobs, device)
+    if not args.list:
+        report_dir("--out", args.out)
+    # a run on several cores: the SymPy-only groups start in a worker of their own before torch is imported
+    # (crosscheck.registry.ChecksAhead), inside the run's cache scope like every other worker
+    with runcache.scope(), (ChecksAhead(device, args.dtype, patterns=args.only) if jobs > 1 and not args.list
+                            else contextlib.nullcontext()) as ahead:
+        return _run(args, device, jobs, ahead)
+
+
+def _run(args, device: str, jobs: int, ahead) -> int:
     from seqgrad.errors import SeqgradValueError
 
     from .. import report
     from ..registry import all_checks, run_with_tasks
 
-    device = resolved_device(args.device)
-    jobs = jobs_option(args.jobs, device)
     items = _selected(all_checks, args.only)
-    if not args.list:
-        report_dir("--out", args.out)
     if not items and not args.only:
         print("seqgrad: no checks are registered; nothing was verified", file=sys.stderr)
         return 1
@@ -53,17 +66,16 @@ def run(args) -> int:
         return 0
     start = time.perf_counter()
     from seqgrad.numeric.device import one_thread
-    from seqgrad import runcache
 
     if jobs > 1:  # about to fork the workers, and first to import matplotlib for their figures
         from ..parallel import freeze_heap
 
         freeze_heap()
 
-    with one_thread(), runcache.scope():  # the checks' tensors are tiny: extra torch threads only cost time
+    with one_thread():  # the checks' tensors are tiny: extra torch threads only cost time
         results, elapsed = write_outputs(
             Path(args.out), functools.partial(run_with_tasks, items, device=device, dtype=args.dtype, jobs=jobs,
-                                              recycle_mib=RECYCLE_MIB),
+                                              recycle_mib=RECYCLE_MIB, ahead=ahead),
             device=device, dtype=args.dtype, start=start, figures=not args.no_figures and not args.only)
     print(report.terminal(results, strict=args.strict, ran=f" in {elapsed:.1f} s; report in {args.out}/"))
     sys.stdout.flush()
@@ -109,7 +121,7 @@ def write_outputs(out: Path, run, *, device: str, dtype: str, start: float, figu
     return results, elapsed
 
 
-FIGURE_SET_WEIGHT_S = 2.0  # estimated seconds to draw one figure set (for handing out the longest tasks first)
+FIGURE_SET_WEIGHT_S = 1.0  # estimated seconds to draw a figure set without its own SECONDS (the longest are handed out first)
 
 
 def _figure_tasks(out: Path, device: str) -> tuple[list, list]:
@@ -122,7 +134,8 @@ def _figure_tasks(out: Path, device: str) -> tuple[list, list]:
     from ..parallel import Task
 
     sets = figure_sets()
-    return ([Task(partial(_write_figure_set, module, out / name, device), partial(_figure_set_lost, name), FIGURE_SET_WEIGHT_S)
+    return ([Task(partial(_write_figure_set, module, out / name, device), partial(_figure_set_lost, name),
+                  getattr(module, "SECONDS", FIGURE_SET_WEIGHT_S))
              for name, module in sets.items()], [getattr(module, "GROUP", None) for module in sets.values()])
 
 

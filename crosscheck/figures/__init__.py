@@ -6,7 +6,8 @@ arguments with :func:`arguments` (a set whose data do not depend on the device, 
 on the CPU, still refuses a device that is not one) and draws the figures ``stems`` of its
 ``CAPTIONS`` (default: all; the notes' handout draws only the ones it includes, :func:`chosen`).  A set whose data a group of checks also
 computes names that group as ``GROUP``: ``seqgrad check`` then draws it in the same worker, after the
-group's checks, where the data are already in the caches.
+group's checks, where the data are already in the caches.  ``SECONDS``, where given, is the CPU time the set
+takes to draw in a fresh worker (measured, docs/benchmarks.md): ``seqgrad check`` hands the longest tasks out first.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import numpy as np
 from . import arguments, chosen
 
 NAME = "conv"
+SECONDS = 0.17  # see crosscheck.figures
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {

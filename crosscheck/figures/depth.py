@@ -15,6 +15,7 @@ from seqgrad.atomic import save_figure
 from . import arguments, chosen
 
 NAME = "depth"
+SECONDS = 0.9  # see crosscheck.figures
 HELP = "gradient norms per layer of pre-/post-norm stacks (depth 1-48, Xiong et al. 2020) and singular values of the depth Jacobian product"
 #: the group of checks that computes this set's data: ``seqgrad check`` draws the set in that group's task
 #: (the same worker, after its checks), so the data are computed once

@@ -14,6 +14,7 @@ import numpy as np
 from . import arguments, chosen
 
 NAME = "encoder"
+SECONDS = 0.95  # see crosscheck.figures
 HELP = "the course encoder: E_seq/P/H0 (Fig. 6), begins contributions (Fig. 8), S, A, causal A (Figs. 9-11)"
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).

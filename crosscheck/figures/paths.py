@@ -14,6 +14,7 @@ from seqgrad.progress import progress
 from . import arguments, chosen
 
 NAME = "paths"
+SECONDS = 1.1  # see crosscheck.figures
 HELP = "Figure 3 (|r|^n and tanh trajectories), the |dh_T/dh_t| heatmap, Jacobian-product norms and RNN/GRU/LSTM gradient flow"
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).

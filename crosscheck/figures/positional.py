@@ -14,6 +14,7 @@ import numpy as np
 from . import arguments, chosen
 
 NAME = "positional"
+SECONDS = 0.2  # see crosscheck.figures
 HELP = "the sinusoidal positional encoding for D = 128 and 100 positions"
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
