@@ -441,7 +441,7 @@ def attention_section(b) -> Part:
     att = blocks.attention_program()
     checks = section_checks(b, ["transformer.attention*", "transformer.softmax_jacobian", "transformer.course_attention_backward"])
     n = sp.Symbol("n", integer=True, positive=True)
-    a, z = sp.MatrixSymbol("a", n, 1), sp.MatrixSymbol("z", n, 1)
+    a, z = sp.MatrixSymbol("a", 1, n), sp.MatrixSymbol("z", 1, n)  # rows, as every vector of the notes
     jac = softmax.SoftmaxJacobian(3)
     sm = catalogue.get("softmax-jacobian").statement()
     var = catalogue.get("attention-dot-variance")
@@ -458,7 +458,7 @@ def attention_section(b) -> Part:
                b, a=a, z=z)
         + verification(b, proofs=["softmax-jacobian", "softmax-jacobian-rows-sum-to-zero"], source=catalogue.get("softmax-jacobian").source,
                        appendix="attention"),
-        _display([(sm.lhs, sm.rhs), (Partial(z, of=a), sp.MatAdd(sp.DiagMatrix(a), -a * a.T, evaluate=False))], b),
+        _display([(sm.lhs, sm.rhs), (Partial(z, of=a), sp.MatAdd(sp.DiagMatrix(a), -a.T * a, evaluate=False))], b),
         _words("Each row of the Jacobian sums to zero: raising every score by the same amount changes nothing. "
                "Worked example, three scores:", b),
         _display([(lhs, chain[-1]) for lhs, chain in jac.rows()], b),
@@ -789,7 +789,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm", Shape(d, d)),
         (sp.HadamardProduct(M("a", 1, n), M("b", 1, n)), "entrywise (Hadamard) product", Shape(1, n)),
         (M("A", n, n).T, "transpose", Shape(n, n)),
-        (sp.DiagMatrix(M("a", n, 1)), "diagonal matrix with the entries of a", Shape(n, n)),
+        (sp.DiagMatrix(M("a", 1, n)), "diagonal matrix with the entries of a", Shape(n, n)),
     ]
     return rows
 

@@ -80,13 +80,14 @@ class SoftmaxJacobian(Derivation):
         return all(rational_zero(e) == 0 for e in self.residual())
 
     def rows(self) -> list:
-        """da/dz = diag(a) - a a^T, and the matrix it is for these n scores (entries in a_i)."""
+        """da/dz = diag(a) - a^T a for a row of scores z (1 x n, the text's convention: a vector is a row), and
+        the matrix it is for these n scores (entries in a_i)."""
         from .latex_settings import Partial
 
         n_ = len(self.z)
-        a_, z_ = sp.MatrixSymbol("a", n_, 1), sp.MatrixSymbol("z", n_, 1)
+        a_, z_ = sp.MatrixSymbol("a", 1, n_), sp.MatrixSymbol("z", 1, n_)
         closed = self.closed.subs({e: sp.Symbol(f"a_{i}") for i, e in enumerate(self.a)})
-        return [(Partial(z_, of=a_), [sp.MatAdd(sp.DiagMatrix(a_), -a_ * a_.T, evaluate=False), sp.ImmutableMatrix(closed)])]
+        return [(Partial(z_, of=a_), [sp.MatAdd(sp.DiagMatrix(a_), -a_.T * a_, evaluate=False), sp.ImmutableMatrix(closed)])]
 
     def __repr__(self) -> str:
         return f"SoftmaxJacobian(n={len(self.z)})"

@@ -30,9 +30,9 @@ CAPTIONS = {
         "toward the output layers, by two orders of magnitude here; Xiong et al. tie this to the learning-rate warm-up "
         "that post-norm Transformers need.",
     "gradient-near-output-vs-depth": "The gradient of the layer nearest the output against the depth `L`. Pre-norm: it "
-        "falls with depth about as fast as `1/sqrt(L)` over the whole range (fitted log-log slope -0.63; Xiong et al.'s "
-        "Theorem 1), slower than the dotted `1/sqrt(L)` line for shallow stacks and faster for deep ones, so the curve "
-        "crosses it. Post-norm: it keeps its size (fitted slope 0.00).",
+        "falls with depth somewhat faster than `1/sqrt(L)` (fitted log-log slope -0.63, against -0.5 for the dotted "
+        "`1/sqrt(L)` line of Xiong et al.'s Theorem 1): slower than that line for shallow stacks and faster for deep "
+        "ones, so the curve crosses it. Post-norm: it keeps its size (fitted slope 0.00).",
     "jacobian-product-singular-values-pre-norm": "Singular values of the depth Jacobian product of pre-norm stacks: with "
         "the residual bypass (solid) all 32 stay above the rounding-noise floor of double precision at every depth, the smallest above 0.004; "
         "without it (dashed) all but a few collapse to the floor. Each curve stops at its noise floor.",
