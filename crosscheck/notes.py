@@ -296,10 +296,10 @@ def paths_section(b) -> Part:
     ordered = OrderedProduct(sp.Indexed("J", j), j, s + 1, t)
     body = [
         _words("The gradient that step `t` sends back to an earlier state {hs} is a product of one Jacobian per step "
-               "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`, the latest step's first, "
-               "{ordered}:", b, prev=_s("h_{j-1}"), ordered=ordered, hs=h(s)),
+               "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`, the latest step's first "
+               "(the order is written out: the factors are matrices):", b, prev=_s("h_{j-1}"), hs=h(s)),
         # one display: the product and the factor of both cells belong together (one alignment)
-        _display([(Partial(h(s), of=h(t)), sp.Product(Jj, (j, s + 1, t))),
+        _display([(Partial(h(s), of=h(t)), ordered),
                   (Jj, _step(scalar.transition(), j), ("  (scalar cell)",)),
                   (sp.MatrixSymbol("J_j", 3, 3), _step(vector.transition(), j), ("  (vector cell)",))], b),
         _words("The Jacobians are in numerator layout: row `k` of `J_j` holds the derivatives of entry `k` of `h_j` "

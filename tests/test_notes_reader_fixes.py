@@ -70,7 +70,9 @@ def test_the_path_product_says_its_order_layout_and_bound(tmp_path):
     assert "at most $r$" not in body
     # the product and the factors of both cells are one display, aligned together
     first = body[body.index("\\begin{align*}"):body.index("\\end{align*}")]
-    assert "\\prod_{j=\\tau + 1}^{t}" in first and "(scalar cell)" in first and "(vector cell)" in first
+    # the product of matrices written out in its order in the display itself (a reader reads \\prod lowest index first)
+    assert r"{J}_{t} {J}_{t - 1} \cdots {J}_{\tau + 1}" in first and "\\prod_" not in first
+    assert "(scalar cell)" in first and "(vector cell)" in first
 
 
 def test_the_gated_examples_name_their_paths(tmp_path):
