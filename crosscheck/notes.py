@@ -623,7 +623,7 @@ def encoder_section(b) -> Part:
             body.append(booktabs(rows, row_labels=row_labels, col_labels=[c.replace("F", "feature ") if c.startswith("F") else c.split(": ")[-1]
                                                                           for c in col_labels],
                                  corner="", caption=caption, figures=b.digits, decimal_comma=b.notation.decimal_comma,
-                                 raw_labels=False).replace("\\caption{" + text(caption) + "}", "\\caption{" + caption + "}"))
+                                 raw_labels=False, trailing_zeros=True).replace("\\caption{" + text(caption) + "}", "\\caption{" + caption + "}"))
     body.append(_figure(b, "encoder", ["fig06_identity_position", "fig09_S", "fig10_A", "fig11_A_causal", "fig08_begins_contributions"]))
     appendix = check_status("encoder", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)

@@ -14,15 +14,16 @@ from typing import Callable, Sequence
 from .errors import NonFiniteError, SeqgradValueError
 
 
-def format_sigfig(x: float, figures: int = 3) -> str:
-    """``x`` rounded to ``figures`` significant figures, plain decimal, trailing zeros stripped."""
+def format_sigfig(x: float, figures: int = 3, trailing_zeros: bool = False) -> str:
+    """``x`` rounded to ``figures`` significant figures, plain decimal, trailing zeros stripped as the course
+    prints them ("0.2"), or kept with ``trailing_zeros`` so that every entry shows its figures ("0.200")."""
     if figures < 1:
         raise SeqgradValueError("figures", figures, "an integer >= 1")
     x = float(x)
     if not math.isfinite(x):
         raise NonFiniteError("x", x)
     if x == 0:
-        return "0"
+        return f"{0:.{figures - 1}f}" if trailing_zeros else "0"
     exponent = math.floor(math.log10(abs(x)))
     decimals = figures - 1 - exponent
     rounded = round(x, decimals)
@@ -30,13 +31,13 @@ def format_sigfig(x: float, figures: int = 3) -> str:
         decimals -= 1
         rounded = round(x, decimals)
     text = f"{rounded:.{max(decimals, 0)}f}"
-    if "." in text:
+    if "." in text and not trailing_zeros:
         text = text.rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
 
 
-def _cell(x: float, figures: int, decimal_comma: bool) -> str:
-    text = format_sigfig(x, figures)
+def _cell(x: float, figures: int, decimal_comma: bool, trailing_zeros: bool = False) -> str:
+    text = format_sigfig(x, figures, trailing_zeros)
     if decimal_comma:
         text = text.replace(".", "{,}")
     return f"${text}$"
@@ -104,7 +105,8 @@ def with_cyrillic(text: str, escape: Callable[[str], str] = tex_escape) -> str:
 
 def booktabs(rows: Sequence[Sequence[float]], *, row_labels: Sequence[str] | None = None,
              col_labels: Sequence[str] | None = None, corner: str = "", caption: str | None = None,
-             label: str | None = None, figures: int = 3, decimal_comma: bool = False, raw_labels: bool = False) -> str:
+             label: str | None = None, figures: int = 3, decimal_comma: bool = False, raw_labels: bool = False,
+             trailing_zeros: bool = False) -> str:
     """A ``table`` environment with ``\\toprule``/``\\midrule``/``\\bottomrule`` (needs ``booktabs``).
 
     Labels are escaped for LaTeX unless ``raw_labels`` (then they are written as given, e.g. math).
@@ -137,7 +139,7 @@ def booktabs(rows: Sequence[Sequence[float]], *, row_labels: Sequence[str] | Non
         head = ([esc(corner)] if row_labels is not None else []) + [esc(c) for c in col_labels]
         lines += [" & ".join(head) + r" \\", r"\midrule"]
     for i, r in enumerate(rows):
-        cells = ([esc(row_labels[i])] if row_labels is not None else []) + [_cell(x, figures, decimal_comma) for x in r]
+        cells = ([esc(row_labels[i])] if row_labels is not None else []) + [_cell(x, figures, decimal_comma, trailing_zeros) for x in r]
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"

@@ -138,6 +138,15 @@ def test_format_sigfig_like_the_course():
         format_sigfig(float("nan"))
 
 
+def test_format_sigfig_keeps_its_figures_for_the_notes():
+    """The notes' tables show every entry at its 3 figures ("0.200" beside "0.0502"; a reader found "0.2", "1"
+    and "0.17" beside "0.0502" inconsistent); the course's own form strips them."""
+    assert [format_sigfig(x, 3, trailing_zeros=True) for x in (0.2, 1, 0.17, -0.99, 0.0502, 0, 0.99996, 1234.5)] == \
+        ["0.200", "1.00", "0.170", "-0.990", "0.0502", "0.00", "1.00", "1230"]
+    table = booktabs([[0.2, 0.0502]], figures=3, trailing_zeros=True)
+    assert "$0.200$ & $0.0502$" in table
+
+
 def test_booktabs_layout():
     tex = booktabs([[0.65, -1.2], [0.0502, 2]], row_labels=["0: a_b", "1: c"], col_labels=["F0", "F1"], corner="t",
                    caption="H & co", decimal_comma=True)
