@@ -55,6 +55,7 @@ entries, for losses).  Vectors are row vectors, so a batch of B sequences is B
 rows and every formula applies unchanged.
 
 >>> import sympy as sp
+from sympy.printing.precedence import PRECEDENCE
 >>> x, w, y = sp.symbols("x w y")
 >>> prog = Program("tiny")
 >>> u = prog.define(sp.Symbol("u"), w * x)
@@ -123,6 +124,20 @@ class _StrPrinter(StrPrinter):
         from .term_order import textbook_order
 
         return super().doprint(textbook_order(expr))
+
+    def _print_MatMul(self, expr):
+        """A negative scalar factor as the sign of the product (``−(aᵀ G) 𝟏``, not ``(−aᵀ G) 𝟏``), a number or name
+        dividing a product as a division (``𝟏 𝟏ᵀ/n``, not ``1/n 𝟏 𝟏ᵀ``)."""
+        from sympy.printing.precedence import PRECEDENCE
+
+        coeff, mats = expr.as_coeff_matrices()
+        if coeff != -1 and coeff.could_extract_minus_sign():
+            return "-" + self._print(sp.MatMul(-coeff, *mats))
+        numerator, denominator = sp.fraction(coeff)
+        if denominator != 1 and (denominator.is_Symbol or denominator.is_Integer) and not any(m.has(sp.MatAdd) for m in mats):
+            body = sp.MatMul(numerator, *mats) if numerator != 1 else (sp.MatMul(*mats) if len(mats) > 1 else mats[0])
+            return f"{self.parenthesize(body, PRECEDENCE['Mul'], strict=True)}/{self._print(denominator)}"
+        return super()._print_MatMul(expr)
 
     def _print_HadamardProduct(self, expr):
         def factor(a):
