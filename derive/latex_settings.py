@@ -31,7 +31,7 @@ from sympy.printing.latex import LatexPrinter, translate
 
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
-from .term_order import negated, textbook_order
+from .term_order import is_negative, negated, textbook_order
 
 # The course text's own glyphs for a few names (keys are base names: indices are kept).
 TEXTBOOK_LETTERS: Mapping[str, str] = MappingProxyType({
@@ -280,7 +280,7 @@ class NotationPrinter(LatexPrinter):
         for i, term in enumerate(terms):
             if i == 0:
                 pass
-            elif term.could_extract_minus_sign():
+            elif is_negative(term):
                 tex += " - "
                 term = negated(term)
             else:

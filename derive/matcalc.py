@@ -571,7 +571,12 @@ def column_scalars(expr):
     if not isinstance(expr, sp.Basic) or not expr.args or isinstance(expr, OfColumnStat):
         return expr
     if isinstance(expr, (RowSum, RowMean, RowStd)) and _row_of_column(expr.arg):
-        return _scaled(_stat_scalar(expr), sp.OneMatrix(*expr.shape))
+        arg = column_scalars(expr.arg)
+        coeff, body = sp.S.One, arg
+        if isinstance(arg, sp.MatMul) and not isinstance(expr, RowStd):  # rowsum(c Y) = c rowsum(Y); not std (|c|)
+            coeff, mats = arg.as_coeff_matrices()
+            body = sp.MatMul(*mats) if len(mats) > 1 else mats[0]
+        return _scaled(coeff, _stat_scalar(expr.func(body, *expr.args[1:])), sp.OneMatrix(*expr.shape))
     args = [column_scalars(a) for a in expr.args]
     if isinstance(expr, sp.Transpose) and _scalar_times_ones(args[0]):
         c, ones = _scalar_times_ones(args[0])

@@ -134,9 +134,9 @@ class _StrPrinter(StrPrinter):
         if coeff != -1 and coeff.could_extract_minus_sign():
             return "-" + self._print(sp.MatMul(-coeff, *mats))
         numerator, denominator = sp.fraction(coeff)
-        if denominator != 1 and (denominator.is_Symbol or denominator.is_Integer) and not any(m.has(sp.MatAdd) for m in mats):
+        if denominator != 1 and not denominator.is_Add and not any(m.has(sp.MatAdd) for m in mats):
             body = sp.MatMul(numerator, *mats) if numerator != 1 else (sp.MatMul(*mats) if len(mats) > 1 else mats[0])
-            return f"{self.parenthesize(body, PRECEDENCE['Mul'], strict=True)}/{self._print(denominator)}"
+            return f"{self.parenthesize(body, PRECEDENCE['Mul'], strict=True)}/{self.parenthesize(denominator, PRECEDENCE['Mul'])}"
         return super()._print_MatMul(expr)
 
     def _print_HadamardProduct(self, expr):
