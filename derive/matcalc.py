@@ -605,9 +605,51 @@ def column_scalars(expr):
     return expr.func(*args)
 
 
+class Divided(sp.MatrixExpr):
+    """A product of matrices divided by a scalar, ``𝟏 𝟏ᵀ/n`` (a display node of :func:`shown`: in text the division
+    the textbook writes; in LaTeX, and in value (``doit``), the product ``(1/n) 𝟏 𝟏ᵀ``)."""
+
+    def __new__(cls, product, denominator):
+        return sp.MatrixExpr.__new__(cls, product, denominator)
+
+    @property
+    def shape(self):
+        return self.args[0].shape
+
+    def doit(self, **hints):
+        return _scaled(1 / self.args[1], self.args[0])
+
+    def _latex(self, printer):
+        return printer._print(self.doit())
+
+    def _sympystr(self, printer):
+        from sympy.printing.precedence import PRECEDENCE
+
+        product, denominator = self.args
+        return "%s/%s" % (printer.parenthesize(product, PRECEDENCE["Mul"], strict=True),
+                          printer.parenthesize(denominator, PRECEDENCE["Mul"]))
+
+
+def _fractions(expr):
+    """Every product with a fraction in front, of matrices without a sum, as a :class:`Divided`: ``𝟏 𝟏ᵀ/n``."""
+    if not isinstance(expr, sp.Basic) or not expr.args or isinstance(expr, (OfColumnStat, AsScalar)):
+        return expr
+    if isinstance(expr, sp.MatMul):
+        coeff, mats = expr.as_coeff_matrices()
+        numerator, denominator = sp.fraction(coeff)
+        if denominator != 1 and not denominator.is_Add and not any(m.has(sp.MatAdd) for m in mats):
+            sign = -1 if numerator.could_extract_minus_sign() else 1  # −𝟏 𝟏ᵀ/n: the sign before the division
+            divided = Divided(_scaled(sign * numerator, *mats), denominator)
+            return divided if sign == 1 else sp.MatMul(-1, divided)
+    args = [_fractions(a) for a in expr.args]
+    return sp.MatAdd(*args, evaluate=False) if isinstance(expr, sp.MatAdd) else expr.func(*args)
+
+
 def shown(expr):
-    """``expr`` as the printers show it: :func:`column_scalars`, then :func:`display_form`."""
-    return display_form(column_scalars(expr))
+    """``expr`` as the printers show it: :func:`column_scalars` (and, where it changed something, a fraction in front
+    of a product as a division, :class:`Divided`), then :func:`display_form`."""
+    scalars = column_scalars(expr)
+    return display_form(scalars if scalars == expr else _fractions(scalars))
 
 
 @dataclass

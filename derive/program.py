@@ -126,17 +126,10 @@ class _StrPrinter(StrPrinter):
         return super().doprint(textbook_order(expr))
 
     def _print_MatMul(self, expr):
-        """A negative scalar factor as the sign of the product (``−(aᵀ G) 𝟏``, not ``(−aᵀ G) 𝟏``), a number or name
-        dividing a product as a division (``𝟏 𝟏ᵀ/n``, not ``1/n 𝟏 𝟏ᵀ``)."""
-        from sympy.printing.precedence import PRECEDENCE
-
+        """A negative symbolic scalar factor as the sign of the product: ``−(aᵀ G) 𝟏``, not ``(−aᵀ G) 𝟏``."""
         coeff, mats = expr.as_coeff_matrices()
-        if coeff != -1 and coeff.could_extract_minus_sign():
+        if not coeff.is_number and coeff.could_extract_minus_sign():
             return "-" + self._print(sp.MatMul(-coeff, *mats))
-        numerator, denominator = sp.fraction(coeff)
-        if denominator != 1 and not denominator.is_Add and not any(m.has(sp.MatAdd) for m in mats):
-            body = sp.MatMul(numerator, *mats) if numerator != 1 else (sp.MatMul(*mats) if len(mats) > 1 else mats[0])
-            return f"{self.parenthesize(body, PRECEDENCE['Mul'], strict=True)}/{self.parenthesize(denominator, PRECEDENCE['Mul'])}"
         return super()._print_MatMul(expr)
 
     def _print_HadamardProduct(self, expr):

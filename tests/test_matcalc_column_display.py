@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 
 from seqgrad import derive
-from seqgrad.derive.matcalc import OfColumn, OfColumnStat, evaluate, numpy_ops, shown
+from seqgrad.derive.matcalc import Divided, OfColumn, OfColumnStat, evaluate, numpy_ops, shown
 
 CASES = [  # (expression, wrt, shapes): the row-wise rules on a column, a sum, a quadratic form, and two not designed for
     ("softmax(x)", "x", "x:n"),
@@ -28,7 +28,7 @@ CASES = [  # (expression, wrt, shapes): the row-wise rules on a column, a sum, a
 
 def _value_of_display(e):
     """The shown form with its display nodes replaced by their values (their ``doit``), for the evaluator."""
-    return e.replace(lambda x: isinstance(x, (OfColumn, OfColumnStat)), lambda x: x.doit(deep=False))
+    return e.replace(lambda x: isinstance(x, (OfColumn, OfColumnStat, Divided)), lambda x: x.doit(deep=False))
 
 
 def _env(d, size, rng):
