@@ -251,9 +251,9 @@ class NotationPrinter(LatexPrinter):
 
     def _print_Transpose(self, expr):
         """``\\mathbf{W}_{Q}^{\\top}``; a symbol with a superscript of its own, or a compound, in brackets:
-        ``(\\mathbf{g}^{z}_{t})^{\\top}``."""
+        ``(\\mathbf{g}^{z}_{t})^{\\top}``; a call (``prints_as_call``) without: ``\\operatorname{softmax}(\\mathbf{x})^{\\top}``."""
         base = self._print(expr.arg)
-        if not isinstance(expr.arg, sp.MatrixSymbol) or "^" in base:
+        if not (isinstance(expr.arg, sp.MatrixSymbol) or getattr(expr.arg, "prints_as_call", False)) or "^" in base:
             base = r"\left(%s\right)" % base
         return "%s^{\\top}" % base
 

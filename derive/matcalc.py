@@ -413,6 +413,8 @@ class OfColumn(sp.MatrixExpr):
     ``softmax(x)`` of a column), shown as the map of the column: ``softmax(x)``.  A display node of
     :func:`display_form`; its value is ``Transpose(rowmap)``."""
 
+    prints_as_call = True  # transposed without brackets: softmax(x)ᵀ
+
     def __new__(cls, rowmap):
         return sp.MatrixExpr.__new__(cls, rowmap)
 

@@ -63,7 +63,9 @@ def test_the_shown_form_is_the_derived_expression(text, wrt, shapes):
 def test_softmax_of_a_column_in_textbook_form():
     d = derive.diff("softmax(x)", "x", "x:n")
     assert d.pretty() == "dx = (G − (softmax(x)ᵀ G) 𝟏) ∘ softmax(x)\nJ = diag(softmax(x)) − softmax(x) softmax(x)ᵀ"
-    assert "rowsum" not in d.latex() and r"+ -" not in d.latex()
+    tex = d.latex()
+    assert "rowsum" not in tex and r"+ -" not in tex, tex
+    assert r"\operatorname{softmax}(\mathbf{x})^{\top}" in tex, tex  # a call transposed without brackets
 
 
 def test_layernorm_of_a_column_in_textbook_form():
