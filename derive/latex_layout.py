@@ -42,7 +42,7 @@ from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 from seqgrad.validate import integer
 
 from .latex_settings import Notation, NotationPrinter, textbook_form
-from .term_order import drop_zero_state, negated, textbook_order
+from .term_order import drop_zero_state, is_negative, negated, textbook_order
 
 #: The packages every piece of LaTeX seqgrad prints needs (``booktabs`` for tables only):
 #: a display pastes into any document body whose preamble loads them.
@@ -146,7 +146,7 @@ def _pieces(expr, p: NotationPrinter, width: int, depth: int = 0) -> list[_Piece
     if isinstance(expr, (sp.Add, sp.MatAdd)):
         out: list[_Piece] = []
         for i, term in enumerate(expr.args):
-            negative = term.could_extract_minus_sign()
+            negative = is_negative(term)
             inner = _bracketed(negated(term) if negative else term, p, width, depth, add=True)
             sign = "- " if negative else ("" if i == 0 else "+ ")
             inner[0] = _Piece(sign + inner[0].text, -1 if i == 0 else depth, "{}" if i else "")

@@ -31,7 +31,7 @@ from sympy.printing.latex import LatexPrinter, translate
 
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
-from .term_order import negated, textbook_order
+from .term_order import is_negative, negated, textbook_order
 
 # The course text's own glyphs for a few names (keys are base names: indices are kept).
 TEXTBOOK_LETTERS: Mapping[str, str] = MappingProxyType({
@@ -251,9 +251,9 @@ class NotationPrinter(LatexPrinter):
 
     def _print_Transpose(self, expr):
         """``\\mathbf{W}_{Q}^{\\top}``; a symbol with a superscript of its own, or a compound, in brackets:
-        ``(\\mathbf{g}^{z}_{t})^{\\top}``."""
+        ``(\\mathbf{g}^{z}_{t})^{\\top}``; a call (``prints_as_call``) without: ``\\operatorname{softmax}(\\mathbf{x})^{\\top}``."""
         base = self._print(expr.arg)
-        if not isinstance(expr.arg, sp.MatrixSymbol) or "^" in base:
+        if not (isinstance(expr.arg, sp.MatrixSymbol) or getattr(expr.arg, "prints_as_call", False)) or "^" in base:
             base = r"\left(%s\right)" % base
         return "%s^{\\top}" % base
 
@@ -280,7 +280,7 @@ class NotationPrinter(LatexPrinter):
         for i, term in enumerate(terms):
             if i == 0:
                 pass
-            elif term.could_extract_minus_sign():
+            elif is_negative(term):
                 tex += " - "
                 term = negated(term)
             else:

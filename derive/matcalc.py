@@ -413,6 +413,8 @@ class OfColumn(sp.MatrixExpr):
     ``softmax(x)`` of a column), shown as the map of the column: ``softmax(x)``.  A display node of
     :func:`display_form`; its value is ``Transpose(rowmap)``."""
 
+    prints_as_call = True  # transposed without brackets: softmax(x)ᵀ
+
     def __new__(cls, rowmap):
         return sp.MatrixExpr.__new__(cls, rowmap)
 
@@ -423,7 +425,7 @@ class OfColumn(sp.MatrixExpr):
 
     def _call(self, printer, call):
         inner = self.args[0]
-        return call(printer, inner._name, inner.arg.arg)
+        return call(printer, inner._name, _column_of(inner.arg))
 
     def _latex(self, printer):
         return self._call(printer, _latex_call)
@@ -437,8 +439,12 @@ class OfColumn(sp.MatrixExpr):
 
 def _column_map(e) -> bool:
     """A row map (printed by the row map's own printer) of the transpose of a column vector."""
-    return (isinstance(e, _RowMap) and type(e)._latex is _RowMap._latex and isinstance(e.arg, sp.Transpose)
-            and e.arg.arg.shape[1] == 1 and e.arg.arg.shape[0] != 1)
+    return (isinstance(e, _RowMap) and type(e)._latex is _RowMap._latex and _row_of_column(e.arg)
+            and _transposes(_column_of(e.arg)) < _transposes(e.arg))
+
+
+def _transposes(e) -> int:
+    return sum(isinstance(x, sp.Transpose) for x in sp.preorder_traversal(e))
 
 
 def display_form(expr):
@@ -447,6 +453,8 @@ def display_form(expr):
     matrix of a transposed vector as that of the vector (``diag(pᵀ) = diag(p)``).  The value is unchanged."""
     if not isinstance(expr, sp.Basic) or not expr.args:
         return expr
+    if isinstance(expr, OfColumnStat):
+        return expr.func(display_form(expr.args[0]), expr.args[1])
     if isinstance(expr, sp.Transpose) and _column_map(expr.arg):
         return OfColumn(expr.arg)
     if _column_map(expr):
@@ -457,6 +465,193 @@ def display_form(expr):
     if all(a is b for a, b in zip(args, expr.args)):
         return expr
     return expr.func(*args)
+
+
+class OfColumnStat(sp.Expr):
+    """The scalar a row statistic of a transposed column vector holds in every entry (``mean(Gᵀ)``: the row
+    ``mean(G) 𝟏ᵀ``), shown as the statistic of the column: ``mean(G)``, ``std(x)``.  A display node of
+    :func:`column_scalars`; its value (``doit``) is the mean of the row's entries, ``rowstat 𝟏 / n``."""
+
+    is_commutative = True
+    precedence = 70  # a call: no brackets as a factor
+
+    def __new__(cls, column, rowstat):
+        return sp.Expr.__new__(cls, column, rowstat)
+
+    @property
+    def column(self):
+        return self.args[0]
+
+    def _latex(self, printer, exp=None):
+        stat = self.args[1]
+        if type(stat)._latex is not _RowMap._latex:  # std prints its letter: σ_ε(x)
+            body = type(stat)._latex(stat.func(self.column, *stat.args[1:]), printer)
+        else:
+            body = _latex_call(printer, stat._name, self.column)
+        return body if exp is None else r"%s^{%s}" % (body, exp)
+
+    def _sympystr(self, printer):
+        return _str_call(printer, self.args[1]._name, self.column)
+
+    def _eval_is_real(self):
+        return None
+
+    def doit(self, **hints):
+        stat = self.args[1]
+        n = stat.shape[1]
+        return AsScalar(sp.MatMul(stat, sp.OneMatrix(n, 1))) / n
+
+
+def _column_of(row):
+    """The column of a row expression: ``(xᵀ Aᵀ)ᵀ`` -> ``A x``."""
+    return sp.Transpose(row).doit()
+
+
+def _row_of_column(e) -> bool:
+    return getattr(e, "is_Matrix", False) and e.shape[0] == 1 and e.shape[1] != 1
+
+
+def _stat_scalar(stat):
+    """The scalar of the row statistic ``stat`` of a row (every entry holds it): ``rowsum(aᵀ ∘ Gᵀ)`` -> ``aᵀ G``,
+    ``rowsum(yᵀ)`` -> ``𝟏ᵀ y``, ``mean(yᵀ)`` -> ``mean(y)``, ``std(xᵀ)`` -> ``std(x)``."""
+    from .rules import RowSum
+
+    if isinstance(stat, RowSum):
+        arg = stat.arg
+        if isinstance(arg, sp.HadamardProduct) and len(arg.args) == 2:
+            return AsScalar(sp.MatMul(arg.args[0], _column_of(arg.args[1])))
+        return AsScalar(sp.MatMul(sp.OneMatrix(1, arg.shape[1]), _column_of(arg)))
+    return OfColumnStat(_column_of(stat.arg), stat)
+
+
+def _scaled(*factors):
+    """The product of scalars and matrices with the scalars collected in front: ``(s 𝟏) 𝟏ᵀ`` -> ``s 𝟏 𝟏ᵀ``."""
+    coeff, mats = sp.S.One, []
+    for f in factors:
+        if getattr(f, "is_Matrix", False):
+            c, ms = f.as_coeff_matrices() if isinstance(f, sp.MatMul) else (sp.S.One, [f])
+            coeff, mats = coeff * c, mats + list(ms)
+        else:
+            coeff = coeff * f
+    if coeff == 0:
+        return sp.ZeroMatrix(*sp.MatMul(*mats).shape)
+    mats = [m for m in mats if not isinstance(m, sp.Identity)] or mats[:1]  # A I = A
+    if not mats:
+        return coeff
+    return sp.MatMul(coeff, *mats) if coeff != 1 else (sp.MatMul(*mats) if len(mats) > 1 else mats[0])
+
+
+def _scalar_times_ones(e):
+    """``(s, 𝟏)`` when ``e`` is a scalar times a ones block ``s 𝟏`` (every entry s), else None."""
+    if isinstance(e, sp.OneMatrix):
+        return sp.S.One, e
+    if isinstance(e, sp.MatMul):
+        c, mats = e.as_coeff_matrices()
+        if len(mats) == 1 and isinstance(mats[0], sp.OneMatrix):
+            return c, mats[0]
+    return None
+
+
+def _common_factor(terms):
+    """The symbolic scalar factor common to every term's coefficient (``1/σ`` of ``G/σ − x̂ x̂ᵀ/(n σ)``), or 1."""
+    coeffs = [t.as_coeff_matrices()[0] if isinstance(t, sp.MatMul) else sp.S.One for t in terms]
+    shared = None
+    for c in coeffs:
+        factors = {f for f in sp.Mul.make_args(c) if not f.is_number}
+        shared = factors if shared is None else shared & factors
+    return sp.Mul(*shared) if shared else sp.S.One
+
+
+def column_scalars(expr):
+    """``expr`` with the row statistics of transposed column vectors as the scalars they hold, for the printers:
+    the row ``rowsum(aᵀ ∘ Gᵀ)`` (every entry aᵀ G) as ``(aᵀ G) 𝟏ᵀ``, ``std(xᵀ)ᵀ`` as ``std(x) 𝟏``; an entrywise
+    function of ``s 𝟏`` as ``f(s) 𝟏``, a Hadamard factor ``s 𝟏`` as the scalar s, ``diag(s 𝟏)`` as ``s I``, and a scalar
+    common to every term of a sum in front of it.  The value is unchanged (a display pass, like :func:`display_form`)."""
+    from .program import Elementwise
+    from .rules import RowMean, RowStd, RowSum
+
+    if not isinstance(expr, sp.Basic) or not expr.args or isinstance(expr, OfColumnStat):
+        return expr
+    if isinstance(expr, (RowSum, RowMean, RowStd)) and _row_of_column(expr.arg):
+        arg = column_scalars(expr.arg)
+        coeff, body = sp.S.One, arg
+        if isinstance(arg, sp.MatMul) and not isinstance(expr, RowStd):  # rowsum(c Y) = c rowsum(Y); not std (|c|)
+            coeff, mats = arg.as_coeff_matrices()
+            body = sp.MatMul(*mats) if len(mats) > 1 else mats[0]
+        return _scaled(coeff, _stat_scalar(expr.func(body, *expr.args[1:])), sp.OneMatrix(*expr.shape))
+    args = [column_scalars(a) for a in expr.args]
+    if isinstance(expr, sp.Transpose) and _scalar_times_ones(args[0]):
+        c, ones = _scalar_times_ones(args[0])
+        return _scaled(c, sp.OneMatrix(ones.shape[1], ones.shape[0]))
+    if isinstance(expr, Elementwise) and _scalar_times_ones(args[1]) and not args[1].is_square:
+        c, ones = _scalar_times_ones(args[1])
+        return _scaled(expr.function(c), ones)
+    if isinstance(expr, sp.DiagMatrix) and _scalar_times_ones(args[0]):
+        c, ones = _scalar_times_ones(args[0])
+        return _scaled(c, sp.Identity(max(ones.shape, key=lambda s: s != 1)))
+    if isinstance(expr, sp.HadamardProduct):
+        scalars = [_scalar_times_ones(a) for a in args]
+        if any(scalars):
+            rest = [a for a, s in zip(args, scalars) if not s]
+            coeff = sp.Mul(*[s[0] for s in scalars if s])
+            body = (sp.HadamardProduct(*rest) if len(rest) > 1 else rest[0]) if rest else sp.OneMatrix(*expr.shape)
+            return _scaled(coeff, body)
+    if isinstance(expr, sp.MatMul):
+        return _scaled(*args)
+    if isinstance(expr, sp.MatAdd):
+        common = _common_factor(args)
+        if common != 1:
+            return _scaled(common, sp.MatAdd(*[_scaled(1 / common, a) for a in args]))
+    if all(a is b for a, b in zip(args, expr.args)):
+        return expr
+    return expr.func(*args)
+
+
+class Divided(sp.MatrixExpr):
+    """A product of matrices divided by a scalar, ``𝟏 𝟏ᵀ/n`` (a display node of :func:`shown`: in text the division
+    the textbook writes; in LaTeX, and in value (``doit``), the product ``(1/n) 𝟏 𝟏ᵀ``)."""
+
+    def __new__(cls, product, denominator):
+        return sp.MatrixExpr.__new__(cls, product, denominator)
+
+    @property
+    def shape(self):
+        return self.args[0].shape
+
+    def doit(self, **hints):
+        return _scaled(1 / self.args[1], self.args[0])
+
+    def _latex(self, printer):
+        return printer._print(self.doit())
+
+    def _sympystr(self, printer):
+        from sympy.printing.precedence import PRECEDENCE
+
+        product, denominator = self.args
+        return "%s/%s" % (printer.parenthesize(product, PRECEDENCE["Mul"], strict=True),
+                          printer.parenthesize(denominator, PRECEDENCE["Mul"]))
+
+
+def _fractions(expr):
+    """Every product with a fraction in front, of matrices without a sum, as a :class:`Divided`: ``𝟏 𝟏ᵀ/n``."""
+    if not isinstance(expr, sp.Basic) or not expr.args or isinstance(expr, (OfColumnStat, AsScalar)):
+        return expr
+    if isinstance(expr, sp.MatMul):
+        coeff, mats = expr.as_coeff_matrices()
+        numerator, denominator = sp.fraction(coeff)
+        if denominator != 1 and not denominator.is_Add and not any(m.has(sp.MatAdd) for m in mats):
+            sign = -1 if numerator.could_extract_minus_sign() else 1  # −𝟏 𝟏ᵀ/n: the sign before the division
+            divided = Divided(_scaled(sign * numerator, *mats), denominator)
+            return divided if sign == 1 else sp.MatMul(-1, divided)
+    args = [_fractions(a) for a in expr.args]
+    return sp.MatAdd(*args, evaluate=False) if isinstance(expr, sp.MatAdd) else expr.func(*args)
+
+
+def shown(expr):
+    """``expr`` as the printers show it: :func:`column_scalars` (and, where it changed something, a fraction in front
+    of a product as a division, :class:`Divided`), then :func:`display_form`."""
+    scalars = column_scalars(expr)
+    return display_form(scalars if scalars == expr else _fractions(scalars))
 
 
 @dataclass
@@ -509,9 +704,9 @@ class MatrixDerivative:
     def rows(self) -> list:
         """(lhs, rhs) pairs for the printers: the result, and the Jacobian where there is one, each in
         :func:`display_form`."""
-        rows = [(self.target, display_form(self.value))]
+        rows = [(self.target, shown(self.value))]
         if self.jacobian is not None:
-            rows.append((sp.MatrixSymbol("J", *self.jacobian.shape), display_form(self.jacobian)))
+            rows.append((sp.MatrixSymbol("J", *self.jacobian.shape), shown(self.jacobian)))
         if self.vec_jacobian is not None:
             rows.append((VecPartial(display_form(self.expr), self.wrt), display_form(self.vec_jacobian)))
         if self.at:

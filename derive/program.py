@@ -55,6 +55,7 @@ entries, for losses).  Vectors are row vectors, so a batch of B sequences is B
 rows and every formula applies unchanged.
 
 >>> import sympy as sp
+from sympy.printing.precedence import PRECEDENCE
 >>> x, w, y = sp.symbols("x w y")
 >>> prog = Program("tiny")
 >>> u = prog.define(sp.Symbol("u"), w * x)
@@ -123,6 +124,13 @@ class _StrPrinter(StrPrinter):
         from .term_order import textbook_order
 
         return super().doprint(textbook_order(expr))
+
+    def _print_MatMul(self, expr):
+        """A negative symbolic scalar factor as the sign of the product: ``−(aᵀ G) 𝟏``, not ``(−aᵀ G) 𝟏``."""
+        coeff, mats = expr.as_coeff_matrices()
+        if not coeff.is_number and coeff.could_extract_minus_sign():
+            return "-" + self._print(sp.MatMul(-coeff, *mats))
+        return super()._print_MatMul(expr)
 
     def _print_HadamardProduct(self, expr):
         def factor(a):

@@ -204,6 +204,14 @@ def _ordered(expr):
         return expr
 
 
+def is_negative(term) -> bool:
+    """``term`` reads with a minus sign in front: a product of matrices too, whose scalar factor is negative
+    (``−(1/n) 𝟏 𝟏ᵀ``; SymPy's ``could_extract_minus_sign`` says no for a matrix product unless it starts with −1)."""
+    if isinstance(term, sp.MatMul) and term.args and not term.args[0].is_Matrix:
+        return term.args[0].could_extract_minus_sign()
+    return term.could_extract_minus_sign()
+
+
 def negated(term):
     """``-term`` keeping the order of the factors (SymPy's ``-term`` re-sorts them)."""
     if isinstance(term, sp.Mul) and term.args and term.args[0].is_Number:
@@ -211,7 +219,7 @@ def negated(term):
         if coeff == 1:
             return rest[0] if len(rest) == 1 else sp.Mul(*rest, evaluate=False)
         return sp.Mul(coeff, *rest, evaluate=False)
-    if isinstance(term, sp.MatMul) and term.args and term.args[0].is_Number:
+    if isinstance(term, sp.MatMul) and term.args and not term.args[0].is_Matrix:  # a scalar factor in front
         coeff, rest = -term.args[0], term.args[1:]
         if coeff == 1:
             return rest[0] if len(rest) == 1 else sp.MatMul(*rest, evaluate=False)

@@ -38,7 +38,7 @@ def test_softmax_jacobian_is_diag_p_minus_p_p_transposed():
     """The textbook's J = diag(p) − p pᵀ (p = softmax(x), written through the row softmax(xᵀ)), read off the
     pullback of the rule table, and checked entry by entry against torch.autograd.functional.jacobian."""
     d = derive.diff("softmax(x)", "x", "x:n")
-    assert d.pretty().splitlines()[1] == "J = diag(softmax(x)) − (softmax(x) softmax(x)ᵀ)"  # softmax(x), not softmax(xᵀ)ᵀ
+    assert d.pretty().splitlines()[1] == "J = diag(softmax(x)) − softmax(x) softmax(x)ᵀ"  # softmax(x), not softmax(xᵀ)ᵀ
     result = check(d, trials=4)
     assert result.passed and all(t["jacobian_abs"] < 1e-12 for t in result.trials)
     ln = derive.diff("layernorm(x)", "x", "x:n")
