@@ -32,6 +32,8 @@ import sympy as sp
 from seqgrad.derive.operations import operation_of
 from seqgrad.derive.program import Elementwise
 
+from .buffered import Emitter
+
 __all__ = ["Gate", "GateLayout", "gate_layout", "helpers"]
 
 
@@ -229,11 +231,19 @@ def helpers(backend: str) -> dict:
                 Z += b
             return Z.reshape(WxT.shape[0], T, B, WxT.shape[2])
 
-        def recur(z, h, WhT):  # z_k += h W_hk^T for the recurrent gates
+        def recur(z, h, WhT, tmp):  # z_k += h W_hk^T for the recurrent gates (the product into tmp, then added)
             for zk, WhTk in zip(z, WhT):
-                zk += h @ WhTk
+                np.matmul(h, WhTk, out=tmp)
+                np.add(zk, tmp, out=zk)
 
-        def recur_back(gz, Wh):  # sum_k g^k W_hk
+        def recur_back(gz, Wh, out, tmp):  # out = sum_k g^k W_hk
+            np.matmul(gz[0], Wh[0], out=out)
+            for k in range(1, len(Wh)):
+                np.matmul(gz[k], Wh[k], out=tmp)
+                np.add(out, tmp, out=out)
+            return out
+
+        def stacked_sum(gz, Wh):  # sum_k g^k W_hk, a new array (dL/dX after the loop)
             out = gz[0] @ Wh[0]
             for k in range(1, len(Wh)):
                 out += gz[k] @ Wh[k]
@@ -246,7 +256,7 @@ def helpers(backend: str) -> dict:
                 "_time_major": lambda X: np.ascontiguousarray(X.transpose(1, 0, 2)),
                 "_batch_major": lambda X: X.transpose(1, 0, 2), "_gate_inputs": gate_inputs, "_recur": recur,
                 "_recur_back": recur_back, "_gate_grads": gate_grads,
-                "_input_grads": lambda GZ, Wx: recur_back(GZ.reshape(GZ.shape[0], -1, GZ.shape[-1]), Wx).reshape(*GZ.shape[1:3], -1), "_sigmoid_into": sigmoid_into,
+                "_input_grads": lambda GZ, Wx: stacked_sum(GZ.reshape(GZ.shape[0], -1, GZ.shape[-1]), Wx).reshape(*GZ.shape[1:3], -1), "_sigmoid_into": sigmoid_into,
                 "_tanh_into": tanh_into, "_sigmoid_of": of(sigmoid_into), "_tanh_of": of(tanh_into),
                 "_empty_n": lambda like, *s: np.empty(s), "_states": lambda like, *s: np.zeros(s), "_colsums": lambda G: np.einsum("gnh->gh", G)[:, None, :],  # 3x numpy's sum over the middle axis
                 "_steps": list, "_gate_steps": lambda Z: list(zip(*(list(g) for g in Z))),
@@ -268,12 +278,12 @@ def helpers(backend: str) -> dict:
                 torch.addmm(b[k], Xf, WxT[k], out=Z[k])
         return Z.reshape(WxT.shape[0], T, B, WxT.shape[2])
 
-    def t_recur(z, h, WhT):
+    def t_recur(z, h, WhT, tmp):  # z_k += h W_hk^T, in place (tmp: numpy's scratch, unused here)
         for k in range(len(WhT)):
             z[k].addmm_(h, WhT[k])
 
-    def t_recur_back(gz, Wh):
-        out = torch.mm(gz[0], Wh[0])
+    def t_recur_back(gz, Wh, out, tmp):
+        torch.mm(gz[0], Wh[0], out=out)
         for k in range(1, len(Wh)):
             out.addmm_(gz[k], Wh[k])
         return out
@@ -397,23 +407,18 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
         return sym
 
     printer = _CellPrinter(backend, names)
+    em = Emitter(backend, names, printer, params)
+    row = f"_B, {Hw}"  # the shape of a gate's row block at one step
+
+    def write(out: str, expr, shape: str = row, depth: int = 2):
+        """``out`` receives ``expr``, computed into preallocated buffers (crosscheck.buffered)."""
+        for line in em.into(out, expr, shape):
+            src(line, depth)
+
     shared = _Shared()
     for g in gates[:n]:
         if g.activation is not None:
             shared.add(next(d.value for d in gen.step.definitions("forward") if d.target == g.activation[0]), g.activation[0])
-
-    def act(e):
-        """``phi(a)`` printed, by the backend's fast helper for tanh and the sigmoid."""
-        fn = _function(e.args[0])
-        return f"_{fn}_of({printer(e.args[1])})" if fn is not None else printer(e)
-
-    def into(out: str, expr) -> str:
-        """``out`` receives ``expr``, its last product or sum written in place (``out=``), not copied."""
-        for kind, helper in ((sp.HadamardProduct, "_mul_into"), (sp.MatAdd, "_add_into")):
-            if isinstance(expr, kind) and len(expr.args) > 1:
-                head = expr.func(*expr.args[:-1]) if len(expr.args) > 2 else expr.args[0]
-                return f"{helper}({out}, {printer(head)}, {printer(expr.args[-1])})"
-        return f"_assign({out}, {printer(expr)})"
 
     src = _Source()
     src(f"def _generated({', '.join([names[p] for p in params] + ['X', 'Y', '_index', '_npos'])}):", 0)
@@ -445,6 +450,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     for a, b, _ in layout.runs:
         if a not in direct:
             src(f"_Zr{a}, _Ar{a} = _run_steps(_Z, {a}, {b}), _run_steps(_A, {a}, {b})")
+    mark = len(src.lines)  # the buffers of both loops are declared here, once the loops are written
     src("L = 0.0")
     forward = gen.step.definitions("forward")
     kept = [d for d in forward if d.target not in recurrent_targets and d.target not in activated]
@@ -462,11 +468,12 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
                 shared.add(e, sym)
                 value = value.xreplace({e: sym})
         values[d.target] = value
+    stored_defs = {}  # a definition (or a temporary phi(a) of one) kept for the backward pass: its (T, B, W) stack
     for d in kept:
-        if d.target not in state_of:
-            src(f"{names[d.target]}_all = [None] * _T")
-        for sym, _ in temps.get(d.target, []):
-            src(f"{names[sym]}_all = [None] * _T")
+        for sym in [sym for sym, _ in temps.get(d.target, [])] + ([d.target] if d.target not in state_of else []):
+            stored_defs[sym] = f"_D{len(stored_defs)}"
+            src(f"{stored_defs[sym]} = _empty_n(X, _T, _B, {sym.shape[1]})")
+            src(f"{stored_defs[sym]}v = _steps({stored_defs[sym]})")
     src("e_all = [None] * _T")
 
     def views(depth):
@@ -481,7 +488,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     src("for t in range(_T):")
     views(2)
     if n:
-        src(f"_recur(_z, {names[layout.prev]}, _WhTk)", 2)
+        src(f"_recur(_z, {names[layout.prev]}, _WhTk, {em.buffer('_rf', row)})", 2)
     for a, b, lam in layout.runs:
         out = f"{stack[direct[a]]}v[t + 1]" if a in direct else f"_Ar{a}[t]"
         src_block = f"_z[{a}]" if a in direct else f"_Zr{a}[t]"
@@ -491,7 +498,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
         else:
             value = gates[a].activation
             d = next(d for d in forward if d.target == value[0])
-            src(f"_assign({out}, {printer(d.value.xreplace({gates[a].target: sliced(src_block)}))})", 2)
+            write(out, d.value.xreplace({gates[a].target: sliced(src_block)}), row if a in direct else f"{b - a}, {row}")
 
     def gate_views(depth):
         for k, g in enumerate(gates[:n]):
@@ -511,16 +518,13 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
             terms = [sliced(f"_z[{k}]")] + gates[k].others
             value = sp.MatAdd(*terms) if len(terms) > 1 else terms[0]
         for sym, e in temps.get(d.target, []):
-            src(f"{names[sym]} = {act(e)}", 2)
-            src(f"{names[sym]}_all[t] = {names[sym]}", 2)
-        text = act(value) if isinstance(value, Elementwise) else printer(value)
+            src(f"{names[sym]} = {stored_defs[sym]}v[t]", 2)
+            write(names[sym], e, f"_B, {sym.shape[1]}")
         if d.target in state_of:
-            s = state_of[d.target]
-            src(f"{names[d.target]} = {stack[s]}v[t + 1]", 2)
-            src(into(names[d.target], value) if not isinstance(value, Elementwise) else f"_assign({names[d.target]}, {text})", 2)
+            src(f"{names[d.target]} = {stack[state_of[d.target]]}v[t + 1]", 2)
         else:
-            src(f"{names[d.target]} = {text}", 2)
-            src(f"{names[d.target]}_all[t] = {names[d.target]}", 2)
+            src(f"{names[d.target]} = {stored_defs[d.target]}v[t]", 2)
+        write(names[d.target], value, f"_B, {d.target.shape[1]}")
     _emit_loss(src, printer, names, gen, cell, y_t)
     # backward
     fused = {W for g in gates for W in g.x_weights + g.biases + ([g.h_weight] if g.h_weight is not None else [])}
@@ -532,8 +536,11 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     src(f"_GZ = _empty_n(X, {G}, _T, _B, {Hw})  # g_t of every gate")
     src("_GZv = _gate_steps(_GZ)")
     carry = {s: f"carry_{s}" for s in cell.states}
-    for s in cell.states:
+    carried = [s for s in cell.states if (s == layout.state and n) or gen.carry[s] is not None]
+    for s in cell.states:  # what step t + 1 sent to s_t, and a second buffer for what step t sends (swapped)
         src(f"{carry[s]} = _zeros(_B, {H[s]})")
+        if s in carried:
+            em.buffer(f"_next_{s}", f"_B, {H[s]}")
     # the slope of each activation run, once per step for the whole run (the LSTM's three y (1 - y))
     run_of = {k: a for a, b, _ in layout.runs if a not in direct for k in range(a, b)}
     u = sp.Dummy("u")
@@ -545,11 +552,12 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
             if k in run_of:
                 body = _body(e.args[0], u)
                 found.setdefault((run_of[k], sp.srepr(body)), (body, {}))[1].setdefault(k, []).append(e)
-    slopes, slope_of = [], {}
+    slopes, slope_of, slope_shape = [], {}, {}
     for (a, _), (body, uses) in found.items():
         if len(uses) < 2:
             continue
-        name_ = f"_dA{len(slopes)}"
+        name_ = em.buffer(f"_dA{len(slopes)}", f"{next(b for a_, b, _ in layout.runs if a_ == a) - a}, {row}")
+        slope_shape[name_] = em.buffers[-1][1]
         slopes.append((name_, Elementwise(sp.Lambda(u, body), sliced(f"_Ar{a}[t]"))))
         for k, nodes in uses.items():
             sym = sp.MatrixSymbol(f"{name_}_{k - a}", 1, Hw)
@@ -564,37 +572,50 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     views(2)
     src("_gz = _GZv[t]", 2)
     for name_, e in slopes:
-        src(f"{name_} = {printer(e)}", 2)
+        write(name_, e, slope_shape[name_])
     gate_views(2)
     for s in cell.states:
         src(f"{names[gen.at_t[s]]} = {stack[s]}v[t + 1]", 2)
-    for d in kept:
-        if d.target not in state_of:
-            src(f"{names[d.target]} = {names[d.target]}_all[t]", 2)
-        for sym, _ in temps.get(d.target, []):
-            src(f"{names[sym]} = {names[sym]}_all[t]", 2)
+    for sym, stack_name in stored_defs.items():
+        src(f"{names[sym]} = {stack_name}v[t]", 2)
     src(f"{names[gen.e]} = e_all[t]", 2)
     _emit_rho(src, printer, names, gen, cell, carry)
     adjoint_of = {g.adjoint: k for k, g in enumerate(gates)}
     for d in gen.backward_defs:
         k = adjoint_of.get(d.target)
+        value = rewrite(d.value)
+        width = d.target.shape[1]
         if k is not None:
-            src(into(f"_gz[{k}]", rewrite(d.value)), 2)
             src(f"{names[d.target]} = _gz[{k}]", 2)
+            write(names[d.target], value)
+        elif em.atom(value) is not None:  # another name for a value (g_t^h = rho_t^h)
+            src(f"{names[d.target]} = {em.atom(value)}", 2)
         else:
-            src(f"{names[d.target]} = {printer(rewrite(d.value))}", 2)
+            write(em.buffer(names[d.target], f"_B, {width}"), value, f"_B, {width}")
     for k, g in enumerate(gates):
         if g.adjoint not in names:  # a sensitivity the derivation left unnamed (the GRU's g_t^a = g_t^{z^n} * r_t)
-            src(into(f"_gz[{k}]", rewrite(g.adjoint)), 2)
-    _in_loop_grads(src, printer, names, gen, [p for p in params if p not in fused], grads)
-    for s in cell.states:
+            src(f"_gzk = _gz[{k}]", 2)
+            write("_gzk", rewrite(g.adjoint))
+    outside = [p for p in params if p not in fused]
+    for p in outside:
+        if gen.step_grads[_key(gen, p)] is not None:
+            src(f"# allocates: the step term of dL/d{names[p]} (a parameter outside the gates), summed in the loop", 2)
+    _in_loop_grads(src, printer, names, gen, outside, grads)
+    for s in carried:
+        shape = f"_B, {H[s]}"
         if s == layout.state and n:
-            rest = f" + {printer(rewrite(layout.carry_rest))}" if layout.carry_rest is not None else ""
-            src(f"{carry[s]} = _recur_back(_gz, _Whk){rest}", 2)
-        elif gen.carry[s] is not None:
-            src(f"{carry[s]} = {printer(rewrite(gen.carry[s]))}", 2)
+            src(f"_recur_back(_gz, _Whk, _next_{s}, {em.buffer('_rb', shape)})", 2)
+            if layout.carry_rest is not None:
+                lines, text, temp = em.value(rewrite(layout.carry_rest), shape)
+                for line in lines:
+                    src(line, 2)
+                src(f"_k_add(_next_{s}, {text}, out=_next_{s})", 2)
+                em.done(temp, shape)
         else:
-            src(f"{carry[s]} = _zeros(_B, {H[s]})", 2)
+            write(f"_next_{s}", rewrite(gen.carry[s]), shape)
+    if carried:
+        src(f"{', '.join(carry[s] for s in carried)}, {', '.join(f'_next_{s}' for s in carried)} = "
+            f"{', '.join(f'_next_{s}' for s in carried)}, {', '.join(carry[s] for s in carried)}", 2)
     # every gate weight and bias gradient, and dL/dX, as one product (or sum) over the stacked (T, B) axis
     src(f"_Gf = _GZ.reshape({G}, _T * _B, {Hw})")
     if any(g.x_weights for g in gates):
@@ -616,5 +637,6 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
             shape = _shape_of(p)
             grads[p] = "0.0" if not shape else f"_zeros({shape[0]}, {shape[1]}, batch=False)"
     src(f"return ({', '.join(['L'] + [grads[p] for p in params] + ['_dX'])},)")
+    src.lines[mark:mark] = ["    " + line for line in em.declarations()]
     return src.text()
 

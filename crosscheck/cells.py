@@ -37,7 +37,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from seqgrad.derive.cell import Cell
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
-from . import cell_loop
+from . import buffered, cell_loop
 from .lambdify import (BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier,
                        operation_namespace, run_generated)
 
@@ -104,6 +104,7 @@ class CellFunction:
         namespace.update(operation_namespace(backend, cell.functions))
         namespace.update(_helpers(backend))
         namespace.update(cell_loop.helpers(backend))
+        namespace.update(buffered.kernels(backend))
         fn = run_generated(self.source, f"<seqgrad:{cell.name}_loop>", namespace, "_generated")
         if backend == "torch" and not forward_only:  # the derived backward needs no tape
             import torch
