@@ -245,31 +245,36 @@ class Emitter:
 
     def _product(self, e, out):
         coeff, factors = self._factors(e)
-        self._chain("_k_mul", factors, out)
+        acc = self._chain(factors, out)
         if coeff == -1:
-            self._emit(f"_k_neg({out}, out={out})")
+            self._emit(f"_k_neg({acc}, out={out})")
         elif coeff != 1:
-            self._emit(f"_k_mul({out}, {float(coeff)!r}, out={out})")
+            self._emit(f"_k_mul({acc}, {float(coeff)!r}, out={out})")
+        elif acc != out:
+            self._emit(f"_k_mul({acc}, 1.0, out={out})")
 
     def _first(self, e, out):
         """The text holding the first operand of a chain: its name, or ``out`` after writing it there."""
         text = self.atom(e)
-        if text is not None:
+        if text is not None and not self._number(e):
             return text
         self._write(e, out)
         return out
 
-    def _chain(self, kernel, args, out):
-        """out = args[0] (kernel) args[1] (kernel) ..., left to right (the printed expression's order)."""
-        if len(args) == 1:
-            self._write(args[0], out)
-            return
+    def _chain(self, args, out, kernel="_k_mul"):
+        """The text holding args[0] (kernel) args[1] (kernel) ..., left to right (the printed expression's
+        order): ``out``, or the one operand's own name."""
         acc = self._first(args[0], out)
         for a in args[1:]:
             text, t = self._operand(a)
             self._emit(f"{kernel}({acc}, {text}, out={out})")
             self._release(t, self._shape)
             acc = out
+        return acc
+
+    @staticmethod
+    def _number(e):
+        return isinstance(e, sp.Expr) and not isinstance(e, sp.MatrixExpr) and e.is_number
 
     def _sum(self, e, out):
         """out = sum of the terms; a term with a negative coefficient is subtracted, numbers are added last."""
@@ -277,6 +282,8 @@ class Emitter:
         for term in e.args:
             if isinstance(term, sp.OneMatrix):
                 const += 1.0
+            elif isinstance(term, sp.MatMul) and term.as_coeff_matrices()[1] == [sp.OneMatrix(*term.shape)]:
+                const += float(term.as_coeff_matrices()[0])  # c 1: a number added to every entry
             elif isinstance(term, sp.Expr) and not isinstance(term, sp.MatrixExpr) and term.is_number:
                 const += float(term)
             elif isinstance(term, (sp.MatMul, sp.Mul)) and self._factors(term)[0].is_negative:
@@ -337,9 +344,10 @@ class Emitter:
         self._release(temp, self._shape)
 
     def _fold(self, kernel, args, out):
-        numbers = [a for a in args if isinstance(a, sp.Expr) and not isinstance(a, sp.MatrixExpr) and a.is_number]
-        arrays = [a for a in args if a not in numbers]
-        self._chain(kernel, arrays + numbers, out)
+        numbers = [a for a in args if self._number(a)]
+        acc = self._chain([a for a in args if a not in numbers] + numbers, out, kernel)
+        if acc != out:
+            self._emit(f"_k_mul({acc}, 1.0, out={out})")
 
     def _elementwise(self, e, out):
         lam, arg = e.args
@@ -363,6 +371,12 @@ class Emitter:
     def _function(self, e, out):
         op = operation_of(e)
         if not out_form(self.backend, op) or len(e.args) != 1:
+            if op.definition is not None:  # a composite (a user's function): written as its definition
+                from seqgrad.derive.operations import sympy_namespace
+
+                expanded = op.definition(sympy_namespace(), *e.args)
+                if expanded != e:
+                    return self._write(expanded, out)
             return self._fallback(e, out, f"the {op.name!r} operation")
         text, temp = self._operand(e.args[0])
         if op.name in ("tanh", "sigmoid"):
