@@ -138,7 +138,11 @@ class Emitter:
             self.free[shape].append(name)
 
     def declarations(self) -> list[str]:
-        return self.hoisted_lines + [f"{n} = _empty_n(X, {s})" for n, s in self.buffers]
+        # a buffer of a run of gates, (gates, B, W), gets the layout of the runs' views of the (gate, t, B, W)
+        # stacks (the gate axis not contiguous with the rows): numpy's iterator buffers (64 KiB per call) when an
+        # operand coalesces into one block and another does not
+        return self.hoisted_lines + [f"{n} = _empty_n(X, {s})" if s.count(",") == 1 else f"{n} = _run_rows(X, {s})"
+                                     for n, s in self.buffers]
 
     # -- statements ------------------------------------------------------------------------------------
     def into(self, out: str, expr, shape: str) -> list[str]:
@@ -204,12 +208,12 @@ class Emitter:
             else:
                 self._emit(f"_k_mul({atom}, 1.0, out={out})")
             return
-        if isinstance(e, (sp.HadamardProduct, sp.Mul)) or (isinstance(e, sp.MatMul) and self._scaling(e)):
+        if isinstance(e, sp.MatMul):  # (before Mul: a MatMul is a Mul to SymPy)
+            self._product(e, out) if self._scaling(e) else self._matmul(e, out)
+        elif isinstance(e, (sp.HadamardProduct, sp.Mul)):
             self._product(e, out)
         elif isinstance(e, (sp.MatAdd, sp.Add)):
             self._sum(e, out)
-        elif isinstance(e, sp.MatMul):
-            self._matmul(e, out)
         elif isinstance(e, Elementwise):
             self._elementwise(e, out)
         elif isinstance(e, sp.Pow):
@@ -227,7 +231,7 @@ class Emitter:
 
     def _fallback(self, e, out, why):
         self.fallbacks.append(why)
-        self._emit(f"_alloc_into({out}, {self.printer(e)})  # allocates: {why} has no out= form in {self.backend}")
+        self._emit(f"_alloc_into({out}, {self.printer(e)})  # allocates: {why} (no out= form in {self.backend})")
 
     @staticmethod
     def _scaling(e):

@@ -258,7 +258,7 @@ def helpers(backend: str) -> dict:
                 "_recur_back": recur_back, "_gate_grads": gate_grads,
                 "_input_grads": lambda GZ, Wx: stacked_sum(GZ.reshape(GZ.shape[0], -1, GZ.shape[-1]), Wx).reshape(*GZ.shape[1:3], -1), "_sigmoid_into": sigmoid_into,
                 "_tanh_into": tanh_into, "_sigmoid_of": of(sigmoid_into), "_tanh_of": of(tanh_into),
-                "_empty_n": lambda like, *s: np.empty(s), "_states": lambda like, *s: np.zeros(s), "_colsums": lambda G: np.einsum("gnh->gh", G)[:, None, :],  # 3x numpy's sum over the middle axis
+                "_empty_n": lambda like, *s: np.empty(s), "_run_rows": lambda like, n, *s: np.empty((n, 2) + s)[:, 0], "_states": lambda like, *s: np.zeros(s), "_colsums": lambda G: np.einsum("gnh->gh", G)[:, None, :],  # 3x numpy's sum over the middle axis
                 "_steps": list, "_gate_steps": lambda Z: list(zip(*(list(g) for g in Z))),
                 "_run_steps": lambda Z, a, b: list(Z[a:b].swapaxes(0, 1)), "_assign": np.copyto, "_copy": np.copy,
                 "_mul_into": lambda out, a, b: np.multiply(a, b, out=out), "_add_into": lambda out, a, b: np.add(a, b, out=out)}
@@ -337,6 +337,7 @@ def helpers(backend: str) -> dict:
             "_sigmoid_of": torch.sigmoid, "_tanh_of": t_tanh_of,
             "_colsums": lambda G: G.sum(1, keepdim=True),
             "_empty_n": lambda like, *s: torch.empty(s, dtype=like.dtype, device=like.device), "_states": t_states,
+            "_run_rows": lambda like, n, *s: torch.empty((n, 2) + s, dtype=like.dtype, device=like.device)[:, 0],
             "_steps": lambda A: A.unbind(0), "_gate_steps": lambda Z: list(zip(*(g.unbind(0) for g in Z))),
             "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value), "_copy": torch.clone,
             "_mul_into": lambda out, a, b: torch.mul(a, b, out=out), "_add_into": lambda out, a, b: torch.add(a, b, out=out)}

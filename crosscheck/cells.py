@@ -105,6 +105,10 @@ class CellFunction:
         namespace.update(_helpers(backend))
         namespace.update(cell_loop.helpers(backend))
         namespace.update(buffered.kernels(backend))
+        #: what in the loops still allocates per step (crosscheck.buffered): an operation without an out= form
+        #: in this backend, a parameter's gradient summed inside the loop; empty for the gate loops of RNN, GRU, LSTM
+        self.fallbacks = [line.split("# allocates: ", 1)[1].split(" (", 1)[0]
+                          for line in self.source.splitlines() if "# allocates: " in line]
         fn = run_generated(self.source, f"<seqgrad:{cell.name}_loop>", namespace, "_generated")
         if backend == "torch" and not forward_only:  # the derived backward needs no tape
             import torch
