@@ -50,7 +50,7 @@ def kernels(backend: str) -> dict:
     import torch
 
     @functools.lru_cache(maxsize=64)
-    def number(c, dtype, device):  # a 0-d tensor for c / a (torch.div takes no number first)
+    def number(c, dtype, device):  # a 0-d tensor for c - a and c / a (torch.sub and torch.div take no number first)
         return torch.tensor(c, dtype=dtype, device=device)
 
     def bound(tensors, keyword):
@@ -61,7 +61,7 @@ def kernels(backend: str) -> dict:
         return apply
 
     return {"_k_mul": torch.mul, "_k_add": torch.add, "_k_sub": torch.sub,
-            "_k_rsub": lambda a, c, out: torch.sub(a, c, out=out).neg_(),  # -(a - c) is c - a exactly
+            "_k_rsub": lambda a, c, out: torch.sub(number(float(c), a.dtype, a.device), a, out=out),
             "_k_div": torch.div, "_k_rdiv": lambda a, c, out: torch.div(number(float(c), a.dtype, a.device), a, out=out),
             "_k_neg": torch.neg, "_k_square": torch.square, "_k_pow": torch.pow, "_k_mm": torch.mm,
             "_k_maximum": bound(torch.maximum, "min"), "_k_minimum": bound(torch.minimum, "max"),

@@ -38,7 +38,7 @@ def test_lstm_sigmoid_gates_are_one_run_and_tanh_c_is_computed_once():
     assert [(a, b) for a, b, _ in layout.runs] == [(0, 3), (3, 4)]  # i, f, o together; the candidate c alone
     src = CellFunction(lstm_cell(sizes=VEC)).source
     assert src.count("_sigmoid_into(") == 1 and src.count("_tanh_into(c_t, ") == 1 and "numpy.tanh" not in src
-    assert "_dA0 = _empty_n(X, 3, _B, 4)" in src and "out=_dA0)" in src  # the three sigmoid slopes y (1 - y), one buffer
+    assert "_dA0 = _run_rows(X, 3, _B, 4)" in src and "out=_dA0)" in src  # the three sigmoid slopes y (1 - y), one buffer
 
 
 @pytest.mark.parametrize("name", sorted(USER_CELLS))
