@@ -1,11 +1,15 @@
 """The cell engine: derive + compile time against T, the general-t derivation, the CLI check, and the
-speed of the compiled loops against torch autograd of the same equations (and torch.nn's fused cells).
+speed of the compiled loops against their peers in the same run.
 
 Same-run baselines: the straight-line lambdify of the unrolled program (the first round's path) for the
-compile time; a plain torch loop of the same equations differentiated by autograd for the speed
-(speed = autograd time / our time, one torch thread and one numpy BLAS thread, float64, CPU seconds of the process,
-median of the ratios of interleaved rounds). ``--smoke`` runs tiny sizes and records nothing (CI's slow step runs it); ``--speed-only`` times the
-compiled loops alone (nothing recorded), to iterate on one cell: ``--speed-only --cells lstm --repeats 3``.
+compile time; for the speed of the compiled loops (RNN, GRU, LSTM and a user's cell, the UGRNN), a plain torch
+loop of the same equations differentiated by autograd (eager), the same loop with its step compiled by
+``torch.compile`` (mode default; its compile time recorded apart), ``torch.nn``'s fused modules, and the limit:
+the loop's matrix products alone, into preallocated outputs (speed = autograd time / our time, one torch thread
+and one numpy BLAS thread, float64, CPU seconds of the process, median of the ratios of interleaved rounds).
+``--smoke`` (or ``--quick``) runs tiny sizes, compiles the RNN's step only and records nothing (CI's slow step
+runs it); ``--speed-only`` times the compiled loops alone (nothing recorded), to iterate on one cell:
+``--speed-only --cells lstm --repeats 3``; ``--no-compile`` leaves torch.compile out.
 """
 
 from __future__ import annotations
