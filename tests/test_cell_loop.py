@@ -29,7 +29,7 @@ def test_builtin_cells_get_the_gate_layout(make, recurrent, gates):
     assert (layout.recurrent, len(layout.gates)) == (recurrent, gates)
     src = CellFunction(make(sizes=VEC)).source
     before, forward, backward = src.split("for t in")
-    assert "_Z = _gate_inputs(" in before and "_recur(_z, h_prev, _WhTk, _rf)" in forward
+    assert "_Z = _gate_inputs(" in before and "_recur(_Zh[t], h_prev, _WhTk, _rf)" in forward
     assert "_recur_back(_gz, _Whk, _next_h, _rb)" in backward and "_gate_grads(_GZ, _Xt)" in backward
 
 
