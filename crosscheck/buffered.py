@@ -119,7 +119,6 @@ class Emitter:
         self.hoisted: dict = {}  # expression -> name
         self.hoisted_lines: list[str] = []
         self.fallbacks: list[str] = []
-        self.used: dict = {}  # _op_NAME -> implementation, for the namespace
 
     # -- buffers ---------------------------------------------------------------------------------------
     def buffer(self, name: str, shape: str) -> str:
@@ -203,7 +202,7 @@ class Emitter:
             return
         atom = self.atom(e)
         if atom is not None:
-            if isinstance(e, sp.Expr) and not isinstance(e, sp.MatrixExpr) and e.is_number:
+            if self._number(e):
                 self._emit(f"_k_fill({out}, {atom})")
             else:
                 self._emit(f"_k_mul({atom}, 1.0, out={out})")
@@ -278,18 +277,17 @@ class Emitter:
 
     @staticmethod
     def _number(e):
-        return isinstance(e, sp.Expr) and not isinstance(e, sp.MatrixExpr) and e.is_number
+        """A number, or the all-ones matrix (a number in every entry): never the first operand of a kernel."""
+        return isinstance(e, sp.OneMatrix) or (isinstance(e, sp.Expr) and not isinstance(e, sp.MatrixExpr) and e.is_number)
 
     def _sum(self, e, out):
         """out = sum of the terms; a term with a negative coefficient is subtracted, numbers are added last."""
         const, pos, neg = 0.0, [], []
         for term in e.args:
-            if isinstance(term, sp.OneMatrix):
-                const += 1.0
+            if self._number(term):
+                const += float(self.atom(term))
             elif isinstance(term, sp.MatMul) and term.as_coeff_matrices()[1] == [sp.OneMatrix(*term.shape)]:
                 const += float(term.as_coeff_matrices()[0])  # c 1: a number added to every entry
-            elif isinstance(term, sp.Expr) and not isinstance(term, sp.MatrixExpr) and term.is_number:
-                const += float(term)
             elif isinstance(term, (sp.MatMul, sp.Mul)) and self._factors(term)[0].is_negative:
                 neg.append(-term)
             else:
@@ -386,9 +384,5 @@ class Emitter:
         if op.name in ("tanh", "sigmoid"):
             self._emit(f"_{op.name}_into({text}, {out})")
         else:
-            key = "_op_" + op.name
-            from .lambdify import operation_backend
-
-            self.used[key] = operation_backend(self.backend, op).function(op.name)
-            self._emit(f"{key}({text}, out={out})")
+            self._emit(f"_op_{op.name}({text}, out={out})")  # bound by lambdify.operation_namespace
         self._release(temp, self._shape)
