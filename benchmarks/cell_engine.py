@@ -345,8 +345,6 @@ def main() -> None:
     if opts.speed_only:
         print(speed)
         return
-    # the speed section runs first (above): in the two full runs where it came after the other sections, the
-    # numpy loops ran 2 to 4 times slower than in a process of their own (not diagnosed; see docs/benchmarks.md)
     text = "## cell_engine: your own cell, derived at general t, compiled as a loop\n\n" + "\n".join(
         [section_compile(opts.smoke), section_general(opts.smoke), speed])
     print(text)
