@@ -249,7 +249,7 @@ def section_speed(smoke: bool, reps: int = 7, threads: int = 1, cells=("rnn", "g
 
     torch.set_num_threads(threads)
     shapes = [(4096, 64, 8), (256, 256, 64), (64, 1000, 32)] if not smoke else [(16, 8, 4)]
-    rows, limits, spread, compile_rows = [], [], {}, []
+    cases = []  # (kind, shape text, samples, the autograd run, the compiled step's inputs)
     for kind in cells:
         for B, T, D in (shapes if kind == "rnn" else shapes[:1] + shapes[2:]):
             sizes = {"D": D, "H": D, "C": 1}
@@ -262,45 +262,50 @@ def section_speed(smoke: bool, reps: int = 7, threads: int = 1, cells=("rnn", "g
                        "limit_numpy": _limit(kind, B, T, D, D, "numpy"), "limit_torch": _limit(kind, B, T, D, D, "torch")}
             if kind in ("rnn", "gru", "lstm"):
                 methods["nn"] = _nn_reference(kind, D, D, X, y)
-            samples = _rounds(methods, reps)
-            if compiled and not (smoke and kind != "rnn"):
-                # torch.compile in rounds of its own, beside eager autograd again: interleaved with the others, the
-                # numpy loop ran 2 to 4 times slower at B = 4096 in one run (not reproduced alone)
-                run, seconds = _torch_reference(kind, params, X, y, compiled=True)
-                compile_rows.append([kind.upper(), f"B={B}, T={T}, D=H={D}", f"{seconds:.1f} s"])
-                again = _rounds({"autograd": methods["autograd"], "compiled": run}, reps)
-                samples["compiled"] = [c * a1 / a2 for c, a1, a2 in zip(again["compiled"], samples["autograd"],
-                                                                        again["autograd"])]  # on the first pass's scale
-            med = {k: statistics.median(v) for k, v in samples.items()}
-            # each round's ratio against the run beside it, then the median: robust to load that drifts
+            cases.append((kind, f"B={B}, T={T}, D=H={D}", _rounds(methods, reps), methods["autograd"], (params, X, y)))
+    compile_rows = []
+    for kind, shape, samples, autograd, (params, X, y) in cases:
+        # torch.compile after every other measurement, in rounds of its own beside eager autograd again: once
+        # torch.compile has run in the process, the numpy loops ran 2 to 4 times slower (two runs; not diagnosed)
+        if compiled and not (smoke and kind != "rnn"):
+            run, seconds = _torch_reference(kind, params, X, y, compiled=True)
+            compile_rows.append([kind.upper(), shape, f"{seconds:.1f} s"])
+            again = _rounds({"autograd": autograd, "compiled": run}, reps)
+            samples["compiled"] = [c * a1 / a2 for c, a1, a2 in zip(again["compiled"], samples["autograd"],
+                                                                    again["autograd"])]  # on the first pass's scale
+    rows, limits, spread = [], [], {}
+    for kind, shape, samples, _, _ in cases:
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        # each round's ratio against the run beside it, then the median: robust to load that drifts
 
-            def ratio(num, den):
-                return statistics.median(a / o for a, o in zip(samples[num], samples[den])) if den in samples else None
+        def ratio(num, den):
+            return statistics.median(a / o for a, o in zip(samples[num], samples[den])) if den in samples else None
 
-            speed = {k: ratio("autograd", k) for k in samples}
-            x = lambda v: f"{v:.2f}x" if v is not None else "-"  # noqa: E731
+        speed = {k: ratio("autograd", k) for k in samples}
+        x = lambda v: f"{v:.2f}x" if v is not None else "-"  # noqa: E731
 
-            def vs(k, other):  # other's time / ours: both against autograd in their own rounds
-                return x(speed[k] / speed[other]) if other in speed else "-"
-            rows.append([kind.upper(), f"B={B}, T={T}, D=H={D}", f"{med['autograd'] * 1e3:.0f} ms",
-                         f"{med['numpy'] * 1e3:.0f} ms", f"{med['torch'] * 1e3:.0f} ms",
-                         x(speed["numpy"]), x(speed["torch"]), x(speed.get("nn")), x(speed.get("compiled")),
-                         f"{vs('numpy', 'compiled')} / {vs('torch', 'compiled')}",
-                         f"{vs('numpy', 'nn')} / {vs('torch', 'nn')}"])
-            limits.append([kind.upper(), f"B={B}, T={T}, D=H={D}", f"{med['limit_numpy'] * 1e3:.0f} ms",
-                           f"{med['limit_torch'] * 1e3:.0f} ms", x(ratio("numpy", "limit_numpy")),
-                           x(ratio("torch", "limit_torch"))])
-            if kind == "lstm":
-                r = [a / o for a, o in zip(samples["autograd"], samples["numpy"])]
-                spread[f"B={B}, T={T}, D=H={D}"] = (min(r), statistics.median(r), max(r))
+        def vs(k, other):  # our speed / theirs, each against autograd in its own rounds
+            return x(speed[k] / speed[other]) if other in speed else "-"
+
+        rows.append([kind.upper(), shape, f"{med['autograd'] * 1e3:.0f} ms",
+                     f"{med['numpy'] * 1e3:.0f} ms", f"{med['torch'] * 1e3:.0f} ms",
+                     x(speed["numpy"]), x(speed["torch"]), x(speed.get("nn")), x(speed.get("compiled")),
+                     f"{vs('numpy', 'compiled')} / {vs('torch', 'compiled')}",
+                     f"{vs('numpy', 'nn')} / {vs('torch', 'nn')}"])
+        limits.append([kind.upper(), shape, f"{med['limit_numpy'] * 1e3:.0f} ms",
+                       f"{med['limit_torch'] * 1e3:.0f} ms", x(ratio("numpy", "limit_numpy")),
+                       x(ratio("torch", "limit_torch"))])
+        if kind == "lstm":
+            r = [a / o for a, o in zip(samples["autograd"], samples["numpy"])]
+            spread[shape] = (min(r), statistics.median(r), max(r))
     note = (f"\n\nSpeed = autograd time / time (higher is faster), the median over {reps} interleaved rounds of each round's "
             f"ratio; times are CPU seconds of this process (one torch thread and one numpy BLAS thread, so they are the "
             f"work done, not the waits of a shared machine), medians; float64, CPU; 1-minute load average "
             f"{os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} cores: the machine was shared, so read the "
             "same-run ratios, not the times. Targets (speed issue): numpy >= 1.5x, torch >= 1.2x eager autograd. "
             "`torch.compile`: the same autograd loop with its step compiled by `torch.compile` (mode default, "
-            "inductor, gcc), autograd's backward through the compiled step, timed in rounds of its own beside eager "
-            "autograd again (its speed is against that autograd); \"vs compile\" and \"vs fused\" are our speed / "
+            "inductor, gcc), autograd's backward through the compiled step, timed after all the other columns, in "
+            "rounds of its own beside eager autograd again (its speed is against that autograd); \"vs compile\" and \"vs fused\" are our speed / "
             "theirs (numpy / torch), so above 1x is ours faster. The garbage collector is off while a method runs. The UGRNN (update-gate RNN) is a user's "
             "cell of gate form: no fused torch.nn module exists for it. Both loops use the gate layout of "
             "`crosscheck.cell_loop`, each step's elementwise work written into preallocated buffers "
