@@ -265,8 +265,8 @@ def section_speed(smoke: bool, reps: int = 7, threads: int = 1, cells=("rnn", "g
             cases.append((kind, f"B={B}, T={T}, D=H={D}", _rounds(methods, reps), methods["autograd"], (params, X, y)))
     compile_rows = []
     for kind, shape, samples, autograd, (params, X, y) in cases:
-        # torch.compile after every other measurement, in rounds of its own beside eager autograd again: once
-        # torch.compile has run in the process, the numpy loops ran 2 to 4 times slower (two runs; not diagnosed)
+        # torch.compile after every other measurement (its compilation and worker processes stay out of the other
+        # rounds), in rounds of its own beside eager autograd again
         if compiled and not (smoke and kind != "rnn"):
             run, seconds = _torch_reference(kind, params, X, y, compiled=True)
             compile_rows.append([kind.upper(), shape, f"{seconds:.1f} s"])
