@@ -194,9 +194,46 @@ def gate_layout(cell, gen) -> GateLayout | None:
                       [tuple(r) for r in runs])
 
 
+class Workspace:
+    """The (T, B, H) stacks and step buffers of one call, kept for the next call of the same function: a call
+    with the same shapes allocates (and faults in) nothing but its results.  One call at a time per compiled
+    function (the stacks are reused, so two threads must not share one)."""
+
+    def __init__(self, empty):
+        self.empty, self.arrays, self.i = empty, [], 0
+
+    def start(self):
+        self.i = 0
+
+    def take(self, shape, like=None):
+        i, self.i = self.i, self.i + 1
+        if i < len(self.arrays) and self._fits(self.arrays[i], shape, like):
+            return self.arrays[i]
+        array = self.empty(shape, like)
+        self.arrays[i:i + 1] = [array]
+        return array
+
+    @staticmethod
+    def _fits(array, shape, like):
+        return tuple(array.shape) == tuple(shape) and (like is None or not hasattr(like, "device")
+                                                       or (array.device == like.device and array.dtype == like.dtype))
+
+
 def helpers(backend: str) -> dict:
     """The stacked-gate operations of the generated loop, for one backend."""
     if backend == "numpy":
+        ws = Workspace(lambda shape, like: np.empty(shape))
+
+        def time_major(X):
+            out = ws.take((X.shape[1], X.shape[0], X.shape[2]))
+            np.copyto(out, X.transpose(1, 0, 2))
+            return out
+
+        def states(like, *shape):  # a stack of states: s_{-1} = 0 first, the rest written by the loop
+            S = ws.take(shape)
+            S[0].fill(0.0)
+            return S
+
         def stack(like, mats, shape):
             return np.stack([sum(m[1:], m[0]) if m else np.zeros(shape) for m in mats])
 
@@ -226,7 +263,7 @@ def helpers(backend: str) -> dict:
             return apply
 
         def gate_inputs(Xf, WxT, b, T, B):
-            Z = np.matmul(Xf, WxT)
+            Z = np.matmul(Xf, WxT, out=ws.take((WxT.shape[0], Xf.shape[0], WxT.shape[2])))
             if b is not None:
                 Z += b
             return Z.reshape(WxT.shape[0], T, B, WxT.shape[2])
@@ -254,12 +291,13 @@ def helpers(backend: str) -> dict:
             return np.matmul(GZ.reshape(GZ.shape[0], -1, GZ.shape[-1]).transpose(0, 2, 1), V.reshape(-1, V.shape[-1]))
 
         return {"_gstack": stack, "_gT": lambda A: A.transpose(0, 2, 1),
-                "_time_major": lambda X: np.ascontiguousarray(X.transpose(1, 0, 2)),
+                "_time_major": time_major, "_ws_start": ws.start,
                 "_batch_major": lambda X: X.transpose(1, 0, 2), "_gate_inputs": gate_inputs, "_recur": recur,
                 "_recur_back": recur_back, "_recur_weights": lambda Wh: list(Wh.transpose(0, 2, 1)), "_gate_grads": gate_grads,
                 "_input_grads": lambda GZ, Wx: stacked_sum(GZ.reshape(GZ.shape[0], -1, GZ.shape[-1]), Wx).reshape(*GZ.shape[1:3], -1), "_sigmoid_into": sigmoid_into,
                 "_tanh_into": tanh_into, "_sigmoid_of": of(sigmoid_into), "_tanh_of": of(tanh_into),
-                "_empty_n": lambda like, *s: np.empty(s), "_run_rows": lambda like, n, *s: np.empty((n, 2) + s)[:, 0], "_states": lambda like, *s: np.zeros(s), "_colsums": lambda G: np.einsum("gnh->gh", G)[:, None, :],  # 3x numpy's sum over the middle axis
+                "_empty_n": lambda like, *s: ws.take(s), "_run_rows": lambda like, n, *s: ws.take((n, 2) + s)[:, 0],
+                "_states": states, "_colsums": lambda G: np.einsum("gnh->gh", G)[:, None, :],  # 3x numpy's sum over the middle axis
                 "_steps": list, "_gate_steps": lambda Z: list(zip(*(list(g) for g in Z))),
                 "_run_steps": lambda Z, a, b: list(Z[a:b].swapaxes(0, 1)), "_assign": np.copyto, "_copy": np.copy,
                 "_mul_into": lambda out, a, b: np.multiply(a, b, out=out), "_add_into": lambda out, a, b: np.add(a, b, out=out)}
@@ -270,8 +308,10 @@ def helpers(backend: str) -> dict:
 
     # one 2-D product per gate: torch's batched product of small strided matrices is several times slower
 
+    ws = Workspace(lambda shape, like: torch.empty(shape, dtype=like.dtype, device=like.device))
+
     def t_gate_inputs(Xf, WxT, b, T, B):
-        Z = torch.empty((WxT.shape[0], Xf.shape[0], WxT.shape[2]), dtype=Xf.dtype, device=Xf.device)
+        Z = ws.take((WxT.shape[0], Xf.shape[0], WxT.shape[2]), Xf)
         for k in range(WxT.shape[0]):
             if b is None:
                 torch.mm(Xf, WxT[k], out=Z[k])
@@ -324,7 +364,7 @@ def helpers(backend: str) -> dict:
 
     def t_states(like, *shape):
         """A stack of states: s_{-1} = 0 first, the rest written by the loop (no fill of the whole stack)."""
-        S = torch.empty(shape, dtype=like.dtype, device=like.device)
+        S = ws.take(shape, like)
         S[0].zero_()
         return S
 
@@ -334,14 +374,15 @@ def helpers(backend: str) -> dict:
         return out
 
     return {"_gstack": t_stack, "_gT": lambda A: A.transpose(1, 2),
-            "_time_major": lambda X: X.transpose(0, 1).contiguous(), "_batch_major": lambda X: X.transpose(0, 1),
+            "_time_major": lambda X: ws.take((X.shape[1], X.shape[0], X.shape[2]), X).copy_(X.transpose(0, 1)),
+            "_ws_start": ws.start, "_batch_major": lambda X: X.transpose(0, 1),
             "_gate_inputs": t_gate_inputs, "_recur": t_recur,
             "_recur_back": t_recur_back, "_recur_weights": lambda Wh: torch.cat(list(Wh.transpose(1, 2)), 1), "_gate_grads": t_gate_grads, "_input_grads": t_input_grads,
             "_sigmoid_into": lambda z, out: torch.sigmoid(z, out=out), "_tanh_into": t_tanh_into,
             "_sigmoid_of": torch.sigmoid, "_tanh_of": t_tanh_of,
             "_colsums": lambda G: G.sum(1, keepdim=True),
-            "_empty_n": lambda like, *s: torch.empty(s, dtype=like.dtype, device=like.device), "_states": t_states,
-            "_run_rows": lambda like, n, *s: torch.empty((n, 2) + s, dtype=like.dtype, device=like.device)[:, 0],
+            "_empty_n": lambda like, *s: ws.take(s, like), "_states": t_states,
+            "_run_rows": lambda like, n, *s: ws.take((n, 2) + s, like)[:, 0],
             "_steps": lambda A: A.unbind(0), "_gate_steps": lambda Z: list(zip(*(g.unbind(0) for g in Z))),
             "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value), "_copy": torch.clone,
             "_mul_into": lambda out, a, b: torch.mul(a, b, out=out), "_add_into": lambda out, a, b: torch.add(a, b, out=out)}
@@ -429,6 +470,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     src(f"def _generated({', '.join([names[p] for p in params] + ['X', 'Y', '_index', '_npos'])}):", 0)
     src("_B, _T = X.shape[0], X.shape[1]")
     src("_like(X)")
+    src("_ws_start()  # the stacks and buffers of the last call are reused (cell_loop.Workspace)")
     src("_Xt = _time_major(X)")
     src(f"_Xf = _Xt.reshape(_T * _B, {D})")
 

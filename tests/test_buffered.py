@@ -235,3 +235,23 @@ def test_torch_loops_allocate_as_often_at_any_length(name):
     f = CellFunction(cell, "torch")
     (short, short_bytes), (long, long_bytes) = _torch_allocating_ops(f, cell, 4), _torch_allocating_ops(f, cell, 12)
     assert long == short and long_bytes > short_bytes
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_second_call_reuses_the_stacks_and_leaves_the_first_results_alone(backend):
+    """The stacks of a call are kept for the next (cell_loop.Workspace): a second call with other values and
+    the same shapes, and a third with another batch size, give what a fresh function gives, and the results
+    of the first call do not change."""
+    cell = lstm_cell(sizes=SIZES)
+    f = CellFunction(cell, backend)
+    rng = np.random.default_rng(3)
+    cases = [random_case(cell, rng, 6, 5), random_case(cell, rng, 6, 5), random_case(cell, rng, 4, 7)]
+    first = {k: np.array(np.asarray(v), copy=True) for k, v in f(*cases[0]).items()}
+    kept = f(*cases[0])
+    for case in cases[1:]:
+        again = f(*case)
+        fresh = CellFunction(cell, backend)(*case)
+        for k in fresh:
+            assert np.array_equal(np.asarray(again[k]), np.asarray(fresh[k])), k
+    for k in first:
+        assert np.array_equal(np.asarray(kept[k]), first[k]), k
