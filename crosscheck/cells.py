@@ -89,6 +89,10 @@ class CellFunction:
     positions; for a cross-entropy loss each target is a class distribution
     over C (one-hot or soft rows summing to one) or an integer class id.
     Returns a dict with ``L``, each parameter's gradient and ``X`` (dL/dX).
+
+    The gate loops keep the stacks of a call (about ``(4 G + 3) T B H`` numbers for G gates) for the next
+    call with the same shapes (:class:`crosscheck.cell_loop.Workspace`), so call one function from one thread
+    at a time; the results never share memory with them.
     """
 
     def __init__(self, cell: Cell, backend: str = "numpy", device: str = "cpu", forward_only: bool = False):
