@@ -90,9 +90,9 @@ class CellFunction:
     over C (one-hot or soft rows summing to one) or an integer class id.
     Returns a dict with ``L``, each parameter's gradient and ``X`` (dL/dX).
 
-    The gate loops keep the (T, B, H) stacks of a call (the LSTM's at B = 4096, T = 64, H = 8: about 250 MiB) for the next
-    call with the same shapes (:class:`crosscheck.cell_loop.Workspace`), so call one function from one thread
-    at a time; the results never share memory with them.
+    The gate loops keep the (T, B, H) stacks of a call (the LSTM's at B = 4096, T = 64, H = 8: about
+    250 MiB) for the next call with the same shapes (:class:`crosscheck.cell_loop.Workspace`), so call one
+    function from one thread at a time; the results never share memory with them.
     """
 
     def __init__(self, cell: Cell, backend: str = "numpy", device: str = "cpu", forward_only: bool = False):
