@@ -255,13 +255,6 @@ def helpers(backend: str) -> dict:
             np.divide(2.0, out, out=out)
             out -= 1.0
 
-        def of(into):
-            def apply(z):
-                out = np.empty(np.shape(z))
-                into(z, out)
-                return out
-            return apply
-
         def gate_inputs(Xf, WxT, b, T, B):
             Z = np.matmul(Xf, WxT, out=ws.take((WxT.shape[0], Xf.shape[0], WxT.shape[2])))
             if b is not None:
@@ -295,12 +288,11 @@ def helpers(backend: str) -> dict:
                 "_batch_major": lambda X: X.transpose(1, 0, 2), "_gate_inputs": gate_inputs, "_recur": recur,
                 "_recur_back": recur_back, "_recur_weights": lambda Wh: list(Wh.transpose(0, 2, 1)), "_gate_grads": gate_grads,
                 "_input_grads": lambda GZ, Wx: stacked_sum(GZ.reshape(GZ.shape[0], -1, GZ.shape[-1]), Wx).reshape(*GZ.shape[1:3], -1), "_sigmoid_into": sigmoid_into,
-                "_tanh_into": tanh_into, "_sigmoid_of": of(sigmoid_into), "_tanh_of": of(tanh_into),
+                "_tanh_into": tanh_into,
                 "_empty_n": lambda like, *s: ws.take(s), "_run_rows": lambda like, n, *s: ws.take((n, 2) + s)[:, 0],
                 "_states": states, "_colsums": lambda G: np.einsum("gnh->gh", G)[:, None, :],  # 3x numpy's sum over the middle axis
                 "_steps": list, "_gate_steps": lambda Z: list(zip(*(list(g) for g in Z))),
-                "_run_steps": lambda Z, a, b: list(Z[a:b].swapaxes(0, 1)), "_assign": np.copyto, "_copy": np.copy,
-                "_mul_into": lambda out, a, b: np.multiply(a, b, out=out), "_add_into": lambda out, a, b: np.add(a, b, out=out)}
+                "_run_steps": lambda Z, a, b: list(Z[a:b].swapaxes(0, 1)), "_assign": np.copyto, "_copy": np.copy}
     import torch
 
     def t_stack(like, mats, shape):
@@ -368,24 +360,17 @@ def helpers(backend: str) -> dict:
         S[0].zero_()
         return S
 
-    def t_tanh_of(z):
-        out = torch.empty_like(z)
-        t_tanh_into(z, out)
-        return out
-
     return {"_gstack": t_stack, "_gT": lambda A: A.transpose(1, 2),
             "_time_major": lambda X: ws.take((X.shape[1], X.shape[0], X.shape[2]), X).copy_(X.transpose(0, 1)),
             "_ws_start": ws.start, "_batch_major": lambda X: X.transpose(0, 1),
             "_gate_inputs": t_gate_inputs, "_recur": t_recur,
             "_recur_back": t_recur_back, "_recur_weights": lambda Wh: torch.cat(list(Wh.transpose(1, 2)), 1), "_gate_grads": t_gate_grads, "_input_grads": t_input_grads,
             "_sigmoid_into": lambda z, out: torch.sigmoid(z, out=out), "_tanh_into": t_tanh_into,
-            "_sigmoid_of": torch.sigmoid, "_tanh_of": t_tanh_of,
             "_colsums": lambda G: G.sum(1, keepdim=True),
             "_empty_n": lambda like, *s: ws.take(s, like), "_states": t_states,
             "_run_rows": lambda like, n, *s: ws.take((n, 2) + s, like)[:, 0],
             "_steps": lambda A: A.unbind(0), "_gate_steps": lambda Z: list(zip(*(g.unbind(0) for g in Z))),
-            "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value), "_copy": torch.clone,
-            "_mul_into": lambda out, a, b: torch.mul(a, b, out=out), "_add_into": lambda out, a, b: torch.add(a, b, out=out)}
+            "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value), "_copy": torch.clone}
 
 
 #: the registry's operations that have an in-place helper here (``_tanh_into``, ``_sigmoid_into``) in both
