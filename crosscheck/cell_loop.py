@@ -13,6 +13,9 @@ of one cell are compiled together:
   gradient and dL/dX are one product (or sum) over the stacked (T, B) axis;
 * states live in preallocated (T + 1, B, H) stacks (``h_{-1} = 0`` first), so ``h_{t-1}`` of every step is
   a view of them.
+* every other elementwise expression of a step is written into buffers allocated before the loop
+  (:mod:`crosscheck.buffered`), and the stacks and buffers are kept for the next call of the same shapes
+  (:class:`Workspace`): a step allocates nothing, a call nothing but its results.
 
 Everything comes from the derivation: a gate is a definition whose terms are ``x_t W^T``, ``h_{t-1} W^T``
 and biases, and the fused form is used only when the derived gradients are exactly the gate form
