@@ -13,6 +13,9 @@ of one cell are compiled together:
   gradient and dL/dX are one product (or sum) over the stacked (T, B) axis;
 * states live in preallocated (T + 1, B, H) stacks (``h_{-1} = 0`` first), so ``h_{t-1}`` of every step is
   a view of them.
+* every other elementwise expression of a step is written into buffers allocated before the loop
+  (:mod:`crosscheck.buffered`), and the stacks and buffers are kept for the next call of the same shapes
+  (:class:`Workspace`): a step allocates nothing, a call nothing but its results.
 
 Everything comes from the derivation: a gate is a definition whose terms are ``x_t W^T``, ``h_{t-1} W^T``
 and biases, and the fused form is used only when the derived gradients are exactly the gate form
@@ -31,6 +34,8 @@ import sympy as sp
 
 from seqgrad.derive.operations import operation_of
 from seqgrad.derive.program import Elementwise
+
+from .buffered import Emitter
 
 __all__ = ["Gate", "GateLayout", "gate_layout", "helpers"]
 
@@ -192,9 +197,46 @@ def gate_layout(cell, gen) -> GateLayout | None:
                       [tuple(r) for r in runs])
 
 
+class Workspace:
+    """The (T, B, H) stacks and step buffers of one call, kept for the next call of the same function: a call
+    with the same shapes allocates (and faults in) nothing but its results.  One call at a time per compiled
+    function (the stacks are reused, so two threads must not share one)."""
+
+    def __init__(self, empty):
+        self.empty, self.arrays, self.i = empty, [], 0
+
+    def start(self):
+        self.i = 0
+
+    def take(self, shape, like=None):
+        i, self.i = self.i, self.i + 1
+        if i < len(self.arrays) and self._fits(self.arrays[i], shape, like):
+            return self.arrays[i]
+        array = self.empty(shape, like)
+        self.arrays[i:i + 1] = [array]
+        return array
+
+    @staticmethod
+    def _fits(array, shape, like):
+        return tuple(array.shape) == tuple(shape) and (like is None or not hasattr(like, "device")
+                                                       or (array.device == like.device and array.dtype == like.dtype))
+
+
 def helpers(backend: str) -> dict:
     """The stacked-gate operations of the generated loop, for one backend."""
     if backend == "numpy":
+        ws = Workspace(lambda shape, like: np.empty(shape))
+
+        def time_major(X):
+            out = ws.take((X.shape[1], X.shape[0], X.shape[2]))
+            np.copyto(out, X.transpose(1, 0, 2))
+            return out
+
+        def states(like, *shape):  # a stack of states: s_{-1} = 0 first, the rest written by the loop
+            S = ws.take(shape)
+            S[0].fill(0.0)
+            return S
+
         def stack(like, mats, shape):
             return np.stack([sum(m[1:], m[0]) if m else np.zeros(shape) for m in mats])
 
@@ -216,24 +258,26 @@ def helpers(backend: str) -> dict:
             np.divide(2.0, out, out=out)
             out -= 1.0
 
-        def of(into):
-            def apply(z):
-                out = np.empty(np.shape(z))
-                into(z, out)
-                return out
-            return apply
-
         def gate_inputs(Xf, WxT, b, T, B):
-            Z = np.matmul(Xf, WxT)
+            Z = np.matmul(Xf, WxT, out=ws.take((WxT.shape[0], Xf.shape[0], WxT.shape[2])))
             if b is not None:
                 Z += b
             return Z.reshape(WxT.shape[0], T, B, WxT.shape[2])
 
-        def recur(z, h, WhT):  # z_k += h W_hk^T for the recurrent gates
+        def recur(z, h, WhT, tmp):  # z_k += h W_hk^T for the recurrent gates (the product into tmp, then added)
+            tmp = tmp.reshape(-1)[:z[0].size].reshape(z[0].shape)  # (B, G H) scratch: its first (B, H) block
             for zk, WhTk in zip(z, WhT):
-                zk += h @ WhTk
+                np.matmul(h, WhTk, out=tmp)
+                np.add(zk, tmp, out=zk)
 
-        def recur_back(gz, Wh):  # sum_k g^k W_hk
+        def recur_back(gz, Wh, out, tmp):  # out = sum_k g^k W_hk
+            np.matmul(gz[0], Wh[0], out=out)
+            for k in range(1, len(Wh)):
+                np.matmul(gz[k], Wh[k], out=tmp)
+                np.add(out, tmp, out=out)
+            return out
+
+        def stacked_sum(gz, Wh):  # sum_k g^k W_hk, a new array (dL/dX after the loop)
             out = gz[0] @ Wh[0]
             for k in range(1, len(Wh)):
                 out += gz[k] @ Wh[k]
@@ -243,15 +287,15 @@ def helpers(backend: str) -> dict:
             return np.matmul(GZ.reshape(GZ.shape[0], -1, GZ.shape[-1]).transpose(0, 2, 1), V.reshape(-1, V.shape[-1]))
 
         return {"_gstack": stack, "_gT": lambda A: A.transpose(0, 2, 1),
-                "_time_major": lambda X: np.ascontiguousarray(X.transpose(1, 0, 2)),
+                "_time_major": time_major, "_ws_start": ws.start,
                 "_batch_major": lambda X: X.transpose(1, 0, 2), "_gate_inputs": gate_inputs, "_recur": recur,
-                "_recur_back": recur_back, "_gate_grads": gate_grads,
-                "_input_grads": lambda GZ, Wx: recur_back(GZ.reshape(GZ.shape[0], -1, GZ.shape[-1]), Wx).reshape(*GZ.shape[1:3], -1), "_sigmoid_into": sigmoid_into,
-                "_tanh_into": tanh_into, "_sigmoid_of": of(sigmoid_into), "_tanh_of": of(tanh_into),
-                "_empty_n": lambda like, *s: np.empty(s), "_states": lambda like, *s: np.zeros(s), "_colsums": lambda G: np.einsum("gnh->gh", G)[:, None, :],  # 3x numpy's sum over the middle axis
+                "_recur_back": recur_back, "_recur_weights": lambda Wh: list(Wh.transpose(0, 2, 1)), "_gate_grads": gate_grads,
+                "_input_grads": lambda GZ, Wx: stacked_sum(GZ.reshape(GZ.shape[0], -1, GZ.shape[-1]), Wx).reshape(*GZ.shape[1:3], -1), "_sigmoid_into": sigmoid_into,
+                "_tanh_into": tanh_into,
+                "_empty_n": lambda like, *s: ws.take(s), "_run_rows": lambda like, n, *s: ws.take((n, 2) + s)[:, 0],
+                "_states": states, "_colsums": lambda G: np.einsum("gnh->gh", G)[:, None, :],  # 3x numpy's sum over the middle axis
                 "_steps": list, "_gate_steps": lambda Z: list(zip(*(list(g) for g in Z))),
-                "_run_steps": lambda Z, a, b: list(Z[a:b].swapaxes(0, 1)), "_assign": np.copyto, "_copy": np.copy,
-                "_mul_into": lambda out, a, b: np.multiply(a, b, out=out), "_add_into": lambda out, a, b: np.add(a, b, out=out)}
+                "_run_steps": lambda Z, a, b: list(Z[a:b].swapaxes(0, 1)), "_assign": np.copyto, "_copy": np.copy}
     import torch
 
     def t_stack(like, mats, shape):
@@ -259,8 +303,10 @@ def helpers(backend: str) -> dict:
 
     # one 2-D product per gate: torch's batched product of small strided matrices is several times slower
 
+    ws = Workspace(lambda shape, like: torch.empty(shape, dtype=like.dtype, device=like.device))
+
     def t_gate_inputs(Xf, WxT, b, T, B):
-        Z = torch.empty((WxT.shape[0], Xf.shape[0], WxT.shape[2]), dtype=Xf.dtype, device=Xf.device)
+        Z = ws.take((WxT.shape[0], Xf.shape[0], WxT.shape[2]), Xf)
         for k in range(WxT.shape[0]):
             if b is None:
                 torch.mm(Xf, WxT[k], out=Z[k])
@@ -268,12 +314,15 @@ def helpers(backend: str) -> dict:
                 torch.addmm(b[k], Xf, WxT[k], out=Z[k])
         return Z.reshape(WxT.shape[0], T, B, WxT.shape[2])
 
-    def t_recur(z, h, WhT):
-        for k in range(len(WhT)):
-            z[k].addmm_(h, WhT[k])
+    def t_recur(z, h, WhT, tmp):
+        """z_k += h W_hk^T for every recurrent gate: one product h [W_h1^T ... W_hG^T] into the (B, G H) scratch,
+        added to the gates' (G, B, H) views in one call (MKL's one product of G H columns is about twice as fast
+        as G products of H at small H; numpy's G products are faster than its strided add)."""
+        torch.mm(h, WhT, out=tmp)
+        z.add_(tmp.view(tmp.shape[0], z.shape[0], -1).transpose(0, 1))
 
-    def t_recur_back(gz, Wh):
-        out = torch.mm(gz[0], Wh[0])
+    def t_recur_back(gz, Wh, out, tmp):
+        torch.mm(gz[0], Wh[0], out=out)
         for k in range(1, len(Wh)):
             out.addmm_(gz[k], Wh[k])
         return out
@@ -310,26 +359,21 @@ def helpers(backend: str) -> dict:
 
     def t_states(like, *shape):
         """A stack of states: s_{-1} = 0 first, the rest written by the loop (no fill of the whole stack)."""
-        S = torch.empty(shape, dtype=like.dtype, device=like.device)
+        S = ws.take(shape, like)
         S[0].zero_()
         return S
 
-    def t_tanh_of(z):
-        out = torch.empty_like(z)
-        t_tanh_into(z, out)
-        return out
-
     return {"_gstack": t_stack, "_gT": lambda A: A.transpose(1, 2),
-            "_time_major": lambda X: X.transpose(0, 1).contiguous(), "_batch_major": lambda X: X.transpose(0, 1),
+            "_time_major": lambda X: ws.take((X.shape[1], X.shape[0], X.shape[2]), X).copy_(X.transpose(0, 1)),
+            "_ws_start": ws.start, "_batch_major": lambda X: X.transpose(0, 1),
             "_gate_inputs": t_gate_inputs, "_recur": t_recur,
-            "_recur_back": t_recur_back, "_gate_grads": t_gate_grads, "_input_grads": t_input_grads,
+            "_recur_back": t_recur_back, "_recur_weights": lambda Wh: torch.cat(list(Wh.transpose(1, 2)), 1), "_gate_grads": t_gate_grads, "_input_grads": t_input_grads,
             "_sigmoid_into": lambda z, out: torch.sigmoid(z, out=out), "_tanh_into": t_tanh_into,
-            "_sigmoid_of": torch.sigmoid, "_tanh_of": t_tanh_of,
             "_colsums": lambda G: G.sum(1, keepdim=True),
-            "_empty_n": lambda like, *s: torch.empty(s, dtype=like.dtype, device=like.device), "_states": t_states,
+            "_empty_n": lambda like, *s: ws.take(s, like), "_states": t_states,
+            "_run_rows": lambda like, n, *s: ws.take((n, 2) + s, like)[:, 0],
             "_steps": lambda A: A.unbind(0), "_gate_steps": lambda Z: list(zip(*(g.unbind(0) for g in Z))),
-            "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value), "_copy": torch.clone,
-            "_mul_into": lambda out, a, b: torch.mul(a, b, out=out), "_add_into": lambda out, a, b: torch.add(a, b, out=out)}
+            "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value), "_copy": torch.clone}
 
 
 #: the registry's operations that have an in-place helper here (``_tanh_into``, ``_sigmoid_into``) in both
@@ -397,28 +441,24 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
         return sym
 
     printer = _CellPrinter(backend, names)
+    em = Emitter(backend, names, printer, params)
+    row = f"_B, {Hw}"  # the shape of a gate's row block at one step
+
+    def write(out: str, expr, shape: str = row, depth: int = 2):
+        """``out`` receives ``expr``, computed into preallocated buffers (crosscheck.buffered)."""
+        for line in em.into(out, expr, shape):
+            src(line, depth)
+
     shared = _Shared()
     for g in gates[:n]:
         if g.activation is not None:
             shared.add(next(d.value for d in gen.step.definitions("forward") if d.target == g.activation[0]), g.activation[0])
 
-    def act(e):
-        """``phi(a)`` printed, by the backend's fast helper for tanh and the sigmoid."""
-        fn = _function(e.args[0])
-        return f"_{fn}_of({printer(e.args[1])})" if fn is not None else printer(e)
-
-    def into(out: str, expr) -> str:
-        """``out`` receives ``expr``, its last product or sum written in place (``out=``), not copied."""
-        for kind, helper in ((sp.HadamardProduct, "_mul_into"), (sp.MatAdd, "_add_into")):
-            if isinstance(expr, kind) and len(expr.args) > 1:
-                head = expr.func(*expr.args[:-1]) if len(expr.args) > 2 else expr.args[0]
-                return f"{helper}({out}, {printer(head)}, {printer(expr.args[-1])})"
-        return f"_assign({out}, {printer(expr)})"
-
     src = _Source()
     src(f"def _generated({', '.join([names[p] for p in params] + ['X', 'Y', '_index', '_npos'])}):", 0)
     src("_B, _T = X.shape[0], X.shape[1]")
     src("_like(X)")
+    src("_ws_start()  # the stacks and buffers of the last call are reused (cell_loop.Workspace)")
     src("_Xt = _time_major(X)")
     src(f"_Xf = _Xt.reshape(_T * _B, {D})")
 
@@ -431,7 +471,8 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     if n:
         Hp = H[layout.state]
         src(f"_Wh = _gstack(X, {groups([[g.h_weight] for g in gates[:n]])}, ({Hw}, {Hp}))")
-        src("_Whk, _WhTk = _steps(_Wh), _steps(_gT(_Wh))")
+        src("_Whk, _WhTk = _steps(_Wh), _recur_weights(_Wh)")
+        src(f"_Zh = _run_steps(_Z, 0, {n})  # the recurrent gates' (G, B, H) block of each step")
     if stored:
         src(f"_A = _empty_n(X, {n}, _T, _B, {Hw})")
     for s in cell.states:
@@ -445,6 +486,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     for a, b, _ in layout.runs:
         if a not in direct:
             src(f"_Zr{a}, _Ar{a} = _run_steps(_Z, {a}, {b}), _run_steps(_A, {a}, {b})")
+    mark = len(src.lines)  # the buffers of both loops are declared here, once the loops are written
     src("L = 0.0")
     forward = gen.step.definitions("forward")
     kept = [d for d in forward if d.target not in recurrent_targets and d.target not in activated]
@@ -462,11 +504,12 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
                 shared.add(e, sym)
                 value = value.xreplace({e: sym})
         values[d.target] = value
+    stored_defs = {}  # a definition (or a temporary phi(a) of one) kept for the backward pass: its (T, B, W) stack
     for d in kept:
-        if d.target not in state_of:
-            src(f"{names[d.target]}_all = [None] * _T")
-        for sym, _ in temps.get(d.target, []):
-            src(f"{names[sym]}_all = [None] * _T")
+        for sym in [sym for sym, _ in temps.get(d.target, [])] + ([d.target] if d.target not in state_of else []):
+            stored_defs[sym] = f"_D{len(stored_defs)}"
+            src(f"{stored_defs[sym]} = _empty_n(X, _T, _B, {sym.shape[1]})")
+            src(f"{stored_defs[sym]}v = _steps({stored_defs[sym]})")
     src("e_all = [None] * _T")
 
     def views(depth):
@@ -481,7 +524,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     src("for t in range(_T):")
     views(2)
     if n:
-        src(f"_recur(_z, {names[layout.prev]}, _WhTk)", 2)
+        src(f"_recur(_Zh[t], {names[layout.prev]}, _WhTk, {em.buffer('_rf', f'_B, {n * Hw}')})", 2)
     for a, b, lam in layout.runs:
         out = f"{stack[direct[a]]}v[t + 1]" if a in direct else f"_Ar{a}[t]"
         src_block = f"_z[{a}]" if a in direct else f"_Zr{a}[t]"
@@ -491,7 +534,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
         else:
             value = gates[a].activation
             d = next(d for d in forward if d.target == value[0])
-            src(f"_assign({out}, {printer(d.value.xreplace({gates[a].target: sliced(src_block)}))})", 2)
+            write(out, d.value.xreplace({gates[a].target: sliced(src_block)}), row if a in direct else f"{b - a}, {row}")
 
     def gate_views(depth):
         for k, g in enumerate(gates[:n]):
@@ -511,16 +554,13 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
             terms = [sliced(f"_z[{k}]")] + gates[k].others
             value = sp.MatAdd(*terms) if len(terms) > 1 else terms[0]
         for sym, e in temps.get(d.target, []):
-            src(f"{names[sym]} = {act(e)}", 2)
-            src(f"{names[sym]}_all[t] = {names[sym]}", 2)
-        text = act(value) if isinstance(value, Elementwise) else printer(value)
+            src(f"{names[sym]} = {stored_defs[sym]}v[t]", 2)
+            write(names[sym], e, f"_B, {sym.shape[1]}")
         if d.target in state_of:
-            s = state_of[d.target]
-            src(f"{names[d.target]} = {stack[s]}v[t + 1]", 2)
-            src(into(names[d.target], value) if not isinstance(value, Elementwise) else f"_assign({names[d.target]}, {text})", 2)
+            src(f"{names[d.target]} = {stack[state_of[d.target]]}v[t + 1]", 2)
         else:
-            src(f"{names[d.target]} = {text}", 2)
-            src(f"{names[d.target]}_all[t] = {names[d.target]}", 2)
+            src(f"{names[d.target]} = {stored_defs[d.target]}v[t]", 2)
+        write(names[d.target], value, f"_B, {d.target.shape[1]}")
     _emit_loss(src, printer, names, gen, cell, y_t)
     # backward
     fused = {W for g in gates for W in g.x_weights + g.biases + ([g.h_weight] if g.h_weight is not None else [])}
@@ -532,8 +572,11 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     src(f"_GZ = _empty_n(X, {G}, _T, _B, {Hw})  # g_t of every gate")
     src("_GZv = _gate_steps(_GZ)")
     carry = {s: f"carry_{s}" for s in cell.states}
-    for s in cell.states:
+    carried = [s for s in cell.states if (s == layout.state and n) or gen.carry[s] is not None]
+    for s in cell.states:  # what step t + 1 sent to s_t, and a second buffer for what step t sends (swapped)
         src(f"{carry[s]} = _zeros(_B, {H[s]})")
+        if s in carried:
+            em.buffer(f"_next_{s}", f"_B, {H[s]}")
     # the slope of each activation run, once per step for the whole run (the LSTM's three y (1 - y))
     run_of = {k: a for a, b, _ in layout.runs if a not in direct for k in range(a, b)}
     u = sp.Dummy("u")
@@ -545,11 +588,12 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
             if k in run_of:
                 body = _body(e.args[0], u)
                 found.setdefault((run_of[k], sp.srepr(body)), (body, {}))[1].setdefault(k, []).append(e)
-    slopes, slope_of = [], {}
+    slopes, slope_of, slope_shape = [], {}, {}
     for (a, _), (body, uses) in found.items():
         if len(uses) < 2:
             continue
-        name_ = f"_dA{len(slopes)}"
+        name_ = em.buffer(f"_dA{len(slopes)}", f"{next(b for a_, b, _ in layout.runs if a_ == a) - a}, {row}")
+        slope_shape[name_] = em.buffers[-1][1]
         slopes.append((name_, Elementwise(sp.Lambda(u, body), sliced(f"_Ar{a}[t]"))))
         for k, nodes in uses.items():
             sym = sp.MatrixSymbol(f"{name_}_{k - a}", 1, Hw)
@@ -564,37 +608,50 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     views(2)
     src("_gz = _GZv[t]", 2)
     for name_, e in slopes:
-        src(f"{name_} = {printer(e)}", 2)
+        write(name_, e, slope_shape[name_])
     gate_views(2)
     for s in cell.states:
         src(f"{names[gen.at_t[s]]} = {stack[s]}v[t + 1]", 2)
-    for d in kept:
-        if d.target not in state_of:
-            src(f"{names[d.target]} = {names[d.target]}_all[t]", 2)
-        for sym, _ in temps.get(d.target, []):
-            src(f"{names[sym]} = {names[sym]}_all[t]", 2)
+    for sym, stack_name in stored_defs.items():
+        src(f"{names[sym]} = {stack_name}v[t]", 2)
     src(f"{names[gen.e]} = e_all[t]", 2)
     _emit_rho(src, printer, names, gen, cell, carry)
     adjoint_of = {g.adjoint: k for k, g in enumerate(gates)}
     for d in gen.backward_defs:
         k = adjoint_of.get(d.target)
+        value = rewrite(d.value)
+        width = d.target.shape[1]
         if k is not None:
-            src(into(f"_gz[{k}]", rewrite(d.value)), 2)
             src(f"{names[d.target]} = _gz[{k}]", 2)
+            write(names[d.target], value)
+        elif em.atom(value) is not None:  # another name for a value (g_t^h = rho_t^h)
+            src(f"{names[d.target]} = {em.atom(value)}", 2)
         else:
-            src(f"{names[d.target]} = {printer(rewrite(d.value))}", 2)
+            write(em.buffer(names[d.target], f"_B, {width}"), value, f"_B, {width}")
     for k, g in enumerate(gates):
         if g.adjoint not in names:  # a sensitivity the derivation left unnamed (the GRU's g_t^a = g_t^{z^n} * r_t)
-            src(into(f"_gz[{k}]", rewrite(g.adjoint)), 2)
-    _in_loop_grads(src, printer, names, gen, [p for p in params if p not in fused], grads)
-    for s in cell.states:
+            src(f"_gzk = _gz[{k}]", 2)
+            write("_gzk", rewrite(g.adjoint))
+    outside = [p for p in params if p not in fused]
+    for p in outside:
+        if gen.step_grads[_key(gen, p)] is not None:
+            src(f"# allocates: the step term of dL/d{names[p]} (a parameter outside the gates), summed in the loop", 2)
+    _in_loop_grads(src, printer, names, gen, outside, grads)
+    for s in carried:
+        shape = f"_B, {H[s]}"
         if s == layout.state and n:
-            rest = f" + {printer(rewrite(layout.carry_rest))}" if layout.carry_rest is not None else ""
-            src(f"{carry[s]} = _recur_back(_gz, _Whk){rest}", 2)
-        elif gen.carry[s] is not None:
-            src(f"{carry[s]} = {printer(rewrite(gen.carry[s]))}", 2)
+            src(f"_recur_back(_gz, _Whk, _next_{s}, {em.buffer('_rb', shape)})", 2)
+            if layout.carry_rest is not None:
+                lines, text, temp = em.value(rewrite(layout.carry_rest), shape)
+                for line in lines:
+                    src(line, 2)
+                src(f"_k_add(_next_{s}, {text}, out=_next_{s})", 2)
+                em.done(temp, shape)
         else:
-            src(f"{carry[s]} = _zeros(_B, {H[s]})", 2)
+            write(f"_next_{s}", rewrite(gen.carry[s]), shape)
+    if carried:
+        src(f"{', '.join(carry[s] for s in carried)}, {', '.join(f'_next_{s}' for s in carried)} = "
+            f"{', '.join(f'_next_{s}' for s in carried)}, {', '.join(carry[s] for s in carried)}", 2)
     # every gate weight and bias gradient, and dL/dX, as one product (or sum) over the stacked (T, B) axis
     src(f"_Gf = _GZ.reshape({G}, _T * _B, {Hw})")
     if any(g.x_weights for g in gates):
@@ -616,5 +673,6 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
             shape = _shape_of(p)
             grads[p] = "0.0" if not shape else f"_zeros({shape[0]}, {shape[1]}, batch=False)"
     src(f"return ({', '.join(['L'] + [grads[p] for p in params] + ['_dX'])},)")
+    src.lines[mark:mark] = ["    " + line for line in em.declarations()]
     return src.text()
 

@@ -37,7 +37,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from seqgrad.derive.cell import Cell
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
-from . import cell_loop
+from . import buffered, cell_loop
 from .lambdify import (BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier,
                        operation_namespace, run_generated)
 
@@ -89,6 +89,10 @@ class CellFunction:
     positions; for a cross-entropy loss each target is a class distribution
     over C (one-hot or soft rows summing to one) or an integer class id.
     Returns a dict with ``L``, each parameter's gradient and ``X`` (dL/dX).
+
+    The gate loops keep the (T, B, H) stacks of a call (the LSTM's at B = 4096, T = 64, H = 8: about
+    250 MiB) for the next call with the same shapes (:class:`crosscheck.cell_loop.Workspace`), so call one
+    function from one thread at a time; the results never share memory with them.
     """
 
     def __init__(self, cell: Cell, backend: str = "numpy", device: str = "cpu", forward_only: bool = False):
@@ -104,6 +108,11 @@ class CellFunction:
         namespace.update(operation_namespace(backend, cell.functions))
         namespace.update(_helpers(backend))
         namespace.update(cell_loop.helpers(backend))
+        namespace.update(buffered.kernels(backend))
+        #: what in the loops still allocates per step (crosscheck.buffered): an operation without an out= form
+        #: in this backend, a parameter's gradient summed inside the loop; empty for the gate loops of RNN, GRU, LSTM
+        self.fallbacks = [line.split("# allocates: ", 1)[1].split(" (", 1)[0]
+                          for line in self.source.splitlines() if "# allocates: " in line]
         fn = run_generated(self.source, f"<seqgrad:{cell.name}_loop>", namespace, "_generated")
         if backend == "torch" and not forward_only:  # the derived backward needs no tape
             import torch

@@ -29,16 +29,16 @@ def test_builtin_cells_get_the_gate_layout(make, recurrent, gates):
     assert (layout.recurrent, len(layout.gates)) == (recurrent, gates)
     src = CellFunction(make(sizes=VEC)).source
     before, forward, backward = src.split("for t in")
-    assert "_Z = _gate_inputs(" in before and "_recur(_z, h_prev, _WhTk)" in forward
-    assert "_recur_back(_gz, _Whk)" in backward and "_gate_grads(_GZ, _Xt)" in backward
+    assert "_Z = _gate_inputs(" in before and "_recur(_Zh[t], h_prev, _WhTk, _rf)" in forward
+    assert "_recur_back(_gz, _Whk, _next_h, _rb)" in backward and "_gate_grads(_GZ, _Xt)" in backward
 
 
 def test_lstm_sigmoid_gates_are_one_run_and_tanh_c_is_computed_once():
     layout = _layout(lstm_cell(sizes=VEC))
     assert [(a, b) for a, b, _ in layout.runs] == [(0, 3), (3, 4)]  # i, f, o together; the candidate c alone
     src = CellFunction(lstm_cell(sizes=VEC)).source
-    assert src.count("_sigmoid_into(") == 1 and src.count("_tanh_of(") == 1 and "numpy.tanh" not in src
-    assert "_dA0 = " in src  # the three sigmoid slopes y (1 - y), one evaluation per step
+    assert src.count("_sigmoid_into(") == 1 and src.count("_tanh_into(c_t, ") == 1 and "numpy.tanh" not in src
+    assert "_dA0 = _run_rows(X, 3, _B, 4)" in src and "out=_dA0)" in src  # the three sigmoid slopes y (1 - y), one buffer
 
 
 @pytest.mark.parametrize("name", sorted(USER_CELLS))
