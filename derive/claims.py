@@ -85,7 +85,7 @@ from seqgrad.validate import integer
 
 from . import certified
 from .certified import Infinity, Unsettled, interval, sign
-from .whitelist import MAX_LENGTH, check_variable_names, is_vector_node, normalize, parse_tree
+from .whitelist import MAX_LENGTH, check_variable_names, is_vector_node, name_value_pairs, normalize, parse_tree
 
 DIGITS = 1000        # the highest precision (significant digits) an evaluation may use
 START_DIGITS = 20    # the precision of the first attempt
@@ -982,20 +982,8 @@ def _intermediates(intermediates, text) -> tuple[Intermediates, ...]:
 
 def _bindings(clause: str, text: str) -> tuple[tuple[str, str], ...]:
     """``name = value, name = value`` (or ``;``-separated): a comma starts a new input only before ``name =``."""
-    items, depth, start = [], 0, 0
-    for i, ch in enumerate(clause):
-        depth += ch in "(["
-        depth -= ch in ")]"
-        if depth == 0 and (ch == ";" or (ch == "," and _BINDING_START.match(clause, i + 1))):
-            items.append(clause[start:i])
-            start = i + 1
-    items.append(clause[start:])
-    out = []
-    for item in items:
-        name, sign_, value = item.partition("=")
-        if not sign_ or not name.strip() or not value.strip():
-            raise ParseError("claim", text, "inputs are written 'where name = value, name = value'")
-        out.append((name.strip(), value.strip()))
+    out = name_value_pairs(clause, lambda t, i: t[i] == ";" or (t[i] == "," and bool(_BINDING_START.match(t, i + 1))),
+                           lambda: ParseError("claim", text, "inputs are written 'where name = value, name = value'"))
     names = check_variable_names([n for n, _ in out], argument="claim input")
     if len(set(names)) != len(names):
         raise ParseError("claim", text, "each input is given once")

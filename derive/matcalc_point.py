@@ -35,26 +35,15 @@ from seqgrad import operations as registry
 from seqgrad.errors import ParseError, SeqgradTypeError, UndefinedError
 
 from .matrix_text import Declared, is_matrix
+from .whitelist import name_value_pairs
 
 __all__ = ["parse_point", "check_point", "value_at"]
 
 
 def _split(text: str) -> list[tuple[str, str]]:
     """``"x=0, y=1/2"`` -> ``[("x", "0"), ("y", "1/2")]`` (commas inside brackets stay: ``log(8, 2)``)."""
-    pieces, depth, start = [], 0, 0
-    for k, c in enumerate(text):
-        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(c, 0)
-        if c == "," and depth == 0:
-            pieces.append(text[start:k])
-            start = k + 1
-    pieces.append(text[start:])
-    out = []
-    for piece in pieces:
-        name, eq, value = piece.partition("=")
-        if not eq or not name.strip() or not value.strip():
-            raise ParseError("at", text, 'NAME=VALUE pairs separated by commas, e.g. "x=0, y=1"')
-        out.append((name.strip(), value.strip()))
-    return out
+    return name_value_pairs(text, lambda t, i: t[i] == ",",
+                            lambda: ParseError("at", text, 'NAME=VALUE pairs separated by commas, e.g. "x=0, y=1"'))
 
 
 def parse_point(at, declared: Declared, expr) -> dict:

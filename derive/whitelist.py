@@ -28,7 +28,7 @@ import re
 import warnings
 from decimal import Decimal
 from fractions import Fraction
-from typing import Iterable
+from typing import Callable, Iterable
 
 from seqgrad import operations as registry
 from seqgrad.errors import ParseError, SeqgradTypeError
@@ -145,6 +145,25 @@ def check_variable_names(variables: Iterable[str], argument: str = "variables") 
         if reserved(name):
             raise ParseError(argument, name, f"{name!r} is a built-in name of the whitelist and cannot be a variable")
     return names
+
+
+def name_value_pairs(text: str, splits_at: Callable[[str, int], bool], refusal: Callable[[], Exception]) -> list[tuple[str, str]]:
+    """``"x = 0, y = log(8, 2)"`` -> ``[("x", "0"), ("y", "log(8, 2)")]``: ``text`` cut where ``splits_at(text, i)``
+    holds outside brackets, each piece read as ``name = value`` (``refusal()`` is raised for a piece that is not)."""
+    pieces, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch in "([") - (ch in ")]")
+        if depth == 0 and splits_at(text, i):
+            pieces.append(text[start:i])
+            start = i + 1
+    pieces.append(text[start:])
+    out = []
+    for piece in pieces:
+        name, eq, value = piece.partition("=")
+        if not eq or not name.strip() or not value.strip():
+            raise refusal()
+        out.append((name.strip(), value.strip()))
+    return out
 
 
 def normalize(text: str, argument: str = "expression") -> str:
