@@ -38,7 +38,9 @@ from seqgrad.timebox import within
 
 from .latexrun import build_sections
 
-PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable")
+PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable", "placeins")
+#: the end of a section: its figures stay in it (placeins; a document without the package keeps LaTeX's own placement)
+FLOAT_BARRIER = "\\ifdefined\\FloatBarrier\\FloatBarrier\\fi\n"
 
 
 def ragged(*widths: str) -> str:
@@ -578,7 +580,7 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     claims = built[len(names)][0] if len(order) > len(names) else None
     parts.append(front_matter(b, names))
     for name, (body, _) in zip(names, built):
-        parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n\n")
+        parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n\n{FLOAT_BARRIER}")
     if appendix:
         parts.append("\\clearpage\n\\appendix\n\\section{Verification}\\label{app:verification}\n\n" + text(
             "Every result of the notes, with the identities behind it (their ids and sources in the course texts, each "
