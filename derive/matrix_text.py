@@ -14,7 +14,8 @@ integer symbols (or integers); a name in ``variables`` is a real scalar.  What t
 * ``softmax(S)`` and ``layernorm(X[, eps])`` over every row of a matrix (over the entries of a column vector);
 * the scalar functions the parser knows (:func:`scalar_functions`: ``exp``, ``log``, ``tanh``, ``sigmoid`` ...),
   entrywise on a matrix; the constants ``pi``, ``E``;
-* with ``calculus=True`` (``verify``), ``diff(f, X)``: the derivative by :func:`derive.matcalc.diff`.
+* with ``derivative=`` (``verify`` passes :func:`derive.matcalc.derivative_of`), ``diff(f, X)``: the derivative
+  ``derivative(f, X)``.
 
 A product whose shape is 1 x 1 (``x.T*A*x``, ``dot(x, y)``) is read as the scalar it holds
 (:class:`derive.rules.AsScalar`), so it can scale a matrix or enter a scalar function.
@@ -33,7 +34,7 @@ seqgrad.derive.matrix_text.ShapeMismatch: expression='A*x' is not allowed: compa
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import sympy as sp
 
@@ -152,10 +153,10 @@ def _shape_text(e) -> str:
 class _MatrixReader(Reader):
     """The walk: numbers through :meth:`Reader.literal` (exact), everything else below."""
 
-    def __init__(self, text, source, argument, declared: Declared, calculus: bool):
+    def __init__(self, text, source, argument, declared: Declared, derivative: Callable | None):
         super().__init__(text, source, argument)
         self.d = declared
-        self.calculus = calculus
+        self.derivative_of = derivative
 
     def declared(self):
         return self.d.names()
@@ -163,7 +164,7 @@ class _MatrixReader(Reader):
     def refuse(self, reason: str):
         raise ParseError(self.argument, self.text, reason + "; allowed: numbers, + - * / **, parentheses, A.T, "
                          + ", ".join(MATRIX_OPERATIONS) + ", the scalar functions " + ", ".join(sorted(scalar_functions()))
-                         + (", diff(f, X)" if self.calculus else "") + "; declared: " + (", ".join(self.d.names()) or "none"))
+                         + (", diff(f, X)" if self.derivative_of else "") + "; declared: " + (", ".join(self.d.names()) or "none"))
 
     def mismatch(self, node, message: str, *operands):
         shapes = ", ".join(f"{self.segment(o) if isinstance(o, ast.AST) else o} is {s}" for o, s in operands)
@@ -260,7 +261,7 @@ class _MatrixReader(Reader):
         fname = node.func.id
         if node.keywords:
             self.refuse(f"keyword arguments to {fname}() are not allowed")
-        if self.calculus and fname == "diff":
+        if self.derivative_of and fname == "diff":
             return self.derivative(node, depth)
         if fname in MATRIX_OPERATIONS:
             least, most, _ = MATRIX_OPERATIONS[fname]
@@ -344,9 +345,7 @@ class _MatrixReader(Reader):
         wrt = self.d.lookup(node.args[1].id)
         if wrt is None or not isinstance(wrt, (sp.MatrixSymbol, sp.Symbol)) or node.args[1].id in self.d.sizes:
             self.limit(f"diff() differentiates with respect to a declared matrix, vector or scalar, not {node.args[1].id!r}")
-        from .matcalc import derivative_of
-
-        return derivative_of(self.visit(node.args[0], depth + 1), wrt)
+        return self.derivative_of(self.visit(node.args[0], depth + 1), wrt)
 
 
 def _flat(kind, *terms):
@@ -361,12 +360,13 @@ def _scalar_if_1x1(e):
     return AsScalar(e) if is_matrix(e) and tuple(e.shape) == (1, 1) else e
 
 
-def parse_matrix(text: str, shapes=None, variables=None, *, argument: str = "expression", calculus: bool = False,
-                 declared: Declared | None = None):
-    """Read ``text`` into a SymPy matrix expression (or a scalar one) over the declared names; see the module docstring."""
+def parse_matrix(text: str, shapes=None, variables=None, *, argument: str = "expression",
+                 derivative: Callable | None = None, declared: Declared | None = None):
+    """Read ``text`` into a SymPy matrix expression (or a scalar one) over the declared names; see the module docstring.
+    ``derivative(f, X)``: what ``diff(f, X)`` in the text means (None: ``diff`` is not read)."""
     d = declared if declared is not None else Declared(shapes, variables)
     source, body = parse_tree(text, argument)
-    reader = _MatrixReader(text, source, argument, d, calculus)
+    reader = _MatrixReader(text, source, argument, d, derivative)
     try:
         return reader.visit(body, 0)
     except RecursionError:

@@ -160,14 +160,14 @@ def verify_matrix(lhs, rhs, statement: str, shapes, variables, domains: dict, ti
     """The matrix form of :func:`derive.verify` (``shapes`` given): see the module docstring."""
     from .verification import Verdict, _assumption_text, _run
 
-    from .matcalc import rules_used
+    from .matcalc import derivative_of, rules_used
 
     declared = Declared(shapes, variables)
     if not isinstance(lhs, str) or not isinstance(rhs, str):
         raise SeqgradValueError("lhs", lhs, "text for both sides when shapes are given")
     with rules_used() as used:
-        L = parse_matrix(lhs.strip(), declared=declared, argument="lhs", calculus=True)
-        R = parse_matrix(rhs.strip(), declared=declared, argument="rhs", calculus=True)
+        L = parse_matrix(lhs.strip(), declared=declared, argument="lhs", derivative=derivative_of)
+        R = parse_matrix(rhs.strip(), declared=declared, argument="rhs", derivative=derivative_of)
     rests_on = _rests_on(used)
     if is_matrix(L) != is_matrix(R) or (is_matrix(L) and L.shape != R.shape):
         shape = lambda e: f"{sp.sstr(e.shape[0])} x {sp.sstr(e.shape[1])}" if is_matrix(e) else "a scalar"
