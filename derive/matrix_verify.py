@@ -23,9 +23,12 @@ import time
 import sympy as sp
 
 from seqgrad.errors import SeqgradValueError
+from seqgrad.timebox import in_child
 
+from .domains import _assumption_text, _draw_real, _interval
 from .matrix_text import Declared, is_matrix, parse_matrix
 from .rules import AsScalar, index_form, index_zero, rectangular_order
+from .verdict import Verdict
 
 __all__ = ["verify_matrix", "index_residual"]
 
@@ -97,7 +100,6 @@ def _numeric(L, R, declared: Declared, domains: dict, seed: int, points: int):
     import numpy as np
 
     from .matcalc import evaluate, numpy_ops
-    from .verification import _draw_real, _interval
 
     rng, pick = np.random.default_rng(seed), random.Random(seed)
     ops = numpy_ops()
@@ -158,8 +160,6 @@ def _rests_on(used) -> str:
 def verify_matrix(lhs, rhs, statement: str, shapes, variables, domains: dict, time_limit: float, seed: int,
                   start: float, points: int = 40):
     """The matrix form of :func:`derive.verify` (``shapes`` given): see the module docstring."""
-    from .verification import Verdict, _assumption_text, _run
-
     from .matcalc import derivative_of, rules_used
 
     declared = Declared(shapes, variables)
@@ -174,7 +174,7 @@ def verify_matrix(lhs, rhs, statement: str, shapes, variables, domains: dict, ti
         raise SeqgradValueError("rhs", rhs.strip(), f"the shape of the left side ({shape(L)}), not {shape(R)}")
     residual = _minus(L, R)
     common = dict(statement=statement, assumptions=_assumption_text(domains))
-    outcome = _run(_prove, (residual,), start + time_limit - time.perf_counter())
+    outcome = in_child(_prove, (residual,), start + time_limit - time.perf_counter())
     numeric = _numeric(L, R, declared, domains, seed, points)
     seconds = time.perf_counter() - start
     if numeric[0] == "refuted":

@@ -41,12 +41,9 @@ limit in a child process, so nothing can hang the caller.  The statement is echo
 
 from __future__ import annotations
 
-import ast
 import math
-import multiprocessing
 import random
 import time
-from dataclasses import dataclass, field
 from typing import Iterable
 
 import mpmath
@@ -54,16 +51,15 @@ import sympy as sp
 
 from seqgrad import validate
 from seqgrad.errors import NonFiniteError, ParseError, SeqgradTypeError, SeqgradValueError
+from seqgrad.timebox import in_child
 
+from .domains import (SCALES, _assumed_symbols, _assumption_text, _draw_real, _in_domain, _interval, _interval_free,
+                      _KINDS, parse_assumptions)
 from .safe_parse import parse_expression, parse_value
+from .verdict import EXIT_CODES, STATUSES, Verdict, _text
 
 __all__ = ["verify", "Verdict", "STATUSES", "EXIT_CODES", "SCALES", "SIZE_POOL", "parse_assumptions"]
 
-STATUSES = ("proved", "holds", "refuted", "undecided")
-#: exit status of ``seqgrad verify`` per verdict (2 is bad input, raised before any verdict)
-EXIT_CODES = {"proved": 0, "holds": 0, "refuted": 1, "undecided": 3}
-#: the magnitudes of the sampled real values (each with both signs, a random mantissa in [1, 10))
-SCALES = (1e-3, 1e-2, 0.1, 1, 10, 100, 1000)
 #: the sizes sampled for positive integer symbols (plus random ones from 9 to 63)
 SIZE_POOL = (1, 2, 3, 4, 5, 6, 7, 8, 64)
 #: relative tolerance of the 30-digit comparison of the two sides
@@ -71,77 +67,6 @@ TOLERANCE = 1e-20
 #: the sizes of the numeric check of matrix identities: every size symbol 1, small, and at least 64
 MATRIX_SIZES = ("1", "2..5", "9..20", "64")
 MATRIX_TOLERANCE = 1e-8
-
-
-@dataclass
-class Verdict:
-    """The outcome of :func:`verify`."""
-
-    status: str
-    lhs: object
-    rhs: object
-    detail: str
-    points: int = 0
-    counterexample: dict = field(default_factory=dict)
-    seconds: float = 0.0
-    statement: str = ""
-    assumptions: str = ""
-    domain: list = field(default_factory=list)  # conditions where a side is defined that no assumption gives
-    sampled: dict = field(default_factory=dict)
-    typed: tuple = ()  # the sides as typed, unevaluated (exp(log(x)), not x), for the LaTeX display
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CODES[self.status]
-
-    def __bool__(self) -> bool:
-        return self.status in ("proved", "holds")
-
-    def _where(self) -> str:
-        if self.domain:
-            return " where defined: " + ", ".join(self.domain)
-        return f" for {self.assumptions}" if self.assumptions else ""
-
-    def words(self) -> str:
-        if self.status == "proved":
-            return "proved" + self._where()
-        if self.status == "holds":
-            return f"holds numerically at {self.points} points{self._where()} (not proved)"
-        if self.status == "refuted":
-            at = ", ".join(f"{k} = {v}" for k, v in self.counterexample.items())
-            return "refuted" + (f" at {at}" if at else "")
-        return "undecided"
-
-    def text(self) -> str:
-        return self.statement or f"{_text(self.lhs)} = {_text(self.rhs)}"
-
-    def line(self) -> str:
-        """One line of text: the statement as typed, the verdict and how it was reached."""
-        return f"{self.text()}: {self.words()} ({self.detail}; {self.seconds:.2f} s)"
-
-    def latex(self) -> str:
-        """A complete display (``align*``) for notes: the statement and the verdict."""
-        from .latex_layout import display
-
-        lhs, rhs = (sp.Tuple(*x) if isinstance(x, tuple) else x for x in (self.typed or (self.lhs, self.rhs)))
-        relation = sp.Ne if self.status == "refuted" else sp.Eq
-        return display([(relation(lhs, rhs, evaluate=False), f"({self.words()})")])
-
-    def _repr_latex_(self) -> str:
-        return self.latex()
-
-    def as_dict(self) -> dict:
-        return {"status": self.status, "statement": self.text(), "lhs": _text(self.lhs), "rhs": _text(self.rhs),
-                "verdict": self.words(), "detail": self.detail, "points": self.points,
-                "counterexample": {k: str(v) for k, v in self.counterexample.items()}, "seconds": round(self.seconds, 3),
-                "exit_code": self.exit_code, "assumptions": self.assumptions, "domain": list(self.domain),
-                "sampled": self.sampled}
-
-
-def _text(x) -> str:
-    if isinstance(x, tuple):
-        return "(" + ", ".join(sp.sstr(e) for e in x) + ")"
-    return sp.sstr(x)
 
 
 def _names(argument: str, value) -> tuple[str, ...]:
@@ -205,69 +130,6 @@ def _check_declared(lhs, rhs, variables, sizes, given_as_text: bool):
 
 
 # --- assumptions ---------------------------------------------------------------------------------
-
-_RELATIONS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<="}
-
-
-def parse_assumptions(text, variables: Iterable[str]) -> dict:
-    """``"x > 0, y >= 1"`` -> ``{"x": (">", 0), "y": (">=", 1)}``: one bound per comparison of a declared
-    variable with a number (``0 < x`` reads as ``x > 0``); read by :mod:`ast`, the number by the whitelist."""
-    if text is None or text == "":
-        return {}
-    if not isinstance(text, str):
-        raise SeqgradTypeError("assume", text, 'text such as "x > 0, y > 0"')
-    names = set(variables)
-    out: dict = {}
-    for piece in [p.strip() for p in text.split(",") if p.strip()]:
-        try:
-            node = ast.parse(piece, mode="eval").body
-        except SyntaxError:
-            raise ParseError("assume", piece, 'a comparison NAME > number (>, >=, <, <=), e.g. "x > 0"') from None
-        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _RELATIONS):
-            raise ParseError("assume", piece, 'a comparison NAME > number (>, >=, <, <=), e.g. "x > 0"')
-        left, right, op = node.left, node.comparators[0], _RELATIONS[type(node.ops[0])]
-        if isinstance(right, ast.Name) and not isinstance(left, ast.Name):
-            left, right, op = right, left, {">": "<", ">=": "<=", "<": ">", "<=": ">="}[op]
-        if not isinstance(left, ast.Name) or left.id not in names:
-            raise ParseError("assume", piece, "a bound on a declared variable (" + (", ".join(sorted(names)) or "none declared") + ")")
-        bound = parse_expression(ast.get_source_segment(piece, right) or "", argument="assume")
-        if not bound.is_number or not bound.is_real:
-            raise ParseError("assume", piece, "a real number as the bound")
-        previous = out.get(left.id, [])
-        out[left.id] = previous + [(op, bound)]
-    return out
-
-
-def _interval(bounds) -> tuple:
-    """(low, low_open, high, high_open) of a variable's bounds (None: unbounded)."""
-    low = high = None
-    low_open = high_open = True
-    for op, b in bounds:
-        if op in (">", ">=") and (low is None or b >= low):
-            low, low_open = b, op == ">"
-        if op in ("<", "<=") and (high is None or b <= high):
-            high, high_open = b, op == "<"
-    if low is not None and high is not None and (high < low or (high == low and (low_open or high_open))):
-        raise SeqgradValueError("assume", f"{low} .. {high}", "bounds that leave some values")
-    return low, low_open, high, high_open
-
-
-def _assumed_symbols(free, domains) -> dict:
-    """Each bounded variable written through a new symbol with SymPy's assumptions: x > c is c + t with t > 0."""
-    subs, back = {}, {}
-    for s in free:
-        if s.name not in domains:
-            continue
-        low, low_open, high, high_open = _interval(domains[s.name])
-        if (low is None) == (high is None):
-            continue  # a two-sided interval: the points stay inside it, the proof runs over the reals
-        t = sp.Symbol(s.name, positive=True) if (low_open if low is not None else high_open) else sp.Symbol(s.name, nonnegative=True)
-        subs[s], back[t] = (low + t, s - low) if low is not None else (high - t, high - s)
-    return subs, back
-
-
-def _assumption_text(domains) -> str:
-    return ", ".join(f"{name} {op} {sp.sstr(b)}" for name, bounds in domains.items() for op, b in bounds)
 
 
 # --- domains: where a side is defined in the reals ------------------------------------------------
@@ -364,7 +226,7 @@ def verify(lhs, rhs=None, *, variables: Iterable[str] | str | None = None, sizes
     deadline = start + time_limit
     common = dict(statement=statement, assumptions=assumed_text, typed=tuple(raw))
 
-    outcome = _run(_prove, (residual,), deadline - time.perf_counter())
+    outcome = in_child(_prove, (residual,), deadline - time.perf_counter())
     if outcome is not None and outcome[0] == "proved":
         return Verdict("proved", L, R, outcome[1], seconds=time.perf_counter() - start, domain=domain, **common)
     if outcome is not None and outcome[0] == "constant":  # back in the variables as declared
@@ -373,7 +235,7 @@ def verify(lhs, rhs=None, *, variables: Iterable[str] | str | None = None, sizes
     else:
         proof_note = "no proof within the time limit" if outcome is None else str(outcome[1])
     left = deadline - time.perf_counter()
-    numeric = _run(_numeric, (L, R, points, seed, domains, outcome), left) if left > 0.05 else None
+    numeric = in_child(_numeric, (L, R, points, seed, domains, outcome), left) if left > 0.05 else None
     seconds = time.perf_counter() - start
     if numeric is None:
         return Verdict("undecided", L, R, f"{proof_note}; time limit of {time_limit:g} s hit before the numeric check finished",
@@ -389,35 +251,6 @@ def verify(lhs, rhs=None, *, variables: Iterable[str] | str | None = None, sizes
 
 
 # --- the stages (run in a child process under the time limit) ---------------------------------------
-
-def _run(stage, args, seconds: float):
-    """``stage(*args)`` in a forked child, at most ``seconds``; None when the time ran out."""
-    if seconds <= 0:
-        return None
-    try:
-        ctx = multiprocessing.get_context("fork")
-    except ValueError:  # no fork (Windows): run here, without a hard limit
-        return stage(*args)
-    receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(send, stage, args), daemon=True)
-    child.start()
-    send.close()
-    ready = receive.poll(seconds)
-    result = receive.recv() if ready else None
-    if child.is_alive():
-        child.kill()
-    child.join(1)
-    receive.close()
-    return result
-
-
-def _child(send, stage, args):  # pragma: no cover - runs in the child process
-    try:
-        send.send(stage(*args))
-    except Exception as exc:  # a stage that fails says so; it never becomes a verdict by accident
-        send.send(("failed", f"{type(exc).__name__}: {exc}"))
-    finally:
-        send.close()
 
 
 def _reducers():
@@ -489,46 +322,6 @@ def _switches(exprs) -> list:
                     if isinstance(cond, sp.core.relational.Relational):
                         out[cond.lhs - cond.rhs] = None
     return [u for u in out if u.free_symbols]
-
-
-def _value(rng: random.Random, kind: str):
-    if kind == "scale":
-        s = rng.choice(SCALES)
-        return sp.Rational(rng.randint(1000, 9999), 1000) * sp.nsimplify(s) * rng.choice((1, -1))
-    if kind == "integer":
-        return sp.Integer(rng.choice([0, 1, -1, 2, -2, 3, -3, rng.randint(-50, 50)]))
-    if kind == "half":
-        return sp.Integer(rng.randint(-20, 20)) + sp.Rational(1, 2)
-    return sp.Rational(rng.randint(-2000, 2000), 1000)
-
-
-def _in_domain(x, interval) -> bool:
-    low, low_open, high, high_open = interval
-    if low is not None and (x < low or (low_open and x == low)):
-        return False
-    return not (high is not None and (x > high or (high_open and x == high)))
-
-
-def _near_boundary(rng, interval):
-    low, _, high, _ = interval
-    bound, sign = (low, 1) if low is not None and (high is None or rng.random() < 0.5) else (high, -1)
-    return bound + sign * sp.nsimplify(rng.choice((1e-9, 1e-6, 1e-3, 0.5, 1, 10, 1000)))
-
-
-def _interval_free(interval) -> bool:
-    return interval[0] is None and interval[2] is None
-
-
-def _draw_real(rng, kind, interval):
-    bounded = interval[0] is not None or interval[2] is not None
-    for _ in range(50):
-        x = _near_boundary(rng, interval) if kind == "boundary" and bounded else _value(rng, "scale" if kind == "boundary" else kind)
-        if _in_domain(x, interval):
-            return x
-    return _near_boundary(rng, interval) if bounded else sp.Integer(0)
-
-
-_KINDS = ("scale", "integer", "half", "grid", "switch", "boundary", "scale", "switch")
 
 
 def _size_value(rng: random.Random, k: int) -> int:

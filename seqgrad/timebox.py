@@ -9,6 +9,7 @@ of the LaTeX document).
 
 from __future__ import annotations
 
+import multiprocessing
 import signal
 import threading
 from typing import Callable, TypeVar
@@ -41,3 +42,33 @@ def within(seconds: float | None, compute: Callable[[], T], *, cpu: bool = False
     finally:
         signal.setitimer(timer, 0)
         signal.signal(which, previous)
+
+
+def in_child(stage, args, seconds: float):
+    """``stage(*args)`` in a forked child, at most ``seconds``; None when the time ran out."""
+    if seconds <= 0:
+        return None
+    try:
+        ctx = multiprocessing.get_context("fork")
+    except ValueError:  # no fork (Windows): run here, without a hard limit
+        return stage(*args)
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child, args=(send, stage, args), daemon=True)
+    child.start()
+    send.close()
+    ready = receive.poll(seconds)
+    result = receive.recv() if ready else None
+    if child.is_alive():
+        child.kill()
+    child.join(1)
+    receive.close()
+    return result
+
+
+def _child(send, stage, args):  # pragma: no cover - runs in the child process
+    try:
+        send.send(stage(*args))
+    except Exception as exc:  # a stage that fails says so; it never becomes a verdict by accident
+        send.send(("failed", f"{type(exc).__name__}: {exc}"))
+    finally:
+        send.close()
