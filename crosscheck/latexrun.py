@@ -77,10 +77,11 @@ def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
     tasks = []
     for name in names:  # each section leaves a placeholder for its figures; each figure set is a task of its own
         own = dataclasses.replace(b, figures_written=[], sets_included=set(b.sets_included), _sets={}, deferred=not inline)
-        tasks.append(Task(partial(_build, sections[name], own), partial(_lost, name), WEIGHTS.get(name, 1.0)))
+        tasks.append(Task(partial(_build, sections[name], own), partial(_lost, name), WEIGHTS.get(name, 1.0),
+                          raises=(OSError,)))  # a figure that cannot be written: one line with its path
     for set_name in sets:
         tasks.append(Task(partial(_draw, set_name, b.figures_dir, b.device), partial(_lost, f"figures {set_name}"),
-                          FIGURE_WEIGHTS.get(set_name, 1.0)))
+                          FIGURE_WEIGHTS.get(set_name, 1.0), raises=(OSError,)))
     done: dict[int, tuple] = dict(bar(run_tasks(tasks, jobs), len(tasks), "notes sections and figures", enabled=progress))
     written = {set_name: done[len(names) + k] for k, set_name in enumerate(sets)}
     for k, set_name in enumerate(sets):

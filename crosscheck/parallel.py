@@ -71,11 +71,14 @@ def can_fork() -> bool:
 @dataclass
 class Task(Generic[R]):
     """One unit of work: ``run()`` gives its result; ``lost(reason)`` stands for it when it raised or its
-    worker died; the heaviest (by ``weight``, e.g. estimated seconds) are handed out first."""
+    worker died; the heaviest (by ``weight``, e.g. estimated seconds) are handed out first.  An exception of a
+    kind in ``raises`` (e.g. ``OSError``: a file that cannot be written, the user's to mend) is raised in the
+    parent as it is, instead of ``lost``."""
 
     run: Callable[[], R]
     lost: Callable[[str], R]
     weight: float = 1.0
+    raises: tuple = ()
 
 
 def _by_weight(tasks: Sequence[Task], first: int = 0) -> list[int]:
@@ -147,6 +150,8 @@ def _call(task: Task[R]) -> R:
     try:
         return task.run()
     except Exception as exc:
+        if isinstance(exc, task.raises):
+            raise
         return task.lost(describe(exc))
 
 
@@ -183,8 +188,8 @@ def _serve(tasks, conn) -> None:
             return
         try:
             message = (i, True, tasks[i].run(), _private_mib())
-        except Exception as exc:
-            message = (i, False, describe(exc), _private_mib())
+        except Exception as exc:  # a kind the task raises goes back as it is (an OSError pickles with its path)
+            message = (i, False, exc if isinstance(exc, tasks[i].raises) else describe(exc), _private_mib())
         try:
             conn.send(message)
         except OSError:  # the parent is gone (killed): nobody to report to
@@ -334,6 +339,8 @@ class _Pool:
                         process, conn = self._recycle(process, conn)  # (the head start's worker keeps its caches
                         # for its own tasks: it ends when they do)
                     self._hand_out(process, conn, pending)
+                    if not ok and isinstance(payload, BaseException):
+                        raise payload
                     yield j, (payload if ok else self.tasks[j].lost(payload))
         finally:
             with signals.held():  # a signal now is delivered once every worker is ended

@@ -37,6 +37,7 @@ from seqgrad.errors import ParseError, SeqgradTypeError, SeqgradValueError
 
 from .matrix_text import Declared, is_matrix, parse_matrix
 from .operations import diff as registry_diff
+from .safe_parse import as_sympy
 from .rules import RULES, AsScalar, Diag, _constant, _latex_call, _others, _RowMap, _str_call, proved, rule_for
 
 __all__ = ["diff", "MatrixDerivative", "derivative_of", "textbook", "evaluate", "numpy_ops"]
@@ -307,7 +308,7 @@ class Commutation(sp.MatrixExpr):
     """The commutation matrix ``K_(p,q)`` (pq x pq): ``K vec(A) = vec(Aᵀ)`` for every p x q matrix A."""
 
     def __new__(cls, p, q):
-        return sp.MatrixExpr.__new__(cls, sp.sympify(p), sp.sympify(q))
+        return sp.MatrixExpr.__new__(cls, as_sympy(p, "p"), as_sympy(q, "q"))
 
     @property
     def shape(self):

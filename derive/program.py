@@ -55,7 +55,6 @@ entries, for losses).  Vectors are row vectors, so a batch of B sequences is B
 rows and every formula applies unchanged.
 
 >>> import sympy as sp
-from sympy.printing.precedence import PRECEDENCE
 >>> x, w, y = sp.symbols("x w y")
 >>> prog = Program("tiny")
 >>> u = prog.define(sp.Symbol("u"), w * x)

@@ -263,6 +263,20 @@ def _swap_into_place(staging: Path, target: Path) -> None:
 COMPANION = ".companion"
 
 
+def _named_at(exc: OSError, staging: Path, target: Path, companion) -> OSError:
+    """``exc`` naming the place its file was going to (``notes-figures/x.pdf``, or the companion document),
+    not the hidden fresh directory it was written in."""
+    name = getattr(exc, "filename", None)
+    if not isinstance(name, str):
+        return exc
+    try:
+        rel = Path(os.path.realpath(name)).relative_to(os.path.realpath(staging))
+    except ValueError:
+        return exc
+    where = Path(companion) if companion is not None and rel == Path(COMPANION) else target / rel
+    return type(exc)(exc.errno, exc.strerror, str(where)) if exc.errno is not None else exc
+
+
 @contextlib.contextmanager
 def atomic_directory(path: str | os.PathLike, *, companion: str | os.PathLike | None = None,
                      keep_empty: bool = True) -> Iterator[Path]:
@@ -287,7 +301,10 @@ def atomic_directory(path: str | os.PathLike, *, companion: str | os.PathLike | 
             staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".new", dir=target.parent))
         checkpoint("dir:staging")
         os.chmod(staging, _mode_for(target, 0o777))  # mkdtemp makes 0700
-        yield staging
+        try:
+            yield staging
+        except OSError as exc:  # a file of the fresh directory that could not be written: named where it was going
+            raise _named_at(exc, staging, target, companion) from None
         checkpoint("dir:written")
         if companion is not None and not (staging / COMPANION).is_file():
             raise SeqgradValueError("companion", str(companion), f"a file written into the fresh directory as {COMPANION}")

@@ -92,10 +92,15 @@ def _limited(*argv: str, cwd: Path, limit: int = 2000) -> subprocess.CompletedPr
                           timeout=300, preexec_fn=small_files)
 
 
-def test_an_os_error_while_writing_names_the_file(tmp_path):
-    proc = _limited("latex", "notes.tex", "--sections", "positional", "--standalone", cwd=tmp_path)
-    assert proc.returncode == 2
-    assert proc.stderr == f"seqgrad: error: [Errno 27] File too large: '{tmp_path / 'notes.tex'}'\n"
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_an_os_error_while_writing_names_the_file(jobs, tmp_path):
+    """The handout's first figure is written in a worker (or, with --jobs 1, in the process) into a hidden fresh
+    folder: the error is one line, exit 2, naming the file where it was going, and nothing is left behind (it
+    used to be "internal error", exit 1, naming the hidden folder)."""
+    proc = _limited("latex", "notes.tex", "--sections", "positional", "--standalone", "--jobs", jobs, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    figure = tmp_path / "notes-figures" / "positional" / "positional_encoding_d128.pdf"
+    assert proc.stderr == f"seqgrad: error: [Errno 27] File too large: '{figure}'\n"
     assert list(tmp_path.iterdir()) == []  # no temporary file either
 
 
