@@ -65,7 +65,8 @@ def main(argv=None) -> int:
     def run(key, i, memory):
         nonlocal ok
         flags, env = flags_env[key]
-        out = Path(tmp) / f"{key}{i}.tex"
+        out = Path(tmp) / f"{key}{i}" / "notes.tex"  # one name: the document includes its figures from notes-figures/
+        out.parent.mkdir()
         loads.append(procstat.load_line())
         m = procstat.measure([sys.executable, "-m", "seqgrad", "latex", str(out), "--standalone", *sections, *flags],
                              env={"MPLBACKEND": "Agg", **env}, cwd=env.get("PYTHONPATH"), memory=memory)
