@@ -51,9 +51,11 @@ from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 from seqgrad import operations as registry
 
 from . import activations, operations, rules, whitelist
-from .program import Elementwise, Program, SquaredNorm, _latex, latex_aligned, sstr
+from .program import Elementwise, Program, SquaredNorm, latex_aligned, sstr
 from .cell_loss import B, LOSS_KINDS, REDUCTIONS, CrossEntropy, Loss, _kink_convention, _partials, error_value
-from .cell_names import RESERVED, CellError, _adjoint_name, _index, _names, _Symbols, index_text, validate_name
+from .cell_names import RESERVED, CellError, _names, _Symbols, validate_name
+from .latex_settings import Partial, notebook_notation
+from .sequence import Sensitivity, SensitivityMatrix, adjoint, index_text, is_sequence_value
 from .step_sum import MatStepSum, StepSum, T, _is_zero, _make_sum, _StepSumMixin, t
 
 __all__ = ["Cell", "Loss", "GeneralDerivation", "StepSum", "MatStepSum", "CellError", "RESERVED", "user_functions",
@@ -488,13 +490,12 @@ class GeneralDerivation:
             mapping[c.local_symbol(name)] = target
         self.mapping = mapping
         # backward through one step, seeded at each state by rho_s (everything after step t)
-        rho_syms = {s: (sp.MatrixSymbol(f"rho_{s}", *sh(s)) if c.vector else sp.Symbol(f"rho_{s}")) for s in c.states}
+        # (a name no user text can write: a parameter may be called rho_h)
+        rho_syms = {s: (sp.MatrixSymbol(f"<rho of {s}>", *sh(s)) if c.vector else sp.Symbol(f"<rho of {s}>")) for s in c.states}
         self.rho = rho_syms
-        named = {self.at_t[n]: n for n in c.named if n in self.at_t}
-        for target, n in named.items():  # the sensitivities are step symbols too (shifted, instantiated)
-            self.sym.adjoint(n, t, sh(n))
+        named = {self.at_t[n] for n in c.named if n in self.at_t}
         grads = prog.backward({self.at_t[s]: rho_syms[s] for s in c.states},
-                              lambda target: _adjoint_name(c.display.get(named[target], named[target]), t) if target in named else None)
+                              lambda target: adjoint(target) if target in named else None)
         # the head at step t and its pullback
         self.yhat = self.sym.seq("yhat", t, c.target_shape())
         self.e = self.sym.seq("e", t, c.target_shape())
@@ -509,59 +510,36 @@ class GeneralDerivation:
         self.scale = c.loss.scale(count)
         self.direct = {s: head_grads.get(self.at_t[s]) for s in c.states}
         self.carry = {s: grads.get(self.prev[s]) for s in c.states}
-        shift = self.shift_map(1)
         self.rho_value = {}
         for s in c.states:
             terms = []
             if self.direct[s] is not None:
                 terms.append(_scaled(self.loss_indicator * self.scale, self.direct[s]))
             if self.carry[s] is not None:
-                terms.append(self.carry[s].xreplace(shift))
+                terms.append(self.carry[s].subs(t, t + 1))
             self.rho_value[s] = _add(terms, self.at_t[s])
         self.backward_defs = [d for d in prog.definitions("backward")]
         self.step_grads = {p: grads.get(sym) for p, sym in self.params.items()}
         self.head_grads = {p: head_grads.get(sym) for p, sym in self.params.items()}
         self.input_grad = grads.get(self.x)
 
-    # -- index bookkeeping ---------------------------------------------------------------
-    def shift_map(self, k: int) -> dict:
-        """Symbols at step t+j -> the same symbols at t+j+k (every step symbol the derivation made)."""
+    # -- instances: substitution of the step and the length ------------------------------------------
+    def instantiate(self, expr, k: int, steps: int):
+        """``expr`` at step ``t = k`` of a sequence of ``T = steps``: the step and the length substituted
+        (``h_{t-1}`` is ``h_1`` at k = 2, the unrolled program's value), sensitivities past the end zero
+        (``g_T^z = 0``) and, for a loss on the final step, ``yhat_{T-1}`` the unrolled program's ``yhat``."""
+        value = expr.subs({t: k, T: steps})
+        final = self.cell.loss.on == "final"
         out = {}
-        for key, s in list(self.sym.cache.items()):
-            idx = _index(key[-2])
-            if idx is None or not idx.has(t):
+        for s in getattr(value, "free_symbols", ()):
+            if not is_sequence_value(s) or not s.index.is_Integer:
                 continue
-            base, shape = key[1], key[-1]
-            out[s] = (self.sym.adjoint(base, idx + k, shape) if key[0] == "adj" else self.sym.seq(base, idx + k, shape))
-        return out
-
-    def instantiate(self, expr, k: int, steps: int, unrolled=None):
-        """``expr`` at step ``t = k`` of a sequence of ``T = steps``: step symbols renamed to the unrolled
-        program's (``h_{t-1}`` -> ``h_1`` at k = 2), sensitivities past the end zero (``g_T^z = 0``)."""
-        target = unrolled.sym if unrolled is not None else _Symbols(self.cell)
-        present = getattr(expr, "free_symbols", set())
-        out = {}
-        for key, s in list(self.sym.cache.items()):
-            if s not in present:  # renaming only what occurs (the cache holds every step symbol made so far)
-                continue
-            idx = _index(key[-2])
-            idx = None if idx is None else idx.xreplace({t: sp.Integer(k), T: sp.Integer(steps)})
-            if idx is None or not idx.is_Integer:
-                continue
-            i = int(idx)
-            shape = key[-1]
-            base = key[1]
-            if key[0] == "adj":
-                if i >= steps:
-                    out[s] = sp.ZeroMatrix(*shape) if shape else sp.Integer(0)
-                else:
-                    out[s] = target.adjoint(base, i, shape)
-            else:
-                if base in ("yhat", "e") and self.cell.loss.on == "final":
-                    out[s] = target.seq(base, None, shape) if i == steps - 1 else (sp.ZeroMatrix(*shape) if shape else sp.Integer(0))
-                else:
-                    out[s] = target.seq(base, i, shape)
-        value = expr.xreplace(out).subs({t: k, T: steps})
+            if isinstance(s, (Sensitivity, SensitivityMatrix)) and s.index >= steps:
+                out[s] = self._zero(s.shape if isinstance(s, SensitivityMatrix) else None)
+            elif final and not isinstance(s, (Sensitivity, SensitivityMatrix)) and s.base in ("yhat", "e"):
+                shape = s.shape if isinstance(s, sp.MatrixSymbol) else None
+                out[s] = self.sym.seq(s.base, None, shape) if s.index == steps - 1 else self._zero(shape)
+        value = value.xreplace(out) if out else value
         if isinstance(value, (_StepSumMixin,)):
             return value
         return _tidy(value)
@@ -573,7 +551,7 @@ class GeneralDerivation:
         rows += [Row(d.target, d.value) for d in self.step.definitions("forward")]
         yhat_def = self.head.definitions("forward")[0]
         if c.loss.on == "final":
-            rows.append(Row(self._final("yhat"), self.instantiate_symbolic(yhat_def.value, T - 1)))
+            rows.append(Row(self._final("yhat"), yhat_def.value.subs(t, T - 1)))
         else:
             rows.append(Row(yhat_def.target, yhat_def.value, self._where()))
         rows.append(Row(sp.Symbol("L"), self.loss_expression()))
@@ -588,18 +566,11 @@ class GeneralDerivation:
     def _where(self):
         if self.cell.loss.on == "every":
             return None
-        return "t in {" + ", ".join(map(str, self.cell.loss.on)) + "}"
+        return sp.Contains(t, sp.FiniteSet(*self.cell.loss.on), evaluate=False)
 
-    def instantiate_symbolic(self, expr, index):
-        """``expr`` with step t replaced by a symbolic index (``T - 1``)."""
-        out = {}
-        for key, s in list(self.sym.cache.items()):
-            idx = _index(key[-2])
-            if idx is None or not idx.has(t):
-                continue
-            new = idx.subs(t, index)
-            out[s] = self.sym.adjoint(key[1], new, key[-1]) if key[0] == "adj" else self.sym.seq(key[1], new, key[-1])
-        return expr.xreplace(out)
+    def _at_last(self, expr):
+        """``expr`` at the last step ``t = T - 1`` of a loss on the final step, its error the final ``e``."""
+        return _tidy(expr.subs(t, T - 1).xreplace({self.e.subs(t, T - 1): self._final("e")}))
 
     def loss_expression(self):
         c = self.cell
@@ -610,7 +581,7 @@ class GeneralDerivation:
         term = self._pointwise_loss(self.yhat, y)
         if c.loss.on == "every":
             return self.scale * StepSum(term, 0, T - 1)
-        return self.scale * sp.Add(*[self.instantiate_symbolic(term, sp.Integer(p)) for p in c.loss.on])
+        return self.scale * sp.Add(*[term.subs(t, p) for p in c.loss.on])
 
     def _pointwise_loss(self, yhat, y):
         if self.cell.loss.kind == "squared":
@@ -640,10 +611,9 @@ class GeneralDerivation:
                 # boundary: at T-1 only the loss's direct term; before it only the future steps
                 direct = self.direct[state]
                 last = value.xreplace({rho: _scaled(self.scale, direct) if direct is not None else self._zero(c.shape_of(state))})
-                rows.append(Row(self.instantiate_symbolic(d.target, T - 1), _tidy(self.instantiate_symbolic(last, T - 1)
-                                                                                      .xreplace({self.instantiate_symbolic(self.e, T - 1): self._final("e")}))))
-                carry = self.carry[state].xreplace(self.shift_map(1)) if self.carry[state] is not None else self._zero(c.shape_of(state))
-                rows.append(Row(d.target, _tidy(value.xreplace({rho: carry})), "t < T-1"))
+                rows.append(Row(d.target.subs(t, T - 1), self._at_last(last)))
+                carry = self.carry[state].subs(t, t + 1) if self.carry[state] is not None else self._zero(c.shape_of(state))
+                rows.append(Row(d.target, _tidy(value.xreplace({rho: carry})), sp.StrictLessThan(t, T - 1, evaluate=False)))
             else:
                 rows.append(Row(d.target, _tidy(value.xreplace({rho: self.rho_value[state]}))))
         if c.loss.on != "final":
@@ -667,11 +637,11 @@ class GeneralDerivation:
         if self.head_grads[key] is not None:
             h = _scaled(self.scale, self.head_grads[key])
             if self.cell.loss.on == "final":
-                terms.append(_tidy(self.instantiate_symbolic(h, T - 1).xreplace({self.instantiate_symbolic(self.e, T - 1): self._final("e")})))
+                terms.append(self._at_last(h))
             elif self.cell.loss.on == "every":
                 terms.append(_make_sum(h, 0, T - 1, self))
             else:
-                terms.append(_add([_tidy(self.instantiate_symbolic(h, sp.Integer(p))) for p in self.cell.loss.on], h))
+                terms.append(_add([_tidy(h.subs(t, p)) for p in self.cell.loss.on], h))
         return _add(terms, sym)
 
     grad = gradient
@@ -679,8 +649,8 @@ class GeneralDerivation:
     def gradient_rows(self) -> list["Row"]:
         rows = []
         for p, s in self.params.items():
-            rows.append(Row(_PartialLabel(s), self.gradient(p)))
-        rows.append(Row(_PartialLabel(self.x), self.gradient(self.cell.input)))
+            rows.append(Row(Partial(s), self.gradient(p)))
+        rows.append(Row(Partial(self.x), self.gradient(self.cell.input)))
         return rows
 
     def transition(self, of: str | None = None, wrt: str | None = None):
@@ -694,11 +664,13 @@ class GeneralDerivation:
     def rows(self) -> list["Row"]:
         return self.forward_rows() + self.backward_rows() + self.gradient_rows()
 
-    def latex(self) -> str:
-        return latex_aligned([(r.lhs, r.rhs) if r.where is None else (r.lhs, _Where(r.rhs, r.where)) for r in self.rows()])
+    def latex(self, notation=None, width: int = 60) -> str:
+        """The rows as a complete display (:func:`derive.latex_layout.display`) under ``notation``: each row's
+        range of t set after it (``\\quad\\text{for } t < T - 1``), every index, name and label by the printer."""
+        return latex_aligned([r.display_row() for r in self.rows()], width=width, notation=notation)
 
     def _repr_latex_(self) -> str:
-        return self.latex()  # already a complete display (align*), which Jupyter renders as it is
+        return self.latex(notebook_notation())  # already a complete display (align*), which Jupyter renders as it is
 
     def __str__(self) -> str:
         return "\n".join(str(r) for r in self.rows())
@@ -713,24 +685,15 @@ class Row:
 
     lhs: sp.Basic
     rhs: sp.Basic
-    where: str | None = None
+    where: sp.Basic | None = None  # a relation in t: t < T - 1, Contains(t, {0, 3})
 
     def __str__(self) -> str:
         text = f"{sstr(self.lhs)} = {sstr(self.rhs)}"
-        return text if self.where is None else f"{text}   ({self.where})"
+        return text if self.where is None else f"{text}   ({sstr(self.where)})"
 
-
-class _Where(sp.Expr):
-    """``value`` with its range printed after it (``g_t^h = g_{t+1}^z w_h, \\quad t < T-1``)."""
-
-    def __new__(cls, value, where):
-        obj = sp.Expr.__new__(cls, value)
-        obj.where = where
-        return obj
-
-    def _latex(self, printer):
-        where = self.where.replace(" in ", r" \in ").replace("{", r"\{").replace("}", r"\}")
-        return r"%s, \quad %s" % (printer._print(self.args[0]), where)
+    def display_row(self) -> tuple:
+        """The row for :func:`derive.latex_layout.display`: ``(lhs, rhs)``, its range set after it as a note."""
+        return (self.lhs, self.rhs) if self.where is None else (self.lhs, self.rhs, ("for ", self.where))
 
 
 def direction(seed):
@@ -788,22 +751,13 @@ class _Positions(sp.Function):
         return None
 
     def _latex(self, printer):
-        return r"\mathbb{1}\left[t \in \{%s\}\right]" % ", ".join(map(str, self.args[1:]))
+        return r"\mathbb{1}\left[%s\right]" % printer._print(self._relation())
 
     def _sympystr(self, printer):
-        return "[t in {%s}]" % ", ".join(map(str, self.args[1:]))
+        return "[%s]" % printer._print(self._relation())
 
-
-class _PartialLabel(sp.Symbol):
-    """``dL/dw_h`` (str) and ``\\frac{\\partial \\mathcal{L}}{\\partial w_h}`` (LaTeX), printed from the symbol."""
-
-    def __new__(cls, of):
-        obj = sp.Symbol.__new__(cls, f"dL/d{of}")
-        obj.of = of
-        return obj
-
-    def _latex(self, printer):
-        return r"\frac{\partial \mathcal{L}}{\partial %s}" % printer._print(self.of)
+    def _relation(self):
+        return sp.Contains(self.args[0], sp.FiniteSet(*self.args[1:]), evaluate=False)
 
 
 def _scaled(coeff, expr):

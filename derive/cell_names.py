@@ -9,75 +9,43 @@ import sympy as sp
 
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
-from .safe_parse import as_sympy
+from .sequence import adjoint, stepped
 
 
 class CellError(SeqgradValueError):
     """A cell definition that cannot be derived (named argument, value, what is allowed)."""
 
 
-#: names the engine gives its own symbols (step and length, batch size, loss, error, prediction)
-RESERVED = ("t", "T", "B", "L", "e", "yhat")
-
-
-def index_text(i) -> str:
-    """A step index as the text writes it in a subscript: ``0``, ``{-1}``, ``t``, ``{t-1}``, ``{T-1}``."""
-    if isinstance(i, int):
-        return str(i) if i >= 0 else "{%d}" % i
-    text = str(i).replace(" ", "")
-    return text if len(text) == 1 else "{%s}" % text
-
-
-def _indexed_name(base: str, i) -> str:
-    """``h`` at 2 -> ``h_2``; ``z^r`` at t -> ``z_t^r`` (the superscript after the step, as the text)."""
-    stem, _, sup = base.partition("^")
-    return f"{stem}_{index_text(i)}" + (f"^{sup}" if sup else "")
-
-
-def _adjoint_base(base: str) -> str:
-    stem, _, sup = base.partition("^")
-    return stem if not sup else "{%s^%s}" % (stem, sup)
-
-
-def _adjoint_name(base: str, i) -> str:
-    """``g_t^h``, ``g_{t+1}^z``, ``g_3^{z^r}``."""
-    return f"g_{index_text(i)}^{_adjoint_base(base)}"
-
-
-def _index(i):
-    """The step index a symbol was made with, as a SymPy integer expression (None: no index)."""
-    return None if i is None else as_sympy(i)
+#: the names the engine gives its own values, and what each is (a user's name is any other identifier)
+RESERVED = {"t": "the step", "T": "the length of the sequence", "B": "the batch size", "L": "the loss",
+            "e": "the error yhat - y", "y": "the target", "yhat": "the prediction"}
 
 
 class _Symbols:
-    """The symbols of one instance of a cell (scalar or row vector), named as the text names them."""
+    """The values of one instance of a cell (scalar or row vector) by the user's names: a value at a step
+    (:func:`derive.sequence.stepped`, the display name of ``Cell(display=)``), its adjoint, or a value without a
+    step (the final ``yhat``, ``y``, ``e``)."""
 
     def __init__(self, cell: "Cell"):
         self.cell = cell
-        self.cache: dict = {}
 
     def seq(self, base: str, i, shape=None):
-        """The symbol of sequence ``base`` at step ``i`` (an int or a symbolic index)."""
-        base = self.cell.display.get(base, base)
-        key = ("seq", base, i, shape)  # the kind first: a state may be called g (the adjoints' letter)
-        if key not in self.cache:
-            name = base if i is None else _indexed_name(base, i)
-            self.cache[key] = sp.MatrixSymbol(name, *shape) if shape else sp.Symbol(name)
-        return self.cache[key]
+        """The value ``base`` at step ``i`` (an int or a symbolic index; None: a value without a step)."""
+        if i is None:
+            return sp.MatrixSymbol(base, *shape) if shape else sp.Symbol(base)
+        return stepped(self.cell.display.get(base, base), i, shape)
 
     def adjoint(self, base: str, i, shape=None):
-        base = self.cell.display.get(base, base)
-        key = ("adj", base, i, shape)
-        if key not in self.cache:
-            name = _adjoint_name(base, i)
-            self.cache[key] = sp.MatrixSymbol(name, *shape) if shape else sp.Symbol(name)
-        return self.cache[key]
+        """``g_i^base``: the adjoint of the value ``base`` at step ``i``."""
+        return adjoint(self.seq(base, i, shape))
 
 
 def validate_name(argument: str, name) -> str:
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) or name in RESERVED:
-        raise CellError(argument, name, "a plain identifier such as h, z or w_x (not " + ", ".join(RESERVED)
-                        + ": the derivation's own names)")
+    if isinstance(name, str) and name in RESERVED:
+        raise CellError(argument, name, f"a name other than {name!r}: the derivation's own name for {RESERVED[name]} "
+                        "(the derivation's names: " + ", ".join(RESERVED) + ")")
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
+        raise CellError(argument, name, "a plain identifier such as h, z or w_x")
     return name
 
 

@@ -19,9 +19,10 @@ from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
 from .cell_loss import CrossEntropy, _partials, error_value
-from .cell_names import _adjoint_name, _Symbols
+from .cell_names import _Symbols
 from .program import Program, SquaredNorm
 from .safe_parse import as_sympy
+from .sequence import Sensitivity, SensitivityMatrix
 from .step_sum import _StepSumMixin
 from .unrolled import Unrolled
 
@@ -105,7 +106,7 @@ class UnrolledCell(Unrolled):
             base = bases.get(target)
             if base is None or base not in c.named:
                 return None
-            return _adjoint_name(c.display.get(base, base), prog[target].step)
+            return sym.adjoint(base, prog[target].step, c.shape_of(base))
 
         gradients = prog.backward(seeds, adjoint_name, emit=emit)
         return prog, gradients, states, seqs, yhats, L
@@ -156,7 +157,7 @@ class UnrolledCell(Unrolled):
         of = validate.choice("of", of, tuple(named))
         low = -1 if of in self.cell.states else 0
         t = validate.integer("t", t, minimum=low, maximum=self.steps - 1)
-        symbol = self.program[_adjoint_name(self.cell.display.get(of, of), t)].target
+        symbol = self.program[self.sym.adjoint(of, t, self.cell.shape_of(of))].target
         return self._closed(symbol, expand, max_terms, str(symbol))
 
     def loss_closed_form(self, max_terms: int | None = None):
@@ -174,18 +175,19 @@ class UnrolledCell(Unrolled):
         diff = []
 
         def concrete(expr, k):
-            value = _instantiate_sums(expr, self.steps, gen, self)
-            value = gen.instantiate(value, k, self.steps, unrolled=self)
+            value = _instantiate_sums(expr, self.steps, gen)
+            value = gen.instantiate(value, k, self.steps)
             zero = {s: (sp.ZeroMatrix(*s.shape) if isinstance(s, sp.MatrixSymbol) else sp.Integer(0))
-                    for s in getattr(value, "free_symbols", ()) if s.name.startswith("g_") and s.name not in prog._names}
+                    for s in getattr(value, "free_symbols", ()) if isinstance(s, (Sensitivity, SensitivityMatrix))
+                    and s not in prog}
             return value.xreplace(zero) if zero else value
 
         for d in gen.backward_defs:
             value = d.value.xreplace({gen.rho[s]: gen.rho_value[s] for s in gen.rho})
             for k in range(self.steps):
-                name = str(gen.instantiate(d.target, k, self.steps, unrolled=self))
-                if name in prog._names and not _equal(concrete(value, k), prog[name].value):
-                    diff.append(name)
+                target = gen.instantiate(d.target, k, self.steps)
+                if target in prog and not _equal(concrete(value, k), prog[target].value):
+                    diff.append(str(target))
         for p in gen.params:
             sym = self.cell.param_symbol(p)
             if not _equal(concrete(gen.gradient(p), self.steps - 1), self._gradient(sym)):
@@ -193,13 +195,13 @@ class UnrolledCell(Unrolled):
         return diff
 
 
-def _instantiate_sums(expr, steps, gen, unrolled):
-    """Every step sum inside ``expr`` written out for T = ``steps`` in the unrolled program's symbols."""
+def _instantiate_sums(expr, steps, gen):
+    """Every step sum inside ``expr`` written out for T = ``steps`` (the unrolled program's values)."""
     if isinstance(expr, _StepSumMixin):
-        return expr.at(steps, lambda x, k, n: gen.instantiate(x, k, n, unrolled=unrolled))
+        return expr.at(steps, gen.instantiate)
     if not getattr(expr, "args", ()):
         return expr
-    args = [_instantiate_sums(a, steps, gen, unrolled) for a in expr.args]
+    args = [_instantiate_sums(a, steps, gen) for a in expr.args]
     return expr if all(a is b for a, b in zip(args, expr.args)) else expr.func(*args)
 
 

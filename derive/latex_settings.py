@@ -31,6 +31,7 @@ from sympy.printing.latex import LatexPrinter, translate
 
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
+from .sequence import index_order
 from .term_order import is_negative, negated, textbook_order
 
 # The course text's own glyphs for a few names (keys are base names: indices are kept).
@@ -198,14 +199,6 @@ def textbook_form(tex: str) -> str:
     return _APPLIED.sub(lambda m: m.group(1) + (m.group(2) or "") + ("\\mathopen{}\\left(" if m.group(3) != "(" else "("), tex)
 
 
-def _index_order(index):
-    """An index sum rebuilt (unevaluated) with its positive terms first, then the negative ones, the number last."""
-    if not isinstance(index, sp.Add):
-        return index
-    terms = sorted(index.args, key=lambda a: (a.is_Number, a.could_extract_minus_sign()))
-    return sp.Add(*terms, evaluate=False)
-
-
 DEFAULT = Notation()
 RUSSIAN = Notation(decimal_comma=True)
 
@@ -245,7 +238,7 @@ class NotationPrinter(LatexPrinter):
     def _print_Indexed(self, expr):
         """An entry ``X_{i+u, j+v}``: each index a sum in the order of index arithmetic, the positive terms first
         and the number last (``m + u - k + 1``, not SymPy's ``1 + m + u - k``)."""
-        indices = [_index_order(i) for i in expr.indices]
+        indices = [index_order(i) for i in expr.indices]
         return super()._print_Indexed(sp.Indexed(expr.base, *indices)) if indices != list(expr.indices) \
             else super()._print_Indexed(expr)
 
@@ -356,6 +349,32 @@ class NotationPrinter(LatexPrinter):
     def _print_MatrixSymbol(self, expr):
         return self._print_Symbol(sp.Symbol(expr.name), style=self._settings["mat_symbol_style"])
 
+    # -- values of a sequence (derive.sequence): the value's glyph, the step index printed by this printer ------
+    def _step_index(self, index) -> str:
+        """A step index in a subscript, ``t-1``, ``N-1`` (the notation's letters for t and T), set tight."""
+        return re.sub(r"\s*([+-])\s*", r"\1", self._print(index_order(index))).strip()
+
+    def _print_Stepped(self, expr, style="plain"):
+        """``h_{t-1}``, ``z^{r}_{t}``, ``\\mathbf{h}_{N-1}``: a value at a step (an exact ``symbol_names`` entry for the
+        whole name, ``h_t``, still wins)."""
+        if expr.name in self.notation.symbol_names:
+            return self._print_Symbol(sp.Symbol(expr.name), style)
+        return "%s_{%s}" % (self._print_Symbol(sp.Symbol(expr.base), style), self._step_index(expr.index))
+
+    def _print_SteppedMatrix(self, expr):
+        return self._print_Stepped(expr, style=self._settings["mat_symbol_style"])
+
+    def _print_Sensitivity(self, expr, style="plain"):
+        """``g^{h}_{t}``: the adjoint letter ``g`` (the notation's, e.g. ``\\delta``), the value it is the gradient of
+        as its superscript, the step as its subscript."""
+        if expr.name in self.notation.symbol_names:
+            return self._print_Symbol(sp.Symbol(expr.name), style)
+        return "%s^{%s}_{%s}" % (self._print_Symbol(sp.Symbol("g"), style), self._print_Symbol(sp.Symbol(expr.base)),
+                                 self._step_index(expr.index))
+
+    def _print_SensitivityMatrix(self, expr):
+        return self._print_Sensitivity(expr, style=self._settings["mat_symbol_style"])
+
 
 class Partial(sp.Expr):
     """The label ``dL/dw`` of a gradient, as an expression: printed ``\\frac{\\partial \\mathcal{L}}{\\partial w_{h}}``
@@ -417,9 +436,22 @@ class OrderedProduct(sp.Expr):
         return "%s*%s*...*%s" % tuple(printer._print(term.subs(j, k)) for k in (high, high - 1, low))
 
 
+_notebook: list[Notation | None] = [None]  # the notation of use_in_notebook (None: the text's)
+
+
+def notebook_notation() -> Notation | None:
+    """The notation :func:`use_in_notebook` set last (None: the course text's): what every ``_repr_latex_`` of a
+    derivation object prints with."""
+    return _notebook[0]
+
+
 def use_in_notebook(notation: Notation | None = None) -> None:
     """Make IPython show every SymPy object printed by :class:`NotationPrinter` (the text's notation and
-    order of terms, the renames of ``notation``) instead of SymPy's own LaTeX.  Outside IPython: nothing."""
+    order of terms, the renames of ``notation``) instead of SymPy's own LaTeX; the derivation objects'
+    ``_repr_latex_`` print with ``notation`` too (:func:`notebook_notation`), in IPython or not."""
+    if notation is not None and not isinstance(notation, Notation):
+        raise SeqgradTypeError("notation", notation, "a derive.latex_settings.Notation")
+    _notebook[0] = notation
     try:
         from IPython import get_ipython
     except ImportError:

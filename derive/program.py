@@ -32,7 +32,8 @@ API (for cells built on top of this module: RNN, GRU, LSTM, ...)
     Reverse-mode chain rule over the program: ``seeds`` maps a target to its
     loss sensitivity; ``adjoint_name(target)`` names the sensitivity of each
     target (``"g_0^z"``) or returns ``None`` to leave it inline.  Appends one
-    ``"backward"`` definition per named sensitivity and returns the gradients
+    ``"backward"`` definition per named sensitivity (``adjoint_name`` may give the symbol itself, e.g. a
+    :func:`derive.sequence.adjoint` node) and returns the gradients
     of the leaves (symbols that are not defined) as sums over their uses.
 ``prog.expand(expr, kinds=("backward",), max_terms=MAX_TERMS)``
     Substitute the definitions of the given kinds (``None``: all) into
@@ -159,6 +160,9 @@ class _StrPrinter(StrPrinter):
         from sympy.printing.precedence import PRECEDENCE
 
         return " ⊗ ".join(self.parenthesize(a, PRECEDENCE["Mul"]) for a in expr.args)
+
+    def _print_Contains(self, expr):  # a range of a step: t in {0, 3}
+        return "%s in %s" % (self._print(expr.args[0]), self._print(expr.args[1]))
 
     def _print_Subs(self, expr):  # a value at a point: dx|(x = 1, y = 2)
         point = ", ".join(f"{self._print(a)} = {self._print(b)}" for a, b in zip(expr.variables, expr.point))
@@ -635,7 +639,8 @@ class Program:
             total = _sum(terms)
             name = adjoint_name(d.target)
             if name is not None:
-                adj = sp.MatrixSymbol(name, *d.target.shape) if d.is_matrix else sp.Symbol(name)
+                adj = name if isinstance(name, (sp.Symbol, sp.MatrixSymbol)) else (
+                    sp.MatrixSymbol(name, *d.target.shape) if d.is_matrix else sp.Symbol(name))
                 self.define(adj, total, kind="backward", step=d.step)
                 total = adj
             self.adjoints[d.target] = total

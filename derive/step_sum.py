@@ -1,7 +1,8 @@
 """A sum over the general step t of a cell's derivation, ``sum_{t=lo}^{hi} term``, scalar or matrix.
 
-Not SymPy's ``Sum``: its terms name the step in their symbols (``g_t^z h_{t-1}``), so ``.at(T)`` writes it
-out for a concrete length through the derivation's own instantiation; under ``subs(T, 3)`` and ``doit()``
+Not SymPy's ``Sum``: its terms hold the step in their values' indices (``g_t^z h_{t-1}``, nodes of
+:mod:`derive.sequence`), so ``.at(T)`` writes it out for a concrete length through the derivation's own
+instantiation; under ``subs(T, 3)`` and ``doit()``
 it behaves as SymPy's ``Sum`` does.
 """
 
@@ -12,8 +13,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 
 from .safe_parse import as_sympy
 
-#: the symbolic step and length of the general derivation
-t, T = sp.Symbol("t", integer=True, nonnegative=True), sp.Symbol("T", integer=True, positive=True)
+from .sequence import T, t  # the symbolic step and length of the general derivation
 
 
 class _StepSumMixin:
@@ -28,11 +28,13 @@ class _StepSumMixin:
 
     def _latex(self, printer, exp=None):
         lo, hi = self._bounds()
-        return r"\sum_{t=%s}^{%s} %s" % (printer._print(lo), printer._print(hi), printer.parenthesize(self.term, 45))
+        return r"\sum_{%s=%s}^{%s} %s" % (printer._print(t), printer._print(lo), printer._print(hi),
+                                          printer.parenthesize(self.term, 45))
 
     def _sympystr(self, printer):
         lo, hi = self._bounds()
-        return "Sum_{t=%s}^{%s} %s" % (printer._print(lo), printer._print(hi).replace(" ", ""), printer._print(self.term))
+        return "Sum_{%s=%s}^{%s} %s" % (printer._print(t), printer._print(lo), printer._print(hi).replace(" ", ""),
+                                        printer._print(self.term))
 
     # As SymPy's Sum: ``.subs(T, 3)`` bounds the sum (the step count is kept) and ``.doit()`` writes it out;
     # substitution and pickling keep the instantiation the sum was made with.
