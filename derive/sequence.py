@@ -87,6 +87,10 @@ class _SequenceScalar(sp.Symbol):
     def __getnewargs_ex__(self):
         return (self._structure, {})
 
+    @classmethod
+    def class_key(cls):
+        return sp.Symbol.class_key()  # ordered among symbols by name, as the text's plain symbols are
+
     def _hashable_content(self):
         return (type(self).__name__,) + self._structure
 
@@ -147,6 +151,9 @@ class _SequenceMatrix(sp.MatrixSymbol):
     @property
     def shape(self):
         return self.args[-2], self.args[-1]
+
+    def sort_key(self, order=None):
+        return sp.MatrixSymbol(self.name, *self.shape).sort_key(order)  # ordered by name, as a MatrixSymbol
 
     def _eval_subs(self, old, new):
         args = tuple(a._subs(old, new) for a in self.args)

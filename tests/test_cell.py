@@ -13,6 +13,7 @@ from seqgrad.crosscheck.cells import CellFunction, against_autograd, random_case
 from seqgrad.derive import activations
 from seqgrad.derive.builtin_cells import gru_cell, lstm_cell, rnn_cell
 from seqgrad.derive.cell import Cell, CellError, T, t
+from seqgrad.derive.sequence import adjoint, stepped
 from seqgrad.errors import ParseError, SeqgradError
 
 VEC = {"D": 3, "H": 4, "C": 2}
@@ -143,20 +144,20 @@ def test_builtin_cells_against_torch_nn(kind):
 def test_general_rnn_equals_the_boxed_formulas():
     """Text L154-166 (boxed gradients at T = 3) and L290/L304/L318 (vector recursion) at general t."""
     gen = rnn_cell(activation="phi").general()
-    s = sp.Symbol
-    assert sp.expand(gen.grad("w_x").at(3) - sum(s(f"g_{k}^z") * s(f"x_{k}") for k in range(3))) == 0
-    assert sp.expand(gen.grad("w_h").at(3) - (s("g_0^z") * s("h_{-1}") + s("g_1^z") * s("h_0") + s("g_2^z") * s("h_1"))) == 0
-    assert gen.grad("w_o") == s("e") * s("h_{T-1}")
-    assert gen.grad("x") == s("g_t^z") * s("w_x")
-    rows = {str(r.lhs): r for r in gen.backward_rows()}
-    assert rows["g_t^z"].rhs == s("g_t^h") * activations.dphi(s("z_t"))
-    assert gen.transition() == s("w_h") * activations.dphi(s("z_t"))
+    s, v = sp.Symbol, stepped
+    assert sp.expand(gen.grad("w_x").at(3) - sum(adjoint(v("z", k)) * v("x", k) for k in range(3))) == 0
+    assert sp.expand(gen.grad("w_h").at(3) - sum(adjoint(v("z", k)) * v("h", k - 1) for k in range(3))) == 0
+    assert gen.grad("w_o") == s("e") * v("h", T - 1)
+    assert gen.grad("x") == adjoint(v("z", t)) * s("w_x")
+    rows = {r.lhs: r for r in gen.backward_rows()}
+    assert rows[adjoint(v("z", t))].rhs == adjoint(v("h", t)) * activations.dphi(v("z", t))
+    assert gen.transition() == s("w_h") * activations.dphi(v("z", t))
     # per-position loss (L318): g_t^h = e_t w_o + g_{t+1}^z w_h, g_T^z = 0
     every = rnn_cell(sizes=VEC, on="every").general()
     M = sp.MatrixSymbol
-    g_h = next(r for r in every.backward_rows() if str(r.lhs) == "g_t^h")
-    assert g_h.rhs == M("e_t", 1, 2) * M("W_o", 2, 4) + M("g_{t+1}^z", 1, 4) * M("W_h", 4, 4)
-    assert every.grad("w_o").term == M("e_t", 1, 2).T * M("h_t", 1, 4)
+    g_h = next(r for r in every.backward_rows() if r.lhs == adjoint(v("h", t, (1, 4))))
+    assert g_h.rhs == v("e", t, (1, 2)) * M("W_o", 2, 4) + adjoint(v("z", t + 1, (1, 4))) * M("W_h", 4, 4)
+    assert every.grad("w_o").term == v("e", t, (1, 2)).T * v("h", t, (1, 4))
 
 
 @pytest.mark.parametrize("make", [lambda: rnn_cell("phi"), lambda: rnn_cell(sizes=VEC, bias=True, on="every"),

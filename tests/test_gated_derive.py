@@ -60,7 +60,8 @@ def test_lstm_uses_one_combined_bias_per_gate_and_pytorch_gate_order():
 
 @pytest.mark.parametrize("kind, symbol", [("GRU", "u_1"), ("LSTM", "f_1")])
 def test_carry_at_fixed_gates(kind, symbol):
-    assert _net(kind, 2).carry(1) == sp.Symbol(symbol)
+    net = _net(kind, 2)
+    assert net.carry(1) == net.symbol(symbol)
     vec = _net(kind, 2, vector=True)
     assert vec.carry(1) == Diag(vec.program[symbol].target)
 
@@ -85,7 +86,7 @@ def test_gru_full_jacobian_is_carry_plus_gate_terms_and_equals_diff():
 def test_lstm_memory_jacobian_has_no_gate_term_but_h_column_does():
     net = _net("LSTM", 2)
     by_c = net.step_jacobian(1)  # wrt c_0
-    assert by_c.full == by_c.carry == sp.Symbol("f_1") and by_c.gate_terms == 0
+    assert by_c.full == by_c.carry == net.symbol("f_1") and by_c.gate_terms == 0
     by_h = net.step_jacobian(1, wrt="h")
     assert by_h.carry == 0 and by_h.full == by_h.gate_terms != 0
 

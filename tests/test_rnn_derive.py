@@ -12,6 +12,7 @@ import sympy as sp
 
 from seqgrad.derive import activations, program, rnn
 from seqgrad.derive.activations import dphi
+from seqgrad.derive.sequence import stepped
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError, SizeGuardError
 
 
@@ -49,9 +50,9 @@ def test_scalar_gradients_equal_sympy_diff(T, act, loss, reduction, bias):
 def test_scalar_three_steps_is_the_text():
     """Table 3, the closed forms of line 144 and the boxed gradients of lines 162-166."""
     net = rnn.unroll(steps=3, activation="phi")
-    g = {name: sp.Symbol(name) for name in ["g_0^z", "g_1^z", "g_2^z", "g_0^h", "g_1^h", "g_2^h"]}
-    z = sp.symbols("z_0:3")
-    h = [sp.Symbol("h_{-1}")] + list(sp.symbols("h_0:3"))
+    g = {name: net.symbol(name) for name in ["g_0^z", "g_1^z", "g_2^z", "g_0^h", "g_1^h", "g_2^h"]}  # step values
+    z = [net.symbol(f"z_{k}") for k in range(3)]
+    h = [net.symbol(f"h_{k}") for k in ("{-1}", 0, 1, 2)]
     w_x, w_h, w_o, e = sp.symbols("w_x w_h w_o e")
     table = net.backward_table()
     assert [str(f.target) for f, _ in table.rows] == ["z_0", "h_0", "z_1", "h_1", "z_2", "h_2", "yhat", "L"]
@@ -65,9 +66,9 @@ def test_scalar_three_steps_is_the_text():
     assert backward["e"] == sp.Symbol("yhat") - sp.Symbol("y")
     # line 144
     assert net.sensitivity("z", 2, expand=True) - e * w_o * dphi(z[2]) == 0
-    assert sp.expand(net.program.expand(sp.Symbol("g_0^z")) - e * w_o * dphi(z[2]) * w_h * dphi(z[1]) * w_h * dphi(z[0])) == 0
+    assert sp.expand(net.program.expand(g["g_0^z"]) - e * w_o * dphi(z[2]) * w_h * dphi(z[1]) * w_h * dphi(z[0])) == 0
     # boxed gradients
-    x = sp.symbols("x_0:3")
+    x = [net.symbol(f"x_{k}") for k in range(3)]
     assert net.grad("w_x") == sum(g[f"g_{t}^z"] * x[t] for t in range(3))
     assert net.grad("w_h") == sum(g[f"g_{t}^z"] * h[t] for t in range(3))
     assert net.grad("w_o") == e * h[3]
@@ -82,28 +83,29 @@ def test_scalar_three_steps_is_the_text():
 
 def test_tanh_slope_is_written_through_the_state():
     net = rnn.unroll(steps=2, activation="tanh")
-    assert net.program["g_1^z"].value == sp.Symbol("g_1^h") * (1 - sp.Symbol("h_1") ** 2)
+    assert net.program["g_1^z"].value == net.symbol("g_1^h") * (1 - net.symbol("h_1") ** 2)
 
 
 def test_every_position_two_paths_and_mean():
     net = rnn.unroll(steps=3, activation="phi", loss="every", reduction="mean")
     w_o, w_h = sp.symbols("w_o w_h")
     g1h = net.program["g_1^h"].value
-    assert sp.expand(g1h - (sp.Symbol("e_1") * w_o / 3 + sp.Symbol("g_2^z") * w_h)) == 0
-    assert net.program["e_1"].value == sp.Symbol("yhat_1") - sp.Symbol("y_1")
-    assert sp.expand(net.grad("w_o") - sum(sp.Symbol(f"e_{t}") * sp.Symbol(f"h_{t}") for t in range(3)) / 3) == 0
+    s = net.symbol
+    assert sp.expand(g1h - (s("e_1") * w_o / 3 + s("g_2^z") * w_h)) == 0
+    assert net.program["e_1"].value == s("yhat_1") - stepped("y", 1)
+    assert sp.expand(net.grad("w_o") - sum(s(f"e_{t}") * s(f"h_{t}") for t in range(3)) / 3) == 0
 
 
 def test_path_product_and_bounds():
     net = rnn.unroll(steps=5, activation="phi")
     w_h = sp.Symbol("w_h")
-    assert net.transition(3) == w_h * dphi(sp.Symbol("z_3"))
+    assert net.transition(3) == w_h * dphi(net.symbol("z_3"))
     for s in range(-1, 4):
         ratio = net.sensitivity("h", s, expand=True) / net.sensitivity("h", 4, expand=True)
         assert sp.simplify(ratio - net.path_product(4, s)) == 0
     assert net.path_product(2, 2) == 1
     bound = net.path_bound(4, 1, r=sp.Rational(1, 2))
-    assert isinstance(bound, sp.Le) and bound.rhs == sp.Abs(sp.Symbol("g_4^h")) / 8
+    assert isinstance(bound, sp.Le) and bound.rhs == sp.Abs(net.symbol("g_4^h")) / 8
     assert isinstance(net.path_bound(4, 1, kind="exploding"), sp.Ge)
 
 
@@ -163,11 +165,11 @@ def test_evaluate_many_expressions_at_once_equals_one_at_a_time():
 def test_vector_forms_are_the_texts():
     net = rnn.unroll(steps=3, activation="tanh", inputs=2, hidden=2, outputs=1, bias=True)
     P = net.parameters
-    g = [sp.MatrixSymbol(f"g_{t}^z", 1, 2) for t in range(3)]
-    x = [sp.MatrixSymbol(f"x_{t}", 1, 2) for t in range(3)]
+    g = [net.symbol(f"g_{t}^z") for t in range(3)]
+    x = [net.symbol(f"x_{t}") for t in range(3)]
     assert net.grad("W_x") == sum((g[t].T * x[t] for t in range(1, 3)), g[0].T * x[0])
     assert net.grad("b_h") == g[0] + g[1] + g[2]
-    assert net.grad("W_o") == sp.MatrixSymbol("e", 1, 1).T * sp.MatrixSymbol("h_2", 1, 2)
+    assert net.grad("W_o") == sp.MatrixSymbol("e", 1, 1).T * net.symbol("h_2")
     assert net.grad("x_1") == g[1] * P["W_x"]
     assert net.program["g_1^h"].value == g[2] * P["W_h"]
 
@@ -176,11 +178,11 @@ def test_vector_jacobian_is_diag_slope_times_W_h():
     net = rnn.unroll(steps=3, activation="tanh", inputs=1, hidden=2, outputs=1)
     values = _explicit(net)
     hp = sp.Matrix([[sp.Symbol("a"), sp.Symbol("b")]])
-    values[sp.MatrixSymbol("h_0", 1, 2)] = hp
+    values[net.symbol("h_0")] = hp
     z1 = net.program.evaluate(net.program["z_1"].value, values)
     h1 = z1.applyfunc(sp.tanh)
     J = h1.jacobian(hp)
-    values[sp.MatrixSymbol("h_1", 1, 2)] = h1
+    values[net.symbol("h_1")] = h1
     derived = net.program.evaluate(net.transition(1), values)
     assert sp.simplify(derived - J) == sp.zeros(2, 2)
     product = net.path_product(2, 0)
