@@ -56,6 +56,7 @@ from seqgrad import runcache, validate
 from . import rules
 from .cell import definition_tangent, direction, propagate, scalar_tangent
 from .cell_unrolled import UnrolledCell
+from .latex_settings import notebook_notation
 from .program import latex_aligned
 
 __all__ = ["gru", "lstm", "GatedRNN", "CarrySplit", "KINDS", "GATES"]
@@ -85,14 +86,14 @@ class CarrySplit:
     carry: sp.Basic
     gate_terms: sp.Basic
 
-    def latex(self) -> str:
+    def latex(self, notation=None) -> str:
         J = sp.Symbol(r"\mathbf{J}") if isinstance(self.full, MatrixExpr) else sp.Symbol("J")
         rows = [(J, self.full), (sp.Symbol(r"\text{carry (fixed gates)}"), self.carry),
                 (sp.Symbol(r"\text{gate terms}"), self.gate_terms)]
-        return latex_aligned(rows)
+        return latex_aligned(rows, notation=notation)
 
     def _repr_latex_(self) -> str:
-        return self.latex()  # already a complete display (align*), which Jupyter renders as it is
+        return self.latex(notebook_notation())  # already a complete display (align*), which Jupyter renders as it is
 
 
 class GatedRNN(UnrolledCell):

@@ -738,12 +738,14 @@ class Program:
     def __repr__(self) -> str:
         return f"<Program {self.name!r}: {len(self._defs)} definitions>"
 
-    def latex(self, kinds: str | Iterable[str] | None = None, width: int = 60) -> str:
-        """A complete display (``align*``, see :func:`latex_aligned`), one definition a line."""
-        return latex_aligned([(d.target, d.value) for d in self.definitions(kinds)], width)
+    def latex(self, kinds: str | Iterable[str] | None = None, width: int = 60, notation=None) -> str:
+        """A complete display (``align*``, see :func:`latex_aligned`), one definition a line, under ``notation``."""
+        return latex_aligned([(d.target, d.value) for d in self.definitions(kinds)], width, notation)
 
     def _repr_latex_(self) -> str:
-        return self.latex()
+        from .latex_settings import notebook_notation
+
+        return self.latex(notation=notebook_notation())
 
     def dot(self) -> str:
         """The dependency graph as Graphviz DOT text (leaves as ellipses, definitions as boxes)."""

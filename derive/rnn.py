@@ -48,6 +48,7 @@ from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 from . import activations
 from .cell_unrolled import UnrolledCell
 from .rules import Diag  # noqa: F401  (diag(v) of the text, one class for every module)
+from .latex_settings import NotationPrinter
 from .program import Definition, Elementwise, _latex
 
 __all__ = ["unroll", "RNN", "BackwardTable", "LOSSES", "REDUCTIONS"]
@@ -106,10 +107,12 @@ class BackwardTable:
 
     __repr__ = __str__
 
-    def latex(self) -> str:
-        """A two-column ``tabular`` (forward pass | backward pass), each cell printed by ``sympy.latex``."""
+    def latex(self, notation=None) -> str:
+        """A two-column ``tabular`` (forward pass | backward pass), each cell printed by the notation's printer."""
+        printer = NotationPrinter(notation)
+
         def cell(d):
-            return f"${_latex(d.target)} = {_latex(d.value)}$" if d else ""
+            return f"${printer.doprint(d.target)} = {printer.doprint(d.value)}$" if d else ""
 
         body = "\n".join(f"{cell(f)} & {cell(b)} \\\\" for f, b in self.rows)
         return ("\\begin{tabular}{ll}\n\\hline\nForward pass & Backward pass \\\\\n\\hline\n"

@@ -14,7 +14,7 @@ import sympy as sp
 
 from seqgrad.errors import SeqgradValueError
 
-from .latex_settings import Partial
+from .latex_settings import Partial, notebook_notation
 from .program import latex_aligned
 
 
@@ -28,15 +28,15 @@ class Unrolled:
     def __str__(self) -> str:
         return str(self.program)
 
-    def latex(self, kinds=None) -> str:
-        """The whole derivation (forward, loss, backward, gradients) as an ``aligned`` environment."""
+    def latex(self, kinds=None, notation=None) -> str:
+        """The whole derivation (forward, loss, backward, gradients) as a display, under ``notation``."""
         rows = [(d.target, d.value) for d in self.program.definitions(kinds)]
         if kinds is None:
             rows += [(Partial(s), self._gradient(s)) for s in self.parameters.values()]
-        return latex_aligned(rows)
+        return latex_aligned(rows, notation=notation)
 
     def _repr_latex_(self) -> str:
-        return self.latex()  # already a complete display (align*), which Jupyter renders as it is
+        return self.latex(notation=notebook_notation())  # already a complete display (align*), which Jupyter renders as it is
 
     def dot(self) -> str:
         """The unrolled graph and its backward pass as Graphviz DOT text."""

@@ -11,6 +11,33 @@ from pathlib import Path
 from typing import Iterator
 
 
+def add_notation(p: argparse.ArgumentParser) -> None:
+    """The notation options of every command that prints LaTeX (``seqgrad latex``, ``seqgrad derive ... --latex``),
+    read by :func:`notation_from`: ``--symbol NAME=LATEX`` (repeatable), ``--plain``, ``--decimal-comma``."""
+    p.add_argument("--decimal-comma", action="store_true", help="write numbers with a decimal comma (Russian-language notes)")
+    p.add_argument("--plain", action="store_true", help="set vectors and matrices in plain, not bold, type")
+    p.add_argument("--symbol", action="append", default=[], metavar="NAME=LATEX",
+                   help="print the symbol NAME as LATEX (repeatable), e.g. --symbol 'w_h=W_{hh}'; a bare letter renames every symbol with that base letter, keeping its indices, e.g. --symbol 'g=\\delta'; the step and the length are the letters t and T: --symbol t=k --symbol T=N")
+
+
+def notation_from(args):
+    """The notation of the command line: ``--symbol NAME=LATEX`` renames the symbol NAME (``w_h``) or,
+    for a bare letter (``g``), every symbol with that base letter, keeping its indices; the LaTeX must be
+    well formed (balanced braces, no ``$``), and a name that no formula of the document prints is refused."""
+    from seqgrad.derive.latex_settings import TEXTBOOK_LETTERS, Notation, check_math
+    from seqgrad.errors import SeqgradValueError
+
+    names, letters = {}, dict(TEXTBOOK_LETTERS)
+    for item in args.symbol:
+        name, sep, tex = item.partition("=")
+        name, tex = name.strip(), tex.strip()
+        if not sep or not name or not tex:
+            raise SeqgradValueError("--symbol", item, "NAME=LATEX, e.g. 'w_h=W_{hh}'")
+        check_math("--symbol", tex)
+        (letters if name.isalpha() else names)[name] = tex
+    return Notation(symbol_names=names, letters=letters, bold=not args.plain, decimal_comma=args.decimal_comma)
+
+
 def add_device(parser: argparse.ArgumentParser, default: str = "cpu") -> None:
     parser.add_argument("--device", choices=("cpu", "cuda", "auto"), default=default,
                         help=f"where numeric work runs (default {default}; auto picks cuda when present)")

@@ -39,16 +39,41 @@ def loss_and_positions(args) -> tuple[str, object]:
     return loss, on
 
 
+def latex_notation(args):
+    """The notation of ``--symbol``/``--plain``/``--decimal-comma`` (:func:`._common.notation_from`) when the
+    command prints LaTeX (None otherwise); the options without ``--latex`` are refused, as they would do nothing."""
+    from ._common import notation_from
+
+    given = [o for o, v in (("--symbol", args.symbol), ("--plain", args.plain), ("--decimal-comma", args.decimal_comma)) if v]
+    if not args.latex:
+        if given:
+            raise usage(given[0], getattr(args, given[0][2:].replace("-", "_")), "--latex too (the notation is LaTeX's)")
+        return None
+    return notation_from(args)
+
+
+def printed_latex(print_with, args) -> str:
+    """``print_with(notation)`` under the command line's notation; a ``--symbol`` that renames nothing it printed
+    is refused (one line naming it), as ``seqgrad latex`` refuses it."""
+    notation = latex_notation(args)
+    text = print_with(notation)
+    unused = notation.unused_renames() if notation is not None else []
+    if unused:
+        raise usage("--symbol", ", ".join(unused), "the name (or base letter) of a symbol this derivation prints")
+    return text
+
+
 def run_cell_object(cell, args, check_text: Callable | None = None) -> str:
     """A cell's derivation (general t, or unrolled for --steps) and, with --check, ``check_text(cell)``."""
     parts = []
+    latex_notation(args)  # the notation options are checked before any work
     if args.steps is not None:
         net = cell.unroll(steps(args))
-        parts.append(net.latex() if args.latex else str(net.program) + "\n\n" + "\n".join(
-            f"dL/d{name} = {_sstr(net.grad(name))}" for name in net.parameters))
+        parts.append(printed_latex(lambda n: net.latex(notation=n), args) if args.latex else str(net.program)
+                     + "\n\n" + "\n".join(f"dL/d{name} = {_sstr(net.grad(name))}" for name in net.parameters))
     else:
         gen = cell.general()
-        parts.append(gen.latex() if args.latex else str(gen))
+        parts.append(printed_latex(gen.latex, args) if args.latex else str(gen))
     if args.check and check_text is not None:
         parts.append(check_text(cell))
     return "\n\n".join(parts)

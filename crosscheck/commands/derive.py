@@ -13,7 +13,8 @@ import argparse
 import itertools
 from typing import Callable
 
-from ._derive_cell import MAX_STEPS, checks, loss_and_positions, run_cell_object, steps, usage
+from ._common import add_notation
+from ._derive_cell import MAX_STEPS, checks, latex_notation, loss_and_positions, printed_latex, run_cell_object, steps, usage
 
 
 def _add_common(p: argparse.ArgumentParser, sizes: bool = True) -> None:
@@ -48,6 +49,7 @@ def _add_rnn(p: argparse.ArgumentParser) -> None:
                      help="print LaTeX: a complete display (align*, needs amsmath) to paste into a document body")
     out.add_argument("--table", action="store_true", help="print the forward/backward table (Table 3)")
     out.add_argument("--dot", action="store_true", help="print the dependency graph as Graphviz DOT")
+    add_notation(p)
 
 
 def _run_rnn(args) -> str:
@@ -66,6 +68,7 @@ def _run_rnn(args) -> str:
         return run_cell_object(cell, args, _check_text)
     steps(args)
     _sizes(args)  # the width guards
+    latex_notation(args)
     net = rnn.unroll(steps=args.steps, activation=args.activation, inputs=args.inputs, hidden=args.hidden,
                      outputs=args.outputs, bias=args.bias, loss=args.loss or "final", reduction=args.reduction)
     max_terms = None if args.max_terms is None else validate.integer("--max-terms", args.max_terms, minimum=1,
@@ -77,7 +80,7 @@ def _run_rnn(args) -> str:
     grads = [(Partial(symbol), name) for name, symbol in net.parameters.items()]
     if not args.expand:
         if args.latex:
-            return net.latex()
+            return printed_latex(lambda n: net.latex(notation=n), args)
         # streamed, one definition a line, in the text's order of terms with the zero initial state dropped
         rows = [(d.target, [d.value]) for d in net.program] + [(lhs, [net.grad(name)]) for lhs, name in grads]
         return _text_lines(rows)
@@ -89,10 +92,10 @@ def _run_rnn(args) -> str:
     limit = max_terms or MAX_TERMS
     if total > limit:  # the whole printout is guarded, not only each formula
         raise SizeGuardError("--expand", f"rnn --steps {net.steps}", limit, total)
-    rows = [(sp.Symbol(f"g_{t}^z"), net.sensitivity("z", t, expand=True, max_terms=limit)) for t in range(net.steps)]
+    rows = [(net.sensitivity("z", t), net.sensitivity("z", t, expand=True, max_terms=limit)) for t in range(net.steps)]
     rows += [(lhs, net.grad(name, expand=True, max_terms=limit)) for lhs, name in grads]
     if args.latex:
-        return latex_aligned(rows)
+        return printed_latex(lambda n: latex_aligned(rows, notation=n), args)
     return _text([(lhs, [rhs]) for lhs, rhs in rows])
 
 
@@ -151,6 +154,7 @@ def _check_text(cell) -> str:
 def _add_gated(p: argparse.ArgumentParser) -> None:
     _add_common(p)
     p.add_argument("--latex", action="store_true", help="print LaTeX: a complete display (align*, amsmath) that pastes into a document body")
+    add_notation(p)
 
 
 def _run_gated(kind):
@@ -177,6 +181,7 @@ def _add_cell(p: argparse.ArgumentParser) -> None:
                    help="an activation of your own, e.g. 'lrelu(z) = max(z, z/10)' (repeatable)")
     _add_common(p, sizes=False)
     p.add_argument("--latex", action="store_true", help="print LaTeX: a complete display (align*, amsmath) that pastes into a document body")
+    add_notation(p)
 
 
 def _parse_sizes(text):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import add_device, jobs_option, output_file, resolved_device
+from ._common import add_device, add_notation, jobs_option, notation_from, output_file, resolved_device
 
 
 #: the longest a single proof may be given (docs/limits.md): an hour, where a larger number only overflows the timer
@@ -27,10 +27,7 @@ def register(sub) -> None:
                    help="end with the verification appendix: every identity with its id and source, the checks run now "
                         "and the printed claims (default); --no-appendix leaves it out, and the footnotes then say how "
                         "each result was verified without pointing to it")
-    p.add_argument("--decimal-comma", action="store_true", help="write numbers with a decimal comma (Russian-language notes)")
-    p.add_argument("--plain", action="store_true", help="set vectors and matrices in plain, not bold, type")
-    p.add_argument("--symbol", action="append", default=[], metavar="NAME=LATEX",
-                   help="print the symbol NAME as LATEX (repeatable), e.g. --symbol 'w_h=W_{hh}'; a bare letter renames every symbol with that base letter, keeping its indices, e.g. --symbol 'g=\\delta'")
+    add_notation(p)
     p.add_argument("--digits", type=int, default=3, metavar="N",
                    help="significant figures of the numeric tables (default 3, as the course prints them)")
     p.add_argument("--proof-seconds", type=float, default=20.0, metavar="S",
@@ -41,24 +38,6 @@ def register(sub) -> None:
                         "1 on cuda; 1 builds them in this process); the document is the same")
     add_device(p)
     p.set_defaults(handler=run)
-
-
-def notation_from(args):
-    """The notation of the command line: ``--symbol NAME=LATEX`` renames the symbol NAME (``w_h``) or,
-    for a bare letter (``g``), every symbol with that base letter, keeping its indices; the LaTeX must be
-    well formed (balanced braces, no ``$``), and a name that no formula of the document prints is refused."""
-    from seqgrad.derive.latex_settings import TEXTBOOK_LETTERS, Notation, check_math
-    from seqgrad.errors import SeqgradValueError
-
-    names, letters = {}, dict(TEXTBOOK_LETTERS)
-    for item in args.symbol:
-        name, sep, tex = item.partition("=")
-        name, tex = name.strip(), tex.strip()
-        if not sep or not name or not tex:
-            raise SeqgradValueError("--symbol", item, "NAME=LATEX, e.g. 'w_h=W_{hh}'")
-        check_math("--symbol", tex)
-        (letters if name.isalpha() else names)[name] = tex
-    return Notation(symbol_names=names, letters=letters, bold=not args.plain, decimal_comma=args.decimal_comma)
 
 
 def run(args) -> int:
