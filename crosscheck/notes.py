@@ -188,19 +188,7 @@ def _display(rows, b, width: int = 60) -> str:
 
 def _rows(derivation_rows) -> list:
     """(lhs, rhs) pairs of :class:`derive.cell.Row` objects, the range of t a row holds for set after it."""
-    out = []
-    for r in derivation_rows:
-        out.append((r.lhs, r.rhs) if r.where is None else (r.lhs, r.rhs, ("for ", _where(r.where))))
-    return out
-
-
-def _where(where: str):
-    """A row's range (``t < T-1``) as a SymPy relation."""
-    t, T = sp.Symbol("t", integer=True), sp.Symbol("T", integer=True)
-    m = re.fullmatch(r"t\s*<\s*T\s*-\s*1", where)
-    if m:
-        return sp.StrictLessThan(t, T - 1, evaluate=False)
-    return sp.Symbol(where)
+    return [r.display_row() for r in derivation_rows]
 
 
 def _words(s: str, b, **formulas) -> str:

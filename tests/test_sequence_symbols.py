@@ -1,0 +1,163 @@
+"""Issue 24 part 3: a value at a step and an adjoint are SymPy nodes (derive.sequence); ranges are relations;
+instantiation is substitution; the printers set every index, so a notation's letters for t and T and a renamed
+parameter reach every formula; user names never collide with the engine's."""
+
+from __future__ import annotations
+
+import pickle
+import re
+
+import pytest
+import sympy as sp
+
+from seqgrad.derive.builtin_cells import gru_cell, lstm_cell, rnn_cell
+from seqgrad.derive.cell import Cell, CellError
+from seqgrad.derive.latex_settings import Notation
+from seqgrad.derive.sequence import Sensitivity, Stepped, T, adjoint, stepped, t
+
+LETTERS = {"t": "k", "T": "N"}
+
+
+def tokens(tex: str) -> list[str]:
+    """The LaTeX as tokens: commands (``\\tanh``), single letters, single other characters; the words of
+    ``\\text{...}`` (``for``) are left out (they are prose, not symbols)."""
+    tex = re.sub(r"\\(?:text|mathrm|operatorname|begin|end)\{[^{}]*\}", " ", tex)
+    return re.findall(r"\\[A-Za-z]+|[A-Za-z]|\S", tex)
+
+
+def contains(seq: list[str], part: list[str]) -> bool:
+    n = len(part)
+    return any(seq[i:i + n] == part for i in range(len(seq) - n + 1))
+
+
+def printed(symbol, notation=None) -> list[str]:
+    return tokens(Notation().latex(symbol) if notation is None else notation.latex(symbol))
+
+
+def assert_renamed(tex: str, old_symbol, new_tex: str):
+    toks = tokens(tex)
+    assert not {"t", "T"} & set(toks), [m for m in re.findall(r".{30}\b[tT]\b.{10}", tex)][:3]
+    assert not contains(toks, printed(old_symbol)), f"{old_symbol} still printed"
+    assert contains(toks, tokens(new_tex)), f"{new_tex} not printed"
+
+
+# -- the nodes -----------------------------------------------------------------------------------------------
+
+def test_instantiation_is_substitution_and_nodes_are_not_names():
+    h = stepped("h", t - 1)
+    assert h.subs(t, 3) == stepped("h", 2) and h.subs(t, T) == stepped("h", T - 1)
+    assert adjoint(stepped("z", t + 1)).subs(t, 1) == adjoint(stepped("z", 2))
+    assert stepped("h", t) != sp.Symbol("h_t")  # a user's parameter called h_t is another value
+    assert stepped("g^h", t) != adjoint(stepped("h", t))  # a user's value g^h is not the adjoint of h
+    M = stepped("h", t - 1, (1, 3))
+    assert M.shape == (1, 3) and M.subs(t, 0) == stepped("h", -1, (1, 3))
+    for node in (h, adjoint(stepped("z", t)), M, adjoint(M)):
+        assert pickle.loads(pickle.dumps(node)) == node
+    assert sp.diff(h ** 2, h) == 2 * h and h.free_symbols == {h}
+
+
+def test_ranges_are_relations():
+    gen = rnn_cell().general()
+    where = [r.where for r in gen.backward_rows() if r.where is not None]
+    assert where == [sp.StrictLessThan(t, T - 1, evaluate=False)]
+    positions = Cell("z = w_x*x + w_h*h_prev; h = tanh(z)", states="h", params="w_x w_h w_o", head="w_o*h",
+                     on=(0, 2)).general()
+    assert positions.forward_rows()[-2].where == sp.Contains(t, sp.FiniteSet(0, 2), evaluate=False)
+    assert "k \\in" in positions.latex(Notation(letters=LETTERS))
+
+
+# -- the notation reaches every formula --------------------------------------------------------------------------
+
+CELLS = {
+    "rnn": (lambda: rnn_cell(), "w_h", sp.Symbol("w_h")),
+    "rnn_vector": (lambda: rnn_cell(sizes={"D": 2, "H": 3, "C": 1}, bias=True, on="every"), "W_h",
+                   sp.MatrixSymbol("W_h", 3, 3)),
+    "gru": (lambda: gru_cell(), "w_hn", sp.Symbol("w_hn")),
+    "lstm": (lambda: lstm_cell(), "w_xi", sp.Symbol("w_xi")),
+    "lstm_vector": (lambda: lstm_cell(sizes={"D": 2, "H": 2, "C": 1}), "W_xi", sp.MatrixSymbol("W_xi", 2, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(CELLS))
+def test_general_derivation_prints_the_notations_letters_and_names(name):
+    make, param, symbol = CELLS[name]
+    gen = make().general()
+    default = gen.latex()
+    assert {"t", "T"} <= set(tokens(default)) and contains(tokens(default), printed(symbol))  # the test can fail
+    notation = Notation(letters=LETTERS, symbol_names={param: r"Q_{r}"})
+    assert_renamed(gen.latex(notation), symbol, r"Q_{r}")
+    assert notation.unused_renames() == []
+
+
+def test_a_renamed_state_and_the_adjoint_letter_reach_superscripts_and_labels():
+    gen = lstm_cell().general()
+    toks = tokens(gen.latex(Notation(letters={**LETTERS, "g": r"\delta", "c": "s"})))
+    assert "g" not in toks and contains(toks, tokens(r"\delta^{s}_{k}")) and contains(toks, tokens(r"s_{k-1}"))
+    assert not contains(toks, tokens("c_{k}")) and not contains(toks, tokens(r"\delta^{c}"))
+
+
+def test_cli_derive_latex_takes_the_notation(capsys):
+    from seqgrad.crosscheck.cli import main
+
+    assert main(["derive", "lstm", "--general", "--latex", "--symbol", "t=k", "--symbol", "T=N",
+                 "--symbol", "w_xi=Q_{r}"]) == 0
+    assert_renamed(capsys.readouterr().out, sp.Symbol("w_xi"), r"Q_{r}")
+    assert main(["derive", "lstm", "--general", "--latex", "--symbol", "q=k"]) == 2
+    assert "--symbol" in capsys.readouterr().err
+    assert main(["derive", "lstm", "--general", "--symbol", "t=k"]) == 2  # no LaTeX printed: refused
+    assert "--latex" in capsys.readouterr().err
+
+
+def test_notes_recurrent_sections_print_the_notation():
+    """The displays of the notes' RNN and GRU/LSTM sections (every align* block: the derivations, printed by the
+    printers) under t -> k, T -> N and a renamed parameter."""
+    from seqgrad.crosscheck import latexdoc
+
+    notation = Notation(letters=LETTERS, symbol_names={"w_h": r"Q_{r}"})
+    tex = latexdoc.render(["rnn", "gates"], notation, figures_dir=None, appendix=False, proof_seconds=5)
+    blocks = re.findall(r"\\begin\{align\*\}.*?\\end\{align\*\}", tex, re.S)
+    assert len(blocks) >= 10
+    assert_renamed("\n".join(blocks), sp.Symbol("w_h"), r"Q_{r}")
+
+
+# -- user names never collide with the engine's ----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["g", "dh", "d", "g_t", "gz", "rho_h"])
+def test_engine_like_names_are_legal_and_derive_right(name):
+    from seqgrad.crosscheck.cells import against_autograd
+
+    as_state = Cell(f"z = w_x*x + w_h*{name}_prev; {name} = tanh(z)", states=name, params="w_x w_h w_o",
+                    head=f"w_o*{name}")
+    as_param = Cell(f"z = w_x*x + {name}*h_prev; h = tanh(z)", states="h", params=f"w_x {name} w_o", head="w_o*h")
+    as_intermediate = Cell(f"{name} = w_x*x + w_h*h_prev; h = tanh({name})", states="h", params="w_x w_h w_o",
+                           head="w_o*h", named=[name])
+    for cell in (as_state, as_param, as_intermediate):
+        assert cell.unroll(3).check_general() == []
+        worst = max(err for _, _, err, _ in against_autograd(cell, steps=(1, 4), trials=1))
+        assert worst < 1e-12, (name, worst)
+
+
+@pytest.mark.parametrize("name", ["e", "L", "t", "T", "yhat", "y", "B"])
+@pytest.mark.parametrize("role", ["states", "params", "equations"])
+def test_each_reserved_name_is_refused_with_a_message_naming_it(name, role):
+    eq = {"states": f"z = w_x*x + w_h*{name}_prev; {name} = tanh(z)", "params": f"z = w_x*x + {name}*h_prev; h = tanh(z)",
+          "equations": f"{name} = w_x*x + w_h*h_prev; h = tanh({name})"}[role]
+    kwargs = dict(states=name if role == "states" else "h", head=f"w_o*{name}" if role == "states" else "w_o*h",
+                  params=f"w_x {name} w_o" if role == "params" else "w_x w_h w_o")
+    with pytest.raises(CellError, match=rf"a name other than '{re.escape(name)}': the derivation's own name for"):
+        Cell(eq, **kwargs)
+
+
+def test_the_input_and_duplicates_are_refused():
+    with pytest.raises(CellError, match="the input"):
+        Cell("z = x*x + w_h*h_prev; h = tanh(z)", states="h", params="x w_h w_o", head="w_o*h")
+    with pytest.raises(CellError, match="each parameter named once"):
+        Cell("z = w_x*x + w_h*h_prev; h = tanh(z)", states="h", params=["w_x", "w_h", "w_h", "w_o"], head="w_o*h")
+    with pytest.raises(CellError, match="each name once"):
+        Cell("z = w_x*x + w_h*h_prev; h = tanh(z)", states="h h", params="w_x w_h w_o", head="w_o*h")
+
+
+def test_nodes_are_what_the_derivation_holds():
+    gen = rnn_cell().general()
+    assert isinstance(gen.prev["h"], Stepped) and gen.prev["h"].index == t - 1
+    assert isinstance(gen.backward_rows()[1].lhs, Sensitivity)
