@@ -19,6 +19,7 @@ import os
 import re
 import sys
 
+from ._common import add_notation
 from ._derive_cell import checks, loss_and_positions, run_cell_object, usage
 
 
@@ -31,6 +32,7 @@ def _add_torch(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="store_true",
                    help="compare every derived gradient with the module's own autograd (float64); exit 1 on a mismatch")
     p.add_argument("--latex", action="store_true", help="print LaTeX: a complete display (align*, amsmath)")
+    add_notation(p)
     p.add_argument("--states", metavar="NAMES", help="a step module's states, in the order of its arguments, e.g. 'h c'")
     p.add_argument("--example", metavar="x=3,h=4",
                    help="a step module's widths: the input x and each state (one example row of each is traced)")
