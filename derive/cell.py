@@ -29,7 +29,7 @@ entrywise.
 >>> gen.grad("w_h")
 Sum_{t=0}^{T-1} g_t^z*h_{t-1}
 >>> print(gen.backward_rows()[2])
-g_t^h = g_{t+1}^z*w_h   (t < T-1)
+g_t^h = g_{t+1}^z*w_h   (t < T - 1)
 >>> gen.grad("w_h").at(3)
 g_0^z*h_{-1} + g_1^z*h_0 + g_2^z*h_1
 >>> gen.transition()

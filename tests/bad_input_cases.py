@@ -121,6 +121,9 @@ case("derive.cell", "Cell(..., sizes={'D': 3, 'H': 4, 'C': 2}) with w_h*x  (shap
                              equations="z = w_h*x; h = tanh(z + w_x*x)"))
 case("derive.cell", "Cell(..., loss='hinge')", SeqgradValueError, "loss")(lambda: _user_cell(loss="hinge"))
 case("derive.cell", "Cell(..., on=[])", SeqgradValueError, "on")(lambda: _user_cell(on=[]))
+case("derive.cell", "Cell('... e_prev ...', states='e')  (a state named like the engine's error)", SeqgradValueError,
+     "the derivation's own name for the error")(
+    lambda: _user_cell(equations="z = w_x*x + w_h*e_prev; e = tanh(z)", states="e", head="w_o*e"))
 case("derive.cell", "Cell(...).unroll(0)", SeqgradValueError, "steps=0")(lambda: _user_cell().unroll(0))
 case("derive.cell", "CellFunction(Cell(..., 'phi'))  (a generic activation has no numeric value)", SeqgradValueError,
      "concrete activation")(lambda: __import__("seqgrad.crosscheck.cells").crosscheck.cells.CellFunction(
@@ -464,6 +467,8 @@ def _lambdify_backend(backend: str):
 
 cli(["frobnicate"], UsageError, "invalid choice: 'frobnicate'")
 cli(["verify", "sin(x) = y", "--vars", "x"], ParseError, "'y' is not on the whitelist")
+cli(["derive", "lstm", "--general", "--symbol", "t=k"], SeqgradValueError, "--latex too")
+cli(["derive", "lstm", "--general", "--latex", "--symbol", "q=k"], SeqgradValueError, "a symbol this derivation prints")
 cli(["verify", "x = x", "--vars", "x", "--points", "0"], SeqgradValueError, "points")
 cli(["verify", "trace(A*B) = trace(B*A)", "--shape", "A:n,m B:n,n"], ParseError, "the product needs m = n")
 cli(["verify", "log(x) = 1", "--vars", "x", "--assume", "y > 0"], ParseError, "a bound on a declared variable")
