@@ -75,6 +75,34 @@ def _adjoint_name(of) -> str:
     return f"g_{index_text(of.index)}^" + (stem if not sup else "{%s^%s}" % (stem, sup))
 
 
+class _StepParts:
+    """``base`` (the user's name) and ``index`` (the step) of a value at a step, read from its parts."""
+
+    @property
+    def base(self) -> str:
+        return getattr(self._parts[0], "name", self._parts[0])
+
+    @property
+    def index(self):
+        return self._parts[1]
+
+
+class _AdjointParts:
+    """``of`` (the value at a step), and its ``base`` and ``index``, of an adjoint, read from its parts."""
+
+    @property
+    def of(self):
+        return self._parts[0]
+
+    @property
+    def base(self) -> str:
+        return self.of.base
+
+    @property
+    def index(self):
+        return self.of.index
+
+
 class _SequenceScalar(sp.Symbol):
     """A scalar atom with structure (see :class:`Stepped`, :class:`Sensitivity`): named by its structure,
     equal only to a node of its own kind with the same structure, substituted through its index."""
@@ -83,6 +111,10 @@ class _SequenceScalar(sp.Symbol):
         obj = sp.Symbol.__new__(cls, cls._name(*structure))
         obj._structure = structure
         return obj
+
+    @property
+    def _parts(self) -> tuple:
+        return self._structure
 
     def __getnewargs_ex__(self):
         return (self._structure, {})
@@ -99,7 +131,7 @@ class _SequenceScalar(sp.Symbol):
         return None if structure == self._structure else type(self)(*structure)
 
 
-class Stepped(_SequenceScalar):
+class Stepped(_StepParts, _SequenceScalar):
     """The scalar value ``base`` at step ``index`` (``h_{t-1}``): see :func:`stepped`."""
 
     @staticmethod
@@ -109,16 +141,8 @@ class Stepped(_SequenceScalar):
     def __new__(cls, base: str, index):
         return super().__new__(cls, base, as_sympy(index))
 
-    @property
-    def base(self) -> str:
-        return self._structure[0]
 
-    @property
-    def index(self):
-        return self._structure[1]
-
-
-class Sensitivity(_SequenceScalar):
+class Sensitivity(_AdjointParts, _SequenceScalar):
     """The gradient of the loss with respect to the scalar value ``of`` (``g_t^h``): see :func:`adjoint`."""
 
     @staticmethod
@@ -128,25 +152,17 @@ class Sensitivity(_SequenceScalar):
     def __new__(cls, of: Stepped):
         return super().__new__(cls, of)
 
-    @property
-    def of(self) -> Stepped:
-        return self._structure[0]
-
-    @property
-    def base(self) -> str:
-        return self.of.base
-
-    @property
-    def index(self):
-        return self.of.index
-
 
 class _SequenceMatrix(sp.MatrixSymbol):
     """A matrix atom with structure: ``args`` are the structure and the shape, the name is made from them."""
 
     @property
+    def _parts(self) -> tuple:
+        return self.args[:-2]
+
+    @property
     def name(self) -> str:
-        return self._name(*self.args[:-2])
+        return self._name(*self._parts)
 
     @property
     def shape(self):
@@ -160,7 +176,7 @@ class _SequenceMatrix(sp.MatrixSymbol):
         return None if args == self.args else self.func(*args)
 
 
-class SteppedMatrix(_SequenceMatrix):
+class SteppedMatrix(_StepParts, _SequenceMatrix):
     """The row value ``base`` at step ``index`` (``\\mathbf{h}_{t-1}``, shape ``(1, H)``): see :func:`stepped`."""
 
     _name = staticmethod(lambda base, index: _stepped_name(base.name, index))
@@ -169,16 +185,8 @@ class SteppedMatrix(_SequenceMatrix):
         base = base if isinstance(base, Str) else Str(base)
         return sp.Basic.__new__(cls, base, as_sympy(index), sp.Integer(rows), sp.Integer(cols))
 
-    @property
-    def base(self) -> str:
-        return self.args[0].name
 
-    @property
-    def index(self):
-        return self.args[1]
-
-
-class SensitivityMatrix(_SequenceMatrix):
+class SensitivityMatrix(_AdjointParts, _SequenceMatrix):
     """The gradient of the loss with respect to the row value ``of`` (``\\mathbf{g}_t^h``)."""
 
     _name = staticmethod(_adjoint_name)
@@ -186,18 +194,6 @@ class SensitivityMatrix(_SequenceMatrix):
     def __new__(cls, of, rows=None, cols=None):
         rows, cols = of.shape if rows is None else (rows, cols)
         return sp.Basic.__new__(cls, of, sp.Integer(rows), sp.Integer(cols))
-
-    @property
-    def of(self) -> SteppedMatrix:
-        return self.args[0]
-
-    @property
-    def base(self) -> str:
-        return self.of.base
-
-    @property
-    def index(self):
-        return self.of.index
 
 
 def stepped(base: str, index, shape=None):
