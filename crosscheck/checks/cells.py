@@ -8,6 +8,7 @@ import sympy as sp
 
 from seqgrad.derive.builtin_cells import gru_cell, lstm_cell, rnn_cell
 from seqgrad.derive.cell import Cell
+from seqgrad.derive.sequence import T, adjoint, stepped, t
 
 from ..registry import Context, check
 from ..tolerance import Outcome, combine
@@ -66,15 +67,15 @@ def builtin_cells_autograd(ctx: Context) -> Outcome:
 def general_boxed(ctx: Context) -> Outcome:
     """The RNN's general-t gradients equal the text's boxed formulas at T = 3, and its vector recursion is the
     text's L290/L318 (g_t^z = g_t^h o phi'(z_t), g_t^h = e_t W_o + g_{t+1}^z W_h, sum_t e_t^T h_t)."""
-    s, M = sp.Symbol, sp.MatrixSymbol
+    s, M, v = sp.Symbol, sp.MatrixSymbol, stepped  # the text's step values: nodes (derive.sequence)
     gen = rnn_cell("phi").general()
-    ok = [sp.expand(gen.grad("w_x").at(3) - sum(s(f"g_{k}^z") * s(f"x_{k}") for k in range(3))) == 0,
-          sp.expand(gen.grad("w_h").at(3) - (s("g_0^z") * s("h_{-1}") + s("g_1^z") * s("h_0") + s("g_2^z") * s("h_1"))) == 0,
-          gen.grad("w_o") == s("e") * s("h_{T-1}"), gen.grad("x") == s("g_t^z") * s("w_x")]
+    ok = [sp.expand(gen.grad("w_x").at(3) - sum(adjoint(v("z", k)) * v("x", k) for k in range(3))) == 0,
+          sp.expand(gen.grad("w_h").at(3) - sum(adjoint(v("z", k)) * v("h", k - 1) for k in range(3))) == 0,
+          gen.grad("w_o") == s("e") * v("h", T - 1), gen.grad("x") == adjoint(v("z", t)) * s("w_x")]
     every = rnn_cell(sizes=SIZES, on="every").general()
-    g_h = next(r for r in every.backward_rows() if str(r.lhs) == "g_t^h")
-    ok.append(g_h.rhs == M("e_t", 1, 2) * M("W_o", 2, 4) + M("g_{t+1}^z", 1, 4) * M("W_h", 4, 4))
-    ok.append(every.grad("w_o").term == M("e_t", 1, 2).T * M("h_t", 1, 4))
+    g_h = next(r for r in every.backward_rows() if r.lhs == adjoint(v("h", t, (1, 4))))
+    ok.append(g_h.rhs == v("e", t, (1, 2)) * M("W_o", 2, 4) + adjoint(v("z", t + 1, (1, 4))) * M("W_h", 4, 4))
+    ok.append(every.grad("w_o").term == v("e", t, (1, 2)).T * v("h", t, (1, 4)))
     return Outcome.exact(all(ok), f"{sum(ok)} of {len(ok)} formulas equal the text's")
 
 
