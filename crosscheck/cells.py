@@ -35,6 +35,7 @@ import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
 from seqgrad.derive.cell import Cell
+from seqgrad.derive.sequence import t
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
 from . import buffered, cell_loop
@@ -258,7 +259,7 @@ def _step_names(cell: Cell, gen):
         name(d.target)
     name(gen.yhat, "yhat_t")
     name(gen.e, "e_t")
-    y_t = gen.sym.seq("y", sp.Symbol("t"), cell.target_shape())
+    y_t = gen.sym.seq("y", t, cell.target_shape())  # the target at step t
     name(y_t, "y_t")
     for d in gen.backward_defs:
         name(d.target)

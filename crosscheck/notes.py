@@ -309,14 +309,10 @@ def paths_section(b) -> Part:
 
 
 def _step(expr, j):
-    """A transition Jacobian at step ``j`` instead of ``t``: its step symbols renamed (``h_t`` -> ``h_j``)."""
-    names = {}
-    for s in getattr(expr, "free_symbols", ()):
-        name = getattr(s, "name", "")
-        if re.search(r"_(\{t\}|t)$", name):
-            new = re.sub(r"_(\{t\}|t)$", "_" + str(j), name)
-            names[s] = sp.MatrixSymbol(new, *s.shape) if isinstance(s, sp.MatrixSymbol) else sp.Symbol(new)
-    return expr.xreplace(names)
+    """A transition Jacobian at step ``j`` instead of ``t``: the step substituted (``h_t`` -> ``h_j``)."""
+    from seqgrad.derive.sequence import t
+
+    return expr.subs(t, j)
 
 
 def _relation(rel, b) -> str:
