@@ -161,3 +161,16 @@ def test_nodes_are_what_the_derivation_holds():
     gen = rnn_cell().general()
     assert isinstance(gen.prev["h"], Stepped) and gen.prev["h"].index == t - 1
     assert isinstance(gen.backward_rows()[1].lhs, Sensitivity)
+
+
+def test_repr_latex_honours_use_in_notebook():
+    from seqgrad.derive import latex_settings
+
+    gen = rnn_cell().general()
+    try:
+        latex_settings.use_in_notebook(Notation(letters=LETTERS))
+        toks = tokens(gen._repr_latex_())
+        assert "k" in toks and not {"t", "T"} & set(toks)
+    finally:
+        latex_settings.use_in_notebook(None)
+    assert {"t", "T"} <= set(tokens(gen._repr_latex_()))
