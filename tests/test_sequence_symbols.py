@@ -122,7 +122,7 @@ def test_notes_recurrent_sections_print_the_notation():
 
 # -- user names never collide with the engine's ----------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["g", "dh", "d", "g_t", "gz", "rho_h"])
+@pytest.mark.parametrize("name", ["g", "dh", "d", "g_t", "gz", "rho_h", "h_t"])
 def test_engine_like_names_are_legal_and_derive_right(name):
     from seqgrad.crosscheck.cells import against_autograd
 
