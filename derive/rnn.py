@@ -57,11 +57,6 @@ LOSSES = ("final", "every")
 REDUCTIONS = ("sum", "mean")
 
 
-def _g(t: int, of: str) -> str:
-    """The text's name of a sensitivity: ``g_1^z``, ``g_{-1}^h``."""
-    return f"g_{{{t}}}^{of}" if t < 0 else f"g_{t}^{of}"
-
-
 def _size(argument: str, value) -> int | None:
     if value is None:
         return None
@@ -203,6 +198,6 @@ class RNN(UnrolledCell):
         kind = validate.choice("kind", kind, ("vanishing", "exploding"))
         q = validate.integer("q", q, minimum=0, maximum=self.steps - 1)
         s = validate.integer("s", s, minimum=-1, maximum=q)
-        lhs = sp.Abs(self.program[_g(s, "h")].target)
-        rhs = sp.Abs(self.program[_g(q, "h")].target) * r ** (q - s)
+        lhs = sp.Abs(self.sensitivity("h", s))
+        rhs = sp.Abs(self.sensitivity("h", q)) * r ** (q - s)
         return sp.Le(lhs, rhs, evaluate=False) if kind == "vanishing" else sp.Ge(lhs, rhs, evaluate=False)
