@@ -163,6 +163,14 @@ class _Printer(NumPyPrinter):
     def _print_Normalize(self, expr):
         return f"_normalize({self._print(expr.arg)}, {self._print(expr.eps)})"
 
+    def _print__RowMap(self, expr):
+        """A row map without an implementation of its own (RMSNorm's rms, rmsnormalize): its ``definition()`` over
+        the table's primitives, so its numeric code is written once, in derive.rules, for every backend."""
+        definition = getattr(expr, "definition", None)
+        if definition is None:
+            raise SeqgradValueError("expression", type(expr).__name__, "a row map with a numeric implementation or a definition()")
+        return self._print(definition())
+
     def _print_Masked(self, expr):
         return f"({self._print(expr.args[0])} + {self._print(expr.args[1])})"
 

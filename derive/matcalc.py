@@ -921,6 +921,8 @@ class _Evaluator:
             return o.rowsum(v(e.arg))
         if isinstance(e, RowMean):
             return o.rowmean(v(e.arg))
+        if isinstance(e, _RowMap) and callable(getattr(e, "definition", None)):  # a composite row map (rms):
+            return v(e.definition())                                               # through its definition
         if isinstance(e, (Diag, sp.DiagMatrix)):
             return o.diag(v(e.args[0]))
         if isinstance(e, sp.DiagonalOf):

@@ -23,10 +23,12 @@ primitive                 pullback (G = dL/d output)                      forwar
 ``mean(X)`` (rows)        ``dX = mean(G)``                                ``mean(Ẋ)``
 ``std(X)`` (rows, eps)    ``dX = mean(G) o x̂``                            ``mean(Ẋ o x̂)``
 ``normalize(X)`` = x̂      ``dX = (G - mean(G) - x̂ o mean(G o x̂)) / σ``    the same form in Ẋ (the Jacobian is symmetric)
+``rms(X)`` = r (eps)      ``dX = mean(G) o x̂`` (x̂ = X / r)                ``mean(Ẋ o x̂)``
+``rmsnormalize(X)`` = x̂   ``dX = (G - x̂ o mean(G o x̂)) / r``             the same form in Ẋ (the Jacobian is symmetric)
 ``[X | Y]`` (concat)      ``dX = G[:, :a]``, ``dY = G[:, a:]``            ``[Ẋ | Ẏ]``
 ========================  ==============================================  ===========================================
 
-``rowsum``, ``mean`` and ``std`` are broadcast over the row (the same value
+``rowsum``, ``mean``, ``std`` and ``rms`` are broadcast over the row (the same value
 in every column), as ``keepdims=True`` would give, so ``G - rowsum(G o A)``
 is the text's ``dA - rowsum(dA o A)``.
 
@@ -68,7 +70,7 @@ from .safe_parse import as_sympy
 
 __all__ = [
     "Rule", "RULES", "rule_for", "pullback", "jvp", "jacobian", "Diag", "RowSoftmax", "RowSum", "RowMean", "RowStd", "Normalize",
-    "Masked", "HConcat", "ColumnBlock", "index_form", "directional", "index_zero", "index_proof", "expand_indexed", "prove_all",
+    "RowRMS", "RMSNormalize", "Masked", "HConcat", "ColumnBlock", "index_form", "directional", "index_zero", "index_proof", "expand_indexed", "prove_all",
     "proved", "EPS", "AsScalar", "rectangular_order",
 ]
 
@@ -201,6 +203,57 @@ class Normalize(_RowMap):
     def _entry(self, i, j, **kwargs):
         mu = self._row_sum(lambda k: self.arg[i, k]) / self.shape[1]
         return (self.arg[i, j] - mu) / RowStd(self.arg, self.eps)._entry(i, j)
+
+
+class RowRMS(_RowMap):
+    """``rms(X)`` = r: every entry of row i is ``sqrt(mean_k X_ik^2 + eps)`` (RMSNorm's scale, Zhang & Sennrich
+    2019: no mean subtracted).  A composite: :meth:`definition` writes it over the table's primitives (mean,
+    Hadamard, an elementwise root), which is what numeric code evaluates; its rule is proved on :meth:`_entry`,
+    and the two are proved equal at symbolic size (``tests/test_blocks.py``)."""
+
+    _name = "rms"
+
+    def __new__(cls, arg, eps=EPS):
+        return _RowMap.__new__(cls, arg, as_sympy(eps, "eps"))
+
+    @property
+    def eps(self):
+        return self.args[1]
+
+    def definition(self):
+        """``sqrt(mean(X o X) + eps)`` entrywise, over the table's primitives."""
+        from .program import Elementwise
+
+        u = sp.Dummy("u")
+        return Elementwise(sp.Lambda(u, sp.sqrt(u + self.eps)), RowMean(sp.HadamardProduct(self.arg, self.arg)))
+
+    def _entry(self, i, j, **kwargs):
+        n = self.shape[1]
+        # the radicand as one sum (as RowStd's): sqrt(sum_k (X_ik^2 + eps) / n) = sqrt(mean_k X_ik^2 + eps)
+        return sp.sqrt(self._row_sum(lambda k: (self.arg[i, k] ** 2 + self.eps) / n))
+
+
+class RMSNormalize(_RowMap):
+    """``rmsnormalize(X)`` = x̂: ``X_ij / r_i``, r = rms(X) (RMSNorm before its gain; no mean, no shift)."""
+
+    _name = "rmsnormalize"
+
+    def __new__(cls, arg, eps=EPS):
+        return _RowMap.__new__(cls, arg, as_sympy(eps, "eps"))
+
+    @property
+    def eps(self):
+        return self.args[1]
+
+    def definition(self):
+        """``X o (1 / rms(X))``, over the table's primitives."""
+        from .program import Elementwise
+
+        u = sp.Dummy("u")
+        return sp.HadamardProduct(self.arg, Elementwise(sp.Lambda(u, 1 / u), RowRMS(self.arg, self.eps).definition()))
+
+    def _entry(self, i, j, **kwargs):
+        return self.arg[i, j] / RowRMS(self.arg, self.eps)._entry(i, j)
 
 
 class Masked(MatrixExpr):
@@ -449,6 +502,32 @@ def _std_forward(expr, tangents):
     return RowMean(sp.HadamardProduct(tangents[expr.arg], Normalize(expr.arg, expr.eps)))
 
 
+def _rms_pull(expr, G, out):
+    return [(expr.arg, sp.HadamardProduct(RowMean(G), RMSNormalize(expr.arg, expr.eps)))]
+
+
+def _rms_forward(expr, tangents):
+    if expr.arg not in tangents:
+        return None
+    return RowMean(sp.HadamardProduct(tangents[expr.arg], RMSNormalize(expr.arg, expr.eps)))
+
+
+def _rmsnormalize_pull(expr, G, out):
+    xhat = expr if out is None else out
+    from .program import Elementwise
+
+    u = sp.Dummy("u")
+    inv = Elementwise(sp.Lambda(u, 1 / u), RowRMS(expr.arg, expr.eps))
+    centred = _minus(G, sp.HadamardProduct(xhat, RowMean(sp.HadamardProduct(G, xhat, evaluate=False)), evaluate=False))
+    return [(expr.arg, sp.HadamardProduct(inv, centred, evaluate=False))]  # (1/r) ∘ (G - x̂ ∘ mean(G ∘ x̂))
+
+
+def _rmsnormalize_forward(expr, tangents):
+    if expr.arg not in tangents:
+        return None
+    return _rmsnormalize_pull(expr, tangents[expr.arg], None)[0][1]
+
+
 def _concat_pull(expr, G, out):
     return [(b, ColumnBlock(G, start, b.shape[1])) for b, start in zip(expr.args, expr.offsets())]
 
@@ -551,6 +630,18 @@ def _ex_normalize():
     return Normalize(X, EPS), G, [X]
 
 
+def _ex_rms():
+    T, d = _sizes("T", "d")
+    X, G = sp.MatrixSymbol("X", T, d), sp.MatrixSymbol("G", T, d)
+    return RowRMS(X, EPS), G, [X]
+
+
+def _ex_rmsnormalize():
+    T, d = _sizes("T", "d")
+    X, G = sp.MatrixSymbol("X", T, d), sp.MatrixSymbol("G", T, d)
+    return RMSNormalize(X, EPS), G, [X]
+
+
 def _ex_concat():
     T, a, b = _sizes("T", "a", "b")
     X, Y, G = sp.MatrixSymbol("X", T, a), sp.MatrixSymbol("Y", T, b), sp.MatrixSymbol("G", T, a + b)
@@ -588,6 +679,10 @@ _TABLE = [
     Rule("layernorm", (Normalize,), _normalize_pull, _normalize_forward, _ex_normalize,
          "x̂ = (X - mu)/σ: dx̂_i/dx_j = (delta_ij - 1/d - x̂_i x̂_j / d)/σ, so dX = (G - mean(G) - x̂ o mean(G o x̂))/σ",
          "all T, d >= 1, eps > 0"),
+    Rule("rms", (RowRMS,), _rms_pull, _rms_forward, _ex_rms,
+         "d r(X), r = sqrt(mean(X o X) + eps): dX = mean(G) o x̂, x̂ = X / r", "all T, d >= 1, eps > 0"),
+    Rule("rmsnorm", (RMSNormalize,), _rmsnormalize_pull, _rmsnormalize_forward, _ex_rmsnormalize,
+         "x̂ = X / r: dx̂_i/dx_j = (delta_ij - x̂_i x̂_j / d)/r, so dX = (G - x̂ o mean(G o x̂))/r", "all T, d >= 1, eps > 0"),
     Rule("concat", (HConcat,), _concat_pull, _concat_forward, _ex_concat,
          "[X | Y]: dX = G[:, :a], dY = G[:, a:a+b]", "all T, a, b >= 1"),
 ]
@@ -986,8 +1081,8 @@ def rule_for(expr) -> Rule:
 
 
 def is_row_statistic(expr) -> bool:
-    """A row statistic (``std(X)``, ``mean(X)``, ``rowsum(X)``): a program that names one prints the rules through the name."""
-    return isinstance(expr, (RowStd, RowMean, RowSum))
+    """A row statistic (``std(X)``, ``rms(X)``, ``mean(X)``, ``rowsum(X)``): a program that names one prints the rules through the name."""
+    return isinstance(expr, (RowStd, RowRMS, RowMean, RowSum))
 
 
 def _constant(expr) -> bool:
