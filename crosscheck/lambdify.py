@@ -169,7 +169,7 @@ class _Printer(NumPyPrinter):
         definition = getattr(expr, "definition", None)
         if definition is None:
             raise SeqgradValueError("expression", type(expr).__name__, "a row map with a numeric implementation or a definition()")
-        return self._print(definition())
+        return "(" + self._print(definition()) + ")"  # bracketed: printed where a call (an atom) would stand
 
     def _print_Masked(self, expr):
         return f"({self._print(expr.args[0])} + {self._print(expr.args[1])})"

@@ -569,14 +569,14 @@ def column_scalars(expr):
     function of ``s 𝟏`` as ``f(s) 𝟏``, a Hadamard factor ``s 𝟏`` as the scalar s, ``diag(s 𝟏)`` as ``s I``, and a scalar
     common to every term of a sum in front of it.  The value is unchanged (a display pass, like :func:`display_form`)."""
     from .program import Elementwise
-    from .rules import RowMean, RowStd, RowSum
+    from .rules import RowMean, RowSum, is_row_statistic
 
     if not isinstance(expr, sp.Basic) or not expr.args or isinstance(expr, OfColumnStat):
         return expr
-    if isinstance(expr, (RowSum, RowMean, RowStd)) and _row_of_column(expr.arg):
+    if is_row_statistic(expr) and _row_of_column(expr.arg):
         arg = column_scalars(expr.arg)
         coeff, body = sp.S.One, arg
-        if isinstance(arg, sp.MatMul) and not isinstance(expr, RowStd):  # rowsum(c Y) = c rowsum(Y); not std (|c|)
+        if isinstance(arg, sp.MatMul) and isinstance(expr, (RowSum, RowMean)):  # rowsum(c Y) = c rowsum(Y); not std, rms (|c|)
             coeff, mats = arg.as_coeff_matrices()
             body = sp.MatMul(*mats) if len(mats) > 1 else mats[0]
         return _scaled(coeff, _stat_scalar(expr.func(body, *expr.args[1:])), sp.OneMatrix(*expr.shape))

@@ -159,3 +159,25 @@ def test_a_norm_of_your_own_is_one_definition():
 
     g = torch.Generator().manual_seed(5)
     _close(c_blocks.compare_at("post-norm", SIZES[0], g, 1, norm=unbiased, reference_fn=reference))
+
+
+@pytest.mark.parametrize("text,shapes", [("rmsnorm(X)", "X:T,d"), ("rmsnorm(x)", "x:n"), ("sum(rmsnorm(X, 2))", "X:T,d")])
+def test_the_matrix_language_reads_rmsnorm_and_its_derivative_agrees_with_autograd(text, shapes):
+    """``rmsnorm(X[, eps])`` in ``seqgrad diff`` / ``derive.diff``: the rmsnorm rule, compiled (numpy and torch)
+    through the definition, against torch autograd; a column's pullback is shown with rms(x) as the scalar it is."""
+    from seqgrad import derive
+    from seqgrad.crosscheck import matcalc
+
+    d = derive.diff(text, shapes.split(":")[0], shapes=shapes)
+    assert "rmsnorm" in d.rules
+    assert matcalc.check(d).passed
+    if shapes == "x:n":
+        assert d.pretty().splitlines()[1] == "J = 1/rms(x) (I − rmsnormalize(x) rmsnormalize(x)ᵀ/n)"
+
+
+def test_rmsnorm_refuses_a_non_positive_eps():
+    from seqgrad import derive
+    from seqgrad.errors import SeqgradError
+
+    with pytest.raises(SeqgradError, match=r"eps of rmsnorm\(\) is a positive scalar"):
+        derive.diff("rmsnorm(X, -1)", "X", shapes="X:T,d")
