@@ -41,7 +41,7 @@ from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
 from .program import Elementwise, Program, latex_aligned
-from .rules import EPS, HConcat, Masked, Normalize, RMSNormalize, RowRMS, RowSoftmax, RowStd
+from .rules import EPS, HConcat, Masked, Normalize, RMSNormalize, RowRMS, RowSoftmax, RowStd, index_form
 
 __all__ = ["T", "T_src", "d", "d_k", "d_v", "BlockProgram", "Norm", "NORMS", "LAYERNORM", "RMSNORM", "norm_of",
            "attention_program", "cross_attention_program", "norm_program", "layernorm_program", "block_program", "size"]
@@ -256,6 +256,20 @@ def norm_program(norm="layernorm", T_=T, d_=d, eps=EPS) -> BlockProgram:
     G = sp.MatrixSymbol("G", Tn, dm)
     grads = _backward(prog, Y, G, inputs)
     return BlockProgram(prog, inputs, G, Y, grads, (Tn, dm))
+
+
+def row_jacobian_residual(norm, entry, i, j):
+    """A claimed Jacobian of one row against the norm's program: ``sum_i G_i J_ij - dX_j`` in index notation at
+    symbolic d, where ``J_ij = entry(i, j, inputs)`` (the program's inputs: the row ``X``, a 1 x d matrix symbol
+    whose statistics the entry reads through the rule table's nodes, and the norm's parameters, ``gamma``, ...;
+    an entry reads them with :func:`derive.rules.index_form`) and ``dX`` is the program's backward pass with every
+    definition substituted.  :func:`derive.rules.index_zero` reduces it to 0 exactly when the closed form is
+    the program's Jacobian: so a closed form is a statement proved equal to the one definition."""
+    block = norm_program(norm, T_=1, d_=d, eps=EPS)
+    G = block.G
+    dX = block.program.expand(block.gradients["X"], kinds=None)
+    paired = sp.Sum(index_form(G, 0, i) * entry(i, j, block.inputs), (i, 0, d - 1))
+    return paired - index_form(dX, 0, j)
 
 
 def layernorm_program(T_=T, d_=d, eps=EPS) -> BlockProgram:

@@ -181,3 +181,85 @@ def test_rmsnorm_refuses_a_non_positive_eps():
 
     with pytest.raises(SeqgradError, match=r"eps of rmsnorm\(\) is a positive scalar"):
         derive.diff("rmsnorm(X, -1)", "X", shapes="X:T,d")
+
+
+# --- the closed forms are statements proved equal to the one program, never a second definition -------------
+
+@pytest.fixture
+def broken_layernorm_rule(monkeypatch):
+    """The table's LayerNorm pullback without its - mean(G) term: every path that reads the one LayerNorm program
+    sees it; a path through a second, hand-typed LayerNorm would not."""
+    from dataclasses import replace
+
+    from seqgrad.crosscheck import blocks as c_blocks
+
+    good = rules.RULES["layernorm"]
+
+    u = sp.Dummy("u")
+    from seqgrad.derive.program import Elementwise
+
+    def broken(e, G, out):
+        (leaf, value), = good.pull(e, G, out)
+        inv = Elementwise(sp.Lambda(u, 1 / u), rules.RowStd(e.arg, e.eps))
+        return [(leaf, value + sp.HadamardProduct(inv, rules.RowMean(G)))]  # the - mean(G) cancelled
+
+    bad = replace(good, pull=broken)
+    monkeypatch.setitem(rules.RULES, "layernorm", bad)
+    monkeypatch.setattr(rules, "_TABLE", [bad if r is good else r for r in rules._TABLE])
+    c_blocks.program.cache_clear()
+    c_blocks.compiled.cache_clear()
+    yield
+    c_blocks.program.cache_clear()
+    c_blocks.compiled.cache_clear()
+
+
+def test_the_layernorm_closed_form_is_proved_against_the_program():
+    from seqgrad.derive import catalogue
+
+    assert catalogue.get("layernorm-jacobian").prover().holds
+    assert catalogue.get("rmsnorm-jacobian").prover().holds
+
+
+def test_a_wrong_program_refutes_the_closed_form_and_fails_the_jacobian_check(broken_layernorm_rule):
+    """With the program's LayerNorm rule broken, the catalogue's closed form no longer proves, and the check's
+    Jacobian rows (read off the program) disagree with autograd: neither reads a second LayerNorm definition."""
+    from seqgrad.crosscheck.checks import transformer
+    from seqgrad.derive import catalogue
+    from seqgrad.numeric.layernorm import LayerNorm
+
+    assert not catalogue.get("layernorm-jacobian").prover().holds
+    H = torch.randn(4, 5, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    derived = transformer.ln_jacobian_rows(H, torch.ones(5, dtype=torch.float64))
+    assert not torch.allclose(derived, transformer._rows_jacobian(LayerNorm(5), H), atol=1e-6)
+
+
+def test_the_jacobian_check_agrees_with_autograd_through_the_program():
+    from seqgrad.crosscheck.checks import transformer
+    from seqgrad.numeric.layernorm import LayerNorm
+
+    g = torch.Generator().manual_seed(2)
+    gamma = 1 + torch.randn(5, generator=g, dtype=torch.float64)
+    H = 2 * torch.randn(6, 5, generator=g, dtype=torch.float64)
+    ln = LayerNorm(5, gamma=gamma, beta=torch.randn(5, generator=g, dtype=torch.float64))
+    assert torch.allclose(transformer.ln_jacobian_rows(H, gamma), transformer._rows_jacobian(ln, H), atol=1e-12, rtol=0)
+
+
+def test_no_check_compiles_the_hand_typed_layernorm():
+    """crosscheck never builds derive.layernorm.LayerNorm (the concrete-size closed form): its checks read the
+    program of derive.blocks; the closed form lives on only as the catalogue statement proved equal to it."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1] / "crosscheck"
+    offenders = []
+    for path in root.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                   and (node.module or "").endswith("derive") for a in node.names if a.name == "layernorm"}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("derive.layernorm"):
+                offenders += [f"{path.name}: imports {a.name}" for a in node.names if a.name == "LayerNorm"]
+            if isinstance(node, ast.Attribute) and node.attr == "LayerNorm" and isinstance(node.value, ast.Name) \
+                    and node.value.id in aliases:
+                offenders.append(f"{path.name}:{node.lineno}: {node.value.id}.LayerNorm")
+    assert not offenders, offenders

@@ -63,18 +63,19 @@ def compiled_softmax(n: int):
             bridge.compile_matrix(d_softmax.jacobian(z), z, "softmax_direct"))
 
 
-@lru_cache(maxsize=None)
-def compiled_layernorm(d: int):
-    """derive.layernorm: (gamma_i / s)(delta_ij - 1/d - xhat_i xhat_j / d) as a function of h, gamma and eps."""
-    ln = d_layernorm.LayerNorm(d)
-    return bridge.compile_matrix(ln.jacobian(), ln.h + ln.gamma + [d_layernorm.EPS], f"layernorm_{d}")
-
-
 def ln_jacobian_rows(H: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
-    """The derived LayerNorm Jacobian at every row of H (B, d) -> (B, d, d)."""
+    """The derived LayerNorm Jacobian at every row of H (B, d) -> (B, d, d), read off the one LayerNorm program
+    (:func:`derive.blocks.norm_program`, backward from the rule table): row i of J_b is row b of dX for the
+    upstream G whose every row is e_i (the closed form of derive.layernorm is a statement proved equal to it,
+    catalogue ``layernorm-jacobian``, never what is compiled here)."""
+    from .. import blocks as c_blocks
+
     B, d = H.shape
-    f = compiled_layernorm(d)
-    return f(*bridge.columns(H), *bridge.columns(gamma.expand(B, d)), H.new_full((B,), EPS))
+    values = {"X": H, "gamma": gamma.reshape(1, d), "beta": torch.zeros(1, d, dtype=H.dtype, device=H.device)}
+    basis = torch.eye(d, dtype=H.dtype, device=H.device)
+    at = 1 + list(c_blocks.program("layernorm").gradients).index("X")  # after the output
+    rows = [c_blocks.call("layernorm", values, basis[i].expand(B, d), {"T": B, "d": d})[at] for i in range(d)]
+    return torch.stack(rows, 1)  # [b, i, :] = dX_b for G_b = e_i
 
 
 @lru_cache(maxsize=None)
@@ -179,7 +180,7 @@ def softmax_jacobian(ctx) -> Outcome:
 
 @check("transformer.layernorm_jacobian", needs_torch=True, source="week06 §Block:971-975; course H0, U, H1 rows", group=GROUP)
 def layernorm_jacobian(ctx) -> Outcome:
-    """derive.layernorm's closed-form Jacobian against autograd of numeric LayerNorm: the course's LN1, LN2, LN_final inputs and random rows and gamma."""
+    """The LayerNorm program's Jacobian (derive.blocks, rows of its backward pass) against autograd of numeric LayerNorm: the course's LN1, LN2, LN_final inputs and random rows and gamma."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     tr = course.trace("prenorm_block", device=dev, dtype=ctx.dtype)
     g = ctx.torch_generator()
