@@ -330,7 +330,7 @@ def _random_sizes(g: torch.Generator, n: int) -> list[dict]:
     return [{"T": draw(1, 9), "d": draw(2, 8), "d_k": draw(1, 6), "d_v": draw(1, 6)} for _ in range(n)]
 
 
-def _program_check(ctx, cases, what: str) -> Outcome:
+def _program_check(ctx, cases, what: str, norm: str = "layernorm") -> Outcome:
     from .. import blocks as c_blocks
 
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -339,8 +339,9 @@ def _program_check(ctx, cases, what: str) -> Outcome:
     outs = []
     for kind, heads, masked in cases:
         for s in sizes:
-            for name, derived, reference in c_blocks.compare_at(kind, s, g, heads, masked, dt, dev):
-                label = f"{kind}{' masked' if masked else ''} h={heads} T={s['T']} d={s['d']} d_k={s['d_k']} d_v={s['d_v']}: {name}"
+            for name, derived, reference in c_blocks.compare_at(kind, s, g, heads, masked, dt, dev, norm):
+                label = (f"{kind}{' masked' if masked else ''}{'' if norm == 'layernorm' else ' ' + norm} h={heads} "
+                         f"T={s['T']} d={s['d']} d_k={s['d_k']} d_v={s['d_v']}: {name}")
                 outs.append(ctx.compare(derived, reference, detail=label))
     return combine(outs, what + "; sizes " + ", ".join(f"(T={s['T']}, d={s['d']}, d_k={s['d_k']}, d_v={s['d_v']})" for s in sizes))
 
@@ -369,3 +370,14 @@ def block_programs(ctx) -> Outcome:
     the residual's I + J), against torch autograd at the course's size and random sizes."""
     return _program_check(ctx, (("pre-norm", 2, False), ("post-norm", 2, False), ("pre-norm", 1, False)),
                           "two heads with W_O, and one head")
+
+
+@check("transformer.rmsnorm_programs", needs_torch=True, source="Zhang & Sennrich 2019 (RMSNorm); week06 §2.9:1183 (pre- vs post-norm)",
+       group=GROUP)
+def rmsnorm_programs(ctx) -> Outcome:
+    """derive.blocks with norm="rmsnorm" (Y = X / rms(X) o gamma; dX = (1/r) o (dx̂ - x̂ o mean(dx̂ o x̂)) from the rule
+    table): the norm alone, pre-norm and post-norm blocks, against torch.nn.functional.rms_norm's autograd at the
+    course's size and random sizes."""
+    return _program_check(ctx, (("norm", 1, False), ("pre-norm", 2, False), ("post-norm", 1, False)),
+                          "eps = 1e-5 inside the root, random gamma; the norm, pre-norm with two heads, post-norm with one",
+                          norm="rmsnorm")
