@@ -40,11 +40,13 @@ import sympy as sp
 from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
+from .safe_parse import as_sympy
+
 from .program import Elementwise, Program, latex_aligned
 from .rules import EPS, HConcat, Masked, Normalize, RMSNormalize, RowRMS, RowSoftmax, RowStd, index_form
 
 __all__ = ["T", "T_src", "d", "d_k", "d_v", "BlockProgram", "Norm", "NORMS", "LAYERNORM", "RMSNORM", "norm_of",
-           "attention_program", "cross_attention_program", "norm_program", "layernorm_program", "block_program", "size"]
+           "attention_program", "cross_attention_program", "norm_program", "norm_row", "layernorm_program", "block_program", "size"]
 
 T, d, d_k, d_v = sp.symbols("T d d_k d_v", integer=True, positive=True)
 T_src = sp.Symbol("T_src", integer=True, positive=True)
@@ -256,6 +258,26 @@ def norm_program(norm="layernorm", T_=T, d_=d, eps=EPS) -> BlockProgram:
     G = sp.MatrixSymbol("G", Tn, dm)
     grads = _backward(prog, Y, G, inputs)
     return BlockProgram(prog, inputs, G, Y, grads, (Tn, dm))
+
+
+def norm_row(norm, x, params=None, eps=EPS) -> sp.Matrix:
+    """The norm's output at one row ``x`` (a list of expressions) as an explicit column: a view of the program's
+    forward lines (:func:`norm_program` at T = 1, d = len(x)), every definition substituted and evaluated on the
+    explicit row.  ``params`` gives each parameter one value for every feature (default ``gamma = 1``,
+    ``beta = 0``: the initial LayerNorm of derive.residual)."""
+    x = [as_sympy(v, "x") for v in x]
+    if not x:
+        raise SeqgradValueError("x", x, "a row of at least one expression")
+    params = {"gamma": 1, "beta": 0} if params is None else dict(params)
+    block = norm_program(norm, T_=1, d_=len(x), eps=eps)
+    env = {block.inputs["X"]: sp.ImmutableMatrix([x])}
+    for name, leaf in block.inputs.items():
+        if name != "X":
+            if name not in params:
+                raise SeqgradValueError("params", sorted(params), f"a value for the parameter {name!r} of {block.program.name}")
+            env[leaf] = sp.ImmutableMatrix(1, len(x), [as_sympy(params[name], "params")] * len(x))
+    Y = block.program.expand(block.output, kinds=("forward",))
+    return sp.Matrix(Y.xreplace(env).doit()).T
 
 
 def row_jacobian_residual(norm, entry, i, j):
