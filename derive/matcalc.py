@@ -871,7 +871,7 @@ class _Evaluator:
 
     def _value(self, e):
         from .program import Elementwise
-        from .rules import Diag, Normalize, RowMean, RowSoftmax, RowStd, RowSum
+        from .rules import Diag, RowMean, RowSoftmax, RowSum
 
         o, v = self.ops, self.value
         if e in self.env:
@@ -913,15 +913,11 @@ class _Evaluator:
             return _Evaluator({**self.env, e.function.variables[0]: x}, o).value(e.function.expr) + 0 * x
         if isinstance(e, RowSoftmax):
             return o.softmax(v(e.arg))
-        if isinstance(e, Normalize):
-            return o.normalize(v(e.arg), v(e.eps))
-        if isinstance(e, RowStd):
-            return o.rowstd(v(e.arg), v(e.eps))
         if isinstance(e, RowSum):
             return o.rowsum(v(e.arg))
         if isinstance(e, RowMean):
             return o.rowmean(v(e.arg))
-        if isinstance(e, _RowMap) and callable(getattr(e, "definition", None)):  # a composite row map (rms):
+        if isinstance(e, _RowMap) and callable(getattr(e, "definition", None)):  # a composite row map (std, rms):
             return v(e.definition())                                               # through its definition
         if isinstance(e, (Diag, sp.DiagMatrix)):
             return o.diag(v(e.args[0]))
@@ -1008,12 +1004,6 @@ class _NumpyOps:
     def softmax(self, S):
         e = self.np.exp(S - self.np.max(S, -1, keepdims=True))
         return e / self.np.sum(e, -1, keepdims=True)
-
-    def rowstd(self, X, eps):
-        return self.np.sqrt(self.np.var(X, -1, keepdims=True) + eps) + 0 * X  # broadcast over the row, as RowStd is
-
-    def normalize(self, X, eps):
-        return (X - self.np.mean(X, -1, keepdims=True)) / self.rowstd(X, eps)
 
     def rowsum(self, X):
         return self.np.sum(X, -1, keepdims=True) + 0 * X

@@ -162,8 +162,33 @@ class RowMean(_RowMap):
         return self._row_sum(lambda k: self.arg[i, k]) / self.shape[1]
 
 
+def _centred(X):
+    """``X - mean(X)``: every row less its mean."""
+    return sp.MatAdd(X, sp.MatMul(-1, RowMean(X)))
+
+
+def _root_of_mean_square(C, eps):
+    """``sqrt(mean(C o C) + eps)`` entrywise: the scale of a row (std for a centred C, rms for X itself)."""
+    from .program import Elementwise
+
+    u = sp.Dummy("u")
+    return Elementwise(sp.Lambda(u, sp.sqrt(u + eps)), RowMean(sp.HadamardProduct(C, C)))
+
+
+def _divided(C, scale):
+    """``C o (1 / scale)`` entrywise."""
+    from .program import Elementwise
+
+    u = sp.Dummy("u")
+    return sp.HadamardProduct(C, Elementwise(sp.Lambda(u, 1 / u), scale))
+
+
 class _EpsRowMap(_RowMap):
-    """A row map with an ``eps`` inside its square root (the second argument; default the symbol epsilon)."""
+    """A row map with an ``eps`` inside its square root (the second argument; default the symbol epsilon).  Each one
+    is a composite: ``definition()`` writes it over the table's primitives (mean, Hadamard, an elementwise root
+    and reciprocal), which is what numeric code evaluates (``crosscheck.lambdify``, the evaluator of
+    ``seqgrad diff``), so none has numeric code of its own; its rule is proved on ``_entry``, and the two are
+    proved equal at symbolic size (``tests/test_norms.py``)."""
 
     def __new__(cls, arg, eps=EPS):
         return _RowMap.__new__(cls, arg, as_sympy(eps, "eps"))
@@ -177,6 +202,10 @@ class RowStd(_EpsRowMap):
     """``std(X)`` = σ: every entry of row i is ``sqrt(mean_k (X_ik - mu_i)^2 + eps)`` (population variance)."""
 
     _name = "std"
+
+    def definition(self):
+        """``sqrt(mean(C o C) + eps)`` entrywise, ``C = X - mean(X)``, over the table's primitives."""
+        return _root_of_mean_square(_centred(self.arg), self.eps)
 
     def _entry(self, i, j, **kwargs):
         n = self.shape[1]
@@ -197,6 +226,10 @@ class Normalize(_EpsRowMap):
 
     _name = "normalize"
 
+    def definition(self):
+        """``C o (1 / std(X))``, ``C = X - mean(X)``, over the table's primitives."""
+        return _divided(_centred(self.arg), RowStd(self.arg, self.eps).definition())
+
     def _entry(self, i, j, **kwargs):
         mu = self._row_sum(lambda k: self.arg[i, k]) / self.shape[1]
         return (self.arg[i, j] - mu) / RowStd(self.arg, self.eps)._entry(i, j)
@@ -204,18 +237,13 @@ class Normalize(_EpsRowMap):
 
 class RowRMS(_EpsRowMap):
     """``rms(X)`` = r: every entry of row i is ``sqrt(mean_k X_ik^2 + eps)`` (RMSNorm's scale, Zhang & Sennrich
-    2019: no mean subtracted).  A composite: :meth:`definition` writes it over the table's primitives (mean,
-    Hadamard, an elementwise root), which is what numeric code evaluates; its rule is proved on :meth:`_entry`,
-    and the two are proved equal at symbolic size (``tests/test_norms.py``)."""
+    2019: no mean subtracted)."""
 
     _name = "rms"
 
     def definition(self):
         """``sqrt(mean(X o X) + eps)`` entrywise, over the table's primitives."""
-        from .program import Elementwise
-
-        u = sp.Dummy("u")
-        return Elementwise(sp.Lambda(u, sp.sqrt(u + self.eps)), RowMean(sp.HadamardProduct(self.arg, self.arg)))
+        return _root_of_mean_square(self.arg, self.eps)
 
     def _entry(self, i, j, **kwargs):
         n = self.shape[1]
@@ -230,10 +258,7 @@ class RMSNormalize(_EpsRowMap):
 
     def definition(self):
         """``X o (1 / rms(X))``, over the table's primitives."""
-        from .program import Elementwise
-
-        u = sp.Dummy("u")
-        return sp.HadamardProduct(self.arg, Elementwise(sp.Lambda(u, 1 / u), RowRMS(self.arg, self.eps).definition()))
+        return _divided(self.arg, RowRMS(self.arg, self.eps).definition())
 
     def _entry(self, i, j, **kwargs):
         return self.arg[i, j] / RowRMS(self.arg, self.eps)._entry(i, j)

@@ -62,10 +62,10 @@ def test_a_subtly_wrong_rmsnorm_pullback_is_not_proved(drop):
     assert rule.prove().holds is (drop == "nothing")
 
 
-@pytest.mark.parametrize("node", [rules.RowRMS, rules.RMSNormalize])
+@pytest.mark.parametrize("node", [rules.RowStd, rules.Normalize, rules.RowRMS, rules.RMSNormalize])
 def test_the_definition_numeric_code_runs_is_the_entry_the_rule_is_proved_on(node):
-    """Compiled code evaluates ``definition()`` (mean, Hadamard, a root); the rule's proof differentiates
-    ``_entry``: the two are equal at symbolic size, so the proof covers what runs."""
+    """Compiled code evaluates ``definition()`` (mean, Hadamard, a root; LayerNorm's and RMSNorm's maps alike);
+    the rule's proof differentiates ``_entry``: the two are equal at symbolic size, so the proof covers what runs."""
     T, d = sp.symbols("T d", integer=True, positive=True)
     i, j = sp.symbols("i j", integer=True, nonnegative=True)
     X = sp.MatrixSymbol("X", T, d)
@@ -263,3 +263,17 @@ def test_no_check_compiles_the_hand_typed_layernorm():
                     and node.value.id in aliases:
                 offenders.append(f"{path.name}:{node.lineno}: {node.value.id}.LayerNorm")
     assert not offenders, offenders
+
+
+def test_no_backend_implements_a_normalisation_of_its_own():
+    """LayerNorm's and RMSNorm's row maps have one numeric definition, ``definition()`` in derive.rules: the code
+    printers and the evaluator of ``seqgrad diff`` hold no std/normalize/rms implementation of their own."""
+    from seqgrad.crosscheck import lambdify, matcalc as c_matcalc
+    from seqgrad.derive import matcalc
+
+    for namespace in (lambdify._numpy_namespace(), lambdify._torch_namespace()):
+        assert not {"_rowstd", "_normalize", "_rms", "_rmsnormalize"} & set(namespace)
+    for ops in (matcalc._NumpyOps(), c_matcalc.torch_ops()):
+        assert not any(hasattr(ops, name) for name in ("rowstd", "normalize", "rms", "rmsnormalize"))
+    printer = lambdify._Printer({})
+    assert not any(hasattr(printer, f"_print_{c.__name__}") for c in (rules.RowStd, rules.Normalize, rules.RowRMS, rules.RMSNormalize))
