@@ -96,6 +96,13 @@ class BlockProgram:
         exprs = [self.program["d" + name].target for name in forward] + [self.gradients[name] for name in wrt]
         return dict(zip(names, self.program.evaluate(exprs, env)))  # the definitions they share evaluated once
 
+    def forward_at(self, values: dict, names) -> list:
+        """The forward intermediates ``names`` at explicit inputs ``values`` (matrices by input name): the
+        program's own lines evaluated, so a concrete head's Q, K, V, S, A, O are a view of the one definition."""
+        env = {self.inputs[name]: value for name, value in values.items()}
+        targets = [self.program[name].target for name in names]
+        return [sp.Matrix(v) for v in self.program.evaluate(targets, env)]
+
     def args(self) -> list:
         """Every leaf the compiled program needs: inputs, G, and the size symbols."""
         sizes = [s for s in self.sizes if isinstance(s, sp.Symbol)]

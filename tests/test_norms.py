@@ -277,3 +277,23 @@ def test_no_backend_implements_a_normalisation_of_its_own():
         assert not any(hasattr(ops, name) for name in ("rowstd", "normalize", "rms", "rmsnormalize"))
     printer = lambdify._Printer({})
     assert not any(hasattr(printer, f"_print_{c.__name__}") for c in (rules.RowStd, rules.Normalize, rules.RowRMS, rules.RMSNormalize))
+
+
+def test_concrete_attention_heads_are_views_of_the_attention_programs(monkeypatch):
+    """SelfAttention and the decoder's CrossAttention take Q, K, V, S, A, O from the programs' forward lines
+    (BlockProgram.forward_at), not from a second, hand-typed forward pass; the values are the text's."""
+    from seqgrad.derive import attention, decoder
+
+    calls = []
+    original = blocks.BlockProgram.forward_at
+
+    def spy(self, values, names):
+        calls.append(self.program.name)
+        return original(self, values, names)
+
+    monkeypatch.setattr(blocks.BlockProgram, "forward_at", spy)
+    head = attention.SelfAttention(3, 2, 2, 1, mask=attention.causal_mask(3))
+    cross = decoder.CrossAttention(2, 3, 2, 1)
+    assert calls == ["attention", "cross-attention"]
+    assert head.A[0, 1] == 0 and sp.simplify(sum(head.A.row(1)) - 1) == 0  # the causal mask: exactly 0, rows sum to 1
+    assert head.O == head.A * (head.X * head.W_V.T) and cross.S == cross.X * cross.W_Q.T * (cross.Z * cross.W_K.T).T / sp.sqrt(1)
