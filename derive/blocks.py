@@ -178,13 +178,20 @@ class Norm:
     name: str
     lines: Callable
     statement: str = ""
+    label: str = ""  # its short name in formulas (LN, RMS: J_LN, RMS(h)); the name when empty
+
+    @property
+    def symbol(self) -> str:
+        return self.label or self.name
 
     def __call__(self, prog: Program, X, inputs: dict, tag: str = "", eps=EPS):
         return self.lines(prog, X, inputs, tag, eps)
 
 
-LAYERNORM = Norm("layernorm", _layernorm, "Y = normalize(X) o (1 gamma) + 1 beta, population variance, eps inside the root")
-RMSNORM = Norm("rmsnorm", _rmsnorm, "Y = X / rms(X) o (1 gamma), rms(X) = sqrt(mean(X o X) + eps) (Zhang & Sennrich 2019)")
+LAYERNORM = Norm("layernorm", _layernorm, "Y = normalize(X) o (1 gamma) + 1 beta, population variance, eps inside the root",
+                 "LN")
+RMSNORM = Norm("rmsnorm", _rmsnorm, "Y = X / rms(X) o (1 gamma), rms(X) = sqrt(mean(X o X) + eps) (Zhang & Sennrich 2019)",
+               "RMS")
 
 #: name -> :class:`Norm`: the normalisations a block takes by name
 NORMS: dict[str, Norm] = {n.name: n for n in (LAYERNORM, RMSNORM)}

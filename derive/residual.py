@@ -129,8 +129,8 @@ class ResidualJacobian(Derivation):
 
     @property
     def _label(self) -> str:
-        """The normalisation's name in the formulas: LN, or the norm's own name (rmsnorm)."""
-        return "LN" if self.norm.name == "layernorm" else self.norm.name
+        """The normalisation's name in the formulas: LN, RMS (:attr:`derive.blocks.Norm.symbol`)."""
+        return self.norm.symbol
 
     def jacobian(self) -> sp.Matrix:
         """dy/dh by SymPy's own chain rule."""
