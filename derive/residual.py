@@ -172,9 +172,12 @@ class EncoderBlock(Derivation):
     dH'/dH = (dH'/dU)|_{U(H)} (dU/dH), every matrix over the flattened rows (index t*D + c).
     """
 
-    def __init__(self, T: int = 2, D: int = 2):
+    def __init__(self, T: int = 2, D: int = 2, norm="layernorm"):
+        from .blocks import norm_of as named_norm
+
         self.T = validate.integer("T", T, minimum=1, maximum=3)
         self.D = validate.integer("D", D, minimum=1, maximum=3)
+        self.norm = named_norm(norm)  # both normalisations of the block (LayerNorm, or RMSNorm: norm="rmsnorm")
         n = T * D
         self.H = sp.Matrix(T, D, lambda t, c: sp.Symbol(f"h_{{{t},{c}}}", real=True))
         self.Usym = sp.Matrix(T, D, lambda t, c: sp.Symbol(f"u_{{{t},{c}}}", real=True))
@@ -187,9 +190,9 @@ class EncoderBlock(Derivation):
     def _first(self) -> tuple:
         """U = H + MHA(LN1(H)): X, U, J_LN1, J_MHA, dU/dH and its closed form I + J_MHA J_LN1."""
         T = self.T
-        X = sp.Matrix([list(norm_of(self.H.row(t))) for t in range(T)])
+        X = sp.Matrix([list(norm_of(self.H.row(t), self.norm)) for t in range(T)])
         U = self.H + self.mha(list(X)).reshape(T, self.D)
-        J_LN1 = sp.diag(*[norm_jacobian_at(self.H.row(t)) for t in range(T)])
+        J_LN1 = sp.diag(*[norm_jacobian_at(self.H.row(t), self.norm) for t in range(T)])
         J_MHA = self.mha.jacobian_at(list(X))
         dU = sp.Matrix(list(U)).jacobian(list(self.H))
         return X, U, J_LN1, J_MHA, dU, sp.eye(T * self.D) + J_MHA * J_LN1
@@ -199,9 +202,9 @@ class EncoderBlock(Derivation):
         """Over the intermediate U, H' = U + MLP(LN2(U)) (the bypass carries U): R, H'(U), J_LN2, J_MLP, dH'/dU and
         its closed form I + J_MLP J_LN2."""
         T = self.T
-        R = sp.Matrix([list(norm_of(self.Usym.row(t))) for t in range(T)])
+        R = sp.Matrix([list(norm_of(self.Usym.row(t), self.norm)) for t in range(T)])
         out_U = self.Usym + sp.Matrix([list(self.mlp(list(R.row(t)))) for t in range(T)])
-        J_LN2 = sp.diag(*[norm_jacobian_at(self.Usym.row(t)) for t in range(T)])
+        J_LN2 = sp.diag(*[norm_jacobian_at(self.Usym.row(t), self.norm) for t in range(T)])
         J_MLP = sp.diag(*[self.mlp.jacobian_at(list(R.row(t))) for t in range(T)])
         dOut = sp.Matrix(list(out_U)).jacobian(list(self.Usym))
         return R, out_U, J_LN2, J_MLP, dOut, sp.eye(T * self.D) + J_MLP * J_LN2
@@ -237,14 +240,16 @@ class EncoderBlock(Derivation):
         """The pre-norm block and its Jacobian: the two residual updates joined by the chain rule."""
         from .latex_settings import Partial
 
+        N = self.norm.symbol  # LN, RMS
         H, X, U, R, H2, I = sp.symbols("H X U R H' I", commutative=False)
-        J_MLP, J_LN1, J_LN2, J_MHA = sp.symbols("J_MLP J_LN1 J_LN2 J_MHA", commutative=False)
-        LN1, LN2, MHA, MLP, vec = (sp.Function(n, commutative=False) for n in ("LN_1", "LN_2", "MHA", "MLP", "vec"))
+        J_MLP, J_LN1, J_LN2, J_MHA = sp.symbols(f"J_MLP J_{N}1 J_{N}2 J_MHA", commutative=False)
+        LN1, LN2, MHA, MLP, vec = (sp.Function(n, commutative=False) for n in (f"{N}_1", f"{N}_2", "MHA", "MLP", "vec"))
         return [(X, LN1(H)), (U, H + MHA(X)), (R, LN2(U)), (H2, U + MLP(R)),
                 (Partial(vec(H), of=vec(H2)), (I + J_MLP * J_LN2) * (I + J_MHA * J_LN1))]
 
     def __repr__(self) -> str:
-        return f"EncoderBlock(T={self.T}, D={self.D})"
+        norm = "" if self.norm.name == "layernorm" else f", norm={self.norm.name!r}"
+        return f"EncoderBlock(T={self.T}, D={self.D}{norm})"
 
 
 class DepthProduct(Derivation):

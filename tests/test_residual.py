@@ -171,3 +171,12 @@ def test_branch_jacobian_at_a_point_is_what_subs_gives():
               [2, 3.5, h[1]]]  # plain Python numbers, as subs took them
     for args in points:
         assert F.jacobian_at(args) == by_subs(args)
+
+
+def test_the_encoder_block_takes_the_norm_as_an_argument():
+    """EncoderBlock(norm="rmsnorm"): both normalisations are RMSNorm's program (norm_of), the block formula holds
+    by the chain rule (the residual reduced exactly), and the rows name RMS, not LN."""
+    block = R.EncoderBlock(1, 2, norm="rmsnorm")
+    assert all(R._chain_rule_radical_zero(e) == 0 for e in block.residual())
+    assert block.X == R.norm_of(block.H.row(0), "rmsnorm").T
+    assert "J_RMS1" in str(block.rows()[-1][1]) and "LN" not in str(block.rows())
