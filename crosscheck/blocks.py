@@ -4,7 +4,7 @@ The programs are over matrix symbols of symbolic shape; :func:`compiled`
 lambdifies one through :func:`crosscheck.lambdify.lambdify` (the compiler of
 the recurrent cells) with the sizes as arguments, so one compiled function
 runs at every size.  :func:`reference` is an independent torch forward pass of
-the same equations (``torch.softmax``, ``torch.nn.functional.layer_norm``);
+the same equations (``torch.softmax``, ``torch.nn.functional.layer_norm`` and ``rms_norm``);
 :func:`compare_at` draws random inputs at one size, runs both, and returns the
 derived gradients next to autograd's.
 """
@@ -25,16 +25,21 @@ from .lambdify import lambdify
 LN_EPS = 1e-5  # torch.nn.LayerNorm's default, as the course uses
 
 
+#: the normalisations of derive.blocks a program is compiled with, by name (kind "norm" is the norm alone)
+NORMS = tuple(blocks.NORMS)
+
+
 @lru_cache(maxsize=None)
-def program(kind: str, heads: int = 1, masked: bool = False):
-    """The symbolic-size program of ``kind`` ("attention", "cross-attention", "layernorm", "pre-norm", "post-norm")."""
+def program(kind: str, heads: int = 1, masked: bool = False, norm: str = "layernorm"):
+    """The symbolic-size program of ``kind`` ("attention", "cross-attention", "layernorm", "norm", "pre-norm",
+    "post-norm"); ``norm`` is the normalisation of "norm" and of the blocks ("layernorm" is "norm" with LayerNorm)."""
     if kind == "attention":
         return blocks.attention_program(heads=heads, masked=masked)
     if kind == "cross-attention":
         return blocks.cross_attention_program(masked=masked)
-    if kind == "layernorm":
-        return blocks.layernorm_program()
-    return blocks.block_program(kind, heads=heads)
+    if kind in ("layernorm", "norm"):
+        return blocks.norm_program("layernorm" if kind == "layernorm" else norm)
+    return blocks.block_program(kind, heads=heads, norm=norm)
 
 
 def _args(block) -> list:
@@ -44,9 +49,9 @@ def _args(block) -> list:
 
 
 @lru_cache(maxsize=None)
-def compiled(kind: str, heads: int = 1, masked: bool = False):
+def compiled(kind: str, heads: int = 1, masked: bool = False, norm: str = "layernorm"):
     """(block, compiled function): outputs = [block output, every gradient], arguments = :func:`_args`."""
-    block = program(kind, heads, masked)
+    block = program(kind, heads, masked, norm)
     outputs = [block.output] + list(block.gradients.values())
     return block, lambdify(block.program, outputs, _args(block), backend="torch", check_finite=not masked)
 
@@ -65,21 +70,24 @@ def _reference_heads(values: dict, X, heads: int, dk: int, M=None):
     return torch.cat(outs, -1) @ values["W_O"].T
 
 
-def _reference_ln(values: dict, X, tag: str = ""):
-    gamma, beta = values["gamma" + tag], values["beta" + tag]
-    return torch.nn.functional.layer_norm(X, (X.shape[-1],), gamma.reshape(-1), beta.reshape(-1), LN_EPS)
+def _reference_norm(values: dict, X, tag: str = "", norm: str = "layernorm"):
+    """torch's own normalisation: ``layer_norm``, or ``rms_norm`` (torch >= 2.4), eps = 1e-5 inside the root."""
+    gamma = values["gamma" + tag].reshape(-1)
+    if norm == "rmsnorm":
+        return torch.nn.functional.rms_norm(X, (X.shape[-1],), gamma, LN_EPS)
+    return torch.nn.functional.layer_norm(X, (X.shape[-1],), gamma, values["beta" + tag].reshape(-1), LN_EPS)
 
 
-def reference(kind: str, values: dict, heads: int, dk: int):
+def reference(kind: str, values: dict, heads: int, dk: int, norm: str = "layernorm"):
     """The forward pass in plain torch (the equations of derive.blocks, written independently)."""
     if kind == "attention":
         return _reference_heads(values, values["X"], heads, dk, values.get("M"))
-    if kind == "layernorm":
-        return _reference_ln(values, values["X"])
+    if kind in ("layernorm", "norm"):
+        return _reference_norm(values, values["X"], norm="layernorm" if kind == "layernorm" else norm)
     H = values["H"]
     if kind == "pre-norm":
-        return H + _reference_heads(values, _reference_ln(values, H, "_1"), heads, dk)
-    return _reference_ln(values, H + _reference_heads(values, H, heads, dk), "_1")
+        return H + _reference_heads(values, _reference_norm(values, H, "_1", norm), heads, dk)
+    return _reference_norm(values, H + _reference_heads(values, H, heads, dk), "_1", norm)
 
 
 def causal(T: int, dtype, device):
@@ -87,11 +95,12 @@ def causal(T: int, dtype, device):
     return torch.triu(torch.full((T, T), float("-inf"), dtype=dtype, device=device), 1)
 
 
-def call(kind: str, values: dict, G: torch.Tensor, sizes: dict, heads: int = 1, masked: bool = False) -> list:
+def call(kind: str, values: dict, G: torch.Tensor, sizes: dict, heads: int = 1, masked: bool = False,
+         norm: str = "layernorm") -> list:
     """The compiled program of ``kind`` at the inputs ``values`` (tensors by input name), the upstream ``G`` and the
     sizes (numbers by name): [output, every gradient in ``block.gradients`` order], the arguments put in the
     order of :func:`_args`."""
-    block, f = compiled(kind, heads, masked)
+    block, f = compiled(kind, heads, masked, norm)
     scalar = lambda x: torch.tensor(float(x), dtype=G.dtype, device=G.device)
     names = {leaf: name for name, leaf in block.inputs.items()}
     args = [values[names[a]] if a in names else G if a == block.G else scalar(LN_EPS) if a == EPS else scalar(sizes[a.name])
@@ -100,9 +109,11 @@ def call(kind: str, values: dict, G: torch.Tensor, sizes: dict, heads: int = 1, 
 
 
 def compare_at(kind: str, sizes: dict, generator: torch.Generator, heads: int = 1, masked: bool = False,
-               dtype=torch.float64, device="cpu") -> list[tuple[str, torch.Tensor, torch.Tensor]]:
-    """(name, derived, autograd) for the output and every gradient at one size with random inputs."""
-    block, f = compiled(kind, heads, masked)
+               dtype=torch.float64, device="cpu", norm: str = "layernorm",
+               reference_fn=None) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    """(name, derived, autograd) for the output and every gradient at one size with random inputs; the autograd
+    side is :func:`reference` (torch's own functions), or ``reference_fn(values)`` when given."""
+    block, f = compiled(kind, heads, masked, norm)
     size_values = {s.name: sizes[s.name] for s in block.sizes if hasattr(s, "name")}
     if kind in ("pre-norm", "post-norm") and heads == 1:
         size_values["d_v"] = size_values["d"]
@@ -118,9 +129,10 @@ def compare_at(kind: str, sizes: dict, generator: torch.Generator, heads: int = 
             offset = 1.0 if name.startswith("gamma") else 0.0
             values[name] = (offset + scale * torch.randn(*shape, generator=generator, dtype=torch.float64)).to(device, dtype)
     G = torch.randn(*dims(block.G.shape), generator=generator, dtype=torch.float64).to(device, dtype)
-    derived = call(kind, values, G, size_values, heads, masked)
+    derived = call(kind, values, G, size_values, heads, masked, norm)
     leaves = {n: v.clone().requires_grad_(n != "M") for n, v in values.items()}
-    out = reference(kind, leaves, heads, size_values.get("d_k", 1))
+    out = (reference(kind, leaves, heads, size_values.get("d_k", 1), norm) if reference_fn is None
+           else reference_fn(leaves))
     (out * G).sum().backward()
     rows = [("forward", derived[0], out.detach())]
     for (name, _), value in zip(block.gradients.items(), derived[1:]):

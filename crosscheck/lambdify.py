@@ -157,11 +157,14 @@ class _Printer(NumPyPrinter):
     def _print_RowMean(self, expr):
         return f"_rowmean({self._print(expr.arg)})"
 
-    def _print_RowStd(self, expr):
-        return f"_rowstd({self._print(expr.arg)}, {self._print(expr.eps)})"
-
-    def _print_Normalize(self, expr):
-        return f"_normalize({self._print(expr.arg)}, {self._print(expr.eps)})"
+    def _print__RowMap(self, expr):
+        """A row map without an implementation of its own (LayerNorm's std and normalize, RMSNorm's rms and
+        rmsnormalize): its ``definition()`` over the table's primitives, so its numeric code is written once, in
+        derive.rules, for every backend."""
+        definition = getattr(expr, "definition", None)
+        if definition is None:
+            raise SeqgradValueError("expression", type(expr).__name__, "a row map with a numeric implementation or a definition()")
+        return "(" + self._print(definition()) + ")"  # bracketed: printed where a call (an atom) would stand
 
     def _print_Masked(self, expr):
         return f"({self._print(expr.args[0])} + {self._print(expr.args[1])})"
@@ -252,7 +255,7 @@ def _numpy_namespace() -> dict:
         "_heaviside": np.heaviside, "_maximum": np.maximum, "_minimum": np.minimum,
         "_sumsq": lambda m: np.sum(np.square(m)), "_cat": np.concatenate,
         "_softmax": _np_softmax, "_rowsum": lambda m: np.sum(m, -1, keepdims=True),
-        "_rowmean": lambda m: np.mean(m, -1, keepdims=True), "_rowstd": _np_rowstd, "_normalize": _np_normalize,
+        "_rowmean": lambda m: np.mean(m, -1, keepdims=True),
         "_colsum": lambda m: np.sum(m, -2, keepdims=True), "_diag": lambda v: np.diag(np.ravel(v)),
         "_diagonal": lambda m: np.diagonal(m).reshape(-1, 1),
     }
@@ -264,14 +267,6 @@ def _np_softmax(S):
     return e / np.sum(e, -1, keepdims=True)
 
 
-def _np_rowstd(X, eps):
-    return np.sqrt(np.var(X, -1, keepdims=True) + eps)
-
-
-def _np_normalize(X, eps):
-    return (X - np.mean(X, -1, keepdims=True)) / _np_rowstd(X, eps)
-
-
 def _torch_namespace() -> dict:
     import math
 
@@ -281,17 +276,11 @@ def _torch_namespace() -> dict:
 
     ops = namespace("torch")  # the registry's structural helpers: max/min of a tensor and a number, Heaviside
 
-    def rowstd(X, eps):
-        return torch.sqrt(torch.var(X, -1, unbiased=False, keepdim=True) + eps)
-
-    def normalize(X, eps):
-        return (X - torch.mean(X, -1, keepdim=True)) / rowstd(X, eps)
-
     return {
         "torch": torch, "math": math, "_heaviside": ops.heaviside,
         "_maximum": ops.maximum, "_minimum": ops.minimum, "_sumsq": lambda m: torch.sum(torch.square(m)), "_cat": torch.cat,
         "_softmax": lambda S: torch.softmax(S, -1), "_rowsum": lambda m: torch.sum(m, -1, keepdim=True),
-        "_rowmean": lambda m: torch.mean(m, -1, keepdim=True), "_rowstd": rowstd, "_normalize": normalize,
+        "_rowmean": lambda m: torch.mean(m, -1, keepdim=True),
         "_colsum": lambda m: torch.sum(m, -2, keepdim=True), "_diag": lambda v: torch.diag(v.reshape(-1)),
         "_diagonal": lambda m: torch.diagonal(m).reshape(-1, 1),
     }

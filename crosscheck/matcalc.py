@@ -189,12 +189,6 @@ class _TorchOps:
     def softmax(self, S):
         return self.t.softmax(S, -1)
 
-    def rowstd(self, X, eps):
-        return (self.t.sqrt(self.t.var(X, -1, unbiased=False, keepdim=True) + eps)).expand_as(X)
-
-    def normalize(self, X, eps):
-        return (X - self.t.mean(X, -1, keepdim=True)) / self.rowstd(X, eps)
-
     def rowsum(self, X):
         return self.t.sum(X, -1, keepdim=True).expand_as(X)
 

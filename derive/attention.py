@@ -149,12 +149,14 @@ class SelfAttention(Derivation):
         self.W_V = symbol_matrix(f"w{tag}_V", self.d_v, d_model) if W_V is None else as_matrix("W_V", W_V, (self.d_v, d_model))
         self.M = None if mask is None else check_mask(mask, (T, T))
         self.scale = 1 / sp.sqrt(self.d_k) if scale is None else as_sympy(scale, "scale")
-        self.Q = self.X * self.W_Q.T
-        self.K = self.X * self.W_K.T
-        self.V = self.X * self.W_V.T
-        self.S = (self.Q * self.K.T) * self.scale
-        self.A = softmax_rows(self.S, self.M)
-        self.O = self.A * self.V
+        self.Q, self.K, self.V, self.S, self.A, self.O = head_forward(self, self._block())
+
+    def _block(self):
+        """The head's program: :func:`derive.blocks.attention_program` at this head's sizes, mask and scale."""
+        from .blocks import attention_program
+
+        return attention_program(masked=self.M is not None, T_=self.T, d_=self.d_model, d_k_=self.d_k, d_v_=self.d_v,
+                                 scale=self.scale)
 
     @property
     def parameters(self) -> dict[str, sp.Matrix]:
@@ -185,11 +187,7 @@ class SelfAttention(Derivation):
         dW_Q = dQ^T X,  dW_K = dK^T X,  dW_V = dV^T X,  dX = dQ W_Q + dK W_K + dV W_V   (s = the scale).
         The head's own Q, K, V, S, A are used as the values of the program's intermediates.
         """
-        from .blocks import attention_program
-
-        block = attention_program(masked=self.M is not None, T_=self.T, d_=self.d_model, d_k_=self.d_k, d_v_=self.d_v,
-                                  scale=self.scale)
-        return head_backward(self, block, G, ("W_Q", "W_K", "W_V", "X"))
+        return head_backward(self, self._block(), G, ("W_Q", "W_K", "W_V", "X"))
 
     def gradient_by_differentiation(self, wrt: str, G: sp.Matrix | None = None) -> sp.Matrix:
         """sum_{t,c} G_tc dO_tc / d wrt, by direct differentiation (the reference for :meth:`backward`)."""
@@ -335,6 +333,14 @@ class Equivariance(Derivation):
 
     def __repr__(self) -> str:
         return f"Equivariance(T={self.T}, positions={self.positions is not None}, causal={self.causal})"
+
+
+def head_forward(head, block) -> list:
+    """Q, K, V, S, A, O of an attention head of explicit size (:class:`SelfAttention`,
+    :class:`derive.decoder.CrossAttention`): ``block``'s forward lines at the head's inputs and mask (a view of the
+    one program; masked sources get exactly 0, as exp(-oo) = 0)."""
+    values = dict(head.parameters, **({"M": head.M} if head.M is not None else {}))
+    return block.forward_at(values, ("Q", "K", "V", "S", "A", "O"))
 
 
 def head_backward(head, block, G, wrt) -> dict[str, sp.Matrix]:
@@ -664,5 +670,5 @@ def identities() -> list[Identity]:
 
 
 __all__ = ["SelfAttention", "MultiHeadAttention", "Equivariance", "causal_mask", "padding_mask", "combine_masks",
-           "check_mask", "softmax_rows", "head_backward", "head_widths", "permutation_matrix", "expectation",
+           "check_mask", "softmax_rows", "head_forward", "head_backward", "head_widths", "permutation_matrix", "expectation",
            "dot_product_variance", "evaluate"]

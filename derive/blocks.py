@@ -6,7 +6,8 @@ text's equations (rows are positions, weights applied as ``X W^T``)::
     Q = X W_Q^T,  K = X W_K^T,  V = X W_V^T,  S = Q K^T / sqrt(d_k) [+ M],  A = softmax(S),  O = A V
     C = [O^[1] | ... | O^[h]],  B = C W_O^T                                   (multi-head)
     x̂ = normalize(X) (eps inside the root),  Y = x̂ o (1 gamma) + 1 beta            (LayerNorm)
-    pre-norm:  U = H + MHA(LN(H));   post-norm:  U = LN(H + MHA(H))
+    x̂ = rmsnormalize(X) = X / rms(X),  Y = x̂ o (1 gamma)                              (RMSNorm)
+    pre-norm:  U = H + MHA(N(H));   post-norm:  U = N(H + MHA(H))       (N: the block's norm=, a Norm)
 
 and whose backward lines come from :meth:`Program.backward`, i.e. from the
 rule table :mod:`derive.rules` (every rule proved at symbolic size).  So the
@@ -32,17 +33,20 @@ dK = dS.T*Q/sqrt(d_k)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import sympy as sp
 
 from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
-from .program import Elementwise, Program, latex_aligned
-from .rules import EPS, HConcat, Masked, Normalize, RowSoftmax, RowStd
+from .safe_parse import as_sympy
 
-__all__ = ["T", "T_src", "d", "d_k", "d_v", "BlockProgram", "attention_program", "cross_attention_program",
-           "layernorm_program", "block_program", "size"]
+from .program import Elementwise, Program, latex_aligned
+from .rules import EPS, HConcat, Masked, Normalize, RMSNormalize, RowRMS, RowSoftmax, RowStd, index_form
+
+__all__ = ["T", "T_src", "d", "d_k", "d_v", "BlockProgram", "Norm", "NORMS", "LAYERNORM", "RMSNORM", "norm_of",
+           "attention_program", "cross_attention_program", "norm_program", "norm_row", "layernorm_program", "block_program", "size"]
 
 T, d, d_k, d_v = sp.symbols("T d d_k d_v", integer=True, positive=True)
 T_src = sp.Symbol("T_src", integer=True, positive=True)
@@ -92,6 +96,13 @@ class BlockProgram:
         exprs = [self.program["d" + name].target for name in forward] + [self.gradients[name] for name in wrt]
         return dict(zip(names, self.program.evaluate(exprs, env)))  # the definitions they share evaluated once
 
+    def forward_at(self, values: dict, names) -> list:
+        """The forward intermediates ``names`` at explicit inputs ``values`` (matrices by input name): the
+        program's own lines evaluated, so a concrete head's Q, K, V, S, A, O are a view of the one definition."""
+        env = {self.inputs[name]: value for name, value in values.items()}
+        targets = [self.program[name].target for name in names]
+        return [sp.Matrix(v) for v in self.program.evaluate(targets, env)]
+
     def args(self) -> list:
         """Every leaf the compiled program needs: inputs, G, and the size symbols."""
         sizes = [s for s in self.sizes if isinstance(s, sp.Symbol)]
@@ -131,15 +142,68 @@ def _mha(prog: Program, X, inputs: dict, heads: int, dm, dk, dv, M=None, scale=N
     return prog.define(sp.MatrixSymbol("B", X.shape[0], dm), C * W_O.T)
 
 
+def _row_parameter(inputs: dict, name: str, cols):
+    """A norm's gain or shift: one row of ``cols`` entries, broadcast over the rows by ``1 name``."""
+    return inputs.setdefault(name, sp.MatrixSymbol(name, 1, cols))
+
+
 def _layernorm(prog: Program, X, inputs: dict, tag: str = "", eps=EPS):
+    """LayerNorm's forward lines: ``σ = std(X)``, ``x̂ = normalize(X)``, ``Y = x̂ o (1 gamma) + 1 beta``."""
     rows, cols = X.shape
-    gamma = inputs.setdefault("gamma" + tag, sp.MatrixSymbol("gamma" + tag, 1, cols))
-    beta = inputs.setdefault("beta" + tag, sp.MatrixSymbol("beta" + tag, 1, cols))
+    gamma, beta = _row_parameter(inputs, "gamma" + tag, cols), _row_parameter(inputs, "beta" + tag, cols)
     prog.define(sp.MatrixSymbol("sigma" + tag, rows, cols), RowStd(X, eps))
     xhat = prog.define(sp.MatrixSymbol("xhat" + tag, rows, cols), Normalize(X, eps))
     one = sp.OneMatrix(rows, 1)
     return prog.define(sp.MatrixSymbol("Y" + tag if tag else "Y", rows, cols),
                        sp.HadamardProduct(xhat, sp.MatMul(one, gamma)) + sp.MatMul(one, beta))
+
+
+def _rmsnorm(prog: Program, X, inputs: dict, tag: str = "", eps=EPS):
+    """RMSNorm's forward lines (Zhang & Sennrich 2019): ``r = rms(X)``, ``x̂ = X / r``, ``Y = x̂ o (1 gamma)``."""
+    rows, cols = X.shape
+    gamma = _row_parameter(inputs, "gamma" + tag, cols)
+    prog.define(sp.MatrixSymbol("r" + tag, rows, cols), RowRMS(X, eps))
+    xhat = prog.define(sp.MatrixSymbol("xhat" + tag, rows, cols), RMSNormalize(X, eps))
+    return prog.define(sp.MatrixSymbol("Y" + tag if tag else "Y", rows, cols),
+                       sp.HadamardProduct(xhat, sp.MatMul(sp.OneMatrix(rows, 1), gamma)))
+
+
+@dataclass(frozen=True)
+class Norm:
+    """A normalisation over the features of every row, defined once as a program fragment: ``lines(prog, X,
+    inputs, tag, eps)`` writes its forward lines into ``prog`` (its parameters added to ``inputs``, named with
+    ``tag``) and returns its output; the backward pass comes from the rule table (:meth:`Program.backward`).
+    Every block takes one as ``norm=`` (a name of :data:`NORMS`, or a ``Norm`` of your own)."""
+
+    name: str
+    lines: Callable
+    statement: str = ""
+    label: str = ""  # its short name in formulas (LN, RMS: J_LN, RMS(h)); the name when empty
+
+    @property
+    def symbol(self) -> str:
+        return self.label or self.name
+
+    def __call__(self, prog: Program, X, inputs: dict, tag: str = "", eps=EPS):
+        return self.lines(prog, X, inputs, tag, eps)
+
+
+LAYERNORM = Norm("layernorm", _layernorm, "Y = normalize(X) o (1 gamma) + 1 beta, population variance, eps inside the root",
+                 "LN")
+RMSNORM = Norm("rmsnorm", _rmsnorm, "Y = X / rms(X) o (1 gamma), rms(X) = sqrt(mean(X o X) + eps) (Zhang & Sennrich 2019)",
+               "RMS")
+
+#: name -> :class:`Norm`: the normalisations a block takes by name
+NORMS: dict[str, Norm] = {n.name: n for n in (LAYERNORM, RMSNORM)}
+
+
+def norm_of(norm) -> Norm:
+    """The :class:`Norm` that ``norm`` names (a key of :data:`NORMS`) or is; anything else is one clear error."""
+    if isinstance(norm, Norm):
+        return norm
+    if isinstance(norm, str) and norm in NORMS:
+        return NORMS[norm]
+    raise SeqgradValueError("norm", norm, "one of " + ", ".join(repr(n) for n in NORMS) + ", or a derive.blocks.Norm")
 
 
 def _backward(prog: Program, output, G, inputs: dict) -> dict:
@@ -195,41 +259,85 @@ def cross_attention_program(masked: bool = False, T_=T, T_src_=T_src, d_=d, d_k_
     return BlockProgram(prog, dict(inputs, **({"M": M} if masked else {})), G, out, grads, (Tn, Ts, dm, dk, dv))
 
 
-def layernorm_program(T_=T, d_=d, eps=EPS) -> BlockProgram:
-    """LayerNorm over the d features of every row, ``Y = x̂ o (1 gamma) + 1 beta``, with its backward pass
-    ``dX = (dx̂ - mean(dx̂) - x̂ o mean(dx̂ o x̂)) / σ``."""
+def norm_program(norm="layernorm", T_=T, d_=d, eps=EPS) -> BlockProgram:
+    """The normalisation ``norm`` (``"layernorm"``, ``"rmsnorm"`` or a :class:`Norm`) over the d features of every
+    row, with its backward pass from the rule table: LayerNorm's ``dX = (1/σ) o (dx̂ - mean(dx̂) - x̂ o mean(dx̂ o x̂))``,
+    RMSNorm's ``dX = (1/r) o (dx̂ - x̂ o mean(dx̂ o x̂))``."""
+    norm = norm_of(norm)
     Tn, dm = size("T", T_), size("d", d_)
-    prog = Program("layernorm")
+    prog = Program(norm.name)
     X = sp.MatrixSymbol("X", Tn, dm)
     inputs = {"X": X}
-    Y = _layernorm(prog, X, inputs, eps=eps)
+    Y = norm(prog, X, inputs, eps=eps)
     G = sp.MatrixSymbol("G", Tn, dm)
     grads = _backward(prog, Y, G, inputs)
     return BlockProgram(prog, inputs, G, Y, grads, (Tn, dm))
 
 
+def norm_row(norm, x, params=None, eps=EPS) -> sp.Matrix:
+    """The norm's output at one row ``x`` (a list of expressions) as an explicit column: a view of the program's
+    forward lines (:func:`norm_program` at T = 1, d = len(x)), every definition substituted and evaluated on the
+    explicit row.  ``params`` gives each parameter one value for every feature (default ``gamma = 1``,
+    ``beta = 0``: the initial LayerNorm of derive.residual)."""
+    x = [as_sympy(v, "x") for v in x]
+    if not x:
+        raise SeqgradValueError("x", x, "a row of at least one expression")
+    params = {"gamma": 1, "beta": 0} if params is None else dict(params)
+    block = norm_program(norm, T_=1, d_=len(x), eps=eps)
+    env = {block.inputs["X"]: sp.ImmutableMatrix([x])}
+    for name, leaf in block.inputs.items():
+        if name != "X":
+            if name not in params:
+                raise SeqgradValueError("params", sorted(params), f"a value for the parameter {name!r} of {block.program.name}")
+            env[leaf] = sp.ImmutableMatrix(1, len(x), [as_sympy(params[name], "params")] * len(x))
+    Y = block.program.expand(block.output, kinds=("forward",))
+    return sp.Matrix(Y.xreplace(env).doit()).T
+
+
+def row_jacobian_residual(norm, entry, i, j):
+    """A claimed Jacobian of one row against the norm's program: ``sum_i G_i J_ij - dX_j`` in index notation at
+    symbolic d, where ``J_ij = entry(i, j, inputs)`` (the program's inputs: the row ``X``, a 1 x d matrix symbol
+    whose statistics the entry reads through the rule table's nodes, and the norm's parameters, ``gamma``, ...;
+    an entry reads them with :func:`derive.rules.index_form`) and ``dX`` is the program's backward pass with every
+    definition substituted.  :func:`derive.rules.index_zero` reduces it to 0 exactly when the closed form is
+    the program's Jacobian: so a closed form is a statement proved equal to the one definition."""
+    block = norm_program(norm, T_=1, d_=d, eps=EPS)
+    G = block.G
+    dX = block.program.expand(block.gradients["X"], kinds=None)
+    paired = sp.Sum(index_form(G, 0, i) * entry(i, j, block.inputs), (i, 0, d - 1))
+    return paired - index_form(dX, 0, j)
+
+
+def layernorm_program(T_=T, d_=d, eps=EPS) -> BlockProgram:
+    """:func:`norm_program` of LayerNorm, ``Y = x̂ o (1 gamma) + 1 beta``."""
+    return norm_program(LAYERNORM, T_, d_, eps)
+
+
 PLACEMENTS = ("pre-norm", "post-norm")
 
 
-def block_program(placement: str = "pre-norm", heads: int = 1, T_=T, d_=d, d_k_=d_k, d_v_=d_v) -> BlockProgram:
-    """The attention sublayer with its residual and LayerNorm: pre-norm ``U = H + MHA(LN(H))`` or
-    post-norm ``U = LN(H + MHA(H))``; the backward pass shows the residual's ``I + J``: dH = dU + (branch)."""
+def block_program(placement: str = "pre-norm", heads: int = 1, T_=T, d_=d, d_k_=d_k, d_v_=d_v,
+                  norm="layernorm") -> BlockProgram:
+    """The attention sublayer with its residual and normalisation N (``norm``: ``"layernorm"``, ``"rmsnorm"`` or a
+    :class:`Norm`): pre-norm ``U = H + MHA(N(H))`` or post-norm ``U = N(H + MHA(H))``; the backward pass shows
+    the residual's ``I + J``: dH = dU + (branch)."""
     placement = validate.choice("placement", placement, PLACEMENTS)
+    norm = norm_of(norm)
     heads = validate.integer("heads", heads, minimum=1, maximum=16)
     Tn, dm, dk, dv = size("T", T_), size("d", d_), size("d_k", d_k_), size("d_v", d_v_)
     if heads == 1 and dv != dm:
         dv = dm  # one head without W_O writes d_v = d columns, added to H
-    prog = Program(f"{placement} attention block")
+    prog = Program(f"{placement} attention block" + ("" if norm is LAYERNORM else f" ({norm.name})"))
     H = sp.MatrixSymbol("H", Tn, dm)
     inputs = {"H": H}
     if placement == "pre-norm":
-        X = _layernorm(prog, H, inputs, tag="_1")
+        X = norm(prog, H, inputs, tag="_1")
         Bm = _mha(prog, X, inputs, heads, dm, dk, dv)
         U = prog.define(sp.MatrixSymbol("U", Tn, dm), H + Bm)
     else:
         Bm = _mha(prog, H, inputs, heads, dm, dk, dv)
         Z = prog.define(sp.MatrixSymbol("Z", Tn, dm), H + Bm)
-        U = _layernorm(prog, Z, inputs, tag="_1")
+        U = norm(prog, Z, inputs, tag="_1")
     G = sp.MatrixSymbol("G", Tn, dm)
     grads = _backward(prog, U, G, inputs)
     return BlockProgram(prog, inputs, G, U, grads, (Tn, dm, dk, dv))

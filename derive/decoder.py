@@ -36,7 +36,7 @@ from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
 from . import counting
-from .attention import as_matrix, causal_mask, check_mask, head_backward, softmax_rows, symbol_matrix
+from .attention import as_matrix, causal_mask, check_mask, head_backward, head_forward, symbol_matrix
 from .identity import Derivation
 from .safe_parse import as_sympy
 
@@ -62,12 +62,14 @@ class CrossAttention(Derivation):
         self.W_V = symbol_matrix("w_V", self.d_v, d_model) if W_V is None else as_matrix("W_V", W_V, (self.d_v, d_model))
         self.M = None if mask is None else check_mask(mask, (T, T_src))
         self.scale = 1 / sp.sqrt(self.d_k) if scale is None else as_sympy(scale, "scale")
-        self.Q = self.X * self.W_Q.T
-        self.K = self.Z * self.W_K.T
-        self.V = self.Z * self.W_V.T
-        self.S = (self.Q * self.K.T) * self.scale
-        self.A = softmax_rows(self.S, self.M)
-        self.O = self.A * self.V
+        self.Q, self.K, self.V, self.S, self.A, self.O = head_forward(self, self._block())
+
+    def _block(self):
+        """The head's program: :func:`derive.blocks.cross_attention_program` at this head's sizes, mask and scale."""
+        from .blocks import cross_attention_program
+
+        return cross_attention_program(masked=self.M is not None, T_=self.T, T_src_=self.T_src, d_=self.d_model,
+                                       d_k_=self.d_k, d_v_=self.d_v, scale=self.scale)
 
     @property
     def parameters(self) -> dict[str, sp.Matrix]:
@@ -81,11 +83,7 @@ class CrossAttention(Derivation):
         """The backward pass (module docstring) given G = dL/dO: the program of
         :func:`derive.blocks.cross_attention_program` (derived by the rule table, every rule proved at
         symbolic size) evaluated at this head, with the head's own Q, K, V, S, A as its intermediates."""
-        from .blocks import cross_attention_program
-
-        block = cross_attention_program(masked=self.M is not None, T_=self.T, T_src_=self.T_src, d_=self.d_model,
-                                        d_k_=self.d_k, d_v_=self.d_v, scale=self.scale)
-        return head_backward(self, block, G, tuple(self.parameters))
+        return head_backward(self, self._block(), G, tuple(self.parameters))
 
     def gradient_by_differentiation(self, wrt: str, G=None) -> sp.Matrix:
         """sum_{t,c} G_tc dO_tc / d wrt by direct differentiation (the reference for :meth:`backward`)."""

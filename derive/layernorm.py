@@ -230,6 +230,55 @@ def ln_entry(idx):
     return _expand(gamma[idx] * xhat[idx] + beta[idx])
 
 
+def _layernorm_closed(a, b, inputs):
+    """(gamma_a / sigma)(delta_ab - 1/d - x̂_a x̂_b / d), x̂ and sigma the rule table's normalize(X) and std(X)."""
+    from .rules import Normalize, RowStd, index_form
+
+    X = inputs["X"]
+    xh = lambda m: index_form(Normalize(X, EPS), 0, m)
+    s = index_form(RowStd(X, EPS), 0, 0)
+    n = X.shape[1]
+    return index_form(inputs["gamma"], 0, a) / s * (sp.KroneckerDelta(a, b) - 1 / n - xh(a) * xh(b) / n)
+
+
+def _rmsnorm_closed(a, b, inputs):
+    """(gamma_a / r)(delta_ab - x̂_a x̂_b / d), x̂ and r the rule table's rmsnormalize(X) and rms(X)."""
+    from .rules import RMSNormalize, RowRMS, index_form
+
+    X = inputs["X"]
+    xh = lambda m: index_form(RMSNormalize(X, EPS), 0, m)
+    r = index_form(RowRMS(X, EPS), 0, 0)
+    return index_form(inputs["gamma"], 0, a) / r * (sp.KroneckerDelta(a, b) - xh(a) * xh(b) / X.shape[1])
+
+
+def _plain(expr):
+    """Index-notation entries at a concrete size as plain symbols: ``X[0, 2]`` -> ``X_2`` (for numeric evidence)."""
+    return expr.replace(lambda e: isinstance(e, sp.Indexed),
+                        lambda e: sp.Symbol(f"{e.base.label}_{e.indices[-1]}", real=True))
+
+
+def rmsnorm_jacobians(n: int = 3) -> tuple:
+    """RMSNorm's Jacobian at d = n two ways: SymPy's jacobian of the program's own forward pass (derive.blocks,
+    made explicit) and the closed form, both in the plain symbols X_k, gamma_k, epsilon."""
+    from .blocks import norm_program
+    from .rules import index_form
+
+    block = norm_program("rmsnorm", T_=1, d_=n, eps=EPS)
+    Y = block.program.expand(block.output, kinds=None)
+    xs = [sp.Symbol(f"X_{k}", real=True) for k in range(n)]
+    direct = sp.Matrix([_plain(index_form(Y, 0, c)) for c in range(n)]).jacobian(xs)
+    closed = sp.Matrix(n, n, lambda a, b: _plain(_rmsnorm_closed(a, b, block.inputs)))
+    return direct, closed
+
+
+def program_residual(norm, closed):
+    """``sum_i G_i J_ij - dX_j`` for the closed form ``closed(i, j, X)`` and the program of ``norm``
+    (:func:`derive.blocks.row_jacobian_residual`); 0 after :func:`derive.rules.index_zero` when they agree."""
+    from .blocks import row_jacobian_residual
+
+    return row_jacobian_residual(norm, closed, i, j)
+
+
 def identities() -> list[Identity]:
     from functools import lru_cache
 
@@ -239,16 +288,19 @@ def identities() -> list[Identity]:
     ln = LayerNorm(3)
     J3 = lru_cache(None)(lambda: (ln.jacobian_direct(), ln.jacobian()))
     closed = gamma[i] / sigma * (sp.KroneckerDelta(i, j) - 1 / d - xhat[i] * xhat[j] / d)
+    prove_closed = index_proof(lambda: program_residual("layernorm", _layernorm_closed),
+                               "sum_i G_i J_ij against dX_j of the LayerNorm program (derive.blocks, rule table)")
     defs = ("mu = (1/d) sum_k x_k", "sigma = sqrt((1/d) sum_k (x_k - mu)^2 + eps) (population variance, eps inside the root)",
             "x̂_i = (x_i - mu) / sigma", "eps > 0")
     out.append(Identity(
         "layernorm-jacobian", "seed 000 L971-975 (LN definition); derived Jacobian",
         "d y_i / d x_j = (gamma_i / sigma) (delta_ij - 1/d - x̂_i x̂_j / d) for y = LN(x), every d",
         sp.Derivative(gamma[i] * xhat[i] + beta[i], x[j]), closed, "simplify",
-        index_proof(lambda: sp.diff(ln_entry(i), x[j]) - _expand(closed), "sum_k (x_k - mu) = 0 by the definition of mu"),
-        lambda rng: numeric_sides(J3()[0], J3()[1], rng, positive=[EPS]), simplifier="index notation, symbolic d",
+        prove_closed, lambda rng: numeric_sides(J3()[0], J3()[1], rng, positive=[EPS]), simplifier="index notation, symbolic d",
         scope="all d >= 1", assumptions=defs,
-        symbols_note="Numeric evidence: the direct 3 x 3 Jacobian of the fully substituted LN against the closed form."))
+        symbols_note="Proved equal to the one LayerNorm definition: sum_i G_i J_ij is the backward pass dX_j of "
+                     "derive.blocks.norm_program('layernorm') (the rule table), at symbolic d. "
+                     "Numeric evidence: the direct 3 x 3 Jacobian of the fully substituted LN against the closed form."))
     ln8 = LayerNorm(8)
     out.append(Identity(
         "layernorm-jacobian-intermediates", "seed 000 L971-975; chain rule over `mu`, `sigma**2`, `s`",
@@ -259,6 +311,21 @@ def identities() -> list[Identity]:
         simplifier="name the radical, cancel", scope="instance d = 8 (the general statement: layernorm-jacobian)",
         shown=lambda: (sp.Derivative(xhat[i], x[j]), (sp.KroneckerDelta(i, j) - 1 / d - xhat[i] * xhat[j] / d) / sigma),
         assumptions=defs))
+    r_ = sp.Symbol("r", positive=True)
+    rms_closed = gamma[i] / r_ * (sp.KroneckerDelta(i, j) - xhat[i] * xhat[j] / d)
+    J3_rms = lru_cache(None)(rmsnorm_jacobians)
+    out.append(Identity(
+        "rmsnorm-jacobian", "Zhang & Sennrich 2019 (RMSNorm: y = x / rms(x) o gamma); derived Jacobian",
+        "d y_i / d x_j = (gamma_i / r) (delta_ij - x̂_i x̂_j / d) for y = RMSNorm(x), x̂ = x / r, every d",
+        sp.Derivative(gamma[i] * xhat[i], x[j]), rms_closed, "simplify",
+        index_proof(lambda: program_residual("rmsnorm", _rmsnorm_closed),
+                    "sum_i G_i J_ij against dX_j of the RMSNorm program (derive.blocks, rule table)"),
+        lambda rng: numeric_sides(J3_rms()[0], J3_rms()[1], rng, positive=[EPS]), simplifier="index notation, symbolic d",
+        scope="all d >= 1", assumptions=("r = sqrt((1/d) sum_k x_k^2 + eps) (no mean subtracted, eps inside the root)",
+                                         "x̂_i = x_i / r", "eps > 0"),
+        symbols_note="Proved equal to the one RMSNorm definition: sum_i G_i J_ij is the backward pass dX_j of "
+                     "derive.blocks.norm_program('rmsnorm') (the rule table), at symbolic d. "
+                     "Numeric evidence: SymPy's 3 x 3 Jacobian of that program's forward pass against the closed form."))
     row_sum = sp.Sum(closed, (j, 0, d - 1))
     out.append(Identity(
         "layernorm-jacobian-kills-constants", "seed 000 L971-981 (LN removes the row mean); derived",

@@ -569,14 +569,14 @@ def column_scalars(expr):
     function of ``s 𝟏`` as ``f(s) 𝟏``, a Hadamard factor ``s 𝟏`` as the scalar s, ``diag(s 𝟏)`` as ``s I``, and a scalar
     common to every term of a sum in front of it.  The value is unchanged (a display pass, like :func:`display_form`)."""
     from .program import Elementwise
-    from .rules import RowMean, RowStd, RowSum
+    from .rules import RowMean, RowSum, is_row_statistic
 
     if not isinstance(expr, sp.Basic) or not expr.args or isinstance(expr, OfColumnStat):
         return expr
-    if isinstance(expr, (RowSum, RowMean, RowStd)) and _row_of_column(expr.arg):
+    if is_row_statistic(expr) and _row_of_column(expr.arg):
         arg = column_scalars(expr.arg)
         coeff, body = sp.S.One, arg
-        if isinstance(arg, sp.MatMul) and not isinstance(expr, RowStd):  # rowsum(c Y) = c rowsum(Y); not std (|c|)
+        if isinstance(arg, sp.MatMul) and isinstance(expr, (RowSum, RowMean)):  # rowsum(c Y) = c rowsum(Y); not std, rms (|c|)
             coeff, mats = arg.as_coeff_matrices()
             body = sp.MatMul(*mats) if len(mats) > 1 else mats[0]
         return _scaled(coeff, _stat_scalar(expr.func(body, *expr.args[1:])), sp.OneMatrix(*expr.shape))
@@ -871,7 +871,7 @@ class _Evaluator:
 
     def _value(self, e):
         from .program import Elementwise
-        from .rules import Diag, Normalize, RowMean, RowSoftmax, RowStd, RowSum
+        from .rules import Diag, RowMean, RowSoftmax, RowSum
 
         o, v = self.ops, self.value
         if e in self.env:
@@ -913,14 +913,12 @@ class _Evaluator:
             return _Evaluator({**self.env, e.function.variables[0]: x}, o).value(e.function.expr) + 0 * x
         if isinstance(e, RowSoftmax):
             return o.softmax(v(e.arg))
-        if isinstance(e, Normalize):
-            return o.normalize(v(e.arg), v(e.eps))
-        if isinstance(e, RowStd):
-            return o.rowstd(v(e.arg), v(e.eps))
         if isinstance(e, RowSum):
             return o.rowsum(v(e.arg))
         if isinstance(e, RowMean):
             return o.rowmean(v(e.arg))
+        if isinstance(e, _RowMap) and callable(getattr(e, "definition", None)):  # a composite row map (std, rms):
+            return v(e.definition())                                               # through its definition
         if isinstance(e, (Diag, sp.DiagMatrix)):
             return o.diag(v(e.args[0]))
         if isinstance(e, sp.DiagonalOf):
@@ -1006,12 +1004,6 @@ class _NumpyOps:
     def softmax(self, S):
         e = self.np.exp(S - self.np.max(S, -1, keepdims=True))
         return e / self.np.sum(e, -1, keepdims=True)
-
-    def rowstd(self, X, eps):
-        return self.np.sqrt(self.np.var(X, -1, keepdims=True) + eps) + 0 * X  # broadcast over the row, as RowStd is
-
-    def normalize(self, X, eps):
-        return (X - self.np.mean(X, -1, keepdims=True)) / self.rowstd(X, eps)
 
     def rowsum(self, X):
         return self.np.sum(X, -1, keepdims=True) + 0 * X

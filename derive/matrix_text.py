@@ -11,7 +11,7 @@ integer symbols (or integers); a name in ``variables`` is a real scalar.  What t
   diagonal matrix, ``diag(X)`` of a square matrix the column of its diagonal;
 * ``sum(X)`` (every entry), ``sum(X, 0)`` (column sums, a row), ``sum(X, 1)`` (row sums, a column), ``mean``
   likewise; ``norm(x)`` (Euclidean; Frobenius for a matrix);
-* ``softmax(S)`` and ``layernorm(X[, eps])`` over every row of a matrix (over the entries of a column vector);
+* ``softmax(S)``, ``layernorm(X[, eps])`` and ``rmsnorm(X[, eps])`` over every row of a matrix (over the entries of a column vector);
 * the scalar functions the parser knows (:func:`scalar_functions`: ``exp``, ``log``, ``tanh``, ``sigmoid`` ...),
   entrywise on a matrix; the constants ``pi``, ``E``;
 * with ``derivative=`` (``verify`` passes :func:`derive.matcalc.derivative_of`), ``diff(f, X)``: the derivative
@@ -41,7 +41,7 @@ import sympy as sp
 from seqgrad.errors import ParseError, SeqgradValueError
 
 from .program import Elementwise
-from .rules import AsScalar, Diag, Normalize, RowSoftmax
+from .rules import AsScalar, Diag, Normalize, RMSNormalize, RowSoftmax
 from . import safe_parse
 from .safe_parse import CONSTANTS
 from .whitelist import IDENTIFIER, Reader, check_variable_names, parse_tree
@@ -63,6 +63,7 @@ MATRIX_OPERATIONS: dict[str, tuple[int, int, str]] = {
     "norm": (1, 1, "Euclidean norm of a vector, Frobenius norm of a matrix"),
     "softmax": (1, 1, "softmax over every row of a matrix (over the entries of a column vector)"),
     "layernorm": (1, 2, "layernorm(X[, eps]): (x - mean)/sqrt(var + eps) over every row (population variance)"),
+    "rmsnorm": (1, 2, "rmsnorm(X[, eps]): x/sqrt(mean(x^2) + eps) over every row (RMSNorm: no mean subtracted)"),
 }
 
 
@@ -319,8 +320,9 @@ class _MatrixReader(Reader):
             return RowSoftmax(x.T).T if x.shape[1] == 1 and x.shape[0] != 1 else RowSoftmax(x)
         eps = args[1] if len(args) > 1 else LAYERNORM_EPS
         if is_matrix(eps) or (eps.is_number and not eps > 0):
-            self.refuse("the eps of layernorm() is a positive scalar")
-        return Normalize(x.T, eps).T if x.shape[1] == 1 and x.shape[0] != 1 else Normalize(x, eps)
+            self.refuse(f"the eps of {fname}() is a positive scalar")
+        node = RMSNormalize if fname == "rmsnorm" else Normalize
+        return node(x.T, eps).T if x.shape[1] == 1 and x.shape[0] != 1 else node(x, eps)
 
     def total(self, node, fname, x, axis):
         if not is_matrix(x):

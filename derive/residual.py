@@ -25,7 +25,7 @@ from seqgrad.errors import SeqgradValueError
 
 from .identity import Derivation, Identity, mpmath_lambdify, numeric_sides
 from .proof import Proof, proof_by
-from .layernorm import EPS, LayerNorm
+from .layernorm import EPS
 from .safe_parse import as_sympy
 
 
@@ -70,35 +70,43 @@ class Branch:
         return sp.Subs(partial, uj, args[j])
 
 
-def _ln_of(x, eps=EPS):
-    ln = LayerNorm(len(x), eps=eps, h=list(x), gamma=[1] * len(x), beta=[0] * len(x))
-    return ln
+def norm_of(x, norm="layernorm", eps=EPS) -> sp.Matrix:
+    """The block's normalisation (gamma = 1, beta = 0) at the row ``x``, as a column: the view
+    :func:`derive.blocks.norm_row` of the one program of ``norm`` ("layernorm", "rmsnorm" or a Norm)."""
+    from .blocks import norm_row
+
+    return norm_row(norm, list(x), eps=eps)
 
 
 @lru_cache(maxsize=None)
-def _ln_jacobian(d: int) -> tuple:
-    """J_LN of LN (gamma = 1, beta = 0) over d features in the symbols z_0 .. z_{d-1}: SymPy's jacobian of the
-    definition, taken once per d (immutable)."""
+def _norm_jacobian(d: int, norm="layernorm") -> tuple:
+    """J_N of the normalisation (gamma = 1, beta = 0) over d features in the symbols z_0 .. z_{d-1}: SymPy's
+    jacobian of the program's forward pass (:func:`norm_of`), taken once per d and norm (immutable)."""
     z = _symbols("z", d)
-    return z, sp.ImmutableMatrix(_ln_of(z).jacobian_direct())
+    return z, sp.ImmutableMatrix(norm_of(z, norm).jacobian(z))
 
 
-def ln_jacobian_at(args) -> sp.Matrix:
-    """J_LN at the point ``args`` (expressions or symbols): the Jacobian of :func:`_ln_jacobian` with its variables
-    renamed to the point (differentiation commutes with the renaming; J_LN holds no derivative to protect)."""
+def norm_jacobian_at(args, norm="layernorm") -> sp.Matrix:
+    """J_N at the point ``args`` (expressions or symbols): the Jacobian of :func:`_norm_jacobian` with its variables
+    renamed to the point (differentiation commutes with the renaming; J_N holds no derivative to protect)."""
     args = list(args)
-    z, J = _ln_jacobian(len(args))
+    z, J = _norm_jacobian(len(args), norm)
     return sp.Matrix(J.xreplace(dict(zip(z, args))))
 
 
 class ResidualJacobian(Derivation):
-    """Jacobians of one residual wrapping of a generic branch over d features: plain, pre-norm or post-norm."""
+    """Jacobians of one residual wrapping of a generic branch over d features: plain, pre-norm or post-norm, with
+    the normalisation ``norm`` ("layernorm", "rmsnorm" or a :class:`derive.blocks.Norm`; gamma = 1, beta = 0), read
+    from its one program (:func:`norm_of`)."""
 
     PLACEMENTS = ("plain", "pre-norm", "post-norm")
 
-    def __init__(self, d: int = 2, placement: str = "plain"):
+    def __init__(self, d: int = 2, placement: str = "plain", norm="layernorm"):
+        from .blocks import norm_of as named_norm
+
         self.d = validate.integer("d", d, minimum=1, maximum=6)
         self.placement = validate.choice("placement", placement, self.PLACEMENTS)
+        self.norm = named_norm(norm)
         self.h = _symbols("h", d)
         self.F = Branch("f", d)
         h = sp.Matrix(self.h)
@@ -108,16 +116,21 @@ class ResidualJacobian(Derivation):
             self.closed = I + self.F.jacobian_at(self.h)
             self.formula = "I + J_F"
         elif placement == "pre-norm":
-            x = _ln_of(self.h).y
+            x = norm_of(self.h, self.norm)
             self.y = h + self.F(x)
-            self.closed = I + self.F.jacobian_at(x) * ln_jacobian_at(self.h)
-            self.formula = r"I + J_F J_{\mathrm{LN}}"
+            self.closed = I + self.F.jacobian_at(x) * norm_jacobian_at(self.h, self.norm)
+            self.formula = r"I + J_F J_{\mathrm{%s}}" % self._label
         else:
             z = h + self.F(self.h)
-            self.y = _ln_of(list(z)).y
-            J_LN = ln_jacobian_at(z)  # at z = h + F(h)
+            self.y = norm_of(z, self.norm)
+            J_LN = norm_jacobian_at(z, self.norm)  # at z = h + F(h)
             self.closed = J_LN * (I + self.F.jacobian_at(self.h))
-            self.formula = r"J_{\mathrm{LN}}\,(I + J_F)"
+            self.formula = r"J_{\mathrm{%s}}\,(I + J_F)" % self._label
+
+    @property
+    def _label(self) -> str:
+        """The normalisation's name in the formulas: LN, RMS (:attr:`derive.blocks.Norm.symbol`)."""
+        return self.norm.symbol
 
     def jacobian(self) -> sp.Matrix:
         """dy/dh by SymPy's own chain rule."""
@@ -136,14 +149,16 @@ class ResidualJacobian(Derivation):
         """y and dy/dh for this placement: I + J_F, I + J_F J_LN (pre-norm) or J_LN (I + J_F) (post-norm)."""
         from .latex_settings import Partial
 
-        h, y, I, J_F, J_LN = sp.symbols("h y I J_F J_LN", commutative=False)
-        F, LN = sp.Function("F", commutative=False), sp.Function("LN", commutative=False)
+        label = self._label
+        h, y, I, J_F, J_LN = sp.symbols(f"h y I J_F J_{label}", commutative=False)
+        F, LN = sp.Function("F", commutative=False), sp.Function(label, commutative=False)
         value, jacobian = {"plain": (h + F(h), I + J_F), "pre-norm": (h + F(LN(h)), I + J_F * J_LN),
                            "post-norm": (LN(h + F(h)), J_LN * (I + J_F))}[self.placement]
         return [(y, value), (Partial(h, of=y), jacobian, ("for a generic branch ", sp.Symbol("F")))]
 
     def __repr__(self) -> str:
-        return f"ResidualJacobian(d={self.d}, placement={self.placement!r})"
+        norm = "" if self.norm.name == "layernorm" else f", norm={self.norm.name!r}"
+        return f"ResidualJacobian(d={self.d}, placement={self.placement!r}{norm})"
 
 
 class EncoderBlock(Derivation):
@@ -157,9 +172,12 @@ class EncoderBlock(Derivation):
     dH'/dH = (dH'/dU)|_{U(H)} (dU/dH), every matrix over the flattened rows (index t*D + c).
     """
 
-    def __init__(self, T: int = 2, D: int = 2):
+    def __init__(self, T: int = 2, D: int = 2, norm="layernorm"):
+        from .blocks import norm_of as named_norm
+
         self.T = validate.integer("T", T, minimum=1, maximum=3)
         self.D = validate.integer("D", D, minimum=1, maximum=3)
+        self.norm = named_norm(norm)  # both normalisations of the block (LayerNorm, or RMSNorm: norm="rmsnorm")
         n = T * D
         self.H = sp.Matrix(T, D, lambda t, c: sp.Symbol(f"h_{{{t},{c}}}", real=True))
         self.Usym = sp.Matrix(T, D, lambda t, c: sp.Symbol(f"u_{{{t},{c}}}", real=True))
@@ -172,9 +190,9 @@ class EncoderBlock(Derivation):
     def _first(self) -> tuple:
         """U = H + MHA(LN1(H)): X, U, J_LN1, J_MHA, dU/dH and its closed form I + J_MHA J_LN1."""
         T = self.T
-        X = sp.Matrix([list(_ln_of(list(self.H.row(t))).y) for t in range(T)])
+        X = sp.Matrix([list(norm_of(self.H.row(t), self.norm)) for t in range(T)])
         U = self.H + self.mha(list(X)).reshape(T, self.D)
-        J_LN1 = sp.diag(*[ln_jacobian_at(self.H.row(t)) for t in range(T)])
+        J_LN1 = sp.diag(*[norm_jacobian_at(self.H.row(t), self.norm) for t in range(T)])
         J_MHA = self.mha.jacobian_at(list(X))
         dU = sp.Matrix(list(U)).jacobian(list(self.H))
         return X, U, J_LN1, J_MHA, dU, sp.eye(T * self.D) + J_MHA * J_LN1
@@ -184,9 +202,9 @@ class EncoderBlock(Derivation):
         """Over the intermediate U, H' = U + MLP(LN2(U)) (the bypass carries U): R, H'(U), J_LN2, J_MLP, dH'/dU and
         its closed form I + J_MLP J_LN2."""
         T = self.T
-        R = sp.Matrix([list(_ln_of(list(self.Usym.row(t))).y) for t in range(T)])
+        R = sp.Matrix([list(norm_of(self.Usym.row(t), self.norm)) for t in range(T)])
         out_U = self.Usym + sp.Matrix([list(self.mlp(list(R.row(t)))) for t in range(T)])
-        J_LN2 = sp.diag(*[ln_jacobian_at(self.Usym.row(t)) for t in range(T)])
+        J_LN2 = sp.diag(*[norm_jacobian_at(self.Usym.row(t), self.norm) for t in range(T)])
         J_MLP = sp.diag(*[self.mlp.jacobian_at(list(R.row(t))) for t in range(T)])
         dOut = sp.Matrix(list(out_U)).jacobian(list(self.Usym))
         return R, out_U, J_LN2, J_MLP, dOut, sp.eye(T * self.D) + J_MLP * J_LN2
@@ -222,14 +240,16 @@ class EncoderBlock(Derivation):
         """The pre-norm block and its Jacobian: the two residual updates joined by the chain rule."""
         from .latex_settings import Partial
 
+        N = self.norm.symbol  # LN, RMS
         H, X, U, R, H2, I = sp.symbols("H X U R H' I", commutative=False)
-        J_MLP, J_LN1, J_LN2, J_MHA = sp.symbols("J_MLP J_LN1 J_LN2 J_MHA", commutative=False)
-        LN1, LN2, MHA, MLP, vec = (sp.Function(n, commutative=False) for n in ("LN_1", "LN_2", "MHA", "MLP", "vec"))
+        J_MLP, J_LN1, J_LN2, J_MHA = sp.symbols(f"J_MLP J_{N}1 J_{N}2 J_MHA", commutative=False)
+        LN1, LN2, MHA, MLP, vec = (sp.Function(n, commutative=False) for n in (f"{N}_1", f"{N}_2", "MHA", "MLP", "vec"))
         return [(X, LN1(H)), (U, H + MHA(X)), (R, LN2(U)), (H2, U + MLP(R)),
                 (Partial(vec(H), of=vec(H2)), (I + J_MLP * J_LN2) * (I + J_MHA * J_LN1))]
 
     def __repr__(self) -> str:
-        return f"EncoderBlock(T={self.T}, D={self.D})"
+        norm = "" if self.norm.name == "layernorm" else f", norm={self.norm.name!r}"
+        return f"EncoderBlock(T={self.T}, D={self.D}{norm})"
 
 
 class DepthProduct(Derivation):
@@ -363,8 +383,17 @@ def instance_proof(rj: ResidualJacobian) -> Proof:
     fixed by its width and placement, so within one run of ``seqgrad check`` or ``seqgrad latex``
     (:mod:`seqgrad.runcache`) it is proved once, however many entries and sections ask (the catalogue entry and
     the notes' residual section both prove d = 2)."""
-    return runcache.once(("residual.instance_proof", rj.d, rj.placement),
-                         proof_by(rj.residual, chain_rule_zero, "chain rule, expand"))
+    return runcache.once(("residual.instance_proof", rj.d, rj.placement, rj.norm),
+                         proof_by(rj.residual, _chain_rule_radical_zero, "chain rule, expand"))
+
+
+def _chain_rule_radical_zero(expr):
+    """:func:`chain_rule_zero`, then, where a residual is left (RMSNorm's root does not cancel by expanding), its
+    radical named and the rational function cancelled (:func:`derive.layernorm.radical_zero`): exact either way."""
+    from .layernorm import radical_zero
+
+    reduced = chain_rule_zero(expr)
+    return reduced if reduced == 0 else radical_zero(reduced)
 
 
 def _general_and_instance(placement: str, rj) -> Proof:

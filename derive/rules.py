@@ -23,10 +23,12 @@ primitive                 pullback (G = dL/d output)                      forwar
 ``mean(X)`` (rows)        ``dX = mean(G)``                                ``mean(Ẋ)``
 ``std(X)`` (rows, eps)    ``dX = mean(G) o x̂``                            ``mean(Ẋ o x̂)``
 ``normalize(X)`` = x̂      ``dX = (G - mean(G) - x̂ o mean(G o x̂)) / σ``    the same form in Ẋ (the Jacobian is symmetric)
+``rms(X)`` = r (eps)      ``dX = mean(G) o x̂`` (x̂ = X / r)                ``mean(Ẋ o x̂)``
+``rmsnormalize(X)`` = x̂   ``dX = (G - x̂ o mean(G o x̂)) / r``             the same form in Ẋ (the Jacobian is symmetric)
 ``[X | Y]`` (concat)      ``dX = G[:, :a]``, ``dY = G[:, a:]``            ``[Ẋ | Ẏ]``
 ========================  ==============================================  ===========================================
 
-``rowsum``, ``mean`` and ``std`` are broadcast over the row (the same value
+``rowsum``, ``mean``, ``std`` and ``rms`` are broadcast over the row (the same value
 in every column), as ``keepdims=True`` would give, so ``G - rowsum(G o A)``
 is the text's ``dA - rowsum(dA o A)``.
 
@@ -68,7 +70,7 @@ from .safe_parse import as_sympy
 
 __all__ = [
     "Rule", "RULES", "rule_for", "pullback", "jvp", "jacobian", "Diag", "RowSoftmax", "RowSum", "RowMean", "RowStd", "Normalize",
-    "Masked", "HConcat", "ColumnBlock", "index_form", "directional", "index_zero", "index_proof", "expand_indexed", "prove_all",
+    "RowRMS", "RMSNormalize", "Masked", "HConcat", "ColumnBlock", "index_form", "directional", "index_zero", "index_proof", "expand_indexed", "prove_all",
     "proved", "EPS", "AsScalar", "rectangular_order",
 ]
 
@@ -160,10 +162,33 @@ class RowMean(_RowMap):
         return self._row_sum(lambda k: self.arg[i, k]) / self.shape[1]
 
 
-class RowStd(_RowMap):
-    """``std(X)`` = σ: every entry of row i is ``sqrt(mean_k (X_ik - mu_i)^2 + eps)`` (population variance)."""
+def _centred(X):
+    """``X - mean(X)``: every row less its mean."""
+    return sp.MatAdd(X, sp.MatMul(-1, RowMean(X)))
 
-    _name = "std"
+
+def _root_of_mean_square(C, eps):
+    """``sqrt(mean(C o C) + eps)`` entrywise: the scale of a row (std for a centred C, rms for X itself)."""
+    from .program import Elementwise
+
+    u = sp.Dummy("u")
+    return Elementwise(sp.Lambda(u, sp.sqrt(u + eps)), RowMean(sp.HadamardProduct(C, C)))
+
+
+def _divided(C, scale):
+    """``C o (1 / scale)`` entrywise."""
+    from .program import Elementwise
+
+    u = sp.Dummy("u")
+    return sp.HadamardProduct(C, Elementwise(sp.Lambda(u, 1 / u), scale))
+
+
+class _EpsRowMap(_RowMap):
+    """A row map with an ``eps`` inside its square root (the second argument; default the symbol epsilon).  Each one
+    is a composite: ``definition()`` writes it over the table's primitives (mean, Hadamard, an elementwise root
+    and reciprocal), which is what numeric code evaluates (``crosscheck.lambdify``, the evaluator of
+    ``seqgrad diff``), so none has numeric code of its own; its rule is proved on ``_entry``, and the two are
+    proved equal at symbolic size (``tests/test_norms.py``)."""
 
     def __new__(cls, arg, eps=EPS):
         return _RowMap.__new__(cls, arg, as_sympy(eps, "eps"))
@@ -171,6 +196,16 @@ class RowStd(_RowMap):
     @property
     def eps(self):
         return self.args[1]
+
+
+class RowStd(_EpsRowMap):
+    """``std(X)`` = σ: every entry of row i is ``sqrt(mean_k (X_ik - mu_i)^2 + eps)`` (population variance)."""
+
+    _name = "std"
+
+    def definition(self):
+        """``sqrt(mean(C o C) + eps)`` entrywise, ``C = X - mean(X)``, over the table's primitives."""
+        return _root_of_mean_square(_centred(self.arg), self.eps)
 
     def _entry(self, i, j, **kwargs):
         n = self.shape[1]
@@ -186,21 +221,54 @@ class RowStd(_RowMap):
         return r"%s\left(%s\right)" % (printer._print(sp.Symbol(r"sigma_{\epsilon}")), printer._print(self.arg))
 
 
-class Normalize(_RowMap):
+class Normalize(_EpsRowMap):
     """``normalize(X)`` = x̂: ``(X_ij - mu_i) / σ_i`` (LayerNorm before its gain and bias, eps inside the root)."""
 
     _name = "normalize"
 
-    def __new__(cls, arg, eps=EPS):
-        return _RowMap.__new__(cls, arg, as_sympy(eps, "eps"))
-
-    @property
-    def eps(self):
-        return self.args[1]
+    def definition(self):
+        """``C o (1 / std(X))``, ``C = X - mean(X)``, over the table's primitives."""
+        return _divided(_centred(self.arg), RowStd(self.arg, self.eps).definition())
 
     def _entry(self, i, j, **kwargs):
         mu = self._row_sum(lambda k: self.arg[i, k]) / self.shape[1]
         return (self.arg[i, j] - mu) / RowStd(self.arg, self.eps)._entry(i, j)
+
+
+class RowRMS(_EpsRowMap):
+    """``rms(X)`` = r: every entry of row i is ``sqrt(mean_k X_ik^2 + eps)`` (RMSNorm's scale, Zhang & Sennrich
+    2019: no mean subtracted)."""
+
+    _name = "rms"
+
+    def definition(self):
+        """``sqrt(mean(X o X) + eps)`` entrywise, over the table's primitives."""
+        return _root_of_mean_square(self.arg, self.eps)
+
+    def _entry(self, i, j, **kwargs):
+        n = self.shape[1]
+        # the radicand as one sum (as RowStd's): sqrt(sum_k (X_ik^2 + eps) / n) = sqrt(mean_k X_ik^2 + eps)
+        return sp.sqrt(self._row_sum(lambda k: (self.arg[i, k] ** 2 + self.eps) / n))
+
+
+class RMSNormalize(_EpsRowMap):
+    """``rmsnormalize(X)`` = x̂: ``X_ij / r_i``, r = rms(X) (RMSNorm before its gain; no mean, no shift)."""
+
+    _name = "rmsnormalize"
+
+    def definition(self):
+        """``X o (1 / rms(X))``, over the table's primitives."""
+        return _divided(self.arg, RowRMS(self.arg, self.eps).definition())
+
+    def _entry(self, i, j, **kwargs):
+        return self.arg[i, j] / RowRMS(self.arg, self.eps)._entry(i, j)
+
+
+#: a scale statistic's normalisation and a normalisation's scale (the LayerNorm and RMSNorm rules read them), and
+#: whether the normalisation subtracts the row mean
+RowStd.normalized, RowRMS.normalized = Normalize, RMSNormalize
+Normalize.scale, Normalize.centred = RowStd, True
+RMSNormalize.scale, RMSNormalize.centred = RowRMS, False
 
 
 class Masked(MatrixExpr):
@@ -423,30 +491,35 @@ def _softmax_forward(expr, tangents):
     return sp.HadamardProduct(expr, _minus(Sdot, RowSum(sp.HadamardProduct(Sdot, expr, evaluate=False))), evaluate=False)
 
 
-def _normalize_pull(expr, G, out):
+def _normalized_pull(expr, G, out):
+    """x̂ = normalize(X) or rmsnormalize(X), s its scale (std, rms): ``dX = (1/s) ∘ (G [- mean(G)] - x̂ ∘ mean(G ∘ x̂))``,
+    the mean term where the map subtracts the row mean (LayerNorm), not for RMSNorm."""
     xhat = expr if out is None else out
     from .program import Elementwise
 
     u = sp.Dummy("u")
-    inv = Elementwise(sp.Lambda(u, 1 / u), RowStd(expr.arg, expr.eps))
-    centred = _minus(G, RowMean(G), sp.HadamardProduct(xhat, RowMean(sp.HadamardProduct(G, xhat, evaluate=False)), evaluate=False))
-    return [(expr.arg, sp.HadamardProduct(inv, centred, evaluate=False))]  # (1/σ) ∘ (G - mean(G) - x̂ ∘ mean(G ∘ x̂))
+    inv = Elementwise(sp.Lambda(u, 1 / u), expr.scale(expr.arg, expr.eps))
+    terms = [G] + ([RowMean(G)] if expr.centred else [])
+    centred = _minus(*terms, sp.HadamardProduct(xhat, RowMean(sp.HadamardProduct(G, xhat, evaluate=False)), evaluate=False))
+    return [(expr.arg, sp.HadamardProduct(inv, centred, evaluate=False))]
 
 
-def _normalize_forward(expr, tangents):
+def _normalized_forward(expr, tangents):
+    """The same form in Ẋ: the Jacobian of a normalisation is symmetric."""
     if expr.arg not in tangents:
         return None
-    return _normalize_pull(expr, tangents[expr.arg], None)[0][1]
+    return _normalized_pull(expr, tangents[expr.arg], None)[0][1]
 
 
-def _std_pull(expr, G, out):
-    return [(expr.arg, sp.HadamardProduct(RowMean(G), Normalize(expr.arg, expr.eps)))]
+def _scale_pull(expr, G, out):
+    """s = std(X) or rms(X) (broadcast over the row): ``dX = mean(G) ∘ x̂``, x̂ the map's normalisation."""
+    return [(expr.arg, sp.HadamardProduct(RowMean(G), expr.normalized(expr.arg, expr.eps)))]
 
 
-def _std_forward(expr, tangents):
+def _scale_forward(expr, tangents):
     if expr.arg not in tangents:
         return None
-    return RowMean(sp.HadamardProduct(tangents[expr.arg], Normalize(expr.arg, expr.eps)))
+    return RowMean(sp.HadamardProduct(tangents[expr.arg], expr.normalized(expr.arg, expr.eps)))
 
 
 def _concat_pull(expr, G, out):
@@ -533,22 +606,15 @@ def _ex_rowsum():
     return RowSum(X), G, [X]
 
 
-def _ex_rowmean():
-    T, d = _sizes("T", "d")
-    X, G = sp.MatrixSymbol("X", T, d), sp.MatrixSymbol("G", T, d)
-    return RowMean(X), G, [X]
+def _row_example(node, *args):
+    """The example a row map's rule is proved on: ``node(X, *args)`` for X of symbolic size T x d, G of its shape."""
 
+    def example():
+        T, d = _sizes("T", "d")
+        X, G = sp.MatrixSymbol("X", T, d), sp.MatrixSymbol("G", T, d)
+        return node(X, *args), G, [X]
 
-def _ex_std():
-    T, d = _sizes("T", "d")
-    X, G = sp.MatrixSymbol("X", T, d), sp.MatrixSymbol("G", T, d)
-    return RowStd(X, EPS), G, [X]
-
-
-def _ex_normalize():
-    T, d = _sizes("T", "d")
-    X, G = sp.MatrixSymbol("X", T, d), sp.MatrixSymbol("G", T, d)
-    return Normalize(X, EPS), G, [X]
+    return example
 
 
 def _ex_concat():
@@ -582,12 +648,16 @@ _TABLE = [
     Rule("rowsum", (RowSum,), lambda e, G, out: [(e.arg, RowSum(G))],
          lambda e, t: RowSum(t[e.arg]) if e.arg in t else None, _ex_rowsum, "d rowsum(X): dX = rowsum(G)", "all T, n >= 1"),
     Rule("mean", (RowMean,), lambda e, G, out: [(e.arg, RowMean(G))],
-         lambda e, t: RowMean(t[e.arg]) if e.arg in t else None, _ex_rowmean, "d mean(X): dX = mean(G)", "all T, d >= 1"),
-    Rule("std", (RowStd,), _std_pull, _std_forward, _ex_std,
+         lambda e, t: RowMean(t[e.arg]) if e.arg in t else None, _row_example(RowMean), "d mean(X): dX = mean(G)", "all T, d >= 1"),
+    Rule("std", (RowStd,), _scale_pull, _scale_forward, _row_example(RowStd, EPS),
          "d σ(X), σ = sqrt(var + eps): dX = mean(G) o x̂", "all T, d >= 1, eps > 0"),
-    Rule("layernorm", (Normalize,), _normalize_pull, _normalize_forward, _ex_normalize,
+    Rule("layernorm", (Normalize,), _normalized_pull, _normalized_forward, _row_example(Normalize, EPS),
          "x̂ = (X - mu)/σ: dx̂_i/dx_j = (delta_ij - 1/d - x̂_i x̂_j / d)/σ, so dX = (G - mean(G) - x̂ o mean(G o x̂))/σ",
          "all T, d >= 1, eps > 0"),
+    Rule("rms", (RowRMS,), _scale_pull, _scale_forward, _row_example(RowRMS, EPS),
+         "d r(X), r = sqrt(mean(X o X) + eps): dX = mean(G) o x̂, x̂ = X / r", "all T, d >= 1, eps > 0"),
+    Rule("rmsnorm", (RMSNormalize,), _normalized_pull, _normalized_forward, _row_example(RMSNormalize, EPS),
+         "x̂ = X / r: dx̂_i/dx_j = (delta_ij - x̂_i x̂_j / d)/r, so dX = (G - x̂ o mean(G o x̂))/r", "all T, d >= 1, eps > 0"),
     Rule("concat", (HConcat,), _concat_pull, _concat_forward, _ex_concat,
          "[X | Y]: dX = G[:, :a], dY = G[:, a:a+b]", "all T, a, b >= 1"),
 ]
@@ -986,8 +1056,8 @@ def rule_for(expr) -> Rule:
 
 
 def is_row_statistic(expr) -> bool:
-    """A row statistic (``std(X)``, ``mean(X)``, ``rowsum(X)``): a program that names one prints the rules through the name."""
-    return isinstance(expr, (RowStd, RowMean, RowSum))
+    """A row statistic (``std(X)``, ``rms(X)``, ``mean(X)``, ``rowsum(X)``): a program that names one prints the rules through the name."""
+    return isinstance(expr, (RowStd, RowRMS, RowMean, RowSum))
 
 
 def _constant(expr) -> bool:

@@ -202,6 +202,11 @@ case("derive.layernorm", "LayerNorm(3, eps=float('nan'))", NonFiniteError, "fini
     lambda: __import__("seqgrad.derive.layernorm").derive.layernorm.LayerNorm(3, eps=math.nan))
 case("derive.layernorm", "LayerNorm(3, h=[1, 2])  (mismatched widths)", SeqgradValueError, "d=3")(
     lambda: __import__("seqgrad.derive.layernorm").derive.layernorm.LayerNorm(3, h=[1, 2]))
+case("derive.blocks", "block_program('pre-norm', norm='batchnorm')  (an unknown normalisation)", SeqgradValueError,
+     "one of 'layernorm', 'rmsnorm', or a derive.blocks.Norm")(
+    lambda: __import__("seqgrad.derive.blocks").derive.blocks.block_program("pre-norm", norm="batchnorm"))
+case("derive.blocks", "norm_program(norm=None)", SeqgradValueError, "norm=None")(
+    lambda: __import__("seqgrad.derive.blocks").derive.blocks.norm_program(None))
 case("derive.softmax", "softmax.softmax([])", SeqgradValueError, "at least one")(
     lambda: __import__("seqgrad.derive.softmax").derive.softmax.softmax([]))
 case("derive.softmax", "softmax.softmax([1.0, float('inf')])", NonFiniteError, "finite")(
@@ -475,6 +480,7 @@ cli(["verify", "log(x) = 1", "--vars", "x", "--assume", "y > 0"], ParseError, "a
 cli(["diff", "A*y", "--wrt", "x", "--shape", "A:n,n x:n"], ParseError, "'y' is not declared")
 cli(["diff", "A*x", "--wrt", "x", "--shape", "A:n,m x:n"], ParseError, "the product needs m = n")
 cli(["diff", "A**2", "--wrt", "A", "--shape", "A:n,n"], ParseError, "a matrix power")
+cli(["diff", "rmsnorm(X, -1)", "--wrt", "X", "--shape", "X:T,d"], ParseError, "the eps of rmsnorm() is a positive scalar")
 cli(["diff", "trace(A)", "--wrt", "B", "--shape", "A:n,n"], ParseError, "wrt='B'")
 cli(["check", "--bogus"], UsageError, "unrecognized arguments: --bogus")
 cli(["check", "--only", "no-such-check"], SeqgradValueError, "--only='no-such-check'")

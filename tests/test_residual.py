@@ -44,13 +44,13 @@ def test_mlp_without_activation_is_affine():
 
 
 def test_pre_norm_jacobian_against_torch():
-    """y = h + W LN(h) with a concrete linear branch: I + W J_LN against autograd."""
+    """y = h + W LN(h) with a concrete linear branch: I + W J_LN (J_LN of the program's LayerNorm) against autograd."""
     d = 3
     rng = np.random.default_rng(0)
     W, h = rng.normal(size=(d, d)), rng.normal(size=d)
-    ln = R.LayerNorm(d, eps=1e-5, gamma=[1] * d, beta=[0] * d)
-    J = sp.eye(d) + sp.Matrix(W) * ln.jacobian()
-    got = np.array(J.subs(dict(zip(ln.h, h))).evalf(), dtype=float)
+    hs = list(sp.symbols("h_0:3", real=True))
+    J = sp.eye(d) + sp.Matrix(W) * R.norm_jacobian_at(hs)
+    got = np.array(J.subs({**dict(zip(hs, h)), R.EPS: sp.Rational(1, 10**5)}).evalf(), dtype=float)
     f = lambda x: x + torch.tensor(W) @ torch.nn.functional.layer_norm(x, (d,), eps=1e-5)
     ref = torch.autograd.functional.jacobian(f, torch.tensor(h)).numpy()
     assert np.allclose(got, ref, atol=1e-10)
@@ -114,12 +114,34 @@ def test_residual_entries_record_their_general_scope():
         assert proof.holds and "symbolic size" in proof.method and "instance d = 2" in proof.method
 
 
-def test_layernorm_jacobian_renamed_to_a_point_is_the_jacobian_there():
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+def test_norm_jacobian_renamed_to_a_point_is_the_jacobian_there(norm):
     h = list(sp.symbols("a_0:3", real=True))
-    assert R.ln_jacobian_at(h) == R._ln_of(h).y.jacobian(h)
+    assert R.norm_jacobian_at(h, norm) == R.norm_of(h, norm).jacobian(h)
     z = [h[0] + h[1] ** 2, sp.sin(h[2]), h[1]]  # a point that is itself an expression (the post-norm z = h + F(h))
-    direct = R._ln_of(list(sp.symbols("b_0:3", real=True))).y.jacobian(list(sp.symbols("b_0:3", real=True)))
-    assert R.ln_jacobian_at(z) == direct.xreplace(dict(zip(sp.symbols("b_0:3", real=True), z)))
+    b = list(sp.symbols("b_0:3", real=True))
+    direct = R.norm_of(b, norm).jacobian(b)
+    assert R.norm_jacobian_at(z, norm) == direct.xreplace(dict(zip(b, z)))
+
+
+def test_the_residual_normalisation_is_a_view_of_the_one_program():
+    """derive.residual reads LayerNorm from derive.blocks' program (norm_row), which is the text's LN: the
+    same expression as the concrete-size derive.layernorm.LayerNorm (gamma = 1, beta = 0), entry for entry."""
+    from seqgrad.derive import layernorm
+
+    h = list(sp.symbols("h_0:3", real=True))
+    assert R.norm_of(h) == layernorm.LayerNorm(3, h=h, gamma=[1] * 3, beta=[0] * 3).y
+    assert not hasattr(R, "_ln_of") and not hasattr(R, "ln_jacobian_at")  # the second definition is gone
+
+
+@pytest.mark.parametrize("placement", ["pre-norm", "post-norm"])
+def test_residual_jacobians_take_the_norm_as_an_argument(placement):
+    rj = R.ResidualJacobian(2, placement, norm="rmsnorm")
+    assert rj.prove()
+    assert "RMS" in rj.formula and "rmsnorm" in repr(rj)
+    assert r"\operatorname{RMS}" in rj.latex() and r"\|" not in rj.latex()  # not SymPy's norm modifier: ||rms||
+    with pytest.raises(SeqgradValueError, match="norm"):
+        R.ResidualJacobian(2, placement, norm="groupnorm")
 
 
 def test_instance_proof_is_shared_within_a_run_and_redone_outside():
@@ -144,8 +166,17 @@ def test_branch_jacobian_at_a_point_is_what_subs_gives():
     F = R.Branch("f", 3)
     by_subs = lambda args: sp.Matrix([[sp.diff(f(*F.u), u) for u in F.u] for f in F.f]).subs(dict(zip(F.u, args)), simultaneous=True)
     h = list(sp.symbols("h_0:3", real=True))
-    points = [h, list(R._ln_of(h).y), [h[0] + h[1], sp.Integer(2), sp.sin(h[2])],
+    points = [h, list(R.norm_of(h)), [h[0] + h[1], sp.Integer(2), sp.sin(h[2])],
               [F.u[1], F.u[0], h[0]],  # names the branch's own variables, swapped: subs renames them
               [2, 3.5, h[1]]]  # plain Python numbers, as subs took them
     for args in points:
         assert F.jacobian_at(args) == by_subs(args)
+
+
+def test_the_encoder_block_takes_the_norm_as_an_argument():
+    """EncoderBlock(norm="rmsnorm"): both normalisations are RMSNorm's program (norm_of), the block formula holds
+    by the chain rule (the residual reduced exactly), and the rows name RMS, not LN."""
+    block = R.EncoderBlock(1, 2, norm="rmsnorm")
+    assert all(R._chain_rule_radical_zero(e) == 0 for e in block.residual())
+    assert block.X == R.norm_of(block.H.row(0), "rmsnorm").T
+    assert "J_RMS1" in str(block.rows()[-1][1]) and "LN" not in str(block.rows())

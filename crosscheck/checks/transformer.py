@@ -63,18 +63,19 @@ def compiled_softmax(n: int):
             bridge.compile_matrix(d_softmax.jacobian(z), z, "softmax_direct"))
 
 
-@lru_cache(maxsize=None)
-def compiled_layernorm(d: int):
-    """derive.layernorm: (gamma_i / s)(delta_ij - 1/d - xhat_i xhat_j / d) as a function of h, gamma and eps."""
-    ln = d_layernorm.LayerNorm(d)
-    return bridge.compile_matrix(ln.jacobian(), ln.h + ln.gamma + [d_layernorm.EPS], f"layernorm_{d}")
-
-
 def ln_jacobian_rows(H: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
-    """The derived LayerNorm Jacobian at every row of H (B, d) -> (B, d, d)."""
+    """The derived LayerNorm Jacobian at every row of H (B, d) -> (B, d, d), read off the one LayerNorm program
+    (:func:`derive.blocks.norm_program`, backward from the rule table): row i of J_b is row b of dX for the
+    upstream G whose every row is e_i (the closed form of derive.layernorm is a statement proved equal to it,
+    catalogue ``layernorm-jacobian``, never what is compiled here)."""
+    from .. import blocks as c_blocks
+
     B, d = H.shape
-    f = compiled_layernorm(d)
-    return f(*bridge.columns(H), *bridge.columns(gamma.expand(B, d)), H.new_full((B,), EPS))
+    values = {"X": H, "gamma": gamma.reshape(1, d), "beta": torch.zeros(1, d, dtype=H.dtype, device=H.device)}
+    basis = torch.eye(d, dtype=H.dtype, device=H.device)
+    at = 1 + list(c_blocks.program("layernorm").gradients).index("X")  # after the output
+    rows = [c_blocks.call("layernorm", values, basis[i].expand(B, d), {"T": B, "d": d})[at] for i in range(d)]
+    return torch.stack(rows, 1)  # [b, i, :] = dX_b for G_b = e_i
 
 
 @lru_cache(maxsize=None)
@@ -179,7 +180,7 @@ def softmax_jacobian(ctx) -> Outcome:
 
 @check("transformer.layernorm_jacobian", needs_torch=True, source="week06 §Block:971-975; course H0, U, H1 rows", group=GROUP)
 def layernorm_jacobian(ctx) -> Outcome:
-    """derive.layernorm's closed-form Jacobian against autograd of numeric LayerNorm: the course's LN1, LN2, LN_final inputs and random rows and gamma."""
+    """The LayerNorm program's Jacobian (derive.blocks, rows of its backward pass) against autograd of numeric LayerNorm: the course's LN1, LN2, LN_final inputs and random rows and gamma."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     tr = course.trace("prenorm_block", device=dev, dtype=ctx.dtype)
     g = ctx.torch_generator()
@@ -329,7 +330,7 @@ def _random_sizes(g: torch.Generator, n: int) -> list[dict]:
     return [{"T": draw(1, 9), "d": draw(2, 8), "d_k": draw(1, 6), "d_v": draw(1, 6)} for _ in range(n)]
 
 
-def _program_check(ctx, cases, what: str) -> Outcome:
+def _program_check(ctx, cases, what: str, norm: str = "layernorm") -> Outcome:
     from .. import blocks as c_blocks
 
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -338,8 +339,9 @@ def _program_check(ctx, cases, what: str) -> Outcome:
     outs = []
     for kind, heads, masked in cases:
         for s in sizes:
-            for name, derived, reference in c_blocks.compare_at(kind, s, g, heads, masked, dt, dev):
-                label = f"{kind}{' masked' if masked else ''} h={heads} T={s['T']} d={s['d']} d_k={s['d_k']} d_v={s['d_v']}: {name}"
+            for name, derived, reference in c_blocks.compare_at(kind, s, g, heads, masked, dt, dev, norm):
+                label = (f"{kind}{' masked' if masked else ''}{'' if norm == 'layernorm' else ' ' + norm} h={heads} "
+                         f"T={s['T']} d={s['d']} d_k={s['d_k']} d_v={s['d_v']}: {name}")
                 outs.append(ctx.compare(derived, reference, detail=label))
     return combine(outs, what + "; sizes " + ", ".join(f"(T={s['T']}, d={s['d']}, d_k={s['d_k']}, d_v={s['d_v']})" for s in sizes))
 
@@ -368,3 +370,14 @@ def block_programs(ctx) -> Outcome:
     the residual's I + J), against torch autograd at the course's size and random sizes."""
     return _program_check(ctx, (("pre-norm", 2, False), ("post-norm", 2, False), ("pre-norm", 1, False)),
                           "two heads with W_O, and one head")
+
+
+@check("transformer.rmsnorm_programs", needs_torch=True, source="Zhang & Sennrich 2019 (RMSNorm); week06 §2.9:1183 (pre- vs post-norm)",
+       group=GROUP)
+def rmsnorm_programs(ctx) -> Outcome:
+    """derive.blocks with norm="rmsnorm" (Y = X / rms(X) o gamma; dX = (1/r) o (dx̂ - x̂ o mean(dx̂ o x̂)) from the rule
+    table): the norm alone, pre-norm and post-norm blocks, against torch.nn.functional.rms_norm's autograd at the
+    course's size and random sizes."""
+    return _program_check(ctx, (("norm", 1, False), ("pre-norm", 2, False), ("post-norm", 1, False)),
+                          "eps = 1e-5 inside the root, random gamma; the norm, pre-norm with two heads, post-norm with one",
+                          norm="rmsnorm")
