@@ -346,7 +346,7 @@ class NotationPrinter(LatexPrinter):
             if not m:
                 return name, [], [], ""
             parts = re.findall(r"([_^])(\{[^{}]*\}|[^_^{}]+)", m.group(2))
-            subs = [v.strip("{}") for k, v in parts if k == "_"]
+            subs = [_greek_words(v.strip("{}")) for k, v in parts if k == "_"]  # h_{tau-1}: \\tau
             supers = [re.sub(r"\^([A-Za-z0-9]{2,})", r"^{\1}", v.strip("{}")) for k, v in parts if k == "^"]  # g^{z^{i0}}
             tail = (f"^{{{','.join(supers)}}}" if supers else "") + (f"_{{{','.join(subs)}}}" if subs else "")
             return m.group(1), [], [], tail
@@ -355,6 +355,16 @@ class NotationPrinter(LatexPrinter):
 
     def _print_MatrixSymbol(self, expr):
         return self._print_Symbol(sp.Symbol(expr.name), style=self._settings["mat_symbol_style"])
+
+
+def _greek_words(index: str) -> str:
+    """A braced step index with the names of Greek letters set as the letters: ``tau-1`` -> ``\\tau-1``.
+
+    >>> _greek_words("tau-1"), _greek_words("t+1"), _greek_words("T-1")
+    ('\\\\tau-1', 't+1', 'T-1')
+    """
+    return re.sub(r"(?<![\\A-Za-z])([A-Za-z]{2,})(?![A-Za-z])",
+                  lambda m: "\\" + m[1] if m[1].lower() in GREEK and m[1].islower() else m[1], index)
 
 
 class Partial(sp.Expr):
