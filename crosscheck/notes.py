@@ -230,14 +230,17 @@ def _figure(b, set_name: str, stems: Sequence[str] | None = None) -> str:
 # --------------------------------------------------------------------------- 1. RNN and BPTT
 
 def rnn_section(b) -> Part:
-    from seqgrad.derive import builtin_cells, rnn
+    from seqgrad.derive import bptt, builtin_cells, rnn
     from seqgrad.derive.latex_layout import equation_table
     from seqgrad.derive.latex_settings import OrderedProduct, Partial
 
     from .latexdoc import check_status
 
     scalar = builtin_cells.rnn_cell().general()
-    vector = builtin_cells.rnn_cell(sizes={"D": 2, "H": 3, "C": 1}).general()
+    # the general vector cell: biases, and a loss at every step (the course's loss on the last output is the case
+    # e_t = 0 for t < T - 1)
+    vector = builtin_cells.rnn_cell(sizes={"D": 2, "H": 3, "C": 1}, bias=True, on="every").general()
+    unrolled = bptt.Unrolled(vector)
     checks = section_checks(b, ["rnn.*", "cells.general.*"])
     mark = verification(b, checks=checks, source=sources(checks), appendix="rnn")
     net = rnn.unroll(steps=3, activation="tanh")
@@ -258,10 +261,30 @@ def rnn_section(b) -> Part:
         + mark,
         _display(_rows(scalar.gradient_rows()), b),
         _words("The vector cell has the same structure. Rows are vectors ({x} is {xshape}, {h} is {hshape}), weights are "
-               "stored output by input and applied as {xW}, so the transposes appear in the gradients:", b,
+               "stored output by input and applied as {xW}, so the transposes appear in the gradients. Written here in "
+               "general, with biases and a loss at every step, {Lsum} (a model that predicts at every step; the course's "
+               "loss on the last output only is the case {ezero} for {early}):", b,
                x=_s("x_t", 1, 2), h=_s("h_t", 1, 3), xshape=Shape(_s("1"), _s("d_x")), hshape=Shape(_s("1"), _s("d_h")),
-               xW=_s("x_t", 1, 2) * _s("W_x", 3, 2).T),
+               xW=_s("x_t", 1, 2) * _s("W_x", 3, 2).T, Lsum=vector.forward_rows()[-1].rhs,
+               ezero=sp.Eq(_s("e_t", 1, 1), sp.ZeroMatrix(1, 1), evaluate=False),
+               early=sp.StrictLessThan(_s("t"), _s("T") - 1, evaluate=False)),
+        _display(_rows(vector.forward_rows()[1:-1]), b),
         _display(_rows(vector.backward_rows() + vector.gradient_rows()), b),
+        "\\subsection{Unrolling the recursion: products of Jacobians}",
+        _words("The recursion says that {gh} is what the loss sends to {h} directly plus what step {next} sends back. "
+               "The step from {prev} to {h} has the transition Jacobian {J}, so the adjoint of {h} reaches an earlier "
+               "state {htau} ({early}) multiplied on the right by one Jacobian per step in between, the latest step's first "
+               "(matrices: the order matters; for {same} the product is empty, the identity):", b,
+               gh=_s("g_t^h", 1, 3), h=_s("h_t", 1, 3), prev=_s("h_{t-1}", 1, 3), htau=_s("h_{tau}", 1, 3),
+               next=bptt.t + 1, J=sp.Indexed("J", bptt.t), same=sp.Eq(bptt.t, bptt.tau, evaluate=False),
+               early=sp.LessThan(bptt.tau, bptt.t, evaluate=False)),
+        _display(unrolled.product_row(), b),
+        _words("Unrolled from `t = T - 1` down, the adjoint of {htau} collects every later step's direct term carried back "
+               "along its path, and each weight gradient becomes a sum over the step `t` at which the loss is incurred "
+               "and the step {tau} at which the weight acts:", b, htau=_s("h_{tau}", 1, 3), tau=bptt.tau)
+        + verification(b, checks=[r for r in checks if r.name == "rnn.bptt_closed_form"], appendix="rnn"),
+        _display([unrolled.adjoint_row()] + [(Partial(vector.params[n]), unrolled.gradient(n)) for n in ("w_h", "w_x", "b_h")],
+                 b),
         "\\subsection{Worked example: three steps}",
         _words("With `T = 3` the recursion unrolls into the course's table of forward and backward operations:", b),
         "\\begin{center}\n" + equation_table(

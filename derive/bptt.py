@@ -43,7 +43,9 @@ _j = sp.Symbol("j", integer=True)
 def _sum(term, limits):
     """``Sum(term, limits)`` as written: SymPy's constructor folds its term again, which moves a transpose of a
     product inside it (``(A B)^T`` -> ``B^T A^T``); the notes print the term as the derivation made it."""
-    return sp.Expr.__new__(sp.Sum, term, sp.Tuple(*limits))
+    out = sp.Expr.__new__(sp.Sum, term, sp.Tuple(*limits))
+    out.is_commutative = term.is_commutative  # as Sum's constructor sets it
+    return out
 
 
 class PathJacobian(MatrixExpr):

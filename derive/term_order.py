@@ -183,8 +183,10 @@ def _ordered(expr):
         return expr.func(*sorted(args, key=_matrix_term_key), evaluate=False)
     if isinstance(expr, (sp.MatMul, sp.HadamardProduct)):
         return expr.func(*args, evaluate=False)
-    if isinstance(expr, sp.Sum):  # as written: Sum's constructor folds its term again ((A B)^T -> B^T A^T)
-        return sp.Expr.__new__(sp.Sum, *args)
+    if isinstance(expr, sp.Sum) and isinstance(args[0], MatrixExpr):  # a sum of matrices as written: Sum's
+        out = sp.Expr.__new__(sp.Sum, *args)  # constructor folds its term again ((A B)^T -> B^T A^T)
+        out.is_commutative = False
+        return out
     if isinstance(expr, sp.Add):
         if expr.is_integer and any(a.is_Number for a in args):  # index arithmetic: s + 1, 2 j + 1, T - 1 (the number last)
             return sp.Add(*sorted(args, key=lambda a: (a.is_Number, _term_key(a))), evaluate=False)

@@ -8,6 +8,8 @@ table's ``R(k)`` and ``alpha(k)`` are defined, and the gated cells' worked examp
 
 from __future__ import annotations
 
+import re
+
 import sympy as sp
 
 from seqgrad.crosscheck import notes
@@ -133,3 +135,25 @@ def test_a_section_letter_leaves_the_users_rename_and_records_what_it_applied(tm
     assert "K" in b.notation._used  # one record for the document
     user = _build(tmp_path, Notation(letters={"K": "W"}))
     assert notes.with_section_letters(user, "conv").notation.letters["K"] == "W"
+
+
+def test_the_general_bptt_comes_before_the_three_step_example(tmp_path):
+    """Issue 25, review item 1: section 2 states BPTT for every T first (the adjoint recursion, the weight gradients
+    as sums over t with the bias, the ordered product of Jacobians and the double sum over t and tau), then T = 3."""
+    body = notes.rnn_section(_build(tmp_path)).body
+    example = body.index("Worked example: three steps")
+    general = body[:example]
+    assert r"\mathbf{g}^{h}_{t}                                   &= \mathbf{e}_{t} \mathbf{W}_{o} + \mathbf{g}^{z}_{t+1} \mathbf{W}_{h}" in general
+    for lhs in (r"\mathbf{W}_{h}} &= \sum_{t=0}^{T - 1} (\mathbf{g}^{z}_{t})^{\top} \mathbf{h}_{t-1}",
+                r"\mathbf{b}_{h}} &= \sum_{t=0}^{T - 1} \mathbf{g}^{z}_{t}",
+                r"\frac{\partial \mathbf{h}_{t}}{\partial \mathbf{h}_{\tau}} &= {J}_{t} {J}_{t - 1} \cdots {J}_{\tau + 1}",
+                r"\mathbf{W}_{h}} &= \sum_{t=0}^{T - 1} \sum_{\tau=0}^{t} "):
+        assert lhs in general.replace("  ", " ").replace("  ", " ") or lhs in general, lhs
+    assert "\\ref{app:rnn}" in general[general.index("Unrolling the recursion"):]  # verified (rnn.bptt_closed_form)
+    assert "\\sum_{t=0}^{T - 1} \\sum_{\\tau=0}^{t}" not in body[example:]
+
+
+def test_the_gated_cells_show_their_weight_gradients_as_sums_over_t(tmp_path):
+    body = notes.gates_section(_build(tmp_path)).body
+    for name in ("w_{hr}", "w_{hu}", "w_{hn}", "w_{hi}", "w_{hf}", "w_{hc}", "w_{ho}"):
+        assert re.search(r"\\partial " + re.escape(name) + r"\} *&= \\sum_\{t=0\}\^\{T - 1\}", body), name
