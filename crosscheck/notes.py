@@ -608,6 +608,57 @@ ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows $H_0$ = token embeddi
                  ("prenorm_block", "H_enc", "The encoder's output: every token's row after the pre-norm block."))
 
 
+def _encoder_sublayers(b) -> list[str]:
+    """The two pieces the worked example uses beyond one attention head: multi-head attention (each head with its own
+    maps, the outputs concatenated and mapped back by W_O) and the MLP sublayer, each from its program."""
+    from seqgrad.derive import blocks, operations
+    from seqgrad.derive.program import Elementwise
+
+    mha = blocks.attention_program(heads=2)
+    lines = mha.program.definitions(("forward",))
+    head_i = {}  # head 1's symbols renamed to a general head i (W_Q^[1] -> W_Q^[i])
+    for d in lines:
+        for sym in d.value.free_symbols | {d.target}:
+            if isinstance(sym, sp.MatrixSymbol) and "^[1]" in sym.name:
+                head_i[sym] = sp.MatrixSymbol(sym.name.replace("^[1]", "^[i]"), *sym.shape)
+    per_head = [(d.target.xreplace(head_i), d.value.xreplace(head_i)) for d in lines if d.target in head_i]
+    joined = [(d.target, d.value) for d in lines if "^[" not in d.target.name]
+    T, d, d_ff = (sp.Symbol(n, integer=True, positive=True) for n in ("T", "d", "d_ff"))
+    U, Y2 = sp.MatrixSymbol("U", T, d), sp.MatrixSymbol("Y_2", T, d)
+    W1, W2 = sp.MatrixSymbol("W_1", d_ff, d), sp.MatrixSymbol("W_2", d, d_ff)
+    b1, b2 = sp.MatrixSymbol("b_1", 1, d_ff), sp.MatrixSymbol("b_2", 1, d)
+    one = sp.OneMatrix(T, 1)
+    ln = blocks.layernorm_program()
+    ln_out = ln.program.definitions(("forward",))[-1].value
+    rename = {ln.inputs["X"]: U, ln.inputs["gamma"]: sp.MatrixSymbol("gamma_2", 1, d),
+              ln.inputs["beta"]: sp.MatrixSymbol("beta_2", 1, d)}
+    u = sp.Dummy("u")
+    hidden = Elementwise(sp.Lambda(u, operations.node("relu")(u)), Y2 * W1.T + one * b1)
+    mlp = [(Y2, _inline_ln(ln, ln_out).xreplace(rename)), (sp.MatrixSymbol("H_1", T, d), U + hidden * W2.T + one * b2)]
+    return [
+        "\\subsection{Multi-head attention and the MLP sublayer}",
+        _words("With `h` heads, each head `i` has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), and computes "
+               "the attention above from the same rows {X}; the heads' outputs are concatenated side by side ({C} is "
+               "{cshape}) and mapped back to width `d` by {wo} ({oshape}). Written for two heads, as in the course:", b,
+               wq=_s("W_Q^[i]", 2, 2), wk=_s("W_K^[i]", 2, 2), wv=_s("W_V^[i]", 2, 2), X=_s("X", 2, 2), C=_s("C", 2, 2),
+               kshape=Shape(_s("d_k"), _s("d")), vshape=Shape(_s("d_v"), _s("d")), cshape=Shape(_s("T"), _s("h") * _s("d_v")),
+               wo=_s("W_O", 2, 2), oshape=Shape(_s("d"), _s("h") * _s("d_v"))),
+        _display([(*per_head[0], ("  for every head ", _s("i")))] + per_head[1:] + joined, b),
+        _words("In the block, {B} takes the place of {O}. The second sublayer normalises {U} again (its own {g2} and "
+               "{b2}) and applies the same two-layer MLP, the feed-forward network, to every row: a hidden layer of width "
+               "`d_ff` with ReLU, then back to width `d`, and the shortcut adds {U}. The block's output {H1} is the next "
+               "block's input:", b, B=_s("B", 2, 2), O=_s("O", 2, 2), U=_s("U", 2, 2), g2=_s("gamma_2", 1, 2),
+               b2=_s("beta_2", 1, 2), H1=_s("H_1", 2, 2)),
+        _display(mlp, b),
+    ]
+
+
+def _inline_ln(ln, expr):
+    """LayerNorm's output with its normalised rows written as the operator (``normalize(X)``), not a name."""
+    defs = {d.target: d.value for d in ln.program.definitions(("forward",))}
+    return expr.xreplace({k: v for k, v in defs.items() if k in expr.free_symbols})
+
+
 def encoder_section(b) -> Part:
     from seqgrad.derive import blocks
     from seqgrad.latex_table import booktabs
@@ -630,10 +681,21 @@ def encoder_section(b) -> Part:
         + verification(b, proofs=["residual-pre-norm-block-program"], checks=[r for r in checks if r.name.startswith("transformer.")],
                        source="week06 §Block", appendix="encoder"),
         _display([(d.target, d.value) for d in block.backward_lines()], b),
+        *_encoder_sublayers(b),
         "\\subsection{Worked example}",
-        f"The course encodes the phrase ``{text(course.TEXT)}'' ($T = {len(tokens)}$ tokens, width 5). Rows are tokens, "
-        f"numbers at {b.digits} significant figures. Every intermediate agrees with the course's tables at the "
-        "figures they print" + verification(b, checks=[r for r in checks if r.name == "encoder.course_tables"],
+        _words("The course encodes the phrase ", b) + f"``{text(course.TEXT)}''" + _words(
+            " with {sizes}: one block of {heads} heads ({widths} each, so {wo} is {woshape}) and an MLP of hidden width "
+            "{dff} with ReLU, every LayerNorm with {ln}, followed by a final LayerNorm. Rows are tokens, "
+            f"numbers at {b.digits} significant figures. Every intermediate agrees with the course's tables", b,
+            sizes=Sizes(sp.Eq(_s("T"), len(tokens), evaluate=False), sp.Eq(_s("d"), len(course.E_VOCAB[0]), evaluate=False)),
+            heads=sp.Eq(_s("h"), len(course.attention().heads), evaluate=False),
+            widths=Sizes(sp.Eq(_s("d_k"), len(course.HEAD1["W_Q"]), evaluate=False),
+                         sp.Eq(_s("d_v"), len(course.HEAD1["W_V"]), evaluate=False)),
+            wo=_s("W_O", 2, 2), woshape=Shape(len(course.W_O), len(course.W_O[0])),
+            dff=sp.Eq(_s("d_ff"), len(course.W1), evaluate=False),
+            ln=Sizes(sp.Eq(_s("gamma", 1, 2), sp.OneMatrix(1, 2), evaluate=False),
+                     sp.Eq(_s("beta", 1, 2), sp.ZeroMatrix(1, 2), evaluate=False)))
+        + verification(b, checks=[r for r in checks if r.name == "encoder.course_tables"],
                                             source="week06 §Tokens", appendix="encoder")
         + ", and the layers agree with PyTorch's" + verification(b, checks=[r for r in checks if r.name.startswith("encoder.")
                                                                             and r.name.endswith("_vs_torch")],
@@ -782,6 +844,12 @@ def notation_rows(b) -> list[tuple]:
         (M("S", T, T), "scaled scores", Shape(T, T)), (M("A", T, T), "attention weights, the softmax of each row of S", Shape(T, T)),
         (M("M", T, T), "additive mask: 0 where a query may look, minus infinity where not", Shape(T, T)),
         (M("O", T, d_v), "attention output", Shape(T, d_v)),
+        (sp.Symbol("h"), "number of attention heads; a superscript [i] names head i and its maps", one),
+        (M("C", T, sp.Symbol("h") * d_v), "the heads' outputs side by side", Shape(T, sp.Symbol("h") * d_v)),
+        (M("W_O", d, sp.Symbol("h") * d_v), "output map of multi-head attention", Shape(d, sp.Symbol("h") * d_v)),
+        (M("B", T, d), "output of multi-head attention, in the place of O", Shape(T, d)),
+        (M("W_1", sp.Symbol("d_ff"), d), "first layer of the MLP (with its bias b_1)", Shape(sp.Symbol("d_ff"), d)),
+        (M("W_2", d, sp.Symbol("d_ff")), "second layer of the MLP (with its bias b_2)", Shape(d, sp.Symbol("d_ff"))),
         (M("H", T, d), "input rows of an encoder block", Shape(T, d)),
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
         (M("Z", sp.Symbol("T_src"), d), "the encoder's output, the memory a decoder reads", Shape(sp.Symbol("T_src"), d)),

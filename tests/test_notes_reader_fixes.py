@@ -157,3 +157,19 @@ def test_the_gated_cells_show_their_weight_gradients_as_sums_over_t(tmp_path):
     body = notes.gates_section(_build(tmp_path)).body
     for name in ("w_{hr}", "w_{hu}", "w_{hn}", "w_{hi}", "w_{hf}", "w_{hc}", "w_{ho}"):
         assert re.search(r"\\partial " + re.escape(name) + r"\} *&= \\sum_\{t=0\}\^\{T - 1\}", body), name
+
+
+def test_the_encoder_defines_multi_head_attention_and_the_mlp_before_the_example(tmp_path):
+    """Issue 25, review item 2: heads, concatenation and W_O, and the MLP sublayer, are defined before the worked
+    example uses them, and the example states its sizes."""
+    body = notes.encoder_section(_build(tmp_path)).body
+    example = body.index("\\subsection{Worked example}")
+    before, after = body[:example], body[example:]
+    assert r"\mathbf{C}       &= \left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\right]" in before
+    assert r"\mathbf{B}       &= \mathbf{C} \mathbf{W}_{O}^{\top}" in before
+    assert r"\mathbf{H}_{1} &= \mathbf{U} + \max(0, (\mathbf{Y}_{2} \mathbf{W}_{1}^{\top} + \mathbf{1} \mathbf{b}_{1}))" in before
+    for size in ("$T = 7, d = 5$", "$h = 2$", "$d_{k} = 3, d_{v} = 3$", r"$5 \times 6$", "$d_{ff} = 4$"):
+        assert size in after[:900], size
+    table = notes.notation_section(_build(tmp_path))
+    for symbol in (r"$\mathbf{W}_{O}$", r"$\mathbf{C}$", "$h$", r"$\mathbf{W}_{1}$", r"$\mathbf{W}_{2}$"):
+        assert "\n" + symbol + " & " in table, symbol
