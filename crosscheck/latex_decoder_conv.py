@@ -8,6 +8,20 @@ verification mark (a footnote) is given; its identities and checks go to the app
 from __future__ import annotations
 
 
+class _Count(__import__("sympy").Symbol):
+    """A number of parameters, ``|theta|`` with what it counts as a subscript (``layer``, ``stack``)."""
+
+    def _latex(self, printer):
+        return r"\lvert\theta\rvert_{\mathrm{%s}}" % self.name.split("_", 1)[1]
+
+    def _sympystr(self, printer):
+        return "|theta|_" + self.name.split("_", 1)[1]
+
+
+#: the numbers of parameters of one decoder layer and of a stack of L layers
+PARAMS_LAYER, PARAMS_STACK = _Count("params_layer"), _Count("params_stack")
+
+
 def decoder_body(b, mark: str) -> str:
     """Cross-attention, the decoder block, the causal proof, the counts, the generation figure."""
     import sympy as sp
@@ -20,10 +34,19 @@ def decoder_body(b, mark: str) -> str:
     holds = all(dd.DecoderBlock(norm_first=nf).causal_proof()[0] for nf in (True, False))
     leaks = not dd.DecoderBlock(causal=False).causal_proof()[0]
     cross = blocks.cross_attention_program().program
-    # N for a number of parameters (P is the positional encoding): one layer, then the stack of 6 layers
-    counts = latex_aligned([(sp.Symbol("N_{\\mathrm{layer}}"), dd.decoder_layer_params()),
-                            (sp.Symbol("N_{\\mathrm{layer}}(256, 4, 1024)"), dd.decoder_layer_params(256, 4, 1024)),
-                            (sp.Symbol("N_{\\mathrm{stack}}"), dd.task29()["decoder_stack"])], notation=b.notation)
+    from seqgrad.derive.latex_layout import display
+    from seqgrad.derive.prose import Sizes
+
+    from .notes import LAYERS
+
+    # |theta| for a number of parameters (N would read as a number of layers, which is L throughout the notes)
+    d_model, heads, d_ff = sp.symbols("d_model h d_ff")
+    at = Sizes(*(sp.Eq(k, v, evaluate=False) for k, v in ((d_model, 256), (heads, 4), (d_ff, 1024))))
+    counts = display([(PARAMS_LAYER, dd.decoder_layer_params(), ("  (biases and the three LayerNorms counted)",)),
+                      (PARAMS_LAYER, dd.decoder_layer_params(256, 4, 1024), ("  at ", at)),
+                      (PARAMS_STACK, dd.task29()["decoder_stack"],
+                       ("  (", sp.Eq(LAYERS, 6, evaluate=False), ", ", at, "; no biases, no LayerNorms)"))],
+                     b.notation)
     parts = [words("The decoder generates the target one token at a time. Each block has a causal self-attention over "
                    "the target rows, a cross-attention whose queries come from the decoder and whose keys and values come "
                    "from the encoder's output `Z` (the memory), and an MLP, each with its residual and LayerNorm.", b.notation)
@@ -40,9 +63,11 @@ def decoder_body(b, mark: str) -> str:
              text("Without the mask, output row i depends on target rows after i: the mask is what makes training "
                   "with the whole target in one pass equal to generating it token by token"
                   + ("." if leaks else " (NOT shown here).")),
-             _derivation("Parameter counts: one layer with its biases and three LayerNorms, in general and at model "
-                         "width 256, 4 heads, MLP width 1024 (the count does not depend on the number of heads); the stack "
-                         "of 6 layers as lesson task 29 counts it, without biases and norms", counts),
+             "\\paragraph{Parameter counts.} " + words(
+                 "One layer counted with its biases and its three LayerNorms (their scales and shifts), in general and at "
+                 "model width 256, 4 heads and MLP width 1024 (the count does not depend on the number of heads); then the "
+                 "stack of `L = 6` layers as lesson task 29 counts it, weight matrices only, without biases and LayerNorms:",
+                 b.notation) + "\n" + counts,
              b.figures("decoder")]
     return "\n\n".join(p for p in parts if p)
 

@@ -48,6 +48,18 @@ class Shape(sp.Tuple):
         return " x ".join(printer._print(a) for a in self.args) if self.args else "1"
 
 
+class _Letter(sp.Symbol):
+    r"""A letter set as it is, in italic, whatever the notation makes of the symbol of that name (``L``: the number
+    of layers, where the symbol ``L`` is the loss, ``\mathcal{L}``)."""
+
+    def _latex(self, printer):
+        return self.name
+
+
+#: the number of layers of a stack (its depth), one letter throughout the notes (the loss is \mathcal{L})
+LAYERS = _Letter("L")
+
+
 # --------------------------------------------------------------------------- verification marks
 
 _LINES = re.compile(r"(?::|\s+L|\s+l\.|\s+lines?\s+)\d+(?:\s*[-–]+\s*\d+)?")
@@ -791,6 +803,12 @@ def _sym(name: str, *shape, matrix: bool = False):
     return sp.MatrixSymbol(name, *shape) if matrix else sp.Symbol(name)
 
 
+def _params(what: str):
+    from .latex_decoder_conv import PARAMS_LAYER, PARAMS_STACK
+
+    return {"layer": PARAMS_LAYER, "stack": PARAMS_STACK}[what]
+
+
 def notation_rows(b) -> list[tuple]:
     """(symbol, meaning, shape) of every symbol the notes use: SymPy objects, printed by the notation's printer."""
     from seqgrad.derive import rules
@@ -835,8 +853,9 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("d_h"), "width of a cell's state; its input and output widths are d_x and d_y", one),
         (sp.Symbol("d_model"), "model width d, so named in the parameter counts", one),
         (sp.Symbol("d_ff"), "width of the hidden layer of the feed-forward sublayer (MLP)", one),
-        (sp.Symbol("N_{\\mathrm{layer}}"), "number of parameters of one decoder layer; with the subscript stack, of the stack "
-         "of 6 layers", one),
+        (LAYERS, "number of layers of a stack (its depth)", one),
+        (_params("layer"), "number of parameters of one decoder layer; with the subscript stack, of a stack of L layers",
+         one),
         (M("X", T, d), "rows of a block's input, one per token", Shape(T, d)),
         (M("W_Q", d_k, d), "query map", Shape(d_k, d)), (M("W_K", d_k, d), "key map", Shape(d_k, d)),
         (M("W_V", d_v, d), "value map", Shape(d_v, d)),

@@ -47,7 +47,8 @@ def test_the_notation_table_defines_what_the_body_uses(tmp_path):
     assert "the matrix after the d (same shape)" not in table
     for symbol in (r"$\operatorname{mean}(\mathbf{X})$", r"$\operatorname{rowsum}(\mathbf{X})$",
                    r"$\operatorname{normalize}(\mathbf{X})$", r"$s_{\epsilon}(\mathbf{X})$", r"$\mu_{i}$", r"$v_{i}$",
-                   r"$\rho$", "$q$", "$E_{seq}$", "$P$", "$d_{model}$", "$d_{ff}$", r"$N_{\mathrm{layer}}$", r"$\tau$"):
+                   r"$\rho$", "$q$", "$E_{seq}$", "$P$", "$d_{model}$", "$d_{ff}$", r"$\lvert\theta\rvert_{\mathrm{layer}}$",
+                   "$L$", r"$\tau$"):
         assert "\n" + symbol + " & " in table, symbol
     assert "\n" + r"$\mathbf{1}^{\top}$ & row of ones" in table and r"& $1 \times T$ \\" in table
     symbols = [line.split(" & ")[0] for line in table.splitlines() if line.count(" & ") == 2]
@@ -173,3 +174,18 @@ def test_the_encoder_defines_multi_head_attention_and_the_mlp_before_the_example
     table = notes.notation_section(_build(tmp_path))
     for symbol in (r"$\mathbf{W}_{O}$", r"$\mathbf{C}$", "$h$", r"$\mathbf{W}_{1}$", r"$\mathbf{W}_{2}$"):
         assert "\n" + symbol + " & " in table, symbol
+
+
+def test_one_symbol_for_the_number_of_layers_and_the_counts_say_what_they_count(tmp_path):
+    """Issue 25, review item 3: the number of layers is L everywhere (no N_layer / N_stack beside it), and each
+    parameter count says whether biases and LayerNorms are counted."""
+    from seqgrad.crosscheck import latex_decoder_conv
+
+    b = _build(tmp_path)
+    body = latex_decoder_conv.decoder_body(b, "")
+    counts = body[body.index("Parameter counts"):]
+    assert "N_{" not in body and "$L = 6$ layers" in counts and "6 layers" not in counts.replace("$L = 6$ layers", "")
+    assert r"\lvert\theta\rvert_{\mathrm{layer}} &= 2 d_{ff} d_{model}" in counts
+    assert "(biases and the three LayerNorms counted)" in counts and "no biases, no LayerNorms" in counts
+    table = notes.notation_section(b)
+    assert "N_{" not in table and "\n$L$ & number of layers of a stack" in table
