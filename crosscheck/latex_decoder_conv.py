@@ -73,26 +73,61 @@ def decoder_body(b, mark: str) -> str:
 
 
 def conv_body(b, mark: str) -> str:
-    """The lecture's convolution, its gradients at symbolic size, max-pool (cut off in the source), the receptive
-    field, the receptive-field figure."""
+    """The lecture's convolution (a cross-correlation), its sizes, its strided forward pass and gradients at symbolic
+    size, the input gradient through the zero-extended G-hat (stride 1), max-pooling forward and backward, the
+    receptive field for any number of layers, the receptive-field figure."""
     import sympy as sp
 
     from seqgrad.derive import conv as dc
-    from seqgrad.derive.program import latex_aligned
+    from seqgrad.derive.latex_layout import display
+    from seqgrad.derive.latex_settings import Partial
+    from seqgrad.derive.prose import Sizes
 
-    from .latexdoc import _derivation, text, words
+    from .latexdoc import words
+    from .notes import LAYERS
 
     proof = dc.prove_explicit(dc.ExplicitConv((4, 5), (3, 2), stride=2, padding=1))
+    verdict = ("proved at concrete sizes with stride and padding, exactly, against differentiation of the layer"
+               if proof.holds else "\\textbf{NOT proved}")
+    H, W, P = sp.symbols("H W P_pad", integer=True, positive=True)  # P alone: the positional encodings
+    strided = dc.Conv2d(stride=dc.s)
+    plain = dc.Conv2d()
+    rows = strided.rows()
     ks, ss = sp.symbols("k_1:4", positive=True), sp.symbols("s_1:4", positive=True)
-    parts = [words("A convolution slides one small kernel `K` over the whole input, so a kernel entry is shared by every "
-                   "output position and its gradient is a sum over them, as a recurrent weight's is a sum over the steps.",
-                   b.notation) + mark,
-             _derivation("Convolution and its gradients, symbolic sizes", dc.Conv2d().latex(b.notation),
-                         "proved at concrete sizes with stride and padding" if proof.holds else "\\textbf{NOT proved}"),
-             text("Max-pooling: the source's formula is cut off; each output is the largest entry of its "
-                  "p × p window (windows s apart), and its gradient goes to the first maximal entry of the window in "
-                  "row-major order (the PyTorch convention at ties)."),
-             _derivation("Receptive field of three stacked layers with kernels k and strides s",
-                         latex_aligned([(sp.Symbol("r_3"), dc.receptive_field(ks, ss))], notation=b.notation)),
-             b.figures("conv")]
+    r_L, formula = dc.receptive_field_formula()
+    depth = next(a for a in r_L.free_symbols if a.name == "L")
+    parts = [
+        words("A convolution slides one small kernel `K` over the whole input, so a kernel entry is shared by every "
+              "output position and its gradient is a sum over them, as a recurrent weight's is a sum over the steps. As "
+              "deep-learning libraries do (torch.nn.Conv2d), the layer computes a cross-correlation: the kernel is not "
+              "flipped.", b.notation) + mark,
+        words("Sizes: the input `X` has `H` rows and `W` columns (one channel, `P_pad` rows and columns of zeros padded on every side), the "
+              "kernel `K` is `k` by `k`, the stride is `s` and `b` is the bias. The output `Y` then has `H_o` rows and "
+              "`W_o` columns, and `G` is the gradient of the loss with respect to `Y` (also `H_o` by `W_o`):",
+              b.notation),
+        display([(dc.H_o, dc.output_size(H, dc.k, dc.s, P)), (dc.W_o, dc.output_size(W, dc.k, dc.s, P))], b.notation),
+        words("Output position (`i`, `j`) reads the window that starts at row `s*i` and column `s*j`; the kernel's "
+              "gradient sums over every output position, the bias's too (" + verdict + "):", b.notation),
+        display([rows[0], rows[1], rows[2]], b.notation),
+        words("The input's gradient, for stride 1: an input entry is read by every output whose window covers it. Write "
+              "`Ghat` for `G` extended by zeros outside its `H_o` by `W_o` entries (the padded gradient), so that the sum "
+              "may run over the whole kernel; reindexed, it is a full cross-correlation of `Ghat` with the flipped kernel:",
+              b.notation),
+        display([(Partial(sp.Symbol("X_mn")), [plain.grad_X(), plain.grad_X_flipped()])], b.notation),
+        words("With a stride `s > 1`, `Ghat` is also dilated, `s - 1` zeros between its entries (proved at concrete sizes).",
+              b.notation),
+        "\\paragraph{Max-pooling.} " + words(
+            "Each output is the largest entry of its `p` by `p` window (windows `s` apart). The maximum passes one entry "
+            "through, so its gradient routes the whole `G_ij` to the window's argmax `a_ij` and gives 0 to the rest; at a "
+            "tie the derivative does not exist, and PyTorch routes to the first maximal entry in row-major order:",
+            b.notation),
+        display(dc.max_pool_rows(), b.notation),
+        "\\paragraph{Receptive field.} " + words(
+            "One step down the stack widens the field by `k_l - 1` steps of layer `l - 1`, and one such step is the "
+            "product of the strides below it in input positions, so a stack of `L` layers with kernels `k_l` and "
+            "strides `s_l` sees", b.notation),
+        display([(r_L.xreplace({depth: LAYERS}), formula.xreplace({depth: LAYERS}))], b.notation),
+        words("input positions; for three layers:", b.notation),
+        display([(sp.Symbol("r_3"), dc.receptive_field(ks, ss))], b.notation),
+        b.figures("conv")]
     return "\n\n".join(p for p in parts if p)

@@ -873,6 +873,12 @@ def notation_rows(b) -> list[tuple]:
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
         (M("Z", sp.Symbol("T_src"), d), "the encoder's output, the memory a decoder reads", Shape(sp.Symbol("T_src"), d)),
         (sp.Symbol("kappa"), "a convolution kernel of k by k entries", Shape(sp.Symbol("k"), sp.Symbol("k"))),
+        (sp.Symbol("H_o"), "number of output rows of a convolution or pooling layer; W_o, of output columns", one),
+        (sp.Symbol("Ghat"), "the gradient of a convolution's output extended by zeros (the padded gradient)", one),
+        (sp.Symbol("P_pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
+        (sp.Symbol("p"), "side of a max-pooling window", one),
+        (sp.Symbol("a_ij"), "input position of the largest entry of pooling window (i, j)", one),
+        (sp.Symbol("r_L"), "receptive field of a stack of L convolutions, in input positions", one),
         (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
         (M("dX", T, d), "gradient of the loss with respect to X, the matrix written after the d; dQ, dS, ... "
          "likewise, each of the shape of its matrix", Shape(T, d)),

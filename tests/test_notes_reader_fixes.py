@@ -189,3 +189,33 @@ def test_one_symbol_for_the_number_of_layers_and_the_counts_say_what_they_count(
     assert "(biases and the three LayerNorms counted)" in counts and "no biases, no LayerNorms" in counts
     table = notes.notation_section(b)
     assert "N_{" not in table and "\n$L$ & number of layers of a stack" in table
+
+
+def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_receptive_field(tmp_path):
+    """Issue 25, review item 4: cross-correlation said; H_o, W_o and G-hat defined before they are used; the strided
+    form in the body; the receptive field for any number of layers; max-pooling forward and its gradient."""
+    body = notes.conv_section(_build(tmp_path)).body
+    assert "cross-correlation" in body[:body.index("\\begin{align*}")]
+    first_h_o = body.index("H_{o}")
+    assert body.index(r"H_{o} &= \left\lfloor{\frac{2 P_{pad} + H - k}{s}}\right\rfloor + 1") < body.index(r"0 \leq i \leq H_{o} - 1")
+    assert "rows" in body[first_h_o - 80:first_h_o + 40]  # defined in words where it first appears
+    assert body.index(r"Write $\hat{G}$ for $G$ extended by zeros") < body.index(r"{\hat{G}}_{")
+    assert r"{\kappa}_{u,v} {X}_{u + i s,v + j s} + b" in body  # the strided forward pass
+    assert r"{G}_{i,j} {X}_{p + i s,q + j s}" in body
+    assert r"Y_{ij}                                       &= \max_{0 \le u, v \le p - 1} {X}_{u + i s,v + j s}" in body
+    assert r"{G}_{i,j} [(m, n) = a_{ij}]" in body
+    assert r"{r}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {s}_{j}\right) ({k}_{l} - 1)" in body
+    assert "\\max_{0\\le u,v" not in body and "cut off" not in body
+
+
+def test_the_receptive_field_formula_is_the_layer_by_layer_recurrence():
+    from seqgrad.derive import conv
+
+    r_L, formula = conv.receptive_field_formula()
+    depth = next(a for a in r_L.free_symbols if a.name == "L")
+    k, s = sp.IndexedBase("k"), sp.IndexedBase("s")
+    for layers in (1, 2, 3, 4):
+        recurrence, _ = conv.receptive_field_recurrence(layers)
+        names = {sp.Symbol(f"k_{l}", positive=True, integer=True): k[l] for l in range(1, layers + 1)}
+        names |= {sp.Symbol(f"s_{l}", positive=True, integer=True): s[l] for l in range(1, layers + 1)}
+        assert sp.expand(formula.subs(depth, layers).doit() - recurrence.xreplace(names)) == 0
