@@ -129,6 +129,11 @@ def check_mark(results: Sequence, device: str, notation=None) -> str:
         return ""
     from seqgrad.derive.latex_settings import DEFAULT
 
+    printed = [r for r in results if getattr(r, "units", None) is not None]  # compared with printed figures
+    if printed:
+        said = [printed_mark(printed, notation)] + ([check_mark([r for r in results if r not in printed], device, notation)]
+                                                   if len(printed) < len(results) else [])
+        return "; ".join(s for s in said if s)
     failed = [r for r in results if r.status in ("fail", "error")]
     passed = [r for r in results if r.status == "pass"]
     errors = [r.max_abs_error for r in passed if r.max_abs_error is not None and math.isfinite(r.max_abs_error)]
@@ -140,6 +145,19 @@ def check_mark(results: Sequence, device: str, notation=None) -> str:
     if failed:
         text += f"; \\textbf{{{len(failed)} failed}}"
     return text
+
+
+def printed_mark(results: Sequence, notation=None) -> str:
+    """"matches the printed tables to their printed digits (largest difference 0.48 of a unit in the last printed
+    digit)" for checks against a course's printed figures (results with ``units``, the largest discrepancy in units
+    of the last printed digit): their measure is the printed digit, not a floating-point error."""
+    from seqgrad.derive.latex_settings import DEFAULT
+
+    bad = [r for r in results if r.status != "pass"]
+    worst = max(r.units for r in results)
+    number = (notation or DEFAULT).number(f"{worst:.2f}")
+    text = f"matches the course's printed tables to their printed digits (largest difference ${number}$ of a unit in the last printed digit)"
+    return text + (f"; \\textbf{{{len(bad)} failed}}" if bad else "")
 
 
 def verification(b, *, proofs: Sequence[str] = (), checks: Sequence = (), source: str | None = None,

@@ -219,3 +219,27 @@ def test_the_receptive_field_formula_is_the_layer_by_layer_recurrence():
         names = {sp.Symbol(f"k_{l}", positive=True, integer=True): k[l] for l in range(1, layers + 1)}
         names |= {sp.Symbol(f"s_{l}", positive=True, integer=True): s[l] for l in range(1, layers + 1)}
         assert sp.expand(formula.subs(depth, layers).doit() - recurrence.xreplace(names)) == 0
+
+
+def test_a_check_against_printed_tables_is_marked_by_its_printed_digits():
+    """Issue 25, review item 6: a footnote of a check against the course's printed tables says it matches them to
+    their printed digits (the result carries ``units``), never "in double precision" with a gap such as 4.8e-3."""
+    from seqgrad.crosscheck.registry import Result, all_checks, run_checks
+
+    [tables] = run_checks(all_checks("encoder.course_tables"), device="cpu", show_progress=False)
+    assert tables.units is not None and tables.units <= 0.5
+    mark = notes.check_mark([tables], "cpu")
+    assert mark.startswith("matches the course's printed tables to their printed digits") and "double precision" not in mark
+    assert "10^{-3}" not in mark
+    wrong = Result("x", "s", "encoder", "fail", False, 0.2, 0.1, "cpu", "float64", "", 0.0, units=3.0)
+    assert "\\textbf{1 failed}" in notes.check_mark([wrong], "cpu")
+    plain = Result("y", "s", "encoder", "pass", True, 1e-15, 1e-15, "cpu", "float64", "", 0.0)
+    both = notes.check_mark([tables, plain], "cpu")
+    assert "printed digits" in both and "double precision" in both
+
+
+def test_the_worked_example_footnote_compares_with_the_printed_tables(tmp_path):
+    body = notes.encoder_section(_build(tmp_path)).body
+    example = body[body.index("\\subsection{Worked example}"):]
+    first = example[example.index("\\footnote{"):example.index("}", example.index("Source:"))]
+    assert "printed tables to their printed digits" in first and "double precision" not in first
