@@ -462,7 +462,7 @@ def positional_section(b) -> Part:
         _words("General result: shifting the position by `k` rotates every pair of coordinates by the angle "
                "{angle}, for every width and every pair; the rotation does not depend on `pos`, so a fixed offset is "
                "a fixed linear map:", b, angle=_s("omega") * _s("k")) + mark,
-        _display([(shift.statement().lhs, shift.statement().rhs)], b),
+        _display([(_common_angles(shift.statement().lhs), shift.statement().rhs)], b),
         _words("Worked example, an odd width `d = 5`: the two pairs rotate, and the last coordinate is a sine without a "
                "partner, which no scalar factor shifts. In the table {Rk} is the block-diagonal matrix of one rotation "
                "per pair, the matrix above at that pair's frequency, and {alpha} stands for any number that depends on "
@@ -473,6 +473,33 @@ def positional_section(b) -> Part:
         _figure(b, "positional"),
     ]
     return Part("\n\n".join(p for p in body if p), _audit(b, ["derive.positional"], (), "positional"))
+
+
+def _entrywise(statement, matrix):
+    """``matrix`` (an instance of the softmax Jacobian) written entry by entry from the general entry of
+    ``statement`` (``a_i (delta_ij - a_j)``: ``a_0 (1 - a_0)`` on the diagonal, not the expanded ``a_0 - a_0^2``);
+    refused unless every entry equals the instance's."""
+    from seqgrad.errors import SeqgradValueError
+
+    entry = statement.rhs
+    i, j = sorted((s for s in entry.free_symbols if s.is_integer), key=str)[:2]
+    base = next(iter(entry.atoms(sp.Indexed))).base
+
+    def at(r, c):
+        value = entry.subs({i: r, j: c})
+        return value.xreplace({x: sp.Symbol(f"a_{x.indices[0]}") for x in value.atoms(sp.Indexed) if x.base == base})
+
+    written = sp.ImmutableMatrix(matrix.shape[0], matrix.shape[1], lambda r, c: at(r, c))
+    if sp.expand(written - sp.ImmutableMatrix(matrix)) != sp.zeros(*matrix.shape):
+        raise SeqgradValueError("matrix", matrix, "the instance of the general entry " + str(entry))
+    return written
+
+
+def _common_angles(expr):
+    """``expr`` with each angle of a sine or cosine written with its common factor taken out, ``sin(omega (pos + k))``
+    as the text writes it, not SymPy's ``sin(omega pos + k omega)`` (the same value: ``factor`` only)."""
+    return expr.replace(lambda e: isinstance(e, (sp.sin, sp.cos)) and e.args[0].is_Add,
+                        lambda e: e.func(sp.factor(e.args[0])))
 
 
 def _audit(b, families: Sequence[str], checks: Sequence, title: str) -> str:
@@ -514,7 +541,7 @@ def attention_section(b) -> Part:
         _display([(sm.lhs, sm.rhs), (Partial(z, of=a), sp.MatAdd(sp.DiagMatrix(a), -a.T * a, evaluate=False))], b),
         _words("Each row of the Jacobian sums to zero: raising every score by the same amount changes nothing. "
                "Worked example, three scores:", b),
-        _display([(lhs, chain[-1]) for lhs, chain in jac.rows()], b),
+        _display([(lhs, _entrywise(sm, chain[-1])) for lhs, chain in jac.rows()], b),
         "\\subsection{Backward pass}",
         _words("Write {G} for the gradient of the loss with respect to the output {O}, and {dY} for the gradient with "
                "respect to any intermediate {Y} (same shape as {Y}). The chain rule through the lines above, one line "

@@ -347,7 +347,8 @@ class NotationPrinter(LatexPrinter):
                 return name, [], [], ""
             parts = re.findall(r"([_^])(\{[^{}]*\}|[^_^{}]+)", m.group(2))
             subs = [_greek_words(v.strip("{}")) for k, v in parts if k == "_"]  # h_{tau-1}: \\tau
-            supers = [re.sub(r"\^([A-Za-z0-9]{2,})", r"^{\1}", v.strip("{}")) for k, v in parts if k == "^"]  # g^{z^{i0}}
+            # a superscript of a superscript set as a subscript: g^{z_{n}}, never g^{z^{n}} (z^n: the gate n's z)
+            supers = [re.sub(r"\^\{?([A-Za-z0-9]+)\}?", r"_{\1}", v.strip("{}")) for k, v in parts if k == "^"]
             tail = (f"^{{{','.join(supers)}}}" if supers else "") + (f"_{{{','.join(subs)}}}" if subs else "")
             return m.group(1), [], [], tail
         base, supers, subs = split_super_sub(name)

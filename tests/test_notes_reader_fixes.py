@@ -243,3 +243,27 @@ def test_the_worked_example_footnote_compares_with_the_printed_tables(tmp_path):
     example = body[body.index("\\subsection{Worked example}"):]
     first = example[example.index("\\footnote{"):example.index("}", example.index("Source:"))]
     assert "printed tables to their printed digits" in first and "double precision" not in first
+
+
+def test_textbook_term_order_and_no_nested_superscripts(tmp_path):
+    """Issue 25, review item 7: the GRU's mix as the course writes it, a gate's slope f (1 - f) together, the softmax
+    example's a_0 (1 - a_0), the shifted angle omega (pos + k), and no superscript of a superscript (g^{z^n})."""
+    b = _build(tmp_path)
+    gates = notes.gates_section(b).body
+    assert r"h_{t}             &= u_{t} h_{t-1} + (1 - u_{t}) \widetilde{h}_{t}" in gates
+    assert r"g^{z_{f}}_{t} &= g^{c}_{t} f_{t} (1 - f_{t}) c_{t-1}" in gates
+    assert r"g^{z_{i}}_{t} &= g^{c}_{t} i_{t} (1 - i_{t}) \widetilde{c}_{t}" in gates
+    assert r"g^{z_{u}}_{t} &= g^{h}_{t} u_{t} (1 - u_{t})" in gates
+    assert not re.search(r"\^\{[^{}]*\^", gates)  # no g^{z^n}
+    attention = notes.attention_section(b).body
+    assert r"a_{0} (1 - a_{0})" in attention and "a_{0} - a_{0}^{2}" not in attention
+    positional = notes.positional_section(b).body
+    assert r"\sin(\omega (\mathrm{pos} + k))" in positional and r"k \omega)\\\cos" not in positional
+
+
+def test_a_complement_follows_what_it_complements():
+    from seqgrad.derive.term_order import textbook_order
+
+    f, c, a = sp.symbols("f_t c_{t-1} a_0")
+    assert sp.sstr(textbook_order((1 - f) * f * c), order="none") == "f_t*(1 - f_t)*c_{t-1}"
+    assert sp.sstr(textbook_order((1 - a) * a), order="none") == "a_0*(1 - a_0)"
