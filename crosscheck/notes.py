@@ -597,17 +597,19 @@ def residual_section(b) -> Part:
         + verification(b, checks=[r for r in checks if "layernorm" in r.name], appendix="residual"),
         _display([(d.target, d.value) for d in ln.backward_lines()], b),
         "\\subsection{Residual paths}",
-        _words("A residual connection adds the input of a branch `F` to its output. Its Jacobian is the identity plus the "
-               "branch's, so a path through the identity always carries the gradient unchanged. For every width `d` and "
-               "every differentiable branch:", b)
+        _words("A residual connection adds the input {x} of a branch `F` to its output, {u}. Its Jacobian is the identity "
+               "plus the branch's, so a path through the identity always carries the gradient unchanged. For every width "
+               "`d` and every differentiable branch:", b, x=_s("x", 1, 2),
+               u=sp.Eq(_s("u", 1, 2), sp.Add(_s("x", 1, 2), sp.Function("F")(_s("x", 1, 2)), evaluate=False), evaluate=False))
         + verification(b, proofs=["residual-plain", "residual-pre-norm", "residual-post-norm"],
                        checks=[r for r in checks if "residual" in r.name], source=catalogue.get("residual-plain").source,
                        appendix="residual"),
-        _display([(*residual.jacobian_formula(p), (f"  ({p})",)) for p in ("plain", "pre-norm", "post-norm")], b),
+        _display([(_residual_label(lhs), rhs, (f"  ({p})",)) for p in ("plain", "pre-norm", "post-norm")
+                  for lhs, rhs in [residual.jacobian_formula(p)]], b),
         _words("Worked example, three residual layers: the product of the three Jacobians is a sum over the eight paths "
                "through the stack, one of them the identity.", b)
         + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),
-        _display([(lhs, chain[-1]) for lhs, chain in _chain_rows(residual.DepthProduct(L=3, d=2))], b),
+        _display([(_branch_jacobians(lhs), _branch_jacobians(chain[-1])) for lhs, chain in _chain_rows(residual.DepthProduct(L=3, d=2))], b),
         _figure(b, "depth"),
     ]
     from .latexdoc import check_status
@@ -615,6 +617,22 @@ def residual_section(b) -> Part:
     appendix = "\n\n".join([_audit(b, ["derive.layernorm", "derive.residual"], (), "residual")]
                            + ([check_status("residual", b, checks)] if checks else []))
     return Part("\n\n".join(p for p in body if p), appendix)
+
+
+def _residual_label(lhs):
+    """The Jacobian of a residual connection ``u = x + F(x)`` (``x`` a row of the block's input, ``u`` as the block's
+    ``U``), printed ``du/dx``: ``y`` and ``h`` are the target and the hidden state elsewhere in the notes."""
+    from seqgrad.derive.bptt import PathJacobian
+
+    d = lhs.shape[0]
+    return PathJacobian(sp.MatrixSymbol("u", 1, d), sp.MatrixSymbol("x", 1, d))
+
+
+def _branch_jacobians(expr):
+    """The depth product with its layers' branch Jacobians named ``J_{F_l}`` (``J_t`` is the transition Jacobian of
+    step t)."""
+    return expr.xreplace({m: sp.MatrixSymbol(f"J_{{F_{m.name[2:]}}}", *m.shape) for m in expr.free_symbols
+                          if isinstance(m, sp.MatrixSymbol) and re.fullmatch(r"J_\d+", m.name)})
 
 
 def _rules():
@@ -782,8 +800,8 @@ def decoder_section(b) -> Part:
 
 
 #: Letters of one section only, where the notes' own letter means something else: the convolution kernel is
-#: kappa (K is the attention's keys). A letter the notation itself renames is left to it.
-SECTION_LETTERS = {"conv": {"K": r"\kappa"}}
+#: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation). A letter the notation itself renames is left to it.
+SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta"}}
 
 
 def with_section_letters(b, section: str):
@@ -921,6 +939,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("H_o"), "number of output rows of a convolution or pooling layer; W_o, of output columns", one),
         (sp.Symbol("Ghat"), "the gradient of a convolution's output extended by zeros (the padded gradient)", one),
         (sp.Symbol("P_pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
+        (sp.Symbol("Delta"), "stride of a convolution or pooling layer (Delta_l: of layer l)", one),
         (sp.Symbol("p"), "side of a max-pooling window", one),
         (sp.Symbol("a_ij"), "input position of the largest entry of pooling window (i, j)", one),
         (sp.Symbol("r_L"), "receptive field of a stack of L convolutions, in input positions", one),
@@ -945,11 +964,12 @@ def notation_rows(b) -> list[tuple]:
         (sp.OneMatrix(1, T), "row of ones, the transpose of the column: it sums the columns of the matrix after it",
          Shape(1, T)), (sp.Identity(n), "identity matrix", Shape(n, n)),
         (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if i = j, else 0", one),
-        (sp.Function("F")(sp.MatrixSymbol("h", 1, d)), "a residual branch: any differentiable map of a row", Shape(1, d)),
-        (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch", Shape(d, d)),
+        (sp.Function("F")(sp.MatrixSymbol("x", 1, d)), "a residual branch: any differentiable map of a row x; the "
+         "residual connection's output is u = x + F(x)", Shape(1, d)),
+        (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch; of the branch of layer l in a stack, J_{F_l}", Shape(d, d)),
         (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm", Shape(d, d)),
         (sp.HadamardProduct(M("a", 1, n), M("b", 1, n)), "entrywise (Hadamard) product", Shape(1, n)),
-        (M("A", n, n).T, "transpose", Shape(n, n)),
+        (M("X", T, d).T, "transpose (of X; likewise of any matrix)", Shape(d, T)),
         (sp.DiagMatrix(M("a", 1, n)), "diagonal matrix with the entries of a", Shape(n, n)),
     ]
     return rows

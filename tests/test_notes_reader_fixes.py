@@ -197,14 +197,14 @@ def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_re
     body = notes.conv_section(_build(tmp_path)).body
     assert "cross-correlation" in body[:body.index("\\begin{align*}")]
     first_h_o = body.index("H_{o}")
-    assert body.index(r"H_{o} &= \left\lfloor{\frac{2 P_{pad} + H - k}{s}}\right\rfloor + 1") < body.index(r"0 \leq i \leq H_{o} - 1")
+    assert body.index(r"H_{o} &= \left\lfloor{\frac{2 P_{pad} + H - k}{\Delta}}\right\rfloor + 1") < body.index(r"0 \leq i \leq H_{o} - 1")
     assert "rows" in body[first_h_o - 80:first_h_o + 40]  # defined in words where it first appears
     assert body.index(r"Write $\hat{G}$ for $G$ extended by zeros") < body.index(r"{\hat{G}}_{")
-    assert r"{\kappa}_{u,v} {X}_{u + i s,v + j s} + b" in body  # the strided forward pass
-    assert r"{G}_{i,j} {X}_{p + i s,q + j s}" in body
-    assert r"Y_{ij}                                       &= \max_{0 \le u, v \le p - 1} {X}_{u + i s,v + j s}" in body
+    assert r"{\kappa}_{u,v} {X}_{u + i \Delta,v + j \Delta} + b" in body  # the strided forward pass
+    assert r"{G}_{i,j} {X}_{p + i \Delta,q + j \Delta}" in body
+    assert r"Y_{ij}                                       &= \max_{0 \le u, v \le p - 1} {X}_{u + i \Delta,v + j \Delta}" in body
     assert r"{G}_{i,j} [(m, n) = a_{ij}]" in body
-    assert r"{r}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {s}_{j}\right) ({k}_{l} - 1)" in body
+    assert r"{r}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({k}_{l} - 1)" in body
     assert "\\max_{0\\le u,v" not in body and "cut off" not in body
 
 
@@ -267,3 +267,18 @@ def test_a_complement_follows_what_it_complements():
     f, c, a = sp.symbols("f_t c_{t-1} a_0")
     assert sp.sstr(textbook_order((1 - f) * f * c), order="none") == "f_t*(1 - f_t)*c_{t-1}"
     assert sp.sstr(textbook_order((1 - a) * a), order="none") == "a_0*(1 - a_0)"
+
+
+def test_one_letter_per_meaning_stride_jacobians_residual_and_transpose(tmp_path):
+    """Issue 25, review item 5 (the part done): the stride is Delta (s: LayerNorm's standard deviation), a stack's
+    branch Jacobians are J_{F_l} (J_t: the transition Jacobian of step t), the residual connection is u = x + F(x)
+    (y: the target, h: the hidden state), and the notation's transpose is shown on X, not on A (the weights)."""
+    b = _build(tmp_path)
+    conv = notes.conv_section(b).body
+    assert not re.search(r"(?<![\\A-Za-z])s(?![A-Za-z])", "".join(re.findall(r"\$[^$]*\$|\\begin\{align\*\}.*?\\end\{align\*\}", conv, re.S)))
+    residual = notes.residual_section(b).body
+    assert r"\frac{\partial \mathbf{u}}{\partial \mathbf{x}} &= \mathbf{I} + \mathbf{J}_{F}" in residual
+    assert "partial y" not in residual and r"\mathbf{J}_{1}" not in residual and r"\mathbf{J}_{F_1}" in residual
+    table = notes.notation_section(b)
+    assert r"$\mathbf{A}^{\top}$" not in table and r"$\mathbf{X}^{\top}$ & transpose" in table
+    assert r"\Delta" in table
