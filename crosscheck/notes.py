@@ -597,10 +597,11 @@ def residual_section(b) -> Part:
         + verification(b, checks=[r for r in checks if "layernorm" in r.name], appendix="residual"),
         _display([(d.target, d.value) for d in ln.backward_lines()], b),
         "\\subsection{Residual paths}",
-        _words("A residual connection adds the input {x} of a branch `F` to its output, {u}. Its Jacobian is the identity "
+        _words("A residual connection adds the input {x} of a branch `F` to the branch's output {Fx}; the sum {u} is the "
+               "connection's output. Its Jacobian is the identity "
                "plus the branch's, so a path through the identity always carries the gradient unchanged. For every width "
                "`d` and every differentiable branch:", b, x=_s("x", 1, 2),
-               u=sp.Eq(_s("u", 1, 2), sp.Add(_s("x", 1, 2), sp.Function("F")(_s("x", 1, 2)), evaluate=False), evaluate=False))
+               Fx=sp.Function("F")(_s("x", 1, 2)), u=_s("u", 1, 2))
         + verification(b, proofs=["residual-plain", "residual-pre-norm", "residual-post-norm"],
                        checks=[r for r in checks if "residual" in r.name], source=catalogue.get("residual-plain").source,
                        appendix="residual"),
