@@ -462,7 +462,7 @@ def positional_section(b) -> Part:
         _words("General result: shifting the position by `k` rotates every pair of coordinates by the angle "
                "{angle}, for every width and every pair; the rotation does not depend on `pos`, so a fixed offset is "
                "a fixed linear map:", b, angle=_s("omega") * _s("k")) + mark,
-        _display([(_common_angles(shift.statement().lhs), shift.statement().rhs)], b),
+        _display([_as_rows(shift.statement())], b),
         _words("Worked example, an odd width `d = 5`: the two pairs rotate, and the last coordinate is a sine without a "
                "partner, which no scalar factor shifts. In the table {Rk} is the block-diagonal matrix of one rotation "
                "per pair, the matrix above at that pair's frequency, and {alpha} stands for any number that depends on "
@@ -493,6 +493,17 @@ def _entrywise(statement, matrix):
     if sp.expand(written - sp.ImmutableMatrix(matrix)) != sp.zeros(*matrix.shape):
         raise SeqgradValueError("matrix", matrix, "the instance of the general entry " + str(entry))
     return written
+
+
+def _as_rows(statement):
+    """The shift identity ``v(pos + k) = B(k) v(pos)`` (column vectors, as the catalogue proves it) in the notes'
+    row-vector convention, ``v(pos + k)^T = v(pos)^T B(k)^T`` (the same statement transposed), the angle as the text
+    writes it, with its quantifier: for every ``pos`` and ``k``."""
+    B, v = statement.rhs.args
+    pos = next(s for s in statement.rhs.free_symbols if s.name == "pos")
+    k = next(s for s in statement.rhs.free_symbols if s.name == "k")
+    return (_common_angles(statement.lhs).T, sp.MatMul(v.T, B.T, evaluate=False),
+            ("  for every ", pos, " and every ", k))
 
 
 def _common_angles(expr):
@@ -681,7 +692,9 @@ def _chain_rows(derivation) -> list:
 ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows $H_0$ = token embedding + position, one row per token."),
                  ("attention_on_H0", "head1.A", "The attention weights $A$ of head 1: row $i$ is the query, column $j$ the "
                                                 "source; every row sums to 1."),
-                 ("prenorm_block", "H_enc", "The encoder's output: every token's row after the pre-norm block."))
+                 ("prenorm_block", "H_enc", "The encoder's output: every token's row after the pre-norm block and the "
+                                            "final LayerNorm (scale 1, shift 0: every row has mean 0 and variance 1 up to "
+                                            "the epsilon)."))
 
 
 def _encoder_sublayers(b) -> list[str]:

@@ -282,3 +282,27 @@ def test_one_letter_per_meaning_stride_jacobians_residual_and_transpose(tmp_path
     table = notes.notation_section(b)
     assert r"$\mathbf{A}^{\top}$" not in table and r"$\mathbf{X}^{\top}$ & transpose" in table
     assert r"\Delta" in table
+
+
+def test_the_encoder_output_table_says_it_is_after_the_final_layernorm_and_that_holds(tmp_path):
+    """Issue 25, review item 8 (Table 4's caption): the last table is after the final LayerNorm, and its rows do have
+    mean 0 and variance 1 (up to epsilon), as the caption says."""
+    from seqgrad.numeric import course
+
+    body = notes.encoder_section(_build(tmp_path)).body
+    caption = [c for c in re.findall(r"\\caption\{(.*?)\}\n", body) if "encoder's output" in c]
+    assert caption and "final LayerNorm" in caption[0] and "mean 0 and variance 1" in caption[0]
+    H = course.trace("prenorm_block")["H_enc"]
+    assert float(H.mean(-1).abs().max()) < 1e-12 and float((H.var(-1, unbiased=False) - 1).abs().max()) < 1e-3
+
+
+def test_the_pe_shift_is_stated_for_rows_with_its_quantifier_and_holds():
+    """Issue 25, review item 8: the rotation in the notes' row-vector convention, v(pos + k) = v(pos) B(k)^T, for
+    every pos and k; the displayed identity is proved here (trigonometric expansion), so a wrong transpose fails."""
+    from seqgrad.derive import catalogue
+
+    lhs, rhs, note = notes._as_rows(catalogue.get("pe-shift").statement())
+    assert lhs.shape == (1, 2) and "for every " in note
+    assert sp.simplify(sp.expand_trig(sp.Matrix(lhs) - sp.Matrix(rhs.doit()))) == sp.zeros(1, 2)
+    wrong = sp.Matrix(rhs.args[0]) * sp.Matrix(rhs.args[1]).T  # the column form's matrix on the right of a row
+    assert sp.simplify(sp.expand_trig(sp.Matrix(lhs) - wrong)) != sp.zeros(1, 2)
