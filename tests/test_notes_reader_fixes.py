@@ -302,7 +302,7 @@ def test_the_pe_shift_is_stated_for_rows_with_its_quantifier_and_holds():
     from seqgrad.derive import catalogue
 
     lhs, rhs, note = notes._as_rows(catalogue.get("pe-shift").statement())
-    assert lhs.shape == (1, 2) and "for every " in note
+    assert lhs.shape == (1, 2) and "  for every " in note
     assert sp.simplify(sp.expand_trig(sp.Matrix(lhs) - sp.Matrix(rhs.doit()))) == sp.zeros(1, 2)
     wrong = sp.Matrix(rhs.args[0]) * sp.Matrix(rhs.args[1]).T  # the column form's matrix on the right of a row
     assert sp.simplify(sp.expand_trig(sp.Matrix(lhs) - wrong)) != sp.zeros(1, 2)
