@@ -464,9 +464,9 @@ def positional_section(b) -> Part:
                "a fixed linear map:", b, angle=_s("omega") * _s("k")) + mark,
         _display([_as_rows(shift.statement())], b),
         _words("Worked example, an odd width `d = 5`: the two pairs rotate, and the last coordinate is a sine without a "
-               "partner, which no scalar factor shifts. In the table {Rk} is the block-diagonal matrix of one rotation "
-               "per pair, the matrix above at that pair's frequency, and {alpha} stands for any number that depends on "
-               "`k` alone:", b, Rk=sp.Function("R")(k), alpha=sp.Function("alpha")(k)),
+               "partner, which no scalar factor shifts. The table writes the encodings as columns, as the proof handles "
+               "them: {Rk} is the block-diagonal matrix of one rotation per pair, the transpose of the matrix above at "
+               "that pair's frequency, and {alpha} stands for any number that depends on `k` alone:", b, Rk=sp.Function("R")(k), alpha=sp.Function("alpha")(k)),
         _display(odd.R.rows()[:2], b),
         "\\begin{center}\n" + tabular(["statement", "", "verdict"], shift_report_rows(report, b.notation),
                                        "l" + "p{6cm}" + "l") + "\n\\end{center}",
