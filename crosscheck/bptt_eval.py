@@ -37,7 +37,7 @@ def _at(gd, expr, steps: dict, p, values):
     mapping = {gd.params[k]: sp.ImmutableMatrix(np.atleast_2d(v).tolist()) for k, v in p.items()}
     for key, s in gd.sym.cache.items():
         if key[0] == "seq" and key[1] in ("h", "x", "e"):
-            i = sp.sympify(key[2]).subs(steps)
+            i = sp.Integer(key[2]) if isinstance(key[2], int) else key[2].subs(steps)
             if i.is_Integer and (key[1], int(i)) in values:
                 mapping[s] = sp.ImmutableMatrix(np.atleast_2d(values[(key[1], int(i))]).tolist())
     return expr.xreplace(mapping)
