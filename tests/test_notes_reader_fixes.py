@@ -306,3 +306,16 @@ def test_the_pe_shift_is_stated_for_rows_with_its_quantifier_and_holds():
     assert sp.simplify(sp.expand_trig(sp.Matrix(lhs) - sp.Matrix(rhs.doit()))) == sp.zeros(1, 2)
     wrong = sp.Matrix(rhs.args[0]) * sp.Matrix(rhs.args[1]).T  # the column form's matrix on the right of a row
     assert sp.simplify(sp.expand_trig(sp.Matrix(lhs) - wrong)) != sp.zeros(1, 2)
+
+
+def test_the_appendix_check_tables_typeset_their_errors(tmp_path):
+    """Issue 25, review item 8 (the appendix's test log): the errors of the check tables are typeset math, not
+    ASCII exponents."""
+    from seqgrad.crosscheck.latexdoc import check_status
+    from seqgrad.crosscheck.registry import Result
+
+    results = [Result("a.b", "week06 §X", "g", "pass", True, 4.44e-16, 1.97e-15, "cpu", "float64", "", 0.0),
+               Result("a.c", "week06 §X", "g", "error", False, float("inf"), float("inf"), "cpu", "float64", "", 0.0)]
+    table = check_status("rnn", _build(tmp_path), results)
+    assert r"$4.4 \cdot 10^{-16}$" in table and r"$2.0 \cdot 10^{-15}$" in table and "e-16" not in table
+    assert "\\textbf{ERROR}" in table
