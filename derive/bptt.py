@@ -40,6 +40,34 @@ tau = sp.Symbol("tau", integer=True, nonnegative=True)
 _j = sp.Symbol("j", integer=True)
 
 
+# The derivation's step symbols: named symbols (``h_{t-1}``, instantiated by the derivation) in one version of the
+# engine, structured nodes (derive.sequence: instantiation is substitution) in the next; both are read here.
+
+def at_step(gd, expr, index):
+    """``expr`` of the derivation ``gd`` with its step ``t`` replaced by ``index`` (``tau``, ``t + 1``)."""
+    if hasattr(gd, "instantiate_symbolic"):
+        return gd.instantiate_symbolic(expr, index)
+    return expr.subs(t, index)
+
+
+def _adjoint(gd, state):
+    """The adjoint ``g_t`` of ``state`` at the step t."""
+    if hasattr(gd, "instantiate_symbolic"):
+        return gd.sym.adjoint(state, t, gd.cell.shape_of(state))
+    from .sequence import adjoint
+
+    return adjoint(gd.at_t[state])
+
+
+def _is_adjoint_at_t(gd, symbol) -> bool:
+    """Whether ``symbol`` is an adjoint (``g_t^z``) at the step t."""
+    if hasattr(gd, "instantiate_symbolic"):
+        return any(key[0] == "adj" and key[2] == t and s == symbol for key, s in gd.sym.cache.items())
+    from .sequence import Sensitivity, SensitivityMatrix
+
+    return isinstance(symbol, (Sensitivity, SensitivityMatrix)) and getattr(symbol, "index", None) == t
+
+
 def _sum(term, limits):
     """``Sum(term, limits)`` as written: SymPy's constructor folds its term again, which moves a transpose of a
     product inside it (``(A B)^T`` -> ``B^T A^T``); the notes print the term as the derivation made it."""
@@ -82,9 +110,9 @@ class Unrolled:
         self.gd = gd
         self.state = cell.states[0]
         self.h_t = gd.at_t[self.state]
-        self.h_tau = gd.instantiate_symbolic(self.h_t, tau)
-        self.adj_t = gd.sym.adjoint(self.state, t, cell.shape_of(self.state))
-        self.adj_tau = gd.instantiate_symbolic(self.adj_t, tau)
+        self.h_tau = at_step(gd, self.h_t, tau)
+        self.adj_t = _adjoint(gd, self.state)
+        self.adj_tau = at_step(gd, self.adj_t, tau)
         self.direct = gd.direct[self.state] if gd.scale == 1 else gd.scale * gd.direct[self.state]  # e_t W_o
         # dh_t/dh_tau
         self.path = PathJacobian(self.h_t, self.h_tau) if cell.vector else Partial(self.h_tau, of=self.h_t)
@@ -113,7 +141,7 @@ class Unrolled:
             raise SeqgradValueError("name", name, "a parameter used at every step (a sum over t): "
                                     + ", ".join(stepped))
         term = self.gd.gradient(name).term
-        term = self.gd.instantiate_symbolic(term, tau)
+        term = at_step(self.gd, term, tau)
         for row in self._adjoint_definitions():  # g_tau^z -> g_tau^h (1 - h_tau^2), ...
             term = term.xreplace({row[0]: row[1]})
         inner = _sum(term.xreplace({self.adj_tau: self._carried()}), (tau, 0, t))
@@ -121,9 +149,8 @@ class Unrolled:
 
     def _adjoint_definitions(self):
         """The derivation's backward rows of the step's own adjoints (``g_t^z``), at step ``tau``."""
-        at_t = {s for key, s in self.gd.sym.cache.items() if key[0] == "adj" and key[2] == t} - {self.adj_t}
-        return [(self.gd.instantiate_symbolic(r.lhs, tau), self.gd.instantiate_symbolic(r.rhs, tau))
-                for r in reversed(self.gd.backward_rows()) if r.where is None and r.lhs in at_t]
+        return [(at_step(self.gd, r.lhs, tau), at_step(self.gd, r.rhs, tau)) for r in reversed(self.gd.backward_rows())
+                if r.where is None and r.lhs != self.adj_t and _is_adjoint_at_t(self.gd, r.lhs)]
 
     def rows(self, names=("w_h",)) -> list[tuple]:
         """The display: the product, the adjoint, and the gradients of ``names``."""
@@ -136,11 +163,10 @@ class Unrolled:
         gd = self.gd
         rows = {r.lhs: r.rhs for r in gd.backward_rows() if r.where is None}
         recursion = rows[self.adj_t]
-        shift = gd.shift_map(1)
-        later = {lhs.xreplace(shift): rhs.xreplace(shift) for lhs, rhs in rows.items() if lhs != self.adj_t}
+        later = {at_step(gd, lhs, t + 1): at_step(gd, rhs, t + 1) for lhs, rhs in rows.items() if lhs != self.adj_t}
         lhs = recursion.xreplace(later)
-        J = gd.transition(self.state).xreplace(shift)
-        adj_next = self.adj_t.xreplace(shift)
+        J = at_step(gd, gd.transition(self.state), t + 1)
+        adj_next = at_step(gd, self.adj_t, t + 1)
         rhs = self.direct + adj_next * J
         if gd.cell.vector:
             return sp.simplify(sp.Matrix(lhs.as_explicit()) - sp.Matrix(rhs.as_explicit())) == sp.zeros(*lhs.shape)
