@@ -8,6 +8,20 @@ verification mark (a footnote) is given; its identities and checks go to the app
 from __future__ import annotations
 
 
+class _Count(__import__("sympy").Symbol):
+    """A number of parameters, ``|theta|`` with what it counts as a subscript (``layer``, ``stack``)."""
+
+    def _latex(self, printer):
+        return r"\lvert\theta\rvert_{\mathrm{%s}}" % self.name.split("_", 1)[1]
+
+    def _sympystr(self, printer):
+        return "|theta|_" + self.name.split("_", 1)[1]
+
+
+#: the numbers of parameters of one decoder layer and of a stack of L layers
+PARAMS_LAYER, PARAMS_STACK = _Count("params_layer"), _Count("params_stack")
+
+
 def decoder_body(b, mark: str) -> str:
     """Cross-attention, the decoder block, the causal proof, the counts, the generation figure."""
     import sympy as sp
@@ -20,10 +34,19 @@ def decoder_body(b, mark: str) -> str:
     holds = all(dd.DecoderBlock(norm_first=nf).causal_proof()[0] for nf in (True, False))
     leaks = not dd.DecoderBlock(causal=False).causal_proof()[0]
     cross = blocks.cross_attention_program().program
-    # N for a number of parameters (P is the positional encoding): one layer, then the stack of 6 layers
-    counts = latex_aligned([(sp.Symbol("N_{\\mathrm{layer}}"), dd.decoder_layer_params()),
-                            (sp.Symbol("N_{\\mathrm{layer}}(256, 4, 1024)"), dd.decoder_layer_params(256, 4, 1024)),
-                            (sp.Symbol("N_{\\mathrm{stack}}"), dd.task29()["decoder_stack"])], notation=b.notation)
+    from seqgrad.derive.latex_layout import display
+    from seqgrad.derive.prose import Sizes
+
+    from .notes import LAYERS
+
+    # |theta| for a number of parameters (N would read as a number of layers, which is L throughout the notes)
+    d_model, heads, d_ff = sp.symbols("d_model h d_ff")
+    at = Sizes(*(sp.Eq(k, v, evaluate=False) for k, v in ((d_model, 256), (heads, 4), (d_ff, 1024))))
+    counts = display([(PARAMS_LAYER, dd.decoder_layer_params(), ("  (biases and the three LayerNorms counted)",)),
+                      (PARAMS_LAYER, dd.decoder_layer_params(256, 4, 1024), ("  at ", at)),
+                      (PARAMS_STACK, dd.task29()["decoder_stack"],
+                       ("  (", sp.Eq(LAYERS, 6, evaluate=False), ", ", at, "; no biases, no LayerNorms)"))],
+                     b.notation)
     parts = [words("The decoder generates the target one token at a time. Each block has a causal self-attention over "
                    "the target rows, a cross-attention whose queries come from the decoder and whose keys and values come "
                    "from the encoder's output `Z` (the memory), and an MLP, each with its residual and LayerNorm.", b.notation)
@@ -40,34 +63,71 @@ def decoder_body(b, mark: str) -> str:
              text("Without the mask, output row i depends on target rows after i: the mask is what makes training "
                   "with the whole target in one pass equal to generating it token by token"
                   + ("." if leaks else " (NOT shown here).")),
-             _derivation("Parameter counts: one layer with its biases and three LayerNorms, in general and at model "
-                         "width 256, 4 heads, MLP width 1024 (the count does not depend on the number of heads); the stack "
-                         "of 6 layers as lesson task 29 counts it, without biases and norms", counts),
+             "\\paragraph{Parameter counts.} " + words(
+                 "One layer counted with its biases and its three LayerNorms (their scales and shifts), in general and at "
+                 "model width 256, 4 heads and MLP width 1024 (the count does not depend on the number of heads); then the "
+                 "stack of `L = 6` layers as lesson task 29 counts it, weight matrices only, without biases and LayerNorms:",
+                 b.notation) + "\n" + counts,
              b.figures("decoder")]
     return "\n\n".join(p for p in parts if p)
 
 
 def conv_body(b, mark: str) -> str:
-    """The lecture's convolution, its gradients at symbolic size, max-pool (cut off in the source), the receptive
-    field, the receptive-field figure."""
+    """The lecture's convolution (a cross-correlation), its sizes, its strided forward pass and gradients at symbolic
+    size, the input gradient through the zero-extended G-hat (stride 1), max-pooling forward and backward, the
+    receptive field for any number of layers, the receptive-field figure."""
     import sympy as sp
 
     from seqgrad.derive import conv as dc
-    from seqgrad.derive.program import latex_aligned
+    from seqgrad.derive.latex_layout import display
+    from seqgrad.derive.latex_settings import Partial
+    from seqgrad.derive.prose import Sizes
 
-    from .latexdoc import _derivation, text, words
+    from .latexdoc import words
+    from .notes import LAYERS
 
     proof = dc.prove_explicit(dc.ExplicitConv((4, 5), (3, 2), stride=2, padding=1))
+    verdict = ("proved at concrete sizes with stride and padding, exactly, against differentiation of the layer"
+               if proof.holds else "\\textbf{NOT proved}")
+    H, W, P = sp.symbols("H W P_pad", integer=True, positive=True)  # P alone: the positional encodings
+    strided = dc.Conv2d(stride=dc.s)
+    plain = dc.Conv2d()
+    rows = strided.rows()
     ks, ss = sp.symbols("k_1:4", positive=True), sp.symbols("s_1:4", positive=True)
-    parts = [words("A convolution slides one small kernel `K` over the whole input, so a kernel entry is shared by every "
-                   "output position and its gradient is a sum over them, as a recurrent weight's is a sum over the steps.",
-                   b.notation) + mark,
-             _derivation("Convolution and its gradients, symbolic sizes", dc.Conv2d().latex(b.notation),
-                         "proved at concrete sizes with stride and padding" if proof.holds else "\\textbf{NOT proved}"),
-             text("Max-pooling: the source's formula is cut off; each output is the largest entry of its "
-                  "p × p window (windows s apart), and its gradient goes to the first maximal entry of the window in "
-                  "row-major order (the PyTorch convention at ties)."),
-             _derivation("Receptive field of three stacked layers with kernels k and strides s",
-                         latex_aligned([(sp.Symbol("r_3"), dc.receptive_field(ks, ss))], notation=b.notation)),
-             b.figures("conv")]
+    r_L, formula = dc.receptive_field_formula()
+    depth = next(a for a in r_L.free_symbols if a.name == "L")
+    parts = [
+        words("A convolution slides one small kernel `K` over the whole input, so a kernel entry is shared by every "
+              "output position and its gradient is a sum over them, as a recurrent weight's is a sum over the steps. As "
+              "deep-learning libraries do (torch.nn.Conv2d), the layer computes a cross-correlation: the kernel is not "
+              "flipped.", b.notation) + mark,
+        words("Sizes: the input `X` has `H` rows and `W` columns (one channel, `P_pad` rows and columns of zeros padded on every side), the "
+              "kernel `K` is `k` by `k`, the stride is `s` and `b` is the bias. The output `Y` then has `H_o` rows and "
+              "`W_o` columns, and `G` is the gradient of the loss with respect to `Y` (also `H_o` by `W_o`):",
+              b.notation),
+        display([(dc.H_o, dc.output_size(H, dc.k, dc.s, P)), (dc.W_o, dc.output_size(W, dc.k, dc.s, P))], b.notation),
+        words("Output position (`i`, `j`) reads the window that starts at row `s*i` and column `s*j`; the kernel's "
+              "gradient sums over every output position, the bias's too (" + verdict + "):", b.notation),
+        display([rows[0], rows[1], rows[2]], b.notation),
+        words("The input's gradient, for stride 1: an input entry is read by every output whose window covers it. Write "
+              "`Ghat` for `G` extended by zeros outside its `H_o` by `W_o` entries (the padded gradient), so that the sum "
+              "may run over the whole kernel; reindexed, it is a full cross-correlation of `Ghat` with the flipped kernel:",
+              b.notation),
+        display([(Partial(sp.Symbol("X_mn")), [plain.grad_X(), plain.grad_X_flipped()])], b.notation),
+        words("With a stride `s > 1`, `Ghat` is also dilated, `s - 1` zeros between its entries (proved at concrete sizes).",
+              b.notation),
+        "\\paragraph{Max-pooling.} " + words(
+            "Each output is the largest entry of its `p` by `p` window (windows `s` apart). The maximum passes one entry "
+            "through, so its gradient routes the whole `G_ij` to the window's argmax `a_ij` and gives 0 to the rest; at a "
+            "tie the derivative does not exist, and PyTorch routes to the first maximal entry in row-major order:",
+            b.notation),
+        display(dc.max_pool_rows(), b.notation),
+        "\\paragraph{Receptive field.} " + words(
+            "One step down the stack widens the field by `k_l - 1` steps of layer `l - 1`, and one such step is the "
+            "product of the strides below it in input positions, so a stack of `L` layers with kernels `k_l` and "
+            "strides `s_l` sees", b.notation),
+        display([(r_L.xreplace({depth: LAYERS}), formula.xreplace({depth: LAYERS}))], b.notation),
+        words("input positions; for three layers:", b.notation),
+        display([(sp.Symbol("r_3"), dc.receptive_field(ks, ss))], b.notation),
+        b.figures("conv")]
     return "\n\n".join(p for p in parts if p)

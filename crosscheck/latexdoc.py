@@ -295,18 +295,27 @@ def run_pattern(pattern: str, b: Build) -> list:
     return run_checks(items, device=b.device, show_progress=False)
 
 
+def _error_tex(x: float, notation: Notation) -> str:
+    """A measured error as typeset math, ``$4.4 \\cdot 10^{-16}$`` (:func:`crosscheck.notes._number`); not finite:
+    the report's word for it."""
+    import math
+
+    from .notes import _number
+    from .report import fmt_error
+
+    return _number(x, notation) if math.isfinite(x) else notation.number(fmt_error(x))
+
+
 def check_status(pattern: str, b: Build, results: list | None = None) -> str:
     """Tabulate each check matching ``pattern`` with its verified status and largest errors (the
     checks run now, or ``results`` of a run made for this section; then ``pattern`` names the section)."""
     from seqgrad.derive.latex_layout import tabular
 
-    from .report import fmt_error
-
     given = None if results is None else pattern
     results = run_pattern(pattern, b) if results is None else results
     marks = {"pass": "verified", "fail": "\\textbf{FAILED}", "error": "\\textbf{ERROR}", "skip": "skipped"}
-    rows = [[code(r.name), source_tex(r.source, b.notation), b.notation.number(fmt_error(r.max_abs_error)),
-             b.notation.number(fmt_error(r.max_rel_error)), marks[r.status]] for r in results]
+    rows = [[code(r.name), source_tex(r.source, b.notation), _error_tex(r.max_abs_error, b.notation),
+             _error_tex(r.max_rel_error, b.notation), marks[r.status]] for r in results]
     passed = sum(r.status == "pass" for r in results)
     return (f"{passed} of {len(results)} checks verified on {text(b.device)} in float64.\n\n"
             "\\begin{table}[htbp]\n\\centering\\footnotesize\n"

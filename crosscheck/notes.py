@@ -48,6 +48,18 @@ class Shape(sp.Tuple):
         return " x ".join(printer._print(a) for a in self.args) if self.args else "1"
 
 
+class _Letter(sp.Symbol):
+    r"""A letter set as it is, in italic, whatever the notation makes of the symbol of that name (``L``: the number
+    of layers, where the symbol ``L`` is the loss, ``\mathcal{L}``)."""
+
+    def _latex(self, printer):
+        return self.name
+
+
+#: the number of layers of a stack (its depth), one letter throughout the notes (the loss is \mathcal{L})
+LAYERS = _Letter("L")
+
+
 # --------------------------------------------------------------------------- verification marks
 
 _LINES = re.compile(r"(?::|\s+L|\s+l\.|\s+lines?\s+)\d+(?:\s*[-–]+\s*\d+)?")
@@ -117,6 +129,11 @@ def check_mark(results: Sequence, device: str, notation=None) -> str:
         return ""
     from seqgrad.derive.latex_settings import DEFAULT
 
+    printed = [r for r in results if getattr(r, "units", None) is not None]  # compared with printed figures
+    if printed:
+        said = [printed_mark(printed, notation)] + ([check_mark([r for r in results if r not in printed], device, notation)]
+                                                   if len(printed) < len(results) else [])
+        return "; ".join(s for s in said if s)
     failed = [r for r in results if r.status in ("fail", "error")]
     passed = [r for r in results if r.status == "pass"]
     errors = [r.max_abs_error for r in passed if r.max_abs_error is not None and math.isfinite(r.max_abs_error)]
@@ -128,6 +145,19 @@ def check_mark(results: Sequence, device: str, notation=None) -> str:
     if failed:
         text += f"; \\textbf{{{len(failed)} failed}}"
     return text
+
+
+def printed_mark(results: Sequence, notation=None) -> str:
+    """"matches the printed tables to their printed digits (largest difference 0.48 of a unit in the last printed
+    digit)" for checks against a course's printed figures (results with ``units``, the largest discrepancy in units
+    of the last printed digit): their measure is the printed digit, not a floating-point error."""
+    from seqgrad.derive.latex_settings import DEFAULT
+
+    bad = [r for r in results if r.status != "pass"]
+    worst = max(r.units for r in results)
+    number = (notation or DEFAULT).number(f"{worst:.2f}")
+    text = f"matches the course's printed tables to their printed digits (largest difference ${number}$ of a unit in the last printed digit)"
+    return text + (f"; \\textbf{{{len(bad)} failed}}" if bad else "")
 
 
 def verification(b, *, proofs: Sequence[str] = (), checks: Sequence = (), source: str | None = None,
@@ -218,14 +248,17 @@ def _figure(b, set_name: str, stems: Sequence[str] | None = None) -> str:
 # --------------------------------------------------------------------------- 1. RNN and BPTT
 
 def rnn_section(b) -> Part:
-    from seqgrad.derive import builtin_cells, rnn
+    from seqgrad.derive import bptt, builtin_cells, rnn
     from seqgrad.derive.latex_layout import equation_table
     from seqgrad.derive.latex_settings import OrderedProduct, Partial
 
     from .latexdoc import check_status
 
     scalar = builtin_cells.rnn_cell().general()
-    vector = builtin_cells.rnn_cell(sizes={"D": 2, "H": 3, "C": 1}).general()
+    # the general vector cell: biases, and a loss at every step (the course's loss on the last output is the case
+    # e_t = 0 for t < T - 1)
+    vector = builtin_cells.rnn_cell(sizes={"D": 2, "H": 3, "C": 1}, bias=True, on="every").general()
+    unrolled = bptt.Unrolled(vector)
     checks = section_checks(b, ["rnn.*", "cells.general.*"])
     mark = verification(b, checks=checks, source=sources(checks), appendix="rnn")
     net = rnn.unroll(steps=3, activation="tanh")
@@ -246,10 +279,30 @@ def rnn_section(b) -> Part:
         + mark,
         _display(_rows(scalar.gradient_rows()), b),
         _words("The vector cell has the same structure. Rows are vectors ({x} is {xshape}, {h} is {hshape}), weights are "
-               "stored output by input and applied as {xW}, so the transposes appear in the gradients:", b,
+               "stored output by input and applied as {xW}, so the transposes appear in the gradients. Written here in "
+               "general, with biases and a loss at every step, {Lsum} (a model that predicts at every step; the course's "
+               "loss on the last output only is the case {ezero} for {early}):", b,
                x=_s("x_t", 1, 2), h=_s("h_t", 1, 3), xshape=Shape(_s("1"), _s("d_x")), hshape=Shape(_s("1"), _s("d_h")),
-               xW=_s("x_t", 1, 2) * _s("W_x", 3, 2).T),
+               xW=_s("x_t", 1, 2) * _s("W_x", 3, 2).T, Lsum=vector.forward_rows()[-1].rhs,
+               ezero=sp.Eq(_s("e_t", 1, 1), sp.ZeroMatrix(1, 1), evaluate=False),
+               early=sp.StrictLessThan(_s("t"), _s("T") - 1, evaluate=False)),
+        _display(_rows(vector.forward_rows()[1:-1]), b),
         _display(_rows(vector.backward_rows() + vector.gradient_rows()), b),
+        "\\subsection{Unrolling the recursion: products of Jacobians}",
+        _words("The recursion says that {gh} is what the loss sends to {h} directly plus what step {next} sends back. "
+               "The step from {prev} to {h} has the transition Jacobian {J}, so the adjoint of {h} reaches an earlier "
+               "state {htau} ({early}) multiplied on the right by one Jacobian per step in between, the latest step's first "
+               "(matrices: the order matters; for {same} the product is empty, the identity):", b,
+               gh=_s("g_t^h", 1, 3), h=_s("h_t", 1, 3), prev=_s("h_{t-1}", 1, 3), htau=_s("h_{tau}", 1, 3),
+               next=bptt.t + 1, J=sp.Indexed("J", bptt.t), same=sp.Eq(bptt.t, bptt.tau, evaluate=False),
+               early=sp.LessThan(bptt.tau, bptt.t, evaluate=False)),
+        _display(unrolled.product_row(), b),
+        _words("Unrolled from `t = T - 1` down, the adjoint of {htau} collects every later step's direct term carried back "
+               "along its path, and each weight gradient becomes a sum over the step `t` at which the loss is incurred "
+               "and the step {tau} at which the weight acts:", b, htau=_s("h_{tau}", 1, 3), tau=bptt.tau)
+        + verification(b, checks=[r for r in checks if r.name == "rnn.bptt_closed_form"], appendix="rnn"),
+        _display([unrolled.adjoint_row()] + [(Partial(vector.params[n]), unrolled.gradient(n)) for n in ("w_h", "w_x", "b_h")],
+                 b),
         "\\subsection{Worked example: three steps}",
         _words("With `T = 3` the recursion unrolls into the course's table of forward and backward operations:", b),
         "\\begin{center}\n" + equation_table(
@@ -393,17 +446,55 @@ def positional_section(b) -> Part:
         _words("General result: shifting the position by `k` rotates every pair of coordinates by the angle "
                "{angle}, for every width and every pair; the rotation does not depend on `pos`, so a fixed offset is "
                "a fixed linear map:", b, angle=_s("omega") * _s("k")) + mark,
-        _display([(shift.statement().lhs, shift.statement().rhs)], b),
+        _display([_as_rows(shift.statement())], b),
         _words("Worked example, an odd width `d = 5`: the two pairs rotate, and the last coordinate is a sine without a "
-               "partner, which no scalar factor shifts. In the table {Rk} is the block-diagonal matrix of one rotation "
-               "per pair, the matrix above at that pair's frequency, and {alpha} stands for any number that depends on "
-               "`k` alone:", b, Rk=sp.Function("R")(k), alpha=sp.Function("alpha")(k)),
+               "partner, which no scalar factor shifts. The table writes the encodings as columns, as the proof handles "
+               "them: {Rk} is the block-diagonal matrix of one rotation per pair, the transpose of the matrix above at "
+               "that pair's frequency, and {alpha} stands for any number that depends on `k` alone:", b, Rk=sp.Function("R")(k), alpha=sp.Function("alpha")(k)),
         _display(odd.R.rows()[:2], b),
         "\\begin{center}\n" + tabular(["statement", "", "verdict"], shift_report_rows(report, b.notation),
                                        "l" + "p{6cm}" + "l") + "\n\\end{center}",
         _figure(b, "positional"),
     ]
     return Part("\n\n".join(p for p in body if p), _audit(b, ["derive.positional"], (), "positional"))
+
+
+def _entrywise(statement, matrix):
+    """``matrix`` (an instance of the softmax Jacobian) written entry by entry from the general entry of
+    ``statement`` (``a_i (delta_ij - a_j)``: ``a_0 (1 - a_0)`` on the diagonal, not the expanded ``a_0 - a_0^2``);
+    refused unless every entry equals the instance's."""
+    from seqgrad.errors import SeqgradValueError
+
+    entry = statement.rhs
+    i, j = sorted((s for s in entry.free_symbols if s.is_integer), key=str)[:2]
+    base = next(iter(entry.atoms(sp.Indexed))).base
+
+    def at(r, c):
+        value = entry.subs({i: r, j: c})
+        return value.xreplace({x: sp.Symbol(f"a_{x.indices[0]}") for x in value.atoms(sp.Indexed) if x.base == base})
+
+    written = sp.ImmutableMatrix(matrix.shape[0], matrix.shape[1], lambda r, c: at(r, c))
+    if sp.expand(written - sp.ImmutableMatrix(matrix)) != sp.zeros(*matrix.shape):
+        raise SeqgradValueError("matrix", matrix, "the instance of the general entry " + str(entry))
+    return written
+
+
+def _as_rows(statement):
+    """The shift identity ``v(pos + k) = B(k) v(pos)`` (column vectors, as the catalogue proves it) in the notes'
+    row-vector convention, ``v(pos + k)^T = v(pos)^T B(k)^T`` (the same statement transposed), the angle as the text
+    writes it, with its quantifier: for every ``pos`` and ``k``."""
+    B, v = statement.rhs.args
+    pos = next(s for s in statement.rhs.free_symbols if s.name == "pos")
+    k = next(s for s in statement.rhs.free_symbols if s.name == "k")
+    return (_common_angles(statement.lhs).T, sp.MatMul(v.T, B.T, evaluate=False),
+            ("  for every ", pos, " and every ", k))
+
+
+def _common_angles(expr):
+    """``expr`` with each angle of a sine or cosine written with its common factor taken out, ``sin(omega (pos + k))``
+    as the text writes it, not SymPy's ``sin(omega pos + k omega)`` (the same value: ``factor`` only)."""
+    return expr.replace(lambda e: isinstance(e, (sp.sin, sp.cos)) and e.args[0].is_Add,
+                        lambda e: e.func(sp.factor(e.args[0])))
 
 
 def _audit(b, families: Sequence[str], checks: Sequence, title: str) -> str:
@@ -445,7 +536,7 @@ def attention_section(b) -> Part:
         _display([(sm.lhs, sm.rhs), (Partial(z, of=a), sp.MatAdd(sp.DiagMatrix(a), -a.T * a, evaluate=False))], b),
         _words("Each row of the Jacobian sums to zero: raising every score by the same amount changes nothing. "
                "Worked example, three scores:", b),
-        _display([(lhs, chain[-1]) for lhs, chain in jac.rows()], b),
+        _display([(lhs, _entrywise(sm, chain[-1])) for lhs, chain in jac.rows()], b),
         "\\subsection{Backward pass}",
         _words("Write {G} for the gradient of the loss with respect to the output {O}, and {dY} for the gradient with "
                "respect to any intermediate {Y} (same shape as {Y}). The chain rule through the lines above, one line "
@@ -501,17 +592,20 @@ def residual_section(b) -> Part:
         + verification(b, checks=[r for r in checks if "layernorm" in r.name], appendix="residual"),
         _display([(d.target, d.value) for d in ln.backward_lines()], b),
         "\\subsection{Residual paths}",
-        _words("A residual connection adds the input of a branch `F` to its output. Its Jacobian is the identity plus the "
-               "branch's, so a path through the identity always carries the gradient unchanged. For every width `d` and "
-               "every differentiable branch:", b)
+        _words("A residual connection adds the input {x} of a branch `F` to the branch's output {Fx}; the sum {u} is the "
+               "connection's output. Its Jacobian is the identity "
+               "plus the branch's, so a path through the identity always carries the gradient unchanged. For every width "
+               "`d` and every differentiable branch:", b, x=_s("x", 1, 2),
+               Fx=sp.Function("F")(_s("x", 1, 2)), u=_s("u", 1, 2))
         + verification(b, proofs=["residual-plain", "residual-pre-norm", "residual-post-norm"],
                        checks=[r for r in checks if "residual" in r.name], source=catalogue.get("residual-plain").source,
                        appendix="residual"),
-        _display([(*residual.jacobian_formula(p), (f"  ({p})",)) for p in ("plain", "pre-norm", "post-norm")], b),
+        _display([(_residual_label(lhs), rhs, (f"  ({p})",)) for p in ("plain", "pre-norm", "post-norm")
+                  for lhs, rhs in [residual.jacobian_formula(p)]], b),
         _words("Worked example, three residual layers: the product of the three Jacobians is a sum over the eight paths "
                "through the stack, one of them the identity.", b)
         + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),
-        _display([(lhs, chain[-1]) for lhs, chain in _chain_rows(residual.DepthProduct(L=3, d=2))], b),
+        _display([(_branch_jacobians(lhs), _branch_jacobians(chain[-1])) for lhs, chain in _chain_rows(residual.DepthProduct(L=3, d=2))], b),
         _figure(b, "depth"),
     ]
     from .latexdoc import check_status
@@ -519,6 +613,22 @@ def residual_section(b) -> Part:
     appendix = "\n\n".join([_audit(b, ["derive.layernorm", "derive.residual"], (), "residual")]
                            + ([check_status("residual", b, checks)] if checks else []))
     return Part("\n\n".join(p for p in body if p), appendix)
+
+
+def _residual_label(lhs):
+    """The Jacobian of a residual connection ``u = x + F(x)`` (``x`` a row of the block's input, ``u`` as the block's
+    ``U``), printed ``du/dx``: ``y`` and ``h`` are the target and the hidden state elsewhere in the notes."""
+    from seqgrad.derive.bptt import PathJacobian
+
+    d = lhs.shape[0]
+    return PathJacobian(sp.MatrixSymbol("u", 1, d), sp.MatrixSymbol("x", 1, d))
+
+
+def _branch_jacobians(expr):
+    """The depth product with its layers' branch Jacobians named ``J_{F_l}`` (``J_t`` is the transition Jacobian of
+    step t)."""
+    return expr.xreplace({m: sp.MatrixSymbol(f"J_{{F_{m.name[2:]}}}", *m.shape) for m in expr.free_symbols
+                          if isinstance(m, sp.MatrixSymbol) and re.fullmatch(r"J_\d+", m.name)})
 
 
 def _rules():
@@ -566,7 +676,60 @@ def _chain_rows(derivation) -> list:
 ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows $H_0$ = token embedding + position, one row per token."),
                  ("attention_on_H0", "head1.A", "The attention weights $A$ of head 1: row $i$ is the query, column $j$ the "
                                                 "source; every row sums to 1."),
-                 ("prenorm_block", "H_enc", "The encoder's output: every token's row after the pre-norm block."))
+                 ("prenorm_block", "H_enc", "The encoder's output: every token's row after the pre-norm block and the "
+                                            "final LayerNorm (scale 1, shift 0: every row has mean 0 and variance 1 up to "
+                                            "the epsilon)."))
+
+
+def _encoder_sublayers(b) -> list[str]:
+    """The two pieces the worked example uses beyond one attention head: multi-head attention (each head with its own
+    maps, the outputs concatenated and mapped back by W_O) and the MLP sublayer, each from its program."""
+    from seqgrad.derive import blocks, operations
+    from seqgrad.derive.program import Elementwise
+
+    mha = blocks.attention_program(heads=2)
+    lines = mha.program.definitions(("forward",))
+    head_i = {}  # head 1's symbols renamed to a general head i (W_Q^[1] -> W_Q^[i])
+    for d in lines:
+        for sym in d.value.free_symbols | {d.target}:
+            if isinstance(sym, sp.MatrixSymbol) and "^[1]" in sym.name:
+                head_i[sym] = sp.MatrixSymbol(sym.name.replace("^[1]", "^[i]"), *sym.shape)
+    per_head = [(d.target.xreplace(head_i), d.value.xreplace(head_i)) for d in lines if d.target in head_i]
+    joined = [(d.target, d.value) for d in lines if "^[" not in d.target.name]
+    T, d, d_ff = (sp.Symbol(n, integer=True, positive=True) for n in ("T", "d", "d_ff"))
+    U, Y2 = sp.MatrixSymbol("U", T, d), sp.MatrixSymbol("Y_2", T, d)
+    W1, W2 = sp.MatrixSymbol("W_1", d_ff, d), sp.MatrixSymbol("W_2", d, d_ff)
+    b1, b2 = sp.MatrixSymbol("b_1", 1, d_ff), sp.MatrixSymbol("b_2", 1, d)
+    one = sp.OneMatrix(T, 1)
+    ln = blocks.layernorm_program()
+    ln_out = ln.program.definitions(("forward",))[-1].value
+    rename = {ln.inputs["X"]: U, ln.inputs["gamma"]: sp.MatrixSymbol("gamma_2", 1, d),
+              ln.inputs["beta"]: sp.MatrixSymbol("beta_2", 1, d)}
+    u = sp.Dummy("u")
+    hidden = Elementwise(sp.Lambda(u, operations.node("relu")(u)), Y2 * W1.T + one * b1)
+    mlp = [(Y2, _inline_ln(ln, ln_out).xreplace(rename)), (sp.MatrixSymbol("H_1", T, d), U + hidden * W2.T + one * b2)]
+    return [
+        "\\subsection{Multi-head attention and the MLP sublayer}",
+        _words("With `h` heads, each head `i` has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), and computes "
+               "the attention above from the same rows {X}; the heads' outputs are concatenated side by side ({C} is "
+               "{cshape}) and mapped back to width `d` by {wo} ({oshape}). Written for two heads, as in the course:", b,
+               wq=_s("W_Q^[i]", 2, 2), wk=_s("W_K^[i]", 2, 2), wv=_s("W_V^[i]", 2, 2), X=_s("X", 2, 2), C=_s("C", 2, 2),
+               kshape=Shape(_s("d_k"), _s("d")), vshape=Shape(_s("d_v"), _s("d")), cshape=Shape(_s("T"), _s("h") * _s("d_v")),
+               wo=_s("W_O", 2, 2), oshape=Shape(_s("d"), _s("h") * _s("d_v"))),
+        _display([(*per_head[0], ("  for every head ", _s("i")))] + per_head[1:] + joined, b),
+        _words("In the block, {B} takes the place of {O}. The second sublayer normalises {U} again (its own {g2} and "
+               "{b2}) and applies the same two-layer MLP, the feed-forward network, to every row: a hidden layer of width "
+               "`d_ff` with ReLU, then back to width `d`, and the shortcut adds {U}. The block's output {H1} is the next "
+               "block's input:", b, B=_s("B", 2, 2), O=_s("O", 2, 2), U=_s("U", 2, 2), g2=_s("gamma_2", 1, 2),
+               b2=_s("beta_2", 1, 2), H1=_s("H_1", 2, 2)),
+        _display(mlp, b),
+    ]
+
+
+def _inline_ln(ln, expr):
+    """LayerNorm's output with its normalised rows written as the operator (``normalize(X)``), not a name."""
+    defs = {d.target: d.value for d in ln.program.definitions(("forward",))}
+    return expr.xreplace({k: v for k, v in defs.items() if k in expr.free_symbols})
 
 
 def encoder_section(b) -> Part:
@@ -591,10 +754,21 @@ def encoder_section(b) -> Part:
         + verification(b, proofs=["residual-pre-norm-block-program"], checks=[r for r in checks if r.name.startswith("transformer.")],
                        source="week06 §Block", appendix="encoder"),
         _display([(d.target, d.value) for d in block.backward_lines()], b),
+        *_encoder_sublayers(b),
         "\\subsection{Worked example}",
-        f"The course encodes the phrase ``{text(course.TEXT)}'' ($T = {len(tokens)}$ tokens, width 5). Rows are tokens, "
-        f"numbers at {b.digits} significant figures. Every intermediate agrees with the course's tables at the "
-        "figures they print" + verification(b, checks=[r for r in checks if r.name == "encoder.course_tables"],
+        _words("The course encodes the phrase ", b) + f"``{text(course.TEXT)}''" + _words(
+            " with {sizes}: one block of {heads} heads ({widths} each, so {wo} is {woshape}) and an MLP of hidden width "
+            "{dff} with ReLU, every LayerNorm with {ln}, followed by a final LayerNorm. Rows are tokens, "
+            f"numbers at {b.digits} significant figures. Every intermediate agrees with the course's tables", b,
+            sizes=Sizes(sp.Eq(_s("T"), len(tokens), evaluate=False), sp.Eq(_s("d"), len(course.E_VOCAB[0]), evaluate=False)),
+            heads=sp.Eq(_s("h"), len(course.attention().heads), evaluate=False),
+            widths=Sizes(sp.Eq(_s("d_k"), len(course.HEAD1["W_Q"]), evaluate=False),
+                         sp.Eq(_s("d_v"), len(course.HEAD1["W_V"]), evaluate=False)),
+            wo=_s("W_O", 2, 2), woshape=Shape(len(course.W_O), len(course.W_O[0])),
+            dff=sp.Eq(_s("d_ff"), len(course.W1), evaluate=False),
+            ln=Sizes(sp.Eq(_s("gamma", 1, 2), sp.OneMatrix(1, 2), evaluate=False),
+                     sp.Eq(_s("beta", 1, 2), sp.ZeroMatrix(1, 2), evaluate=False)))
+        + verification(b, checks=[r for r in checks if r.name == "encoder.course_tables"],
                                             source="week06 §Tokens", appendix="encoder")
         + ", and the layers agree with PyTorch's" + verification(b, checks=[r for r in checks if r.name.startswith("encoder.")
                                                                             and r.name.endswith("_vs_torch")],
@@ -624,8 +798,8 @@ def decoder_section(b) -> Part:
 
 
 #: Letters of one section only, where the notes' own letter means something else: the convolution kernel is
-#: kappa (K is the attention's keys). A letter the notation itself renames is left to it.
-SECTION_LETTERS = {"conv": {"K": r"\kappa"}}
+#: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation). A letter the notation itself renames is left to it.
+SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta"}}
 
 
 def with_section_letters(b, section: str):
@@ -690,6 +864,12 @@ def _sym(name: str, *shape, matrix: bool = False):
     return sp.MatrixSymbol(name, *shape) if matrix else sp.Symbol(name)
 
 
+def _params(what: str):
+    from .latex_decoder_conv import PARAMS_LAYER, PARAMS_STACK
+
+    return {"layer": PARAMS_LAYER, "stack": PARAMS_STACK}[what]
+
+
 def notation_rows(b) -> list[tuple]:
     """(symbol, meaning, shape) of every symbol the notes use: SymPy objects, printed by the notation's printer."""
     from seqgrad.derive import rules
@@ -734,8 +914,9 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("d_h"), "width of a cell's state; its input and output widths are d_x and d_y", one),
         (sp.Symbol("d_model"), "model width d, so named in the parameter counts", one),
         (sp.Symbol("d_ff"), "width of the hidden layer of the feed-forward sublayer (MLP)", one),
-        (sp.Symbol("N_{\\mathrm{layer}}"), "number of parameters of one decoder layer; with the subscript stack, of the stack "
-         "of 6 layers", one),
+        (LAYERS, "number of layers of a stack (its depth)", one),
+        (_params("layer"), "number of parameters of one decoder layer; with the subscript stack, of a stack of L layers",
+         one),
         (M("X", T, d), "rows of a block's input, one per token", Shape(T, d)),
         (M("W_Q", d_k, d), "query map", Shape(d_k, d)), (M("W_K", d_k, d), "key map", Shape(d_k, d)),
         (M("W_V", d_v, d), "value map", Shape(d_v, d)),
@@ -743,10 +924,23 @@ def notation_rows(b) -> list[tuple]:
         (M("S", T, T), "scaled scores", Shape(T, T)), (M("A", T, T), "attention weights, the softmax of each row of S", Shape(T, T)),
         (M("M", T, T), "additive mask: 0 where a query may look, minus infinity where not", Shape(T, T)),
         (M("O", T, d_v), "attention output", Shape(T, d_v)),
+        (sp.Symbol("h"), "number of attention heads; a superscript [i] names head i and its maps", one),
+        (M("C", T, sp.Symbol("h") * d_v), "the heads' outputs side by side", Shape(T, sp.Symbol("h") * d_v)),
+        (M("W_O", d, sp.Symbol("h") * d_v), "output map of multi-head attention", Shape(d, sp.Symbol("h") * d_v)),
+        (M("B", T, d), "output of multi-head attention, in the place of O", Shape(T, d)),
+        (M("W_1", sp.Symbol("d_ff"), d), "first layer of the MLP (with its bias b_1)", Shape(sp.Symbol("d_ff"), d)),
+        (M("W_2", d, sp.Symbol("d_ff")), "second layer of the MLP (with its bias b_2)", Shape(d, sp.Symbol("d_ff"))),
         (M("H", T, d), "input rows of an encoder block", Shape(T, d)),
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
         (M("Z", sp.Symbol("T_src"), d), "the encoder's output, the memory a decoder reads", Shape(sp.Symbol("T_src"), d)),
         (sp.Symbol("kappa"), "a convolution kernel of k by k entries", Shape(sp.Symbol("k"), sp.Symbol("k"))),
+        (sp.Symbol("H_o"), "number of output rows of a convolution or pooling layer; W_o, of output columns", one),
+        (sp.Symbol("Ghat"), "the gradient of a convolution's output extended by zeros (the padded gradient)", one),
+        (sp.Symbol("P_pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
+        (sp.Symbol("Delta"), "stride of a convolution or pooling layer (Delta_l: of layer l)", one),
+        (sp.Symbol("p"), "side of a max-pooling window", one),
+        (sp.Symbol("a_ij"), "input position of the largest entry of pooling window (i, j)", one),
+        (sp.Symbol("r_L"), "receptive field of a stack of L convolutions, in input positions", one),
         (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
         (M("dX", T, d), "gradient of the loss with respect to X, the matrix written after the d; dQ, dS, ... "
          "likewise, each of the shape of its matrix", Shape(T, d)),
@@ -768,11 +962,12 @@ def notation_rows(b) -> list[tuple]:
         (sp.OneMatrix(1, T), "row of ones, the transpose of the column: it sums the columns of the matrix after it",
          Shape(1, T)), (sp.Identity(n), "identity matrix", Shape(n, n)),
         (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if i = j, else 0", one),
-        (sp.Function("F")(sp.MatrixSymbol("h", 1, d)), "a residual branch: any differentiable map of a row", Shape(1, d)),
-        (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch", Shape(d, d)),
+        (sp.Function("F")(sp.MatrixSymbol("x", 1, d)), "a residual branch: any differentiable map of a row x; the "
+         "residual connection's output is u = x + F(x)", Shape(1, d)),
+        (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch; of the branch of layer l in a stack, J_{F_l}", Shape(d, d)),
         (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm", Shape(d, d)),
         (sp.HadamardProduct(M("a", 1, n), M("b", 1, n)), "entrywise (Hadamard) product", Shape(1, n)),
-        (M("A", n, n).T, "transpose", Shape(n, n)),
+        (M("X", T, d).T, "transpose (of X; likewise of any matrix)", Shape(d, T)),
         (sp.DiagMatrix(M("a", 1, n)), "diagonal matrix with the entries of a", Shape(n, n)),
     ]
     return rows

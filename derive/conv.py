@@ -264,6 +264,67 @@ def max_pool_routing(values, pool: int, stride: int | None = None) -> list[list[
     return out
 
 
+class WindowMax(sp.Expr):
+    """``max_{0 <= u, v <= p-1} X_{s i+u, s j+v}`` (``last`` = p - 1): the largest entry of a pooling window, as an expression that
+    prints as the text writes it (``\\max`` with the window under it); a label for the notes, evaluated by
+    :func:`max_pool_routing`."""
+
+    is_commutative = True
+
+    def __new__(cls, entry, u_, v_, last):
+        return sp.Expr.__new__(cls, entry, u_, v_, as_sympy(last, "last"))
+
+    def _latex(self, printer):
+        entry, u_, v_, last = self.args
+        return r"\max_{0 \le %s, %s \le %s} %s" % (printer._print(u_), printer._print(v_), printer._print(last),
+                                                   printer._print(entry))
+
+    def _sympystr(self, printer):
+        entry, u_, v_, last = self.args
+        return f"max_{{0<={u_},{v_}<={printer._print(last)}}} {printer._print(entry)}"
+
+
+class WindowArgmax(sp.Function):
+    """``a_ij``: the input position (row, column) of the largest entry of window (i, j), the first in row-major
+    order at a tie (PyTorch's convention, :func:`max_pool_routing`)."""
+
+    def _latex(self, printer):
+        return r"a_{%s}" % "".join(printer._print(a) for a in self.args)
+
+
+def max_pool_rows(pool=None, stride=None) -> list[tuple]:
+    """Max-pooling at symbolic size, forward and backward: ``Y_ij = max_{0<=u,v<=p-1} X_{s i+u, s j+v}`` and
+    ``dL/dX_mn = sum_ij G_ij [(m, n) = a_ij]`` with ``a_ij`` the window's argmax (the whole ``G_ij`` goes there)."""
+    from .latex_settings import Partial
+
+    size = sp.Symbol("p", integer=True, positive=True) if pool is None else as_sympy(pool, "pool")
+    st = s if stride is None else as_sympy(stride, "stride")
+    forward = WindowMax(X[st * i + u, st * j + v], u, v, size - 1)
+    routed = sp.Sum(G[i, j] * _Routed(sp.Tuple(m, n), WindowArgmax(i, j)), (i, 0, H_o - 1), (j, 0, W_o - 1))
+    return [(sp.Symbol("Y_ij"), forward), (Partial(sp.Symbol("X_mn")), routed)]
+
+
+class _Routed(sp.Expr):
+    """``[(m, n) = a_ij]``: 1 where the position is the window's argmax, else 0 (an Iverson bracket)."""
+
+    is_commutative = True
+
+    def _latex(self, printer):
+        return r"[(%s) = %s]" % (", ".join(printer._print(a) for a in self.args[0]), printer._print(self.args[1]))
+
+    def _sympystr(self, printer):
+        return f"[{printer._print(self.args[0])} = {printer._print(self.args[1])}]"
+
+
+def receptive_field_formula():
+    """``r_L = 1 + sum_{l=1}^{L} (k_l - 1) prod_{j=1}^{l-1} s_j`` for any number of layers L, as a SymPy sum over
+    indexed kernels and strides (its ``subs(L, n).doit()`` is :func:`receptive_field` of n layers)."""
+    L_, l_, j_ = sp.Symbol("L", integer=True, positive=True), sp.Symbol("l", integer=True, positive=True), sp.Symbol(
+        "j", integer=True, positive=True)
+    kk, ss = sp.IndexedBase("k"), sp.IndexedBase("s")
+    return sp.Indexed("r", L_), 1 + sp.Sum((kk[l_] - 1) * sp.Product(ss[j_], (j_, 1, l_ - 1)), (l_, 1, L_))
+
+
 def max_derivative(n: int = 4):
     """``d max(x_0..x_{n-1}) / d x_0`` as SymPy writes it (products of Heaviside steps): 1 where x_0 is the
     unique maximum, 0 where another entry is larger; at a tie SymPy's Heaviside(0) = 1/2 shows that no

@@ -339,8 +339,9 @@ class NotationPrinter(LatexPrinter):
             if not m:
                 return name, [], [], ""
             parts = re.findall(r"([_^])(\{[^{}]*\}|[^_^{}]+)", m.group(2))
-            subs = [v.strip("{}") for k, v in parts if k == "_"]
-            supers = [re.sub(r"\^([A-Za-z0-9]{2,})", r"^{\1}", v.strip("{}")) for k, v in parts if k == "^"]  # g^{z^{i0}}
+            subs = [_greek_words(v.strip("{}")) for k, v in parts if k == "_"]  # h_{tau-1}: \\tau
+            # a superscript of a superscript set as a subscript: g^{z_{n}}, never g^{z^{n}} (z^n: the gate n's z)
+            supers = [re.sub(r"\^\{?([A-Za-z0-9]+)\}?", r"_{\1}", v.strip("{}")) for k, v in parts if k == "^"]
             tail = (f"^{{{','.join(supers)}}}" if supers else "") + (f"_{{{','.join(subs)}}}" if subs else "")
             return m.group(1), [], [], tail
         base, supers, subs = split_super_sub(name)
@@ -374,6 +375,16 @@ class NotationPrinter(LatexPrinter):
 
     def _print_SensitivityMatrix(self, expr):
         return self._print_Sensitivity(expr, style=self._settings["mat_symbol_style"])
+
+
+def _greek_words(index: str) -> str:
+    """A braced step index with the names of Greek letters set as the letters: ``tau-1`` -> ``\\tau-1``.
+
+    >>> _greek_words("tau-1"), _greek_words("t+1"), _greek_words("T-1")
+    ('\\\\tau-1', 't+1', 'T-1')
+    """
+    return re.sub(r"(?<![\\A-Za-z])([A-Za-z]{2,})(?![A-Za-z])",
+                  lambda m: "\\" + m[1] if m[1].lower() in GREEK and m[1].islower() else m[1], index)
 
 
 class Partial(sp.Expr):

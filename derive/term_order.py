@@ -165,6 +165,34 @@ def _factor_key(factor):
     return (role, _natural(factor))
 
 
+def _complement(factor):
+    """``x`` for a factor ``1 - x`` (a gate's complement, a sigmoid's slope ``sigma (1 - sigma)``), else None."""
+    if isinstance(factor, sp.Add) and len(factor.args) == 2 and sp.Integer(1) in factor.args:
+        rest = next(a for a in factor.args if a != 1)
+        if rest.could_extract_minus_sign():
+            x = -rest
+            if isinstance(x, (sp.Symbol, sp.Indexed)) or (isinstance(x, sp.Function) and len(x.args) == 1):
+                return x
+    return None
+
+
+def _factors_in_order(args) -> list:
+    """The factors of a product in the text's order (:func:`_factor_key`), with ``1 - x`` right after ``x`` when both
+    are factors (``f_t (1 - f_t)``, ``a_0 (1 - a_0)``: a sigmoid's or a softmax's slope, written together), and the
+    complement ``1 - g`` of a gate ``g`` before what it scales, as the gate is (``(1 - u_t) h~_t``)."""
+    present = set(args)
+
+    def key(factor):
+        x = _complement(factor)
+        if x is not None and x in present:
+            return _factor_key(x) + (1,)
+        if x is not None and isinstance(x, sp.Symbol) and _symbol_role(x) == 3:
+            return (3, _natural(x), 1)
+        return _factor_key(factor) + (0,)
+
+    return sorted(args, key=key)
+
+
 def textbook_order(expr):
     """``expr`` with every commutative sum and product rebuilt (unevaluated) in the text's order."""
     if not isinstance(expr, sp.Basic) or expr.is_Atom or not expr.args:
@@ -183,12 +211,16 @@ def _ordered(expr):
         return expr.func(*sorted(args, key=_matrix_term_key), evaluate=False)
     if isinstance(expr, (sp.MatMul, sp.HadamardProduct)):
         return expr.func(*args, evaluate=False)
+    if isinstance(expr, sp.Sum) and isinstance(args[0], MatrixExpr):  # a sum of matrices as written: Sum's
+        out = sp.Expr.__new__(sp.Sum, *args)  # constructor folds its term again ((A B)^T -> B^T A^T)
+        out.is_commutative = False
+        return out
     if isinstance(expr, sp.Add):
         if expr.is_integer and any(a.is_Number for a in args):  # index arithmetic: s + 1, 2 j + 1, T - 1 (the number last)
             return sp.Add(*sorted(args, key=lambda a: (a.is_Number, _term_key(a))), evaluate=False)
         return sp.Add(*sorted(args, key=_term_key), evaluate=False)
     if isinstance(expr, sp.Mul) and expr.is_commutative:
-        return sp.Mul(*sorted(args, key=_factor_key), evaluate=False)
+        return sp.Mul(*_factors_in_order(args), evaluate=False)
     if all(a is b for a, b in zip(args, expr.args)):
         return expr
     if isinstance(expr, sp.Pow):

@@ -8,6 +8,8 @@ table's ``R(k)`` and ``alpha(k)`` are defined, and the gated cells' worked examp
 
 from __future__ import annotations
 
+import re
+
 import sympy as sp
 
 from seqgrad.crosscheck import notes
@@ -45,7 +47,8 @@ def test_the_notation_table_defines_what_the_body_uses(tmp_path):
     assert "the matrix after the d (same shape)" not in table
     for symbol in (r"$\operatorname{mean}(\mathbf{X})$", r"$\operatorname{rowsum}(\mathbf{X})$",
                    r"$\operatorname{normalize}(\mathbf{X})$", r"$s_{\epsilon}(\mathbf{X})$", r"$\mu_{i}$", r"$v_{i}$",
-                   r"$\rho$", "$q$", "$E_{seq}$", "$P$", "$d_{model}$", "$d_{ff}$", r"$N_{\mathrm{layer}}$", r"$\tau$"):
+                   r"$\rho$", "$q$", "$E_{seq}$", "$P$", "$d_{model}$", "$d_{ff}$", r"$\lvert\theta\rvert_{\mathrm{layer}}$",
+                   "$L$", r"$\tau$"):
         assert "\n" + symbol + " & " in table, symbol
     assert "\n" + r"$\mathbf{1}^{\top}$ & row of ones" in table and r"& $1 \times T$ \\" in table
     symbols = [line.split(" & ")[0] for line in table.splitlines() if line.count(" & ") == 2]
@@ -133,3 +136,186 @@ def test_a_section_letter_leaves_the_users_rename_and_records_what_it_applied(tm
     assert "K" in b.notation._used  # one record for the document
     user = _build(tmp_path, Notation(letters={"K": "W"}))
     assert notes.with_section_letters(user, "conv").notation.letters["K"] == "W"
+
+
+def test_the_general_bptt_comes_before_the_three_step_example(tmp_path):
+    """Issue 25, review item 1: section 2 states BPTT for every T first (the adjoint recursion, the weight gradients
+    as sums over t with the bias, the ordered product of Jacobians and the double sum over t and tau), then T = 3."""
+    body = notes.rnn_section(_build(tmp_path)).body
+    example = body.index("Worked example: three steps")
+    general = body[:example]
+    assert r"\mathbf{g}^{h}_{t}                                   &= \mathbf{e}_{t} \mathbf{W}_{o} + \mathbf{g}^{z}_{t+1} \mathbf{W}_{h}" in general
+    for lhs in (r"\mathbf{W}_{h}} &= \sum_{t=0}^{T - 1} (\mathbf{g}^{z}_{t})^{\top} \mathbf{h}_{t-1}",
+                r"\mathbf{b}_{h}} &= \sum_{t=0}^{T - 1} \mathbf{g}^{z}_{t}",
+                r"\frac{\partial \mathbf{h}_{t}}{\partial \mathbf{h}_{\tau}} &= {J}_{t} {J}_{t - 1} \cdots {J}_{\tau + 1}",
+                r"\mathbf{W}_{h}} &= \sum_{t=0}^{T - 1} \sum_{\tau=0}^{t} "):
+        assert lhs in general.replace("  ", " ").replace("  ", " ") or lhs in general, lhs
+    assert "\\ref{app:rnn}" in general[general.index("Unrolling the recursion"):]  # verified (rnn.bptt_closed_form)
+    assert "\\sum_{t=0}^{T - 1} \\sum_{\\tau=0}^{t}" not in body[example:]
+
+
+def test_the_gated_cells_show_their_weight_gradients_as_sums_over_t(tmp_path):
+    body = notes.gates_section(_build(tmp_path)).body
+    for name in ("w_{hr}", "w_{hu}", "w_{hn}", "w_{hi}", "w_{hf}", "w_{hc}", "w_{ho}"):
+        assert re.search(r"\\partial " + re.escape(name) + r"\} *&= \\sum_\{t=0\}\^\{T - 1\}", body), name
+
+
+def test_the_encoder_defines_multi_head_attention_and_the_mlp_before_the_example(tmp_path):
+    """Issue 25, review item 2: heads, concatenation and W_O, and the MLP sublayer, are defined before the worked
+    example uses them, and the example states its sizes."""
+    body = notes.encoder_section(_build(tmp_path)).body
+    example = body.index("\\subsection{Worked example}")
+    before, after = body[:example], body[example:]
+    assert r"\mathbf{C}       &= \left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\right]" in before
+    assert r"\mathbf{B}       &= \mathbf{C} \mathbf{W}_{O}^{\top}" in before
+    assert r"\mathbf{H}_{1} &= \mathbf{U} + \max(0, (\mathbf{Y}_{2} \mathbf{W}_{1}^{\top} + \mathbf{1} \mathbf{b}_{1}))" in before
+    for size in ("$T = 7, d = 5$", "$h = 2$", "$d_{k} = 3, d_{v} = 3$", r"$5 \times 6$", "$d_{ff} = 4$"):
+        assert size in after[:900], size
+    table = notes.notation_section(_build(tmp_path))
+    for symbol in (r"$\mathbf{W}_{O}$", r"$\mathbf{C}$", "$h$", r"$\mathbf{W}_{1}$", r"$\mathbf{W}_{2}$"):
+        assert "\n" + symbol + " & " in table, symbol
+
+
+def test_one_symbol_for_the_number_of_layers_and_the_counts_say_what_they_count(tmp_path):
+    """Issue 25, review item 3: the number of layers is L everywhere (no N_layer / N_stack beside it), and each
+    parameter count says whether biases and LayerNorms are counted."""
+    from seqgrad.crosscheck import latex_decoder_conv
+
+    b = _build(tmp_path)
+    body = latex_decoder_conv.decoder_body(b, "")
+    counts = body[body.index("Parameter counts"):]
+    assert "N_{" not in body and "$L = 6$ layers" in counts and "6 layers" not in counts.replace("$L = 6$ layers", "")
+    assert r"\lvert\theta\rvert_{\mathrm{layer}} &= 2 d_{ff} d_{model}" in counts
+    assert "(biases and the three LayerNorms counted)" in counts and "no biases, no LayerNorms" in counts
+    table = notes.notation_section(b)
+    assert "N_{" not in table and "\n$L$ & number of layers of a stack" in table
+
+
+def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_receptive_field(tmp_path):
+    """Issue 25, review item 4: cross-correlation said; H_o, W_o and G-hat defined before they are used; the strided
+    form in the body; the receptive field for any number of layers; max-pooling forward and its gradient."""
+    body = notes.conv_section(_build(tmp_path)).body
+    assert "cross-correlation" in body[:body.index("\\begin{align*}")]
+    first_h_o = body.index("H_{o}")
+    assert body.index(r"H_{o} &= \left\lfloor{\frac{2 P_{pad} + H - k}{\Delta}}\right\rfloor + 1") < body.index(r"0 \leq i \leq H_{o} - 1")
+    assert "rows" in body[first_h_o - 80:first_h_o + 40]  # defined in words where it first appears
+    assert body.index(r"Write $\hat{G}$ for $G$ extended by zeros") < body.index(r"{\hat{G}}_{")
+    assert r"{\kappa}_{u,v} {X}_{u + i \Delta,v + j \Delta} + b" in body  # the strided forward pass
+    assert r"{G}_{i,j} {X}_{p + i \Delta,q + j \Delta}" in body
+    assert r"Y_{ij}                                       &= \max_{0 \le u, v \le p - 1} {X}_{u + i \Delta,v + j \Delta}" in body
+    assert r"{G}_{i,j} [(m, n) = a_{ij}]" in body
+    assert r"{r}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({k}_{l} - 1)" in body
+    assert "\\max_{0\\le u,v" not in body and "cut off" not in body
+
+
+def test_the_receptive_field_formula_is_the_layer_by_layer_recurrence():
+    from seqgrad.derive import conv
+
+    r_L, formula = conv.receptive_field_formula()
+    depth = next(a for a in r_L.free_symbols if a.name == "L")
+    k, s = sp.IndexedBase("k"), sp.IndexedBase("s")
+    for layers in (1, 2, 3, 4):
+        recurrence, _ = conv.receptive_field_recurrence(layers)
+        names = {sp.Symbol(f"k_{l}", positive=True, integer=True): k[l] for l in range(1, layers + 1)}
+        names |= {sp.Symbol(f"s_{l}", positive=True, integer=True): s[l] for l in range(1, layers + 1)}
+        assert sp.expand(formula.subs(depth, layers).doit() - recurrence.xreplace(names)) == 0
+
+
+def test_a_check_against_printed_tables_is_marked_by_its_printed_digits():
+    """Issue 25, review item 6: a footnote of a check against the course's printed tables says it matches them to
+    their printed digits (the result carries ``units``), never "in double precision" with a gap such as 4.8e-3."""
+    from seqgrad.crosscheck.registry import Result, all_checks, run_checks
+
+    [tables] = run_checks(all_checks("encoder.course_tables"), device="cpu", show_progress=False)
+    assert tables.units is not None and tables.units <= 0.5
+    mark = notes.check_mark([tables], "cpu")
+    assert mark.startswith("matches the course's printed tables to their printed digits") and "double precision" not in mark
+    assert "10^{-3}" not in mark
+    wrong = Result("x", "s", "encoder", "fail", False, 0.2, 0.1, "cpu", "float64", "", 0.0, units=3.0)
+    assert "\\textbf{1 failed}" in notes.check_mark([wrong], "cpu")
+    plain = Result("y", "s", "encoder", "pass", True, 1e-15, 1e-15, "cpu", "float64", "", 0.0)
+    both = notes.check_mark([tables, plain], "cpu")
+    assert "printed digits" in both and "double precision" in both
+
+
+def test_the_worked_example_footnote_compares_with_the_printed_tables(tmp_path):
+    body = notes.encoder_section(_build(tmp_path)).body
+    example = body[body.index("\\subsection{Worked example}"):]
+    first = example[example.index("\\footnote{"):example.index("}", example.index("Source:"))]
+    assert "printed tables to their printed digits" in first and "double precision" not in first
+
+
+def test_textbook_term_order_and_no_nested_superscripts(tmp_path):
+    """Issue 25, review item 7: the GRU's mix as the course writes it, a gate's slope f (1 - f) together, the softmax
+    example's a_0 (1 - a_0), the shifted angle omega (pos + k), and no superscript of a superscript (g^{z^n})."""
+    b = _build(tmp_path)
+    gates = notes.gates_section(b).body
+    assert r"h_{t}             &= u_{t} h_{t-1} + (1 - u_{t}) \widetilde{h}_{t}" in gates
+    assert r"g^{z_{f}}_{t} &= g^{c}_{t} f_{t} (1 - f_{t}) c_{t-1}" in gates
+    assert r"g^{z_{i}}_{t} &= g^{c}_{t} i_{t} (1 - i_{t}) \widetilde{c}_{t}" in gates
+    assert r"g^{z_{u}}_{t} &= g^{h}_{t} u_{t} (1 - u_{t})" in gates
+    assert not re.search(r"\^\{[^{}]*\^", gates)  # no g^{z^n}
+    attention = notes.attention_section(b).body
+    assert r"a_{0} (1 - a_{0})" in attention and "a_{0} - a_{0}^{2}" not in attention
+    positional = notes.positional_section(b).body
+    assert r"\sin(\omega (\mathrm{pos} + k))" in positional and r"k \omega)\\\cos" not in positional
+
+
+def test_a_complement_follows_what_it_complements():
+    from seqgrad.derive.term_order import textbook_order
+
+    f, c, a = sp.symbols("f_t c_{t-1} a_0")
+    assert sp.sstr(textbook_order((1 - f) * f * c), order="none") == "f_t*(1 - f_t)*c_{t-1}"
+    assert sp.sstr(textbook_order((1 - a) * a), order="none") == "a_0*(1 - a_0)"
+
+
+def test_one_letter_per_meaning_stride_jacobians_residual_and_transpose(tmp_path):
+    """Issue 25, review item 5 (the part done): the stride is Delta (s: LayerNorm's standard deviation), a stack's
+    branch Jacobians are J_{F_l} (J_t: the transition Jacobian of step t), the residual connection is u = x + F(x)
+    (y: the target, h: the hidden state), and the notation's transpose is shown on X, not on A (the weights)."""
+    b = _build(tmp_path)
+    conv = notes.conv_section(b).body
+    assert not re.search(r"(?<![\\A-Za-z])s(?![A-Za-z])", "".join(re.findall(r"\$[^$]*\$|\\begin\{align\*\}.*?\\end\{align\*\}", conv, re.S)))
+    residual = notes.residual_section(b).body
+    assert r"\frac{\partial \mathbf{u}}{\partial \mathbf{x}} &= \mathbf{I} + \mathbf{J}_{F}" in residual
+    assert "partial y" not in residual and r"\mathbf{J}_{1}" not in residual and r"\mathbf{J}_{F_1}" in residual
+    table = notes.notation_section(b)
+    assert r"$\mathbf{A}^{\top}$" not in table and r"$\mathbf{X}^{\top}$ & transpose" in table
+    assert r"\Delta" in table
+
+
+def test_the_encoder_output_table_says_it_is_after_the_final_layernorm_and_that_holds(tmp_path):
+    """Issue 25, review item 8 (Table 4's caption): the last table is after the final LayerNorm, and its rows do have
+    mean 0 and variance 1 (up to epsilon), as the caption says."""
+    from seqgrad.numeric import course
+
+    body = notes.encoder_section(_build(tmp_path)).body
+    caption = [c for c in re.findall(r"\\caption\{(.*?)\}\n", body) if "encoder's output" in c]
+    assert caption and "final LayerNorm" in caption[0] and "mean 0 and variance 1" in caption[0]
+    H = course.trace("prenorm_block")["H_enc"]
+    assert float(H.mean(-1).abs().max()) < 1e-12 and float((H.var(-1, unbiased=False) - 1).abs().max()) < 1e-3
+
+
+def test_the_pe_shift_is_stated_for_rows_with_its_quantifier_and_holds():
+    """Issue 25, review item 8: the rotation in the notes' row-vector convention, v(pos + k) = v(pos) B(k)^T, for
+    every pos and k; the displayed identity is proved here (trigonometric expansion), so a wrong transpose fails."""
+    from seqgrad.derive import catalogue
+
+    lhs, rhs, note = notes._as_rows(catalogue.get("pe-shift").statement())
+    assert lhs.shape == (1, 2) and "  for every " in note
+    assert sp.simplify(sp.expand_trig(sp.Matrix(lhs) - sp.Matrix(rhs.doit()))) == sp.zeros(1, 2)
+    wrong = sp.Matrix(rhs.args[0]) * sp.Matrix(rhs.args[1]).T  # the column form's matrix on the right of a row
+    assert sp.simplify(sp.expand_trig(sp.Matrix(lhs) - wrong)) != sp.zeros(1, 2)
+
+
+def test_the_appendix_check_tables_typeset_their_errors(tmp_path):
+    """Issue 25, review item 8 (the appendix's test log): the errors of the check tables are typeset math, not
+    ASCII exponents."""
+    from seqgrad.crosscheck.latexdoc import check_status
+    from seqgrad.crosscheck.registry import Result
+
+    results = [Result("a.b", "week06 §X", "g", "pass", True, 4.44e-16, 1.97e-15, "cpu", "float64", "", 0.0),
+               Result("a.c", "week06 §X", "g", "error", False, float("inf"), float("inf"), "cpu", "float64", "", 0.0)]
+    table = check_status("rnn", _build(tmp_path), results)
+    assert r"$4.4 \cdot 10^{-16}$" in table and r"$2.0 \cdot 10^{-15}$" in table and "e-16" not in table
+    assert "\\textbf{ERROR}" in table

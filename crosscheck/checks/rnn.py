@@ -168,6 +168,22 @@ def seeded_example(ctx: Context) -> Outcome:
     return combine(outcomes + [printed_ok], detail=printed_ok.detail + "; gradients vs autograd (the module runs in float32)")
 
 
+@check("rnn.bptt_closed_form", needs_torch=True, source="week06 §Paths, week06 §Jacobian (long paths, J_t)",
+       group="recurrent")
+def bptt_closed_form(ctx: Context) -> Outcome:
+    """dL/dW_h, dL/dW_x, dL/db_h as the notes print them, a sum over t and tau <= t with the ordered product
+    J_t ... J_{tau+1} (derive.bptt), evaluated at T = 4 against torch autograd (vector RNN, biases, a loss at every step)."""
+    from seqgrad.derive import bptt, builtin_cells
+
+    from ..bptt_eval import autograd_case, evaluate
+
+    u = bptt.Unrolled(builtin_cells.rnn_cell(sizes={"D": 2, "H": 3, "C": 1}, bias=True, on="every").general())
+    p, values, grads = autograd_case(ctx.rng(), 4, 2, 3)
+    closed = {n: evaluate(u, n, p, values, 4) for n in ("w_h", "w_x", "b_h")}  # b_h: a row, as the cell's rows
+    return combine([compare(v, grads[n].reshape(v.shape), detail=n) for n, v in closed.items()],
+                   detail="the double sum over t and tau, T = 4, against autograd")
+
+
 @check("rnn.path_products", needs_torch=True, source="week06 §Paths:188-204, week06 §Jacobian:326-342 (long paths, J_t)", group="recurrent")
 def path_products(ctx: Context) -> Outcome:
     """dL/dh_s = dL/dh_q prod w_h phi'(z_t) (scalar) and g_s^h = g_q^h J_q ... J_{s+1} (vector), numerically,
