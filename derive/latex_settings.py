@@ -370,7 +370,9 @@ class NotationPrinter(LatexPrinter):
         as its superscript, the step as its subscript."""
         if expr.name in self.notation.symbol_names:
             return self._print_Symbol(sp.Symbol(expr.name), style)
-        return "%s^{%s}_{%s}" % (self._print_Symbol(sp.Symbol("g"), style), self._print_Symbol(sp.Symbol(expr.base)),
+        # a superscript of the value set as a subscript: g^{z_{f}}_{t}, never g^{z^{f}}_{t} (z^f: the gate f's z)
+        value = re.sub(r"\^\{?([A-Za-z0-9]+)\}?", r"_\1", expr.base)
+        return "%s^{%s}_{%s}" % (self._print_Symbol(sp.Symbol("g"), style), self._print_Symbol(sp.Symbol(value)),
                                  self._step_index(expr.index))
 
     def _print_SensitivityMatrix(self, expr):
