@@ -35,18 +35,11 @@ def autograd_case(rng: np.random.Generator, steps: int, d_x: int, d_h: int):
 def _at(gd, expr, steps: dict, p, values):
     """``expr`` with its step symbols at ``steps`` (``{t: 2, tau: 0}``) and its parameters numeric (rows)."""
     mapping = {gd.params[k]: sp.ImmutableMatrix(np.atleast_2d(v).tolist()) for k, v in p.items()}
-    if not hasattr(gd, "instantiate_symbolic"):  # step values as nodes (derive.sequence): substitute the steps
-        expr = expr.subs(steps)
-        for node in expr.atoms(sp.MatrixSymbol, sp.Symbol):
-            base, index = getattr(node, "base", None), getattr(node, "index", None)
-            if isinstance(base, str) and index is not None and index.is_Integer and (base, int(index)) in values:
-                mapping[node] = sp.ImmutableMatrix(np.atleast_2d(values[(base, int(index))]).tolist())
-        return expr.xreplace(mapping)
-    for key, s in gd.sym.cache.items():
-        if key[0] == "seq" and key[1] in ("h", "x", "e"):
-            i = sp.Integer(key[2]) if isinstance(key[2], int) else key[2].subs(steps)
-            if i.is_Integer and (key[1], int(i)) in values:
-                mapping[s] = sp.ImmutableMatrix(np.atleast_2d(values[(key[1], int(i))]).tolist())
+    expr = expr.subs(steps)  # the step values are nodes (derive.sequence): substitute the steps, then the values
+    for node in expr.atoms(sp.MatrixSymbol, sp.Symbol):
+        base, index = getattr(node, "base", None), getattr(node, "index", None)
+        if isinstance(base, str) and index is not None and index.is_Integer and (base, int(index)) in values:
+            mapping[node] = sp.ImmutableMatrix(np.atleast_2d(values[(base, int(index))]).tolist())
     return expr.xreplace(mapping)
 
 

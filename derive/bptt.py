@@ -31,6 +31,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from seqgrad.errors import SeqgradValueError
 
 from .latex_settings import OrderedProduct, Partial
+from .sequence import Sensitivity, SensitivityMatrix, adjoint
 from .step_sum import T, _make_sum, t
 
 __all__ = ["Unrolled", "PathJacobian", "tau"]
@@ -40,31 +41,19 @@ tau = sp.Symbol("tau", integer=True, nonnegative=True)
 _j = sp.Symbol("j", integer=True)
 
 
-# The derivation's step symbols: named symbols (``h_{t-1}``, instantiated by the derivation) in one version of the
-# engine, structured nodes (derive.sequence: instantiation is substitution) in the next; both are read here.
-
 def at_step(gd, expr, index):
-    """``expr`` of the derivation ``gd`` with its step ``t`` replaced by ``index`` (``tau``, ``t + 1``)."""
-    if hasattr(gd, "instantiate_symbolic"):
-        return gd.instantiate_symbolic(expr, index)
+    """``expr`` of the derivation ``gd`` with its step ``t`` replaced by ``index`` (``tau``, ``t + 1``): the step
+    values are nodes (:mod:`derive.sequence`), so instantiation is substitution."""
     return expr.subs(t, index)
 
 
 def _adjoint(gd, state):
     """The adjoint ``g_t`` of ``state`` at the step t."""
-    if hasattr(gd, "instantiate_symbolic"):
-        return gd.sym.adjoint(state, t, gd.cell.shape_of(state))
-    from .sequence import adjoint
-
     return adjoint(gd.at_t[state])
 
 
 def _is_adjoint_at_t(gd, symbol) -> bool:
     """Whether ``symbol`` is an adjoint (``g_t^z``) at the step t."""
-    if hasattr(gd, "instantiate_symbolic"):
-        return any(key[0] == "adj" and key[2] == t and s == symbol for key, s in gd.sym.cache.items())
-    from .sequence import Sensitivity, SensitivityMatrix
-
     return isinstance(symbol, (Sensitivity, SensitivityMatrix)) and getattr(symbol, "index", None) == t
 
 
