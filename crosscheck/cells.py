@@ -39,6 +39,7 @@ from seqgrad.derive.sequence import t
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
 from . import buffered, cell_loop
+from .twin import TorchTwin
 from .lambdify import (BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier,
                        operation_namespace, run_generated)
 
@@ -544,18 +545,27 @@ def _helpers(backend: str) -> dict:
             "_empty": empty}
 
 
-def autograd_twin(cell: Cell, device: str = "cpu") -> "CellFunction":
-    """The cell's forward loop alone, generated in torch from the same step equations; differentiate it
-    with torch autograd (:func:`autograd_gradients`)."""
-    return CellFunction(cell, "torch", device=device, forward_only=True)
+def autograd_twin(cell: Cell, device: str = "cpu") -> TorchTwin:
+    """The cell's forward program evaluated node by node with the operations' torch implementations
+    (:class:`crosscheck.twin.TorchTwin`; no code printed); differentiate it with torch autograd
+    (:func:`autograd_gradients`)."""
+    return TorchTwin(cell, device)
 
 
-def autograd_gradients(cell: Cell, params: Mapping, X, y, device: str = "cpu", twin: CellFunction | None = None) -> dict:
-    """Loss and gradients of the cell by torch autograd through its forward loop (float64)."""
+class _TorchArguments(CellFunction):
+    """:meth:`CellFunction.prepare` alone (checked, float64 torch tensors on ``device``), with no compiled
+    code: the arguments of the autograd twin."""
+
+    def __init__(self, cell: Cell, device: str):  # noqa: super().__init__ would compile the cell
+        self.cell, self.backend, self.device, self.names = cell, "torch", device, cell.parameter_names
+
+
+def autograd_gradients(cell: Cell, params: Mapping, X, y, device: str = "cpu", twin: TorchTwin | None = None) -> dict:
+    """Loss and gradients of the cell by torch autograd through its forward program (float64)."""
     import torch
 
     twin = twin or autograd_twin(cell, device)
-    args = twin.prepare(params, X, y)
+    args = _TorchArguments(cell, device).prepare(params, X, y)
     leaves = args[:len(twin.names)] + [args[len(twin.names)]]
     for a in leaves:
         a.requires_grad_(True)
