@@ -116,7 +116,8 @@ class TorchTwin:
         if op.torch is not None:
             return
         if op.primitive:
-            self.ops.implementation(op)  # raises: the operation has no torch implementation
+            raise SeqgradValueError(argument, op.name, "operations with a torch implementation, for the autograd twin "
+                                    f"(the {op.name!r} operation has none: declare its torch=)")
         u = sp.Dummy("u")
         self._require(op.definition(sympy_namespace(), *[u] * op.arity[0]), f"{argument}: operation {op.name!r}")
 
