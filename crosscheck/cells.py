@@ -11,11 +11,13 @@ every weight gradient ``sum_t (g_t^z)^T x_t`` and the input gradients are one
 product of the stacked steps after it.  A vector cell built from gates (the
 RNN, GRU, LSTM and a user's cell of the same form) is compiled in the faster
 gate layout of :mod:`crosscheck.cell_loop`; this module's plain loop serves
-every other cell and the autograd twin.
+every other cell.
 
-:func:`autograd_twin` generates the forward loop alone, from the same step
-equations, in torch, and lets torch autograd differentiate it;
-:func:`against_autograd` compares every derived gradient with it in float64.
+:func:`autograd_twin` is the cell's forward program evaluated node by node with
+the operations' torch implementations (:mod:`crosscheck.twin`: no code printed,
+so a printer fault cannot sit on both sides of a check); torch autograd
+differentiates it, and :func:`against_autograd` compares every derived gradient
+with it in float64.
 
 >>> import numpy as np
 >>> from seqgrad.derive.cell import Cell
