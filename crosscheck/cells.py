@@ -41,7 +41,6 @@ from seqgrad.derive.sequence import t
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
 from . import buffered, cell_loop
-from .twin import TorchTwin
 from .lambdify import (BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier,
                        operation_namespace, run_generated)
 
@@ -547,10 +546,12 @@ def _helpers(backend: str) -> dict:
             "_empty": empty}
 
 
-def autograd_twin(cell: Cell, device: str = "cpu") -> TorchTwin:
+def autograd_twin(cell: Cell, device: str = "cpu") -> "TorchTwin":
     """The cell's forward program evaluated node by node with the operations' torch implementations
     (:class:`crosscheck.twin.TorchTwin`; no code printed); differentiate it with torch autograd
     (:func:`autograd_gradients`)."""
+    from .twin import TorchTwin  # below this module: it imports nothing of crosscheck's compilers
+
     return TorchTwin(cell, device)
 
 
@@ -562,7 +563,7 @@ class _TorchArguments(CellFunction):
         self.cell, self.backend, self.device, self.names = cell, "torch", device, cell.parameter_names
 
 
-def autograd_gradients(cell: Cell, params: Mapping, X, y, device: str = "cpu", twin: TorchTwin | None = None) -> dict:
+def autograd_gradients(cell: Cell, params: Mapping, X, y, device: str = "cpu", twin: "TorchTwin | None" = None) -> dict:
     """Loss and gradients of the cell by torch autograd through its forward program (float64)."""
     import torch
 
