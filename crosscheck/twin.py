@@ -62,7 +62,8 @@ class TorchTwin:
     ``fn(*params, X, Y, index, npos)`` takes the arguments :meth:`crosscheck.cells.CellFunction.prepare`
     gives for the torch backend (the parameters in the order of ``cell.parameter_names``, ``X`` (B, T) or
     (B, T, D), the targets, ``index[t]`` the loss position of step t or -1, the number of positions) and
-    returns ``(L,)``, a tensor torch autograd can differentiate."""
+    returns ``(L,)``, a tensor torch autograd can differentiate.  It computes where those arguments live
+    (``prepare`` puts them on ``device``), in their dtype (float64); call one twin from one thread at a time."""
 
     def __init__(self, cell: Cell, device: str = "cpu"):
         import torch
