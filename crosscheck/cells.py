@@ -559,7 +559,7 @@ class _TorchArguments(CellFunction):
     """:meth:`CellFunction.prepare` alone (checked, float64 torch tensors on ``device``), with no compiled
     code: the arguments of the autograd twin."""
 
-    def __init__(self, cell: Cell, device: str):  # noqa: super().__init__ would compile the cell
+    def __init__(self, cell: Cell, device: str):  # no super().__init__(): it would compile the cell
         self.cell, self.backend, self.device, self.names = cell, "torch", device, cell.parameter_names
 
 
