@@ -11,11 +11,13 @@ every weight gradient ``sum_t (g_t^z)^T x_t`` and the input gradients are one
 product of the stacked steps after it.  A vector cell built from gates (the
 RNN, GRU, LSTM and a user's cell of the same form) is compiled in the faster
 gate layout of :mod:`crosscheck.cell_loop`; this module's plain loop serves
-every other cell and the autograd twin.
+every other cell.
 
-:func:`autograd_twin` generates the forward loop alone, from the same step
-equations, in torch, and lets torch autograd differentiate it;
-:func:`against_autograd` compares every derived gradient with it in float64.
+:func:`autograd_twin` is the cell's forward program evaluated node by node with
+the operations' torch implementations (:mod:`crosscheck.twin`: no code printed,
+so a printer fault cannot sit on both sides of a check); torch autograd
+differentiates it, and :func:`against_autograd` compares every derived gradient
+with it in float64.
 
 >>> import numpy as np
 >>> from seqgrad.derive.cell import Cell
@@ -544,18 +546,29 @@ def _helpers(backend: str) -> dict:
             "_empty": empty}
 
 
-def autograd_twin(cell: Cell, device: str = "cpu") -> "CellFunction":
-    """The cell's forward loop alone, generated in torch from the same step equations; differentiate it
-    with torch autograd (:func:`autograd_gradients`)."""
-    return CellFunction(cell, "torch", device=device, forward_only=True)
+def autograd_twin(cell: Cell, device: str = "cpu") -> "TorchTwin":
+    """The cell's forward program evaluated node by node with the operations' torch implementations
+    (:class:`crosscheck.twin.TorchTwin`; no code printed); differentiate it with torch autograd
+    (:func:`autograd_gradients`)."""
+    from .twin import TorchTwin  # below this module: it imports nothing of crosscheck's compilers
+
+    return TorchTwin(cell, device)
 
 
-def autograd_gradients(cell: Cell, params: Mapping, X, y, device: str = "cpu", twin: CellFunction | None = None) -> dict:
-    """Loss and gradients of the cell by torch autograd through its forward loop (float64)."""
+class _TorchArguments(CellFunction):
+    """:meth:`CellFunction.prepare` alone (checked, float64 torch tensors on ``device``), with no compiled
+    code: the arguments of the autograd twin."""
+
+    def __init__(self, cell: Cell, device: str):  # no super().__init__(): it would compile the cell
+        self.cell, self.backend, self.device, self.names = cell, "torch", device, cell.parameter_names
+
+
+def autograd_gradients(cell: Cell, params: Mapping, X, y, device: str = "cpu", twin: "TorchTwin | None" = None) -> dict:
+    """Loss and gradients of the cell by torch autograd through its forward program (float64)."""
     import torch
 
     twin = twin or autograd_twin(cell, device)
-    args = twin.prepare(params, X, y)
+    args = _TorchArguments(cell, device).prepare(params, X, y)
     leaves = args[:len(twin.names)] + [args[len(twin.names)]]
     for a in leaves:
         a.requires_grad_(True)

@@ -106,9 +106,8 @@ def _split(w, n):
     return [p.detach().numpy() for p in torch.chunk(w, n, 0)]
 
 
-@pytest.mark.parametrize("kind", ["rnn", "gru", "lstm"])
-def test_builtin_cells_against_torch_nn(kind):
-    module, head, X, y, L = _torch_case(kind)
+def _nn_cell(kind, module, head):
+    """The built-in cell of a torch.nn.RNN/GRU/LSTM with its weights, and the module's gradients by parameter."""
     W = {n: getattr(module, n) for n in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")}
     grads = {n: w.grad for n, w in W.items()}
     if kind == "rnn":
@@ -131,6 +130,13 @@ def test_builtin_cells_against_torch_nn(kind):
                 params[gates + g], want[gates + g] = value, grad
         for g, value, grad in zip("ifco", _split(bias, 4), _split(grads["bias_ih_l0"], 4)):
             params["b_" + g], want["b_" + g] = value, grad
+    return cell, params, want
+
+
+@pytest.mark.parametrize("kind", ["rnn", "gru", "lstm"])
+def test_builtin_cells_against_torch_nn(kind):
+    module, head, X, y, L = _torch_case(kind)
+    cell, params, want = _nn_cell(kind, module, head)
     ours = CellFunction(cell)(params, X.detach().numpy(), y.numpy())
     assert abs(float(ours["L"]) - float(L)) < 1e-12
     assert np.max(np.abs(ours["W_o"] - head.weight.grad.numpy())) < 1e-12
