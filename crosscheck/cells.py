@@ -98,7 +98,7 @@ class CellFunction:
     function from one thread at a time; the results never share memory with them.
     """
 
-    def __init__(self, cell: Cell, backend: str = "numpy", device: str = "cpu", forward_only: bool = False):
+    def __init__(self, cell: Cell, backend: str = "numpy", device: str = "cpu"):
         if not isinstance(cell, Cell):
             raise SeqgradTypeError("cell", cell, "a derive.cell.Cell")
         if backend not in BACKENDS:
@@ -106,7 +106,7 @@ class CellFunction:
         self.cell, self.backend, self.device = cell, backend, device
         self.gen = gen = cell.general()
         self.names = cell.parameter_names
-        self.source = _generate(cell, gen, backend, forward_only)
+        self.source = _generate(cell, gen, backend)
         namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
         namespace.update(operation_namespace(backend, cell.functions))
         namespace.update(_helpers(backend))
@@ -117,7 +117,7 @@ class CellFunction:
         self.fallbacks = [line.split("# allocates: ", 1)[1].split(" (", 1)[0]
                           for line in self.source.splitlines() if "# allocates: " in line]
         fn = run_generated(self.source, f"<seqgrad:{cell.name}_loop>", namespace, "_generated")
-        if backend == "torch" and not forward_only:  # the derived backward needs no tape
+        if backend == "torch":  # the derived backward needs no tape
             import torch
 
             fn = torch.no_grad()(fn)
@@ -312,13 +312,12 @@ def _in_loop_grads(src: "_Source", printer, names: dict, gen, params, grads: dic
             src(f"{grads[p]} = {grads[p]} + _acc({printer(head)}, {_shape_of(p)!r})", 3)
 
 
-def _generate(cell: Cell, gen, backend: str, forward_only: bool) -> str:
+def _generate(cell: Cell, gen, backend: str) -> str:
     """The loop function's source, printed from the general-t derivation: the gate layout of
     :mod:`crosscheck.cell_loop` when the cell has gate form, else the plain loop below."""
-    if not forward_only:
-        layout = cell_loop.gate_layout(cell, gen)
-        if layout is not None:
-            return cell_loop.gated_source(cell, gen, layout, backend)
+    layout = cell_loop.gate_layout(cell, gen)
+    if layout is not None:
+        return cell_loop.gated_source(cell, gen, layout, backend)
     names, name, y_t = _step_names(cell, gen)
     params = [gen.params[p] for p in cell.param_shapes]
     x = gen.x
@@ -371,9 +370,6 @@ def _generate(cell: Cell, gen, backend: str, forward_only: bool) -> str:
     _emit_loss(src, printer, names, gen, cell, y_t)
     for s, prev in gen.prev.items():
         src(f"{names[prev]} = {names[gen.at_t[s]]}", 2)
-    if forward_only:
-        src("return (L,)")
-        return src.text()
     # backward: rho_s is what the rest of the sequence sends to s_t
     grads = {p: f"d_{names[p]}" for p in params}
     for p in params:
