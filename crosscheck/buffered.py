@@ -28,7 +28,7 @@ import numpy as np
 import sympy as sp
 
 from seqgrad.derive.operations import operation_of
-from seqgrad.derive.program import Elementwise
+from seqgrad.derive.elementwise import Elementwise
 
 __all__ = ["Emitter", "kernels", "out_form", "KERNELS"]
 

@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
+from seqgrad.derive.elementwise import Elementwise
 from seqgrad.derive.operations import operation_of
-from seqgrad.derive.program import Elementwise
 
 from .buffered import Emitter
+from .cell_source import CellPrinter, Source, emit_loss, emit_rho, in_loop_grads, param_key, shape_of, step_names
 
 __all__ = ["Gate", "GateLayout", "gate_layout", "helpers"]
 
@@ -419,9 +420,7 @@ class _Shared:
 
 def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     """The loop function's source in the gate layout (see the module docstring)."""
-    from .cells import _CellPrinter, _emit_loss, _emit_rho, _in_loop_grads, _key, _shape_of, _Source, _step_names
-
-    names, _, y_t = _step_names(cell, gen)
+    names, _, y_t = step_names(cell, gen)
     params = [gen.params[p] for p in cell.param_shapes]
     gates, n, Hw = layout.gates, layout.recurrent, layout.width
     G = len(gates)
@@ -440,7 +439,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
         names[sym] = text
         return sym
 
-    printer = _CellPrinter(backend, names)
+    printer = CellPrinter(backend, names)
     em = Emitter(backend, names, printer, params)
     row = f"_B, {Hw}"  # the shape of a gate's row block at one step
 
@@ -454,7 +453,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
         if g.activation is not None:
             shared.add(next(d.value for d in gen.step.definitions("forward") if d.target == g.activation[0]), g.activation[0])
 
-    src = _Source()
+    src = Source()
     src(f"def _generated({', '.join([names[p] for p in params] + ['X', 'Y', '_index', '_npos'])}):", 0)
     src("_B, _T = X.shape[0], X.shape[1]")
     src("_like(X)")
@@ -561,13 +560,13 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
         else:
             src(f"{names[d.target]} = {stored_defs[d.target]}v[t]", 2)
         write(names[d.target], value, f"_B, {d.target.shape[1]}")
-    _emit_loss(src, printer, names, gen, cell, y_t)
+    emit_loss(src, printer, names, gen, cell, y_t)
     # backward
     fused = {W for g in gates for W in g.x_weights + g.biases + ([g.h_weight] if g.h_weight is not None else [])}
     grads = {p: f"d_{names[p]}" for p in params}
     for p in params:
-        if p not in fused and (gen.step_grads[_key(gen, p)] is not None or gen.head_grads[_key(gen, p)] is not None):
-            shape = _shape_of(p)
+        if p not in fused and (gen.step_grads[param_key(gen, p)] is not None or gen.head_grads[param_key(gen, p)] is not None):
+            shape = shape_of(p)
             src(f"{grads[p]} = {'0.0' if not shape else f'_zeros({shape[0]}, {shape[1]}, batch=False)'}")
     src(f"_GZ = _empty_n(X, {G}, _T, _B, {Hw})  # g_t of every gate")
     src("_GZv = _gate_steps(_GZ)")
@@ -615,7 +614,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     for sym, stack_name in stored_defs.items():
         src(f"{names[sym]} = {stack_name}v[t]", 2)
     src(f"{names[gen.e]} = e_all[t]", 2)
-    _emit_rho(src, printer, names, gen, cell, carry)
+    emit_rho(src, printer, names, gen, cell, carry)
     adjoint_of = {g.adjoint: k for k, g in enumerate(gates)}
     for d in gen.backward_defs:
         k = adjoint_of.get(d.target)
@@ -634,9 +633,9 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
             write("_gzk", rewrite(g.adjoint))
     outside = [p for p in params if p not in fused]
     for p in outside:
-        if gen.step_grads[_key(gen, p)] is not None:
+        if gen.step_grads[param_key(gen, p)] is not None:
             src(f"# allocates: the step term of dL/d{names[p]} (a parameter outside the gates), summed in the loop", 2)
-    _in_loop_grads(src, printer, names, gen, outside, grads)
+    in_loop_grads(src, printer, names, gen, outside, grads)
     for s in carried:
         shape = f"_B, {H[s]}"
         if s == layout.state and n:
@@ -669,8 +668,8 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
             grads[g.h_weight] = f"_dWh[{k}]"
     src("_dX = _batch_major(_input_grads(_GZ, _Wx))")
     for p in params:  # a parameter the loss does not reach
-        if p not in fused and gen.step_grads[_key(gen, p)] is None and gen.head_grads[_key(gen, p)] is None:
-            shape = _shape_of(p)
+        if p not in fused and gen.step_grads[param_key(gen, p)] is None and gen.head_grads[param_key(gen, p)] is None:
+            shape = shape_of(p)
             grads[p] = "0.0" if not shape else f"_zeros({shape[0]}, {shape[1]}, batch=False)"
     src(f"return ({', '.join(['L'] + [grads[p] for p in params] + ['_dX'])},)")
     src.lines[mark:mark] = ["    " + line for line in em.declarations()]

@@ -27,7 +27,9 @@ from seqgrad.derive.cell import Cell
 from seqgrad.numeric.paths import PathNorms, spectral_norm
 from seqgrad.errors import SeqgradValueError
 
-from .cells import CellFunction, _CellPrinter, _numpy_namespace, _Source, identifier, run_generated
+from .cell_source import CellPrinter, Source
+from .cells import CellFunction
+from .lambdify import _numpy_namespace, identifier, run_generated
 
 __all__ = ["transition_jacobians", "path_norms", "plot_path_norms"]
 
@@ -40,10 +42,10 @@ def _compile(cell: Cell, of: str, wrt: str):
     params = [gen.params[p] for p in cell.param_shapes]
     for sym in params + [gen.x] + list(gen.prev.values()) + [d.target for d in gen.step.definitions("forward")]:
         names[sym] = identifier(sym.name, taken)
-    printer = _CellPrinter("numpy", names)
+    printer = CellPrinter("numpy", names)
     printer.code.printer._print_Diag = lambda expr: f"_diag({printer(expr.args[0])})"
     printer.code.printer._print_Identity = lambda expr: f"_eye({expr.shape[0]})"
-    src = _Source()
+    src = Source()
     src(f"def _jacobians({', '.join(names[p] for p in params)}, X):", 0)
     for s, prev in gen.prev.items():
         src(f"{names[prev]} = _zeros({cell.shape_of(s)[1] if cell.vector else 'None'})")

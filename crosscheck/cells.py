@@ -34,52 +34,22 @@ from typing import Mapping
 
 import numpy as np
 import sympy as sp
-from sympy.matrices.expressions.matexpr import MatrixExpr
 
 from seqgrad.derive.cell import Cell
 from seqgrad.derive.sequence import t
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
 from . import buffered, cell_loop
-from .lambdify import (BACKENDS, _Code, _numpy_namespace, _Printer, _torch_namespace, _TorchPrinter, identifier,
-                       operation_namespace, run_generated)
+from .cell_source import CellPrinter, Source, emit_loss, emit_rho, in_loop_grads, param_key, shape_of, step_names
+from .lambdify import BACKENDS, _numpy_namespace, _torch_namespace, operation_namespace, run_generated
 
 __all__ = ["CellFunction", "RNNFunction", "autograd_twin", "autograd_gradients", "against_autograd", "random_case"]
-
-
-class _CellPrinter:
-    """Python source of the step's expressions, for the loop body."""
-
-    def __init__(self, backend: str, names: dict):
-        self.names = names
-        printer = (_TorchPrinter if backend == "torch" else _Printer)(names)
-        printer._print_RowSoftmax = lambda expr: f"_softmax({printer._print(expr.args[0])})"
-        printer._print_OneMatrix = lambda expr: "1.0"
-        self.code = _Code(printer, backend)
-
-    def __call__(self, expr) -> str:
-        return self.code(expr)
-
-
-class _Source:
-    def __init__(self):
-        self.lines: list[str] = []
-
-    def __call__(self, text: str, depth: int = 1):
-        self.lines.append("    " * depth + text)
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
 
 
 def _is_step_free(expr, x) -> bool:
     """True for a term that reads ``x_t`` and otherwise only parameters: it can be computed for all t at once."""
     free = {s for s in expr.free_symbols if isinstance(s, (sp.Symbol, sp.MatrixSymbol))}
     return x in free
-
-
-def _shape_of(sym):
-    return tuple(int(n) for n in sym.shape) if isinstance(sym, sp.MatrixSymbol) else ()
 
 
 class CellFunction:
@@ -136,7 +106,7 @@ class CellFunction:
         values = []
         for name, key in zip(self.names, cell.param_shapes):
             sym = cell.param_symbol(key)
-            shape = _shape_of(sym)
+            shape = shape_of(sym)
             arr = _as_array(name, params[name])
             if arr.shape != shape and not (len(shape) == 2 and shape[0] == 1 and arr.shape == shape[1:]):
                 raise ShapeError(name, arr.shape, f"{shape} as declared by the cell" + (f" (or {shape[1:]})" if len(shape) == 2 and shape[0] == 1 else ""))
@@ -241,84 +211,13 @@ def _finite(value) -> bool:
     return bool(np.all(np.isfinite(value)))
 
 
-def _step_names(cell: Cell, gen):
-    """Identifiers for the step's symbols (parameters, x_t, the previous states, the forward and backward
-    definitions, rho, the head's yhat_t, e_t, y_t): the naming both loop layouts share.  Returns (names, name, y_t)."""
-    taken: set[str] = set()
-    names: dict = {}
-
-    def name(sym, text=None):
-        if sym not in names:
-            names[sym] = identifier(text or (sym.name if hasattr(sym, "name") else str(sym)), taken)
-        return names[sym]
-
-    for p in cell.param_shapes:
-        name(gen.params[p])
-    name(gen.x, "x_t")
-    for s, prev in gen.prev.items():
-        name(prev, f"{s}_prev")
-    for d in gen.step.definitions("forward"):
-        name(d.target)
-    name(gen.yhat, "yhat_t")
-    name(gen.e, "e_t")
-    y_t = gen.sym.seq("y", t, cell.target_shape())  # the target at step t
-    name(y_t, "y_t")
-    for d in gen.backward_defs:
-        name(d.target)
-    for s, r in gen.rho.items():
-        name(r, f"rho_{s}")
-    return names, name, y_t
-
-
-def _emit_loss(src: "_Source", printer, names: dict, gen, cell: Cell, y_t) -> None:
-    """At a loss position of the forward loop: yhat_t, the loss term added to L, e_t = dL/dyhat_t in e_all[t]."""
-    from seqgrad.derive.cell import B as batch_size, T as length
-
-    scale = gen.scale
-    scale_text = printer(scale.xreplace({length: sp.Symbol("_T"), batch_size: sp.Symbol("_B")})) if scale != 1 else None
-    src("if _index[t] >= 0:", 2)
-    src(f"{names[gen.yhat]} = {printer(gen.head.definitions('forward')[0].value)}", 3)
-    src(f"{names[y_t]} = Y if _npos == 1 and Y.ndim == X.ndim - 1 else Y[_index[t]]", 3)
-    if cell.loss.kind == "squared":
-        src(f"_d = {names[gen.yhat]} - {names[y_t]}", 3)
-        src("L = L + 0.5 * _sumsq(_d)" if scale_text is None else f"L = L + ({scale_text}) * 0.5 * _sumsq(_d)", 3)
-    else:
-        src(f"_lse = _logsumexp({names[gen.yhat]})", 3)
-        src(f"_ce = _sum(_lse) - _sum({names[y_t]} * {names[gen.yhat]})", 3)
-        src("L = L + _ce" if scale_text is None else f"L = L + ({scale_text}) * _ce", 3)
-        src(f"_d = _softmax({names[gen.yhat]}) - {names[y_t]}", 3)
-    src("e_all[t] = _d" if scale_text is None else f"e_all[t] = ({scale_text}) * _d", 3)
-
-
-def _emit_rho(src: "_Source", printer, names: dict, gen, cell: Cell, carry: dict, zero: dict | None = None) -> None:
-    """rho_s = what step t+1 sent to s_t (``carry[s]``; ``zero[s]`` while that is None) + the loss's direct term."""
-    for s in cell.states:
-        r = names[gen.rho[s]]
-        src(f"{r} = {carry[s]}" if zero is None else f"{r} = {carry[s]} if {carry[s]} is not None else {zero[s]}", 2)
-        if gen.direct[s] is not None:
-            src(f"if {names[gen.e]} is not None:", 2)
-            src(f"{r} = {r} + {printer(gen.direct[s])}", 3)
-
-
-def _in_loop_grads(src: "_Source", printer, names: dict, gen, params, grads: dict, skip=()) -> None:
-    """The parameter gradient terms summed inside the backward loop: step terms not in ``skip``, head terms."""
-    for p in params:
-        contrib = gen.step_grads[_key(gen, p)]
-        if contrib is not None and p not in skip:
-            src(f"{grads[p]} = {grads[p]} + _acc({printer(contrib)}, {_shape_of(p)!r})", 2)
-        head = gen.head_grads[_key(gen, p)]
-        if head is not None:
-            src(f"if {names[gen.e]} is not None:", 2)
-            src(f"{grads[p]} = {grads[p]} + _acc({printer(head)}, {_shape_of(p)!r})", 3)
-
-
 def _generate(cell: Cell, gen, backend: str) -> str:
     """The loop function's source, printed from the general-t derivation: the gate layout of
     :mod:`crosscheck.cell_loop` when the cell has gate form, else the plain loop below."""
     layout = cell_loop.gate_layout(cell, gen)
     if layout is not None:
         return cell_loop.gated_source(cell, gen, layout, backend)
-    names, name, y_t = _step_names(cell, gen)
+    names, name, y_t = step_names(cell, gen)
     params = [gen.params[p] for p in cell.param_shapes]
     x = gen.x
     forward = gen.step.definitions("forward")
@@ -341,8 +240,8 @@ def _generate(cell: Cell, gen, backend: str) -> str:
         if len(keep) != len(terms) or any(a is not b for a, b in zip(keep, terms)):
             value = (sp.MatAdd(*keep) if cell.vector else sp.Add(*keep)) if len(keep) > 1 else keep[0]
         hoisted_values[d.target] = value
-    printer = _CellPrinter(backend, names)
-    src = _Source()
+    printer = CellPrinter(backend, names)
+    src = Source()
     arg_names = [names[p] for p in params] + ["X", "Y", "_index", "_npos"]
     src(f"def _generated({', '.join(arg_names)}):", 0)
     src("_B, _T = X.shape[0], X.shape[1]")
@@ -367,13 +266,13 @@ def _generate(cell: Cell, gen, backend: str) -> str:
     for d in forward:
         src(f"{names[d.target]} = {printer(hoisted_values[d.target])}", 2)
         src(f"{names[d.target]}_all[t] = {names[d.target]}", 2)
-    _emit_loss(src, printer, names, gen, cell, y_t)
+    emit_loss(src, printer, names, gen, cell, y_t)
     for s, prev in gen.prev.items():
         src(f"{names[prev]} = {names[gen.at_t[s]]}", 2)
     # backward: rho_s is what the rest of the sequence sends to s_t
     grads = {p: f"d_{names[p]}" for p in params}
     for p in params:
-        shape = _shape_of(p)
+        shape = shape_of(p)
         src(f"{grads[p]} = {'0.0' if not shape else f'_zeros({shape[0]}, {shape[1]}, batch=False)'}")
     # sums over t that need no recursion leave the loop: (g_t^z)^T x_t and (g_t^z)^T h_{t-1} become one product
     # of the stacked steps, sum_t g_t^z one sum, and dL/dx_t = g_t^z W_x one product for every t
@@ -382,7 +281,7 @@ def _generate(cell: Cell, gen, backend: str) -> str:
     stackable.update({prev: f"_prev_stack({names[gen.at_t[s]]}_all, _B, {H[s]})" for s, prev in gen.prev.items()})
     deferred, stacked = {}, set()
     for p in params:
-        contrib = gen.step_grads[_key(gen, p)]
+        contrib = gen.step_grads[param_key(gen, p)]
         form = _deferrable(contrib, adjoints, stackable, cell.vector)
         if form is not None:
             deferred[p] = form
@@ -406,12 +305,12 @@ def _generate(cell: Cell, gen, backend: str) -> str:
     for s, prev in gen.prev.items():
         src(f"{names[prev]} = {names[gen.at_t[s]]}_all[t - 1] if t > 0 else _zeros(_B, {H[s]})", 2)
     src(f"{names[gen.e]} = e_all[t]", 2)
-    _emit_rho(src, printer, names, gen, cell, carry, {s: f"_zeros(_B, {H[s]})" for s in cell.states})
+    emit_rho(src, printer, names, gen, cell, carry, {s: f"_zeros(_B, {H[s]})" for s in cell.states})
     for d in gen.backward_defs:
         src(f"{names[d.target]} = {printer(d.value)}", 2)
         if d.target in stacked:
             src(f"{stack_of[d.target]}[:, t] = {names[d.target]}", 2)
-    _in_loop_grads(src, printer, names, gen, params, grads, skip=deferred)
+    in_loop_grads(src, printer, names, gen, params, grads, skip=deferred)
     if not dx_deferred:
         src(f"dX[t] = {printer(dx) if dx is not None else '0.0 * ' + names[x]}", 2)
     for s in cell.states:
@@ -454,10 +353,6 @@ def _deferrable(contrib, adjoints, stackable, vector):
         if a in adjoints and b in stackable:
             return ("outer", a, b)
     return None
-
-
-def _key(gen, sym):
-    return next(k for k, v in gen.params.items() if v == sym)
 
 
 def _helpers(backend: str) -> dict:
@@ -580,7 +475,7 @@ def random_case(cell: Cell, rng: np.random.Generator, steps: int, batch: int = 3
     """Random parameters, inputs and targets for ``cell`` at T = ``steps`` (unit-scale data)."""
     params = {}
     for name, key in zip(cell.parameter_names, cell.param_shapes):
-        shape = _shape_of(cell.param_symbol(key))
+        shape = shape_of(cell.param_symbol(key))
         fan = shape[-1] if shape else 1
         params[name] = rng.normal(size=shape) * (scale / np.sqrt(fan))
     if cell.vector:

@@ -39,7 +39,7 @@ from sympy.printing.precedence import PRECEDENCE
 
 from seqgrad.derive.operations import operation_of
 from seqgrad.derive.program import Program
-from seqgrad.errors import NonFiniteError, SeqgradValueError, ShapeError
+from seqgrad.errors import NonFiniteError, SeqgradValueError
 
 __all__ = ["lambdify", "Compiled", "RNNFunction", "BACKENDS", "identifier"]
 
@@ -487,11 +487,3 @@ def _helpers(backend: str, arg_names: list[str]) -> dict:
         return value.sum(dim=0, keepdim=True) if value.shape[0] != shape[0] else value
 
     return {"_finite": finite, "_batch": batch, "_reduce": reduce, "_zeros": zeros}
-
-
-def __getattr__(name: str):
-    if name == "RNNFunction":  # it lives with the cell engine's compiler; kept reachable from here
-        from .cells import RNNFunction
-
-        return RNNFunction
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

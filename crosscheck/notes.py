@@ -685,7 +685,7 @@ def _encoder_sublayers(b) -> list[str]:
     """The two pieces the worked example uses beyond one attention head: multi-head attention (each head with its own
     maps, the outputs concatenated and mapped back by W_O) and the MLP sublayer, each from its program."""
     from seqgrad.derive import blocks, operations
-    from seqgrad.derive.program import Elementwise
+    from seqgrad.derive.elementwise import Elementwise
 
     mha = blocks.attention_program(heads=2)
     lines = mha.program.definitions(("forward",))

@@ -38,7 +38,7 @@ from seqgrad import operations as registry
 from seqgrad.derive.cell import Cell
 from seqgrad.derive.cell_loss import B as batch_size
 from seqgrad.derive.operations import evaluator, operation_of, sympy_namespace
-from seqgrad.derive.program import Elementwise
+from seqgrad.derive.elementwise import Elementwise
 from seqgrad.derive.rules import RowSoftmax
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 

@@ -7,7 +7,7 @@ Each :class:`Activation` carries
   writes it, in terms of the output ``h = phi(z)`` where that is possible
   (tanh: ``1 - h**2``, text line 228; sigmoid: ``h*(1 - h)``);
 * ``elementwise(Z)``: the activation applied entrywise to a matrix
-  expression (:class:`derive.program.Elementwise`).
+  expression (:class:`derive.elementwise.Elementwise`).
 
 Names are looked up through a whitelist (:func:`get`); user text is never
 handed to ``sympify``.
@@ -88,7 +88,7 @@ class Activation:
         """phi applied entrywise to the matrix expression ``Z`` (the identity returns ``Z``)."""
         if self.name == "identity":
             return Z
-        from .program import Elementwise
+        from .elementwise import Elementwise
 
         return Elementwise(self.phi, Z)
 

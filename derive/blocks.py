@@ -42,7 +42,8 @@ from seqgrad.errors import SeqgradValueError
 
 from .safe_parse import as_sympy
 
-from .program import Elementwise, Program, latex_aligned
+from .elementwise import Elementwise
+from .program import Program, latex_aligned
 from .rules import EPS, HConcat, Masked, Normalize, RMSNormalize, RowRMS, RowSoftmax, RowStd, index_form
 
 __all__ = ["T", "T_src", "d", "d_k", "d_v", "BlockProgram", "Norm", "NORMS", "LAYERNORM", "RMSNORM", "norm_of",

@@ -51,7 +51,9 @@ from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 from seqgrad import operations as registry
 
 from . import activations, operations, rules, whitelist
-from .program import Elementwise, Program, SquaredNorm, latex_aligned, sstr
+from .elementwise import Elementwise, SquaredNorm
+from .program import Program, latex_aligned
+from .program_text import sstr
 from .cell_loss import B, LOSS_KINDS, REDUCTIONS, CrossEntropy, Loss, _kink_convention, _partials, error_value
 from .cell_names import RESERVED, CellError, _names, _Symbols, validate_name
 from .latex_settings import Partial, notebook_notation

@@ -12,7 +12,7 @@ from seqgrad import validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 from . import activations
-from .program import Elementwise
+from .elementwise import Elementwise
 
 LOSS_KINDS = ("squared", "cross_entropy")
 REDUCTIONS = ("sum", "mean")

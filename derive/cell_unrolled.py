@@ -20,7 +20,8 @@ from seqgrad.errors import SeqgradValueError
 
 from .cell_loss import CrossEntropy, _partials, error_value
 from .cell_names import _Symbols
-from .program import Program, SquaredNorm
+from .elementwise import SquaredNorm
+from .program import Program
 from .safe_parse import as_sympy
 from .sequence import Sensitivity, SensitivityMatrix
 from .step_sum import _StepSumMixin

@@ -185,7 +185,7 @@ class Identity(Derivation):
         return latex(self.statement(), notation)
 
     def __str__(self) -> str:
-        from .program import sstr
+        from .program_text import sstr
 
         lhs, rhs = self.sides()
         return f"{self.name} [{self.source}]: {self.title}\n  {sstr(lhs)} {self.relation} {sstr(rhs)}"

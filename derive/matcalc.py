@@ -568,7 +568,7 @@ def column_scalars(expr):
     the row ``rowsum(aᵀ ∘ Gᵀ)`` (every entry aᵀ G) as ``(aᵀ G) 𝟏ᵀ``, ``std(xᵀ)ᵀ`` as ``std(x) 𝟏``; an entrywise
     function of ``s 𝟏`` as ``f(s) 𝟏``, a Hadamard factor ``s 𝟏`` as the scalar s, ``diag(s 𝟏)`` as ``s I``, and a scalar
     common to every term of a sum in front of it.  The value is unchanged (a display pass, like :func:`display_form`)."""
-    from .program import Elementwise
+    from .elementwise import Elementwise
     from .rules import RowMean, RowSum, is_row_statistic
 
     if not isinstance(expr, sp.Basic) or not expr.args or isinstance(expr, OfColumnStat):
@@ -673,7 +673,7 @@ class MatrixDerivative:
 
     def kinks(self) -> list:
         """Where the derivative does not exist: the arguments of the sign and step functions it uses (|u|' = sign(u))."""
-        from .program import Elementwise
+        from .elementwise import Elementwise
 
         found = set()
         for node in sp.preorder_traversal(self.value):
@@ -715,12 +715,12 @@ class MatrixDerivative:
         return rows
 
     def pretty(self) -> str:
-        from .program import pretty
+        from .program_text import pretty
 
         return "\n".join(f"{pretty(a)} = {pretty(b)}" for a, b in self.rows())
 
     def __str__(self) -> str:
-        from .program import sstr
+        from .program_text import sstr
 
         return "\n".join(f"{sstr(a)} = {sstr(b)}" for a, b in self.rows())
 
@@ -738,7 +738,7 @@ class MatrixDerivative:
         return {name: proved(name) for name in self.rules if name in RULES}
 
     def as_dict(self) -> dict:
-        from .program import sstr
+        from .program_text import sstr
 
         return {"expression": sstr(self.expr), "wrt": str(self.wrt), "kind": self.kind, "result": sstr(self.value),
                 "upstream": None if self.G is None else str(self.G),
@@ -870,7 +870,7 @@ class _Evaluator:
         return int(self.value(s)) if not isinstance(s, int) else s
 
     def _value(self, e):
-        from .program import Elementwise
+        from .elementwise import Elementwise
         from .rules import Diag, RowMean, RowSoftmax, RowSum
 
         o, v = self.ops, self.value

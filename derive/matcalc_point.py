@@ -78,7 +78,7 @@ def parse_point(at, declared: Declared, expr) -> dict:
 
 
 def _where(point: dict) -> str:
-    from .program import sstr
+    from .program_text import sstr
 
     return ", ".join(f"{s} = {sstr(v)}" for s, v in point.items())
 
@@ -90,7 +90,7 @@ def _finite_real(v) -> bool:
 def _named(node):
     """How the refusal names ``node``: its registry operation and argument where it is one (``relu(x)``)."""
     from .operations import operation_of
-    from .program import sstr
+    from .program_text import sstr
 
     from .operations import inline_operation
 
@@ -115,7 +115,7 @@ def _convention(op) -> str:
 def check_point(expr, point: dict, argument: str = "at") -> None:
     """Refuse the point if a scalar subexpression of ``expr`` is undefined or not differentiable there."""
     from .operations import derivative, operation_of
-    from .program import sstr
+    from .program_text import sstr
 
     where = _where(point)
     symbols = set(point)

@@ -40,7 +40,7 @@ import sympy as sp
 
 from seqgrad.errors import ParseError, SeqgradValueError
 
-from .program import Elementwise
+from .elementwise import Elementwise
 from .rules import AsScalar, Diag, Normalize, RMSNormalize, RowSoftmax
 from . import safe_parse
 from .safe_parse import CONSTANTS

@@ -83,27 +83,20 @@ from typing import Callable, Iterable, Mapping
 
 import sympy as sp
 from sympy.core.basic import _args_sortkey
-from sympy.matrices.expressions.applyfunc import ElementwiseApplyFunction
 from sympy.matrices.expressions.matexpr import MatrixExpr
-from sympy.printing.str import StrPrinter
 
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError, SizeGuardError
 
+from .elementwise import Elementwise, SquaredNorm
+from .program_text import pretty, sstr
 from .safe_parse import as_sympy
 
-__all__ = [
-    "MAX_TERMS", "Program", "Definition", "Template", "Elementwise", "SquaredNorm", "pullback",
-    "fast_mul", "fast_add", "fast_matadd", "sstr", "pretty",
-]
+__all__ = ["MAX_TERMS", "Program", "Definition", "Template", "pullback", "fast_mul", "fast_add", "fast_matadd"]
 
 #: Default size guard of :meth:`Program.expand`: the largest closed form, in
 #: expression-tree nodes counted with repetition, that is built without an
 #: explicit ``max_terms``.  (The text's T = 3 closed forms have about 60.)
 MAX_TERMS = 20_000
-
-#: Settings passed to ``sympy.latex`` for every piece of LaTeX a program writes.
-
-_PLACEHOLDER = "XPLACEHOLDERX"
 
 
 def _latex(expr) -> str:
@@ -111,224 +104,6 @@ def _latex(expr) -> str:
     from .latex_settings import NotationPrinter
 
     return NotationPrinter().doprint(expr)
-
-
-class _StrPrinter(StrPrinter):
-    """SymPy's str printer in the text's order of terms (:mod:`derive.term_order`): ``w_x*x_0 + w_h*h_{-1}``,
-    ``(yhat - y)**2/2``; the elementwise product written ``a ∘ b``, a diagonal matrix ``diag(a)``."""
-
-    def __init__(self, settings=None):
-        super().__init__({"order": "none", **(settings or {})})
-
-    def doprint(self, expr):
-        from .term_order import textbook_order
-
-        return super().doprint(textbook_order(expr))
-
-    def _print_MatMul(self, expr):
-        """A negative symbolic scalar factor as the sign of the product: ``−(aᵀ G) 𝟏``, not ``(−aᵀ G) 𝟏``."""
-        coeff, mats = expr.as_coeff_matrices()
-        if not coeff.is_number and coeff.could_extract_minus_sign():
-            return "-" + self._print(sp.MatMul(-coeff, *mats))
-        return super()._print_MatMul(expr)
-
-    def _print_HadamardProduct(self, expr):
-        def factor(a):
-            text = self._print(a)
-            simple = (a.is_symbol or (isinstance(a, Elementwise) and (a.function.expr.is_Function or a.function.expr.is_Add))
-                      or (text.startswith("(") and text.endswith(")") and text.count("(") == 1) or _one_call(text)
-                      or (isinstance(a, sp.Transpose) and text.endswith("ᵀ") and (a.arg.is_symbol or _one_call(text[:-1]))))
-            return text if simple else f"({text})"
-
-        return " ∘ ".join(factor(a) for a in expr.args)
-
-    def _print_DiagMatrix(self, expr):
-        return f"diag({self._print(expr.args[0])})"
-
-    _print_DiagonalizeVector = _print_DiagMatrix
-
-    def _print_Trace(self, expr):
-        return f"trace({self._print(expr.arg)})"
-
-    def _print_Determinant(self, expr):
-        return f"det({self._print(expr.arg)})"
-
-    def _print_DiagonalOf(self, expr):
-        return f"diagonal({self._print(expr.arg)})"
-
-    def _print_KroneckerProduct(self, expr):
-        from sympy.printing.precedence import PRECEDENCE
-
-        return " ⊗ ".join(self.parenthesize(a, PRECEDENCE["Mul"]) for a in expr.args)
-
-    def _print_Contains(self, expr):  # a range of a step: t in {0, 3}
-        return "%s in %s" % (self._print(expr.args[0]), self._print(expr.args[1]))
-
-    def _print_Subs(self, expr):  # a value at a point: dx|(x = 1, y = 2)
-        point = ", ".join(f"{self._print(a)} = {self._print(b)}" for a, b in zip(expr.variables, expr.point))
-        return f"{self._print(expr.expr)}|({point})"
-
-
-def _one_call(text: str) -> bool:
-    """``name(...)`` as a whole (``mean(dxhat ∘ xhat)``, not ``f(a) + g(b)``): a factor that needs no brackets."""
-    import re
-
-    m = re.match(r"[A-Za-z_]\w*\(", text)
-    if not m or not text.endswith(")"):
-        return False
-    depth = 0
-    for pos in range(m.end() - 1, len(text)):
-        depth += {"(": 1, ")": -1}.get(text[pos], 0)
-        if depth == 0:
-            return pos == len(text) - 1
-    return False
-
-
-_SUB = dict(zip("0123456789-+()aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉₋₊₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ"))
-_SUP = dict(zip("0123456789-+()nizcfoTrhu", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺⁽⁾ⁿⁱᶻᶜᶠᵒᵀʳʰᵘ"))
-_GLYPH = {"yhat": "ŷ", "ctilde": "c̃", "htilde": "h̃", "sigma": "σ", "phi": "φ", "delta": "δ", "omega": "ω"}
-
-
-def _script(text: str, table: dict, mark: str) -> str:
-    return "".join(table[c] for c in text) if text and all(c in table for c in text) else f"{mark}{{{text}}}"
-
-
-class _PrettyPrinter(_StrPrinter):
-    """One-line unicode for terminals: ``wₓ xₜ + wₕ hₜ₋₁``, ``(ŷ − y)²/2``, ``g₂ᶻ``, ``a ∘ b``."""
-
-    def _print_Symbol(self, expr):
-        import re
-
-        m = re.fullmatch(r"([A-Za-z]+)((?:[_^](?:\{[^{}]*\}|[^_^{}]+))*)", expr.name)
-        if not m:
-            return expr.name
-        out = _GLYPH.get(m.group(1), m.group(1))
-        subs, sups = [], []
-        for kind, value in re.findall(r"([_^])(\{[^{}]*\}|[^_^{}]+)", m.group(2)):
-            (subs if kind == "_" else sups).append(value.strip("{}"))
-        if subs:
-            out += _script(",".join(subs), _SUB, "_")
-        if sups:
-            out += _script(",".join(sups), _SUP, "^")
-        return out
-
-    _print_MatrixSymbol = _print_Symbol
-
-    def _print_OneMatrix(self, expr):
-        """The ones vector as a bold 𝟏 (a number 1 it is not): a column 𝟏, a row 𝟏ᵀ, an n x m block 𝟏 𝟏ᵀ, so that
-        sum(X) reads 𝟏ᵀ X 𝟏."""
-        rows, cols = expr.shape
-        if rows == 1 and cols == 1:
-            return "1"
-        return "𝟏ᵀ" if rows == 1 else ("𝟏" if cols == 1 else "𝟏 𝟏ᵀ")
-
-    def _print_Pow(self, expr, rational=False):
-        if expr.exp.is_Integer and expr.exp > 1:
-            return self.parenthesize(expr.base, 1000 - 1) + _script(str(expr.exp), _SUP, "^")  # PRECEDENCE["Pow"] - 1
-        return super()._print_Pow(expr, rational)
-
-    def _print_Transpose(self, expr):
-        return self.parenthesize(expr.arg, 1000 - 1) + "ᵀ"
-
-    def _print_Inverse(self, expr):
-        if isinstance(expr.arg, sp.Transpose):  # X⁻ᵀ, the inverse of the transpose
-            return self.parenthesize(expr.arg.arg, 1000 - 1) + "⁻ᵀ"
-        return self.parenthesize(expr.arg, 1000 - 1) + "⁻¹"
-
-    def doprint(self, expr):
-        text = super().doprint(expr).replace("||**2", "||²").replace("**", "^").replace("*", " ")
-        text = text.replace(" - ", " − ").replace("(-", "(−")
-        return "−" + text[1:] if text.startswith("-") else text
-
-
-def sstr(expr) -> str:
-    """Plain-text form of a program's expressions, in the text's order (``sympy.sstr`` otherwise;
-    ``∘`` for the elementwise product, ``diag(a)``)."""
-    return _StrPrinter().doprint(expr)
-
-
-def pretty(expr) -> str:
-    """A one-line unicode form for terminals, in the text's order: ``z₀ = wₓ x₀``, ``(ŷ − y)²/2``.
-
-    >>> import sympy as sp
-    >>> y, yhat = sp.symbols("y yhat")
-    >>> pretty((yhat - y) ** 2 / 2)
-    '(ŷ − y)²/2'
-    >>> pretty(sp.Symbol("w_x") * sp.Symbol("x_0") + sp.Symbol("w_h") * sp.Symbol("h_{t-1}"))
-    'wₓ x₀ + wₕ hₜ₋₁'
-    """
-    return _PrettyPrinter().doprint(expr)
-
-
-class Elementwise(ElementwiseApplyFunction):
-    """A scalar function applied entrywise to a matrix expression: ``phi(Z)``.
-
-    Prints as the function applied to the matrix (``tanh(z_0)``), evaluates
-    on explicit matrices with ``.doit()``.
-    """
-
-    def __new__(cls, function, expr):
-        if not isinstance(function, sp.Lambda):
-            d = sp.Dummy("d")
-            function = sp.Lambda(d, function(d))
-        if not getattr(expr, "is_Matrix", False):
-            raise SeqgradTypeError("expr", expr, "a matrix expression")
-        # (SymPy's constructor would call the function on a 1 x 1 matrix; Max refuses that)
-        return MatrixExpr.__new__(cls, function, expr)
-
-    def _apply_printed(self, printer, printed_arg: str) -> str:
-        body = self.function.expr.xreplace({self.function.variables[0]: sp.Symbol(_PLACEHOLDER)})
-        text = printer._print(body).replace(_PLACEHOLDER, printed_arg)
-        if isinstance(body, sp.Add):  # 1 - h**2 inside a product needs its parentheses
-            return r"\left(%s\right)" % text if printer.printmethod == "_latex" else f"({text})"
-        return text
-
-    def _latex(self, printer):
-        if not self.expr.is_symbol:
-            return self._apply_printed(printer, printer.parenthesize(self.expr, 1000))
-        arg = printer._print(self.expr)
-        if "^" in arg and self.function.expr.has(sp.Pow):  # (g^1_t)^2, not the double superscript g^1_t^2
-            arg = r"\left(%s\right)" % arg
-        return self._apply_printed(printer, arg)
-
-    def _sympystr(self, printer):
-        arg = printer._print(self.expr)
-        return self._apply_printed(printer, arg if self.expr.is_symbol else f"({arg})")
-
-    def entry(self, i: int, j: int):
-        return self.function(self.expr[i, j])
-
-
-class SquaredNorm(sp.Expr):
-    """Sum of the squared entries of a matrix expression: ``||M||^2``.
-
-    For a batch stored as rows it sums over the batch too, which is the loss
-    autograd differentiates when per-sequence losses are added.
-    """
-
-    is_commutative = True
-
-    def __new__(cls, arg):
-        return sp.Expr.__new__(cls, arg)
-
-    @property
-    def arg(self):
-        return self.args[0]
-
-    def doit(self, **hints):
-        arg = self.arg.doit(**hints) if hints.get("deep", True) else self.arg
-        if isinstance(arg, sp.MatrixBase):
-            return sp.Add(*[entry**2 for entry in arg])
-        if isinstance(arg, MatrixExpr) and arg.is_Matrix is False and not arg.free_symbols - {arg}:
-            return sp.Add(*[entry**2 for entry in arg.as_explicit()])
-        return self.func(arg)
-
-    def _latex(self, printer, exp=None):
-        base = r"\left\lVert %s \right\rVert^{2}" % printer._print(self.arg)
-        return base if exp is None else r"\left(%s\right)^{%s}" % (base, exp)
-
-    def _sympystr(self, printer):
-        return "||%s||**2" % printer._print(self.arg)
 
 
 @dataclass(frozen=True)

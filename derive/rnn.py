@@ -49,7 +49,8 @@ from . import activations
 from .cell_unrolled import UnrolledCell
 from .rules import Diag  # noqa: F401  (diag(v) of the text, one class for every module)
 from .latex_settings import NotationPrinter
-from .program import Definition, Elementwise, _latex
+from .elementwise import Elementwise
+from .program import Definition, _latex
 
 __all__ = ["unroll", "RNN", "BackwardTable", "LOSSES", "REDUCTIONS"]
 

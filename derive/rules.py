@@ -44,6 +44,7 @@ radicals named, the polynomial remainder taken).  The proofs hold for every
 size because no size is ever substituted.
 
 >>> import sympy as sp
+>>> from seqgrad.derive.program_text import sstr
 >>> T, n = sp.symbols("T n", integer=True, positive=True)
 >>> S, G = sp.MatrixSymbol("S", T, n), sp.MatrixSymbol("G", T, n)
 >>> A = sp.MatrixSymbol("A", T, n)
@@ -169,7 +170,7 @@ def _centred(X):
 
 def _root_of_mean_square(C, eps):
     """``sqrt(mean(C o C) + eps)`` entrywise: the scale of a row (std for a centred C, rms for X itself)."""
-    from .program import Elementwise
+    from .elementwise import Elementwise
 
     u = sp.Dummy("u")
     return Elementwise(sp.Lambda(u, sp.sqrt(u + eps)), RowMean(sp.HadamardProduct(C, C)))
@@ -177,7 +178,7 @@ def _root_of_mean_square(C, eps):
 
 def _divided(C, scale):
     """``C o (1 / scale)`` entrywise."""
-    from .program import Elementwise
+    from .elementwise import Elementwise
 
     u = sp.Dummy("u")
     return sp.HadamardProduct(C, Elementwise(sp.Lambda(u, 1 / u), scale))
@@ -300,7 +301,7 @@ class Diag(sp.DiagMatrix):
         return r"\operatorname{diag}\left(%s\right)" % printer._print(self.args[0])
 
     def _sympystr(self, printer):
-        from .program import Elementwise
+        from .elementwise import Elementwise
 
         inner = printer._print(self.args[0])
         if inner.startswith("(") and inner.endswith(")") and isinstance(self.args[0], Elementwise):
@@ -402,7 +403,7 @@ def _others(args, k):
 
 
 def _elementwise_slope(expr):
-    from .program import Elementwise
+    from .elementwise import Elementwise
 
     from .operations import diff
 
@@ -495,7 +496,7 @@ def _normalized_pull(expr, G, out):
     """x̂ = normalize(X) or rmsnormalize(X), s its scale (std, rms): ``dX = (1/s) ∘ (G [- mean(G)] - x̂ ∘ mean(G ∘ x̂))``,
     the mean term where the map subtracts the row mean (LayerNorm), not for RMSNorm."""
     xhat = expr if out is None else out
-    from .program import Elementwise
+    from .elementwise import Elementwise
 
     u = sp.Dummy("u")
     inv = Elementwise(sp.Lambda(u, 1 / u), expr.scale(expr.arg, expr.eps))
@@ -574,7 +575,7 @@ def _ex_hadamard():
 
 
 def _ex_elementwise():
-    from .program import Elementwise
+    from .elementwise import Elementwise
 
     T, n = _sizes("T", "n")
     u = sp.Symbol("u")
@@ -1041,7 +1042,7 @@ RULES: dict[str, Rule] = {r.name: r for r in _TABLE}
 
 def rule_for(expr) -> Rule:
     """The rule of ``expr``'s primitive; an unknown primitive is a clear error."""
-    from .program import Elementwise
+    from .elementwise import Elementwise
 
     if isinstance(expr, Elementwise):
         return RULES["elementwise"]
@@ -1342,11 +1343,3 @@ def proved(name: str) -> Proof:
 def prove_all() -> dict[str, Proof]:
     """Every rule's proof at symbolic size."""
     return {name: rule.prove() for name, rule in RULES.items()}
-
-
-def sstr(expr) -> str:
-    from .program import sstr as program_sstr
-
-    return program_sstr(expr)
-
-

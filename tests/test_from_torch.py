@@ -20,7 +20,7 @@ from seqgrad.crosscheck.cli import main  # noqa: E402
 from seqgrad.crosscheck.torch_cells import against_autograd  # noqa: E402
 from seqgrad.derive.cell import Cell  # noqa: E402
 from seqgrad.derive.from_torch import TorchReadError  # noqa: E402
-from seqgrad.derive.program import sstr  # noqa: E402
+from seqgrad.derive.program_text import sstr  # noqa: E402
 
 TOL = 1e-10
 HERE = "test_from_torch.py"

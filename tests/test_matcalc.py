@@ -13,7 +13,7 @@ from seqgrad.crosscheck.cli import main
 from seqgrad.crosscheck.matcalc import check, compile_derivative, generated_source
 from seqgrad.derive.matcalc import evaluate, numpy_ops
 from seqgrad.derive.matrix_text import ShapeMismatch, parse_matrix
-from seqgrad.derive.program import pretty
+from seqgrad.derive.program_text import pretty
 from seqgrad.errors import ParseError, SeqgradError, SeqgradValueError
 
 # (expression, wrt, shapes, the textbook result as pretty prints it)

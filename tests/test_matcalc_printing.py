@@ -42,6 +42,6 @@ def test_sum_prints_as_ones_transposed_x_ones():
     assert derive.diff("sum(X)**2", "X", "X:n,m").latex().count(r"\left(") == 0
     tex = derive.diff("sum(X)**2", "X", "X:n,m").latex()
     assert r"2 (\mathbf{1}^{\top} \mathbf{X} \mathbf{1}) \mathbf{1} \mathbf{1}^{\top}" in tex, tex
-    from seqgrad.derive.program import pretty
+    from seqgrad.derive.program_text import pretty
 
     assert pretty(d.expr) == "𝟏ᵀ X 𝟏"

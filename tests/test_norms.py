@@ -48,7 +48,7 @@ def test_a_subtly_wrong_rmsnorm_pullback_is_not_proved(drop):
     extra - mean(G)) is refused; the same construction with nothing wrong is proved."""
     from dataclasses import replace
 
-    from seqgrad.derive.program import Elementwise
+    from seqgrad.derive.elementwise import Elementwise
 
     u = sp.Dummy("u")
 
@@ -196,7 +196,7 @@ def broken_layernorm_rule(monkeypatch):
     good = rules.RULES["layernorm"]
 
     u = sp.Dummy("u")
-    from seqgrad.derive.program import Elementwise
+    from seqgrad.derive.elementwise import Elementwise
 
     def broken(e, G, out):
         (leaf, value), = good.pull(e, G, out)

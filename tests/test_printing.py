@@ -16,7 +16,7 @@ import seqgrad.sources as sources_module
 from seqgrad.derive import gated, rnn
 from seqgrad.derive.latex_layout import break_lines, display, visual_width
 from seqgrad.derive.latex_settings import Notation, NotationPrinter, Partial, check_math
-from seqgrad.derive.program import pretty, sstr
+from seqgrad.derive.program_text import pretty, sstr
 from seqgrad.errors import SeqgradValueError
 from seqgrad.sources import TEXTS, cite, markdown, normalize
 

@@ -8,6 +8,7 @@ import sympy as sp
 
 from seqgrad.derive import rules
 from seqgrad.derive.program import Program
+from seqgrad.derive.program_text import sstr
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 T, n = sp.symbols("T n", integer=True, positive=True)
@@ -48,7 +49,7 @@ def test_a_subtly_wrong_layernorm_pullback_is_not_proved(drop):
     """dX = (1/σ)(G - mean(G) - x̂ ∘ mean(G ∘ x̂)) with one piece wrong: without mean(G), with mean(G) for
     mean(G ∘ x̂), or with 1/σ² for 1/σ (the radical's reduction must not make a wrong power vanish); the same
     construction with nothing wrong is proved."""
-    from seqgrad.derive.program import Elementwise
+    from seqgrad.derive.elementwise import Elementwise
 
     u = sp.Dummy("u")
 
@@ -79,7 +80,7 @@ def test_program_backward_goes_through_the_table():
     A = prog.define(sp.MatrixSymbol("A", T, n), rules.RowSoftmax(S))
     G = sp.MatrixSymbol("G", T, n)
     grads = prog.backward({A: G}, lambda s: None)
-    assert rules.sstr(grads[S]) == "A ∘ (G - rowsum(G ∘ A))"
+    assert sstr(grads[S]) == "A ∘ (G - rowsum(G ∘ A))"
 
 
 def test_symbolic_scale_is_allowed():
@@ -106,7 +107,7 @@ def test_forward_rule_has_no_silent_zero():
 
 def test_jacobian_read_off_a_table_tangent_equals_the_explicit_jacobian():
     """The recurrent cells' step Jacobians come from the table's forward rules: J is read off the tangent."""
-    from seqgrad.derive.program import Elementwise
+    from seqgrad.derive.elementwise import Elementwise
 
     u = sp.Symbol("u")
     h, W = sp.MatrixSymbol("h", 1, 3), sp.MatrixSymbol("W", 3, 3)
@@ -114,7 +115,7 @@ def test_jacobian_read_off_a_table_tangent_equals_the_explicit_jacobian():
     y = sp.HadamardProduct(Elementwise(sp.Lambda(u, sp.tanh(u)), h * W.T + x * U.T), h) + 2 * h * W
     hdot = sp.MatrixSymbol("hdot", 1, 3)
     J = rules.jacobian(rules.jvp(y, {h: hdot}), hdot)
-    assert "diag(h)" in rules.sstr(J) and "2*W.T" in rules.sstr(J)  # the text's diag(.) form, not an entry table
+    assert "diag(h)" in sstr(J) and "2*W.T" in sstr(J)  # the text's diag(.) form, not an entry table
     explicit = y.as_explicit()
     want = sp.Matrix(3, 3, lambda i, j: sp.diff(explicit[0, i], h[0, j]))
     assert sp.simplify(J.as_explicit() - want) == sp.zeros(3, 3)

@@ -141,36 +141,49 @@ def test_no_check_errs_for_a_missing_gpu(monkeypatch):
 # ----------------------------------------------------------------------------- import circles in derive/
 
 
-def _derive_imports(module: str, *, inside_functions: bool) -> set[str]:
-    """The derive modules that ``derive/<module>.py`` imports (at module level, or anywhere)."""
-    modules = {p.stem for p in (ROOT / "derive").glob("*.py")}
-    tree = ast.parse((ROOT / "derive" / f"{module}.py").read_text(encoding="utf-8"))
+def _package_imports(package: str, module: str, *, inside_functions: bool) -> set[str]:
+    """The modules of ``package`` (derive, crosscheck; a dotted module for a subfolder) that
+    ``<package>/<module>.py`` imports, at module level or anywhere."""
+    folder = ROOT / package
+    modules = {p.relative_to(folder).with_suffix("").as_posix().replace("/", ".") for p in folder.rglob("*.py")}
+    path = folder / (module.replace(".", "/") + ".py")
+    here = module.split(".")[:-1]  # the subpackage a relative import starts from
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     found = set()
     for node in (ast.walk(tree) if inside_functions else tree.body):
         if isinstance(node, ast.ImportFrom):
             target = node.module or ""
-            if node.level == 1:
-                found |= {target.split(".")[0]} if target else {a.name for a in node.names}
-            elif target.startswith("derive."):
-                found.add(target.split(".")[1])
-            elif target == "derive":
-                found |= {a.name for a in node.names}
+            if node.level:
+                base = here[: len(here) - (node.level - 1)] if node.level > 1 else here
+                stem = ".".join(base + ([target] if target else []))
+                found |= {f"{stem}.{a.name}".lstrip(".") for a in node.names} | {stem}
+            elif target.startswith(f"seqgrad.{package}"):
+                stem = target[len(f"seqgrad.{package}"):].lstrip(".")
+                found |= {f"{stem}.{a.name}".lstrip(".") for a in node.names} | {stem}
         elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("derive.")}
+            found |= {a.name[len(f"seqgrad.{package}."):] for a in node.names if a.name.startswith(f"seqgrad.{package}.")}
     return found & modules
 
 
-def _reachable(start: str, inside_functions: bool) -> set[str]:
+def _derive_imports(module: str, *, inside_functions: bool) -> set[str]:
+    return _package_imports("derive", module, inside_functions=inside_functions)
+
+
+def _reachable(start: str, inside_functions: bool, package: str = "derive") -> set[str]:
     seen, todo = set(), [start]
     while todo:
-        for dep in _derive_imports(todo.pop(), inside_functions=inside_functions) - seen:
+        for dep in _package_imports(package, todo.pop(), inside_functions=inside_functions) - seen:
             seen.add(dep)
             todo.append(dep)
     return seen
 
 
-def test_derive_has_no_module_level_import_circle():
-    circles = [m for m in sorted(p.stem for p in (ROOT / "derive").glob("*.py")) if m in _reachable(m, False)]
+@pytest.mark.parametrize("inside_functions", [False, True], ids=["module-level", "inside-functions-too"])
+def test_derive_has_no_import_circle(inside_functions):
+    """No derive module reaches itself through its imports, not even through an import inside a function
+    (the rule table once imported ``Elementwise`` and ``sstr`` from the program module that imports it:
+    they now live in derive/elementwise.py and derive/program_text.py, below both)."""
+    circles = [m for m in sorted(p.stem for p in (ROOT / "derive").glob("*.py")) if m in _reachable(m, inside_functions)]
     assert not circles, circles
 
 
@@ -188,10 +201,19 @@ def test_the_catalogue_and_the_identity_base_classes_are_in_no_import_circle(mod
 def test_rnn_function_lives_with_the_cell_engine_and_is_imported_from_there():
     from seqgrad.crosscheck import cells, lambdify
 
-    assert lambdify.RNNFunction is cells.RNNFunction  # the old spelling still works
+    assert not hasattr(lambdify, "RNNFunction")  # one home, no second spelling kept for compatibility
     users = [p for p in list(ROOT.glob("[cbt]*/**/*.py")) + list((ROOT / "docs").rglob("*.md"))
              if "lambdify import RNNFunction" in p.read_text(encoding="utf-8") and p.name != "test_structure.py"]
     assert not users, users
+    assert cells.RNNFunction.__module__ == "seqgrad.crosscheck.cells"
+
+
+@pytest.mark.parametrize("module", ["cells", "cell_loop", "cell_source", "buffered", "lambdify"])
+def test_the_compiled_loop_modules_are_in_no_import_circle(module):
+    """The cell engine's compilers import downwards only (cells -> cell_loop -> buffered, cell_source ->
+    lambdify), even through imports inside functions: the pieces both loop layouts share live in
+    crosscheck/cell_source.py (once cell_loop imported them from cells, which imports cell_loop)."""
+    assert module not in _reachable(module, True, package="crosscheck")
 
 
 def test_the_base_classes_are_importable_from_the_catalogue_as_before():

@@ -80,7 +80,7 @@ def run_cell_object(cell, args, check_text: Callable | None = None) -> str:
 
 
 def _sstr(expr) -> str:
-    from seqgrad.derive.program import sstr
+    from seqgrad.derive.program_text import sstr
 
     return sstr(expr)
 

@@ -29,7 +29,8 @@ def _run_decoder(args) -> str:
     import sympy as sp
 
     from seqgrad.derive import decoder as dd
-    from seqgrad.derive.program import latex_aligned, sstr
+    from seqgrad.derive.program import latex_aligned
+    from seqgrad.derive.program_text import sstr
     from seqgrad import validate
 
     if args.part == "counts":
@@ -85,7 +86,8 @@ def _run_conv(args) -> str:
     import sympy as sp
 
     from seqgrad.derive import conv as dc
-    from seqgrad.derive.program import latex_aligned, sstr
+    from seqgrad.derive.program import latex_aligned
+    from seqgrad.derive.program_text import sstr
     from seqgrad import validate
     from seqgrad.errors import SeqgradValueError
 

@@ -102,7 +102,7 @@ def _run_rnn(args) -> str:
 def _text_lines(rows):
     """Plain-text rows as the text prints them (its order of terms, the zero initial state dropped), one
     line at a time: a long derivation is streamed, never held as one string."""
-    from seqgrad.derive.program import sstr
+    from seqgrad.derive.program_text import sstr
     from seqgrad.derive.term_order import drop_zero_state
 
     return (f"{sstr(lhs)} = {sstr(rhs[0])}" for lhs, rhs in drop_zero_state(rows))

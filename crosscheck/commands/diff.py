@@ -37,7 +37,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from seqgrad.derive.matcalc import diff, display_form
-    from seqgrad.derive.program import pretty
+    from seqgrad.derive.program_text import pretty
     from seqgrad.errors import SeqgradValueError
 
     if not 1 <= args.trials <= 50:
