@@ -58,3 +58,28 @@ def test_bad_input_is_one_line_exit_2(capsys, args, words):
 def test_console_script_exit_status(cli):
     proc = cli("derive", "rnn", "--steps", "-1")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "steps=-1" in proc.stderr
+
+
+def test_cell_check_judges_a_growing_gradient_by_the_tolerance_policy(capsys, monkeypatch):
+    """A cell whose gradients grow to ~1e9 over 25 steps: rounding alone gives absolute errors of 1e-6 at relative
+    1e-15; the check must say they agree (it said MISMATCH under an absolute 1e-9), and must still catch a wrong
+    gradient of that size."""
+    args = ["derive", "cell", "z = w_x*x + w_h*h_prev; h = mygelu(z) + abs(z)/sqrt(2)", "--states", "h",
+            "--params", "w_x w_h w_o", "--head", "w_o*h", "--function", "mygelu(u) = u*(1+erf(u/sqrt(2)))/2",
+            "--general", "--check"]
+    code, out = main(args), capsys.readouterr().out
+    rows = {line.split()[0]: float(line.split()[3]) for line in out.splitlines() if "max abs" in line}
+    assert max(rows.values()) > 1e-9  # the case is one the absolute threshold got wrong
+    assert code == 0 and "all gradients agree" in out and "MISMATCH" not in out
+
+    from seqgrad.crosscheck import cells
+
+    real = cells.against_autograd
+
+    def off_by_a_millionth(*a, **kw):  # the largest gradient entry off by 1e-6 relative: a wrong result
+        return [(T_, n, err + 1e-6 * (err / rel if rel else 1.0), rel + 1e-6) if n == "w_h" else (T_, n, err, rel)
+                for T_, n, err, rel in real(*a, **kw)]
+
+    monkeypatch.setattr(cells, "against_autograd", off_by_a_millionth)
+    code, out = main(args), capsys.readouterr().out
+    assert code == 1 and "MISMATCH" in out and "w_h" in [line.split()[0] for line in out.splitlines() if line.endswith("MISMATCH")]
