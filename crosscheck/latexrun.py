@@ -125,6 +125,9 @@ def _warm_matplotlib() -> None:
 
     from matplotlib.figure import Figure
 
+    from seqgrad import mathtext_cache
+
+    mathtext_cache.share()  # and its parses, shared by every renderer (seqgrad.atomic.save_figure shares them too)
     fig = Figure(figsize=(1, 1), layout="constrained")
     ax = fig.add_subplot()
     ax.semilogy([1, 2], [1e-3, 1e3], label=r"$\rho^n$")
