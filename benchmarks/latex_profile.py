@@ -102,8 +102,15 @@ def inner(log: str, argv: list[str]) -> None:
         return result
 
     registry.run_one = timed_check
-    load = registry.load_builtin_checks
-    registry.load_builtin_checks = lambda: (load(), mark("imported"))[0]
+    load, loaded = registry.load_builtin_checks, set()
+
+    def load_once():
+        load()
+        if os.getpid() not in loaded:  # the first call imports; the others find the checks loaded
+            loaded.add(os.getpid())
+            mark("imported")
+
+    registry.load_builtin_checks = load_once
     warm = latexrun._warm_matplotlib
     latexrun._warm_matplotlib = lambda: (warm(), mark("matplotlib warm"))[0]
     fork = parallel._fork
@@ -149,14 +156,16 @@ def summary(rows: list[dict]) -> dict:
             "tasks": {r["name"]: r["cpu_s"] for r in tasks},
             "checks": {r["name"]: r["cpu_s"] for r in rows if r["what"] == "check"}, "tasks cpu": sum(r["cpu_s"] for r in tasks),
             "kinds": kinds, "last task end": last, "exit": end["t"], "parent cpu": end["cpu"],
-            "idle estimate": idle_estimate(first, tasks, cores=2) + (end["cpu"] - first["cpu"])}
+            "idle estimate": idle_estimate(forks, tasks, cores=2) + (end["cpu"] - forks[min(1, len(forks) - 1)]["cpu"])}
 
 
-def idle_estimate(first: dict, tasks: list[dict], cores: int) -> float:
+def idle_estimate(forks: list[dict], tasks: list[dict], cores: int) -> float:
     """Seconds the run would take on ``cores`` idle cores, were every phase as long as its CPU seconds: the parent's
-    start-up on one core, then the tasks in the order they started, each on the core free first, then the parent's
-    end.  An estimate from the measured CPU, not a measurement: it leaves out the forks and the scheduler."""
-    free = [first["cpu"]] * cores
+    start-up on one core, each core starting at the parent's CPU seconds when its first worker was forked (a worker
+    forked ahead starts before the parent imports matplotlib), then the tasks in the order they started, each on the
+    core free first; the caller adds the parent's end.  An estimate from the measured CPU, not a measurement: it
+    leaves out the forks and the scheduler."""
+    free = [forks[min(k, len(forks) - 1)]["cpu"] for k in range(cores)]
     for r in sorted(tasks, key=lambda r: r["start"]):
         k = min(range(cores), key=lambda c: free[c])
         free[k] += r["cpu_s"]

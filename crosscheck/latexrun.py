@@ -63,7 +63,7 @@ def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
     from seqgrad.progress import progress as bar
 
     from .latexdoc import place_figures
-    from .parallel import Task, freeze_heap, run_tasks
+    from .parallel import HeadStart, Task, freeze_heap, run_tasks
     from .registry import load_builtin_checks
 
     load_builtin_checks()  # import torch, SymPy and the checks once, here, instead of once per worker
@@ -72,8 +72,7 @@ def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
     # their figure in their own task instead, where the data their checks computed are in the run cache.
     inline = b.handout is not None
     sets = figure_sets_needed(names, sections) if b.figures_dir is not None and not inline else []
-    if b.figures_dir is not None and figure_sets_needed(names, sections):
-        _warm_matplotlib()  # the figures draw with it
+    drawing = b.figures_dir is not None and bool(figure_sets_needed(names, sections))
     tasks = []
     for name in names:  # each section leaves a placeholder for its figures; each figure set is a task of its own
         own = dataclasses.replace(b, figures_written=[], sets_included=set(b.sets_included), _sets={}, deferred=not inline)
@@ -82,7 +81,17 @@ def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
     for set_name in sets:
         tasks.append(Task(partial(_draw, set_name, b.figures_dir, b.device), partial(_lost, f"figures {set_name}"),
                           FIGURE_WEIGHTS.get(set_name, 1.0), raises=(OSError,)))
-    done: dict[int, tuple] = dict(bar(run_tasks(tasks, jobs), len(tasks), "notes sections and figures", enabled=progress))
+    # The sections that draw nothing start now, in a worker forked before matplotlib is imported (about 0.9 s of
+    # this process's time), so that the second core works meanwhile; the workers forked after it take the rest.
+    ahead = [i for i, name in enumerate(names) if not (inline and draws(b, name))] if drawing and jobs > 1 else []
+    with HeadStart([tasks[i] for i in ahead]) as head:
+        if drawing:
+            _warm_matplotlib()  # the figures draw with it
+        rest = [i for i in range(len(tasks)) if i not in set(ahead)]
+        results = run_tasks([tasks[i] for i in rest], jobs, head=head)
+        index = rest + ahead  # run_tasks' index -> the task's place in tasks
+        done: dict[int, tuple] = {index[i]: value for i, value in
+                                  bar(results, len(tasks), "notes sections and figures", enabled=progress)}
     written = {set_name: done[len(names) + k] for k, set_name in enumerate(sets)}
     for k, set_name in enumerate(sets):
         b.figures_written += list(written[set_name].values())
@@ -92,6 +101,13 @@ def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
         b.notation._used.update(done[i][3])  # the renames the worker's formulas applied
     place = partial(place_figures, written=written, b=b)
     return [_with_figures(done[i][0], place) for i in range(len(names))]
+
+
+def draws(b, name: str) -> bool:
+    """Whether the section ``name`` of a handout build ``b`` draws a figure in its own task (it includes one)."""
+    from .latexdoc import handout_figures
+
+    return bool(handout_figures(b.handout, [name]))
 
 
 def _with_figures(built, place):
