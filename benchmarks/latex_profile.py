@@ -187,19 +187,24 @@ def main(argv=None) -> int:
     import procstat
 
     parser = benchdoc.arguments(__doc__, repeats=3, threads=None)
+    parser.add_argument("--before", metavar="PYTHON", help="also profile the code this interpreter imports (e.g. the "
+                        "main checkout's), in the same rounds")
+    parser.add_argument("--before-label", metavar="TEXT", default="the code before", help="what --before runs, for the record")
     args = benchdoc.parse(parser, argv)
-    runs: dict[str, list[dict]] = {key: [] for key, *_ in WAYS}
+    pythons = [("this", "this code", sys.executable)] + ([("before", args.before_label, args.before)] if args.before else [])
+    ways = [(f"{key} {who}", f"{label}, {said}", flags, python) for key, label, flags in WAYS for who, said, python in pythons]
+    runs: dict[str, list[dict]] = {key: [] for key, *_ in ways}
     loads = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeats):
-            for key, _, flags in WAYS:
-                log = Path(tmp) / f"{key}{i}.jsonl"
-                out = Path(tmp) / f"{key}{i}" / "notes.tex"
+            for key, _, flags, python in ways:
+                log = Path(tmp) / f"{key.replace(' ', '-')}{i}.jsonl"
+                out = Path(tmp) / f"{key.replace(' ', '-')}{i}" / "notes.tex"
                 out.parent.mkdir()
                 loads.append(procstat.load_line())
                 only = ["--sections", "positional"] if args.smoke else []
-                m = procstat.measure([sys.executable, __file__, "--inner", str(log), "--", "latex", str(out), *flags, *only],
-                                     env={"MPLBACKEND": "Agg"})
+                m = procstat.measure([python, __file__, "--inner", str(log), "--", "latex", str(out), *flags, *only],
+                                     env={"MPLBACKEND": "Agg"}, cwd=tmp)
                 if m.rc != 0:
                     print(m.stderr[-2000:], file=sys.stderr)
                     return 1
@@ -209,7 +214,7 @@ def main(argv=None) -> int:
                 print(f"{key} {i + 1}: wall {m.wall:.1f} s, CPU {m.cpu:.1f} s, first fork at {s['first fork wall']:.2f} s "
                       f"({loads[-1]})", flush=True)
     parts = []
-    for key, label, _ in WAYS:
+    for key, label, *_ in ways:
         parts.append(f"#### {label}\n\n" + tables(runs[key], benchdoc))
         print(parts[-1])
     if args.no_record:

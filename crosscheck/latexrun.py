@@ -12,8 +12,11 @@ sections include the same figure.  In parallel, a section leaves a placeholder
 for each figure and every figure set it draws from is a task of its own,
 written once; the placeholders are replaced when all are done, so the document
 is the same as a serial build's.  The handout (``--standalone``, one figure per section) draws each
-section's figure in the section's own task, and the parent draws a tiny figure before the workers fork, so
-that matplotlib's fonts and parsers are loaded once.
+section's figure in the section's own task, and the parent draws a tiny figure before the workers that draw
+fork, so that matplotlib's fonts and parsers are loaded once.  The sections that draw nothing in their own task
+(every section of the chapter, whose figures are tasks of their own; the handout's sections without a figure)
+do not wait for that: they start in a worker forked before matplotlib is imported
+(:class:`crosscheck.parallel.HeadStart`), so that the second core works while this process imports it.
 """
 
 from __future__ import annotations
@@ -24,12 +27,12 @@ from typing import Sequence
 
 from seqgrad import runcache
 
-# Estimated seconds per section (CPU, measured 2026-12-01 on the chapter, figures apart): the longest are handed
-# out first.  Unknown sections: 1.
-#: Estimated seconds per figure set (CPU, 2026-12-01), for the same ordering.
-FIGURE_WEIGHTS = {"depth": 7.0, "encoder": 3.2, "paths": 3.1, "decoder": 1.5, "conv": 0.4, "positional": 0.3}
-WEIGHTS = {"residual": 4.9, "rnn": 3.3, "decoder": 2.7, "gates": 2.1, "paths": 1.5, "attention": 1.4, "claims": 1.3,
-           "conv": 1.2, "positional": 1.0, "encoder": 0.7}
+#: Estimated CPU seconds per section in a worker (benchmarks/latex_profile.py, 2026-12-01: the handout's sections,
+#: each with its one figure): the longest are handed out first.  Unknown sections: 1.
+WEIGHTS = {"residual": 2.5, "decoder": 1.2, "rnn": 1.1, "gates": 0.9, "paths": 0.85, "encoder": 0.7, "attention": 0.65,
+           "conv": 0.6, "positional": 0.45, "claims": 0.4}
+#: Estimated CPU seconds per figure set in a worker (the same profile, the chapter's sets), for the same ordering.
+FIGURE_WEIGHTS = {"depth": 1.2, "paths": 0.9, "encoder": 0.7, "decoder": 0.3, "positional": 0.12, "conv": 0.11}
 
 
 def build_sections(b, names: Sequence[str], sections, jobs: int = 1, progress: bool | None = None) -> list:
@@ -135,15 +138,16 @@ def _lost(name: str, reason: str):
 
 
 def _warm_matplotlib() -> None:
-    """Draw a tiny figure to memory before the workers fork: matplotlib's fonts, its mathtext parser and its layout
-    engine are then loaded once, in the parent, and shared by every worker instead of loaded again by each."""
+    """Draw a tiny figure to memory before the workers that draw fork: matplotlib's fonts, its mathtext parser and
+    its layout engine are then loaded once, in the parent, and shared by every such worker instead of loaded again
+    by each; the math-text parses are shared by every renderer of a process (:mod:`seqgrad.mathtext_cache`)."""
     import io
 
     from matplotlib.figure import Figure
 
     from seqgrad import mathtext_cache
 
-    mathtext_cache.share()  # and its parses, shared by every renderer (seqgrad.atomic.save_figure shares them too)
+    mathtext_cache.share()
     fig = Figure(figsize=(1, 1), layout="constrained")
     ax = fig.add_subplot()
     ax.semilogy([1, 2], [1e-3, 1e3], label=r"$\rho^n$")
