@@ -30,17 +30,17 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_profile import entry, trace  # noqa: E402  (benchmarks/check_profile.py: the wrapper's trace and entry)
+
 #: the kinds of work a task's CPU is split into, in the order they are printed
 KINDS = ("checks", "proofs", "figure data and plots", "figure layout and PDF", "derivations and printing")
 
 
 def inner(log: str, argv: list[str]) -> None:
-    """Run ``seqgrad ARGV`` with the marks written to ``log`` (JSON lines, one writer per process)."""
-    t0 = time.perf_counter()
-    out = open(log, "a", buffering=1)  # noqa: SIM115 - open to the end of the process (and of its forks)
-
-    def mark(what, **kw):
-        out.write(json.dumps(dict(what=what, pid=os.getpid(), t=time.perf_counter() - t0, cpu=time.process_time(), **kw)) + "\n")
+    """Run ``seqgrad ARGV`` with the marks written to ``log`` (JSON lines, :func:`check_profile.trace`)."""
+    mark = trace(log)
+    t0 = mark.t0
 
     import seqgrad.atomic as atomic
     import seqgrad.crosscheck.latexdoc as latexdoc
@@ -178,11 +178,10 @@ WAYS = (("full", "`seqgrad latex notes.tex` (every figure)", []), ("standalone",
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--inner"]:
-        inner(argv[1], argv[3:] if argv[2:3] == ["--"] else argv[2:])
-        return 0
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    return entry(argv, inner, _profile)
+
+
+def _profile(argv: list[str]) -> int:
     import benchdoc  # noqa: E402  (benchmarks/benchdoc.py, beside this script)
     import procstat
 

@@ -84,7 +84,7 @@ def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
     for set_name in sets:
         tasks.append(Task(partial(_draw, set_name, b.figures_dir, b.device), partial(_lost, f"figures {set_name}"),
                           FIGURE_WEIGHTS.get(set_name, 1.0), raises=(OSError,)))
-    # The sections that draw nothing start now, in a worker forked before matplotlib is imported (about 0.9 s of
+    # The sections that draw nothing start now, in a worker forked before matplotlib is imported (about 0.6 s of
     # this process's time), so that the second core works meanwhile; the workers forked after it take the rest.
     ahead = [i for i, name in enumerate(names) if not (inline and draws(b, name))] if drawing and jobs > 1 else []
     with HeadStart([tasks[i] for i in ahead]) as head:
