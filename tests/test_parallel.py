@@ -261,7 +261,8 @@ def _recording_head_start(monkeypatch) -> list:
 
     class Recording(parallel.HeadStart):
         def __init__(self, tasks):
-            handed.append([t.run.args[0].name if t.run.func is latexrun._build else t.run.args[0] for t in tasks])
+            handed.append(["+".join(section.name for section, _ in t.run.args[0]) if t.run.func is latexrun._build_all
+                           else t.run.args[0] for t in tasks])
             super().__init__(tasks)
 
     monkeypatch.setattr(parallel, "HeadStart", Recording)
@@ -294,6 +295,28 @@ def test_latex_handout_sections_that_draw_start_after_matplotlib_and_the_documen
                                      appendix=False, handout=True, proof_seconds=None)
     assert handed == [["rnn"]]
     assert docs[1] == docs[2] and docs[2].count("\\includegraphics") == 1
+
+
+def test_sections_that_share_their_derivations_are_one_task_when_both_are_asked_for():
+    assert latexrun.built_together(["rnn", "residual", "attention", "encoder"]) == [[0], [1, 3], [2]]
+    assert latexrun.built_together(["encoder", "residual"]) == [[0, 1]]  # in the order asked for
+    assert latexrun.built_together(["encoder", "conv"]) == [[0], [1]]  # the residual section not asked for
+
+
+@needs_fork
+def test_latex_sections_built_together_give_the_serial_document(monkeypatch):
+    """residual and encoder: one task (one worker, one run cache), and the document of a serial build."""
+    run_tasks, counted = parallel.run_tasks, []
+
+    def counting(tasks, *a, **kw):
+        if any(getattr(t.run, "func", None) is latexrun._build_all for t in tasks):  # the sections' (not the checks')
+            counted.append(len(tasks))
+        return run_tasks(tasks, *a, **kw)
+
+    monkeypatch.setattr(parallel, "run_tasks", counting)
+    kw = dict(sections="residual,encoder", proof_seconds=None, appendix=False)
+    assert latexdoc.render(jobs=2, **kw) == latexdoc.render(jobs=1, **kw)
+    assert counted == [1]
 
 
 @needs_fork
