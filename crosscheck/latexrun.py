@@ -17,6 +17,7 @@ fork, so that matplotlib's fonts and parsers are loaded once.  The sections that
 (every section of the chapter, whose figures are tasks of their own; the handout's sections without a figure)
 do not wait for that: they start in a worker forked before matplotlib is imported
 (:class:`crosscheck.parallel.HeadStart`), so that the second core works while this process imports it.
+Sections that derive the same things (:data:`TOGETHER`) are one task, so that the later finds them in the run cache.
 """
 
 from __future__ import annotations
