@@ -32,13 +32,33 @@ from collections import defaultdict
 from pathlib import Path
 
 
-def inner(log: str, argv: list[str]) -> None:
-    """Run ``seqgrad ARGV`` with the marks written to ``log`` (JSON lines)."""
+def trace(log: str):
+    """``mark(what, **fields)``: append one JSON line to ``log`` with the process, the seconds since this call and the
+    process's CPU seconds (a profiler's trace: the profiled command and its forked workers append as they run)."""
     t0 = time.perf_counter()
     out = open(log, "a", buffering=1)  # noqa: SIM115 - open to the end of the process (and of its forks)
 
     def mark(what, **kw):
         out.write(json.dumps(dict(what=what, pid=os.getpid(), t=time.perf_counter() - t0, cpu=time.process_time(), **kw)) + "\n")
+
+    mark.t0 = t0
+    return mark
+
+
+def entry(argv, inner, profile) -> int:
+    """A profiling script's entry: ``--inner LOG [--] ARGS`` runs ``inner(LOG, ARGS)`` (the wrapper, inside the profiled
+    command); anything else is the script's own options, for ``profile(argv)``."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--inner"]:
+        inner(argv[1], argv[3:] if argv[2:3] == ["--"] else argv[2:])
+        return 0
+    return profile(argv)
+
+
+def inner(log: str, argv: list[str]) -> None:
+    """Run ``seqgrad ARGV`` with the marks written to ``log`` (JSON lines)."""
+    mark = trace(log)
+    t0 = mark.t0
 
     import seqgrad.crosscheck.commands.check as check
     import seqgrad.crosscheck.parallel as parallel
@@ -101,10 +121,10 @@ def idle_estimate(head: dict | None, full: dict, tasks: list[dict], cores: int) 
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--inner"]:
-        inner(argv[1], argv[3:] if argv[2:3] == ["--"] else argv[2:])
-        return 0
+    return entry(argv, inner, _profile)
+
+
+def _profile(argv: list[str]) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import benchdoc  # noqa: E402  (benchmarks/benchdoc.py, beside this script)
     import procstat

@@ -255,6 +255,70 @@ def test_latex_parallel_document_with_figures_is_the_serial_one(tmp_path):
     assert docs[1] == docs[2] and docs[2].count("\\includegraphics") == 2 and "%%seqgrad-figure" not in docs[2]
 
 
+def _recording_head_start(monkeypatch) -> list:
+    """HeadStart as latexrun uses it, recording what it was handed: the names of the tasks' sections or sets."""
+    handed = []
+
+    class Recording(parallel.HeadStart):
+        def __init__(self, tasks):
+            handed.append(["+".join(section.name for section, _ in t.run.args[0]) if t.run.func is latexrun._build_all
+                           else t.run.args[0] for t in tasks])
+            super().__init__(tasks)
+
+    monkeypatch.setattr(parallel, "HeadStart", Recording)
+    return handed
+
+
+@needs_fork
+def test_latex_sections_that_draw_nothing_start_before_matplotlib_is_imported(tmp_path, monkeypatch):
+    """The chapter: every section leaves placeholders, so all start in the worker forked ahead and the figure sets
+    go to the workers forked after matplotlib's warm-up; the document is the serial one."""
+    handed = _recording_head_start(monkeypatch)
+    docs = {}
+    for jobs in (1, 2):
+        root = tmp_path / f"jobs{jobs}"
+        docs[jobs] = latexdoc.render("positional,conv", tex_dir=root, figures_dir=root / "figures", jobs=jobs,
+                                     appendix=False)
+    assert handed == [["positional", "conv"]]  # jobs=1 builds in this process: no head start
+    assert docs[1] == docs[2]
+
+
+@needs_fork
+def test_latex_handout_sections_that_draw_start_after_matplotlib_and_the_document_is_the_serial_one(tmp_path, monkeypatch):
+    """The handout: a section that includes a figure draws it in its own task, after the warm-up; one that includes
+    none (rnn) starts ahead; the same document either way."""
+    handed = _recording_head_start(monkeypatch)
+    docs = {}
+    for jobs in (1, 2):
+        root = tmp_path / f"jobs{jobs}"
+        docs[jobs] = latexdoc.render("rnn,positional", tex_dir=root, figures_dir=root / "figures", jobs=jobs,
+                                     appendix=False, handout=True, proof_seconds=None)
+    assert handed == [["rnn"]]
+    assert docs[1] == docs[2] and docs[2].count("\\includegraphics") == 1
+
+
+def test_sections_that_share_their_derivations_are_one_task_when_both_are_asked_for():
+    assert latexrun.built_together(["rnn", "residual", "attention", "encoder"]) == [[0], [1, 3], [2]]
+    assert latexrun.built_together(["encoder", "residual"]) == [[0, 1]]  # in the order asked for
+    assert latexrun.built_together(["encoder", "conv"]) == [[0], [1]]  # the residual section not asked for
+
+
+@needs_fork
+def test_latex_sections_built_together_give_the_serial_document(monkeypatch):
+    """residual and encoder: one task (one worker, one run cache), and the document of a serial build."""
+    run_tasks, counted = parallel.run_tasks, []
+
+    def counting(tasks, *a, **kw):
+        if any(getattr(t.run, "func", None) is latexrun._build_all for t in tasks):  # the sections' (not the checks')
+            counted.append(len(tasks))
+        return run_tasks(tasks, *a, **kw)
+
+    monkeypatch.setattr(parallel, "run_tasks", counting)
+    kw = dict(sections="residual,encoder", proof_seconds=None, appendix=False)
+    assert latexdoc.render(jobs=2, **kw) == latexdoc.render(jobs=1, **kw)
+    assert counted == [1]
+
+
 @needs_fork
 @pytest.mark.slow
 def test_latex_parallel_document_with_check_tables_is_the_serial_one():
