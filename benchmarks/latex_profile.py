@@ -43,7 +43,7 @@ def inner(log: str, argv: list[str]) -> None:
     t0 = mark.t0
 
     import seqgrad.atomic as atomic
-    import seqgrad.crosscheck.latexdoc as latexdoc
+    import seqgrad.crosscheck.latex_parts as latex_parts
     import seqgrad.crosscheck.latexrun as latexrun
     import seqgrad.crosscheck.notes as notes
     import seqgrad.crosscheck.parallel as parallel
@@ -78,8 +78,8 @@ def inner(log: str, argv: list[str]) -> None:
         return wrapper
 
     notes.section_checks = kind(notes.section_checks, "checks")
-    latexdoc.run_pattern = kind(latexdoc.run_pattern, "checks")
-    prove = kind(latexdoc.prove_within, "proofs")
+    latex_parts.run_pattern = kind(latex_parts.run_pattern, "checks")
+    prove = kind(latex_parts.prove_within, "proofs")
 
     def timed_proof(entry, seconds):
         c = time.process_time()
@@ -87,8 +87,8 @@ def inner(log: str, argv: list[str]) -> None:
         mark("proof", name=entry.name, cpu_s=time.process_time() - c)
         return result
 
-    latexdoc.prove_within = timed_proof
-    latexdoc.Build.figures = kind(latexdoc.Build.figures, KINDS[2])
+    latex_parts.prove_within = timed_proof
+    latex_parts.Build.figures = kind(latex_parts.Build.figures, KINDS[2])
     save = kind(atomic.save_figure, KINDS[3])
     _import_figure_sets(save, atomic.save_figure)
     latexrun._build = task(latexrun._build, lambda section, b: section.name)

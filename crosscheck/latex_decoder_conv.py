@@ -29,7 +29,7 @@ def decoder_body(b, mark: str) -> str:
     from seqgrad.derive import blocks, decoder as dd
     from seqgrad.derive.program import latex_aligned
 
-    from .latexdoc import _derivation, text, words
+    from .latex_parts import _derivation, text, words
 
     holds = all(dd.DecoderBlock(norm_first=nf).causal_proof()[0] for nf in (True, False))
     leaks = not dd.DecoderBlock(causal=False).causal_proof()[0]
@@ -37,7 +37,7 @@ def decoder_body(b, mark: str) -> str:
     from seqgrad.derive.latex_layout import display
     from seqgrad.derive.prose import Sizes
 
-    from .notes import LAYERS
+    from .latex_parts import LAYERS
 
     # |theta| for a number of parameters (N would read as a number of layers, which is L throughout the notes)
     d_model, heads, d_ff = sp.symbols("d_model h d_ff")
@@ -83,8 +83,8 @@ def conv_body(b, mark: str) -> str:
     from seqgrad.derive.latex_settings import Partial
     from seqgrad.derive.prose import Sizes
 
-    from .latexdoc import words
-    from .notes import LAYERS
+    from .latex_parts import words
+    from .latex_parts import LAYERS
 
     proof = dc.prove_explicit(dc.ExplicitConv((4, 5), (3, 2), stride=2, padding=1))
     verdict = ("proved at concrete sizes with stride and padding, exactly, against differentiation of the layer"

@@ -42,7 +42,7 @@ FIGURE_WEIGHTS = {"depth": 1.2, "paths": 0.9, "encoder": 0.7, "decoder": 0.3, "p
 
 def build_sections(b, names: Sequence[str], sections, jobs: int = 1, progress: bool | None = None) -> list:
     """What each section in ``names`` builds (in that order: its text, or a ``notes.Part``), built with ``b``
-    (a ``latexdoc.Build``); ``progress``: a bar that advances as each section is done (default: on a terminal)."""
+    (a ``latex_parts.Build``); ``progress``: a bar that advances as each section is done (default: on a terminal)."""
     from seqgrad.numeric.device import one_thread
     from seqgrad.progress import progress as bar
 
@@ -70,7 +70,7 @@ def figure_sets_needed(names: Sequence[str], sections) -> list[str]:
 def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
     from seqgrad.progress import progress as bar
 
-    from .latexdoc import place_figures
+    from .latex_parts import place_figures
     from .parallel import HeadStart, Task, freeze_heap, run_tasks
     from .registry import load_builtin_checks
 
@@ -132,7 +132,7 @@ def built_together(names: Sequence[str]) -> list[list[int]]:
 
 def draws(b, name: str) -> bool:
     """Whether the section ``name`` of a handout build ``b`` draws a figure in its own task (it includes one)."""
-    from .latexdoc import handout_figures
+    from .latex_parts import handout_figures
 
     return bool(handout_figures(b.handout, [name]))
 

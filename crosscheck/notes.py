@@ -1,6 +1,6 @@
 r"""The lecture sections of ``seqgrad latex``: course notes a lecturer hands out.
 
-Each section is built by a function of a :class:`~crosscheck.latexdoc.Build` and returns a :class:`Part`: the
+Each section is built by a function of a :class:`~crosscheck.latex_parts.Build` and returns a :class:`Part`: the
 section's text (the model's equations, the **general** result for every sequence length and every width, a
 small instance as a worked example, the figure with a caption that says what to see) and its share of the
 appendix (the identities with their ids and sources, the tables of checks run now).  Every formula is a SymPy
@@ -27,6 +27,8 @@ import sympy as sp
 
 from seqgrad.derive.prose import Sizes
 
+from .latex_parts import LAYERS, number_tex
+
 __all__ = ["Part", "ORDER", "verification", "without_lines", "notation_section", "introduction", "Shape"]
 
 
@@ -48,18 +50,6 @@ class Shape(sp.Tuple):
         return " x ".join(printer._print(a) for a in self.args) if self.args else "1"
 
 
-class _Letter(sp.Symbol):
-    r"""A letter set as it is, in italic, whatever the notation makes of the symbol of that name (``L``: the number
-    of layers, where the symbol ``L`` is the loss, ``\mathcal{L}``)."""
-
-    def _latex(self, printer):
-        return self.name
-
-
-#: the number of layers of a stack (its depth), one letter throughout the notes (the loss is \mathcal{L})
-LAYERS = _Letter("L")
-
-
 # --------------------------------------------------------------------------- verification marks
 
 _LINES = re.compile(r"(?::|\s+L|\s+l\.|\s+lines?\s+)\d+(?:\s*[-–]+\s*\d+)?")
@@ -68,15 +58,6 @@ _LINES = re.compile(r"(?::|\s+L|\s+l\.|\s+lines?\s+)\d+(?:\s*[-–]+\s*\d+)?")
 def without_lines(source: str) -> str:
     """A source without its line numbers (those are in the appendix): ``week06 §Attention:700`` -> ``week06 §Attention``."""
     return re.sub(r"\s+", " ", _LINES.sub("", str(source))).strip()
-
-
-def _number(x: float, notation) -> str:
-    """A measured error at two significant figures, ``$3.2 \\cdot 10^{-16}$``, with the notation's decimal separator."""
-    if x == 0:
-        return "$0$"
-    exponent = math.floor(math.log10(abs(x)))
-    mantissa = notation.number(f"{x / 10 ** exponent:.1f}")
-    return f"${mantissa}$" if exponent == 0 else f"${mantissa} \\cdot 10^{{{exponent}}}$"
 
 
 def for_scope(text: str) -> str:
@@ -97,7 +78,7 @@ def proof_mark(b, names: Sequence[str]) -> str:
     from seqgrad.derive import catalogue
     from seqgrad.derive.prose import scope
 
-    from .latexdoc import prove_within
+    from .latex_parts import prove_within
 
     said, bad, slow = [], [], []
     for name in names:
@@ -141,7 +122,7 @@ def check_mark(results: Sequence, device: str, notation=None) -> str:
     counted = (f"all {len(results)} checks passed" if len(passed) == len(results) > 1 else "the check passed"
                if len(passed) == len(results) else f"{len(passed)} of {len(results)} checks passed")
     text = f"checked numerically in double precision{where} ({counted}"
-    text += f", largest error {_number(max(errors), notation or DEFAULT)})" if errors else ")"
+    text += f", largest error {number_tex(max(errors), notation or DEFAULT)})" if errors else ")"
     if failed:
         text += f"; \\textbf{{{len(failed)} failed}}"
     return text
@@ -224,7 +205,7 @@ def _rows(derivation_rows) -> list:
 def _words(s: str, b, **formulas) -> str:
     """Words with formulas: in backquotes (read by :class:`derive.prose.Prose`), or ``{name}`` for a SymPy object
     given as a keyword (an index expression such as ``h_{t-1}``, a shape, a relation), each typeset by the printer."""
-    from .latexdoc import words
+    from .latex_parts import words
 
     pieces = re.split(r"\{(\w+)\}", s)
     return "".join(words(p, b.notation) if i % 2 == 0 else _inline(formulas[p], b) for i, p in enumerate(pieces))
@@ -252,7 +233,7 @@ def rnn_section(b) -> Part:
     from seqgrad.derive.latex_layout import equation_table
     from seqgrad.derive.latex_settings import OrderedProduct, Partial
 
-    from .latexdoc import check_status
+    from .latex_parts import check_status
 
     scalar = builtin_cells.rnn_cell().general()
     # the general vector cell: biases, and a loss at every step (the course's loss on the last output is the case
@@ -323,7 +304,7 @@ def paths_section(b) -> Part:
     from seqgrad.derive import builtin_cells, rnn
     from seqgrad.derive.latex_settings import OrderedProduct, Partial
 
-    from .latexdoc import check_status
+    from .latex_parts import check_status
 
     scalar = builtin_cells.rnn_cell().general()
     vector = builtin_cells.rnn_cell(sizes={"D": 2, "H": 3, "C": 1}).general()
@@ -381,7 +362,7 @@ def gates_section(b) -> Part:
     from seqgrad.derive import builtin_cells, gated
     from seqgrad.derive.latex_settings import Partial
 
-    from .latexdoc import check_status
+    from .latex_parts import check_status
 
     checks = section_checks(b, ["gated.derived_*", "gated.gru_*", "gated.lstm_*", "cells.builtin.*"])
     mark = verification(b, checks=checks, source=sources(checks), appendix="gates")
@@ -428,7 +409,7 @@ def gates_section(b) -> Part:
 def positional_section(b) -> Part:
     from seqgrad.derive import catalogue, positional
 
-    from .latexdoc import shift_report_rows
+    from .latex_parts import shift_report_rows
     from seqgrad.derive.latex_layout import tabular
 
     pos, k, j, D = sp.symbols("pos k j d", integer=True)  # d: the encoding's width, the model's
@@ -499,7 +480,7 @@ def _common_angles(expr):
 
 def _audit(b, families: Sequence[str], checks: Sequence, title: str) -> str:
     """The appendix of a section: its catalogue identities (ids, sources, each proof's verdict) and its checks."""
-    from .latexdoc import _catalogue_section, check_status
+    from .latex_parts import _catalogue_section, check_status
 
     parts = [_catalogue_section(list(families))(b)] if families else []
     if checks:
@@ -550,7 +531,7 @@ def attention_section(b) -> Part:
                Mij=sp.Eq(_s("M_ij"), -sp.oo, evaluate=False))
         + verification(b, proofs=["attention-gradients-causal", "attention-mask-before-softmax"], appendix="attention"),
     ]
-    from .latexdoc import check_status
+    from .latex_parts import check_status
 
     appendix = "\n\n".join([_audit(b, ["derive.softmax", "derive.attention"], (), "attention")]
                            + ([check_status("attention", b, checks)] if checks else []))
@@ -608,7 +589,7 @@ def residual_section(b) -> Part:
         _display([(_branch_jacobians(lhs), _branch_jacobians(chain[-1])) for lhs, chain in _chain_rows(residual.DepthProduct(L=3, d=2))], b),
         _figure(b, "depth"),
     ]
-    from .latexdoc import check_status
+    from .latex_parts import check_status
 
     appendix = "\n\n".join([_audit(b, ["derive.layernorm", "derive.residual"], (), "residual")]
                            + ([check_status("residual", b, checks)] if checks else []))
@@ -739,7 +720,7 @@ def encoder_section(b) -> Part:
     from seqgrad.numeric.tokens import tokenize
 
     from .encoder_tables import trace_tables
-    from .latexdoc import check_status, text
+    from .latex_parts import check_status, text
 
     block = blocks.block_program("pre-norm")
     checks = section_checks(b, ["encoder.*", "transformer.prenorm_block", "transformer.postnorm_block", "transformer.block_programs"])
@@ -977,7 +958,7 @@ def notation_section(b) -> str:
     """The notation: one table, every symbol once, with its meaning and its shape."""
     from seqgrad.derive.latex_layout import inline
 
-    from .latexdoc import text
+    from .latex_parts import text
 
     rows = notation_rows(b)
     body = [" & ".join([inline(sym, b.notation), text(meaning), inline(shape, b.notation)]) + " \\\\" for sym, meaning, shape in rows]

@@ -18,6 +18,7 @@ from seqgrad.atomic import write_text
 from seqgrad.latex_table import CYRILLIC_PREAMBLE, tex_escape, with_cyrillic
 
 from .registry import Result
+from .tolerance import fmt_error
 
 SCHEMA_VERSION = 2  # 2: summary.passed and .failed count toolkit checks only; summary.findings, checks[].kind
 TIMING_FIELDS = ("seconds", "total_seconds")
@@ -128,12 +129,6 @@ def as_json(results: list[Result], *, device: str, dtype: str, total_seconds: fl
     }
 
 
-def fmt_error(x: float) -> str:
-    if not math.isfinite(x):
-        return "inf"
-    return "0" if x == 0 else f"{x:.2e}"
-
-
 def as_markdown(results: list[Result], *, device: str, dtype: str) -> str:
     """The summary first (the counts, what the exit status says, then each section of :data:`SECTIONS` with the
     source and the reason of every entry), the notes on the texts, then the table of every check."""
@@ -210,7 +205,7 @@ def terminal(results: list[Result], *, strict: bool = False, ran: str = "", widt
 def latex_figures(figures: list[str]) -> str:
     """The report's figures (paths relative to the report's directory), each with its figure set's caption."""
     from .figures import figure_sets
-    from .latexdoc import figure_caption, words
+    from .latex_parts import figure_caption, words
 
     if not figures:
         return ""
@@ -248,7 +243,7 @@ def tex_source(source: str) -> str:
 def latex_table(results: list[Result]) -> str:
     """Every check: name, source (one citation style, the formulas of its note typeset), largest errors, result;
     a longtable over pages."""
-    from .latexdoc import code
+    from .latex_parts import code
 
     rows = "\n".join(
         f"{code(r.name)} & {tex_source(r.source)} & {fmt_error(r.max_abs_error)} & {tex_escape(relative_cell(r))} & "
@@ -267,7 +262,7 @@ def _tex_label(r: Result) -> str:
 
 def latex_sections(results: list[Result]) -> str:
     """The summary's sections (:data:`SECTIONS`) and the notes on the texts, each entry with its source and reason."""
-    from .latexdoc import code
+    from .latex_parts import code
 
     parts = []
     for title, what, chosen in sections(results):

@@ -33,6 +33,8 @@ Reasons for the numbers:
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,3 +131,10 @@ def combine(outcomes: list[Outcome], detail: str = "") -> Outcome:
         all(o.passed for o in outcomes),
         detail or "; ".join(o.detail for o in outcomes if o.detail),
     )
+
+
+def fmt_error(x: float) -> str:
+    """A measured error for a table: ``0``, ``inf`` (not finite), else two decimals of its exponent form."""
+    if not math.isfinite(x):
+        return "inf"
+    return "0" if x == 0 else f"{x:.2e}"

@@ -14,6 +14,8 @@ import pytest
 import sympy as sp
 
 from seqgrad.crosscheck import latexdoc, report
+
+from seqgrad.crosscheck import latex_parts
 from seqgrad.crosscheck.registry import Result
 from seqgrad.derive.latex_layout import align, equation, equation_table
 from seqgrad.derive.latex_settings import Notation
@@ -219,7 +221,7 @@ def test_every_derivation_object_exports_latex_that_compiles(tmp_path):
         return latexdoc.compile_pdf(tex, tmp_path / "build")
 
     try:
-        pdf = compile_body("all", "\n\n".join(f"% {name}\n\\paragraph{{{latexdoc.text(name)}}}\n{_display(name, tex)}"
+        pdf = compile_body("all", "\n\n".join(f"% {name}\n\\paragraph{{{latex_parts.text(name)}}}\n{_display(name, tex)}"
                                               for name, tex in exports.items()))
     except latexdoc.LatexError:
         pass

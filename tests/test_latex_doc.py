@@ -10,8 +10,10 @@ import pytest
 import sympy as sp
 
 import seqgrad.crosscheck.latexdoc as latexdoc
+import seqgrad.crosscheck.latex_parts as latex_parts
 from seqgrad.crosscheck.cli import main
-from seqgrad.crosscheck.latexdoc import Section, SectionUnavailable, resolve_sections
+from seqgrad.crosscheck.latexdoc import Section, resolve_sections
+from seqgrad.crosscheck.latex_parts import SectionUnavailable
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 
@@ -110,9 +112,9 @@ def test_output_name_must_end_in_tex(tmp_path):
 
 
 def test_text_escapes_specials_and_unicode():
-    assert latexdoc.text("50% of a_b & $1") == r"50\% of a\_b \& \$1"
-    assert latexdoc.text("x ≈ −0.5 ± 1") == r"x $\approx$ $-$0.5 $\pm$ 1"
-    assert latexdoc.text("кот") == r"\texttt{U+043A}\texttt{U+043E}\texttt{U+0442}"
+    assert latex_parts.text("50% of a_b & $1") == r"50\% of a\_b \& \$1"
+    assert latex_parts.text("x ≈ −0.5 ± 1") == r"x $\approx$ $-$0.5 $\pm$ 1"
+    assert latex_parts.text("кот") == r"\texttt{U+043A}\texttt{U+043E}\texttt{U+0442}"
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -168,7 +170,7 @@ class _SlowProof:
 
 
 def test_a_slow_proof_is_reported_as_not_proved_here():
-    assert latexdoc.prove_within(_SlowProof(), 0.2) is None
+    assert latex_parts.prove_within(_SlowProof(), 0.2) is None
 
 
 @pytest.mark.parametrize("value", [0, -1.0, float("nan")])
@@ -186,4 +188,4 @@ def test_bad_digits(value, error, monkeypatch):
 
 
 def test_text_escapes_comparison_signs():
-    assert latexdoc.text("eps > 0 | x < 1") == r"eps \textgreater{} 0 \textbar{} x \textless{} 1"
+    assert latex_parts.text("eps > 0 | x < 1") == r"eps \textgreater{} 0 \textbar{} x \textless{} 1"

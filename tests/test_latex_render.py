@@ -19,6 +19,8 @@ import pytest
 import sympy as sp
 
 from seqgrad.crosscheck import latexdoc
+
+from seqgrad.crosscheck import latex_parts
 from seqgrad.derive.latex_layout import PACKAGES
 
 MISSING = [tool for tool in ("pdflatex", "pdftoppm", "pdfinfo") if shutil.which(tool) is None]
@@ -119,7 +121,7 @@ def test_derivation_objects_paste_and_break_across_pages(tmp_path):
     """``.latex()`` of the recurrent derivations is a complete display: a long one (LSTM, 3 steps)
     continues over pages instead of running off the bottom, and no line is wider than the text."""
     exports = _exports()
-    body = "\n\n".join(f"\\section*{{{latexdoc.text(k)}}}\n{v}" for k, v in exports.items())
+    body = "\n\n".join(f"\\section*{{{latex_parts.text(k)}}}\n{v}" for k, v in exports.items())
     tex = tmp_path / "exports.tex"
     tex.write_text(minimal(body))
     pdf, pngs = compile_and_render(tex, tmp_path, "exports")

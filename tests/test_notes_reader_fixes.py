@@ -13,7 +13,8 @@ import re
 import sympy as sp
 
 from seqgrad.crosscheck import notes
-from seqgrad.crosscheck.latexdoc import NOTES_LETTERS, Build
+from seqgrad.crosscheck.latexdoc import NOTES_LETTERS
+from seqgrad.crosscheck.latex_parts import Build
 from seqgrad.derive import blocks
 from seqgrad.derive.latex_settings import DEFAULT, OrderedProduct
 
@@ -311,7 +312,7 @@ def test_the_pe_shift_is_stated_for_rows_with_its_quantifier_and_holds():
 def test_the_appendix_check_tables_typeset_their_errors(tmp_path):
     """Issue 25, review item 8 (the appendix's test log): the errors of the check tables are typeset math, not
     ASCII exponents."""
-    from seqgrad.crosscheck.latexdoc import check_status
+    from seqgrad.crosscheck.latex_parts import check_status
     from seqgrad.crosscheck.registry import Result
 
     results = [Result("a.b", "week06 §X", "g", "pass", True, 4.44e-16, 1.97e-15, "cpu", "float64", "", 0.0),

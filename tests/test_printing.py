@@ -156,37 +156,37 @@ class _Entry:
 
 
 def _build():
-    from seqgrad.crosscheck import latexdoc
+    from seqgrad.crosscheck import latex_parts
 
-    return latexdoc.Build(Notation(), ROOT, None)
+    return latex_parts.Build(Notation(), ROOT, None)
 
 
 def test_no_trivial_display_and_sources_cited_in_one_style():
-    from seqgrad.crosscheck import latexdoc
+    from seqgrad.crosscheck import latex_parts
 
-    out = latexdoc.identity_status([_Entry(sp.Eq(sp.Integer(4), sp.Integer(4), evaluate=False))], _build())
+    out = latex_parts.identity_status([_Entry(sp.Eq(sp.Integer(4), sp.Integer(4), evaluate=False))], _build())
     assert "4 &= 4" not in out and "Both sides evaluate to $4$" in out
     assert r"week06 \S{}Attention:667" in out and "seed 000" not in out
 
 
 def test_headings_typeset_math_not_dollar_signs():
-    from seqgrad.crosscheck import latexdoc
+    from seqgrad.crosscheck import latex_parts
 
     from seqgrad.derive import softmax
     from seqgrad.errors import SeqgradValueError
 
-    head = latexdoc._derivation("The softmax Jacobian", softmax.SoftmaxJacobian(2).latex(),
+    head = latex_parts._derivation("The softmax Jacobian", softmax.SoftmaxJacobian(2).latex(),
                                 where=sp.Eq(sp.Symbol("n"), 3, evaluate=False))
     assert head.startswith(r"\paragraph{The softmax Jacobian, $n = 3$}") and r"\$" not in head
     with pytest.raises(SeqgradValueError, match="a complete display"):  # bare math would be pasted outside math mode
-        latexdoc._derivation("The softmax Jacobian", r"\frac{\partial a}{\partial z}")
+        latex_parts._derivation("The softmax Jacobian", r"\frac{\partial a}{\partial z}")
 
 
 def test_shift_report_is_typeset():
-    from seqgrad.crosscheck import latexdoc
+    from seqgrad.crosscheck import latex_parts
     from seqgrad.derive import positional
 
-    rows = latexdoc.shift_report_rows(positional.Sinusoidal(5).shift_identity().prove(), Notation())
+    rows = latex_parts.shift_report_rows(positional.Sinusoidal(5).shift_identity().prove(), Notation())
     cells = " ".join(c for row in rows for c in row)
     assert r"R^{\top}" in cells and r"\operatorname{det}" in cells and r"\neq" in cells
     assert "True" not in cells and "^T R(k)" not in cells  # no ASCII proof lines
@@ -195,17 +195,17 @@ def test_shift_report_is_typeset():
 def test_identity_headings_are_names_and_words_the_statement_typeset():
     """The notes head each identity with its name, source and scope in words; the formula is the typeset
     display (never the ASCII title such as 'd a_i / d z_j = a_i (delta_ij - a_j)')."""
-    from seqgrad.crosscheck import latexdoc
+    from seqgrad.crosscheck import latex_parts
     from seqgrad.derive import catalogue
 
     entries = [catalogue.get(n) for n in ("softmax-jacobian", "pe-unpaired-no-scalar", "residual-plain")]
-    b = latexdoc.Build(Notation(), Path("."), None, proof_seconds=30)
-    tex = latexdoc.identity_status(entries, b)
+    b = latex_parts.Build(Notation(), Path("."), None, proof_seconds=30)
+    tex = latex_parts.identity_status(entries, b)
     heads = [line for line in tex.splitlines() if line.startswith("\\paragraph")]
     assert len(heads) == 3
     for entry, head in zip(entries, heads):
-        assert head.startswith(f"\\paragraph{{{latexdoc.code(entry.name)}}}")
-        assert latexdoc.text(entry.title) not in tex and "\\textasciicircum" not in head and "\\textgreater" not in head
+        assert head.startswith(f"\\paragraph{{{latex_parts.code(entry.name)}}}")
+        assert latex_parts.text(entry.title) not in tex and "\\textasciicircum" not in head and "\\textgreater" not in head
     assert heads[0].endswith("all $n \\geq 1$.")  # the scope 'all n >= 1': its relation typeset by the printer
     assert "($d = 5$: coordinate 4" in heads[1] and "counterexample $d = 5$ (every odd $d$ has one unpaired sine)." in heads[1]
     assert tex.count("\\begin{align*}") == 3  # each statement a display, through the printer
@@ -278,7 +278,8 @@ def test_scopes_and_source_formulas_are_typeset_by_the_printer_and_plain_in_text
     str(), the catalogue page and `seqgrad identities --json` keep the recorded plain text."""
     import json
 
-    from seqgrad.crosscheck import latexdoc
+
+    from seqgrad.crosscheck import latex_parts
     from seqgrad.crosscheck.cli import main
     from seqgrad.derive import catalogue
     from seqgrad.derive.prose import Prose, scope
@@ -302,7 +303,7 @@ def test_scopes_and_source_formulas_are_typeset_by_the_printer_and_plain_in_text
 
     entry = catalogue.get("layernorm-jacobian-intermediates")
     assert entry.source == "seed 000 L971-975; chain rule over mu, sigma**2, s" and "`" not in entry.source
-    assert latexdoc.source_tex(entry.source, Notation()) == \
+    assert latex_parts.source_tex(entry.source, Notation()) == \
         r"week06 \S{}Block:971-975; chain rule over $\mu$, $\sigma^{2}$, $s$"
     assert str(catalogue.get("attention-gradients").scope) == "all T, d, d_k, d_v >= 1"
     assert "| all T, d, d_k, d_v >= 1 |" in catalogue.markdown() and "`sigma**2`" not in catalogue.markdown()
@@ -312,11 +313,11 @@ def test_scopes_and_source_formulas_are_typeset_by_the_printer_and_plain_in_text
 
 
 def test_every_scope_and_source_reads_and_no_heading_holds_ascii_math():
-    from seqgrad.crosscheck import latexdoc
+    from seqgrad.crosscheck import latex_parts
     from seqgrad.derive import catalogue
 
     for e in catalogue.entries():
-        head = latexdoc.source_tex(e.source, Notation()) + "; " + e.scope.latex()
+        head = latex_parts.source_tex(e.source, Notation()) + "; " + e.scope.latex()
         words = re.sub(r"\$[^$]*\$", "", head)  # what is set as text, outside the formulas
         assert not re.search(r">=|<=|\^|\\textasciicircum|\\textgreater|\\textless|\bsqrt\(|\*\*", words), (e.name, head)
 

@@ -208,6 +208,17 @@ def test_rnn_function_lives_with_the_cell_engine_and_is_imported_from_there():
     assert cells.RNNFunction.__module__ == "seqgrad.crosscheck.cells"
 
 
+def test_crosscheck_has_no_import_circle():
+    """No crosscheck module reaches itself through its imports, not even inside a function: the document's pieces
+    (text, figures, marks, the build's settings) live in crosscheck/latex_parts.py, below the assembly
+    (latexdoc), the sections (notes, latex_decoder_conv), the section runner (latexrun) and the report,
+    which once formed one circle of five modules."""
+    folder = ROOT / "crosscheck"
+    modules = sorted(p.relative_to(folder).with_suffix("").as_posix().replace("/", ".") for p in folder.rglob("*.py"))
+    circles = [m for m in modules if m in _reachable(m, True, package="crosscheck")]
+    assert not circles, circles
+
+
 @pytest.mark.parametrize("module", ["cells", "cell_loop", "cell_source", "buffered", "lambdify"])
 def test_the_compiled_loop_modules_are_in_no_import_circle(module):
     """The cell engine's compilers import downwards only (cells -> cell_loop -> buffered, cell_source ->

@@ -1,0 +1,375 @@
+"""The pieces every part of the notes and the report is written with: text and code set safely in LaTeX,
+the figures placed and captioned, a measured error as typeset math, the status of the proofs and the checks
+run now, a derivation's display with its verdict, and the letters the notes share (``L``, the number of layers).
+
+:mod:`crosscheck.latexdoc` assembles the document from the sections of :mod:`crosscheck.notes` and
+:mod:`crosscheck.latex_decoder_conv`; all of them, and :mod:`crosscheck.report`, read these pieces from here, so
+no module of the document imports another's assembly.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import sympy as sp
+
+from seqgrad.derive.latex_settings import Notation
+from seqgrad.errors import SeqgradValueError
+from seqgrad.latex_table import tex_escape
+from seqgrad.timebox import within
+
+from .tolerance import fmt_error
+
+class SectionUnavailable(SeqgradValueError):
+    """A section was requested whose package is not in this checkout yet."""
+
+    def __init__(self, name: str, missing: str):
+        self.missing = missing
+        super().__init__("sections", name, f"a section whose package is present; '{name}' needs {missing}, "
+                                            "which is not in this checkout")
+
+
+@dataclass
+class Build:
+    """What a section function builds with: the notation, where figures go, and the document's directory."""
+
+    notation: Notation
+    tex_dir: Path
+    figures_dir: Path | None  # None: no figure files (a document that needs no file but itself)
+    device: str = "cpu"
+    proof_seconds: float | None = 20.0  # the time one exact proof may take while the document is written
+    digits: int = 3  # significant figures of numeric tables (the course prints 3)
+    figures_written: list[Path] = field(default_factory=list)
+    sets_included: set[str] = field(default_factory=set)  # the figures (set/stem) already in the document
+    appendix: bool = True  # whether the document has the appendix the verification marks point to
+    _sets: dict = field(default_factory=dict, repr=False)  # figure set -> {stem: path}, each set written once here
+    deferred: bool = False  # figures as placeholders (:data:`FIGURE_MARK`), drawn elsewhere and put in by :func:`place_figures`
+    #: the folder the document names for ``figures_dir`` (the figures are written into a fresh folder that then
+    #: replaces this one, :func:`write`); None: ``figures_dir`` itself
+    figures_link: Path | None = None
+    #: the handout (``seqgrad latex --standalone``): section -> the figures (``set/stem``) it includes, one per point,
+    #: and only those are drawn; None: every figure of a set the sections draw from
+    handout: dict | None = None
+
+    def href(self, path: Path) -> str:
+        """The path the document includes the figure file ``path`` by, relative to the document."""
+        path = Path(path).resolve()
+        if self.figures_link is not None:
+            path = Path(self.figures_link).resolve() / path.relative_to(Path(self.figures_dir).resolve())
+        return path.relative_to(Path(self.tex_dir).resolve()).as_posix()
+
+    def figures(self, set_name: str, stems: Sequence[str] | None = None) -> str:
+        """Write the figure set ``set_name`` (see :mod:`crosscheck.figures`) as PDF, once per build, and include
+        its figures ``stems`` (default: all, in the order of its ``CAPTIONS``) with their captions and labels
+        ``fig:STEM``; a figure already in the document is not included again.  A handout build includes (and
+        draws) only the figures of :attr:`handout`.  A ``deferred`` build writes nothing and leaves a placeholder
+        for each figure (:func:`place_figures` puts the figure in)."""
+        from .figures import figure_sets
+
+        if self.figures_dir is None:
+            return ""
+        sets = figure_sets()
+        if set_name not in sets:
+            raise SectionUnavailable(set_name, f"the figure set crosscheck/figures '{set_name}'")
+        captions = getattr(sets[set_name], "CAPTIONS", {})
+        chosen = list(captions) if stems is None else list(stems)
+        unknown = [stem for stem in chosen if stem not in captions]
+        if unknown:
+            raise SectionUnavailable(", ".join(unknown), f"the figures {', '.join(unknown)} of the set '{set_name}'")
+        if self.handout is not None:
+            chosen = [stem for stem in chosen if f"{set_name}/{stem}" in handout_figures(self.handout)]
+        drawn = self._sets.setdefault(set_name, {})
+        missing = [stem for stem in chosen if stem not in drawn]
+        if not self.deferred and missing:  # the whole set at once, or (a handout) the figures it includes
+            paths = [Path(p) for p in sets[set_name].write(self.figures_dir / set_name, "pdf", self.device,
+                                                           stems=None if self.handout is None else missing)]
+            self.figures_written += paths
+            drawn.update({path.stem: path for path in paths})
+        out = []
+        for stem in chosen:
+            if f"{set_name}/{stem}" in self.sets_included:
+                continue
+            self.sets_included.add(f"{set_name}/{stem}")
+            out.append(FIGURE_MARK.format(set=set_name, stem=stem) if self.deferred else
+                       figure_environment(drawn[stem], self.tex_dir, figure_caption(sets[set_name], stem),
+                                          label=f"fig:{stem}", href=self.href(drawn[stem])))
+        return "\n\n".join(out)
+
+    def shows(self, set_name: str, stem: str) -> bool:
+        """Whether this build includes figure ``stem`` of ``set_name`` (a sentence may then point to it)."""
+        if self.figures_dir is None:
+            return False
+        return self.handout is None or f"{set_name}/{stem}" in handout_figures(self.handout)
+
+
+def ragged(*widths: str) -> str:
+    """A column spec of ragged-right paragraph columns (``array``), e.g. ``ragged("4cm", "2cm")``."""
+    return "".join(f">{{\\raggedright\\arraybackslash}}p{{{w}}}" for w in widths)
+
+def text(s: str) -> str:
+    """Plain text for LaTeX (the one escaping rule, :func:`seqgrad.latex_table.tex_escape`)."""
+    return tex_escape(s)
+
+
+def words(s: str, notation: Notation | None = None) -> str:
+    """Words with formulas in backquotes (``"for symbolic `pos` and `k`"``), the formulas typeset by the notation's
+    printer (:class:`derive.prose.Prose`), never hand-written math."""
+    from seqgrad.derive.prose import Prose
+
+    return Prose(s).latex(notation)
+
+
+def code(name: str) -> str:
+    """A name in typewriter type that may break after ``-``, ``_``, ``.`` or ``:`` (a long check name in a
+    narrow column would otherwise run into the next one).
+
+    >>> code("attention-equivariance-fails")
+    '\\\\texttt{attention-\\\\allowbreak{}equivariance-\\\\allowbreak{}fails}'
+    """
+    return "\\texttt{" + re.sub(r"(-|\\_|\.|:)", r"\1\\allowbreak{}", tex_escape(name)) + "}"
+
+
+def handout_figures(handout: dict, names: Sequence[str] | None = None) -> set[str]:
+    """The figures (``set/stem``) a handout includes, of the sections ``names`` (default: all)."""
+    return {f for name, figures in handout.items() if names is None or name in names for f in figures}
+
+
+#: The placeholder a deferred build leaves for a figure (:meth:`Build.figures`).
+FIGURE_MARK = "%%seqgrad-figure {set}/{stem}%%"
+_FIGURE_MARK = re.compile(r"%%seqgrad-figure ([\w-]+)/([\w-]+)%%")
+
+
+def place_figures(text: str, written: dict, b: Build) -> str:
+    """``text`` with each placeholder of a deferred build replaced by its figure: ``written`` maps each figure
+    set to its written files by stem; ``b``, the build, says where the document finds them."""
+    from .figures import figure_sets
+
+    sets = figure_sets()
+    return _FIGURE_MARK.sub(lambda m: figure_environment(written[m[1]][m[2]], b.tex_dir, figure_caption(sets[m[1]], m[2]),
+                                                         label=f"fig:{m[2]}", href=b.href(written[m[1]][m[2]])), text)
+
+
+def figure_caption(figure_set, stem: str) -> str:
+    """The caption of figure ``stem`` of a figure set (its ``CAPTIONS``): what the figure shows and what to
+    see in it, never its file name.  A figure without one is refused."""
+    captions = getattr(figure_set, "CAPTIONS", {})
+    if stem not in captions:
+        raise SectionUnavailable(stem, f"a caption for figure '{stem}' in {figure_set.__name__}.CAPTIONS")
+    return captions[stem]
+
+
+#: The width of the text of the notes, in inches (A4 with 2.2 cm margins): a figure no wider is included at its
+#: own size, so its fonts are set at the sizes it was drawn with; a wider one is scaled down to it.
+TEXT_WIDTH_IN = (21.0 - 2 * 2.2) / 2.54
+
+
+def figure_size(path: Path) -> tuple[float, float]:
+    """The width and height in inches of a one-page PDF figure (its MediaBox)."""
+    data = Path(path).read_bytes()
+    m = re.search(rb"/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]", data)
+    if m is None:
+        raise SeqgradValueError("path", str(path), "a PDF figure with a MediaBox")
+    x0, y0, x1, y1 = (float(v) for v in m.groups())
+    return (x1 - x0) / 72, (y1 - y0) / 72
+
+
+def figure_scale(path: Path) -> float:
+    """The factor a figure is included at in the notes: 1, or less for a figure wider than the text."""
+    width, _ = figure_size(path)
+    return min(1.0, TEXT_WIDTH_IN / width)
+
+
+def figure_environment(path: Path, tex_dir: Path, caption: str, width: str | None = None, label: str | None = None,
+                       href: str | None = None) -> str:
+    """A ``figure`` that includes ``path`` (relative to the document in ``tex_dir``, or as ``href``) with ``caption``:
+    at its own size (or scaled down to the text width, :func:`figure_scale`) unless ``width`` is given."""
+    rel = href if href is not None else Path(path).resolve().relative_to(Path(tex_dir).resolve()).as_posix()
+    size = f"width={width}" if width else f"scale={figure_scale(path):.3f}"
+    return ("\\begin{figure}[tbp]\n\\centering\n"
+            f"\\includegraphics[{size}]{{{rel}}}\n\\caption{{{words(caption)}}}"
+            + (f"\\label{{{label}}}" if label else "") + "\n\\end{figure}")
+
+
+def prove_within(entry, seconds: float | None):
+    """``entry.prove()``, or None when it takes longer than ``seconds`` (see :func:`seqgrad.timebox.within`)."""
+    return within(seconds, entry.prove)
+
+
+def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> str:
+    """Each identity's statement and its verified status (the exact proof run now)."""
+    import sympy as sp
+
+    from seqgrad.derive.latex_layout import componentwise, display, equation, inline, relation, tabular
+    from seqgrad.derive.prose import scope
+
+    rows, statements = [], []
+    for entry in identities:
+        proof = prove_within(entry, b.proof_seconds)
+        if proof is None:
+            status = f"not proved within {b.proof_seconds:g} s here (run \\texttt{{seqgrad identities}})"
+        else:
+            status = ("proved" if proof.holds else "\\textbf{NOT proved}") + f" ({text(entry.method)})"
+        source = source_tex(entry.source, b.notation)
+        rows.append([code(entry.name), source, status])
+        statement = entry.statement()
+        body = b.notation.latex(statement)
+        # the heading names the entry and says where it comes from and for which sizes it holds; the formula itself is
+        # the typeset display below it (the title is an ASCII sentence for terminals, never set in the notes)
+        head = f"\\paragraph{{{code(entry.name)}}} {source}; {scope(entry.scope).latex(b.notation)}."
+        trivial = getattr(statement, "lhs", None) is not None and statement.lhs == statement.rhs and not statement.free_symbols
+        if trivial:  # both sides evaluate to the same number ("4 = 4"): the title states it; a display would not
+            statements.append(f"{head} (Both sides evaluate to {inline(statement.lhs, b.notation)}.)")
+        elif isinstance(statement, sp.Eq) and b.notation.latex(statement.lhs) == b.notation.latex(statement.rhs):
+            # the side computed from the definition prints as the claim does: one display, not "X = X"
+            statements.append(f"{head} The side computed from the definition and the side stated print alike:\n"
+                              + equation(statement.rhs, notation=b.notation))
+        elif isinstance(statement, sp.Eq) and componentwise(statement.lhs, statement.rhs):  # one named line each
+            statements.append(f"{head}\n" + display([(statement.lhs, statement.rhs)], b.notation))
+        elif len(body) <= max_chars:
+            op = "=" if isinstance(statement, sp.Eq) else "\\neq"
+            statements.append(f"{head}\n" + relation(statement.lhs, statement.rhs, b.notation, op=op))
+        else:
+            statements.append(f"{head} (The statement takes {len(body)} characters of LaTeX; "
+                              "print it with \\texttt{seqgrad identities}.)")
+    table = ("\\begin{table}[htbp]\n\\centering\\footnotesize\n\\caption{Identities, each proved now.}\n"
+             + tabular(["identity", "source", "status"], rows, ragged("5.6cm", "5.6cm") + "l") + "\n\\end{table}")
+    return "\n\n".join(statements + [table])
+
+
+def run_pattern(pattern: str, b: Build) -> list:
+    """Run the registered checks matching ``pattern`` (see ``seqgrad check --only``) now."""
+    from .registry import all_checks, run_checks
+
+    items = all_checks(pattern)
+    if not items:
+        raise SectionUnavailable(pattern, f"registered checks matching '{pattern}' (crosscheck/checks)")
+    return run_checks(items, device=b.device, show_progress=False)
+
+
+def _error_tex(x: float, notation: Notation) -> str:
+    """A measured error as typeset math, ``$4.4 \\cdot 10^{-16}$`` (:func:`number_tex`); not finite:
+    the report's word for it."""
+    import math
+
+        
+    return number_tex(x, notation) if math.isfinite(x) else notation.number(fmt_error(x))
+
+
+def check_status(pattern: str, b: Build, results: list | None = None) -> str:
+    """Tabulate each check matching ``pattern`` with its verified status and largest errors (the
+    checks run now, or ``results`` of a run made for this section; then ``pattern`` names the section)."""
+    from seqgrad.derive.latex_layout import tabular
+
+    given = None if results is None else pattern
+    results = run_pattern(pattern, b) if results is None else results
+    marks = {"pass": "verified", "fail": "\\textbf{FAILED}", "error": "\\textbf{ERROR}", "skip": "skipped"}
+    rows = [[code(r.name), source_tex(r.source, b.notation), _error_tex(r.max_abs_error, b.notation),
+             _error_tex(r.max_rel_error, b.notation), marks[r.status]] for r in results]
+    passed = sum(r.status == "pass" for r in results)
+    return (f"{passed} of {len(results)} checks verified on {text(b.device)} in float64.\n\n"
+            "\\begin{table}[htbp]\n\\centering\\footnotesize\n"
+            + (f"\\caption{{Checks matching \\texttt{{{text(pattern)}}}, run now.}}\n" if given is None else
+               f"\\caption{{Checks of Section~\\ref{{sec:{given}}}, run now.}}\n")
+            + tabular(["check", "source", "max abs err", "max rel err", "status"], rows, ragged("5.6cm", "3.9cm") + "lll")
+            + "\n\\end{table}")
+
+
+def _catalogue_section(modules: Sequence[str]) -> Callable[[Build], str]:
+    """The identities the catalogue has from ``modules`` (``derive.positional``, ...), in catalogue order within
+    each: the entries :func:`derive.catalogue.entries` built once (before the workers fork, when the checks are
+    loaded), not a second copy of each."""
+    def build(b: Build) -> str:
+        from seqgrad.derive import catalogue
+
+        every = catalogue.entries()
+        chosen = []
+        for name in modules:
+            family = [e for e in every if e.family == name.rsplit(".", 1)[-1]]
+            if not family:
+                raise SectionUnavailable(name, f"identities of {name} in derive.catalogue.entries()")
+            chosen += family
+        return identity_status(chosen, b)
+
+    return build
+
+
+def checks_or_note(pattern: str, b: Build) -> str:
+    """:func:`check_status` for ``pattern``, or a plain statement that no check of it is registered yet."""
+    from .registry import all_checks
+
+    if not all_checks(pattern):
+        return f"No registered check matches \\texttt{{{text(pattern)}}} yet; nothing here is marked verified."
+    return check_status(pattern, b)
+
+
+def _derivation(title: str, tex: str, verdict: str = "", where=None, notation: Notation | None = None) -> str:
+    """A derivation object's own display (its ``latex()``, a complete ``align*`` display, pasted as it is), with
+    its proof's verdict; ``where`` is a SymPy equation typeset after the title (``n = 3``), never text with
+    dollar signs in it."""
+    from seqgrad.derive.latex_layout import inline
+    from seqgrad.sources import normalize
+
+    if not tex.lstrip().startswith("\\begin{align"):
+        raise SeqgradValueError("tex", tex[:60], "a complete display (what every latex() returns)")
+    head = text(normalize(title)) + (", " + inline(where, notation) if where is not None else "")
+    return f"\\paragraph{{{head}}}" + (f" ({verdict})" if verdict else "") + "\n" + tex
+
+
+def shift_report_rows(report, notation: Notation) -> list[list[str]]:
+    """The properties a :class:`derive.positional.ShiftReport` establishes, as typeset statements with
+    their verdicts (never the report's ASCII text)."""
+    import sympy as sp
+
+    from seqgrad.derive.latex_layout import inline
+
+    pos, k, a, b_ = sp.symbols("pos k a b")
+    PE, R = sp.Function("PE", commutative=False), sp.Function("R", commutative=False)
+    I = sp.Symbol("I", commutative=False)
+    det, alpha = sp.Function("det"), sp.Function("alpha")
+    Rt = sp.Function("R^T", commutative=False)
+    statements = [
+        (sp.Eq(PE(pos + k), R(k) * PE(pos), evaluate=False), "on the paired coordinates", report.shift),
+        (sp.Eq(Rt(k) * R(k), I, evaluate=False), "", report.orthogonal),
+        (sp.Eq(det(R(k)), 1, evaluate=False), "", report.determinant_one),
+        (sp.Eq(R(a) * R(b_), R(a + b_), evaluate=False), "", report.composition),
+        (sp.Eq(sp.Derivative(R(k), pos), 0, evaluate=False), words("`R(k)` does not depend on the position", notation),
+         report.pos_independent),
+    ]
+    if report.unpaired is not None:
+        j = report.unpaired
+        PEj = sp.Function(f"PE_{j}", commutative=False)
+        statements.append((sp.Ne(PEj(pos + k), alpha(k) * PEj(pos), evaluate=False),
+                           words(f"coordinate {j} is an unpaired sine: no rotation, and no scalar `alpha(k)` shifts it", notation),
+                           report.unpaired_no_scalar))
+    return [[inline(st, notation), note, "holds" if ok else "\\textbf{fails}"] for st, note, ok in statements]
+
+
+def source_tex(source: str, notation: Notation) -> str:
+    """A source in the one citation style with the formulas of its note typeset (written in backquotes, read by
+    :class:`derive.prose.Prose`): ``week06 §Block:981 (variance $\\frac{\\sigma^{2}}{\\epsilon + \\sigma^{2}}$, ...)``."""
+    from seqgrad.derive.prose import cited
+
+    return cited(source, notation)
+
+def number_tex(x: float, notation) -> str:
+    """A measured error at two significant figures, ``$3.2 \\cdot 10^{-16}$``, with the notation's decimal separator."""
+    if x == 0:
+        return "$0$"
+    exponent = math.floor(math.log10(abs(x)))
+    mantissa = notation.number(f"{x / 10 ** exponent:.1f}")
+    return f"${mantissa}$" if exponent == 0 else f"${mantissa} \\cdot 10^{{{exponent}}}$"
+
+class _Letter(sp.Symbol):
+    r"""A letter set as it is, in italic, whatever the notation makes of the symbol of that name (``L``: the number
+    of layers, where the symbol ``L`` is the loss, ``\mathcal{L}``)."""
+
+    def _latex(self, printer):
+        return self.name
+
+
+#: the number of layers of a stack (its depth), one letter throughout the notes (the loss is \mathcal{L})
+LAYERS = _Letter("L")
