@@ -42,8 +42,15 @@ def inner(log: str, argv: list[str]) -> None:
     mark = trace(log)
     t0 = mark.t0
 
+    import importlib.util
+
     import seqgrad.atomic as atomic
-    import seqgrad.crosscheck.latex_parts as latex_parts
+
+    # the document's pieces (check and proof marks, the Build); a tree before crosscheck/latex_parts.py
+    # (--before) kept them in latexdoc
+    latex_parts = importlib.import_module("seqgrad.crosscheck.latex_parts"
+                                          if importlib.util.find_spec("seqgrad.crosscheck.latex_parts")
+                                          else "seqgrad.crosscheck.latexdoc")
     import seqgrad.crosscheck.latexrun as latexrun
     import seqgrad.crosscheck.notes as notes
     import seqgrad.crosscheck.parallel as parallel

@@ -10,6 +10,8 @@ import sympy as sp
 from seqgrad.derive import bptt
 from seqgrad.derive.step_sum import t
 
+from .lambdify import lambdify
+
 __all__ = ["autograd_case", "evaluate"]
 
 
@@ -32,28 +34,42 @@ def autograd_case(rng: np.random.Generator, steps: int, d_x: int, d_h: int):
     return p, values, {k: v.grad.numpy() for k, v in leaves.items()}
 
 
-def _at(gd, expr, steps: dict, p, values):
-    """``expr`` with its step symbols at ``steps`` (``{t: 2, tau: 0}``) and its parameters numeric (rows)."""
-    mapping = {gd.params[k]: sp.ImmutableMatrix(np.atleast_2d(v).tolist()) for k, v in p.items()}
-    expr = expr.subs(steps)  # the step values are nodes (derive.sequence): substitute the steps, then the values
-    for node in expr.atoms(sp.MatrixSymbol, sp.Symbol):
-        base, index = getattr(node, "base", None), getattr(node, "index", None)
-        if isinstance(base, str) and index is not None and index.is_Integer and (base, int(index)) in values:
-            mapping[node] = sp.ImmutableMatrix(np.atleast_2d(values[(base, int(index))]).tolist())
-    return expr.xreplace(mapping)
+def _compiled(expr, gd, extra=()):
+    """``expr`` compiled once (:func:`crosscheck.lambdify.lambdify`, the printed expression as it is) over its step
+    values, the parameters and ``extra`` (the path Jacobian); returns (function, the atoms in argument order)."""
+    params = {v: k for k, v in gd.params.items()}
+    atoms = sorted((a for a in expr.atoms(sp.MatrixSymbol) if a not in extra), key=str) + list(extra)
+    unknown = [a for a in atoms if a not in params and a not in extra and not isinstance(getattr(a, "base", None), str)]
+    assert not unknown, unknown  # every atom is a step value, a parameter or the path
+    args = [sp.MatrixSymbol(f"a{i}", *a.shape) for i, a in enumerate(atoms)]
+    return lambdify(None, [expr.xreplace(dict(zip(atoms, args)))], args, "numpy"), atoms
 
 
-def _numeric(expr) -> np.ndarray:
-    return np.array(sp.Matrix(expr.doit()), dtype=float)
+def _arguments(atoms, gd, steps: dict, p, values, extra: dict | None = None) -> list:
+    """The values of ``atoms`` at ``steps`` (``{t: 2, tau: 0}``): a step value from the trajectory, a parameter
+    from ``p`` (rows), ``extra`` as given."""
+    params = {v: k for k, v in gd.params.items()}
+    out = []
+    for a in atoms:
+        if extra and a in extra:
+            out.append(extra[a])
+        elif a in params:
+            out.append(np.atleast_2d(p[params[a]]))
+        else:
+            out.append(np.atleast_2d(values[(a.base, int(a.index.subs(steps)))]))
+    return out
 
 
 def evaluate(u: "bptt.Unrolled", name: str, p, values, steps: int, latest_first: bool = True) -> np.ndarray:
     """dL/d``name`` from the printed double sum of ``u`` (``latest_first=False``: the product in the wrong order,
-    to show the comparison can fail)."""
+    to show the comparison can fail): the summed term and the transition each compiled once, then evaluated at
+    every (t, tau <= t)."""
     inner = u.gradient(name).term
     term, (index, low, high) = inner.args[0], inner.args[1]
     assert index == bptt.tau and low == 0 and high == t
-    J = {j: _numeric(_at(u.gd, u.gd.transition(), {t: j}, p, values)) for j in range(steps)}
+    transition, j_atoms = _compiled(u.gd.transition(), u.gd)
+    J = {j: np.asarray(transition(*_arguments(j_atoms, u.gd, {t: j}, p, values))[0]) for j in range(steps)}
+    summand, atoms = _compiled(term, u.gd, extra=(u.path,))
     n = next(iter(J.values())).shape[0]
     total = 0
     for k in range(steps):
@@ -61,6 +77,6 @@ def evaluate(u: "bptt.Unrolled", name: str, p, values, steps: int, latest_first:
             product = np.eye(n)
             for j in (range(k, m, -1) if latest_first else range(m + 1, k + 1)):  # J_k J_{k-1} ... J_{m+1}
                 product = product @ J[j]
-            value = term.xreplace({u.path: sp.ImmutableMatrix(product.tolist())})
-            total = total + _numeric(_at(u.gd, value, {t: k, bptt.tau: m}, p, values))
+            args = _arguments(atoms, u.gd, {t: k, bptt.tau: m}, p, values, extra={u.path: product})
+            total = total + np.asarray(summand(*args)[0])
     return total
