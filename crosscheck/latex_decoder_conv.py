@@ -40,7 +40,13 @@ def decoder_body(b, mark: str) -> str:
     from .latex_parts import LAYERS
 
     # |theta| for a number of parameters (N would read as a number of layers, which is L throughout the notes)
-    d_model, heads, d_ff = sp.symbols("d_model h d_ff")
+    d_model, heads, d_ff, d_k, d_v, d = sp.symbols("d_model h d_ff d_k d_v d")
+    from seqgrad.derive.latex_layout import inline
+    from seqgrad.numeric import course
+
+    # the course's encoder (section encoder): h = 2 heads of d_v = 3 columns side by side, mapped back to d = 5 by W_O
+    course_h, course_dv, course_d = len(course.attention().heads), len(course.HEAD1["W_V"]), len(course.E_VOCAB[0])
+    course_fill = Sizes(sp.Eq(heads, course_h, evaluate=False), sp.Eq(d_v, course_dv, evaluate=False))
     at = Sizes(*(sp.Eq(k, v, evaluate=False) for k, v in ((d_model, 256), (heads, 4), (d_ff, 1024))))
     counts = display([(PARAMS_LAYER, dd.decoder_layer_params(), ("  (biases and the three LayerNorms counted)",)),
                       (PARAMS_LAYER, dd.decoder_layer_params(256, 4, 1024), ("  at ", at)),
@@ -65,9 +71,15 @@ def decoder_body(b, mark: str) -> str:
                   + ("." if leaks else " (NOT shown here).")),
              "\\paragraph{Parameter counts.} " + words(
                  "One layer counted with its biases and its three LayerNorms (their scales and shifts), in general and at "
-                 "model width 256, 4 heads and MLP width 1024 (the count does not depend on the number of heads); then the "
-                 "stack of `L = 6` layers as lesson task 29 counts it, weight matrices only, without biases and LayerNorms:",
-                 b.notation) + "\n" + counts,
+                 "model width 256, 4 heads and MLP width 1024; then the stack of `L = 6` layers as lesson task 29 counts it, "
+                 "weight matrices only, without biases and LayerNorms. The count assumes that each head has widths ",
+                 b.notation)
+             + inline(sp.Eq(d_k, sp.Eq(d_v, d_model / heads, evaluate=False), evaluate=False), b.notation)
+             + words(", so that the heads side by side are `d_model` wide: then it does not depend on the number of "
+                     "heads. With other widths it does; the heads of the course's encoder (Section", b.notation)
+             + "~\\ref{sec:encoder}" + words(f") are {course_h * course_dv} wide side by side (", b.notation)
+             + inline(course_fill, b.notation) + words("), not ", b.notation) + inline(sp.Eq(d, course_d, evaluate=False), b.notation)
+             + words(".", b.notation)+ "\n" + counts,
              b.figures("decoder")]
     return "\n\n".join(p for p in parts if p)
 

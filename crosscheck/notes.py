@@ -268,6 +268,10 @@ def rnn_section(b) -> Part:
                ezero=sp.Eq(_s("e_t", 1, 1), sp.ZeroMatrix(1, 1), evaluate=False),
                early=sp.StrictLessThan(_s("t"), _s("T") - 1, evaluate=False)),
         _display(_rows(vector.forward_rows()[1:-1]), b),
+        _words("Backwards, with {gzT} (no step follows the last one, so at {last} the recursion for {gh} keeps only "
+               "{direct}):", b, gzT=sp.Eq(_s("g_T^z", 1, 3), sp.ZeroMatrix(1, 3), evaluate=False),
+               last=sp.Eq(_s("t"), _s("T") - 1, evaluate=False), gh=_s("g_t^h", 1, 3),
+               direct=_s("e_{T-1}", 1, 1) * _s("W_o", 1, 3)),
         _display(_rows(vector.backward_rows() + vector.gradient_rows()), b),
         "\\subsection{Unrolling the recursion: products of Jacobians}",
         _words("The recursion says that {gh} is what the loss sends to {h} directly plus what step {next} sends back. "
@@ -291,7 +295,10 @@ def rnn_section(b) -> Part:
             [[(f.target, f.value) if f else None, (gg.target, gg.value) if gg else None] for f, gg in table.rows], b.notation)
         + "\n\\end{center}",
         _words("and with every {gz} replaced by its closed form, the gradient of the recurrent weight is a sum over "
-               "paths: one term per step at which `w_h` is used, each a product of the slopes along the path.", b, gz=_s("g_t^z")),
+               "paths: one term per step at which `w_h` is used, each a product of the slopes along the path. The weight `w_h` is "
+               "used at all three steps, but the term of step 0, {first}, vanishes because {h0}: two terms remain.", b,
+               gz=_s("g_t^z"), first=sp.Mul(_s("g_0^z"), _s("h_{-1}"), evaluate=False),
+               h0=sp.Eq(_s("h_{-1}"), 0, evaluate=False)),
         _display([(Partial(net.parameters["w_h"]), net.grad("w_h").xreplace(g))], b),
     ]
     appendix = check_status("rnn", b, checks) if checks else ""
@@ -329,11 +336,13 @@ def paths_section(b) -> Part:
                "row, is the gradient with respect to `h_t` multiplied on the right by {ordered}.", b, ordered=ordered, hs=h(s)),
         _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1. So when every factor "
                "has absolute value (for the vector cell: norm) at most `rho`, the product over `t - tau` steps is at most "
-               "{bound} in absolute value (in norm): it vanishes geometrically for `rho < 1`, and it may explode for "
-               "`rho > 1`. Worked example, four steps:", b,
+               "{bound} in absolute value (in norm): it vanishes geometrically for `rho < 1`, and the bound allows growth "
+               "for `rho > 1` (an upper bound does not say that the product grows). Worked example, four steps:", b,
                bound=sp.Pow(rho, t - s, evaluate=False)) + mark,
         _display([(Partial(sp.Symbol("h_0"), of=sp.Symbol("h_3")), net.path_product(3, 0))], b),
-        _words("and with every factor of absolute value at most `rho`, the gradients in absolute value satisfy", b),
+        _words("and with `T = 4` and the loss on the last output only (so {gh} is all the loss sends back, through "
+               "step 3), and every factor of absolute value at most `rho`, the gradients in absolute value satisfy", b,
+               gh=sp.Symbol("g_3^h")),
         _relation(net.path_bound(3, 0, rho), b),
         _figure(b, "paths", ["fig3-left-power-curves", "fig3-right-tanh-sensitivity", "sensitivity-heatmap",
                              "jacobian-product-norms"]),
@@ -727,8 +736,11 @@ def encoder_section(b) -> Part:
     tokens = tokenize(course.TEXT)
     body = [
         _words("An encoder block puts the pieces together: LayerNorm, attention and a residual connection (pre-norm, "
-               "as in the course), then the same for a two-layer MLP. The attention sublayer, for every `T`, `d`, "
-               "`d_k`:", b),
+               "as in the course), then the same for a two-layer MLP. The attention sublayer, with one head, for every `T`, "
+               "`d`, `d_k` and value width {dv} (the head's output {O}, {oshape}, is added to {H}, {hshape}; with `h` "
+               "heads an output map does it, as in the next subsection):", b,
+               dv=sp.Eq(_s("d_v"), _s("d"), evaluate=False), O=_s("O", 2, 2), oshape=Shape(_s("T"), _s("d_v")),
+               H=_s("H", 2, 2), hshape=Shape(_s("T"), _s("d"))),
         _display([(d.target, d.value) for d in block.program.definitions(("forward",))], b),
         _words("Backwards, the residual shows in {dH}: the gradient of the shortcut plus what comes back through the branch:", b,
                dH=_s("dH", 2, 2))
@@ -739,7 +751,8 @@ def encoder_section(b) -> Part:
         "\\subsection{Worked example}",
         _words("The course encodes the phrase ", b) + f"``{text(course.TEXT)}''" + _words(
             " with {sizes}: one block of {heads} heads ({widths} each, so {wo} is {woshape}) and an MLP of hidden width "
-            "{dff} with ReLU, every LayerNorm with {ln}, followed by a final LayerNorm. Rows are tokens, "
+            "{dff} with ReLU, every LayerNorm with scale {gamma} a row of ones and shift {beta} a row of zeros (each "
+            "{lnshape}), followed by a final LayerNorm. Rows are tokens, "
             f"numbers at {b.digits} significant figures. Every intermediate agrees with the course's tables", b,
             sizes=Sizes(sp.Eq(_s("T"), len(tokens), evaluate=False), sp.Eq(_s("d"), len(course.E_VOCAB[0]), evaluate=False)),
             heads=sp.Eq(_s("h"), len(course.attention().heads), evaluate=False),
@@ -747,8 +760,7 @@ def encoder_section(b) -> Part:
                          sp.Eq(_s("d_v"), len(course.HEAD1["W_V"]), evaluate=False)),
             wo=_s("W_O", 2, 2), woshape=Shape(len(course.W_O), len(course.W_O[0])),
             dff=sp.Eq(_s("d_ff"), len(course.W1), evaluate=False),
-            ln=Sizes(sp.Eq(_s("gamma", 1, 2), sp.OneMatrix(1, 2), evaluate=False),
-                     sp.Eq(_s("beta", 1, 2), sp.ZeroMatrix(1, 2), evaluate=False)))
+            gamma=_s("gamma", 1, 2), beta=_s("beta", 1, 2), lnshape=Shape(1, _s("d")))
         + verification(b, checks=[r for r in checks if r.name == "encoder.course_tables"],
                                             source="week06 §Tokens", appendix="encoder")
         + ", and the layers agree with PyTorch's" + verification(b, checks=[r for r in checks if r.name.startswith("encoder.")
