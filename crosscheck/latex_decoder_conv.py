@@ -118,14 +118,19 @@ def conv_body(b, mark: str) -> str:
               "`W_o` columns, and `G` is the gradient of the loss with respect to `Y` (also `H_o` by `W_o`):",
               b.notation),
         display([(dc.H_o, dc.output_size(H, dc.k, dc.s, P)), (dc.W_o, dc.output_size(W, dc.k, dc.s, P))], b.notation),
-        words("Output position (`i`, `j`) reads the window that starts at row `s*i` and column `s*j`; the kernel's "
-              "gradient sums over every output position, the bias's too (" + verdict + "):", b.notation),
+        words("Output position (`i`, `j`) reads the window that starts at row `s*i` and column `s*j` of the padded "
+              "input (in these sums and below, `X` is the input with its zeros, `2*P_pad + H` rows by `2*P_pad + W` "
+              "columns, indexed from 0); the kernel's gradient sums over every output position, the bias's too ("
+              + verdict + "):", b.notation),
         display([rows[0], rows[1], rows[2]], b.notation),
         words("The input's gradient, for stride 1: an input entry is read by every output whose window covers it. Write "
               "`Ghat` for `G` extended by zeros outside its `H_o` by `W_o` entries (the padded gradient), so that the sum "
               "may run over the whole kernel; reindexed, it is a full cross-correlation of `Ghat` with the flipped kernel:",
               b.notation),
         display([(Partial(sp.Symbol("X_mn")), [plain.grad_X(), plain.grad_X_flipped()])], b.notation),
+        words("This is the gradient of the padded input. The gradient with respect to the input itself, without its "
+              "zeros, is that gradient cropped by `P_pad` rows and columns on every side: entry (`m`, `n`) of the input is entry "
+              "(`m + P_pad`, `n + P_pad`) of the padded one, for `0 <= m <= H - 1` and `0 <= n <= W - 1`.", b.notation),
         words("With a stride `s > 1`, `Ghat` is also dilated, `s - 1` zeros between its entries (proved at concrete sizes).",
               b.notation),
         "\\paragraph{Max-pooling.} " + words(

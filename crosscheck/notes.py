@@ -904,7 +904,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("P"), "positional encodings of the worked example: one row per position", Shape(T, d)),
         (sp.Symbol("H_0"), "input of the first encoder block, the sum of the two", Shape(T, d)), (sp.Symbol("omega_j"), "frequency of the coordinate pair j", one),
         (sp.Symbol("d"), "model width of the Transformer, and the width of a positional encoding", one),
-        (sp.Symbol("d_h"), "width of a cell's state; its input and output widths are d_x and d_y", one),
+        (sp.Symbol("d_h"), "width of a cell's state; its input and output widths are `d_x` and `d_y`", one),
         (sp.Symbol("d_model"), "model width d, so named in the parameter counts", one),
         (sp.Symbol("d_ff"), "width of the hidden layer of the feed-forward sublayer (MLP)", one),
         (LAYERS, "number of layers of a stack (its depth)", one),
@@ -921,16 +921,18 @@ def notation_rows(b) -> list[tuple]:
         (M("C", T, sp.Symbol("h") * d_v), "the heads' outputs side by side", Shape(T, sp.Symbol("h") * d_v)),
         (M("W_O", d, sp.Symbol("h") * d_v), "output map of multi-head attention", Shape(d, sp.Symbol("h") * d_v)),
         (M("B", T, d), "output of multi-head attention, in the place of O", Shape(T, d)),
-        (M("W_1", sp.Symbol("d_ff"), d), "first layer of the MLP (with its bias b_1)", Shape(sp.Symbol("d_ff"), d)),
-        (M("W_2", d, sp.Symbol("d_ff")), "second layer of the MLP (with its bias b_2)", Shape(d, sp.Symbol("d_ff"))),
+        (M("W_1", sp.Symbol("d_ff"), d), "first layer of the MLP (with its bias `b_1`)", Shape(sp.Symbol("d_ff"), d)),
+        (M("W_2", d, sp.Symbol("d_ff")), "second layer of the MLP (with its bias `b_2`)", Shape(d, sp.Symbol("d_ff"))),
         (M("H", T, d), "input rows of an encoder block", Shape(T, d)),
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
         (M("Z", sp.Symbol("T_src"), d), "the encoder's output, the memory a decoder reads", Shape(sp.Symbol("T_src"), d)),
         (sp.Symbol("kappa"), "a convolution kernel of k by k entries", Shape(sp.Symbol("k"), sp.Symbol("k"))),
-        (sp.Symbol("H_o"), "number of output rows of a convolution or pooling layer; W_o, of output columns", one),
-        (sp.Symbol("Ghat"), "the gradient of a convolution's output extended by zeros (the padded gradient)", one),
+        (sp.Symbol("H_o"), "number of output rows of a convolution or pooling layer; `W_o`, of output columns", one),
+        (sp.Symbol("Ghat"), "the gradient of a convolution's output (stride 1) extended by `k - 1` rows and columns of "
+         "zeros on every side (the padded gradient), its indices from `-(k - 1)`",
+         Shape(sp.Symbol("H_o") + 2 * (sp.Symbol("k") - 1), sp.Symbol("W_o") + 2 * (sp.Symbol("k") - 1))),
         (sp.Symbol("P_pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
-        (sp.Symbol("Delta"), "stride of a convolution or pooling layer (Delta_l: of layer l)", one),
+        (sp.Symbol("Delta"), "stride of a convolution or pooling layer (`Delta_l`: of layer `l`)", one),
         (sp.Symbol("p"), "side of a max-pooling window", one),
         (sp.Symbol("a_ij"), "input position of the largest entry of pooling window (i, j)", one),
         (sp.Symbol("r_L"), "receptive field of a stack of L convolutions, in input positions", one),
@@ -957,7 +959,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if i = j, else 0", one),
         (sp.Function("F")(sp.MatrixSymbol("x", 1, d)), "a residual branch: any differentiable map of a row x; the "
          "residual connection's output is u = x + F(x)", Shape(1, d)),
-        (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch; of the branch of layer l in a stack, J_{F_l}", Shape(d, d)),
+        (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch; of the branch of layer `l` in a stack, {JFl}", Shape(d, d)),
         (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm", Shape(d, d)),
         (sp.HadamardProduct(M("a", 1, n), M("b", 1, n)), "entrywise (Hadamard) product", Shape(1, n)),
         (M("X", T, d).T, "transpose (of X; likewise of any matrix)", Shape(d, T)),
@@ -970,10 +972,11 @@ def notation_section(b) -> str:
     """The notation: one table, every symbol once, with its meaning and its shape."""
     from seqgrad.derive.latex_layout import inline
 
-    from .latex_parts import text
-
     rows = notation_rows(b)
-    body = [" & ".join([inline(sym, b.notation), text(meaning), inline(shape, b.notation)]) + " \\\\" for sym, meaning, shape in rows]
+    # a meaning's formulas in backquotes, or {JFl} for one the parser does not read (a subscript with a subscript)
+    formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2)}
+    body = [" & ".join([inline(sym, b.notation), _words(meaning, b, **formulas), inline(shape, b.notation)]) + " \\\\"
+            for sym, meaning, shape in rows]
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices start "
              "at 0. Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
              "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry.")
