@@ -425,7 +425,7 @@ def positional_section(b) -> Part:
     omega = sp.Symbol("omega_j")
     PE = sp.Function("PE")
     shift = catalogue.get("pe-shift")  # exact identities: proved (the appendix lists every one of them, proved now)
-    mark = verification(b, proofs=["pe-shift", "pe-norm"], source=shift.source, appendix="positional")
+    mark = verification(b, proofs=["pe-shift"], source=shift.source, appendix="positional")  # the shift is what the text states
     odd = positional.Sinusoidal(5).shift_identity()
     report = odd.prove()
     body = [
@@ -435,8 +435,8 @@ def positional_section(b) -> Part:
                   (omega, sp.Pow(10000, -2 * j / D, evaluate=False))], b),
         _words("General result: shifting the position by `k` rotates every pair of coordinates by the angle "
                "{angle}, for every width and every pair; the rotation does not depend on `pos`, so a fixed offset is "
-               "a fixed linear map:", b, angle=_s("omega") * _s("k")) + mark,
-        _display([_as_rows(shift.statement())], b),
+               "a fixed linear map:", b, angle=omega * _s("k")) + mark,
+        _display([_as_rows(shift.statement(), omega)], b),
         _words("Worked example, an odd width `d = 5`: the two pairs rotate, and the last coordinate is a sine without a "
                "partner, which no scalar factor shifts. The table writes the encodings as columns, as the proof handles "
                "them: {Rk} is the block-diagonal matrix of one rotation per pair, the transpose of the matrix above at "
@@ -469,10 +469,13 @@ def _entrywise(statement, matrix):
     return written
 
 
-def _as_rows(statement):
+def _as_rows(statement, frequency):
     """The shift identity ``v(pos + k) = B(k) v(pos)`` (column vectors, as the catalogue proves it) in the notes'
     row-vector convention, ``v(pos + k)^T = v(pos)^T B(k)^T`` (the same statement transposed), the angle as the text
-    writes it, with its quantifier: for every ``pos`` and ``k``."""
+    writes it, with its quantifier: for every ``pos`` and ``k``; the catalogue's symbolic frequency is written as
+    ``frequency`` (the pair's ``omega_j``)."""
+    omega = next(s for s in statement.rhs.free_symbols if s.name == "omega")
+    statement = statement.xreplace({omega: frequency})
     B, v = statement.rhs.args
     pos = next(s for s in statement.rhs.free_symbols if s.name == "pos")
     k = next(s for s in statement.rhs.free_symbols if s.name == "k")
