@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import sympy as sp
+from sympy.printing.precedence import PRECEDENCE
 
 from seqgrad.derive.prose import Sizes
 
@@ -44,7 +45,7 @@ class Shape(sp.Tuple):
     """The shape of a symbol in the notation table, printed ``T \times d`` (a scalar: ``1``)."""
 
     def _latex(self, printer):
-        return r" \times ".join(printer._print(a) for a in self.args) if self.args else "1"
+        return r" \times ".join(printer.parenthesize(a, PRECEDENCE["Mul"]) for a in self.args) if self.args else "1"
 
     def _sympystr(self, printer):
         return " x ".join(printer._print(a) for a in self.args) if self.args else "1"
@@ -933,7 +934,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("H_o"), "number of output rows of a convolution or pooling layer; `W_o`, of output columns", one),
         (sp.Symbol("Ghat"), "the gradient of a convolution's output (stride 1) extended by `k - 1` rows and columns of "
          "zeros on every side (the padded gradient), its indices from `-(k - 1)`",
-         Shape(sp.Symbol("H_o") + 2 * (sp.Symbol("k") - 1), sp.Symbol("W_o") + 2 * (sp.Symbol("k") - 1))),
+         Shape(*(n + sp.Mul(2, sp.Symbol("k") - 1, evaluate=False) for n in sp.symbols("H_o W_o")))),
         (sp.Symbol("P_pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
         (sp.Symbol("Delta"), "stride of a convolution or pooling layer (`Delta_l`: of layer `l`)", one),
         (sp.Symbol("p"), "side of a max-pooling window", one),
