@@ -45,7 +45,7 @@ class Shape(sp.Tuple):
     """The shape of a symbol in the notation table, printed ``T \times d`` (a scalar: ``1``)."""
 
     def _latex(self, printer):
-        return r" \times ".join(printer.parenthesize(a, PRECEDENCE["Mul"]) for a in self.args) if self.args else "1"
+        return r" \times ".join(printer.parenthesize(a, PRECEDENCE["Mul"], strict=True) for a in self.args) if self.args else "1"
 
     def _sympystr(self, printer):
         return " x ".join(printer._print(a) for a in self.args) if self.args else "1"
@@ -984,6 +984,6 @@ def notation_section(b) -> str:
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices start "
              "at 0. Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
              "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry.")
-    return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{9.2cm}l}\n".replace(">{$}l<{$}", "l")
+    return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{7.8cm}l}\n".replace(">{$}l<{$}", "l")
             + "\\toprule\nsymbol & meaning & shape \\\\\n\\midrule\n\\endhead\n" + "\n".join(body)
             + "\n\\bottomrule\n\\end{longtable}\n}")
