@@ -470,13 +470,14 @@ def _entrywise(statement, matrix):
     return written
 
 
-def _as_rows(statement, frequency):
+def _as_rows(statement, frequency=None):
     """The shift identity ``v(pos + k) = B(k) v(pos)`` (column vectors, as the catalogue proves it) in the notes'
     row-vector convention, ``v(pos + k)^T = v(pos)^T B(k)^T`` (the same statement transposed), the angle as the text
     writes it, with its quantifier: for every ``pos`` and ``k``; the catalogue's symbolic frequency is written as
-    ``frequency`` (the pair's ``omega_j``)."""
-    omega = next(s for s in statement.rhs.free_symbols if s.name == "omega")
-    statement = statement.xreplace({omega: frequency})
+    ``frequency`` where one is given (the pair's ``omega_j``)."""
+    if frequency is not None:
+        omega = next(s for s in statement.rhs.free_symbols if s.name == "omega")
+        statement = statement.xreplace({omega: frequency})
     B, v = statement.rhs.args
     pos = next(s for s in statement.rhs.free_symbols if s.name == "pos")
     k = next(s for s in statement.rhs.free_symbols if s.name == "k")

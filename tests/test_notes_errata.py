@@ -185,3 +185,9 @@ def test_9_the_notation_table_and_the_positional_text_typeset_their_math(tmp_pat
     assert r"\sin(\omega_{j} (\mathrm{pos} + k))" in body and r"\cos(k \omega_{j})" in body
     assert r"by the angle $k \omega_{j}$" in body and r"\sin(\omega (" not in body
     assert r"$R{(k)}^{\top} R{(k)} = I$" in body and r"R^{\top}(k)" not in body
+    # the display with the pair's omega_j is still the proved identity
+    from seqgrad.derive import catalogue
+
+    lhs, rhs, _ = notes._as_rows(catalogue.get("pe-shift").statement(), sp.Symbol("omega_j"))
+    assert {s.name for s in sp.Matrix(lhs).free_symbols} == {"omega_j", "pos", "k"}
+    assert sp.simplify(sp.expand_trig(sp.Matrix(lhs) - sp.Matrix(rhs.doit()))) == sp.zeros(1, 2)
