@@ -81,10 +81,33 @@ def test_4_the_vector_recursion_says_gz_T_is_zero_where_it_is_stated(tmp_path):
     body = notes.rnn_section(_build(tmp_path)).body
     recursion = r"\mathbf{g}^{h}_{t}                                   &= \mathbf{e}_{t} \mathbf{W}_{o} + \mathbf{g}^{z}_{t+1} \mathbf{W}_{h}"
     assert recursion in body
-    said = body.index(r"with $\mathbf{g}^{z}_{T} = \mathbf{0}$")
-    before = body[:body.index(recursion)]
-    assert said < body.index(recursion) and "\\begin{align*}" not in before[said:][:before[said:].index(":\n") + 2]
-    assert r"$\mathbf{e}_{T-1} \mathbf{W}_{o}$" in body[said:body.index(recursion)]
+    said = body.index(r"Backwards, with $\mathbf{g}^{z}_{T} = \mathbf{0}$")
+    between = body[said:body.index(recursion)]  # the sentence, then the display that holds the recursion
+    assert between.count("\\begin{align*}") == 1 and r"$\mathbf{e}_{T-1} \mathbf{W}_{o}$" in between
+
+
+def test_4_with_gz_T_zero_the_recursion_gives_autograds_last_state_gradient():
+    """The vector cell with a loss at every step (as the notes write it): dL/dh_{T-1} = e_{T-1} W_o, the recursion
+    g^h_t = e_t W_o + g^z_{t+1} W_h at t = T - 1 with g^z_T = 0; and one step earlier the recursion itself."""
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(25)
+    T, D, H, C = 3, 2, 3, 2
+    W_x, W_h, W_o = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((H, D), (H, H), (C, H)))
+    b_h, b_o = torch.randn(H, generator=g, dtype=torch.float64), torch.randn(C, generator=g, dtype=torch.float64)
+    W_h.requires_grad_(True)  # so that every state is on the tape
+    x, y = torch.randn(T, D, generator=g, dtype=torch.float64), torch.randn(T, C, generator=g, dtype=torch.float64)
+    h, hs, zs, es, loss = torch.zeros(H, dtype=torch.float64), [], [], [], 0
+    for t in range(T):
+        z = x[t] @ W_x.T + h @ W_h.T + b_h
+        h = torch.tanh(z)
+        h.retain_grad()
+        z.retain_grad()
+        e = h @ W_o.T + b_o - y[t]
+        hs.append(h), zs.append(z), es.append(e.detach())
+        loss = loss + (e ** 2).sum() / 2
+    loss.backward()
+    torch.testing.assert_close(hs[-1].grad, es[-1] @ W_o, rtol=0, atol=1e-12)  # g^z_T = 0: no later step
+    torch.testing.assert_close(hs[-2].grad, es[-2] @ W_o + zs[-1].grad @ W_h.detach(), rtol=0, atol=1e-12)
 
 
 def _crossings(x) -> int:
