@@ -40,7 +40,13 @@ def decoder_body(b, mark: str) -> str:
     from .latex_parts import LAYERS
 
     # |theta| for a number of parameters (N would read as a number of layers, which is L throughout the notes)
-    d_model, heads, d_ff = sp.symbols("d_model h d_ff")
+    d_model, heads, d_ff, d_k, d_v, d = sp.symbols("d_model h d_ff d_k d_v d")
+    from seqgrad.derive.latex_layout import inline
+    from seqgrad.numeric import course
+
+    # the course's encoder (section encoder): h = 2 heads of d_v = 3 columns side by side, mapped back to d = 5 by W_O
+    course_h, course_dv, course_d = len(course.attention().heads), len(course.HEAD1["W_V"]), len(course.E_VOCAB[0])
+    course_fill = Sizes(sp.Eq(heads, course_h, evaluate=False), sp.Eq(d_v, course_dv, evaluate=False))
     at = Sizes(*(sp.Eq(k, v, evaluate=False) for k, v in ((d_model, 256), (heads, 4), (d_ff, 1024))))
     counts = display([(PARAMS_LAYER, dd.decoder_layer_params(), ("  (biases and the three LayerNorms counted)",)),
                       (PARAMS_LAYER, dd.decoder_layer_params(256, 4, 1024), ("  at ", at)),
@@ -65,9 +71,15 @@ def decoder_body(b, mark: str) -> str:
                   + ("." if leaks else " (NOT shown here).")),
              "\\paragraph{Parameter counts.} " + words(
                  "One layer counted with its biases and its three LayerNorms (their scales and shifts), in general and at "
-                 "model width 256, 4 heads and MLP width 1024 (the count does not depend on the number of heads); then the "
-                 "stack of `L = 6` layers as lesson task 29 counts it, weight matrices only, without biases and LayerNorms:",
-                 b.notation) + "\n" + counts,
+                 "model width 256, 4 heads and MLP width 1024; then the stack of `L = 6` layers as lesson task 29 counts it, "
+                 "weight matrices only, without biases and LayerNorms. The count assumes that each head has widths ",
+                 b.notation)
+             + inline(sp.Eq(d_k, sp.Eq(d_v, d_model / heads, evaluate=False), evaluate=False), b.notation)
+             + words(", so that the heads side by side are `d_model` wide: then it does not depend on the number of "
+                     "heads. With other widths it does; the heads of the course's encoder (Section", b.notation)
+             + "~\\ref{sec:encoder}" + words(f") are {course_h * course_dv} wide side by side (", b.notation)
+             + inline(course_fill, b.notation) + words("), not ", b.notation) + inline(sp.Eq(d, course_d, evaluate=False), b.notation)
+             + words(".", b.notation)+ "\n" + counts,
              b.figures("decoder")]
     return "\n\n".join(p for p in parts if p)
 
@@ -106,14 +118,19 @@ def conv_body(b, mark: str) -> str:
               "`W_o` columns, and `G` is the gradient of the loss with respect to `Y` (also `H_o` by `W_o`):",
               b.notation),
         display([(dc.H_o, dc.output_size(H, dc.k, dc.s, P)), (dc.W_o, dc.output_size(W, dc.k, dc.s, P))], b.notation),
-        words("Output position (`i`, `j`) reads the window that starts at row `s*i` and column `s*j`; the kernel's "
-              "gradient sums over every output position, the bias's too (" + verdict + "):", b.notation),
+        words("Output position (`i`, `j`) reads the window that starts at row `s*i` and column `s*j` of the padded "
+              "input (in these sums and below, `X` is the input with its zeros, `2*P_pad + H` rows by `2*P_pad + W` "
+              "columns, indexed from 0); the kernel's gradient sums over every output position, the bias's too ("
+              + verdict + "):", b.notation),
         display([rows[0], rows[1], rows[2]], b.notation),
         words("The input's gradient, for stride 1: an input entry is read by every output whose window covers it. Write "
               "`Ghat` for `G` extended by zeros outside its `H_o` by `W_o` entries (the padded gradient), so that the sum "
               "may run over the whole kernel; reindexed, it is a full cross-correlation of `Ghat` with the flipped kernel:",
               b.notation),
         display([(Partial(sp.Symbol("X_mn")), [plain.grad_X(), plain.grad_X_flipped()])], b.notation),
+        words("This is the gradient of the padded input. The gradient with respect to the input itself, without its "
+              "zeros, is that gradient cropped by `P_pad` rows and columns on every side: entry (`m`, `n`) of the input is entry "
+              "(`m + P_pad`, `n + P_pad`) of the padded one, for `0 <= m <= H - 1` and `0 <= n <= W - 1`.", b.notation),
         words("With a stride `s > 1`, `Ghat` is also dilated, `s - 1` zeros between its entries (proved at concrete sizes).",
               b.notation),
         "\\paragraph{Max-pooling.} " + words(

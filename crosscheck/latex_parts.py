@@ -319,6 +319,24 @@ def _derivation(title: str, tex: str, verdict: str = "", where=None, notation: N
     return f"\\paragraph{{{head}}}" + (f" ({verdict})" if verdict else "") + "\n" + tex
 
 
+class Transposed(__import__("sympy").Function):
+    r"""The transpose of a matrix written as a function value, ``R(k)^T`` (printed ``R(k)^{\top}``, never
+    ``R^{\top}(k)``): the transpose applies to the value, the matrix ``R(k)``.
+
+    >>> import sympy as sp
+    >>> sp.latex(Transposed(sp.Function("R")(sp.Symbol("k"))))
+    'R{\\left(k \\right)}^{\\top}'
+    """
+
+    is_commutative = False
+
+    def _latex(self, printer):
+        return printer._print(self.args[0]) + r"^{\top}"
+
+    def _sympystr(self, printer):
+        return printer._print(self.args[0]) + "^T"
+
+
 def shift_report_rows(report, notation: Notation) -> list[list[str]]:
     """The properties a :class:`derive.positional.ShiftReport` establishes, as typeset statements with
     their verdicts (never the report's ASCII text)."""
@@ -330,10 +348,9 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
     PE, R = sp.Function("PE", commutative=False), sp.Function("R", commutative=False)
     I = sp.Symbol("I", commutative=False)
     det, alpha = sp.Function("det"), sp.Function("alpha")
-    Rt = sp.Function("R^T", commutative=False)
     statements = [
         (sp.Eq(PE(pos + k), R(k) * PE(pos), evaluate=False), "on the paired coordinates", report.shift),
-        (sp.Eq(Rt(k) * R(k), I, evaluate=False), "", report.orthogonal),
+        (sp.Eq(Transposed(R(k)) * R(k), I, evaluate=False), "", report.orthogonal),
         (sp.Eq(det(R(k)), 1, evaluate=False), "", report.determinant_one),
         (sp.Eq(R(a) * R(b_), R(a + b_), evaluate=False), "", report.composition),
         (sp.Eq(sp.Derivative(R(k), pos), 0, evaluate=False), words("`R(k)` does not depend on the position", notation),

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import sympy as sp
+from sympy.printing.precedence import PRECEDENCE
 
 from seqgrad.derive.prose import Sizes
 
@@ -44,7 +45,7 @@ class Shape(sp.Tuple):
     """The shape of a symbol in the notation table, printed ``T \times d`` (a scalar: ``1``)."""
 
     def _latex(self, printer):
-        return r" \times ".join(printer._print(a) for a in self.args) if self.args else "1"
+        return r" \times ".join(printer.parenthesize(a, PRECEDENCE["Mul"], strict=True) for a in self.args) if self.args else "1"
 
     def _sympystr(self, printer):
         return " x ".join(printer._print(a) for a in self.args) if self.args else "1"
@@ -268,6 +269,10 @@ def rnn_section(b) -> Part:
                ezero=sp.Eq(_s("e_t", 1, 1), sp.ZeroMatrix(1, 1), evaluate=False),
                early=sp.StrictLessThan(_s("t"), _s("T") - 1, evaluate=False)),
         _display(_rows(vector.forward_rows()[1:-1]), b),
+        _words("Backwards, with {gzT} (no step follows the last one, so at {last} the recursion for {gh} keeps only "
+               "{direct}):", b, gzT=sp.Eq(_s("g_T^z", 1, 3), sp.ZeroMatrix(1, 3), evaluate=False),
+               last=sp.Eq(_s("t"), _s("T") - 1, evaluate=False), gh=_s("g_t^h", 1, 3),
+               direct=_s("e_{T-1}", 1, 1) * _s("W_o", 1, 3)),
         _display(_rows(vector.backward_rows() + vector.gradient_rows()), b),
         "\\subsection{Unrolling the recursion: products of Jacobians}",
         _words("The recursion says that {gh} is what the loss sends to {h} directly plus what step {next} sends back. "
@@ -291,7 +296,10 @@ def rnn_section(b) -> Part:
             [[(f.target, f.value) if f else None, (gg.target, gg.value) if gg else None] for f, gg in table.rows], b.notation)
         + "\n\\end{center}",
         _words("and with every {gz} replaced by its closed form, the gradient of the recurrent weight is a sum over "
-               "paths: one term per step at which `w_h` is used, each a product of the slopes along the path.", b, gz=_s("g_t^z")),
+               "paths: one term per step at which `w_h` is used, each a product of the slopes along the path. The weight `w_h` is "
+               "used at all three steps, but the term of step 0, {first}, vanishes because {h0}: two terms remain.", b,
+               gz=_s("g_t^z"), first=sp.Mul(_s("g_0^z"), _s("h_{-1}"), evaluate=False),
+               h0=sp.Eq(_s("h_{-1}"), 0, evaluate=False)),
         _display([(Partial(net.parameters["w_h"]), net.grad("w_h").xreplace(g))], b),
     ]
     appendix = check_status("rnn", b, checks) if checks else ""
@@ -329,11 +337,13 @@ def paths_section(b) -> Part:
                "row, is the gradient with respect to `h_t` multiplied on the right by {ordered}.", b, ordered=ordered, hs=h(s)),
         _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1. So when every factor "
                "has absolute value (for the vector cell: norm) at most `rho`, the product over `t - tau` steps is at most "
-               "{bound} in absolute value (in norm): it vanishes geometrically for `rho < 1`, and it may explode for "
-               "`rho > 1`. Worked example, four steps:", b,
+               "{bound} in absolute value (in norm): it vanishes geometrically for `rho < 1`, and the bound allows growth "
+               "for `rho > 1` (an upper bound does not say that the product grows). Worked example, four steps:", b,
                bound=sp.Pow(rho, t - s, evaluate=False)) + mark,
         _display([(Partial(sp.Symbol("h_0"), of=sp.Symbol("h_3")), net.path_product(3, 0))], b),
-        _words("and with every factor of absolute value at most `rho`, the gradients in absolute value satisfy", b),
+        _words("and with `T = 4` and the loss on the last output only (so {gh} is all the loss sends back, through "
+               "step 3), and every factor of absolute value at most `rho`, the gradients in absolute value satisfy", b,
+               gh=sp.Symbol("g_3^h")),
         _relation(net.path_bound(3, 0, rho), b),
         _figure(b, "paths", ["fig3-left-power-curves", "fig3-right-tanh-sensitivity", "sensitivity-heatmap",
                              "jacobian-product-norms"]),
@@ -416,7 +426,7 @@ def positional_section(b) -> Part:
     omega = sp.Symbol("omega_j")
     PE = sp.Function("PE")
     shift = catalogue.get("pe-shift")  # exact identities: proved (the appendix lists every one of them, proved now)
-    mark = verification(b, proofs=["pe-shift", "pe-norm"], source=shift.source, appendix="positional")
+    mark = verification(b, proofs=["pe-shift"], source=shift.source, appendix="positional")  # the shift is what the text states
     odd = positional.Sinusoidal(5).shift_identity()
     report = odd.prove()
     body = [
@@ -426,8 +436,8 @@ def positional_section(b) -> Part:
                   (omega, sp.Pow(10000, -2 * j / D, evaluate=False))], b),
         _words("General result: shifting the position by `k` rotates every pair of coordinates by the angle "
                "{angle}, for every width and every pair; the rotation does not depend on `pos`, so a fixed offset is "
-               "a fixed linear map:", b, angle=_s("omega") * _s("k")) + mark,
-        _display([_as_rows(shift.statement())], b),
+               "a fixed linear map:", b, angle=omega * _s("k")) + mark,
+        _display([_as_rows(shift.statement(), omega)], b),
         _words("Worked example, an odd width `d = 5`: the two pairs rotate, and the last coordinate is a sine without a "
                "partner, which no scalar factor shifts. The table writes the encodings as columns, as the proof handles "
                "them: {Rk} is the block-diagonal matrix of one rotation per pair, the transpose of the matrix above at "
@@ -460,10 +470,14 @@ def _entrywise(statement, matrix):
     return written
 
 
-def _as_rows(statement):
+def _as_rows(statement, frequency=None):
     """The shift identity ``v(pos + k) = B(k) v(pos)`` (column vectors, as the catalogue proves it) in the notes'
     row-vector convention, ``v(pos + k)^T = v(pos)^T B(k)^T`` (the same statement transposed), the angle as the text
-    writes it, with its quantifier: for every ``pos`` and ``k``."""
+    writes it, with its quantifier: for every ``pos`` and ``k``; the catalogue's symbolic frequency is written as
+    ``frequency`` where one is given (the pair's ``omega_j``)."""
+    if frequency is not None:
+        omega = next(s for s in statement.rhs.free_symbols if s.name == "omega")
+        statement = statement.xreplace({omega: frequency})
     B, v = statement.rhs.args
     pos = next(s for s in statement.rhs.free_symbols if s.name == "pos")
     k = next(s for s in statement.rhs.free_symbols if s.name == "k")
@@ -727,8 +741,11 @@ def encoder_section(b) -> Part:
     tokens = tokenize(course.TEXT)
     body = [
         _words("An encoder block puts the pieces together: LayerNorm, attention and a residual connection (pre-norm, "
-               "as in the course), then the same for a two-layer MLP. The attention sublayer, for every `T`, `d`, "
-               "`d_k`:", b),
+               "as in the course), then the same for a two-layer MLP. The attention sublayer, with one head, for every `T`, "
+               "`d`, `d_k` and value width {dv} (the head's output {O}, {oshape}, is added to {H}, {hshape}; with `h` "
+               "heads an output map does it, as in the next subsection):", b,
+               dv=sp.Eq(_s("d_v"), _s("d"), evaluate=False), O=_s("O", 2, 2), oshape=Shape(_s("T"), _s("d_v")),
+               H=_s("H", 2, 2), hshape=Shape(_s("T"), _s("d"))),
         _display([(d.target, d.value) for d in block.program.definitions(("forward",))], b),
         _words("Backwards, the residual shows in {dH}: the gradient of the shortcut plus what comes back through the branch:", b,
                dH=_s("dH", 2, 2))
@@ -739,7 +756,8 @@ def encoder_section(b) -> Part:
         "\\subsection{Worked example}",
         _words("The course encodes the phrase ", b) + f"``{text(course.TEXT)}''" + _words(
             " with {sizes}: one block of {heads} heads ({widths} each, so {wo} is {woshape}) and an MLP of hidden width "
-            "{dff} with ReLU, every LayerNorm with {ln}, followed by a final LayerNorm. Rows are tokens, "
+            "{dff} with ReLU, every LayerNorm with scale {gamma} a row of ones and shift {beta} a row of zeros (each "
+            "{lnshape}), followed by a final LayerNorm. Rows are tokens, "
             f"numbers at {b.digits} significant figures. Every intermediate agrees with the course's tables", b,
             sizes=Sizes(sp.Eq(_s("T"), len(tokens), evaluate=False), sp.Eq(_s("d"), len(course.E_VOCAB[0]), evaluate=False)),
             heads=sp.Eq(_s("h"), len(course.attention().heads), evaluate=False),
@@ -747,8 +765,7 @@ def encoder_section(b) -> Part:
                          sp.Eq(_s("d_v"), len(course.HEAD1["W_V"]), evaluate=False)),
             wo=_s("W_O", 2, 2), woshape=Shape(len(course.W_O), len(course.W_O[0])),
             dff=sp.Eq(_s("d_ff"), len(course.W1), evaluate=False),
-            ln=Sizes(sp.Eq(_s("gamma", 1, 2), sp.OneMatrix(1, 2), evaluate=False),
-                     sp.Eq(_s("beta", 1, 2), sp.ZeroMatrix(1, 2), evaluate=False)))
+            gamma=_s("gamma", 1, 2), beta=_s("beta", 1, 2), lnshape=Shape(1, _s("d")))
         + verification(b, checks=[r for r in checks if r.name == "encoder.course_tables"],
                                             source="week06 §Tokens", appendix="encoder")
         + ", and the layers agree with PyTorch's" + verification(b, checks=[r for r in checks if r.name.startswith("encoder.")
@@ -892,7 +909,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("P"), "positional encodings of the worked example: one row per position", Shape(T, d)),
         (sp.Symbol("H_0"), "input of the first encoder block, the sum of the two", Shape(T, d)), (sp.Symbol("omega_j"), "frequency of the coordinate pair j", one),
         (sp.Symbol("d"), "model width of the Transformer, and the width of a positional encoding", one),
-        (sp.Symbol("d_h"), "width of a cell's state; its input and output widths are d_x and d_y", one),
+        (sp.Symbol("d_h"), "width of a cell's state; its input and output widths are `d_x` and `d_y`", one),
         (sp.Symbol("d_model"), "model width d, so named in the parameter counts", one),
         (sp.Symbol("d_ff"), "width of the hidden layer of the feed-forward sublayer (MLP)", one),
         (LAYERS, "number of layers of a stack (its depth)", one),
@@ -909,16 +926,18 @@ def notation_rows(b) -> list[tuple]:
         (M("C", T, sp.Symbol("h") * d_v), "the heads' outputs side by side", Shape(T, sp.Symbol("h") * d_v)),
         (M("W_O", d, sp.Symbol("h") * d_v), "output map of multi-head attention", Shape(d, sp.Symbol("h") * d_v)),
         (M("B", T, d), "output of multi-head attention, in the place of O", Shape(T, d)),
-        (M("W_1", sp.Symbol("d_ff"), d), "first layer of the MLP (with its bias b_1)", Shape(sp.Symbol("d_ff"), d)),
-        (M("W_2", d, sp.Symbol("d_ff")), "second layer of the MLP (with its bias b_2)", Shape(d, sp.Symbol("d_ff"))),
+        (M("W_1", sp.Symbol("d_ff"), d), "first layer of the MLP (with its bias `b_1`)", Shape(sp.Symbol("d_ff"), d)),
+        (M("W_2", d, sp.Symbol("d_ff")), "second layer of the MLP (with its bias `b_2`)", Shape(d, sp.Symbol("d_ff"))),
         (M("H", T, d), "input rows of an encoder block", Shape(T, d)),
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
         (M("Z", sp.Symbol("T_src"), d), "the encoder's output, the memory a decoder reads", Shape(sp.Symbol("T_src"), d)),
         (sp.Symbol("kappa"), "a convolution kernel of k by k entries", Shape(sp.Symbol("k"), sp.Symbol("k"))),
-        (sp.Symbol("H_o"), "number of output rows of a convolution or pooling layer; W_o, of output columns", one),
-        (sp.Symbol("Ghat"), "the gradient of a convolution's output extended by zeros (the padded gradient)", one),
+        (sp.Symbol("H_o"), "number of output rows of a convolution or pooling layer; `W_o`, of output columns", one),
+        (sp.Symbol("Ghat"), "the gradient of a convolution's output (stride 1) extended by `k - 1` rows and columns of "
+         "zeros on every side (the padded gradient), its indices from `-(k - 1)`",
+         Shape(*(n + sp.Mul(2, sp.Symbol("k") - 1, evaluate=False) for n in sp.symbols("H_o W_o")))),
         (sp.Symbol("P_pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
-        (sp.Symbol("Delta"), "stride of a convolution or pooling layer (Delta_l: of layer l)", one),
+        (sp.Symbol("Delta"), "stride of a convolution or pooling layer (`Delta_l`: of layer `l`)", one),
         (sp.Symbol("p"), "side of a max-pooling window", one),
         (sp.Symbol("a_ij"), "input position of the largest entry of pooling window (i, j)", one),
         (sp.Symbol("r_L"), "receptive field of a stack of L convolutions, in input positions", one),
@@ -945,7 +964,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if i = j, else 0", one),
         (sp.Function("F")(sp.MatrixSymbol("x", 1, d)), "a residual branch: any differentiable map of a row x; the "
          "residual connection's output is u = x + F(x)", Shape(1, d)),
-        (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch; of the branch of layer l in a stack, J_{F_l}", Shape(d, d)),
+        (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch; of the branch of layer `l` in a stack, {JFl}", Shape(d, d)),
         (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm", Shape(d, d)),
         (sp.HadamardProduct(M("a", 1, n), M("b", 1, n)), "entrywise (Hadamard) product", Shape(1, n)),
         (M("X", T, d).T, "transpose (of X; likewise of any matrix)", Shape(d, T)),
@@ -958,13 +977,14 @@ def notation_section(b) -> str:
     """The notation: one table, every symbol once, with its meaning and its shape."""
     from seqgrad.derive.latex_layout import inline
 
-    from .latex_parts import text
-
     rows = notation_rows(b)
-    body = [" & ".join([inline(sym, b.notation), text(meaning), inline(shape, b.notation)]) + " \\\\" for sym, meaning, shape in rows]
+    # a meaning's formulas in backquotes, or {JFl} for one the parser does not read (a subscript with a subscript)
+    formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2)}
+    body = [" & ".join([inline(sym, b.notation), _words(meaning, b, **formulas), inline(shape, b.notation)]) + " \\\\"
+            for sym, meaning, shape in rows]
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices start "
              "at 0. Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
              "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry.")
-    return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{9.2cm}l}\n".replace(">{$}l<{$}", "l")
+    return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{7.8cm}l}\n".replace(">{$}l<{$}", "l")
             + "\\toprule\nsymbol & meaning & shape \\\\\n\\midrule\n\\endhead\n" + "\n".join(body)
             + "\n\\bottomrule\n\\end{longtable}\n}")

@@ -438,11 +438,12 @@ def identities() -> list[Identity]:
     pair_rhs = sp.MatMul(sp.ImmutableMatrix(_block(omega, k)), sp.ImmutableMatrix([sp.sin(pos * omega), sp.cos(pos * omega)]), evaluate=False)
     out.append(Identity(
         "pe-shift", S0,
-        "(sin((pos+k) w), cos((pos+k) w)) = R(k w) (sin(pos w), cos(pos w)) for symbolic frequency w, position pos and offset k: "
+        "(sin((pos+k) omega), cos((pos+k) omega)) = R(k omega) (sin(pos omega), cos(pos omega)) for symbolic frequency omega, "
+        "position pos and offset k: "
         "every pair, so PE(pos+k) = R(k) PE(pos) for every even d and either layout",
         pair_lhs, pair_rhs, "simplify", proof_by(lambda: pair_lhs - pair_rhs.doit(), angle_addition, "angle addition"),
         lambda rng: numeric_sides(pair_lhs, pair_rhs.doit(), rng, low=-50, high=50), simplifier="angle addition",
-        scope="all even d (every pair), symbolic w, pos, k", assumptions=("w > 0", "pos, k real")))
+        scope="all even d (every pair), symbolic omega, pos, k", assumptions=("omega > 0", "pos, k real")))
     m_ = sp.Symbol("m", integer=True, positive=True)
     i_ = sp.Symbol("i", integer=True, nonnegative=True)
     w_ = sp.IndexedBase("omega", positive=True)

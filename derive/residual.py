@@ -458,10 +458,10 @@ def identities() -> list[Identity]:
                    "post-norm": "U = LN(H + MHA(H)): dH = dZ + the branch's pullback of dZ, dZ = LN's pullback of dU (J_LN (I + J_MHA))"}[placement]
         out.append(Identity(
             f"residual-{placement}-block-program", "seed 000 L1183-1191; seed 001 l.130-138 (pre- vs post-norm)",
-            f"{formula}, every T, d, d_k, d_v (derive.blocks program)",
+            f"{formula}, every T, d, d_k, one head with d_v = d (derive.blocks program)",
             lambda shown=shown: shown()[0], lambda shown=shown: shown()[1], "simplify", proved,
             lambda rng, rj=rj: _numeric_generic(rj().y, rj().h, rj().closed, rng),
-            simplifier="composition of the rule table's proved rules", scope="all T, d, d_k, d_v >= 1",
+            simplifier="composition of the rule table's proved rules", scope="all T, d, d_k >= 1, one head with d_v = d",
             assumptions=("one attention head as the branch", "LN with gain gamma and bias beta, eps > 0 inside the root"),
             symbols_note="Numeric evidence: the Jacobian formula with a generic branch at d = 2 against central differences; "
                          "crosscheck's transformer.block_programs compares the compiled program with torch autograd."))

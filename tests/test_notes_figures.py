@@ -119,7 +119,10 @@ def test_positional_caption():
 
     caption = figure_sets()["positional"].CAPTIONS["positional_encoding_d128"]
     P = sinusoidal(100, 128).numpy()
-    changes = int((np.diff(np.sign(P[:, 0])) != 0).sum())
+    signs = np.sign(P[:, 0])  # sin(pos): 0 at pos = 0, which is no sign, so no change there
+    signs = signs[signs != 0]
+    changes = int((signs[1:] != signs[:-1]).sum())  # crossings: successive nonzero samples of opposite sign
+    assert changes == int(99 // np.pi) == 31  # the zeros k pi, k = 1 ... 31, inside (0, 99]
     assert f"coordinate 0 changes sign {changes} times" in caption
     assert np.ptp(P[:, -2:], axis=0).max() < 0.02 < np.ptp(P[:, :2], axis=0).min()  # "the last ones hardly change"
     wavelength = 2 * np.pi * 10000 ** (126 / 128)

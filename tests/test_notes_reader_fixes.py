@@ -259,7 +259,7 @@ def test_textbook_term_order_and_no_nested_superscripts(tmp_path):
     attention = notes.attention_section(b).body
     assert r"a_{0} (1 - a_{0})" in attention and "a_{0} - a_{0}^{2}" not in attention
     positional = notes.positional_section(b).body
-    assert r"\sin(\omega (\mathrm{pos} + k))" in positional and r"k \omega)\\\cos" not in positional
+    assert r"\sin(\omega_{j} (\mathrm{pos} + k))" in positional and r"k \omega_{j})\\\cos" not in positional
 
 
 def test_a_complement_follows_what_it_complements():

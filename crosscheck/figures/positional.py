@@ -20,7 +20,7 @@ HELP = "the sinusoidal positional encoding for D = 128 and 100 positions"
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
     "positional_encoding_d128": "Sinusoidal positions for width 128 and 100 positions: the first coordinates oscillate "
-        "fast (coordinate 0 changes sign 32 times), the last ones hardly change over 100 positions (the last pair's "
+        "fast (coordinate 0 changes sign 31 times), the last ones hardly change over 100 positions (the last pair's "
         "wavelength, `2*pi` over its frequency, is about 54000 positions).",
 }
 
