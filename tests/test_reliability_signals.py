@@ -378,3 +378,34 @@ def test_jobs_beyond_the_usable_cores_are_capped_with_a_note(capsys):
     err = capsys.readouterr().err
     assert err == f"seqgrad: note: --jobs 100000 is more than the {cores} usable CPU core{'s' * (cores > 1)}; using {cores}\n"
     assert jobs_option(cores, "cpu") == cores and capsys.readouterr().err == ""
+
+
+PROBE = textwrap.dedent("""
+    import os, signal, sys, tempfile
+    from seqgrad import signals
+    from seqgrad.crosscheck.commands import _common
+    signals.install()
+    made = tempfile.mkstemp
+
+    def mkstemp_then_signal(*a, **k):  # the signal comes the moment the probe file exists
+        fd, name = made(*a, **k)
+        os.kill(os.getpid(), int(sys.argv[2]))
+        return fd, name
+
+    _common.tempfile.mkstemp = mkstemp_then_signal
+    try:
+        _common.output_file("out", os.path.join(sys.argv[1], "notes.tex"))
+        print("the signal was lost")
+    except (KeyboardInterrupt, signals.Terminated):
+        print("answered")
+""")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_during_the_output_probe_leaves_no_probe_file(signum, tmp_path):
+    """A signal between the write probe's creation and its removal (CI once hit it in the fifty-moment test: a
+    '.seqgrad-probe-*' file left beside notes.tex) is answered after the probe is gone."""
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path), str(int(signum))],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "answered", proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

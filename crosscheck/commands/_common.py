@@ -142,11 +142,16 @@ def output_file(argument: str, path: str) -> Path:
 
 
 def _probe(argument: str, path: str, directory: Path) -> None:
+    """Whether ``directory`` takes a file: a probe file made and removed with SIGINT and SIGTERM held, so that a
+    signal in between cannot leave it behind (it is answered once the probe is gone)."""
+    from seqgrad import signals
+
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".seqgrad-probe-", dir=directory)
-        os.close(fd)
-        os.unlink(probe)
+        with signals.held():
+            fd, probe = tempfile.mkstemp(prefix=".seqgrad-probe-", dir=directory)
+            os.close(fd)
+            os.unlink(probe)
     except OSError as exc:
         _refuse(argument, path, f"a path in a directory seqgrad can write ({exc.strerror or exc})")
 
