@@ -194,6 +194,19 @@ def preamble(title: str = "Gradients of sequence models: course notes") -> str:
 #: LayerNorm is ``s``, so that ``\sigma`` is only the sigmoid.
 NOTES_LETTERS = {"sigma": "s"}
 
+#: The notes' own names of whole symbols (unless the notation names them itself): the output layer's weight is
+#: ``w_y``, so that an index ``o`` (``w_xo``, ``w_ho``, ``b_o``) only ever names the LSTM's output gate.
+NOTES_SYMBOL_NAMES = {"w_o": "w_{y}"}
+
+
+def notes_notation(notation: Notation) -> Notation:
+    """``notation`` with the notes' own letters and names (:data:`NOTES_LETTERS`, :data:`NOTES_SYMBOL_NAMES`), where
+    it does not rename those symbols itself."""
+    if "sigma" not in notation.letters and "sigma" not in notation.symbol_names:  # one meaning per symbol: sigma is the
+        notation = notation.replace(letters={**notation.letters, **NOTES_LETTERS})  # sigmoid, s a standard deviation
+    own = {k: v for k, v in NOTES_SYMBOL_NAMES.items() if k not in notation.symbol_names}
+    return notation.replace(symbol_names={**notation.symbol_names, **own}) if own else notation
+
 
 def front_matter(b: Build, names: Sequence[str]) -> str:
     """The title page (title, a short introduction, the contents) and the notation section."""
@@ -235,9 +248,7 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     for name, flag in (("appendix", appendix), ("handout", handout)):
         if not isinstance(flag, bool):
             raise SeqgradTypeError(name, flag, "True or False")
-    chosen = notation
-    if "sigma" not in notation.letters and "sigma" not in notation.symbol_names:  # one meaning per symbol: sigma is the
-        notation = notation.replace(letters={**notation.letters, **NOTES_LETTERS})  # sigmoid, s a standard deviation
+    chosen, notation = notation, notes_notation(notation)
     from .notes import HANDOUT
 
     b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds, digits,
@@ -264,7 +275,8 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
         if claims is not None:
             parts.append(f"\\subsection{{{text(CLAIMS.title)}}}\\label{{app:claims}}\n\n" + claims.strip() + "\n")
     parts.append("\\end{document}\n")
-    unused = [name for name in notation.unused_renames() if name not in NOTES_LETTERS or name in chosen.letters]
+    unused = [name for name in notation.unused_renames() if (name not in NOTES_LETTERS or name in chosen.letters)
+              and (name not in NOTES_SYMBOL_NAMES or name in chosen.symbol_names)]
     if unused:
         raise SeqgradValueError("--symbol (Notation.symbol_names)", ", ".join(unused), "the name (or base letter) of a symbol these sections print; "
                                 "nothing in sections " + ", ".join(names) + " is called that")

@@ -1,0 +1,36 @@
+"""Issue 25: one symbol per meaning in the handout. Each test reads the text the notes print (a section's body or
+the notation table's rows) and fails on the old text, where one symbol had two meanings."""
+import re
+
+import pytest
+
+from seqgrad.crosscheck import notes
+from seqgrad.crosscheck.latex_parts import Build
+from seqgrad.crosscheck.latexdoc import notes_notation
+from seqgrad.derive.latex_settings import DEFAULT
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    """A build with the notation ``seqgrad latex notes.tex`` uses."""
+    return Build(notation=notes_notation(DEFAULT), tex_dir=tmp_path_factory.mktemp("notes"), figures_dir=None)
+
+
+@pytest.fixture(scope="module")
+def table(build):
+    """The notation table: symbol (as printed) -> meaning."""
+    body = notes.notation_section(build)
+    return {m.group(1): m.group(2) for m in re.finditer(r"^\$(.+?)\$ & (.+?) & \$.*\$ \\\\$", body, re.M)}
+
+
+@pytest.fixture(scope="module")
+def gates(build):
+    return notes.gates_section(build).body
+
+
+def test_the_output_layer_weight_is_not_named_like_the_output_gate(build, table, gates):
+    """b_o, w_xo, w_ho are the LSTM's output gate; the output layer's weight was w_o beside them."""
+    assert "w_{y}" in table and "w_{o}" not in table
+    assert r"\widehat{y}       &= w_{y} h_{T-1}" in gates and "w_{o}" not in gates
+    assert r"\partial b_{o}}" in gates  # the gate keeps the cell's (PyTorch's) parameter names
+    assert "w_{o}" not in notes.rnn_section(build).body
