@@ -40,11 +40,11 @@ def decoder_body(b, mark: str) -> str:
     from .latex_parts import LAYERS
 
     # |theta| for a number of parameters (N would read as a number of layers, which is L throughout the notes)
-    d_model, heads, d_ff, d_k, d_v, d = sp.symbols("d_model h d_ff d_k d_v d")
+    d_model, heads, d_ff, d_k, d_v, d = sp.symbols("d_model n_head d_ff d_k d_v d")  # h: the hidden state
     from seqgrad.derive.latex_layout import inline
     from seqgrad.numeric import course
 
-    # the course's encoder (section encoder): h = 2 heads of d_v = 3 columns side by side, mapped back to d = 5 by W_O
+    # the course's encoder (section encoder): n_head = 2 heads of d_v = 3 columns side by side, mapped back to d = 5 by W_O
     course_h, course_dv, course_d = len(course.attention().heads), len(course.HEAD1["W_V"]), len(course.E_VOCAB[0])
     course_fill = Sizes(sp.Eq(heads, course_h, evaluate=False), sp.Eq(d_v, course_dv, evaluate=False))
     at = Sizes(*(sp.Eq(k, v, evaluate=False) for k, v in ((d_model, 256), (heads, 4), (d_ff, 1024))))

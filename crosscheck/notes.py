@@ -705,12 +705,12 @@ def _encoder_sublayers(b) -> list[str]:
     mlp = [(Y2, _inline_ln(ln, ln_out).xreplace(rename)), (sp.MatrixSymbol("H_1", T, d), U + hidden * W2.T + one * b2)]
     return [
         "\\subsection{Multi-head attention and the MLP sublayer}",
-        _words("With `h` heads, each head `i` has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), and computes "
+        _words("With `n_head` heads, each head `i` has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), and computes "
                "the attention above from the same rows {X}; the heads' outputs are concatenated side by side ({C} is "
                "{cshape}) and mapped back to width `d` by {wo} ({oshape}). Written for two heads, as in the course:", b,
                wq=_s("W_Q^[i]", 2, 2), wk=_s("W_K^[i]", 2, 2), wv=_s("W_V^[i]", 2, 2), X=_s("X", 2, 2), C=_s("C", 2, 2),
-               kshape=Shape(_s("d_k"), _s("d")), vshape=Shape(_s("d_v"), _s("d")), cshape=Shape(_s("T"), _s("h") * _s("d_v")),
-               wo=_s("W_O", 2, 2), oshape=Shape(_s("d"), _s("h") * _s("d_v"))),
+               kshape=Shape(_s("d_k"), _s("d")), vshape=Shape(_s("d_v"), _s("d")), cshape=Shape(_s("T"), _s("n_head") * _s("d_v")),
+               wo=_s("W_O", 2, 2), oshape=Shape(_s("d"), _s("n_head") * _s("d_v"))),
         _display([(*per_head[0], ("  for every head ", _s("i")))] + per_head[1:] + joined, b),
         _words("In the block, {B} takes the place of {O}. The second sublayer normalises {U} again (its own {g2} and "
                "{b2}) and applies the same two-layer MLP, the feed-forward network, to every row: a hidden layer of width "
@@ -742,7 +742,7 @@ def encoder_section(b) -> Part:
     body = [
         _words("An encoder block puts the pieces together: LayerNorm, attention and a residual connection (pre-norm, "
                "as in the course), then the same for a two-layer MLP. The attention sublayer, with one head, for every `T`, "
-               "`d`, `d_k` and value width {dv} (the head's output {O}, {oshape}, is added to {H}, {hshape}; with `h` "
+               "`d`, `d_k` and value width {dv} (the head's output {O}, {oshape}, is added to {H}, {hshape}; with `n_head` "
                "heads an output map does it, as in the next subsection):", b,
                dv=sp.Eq(_s("d_v"), _s("d"), evaluate=False), O=_s("O", 2, 2), oshape=Shape(_s("T"), _s("d_v")),
                H=_s("H", 2, 2), hshape=Shape(_s("T"), _s("d"))),
@@ -760,7 +760,7 @@ def encoder_section(b) -> Part:
             "{lnshape}), followed by a final LayerNorm. Rows are tokens, "
             f"numbers at {b.digits} significant figures. Every intermediate agrees with the course's tables", b,
             sizes=Sizes(sp.Eq(_s("T"), len(tokens), evaluate=False), sp.Eq(_s("d"), len(course.E_VOCAB[0]), evaluate=False)),
-            heads=sp.Eq(_s("h"), len(course.attention().heads), evaluate=False),
+            heads=sp.Eq(_s("n_head"), len(course.attention().heads), evaluate=False),
             widths=Sizes(sp.Eq(_s("d_k"), len(course.HEAD1["W_Q"]), evaluate=False),
                          sp.Eq(_s("d_v"), len(course.HEAD1["W_V"]), evaluate=False)),
             wo=_s("W_O", 2, 2), woshape=Shape(len(course.W_O), len(course.W_O[0])),
@@ -922,9 +922,9 @@ def notation_rows(b) -> list[tuple]:
         (M("S", T, T), "scaled scores", Shape(T, T)), (M("A", T, T), "attention weights, the softmax of each row of S", Shape(T, T)),
         (M("M", T, T), "additive mask: 0 where a query may look, minus infinity where not", Shape(T, T)),
         (M("O", T, d_v), "attention output", Shape(T, d_v)),
-        (sp.Symbol("h"), "number of attention heads; a superscript [i] names head i and its maps", one),
-        (M("C", T, sp.Symbol("h") * d_v), "the heads' outputs side by side", Shape(T, sp.Symbol("h") * d_v)),
-        (M("W_O", d, sp.Symbol("h") * d_v), "output map of multi-head attention", Shape(d, sp.Symbol("h") * d_v)),
+        (sp.Symbol("n_head"), "number of attention heads; a superscript [i] names head i and its maps", one),
+        (M("C", T, sp.Symbol("n_head") * d_v), "the heads' outputs side by side", Shape(T, sp.Symbol("n_head") * d_v)),
+        (M("W_O", d, sp.Symbol("n_head") * d_v), "output map of multi-head attention", Shape(d, sp.Symbol("n_head") * d_v)),
         (M("B", T, d), "output of multi-head attention, in the place of O", Shape(T, d)),
         (M("W_1", sp.Symbol("d_ff"), d), "first layer of the MLP (with its bias `b_1`)", Shape(sp.Symbol("d_ff"), d)),
         (M("W_2", d, sp.Symbol("d_ff")), "second layer of the MLP (with its bias `b_2`)", Shape(d, sp.Symbol("d_ff"))),

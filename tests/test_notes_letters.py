@@ -34,3 +34,21 @@ def test_the_output_layer_weight_is_not_named_like_the_output_gate(build, table,
     assert r"\widehat{y}       &= w_{y} h_{T-1}" in gates and "w_{o}" not in gates
     assert r"\partial b_{o}}" in gates  # the gate keeps the cell's (PyTorch's) parameter names
     assert "w_{o}" not in notes.rnn_section(build).body
+
+
+@pytest.fixture(scope="module")
+def encoder(build):
+    return notes.encoder_section(build).body
+
+
+def test_the_number_of_heads_is_not_the_hidden_state(build, table, encoder):
+    """h is the hidden state h_t; the number of heads was h too, in the encoder, the decoder's counts and the table."""
+    assert "h" not in table and table["n_{head}"].startswith("number of attention heads")
+    assert table[r"\mathbf{C}"] == "the heads' outputs side by side"
+    assert re.search(r"\$\\mathbf\{C\}\$ & .* & \$T \\times d_\{v\} n_\{head\}\$", notes.notation_section(build))
+    assert "With $n_{head}$ heads" in encoder and "with $n_{head}$ heads an output map" in encoder
+    assert "$n_{head} = 2$ heads" in encoder and "$T \\times d_{v} n_{head}$" in encoder
+    assert not re.search(r"\$h\$ heads|\$h = \d|d_\{v\} h\b|\bh d_\{v\}", encoder)
+    decoder = notes.decoder_section(build).body
+    assert r"\frac{d_{model}}{n_{head}}" in decoder and "$n_{head} = 2, d_{v} = 3$" in decoder
+    assert not re.search(r"\{d_\{model\}\}\{h\}|\$h = \d|h = 4", decoder)
