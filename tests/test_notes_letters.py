@@ -52,3 +52,16 @@ def test_the_number_of_heads_is_not_the_hidden_state(build, table, encoder):
     decoder = notes.decoder_section(build).body
     assert r"\frac{d_{model}}{n_{head}}" in decoder and "$n_{head} = 2, d_{v} = 3$" in decoder
     assert not re.search(r"\{d_\{model\}\}\{h\}|\$h = \d|h = 4", decoder)
+
+
+@pytest.fixture(scope="module")
+def conv(build):
+    return notes.conv_section(build).body
+
+
+def test_the_receptive_field_is_not_the_reset_gate(table, conv):
+    """r_t is the GRU's reset gate; the receptive field was r_L (and r_3) in the convolution section and the table."""
+    assert table["r_{t}"] == "reset gate of the GRU"
+    assert "r_{L}" not in table and table["R_{L}"].startswith("receptive field")
+    assert r"{R}_{L} &= 1 + \sum_{l=1}^{L}" in conv and "R_{3} &= " in conv
+    assert not re.search(r"\{?r\}?_\{(L|3)\}", conv)

@@ -205,7 +205,7 @@ def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_re
     assert r"{G}_{i,j} {X}_{p + i \Delta,q + j \Delta}" in body
     assert r"Y_{ij}                                       &= \max_{0 \le u, v \le p - 1} {X}_{u + i \Delta,v + j \Delta}" in body
     assert r"{G}_{i,j} [(m, n) = a_{ij}]" in body
-    assert r"{r}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({k}_{l} - 1)" in body
+    assert r"{R}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({k}_{l} - 1)" in body
     assert "\\max_{0\\le u,v" not in body and "cut off" not in body
 
 
