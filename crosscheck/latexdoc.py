@@ -191,8 +191,9 @@ def preamble(title: str = "Gradients of sequence models: course notes") -> str:
 
 
 #: The notes' own letters (on top of the text's, unless the notation renames them itself): the standard deviation of
-#: LayerNorm is ``s``, so that ``\sigma`` is only the sigmoid.
-NOTES_LETTERS = {"sigma": "s"}
+#: LayerNorm is ``s``, so that ``\sigma`` is only the sigmoid; a convolution's zero padding is ``pad`` (upright, as
+#: ``pos``), so that it does not read as ``P``, the positional encodings.
+NOTES_LETTERS = {"sigma": "s", "pad": r"\mathrm{pad}"}
 
 #: The notes' own names of whole symbols (unless the notation names them itself): the output layer's weight is
 #: ``w_y``, so that an index ``o`` (``w_xo``, ``w_ho``, ``b_o``) only ever names the LSTM's output gate.
@@ -202,10 +203,9 @@ NOTES_SYMBOL_NAMES = {"w_o": "w_{y}"}
 def notes_notation(notation: Notation) -> Notation:
     """``notation`` with the notes' own letters and names (:data:`NOTES_LETTERS`, :data:`NOTES_SYMBOL_NAMES`), where
     it does not rename those symbols itself."""
-    if "sigma" not in notation.letters and "sigma" not in notation.symbol_names:  # one meaning per symbol: sigma is the
-        notation = notation.replace(letters={**notation.letters, **NOTES_LETTERS})  # sigmoid, s a standard deviation
-    own = {k: v for k, v in NOTES_SYMBOL_NAMES.items() if k not in notation.symbol_names}
-    return notation.replace(symbol_names={**notation.symbol_names, **own}) if own else notation
+    letters = {k: v for k, v in NOTES_LETTERS.items() if k not in notation.letters and k not in notation.symbol_names}
+    names = {k: v for k, v in NOTES_SYMBOL_NAMES.items() if k not in notation.symbol_names}
+    return notation.replace(letters={**notation.letters, **letters}, symbol_names={**notation.symbol_names, **names})
 
 
 def front_matter(b: Build, names: Sequence[str]) -> str:

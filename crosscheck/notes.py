@@ -937,7 +937,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("Ghat"), "the gradient of a convolution's output (stride 1) extended by `k - 1` rows and columns of "
          "zeros on every side (the padded gradient), its indices from `-(k - 1)`",
          Shape(*(n + sp.Mul(2, sp.Symbol("k") - 1, evaluate=False) for n in sp.symbols("H_o W_o")))),
-        (sp.Symbol("P_pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
+        (sp.Symbol("pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
         (sp.Symbol("Delta"), "stride of a convolution or pooling layer (`Delta_l`: of layer `l`)", one),
         (sp.Symbol("p"), "side of a max-pooling window", one),
         (sp.Symbol("a_ij"), "input position of the largest entry of pooling window (i, j)", one),

@@ -135,10 +135,10 @@ def test_6_the_convolution_indexes_the_padded_input_and_crops_its_gradient(tmp_p
     b = _build(tmp_path)
     body = notes.conv_section(b).body
     assert "of the padded input" in body[:body.index(r"{\kappa}_{u,v} {X}_{u + i \Delta,v + j \Delta}")]
-    assert r"$H + 2 P_{pad}$ rows by $2 P_{pad} + W$ columns" in body  # the printer's term order
+    assert r"$H + 2 \mathrm{pad}$ rows by $2 \mathrm{pad} + W$ columns" in body  # the printer's term order
     crop = body[body.index("This is the gradient of the padded input"):]
-    assert r"cropped by $P_{pad}$ rows and columns on every side" in crop
-    assert r"entry ($m$, $n$) of the input is entry ($P_{pad} + m$, $P_{pad} + n$) of the padded one" in crop
+    assert r"cropped by $\mathrm{pad}$ rows and columns on every side" in crop
+    assert r"entry ($m$, $n$) of the input is entry ($m + \mathrm{pad}$, $n + \mathrm{pad}$) of the padded one" in crop
     table = notes.notation_section(b)
     ghat = next(line for line in table.splitlines() if line.startswith(r"$\hat{G}$ & "))
     assert ghat.endswith(r"& $(H_{o} + 2 (k - 1)) \times (2 (k - 1) + W_{o})$ \\")  # was "1"
@@ -147,7 +147,7 @@ def test_6_the_convolution_indexes_the_padded_input_and_crops_its_gradient(tmp_p
 
 def test_6_the_padded_gradient_formula_and_the_crop_against_autograd():
     """dL/dX of the padded input is sum_uv Ghat_{m-u, n-v} kappa_uv with Ghat = G and k - 1 zeros on every side
-    (the notation table's shape suffices); the unpadded input's gradient is it cropped by P_pad."""
+    (the notation table's shape suffices); the unpadded input's gradient is it cropped by pad."""
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(25)
     H, W, k, P = 4, 5, 3, 1
