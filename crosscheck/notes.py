@@ -27,6 +27,7 @@ import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
 from seqgrad.derive.prose import Sizes
+from seqgrad.derive.sequence import adjoint, stepped
 
 from .latex_parts import LAYERS, number_tex
 
@@ -896,7 +897,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("g_t^z"), "gradient with respect to the pre-activation at step t", Shape(1, H)),
         (sp.Symbol("J_j"), "transition Jacobian of step j: the derivative of a state by the state before it, in "
          "numerator layout (row k: the derivatives of entry k of the state)", Shape(H, H)),
-        (sp.Symbol("z_t^r"), "pre-activation of a gate (here the reset gate); its gradient is written likewise", Shape(1, H)),
+        (stepped("z^r", t), "pre-activation of a gate (here the reset gate r); its gradient is {gzr}", Shape(1, H)),
         (sp.Symbol("a_t"), "the GRU's recurrent term of the candidate, before the reset gate scales it", Shape(1, H)),
         (sp.Symbol("r_t"), "reset gate of the GRU", Shape(1, H)), (sp.Symbol("u_t"), "update gate of the GRU", Shape(1, H)),
         (sp.Symbol("i_t"), "input gate of the LSTM", Shape(1, H)), (sp.Symbol("f_t"), "forget gate of the LSTM", Shape(1, H)),
@@ -980,7 +981,7 @@ def notation_section(b) -> str:
 
     rows = notation_rows(b)
     # a meaning's formulas in backquotes, or {JFl} for one the parser does not read (a subscript with a subscript)
-    formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2)}
+    formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": adjoint(stepped("z^r", sp.Symbol("t", integer=True)))}
     body = [" & ".join([inline(sym, b.notation), _words(meaning, b, **formulas), inline(shape, b.notation)]) + " \\\\"
             for sym, meaning, shape in rows]
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices start "
