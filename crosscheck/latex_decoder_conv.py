@@ -108,6 +108,7 @@ def conv_body(b, mark: str) -> str:
     ks, ss = sp.symbols("k_1:4", positive=True), sp.symbols("s_1:4", positive=True)
     r_L, formula = dc.receptive_field_formula()
     depth = next(a for a in r_L.free_symbols if a.name == "L")
+    rf = {r_L.base: sp.IndexedBase("rf"), depth: LAYERS}  # the notes' name: r_t is the GRU's reset gate
     parts = [
         words("A convolution slides one small kernel `K` over the whole input, so a kernel entry is shared by every "
               "output position and its gradient is a sum over them, as a recurrent weight's is a sum over the steps. As "
@@ -143,8 +144,8 @@ def conv_body(b, mark: str) -> str:
             "One step down the stack widens the field by `k_l - 1` steps of layer `l - 1`, and one such step is the "
             "product of the strides below it in input positions, so a stack of `L` layers with kernels `k_l` and "
             "strides `s_l` sees", b.notation),
-        display([(r_L.xreplace({depth: LAYERS}), formula.xreplace({depth: LAYERS}))], b.notation),
+        display([(r_L.xreplace(rf), formula.xreplace(rf))], b.notation),
         words("input positions; for three layers:", b.notation),
-        display([(sp.Symbol("r_3"), dc.receptive_field(ks, ss))], b.notation),
+        display([(sp.Symbol("rf_3"), dc.receptive_field(ks, ss))], b.notation),
         b.figures("conv")]
     return "\n\n".join(p for p in parts if p)

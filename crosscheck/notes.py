@@ -797,9 +797,9 @@ def decoder_section(b) -> Part:
 
 
 #: Letters of one section only, where the notes' own letter means something else: the convolution kernel is
-#: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation), its receptive field R
-#: (r_t is the GRU's reset gate). A letter the notation itself renames is left to it.
-SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "r": "R"}}
+#: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation), (its receptive field is
+#: rf, :data:`crosscheck.latexdoc.NOTES_LETTERS`). A letter the notation itself renames is left to it.
+SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta"}}
 
 
 def with_section_letters(b, section: str):
@@ -942,7 +942,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("Delta"), "stride of a convolution or pooling layer (`Delta_l`: of layer `l`)", one),
         (sp.Symbol("p"), "side of a max-pooling window", one),
         (sp.Symbol("a_ij"), "input position of the largest entry of pooling window (i, j)", one),
-        (sp.Symbol("R_L"), "receptive field of a stack of L convolutions, in input positions", one),
+        (sp.Symbol("rf_L"), "receptive field of a stack of L convolutions, in input positions", one),
         (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
         (M("dX", T, d), "gradient of the loss with respect to X, the matrix written after the d; dQ, dS, ... "
          "likewise, each of the shape of its matrix", Shape(T, d)),

@@ -60,10 +60,11 @@ def conv(build):
 
 
 def test_the_receptive_field_is_not_the_reset_gate(table, conv):
-    """r_t is the GRU's reset gate; the receptive field was r_L (and r_3) in the convolution section and the table."""
+    """r_t is the GRU's reset gate; the receptive field was r_L (and r_3) in the convolution section and the table.
+    (R is taken too: R(k) is the positional encodings' rotation.)"""
     assert table["r_{t}"] == "reset gate of the GRU"
-    assert "r_{L}" not in table and table["R_{L}"].startswith("receptive field")
-    assert r"{R}_{L} &= 1 + \sum_{l=1}^{L}" in conv and "R_{3} &= " in conv
+    assert "r_{L}" not in table and table[r"\mathrm{rf}_{L}"].startswith("receptive field")
+    assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L}" in conv and r"\mathrm{rf}_{3} &= " in conv
     assert not re.search(r"\{?r\}?_\{(L|3)\}", conv)
 
 
