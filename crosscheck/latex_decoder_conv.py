@@ -40,11 +40,11 @@ def decoder_body(b, mark: str) -> str:
     from .latex_parts import LAYERS
 
     # |theta| for a number of parameters (N would read as a number of layers, which is L throughout the notes)
-    d_model, heads, d_ff, d_k, d_v, d = sp.symbols("d_model h d_ff d_k d_v d")
+    d_model, heads, d_ff, d_k, d_v, d = sp.symbols("d_model n_head d_ff d_k d_v d")  # h: the hidden state
     from seqgrad.derive.latex_layout import inline
     from seqgrad.numeric import course
 
-    # the course's encoder (section encoder): h = 2 heads of d_v = 3 columns side by side, mapped back to d = 5 by W_O
+    # the course's encoder (section encoder): n_head = 2 heads of d_v = 3 columns side by side, mapped back to d = 5 by W_O
     course_h, course_dv, course_d = len(course.attention().heads), len(course.HEAD1["W_V"]), len(course.E_VOCAB[0])
     course_fill = Sizes(sp.Eq(heads, course_h, evaluate=False), sp.Eq(d_v, course_dv, evaluate=False))
     at = Sizes(*(sp.Eq(k, v, evaluate=False) for k, v in ((d_model, 256), (heads, 4), (d_ff, 1024))))
@@ -101,25 +101,26 @@ def conv_body(b, mark: str) -> str:
     proof = dc.prove_explicit(dc.ExplicitConv((4, 5), (3, 2), stride=2, padding=1))
     verdict = ("proved at concrete sizes with stride and padding, exactly, against differentiation of the layer"
                if proof.holds else "\\textbf{NOT proved}")
-    H, W, P = sp.symbols("H W P_pad", integer=True, positive=True)  # P alone: the positional encodings
+    H, W, P = sp.symbols("H W pad", integer=True, positive=True)  # P: the positional encodings
     strided = dc.Conv2d(stride=dc.s)
     plain = dc.Conv2d()
     rows = strided.rows()
     ks, ss = sp.symbols("k_1:4", positive=True), sp.symbols("s_1:4", positive=True)
     r_L, formula = dc.receptive_field_formula()
     depth = next(a for a in r_L.free_symbols if a.name == "L")
+    rf = {r_L.base: sp.IndexedBase("rf"), depth: LAYERS}  # the notes' name: r_t is the GRU's reset gate
     parts = [
         words("A convolution slides one small kernel `K` over the whole input, so a kernel entry is shared by every "
               "output position and its gradient is a sum over them, as a recurrent weight's is a sum over the steps. As "
               "deep-learning libraries do (torch.nn.Conv2d), the layer computes a cross-correlation: the kernel is not "
               "flipped.", b.notation) + mark,
-        words("Sizes: the input `X` has `H` rows and `W` columns (one channel, `P_pad` rows and columns of zeros padded on every side), the "
+        words("Sizes: the input `X` has `H` rows and `W` columns (one channel, `pad` rows and columns of zeros padded on every side), the "
               "kernel `K` is `k` by `k`, the stride is `s` and `b` is the bias. The output `Y` then has `H_o` rows and "
               "`W_o` columns, and `G` is the gradient of the loss with respect to `Y` (also `H_o` by `W_o`):",
               b.notation),
         display([(dc.H_o, dc.output_size(H, dc.k, dc.s, P)), (dc.W_o, dc.output_size(W, dc.k, dc.s, P))], b.notation),
         words("Output position (`i`, `j`) reads the window that starts at row `s*i` and column `s*j` of the padded "
-              "input (in these sums and below, `X` is the input with its zeros, `2*P_pad + H` rows by `2*P_pad + W` "
+              "input (in these sums and below, `X` is the input with its zeros, `2*pad + H` rows by `2*pad + W` "
               "columns, indexed from 0); the kernel's gradient sums over every output position, the bias's too ("
               + verdict + "):", b.notation),
         display([rows[0], rows[1], rows[2]], b.notation),
@@ -129,8 +130,8 @@ def conv_body(b, mark: str) -> str:
               b.notation),
         display([(Partial(sp.Symbol("X_mn")), [plain.grad_X(), plain.grad_X_flipped()])], b.notation),
         words("This is the gradient of the padded input. The gradient with respect to the input itself, without its "
-              "zeros, is that gradient cropped by `P_pad` rows and columns on every side: entry (`m`, `n`) of the input is entry "
-              "(`m + P_pad`, `n + P_pad`) of the padded one, for `0 <= m <= H - 1` and `0 <= n <= W - 1`.", b.notation),
+              "zeros, is that gradient cropped by `pad` rows and columns on every side: entry (`m`, `n`) of the input is entry "
+              "(`m + pad`, `n + pad`) of the padded one, for `0 <= m <= H - 1` and `0 <= n <= W - 1`.", b.notation),
         words("With a stride `s > 1`, `Ghat` is also dilated, `s - 1` zeros between its entries (proved at concrete sizes).",
               b.notation),
         "\\paragraph{Max-pooling.} " + words(
@@ -143,8 +144,8 @@ def conv_body(b, mark: str) -> str:
             "One step down the stack widens the field by `k_l - 1` steps of layer `l - 1`, and one such step is the "
             "product of the strides below it in input positions, so a stack of `L` layers with kernels `k_l` and "
             "strides `s_l` sees", b.notation),
-        display([(r_L.xreplace({depth: LAYERS}), formula.xreplace({depth: LAYERS}))], b.notation),
+        display([(r_L.xreplace(rf), formula.xreplace(rf))], b.notation),
         words("input positions; for three layers:", b.notation),
-        display([(sp.Symbol("r_3"), dc.receptive_field(ks, ss))], b.notation),
+        display([(sp.Symbol("rf_3"), dc.receptive_field(ks, ss))], b.notation),
         b.figures("conv")]
     return "\n\n".join(p for p in parts if p)

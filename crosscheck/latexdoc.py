@@ -191,8 +191,22 @@ def preamble(title: str = "Gradients of sequence models: course notes") -> str:
 
 
 #: The notes' own letters (on top of the text's, unless the notation renames them itself): the standard deviation of
-#: LayerNorm is ``s``, so that ``\sigma`` is only the sigmoid.
-NOTES_LETTERS = {"sigma": "s"}
+#: LayerNorm is ``s``, so that ``\sigma`` is only the sigmoid; a convolution's zero padding is ``pad`` (upright, as
+#: ``pos``), so that it does not read as ``P``, the positional encodings; a receptive field is an upright ``rf`` (``r_t`` is
+#: the GRU's reset gate, ``R(k)`` the encodings' rotation).
+NOTES_LETTERS = {"sigma": "s", "pad": r"\mathrm{pad}", "rf": r"\mathrm{rf}"}
+
+#: The notes' own names of whole symbols (unless the notation names them itself): the output layer's weight is
+#: ``w_y``, so that an index ``o`` (``w_xo``, ``w_ho``, ``b_o``) only ever names the LSTM's output gate.
+NOTES_SYMBOL_NAMES = {"w_o": "w_{y}"}
+
+
+def notes_notation(notation: Notation) -> Notation:
+    """``notation`` with the notes' own letters and names (:data:`NOTES_LETTERS`, :data:`NOTES_SYMBOL_NAMES`), where
+    it does not rename those symbols itself."""
+    letters = {k: v for k, v in NOTES_LETTERS.items() if k not in notation.letters and k not in notation.symbol_names}
+    names = {k: v for k, v in NOTES_SYMBOL_NAMES.items() if k not in notation.symbol_names}
+    return notation.replace(letters={**notation.letters, **letters}, symbol_names={**notation.symbol_names, **names})
 
 
 def front_matter(b: Build, names: Sequence[str]) -> str:
@@ -235,9 +249,7 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     for name, flag in (("appendix", appendix), ("handout", handout)):
         if not isinstance(flag, bool):
             raise SeqgradTypeError(name, flag, "True or False")
-    chosen = notation
-    if "sigma" not in notation.letters and "sigma" not in notation.symbol_names:  # one meaning per symbol: sigma is the
-        notation = notation.replace(letters={**notation.letters, **NOTES_LETTERS})  # sigmoid, s a standard deviation
+    chosen, notation = notation, notes_notation(notation)
     from .notes import HANDOUT
 
     b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds, digits,
@@ -264,7 +276,8 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
         if claims is not None:
             parts.append(f"\\subsection{{{text(CLAIMS.title)}}}\\label{{app:claims}}\n\n" + claims.strip() + "\n")
     parts.append("\\end{document}\n")
-    unused = [name for name in notation.unused_renames() if name not in NOTES_LETTERS or name in chosen.letters]
+    unused = [name for name in notation.unused_renames() if (name not in NOTES_LETTERS or name in chosen.letters)
+              and (name not in NOTES_SYMBOL_NAMES or name in chosen.symbol_names)]
     if unused:
         raise SeqgradValueError("--symbol (Notation.symbol_names)", ", ".join(unused), "the name (or base letter) of a symbol these sections print; "
                                 "nothing in sections " + ", ".join(names) + " is called that")

@@ -27,6 +27,7 @@ import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
 from seqgrad.derive.prose import Sizes
+from seqgrad.derive.sequence import adjoint, stepped
 
 from .latex_parts import LAYERS, number_tex
 
@@ -705,12 +706,12 @@ def _encoder_sublayers(b) -> list[str]:
     mlp = [(Y2, _inline_ln(ln, ln_out).xreplace(rename)), (sp.MatrixSymbol("H_1", T, d), U + hidden * W2.T + one * b2)]
     return [
         "\\subsection{Multi-head attention and the MLP sublayer}",
-        _words("With `h` heads, each head `i` has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), and computes "
+        _words("With `n_head` heads, each head `i` has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), and computes "
                "the attention above from the same rows {X}; the heads' outputs are concatenated side by side ({C} is "
                "{cshape}) and mapped back to width `d` by {wo} ({oshape}). Written for two heads, as in the course:", b,
                wq=_s("W_Q^[i]", 2, 2), wk=_s("W_K^[i]", 2, 2), wv=_s("W_V^[i]", 2, 2), X=_s("X", 2, 2), C=_s("C", 2, 2),
-               kshape=Shape(_s("d_k"), _s("d")), vshape=Shape(_s("d_v"), _s("d")), cshape=Shape(_s("T"), _s("h") * _s("d_v")),
-               wo=_s("W_O", 2, 2), oshape=Shape(_s("d"), _s("h") * _s("d_v"))),
+               kshape=Shape(_s("d_k"), _s("d")), vshape=Shape(_s("d_v"), _s("d")), cshape=Shape(_s("T"), _s("n_head") * _s("d_v")),
+               wo=_s("W_O", 2, 2), oshape=Shape(_s("d"), _s("n_head") * _s("d_v"))),
         _display([(*per_head[0], ("  for every head ", _s("i")))] + per_head[1:] + joined, b),
         _words("In the block, {B} takes the place of {O}. The second sublayer normalises {U} again (its own {g2} and "
                "{b2}) and applies the same two-layer MLP, the feed-forward network, to every row: a hidden layer of width "
@@ -742,7 +743,7 @@ def encoder_section(b) -> Part:
     body = [
         _words("An encoder block puts the pieces together: LayerNorm, attention and a residual connection (pre-norm, "
                "as in the course), then the same for a two-layer MLP. The attention sublayer, with one head, for every `T`, "
-               "`d`, `d_k` and value width {dv} (the head's output {O}, {oshape}, is added to {H}, {hshape}; with `h` "
+               "`d`, `d_k` and value width {dv} (the head's output {O}, {oshape}, is added to {H}, {hshape}; with `n_head` "
                "heads an output map does it, as in the next subsection):", b,
                dv=sp.Eq(_s("d_v"), _s("d"), evaluate=False), O=_s("O", 2, 2), oshape=Shape(_s("T"), _s("d_v")),
                H=_s("H", 2, 2), hshape=Shape(_s("T"), _s("d"))),
@@ -760,7 +761,7 @@ def encoder_section(b) -> Part:
             "{lnshape}), followed by a final LayerNorm. Rows are tokens, "
             f"numbers at {b.digits} significant figures. Every intermediate agrees with the course's tables", b,
             sizes=Sizes(sp.Eq(_s("T"), len(tokens), evaluate=False), sp.Eq(_s("d"), len(course.E_VOCAB[0]), evaluate=False)),
-            heads=sp.Eq(_s("h"), len(course.attention().heads), evaluate=False),
+            heads=sp.Eq(_s("n_head"), len(course.attention().heads), evaluate=False),
             widths=Sizes(sp.Eq(_s("d_k"), len(course.HEAD1["W_Q"]), evaluate=False),
                          sp.Eq(_s("d_v"), len(course.HEAD1["W_V"]), evaluate=False)),
             wo=_s("W_O", 2, 2), woshape=Shape(len(course.W_O), len(course.W_O[0])),
@@ -796,7 +797,8 @@ def decoder_section(b) -> Part:
 
 
 #: Letters of one section only, where the notes' own letter means something else: the convolution kernel is
-#: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation). A letter the notation itself renames is left to it.
+#: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation), (its receptive field is
+#: rf, :data:`crosscheck.latexdoc.NOTES_LETTERS`). A letter the notation itself renames is left to it.
 SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta"}}
 
 
@@ -885,9 +887,9 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("yhat"), "prediction", Shape(1, C)), (sp.Symbol("y"), "target", Shape(1, C)),
         (sp.Symbol("e"), "error, prediction minus target", Shape(1, C)), (L, "loss", one),
         (sp.Symbol("w_x"), "input weight of the scalar cell (a second index names a gate: input to reset gate)", one),
-        (sp.Symbol("w_h"), "recurrent weight of the scalar cell", one), (sp.Symbol("w_o"), "output weight", one),
+        (sp.Symbol("w_h"), "recurrent weight of the scalar cell", one), (sp.Symbol("w_o"), "output weight (of the output layer, which computes the prediction)", one),
         (M("W_x", H, D), "input weights of the vector cell, stored output by input", Shape(H, D)),
-        (M("W_h", H, H), "recurrent weights", Shape(H, H)), (M("W_o", C, H), "output weights", Shape(C, H)),
+        (M("W_h", H, H), "recurrent weights", Shape(H, H)), (M("W_y", C, H), "output weights", Shape(C, H)),
         (sp.Symbol("b"), "a bias", one),
         (sp.Symbol("tau"), "an earlier step, the start of a path back in time", one),
         (sp.Symbol("rho"), "a bound on the absolute value (the norm) of every factor of a path product", one),
@@ -895,7 +897,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("g_t^z"), "gradient with respect to the pre-activation at step t", Shape(1, H)),
         (sp.Symbol("J_j"), "transition Jacobian of step j: the derivative of a state by the state before it, in "
          "numerator layout (row k: the derivatives of entry k of the state)", Shape(H, H)),
-        (sp.Symbol("z_t^r"), "pre-activation of a gate (here the reset gate); its gradient is written likewise", Shape(1, H)),
+        (stepped("z^r", t), "pre-activation of a gate (here the reset gate r); its gradient is {gzr}", Shape(1, H)),
         (sp.Symbol("a_t"), "the GRU's recurrent term of the candidate, before the reset gate scales it", Shape(1, H)),
         (sp.Symbol("r_t"), "reset gate of the GRU", Shape(1, H)), (sp.Symbol("u_t"), "update gate of the GRU", Shape(1, H)),
         (sp.Symbol("i_t"), "input gate of the LSTM", Shape(1, H)), (sp.Symbol("f_t"), "forget gate of the LSTM", Shape(1, H)),
@@ -922,9 +924,9 @@ def notation_rows(b) -> list[tuple]:
         (M("S", T, T), "scaled scores", Shape(T, T)), (M("A", T, T), "attention weights, the softmax of each row of S", Shape(T, T)),
         (M("M", T, T), "additive mask: 0 where a query may look, minus infinity where not", Shape(T, T)),
         (M("O", T, d_v), "attention output", Shape(T, d_v)),
-        (sp.Symbol("h"), "number of attention heads; a superscript [i] names head i and its maps", one),
-        (M("C", T, sp.Symbol("h") * d_v), "the heads' outputs side by side", Shape(T, sp.Symbol("h") * d_v)),
-        (M("W_O", d, sp.Symbol("h") * d_v), "output map of multi-head attention", Shape(d, sp.Symbol("h") * d_v)),
+        (sp.Symbol("n_head"), "number of attention heads; a superscript [i] names head i and its maps", one),
+        (M("C", T, sp.Symbol("n_head") * d_v), "the heads' outputs side by side", Shape(T, sp.Symbol("n_head") * d_v)),
+        (M("W_O", d, sp.Symbol("n_head") * d_v), "output map of multi-head attention", Shape(d, sp.Symbol("n_head") * d_v)),
         (M("B", T, d), "output of multi-head attention, in the place of O", Shape(T, d)),
         (M("W_1", sp.Symbol("d_ff"), d), "first layer of the MLP (with its bias `b_1`)", Shape(sp.Symbol("d_ff"), d)),
         (M("W_2", d, sp.Symbol("d_ff")), "second layer of the MLP (with its bias `b_2`)", Shape(d, sp.Symbol("d_ff"))),
@@ -936,11 +938,11 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("Ghat"), "the gradient of a convolution's output (stride 1) extended by `k - 1` rows and columns of "
          "zeros on every side (the padded gradient), its indices from `-(k - 1)`",
          Shape(*(n + sp.Mul(2, sp.Symbol("k") - 1, evaluate=False) for n in sp.symbols("H_o W_o")))),
-        (sp.Symbol("P_pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
+        (sp.Symbol("pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
         (sp.Symbol("Delta"), "stride of a convolution or pooling layer (`Delta_l`: of layer `l`)", one),
         (sp.Symbol("p"), "side of a max-pooling window", one),
         (sp.Symbol("a_ij"), "input position of the largest entry of pooling window (i, j)", one),
-        (sp.Symbol("r_L"), "receptive field of a stack of L convolutions, in input positions", one),
+        (sp.Symbol("rf_L"), "receptive field of a stack of L convolutions, in input positions", one),
         (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
         (M("dX", T, d), "gradient of the loss with respect to X, the matrix written after the d; dQ, dS, ... "
          "likewise, each of the shape of its matrix", Shape(T, d)),
@@ -979,7 +981,7 @@ def notation_section(b) -> str:
 
     rows = notation_rows(b)
     # a meaning's formulas in backquotes, or {JFl} for one the parser does not read (a subscript with a subscript)
-    formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2)}
+    formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": adjoint(stepped("z^r", sp.Symbol("t", integer=True)))}
     body = [" & ".join([inline(sym, b.notation), _words(meaning, b, **formulas), inline(shape, b.notation)]) + " \\\\"
             for sym, meaning, shape in rows]
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices start "

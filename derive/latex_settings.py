@@ -356,10 +356,15 @@ class NotationPrinter(LatexPrinter):
         return re.sub(r"\s*([+-])\s*", r"\1", self._print(index_order(index))).strip()
 
     def _print_Stepped(self, expr, style="plain"):
-        """``h_{t-1}``, ``z^{r}_{t}``, ``\\mathbf{h}_{N-1}``: a value at a step (an exact ``symbol_names`` entry for the
-        whole name, ``h_t``, still wins)."""
+        """``h_{t-1}``, ``z_{r,t}``, ``\\mathbf{h}_{N-1}``: a value at a step (an exact ``symbol_names`` entry for the
+        whole name, ``h_t``, still wins).  A display name with a superscript, a gate's pre-activation ``z^r``, is set
+        with the gate beside the step, ``z_{r,t}``, as its gradient ``g^{z_{r}}_{t}`` names it (no nested scripts)."""
         if expr.name in self.notation.symbol_names:
             return self._print_Symbol(sp.Symbol(expr.name), style)
+        stem, _, gate = expr.base.partition("^")
+        if gate:
+            index = translate if self.notation.greek_indices else str
+            return "%s_{%s,%s}" % (self._print_Symbol(sp.Symbol(stem), style), index(gate), self._step_index(expr.index))
         return "%s_{%s}" % (self._print_Symbol(sp.Symbol(expr.base), style), self._step_index(expr.index))
 
     def _print_SteppedMatrix(self, expr):

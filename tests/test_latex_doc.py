@@ -141,7 +141,7 @@ def test_cli_notation_options(monkeypatch, tmp_path, capsys):
     assert main(["latex", str(out), "--sections", "rnn", "--standalone", "--decimal-comma", "--plain",
                  "--symbol", "w_h=W_{hh}", "--symbol", "g=\\delta", "--jobs", "1"]) == 0
     n = seen["notation"]
-    assert n.decimal_comma and not n.bold and n.symbol_names == {"w_h": "W_{hh}"} and n.letters["g"] == "\\delta"
+    assert n.decimal_comma and not n.bold and n.symbol_names == {"w_h": "W_{hh}", **latexdoc.NOTES_SYMBOL_NAMES} and n.letters["g"] == "\\delta"
     assert capsys.readouterr().out.strip() == str(out)
     assert "\\delta^{z}_{0} W_{hh}" in out.read_text()
 

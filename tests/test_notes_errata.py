@@ -69,8 +69,8 @@ def test_3_the_parameter_counts_state_the_head_width_assumption(tmp_path):
     body = latex_decoder_conv.decoder_body(_build(tmp_path), "")
     counts = body[body.index("\\paragraph{Parameter counts.}"):body.index("\\begin{align*}", body.index("Parameter counts"))]
     assert "(the count does not depend on the number of heads)" not in counts
-    assert r"$d_{k} = d_{v} = \frac{d_{model}}{h}$" in counts and r"$d_{model}$ wide" in counts
-    assert r"are 6 wide side by side ($h = 2, d_{v} = 3$), not $d = 5$" in counts and r"\ref{sec:encoder}" in counts
+    assert r"$d_{k} = d_{v} = \frac{d_{model}}{n_{head}}$" in counts and r"$d_{model}$ wide" in counts
+    assert r"are 6 wide side by side ($n_{head} = 2, d_{v} = 3$), not $d = 5$" in counts and r"\ref{sec:encoder}" in counts
     # the facts: with d_k = d_v = d_model / h the count is the same for every h; the course's widths are 2 * 3 != 5
     assert len({counting.attention_params(256, h) for h in (1, 2, 4, 8, 16)}) == 1
     assert len(course.attention().heads) * len(course.HEAD1["W_V"]) == 6 != len(course.E_VOCAB[0]) == 5
@@ -135,10 +135,10 @@ def test_6_the_convolution_indexes_the_padded_input_and_crops_its_gradient(tmp_p
     b = _build(tmp_path)
     body = notes.conv_section(b).body
     assert "of the padded input" in body[:body.index(r"{\kappa}_{u,v} {X}_{u + i \Delta,v + j \Delta}")]
-    assert r"$H + 2 P_{pad}$ rows by $2 P_{pad} + W$ columns" in body  # the printer's term order
+    assert r"$H + 2 \mathrm{pad}$ rows by $2 \mathrm{pad} + W$ columns" in body  # the printer's term order
     crop = body[body.index("This is the gradient of the padded input"):]
-    assert r"cropped by $P_{pad}$ rows and columns on every side" in crop
-    assert r"entry ($m$, $n$) of the input is entry ($P_{pad} + m$, $P_{pad} + n$) of the padded one" in crop
+    assert r"cropped by $\mathrm{pad}$ rows and columns on every side" in crop
+    assert r"entry ($m$, $n$) of the input is entry ($m + \mathrm{pad}$, $n + \mathrm{pad}$) of the padded one" in crop
     table = notes.notation_section(b)
     ghat = next(line for line in table.splitlines() if line.startswith(r"$\hat{G}$ & "))
     assert ghat.endswith(r"& $(H_{o} + 2 (k - 1)) \times (2 (k - 1) + W_{o})$ \\")  # was "1"
@@ -147,7 +147,7 @@ def test_6_the_convolution_indexes_the_padded_input_and_crops_its_gradient(tmp_p
 
 def test_6_the_padded_gradient_formula_and_the_crop_against_autograd():
     """dL/dX of the padded input is sum_uv Ghat_{m-u, n-v} kappa_uv with Ghat = G and k - 1 zeros on every side
-    (the notation table's shape suffices); the unpadded input's gradient is it cropped by P_pad."""
+    (the notation table's shape suffices); the unpadded input's gradient is it cropped by pad."""
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(25)
     H, W, k, P = 4, 5, 3, 1

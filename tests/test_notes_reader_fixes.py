@@ -170,10 +170,10 @@ def test_the_encoder_defines_multi_head_attention_and_the_mlp_before_the_example
     assert r"\mathbf{C}       &= \left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\right]" in before
     assert r"\mathbf{B}       &= \mathbf{C} \mathbf{W}_{O}^{\top}" in before
     assert r"\mathbf{H}_{1} &= \mathbf{U} + \max(0, (\mathbf{Y}_{2} \mathbf{W}_{1}^{\top} + \mathbf{1} \mathbf{b}_{1}))" in before
-    for size in ("$T = 7, d = 5$", "$h = 2$", "$d_{k} = 3, d_{v} = 3$", r"$5 \times 6$", "$d_{ff} = 4$"):
+    for size in ("$T = 7, d = 5$", "$n_{head} = 2$", "$d_{k} = 3, d_{v} = 3$", r"$5 \times 6$", "$d_{ff} = 4$"):
         assert size in after[:900], size
     table = notes.notation_section(_build(tmp_path))
-    for symbol in (r"$\mathbf{W}_{O}$", r"$\mathbf{C}$", "$h$", r"$\mathbf{W}_{1}$", r"$\mathbf{W}_{2}$"):
+    for symbol in (r"$\mathbf{W}_{O}$", r"$\mathbf{C}$", "$n_{head}$", r"$\mathbf{W}_{1}$", r"$\mathbf{W}_{2}$"):
         assert "\n" + symbol + " & " in table, symbol
 
 
@@ -198,14 +198,14 @@ def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_re
     body = notes.conv_section(_build(tmp_path)).body
     assert "cross-correlation" in body[:body.index("\\begin{align*}")]
     first_h_o = body.index("H_{o}")
-    assert body.index(r"H_{o} &= \left\lfloor{\frac{2 P_{pad} + H - k}{\Delta}}\right\rfloor + 1") < body.index(r"0 \leq i \leq H_{o} - 1")
+    assert body.index(r"H_{o} &= \left\lfloor{\frac{2 \mathrm{pad} + H - k}{\Delta}}\right\rfloor + 1") < body.index(r"0 \leq i \leq H_{o} - 1")
     assert "rows" in body[first_h_o - 80:first_h_o + 40]  # defined in words where it first appears
     assert body.index(r"Write $\hat{G}$ for $G$ extended by zeros") < body.index(r"{\hat{G}}_{")
     assert r"{\kappa}_{u,v} {X}_{u + i \Delta,v + j \Delta} + b" in body  # the strided forward pass
     assert r"{G}_{i,j} {X}_{p + i \Delta,q + j \Delta}" in body
     assert r"Y_{ij}                                       &= \max_{0 \le u, v \le p - 1} {X}_{u + i \Delta,v + j \Delta}" in body
     assert r"{G}_{i,j} [(m, n) = a_{ij}]" in body
-    assert r"{r}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({k}_{l} - 1)" in body
+    assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({k}_{l} - 1)" in body
     assert "\\max_{0\\le u,v" not in body and "cut off" not in body
 
 

@@ -1,0 +1,86 @@
+"""Issue 25: one symbol per meaning in the handout. Each test reads the text the notes print (a section's body or
+the notation table's rows) and fails on the old text, where one symbol had two meanings."""
+import re
+
+import pytest
+
+from seqgrad.crosscheck import notes
+from seqgrad.crosscheck.latex_parts import Build
+from seqgrad.crosscheck.latexdoc import notes_notation
+from seqgrad.derive.latex_settings import DEFAULT
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    """A build with the notation ``seqgrad latex notes.tex`` uses."""
+    return Build(notation=notes_notation(DEFAULT), tex_dir=tmp_path_factory.mktemp("notes"), figures_dir=None)
+
+
+@pytest.fixture(scope="module")
+def table(build):
+    """The notation table: symbol (as printed) -> meaning."""
+    body = notes.notation_section(build)
+    return {m.group(1): m.group(2) for m in re.finditer(r"^\$(.+?)\$ & (.+?) & \$.*\$ \\\\$", body, re.M)}
+
+
+@pytest.fixture(scope="module")
+def gates(build):
+    return notes.gates_section(build).body
+
+
+def test_the_output_layer_weight_is_not_named_like_the_output_gate(build, table, gates):
+    """b_o, w_xo, w_ho are the LSTM's output gate; the output layer's weight was w_o beside them."""
+    assert "w_{y}" in table and "w_{o}" not in table
+    assert r"\widehat{y}       &= w_{y} h_{T-1}" in gates and "w_{o}" not in gates
+    assert r"\partial b_{o}}" in gates  # the gate keeps the cell's (PyTorch's) parameter names
+    assert "w_{o}" not in notes.rnn_section(build).body
+
+
+@pytest.fixture(scope="module")
+def encoder(build):
+    return notes.encoder_section(build).body
+
+
+def test_the_number_of_heads_is_not_the_hidden_state(build, table, encoder):
+    """h is the hidden state h_t; the number of heads was h too, in the encoder, the decoder's counts and the table."""
+    assert "h" not in table and table["n_{head}"].startswith("number of attention heads")
+    assert table[r"\mathbf{C}"] == "the heads' outputs side by side"
+    assert re.search(r"\$\\mathbf\{C\}\$ & .* & \$T \\times d_\{v\} n_\{head\}\$", notes.notation_section(build))
+    assert "With $n_{head}$ heads" in encoder and "with $n_{head}$ heads an output map" in encoder
+    assert "$n_{head} = 2$ heads" in encoder and "$T \\times d_{v} n_{head}$" in encoder
+    assert not re.search(r"\$h\$ heads|\$h = \d|d_\{v\} h\b|\bh d_\{v\}", encoder)
+    decoder = notes.decoder_section(build).body
+    assert r"\frac{d_{model}}{n_{head}}" in decoder and "$n_{head} = 2, d_{v} = 3$" in decoder
+    assert not re.search(r"\{d_\{model\}\}\{h\}|\$h = \d|h = 4", decoder)
+
+
+@pytest.fixture(scope="module")
+def conv(build):
+    return notes.conv_section(build).body
+
+
+def test_the_receptive_field_is_not_the_reset_gate(table, conv):
+    """r_t is the GRU's reset gate; the receptive field was r_L (and r_3) in the convolution section and the table.
+    (R is taken too: R(k) is the positional encodings' rotation.)"""
+    assert table["r_{t}"] == "reset gate of the GRU"
+    assert "r_{L}" not in table and table[r"\mathrm{rf}_{L}"].startswith("receptive field")
+    assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L}" in conv and r"\mathrm{rf}_{3} &= " in conv
+    assert not re.search(r"\{?r\}?_\{(L|3)\}", conv)
+
+
+def test_the_padding_does_not_read_as_the_positional_encodings(table, conv):
+    """P is the positional encodings; the padding was P_pad, which reads as P."""
+    assert table["P"].startswith("positional encodings")
+    assert "P_{pad}" not in table and table[r"\mathrm{pad}"].startswith("rows and columns of zeros padded")
+    assert r"\frac{2 \mathrm{pad} + H - k}{\Delta}" in conv and r"cropped by $\mathrm{pad}$ rows" in conv
+    assert not re.search(r"\bP_\{?pad|\bP\b", conv)
+
+
+def test_a_gates_pre_activation_is_defined_as_its_gradient_names_it(build, table, gates):
+    """The gates' pre-activations were defined as z^{r}_{t} but their gradients printed g^{z_{r}}_{t}: now both say
+    z_r, the definition z_{r,t} (the gate beside the step, no nested scripts)."""
+    assert table["z_{r,t}"] == "pre-activation of a gate (here the reset gate r); its gradient is $g^{z_{r}}_{t}$"
+    for gate, cell in (("r", "GRU"), ("u", "GRU"), ("n", "GRU"), ("i", "LSTM"), ("f", "LSTM"), ("c", "LSTM"), ("o", "LSTM")):
+        assert re.search(r"^z_\{%s,t\} +&= " % gate, gates, re.M), (gate, cell)  # defined
+        assert re.search(r"^g\^\{z_\{%s\}\}_\{t\} +&= " % gate, gates, re.M), (gate, cell)  # its gradient
+    assert not re.search(r"z\^\{[a-z]\}", gates) and "z^{" not in notes.notation_section(build)
