@@ -52,48 +52,13 @@ def _is_step_free(expr, x) -> bool:
     return x in free
 
 
-class CellFunction:
-    """Loss and every gradient of a cell, compiled once as loops over t (see the module docstring).
-
-    Call it with the parameters (mapping name -> value, names as
-    :attr:`derive.cell.Cell.parameter_names`), the inputs ``X`` ((B, T) scalar
-    cell, (B, T, D) vector cell) and the targets ``y``: one per loss position,
-    ``(B,)``/``(B, C)`` for the final step, ``(B, P)``/``(B, P, C)`` for P
-    positions; for a cross-entropy loss each target is a class distribution
-    over C (one-hot or soft rows summing to one) or an integer class id.
-    Returns a dict with ``L``, each parameter's gradient and ``X`` (dL/dX).
-
-    The gate loops keep the (T, B, H) stacks of a call (the LSTM's at B = 4096, T = 64, H = 8: about
-    250 MiB) for the next call with the same shapes (:class:`crosscheck.cell_loop.Workspace`), so call one
-    function from one thread at a time; the results never share memory with them.
-    """
+class Arguments:
+    """The argument list of a cell's loop (:meth:`prepare`: parameters, X, y validated and converted to the
+    backend), for the compiled loops (:class:`CellFunction`) and the autograd twin alike."""
 
     def __init__(self, cell: Cell, backend: str = "numpy", device: str = "cpu"):
-        if not isinstance(cell, Cell):
-            raise SeqgradTypeError("cell", cell, "a derive.cell.Cell")
-        if backend not in BACKENDS:
-            raise SeqgradValueError("backend", backend, "one of " + ", ".join(BACKENDS))
-        self.cell, self.backend, self.device = cell, backend, device
-        self.gen = gen = cell.general()
-        self.names = cell.parameter_names
-        self.source = _generate(cell, gen, backend)
-        namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
-        namespace.update(operation_namespace(backend, cell.functions))
-        namespace.update(_helpers(backend))
-        namespace.update(cell_loop.helpers(backend))
-        namespace.update(buffered.kernels(backend))
-        #: what in the loops still allocates per step (crosscheck.buffered): an operation without an out= form
-        #: in this backend, a parameter's gradient summed inside the loop; empty for the gate loops of RNN, GRU, LSTM
-        self.fallbacks = [line.split("# allocates: ", 1)[1].split(" (", 1)[0]
-                          for line in self.source.splitlines() if "# allocates: " in line]
-        fn = run_generated(self.source, f"<seqgrad:{cell.name}_loop>", namespace, "_generated")
-        if backend == "torch":  # the derived backward needs no tape
-            import torch
+        self.cell, self.backend, self.device, self.names = cell, backend, device, cell.parameter_names
 
-            fn = torch.no_grad()(fn)
-        self.fn = fn
-
-    # -- arguments ---------------------------------------------------------------------
     def prepare(self, params: Mapping, X, y) -> list:
         """The argument list of the compiled function (validated, converted to the backend)."""
         cell = self.cell
@@ -156,6 +121,48 @@ class CellFunction:
                 raise SeqgradValueError("y", "rows that do not sum to 1", "class distributions (one-hot or soft) or class ids")
         return y if final else np.moveaxis(y, 1, 0).copy()  # positions first: one slice per loss position
 
+
+class CellFunction(Arguments):
+    """Loss and every gradient of a cell, compiled once as loops over t (see the module docstring).
+
+    Call it with the parameters (mapping name -> value, names as
+    :attr:`derive.cell.Cell.parameter_names`), the inputs ``X`` ((B, T) scalar
+    cell, (B, T, D) vector cell) and the targets ``y``: one per loss position,
+    ``(B,)``/``(B, C)`` for the final step, ``(B, P)``/``(B, P, C)`` for P
+    positions; for a cross-entropy loss each target is a class distribution
+    over C (one-hot or soft rows summing to one) or an integer class id.
+    Returns a dict with ``L``, each parameter's gradient and ``X`` (dL/dX).
+
+    The gate loops keep the (T, B, H) stacks of a call (the LSTM's at B = 4096, T = 64, H = 8: about
+    250 MiB) for the next call with the same shapes (:class:`crosscheck.cell_loop.Workspace`), so call one
+    function from one thread at a time; the results never share memory with them.
+    """
+
+    def __init__(self, cell: Cell, backend: str = "numpy", device: str = "cpu"):
+        if not isinstance(cell, Cell):
+            raise SeqgradTypeError("cell", cell, "a derive.cell.Cell")
+        if backend not in BACKENDS:
+            raise SeqgradValueError("backend", backend, "one of " + ", ".join(BACKENDS))
+        super().__init__(cell, backend, device)
+        self.gen = gen = cell.general()
+        self.source = _generate(cell, gen, backend)
+        namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
+        namespace.update(operation_namespace(backend, cell.functions))
+        namespace.update(_helpers(backend))
+        namespace.update(cell_loop.helpers(backend))
+        namespace.update(buffered.kernels(backend))
+        #: what in the loops still allocates per step (crosscheck.buffered): an operation without an out= form
+        #: in this backend, a parameter's gradient summed inside the loop; empty for the gate loops of RNN, GRU, LSTM
+        self.fallbacks = [line.split("# allocates: ", 1)[1].split(" (", 1)[0]
+                          for line in self.source.splitlines() if "# allocates: " in line]
+        fn = run_generated(self.source, f"<seqgrad:{cell.name}_loop>", namespace, "_generated")
+        if backend == "torch":  # the derived backward needs no tape
+            import torch
+
+            fn = torch.no_grad()(fn)
+        self.fn = fn
+
+    # -- arguments ---------------------------------------------------------------------
     def evaluate(self, args: list) -> dict:
         out = self.fn(*args)
         result = {"L": out[0]}
@@ -446,20 +453,12 @@ def autograd_twin(cell: Cell, device: str = "cpu") -> "TorchTwin":
     return TorchTwin(cell, device)
 
 
-class _TorchArguments(CellFunction):
-    """:meth:`CellFunction.prepare` alone (checked, float64 torch tensors on ``device``), with no compiled
-    code: the arguments of the autograd twin."""
-
-    def __init__(self, cell: Cell, device: str):  # no super().__init__(): it would compile the cell
-        self.cell, self.backend, self.device, self.names = cell, "torch", device, cell.parameter_names
-
-
 def autograd_gradients(cell: Cell, params: Mapping, X, y, device: str = "cpu", twin: "TorchTwin | None" = None) -> dict:
     """Loss and gradients of the cell by torch autograd through its forward program (float64)."""
     import torch
 
     twin = twin or autograd_twin(cell, device)
-    args = _TorchArguments(cell, device).prepare(params, X, y)
+    args = Arguments(cell, "torch", device).prepare(params, X, y)
     leaves = args[:len(twin.names)] + [args[len(twin.names)]]
     for a in leaves:
         a.requires_grad_(True)
