@@ -32,6 +32,7 @@ from sympy.printing.latex import LatexPrinter, translate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
 from .sequence import index_order
+from .sequence import base_parts
 from .term_order import is_negative, negated, textbook_order
 
 # The course text's own glyphs for a few names (keys are base names: indices are kept).
@@ -361,7 +362,7 @@ class NotationPrinter(LatexPrinter):
         with the gate beside the step, ``z_{r,t}``, as its gradient ``g^{z_{r}}_{t}`` names it (no nested scripts)."""
         if expr.name in self.notation.symbol_names:
             return self._print_Symbol(sp.Symbol(expr.name), style)
-        stem, _, gate = expr.base.partition("^")
+        stem, gate = base_parts(expr.base)
         if gate:
             index = translate if self.notation.greek_indices else str
             return "%s_{%s,%s}" % (self._print_Symbol(sp.Symbol(stem), style), index(gate), self._step_index(expr.index))
@@ -375,8 +376,9 @@ class NotationPrinter(LatexPrinter):
         as its superscript, the step as its subscript."""
         if expr.name in self.notation.symbol_names:
             return self._print_Symbol(sp.Symbol(expr.name), style)
-        # a superscript of the value set as a subscript: g^{z_{f}}_{t}, never g^{z^{f}}_{t} (z^f: the gate f's z)
-        value = re.sub(r"\^\{?([A-Za-z0-9]+)\}?", r"_\1", expr.base)
+        # the value's gate as a subscript: g^{z_{f}}_{t}, never g^{z^{f}}_{t} (z^f: the gate f's z)
+        stem, gate = base_parts(expr.base)
+        value = f"{stem}_{gate}" if gate else stem
         return "%s^{%s}_{%s}" % (self._print_Symbol(sp.Symbol("g"), style), self._print_Symbol(sp.Symbol(value)),
                                  self._step_index(expr.index))
 

@@ -37,7 +37,7 @@ from sympy.core.symbol import Str
 from .safe_parse import as_sympy
 
 __all__ = ["t", "T", "Stepped", "SteppedMatrix", "Sensitivity", "SensitivityMatrix", "stepped", "adjoint", "is_sequence_value",
-           "index_text"]
+           "index_text", "base_parts"]
 
 #: the symbolic step and length of the general derivation
 t, T = sp.Symbol("t", integer=True, nonnegative=True), sp.Symbol("T", integer=True, positive=True)
@@ -59,19 +59,19 @@ def index_text(i) -> str:
     return text if len(text) == 1 else "{%s}" % text
 
 
-def _base_parts(base: str) -> tuple[str, str]:
+def base_parts(base: str) -> tuple[str, str]:
     """``"z^r"`` -> (``"z"``, ``"r"``): a display name's letter and its one superscript (``Cell(display=)``)."""
     stem, _, sup = base.partition("^")
     return stem, sup
 
 
 def _stepped_name(base: str, index) -> str:
-    stem, sup = _base_parts(base)
+    stem, sup = base_parts(base)
     return f"{stem}_{index_text(index)}" + (f"^{sup}" if sup else "")
 
 
 def _adjoint_name(of) -> str:
-    stem, sup = _base_parts(of.base)
+    stem, sup = base_parts(of.base)
     return f"g_{index_text(of.index)}^" + (stem if not sup else "{%s^%s}" % (stem, sup))
 
 
