@@ -7,7 +7,8 @@ The command (:func:`crosscheck.cli.console`) installs it first and keeps it to t
 * The first signal is remembered (:func:`received`).  Python drops an exception raised where it cannot
   propagate (an at-fork hook such as logging's ``_releaseLock``, a ``__del__``, a weakref callback) with
   "Exception ignored in ..."; the places that commit work (the swap of an output directory, the loop that
-  waits for the workers) call :func:`raise_if_received`, so such a signal is never lost.
+  waits for the workers) call :func:`raise_if_received`, so such a signal is never lost, and the policy's
+  ``sys.unraisablehook`` drops that message for the policy's own exception (the command's one line says it).
 * A second signal is ignored while the command unwinds: a second Ctrl-C cannot cut short the clean-up
   (ending the workers, 5 s at most each, and removing temporary files).
 * No exception is raised inside an import.  A native extension's initialisation runs Python code from C++
@@ -162,6 +163,26 @@ def _reset() -> None:
     _first, _holding, _deferred, _postponed_since = None, 0, None, None
 
 
+class _QuietUnraisable:
+    """``sys.unraisablehook`` that drops the policy's own exception where Python could not raise it (a
+    weakref callback, a ``__del__``, an at-fork hook): the signal is remembered (:func:`received`) and
+    raised again where work is committed, so "Exception ignored in ..." would only be noise before the
+    command's one line.  Anything else goes to the hook it replaced."""
+
+    def __init__(self, previous):
+        self.previous = previous
+
+    def __call__(self, unraisable) -> None:
+        if _first is not None and isinstance(unraisable.exc_value, (KeyboardInterrupt, Terminated)):
+            return
+        self.previous(unraisable)
+
+
+def _quiet_unraisable() -> None:
+    if not isinstance(sys.unraisablehook, _QuietUnraisable):
+        sys.unraisablehook = _QuietUnraisable(sys.unraisablehook)
+
+
 def install() -> tuple:
     """Install the command's policy in this process; returns what :func:`restore` needs to undo it
     (a command run as a function, e.g. by a test, gives the process back as it found it)."""
@@ -169,16 +190,19 @@ def install() -> tuple:
         return ()
     _reset()
     previous = tuple(signal.signal(s, _on_signal) for s in SIGNALS)
-    return previous, _mask(signal.SIG_UNBLOCK)
+    hook = sys.unraisablehook
+    _quiet_unraisable()
+    return previous, _mask(signal.SIG_UNBLOCK), hook
 
 
 def restore(state: tuple) -> None:
     """Undo :func:`install` (a signal blocked meanwhile is delivered under the handler restored)."""
     if not state:
         return
-    previous, mask = state
+    previous, mask, hook = state
     for s, handler in zip(SIGNALS, previous):
         signal.signal(s, handler)
+    sys.unraisablehook = hook
     _reset()
     if mask is not None:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -209,6 +233,7 @@ def worker(parent_pid: int, raise_on_sigterm: bool = True) -> None:
     _reset()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_signal if raise_on_sigterm else signal.SIG_DFL)
+    _quiet_unraisable()
     die_with_parent(parent_pid)
     _mask(signal.SIG_UNBLOCK)
     if came == signal.SIGTERM and raise_on_sigterm:
