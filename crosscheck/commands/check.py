@@ -40,6 +40,8 @@ def run(args) -> int:
     jobs = jobs_option(args.jobs, device)
     if not args.list:
         report_dir("--out", args.out)
+    if jobs > 1 and not args.list:
+        import_first_use(FIRST_USE_SYMPY)  # before the head start's fork: it and every later worker share it
     # a run on several cores: the SymPy-only groups start in a worker of their own before torch is imported
     # (crosscheck.registry.ChecksAhead), inside the run's cache scope like every other worker
     with runcache.scope(), (ChecksAhead(device, args.dtype, patterns=args.only) if jobs > 1 and not args.list
@@ -70,6 +72,7 @@ def _run(args, device: str, jobs: int, ahead) -> int:
     if jobs > 1:  # about to fork the workers, and first to import matplotlib for their figures
         from ..parallel import freeze_heap
 
+        import_first_use(FIRST_USE + (FIRST_USE_FIGURES if not args.no_figures and not args.only else ()))
         freeze_heap()
 
     with one_thread():  # the checks' tensors are tiny: extra torch threads only cost time
@@ -80,6 +83,30 @@ def _run(args, device: str, jobs: int, ahead) -> int:
     print(report.terminal(results, strict=args.strict, ran=f" in {elapsed:.1f} s; report in {args.out}/"))
     sys.stdout.flush()
     return report.exit_status(results, args.strict)
+
+
+#: Modules that the tasks import on first use, each in its own worker (found by listing the new entries of
+#: ``sys.modules`` after every task of a run: each of these turned up in 4 to 6 of its 19 workers).  Imported once
+#: in the parent before the forks, they are shared by every worker instead (docs/benchmarks.md, "The main job,
+#: round 3"; CPU of one import in a process that has torch, SymPy and matplotlib: SymPy's units 0.09 s, the
+#: Agg backend with PIL's plugins 0.02 s, the others under 0.01 s each).
+#: ``sympy.simplify`` imports SymPy's units on its first call; the head-start worker's identities call it too.
+FIRST_USE_SYMPY = ("sympy.physics.units",)
+#: the draws of random numbers (numpy.random), lambdify's printers (sympy.codegen), torch's symbolic shapes
+#: (``torch.func``'s transforms)
+FIRST_USE = ("numpy.random", "sympy.codegen.ast", "torch.fx.experimental.symbolic_shapes")
+#: what ``savefig`` of a PNG imports: the Agg canvas, and PIL's common plugins (``PIL.Image.preinit``)
+FIRST_USE_FIGURES = ("matplotlib.backends.backend_agg", "PIL.Image")
+
+
+def import_first_use(names) -> None:
+    """Import ``names`` (and, with PIL, its common image plugins, as its first ``save`` would) in this process."""
+    import importlib
+
+    for name in names:
+        module = importlib.import_module(name)
+        if name == "PIL.Image":
+            module.preinit()
 
 
 #: seqgrad check replaces a worker that has written more than this many MiB of its own after its task (see
