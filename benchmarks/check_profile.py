@@ -168,7 +168,7 @@ def _profile(argv: list[str]) -> int:
     ]
     table = benchdoc.table(["phase", "wall s", "CPU s"], phases)
     tasks = benchdoc.table(["task", "CPU s (median)"], [[name, f"{cpu:.2f}"] for name, cpu in task_rows])
-    print(table + "\n\n" + tasks)
+    print(f"workers forked per run: {med('forks'):.0f}\n" + table + "\n\n" + tasks)
     if args.smoke or args.no_record:
         return 0
     md = (f"### The main job: where the time goes (`seqgrad check`, default jobs, {repeats} runs, medians)\n\n"
