@@ -34,12 +34,16 @@ print(json.dumps({"status": status, "seen": seen}))
 """
 
 
+def _python(code: str, *args: str) -> str:
+    """``code`` run by this Python in a fresh process; its standard output (it must exit 0)."""
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
 @needs_fork
 def test_the_first_use_modules_are_imported_before_the_workers_are_forked(tmp_path):
-    proc = subprocess.run([sys.executable, "-c", _RECORD, str(tmp_path / "report")], capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    record = json.loads(proc.stdout.strip().splitlines()[-1])
+    record = json.loads(_python(_RECORD, str(tmp_path / "report")).strip().splitlines()[-1])
     assert record["status"] == 0
     head = [f for f in record["seen"] if f["head"]]
     full = [f for f in record["seen"] if not f["head"]]
@@ -50,13 +54,11 @@ def test_the_first_use_modules_are_imported_before_the_workers_are_forked(tmp_pa
 
 
 def test_import_first_use_loads_pils_plugins_as_a_png_save_would():
-    code = ("import sys\nfrom seqgrad.crosscheck.commands import check\n"
-            "check.import_first_use(check.FIRST_USE_FIGURES)\n"
-            "import PIL.Image\n"
-            "assert 'matplotlib.backends.backend_agg' in sys.modules\n"
-            "assert 'PIL.PngImagePlugin' in sys.modules and PIL.Image._initialized >= 1, PIL.Image._initialized\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = _python("import json, sys\nfrom seqgrad.crosscheck.commands import check\n"
+                  "check.import_first_use(check.FIRST_USE_FIGURES)\nimport PIL.Image\n"
+                  "print(json.dumps([PIL.Image._initialized, [m for m in sys.modules if m.startswith(('PIL.', 'matplotlib.'))]]))")
+    initialized, modules = json.loads(out.strip().splitlines()[-1])
+    assert initialized >= 1 and {"PIL.PngImagePlugin", "matplotlib.backends.backend_agg"} <= set(modules)
 
 
 def test_the_first_use_modules_exist():
