@@ -66,3 +66,10 @@ def test_the_first_use_modules_exist():
 
     for name in check.FIRST_USE_SYMPY + check.FIRST_USE + check.FIRST_USE_FIGURES:
         assert importlib.util.find_spec(name) is not None, name
+
+
+def test_a_module_this_installation_lacks_is_left_to_the_task():
+    """Only a saving of time: a missing module is passed over, without an error, and the names after it still load."""
+    sys.modules.pop("wave", None)
+    check.import_first_use(("seqgrad_no_such_module_here", "wave"))
+    assert "wave" in sys.modules and "seqgrad_no_such_module_here" not in sys.modules

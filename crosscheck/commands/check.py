@@ -86,25 +86,29 @@ def _run(args, device: str, jobs: int, ahead) -> int:
 
 
 #: Modules that the tasks import on first use, each in its own worker (found by listing the new entries of
-#: ``sys.modules`` after every task of a run: each of these turned up in 4 to 6 of its 19 workers).  Imported once
+#: ``sys.modules`` after every task of a run: each of these turned up in 4 to 6 of the run's workers).  Imported once
 #: in the parent before the forks, they are shared by every worker instead (docs/benchmarks.md, "The main job,
 #: round 3"; CPU of one import in a process that has torch, SymPy and matplotlib: SymPy's units 0.09 s, the
 #: Agg backend with PIL's plugins 0.02 s, the others under 0.01 s each).
 #: ``sympy.simplify`` imports SymPy's units on its first call; the head-start worker's identities call it too.
 FIRST_USE_SYMPY = ("sympy.physics.units",)
-#: the draws of random numbers (numpy.random), lambdify's printers (sympy.codegen), torch's symbolic shapes
-#: (``torch.func``'s transforms)
+#: the draws of random numbers (numpy.random), lambdify's printers (sympy.codegen), torch's symbolic shapes (which
+#: torch imports on first use)
 FIRST_USE = ("numpy.random", "sympy.codegen.ast", "torch.fx.experimental.symbolic_shapes")
 #: what ``savefig`` of a PNG imports: the Agg canvas, and PIL's common plugins (``PIL.Image.preinit``)
 FIRST_USE_FIGURES = ("matplotlib.backends.backend_agg", "PIL.Image")
 
 
 def import_first_use(names) -> None:
-    """Import ``names`` (and, with PIL, its common image plugins, as its first ``save`` would) in this process."""
+    """Import ``names`` (and, with PIL, its common image plugins, as its first ``save`` would) in this process.  Only
+    a saving of time: a module that this installation lacks (another torch, say) is left to the task that needs it."""
     import importlib
 
     for name in names:
-        module = importlib.import_module(name)
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
         if name == "PIL.Image":
             module.preinit()
 
