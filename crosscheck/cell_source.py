@@ -11,7 +11,7 @@ import sympy as sp
 from seqgrad.derive.cell import Cell
 from seqgrad.derive.sequence import t
 
-from .lambdify import _Code, _Printer, _TorchPrinter, identifier
+from .code_printer import _Code, _Printer, _TorchPrinter, identifier
 
 __all__ = ["CellPrinter", "Source", "shape_of", "step_names", "emit_loss", "emit_rho", "in_loop_grads", "param_key"]
 

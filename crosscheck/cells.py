@@ -140,11 +140,7 @@ class CellFunction(Arguments):
         super().__init__(cell, backend, device)
         self.gen = gen = cell.general()
         self.source = _generate(cell, gen, backend)
-        namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
-        namespace.update(operation_namespace(backend, cell.functions))
-        namespace.update(_helpers(backend))
-        namespace.update(cell_loop.helpers(backend))
-        namespace.update(buffered.kernels(backend))
+        namespace = loop_namespace(cell, backend)
         #: what in the loops still allocates per step (crosscheck.buffered): an operation without an out= form
         #: in this backend, a parameter's gradient summed inside the loop; empty for the gate loops of RNN, GRU, LSTM
         self.fallbacks = [line.split("# allocates: ", 1)[1].split(" (", 1)[0]
@@ -210,6 +206,17 @@ def _finite(value) -> bool:
 
         return bool(torch.isfinite(value).all())
     return bool(np.all(np.isfinite(value)))
+
+
+def loop_namespace(cell: Cell, backend: str) -> dict:
+    """The names a cell loop's source calls, bound in ``backend``: the kernels, the loops' helpers and every
+    operation's implementation there (the same source runs on both backends)."""
+    namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
+    namespace.update(operation_namespace(backend, cell.functions))
+    namespace.update(_helpers(backend))
+    namespace.update(cell_loop.helpers(backend))
+    namespace.update(buffered.kernels(backend))
+    return namespace
 
 
 def _generate(cell: Cell, gen, backend: str) -> str:

@@ -17,8 +17,14 @@ backend is refused when the source is printed, naming the operation and the back
 >>> fn = hoist(cell_loop(cell, cell.general()))
 >>> [type(s).__name__ for s in fn.body if not isinstance(s, (Zeros, Stash, Stack, Reset))]
 ['Sequence', 'Assign', 'Assign', 'Loop', 'Loop', 'PrevStack', 'Stacked', 'Stacked', 'Assign', 'Return']
->>> print(fn.body[2].value, "|", fn.names[fn.body[2].target])  # x_t w_x of every t, before the loop
-X*w_x | xproj_1_all
+>>> before = fn.body[:fn.body.index(fn.loops()[0])]
+>>> [(fn.names[s.target], str(s.value)) for s in before if isinstance(s, Assign)]  # x_t w_x of every t, before the loop
+[('L', '0.0'), ('xproj_1_all', 'X*w_x')]
+>>> forward, backward = fn.loops()
+>>> [str(s.value) for s in forward.body if isinstance(s, Assign)][0]
+'h_{t-1}*w_h + xproj_1'
+>>> [(fn.names[s.target], s.kind) for s in fn.body if isinstance(s, Stacked)]  # sum_t g_t^z x_t, g_t^z h_{t-1}
+[('d_w_x', 'outer'), ('d_w_h', 'outer')]
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from dataclasses import dataclass, field, replace
 import sympy as sp
 
 from seqgrad.derive.sequence import t
+
+from .code_printer import _Code, _Printer, _TorchPrinter, identifier
 
 __all__ = ["Function", "Assign", "Zeros", "Reset", "Stash", "Stack", "Load", "LoadPrev", "Store", "PrevStack",
            "Collect", "Stacked", "Accumulate", "Loss", "Rho", "Sequence", "Finite", "BatchOf", "Return", "Loop",
@@ -191,8 +199,6 @@ class Function:
 
     def fresh(self, text: str, like=None):
         """A new symbol of ``like``'s shape (a scalar without), its identifier made from ``text``."""
-        from .lambdify import identifier
-
         ident = identifier(text, self.taken)
         sym = sp.MatrixSymbol(ident, *like.shape) if isinstance(like, sp.MatrixExpr) else sp.Symbol(ident)
         self.names[sym] = ident
@@ -395,8 +401,6 @@ class Emitter:
     implementation in the backend is refused here, naming it and the backend."""
 
     def __init__(self, backend: str, names: dict):
-        from .lambdify import _Code, _Printer, _TorchPrinter
-
         self.printer = (_TorchPrinter if backend == "torch" else _Printer)(names)
         self.code = _Code(self.printer, backend)
         self.names = names
