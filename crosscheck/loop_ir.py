@@ -39,7 +39,7 @@ from .code_printer import _Code, _Printer, _TorchPrinter, identifier
 
 __all__ = ["Function", "Assign", "Zeros", "Reset", "Stash", "Stack", "Load", "LoadPrev", "Store", "PrevStack",
            "Collect", "Stacked", "Accumulate", "Loss", "Rho", "Sequence", "Finite", "BatchOf", "Return", "Loop",
-           "straight_line", "cell_loop", "hoist", "Emitter"]
+           "straight_line", "cell_loop", "gradient_terms", "hoist", "Emitter"]
 
 
 # -- statements ----------------------------------------------------------------------------------------------
@@ -151,6 +151,7 @@ class Rho:
     gen: object
     cell: object
     carry: tuple  # (state, carry symbol, width)
+    reset: bool = True  # the carry is nothing yet (Reset) before the last step sends; else it starts at zero
 
 
 @dataclass(frozen=True)
@@ -259,12 +260,7 @@ def cell_loop(cell, gen) -> Function:
     step += [LoadPrev(prev, stash[gen.at_t[s]], H[s]) for s, prev in gen.prev.items()]
     step += [Load(gen.e, e_all), Rho(gen, cell, tuple((s, carry[s], H[s]) for s in cell.states))]
     step += [Assign(d.target, d.value) for d in gen.backward_defs]
-    for p in params:
-        contrib, head = gen.step_grads[param_key(gen, p)], gen.head_grads[param_key(gen, p)]
-        if contrib is not None:
-            step.append(Accumulate(grads[p], contrib, shape_of(p)))
-        if head is not None:
-            step.append(Accumulate(grads[p], head, shape_of(p), guard=gen.e))
+    step += gradient_terms(gen, params, grads)
     dx = gen.input_grad if gen.input_grad is not None else (sp.MatMul if vector else sp.Mul)(sp.Float(0.0), x, evaluate=False)
     step.append(Store(dX, dx))
     for s in cell.states:
@@ -275,6 +271,20 @@ def cell_loop(cell, gen) -> Function:
     body.append(Collect(dX_all, dX))
     body.append(Return((L,) + tuple(grads[p] for p in params) + (dX_all,)))
     return fn
+
+
+def gradient_terms(gen, params, grads) -> list:
+    """Each parameter's step term and head term (at a loss position) summed into ``grads[p]`` inside a loop."""
+    from .cell_source import param_key, shape_of
+
+    out = []
+    for p in params:
+        contrib, head = gen.step_grads[param_key(gen, p)], gen.head_grads[param_key(gen, p)]
+        if contrib is not None:
+            out.append(Accumulate(grads[p], contrib, shape_of(p)))
+        if head is not None:
+            out.append(Accumulate(grads[p], head, shape_of(p), guard=gen.e))
+    return out
 
 
 # -- passes --------------------------------------------------------------------------------------------------
@@ -410,6 +420,11 @@ class Emitter:
     def used(self) -> dict:
         return self.printer.used
 
+    def statements(self, src, body, depth: int):
+        """Print ``body`` (IR statements) into ``src`` at ``depth``: a loop layout printed elsewhere (the gate
+        loop of :mod:`crosscheck.cell_loop`) prints its loss, rho and gradient terms through this."""
+        self._block(src, body, depth)
+
     def source(self, fn: Function, name: str = "_generated") -> str:
         from .cell_source import Source
 
@@ -488,7 +503,7 @@ class Emitter:
         from .cell_source import emit_rho
 
         emit_rho(src, self.code, self.names, s.gen, s.cell, {st: self._n(c) for st, c, _ in s.carry},
-                 {st: f"_zeros(_B, {w})" for st, _, w in s.carry})
+                 {st: f"_zeros(_B, {w})" for st, _, w in s.carry} if s.reset else None)
 
     def _Sequence(self, src, s, depth):
         X = self._n(s.X)
