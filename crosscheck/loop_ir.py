@@ -21,8 +21,9 @@ backend is refused when the source is printed, naming the operation and the back
 >>> [(fn.names[s.target], str(s.value)) for s in before if isinstance(s, Assign)]  # x_t w_x of every t, before the loop
 [('L', '0.0'), ('xproj_1_all', 'X*w_x')]
 >>> forward, backward = fn.loops()
->>> [str(s.value) for s in forward.body if isinstance(s, Assign)][0]
-'h_{t-1}*w_h + xproj_1'
+>>> z_t = next(s for s in forward.body if isinstance(s, Assign))
+>>> sorted(Emitter("numpy", fn.names).code(z_t.value).strip("()").split(" + "))  # the step reads its slice
+['w_h*h_prev', 'xproj_1']
 >>> [(fn.names[s.target], s.kind) for s in fn.body if isinstance(s, Stacked)]  # sum_t g_t^z x_t, g_t^z h_{t-1}
 [('d_w_x', 'outer'), ('d_w_h', 'outer')]
 """
@@ -199,9 +200,11 @@ class Function:
     invariants: frozenset = frozenset()
 
     def fresh(self, text: str, like=None):
-        """A new symbol of ``like``'s shape (a scalar without), its identifier made from ``text``."""
+        """A new symbol of ``like``'s shape (a scalar without), its identifier made from ``text``; a Dummy, so
+        it can never equal a symbol of the derivation (a user's ``L`` or ``e_all``)."""
         ident = identifier(text, self.taken)
-        sym = sp.MatrixSymbol(ident, *like.shape) if isinstance(like, sp.MatrixExpr) else sp.Symbol(ident)
+        name = sp.Dummy(ident)
+        sym = sp.MatrixSymbol(name, *like.shape) if isinstance(like, sp.MatrixExpr) else name
         self.names[sym] = ident
         return sym
 
