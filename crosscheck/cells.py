@@ -10,8 +10,10 @@ projection ``x_t W_x^T``) is computed for all t at once before the loop, and
 every weight gradient ``sum_t (g_t^z)^T x_t`` and the input gradients are one
 product of the stacked steps after it.  A vector cell built from gates (the
 RNN, GRU, LSTM and a user's cell of the same form) is compiled in the faster
-gate layout of :mod:`crosscheck.cell_loop`; this module's plain loop serves
-every other cell.
+gate layout of :mod:`crosscheck.cell_loop`; every other cell gets the plain
+loop, the IR of :mod:`crosscheck.loop_ir` (:func:`~crosscheck.loop_ir.cell_loop`
+read off the derivation, rewritten by :func:`~crosscheck.loop_ir.hoist`,
+printed by its :class:`~crosscheck.loop_ir.Emitter`).
 
 :func:`autograd_twin` is the cell's forward program evaluated node by node with
 the operations' torch implementations (:mod:`crosscheck.twin`: no code printed,

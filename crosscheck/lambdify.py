@@ -7,8 +7,11 @@ Vector cells keep the text's matrix form: one matrix product per step, and
 a weight gradient ``sum_t (g_t^z)^T x_t`` becomes one product of the stacked
 rows; a batch of B sequences is B rows, so the same code runs a whole batch.
 
-The printers are our own small subclasses of SymPy's ``NumPyPrinter`` with an
-explicit module mapping; in particular ``Max`` becomes ``numpy.maximum`` /
+The program is the IR of :mod:`crosscheck.loop_ir` without a loop
+(:func:`~crosscheck.loop_ir.straight_line`), printed by the emitter that prints
+the cell loops too.  Its printer (:mod:`crosscheck.code_printer`) is our own
+small subclass of SymPy's ``NumPyPrinter`` with an explicit module mapping; in
+particular ``Max`` becomes ``numpy.maximum`` /
 ``torch.clamp`` (SymPy 1.14 prints it as ``torch.max``, which is not the
 elementwise maximum ReLU needs) and ReLU's slope ``Heaviside(z, 0)`` keeps its
 value at 0.
