@@ -91,7 +91,7 @@ def _probe(backend: str, fn) -> bool:
 def out_form(backend: str, op) -> bool:
     """Whether the registry operation ``op`` has an ``out=`` form in ``backend`` (its implementation there
     writes into a given array); the loops' tanh and sigmoid have their own in-place helpers."""
-    from .lambdify import operation_backend
+    from .code_printer import operation_backend
 
     if op.name in ("tanh", "sigmoid"):
         return True

@@ -35,8 +35,9 @@ import sympy as sp
 from seqgrad.derive.elementwise import Elementwise
 from seqgrad.derive.operations import operation_of
 
+from . import loop_ir
 from .buffered import Emitter
-from .cell_source import CellPrinter, Source, emit_loss, emit_rho, in_loop_grads, param_key, shape_of, step_names
+from .cell_source import Source, param_key, shape_of, step_names
 
 __all__ = ["Gate", "GateLayout", "gate_layout", "helpers"]
 
@@ -439,7 +440,14 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
         names[sym] = text
         return sym
 
-    printer = CellPrinter(backend, names)
+    ir = loop_ir.Emitter(backend, names)  # the IR's emitter prints the loss, rho and in-loop gradient terms
+    printer = ir.code
+
+    def named(text):  # a symbol of the IR statements for a name of this source
+        sym = sp.Dummy(text)
+        names[sym] = text
+        return sym
+
     em = Emitter(backend, names, printer, params)
     row = f"_B, {Hw}"  # the shape of a gate's row block at one step
 
@@ -560,7 +568,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
         else:
             src(f"{names[d.target]} = {stored_defs[d.target]}v[t]", 2)
         write(names[d.target], value, f"_B, {d.target.shape[1]}")
-    emit_loss(src, printer, names, gen, cell, y_t)
+    ir.statements(src, [loop_ir.Loss(gen, cell, y_t)], 2)
     # backward
     fused = {W for g in gates for W in g.x_weights + g.biases + ([g.h_weight] if g.h_weight is not None else [])}
     grads = {p: f"d_{names[p]}" for p in params}
@@ -614,7 +622,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     for sym, stack_name in stored_defs.items():
         src(f"{names[sym]} = {stack_name}v[t]", 2)
     src(f"{names[gen.e]} = e_all[t]", 2)
-    emit_rho(src, printer, names, gen, cell, carry)
+    ir.statements(src, [loop_ir.Rho(gen, cell, tuple((s, named(carry[s]), H[s]) for s in cell.states), reset=False)], 2)
     adjoint_of = {g.adjoint: k for k, g in enumerate(gates)}
     for d in gen.backward_defs:
         k = adjoint_of.get(d.target)
@@ -635,7 +643,7 @@ def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
     for p in outside:
         if gen.step_grads[param_key(gen, p)] is not None:
             src(f"# allocates: the step term of dL/d{names[p]} (a parameter outside the gates), summed in the loop", 2)
-    in_loop_grads(src, printer, names, gen, outside, grads)
+    ir.statements(src, loop_ir.gradient_terms(gen, outside, {p: named(grads[p]) for p in outside}), 2)
     for s in carried:
         shape = f"_B, {H[s]}"
         if s == layout.state and n:

@@ -27,7 +27,8 @@ from seqgrad.derive.cell import Cell
 from seqgrad.numeric.paths import PathNorms, spectral_norm
 from seqgrad.errors import SeqgradValueError
 
-from .cell_source import CellPrinter, Source
+from .cell_source import Source
+from .loop_ir import Emitter
 from .cells import CellFunction
 from .lambdify import _numpy_namespace, identifier, run_generated
 
@@ -42,9 +43,10 @@ def _compile(cell: Cell, of: str, wrt: str):
     params = [gen.params[p] for p in cell.param_shapes]
     for sym in params + [gen.x] + list(gen.prev.values()) + [d.target for d in gen.step.definitions("forward")]:
         names[sym] = identifier(sym.name, taken)
-    printer = CellPrinter("numpy", names)
-    printer.code.printer._print_Diag = lambda expr: f"_diag({printer(expr.args[0])})"
-    printer.code.printer._print_Identity = lambda expr: f"_eye({expr.shape[0]})"
+    emitter = Emitter("numpy", names)
+    printer = emitter.code
+    emitter.printer._print_Diag = lambda expr: f"_diag({printer(expr.args[0])})"
+    emitter.printer._print_Identity = lambda expr: f"_eye({expr.shape[0]})"
     src = Source()
     src(f"def _jacobians({', '.join(names[p] for p in params)}, X):", 0)
     for s, prev in gen.prev.items():
@@ -59,7 +61,7 @@ def _compile(cell: Cell, of: str, wrt: str):
         src(f"{names[prev]} = {names[gen.at_t[s]]}", 2)
     src("return out")
     namespace = _numpy_namespace()
-    namespace.update(printer.code.printer.used)  # the registry's operations the code calls
+    namespace.update(emitter.used)  # the registry's operations the code calls
     namespace.update({"_diag": lambda v: np.diag(np.ravel(v)), "_eye": np.eye,
                       "_zeros": lambda H: np.zeros((1, H)) if H is not None else np.zeros(1)})
     return run_generated(src.text(), f"<seqgrad:{cell.name}_jacobians>", namespace, "_jacobians"), params

@@ -1,7 +1,7 @@
 """The pieces of a compiled cell loop's Python source that both loop layouts share (the plain loop of
-:mod:`crosscheck.cells` and the gate layout of :mod:`crosscheck.cell_loop`): the printer of the step's
-expressions, the source buffer, the identifiers of the step's symbols, and the lines that add a loss term,
-start an adjoint from what the next step sent, and add the parameter gradient terms inside the loop.
+:mod:`crosscheck.loop_ir` and the gate layout of :mod:`crosscheck.cell_loop`): the source buffer, the
+identifiers of the step's symbols, and the lines that add a loss term and start an adjoint from what the next
+step sent (printed for the IR's :class:`~crosscheck.loop_ir.Loss` and :class:`~crosscheck.loop_ir.Rho`).
 """
 
 from __future__ import annotations
@@ -11,23 +11,9 @@ import sympy as sp
 from seqgrad.derive.cell import Cell
 from seqgrad.derive.sequence import t
 
-from .lambdify import _Code, _Printer, _TorchPrinter, identifier
+from .code_printer import identifier
 
-__all__ = ["CellPrinter", "Source", "shape_of", "step_names", "emit_loss", "emit_rho", "in_loop_grads", "param_key"]
-
-
-class CellPrinter:
-    """Python source of the step's expressions, for the loop body."""
-
-    def __init__(self, backend: str, names: dict):
-        self.names = names
-        printer = (_TorchPrinter if backend == "torch" else _Printer)(names)
-        printer._print_RowSoftmax = lambda expr: f"_softmax({printer._print(expr.args[0])})"
-        printer._print_OneMatrix = lambda expr: "1.0"
-        self.code = _Code(printer, backend)
-
-    def __call__(self, expr) -> str:
-        return self.code(expr)
+__all__ = ["Source", "shape_of", "step_names", "emit_loss", "emit_rho", "param_key"]
 
 
 class Source:
@@ -102,18 +88,6 @@ def emit_rho(src: "Source", printer, names: dict, gen, cell: Cell, carry: dict, 
         if gen.direct[s] is not None:
             src(f"if {names[gen.e]} is not None:", 2)
             src(f"{r} = {r} + {printer(gen.direct[s])}", 3)
-
-
-def in_loop_grads(src: "Source", printer, names: dict, gen, params, grads: dict, skip=()) -> None:
-    """The parameter gradient terms summed inside the backward loop: step terms not in ``skip``, head terms."""
-    for p in params:
-        contrib = gen.step_grads[param_key(gen, p)]
-        if contrib is not None and p not in skip:
-            src(f"{grads[p]} = {grads[p]} + _acc({printer(contrib)}, {shape_of(p)!r})", 2)
-        head = gen.head_grads[param_key(gen, p)]
-        if head is not None:
-            src(f"if {names[gen.e]} is not None:", 2)
-            src(f"{grads[p]} = {grads[p]} + _acc({printer(head)}, {shape_of(p)!r})", 3)
 
 
 def param_key(gen, sym):

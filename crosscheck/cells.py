@@ -10,8 +10,10 @@ projection ``x_t W_x^T``) is computed for all t at once before the loop, and
 every weight gradient ``sum_t (g_t^z)^T x_t`` and the input gradients are one
 product of the stacked steps after it.  A vector cell built from gates (the
 RNN, GRU, LSTM and a user's cell of the same form) is compiled in the faster
-gate layout of :mod:`crosscheck.cell_loop`; this module's plain loop serves
-every other cell.
+gate layout of :mod:`crosscheck.cell_loop`; every other cell gets the plain
+loop, the IR of :mod:`crosscheck.loop_ir` (:func:`~crosscheck.loop_ir.cell_loop`
+read off the derivation, rewritten by :func:`~crosscheck.loop_ir.hoist`,
+printed by its :class:`~crosscheck.loop_ir.Emitter`).
 
 :func:`autograd_twin` is the cell's forward program evaluated node by node with
 the operations' torch implementations (:mod:`crosscheck.twin`: no code printed,
@@ -39,17 +41,11 @@ from seqgrad.derive.cell import Cell
 from seqgrad.derive.sequence import t
 from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, ShapeError
 
-from . import buffered, cell_loop
-from .cell_source import CellPrinter, Source, emit_loss, emit_rho, in_loop_grads, param_key, shape_of, step_names
+from . import buffered, cell_loop, loop_ir
+from .cell_source import shape_of
 from .lambdify import BACKENDS, _numpy_namespace, _torch_namespace, operation_namespace, run_generated
 
 __all__ = ["CellFunction", "RNNFunction", "autograd_twin", "autograd_gradients", "against_autograd", "random_case"]
-
-
-def _is_step_free(expr, x) -> bool:
-    """True for a term that reads ``x_t`` and otherwise only parameters: it can be computed for all t at once."""
-    free = {s for s in expr.free_symbols if isinstance(s, (sp.Symbol, sp.MatrixSymbol))}
-    return x in free
 
 
 class Arguments:
@@ -146,11 +142,7 @@ class CellFunction(Arguments):
         super().__init__(cell, backend, device)
         self.gen = gen = cell.general()
         self.source = _generate(cell, gen, backend)
-        namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
-        namespace.update(operation_namespace(backend, cell.functions))
-        namespace.update(_helpers(backend))
-        namespace.update(cell_loop.helpers(backend))
-        namespace.update(buffered.kernels(backend))
+        namespace = loop_namespace(cell, backend)
         #: what in the loops still allocates per step (crosscheck.buffered): an operation without an out= form
         #: in this backend, a parameter's gradient summed inside the loop; empty for the gate loops of RNN, GRU, LSTM
         self.fallbacks = [line.split("# allocates: ", 1)[1].split(" (", 1)[0]
@@ -218,148 +210,26 @@ def _finite(value) -> bool:
     return bool(np.all(np.isfinite(value)))
 
 
+def loop_namespace(cell: Cell, backend: str) -> dict:
+    """The names a cell loop's source calls, bound in ``backend``: the kernels, the loops' helpers and every
+    operation's implementation there (the same source runs on both backends)."""
+    namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
+    namespace.update(operation_namespace(backend, cell.functions))
+    namespace.update(_helpers(backend))
+    namespace.update(cell_loop.helpers(backend))
+    namespace.update(buffered.kernels(backend))
+    return namespace
+
+
 def _generate(cell: Cell, gen, backend: str) -> str:
     """The loop function's source, printed from the general-t derivation: the gate layout of
-    :mod:`crosscheck.cell_loop` when the cell has gate form, else the plain loop below."""
+    :mod:`crosscheck.cell_loop` when the cell has gate form, else the IR of :mod:`crosscheck.loop_ir` (two
+    loops over t, what is not sequential hoisted out of them) through its emitter."""
     layout = cell_loop.gate_layout(cell, gen)
     if layout is not None:
         return cell_loop.gated_source(cell, gen, layout, backend)
-    names, name, y_t = step_names(cell, gen)
-    params = [gen.params[p] for p in cell.param_shapes]
-    x = gen.x
-    forward = gen.step.definitions("forward")
-    # hoisted input terms: x_t W^T (and any term of x_t and the parameters only), computed for all t at once
-    hoisted: dict = {}
-    hoisted_values = {}
-    for d in forward:
-        value = d.value
-        terms = value.args if isinstance(value, (sp.Add, sp.MatAdd)) else (value,)
-        keep = []
-        for term in terms:
-            free = {s for s in term.free_symbols if isinstance(s, (sp.Symbol, sp.MatrixSymbol))}
-            if x in free and free <= set(params) | {x} and (cell.vector and isinstance(term, sp.MatMul) or not cell.vector):
-                h = sp.MatrixSymbol(f"P{len(hoisted)}", *term.shape) if cell.vector else sp.Symbol(f"P{len(hoisted)}")
-                hoisted[h] = term
-                name(h, f"xproj_{len(hoisted)}")
-                keep.append(h)
-            else:
-                keep.append(term)
-        if len(keep) != len(terms) or any(a is not b for a, b in zip(keep, terms)):
-            value = (sp.MatAdd(*keep) if cell.vector else sp.Add(*keep)) if len(keep) > 1 else keep[0]
-        hoisted_values[d.target] = value
-    printer = CellPrinter(backend, names)
-    src = Source()
-    arg_names = [names[p] for p in params] + ["X", "Y", "_index", "_npos"]
-    src(f"def _generated({', '.join(arg_names)}):", 0)
-    src("_B, _T = X.shape[0], X.shape[1]")
-    src("_like(X)")
-    H = {s: (cell.shape_of(s)[1] if cell.vector else None) for s in cell.states}
-    for s, prev in gen.prev.items():
-        src(f"{names[prev]} = _zeros(_B, {H[s]})")
-    # hoisted projections of the whole sequence: X stands for every x_t at once
-    whole = {x: sp.MatrixSymbol("X", *x.shape) if cell.vector else sp.Symbol("X")}
-    names[whole[x]] = "X"
-    for h, term in hoisted.items():
-        src(f"{names[h]}_all = {printer(term.xreplace(whole))}")
-    src("L = 0.0")
-    stash = [d.target for d in forward]
-    for target in stash:
-        src(f"{names[target]}_all = [None] * _T")
-    src("e_all = [None] * _T")
-    src("for t in range(_T):")
-    src(f"{names[x]} = X[:, t]", 2)
-    for h in hoisted:
-        src(f"{names[h]} = {names[h]}_all[:, t]", 2)
-    for d in forward:
-        src(f"{names[d.target]} = {printer(hoisted_values[d.target])}", 2)
-        src(f"{names[d.target]}_all[t] = {names[d.target]}", 2)
-    emit_loss(src, printer, names, gen, cell, y_t)
-    for s, prev in gen.prev.items():
-        src(f"{names[prev]} = {names[gen.at_t[s]]}", 2)
-    # backward: rho_s is what the rest of the sequence sends to s_t
-    grads = {p: f"d_{names[p]}" for p in params}
-    for p in params:
-        shape = shape_of(p)
-        src(f"{grads[p]} = {'0.0' if not shape else f'_zeros({shape[0]}, {shape[1]}, batch=False)'}")
-    # sums over t that need no recursion leave the loop: (g_t^z)^T x_t and (g_t^z)^T h_{t-1} become one product
-    # of the stacked steps, sum_t g_t^z one sum, and dL/dx_t = g_t^z W_x one product for every t
-    adjoints = {d.target for d in gen.backward_defs}
-    stackable = {x: "X"}
-    stackable.update({prev: f"_prev_stack({names[gen.at_t[s]]}_all, _B, {H[s]})" for s, prev in gen.prev.items()})
-    deferred, stacked = {}, set()
-    for p in params:
-        contrib = gen.step_grads[param_key(gen, p)]
-        form = _deferrable(contrib, adjoints, stackable, cell.vector)
-        if form is not None:
-            deferred[p] = form
-            stacked.add(form[1])
-    dx = gen.input_grad
-    dx_free = {s for s in getattr(dx, "free_symbols", ()) if isinstance(s, (sp.Symbol, sp.MatrixSymbol))}
-    dx_deferred = dx is not None and dx_free <= adjoints | set(params)
-    if dx_deferred:
-        stacked |= dx_free & adjoints
-    stack_of = {a: f"{names[a]}_stack" for a in stacked}
-    for a in stacked:
-        src(f"{stack_of[a]} = _empty(_B, _T, {a.shape[1] if cell.vector else None})")
-    carry = {s: f"carry_{s}" for s in cell.states}
-    for s in cell.states:
-        src(f"{carry[s]} = None")
-    src("dX = [None] * _T")
-    src("for t in range(_T - 1, -1, -1):")
-    src(f"{names[x]} = X[:, t]", 2)
-    for d in forward:
-        src(f"{names[d.target]} = {names[d.target]}_all[t]", 2)
-    for s, prev in gen.prev.items():
-        src(f"{names[prev]} = {names[gen.at_t[s]]}_all[t - 1] if t > 0 else _zeros(_B, {H[s]})", 2)
-    src(f"{names[gen.e]} = e_all[t]", 2)
-    emit_rho(src, printer, names, gen, cell, carry, {s: f"_zeros(_B, {H[s]})" for s in cell.states})
-    for d in gen.backward_defs:
-        src(f"{names[d.target]} = {printer(d.value)}", 2)
-        if d.target in stacked:
-            src(f"{stack_of[d.target]}[:, t] = {names[d.target]}", 2)
-    in_loop_grads(src, printer, names, gen, params, grads, skip=deferred)
-    if not dx_deferred:
-        src(f"dX[t] = {printer(dx) if dx is not None else '0.0 * ' + names[x]}", 2)
-    for s in cell.states:
-        c = gen.carry[s]
-        src(f"{carry[s]} = {printer(c) if c is not None else 'None'}", 2)
-    for s, prev in gen.prev.items():  # each state's h_{t-1} for every t, stacked once
-        if any(form[2] == prev for form in deferred.values()):
-            src(f"{names[prev]}_stack = {stackable[prev]}")
-            stackable[prev] = f"{names[prev]}_stack"
-    for p, (kind, a, b) in deferred.items():
-        if kind == "outer":
-            src(f"{grads[p]} = {grads[p]} + _outer({stack_of[a]}, {stackable[b]})")
-        else:
-            src(f"{grads[p]} = {grads[p]} + _total({stack_of[a]}, {cell.vector})")
-    if dx_deferred:
-        whole = {a: sp.MatrixSymbol(stack_of[a], *a.shape) if cell.vector else sp.Symbol(stack_of[a]) for a in dx_free & adjoints}
-        for a, w in whole.items():
-            names[w] = stack_of[a]
-        src(f"dX_all = {printer(dx.xreplace(whole))}")
-    outs = ["L"] + [grads[p] for p in params] + ["dX_all" if dx_deferred else "_stack(dX)"]
-    src(f"return ({', '.join(outs)},)")
-    return src.text()
-
-
-def _deferrable(contrib, adjoints, stackable, vector):
-    """("outer", g, v) for a step term ``g^T v`` (vector) or ``g v`` (scalar) of a sensitivity g and a
-    stackable step quantity v; ("sum", g, None) for a bias term ``g``; None: keep it in the loop."""
-    if contrib is None:
-        return None
-    if contrib in adjoints:
-        return ("sum", contrib, None)
-    if vector and isinstance(contrib, sp.MatMul) and len(contrib.args) == 2 and isinstance(contrib.args[0], sp.Transpose):
-        a, b = contrib.args[0].arg, contrib.args[1]
-        if a in adjoints and b in stackable:
-            return ("outer", a, b)
-    if not vector and contrib.is_Mul and len(contrib.args) == 2:
-        a, b = contrib.args
-        if b in adjoints:
-            a, b = b, a
-        if a in adjoints and b in stackable:
-            return ("outer", a, b)
-    return None
+    fn = loop_ir.hoist(loop_ir.cell_loop(cell, gen))
+    return loop_ir.Emitter(backend, fn.names).source(fn)
 
 
 def _helpers(backend: str) -> dict:

@@ -158,6 +158,25 @@ def _lambdify_unknown():
     return lambdify(None, [sp.besselj(0, x)], [x], backend="torch")
 
 
+case("operations", "CellFunction(cell, 'torch'), cell applying npsin, registered with a numpy implementation only",
+     SeqgradValueError, "torch implementation")(lambda: _numpy_only_for_torch())
+
+
+def _numpy_only_for_torch():
+    """Refused when the loop is compiled, before any call: the operation and the backend named."""
+    from seqgrad import operations as registry
+    from seqgrad.crosscheck.cells import CellFunction
+    from seqgrad.derive.cell import Cell
+
+    registry.register(registry.Operation("npsin", sympy=lambda s: s.sin, numpy=lambda n: n.sin, sympy_diff=False,
+                                         derivative=lambda m, z, h: m.cos(z)))
+    try:
+        cell = Cell("z = w_x*x + w_h*h_prev; h = npsin(z)", states="h", params="w_x w_h w_o", head="w_o*h")
+        return CellFunction(cell, "torch")
+    finally:
+        registry.unregister("npsin")
+
+
 case("derive.cell", "RNNFunction('x')", SeqgradTypeError, "unrolled network")(
     lambda: __import__("seqgrad.crosscheck.cells").crosscheck.cells.RNNFunction("x"))
 case("derive.gated", "gated.gru(steps=0)", SeqgradValueError, "steps=0")(

@@ -1,0 +1,529 @@
+"""One IR for the compiled code: statements over SymPy expressions, and a loop node holding the step program.
+
+A compiled function is a :class:`Function`: its arguments and a list of statements.  The statements name
+SymPy symbols and hold SymPy expressions (never printed text): :class:`Assign` (``target := value``), the
+stacks of a sequence (:class:`Stack`, :class:`Stash`, :class:`Load`, :class:`Store`, :class:`PrevStack`,
+:class:`Collect`), the products over a stacked axis (:class:`Stacked`: ``sum_t a_t^T b_t``, ``sum_t a_t``),
+a gradient summed step by step (:class:`Accumulate`) and :class:`Loop` ``(index, range, body, reversed)``.
+The straight-line program of :func:`crosscheck.lambdify.lambdify` is a Function without a loop
+(:func:`straight_line`); a cell's loop over t is one with two (:func:`cell_loop`, built from the general-t
+derivation :meth:`derive.cell.Cell.general`).  Rewrites are passes from IR to IR: :func:`hoist` moves what is
+not sequential out of the loops.  :class:`Emitter` prints the IR as Python source for one backend; numpy and
+torch differ only in the namespace the names are bound to, and an operation with no implementation in the
+backend is refused when the source is printed, naming the operation and the backend.
+
+>>> from seqgrad.derive.cell import Cell
+>>> cell = Cell("z = w_x*x + w_h*h_prev; h = tanh(z)", states="h", params="w_x w_h w_o", head="w_o*h")
+>>> fn = hoist(cell_loop(cell, cell.general()))
+>>> [type(s).__name__ for s in fn.body if not isinstance(s, (Zeros, Stash, Stack, Reset))]
+['Sequence', 'Assign', 'Assign', 'Loop', 'Loop', 'PrevStack', 'Stacked', 'Stacked', 'Assign', 'Return']
+>>> before = fn.body[:fn.body.index(fn.loops()[0])]
+>>> [(fn.names[s.target], str(s.value)) for s in before if isinstance(s, Assign)]  # x_t w_x of every t, before the loop
+[('L', '0.0'), ('xproj_1_all', 'X*w_x')]
+>>> forward, backward = fn.loops()
+>>> z_t = next(s for s in forward.body if isinstance(s, Assign))
+>>> sorted(Emitter("numpy", fn.names).code(z_t.value).strip("()").split(" + "))  # the step reads its slice
+['w_h*h_prev', 'xproj_1']
+>>> [(fn.names[s.target], s.kind) for s in fn.body if isinstance(s, Stacked)]  # sum_t g_t^z x_t, g_t^z h_{t-1}
+[('d_w_x', 'outer'), ('d_w_h', 'outer')]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import sympy as sp
+
+from seqgrad.derive.sequence import t
+
+from .code_printer import _Code, _Printer, _TorchPrinter, identifier
+
+__all__ = ["Function", "Assign", "Zeros", "Reset", "Stash", "Stack", "Load", "LoadPrev", "Store", "PrevStack",
+           "Collect", "Stacked", "Accumulate", "Loss", "Rho", "Sequence", "Finite", "BatchOf", "Return", "Loop",
+           "straight_line", "cell_loop", "gradient_terms", "hoist", "Emitter"]
+
+
+# -- statements ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Assign:
+    """``target := value`` (a SymPy expression of symbols assigned before)."""
+    target: sp.Basic
+    value: sp.Basic
+
+
+@dataclass(frozen=True)
+class Zeros:
+    """``target := 0`` of one row per sequence and ``width`` columns (``batch``), or of the parameter's ``shape``."""
+    target: sp.Basic
+    width: int | None = None
+    shape: tuple | None = None  # not per sequence: () a number, (r, c) a matrix
+
+
+@dataclass(frozen=True)
+class Reset:
+    """``target := nothing yet`` (what a later step has not sent)."""
+    target: sp.Basic
+
+
+@dataclass(frozen=True)
+class Stash:
+    """One slot per step (filled by :class:`Store`, read by :class:`Load`)."""
+    target: sp.Basic
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A (B, T, width) array of the steps (width None: a scalar cell's (B, T))."""
+    target: sp.Basic
+    width: int | None
+
+
+@dataclass(frozen=True)
+class Load:
+    """``target := source at the loop index`` (``array``: a (B, T, ...) array; else a stash)."""
+    target: sp.Basic
+    source: sp.Basic
+    array: bool = False
+
+
+@dataclass(frozen=True)
+class LoadPrev:
+    """``target := source at the index - 1``, zero at the first step (a state's s_{t-1} from its stash)."""
+    target: sp.Basic
+    source: sp.Basic
+    width: int | None
+
+
+@dataclass(frozen=True)
+class Store:
+    """``stack at the loop index := value`` (``array``: a :class:`Stack`; else a :class:`Stash`)."""
+    stack: sp.Basic
+    value: sp.Basic
+    array: bool = False
+
+
+@dataclass(frozen=True)
+class PrevStack:
+    """``target :=`` the stash ``source`` shifted by one step, zero first: s_{t-1} of every t as one array."""
+    target: sp.Basic
+    source: sp.Basic
+    width: int | None
+
+
+@dataclass(frozen=True)
+class Collect:
+    """``target :=`` the slots of a stash as one (B, T, ...) array."""
+    target: sp.Basic
+    source: sp.Basic
+
+
+@dataclass(frozen=True)
+class Stacked:
+    """``target += sum_t a_t^T b_t`` (``outer``; a scalar cell's ``sum_t a_t b_t``) or ``sum_t a_t`` (``sum``),
+    one product or sum of the stacks ``a``, ``b`` over the (B, T) axes."""
+    target: sp.Basic
+    kind: str
+    a: sp.Basic
+    b: sp.Basic | None
+    vector: bool
+
+
+@dataclass(frozen=True)
+class Accumulate:
+    """``target += value`` summed down to ``shape`` (over the batch), inside a loop; ``guard``: only at a
+    step where that symbol is set (a loss position)."""
+    target: sp.Basic
+    value: sp.Basic
+    shape: tuple
+    guard: sp.Basic | None = None
+
+
+@dataclass(frozen=True)
+class Loss:
+    """At a loss position: yhat_t, the loss term added to L, and e_t stored (:func:`cell_source.emit_loss`)."""
+    gen: object
+    cell: object
+    y_t: sp.Basic
+
+
+@dataclass(frozen=True)
+class Rho:
+    """rho_s := what the next step sent to s_t (zero at the last) + the loss's direct term (:func:`cell_source.emit_rho`)."""
+    gen: object
+    cell: object
+    carry: tuple  # (state, carry symbol, width)
+    reset: bool = True  # the carry is nothing yet (Reset) before the last step sends; else it starts at zero
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """``_B, _T :=`` the batch and length of the sequence argument ``X``."""
+    X: sp.Basic
+
+
+@dataclass(frozen=True)
+class Finite:
+    """Every argument is finite (else :class:`~seqgrad.errors.NonFiniteError` naming it)."""
+    args: tuple
+
+
+@dataclass(frozen=True)
+class BatchOf:
+    """``_B :=`` the number of rows of the first row argument that has a batch."""
+    rows: tuple
+
+
+@dataclass(frozen=True)
+class Return:
+    """The function's results; those at the indices in ``reduce`` are summed over the batch to their shape."""
+    values: tuple
+    reduce: frozenset = frozenset()
+
+
+@dataclass(frozen=True)
+class Loop:
+    """``for index in range(length)`` (``reversed``: from length - 1 down to 0), the step program ``body``."""
+    index: sp.Symbol
+    body: tuple
+    reversed: bool = False
+
+
+@dataclass
+class Function:
+    """A compiled function: ``args``, ``body``; ``names`` the identifier of every symbol it names (passes add
+    theirs through :meth:`fresh`); ``invariants`` the arguments that do not change from step to step."""
+    name: str
+    args: tuple
+    body: list
+    names: dict
+    taken: set = field(default_factory=set)
+    invariants: frozenset = frozenset()
+
+    def fresh(self, text: str, like=None):
+        """A new symbol of ``like``'s shape (a scalar without), its identifier made from ``text``; a Dummy, so
+        it can never equal a symbol of the derivation (a user's ``L`` or ``e_all``)."""
+        ident = identifier(text, self.taken)
+        name = sp.Dummy(ident)
+        sym = sp.MatrixSymbol(name, *like.shape) if isinstance(like, sp.MatrixExpr) else name
+        self.names[sym] = ident
+        return sym
+
+    def loops(self):
+        return [s for s in self.body if isinstance(s, Loop)]
+
+
+# -- builders ------------------------------------------------------------------------------------------------
+def straight_line(name, args, names, taken, definitions, outputs, rows, reduce=(), check_finite=True) -> Function:
+    """The IR of a program's ``definitions`` evaluated in order, returning ``outputs`` (no loop)."""
+    body: list = [Finite(tuple(args))] if check_finite else []
+    body.append(BatchOf(tuple(rows)))
+    body += [Assign(d.target, d.value) for d in definitions]
+    body.append(Return(tuple(outputs), frozenset(reduce)))
+    return Function(name, tuple(args), body, names, taken)
+
+
+def cell_loop(cell, gen) -> Function:
+    """The IR of a cell's loss and gradients as two loops over t, read off the general-t derivation: every
+    step definition in the forward loop, every adjoint in the reversed one, each parameter's gradient
+    summed step by step, dL/dx_t stored per step (before :func:`hoist`)."""
+    from .cell_source import param_key, shape_of, step_names
+
+    names, _, y_t = step_names(cell, gen)
+    taken = set(names.values())
+    params = [gen.params[p] for p in cell.param_shapes]
+    x, vector = gen.x, cell.vector
+    X = sp.MatrixSymbol("X", *x.shape) if vector else sp.Symbol("X")
+    names[X] = "X"
+    taken.add("X")
+    targets = [sp.Symbol(n) for n in ("Y", "_index", "_npos")]  # the targets, the loss positions' slots and count
+    names.update({a: a.name for a in targets})
+    fn = Function(f"{cell.name}_loop", tuple(params) + (X, *targets), [], names, taken, frozenset(params))
+    H = {s: (cell.shape_of(s)[1] if vector else None) for s in cell.states}
+    forward = gen.step.definitions("forward")
+    stash = {d.target: fn.fresh(f"{names[d.target]}_all") for d in forward}
+    e_all, L = fn.fresh("e_all"), fn.fresh("L")
+    body = fn.body
+    body.append(Sequence(X))
+    body += [Zeros(prev, H[s]) for s, prev in gen.prev.items()]
+    body.append(Assign(L, sp.Float(0.0)))
+    body += [Stash(a) for a in stash.values()] + [Stash(e_all)]
+    step = [Load(x, X, array=True)]
+    for d in forward:
+        step += [Assign(d.target, d.value), Store(stash[d.target], d.target)]
+    step.append(Loss(gen, cell, y_t))
+    step += [Assign(prev, gen.at_t[s]) for s, prev in gen.prev.items()]
+    body.append(Loop(t, tuple(step)))
+    grads = {p: fn.fresh(f"d_{names[p]}", p) for p in params}
+    body += [Zeros(grads[p], shape=shape_of(p)) for p in params]
+    carry = {s: fn.fresh(f"carry_{s}") for s in cell.states}
+    body += [Reset(c) for c in carry.values()]
+    dX = fn.fresh("dX")
+    body.append(Stash(dX))
+    step = [Load(x, X, array=True)] + [Load(d.target, stash[d.target]) for d in forward]
+    step += [LoadPrev(prev, stash[gen.at_t[s]], H[s]) for s, prev in gen.prev.items()]
+    step += [Load(gen.e, e_all), Rho(gen, cell, tuple((s, carry[s], H[s]) for s in cell.states))]
+    step += [Assign(d.target, d.value) for d in gen.backward_defs]
+    step += gradient_terms(gen, params, grads)
+    dx = gen.input_grad if gen.input_grad is not None else (sp.MatMul if vector else sp.Mul)(sp.Float(0.0), x, evaluate=False)
+    step.append(Store(dX, dx))
+    for s in cell.states:
+        c = gen.carry[s]
+        step.append(Assign(carry[s], c) if c is not None else Reset(carry[s]))
+    body.append(Loop(t, tuple(step), reversed=True))
+    dX_all = fn.fresh("dX_all")
+    body.append(Collect(dX_all, dX))
+    body.append(Return((L,) + tuple(grads[p] for p in params) + (dX_all,)))
+    return fn
+
+
+def gradient_terms(gen, params, grads) -> list:
+    """Each parameter's step term and head term (at a loss position) summed into ``grads[p]`` inside a loop."""
+    from .cell_source import param_key, shape_of
+
+    out = []
+    for p in params:
+        contrib, head = gen.step_grads[param_key(gen, p)], gen.head_grads[param_key(gen, p)]
+        if contrib is not None:
+            out.append(Accumulate(grads[p], contrib, shape_of(p)))
+        if head is not None:
+            out.append(Accumulate(grads[p], head, shape_of(p), guard=gen.e))
+    return out
+
+
+# -- passes --------------------------------------------------------------------------------------------------
+def _symbols(expr) -> set:
+    return {s for s in getattr(expr, "free_symbols", ()) if isinstance(s, (sp.Symbol, sp.MatrixSymbol))}
+
+
+def _terms(value):
+    return value.args if isinstance(value, (sp.Add, sp.MatAdd)) else (value,)
+
+
+def hoist(fn: Function) -> Function:
+    """What is not sequential leaves the loops: in a forward loop, every term of an assignment that reads a
+    step of an argument array and otherwise only invariants (the input projection ``x_t W_x^T``) becomes one
+    product of the whole array before the loop; in a reversed loop, a gradient whose step term is
+    ``(g_t)^T v_t`` or ``g_t`` (g assigned in the loop, v a step of an array or a state's s_{t-1}) becomes one
+    product (or sum) of the stacked steps after it, and a per-step result of adjoints and invariants only
+    (dL/dx_t = g_t^z W_x) one product of the stacked adjoints, replacing the stash's :class:`Collect`."""
+    body, results = [], {}
+    for s in fn.body:
+        if isinstance(s, Loop):
+            lines, found = (_defer(fn, s) if s.reversed else (_hoist_inputs(fn, s), {}))
+            body += lines
+            results.update(found)
+        elif isinstance(s, Collect) and s.source in results:
+            body.append(Assign(s.target, results[s.source]))
+        else:
+            body.append(s)
+    return replace(fn, body=body)
+
+
+def _hoist_inputs(fn: Function, loop: Loop) -> list:
+    arrays = {s.target: s.source for s in loop.body if isinstance(s, Load) and s.array}
+    before, loads, step = [], [], []
+    for s in loop.body:
+        if not isinstance(s, Assign):
+            step.append(s)
+            continue
+        vector = isinstance(s.value, sp.MatrixExpr)
+        terms, keep = _terms(s.value), []
+        for term in terms:
+            free = _symbols(term)
+            if free & set(arrays) and free <= set(arrays) | fn.invariants and (isinstance(term, sp.MatMul) or not vector):
+                n = sum(isinstance(b, Assign) for b in before) + 1
+                whole = fn.fresh(f"xproj_{n}_all", term)
+                part = fn.fresh(f"xproj_{n}", term)
+                before.append(Assign(whole, term.xreplace(arrays)))
+                loads.append(Load(part, whole, array=True))
+                keep.append(part)
+            else:
+                keep.append(term)
+        if any(a is not b for a, b in zip(keep, terms)):
+            s = Assign(s.target, ((sp.MatAdd if vector else sp.Add)(*keep)) if len(keep) > 1 else keep[0])
+        step.append(s)
+    first = next(i for i, s in enumerate(step) if not isinstance(s, Load))
+    return before + [replace(loop, body=tuple(step[:first] + loads + step[first:]))]
+
+
+def _outer_form(contrib, adjoints, stackable):
+    """("outer", g, v) for a step term ``g^T v`` (vector) or ``g v`` (scalar) of an adjoint g and a stackable
+    v; ("sum", g, None) for a term ``g``; None: it stays in the loop."""
+    if contrib in adjoints:
+        return ("sum", contrib, None)
+    if isinstance(contrib, sp.MatMul) and len(contrib.args) == 2 and isinstance(contrib.args[0], sp.Transpose):
+        a, b = contrib.args[0].arg, contrib.args[1]
+        if a in adjoints and b in stackable:
+            return ("outer", a, b)
+    if not isinstance(contrib, sp.MatrixExpr) and contrib.is_Mul and len(contrib.args) == 2:
+        a, b = contrib.args
+        if b in adjoints:
+            a, b = b, a
+        if a in adjoints and b in stackable:
+            return ("outer", a, b)
+    return None
+
+
+def _defer(fn: Function, loop: Loop) -> list:
+    adjoints = {s.target for s in loop.body if isinstance(s, Assign) and s.target not in _carries(loop)}
+    stackable = {s.target: s.source for s in loop.body if isinstance(s, Load) and s.array}
+    prevs = {s.target: s for s in loop.body if isinstance(s, LoadPrev)}
+    deferred, stacked = [], set()
+    for s in loop.body:
+        if isinstance(s, Accumulate) and s.guard is None:
+            form = _outer_form(s.value, adjoints, set(stackable) | set(prevs))
+            if form is not None:
+                deferred.append((s, form))
+                stacked.add(form[1])
+    moved = []  # per-step results of adjoints and invariants: (store, the collect after the loop)
+    for s in loop.body:
+        free = _symbols(s.value) if isinstance(s, Store) and not s.array else set()
+        if free & adjoints and free <= adjoints | fn.invariants:
+            moved.append(s)
+            stacked |= _symbols(s.value) & adjoints
+    stack_of = {a: fn.fresh(f"{fn.names[a]}_stack", a) for a in sorted(stacked, key=str)}
+    width = {a: (int(a.shape[1]) if isinstance(a, sp.MatrixExpr) else None) for a in stack_of}
+    dropped = {id(s) for s, _ in deferred} | {id(s) for s in moved}
+    step = []
+    for s in loop.body:
+        if id(s) not in dropped:
+            step.append(s)
+        if isinstance(s, Assign) and s.target in stack_of:
+            step.append(Store(stack_of[s.target], s.target, array=True))
+    after, prev_stack = [], {}
+    for s, (kind, a, b) in deferred:
+        if b in prevs and b not in prev_stack:
+            prev_stack[b] = fn.fresh(f"{fn.names[b]}_stack", b)
+            after.append(PrevStack(prev_stack[b], prevs[b].source, prevs[b].width))
+    for s, (kind, a, b) in deferred:
+        right = prev_stack.get(b, stackable.get(b))
+        after.append(Stacked(s.target, kind, stack_of[a], right, isinstance(a, sp.MatrixExpr)))
+    out = [Stack(stack_of[a], width[a]) for a in stack_of] + [replace(loop, body=tuple(step))] + after
+    return out, {s.stack: s.value.xreplace(stack_of) for s in moved}
+
+
+def _carries(loop: Loop) -> set:
+    """The carry symbols of a reversed loop (read by its :class:`Rho`): what a step sends to the next, not an adjoint."""
+    return {c for s in loop.body if isinstance(s, Rho) for _, c, _ in s.carry}
+
+
+# -- the emitter ---------------------------------------------------------------------------------------------
+class Emitter:
+    """Python source of a :class:`Function` for one backend (``numpy``, ``torch``): the same text for both but
+    for the operations, each ``_op_NAME`` bound to the backend's implementation (:attr:`used`); one without an
+    implementation in the backend is refused here, naming it and the backend."""
+
+    def __init__(self, backend: str, names: dict):
+        self.printer = (_TorchPrinter if backend == "torch" else _Printer)(names)
+        self.code = _Code(self.printer, backend)
+        self.names = names
+        self.index = None
+
+    @property
+    def used(self) -> dict:
+        return self.printer.used
+
+    def statements(self, src, body, depth: int):
+        """Print ``body`` (IR statements) into ``src`` at ``depth``: a loop layout printed elsewhere (the gate
+        loop of :mod:`crosscheck.cell_loop`) prints its loss, rho and gradient terms through this."""
+        self._block(src, body, depth)
+
+    def source(self, fn: Function, name: str = "_generated") -> str:
+        from .cell_source import Source
+
+        src = Source()
+        src(f"def {name}({', '.join(self.names[a] for a in fn.args)}):", 0)
+        self._block(src, fn.body, 1)
+        return src.text()
+
+    def _block(self, src, body, depth):
+        for s in body:
+            getattr(self, "_" + type(s).__name__)(src, s, depth)
+
+    def _n(self, sym) -> str:
+        return self.names[sym]
+
+    def _Loop(self, src, s, depth):
+        i = self.index = str(s.index)
+        src(f"for {i} in range(_T - 1, -1, -1):" if s.reversed else f"for {i} in range(_T):", depth)
+        self._block(src, s.body, depth + 1)
+
+    def _Assign(self, src, s, depth):
+        src(f"{self._n(s.target)} = {self.code(s.value)}", depth)
+
+    def _Zeros(self, src, s, depth):
+        if s.shape is None:
+            value = f"_zeros(_B, {s.width})"
+        else:
+            value = "0.0" if not s.shape else f"_zeros({s.shape[0]}, {s.shape[1]}, batch=False)"
+        src(f"{self._n(s.target)} = {value}", depth)
+
+    def _Reset(self, src, s, depth):
+        src(f"{self._n(s.target)} = None", depth)
+
+    def _Stash(self, src, s, depth):
+        src(f"{self._n(s.target)} = [None] * _T", depth)
+
+    def _Stack(self, src, s, depth):
+        src(f"{self._n(s.target)} = _empty(_B, _T, {s.width})", depth)
+
+    def _Load(self, src, s, depth):
+        at = f"[:, {self.index}]" if s.array else f"[{self.index}]"
+        src(f"{self._n(s.target)} = {self._n(s.source)}{at}", depth)
+
+    def _LoadPrev(self, src, s, depth):
+        i = self.index
+        src(f"{self._n(s.target)} = {self._n(s.source)}[{i} - 1] if {i} > 0 else _zeros(_B, {s.width})", depth)
+
+    def _Store(self, src, s, depth):
+        at = f"[:, {self.index}]" if s.array else f"[{self.index}]"
+        src(f"{self._n(s.stack)}{at} = {self.code(s.value)}", depth)
+
+    def _PrevStack(self, src, s, depth):
+        src(f"{self._n(s.target)} = _prev_stack({self._n(s.source)}, _B, {s.width})", depth)
+
+    def _Collect(self, src, s, depth):
+        src(f"{self._n(s.target)} = _stack({self._n(s.source)})", depth)
+
+    def _Stacked(self, src, s, depth):
+        d = self._n(s.target)
+        total = f"_outer({self._n(s.a)}, {self._n(s.b)})" if s.kind == "outer" else f"_total({self._n(s.a)}, {s.vector})"
+        src(f"{d} = {d} + {total}", depth)
+
+    def _Accumulate(self, src, s, depth):
+        if s.guard is not None:
+            src(f"if {self._n(s.guard)} is not None:", depth)
+            depth += 1
+        d = self._n(s.target)
+        src(f"{d} = {d} + _acc({self.code(s.value)}, {s.shape!r})", depth)
+
+    def _Loss(self, src, s, depth):
+        from .cell_source import emit_loss
+
+        emit_loss(src, self.code, self.names, s.gen, s.cell, s.y_t)
+
+    def _Rho(self, src, s, depth):
+        from .cell_source import emit_rho
+
+        emit_rho(src, self.code, self.names, s.gen, s.cell, {st: self._n(c) for st, c, _ in s.carry},
+                 {st: f"_zeros(_B, {w})" for st, _, w in s.carry} if s.reset else None)
+
+    def _Sequence(self, src, s, depth):
+        X = self._n(s.X)
+        src(f"_B, _T = {X}.shape[0], {X}.shape[1]", depth)
+        src(f"_like({X})", depth)
+
+    def _Finite(self, src, s, depth):
+        src(f"_finite({', '.join(self._n(a) for a in s.args)})", depth)
+
+    def _BatchOf(self, src, s, depth):
+        src(f"_B = _batch({', '.join(self._n(a) for a in s.rows)})", depth)
+
+    def _Return(self, src, s, depth):
+        outs = []
+        for i, v in enumerate(s.values):
+            text = self.code(v)
+            if i in s.reduce:
+                text = f"_reduce({text}, {tuple(v.shape) if isinstance(v, sp.MatrixExpr) else ()!r})"
+            outs.append(text)
+        src(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})", depth)
