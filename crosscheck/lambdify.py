@@ -41,7 +41,7 @@ from seqgrad.errors import NonFiniteError, SeqgradValueError
 from .code_printer import _Code, _Printer, _TorchPrinter, identifier, operation_backend, operation_namespace  # noqa: F401
 from .loop_ir import Emitter, straight_line
 
-__all__ = ["lambdify", "Compiled", "RNNFunction", "BACKENDS", "identifier"]
+__all__ = ["lambdify", "Compiled", "BACKENDS", "identifier"]
 
 BACKENDS = ("numpy", "torch")
 
