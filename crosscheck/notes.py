@@ -98,16 +98,16 @@ def proof_mark(b, names: Sequence[str]) -> str:
     if said:
         out.append("proved " + "; ".join(said))
     if bad:
-        out.append(f"\\textbf{{{len(bad)} statement{'s' if len(bad) > 1 else ''} NOT proved}}")
+        out.append("\\textbf{" + ("NOT proved" if len(bad) == len(names) else "not every statement proved") + "}")
     if slow:
-        out.append(f"{len(slow)} not proved within {b.proof_seconds:g} s here")
+        out.append(("not" if len(slow) == len(names) else "not all") + f" proved within {b.proof_seconds:g} s here")
     return ", ".join(out)
 
 
 def check_mark(results: Sequence, device: str, notation=None) -> str:
-    """"checked numerically in double precision (all 9 checks passed, largest error 5.3·10^-15)" for check
-    ``results`` (the device named unless it is the CPU); a failure or an error is said in bold, never hidden in the
-    largest error."""
+    """"checked numerically in double precision, largest error 5.3·10^-15" for check ``results`` (the device named
+    unless it is the CPU): what the result was compared with and how closely, never how many checks or which (their
+    ids and counts are in the appendix); a failure or an error is said in bold, never hidden in the largest error."""
     if not results:
         return ""
     from seqgrad.derive.latex_settings import DEFAULT
@@ -121,12 +121,10 @@ def check_mark(results: Sequence, device: str, notation=None) -> str:
     passed = [r for r in results if r.status == "pass"]
     errors = [r.max_abs_error for r in passed if r.max_abs_error is not None and math.isfinite(r.max_abs_error)]
     where = "" if device == "cpu" else f" on {device}"
-    counted = (f"all {len(results)} checks passed" if len(passed) == len(results) > 1 else "the check passed"
-               if len(passed) == len(results) else f"{len(passed)} of {len(results)} checks passed")
-    text = f"checked numerically in double precision{where} ({counted}"
-    text += f", largest error {number_tex(max(errors), notation or DEFAULT)})" if errors else ")"
+    text = f"checked numerically in double precision{where}"
+    text += f", largest error {number_tex(max(errors), notation or DEFAULT)}" if errors else ""
     if failed:
-        text += f"; \\textbf{{{len(failed)} failed}}"
+        text += "; \\textbf{" + ("the check failed" if len(results) == 1 else "not every check passed") + "}"
     return text
 
 
@@ -140,22 +138,25 @@ def printed_mark(results: Sequence, notation=None) -> str:
     worst = max(r.units for r in results)
     number = (notation or DEFAULT).number(f"{worst:.2f}")
     text = f"matches the course's printed tables to their printed digits (largest difference ${number}$ of a unit in the last printed digit)"
-    return text + (f"; \\textbf{{{len(bad)} failed}}" if bad else "")
+    return text + ("; \\textbf{the tables do not match}" if bad else "")
 
 
 def verification(b, *, proofs: Sequence[str] = (), checks: Sequence = (), source: str | None = None,
                  appendix: str | None = None) -> str:
-    """One verification mark: a footnote with how the result was proved and checked and where it comes from
-    (the text and section, without line numbers: ids, line numbers and tables are in the appendix)."""
+    """One verification mark: a footnote with how the result was proved and checked and where it comes from, as a
+    textbook cites it ("Course notes, week 6, §5", :func:`seqgrad.sources.in_words`): no ids, counts, line numbers
+    or tables (those are in the appendix)."""
     from seqgrad.derive.prose import cited
+    from seqgrad.sources import in_words
 
     said = [s for s in (proof_mark(b, proofs) if proofs else "", check_mark(checks, b.device, b.notation)) if s]
     text = "; ".join(said) if said else "not verified here"
     text = text[0].upper() + text[1:]
-    if source:
-        text += ". Source: " + cited(short_source(source), b.notation)
+    cited_as = in_words(source) if source else ""
+    if cited_as:
+        text += ". " + cited(cited_as, b.notation)
     if appendix and b.appendix:
-        text += f". Details: Appendix~\\ref{{app:{appendix}}}"
+        text += f". Details in Appendix~\\ref{{app:{appendix}}}"
     return "\\footnote{" + text + ".}"
 
 

@@ -1,0 +1,78 @@
+"""Issue 25, the handout's layout and wording as a lecturer reads it (one test, or more, per review item).
+
+Each test reads the generated ``.tex`` (the whole handout, ``seqgrad latex notes.tex --standalone``, written once per
+module) or a section's body, and fails on the output before the item was fixed.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from seqgrad.crosscheck import latexdoc, notes
+from seqgrad.crosscheck.latex_parts import Build
+from seqgrad.crosscheck.registry import Result
+from seqgrad.derive.latex_settings import DEFAULT
+
+from test_latex_notes import body_and_appendix
+from test_latex_render import cli
+
+
+@pytest.fixture(scope="module")
+def handout(tmp_path_factory):
+    """The handout's LaTeX source, as ``seqgrad latex notes.tex --standalone`` writes it."""
+    path = tmp_path_factory.mktemp("handout") / "notes.tex"
+    cli("latex", str(path), "--standalone")
+    return path.read_text(encoding="utf-8")
+
+
+def footnotes(text: str) -> list[str]:
+    """The text of every ``\\footnote{...}`` in ``text`` (braces balanced)."""
+    out, i = [], 0
+    while (j := text.find("\\footnote{", i)) >= 0:
+        depth = 0
+        for k in range(j + len("\\footnote"), len(text)):
+            depth += {"{": 1, "}": -1}.get(text[k], 0)
+            if depth == 0:
+                break
+        out.append(text[j + len("\\footnote{"):k])
+        i = k + 1
+    return out
+
+
+# --------------------------------------------------------------------------- 1. footnotes read as a textbook's
+
+#: what check output looks like: a count of checks, a file's or text's key, a section's tag, an id
+_CHECK_OUTPUT = re.compile(r"\b\d+\s+(?:of\s+\d+\s+)?checks?\b|checks? passed|\bSource:|\bweek0\d|"
+                           r"\blesson\s*(?:\\S|§|;|\.\s|\.$)|\blecture0\d|\bseed\s?\d|\\S\{\}[A-Za-z]|\\texttt|\.txt\b|\d+ failed")
+
+
+def _result(status="pass", error=1e-15):
+    return Result("rnn.x", "week06 §Paths:188", "rnn", status, status == "pass", error, error, "cpu", "float64", "", 0.0)
+
+
+def test_1_a_check_mark_says_how_close_never_how_many():
+    mark = notes.check_mark([_result(), _result(error=3e-16), _result()], "cpu")
+    assert mark == r"checked numerically in double precision, largest error $1.0 \cdot 10^{-15}$"
+    failed = notes.check_mark([_result(), _result("fail", 0.5)], "cpu")
+    assert "\\textbf{not every check passed}" in failed and not re.search(r"\d+ (of \d+ )?(checks|failed)", failed)
+
+
+def test_1_a_footnote_cites_the_course_text_in_words():
+    b = Build(notation=DEFAULT, tex_dir=None, figures_dir=None, appendix=True)
+    mark = notes.verification(b, checks=[_result()], source="week06 §Paths:188-204, week06 §Jacobian:326; seed 001 l.95",
+                              appendix="rnn")
+    assert "Course notes, week 6, \\S{}5 and \\S{}7; Lesson on Transformers, \\S{}4." in mark
+    assert "Details in Appendix~\\ref{app:rnn}" in mark
+    assert not _CHECK_OUTPUT.search(mark), mark
+
+
+def test_1_no_footnote_or_caption_of_the_handout_reads_like_check_output(handout):
+    body, _ = body_and_appendix(handout)
+    marks = footnotes(body)
+    assert len(marks) >= 15, "every section's results carry their verification mark"
+    captions = re.findall(r"\\caption\{(.*?)\}(?:\\label|\n)", body, re.S)
+    for text in marks + captions:
+        assert not _CHECK_OUTPUT.search(text), text
+    assert sum("Course notes, week 6" in m for m in marks) >= 8  # the sources are still cited, in words
