@@ -70,7 +70,8 @@ class Section:
 
 def _claims(b: Build) -> str:
     """Every printed numeric claim of the course texts, verified now: one row per printed statement,
-    one per printed table, and each contradiction in full."""
+    one per printed table, and each printed number that is not its value rounded as a sentence (the printed number,
+    the value at the printed digits, the verdict in words)."""
     from functools import lru_cache
 
     from seqgrad.derive.latex_layout import tabular
@@ -78,23 +79,35 @@ def _claims(b: Build) -> str:
 
     from .claims_catalogue import entries, table_entries
 
+    from .claims_words import sentence, verdict_words
+
     traces = lru_cache(maxsize=None)(lambda stage: course.trace(stage, device=b.device))
-    rows, contradicted = [], []
+    rows, errata, notes_ = [], [], []
     for entry in list(entries()) + list(table_entries(traces)):
         verdicts = [claim.verify() for claim in entry.claims]
         bad = [v for v in verdicts if not v.verified]
-        status = f"{len(verdicts)} verified" if not bad else f"\\textbf{{{len(bad)} of {len(verdicts)} contradicted}}"
-        rows.append([code(entry.name), source_tex(entry.source, b.notation), text(entry.what), status])
-        contradicted += [(entry, v) for v in bad]
+        count = f" ({len(verdicts)} numbers)" if len(verdicts) > 1 else ""
+        rows.append([code(entry.name), source_tex(entry.source, b.notation), text(entry.what),
+                     verdict_words([v.status for v in verdicts]) + count])
+        errata += [(entry, v) for v in bad if v.status in ("contradicted", "undecided")]
+        notes_ += [(entry, v) for v in bad if v.status not in ("contradicted", "undecided")]
     total = sum(1 for _ in rows)
     parts = [f"{total} printed statements of the course texts, each evaluated exactly now and compared with the "
              "number as printed (at the decimals written, or at 3 significant figures for the tables).",
              "{\\footnotesize\n" + tabular(["entry", "source", "statement", "verdict"], rows, ragged("4.4cm", "2.3cm", "5.7cm", "2.2cm"))
              .replace("\\begin{tabular}", "\\begin{longtable}").replace("\\end{tabular}", "\\end{longtable}") + "\n}"]
-    if contradicted:
-        items = "\n".join(f"\\item {code(e.name)} ({source_tex(e.source, b.notation)}): {text(v.line())}"
-                           + (f"\\\\ \\emph{{{text(e.note)}}}" if e.note else "") for e, v in contradicted)
-        parts.append(f"\\subsection*{{Contradicted claims}}\n\\begin{{itemize}}\n{items}\n\\end{{itemize}}")
+    # each printed number that is not its value rounded: what the text prints, the value at the printed digits, the
+    # verdict in words (:mod:`crosscheck.claims_words`); the errata first, then the numbers rounding explains
+    for title, found, intro in (("Errata: printed numbers that are wrong", errata, ""),
+                                ("Printed numbers explained by rounding or truncation", notes_,
+                                 "Each of these differs from its value rounded at the printed digits, but the text's own "
+                                 "working explains it: it computed the number from intermediate values it rounded (or did "
+                                 "not round), or cut the digits off instead of rounding.")):
+        if found:
+            items = "\n".join(f"\\item {code(e.name)} ({source_tex(e.source, b.notation)}). {sentence(v, e.derived)}"
+                               + (f"\\\\ \\emph{{{text(e.note or e.erratum)}}}" if (e.note or e.erratum) else "")
+                               for e, v in found)
+            parts.append(f"\\subsection*{{{title}}}\n{intro}\n\\begin{{itemize}}\\raggedright\n{items}\n\\end{{itemize}}")
     parts.append(_statement_errata(b))
     return "\n\n".join(p for p in parts if p)
 

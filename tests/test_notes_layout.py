@@ -76,3 +76,40 @@ def test_1_no_footnote_or_caption_of_the_handout_reads_like_check_output(handout
     for text in marks + captions:
         assert not _CHECK_OUTPUT.search(text), text
     assert sum("Course notes, week 6" in m for m in marks) >= 8  # the sources are still cited, in words
+
+
+# --------------------------------------------------------------------------- 2. the appendix's printed claims in sentences
+
+def _claim_items(appendix: str, title: str) -> list[str]:
+    part = appendix[appendix.index("\\subsection*{" + title):]
+    part = part[:part.index("\\end{itemize}")]
+    return [item.strip() for item in part.split("\\item ")[1:]]
+
+
+def test_2_each_printed_claim_that_is_not_its_rounded_value_is_a_sentence(handout):
+    from seqgrad.crosscheck.claims_catalogue import unrounded_a60
+
+    _, appendix = body_and_appendix(handout)
+    assert "vs computed" not in appendix and "rounding-consistent" not in appendix
+    assert "Contradicted claims" not in appendix and " of 2 contradicted" not in appendix
+    errata = _claim_items(appendix, "Errata: printed numbers that are wrong")
+    explained = _claim_items(appendix, "Printed numbers explained by rounding or truncation")
+    assert len(errata) >= 3 and len(explained) >= 3
+    for item in errata + explained:
+        sentence = item[:item.index("\\\\ \\emph") if "\\\\ \\emph" in item else len(item)]
+        assert "A60*" not in sentence and "**" not in sentence, sentence  # no code for the reader
+        assert re.search(r"The text('s statement implies| prints) \$", sentence), sentence
+    for item in errata:
+        assert "\\textbf{the printed number" in item or "\\textbf{the statement is wrong}" in item, item
+        assert "at the printed digits" in item or "statement implies" in item, item
+    a60 = [item for item in explained if item.startswith("\\texttt{contribution")]
+    assert len(a60) == 2
+    # the printed 0.0371: the printed weight gives 0.0370 at the printed digits, the unrounded weight 0.0371
+    assert "$0.0370$ at the printed digits" in a60[0] and "$0.0371$ at the printed digits, as printed" in a60[0]
+    # every A_60 the items print is the encoder's unrounded value at its digits, or the printed 0.185
+    for item in a60:
+        for number in re.findall(r"A\\?_?60 = ([\d.]+)", item):
+            assert number == "0.185" or abs(float(number) - unrounded_a60()) < 10 ** -(len(number.split(".")[1])), number
+    table = appendix[appendix.index("\\texttt{contribution"):]
+    row = table[:table.index("\\\\\n")]
+    assert "explained by rounding (2 numbers)" in row and "contradicted" not in row
