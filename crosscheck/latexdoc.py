@@ -222,11 +222,12 @@ def notes_notation(notation: Notation) -> Notation:
     return notation.replace(letters={**notation.letters, **letters}, symbol_names={**notation.symbol_names, **names})
 
 
-def front_matter(b: Build, names: Sequence[str]) -> str:
-    """The title page (title, a short introduction, the contents) and the notation section."""
+def front_matter(b: Build, names: Sequence[str], bodies: dict[str, str] | None = None) -> str:
+    """The title page (title, a short introduction, the contents) and the notation section; ``bodies`` (section
+    name -> text): what the introduction says the sections hold."""
     from . import notes
 
-    return ("\\begin{titlepage}\n\\maketitle\n\\thispagestyle{empty}\n" + notes.introduction(b, names, b.appendix)
+    return ("\\begin{titlepage}\n\\maketitle\n\\thispagestyle{empty}\n" + notes.introduction(b, names, b.appendix, bodies)
             + "\n\\end{titlepage}\n\\tableofcontents\n\\clearpage\n\n"
             + "\\section{Notation}\\label{sec:notation}\n\n" + notes.notation_section(b) + "\n\n\\clearpage\n")
 
@@ -275,7 +276,7 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
         sections[CLAIMS.name], order = CLAIMS, order + [CLAIMS.name]
     built = [_split(x) for x in build_sections(b, order, sections, jobs, progress=progress)]
     claims = built[len(names)][0] if len(order) > len(names) else None
-    parts.append(front_matter(b, names))
+    parts.append(front_matter(b, names, {name: body for name, (body, _) in zip(names, built)}))
     for name, (body, _) in zip(names, built):
         parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n\n{FLOAT_BARRIER}")
     if appendix:

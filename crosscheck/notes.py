@@ -847,13 +847,61 @@ HANDOUT = {
 
 # --------------------------------------------------------------------------- front matter
 
-def introduction(b, names: Sequence[str], appendix: bool) -> str:
-    """The short introduction on the title page."""
+#: The words that open a section's worked example (a small instance of its general result); the introduction
+#: counts the sections that have one (:func:`introduction`).
+WORKED_EXAMPLE = "Worked example"
+
+
+def _has_figure(body: str) -> bool:
+    from .latex_parts import FIGURE_MARK
+
+    return "\\begin{figure}" in body or FIGURE_MARK.split("{")[0] in body
+
+
+def _section_list(names: Sequence[str]) -> str:
+    """``Section~\\ref{sec:rnn}`` or ``Sections~\\ref{sec:rnn}, \\ref{sec:paths} and \\ref{sec:gates}``."""
+    refs = [f"\\ref{{sec:{n}}}" for n in names]
+    return ("Section~" + refs[0]) if len(refs) == 1 else "Sections~" + ", ".join(refs[:-1]) + " and " + refs[-1]
+
+
+def contents_sentence(bodies: dict[str, str]) -> str:
+    """What the sections hold, from their text (``bodies``: section name -> body): the model and the general result in
+    every one; a worked example (:data:`WORKED_EXAMPLE`) and a figure where a section has them, named by number.
+
+    >>> contents_sentence({"rnn": "Worked example: ...", "paths": "\\\\begin{figure} ...", "gates": ""})
+    'Each section states the model, then the general result (for every sequence length and every width). Section~\\\\ref{sec:rnn} works a small instance as an example; Section~\\\\ref{sec:paths} has a figure that shows the point.'
+    >>> contents_sentence({"a": "Worked example", "b": "Worked example", "c": ""})[-75:]
+    'Every section but Section~\\\\ref{sec:c} works a small instance as an example.'
+    """
+    worked = [n for n, body in bodies.items() if WORKED_EXAMPLE in body]
+    figures = [n for n, body in bodies.items() if _has_figure(body)]
+    text = "Each section states the model, then the general result (for every sequence length and every width)."
+    if set(worked) == set(figures) == set(bodies):
+        return text[:-1] + ", then a small worked example and a figure that shows the point."
+
+    def which(have: list[str], singular: str, plural: str) -> str:
+        missing = [n for n in bodies if n not in have]
+        if not missing:
+            return f"every section {singular}"
+        if len(missing) < len(have):
+            return f"every section but {_section_list(missing)} {singular}"
+        return f"{_section_list(have)} {singular if len(have) == 1 else plural}"
+
+    said = [which(worked, "works a small instance as an example", "work a small instance as an example")] if worked else []
+    said += [which(figures, "has a figure that shows the point", "have a figure that shows the point")] if figures else []
+    if not said:
+        return text
+    return text + " " + "; ".join([said[0][0].upper() + said[0][1:]] + said[1:]) + "."
+
+
+def introduction(b, names: Sequence[str], appendix: bool, bodies: dict[str, str] | None = None) -> str:
+    """The short introduction on the title page; what the sections hold is said from their text (``bodies``,
+    :func:`contents_sentence`), so that it stays true."""
     text = ("These notes derive the gradients of the sequence models of the course: recurrent networks and "
             "backpropagation through time, gated cells, positional encodings, attention, LayerNorm and residual "
-            "connections, the Transformer encoder and decoder, and convolution. Each section states the model, then "
-            "the general result (for every sequence length and every width), then a small worked example and a "
-            "figure. Every formula was generated from the model's equations and verified when these notes were "
+            "connections, the Transformer encoder and decoder, and convolution. "
+            + (contents_sentence({n: bodies[n] for n in names}) + " " if bodies is not None else "")
+            + "Every formula was generated from the model's equations and verified when these notes were "
             "written: proved symbolically or checked against PyTorch's automatic differentiation in double precision; "
             "a footnote says which, and where the result comes from in the course texts.")
     if appendix:

@@ -113,3 +113,35 @@ def test_2_each_printed_claim_that_is_not_its_rounded_value_is_a_sentence(handou
     table = appendix[appendix.index("\\texttt{contribution"):]
     row = table[:table.index("\\\\\n")]
     assert "explained by rounding (2 numbers)" in row and "contradicted" not in row
+
+
+# --------------------------------------------------------------------------- 3. the abstract says what the sections hold
+
+def _sections(body: str) -> dict[str, str]:
+    """Each section's text by its label (``sec:rnn`` -> ``rnn``), the notation left out."""
+    pieces = re.split(r"\\section\{[^}]*\}\\label\{sec:(\w+)\}", body)
+    return {name: text for name, text in zip(pieces[1::2], pieces[2::2]) if name != "notation"}
+
+
+def test_3_the_abstract_promises_a_figure_and_an_example_only_where_there_are(handout):
+    body, _ = body_and_appendix(handout)
+    abstract = body[body.index("\\begin{abstract}"):body.index("\\end{abstract}")]
+    sections = _sections(body)
+    assert len(sections) == 9
+    lacking = [n for n, text in sections.items() if "\\begin{figure}" not in text]
+    assert lacking, "the handout has sections without a figure (the RNN, attention)"
+    assert "a small worked example and a figure" not in abstract  # the old promise, untrue for those sections
+    claimed = abstract[abstract.index("example;"):]  # "...; every section but Sections~\ref{..} have a figure ..."
+    for name, text in sections.items():
+        has = "\\begin{figure}" in text
+        named = f"\\ref{{sec:{name}}}" in claimed
+        assert has != named if "every section but" in claimed else has == named, name
+    assert notes.contents_sentence(sections) in abstract
+
+
+def test_3_the_sentence_follows_the_sections():
+    every = notes.contents_sentence({"a": "Worked example \\begin{figure}", "b": "Worked example \\begin{figure}"})
+    assert every.endswith("then a small worked example and a figure that shows the point.")
+    some = notes.contents_sentence({"a": "Worked example \\begin{figure}", "b": "", "c": "\\begin{figure}"})
+    assert "Section~\\ref{sec:a} works a small instance" in some
+    assert "every section but Section~\\ref{sec:b} has a figure" in some
