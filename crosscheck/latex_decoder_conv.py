@@ -58,9 +58,9 @@ def decoder_body(b, mark: str) -> str:
                    "from the encoder's output `Z` (the memory), and an MLP, each with its residual and LayerNorm.", b.notation)
              + mark,
              _derivation("Cross-attention: queries from the decoder, keys and values from the memory Z",
-                         "\n".join(latex_aligned([(line.target, line.value) for line in cross.definitions(kinds)],
-                                                  notation=b.notation)
-                                    for kinds in (("forward",), ("backward",), ("gradient",))),
+                         # one display: the forward pass, the backward pass and the gradients line up at =
+                         latex_aligned([(line.target, line.value) for kinds in (("forward",), ("backward",), ("gradient",))
+                                        for line in cross.definitions(kinds)], notation=b.notation),
                          words("the forward pass, the backward pass and the weight gradients of the block program, "
                                "for any number of target rows, memory rows and widths", b.notation)),
              _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),

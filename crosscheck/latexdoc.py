@@ -132,9 +132,12 @@ def _statement_errata(b: Build) -> str:
 
 def _section(name: str, title: str, requires: tuple[str, ...]) -> Section:
     def build(b: Build):
+        from seqgrad.derive.latex_layout import page_breaks
+
         from . import notes
 
-        return dict(notes.ORDER)[name](b)
+        with page_breaks():  # a document: a long derivation is one display that may break across pages
+            return dict(notes.ORDER)[name](b)
 
     return Section(name, title, requires, build)
 

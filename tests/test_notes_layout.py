@@ -145,3 +145,34 @@ def test_3_the_sentence_follows_the_sections():
     some = notes.contents_sentence({"a": "Worked example \\begin{figure}", "b": "", "c": "\\begin{figure}"})
     assert "Section~\\ref{sec:a} works a small instance" in some
     assert "every section but Section~\\ref{sec:b} has a figure" in some
+
+
+# --------------------------------------------------------------------------- 4. a group of equations is one display
+
+_DISPLAY = re.compile(r"\\begin\{(align\*?|equation\*?|gather\*?)\}.*?\\end\{\1\}", re.S)
+
+
+def test_4_no_group_of_equations_is_split_into_separately_centred_displays(handout):
+    """Two displays with nothing between them are one group cut in two: each centred on its own, their = signs do
+    not line up. A tall group is one align* with permitted page breaks instead."""
+    body, appendix = body_and_appendix(handout)
+    for where, text in (("text", body), ("appendix", appendix)):
+        spans = [m.span() for m in _DISPLAY.finditer(text)]
+        for (_, end), (start, _) in zip(spans, spans[1:]):
+            assert text[end:start].strip() != "", f"two displays back to back ({where}): {text[end - 120:start + 80]!r}"
+    assert "\\displaybreak[0]" in body  # the tall groups (the GRU's and LSTM's BPTT, the encoder's backward pass)
+    decoder = body[body.index("\\paragraph{Cross-attention"):body.index("\\paragraph{The decoder block")]
+    assert decoder.count("\\begin{align*}") == 1 and "\\mathrm{d}\\mathbf{W}_{V}" in decoder  # forward to gradients
+
+
+def test_4_outside_a_document_a_tall_display_stays_several_displays():
+    """A snippet for a notebook (MathJax has no \\displaybreak) keeps consecutive displays."""
+    import sympy as sp
+
+    from seqgrad.derive.latex_layout import display, page_breaks
+
+    rows = [(sp.Symbol(f"x_{i}"), sp.Symbol("y") ** i) for i in range(30)]
+    assert display(rows).count("\\begin{align*}") > 1 and "displaybreak" not in display(rows)
+    with page_breaks():
+        one = display(rows)
+    assert one.count("\\begin{align*}") == 1 and one.count("\\displaybreak[0]") == display(rows).count("\\begin{align*}") - 1
