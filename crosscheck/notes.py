@@ -292,9 +292,16 @@ def rnn_section(b) -> Part:
         _display([unrolled.adjoint_row()] + [(Partial(vector.params[n]), unrolled.gradient(n)) for n in ("w_h", "w_x", "b_h")],
                  b),
         "\\subsection{Worked example: three steps}",
-        _words("With `T = 3` the recursion unrolls into the course's table of forward and backward operations:", b),
+        _words("With `T = 3` the recursion unrolls into the course's table of forward and backward operations. Each row "
+               "pairs a forward operation with its backward one. The forward pass is computed down the table, from {first} "
+               "to {last}; the backward pass up it, from the error `e` in the last row, through {last} down to {first}, "
+               "to {ginit} in the first row:", b, first=sp.Eq(_s("t"), 0, evaluate=False),
+               last=sp.Eq(_s("t"), net.steps - 1, evaluate=False), ginit=_s("g_{-1}^h")),
         "\\begin{center}\n" + equation_table(
-            ["forward pass", "backward pass"],
+            [_words("forward pass (read down: {first} to {last})", b, first=sp.Eq(_s("t"), 0, evaluate=False),
+                    last=sp.Eq(_s("t"), net.steps - 1, evaluate=False)),
+             _words("backward pass (read up: {last} down to {first})", b, first=sp.Eq(_s("t"), 0, evaluate=False),
+                    last=sp.Eq(_s("t"), net.steps - 1, evaluate=False))],
             [[(f.target, f.value) if f else None, (gg.target, gg.value) if gg else None] for f, gg in table.rows], b.notation)
         + "\n\\end{center}",
         _words("and with every {gz} replaced by its closed form, the gradient of the recurrent weight is a sum over "

@@ -176,3 +176,20 @@ def test_4_outside_a_document_a_tall_display_stays_several_displays():
     with page_breaks():
         one = display(rows)
     assert one.count("\\begin{align*}") == 1 and one.count("\\displaybreak[0]") == display(rows).count("\\begin{align*}") - 1
+
+
+# --------------------------------------------------------------------------- 5. the T = 3 table says which way it is read
+
+def test_5_the_worked_table_says_the_backward_pass_is_read_upwards_and_is_so(handout):
+    body, _ = body_and_appendix(handout)
+    example = body[body.index("\\subsection{Worked example: three steps}"):]
+    intro, table = example[:example.index("\\begin{tabular}")], example[example.index("\\begin{tabular}"):]
+    table = table[:table.index("\\end{tabular}")]
+    header, rows = table.split("\\midrule")
+    assert "backward pass (read up: $t = 2$ down to $t = 0$)" in header and "forward pass (read down: $t = 0$ to $t = 2$)" in header
+    assert "the backward pass up it, from the error $e$ in the last row, through $t = 2$ down to $t = 0$" in intro
+    # what the labels say is how the table is built: the backward column's steps fall going up, e is computed first
+    backward = [line.split(" & ")[1] for line in rows.strip().splitlines() if " & " in line]
+    steps = [int(m[1]) for cell in backward for m in [re.search(r"g\^\{[hz]\}_\{(-?\d+)\} =", cell)] if m]
+    assert steps == sorted(steps) and steps[0] == -1 and steps[-1] == 2
+    assert backward[-1].startswith("$e =")
