@@ -193,3 +193,42 @@ def test_5_the_worked_table_says_the_backward_pass_is_read_upwards_and_is_so(han
     steps = [int(m[1]) for cell in backward for m in [re.search(r"g\^\{[hz]\}_\{(-?\d+)\} =", cell)] if m]
     assert steps == sorted(steps) and steps[0] == -1 and steps[-1] == 2
     assert backward[-1].startswith("$e =")
+
+
+# --------------------------------------------------------------------------- 6. figures: legends clear of the data, labels in the text's symbols
+
+def test_6_the_gradient_flow_legend_is_outside_the_curves():
+    from matplotlib.figure import Figure
+
+    from seqgrad.crosscheck.figures import paths
+    from seqgrad.numeric import figures_paths as fp
+
+    plot, size = paths.figures()["gradient-flow-rnn-gru-lstm"]
+    fig = Figure(figsize=size, layout="constrained")
+    ax = fig.add_subplot()
+    lines = fp.plot_gradient_flow(ax)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert not legend.overlaps(ax.get_window_extent(renderer)), "the legend sits on the axes, over the curves"
+    assert fig.bbox.contains(legend.x0, legend.y0) and fig.bbox.contains(legend.x1, legend.y1)  # and is not cut off
+    assert len(ax.get_legend().get_texts()) == len(lines)
+
+
+def test_6_the_contributions_figure_names_the_head_and_its_output_as_the_text_does():
+    from matplotlib.figure import Figure
+
+    from seqgrad.crosscheck.figures import encoder
+    from seqgrad.numeric import course
+    from seqgrad.numeric.tokens import tokenize
+
+    C = course.trace("attention_on_H0")["head1.contrib"][6].detach().numpy()
+    ax = Figure().subplots()
+    encoder.plot_contributions(ax, C, tokenize(course.TEXT), query=6, head=1)
+    ticks = [t.get_text() for t in ax.get_yticklabels()]
+    assert ticks[-1] == r"sum: row 6 of $\mathbf{O}^{[1]}$" and not any("o_{6}" in t for t in ticks)
+    assert r"$\mathbf{V}^{[1]}$" in ax.get_xlabel() and "source token" in ax.get_ylabel()
+    assert "head 1" in ax.get_title() and "value 0" not in [t.get_text() for t in ax.get_xticklabels()]
+    assert "head 1" in encoder.CAPTIONS["fig08_begins_contributions"].lower()
