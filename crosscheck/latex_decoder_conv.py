@@ -134,6 +134,9 @@ def conv_body(b, mark: str) -> str:
               "(`m + pad`, `n + pad`) of the padded one, for `0 <= m <= H - 1` and `0 <= n <= W - 1`.", b.notation),
         words("With a stride `s > 1`, `Ghat` is also dilated, `s - 1` zeros between its entries (proved at concrete sizes).",
               b.notation),
+        # the receptive-field figure anchored here, not after the last display: the last section ends where the
+        # appendix starts a page, so a figure anchored at its end that did not fit took a page of its own
+        b.figures("conv"),
         "\\paragraph{Max-pooling.} " + words(
             "Each output is the largest entry of its `p` by `p` window (windows `s` apart). The maximum passes one entry "
             "through, so its gradient routes the whole `G_ij` to the window's argmax `a_ij` and gives 0 to the rest; at a "
@@ -146,6 +149,5 @@ def conv_body(b, mark: str) -> str:
             "strides `s_l` sees", b.notation),
         display([(r_L.xreplace(rf), formula.xreplace(rf))], b.notation),
         words("input positions; for three layers:", b.notation),
-        display([(sp.Symbol("rf_3"), dc.receptive_field(ks, ss))], b.notation),
-        b.figures("conv")]
+        display([(sp.Symbol("rf_3"), dc.receptive_field(ks, ss))], b.notation)]
     return "\n\n".join(p for p in parts if p)

@@ -418,7 +418,9 @@ def gates_section(b) -> Part:
     body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
                        "carries shrink only by the gate's value per step, where a plain RNN's product shrinks by its "
                        "slope times its weight at every step", b) + shown + ".")
-    body.append(_figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
+    # anchored after the GRU's equations, not at the section's end (see residual_section): it floats to a page of the
+    # section that has room for it
+    body.insert(body.index("\\subsection{The GRU}") + 2, _figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
     appendix = check_status("gates", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)
 
@@ -610,8 +612,10 @@ def residual_section(b) -> Part:
                "through the stack, one of them the identity.", b)
         + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),
         _display([(_branch_jacobians(lhs), _branch_jacobians(chain[-1])) for lhs, chain in _chain_rows(residual.DepthProduct(L=3, d=2))], b),
-        _figure(b, "depth"),
     ]
+    # the figure is anchored with the residual paths' text, not after the section's last display: at the end, with
+    # the section's float barrier, a figure that did not fit below the last lines took a page of its own
+    body.insert(body.index("\\subsection{Residual paths}") + 2, _figure(b, "depth"))
     from .latex_parts import check_status
 
     appendix = "\n\n".join([_audit(b, ["derive.layernorm", "derive.residual"], (), "residual")]

@@ -232,3 +232,46 @@ def test_6_the_contributions_figure_names_the_head_and_its_output_as_the_text_do
     assert r"$\mathbf{V}^{[1]}$" in ax.get_xlabel() and "source token" in ax.get_ylabel()
     assert "head 1" in ax.get_title() and "value 0" not in [t.get_text() for t in ax.get_xticklabels()]
     assert "head 1" in encoder.CAPTIONS["fig08_begins_contributions"].lower()
+
+
+# --------------------------------------------------------------------------- 7. no page of the text ends half empty
+
+def test_7_floats_may_pass_a_section_end_and_displays_may_break(handout):
+    body, _ = body_and_appendix(handout)
+    preamble = handout[:handout.index("\\begin{document}")]
+    assert "\\allowdisplaybreaks[1]" in preamble  # a tall group is not pushed whole to the next page
+    assert "\\renewcommand{\\floatpagefraction}{0.75}" in preamble and "\\renewcommand{\\topfraction}{0.85}" in preamble
+    # no barrier at every section's end: it flushed a figure that did not fit onto a page of its own
+    assert "\\FloatBarrier" not in body
+
+
+@pytest.mark.slow
+@pytest.mark.tex
+def test_7_every_page_of_the_text_is_filled(handout, tmp_path):
+    """Rendered, every page between the notation and the appendix has ink down to three quarters of its height (the
+    last page of each of those two parts may end short; they start a page by design)."""
+    import shutil
+    import subprocess
+
+    import numpy as np
+    from PIL import Image
+
+    if not (shutil.which("pdflatex") and shutil.which("pdftoppm") and shutil.which("pdftotext")):
+        pytest.skip("no TeX engine/poppler")
+    tex = tmp_path / "notes.tex"
+    cli("latex", str(tex), "--standalone")
+    pdf = latexdoc.compile_pdf(tex, tmp_path / "build", passes=2)
+    pages = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True).stdout.split("\f")
+    # each heading is on the contents page and on its own page: the later one
+    first = max(i for i, p in enumerate(pages) if re.search(r"^\s*2\s+Recurrent networks", p, re.M))
+    appendix = max(i for i, p in enumerate(pages) if re.search(r"^\s*A\s+Verification", p, re.M))
+    assert appendix - first > 10
+    subprocess.run(["pdftoppm", "-png", "-r", "40", "-f", str(first + 1), "-l", str(appendix), str(pdf),
+                    str(tmp_path / "p")], check=True)
+    short = {}
+    for png in sorted(tmp_path.glob("p-*.png"))[:-1]:  # the text's last page ends where the appendix starts a page
+        ink = (np.asarray(Image.open(png).convert("L")) < 200).any(axis=1)
+        rows = np.nonzero(ink[:int(len(ink) * 0.93)])[0]  # above the page number
+        if rows[-1] / len(ink) < 0.75:
+            short[png.name] = round(rows[-1] / len(ink), 2)
+    assert short == {}, f"pages of the text that end half empty (their lowest ink, as a fraction of the page): {short}"
