@@ -38,8 +38,8 @@ from .latex_parts import Build, SectionUnavailable, code, ragged, source_tex, te
 from .latexrun import build_sections
 
 PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable", "placeins")
-#: the end of a section: its figures stay in it (placeins; a document without the package keeps LaTeX's own placement)
-FLOAT_BARRIER = "\\ifdefined\\FloatBarrier\\FloatBarrier\\fi\n"
+#: (placeins stays loaded for \FloatBarrier where one is needed; a section's end has none: there it sent a figure that
+#: did not fit below the section's last lines to a page of its own, and the page before ended half empty)
 
 
 class LatexError(SeqgradError):
