@@ -134,9 +134,6 @@ def conv_body(b, mark: str) -> str:
               "(`m + pad`, `n + pad`) of the padded one, for `0 <= m <= H - 1` and `0 <= n <= W - 1`.", b.notation),
         words("With a stride `s > 1`, `Ghat` is also dilated, `s - 1` zeros between its entries (proved at concrete sizes).",
               b.notation),
-        # the receptive-field figure anchored here, not after the last display: the last section ends where the
-        # appendix starts a page, so a figure anchored at its end that did not fit took a page of its own
-        b.figures("conv"),
         "\\paragraph{Max-pooling.} " + words(
             "Each output is the largest entry of its `p` by `p` window (windows `s` apart). The maximum passes one entry "
             "through, so its gradient routes the whole `G_ij` to the window's argmax `a_ij` and gives 0 to the rest; at a "
@@ -150,4 +147,7 @@ def conv_body(b, mark: str) -> str:
         display([(r_L.xreplace(rf), formula.xreplace(rf))], b.notation),
         words("input positions; for three layers:", b.notation),
         display([(sp.Symbol("rf_3"), dc.receptive_field(ks, ss))], b.notation)]
+    # the receptive-field figure anchored before max-pooling, not after the last display: the last section ends where
+    # the appendix starts a page, so a figure anchored at its end that did not fit took a page of its own
+    parts.insert(next(i for i, p in enumerate(parts) if p.startswith("\\paragraph{Max-pooling.}")), b.figures("conv"))
     return "\n\n".join(p for p in parts if p)
