@@ -301,7 +301,7 @@ def _seed000_transformer() -> list[Entry]:
                [("A60*0.2 = 0.0371 where A60 = 0.185", _UNROUNDED_A60), ("A60*0.4 = 0.0741 where A60 = 0.185", _UNROUNDED_A60)],
                figures=3, expect="rounding-consistent",
                note="with the printed weight 0.185 the products are 0.0370 and 0.0740; the printed 0.0371 and 0.0741 "
-                    "come from the unrounded A_60 = 0.18547 (the text says at line 991 that later steps use unrounded values)"),
+                    "come from the unrounded A_60 (the text says at line 991 that later steps use unrounded values)"),
         _entry("head2_row6", SEED000, 829, "q_6^[2] = (h_63, h_64, 0.5 h_60 + 0.5 h_61) = (0.789, 0.204, 0.240); v_6^[2] = (h_61, h_63, 0.5 h_60 + 0.5 h_64) = (1.06, 0.789, -0.188)",
                [at_row(6, "h3 = 0.789"), at_row(6, "h4 = 0.204"), at_row(6, "0.5*h0 + 0.5*h1 = 0.240"),
                 at_row(6, "h1 = 1.06"), at_row(6, "h3 = 0.789"), at_row(6, "0.5*h0 + 0.5*h4 = -0.188")], figures=3),

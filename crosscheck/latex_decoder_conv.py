@@ -58,9 +58,9 @@ def decoder_body(b, mark: str) -> str:
                    "from the encoder's output `Z` (the memory), and an MLP, each with its residual and LayerNorm.", b.notation)
              + mark,
              _derivation("Cross-attention: queries from the decoder, keys and values from the memory Z",
-                         "\n".join(latex_aligned([(line.target, line.value) for line in cross.definitions(kinds)],
-                                                  notation=b.notation)
-                                    for kinds in (("forward",), ("backward",), ("gradient",))),
+                         # one display: the forward pass, the backward pass and the gradients line up at =
+                         latex_aligned([(line.target, line.value) for kinds in (("forward",), ("backward",), ("gradient",))
+                                        for line in cross.definitions(kinds)], notation=b.notation),
                          words("the forward pass, the backward pass and the weight gradients of the block program, "
                                "for any number of target rows, memory rows and widths", b.notation)),
              _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
@@ -146,6 +146,8 @@ def conv_body(b, mark: str) -> str:
             "strides `s_l` sees", b.notation),
         display([(r_L.xreplace(rf), formula.xreplace(rf))], b.notation),
         words("input positions; for three layers:", b.notation),
-        display([(sp.Symbol("rf_3"), dc.receptive_field(ks, ss))], b.notation),
-        b.figures("conv")]
+        display([(sp.Symbol("rf_3"), dc.receptive_field(ks, ss))], b.notation)]
+    # the receptive-field figure anchored before max-pooling, not after the last display: the last section ends where
+    # the appendix starts a page, so a figure anchored at its end that did not fit took a page of its own
+    parts.insert(next(i for i, p in enumerate(parts) if p.startswith("\\paragraph{Max-pooling.}")), b.figures("conv"))
     return "\n\n".join(p for p in parts if p)

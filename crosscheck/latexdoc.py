@@ -38,8 +38,8 @@ from .latex_parts import Build, SectionUnavailable, code, ragged, source_tex, te
 from .latexrun import build_sections
 
 PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable", "placeins")
-#: the end of a section: its figures stay in it (placeins; a document without the package keeps LaTeX's own placement)
-FLOAT_BARRIER = "\\ifdefined\\FloatBarrier\\FloatBarrier\\fi\n"
+#: (placeins stays loaded for \FloatBarrier where one is needed; a section's end has none: there it sent a figure that
+#: did not fit below the section's last lines to a page of its own, and the page before ended half empty)
 
 
 class LatexError(SeqgradError):
@@ -70,7 +70,8 @@ class Section:
 
 def _claims(b: Build) -> str:
     """Every printed numeric claim of the course texts, verified now: one row per printed statement,
-    one per printed table, and each contradiction in full."""
+    one per printed table, and each printed number that is not its value rounded as a sentence (the printed number,
+    the value at the printed digits, the verdict in words)."""
     from functools import lru_cache
 
     from seqgrad.derive.latex_layout import tabular
@@ -78,23 +79,35 @@ def _claims(b: Build) -> str:
 
     from .claims_catalogue import entries, table_entries
 
+    from .claims_words import sentence, verdict_words
+
     traces = lru_cache(maxsize=None)(lambda stage: course.trace(stage, device=b.device))
-    rows, contradicted = [], []
+    rows, errata, notes_ = [], [], []
     for entry in list(entries()) + list(table_entries(traces)):
         verdicts = [claim.verify() for claim in entry.claims]
         bad = [v for v in verdicts if not v.verified]
-        status = f"{len(verdicts)} verified" if not bad else f"\\textbf{{{len(bad)} of {len(verdicts)} contradicted}}"
-        rows.append([code(entry.name), source_tex(entry.source, b.notation), text(entry.what), status])
-        contradicted += [(entry, v) for v in bad]
+        count = f" ({len(verdicts)} numbers)" if len(verdicts) > 1 else ""
+        rows.append([code(entry.name), source_tex(entry.source, b.notation), text(entry.what),
+                     verdict_words([v.status for v in verdicts]) + count])
+        errata += [(entry, v) for v in bad if v.status in ("contradicted", "undecided")]
+        notes_ += [(entry, v) for v in bad if v.status not in ("contradicted", "undecided")]
     total = sum(1 for _ in rows)
     parts = [f"{total} printed statements of the course texts, each evaluated exactly now and compared with the "
              "number as printed (at the decimals written, or at 3 significant figures for the tables).",
              "{\\footnotesize\n" + tabular(["entry", "source", "statement", "verdict"], rows, ragged("4.4cm", "2.3cm", "5.7cm", "2.2cm"))
              .replace("\\begin{tabular}", "\\begin{longtable}").replace("\\end{tabular}", "\\end{longtable}") + "\n}"]
-    if contradicted:
-        items = "\n".join(f"\\item {code(e.name)} ({source_tex(e.source, b.notation)}): {text(v.line())}"
-                           + (f"\\\\ \\emph{{{text(e.note)}}}" if e.note else "") for e, v in contradicted)
-        parts.append(f"\\subsection*{{Contradicted claims}}\n\\begin{{itemize}}\n{items}\n\\end{{itemize}}")
+    # each printed number that is not its value rounded: what the text prints, the value at the printed digits, the
+    # verdict in words (:mod:`crosscheck.claims_words`); the errata first, then the numbers rounding explains
+    for title, found, intro in (("Errata: printed numbers that are wrong", errata, ""),
+                                ("Printed numbers explained by rounding or truncation", notes_,
+                                 "Each of these differs from its value rounded at the printed digits, but the text's own "
+                                 "working explains it: it computed the number from intermediate values it rounded (or did "
+                                 "not round), or cut the digits off instead of rounding.")):
+        if found:
+            items = "\n".join(f"\\item {code(e.name)} ({source_tex(e.source, b.notation)}). {sentence(v, e.derived)}"
+                               + (f"\\\\ \\emph{{{text(e.note or e.erratum)}}}" if (e.note or e.erratum) else "")
+                               for e, v in found)
+            parts.append(f"\\subsection*{{{title}}}\n{intro}\n\\begin{{itemize}}\\raggedright\n{items}\n\\end{{itemize}}")
     parts.append(_statement_errata(b))
     return "\n\n".join(p for p in parts if p)
 
@@ -119,9 +132,12 @@ def _statement_errata(b: Build) -> str:
 
 def _section(name: str, title: str, requires: tuple[str, ...]) -> Section:
     def build(b: Build):
+        from seqgrad.derive.latex_layout import page_breaks
+
         from . import notes
 
-        return dict(notes.ORDER)[name](b)
+        with page_breaks():  # a document: a long derivation is one display that may break across pages
+            return dict(notes.ORDER)[name](b)
 
     return Section(name, title, requires, build)
 
@@ -187,6 +203,13 @@ def preamble(title: str = "Gradients of sequence models: course notes") -> str:
     return ("\\documentclass[11pt,a4paper]{article}\n\\usepackage[margin=2.2cm]{geometry}\n" + CYRILLIC_PREAMBLE
             + "".join(f"\\usepackage{{{p}}}\n" for p in PACKAGES)
             + "\\setlength{\\parindent}{0pt}\n\\setlength{\\parskip}{0.6ex}\n"
+            # a tall display may break between its rows (discouraged, not forbidden): a page no longer ends half empty
+            # because a group of equations that does not fit in what is left of it is pushed whole to the next page
+            + "\\allowdisplaybreaks[1]\n"
+            # a float may take most of a text page (LaTeX's defaults, 0.7 of a page at the top and 0.2 of it for
+            # text, sent a large figure to a page of its own, most of it white)
+            + "\\renewcommand{\\topfraction}{0.85}\n\\renewcommand{\\textfraction}{0.1}\n"
+            + "\\renewcommand{\\floatpagefraction}{0.75}\n"
             + f"\\title{{{text(title)}}}\n\\author{{generated by seqgrad}}\n\\date{{}}\n\\begin{{document}}\n\\sloppy\n")
 
 
@@ -209,11 +232,12 @@ def notes_notation(notation: Notation) -> Notation:
     return notation.replace(letters={**notation.letters, **letters}, symbol_names={**notation.symbol_names, **names})
 
 
-def front_matter(b: Build, names: Sequence[str]) -> str:
-    """The title page (title, a short introduction, the contents) and the notation section."""
+def front_matter(b: Build, names: Sequence[str], bodies: dict[str, str] | None = None) -> str:
+    """The title page (title, a short introduction, the contents) and the notation section; ``bodies`` (section
+    name -> text): what the introduction says the sections hold."""
     from . import notes
 
-    return ("\\begin{titlepage}\n\\maketitle\n\\thispagestyle{empty}\n" + notes.introduction(b, names, b.appendix)
+    return ("\\begin{titlepage}\n\\maketitle\n\\thispagestyle{empty}\n" + notes.introduction(b, names, b.appendix, bodies)
             + "\n\\end{titlepage}\n\\tableofcontents\n\\clearpage\n\n"
             + "\\section{Notation}\\label{sec:notation}\n\n" + notes.notation_section(b) + "\n\n\\clearpage\n")
 
@@ -262,9 +286,9 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
         sections[CLAIMS.name], order = CLAIMS, order + [CLAIMS.name]
     built = [_split(x) for x in build_sections(b, order, sections, jobs, progress=progress)]
     claims = built[len(names)][0] if len(order) > len(names) else None
-    parts.append(front_matter(b, names))
+    parts.append(front_matter(b, names, {name: body for name, (body, _) in zip(names, built)}))
     for name, (body, _) in zip(names, built):
-        parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n\n{FLOAT_BARRIER}")
+        parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n")
     if appendix:
         parts.append("\\clearpage\n\\appendix\n\\section{Verification}\\label{app:verification}\n\n" + text(
             "Every result of the notes, with the identities behind it (their ids and sources in the course texts, each "

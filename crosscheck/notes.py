@@ -98,16 +98,16 @@ def proof_mark(b, names: Sequence[str]) -> str:
     if said:
         out.append("proved " + "; ".join(said))
     if bad:
-        out.append(f"\\textbf{{{len(bad)} statement{'s' if len(bad) > 1 else ''} NOT proved}}")
+        out.append("\\textbf{" + ("NOT proved" if len(bad) == len(names) else "not every statement proved") + "}")
     if slow:
-        out.append(f"{len(slow)} not proved within {b.proof_seconds:g} s here")
+        out.append(("not" if len(slow) == len(names) else "not all") + f" proved within {b.proof_seconds:g} s here")
     return ", ".join(out)
 
 
 def check_mark(results: Sequence, device: str, notation=None) -> str:
-    """"checked numerically in double precision (all 9 checks passed, largest error 5.3·10^-15)" for check
-    ``results`` (the device named unless it is the CPU); a failure or an error is said in bold, never hidden in the
-    largest error."""
+    """"checked numerically in double precision, largest error 5.3·10^-15" for check ``results`` (the device named
+    unless it is the CPU): what the result was compared with and how closely, never how many checks or which (their
+    ids and counts are in the appendix); a failure or an error is said in bold, never hidden in the largest error."""
     if not results:
         return ""
     from seqgrad.derive.latex_settings import DEFAULT
@@ -121,12 +121,10 @@ def check_mark(results: Sequence, device: str, notation=None) -> str:
     passed = [r for r in results if r.status == "pass"]
     errors = [r.max_abs_error for r in passed if r.max_abs_error is not None and math.isfinite(r.max_abs_error)]
     where = "" if device == "cpu" else f" on {device}"
-    counted = (f"all {len(results)} checks passed" if len(passed) == len(results) > 1 else "the check passed"
-               if len(passed) == len(results) else f"{len(passed)} of {len(results)} checks passed")
-    text = f"checked numerically in double precision{where} ({counted}"
-    text += f", largest error {number_tex(max(errors), notation or DEFAULT)})" if errors else ")"
+    text = f"checked numerically in double precision{where}"
+    text += f", largest error {number_tex(max(errors), notation or DEFAULT)}" if errors else ""
     if failed:
-        text += f"; \\textbf{{{len(failed)} failed}}"
+        text += "; \\textbf{" + ("the check failed" if len(results) == 1 else "not every check passed") + "}"
     return text
 
 
@@ -140,22 +138,25 @@ def printed_mark(results: Sequence, notation=None) -> str:
     worst = max(r.units for r in results)
     number = (notation or DEFAULT).number(f"{worst:.2f}")
     text = f"matches the course's printed tables to their printed digits (largest difference ${number}$ of a unit in the last printed digit)"
-    return text + (f"; \\textbf{{{len(bad)} failed}}" if bad else "")
+    return text + ("; \\textbf{the tables do not match}" if bad else "")
 
 
 def verification(b, *, proofs: Sequence[str] = (), checks: Sequence = (), source: str | None = None,
                  appendix: str | None = None) -> str:
-    """One verification mark: a footnote with how the result was proved and checked and where it comes from
-    (the text and section, without line numbers: ids, line numbers and tables are in the appendix)."""
+    """One verification mark: a footnote with how the result was proved and checked and where it comes from, as a
+    textbook cites it ("Course notes, week 6, §5", :func:`seqgrad.sources.in_words`): no ids, counts, line numbers
+    or tables (those are in the appendix)."""
     from seqgrad.derive.prose import cited
+    from seqgrad.sources import in_words
 
     said = [s for s in (proof_mark(b, proofs) if proofs else "", check_mark(checks, b.device, b.notation)) if s]
     text = "; ".join(said) if said else "not verified here"
     text = text[0].upper() + text[1:]
-    if source:
-        text += ". Source: " + cited(short_source(source), b.notation)
+    cited_as = in_words(source) if source else ""
+    if cited_as:
+        text += ". " + cited(cited_as, b.notation)
     if appendix and b.appendix:
-        text += f". Details: Appendix~\\ref{{app:{appendix}}}"
+        text += f". Details in Appendix~\\ref{{app:{appendix}}}"
     return "\\footnote{" + text + ".}"
 
 
@@ -291,9 +292,16 @@ def rnn_section(b) -> Part:
         _display([unrolled.adjoint_row()] + [(Partial(vector.params[n]), unrolled.gradient(n)) for n in ("w_h", "w_x", "b_h")],
                  b),
         "\\subsection{Worked example: three steps}",
-        _words("With `T = 3` the recursion unrolls into the course's table of forward and backward operations:", b),
+        _words("With `T = 3` the recursion unrolls into the course's table of forward and backward operations. Each row "
+               "pairs a forward operation with its backward one. The forward pass is computed down the table, from {first} "
+               "to {last}; the backward pass up it, from the error `e` in the last row, through {last} down to {first}, "
+               "to {ginit} in the first row:", b, first=sp.Eq(_s("t"), 0, evaluate=False),
+               last=sp.Eq(_s("t"), net.steps - 1, evaluate=False), ginit=_s("g_{-1}^h")),
         "\\begin{center}\n" + equation_table(
-            ["forward pass", "backward pass"],
+            [_words("forward pass (read down: {first} to {last})", b, first=sp.Eq(_s("t"), 0, evaluate=False),
+                    last=sp.Eq(_s("t"), net.steps - 1, evaluate=False)),
+             _words("backward pass (read up: {last} down to {first})", b, first=sp.Eq(_s("t"), 0, evaluate=False),
+                    last=sp.Eq(_s("t"), net.steps - 1, evaluate=False))],
             [[(f.target, f.value) if f else None, (gg.target, gg.value) if gg else None] for f, gg in table.rows], b.notation)
         + "\n\\end{center}",
         _words("and with every {gz} replaced by its closed form, the gradient of the recurrent weight is a sum over "
@@ -410,7 +418,9 @@ def gates_section(b) -> Part:
     body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
                        "carries shrink only by the gate's value per step, where a plain RNN's product shrinks by its "
                        "slope times its weight at every step", b) + shown + ".")
-    body.append(_figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
+    # anchored after the GRU's equations, not at the section's end (see residual_section): it floats to a page of the
+    # section that has room for it
+    body.insert(body.index("\\subsection{The GRU}") + 2, _figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
     appendix = check_status("gates", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)
 
@@ -602,8 +612,10 @@ def residual_section(b) -> Part:
                "through the stack, one of them the identity.", b)
         + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),
         _display([(_branch_jacobians(lhs), _branch_jacobians(chain[-1])) for lhs, chain in _chain_rows(residual.DepthProduct(L=3, d=2))], b),
-        _figure(b, "depth"),
     ]
+    # the figure is anchored with the residual paths' text, not after the section's last display: at the end, with
+    # the section's float barrier, a figure that did not fit below the last lines took a page of its own
+    body.insert(body.index("\\subsection{Residual paths}") + 2, _figure(b, "depth"))
     from .latex_parts import check_status
 
     appendix = "\n\n".join([_audit(b, ["derive.layernorm", "derive.residual"], (), "residual")]
@@ -846,13 +858,61 @@ HANDOUT = {
 
 # --------------------------------------------------------------------------- front matter
 
-def introduction(b, names: Sequence[str], appendix: bool) -> str:
-    """The short introduction on the title page."""
+#: The words that open a section's worked example (a small instance of its general result); the introduction
+#: counts the sections that have one (:func:`introduction`).
+WORKED_EXAMPLE = "Worked example"
+
+
+def _has_figure(body: str) -> bool:
+    from .latex_parts import FIGURE_MARK
+
+    return "\\begin{figure}" in body or FIGURE_MARK.split("{")[0] in body
+
+
+def _section_list(names: Sequence[str]) -> str:
+    """``Section~\\ref{sec:rnn}`` or ``Sections~\\ref{sec:rnn}, \\ref{sec:paths} and \\ref{sec:gates}``."""
+    refs = [f"\\ref{{sec:{n}}}" for n in names]
+    return ("Section~" + refs[0]) if len(refs) == 1 else "Sections~" + ", ".join(refs[:-1]) + " and " + refs[-1]
+
+
+def contents_sentence(bodies: dict[str, str]) -> str:
+    """What the sections hold, from their text (``bodies``: section name -> body): the model and the general result in
+    every one; a worked example (:data:`WORKED_EXAMPLE`) and a figure where a section has them, named by number.
+
+    >>> contents_sentence({"rnn": "Worked example: ...", "paths": "\\\\begin{figure} ...", "gates": ""})
+    'Each section states the model, then the general result (for every sequence length and every width). Section~\\\\ref{sec:rnn} works a small instance as an example; Section~\\\\ref{sec:paths} has a figure that shows the point.'
+    >>> contents_sentence({"a": "Worked example", "b": "Worked example", "c": ""})[-75:]
+    'Every section but Section~\\\\ref{sec:c} works a small instance as an example.'
+    """
+    worked = [n for n, body in bodies.items() if WORKED_EXAMPLE in body]
+    figures = [n for n, body in bodies.items() if _has_figure(body)]
+    text = "Each section states the model, then the general result (for every sequence length and every width)."
+    if set(worked) == set(figures) == set(bodies):
+        return text[:-1] + ", then a small worked example and a figure that shows the point."
+
+    def which(have: list[str], singular: str, plural: str) -> str:
+        missing = [n for n in bodies if n not in have]
+        if not missing:
+            return f"every section {singular}"
+        if len(missing) < len(have):
+            return f"every section but {_section_list(missing)} {singular}"
+        return f"{_section_list(have)} {singular if len(have) == 1 else plural}"
+
+    said = [which(worked, "works a small instance as an example", "work a small instance as an example")] if worked else []
+    said += [which(figures, "has a figure that shows the point", "have a figure that shows the point")] if figures else []
+    if not said:
+        return text
+    return text + " " + "; ".join([said[0][0].upper() + said[0][1:]] + said[1:]) + "."
+
+
+def introduction(b, names: Sequence[str], appendix: bool, bodies: dict[str, str] | None = None) -> str:
+    """The short introduction on the title page; what the sections hold is said from their text (``bodies``,
+    :func:`contents_sentence`), so that it stays true."""
     text = ("These notes derive the gradients of the sequence models of the course: recurrent networks and "
             "backpropagation through time, gated cells, positional encodings, attention, LayerNorm and residual "
-            "connections, the Transformer encoder and decoder, and convolution. Each section states the model, then "
-            "the general result (for every sequence length and every width), then a small worked example and a "
-            "figure. Every formula was generated from the model's equations and verified when these notes were "
+            "connections, the Transformer encoder and decoder, and convolution. "
+            + (contents_sentence({n: bodies[n] for n in names}) + " " if bodies is not None else "")
+            + "Every formula was generated from the model's equations and verified when these notes were "
             "written: proved symbolically or checked against PyTorch's automatic differentiation in double precision; "
             "a footnote says which, and where the result comes from in the course texts.")
     if appendix:

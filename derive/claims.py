@@ -269,7 +269,7 @@ class Claim:
             if other.status == "verified":
                 return first.but("rounding-consistent", f"the printed {self.printed} follows from {alt.description} "
                                  f"({_bindings_text(alt.bindings)}), which gives {other.computed_text()}; "
-                                 + first.reason)
+                                 + first.reason, alternative=(alt.description, _bindings_text(alt.bindings), other))
         if first.status == "contradicted" and not self.reading.exact and _truncates(self, first, digits):
             return first.but("truncated", f"{first.computed_text()} cut off (not rounded) at the printed digits gives "
                                           f"{self.printed}; rounded it is {_rounded_text(first.shown, self.reading)}")
@@ -622,9 +622,17 @@ class Verdict:
     bits: int = 0
     printed: Any = None  # the printed side's value (a Fraction, or an interval for an irrational printed expression)
     refine: Callable | None = field(default=None, compare=False, repr=False)  # the value to 40 digits, when asked
+    #: a rounding-consistent verdict: (what the text used instead, as words; the verdict with those values)
+    alternative: Any = field(default=None, compare=False, repr=False)
 
-    def but(self, status: str, reason: str) -> "Verdict":
-        return Verdict(self.claim, status, self.value, reason, self.bits, self.printed, self.refine)
+    def but(self, status: str, reason: str, alternative=None) -> "Verdict":
+        return Verdict(self.claim, status, self.value, reason, self.bits, self.printed, self.refine, alternative)
+
+    def rounded_text(self) -> str:
+        """The value as the printed number would show it: rounded at the printed digits (an exact claim: the value)."""
+        if self.claim.reading.exact or self.value is None or isinstance(self.value, Infinity):
+            return self.computed_text()
+        return _rounded_text(self.shown, self.claim.reading)
 
     @cached_property
     def shown(self):

@@ -32,6 +32,8 @@ unless the notation says ``show_zero_state=True``.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -361,14 +363,53 @@ def aligned(rows: Iterable, notation: Notation | None = None, *, width: int = 60
     return f"\\begin{{aligned}}\n{body}\n\\end{{aligned}}"
 
 
+_PAGE_BREAKS: contextvars.ContextVar[bool] = contextvars.ContextVar("page_breaks", default=False)
+
+
+@contextlib.contextmanager
+def page_breaks():
+    """Within this context (a whole document, such as the notes), :func:`display` and :func:`align` set a derivation
+    taller than :data:`DISPLAY_LINES` as **one** environment, so that its ``=`` signs line up from the first row to
+    the last, with ``\\displaybreak[0]`` (amsmath: the page may break here) where it would otherwise be cut into
+    consecutive displays.  Outside it they keep the consecutive displays, which MathJax renders (it has no
+    ``\\displaybreak``) and which break across pages in any document.
+
+    >>> rows = [(sp.Symbol(f"x_{i}"), sp.Symbol("y") ** i) for i in range(14)]
+    >>> display(rows).count("\\\\begin{align*}"), display(rows).count("\\\\displaybreak")
+    (2, 0)
+    >>> with page_breaks():
+    ...     one = display(rows)
+    >>> one.count("\\\\begin{align*}"), one.count("\\\\displaybreak[0]")
+    (1, 1)
+    """
+    token = _PAGE_BREAKS.set(True)
+    try:
+        yield
+    finally:
+        _PAGE_BREAKS.reset(token)
+
+
+def _environments(env: str, chunks: list[list[str]], label: str = "") -> str:
+    """``chunks`` of aligned lines as ``env`` environments: one per chunk, or (:func:`page_breaks`) one in all with
+    a permitted page break between the chunks; the label goes on the last line."""
+    if _PAGE_BREAKS.get() and len(chunks) > 1:
+        lines = _pad([line for chunk in chunks for line in chunk])
+        ends = {sum(len(c) for c in chunks[:i + 1]) - 1 for i in range(len(chunks) - 1)}  # the last line of a chunk
+        body = "".join(line + ("" if i == len(lines) - 1 else " \\displaybreak[0]\\\\\n" if i in ends else "\\\\\n")
+                       for i, line in enumerate(lines))
+        return f"\\begin{{{env}}}\n{body}{label}\n\\end{{{env}}}"
+    return "\n".join(f"\\begin{{{env}}}\n" + "\\\\\n".join(_pad(chunk)) + (label if i == len(chunks) - 1 else "")
+                     + f"\n\\end{{{env}}}" for i, chunk in enumerate(chunks))
+
+
 def display(rows: Iterable, notation: Notation | None = None, *, width: int = 60) -> str:
     """A complete display for a document body (paste it between paragraphs; it needs only
     ``\\usepackage{amsmath}``): one or more ``align*`` environments, one row per equation aligned
     at ``=``, long sums and products broken over lines, and a derivation taller than
-    :data:`DISPLAY_LINES` lines set as consecutive displays so that it breaks across pages.
+    :data:`DISPLAY_LINES` lines set as consecutive displays so that it breaks across pages (within
+    :func:`page_breaks`: one display that may break between the same rows).
     Jupyter (MathJax) renders the same text as it is."""
-    lines = _aligned_lines(rows, notation, width)
-    return "\n".join("\\begin{align*}\n" + "\\\\\n".join(_pad(chunk)) + "\n\\end{align*}" for chunk in _chunks(lines))
+    return _environments("align*", _chunks(_aligned_lines(rows, notation, width)))
 
 
 def align(rows: Iterable, notation: Notation | None = None, *, width: int = 60, numbered: bool = False,
@@ -379,12 +420,7 @@ def align(rows: Iterable, notation: Notation | None = None, *, width: int = 60, 
     env = "align" if numbered else "align*"
     if label and not numbered:
         raise SeqgradValueError("label", label, "a label only on a numbered environment (numbered=True)")
-    chunks = _chunks(_aligned_lines(rows, notation, width))
-    out = []
-    for i, chunk in enumerate(chunks):
-        body = "\\\\\n".join(_pad(chunk))
-        out.append(f"\\begin{{{env}}}\n{body}{_label(label) if i == len(chunks) - 1 else ''}\n\\end{{{env}}}")
-    return "\n".join(out)
+    return _environments(env, _chunks(_aligned_lines(rows, notation, width)), _label(label))
 
 
 def _pad(lines: list[str]) -> list[str]:

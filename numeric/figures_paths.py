@@ -174,5 +174,6 @@ def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0, gate_bia
     ax.set_xlabel(r"distance $T - 1 - \tau$ (steps back from the loss)")
     ax.set_ylabel("gradient norm (down to machine epsilon)")
     ax.set_title(f"Gates held open keep the gradient (state width {width}, T = {T})")
-    ax.legend(fontsize=7.5, ncol=1, loc="lower left")
+    # below the axes, in two columns: inside, at any corner, it hid the curves of the default initialisation
+    ax.legend(fontsize=7.5, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False)
     return artists

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from .errors import SeqgradValueError
 
-__all__ = ["Section", "Text", "TEXTS", "cite", "normalize", "section_of"]
+__all__ = ["Section", "Text", "TEXTS", "cite", "normalize", "section_of", "in_words"]
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,55 @@ def normalize(text: str, default: str | None = None) -> str:
     return _REF.sub(sub, text)
 
 
+#: How a reader's text names each course text (a footnote of the notes: "Course notes, week 6, §5").
+NAMES_IN_WORDS = {"week06": "Course notes, week 6", "lesson": "Lesson on Transformers", "lecture07": "Lecture 7",
+                  "wiki": "Wiki article on the Transformer"}
+
+_CITED = re.compile(r"\b(?P<key>" + "|".join(TEXTS) + r")\b(?:\s*§(?P<tag>\w+))?")
+
+
+def section_number(key: str, tag: str) -> int:
+    """The number of section ``tag`` of text ``key``, counted from 1 in the text's order (``docs/sources.md``)."""
+    tags = [s.tag for s in TEXTS[key].sections]
+    if tag not in tags:
+        raise SeqgradValueError("tag", tag, f"a section of {key}: " + ", ".join(tags))
+    return tags.index(tag) + 1
+
+
+def in_words(citations: str) -> str:
+    """Citations (``week06 §Paths, week06 §Jacobian; lesson``, line numbers dropped) as a textbook's footnote words
+    them (older styles read by :func:`normalize` first): each text by its name, its sections by number in the text's order, each once; a piece that names no course
+    text is kept only when it cites a publication (a year), so "derived Jacobian" is dropped.
+
+    >>> in_words("week06 §Paths:188-204, week06 §Jacobian:326; week06 §Paths; lesson")
+    'Course notes, week 6, §5 and §7; Lesson on Transformers'
+    >>> in_words("Pascanu et al. 2013; week06; derived Jacobian")
+    'Pascanu et al. 2013; Course notes, week 6'
+    >>> in_words("seed 001 l.95, l.110-112 (task 21); seed 000 L530-544")
+    'Lesson on Transformers, §4; Course notes, week 6, §13'
+    """
+    texts: dict[str, list[int]] = {}
+    others: list[str] = []
+    for piece in normalize(str(citations)).split(";"):
+        found = list(_CITED.finditer(piece))
+        if not found:
+            piece = piece.strip(" .")
+            if re.search(r"\b(1[89]|20)\d\d\b", piece) and piece not in others:
+                others.append(piece)
+            continue
+        for m in found:
+            numbers = texts.setdefault(m["key"], [])
+            if m["tag"] and m["tag"] in {s.tag for s in TEXTS[m["key"]].sections}:
+                n = section_number(m["key"], m["tag"])
+                numbers.append(n) if n not in numbers else None
+    said = list(others)
+    for key, numbers in texts.items():
+        marks = [f"§{n}" for n in sorted(numbers)]
+        where = marks[0] if len(marks) == 1 else ", ".join(marks[:-1]) + " and " + marks[-1] if marks else ""
+        said.append(NAMES_IN_WORDS[key] + (f", {where}" if where else ""))
+    return "; ".join(said)
+
+
 def markdown() -> str:
     """The text of ``docs/sources.md``: every key with its text's title, its sections and their lines."""
     out = ["# Course texts and how seqgrad cites them", "",
@@ -168,10 +217,12 @@ def markdown() -> str:
            "(or lines) in the text file. The texts are the course's and are not shipped with seqgrad; with them at",
            "hand, every cited line can be found. `seqgrad.sources.cite(key, line)` writes a citation and",
            "`seqgrad.sources.normalize(text)` rewrites the older styles (`seed 000 L784`, `000_....txt:896`).",
+           "The notes' footnotes cite a text by its name and a section by its number (`in_words`: week06 §Paths is",
+           "\"Course notes, week 6, §5\"), the column no. below.",
            "", "This page is generated from `seqgrad/sources.py` (a test keeps it in step).", ""]
     for t in TEXTS.values():
         out += [f"## `{t.key}`: {t.title}", "", f"File `shared/seeds/{t.seed}_*.txt`, lines 1-{t.last_line}.", "",
-                "| section | lines | contents |", "|---|---|---|"]
-        out += [f"| `§{s.tag}` | {s.first}-{s.last} | {s.title} |" for s in t.sections]
+                "| no. | section | lines | contents |", "|---|---|---|---|"]
+        out += [f"| §{n} | `§{s.tag}` | {s.first}-{s.last} | {s.title} |" for n, s in enumerate(t.sections, 1)]
         out.append("")
     return "\n".join(out)

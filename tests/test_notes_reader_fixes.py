@@ -233,7 +233,7 @@ def test_a_check_against_printed_tables_is_marked_by_its_printed_digits():
     assert mark.startswith("matches the course's printed tables to their printed digits") and "double precision" not in mark
     assert "10^{-3}" not in mark
     wrong = Result("x", "s", "encoder", "fail", False, 0.2, 0.1, "cpu", "float64", "", 0.0, units=3.0)
-    assert "\\textbf{1 failed}" in notes.check_mark([wrong], "cpu")
+    assert "\\textbf{the tables do not match}" in notes.check_mark([wrong], "cpu")
     plain = Result("y", "s", "encoder", "pass", True, 1e-15, 1e-15, "cpu", "float64", "", 0.0)
     both = notes.check_mark([tables, plain], "cpu")
     assert "printed digits" in both and "double precision" in both
@@ -242,7 +242,7 @@ def test_a_check_against_printed_tables_is_marked_by_its_printed_digits():
 def test_the_worked_example_footnote_compares_with_the_printed_tables(tmp_path):
     body = notes.encoder_section(_build(tmp_path)).body
     example = body[body.index("\\subsection{Worked example}"):]
-    first = example[example.index("\\footnote{"):example.index("}", example.index("Source:"))]
+    first = example[example.index("\\footnote{"):example.index("}", example.index("Course notes"))]
     assert "printed tables to their printed digits" in first and "double precision" not in first
 
 

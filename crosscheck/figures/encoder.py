@@ -22,8 +22,9 @@ CAPTIONS = {
     "fig06_identity_position": "The token identity `E_seq`, the position `P` and their sum `H_0` of the worked example on "
         "one colour scale. Rows 0 and 3 are the same word, a, with the same embedding; the position makes their rows of "
         "`H_0` differ.",
-    "fig08_begins_contributions": "The weighted value vectors that the query begins (row 6) adds up, one row per source, "
-        "and their sum, the row of the output `O` (bold). Most of it comes from journey, miles and begins.",
+    "fig08_begins_contributions": "Head 1 of the worked example, query begins (row 6): each source token's row of the "
+        "head's values, weighted by the attention weight the query gives that source, one row per source, and their sum "
+        "(bold), row 6 of the head's output. Most of it comes from journey, miles and begins.",
     "fig09_S": "The scaled scores `S` of head 1: rows are queries, columns sources; the colour scale is fitted to the "
         "values.",
     "fig10_A": "The weights `A`, the softmax of each row of `S`. Every row sums to 1; no weight is far from `1/7`, so every "
@@ -99,8 +100,9 @@ def plot_attention_matrix(ax, M, tokens: list[str], *, title: str, masked=None, 
     return {"image": image, "texts": texts, "crosses": crosses}
 
 
-def plot_contributions(ax, contrib, tokens: list[str], *, query: int = 6) -> dict:
-    """Figure 8: the weighted values A_tj v_j of one query, with their column sums (= o_t) below a gap."""
+def plot_contributions(ax, contrib, tokens: list[str], *, query: int = 6, head: int = 1) -> dict:
+    """Figure 8: the weighted values A_tj v_j of one query of head ``head``, with their column sums (row ``query`` of
+    the head's output O^[head]) below a gap; rows, columns and the colour bar named with the symbols of the text."""
     C = np.asarray(contrib, float)
     sums = C.sum(axis=0)
     bound = max(float(np.abs(C).max()), float(np.abs(sums).max()))
@@ -113,8 +115,13 @@ def plot_contributions(ax, contrib, tokens: list[str], *, query: int = 6) -> dic
 
     texts = _annotate(ax, C, image=image) + [ax.text(j, T + 1, format_sigfig(v), ha="center", va="center", fontsize=7,
                                                      fontweight="bold", color=text_color(image, v)) for j, v in enumerate(sums)]
-    ax.set_title(f"$A_{{{query}j}}\\,v_j$ and their sum $o_{{{query}}}$")
-    _ticks(ax, [f"{j}: {w}" for j, w in enumerate(tokens)] + ["", f"sum: $o_{{{query}}}$"], [f"value {c}" for c in range(C.shape[1])])
+    h = f"^{{[{head}]}}"
+    ax.set_title(f"head {head}, query {query} ({tokens[query]}):\nrows of "
+                 f"$\\mathbf{{V}}{h}$ weighted by $A{h}_{{{query}j}}$ and their sum", fontsize=9)
+    _ticks(ax, [f"{j}: {w}" for j, w in enumerate(tokens)] + ["", f"sum: row {query} of $\\mathbf{{O}}{h}$"],
+           [str(c) for c in range(C.shape[1])])
+    ax.set_ylabel("source token $j$")
+    ax.set_xlabel(f"column $c$ of $\\mathbf{{V}}{h}$")
     return {"image": image, "texts": texts, "contributions": C, "sums": sums}
 
 
@@ -146,8 +153,8 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> l
 
     def contributions():
         fig = Figure(figsize=(5, 5), layout="constrained")
-        art = plot_contributions(fig.subplots(), np_["head1.contrib"][6], tokens, query=6)
-        fig.colorbar(art["image"], ax=fig.axes[0], shrink=0.8, label=r"$A_{6j}\,v_{jc}$")
+        art = plot_contributions(fig.subplots(), np_["head1.contrib"][6], tokens, query=6, head=1)
+        fig.colorbar(art["image"], ax=fig.axes[0], shrink=0.8, label=r"$A^{[1]}_{6j}\,V^{[1]}_{jc}$")
         return fig
 
     def attention(key, title, masked, label):

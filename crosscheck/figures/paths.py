@@ -49,7 +49,7 @@ def figures() -> dict:
         "fig3-right-tanh-sensitivity": (fp.plot_tanh_sensitivity, (5.0, 4.0)),
         "sensitivity-heatmap": (fp.plot_sensitivity_heatmap, (6.5, 4.5)),
         "jacobian-product-norms": (fp.plot_jacobian_norms, (6.0, 4.5)),
-        "gradient-flow-rnn-gru-lstm": (fp.plot_gradient_flow, (6.5, 4.5)),
+        "gradient-flow-rnn-gru-lstm": (fp.plot_gradient_flow, (6.5, 5.2)),  # the legend below the axes
     }
 
 

@@ -1,0 +1,105 @@
+"""A printed claim's verdict as a sentence a reader of the notes' appendix understands.
+
+Each sentence says three things: the number the text prints, the value computed now rounded to the digits the text
+prints (so the two can be compared digit by digit), and the verdict in words.  A number explained by rounding (the text
+computed it from its own unrounded or rounded intermediates) says which values give the printed digits; a truncated one
+says so.  The machine reason of :meth:`derive.claims.Verdict.line` stays the terminal's and the report's.
+
+>>> from seqgrad.derive.claims import parse_claim
+>>> print(sentence(parse_claim("(-0.80 - 0.6125)/1.0538 = -1.341", decimals=3).verify()))
+The text prints $-1.341$; the value is $-1.34039$, which is $-1.340$ at the printed digits (3 decimals): \\textbf{the printed number is wrong}.
+>>> print(sentence(parse_claim("2000 + 1 = 2001", exact=True).verify()))
+The text prints $2001$ (an exact number); the value is $2001$: verified.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["sentence", "verdict_words", "VERDICT_WORDS"]
+
+#: a claim's status in the words of the appendix
+VERDICT_WORDS = {"verified": "verified", "rounding-consistent": "explained by rounding",
+                 "truncated": "truncated, not rounded", "contradicted": "\\textbf{erratum}", "undecided": "undecided"}
+
+
+def _number(text: str) -> str:
+    """A printed or computed number in math mode (its minus sign a minus), or a tuple of them."""
+    from seqgrad.latex_table import tex_escape
+
+    return "$" + tex_escape(str(text)).replace("inf", "\\infty") + "$"
+
+
+def _digits(how: str) -> str:
+    """The printed digits of a reading in words: ``rounded at the 4 decimals written`` -> ``4 decimals``."""
+    m = re.search(r"(\d+) (decimals?|significant figures?)", how)
+    return f"{m[1]} {m[2]}" if m else how
+
+
+def _inputs(claim) -> str:
+    """The inputs the text prints beside the claim (``A60 = 0.185``); none when one is an expression (a formula in
+    code, ``(1.30 - 0.6125)**2``, is not the printed number a reader compares)."""
+    from seqgrad.derive.claims import _bindings_text
+
+    inputs = getattr(claim, "inputs", ())
+    if not inputs or any(isinstance(v, str) and not re.fullmatch(r"-?[\d.]+", v.strip()) for _, v in inputs):
+        return ""
+    return _bindings_text(inputs)
+
+
+def verdict_words(statuses) -> str:
+    """The verdict of an entry (its claims' ``statuses``) for the appendix table: the worst of them, in words."""
+    from seqgrad.derive.claims import SEVERITY
+
+    return VERDICT_WORDS[max(statuses, key=SEVERITY.__getitem__)]
+
+
+def sentence(verdict, derived: bool = False) -> str:
+    """The sentence of one claim's verdict (a :class:`~derive.claims.Verdict` or a vector's); ``derived``: the number
+    compared is not printed in the text but follows from its statement (the entry's ``derived``).
+
+    >>> from seqgrad.derive.claims import Claim
+    >>> claim = Claim.from_provider("the first offset at which the distance falls", lambda: 44, "2001", exact=True)
+    >>> print(sentence(claim.verify(), derived=True))
+    The text's statement implies $2001$ for the first offset at which the distance falls (the text prints no number here); the value is $44$: \\textbf{the statement is wrong}.
+    """
+    entries = getattr(verdict, "entries", None)
+    if entries is not None:  # a printed vector: the printed and the rounded vector, the entries that differ
+        claim = verdict.claim
+        rounded = "(" + ", ".join(v.rounded_text() for v in entries) + ")"
+        bad = [i for i, v in enumerate(entries) if v.status != "verified"]
+        how = _digits(entries[0].claim.reading.how)
+        which = ("entry " if len(bad) == 1 else "entries ") + ", ".join(str(i) for i in bad) + " (counted from 0)"
+        return (f"The text prints {_number(claim.printed)}; the value, at the printed digits ({how}), is {_number(rounded)}: "
+                f"{which} {'differs' if len(bad) == 1 else 'differ'}; " + _verdict(verdict.status, entries[bad[0]], vector=True))
+    c = verdict.claim
+    given = _inputs(c)
+    with_given = f" (with {given} as printed)" if given else ""
+    if derived:
+        from seqgrad.latex_table import tex_escape
+
+        said = (f"The text's statement implies {_number(c.printed)} for {tex_escape(c.text)} (the text prints no number "
+                f"here); the value is {_number(verdict.rounded_text())}")
+        return said + ": " + ("verified." if verdict.verified else "\\textbf{the statement is wrong}.")
+    if c.reading.exact:
+        said = f"The text prints {_number(c.printed)} (an exact number); the value{with_given} is {_number(verdict.computed_text(8))}"
+    else:
+        said = (f"The text prints {_number(c.printed)}; the value{with_given} is {_number(verdict.computed_text(6))}, which is "
+                f"{_number(verdict.rounded_text())} at the printed digits ({_digits(c.reading.how)})")
+    return said + ": " + _verdict(verdict.status, verdict)
+
+
+def _verdict(status: str, verdict, vector: bool = False) -> str:
+    if status == "verified":
+        return "verified."
+    if status == "contradicted":
+        return "\\textbf{the printed " + ("numbers are" if vector else "number is") + " wrong}."
+    if status == "truncated":
+        return "the printed number is the value cut off at the printed digits, not rounded."
+    if status == "rounding-consistent" and verdict.alternative is not None:
+        description, bindings, other = verdict.alternative
+        from seqgrad.latex_table import tex_escape
+
+        return (f"the printed number follows from {tex_escape(description)} ({tex_escape(bindings)}), which give "
+                f"{_number(other.computed_text(6))}, {_number(other.rounded_text())} at the printed digits, as printed.")
+    return "undecided at the precision tried."

@@ -1,0 +1,277 @@
+"""Issue 25, the handout's layout and wording as a lecturer reads it (one test, or more, per review item).
+
+Each test reads the generated ``.tex`` (the whole handout, ``seqgrad latex notes.tex --standalone``, written once per
+module) or a section's body, and fails on the output before the item was fixed.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from seqgrad.crosscheck import latexdoc, notes
+from seqgrad.crosscheck.latex_parts import Build
+from seqgrad.crosscheck.registry import Result
+from seqgrad.derive.latex_settings import DEFAULT
+
+from test_latex_notes import body_and_appendix
+from test_latex_render import cli
+
+
+@pytest.fixture(scope="module")
+def handout(tmp_path_factory):
+    """The handout's LaTeX source, as ``seqgrad latex notes.tex --standalone`` writes it."""
+    path = tmp_path_factory.mktemp("handout") / "notes.tex"
+    cli("latex", str(path), "--standalone")
+    return path.read_text(encoding="utf-8")
+
+
+def footnotes(text: str) -> list[str]:
+    """The text of every ``\\footnote{...}`` in ``text`` (braces balanced)."""
+    out, i = [], 0
+    while (j := text.find("\\footnote{", i)) >= 0:
+        depth = 0
+        for k in range(j + len("\\footnote"), len(text)):
+            depth += {"{": 1, "}": -1}.get(text[k], 0)
+            if depth == 0:
+                break
+        out.append(text[j + len("\\footnote{"):k])
+        i = k + 1
+    return out
+
+
+# --------------------------------------------------------------------------- 1. footnotes read as a textbook's
+
+#: what check output looks like: a count of checks, a file's or text's key, a section's tag, an id
+_CHECK_OUTPUT = re.compile(r"\b\d+\s+(?:of\s+\d+\s+)?checks?\b|checks? passed|\bSource:|\bweek0\d|"
+                           r"\blesson\s*(?:\\S|§|;|\.\s|\.$)|\blecture0\d|\bseed\s?\d|\\S\{\}[A-Za-z]|\\texttt|\.txt\b|\d+ failed")
+
+
+def _result(status="pass", error=1e-15):
+    return Result("rnn.x", "week06 §Paths:188", "rnn", status, status == "pass", error, error, "cpu", "float64", "", 0.0)
+
+
+def test_1_a_check_mark_says_how_close_never_how_many():
+    mark = notes.check_mark([_result(), _result(error=3e-16), _result()], "cpu")
+    assert mark == r"checked numerically in double precision, largest error $1.0 \cdot 10^{-15}$"
+    failed = notes.check_mark([_result(), _result("fail", 0.5)], "cpu")
+    assert "\\textbf{not every check passed}" in failed and not re.search(r"\d+ (of \d+ )?(checks|failed)", failed)
+
+
+def test_1_a_footnote_cites_the_course_text_in_words():
+    b = Build(notation=DEFAULT, tex_dir=None, figures_dir=None, appendix=True)
+    mark = notes.verification(b, checks=[_result()], source="week06 §Paths:188-204, week06 §Jacobian:326; seed 001 l.95",
+                              appendix="rnn")
+    assert "Course notes, week 6, \\S{}5 and \\S{}7; Lesson on Transformers, \\S{}4." in mark
+    assert "Details in Appendix~\\ref{app:rnn}" in mark
+    assert not _CHECK_OUTPUT.search(mark), mark
+
+
+def test_1_no_footnote_or_caption_of_the_handout_reads_like_check_output(handout):
+    body, _ = body_and_appendix(handout)
+    marks = footnotes(body)
+    assert len(marks) >= 15, "every section's results carry their verification mark"
+    captions = re.findall(r"\\caption\{(.*?)\}(?:\\label|\n)", body, re.S)
+    for text in marks + captions:
+        assert not _CHECK_OUTPUT.search(text), text
+    assert sum("Course notes, week 6" in m for m in marks) >= 8  # the sources are still cited, in words
+
+
+# --------------------------------------------------------------------------- 2. the appendix's printed claims in sentences
+
+def _claim_items(appendix: str, title: str) -> list[str]:
+    part = appendix[appendix.index("\\subsection*{" + title):]
+    part = part[:part.index("\\end{itemize}")]
+    return [item.strip() for item in part.split("\\item ")[1:]]
+
+
+def test_2_each_printed_claim_that_is_not_its_rounded_value_is_a_sentence(handout):
+    from seqgrad.crosscheck.claims_catalogue import unrounded_a60
+
+    _, appendix = body_and_appendix(handout)
+    assert "vs computed" not in appendix and "rounding-consistent" not in appendix
+    assert "Contradicted claims" not in appendix and " of 2 contradicted" not in appendix
+    errata = _claim_items(appendix, "Errata: printed numbers that are wrong")
+    explained = _claim_items(appendix, "Printed numbers explained by rounding or truncation")
+    assert len(errata) >= 3 and len(explained) >= 3
+    for item in errata + explained:
+        sentence = item[:item.index("\\\\ \\emph") if "\\\\ \\emph" in item else len(item)]
+        assert "A60*" not in sentence and "**" not in sentence, sentence  # no code for the reader
+        assert re.search(r"The text('s statement implies| prints) \$", sentence), sentence
+    for item in errata:
+        assert "\\textbf{the printed number" in item or "\\textbf{the statement is wrong}" in item, item
+        assert "at the printed digits" in item or "statement implies" in item, item
+    a60 = [item for item in explained if item.startswith("\\texttt{contribution")]
+    assert len(a60) == 2
+    # the printed 0.0371: the printed weight gives 0.0370 at the printed digits, the unrounded weight 0.0371
+    assert "$0.0370$ at the printed digits" in a60[0] and "$0.0371$ at the printed digits, as printed" in a60[0]
+    # every A_60 the items print is the encoder's unrounded value at its digits, or the printed 0.185
+    for item in a60:
+        for number in re.findall(r"A\\?_?60 = ([\d.]+)", item):
+            assert number == "0.185" or abs(float(number) - unrounded_a60()) < 10 ** -(len(number.split(".")[1])), number
+    table = appendix[appendix.index("\\texttt{contribution"):]
+    row = table[:table.index("\\\\\n")]
+    assert "explained by rounding (2 numbers)" in row and "contradicted" not in row
+
+
+# --------------------------------------------------------------------------- 3. the abstract says what the sections hold
+
+def _sections(body: str) -> dict[str, str]:
+    """Each section's text by its label (``sec:rnn`` -> ``rnn``), the notation left out."""
+    pieces = re.split(r"\\section\{[^}]*\}\\label\{sec:(\w+)\}", body)
+    return {name: text for name, text in zip(pieces[1::2], pieces[2::2]) if name != "notation"}
+
+
+def test_3_the_abstract_promises_a_figure_and_an_example_only_where_there_are(handout):
+    body, _ = body_and_appendix(handout)
+    abstract = body[body.index("\\begin{abstract}"):body.index("\\end{abstract}")]
+    sections = _sections(body)
+    assert len(sections) == 9
+    lacking = [n for n, text in sections.items() if "\\begin{figure}" not in text]
+    assert lacking, "the handout has sections without a figure (the RNN, attention)"
+    assert "a small worked example and a figure" not in abstract  # the old promise, untrue for those sections
+    claimed = abstract[abstract.index("example;"):]  # "...; every section but Sections~\ref{..} have a figure ..."
+    for name, text in sections.items():
+        has = "\\begin{figure}" in text
+        named = f"\\ref{{sec:{name}}}" in claimed
+        assert has != named if "every section but" in claimed else has == named, name
+    assert notes.contents_sentence(sections) in abstract
+
+
+def test_3_the_sentence_follows_the_sections():
+    every = notes.contents_sentence({"a": "Worked example \\begin{figure}", "b": "Worked example \\begin{figure}"})
+    assert every.endswith("then a small worked example and a figure that shows the point.")
+    some = notes.contents_sentence({"a": "Worked example \\begin{figure}", "b": "", "c": "\\begin{figure}"})
+    assert "Section~\\ref{sec:a} works a small instance" in some
+    assert "every section but Section~\\ref{sec:b} has a figure" in some
+
+
+# --------------------------------------------------------------------------- 4. a group of equations is one display
+
+_DISPLAY = re.compile(r"\\begin\{(align\*?|equation\*?|gather\*?)\}.*?\\end\{\1\}", re.S)
+
+
+def test_4_no_group_of_equations_is_split_into_separately_centred_displays(handout):
+    """Two displays with nothing between them are one group cut in two: each centred on its own, their = signs do
+    not line up. A tall group is one align* with permitted page breaks instead."""
+    body, appendix = body_and_appendix(handout)
+    for where, text in (("text", body), ("appendix", appendix)):
+        spans = [m.span() for m in _DISPLAY.finditer(text)]
+        for (_, end), (start, _) in zip(spans, spans[1:]):
+            assert text[end:start].strip() != "", f"two displays back to back ({where}): {text[end - 120:start + 80]!r}"
+    assert "\\displaybreak[0]" in body  # the tall groups (the GRU's and LSTM's BPTT, the encoder's backward pass)
+    decoder = body[body.index("\\paragraph{Cross-attention"):body.index("\\paragraph{The decoder block")]
+    assert decoder.count("\\begin{align*}") == 1 and "\\mathrm{d}\\mathbf{W}_{V}" in decoder  # forward to gradients
+
+
+def test_4_outside_a_document_a_tall_display_stays_several_displays():
+    """A snippet for a notebook (MathJax has no \\displaybreak) keeps consecutive displays."""
+    import sympy as sp
+
+    from seqgrad.derive.latex_layout import display, page_breaks
+
+    rows = [(sp.Symbol(f"x_{i}"), sp.Symbol("y") ** i) for i in range(30)]
+    assert display(rows).count("\\begin{align*}") > 1 and "displaybreak" not in display(rows)
+    with page_breaks():
+        one = display(rows)
+    assert one.count("\\begin{align*}") == 1 and one.count("\\displaybreak[0]") == display(rows).count("\\begin{align*}") - 1
+
+
+# --------------------------------------------------------------------------- 5. the T = 3 table says which way it is read
+
+def test_5_the_worked_table_says_the_backward_pass_is_read_upwards_and_is_so(handout):
+    body, _ = body_and_appendix(handout)
+    example = body[body.index("\\subsection{Worked example: three steps}"):]
+    intro, table = example[:example.index("\\begin{tabular}")], example[example.index("\\begin{tabular}"):]
+    table = table[:table.index("\\end{tabular}")]
+    header, rows = table.split("\\midrule")
+    assert "backward pass (read up: $t = 2$ down to $t = 0$)" in header and "forward pass (read down: $t = 0$ to $t = 2$)" in header
+    assert "the backward pass up it, from the error $e$ in the last row, through $t = 2$ down to $t = 0$" in intro
+    # what the labels say is how the table is built: the backward column's steps fall going up, e is computed first
+    backward = [line.split(" & ")[1] for line in rows.strip().splitlines() if " & " in line]
+    steps = [int(m[1]) for cell in backward for m in [re.search(r"g\^\{[hz]\}_\{(-?\d+)\} =", cell)] if m]
+    assert steps == sorted(steps) and steps[0] == -1 and steps[-1] == 2
+    assert backward[-1].startswith("$e =")
+
+
+# --------------------------------------------------------------------------- 6. figures: legends clear of the data, labels in the text's symbols
+
+def test_6_the_gradient_flow_legend_is_outside_the_curves():
+    from matplotlib.figure import Figure
+
+    from seqgrad.crosscheck.figures import paths
+    from seqgrad.numeric import figures_paths as fp
+
+    plot, size = paths.figures()["gradient-flow-rnn-gru-lstm"]
+    fig = Figure(figsize=size, layout="constrained")
+    ax = fig.add_subplot()
+    lines = fp.plot_gradient_flow(ax)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert not legend.overlaps(ax.get_window_extent(renderer)), "the legend sits on the axes, over the curves"
+    assert fig.bbox.contains(legend.x0, legend.y0) and fig.bbox.contains(legend.x1, legend.y1)  # and is not cut off
+    assert len(ax.get_legend().get_texts()) == len(lines)
+
+
+def test_6_the_contributions_figure_names_the_head_and_its_output_as_the_text_does():
+    from matplotlib.figure import Figure
+
+    from seqgrad.crosscheck.figures import encoder
+    from seqgrad.numeric import course
+    from seqgrad.numeric.tokens import tokenize
+
+    C = course.trace("attention_on_H0")["head1.contrib"][6].detach().numpy()
+    ax = Figure().subplots()
+    encoder.plot_contributions(ax, C, tokenize(course.TEXT), query=6, head=1)
+    ticks = [t.get_text() for t in ax.get_yticklabels()]
+    assert ticks[-1] == r"sum: row 6 of $\mathbf{O}^{[1]}$" and not any("o_{6}" in t for t in ticks)
+    assert r"$\mathbf{V}^{[1]}$" in ax.get_xlabel() and "source token" in ax.get_ylabel()
+    assert "head 1" in ax.get_title() and "value 0" not in [t.get_text() for t in ax.get_xticklabels()]
+    assert "head 1" in encoder.CAPTIONS["fig08_begins_contributions"].lower()
+
+
+# --------------------------------------------------------------------------- 7. no page of the text ends half empty
+
+def test_7_floats_may_pass_a_section_end_and_displays_may_break(handout):
+    body, _ = body_and_appendix(handout)
+    preamble = handout[:handout.index("\\begin{document}")]
+    assert "\\allowdisplaybreaks[1]" in preamble  # a tall group is not pushed whole to the next page
+    assert "\\renewcommand{\\floatpagefraction}{0.75}" in preamble and "\\renewcommand{\\topfraction}{0.85}" in preamble
+    # no barrier at every section's end: it flushed a figure that did not fit onto a page of its own
+    assert "\\FloatBarrier" not in body
+
+
+@pytest.mark.slow
+@pytest.mark.tex
+def test_7_every_page_of_the_text_is_filled(handout, tmp_path):
+    """Rendered, every page between the notation and the appendix has ink down to three quarters of its height (the
+    last page of each of those two parts may end short; they start a page by design)."""
+    import shutil
+    import subprocess
+
+    import numpy as np
+    from PIL import Image
+
+    if not (shutil.which("pdflatex") and shutil.which("pdftoppm") and shutil.which("pdftotext")):
+        pytest.skip("no TeX engine/poppler")
+    tex = tmp_path / "notes.tex"
+    cli("latex", str(tex), "--standalone")
+    pdf = latexdoc.compile_pdf(tex, tmp_path / "build", passes=2)
+    pages = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True).stdout.split("\f")
+    # each heading is on the contents page and on its own page: the later one
+    first = max(i for i, p in enumerate(pages) if re.search(r"^\s*2\s+Recurrent networks", p, re.M))
+    appendix = max(i for i, p in enumerate(pages) if re.search(r"^\s*A\s+Verification", p, re.M))
+    assert appendix - first > 10
+    subprocess.run(["pdftoppm", "-png", "-r", "40", "-f", str(first + 1), "-l", str(appendix), str(pdf),
+                    str(tmp_path / "p")], check=True)
+    short = {}
+    for png in sorted(tmp_path.glob("p-*.png"))[:-1]:  # the text's last page ends where the appendix starts a page
+        ink = (np.asarray(Image.open(png).convert("L")) < 200).any(axis=1)
+        rows = np.nonzero(ink[:int(len(ink) * 0.93)])[0]  # above the page number
+        if rows[-1] / len(ink) < 0.75:
+            short[png.name] = round(rows[-1] / len(ink), 2)
+    assert short == {}, f"pages of the text that end half empty (their lowest ink, as a fraction of the page): {short}"
