@@ -63,7 +63,7 @@ def without_lines(source: str) -> str:
 
 
 def for_scope(text: str) -> str:
-    """A proof's scope as the words after "proved": ``all $d \\geq 1$`` -> ``for every $d \\geq 1$``,
+    r"""A proof's scope as the words after "proved": ``all $d \geq 1$`` -> ``for every $d \geq 1$``,
     ``instance $L = 3$`` -> ``for the case $L = 3$``.
 
     >>> for_scope("all $n \\geq 1$"), for_scope("instance $L = 3$, $d = 2$")

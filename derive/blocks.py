@@ -25,9 +25,9 @@ the compiled programs with torch autograd at several sizes.
 ...     print(att.program[name])
 dV = A.T*G
 dA = G*V.T
-dS = A o (dA - rowsum(dA o A))
-dQ = dS*K/sqrt(d_k)
-dK = dS.T*Q/sqrt(d_k)
+dS = A ∘ (dA - rowsum(dA ∘ A))
+dQ = 1/sqrt(d_k)*dS*K
+dK = 1/sqrt(d_k)*dS.T*Q
 """
 
 from __future__ import annotations

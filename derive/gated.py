@@ -38,7 +38,7 @@ forward-mode chain rule over the step's definitions.
 u_1
 >>> split = net.step_jacobian(1)
 >>> split.gate_terms
-u_1*w_hu*(1 - u_1)*(h_0 - htilde_1) + (1 - u_1)*(1 - htilde_1**2)*(a_1*r_1*w_hr*(1 - r_1) + r_1*w_hn)
+u_1*w_hu*(1 - u_1)*(h_0 - htilde_1) + (1 - htilde_1**2)*(1 - u_1)*(a_1*r_1*w_hr*(1 - r_1) + r_1*w_hn)
 >>> gated.lstm(steps=2).carry(1)
 f_1
 """

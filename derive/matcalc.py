@@ -17,9 +17,10 @@ functions of traces: the design notes' known pitfalls).
 >>> print(d.pretty())
 dx = (A + Aᵀ) x
 >>> print(diff("log(det(X))", "X", shapes="X:n,n").pretty())
-dX = Xᵀ⁻¹
+dX = X⁻ᵀ
 >>> print(diff("A*x", "x", shapes="A:m,n x:n").pretty())
 dx = Aᵀ G
+J = A
 >>> d.rules
 ['scalar', 'matmul', 'transpose']
 """

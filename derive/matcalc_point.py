@@ -22,7 +22,7 @@ dx|(x = 1, y = 2) = 4
 >>> diff("relu(x)", "x", variables="x", at="x=0")
 Traceback (most recent call last):
 ...
-seqgrad.errors.UndefinedError: at='x = 0' is not allowed: relu(x) is not differentiable at x = 0 (a kink: max(0, x) switches there; the derivative does not exist there, whatever the convention compiled code and autograd use: relu'(0) = 0, as torch.relu)
+seqgrad.errors.UndefinedError: at='x = 0' is not allowed: relu(x) is not differentiable at x = 0 (a kink: max(0, x) switches there; the derivative does not exist there, whatever the convention that compiled code and autograd use: relu'(0) = 0, as torch.relu)
 """
 
 from __future__ import annotations

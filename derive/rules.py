@@ -49,7 +49,7 @@ size because no size is ever substituted.
 >>> S, G = sp.MatrixSymbol("S", T, n), sp.MatrixSymbol("G", T, n)
 >>> A = sp.MatrixSymbol("A", T, n)
 >>> [(leaf, sstr(dS)) for leaf, dS in pullback(RowSoftmax(S), G, output=A)]
-[(S, 'A o (G - rowsum(G o A))')]
+[(S, 'A ∘ (G - rowsum(G ∘ A))')]
 >>> RULES["softmax"].prove().holds
 True
 """
