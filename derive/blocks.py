@@ -47,7 +47,7 @@ from .program import Program, latex_aligned
 from .rules import EPS, HConcat, Masked, Normalize, RMSNormalize, RowRMS, RowSoftmax, RowStd, index_form
 
 __all__ = ["T", "T_src", "d", "d_k", "d_v", "BlockProgram", "Norm", "NORMS", "LAYERNORM", "RMSNORM", "norm_of",
-           "attention_program", "cross_attention_program", "norm_program", "norm_row", "norm_row_block", "layernorm_program", "block_program", "size"]
+           "attention_program", "cross_attention_program", "concat_program", "norm_program", "norm_row", "norm_row_block", "layernorm_program", "block_program", "size"]
 
 T, d, d_k, d_v = sp.symbols("T d d_k d_v", integer=True, positive=True)
 T_src = sp.Symbol("T_src", integer=True, positive=True)
@@ -139,8 +139,33 @@ def _mha(prog: Program, X, inputs: dict, heads: int, dm, dk, dv, M=None, scale=N
         inputs.update(w)
         outs.append(_attention_head(prog, X, *w.values(), dk, M, tag, scale))
     W_O = inputs.setdefault("W_O", sp.MatrixSymbol("W_O", dm, heads * dv))
-    C = prog.define(sp.MatrixSymbol("C", X.shape[0], heads * dv), HConcat(*outs))
-    return prog.define(sp.MatrixSymbol("B", X.shape[0], dm), C * W_O.T)
+    return _concat_project(prog, outs, W_O)
+
+
+def _concat_project(prog: Program, outs: list, W_O):
+    """The heads side by side and the output projection: ``C = [O^[1] | ... | O^[h]]``, ``B = C W_O^T``."""
+    rows = outs[0].shape[0]
+    C = prog.define(sp.MatrixSymbol("C", rows, W_O.shape[1]), HConcat(*outs))
+    return prog.define(sp.MatrixSymbol("B", rows, W_O.shape[0]), C * W_O.T)
+
+
+def concat_program(widths, T_=T, d_out=d) -> BlockProgram:
+    """Multi-head attention's concatenation and output projection alone, for heads of value widths ``widths``
+    (integers or positive integer symbols, one per head): inputs ``O^[n]`` (T x widths[n]) and ``W_O``
+    (d_out x sum(widths)), ``C = [O^[1] | ... | O^[h]]``, ``B = C W_O^T`` (the lines :func:`attention_program`
+    writes after its heads), with the backward pass from the rule table (``concat``, ``matmul``)."""
+    widths = [size("widths", w) for w in widths]
+    if not widths:
+        raise SeqgradValueError("widths", widths, "one value width per head (at least one)")
+    Tn, do = size("T", T_), size("d_out", d_out)
+    prog = Program(f"concatenation of {len(widths)} heads")
+    outs = {f"O^[{n + 1}]": sp.MatrixSymbol(f"O^[{n + 1}]", Tn, w) for n, w in enumerate(widths)}
+    W_O = sp.MatrixSymbol("W_O", do, sp.Add(*widths))
+    inputs = dict(outs, W_O=W_O)
+    B = _concat_project(prog, list(outs.values()), W_O)
+    G = sp.MatrixSymbol("G", *B.shape)
+    grads = _backward(prog, B, G, inputs)
+    return BlockProgram(prog, inputs, G, B, grads, (Tn, do, *widths))
 
 
 def _row_parameter(inputs: dict, name: str, cols):
