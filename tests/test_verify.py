@@ -81,6 +81,38 @@ def test_cli_exit_codes(argv, code, capsys):
     assert (out.err if code == 2 else out.out).strip()
 
 
+@pytest.mark.parametrize("argv,code", [
+    # RMSNorm is scale-invariant at eps = 0 (c > 0 and c < 0 alike) ...
+    (["verify", "rmsnorm((c*x, c*y, c*z)) = rmsnorm((x, y, z))", "--vars", "c,x,y,z", "--assume", "c > 0"], 0),
+    # ... and only up to eps otherwise; unlike LayerNorm it is not shift-invariant
+    (["verify", "rmsnorm((3*x, 3*y), 1/10) = rmsnorm((x, y), 1/10)", "--vars", "x,y"], 1),
+    (["verify", "rmsnorm((x + 1, y + 1, z + 1)) = rmsnorm((x, y, z))", "--vars", "x,y,z"], 1),
+    (["verify", "layernorm((x + 1, y + 1, z + 1), 1/10) = layernorm((x, y, z), 1/10)", "--vars", "x,y,z"], 0),
+    # the mean square of its output is 1 at eps = 0: dot(r, r) = n
+    (["verify", "dot(rmsnorm((x, y, z)), rmsnorm((x, y, z))) = 3", "--vars", "x,y,z"], 0),
+    (["verify", "rmsnorm((0, 0)) = (0, 0)"], 2),
+])
+def test_cli_rmsnorm_in_the_vector_language(argv, code, capsys):
+    """rmsnorm(v[, eps]) has layernorm's door in seqgrad verify: identities proved, false ones refuted, the zero
+    vector refused in one line (the old parser refused the name, exit 2 for all)."""
+    assert main(argv) == code
+    out = capsys.readouterr()
+    assert (out.err if code == 2 else out.out).strip()
+    if code == 2:
+        assert "rmsnorm() of the zero vector divides by zero" in out.err
+
+
+def test_the_vector_norms_are_the_programs():
+    """The vector language's layernorm and rmsnorm are the one definitions' forward lines (derive.blocks.norm_row)."""
+    from seqgrad.derive import blocks
+    from seqgrad.derive.safe_parse import VECTOR_FUNCTIONS
+
+    x = sp.symbols("x_0:3", real=True)
+    for name in ("layernorm", "rmsnorm"):
+        assert VECTOR_FUNCTIONS[name][0](x, sp.Rational(1, 7)) == tuple(
+            blocks.norm_row(name, x, {"gamma": 1, "beta": 0}, sp.Rational(1, 7)))
+
+
 def test_cli_json(capsys):
     assert main(["verify", "sum(i, i, 1, n) = n*(n + 1)/2", "--sizes", "n", "--json"]) == 0
     verdict = json.loads(capsys.readouterr().out)
