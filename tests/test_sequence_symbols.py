@@ -212,3 +212,34 @@ def test_repr_latex_honours_use_in_notebook():
         latex_settings.use_in_notebook(None)
     assert {"t", "T"} <= set(tokens(gen._repr_latex_()))
 
+
+@pytest.mark.parametrize("argv, renamed, gone", [
+    (["derive", "conv", "--latex", "--symbol", "K=W"], r"{W}_{u,v}", "{K}"),
+    (["derive", "conv", "--stride", "2", "--latex", "--symbol", "K=W"], r"\partial W_{pq}", "K_{pq}"),
+    (["derive", "conv", "--size", "2", "--kernel", "2", "--latex", "--symbol", "k=W"], r"\partial W_{0}} &= g_{0} x_{0}", "k_{"),
+    (["derive", "conv", "--size", "2", "--kernel", "2", "--symbol", "k=W"], "dL/dW_{1} = g_{0}*x_{1}", "k_"),
+    (["derive", "conv", "--symbol", "K=W", "--symbol", "G=D"], "dL/dW_pq = Sum(D[i, j]*X[i + p, j + q]", "K"),
+    (["derive", "decoder", "--latex", "--symbol", "d_model=D"], "8 D^{2}", "d_{model}"),
+    (["derive", "decoder", "--symbol", "d_ff=F"], "2*F*d_model", "d_ff"),
+    (["derive", "decoder", "--part", "cross", "--latex", "--symbol", "w=U"], "U_{Q,0,0}", "w_{"),
+])
+def test_cli_derive_decoder_and_conv_take_the_notation(argv, renamed, gone, capsys):
+    """seqgrad derive decoder / conv take --symbol (and --plain, --decimal-comma with --latex) and every formula they
+    print follows it (the old parsers refused the options, exit 2)."""
+    from seqgrad.crosscheck.cli import main
+
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert renamed in out and gone not in out, out
+
+
+def test_cli_derive_decoder_and_conv_refuse_a_rename_that_reaches_nothing(capsys):
+    from seqgrad.crosscheck.cli import main
+
+    for argv in (["derive", "decoder", "--part", "causal", "--symbol", "x=y"], ["derive", "conv", "--latex", "--symbol", "zeta=k"],
+                 ["derive", "conv", "--plain"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and ("--symbol" in err or "--plain" in err), err
+    assert main(["derive", "decoder", "--latex", "--plain", "--decimal-comma"]) == 0
+    assert r"\mathbf" not in capsys.readouterr().out
