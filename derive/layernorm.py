@@ -133,14 +133,13 @@ class LayerNorm(Derivation):
         """The closed form dLN(h)_i/dh_j = gamma_i / sqrt(sigma^2 + eps) (delta_ij - 1/d - xhat_i xhat_j / d)."""
         from .latex_settings import Partial
 
-        i_, j_ = sp.symbols("i j", integer=True)
-        h_, g_, xh = sp.IndexedBase("h"), sp.IndexedBase("gamma"), sp.IndexedBase("xhat")
+        h_ = sp.IndexedBase("h")
         sigma2, eps_, mu_ = sp.Symbol("sigma^2"), sp.Symbol("epsilon"), sp.Symbol("mu")
         d_ = sp.Integer(self.d)
         s_ = sp.sqrt(sigma2 + eps_)
-        return [(Partial(h_[j_], of=sp.Function("LN_i")(h_)),
-                 g_[i_] / s_ * (sp.KroneckerDelta(i_, j_) - 1 / d_ - xh[i_] * xh[j_] / d_)),
-                (xh[i_], (h_[i_] - mu_) / s_, ("with ", sp.Eq(sp.Symbol("d"), d_, evaluate=False), " features"))]
+        # the statement itself (CLOSED) at this d, with sigma written out as sqrt(sigma^2 + eps)
+        return [(Partial(h_[j], of=sp.Function("LN_i")(h_)), CLOSED.xreplace({d: d_, sigma: s_})),
+                (xhat[i], (h_[i] - mu_) / s_, ("with ", sp.Eq(sp.Symbol("d"), d_, evaluate=False), " features"))]
 
     def __repr__(self) -> str:
         return f"LayerNorm(d={self.d}, eps={self.eps})"
