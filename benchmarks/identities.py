@@ -4,8 +4,8 @@ against plain ``sympy.simplify`` of the same expressions in the same run.
 1. PE(pos + k) - R(k) PE(pos) for d = 512, symbolic pos and k: ``derive.positional`` builds the residual and
    reduces every entry by angle addition (target < 5 s); the baseline applies ``sympy.simplify`` to the
    same 512 residual entries, in a subprocess with a timeout.
-2. LayerNorm Jacobian, d = 64: ``LayerNorm(64).derive()`` (chain rule over the named intermediates mu,
-   sigma^2, s, proved equal to the closed form; target < 10 s); the baseline differentiates the fully
+2. LayerNorm Jacobian, d = 64: ``LayerNorm(64).derive()`` (the one LayerNorm program's backward pass over its
+   named intermediates sigma, x̂, proved equal to the closed form by expansion; target < 10 s); the baseline differentiates the fully
    substituted LN and applies ``sympy.simplify`` to (direct - closed form), in a subprocess with a timeout.
    Smaller d, where the baseline finishes, give exact ratios.
 
@@ -213,7 +213,7 @@ def main() -> None:
     table = benchdoc.table(["identity", "size", "seqgrad (CPU s, median)", "target", "proved", "plain sympy.simplify (CPU s)", "ratio"], rows)
     markdown = ("## Identities: PE shift and LayerNorm Jacobian (`benchmarks/identities.py`)\n\n"
                 "seqgrad: `Sinusoidal(d).shift_identity()` residual reduced by angle addition; `LayerNorm(d).derive()` "
-                "(chain rule over mu, sigma^2, s in SymPy's polynomial ring, compared with the closed form). Baseline: "
+                "(the LayerNorm program's backward pass over sigma, x̂, expanded against the closed form). Baseline: "
                 f"`sympy.simplify` of the same residual entries (the LN baseline includes differentiating the substituted "
                 f"expression), in a subprocess stopped after {timeout} s wall time; unfinished baselines report the CPU time "
                 f"spent and the entries finished. Medians of {repeats} repeat(s) for seqgrad, CPU seconds.\n\n" + table)

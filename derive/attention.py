@@ -257,8 +257,28 @@ class MultiHeadAttention(Derivation):
         width = sum(dv for _, dv in self.widths)
         self.d_out = d_model if d_out is None else validate.integer("d_out", d_out, minimum=1)
         self.W_O = symbol_matrix("w_O", self.d_out, width) if W_O is None else as_matrix("W_O", W_O, (self.d_out, width))
-        self.C = sp.Matrix.hstack(*[h.O for h in self.heads])
-        self.B = self.C * self.W_O.T
+        # the concatenation and the output projection: the program's lines (derive.blocks.concat_program) at the
+        # heads' own outputs, as each head is a view of the attention program
+        block = self.block()
+        self.C, self.B = block.forward_at(dict({f"O^[{n + 1}]": h.O for n, h in enumerate(self.heads)}, W_O=self.W_O),
+                                          ("C", "B"))
+
+    def block(self):
+        """The program of the concatenation and output projection at these widths (:func:`derive.blocks.concat_program`)."""
+        from .blocks import concat_program
+
+        return concat_program([dv for _, dv in self.widths], self.T, self.d_out)
+
+    def backward(self, G: sp.Matrix | None = None) -> dict[str, sp.Matrix]:
+        """The concatenation's backward pass at these heads: ``dW_O = G^T C`` and each head's ``dO^[n]``, its
+        columns of ``dC = G W_O`` (the program's lines, from the rule table); G defaults to symbols g."""
+        G = symbol_matrix("g", self.T, self.d_out) if G is None else as_matrix("G", G, (self.T, self.d_out))
+        block = self.block()
+        values = dict({f"O^[{n + 1}]": h.O for n, h in enumerate(self.heads)}, W_O=self.W_O)
+        env = {block.inputs[name]: value for name, value in values.items()}
+        env[block.G] = G
+        names = [*(f"O^[{n + 1}]" for n in range(len(self.heads))), "W_O"]
+        return dict(zip(names, (sp.Matrix(v) for v in block.program.evaluate([block.gradients[n] for n in names], env))))
 
     def rows(self) -> list:
         """B_att = [O^[1] | ... | O^[h]] W_O^T: the heads side by side, then the output projection."""
@@ -361,29 +381,52 @@ def _max_abs(M: sp.Matrix) -> float:
 # --- concatenation of heads at symbolic widths ------------------------------------------------------
 
 def _concat_symbols():
-    T_, d_, a, b = sp.symbols("T d a b", integer=True, positive=True)
-    return (sp.MatrixSymbol("O^{[1]}", T_, a), sp.MatrixSymbol("O^{[2]}", T_, b), sp.MatrixSymbol("W_O", d_, a + b), a, b)
+    """The program of two heads of symbolic widths a, b (:func:`derive.blocks.concat_program`) and its inputs."""
+    from .blocks import concat_program
+
+    a, b = sp.symbols("a b", integer=True, positive=True)
+    block = concat_program([a, b])
+    return block, block.inputs["O^[1]"], block.inputs["O^[2]"], block.inputs["W_O"], a, b
 
 
 def concat_statement():
-    """[O^[1] | O^[2]] W_O^T and O^[1] W_O[:, :a]^T + O^[2] W_O[:, a:a+b]^T as matrix expressions of symbolic shape."""
-    from .rules import ColumnBlock, HConcat
+    """The program's ``B = [O^[1] | O^[2]] W_O^T`` (its forward lines, expanded) and the statement
+    ``O^[1] W_O[:, :a]^T + O^[2] W_O[:, a:a+b]^T``, as matrix expressions of symbolic shape."""
+    from .rules import ColumnBlock
 
-    O1, O2, W_O, a, b = _concat_symbols()
-    return (sp.MatMul(HConcat(O1, O2), W_O.T),
+    block, O1, O2, W_O, a, b = _concat_symbols()
+    return (block.program.expand(block.output, kinds=("forward",)),
             sp.MatAdd(O1 * ColumnBlock(W_O, 0, a).T, O2 * ColumnBlock(W_O, a, b).T, evaluate=False))
 
 
+def _split_blocks(expr):
+    """A sum over the columns of a concatenation, ``sum_j Piecewise((f_k(j - s_k), s_k <= j < s_k + w_k), ...)``
+    with the pieces the blocks in order (what :meth:`derive.rules.HConcat._entry` writes), as one sum per block,
+    ``sum_k sum_{j=0}^{w_k - 1} f_k(j)``: the column range split at the blocks' offsets."""
+    def split(S):
+        (j, lo, hi), = S.limits
+        pieces = S.function.args
+        out, start = [], lo
+        for value, cond in pieces:
+            bounds = [c for c in (cond.args if isinstance(cond, sp.And) else (cond,))]
+            low = next((c.rhs for c in bounds if isinstance(c, sp.GreaterThan) and c.lhs == j), lo)
+            high = next((c.rhs for c in bounds if isinstance(c, sp.StrictLessThan) and c.lhs == j), hi + 1)
+            if sp.simplify(low - start) != 0:
+                return S  # not the blocks of one concatenation in order: left as it is
+            out.append(sp.Sum(value.xreplace({j: j + low}), (j, 0, high - low - 1)))
+            start = high
+        return sp.Add(*out) if sp.simplify(start - (hi + 1)) == 0 else S
+
+    return expr.replace(lambda e: isinstance(e, sp.Sum) and len(e.limits) == 1 and isinstance(e.function, sp.Piecewise), split)
+
+
 def concat_residual():
-    """Entry (t, c) of both sides; the left's sum over the a + b columns split at a (the definition of [ | ])."""
+    """Entry (t, c) of both sides: the program's B, its column sum split at a (the definition of [ | ]), minus
+    the statement's."""
     from .rules import index_form
 
-    O1, O2, W_O, a, b = _concat_symbols()
-    j = sp.Dummy("j", integer=True)
-    W = sp.IndexedBase("W_O")
-    left = (sp.Sum(index_form(O1, _t, j) * W[_c, j], (j, 0, a - 1))
-            + sp.Sum(index_form(O2, _t, j) * W[_c, a + j], (j, 0, b - 1)))
-    return left - index_form(concat_statement()[1], _t, _c)
+    program, stated = concat_statement()
+    return _split_blocks(index_form(program, _t, _c)) - index_form(stated, _t, _c)
 
 
 # --- permutation equivariance at symbolic T ---------------------------------------------------------
@@ -579,7 +622,8 @@ def identities() -> list[Identity]:
         "attention-multihead-concat", "seed 000 L817-890; seed 001 l.63-67",
         "[O^[1] | O^[2]] W_O^T = O^[1] (W_O[:, :a])^T + O^[2] (W_O[:, a:a+b])^T for heads of any widths a, b and any T, d",
         lambda: concat_statement()[0], lambda: concat_statement()[1], "simplify",
-        index_proof(concat_residual, "column j < a of [O^[1] | O^[2]] is O^[1]'s, column a + j is O^[2]'s"),
+        index_proof(concat_residual, "the program's B (derive.blocks.concat_program): column j < a of [O^[1] | O^[2]] "
+                                     "is O^[1]'s, column a + j is O^[2]'s"),
         lambda rng: numeric_sides(heads()[0], heads()[1], rng, low=-1, high=1), simplifier="index notation, symbolic widths",
         scope="all T, d, a, b >= 1", assumptions=("W_O split by columns per head",),
         symbols_note="Numeric evidence: two heads of widths (d_k, d_v) = (1, 2), (2, 1) at T = 2, d_model = 3."))

@@ -47,7 +47,7 @@ from .program import Program, latex_aligned
 from .rules import EPS, HConcat, Masked, Normalize, RMSNormalize, RowRMS, RowSoftmax, RowStd, index_form
 
 __all__ = ["T", "T_src", "d", "d_k", "d_v", "BlockProgram", "Norm", "NORMS", "LAYERNORM", "RMSNORM", "norm_of",
-           "attention_program", "cross_attention_program", "norm_program", "norm_row", "layernorm_program", "block_program", "size"]
+           "attention_program", "cross_attention_program", "concat_program", "norm_program", "norm_row", "norm_row_block", "layernorm_program", "block_program", "size"]
 
 T, d, d_k, d_v = sp.symbols("T d d_k d_v", integer=True, positive=True)
 T_src = sp.Symbol("T_src", integer=True, positive=True)
@@ -139,8 +139,33 @@ def _mha(prog: Program, X, inputs: dict, heads: int, dm, dk, dv, M=None, scale=N
         inputs.update(w)
         outs.append(_attention_head(prog, X, *w.values(), dk, M, tag, scale))
     W_O = inputs.setdefault("W_O", sp.MatrixSymbol("W_O", dm, heads * dv))
-    C = prog.define(sp.MatrixSymbol("C", X.shape[0], heads * dv), HConcat(*outs))
-    return prog.define(sp.MatrixSymbol("B", X.shape[0], dm), C * W_O.T)
+    return _concat_project(prog, outs, W_O)
+
+
+def _concat_project(prog: Program, outs: list, W_O):
+    """The heads side by side and the output projection: ``C = [O^[1] | ... | O^[h]]``, ``B = C W_O^T``."""
+    rows = outs[0].shape[0]
+    C = prog.define(sp.MatrixSymbol("C", rows, W_O.shape[1]), HConcat(*outs))
+    return prog.define(sp.MatrixSymbol("B", rows, W_O.shape[0]), C * W_O.T)
+
+
+def concat_program(widths, T_=T, d_out=d) -> BlockProgram:
+    """Multi-head attention's concatenation and output projection alone, for heads of value widths ``widths``
+    (integers or positive integer symbols, one per head): inputs ``O^[n]`` (T x widths[n]) and ``W_O``
+    (d_out x sum(widths)), ``C = [O^[1] | ... | O^[h]]``, ``B = C W_O^T`` (the lines :func:`attention_program`
+    writes after its heads), with the backward pass from the rule table (``concat``, ``matmul``)."""
+    widths = [size("widths", w) for w in widths]
+    if not widths:
+        raise SeqgradValueError("widths", widths, "one value width per head (at least one)")
+    Tn, do = size("T", T_), size("d_out", d_out)
+    prog = Program(f"concatenation of {len(widths)} heads")
+    outs = {f"O^[{n + 1}]": sp.MatrixSymbol(f"O^[{n + 1}]", Tn, w) for n, w in enumerate(widths)}
+    W_O = sp.MatrixSymbol("W_O", do, sp.Add(*widths))
+    inputs = dict(outs, W_O=W_O)
+    B = _concat_project(prog, list(outs.values()), W_O)
+    G = sp.MatrixSymbol("G", *B.shape)
+    grads = _backward(prog, B, G, inputs)
+    return BlockProgram(prog, inputs, G, B, grads, (Tn, do, *widths))
 
 
 def _row_parameter(inputs: dict, name: str, cols):
@@ -278,8 +303,17 @@ def norm_program(norm="layernorm", T_=T, d_=d, eps=EPS) -> BlockProgram:
 def norm_row(norm, x, params=None, eps=EPS) -> sp.Matrix:
     """The norm's output at one row ``x`` (a list of expressions) as an explicit column: a view of the program's
     forward lines (:func:`norm_program` at T = 1, d = len(x)), every definition substituted and evaluated on the
-    explicit row.  ``params`` gives each parameter one value for every feature (default ``gamma = 1``,
-    ``beta = 0``: the initial LayerNorm of derive.residual)."""
+    explicit row.  ``params`` gives each parameter one value for every feature, or a list of d values (default
+    ``gamma = 1``, ``beta = 0``: the initial LayerNorm of derive.residual)."""
+    block, env = norm_row_block(norm, x, params, eps)
+    Y = block.program.expand(block.output, kinds=("forward",))
+    return sp.Matrix(Y.xreplace(env).doit()).T
+
+
+def norm_row_block(norm, x, params=None, eps=EPS) -> tuple:
+    """``(block, env)``: the program of ``norm`` at T = 1, d = len(x) and the explicit row ``x`` and parameter
+    rows for its inputs (what :func:`norm_row` evaluates; :class:`derive.layernorm.LayerNorm` reads its
+    statistics and backward pass from the same pair)."""
     x = [as_sympy(v, "x") for v in x]
     if not x:
         raise SeqgradValueError("x", x, "a row of at least one expression")
@@ -290,9 +324,17 @@ def norm_row(norm, x, params=None, eps=EPS) -> sp.Matrix:
         if name != "X":
             if name not in params:
                 raise SeqgradValueError("params", sorted(params), f"a value for the parameter {name!r} of {block.program.name}")
-            env[leaf] = sp.ImmutableMatrix(1, len(x), [as_sympy(params[name], "params")] * len(x))
-    Y = block.program.expand(block.output, kinds=("forward",))
-    return sp.Matrix(Y.xreplace(env).doit()).T
+            env[leaf] = sp.ImmutableMatrix(1, len(x), _feature_values(name, params[name], len(x)))
+    return block, env
+
+
+def _feature_values(name: str, value, n: int) -> list:
+    """A parameter's row: one value for every feature, or a list of exactly ``n`` values."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise SeqgradValueError(name, list(value), f"a vector of length d={n}")
+        return [as_sympy(v, name) for v in value]
+    return [as_sympy(value, "params")] * n
 
 
 def row_jacobian_residual(norm, entry, i, j):

@@ -674,8 +674,12 @@ class GeneralDerivation:
     def _repr_latex_(self) -> str:
         return self.latex(notebook_notation())  # already a complete display (align*), which Jupyter renders as it is
 
+    def text(self, notation=None) -> str:
+        """The rows as plain text, one a line, under ``notation``'s renames (:func:`derive.program_text.sstr`)."""
+        return "\n".join(r.text(notation) for r in self.rows())
+
     def __str__(self) -> str:
-        return "\n".join(str(r) for r in self.rows())
+        return self.text()
 
     def __repr__(self) -> str:
         return f"<GeneralDerivation of {self.cell!r}>"
@@ -689,9 +693,13 @@ class Row:
     rhs: sp.Basic
     where: sp.Basic | None = None  # a relation in t: t < T - 1, Contains(t, {0, 3})
 
+    def text(self, notation=None) -> str:
+        """``lhs = rhs   (range)`` in plain text under ``notation``'s renames."""
+        text = f"{sstr(self.lhs, notation)} = {sstr(self.rhs, notation)}"
+        return text if self.where is None else f"{text}   ({sstr(self.where, notation)})"
+
     def __str__(self) -> str:
-        text = f"{sstr(self.lhs)} = {sstr(self.rhs)}"
-        return text if self.where is None else f"{text}   ({sstr(self.where)})"
+        return self.text()
 
     def display_row(self) -> tuple:
         """The row for :func:`derive.latex_layout.display`: ``(lhs, rhs)``, its range set after it as a note."""

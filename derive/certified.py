@@ -819,22 +819,35 @@ class _Evaluator(Reader):
 
     def v_layernorm(self, node, v, eps=Fraction(0)):
         m = self.v_mean(node, v)
-        spread = self.add(self.v_var(node, v), eps)
+        return self.normalized(node, [self.add(x, -m) for x in v], self.v_var(node, v), eps,
+                               "layernorm", "the variance", "a constant vector")
+
+    def v_rmsnorm(self, node, v, eps=Fraction(0)):
+        mean_square = self.div(self.total(self.mul(x, x) for x in v), Fraction(len(v)), node)
+        return self.normalized(node, list(v), mean_square, eps, "rmsnorm", "the mean square", "the zero vector")
+
+    def normalized(self, node, centred, spread, eps, name: str, what: str, degenerate: str):
+        """``centred / sqrt(spread + eps)`` entry by entry, the root refused where it is 0 or negative (layernorm:
+        the deviations from the mean and the variance; rmsnorm: the entries and their mean square)."""
+        spread = self.add(spread, eps)
         s = sign(spread)
-        if s is None and self.ask(node, 0, "the variance (plus eps) of layernorm()", self.layernorm_spread(node)):
+        if s is None and self.ask(node, 0, f"{what} (plus eps) of {name}()", self.layernorm_spread(node)):
             s = 0
         if s == 0:
-            self.undefined("layernorm() of a constant vector divides by zero; give eps, as in layernorm((a, b), 1e-5)")
+            self.undefined(f"{name}() of {degenerate} divides by zero; give eps, as in {name}((a, b), 1e-5)")
         if s is not None and s < 0:
-            self.undefined("layernorm() with a negative eps and a variance below -eps takes the square root of a negative number")
+            self.undefined(f"{name}() with a negative eps and {what} below -eps takes the square root of a negative number")
         exact = self.rational_power(spread, Fraction(1, 2)) if isinstance(spread, Fraction) else None
         root = exact if exact is not None else iv.sqrt(interval(spread))
-        return tuple(self.div(self.add(x, -m), root, node) for x in v)
+        return tuple(self.div(x, root, node) for x in centred)
 
     def layernorm_spread(self, node) -> str:
-        """var(v) + eps of a layernorm() call, as text."""
+        """var(v) + eps of a layernorm() call, dot(v, v)/n + eps of an rmsnorm() call, as text."""
         args = node.args
-        if args and is_vector_node(args[0]):
-            eps = f" + ({self.segment(args[1])})" if len(args) == 2 else ""
-            return f"var({self.segment(args[0])}){eps}"
-        return "var(" + ", ".join(self.segment(a) for a in args) + ")"
+        vector = is_vector_node(args[0]) if args else False
+        v = self.segment(args[0]) if vector else "(" + ", ".join(self.segment(a) for a in args) + ")"
+        eps = f" + ({self.segment(args[1])})" if vector and len(args) == 2 else ""
+        if node.func.id == "rmsnorm":
+            n = len(args[0].elts) if vector else len(args)
+            return f"dot({v}, {v})/{n}{eps}"
+        return f"var({v}){eps}"

@@ -142,7 +142,7 @@ class DecoderBlock(Derivation):
 
     def __init__(self, T: int = 4, T_src: int = 3, *, causal: bool = True, norm_first: bool = True):
         from .attention import SelfAttention
-        from .layernorm import LayerNorm
+        from .blocks import norm_row
 
         self.T = validate.integer("T", T, minimum=1)
         self.T_src = validate.integer("T_src", T_src, minimum=1)
@@ -151,7 +151,8 @@ class DecoderBlock(Derivation):
         self.self_attention = SelfAttention(T, 1, 1, X=x, mask=causal_mask(T) if causal else None)
         self.cross = CrossAttention(T, T_src, 1, 1, X=x, Z=z)
         rows2 = symbol_matrix("r", T, 2)
-        ln = sp.Matrix.vstack(*[LayerNorm(2, h=list(rows2.row(t)))().T for t in range(T)])
+        gains = {"gamma": list(symbol_matrix("gamma", 1, 2)), "beta": list(symbol_matrix("beta", 1, 2))}
+        ln = sp.Matrix.vstack(*[norm_row("layernorm", list(rows2.row(t)), gains).T for t in range(T)])
         phi = sp.Function("phi")
         mlp = (rows2 * symbol_matrix("w_1", 2, 2).T).applyfunc(phi) * symbol_matrix("w_2", 2, 2).T
         self.maps = {"self": _row_map(self.self_attention.O, {"X": x}), "cross": _row_map(self.cross.O, {"X": x, "Z": z}),

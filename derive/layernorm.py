@@ -1,4 +1,4 @@
-"""LayerNorm over the features of one row and its Jacobian in closed form.
+"""LayerNorm over the features of one row: a concrete-size view of the one definition, and its closed form.
 
 Seed 000 L971-L975: population statistics over the d features of one row,
 eps inside the square root (torch.nn.LayerNorm)::
@@ -6,17 +6,24 @@ eps inside the square root (torch.nn.LayerNorm)::
     mu = (1/d) sum_c h_c,   sigma^2 = (1/d) sum_c (h_c - mu)^2,   s = sqrt(sigma^2 + eps)
     xhat_c = (h_c - mu) / s,   LN(h)_c = gamma_c xhat_c + beta_c
 
-Closed-form Jacobian: dLN_i/dh_j = (gamma_i / s) (delta_ij - 1/d - xhat_i xhat_j / d).
+The definition is the program :func:`derive.blocks.norm_program` ("layernorm"): :class:`LayerNorm` evaluates its
+forward lines on an explicit row and reads its Jacobian off the program's backward pass (the rule table).
+The closed form dLN_i/dh_j = (gamma_i / s) (delta_ij - 1/d - xhat_i xhat_j / d) is a *statement*
+(:data:`CLOSED`), proved equal to the program at symbolic d (catalogue ``layernorm-jacobian``) and, over the
+named intermediates σ and x̂ at a concrete d, by :meth:`LayerNorm.derive`; nothing computes with it.
+:meth:`LayerNorm.jacobian_direct` differentiates the fully substituted forward values (the slow baseline).
 
-:meth:`LayerNorm.derive` obtains it over the named intermediates mu, sigma^2
-and s (chain rule on their local definitions), which stays fast at d = 64;
-:meth:`LayerNorm.jacobian_direct` differentiates the fully substituted
-expression (the slow baseline).
+>>> ln = LayerNorm(2, gamma=[1, 1], beta=[0, 0])
+>>> (ln.jacobian() - ln.derive().substituted()).applyfunc(radical_zero) == sp.zeros(2, 2)
+True
+>>> ln.derive().holds
+True
 """
 
 from __future__ import annotations
 
 import numbers
+from functools import cached_property
 
 import sympy as sp
 
@@ -55,19 +62,29 @@ def radical_zero(expr):
 
 
 class LayerNorm(Derivation):
-    """LN over d features with symbols h_c, gamma_c, beta_c (or given values) and eps (default the symbol epsilon)."""
+    """LN over d features with symbols h_c, gamma_c, beta_c (or given values) and eps (default the symbol epsilon):
+    a concrete-size view of the one LayerNorm definition, :func:`derive.blocks.norm_program` ("layernorm").
+
+    Its values (``y``, ``xhat``, ``s``, ``var``) are the program's forward lines evaluated on the explicit row,
+    and :meth:`jacobian` is the program's backward pass (from the rule table); the closed form
+    (gamma_i / s)(delta_ij - 1/d - xhat_i xhat_j / d) is only the statement :meth:`derive` proves equal to it.
+    """
 
     def __init__(self, d: int, eps=EPS, gamma=None, beta=None, h=None, name: str = "h"):
+        from .blocks import norm_row_block
+
         self.d = validate.integer("d", d, minimum=1)
         self.eps = check_eps(eps)
         self.h = list(sp.symbols(f"{name}_0:{d}", real=True)) if h is None else self._vector("h", h)
         self.gamma = list(sp.symbols(f"gamma_0:{d}", real=True)) if gamma is None else self._vector("gamma", gamma)
         self.beta = list(sp.symbols(f"beta_0:{d}", real=True)) if beta is None else self._vector("beta", beta)
-        self.mu = sp.Add(*self.h) / self.d
-        self.var = sp.Add(*[(x - self.mu) ** 2 for x in self.h]) / self.d
-        self.s = sp.sqrt(self.var + self.eps)
-        self.xhat = [(x - self.mu) / self.s for x in self.h]
-        self.y = sp.Matrix([g * x + b for g, x, b in zip(self.gamma, self.xhat, self.beta)])
+        self.block, self._env = norm_row_block("layernorm", self.h, {"gamma": self.gamma, "beta": self.beta}, self.eps)
+        prog = self.block.program
+        y, xhat, sigma = prog.evaluate([self.block.output, prog["xhat"].target, prog["sigma"].target], self._env)
+        self.y = sp.Matrix(y).T
+        self.xhat = list(sp.Matrix(xhat))
+        self.s = sp.Matrix(sigma)[0]           # sqrt(sigma^2 + eps), the same in every column of the row
+        self.var = self.s ** 2 - self.eps     # the population variance sigma^2
 
     def _vector(self, argument, values) -> list:
         values = list(values)
@@ -78,110 +95,131 @@ class LayerNorm(Derivation):
     def __call__(self) -> sp.Matrix:
         return self.y
 
+    def _backward(self, intermediates: dict | None = None) -> sp.Matrix:
+        """J_ij = d dX_j / d G_i: the program's backward pass dX (linear in the upstream row G) at this row, with
+        the forward values of ``intermediates`` (program line -> row) given instead of computed."""
+        G = sp.symbols(f"G_0:{self.d}", real=True)
+        prog = self.block.program
+        env = {**self._env, self.block.G: sp.ImmutableMatrix([G])}
+        env.update((prog[name].target, sp.ImmutableMatrix([row])) for name, row in (intermediates or {}).items())
+        J = sp.zeros(self.d, self.d)
+        for b, entry in enumerate(prog.evaluate([self.block.gradients["X"]], env)[0]):
+            for a, coefficient in _linear_coefficients(entry, G).items():
+                J[a, b] = coefficient
+        return J
+
     def jacobian(self) -> sp.Matrix:
-        """The closed form (gamma_i / s)(delta_ij - 1/d - xhat_i xhat_j / d)."""
-        d = self.d
-        return sp.Matrix(d, d, lambda i, j: self.gamma[i] / self.s * (sp.KroneckerDelta(i, j) - sp.Rational(1, d) - self.xhat[i] * self.xhat[j] / d))
+        """dLN_i/dh_j from the program's backward pass: row i is dX for the upstream G = e_i."""
+        return self._backward()
 
     def jacobian_direct(self) -> sp.Matrix:
-        """Plain differentiation of the fully substituted expression (slow for large d)."""
+        """Plain differentiation of the fully substituted forward values (slow for large d)."""
         return self.y.jacobian(self.h)
 
     def derive(self) -> "Derived":
-        """The Jacobian by the chain rule over named intermediates mu, v = sigma^2 and s, proved equal to the closed form.
-
-        The local derivatives come from SymPy's ``diff`` of each definition; the
-        chain rule is assembled, and compared with the closed form, in SymPy's
-        sparse polynomial ring over the symbols (with u = 1/s as one generator),
-        where an entry is zero exactly when its residual polynomial is.
-        """
-        from sympy.polys.domains import QQ
-        from sympy.polys.rings import ring
-
-        d = self.d
-        mu, v, s = sp.Symbol("mu", real=True), sp.Symbol("v", nonnegative=True), sp.Symbol("s", positive=True)
-        u = sp.Symbol("u", positive=True)  # u = 1/s
-        # local definitions and their derivatives
-        mu_def = sp.Add(*self.h) / d
-        v_def = sp.Add(*[(x - mu) ** 2 for x in self.h]) / d
-        s_def = sp.sqrt(v + self.eps)
-        dmu = [sp.diff(mu_def, x) for x in self.h]                  # d mu / d h_j = 1/d
-        # d v / d mu = -(2/d) sum_c (h_c - mu), which is exactly 0 once mu is the mean
-        dv_dmu = sp.expand(sp.diff(v_def, mu).subs(mu, mu_def))
-        # only the j-th square of v contains h_j (mu is its own symbol here), so d v / d h_j|_mu is its derivative
-        dv = [sp.diff((x - mu) ** 2 / d, x) + dv_dmu * dm for x, dm in zip(self.h, dmu)]   # 2 (h_j - mu) / d
-        ds_dv = sp.diff(s_def, v).subs(s_def, s)                    # 1 / (2 s)
-        # the ring: the centred intermediates c_i = h_i - mu and u = 1/s; LN = diag(gamma) xhat + beta, so
-        # J_LN = diag(gamma) J_xhat and the chain rule is assembled for J_xhat
-        c = list(sp.symbols(f"c_0:{d}", real=True))
-        R = ring(c + [u], QQ)[0]
-        centred = {x - mu: ci for x, ci in zip(self.h, c)}
-        to_ring = lambda e: R(sp.factor_terms(as_sympy(e, "expression")).subs(s, 1 / u).subs(centred))
-        U, C = R(u), [R(ci) for ci in c]
-        DMU = [QQ(int(sp.fraction(x)[0]), int(sp.fraction(x)[1])) for x in dmu]
-        DS = [to_ring(ds_dv * x) for x in dv]
-        J, closed, holds = [], [], dv_dmu == 0
-        third = QQ(1, d)
-        for i in range(d):
-            row_J, row_C = [], []
-            for j in range(d):
-                delta = 1 if i == j else 0
-                # chain rule: d xhat_i / d h_j for xhat_i = (h_i - mu) u
-                Jij = (delta - DMU[j]) * U - C[i] * U ** 2 * DS[j]
-                Cij = U * (delta - third) - C[i] * C[j] * U ** 3 * third
-                holds = holds and (Jij - Cij) == 0
-                row_J.append(Jij)
-                row_C.append(Cij)
-            J.append(row_J)
-            closed.append(row_C)
-        back = {u: 1 / s, **{ci: x - mu for x, ci in zip(self.h, c)}}
-        return Derived(self, J, closed, bool(holds), back, {s: s_def}, {mu: self.mu, v: self.var})
+        """The program's backward pass over the named intermediates σ and x̂ (symbols, not substituted), proved
+        equal to the catalogue's closed form at this d (``layernorm-jacobian``'s statement, :data:`CLOSED`): in the
+        polynomial ring over the upstream G, gamma, 1/σ and x̂, each entry of the program's dX equals
+        sum_a G_a J_ab with J the closed form, for every gain (the proof keeps gamma generic).  Made once per object."""
+        if getattr(self, "_derived", None) is None:
+            n = self.d
+            xs = [xhat[c] for c in range(n)]
+            J = lambda: self._backward({"sigma": [sigma] * n, "xhat": xs})
+            closed = lambda: sp.Matrix(n, n, lambda a, b: _closed_entry(n, a, b).xreplace({gamma[a]: self.gamma[a]}))
+            self._derived = Derived(self, J, closed, _closed_form_proved(n), {sigma: self.s, **dict(zip(xs, self.xhat))})
+        return self._derived
 
     def rows(self) -> list:
         """The closed form dLN(h)_i/dh_j = gamma_i / sqrt(sigma^2 + eps) (delta_ij - 1/d - xhat_i xhat_j / d)."""
         from .latex_settings import Partial
 
-        i_, j_ = sp.symbols("i j", integer=True)
-        h_, g_, xh = sp.IndexedBase("h"), sp.IndexedBase("gamma"), sp.IndexedBase("xhat")
+        h_ = sp.IndexedBase("h")
         sigma2, eps_, mu_ = sp.Symbol("sigma^2"), sp.Symbol("epsilon"), sp.Symbol("mu")
         d_ = sp.Integer(self.d)
         s_ = sp.sqrt(sigma2 + eps_)
-        return [(Partial(h_[j_], of=sp.Function("LN_i")(h_)),
-                 g_[i_] / s_ * (sp.KroneckerDelta(i_, j_) - 1 / d_ - xh[i_] * xh[j_] / d_)),
-                (xh[i_], (h_[i_] - mu_) / s_, ("with ", sp.Eq(sp.Symbol("d"), d_, evaluate=False), " features"))]
+        # the statement itself (CLOSED) at this d, with sigma written out as sqrt(sigma^2 + eps)
+        return [(Partial(h_[j], of=sp.Function("LN_i")(h_)), CLOSED.xreplace({d: d_, sigma: s_})),
+                (xhat[i], (h_[i] - mu_) / s_, ("with ", sp.Eq(sp.Symbol("d"), d_, evaluate=False), " features"))]
 
     def __repr__(self) -> str:
         return f"LayerNorm(d={self.d}, eps={self.eps})"
 
 
-class Derived(Derivation):
-    """The result of :meth:`LayerNorm.derive`: J over the intermediates, the closed form, and whether they agree."""
+def _closed_entry(n: int, a: int, b: int) -> sp.Expr:
+    """Entry (a, b) of :data:`CLOSED` at d = n."""
+    return CLOSED.xreplace({d: sp.Integer(n), i: sp.Integer(a), j: sp.Integer(b)})
 
-    def __init__(self, ln, J, closed, holds, *definitions):
+
+def _closed_form_proved(n: int) -> bool:
+    """Whether the LayerNorm program's dX (derive.blocks) at d = n, over the intermediates σ = 1/u and x̂ and a
+    generic gain gamma, is sum_a G_a CLOSED_ab for every b: exact, in the polynomial ring over QQ."""
+    from sympy.polys.domains import QQ
+    from sympy.polys.rings import ring
+
+    from .blocks import norm_program
+
+    block = norm_program("layernorm", T_=1, d_=n, eps=EPS)
+    prog = block.program
+    G = sp.symbols(f"G_0:{n}", real=True)
+    gs, xs, u = [gamma[c] for c in range(n)], [xhat[c] for c in range(n)], sp.Dummy("u", positive=True)
+    env = {block.inputs["X"]: sp.ImmutableMatrix([sp.symbols(f"X_0:{n}", real=True)]),
+           block.inputs["gamma"]: sp.ImmutableMatrix([gs]), block.inputs["beta"]: sp.ImmutableMatrix(1, n, [0] * n),
+           block.G: sp.ImmutableMatrix([G]), prog["sigma"].target: sp.ImmutableMatrix(1, n, [1 / u] * n),
+           prog["xhat"].target: sp.ImmutableMatrix([xs])}
+    dX = prog.evaluate([block.gradients["X"]], env)[0]
+    tg, ta, tb, td = sp.symbols("t_g t_a t_b t_delta", cls=sp.Dummy)
+    R, *gens = ring([*G, *gs, u, *xs, tg, ta, tb, td], QQ)
+    G_, g_, xs_ = gens[:n], gens[n:2 * n], gens[2 * n + 1:3 * n + 1]
+    Tg, Ta, Tb, Td = gens[3 * n + 1:]
+    # the statement once, as a template in gamma_a, x̂_a, x̂_b, delta_ab (every entry of CLOSED is one of these)
+    template = R.from_expr(CLOSED.xreplace({d: sp.Integer(n), sigma: 1 / u, gamma[i]: tg, xhat[i]: ta, xhat[j]: tb,
+                                            sp.KroneckerDelta(i, j): td}))
+    try:
+        program = [R.from_expr(e) for e in dX]
+    except (ValueError, TypeError, sp.polys.polyerrors.PolynomialError):
+        return False  # not a polynomial in these intermediates: not the closed form's shape
+    for b, entry in enumerate(program):
+        stated = R.zero
+        for a in range(n):
+            stated += G_[a] * template.compose([(Tg, g_[a]), (Ta, xs_[a]), (Tb, xs_[b]), (Td, R(int(a == b)))])
+        if entry != stated:
+            return False
+    return True
+
+
+def _linear_coefficients(expr, variables) -> dict:
+    """{k: the coefficient of variables[k]} of an expression linear and homogeneous in ``variables``."""
+    position = {v_: k_ for k_, v_ in enumerate(variables)}
+    out: dict = {}
+    for term in sp.Add.make_args(sp.expand_mul(expr)):
+        (var,) = term.free_symbols & position.keys()
+        out[position[var]] = out.get(position[var], 0) + term.xreplace({var: 1})
+    return out
+
+
+class Derived(Derivation):
+    """The result of :meth:`LayerNorm.derive`: the program's J over the intermediates σ, x̂, the closed form in the
+    same symbols, and whether they agree."""
+
+    def __init__(self, ln, J, closed, holds, definitions):
         self.ln, self._J, self._closed, self.holds, self.definitions = ln, J, closed, holds, definitions
+
+    @cached_property
+    def J(self) -> sp.Matrix:
+        """The program's Jacobian over the intermediates σ, x̂ (made when first asked for)."""
+        return self._J()
+
+    @cached_property
+    def closed(self) -> sp.Matrix:
+        """The closed form (:data:`CLOSED`) at this d, in the same symbols."""
+        return self._closed()
 
     def __bool__(self) -> bool:
         return bool(self.holds)
 
-    @property
-    def J(self) -> sp.Matrix:
-        """J over the intermediates mu, v, s (SymPy expressions)."""
-        return self._expr(self._J)
-
-    def _expr(self, rows) -> sp.Matrix:
-        gamma = self.ln.gamma
-        return sp.Matrix([[gamma[i] * e.as_expr().xreplace(self.definitions[0]) for e in row] for i, row in enumerate(rows)])
-
-    @property
-    def closed(self) -> sp.Matrix:
-        return self._expr(self._closed)
-
     def substituted(self) -> sp.Matrix:
-        """J with s, then mu and v, replaced by their definitions in h."""
-        out = self.J
-        for defs in self.definitions[1:]:
-            out = out.xreplace(defs)  # symbols for their definitions: a plain replacement (subs would first try to match)
-        return out
+        """J with σ and x̂ replaced by their values at the row (the program's forward lines)."""
+        return self.J.xreplace(self.definitions)
 
     def rows(self) -> list:
         return self.ln.rows()
@@ -201,6 +239,9 @@ beta = sp.IndexedBase("beta", real=True)
 mu = sp.Symbol("mu", real=True)
 sigma = sp.Symbol("sigma", positive=True)
 v = sp.Symbol("v", nonnegative=True)  # the population variance sigma^2 - eps
+
+#: the catalogue's closed-form LayerNorm Jacobian (``layernorm-jacobian``), the statement proved equal to the program
+CLOSED = gamma[i] / sigma * (sp.KroneckerDelta(i, j) - 1 / d - xhat[i] * xhat[j] / d)
 
 
 def mean_def(size=d):
@@ -257,18 +298,23 @@ def _plain(expr):
                         lambda e: sp.Symbol(f"{e.base.label}_{e.indices[-1]}", real=True))
 
 
-def rmsnorm_jacobians(n: int = 3) -> tuple:
-    """RMSNorm's Jacobian at d = n two ways: SymPy's jacobian of the program's own forward pass (derive.blocks,
-    made explicit) and the closed form, both in the plain symbols X_k, gamma_k, epsilon."""
+def norm_jacobians(norm, closed, n: int = 3) -> tuple:
+    """A norm's Jacobian at d = n two ways: SymPy's jacobian of the program's own forward pass (derive.blocks,
+    made explicit) and the closed form ``closed(a, b, inputs)``, both in the plain symbols X_k, gamma_k, epsilon."""
     from .blocks import norm_program
     from .rules import index_form
 
-    block = norm_program("rmsnorm", T_=1, d_=n, eps=EPS)
+    block = norm_program(norm, T_=1, d_=n, eps=EPS)
     Y = block.program.expand(block.output, kinds=None)
     xs = [sp.Symbol(f"X_{k}", real=True) for k in range(n)]
     direct = sp.Matrix([_plain(index_form(Y, 0, c)) for c in range(n)]).jacobian(xs)
-    closed = sp.Matrix(n, n, lambda a, b: _plain(_rmsnorm_closed(a, b, block.inputs)))
-    return direct, closed
+    stated = sp.Matrix(n, n, lambda a, b: _plain(closed(a, b, block.inputs)))
+    return direct, stated
+
+
+def rmsnorm_jacobians(n: int = 3) -> tuple:
+    """:func:`norm_jacobians` of RMSNorm against its closed form."""
+    return norm_jacobians("rmsnorm", _rmsnorm_closed, n)
 
 
 def program_residual(norm, closed):
@@ -285,9 +331,8 @@ def identities() -> list[Identity]:
     from .rules import index_proof
 
     out = []
-    ln = LayerNorm(3)
-    J3 = lru_cache(None)(lambda: (ln.jacobian_direct(), ln.jacobian()))
-    closed = gamma[i] / sigma * (sp.KroneckerDelta(i, j) - 1 / d - xhat[i] * xhat[j] / d)
+    J3 = lru_cache(None)(lambda: norm_jacobians("layernorm", _layernorm_closed))
+    closed = CLOSED
     prove_closed = index_proof(lambda: program_residual("layernorm", _layernorm_closed),
                                "sum_i G_i J_ij against dX_j of the LayerNorm program (derive.blocks, rule table)")
     defs = ("mu = (1/d) sum_k x_k", "sigma = sqrt((1/d) sum_k (x_k - mu)^2 + eps) (population variance, eps inside the root)",
@@ -300,15 +345,16 @@ def identities() -> list[Identity]:
         scope="all d >= 1", assumptions=defs,
         symbols_note="Proved equal to the one LayerNorm definition: sum_i G_i J_ij is the backward pass dX_j of "
                      "derive.blocks.norm_program('layernorm') (the rule table), at symbolic d. "
-                     "Numeric evidence: the direct 3 x 3 Jacobian of the fully substituted LN against the closed form."))
+                     "Numeric evidence: SymPy's 3 x 3 Jacobian of that program's forward pass against the closed form."))
     ln8 = LayerNorm(8)
     out.append(Identity(
-        "layernorm-jacobian-intermediates", "seed 000 L971-975; chain rule over `mu`, `sigma**2`, `s`",
-        "the Jacobian by the chain rule over named intermediates equals the closed form (d = 8)",
+        "layernorm-jacobian-intermediates", "seed 000 L971-975; the program's backward pass over `sigma`, `xhat`",
+        "the LayerNorm program's backward pass over its named intermediates sigma, x̂ equals the closed form (d = 8)",
         lambda: ln8.derive().J, lambda: ln8.derive().closed, "simplify",
-        lambda: Proof(ln8.derive().holds, "simplification to zero (name the radical, cancel) over intermediates", sp.Integer(0)),
-        lambda rng: numeric_sides(ln8.derive().substituted(), ln8.jacobian(), rng, positive=[EPS]),
-        simplifier="name the radical, cancel", scope="instance d = 8 (the general statement: layernorm-jacobian)",
+        lambda: Proof(ln8.derive().holds, "cancellation to zero over the intermediates sigma, x̂", sp.Integer(0)),
+        lambda rng: numeric_sides(ln8.derive().substituted(), ln8.derive().closed.xreplace(ln8.derive().definitions),
+                                  rng, positive=[EPS]),
+        simplifier="cancel over intermediates", scope="instance d = 8 (the general statement: layernorm-jacobian)",
         shown=lambda: (sp.Derivative(xhat[i], x[j]), (sp.KroneckerDelta(i, j) - 1 / d - xhat[i] * xhat[j] / d) / sigma),
         assumptions=defs))
     r_ = sp.Symbol("r", positive=True)

@@ -498,10 +498,14 @@ class Program:
     # -- output ---------------------------------------------------------------
     def __str__(self) -> str:
         """The recursion as the text prints it: textbook order, the zero initial state dropped."""
+        return self.text()
+
+    def text(self, notation=None) -> str:
+        """:meth:`__str__` under ``notation``'s renames (:func:`derive.program_text.sstr`)."""
         from .term_order import drop_zero_state
 
         rows = drop_zero_state([(d.target, [d.value]) for d in self._defs])
-        return "\n".join(f"{sstr(lhs)} = {sstr(rhs[0])}" for lhs, rhs in rows)
+        return "\n".join(f"{sstr(lhs, notation)} = {sstr(rhs[0], notation)}" for lhs, rhs in rows)
 
     def pretty(self) -> str:
         """:meth:`__str__` in unicode (:func:`pretty`), for a terminal."""

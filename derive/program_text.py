@@ -17,8 +17,74 @@ class _StrPrinter(StrPrinter):
     """SymPy's str printer in the text's order of terms (:mod:`derive.term_order`): ``w_x*x_0 + w_h*h_{-1}``,
     ``(yhat - y)**2/2``; the elementwise product written ``a ∘ b``, a diagonal matrix ``diag(a)``."""
 
-    def __init__(self, settings=None):
+    def __init__(self, settings=None, notation=None):
         super().__init__({"order": "none", **(settings or {})})
+        self.notation = notation
+        self._letters = _user_letters(notation)  # the notation's renames of base letters beyond the text's own
+
+    def _renames(self) -> bool:
+        return self.notation is not None and bool(self.notation.symbol_names or self._letters)
+
+    def _print_Symbol(self, expr):
+        """A symbol under the notation's renames: an exact ``symbol_names`` entry, else its base letter renamed
+        (``letters``, keeping its indices); a value at a step or an adjoint (derive.sequence) from its parts, so
+        that the step letter (t, T) is renamed inside its index too.  Without renames, SymPy's own name."""
+        if not self._renames():
+            return super()._print_Symbol(expr)
+        from .sequence import Sensitivity, Stepped
+
+        n = self.notation
+        if expr.name in n.symbol_names:
+            n._used.add(expr.name)
+            return n.symbol_names[expr.name]
+        if isinstance(expr, Stepped):
+            return self._stepped(expr.base, expr.index)
+        if isinstance(expr, Sensitivity):
+            return self._sensitivity(expr.base, expr.index)
+        return self._letter(expr.name)
+
+    def _print_MatrixSymbol(self, expr):
+        if not self._renames():
+            return super()._print_MatrixSymbol(expr)
+        from .sequence import SensitivityMatrix, SteppedMatrix
+
+        if expr.name in self.notation.symbol_names:
+            self.notation._used.add(expr.name)
+            return self.notation.symbol_names[expr.name]
+        if isinstance(expr, SteppedMatrix):
+            return self._stepped(expr.base, expr.index)
+        if isinstance(expr, SensitivityMatrix):
+            return self._sensitivity(expr.base, expr.index)
+        return self._letter(expr.name)
+
+    def _letter(self, name: str) -> str:
+        """``name`` with its base letter (up to the first ``_`` or ``^``) renamed by the notation's letters."""
+        import re
+
+        base, rest = re.match(r"([^_^]*)(.*)", name).groups()
+        if base in self._letters:
+            self.notation._used.add(base)
+            return self._letters[base] + rest
+        return name
+
+    def _index(self, index) -> str:
+        from .sequence import index_order
+
+        text = self._print(index_order(index)).replace(" ", "")
+        return text if len(text) == 1 else "{%s}" % text
+
+    def _stepped(self, base: str, index) -> str:
+        from .sequence import base_parts
+
+        stem, gate = base_parts(base)
+        return f"{self._letter(stem)}_{self._index(index)}" + (f"^{gate}" if gate else "")
+
+    def _sensitivity(self, base: str, index) -> str:
+        from .sequence import base_parts
+
+        stem, gate = base_parts(base)
+        value = self._letter(stem)
+        return f"{self._letter('g')}_{self._index(index)}^" + (value if not gate else "{%s^%s}" % (value, gate))
 
     def doprint(self, expr):
         from .term_order import textbook_order
@@ -141,10 +207,31 @@ class _PrettyPrinter(_StrPrinter):
         return "−" + text[1:] if text.startswith("-") else text
 
 
-def sstr(expr) -> str:
+def _user_letters(notation) -> dict:
+    """The base-letter renames of ``notation`` beyond the text's own LaTeX letters (``\\widehat{y}``, ...), which
+    plain text does not use."""
+    if notation is None:
+        return {}
+    from .latex_settings import TEXTBOOK_LETTERS
+
+    return {b: tex for b, tex in notation.letters.items() if TEXTBOOK_LETTERS.get(b) != tex}
+
+
+def sstr(expr, notation=None) -> str:
     """Plain-text form of a program's expressions, in the text's order (``sympy.sstr`` otherwise;
-    ``∘`` for the elementwise product, ``diag(a)``)."""
-    return _StrPrinter().doprint(expr)
+    ``∘`` for the elementwise product, ``diag(a)``), with the renames of ``notation`` (a
+    :class:`derive.latex_settings.Notation`: its ``symbol_names`` and its ``letters``, the step letters t
+    and T included, printed as given):
+
+    >>> from seqgrad.derive.latex_settings import Notation
+    >>> from seqgrad.derive.sequence import stepped
+    >>> import sympy as sp
+    >>> t = sp.Symbol("t", integer=True)
+    >>> expr = sp.Symbol("w_h") * stepped("h", t - 1)
+    >>> sstr(expr), sstr(expr, Notation(symbol_names={"w_h": "U"}, letters={"t": "k"}))
+    ('w_h*h_{t-1}', 'U*h_{k-1}')
+    """
+    return _StrPrinter(notation=notation).doprint(expr)
 
 
 def pretty(expr) -> str:

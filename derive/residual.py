@@ -345,10 +345,12 @@ def general_residual(placement: str):
     The branch F is any differentiable map R^d -> R^d: its tangent is J_F ẋ (the definition of its
     Jacobian, an ``IndexedBase`` J_F at the point the branch is applied to); LayerNorm (gamma = 1,
     beta = 0) is differentiated by SymPy from its definition (:class:`derive.rules.Normalize`), and its
-    Jacobian in the claim is the textbook's (delta_kj - 1/d - x̂_k x̂_j / d) / σ.  Reduced by
+    Jacobian in the claim is the catalogue's closed form (delta_kj - 1/d - x̂_k x̂_j / d) / σ
+    (:func:`derive.layernorm._layernorm_closed`, gamma = 1).  Reduced by
     :func:`derive.rules.index_zero`, zero for every d.
     """
-    from .rules import EPS as eps, Normalize, RowStd, directional, expand_indexed, index_form
+    from .layernorm import _layernorm_closed
+    from .rules import EPS as eps, Normalize, directional, expand_indexed
 
     placement = validate.choice("placement", placement, ResidualJacobian.PLACEMENTS)
     d = sp.Symbol("d", integer=True, positive=True)
@@ -358,9 +360,8 @@ def general_residual(placement: str):
     dh = lambda m: sp.IndexedBase(hdot.name)[0, m]
     delta = sp.KroneckerDelta
 
-    def J_LN(X, a, b):
-        xhat = lambda m: index_form(Normalize(X, eps), 0, m)
-        return (delta(a, b) - 1 / d - xhat(a) * xhat(b) / d) / index_form(RowStd(X, eps), 0, 0)
+    def J_LN(X, a, b):  # the catalogue's closed form (layernorm-jacobian) with gamma = 1
+        return _layernorm_closed(a, b, {"X": X, "gamma": sp.OneMatrix(1, d)})
 
     if placement == "plain":  # y = h + F(h):  ẏ = ḣ + J_F ḣ  against  (I + J_F) ḣ
         tangent = dh(i) + sp.Sum(J_F[i, k] * dh(k), (k, 0, d - 1))

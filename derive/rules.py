@@ -329,8 +329,12 @@ class HConcat(MatrixExpr):
         return out
 
     def _entry(self, i, j, **kwargs):
+        offsets = self.offsets()
+        if getattr(j, "is_Integer", False) and all(o.is_Integer for o in offsets):  # an explicit column: its block's
+            k = max(n for n, o in enumerate(offsets) if o <= j)                         # (a Piecewise would index them all)
+            return self.args[k][i, j - offsets[k]]
         pieces = []
-        for b, start in zip(self.args, self.offsets()):
+        for b, start in zip(self.args, offsets):
             pieces.append((b[i, j - start], (j >= start) & (j < start + b.shape[1])) if start != 0 or len(self.args) > 1
                           else (b[i, j], True))
         return sp.Piecewise(*pieces)

@@ -18,7 +18,7 @@ What is allowed (the whole whitelist):
 * calls of the operations of the registry (:mod:`seqgrad.operations`, listed by :func:`functions`) with
   positional arguments;
 * the vector operations in :data:`VECTOR_FUNCTIONS` (``softmax``,
-  ``layernorm``, ``mean``, ``var``, ``dot``, ``norm``, ``sum``, ``prod``,
+  ``layernorm``, ``rmsnorm``, ``mean``, ``var``, ``dot``, ``norm``, ``sum``, ``prod``,
   ``max``, ``min``) on vectors written ``(a, b, c)`` or ``[a, b, c]`` (or on
   their entries given directly, ``max(1, 7, 3)``), with ``-inf`` allowed as an
   entry of ``softmax``, ``max`` and ``min`` (a masked score); :func:`parse_value`
@@ -67,6 +67,7 @@ seqgrad.errors.ParseError: expression="__import__('os').system('echo pwned')" is
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import numbers
 from typing import Callable, Iterable, Mapping
@@ -113,14 +114,31 @@ def _softmax(v):
     return tuple(x / total for x in e)
 
 
-def _layernorm(v, eps=0):
-    m, s2 = _mean(v), _var(v)
-    return tuple((x - m) / sympy.sqrt(s2 + eps) for x in v)
+@functools.lru_cache(maxsize=64)
+def _norm_template(name: str, n: int, eps) -> tuple:
+    """The norm ``name``'s output at a row of n placeholder symbols (gain 1, no shift): the one definition's
+    forward lines (:func:`derive.blocks.norm_row`), made once per (norm, length, eps)."""
+    from .blocks import norm_row
+
+    row = sympy.symbols(f"v_0:{n}", cls=sympy.Dummy, real=True)
+    return row, tuple(norm_row(name, list(row), {"gamma": 1, "beta": 0}, eps))
+
+
+def _norm(name: str) -> Callable:
+    """The vector operation ``name(v[, eps])`` (eps = 0 unless given) of a normalisation of derive.blocks.NORMS:
+    its program at one row, not a formula of its own."""
+    def apply(v, eps=0):
+        row, template = _norm_template(name, len(v), sympy.Integer(eps) if isinstance(eps, int) else eps)
+        return tuple(y.xreplace(dict(zip(row, v))) for y in template)
+
+    apply.__name__ = name
+    return apply
 
 
 _VECTOR_SYMPY: dict[str, Callable] = {
     "softmax": _softmax,       # exp(v_i) / sum_j exp(v_j)
-    "layernorm": _layernorm,   # (v_i - mean) / sqrt(var + eps), population variance, eps = 0 unless given
+    "layernorm": _norm("layernorm"),  # (v_i - mean) / sqrt(var + eps), population variance, eps = 0 unless given
+    "rmsnorm": _norm("rmsnorm"),      # v_i / sqrt(mean(v o v) + eps) (Zhang & Sennrich 2019), eps = 0 unless given
     "mean": _mean,
     "var": _var,               # population variance (divides by n)
     "dot": lambda u, v: sympy.Add(*[a * b for a, b in zip(u, v)]),
@@ -388,10 +406,12 @@ class _Walker(Reader):
             for x in vectors[0]:  # exp(x - max) is evaluated: bound x as exp() bounds its argument
                 if x.is_number and x.is_finite and abs(complex(sympy.N(sympy.re(x), 15))) > MAX_MAGNITUDE * math.log(10):
                     self.limit(f"softmax() of entries beyond ±{MAX_MAGNITUDE * math.log(10):.0f} lies outside the magnitude limit")
-        if fname == "layernorm":
-            spread = _var(vectors[0]) + (scalars[0] if scalars else 0)
+        if fname in ("layernorm", "rmsnorm"):
+            v = vectors[0]
+            spread = (_var(v) if fname == "layernorm" else _mean([x ** 2 for x in v])) + (scalars[0] if scalars else 0)
             if spread.is_number and spread == 0:
-                self.limit("layernorm() of a constant vector divides by zero; give eps, as in layernorm((a, b), 1e-5)")
+                what = "a constant vector" if fname == "layernorm" else "the zero vector"
+                self.limit(f"{fname}() of {what} divides by zero; give eps, as in {fname}((a, b), 1e-5)")
         result = VECTOR_FUNCTIONS[fname][0](*vectors, *scalars)
         if isinstance(result, tuple):
             for entry in result:

@@ -235,7 +235,9 @@ def verify(lhs, rhs=None, *, variables: Iterable[str] | str | None = None, sizes
     else:
         proof_note = "no proof within the time limit" if outcome is None else str(outcome[1])
     left = deadline - time.perf_counter()
-    numeric = in_child(_numeric, (L, R, points, seed, domains, outcome), left) if left > 0.05 else None
+    done = lambda side: tuple(_derivatives_done(e) for e in side) if isinstance(side, tuple) else _derivatives_done(side)
+    # the sides with their derivatives taken, as the proof had them (an unevaluated d/dx cannot be evaluated at a point)
+    numeric = in_child(_numeric, (done(L), done(R), points, seed, domains, outcome), left) if left > 0.05 else None
     seconds = time.perf_counter() - start
     if numeric is None:
         return Verdict("undecided", L, R, f"{proof_note}; time limit of {time_limit:g} s hit before the numeric check finished",

@@ -53,6 +53,7 @@ FUNCTION_ARITY: dict[str, tuple[int, int]] = {name: registry.get(name).arity for
 VECTOR_ARITY: dict[str, tuple[int, int, bool]] = {
     "softmax": (1, 0, True),      # exp(v_i) / sum_j exp(v_j); -inf entries (masked scores) get weight 0
     "layernorm": (1, 1, True),    # (v_i - mean) / sqrt(var + eps), population variance, eps = 0 unless given
+    "rmsnorm": (1, 1, True),      # v_i / sqrt(mean(v o v) + eps), eps = 0 unless given
     "mean": (1, 0, False),
     "var": (1, 0, False),         # population variance (divides by n)
     "dot": (2, 0, False),

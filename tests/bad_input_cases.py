@@ -491,7 +491,9 @@ def _lambdify_backend(backend: str):
 
 cli(["frobnicate"], UsageError, "invalid choice: 'frobnicate'")
 cli(["verify", "sin(x) = y", "--vars", "x"], ParseError, "'y' is not on the whitelist")
-cli(["derive", "lstm", "--general", "--symbol", "t=k"], SeqgradValueError, "--latex too")
+cli(["derive", "lstm", "--general", "--plain"], SeqgradValueError, "--latex too")
+cli(["derive", "lstm", "--general", "--symbol", "q=k"], SeqgradValueError, "a symbol this derivation prints")
+cli(["derive", "rnn", "--steps", "2", "--table", "--symbol", "w_h=U"], SeqgradValueError, "not with --table")
 cli(["derive", "lstm", "--general", "--latex", "--symbol", "q=k"], SeqgradValueError, "a symbol this derivation prints")
 cli(["verify", "x = x", "--vars", "x", "--points", "0"], SeqgradValueError, "points")
 cli(["verify", "trace(A*B) = trace(B*A)", "--shape", "A:n,m B:n,n"], ParseError, "the product needs m = n")

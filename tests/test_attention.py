@@ -111,6 +111,52 @@ def test_multihead_arbitrary_widths_and_errors():
         A.SelfAttention(2, 5, 3, W_Q=sp.zeros(5, 3))
 
 
+def _reversed_concat(monkeypatch, factor=1):
+    """derive.blocks' concatenation with the heads in reverse order (and B scaled by ``factor``): a wrong program."""
+    from seqgrad.derive import blocks
+
+    def wrong(prog, outs, W_O):
+        rows = outs[0].shape[0]
+        C = prog.define(sp.MatrixSymbol("C", rows, W_O.shape[1]), A_rules().HConcat(*reversed(outs)))
+        return prog.define(sp.MatrixSymbol("B", rows, W_O.shape[0]), factor * C * W_O.T)
+
+    monkeypatch.setattr(blocks, "_concat_project", wrong)
+
+
+def A_rules():
+    from seqgrad.derive import rules
+
+    return rules
+
+
+def test_multihead_concatenation_is_a_view_of_the_program(monkeypatch):
+    """MultiHeadAttention's C and B are the program's lines (derive.blocks.concat_program) at the heads' outputs:
+    a changed program (heads in reverse order) reaches them.  The old class typed hstack and C W_O^T by hand."""
+    heads = A.MultiHeadAttention(2, 4, 2).heads
+    _reversed_concat(monkeypatch)
+    mha = A.MultiHeadAttention(2, 4, 2)
+    assert mha.C == sp.Matrix.hstack(heads[1].O, heads[0].O)
+
+
+def test_the_concatenation_statement_is_proved_against_the_program(monkeypatch):
+    from seqgrad.derive import catalogue
+
+    assert catalogue.get("attention-multihead-concat").prover().holds
+    _reversed_concat(monkeypatch, factor=2)
+    assert not catalogue.get("attention-multihead-concat").prover().holds
+
+
+def test_multihead_backward_against_differentiation():
+    mha = A.MultiHeadAttention(2, 3, [(1, 2), (2, 1)])
+    G = sp.Matrix(2, 3, lambda r, c: sp.Rational(r - 2 * c + 1, 3))
+    grads = mha.backward(G)
+    loss = sum(G[r, c] * mha.B[r, c] for r in range(2) for c in range(3))
+    assert all(sp.expand(e) == 0 for e in grads["W_O"] - mha.W_O.applyfunc(lambda w: sp.diff(loss, w)))
+    O = sp.Matrix.hstack(*[sp.Matrix(2, dv, lambda r, c, n=n: sp.Symbol(f"o{n}_{r}{c}")) for n, (_, dv) in enumerate(mha.widths)])
+    flat = sum(G[r, c] * (O * mha.W_O.T)[r, c] for r in range(2) for c in range(3))
+    assert all(sp.expand(e) == 0 for e in sp.Matrix.hstack(grads["O^[1]"], grads["O^[2]"]) - O.applyfunc(lambda o: sp.diff(flat, o)))
+
+
 def test_permutation_equivariance_and_its_failures():
     eq = A.Equivariance(3, 2, 1, 1)
     for perm in eq.permutations():

@@ -265,6 +265,16 @@ def test_vector_claims_compare_entry_by_entry():
     assert d["verdict"] == "verified" and len(d["computed"]) == 2 and d["precision"] == ["rounded at 2 significant figures"] * 2
 
 
+def test_rmsnorm_claims_are_read_as_layernorm_claims_are():
+    """rmsnorm(v[, eps]) = v / sqrt(mean(v o v) + eps): exact entries at eps = 0, rounding at the digits written,
+    an eps that is not 0 felt at the printed digits (the old parser refused the name)."""
+    assert parse_claim("rmsnorm((1, 2, 3)) = (1/sqrt(14/3), 2/sqrt(14/3), 3/sqrt(14/3))").verify().verified
+    v = parse_claim("rmsnorm(1, 2, 3) = (0.4629, 0.9258, 1.3888)").verify()
+    assert [e.status for e in v.entries] == ["verified", "verified", "contradicted"]
+    assert parse_claim("rmsnorm((0.01, 0.02), 1e-5) = (0.6202, 1.2403)").verify().verified
+    assert not parse_claim("rmsnorm((0.01, 0.02)) = (0.6202, 1.2403)").verify().verified  # eps = 0: 0.6325, 1.2649
+
+
 def test_masked_softmax_is_typeable_with_minus_infinity():
     assert parse_claim("softmax(1.2, 0.5, 2.0, -inf) = (0.2687, 0.1334, 0.5979, 0)").verify().verified
     assert parse_claim("softmax(1.2, 0.5, 2.0, \u2212\u221e) = (0.2687, 0.1334, 0.5979, 0.00)").verify().verified
@@ -283,6 +293,8 @@ def test_masked_softmax_is_typeable_with_minus_infinity():
     ("(1, 2) + (3, 4) = (4, 6)", "vectors outside"),
     ("dot((1, 2), (3,)) = 1", "same length"),
     ("layernorm(1, 1) = (0, 0)", "constant vector"),
+    ("rmsnorm(0, 0) = (0, 0)", "zero vector"),
+    ("rmsnorm((sin(1) - sin(1), 0)) = (0, 0)", "zero vector"),
     ("softmax(1e6, 0) = (1, 0)", "magnitude limit"),
     ("dot(1, 2) = 2", "is not a vector"),
     ("softmax(" + ", ".join(["1"] * 65) + ") = 1", "1 to 64 entries"),

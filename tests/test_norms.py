@@ -233,6 +233,52 @@ def test_a_wrong_program_refutes_the_closed_form_and_fails_the_jacobian_check(br
     assert not torch.allclose(derived, transformer._rows_jacobian(LayerNorm(5), H), atol=1e-6)
 
 
+def test_the_concrete_layernorm_reads_its_jacobian_off_the_program(broken_layernorm_rule):
+    """derive.layernorm.LayerNorm is a view: with the program's rule broken its jacobian() follows the program
+    (and no longer matches SymPy's derivative of the forward values), and derive() refutes the closed form.
+    The old class computed the hand-typed closed form, which no broken rule could reach."""
+    from seqgrad.derive import layernorm
+
+    ln = layernorm.LayerNorm(3, eps=sp.Rational(1, 10 ** 5))
+    point = dict(zip(ln.h + ln.gamma + ln.beta, [sp.Rational(k, 7) for k in (3, -5, 2, 9, 4, -8, 1, 2, 3)]))
+    diff = (ln.jacobian() - ln.jacobian_direct()).xreplace(point).evalf()
+    assert max(abs(e) for e in diff) > 1e-3
+    assert not ln.derive().holds
+
+
+def test_the_concrete_layernorm_reads_its_forward_values_off_the_program(monkeypatch):
+    """Its y, xhat and s are the one definition's forward lines: a changed LayerNorm registered as "layernorm" (its
+    lines with eps doubled) reaches them, so the class holds no forward formula of its own."""
+    from seqgrad.derive import layernorm
+
+    doubled = lambda prog, X, inputs, tag="", eps=rules.EPS: blocks.LAYERNORM.lines(prog, X, inputs, tag, 2 * eps)
+    monkeypatch.setitem(blocks.NORMS, "layernorm", blocks.Norm("layernorm", doubled))
+    h = sp.symbols("a b c", real=True)
+    ln = layernorm.LayerNorm(3, h=h, gamma=[1] * 3, beta=[0] * 3)
+    assert ln.y == blocks.norm_row(blocks.LAYERNORM, h, eps=2 * rules.EPS) != blocks.norm_row(blocks.LAYERNORM, h)
+    assert ln.xhat == list(ln.y) and ln.s.has(2 * rules.EPS)
+
+
+def test_the_concrete_layernorm_agrees_with_torch_and_its_closed_form():
+    import torch
+
+    from seqgrad.derive import layernorm
+
+    ln = layernorm.LayerNorm(4, eps=1e-5)
+    assert ln.derive().holds
+    g = torch.Generator().manual_seed(5)
+    h, gamma, beta = (torch.randn(4, generator=g, dtype=torch.float64) for _ in range(3))
+    point = dict(zip(ln.h + ln.gamma + ln.beta, [float(v) for v in torch.cat([h, gamma, beta])]))
+    mod = torch.nn.LayerNorm(4, eps=1e-5, dtype=torch.float64)
+    with torch.no_grad():
+        mod.weight.copy_(gamma)
+        mod.bias.copy_(beta)
+    J = torch.tensor([[float(e) for e in row] for row in ln.jacobian().xreplace(point).evalf().tolist()], dtype=torch.float64)
+    assert torch.allclose(J, torch.autograd.functional.jacobian(mod, h), atol=1e-12, rtol=0)
+    y = torch.tensor([float(e) for e in ln.y.xreplace(point).evalf()], dtype=torch.float64)
+    assert torch.allclose(y, mod(h).detach(), atol=1e-12, rtol=0)
+
+
 def test_the_jacobian_check_agrees_with_autograd_through_the_program():
     from seqgrad.crosscheck.checks import transformer
     from seqgrad.numeric.layernorm import LayerNorm

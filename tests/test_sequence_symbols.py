@@ -104,8 +104,45 @@ def test_cli_derive_latex_takes_the_notation(capsys):
     assert_renamed(capsys.readouterr().out, sp.Symbol("w_xi"), r"Q_{r}")
     assert main(["derive", "lstm", "--general", "--latex", "--symbol", "q=k"]) == 2
     assert "--symbol" in capsys.readouterr().err
-    assert main(["derive", "lstm", "--general", "--symbol", "t=k"]) == 2  # no LaTeX printed: refused
+    assert main(["derive", "lstm", "--general", "--plain"]) == 2  # bold or not is LaTeX's: refused in plain text
     assert "--latex" in capsys.readouterr().err
+
+
+def _text_names(text: str) -> set:
+    """The names a plain-text derivation prints: identifiers and their indices, split at the operators."""
+    return set(re.findall(r"[A-Za-z]+(?:_(?:\{[^{}]*\}|[A-Za-z0-9]+))?(?:\^(?:\{[^{}]*\}|[A-Za-z0-9]+))?", text))
+
+
+@pytest.mark.parametrize("name", ["rnn", "gru", "lstm", "lstm_vector"])
+def test_plain_text_follows_the_notation(name):
+    """GeneralDerivation.text(notation): the step letters and a renamed parameter reach every row of the plain
+    text, indices, sum bounds, ranges and dL/d labels included (the old text printer ignored the notation)."""
+    make, param, symbol = CELLS[name]
+    gen = make().general()
+    default = gen.text()
+    assert default == str(gen) and param in default and "_t" in default and "T-1" in default  # the test can fail
+    notation = Notation(letters=LETTERS, symbol_names={param: "Q"})
+    text = gen.text(notation)
+    assert param not in text and "dL/dQ" in text and notation.unused_renames() == []
+    assert not re.search(r"_t\b|_\{t[-+]|(?<!\.)\bT\b|T-1|\bt\b", text), text
+    assert "_k" in text and "N-1" in text and re.search(r"Sum_\{k=0\}\^\{N-1\}", text)
+
+
+def test_cli_plain_text_takes_the_notation(capsys):
+    from seqgrad.crosscheck.cli import main
+
+    assert main(["derive", "rnn", "--general", "--symbol", "t=k", "--symbol", "T=N", "--symbol", "w_h=U"]) == 0
+    out = capsys.readouterr().out
+    assert "dL/dU = Sum_{k=0}^{N-1} g_k^z*h_{k-1}" in out and "g_k^h = g_{k+1}^z*U   (k < N - 1)" in out
+    assert "w_h" not in out and "_t" not in out
+    assert main(["derive", "rnn", "--steps", "2", "--symbol", "w_h=U"]) == 0
+    out = capsys.readouterr().out
+    assert "z_1 = w_x*x_1 + U*h_0" in out and "dL/dU = " in out and "w_h" not in out
+    assert main(["derive", "lstm", "--general", "--symbol", "g=delta", "--symbol", "c=s"]) == 0
+    out = capsys.readouterr().out
+    assert "delta_t^s" in out and "s_{t-1}" in out and not re.search(r"\bc_|\bg_", out)
+    assert main(["derive", "lstm", "--general", "--symbol", "q=k"]) == 2  # renames nothing printed: one line
+    assert "--symbol" in capsys.readouterr().err
 
 
 def test_notes_recurrent_sections_print_the_notation():
@@ -174,3 +211,35 @@ def test_repr_latex_honours_use_in_notebook():
     finally:
         latex_settings.use_in_notebook(None)
     assert {"t", "T"} <= set(tokens(gen._repr_latex_()))
+
+
+@pytest.mark.parametrize("argv, renamed, gone", [
+    (["derive", "conv", "--latex", "--symbol", "K=W"], r"{W}_{u,v}", "{K}"),
+    (["derive", "conv", "--stride", "2", "--latex", "--symbol", "K=W"], r"\partial W_{pq}", "K_{pq}"),
+    (["derive", "conv", "--size", "2", "--kernel", "2", "--latex", "--symbol", "k=W"], r"\partial W_{0}} &= g_{0} x_{0}", "k_{"),
+    (["derive", "conv", "--size", "2", "--kernel", "2", "--symbol", "k=W"], "dL/dW_{1} = g_{0}*x_{1}", "k_"),
+    (["derive", "conv", "--symbol", "K=W", "--symbol", "G=D"], "dL/dW_pq = Sum(D[i, j]*X[i + p, j + q]", "K"),
+    (["derive", "decoder", "--latex", "--symbol", "d_model=D"], "8 D^{2}", "d_{model}"),
+    (["derive", "decoder", "--symbol", "d_ff=F"], "2*F*d_model", "d_ff"),
+    (["derive", "decoder", "--part", "cross", "--latex", "--symbol", "w=U"], "U_{Q,0,0}", "w_{"),
+])
+def test_cli_derive_decoder_and_conv_take_the_notation(argv, renamed, gone, capsys):
+    """seqgrad derive decoder / conv take --symbol (and --plain, --decimal-comma with --latex) and every formula they
+    print follows it (the old parsers refused the options, exit 2)."""
+    from seqgrad.crosscheck.cli import main
+
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert renamed in out and gone not in out, out
+
+
+def test_cli_derive_decoder_and_conv_refuse_a_rename_that_reaches_nothing(capsys):
+    from seqgrad.crosscheck.cli import main
+
+    for argv in (["derive", "decoder", "--part", "causal", "--symbol", "x=y"], ["derive", "conv", "--latex", "--symbol", "zeta=k"],
+                 ["derive", "conv", "--plain"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and ("--symbol" in err or "--plain" in err), err
+    assert main(["derive", "decoder", "--latex", "--plain", "--decimal-comma"]) == 0
+    assert r"\mathbf" not in capsys.readouterr().out

@@ -17,7 +17,7 @@ def add_notation(p: argparse.ArgumentParser) -> None:
     p.add_argument("--decimal-comma", action="store_true", help="write numbers with a decimal comma (Russian-language notes)")
     p.add_argument("--plain", action="store_true", help="set vectors and matrices in plain, not bold, type")
     p.add_argument("--symbol", action="append", default=[], metavar="NAME=LATEX",
-                   help="print the symbol NAME as LATEX (repeatable), e.g. --symbol 'w_h=W_{hh}'; a bare letter renames every symbol with that base letter, keeping its indices, e.g. --symbol 'g=\\delta'; the step and the length are the letters t and T: --symbol t=k --symbol T=N")
+                   help="print the symbol NAME as LATEX (repeatable; plain text prints it as typed), e.g. --symbol 'w_h=W_{hh}'; a bare letter renames every symbol with that base letter, keeping its indices, e.g. --symbol 'g=\\delta'; the step and the length are the letters t and T: --symbol t=k --symbol T=N")
 
 
 def notation_from(args):

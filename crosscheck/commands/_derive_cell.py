@@ -40,16 +40,26 @@ def loss_and_positions(args) -> tuple[str, object]:
 
 
 def latex_notation(args):
-    """The notation of ``--symbol``/``--plain``/``--decimal-comma`` (:func:`._common.notation_from`) when the
-    command prints LaTeX (None otherwise); the options without ``--latex`` are refused, as they would do nothing."""
+    """The notation of ``--symbol``/``--plain``/``--decimal-comma`` (:func:`._common.notation_from`): with
+    ``--latex`` all three; in plain text ``--symbol`` renames too (``--plain`` and ``--decimal-comma`` are LaTeX's
+    and refused without ``--latex``, as are all three with ``--table`` or ``--dot``).  None without options."""
     from ._common import notation_from
 
     given = [o for o, v in (("--symbol", args.symbol), ("--plain", args.plain), ("--decimal-comma", args.decimal_comma)) if v]
-    if not args.latex:
-        if given:
-            raise usage(given[0], getattr(args, given[0][2:].replace("-", "_")), "--latex too (the notation is LaTeX's)")
-        return None
-    return notation_from(args)
+    if args.latex:
+        return notation_from(args)
+    other = next((f"--{f}" for f in ("table", "dot") if getattr(args, f, False)), None)
+    refused = given if other else [o for o in given if o != "--symbol"]
+    if refused:
+        allowed = f"--latex or plain text, not with {other}" if other and refused[0] == "--symbol" else "--latex too (LaTeX's setting)"
+        raise usage(refused[0], getattr(args, refused[0][2:].replace("-", "_")), allowed)
+    return notation_from(args) if given else None
+
+
+def printed_text(print_with, args) -> str:
+    """``print_with(notation)`` in plain text under ``--symbol``'s renames; a rename that reaches nothing printed
+    is refused in one line, as with ``--latex``."""
+    return printed_latex(print_with, args)
 
 
 def printed_latex(print_with, args) -> str:
@@ -65,24 +75,27 @@ def printed_latex(print_with, args) -> str:
 
 def run_cell_object(cell, args, check_text: Callable | None = None) -> str:
     """A cell's derivation (general t, or unrolled for --steps) and, with --check, ``check_text(cell)``."""
+    from seqgrad.derive.latex_settings import Partial
+
     parts = []
     latex_notation(args)  # the notation options are checked before any work
     if args.steps is not None:
         net = cell.unroll(steps(args))
-        parts.append(printed_latex(lambda n: net.latex(notation=n), args) if args.latex else str(net.program)
-                     + "\n\n" + "\n".join(f"dL/d{name} = {_sstr(net.grad(name))}" for name in net.parameters))
+        parts.append(printed_latex(lambda n: net.latex(notation=n), args) if args.latex else printed_text(
+            lambda n: net.program.text(n) + "\n\n" + "\n".join(
+                f"{_sstr(Partial(symbol), n)} = {_sstr(net.grad(name), n)}" for name, symbol in net.parameters.items()), args))
     else:
         gen = cell.general()
-        parts.append(printed_latex(gen.latex, args) if args.latex else str(gen))
+        parts.append(printed_latex(gen.latex, args) if args.latex else printed_text(gen.text, args))
     if args.check and check_text is not None:
         parts.append(check_text(cell))
     return "\n\n".join(parts)
 
 
-def _sstr(expr) -> str:
+def _sstr(expr, notation=None) -> str:
     from seqgrad.derive.program_text import sstr
 
-    return sstr(expr)
+    return sstr(expr, notation)
 
 
 class _Checks:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
+from ._common import add_notation
+from ._derive_cell import latex_notation, printed_latex, printed_text
+
 MAX_SIZE = 12  # the largest explicit convolution the command prints (every entry is a formula)
 MAX_STACK = 100  # the most layers --receptive takes: the general formula over 100 symbolic layers takes 2 s, 1000 take 46 s
 
@@ -23,6 +26,7 @@ def _add_decoder(p: argparse.ArgumentParser) -> None:
     p.add_argument("--positions", type=int, default=4, metavar="T", help="target positions for --part causal (default 4, at most 8)")
     p.add_argument("--post-norm", action="store_true", help="post-norm block for --part causal (default pre-norm)")
     p.add_argument("--latex", action="store_true", help="print LaTeX")
+    add_notation(p)
 
 
 def _run_decoder(args) -> str:
@@ -33,6 +37,7 @@ def _run_decoder(args) -> str:
     from seqgrad.derive.program_text import sstr
     from seqgrad import validate
 
+    latex_notation(args)  # the notation options are checked before any work
     if args.part == "counts":
         D = validate.integer("--d-model", args.d_model, minimum=1)
         H = validate.integer("--heads", args.heads, minimum=1)
@@ -44,12 +49,11 @@ def _run_decoder(args) -> str:
                 (sp.Symbol("P_stack(N=%d)" % N), dd.decoder_stack_params(N, d_model=D, heads=H, d_ff=F)),
                 (sp.Symbol("P_decoder_only_layer"), dd.decoder_layer_params(D, H, F, cross=False))]
         if args.latex:
-            return latex_aligned(rows)
+            return printed_latex(lambda n: latex_aligned(rows, notation=n), args)
         t = dd.task29()
-        lines = [f"{sstr(lhs)} = {sstr(rhs)}" for lhs, rhs in rows]
-        lines.append(f"task 29: {int(t['encoder_stack']):,} + 6 * {int(t['cross_attention']):,} = {int(t['lesson_sum']):,} "
-                     f"(decoder stack without biases or norms at 256/4/1024: {int(t['decoder_stack']):,})")
-        return "\n".join(lines)
+        task = (f"task 29: {int(t['encoder_stack']):,} + 6 * {int(t['cross_attention']):,} = {int(t['lesson_sum']):,} "
+                f"(decoder stack without biases or norms at 256/4/1024: {int(t['decoder_stack']):,})")
+        return printed_text(lambda n: "\n".join([f"{sstr(lhs, n)} = {sstr(rhs, n)}" for lhs, rhs in rows] + [task]), args)
     if args.part == "causal":
         T = validate.integer("--positions", args.positions, minimum=1, maximum=8)
         lines = []
@@ -63,13 +67,14 @@ def _run_decoder(args) -> str:
             lines.append(f"  d out_i / d h_j = 0 for every j > i: {'proved' if holds else 'NO'}")
         value = dd.DecoderBlock(T, 3, causal=False).counterexample()
         lines.append(f"counterexample without the mask: dO_0/dx_{T - 1} = {float(sp.N(value, 15)):.6g} at an exact rational point")
-        return "\n".join(lines)
+        return printed_text(lambda n: "\n".join(lines), args)  # no formula: a --symbol renames nothing and is refused
     head = dd.CrossAttention(1, 2, 1, 1)
     grads = head.backward()
     rows = [(sp.Symbol(f"d{name}"), grads[name]) for name in ("X", "Z", "W_Q", "W_K", "W_V")]
+    rows = [(sp.Symbol("O"), head.O)] + rows
     if args.latex:
-        return latex_aligned([(sp.Symbol("O"), head.O)] + rows)
-    return "\n".join([f"O = {sstr(head.O)}"] + [f"{sstr(lhs)} = {sstr(rhs)}" for lhs, rhs in rows])
+        return printed_latex(lambda n: latex_aligned(rows, notation=n), args)
+    return printed_text(lambda n: "\n".join(f"{sstr(lhs, n)} = {sstr(rhs, n)}" for lhs, rhs in rows), args)
 
 
 def _add_conv(p: argparse.ArgumentParser) -> None:
@@ -80,6 +85,7 @@ def _add_conv(p: argparse.ArgumentParser) -> None:
     p.add_argument("--padding", type=int, default=0, metavar="P", help="zero padding of the explicit input, at most %d (default 0)" % MAX_SIZE)
     p.add_argument("--receptive", type=int, nargs="+", metavar="K", help="kernel sizes of a stack (at most %d layers): print its receptive field" % MAX_STACK)
     p.add_argument("--latex", action="store_true", help="print LaTeX")
+    add_notation(p)
 
 
 def _run_conv(args) -> str:
@@ -91,6 +97,9 @@ def _run_conv(args) -> str:
     from seqgrad import validate
     from seqgrad.errors import SeqgradValueError
 
+    from seqgrad.derive.latex_settings import Partial
+
+    latex_notation(args)  # the notation options are checked before any work
     stride = validate.integer("--stride", args.stride, minimum=1)
     if args.receptive:
         if len(args.receptive) > MAX_STACK:
@@ -100,7 +109,8 @@ def _run_conv(args) -> str:
             validate.integer("--receptive", k, minimum=1)
         r = dc.receptive_field(args.receptive, strides)
         general = dc.receptive_field(sp.symbols(f"k_1:{len(args.receptive) + 1}"), sp.symbols(f"s_1:{len(args.receptive) + 1}"))
-        return f"r = {sstr(general)}\nr(kernels {args.receptive}, stride {stride}) = {r}"
+        return printed_text(lambda n: f"{sstr(sp.Symbol('r'), n)} = {sstr(general, n)}\n"
+                                      f"r(kernels {args.receptive}, stride {stride}) = {r}", args)
     if args.size or args.kernel:
         if not args.size or not args.kernel:
             raise SeqgradValueError("--size/--kernel", (args.size, args.kernel), "both, with one kernel size per input axis")
@@ -109,18 +119,21 @@ def _run_conv(args) -> str:
         validate.integer("--padding", args.padding, minimum=0, maximum=MAX_SIZE)
         ec = dc.ExplicitConv(args.size, args.kernel, stride=stride, padding=args.padding)
         f = ec.by_formula()
-        rows = [(sp.Symbol(f"d{name}[{','.join(map(str, key))}]"), expr) for name in ("K", "b", "X") for key, expr in sorted(f[name].items())]
+        # dL/dk_{0}, dL/db, dL/dx_{1}: the labels name the entries as the formulas do (k, x), so a rename reaches both
+        entry = lambda name, key: sp.Symbol(f"{name.lower()}_{{{','.join(map(str, key))}}}" if key else name)
+        rows = [(Partial(entry(name, key)), expr) for name in ("K", "b", "X") for key, expr in sorted(f[name].items())]
         proof = dc.prove_explicit(ec)
         if args.latex:
-            return latex_aligned(rows)
-        return "\n".join([f"{sstr(lhs)} = {sstr(rhs)}" for lhs, rhs in rows] + [f"% {proof.summary()}"])
+            return printed_latex(lambda n: latex_aligned(rows, notation=n), args)
+        return printed_text(lambda n: "\n".join([f"{sstr(lhs, n)} = {sstr(rhs, n)}" for lhs, rhs in rows]
+                                                 + [f"% {proof.summary()}"]), args)
     conv = dc.Conv2d(stride=stride)
     if args.latex:
-        return conv.latex()
-    rows = [("Y_ij", conv.Y), ("dL/dK_pq", conv.grad_K()), ("dL/db", conv.grad_b())]
+        return printed_latex(conv.latex, args)
+    rows = [(sp.Symbol("Y_ij"), conv.Y), (Partial(sp.Symbol("K_pq")), conv.grad_K()), (Partial(sp.Symbol("b")), conv.grad_b())]
     if stride == 1:
-        rows += [("dL/dX_mn", conv.grad_X()), ("dL/dX_mn", conv.grad_X_flipped())]
-    return "\n".join(f"{lhs} = {sstr(rhs)}" for lhs, rhs in rows)
+        rows += [(Partial(sp.Symbol("X_mn")), conv.grad_X()), (Partial(sp.Symbol("X_mn")), conv.grad_X_flipped())]
+    return printed_text(lambda n: "\n".join(f"{sstr(lhs, n)} = {sstr(rhs, n)}" for lhs, rhs in rows), args)
 
 
 MODELS: dict[str, tuple[str, Callable, Callable]] = {

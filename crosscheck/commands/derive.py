@@ -14,7 +14,8 @@ import itertools
 from typing import Callable
 
 from ._common import add_notation
-from ._derive_cell import MAX_STEPS, checks, latex_notation, loss_and_positions, printed_latex, run_cell_object, steps, usage
+from ._derive_cell import (MAX_STEPS, checks, latex_notation, loss_and_positions, printed_latex, printed_text, run_cell_object,
+                           steps, usage)
 
 
 def _add_common(p: argparse.ArgumentParser, sizes: bool = True) -> None:
@@ -68,7 +69,7 @@ def _run_rnn(args) -> str:
         return run_cell_object(cell, args, _check_text)
     steps(args)
     _sizes(args)  # the width guards
-    latex_notation(args)
+    notation = latex_notation(args)
     net = rnn.unroll(steps=args.steps, activation=args.activation, inputs=args.inputs, hidden=args.hidden,
                      outputs=args.outputs, bias=args.bias, loss=args.loss or "final", reduction=args.reduction)
     max_terms = None if args.max_terms is None else validate.integer("--max-terms", args.max_terms, minimum=1,
@@ -83,7 +84,9 @@ def _run_rnn(args) -> str:
             return printed_latex(lambda n: net.latex(notation=n), args)
         # streamed, one definition a line, in the text's order of terms with the zero initial state dropped
         rows = [(d.target, [d.value]) for d in net.program] + [(lhs, [net.grad(name)]) for lhs, name in grads]
-        return _text_lines(rows)
+        if notation is None:
+            return _text_lines(rows)
+        return printed_text(lambda n: "\n".join(_text_lines(rows, n)), args)  # held whole: unused renames are refused
     from seqgrad.derive.program import MAX_TERMS
     from seqgrad.errors import SizeGuardError
 
@@ -96,21 +99,21 @@ def _run_rnn(args) -> str:
     rows += [(lhs, net.grad(name, expand=True, max_terms=limit)) for lhs, name in grads]
     if args.latex:
         return printed_latex(lambda n: latex_aligned(rows, notation=n), args)
-    return _text([(lhs, [rhs]) for lhs, rhs in rows])
+    return printed_text(lambda n: _text([(lhs, [rhs]) for lhs, rhs in rows], n), args)
 
 
-def _text_lines(rows):
+def _text_lines(rows, notation=None):
     """Plain-text rows as the text prints them (its order of terms, the zero initial state dropped), one
-    line at a time: a long derivation is streamed, never held as one string."""
+    line at a time: a long derivation is streamed, never held as one string; under ``notation``'s renames."""
     from seqgrad.derive.program_text import sstr
     from seqgrad.derive.term_order import drop_zero_state
 
-    return (f"{sstr(lhs)} = {sstr(rhs[0])}" for lhs, rhs in drop_zero_state(rows))
+    return (f"{sstr(lhs, notation)} = {sstr(rhs[0], notation)}" for lhs, rhs in drop_zero_state(rows))
 
 
-def _text(rows) -> str:
+def _text(rows, notation=None) -> str:
     """:func:`_text_lines` as one string."""
-    return "\n".join(_text_lines(rows))
+    return "\n".join(_text_lines(rows, notation))
 
 
 #: the largest --max-terms (docs/limits.md): 50 times the default guard; a closed form that size takes about 25 s

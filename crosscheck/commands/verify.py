@@ -1,7 +1,7 @@
 """``seqgrad verify "LHS = RHS"``: prove an identity of your own, or check it at random points.
 
 The text goes through the whitelist of :mod:`derive.safe_parse` (never ``eval``) with ``diff(f, x)``,
-``sum(f, i, a, b)``, vectors and softmax/layernorm allowed; every free name must be declared with
+``sum(f, i, a, b)``, vectors and softmax/layernorm/rmsnorm allowed; every free name must be declared with
 ``--vars`` (real variables) or ``--sizes`` (positive integers); ``--shape`` declares matrices and vectors
 (the sides are then matrix expressions, :mod:`derive.matrix_verify`), ``--assume`` bounds variables.  Exit status: 0 proved or holds
 numerically (the output says which), 1 refuted (with the counterexample), 2 bad input, 3 undecided
@@ -19,7 +19,7 @@ def register(sub) -> None:
                        description="Prove an identity such as \"sin(x)**2 + cos(x)**2 = 1\" or "
                                    "\"sum(i, i, 1, n) = n*(n + 1)/2\" symbolically within a time limit, else check it at "
                                    "random points. Exit 0 proved or holds numerically, 1 refuted, 2 bad input, 3 undecided.")
-    p.add_argument("identity", metavar="IDENTITY", help="LHS = RHS (diff(f, x), sum(f, i, a, b), vectors (a, b), softmax, layernorm allowed)")
+    p.add_argument("identity", metavar="IDENTITY", help="LHS = RHS (diff(f, x), sum(f, i, a, b), vectors (a, b), softmax, layernorm, rmsnorm allowed)")
     p.add_argument("--vars", default="", metavar="NAMES", help="the real variables, e.g. x,y (every free name must be declared)")
     p.add_argument("--sizes", default="", metavar="NAMES", help="positive integer sizes, e.g. n (bounds of sums)")
     p.add_argument("--shape", default="", metavar="SHAPES", help='matrices and column vectors at symbolic size, e.g. "A:n,m B:m,n x:n": '
