@@ -225,10 +225,10 @@ def _generate(cell: Cell, gen, backend: str) -> str:
     """The loop function's source, printed from the general-t derivation: the gate layout of
     :mod:`crosscheck.cell_loop` when the cell has gate form, else the IR of :mod:`crosscheck.loop_ir` (two
     loops over t, what is not sequential hoisted out of them) through its emitter."""
-    layout = cell_loop.gate_layout(cell, gen)
+    fn = loop_ir.hoist(loop_ir.cell_loop(cell, gen))
+    layout = cell_loop.gate_layout(fn)
     if layout is not None:
         return cell_loop.gated_source(cell, gen, layout, backend)
-    fn = loop_ir.hoist(loop_ir.cell_loop(cell, gen))
     return loop_ir.Emitter(backend, fn.names).source(fn)
 
 

@@ -88,10 +88,12 @@ class Load:
 
 @dataclass(frozen=True)
 class LoadPrev:
-    """``target := source at the index - 1``, zero at the first step (a state's s_{t-1} from its stash)."""
+    """``target := source at the index - 1``, zero at the first step (a state's s_{t-1} from its stash);
+    ``state`` the state's name."""
     target: sp.Basic
     source: sp.Basic
     width: int | None
+    state: str | None = None
 
 
 @dataclass(frozen=True)
@@ -260,7 +262,7 @@ def cell_loop(cell, gen) -> Function:
     dX = fn.fresh("dX")
     body.append(Stash(dX))
     step = [Load(x, X, array=True)] + [Load(d.target, stash[d.target]) for d in forward]
-    step += [LoadPrev(prev, stash[gen.at_t[s]], H[s]) for s, prev in gen.prev.items()]
+    step += [LoadPrev(prev, stash[gen.at_t[s]], H[s], s) for s, prev in gen.prev.items()]
     step += [Load(gen.e, e_all), Rho(gen, cell, tuple((s, carry[s], H[s]) for s in cell.states))]
     step += [Assign(d.target, d.value) for d in gen.backward_defs]
     step += gradient_terms(gen, params, grads)

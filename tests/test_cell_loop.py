@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqgrad.crosscheck import cell_loop
+from seqgrad.crosscheck import cell_loop, loop_ir
 from seqgrad.crosscheck.cells import CellFunction, against_autograd
 from seqgrad.derive.builtin_cells import gru_cell, lstm_cell, rnn_cell
 from seqgrad.derive.cell import Cell
@@ -19,7 +19,7 @@ from test_cell import USER_CELLS, VEC, _make, _worst
 
 
 def _layout(cell):
-    return cell_loop.gate_layout(cell, cell.general())
+    return cell_loop.gate_layout(loop_ir.hoist(loop_ir.cell_loop(cell, cell.general())))
 
 
 @pytest.mark.parametrize("make, recurrent, gates", [(rnn_cell, 1, 1), (gru_cell, 3, 4), (lstm_cell, 4, 4)],
