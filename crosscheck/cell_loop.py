@@ -17,11 +17,14 @@ of one cell are compiled together:
   (:mod:`crosscheck.buffered`), and the stacks and buffers are kept for the next call of the same shapes
   (:class:`Workspace`): a step allocates nothing, a call nothing but its results.
 
-Everything comes from the derivation: a gate is a definition whose terms are ``x_t W^T``, ``h_{t-1} W^T``
-and biases, and the fused form is used only when the derived gradients are exactly the gate form
-(``dW_xk = sum_t (g_t^{z^k})^T x_t``, ``dW_hk = sum_t (g_t^{z^k})^T h_{t-1}``, ``db_k = sum_t g_t^{z^k}``,
-the carry to ``h_{t-1}`` containing ``g_t^{z^k} W_hk``, ``dL/dx_t = sum_k g_t^{z^k} W_xk``); a cell of
-another shape gets the plain loop of :mod:`crosscheck.cells`.  A user's cell of gate form gets the same
+The layout is read off the hoisted IR of :mod:`crosscheck.loop_ir` (:func:`gate_layout`): a gate is an
+assignment of the forward loop whose terms are ``x_t W^T``, ``h_{t-1} W^T`` and biases, and the fused form
+is used only when the IR's gradients are exactly the gate form (``dW_xk = sum_t (g_t^{z^k})^T x_t``,
+``dW_hk = sum_t (g_t^{z^k})^T h_{t-1}``, ``db_k = sum_t g_t^{z^k}``, the carry to ``h_{t-1}`` containing
+``g_t^{z^k} W_hk``, ``dL/dx_t = sum_k g_t^{z^k} W_xk``); a cell of another shape gets the plain loop of
+:mod:`crosscheck.loop_ir`.  The layout is then printed by :func:`gated_source` from the layout and the
+general derivation, beside (not through) the IR's emitter, which prints its loss, rho and in-loop gradient
+terms; the gate fusion as a pass from IR to IR is not built yet.  A user's cell of gate form gets the same
 layout as the built-in ones, and every gradient is checked against torch autograd in the tests.
 """
 
