@@ -17,11 +17,14 @@ of one cell are compiled together:
   (:mod:`crosscheck.buffered`), and the stacks and buffers are kept for the next call of the same shapes
   (:class:`Workspace`): a step allocates nothing, a call nothing but its results.
 
-Everything comes from the derivation: a gate is a definition whose terms are ``x_t W^T``, ``h_{t-1} W^T``
-and biases, and the fused form is used only when the derived gradients are exactly the gate form
-(``dW_xk = sum_t (g_t^{z^k})^T x_t``, ``dW_hk = sum_t (g_t^{z^k})^T h_{t-1}``, ``db_k = sum_t g_t^{z^k}``,
-the carry to ``h_{t-1}`` containing ``g_t^{z^k} W_hk``, ``dL/dx_t = sum_k g_t^{z^k} W_xk``); a cell of
-another shape gets the plain loop of :mod:`crosscheck.cells`.  A user's cell of gate form gets the same
+The layout is read off the hoisted IR of :mod:`crosscheck.loop_ir` (:func:`gate_layout`): a gate is an
+assignment of the forward loop whose terms are ``x_t W^T``, ``h_{t-1} W^T`` and biases, and the fused form
+is used only when the IR's gradients are exactly the gate form (``dW_xk = sum_t (g_t^{z^k})^T x_t``,
+``dW_hk = sum_t (g_t^{z^k})^T h_{t-1}``, ``db_k = sum_t g_t^{z^k}``, the carry to ``h_{t-1}`` containing
+``g_t^{z^k} W_hk``, ``dL/dx_t = sum_k g_t^{z^k} W_xk``); a cell of another shape gets the plain loop of
+:mod:`crosscheck.loop_ir`.  The layout is then printed by :func:`gated_source` from the layout and the
+general derivation, beside (not through) the IR's emitter, which prints its loss, rho and in-loop gradient
+terms; the gate fusion as a pass from IR to IR is not built yet.  A user's cell of gate form gets the same
 layout as the built-in ones, and every gradient is checked against torch autograd in the tests.
 """
 
@@ -109,15 +112,70 @@ def _activation_key(activation):
     return sp.srepr(_body(activation[1], sp.Symbol("ACTIVATIONARG")))
 
 
-def gate_layout(cell, gen) -> GateLayout | None:
-    """The gate layout of a vector cell's general derivation, or None when the cell is not of gate form."""
-    if not cell.vector:
+def _through(terms, weights):
+    """{W: g} for terms ``g W``, one per weight in ``weights`` (None when a weight has none or two)."""
+    found = {}
+    for term in terms:
+        if isinstance(term, sp.MatMul) and len(term.args) >= 2 and term.args[-1] in weights:
+            W = term.args[-1]
+            if W in found:
+                return None
+            found[W] = term.args[0] if len(term.args) == 2 else sp.MatMul(*term.args[:-1])
+    return found if all(W in found for W in weights) else None
+
+
+def _gradients(fn, backward) -> dict:
+    """{parameter: the statements summing its gradient}: :class:`loop_ir.Stacked` after the loop and
+    :class:`loop_ir.Accumulate` inside it."""
+    ret = fn.body[-1]
+    params = [a for a in fn.args if a in fn.invariants]
+    of = dict(zip(ret.values[1:], params))
+    grads: dict = {}
+    for s in list(backward.body) + fn.body:
+        if isinstance(s, (loop_ir.Stacked, loop_ir.Accumulate)) and s.target in of:
+            grads.setdefault(of[s.target], []).append(s)
+    return grads
+
+
+def _gradient_is(statements, adjoint, right, stacked, rights) -> bool:
+    """True when ``statements`` sum exactly ``sum_t adjoint^T right`` (``right`` None: ``sum_t adjoint``)."""
+    if not statements or len(statements) != 1:
+        return False
+    s = statements[0]
+    if isinstance(s, loop_ir.Accumulate):
+        if s.guard is not None:
+            return False
+        return _canon(s.value) == _canon(adjoint) if right is None else _is_outer(s.value, adjoint, right)
+    if s.a not in stacked or _canon(stacked[s.a]) != _canon(adjoint):
+        return False
+    return s.kind == "sum" if right is None else (s.kind == "outer" and rights.get(s.b) == right)
+
+
+def gate_layout(fn: loop_ir.Function) -> GateLayout | None:
+    """The gate layout read off the hoisted IR of a cell's loops (:func:`loop_ir.hoist` of
+    :func:`loop_ir.cell_loop`), or None when the cell is not of gate form.
+
+    The forward loop's assignments (each hoisted input projection read back as ``x_t W^T``) give the gates;
+    the backward loop gives each gate's sensitivity as what dL/dx_t and the carry to h_{t-1} send through
+    its weights (``g^k W_xk``, ``g^k W_hk``), and the gate form holds only when every gate weight's and
+    bias's gradient is exactly ``sum_t (g_t^k)^T x_t``, ``sum_t (g_t^k)^T h_{t-1}``, ``sum_t g_t^k`` (a
+    :class:`loop_ir.Stacked` product after the loop or its step term summed inside it) with no loss-position
+    term, and dL/dx_t is ``sum_k g_t^k W_xk`` and nothing else."""
+    seq = next((s for s in fn.body if isinstance(s, loop_ir.Sequence)), None)
+    loops = fn.loops()
+    if seq is None or not isinstance(seq.X, sp.MatrixExpr) or len(loops) != 2:
         return None
-    params = set(gen.params.values())
-    key_of = {v: k for k, v in gen.params.items()}
-    forward = gen.step.definitions("forward")
-    x = gen.x
-    prevs = {prev: s for s, prev in gen.prev.items()}
+    forward_loop, backward = loops
+    params = set(fn.invariants)
+    x = next(s.target for s in forward_loop.body if isinstance(s, loop_ir.Load) and s.array and s.source == seq.X)
+    loadprev = [s for s in backward.body if isinstance(s, loop_ir.LoadPrev)]
+    prevs = {s.target: s.state for s in loadprev}
+    # the step program: each hoisted input projection X W^T read back as x_t W^T
+    before = {s.target: s.value for s in fn.body if isinstance(s, loop_ir.Assign)}
+    parts = {s.target: before[s.source].xreplace({seq.X: x}) for s in forward_loop.body
+             if isinstance(s, loop_ir.Load) and s.array and s.source in before}
+    forward = [loop_ir.Assign(s.target, s.value.xreplace(parts)) for s in forward_loop.body
+               if isinstance(s, loop_ir.Assign) and s.target not in prevs]
     # the recurrent state: the one whose h_{t-1} W^T appears in the most definitions
     counts = {prev: sum(any(_linear(term, prev, params) for term in _terms(d.value)) for d in forward) for prev in prevs}
     prev = max(counts, key=counts.get) if counts and max(counts.values()) > 0 else None
@@ -149,31 +207,46 @@ def gate_layout(cell, gen) -> GateLayout | None:
     if not gates or len({g.target.shape for g in gates}) != 1:
         return None
     width = int(gates[0].target.shape[1])
-    # the derived gradients must be exactly the gate form
-    step, head = gen.step_grads, gen.head_grads
+    # what the backward loop sends to x_t and to each state's s_{t-1}, with the stacked sensitivities read back
+    stacked = {s.stack: s.value for s in backward.body if isinstance(s, loop_ir.Store) and s.array}
+    carry_of = {c for r in backward.body if isinstance(r, loop_ir.Rho) for c in r.carry}
+    sent = {s.target: s.value for s in backward.body if isinstance(s, loop_ir.Assign)}
+    carries = {state: sent.get(c) for state, c, _ in carry_of}
+    dx = next((s.value for s in backward.body if isinstance(s, loop_ir.Store) and not s.array), None)
+    if dx is None:
+        ret = fn.body[-1]
+        dx = next((s.value for s in fn.body if isinstance(s, loop_ir.Assign) and s.target == ret.values[-1]), None)
+    if dx is None:
+        return None
+    dx = dx.xreplace(stacked)
+    recurrent = [g for g in gates if g.h_weight is not None]
+    carry = carries.get(prevs.get(prev)) if recurrent else None
+    carry_terms = _terms(carry) if carry is not None else []
+    through = _through(_terms(dx), [W for g in gates for W in g.x_weights])
+    through_h = _through(carry_terms, [g.h_weight for g in recurrent])
+    if through is None or through_h is None or len(through) != len(_terms(dx)):
+        return None
     for gate in gates:
-        gate.adjoint = adj = gen.step.adjoints.get(gate.target)
-        if adj is None:
+        sensitivities = [through[W] for W in gate.x_weights] + ([through_h[gate.h_weight]] if gate.h_weight is not None else [])
+        if len({_canon(a) for a in sensitivities}) != 1:
             return None
+        gate.adjoint = sensitivities[0]
+    # the derived gradients must be exactly the gate form
+    grads = _gradients(fn, backward)
+    rights = {seq.X: x} | {s.target: prevs_of for s in fn.body if isinstance(s, loop_ir.PrevStack)
+                           for prevs_of in [next(p.target for p in loadprev if p.source == s.source)]}
+    for gate in gates:
+        adj = gate.adjoint
         for W, right in [(W, x) for W in gate.x_weights] + ([(gate.h_weight, prev)] if gate.h_weight is not None else []):
-            if head[key_of[W]] is not None or not _is_outer(step[key_of[W]], adj, right):
+            if not _gradient_is(grads.get(W), adj, right, stacked, rights):
                 return None
         for b in gate.biases:
-            if head[key_of[b]] is not None or step[key_of[b]] is None or _canon(step[key_of[b]]) != _canon(adj):
+            if not _gradient_is(grads.get(b), adj, None, stacked, rights):
                 return None
-    expected = sorted((_canon(sp.MatMul(g.adjoint, W)) for g in gates for W in g.x_weights), key=str)
-    if gen.input_grad is None or sorted(map(_canon, _terms(gen.input_grad)), key=str) != expected:
-        return None
-    recurrent = [g for g in gates if g.h_weight is not None]
     carry_rest = None
     if recurrent:
-        carry = gen.carry[prevs[prev]]
-        terms = _terms(carry) if carry is not None else []
-        keys = [_canon(term) for term in terms]
-        fused = [_canon(sp.MatMul(g.adjoint, g.h_weight)) for g in recurrent]
-        if any(keys.count(f) != 1 for f in fused):
-            return None
-        rest = [term for term, key in zip(terms, keys) if key not in fused]
+        fused = {_canon(sp.MatMul(g.adjoint, g.h_weight)) for g in recurrent}
+        rest = [term for term in carry_terms if _canon(term) not in fused]
         carry_rest = (sp.MatAdd(*rest) if len(rest) > 1 else rest[0]) if rest else None
     # activations of the recurrent gates: ``a = phi(z)`` definitions, computed by one call per run
     for gate in recurrent:

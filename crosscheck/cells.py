@@ -13,7 +13,9 @@ RNN, GRU, LSTM and a user's cell of the same form) is compiled in the faster
 gate layout of :mod:`crosscheck.cell_loop`; every other cell gets the plain
 loop, the IR of :mod:`crosscheck.loop_ir` (:func:`~crosscheck.loop_ir.cell_loop`
 read off the derivation, rewritten by :func:`~crosscheck.loop_ir.hoist`,
-printed by its :class:`~crosscheck.loop_ir.Emitter`).
+printed by its :class:`~crosscheck.loop_ir.Emitter`).  Whether a cell has gate
+form is read off that hoisted IR (:func:`crosscheck.cell_loop.gate_layout`); the
+gate layout itself is still printed by :func:`crosscheck.cell_loop.gated_source`.
 
 :func:`autograd_twin` is the cell's forward program evaluated node by node with
 the operations' torch implementations (:mod:`crosscheck.twin`: no code printed,
@@ -222,13 +224,13 @@ def loop_namespace(cell: Cell, backend: str) -> dict:
 
 
 def _generate(cell: Cell, gen, backend: str) -> str:
-    """The loop function's source, printed from the general-t derivation: the gate layout of
-    :mod:`crosscheck.cell_loop` when the cell has gate form, else the IR of :mod:`crosscheck.loop_ir` (two
-    loops over t, what is not sequential hoisted out of them) through its emitter."""
-    layout = cell_loop.gate_layout(cell, gen)
+    """The loop function's source: the IR of :mod:`crosscheck.loop_ir` (two loops over t read off the
+    general-t derivation, what is not sequential hoisted out of them) through its emitter, or, when that
+    IR has gate form (:func:`crosscheck.cell_loop.gate_layout`), the gate layout of :mod:`crosscheck.cell_loop`."""
+    fn = loop_ir.hoist(loop_ir.cell_loop(cell, gen))
+    layout = cell_loop.gate_layout(fn)
     if layout is not None:
         return cell_loop.gated_source(cell, gen, layout, backend)
-    fn = loop_ir.hoist(loop_ir.cell_loop(cell, gen))
     return loop_ir.Emitter(backend, fn.names).source(fn)
 
 

@@ -8,8 +8,11 @@ a gradient summed step by step (:class:`Accumulate`) and :class:`Loop` ``(index,
 The straight-line program of :func:`crosscheck.lambdify.lambdify` is a Function without a loop
 (:func:`straight_line`); a cell's loop over t is one with two (:func:`cell_loop`, built from the general-t
 derivation :meth:`derive.cell.Cell.general`).  Rewrites are passes from IR to IR: :func:`hoist` moves what is
-not sequential out of the loops.  :class:`Emitter` prints the IR as Python source for one backend; numpy and
-torch differ only in the namespace the names are bound to, and an operation with no implementation in the
+not sequential out of the loops.  Whether a cell has gate form is read off the hoisted IR by
+:func:`crosscheck.cell_loop.gate_layout`; the gate loop itself is still printed by
+:func:`crosscheck.cell_loop.gated_source` (a fusion pass from IR to IR, printed here, is not built yet).
+:class:`Emitter` prints the IR as Python source for one backend; numpy and torch differ only in the
+namespace the names are bound to, and an operation with no implementation in the
 backend is refused when the source is printed, naming the operation and the backend.
 
 >>> from seqgrad.derive.cell import Cell
@@ -88,10 +91,12 @@ class Load:
 
 @dataclass(frozen=True)
 class LoadPrev:
-    """``target := source at the index - 1``, zero at the first step (a state's s_{t-1} from its stash)."""
+    """``target := source at the index - 1``, zero at the first step (a state's s_{t-1} from its stash);
+    ``state`` the state's name."""
     target: sp.Basic
     source: sp.Basic
     width: int | None
+    state: str | None = None
 
 
 @dataclass(frozen=True)
@@ -260,7 +265,7 @@ def cell_loop(cell, gen) -> Function:
     dX = fn.fresh("dX")
     body.append(Stash(dX))
     step = [Load(x, X, array=True)] + [Load(d.target, stash[d.target]) for d in forward]
-    step += [LoadPrev(prev, stash[gen.at_t[s]], H[s]) for s, prev in gen.prev.items()]
+    step += [LoadPrev(prev, stash[gen.at_t[s]], H[s], s) for s, prev in gen.prev.items()]
     step += [Load(gen.e, e_all), Rho(gen, cell, tuple((s, carry[s], H[s]) for s in cell.states))]
     step += [Assign(d.target, d.value) for d in gen.backward_defs]
     step += gradient_terms(gen, params, grads)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqgrad.crosscheck import cell_loop
+from seqgrad.crosscheck import cell_loop, loop_ir
 from seqgrad.crosscheck.cells import CellFunction, against_autograd
 from seqgrad.derive.builtin_cells import gru_cell, lstm_cell, rnn_cell
 from seqgrad.derive.cell import Cell
@@ -19,7 +19,7 @@ from test_cell import USER_CELLS, VEC, _make, _worst
 
 
 def _layout(cell):
-    return cell_loop.gate_layout(cell, cell.general())
+    return cell_loop.gate_layout(loop_ir.hoist(loop_ir.cell_loop(cell, cell.general())))
 
 
 @pytest.mark.parametrize("make, recurrent, gates", [(rnn_cell, 1, 1), (gru_cell, 3, 4), (lstm_cell, 4, 4)],
@@ -110,3 +110,20 @@ def test_two_biases_of_one_gate_get_separate_arrays(backend):
         before = out[b].clone() if backend == "torch" else out[b].copy()
         out[a][...] = 123.0
         assert (out[b] == before).all(), (a, b)
+
+
+def test_the_gate_form_is_read_from_the_ir_statements():
+    """gate_layout reads the hoisted IR: a weight gradient the IR sums in another form (here the stacked
+    product of dW_xf replaced by the input gate's), or a dL/dx_t with a term more, is not the gate form."""
+    from dataclasses import replace
+
+    fn = loop_ir.hoist(loop_ir.cell_loop(lstm_cell(sizes=VEC), lstm_cell(sizes=VEC).general()))
+    assert cell_loop.gate_layout(fn) is not None
+    stacked = {fn.names[s.target]: s for s in fn.body if isinstance(s, loop_ir.Stacked)}
+    wrong = replace(stacked["d_W_xf"], a=stacked["d_W_xi"].a)
+    body = [wrong if s is stacked["d_W_xf"] else s for s in fn.body]
+    assert cell_loop.gate_layout(replace(fn, body=body)) is None
+    dx = next(s for s in fn.body if isinstance(s, loop_ir.Assign) and s.target == fn.body[-1].values[-1])
+    more = replace(dx, value=dx.value + dx.value.args[0])
+    body = [more if s is dx else s for s in fn.body]
+    assert cell_loop.gate_layout(replace(fn, body=body)) is None
