@@ -27,7 +27,7 @@ import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
 from seqgrad.derive.prose import Sizes
-from seqgrad.derive.sequence import adjoint, stepped
+from seqgrad.derive.sequence import T, adjoint, stepped, t
 
 from .latex_parts import LAYERS, number_tex
 
@@ -218,6 +218,17 @@ def _s(name: str, *shape):
     return sp.MatrixSymbol(name, *shape) if shape else sp.Symbol(name)
 
 
+def _at(base: str, index, *shape):
+    """The value ``base`` at step ``index`` (``h_{t-1}``, a row when a shape is given): a node of
+    :mod:`derive.sequence`, so the notation's letters for the step and the length reach it."""
+    return stepped(base, index, shape or None)
+
+
+def _grad(base: str, index, *shape):
+    """The gradient of the loss with respect to ``base`` at step ``index`` (``g_t^h``): an adjoint node."""
+    return adjoint(_at(base, index, *shape))
+
+
 def _inline(expr, b) -> str:
     from seqgrad.derive.latex_layout import inline
 
@@ -251,12 +262,12 @@ def rnn_section(b) -> Part:
         _words("A recurrent network reads a sequence {xs} one step at a time and carries a state "
                "`h_t` from step to step; the same weights are used at every step. The scalar cell of the course, with "
                "the activation tanh, the initial state {h0} and a squared error on the last output:", b,
-               xs=Sizes(_s("x_0"), _s("x_1"), _s("..."), _s("x_{T-1}")), h0=sp.Eq(_s("h_{-1}"), 0, evaluate=False)),
+               xs=Sizes(_at("x", 0), _at("x", 1), _s("..."), _at("x", T - 1)), h0=sp.Eq(_at("h", -1), 0, evaluate=False)),
         _display(_rows(scalar.forward_rows()), b),
         "\\subsection{Backpropagation through time, at a general step}",
         _words("Write {gh} and {gz} for the gradients of the loss with respect to `h_t` and `z_t`. The loss sees "
                "`h_t` directly only at the last step; every earlier state reaches it through the next step. Going "
-               "backwards from {last}:", b, gh=_s("g_t^h"), gz=_s("g_t^z"), last=sp.Eq(_s("t"), _s("T") - 1, evaluate=False)),
+               "backwards from {last}:", b, gh=_grad("h", t), gz=_grad("z", t), last=sp.Eq(t, T - 1, evaluate=False)),
         _display(_rows(scalar.backward_rows()), b),
         _words("A weight is used once per step, so its gradient is a sum over the steps of what each use contributes:", b)
         + mark,
@@ -265,28 +276,28 @@ def rnn_section(b) -> Part:
                "stored output by input and applied as {xW}, so the transposes appear in the gradients. Written here in "
                "general, with biases and a loss at every step, {Lsum} (a model that predicts at every step; the course's "
                "loss on the last output only is the case {ezero} for {early}):", b,
-               x=_s("x_t", 1, 2), h=_s("h_t", 1, 3), xshape=Shape(_s("1"), _s("d_x")), hshape=Shape(_s("1"), _s("d_h")),
-               xW=_s("x_t", 1, 2) * _s("W_x", 3, 2).T, Lsum=vector.forward_rows()[-1].rhs,
-               ezero=sp.Eq(_s("e_t", 1, 1), sp.ZeroMatrix(1, 1), evaluate=False),
-               early=sp.StrictLessThan(_s("t"), _s("T") - 1, evaluate=False)),
+               x=_at("x", t, 1, 2), h=_at("h", t, 1, 3), xshape=Shape(_s("1"), _s("d_x")), hshape=Shape(_s("1"), _s("d_h")),
+               xW=_at("x", t, 1, 2) * _s("W_x", 3, 2).T, Lsum=vector.forward_rows()[-1].rhs,
+               ezero=sp.Eq(_at("e", t, 1, 1), sp.ZeroMatrix(1, 1), evaluate=False),
+               early=sp.StrictLessThan(t, T - 1, evaluate=False)),
         _display(_rows(vector.forward_rows()[1:-1]), b),
         _words("Backwards, with {gzT} (no step follows the last one, so at {last} the recursion for {gh} keeps only "
-               "{direct}):", b, gzT=sp.Eq(_s("g_T^z", 1, 3), sp.ZeroMatrix(1, 3), evaluate=False),
-               last=sp.Eq(_s("t"), _s("T") - 1, evaluate=False), gh=_s("g_t^h", 1, 3),
-               direct=_s("e_{T-1}", 1, 1) * _s("W_o", 1, 3)),
+               "{direct}):", b, gzT=sp.Eq(_grad("z", T, 1, 3), sp.ZeroMatrix(1, 3), evaluate=False),
+               last=sp.Eq(t, T - 1, evaluate=False), gh=_grad("h", t, 1, 3),
+               direct=_at("e", T - 1, 1, 1) * _s("W_o", 1, 3)),
         _display(_rows(vector.backward_rows() + vector.gradient_rows()), b),
         "\\subsection{Unrolling the recursion: products of Jacobians}",
         _words("The recursion says that {gh} is what the loss sends to {h} directly plus what step {next} sends back. "
                "The step from {prev} to {h} has the transition Jacobian {J}, so the adjoint of {h} reaches an earlier "
                "state {htau} ({early}) multiplied on the right by one Jacobian per step in between, the latest step's first "
                "(matrices: the order matters; for {same} the product is empty, the identity):", b,
-               gh=_s("g_t^h", 1, 3), h=_s("h_t", 1, 3), prev=_s("h_{t-1}", 1, 3), htau=_s("h_{tau}", 1, 3),
-               next=bptt.t + 1, J=sp.Indexed("J", bptt.t), same=sp.Eq(bptt.t, bptt.tau, evaluate=False),
+               gh=_grad("h", t, 1, 3), h=_at("h", t, 1, 3), prev=_at("h", t - 1, 1, 3), htau=_at("h", bptt.tau, 1, 3),
+               next=bptt.t + 1, J=unrolled.jacobian(bptt.t), same=sp.Eq(bptt.t, bptt.tau, evaluate=False),
                early=sp.LessThan(bptt.tau, bptt.t, evaluate=False)),
         _display(unrolled.product_row(), b),
         _words("Unrolled from `t = T - 1` down, the adjoint of {htau} collects every later step's direct term carried back "
                "along its path, and each weight gradient becomes a sum over the step `t` at which the loss is incurred "
-               "and the step {tau} at which the weight acts:", b, htau=_s("h_{tau}", 1, 3), tau=bptt.tau)
+               "and the step {tau} at which the weight acts:", b, htau=_at("h", bptt.tau, 1, 3), tau=bptt.tau)
         + verification(b, checks=[r for r in checks if r.name == "rnn.bptt_closed_form"], appendix="rnn"),
         _display([unrolled.adjoint_row()] + [(Partial(vector.params[n]), unrolled.gradient(n)) for n in ("w_h", "w_x", "b_h")],
                  b),
@@ -299,8 +310,8 @@ def rnn_section(b) -> Part:
         _words("and with every {gz} replaced by its closed form, the gradient of the recurrent weight is a sum over "
                "paths: one term per step at which `w_h` is used, each a product of the slopes along the path. The weight `w_h` is "
                "used at all three steps, but the term of step 0, {first}, vanishes because {h0}: two terms remain.", b,
-               gz=_s("g_t^z"), first=sp.Mul(_s("g_0^z"), _s("h_{-1}"), evaluate=False),
-               h0=sp.Eq(_s("h_{-1}"), 0, evaluate=False)),
+               gz=_grad("z", t), first=sp.Mul(_grad("z", 0), _at("h", -1), evaluate=False),
+               h0=sp.Eq(_at("h", -1), 0, evaluate=False)),
         _display([(Partial(net.parameters["w_h"]), net.grad("w_h").xreplace(g))], b),
     ]
     appendix = check_status("rnn", b, checks) if checks else ""
@@ -318,17 +329,17 @@ def paths_section(b) -> Part:
     scalar = builtin_cells.rnn_cell().general()
     vector = builtin_cells.rnn_cell(sizes={"D": 2, "H": 3, "C": 1}).general()
     t, s, j = sp.symbols("t tau j", integer=True)  # s: the earlier step, tau (s is a standard deviation)
-    h = lambda k: sp.Symbol(f"h_{{{sp.latex(k)}}}")  # noqa: E731  (a step symbol h_{t}, h_{\tau})
+    h = lambda k: _at("h", k)  # noqa: E731  (the state at a step: h_t, h_tau)
     Jj = sp.Symbol("J_j")
     checks = section_checks(b, ["rnn.path_products", "gated.figure3_*", "gated.pascanu_bound", "gated.fact.*"])
     mark = verification(b, checks=checks, source=sources(checks), appendix="paths")
     net = rnn.unroll(steps=4)
     rho = sp.Symbol("rho", positive=True)  # the bound on a factor (r is the GRU's reset gate)
-    ordered = OrderedProduct(sp.Indexed("J", j), j, s + 1, t)
+    ordered = OrderedProduct(_at("J", j), j, s + 1, t)
     body = [
         _words("The gradient that step `t` sends back to an earlier state {hs} is a product of one Jacobian per step "
                "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`, the latest step's first "
-               "(the order is written out: the factors are matrices):", b, prev=_s("h_{j-1}"), hs=h(s)),
+               "(the order is written out: the factors are matrices):", b, prev=h(j - 1), hs=h(s)),
         # one display: the product and the factor of both cells belong together (one alignment)
         _display([(Partial(h(s), of=h(t)), ordered),
                   (Jj, _step(scalar.transition(), j), ("  (scalar cell)",)),
@@ -381,7 +392,7 @@ def gates_section(b) -> Part:
                    "between 0 and 1 that the network computes from `x_t` and {prev}. Both cells below follow PyTorch's "
                    "conventions (gate order, two biases in the GRU), written for scalar states; the vector cells have "
                    "the same equations with the products of a gate and a state taken entrywise ({hadamard}).", b,
-                   prev=_s("h_{t-1}"), hadamard=sp.HadamardProduct(_s("f_t", 1, 3), _s("c_{t-1}", 1, 3)))]
+                   prev=_at("h", t - 1), hadamard=sp.HadamardProduct(_at("f", t, 1, 3), _at("c", t - 1, 1, 3)))]
     for title, cell, state in (("The GRU", builtin_cells.gru_cell(), "h"), ("The LSTM", builtin_cells.lstm_cell(), "c")):
         gd = cell.general()
         body += [f"\\subsection{{{title}}}",
@@ -875,17 +886,17 @@ def notation_rows(b) -> list[tuple]:
     from seqgrad.derive import rules
 
     # the widths of a cell are d_x, d_h, d_y (H is the matrix of an encoder block's rows, D is not used)
-    T, t, D, H, C, d, d_k, d_v, n = sp.symbols("T t d_x d_h d_y d d_k d_v n", integer=True)
+    D, H, C, d, d_k, d_v, n, j = sp.symbols("d_x d_h d_y d d_k d_v n j", integer=True)
     L = sp.Symbol("L")
     one = Shape()
     M = lambda name, r, c: sp.MatrixSymbol(name, r, c)  # noqa: E731
     rows = [
         (t, "step (position) index, from 0", one), (T, "sequence length (number of steps or tokens)", one),
-        (sp.Symbol("x_t"), "input at step t (a row vector in the vector cell)", Shape(1, D)),
-        (sp.Symbol("h_t"), "hidden state at step t; the initial state is zero", Shape(1, H)),
-        (sp.Symbol("z_t"), "pre-activation of the recurrent cell", Shape(1, H)),
-        (sp.Symbol("yhat"), "prediction", Shape(1, C)), (sp.Symbol("y"), "target", Shape(1, C)),
-        (sp.Symbol("e"), "error, prediction minus target", Shape(1, C)), (L, "loss", one),
+        (_at("x", t, 1, 2), "input at step `t`, a row (in the scalar cell a number, `x_t`)", Shape(1, D)),
+        (_at("h", t, 1, 2), "hidden state at step `t` (scalar cell: `h_t`); the initial state is zero", Shape(1, H)),
+        (_at("z", t, 1, 2), "pre-activation of the recurrent cell (scalar cell: `z_t`)", Shape(1, H)),
+        (M("yhat", 1, C), "prediction (scalar cell: `yhat`)", Shape(1, C)), (M("y", 1, C), "target (scalar cell: `y`)", Shape(1, C)),
+        (M("e", 1, C), "error, prediction minus target (scalar cell: `e`); at step `t`, {et}", Shape(1, C)), (L, "loss", one),
         (sp.Symbol("w_x"), "input weight of the scalar cell (a second index names a gate: input to reset gate)", one),
         (sp.Symbol("w_h"), "recurrent weight of the scalar cell", one), (sp.Symbol("w_o"), "output weight (of the output layer, which computes the prediction)", one),
         (M("W_x", H, D), "input weights of the vector cell, stored output by input", Shape(H, D)),
@@ -893,17 +904,18 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("b"), "a bias", one),
         (sp.Symbol("tau"), "an earlier step, the start of a path back in time", one),
         (sp.Symbol("rho"), "a bound on the absolute value (the norm) of every factor of a path product", one),
-        (sp.Symbol("g_t^h"), "gradient of the loss with respect to the state at step t", Shape(1, H)),
-        (sp.Symbol("g_t^z"), "gradient with respect to the pre-activation at step t", Shape(1, H)),
-        (sp.Symbol("J_j"), "transition Jacobian of step j: the derivative of a state by the state before it, in "
-         "numerator layout (row k: the derivatives of entry k of the state)", Shape(H, H)),
-        (stepped("z^r", t), "pre-activation of a gate (here the reset gate r); its gradient is {gzr}", Shape(1, H)),
-        (sp.Symbol("a_t"), "the GRU's recurrent term of the candidate, before the reset gate scales it", Shape(1, H)),
-        (sp.Symbol("r_t"), "reset gate of the GRU", Shape(1, H)), (sp.Symbol("u_t"), "update gate of the GRU", Shape(1, H)),
-        (sp.Symbol("i_t"), "input gate of the LSTM", Shape(1, H)), (sp.Symbol("f_t"), "forget gate of the LSTM", Shape(1, H)),
-        (sp.Symbol("o_t"), "output gate of the LSTM", Shape(1, H)), (sp.Symbol("c_t"), "cell state of the LSTM", Shape(1, H)),
-        (sp.Symbol("ctilde_t"), "candidate cell state of the LSTM", Shape(1, H)),
-        (sp.Symbol("htilde_t"), "candidate state of the GRU", Shape(1, H)),
+        (_grad("h", t, 1, 2), "gradient of the loss with respect to the state at step `t` (scalar cell: {ght})", Shape(1, H)),
+        (_grad("z", t, 1, 2), "gradient with respect to the pre-activation at step `t` (scalar cell: {gzt})", Shape(1, H)),
+        (_at("J", j, 2, 2), "transition Jacobian of step `j`: the derivative of a state by the state before it, in "
+         "numerator layout (row `k`: the derivatives of entry `k` of the state); a number, {Jj}, for the scalar cell",
+         Shape(H, H)),
+        (_at("z^r", t), "pre-activation of a gate (here the reset gate `r`); its gradient is {gzr}", one),
+        (_at("a", t), "the GRU's recurrent term of the candidate, before the reset gate scales it", one),
+        (_at("r", t), "reset gate of the GRU", one), (_at("u", t), "update gate of the GRU", one),
+        (_at("i", t), "input gate of the LSTM", one), (_at("f", t), "forget gate of the LSTM", one),
+        (_at("o", t), "output gate of the LSTM", one), (_at("c", t), "cell state of the LSTM", one),
+        (_at("ctilde", t), "candidate cell state of the LSTM", one),
+        (_at("htilde", t), "candidate state of the GRU", one),
         (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", one),
         (sp.Symbol("pos"), "position of a token", one),
         (sp.Symbol("q"), "a second position, beside pos (the dot product of two encodings, appendix)", one),
@@ -981,7 +993,8 @@ def notation_section(b) -> str:
 
     rows = notation_rows(b)
     # a meaning's formulas in backquotes, or {JFl} for one the parser does not read (a subscript with a subscript)
-    formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": adjoint(stepped("z^r", sp.Symbol("t", integer=True)))}
+    formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": _grad("z^r", t), "et": _at("e", t, 1, 2),
+                "ght": _grad("h", t), "gzt": _grad("z", t), "Jj": _at("J", sp.Symbol("j"))}
     body = [" & ".join([inline(sym, b.notation), _words(meaning, b, **formulas), inline(shape, b.notation)]) + " \\\\"
             for sym, meaning, shape in rows]
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices start "

@@ -314,7 +314,10 @@ class NotationPrinter(LatexPrinter):
         n = self.notation
         if expr.name in n.symbol_names:
             n._used.add(expr.name)
-            return n.symbol_names[expr.name]
+            tex = n.symbol_names[expr.name]
+            if style == "bold" or (n.bold and expr.name in n.vectors):  # a rename keeps the kind: a matrix stays bold
+                return _bold_stem(tex)
+            return tex
         adjoint = _ADJOINT.fullmatch(expr.name)
         if adjoint:  # dX = dL/dX of a block program: an upright d before the quantity it is the gradient of
             return r"\mathrm{d}" + self._print_Symbol(sp.Symbol(adjoint.group(1)), style)
@@ -384,6 +387,24 @@ class NotationPrinter(LatexPrinter):
 
     def _print_SensitivityMatrix(self, expr):
         return self._print_Sensitivity(expr, style=self._settings["mat_symbol_style"])
+
+
+_STEM = re.compile(r"(\\[A-Za-z]+|[A-Za-z]+)(.*)", re.S)
+
+
+def _bold_stem(tex: str) -> str:
+    r"""A renamed matrix's LaTeX (``--symbol W_h=V_{h}``) with its letter in bold, its indices as they are:
+    ``\mathbf{V}_{h}``, ``\boldsymbol{\Omega}_{h}``; LaTeX already bold, or not a letter first, is kept.
+
+    >>> print(_bold_stem("V_{h}"), _bold_stem(r"\Omega_{h}"), _bold_stem(r"\mathbf{U}"))
+    \mathbf{V}_{h} \boldsymbol{\Omega}_{h} \mathbf{U}
+    """
+    m = _STEM.fullmatch(tex)
+    if m is None or "\\mathbf" in tex or "\\boldsymbol" in tex or (m.group(1).startswith("\\")
+                                                                  and m.group(1).lstrip("\\").lower() not in GREEK):
+        return tex
+    stem = m.group(1)
+    return (r"\boldsymbol{%s}" if stem.startswith("\\") else r"\mathbf{%s}") % stem + m.group(2)
 
 
 def _greek_words(index: str) -> str:

@@ -79,7 +79,7 @@ def test_the_padding_does_not_read_as_the_positional_encodings(table, conv):
 def test_a_gates_pre_activation_is_defined_as_its_gradient_names_it(build, table, gates):
     """The gates' pre-activations were defined as z^{r}_{t} but their gradients printed g^{z_{r}}_{t}: now both say
     z_r, the definition z_{r,t} (the gate beside the step, no nested scripts)."""
-    assert table["z_{r,t}"] == "pre-activation of a gate (here the reset gate r); its gradient is $g^{z_{r}}_{t}$"
+    assert table["z_{r,t}"] == "pre-activation of a gate (here the reset gate $r$); its gradient is $g^{z_{r}}_{t}$"
     for gate, cell in (("r", "GRU"), ("u", "GRU"), ("n", "GRU"), ("i", "LSTM"), ("f", "LSTM"), ("c", "LSTM"), ("o", "LSTM")):
         assert re.search(r"^z_\{%s,t\} +&= " % gate, gates, re.M), (gate, cell)  # defined
         assert re.search(r"^g\^\{z_\{%s\}\}_\{t\} +&= " % gate, gates, re.M), (gate, cell)  # its gradient

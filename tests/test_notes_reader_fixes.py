@@ -68,14 +68,14 @@ def test_layernorm_gives_its_row_statistics_and_the_row_of_ones(tmp_path):
 
 def test_the_path_product_says_its_order_layout_and_bound(tmp_path):
     body = notes.paths_section(_build(tmp_path)).body
-    assert r"{J}_{t} {J}_{t - 1} \cdots {J}_{\tau + 1}" in body and "numerator layout" in body
+    assert r"J_{t} J_{t-1} \cdots J_{\tau+1}" in body and "numerator layout" in body
     assert r"$\rho^{t - \tau}$" in body and r"state $h_{\tau}$" in body and "h_{s}" not in body  # tau: the earlier step
     assert r"\left|{g^{h}_{0}}\right| &\le \rho^{3} \left|{g^{h}_{3}}\right|" in body
     assert "at most $r$" not in body
     # the product and the factors of both cells are one display, aligned together
     first = body[body.index("\\begin{align*}"):body.index("\\end{align*}")]
     # the product of matrices written out in its order in the display itself (a reader reads \\prod lowest index first)
-    assert r"{J}_{t} {J}_{t - 1} \cdots {J}_{\tau + 1}" in first and "\\prod_" not in first
+    assert r"J_{t} J_{t-1} \cdots J_{\tau+1}" in first and "\\prod_" not in first
     assert "(scalar cell)" in first and "(vector cell)" in first
 
 
@@ -148,7 +148,7 @@ def test_the_general_bptt_comes_before_the_three_step_example(tmp_path):
     assert r"\mathbf{g}^{h}_{t}                                   &= \mathbf{e}_{t} \mathbf{W}_{o} + \mathbf{g}^{z}_{t+1} \mathbf{W}_{h}" in general
     for lhs in (r"\mathbf{W}_{h}} &= \sum_{t=0}^{T - 1} (\mathbf{g}^{z}_{t})^{\top} \mathbf{h}_{t-1}",
                 r"\mathbf{b}_{h}} &= \sum_{t=0}^{T - 1} \mathbf{g}^{z}_{t}",
-                r"\frac{\partial \mathbf{h}_{t}}{\partial \mathbf{h}_{\tau}} &= {J}_{t} {J}_{t - 1} \cdots {J}_{\tau + 1}",
+                r"\frac{\partial \mathbf{h}_{t}}{\partial \mathbf{h}_{\tau}} &= \mathbf{J}_{t} \mathbf{J}_{t-1} \cdots \mathbf{J}_{\tau+1}",
                 r"\mathbf{W}_{h}} &= \sum_{t=0}^{T - 1} \sum_{\tau=0}^{t} "):
         assert lhs in general.replace("  ", " ").replace("  ", " ") or lhs in general, lhs
     assert "\\ref{app:rnn}" in general[general.index("Unrolling the recursion"):]  # verified (rnn.bptt_closed_form)

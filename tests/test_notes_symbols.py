@@ -1,0 +1,63 @@
+"""Issue 24 part 3 / issue 25: the notation reaches every formula of the notes, the notation table and the prose of
+the recurrent sections included, through the door ``seqgrad latex --symbol`` (the step and the length renamed to k and
+N, the recurrent weight renamed).  The math runs are read from the written .tex (``$...$``, ``\\[...\\]``, aligned
+displays); words of the prose are not math."""
+import re
+
+import pytest
+
+from seqgrad.crosscheck.cli import main
+
+#: text-like groups whose letters are words, not symbols (\\text{carry}, \\operatorname{diag}, \\mathrm{pos})
+_WORDS = re.compile(r"\\(?:text|mathrm|operatorname|textrm|mbox|label|tag)\s*\{[^{}]*\}")
+
+
+def math_runs(tex: str) -> list[str]:
+    """Every formula of a document's body (before the appendix): inline ``$...$``, ``\\[...\\]`` and aligned displays."""
+    body = re.sub(r"(?<!\\)%.*", "", tex.split("\\appendix")[0])
+    runs = [m.group(2) for m in re.finditer(r"\\begin\{(align\*?|equation\*?|gather\*?)\}(.*?)\\end\{\1\}", body, re.S)]
+    runs += re.findall(r"\\\[(.*?)\\\]", body, re.S)
+    runs += re.findall(r"(?<![\\$])\$([^$]+)\$", body)
+    return runs
+
+
+def letters_of(run: str) -> str:
+    """A formula with its words and command names blanked: what is left are its symbols' letters."""
+    return re.sub(r"\\[A-Za-z]+", " ", _WORDS.sub(" ", run))
+
+
+def test_math_runs_are_read_as_formulas():
+    """The reader of the test itself: it finds a lone t in a formula and in a subscript, not in \\tanh or a word."""
+    tex = r"a step $t$ and $h_{t-1}$ \begin{align*} x &= \tanh(z) \text{ at t}\end{align*} the t"
+    found = [r for r in math_runs(tex) if re.search(r"(?<![A-Za-z])t(?![A-Za-z])", letters_of(r))]
+    assert found == ["t", "h_{t-1}"]
+
+
+@pytest.fixture(scope="module")
+def renamed(tmp_path_factory):
+    """The recurrent sections and the notation table, written by the command line with the step k, the length N and
+    the recurrent weights renamed."""
+    out = tmp_path_factory.mktemp("renamed") / "notes.tex"
+    rc = main(["latex", str(out), "--sections", "rnn,paths,gates", "--standalone", "--no-appendix", "--jobs", "1",
+               "--symbol", "t=k", "--symbol", "T=N", "--symbol", "w_h=v_{h}", "--symbol", "W_h=V_{h}"])
+    assert rc == 0
+    return out.read_text()
+
+
+@pytest.mark.parametrize("letter", ["t", "T"])
+def test_no_formula_keeps_the_old_step_or_length(renamed, letter):
+    left = [r for r in math_runs(renamed) if re.search(rf"(?<![A-Za-z]){letter}(?![A-Za-z])", letters_of(r))]
+    assert left == []
+
+
+def test_the_new_letters_reach_prose_table_and_displays(renamed):
+    runs = math_runs(renamed)
+    assert "h_{k-1}" in renamed and "x_{N-1}" in renamed and r"\mathbf{J}_{k}" in renamed
+    assert any(r == r"\mathbf{x}_{k}" for r in runs)  # the notation table's input and the prose's
+    assert re.search(r"\$k\$ & step \(position\) index", renamed)
+
+
+def test_no_formula_keeps_the_old_parameter_name(renamed):
+    left = [r for r in math_runs(renamed) if re.search(r"(?<![A-Za-z])[wW]_\{?h\}?(?![a-z])", r)]
+    assert left == []
+    assert "v_{h}" in renamed and r"\mathbf{V}_{h}" in renamed
