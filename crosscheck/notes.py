@@ -680,12 +680,16 @@ def _chain_rows(derivation) -> list:
 
 # --------------------------------------------------------------------------- 7. the encoder block and worked example
 
-ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows $H_0$ = token embedding + position, one row per token."),
-                 ("attention_on_H0", "head1.A", "The attention weights $A$ of head 1: row $i$ is the query, column $j$ the "
+ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows {H0}, token embedding plus position, one row per token."),
+                 ("attention_on_H0", "head1.A", "The attention weights {A} of head 1: row `i` is the query, column `j` the "
                                                 "source; every row sums to 1."),
                  ("prenorm_block", "H_enc", "The encoder's output: every token's row after the pre-norm block and the "
                                             "final LayerNorm (scale 1, shift 0: every row has mean 0 and variance 1 up to "
                                             "the epsilon)."))
+
+
+#: the matrices the captions of :data:`ENCODER_SHOWN` name, printed by the notation's printer (bold, as in the displays)
+ENCODER_MATRICES = {"H0": sp.MatrixSymbol("H_0", 7, 5), "A": sp.MatrixSymbol("A", 7, 7)}
 
 
 def _encoder_sublayers(b) -> list[str]:
@@ -791,7 +795,8 @@ def encoder_section(b) -> Part:
             body.append(booktabs(rows, row_labels=row_labels, col_labels=[c.replace("F", "feature ") if c.startswith("F") else c.split(": ")[-1]
                                                                           for c in col_labels],
                                  corner="", caption=caption, figures=b.digits, decimal_comma=b.notation.decimal_comma,
-                                 raw_labels=False, trailing_zeros=True).replace("\\caption{" + text(caption) + "}", "\\caption{" + caption + "}"))
+                                 raw_labels=False, trailing_zeros=True).replace(
+                "\\caption{" + text(caption) + "}", "\\caption{" + _words(caption, b, **ENCODER_MATRICES) + "}"))
     body.append(_figure(b, "encoder", ["fig06_identity_position", "fig09_S", "fig10_A", "fig11_A_causal", "fig08_begins_contributions"]))
     appendix = check_status("encoder", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)
@@ -987,6 +992,14 @@ def notation_rows(b) -> list[tuple]:
     return rows
 
 
+def _of_kind(sym, shape):
+    """A symbol of the notation table as the notes print its kind: a plain name with a vector's or a matrix's shape
+    (``Ghat``, ``kappa``, ``P``) as a matrix symbol, bold as every matrix of the displays; a scalar as it is."""
+    if type(sym) is sp.Symbol and shape.args:
+        return sp.MatrixSymbol(sym.name, 2, 2)
+    return sym
+
+
 def notation_section(b) -> str:
     """The notation: one table, every symbol once, with its meaning and its shape."""
     from seqgrad.derive.latex_layout import inline
@@ -995,8 +1008,8 @@ def notation_section(b) -> str:
     # a meaning's formulas in backquotes, or {JFl} for one the parser does not read (a subscript with a subscript)
     formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": _grad("z^r", t), "et": _at("e", t, 1, 2),
                 "ght": _grad("h", t), "gzt": _grad("z", t), "Jj": _at("J", sp.Symbol("j"))}
-    body = [" & ".join([inline(sym, b.notation), _words(meaning, b, **formulas), inline(shape, b.notation)]) + " \\\\"
-            for sym, meaning, shape in rows]
+    body = [" & ".join([inline(_of_kind(sym, shape), b.notation), _words(meaning, b, **formulas), inline(shape, b.notation)])
+            + " \\\\" for sym, meaning, shape in rows]
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices start "
              "at 0. Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
              "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry.")

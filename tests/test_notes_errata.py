@@ -140,7 +140,7 @@ def test_6_the_convolution_indexes_the_padded_input_and_crops_its_gradient(tmp_p
     assert r"cropped by $\mathrm{pad}$ rows and columns on every side" in crop
     assert r"entry ($m$, $n$) of the input is entry ($m + \mathrm{pad}$, $n + \mathrm{pad}$) of the padded one" in crop
     table = notes.notation_section(b)
-    ghat = next(line for line in table.splitlines() if line.startswith(r"$\hat{G}$ & "))
+    ghat = next(line for line in table.splitlines() if line.startswith(r"$\mathbf{\hat{G}}$ & "))
     assert ghat.endswith(r"& $(H_{o} + 2 (k - 1)) \times (2 (k - 1) + W_{o})$ \\")  # was "1"
     assert r"extended by $k - 1$ rows and columns of zeros on every side" in ghat
 

@@ -70,7 +70,7 @@ def test_the_receptive_field_is_not_the_reset_gate(table, conv):
 
 def test_the_padding_does_not_read_as_the_positional_encodings(table, conv):
     """P is the positional encodings; the padding was P_pad, which reads as P."""
-    assert table["P"].startswith("positional encodings")
+    assert table[r"\mathbf{P}"].startswith("positional encodings")
     assert "P_{pad}" not in table and table[r"\mathrm{pad}"].startswith("rows and columns of zeros padded")
     assert r"\frac{2 \mathrm{pad} + H - k}{\Delta}" in conv and r"cropped by $\mathrm{pad}$ rows" in conv
     assert not re.search(r"\bP_\{?pad|\bP\b", conv)

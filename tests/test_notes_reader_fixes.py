@@ -48,7 +48,7 @@ def test_the_notation_table_defines_what_the_body_uses(tmp_path):
     assert "the matrix after the d (same shape)" not in table
     for symbol in (r"$\operatorname{mean}(\mathbf{X})$", r"$\operatorname{rowsum}(\mathbf{X})$",
                    r"$\operatorname{normalize}(\mathbf{X})$", r"$s_{\epsilon}(\mathbf{X})$", r"$\mu_{i}$", r"$v_{i}$",
-                   r"$\rho$", "$q$", "$E_{seq}$", "$P$", "$d_{model}$", "$d_{ff}$", r"$\lvert\theta\rvert_{\mathrm{layer}}$",
+                   r"$\rho$", "$q$", r"$\mathbf{E}_{seq}$", r"$\mathbf{P}$", "$d_{model}$", "$d_{ff}$", r"$\lvert\theta\rvert_{\mathrm{layer}}$",
                    "$L$", r"$\tau$"):
         assert "\n" + symbol + " & " in table, symbol
     assert "\n" + r"$\mathbf{1}^{\top}$ & row of ones" in table and r"& $1 \times T$ \\" in table
@@ -122,7 +122,7 @@ def test_one_letter_one_meaning_across_sections(tmp_path):
     assert r"10000^{- \frac{2 j}{d}}" in positional and "$d = 5$" in positional and "{D}" not in positional
     table = notes.notation_section(b)
     symbols = [line.split(" & ")[0] for line in table.splitlines() if line.count(" & ") == 2]
-    assert r"$\kappa$" in symbols and "$K$" not in symbols and "$D$" not in symbols
+    assert r"$\boldsymbol{\kappa}$" in symbols and "$K$" not in symbols and "$D$" not in symbols
     assert all(r"\times H$" not in line and r"H \times" not in line for line in table.splitlines() if "$\\mathbf{H}$" not in line)
 
 
@@ -200,7 +200,7 @@ def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_re
     first_h_o = body.index("H_{o}")
     assert body.index(r"H_{o} &= \left\lfloor{\frac{2 \mathrm{pad} + H - k}{\Delta}}\right\rfloor + 1") < body.index(r"0 \leq i \leq H_{o} - 1")
     assert "rows" in body[first_h_o - 80:first_h_o + 40]  # defined in words where it first appears
-    assert body.index(r"Write $\hat{G}$ for $G$ extended by zeros") < body.index(r"{\hat{G}}_{")
+    assert body.index(r"Write $\mathbf{\hat{G}}$ for $\mathbf{G}$ extended by zeros") < body.index(r"{\hat{G}}_{")
     assert r"{\kappa}_{u,v} {X}_{u + i \Delta,v + j \Delta} + b" in body  # the strided forward pass
     assert r"{G}_{i,j} {X}_{p + i \Delta,q + j \Delta}" in body
     assert r"Y_{ij}                                       &= \max_{0 \le u, v \le p - 1} {X}_{u + i \Delta,v + j \Delta}" in body

@@ -61,3 +61,48 @@ def test_no_formula_keeps_the_old_parameter_name(renamed):
     left = [r for r in math_runs(renamed) if re.search(r"(?<![A-Za-z])[wW]_\{?h\}?(?![a-z])", r)]
     assert left == []
     assert "v_{h}" in renamed and r"\mathbf{V}_{h}" in renamed
+
+
+# -- one kind, one type: vectors and matrices bold, numbers plain (issue 25) ---------------------------------------
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    from seqgrad.crosscheck.latex_parts import Build
+    from seqgrad.crosscheck.latexdoc import notes_notation
+    from seqgrad.derive.latex_settings import DEFAULT
+
+    return Build(notation=notes_notation(DEFAULT), tex_dir=tmp_path_factory.mktemp("kinds"), figures_dir=None)
+
+
+BOLD = re.compile(r"\\(?:mathbf|boldsymbol)\{")
+
+
+def test_the_notation_table_sets_each_symbol_in_the_type_of_its_shape(build):
+    """A symbol whose shape is a vector's or a matrix's is bold, as in the displays; a number is plain (the table
+    printed x_t, h_t, g_t^h, J_j, kappa, Ghat, H_0 plain beside a shape 1 x d_h, while the displays set them bold)."""
+    from seqgrad.crosscheck import notes
+
+    rows = re.findall(r"^\$(.+?)\$ & .+? & \$(.+)\$ \\\\$", notes.notation_section(build), re.M)
+    assert len(rows) > 60
+    wrong = [(sym, shape) for sym, shape in rows if bool(BOLD.search(sym)) != (shape != "1")]
+    assert wrong == []
+    symbols = {sym for sym, _ in rows}
+    assert {r"\mathbf{x}_{t}", r"\mathbf{h}_{t}", r"\mathbf{g}^{h}_{t}", r"\mathbf{J}_{j}", r"\boldsymbol{\kappa}"} <= symbols
+    assert {"u_{t}", "f_{t}", "w_{h}"} <= symbols  # the gated cells are written for scalar states: numbers
+
+
+def test_the_prose_names_whole_matrices_in_bold(build):
+    """The words of the decoder, the convolution and the worked example name whole matrices (the memory Z, the input
+    X, the gradient G, the attention weights A) bold, as the displays print them; an entry (G_ij) stays plain."""
+    from seqgrad.crosscheck import notes
+
+    decoder = notes.decoder_section(build).body
+    assert r"the encoder's output $\mathbf{Z}$ (the memory)" in decoder and "output $Z$" not in decoder
+    conv = notes.conv_section(build).body
+    prose = "\n".join(line for line in conv.splitlines() if line[:1].isalpha())
+    for matrix in ("X", "Y", "G"):
+        assert f"$\\mathbf{{{matrix}}}$" in prose and f"${matrix}$" not in prose, matrix
+    assert r"kernel $\boldsymbol{\kappa}$" in prose and "$G_{ij}$" in conv
+    encoder = notes.encoder_section(build).body
+    assert r"\caption{The input rows $\mathbf{H}_{0}$" in encoder and r"weights $\mathbf{A}$ of head 1" in encoder
+    assert "$H_0$" not in encoder and "$A$ of head" not in encoder
