@@ -111,10 +111,11 @@ def conv_body(b, mark: str) -> str:
     proof = dc.prove_explicit(dc.ExplicitConv((4, 5), (3, 2), stride=2, padding=1))
     verdict = ("proved at concrete sizes with stride and padding, exactly, against differentiation of the layer"
                if proof.holds else "\\textbf{NOT proved}")
-    H, W, P = sp.symbols("H W pad", integer=True, positive=True)  # P: the positional encodings
+    H, W, P = sp.symbols("H W pad", integer=True, positive=True)  # the padding, printed p (P: the positional encodings)
     strided = dc.Conv2d(stride=dc.s)
     plain = dc.Conv2d()
     rows = strided.rows()
+    rows[1] = (Partial(dc.K[dc.p, dc.q]), rows[1][1])  # the kernel's entry as its sums index it (a name K_pq keeps its letters)
     ks, ss = sp.symbols("k_1:4", positive=True), sp.symbols("s_1:4", positive=True)
     r_L, formula = dc.receptive_field_formula()
     depth = next(a for a in r_L.free_symbols if a.name == "L")
@@ -126,7 +127,7 @@ def conv_body(b, mark: str) -> str:
               "deep-learning libraries do (torch.nn.Conv2d), the layer computes a cross-correlation: the kernel is not "
               "flipped.", whole) + mark,
         words("Sizes: the input `X` has `H` rows and `W` columns (one channel, `pad` rows and columns of zeros padded on every side), the "
-              "kernel `K` is `k` by `k`, the stride is `s` and `b` is the bias. The output `Y` then has `H_o` rows and "
+              "kernel `K` is `k` by `k`, indexed (`p`, `q`), the stride is `s` and `b` is the bias. The output `Y` then has `H_o` rows and "
               "`W_o` columns, and `G` is the gradient of the loss with respect to `Y` (also `H_o` by `W_o`):",
               whole),
         display([(dc.H_o, dc.output_size(H, dc.k, dc.s, P)), (dc.W_o, dc.output_size(W, dc.k, dc.s, P))], b.notation),
@@ -146,11 +147,11 @@ def conv_body(b, mark: str) -> str:
         words("With a stride `s > 1`, `Ghat` is also dilated, `s - 1` zeros between its entries (proved at concrete sizes).",
               whole),
         "\\paragraph{Max-pooling.} " + words(
-            "Each output is the largest entry of its `p` by `p` window (windows `s` apart). The maximum passes one entry "
+            "Each output is the largest entry of its `k` by `k` window (windows `s` apart). The maximum passes one entry "
             "through, so its gradient routes the whole `G_ij` to the window's argmax `a_ij` and gives 0 to the rest; at a "
             "tie the derivative does not exist, and PyTorch routes to the first maximal entry in row-major order:",
             b.notation),
-        display(dc.max_pool_rows(), b.notation),
+        display(dc.max_pool_rows(pool=dc.k), b.notation),  # a window of the kernel's side
         "\\paragraph{Receptive field.} " + words(
             "One step down the stack widens the field by `k_l - 1` steps of layer `l - 1`, and one such step is the "
             "product of the strides below it in input positions, so a stack of `L` layers with kernels `k_l` and "

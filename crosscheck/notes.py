@@ -813,9 +813,11 @@ def decoder_section(b) -> Part:
 
 
 #: Letters of one section only, where the notes' own letter means something else: the convolution kernel is
-#: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation), (its receptive field is
-#: rf, :data:`crosscheck.latexdoc.NOTES_LETTERS`). A letter the notation itself renames is left to it.
-SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta"}}
+#: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation), its side K, the side of
+#: a pooling window too (k is the positional encodings' offset), an entry of the kernel (u, v) wherever it is indexed
+#: (the gradient's p, q: p is the padding); its receptive field is rf and its padding p
+#: (:data:`crosscheck.latexdoc.NOTES_LETTERS`). A letter the notation itself renames is left to it.
+SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": "K", "p": "u", "q": "v"}}
 
 
 def with_section_letters(b, section: str):
@@ -950,14 +952,14 @@ def notation_rows(b) -> list[tuple]:
         (M("H", T, d), "input rows of an encoder block", Shape(T, d)),
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
         (M("Z", sp.Symbol("T_src"), d), "the encoder's output, the memory a decoder reads", Shape(sp.Symbol("T_src"), d)),
-        (sp.Symbol("kappa"), "a convolution kernel of k by k entries", Shape(sp.Symbol("k"), sp.Symbol("k"))),
+        (sp.Symbol("kappa"), "a convolution kernel of {K} by {K} entries, indexed (`u`, `v`)", Shape(sp.Symbol("K"), sp.Symbol("K"))),
         (sp.Symbol("H_o"), "number of output rows of a convolution or pooling layer; `W_o`, of output columns", one),
-        (sp.Symbol("Ghat"), "the gradient of a convolution's output (stride 1) extended by `k - 1` rows and columns of "
-         "zeros on every side (the padded gradient), its indices from `-(k - 1)`",
-         Shape(*(n + sp.Mul(2, sp.Symbol("k") - 1, evaluate=False) for n in sp.symbols("H_o W_o")))),
+        (sp.Symbol("Ghat"), "the gradient of a convolution's output (stride 1) extended by {K1} rows and columns of "
+         "zeros on every side (the padded gradient), its indices from {K1neg}",
+         Shape(*(n + sp.Mul(2, sp.Symbol("K", integer=True) - 1, evaluate=False) for n in sp.symbols("H_o W_o", integer=True)))),
         (sp.Symbol("pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
         (sp.Symbol("Delta"), "stride of a convolution or pooling layer (`Delta_l`: of layer `l`)", one),
-        (sp.Symbol("p"), "side of a max-pooling window", one),
+        (sp.Symbol("K"), "side of a convolution kernel, and of a max-pooling window", one),
         (sp.Symbol("a_ij"), "input position of the largest entry of pooling window (i, j)", one),
         (sp.Symbol("rf_L"), "receptive field of a stack of L convolutions, in input positions", one),
         (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
@@ -1007,12 +1009,13 @@ def notation_section(b) -> str:
     rows = notation_rows(b)
     # a meaning's formulas in backquotes, or {JFl} for one the parser does not read (a subscript with a subscript)
     formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": _grad("z^r", t), "et": _at("e", t, 1, 2),
-                "ght": _grad("h", t), "gzt": _grad("z", t), "Jj": _at("J", sp.Symbol("j"))}
+                "ght": _grad("h", t), "gzt": _grad("z", t), "Jj": _at("J", sp.Symbol("j")), "K": sp.Symbol("K"),
+                "K1": sp.Symbol("K") - 1, "K1neg": -(sp.Symbol("K") - 1)}
     body = [" & ".join([inline(_of_kind(sym, shape), b.notation), _words(meaning, b, **formulas), inline(shape, b.notation)])
             + " \\\\" for sym, meaning, shape in rows]
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices start "
              "at 0. Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
              "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry.")
-    return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{7.8cm}l}\n".replace(">{$}l<{$}", "l")
+    return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{7.6cm}l}\n".replace(">{$}l<{$}", "l")
             + "\\toprule\nsymbol & meaning & shape \\\\\n\\midrule\n\\endhead\n" + "\n".join(body)
             + "\n\\bottomrule\n\\end{longtable}\n}")

@@ -71,8 +71,10 @@ def test_the_receptive_field_is_not_the_reset_gate(table, conv):
 def test_the_padding_does_not_read_as_the_positional_encodings(table, conv):
     """P is the positional encodings; the padding was P_pad, which reads as P."""
     assert table[r"\mathbf{P}"].startswith("positional encodings")
-    assert "P_{pad}" not in table and table[r"\mathrm{pad}"].startswith("rows and columns of zeros padded")
-    assert r"\frac{2 \mathrm{pad} + H - k}{\Delta}" in conv and r"cropped by $\mathrm{pad}$ rows" in conv
+    assert "P_{pad}" not in table and table["p"].startswith("rows and columns of zeros padded")
+    # and not as the English word either (an upright pad): an italic p, which no other symbol of the notes uses
+    assert r"\mathrm{pad}" not in table and r"\mathrm{pad}" not in conv
+    assert r"\frac{H + 2 p - K}{\Delta}" in conv and r"cropped by $p$ rows" in conv
     assert not re.search(r"\bP_\{?pad|\bP\b", conv)
 
 

@@ -115,14 +115,17 @@ def test_one_letter_one_meaning_across_sections(tmp_path):
     of an encoder block; D: nothing), a positional encoding's width is the model width d."""
     b = _build(tmp_path)
     conv = notes.conv_section(b).body
-    assert r"{\kappa}_{u,v}" in conv and r"\partial \kappa_{pq}" in conv and "K_{" not in conv and "$K$" not in conv
+    # the kernel is kappa, its side K (a number; the keys are the matrix K), its entries (u, v) wherever indexed
+    assert r"{\kappa}_{u,v}" in conv and r"\partial {\kappa}_{u,v}" in conv and "{K}_{u" not in conv
+    assert r"kernel $\boldsymbol{\kappa}$ is $K$ by $K$" in conv and r"\mathbf{K}" not in conv
     rnn = notes.rnn_section(b).body
     assert r"$1 \times d_{x}$" in rnn and r"$1 \times d_{h}$" in rnn and r"\times D$" not in rnn
     positional = notes.positional_section(b).body
     assert r"10000^{- \frac{2 j}{d}}" in positional and "$d = 5$" in positional and "{D}" not in positional
     table = notes.notation_section(b)
     symbols = [line.split(" & ")[0] for line in table.splitlines() if line.count(" & ") == 2]
-    assert r"$\boldsymbol{\kappa}$" in symbols and "$K$" not in symbols and "$D$" not in symbols
+    assert r"$\boldsymbol{\kappa}$" in symbols and "$D$" not in symbols
+    assert r"$\mathbf{K}$" in symbols and "$K$" in symbols  # the keys, a matrix; the kernel's side, a number
     assert all(r"\times H$" not in line and r"H \times" not in line for line in table.splitlines() if "$\\mathbf{H}$" not in line)
 
 
@@ -198,14 +201,14 @@ def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_re
     body = notes.conv_section(_build(tmp_path)).body
     assert "cross-correlation" in body[:body.index("\\begin{align*}")]
     first_h_o = body.index("H_{o}")
-    assert body.index(r"H_{o} &= \left\lfloor{\frac{2 \mathrm{pad} + H - k}{\Delta}}\right\rfloor + 1") < body.index(r"0 \leq i \leq H_{o} - 1")
+    assert body.index(r"H_{o} &= \left\lfloor{\frac{H + 2 p - K}{\Delta}}\right\rfloor + 1") < body.index(r"0 \leq i \leq H_{o} - 1")
     assert "rows" in body[first_h_o - 80:first_h_o + 40]  # defined in words where it first appears
     assert body.index(r"Write $\mathbf{\hat{G}}$ for $\mathbf{G}$ extended by zeros") < body.index(r"{\hat{G}}_{")
     assert r"{\kappa}_{u,v} {X}_{u + i \Delta,v + j \Delta} + b" in body  # the strided forward pass
-    assert r"{G}_{i,j} {X}_{p + i \Delta,q + j \Delta}" in body
-    assert r"Y_{ij}                                       &= \max_{0 \le u, v \le p - 1} {X}_{u + i \Delta,v + j \Delta}" in body
+    assert r"{G}_{i,j} {X}_{u + i \Delta,v + j \Delta}" in body
+    assert r"Y_{ij}                                       &= \max_{0 \le u, v \le K - 1} {X}_{u + i \Delta,v + j \Delta}" in body
     assert r"{G}_{i,j} [(m, n) = a_{ij}]" in body
-    assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({k}_{l} - 1)" in body
+    assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({K}_{l} - 1)" in body
     assert "\\max_{0\\le u,v" not in body and "cut off" not in body
 
 

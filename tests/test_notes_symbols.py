@@ -106,3 +106,32 @@ def test_the_prose_names_whole_matrices_in_bold(build):
     encoder = notes.encoder_section(build).body
     assert r"\caption{The input rows $\mathbf{H}_{0}$" in encoder and r"weights $\mathbf{A}$ of head 1" in encoder
     assert "$H_0$" not in encoder and "$A$ of head" not in encoder
+
+
+# -- the padding as a symbol, the size formula as a textbook writes it (issue 25) -------------------------------
+
+def test_a_size_is_written_from_the_quantity_it_changes():
+    """The printer's term order put the multiple first, 2 pad + W - k; a textbook writes W + 2p - K (the order
+    rules of derive.term_order, not a hand-built string), while a polynomial keeps its higher degree first."""
+    import sympy as sp
+
+    from seqgrad.derive.term_order import textbook_order
+
+    W, pad, k, j = sp.symbols("W pad k j", integer=True, positive=True)
+    assert sp.sstr(textbook_order(2 * pad + W - k), order="none") == "W + 2*pad - k"
+    assert sp.sstr(textbook_order(2 * sp.Symbol("pad") + sp.Symbol("W")), order="none") == "W + 2*pad"  # prose too
+    assert sp.sstr(textbook_order(2 * j + 1), order="none") == "2*j + 1"  # an index: the number last
+    d_ff, d = sp.symbols("d_ff d_model", integer=True)
+    assert sp.sstr(textbook_order(2 * d_ff * d + d_ff), order="none") == "2*d_ff*d_model + d_ff"
+
+
+def test_the_convolution_prints_the_padding_as_a_letter_and_its_sizes_in_textbook_order(build):
+    from seqgrad.crosscheck import notes
+
+    conv = notes.conv_section(build).body
+    assert r"W_{o} &= \left\lfloor{\frac{W + 2 p - K}{\Delta}}\right\rfloor + 1" in conv
+    assert r"$H + 2 p$ rows by $W + 2 p$ columns" in conv and r"\mathrm{pad}" not in conv
+    table = notes.notation_section(build)
+    assert re.search(r"^\$p\$ & rows and columns of zeros padded", table, re.M)
+    # p means the padding only: the kernel's entries are (u, v) everywhere, a pooling window is K by K
+    assert not re.search(r"\\kappa\}?_\{p|\\le p - 1|\$p\$ by \$p\$", conv)
