@@ -73,6 +73,7 @@ def decoder_body(b, mark: str) -> str:
                                     for kinds in (("forward",), ("backward",), ("gradient",))),
                          words("the forward pass, the backward pass and the weight gradients of the block program, "
                                "for any number of target rows, memory rows and widths", b.notation)),
+             _block_names(b),
              _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
                          words("output row `i` depends on no target row `j > i`: proved for pre- and post-norm", b.notation)
                          if holds else "\\textbf{NOT proved}"),
@@ -94,6 +95,24 @@ def decoder_body(b, mark: str) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def _block_names(b) -> str:
+    """The maps the decoder block's display names, each defined before it: the multi-head attention of the encoder's
+    section with the causal mask and with the memory, and the three LayerNorms."""
+    import sympy as sp
+
+    from seqgrad.derive.latex_layout import inline
+
+    from .latex_parts import words
+
+    H, M, Z = (sp.MatrixSymbol(n, 2, 2) for n in "HMZ")
+    f = lambda name, *args: inline(sp.Function(name)(*args), b.notation)  # noqa: E731
+    return (words("The block below is written with the multi-head attention of Section", b.notation) + "~\\ref{sec:encoder}: "
+            + f("MHA_self", H, M) + words(" on the target rows with the causal mask, ", b.notation) + f("MHA_cross", H, Z)
+            + words(" with its keys and values from the memory; ", b.notation) + ", ".join(f(f"LN_{i}", H) for i in (1, 2))
+            + words(" and ", b.notation) + f("LN_3", H)
+            + words(" are LayerNorms, each with its own scale and shift.", b.notation))
+
+
 def conv_body(b, mark: str) -> str:
     """The lecture's convolution (a cross-correlation), its sizes, its strided forward pass and gradients at symbolic
     size, the input gradient through the zero-extended G-hat (stride 1), max-pooling forward and backward, the
@@ -105,6 +124,8 @@ def conv_body(b, mark: str) -> str:
     from seqgrad.derive.latex_settings import Partial
     from seqgrad.derive.prose import Sizes
 
+    from seqgrad.derive.latex_layout import inline
+
     from .latex_parts import words
     from .latex_parts import LAYERS
 
@@ -115,6 +136,7 @@ def conv_body(b, mark: str) -> str:
     strided = dc.Conv2d(stride=dc.s)
     plain = dc.Conv2d()
     rows = strided.rows()
+    pool = dc.max_pool_rows(pool=dc.k)  # a window of the kernel's side
     rows[1] = (Partial(dc.K[dc.p, dc.q]), rows[1][1])  # the kernel's entry as its sums index it (a name K_pq keeps its letters)
     ks, ss = sp.symbols("k_1:4", positive=True), sp.symbols("s_1:4", positive=True)
     r_L, formula = dc.receptive_field_formula()
@@ -149,9 +171,10 @@ def conv_body(b, mark: str) -> str:
         "\\paragraph{Max-pooling.} " + words(
             "Each output is the largest entry of its `k` by `k` window (windows `s` apart). The maximum passes one entry "
             "through, so its gradient routes the whole `G_ij` to the window's argmax `a_ij` and gives 0 to the rest; at a "
-            "tie the derivative does not exist, and PyTorch routes to the first maximal entry in row-major order:",
-            b.notation),
-        display(dc.max_pool_rows(pool=dc.k), b.notation),  # a window of the kernel's side
+            "tie the derivative does not exist, and PyTorch routes to the first maximal entry in row-major order. The "
+            "bracket ", b.notation) + inline(next(iter(pool[1][1].atoms(dc._Routed))), b.notation)
+        + words(" is 1 where the statement in it holds and 0 elsewhere (Iverson's bracket):", b.notation),
+        display(pool, b.notation),
         "\\paragraph{Receptive field.} " + words(
             "One step down the stack widens the field by `k_l - 1` steps of layer `l - 1`, and one such step is the "
             "product of the strides below it in input positions, so a stack of `L` layers with kernels `k_l` and "

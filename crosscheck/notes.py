@@ -707,6 +707,7 @@ def _encoder_sublayers(b) -> list[str]:
                 head_i[sym] = sp.MatrixSymbol(sym.name.replace("^[1]", "^[i]"), *sym.shape)
     per_head = [(d.target.xreplace(head_i), d.value.xreplace(head_i)) for d in lines if d.target in head_i]
     joined = [(d.target, d.value) for d in lines if "^[" not in d.target.name]
+    concat = next(value for target, value in joined if target.name == "C")  # the heads side by side, [O^[1] | O^[2]]
     T, d, d_ff = (sp.Symbol(n, integer=True, positive=True) for n in ("T", "d", "d_ff"))
     U, Y2 = sp.MatrixSymbol("U", T, d), sp.MatrixSymbol("Y_2", T, d)
     W1, W2 = sp.MatrixSymbol("W_1", d_ff, d), sp.MatrixSymbol("W_2", d, d_ff)
@@ -721,17 +722,24 @@ def _encoder_sublayers(b) -> list[str]:
     mlp = [(Y2, _inline_ln(ln, ln_out).xreplace(rename)), (sp.MatrixSymbol("H_1", T, d), U + hidden * W2.T + one * b2)]
     return [
         "\\subsection{Multi-head attention and the MLP sublayer}",
-        _words("With `n_head` heads, each head `i` has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), and computes "
-               "the attention above from the same rows {X}; the heads' outputs are concatenated side by side ({C} is "
-               "{cshape}) and mapped back to width `d` by {wo} ({oshape}). Written for two heads, as in the course:", b,
+        _words("With `n_head` heads, numbered from 1 as in the course (head 1 to head {nh}; steps, positions and entries "
+               "are counted from 0), each head `i` has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), "
+               "and computes the attention above from the same rows {X}; the heads' outputs are concatenated side by "
+               "side, {concat} holding the columns of {O1} followed by those of {O2} ({C} is {cshape}), and mapped back "
+               "to width `d` by {wo} ({oshape}). Written for two heads, as in the course:", b,
+               nh=_s("n_head"), concat=concat, O1=concat.args[0], O2=concat.args[1],
                wq=_s("W_Q^[i]", 2, 2), wk=_s("W_K^[i]", 2, 2), wv=_s("W_V^[i]", 2, 2), X=_s("X", 2, 2), C=_s("C", 2, 2),
                kshape=Shape(_s("d_k"), _s("d")), vshape=Shape(_s("d_v"), _s("d")), cshape=Shape(_s("T"), _s("n_head") * _s("d_v")),
                wo=_s("W_O", 2, 2), oshape=Shape(_s("d"), _s("n_head") * _s("d_v"))),
         _display([(*per_head[0], ("  for every head ", _s("i")))] + per_head[1:] + joined, b),
-        _words("In the block, {B} takes the place of {O}. The second sublayer normalises {U} again (its own {g2} and "
+        _words("We write {mha} for this map, multi-head attention, from the rows {X} to {B}; with a mask {M} added to "
+               "every head's scores it is {mham}, and with the keys and values computed from other rows {Z} (the "
+               "decoder's memory) {mhaz}. In the block, {B} takes the place of {O}. The second sublayer normalises {U} again (its own {g2} and "
                "{b2}) and applies the same two-layer MLP, the feed-forward network, to every row: a hidden layer of width "
                "`d_ff` with ReLU, then back to width `d`, and the shortcut adds {U}. The block's output {H1} is the next "
                "block's input:", b, B=_s("B", 2, 2), O=_s("O", 2, 2), U=_s("U", 2, 2), g2=_s("gamma_2", 1, 2),
+               X=_s("X", 2, 2), M=_s("M", 2, 2), Z=_s("Z", 2, 2), mha=sp.Function("MHA")(_s("X", 2, 2)),
+               mham=sp.Function("MHA")(_s("X", 2, 2), _s("M", 2, 2)), mhaz=sp.Function("MHA")(_s("X", 2, 2), _s("Z", 2, 2)),
                b2=_s("beta_2", 1, 2), H1=_s("H_1", 2, 2)),
         _display(mlp, b),
     ]
@@ -983,6 +991,8 @@ def notation_rows(b) -> list[tuple]:
         (sp.OneMatrix(1, T), "row of ones, the transpose of the column: it sums the columns of the matrix after it",
          Shape(1, T)), (sp.Identity(n), "identity matrix", Shape(n, n)),
         (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if i = j, else 0", one),
+        (_iverson(), "Iverson's bracket: 1 where the statement inside holds, else 0 (here: the position (`m`, `n`) is "
+         "the argmax {aij} of pooling window (`i`, `j`))", one),
         (sp.Function("F")(sp.MatrixSymbol("x", 1, d)), "a residual branch: any differentiable map of a row x; the "
          "residual connection's output is u = x + F(x)", Shape(1, d)),
         (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch; of the branch of layer `l` in a stack, {JFl}", Shape(d, d)),
@@ -992,6 +1002,13 @@ def notation_rows(b) -> list[tuple]:
         (sp.DiagMatrix(M("a", 1, n)), "diagonal matrix with the entries of a", Shape(n, n)),
     ]
     return rows
+
+
+def _iverson():
+    """The bracket ``[(m, n) = a_ij]`` of max-pooling's gradient, the derivation's own node (:mod:`derive.conv`)."""
+    from seqgrad.derive import conv
+
+    return next(iter(conv.max_pool_rows()[1][1].atoms(conv._Routed)))
 
 
 def _of_kind(sym, shape):
@@ -1010,11 +1027,11 @@ def notation_section(b) -> str:
     # a meaning's formulas in backquotes, or {JFl} for one the parser does not read (a subscript with a subscript)
     formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": _grad("z^r", t), "et": _at("e", t, 1, 2),
                 "ght": _grad("h", t), "gzt": _grad("z", t), "Jj": _at("J", sp.Symbol("j")), "K": sp.Symbol("K"),
-                "K1": sp.Symbol("K") - 1, "K1neg": -(sp.Symbol("K") - 1)}
+                "K1": sp.Symbol("K") - 1, "K1neg": -(sp.Symbol("K") - 1), "aij": _iverson().args[1]}
     body = [" & ".join([inline(_of_kind(sym, shape), b.notation), _words(meaning, b, **formulas), inline(shape, b.notation)])
             + " \\\\" for sym, meaning, shape in rows]
-    intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices start "
-             "at 0. Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
+    intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices of "
+             "steps, positions and entries start at 0, while heads and layers are counted from 1 (head 1, layer 1). Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
              "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry.")
     return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{7.6cm}l}\n".replace(">{$}l<{$}", "l")
             + "\\toprule\nsymbol & meaning & shape \\\\\n\\midrule\n\\endhead\n" + "\n".join(body)

@@ -135,3 +135,41 @@ def test_the_convolution_prints_the_padding_as_a_letter_and_its_sizes_in_textboo
     assert re.search(r"^\$p\$ & rows and columns of zeros padded", table, re.M)
     # p means the padding only: the kernel's entries are (u, v) everywhere, a pooling window is K by K
     assert not re.search(r"\\kappa\}?_\{p|\\le p - 1|\$p\$ by \$p\$", conv)
+
+
+# -- heads counted from 1, said; MHA and the Iverson bracket defined where first used (issue 25) ------------------
+
+def test_the_counting_convention_is_said(build):
+    from seqgrad.crosscheck import notes
+
+    table = notes.notation_section(build)
+    assert "indices of steps, positions and entries start at 0, while heads and layers are counted from 1" in table
+    encoder = notes.encoder_section(build).body
+    assert "heads, numbered from 1 as in the course" in encoder
+
+
+def test_the_concatenation_and_mha_are_defined_before_they_are_used(build):
+    from seqgrad.crosscheck import notes
+
+    encoder = notes.encoder_section(build).body
+    concat = r"$\left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\right]$ holding the columns of $\mathbf{O}^{[1]}$"
+    assert concat in encoder
+    assert encoder.index(concat) < encoder.index(r"\mathbf{C}       &= \left[\mathbf{O}^{[1]}")
+    assert r"We write $\operatorname{MHA}{(\mathbf{X})}$ for this map, multi-head attention" in encoder
+    decoder = notes.decoder_section(build).body
+    said = decoder.index(r"The block below is written with the multi-head attention of Section~\ref{sec:encoder}")
+    assert said < decoder.index(r"\operatorname{MHA}_{self}{(\operatorname{LN}_{1}")
+    assert said < decoder.index(r"\operatorname{MHA}_{cross}{(\operatorname{LN}_{2}")
+    # the sections come in this order, so MHA is defined (encoder) before the decoder uses it
+    assert [n for n, _ in notes.ORDER].index("encoder") < [n for n, _ in notes.ORDER].index("decoder")
+    assert "MHA" not in "".join(notes.attention_section(build).body)
+
+
+def test_the_iverson_bracket_is_defined_where_first_used(build):
+    from seqgrad.crosscheck import notes
+
+    conv = notes.conv_section(build).body
+    defined = conv.index(r"The bracket $[(m, n) = a_{ij}]$ is 1 where the statement in it holds and 0 elsewhere")
+    used = conv.index(r"{G}_{i,j} [(m, n) = a_{ij}]")
+    assert defined < used and conv.count("[(m, n) = a_{ij}]") == 2
+    assert re.search(r"^\$\[\(m, n\) = a_\{ij\}\]\$ & Iverson's bracket: 1 where", notes.notation_section(build), re.M)
