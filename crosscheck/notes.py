@@ -344,7 +344,7 @@ def paths_section(b) -> Part:
         _display([(Partial(h(s), of=h(t)), ordered),
                   (Jj, _step(scalar.transition(), j), ("  (scalar cell)",)),
                   (sp.MatrixSymbol("J_j", 3, 3), _step(vector.transition(), j), ("  (vector cell)",))], b),
-        _words("The Jacobians are in numerator layout: row `k` of `J_j` holds the derivatives of entry `k` of `h_j` "
+        _words("The Jacobians are in numerator layout: row `i` of `J_j` holds the derivatives of entry `i` of `h_j` "
                "(the denominator runs along the columns, although the states are rows), so the gradient with respect to {hs}, a "
                "row, is the gradient with respect to `h_t` multiplied on the right by {ordered}.", b, ordered=ordered, hs=h(s)),
         _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1. So when every factor "
@@ -653,7 +653,9 @@ def _layernorm_entries(X):
     mu, v, s = sp.Symbol("mu_i"), sp.Symbol("v_i"), sp.Symbol("s_i")
     mean = rules.RowMean(X)._entry(i, j)
     k = next(iter(mean.atoms(sp.Sum))).variables[0]
-    var = sp.Mul(sp.Sum((X[i, k] - mu) ** 2, (k, 0, X.shape[1] - 1)), 1 / X.shape[1], evaluate=False)
+    # the sums run over the columns j of row i (k is the positional encodings' offset): j is free nowhere in them
+    mean = mean.xreplace({k: j})
+    var = sp.Mul(sp.Sum((X[i, j] - mu) ** 2, (j, 0, X.shape[1] - 1)), 1 / X.shape[1], evaluate=False)
     return [(mu, mean), (v, var), (s, sp.sqrt(v + eps)), (sp.Symbol("xhat_ij"), (X[i, j] - mu) / s)]
 
 
@@ -922,7 +924,7 @@ def notation_rows(b) -> list[tuple]:
         (_grad("h", t, 1, 2), "gradient of the loss with respect to the state at step `t` (scalar cell: {ght})", Shape(1, H)),
         (_grad("z", t, 1, 2), "gradient with respect to the pre-activation at step `t` (scalar cell: {gzt})", Shape(1, H)),
         (_at("J", j, 2, 2), "transition Jacobian of step `j`: the derivative of a state by the state before it, in "
-         "numerator layout (row `k`: the derivatives of entry `k` of the state); a number, {Jj}, for the scalar cell",
+         "numerator layout (row `i`: the derivatives of entry `i` of the state); a number, {Jj}, for the scalar cell",
          Shape(H, H)),
         (_at("z^r", t), "pre-activation of a gate (here the reset gate `r`); its gradient is {gzr}", one),
         (_at("a", t), "the GRU's recurrent term of the candidate, before the reset gate scales it", one),

@@ -217,6 +217,7 @@ class NotationPrinter(LatexPrinter):
         settings.setdefault("decimal_separator", "comma" if notation.decimal_comma else "period")
         settings.setdefault("mat_symbol_style", "bold" if notation.bold else "plain")
         settings.setdefault("order", "none")  # the arguments are put in the text's order by doprint
+        settings.setdefault("diff_operator", "rd")  # an upright d, as the adjoints' dX: the italic d is the model width
         super().__init__(settings)
 
     def doprint(self, expr):
@@ -353,6 +354,13 @@ class NotationPrinter(LatexPrinter):
 
     def _print_MatrixSymbol(self, expr):
         return self._print_Symbol(sp.Symbol(expr.name), style=self._settings["mat_symbol_style"])
+
+    def _print_MatrixElement(self, expr):
+        """An entry ``X_{i,j}`` of a matrix: a number, so set plain (the matrix itself is bold), as an index display
+        over ``IndexedBase`` prints it."""
+        if not isinstance(expr.parent, sp.MatrixSymbol):
+            return super()._print_MatrixElement(expr)
+        return "{%s}_{%s,%s}" % (self._print_Symbol(sp.Symbol(expr.parent.name)), self._print(expr.i), self._print(expr.j))
 
     # -- values of a sequence (derive.sequence): the value's glyph, the step index printed by this printer ------
     def _step_index(self, index) -> str:

@@ -61,8 +61,8 @@ def test_the_notation_table_defines_what_the_body_uses(tmp_path):
 def test_layernorm_gives_its_row_statistics_and_the_row_of_ones(tmp_path):
     body = notes.residual_section(_build(tmp_path)).body
     assert r"\mathrm{d}\boldsymbol{\gamma} &= \mathbf{1}^{\top} (\mathbf{G} \odot \mathbf{\hat{x}})" in body
-    assert r"\mu_{i}      &= \frac{\sum_{k=0}^{d - 1} {\mathbf{X}}_{i,k}}{d}" in body
-    assert r"v_{i}        &= \frac{\sum_{k=0}^{d - 1} ({\mathbf{X}}_{i,k} - \mu_{i})^{2}}{d}" in body
+    assert r"\mu_{i}      &= \frac{\sum_{j=0}^{d - 1} {X}_{i,j}}{d}" in body  # an entry, a number: plain
+    assert r"v_{i}        &= \frac{\sum_{j=0}^{d - 1} ({X}_{i,j} - \mu_{i})^{2}}{d}" in body
     assert r"s_{i}        &= \sqrt{\epsilon + v_{i}}" in body
 
 

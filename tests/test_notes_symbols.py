@@ -173,3 +173,35 @@ def test_the_iverson_bracket_is_defined_where_first_used(build):
     used = conv.index(r"{G}_{i,j} [(m, n) = a_{ij}]")
     assert defined < used and conv.count("[(m, n) = a_{ij}]") == 2
     assert re.search(r"^\$\[\(m, n\) = a_\{ij\}\]\$ & Iverson's bracket: 1 where", notes.notation_section(build), re.M)
+
+
+# -- one meaning per letter: k the positional offset, d the model width, p the padding (issue 25) ------------------
+
+@pytest.fixture(scope="module")
+def bodies(build):
+    from seqgrad.crosscheck import notes
+
+    return {name: section(build).body for name, section in notes.ORDER}
+
+
+def test_k_is_only_the_positional_offset(bodies):
+    """k was also a row of J_j (paths), LayerNorm's summation index and the kernel's side (convolution)."""
+    lone_k = re.compile(r"(?<![A-Za-z])k(?![A-Za-z])")
+    found = {name: [r for r in math_runs(body) if lone_k.search(letters_of(r.replace("d_{k}", "d")))]
+             for name, body in bodies.items() if name != "positional"}
+    assert {name: runs for name, runs in found.items() if runs} == {}
+    assert any(lone_k.search(r) for r in math_runs(bodies["positional"]))  # the test can fail
+    assert r"\mu_{i}      &= \frac{\sum_{j=0}^{d - 1} {X}_{i,j}}{d}" in bodies["residual"]
+
+
+def test_the_derivative_d_is_upright_the_width_d_italic(bodies):
+    """d is the model width; an ordinary derivative printed d/dpos in the same italic d."""
+    text = "\n".join(bodies.values())
+    assert r"\frac{d}{d" not in text and r"\frac{\mathrm{d}}{\mathrm{d} \mathrm{pos}}" in bodies["positional"]
+
+
+def test_an_entry_of_a_matrix_is_a_number_set_plain(bodies):
+    """LayerNorm's entries printed {\\mathbf{X}}_{i,j} (bold, as the matrix) beside the convolution's plain X_{ij}."""
+    text = "\n".join(bodies.values())
+    assert not re.search(r"\{\\(?:mathbf|boldsymbol)\{[^{}]*\}\}_\{", text)
+    assert "{X}_{i,j}" in bodies["residual"]
