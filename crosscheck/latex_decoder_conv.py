@@ -18,6 +18,15 @@ class _Count(__import__("sympy").Symbol):
         return "|theta|_" + self.name.split("_", 1)[1]
 
 
+def matrices(notation, names):
+    """``notation`` for words that speak of whole matrices (``X``, ``G``, the memory ``Z``): ``names`` set in bold, as
+    the displays set every matrix (an entry, ``X_{ij}`` in an index display, is a number and stays plain); the renames
+    it applies are recorded in ``notation``."""
+    out = notation.with_vectors(names)
+    object.__setattr__(out, "_used", notation._used)  # one record of the renames applied (Notation.unused_renames)
+    return out
+
+
 #: the numbers of parameters of one decoder layer and of a stack of L layers
 PARAMS_LAYER, PARAMS_STACK = _Count("params_layer"), _Count("params_stack")
 
@@ -55,14 +64,16 @@ def decoder_body(b, mark: str) -> str:
                      b.notation)
     parts = [words("The decoder generates the target one token at a time. Each block has a causal self-attention over "
                    "the target rows, a cross-attention whose queries come from the decoder and whose keys and values come "
-                   "from the encoder's output `Z` (the memory), and an MLP, each with its residual and LayerNorm.", b.notation)
+                   "from the encoder's output `Z` (the memory), and an MLP, each with its residual and LayerNorm.",
+                   matrices(b.notation, {"Z"}))
              + mark,
-             _derivation("Cross-attention: queries from the decoder, keys and values from the memory Z",
+             _derivation("Cross-attention: queries from the decoder, keys and values from the memory",
                          # one display: the forward pass, the backward pass and the gradients line up at =
                          latex_aligned([(line.target, line.value) for kinds in (("forward",), ("backward",), ("gradient",))
                                         for line in cross.definitions(kinds)], notation=b.notation),
                          words("the forward pass, the backward pass and the weight gradients of the block program, "
                                "for any number of target rows, memory rows and widths", b.notation)),
+             _block_names(b),
              _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
                          words("output row `i` depends on no target row `j > i`: proved for pre- and post-norm", b.notation)
                          if holds else "\\textbf{NOT proved}"),
@@ -84,6 +95,24 @@ def decoder_body(b, mark: str) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def _block_names(b) -> str:
+    """The maps the decoder block's display names, each defined before it: the multi-head attention of the encoder's
+    section with the causal mask and with the memory, and the three LayerNorms."""
+    import sympy as sp
+
+    from seqgrad.derive.latex_layout import inline
+
+    from .latex_parts import words
+
+    H, M, Z = (sp.MatrixSymbol(n, 2, 2) for n in "HMZ")
+    f = lambda name, *args: inline(sp.Function(name)(*args), b.notation)  # noqa: E731
+    return (words("The block below is written with the multi-head attention of Section", b.notation) + "~\\ref{sec:encoder}: "
+            + f("MHA_self", H, M) + words(" on the target rows with the causal mask, ", b.notation) + f("MHA_cross", H, Z)
+            + words(" with its keys and values from the memory; ", b.notation) + ", ".join(f(f"LN_{i}", H) for i in (1, 2))
+            + words(" and ", b.notation) + f("LN_3", H)
+            + words(" are LayerNorms, each with its own scale and shift.", b.notation))
+
+
 def conv_body(b, mark: str) -> str:
     """The lecture's convolution (a cross-correlation), its sizes, its strided forward pass and gradients at symbolic
     size, the input gradient through the zero-extended G-hat (stride 1), max-pooling forward and backward, the
@@ -95,51 +124,57 @@ def conv_body(b, mark: str) -> str:
     from seqgrad.derive.latex_settings import Partial
     from seqgrad.derive.prose import Sizes
 
+    from seqgrad.derive.latex_layout import inline
+
     from .latex_parts import words
     from .latex_parts import LAYERS
 
     proof = dc.prove_explicit(dc.ExplicitConv((4, 5), (3, 2), stride=2, padding=1))
     verdict = ("proved at concrete sizes with stride and padding, exactly, against differentiation of the layer"
                if proof.holds else "\\textbf{NOT proved}")
-    H, W, P = sp.symbols("H W pad", integer=True, positive=True)  # P: the positional encodings
+    H, W, P = sp.symbols("H W pad", integer=True, positive=True)  # the padding, printed p (P: the positional encodings)
     strided = dc.Conv2d(stride=dc.s)
     plain = dc.Conv2d()
     rows = strided.rows()
+    pool = dc.max_pool_rows(pool=dc.k)  # a window of the kernel's side
+    rows[1] = (Partial(dc.K[dc.p, dc.q]), rows[1][1])  # the kernel's entry as its sums index it (a name K_pq keeps its letters)
     ks, ss = sp.symbols("k_1:4", positive=True), sp.symbols("s_1:4", positive=True)
     r_L, formula = dc.receptive_field_formula()
     depth = next(a for a in r_L.free_symbols if a.name == "L")
     rf = {r_L.base: sp.IndexedBase("rf"), depth: LAYERS}  # the notes' name: r_t is the GRU's reset gate
+    whole = matrices(b.notation, {"X", "Y", "G", "Ghat", "K"})  # the words about whole matrices: bold, as the displays
     parts = [
         words("A convolution slides one small kernel `K` over the whole input, so a kernel entry is shared by every "
               "output position and its gradient is a sum over them, as a recurrent weight's is a sum over the steps. As "
               "deep-learning libraries do (torch.nn.Conv2d), the layer computes a cross-correlation: the kernel is not "
-              "flipped.", b.notation) + mark,
+              "flipped.", whole) + mark,
         words("Sizes: the input `X` has `H` rows and `W` columns (one channel, `pad` rows and columns of zeros padded on every side), the "
-              "kernel `K` is `k` by `k`, the stride is `s` and `b` is the bias. The output `Y` then has `H_o` rows and "
+              "kernel `K` is `k` by `k`, indexed (`p`, `q`), the stride is `s` and `b` is the bias. The output `Y` then has `H_o` rows and "
               "`W_o` columns, and `G` is the gradient of the loss with respect to `Y` (also `H_o` by `W_o`):",
-              b.notation),
+              whole),
         display([(dc.H_o, dc.output_size(H, dc.k, dc.s, P)), (dc.W_o, dc.output_size(W, dc.k, dc.s, P))], b.notation),
         words("Output position (`i`, `j`) reads the window that starts at row `s*i` and column `s*j` of the padded "
               "input (in these sums and below, `X` is the input with its zeros, `2*pad + H` rows by `2*pad + W` "
               "columns, indexed from 0); the kernel's gradient sums over every output position, the bias's too ("
-              + verdict + "):", b.notation),
+              + verdict + "):", whole),
         display([rows[0], rows[1], rows[2]], b.notation),
         words("The input's gradient, for stride 1: an input entry is read by every output whose window covers it. Write "
               "`Ghat` for `G` extended by zeros outside its `H_o` by `W_o` entries (the padded gradient), so that the sum "
               "may run over the whole kernel; reindexed, it is a full cross-correlation of `Ghat` with the flipped kernel:",
-              b.notation),
+              whole),
         display([(Partial(sp.Symbol("X_mn")), [plain.grad_X(), plain.grad_X_flipped()])], b.notation),
         words("This is the gradient of the padded input. The gradient with respect to the input itself, without its "
               "zeros, is that gradient cropped by `pad` rows and columns on every side: entry (`m`, `n`) of the input is entry "
               "(`m + pad`, `n + pad`) of the padded one, for `0 <= m <= H - 1` and `0 <= n <= W - 1`.", b.notation),
         words("With a stride `s > 1`, `Ghat` is also dilated, `s - 1` zeros between its entries (proved at concrete sizes).",
-              b.notation),
+              whole),
         "\\paragraph{Max-pooling.} " + words(
-            "Each output is the largest entry of its `p` by `p` window (windows `s` apart). The maximum passes one entry "
+            "Each output is the largest entry of its `k` by `k` window (windows `s` apart). The maximum passes one entry "
             "through, so its gradient routes the whole `G_ij` to the window's argmax `a_ij` and gives 0 to the rest; at a "
-            "tie the derivative does not exist, and PyTorch routes to the first maximal entry in row-major order:",
-            b.notation),
-        display(dc.max_pool_rows(), b.notation),
+            "tie the derivative does not exist, and PyTorch routes to the first maximal entry in row-major order. The "
+            "bracket ", b.notation) + inline(next(iter(pool[1][1].atoms(dc._Routed))), b.notation)
+        + words(" is 1 where the statement in it holds and 0 elsewhere (Iverson's bracket):", b.notation),
+        display(pool, b.notation),
         "\\paragraph{Receptive field.} " + words(
             "One step down the stack widens the field by `k_l - 1` steps of layer `l - 1`, and one such step is the "
             "product of the strides below it in input positions, so a stack of `L` layers with kernels `k_l` and "

@@ -96,7 +96,7 @@ class Build:
             self.sets_included.add(f"{set_name}/{stem}")
             out.append(FIGURE_MARK.format(set=set_name, stem=stem) if self.deferred else
                        figure_environment(drawn[stem], self.tex_dir, figure_caption(sets[set_name], stem),
-                                          label=f"fig:{stem}", href=self.href(drawn[stem])))
+                                          label=f"fig:{stem}", href=self.href(drawn[stem]), notation=self.notation))
         return "\n\n".join(out)
 
     def shows(self, set_name: str, stem: str) -> bool:
@@ -150,7 +150,8 @@ def place_figures(text: str, written: dict, b: Build) -> str:
 
     sets = figure_sets()
     return _FIGURE_MARK.sub(lambda m: figure_environment(written[m[1]][m[2]], b.tex_dir, figure_caption(sets[m[1]], m[2]),
-                                                         label=f"fig:{m[2]}", href=b.href(written[m[1]][m[2]])), text)
+                                                         label=f"fig:{m[2]}", href=b.href(written[m[1]][m[2]]),
+                                                         notation=b.notation), text)
 
 
 def figure_caption(figure_set, stem: str) -> str:
@@ -184,13 +185,14 @@ def figure_scale(path: Path) -> float:
 
 
 def figure_environment(path: Path, tex_dir: Path, caption: str, width: str | None = None, label: str | None = None,
-                       href: str | None = None) -> str:
+                       href: str | None = None, notation: Notation | None = None) -> str:
     """A ``figure`` that includes ``path`` (relative to the document in ``tex_dir``, or as ``href``) with ``caption``:
-    at its own size (or scaled down to the text width, :func:`figure_scale`) unless ``width`` is given."""
+    at its own size (or scaled down to the text width, :func:`figure_scale`) unless ``width`` is given; the
+    caption's formulas are printed with ``notation`` (the document's: its letters reach the captions too)."""
     rel = href if href is not None else Path(path).resolve().relative_to(Path(tex_dir).resolve()).as_posix()
     size = f"width={width}" if width else f"scale={figure_scale(path):.3f}"
     return ("\\begin{figure}[tbp]\n\\centering\n"
-            f"\\includegraphics[{size}]{{{rel}}}\n\\caption{{{words(caption)}}}"
+            f"\\includegraphics[{size}]{{{rel}}}\n\\caption{{{words(caption, notation)}}}"
             + (f"\\label{{{label}}}" if label else "") + "\n\\end{figure}")
 
 

@@ -214,10 +214,10 @@ def preamble(title: str = "Gradients of sequence models: course notes") -> str:
 
 
 #: The notes' own letters (on top of the text's, unless the notation renames them itself): the standard deviation of
-#: LayerNorm is ``s``, so that ``\sigma`` is only the sigmoid; a convolution's zero padding is ``pad`` (upright, as
-#: ``pos``), so that it does not read as ``P``, the positional encodings; a receptive field is an upright ``rf`` (``r_t`` is
-#: the GRU's reset gate, ``R(k)`` the encodings' rotation).
-NOTES_LETTERS = {"sigma": "s", "pad": r"\mathrm{pad}", "rf": r"\mathrm{rf}"}
+#: LayerNorm is ``s``, so that ``\sigma`` is only the sigmoid; a convolution's zero padding is the italic ``p`` (a letter
+#: no other symbol of the notes uses: an upright ``pad`` read as the English word, ``P`` is the positional encodings);
+#: a receptive field is an upright ``rf`` (``r_t`` is the GRU's reset gate, ``R(k)`` the encodings' rotation).
+NOTES_LETTERS = {"sigma": "s", "pad": "p", "rf": r"\mathrm{rf}"}
 
 #: The notes' own names of whole symbols (unless the notation names them itself): the output layer's weight is
 #: ``w_y``, so that an index ``o`` (``w_xo``, ``w_ho``, ``b_o``) only ever names the LSTM's output gate.

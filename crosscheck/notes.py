@@ -27,7 +27,7 @@ import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
 from seqgrad.derive.prose import Sizes
-from seqgrad.derive.sequence import adjoint, stepped
+from seqgrad.derive.sequence import T, adjoint, stepped, t
 
 from .latex_parts import LAYERS, number_tex
 
@@ -219,6 +219,17 @@ def _s(name: str, *shape):
     return sp.MatrixSymbol(name, *shape) if shape else sp.Symbol(name)
 
 
+def _at(base: str, index, *shape):
+    """The value ``base`` at step ``index`` (``h_{t-1}``, a row when a shape is given): a node of
+    :mod:`derive.sequence`, so the notation's letters for the step and the length reach it."""
+    return stepped(base, index, shape or None)
+
+
+def _grad(base: str, index, *shape):
+    """The gradient of the loss with respect to ``base`` at step ``index`` (``g_t^h``): an adjoint node."""
+    return adjoint(_at(base, index, *shape))
+
+
 def _inline(expr, b) -> str:
     from seqgrad.derive.latex_layout import inline
 
@@ -252,12 +263,12 @@ def rnn_section(b) -> Part:
         _words("A recurrent network reads a sequence {xs} one step at a time and carries a state "
                "`h_t` from step to step; the same weights are used at every step. The scalar cell of the course, with "
                "the activation tanh, the initial state {h0} and a squared error on the last output:", b,
-               xs=Sizes(_s("x_0"), _s("x_1"), _s("..."), _s("x_{T-1}")), h0=sp.Eq(_s("h_{-1}"), 0, evaluate=False)),
+               xs=Sizes(_at("x", 0), _at("x", 1), _s("..."), _at("x", T - 1)), h0=sp.Eq(_at("h", -1), 0, evaluate=False)),
         _display(_rows(scalar.forward_rows()), b),
         "\\subsection{Backpropagation through time, at a general step}",
         _words("Write {gh} and {gz} for the gradients of the loss with respect to `h_t` and `z_t`. The loss sees "
                "`h_t` directly only at the last step; every earlier state reaches it through the next step. Going "
-               "backwards from {last}:", b, gh=_s("g_t^h"), gz=_s("g_t^z"), last=sp.Eq(_s("t"), _s("T") - 1, evaluate=False)),
+               "backwards from {last}:", b, gh=_grad("h", t), gz=_grad("z", t), last=sp.Eq(t, T - 1, evaluate=False)),
         _display(_rows(scalar.backward_rows()), b),
         _words("A weight is used once per step, so its gradient is a sum over the steps of what each use contributes:", b)
         + mark,
@@ -266,28 +277,28 @@ def rnn_section(b) -> Part:
                "stored output by input and applied as {xW}, so the transposes appear in the gradients. Written here in "
                "general, with biases and a loss at every step, {Lsum} (a model that predicts at every step; the course's "
                "loss on the last output only is the case {ezero} for {early}):", b,
-               x=_s("x_t", 1, 2), h=_s("h_t", 1, 3), xshape=Shape(_s("1"), _s("d_x")), hshape=Shape(_s("1"), _s("d_h")),
-               xW=_s("x_t", 1, 2) * _s("W_x", 3, 2).T, Lsum=vector.forward_rows()[-1].rhs,
-               ezero=sp.Eq(_s("e_t", 1, 1), sp.ZeroMatrix(1, 1), evaluate=False),
-               early=sp.StrictLessThan(_s("t"), _s("T") - 1, evaluate=False)),
+               x=_at("x", t, 1, 2), h=_at("h", t, 1, 3), xshape=Shape(_s("1"), _s("d_x")), hshape=Shape(_s("1"), _s("d_h")),
+               xW=_at("x", t, 1, 2) * _s("W_x", 3, 2).T, Lsum=vector.forward_rows()[-1].rhs,
+               ezero=sp.Eq(_at("e", t, 1, 1), sp.ZeroMatrix(1, 1), evaluate=False),
+               early=sp.StrictLessThan(t, T - 1, evaluate=False)),
         _display(_rows(vector.forward_rows()[1:-1]), b),
         _words("Backwards, with {gzT} (no step follows the last one, so at {last} the recursion for {gh} keeps only "
-               "{direct}):", b, gzT=sp.Eq(_s("g_T^z", 1, 3), sp.ZeroMatrix(1, 3), evaluate=False),
-               last=sp.Eq(_s("t"), _s("T") - 1, evaluate=False), gh=_s("g_t^h", 1, 3),
-               direct=_s("e_{T-1}", 1, 1) * _s("W_o", 1, 3)),
+               "{direct}):", b, gzT=sp.Eq(_grad("z", T, 1, 3), sp.ZeroMatrix(1, 3), evaluate=False),
+               last=sp.Eq(t, T - 1, evaluate=False), gh=_grad("h", t, 1, 3),
+               direct=_at("e", T - 1, 1, 1) * _s("W_o", 1, 3)),
         _display(_rows(vector.backward_rows() + vector.gradient_rows()), b),
         "\\subsection{Unrolling the recursion: products of Jacobians}",
         _words("The recursion says that {gh} is what the loss sends to {h} directly plus what step {next} sends back. "
                "The step from {prev} to {h} has the transition Jacobian {J}, so the adjoint of {h} reaches an earlier "
                "state {htau} ({early}) multiplied on the right by one Jacobian per step in between, the latest step's first "
                "(matrices: the order matters; for {same} the product is empty, the identity):", b,
-               gh=_s("g_t^h", 1, 3), h=_s("h_t", 1, 3), prev=_s("h_{t-1}", 1, 3), htau=_s("h_{tau}", 1, 3),
-               next=bptt.t + 1, J=sp.Indexed("J", bptt.t), same=sp.Eq(bptt.t, bptt.tau, evaluate=False),
+               gh=_grad("h", t, 1, 3), h=_at("h", t, 1, 3), prev=_at("h", t - 1, 1, 3), htau=_at("h", bptt.tau, 1, 3),
+               next=bptt.t + 1, J=unrolled.jacobian(bptt.t), same=sp.Eq(bptt.t, bptt.tau, evaluate=False),
                early=sp.LessThan(bptt.tau, bptt.t, evaluate=False)),
         _display(unrolled.product_row(), b),
         _words("Unrolled from `t = T - 1` down, the adjoint of {htau} collects every later step's direct term carried back "
                "along its path, and each weight gradient becomes a sum over the step `t` at which the loss is incurred "
-               "and the step {tau} at which the weight acts:", b, htau=_s("h_{tau}", 1, 3), tau=bptt.tau)
+               "and the step {tau} at which the weight acts:", b, htau=_at("h", bptt.tau, 1, 3), tau=bptt.tau)
         + verification(b, checks=[r for r in checks if r.name == "rnn.bptt_closed_form"], appendix="rnn"),
         _display([unrolled.adjoint_row()] + [(Partial(vector.params[n]), unrolled.gradient(n)) for n in ("w_h", "w_x", "b_h")],
                  b),
@@ -307,8 +318,8 @@ def rnn_section(b) -> Part:
         _words("and with every {gz} replaced by its closed form, the gradient of the recurrent weight is a sum over "
                "paths: one term per step at which `w_h` is used, each a product of the slopes along the path. The weight `w_h` is "
                "used at all three steps, but the term of step 0, {first}, vanishes because {h0}: two terms remain.", b,
-               gz=_s("g_t^z"), first=sp.Mul(_s("g_0^z"), _s("h_{-1}"), evaluate=False),
-               h0=sp.Eq(_s("h_{-1}"), 0, evaluate=False)),
+               gz=_grad("z", t), first=sp.Mul(_grad("z", 0), _at("h", -1), evaluate=False),
+               h0=sp.Eq(_at("h", -1), 0, evaluate=False)),
         _display([(Partial(net.parameters["w_h"]), net.grad("w_h").xreplace(g))], b),
     ]
     appendix = check_status("rnn", b, checks) if checks else ""
@@ -326,22 +337,22 @@ def paths_section(b) -> Part:
     scalar = builtin_cells.rnn_cell().general()
     vector = builtin_cells.rnn_cell(sizes={"D": 2, "H": 3, "C": 1}).general()
     t, s, j = sp.symbols("t tau j", integer=True)  # s: the earlier step, tau (s is a standard deviation)
-    h = lambda k: sp.Symbol(f"h_{{{sp.latex(k)}}}")  # noqa: E731  (a step symbol h_{t}, h_{\tau})
+    h = lambda k: _at("h", k)  # noqa: E731  (the state at a step: h_t, h_tau)
     Jj = sp.Symbol("J_j")
     checks = section_checks(b, ["rnn.path_products", "gated.figure3_*", "gated.pascanu_bound", "gated.fact.*"])
     mark = verification(b, checks=checks, source=sources(checks), appendix="paths")
     net = rnn.unroll(steps=4)
     rho = sp.Symbol("rho", positive=True)  # the bound on a factor (r is the GRU's reset gate)
-    ordered = OrderedProduct(sp.Indexed("J", j), j, s + 1, t)
+    ordered = OrderedProduct(_at("J", j), j, s + 1, t)
     body = [
         _words("The gradient that step `t` sends back to an earlier state {hs} is a product of one Jacobian per step "
                "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`, the latest step's first "
-               "(the order is written out: the factors are matrices):", b, prev=_s("h_{j-1}"), hs=h(s)),
+               "(the order is written out: the factors are matrices):", b, prev=h(j - 1), hs=h(s)),
         # one display: the product and the factor of both cells belong together (one alignment)
         _display([(Partial(h(s), of=h(t)), ordered),
                   (Jj, _step(scalar.transition(), j), ("  (scalar cell)",)),
                   (sp.MatrixSymbol("J_j", 3, 3), _step(vector.transition(), j), ("  (vector cell)",))], b),
-        _words("The Jacobians are in numerator layout: row `k` of `J_j` holds the derivatives of entry `k` of `h_j` "
+        _words("The Jacobians are in numerator layout: row `i` of `J_j` holds the derivatives of entry `i` of `h_j` "
                "(the denominator runs along the columns, although the states are rows), so the gradient with respect to {hs}, a "
                "row, is the gradient with respect to `h_t` multiplied on the right by {ordered}.", b, ordered=ordered, hs=h(s)),
         _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1. So when every factor "
@@ -389,7 +400,7 @@ def gates_section(b) -> Part:
                    "between 0 and 1 that the network computes from `x_t` and {prev}. Both cells below follow PyTorch's "
                    "conventions (gate order, two biases in the GRU), written for scalar states; the vector cells have "
                    "the same equations with the products of a gate and a state taken entrywise ({hadamard}).", b,
-                   prev=_s("h_{t-1}"), hadamard=sp.HadamardProduct(_s("f_t", 1, 3), _s("c_{t-1}", 1, 3)))]
+                   prev=_at("h", t - 1), hadamard=sp.HadamardProduct(_at("f", t, 1, 3), _at("c", t - 1, 1, 3)))]
     for title, cell, state in (("The GRU", builtin_cells.gru_cell(), "h"), ("The LSTM", builtin_cells.lstm_cell(), "c")):
         gd = cell.general()
         body += [f"\\subsection{{{title}}}",
@@ -654,7 +665,9 @@ def _layernorm_entries(X):
     mu, v, s = sp.Symbol("mu_i"), sp.Symbol("v_i"), sp.Symbol("s_i")
     mean = rules.RowMean(X)._entry(i, j)
     k = next(iter(mean.atoms(sp.Sum))).variables[0]
-    var = sp.Mul(sp.Sum((X[i, k] - mu) ** 2, (k, 0, X.shape[1] - 1)), 1 / X.shape[1], evaluate=False)
+    # the sums run over the columns j of row i (k is the positional encodings' offset): j is free nowhere in them
+    mean = mean.xreplace({k: j})
+    var = sp.Mul(sp.Sum((X[i, j] - mu) ** 2, (j, 0, X.shape[1] - 1)), 1 / X.shape[1], evaluate=False)
     return [(mu, mean), (v, var), (s, sp.sqrt(v + eps)), (sp.Symbol("xhat_ij"), (X[i, j] - mu) / s)]
 
 
@@ -681,12 +694,16 @@ def _chain_rows(derivation) -> list:
 
 # --------------------------------------------------------------------------- 7. the encoder block and worked example
 
-ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows $H_0$ = token embedding + position, one row per token."),
-                 ("attention_on_H0", "head1.A", "The attention weights $A$ of head 1: row $i$ is the query, column $j$ the "
+ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows {H0}, token embedding plus position, one row per token."),
+                 ("attention_on_H0", "head1.A", "The attention weights {A} of head 1: row `i` is the query, column `j` the "
                                                 "source; every row sums to 1."),
                  ("prenorm_block", "H_enc", "The encoder's output: every token's row after the pre-norm block and the "
                                             "final LayerNorm (scale 1, shift 0: every row has mean 0 and variance 1 up to "
                                             "the epsilon)."))
+
+
+#: the matrices the captions of :data:`ENCODER_SHOWN` name, printed by the notation's printer (bold, as in the displays)
+ENCODER_MATRICES = {"H0": sp.MatrixSymbol("H_0", 7, 5), "A": sp.MatrixSymbol("A", 7, 7)}
 
 
 def _encoder_sublayers(b) -> list[str]:
@@ -704,6 +721,7 @@ def _encoder_sublayers(b) -> list[str]:
                 head_i[sym] = sp.MatrixSymbol(sym.name.replace("^[1]", "^[i]"), *sym.shape)
     per_head = [(d.target.xreplace(head_i), d.value.xreplace(head_i)) for d in lines if d.target in head_i]
     joined = [(d.target, d.value) for d in lines if "^[" not in d.target.name]
+    concat = next(value for target, value in joined if target.name == "C")  # the heads side by side, [O^[1] | O^[2]]
     T, d, d_ff = (sp.Symbol(n, integer=True, positive=True) for n in ("T", "d", "d_ff"))
     U, Y2 = sp.MatrixSymbol("U", T, d), sp.MatrixSymbol("Y_2", T, d)
     W1, W2 = sp.MatrixSymbol("W_1", d_ff, d), sp.MatrixSymbol("W_2", d, d_ff)
@@ -718,17 +736,24 @@ def _encoder_sublayers(b) -> list[str]:
     mlp = [(Y2, _inline_ln(ln, ln_out).xreplace(rename)), (sp.MatrixSymbol("H_1", T, d), U + hidden * W2.T + one * b2)]
     return [
         "\\subsection{Multi-head attention and the MLP sublayer}",
-        _words("With `n_head` heads, each head `i` has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), and computes "
-               "the attention above from the same rows {X}; the heads' outputs are concatenated side by side ({C} is "
-               "{cshape}) and mapped back to width `d` by {wo} ({oshape}). Written for two heads, as in the course:", b,
+        _words("With `n_head` heads, numbered from 1 as in the course (head 1 to head {nh}; steps, positions and entries "
+               "are counted from 0), each head `i` has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), "
+               "and computes the attention above from the same rows {X}; the heads' outputs are concatenated side by "
+               "side, {concat} holding the columns of {O1} followed by those of {O2} ({C} is {cshape}), and mapped back "
+               "to width `d` by {wo} ({oshape}). Written for two heads, as in the course:", b,
+               nh=_s("n_head"), concat=concat, O1=concat.args[0], O2=concat.args[1],
                wq=_s("W_Q^[i]", 2, 2), wk=_s("W_K^[i]", 2, 2), wv=_s("W_V^[i]", 2, 2), X=_s("X", 2, 2), C=_s("C", 2, 2),
                kshape=Shape(_s("d_k"), _s("d")), vshape=Shape(_s("d_v"), _s("d")), cshape=Shape(_s("T"), _s("n_head") * _s("d_v")),
                wo=_s("W_O", 2, 2), oshape=Shape(_s("d"), _s("n_head") * _s("d_v"))),
         _display([(*per_head[0], ("  for every head ", _s("i")))] + per_head[1:] + joined, b),
-        _words("In the block, {B} takes the place of {O}. The second sublayer normalises {U} again (its own {g2} and "
+        _words("We write {mha} for this map, multi-head attention, from the rows {X} to {B}; with a mask {M} added to "
+               "every head's scores it is {mham}, and with the keys and values computed from other rows {Z} (the "
+               "decoder's memory) {mhaz}. In the block, {B} takes the place of {O}. The second sublayer normalises {U} again (its own {g2} and "
                "{b2}) and applies the same two-layer MLP, the feed-forward network, to every row: a hidden layer of width "
                "`d_ff` with ReLU, then back to width `d`, and the shortcut adds {U}. The block's output {H1} is the next "
                "block's input:", b, B=_s("B", 2, 2), O=_s("O", 2, 2), U=_s("U", 2, 2), g2=_s("gamma_2", 1, 2),
+               X=_s("X", 2, 2), M=_s("M", 2, 2), Z=_s("Z", 2, 2), mha=sp.Function("MHA")(_s("X", 2, 2)),
+               mham=sp.Function("MHA")(_s("X", 2, 2), _s("M", 2, 2)), mhaz=sp.Function("MHA")(_s("X", 2, 2), _s("Z", 2, 2)),
                b2=_s("beta_2", 1, 2), H1=_s("H_1", 2, 2)),
         _display(mlp, b),
     ]
@@ -792,7 +817,8 @@ def encoder_section(b) -> Part:
             body.append(booktabs(rows, row_labels=row_labels, col_labels=[c.replace("F", "feature ") if c.startswith("F") else c.split(": ")[-1]
                                                                           for c in col_labels],
                                  corner="", caption=caption, figures=b.digits, decimal_comma=b.notation.decimal_comma,
-                                 raw_labels=False, trailing_zeros=True).replace("\\caption{" + text(caption) + "}", "\\caption{" + caption + "}"))
+                                 raw_labels=False, trailing_zeros=True).replace(
+                "\\caption{" + text(caption) + "}", "\\caption{" + _words(caption, b, **ENCODER_MATRICES) + "}"))
     body.append(_figure(b, "encoder", ["fig06_identity_position", "fig09_S", "fig10_A", "fig11_A_causal", "fig08_begins_contributions"]))
     appendix = check_status("encoder", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)
@@ -809,9 +835,11 @@ def decoder_section(b) -> Part:
 
 
 #: Letters of one section only, where the notes' own letter means something else: the convolution kernel is
-#: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation), (its receptive field is
-#: rf, :data:`crosscheck.latexdoc.NOTES_LETTERS`). A letter the notation itself renames is left to it.
-SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta"}}
+#: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation), its side K, the side of
+#: a pooling window too (k is the positional encodings' offset), an entry of the kernel (u, v) wherever it is indexed
+#: (the gradient's p, q: p is the padding); its receptive field is rf and its padding p
+#: (:data:`crosscheck.latexdoc.NOTES_LETTERS`). A letter the notation itself renames is left to it.
+SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": "K", "p": "u", "q": "v"}}
 
 
 def with_section_letters(b, section: str):
@@ -935,17 +963,17 @@ def notation_rows(b) -> list[tuple]:
     from seqgrad.derive import rules
 
     # the widths of a cell are d_x, d_h, d_y (H is the matrix of an encoder block's rows, D is not used)
-    T, t, D, H, C, d, d_k, d_v, n = sp.symbols("T t d_x d_h d_y d d_k d_v n", integer=True)
+    D, H, C, d, d_k, d_v, n, j = sp.symbols("d_x d_h d_y d d_k d_v n j", integer=True)
     L = sp.Symbol("L")
     one = Shape()
     M = lambda name, r, c: sp.MatrixSymbol(name, r, c)  # noqa: E731
     rows = [
         (t, "step (position) index, from 0", one), (T, "sequence length (number of steps or tokens)", one),
-        (sp.Symbol("x_t"), "input at step t (a row vector in the vector cell)", Shape(1, D)),
-        (sp.Symbol("h_t"), "hidden state at step t; the initial state is zero", Shape(1, H)),
-        (sp.Symbol("z_t"), "pre-activation of the recurrent cell", Shape(1, H)),
-        (sp.Symbol("yhat"), "prediction", Shape(1, C)), (sp.Symbol("y"), "target", Shape(1, C)),
-        (sp.Symbol("e"), "error, prediction minus target", Shape(1, C)), (L, "loss", one),
+        (_at("x", t, 1, 2), "input at step `t`, a row (in the scalar cell a number, `x_t`)", Shape(1, D)),
+        (_at("h", t, 1, 2), "hidden state at step `t` (scalar cell: `h_t`); the initial state is zero", Shape(1, H)),
+        (_at("z", t, 1, 2), "pre-activation of the recurrent cell (scalar cell: `z_t`)", Shape(1, H)),
+        (M("yhat", 1, C), "prediction (scalar cell: `yhat`)", Shape(1, C)), (M("y", 1, C), "target (scalar cell: `y`)", Shape(1, C)),
+        (M("e", 1, C), "error, prediction minus target (scalar cell: `e`); at step `t`, {et}", Shape(1, C)), (L, "loss", one),
         (sp.Symbol("w_x"), "input weight of the scalar cell (a second index names a gate: input to reset gate)", one),
         (sp.Symbol("w_h"), "recurrent weight of the scalar cell", one), (sp.Symbol("w_o"), "output weight (of the output layer, which computes the prediction)", one),
         (M("W_x", H, D), "input weights of the vector cell, stored output by input", Shape(H, D)),
@@ -953,17 +981,18 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("b"), "a bias", one),
         (sp.Symbol("tau"), "an earlier step, the start of a path back in time", one),
         (sp.Symbol("rho"), "a bound on the absolute value (the norm) of every factor of a path product", one),
-        (sp.Symbol("g_t^h"), "gradient of the loss with respect to the state at step t", Shape(1, H)),
-        (sp.Symbol("g_t^z"), "gradient with respect to the pre-activation at step t", Shape(1, H)),
-        (sp.Symbol("J_j"), "transition Jacobian of step j: the derivative of a state by the state before it, in "
-         "numerator layout (row k: the derivatives of entry k of the state)", Shape(H, H)),
-        (stepped("z^r", t), "pre-activation of a gate (here the reset gate r); its gradient is {gzr}", Shape(1, H)),
-        (sp.Symbol("a_t"), "the GRU's recurrent term of the candidate, before the reset gate scales it", Shape(1, H)),
-        (sp.Symbol("r_t"), "reset gate of the GRU", Shape(1, H)), (sp.Symbol("u_t"), "update gate of the GRU", Shape(1, H)),
-        (sp.Symbol("i_t"), "input gate of the LSTM", Shape(1, H)), (sp.Symbol("f_t"), "forget gate of the LSTM", Shape(1, H)),
-        (sp.Symbol("o_t"), "output gate of the LSTM", Shape(1, H)), (sp.Symbol("c_t"), "cell state of the LSTM", Shape(1, H)),
-        (sp.Symbol("ctilde_t"), "candidate cell state of the LSTM", Shape(1, H)),
-        (sp.Symbol("htilde_t"), "candidate state of the GRU", Shape(1, H)),
+        (_grad("h", t, 1, 2), "gradient of the loss with respect to the state at step `t` (scalar cell: {ght})", Shape(1, H)),
+        (_grad("z", t, 1, 2), "gradient with respect to the pre-activation at step `t` (scalar cell: {gzt})", Shape(1, H)),
+        (_at("J", j, 2, 2), "transition Jacobian of step `j`: the derivative of a state by the state before it, in "
+         "numerator layout (row `i`: the derivatives of entry `i` of the state); a number, {Jj}, for the scalar cell",
+         Shape(H, H)),
+        (_at("z^r", t), "pre-activation of a gate (here the reset gate `r`); its gradient is {gzr}", one),
+        (_at("a", t), "the GRU's recurrent term of the candidate, before the reset gate scales it", one),
+        (_at("r", t), "reset gate of the GRU", one), (_at("u", t), "update gate of the GRU", one),
+        (_at("i", t), "input gate of the LSTM", one), (_at("f", t), "forget gate of the LSTM", one),
+        (_at("o", t), "output gate of the LSTM", one), (_at("c", t), "cell state of the LSTM", one),
+        (_at("ctilde", t), "candidate cell state of the LSTM", one),
+        (_at("htilde", t), "candidate state of the GRU", one),
         (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", one),
         (sp.Symbol("pos"), "position of a token", one),
         (sp.Symbol("q"), "a second position, beside pos (the dot product of two encodings, appendix)", one),
@@ -993,14 +1022,14 @@ def notation_rows(b) -> list[tuple]:
         (M("H", T, d), "input rows of an encoder block", Shape(T, d)),
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
         (M("Z", sp.Symbol("T_src"), d), "the encoder's output, the memory a decoder reads", Shape(sp.Symbol("T_src"), d)),
-        (sp.Symbol("kappa"), "a convolution kernel of k by k entries", Shape(sp.Symbol("k"), sp.Symbol("k"))),
+        (sp.Symbol("kappa"), "a convolution kernel of {K} by {K} entries, indexed (`u`, `v`)", Shape(sp.Symbol("K"), sp.Symbol("K"))),
         (sp.Symbol("H_o"), "number of output rows of a convolution or pooling layer; `W_o`, of output columns", one),
-        (sp.Symbol("Ghat"), "the gradient of a convolution's output (stride 1) extended by `k - 1` rows and columns of "
-         "zeros on every side (the padded gradient), its indices from `-(k - 1)`",
-         Shape(*(n + sp.Mul(2, sp.Symbol("k") - 1, evaluate=False) for n in sp.symbols("H_o W_o")))),
+        (sp.Symbol("Ghat"), "the gradient of a convolution's output (stride 1) extended by {K1} rows and columns of "
+         "zeros on every side (the padded gradient), its indices from {K1neg}",
+         Shape(*(n + sp.Mul(2, sp.Symbol("K", integer=True) - 1, evaluate=False) for n in sp.symbols("H_o W_o", integer=True)))),
         (sp.Symbol("pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
         (sp.Symbol("Delta"), "stride of a convolution or pooling layer (`Delta_l`: of layer `l`)", one),
-        (sp.Symbol("p"), "side of a max-pooling window", one),
+        (sp.Symbol("K"), "side of a convolution kernel, and of a max-pooling window", one),
         (sp.Symbol("a_ij"), "input position of the largest entry of pooling window (i, j)", one),
         (sp.Symbol("rf_L"), "receptive field of a stack of L convolutions, in input positions", one),
         (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
@@ -1024,6 +1053,8 @@ def notation_rows(b) -> list[tuple]:
         (sp.OneMatrix(1, T), "row of ones, the transpose of the column: it sums the columns of the matrix after it",
          Shape(1, T)), (sp.Identity(n), "identity matrix", Shape(n, n)),
         (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if i = j, else 0", one),
+        (_iverson(), "Iverson's bracket: 1 where the statement inside holds, else 0 (here: the position (`m`, `n`) is "
+         "the argmax {aij} of pooling window (`i`, `j`))", one),
         (sp.Function("F")(sp.MatrixSymbol("x", 1, d)), "a residual branch: any differentiable map of a row x; the "
          "residual connection's output is u = x + F(x)", Shape(1, d)),
         (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch; of the branch of layer `l` in a stack, {JFl}", Shape(d, d)),
@@ -1035,18 +1066,35 @@ def notation_rows(b) -> list[tuple]:
     return rows
 
 
+def _iverson():
+    """The bracket ``[(m, n) = a_ij]`` of max-pooling's gradient, the derivation's own node (:mod:`derive.conv`)."""
+    from seqgrad.derive import conv
+
+    return next(iter(conv.max_pool_rows()[1][1].atoms(conv._Routed)))
+
+
+def _of_kind(sym, shape):
+    """A symbol of the notation table as the notes print its kind: a plain name with a vector's or a matrix's shape
+    (``Ghat``, ``kappa``, ``P``) as a matrix symbol, bold as every matrix of the displays; a scalar as it is."""
+    if type(sym) is sp.Symbol and shape.args:
+        return sp.MatrixSymbol(sym.name, 2, 2)
+    return sym
+
+
 def notation_section(b) -> str:
     """The notation: one table, every symbol once, with its meaning and its shape."""
     from seqgrad.derive.latex_layout import inline
 
     rows = notation_rows(b)
     # a meaning's formulas in backquotes, or {JFl} for one the parser does not read (a subscript with a subscript)
-    formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": adjoint(stepped("z^r", sp.Symbol("t", integer=True)))}
-    body = [" & ".join([inline(sym, b.notation), _words(meaning, b, **formulas), inline(shape, b.notation)]) + " \\\\"
-            for sym, meaning, shape in rows]
-    intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices start "
-             "at 0. Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
+    formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": _grad("z^r", t), "et": _at("e", t, 1, 2),
+                "ght": _grad("h", t), "gzt": _grad("z", t), "Jj": _at("J", sp.Symbol("j")), "K": sp.Symbol("K"),
+                "K1": sp.Symbol("K") - 1, "K1neg": -(sp.Symbol("K") - 1), "aij": _iverson().args[1]}
+    body = [" & ".join([inline(_of_kind(sym, shape), b.notation), _words(meaning, b, **formulas), inline(shape, b.notation)])
+            + " \\\\" for sym, meaning, shape in rows]
+    intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices of "
+             "steps, positions and entries start at 0, while heads and layers are counted from 1 (head 1, layer 1). Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
              "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry.")
-    return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{7.8cm}l}\n".replace(">{$}l<{$}", "l")
+    return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{7.6cm}l}\n".replace(">{$}l<{$}", "l")
             + "\\toprule\nsymbol & meaning & shape \\\\\n\\midrule\n\\endhead\n" + "\n".join(body)
             + "\n\\bottomrule\n\\end{longtable}\n}")

@@ -28,7 +28,7 @@ returns the proof's steps with a verdict.
 True
 >>> print(af.get("tanh_prime").latex())
 \begin{align*}
-\frac{d}{d z} \tanh(z) &= 1 - h^{2}\quad \text{with }h = \tanh(z)
+\frac{\mathrm{d}}{\mathrm{d} z} \tanh(z) &= 1 - h^{2}\quad \text{with }h = \tanh(z)
 \end{align*}
 """
 

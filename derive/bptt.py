@@ -31,7 +31,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from seqgrad.errors import SeqgradValueError
 
 from .latex_settings import OrderedProduct, Partial
-from .sequence import Sensitivity, SensitivityMatrix, adjoint
+from .sequence import Sensitivity, SensitivityMatrix, adjoint, stepped
 from .step_sum import T, _make_sum, t
 
 __all__ = ["Unrolled", "PathJacobian", "tau"]
@@ -109,8 +109,14 @@ class Unrolled:
     # -- the rows ------------------------------------------------------------------------
     def product_row(self):
         """``dh_t/dh_tau = J_t J_{t-1} ... J_{tau+1}``, and ``J_t`` from the derivation's transition."""
-        return [(self.path, OrderedProduct(sp.Indexed("J", _j), _j, tau + 1, t)),
-                (sp.Indexed("J", t), self.gd.transition(self.state))]
+        return [(self.path, OrderedProduct(self.jacobian(_j), _j, tau + 1, t)),
+                (self.jacobian(t), self.gd.transition(self.state))]
+
+    def jacobian(self, index):
+        """The transition Jacobian ``J_index`` of the step ``index`` as a value at that step (a node of
+        :mod:`derive.sequence`): a matrix, printed bold as the state is, for a vector cell; a number for a scalar one."""
+        n = self.h_t.shape[1] if isinstance(self.h_t, MatrixExpr) else None
+        return stepped("J", index, (n, n) if n else None)
 
     def adjoint_row(self):
         """``g_tau^h = sum_{t=tau}^{T-1} (direct term at t) dh_t/dh_tau``."""

@@ -23,7 +23,7 @@ display of its ``rows()``:
 >>> z = sp.Symbol("z")
 >>> print(display([(sp.Le(sp.Derivative(sp.tanh(z), z), 1), ("for all ", z))]))
 \\begin{align*}
-\\frac{d}{d z} \\tanh(z) &\\le 1\\quad \\text{for all }z
+\\frac{\\mathrm{d}}{\\mathrm{d} z} \\tanh(z) &\\le 1\\quad \\text{for all }z
 \\end{align*}
 
 The zero initial state of the text (``h_{-1} = 0``) is dropped, with every term it multiplies,

@@ -217,6 +217,7 @@ class NotationPrinter(LatexPrinter):
         settings.setdefault("decimal_separator", "comma" if notation.decimal_comma else "period")
         settings.setdefault("mat_symbol_style", "bold" if notation.bold else "plain")
         settings.setdefault("order", "none")  # the arguments are put in the text's order by doprint
+        settings.setdefault("diff_operator", "rd")  # an upright d, as the adjoints' dX: the italic d is the model width
         super().__init__(settings)
 
     def doprint(self, expr):
@@ -314,7 +315,10 @@ class NotationPrinter(LatexPrinter):
         n = self.notation
         if expr.name in n.symbol_names:
             n._used.add(expr.name)
-            return n.symbol_names[expr.name]
+            tex = n.symbol_names[expr.name]
+            if style == "bold" or (n.bold and expr.name in n.vectors):  # a rename keeps the kind: a matrix stays bold
+                return _bold_stem(tex)
+            return tex
         adjoint = _ADJOINT.fullmatch(expr.name)
         if adjoint:  # dX = dL/dX of a block program: an upright d before the quantity it is the gradient of
             return r"\mathrm{d}" + self._print_Symbol(sp.Symbol(adjoint.group(1)), style)
@@ -351,6 +355,13 @@ class NotationPrinter(LatexPrinter):
     def _print_MatrixSymbol(self, expr):
         return self._print_Symbol(sp.Symbol(expr.name), style=self._settings["mat_symbol_style"])
 
+    def _print_MatrixElement(self, expr):
+        """An entry ``X_{i,j}`` of a matrix: a number, so set plain (the matrix itself is bold), as an index display
+        over ``IndexedBase`` prints it."""
+        if not isinstance(expr.parent, sp.MatrixSymbol):
+            return super()._print_MatrixElement(expr)
+        return "{%s}_{%s,%s}" % (self._print_Symbol(sp.Symbol(expr.parent.name)), self._print(expr.i), self._print(expr.j))
+
     # -- values of a sequence (derive.sequence): the value's glyph, the step index printed by this printer ------
     def _step_index(self, index) -> str:
         """A step index in a subscript, ``t-1``, ``N-1`` (the notation's letters for t and T), set tight."""
@@ -384,6 +395,24 @@ class NotationPrinter(LatexPrinter):
 
     def _print_SensitivityMatrix(self, expr):
         return self._print_Sensitivity(expr, style=self._settings["mat_symbol_style"])
+
+
+_STEM = re.compile(r"(\\[A-Za-z]+|[A-Za-z]+)(.*)", re.S)
+
+
+def _bold_stem(tex: str) -> str:
+    r"""A renamed matrix's LaTeX (``--symbol W_h=V_{h}``) with its letter in bold, its indices as they are:
+    ``\mathbf{V}_{h}``, ``\boldsymbol{\Omega}_{h}``; LaTeX already bold, or not a letter first, is kept.
+
+    >>> print(_bold_stem("V_{h}"), _bold_stem(r"\Omega_{h}"), _bold_stem(r"\mathbf{U}"))
+    \mathbf{V}_{h} \boldsymbol{\Omega}_{h} \mathbf{U}
+    """
+    m = _STEM.fullmatch(tex)
+    if m is None or "\\mathbf" in tex or "\\boldsymbol" in tex or (m.group(1).startswith("\\")
+                                                                  and m.group(1).lstrip("\\").lower() not in GREEK):
+        return tex
+    stem = m.group(1)
+    return (r"\boldsymbol{%s}" if stem.startswith("\\") else r"\mathbf{%s}") % stem + m.group(2)
 
 
 def _greek_words(index: str) -> str:

@@ -219,4 +219,27 @@ def _formula(source: str, text: str):
     formula = parsed[0]
     for op, side in zip(sides[1::2], parsed[1:]):
         formula = _RELATIONS[op](formula, side, evaluate=False)
-    return formula
+    return at_steps(formula)
+
+
+#: A name of a value at the step or at the last step, as the text types it: ``h_t``, ``x_t``, ``e_T``.
+_AT_STEP = re.compile(r"([A-Za-z]+)_([tT])")
+
+
+def at_steps(formula):
+    """``formula`` with each name of a value at the step (``h_t``, ``e_T``) as the node
+    :func:`derive.sequence.stepped`, so that the notation's letters for the step and the length reach it as they
+    reach the displays (``Notation(letters={"t": "k"})`` prints ``h_{k}``).
+
+    >>> from seqgrad.derive.latex_settings import Notation
+    >>> Notation(letters={"t": "k", "T": "N"}).latex(at_steps(sp.Symbol("h_t") + sp.Symbol("e_T")))
+    'h_{k} + e_{N}'
+    """
+    from .sequence import T, stepped, t
+
+    steps = {}
+    for s in formula.free_symbols:
+        m = _AT_STEP.fullmatch(getattr(s, "name", ""))
+        if m and type(s) is sp.Symbol:
+            steps[s] = stepped(m.group(1), {"t": t, "T": T}[m.group(2)])
+    return formula.xreplace(steps) if steps else formula

@@ -7,7 +7,8 @@ writes ``z_t = w_x x_t + w_h h_{t-1}`` and ``L = (yhat - y)^2/2``:
 * in a sum, the positive terms come first (``yhat - y``, ``1 - h^2``), then the
   input term, the recurrent term, the other terms and a bias last, indices in
   counting order (``g_2`` before ``g_10``), a variable before a function of it
-  (``x + F(x)``);
+  (``x + F(x)``); in a sum of integers (an index) the number last (``2 j + 1``),
+  and in a sum of sizes a bare term before a multiple (``W + 2 p - K``);
 * in a sum of vectors or matrices (``MatAdd``, or non-commuting symbols), the
   shorter path comes first: the shortcut before the branch (``y = h + F(h)``,
   ``U = H + MHA(X)``, ``dH = dZ + dQ W_Q + ...``), the identity before the
@@ -89,6 +90,18 @@ def _term_key(term):
     role = _role(term)
     index = _index(term, _INPUT if role == 1 else _STATE if role == 2 else ())
     return (negative, role, index, isinstance(term, sp.Function), _natural(term))
+
+
+def _linear(terms) -> bool:
+    """Whether a sum's ``terms`` are each a number, a symbol or a number times one (``2 p``, ``2 (K - 1)``): a sum of
+    sizes, not a polynomial (``2 d_ff d_model + d_ff`` keeps the higher degree first)."""
+    return all(a.is_Number or isinstance(a.as_coeff_Mul()[1], (sp.Symbol, sp.Add)) for a in terms)
+
+
+def _scaled(term) -> bool:
+    """Whether a term carries a number as a factor (``2 p``, ``2 (K - 1)``): in a size it comes after the bare terms,
+    as a size is written from the quantity it changes (``W + 2 p - K``, ``H_o + 2 (K - 1)``)."""
+    return isinstance(term, sp.Mul) and term.args[0].is_Number and abs(term.args[0]) != 1
 
 
 def _matrix_term_key(term):
@@ -216,9 +229,11 @@ def _ordered(expr):
         out.is_commutative = False
         return out
     if isinstance(expr, sp.Add):
+        linear = _linear(args)  # a size (W + 2 p - K): written from the quantity it changes, a multiple after it
         if expr.is_integer and any(a.is_Number for a in args):  # index arithmetic: s + 1, 2 j + 1, T - 1 (the number last)
-            return sp.Add(*sorted(args, key=lambda a: (a.is_Number, _term_key(a))), evaluate=False)
-        return sp.Add(*sorted(args, key=_term_key), evaluate=False)
+            return sp.Add(*sorted(args, key=lambda a: (a.is_Number, is_negative(a), linear and _scaled(a), _term_key(a))),
+                          evaluate=False)
+        return sp.Add(*sorted(args, key=lambda a: (is_negative(a), linear and _scaled(a), _term_key(a))), evaluate=False)
     if isinstance(expr, sp.Mul) and expr.is_commutative:
         return sp.Mul(*_factors_in_order(args), evaluate=False)
     if all(a is b for a, b in zip(args, expr.args)):

@@ -49,9 +49,9 @@ def test_the_induction_step_is_the_derivations_recursion():
 
 def test_the_rows_print_the_textbook_product_and_sums():
     tex = [DEFAULT.latex(lhs) + " = " + DEFAULT.latex(rhs) for lhs, rhs in _unrolled().rows(("w_h",))]
-    assert tex[0] == (r"\frac{\partial \mathbf{h}_{t}}{\partial \mathbf{h}_{\tau}} = {J}_{t} {J}_{t - 1} \cdots "
-                      r"{J}_{\tau + 1}")
-    assert tex[1] == r"{J}_{t} = \operatorname{diag}(1 - \mathbf{h}_{t}^{2}) \mathbf{W}_{h}"
+    assert tex[0] == (r"\frac{\partial \mathbf{h}_{t}}{\partial \mathbf{h}_{\tau}} = \mathbf{J}_{t} \mathbf{J}_{t-1} \cdots "
+                      r"\mathbf{J}_{\tau+1}")  # J_t a matrix, bold as the state
+    assert tex[1] == r"\mathbf{J}_{t} = \operatorname{diag}(1 - \mathbf{h}_{t}^{2}) \mathbf{W}_{h}"
     assert tex[2].startswith(r"\mathbf{g}^{h}_{\tau} = \sum_{t=\tau}^{T - 1} \mathbf{e}_{t} \mathbf{W}_{o} \frac{")
     assert tex[3].startswith(r"\frac{\partial \mathcal{L}}{\partial \mathbf{W}_{h}} = \sum_{t=0}^{T - 1} \sum_{\tau=0}^{t} ")
     assert r"\right)^{\top} \mathbf{h}_{\tau-1}" in tex[3] and "tau" not in tex[3].replace(r"\tau", "")

@@ -118,7 +118,7 @@ def test_notes_compile_render_and_read_as_notes(notes, kind, tmp_path):
     small = {rel: size for rel, size in fonts.items() if size < 7.0}
     assert small == {}, f"labels below 7 pt at the included size: {small}"
     body, appendix = body_and_appendix(source)
-    assert "\\section{Notation}" in body and "\\sum_{t=0}^{T - 1}" in body and "{J}_{t} {J}_{t - 1} \\cdots {J}_{\\tau + 1}" in body
+    assert "\\section{Notation}" in body and "\\sum_{t=0}^{T - 1}" in body and "J_{t} J_{t-1} \\cdots J_{\\tau+1}" in body
     assert "\\footnote{Proved for every" in body and "\\texttt" in appendix
 
 

@@ -135,14 +135,14 @@ def test_6_the_convolution_indexes_the_padded_input_and_crops_its_gradient(tmp_p
     b = _build(tmp_path)
     body = notes.conv_section(b).body
     assert "of the padded input" in body[:body.index(r"{\kappa}_{u,v} {X}_{u + i \Delta,v + j \Delta}")]
-    assert r"$H + 2 \mathrm{pad}$ rows by $2 \mathrm{pad} + W$ columns" in body  # the printer's term order
+    assert r"$H + 2 p$ rows by $W + 2 p$ columns" in body  # the printer's term order: a size from its quantity
     crop = body[body.index("This is the gradient of the padded input"):]
-    assert r"cropped by $\mathrm{pad}$ rows and columns on every side" in crop
-    assert r"entry ($m$, $n$) of the input is entry ($m + \mathrm{pad}$, $n + \mathrm{pad}$) of the padded one" in crop
+    assert r"cropped by $p$ rows and columns on every side" in crop
+    assert r"entry ($m$, $n$) of the input is entry ($m + p$, $n + p$) of the padded one" in crop
     table = notes.notation_section(b)
-    ghat = next(line for line in table.splitlines() if line.startswith(r"$\hat{G}$ & "))
-    assert ghat.endswith(r"& $(H_{o} + 2 (k - 1)) \times (2 (k - 1) + W_{o})$ \\")  # was "1"
-    assert r"extended by $k - 1$ rows and columns of zeros on every side" in ghat
+    ghat = next(line for line in table.splitlines() if line.startswith(r"$\mathbf{\hat{G}}$ & "))
+    assert ghat.endswith(r"& $(H_{o} + 2 (K - 1)) \times (W_{o} + 2 (K - 1))$ \\")  # was "1"
+    assert r"extended by $K - 1$ rows and columns of zeros on every side" in ghat
 
 
 def test_6_the_padded_gradient_formula_and_the_crop_against_autograd():

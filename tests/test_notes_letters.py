@@ -70,16 +70,18 @@ def test_the_receptive_field_is_not_the_reset_gate(table, conv):
 
 def test_the_padding_does_not_read_as_the_positional_encodings(table, conv):
     """P is the positional encodings; the padding was P_pad, which reads as P."""
-    assert table["P"].startswith("positional encodings")
-    assert "P_{pad}" not in table and table[r"\mathrm{pad}"].startswith("rows and columns of zeros padded")
-    assert r"\frac{2 \mathrm{pad} + H - k}{\Delta}" in conv and r"cropped by $\mathrm{pad}$ rows" in conv
+    assert table[r"\mathbf{P}"].startswith("positional encodings")
+    assert "P_{pad}" not in table and table["p"].startswith("rows and columns of zeros padded")
+    # and not as the English word either (an upright pad): an italic p, which no other symbol of the notes uses
+    assert r"\mathrm{pad}" not in table and r"\mathrm{pad}" not in conv
+    assert r"\frac{H + 2 p - K}{\Delta}" in conv and r"cropped by $p$ rows" in conv
     assert not re.search(r"\bP_\{?pad|\bP\b", conv)
 
 
 def test_a_gates_pre_activation_is_defined_as_its_gradient_names_it(build, table, gates):
     """The gates' pre-activations were defined as z^{r}_{t} but their gradients printed g^{z_{r}}_{t}: now both say
     z_r, the definition z_{r,t} (the gate beside the step, no nested scripts)."""
-    assert table["z_{r,t}"] == "pre-activation of a gate (here the reset gate r); its gradient is $g^{z_{r}}_{t}$"
+    assert table["z_{r,t}"] == "pre-activation of a gate (here the reset gate $r$); its gradient is $g^{z_{r}}_{t}$"
     for gate, cell in (("r", "GRU"), ("u", "GRU"), ("n", "GRU"), ("i", "LSTM"), ("f", "LSTM"), ("c", "LSTM"), ("o", "LSTM")):
         assert re.search(r"^z_\{%s,t\} +&= " % gate, gates, re.M), (gate, cell)  # defined
         assert re.search(r"^g\^\{z_\{%s\}\}_\{t\} +&= " % gate, gates, re.M), (gate, cell)  # its gradient

@@ -48,7 +48,7 @@ def test_the_notation_table_defines_what_the_body_uses(tmp_path):
     assert "the matrix after the d (same shape)" not in table
     for symbol in (r"$\operatorname{mean}(\mathbf{X})$", r"$\operatorname{rowsum}(\mathbf{X})$",
                    r"$\operatorname{normalize}(\mathbf{X})$", r"$s_{\epsilon}(\mathbf{X})$", r"$\mu_{i}$", r"$v_{i}$",
-                   r"$\rho$", "$q$", "$E_{seq}$", "$P$", "$d_{model}$", "$d_{ff}$", r"$\lvert\theta\rvert_{\mathrm{layer}}$",
+                   r"$\rho$", "$q$", r"$\mathbf{E}_{seq}$", r"$\mathbf{P}$", "$d_{model}$", "$d_{ff}$", r"$\lvert\theta\rvert_{\mathrm{layer}}$",
                    "$L$", r"$\tau$"):
         assert "\n" + symbol + " & " in table, symbol
     assert "\n" + r"$\mathbf{1}^{\top}$ & row of ones" in table and r"& $1 \times T$ \\" in table
@@ -61,21 +61,21 @@ def test_the_notation_table_defines_what_the_body_uses(tmp_path):
 def test_layernorm_gives_its_row_statistics_and_the_row_of_ones(tmp_path):
     body = notes.residual_section(_build(tmp_path)).body
     assert r"\mathrm{d}\boldsymbol{\gamma} &= \mathbf{1}^{\top} (\mathbf{G} \odot \mathbf{\hat{x}})" in body
-    assert r"\mu_{i}      &= \frac{\sum_{k=0}^{d - 1} {\mathbf{X}}_{i,k}}{d}" in body
-    assert r"v_{i}        &= \frac{\sum_{k=0}^{d - 1} ({\mathbf{X}}_{i,k} - \mu_{i})^{2}}{d}" in body
+    assert r"\mu_{i}      &= \frac{\sum_{j=0}^{d - 1} {X}_{i,j}}{d}" in body  # an entry, a number: plain
+    assert r"v_{i}        &= \frac{\sum_{j=0}^{d - 1} ({X}_{i,j} - \mu_{i})^{2}}{d}" in body
     assert r"s_{i}        &= \sqrt{\epsilon + v_{i}}" in body
 
 
 def test_the_path_product_says_its_order_layout_and_bound(tmp_path):
     body = notes.paths_section(_build(tmp_path)).body
-    assert r"{J}_{t} {J}_{t - 1} \cdots {J}_{\tau + 1}" in body and "numerator layout" in body
+    assert r"J_{t} J_{t-1} \cdots J_{\tau+1}" in body and "numerator layout" in body
     assert r"$\rho^{t - \tau}$" in body and r"state $h_{\tau}$" in body and "h_{s}" not in body  # tau: the earlier step
     assert r"\left|{g^{h}_{0}}\right| &\le \rho^{3} \left|{g^{h}_{3}}\right|" in body
     assert "at most $r$" not in body
     # the product and the factors of both cells are one display, aligned together
     first = body[body.index("\\begin{align*}"):body.index("\\end{align*}")]
     # the product of matrices written out in its order in the display itself (a reader reads \\prod lowest index first)
-    assert r"{J}_{t} {J}_{t - 1} \cdots {J}_{\tau + 1}" in first and "\\prod_" not in first
+    assert r"J_{t} J_{t-1} \cdots J_{\tau+1}" in first and "\\prod_" not in first
     assert "(scalar cell)" in first and "(vector cell)" in first
 
 
@@ -115,14 +115,17 @@ def test_one_letter_one_meaning_across_sections(tmp_path):
     of an encoder block; D: nothing), a positional encoding's width is the model width d."""
     b = _build(tmp_path)
     conv = notes.conv_section(b).body
-    assert r"{\kappa}_{u,v}" in conv and r"\partial \kappa_{pq}" in conv and "K_{" not in conv and "$K$" not in conv
+    # the kernel is kappa, its side K (a number; the keys are the matrix K), its entries (u, v) wherever indexed
+    assert r"{\kappa}_{u,v}" in conv and r"\partial {\kappa}_{u,v}" in conv and "{K}_{u" not in conv
+    assert r"kernel $\boldsymbol{\kappa}$ is $K$ by $K$" in conv and r"\mathbf{K}" not in conv
     rnn = notes.rnn_section(b).body
     assert r"$1 \times d_{x}$" in rnn and r"$1 \times d_{h}$" in rnn and r"\times D$" not in rnn
     positional = notes.positional_section(b).body
     assert r"10000^{- \frac{2 j}{d}}" in positional and "$d = 5$" in positional and "{D}" not in positional
     table = notes.notation_section(b)
     symbols = [line.split(" & ")[0] for line in table.splitlines() if line.count(" & ") == 2]
-    assert r"$\kappa$" in symbols and "$K$" not in symbols and "$D$" not in symbols
+    assert r"$\boldsymbol{\kappa}$" in symbols and "$D$" not in symbols
+    assert r"$\mathbf{K}$" in symbols and "$K$" in symbols  # the keys, a matrix; the kernel's side, a number
     assert all(r"\times H$" not in line and r"H \times" not in line for line in table.splitlines() if "$\\mathbf{H}$" not in line)
 
 
@@ -148,7 +151,7 @@ def test_the_general_bptt_comes_before_the_three_step_example(tmp_path):
     assert r"\mathbf{g}^{h}_{t}                                   &= \mathbf{e}_{t} \mathbf{W}_{o} + \mathbf{g}^{z}_{t+1} \mathbf{W}_{h}" in general
     for lhs in (r"\mathbf{W}_{h}} &= \sum_{t=0}^{T - 1} (\mathbf{g}^{z}_{t})^{\top} \mathbf{h}_{t-1}",
                 r"\mathbf{b}_{h}} &= \sum_{t=0}^{T - 1} \mathbf{g}^{z}_{t}",
-                r"\frac{\partial \mathbf{h}_{t}}{\partial \mathbf{h}_{\tau}} &= {J}_{t} {J}_{t - 1} \cdots {J}_{\tau + 1}",
+                r"\frac{\partial \mathbf{h}_{t}}{\partial \mathbf{h}_{\tau}} &= \mathbf{J}_{t} \mathbf{J}_{t-1} \cdots \mathbf{J}_{\tau+1}",
                 r"\mathbf{W}_{h}} &= \sum_{t=0}^{T - 1} \sum_{\tau=0}^{t} "):
         assert lhs in general.replace("  ", " ").replace("  ", " ") or lhs in general, lhs
     assert "\\ref{app:rnn}" in general[general.index("Unrolling the recursion"):]  # verified (rnn.bptt_closed_form)
@@ -198,14 +201,14 @@ def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_re
     body = notes.conv_section(_build(tmp_path)).body
     assert "cross-correlation" in body[:body.index("\\begin{align*}")]
     first_h_o = body.index("H_{o}")
-    assert body.index(r"H_{o} &= \left\lfloor{\frac{2 \mathrm{pad} + H - k}{\Delta}}\right\rfloor + 1") < body.index(r"0 \leq i \leq H_{o} - 1")
+    assert body.index(r"H_{o} &= \left\lfloor{\frac{H + 2 p - K}{\Delta}}\right\rfloor + 1") < body.index(r"0 \leq i \leq H_{o} - 1")
     assert "rows" in body[first_h_o - 80:first_h_o + 40]  # defined in words where it first appears
-    assert body.index(r"Write $\hat{G}$ for $G$ extended by zeros") < body.index(r"{\hat{G}}_{")
+    assert body.index(r"Write $\mathbf{\hat{G}}$ for $\mathbf{G}$ extended by zeros") < body.index(r"{\hat{G}}_{")
     assert r"{\kappa}_{u,v} {X}_{u + i \Delta,v + j \Delta} + b" in body  # the strided forward pass
-    assert r"{G}_{i,j} {X}_{p + i \Delta,q + j \Delta}" in body
-    assert r"Y_{ij}                                       &= \max_{0 \le u, v \le p - 1} {X}_{u + i \Delta,v + j \Delta}" in body
+    assert r"{G}_{i,j} {X}_{u + i \Delta,v + j \Delta}" in body
+    assert r"Y_{ij}                                       &= \max_{0 \le u, v \le K - 1} {X}_{u + i \Delta,v + j \Delta}" in body
     assert r"{G}_{i,j} [(m, n) = a_{ij}]" in body
-    assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({k}_{l} - 1)" in body
+    assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({K}_{l} - 1)" in body
     assert "\\max_{0\\le u,v" not in body and "cut off" not in body
 
 

@@ -85,7 +85,8 @@ def test_general_derivation_prints_the_notations_letters_and_names(name):
     default = gen.latex()
     assert {"t", "T"} <= set(tokens(default)) and contains(tokens(default), printed(symbol))  # the test can fail
     notation = Notation(letters=LETTERS, symbol_names={param: r"Q_{r}"})
-    assert_renamed(gen.latex(notation), symbol, r"Q_{r}")
+    # a renamed matrix keeps its kind: bold, as every matrix of the notes (a renamed scalar stays plain)
+    assert_renamed(gen.latex(notation), symbol, r"\mathbf{Q}_{r}" if isinstance(symbol, sp.MatrixSymbol) else r"Q_{r}")
     assert notation.unused_renames() == []
 
 

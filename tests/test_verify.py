@@ -41,7 +41,7 @@ def test_undecided_on_the_time_limit():
 def test_latex_line():
     v = derive.verify("diff(tanh(x), x) = 1 - tanh(x)**2", variables="x")
     tex = v.latex()  # a complete display, the verdict beside the statement
-    assert tex.startswith("\\begin{align*}\n\\frac{d}{d x}") and tex.rstrip().endswith("\\end{align*}")
+    assert tex.startswith("\\begin{align*}\n\\frac{\\mathrm{d}}{\\mathrm{d} x}") and tex.rstrip().endswith("\\end{align*}")
     assert r"\text{(proved)}" in tex and v._repr_latex_() == tex
 
 
