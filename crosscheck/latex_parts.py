@@ -9,6 +9,7 @@ no module of the document imports another's assembly.
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from dataclasses import dataclass, field
@@ -94,9 +95,10 @@ class Build:
             if f"{set_name}/{stem}" in self.sets_included:
                 continue
             self.sets_included.add(f"{set_name}/{stem}")
-            out.append(FIGURE_MARK.format(set=set_name, stem=stem) if self.deferred else
-                       figure_environment(drawn[stem], self.tex_dir, figure_caption(sets[set_name], stem),
-                                          label=f"fig:{stem}", href=self.href(drawn[stem]), notation=self.notation))
+            caption = words(figure_caption(sets[set_name], stem), self.notation)  # in the section's notation
+            out.append(figure_mark(set_name, stem, caption) if self.deferred else
+                       figure_environment(drawn[stem], self.tex_dir, caption, label=f"fig:{stem}",
+                                          href=self.href(drawn[stem])))
         return "\n\n".join(out)
 
     def shows(self, set_name: str, stem: str) -> bool:
@@ -138,20 +140,23 @@ def handout_figures(handout: dict, names: Sequence[str] | None = None) -> set[st
     return {f for name, figures in handout.items() if names is None or name in names for f in figures}
 
 
-#: The placeholder a deferred build leaves for a figure (:meth:`Build.figures`).
-FIGURE_MARK = "%%seqgrad-figure {set}/{stem}%%"
-_FIGURE_MARK = re.compile(r"%%seqgrad-figure ([\w-]+)/([\w-]+)%%")
+#: The placeholder a deferred build leaves for a figure (:meth:`Build.figures`): the set, the stem and the caption
+#: as the section typeset it (base64: a section's notation, e.g. its own letters, reaches the caption, and the
+#: caption's characters cannot end the mark).
+FIGURE_MARK = "%%seqgrad-figure {set}/{stem} {caption}%%"
+_FIGURE_MARK = re.compile(r"%%seqgrad-figure ([\w-]+)/([\w-]+) ([A-Za-z0-9+/=]*)%%")
+
+
+def figure_mark(set_name: str, stem: str, caption: str) -> str:
+    """The placeholder of figure ``stem`` of ``set_name`` with its typeset ``caption`` (:func:`place_figures` reads it)."""
+    return FIGURE_MARK.format(set=set_name, stem=stem, caption=base64.b64encode(caption.encode()).decode("ascii"))
 
 
 def place_figures(text: str, written: dict, b: Build) -> str:
     """``text`` with each placeholder of a deferred build replaced by its figure: ``written`` maps each figure
     set to its written files by stem; ``b``, the build, says where the document finds them."""
-    from .figures import figure_sets
-
-    sets = figure_sets()
-    return _FIGURE_MARK.sub(lambda m: figure_environment(written[m[1]][m[2]], b.tex_dir, figure_caption(sets[m[1]], m[2]),
-                                                         label=f"fig:{m[2]}", href=b.href(written[m[1]][m[2]]),
-                                                         notation=b.notation), text)
+    return _FIGURE_MARK.sub(lambda m: figure_environment(written[m[1]][m[2]], b.tex_dir, base64.b64decode(m[3]).decode(),
+                                                         label=f"fig:{m[2]}", href=b.href(written[m[1]][m[2]])), text)
 
 
 def figure_caption(figure_set, stem: str) -> str:
@@ -185,14 +190,14 @@ def figure_scale(path: Path) -> float:
 
 
 def figure_environment(path: Path, tex_dir: Path, caption: str, width: str | None = None, label: str | None = None,
-                       href: str | None = None, notation: Notation | None = None) -> str:
-    """A ``figure`` that includes ``path`` (relative to the document in ``tex_dir``, or as ``href``) with ``caption``:
-    at its own size (or scaled down to the text width, :func:`figure_scale`) unless ``width`` is given; the
-    caption's formulas are printed with ``notation`` (the document's: its letters reach the captions too)."""
+                       href: str | None = None) -> str:
+    """A ``figure`` that includes ``path`` (relative to the document in ``tex_dir``, or as ``href``) with ``caption``
+    (LaTeX, typeset by the section: :meth:`Build.figures` prints its formulas with the section's notation): at its
+    own size (or scaled down to the text width, :func:`figure_scale`) unless ``width`` is given."""
     rel = href if href is not None else Path(path).resolve().relative_to(Path(tex_dir).resolve()).as_posix()
     size = f"width={width}" if width else f"scale={figure_scale(path):.3f}"
     return ("\\begin{figure}[tbp]\n\\centering\n"
-            f"\\includegraphics[{size}]{{{rel}}}\n\\caption{{{words(caption, notation)}}}"
+            f"\\includegraphics[{size}]{{{rel}}}\n\\caption{{{caption}}}"
             + (f"\\label{{{label}}}" if label else "") + "\n\\end{figure}")
 
 
