@@ -408,6 +408,8 @@ class _Walker(Reader):
                     self.limit(f"softmax() of entries beyond ±{MAX_MAGNITUDE * math.log(10):.0f} lies outside the magnitude limit")
         if fname in ("layernorm", "rmsnorm"):
             v = vectors[0]
+            if scalars and scalars[0].is_number and not scalars[0].is_nonnegative:
+                self.limit(f"{fname}()'s eps is {scalars[0]}; it must be a number >= 0 (inside the square root)")
             spread = (_var(v) if fname == "layernorm" else _mean([x ** 2 for x in v])) + (scalars[0] if scalars else 0)
             if spread.is_number and spread == 0:
                 what = "a constant vector" if fname == "layernorm" else "the zero vector"

@@ -433,7 +433,7 @@ def _numeric(L, R, points: int, seed: int, domains: dict, proof=None):
                 differ = abs(x - y) > TOLERANCE * (1 + abs(y))
             if differ:
                 return ("refuted", good, {str(s): v for s, v in at.items()},
-                        f"the sides differ at a point: {_short(x)} vs {_short(y)} (difference {mpmath.nstr(x - y, 6)}, 30 digits)",
+                        f"the sides differ at a point: {_short(x)} vs {_short(y)} (difference {_nstr(x - y)}, 30 digits)",
                         summary)
     summary = _sampled_summary(used_kinds, sizes_used, reals, switches, domains)
     if good == 0:
@@ -460,6 +460,11 @@ def _mp(v):
     """A SymPy number as an mpmath complex at the working precision (nan where it has no value)."""
     re, im = v.as_real_imag()
     return mpmath.mpc(sp.Float(re, 30)._mpf_, sp.Float(im, 30)._mpf_)
+
+
+def _nstr(v) -> str:
+    """An mpmath number to 6 digits: a real one without the ``+ 0.0j`` an mpc prints."""
+    return mpmath.nstr(v.real if mpmath.im(v) == 0 else v, 6)
 
 
 def _short(v) -> str:

@@ -250,3 +250,17 @@ def test_matrix_cli(capsys):
     assert main(["verify", "log(x*y) = log(x) + log(y)", "--vars", "x,y", "--assume", "x > 0, y > 0"]) == 0
     assert "proved for x > 0, y > 0" in capsys.readouterr().out
     assert main(["verify", "trace(A*B) = trace(B*A)", "--shape", "A:n,m B:n,n"]) == 2
+
+
+@pytest.mark.parametrize("text", ["rmsnorm((a, b), -1) = (a, b)", "layernorm((a, b), -1/2) = (a, b)"])
+def test_a_negative_eps_of_a_norm_is_refused_by_name(text, capsys):
+    """eps sits under the square root: a negative one gave complex values (the sides 'differ' by 7310 + 0j)."""
+    assert main(["verify", text, "--vars", "a,b"]) == 2
+    err = capsys.readouterr().err
+    assert "eps is -1" in err and "must be a number >= 0" in err and "Traceback" not in err
+
+
+def test_a_real_difference_is_printed_without_an_imaginary_part(capsys):
+    assert main(["verify", "softmax((a, b)) = (a, b)", "--vars", "a,b"]) == 1
+    out = capsys.readouterr().out
+    assert "refuted" in out and "j," not in out and "0.0j" not in out
