@@ -67,7 +67,6 @@ seqgrad.errors.ParseError: expression="__import__('os').system('echo pwned')" is
 from __future__ import annotations
 
 import ast
-import functools
 import math
 import numbers
 from typing import Callable, Iterable, Mapping
@@ -114,31 +113,24 @@ def _softmax(v):
     return tuple(x / total for x in e)
 
 
-@functools.lru_cache(maxsize=64)
-def _norm_template(name: str, n: int, eps) -> tuple:
-    """The norm ``name``'s output at a row of n placeholder symbols (gain 1, no shift): the one definition's
-    forward lines (:func:`derive.blocks.norm_row`), made once per (norm, length, eps)."""
-    from .blocks import norm_row
-
-    row = sympy.symbols(f"v_0:{n}", cls=sympy.Dummy, real=True)
-    return row, tuple(norm_row(name, list(row), {"gamma": 1, "beta": 0}, eps))
+def _layernorm(v, eps=0):
+    """(v_i - mean) / sqrt(var + eps), population variance: derive.blocks' LayerNorm row at gain 1, shift 0 (the
+    parser sits below the blocks' programs, so it states the row; tests/test_norms.py proves the two equal)."""
+    m, s2 = _mean(v), _var(v)
+    return tuple((x - m) / sympy.sqrt(s2 + eps) for x in v)
 
 
-def _norm(name: str) -> Callable:
-    """The vector operation ``name(v[, eps])`` (eps = 0 unless given) of a normalisation of derive.blocks.NORMS:
-    its program at one row, not a formula of its own."""
-    def apply(v, eps=0):
-        row, template = _norm_template(name, len(v), sympy.Integer(eps) if isinstance(eps, int) else eps)
-        return tuple(y.xreplace(dict(zip(row, v))) for y in template)
-
-    apply.__name__ = name
-    return apply
+def _rmsnorm(v, eps=0):
+    """v_i / sqrt(mean(v o v) + eps) (Zhang & Sennrich 2019): derive.blocks' RMSNorm row at gain 1 (proved equal
+    to it in tests/test_norms.py)."""
+    r = sympy.sqrt(_mean([x ** 2 for x in v]) + eps)
+    return tuple(x / r for x in v)
 
 
 _VECTOR_SYMPY: dict[str, Callable] = {
     "softmax": _softmax,       # exp(v_i) / sum_j exp(v_j)
-    "layernorm": _norm("layernorm"),  # (v_i - mean) / sqrt(var + eps), population variance, eps = 0 unless given
-    "rmsnorm": _norm("rmsnorm"),      # v_i / sqrt(mean(v o v) + eps) (Zhang & Sennrich 2019), eps = 0 unless given
+    "layernorm": _layernorm,   # (v_i - mean) / sqrt(var + eps), population variance, eps = 0 unless given
+    "rmsnorm": _rmsnorm,       # v_i / sqrt(mean(v o v) + eps) (Zhang & Sennrich 2019), eps = 0 unless given
     "mean": _mean,
     "var": _var,               # population variance (divides by n)
     "dot": lambda u, v: sympy.Add(*[a * b for a, b in zip(u, v)]),

@@ -343,3 +343,20 @@ def test_concrete_attention_heads_are_views_of_the_attention_programs(monkeypatc
     assert calls == ["attention", "cross-attention"]
     assert head.A[0, 1] == 0 and sp.simplify(sum(head.A.row(1)) - 1) == 0  # the causal mask: exactly 0, rows sum to 1
     assert head.O == head.A * (head.X * head.W_V.T) and cross.S == cross.X * cross.W_Q.T * (cross.Z * cross.W_K.T).T / sp.sqrt(1)
+
+
+@pytest.mark.parametrize("name", ["layernorm", "rmsnorm"])
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_the_vector_language_norms_are_the_blocks_rows(name, n):
+    """The verify/claim parser sits below the blocks' programs (it cannot import them without an import circle), so
+    it states each norm's row; here it is proved equal, entry by entry, to the one definition's forward lines
+    (derive.blocks.norm_row at gain 1 and shift 0) for a symbolic row and a symbolic eps > 0."""
+    from seqgrad.derive import blocks, safe_parse
+
+    row = list(sp.symbols(f"v0:{n}", real=True))
+    eps = sp.Symbol("epsilon", positive=True)
+    stated = safe_parse.VECTOR_FUNCTIONS[name][0](row, eps)
+    defined = blocks.norm_row(name, row, {"gamma": 1, "beta": 0}, eps)
+    assert len(stated) == len(defined) == n
+    for a, b in zip(stated, defined):
+        assert sp.simplify(sp.radsimp(a - b)) == 0, (name, n, a, b)

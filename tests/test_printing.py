@@ -303,9 +303,9 @@ def test_scopes_and_source_formulas_are_typeset_by_the_printer_and_plain_in_text
         Prose("`import os`")
 
     entry = catalogue.get("layernorm-jacobian-intermediates")
-    assert entry.source == "seed 000 L971-975; chain rule over mu, sigma**2, s" and "`" not in entry.source
+    assert entry.source == "seed 000 L971-975; the program's backward pass over sigma, xhat" and "`" not in entry.source
     assert latex_parts.source_tex(entry.source, Notation()) == \
-        r"week06 \S{}Block:971-975; chain rule over $\mu$, $\sigma^{2}$, $s$"
+        r"week06 \S{}Block:971-975; the program's backward pass over $\sigma$, $\hat{x}$"
     assert str(catalogue.get("attention-gradients").scope) == "all T, d, d_k, d_v >= 1"
     assert "| all T, d, d_k, d_v >= 1 |" in catalogue.markdown() and "`sigma**2`" not in catalogue.markdown()
     assert main(["identities", "--json", "--only", "softmax-sums-to-one"]) == 0
