@@ -1,0 +1,106 @@
+"""Issue 25, second review: the appendix's layout and its phrasing (one test, or more, per review item).
+
+Each test reads the generated handout (``seqgrad latex notes.tex --standalone``, written once per module) and fails
+on the output before the item was fixed.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from test_latex_notes import body_and_appendix
+from test_latex_render import cli
+
+
+@pytest.fixture(scope="module")
+def appendix(tmp_path_factory):
+    """The appendix of the handout's LaTeX source."""
+    path = tmp_path_factory.mktemp("handout") / "notes.tex"
+    cli("latex", str(path), "--standalone")
+    return body_and_appendix(path.read_text(encoding="utf-8"))[1]
+
+
+def _subsections(appendix: str) -> list[tuple[str, str]]:
+    """Each numbered appendix subsection's label and text (up to the next one)."""
+    pieces = re.split(r"\\subsection\{[^}]*\}\\label\{app:(\w+)\}", appendix)
+    return list(zip(pieces[1::2], pieces[2::2]))
+
+
+def _claims_table(appendix: str) -> str:
+    return appendix[appendix.index("\\begin{longtable}"):appendix.index("\\end{longtable}")]
+
+
+# --------------------------------------------------------------------------- 1. tables stay in their subsection
+
+def test_1_every_appendix_subsection_with_a_float_ends_with_a_float_barrier(appendix):
+    parts = _subsections(appendix)
+    assert len(parts) >= 10
+    floating = [(name, part) for name, part in parts if "\\begin{table}" in part]
+    assert len(floating) >= 9
+    for name, part in floating:
+        assert part.rstrip().endswith("\\FloatBarrier"), name
+
+
+# --------------------------------------------------------------------------- 2. the claims longtable: caption, headers
+
+def test_2_the_claims_longtable_has_a_caption_and_repeats_its_headers(appendix):
+    table = _claims_table(appendix)
+    first, _, rest = table.partition("\\endfirsthead")
+    assert re.search(r"\\caption\{[^}]+\}\\label\{tab:claims\}", first)
+    head, _, rows = rest.partition("\\endhead")
+    assert "entry & source & statement & verdict" in first and "entry & source & statement & verdict" in head
+    assert "\\caption[]" in head  # the continued pages' headers, without a second number
+    assert rows.count("\\\\") > 50
+
+
+# --------------------------------------------------------------------------- 3. no log-like sentences
+
+@pytest.mark.parametrize("phrase", [
+    "checks verified on", ", run now.", "Identities, each proved now.", "each evaluated exactly now",
+    "print alike", "proved (simplify)", "(simplify)", "ExplicitConv", "identity:pe-shift-", "identity:attention-",
+    "seqgrad's decoder", "\\textbackslash{}max", "Every result of the notes, with",
+])
+def test_3_the_appendix_has_no_machine_phrasing(appendix, phrase):
+    assert phrase not in appendix
+
+
+def test_3_each_caption_says_what_its_table_lists(appendix):
+    captions = re.findall(r"\\caption\{(.*?)\}(?:\\label|\n)", appendix)
+    assert len(captions) >= 14
+    assert len(set(captions)) == len(captions), [c for c in captions if captions.count(c) > 1]
+    for name, part in _subsections(appendix):
+        if "\\begin{table}" in part and "max abs err" in part:  # a table of checks names its section and is cited
+            assert f"\\caption{{The numeric checks of Section~\\ref{{sec:{name}}}" in part, name
+            assert f"Table~\\ref{{tab:checks-{name}}} lists" in part, name
+
+
+# --------------------------------------------------------------------------- 4. a search bound is not a value
+
+def test_4_the_distance_erratum_says_what_the_statement_implies_in_words(appendix):
+    from seqgrad.crosscheck.claims_catalogue import pe_distance_first_decrease
+
+    assert pe_distance_first_decrease(512) == 44 and pe_distance_first_decrease(4) == 4
+    item = appendix[appendix.index("\\item \\texttt{wiki\\_\\allowbreak{}pe\\_\\allowbreak{}distance"):]
+    item = item[:item.index("\n")]
+    assert "2001" not in item
+    assert "implies that" in item and "never decreases" in item and "$44$" in item
+
+
+# --------------------------------------------------------------------------- 5. one erratum entry per statement
+
+def test_5_each_entry_has_one_item_among_the_errata(appendix):
+    items = re.findall(r"^\\item (\\texttt\{[^}]*(?:\}[^ ]*)?) \(", appendix, re.M)
+    names = [re.sub(r"\\allowbreak\{\}|\\texttt\{|\}", "", i) for i in items]
+    assert "layernorm\\_example\\_xhat" in names and "contribution\\_A60\\_v0" in names
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+# --------------------------------------------------------------------------- 6. the count is of the numbers shown
+
+def test_6_the_verdict_counts_every_number_of_a_printed_vector(appendix):
+    table = _claims_table(appendix)
+    row = table[table.index("\\texttt{key\\_\\allowbreak{}value\\_\\allowbreak{}row0}"):]
+    row = row[:row.index("\\\\\n")]
+    assert row.endswith("verified (6 numbers) "), row
