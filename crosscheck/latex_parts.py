@@ -208,7 +208,7 @@ FAMILY_WORDS = {"positional": "positional encoding", "softmax": "the softmax", "
 
 
 #: how each proof method of :data:`derive.identity.METHODS` establishes an identity, in words
-PROOF_WORDS = {"simplify": "proved symbolically", "counterexample": "proved by an exact counterexample",
+PROOF_WORDS = {"simplify": "proved symbolically", "counterexample": "exact counterexample",
                "numeric": "checked numerically"}
 
 
