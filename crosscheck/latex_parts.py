@@ -278,6 +278,18 @@ def _error_tex(x: float, notation: Notation) -> str:
     return number_tex(x, notation) if math.isfinite(x) else notation.number(fmt_error(x))
 
 
+def tolerance_words(device: str, notation: Notation) -> str:
+    """What the column ``err / tol`` of a table of checks holds, with the tolerance on ``device``."""
+    from .tolerance import tolerance
+
+    tol = tolerance("float64", device)
+    return ("The column err\\,/\\,tol is the largest error of an entry divided by the tolerance that entry was held to: "
+            f"{number_tex(tol.atol, notation)} plus {number_tex(tol.rtol, notation)} times the size of the reference "
+            "value in double precision, half a unit of the last digit for a number printed in the course texts. "
+            "A check passes when it is at most 1 (a dash: the check compares no values within a tolerance, it tests an "
+            "inequality or a count).")
+
+
 def check_status(pattern: str, b: Build, results: list | None = None) -> str:
     """Tabulate each check matching ``pattern`` with its verified status and largest errors (the
     checks run now, or ``results`` of a run made for this section; then ``pattern`` names the section)."""
@@ -286,8 +298,10 @@ def check_status(pattern: str, b: Build, results: list | None = None) -> str:
     given = None if results is None else pattern
     results = run_pattern(pattern, b) if results is None else results
     marks = {"pass": "verified", "fail": "\\textbf{FAILED}", "error": "\\textbf{ERROR}", "skip": "skipped"}
+    # the measure the tolerance policy decides by (crosscheck.tolerance): each entry's error over the tolerance it was
+    # held to, not the relative error, which is meaningless on entries near zero
     rows = [[code(r.name), source_tex(r.source, b.notation), _error_tex(r.max_abs_error, b.notation),
-             _error_tex(r.max_rel_error, b.notation), marks[r.status]] for r in results]
+             "--" if r.tol_ratio is None else _error_tex(r.tol_ratio, b.notation), marks[r.status]] for r in results]
     passed = sum(r.status == "pass" for r in results)
     what = f"Section~\\ref{{sec:{given}}}" if given is not None else f"the name pattern \\texttt{{{text(pattern)}}}"
     label = f"tab:checks-{given}" if given is not None else ""
@@ -299,7 +313,7 @@ def check_status(pattern: str, b: Build, results: list | None = None) -> str:
             "\\begin{table}[htbp]\n\\centering\\footnotesize\n"
             + f"\\caption{{The numeric checks of {what}, with the largest errors measured.}}"
             + (f"\\label{{{label}}}" if label else "") + "\n"
-            + tabular(["check", "source", "max abs err", "max rel err", "status"], rows, ragged("5.6cm", "3.9cm") + "lll")
+            + tabular(["check", "source", "max abs err", "err / tol", "status"], rows, ragged("5.6cm", "3.9cm") + "lll")
             + "\n\\end{table}")
 
 

@@ -34,7 +34,7 @@ from seqgrad.atomic import write_text
 from seqgrad.errors import SeqgradError, SeqgradTypeError, SeqgradValueError
 
 
-from .latex_parts import Build, SectionUnavailable, code, ragged, source_tex, text
+from .latex_parts import Build, SectionUnavailable, code, ragged, source_tex, text, tolerance_words
 from .latexrun import build_sections
 
 PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable", "placeins")
@@ -300,7 +300,8 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
         parts.append("\\clearpage\n\\appendix\n\\section{Verification}\\label{app:verification}\n\n" + text(
             "This appendix lists, section by section, the identities behind every result of the notes, with their names "
             "and sources in the course texts (each proof was run when the notes were written), and the numeric checks "
-            f"against PyTorch in double precision, with the largest errors measured on {device}."))
+            f"against PyTorch in double precision, with the largest errors measured on {'the processor' if device == 'cpu' else device}.") + " "
+            + tolerance_words(device, notation))
         for name, (_, audit) in zip(names, built):
             # a float barrier closes each subsection: its tables are set before the next heading
             parts.append(f"\\subsection{{{text(SECTIONS[name].title)}}}\\label{{app:{name}}}\n\n"

@@ -104,3 +104,35 @@ def test_6_the_verdict_counts_every_number_of_a_printed_vector(appendix):
     row = table[table.index("\\texttt{key\\_\\allowbreak{}value\\_\\allowbreak{}row0}"):]
     row = row[:row.index("\\\\\n")]
     assert row.endswith("verified (6 numbers) "), row
+
+
+# --------------------------------------------------------------------------- 7. the measure the tolerance decides by
+
+def test_7_compare_reports_the_error_over_the_tolerance_it_decides_by():
+    from seqgrad.crosscheck.tolerance import combine, compare, tolerance
+
+    tol = tolerance("float64", "cpu")
+    near_zero = compare([1.0, 2e-12], [1.0, 1e-12])  # relative error 1e-2 on the near-zero entry, well inside atol
+    assert near_zero.passed and near_zero.tol_ratio == pytest.approx(1e-12 / (tol.atol + tol.rtol * 1e-12))
+    over = compare([1.0 + 3e-9], [1.0])
+    assert not over.passed and over.tol_ratio == pytest.approx(3e-9 / (tol.atol + tol.rtol), rel=1e-6)
+    assert combine([near_zero, over]).tol_ratio == over.tol_ratio
+    assert compare([float("nan")], [1.0]).tol_ratio == float("inf")
+
+
+def _number(cell: str) -> float:
+    m = re.fullmatch(r"\$(\d+(?:\.\d+)?)(?: \\cdot 10\^\{(-?\d+)\})?\$", cell.strip())
+    assert m, cell
+    return float(m.group(1)) * 10 ** int(m.group(2) or 0)
+
+
+def test_7_every_check_table_prints_the_error_over_its_tolerance(appendix):
+    assert "max rel err" not in appendix and "err\\,/\\,tol is the largest error of an entry divided by" in appendix
+    rows = [line.split(" & ") for line in appendix.splitlines() if line.startswith("\\texttt{") and line.count(" & ") == 4]
+    assert len(rows) > 60
+    ratios = {row[0]: row[3] for row in rows}
+    for row in rows:
+        if row[4].strip().startswith("verified") and row[3] != "--":
+            assert _number(row[3]) <= 1, row
+    journey = next(v for k, v in ratios.items() if "causal\\_\\allowbreak{}journey" in k)
+    assert 0.3 < _number(journey) <= 1  # 0.54 of half a unit of the third decimal printed in Table 16
