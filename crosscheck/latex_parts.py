@@ -115,6 +115,25 @@ def text(s: str) -> str:
     return tex_escape(s)
 
 
+#: a power in the course texts' plain-text maths: a base, ``^``, and a parenthesised (one level nested), braced or
+#: bracketed exponent or a word (``h_0^(0)``, ``W_K^T``, ``10000^(-2 floor(j/2)/D)``, ``||p_i - p_j||^2``)
+_POWER = re.compile(r"(?:\|\|[^|]+\|\||[\w.|']*)\^(?:\((?:[^()]|\([^()]*\))*\)|\{[^{}]*\}|\[[^\]]*\]|[\w.]+)")
+
+
+def quotation(s: str) -> str:
+    """Plain text quoting the course texts' plain-text maths: each power set as the text writes it, in typewriter
+    type, where the caret is a caret (in roman type ``\\textasciicircum`` is a raised accent).
+
+    >>> print(quotation("k_t = h_t W_K^T, n d^2 and h_0^(0)"))
+    k\\_t = h\\_t \\texttt{W\\_K\\textasciicircum{}T}, n \\texttt{d\\textasciicircum{}2} and \\texttt{h\\_0\\textasciicircum{}(0)}
+    """
+    out, at = [], 0
+    for m in _POWER.finditer(s):
+        out += [text(s[at:m.start()]), f"\\texttt{{{text(m.group())}}}"]
+        at = m.end()
+    return "".join(out + [text(s[at:])])
+
+
 def words(s: str, notation: Notation | None = None) -> str:
     """Words with formulas in backquotes (``"for symbolic `pos` and `k`"``), the formulas typeset by the notation's
     printer (:class:`derive.prose.Prose`), never hand-written math."""

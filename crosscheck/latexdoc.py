@@ -34,7 +34,7 @@ from seqgrad.atomic import write_text
 from seqgrad.errors import SeqgradError, SeqgradTypeError, SeqgradValueError
 
 
-from .latex_parts import Build, SectionUnavailable, code, ragged, source_tex, text, tolerance_words
+from .latex_parts import Build, SectionUnavailable, code, quotation, ragged, source_tex, text, tolerance_words
 from .latexrun import build_sections
 
 PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable", "placeins")
@@ -88,7 +88,7 @@ def _claims(b: Build) -> str:
         bad = [v for v in verdicts if not v.verified]
         shown = sum(len(getattr(v, "entries", None) or [v]) for v in verdicts)  # a printed vector: each of its numbers
         count = f" ({shown} numbers)" if shown > 1 else ""
-        rows.append([code(entry.name), source_tex(entry.source, b.notation), text(entry.what),
+        rows.append([code(entry.name), source_tex(entry.source, b.notation), quotation(entry.what),
                      verdict_words([v.status for v in verdicts]) + count])
         for found, kept in ((errata, [v for v in bad if v.status in ("contradicted", "undecided")]),
                             (notes_, [v for v in bad if v.status not in ("contradicted", "undecided")])):
@@ -112,7 +112,7 @@ def _claims(b: Build) -> str:
         if found:
             items = "\n".join(f"\\item {code(e.name)} ({source_tex(e.source, b.notation)}). "
                                + " ".join(sentence(v, e.derived, e.implies) for v in vs)
-                               + (f"\\\\ \\emph{{{text(e.note or e.erratum)}}}" if (e.note or e.erratum) else "")
+                               + (f"\\\\ \\emph{{{quotation(e.note or e.erratum)}}}" if (e.note or e.erratum) else "")
                                for e, vs in found)
             parts.append(f"\\subsection*{{{title}}}\n{intro}\n\\begin{{itemize}}\\raggedright\n{items}\n\\end{{itemize}}")
     parts.append(_statement_errata(b))
@@ -129,8 +129,8 @@ def _statement_errata(b: Build) -> str:
     wrong = [s for s in statements() if s.verdict in ("imprecise", "false")]
     if not wrong:
         return ""
-    items = "\n".join(f"\\item \\textbf{{{s.verdict}}} ({source_tex(s.cite, b.notation)}): {with_cyrillic(s.text, text)}"
-                       + (f"\\\\ \\emph{{{with_cyrillic(s.precise or s.reason, text)}}}" if (s.precise or s.reason) else "")
+    items = "\n".join(f"\\item \\textbf{{{s.verdict}}} ({source_tex(s.cite, b.notation)}): {with_cyrillic(s.text, quotation)}"
+                       + (f"\\\\ \\emph{{{with_cyrillic(s.precise or s.reason, quotation)}}}" if (s.precise or s.reason) else "")
                        for s in wrong)
     return ("\\subsection*{Errata among the texts' statements}\n"
             f"{len(wrong)} prose statements of the texts are imprecise or false; each with what holds instead.\n"

@@ -136,3 +136,18 @@ def test_7_every_check_table_prints_the_error_over_its_tolerance(appendix):
             assert _number(row[3]) <= 1, row
     journey = next(v for k, v in ratios.items() if "causal\\_\\allowbreak{}journey" in k)
     assert 0.3 < _number(journey) <= 1  # 0.54 of half a unit of the third decimal printed in Table 16
+
+
+# --------------------------------------------------------------------------- 8. quoted maths keeps its carets
+
+def test_8_the_texts_plain_maths_is_quoted_in_typewriter_type_with_carets(appendix):
+    from seqgrad.crosscheck.latex_parts import quotation
+
+    assert quotation("||p_i - p_j||^2 and h_0^(0)") == ("\\texttt{\\textbar{}\\textbar{}p\\_i - p\\_j\\textbar{}\\textbar{}"
+                                                       "\\textasciicircum{}2} and \\texttt{h\\_0\\textasciicircum{}(0)}")
+    # a caret in roman type is a raised accent ("h_0ˆ(0)"): every caret of the appendix is in \texttt
+    outside = re.sub(r"\\texttt\{(?:[^{}]|\{\})*\}", "", appendix)
+    assert "\\textasciicircum" not in outside
+    for quoted in ("h\\_0\\textasciicircum{}(0)", "W\\_K\\textasciicircum{}T", "d\\textasciicircum{}2",
+                   "sigma\\_6\\textasciicircum{}2"):
+        assert f"\\texttt{{{quoted}}}" in appendix, quoted
