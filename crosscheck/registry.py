@@ -239,7 +239,7 @@ def run_one(item: Check, device: str, dtype: str = "float64", seed: int = 0) -> 
         last = traceback.extract_tb(exc.__traceback__)[-1]
         where = f"{last.filename.rsplit('/', 1)[-1]}:{last.lineno}"
         result = Result(item.name, item.source, item.group, "error", False, float("inf"), float("inf"), device, dtype,
-                        f"{type(exc).__name__}: {exc} ({where})", 0.0)
+                        f"{type(exc).__name__}: {exc} ({where})", 0.0, tol_ratio=float("inf"))
     result.seconds = round(time.perf_counter() - start, 4)
     return result
 
@@ -258,7 +258,7 @@ def _supplied(item: Check, ctx: Context) -> Outcome:
 def lost_result(item: Check, device: str, dtype: str, reason: str) -> Result:
     """The result of a check that never reported (its worker process died, or its group crashed outside it)."""
     return Result(item.name, item.source, item.group, "error", False, float("inf"), float("inf"), device, dtype,
-                  f"not run to the end: {reason}", 0.0)
+                  f"not run to the end: {reason}", 0.0, tol_ratio=float("inf"))
 
 
 def groups_of(items: Iterable[Check]) -> list[list[Check]]:
