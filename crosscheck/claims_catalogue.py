@@ -73,6 +73,7 @@ class Entry:
     expect: str = ""
     derived: bool = False
     cite: str = ""
+    implies: str = ""  # a derived entry whose printed side is a search bound: what the text's statement implies, in words
 
     @property
     def source(self) -> str:
@@ -101,11 +102,12 @@ def _entry(name, seed, line, what, texts, *, figures=None, exact=False, note="",
     return Entry(name, seed, str(line), what, claims, note, erratum, expect, derived, cite)
 
 
-def _provided(name, seed, line, what, items, *, figures=None, note="", erratum="", expect="", derived=False, cite="") -> Entry:
+def _provided(name, seed, line, what, items, *, figures=None, note="", erratum="", expect="", derived=False, cite="",
+              implies="") -> Entry:
     """An entry whose claims get their values from providers: items are (text, provider, printed)."""
     source = normalize(cite or f"{seed}:{line}")
     claims = tuple(Claim.from_provider(text, provider, printed, figures=figures, source=source) for text, provider, printed in items)
-    return Entry(name, seed, str(line), what, claims, note, erratum, expect, derived, cite)
+    return Entry(name, seed, str(line), what, claims, note, erratum, expect, derived, cite, implies)
 
 
 # ---------------------------------------------------------------------------
@@ -453,7 +455,7 @@ def _lesson_exercises() -> list[Entry]:
         task(19, 232, "the full 3 x 3 causal mask is [[0, -inf, -inf], [0, 0, -inf], [0, 0, 0]]", provided=full),
         Entry("lesson_task21", "lesson", "238", "task 21: PE(pos + k, 2i) = PE(pos, 2i) cos(k w) + PE(pos, 2i + 1) sin(k w): "
               "the two sides agree to 100 decimals at pos = 3, k = 2, i = 1, d = 4 (the identity itself is proved for "
-              "symbolic pos and k by the checks identity:pe-shift-*)",
+              "symbolic pos and k by the positional-encoding shift identities of the catalogue)",
               (parse_claim("sin((3 + 2)*w) - (sin(3*w)*cos(2*w) + cos(3*w)*sin(2*w)) = 0 where w = 10000**(-2*1/4)",
                            decimals=100, source="lesson §6:238"),), derived=True, cite="lesson §6:238"),
         task(22, 240, "x = (0.5, -2.0, 1.0, 0.5), F(x) = (0.1, 0.3, -0.2, 0.0): z = (0.6, -1.7, 0.8, 0.5), mu = 0.05, "
@@ -523,7 +525,8 @@ def _wiki() -> list[Entry]:
                     "2001")],
                   erratum="||p_i - p_j||^2 = sum_k 2 - 2 cos(|i - j| w_k) oscillates: at d_model = 512 it first decreases "
                           "at |i - j| = 44 (at d_model = 4 already at 4), so the distance is not monotone in |i - j|",
-                  derived=True, cite="wiki §2.1:43"),
+                  derived=True, cite="wiki §2.1:43",
+                  implies="||p_i - p_j|| never decreases as |i - j| grows"),
         _entry("wiki_pe_formula", "wiki", "45-51", "p_(i,s) = sin(i 10000^(-2k/d)) for s = 2k, cos for s = 2k + 1: "
                "the same encoding as the lesson's (d = 4, i = 3)", [f"sin(3*10000**(-2*1/4)) = {pe(3, 2, 4)}",
                                                                    f"cos(3*10000**(-2*1/4)) = {pe(3, 3, 4)}"],

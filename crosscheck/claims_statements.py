@@ -230,7 +230,7 @@ def _lesson() -> list[Statement]:
           precise="unmasked self-attention is permutation-equivariant: permuting the tokens permutes the outputs "
                   "(l.87 says it so), it is not invariant; a masked self-attention (the decoder's, l.170) does "
                   "depend on the order, since the mask is tied to the positions "
-                  "(identity:attention-equivariance-fails-causal)"),
+                  "(the catalogue's identity for a causal mask shows it at an exact point)"),
         said(27, "self-attention computes every token's representation by the same operation for all positions at once (QK^T)",
           ("encoder.mha_vs_torch",)),
         said(41, "the number of sequential steps of self-attention is O(1): it does not grow with the sequence length",
@@ -389,7 +389,7 @@ def _lecture07() -> list[Statement]:
 def _wiki() -> list[Statement]:
     said = _at("wiki")
     no_residual = ("the skip connection is missing: the encoder adds it before each LN (l.27, l.32: LN(h' + h)), and "
-                   "the decoder's sublayers are LN(h + Sublayer(h)) in the original (seqgrad's decoder.layer_vs_torch); "
+                   "the decoder's sublayers are LN(h + Sublayer(h)) in the original (the decoder layer checked against PyTorch's); "
                    "LN o MH o Attn alone is another function")
     return [
         said(3, "the biggest advantage of transformers over RNNs is their efficiency under parallelization",

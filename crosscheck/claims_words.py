@@ -54,14 +54,17 @@ def verdict_words(statuses) -> str:
     return VERDICT_WORDS[max(statuses, key=SEVERITY.__getitem__)]
 
 
-def sentence(verdict, derived: bool = False) -> str:
+def sentence(verdict, derived: bool = False, implies: str = "") -> str:
     """The sentence of one claim's verdict (a :class:`~derive.claims.Verdict` or a vector's); ``derived``: the number
-    compared is not printed in the text but follows from its statement (the entry's ``derived``).
+    compared is not printed in the text but follows from its statement (the entry's ``derived``); ``implies``: what the
+    statement implies, in words, where the number compared is a search bound and not a value (the entry's ``implies``).
 
     >>> from seqgrad.derive.claims import Claim
     >>> claim = Claim.from_provider("the first offset at which the distance falls", lambda: 44, "2001", exact=True)
     >>> print(sentence(claim.verify(), derived=True))
     The text's statement implies $2001$ for the first offset at which the distance falls (the text prints no number here); the value is $44$: \\textbf{the statement is wrong}.
+    >>> print(sentence(claim.verify(), derived=True, implies="the distance never falls"))
+    The text's statement implies that the distance never falls; in fact the first offset at which the distance falls, is $44$: \\textbf{the statement is wrong}.
     """
     entries = getattr(verdict, "entries", None)
     if entries is not None:  # a printed vector: the printed and the rounded vector, the entries that differ
@@ -78,6 +81,10 @@ def sentence(verdict, derived: bool = False) -> str:
     if derived:
         from seqgrad.latex_table import tex_escape
 
+        if implies:
+            said = (f"The text's statement implies that {tex_escape(implies)}; in fact {tex_escape(c.text)}, is "
+                    f"{_number(verdict.rounded_text())}")
+            return said + ": " + ("verified." if verdict.verified else "\\textbf{the statement is wrong}.")
         said = (f"The text's statement implies {_number(c.printed)} for {tex_escape(c.text)} (the text prints no number "
                 f"here); the value is {_number(verdict.rounded_text())}")
         return said + ": " + ("verified." if verdict.verified else "\\textbf{the statement is wrong}.")

@@ -117,6 +117,25 @@ def text(s: str) -> str:
     return tex_escape(s)
 
 
+#: a power in the course texts' plain-text maths: a base, ``^``, and a parenthesised (one level nested), braced or
+#: bracketed exponent or a word (``h_0^(0)``, ``W_K^T``, ``10000^(-2 floor(j/2)/D)``, ``||p_i - p_j||^2``)
+_POWER = re.compile(r"(?:\|\|[^|]+\|\||[\w.|']*)\^(?:\((?:[^()]|\([^()]*\))*\)|\{[^{}]*\}|\[[^\]]*\]|[\w.]+)")
+
+
+def quotation(s: str) -> str:
+    """Plain text quoting the course texts' plain-text maths: each power set as the text writes it, in typewriter
+    type, where the caret is a caret (in roman type ``\\textasciicircum`` is a raised accent).
+
+    >>> print(quotation("k_t = h_t W_K^T, n d^2 and h_0^(0)"))
+    k\\_t = h\\_t \\texttt{W\\_K\\textasciicircum{}T}, n \\texttt{d\\textasciicircum{}2} and \\texttt{h\\_0\\textasciicircum{}(0)}
+    """
+    out, at = [], 0
+    for m in _POWER.finditer(s):
+        out += [text(s[at:m.start()]), f"\\texttt{{{text(m.group())}}}"]
+        at = m.end()
+    return "".join(out + [text(s[at:])])
+
+
 def words(s: str, notation: Notation | None = None) -> str:
     """Words with formulas in backquotes (``"for symbolic `pos` and `k`"``), the formulas typeset by the notation's
     printer (:class:`derive.prose.Prose`), never hand-written math."""
@@ -206,6 +225,17 @@ def prove_within(entry, seconds: float | None):
     return within(seconds, entry.prove)
 
 
+#: the catalogue's families (:attr:`derive.identity.Identity.family`, a module of derive/) as a caption names them
+FAMILY_WORDS = {"positional": "positional encoding", "softmax": "the softmax", "attention": "attention",
+                "layernorm": "LayerNorm", "residual": "residual paths", "counting": "parameter and cost counts",
+                "decoder": "the decoder", "conv": "convolution"}
+
+
+#: how each proof method of :data:`derive.identity.METHODS` establishes an identity, in words
+PROOF_WORDS = {"simplify": "proved symbolically", "counterexample": "exact counterexample",
+               "numeric": "checked numerically"}
+
+
 def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> str:
     """Each identity's statement and its verified status (the exact proof run now)."""
     import sympy as sp
@@ -219,7 +249,7 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         if proof is None:
             status = f"not proved within {b.proof_seconds:g} s here (run \\texttt{{seqgrad identities}})"
         else:
-            status = ("proved" if proof.holds else "\\textbf{NOT proved}") + f" ({text(entry.method)})"
+            status = PROOF_WORDS[entry.method] if proof.holds else "\\textbf{not proved}"
         source = source_tex(entry.source, b.notation)
         rows.append([code(entry.name), source, status])
         statement = entry.statement()
@@ -232,7 +262,8 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
             statements.append(f"{head} (Both sides evaluate to {inline(statement.lhs, b.notation)}.)")
         elif isinstance(statement, sp.Eq) and b.notation.latex(statement.lhs) == b.notation.latex(statement.rhs):
             # the side computed from the definition prints as the claim does: one display, not "X = X"
-            statements.append(f"{head} The side computed from the definition and the side stated print alike:\n"
+            statements.append(f"{head} Computed from the definition, the left-hand side is the stated right-hand side, "
+                              "shown once:\n"
                               + equation(statement.rhs, notation=b.notation))
         elif isinstance(statement, sp.Eq) and componentwise(statement.lhs, statement.rhs):  # one named line each
             statements.append(f"{head}\n" + display([(statement.lhs, statement.rhs)], b.notation))
@@ -242,7 +273,12 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         else:
             statements.append(f"{head} (The statement takes {len(body)} characters of LaTeX; "
                               "print it with \\texttt{seqgrad identities}.)")
-    table = ("\\begin{table}[htbp]\n\\centering\\footnotesize\n\\caption{Identities, each proved now.}\n"
+    families = list(dict.fromkeys(FAMILY_WORDS.get(entry.family, entry.family) for entry in identities))
+    table = ("\\begin{table}[htbp]\n\\centering\\footnotesize\n"
+             + (f"\\caption{{The {len(rows)} identities of {text(' and '.join(families))} stated above, with their sources "
+                "in the course texts and how each was proved.}\n" if len(rows) > 1 else
+                f"\\caption{{The identity of {text(' and '.join(families))} stated above, with its source in the course "
+                "texts and how it was proved.}\n")
              + tabular(["identity", "source", "status"], rows, ragged("5.6cm", "5.6cm") + "l") + "\n\\end{table}")
     return "\n\n".join(statements + [table])
 
@@ -266,6 +302,18 @@ def _error_tex(x: float, notation: Notation) -> str:
     return number_tex(x, notation) if math.isfinite(x) else notation.number(fmt_error(x))
 
 
+def tolerance_words(device: str, notation: Notation) -> str:
+    """What the column ``err / tol`` of a table of checks holds, with the tolerance on ``device``."""
+    from .tolerance import tolerance
+
+    tol = tolerance("float64", device)
+    return ("The column err\\,/\\,tol is the largest error of an entry divided by the tolerance that entry was held to: "
+            f"{number_tex(tol.atol, notation)} plus {number_tex(tol.rtol, notation)} times the size of the reference "
+            "value in double precision, half a unit of the last digit for a number printed in the course texts. "
+            "A check passes when it is at most 1 (a dash: the check compares no values within a tolerance, it tests an "
+            "inequality or a count).")
+
+
 def check_status(pattern: str, b: Build, results: list | None = None) -> str:
     """Tabulate each check matching ``pattern`` with its verified status and largest errors (the
     checks run now, or ``results`` of a run made for this section; then ``pattern`` names the section)."""
@@ -274,14 +322,22 @@ def check_status(pattern: str, b: Build, results: list | None = None) -> str:
     given = None if results is None else pattern
     results = run_pattern(pattern, b) if results is None else results
     marks = {"pass": "verified", "fail": "\\textbf{FAILED}", "error": "\\textbf{ERROR}", "skip": "skipped"}
+    # the measure the tolerance policy decides by (crosscheck.tolerance): each entry's error over the tolerance it was
+    # held to, not the relative error, which is meaningless on entries near zero
     rows = [[code(r.name), source_tex(r.source, b.notation), _error_tex(r.max_abs_error, b.notation),
-             _error_tex(r.max_rel_error, b.notation), marks[r.status]] for r in results]
+             "--" if r.tol_ratio is None else _error_tex(r.tol_ratio, b.notation), marks[r.status]] for r in results]
     passed = sum(r.status == "pass" for r in results)
-    return (f"{passed} of {len(results)} checks verified on {text(b.device)} in float64.\n\n"
+    what = f"Section~\\ref{{sec:{given}}}" if given is not None else f"the name pattern \\texttt{{{text(pattern)}}}"
+    label = f"tab:checks-{given}" if given is not None else ""
+    verdict = ((f"all {len(results)} pass" if len(results) > 1 else "it passes") if passed == len(results) else
+               f"{passed} of the {len(results)} pass, and the others are marked in the table")
+    where = "the processor" if text(b.device) == "cpu" else f"the device {text(b.device)}"
+    return ((f"Table~\\ref{{{label}}} lists" if label else "The table below lists")
+            + f" the numeric checks of {what}, each run on {where} in double precision; {verdict}.\n\n"
             "\\begin{table}[htbp]\n\\centering\\footnotesize\n"
-            + (f"\\caption{{Checks matching \\texttt{{{text(pattern)}}}, run now.}}\n" if given is None else
-               f"\\caption{{Checks of Section~\\ref{{sec:{given}}}, run now.}}\n")
-            + tabular(["check", "source", "max abs err", "max rel err", "status"], rows, ragged("5.6cm", "3.9cm") + "lll")
+            + f"\\caption{{The numeric checks of {what}, with the largest errors measured.}}"
+            + (f"\\label{{{label}}}" if label else "") + "\n"
+            + tabular(["check", "source", "max abs err", "err / tol", "status"], rows, ragged("5.6cm", "3.9cm") + "lll")
             + "\n\\end{table}")
 
 

@@ -34,7 +34,7 @@ from seqgrad.atomic import write_text
 from seqgrad.errors import SeqgradError, SeqgradTypeError, SeqgradValueError
 
 
-from .latex_parts import Build, SectionUnavailable, code, ragged, source_tex, text
+from .latex_parts import Build, SectionUnavailable, code, quotation, ragged, source_tex, text, tolerance_words
 from .latexrun import build_sections
 
 PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable", "placeins")
@@ -74,7 +74,7 @@ def _claims(b: Build) -> str:
     the value at the printed digits, the verdict in words)."""
     from functools import lru_cache
 
-    from seqgrad.derive.latex_layout import tabular
+    from seqgrad.derive.latex_layout import longtable
     from seqgrad.numeric import course
 
     from .claims_catalogue import entries, table_entries
@@ -86,16 +86,22 @@ def _claims(b: Build) -> str:
     for entry in list(entries()) + list(table_entries(traces)):
         verdicts = [claim.verify() for claim in entry.claims]
         bad = [v for v in verdicts if not v.verified]
-        count = f" ({len(verdicts)} numbers)" if len(verdicts) > 1 else ""
-        rows.append([code(entry.name), source_tex(entry.source, b.notation), text(entry.what),
+        shown = sum(len(getattr(v, "entries", None) or [v]) for v in verdicts)  # a printed vector: each of its numbers
+        count = f" ({shown} numbers)" if shown > 1 else ""
+        rows.append([code(entry.name), source_tex(entry.source, b.notation), quotation(entry.what),
                      verdict_words([v.status for v in verdicts]) + count])
-        errata += [(entry, v) for v in bad if v.status in ("contradicted", "undecided")]
-        notes_ += [(entry, v) for v in bad if v.status not in ("contradicted", "undecided")]
+        for found, kept in ((errata, [v for v in bad if v.status in ("contradicted", "undecided")]),
+                            (notes_, [v for v in bad if v.status not in ("contradicted", "undecided")])):
+            if kept:  # one item per entry: its wrong numbers' sentences, its note once
+                found.append((entry, kept))
     total = sum(1 for _ in rows)
-    parts = [f"{total} printed statements of the course texts, each evaluated exactly now and compared with the "
-             "number as printed (at the decimals written, or at 3 significant figures for the tables).",
-             "{\\footnotesize\n" + tabular(["entry", "source", "statement", "verdict"], rows, ragged("4.4cm", "2.3cm", "5.7cm", "2.2cm"))
-             .replace("\\begin{tabular}", "\\begin{longtable}").replace("\\end{tabular}", "\\end{longtable}") + "\n}"]
+    parts = [f"Table~\\ref{{tab:claims}} lists the {total} printed statements of the course texts. Each was evaluated "
+             "exactly when these notes were written and compared with the number as printed (at the decimals written, "
+             "or at 3 significant figures for the tables).",
+             "{\\footnotesize\n" + longtable(["entry", "source", "statement", "verdict"], rows,
+                                               ragged("4.4cm", "2.3cm", "5.7cm", "2.2cm"),
+                                               caption="The printed statements of the course texts and their verdicts.",
+                                               label="tab:claims") + "\n}"]
     # each printed number that is not its value rounded: what the text prints, the value at the printed digits, the
     # verdict in words (:mod:`crosscheck.claims_words`); the errata first, then the numbers rounding explains
     for title, found, intro in (("Errata: printed numbers that are wrong", errata, ""),
@@ -104,9 +110,10 @@ def _claims(b: Build) -> str:
                                  "working explains it: it computed the number from intermediate values it rounded (or did "
                                  "not round), or cut the digits off instead of rounding.")):
         if found:
-            items = "\n".join(f"\\item {code(e.name)} ({source_tex(e.source, b.notation)}). {sentence(v, e.derived)}"
-                               + (f"\\\\ \\emph{{{text(e.note or e.erratum)}}}" if (e.note or e.erratum) else "")
-                               for e, v in found)
+            items = "\n".join(f"\\item {code(e.name)} ({source_tex(e.source, b.notation)}). "
+                               + " ".join(sentence(v, e.derived, e.implies) for v in vs)
+                               + (f"\\\\ \\emph{{{quotation(e.note or e.erratum)}}}" if (e.note or e.erratum) else "")
+                               for e, vs in found)
             parts.append(f"\\subsection*{{{title}}}\n{intro}\n\\begin{{itemize}}\\raggedright\n{items}\n\\end{{itemize}}")
     parts.append(_statement_errata(b))
     return "\n\n".join(p for p in parts if p)
@@ -122,8 +129,8 @@ def _statement_errata(b: Build) -> str:
     wrong = [s for s in statements() if s.verdict in ("imprecise", "false")]
     if not wrong:
         return ""
-    items = "\n".join(f"\\item \\textbf{{{s.verdict}}} ({source_tex(s.cite, b.notation)}): {with_cyrillic(s.text, text)}"
-                       + (f"\\\\ \\emph{{{with_cyrillic(s.precise or s.reason, text)}}}" if (s.precise or s.reason) else "")
+    items = "\n".join(f"\\item \\textbf{{{s.verdict}}} ({source_tex(s.cite, b.notation)}): {with_cyrillic(s.text, quotation)}"
+                       + (f"\\\\ \\emph{{{with_cyrillic(s.precise or s.reason, quotation)}}}" if (s.precise or s.reason) else "")
                        for s in wrong)
     return ("\\subsection*{Errata among the texts' statements}\n"
             f"{len(wrong)} prose statements of the texts are imprecise or false; each with what holds instead.\n"
@@ -291,12 +298,14 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
         parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n")
     if appendix:
         parts.append("\\clearpage\n\\appendix\n\\section{Verification}\\label{app:verification}\n\n" + text(
-            "Every result of the notes, with the identities behind it (their ids and sources in the course texts, each "
-            "proof run when the notes were written) and the numeric checks against PyTorch (float64), with the largest "
-            f"errors measured on {device}."))
+            "This appendix lists, section by section, the identities behind every result of the notes, with their names "
+            "and sources in the course texts (each proof was run when the notes were written), and the numeric checks "
+            f"against PyTorch in double precision, with the largest errors measured on {'the processor' if device == 'cpu' else device}.") + " "
+            + tolerance_words(device, notation))
         for name, (_, audit) in zip(names, built):
+            # a float barrier closes each subsection: its tables are set before the next heading
             parts.append(f"\\subsection{{{text(SECTIONS[name].title)}}}\\label{{app:{name}}}\n\n"
-                         + (audit.strip() or "Nothing beyond the footnotes.") + "\n")
+                         + (audit.strip() or "Nothing beyond the footnotes.") + "\n\\FloatBarrier\n")
         if claims is not None:
             parts.append(f"\\subsection{{{text(CLAIMS.title)}}}\\label{{app:claims}}\n\n" + claims.strip() + "\n")
     parts.append("\\end{document}\n")

@@ -213,6 +213,7 @@ class Result:
     attribution: str | None = None  # printed in the text (with its citation) or derived here
     units: float | None = None  # the largest discrepancy in units of the last printed digit
     kind: str = ""  # KINDS: whose error a check that did not pass shows; "" on construction: by kind_of
+    tol_ratio: float | None = None  # the largest error over the tolerance it was held to (Outcome.tol_ratio)
 
     def __post_init__(self) -> None:
         if not self.kind:
@@ -233,12 +234,12 @@ def run_one(item: Check, device: str, dtype: str = "float64", seed: int = 0) -> 
         result = Result(item.name, item.source, item.group, status, status == "pass", float(outcome.max_abs_error),
                         float(outcome.max_rel_error), device, dtype, outcome.detail, 0.0, outcome.textbook,
                         outcome.reason, outcome.attribution, outcome.units,
-                        kind_of(status, outcome.textbook, item.group, item.finding))
+                        kind_of(status, outcome.textbook, item.group, item.finding), outcome.tol_ratio)
     except Exception as exc:  # a crashing check is a failed check, reported, not a crashed run
         last = traceback.extract_tb(exc.__traceback__)[-1]
         where = f"{last.filename.rsplit('/', 1)[-1]}:{last.lineno}"
         result = Result(item.name, item.source, item.group, "error", False, float("inf"), float("inf"), device, dtype,
-                        f"{type(exc).__name__}: {exc} ({where})", 0.0)
+                        f"{type(exc).__name__}: {exc} ({where})", 0.0, tol_ratio=float("inf"))
     result.seconds = round(time.perf_counter() - start, 4)
     return result
 
@@ -257,7 +258,7 @@ def _supplied(item: Check, ctx: Context) -> Outcome:
 def lost_result(item: Check, device: str, dtype: str, reason: str) -> Result:
     """The result of a check that never reported (its worker process died, or its group crashed outside it)."""
     return Result(item.name, item.source, item.group, "error", False, float("inf"), float("inf"), device, dtype,
-                  f"not run to the end: {reason}", 0.0)
+                  f"not run to the end: {reason}", 0.0, tol_ratio=float("inf"))
 
 
 def groups_of(items: Iterable[Check]) -> list[list[Check]]:

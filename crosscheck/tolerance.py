@@ -80,6 +80,9 @@ class Outcome:
     reason: str | None = None  # why the text got that verdict
     attribution: str | None = None  # "printed in the text (cite)" or "derived here (not printed in the text)"
     units: float | None = None  # the largest discrepancy in units of the last printed digit
+    #: the largest error of an entry divided by the tolerance that entry was held to (the check passes at 1 or below);
+    #: None for a check that holds no value to a tolerance (an inequality, a count)
+    tol_ratio: float | None = None
 
     @classmethod
     def skip(cls, reason: str) -> "Outcome":
@@ -89,7 +92,7 @@ class Outcome:
     def exact(cls, holds: bool, detail: str = "") -> "Outcome":
         """A symbolic proof: error 0 when it holds, inf when it does not."""
         err = 0.0 if holds else float("inf")
-        return cls(err, err, bool(holds), detail)
+        return cls(err, err, bool(holds), detail, tol_ratio=err)
 
 
 def _as_array(value) -> np.ndarray:
@@ -117,19 +120,24 @@ def compare(computed, reference, *, dtype: str = "float64", device: str = "cpu",
     tol = tol or tolerance(dtype, device)
     c, r = _as_array(computed), _as_array(reference)
     abs_err, rel_err = errors(c, r, tol.atol)
-    passed = bool(np.all(np.isfinite(c)) and np.all(np.isfinite(r)) and np.all(np.abs(c - r) <= tol.atol + tol.rtol * np.abs(r)))
-    return Outcome(abs_err, rel_err, passed, detail)
+    allowed = tol.atol + tol.rtol * np.abs(r)
+    passed = bool(np.all(np.isfinite(c)) and np.all(np.isfinite(r)) and np.all(np.abs(c - r) <= allowed))
+    finite = bool(np.all(np.isfinite(c)) and np.all(np.isfinite(r)))
+    ratio = (float(np.max(np.abs(c - r) / allowed)) if c.size else 0.0) if finite else float("inf")
+    return Outcome(abs_err, rel_err, passed, detail, tol_ratio=ratio)
 
 
 def combine(outcomes: list[Outcome], detail: str = "") -> Outcome:
     """One outcome for several comparisons: the worst errors, passed only if all passed."""
     if not outcomes:
         raise SeqgradValueError("outcomes", outcomes, "at least one outcome")
+    ratios = [o.tol_ratio for o in outcomes if o.tol_ratio is not None]
     return Outcome(
         max(o.max_abs_error for o in outcomes),
         max(o.max_rel_error for o in outcomes),
         all(o.passed for o in outcomes),
         detail or "; ".join(o.detail for o in outcomes if o.detail),
+        tol_ratio=max(ratios) if ratios else None,
     )
 
 

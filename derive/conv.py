@@ -404,7 +404,7 @@ def identities() -> list[Identity]:
         proof_by(lambda: sp.Matrix([unit.grad_X_flipped() - expect_X]), sp.simplify,
                  "diff, the deltas summed over i, j (zero extension Ghat), reindexing u -> k-1-u, v -> k-1-v"),
         lambda rng: _explicit_numeric(rng), simplifier="change of summation index",
-        scope="all H_o, W_o, k >= 1, stride 1 (symbolic sizes; strides and padding at concrete sizes: ExplicitConv)"))
+        scope="all H_o, W_o, k >= 1, stride 1 (symbolic sizes; any stride and padding at concrete sizes)"))
     return out
 
 

@@ -480,6 +480,36 @@ def tabular(header: Sequence[str], rows: Sequence[Sequence[str]], colspec: str |
     return "\n".join(lines)
 
 
+def longtable(header: Sequence[str], rows: Sequence[Sequence[str]], colspec: str | None = None, *,
+              caption: str, label: str = "") -> str:
+    """A booktabs ``longtable`` (the ``longtable`` package) of cells that are already LaTeX: numbered with
+    ``caption``, the column headers repeated at the top of every page it runs over.
+
+    >>> print(longtable(["a", "b"], [["1", "2"]], caption="Two numbers."))
+    \\begin{longtable}{ll}
+    \\caption{Two numbers.}\\\\
+    \\toprule
+    a & b \\\\
+    \\midrule
+    \\endfirsthead
+    \\caption[]{Two numbers. (Continued.)}\\\\
+    \\toprule
+    a & b \\\\
+    \\midrule
+    \\endhead
+    \\bottomrule
+    \\endfoot
+    1 & 2 \\\\
+    \\end{longtable}
+    """
+    lines = tabular(header, rows, colspec).split("\n")
+    head, body = lines[1:4], lines[4:-2]  # toprule, the header row, midrule; the rows
+    return "\n".join([lines[0].replace("{tabular}", "{longtable}"), f"\\caption{{{caption}}}"
+                      + (f"\\label{{{label}}}" if label else "") + "\\\\", *head, "\\endfirsthead",
+                      f"\\caption[]{{{caption} (Continued.)}}\\\\", *head, "\\endhead", "\\bottomrule", "\\endfoot",
+                      *body, "\\end{longtable}"])
+
+
 def equation_table(header: Sequence[str], rows: Sequence[Sequence], notation: Notation | None = None) -> str:
     """A booktabs table whose cells are equations (``Eq`` or ``(lhs, rhs)``) or expressions,
     e.g. the forward/backward table: one forward op and its backward op per row."""

@@ -318,8 +318,11 @@ def test_the_appendix_check_tables_typeset_their_errors(tmp_path):
     from seqgrad.crosscheck.latex_parts import check_status
     from seqgrad.crosscheck.registry import Result
 
-    results = [Result("a.b", "week06 §X", "g", "pass", True, 4.44e-16, 1.97e-15, "cpu", "float64", "", 0.0),
-               Result("a.c", "week06 §X", "g", "error", False, float("inf"), float("inf"), "cpu", "float64", "", 0.0)]
+    results = [Result("a.b", "week06 §X", "g", "pass", True, 4.44e-16, 1.97e-15, "cpu", "float64", "", 0.0,
+                      tol_ratio=1.97e-5),
+               Result("a.c", "week06 §X", "g", "error", False, float("inf"), float("inf"), "cpu", "float64", "", 0.0,
+                      tol_ratio=float("inf"))]
     table = check_status("rnn", _build(tmp_path), results)
-    assert r"$4.4 \cdot 10^{-16}$" in table and r"$2.0 \cdot 10^{-15}$" in table and "e-16" not in table
+    # the error over its tolerance is printed, not the relative error (issue 25, second review, item 7)
+    assert r"$4.4 \cdot 10^{-16}$" in table and r"$2.0 \cdot 10^{-5}$" in table and "e-16" not in table
     assert "\\textbf{ERROR}" in table

@@ -165,7 +165,7 @@ def forward_vs_torch(ctx) -> Outcome:
     return combine(out, f"1-D and 2-D: input sizes {H} x {W}, kernel {k}, stride {s}, padding {P}, batch 4")
 
 
-@check("conv.max_pool_routing", needs_torch=True, source=f"{LECTURE}:13 (max-pooling; the formula is cut off after \\max_{{0\\le u,v}})", group=GROUP)
+@check("conv.max_pool_routing", needs_torch=True, source=f"{LECTURE}:13 (max-pooling; the text's formula breaks off after its maximum over u, v)", group=GROUP)
 def max_pool_routing(ctx) -> Outcome:
     """Max-pool gradient routing: G_ij goes to the window's argmax, at a tie to the first maximal entry in row-major order
     (torch's convention): derive.conv.max_pool_routing and numeric.conv.max_pool2d_backward against max_pool2d autograd,

@@ -156,7 +156,8 @@ def causal_journey_row(ctx) -> Outcome:
     last = ctx.compare(Ac[6], A[6])
     sums = ctx.compare(Ac.sum(-1), torch.ones(7, dtype=Ac.dtype, device=Ac.device))
     err = max(abs(a - p) for a, p in zip(row, printed))
-    return combine([Outcome(err, err / 0.0005, ok and exact_zeros, f"row 1 = ({', '.join(f'{a:.4g}' for a in row)})"), last, sums])
+    # the printed row has 3 decimals: half a unit of the last, 0.0005, is the tolerance (seqgrad.sigfig.matches)
+    return combine([Outcome(err, err / 0.0005, ok and exact_zeros, tol_ratio=err / 0.0005, detail=f"row 1 = ({', '.join(f'{a:.4g}' for a in row)})"), last, sums])
 
 
 @check("encoder.permutation_equivariance", needs_torch=True, source="week06 §Depth:1175", group=GROUP)

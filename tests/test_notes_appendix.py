@@ -1,0 +1,153 @@
+"""Issue 25, second review: the appendix's layout and its phrasing (one test, or more, per review item).
+
+Each test reads the generated handout (``seqgrad latex notes.tex --standalone``, written once per module) and fails
+on the output before the item was fixed.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from test_latex_notes import body_and_appendix
+from test_latex_render import cli
+
+
+@pytest.fixture(scope="module")
+def appendix(tmp_path_factory):
+    """The appendix of the handout's LaTeX source."""
+    path = tmp_path_factory.mktemp("handout") / "notes.tex"
+    cli("latex", str(path), "--standalone")
+    return body_and_appendix(path.read_text(encoding="utf-8"))[1]
+
+
+def _subsections(appendix: str) -> list[tuple[str, str]]:
+    """Each numbered appendix subsection's label and text (up to the next one)."""
+    pieces = re.split(r"\\subsection\{[^}]*\}\\label\{app:(\w+)\}", appendix)
+    return list(zip(pieces[1::2], pieces[2::2]))
+
+
+def _claims_table(appendix: str) -> str:
+    return appendix[appendix.index("\\begin{longtable}"):appendix.index("\\end{longtable}")]
+
+
+# --------------------------------------------------------------------------- 1. tables stay in their subsection
+
+def test_1_every_appendix_subsection_with_a_float_ends_with_a_float_barrier(appendix):
+    parts = _subsections(appendix)
+    assert len(parts) >= 10
+    floating = [(name, part) for name, part in parts if "\\begin{table}" in part]
+    assert len(floating) >= 9
+    for name, part in floating:
+        assert part.rstrip().endswith("\\FloatBarrier"), name
+
+
+# --------------------------------------------------------------------------- 2. the claims longtable: caption, headers
+
+def test_2_the_claims_longtable_has_a_caption_and_repeats_its_headers(appendix):
+    table = _claims_table(appendix)
+    first, _, rest = table.partition("\\endfirsthead")
+    assert re.search(r"\\caption\{[^}]+\}\\label\{tab:claims\}", first)
+    head, _, rows = rest.partition("\\endhead")
+    assert "entry & source & statement & verdict" in first and "entry & source & statement & verdict" in head
+    assert "\\caption[]" in head  # the continued pages' headers, without a second number
+    assert rows.count("\\\\") > 50
+
+
+# --------------------------------------------------------------------------- 3. no log-like sentences
+
+@pytest.mark.parametrize("phrase", [
+    "checks verified on", ", run now.", "Identities, each proved now.", "each evaluated exactly now",
+    "print alike", "proved (simplify)", "(simplify)", "ExplicitConv", "identity:pe-shift-", "identity:attention-",
+    "seqgrad's decoder", "\\textbackslash{}max", "Every result of the notes, with",
+])
+def test_3_the_appendix_has_no_machine_phrasing(appendix, phrase):
+    assert phrase not in appendix
+
+
+def test_3_each_caption_says_what_its_table_lists(appendix):
+    captions = re.findall(r"\\caption\{(.*?)\}(?:\\label|\n)", appendix)
+    assert len(captions) >= 14
+    assert len(set(captions)) == len(captions), [c for c in captions if captions.count(c) > 1]
+    for name, part in _subsections(appendix):
+        if "\\begin{table}" in part and "max abs err" in part:  # a table of checks names its section and is cited
+            assert f"\\caption{{The numeric checks of Section~\\ref{{sec:{name}}}" in part, name
+            assert f"Table~\\ref{{tab:checks-{name}}} lists" in part, name
+
+
+# --------------------------------------------------------------------------- 4. a search bound is not a value
+
+def test_4_the_distance_erratum_says_what_the_statement_implies_in_words(appendix):
+    from seqgrad.crosscheck.claims_catalogue import pe_distance_first_decrease
+
+    assert pe_distance_first_decrease(512) == 44 and pe_distance_first_decrease(4) == 4
+    item = appendix[appendix.index("\\item \\texttt{wiki\\_\\allowbreak{}pe\\_\\allowbreak{}distance"):]
+    item = item[:item.index("\n")]
+    assert "2001" not in item
+    assert "implies that" in item and "never decreases" in item and "$44$" in item
+
+
+# --------------------------------------------------------------------------- 5. one erratum entry per statement
+
+def test_5_each_entry_has_one_item_among_the_errata(appendix):
+    items = re.findall(r"^\\item (\\texttt\{[^}]*(?:\}[^ ]*)?) \(", appendix, re.M)
+    names = [re.sub(r"\\allowbreak\{\}|\\texttt\{|\}", "", i) for i in items]
+    assert "layernorm\\_example\\_xhat" in names and "contribution\\_A60\\_v0" in names
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+# --------------------------------------------------------------------------- 6. the count is of the numbers shown
+
+def test_6_the_verdict_counts_every_number_of_a_printed_vector(appendix):
+    table = _claims_table(appendix)
+    row = table[table.index("\\texttt{key\\_\\allowbreak{}value\\_\\allowbreak{}row0}"):]
+    row = row[:row.index("\\\\\n")]
+    assert row.endswith("verified (6 numbers) "), row
+
+
+# --------------------------------------------------------------------------- 7. the measure the tolerance decides by
+
+def test_7_compare_reports_the_error_over_the_tolerance_it_decides_by():
+    from seqgrad.crosscheck.tolerance import combine, compare, tolerance
+
+    tol = tolerance("float64", "cpu")
+    near_zero = compare([1.0, 2e-12], [1.0, 1e-12])  # relative error 1e-2 on the near-zero entry, well inside atol
+    assert near_zero.passed and near_zero.tol_ratio == pytest.approx(1e-12 / (tol.atol + tol.rtol * 1e-12))
+    over = compare([1.0 + 3e-9], [1.0])
+    assert not over.passed and over.tol_ratio == pytest.approx(3e-9 / (tol.atol + tol.rtol), rel=1e-6)
+    assert combine([near_zero, over]).tol_ratio == over.tol_ratio
+    assert compare([float("nan")], [1.0]).tol_ratio == float("inf")
+
+
+def _number(cell: str) -> float:
+    m = re.fullmatch(r"\$(\d+(?:\.\d+)?)(?: \\cdot 10\^\{(-?\d+)\})?\$", cell.strip())
+    assert m, cell
+    return float(m.group(1)) * 10 ** int(m.group(2) or 0)
+
+
+def test_7_every_check_table_prints_the_error_over_its_tolerance(appendix):
+    assert "max rel err" not in appendix and "err\\,/\\,tol is the largest error of an entry divided by" in appendix
+    rows = [line.split(" & ") for line in appendix.splitlines() if line.startswith("\\texttt{") and line.count(" & ") == 4]
+    assert len(rows) > 60
+    ratios = {row[0]: row[3] for row in rows}
+    for row in rows:
+        if row[4].strip().startswith("verified") and row[3] != "--":
+            assert _number(row[3]) <= 1, row
+    journey = next(v for k, v in ratios.items() if "causal\\_\\allowbreak{}journey" in k)
+    assert 0.3 < _number(journey) <= 1  # 0.54 of half a unit of the third decimal printed in Table 16
+
+
+# --------------------------------------------------------------------------- 8. quoted maths keeps its carets
+
+def test_8_the_texts_plain_maths_is_quoted_in_typewriter_type_with_carets(appendix):
+    from seqgrad.crosscheck.latex_parts import quotation
+
+    assert quotation("||p_i - p_j||^2 and h_0^(0)") == ("\\texttt{\\textbar{}\\textbar{}p\\_i - p\\_j\\textbar{}\\textbar{}"
+                                                       "\\textasciicircum{}2} and \\texttt{h\\_0\\textasciicircum{}(0)}")
+    # a caret in roman type is a raised accent ("h_0ˆ(0)"): every caret of the appendix is in \texttt
+    outside = re.sub(r"\\texttt\{(?:[^{}]|\{\})*\}", "", appendix)
+    assert "\\textasciicircum" not in outside
+    for quoted in ("h\\_0\\textasciicircum{}(0)", "W\\_K\\textasciicircum{}T", "d\\textasciicircum{}2",
+                   "sigma\\_6\\textasciicircum{}2"):
+        assert f"\\texttt{{{quoted}}}" in appendix, quoted
