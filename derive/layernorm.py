@@ -391,7 +391,7 @@ def identities() -> list[Identity]:
     var_out = sp.Add(*[e ** 2 for e in ln4.y]) / 4
     target4 = ln4.var / (ln4.var + EPS)
     out.append(Identity(
-        "layernorm-variance", "seed 000 L981 (variance `sigma**2/(sigma**2 + epsilon)`, slightly below 1)",
+        "layernorm-variance", "seed 000 L981 (variance `v/(v + epsilon)`, `v` the row's population variance: slightly below 1)",
         "mean_i x̂_i^2 = v / (v + eps), v the population variance of the row: slightly below 1, every d",
         sp.Sum(xhat[i] ** 2, (i, 0, d - 1)) / d, v / (v + EPS), "simplify",
         index_proof(lambda: _expand(sp.Sum(xhat[i] ** 2, (i, 0, d - 1)) / d - v / (v + EPS)), "v = mean_k (x_k - mu)^2"),

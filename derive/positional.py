@@ -476,14 +476,21 @@ def identities() -> list[Identity]:
         pe, lam, _, _ = wave()
         residual = sp.Matrix([pe.coordinate(pos + lam[i], 2 * i) - pe.coordinate(pos, 2 * i) for i in range(32)]
                              + [lam[0] - 2 * sp.pi])
-        holds = all(e == 0 for e in residual.applyfunc(sp.expand_mul)) and bool(lam[-1] < 10000 * 2 * sp.pi)
-        return Proof(holds, "simplification to zero (periodicity of sin)", residual, "and lambda_31 < 10000 * 2 pi")
+        # the longest wavelength at d = 64 is 2 pi 10000^(62/64), about 15000 pi: the 10000 * 2 pi of the text is the
+        # limit as d grows, not the value at this d
+        longest = lam[-1] / sp.pi
+        holds = (all(e == 0 for e in residual.applyfunc(sp.expand_mul)) and bool(longest < 20000)
+                 and abs(float(longest) - 15000) < 50)
+        return Proof(holds, "simplification to zero (periodicity of sin)", residual,
+                     "and lambda_31 = 2 pi 10000^(31/32), about 15000 pi (below the limit 20000 pi as d grows)")
 
     out.append(Identity(
-        "pe-wavelength", "seed 001 l.306 (wavelengths from `2*pi` to about `10000*2*pi`)",
-        "PE(pos + lambda_i, 2i) = PE(pos, 2i) for lambda_i = 2 pi 10000^(2i/d); lambda_0 = 2 pi; lambda_31 < 10000 * 2 pi (d=64)",
+        "pe-wavelength", "seed 001 l.306 (wavelengths from `2*pi` towards `10000*2*pi`, the longest as `d` grows)",
+        "PE(pos + lambda_i, 2i) = PE(pos, 2i) for lambda_i = 2 pi 10000^(2i/d); lambda_0 = 2 pi; "
+        "lambda_31 = 2 pi 10000^(31/32), about 15000 pi (d=64)",
         lambda: wave()[2], lambda: wave()[3], "simplify", periodic,
-        lambda rng: numeric_sides(wave()[2], wave()[3], rng, low=-100, high=100), simplifier="periodicity of sin", scope="instance d = 64", assumptions=("pos real", "base 10000"),
+        lambda rng: numeric_sides(wave()[2], wave()[3], rng, low=-100, high=100), simplifier="periodicity of sin",
+        scope="instance d = 64: wavelengths from `2*pi` to `lambda_31`, about `15000*pi`", assumptions=("pos real", "base 10000"),
         shown=_wavelength_formula))
     out.append(Identity(
         "pe-p0", "seed 000 L536", "p_0 = (0, 1, 0, 1, 0) for D = 5", pe5.vector(0), sp.Matrix([0, 1, 0, 1, 0]), "simplify",

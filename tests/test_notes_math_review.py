@@ -1,0 +1,47 @@
+"""The mathematical words of the handout's statements, second review (issue 25): each statement says what is
+true under the notes' own symbols (``s = sqrt(epsilon + v)``, rows, ``d`` the width, ``J_{F_l}`` a layer's
+branch), and each guard fails on the words it replaced."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from seqgrad.crosscheck.latex_parts import source_tex
+from seqgrad.crosscheck.latexdoc import NOTES_LETTERS
+from seqgrad.derive import catalogue
+from seqgrad.derive.latex_settings import DEFAULT
+from seqgrad.derive.prose import scope
+
+NOTES = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS})
+
+
+def _head(name: str) -> str:
+    """The appendix paragraph's head of an identity: its source and its scope, as the notes print them."""
+    entry = catalogue.get(name)
+    return source_tex(entry.source, NOTES) + "; " + scope(entry.scope).latex(NOTES)
+
+
+def test_layernorm_variance_is_v_over_eps_plus_v_in_the_notes_symbols():
+    head = _head("layernorm-variance")
+    assert r"\frac{v}{\epsilon + v}" in head and "s^{2}" not in head
+
+
+def test_softmax_rows_sum_to_zero_by_shift_invariance_not_by_the_sum_of_the_weights():
+    head = _head("softmax-jacobian-rows-sum-to-zero")
+    assert "sum to 1" not in head and "shifting" in head
+    assert catalogue.get("softmax-jacobian-rows-sum-to-zero").prove().holds
+
+
+def test_pe_wavelength_states_the_longest_wavelength_at_d_64():
+    head = _head("pe-wavelength")
+    assert r"$15000 \pi$" in head and "about $20000 \\pi$" not in head
+    assert catalogue.get("pe-wavelength").prove().holds
+    longest = 2 * 10000 ** (62 / 64)
+    assert abs(longest - 15000) < 50  # the number the scope states, from the wavelength's own formula
+
+
+def test_a_number_given_with_its_figures_prints_all_of_them():
+    assert DEFAULT.latex(sp.Float("-0.990", 3)) == "-0.990"
+    assert DEFAULT.latex(sp.Float(0.5)) == "0.5"  # a double prints as SymPy prints it
+    rhs = catalogue.get("pe-p3-printed").statement().rhs
+    assert NOTES.latex(rhs).split(r"\\")[1] == "-0.990"
