@@ -45,3 +45,18 @@ def test_a_number_given_with_its_figures_prints_all_of_them():
     assert DEFAULT.latex(sp.Float(0.5)) == "0.5"  # a double prints as SymPy prints it
     rhs = catalogue.get("pe-p3-printed").statement().rhs
     assert NOTES.latex(rhs).split(r"\\")[1] == "-0.990"
+
+
+def test_the_dot_product_variance_states_its_assumptions():
+    head = _head("attention-dot-variance")
+    assert "independent" in head and "mean 0 and variance 1" in head
+
+
+def test_the_erratum_says_2_d_k_holds_for_gaussian_coordinates_only():
+    from seqgrad.crosscheck import claims_evidence
+    from seqgrad.crosscheck.claims_statements import statements
+
+    precise = next(s.precise for s in statements() if s.text.startswith("dividing by sqrt(d_k) keeps the variance"))
+    assert "Gaussian coordinates only" in precise and "E[q_a^4] - 1" in precise
+    ok, detail = claims_evidence.dot_product_variance()
+    assert ok and "4/5 for uniform" in detail  # a unit-variance coordinate that is not Gaussian: not 2
