@@ -129,9 +129,12 @@ def conv_body(b, mark: str) -> str:
     from .latex_parts import words
     from .latex_parts import LAYERS
 
-    proof = dc.prove_explicit(dc.ExplicitConv((4, 5), (3, 2), stride=2, padding=1))
-    verdict = ("proved at concrete sizes with stride and padding, exactly, against differentiation of the layer"
-               if proof.holds else "\\textbf{NOT proved}")
+    explicit = dc.ExplicitConv((4, 5), (3, 2), stride=2, padding=1)
+    proof = dc.prove_explicit(explicit)
+    # a check at particular sizes, not a proof for every size: the verdict names the sizes
+    verdict = (f"checked exactly against differentiation of the layer, at one size: input {explicit.size[0]} by "
+               f"{explicit.size[1]}, kernel {explicit.kernel[0]} by {explicit.kernel[1]}, stride {explicit.stride}, "
+               f"padding {explicit.padding}" if proof.holds else "\\textbf{NOT checked}")
     H, W, P = sp.symbols("H W pad", integer=True, positive=True)  # the padding, printed p (P: the positional encodings)
     strided = dc.Conv2d(stride=dc.s)
     plain = dc.Conv2d()
@@ -166,7 +169,7 @@ def conv_body(b, mark: str) -> str:
         words("This is the gradient of the padded input. The gradient with respect to the input itself, without its "
               "zeros, is that gradient cropped by `pad` rows and columns on every side: entry (`m`, `n`) of the input is entry "
               "(`m + pad`, `n + pad`) of the padded one, for `0 <= m <= H - 1` and `0 <= n <= W - 1`.", b.notation),
-        words("With a stride `s > 1`, `Ghat` is also dilated, `s - 1` zeros between its entries (proved at concrete sizes).",
+        words("With a stride `s > 1`, `Ghat` is also dilated, `s - 1` zeros between its entries (checked at concrete sizes).",
               whole),
         "\\paragraph{Max-pooling.} " + words(
             "Each output is the largest entry of its `k` by `k` window (windows `s` apart). The maximum passes one entry "

@@ -60,3 +60,23 @@ def test_the_erratum_says_2_d_k_holds_for_gaussian_coordinates_only():
     assert "Gaussian coordinates only" in precise and "E[q_a^4] - 1" in precise
     ok, detail = claims_evidence.dot_product_variance()
     assert ok and "4/5 for uniform" in detail  # a unit-variance coordinate that is not Gaussian: not 2
+
+
+def test_the_gru_carry_holds_the_candidate_fixed_too():
+    from seqgrad.crosscheck.figures import figure_sets
+    from seqgrad.crosscheck.registry import all_checks
+
+    source = next(c for c in all_checks("gated.gru_carry_jacobian")).source
+    assert source.endswith("diag(u_t) at fixed gates and candidate")
+    caption = figure_sets()["paths"].CAPTIONS["gradient-flow-rnn-gru-lstm"]
+    assert "fixed gates and candidate it is `diag(u_t)` (GRU)" in caption
+
+
+def test_the_convolution_checks_at_sizes_are_not_called_proofs(tmp_path):
+    from seqgrad.crosscheck import notes
+    from seqgrad.crosscheck.latex_parts import Build
+
+    body = notes.conv_section(Build(notation=NOTES, tex_dir=tmp_path, figures_dir=None)).body
+    assert "proved at concrete sizes" not in body
+    assert "checked exactly against differentiation of the layer, at one size: input 4 by 5, kernel 3 by 2, stride 2" in body
+    assert "(checked at concrete sizes)" in body

@@ -32,8 +32,8 @@ CAPTIONS = {
     "jacobian-product-norms": "A vector tanh RNN: the spectral norm of the Jacobian product, the product of the "
         "single-step norms, and the Pascanu bound. Each is an upper bound of the one below it; the measured product "
         "can be far smaller than the bounds.",
-    "gradient-flow-rnn-gru-lstm": "The point of the gates: at fixed gates the carry derivative is `diag(f_t)` (LSTM) or "
-        "`diag(u_t)` (GRU). At PyTorch's default initialisation the gates sit near 0.5 and all three cells lose the "
+    "gradient-flow-rnn-gru-lstm": "The point of the gates: at fixed gates the carry derivative is `diag(f_t)` (LSTM), and at "
+        "fixed gates and candidate it is `diag(u_t)` (GRU). At PyTorch's default initialisation the gates sit near 0.5 and all three cells lose the "
         "gradient alike, by more than twelve orders of magnitude over 59 steps back; with the keeping gate's bias raised by 3 "
         "(gates near 0.95) the carry product (dashed) shrinks only by a factor near 0.95 a step, to about 0.05 after "
         "59 steps, and the gradient (solid) ends there too. The axis stops at the machine epsilon of double precision.",
