@@ -493,17 +493,17 @@ def identities() -> list[Identity]:
         scope="instance d = 64: wavelengths from `2*pi` to `lambda_31`, about `15000*pi`", assumptions=("pos real", "base 10000"),
         shown=_wavelength_formula))
     out.append(Identity(
-        "pe-p0", "seed 000 L536", "p_0 = (0, 1, 0, 1, 0) for D = 5", pe5.vector(0), sp.Matrix([0, 1, 0, 1, 0]), "simplify",
+        "pe-p0", "seed 000 L536", "p_0 = (0, 1, 0, 1, 0) for d = 5", pe5.vector(0), sp.Matrix([0, 1, 0, 1, 0]), "simplify",
         proof_by(lambda: pe5.vector(0) - sp.Matrix([0, 1, 0, 1, 0]), sp.simplify, "exact evaluation"),
         lambda rng: NumericResult([float(x) for x in pe5.vector(0)], [0.0, 1.0, 0.0, 1.0, 0.0], "policy"),
-        simplifier="exact evaluation", scope="instance D = 5 (the course)"))
+        simplifier="exact evaluation", scope="instance d = 5 (the course)"))
     printed = [0.141, -0.990, 0.0753, 0.997, 0.00189]
     out.append(Identity(
-        "pe-p3-printed", "seed 000 L538", "p_3 ~ (0.141, -0.990, 0.0753, 0.997, 0.00189) for D = 5",
+        "pe-p3-printed", "seed 000 L538", "p_3 ~ (0.141, -0.990, 0.0753, 0.997, 0.00189) for d = 5",
         pe5.vector(3), sp.Matrix([sp.Float(x, 3) for x in printed]), "numeric",
         lambda: _printed_proof(pe5.vector(3), printed),
         lambda rng: NumericResult([float(x.evalf(20)) for x in pe5.vector(3)], printed, "printed"),
-        reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies", scope="instance D = 5 (the course), printed to 3 significant figures"))
+        reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies", scope="instance d = 5 (the course), printed to 3 significant figures"))
     return out
 
 

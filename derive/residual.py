@@ -434,13 +434,13 @@ def identities() -> list[Identity]:
     block = lru_cache(None)(lambda: EncoderBlock(2, 2))
     out.append(Identity(
         "residual-encoder-block", "seed 000 L946 (pre-norm block; the second bypass carries `U`), L1191",
-        "dH'/dH = (I + J_MLP J_LN2)(I + J_MHA J_LN1) for the whole pre-norm block (generic MHA and MLP, T = 2, D = 2)",
+        "dH'/dH = (I + J_MLP J_LN2)(I + J_MHA J_LN1) for the whole pre-norm block (generic MHA and MLP, T = 2, d = 2)",
         lambda: sp.Matrix.vstack(block().dU, block().dOut), lambda: sp.Matrix.vstack(block().closed_1, block().closed_2), "simplify",
         lambda: proof_by(block().residual, chain_rule_zero, "chain rule over the intermediate U, expand")(),
         lambda rng: block().numeric(rng), simplifier="chain rule over the intermediate U, expand",
         symbols_note="Proved as two factors over the named intermediate U (dU/dH and dH'/dU); their product is dH'/dH by the chain rule. "
                      "The numeric check differentiates the whole composed block.", shown=lambda: jacobian_formula("encoder-block"),
-        scope="instance T = 2, D = 2, generic MHA and MLP", assumptions=("branches differentiable", "LN with gamma = 1, beta = 0, eps > 0")))
+        scope="instance T = 2, d = 2, generic MHA and MLP", assumptions=("branches differentiable", "LN with gamma = 1, beta = 0, eps > 0")))
     for placement in ("pre-norm", "post-norm"):
         def shown(placement=placement):
             from .blocks import block_program

@@ -80,3 +80,16 @@ def test_the_convolution_checks_at_sizes_are_not_called_proofs(tmp_path):
     assert "proved at concrete sizes" not in body
     assert "checked exactly against differentiation of the layer, at one size: input 4 by 5, kernel 3 by 2, stride 2" in body
     assert "(checked at concrete sizes)" in body
+
+
+def test_pe_omega_counts_pairs_and_writes_the_width_d_as_section_5_does():
+    import re
+
+    from seqgrad.crosscheck.claims_catalogue import entries
+
+    entry = next(e for e in entries() if e.name == "pe_omega")
+    assert "floor" not in entry.what and not re.search(r"\bD\b", entry.what)
+    assert entry.what.startswith("omega_i = 10000^(-2i/d) for pair i")
+    assert all(c.verify().status == "verified" for c in entry.claims)
+    for name in ("pe-p0", "pe-p3-printed", "residual-encoder-block"):
+        assert not re.search(r"\bD = ", catalogue.get(name).scope), name
