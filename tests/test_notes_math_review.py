@@ -93,3 +93,20 @@ def test_pe_omega_counts_pairs_and_writes_the_width_d_as_section_5_does():
     assert all(c.verify().status == "verified" for c in entry.claims)
     for name in ("pe-p0", "pe-p3-printed", "residual-encoder-block"):
         assert not re.search(r"\bD = ", catalogue.get(name).scope), name
+
+
+def test_the_residual_statements_use_section_7s_symbols():
+    for name in ("residual-plain", "residual-pre-norm", "residual-post-norm"):
+        assert catalogue.get(name).math().startswith(r"\frac{\partial \mathbf{u}}{\partial \mathbf{x}} = "), name
+    post = catalogue.get("residual-post-norm-block-program").math()
+    assert r"\mathbf{Z}" not in post and r"= \mathrm{d}\mathbf{U} + " in post  # Z is the encoder's memory
+    depth = catalogue.get("residual-depth-expansion").math()
+    assert r"\mathbf{J}_{3}" not in depth and depth.startswith(r"(\mathbf{I} + \mathbf{J}_{F_3})")
+    assert all(catalogue.get(n).prove().holds for n in ("residual-post-norm-block-program", "residual-depth-expansion"))
+
+
+def test_the_mlp_without_activation_acts_on_a_row():
+    entry = catalogue.get("mlp-without-activation-affine")
+    assert entry.math() == (r"(\mathbf{x} \mathbf{W}_{1}^{\top} + \mathbf{b}_{1}) \mathbf{W}_{2}^{\top} + \mathbf{b}_{2} = "
+                            r"\mathbf{x} (\mathbf{W}_{2} \mathbf{W}_{1})^{\top} + (\mathbf{b}_{1} \mathbf{W}_{2}^{\top} + \mathbf{b}_{2})")
+    assert entry.prove().holds
