@@ -362,7 +362,9 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
         j = report.unpaired
         PEj = sp.Function(f"PE_{j}", commutative=False)
         statements.append((sp.Ne(PEj(pos + k), alpha(k) * PEj(pos), evaluate=False),
-                           words(f"coordinate {j} is an unpaired sine: no rotation, and no scalar `alpha(k)` shifts it", notation),
+                           words(f"coordinate {j} is an unpaired sine: for `k` not a multiple of `pi/omega_{report.unpaired_frequency}`, "
+                                 "no scalar `alpha(k)` makes the two sides equal for every `pos` (at `pos = 0` the right "
+                                 "side is 0), and no rotation shifts it", notation),
                            report.unpaired_no_scalar))
     return [[inline(st, notation), note, "holds" if ok else "\\textbf{fails}"] for st, note, ok in statements]
 

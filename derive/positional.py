@@ -215,6 +215,8 @@ class ShiftReport:
     pos_independent: bool
     unpaired: int | None
     unpaired_no_scalar: bool | None
+    #: the frequency omega_i of the unpaired sine, by its index i (the last pair's frequency, d // 2)
+    unpaired_frequency: int | None = None
 
     @property
     def holds(self) -> bool:
@@ -256,7 +258,8 @@ class ShiftIdentity(Derivation):
             composition &= all(pythagorean(e) == 0 for e in (_block(p.omega, a) * _block(p.omega, b) - _block(p.omega, a + b)))
         unpaired = self.pe.unpaired()
         no_scalar = unpaired_has_no_scalar_shift(self.pe).holds if unpaired is not None else None
-        return ShiftReport(shift, orthogonal, determinant, composition, pos not in self.R.free_symbols(), unpaired, no_scalar)
+        return ShiftReport(shift, orthogonal, determinant, composition, pos not in self.R.free_symbols(), unpaired, no_scalar,
+                           None if unpaired is None else self.pe.d // 2)
 
     def rows(self) -> list:
         """The statement, R(k) block by block, the shift of one pair written out, the unpaired sine (odd d)."""
@@ -410,8 +413,10 @@ def identities() -> list[Identity]:
         lambda: Proof(NoScalarShift(pe5).holds, "counterexample at pos = 0, k = 1", sp.sin(w4), "sin(w_4) > 0 since 0 < w_4 < pi"),
         lambda rng: NumericResult([abs(float(sp.sin(w4).evalf(30)))], [0.0], "differs", None,
                                   "|sin(w_4)| must exceed the tolerance: the check passes when the sides differ"),
-        relation="!=", simplifier="substitution pos=0, k=1", scope="counterexample d = 5 (every odd d has one unpaired sine)", assumptions=("0 < omega_4 < pi",),
-        shown=lambda: (sp.sin(k * omega_[pe5.d // 2]), sp.Integer(0))))
+        relation="!=", simplifier="substitution pos=0, k=1",
+        scope="counterexample `d = 5` at `pos = 0`, `k = 1` (one `k` suffices): the right side below vanishes for "
+              "every `alpha(1)`, the left side `sin(omega_2) > 0` (every odd `d` has one unpaired sine)",
+        assumptions=("0 < omega_4 < pi",), shown=lambda: _unpaired_counterexample(pe5.d // 2)))
     for d in (8, 6):
         dot = lru_cache(None)(lambda d=d: (dot_product(Sinusoidal(d)), dot_product_offset_form(Sinusoidal(d))))
         out.append(Identity(
@@ -505,6 +510,12 @@ def identities() -> list[Identity]:
         lambda rng: NumericResult([float(x.evalf(20)) for x in pe5.vector(3)], printed, "printed"),
         reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies", scope="instance d = 5 (the course), printed to 3 significant figures"))
     return out
+
+
+def _unpaired_counterexample(i: int) -> tuple:
+    """The unpaired sine of frequency omega_i at pos = 0, k = 1: PE(1) = sin(omega_i) against alpha(1) PE(0) =
+    alpha(1) sin(0), kept unevaluated so that the step shows."""
+    return sp.sin(omega_[i]), sp.Mul(sp.Function("alpha")(1), sp.sin(sp.Integer(0), evaluate=False), evaluate=False)
 
 
 def _pair_formula():

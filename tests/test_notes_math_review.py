@@ -110,3 +110,17 @@ def test_the_mlp_without_activation_acts_on_a_row():
     assert entry.math() == (r"(\mathbf{x} \mathbf{W}_{1}^{\top} + \mathbf{b}_{1}) \mathbf{W}_{2}^{\top} + \mathbf{b}_{2} = "
                             r"\mathbf{x} (\mathbf{W}_{2} \mathbf{W}_{1})^{\top} + (\mathbf{b}_{1} \mathbf{W}_{2}^{\top} + \mathbf{b}_{2})")
     assert entry.prove().holds
+
+
+def test_the_unpaired_sine_fails_for_some_k_and_shows_the_step():
+    from seqgrad.crosscheck.latex_parts import shift_report_rows
+    from seqgrad.derive import positional
+
+    entry = catalogue.get("pe-unpaired-no-scalar")
+    assert entry.math() == r"\sin({\omega}_{2}) \neq \alpha{(1)} \sin(0)"  # pos = 0, k = 1: the right side vanishes
+    assert "one $k$ suffices" in _head("pe-unpaired-no-scalar") and entry.prove().holds
+    for layout in ("interleaved", "half"):
+        report = positional.shift_identity(d=5, layout=layout).prove()
+        note = shift_report_rows(report, NOTES)[-1][1]
+        assert r"for $k$ not a multiple of $\frac{\pi}{\omega_{2}}$" in note and r"for every $\mathrm{pos}$" in note
+        assert positional.Sinusoidal(5, layout=layout).omega(report.unpaired) == 10000 ** sp.Rational(-4, 5)  # omega_2
