@@ -124,3 +124,13 @@ def test_the_unpaired_sine_fails_for_some_k_and_shows_the_step():
         note = shift_report_rows(report, NOTES)[-1][1]
         assert r"for $k$ not a multiple of $\frac{\pi}{\omega_{2}}$" in note and r"for every $\mathrm{pos}$" in note
         assert positional.Sinusoidal(5, layout=layout).omega(report.unpaired) == 10000 ** sp.Rational(-4, 5)  # omega_2
+
+
+def test_rmsnorm_defines_r_names_its_own_normalised_row_and_typesets_its_source():
+    head = _head("rmsnorm-jacobian")
+    assert "rms(x) o gamma" not in head and r"r = \operatorname{rms}{(x)}" in head
+    assert r"\tilde{x}_{i} = \frac{x_{i}}{r}" in head
+    entry = catalogue.get("rmsnorm-jacobian")
+    shown = NOTES.latex(entry.statement())
+    assert r"\tilde{x}" in shown and r"\hat{x}" not in shown  # x̂ is LayerNorm's (x - mu)/s
+    assert entry.prove().holds
