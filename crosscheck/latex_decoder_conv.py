@@ -7,15 +7,7 @@ verification mark (a footnote) is given; its identities and checks go to the app
 
 from __future__ import annotations
 
-
-class _Count(__import__("sympy").Symbol):
-    """A number of parameters, ``|theta|`` with what it counts as a subscript (``layer``, ``stack``)."""
-
-    def _latex(self, printer):
-        return r"\lvert\theta\rvert_{\mathrm{%s}}" % self.name.split("_", 1)[1]
-
-    def _sympystr(self, printer):
-        return "|theta|_" + self.name.split("_", 1)[1]
+from seqgrad.derive.counting import PARAMS_LAYER, PARAMS_STACK  # noqa: F401  |theta|_layer, |theta|_stack
 
 
 def matrices(notation, names):
@@ -27,8 +19,6 @@ def matrices(notation, names):
     return out
 
 
-#: the numbers of parameters of one decoder layer and of a stack of L layers
-PARAMS_LAYER, PARAMS_STACK = _Count("params_layer"), _Count("params_stack")
 
 
 def decoder_body(b, mark: str) -> str:

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 
 import sympy as sp
 
+from seqgrad.derive.counting import LAYERS  # noqa: F401  the number of layers of a stack, one letter (re-exported)
 from seqgrad.derive.latex_settings import Notation
 from seqgrad.errors import SeqgradValueError
 from seqgrad.latex_table import tex_escape
@@ -384,13 +385,3 @@ def number_tex(x: float, notation) -> str:
     mantissa = notation.number(f"{x / 10 ** exponent:.1f}")
     return f"${mantissa}$" if exponent == 0 else f"${mantissa} \\cdot 10^{{{exponent}}}$"
 
-class _Letter(sp.Symbol):
-    r"""A letter set as it is, in italic, whatever the notation makes of the symbol of that name (``L``: the number
-    of layers, where the symbol ``L`` is the loss, ``\mathcal{L}``)."""
-
-    def _latex(self, printer):
-        return self.name
-
-
-#: the number of layers of a stack (its depth), one letter throughout the notes (the loss is \mathcal{L})
-LAYERS = _Letter("L")

@@ -134,3 +134,18 @@ def test_rmsnorm_defines_r_names_its_own_normalised_row_and_typesets_its_source(
     shown = NOTES.latex(entry.statement())
     assert r"\tilde{x}" in shown and r"\hat{x}" not in shown  # x̂ is LayerNorm's (x - mu)/s
     assert entry.prove().holds
+
+
+def test_the_decoder_layer_count_prints_equations_with_their_values_in_the_notes_symbols():
+    from seqgrad.derive.latex_layout import display
+
+    entry = catalogue.get("count-decoder-layer")
+    statement = entry.statement()
+    tex = display([(statement.lhs, statement.rhs)], NOTES)
+    rows = [r.split("&=")[1].strip().rstrip("\\").strip() for r in tex.splitlines() if "&=" in r]
+    assert rows == ["2 d_{ff} d_{model} + 8 d_{model}^{2} + 15 d_{model} + d_{ff}", "1053440", "6291456"]
+    assert r"\lvert\theta\rvert_{\mathrm{layer}}" in tex and r"n_{head}=4" in tex and r"L=6" in tex
+    assert "matrix" not in tex
+    head = _head("count-decoder-layer")
+    assert "$h$" not in head and "$N = 6$" not in head and "$n_{head}" in head and "$L = 6$" in head
+    assert entry.prove().holds
