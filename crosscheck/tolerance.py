@@ -80,6 +80,7 @@ class Outcome:
     reason: str | None = None  # why the text got that verdict
     attribution: str | None = None  # "printed in the text (cite)" or "derived here (not printed in the text)"
     units: float | None = None  # the largest discrepancy in units of the last printed digit
+    single: bool = False  # a comparison was made in float32 (a module that runs in single precision)
 
     @classmethod
     def skip(cls, reason: str) -> "Outcome":
@@ -118,7 +119,7 @@ def compare(computed, reference, *, dtype: str = "float64", device: str = "cpu",
     c, r = _as_array(computed), _as_array(reference)
     abs_err, rel_err = errors(c, r, tol.atol)
     passed = bool(np.all(np.isfinite(c)) and np.all(np.isfinite(r)) and np.all(np.abs(c - r) <= tol.atol + tol.rtol * np.abs(r)))
-    return Outcome(abs_err, rel_err, passed, detail)
+    return Outcome(abs_err, rel_err, passed, detail, single=str(dtype).replace("torch.", "") == "float32")
 
 
 def combine(outcomes: list[Outcome], detail: str = "") -> Outcome:
@@ -130,6 +131,7 @@ def combine(outcomes: list[Outcome], detail: str = "") -> Outcome:
         max(o.max_rel_error for o in outcomes),
         all(o.passed for o in outcomes),
         detail or "; ".join(o.detail for o in outcomes if o.detail),
+        single=any(o.single for o in outcomes),
     )
 
 

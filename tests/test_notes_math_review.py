@@ -149,3 +149,25 @@ def test_the_decoder_layer_count_prints_equations_with_their_values_in_the_notes
     head = _head("count-decoder-layer")
     assert "$h$" not in head and "$N = 6$" not in head and "$n_{head}" in head and "$L = 6$" in head
     assert entry.prove().holds
+
+
+def test_a_float32_module_is_reported_at_its_own_precision_not_as_a_double_precision_error():
+    from seqgrad.crosscheck import notes
+    from seqgrad.crosscheck.registry import Result
+    from seqgrad.crosscheck.tolerance import combine, compare
+
+    assert compare([1.0], [1.0], dtype="float32").single and not compare([1.0], [1.0]).single
+    assert combine([compare([1.0], [1.0]), compare([1.0], [1.0], dtype="float32")]).single
+    double = Result("a", "s", "g", "pass", True, 8.5e-14, 1e-13, "cpu", "float64", "", 0.0)
+    module = Result("b", "s", "g", "pass", True, 9.7e-9, 2.4e-7, "cpu", "float64", "", 0.0, single=True)
+    mark = notes.check_mark([double, module], "cpu")
+    assert mark.startswith(r"checked numerically in double precision, largest error $8.5 \cdot 10^{-14}$; and against")
+    assert r"largest relative error $2.4 \cdot 10^{-7}$ (float32 rounding)" in mark and "9.7" not in mark
+    assert notes.check_mark([module], "cpu").startswith("checked numerically against a PyTorch module")
+
+
+def test_the_power_curves_caption_does_not_say_the_product_explodes():
+    from seqgrad.crosscheck.figures import figure_sets
+
+    caption = figure_sets()["paths"].CAPTIONS["fig3-left-power-curves"]
+    assert "explodes" not in caption and "allows a product to grow but does not make it" in caption
