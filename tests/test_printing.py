@@ -208,9 +208,10 @@ def test_identity_headings_are_names_and_words_the_statement_typeset():
         assert head.startswith(f"\\paragraph{{{latex_parts.code(entry.name)}}}")
         assert latex_parts.text(entry.title) not in tex and "\\textasciicircum" not in head and "\\textgreater" not in head
     assert heads[0].endswith("all $n \\geq 1$.")  # the scope 'all n >= 1': its relation typeset by the printer
-    assert "($d = 5$: coordinate 4" in heads[1] and "counterexample $d = 5$ (every odd $d$ has one unpaired sine)." in heads[1]
+    assert "($d = 5$: coordinate 4" in heads[1] and "counterexample $d = 5$ at $\\mathrm{pos} = 0$, $k = 1$" in heads[1]
+    assert heads[1].endswith("(every odd $d$ has one unpaired sine).")
     assert tex.count("\\begin{align*}") == 3  # each statement a display, through the printer
-    assert "\\delta_{i j}" in tex and "\\neq 0" in tex
+    assert "\\delta_{i j}" in tex and "\\neq \\alpha{(1)} \\sin(0)" in tex
 
 
 def test_frequencies_print_as_omega_with_their_definition():
