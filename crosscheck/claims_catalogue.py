@@ -116,14 +116,14 @@ def _provided(name, seed, line, what, items, *, figures=None, note="", erratum="
 D = 5
 
 
-def omega(j: int, d: int = D) -> str:
-    """omega_j = 10000^(-2 floor(j/2)/D) as claim text (line 530)."""
-    return f"10000**(-2*floor({j}/2)/{d})"
+def omega(i: int, d: int = D) -> str:
+    """omega_i = 10000^(-2i/d), the frequency of pair i (coordinates 2i and 2i + 1), as claim text (line 530)."""
+    return f"10000**(-2*{i}/{d})"
 
 
 def pe(t: int, j: int, d: int = D) -> str:
-    """P_{t,j} as claim text: sin on even j, cos on odd j (line 530)."""
-    return f"{'sin' if j % 2 == 0 else 'cos'}({t}*{omega(j, d)})"
+    """P_{t,j} as claim text: coordinate j of pair j // 2, sin on even j, cos on odd j (line 530)."""
+    return f"{'sin' if j % 2 == 0 else 'cos'}({t}*{omega(j // 2, d)})"
 
 
 def h0(t: int, j: int) -> str:
@@ -275,9 +275,10 @@ def _seed000_recurrent() -> list[Entry]:
 
 def _seed000_transformer() -> list[Entry]:
     return [
-        _entry("pe_omega", SEED000, "530-534", "omega_j = 10000^(-2 floor(j/2)/D) at D = 5 gives the frequencies of line 534",
-               [f"{omega(0)} = 1", f"{omega(1)} = 1", f"{omega(2)} = 10000**(-2/5)", f"{omega(3)} = 10000**(-2/5)",
-                f"{omega(4)} = 10000**(-4/5)"], exact=True),
+        _entry("pe_omega", SEED000, "530-534", "omega_i = 10000^(-2i/d) for pair i (coordinates 2i, 2i + 1) at d = 5 "
+               "gives the frequencies of line 534 (coordinate 4 an unpaired sine of omega_2)",
+               [f"{omega(j // 2)} = {v}" for j, v in enumerate(["1", "1", "10000**(-2/5)", "10000**(-2/5)", "10000**(-4/5)"])],
+               exact=True),
         _entry("pe_p0", SEED000, 536, "p_0 = (0, 1, 0, 1, 0)", [f"{pe(0, j)} = {v}" for j, v in enumerate("01010")], exact=True),
         _entry("pe_p3", SEED000, 538, "p_3 = (0.141, -0.990, 0.0753, 0.997, 0.00189)",
                [f"{pe(3, j)} = {v}" for j, v in enumerate(["0.141", "-0.990", "0.0753", "0.997", "0.00189"])], figures=3),

@@ -104,13 +104,17 @@ def softmax_tie() -> tuple[bool, str]:
 
 @lru_cache(maxsize=1)
 def dot_product_variance() -> tuple[bool, str]:
-    """Var(q.k) = d_k needs independent coordinates: with q = k (each N(0, 1)) it is 2 d_k."""
-    from sympy.stats import Normal, variance
+    """Var(q.k) = d_k needs q independent of k: with q = k a coordinate contributes Var(q_i^2) = E[q_i^4] - 1,
+    which is 2 for N(0, 1) coordinates (so 2 d_k) and 4/5 for uniform ones of variance 1."""
+    from sympy.stats import E, Normal, Uniform, variance
 
     x, y = Normal("x", 0, 1), Normal("y", 0, 1)
+    u = Uniform("u", -sp.sqrt(3), sp.sqrt(3))
     independent, same = sp.simplify(variance(x * y)), sp.simplify(variance(x * x))
-    return independent == 1 and same == 2, (f"per coordinate: Var(q_i k_i) = {independent} for independent N(0, 1) "
-                                            f"coordinates, Var(q_i q_i) = {same} when k = q")
+    uniform, fourth = sp.simplify(variance(u * u)), sp.simplify(E(u ** 4) - 1)
+    ok = independent == 1 and same == 2 and uniform == fourth == sp.Rational(4, 5) and sp.simplify(variance(u)) == 1
+    return ok, (f"per coordinate: Var(q_i k_i) = {independent} for independent N(0, 1) coordinates; when k = q, "
+                f"Var(q_i q_i) = E[q_i^4] - 1: {same} for N(0, 1), {uniform} for uniform coordinates of variance 1")
 
 
 @lru_cache(maxsize=1)

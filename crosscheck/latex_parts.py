@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 
 import sympy as sp
 
+from seqgrad.derive.counting import LAYERS  # noqa: F401  the number of layers of a stack, one letter (re-exported)
 from seqgrad.derive.latex_settings import Notation
 from seqgrad.errors import SeqgradValueError
 from seqgrad.latex_table import tex_escape
@@ -423,7 +424,9 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
         j = report.unpaired
         PEj = sp.Function(f"PE_{j}", commutative=False)
         statements.append((sp.Ne(PEj(pos + k), alpha(k) * PEj(pos), evaluate=False),
-                           words(f"coordinate {j} is an unpaired sine: no rotation, and no scalar `alpha(k)` shifts it", notation),
+                           words(f"coordinate {j} is an unpaired sine: for `k` not a multiple of `pi/omega_{report.unpaired_frequency}`, "
+                                 "no scalar `alpha(k)` makes the two sides equal for every `pos` (at `pos = 0` the right "
+                                 "side is 0), and no rotation shifts it", notation),
                            report.unpaired_no_scalar))
     return [[inline(st, notation), note, "holds" if ok else "\\textbf{fails}"] for st, note, ok in statements]
 
@@ -443,13 +446,3 @@ def number_tex(x: float, notation) -> str:
     mantissa = notation.number(f"{x / 10 ** exponent:.1f}")
     return f"${mantissa}$" if exponent == 0 else f"${mantissa} \\cdot 10^{{{exponent}}}$"
 
-class _Letter(sp.Symbol):
-    r"""A letter set as it is, in italic, whatever the notation makes of the symbol of that name (``L``: the number
-    of layers, where the symbol ``L`` is the loss, ``\mathcal{L}``)."""
-
-    def _latex(self, printer):
-        return self.name
-
-
-#: the number of layers of a stack (its depth), one letter throughout the notes (the loss is \mathcal{L})
-LAYERS = _Letter("L")

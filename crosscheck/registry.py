@@ -214,6 +214,7 @@ class Result:
     units: float | None = None  # the largest discrepancy in units of the last printed digit
     kind: str = ""  # KINDS: whose error a check that did not pass shows; "" on construction: by kind_of
     tol_ratio: float | None = None  # the largest error over the tolerance it was held to (Outcome.tol_ratio)
+    single: bool = False  # compared in float32 (a module that runs in single precision), whatever the run's dtype
 
     def __post_init__(self) -> None:
         if not self.kind:
@@ -234,7 +235,8 @@ def run_one(item: Check, device: str, dtype: str = "float64", seed: int = 0) -> 
         result = Result(item.name, item.source, item.group, status, status == "pass", float(outcome.max_abs_error),
                         float(outcome.max_rel_error), device, dtype, outcome.detail, 0.0, outcome.textbook,
                         outcome.reason, outcome.attribution, outcome.units,
-                        kind_of(status, outcome.textbook, item.group, item.finding), outcome.tol_ratio)
+                        kind_of(status, outcome.textbook, item.group, item.finding), outcome.tol_ratio,
+                        outcome.single)
     except Exception as exc:  # a crashing check is a failed check, reported, not a crashed run
         last = traceback.extract_tb(exc.__traceback__)[-1]
         where = f"{last.filename.rsplit('/', 1)[-1]}:{last.lineno}"

@@ -83,6 +83,7 @@ class Outcome:
     #: the largest error of an entry divided by the tolerance that entry was held to (the check passes at 1 or below);
     #: None for a check that holds no value to a tolerance (an inequality, a count)
     tol_ratio: float | None = None
+    single: bool = False  # a comparison was made in float32 (a module that runs in single precision)
 
     @classmethod
     def skip(cls, reason: str) -> "Outcome":
@@ -124,7 +125,8 @@ def compare(computed, reference, *, dtype: str = "float64", device: str = "cpu",
     passed = bool(np.all(np.isfinite(c)) and np.all(np.isfinite(r)) and np.all(np.abs(c - r) <= allowed))
     finite = bool(np.all(np.isfinite(c)) and np.all(np.isfinite(r)))
     ratio = (float(np.max(np.abs(c - r) / allowed)) if c.size else 0.0) if finite else float("inf")
-    return Outcome(abs_err, rel_err, passed, detail, tol_ratio=ratio)
+    return Outcome(abs_err, rel_err, passed, detail, tol_ratio=ratio,
+                   single=str(dtype).replace("torch.", "") == "float32")
 
 
 def combine(outcomes: list[Outcome], detail: str = "") -> Outcome:
@@ -138,6 +140,7 @@ def combine(outcomes: list[Outcome], detail: str = "") -> Outcome:
         all(o.passed for o in outcomes),
         detail or "; ".join(o.detail for o in outcomes if o.detail),
         tol_ratio=max(ratios) if ratios else None,
+        single=any(o.single for o in outcomes),
     )
 
 

@@ -707,7 +707,7 @@ def identities() -> list[Identity]:
         sp.Tuple(Var(dot), Var(dot / sp.sqrt(dk))), sp.Tuple(dk, sp.Integer(1)), "simplify",
         index_proof(variance_residual, "E[q_a q_b] = E[k_a k_b] = delta_ab, E[q_a] = 0, q independent of k"),
         lambda rng: _monte_carlo_variance(4, rng), simplifier="expectation algebra in index notation, symbolic d_k",
-        scope="all d_k >= 1",
+        scope="all d_k >= 1, for a query independent of the key, their coordinates uncorrelated with mean 0 and variance 1",
         assumptions=("q_a, k_b independent", "E[q_a] = E[k_a] = 0", "E[q_a q_b] = E[k_a k_b] = delta_ab"),
         symbols_note="Numeric evidence: a Monte Carlo estimate at d_k = 4 (4000 Gaussian samples)."))
     return out

@@ -379,8 +379,8 @@ def block_program(placement: str = "pre-norm", heads: int = 1, T_=T, d_=d, d_k_=
         U = prog.define(sp.MatrixSymbol("U", Tn, dm), H + Bm)
     else:
         Bm = _mha(prog, H, inputs, heads, dm, dk, dv)
-        Z = prog.define(sp.MatrixSymbol("Z", Tn, dm), H + Bm)
-        U = norm(prog, Z, inputs, tag="_1")
+        # the residual sum is U in both placements (Z is the encoder's memory in the decoder); post-norm normalises it
+        U = norm(prog, prog.define(sp.MatrixSymbol("U", Tn, dm), H + Bm), inputs, tag="_1")
     G = sp.MatrixSymbol("G", Tn, dm)
     grads = _backward(prog, U, G, inputs)
     return BlockProgram(prog, inputs, G, U, grads, (Tn, dm, dk, dv))

@@ -19,6 +19,30 @@ d_model, h, d_k, d_v, d_ff, n, N = sp.symbols("d_model h d_k d_v d_ff n N", posi
 d = sp.Symbol("d", positive=True)
 
 
+class Letter(sp.Symbol):
+    r"""A letter set as it is, in italic, whatever the notation makes of the symbol of that name (``L``: the number
+    of layers, where the symbol ``L`` is the loss, ``\mathcal{L}``)."""
+
+    def _latex(self, printer):
+        return self.name
+
+
+class ParamCount(sp.Symbol):
+    """A number of parameters, ``|theta|`` with what it counts as a subscript (``layer``, ``stack``)."""
+
+    def _latex(self, printer):
+        return r"\lvert\theta\rvert_{\mathrm{%s}}" % self.name.split("_", 1)[1]
+
+    def _sympystr(self, printer):
+        return "|theta|_" + self.name.split("_", 1)[1]
+
+
+#: the number of layers of a stack (its depth), one letter throughout the notes (the loss is \mathcal{L})
+LAYERS = Letter("L")
+#: the numbers of parameters of one (decoder) layer and of a stack of L layers
+PARAMS_LAYER, PARAMS_STACK = ParamCount("params_layer"), ParamCount("params_stack")
+
+
 def _bias(bias: bool) -> int:
     return 1 if bias else 0
 

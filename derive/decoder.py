@@ -262,8 +262,21 @@ def identities() -> list:
         "task 29: 4,718,592 + 6 x 262,144 = 6,291,456 = the N = 6 decoder stack without biases or norms",
         lhs, rhs, "simplify", proof_by(lambda: lhs - rhs, sp.expand, "expand"),
         lambda rng: numeric_sides(lhs[:1, :], rhs[:1, :], rng, positive=[d_model, d_ff], low=1, high=4096),
-        simplifier="expand", scope="all d_model, d_ff >= 1 (any h dividing d_model); the numbers at 256/4/1024 and N = 6"))
+        simplifier="expand",
+        scope="all d_model, d_ff >= 1 (any n_head dividing d_model); the values at d_model = 256, n_head = 4, "
+              "d_ff = 1024, the stack of L = 6 layers without biases or LayerNorms (task 29)",
+        shown=lambda: _count_formula(expected)))
     return out
+
+
+def _count_formula(expected: sp.Expr) -> tuple:
+    """|theta|_layer, in general and at the lesson's sizes, and |theta|_stack of task 29 (L = 6 layers at those sizes),
+    each an equation with its value (the number of heads n_head drops out when d_k = d_v = d_model / n_head)."""
+    heads = sp.Symbol("n_head", positive=True, integer=True)
+    t = task29()
+    return (sp.Tuple(counting.PARAMS_LAYER, sp.Subs(counting.PARAMS_LAYER, (d_model, heads, d_ff), (256, 4, 1024)),
+                     sp.Subs(counting.PARAMS_STACK, counting.LAYERS, 6)),
+            sp.Tuple(expected, decoder_layer_params(256, 4, 1024), t["decoder_stack"]))
 
 
 __all__ = ["CrossAttention", "DecoderBlock", "decoder_layer_params", "decoder_stack_params", "task29"]

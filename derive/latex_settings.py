@@ -293,6 +293,17 @@ class NotationPrinter(LatexPrinter):
             return "- " + (r"\left(%s\right)" % text if rest.is_Add else text)
         return super()._print_Mul(expr)
 
+    def _print_Float(self, expr):
+        """A number given with its significant figures (``Float("-0.990", 3)``, a precision below double's) prints
+        all of them, ``-0.990``, the trailing zero included; a double prints as SymPy prints it."""
+        if expr._prec < 53:
+            full, self._settings["full_prec"] = self._settings["full_prec"], True
+            try:
+                return super()._print_Float(expr)
+            finally:
+                self._settings["full_prec"] = full
+        return super()._print_Float(expr)
+
     def _print_Partial(self, expr):
         return r"\frac{\partial %s}{\partial %s}" % (self._print(expr.of), self._print(expr.wrt))
 

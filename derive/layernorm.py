@@ -358,17 +358,21 @@ def identities() -> list[Identity]:
         shown=lambda: (sp.Derivative(xhat[i], x[j]), (sp.KroneckerDelta(i, j) - 1 / d - xhat[i] * xhat[j] / d) / sigma),
         assumptions=defs))
     r_ = sp.Symbol("r", positive=True)
-    rms_closed = gamma[i] / r_ * (sp.KroneckerDelta(i, j) - xhat[i] * xhat[j] / d)
+    xtilde = sp.IndexedBase("xtilde")  # the RMS-normalised row x / r (x̂ is LayerNorm's (x - mu) / s)
+    rms_closed = gamma[i] / r_ * (sp.KroneckerDelta(i, j) - xtilde[i] * xtilde[j] / d)
     J3_rms = lru_cache(None)(rmsnorm_jacobians)
     out.append(Identity(
-        "rmsnorm-jacobian", "Zhang & Sennrich 2019 (RMSNorm: y = x / rms(x) o gamma); derived Jacobian",
-        "d y_i / d x_j = (gamma_i / r) (delta_ij - x̂_i x̂_j / d) for y = RMSNorm(x), x̂ = x / r, every d",
-        sp.Derivative(gamma[i] * xhat[i], x[j]), rms_closed, "simplify",
+        "rmsnorm-jacobian", "Zhang & Sennrich 2019 (RMSNorm: entry `i` of the row `x` maps to `gamma_i*xtilde_i`, "
+                            "`xtilde_i = x_i/rms(x)`); derived Jacobian",
+        "d y_i / d x_j = (gamma_i / r) (delta_ij - x̃_i x̃_j / d) for y = RMSNorm(x), x̃ = x / r, r = rms(x), every d",
+        sp.Derivative(gamma[i] * xtilde[i], x[j]), rms_closed, "simplify",
         index_proof(lambda: program_residual("rmsnorm", _rmsnorm_closed),
                     "sum_i G_i J_ij against dX_j of the RMSNorm program (derive.blocks, rule table)"),
         lambda rng: numeric_sides(J3_rms()[0], J3_rms()[1], rng, positive=[EPS]), simplifier="index notation, symbolic d",
-        scope="all d >= 1", assumptions=("r = sqrt((1/d) sum_k x_k^2 + eps) (no mean subtracted, eps inside the root)",
-                                         "x̂_i = x_i / r", "eps > 0"),
+        scope="all d >= 1, with `r = rms(x)`, the square root of `epsilon` plus the mean of the `x_k**2` (no mean "
+              "subtracted), and `xtilde_i = x_i/r`",
+        assumptions=("r = sqrt((1/d) sum_k x_k^2 + eps) (no mean subtracted, eps inside the root)",
+                     "x̃_i = x_i / r", "eps > 0"),
         symbols_note="Proved equal to the one RMSNorm definition: sum_i G_i J_ij is the backward pass dX_j of "
                      "derive.blocks.norm_program('rmsnorm') (the rule table), at symbolic d. "
                      "Numeric evidence: SymPy's 3 x 3 Jacobian of that program's forward pass against the closed form."))
@@ -391,7 +395,7 @@ def identities() -> list[Identity]:
     var_out = sp.Add(*[e ** 2 for e in ln4.y]) / 4
     target4 = ln4.var / (ln4.var + EPS)
     out.append(Identity(
-        "layernorm-variance", "seed 000 L981 (variance `sigma**2/(sigma**2 + epsilon)`, slightly below 1)",
+        "layernorm-variance", "seed 000 L981 (variance `v/(v + epsilon)`, `v` the row's population variance: slightly below 1)",
         "mean_i x̂_i^2 = v / (v + eps), v the population variance of the row: slightly below 1, every d",
         sp.Sum(xhat[i] ** 2, (i, 0, d - 1)) / d, v / (v + EPS), "simplify",
         index_proof(lambda: _expand(sp.Sum(xhat[i] ** 2, (i, 0, d - 1)) / d - v / (v + EPS)), "v = mean_k (x_k - mu)^2"),

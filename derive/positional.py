@@ -215,6 +215,8 @@ class ShiftReport:
     pos_independent: bool
     unpaired: int | None
     unpaired_no_scalar: bool | None
+    #: the frequency omega_i of the unpaired sine, by its index i (the last pair's frequency, d // 2)
+    unpaired_frequency: int | None = None
 
     @property
     def holds(self) -> bool:
@@ -256,7 +258,8 @@ class ShiftIdentity(Derivation):
             composition &= all(pythagorean(e) == 0 for e in (_block(p.omega, a) * _block(p.omega, b) - _block(p.omega, a + b)))
         unpaired = self.pe.unpaired()
         no_scalar = unpaired_has_no_scalar_shift(self.pe).holds if unpaired is not None else None
-        return ShiftReport(shift, orthogonal, determinant, composition, pos not in self.R.free_symbols(), unpaired, no_scalar)
+        return ShiftReport(shift, orthogonal, determinant, composition, pos not in self.R.free_symbols(), unpaired, no_scalar,
+                           None if unpaired is None else self.pe.d // 2)
 
     def rows(self) -> list:
         """The statement, R(k) block by block, the shift of one pair written out, the unpaired sine (odd d)."""
@@ -410,8 +413,10 @@ def identities() -> list[Identity]:
         lambda: Proof(NoScalarShift(pe5).holds, "counterexample at pos = 0, k = 1", sp.sin(w4), "sin(w_4) > 0 since 0 < w_4 < pi"),
         lambda rng: NumericResult([abs(float(sp.sin(w4).evalf(30)))], [0.0], "differs", None,
                                   "|sin(w_4)| must exceed the tolerance: the check passes when the sides differ"),
-        relation="!=", simplifier="substitution pos=0, k=1", scope="counterexample d = 5 (every odd d has one unpaired sine)", assumptions=("0 < omega_4 < pi",),
-        shown=lambda: (sp.sin(k * omega_[pe5.d // 2]), sp.Integer(0))))
+        relation="!=", simplifier="substitution pos=0, k=1",
+        scope="counterexample `d = 5` at `pos = 0`, `k = 1` (one `k` suffices): the right side below vanishes for "
+              "every `alpha(1)`, the left side `sin(omega_2) > 0` (every odd `d` has one unpaired sine)",
+        assumptions=("0 < omega_4 < pi",), shown=lambda: _unpaired_counterexample(pe5.d // 2)))
     for d in (8, 6):
         dot = lru_cache(None)(lambda d=d: (dot_product(Sinusoidal(d)), dot_product_offset_form(Sinusoidal(d))))
         out.append(Identity(
@@ -476,28 +481,41 @@ def identities() -> list[Identity]:
         pe, lam, _, _ = wave()
         residual = sp.Matrix([pe.coordinate(pos + lam[i], 2 * i) - pe.coordinate(pos, 2 * i) for i in range(32)]
                              + [lam[0] - 2 * sp.pi])
-        holds = all(e == 0 for e in residual.applyfunc(sp.expand_mul)) and bool(lam[-1] < 10000 * 2 * sp.pi)
-        return Proof(holds, "simplification to zero (periodicity of sin)", residual, "and lambda_31 < 10000 * 2 pi")
+        # the longest wavelength at d = 64 is 2 pi 10000^(62/64), about 15000 pi: the 10000 * 2 pi of the text is the
+        # limit as d grows, not the value at this d
+        longest = lam[-1] / sp.pi
+        holds = (all(e == 0 for e in residual.applyfunc(sp.expand_mul)) and bool(longest < 20000)
+                 and abs(float(longest) - 15000) < 50)
+        return Proof(holds, "simplification to zero (periodicity of sin)", residual,
+                     "and lambda_31 = 2 pi 10000^(31/32), about 15000 pi (below the limit 20000 pi as d grows)")
 
     out.append(Identity(
-        "pe-wavelength", "seed 001 l.306 (wavelengths from `2*pi` to about `10000*2*pi`)",
-        "PE(pos + lambda_i, 2i) = PE(pos, 2i) for lambda_i = 2 pi 10000^(2i/d); lambda_0 = 2 pi; lambda_31 < 10000 * 2 pi (d=64)",
+        "pe-wavelength", "seed 001 l.306 (wavelengths from `2*pi` towards `10000*2*pi`, the longest as `d` grows)",
+        "PE(pos + lambda_i, 2i) = PE(pos, 2i) for lambda_i = 2 pi 10000^(2i/d); lambda_0 = 2 pi; "
+        "lambda_31 = 2 pi 10000^(31/32), about 15000 pi (d=64)",
         lambda: wave()[2], lambda: wave()[3], "simplify", periodic,
-        lambda rng: numeric_sides(wave()[2], wave()[3], rng, low=-100, high=100), simplifier="periodicity of sin", scope="instance d = 64", assumptions=("pos real", "base 10000"),
+        lambda rng: numeric_sides(wave()[2], wave()[3], rng, low=-100, high=100), simplifier="periodicity of sin",
+        scope="instance d = 64: wavelengths from `2*pi` to `lambda_31`, about `15000*pi`", assumptions=("pos real", "base 10000"),
         shown=_wavelength_formula))
     out.append(Identity(
-        "pe-p0", "seed 000 L536", "p_0 = (0, 1, 0, 1, 0) for D = 5", pe5.vector(0), sp.Matrix([0, 1, 0, 1, 0]), "simplify",
+        "pe-p0", "seed 000 L536", "p_0 = (0, 1, 0, 1, 0) for d = 5", pe5.vector(0), sp.Matrix([0, 1, 0, 1, 0]), "simplify",
         proof_by(lambda: pe5.vector(0) - sp.Matrix([0, 1, 0, 1, 0]), sp.simplify, "exact evaluation"),
         lambda rng: NumericResult([float(x) for x in pe5.vector(0)], [0.0, 1.0, 0.0, 1.0, 0.0], "policy"),
-        simplifier="exact evaluation", scope="instance D = 5 (the course)"))
+        simplifier="exact evaluation", scope="instance d = 5 (the course)"))
     printed = [0.141, -0.990, 0.0753, 0.997, 0.00189]
     out.append(Identity(
-        "pe-p3-printed", "seed 000 L538", "p_3 ~ (0.141, -0.990, 0.0753, 0.997, 0.00189) for D = 5",
+        "pe-p3-printed", "seed 000 L538", "p_3 ~ (0.141, -0.990, 0.0753, 0.997, 0.00189) for d = 5",
         pe5.vector(3), sp.Matrix([sp.Float(x, 3) for x in printed]), "numeric",
         lambda: _printed_proof(pe5.vector(3), printed),
         lambda rng: NumericResult([float(x.evalf(20)) for x in pe5.vector(3)], printed, "printed"),
-        reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies", scope="instance D = 5 (the course), printed to 3 significant figures"))
+        reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies", scope="instance d = 5 (the course), printed to 3 significant figures"))
     return out
+
+
+def _unpaired_counterexample(i: int) -> tuple:
+    """The unpaired sine of frequency omega_i at pos = 0, k = 1: PE(1) = sin(omega_i) against alpha(1) PE(0) =
+    alpha(1) sin(0), kept unevaluated so that the step shows."""
+    return sp.sin(omega_[i]), sp.Mul(sp.Function("alpha")(1), sp.sin(sp.Integer(0), evaluate=False), evaluate=False)
 
 
 def _pair_formula():

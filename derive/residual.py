@@ -4,18 +4,22 @@ Seed 000 L1183-L1191, seed 001 l.130-152.  A branch F is a generic
 differentiable map (SymPy undefined functions f_i of all its inputs), so each
 identity holds for every branch, not for one chosen example::
 
-    y = h + F(h)             dy/dh = I + J_F                    (the "+1" of the residual)
-    y = h + F(LN(h))         dy/dh = I + J_F J_LN               (pre-norm)
-    y = LN(h + F(h))         dy/dh = J_LN (I + J_F)             (post-norm: even the bypass passes LN)
+    u = x + F(x)             du/dx = I + J_F                    (the "+1" of the residual)
+    u = x + F(LN(x))         du/dx = I + J_F J_LN               (pre-norm)
+    u = LN(x + F(x))         du/dx = J_LN (I + J_F)             (post-norm: even the bypass passes LN)
     U = H + MHA(LN1(H)),  H' = U + MLP(LN2(U))
                              dH'/dH = (I + J_MLP J_LN2)(I + J_MHA J_LN1)   (the second bypass carries U)
-    depth L:                 prod_{l=L..1} (I + J_l) = I + sum_l J_l + sum_{l>m} J_l J_m + ...  (He et al. 2016)
-    lambda-scaled shortcuts: prod (lambda I + J_l) has identity-path term lambda^L I
+    depth L:                 prod_{l=L..1} (I + J_{F_l}) = I + sum_l J_{F_l} + sum_{l>m} J_{F_l} J_{F_m} + ...  (He et al. 2016)
+    lambda-scaled shortcuts: prod (lambda I + J_{F_l}) has identity-path term lambda^L I
+
+(printed with the notes' symbols: x a row and u the connection's output, J_{F_l} the Jacobian of layer l's branch;
+internally the code keeps y, h and J_l)
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from functools import cached_property, lru_cache
 
 import sympy as sp
@@ -300,18 +304,26 @@ class DepthProduct(Derivation):
 
 
 def mlp_without_activation(d: int = 2, hidden: int = 3):
-    """MLP(x) = W2 (W1 x + b1) + b2 and the affine form (W2 W1) x + (W2 b1 + b2)."""
-    x = sp.Matrix(_symbols("x", d))
+    """MLP(x) = (x W1^T + b1) W2^T + b2 on a row x (weights output x input, as the notes) and the affine form
+    x (W2 W1)^T + (b1 W2^T + b2)."""
+    x = sp.Matrix(1, d, _symbols("x", d))
     W1 = sp.Matrix(hidden, d, lambda i, j: sp.Symbol(f"w1_{{{i}{j}}}", real=True))
     W2 = sp.Matrix(d, hidden, lambda i, j: sp.Symbol(f"w2_{{{i}{j}}}", real=True))
-    b1, b2 = sp.Matrix(_symbols("b1", hidden)), sp.Matrix(_symbols("b2", d))
-    mlp = W2 * (W1 * x + b1) + b2
-    affine = (W2 * W1) * x + (W2 * b1 + b2)
+    b1, b2 = sp.Matrix(1, hidden, _symbols("b1", hidden)), sp.Matrix(1, d, _symbols("b2", d))
+    mlp = (x * W1.T + b1) * W2.T + b2
+    affine = x * (W2 * W1).T + (b1 * W2.T + b2)
     return mlp, affine, x
 
 
+def branch_jacobians(expr):
+    """``expr`` with the layers' Jacobians ``J_l`` of a :class:`DepthProduct` named ``J_{F_l}``, the Jacobian of
+    layer l's branch F_l, as the notes write them (``J_t`` is the transition Jacobian of step t there)."""
+    return expr.xreplace({m: sp.MatrixSymbol(f"J_{{F_{m.name[2:]}}}", *m.shape) for m in expr.free_symbols
+                          if isinstance(m, sp.MatrixSymbol) and re.fullmatch(r"J_\d+", m.name)})
+
+
 def depth_formula(dp: "DepthProduct") -> tuple:
-    """prod (lambda I + J_l) and its sum over paths, in matrix symbols J_l."""
+    """prod (lambda I + J_{F_l}) and its sum over paths, in matrix symbols J_{F_l} (:func:`branch_jacobians`)."""
     I = sp.Identity(dp.d)
     lam = dp.scale
     prod = sp.MatMul(*[(lam * I + J) for J in reversed(dp.symbolic)], evaluate=False)
@@ -319,15 +331,18 @@ def depth_formula(dp: "DepthProduct") -> tuple:
     for r in range(1, dp.L + 1):
         for subset in itertools.combinations(range(dp.L), r):
             paths.append(lam ** (dp.L - r) * sp.MatMul(*[dp.symbolic[l] for l in sorted(subset, reverse=True)]))
-    return prod, sp.MatAdd(*paths, evaluate=False)
+    return branch_jacobians(prod), branch_jacobians(sp.MatAdd(*paths, evaluate=False))
 
 
 def jacobian_formula(placement: str) -> tuple:
-    """The printed statement: dy/dh and its formula in matrix symbols J_F, J_LN of symbolic size d (or T d for the block)."""
+    """The printed statement: du/dx of the connection u = x + F(x) on a row x (``y`` and ``h`` are the target and the
+    hidden state in the notes), and its formula in matrix symbols J_F, J_LN of symbolic size d (or T d for the block)."""
+    from .bptt import PathJacobian
+
     n = sp.Symbol("d", integer=True, positive=True)
     I = sp.Identity(n)
     J = lambda name: sp.MatrixSymbol(name, n, n)
-    lhs = sp.MatrixSymbol(r"\partial y / \partial h", n, n)
+    lhs = PathJacobian(sp.MatrixSymbol("u", 1, n), sp.MatrixSymbol("x", 1, n))
     if placement == "plain":
         return lhs, I + J("J_F")
     if placement == "pre-norm":
@@ -420,7 +435,7 @@ def identities() -> list[Identity]:
         rj = lambda placement=placement: rj_cache(2, placement)
         formula = {"plain": "I + J_F", "pre-norm": "I + J_F J_LN", "post-norm": "J_LN (I + J_F)"}[placement]
         out.append(Identity(
-            f"residual-{placement}", source, f"Jacobian of the {placement} residual = {formula} (generic F, every d)",
+            f"residual-{placement}", source, f"Jacobian du/dx of the {placement} residual = {formula} (generic F, every d)",
             lambda rj=rj: rj().jacobian(), lambda rj=rj: rj().closed, "simplify",
             lambda placement=placement, rj=rj: _general_and_instance(placement, rj),
             lambda rng, rj=rj: _numeric_generic(rj().y, rj().h, rj().closed, rng),
@@ -434,13 +449,13 @@ def identities() -> list[Identity]:
     block = lru_cache(None)(lambda: EncoderBlock(2, 2))
     out.append(Identity(
         "residual-encoder-block", "seed 000 L946 (pre-norm block; the second bypass carries `U`), L1191",
-        "dH'/dH = (I + J_MLP J_LN2)(I + J_MHA J_LN1) for the whole pre-norm block (generic MHA and MLP, T = 2, D = 2)",
+        "dH'/dH = (I + J_MLP J_LN2)(I + J_MHA J_LN1) for the whole pre-norm block (generic MHA and MLP, T = 2, d = 2)",
         lambda: sp.Matrix.vstack(block().dU, block().dOut), lambda: sp.Matrix.vstack(block().closed_1, block().closed_2), "simplify",
         lambda: proof_by(block().residual, chain_rule_zero, "chain rule over the intermediate U, expand")(),
         lambda rng: block().numeric(rng), simplifier="chain rule over the intermediate U, expand",
         symbols_note="Proved as two factors over the named intermediate U (dU/dH and dH'/dU); their product is dH'/dH by the chain rule. "
                      "The numeric check differentiates the whole composed block.", shown=lambda: jacobian_formula("encoder-block"),
-        scope="instance T = 2, D = 2, generic MHA and MLP", assumptions=("branches differentiable", "LN with gamma = 1, beta = 0, eps > 0")))
+        scope="instance T = 2, d = 2, generic MHA and MLP", assumptions=("branches differentiable", "LN with gamma = 1, beta = 0, eps > 0")))
     for placement in ("pre-norm", "post-norm"):
         def shown(placement=placement):
             from .blocks import block_program
@@ -456,7 +471,7 @@ def identities() -> list[Identity]:
 
         rj = lambda placement=placement: rj_cache(2, placement)
         formula = {"pre-norm": "U = H + MHA(LN(H)): dH = dU + LN's pullback of the branch's dX (I + J_MHA J_LN)",
-                   "post-norm": "U = LN(H + MHA(H)): dH = dZ + the branch's pullback of dZ, dZ = LN's pullback of dU (J_LN (I + J_MHA))"}[placement]
+                   "post-norm": "U = H + MHA(H), Y_1 = LN(U): dH = dU + the branch's pullback of dU, dU = LN's pullback of dY_1 (J_LN (I + J_MHA))"}[placement]
         out.append(Identity(
             f"residual-{placement}-block-program", "seed 000 L1183-1191; seed 001 l.130-138 (pre- vs post-norm)",
             f"{formula}, every T, d, d_k, one head with d_v = d (derive.blocks program)",
@@ -469,7 +484,7 @@ def identities() -> list[Identity]:
     dp = DepthProduct(3, 2)
     out.append(Identity(
         "residual-depth-expansion", "seed 001 l.152 (`N` layers); He et al. 2016 (identity mappings)",
-        "prod_{l=3..1}(I + J_l) = I + sum_l J_l + sum_{l>m} J_l J_m + J_3 J_2 J_1 (d = 2)",
+        "prod_{l=3..1}(I + J_{F_l}) = I + sum_l J_{F_l} + sum_{l>m} J_{F_l} J_{F_m} + J_{F_3} J_{F_2} J_{F_1} (d = 2)",
         dp.product, dp.expansion, "simplify", proof_by(lambda: dp.product() - dp.expansion(), sp.expand, "expand"),
         lambda rng: numeric_sides(dp.product(), dp.expansion(), rng), simplifier="expand", scope="instance L = 3, d = 2",
         shown=lambda: depth_formula(dp)))
@@ -488,9 +503,9 @@ def identities() -> list[Identity]:
     hessian_terms = sp.Matrix([sp.diff(e, a, b) for e in mlp for a in x for b in x])
     out.append(Identity(
         "mlp-without-activation-affine", "seed 000 L1023 ('without the activation the composition is affine')",
-        "W2 (W1 x + b1) + b2 = (W2 W1) x + (W2 b1 + b2), and every second derivative is 0",
-        sp.Matrix.vstack(mlp, hessian_terms), sp.Matrix.vstack(affine, sp.zeros(*hessian_terms.shape)), "simplify",
-        proof_by(lambda: sp.Matrix.vstack(mlp - affine, hessian_terms), sp.expand, "expand"),
+        "(x W1^T + b1) W2^T + b2 = x (W2 W1)^T + (b1 W2^T + b2) on a row x, and every second derivative is 0",
+        sp.Matrix.vstack(mlp.T, hessian_terms), sp.Matrix.vstack(affine.T, sp.zeros(*hessian_terms.shape)), "simplify",
+        proof_by(lambda: sp.Matrix.vstack((mlp - affine).T, hessian_terms), sp.expand, "expand"),
         lambda rng: numeric_sides(mlp, affine, rng), simplifier="expand", scope="instance d = 2, hidden 3",
         shown=_mlp_formula))
     return out
@@ -499,9 +514,11 @@ def identities() -> list[Identity]:
 def _mlp_formula():
     d_, h_ = sp.symbols("d h", integer=True, positive=True)
     W1, W2 = sp.MatrixSymbol("W_1", h_, d_), sp.MatrixSymbol("W_2", d_, h_)
-    x, b1, b2 = sp.MatrixSymbol("x", d_, 1), sp.MatrixSymbol("b_1", h_, 1), sp.MatrixSymbol("b_2", d_, 1)
-    return (sp.MatAdd(sp.MatMul(W2, sp.MatAdd(W1 * x, b1, evaluate=False), evaluate=False), b2, evaluate=False),
-            sp.MatAdd(sp.MatMul(sp.MatMul(W2, W1), x, evaluate=False), sp.MatAdd(W2 * b1, b2, evaluate=False), evaluate=False))
+    x, b1, b2 = sp.MatrixSymbol("x", 1, d_), sp.MatrixSymbol("b_1", 1, h_), sp.MatrixSymbol("b_2", 1, d_)
+    hidden = sp.MatAdd(sp.MatMul(x, W1.T, evaluate=False), b1, evaluate=False)
+    return (sp.MatAdd(sp.MatMul(hidden, W2.T, evaluate=False), b2, evaluate=False),
+            sp.MatAdd(sp.MatMul(x, sp.Transpose(sp.MatMul(W2, W1, evaluate=False)), evaluate=False),
+                      sp.MatAdd(sp.MatMul(b1, W2.T, evaluate=False), b2, evaluate=False), evaluate=False))
 
 
 # --- numeric check for identities over generic branches -------------------------------------------

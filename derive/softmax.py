@@ -131,10 +131,10 @@ def identities() -> list[Identity]:
         assumptions=("z real",), symbols_note="Numeric evidence: the direct 3 x 3 Jacobian against diag(a) - a a^T at random points."))
     zero_rows = sp.Sum(a[i] * (sp.KroneckerDelta(i, j) - a[j]), (j, 0, n - 1))
     out.append(Identity(
-        "softmax-jacobian-rows-sum-to-zero", "seed 000 L700 (rows of `A` sum to 1, so the Jacobian's rows sum to 0)",
+        "softmax-jacobian-rows-sum-to-zero", "seed 000 L700 (shifting a row's scores leaves softmax unchanged, so the Jacobian's rows sum to 0)",
         "sum_j d a_i / d z_j = 0: the softmax Jacobian's rows sum to zero, every n",
         zero_rows, sp.Integer(0), "simplify",
-        index_proof(lambda: sp.Sum(sp.diff(softmax_entry(i), z[j]), (j, 0, n - 1)), "the derivative of sum_j a_j = 1"),
+        index_proof(lambda: sp.Sum(sp.diff(softmax_entry(i), z[j]), (j, 0, n - 1)), "sum over j of d a_i / d z_j at symbolic n (the derivative of a_i(z + c 1) in c: zero by shift invariance)"),
         lambda rng: numeric_sides(sj.direct * sp.ones(3, 1), sp.zeros(3, 1), rng, low=-4, high=4),
         simplifier="index notation, symbolic n", scope="all n >= 1", assumptions=("z real",)))
     z4 = scores(4)

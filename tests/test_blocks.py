@@ -29,8 +29,8 @@ def test_layernorm_backward_keeps_the_textbook_term_order_in_latex_and_blocks():
     minus_mean, inv_sigma, minus_product = (line.index(t) for t in (r"- \operatorname{mean}(\mathrm{d}\mathbf{\hat{x}})",
                                                       r"\frac{1}{\boldsymbol{\sigma}}", r"- \mathbf{\hat{x}} \odot"))
     assert inv_sigma < minus_mean < minus_product
-    post = str(blocks.block_program("post-norm").program["dZ"])
-    assert post == "dZ = (1/sigma_1) ∘ (dxhat_1 - mean(dxhat_1) - xhat_1 ∘ mean(dxhat_1 ∘ xhat_1))"
+    post = str(blocks.block_program("post-norm").program["dU"])
+    assert post == "dU = (1/sigma_1) ∘ (dxhat_1 - mean(dxhat_1) - xhat_1 ∘ mean(dxhat_1 ∘ xhat_1))"
 
 
 def test_every_program_is_a_composition_of_proved_rules():

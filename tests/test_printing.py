@@ -208,9 +208,10 @@ def test_identity_headings_are_names_and_words_the_statement_typeset():
         assert head.startswith(f"\\paragraph{{{latex_parts.code(entry.name)}}}")
         assert latex_parts.text(entry.title) not in tex and "\\textasciicircum" not in head and "\\textgreater" not in head
     assert heads[0].endswith("all $n \\geq 1$.")  # the scope 'all n >= 1': its relation typeset by the printer
-    assert "($d = 5$: coordinate 4" in heads[1] and "counterexample $d = 5$ (every odd $d$ has one unpaired sine)." in heads[1]
+    assert "($d = 5$: coordinate 4" in heads[1] and "counterexample $d = 5$ at $\\mathrm{pos} = 0$, $k = 1$" in heads[1]
+    assert heads[1].endswith("(every odd $d$ has one unpaired sine).")
     assert tex.count("\\begin{align*}") == 3  # each statement a display, through the printer
-    assert "\\delta_{i j}" in tex and "\\neq 0" in tex
+    assert "\\delta_{i j}" in tex and "\\neq \\alpha{(1)} \\sin(0)" in tex
 
 
 def test_frequencies_print_as_omega_with_their_definition():
@@ -255,23 +256,26 @@ def test_path_sums_print_by_path_length_and_attention_in_q_k_v_order():
     assert sstr(paths) == "I + J_1 + J_2 + J_3 + J_2*J_1 + J_3*J_1 + J_3*J_2 + J_3*J_2*J_1"  # He et al.: I + Σ J_l + Σ J_l J_m + ...
     assert pretty(paths) == "I + J₁ + J₂ + J₃ + J₂ J₁ + J₃ J₁ + J₃ J₂ + J₃ J₂ J₁"
     post = blocks.block_program("post-norm").program
-    assert str(post["dH"]) == "dH = dZ + dQ*W_Q + dK*W_K + dV*W_V"  # the shortcut's gradient, then the branch's
+    assert str(post["dH"]) == "dH = dU + dQ*W_Q + dK*W_K + dV*W_V"  # the shortcut's gradient, then the branch's
     assert str(post["Y_1"]) == "Y_1 = (1*gamma_1) ∘ xhat_1 + 1*beta_1"  # LayerNorm's shift last, as a bias
-    assert NotationPrinter(Notation(bold=False)).doprint(post["dH"].value) == r"\mathrm{d}Z + \mathrm{d}Q W_{Q} + \mathrm{d}K W_{K} + \mathrm{d}V W_{V}"
+    assert NotationPrinter(Notation(bold=False)).doprint(post["dH"].value) == r"\mathrm{d}U + \mathrm{d}Q W_{Q} + \mathrm{d}K W_{K} + \mathrm{d}V W_{V}"
     from seqgrad.derive import catalogue  # the same statements as `seqgrad identities --latex` prints them
 
     assert catalogue.get("residual-post-norm-block-program").math().endswith(
-        r"= \mathrm{d}\mathbf{Z} + \mathrm{d}\mathbf{Q} \mathbf{W}_{Q} + \mathrm{d}\mathbf{K} \mathbf{W}_{K} + \mathrm{d}\mathbf{V} \mathbf{W}_{V}")
+        r"= \mathrm{d}\mathbf{U} + \mathrm{d}\mathbf{Q} \mathbf{W}_{Q} + \mathrm{d}\mathbf{K} \mathbf{W}_{K} + \mathrm{d}\mathbf{V} \mathbf{W}_{V}")
     assert catalogue.get("residual-depth-expansion").math().endswith(
-        r"= \mathbf{I} + \mathbf{J}_{1} + \mathbf{J}_{2} + \mathbf{J}_{3} + \mathbf{J}_{2} \mathbf{J}_{1} + \mathbf{J}_{3} \mathbf{J}_{1}"
-        r" + \mathbf{J}_{3} \mathbf{J}_{2} + \mathbf{J}_{3} \mathbf{J}_{2} \mathbf{J}_{1}")
+        r"= \mathbf{I} + \mathbf{J}_{F_1} + \mathbf{J}_{F_2} + \mathbf{J}_{F_3} + \mathbf{J}_{F_2} \mathbf{J}_{F_1}"
+        r" + \mathbf{J}_{F_3} \mathbf{J}_{F_1} + \mathbf{J}_{F_3} \mathbf{J}_{F_2} + \mathbf{J}_{F_3} \mathbf{J}_{F_2} \mathbf{J}_{F_1}")
 
 
 def test_an_affine_map_keeps_its_offset_last():
     from seqgrad.derive.residual import _mlp_formula
 
     lhs, rhs = _mlp_formula()
-    assert sstr(lhs) == "W_2*(W_1*x + b_1) + b_2" and sstr(rhs) == "(W_2*W_1)*x + (W_2*b_1 + b_2)"
+    from seqgrad.derive.latex_settings import DEFAULT  # on a row x, as the notes (the printer keeps the text's order)
+
+    assert DEFAULT.latex(lhs) == r"(\mathbf{x} \mathbf{W}_{1}^{\top} + \mathbf{b}_{1}) \mathbf{W}_{2}^{\top} + \mathbf{b}_{2}"
+    assert DEFAULT.latex(rhs) == r"\mathbf{x} (\mathbf{W}_{2} \mathbf{W}_{1})^{\top} + (\mathbf{b}_{1} \mathbf{W}_{2}^{\top} + \mathbf{b}_{2})"
 
 
 def test_scopes_and_source_formulas_are_typeset_by_the_printer_and_plain_in_text(capsys):

@@ -39,7 +39,7 @@ def test_depth_expansion_and_scaled_shortcuts():
 
 def test_mlp_without_activation_is_affine():
     mlp, affine, x = R.mlp_without_activation(3, 4)
-    assert (mlp - affine).applyfunc(sp.expand) == sp.zeros(3, 1)
+    assert (mlp - affine).applyfunc(sp.expand) == sp.zeros(1, 3)  # x a row, as the notes
     assert all(sp.diff(e, a, b) == 0 for e in mlp for a in x for b in x)
 
 

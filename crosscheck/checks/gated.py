@@ -104,7 +104,7 @@ def _jacobian_checks(kind, ctx) -> Outcome:
         J, carry, gate_terms = gated.gru_jacobian(w, x, h)
         fixed = jac(lambda hp: gated.gru_step(w, x, hp, gate_h=hp.detach()).h, h)
         full = jac(lambda hp: gated.gru_step(w, x, hp).h, h)
-        carry_name = "diag(u_t)"
+        carry_name, held = "diag(u_t)", "fixed gates and candidate"
     else:
         c = as_t(rng.standard_normal(H))
         J, carry, gate_terms = gated.lstm_jacobian(w, x, h, c)
@@ -116,19 +116,19 @@ def _jacobian_checks(kind, ctx) -> Outcome:
             return torch.cat([st.c, st.h])
 
         full = jac(state, torch.cat([c, h]))
-        carry_name = "diag(f_t)"
+        carry_name, held = "diag(f_t)", "fixed gates"
     gate_size = float(gate_terms.abs().max())
-    outcomes = [ctx.compare(fixed, carry, f"fixed gates: autograd = {carry_name}"),
+    outcomes = [ctx.compare(fixed, carry, f"{held}: autograd = {carry_name}"),
                 ctx.compare(full, J, "full Jacobian: autograd = carry + gate terms")]
     result = combine(outcomes)
     result.passed = result.passed and gate_size > 1e-6  # the gate terms are really there
-    result.detail = f"{kind}: {carry_name} at fixed gates; full Jacobian matches; max |gate terms| = {gate_size:.3g}"
+    result.detail = f"{kind}: {carry_name} at {held}; full Jacobian matches; max |gate terms| = {gate_size:.3g}"
     return result
 
 
-@check("gated.gru_carry_jacobian", needs_torch=True, source="week06 §GRU:382: dh_t/dh_(t-1) = diag(u_t) at fixed gates", group=GROUP)
+@check("gated.gru_carry_jacobian", needs_torch=True, source="week06 §GRU:382: dh_t/dh_(t-1) = diag(u_t) at fixed gates and candidate", group=GROUP)
 def gru_carry_jacobian(ctx) -> Outcome:
-    """GRU carry derivative diag(u_t) with gates detached, and the full Jacobian with gate terms."""
+    """GRU carry derivative diag(u_t) with gates and candidate detached, and the full Jacobian with gate terms."""
     return _jacobian_checks("GRU", ctx)
 
 

@@ -20,8 +20,9 @@ HELP = "Figure 3 (|r|^n and tanh trajectories), the |dh_T/dh_t| heatmap, Jacobia
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
     "fig3-left-power-curves": "A factor `rho` raised to the path length `n` (the course's Figure 3, left), the bound on a "
-        "path product of the text. Below 1 the product vanishes geometrically, above 1 it explodes; on the log scale "
-        "the curves are straight lines.",
+        "path product of the text. Below 1 the bound vanishes geometrically, and so does every product under it; above 1 "
+        "the bound grows geometrically, which allows a product to grow but does not make it; on the log scale the curves "
+        "are straight lines.",
     "fig3-right-tanh-sensitivity": "The sensitivity of the last state to the first on tanh trajectories with `w_h` = 1.2 "
         "(the course's Figure 3, right). With input 0 the state stays at 0, where the slope of tanh is 1, and the "
         "product grows exactly like 1.2 to the power `T - 1` (right axis); with input 1 the state saturates, the slope is small, "
@@ -32,8 +33,8 @@ CAPTIONS = {
     "jacobian-product-norms": "A vector tanh RNN: the spectral norm of the Jacobian product, the product of the "
         "single-step norms, and the Pascanu bound. Each is an upper bound of the one below it; the measured product "
         "can be far smaller than the bounds.",
-    "gradient-flow-rnn-gru-lstm": "The point of the gates: at fixed gates the carry derivative is `diag(f_t)` (LSTM) or "
-        "`diag(u_t)` (GRU). At PyTorch's default initialisation the gates sit near 0.5 and all three cells lose the "
+    "gradient-flow-rnn-gru-lstm": "The point of the gates: at fixed gates the carry derivative is `diag(f_t)` (LSTM), and at "
+        "fixed gates and candidate it is `diag(u_t)` (GRU). At PyTorch's default initialisation the gates sit near 0.5 and all three cells lose the "
         "gradient alike, by more than twelve orders of magnitude over 59 steps back; with the keeping gate's bias raised by 3 "
         "(gates near 0.95) the carry product (dashed) shrinks only by a factor near 0.95 a step, to about 0.05 after "
         "59 steps, and the gradient (solid) ends there too. The axis stops at the machine epsilon of double precision.",

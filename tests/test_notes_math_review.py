@@ -1,0 +1,173 @@
+"""The mathematical words of the handout's statements, second review (issue 25): each statement says what is
+true under the notes' own symbols (``s = sqrt(epsilon + v)``, rows, ``d`` the width, ``J_{F_l}`` a layer's
+branch), and each guard fails on the words it replaced."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from seqgrad.crosscheck.latex_parts import source_tex
+from seqgrad.crosscheck.latexdoc import NOTES_LETTERS
+from seqgrad.derive import catalogue
+from seqgrad.derive.latex_settings import DEFAULT
+from seqgrad.derive.prose import scope
+
+NOTES = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS})
+
+
+def _head(name: str) -> str:
+    """The appendix paragraph's head of an identity: its source and its scope, as the notes print them."""
+    entry = catalogue.get(name)
+    return source_tex(entry.source, NOTES) + "; " + scope(entry.scope).latex(NOTES)
+
+
+def test_layernorm_variance_is_v_over_eps_plus_v_in_the_notes_symbols():
+    head = _head("layernorm-variance")
+    assert r"\frac{v}{\epsilon + v}" in head and "s^{2}" not in head
+
+
+def test_softmax_rows_sum_to_zero_by_shift_invariance_not_by_the_sum_of_the_weights():
+    head = _head("softmax-jacobian-rows-sum-to-zero")
+    assert "sum to 1" not in head and "shifting" in head
+    assert catalogue.get("softmax-jacobian-rows-sum-to-zero").prove().holds
+
+
+def test_pe_wavelength_states_the_longest_wavelength_at_d_64():
+    head = _head("pe-wavelength")
+    assert r"$15000 \pi$" in head and "about $20000 \\pi$" not in head
+    assert catalogue.get("pe-wavelength").prove().holds
+    longest = 2 * 10000 ** (62 / 64)
+    assert abs(longest - 15000) < 50  # the number the scope states, from the wavelength's own formula
+
+
+def test_a_number_given_with_its_figures_prints_all_of_them():
+    assert DEFAULT.latex(sp.Float("-0.990", 3)) == "-0.990"
+    assert DEFAULT.latex(sp.Float(0.5)) == "0.5"  # a double prints as SymPy prints it
+    rhs = catalogue.get("pe-p3-printed").statement().rhs
+    assert NOTES.latex(rhs).split(r"\\")[1] == "-0.990"
+
+
+def test_the_dot_product_variance_states_its_assumptions():
+    head = _head("attention-dot-variance")
+    assert "independent" in head and "mean 0 and variance 1" in head
+
+
+def test_the_erratum_says_2_d_k_holds_for_gaussian_coordinates_only():
+    from seqgrad.crosscheck import claims_evidence
+    from seqgrad.crosscheck.claims_statements import statements
+
+    precise = next(s.precise for s in statements() if s.text.startswith("dividing by sqrt(d_k) keeps the variance"))
+    assert "Gaussian coordinates only" in precise and "E[q_a^4] - 1" in precise
+    ok, detail = claims_evidence.dot_product_variance()
+    assert ok and "4/5 for uniform" in detail  # a unit-variance coordinate that is not Gaussian: not 2
+
+
+def test_the_gru_carry_holds_the_candidate_fixed_too():
+    from seqgrad.crosscheck.figures import figure_sets
+    from seqgrad.crosscheck.registry import all_checks
+
+    source = next(c for c in all_checks("gated.gru_carry_jacobian")).source
+    assert source.endswith("diag(u_t) at fixed gates and candidate")
+    caption = figure_sets()["paths"].CAPTIONS["gradient-flow-rnn-gru-lstm"]
+    assert "fixed gates and candidate it is `diag(u_t)` (GRU)" in caption
+
+
+def test_the_convolution_checks_at_sizes_are_not_called_proofs(tmp_path):
+    from seqgrad.crosscheck import notes
+    from seqgrad.crosscheck.latex_parts import Build
+
+    body = notes.conv_section(Build(notation=NOTES, tex_dir=tmp_path, figures_dir=None)).body
+    assert "proved at concrete sizes" not in body
+    assert "checked exactly against differentiation of the layer, at one size: input 4 by 5, kernel 3 by 2, stride 2" in body
+    assert "(checked at concrete sizes)" in body
+
+
+def test_pe_omega_counts_pairs_and_writes_the_width_d_as_section_5_does():
+    import re
+
+    from seqgrad.crosscheck.claims_catalogue import entries
+
+    entry = next(e for e in entries() if e.name == "pe_omega")
+    assert "floor" not in entry.what and not re.search(r"\bD\b", entry.what)
+    assert entry.what.startswith("omega_i = 10000^(-2i/d) for pair i")
+    assert all(c.verify().status == "verified" for c in entry.claims)
+    for name in ("pe-p0", "pe-p3-printed", "residual-encoder-block"):
+        assert not re.search(r"\bD = ", catalogue.get(name).scope), name
+
+
+def test_the_residual_statements_use_section_7s_symbols():
+    for name in ("residual-plain", "residual-pre-norm", "residual-post-norm"):
+        assert catalogue.get(name).math().startswith(r"\frac{\partial \mathbf{u}}{\partial \mathbf{x}} = "), name
+    post = catalogue.get("residual-post-norm-block-program").math()
+    assert r"\mathbf{Z}" not in post and r"= \mathrm{d}\mathbf{U} + " in post  # Z is the encoder's memory
+    depth = catalogue.get("residual-depth-expansion").math()
+    assert r"\mathbf{J}_{3}" not in depth and depth.startswith(r"(\mathbf{I} + \mathbf{J}_{F_3})")
+    assert all(catalogue.get(n).prove().holds for n in ("residual-post-norm-block-program", "residual-depth-expansion"))
+
+
+def test_the_mlp_without_activation_acts_on_a_row():
+    entry = catalogue.get("mlp-without-activation-affine")
+    assert entry.math() == (r"(\mathbf{x} \mathbf{W}_{1}^{\top} + \mathbf{b}_{1}) \mathbf{W}_{2}^{\top} + \mathbf{b}_{2} = "
+                            r"\mathbf{x} (\mathbf{W}_{2} \mathbf{W}_{1})^{\top} + (\mathbf{b}_{1} \mathbf{W}_{2}^{\top} + \mathbf{b}_{2})")
+    assert entry.prove().holds
+
+
+def test_the_unpaired_sine_fails_for_some_k_and_shows_the_step():
+    from seqgrad.crosscheck.latex_parts import shift_report_rows
+    from seqgrad.derive import positional
+
+    entry = catalogue.get("pe-unpaired-no-scalar")
+    assert entry.math() == r"\sin({\omega}_{2}) \neq \alpha{(1)} \sin(0)"  # pos = 0, k = 1: the right side vanishes
+    assert "one $k$ suffices" in _head("pe-unpaired-no-scalar") and entry.prove().holds
+    for layout in ("interleaved", "half"):
+        report = positional.shift_identity(d=5, layout=layout).prove()
+        note = shift_report_rows(report, NOTES)[-1][1]
+        assert r"for $k$ not a multiple of $\frac{\pi}{\omega_{2}}$" in note and r"for every $\mathrm{pos}$" in note
+        assert positional.Sinusoidal(5, layout=layout).omega(report.unpaired) == 10000 ** sp.Rational(-4, 5)  # omega_2
+
+
+def test_rmsnorm_defines_r_names_its_own_normalised_row_and_typesets_its_source():
+    head = _head("rmsnorm-jacobian")
+    assert "rms(x) o gamma" not in head and r"r = \operatorname{rms}{(x)}" in head
+    assert r"\tilde{x}_{i} = \frac{x_{i}}{r}" in head
+    entry = catalogue.get("rmsnorm-jacobian")
+    shown = NOTES.latex(entry.statement())
+    assert r"\tilde{x}" in shown and r"\hat{x}" not in shown  # x̂ is LayerNorm's (x - mu)/s
+    assert entry.prove().holds
+
+
+def test_the_decoder_layer_count_prints_equations_with_their_values_in_the_notes_symbols():
+    from seqgrad.derive.latex_layout import display
+
+    entry = catalogue.get("count-decoder-layer")
+    statement = entry.statement()
+    tex = display([(statement.lhs, statement.rhs)], NOTES)
+    rows = [r.split("&=")[1].strip().rstrip("\\").strip() for r in tex.splitlines() if "&=" in r]
+    assert rows == ["2 d_{ff} d_{model} + 8 d_{model}^{2} + 15 d_{model} + d_{ff}", "1053440", "6291456"]
+    assert r"\lvert\theta\rvert_{\mathrm{layer}}" in tex and r"n_{head}=4" in tex and r"L=6" in tex
+    assert "matrix" not in tex
+    head = _head("count-decoder-layer")
+    assert "$h$" not in head and "$N = 6$" not in head and "$n_{head}" in head and "$L = 6$" in head
+    assert entry.prove().holds
+
+
+def test_a_float32_module_is_reported_at_its_own_precision_not_as_a_double_precision_error():
+    from seqgrad.crosscheck import notes
+    from seqgrad.crosscheck.registry import Result
+    from seqgrad.crosscheck.tolerance import combine, compare
+
+    assert compare([1.0], [1.0], dtype="float32").single and not compare([1.0], [1.0]).single
+    assert combine([compare([1.0], [1.0]), compare([1.0], [1.0], dtype="float32")]).single
+    double = Result("a", "s", "g", "pass", True, 8.5e-14, 1e-13, "cpu", "float64", "", 0.0)
+    module = Result("b", "s", "g", "pass", True, 9.7e-9, 2.4e-7, "cpu", "float64", "", 0.0, single=True)
+    mark = notes.check_mark([double, module], "cpu")
+    assert mark.startswith(r"checked numerically in double precision, largest error $8.5 \cdot 10^{-14}$; and against")
+    assert r"largest relative error $2.4 \cdot 10^{-7}$ (float32 rounding)" in mark and "9.7" not in mark
+    assert notes.check_mark([module], "cpu").startswith("checked numerically against a PyTorch module")
+
+
+def test_the_power_curves_caption_does_not_say_the_product_explodes():
+    from seqgrad.crosscheck.figures import figure_sets
+
+    caption = figure_sets()["paths"].CAPTIONS["fig3-left-power-curves"]
+    assert "explodes" not in caption and "allows a product to grow but does not make it" in caption
