@@ -144,6 +144,7 @@ def test_every_figure_has_a_caption():
 
 class _Entry:
     name, title, source, method, scope = "dot-variance", "Var(q.k) = d_k", "seed 000 L667", "simplify", "all d_k >= 1"
+    family = "attention"
 
     def __init__(self, statement):
         self._statement = statement
