@@ -249,6 +249,7 @@ def rnn_section(b) -> Part:
 
     from .latex_parts import check_status
 
+    b = with_section_letters(b, "rnn")
     scalar = builtin_cells.rnn_cell().general()
     # the general vector cell: biases, and a loss at every step (the course's loss on the last output is the case
     # e_t = 0 for t < T - 1)
@@ -841,17 +842,28 @@ def decoder_section(b) -> Part:
 #: (:data:`crosscheck.latexdoc.NOTES_LETTERS`). A letter the notation itself renames is left to it.
 SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": "K", "p": "u", "q": "v"}}
 
+#: Names of whole symbols in one section only (symbol name -> the name printed): the vector RNN's output layer is
+#: W_y, b_y, as the scalar cell's w_y (:data:`crosscheck.latexdoc.NOTES_SYMBOL_NAMES`), since b_o is the LSTM's
+#: output-gate bias, W_o a convolution's output width and W_O the attention's output map. A name the notation
+#: itself renames is left to it.
+SECTION_SYMBOL_NAMES = {"rnn": {"W_o": "W_y", "b_o": "b_y"}}
+
 
 def with_section_letters(b, section: str):
-    """``b`` with the letters of ``section`` (:data:`SECTION_LETTERS`) in its notation; the renames the section's
-    formulas apply are recorded in the document's notation (so an unused ``--symbol`` is still found)."""
+    """``b`` with the letters of ``section`` (:data:`SECTION_LETTERS`) and its symbol names
+    (:data:`SECTION_SYMBOL_NAMES`) in its notation; the renames the section's formulas apply are recorded in the
+    document's notation (so an unused ``--symbol`` is still found)."""
     import dataclasses
 
     letters = {k: v for k, v in SECTION_LETTERS.get(section, {}).items()
                if k not in b.notation.letters and k not in b.notation.symbol_names}
-    if not letters:
+    plain = b.notation.replace(bold=False)
+    names = {k: plain.latex(sp.Symbol(v)) for k, v in SECTION_SYMBOL_NAMES.get(section, {}).items()
+             if k not in b.notation.symbol_names}
+    if not letters and not names:
         return b
-    notation = b.notation.replace(letters={**b.notation.letters, **letters})
+    notation = b.notation.replace(letters={**b.notation.letters, **letters},
+                                  symbol_names={**b.notation.symbol_names, **names})
     object.__setattr__(notation, "_used", b.notation._used)  # one record of the renames applied
     return dataclasses.replace(b, notation=notation)
 
@@ -977,7 +989,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("w_x"), "input weight of the scalar cell (a second index names a gate: input to reset gate)", one),
         (sp.Symbol("w_h"), "recurrent weight of the scalar cell", one), (sp.Symbol("w_o"), "output weight (of the output layer, which computes the prediction)", one),
         (M("W_x", H, D), "input weights of the vector cell, stored output by input", Shape(H, D)),
-        (M("W_h", H, H), "recurrent weights", Shape(H, H)), (M("W_y", C, H), "output weights", Shape(C, H)),
+        (M("W_h", H, H), "recurrent weights", Shape(H, H)), (M(SECTION_SYMBOL_NAMES["rnn"]["W_o"], C, H), "output weights of the vector cell", Shape(C, H)),
         (sp.Symbol("b"), "a bias", one),
         (sp.Symbol("tau"), "an earlier step, the start of a path back in time", one),
         (sp.Symbol("rho"), "a bound on the absolute value (the norm) of every factor of a path product", one),
