@@ -191,7 +191,7 @@ def figure_environment(path: Path, tex_dir: Path, caption: str, width: str | Non
     caption's formulas are printed with ``notation`` (the document's: its letters reach the captions too)."""
     rel = href if href is not None else Path(path).resolve().relative_to(Path(tex_dir).resolve()).as_posix()
     size = f"width={width}" if width else f"scale={figure_scale(path):.3f}"
-    return ("\\begin{figure}[tbp]\n\\centering\n"
+    return ("\\begin{figure}[htbp]\n\\centering\n"
             f"\\includegraphics[{size}]{{{rel}}}\n\\caption{{{words(caption, notation)}}}"
             + (f"\\label{{{label}}}" if label else "") + "\n\\end{figure}")
 

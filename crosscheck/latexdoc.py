@@ -37,9 +37,10 @@ from seqgrad.errors import SeqgradError, SeqgradTypeError, SeqgradValueError
 from .latex_parts import Build, SectionUnavailable, code, ragged, source_tex, text
 from .latexrun import build_sections
 
-PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable", "placeins")
-#: (placeins stays loaded for \FloatBarrier where one is needed; a section's end has none: there it sent a figure that
-#: did not fit below the section's last lines to a page of its own, and the page before ended half empty)
+PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable", "[section]{placeins}")
+#: (placeins with ``section``: a float stays in its section, a barrier before each \section; a figure is placed
+#: "here" where it fits, [htbp], and stands in its section's source after the text it shows, not at the section's
+#: end, so that the barrier does not send it to a page of its own and leave the page before half empty)
 
 
 class LatexError(SeqgradError):
@@ -201,7 +202,7 @@ def preamble(title: str = "Gradients of sequence models: course notes") -> str:
     from seqgrad.latex_table import CYRILLIC_PREAMBLE
 
     return ("\\documentclass[11pt,a4paper]{article}\n\\usepackage[margin=2.2cm]{geometry}\n" + CYRILLIC_PREAMBLE
-            + "".join(f"\\usepackage{{{p}}}\n" for p in PACKAGES)
+            + "".join("\\usepackage" + (p if p.startswith("[") else "{" + p + "}") + "\n" for p in PACKAGES)
             + "\\setlength{\\parindent}{0pt}\n\\setlength{\\parskip}{0.6ex}\n"
             # a tall display may break between its rows (discouraged, not forbidden): a page no longer ends half empty
             # because a group of equations that does not fit in what is left of it is pushed whole to the next page

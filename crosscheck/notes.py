@@ -457,6 +457,7 @@ def positional_section(b) -> Part:
                "to its embedding as a vector of sines and cosines, one frequency per pair of coordinates:", b),
         _display([(PE(pos, 2 * j), sp.sin(omega * pos)), (PE(pos, 2 * j + 1), sp.cos(omega * pos)),
                   (omega, sp.Pow(10000, -2 * j / D, evaluate=False))], b),
+        _figure(b, "positional"),
         _words("General result: shifting the position by `k` rotates every pair of coordinates by the angle "
                "{angle}, for every width and every pair; the rotation does not depend on `pos`, so a fixed offset is "
                "a fixed linear map:", b, angle=omega * _s("k")) + mark,
@@ -468,7 +469,6 @@ def positional_section(b) -> Part:
         _display(odd.R.rows()[:2], b),
         "\\begin{center}\n" + tabular(["statement", "", "verdict"], shift_report_rows(report, b.notation),
                                        "l" + "p{6cm}" + "l") + "\n\\end{center}",
-        _figure(b, "positional"),
     ]
     return Part("\n\n".join(p for p in body if p), _audit(b, ["derive.positional"], (), "positional"))
 
@@ -919,23 +919,26 @@ def contents_sentence(bodies: dict[str, str]) -> str:
     """What the sections hold, from their text (``bodies``: section name -> body): the model and the general result in
     every one; a worked example (:data:`WORKED_EXAMPLE`) and a figure where a section has them, named by number.
 
+    The notation (Section 1) is no such section: the sentence counts the sections after it.
+
     >>> contents_sentence({"rnn": "Worked example: ...", "paths": "\\\\begin{figure} ...", "gates": ""})
-    'Each section states the model, then the general result (for every sequence length and every width). Section~\\\\ref{sec:rnn} works a small instance as an example; Section~\\\\ref{sec:paths} has a figure that shows the point.'
-    >>> contents_sentence({"a": "Worked example", "b": "Worked example", "c": ""})[-75:]
-    'Every section but Section~\\\\ref{sec:c} works a small instance as an example.'
+    'Each section after the notation states the model, then the general result (for every sequence length and every width). Section~\\\\ref{sec:rnn} works a small instance as an example; Section~\\\\ref{sec:paths} has a figure that shows the point.'
+    >>> contents_sentence({"a": "Worked example", "b": "Worked example", "c": ""})[-71:]
+    'Every one but Section~\\\\ref{sec:c} works a small instance as an example.'
     """
     worked = [n for n, body in bodies.items() if WORKED_EXAMPLE in body]
     figures = [n for n, body in bodies.items() if _has_figure(body)]
-    text = "Each section states the model, then the general result (for every sequence length and every width)."
+    text = ("Each section after the notation states the model, then the general result (for every sequence length and "
+            "every width).")
     if set(worked) == set(figures) == set(bodies):
         return text[:-1] + ", then a small worked example and a figure that shows the point."
 
     def which(have: list[str], singular: str, plural: str) -> str:
         missing = [n for n in bodies if n not in have]
         if not missing:
-            return f"every section {singular}"
+            return f"every one {singular}"
         if len(missing) < len(have):
-            return f"every section but {_section_list(missing)} {singular}"
+            return f"every one but {_section_list(missing)} {singular}"
         return f"{_section_list(have)} {singular if len(have) == 1 else plural}"
 
     said = [which(worked, "works a small instance as an example", "work a small instance as an example")] if worked else []

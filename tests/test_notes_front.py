@@ -33,3 +33,41 @@ def test_notation_table_names_the_output_weights_and_keeps_the_other_o(handout):
     assert re.search(r"^\$\\mathbf\{W\}_\{y\}\$ & output weights of the vector cell", notation, re.M)
     assert "$W_{o}$, of output columns" in notation  # the convolution's output width is still W_o
     assert "+ b_{o}" in section(handout, "Gated cells")  # and the LSTM's output-gate bias b_o
+
+
+@pytest.mark.slow
+@pytest.mark.tex
+def test_every_figure_is_printed_inside_its_own_section(handout, tmp_path):
+    """Compiled, each figure's caption is read (top to bottom, page by page) after its section's heading and before
+    the next section's: a figure that floated past the next heading (Figure 3 into Section 6, 5 into 9, 6 into 10)
+    is printed in the wrong section."""
+    import shutil
+    import subprocess
+
+    from seqgrad.crosscheck import latexdoc
+
+    if not (shutil.which("pdflatex") and shutil.which("pdftotext")):
+        pytest.skip("no TeX engine/poppler")
+    tex = tmp_path / "notes.tex"
+    assert main(["latex", str(tex), "--standalone", "--jobs", "1"]) == 0
+    source = tex.read_text()
+    body = source[:source.index("\\appendix")]
+    titles = re.findall(r"\\section\{([^}]*)\}", body)
+    owner = {}  # figure number -> the index of the section whose source holds it
+    for i, part in enumerate(re.split(r"\\section\{[^}]*\}", body)[1:]):
+        for _ in re.findall(r"\\begin\{figure\}", part):
+            owner[len(owner) + 1] = i
+    assert len(owner) >= 7
+    pdf = latexdoc.compile_pdf(tex, tmp_path / "build", passes=2)
+    pages = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True).stdout.split("\f")
+    contents = max(i for i, page in enumerate(pages) if re.search(r"^\s*Contents\s*$", page, re.M))
+    text = "\f".join(pages[contents + 1:])  # after the contents, which list the headings too
+    starts, at = [], 0  # where each section's heading is printed
+    for number, title in enumerate(titles, 1):
+        heading = re.compile(rf"^\s*{number}\s+{re.escape(title[:20])}", re.M)
+        at = heading.search(text, at).start()
+        starts.append(at)
+    starts.append(len(text))
+    for number, section in owner.items():
+        caption = text.index(f"Figure {number}:")
+        assert starts[section] < caption < starts[section + 1], (number, titles[section])
