@@ -240,7 +240,7 @@ def front_matter(b: Build, names: Sequence[str], bodies: dict[str, str] | None =
 
     return ("\\begin{titlepage}\n\\maketitle\n\\thispagestyle{empty}\n" + notes.introduction(b, names, b.appendix, bodies)
             + "\n\\end{titlepage}\n\\tableofcontents\n\\clearpage\n\n"
-            + "\\section{Notation}\\label{sec:notation}\n\n" + notes.notation_section(b) + "\n\n\\clearpage\n")
+            + "\\section{Notation}\\label{sec:notation}\n\n" + notes.notation_section(b) + "\n")
 
 
 def _split(built) -> tuple[str, str]:

@@ -71,3 +71,9 @@ def test_every_figure_is_printed_inside_its_own_section(handout, tmp_path):
     for number, section in owner.items():
         caption = text.index(f"Figure {number}:")
         assert starts[section] < caption < starts[section + 1], (number, titles[section])
+
+
+def test_the_first_section_starts_below_the_notation_table(handout):
+    """The notation table ended with a forced page break: its last page stayed three quarters empty."""
+    between = handout[handout.index("\\end{longtable}"):handout.index("\\section{Recurrent")]
+    assert "\\clearpage" not in between and "\\newpage" not in between
