@@ -77,3 +77,39 @@ def test_the_first_section_starts_below_the_notation_table(handout):
     """The notation table ended with a forced page break: its last page stayed three quarters empty."""
     between = handout[handout.index("\\end{longtable}"):handout.index("\\section{Recurrent")]
     assert "\\clearpage" not in between and "\\newpage" not in between
+
+
+def test_decoder_rows_name_the_token_read_and_the_token_written():
+    """Row t of the cross-attention figure is the query of position t: its input is the token written at step t - 1
+    (<start> at 0), and it writes gen.steps[t].token. The old labels counted rows from 1 and named only the token
+    written, under a caption that said the row's peak was the word read to write it; head 2 peaks one word behind."""
+    import numpy as np
+
+    from seqgrad.crosscheck.figures import decoder
+    from seqgrad.numeric.decoder import SOURCE_WORDS, TARGET_WORDS, lesson_example
+
+    model, sv, tv, _ = lesson_example()
+    gen = model.generate(sv.encode("I love ML"), 10, attention=True)
+    labels = decoder.step_labels(gen, tv.words)
+    assert labels[:4] == ["0: <start> \u2192 \u044f", "1: \u044f \u2192 \u043b\u044e\u0431\u043b\u044e",
+                          "2: \u043b\u044e\u0431\u043b\u044e \u2192 \u043c\u043e", "3: \u043c\u043e \u2192 <end>"]
+    # the caption's claim: some row peaks on the source word of the token it reads, not of the token it writes
+    aligned = {TARGET_WORDS.index(w): SOURCE_WORDS.index(s) for w, s in zip(TARGET_WORDS[2:], SOURCE_WORDS)}
+    behind = [(h, s.t) for s in gen.steps for h, row in enumerate(s.cross_attention.numpy())
+              if gen.ids[s.t] in aligned and s.token in aligned and int(np.argmax(row)) == aligned[gen.ids[s.t]]]
+    assert behind, "no row peaks on the source word of its input"
+    caption = decoder.CAPTIONS["decoder_cross_attention"]
+    assert "one word behind the token it writes" in caption and "positions from 0" in caption
+    assert "reads to write that token" not in caption
+
+
+def test_decoder_cells_have_one_format(tmp_path):
+    from matplotlib.figure import Figure
+    import numpy as np
+
+    from seqgrad.crosscheck.figures import decoder
+
+    fig = Figure()
+    art = decoder.plot_cross_attention(fig.subplots(), np.array([[0.34, 0.0653, 0.5947], [0.00232, 0.017, 0.98068]]),
+                                       ["i", "love", "ml"], ["0: a", "1: b"])
+    assert [t.get_text() for t in art["texts"]] == ["0.340", "0.065", "0.595", "0.002", "0.017", "0.981"]
