@@ -341,7 +341,7 @@ class Transposed(__import__("sympy").Function):
 
 def shift_report_rows(report, notation: Notation) -> list[list[str]]:
     """The properties a :class:`derive.positional.ShiftReport` establishes, as typeset statements with
-    their verdicts (never the report's ASCII text)."""
+    whether each is proved, "yes" or "no" (never the report's ASCII text)."""
     import sympy as sp
 
     from seqgrad.derive.latex_layout import inline
@@ -364,7 +364,7 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
         statements.append((sp.Ne(PEj(pos + k), alpha(k) * PEj(pos), evaluate=False),
                            words(f"coordinate {j} is an unpaired sine: no rotation, and no scalar `alpha(k)` shifts it", notation),
                            report.unpaired_no_scalar))
-    return [[inline(st, notation), note, "holds" if ok else "\\textbf{fails}"] for st, note, ok in statements]
+    return [[inline(st, notation), note, "yes" if ok else "\\textbf{no}"] for st, note, ok in statements]
 
 
 def source_tex(source: str, notation: Notation) -> str:

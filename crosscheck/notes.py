@@ -74,6 +74,20 @@ def for_scope(text: str) -> str:
     return "for " + text
 
 
+_EVERY = re.compile(r"all ((?:\w+, )*\w+) >= 1")
+
+
+def implied_scopes(scopes: Sequence[str]) -> set[str]:
+    """The scopes "all n >= 1" that another of ``scopes`` includes ("all T >= 1" beside "all T, d >= 1"): a footnote
+    says the wider one only.
+
+    >>> sorted(implied_scopes(["all T, d, d_k, d_v >= 1", "all T >= 1", "all n >= 1"]))
+    ['all T >= 1']
+    """
+    sizes = {s: set(m.group(1).split(", ")) for s in scopes if (m := _EVERY.fullmatch(s.strip()))}
+    return {s for s, names in sizes.items() if any(names < other for other in sizes.values())}
+
+
 def proof_mark(b, names: Sequence[str]) -> str:
     """"proved for every d >= 1" for the catalogue entries ``names`` (each proved now, within the
     document's time for a proof); "NOT proved" where one fails, "not proved within S s here" where one is slow."""
@@ -82,7 +96,7 @@ def proof_mark(b, names: Sequence[str]) -> str:
 
     from .latex_parts import prove_within
 
-    said, bad, slow = [], [], []
+    said, bad, slow, proved = [], [], [], []
     for name in names:
         entry = catalogue.get(name)
         proof = prove_within(entry, b.proof_seconds)
@@ -91,9 +105,12 @@ def proof_mark(b, names: Sequence[str]) -> str:
         elif not proof.holds:
             bad.append(name)
         else:
-            text = for_scope(scope(entry.scope).latex(b.notation))
-            if text not in said:
-                said.append(text)
+            proved.append(entry.scope)
+    implied = implied_scopes(proved)
+    for entry_scope in proved:
+        text = for_scope(scope(entry_scope).latex(b.notation))
+        if entry_scope not in implied and text not in said:
+            said.append(text)
     out = []
     if said:
         out.append("proved " + "; ".join(said))
@@ -423,9 +440,10 @@ def gates_section(b) -> Part:
         body += [_words(f"Worked example, the {title} at `t = 1`: the one-step Jacobian is the carry, the path at fixed "
                         "gates and candidate, plus the other paths: through the update gate (the term with `w_hu`) and "
                         "through the candidate, by its recurrent weight (the term with `w_hn*r_1`) and through the reset "
-                        "gate inside it (the term with `w_hr`).", b),
-                 _display([(J, split.full), (sp.Symbol("\\text{carry}"), split.carry),
-                           (sp.Symbol("\\text{gates and candidate}"), split.gate_terms)], b)]
+                        "gate inside it (the term with `w_hr`):", b),
+                 _display([(J, split.full)], b),
+                 _words("The carry is {carry}; what the gates and the candidate add is the rest:", b, carry=split.carry),
+                 _display([(sp.Add(J, -split.carry, evaluate=False), split.gate_terms)], b)]
     shown = " (Figure~\\ref{fig:gradient-flow-rnn-gru-lstm})" if b.shows("paths", "gradient-flow-rnn-gru-lstm") else ""
     body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
                        "carries shrink only by the gate's value per step, where a plain RNN's product shrinks by its "
@@ -467,7 +485,7 @@ def positional_section(b) -> Part:
                "them: {Rk} is the block-diagonal matrix of one rotation per pair, the transpose of the matrix above at "
                "that pair's frequency, and {alpha} stands for any number that depends on `k` alone:", b, Rk=sp.Function("R")(k), alpha=sp.Function("alpha")(k)),
         _display(odd.R.rows()[:2], b),
-        "\\begin{center}\n" + tabular(["statement", "", "verdict"], shift_report_rows(report, b.notation),
+        "\\begin{center}\n" + tabular(["statement", "remark", "proved"], shift_report_rows(report, b.notation),
                                        "l" + "p{6cm}" + "l") + "\n\\end{center}",
     ]
     return Part("\n\n".join(p for p in body if p), _audit(b, ["derive.positional"], (), "positional"))
@@ -584,6 +602,7 @@ def residual_section(b) -> Part:
     ln = blocks.layernorm_program()
     checks = section_checks(b, ["transformer.layernorm*", "transformer.residual_jacobians"])
     jac = catalogue.get("layernorm-jacobian").statement()
+    i_, j_, r_ = sp.symbols("i j r", integer=True)  # features i, j of one row r
     body = [
         _words("LayerNorm normalises each row of {X} ({shape}) over its `d` features, with the population variance "
                "and `epsilon` inside the square root (as torch.nn.LayerNorm), then scales by {gamma} and shifts by "
@@ -601,7 +620,13 @@ def residual_section(b) -> Part:
                std=_rules().RowStd(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
                norm=_rules().Normalize(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
                mean=_rules().RowMean(_s("X", 2, 2)), X=_s("X", 2, 2)),
-        _words("Its Jacobian, entry by entry, for every `d`:", b)
+        _words("Each row is normalised on its own, so fix one, row `r`: write {x} for it ({shape}, its entries {xj}), "
+               "{sigma} for its standard deviation ({sd}) and {xhat} for its normalised entries ({xh}). Now `i` and `j` "
+               "both index features of that row. Its Jacobian, entry by entry, for every `d`:", b,
+               x=_s("x", 1, 2), shape=Shape(_s("1"), _s("d")),
+               xj=sp.Eq(sp.IndexedBase("x")[j_], _s("X", 2, 2)[r_, j_], evaluate=False),
+               sigma=sp.Symbol("sigma"), sd=sp.Eq(sp.Symbol("sigma"), sp.Symbol("s_r"), evaluate=False),
+               xhat=sp.IndexedBase("xhat")[i_], xh=sp.Eq(sp.IndexedBase("xhat")[i_], sp.Symbol("xhat_ri"), evaluate=False))
         + verification(b, proofs=["layernorm-jacobian", "layernorm-jacobian-kills-constants"],
                        source=catalogue.get("layernorm-jacobian").source, appendix="residual"),
         _display([(jac.lhs, scaled_bracket(jac.rhs))], b),
