@@ -161,3 +161,26 @@ def test_layernorm_jacobian_names_the_row_it_differentiates(handout):
     lead = before[before.rindex("\\end{align*}"):]  # the words between the row statistics and the Jacobian
     assert "row $r$" in lead and r"${x}_{j} = {X}_{r,j}$" in lead and "$s = s_{r}$" in lead
     assert r"${\hat{x}}_{i} = \hat{x}_{ri}$" in lead and "$i$ and $j$ both index features" in lead
+
+
+def test_gradient_flow_figure_labels_both_kinds_and_clips_nothing():
+    """Figure 2: the y label covered only the gradient (solid), not the carry products (dashed); the axis stopped at
+    the machine epsilon and cut the default GRU's carry product at step ~53; the raised-bias curves that lie on one
+    another near 1 were told apart by colour and dash alone."""
+    from matplotlib.figure import Figure
+    import numpy as np
+
+    from seqgrad.crosscheck.figures import paths as figure_paths
+    from seqgrad.numeric import figures_paths as fp
+
+    ax = Figure().subplots()
+    lines = fp.plot_gradient_flow(ax)
+    assert "solid" in ax.get_ylabel() and "dashed" in ax.get_ylabel()
+    bottom = ax.get_ylim()[0]
+    assert all(np.min(line.get_ydata()) >= bottom for line in lines)
+    assert min(np.min(line.get_ydata()) for line in lines) < np.finfo(np.float64).eps  # what the caption says
+    raised = [line for line in lines if "+ 3" in line.get_label()]
+    assert len(raised) == 4 and len({(line.get_marker(), line.get_linestyle(), line.get_color()) for line in raised}) == 4
+    assert all(line.get_marker() not in (None, "None", "") for line in raised)
+    caption = figure_paths.CAPTIONS["gradient-flow-rnn-gru-lstm"]
+    assert "The axis stops at the machine epsilon" not in caption and "falls below it" in caption
