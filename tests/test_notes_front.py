@@ -184,3 +184,21 @@ def test_gradient_flow_figure_labels_both_kinds_and_clips_nothing():
     assert all(line.get_marker() not in (None, "None", "") for line in raised)
     caption = figure_paths.CAPTIONS["gradient-flow-rnn-gru-lstm"]
     assert "The axis stops at the machine epsilon" not in caption and "falls below it" in caption
+
+
+def test_the_receptive_field_titles_fit_the_figure():
+    """The one-line titles ran past the figure's edge at the size it is drawn ("... measured and by the fo")."""
+    from matplotlib.figure import Figure
+
+    from seqgrad.crosscheck.figures import conv
+
+    fig = Figure(figsize=(6.5, 4.6), layout="constrained")  # as conv.write draws it
+    for ax, strides in zip(fig.subplots(2, 1), ([1, 1, 1], [2, 2, 1])):
+        conv.plot_receptive_field(ax, conv.influence([3, 3, 3], strides), [3, 3, 3], strides, 7 if strides[0] == 1 else 15)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    for ax in fig.axes:
+        box = ax.title.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.x1 <= fig.bbox.x1, ax.get_title()

@@ -65,7 +65,7 @@ def plot_receptive_field(ax, reads: list[np.ndarray], kernels, strides, formula:
     ax.set_xlabel("input position (units drawn at the centre of the input they read)")
     field = (f"receptive field {extent}, measured and by the formula" if extent == formula else
              f"receptive field {extent} measured, {formula} by the formula")
-    ax.set_title(f"kernel sizes {', '.join(map(str, kernels))}, strides {', '.join(map(str, strides))}: {field}")
+    ax.set_title(f"kernel sizes {', '.join(map(str, kernels))}, strides {', '.join(map(str, strides))}\n{field}")
     return {"points": points, "extent": extent}
 
 
