@@ -61,7 +61,7 @@ def decoder_body(b, mark: str) -> str:
                          # one display: the forward pass, the backward pass and the gradients line up at =
                          latex_aligned([(line.target, line.value) for kinds in (("forward",), ("backward",), ("gradient",))
                                         for line in cross.definitions(kinds)], notation=b.notation),
-                         words("the forward pass, the backward pass and the weight gradients of the block program, "
+                         words("the forward pass, the backward pass and the weight gradients of the block, "
                                "for any number of target rows, memory rows and widths", b.notation)),
              _block_names(b),
              _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
@@ -72,7 +72,7 @@ def decoder_body(b, mark: str) -> str:
                   + ("." if leaks else " (NOT shown here).")),
              "\\paragraph{Parameter counts.} " + words(
                  "One layer counted with its biases and its three LayerNorms (their scales and shifts), in general and at "
-                 "model width 256, 4 heads and MLP width 1024; then the stack of `L = 6` layers as lesson task 29 counts it, "
+                 "model width 256, 4 heads and MLP width 1024; then the stack of `L = 6` layers as the course's exercise on the decoder stack counts it, "
                  "weight matrices only, without biases and LayerNorms. The count assumes that each head has widths ",
                  b.notation)
              + inline(sp.Eq(d_k, sp.Eq(d_v, d_model / heads, evaluate=False), evaluate=False), b.notation)

@@ -216,7 +216,7 @@ def figure_environment(path: Path, tex_dir: Path, caption: str, width: str | Non
     own size (or scaled down to the text width, :func:`figure_scale`) unless ``width`` is given."""
     rel = href if href is not None else Path(path).resolve().relative_to(Path(tex_dir).resolve()).as_posix()
     size = f"width={width}" if width else f"scale={figure_scale(path):.3f}"
-    return ("\\begin{figure}[tbp]\n\\centering\n"
+    return ("\\begin{figure}[htbp]\n\\centering\n"
             f"\\includegraphics[{size}]{{{rel}}}\n\\caption{{{caption}}}"
             + (f"\\label{{{label}}}" if label else "") + "\n\\end{figure}")
 
@@ -403,7 +403,7 @@ class Transposed(__import__("sympy").Function):
 
 def shift_report_rows(report, notation: Notation) -> list[list[str]]:
     """The properties a :class:`derive.positional.ShiftReport` establishes, as typeset statements with
-    their verdicts (never the report's ASCII text)."""
+    whether each is proved, "yes" or "no" (never the report's ASCII text)."""
     import sympy as sp
 
     from seqgrad.derive.latex_layout import inline
@@ -428,7 +428,7 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
                                  "no scalar `alpha(k)` makes the two sides equal for every `pos` (at `pos = 0` the right "
                                  "side is 0), and no rotation shifts it", notation),
                            report.unpaired_no_scalar))
-    return [[inline(st, notation), note, "holds" if ok else "\\textbf{fails}"] for st, note, ok in statements]
+    return [[inline(st, notation), note, "yes" if ok else "\\textbf{no}"] for st, note, ok in statements]
 
 
 def source_tex(source: str, notation: Notation) -> str:

@@ -74,6 +74,20 @@ def for_scope(text: str) -> str:
     return "for " + text
 
 
+_EVERY = re.compile(r"all ((?:\w+, )*\w+) >= 1")
+
+
+def implied_scopes(scopes: Sequence[str]) -> set[str]:
+    """The scopes "all n >= 1" that another of ``scopes`` includes ("all T >= 1" beside "all T, d >= 1"): a footnote
+    says the wider one only.
+
+    >>> sorted(implied_scopes(["all T, d, d_k, d_v >= 1", "all T >= 1", "all n >= 1"]))
+    ['all T >= 1']
+    """
+    sizes = {s: set(m.group(1).split(", ")) for s in scopes if (m := _EVERY.fullmatch(s.strip()))}
+    return {s for s, names in sizes.items() if any(names < other for other in sizes.values())}
+
+
 def proof_mark(b, names: Sequence[str]) -> str:
     """"proved for every d >= 1" for the catalogue entries ``names`` (each proved now, within the
     document's time for a proof); "NOT proved" where one fails, "not proved within S s here" where one is slow."""
@@ -82,7 +96,7 @@ def proof_mark(b, names: Sequence[str]) -> str:
 
     from .latex_parts import prove_within
 
-    said, bad, slow = [], [], []
+    said, bad, slow, proved = [], [], [], []
     for name in names:
         entry = catalogue.get(name)
         proof = prove_within(entry, b.proof_seconds)
@@ -91,9 +105,12 @@ def proof_mark(b, names: Sequence[str]) -> str:
         elif not proof.holds:
             bad.append(name)
         else:
-            text = for_scope(scope(entry.scope).latex(b.notation))
-            if text not in said:
-                said.append(text)
+            proved.append(entry.scope)
+    implied = implied_scopes(proved)
+    for entry_scope in proved:
+        text = for_scope(scope(entry_scope).latex(b.notation))
+        if entry_scope not in implied and text not in said:
+            said.append(text)
     out = []
     if said:
         out.append("proved " + "; ".join(said))
@@ -257,6 +274,7 @@ def rnn_section(b) -> Part:
 
     from .latex_parts import check_status
 
+    b = with_section_letters(b, "rnn")
     scalar = builtin_cells.rnn_cell().general()
     # the general vector cell: biases, and a loss at every step (the course's loss on the last output is the case
     # e_t = 0 for t < T - 1)
@@ -430,9 +448,10 @@ def gates_section(b) -> Part:
         body += [_words(f"Worked example, the {title} at `t = 1`: the one-step Jacobian is the carry, the path at fixed "
                         "gates and candidate, plus the other paths: through the update gate (the term with `w_hu`) and "
                         "through the candidate, by its recurrent weight (the term with `w_hn*r_1`) and through the reset "
-                        "gate inside it (the term with `w_hr`).", b),
-                 _display([(J, split.full), (sp.Symbol("\\text{carry}"), split.carry),
-                           (sp.Symbol("\\text{gates and candidate}"), split.gate_terms)], b)]
+                        "gate inside it (the term with `w_hr`):", b),
+                 _display([(J, split.full)], b),
+                 _words("The carry is {carry}; what the gates and the candidate add is the rest:", b, carry=split.carry),
+                 _display([(sp.Add(J, -split.carry, evaluate=False), split.gate_terms)], b)]
     shown = " (Figure~\\ref{fig:gradient-flow-rnn-gru-lstm})" if b.shows("paths", "gradient-flow-rnn-gru-lstm") else ""
     body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
                        "carries shrink only by the gate's value per step, where a plain RNN's product shrinks by its "
@@ -464,6 +483,7 @@ def positional_section(b) -> Part:
                "to its embedding as a vector of sines and cosines, one frequency per pair of coordinates:", b),
         _display([(PE(pos, 2 * j), sp.sin(omega * pos)), (PE(pos, 2 * j + 1), sp.cos(omega * pos)),
                   (omega, sp.Pow(10000, -2 * j / D, evaluate=False))], b),
+        _figure(b, "positional"),
         _words("General result: shifting the position by `k` rotates every pair of coordinates by the angle "
                "{angle}, for every width and every pair; the rotation does not depend on `pos`, so a fixed offset is "
                "a fixed linear map:", b, angle=omega * _s("k")) + mark,
@@ -473,9 +493,8 @@ def positional_section(b) -> Part:
                "them: {Rk} is the block-diagonal matrix of one rotation per pair, the transpose of the matrix above at "
                "that pair's frequency, and {alpha} stands for any number that depends on `k` alone:", b, Rk=sp.Function("R")(k), alpha=sp.Function("alpha")(k)),
         _display(odd.R.rows()[:2], b),
-        "\\begin{center}\n" + tabular(["statement", "", "verdict"], shift_report_rows(report, b.notation),
+        "\\begin{center}\n" + tabular(["statement", "remark", "proved"], shift_report_rows(report, b.notation),
                                        "l" + "p{6cm}" + "l") + "\n\\end{center}",
-        _figure(b, "positional"),
     ]
     return Part("\n\n".join(p for p in body if p), _audit(b, ["derive.positional"], (), "positional"))
 
@@ -591,6 +610,7 @@ def residual_section(b) -> Part:
     ln = blocks.layernorm_program()
     checks = section_checks(b, ["transformer.layernorm*", "transformer.residual_jacobians"])
     jac = catalogue.get("layernorm-jacobian").statement()
+    i_, j_, r_ = sp.symbols("i j r", integer=True)  # features i, j of one row r
     body = [
         _words("LayerNorm normalises each row of {X} ({shape}) over its `d` features, with the population variance "
                "and `epsilon` inside the square root (as torch.nn.LayerNorm), then scales by {gamma} and shifts by "
@@ -608,7 +628,13 @@ def residual_section(b) -> Part:
                std=_rules().RowStd(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
                norm=_rules().Normalize(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
                mean=_rules().RowMean(_s("X", 2, 2)), X=_s("X", 2, 2)),
-        _words("Its Jacobian, entry by entry, for every `d`:", b)
+        _words("Each row is normalised on its own, so fix one, row `r`: write {x} for it ({shape}, its entries {xj}), "
+               "{sigma} for its standard deviation ({sd}) and {xhat} for its normalised entries ({xh}). Now `i` and `j` "
+               "both index features of that row. Its Jacobian, entry by entry, for every `d`:", b,
+               x=_s("x", 1, 2), shape=Shape(_s("1"), _s("d")),
+               xj=sp.Eq(sp.IndexedBase("x")[j_], _s("X", 2, 2)[r_, j_], evaluate=False),
+               sigma=sp.Symbol("sigma"), sd=sp.Eq(sp.Symbol("sigma"), sp.Symbol("s_r"), evaluate=False),
+               xhat=sp.IndexedBase("xhat")[i_], xh=sp.Eq(sp.IndexedBase("xhat")[i_], sp.Symbol("xhat_ri"), evaluate=False))
         + verification(b, proofs=["layernorm-jacobian", "layernorm-jacobian-kills-constants"],
                        source=catalogue.get("layernorm-jacobian").source, appendix="residual"),
         _display([(jac.lhs, scaled_bracket(jac.rhs))], b),
@@ -834,17 +860,28 @@ def decoder_section(b) -> Part:
 #: (:data:`crosscheck.latexdoc.NOTES_LETTERS`). A letter the notation itself renames is left to it.
 SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": "K", "p": "u", "q": "v"}}
 
+#: Names of whole symbols in one section only (symbol name -> the name printed): the vector RNN's output layer is
+#: W_y, b_y, as the scalar cell's w_y (:data:`crosscheck.latexdoc.NOTES_SYMBOL_NAMES`), since b_o is the LSTM's
+#: output-gate bias, W_o a convolution's output width and W_O the attention's output map. A name the notation
+#: itself renames is left to it.
+SECTION_SYMBOL_NAMES = {"rnn": {"W_o": "W_y", "b_o": "b_y"}}
+
 
 def with_section_letters(b, section: str):
-    """``b`` with the letters of ``section`` (:data:`SECTION_LETTERS`) in its notation; the renames the section's
-    formulas apply are recorded in the document's notation (so an unused ``--symbol`` is still found)."""
+    """``b`` with the letters of ``section`` (:data:`SECTION_LETTERS`) and its symbol names
+    (:data:`SECTION_SYMBOL_NAMES`) in its notation; the renames the section's formulas apply are recorded in the
+    document's notation (so an unused ``--symbol`` is still found)."""
     import dataclasses
 
     letters = {k: v for k, v in SECTION_LETTERS.get(section, {}).items()
                if k not in b.notation.letters and k not in b.notation.symbol_names}
-    if not letters:
+    plain = b.notation.replace(bold=False)
+    names = {k: plain.latex(sp.Symbol(v)) for k, v in SECTION_SYMBOL_NAMES.get(section, {}).items()
+             if k not in b.notation.symbol_names}
+    if not letters and not names:
         return b
-    notation = b.notation.replace(letters={**b.notation.letters, **letters})
+    notation = b.notation.replace(letters={**b.notation.letters, **letters},
+                                  symbol_names={**b.notation.symbol_names, **names})
     object.__setattr__(notation, "_used", b.notation._used)  # one record of the renames applied
     return dataclasses.replace(b, notation=notation)
 
@@ -900,23 +937,26 @@ def contents_sentence(bodies: dict[str, str]) -> str:
     """What the sections hold, from their text (``bodies``: section name -> body): the model and the general result in
     every one; a worked example (:data:`WORKED_EXAMPLE`) and a figure where a section has them, named by number.
 
+    The notation (Section 1) is no such section: the sentence counts the sections after it.
+
     >>> contents_sentence({"rnn": "Worked example: ...", "paths": "\\\\begin{figure} ...", "gates": ""})
-    'Each section states the model, then the general result (for every sequence length and every width). Section~\\\\ref{sec:rnn} works a small instance as an example; Section~\\\\ref{sec:paths} has a figure that shows the point.'
-    >>> contents_sentence({"a": "Worked example", "b": "Worked example", "c": ""})[-75:]
-    'Every section but Section~\\\\ref{sec:c} works a small instance as an example.'
+    'Each section after the notation states the model, then the general result (for every sequence length and every width). Section~\\\\ref{sec:rnn} works a small instance as an example; Section~\\\\ref{sec:paths} has a figure that shows the point.'
+    >>> contents_sentence({"a": "Worked example", "b": "Worked example", "c": ""})[-71:]
+    'Every one but Section~\\\\ref{sec:c} works a small instance as an example.'
     """
     worked = [n for n, body in bodies.items() if WORKED_EXAMPLE in body]
     figures = [n for n, body in bodies.items() if _has_figure(body)]
-    text = "Each section states the model, then the general result (for every sequence length and every width)."
+    text = ("Each section after the notation states the model, then the general result (for every sequence length and "
+            "every width).")
     if set(worked) == set(figures) == set(bodies):
         return text[:-1] + ", then a small worked example and a figure that shows the point."
 
     def which(have: list[str], singular: str, plural: str) -> str:
         missing = [n for n in bodies if n not in have]
         if not missing:
-            return f"every section {singular}"
+            return f"every one {singular}"
         if len(missing) < len(have):
-            return f"every section but {_section_list(missing)} {singular}"
+            return f"every one but {_section_list(missing)} {singular}"
         return f"{_section_list(have)} {singular if len(have) == 1 else plural}"
 
     said = [which(worked, "works a small instance as an example", "work a small instance as an example")] if worked else []
@@ -970,7 +1010,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("w_x"), "input weight of the scalar cell (a second index names a gate: input to reset gate)", one),
         (sp.Symbol("w_h"), "recurrent weight of the scalar cell", one), (sp.Symbol("w_o"), "output weight (of the output layer, which computes the prediction)", one),
         (M("W_x", H, D), "input weights of the vector cell, stored output by input", Shape(H, D)),
-        (M("W_h", H, H), "recurrent weights", Shape(H, H)), (M("W_y", C, H), "output weights", Shape(C, H)),
+        (M("W_h", H, H), "recurrent weights", Shape(H, H)), (M(SECTION_SYMBOL_NAMES["rnn"]["W_o"], C, H), "output weights of the vector cell", Shape(C, H)),
         (sp.Symbol("b"), "a bias", one),
         (sp.Symbol("tau"), "an earlier step, the start of a path back in time", one),
         (sp.Symbol("rho"), "a bound on the absolute value (the norm) of every factor of a path product", one),

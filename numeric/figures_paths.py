@@ -145,7 +145,8 @@ def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0, gate_bia
     plain RNN's products of ``diag(phi') W_h`` shrink it.  Solid: ``||dL/dh_s||_2`` by autograd
     (``L = h_{T-1} . v``) against the distance ``T-1-s``, for the RNN, the GRU and the LSTM at PyTorch's
     default initialisation (gate biases near 0, gates near 0.5) and with the keeping gate's bias raised by
-    ``gate_bias``; dashed: the mean fixed-gate carry product ``prod u_t`` / ``prod f_t``."""
+    ``gate_bias``; dashed: the mean fixed-gate carry product ``prod u_t`` / ``prod f_t``.  The axis spans every value
+    drawn."""
     T = validate.integer("T", T, minimum=2)
     gate_bias = validate.real("gate_bias", gate_bias)
     cells = gradient_flow_cells(width, seed=seed)
@@ -156,23 +157,30 @@ def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0, gate_bia
                 ("LSTM", with_gate_bias(cells["LSTM"], "f", gate_bias), f"$b_f + {gate_bias:g}$")]
     colors = {("RNN", "default init"): "0.2", ("GRU", "default init"): "tab:orange", ("LSTM", "default init"): "tab:green"}
     X = np.random.default_rng(seed + 1).standard_normal((T, 4))
-    artists = []
+    # the raised-bias curves lie on top of one another near 1: each cell its own marker (GRU circles, LSTM squares;
+    # filled on the gradient, open on the carry product), set at different steps so that each stays visible
+    marks = {"GRU": ("o", 0), "LSTM": ("s", 5)}
+    artists, lowest = [], np.inf
     for name, w, setting in variants:
         flow = paths.gradient_flow(w, X)
-        color = colors[(name, setting)] if (name, setting) in colors else {"GRU": "tab:red", "LSTM": "tab:blue"}[name]
-        line = ax.plot(flow.distance, flow.grad_norm, color=color,
-                       label=f"{name}, {setting}: " + r"$\|\partial L/\partial h_\tau\|_2$")[0]
+        raised = (name, setting) not in colors
+        color = colors[(name, setting)] if not raised else {"GRU": "tab:red", "LSTM": "tab:blue"}[name]
+        marker, start = marks[name] if raised else (None, 0)
+        line = ax.plot(flow.distance, flow.grad_norm, color=color, lw=1.8, marker=marker, ms=4,
+                       markevery=(start, 10), label=f"{name}, {setting}: " + r"$\|\partial L/\partial h_\tau\|_2$")[0]
         artists.append(line)
+        lowest = min(lowest, np.min(flow.grad_norm))
         if flow.carry_at_fixed_gates is not None:
             gate = "u" if name == "GRU" else "f"
-            artists.append(ax.plot(flow.distance, flow.carry_at_fixed_gates, ls="--", color=color, lw=1,
+            artists.append(ax.plot(flow.distance, flow.carry_at_fixed_gates, ls="--", color=color, lw=1.1, marker=marker,
+                                   ms=5, mfc="white", markevery=(start + 2, 10),
                                    label=f"{name}, {setting}: mean " + rf"$\prod {gate}_t$")[0])
-    floor = np.finfo(np.float64).eps
+            lowest = min(lowest, np.min(flow.carry_at_fixed_gates))
     ax.set_yscale("log")
-    ax.set_ylim(bottom=floor)
-    ax.axhline(floor, color="0.6", lw=0.8, ls=":")
+    # every value drawn: a product of gates is not limited by the machine epsilon (the default GRU's goes below it)
+    ax.set_ylim(bottom=lowest / 3)
     ax.set_xlabel(r"distance $T - 1 - \tau$ (steps back from the loss)")
-    ax.set_ylabel("gradient norm (down to machine epsilon)")
+    ax.set_ylabel("gradient norm (solid), mean carry product (dashed)")
     ax.set_title(f"Gates held open keep the gradient (state width {width}, T = {T})")
     # below the axes, in two columns: inside, at any corner, it hid the curves of the default initialisation
     ax.legend(fontsize=7.5, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False)

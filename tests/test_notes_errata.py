@@ -79,11 +79,11 @@ def test_3_the_parameter_counts_state_the_head_width_assumption(tmp_path):
 
 def test_4_the_vector_recursion_says_gz_T_is_zero_where_it_is_stated(tmp_path):
     body = notes.rnn_section(_build(tmp_path)).body
-    recursion = r"\mathbf{g}^{h}_{t}                                   &= \mathbf{e}_{t} \mathbf{W}_{o} + \mathbf{g}^{z}_{t+1} \mathbf{W}_{h}"
+    recursion = r"\mathbf{g}^{h}_{t}                                   &= \mathbf{e}_{t} \mathbf{W}_{y} + \mathbf{g}^{z}_{t+1} \mathbf{W}_{h}"
     assert recursion in body
     said = body.index(r"Backwards, with $\mathbf{g}^{z}_{T} = \mathbf{0}$")
     between = body[said:body.index(recursion)]  # the sentence, then the display that holds the recursion
-    assert between.count("\\begin{align*}") == 1 and r"$\mathbf{e}_{T-1} \mathbf{W}_{o}$" in between
+    assert between.count("\\begin{align*}") == 1 and r"$\mathbf{e}_{T-1} \mathbf{W}_{y}$" in between
 
 
 def test_4_with_gz_T_zero_the_recursion_gives_autograds_last_state_gradient():

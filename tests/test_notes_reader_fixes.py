@@ -133,7 +133,9 @@ def test_a_section_letter_leaves_the_users_rename_and_records_what_it_applied(tm
     from seqgrad.derive.latex_settings import Notation
 
     b = _build(tmp_path)
-    assert notes.with_section_letters(b, "rnn") is b
+    assert notes.with_section_letters(b, "paths") is b  # a section without letters or names of its own
+    assert dict(notes.with_section_letters(b, "rnn").notation.symbol_names) == {"W_o": "W_{y}", "b_o": "b_{y}"}
+    assert notes.with_section_letters(_build(tmp_path, Notation(symbol_names={"W_o": "V"})), "rnn").notation.symbol_names["W_o"] == "V"
     own = notes.with_section_letters(b, "conv")
     assert own.notation.letters["K"] == r"\kappa" and "K" not in b.notation.letters
     own.notation.latex(sp.Symbol("K_pq"))
@@ -148,7 +150,7 @@ def test_the_general_bptt_comes_before_the_three_step_example(tmp_path):
     body = notes.rnn_section(_build(tmp_path)).body
     example = body.index("Worked example: three steps")
     general = body[:example]
-    assert r"\mathbf{g}^{h}_{t}                                   &= \mathbf{e}_{t} \mathbf{W}_{o} + \mathbf{g}^{z}_{t+1} \mathbf{W}_{h}" in general
+    assert r"\mathbf{g}^{h}_{t}                                   &= \mathbf{e}_{t} \mathbf{W}_{y} + \mathbf{g}^{z}_{t+1} \mathbf{W}_{h}" in general
     for lhs in (r"\mathbf{W}_{h}} &= \sum_{t=0}^{T - 1} (\mathbf{g}^{z}_{t})^{\top} \mathbf{h}_{t-1}",
                 r"\mathbf{b}_{h}} &= \sum_{t=0}^{T - 1} \mathbf{g}^{z}_{t}",
                 r"\frac{\partial \mathbf{h}_{t}}{\partial \mathbf{h}_{\tau}} &= \mathbf{J}_{t} \mathbf{J}_{t-1} \cdots \mathbf{J}_{\tau+1}",

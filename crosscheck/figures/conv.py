@@ -63,8 +63,9 @@ def plot_receptive_field(ax, reads: list[np.ndarray], kernels, strides, formula:
     ax.set_yticks(range(len(reads)), ["input"] + [f"layer {l}" for l in range(1, len(reads))])
     ax.set_ylim(-0.8, len(reads) - 0.5)
     ax.set_xlabel("input position (units drawn at the centre of the input they read)")
-    ax.set_title(f"kernel sizes {', '.join(map(str, kernels))}, strides {', '.join(map(str, strides))}: "
-                 f"measured extent {extent}, formula {formula}")
+    field = (f"receptive field {extent}, measured and by the formula" if extent == formula else
+             f"receptive field {extent} measured, {formula} by the formula")
+    ax.set_title(f"kernel sizes {', '.join(map(str, kernels))}, strides {', '.join(map(str, strides))}\n{field}")
     return {"points": points, "extent": extent}
 
 

@@ -18,9 +18,12 @@ SECONDS = 0.2  # see crosscheck.figures
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
-    "decoder_cross_attention": "Cross-attention in the lesson's generation example: for each generated token (rows, with "
-        "the positions it may see) the weights on the source words (columns), one panel per head. Each row sums to 1; a "
-        "row shows which source word the decoder reads to write that token.",
+    "decoder_cross_attention": "Cross-attention in the lesson's generation example, one panel per head. Row t is the "
+        "newest position at step t of the greedy generation (positions from 0, as the notes count steps): it sees "
+        "positions 0 to t, its input is the token written at the step before (the start token at position 0), and it "
+        "writes the token after the arrow. Each row sums to 1 (its weights on the source words, the columns). The query "
+        "is the row's input token, so a row's weight can peak on the source word of the token it reads, one word behind "
+        "the token it writes.",
 }
 HELP = "the lesson's generation example I love ML -> Я люблю МО: cross-attention weights of each step, per head"
 #: the group of checks that computes this set's data: ``seqgrad check`` draws the set in that group's task
@@ -29,19 +32,24 @@ GROUP = "decoder"
 
 
 def plot_cross_attention(ax, weights: np.ndarray, source: list[str], steps: list[str], title: str = "") -> dict:
-    """``weights``: steps x source positions (each row sums to 1); rows are the generation steps."""
-    from seqgrad.latex_table import format_sigfig
-
+    """``weights``: steps x source positions (each row sums to 1); rows are the generation steps.  Every cell is
+    written with three decimals (one format: 0.918, 0.017, 0.002)."""
     image = ax.imshow(weights, vmin=0.0, vmax=1.0, cmap="viridis")
     ax.set_xticks(range(len(source)), source)
     ax.set_yticks(range(len(steps)), steps)
     ax.set_xlabel("source word (keys, values)")
-    ax.set_ylabel("generation step (query)")
+    ax.set_ylabel("position t: input \u2192 written (query)")
     if title:
         ax.set_title(title)
-    texts = [ax.text(j, i, format_sigfig(v), ha="center", va="center", fontsize=8, color="w" if v < 0.6 else "k")
+    texts = [ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=8, color="w" if v < 0.6 else "k")
              for (i, j), v in np.ndenumerate(weights)]
     return {"image": image, "texts": texts}
+
+
+def step_labels(gen, words) -> list[str]:
+    """A row's label: the position t (from 0), the token it reads (its input: the one written at step t - 1, or <start>)
+    and the token it writes, ``"1: \u044f \u2192 \u043b\u044e\u0431\u043b\u044e"``."""
+    return [f"{s.t}: {words[gen.ids[s.t]]} \u2192 {words[s.token]}" for s in gen.steps]
 
 
 def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> list[Path]:
@@ -57,7 +65,7 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> l
     model, sv, tv, _ = lesson_example()
     gen = model.generate(sv.encode("I love ML"), 10, attention=True)
     A = np.stack([s.cross_attention.numpy() for s in gen.steps], axis=1)  # heads x steps x source
-    steps = [f"{s.t + 1}: sees 0\u2013{s.visible[-1]}, writes {tv.words[s.token]}" for s in gen.steps]
+    steps = step_labels(gen, tv.words)
     fig = Figure(figsize=(6.5, 2.9 * A.shape[0] + 0.4), layout="constrained")  # one head under the other: the text's width
     axes = fig.subplots(A.shape[0], 1)
     art = None

@@ -1,0 +1,204 @@
+"""Issue 25 (second review of the handout, sections 1-10): the vector RNN's output layer is W_y, b_y; floats stay in
+their sections; the decoder figure's rows name the token written.  Read from the handout as the command writes it."""
+import re
+
+import pytest
+
+from seqgrad.crosscheck.cli import main
+
+
+@pytest.fixture(scope="module")
+def handout(tmp_path_factory):
+    out = tmp_path_factory.mktemp("front") / "notes.tex"
+    assert main(["latex", str(out), "--standalone", "--jobs", "1"]) == 0
+    return out.read_text()
+
+
+def section(tex: str, title: str) -> str:
+    """The text of the section called ``title``, up to the next section (or the appendix)."""
+    start = tex.index("\\section{" + title)
+    ends = [i for i in (tex.find("\\section{", start + 1), tex.find("\\appendix", start)) if i > 0]
+    return tex[start:min(ends)]
+
+
+def test_vector_rnn_output_layer_is_w_y(handout):
+    rnn = section(handout, "Recurrent networks")
+    assert r"\mathbf{W}_{o}" not in rnn and r"\mathbf{b}_{o}" not in rnn
+    assert r"\mathbf{h}_{t} \mathbf{W}_{y}^{\top} + \mathbf{b}_{y}" in rnn
+    assert r"\partial \mathbf{W}_{y}}" in rnn and r"\partial \mathbf{b}_{y}}" in rnn
+
+
+def test_notation_table_names_the_output_weights_and_keeps_the_other_o(handout):
+    notation = section(handout, "Notation")
+    assert re.search(r"^\$\\mathbf\{W\}_\{y\}\$ & output weights of the vector cell", notation, re.M)
+    assert "$W_{o}$, of output columns" in notation  # the convolution's output width is still W_o
+    assert "+ b_{o}" in section(handout, "Gated cells")  # and the LSTM's output-gate bias b_o
+
+
+@pytest.mark.slow
+@pytest.mark.tex
+def test_every_figure_is_printed_inside_its_own_section(handout, tmp_path):
+    """Compiled, each figure's caption is read (top to bottom, page by page) after its section's heading and before
+    the next section's: a figure that floated past the next heading (Figure 3 into Section 6, 5 into 9, 6 into 10)
+    is printed in the wrong section."""
+    import shutil
+    import subprocess
+
+    from seqgrad.crosscheck import latexdoc
+
+    if not (shutil.which("pdflatex") and shutil.which("pdftotext")):
+        pytest.skip("no TeX engine/poppler")
+    tex = tmp_path / "notes.tex"
+    assert main(["latex", str(tex), "--standalone", "--jobs", "1"]) == 0
+    source = tex.read_text()
+    body = source[:source.index("\\appendix")]
+    titles = re.findall(r"\\section\{([^}]*)\}", body)
+    owner = {}  # figure number -> the index of the section whose source holds it
+    for i, part in enumerate(re.split(r"\\section\{[^}]*\}", body)[1:]):
+        for _ in re.findall(r"\\begin\{figure\}", part):
+            owner[len(owner) + 1] = i
+    assert len(owner) >= 7
+    pdf = latexdoc.compile_pdf(tex, tmp_path / "build", passes=2)
+    pages = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True).stdout.split("\f")
+    contents = max(i for i, page in enumerate(pages) if re.search(r"^\s*Contents\s*$", page, re.M))
+    text = "\f".join(pages[contents + 1:])  # after the contents, which list the headings too
+    starts, at = [], 0  # where each section's heading is printed
+    for number, title in enumerate(titles, 1):
+        heading = re.compile(rf"^\s*{number}\s+{re.escape(title[:20])}", re.M)
+        at = heading.search(text, at).start()
+        starts.append(at)
+    starts.append(len(text))
+    for number, section in owner.items():
+        caption = text.index(f"Figure {number}:")
+        assert starts[section] < caption < starts[section + 1], (number, titles[section])
+
+
+def test_the_first_section_starts_below_the_notation_table(handout):
+    """The notation table ended with a forced page break: its last page stayed three quarters empty."""
+    between = handout[handout.index("\\end{longtable}"):handout.index("\\section{Recurrent")]
+    assert "\\clearpage" not in between and "\\newpage" not in between
+
+
+def test_decoder_rows_name_the_token_read_and_the_token_written():
+    """Row t of the cross-attention figure is the query of position t: its input is the token written at step t - 1
+    (<start> at 0), and it writes gen.steps[t].token. The old labels counted rows from 1 and named only the token
+    written, under a caption that said the row's peak was the word read to write it; head 2 peaks one word behind."""
+    import numpy as np
+
+    from seqgrad.crosscheck.figures import decoder
+    from seqgrad.numeric.decoder import SOURCE_WORDS, TARGET_WORDS, lesson_example
+
+    model, sv, tv, _ = lesson_example()
+    gen = model.generate(sv.encode("I love ML"), 10, attention=True)
+    labels = decoder.step_labels(gen, tv.words)
+    assert labels[:4] == ["0: <start> \u2192 \u044f", "1: \u044f \u2192 \u043b\u044e\u0431\u043b\u044e",
+                          "2: \u043b\u044e\u0431\u043b\u044e \u2192 \u043c\u043e", "3: \u043c\u043e \u2192 <end>"]
+    # the caption's claim: some row peaks on the source word of the token it reads, not of the token it writes
+    aligned = {TARGET_WORDS.index(w): SOURCE_WORDS.index(s) for w, s in zip(TARGET_WORDS[2:], SOURCE_WORDS)}
+    behind = [(h, s.t) for s in gen.steps for h, row in enumerate(s.cross_attention.numpy())
+              if gen.ids[s.t] in aligned and s.token in aligned and int(np.argmax(row)) == aligned[gen.ids[s.t]]]
+    assert behind, "no row peaks on the source word of its input"
+    caption = decoder.CAPTIONS["decoder_cross_attention"]
+    assert "one word behind the token it writes" in caption and "positions from 0" in caption
+    assert "reads to write that token" not in caption
+
+
+def test_decoder_cells_have_one_format(tmp_path):
+    from matplotlib.figure import Figure
+    import numpy as np
+
+    from seqgrad.crosscheck.figures import decoder
+
+    fig = Figure()
+    art = decoder.plot_cross_attention(fig.subplots(), np.array([[0.34, 0.0653, 0.5947], [0.00232, 0.017, 0.98068]]),
+                                       ["i", "love", "ml"], ["0: a", "1: b"])
+    assert [t.get_text() for t in art["texts"]] == ["0.340", "0.065", "0.595", "0.002", "0.017", "0.981"]
+
+
+def test_the_title_page_has_no_program_as_author(handout):
+    preamble = handout[:handout.index("\\begin{document}")]
+    assert "\\author{}" in preamble and "\\date{Generated with seqgrad}" in preamble
+    assert "generated by seqgrad" not in handout
+
+
+def test_no_program_phrasing_in_the_text(handout):
+    body = handout[:handout.index("\\appendix")]
+    assert "\\text{carry}" not in body and "\\text{gates and candidate}" not in body  # words as left-hand sides
+    assert "\\frac{\\partial h_{1}}{\\partial h_{0}} - u_{1} &=" in body  # the rest after the carry, as a formula
+    for phrase in ("block program", "lesson task", "second evidence", "measured extent"):
+        assert phrase not in body, phrase
+    header = re.search(r"\\toprule\n(statement &[^\n]*)\\\\", section(handout, "Positional encoding")).group(1)
+    assert all(cell.strip() for cell in header.split("&")) and "verdict" not in header
+
+
+def test_a_footnote_says_a_scope_once(handout):
+    """'Proved for every T, d, d_k, d_v >= 1; for every T >= 1.': the second scope is inside the first."""
+    from seqgrad.crosscheck.notes import implied_scopes
+
+    assert implied_scopes(["all T, d, d_k, d_v >= 1", "all T >= 1"]) == {"all T >= 1"}
+    assert implied_scopes(["all T >= 1", "all d >= 1"]) == set()
+    assert "\\geq 1$; for every $T \\geq 1$" not in handout
+
+
+def test_the_receptive_field_title_is_a_sentence():
+    from matplotlib.figure import Figure
+    import numpy as np
+
+    from seqgrad.crosscheck.figures import conv
+
+    ax = Figure().subplots()
+    kernels, strides = [3, 3, 3], [1, 1, 1]
+    conv.plot_receptive_field(ax, conv.influence(kernels, strides), kernels, strides, 7)
+    assert ax.get_title().endswith("receptive field 7, measured and by the formula")
+
+
+def test_layernorm_jacobian_names_the_row_it_differentiates(handout):
+    """The row statistics use i for the row and j for a feature; the Jacobian's i, j are two features of one row,
+    with s and x_j undefined: the text now fixes a row r and defines x, x_j, s and xhat_i from it."""
+    residual = section(handout, "LayerNorm")
+    start = residual.index(r"\frac{\partial}{\partial {x}_{j}}")
+    before = residual[:start]
+    lead = before[before.rindex("\\end{align*}"):]  # the words between the row statistics and the Jacobian
+    assert "row $r$" in lead and r"${x}_{j} = {X}_{r,j}$" in lead and "$s = s_{r}$" in lead
+    assert r"${\hat{x}}_{i} = \hat{x}_{ri}$" in lead and "$i$ and $j$ both index features" in lead
+
+
+def test_gradient_flow_figure_labels_both_kinds_and_clips_nothing():
+    """Figure 2: the y label covered only the gradient (solid), not the carry products (dashed); the axis stopped at
+    the machine epsilon and cut the default GRU's carry product at step ~53; the raised-bias curves that lie on one
+    another near 1 were told apart by colour and dash alone."""
+    from matplotlib.figure import Figure
+    import numpy as np
+
+    from seqgrad.crosscheck.figures import paths as figure_paths
+    from seqgrad.numeric import figures_paths as fp
+
+    ax = Figure().subplots()
+    lines = fp.plot_gradient_flow(ax)
+    assert "solid" in ax.get_ylabel() and "dashed" in ax.get_ylabel()
+    bottom = ax.get_ylim()[0]
+    assert all(np.min(line.get_ydata()) >= bottom for line in lines)
+    assert min(np.min(line.get_ydata()) for line in lines) < np.finfo(np.float64).eps  # what the caption says
+    raised = [line for line in lines if "+ 3" in line.get_label()]
+    assert len(raised) == 4 and len({(line.get_marker(), line.get_linestyle(), line.get_color()) for line in raised}) == 4
+    assert all(line.get_marker() not in (None, "None", "") for line in raised)
+    caption = figure_paths.CAPTIONS["gradient-flow-rnn-gru-lstm"]
+    assert "The axis stops at the machine epsilon" not in caption and "falls below it" in caption
+
+
+def test_the_receptive_field_titles_fit_the_figure():
+    """The one-line titles ran past the figure's edge at the size it is drawn ("... measured and by the fo")."""
+    from matplotlib.figure import Figure
+
+    from seqgrad.crosscheck.figures import conv
+
+    fig = Figure(figsize=(6.5, 4.6), layout="constrained")  # as conv.write draws it
+    for ax, strides in zip(fig.subplots(2, 1), ([1, 1, 1], [2, 2, 1])):
+        conv.plot_receptive_field(ax, conv.influence([3, 3, 3], strides), [3, 3, 3], strides, 7 if strides[0] == 1 else 15)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    for ax in fig.axes:
+        box = ax.title.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.x1 <= fig.bbox.x1, ax.get_title()
