@@ -558,12 +558,29 @@ def _explicit(node):
     if not isinstance(node, (MatrixExpr, SquaredNorm)) and not node.has(MatrixExpr):
         return node
     args = [_explicit(a) for a in node.args]
+    explicit = _explicit_product(node, args)
+    if explicit is not None:
+        return explicit
     if any(a is not b for a, b in zip(args, node.args)):
         node = node.func(*args)
     value = node.doit(deep=False) if isinstance(node, sp.Basic) else node
     if isinstance(value, MatrixExpr) and not isinstance(value, sp.MatrixBase):
         value = value.as_explicit()
     return value
+
+
+def _explicit_product(node, args):
+    """A sum, matrix product or Hadamard product of explicit operands, carried out directly (SymPy's own
+    ``doit`` first sorts the operands by a key that prints every entry of every matrix); None for anything else."""
+    if not any(isinstance(a, sp.MatrixBase) for a in args):
+        return None
+    if isinstance(node, sp.HadamardProduct) and all(isinstance(a, sp.MatrixBase) for a in args):
+        return sp.ImmutableMatrix(functools.reduce(lambda a, b: a.multiply_elementwise(b), args))
+    if isinstance(node, sp.MatAdd) and all(isinstance(a, sp.MatrixBase) for a in args):
+        return sp.ImmutableMatrix(functools.reduce(operator.add, args))
+    if isinstance(node, sp.MatMul) and all(isinstance(a, sp.MatrixBase) or not isinstance(a, MatrixExpr) for a in args):
+        return sp.ImmutableMatrix(functools.reduce(operator.mul, args))
+    return None
 
 
 def _names(symbols, limit: int = 8) -> str:
