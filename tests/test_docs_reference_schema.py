@@ -23,9 +23,10 @@ TYPES = {
     "array of objects": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
     "array of strings": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
     "string or null": lambda v: v is None or isinstance(v, str),
-    "string or null": lambda v: v is None or isinstance(v, str),
     "number or null": lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)),
     "number or string": lambda v: (isinstance(v, (int, float)) and not isinstance(v, bool)) or v in ("inf", "-inf", "nan"),
+    "number, string or null": lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                                        or v in ("inf", "-inf", "nan"),
 }
 
 
