@@ -79,12 +79,13 @@ class BlockProgram:
     def backward_lines(self) -> list:
         return self.program.definitions(("backward", "gradient"))
 
-    def latex(self) -> str:
-        """The block's program as a complete display (``align*``, see :meth:`derive.program.Program.latex`)."""
-        return self.program.latex()
+    def latex(self, notation=None) -> str:
+        """The block's program as a complete display (``align*``, see :meth:`derive.program.Program.latex`), under
+        ``notation`` (:class:`derive.latex_settings.Notation`)."""
+        return self.program.latex(notation=notation)
 
     def _repr_latex_(self) -> str:
-        return self.latex()  # a complete display, which Jupyter renders as it is
+        return self.program._repr_latex_()  # a complete display under the notebook's notation, rendered as it is
 
     def backward_at(self, values: dict, G, forward: dict, wrt) -> dict:
         """The backward pass at explicit matrices: ``values`` of the inputs (by name), the upstream ``G``, and

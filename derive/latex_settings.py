@@ -129,12 +129,26 @@ class Notation:
             if not isinstance(getattr(self, flag), bool):
                 raise SeqgradTypeError(flag, getattr(self, flag), "True or False")
         object.__setattr__(self, "_used", set())  # the renames a printer has applied (see unused_renames)
+        object.__setattr__(self, "_printed", {})  # printed form -> the symbol names printed so (see rename_collisions)
 
     def unused_renames(self) -> list[str]:
         """The names of ``symbol_names`` and the letters of ``letters`` (beyond the text's own) that no
         formula printed with this notation has used so far: a rename of a name that does not occur."""
         wanted = set(self.symbol_names) | {b for b, tex in self.letters.items() if TEXTBOOK_LETTERS.get(b) != tex}
         return sorted(wanted - self._used)
+
+    def printed(self, name: str, out: str) -> str:
+        """Record that a printer wrote the symbol ``name`` as ``out`` (for :meth:`rename_collisions`); return ``out``."""
+        key = re.sub(r"([_^])\{([^{}\s])\}", r"\1\2", re.sub(r"\s+", "", out))  # w_{x} and w_x read the same
+        self._printed.setdefault(key, set()).add(name)
+        return out
+
+    def rename_collisions(self) -> list[tuple[str, list[str]]]:
+        """Each printed form that a rename gave to two or more symbols (``W_Q`` renamed ``V`` beside the symbol ``V``),
+        with their names: a formula in which two quantities read the same."""
+        letters = {b for b, tex in self.letters.items() if TEXTBOOK_LETTERS.get(b) != tex}
+        renamed = lambda name: name in self.symbol_names or re.match(r"[^_^{]*", name).group(0) in letters
+        return [(out, sorted(names)) for out, names in self._printed.items() if len(names) > 1 and any(map(renamed, names))]
 
     def __reduce__(self):
         """Pickle as plain settings (worker processes build document sections with a copy)."""
@@ -323,6 +337,9 @@ class NotationPrinter(LatexPrinter):
     _print_DiagonalizeVector = _print_DiagMatrix
 
     def _print_Symbol(self, expr, style="plain"):
+        return self.notation.printed(expr.name, self._symbol(expr, style))
+
+    def _symbol(self, expr, style):
         n = self.notation
         if expr.name in n.symbol_names:
             n._used.add(expr.name)

@@ -31,6 +31,9 @@ class _StrPrinter(StrPrinter):
         that the step letter (t, T) is renamed inside its index too.  Without renames, SymPy's own name."""
         if not self._renames():
             return super()._print_Symbol(expr)
+        return self.notation.printed(expr.name, self._renamed_symbol(expr))
+
+    def _renamed_symbol(self, expr):
         from .sequence import Sensitivity, Stepped
 
         n = self.notation
@@ -46,6 +49,9 @@ class _StrPrinter(StrPrinter):
     def _print_MatrixSymbol(self, expr):
         if not self._renames():
             return super()._print_MatrixSymbol(expr)
+        return self.notation.printed(expr.name, self._renamed_matrix(expr))
+
+    def _renamed_matrix(self, expr):
         from .sequence import SensitivityMatrix, SteppedMatrix
 
         if expr.name in self.notation.symbol_names:

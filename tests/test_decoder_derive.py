@@ -75,6 +75,16 @@ def test_cross_attention_latex_prints_the_explicit_matrices(capsys):
     """``seqgrad derive decoder --part cross --latex`` printed an internal error (an explicit matrix reached the line breaker)."""
     from seqgrad.crosscheck.cli import main
 
-    assert main(["derive", "decoder", "--part", "cross", "--latex"]) == 0
+    assert main(["derive", "decoder", "--part", "cross", "--entries", "--latex"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("\\begin{align*}") and out.rstrip().endswith("\\end{align*}") and r"\mathrm{d}W_{V}" in out
+
+
+def test_cross_attention_cli_prints_the_program_at_symbolic_size(capsys):
+    """``--part cross`` printed only the entries of one query over two keys at width 1 (a page of exponentials);
+    the general result is the block's program: each backward line a matrix equation, as the checks compile it."""
+    from seqgrad.crosscheck.cli import main
+
+    assert main(["derive", "decoder", "--part", "cross"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert {"dV = A.T*G", "dK = 1/sqrt(d_k)*dS.T*Q", "dZ = dK*W_K + dV*W_V", "dW_Q = dQ.T*X"} <= set(lines), lines

@@ -222,7 +222,9 @@ def test_repr_latex_honours_use_in_notebook():
     (["derive", "conv", "--symbol", "K=W", "--symbol", "G=D"], "dL/dW_pq = Sum(D[i, j]*X[i + p, j + q]", "K"),
     (["derive", "decoder", "--latex", "--symbol", "d_model=D"], "8 D^{2}", "d_{model}"),
     (["derive", "decoder", "--symbol", "d_ff=F"], "2*F*d_model", "d_ff"),
-    (["derive", "decoder", "--part", "cross", "--latex", "--symbol", "w=U"], "U_{Q,0,0}", "w_{"),
+    (["derive", "decoder", "--part", "cross", "--entries", "--latex", "--symbol", "w=U"], "U_{Q,0,0}", "w_{"),
+    (["derive", "decoder", "--part", "cross", "--latex", "--symbol", "W_Q=U"], r"\mathbf{X} \mathbf{U}^{\top}", "W_{Q}"),
+    (["derive", "decoder", "--part", "cross", "--symbol", "d_k=n"], "dK = 1/sqrt(n)*dS.T*Q", "d_k"),
 ])
 def test_cli_derive_decoder_and_conv_take_the_notation(argv, renamed, gone, capsys):
     """seqgrad derive decoder / conv take --symbol (and --plain, --decimal-comma with --latex) and every formula they
@@ -244,3 +246,35 @@ def test_cli_derive_decoder_and_conv_refuse_a_rename_that_reaches_nothing(capsys
         assert err.count("\n") == 1 and ("--symbol" in err or "--plain" in err), err
     assert main(["derive", "decoder", "--latex", "--plain", "--decimal-comma"]) == 0
     assert r"\mathbf" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, clash", [
+    (["derive", "decoder", "--part", "cross", "--latex", "--symbol", "W_Q=V"], r"V and W_Q would both print as \mathbf{V}"),
+    (["derive", "decoder", "--part", "cross", "--symbol", "W_Q=V"], "V and W_Q would both print as V"),
+    (["derive", "rnn", "--general", "--latex", "--symbol", "w_h=w_x"], "w_h and w_x would both print as w_x"),  # w_{x} reads w_x
+    (["derive", "conv", "--latex", "--symbol", "K=X"], "K and X would both print as X"),
+])
+def test_cli_derive_refuses_a_rename_that_prints_two_symbols_alike(argv, clash, capsys):
+    """A --symbol that gave one symbol the printed form of another (the weight matrix W_Q renamed V, beside the
+    values V) printed a formula in which two quantities read the same; it is refused, naming both."""
+    from seqgrad.crosscheck.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert clash in err and err.count("\n") == 1, err
+
+
+def test_cli_derive_decoder_entries_only_with_the_cross_part(capsys):
+    from seqgrad.crosscheck.cli import main
+
+    assert main(["derive", "decoder", "--entries"]) == 2
+    assert "--entries" in capsys.readouterr().err
+
+
+def test_cross_attention_program_prints_under_a_notation():
+    """BlockProgram.latex took no notation, so a block's display could not follow the notes' letters."""
+    from seqgrad.derive.blocks import cross_attention_program
+    from seqgrad.derive.latex_settings import Notation
+
+    tex = cross_attention_program().latex(Notation(symbol_names={"W_V": "U", "d_k": "n"}))
+    assert r"\mathrm{d}\mathbf{U}&=\mathrm{d}\mathbf{V}^{\top}\mathbf{Z}" in tex.replace(" ", "") and r"\sqrt{n}" in tex and "W_{V}" not in tex

@@ -70,6 +70,11 @@ def printed_latex(print_with, args) -> str:
     unused = notation.unused_renames() if notation is not None else []
     if unused:
         raise usage("--symbol", ", ".join(unused), "the name (or base letter) of a symbol this derivation prints")
+    clash = notation.rename_collisions() if notation is not None else []
+    if clash:
+        out, names = clash[0]
+        raise usage("--symbol", ", ".join(args.symbol), f"a new name that no other symbol of this derivation prints as "
+                    f"({' and '.join(names)} would both print as {out})")
     return text
 
 

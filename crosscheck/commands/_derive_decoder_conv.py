@@ -25,6 +25,9 @@ def _add_decoder(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=int, default=6, metavar="N", help="decoder layers for --part counts (default 6)")
     p.add_argument("--positions", type=int, default=4, metavar="T", help="target positions for --part causal (default 4, at most 8)")
     p.add_argument("--post-norm", action="store_true", help="post-norm block for --part causal (default pre-norm)")
+    p.add_argument("--entries", action="store_true",
+                   help="for --part cross: every entry of one query over two keys (d_model = d_k = 1) instead of the "
+                        "matrix program at symbolic size")
     p.add_argument("--latex", action="store_true", help="print LaTeX")
     add_notation(p)
 
@@ -33,11 +36,15 @@ def _run_decoder(args) -> str:
     import sympy as sp
 
     from seqgrad.derive import decoder as dd
+    from seqgrad.derive.blocks import cross_attention_program
     from seqgrad.derive.program import latex_aligned
     from seqgrad.derive.program_text import sstr
     from seqgrad import validate
+    from seqgrad.errors import SeqgradValueError
 
     latex_notation(args)  # the notation options are checked before any work
+    if args.entries and args.part != "cross":
+        raise SeqgradValueError("--entries", "given", "only with --part cross")
     if args.part == "counts":
         D = validate.integer("--d-model", args.d_model, minimum=1)
         H = validate.integer("--heads", args.heads, minimum=1)
@@ -68,6 +75,12 @@ def _run_decoder(args) -> str:
         value = dd.DecoderBlock(T, 3, causal=False).counterexample()
         lines.append(f"counterexample without the mask: dO_0/dx_{T - 1} = {float(sp.N(value, 15)):.6g} at an exact rational point")
         return printed_text(lambda n: "\n".join(lines), args)  # no formula: a --symbol renames nothing and is refused
+    if not args.entries:  # the general result: one named matrix equation a line, at symbolic sizes
+        block = cross_attention_program()
+        if args.latex:
+            return printed_latex(block.latex, args)
+        return printed_text(lambda n: "\n".join(f"{sstr(d.target, n)} = {sstr(d.value, n)}"
+                                                for d in block.program.definitions()), args)
     head = dd.CrossAttention(1, 2, 1, 1)
     grads = head.backward()
     rows = [(sp.Symbol(f"d{name}"), grads[name]) for name in ("X", "Z", "W_Q", "W_K", "W_V")]
