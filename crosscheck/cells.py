@@ -225,12 +225,9 @@ def loop_namespace(cell: Cell, backend: str) -> dict:
 
 def _generate(cell: Cell, gen, backend: str) -> str:
     """The loop function's source: the IR of :mod:`crosscheck.loop_ir` (two loops over t read off the
-    general-t derivation, what is not sequential hoisted out of them) through its emitter, or, when that
-    IR has gate form (:func:`crosscheck.cell_loop.gate_layout`), the gate layout of :mod:`crosscheck.cell_loop`."""
-    fn = loop_ir.hoist(loop_ir.cell_loop(cell, gen))
-    layout = cell_loop.gate_layout(fn)
-    if layout is not None:
-        return cell_loop.gated_source(cell, gen, layout, backend)
+    general-t derivation), rewritten by its passes (what is not sequential hoisted out of the loops; the gates
+    fused when the cell has gate form, :func:`crosscheck.cell_loop.fuse_gates`), printed by its emitter."""
+    fn = cell_loop.fuse_gates(loop_ir.hoist(loop_ir.cell_loop(cell, gen)))
     return loop_ir.Emitter(backend, fn.names).source(fn)
 
 
