@@ -387,5 +387,5 @@ class Writer:
         if op.name in ("tanh", "sigmoid"):
             self._emit(f"_{op.name}_into({text}, {out})")
         else:
-            self._emit(f"_op_{op.name}({text}, out={out})")  # bound by lambdify.operation_namespace
+            self._emit(f"_op_{op.name}({text}, out={out})")  # bound by code_printer.operation_namespace
         self._release(temp, self._shape)

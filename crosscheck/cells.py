@@ -45,7 +45,8 @@ from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, 
 
 from . import buffered, cell_loop, loop_ir
 from .cell_source import shape_of
-from .lambdify import BACKENDS, _numpy_namespace, _torch_namespace, operation_namespace, run_generated
+from .code_printer import operation_namespace
+from .lambdify import BACKENDS, _numpy_namespace, _torch_namespace, run_generated
 
 __all__ = ["CellFunction", "RNNFunction", "autograd_twin", "autograd_gradients", "against_autograd", "random_case"]
 
