@@ -4,7 +4,7 @@ Each tree runs in its own processes (its own Python, so each imports its own seq
 processes interleaved (A B A B ...); in each process, after a warm-up call, every loop is called ``--calls``
 times and the median CPU time of a call is kept; the table gives the median over the processes and the
 ratio this tree / the other.  One torch thread, one BLAS thread, float64.  Also derive + compile of the
-D = H = 32 vector tanh cell (``CellFunction(rnn_cell(...))``: the source is the step's, independent of T).
+D = H = 32 RNN, GRU and LSTM cells (``CellFunction(rnn_cell(...))``: the source is the step's, independent of T).
 
     python benchmarks/gate_loops_ab.py --other-python /path/to/venv-of-the-tree-before/bin/python
 """
@@ -52,12 +52,13 @@ def child(calls: int) -> dict:
                 f.fn(*args)
                 times.append(time.process_time() - start)
             out[f"{name}, {backend}"] = statistics.median(times)
-    compile_times = []
-    for _ in range(5):
-        start = time.process_time()
-        CellFunction(rnn_cell(sizes={"D": 32, "H": 32, "C": 1}))
-        compile_times.append(time.process_time() - start)
-    out["derive + compile, D=H=32 tanh cell"] = statistics.median(compile_times)
+    for kind in ("rnn", "gru", "lstm"):  # the source is the step's: nothing here depends on T
+        compile_times = []
+        for _ in range(5):
+            start = time.process_time()
+            CellFunction(make[kind](sizes={"D": 32, "H": 32, "C": 1}))
+            compile_times.append(time.process_time() - start)
+        out[f"derive + compile, D=H=32 {kind} cell"] = statistics.median(compile_times)
     return out
 
 

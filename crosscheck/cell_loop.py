@@ -22,9 +22,11 @@ assignment of the forward loop whose terms are ``x_t W^T``, ``h_{t-1} W^T`` and 
 is used only when the IR's gradients are exactly the gate form (``dW_xk = sum_t (g_t^{z^k})^T x_t``,
 ``dW_hk = sum_t (g_t^{z^k})^T h_{t-1}``, ``db_k = sum_t g_t^{z^k}``, the carry to ``h_{t-1}`` containing
 ``g_t^{z^k} W_hk``, ``dL/dx_t = sum_k g_t^{z^k} W_xk``); a cell of another shape gets the plain loop of
-:mod:`crosscheck.loop_ir`.  The layout is then printed by :func:`gated_source` from the layout and the
-general derivation, beside (not through) the IR's emitter, which prints its loss, rho and in-loop gradient
-terms; the gate fusion as a pass from IR to IR is not built yet.  A user's cell of gate form gets the same
+:mod:`crosscheck.loop_ir`.  The gate fusion is a pass from IR to IR (:func:`fuse_gates`): it rewrites the
+hoisted loops in the layout's statements (:class:`~crosscheck.loop_ir.Alloc`, :class:`~crosscheck.loop_ir.Call`,
+:class:`~crosscheck.loop_ir.View`, :class:`~crosscheck.loop_ir.Write`, ...), keeping the IR's own loss, rho and
+in-loop gradient statements, and the one :class:`~crosscheck.loop_ir.Emitter` prints the result for numpy and
+torch; :func:`helpers` binds the layout's helpers in each backend.  A user's cell of gate form gets the same
 layout as the built-in ones, and every gradient is checked against torch autograd in the tests.
 """
 

@@ -11,11 +11,10 @@ every weight gradient ``sum_t (g_t^z)^T x_t`` and the input gradients are one
 product of the stacked steps after it.  A vector cell built from gates (the
 RNN, GRU, LSTM and a user's cell of the same form) is compiled in the faster
 gate layout of :mod:`crosscheck.cell_loop`; every other cell gets the plain
-loop, the IR of :mod:`crosscheck.loop_ir` (:func:`~crosscheck.loop_ir.cell_loop`
-read off the derivation, rewritten by :func:`~crosscheck.loop_ir.hoist`,
-printed by its :class:`~crosscheck.loop_ir.Emitter`).  Whether a cell has gate
-form is read off that hoisted IR (:func:`crosscheck.cell_loop.gate_layout`); the
-gate layout itself is still printed by :func:`crosscheck.cell_loop.gated_source`.
+loop.  Both are the IR of :mod:`crosscheck.loop_ir` (:func:`~crosscheck.loop_ir.cell_loop`
+read off the derivation, rewritten by :func:`~crosscheck.loop_ir.hoist` and, for
+a cell of gate form, by the fusion pass :func:`crosscheck.cell_loop.fuse_gates`),
+printed by its one :class:`~crosscheck.loop_ir.Emitter`.
 
 :func:`autograd_twin` is the cell's forward program evaluated node by node with
 the operations' torch implementations (:mod:`crosscheck.twin`: no code printed,

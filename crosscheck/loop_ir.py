@@ -8,12 +8,16 @@ a gradient summed step by step (:class:`Accumulate`) and :class:`Loop` ``(index,
 The straight-line program of :func:`crosscheck.lambdify.lambdify` is a Function without a loop
 (:func:`straight_line`); a cell's loop over t is one with two (:func:`cell_loop`, built from the general-t
 derivation :meth:`derive.cell.Cell.general`).  Rewrites are passes from IR to IR: :func:`hoist` moves what is
-not sequential out of the loops.  Whether a cell has gate form is read off the hoisted IR by
-:func:`crosscheck.cell_loop.gate_layout`; the gate loop itself is still printed by
-:func:`crosscheck.cell_loop.gated_source` (a fusion pass from IR to IR, printed here, is not built yet).
-:class:`Emitter` prints the IR as Python source for one backend; numpy and torch differ only in the
-namespace the names are bound to, and an operation with no implementation in the
-backend is refused when the source is printed, naming the operation and the backend.
+not sequential out of the loops, and :func:`crosscheck.cell_loop.fuse_gates` rewrites the hoisted loops of a
+cell of gate form (its layout read off the IR by :func:`crosscheck.cell_loop.gate_layout`) in the gate layout,
+with the statements of a fused loop: :class:`Alloc` (a stack or step buffer taken from the call's workspace
+before the loops), :class:`Temporaries` (where the writes' temporaries are taken), :class:`Call` (a helper of
+the layout: the stacked gate products, the batched recurrent product), :class:`View` (a step of a stack, a
+gate of a block), :class:`Reshape`, :class:`Write` (an elementwise expression written with ``out=`` into its
+buffer, :mod:`crosscheck.buffered`) and :class:`Swap`.  :class:`Emitter`, the one emitter, prints every
+Function (straight-line, plain loop, fused loop) as Python source for one backend; numpy and torch differ only
+in the namespace the names are bound to, and an operation with no implementation in the backend is refused
+when the source is printed, naming the operation and the backend.
 
 >>> from seqgrad.derive.cell import Cell
 >>> cell = Cell("z = w_x*x + w_h*h_prev; h = tanh(z)", states="h", params="w_x w_h w_o", head="w_o*h")

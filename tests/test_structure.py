@@ -245,7 +245,7 @@ def test_crosscheck_has_no_import_circle():
 
 @pytest.mark.parametrize("module", ["cells", "cell_loop", "cell_source", "buffered", "lambdify"])
 def test_the_compiled_loop_modules_are_in_no_import_circle(module):
-    """The cell engine's compilers import downwards only (cells -> cell_loop -> buffered, cell_source ->
+    """The cell engine's compilers import downwards only (cells -> cell_loop -> loop_ir -> buffered, cell_source ->
     lambdify), even through imports inside functions: the pieces both loop layouts share live in
     crosscheck/cell_source.py (once cell_loop imported them from cells, which imports cell_loop)."""
     assert module not in _reachable(module, True, package="crosscheck")
