@@ -28,7 +28,7 @@ from pathlib import Path
 CASES = [("RNN", "rnn", 4096, 64, 8), ("LSTM", "lstm", 64, 1000, 32), ("GRU", "gru", 64, 1000, 32)]
 
 
-def child(calls: int) -> dict:
+def child(calls: int, smoke: bool = False) -> dict:
     import numpy as np
     import torch
 
@@ -40,6 +40,8 @@ def child(calls: int) -> dict:
     make = {"rnn": rnn_cell, "lstm": lstm_cell, "gru": gru_cell}
     out = {"tree": str(Path(seqgrad.__file__).parent.parent)}
     for name, kind, B, T, H in CASES:
+        if smoke:
+            B, T, H = 4, 3, 3
         cell = make[kind](sizes={"D": H, "H": H, "C": 1})
         params, X, y = random_case(cell, np.random.default_rng(0), T, B)
         for backend in ("numpy", "torch"):
@@ -54,7 +56,7 @@ def child(calls: int) -> dict:
             out[f"{name}, {backend}"] = statistics.median(times)
     for kind in ("rnn", "gru", "lstm"):  # the source is the step's: nothing here depends on T
         compile_times = []
-        for _ in range(5):
+        for _ in range(1 if smoke else 5):
             start = time.process_time()
             CellFunction(make[kind](sizes={"D": 32, "H": 32, "C": 1}))
             compile_times.append(time.process_time() - start)
@@ -67,11 +69,14 @@ def main() -> None:
     parser.add_argument("--other-python", help="the Python of the tree to compare against (its venv)")
     parser.add_argument("--processes", type=int, default=6)
     parser.add_argument("--calls", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="one process, one call, tiny sizes, this tree only")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.calls)))
+        print(json.dumps(child(args.calls, args.smoke)))
         return
+    if args.smoke:
+        args.processes, args.calls, args.other_python = 1, 1, None
     here = Path(__file__).resolve()
     trees = {"this": sys.executable, "other": args.other_python}
     runs: dict = {"this": [], "other": []}
@@ -79,7 +84,7 @@ def main() -> None:
         for key, python in trees.items():
             if python is None:
                 continue
-            cmd = [python, str(here), "--child", "--calls", str(args.calls)]
+            cmd = [python, str(here), "--child", "--calls", str(args.calls)] + (["--smoke"] if args.smoke else [])
             proc = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=os.getcwd())
             runs[key].append(json.loads(proc.stdout.strip().splitlines()[-1]))
     print(f"this tree: {runs['this'][0]['tree']}, tree before: {runs['other'][0]['tree'] if runs['other'] else '-'}\n")
