@@ -4,19 +4,20 @@ A step of a compiled cell loop evaluates a handful of elementwise expressions ov
 ``c_t = f_t * c_{t-1} + i_t * ctilde_t``, the backward pass's ``g_t^c = g_t^h o_t (1 - tanh(c_t)^2) + rho_t^c``).
 Printed as Python expressions each one allocates its temporaries anew at every step; at B = 4096, H = 8 those
 are 256 KiB blocks that glibc returns to the system and faults in again, step after step (docs/benchmarks.md).
-:class:`Emitter` writes each expression instead as a short sequence of calls that name their output,
+:class:`Writer` (the part of the IR's emitter, :class:`crosscheck.loop_ir.Emitter`, that prints a
+:class:`~crosscheck.loop_ir.Write` statement) writes each expression instead as a short sequence of calls that name their output,
 
     _k_mul(c_prev, f_t, out=c_t)
     _k_mul(ctilde_t, i_t, out=_t0)
     _k_add(c_t, _t0, out=c_t)
 
-into buffers declared once before the loop (:meth:`Emitter.declarations`): the expression's target (a slot of
+into buffers declared once before the loop (:meth:`Writer.declarations`, printed where the IR's :class:`~crosscheck.loop_ir.Temporaries` stands): the expression's target (a slot of
 a state stack, a gate's sensitivity, a definition's own buffer) and a pool of temporaries reused from
 statement to statement.  The source is the same for numpy and torch; :func:`kernels` binds the ``_k_*`` names
 to ``numpy.multiply(a, b, out=o)`` / ``torch.mul(a, b, out=o)`` and so on.  A registry operation is called with
 ``out=`` where its implementation in the backend takes one (:func:`out_form`: a numpy ufunc, a torch function
 that accepts ``out``); one that does not (a composite such as GELU, numpy's erf) is evaluated as before and
-copied into its buffer: :attr:`Emitter.fallbacks` names each such place, and the generated line calls
+copied into its buffer: :attr:`Writer.fallbacks` names each such place, and the generated line calls
 ``_alloc_into`` so it can be seen (and is listed by the tests).
 """
 
@@ -30,7 +31,7 @@ import sympy as sp
 from seqgrad.derive.operations import operation_of
 from seqgrad.derive.elementwise import Elementwise
 
-__all__ = ["Emitter", "kernels", "out_form", "KERNELS"]
+__all__ = ["Writer", "kernels", "out_form", "KERNELS"]
 
 #: the kernels generated code calls, each with its output named: ``_k_mul(a, b, out=o)``
 KERNELS = ("_k_mul", "_k_add", "_k_sub", "_k_rsub", "_k_div", "_k_rdiv", "_k_neg", "_k_square", "_k_pow", "_k_mm",
@@ -102,8 +103,9 @@ def out_form(backend: str, op) -> bool:
     return _probe(backend, fn)
 
 
-class Emitter:
-    """Writes step expressions into named buffers (see the module docstring).
+class Writer:
+    """Writes step expressions into named buffers (see the module docstring): the part of the IR's emitter
+    (:class:`crosscheck.loop_ir.Emitter`) that prints a :class:`~crosscheck.loop_ir.Write` statement.
 
     ``names`` maps the step's symbols to identifiers (an expression of those prints as the name, no work);
     ``printer`` prints what the emitter does not compile (a fallback); ``hoisted`` collects loop-invariant
@@ -136,11 +138,12 @@ class Emitter:
         if name is not None:
             self.free[shape].append(name)
 
-    def declarations(self) -> list[str]:
+    def declarations(self, like: str) -> list[str]:
+        """The lines that compute the hoisted invariants and take the temporaries (of ``like``'s dtype and device)."""
         # a buffer of a run of gates, (gates, B, W), gets the layout of the runs' views of the (gate, t, B, W)
         # stacks (the gate axis not contiguous with the rows): numpy's iterator buffers (64 KiB per call) when an
         # operand coalesces into one block and another does not
-        return self.hoisted_lines + [f"{n} = _empty_n(X, {s})" if s.count(",") == 1 else f"{n} = _run_rows(X, {s})"
+        return self.hoisted_lines + [f"{n} = _empty_n({like}, {s})" if s.count(",") == 1 else f"{n} = _run_rows({like}, {s})"
                                      for n, s in self.buffers]
 
     # -- statements ------------------------------------------------------------------------------------
@@ -384,5 +387,5 @@ class Emitter:
         if op.name in ("tanh", "sigmoid"):
             self._emit(f"_{op.name}_into({text}, {out})")
         else:
-            self._emit(f"_op_{op.name}({text}, out={out})")  # bound by lambdify.operation_namespace
+            self._emit(f"_op_{op.name}({text}, out={out})")  # bound by code_printer.operation_namespace
         self._release(temp, self._shape)

@@ -22,27 +22,28 @@ assignment of the forward loop whose terms are ``x_t W^T``, ``h_{t-1} W^T`` and 
 is used only when the IR's gradients are exactly the gate form (``dW_xk = sum_t (g_t^{z^k})^T x_t``,
 ``dW_hk = sum_t (g_t^{z^k})^T h_{t-1}``, ``db_k = sum_t g_t^{z^k}``, the carry to ``h_{t-1}`` containing
 ``g_t^{z^k} W_hk``, ``dL/dx_t = sum_k g_t^{z^k} W_xk``); a cell of another shape gets the plain loop of
-:mod:`crosscheck.loop_ir`.  The layout is then printed by :func:`gated_source` from the layout and the
-general derivation, beside (not through) the IR's emitter, which prints its loss, rho and in-loop gradient
-terms; the gate fusion as a pass from IR to IR is not built yet.  A user's cell of gate form gets the same
+:mod:`crosscheck.loop_ir`.  The gate fusion is a pass from IR to IR (:func:`fuse_gates`): it rewrites the
+hoisted loops in the layout's statements (:class:`~crosscheck.loop_ir.Alloc`, :class:`~crosscheck.loop_ir.Call`,
+:class:`~crosscheck.loop_ir.View`, :class:`~crosscheck.loop_ir.Write`, ...), keeping the IR's own loss, rho and
+in-loop gradient statements, and the one :class:`~crosscheck.loop_ir.Emitter` prints the result for numpy and
+torch; :func:`helpers` binds the layout's helpers in each backend.  A user's cell of gate form gets the same
 layout as the built-in ones, and every gradient is checked against torch autograd in the tests.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import sympy as sp
 
 from seqgrad.derive.elementwise import Elementwise
-from seqgrad.derive.operations import operation_of
+from seqgrad.derive.sequence import t
 
 from . import loop_ir
-from .buffered import Emitter
-from .cell_source import Source, param_key, shape_of, step_names
+from .cell_source import param_key, shape_of
 
-__all__ = ["Gate", "GateLayout", "gate_layout", "helpers"]
+__all__ = ["Gate", "GateLayout", "gate_layout", "fuse_gates", "helpers", "Workspace"]
 
 
 @dataclass
@@ -451,18 +452,6 @@ def helpers(backend: str) -> dict:
             "_run_steps": lambda Z, a, b: Z[a:b].unbind(1), "_assign": lambda dst, value: dst.copy_(value), "_copy": torch.clone}
 
 
-#: the registry's operations that have an in-place helper here (``_tanh_into``, ``_sigmoid_into``) in both
-#: backends; every other activation is printed through the registry's implementation
-FUSED = ("tanh", "sigmoid")
-
-
-def _function(lam) -> str | None:
-    """'tanh' / 'sigmoid' for an activation computed in place by a helper, else None (printed)."""
-    body, var = lam.expr, lam.variables[0]
-    op = operation_of(body)
-    return op.name if op is not None and op.name in FUSED and body.args == (var,) else None
-
-
 class _Shared:
     """Activations ``phi(a)`` computed once per step in the forward loop and reused by the backward pass:
     the derivation's ``1 - tanh(c_t)^2`` and ``tanh(c_t)`` read the forward's stored ``tanh(c_t)``."""
@@ -492,267 +481,264 @@ class _Shared:
         return expr.replace(lambda e: isinstance(e, Elementwise), rewrite)
 
 
-def gated_source(cell, gen, layout: GateLayout, backend: str) -> str:
-    """The loop function's source in the gate layout (see the module docstring)."""
-    names, _, y_t = step_names(cell, gen)
-    params = [gen.params[p] for p in cell.param_shapes]
-    gates, n, Hw = layout.gates, layout.recurrent, layout.width
-    G = len(gates)
-    D = cell.sizes[cell.input_size]
-    H = {s: cell.shape_of(s)[1] for s in cell.states}
-    stack = {s: f"_S{i}" for i, s in enumerate(cell.states)}  # (T + 1, B, H): s_{-1} = 0, then s_t at t + 1
-    state_of = {gen.at_t[s]: s for s in cell.states}
-    recurrent_targets = {g.target: k for k, g in enumerate(gates[:n])}
-    activated = {g.activation[0]: k for k, g in enumerate(gates[:n]) if g.activation is not None}
-    # a run of one gate whose activation is a state writes straight into the state's stack
-    direct = {a: state_of[gates[a].activation[0]] for a, b, _ in layout.runs
-              if b == a + 1 and gates[a].activation[0] in state_of}
-    stored = [a for a, b, _ in layout.runs for a in range(a, b) if a not in direct]
-    def sliced(text):  # a symbol standing for a stack slice in printed expressions
-        sym = sp.MatrixSymbol(f"_slice{len(names)}", 1, Hw)
-        names[sym] = text
+def fuse_gates(fn: loop_ir.Function) -> loop_ir.Function:
+    """The gate fusion pass, from IR to IR: the hoisted IR of a cell's loops (:func:`loop_ir.hoist` of
+    :func:`loop_ir.cell_loop`) rewritten in the gate layout of its :func:`gate_layout` (see the module
+    docstring), or ``fn`` itself when the cell is not of gate form.  The result is printed by the one
+    :class:`loop_ir.Emitter`, for numpy and torch alike: the gates' products are :class:`loop_ir.Call` statements
+    of the :func:`helpers`, the stacks and step buffers :class:`loop_ir.Alloc` statements before the loops, and
+    every other elementwise expression of a step a :class:`loop_ir.Write` into its buffer."""
+    layout = gate_layout(fn)
+    if layout is None:
+        return fn
+    forward_loop, backward_loop = fn.loops()
+    loss = next(s for s in forward_loop.body if isinstance(s, loop_ir.Loss))
+    rho = next(s for s in backward_loop.body if isinstance(s, loop_ir.Rho))
+    e_all = next(s.source for s in backward_loop.body if isinstance(s, loop_ir.Load) and s.target == loss.gen.e)
+    seq = next(s for s in fn.body if isinstance(s, loop_ir.Sequence))
+    ret = fn.body[-1]
+    out = loop_ir.Function(fn.name, fn.args, [], dict(fn.names), set(fn.taken), fn.invariants)
+    return _Fusion(out, layout, loss, rho, e_all, seq.X, ret).build()
+
+
+class _Fusion:
+    """The statements of one cell's gate layout (:func:`fuse_gates`), built into the Function ``fn``."""
+
+    def __init__(self, fn, layout, loss, rho, e_all, X, ret):
+        self.fn, self.layout, self.gen, self.cell, self.X = fn, layout, loss.gen, loss.cell, X
+        self.loss, self.e_all, self.carry = loss, e_all, {s: c for s, c, _ in rho.carry}
+        self.params = [a for a in fn.args if a in fn.invariants]
+        self.L, self.grad = ret.values[0], dict(zip(self.params, ret.values[1:]))
+        self.B, self.T = sp.Symbol("_B"), sp.Symbol("_T")
+        self.buffers: list = []  # the step buffers of their own, allocated before the loops
+
+    def own(self, text, shape=None):
+        return self.fn.internal(text, shape)
+
+    def at(self, source, index, shape=None):
+        return self.fn.element(source, index, shape)
+
+    def buffer(self, text, shape, kind="empty", target=None):
+        """A step buffer of its own (``target``: a symbol of the derivation that lives in it), allocated before the loops."""
+        sym = target if target is not None else self.own(text)
+        self.buffers.append(loop_ir.Alloc(sym, shape, self.X, kind))
         return sym
 
-    ir = loop_ir.Emitter(backend, names)  # the IR's emitter prints the loss, rho and in-loop gradient terms
-    printer = ir.code
-
-    def named(text):  # a symbol of the IR statements for a name of this source
-        sym = sp.Dummy(text)
-        names[sym] = text
-        return sym
-
-    em = Emitter(backend, names, printer, params)
-    row = f"_B, {Hw}"  # the shape of a gate's row block at one step
-
-    def write(out: str, expr, shape: str = row, depth: int = 2):
-        """``out`` receives ``expr``, computed into preallocated buffers (crosscheck.buffered)."""
-        for line in em.into(out, expr, shape):
-            src(line, depth)
-
-    shared = _Shared()
-    for g in gates[:n]:
-        if g.activation is not None:
-            shared.add(next(d.value for d in gen.step.definitions("forward") if d.target == g.activation[0]), g.activation[0])
-
-    src = Source()
-    src(f"def _generated({', '.join([names[p] for p in params] + ['X', 'Y', '_index', '_npos'])}):", 0)
-    src("_B, _T = X.shape[0], X.shape[1]")
-    src("_like(X)")
-    src("_ws_start()  # the stacks and buffers of the last call are reused (cell_loop.Workspace)")
-    src("_Xt = _time_major(X)")
-    src(f"_Xf = _Xt.reshape(_T * _B, {D})")
-
-    def groups(lists):
-        return "[" + ", ".join("(" + "".join(f"{names[w]}, " for w in ws) + ")" for ws in lists) + "]"
-
-    src(f"_Wx = _gstack(X, {groups([g.x_weights for g in gates])}, ({Hw}, {D}))  # x_t W_x^T of every gate")
-    biases = f"_gstack(X, {groups([g.biases for g in gates])}, (1, {Hw}))" if any(g.biases for g in gates) else "None"
-    src(f"_Z = _gate_inputs(_Xf, _gT(_Wx), {biases}, _T, _B)  # the input part of every gate, every step")
-    if n:
-        Hp = H[layout.state]
-        src(f"_Wh = _gstack(X, {groups([[g.h_weight] for g in gates[:n]])}, ({Hw}, {Hp}))")
-        src("_Whk, _WhTk = _steps(_Wh), _recur_weights(_Wh)")
-        src(f"_Zh = _run_steps(_Z, 0, {n})  # the recurrent gates' (G, B, H) block of each step")
-    if stored:
-        src(f"_A = _empty_n(X, {n}, _T, _B, {Hw})")
-    for s in cell.states:
-        src(f"{stack[s]} = _states(X, _T + 1, _B, {H[s]})")
-    # each step's views of the stacks, made once (indexing a tensor inside the loop costs microseconds a step)
-    for s in cell.states:
-        src(f"{stack[s]}v = _steps({stack[s]})")
-    src("_Xv, _Zv = _steps(_Xt), _gate_steps(_Z)")
-    if stored:
-        src("_Av = _gate_steps(_A)")
-    for a, b, _ in layout.runs:
-        if a not in direct:
-            src(f"_Zr{a}, _Ar{a} = _run_steps(_Z, {a}, {b}), _run_steps(_A, {a}, {b})")
-    mark = len(src.lines)  # the buffers of both loops are declared here, once the loops are written
-    src("L = 0.0")
-    forward = gen.step.definitions("forward")
-    kept = [d for d in forward if d.target not in recurrent_targets and d.target not in activated]
-    temps = {}  # definition target -> [(temp symbol, phi(a))] computed just before it
-    values = {}
-    for d in kept:
-        value = d.value
-        if isinstance(value, Elementwise):
-            shared.add(value, d.target)
-        else:
-            for e in sorted(value.atoms(Elementwise), key=sp.default_sort_key):
-                sym = sp.MatrixSymbol(f"_phi{sum(map(len, temps.values()))}", *e.shape)
-                names[sym] = sym.name
-                temps.setdefault(d.target, []).append((sym, e))
-                shared.add(e, sym)
-                value = value.xreplace({e: sym})
-        values[d.target] = value
-    stored_defs = {}  # a definition (or a temporary phi(a) of one) kept for the backward pass: its (T, B, W) stack
-    for d in kept:
-        for sym in [sym for sym, _ in temps.get(d.target, [])] + ([d.target] if d.target not in state_of else []):
-            stored_defs[sym] = f"_D{len(stored_defs)}"
-            src(f"{stored_defs[sym]} = _empty_n(X, _T, _B, {sym.shape[1]})")
-            src(f"{stored_defs[sym]}v = _steps({stored_defs[sym]})")
-    src("e_all = [None] * _T")
-
-    def views(depth):
-        """The step's gate pre-activations, activations and states as views of the stacks."""
-        for s, prev in gen.prev.items():
-            src(f"{names[prev]} = {stack[s]}v[t]", depth)
-        src(f"{names[gen.x]} = _Xv[t]", depth)
-        src("_z = _Zv[t]", depth)
-        if stored:
-            src("_a = _Av[t]", depth)
-
-    src("for t in range(_T):")
-    views(2)
-    if n:
-        src(f"_recur(_Zh[t], {names[layout.prev]}, _WhTk, {em.buffer('_rf', f'_B, {n * Hw}')})", 2)
-    for a, b, lam in layout.runs:
-        out = f"{stack[direct[a]]}v[t + 1]" if a in direct else f"_Ar{a}[t]"
-        src_block = f"_z[{a}]" if a in direct else f"_Zr{a}[t]"
-        fn = _function(lam)
-        if fn is not None:
-            src(f"_{fn}_into({src_block}, {out})", 2)
-        else:
-            value = gates[a].activation
-            d = next(d for d in forward if d.target == value[0])
-            write(out, d.value.xreplace({gates[a].target: sliced(src_block)}), row if a in direct else f"{b - a}, {row}")
-
-    def gate_views(depth):
-        for k, g in enumerate(gates[:n]):
-            src(f"{names[g.target]} = _z[{k}]", depth)
+    def build(self) -> loop_ir.Function:
+        fn, layout, gen, cell, X, B, T = self.fn, self.layout, self.gen, self.cell, self.X, self.B, self.T
+        Call, View, Write = loop_ir.Call, loop_ir.View, loop_ir.Write
+        gates, n, Hw = layout.gates, layout.recurrent, layout.width
+        G, D = len(gates), cell.sizes[cell.input_size]
+        H = {s: cell.shape_of(s)[1] for s in cell.states}
+        row, gate = (B, Hw), (1, Hw)  # a gate's (B, H) block at one step; the shape of a symbol standing for one
+        state_of = {gen.at_t[s]: s for s in cell.states}
+        recurrent_targets = {g.target: k for k, g in enumerate(gates[:n])}
+        activated = {g.activation[0]: k for k, g in enumerate(gates[:n]) if g.activation is not None}
+        # a run of one gate whose activation is a state writes straight into the state's stack
+        direct = {a: state_of[gates[a].activation[0]] for a, b, _ in layout.runs
+                  if b == a + 1 and gates[a].activation[0] in state_of}
+        stored = [a for a, b, _ in layout.runs for a in range(a, b) if a not in direct]
+        forward = gen.step.definitions("forward")
+        definition = {d.target: d.value for d in forward}
+        shared = _Shared()
+        for g in gates[:n]:
             if g.activation is not None:
-                target = g.activation[0]
-                src(f"{names[target]} = {stack[direct[k]]}v[t + 1]" if k in direct else f"{names[target]} = _a[{k}]", depth)
+                shared.add(definition[g.activation[0]], g.activation[0])
 
-    gate_views(2)
-    for g in gates[:n]:  # a state that is a gate's pre-activation itself
-        if g.target in state_of:
-            src(f"_assign({stack[state_of[g.target]]}v[t + 1], {names[g.target]})", 2)
-    for d in kept:
-        k = layout.gate_of(d.target)
-        value = values[d.target]
-        if k is not None:  # an input-only gate: its stacked input part plus its other terms
-            terms = [sliced(f"_z[{k}]")] + gates[k].others
-            value = sp.MatAdd(*terms) if len(terms) > 1 else terms[0]
-        for sym, e in temps.get(d.target, []):
-            src(f"{names[sym]} = {stored_defs[sym]}v[t]", 2)
-            write(names[sym], e, f"_B, {sym.shape[1]}")
-        if d.target in state_of:
-            src(f"{names[d.target]} = {stack[state_of[d.target]]}v[t + 1]", 2)
-        else:
-            src(f"{names[d.target]} = {stored_defs[d.target]}v[t]", 2)
-        write(names[d.target], value, f"_B, {d.target.shape[1]}")
-    ir.statements(src, [loop_ir.Loss(gen, cell, y_t)], 2)
-    # backward
-    fused = {W for g in gates for W in g.x_weights + g.biases + ([g.h_weight] if g.h_weight is not None else [])}
-    grads = {p: f"d_{names[p]}" for p in params}
-    for p in params:
-        if p not in fused and (gen.step_grads[param_key(gen, p)] is not None or gen.head_grads[param_key(gen, p)] is not None):
-            shape = shape_of(p)
-            src(f"{grads[p]} = {'0.0' if not shape else f'_zeros({shape[0]}, {shape[1]}, batch=False)'}")
-    src(f"_GZ = _empty_n(X, {G}, _T, _B, {Hw})  # g_t of every gate")
-    src("_GZv = _gate_steps(_GZ)")
-    carry = {s: f"carry_{s}" for s in cell.states}
-    carried = [s for s in cell.states if (s == layout.state and n) or gen.carry[s] is not None]
-    for s in cell.states:  # what step t + 1 sent to s_t, and a second buffer for what step t sends (swapped)
-        src(f"{carry[s]} = _zeros(_B, {H[s]})")
-        if s in carried:
-            em.buffer(f"_next_{s}", f"_B, {H[s]}")
-    # the slope of each activation run, once per step for the whole run (the LSTM's three y (1 - y))
-    run_of = {k: a for a, b, _ in layout.runs if a not in direct for k in range(a, b)}
-    u = sp.Dummy("u")
-    found: dict = {}
-    backward_exprs = [d.value for d in gen.backward_defs] + [g.adjoint for g in gates] + [layout.carry_rest]
-    for expr in backward_exprs:
-        for e in (expr.atoms(Elementwise) if expr is not None else ()):
-            k = activated.get(e.args[1])
-            if k in run_of:
-                body = _body(e.args[0], u)
-                found.setdefault((run_of[k], sp.srepr(body)), (body, {}))[1].setdefault(k, []).append(e)
-    slopes, slope_of, slope_shape = [], {}, {}
-    for (a, _), (body, uses) in found.items():
-        if len(uses) < 2:
-            continue
-        name_ = em.buffer(f"_dA{len(slopes)}", f"{next(b for a_, b, _ in layout.runs if a_ == a) - a}, {row}")
-        slope_shape[name_] = em.buffers[-1][1]
-        slopes.append((name_, Elementwise(sp.Lambda(u, body), sliced(f"_Ar{a}[t]"))))
-        for k, nodes in uses.items():
-            sym = sp.MatrixSymbol(f"{name_}_{k - a}", 1, Hw)
-            names[sym] = f"{name_}[{k - a}]"
-            for e in nodes:
-                slope_of[e] = sym
+        body = fn.body
+        body += [loop_ir.Sequence(X), Call((), "_ws_start", (), "the stacks and buffers of the last call are reused (cell_loop.Workspace)")]
+        Xt, Xf, Wx, WxT, Z = (self.own(f"_{a}") for a in ("Xt", "Xf", "Wx", "WxT", "Z"))
+        body += [Call((Xt,), "_time_major", (X,)), loop_ir.Reshape(Xf, Xt, (T * B, D)),
+                 Call((Wx,), "_gstack", (X, [tuple(g.x_weights) for g in gates], (Hw, D)), "x_t W_x^T of every gate"),
+                 Call((WxT,), "_gT", (Wx,))]
+        bias = None
+        if any(g.biases for g in gates):
+            bias = self.own("_bias")
+            body.append(Call((bias,), "_gstack", (X, [tuple(g.biases) for g in gates], (1, Hw))))
+        body.append(Call((Z,), "_gate_inputs", (Xf, WxT, bias, T, B), "the input part of every gate, every step"))
+        if n:
+            Wh, Whk, WhTk, Zh = (self.own(f"_{a}") for a in ("Wh", "Whk", "WhTk", "Zh"))
+            body += [Call((Wh,), "_gstack", (X, [(g.h_weight,) for g in gates[:n]], (Hw, H[layout.state]))),
+                     Call((Whk,), "_steps", (Wh,)), Call((WhTk,), "_recur_weights", (Wh,)),
+                     Call((Zh,), "_run_steps", (Z, 0, n), "the recurrent gates' (G, B, H) block of each step")]
+        if stored:
+            A = self.own("_A")
+            body.append(loop_ir.Alloc(A, (n, T, B, Hw), X))
+        S = {s: self.own(f"_S{i}") for i, s in enumerate(cell.states)}  # (T + 1, B, H): s_{-1} = 0, then s_t at t + 1
+        body += [loop_ir.Alloc(S[s], (T + 1, B, H[s]), X, "states") for s in cell.states]
+        # each step's views of the stacks, made once (indexing a tensor inside the loop costs microseconds a step)
+        Sv = {s: self.own(f"_S{i}v") for i, s in enumerate(cell.states)}
+        body += [Call((Sv[s],), "_steps", (S[s],)) for s in cell.states]
+        Xv, Zv, z = self.own("_Xv"), self.own("_Zv"), self.own("_z")
+        body += [Call((Xv,), "_steps", (Xt,)), Call((Zv,), "_gate_steps", (Z,))]
+        if stored:
+            Av, a_ = self.own("_Av"), self.own("_a")
+            body.append(Call((Av,), "_gate_steps", (A,)))
+        Zr, Ar = {}, {}
+        for a, b, _ in layout.runs:
+            if a not in direct:
+                Zr[a], Ar[a] = self.own(f"_Zr{a}"), self.own(f"_Ar{a}")
+                body += [Call((Zr[a],), "_run_steps", (Z, a, b)), Call((Ar[a],), "_run_steps", (A, a, b))]
+        mark = len(body)  # the step buffers of both loops are allocated here, once the loops are built
+        body += [loop_ir.Temporaries(X), loop_ir.Assign(self.L, sp.Float(0.0))]
+        kept = [d for d in forward if d.target not in recurrent_targets and d.target not in activated]
+        temps = {}  # definition target -> [(temp symbol, phi(a))] computed just before it
+        values = {}
+        for d in kept:
+            value = d.value
+            if isinstance(value, Elementwise):
+                shared.add(value, d.target)
+            else:
+                for e in sorted(value.atoms(Elementwise), key=sp.default_sort_key):
+                    sym = self.own(f"_phi{sum(map(len, temps.values()))}", e.shape)
+                    temps.setdefault(d.target, []).append((sym, e))
+                    shared.add(e, sym)
+                    value = value.xreplace({e: sym})
+            values[d.target] = value
+        stored_defs = {}  # a definition (or a temporary phi(a) of one) kept for the backward pass: its (T, B, W) stack
+        for d in kept:
+            for sym in [sym for sym, _ in temps.get(d.target, [])] + ([d.target] if d.target not in state_of else []):
+                k = len(stored_defs)
+                stack, stored_defs[sym] = self.own(f"_D{k}"), self.own(f"_D{k}v")
+                body += [loop_ir.Alloc(stack, (T, B, sym.shape[1]), X), Call((stored_defs[sym],), "_steps", (stack,))]
+        body.append(loop_ir.Stash(self.e_all))
 
-    def rewrite(expr):
-        return shared(expr).xreplace(slope_of) if expr is not None else None
+        def views():
+            """The step's inputs, previous states and gate blocks as views of the stacks."""
+            out = [View(prev, Sv[s], t) for s, prev in gen.prev.items()] + [View(gen.x, Xv, t), View(z, Zv, t)]
+            return out + ([View(a_, Av, t)] if stored else [])
 
-    src("for t in range(_T - 1, -1, -1):")
-    views(2)
-    src("_gz = _GZv[t]", 2)
-    for name_, e in slopes:
-        write(name_, e, slope_shape[name_])
-    gate_views(2)
-    for s in cell.states:
-        src(f"{names[gen.at_t[s]]} = {stack[s]}v[t + 1]", 2)
-    for sym, stack_name in stored_defs.items():
-        src(f"{names[sym]} = {stack_name}v[t]", 2)
-    src(f"{names[gen.e]} = e_all[t]", 2)
-    ir.statements(src, [loop_ir.Rho(gen, cell, tuple((s, named(carry[s]), H[s]) for s in cell.states), reset=False)], 2)
-    adjoint_of = {g.adjoint: k for k, g in enumerate(gates)}
-    for d in gen.backward_defs:
-        k = adjoint_of.get(d.target)
-        value = rewrite(d.value)
-        width = d.target.shape[1]
-        if k is not None:
-            src(f"{names[d.target]} = _gz[{k}]", 2)
-            write(names[d.target], value)
-        elif em.atom(value) is not None:  # another name for a value (g_t^h = rho_t^h)
-            src(f"{names[d.target]} = {em.atom(value)}", 2)
-        else:
-            write(em.buffer(names[d.target], f"_B, {width}"), value, f"_B, {width}")
-    for k, g in enumerate(gates):
-        if g.adjoint not in names:  # a sensitivity the derivation left unnamed (the GRU's g_t^a = g_t^{z^n} * r_t)
-            src(f"_gzk = _gz[{k}]", 2)
-            write("_gzk", rewrite(g.adjoint))
-    outside = [p for p in params if p not in fused]
-    for p in outside:
-        if gen.step_grads[param_key(gen, p)] is not None:
-            src(f"# allocates: the step term of dL/d{names[p]} (a parameter outside the gates), summed in the loop", 2)
-    ir.statements(src, loop_ir.gradient_terms(gen, outside, {p: named(grads[p]) for p in outside}), 2)
-    for s in carried:
-        shape = f"_B, {H[s]}"
-        if s == layout.state and n:
-            src(f"_recur_back(_gz, _Whk, _next_{s}, {em.buffer('_rb', shape)})", 2)
-            if layout.carry_rest is not None:
-                lines, text, temp = em.value(rewrite(layout.carry_rest), shape)
-                for line in lines:
-                    src(line, 2)
-                src(f"_k_add(_next_{s}, {text}, out=_next_{s})", 2)
-                em.done(temp, shape)
-        else:
-            write(f"_next_{s}", rewrite(gen.carry[s]), shape)
-    if carried:
-        src(f"{', '.join(carry[s] for s in carried)}, {', '.join(f'_next_{s}' for s in carried)} = "
-            f"{', '.join(f'_next_{s}' for s in carried)}, {', '.join(carry[s] for s in carried)}", 2)
-    # every gate weight and bias gradient, and dL/dX, as one product (or sum) over the stacked (T, B) axis
-    src(f"_Gf = _GZ.reshape({G}, _T * _B, {Hw})")
-    if any(g.x_weights for g in gates):
-        src("_dWx = _gate_grads(_GZ, _Xt)")
-    if n:
-        src(f"_dWh = _gate_grads(_GZ[:{n}], {stack[layout.state]}[:-1])")
-    if any(g.biases for g in gates):
-        src("_db = _colsums(_Gf)")
-    for k, g in enumerate(gates):
-        for W in g.x_weights:
-            grads[W] = f"_dWx[{k}]"
-        for j, b in enumerate(g.biases):  # two biases of one gate (a GRU's b_xr, b_hr) get equal, separate arrays
-            grads[b] = f"_db[{k}]" if j == 0 else f"_copy(_db[{k}])"
-        if g.h_weight is not None:
-            grads[g.h_weight] = f"_dWh[{k}]"
-    src("_dX = _batch_major(_input_grads(_GZ, _Wx))")
-    for p in params:  # a parameter the loss does not reach
-        if p not in fused and gen.step_grads[param_key(gen, p)] is None and gen.head_grads[param_key(gen, p)] is None:
-            shape = shape_of(p)
-            grads[p] = "0.0" if not shape else f"_zeros({shape[0]}, {shape[1]}, batch=False)"
-    src(f"return ({', '.join(['L'] + [grads[p] for p in params] + ['_dX'])},)")
-    src.lines[mark:mark] = ["    " + line for line in em.declarations()]
-    return src.text()
+        def gate_views():
+            out = []
+            for k, g in enumerate(gates[:n]):
+                out.append(View(g.target, z, k))
+                if g.activation is not None:
+                    out.append(View(g.activation[0], *((Sv[direct[k]], t + 1) if k in direct else (a_, k))))
+            return out
 
+        step = views()
+        if n:
+            step.append(Call((), "_recur", (self.at(Zh, t), layout.prev, WhTk, self.buffer("_rf", (B, n * Hw)))))
+        for a, b, _ in layout.runs:  # the activation of each run of gates, one call (in place for tanh, sigmoid)
+            into = self.at(Sv[direct[a]], t + 1, gate) if a in direct else self.at(Ar[a], t, gate)
+            block = self.at(z, a, gate) if a in direct else self.at(Zr[a], t, gate)
+            value = definition[gates[a].activation[0]].xreplace({gates[a].target: block})
+            step.append(Write(into, value, row if a in direct else (b - a, B, Hw)))
+        step += gate_views()
+        for g in gates[:n]:  # a state that is a gate's pre-activation itself
+            if g.target in state_of:
+                step.append(Call((), "_assign", (self.at(Sv[state_of[g.target]], t + 1), g.target)))
+        for d in kept:
+            k = layout.gate_of(d.target)
+            value = values[d.target]
+            if k is not None:  # an input-only gate: its stacked input part plus its other terms
+                terms = [self.at(z, k, gate)] + gates[k].others
+                value = sp.MatAdd(*terms) if len(terms) > 1 else terms[0]
+            for sym, e in temps.get(d.target, []):
+                step += [View(sym, stored_defs[sym], t), Write(sym, e, (B, sym.shape[1]))]
+            step.append(View(d.target, Sv[state_of[d.target]], t + 1) if d.target in state_of
+                        else View(d.target, stored_defs[d.target], t))
+            step.append(Write(d.target, value, (B, d.target.shape[1])))
+        step.append(self.loss)
+        body.append(loop_ir.Loop(t, tuple(step)))
+        # the reversed loop and the gradients after it (one product or sum over the stacked (T, B) axis each)
+        fused = {W for g in gates for W in g.x_weights + g.biases + ([g.h_weight] if g.h_weight is not None else [])}
+        reached = {p for p in self.params if gen.step_grads[param_key(gen, p)] is not None
+                   or gen.head_grads[param_key(gen, p)] is not None}
+        body += [loop_ir.Zeros(self.grad[p], shape=shape_of(p)) for p in self.params if p not in fused and p in reached]
+        GZ, GZv, gz = self.own("_GZ"), self.own("_GZv"), self.own("_gz")
+        body += [loop_ir.Alloc(GZ, (G, T, B, Hw), X, note="g_t of every gate"), Call((GZv,), "_gate_steps", (GZ,))]
+        carried = [s for s in cell.states if (s == layout.state and n) or gen.carry[s] is not None]
+        body += [loop_ir.Zeros(self.carry[s], H[s]) for s in cell.states]  # what step t + 1 sent to s_t
+        sent = {s: self.buffer(f"_next_{s}", (B, H[s])) for s in carried}  # what step t sends (then swapped)
+        # the slope of each activation run, once per step for the whole run (the LSTM's three y (1 - y))
+        run_of = {k: a for a, b, _ in layout.runs if a not in direct for k in range(a, b)}
+        width_of = {a: b - a for a, b, _ in layout.runs}
+        u = sp.Dummy("u")
+        found: dict = {}
+        for expr in [d.value for d in gen.backward_defs] + [g.adjoint for g in gates] + [layout.carry_rest]:
+            for e in (expr.atoms(Elementwise) if expr is not None else ()):
+                k = activated.get(e.args[1])
+                if k in run_of:
+                    body_ = _body(e.args[0], u)
+                    found.setdefault((run_of[k], sp.srepr(body_)), (body_, {}))[1].setdefault(k, []).append(e)
+        slopes, slope_of = [], {}
+        for (a, _), (slope, uses) in found.items():
+            if len(uses) < 2:
+                continue
+            shape = (width_of[a], B, Hw)
+            buffer = self.buffer(f"_dA{len(slopes)}", shape, "rows")
+            slopes.append(Write(buffer, Elementwise(sp.Lambda(u, slope), self.at(Ar[a], t, gate)), shape))
+            for k, nodes in uses.items():
+                sym = self.at(buffer, k - a, gate)
+                for e in nodes:
+                    slope_of[e] = sym
+
+        def rewrite(expr):
+            return shared(expr).xreplace(slope_of) if expr is not None else None
+
+        step = views() + [View(gz, GZv, t)] + slopes + gate_views()
+        step += [View(gen.at_t[s], Sv[s], t + 1) for s in cell.states]
+        step += [View(sym, views_, t) for sym, views_ in stored_defs.items()]
+        step += [loop_ir.Load(gen.e, self.e_all), loop_ir.Rho(gen, cell, tuple((s, self.carry[s], H[s]) for s in cell.states), reset=False)]
+        adjoint_of = {g.adjoint: k for k, g in enumerate(gates)}
+        for d in gen.backward_defs:
+            k = adjoint_of.get(d.target)
+            value = rewrite(d.value)
+            if k is not None:
+                step += [View(d.target, gz, k), Write(d.target, value, row)]
+            elif value in fn.names:  # another name for a value (g_t^h = rho_t^h)
+                step.append(loop_ir.Assign(d.target, value))
+            else:
+                shape = (B, d.target.shape[1])
+                step.append(Write(self.buffer(None, shape, target=d.target), value, shape))
+        gzk = None
+        for k, g in enumerate(gates):
+            if g.adjoint not in fn.names:  # a sensitivity the derivation left unnamed (the GRU's g_t^a = g_t^{z^n} * r_t)
+                gzk = gzk or self.own("_gzk")
+                step += [View(gzk, gz, k), Write(gzk, rewrite(g.adjoint), row)]
+        outside = [p for p in self.params if p not in fused]
+        for s in loop_ir.gradient_terms(gen, outside, {p: self.grad[p] for p in outside}):
+            if s.guard is None:
+                p = next(p for p in outside if self.grad[p] == s.target)
+                s = replace(s, allocates=f"the step term of dL/d{fn.names[p]} (a parameter outside the gates), summed in the loop")
+            step.append(s)
+        for s in carried:
+            shape = (B, H[s])
+            if s == layout.state and n:
+                step.append(Call((), "_recur_back", (gz, Whk, sent[s], self.buffer("_rb", shape))))
+                if layout.carry_rest is not None:
+                    step.append(Write(sent[s], rewrite(layout.carry_rest), shape, add=True))
+            else:
+                step.append(Write(sent[s], rewrite(gen.carry[s]), shape))
+        if carried:
+            left = tuple(self.carry[s] for s in carried) + tuple(sent[s] for s in carried)
+            step.append(loop_ir.Swap(left, left[len(carried):] + left[:len(carried)]))
+        body.append(loop_ir.Loop(t, tuple(step), reversed=True))
+        # every gate weight and bias gradient, and dL/dX, as one product (or sum) over the stacked (T, B) axis
+        grads = dict(self.grad)
+        if any(g.x_weights for g in gates):
+            dWx = self.own("_dWx")
+            body.append(Call((dWx,), "_gate_grads", (GZ, Xt)))
+        if n:
+            dWh = self.own("_dWh")  # (the recurrent gates come first in the stack)
+            body.append(Call((dWh,), "_gate_grads", (self.at(GZ, slice(None, n)), self.at(S[layout.state], slice(None, -1)))))
+        if any(g.biases for g in gates):
+            Gf, db = self.own("_Gf"), self.own("_db")
+            body += [loop_ir.Reshape(Gf, GZ, (G, T * B, Hw)), Call((db,), "_colsums", (Gf,))]
+        for k, g in enumerate(gates):
+            for W in g.x_weights:
+                grads[W] = self.at(dWx, k)
+            for j, b in enumerate(g.biases):  # two biases of one gate (a GRU's b_xr, b_hr) get equal, separate arrays
+                grads[b] = self.at(db, k)
+                if j:
+                    body.append(Call((self.grad[b],), "_copy", (grads[b],)))
+                    grads[b] = self.grad[b]
+            if g.h_weight is not None:
+                grads[g.h_weight] = self.at(dWh, k)
+        dX = self.own("_dX")
+        body += [Call((dX,), "_input_grads", (GZ, Wx)), Call((dX,), "_batch_major", (dX,))]
+        body += [loop_ir.Zeros(self.grad[p], shape=shape_of(p)) for p in self.params if p not in fused and p not in reached]
+        body.append(loop_ir.Return((self.L,) + tuple(grads[p] for p in self.params) + (dX,)))
+        body[mark:mark] = self.buffers
+        return fn

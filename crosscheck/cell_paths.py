@@ -30,7 +30,8 @@ from seqgrad.errors import SeqgradValueError
 from .cell_source import Source
 from .loop_ir import Emitter
 from .cells import CellFunction
-from .lambdify import _numpy_namespace, identifier, run_generated
+from .code_printer import identifier
+from .lambdify import _numpy_namespace, run_generated
 
 __all__ = ["transition_jacobians", "path_norms", "plot_path_norms"]
 

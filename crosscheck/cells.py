@@ -11,11 +11,10 @@ every weight gradient ``sum_t (g_t^z)^T x_t`` and the input gradients are one
 product of the stacked steps after it.  A vector cell built from gates (the
 RNN, GRU, LSTM and a user's cell of the same form) is compiled in the faster
 gate layout of :mod:`crosscheck.cell_loop`; every other cell gets the plain
-loop, the IR of :mod:`crosscheck.loop_ir` (:func:`~crosscheck.loop_ir.cell_loop`
-read off the derivation, rewritten by :func:`~crosscheck.loop_ir.hoist`,
-printed by its :class:`~crosscheck.loop_ir.Emitter`).  Whether a cell has gate
-form is read off that hoisted IR (:func:`crosscheck.cell_loop.gate_layout`); the
-gate layout itself is still printed by :func:`crosscheck.cell_loop.gated_source`.
+loop.  Both are the IR of :mod:`crosscheck.loop_ir` (:func:`~crosscheck.loop_ir.cell_loop`
+read off the derivation, rewritten by :func:`~crosscheck.loop_ir.hoist` and, for
+a cell of gate form, by the fusion pass :func:`crosscheck.cell_loop.fuse_gates`),
+printed by its one :class:`~crosscheck.loop_ir.Emitter`.
 
 :func:`autograd_twin` is the cell's forward program evaluated node by node with
 the operations' torch implementations (:mod:`crosscheck.twin`: no code printed,
@@ -45,7 +44,8 @@ from seqgrad.errors import NonFiniteError, SeqgradTypeError, SeqgradValueError, 
 
 from . import buffered, cell_loop, loop_ir
 from .cell_source import shape_of
-from .lambdify import BACKENDS, _numpy_namespace, _torch_namespace, operation_namespace, run_generated
+from .code_printer import operation_namespace
+from .lambdify import BACKENDS, _numpy_namespace, _torch_namespace, run_generated
 
 __all__ = ["CellFunction", "RNNFunction", "autograd_twin", "autograd_gradients", "against_autograd", "random_case"]
 
@@ -225,12 +225,9 @@ def loop_namespace(cell: Cell, backend: str) -> dict:
 
 def _generate(cell: Cell, gen, backend: str) -> str:
     """The loop function's source: the IR of :mod:`crosscheck.loop_ir` (two loops over t read off the
-    general-t derivation, what is not sequential hoisted out of them) through its emitter, or, when that
-    IR has gate form (:func:`crosscheck.cell_loop.gate_layout`), the gate layout of :mod:`crosscheck.cell_loop`."""
-    fn = loop_ir.hoist(loop_ir.cell_loop(cell, gen))
-    layout = cell_loop.gate_layout(fn)
-    if layout is not None:
-        return cell_loop.gated_source(cell, gen, layout, backend)
+    general-t derivation), rewritten by its passes (what is not sequential hoisted out of the loops; the gates
+    fused when the cell has gate form, :func:`crosscheck.cell_loop.fuse_gates`), printed by its emitter."""
+    fn = cell_loop.fuse_gates(loop_ir.hoist(loop_ir.cell_loop(cell, gen)))
     return loop_ir.Emitter(backend, fn.names).source(fn)
 
 

@@ -38,10 +38,10 @@ import sympy as sp
 from seqgrad.derive.program import Program
 from seqgrad.errors import NonFiniteError, SeqgradValueError
 
-from .code_printer import _Code, _Printer, _TorchPrinter, identifier, operation_backend, operation_namespace  # noqa: F401
+from .code_printer import identifier
 from .loop_ir import Emitter, straight_line
 
-__all__ = ["lambdify", "Compiled", "BACKENDS", "identifier"]
+__all__ = ["lambdify", "Compiled", "BACKENDS", "run_generated"]
 
 BACKENDS = ("numpy", "torch")
 

@@ -8,12 +8,16 @@ a gradient summed step by step (:class:`Accumulate`) and :class:`Loop` ``(index,
 The straight-line program of :func:`crosscheck.lambdify.lambdify` is a Function without a loop
 (:func:`straight_line`); a cell's loop over t is one with two (:func:`cell_loop`, built from the general-t
 derivation :meth:`derive.cell.Cell.general`).  Rewrites are passes from IR to IR: :func:`hoist` moves what is
-not sequential out of the loops.  Whether a cell has gate form is read off the hoisted IR by
-:func:`crosscheck.cell_loop.gate_layout`; the gate loop itself is still printed by
-:func:`crosscheck.cell_loop.gated_source` (a fusion pass from IR to IR, printed here, is not built yet).
-:class:`Emitter` prints the IR as Python source for one backend; numpy and torch differ only in the
-namespace the names are bound to, and an operation with no implementation in the
-backend is refused when the source is printed, naming the operation and the backend.
+not sequential out of the loops, and :func:`crosscheck.cell_loop.fuse_gates` rewrites the hoisted loops of a
+cell of gate form (its layout read off the IR by :func:`crosscheck.cell_loop.gate_layout`) in the gate layout,
+with the statements of a fused loop: :class:`Alloc` (a stack or step buffer taken from the call's workspace
+before the loops), :class:`Temporaries` (where the writes' temporaries are taken), :class:`Call` (a helper of
+the layout: the stacked gate products, the batched recurrent product), :class:`View` (a step of a stack, a
+gate of a block), :class:`Reshape`, :class:`Write` (an elementwise expression written with ``out=`` into its
+buffer, :mod:`crosscheck.buffered`) and :class:`Swap`.  :class:`Emitter`, the one emitter, prints every
+Function (straight-line, plain loop, fused loop) as Python source for one backend; numpy and torch differ only
+in the namespace the names are bound to, and an operation with no implementation in the backend is refused
+when the source is printed, naming the operation and the backend.
 
 >>> from seqgrad.derive.cell import Cell
 >>> cell = Cell("z = w_x*x + w_h*h_prev; h = tanh(z)", states="h", params="w_x w_h w_o", head="w_o*h")
@@ -39,11 +43,12 @@ import sympy as sp
 
 from seqgrad.derive.sequence import t
 
+from . import buffered
 from .code_printer import _Code, _Printer, _TorchPrinter, identifier
 
 __all__ = ["Function", "Assign", "Zeros", "Reset", "Stash", "Stack", "Load", "LoadPrev", "Store", "PrevStack",
            "Collect", "Stacked", "Accumulate", "Loss", "Rho", "Sequence", "Finite", "BatchOf", "Return", "Loop",
-           "straight_line", "cell_loop", "gradient_terms", "hoist", "Emitter"]
+           "Alloc", "Temporaries", "Call", "View", "Reshape", "Write", "Swap", "straight_line", "cell_loop", "gradient_terms", "hoist", "Emitter"]
 
 
 # -- statements ----------------------------------------------------------------------------------------------
@@ -136,11 +141,13 @@ class Stacked:
 @dataclass(frozen=True)
 class Accumulate:
     """``target += value`` summed down to ``shape`` (over the batch), inside a loop; ``guard``: only at a
-    step where that symbol is set (a loss position)."""
+    step where that symbol is set (a loss position); ``allocates``: what to say in a comment when a loop that
+    otherwise allocates nothing makes a new array here (:attr:`crosscheck.cells.CellFunction.fallbacks`)."""
     target: sp.Basic
     value: sp.Basic
     shape: tuple
     guard: sp.Basic | None = None
+    allocates: str | None = None
 
 
 @dataclass(frozen=True)
@@ -193,6 +200,73 @@ class Loop:
     reversed: bool = False
 
 
+# -- the statements of a fused loop (crosscheck.cell_loop.fuse_gates) -------------------------------------------
+@dataclass(frozen=True)
+class Alloc:
+    """``target :=`` an array of ``shape`` taken from the workspace of the call (kept for the next call of the
+    same shapes, :class:`crosscheck.cell_loop.Workspace`), of ``like``'s dtype and device: ``empty`` (written
+    before it is read), ``states`` (a stack of states, s_{-1} = 0 first) or ``rows`` (a (gates, B, W) block laid
+    out like a run of gates' views of the gate stack)."""
+    target: sp.Basic
+    shape: tuple
+    like: sp.Basic
+    kind: str = "empty"
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Temporaries:
+    """Where the step buffers that the :class:`Write` statements take (and the invariants they read) are
+    allocated, once, before the loops."""
+    like: sp.Basic
+
+
+@dataclass(frozen=True)
+class Call:
+    """``targets := helper(args)`` (no targets: in place), a helper of a fused layout
+    (:func:`crosscheck.cell_loop.helpers`: the gate stacks, their batched products, in-place activations);
+    ``args`` are symbols, numbers, sizes (SymPy integers of ``_B``, ``_T``), tuples and lists of them."""
+    targets: tuple
+    helper: str
+    args: tuple
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class View:
+    """``target := source[at]`` without a copy: a step of a stack, a gate of a step's block (``at``: an index,
+    a SymPy expression of the loop index, or a slice)."""
+    target: sp.Basic
+    source: sp.Basic
+    at: object
+
+
+@dataclass(frozen=True)
+class Reshape:
+    """``target := source`` read with the axes ``shape`` (a view: the (G, T, B, H) gate stack as (G, T B, H))."""
+    target: sp.Basic
+    source: sp.Basic
+    shape: tuple
+
+
+@dataclass(frozen=True)
+class Write:
+    """``target := value`` (``add``: ``target += value``) elementwise, into the array ``target`` of ``shape``
+    (a step buffer, a slot of a stack), each operation of ``value`` a call that names its output and its
+    temporaries taken from the :class:`Temporaries` (:mod:`crosscheck.buffered`): no new array."""
+    target: sp.Basic
+    value: sp.Basic
+    shape: tuple
+    add: bool = False
+
+
+@dataclass(frozen=True)
+class Swap:
+    """``left := right`` at once (``carry, next = next, carry``: what this step sent becomes what the next reads)."""
+    left: tuple
+    right: tuple
+
+
 @dataclass
 class Function:
     """A compiled function: ``args``, ``body``; ``names`` the identifier of every symbol it names (passes add
@@ -213,8 +287,28 @@ class Function:
         self.names[sym] = ident
         return sym
 
+    def internal(self, text: str, shape=None):
+        """A new symbol (a matrix of ``shape`` if given) with the engine's own identifier ``text``: an underscore
+        name, which :func:`~crosscheck.code_printer.identifier` never gives a symbol of the derivation."""
+        assert text.startswith("_") and text not in self.names.values(), text
+        sym = sp.MatrixSymbol(sp.Dummy(text), *shape) if shape else sp.Dummy(text)
+        self.names[sym] = text
+        return sym
+
+    def element(self, source, at, shape=None):
+        """A symbol standing for ``source[at]`` (a view, as :class:`View` makes, read where it stands)."""
+        sym = sp.MatrixSymbol(sp.Dummy("element"), *shape) if shape else sp.Dummy("element")
+        self.names[sym] = f"{self.names[source]}[{_index(at)}]"
+        return sym
+
     def loops(self):
         return [s for s in self.body if isinstance(s, Loop)]
+
+
+def _index(at) -> str:
+    if isinstance(at, slice):
+        return f"{'' if at.start is None else at.start}:{'' if at.stop is None else at.stop}"
+    return str(at)
 
 
 # -- builders ------------------------------------------------------------------------------------------------
@@ -419,26 +513,28 @@ class Emitter:
     implementation in the backend is refused here, naming it and the backend."""
 
     def __init__(self, backend: str, names: dict):
+        self.backend = backend
         self.printer = (_TorchPrinter if backend == "torch" else _Printer)(names)
         self.code = _Code(self.printer, backend)
         self.names = names
         self.index = None
+        self.writer = None  # the Write statements' printer (crosscheck.buffered), made for the function printed
+        self.temporaries = None  # (line, depth, like) of the Temporaries statement
 
     @property
     def used(self) -> dict:
         return self.printer.used
 
-    def statements(self, src, body, depth: int):
-        """Print ``body`` (IR statements) into ``src`` at ``depth``: a loop layout printed elsewhere (the gate
-        loop of :mod:`crosscheck.cell_loop`) prints its loss, rho and gradient terms through this."""
-        self._block(src, body, depth)
-
     def source(self, fn: Function, name: str = "_generated") -> str:
         from .cell_source import Source
 
         src = Source()
+        self.writer = buffered.Writer(self.backend, self.names, self.code, fn.invariants)
         src(f"def {name}({', '.join(self.names[a] for a in fn.args)}):", 0)
         self._block(src, fn.body, 1)
+        if self.temporaries is not None:  # the buffers the writes took, allocated where the IR says
+            line, depth, like = self.temporaries
+            src.lines[line:line] = ["    " * depth + text for text in self.writer.declarations(self._n(like))]
         return src.text()
 
     def _block(self, src, body, depth):
@@ -496,6 +592,8 @@ class Emitter:
         src(f"{d} = {d} + {total}", depth)
 
     def _Accumulate(self, src, s, depth):
+        if s.allocates is not None:
+            src(f"# allocates: {s.allocates}", depth)
         if s.guard is not None:
             src(f"if {self._n(s.guard)} is not None:", depth)
             depth += 1
@@ -532,3 +630,55 @@ class Emitter:
                 text = f"_reduce({text}, {tuple(v.shape) if isinstance(v, sp.MatrixExpr) else ()!r})"
             outs.append(text)
         src(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})", depth)
+
+    # -- the statements of a fused loop
+    def _arg(self, a) -> str:
+        if a is None:
+            return "None"
+        if isinstance(a, list):
+            return "[" + ", ".join(self._arg(b) for b in a) + "]"
+        if isinstance(a, tuple):
+            return "(" + ", ".join(self._arg(b) for b in a) + ("," if len(a) == 1 else "") + ")"
+        if isinstance(a, sp.Basic) and a in self.names:
+            return self.names[a]
+        return str(a)  # a number, or a size such as _T + 1
+
+    def _shape(self, shape) -> str:
+        return ", ".join(self._arg(n) for n in shape)
+
+    @staticmethod
+    def _note(text):
+        return f"  # {text}" if text else ""
+
+    _ALLOC = {"empty": "_empty_n", "states": "_states", "rows": "_run_rows"}
+
+    def _Alloc(self, src, s, depth):
+        src(f"{self._n(s.target)} = {self._ALLOC[s.kind]}({self._n(s.like)}, {self._shape(s.shape)}){self._note(s.note)}", depth)
+
+    def _Temporaries(self, src, s, depth):
+        self.temporaries = (len(src.lines), depth, s.like)
+
+    def _Call(self, src, s, depth):
+        call = f"{s.helper}({', '.join(self._arg(a) for a in s.args)})"
+        targets = ", ".join(self._n(x) for x in s.targets)
+        src((f"{targets} = {call}" if targets else call) + self._note(s.note), depth)
+
+    def _View(self, src, s, depth):
+        src(f"{self._n(s.target)} = {self._n(s.source)}[{_index(s.at)}]", depth)
+
+    def _Reshape(self, src, s, depth):
+        src(f"{self._n(s.target)} = {self._n(s.source)}.reshape({self._shape(s.shape)})", depth)
+
+    def _Write(self, src, s, depth):
+        out, shape = self._n(s.target), self._shape(s.shape)
+        if not s.add:
+            lines = self.writer.into(out, s.value, shape)
+        else:
+            lines, text, temp = self.writer.value(s.value, shape)
+            lines = lines + [f"_k_add({out}, {text}, out={out})"]
+            self.writer.done(temp, shape)
+        for line in lines:
+            src(line, depth)
+
+    def _Swap(self, src, s, depth):
+        src(f"{', '.join(self._n(a) for a in s.left)} = {', '.join(self._n(b) for b in s.right)}", depth)

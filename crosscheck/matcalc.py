@@ -1,7 +1,7 @@
 """``seqgrad diff``'s numeric side: the generated numpy and torch functions of a derivative, and ``--check``.
 
 The derivative (:func:`seqgrad.derive.matcalc.diff`) is printed as a numpy and a torch function by the
-project's printers (:mod:`crosscheck.lambdify`'s, with the matrix primitives added), and checked against
+project's printers (:mod:`crosscheck.code_printer`'s, with the matrix primitives added), and checked against
 torch autograd in float64 at random sizes and values: autograd differentiates the *expression* evaluated
 by the operations' torch implementations (:func:`seqgrad.derive.matcalc.evaluate` with :func:`torch_ops`),
 never printed code, so a printer fault cannot sit on both sides of the comparison.
@@ -20,8 +20,8 @@ from seqgrad.derive.matcalc import MatrixDerivative, evaluate, numpy_ops
 from seqgrad.derive.matrix_text import is_matrix
 from seqgrad.errors import SeqgradValueError
 
-from . import lambdify
-from .lambdify import _Printer, _TorchPrinter, _numpy_namespace, _torch_namespace, identifier, run_generated
+from .code_printer import _Printer, _TorchPrinter, identifier, operation_namespace
+from .lambdify import _numpy_namespace, _torch_namespace, run_generated
 
 __all__ = ["generated_source", "compile_derivative", "check", "CheckResult", "torch_ops", "TOLERANCE"]
 
@@ -130,9 +130,7 @@ def generated_source(d: MatrixDerivative, backend: str = "numpy", name: str = "g
 def compile_derivative(d: MatrixDerivative, backend: str = "numpy"):
     source, leaves = generated_source(d, backend)
     namespace = _numpy_namespace() if backend == "numpy" else _torch_namespace()
-    registry_functions = getattr(lambdify, "operation_namespace", None)  # the operation registry's _op_NAME, where there is one
-    if registry_functions is not None:
-        namespace.update(registry_functions(backend))
+    namespace.update(operation_namespace(backend))  # the operation registry's _op_NAME
     return run_generated(source, f"<seqgrad diff {backend}>", namespace, "gradient"), leaves
 
 

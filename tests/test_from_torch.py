@@ -310,7 +310,7 @@ def test_cli_derive_torch(capsys, tmp_path, monkeypatch):
 def test_printer_parenthesises_products_in_matrix_products():
     """A Hadamard factor of a matrix product (and a matrix product inside a Hadamard product) is printed in
     parentheses: Python's @ and * bind alike, so a*b @ W is (a*b) @ W (the Ops cell above met both)."""
-    from seqgrad.crosscheck.lambdify import _Printer
+    from seqgrad.crosscheck.code_printer import _Printer
 
     a, b = sp.MatrixSymbol("a", 1, 3), sp.MatrixSymbol("b", 1, 3)
     W = sp.MatrixSymbol("W", 3, 3)

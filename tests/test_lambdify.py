@@ -11,7 +11,8 @@ import torch
 
 import seqgrad.crosscheck.lambdify as lam
 from seqgrad.crosscheck.cells import RNNFunction
-from seqgrad.crosscheck.lambdify import identifier, lambdify
+from seqgrad.crosscheck.code_printer import identifier
+from seqgrad.crosscheck.lambdify import lambdify
 from seqgrad.derive import rnn
 from seqgrad.derive.program import Program
 from seqgrad.errors import NonFiniteError, SeqgradValueError, ShapeError

@@ -314,14 +314,14 @@ def test_no_check_compiles_the_hand_typed_layernorm():
 def test_no_backend_implements_a_normalisation_of_its_own():
     """LayerNorm's and RMSNorm's row maps have one numeric definition, ``definition()`` in derive.rules: the code
     printers and the evaluator of ``seqgrad diff`` hold no std/normalize/rms implementation of their own."""
-    from seqgrad.crosscheck import lambdify, matcalc as c_matcalc
+    from seqgrad.crosscheck import code_printer, lambdify, matcalc as c_matcalc
     from seqgrad.derive import matcalc
 
     for namespace in (lambdify._numpy_namespace(), lambdify._torch_namespace()):
         assert not {"_rowstd", "_normalize", "_rms", "_rmsnormalize"} & set(namespace)
     for ops in (matcalc._NumpyOps(), c_matcalc.torch_ops()):
         assert not any(hasattr(ops, name) for name in ("rowstd", "normalize", "rms", "rmsnormalize"))
-    printer = lambdify._Printer({})
+    printer = code_printer._Printer({})
     assert not any(hasattr(printer, f"_print_{c.__name__}") for c in (rules.RowStd, rules.Normalize, rules.RowRMS, rules.RMSNormalize))
 
 

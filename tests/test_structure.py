@@ -208,6 +208,30 @@ def test_rnn_function_lives_with_the_cell_engine_and_is_imported_from_there():
     assert cells.RNNFunction.__module__ == "seqgrad.crosscheck.cells"
 
 
+def test_the_printer_pieces_are_imported_from_code_printer_not_through_lambdify():
+    """crosscheck/lambdify.py once re-exported code_printer's pieces (``# noqa: F401``); matcalc looked one up
+    there with getattr and a None default, so losing it would have silently left the registry's operations out of
+    ``seqgrad diff``'s namespace.  One home: every importer names code_printer."""
+    from seqgrad.crosscheck import lambdify
+
+    for name in ("_Code", "_Printer", "_TorchPrinter", "operation_backend", "operation_namespace"):
+        assert not hasattr(lambdify, name), name
+    users = [p for p in list(ROOT.glob("[cbt]*/**/*.py"))
+             if re.search(r"lambdify import[^\n]*\b(_Printer|_TorchPrinter|_Code|identifier|operation_namespace|operation_backend)\b",
+                          p.read_text(encoding="utf-8")) and p.name != "test_structure.py"]
+    assert not users, users
+
+
+def test_one_generator_prints_the_cell_loops():
+    """The gate loop is the IR rewritten by the fusion pass (cell_loop.fuse_gates) and printed by loop_ir's
+    Emitter: the generator that printed it beside the IR (cell_loop.gated_source) and the buffered module's
+    own Emitter are gone, no parallel path kept."""
+    from seqgrad.crosscheck import buffered, cell_loop, loop_ir
+
+    assert not hasattr(cell_loop, "gated_source") and not hasattr(buffered, "Emitter")
+    assert not hasattr(loop_ir.Emitter, "statements")  # no door for another generator to print IR pieces through
+
+
 def test_crosscheck_has_no_import_circle():
     """No crosscheck module reaches itself through its imports, not even inside a function: the document's pieces
     (text, figures, marks, the build's settings) live in crosscheck/latex_parts.py, below the assembly
@@ -221,7 +245,7 @@ def test_crosscheck_has_no_import_circle():
 
 @pytest.mark.parametrize("module", ["cells", "cell_loop", "cell_source", "buffered", "lambdify"])
 def test_the_compiled_loop_modules_are_in_no_import_circle(module):
-    """The cell engine's compilers import downwards only (cells -> cell_loop -> buffered, cell_source ->
+    """The cell engine's compilers import downwards only (cells -> cell_loop -> loop_ir -> buffered, cell_source ->
     lambdify), even through imports inside functions: the pieces both loop layouts share live in
     crosscheck/cell_source.py (once cell_loop imported them from cells, which imports cell_loop)."""
     assert module not in _reachable(module, True, package="crosscheck")

@@ -14,7 +14,7 @@ import sympy as sp
 import torch
 
 from seqgrad import operations as registry
-from seqgrad.crosscheck import lambdify
+from seqgrad.crosscheck import code_printer
 from seqgrad.crosscheck.cells import CellFunction, against_autograd, autograd_gradients, autograd_twin, random_case
 from seqgrad.crosscheck.twin import TorchTwin
 from seqgrad.derive import operations
@@ -133,14 +133,14 @@ def test_the_twin_equals_hand_written_torch(name):
 
 def _misprint(monkeypatch, wrong: dict):
     """Make the torch printer print each function of ``wrong`` as another one (a printer fault)."""
-    original = lambdify._TorchPrinter._print_operation
+    original = code_printer._TorchPrinter._print_operation
 
     def faulty(self, expr, arg_text=None):
         if expr.func in wrong:
             expr = wrong[expr.func](*expr.args, evaluate=False)
         return original(self, expr, arg_text)
 
-    monkeypatch.setattr(lambdify._TorchPrinter, "_print_operation", faulty)
+    monkeypatch.setattr(code_printer._TorchPrinter, "_print_operation", faulty)
 
 
 def _worst(rows):
