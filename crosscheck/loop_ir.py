@@ -43,7 +43,7 @@ from .code_printer import _Code, _Printer, _TorchPrinter, identifier
 
 __all__ = ["Function", "Assign", "Zeros", "Reset", "Stash", "Stack", "Load", "LoadPrev", "Store", "PrevStack",
            "Collect", "Stacked", "Accumulate", "Loss", "Rho", "Sequence", "Finite", "BatchOf", "Return", "Loop",
-           "straight_line", "cell_loop", "gradient_terms", "hoist", "Emitter"]
+           "Output", "Strided", "Contract", "straight_line", "cell_loop", "gradient_terms", "hoist", "Emitter"]
 
 
 # -- statements ----------------------------------------------------------------------------------------------
@@ -186,11 +186,50 @@ class Return:
 
 
 @dataclass(frozen=True)
+class Output:
+    """``target :=`` zeros of ``shape``, after a leading batch axis when ``batch`` (as long as the longest
+    leading axis of the arrays ``like``, an array without a batch entering with an axis of 1), of their dtype
+    and device."""
+    target: sp.Basic
+    like: tuple
+    shape: tuple
+    batch: bool
+
+
+@dataclass(frozen=True)
+class Strided:
+    """``target :=`` a strided slice of the array ``source`` (a leading batch axis, then one axis per entry of
+    ``reads``): per axis ``(first, step, count)``, the entries first, first + step, ... (count of them; step 0:
+    the entry first alone, its axis dropped), zero where an entry falls outside the array (zero padding).
+    ``first`` is a SymPy expression of the enclosing loops' indices."""
+    target: sp.Basic
+    source: sp.Basic
+    reads: tuple
+
+
+@dataclass(frozen=True)
+class Contract:
+    """``target[at] += scale * einsum(spec, *factors)``: the product of the ``factors`` (strided slices whose
+    axes ``spec`` names in Einstein's notation), summed over every axis the result does not keep; ``at`` has
+    one entry per axis of ``target`` (after its batch when ``batch``): a loop index, or None for the whole
+    axis.  Without factors it adds ``scale`` alone."""
+    target: sp.Basic
+    factors: tuple
+    spec: str
+    scale: sp.Basic
+    at: tuple
+    batch: bool
+
+
+@dataclass(frozen=True)
 class Loop:
-    """``for index in range(length)`` (``reversed``: from length - 1 down to 0), the step program ``body``."""
+    """``for index in range(start, start + length)`` (``reversed``: from the last down to start), the step
+    program ``body``; ``length`` None: the sequence's length ``_T`` (:class:`Sequence`)."""
     index: sp.Symbol
     body: tuple
     reversed: bool = False
+    length: int | None = None
+    start: int = 0
 
 
 @dataclass
@@ -449,8 +488,12 @@ class Emitter:
         return self.names[sym]
 
     def _Loop(self, src, s, depth):
-        i = self.index = str(s.index)
-        src(f"for {i} in range(_T - 1, -1, -1):" if s.reversed else f"for {i} in range(_T):", depth)
+        i = self.index = self.names.get(s.index, str(s.index))
+        if s.length is None:
+            src(f"for {i} in range(_T - 1, -1, -1):" if s.reversed else f"for {i} in range(_T):", depth)
+        else:
+            first, last = s.start, s.start + s.length - 1
+            src(f"for {i} in range({last}, {first - 1}, -1):" if s.reversed else f"for {i} in range({first}, {last + 1}):", depth)
         self._block(src, s.body, depth + 1)
 
     def _Assign(self, src, s, depth):
@@ -512,6 +555,23 @@ class Emitter:
 
         emit_rho(src, self.code, self.names, s.gen, s.cell, {st: self._n(c) for st, c, _ in s.carry},
                  {st: f"_zeros(_B, {w})" for st, _, w in s.carry} if s.reset else None)
+
+    def _Output(self, src, s, depth):
+        like = ", ".join(self._n(a) for a in s.like)
+        src(f"{self._n(s.target)} = _output(({like},), {tuple(s.shape)!r}, {s.batch})", depth)
+
+    def _Strided(self, src, s, depth):
+        reads = ", ".join(f"({self.code(first)}, {step}, {count})" for first, step, count in s.reads)
+        src(f"{self._n(s.target)} = _strided({self._n(s.source)}, ({reads},))", depth)
+
+    def _Contract(self, src, s, depth):
+        at = ([":"] if s.batch else []) + [":" if a is None else self._n(a) for a in s.at]
+        target = f"{self._n(s.target)}[{', '.join(at)}]" if at else self._n(s.target)
+        value = f"_einsum({s.spec!r}, {', '.join(self._n(f) for f in s.factors)})" if s.factors else None
+        if s.scale != 1 or value is None:
+            scale = self.code(s.scale)
+            value = scale if value is None else f"{scale}*{value}"
+        src(f"{target} = {target} + {value}" if not at else f"{target} += {value}", depth)
 
     def _Sequence(self, src, s, depth):
         X = self._n(s.X)
