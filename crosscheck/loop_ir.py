@@ -566,12 +566,12 @@ class Emitter:
 
     def _Contract(self, src, s, depth):
         at = ([":"] if s.batch else []) + [":" if a is None else self._n(a) for a in s.at]
-        target = f"{self._n(s.target)}[{', '.join(at)}]" if at else self._n(s.target)
+        target = f"{self._n(s.target)}[{', '.join(at) if at else '...'}]"
         value = f"_einsum({s.spec!r}, {', '.join(self._n(f) for f in s.factors)})" if s.factors else None
         if s.scale != 1 or value is None:
             scale = self.code(s.scale)
             value = scale if value is None else f"{scale}*{value}"
-        src(f"{target} = {target} + {value}" if not at else f"{target} += {value}", depth)
+        src(f"{target} += {value}", depth)
 
     def _Sequence(self, src, s, depth):
         X = self._n(s.X)
