@@ -157,9 +157,9 @@ def _term_ir(fn: loop_ir.Function, term: _Term, out, free: dict, batch: bool) ->
         for coeffs, const in zip(fac.coeffs, fac.consts):
             var = next((v for v in coeffs if v in term.vec), None)
             step = coeffs[var] if var is not None else 0
-            first = const + sum(c * v for v, c in coeffs.items() if v in term.loops)
+            first = sp.Integer(const) + sum(c * v for v, c in coeffs.items() if v in term.loops)
             first += step * term.ranges[var][0] if var is not None else 0
-            reads.append((sp.sympify(first), step, term.ranges[var][1] if var is not None else 1))
+            reads.append((first, step, term.ranges[var][1] if var is not None else 1))
             used |= {v for v in coeffs if v in term.loops}
             labels += letters[var] if var is not None else ""
         sym = fn.fresh(f"{fn.names[fac.base]}_1")
