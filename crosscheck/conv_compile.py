@@ -204,6 +204,7 @@ class Compiled:
         self.backend = validate.choice("backend", backend, ("numpy", "torch"))
         if not isinstance(expr, sp.Basic):
             raise SeqgradTypeError("expr", expr, "a SymPy expression of derive.conv (sums of Indexed products)")
+        self.expr, self.sizes = expr, dict(sizes)
         self.free = {var: validate.integer("free", n, minimum=1) for var, n in dict(free).items()}  # variable -> range
         values = {key: sp.Integer(validate.integer("sizes", n)) for key, n in sizes.items()}
         self.terms = [_plan(product, limits, self.free) for product, limits in _terms(expr.xreplace(values), sizes)]

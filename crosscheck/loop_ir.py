@@ -4,10 +4,14 @@ A compiled function is a :class:`Function`: its arguments and a list of statemen
 SymPy symbols and hold SymPy expressions (never printed text): :class:`Assign` (``target := value``), the
 stacks of a sequence (:class:`Stack`, :class:`Stash`, :class:`Load`, :class:`Store`, :class:`PrevStack`,
 :class:`Collect`), the products over a stacked axis (:class:`Stacked`: ``sum_t a_t^T b_t``, ``sum_t a_t``),
-a gradient summed step by step (:class:`Accumulate`) and :class:`Loop` ``(index, range, body, reversed)``.
+a gradient summed step by step (:class:`Accumulate`) and :class:`Loop` ``(index, body, reversed, length,
+start)``, over the sequence's steps or a fixed range.
 The straight-line program of :func:`crosscheck.lambdify.lambdify` is a Function without a loop
 (:func:`straight_line`); a cell's loop over t is one with two (:func:`cell_loop`, built from the general-t
-derivation :meth:`derive.cell.Cell.general`).  Rewrites are passes from IR to IR: :func:`hoist` moves what is
+derivation :meth:`derive.cell.Cell.general`); an index formula of :mod:`derive.conv` is one with a loop per
+looped index variable (:func:`crosscheck.conv_compile.conv_function`), holding a strided read per factor
+(:class:`Strided`, zero outside the array) and one :class:`Contract` that adds their product, summed over the
+vectorised axes, into an :class:`Output`.  Rewrites are passes from IR to IR: :func:`hoist` moves what is
 not sequential out of the loops.  Whether a cell has gate form is read off the hoisted IR by
 :func:`crosscheck.cell_loop.gate_layout`; the gate loop itself is still printed by
 :func:`crosscheck.cell_loop.gated_source` (a fusion pass from IR to IR, printed here, is not built yet).
