@@ -4,7 +4,8 @@
 
 Shape: batch 64, one 64 x 64 channel, a 5 x 5 kernel, stride 1, no padding.  Ours:
 ``dL/dK_pq = sum_bij G_bij X_b,i+p,j+q`` from ``derive.conv.Conv2d.grad_K`` compiled by
-``crosscheck.conv_compile`` (one strided-slice product per kernel entry).  Baseline: the backward pass
+``crosscheck.conv_compile`` (its plan written as ``crosscheck.loop_ir`` IR and printed by the IR's
+emitter: a loop per kernel offset, one contraction of two strided slices per kernel entry).  Baseline: the backward pass
 of ``conv2d`` for the kernel alone (``torch.autograd.grad(Y, K, G)`` on a graph built once), and also
 forward + backward.  Target: ours <= 2x the backward-only baseline, float32 and float64, CPU.
 """
@@ -65,8 +66,9 @@ def main(argv=None) -> int:
     results = [measure(d, args.repeats) for d in ("float32", "float64")]
     if not args.no_record:
         md = ("## Convolution weight gradient: compiled derivation vs conv2d autograd\n\n"
-              f"`dL/dK_pq = sum_bij G_bij X_b,i+p,j+q` (derive.conv, compiled by crosscheck.conv_compile: one strided-slice "
-              f"product per kernel entry) for batch {B}, a {H} x {H} input and a {KSIZE} x {KSIZE} kernel, against the backward "
+              f"`dL/dK_pq = sum_bij G_bij X_b,i+p,j+q` (derive.conv, compiled by crosscheck.conv_compile through the IR of "
+              f"crosscheck.loop_ir and its emitter, the generator of every compiled function: a loop per kernel offset, one "
+              f"contraction of two strided slices per kernel entry) for batch {B}, a {H} x {H} input and a {KSIZE} x {KSIZE} kernel, against the backward "
               f"pass of `torch.nn.functional.conv2d` for the kernel (graph built once) and against forward + backward; CPU, "
               f"{args.threads} thread(s), median of {args.repeats} interleaved repeats (`python benchmarks/conv_weight_grad.py`).\n\n"
               + benchdoc.table(["dtype", "derived (ms)", "conv2d backward (ms)", "conv2d forward + backward (ms)", "ratio derived / backward",

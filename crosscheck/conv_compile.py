@@ -1,34 +1,75 @@
-"""Compile an index-notation formula of :mod:`derive.conv` (sums of products of ``Indexed`` entries) to torch.
+"""Compile an index-notation formula of :mod:`derive.conv` (sums of products of ``Indexed`` entries) to numpy or torch.
 
 A formula such as ``Sum(G[i, j] * X[s*i + p, s*j + q], (i, 0, H_o - 1), (j, 0, W_o - 1))`` with free indices
-``p, q`` becomes a function of tensors ``G`` and ``X`` (each with a leading batch axis).  Every index
+``p, q`` becomes a function of arrays ``G`` and ``X`` (each with a leading batch axis).  Every index
 expression must be affine in the index variables with integer coefficients; an array read outside its
 range is zero (the zero padding of the input and the zero extension ``Ghat`` of the derivation).
 
-The compiled code vectorises the index variables with the largest ranges (strided slices, no copies) and
-loops over the small ones (the kernel offsets, and any variable read backwards, such as u in K[k-1-u]), which is how the sum over positions of the weight-sharing
-gradient runs fast: for every kernel entry one dot product of two strided slices.
+The plan of each term vectorises the index variables with the largest ranges (strided slices, no copies)
+and loops over the small ones (the kernel offsets, and any variable read backwards, such as u in
+K[k-1-u]), which is how the sum over positions of the weight-sharing gradient runs fast: for every kernel
+entry one contraction of two strided slices.  The plan is written as the IR of :mod:`crosscheck.loop_ir`
+(:func:`conv_function`): a :class:`~crosscheck.loop_ir.Loop` per looped variable, inside it a
+:class:`~crosscheck.loop_ir.Strided` read per factor (placed in the outermost loop whose indices it reads)
+and one :class:`~crosscheck.loop_ir.Contract` that adds the product, summed over the vectorised summation
+variables (and the batch), into the output.  Its :class:`~crosscheck.loop_ir.Emitter` prints the same source
+for numpy and torch; only the helpers it calls are bound per backend (:func:`helpers`).
+
+>>> import numpy as np
+>>> from seqgrad.derive import conv as dc
+>>> dK = Compiled(dc.Conv2d(stride=2).grad_K(), {dc.p: 3, dc.q: 3}, {dc.k: 3, dc.H_o: 4, dc.W_o: 4}, backend="numpy")
+>>> print(dK.source.strip())
+def _conv(G, X):
+    out = _output((G, X,), (3, 3), False)
+    G_1 = _strided(G, ((0, 1, 4), (0, 1, 4),))
+    for p in range(0, 3):
+        for q in range(0, 3):
+            X_1 = _strided(X, ((p, 2, 4), (q, 2, 4),))
+            out[p, q] += _einsum('Bij,Bij->', G_1, X_1)
+    return (out,)
+>>> X, G = np.arange(2 * 9 * 9.0).reshape(2, 9, 9), np.ones((2, 4, 4))
+>>> float(dK(G=G, X=X)[1, 2]) == float(X[:, 1:9:2, 2:9:2].sum())
+True
 """
 
 from __future__ import annotations
 
-import itertools
+import string
 from dataclasses import dataclass
 
 import sympy as sp
-import torch
 
+from seqgrad import validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
+from . import loop_ir
+from .code_printer import identifier
 
-@dataclass
+__all__ = ["Compiled", "conv_function", "helpers"]
+
+_SHAPE = "sums of products of Indexed entries (and numbers or scalar symbols) of derive.conv"
+
+
+@dataclass(frozen=True)
 class _Factor:
-    base: str
-    coeffs: list[dict]  # per array axis: {variable: integer coefficient}
-    consts: list[int]
+    base: sp.IndexedBase
+    coeffs: tuple  # per array axis: {variable: integer coefficient}
+    consts: tuple  # per array axis: the integer constant
+
+
+@dataclass(frozen=True)
+class _Term:
+    """One product to add: its factors, scalar part, index ranges (variable -> (first, count)), the
+    vectorised and the looped variables."""
+    factors: tuple
+    scale: sp.Basic
+    ranges: dict
+    vec: tuple
+    loops: tuple
 
 
 def _affine(expr, variables) -> tuple[dict, int]:
+    """``expr = sum_v c_v v + c`` with integer c_v, c: ({v: c_v}, c)."""
     expr = sp.expand(expr)
     coeffs = {}
     for var in variables:
@@ -37,143 +78,197 @@ def _affine(expr, variables) -> tuple[dict, int]:
             if not c.is_Integer:
                 raise SeqgradTypeError("index", str(expr), "affine index expressions with integer coefficients")
             coeffs[var] = int(c)
-    const = expr.subs({var: 0 for var in variables})
+    const = expr - sum(c * var for var, c in coeffs.items())
+    if const.free_symbols & set(variables):  # i**2, i*j: not affine
+        raise SeqgradTypeError("index", str(expr), "affine index expressions with integer coefficients")
     if not const.is_Integer:
         raise SeqgradTypeError("index", str(expr), "index expressions whose sizes are all given")
     return coeffs, int(const)
 
 
-class Compiled:
-    """``f(**arrays) -> tensor`` of shape ``(B?, *free sizes)``; ``batch="sum"`` sums the leading batch axis too."""
+def _terms(expr, sizes):
+    """(product, limits) for every term of ``expr``: sums unwrapped, their limits as (first, count)."""
+    out = []
+    for term in sp.Add.make_args(sp.expand(expr, deep=False)):
+        limits = {}
+        while isinstance(term, sp.Sum):
+            for var, lo, hi in term.limits:
+                if not (lo.is_Integer and hi.is_Integer):
+                    raise SeqgradValueError("sizes", sizes, f"values for every size in the limits of {var}")
+                limits[var] = (int(lo), int(hi) - int(lo) + 1)
+            term = term.function
+        out += [(product, dict(limits)) for product in sp.Add.make_args(sp.expand(term))]
+    return out
 
-    def __init__(self, expr, free: dict, sizes: dict, batch: str = "sum"):
+
+def _plan(product, limits, free: dict) -> _Term:
+    variables = list(free) + list(limits)
+    factors, scalars = [], []
+    for f in sp.Mul.make_args(product):
+        base, times = (f.base, f.exp) if isinstance(f, sp.Pow) else (f, sp.Integer(1))
+        if isinstance(base, sp.Indexed) and times.is_Integer and times >= 1:
+            pairs = [_affine(e, variables) for e in base.indices]
+            factors += [_Factor(base.base, tuple(c for c, _ in pairs), tuple(k for _, k in pairs))] * int(times)
+        elif f.has(sp.Indexed) or f.free_symbols & set(variables):
+            raise SeqgradTypeError("expr", str(f), _SHAPE)
+        else:
+            scalars.append(f)
+    ranges = {var: (0, n) for var, n in free.items()}
+    ranges.update(limits)
+    read = {var for fac in factors for axis in fac.coeffs for var in axis}
+    scale = sp.Mul(*scalars)
+    for var in [v for v in limits if v not in read]:  # a sum of something that does not depend on it
+        scale *= ranges.pop(var)[1]
+    if not factors:  # a number or a scalar symbol (the bias b): added to every entry at once
+        return _Term((), scale, ranges, (), ())
+    # vectorise the largest ranges while every array axis reads at most one vectorised variable; a variable
+    # read backwards (u in K[k-1-u]) or by no factor (a free index of a term that lacks it) is looped
+    backwards = {var for fac in factors for axis in fac.coeffs for var, c in axis.items() if c < 0}
+    vec: list = []
+    for var in sorted(ranges, key=lambda x: -ranges[x][1]):
+        if var in read and var not in backwards and all(sum(1 for w in vec + [var] if w in axis) <= 1
+                                                        for fac in factors for axis in fac.coeffs):
+            vec.append(var)
+    loops = tuple(var for var in ranges if var not in vec)
+    return _Term(tuple(factors), scale, ranges, tuple(vec), loops)
+
+
+def conv_function(terms, free: dict, batch: bool, names: dict, taken: set, args: tuple) -> loop_ir.Function:
+    """The IR of the planned ``terms``: the output, then per term its loops, strided reads and contraction."""
+    fn = loop_ir.Function("conv", args, [], names, taken)
+    out = fn.fresh("out")
+    arrays = tuple(a for a in args if isinstance(a, sp.IndexedBase))
+    fn.body.append(loop_ir.Output(out, arrays, tuple(free.values()), batch))
+    for term in terms:
+        fn.body += _term_ir(fn, term, out, free, batch)
+    fn.body.append(loop_ir.Return((out,)))
+    return fn
+
+
+def _term_ir(fn: loop_ir.Function, term: _Term, out, free: dict, batch: bool) -> list:
+    at = tuple(var if var in term.loops else None for var in free)
+    if not term.factors:
+        return [loop_ir.Contract(out, (), "", term.scale, at, batch)]
+    letters = _letters(term.vec)
+    levels: list[list] = [[] for _ in range(len(term.loops) + 1)]  # the statements at each loop depth
+    slices = []
+    for fac in term.factors:
+        reads, used, labels = [], set(), "B"
+        for coeffs, const in zip(fac.coeffs, fac.consts):
+            var = next((v for v in coeffs if v in term.vec), None)
+            step = coeffs[var] if var is not None else 0
+            first = sp.Integer(const) + sum(c * v for v, c in coeffs.items() if v in term.loops)
+            first += step * term.ranges[var][0] if var is not None else 0
+            reads.append((first, step, term.ranges[var][1] if var is not None else 1))
+            used |= {v for v in coeffs if v in term.loops}
+            labels += letters[var] if var is not None else ""
+        sym = fn.fresh(f"{fn.names[fac.base]}_1")
+        depth = max((term.loops.index(v) + 1 for v in used), default=0)
+        levels[depth].append(loop_ir.Strided(sym, fac.base, tuple(reads)))
+        slices.append((sym, labels))
+    keep = ("B" if batch else "") + "".join(letters[v] for v in free if v in term.vec)
+    spec = ",".join(labels for _, labels in slices) + "->" + keep
+    levels[-1].append(loop_ir.Contract(out, tuple(sym for sym, _ in slices), spec, term.scale, at, batch))
+    body = levels[-1]
+    for depth in range(len(term.loops), 0, -1):  # innermost first
+        var = term.loops[depth - 1]
+        first, count = term.ranges[var]
+        body = levels[depth - 1] + [loop_ir.Loop(var, tuple(body), length=count, start=first)]
+    return body
+
+
+def _letters(vec) -> dict:
+    """An einsum letter per vectorised variable (its own name where that is one free letter; B is the batch)."""
+    out, taken = {}, {"B"}
+    for var in vec:
+        name = str(var)
+        letter = name if len(name) == 1 and name in string.ascii_letters and name not in taken else \
+            next(c for c in string.ascii_letters if c not in taken)
+        out[var] = letter
+        taken.add(letter)
+    return out
+
+
+class Compiled:
+    """``f(**arrays) -> array`` of shape ``(B?, *free sizes)``; ``batch="sum"`` sums the leading batch axis too.
+
+    ``expr`` is a formula of :mod:`derive.conv`, ``free`` its free index variables with their ranges,
+    ``sizes`` a value for every other size it names; ``backend`` numpy or torch (the same IR, the same source).
+    Every array argument has a leading batch axis (an array without one enters with an axis of 1, ``K[None]``);
+    scalar symbols (the bias b) are numbers or 0-d arrays."""
+
+    def __init__(self, expr, free: dict, sizes: dict, batch: str = "sum", backend: str = "torch"):
         if batch not in ("sum", "keep"):
             raise SeqgradValueError("batch", batch, "sum or keep")
         self.batch = batch
-        self.free = dict(free)  # variable -> range
+        self.backend = validate.choice("backend", backend, ("numpy", "torch"))
         if not isinstance(expr, sp.Basic):
             raise SeqgradTypeError("expr", expr, "a SymPy expression of derive.conv (sums of Indexed products)")
-        expr = expr.xreplace({k_: sp.Integer(v_) for k_, v_ in sizes.items()})
-        self.terms = []
-        for term in sp.Add.make_args(sp.expand(expr, deep=False)):
-            limits = {}
-            while isinstance(term, sp.Sum):
-                for var, lo, hi in term.limits:
-                    lo, hi = sp.Integer(lo), sp.Integer(hi)
-                    if not (lo.is_Integer and hi.is_Integer):
-                        raise SeqgradValueError("sizes", sizes, f"values for every size in the limits of {var}")
-                    limits[var] = (int(lo), int(hi) - int(lo) + 1)
-                term = term.function
-            self.terms.append(self._plan(term, limits))
+        self.expr, self.sizes = expr, dict(sizes)
+        self.free = {var: validate.integer("free", n, minimum=1) for var, n in dict(free).items()}  # variable -> range
+        values = {key: sp.Integer(validate.integer("sizes", n)) for key, n in sizes.items()}
+        self.terms = [_plan(product, limits, self.free) for product, limits in _terms(expr.xreplace(values), sizes)]
+        bases = sorted({fac.base for term in self.terms for fac in term.factors}, key=str)
+        if not bases:
+            raise SeqgradTypeError("expr", str(expr)[:80], _SHAPE + ", with at least one Indexed entry")
+        scalars = sorted({s for term in self.terms for s in term.scale.free_symbols}, key=str)
+        taken: set[str] = set()
+        names = {a: identifier(str(a), taken) for a in bases + scalars}
+        looped = sorted({v for term in self.terms for v in term.loops}, key=str)
+        names.update({var: identifier(str(var), taken) for var in looped})
+        self.arguments = tuple(str(a) for a in bases + scalars)  # the keyword names, in the order of the arguments
+        self.function = conv_function(self.terms, self.free, batch == "keep", names, taken, tuple(bases + scalars))
+        emitter = loop_ir.Emitter(self.backend, names)
+        self.source = emitter.source(self.function, "_conv")
+        namespace = dict(emitter.used)
+        namespace.update(helpers(self.backend))
+        from .lambdify import run_generated
 
-    def _plan(self, term, limits):
-        variables = list(self.free) + list(limits)
-        factors, scalars = [], []
-        for f in sp.Mul.make_args(term):
-            if isinstance(f, sp.Indexed):
-                pairs = [_affine(e, variables) for e in f.indices]
-                factors.append(_Factor(str(f.base), [c for c, _ in pairs], [k for _, k in pairs]))
-            else:
-                scalars.append(f)
-        ranges = {var: (0, r) for var, r in self.free.items()}
-        ranges.update(limits)
-        # vectorise the largest ranges while every array axis reads at most one vectorised variable
-        vec: list = []
-        reversed_ = {var for fac in factors for axis in fac.coeffs for var, c in axis.items() if c < 0}
-        for var in sorted(ranges, key=lambda x: -ranges[x][1]):
-            if var not in reversed_ and all(sum(1 for w in vec + [var] if w in axis) <= 1 for fac in factors for axis in fac.coeffs):
-                vec.append(var)
-        loops = [var for var in ranges if var not in vec]
-        return factors, sp.Mul(*scalars), ranges, vec, loops
+        self._fn = run_generated(self.source, "<seqgrad:conv>", namespace, "_conv")
 
-    def __call__(self, **arrays) -> torch.Tensor:
-        tensors = [a for a in arrays.values() if a.dim() > 0]
-        like = tensors[0]
-        B = max(a.shape[0] for a in tensors)  # an array without a batch enters with a batch axis of 1
-        shape = [self.free[v] for v in self.free]
-        out = like.new_zeros(([B] if self.batch == "keep" else []) + shape)
-        for factors, scalar, ranges, vec, loops in self.terms:
-            coeff, symbols = scalar.as_coeff_Mul()
-            named = [arrays[str(f)] for f in sp.Mul.make_args(symbols) if f != 1]  # scalar inputs such as the bias b
-            if not factors:
-                value = float(coeff) * torch.stack(named).prod(0) if named else like.new_tensor(float(coeff))
-                out += value if self.batch == "keep" or not shape else value
-                continue
-            for point in itertools.product(*[range(ranges[v][0], ranges[v][0] + ranges[v][1]) for v in loops]):
-                at = dict(zip(loops, point))
-                value = self._product(arrays, factors, ranges, vec, at, B, like)
-                for t in named:
-                    value = value * t
-                if coeff != 1:
-                    value = value * float(coeff)
-                free_vec = [v for v in self.free if v in vec]
-                if not free_vec and self.batch == "sum":  # a full contraction: one reduction
-                    out[tuple(at[v] for v in self.free)] += value.sum()
-                    continue
-                # sum the vectorised summed variables (and the batch), keep the vectorised free ones in order
-                summed = [k_ for k_, v in enumerate(vec) if v not in self.free]
-                if summed:
-                    value = value.sum(dim=[1 + k_ for k_ in summed])
-                order = [v for v in vec if v in self.free]
-                value = value.permute(0, *[1 + order.index(v) for v in free_vec]) if free_vec else value
-                if self.batch == "sum":
-                    value = value.sum(dim=0)
-                index = tuple(at[v] if v in at else slice(None) for v in self.free)
-                if self.batch == "keep":
-                    index = (slice(None),) + index
-                out[index] += value
-        return out
-
-    @staticmethod
-    def _product(arrays, factors, ranges, vec, at, B, like):
-        """The product of the factors' strided slices, axes (batch, *vec), broadcast where a factor lacks a variable."""
-        total = None
-        for fac in factors:
-            A = arrays[fac.base]
-            slices, axes, pads = [], [], []
-            for coeffs, const in zip(fac.coeffs, fac.consts):
-                start = const + sum(c * at[v] for v, c in coeffs.items() if v in at)
-                var = next((v for v in coeffs if v in vec), None)
-                step = coeffs[var] if var is not None else 0
-                lo_v, n = ranges[var] if var is not None else (0, 1)
-                first = start + step * lo_v
-                last = first + step * (n - 1)
-                pads.append((first, last, step, n))
-                axes.append(var)
-            A = _read(A, pads)  # (B, n_axis0, n_axis1, ...), zero outside the array
-            # reorder/broadcast to (B, *vec)
-            for var in vec:
-                if var not in axes:
-                    A = A.unsqueeze(-1)
-                    axes.append(var)
-            keep = [k_ for k_, var in enumerate(axes) if var is not None]
-            names = [axes[k_] for k_ in keep]
-            if len(keep) != len(axes):
-                A = A.reshape(A.shape[0], *[A.shape[1 + k_] for k_ in keep])
-            if names != vec:
-                A = A.permute(0, *[1 + names.index(v) for v in vec])
-            total = A if total is None else total * A
-        return total
+    def __call__(self, **arrays):
+        missing = [a for a in self.arguments if a not in arrays]
+        if missing:
+            raise SeqgradValueError("arrays", sorted(arrays), "a value for each of " + ", ".join(self.arguments))
+        return self._fn(*[arrays[a] for a in self.arguments])[0]
 
 
-def _read(A: torch.Tensor, pads) -> torch.Tensor:
-    """``A[:, first:last+1:step, ...]`` per axis, zero where an index falls outside the array (any step sign)."""
-    lows = [min(f, l) for f, l, _, _ in pads]
-    highs = [max(f, l) for f, l, _, _ in pads]
-    pad_lo = [max(0, -lo) for lo in lows]
-    pad_hi = [max(0, hi - (A.shape[1 + k] - 1)) for k, hi in enumerate(highs)]
-    if any(pad_lo) or any(pad_hi):
-        spec = []
-        for lo, hi in zip(reversed(pad_lo), reversed(pad_hi)):
-            spec += [lo, hi]
-        A = torch.nn.functional.pad(A, spec)
+def helpers(backend: str) -> dict:
+    """The names the compiled source calls besides the operations, bound in ``backend``."""
+    if backend == "numpy":
+        import numpy as np
+
+        def output(like, shape, batch):
+            arrays = [np.asarray(a) for a in like]
+            B = max((a.shape[0] for a in arrays if a.ndim), default=1)
+            return np.zeros(((B,) if batch else ()) + tuple(shape), dtype=np.result_type(*arrays))
+
+        def pad(A, low, high):
+            return np.pad(A, [(0, 0)] + list(zip(low, high)))
+
+        return {"_output": output, "_strided": lambda A, reads: _strided(A, reads, pad), "_einsum": np.einsum}
+    import torch
+
+    def output(like, shape, batch):
+        tensors = [a for a in like if a.dim()]
+        B = max((a.shape[0] for a in tensors), default=1)
+        return like[0].new_zeros(((B,) if batch else ()) + tuple(shape))
+
+    def pad(A, low, high):
+        return torch.nn.functional.pad(A, [n for pair in zip(reversed(low), reversed(high)) for n in pair])
+
+    return {"_output": output, "_strided": lambda A, reads: _strided(A, reads, pad), "_einsum": torch.einsum}
+
+
+def _strided(A, reads, pad):
+    """``A[:, first : first + step*(count-1) + 1 : step, ...]`` per axis (step 0: ``A[:, first, ...]``), zero where
+    an index falls outside the array: the array is padded with zeros first when a read leaves it."""
+    low = [max(0, -first) for first, _, _ in reads]
+    high = [max(0, first + step * (n - 1) - (A.shape[1 + k] - 1)) for k, (first, step, n) in enumerate(reads)]
+    if any(low) or any(high):
+        A = pad(A, low, high)
     index = [slice(None)]
-    for k, (first, last, step, n) in enumerate(pads):
-        f = first + pad_lo[k]
-        if step > 0:
-            index.append(slice(f, f + step * (n - 1) + 1, step))
-        elif step == 0:
-            index.append(slice(f, f + 1))
-        else:
-            raise SeqgradValueError("index", step, "positive coefficients of the vectorised index variables")
+    for (first, step, n), lo in zip(reads, low):
+        f = first + lo
+        index.append(f if step == 0 else slice(f, f + step * (n - 1) + 1, step))
     return A[tuple(index)]

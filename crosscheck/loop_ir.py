@@ -4,10 +4,14 @@ A compiled function is a :class:`Function`: its arguments and a list of statemen
 SymPy symbols and hold SymPy expressions (never printed text): :class:`Assign` (``target := value``), the
 stacks of a sequence (:class:`Stack`, :class:`Stash`, :class:`Load`, :class:`Store`, :class:`PrevStack`,
 :class:`Collect`), the products over a stacked axis (:class:`Stacked`: ``sum_t a_t^T b_t``, ``sum_t a_t``),
-a gradient summed step by step (:class:`Accumulate`) and :class:`Loop` ``(index, range, body, reversed)``.
+a gradient summed step by step (:class:`Accumulate`) and :class:`Loop` ``(index, body, reversed, length,
+start)``, over the sequence's steps or a fixed range.
 The straight-line program of :func:`crosscheck.lambdify.lambdify` is a Function without a loop
 (:func:`straight_line`); a cell's loop over t is one with two (:func:`cell_loop`, built from the general-t
-derivation :meth:`derive.cell.Cell.general`).  Rewrites are passes from IR to IR: :func:`hoist` moves what is
+derivation :meth:`derive.cell.Cell.general`); an index formula of :mod:`derive.conv` is one with a loop per
+looped index variable (:func:`crosscheck.conv_compile.conv_function`), holding a strided read per factor
+(:class:`Strided`, zero outside the array) and one :class:`Contract` that adds their product, summed over the
+vectorised axes, into an :class:`Output`.  Rewrites are passes from IR to IR: :func:`hoist` moves what is
 not sequential out of the loops, and :func:`crosscheck.cell_loop.fuse_gates` rewrites the hoisted loops of a
 cell of gate form (its layout read off the IR by :func:`crosscheck.cell_loop.gate_layout`) in the gate layout,
 with the statements of a fused loop: :class:`Alloc` (a stack or step buffer taken from the call's workspace
@@ -48,7 +52,8 @@ from .code_printer import _Code, _Printer, _TorchPrinter, identifier
 
 __all__ = ["Function", "Assign", "Zeros", "Reset", "Stash", "Stack", "Load", "LoadPrev", "Store", "PrevStack",
            "Collect", "Stacked", "Accumulate", "Loss", "Rho", "Sequence", "Finite", "BatchOf", "Return", "Loop",
-           "Alloc", "Temporaries", "Call", "View", "Reshape", "Write", "Swap", "straight_line", "cell_loop", "gradient_terms", "hoist", "Emitter"]
+           "Alloc", "Temporaries", "Call", "View", "Reshape", "Write", "Swap", "Output", "Strided", "Contract",
+           "straight_line", "cell_loop", "gradient_terms", "hoist", "Emitter"]
 
 
 # -- statements ----------------------------------------------------------------------------------------------
@@ -193,11 +198,50 @@ class Return:
 
 
 @dataclass(frozen=True)
+class Output:
+    """``target :=`` zeros of ``shape``, after a leading batch axis when ``batch`` (as long as the longest
+    leading axis of the arrays ``like``, an array without a batch entering with an axis of 1), of their dtype
+    and device."""
+    target: sp.Basic
+    like: tuple
+    shape: tuple
+    batch: bool
+
+
+@dataclass(frozen=True)
+class Strided:
+    """``target :=`` a strided slice of the array ``source`` (a leading batch axis, then one axis per entry of
+    ``reads``): per axis ``(first, step, count)``, the entries first, first + step, ... (count of them; step 0:
+    the entry first alone, its axis dropped), zero where an entry falls outside the array (zero padding).
+    ``first`` is a SymPy expression of the enclosing loops' indices."""
+    target: sp.Basic
+    source: sp.Basic
+    reads: tuple
+
+
+@dataclass(frozen=True)
+class Contract:
+    """``target[at] += scale * einsum(spec, *factors)``: the product of the ``factors`` (strided slices whose
+    axes ``spec`` names in Einstein's notation), summed over every axis the result does not keep; ``at`` has
+    one entry per axis of ``target`` (after its batch when ``batch``): a loop index, or None for the whole
+    axis.  Without factors it adds ``scale`` alone."""
+    target: sp.Basic
+    factors: tuple
+    spec: str
+    scale: sp.Basic
+    at: tuple
+    batch: bool
+
+
+@dataclass(frozen=True)
 class Loop:
-    """``for index in range(length)`` (``reversed``: from length - 1 down to 0), the step program ``body``."""
+    """``for index in range(start, start + length)`` (``reversed``: from the last down to start), the step
+    program ``body``; ``length`` None: the sequence's length ``_T`` (:class:`Sequence`)."""
     index: sp.Symbol
     body: tuple
     reversed: bool = False
+    length: int | None = None
+    start: int = 0
 
 
 # -- the statements of a fused loop (crosscheck.cell_loop.fuse_gates) -------------------------------------------
@@ -545,8 +589,12 @@ class Emitter:
         return self.names[sym]
 
     def _Loop(self, src, s, depth):
-        i = self.index = str(s.index)
-        src(f"for {i} in range(_T - 1, -1, -1):" if s.reversed else f"for {i} in range(_T):", depth)
+        i = self.index = self.names.get(s.index, str(s.index))
+        if s.length is None:
+            src(f"for {i} in range(_T - 1, -1, -1):" if s.reversed else f"for {i} in range(_T):", depth)
+        else:
+            first, last = s.start, s.start + s.length - 1
+            src(f"for {i} in range({last}, {first - 1}, -1):" if s.reversed else f"for {i} in range({first}, {last + 1}):", depth)
         self._block(src, s.body, depth + 1)
 
     def _Assign(self, src, s, depth):
@@ -610,6 +658,23 @@ class Emitter:
 
         emit_rho(src, self.code, self.names, s.gen, s.cell, {st: self._n(c) for st, c, _ in s.carry},
                  {st: f"_zeros(_B, {w})" for st, _, w in s.carry} if s.reset else None)
+
+    def _Output(self, src, s, depth):
+        like = ", ".join(self._n(a) for a in s.like)
+        src(f"{self._n(s.target)} = _output(({like},), {tuple(s.shape)!r}, {s.batch})", depth)
+
+    def _Strided(self, src, s, depth):
+        reads = ", ".join(f"({self.code(first)}, {step}, {count})" for first, step, count in s.reads)
+        src(f"{self._n(s.target)} = _strided({self._n(s.source)}, ({reads},))", depth)
+
+    def _Contract(self, src, s, depth):
+        at = ([":"] if s.batch else []) + [":" if a is None else self._n(a) for a in s.at]
+        target = f"{self._n(s.target)}[{', '.join(at) if at else '...'}]"
+        value = f"_einsum({s.spec!r}, {', '.join(self._n(f) for f in s.factors)})" if s.factors else None
+        if s.scale != 1 or value is None:
+            scale = self.code(s.scale)
+            value = scale if value is None else f"{scale}*{value}"
+        src(f"{target} += {value}", depth)
 
     def _Sequence(self, src, s, depth):
         X = self._n(s.X)

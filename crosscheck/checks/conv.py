@@ -1,7 +1,7 @@
 """The convolution layer of lecture 7, group "conv".
 
 The derivations of derive/conv.py (gradients at symbolic size, compiled to torch by
-:mod:`crosscheck.conv_compile`; the explicit-size formulas; max-pool routing; the receptive field; the ViT
+:mod:`crosscheck.conv_compile` through the IR of :mod:`crosscheck.loop_ir`; the explicit-size formulas; max-pool routing; the receptive field; the ViT
 patch arithmetic of week 06) against ``torch.nn.functional.conv1d`` / ``conv2d`` / ``max_pool2d`` autograd
 and numeric/conv.py, float64, at sizes, strides and paddings drawn from the run's seed.
 """
