@@ -102,17 +102,35 @@ def softmax_tie() -> tuple[bool, str]:
                                                        f"softmax(c (1, 1))_0 = {tie} for every c")
 
 
+def moments(X, n: int) -> list:
+    """E[X^0], ..., E[X^n] of a ``sympy.stats`` random variable: k! times the t^k coefficient of its moment
+    generating function's Taylor series at 0 (exact; SymPy's own distribution, no joint integrals).
+
+    >>> from sympy.stats import Normal
+    >>> moments(Normal("x", 0, 1), 4)
+    [1, 0, 1, 0, 3]
+    """
+    from sympy.stats import moment_generating_function
+
+    t = sp.Symbol("t", real=True)
+    series = sp.series(moment_generating_function(X)(t), t, 0, n + 1).removeO()
+    return [sp.factorial(k) * series.coeff(t, k) for k in range(n + 1)]
+
+
 @lru_cache(maxsize=1)
 def dot_product_variance() -> tuple[bool, str]:
     """Var(q.k) = d_k needs q independent of k: with q = k a coordinate contributes Var(q_i^2) = E[q_i^4] - 1,
-    which is 2 for N(0, 1) coordinates (so 2 d_k) and 4/5 for uniform ones of variance 1."""
-    from sympy.stats import E, Normal, Uniform, variance
+    which is 2 for N(0, 1) coordinates (so 2 d_k) and 4/5 for uniform ones of variance 1.
 
-    x, y = Normal("x", 0, 1), Normal("y", 0, 1)
-    u = Uniform("u", -sp.sqrt(3), sp.sqrt(3))
-    independent, same = sp.simplify(variance(x * y)), sp.simplify(variance(x * x))
-    uniform, fourth = sp.simplify(variance(u * u)), sp.simplify(E(u ** 4) - 1)
-    ok = independent == 1 and same == 2 and uniform == fourth == sp.Rational(4, 5) and sp.simplify(variance(u)) == 1
+    From the coordinates' moments (:func:`moments`): Var(X Y) = E[X^2] E[Y^2] - (E[X] E[Y])^2 for X independent of
+    Y, Var(X X) = E[X^4] - E[X^2]^2, Var(X) = E[X^2] - E[X]^2."""
+    from sympy.stats import Normal, Uniform
+
+    x, y = moments(Normal("x", 0, 1), 4), moments(Normal("y", 0, 1), 4)
+    u = moments(Uniform("u", -sp.sqrt(3), sp.sqrt(3)), 4)
+    independent, same = sp.simplify(x[2] * y[2] - (x[1] * y[1]) ** 2), sp.simplify(x[4] - x[2] ** 2)
+    uniform, fourth = sp.simplify(u[4] - u[2] ** 2), sp.simplify(u[4] - 1)
+    ok = independent == 1 and same == 2 and uniform == fourth == sp.Rational(4, 5) and sp.simplify(u[2] - u[1] ** 2) == 1
     return ok, (f"per coordinate: Var(q_i k_i) = {independent} for independent N(0, 1) coordinates; when k = q, "
                 f"Var(q_i q_i) = E[q_i^4] - 1: {same} for N(0, 1), {uniform} for uniform coordinates of variance 1")
 

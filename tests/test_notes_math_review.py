@@ -171,3 +171,16 @@ def test_the_power_curves_caption_does_not_say_the_product_explodes():
 
     caption = figure_sets()["paths"].CAPTIONS["fig3-left-power-curves"]
     assert "explodes" not in caption and "allows a product to grow but does not make it" in caption
+
+
+def test_the_dot_product_variance_reads_the_moments_off_the_distributions():
+    """The evidence's moments come from SymPy's own distributions (the moment generating function), exactly; a
+    distribution of another variance or kurtosis gives other numbers, so the verdict can fail."""
+    from sympy.stats import Normal, Uniform
+
+    from seqgrad.crosscheck.claims_evidence import moments
+
+    assert moments(Normal("x", 0, 1), 4) == [1, 0, 1, 0, 3]
+    assert moments(Normal("x", 0, 2), 4) == [1, 0, 4, 0, 48]  # E[X^4] = 3 sigma^4
+    assert moments(Uniform("u", -sp.sqrt(3), sp.sqrt(3)), 4) == [1, 0, 1, 0, sp.Rational(9, 5)]
+    assert moments(Uniform("u", 0, 1), 3) == [1, sp.Rational(1, 2), sp.Rational(1, 3), sp.Rational(1, 4)]
