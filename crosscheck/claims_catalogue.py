@@ -255,7 +255,7 @@ def _seed000_recurrent() -> list[Entry]:
         _entry("tanh_slope_at_zero", SEED000, 214, "tanh slope is 1 at zero (Table 4: 'slope about 1 near zero')",
                ["1 - tanh(0)**2 = 1"], exact=True),
         _provided("figure3_saturation", SEED000, "346-350",
-                  "Figure 3, w_h = 1.2, w_x = 1, x_t = 1: the states saturate near 0.974 and the sensitivity shrinks by about 0.061 per step",
+                  "Figure 3, w_h = 1.2, w_x = 1, x_t = 1: the states saturate near 0.974 and the sensitivity is multiplied by about 0.061 per step",
                   [("fixed point h* of h = tanh(1.2 h + 1)", tanh_fixed_point, "0.974"),
                    ("per-step factor 1.2 (1 - h*^2)", saturated_factor, "0.061")],
                   note=f"the values 0.974 and 0.061 are derived (stated in {SPEC000_PART1}, section 5, for the curves of Figure 3); "
@@ -339,7 +339,7 @@ def _seed001() -> list[Entry]:
         ["0.9093", "-0.4161", "0.0200", "0.9998"], ["0.1411", "-0.9900", "0.0300", "0.9996"]])]
     return [
         _entry("flops_attention_vs_recurrent", SEED001, 43,
-               "n = 100, d = 512: n^2 d = 5,120,000, n d^2 = 26,214,400, self-attention almost 5.1 times cheaper",
+               "n = 100, d = 512: n^2 d = 5,120,000, n d^2 = 26,214,400, self-attention about 5.1 times cheaper",
                ["100**2*512 = 5120000", "100*512**2 = 26214400", "(100*512**2)/(100**2*512) = 5.1"]),
         _entry("head_width", SEED001, "69-73", "d_k = d_v = 512/8 = 64 and 8 x 64 = 512", ["512/8 = 64", "8*64 = 512"]),
         _entry("mha_parameters", SEED001, 77, "512 x 512 = 262,144 per matrix, 4 x 262,144 = 1,048,576 per multi-head block",
@@ -512,7 +512,7 @@ def _lecture07() -> list[Entry]:
         _entry("lecture07_scaling_variance", "lecture07", 39,
                "dividing by sqrt(d_k) keeps the variance of the dot products near one: Var(q.k) = d_k for independent "
                "unit-variance coordinates, so Var(q.k/sqrt(d_k)) = 1 (d_k = 64)", ["64/sqrt(64)**2 = 1"], derived=True,
-               cite="lecture07 §3:39", note="Var(q.k) = d_k itself is proved by identity:attention-dot-variance"),
+               cite="lecture07 §Attention:39", note="Var(q.k) = d_k itself is proved by identity:attention-dot-variance"),
     ]
 
 

@@ -388,9 +388,12 @@ def _lecture07() -> list[Statement]:
 
 def _wiki() -> list[Statement]:
     said = _at("wiki")
-    no_residual = ("the skip connection is missing: the encoder adds it before each LN (l.27, l.32: LN(h' + h)), and "
-                   "the decoder's sublayers are LN(h + Sublayer(h)) in the original (the decoder layer checked against PyTorch's); "
-                   "LN o MH o Attn alone is another function")
+    def no_residual_of(sublayer: str) -> str:  # the missing skip connection, named for the sublayer the text composes
+        return ("the skip connection is missing: the encoder adds it before each LN (l.27, l.32: LN(h' + h)), and "
+                "the decoder's sublayers are LN(h + Sublayer(h)) in the original (the decoder layer checked against "
+                f"PyTorch's); LN o {sublayer} alone is another function")
+
+    no_residual = no_residual_of("MH o Attn")
     return [
         said(3, "the biggest advantage of transformers over RNNs is their efficiency under parallelization",
           why="a comparison of training efficiency, not a value"),
@@ -460,7 +463,7 @@ def _wiki() -> list[Statement]:
         said(99, "a linear fully-connected network (by analogy with the encoder): y_t = LN o FNN(h''_t)", _DECODER_LAYER,
           verdict="imprecise", evidence=ev.ffn_is_not_linear,
           precise="the network is the encoder's two-layer W_2 ReLU(W_1 h + b_1) + b_2 (l.30), which is not linear; "
-                  "and " + no_residual),
+                  "and " + no_residual_of("FNN")),
         said(101, "the result, the index of the word with the largest probability, is SoftArgMax(W_y y_t + b_y)",
           ("identity:softmax-sums-to-one",), verdict="imprecise", evidence=ev.softargmax_is_a_distribution,
           precise="SoftArgMax (softmax) gives the probability vector over the vocabulary, not an index; the index is "

@@ -308,11 +308,12 @@ def tolerance_words(device: str, notation: Notation) -> str:
     from .tolerance import tolerance
 
     tol = tolerance("float64", device)
-    return ("The column err\\,/\\,tol is the largest error of an entry divided by the tolerance that entry was held to: "
-            f"{number_tex(tol.atol, notation)} plus {number_tex(tol.rtol, notation)} times the size of the reference "
-            "value in double precision, half a unit of the last digit for a number printed in the course texts. "
-            "A check passes when it is at most 1 (a dash: the check compares no values within a tolerance, it tests an "
-            "inequality or a count).")
+    return ("The column err\\,/\\,tol is the largest ratio of an error to its tolerance over every comparison a check "
+            f"makes: $\\mathrm{{tol}} = {number_tex(tol.atol, notation).strip('$')} + {number_tex(tol.rtol, notation).strip('$')}"
+            "\\,\\lvert\\mathrm{ref}\\rvert$ for double-precision comparisons; half a unit of the last printed digit for "
+            "numbers printed in the course texts. A check that also compares printed numbers can therefore show a ratio "
+            f"larger than its max abs err over {number_tex(tol.atol, notation)} (the column max abs err gives the double-precision error only). "
+            "A check passes when the ratio is at most 1; a dash: the check reports no ratio.")
 
 
 def check_status(pattern: str, b: Build, results: list | None = None) -> str:

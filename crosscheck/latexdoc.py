@@ -82,15 +82,23 @@ def _claims(b: Build) -> str:
 
     from .claims_words import sentence, verdict_words
 
+    from .claims_statements import statements
+
     traces = lru_cache(maxsize=None)(lambda stage: course.trace(stage, device=b.device))
     rows, errata, notes_ = [], [], []
+    # an entry whose statement the texts' errata mark imprecise or false: its row says so (one verdict per statement;
+    # the number it checks holds only under the assumption the errata add)
+    judged = {ref.split(".", 1)[1]: s.verdict for s in statements() if s.verdict in ("imprecise", "false")
+              for ref in s.checked_by if ref.startswith("claims.")}
     for entry in list(entries()) + list(table_entries(traces)):
         verdicts = [claim.verify() for claim in entry.claims]
         bad = [v for v in verdicts if not v.verified]
-        shown = sum(len(getattr(v, "entries", None) or [v]) for v in verdicts)  # a printed vector: each of its numbers
+        shown = printed_count(verdicts)
         count = f" ({shown} numbers)" if shown > 1 else ""
-        rows.append([code(entry.name), source_tex(entry.source, b.notation), quotation(entry.what),
-                     verdict_words([v.status for v in verdicts]) + count])
+        verdict = verdict_words([v.status for v in verdicts]) + count
+        if entry.name in judged:
+            verdict = f"number {verdict}; the statement is {judged[entry.name]} (see its erratum below)"
+        rows.append([code(entry.name), source_tex(entry.source, b.notation), quotation(entry.what), verdict])
         for found, kept in ((errata, [v for v in bad if v.status in ("contradicted", "undecided")]),
                             (notes_, [v for v in bad if v.status not in ("contradicted", "undecided")])):
             if kept:  # one item per entry: its wrong numbers' sentences, its note once
@@ -106,10 +114,12 @@ def _claims(b: Build) -> str:
     # each printed number that is not its value rounded: what the text prints, the value at the printed digits, the
     # verdict in words (:mod:`crosscheck.claims_words`); the errata first, then the numbers rounding explains
     for title, found, intro in (("Errata: printed numbers that are wrong", errata, ""),
-                                ("Printed numbers explained by rounding or truncation", notes_,
-                                 "Each of these differs from its value rounded at the printed digits, but the text's own "
-                                 "working explains it: it computed the number from intermediate values it rounded (or did "
-                                 "not round), or cut the digits off instead of rounding.")):
+                                ("Printed numbers that follow the text's own working", notes_,
+                                 "None of these is an erratum: each agrees with the text's own working, not always with "
+                                 "an exact recomputation. The sentence of each says which: the number is right at the "
+                                 "printed digits and differs only from a recomputation with the text's rounded inputs, or "
+                                 "it follows from intermediate values the text rounded, or its digits were cut off "
+                                 "instead of rounded.")):
         if found:
             items = "\n".join(f"\\item {code(e.name)} ({source_tex(e.source, b.notation)}). "
                                + " ".join(sentence(v, e.derived, e.implies) for v in vs)
@@ -118,6 +128,14 @@ def _claims(b: Build) -> str:
             parts.append(f"\\subsection*{{{title}}}\n{intro}\n\\begin{{itemize}}\\raggedright\n{items}\n\\end{{itemize}}")
     parts.append(_statement_errata(b))
     return "\n\n".join(p for p in parts if p)
+
+
+def printed_count(verdicts) -> int:
+    """How many numbers the text prints in an entry's claims (``verdicts``): each number of a printed vector, and a
+    number of a vector checked again on its own (from the text's rounded inputs) once."""
+    vectors = [v.claim.printed for verdict in verdicts for v in (getattr(verdict, "entries", None) or ())]
+    scalars = [v for v in verdicts if not getattr(v, "entries", None) and v.claim.printed not in vectors]
+    return len(vectors) + len(scalars)
 
 
 def _statement_errata(b: Build) -> str:

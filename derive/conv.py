@@ -47,6 +47,7 @@ from seqgrad import runcache, validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError, ShapeError
 
 from .identity import Derivation, Identity, NumericResult
+from .latex_settings import Partial
 from .proof import Proof, proof_by
 from .safe_parse import as_sympy
 
@@ -394,7 +395,8 @@ def identities() -> list[Identity]:
         proof_by(lambda: sp.Matrix([conv.grad_K() - expect_K, conv.grad_b() - sp.Sum(G[i, j], (i, 0, H_o - 1), (j, 0, W_o - 1))]),
                  sp.simplify, "diff of IndexedBase sums, doit, in-range guards dropped"),
         lambda rng: _explicit_numeric(rng), simplifier="diff + doit",
-        scope="all H_o, W_o, k >= 1 and every stride s (symbolic sizes)"))
+        scope="all H_o, W_o, k >= 1 and every stride s (symbolic sizes)",
+        shown=lambda: (Partial(K[p, q]), expect_K)))  # printed with its left-hand side, the gradient it computes
     unit = Conv2d(stride=1)
     expect_X = sp.Sum(K[k - 1 - u, k - 1 - v] * Ghat[m - k + 1 + u, n - k + 1 + v], (u, 0, k - 1), (v, 0, k - 1))
     out.append(Identity(
@@ -404,7 +406,8 @@ def identities() -> list[Identity]:
         proof_by(lambda: sp.Matrix([unit.grad_X_flipped() - expect_X]), sp.simplify,
                  "diff, the deltas summed over i, j (zero extension Ghat), reindexing u -> k-1-u, v -> k-1-v"),
         lambda rng: _explicit_numeric(rng), simplifier="change of summation index",
-        scope="all H_o, W_o, k >= 1, stride 1 (symbolic sizes; any stride and padding at concrete sizes)"))
+        scope="all H_o, W_o, k >= 1, stride 1 (symbolic sizes; any stride and padding at concrete sizes)",
+        shown=lambda: (Partial(X[m, n]), expect_X)))
     return out
 
 

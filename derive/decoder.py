@@ -270,13 +270,19 @@ def identities() -> list:
 
 
 def _count_formula(expected: sp.Expr) -> tuple:
-    """|theta|_layer, in general and at the lesson's sizes, and |theta|_stack of task 29 (L = 6 layers at those sizes),
-    each an equation with its value (the number of heads n_head drops out when d_k = d_v = d_model / n_head)."""
+    """|theta|_layer, in general and at the lesson's sizes, and |theta|_stack of task 29 (L layers without biases or
+    LayerNorms: L (8 d^2 + 2 d d_ff), then L = 6 at those sizes, the factor and its product), each an equation with its
+    value (the number of heads n_head drops out when d_k = d_v = d_model / n_head)."""
     heads = sp.Symbol("n_head", positive=True, integer=True)
     t = task29()
+    sizes = dict(d_model=256, heads=4, d_ff=1024, bias=False, norms=False)
+    bare = decoder_layer_params(bias=False, norms=False)  # one layer without biases or LayerNorms
+    stack = sp.Mul(counting.LAYERS, sp.expand(bare), evaluate=False)
+    at = sp.Mul(6, decoder_layer_params(**sizes), evaluate=False)  # 6 x 1,048,576, printed as a product
     return (sp.Tuple(counting.PARAMS_LAYER, sp.Subs(counting.PARAMS_LAYER, (d_model, heads, d_ff), (256, 4, 1024)),
-                     sp.Subs(counting.PARAMS_STACK, counting.LAYERS, 6)),
-            sp.Tuple(expected, decoder_layer_params(256, 4, 1024), t["decoder_stack"]))
+                     counting.PARAMS_STACK, sp.Subs(counting.PARAMS_STACK, counting.LAYERS, 6)),
+            sp.Tuple(expected, decoder_layer_params(256, 4, 1024), stack,
+                     sp.Eq(at, t["decoder_stack"], evaluate=False)))
 
 
 __all__ = ["CrossAttention", "DecoderBlock", "decoder_layer_params", "decoder_stack_params", "task29"]

@@ -93,7 +93,7 @@ def test_2_each_printed_claim_that_is_not_its_rounded_value_is_a_sentence(handou
     assert "vs computed" not in appendix and "rounding-consistent" not in appendix
     assert "Contradicted claims" not in appendix and " of 2 contradicted" not in appendix
     errata = _claim_items(appendix, "Errata: printed numbers that are wrong")
-    explained = _claim_items(appendix, "Printed numbers explained by rounding or truncation")
+    explained = _claim_items(appendix, "Printed numbers that follow the text's own working")
     assert len(errata) >= 3 and len(explained) >= 3
     for item in errata + explained:
         sentence = item[:item.index("\\\\ \\emph") if "\\\\ \\emph" in item else len(item)]
