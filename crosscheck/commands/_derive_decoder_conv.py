@@ -44,7 +44,7 @@ def _run_decoder(args) -> str:
 
     latex_notation(args)  # the notation options are checked before any work
     if args.entries and args.part != "cross":
-        raise SeqgradValueError("--entries", "given", "only with --part cross")
+        raise SeqgradValueError("--part", args.part, "cross when --entries is given (the entries are the cross-attention's)")
     if args.part == "counts":
         D = validate.integer("--d-model", args.d_model, minimum=1)
         H = validate.integer("--heads", args.heads, minimum=1)
