@@ -42,7 +42,7 @@ def test_the_stack_count_says_what_it_counts_and_gives_its_formula(tmp_path):
     from seqgrad.derive.counting import LAYERS
 
     body = notes.decoder_section(_build(tmp_path)).body
-    assert "weight matrices only" in body
+    assert "(weight matrices only: no biases, no LayerNorms)" in body  # the general display, not only the paragraph
     d, h, f = sp.symbols("d_model n_head d_ff")
     general = dd.decoder_stack_params(LAYERS, d_model=d, heads=h, d_ff=f, bias=False, norms=False)
     # the general count gives the stack's number at the example's sizes: the two displays agree
