@@ -162,9 +162,7 @@ def conv_body(b, mark: str) -> str:
               "zeros, is that gradient cropped by `pad` rows and columns on every side: entry (`m`, `n`) of the input is entry "
               "(`m + pad`, `n + pad`) of the padded one, for `0 <= m <= H - 1` and `0 <= n <= W - 1`.", b.notation),
         words("With a stride `s > 1` the same sum holds with `Ghat` dilated: entry (`s*i`, `s*j`) of `Ghat` is `G_ij`, "
-              "every other entry is 0, with `s - 1` zeros between two entries of `G`; equivalently, the gradient of "
-              "padded entry (`m`, `n`) is the sum of `G_ij*K_pq` over the `i`, `j`, `p`, `q` with `s*i + p = m` and "
-              "`s*j + q = n`. Where `s` does not divide `2*pad + H - k`, the last rows (or columns) of the padded input "
+              "every other entry is 0, with `s - 1` zeros between two entries of `G`. Where `s` does not divide `2*pad + H - k`, the last rows (or columns) of the padded input "
               "lie in no window and their gradient is 0.",
               whole),
         "\\paragraph{Max-pooling.} " + words(
