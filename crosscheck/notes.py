@@ -484,9 +484,9 @@ def positional_section(b) -> Part:
         _display([(PE(pos, 2 * j), sp.sin(omega * pos)), (PE(pos, 2 * j + 1), sp.cos(omega * pos)),
                   (omega, sp.Pow(10000, -2 * j / D, evaluate=False))], b),
         _figure(b, "positional"),
-        _words("General result: shifting the position by `k` rotates every pair of coordinates by the angle "
-               "{angle}, for every width and every pair; the rotation does not depend on `pos`, so a fixed offset is "
-               "a fixed linear map:", b, angle=omega * _s("k")) + mark,
+        _words("General result, for an even width `d`: shifting the position by `k` rotates every pair of coordinates "
+               "by the angle {angle}; the rotation does not depend on `pos`, so a fixed offset is a fixed linear map "
+               "of the encoding. For an odd width this holds on the paired coordinates only:", b, angle=omega * _s("k")) + mark,
         _display([_as_rows(shift.statement(), omega)], b),
         _words("Worked example, an odd width `d = 5`: the two pairs rotate, and the last coordinate is a sine without a "
                "partner, which no scalar factor shifts. The table writes the encodings as columns, as the proof handles "
@@ -613,7 +613,7 @@ def residual_section(b) -> Part:
     i_, j_, r_ = sp.symbols("i j r", integer=True)  # features i, j of one row r
     body = [
         _words("LayerNorm normalises each row of {X} ({shape}) over its `d` features, with the population variance "
-               "and `epsilon` inside the square root (as torch.nn.LayerNorm), then scales by {gamma} and shifts by "
+               "and `epsilon` inside the square root (as PyTorch's LayerNorm does), then scales by {gamma} and shifts by "
                "{beta} ({one} is a column of ones, so {onegamma} repeats {gamma} on every row; its transpose {onet} is a "
                "row of ones, so {onetG} sums the columns of {G}):", b, onet=sp.OneMatrix(1, 2),
                onetG=sp.OneMatrix(1, 2) * _s("G", 2, 2), G=_s("G", 2, 2),
@@ -644,8 +644,9 @@ def residual_section(b) -> Part:
         _display([(d.target, d.value) for d in ln.backward_lines()], b),
         "\\subsection{Residual paths}",
         _words("A residual connection adds the input {x} of a branch `F` to the branch's output {Fx}; the sum {u} is the "
-               "connection's output. Its Jacobian is the identity "
-               "plus the branch's, so a path through the identity always carries the gradient unchanged. For every width "
+               "connection's output. In a plain or a pre-norm connection the Jacobian is the identity plus the branch's, "
+               "so the path through the identity carries the gradient unchanged; in a post-norm connection every path, "
+               "the shortcut included, passes through the LayerNorm Jacobian at every layer. For every width "
                "`d` and every differentiable branch:", b, x=_s("x", 1, 2),
                Fx=sp.Function("F")(_s("x", 1, 2)), u=_s("u", 1, 2))
         + verification(b, proofs=["residual-plain", "residual-pre-norm", "residual-post-norm"],

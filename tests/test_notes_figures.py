@@ -146,17 +146,17 @@ def test_cross_attention_caption():
 
     model, sv, _, _ = lesson_example()
     gen = model.generate(sv.encode("I love ML"), 10, attention=True)
-    assert "Each row sums to 1" in figure_sets()["decoder"].CAPTIONS["decoder_cross_attention"]
+    assert "each row sums to 1" in figure_sets()["decoder"].CAPTIONS["decoder_cross_attention"]
     for step in gen.steps:
         assert np.allclose(step.cross_attention.numpy().sum(axis=-1), 1)
 
 
 def test_receptive_field_caption():
-    """'The formula drawn beside the measured widths; the two agree at every depth.'"""
+    """'The black bar spans the measured receptive field ... as the formula for rf_L gives', at every depth."""
     from seqgrad.crosscheck.figures import conv
     from seqgrad.derive.conv import receptive_field
 
-    assert "agree at every depth" in conv.CAPTIONS["conv_receptive_field"]
+    assert "as the formula" in conv.CAPTIONS["conv_receptive_field"]
     for strides in ([1, 1, 1], [2, 2, 1]):
         reads = conv.influence([3, 3, 3], strides)
         for layer in range(1, 4):  # the input positions under one unit of layer `layer`

@@ -18,9 +18,11 @@ SECONDS = 0.17  # see crosscheck.figures
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
-    "conv_receptive_field": "Receptive fields of stacked convolutions: which input positions each output of a layer "
-        "reads. Every layer widens the field by `k - 1` times the product of the earlier strides, the formula drawn "
-        "beside the measured widths; the two agree at every depth.",
+    "conv_receptive_field": "Receptive fields of three stacked convolutions, kernel 3 at every layer, strides 1, 1, "
+        "1 (top) and 2, 2, 1 (bottom). The squares of each layer are the units that influence the central output of "
+        "the last layer, drawn at the centre of the input they read. The black bar spans the measured receptive "
+        "field of that output: `7 = 1 + 2 + 2 + 2` and `15 = 1 + 2*1 + 2*2 + 2*4` input positions, as the formula "
+        "for `rf_L` gives (each layer adds `k - 1` times the product of the earlier strides).",
 }
 HELP = "receptive field of stacked 1-D convolutions (kernel 3; stride 1 and 2): positions one output reads, layer by layer"
 
