@@ -84,6 +84,9 @@ def decoder_body(b, mark: str) -> str:
              + "~\\ref{sec:encoder}" + words(f") are {course_h * course_dv} wide side by side (", b.notation)
              + inline(course_fill, b.notation) + words("), not ", b.notation) + inline(sp.Eq(d, course_d, evaluate=False), b.notation)
              + words(".", b.notation)+ "\n" + counts,
+             b.pointer("decoder", "decoder_cross_attention", words(
+                 "shows the cross-attention weights of a small trained translation model: in each row the weights "
+                 "over the source words sum to 1.", b.notation)),
              b.figures("decoder")]
     return "\n\n".join(p for p in parts if p)
 
@@ -165,21 +168,21 @@ def conv_body(b, mark: str) -> str:
               "every other entry is 0, with `s - 1` zeros between two entries of `G`. Where `s` does not divide `2*pad + H - k`, the last rows (or columns) of the padded input "
               "lie in no window and their gradient is 0.",
               whole),
-        "\\paragraph{Max-pooling.} " + words(
-            "Each output is the largest entry of its `k` by `k` window (windows `s` apart). The maximum passes one entry "
-            "through, so its gradient routes the whole `G_ij` to the window's argmax `a_ij` and gives 0 to the rest; at a "
-            "tie the derivative does not exist, and PyTorch routes to the first maximal entry in row-major order. The "
-            "bracket ", b.notation) + inline(next(iter(pool[1][1].atoms(dc._Routed))), b.notation)
-        + words(" is 1 where the statement in it holds and 0 elsewhere (Iverson's bracket):", b.notation),
-        display(pool, b.notation),
         "\\paragraph{Receptive field.} " + words(
             "One step down the stack widens the field by `k_l - 1` steps of layer `l - 1`, and one such step is the "
             "product of the strides below it in input positions, so a stack of `L` layers with kernels `k_l` and "
             "strides `s_l` sees", b.notation),
         display([(r_L.xreplace(rf), formula.xreplace(rf))], b.notation),
         words("input positions; for three layers:", b.notation),
-        display([(sp.Symbol("rf_3"), dc.receptive_field(ks, ss))], b.notation)]
-    # the receptive-field figure anchored before max-pooling, not after the last display: the last section ends where
-    # the appendix starts a page, so a figure anchored at its end that did not fit took a page of its own
-    parts.insert(next(i for i, p in enumerate(parts) if p.startswith("\\paragraph{Max-pooling.}")), b.figures("conv"))
+        display([(sp.Symbol("rf_3"), dc.receptive_field(ks, ss))], b.notation),
+        b.pointer("conv", "conv_receptive_field", words(
+            "draws the receptive fields of three layers of kernel 3, at strides 1, 1, 1 and 2, 2, 1.", b.notation)),
+        b.figures("conv"),
+        "\\paragraph{Max-pooling.} " + words(
+            "Each output is the largest entry of its `k` by `k` window (windows `s` apart). The maximum passes one entry "
+            "through, so its gradient routes the whole `G_ij` to the window's argmax `a_ij` and gives 0 to the rest; at a "
+            "tie the derivative does not exist, and PyTorch routes to the first maximal entry in row-major order. The "
+            "bracket ", b.notation) + inline(next(iter(pool[1][1].atoms(dc._Routed))), b.notation)
+        + words(" is 1 where the statement in it holds and 0 elsewhere (Iverson's bracket):", b.notation),
+        display(pool, b.notation)]
     return "\n\n".join(p for p in parts if p)

@@ -56,6 +56,9 @@ class Build:
     #: the handout (``seqgrad latex --standalone``): section -> the figures (``set/stem``) it includes, one per point,
     #: and only those are drawn; None: every figure of a set the sections draw from
     handout: dict | None = None
+    #: the verification marks of the section being built (:func:`crosscheck.notes.verification`), said in one
+    #: footnote per section (:func:`crosscheck.notes.one_footnote`); None: each mark is its own footnote
+    marks: list | None = None
 
     def href(self, path: Path) -> str:
         """The path the document includes the figure file ``path`` by, relative to the document."""
@@ -101,6 +104,11 @@ class Build:
                        figure_environment(drawn[stem], self.tex_dir, caption, label=f"fig:{stem}",
                                           href=self.href(drawn[stem])))
         return "\n\n".join(out)
+
+    def pointer(self, set_name: str, stem: str, sentence: str) -> str:
+        """``Figure~\\ref{fig:STEM}`` followed by ``sentence`` (typeset words: what the reader sees in the figure),
+        when this build includes the figure; "" when it does not (a sentence never points to a missing figure)."""
+        return f"Figure~\\ref{{fig:{stem}}} {sentence}" if self.shows(set_name, stem) else ""
 
     def shows(self, set_name: str, stem: str) -> bool:
         """Whether this build includes figure ``stem`` of ``set_name`` (a sentence may then point to it)."""

@@ -19,6 +19,8 @@ seqgrad.errors.SeqgradValueError: sections='nope' is not allowed: one of rnn, pa
 
 from __future__ import annotations
 
+import dataclasses
+
 import importlib.util
 import re
 import shutil
@@ -162,8 +164,9 @@ def _section(name: str, title: str, requires: tuple[str, ...]) -> Section:
 
         from . import notes
 
+        b = dataclasses.replace(b, marks=[])  # the section's verification marks, said in one footnote
         with page_breaks():  # a document: a long derivation is one display that may break across pages
-            return dict(notes.ORDER)[name](b)
+            return notes.one_footnote(dict(notes.ORDER)[name](b), b)
 
     return Section(name, title, requires, build)
 

@@ -31,7 +31,7 @@ from seqgrad.derive.sequence import T, adjoint, stepped, t
 
 from .latex_parts import LAYERS, number_tex
 
-__all__ = ["Part", "ORDER", "verification", "without_lines", "notation_section", "introduction", "Shape"]
+__all__ = ["Part", "ORDER", "verification", "one_footnote", "without_lines", "notation_section", "introduction", "Shape"]
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,8 @@ def proof_mark(b, names: Sequence[str]) -> str:
         text = for_scope(scope(entry_scope).latex(b.notation))
         if entry_scope not in implied and text not in said:
             said.append(text)
+    # a scope another one states and adds to ("for every d", "for every d, every branch F") is said once
+    said = [text for text in said if not any(other.startswith(text + ",") for other in said)]
     out = []
     if said:
         out.append("proved " + "; ".join(said))
@@ -145,9 +147,9 @@ def check_mark(results: Sequence, device: str, notation=None) -> str:
     text = f"checked numerically in double precision{where}" if errors or not single else ""
     text += f", largest error {number_tex(max(errors), notation or DEFAULT)}" if errors else ""
     if single:
-        text += ("; and " if text else "checked numerically ") + (
-            "against a PyTorch module that runs in single precision, largest relative error "
-            f"{number_tex(max(single), notation or DEFAULT)} (float32 rounding)")
+        text += ("; " if text else "") + (
+            "the course's PyTorch module, which computes in single precision, agrees to a relative "
+            f"{number_tex(max(single), notation or DEFAULT)}, the rounding of single precision")
     if failed:
         text += "; \\textbf{" + ("the check failed" if len(results) == 1 else "not every check passed") + "}"
     return text
@@ -166,23 +168,67 @@ def printed_mark(results: Sequence, notation=None) -> str:
     return text + ("; \\textbf{the tables do not match}" if bad else "")
 
 
+@dataclass(frozen=True)
+class Mark:
+    """One result's verification, as :func:`verification` was asked for it: the catalogue proofs, the checks run,
+    the source in the course texts and the appendix section with the details."""
+
+    proofs: tuple = ()
+    checks: tuple = ()
+    source: str | None = None
+    appendix: str | None = None
+
+
+#: Where a section's verification marks stand in its text until :func:`one_footnote` says them (the n-th mark).
+MARK_TOKEN = "\\seqgradmark{{{}}}"
+
+
 def verification(b, *, proofs: Sequence[str] = (), checks: Sequence = (), source: str | None = None,
                  appendix: str | None = None) -> str:
     """One verification mark: a footnote with how the result was proved and checked and where it comes from, as a
     textbook cites it ("Course notes, week 6, §5", :func:`seqgrad.sources.in_words`): no ids, counts, line numbers
-    or tables (those are in the appendix)."""
+    or tables (those are in the appendix).  While a section is built (``b.marks`` a list) the mark is kept and a
+    placeholder stands in the text: the section's marks are said together, in one footnote (:func:`one_footnote`)."""
+    mark = Mark(tuple(proofs), tuple(checks), source, appendix)
+    if b.marks is not None:
+        b.marks.append(mark)
+        return MARK_TOKEN.format(len(b.marks) - 1)
+    return _footnote(b, mark)
+
+
+def _footnote(b, mark: Mark, lead: str = "") -> str:
     from seqgrad.derive.prose import cited
     from seqgrad.sources import in_words
 
-    said = [s for s in (proof_mark(b, proofs) if proofs else "", check_mark(checks, b.device, b.notation)) if s]
+    said = [s for s in (proof_mark(b, mark.proofs) if mark.proofs else "", check_mark(mark.checks, b.device, b.notation))
+            if s]
     text = "; ".join(said) if said else "not verified here"
-    text = text[0].upper() + text[1:]
-    cited_as = in_words(source) if source else ""
+    text = lead + text if lead else text[0].upper() + text[1:]
+    cited_as = in_words(mark.source) if mark.source else ""
     if cited_as:
         text += ". " + cited(cited_as, b.notation)
-    if appendix and b.appendix:
-        text += f". Details in Appendix~\\ref{{app:{appendix}}}"
+    if mark.appendix and b.appendix:
+        text += f". Details in Appendix~\\ref{{app:{mark.appendix}}}"
     return "\\footnote{" + text + ".}"
+
+
+def one_footnote(part: Part, b) -> Part:
+    """``part`` with its section's verification marks (``b.marks``) said in one footnote, where the first of them
+    stands in the text: every proof and check once (one largest error for the section), the sources together."""
+    marks = b.marks or []
+    if not marks:
+        return part
+    tokens = [MARK_TOKEN.format(i) for i in range(len(marks))]
+    present = sorted((part.body.index(tok), tok) for tok in tokens if tok in part.body)
+    proofs = list(dict.fromkeys(name for m in marks for name in m.proofs))
+    checks = list({r.name: r for m in marks for r in m.checks}.values())
+    source = "; ".join(str(m.source) for m in marks if m.source)
+    joined = Mark(tuple(proofs), tuple(checks), source or None,
+                  next((m.appendix for m in marks if m.appendix), None))
+    body = part.body
+    for i, (_, tok) in enumerate(present):
+        body = body.replace(tok, _footnote(b, joined, lead="The results of this section: ") if i == 0 else "")
+    return Part(body, part.appendix)
 
 
 def section_checks(b, patterns: Iterable[str]) -> list:
@@ -391,6 +437,9 @@ def paths_section(b) -> Part:
                "step 3), and every factor of absolute value at most `rho`, the gradients in absolute value satisfy", b,
                gh=sp.Symbol("g_3^h")),
         _relation(net.path_bound(3, 0, rho), b),
+        b.pointer("paths", "fig3-left-power-curves", _words(
+            "draws the bound {bound} against the path length `n` for factors `rho` below and above 1.", b,
+            bound=sp.Pow(rho, sp.Symbol("n"), evaluate=False))),
         _figure(b, "paths", ["fig3-left-power-curves", "fig3-right-tanh-sensitivity", "sensitivity-heatmap",
                              "jacobian-product-norms"]),
     ]
@@ -452,13 +501,14 @@ def gates_section(b) -> Part:
                  _display([(J, split.full)], b),
                  _words("The carry is {carry}; what the gates and the candidate add is the rest:", b, carry=split.carry),
                  _display([(sp.Add(J, -split.carry, evaluate=False), split.gate_terms)], b)]
-    shown = " (Figure~\\ref{fig:gradient-flow-rnn-gru-lstm})" if b.shows("paths", "gradient-flow-rnn-gru-lstm") else ""
     body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
                        "carries shrink only by the gate's value per step, where a plain RNN's product shrinks by its "
-                       "slope times its weight at every step", b) + shown + ".")
-    # anchored after the GRU's equations, not at the section's end (see residual_section): it floats to a page of the
-    # section that has room for it
-    body.insert(body.index("\\subsection{The GRU}") + 2, _figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
+                       "slope times its weight at every step.", b)
+                + " " + b.pointer("paths", "gradient-flow-rnn-gru-lstm", _words(
+                    "shows the carry product and the gradient over 59 steps back, for the three cells at their default initialisation and with the keeping "
+                    "gate's bias raised.", b)))
+    # the figure after the paragraph that points to it, where both gates and their carries are defined
+    body.append(_figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
     appendix = check_status("gates", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)
 
@@ -483,6 +533,9 @@ def positional_section(b) -> Part:
                "to its embedding as a vector of sines and cosines, one frequency per pair of coordinates:", b),
         _display([(PE(pos, 2 * j), sp.sin(omega * pos)), (PE(pos, 2 * j + 1), sp.cos(omega * pos)),
                   (omega, sp.Pow(10000, -2 * j / D, evaluate=False))], b),
+        b.pointer("positional", "positional_encoding_d128", _words(
+            "shows the encodings of 100 positions at width 128: the first coordinates oscillate fast, the last ones "
+            "hardly change.", b)),
         _figure(b, "positional"),
         _words("General result, for an even width `d`: shifting the position by `k` rotates every pair of coordinates "
                "by the angle {angle}; the rotation does not depend on `pos`, so a fixed offset is a fixed linear map "
@@ -654,6 +707,9 @@ def residual_section(b) -> Part:
                        appendix="residual"),
         _display([(lhs, rhs, (f"  ({p})",)) for p in ("plain", "pre-norm", "post-norm")
                   for lhs, rhs in [residual.jacobian_formula(p)]], b),
+        b.pointer("depth", "gradient-near-output-vs-depth", _words(
+            "shows what the placement does to the gradient of the last layer of a deep stack: with pre-norm it "
+            "shrinks as the stack deepens, with post-norm it keeps its size.", b)),
         _words("Worked example, three residual layers: the product of the three Jacobians is a sum over the eight paths "
                "through the stack, one of them the identity.", b)
         + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),
@@ -662,7 +718,7 @@ def residual_section(b) -> Part:
     ]
     # the figure is anchored with the residual paths' text, not after the section's last display: at the end, with
     # the section's float barrier, a figure that did not fit below the last lines took a page of its own
-    body.insert(body.index("\\subsection{Residual paths}") + 2, _figure(b, "depth"))
+    body.insert(body.index("\\subsection{Residual paths}") + 4, _figure(b, "depth"))
     from .latex_parts import check_status
 
     appendix = "\n\n".join([_audit(b, ["derive.layernorm", "derive.residual"], (), "residual")]

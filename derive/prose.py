@@ -90,7 +90,8 @@ class Prose(str):
         from .latex_settings import Notation
 
         notation = Notation() if notation is None else notation
-        return "".join(tex_escape(p) if isinstance(p, str) else f"${_printer(notation).doprint(p)}$" for p in self.parts)
+        return "".join(_minus(tex_escape(p)) if isinstance(p, str) else f"${_printer(notation).doprint(p)}$"
+                       for p in self.parts)
 
     def __reduce__(self):  # pickled (worker processes, check results) with its parts and the text as written
         return (_rebuild, (str(self), self.parts, self.recorded))
@@ -158,6 +159,19 @@ def _read(text: str, sizes: bool) -> list[tuple]:
             word(s)
             i += 1
     return parts
+
+
+#: A hyphen that starts a number in words ("slope -0.63", "(-0.5"): a minus sign, not a hyphen ("log-log", "1-3" stay).
+_NEGATIVE = re.compile(r"(?<![\w)\]}])-(?=\d)")
+
+
+def _minus(text: str) -> str:
+    """``text`` (LaTeX words) with each hyphen that starts a number set as a minus sign.
+
+    >>> _minus("a slope -0.63 (against -0.5), log-log, steps 1-3")
+    'a slope $-$0.63 (against $-$0.5), log-log, steps 1-3'
+    """
+    return _NEGATIVE.sub("$-$", text)
 
 
 def _relation(tokens: list, i: int) -> tuple[int, object]:

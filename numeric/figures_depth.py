@@ -35,7 +35,7 @@ def plot_layer_profile(ax, study: depth.GradientStudy, placement: str, depths=(4
         lines.append(ax.plot(np.arange(1, L + 1), norms, marker="." if L <= 16 else None, label=f"L = {L}")[0])
     ax.set_yscale("log")
     ax.set_xlabel("layer l (1 = nearest the input)")
-    ax.set_ylabel(r"$\|\partial L/\partial W_2^{(l)}\|_F$")
+    ax.set_ylabel(r"$\|\partial \mathcal{L}/\partial \mathbf{W}_2^{(l)}\|_F$")
     ax.set_title(f"{placement} stack at initialisation (mean of {study.seeds} seeds)")
     ax.legend()
     return lines
@@ -50,7 +50,7 @@ def plot_output_gradient_vs_depth(ax, study: depth.GradientStudy) -> list:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("depth L (blocks)")
-    ax.set_ylabel(r"$\|\partial L/\partial W_2^{(L)}\|_F$")
+    ax.set_ylabel(r"$\|\partial \mathcal{L}/\partial \mathbf{W}_2^{(L)}\|_F$")
     ax.set_title("Gradient near the output vs depth (Xiong et al. 2020)")
     ax.legend()
     return lines

@@ -152,9 +152,9 @@ def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0, gate_bia
     cells = gradient_flow_cells(width, seed=seed)
     variants = [("RNN", cells["RNN"], "default init"),
                 ("GRU", cells["GRU"], "default init"),
-                ("GRU", with_gate_bias(cells["GRU"], "u", gate_bias), f"$b_u + {gate_bias:g}$"),
+                ("GRU", with_gate_bias(cells["GRU"], "u", gate_bias), f"bias of $u$ + {gate_bias:g}"),
                 ("LSTM", cells["LSTM"], "default init"),
-                ("LSTM", with_gate_bias(cells["LSTM"], "f", gate_bias), f"$b_f + {gate_bias:g}$")]
+                ("LSTM", with_gate_bias(cells["LSTM"], "f", gate_bias), f"bias of $f$ + {gate_bias:g}")]
     colors = {("RNN", "default init"): "0.2", ("GRU", "default init"): "tab:orange", ("LSTM", "default init"): "tab:green"}
     X = np.random.default_rng(seed + 1).standard_normal((T, 4))
     # the raised-bias curves lie on top of one another near 1: each cell its own marker (GRU circles, LSTM squares;
@@ -167,7 +167,7 @@ def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0, gate_bia
         color = colors[(name, setting)] if not raised else {"GRU": "tab:red", "LSTM": "tab:blue"}[name]
         marker, start = marks[name] if raised else (None, 0)
         line = ax.plot(flow.distance, flow.grad_norm, color=color, lw=1.8, marker=marker, ms=4,
-                       markevery=(start, 10), label=f"{name}, {setting}: " + r"$\|\partial L/\partial h_\tau\|_2$")[0]
+                       markevery=(start, 10), label=f"{name}, {setting}: " + r"$\|\partial \mathcal{L}/\partial \mathbf{h}_\tau\|_2$")[0]
         artists.append(line)
         lowest = min(lowest, np.min(flow.grad_norm))
         if flow.carry_at_fixed_gates is not None:

@@ -147,7 +147,7 @@ def test_without_the_appendix_nothing_points_to_it(tmp_path):
     cli("latex", str(path), "--sections", "attention", "--standalone", "--no-appendix")
     source = path.read_text()
     assert "\\appendix" not in source and "app:" not in source and "\\texttt" not in source
-    assert "\\footnote{Proved for every" in source
+    assert "\\footnote{The results of this section: proved for every" in source
 
 
 @pytest.mark.parametrize("snippet, defect", [
@@ -184,6 +184,7 @@ def test_a_small_figure_label_is_caught(tmp_path):
 def test_depth_captions_say_what_the_data_show():
     """The captions of the depth figures state numbers; each is computed again from the data the figures draw."""
     from seqgrad.crosscheck.figures import depth as figure_set
+    from seqgrad.crosscheck.latex_parts import words
 
     facts = figure_set.caption_facts()
     captions = figure_set.CAPTIONS
@@ -191,6 +192,14 @@ def test_depth_captions_say_what_the_data_show():
     # "falls somewhat faster than 1/sqrt(L) (fitted log-log slope -0.63, against -0.5 ...)": the slope as printed,
     # steeper than -1/2 as the words say (a reader found "about as fast" beside -0.63 a contradiction)
     assert f"slope {pre:.2f}" in captions["gradient-near-output-vs-depth"] and -0.75 < pre < -0.52
+    assert "slope $-$0.63" in words(captions["gradient-near-output-vs-depth"])  # a minus sign, not a hyphen
+    # the experiment as the caption describes it (issue 25, review A item 8)
+    from seqgrad.numeric import depth
+
+    sizes = depth.Sizes()
+    described = (f"width {sizes.D}, {sizes.n_heads} heads, MLP width {sizes.F_width}, {sizes.T} tokens",
+                 f"mean of {depth.gradient_study.__defaults__[1]} seeds")
+    assert all(d in captions["gradient-near-output-vs-depth"] for d in described), described
     assert f"fitted slope {abs(post):.2f}" in captions["gradient-near-output-vs-depth"] and abs(post) < 0.05
     # "slower than the dotted line for shallow stacks and faster for deep ones, so the curve crosses it"
     above = facts["above_reference"]

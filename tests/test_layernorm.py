@@ -1,5 +1,7 @@
 """LayerNorm: closed-form Jacobian (direct and over intermediates), mean 0, constant row, eps checks, against torch."""
 
+import functools
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -81,13 +83,19 @@ def test_latex():
     assert r"\delta_{i j}" in tex and tex.startswith(r"\begin{align*}") and L.LayerNorm(4)._repr_latex_() == tex
 
 
+@functools.cache
+def _compiled_jacobian(d: int):
+    """LayerNorm(d)'s symbolic Jacobian compiled once per width (with common subexpressions: the entries at d = 8
+    hold ~380,000 operations, and compiling them afresh for every example took most of the suite's time)."""
+    ln = L.LayerNorm(d)
+    return sp.lambdify(ln.h + ln.gamma + ln.beta + [L.EPS], list(ln.jacobian()), "math", cse=True)
+
+
 @settings(max_examples=20, deadline=None)
 @given(d=st.integers(2, 8), seed=st.integers(0, 10 ** 6), eps=st.floats(1e-8, 1.0))
 def test_property_jacobian_against_torch(d, seed, eps):
     """Random widths (2..8), inputs, gamma, beta and eps in [1e-8, 1]."""
-    ln = L.LayerNorm(d)
-    syms = ln.h + ln.gamma + ln.beta + [L.EPS]
-    f_J = sp.lambdify(syms, list(ln.jacobian()), "math")
+    f_J = _compiled_jacobian(d)
     rng = np.random.default_rng(seed)
     h, g, b = rng.normal(size=d), rng.normal(size=d), rng.normal(size=d)
     mod = torch.nn.LayerNorm(d, eps=eps, dtype=torch.float64)

@@ -203,7 +203,7 @@ def test_9_the_notation_table_and_the_positional_text_typeset_their_math(tmp_pat
         assert raw not in table, raw
     assert r"$\mathbf{J}_{F_l}$" in table and r"$d_{x}$ and $d_{y}$" in table and r"($\Delta_{l}$: of layer $l$)" in table
     body = notes.positional_section(b).body
-    mark = _footnote_after(body, "General result: shifting the position")
+    mark = _footnote_after(body, "General result, for an even width")
     assert "symbolic $w$" not in mark and r"symbolic $\omega$" in mark and mark.count("every even") == 1
     assert r"\sin(\omega_{j} (\mathrm{pos} + k))" in body and r"\cos(k \omega_{j})" in body
     assert r"by the angle $k \omega_{j}$" in body and r"\sin(\omega (" not in body

@@ -105,10 +105,10 @@ def test_gradient_flow_caption():
     distance = len(next(iter(lines.values()))) - 1
     assert f"after {distance} steps" in caption and f"twelve orders of magnitude over {distance} steps" in caption
     for cell in ("RNN", "GRU", "LSTM"):
-        assert far[f"{cell}, default init: " + r"$\|\partial L/\partial h_\tau\|_2$"] < 1e-12
+        assert far[f"{cell}, default init: " + r"$\|\partial \mathcal{L}/\partial \mathbf{h}_\tau\|_2$"] < 1e-12
     for cell, gate in (("GRU", "u"), ("LSTM", "f")):
-        carry = far[f"{cell}, $b_{gate} + 3$: mean " + rf"$\prod {gate}_t$"]
-        grad = far[f"{cell}, $b_{gate} + 3$: " + r"$\|\partial L/\partial h_\tau\|_2$"]
+        carry = far[f"{cell}, bias of ${gate}$ + 3: mean " + rf"$\prod {gate}_t$"]
+        grad = far[f"{cell}, bias of ${gate}$ + 3: " + r"$\|\partial \mathcal{L}/\partial \mathbf{h}_\tau\|_2$"]
         assert 0.03 < carry < 0.08 and 0.9 < carry ** (1 / distance) < 0.97  # "about 0.05", "near 0.95 a step"
         assert 0.5 < grad / carry < 2  # "the gradient follows it"
     assert 1 / (1 + np.exp(-3)) == pytest.approx(0.95, abs=0.01)  # "gates near 0.95": sigmoid(3)
@@ -156,7 +156,7 @@ def test_receptive_field_caption():
     from seqgrad.crosscheck.figures import conv
     from seqgrad.derive.conv import receptive_field
 
-    assert "as the formula" in conv.CAPTIONS["conv_receptive_field"]
+    assert "the values the formula for `rf_3` gives" in conv.CAPTIONS["conv_receptive_field"]
     for strides in ([1, 1, 1], [2, 2, 1]):
         reads = conv.influence([3, 3, 3], strides)
         for layer in range(1, 4):  # the input positions under one unit of layer `layer`

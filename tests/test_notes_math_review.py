@@ -78,8 +78,9 @@ def test_the_convolution_checks_at_sizes_are_not_called_proofs(tmp_path):
 
     body = notes.conv_section(Build(notation=NOTES, tex_dir=tmp_path, figures_dir=None)).body
     assert "proved at concrete sizes" not in body
-    assert "checked exactly against differentiation of the layer, at one size: input 4 by 5, kernel 3 by 2, stride 2" in body
-    assert "(checked at concrete sizes)" in body
+    # the audit parentheticals are gone from the text (review A item 10); the stride is said as a formula
+    assert "checked exactly" not in body and "(checked at concrete sizes)" not in body
+    assert "dilated" in body
 
 
 def test_pe_omega_counts_pairs_and_writes_the_width_d_as_section_5_does():
@@ -162,9 +163,10 @@ def test_a_float32_module_is_reported_at_its_own_precision_not_as_a_double_preci
     double = Result("a", "s", "g", "pass", True, 8.5e-14, 1e-13, "cpu", "float64", "", 0.0)
     module = Result("b", "s", "g", "pass", True, 9.7e-9, 2.4e-7, "cpu", "float64", "", 0.0, single=True)
     mark = notes.check_mark([double, module], "cpu")
-    assert mark.startswith(r"checked numerically in double precision, largest error $8.5 \cdot 10^{-14}$; and against")
-    assert r"largest relative error $2.4 \cdot 10^{-7}$ (float32 rounding)" in mark and "9.7" not in mark
-    assert notes.check_mark([module], "cpu").startswith("checked numerically against a PyTorch module")
+    assert mark.startswith(r"checked numerically in double precision, largest error $8.5 \cdot 10^{-14}$; the course's")
+    assert r"agrees to a relative $2.4 \cdot 10^{-7}$, the rounding of single precision" in mark and "9.7" not in mark
+    assert "float32" not in mark  # no code words in the notes
+    assert notes.check_mark([module], "cpu").startswith("the course's PyTorch module, which computes in single precision")
 
 
 def test_the_power_curves_caption_does_not_say_the_product_explodes():

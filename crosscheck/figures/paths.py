@@ -37,8 +37,7 @@ CAPTIONS = {
         "fixed gates and candidate it is `diag(u_t)` (GRU). At PyTorch's default initialisation the gates sit near 0.5 and all three cells lose the "
         "gradient alike, by more than twelve orders of magnitude over 59 steps back; with the keeping gate's bias raised by 3 "
         "(gates near 0.95) the carry product (dashed) shrinks only by a factor near 0.95 a step, to about 0.05 after "
-        "59 steps, and the gradient (solid) ends there too. The axis spans every value drawn: a product of gates is not "
-        "limited by the machine epsilon of double precision, and the default GRU's falls below it.",
+        "59 steps, and the gradient (solid) ends there too.",
 }
 
 def figures() -> dict:
