@@ -11,7 +11,7 @@ at stated values (:data:`RNN_VALUES`): every column of its table is a general-t 
 :func:`crosscheck.blocks.call`) on the course's worked example, ``H = H_0`` and the course's weights, for the loss
 ``L = sum of the entries of U`` (so ``G = dL/dU`` is a matrix of ones).
 
-Both are checked against torch autograd of plain torch code in ``tests/test_worked_numbers.py``.
+Both are checked against torch autograd of plain torch code in ``tests/test_notes_worked_numbers.py``.
 
 >>> ex = rnn_example()
 >>> [round(v, 4) for v in ex.column(1)]  # h_0, h_1, h_2
