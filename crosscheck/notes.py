@@ -970,7 +970,22 @@ def _encoder_backward(b, tokens: list[str]) -> list[str]:
                                         "({shape}, stored output by input): row `i` belongs to feature `i` of the "
                                         "queries, column `j` to feature `j` of the normalised input rows.", b,
                                         dWQ=Partial(WQ), shape=Shape(*dWQ.shape)), "tab:encoder-dWQ"))
-    return [said, *tables]
+    return [said, _one_float(tables)]
+
+
+def _one_float(tables: Sequence[str]) -> str:
+    """Complete ``table`` environments set as one float, each with its own caption and number: they stay together,
+    and a page holds as many floats as LaTeX allows (three) with room for the others."""
+    from seqgrad.errors import SeqgradValueError
+
+    begin, end = "\\begin{table}[htbp]", "\\end{table}"
+    inner = []
+    for table in tables:
+        table = table.strip()
+        if not (table.startswith(begin) and table.endswith(end)):
+            raise SeqgradValueError("tables", table[:40], "complete table environments (begin{table}[htbp] ... end{table})")
+        inner.append(table[len(begin):-len(end)].strip())
+    return begin + "\n" + "\n\\bigskip\n".join(inner) + "\n" + end
 
 
 # --------------------------------------------------------------------------- 8, 9: decoder and convolution
