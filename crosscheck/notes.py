@@ -393,9 +393,71 @@ def rnn_section(b) -> Part:
                gz=_grad("z", t), first=sp.Mul(_grad("z", 0), _at("h", -1), evaluate=False),
                h0=sp.Eq(_at("h", -1), 0, evaluate=False)),
         _display([(Partial(net.parameters["w_h"]), net.grad("w_h").xreplace(g))], b),
+        *_rnn_numbers(b),
     ]
     appendix = check_status("rnn", b, checks) if checks else ""
     return Part("\n\n".join(body), appendix)
+
+
+def _as_figures(x: float, b):
+    """A computed number at the notes' significant figures (:attr:`Build.digits`), as a SymPy number."""
+    from .worked_numbers import as_figures
+
+    return as_figures(x, b.digits)
+
+
+def _number(x: float, b) -> str:
+    """A computed number at the notes' significant figures, typeset by the printer."""
+    return _inline(_as_figures(x, b), b)
+
+
+def _numbers_table(b, header: Sequence[str], rows: Sequence[Sequence[str]], caption: str, label: str) -> str:
+    """A numbered table of typeset cells (:func:`derive.latex_layout.tabular`): a label column, then numbers."""
+    from seqgrad.derive.latex_layout import tabular
+
+    return ("\\begin{table}[htbp]\n\\centering\\small\n"
+            f"\\caption{{{caption}}}\\label{{{label}}}\n"
+            + tabular(header, rows, "l" + "r" * (len(header) - 1)) + "\n\\end{table}")
+
+
+def _rnn_numbers(b) -> list[str]:
+    """The three-step scalar RNN with numbers: the stated values, and a table of the forward values, the adjoints
+    and the terms of the gradient sums (:func:`crosscheck.worked_numbers.rnn_example`, the section's own formulas
+    evaluated), with the sums."""
+    from seqgrad.derive.latex_settings import Partial
+
+    from .worked_numbers import rnn_example
+
+    ex = rnn_example()
+    net = ex.net
+    stated = [sp.Eq(s, sp.Float(ex.values[str(s)]), evaluate=False) for s in net.program.leaves()]
+    by_name = {str(e.lhs): e for e in stated}
+    header = [_inline(t, b)] + [_inline(c, b) for c in ex.columns]
+    # the inputs as the text states them; every computed value at the notes' digits
+    rows = [[_inline(sp.Integer(k), b), _inline(sp.Float(row[0]), b)] + [_number(v, b) for v in row[1:]]
+            for k, row in enumerate(ex.rows)]
+    rows.append([_words("sum", b)] + [_number(sum(ex.column(i)), b) if i in ex.terms else "" for i in range(len(ex.columns))])
+    grads = {p: Partial(net.parameters[p]) for p in ex.terms.values()}
+    step0 = ex.columns[min(ex.terms)].subs(t, 0)
+    return [
+        _words("With numbers: take the weights {wx}, {wh} and {wy}, the inputs {x0}, {x1} and {x2}, the target {y} and "
+               "{h0}. The forward pass gives {yhat}, so {e} and {L}.", b,
+               wx=by_name["w_x"], wh=by_name["w_h"], wy=by_name["w_o"], x0=by_name["x_0"], x1=by_name["x_1"],
+               x2=by_name["x_2"], y=by_name["y"], h0=sp.Eq(_at("h", -1), 0, evaluate=False),
+               yhat=sp.Eq(net.yhat, _as_figures(ex.yhat, b), evaluate=False),
+               e=sp.Eq(net.e, _as_figures(ex.e, b), evaluate=False), L=sp.Eq(net.L, _as_figures(ex.L, b), evaluate=False),
+               ) + " Table~\\ref{tab:rnn-numbers} " + _words(
+            "follows the backward recursion from {ghT} down to {gz0}; each weight's gradient is the sum of its column "
+            "of terms" + (" (the term {step0} of step 0 is 0, because {h0})" if ex.rows[0][min(ex.terms)] == 0 else "")
+            + ".", b, ghT=_grad("h", net.steps - 1), gz0=_grad("z", 0),
+            step0=step0, h0=sp.Eq(_at("h", -1), 0, evaluate=False)),
+        _numbers_table(b, header, rows, _words("The three-step scalar RNN at the values stated in the text, at each step "
+                                              "`t`: the input, the state, the two adjoints of the backward recursion and "
+                                              "the terms of the two gradient sums; the last row sums the terms, "
+                                              "{dwh} and {dwx}.", b, dwh=sp.Eq(grads["w_h"], _as_figures(ex.gradients["w_h"], b), evaluate=False),
+                                              dwx=sp.Eq(grads["w_x"], _as_figures(ex.gradients["w_x"], b), evaluate=False)),
+                       "tab:rnn-numbers"),
+    ]
 
 
 # --------------------------------------------------------------------------- 2. path products
@@ -465,7 +527,6 @@ def _relation(rel, b) -> str:
 
 def gates_section(b) -> Part:
     from seqgrad.derive import builtin_cells, gated
-    from seqgrad.derive.latex_settings import Partial
 
     from .latex_parts import check_status
 
@@ -476,31 +537,18 @@ def gates_section(b) -> Part:
                    "conventions (gate order, two biases in the GRU), written for scalar states; the vector cells have "
                    "the same equations with the products of a gate and a state taken entrywise ({hadamard}).", b,
                    prev=_at("h", t - 1), hadamard=sp.HadamardProduct(_at("f", t, 1, 3), _at("c", t - 1, 1, 3)))]
-    for title, cell, state in (("The GRU", builtin_cells.gru_cell(), "h"), ("The LSTM", builtin_cells.lstm_cell(), "c")):
+    # each cell's subsection ends with its worked example: the carry at fixed gates, the one-step Jacobian split into
+    # the carry and the terms through the gates (t = 1)
+    for title, cell, net, wrt, prev, state in (("GRU", builtin_cells.gru_cell(), gated.gru(steps=2), None, "h_0", "h_1"),
+                                               ("LSTM", builtin_cells.lstm_cell(), gated.lstm(steps=2), "c", "c_0", "c_1")):
         gd = cell.general()
-        body += [f"\\subsection{{{title}}}",
+        body += [f"\\subsection{{The {title}}}",
                  _display(_rows(gd.forward_rows()), b),
-                 _words("Backpropagation through time at a general step `t`:", b) + (mark if state == "c" else ""),
+                 _words("Backpropagation through time at a general step `t`:", b) + (mark if wrt == "c" else ""),
                  _display(_rows(gd.backward_rows()), b),
                  _words("Every weight is shared by all steps, so its gradient is again a sum over `t`:", b),
                  _display(_rows(gd.gradient_rows()), b)]
-    # the carry at fixed gates: the one-step Jacobian split into the carry and the terms through the gates (t = 1)
-    for title, net, wrt, prev, state in (("GRU", gated.gru(steps=2), None, "h_0", "h_1"),
-                                         ("LSTM", gated.lstm(steps=2), "c", "c_0", "c_1")):
-        split = net.step_jacobian(1) if wrt is None else net.step_jacobian(1, wrt=wrt)
-        J = Partial(sp.Symbol(prev), of=sp.Symbol(state))
-        if split.gate_terms == 0:  # the state reaches the next one only through the carry: one line says it all
-            body += [_words(f"Worked example, the {title} at `t = 1`: the gates and the candidate are computed from "
-                            "`x_1` and `h_0`, not from `c_0`, so the partial derivative of `c_1` with respect to `c_0` "
-                            "at fixed `h_0` is the carry path alone:", b), _display([(J, split.full)], b)]
-            continue
-        body += [_words(f"Worked example, the {title} at `t = 1`: the one-step Jacobian is the carry, the path at fixed "
-                        "gates and candidate, plus the other paths: through the update gate (the term with `w_hu`) and "
-                        "through the candidate, by its recurrent weight (the term with `w_hn*r_1`) and through the reset "
-                        "gate inside it (the term with `w_hr`):", b),
-                 _display([(J, split.full)], b),
-                 _words("The carry is {carry}; what the gates and the candidate add is the rest:", b, carry=split.carry),
-                 _display([(sp.Add(J, -split.carry, evaluate=False), split.gate_terms)], b)]
+        body += _gate_example(b, title, net, wrt, prev, state)
     body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
                        "carries shrink only by the gate's value per step, where a plain RNN's product shrinks by its "
                        "slope times its weight at every step.", b)
@@ -511,6 +559,26 @@ def gates_section(b) -> Part:
     body.append(_figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
     appendix = check_status("gates", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)
+
+
+def _gate_example(b, title: str, net, wrt, prev: str, state: str) -> list[str]:
+    """The worked example of a gated cell at ``t = 1``: the one-step Jacobian of ``state`` with respect to ``prev``
+    (``wrt``: the state it is taken along, None for the cell's only one), split into the carry and the gate terms."""
+    from seqgrad.derive.latex_settings import Partial
+
+    split = net.step_jacobian(1) if wrt is None else net.step_jacobian(1, wrt=wrt)
+    J = Partial(sp.Symbol(prev), of=sp.Symbol(state))
+    if split.gate_terms == 0:  # the state reaches the next one only through the carry: one line says it all
+        return [_words(f"Worked example, the {title} at `t = 1`: the gates and the candidate are computed from "
+                       "`x_1` and `h_0`, not from `c_0`, so the partial derivative of `c_1` with respect to `c_0` "
+                       "at fixed `h_0` is the carry path alone:", b), _display([(J, split.full)], b)]
+    return [_words(f"Worked example, the {title} at `t = 1`: the one-step Jacobian is the carry, the path at fixed "
+                   "gates and candidate, plus the other paths: through the update gate (the term with `w_hu`) and "
+                   "through the candidate, by its recurrent weight (the term with `w_hn*r_1`) and through the reset "
+                   "gate inside it (the term with `w_hr`):", b),
+            _display([(J, split.full)], b),
+            _words("The carry is {carry}; what the gates and the candidate add is the rest:", b, carry=split.carry),
+            _display([(sp.Add(J, -split.carry, evaluate=False), split.gate_terms)], b)]
 
 
 # --------------------------------------------------------------------------- 4. positional encodings
@@ -843,7 +911,6 @@ def _inline_ln(ln, expr):
 
 def encoder_section(b) -> Part:
     from seqgrad.derive import blocks
-    from seqgrad.latex_table import booktabs
     from seqgrad.numeric import course
     from seqgrad.numeric.tokens import tokenize
 
@@ -890,14 +957,91 @@ def encoder_section(b) -> Part:
     for stage, name, caption in ENCODER_SHOWN:
         record = records.setdefault(stage, course.trace(stage, device=b.device))
         for _, rows, row_labels, col_labels in trace_tables(stage, record, [name], tokens):
-            body.append(booktabs(rows, row_labels=row_labels, col_labels=[c.replace("F", "feature ") if c.startswith("F") else c.split(": ")[-1]
-                                                                          for c in col_labels],
-                                 corner="", caption=caption, figures=b.digits, decimal_comma=b.notation.decimal_comma,
-                                 raw_labels=False, trailing_zeros=True).replace(
-                "\\caption{" + text(caption) + "}", "\\caption{" + _words(caption, b, **ENCODER_MATRICES) + "}"))
+            body.append(_encoder_table(b, rows, row_labels, col_labels, _words(caption, b, **ENCODER_MATRICES)))
+    body += _encoder_backward(b, tokens)
     body.append(_figure(b, "encoder", ["fig06_identity_position", "fig09_S", "fig10_A", "fig11_A_causal", "fig08_begins_contributions"]))
     appendix = check_status("encoder", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)
+
+
+def _encoder_table(b, rows, row_labels, col_labels, caption: str, label: str | None = None) -> str:
+    """A table of the worked example at the notes' digits (:func:`seqgrad.latex_table.booktabs`), features named
+    ``feature j``, source tokens by their word, with ``caption`` already typeset (its formulas by the printer)."""
+    from seqgrad.latex_table import booktabs
+
+    from .latex_parts import text
+
+    placeholder = "CAPTION"  # booktabs escapes a caption; the typeset one is put in its place
+    cols = [c.replace("F", "feature ") if c.startswith("F") else c.split(": ")[-1] for c in col_labels]
+    table = booktabs(rows, row_labels=row_labels, col_labels=cols, corner="", caption=placeholder, label=label,
+                     figures=b.digits, decimal_comma=b.notation.decimal_comma, raw_labels=False, trailing_zeros=True)
+    return table.replace("\\caption{" + text(placeholder) + "}", "\\caption{" + caption + "}")
+
+
+def _encoder_backward(b, tokens: list[str]) -> list[str]:
+    """The backward pass of the worked example's attention sublayer with numbers: the derived program of the block
+    above, with the course's two heads, run at the course's weights and ``H = H_0`` for ``L`` the sum of the entries
+    of ``U`` (:func:`crosscheck.worked_numbers.encoder_backward`): ``dH`` and ``dL/dW_Q`` of head 1 as tables."""
+    from seqgrad.derive.latex_settings import Partial
+
+    from .encoder_tables import labels
+    from .worked_numbers import encoder_backward
+
+    ex = encoder_backward(b.device)
+    block = ex.block
+    H, U, G = block.inputs["H"], block.output, block.G
+    WQ = block.inputs["W_Q^[1]"]
+    T_, d_ = ex.inputs["H"].shape
+    dH = ex.gradients["H"].detach().cpu().double()
+    dWQ = ex.gradients["W_Q^[1]"].detach().cpu().double()
+    ones_row, ones_col = sp.OneMatrix(1, T_), sp.OneMatrix(d_, 1)
+    loss = sp.Eq(_s("L"), sp.MatMul(ones_row, U, ones_col), evaluate=False)
+    H0 = ENCODER_MATRICES["H0"]
+    row_sums = dH.sum(dim=1)
+    rows_sum_to_d = bool(((row_sums - d_).abs() < 1e-9).all())
+    said = _words("Backwards, with numbers: take the attention sublayer of the block, {Udef} with {B} of the two heads of "
+                  "the course and {HH0}, and the loss {loss}, the sum of the entries of {U}, so that the upstream gradient "
+                  "{G} is a matrix of ones. The backward pass displayed above, run on the course's numbers, gives "
+                  "{dH}", b, Udef=sp.Eq(U, block.program["U"].value, evaluate=False),
+                  B=sp.Eq(block.program["B"].target, sp.Function("MHA")(block.program["Y_1"].target), evaluate=False),
+                  HH0=sp.Eq(H, H0, evaluate=False), loss=loss, U=U, G=sp.Eq(G, Partial(U), evaluate=False), dH=Partial(H))
+    said += " (Table~\\ref{tab:encoder-dH}) " + _words("and the gradient of the first head's query map, {dWQ}", b,
+                                                          dWQ=Partial(WQ)) + " (Table~\\ref{tab:encoder-dWQ})."
+    if rows_sum_to_d:
+        said += " " + _words("Every row of {dH} sums to {d}: the shortcut sends 1 to every entry, and what comes back "
+                             "through LayerNorm sums to 0 along each row (adding a number to every entry of a row of {H} "
+                             "does not change the row's normalisation). A sum over the encoder's output {Henc} would "
+                             "be no example: each row of the final LayerNorm's output sums to 0 for every input, so its "
+                             "gradient is 0.", b, dH=Partial(H), d=sp.Eq(_s("d"), d_, evaluate=False), H=H,
+                             Henc=sp.MatrixSymbol("H_enc", T_, d_))
+    row_labels, col_labels = labels("dH", tuple(dH.shape), tokens)
+    tables = [_encoder_table(b, dH.tolist(), row_labels, col_labels,
+                             _words("The gradient {dH} of the loss {loss} with respect to the block's input rows {H}, "
+                                    "here {HH0}: one row per token, the shortcut's 1 in every entry plus what comes back "
+                                    "through the attention branch.", b, dH=Partial(H), loss=loss, H=H,
+                                    HH0=sp.Eq(H, H0, evaluate=False)), "tab:encoder-dH")]
+    tables.append(_encoder_table(b, dWQ.tolist(), [f"query feature {i}" for i in range(dWQ.shape[0])],
+                                 [f"F{j}" for j in range(dWQ.shape[1])],
+                                 _words("The gradient {dWQ} of the same loss with respect to the query map of head 1 "
+                                        "({shape}, stored output by input): row `i` belongs to feature `i` of the "
+                                        "queries, column `j` to feature `j` of the normalised input rows.", b,
+                                        dWQ=Partial(WQ), shape=Shape(*dWQ.shape)), "tab:encoder-dWQ"))
+    return [said, _one_float(tables)]
+
+
+def _one_float(tables: Sequence[str]) -> str:
+    """Complete ``table`` environments set as one float, each with its own caption and number: they stay together,
+    and a page holds as many floats as LaTeX allows (three) with room for the others."""
+    from seqgrad.errors import SeqgradValueError
+
+    begin, end = "\\begin{table}[htbp]", "\\end{table}"
+    inner = []
+    for table in tables:
+        table = table.strip()
+        if not (table.startswith(begin) and table.endswith(end)):
+            raise SeqgradValueError("tables", table[:40], "complete table environments (begin{table}[htbp] ... end{table})")
+        inner.append(table[len(begin):-len(end)].strip())
+    return begin + "\n" + "\n\\bigskip\n".join(inner) + "\n" + end
 
 
 # --------------------------------------------------------------------------- 8, 9: decoder and convolution

@@ -1,0 +1,145 @@
+r"""The numbers of the notes' numeric worked examples, computed by the project's own derivations (never typed in).
+
+:func:`rnn_example` evaluates the scalar RNN of the notes' first section at ``T = 3`` (:func:`derive.rnn.unroll`)
+at stated values (:data:`RNN_VALUES`): every column of its table is a general-t expression of the section
+(``h_t``, ``g_t^h``, ``g_t^z`` and the summands of the gradient sums, ``g_t^z h_{t-1}`` and ``g_t^z x_t``, from
+``cell.general().gradient``), instantiated at ``t = 0, 1, 2`` and evaluated by one compiled program
+(:func:`crosscheck.lambdify.lambdify`); the row of sums is the unrolled program's own gradient.
+
+:func:`encoder_backward` runs the derived backward pass of the pre-norm attention sublayer
+``U = H + MHA(LN_1(H))`` (:func:`derive.blocks.block_program`, two heads, compiled by
+:func:`crosscheck.blocks.call`) on the course's worked example, ``H = H_0`` and the course's weights, for the loss
+``L = sum of the entries of U`` (so ``G = dL/dU`` is a matrix of ones).
+
+Both are checked against torch autograd of plain torch code in ``tests/test_notes_worked_numbers.py``.
+
+>>> ex = rnn_example()
+>>> [round(v, 4) for v in ex.column(1)]  # h_0, h_1, h_2
+[0.4621, 0.1644, 0.499]
+>>> round(ex.gradients["w_h"], 4), round(sum(ex.column(4)), 4)  # dL/dw_h, the sum of its terms
+(0.2045, 0.2045)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import sympy as sp
+
+from seqgrad.errors import SeqgradValueError
+
+__all__ = ["RNN_VALUES", "RNNExample", "rnn_example", "EncoderBackward", "encoder_backward"]
+
+#: The stated values of the scalar RNN's worked example (symbol name -> value; ``w_o`` is the head, printed ``w_y``
+#: in the notes); the initial state is the cell's own, ``h_{-1} = 0``.
+RNN_VALUES = {"w_x": 0.5, "w_h": 0.9, "w_o": 1.2, "x_0": 1.0, "x_1": -0.5, "x_2": 0.8, "y": 0.2}
+
+
+@dataclass(frozen=True)
+class RNNExample:
+    """The scalar RNN at stated values: ``columns`` are general-t expressions, ``rows[k]`` their values at ``t = k``;
+    ``gradients`` the unrolled program's ∂L/∂w (by parameter name), and the forward head ``yhat``, ``e`` and ``L``."""
+
+    net: object
+    values: dict
+    columns: tuple
+    rows: tuple
+    gradients: dict
+    yhat: float
+    e: float
+    L: float
+    #: the columns that are terms of a gradient sum: column index -> parameter name
+    terms: dict
+
+    def column(self, i: int) -> list[float]:
+        """The values of column ``i`` at ``t = 0, ..., T - 1``."""
+        return [row[i] for row in self.rows]
+
+
+def rnn_example(values: Mapping[str, float] | None = None, steps: int = 3) -> RNNExample:
+    """The scalar tanh RNN of the notes unrolled over ``steps`` at ``values`` (default :data:`RNN_VALUES`; every leaf
+    of the program by name), its table evaluated from the section's general-t formulas (see the module docstring)."""
+    from seqgrad.derive import rnn
+    from seqgrad.derive.sequence import adjoint, stepped, t
+
+    from .lambdify import lambdify
+
+    values = dict(RNN_VALUES if values is None else values)
+    net = rnn.unroll(steps=steps, activation="tanh")
+    general = net.cell.general()
+    leaves = {str(s): s for s in net.program.leaves()}
+    if set(values) != set(leaves):
+        raise SeqgradValueError("values", sorted(values), "a value for every leaf of the program: " + ", ".join(leaves))
+    # the initial state as the cell defines it (h_{-1} = 0): the term of step 0 of dL/dw_h reads it
+    initial = {general.instantiate(row.lhs, 0, steps): row.rhs for row in general.forward_rows()[:len(net.cell.states)]}
+    grads = ("w_h", "w_x")
+    columns = (stepped("x", t), stepped("h", t), adjoint(stepped("h", t)), adjoint(stepped("z", t)),
+               *(general.gradient(p).term for p in grads))
+    at_steps = [general.instantiate(c, k, steps).xreplace(initial) for k in range(steps) for c in columns]
+    head = [net.yhat, net.e, net.L]
+    params = list(net.parameters)
+    compiled = lambdify(net.program, at_steps + head + [net.grad(p) for p in params], list(leaves.values()))
+    out = [float(v) for v in compiled(*(float(values[name]) for name in leaves))]
+    n = len(columns)
+    rows = tuple(tuple(out[k * n:(k + 1) * n]) for k in range(steps))
+    yhat, e, L = out[steps * n:steps * n + 3]
+    return RNNExample(net, values, columns, rows, dict(zip(params, out[steps * n + 3:])), yhat, e, L,
+                      {n - len(grads) + i: p for i, p in enumerate(grads)})
+
+
+@dataclass(frozen=True)
+class EncoderBackward:
+    """The backward pass of the course's pre-norm attention sublayer: the block program, its inputs (tensors by
+    input name), its output ``U`` and the gradients of ``L = sum of U's entries`` by input name."""
+
+    block: object
+    inputs: dict
+    U: object
+    gradients: dict
+
+
+def encoder_inputs(device: str = "cpu") -> dict:
+    """The inputs of the course's attention sublayer by the block program's names: ``H`` the rows ``H_0`` of the
+    worked example, LayerNorm's scale 1 and shift 0, the two heads' maps and the output map ``W_O``."""
+    import torch
+
+    from seqgrad.numeric import course
+
+    H0 = course.trace("attention_on_H0", device=device)["H0"]
+    as_tensor = lambda m: torch.tensor(m, dtype=H0.dtype, device=H0.device)  # noqa: E731
+    d = H0.shape[1]
+    inputs = {"H": H0, "gamma_1": as_tensor([[1.0] * d]), "beta_1": as_tensor([[0.0] * d]), "W_O": as_tensor(course.W_O)}
+    for i, head in enumerate((course.HEAD1, course.HEAD2), start=1):
+        inputs.update({f"{name}^[{i}]": as_tensor(head[name]) for name in ("W_Q", "W_K", "W_V")})
+    return inputs
+
+
+def encoder_backward(device: str = "cpu") -> EncoderBackward:
+    """The derived backward pass of ``U = H + MHA(LN_1(H))`` at the course's worked example (:func:`encoder_inputs`),
+    for ``L`` the sum of ``U``'s entries: the upstream gradient ``G = dL/dU`` is a matrix of ones."""
+    import torch
+
+    from . import blocks
+
+    inputs = encoder_inputs(device)
+    T, d = inputs["H"].shape
+    d_k, d_v = inputs["W_Q^[1]"].shape[0], inputs["W_V^[1]"].shape[0]
+    block, _ = blocks.compiled("pre-norm", heads=2)
+    G = torch.ones(T, d, dtype=inputs["H"].dtype, device=inputs["H"].device)
+    out = blocks.call("pre-norm", inputs, G, {"T": T, "d": d, "d_k": d_k, "d_v": d_v}, heads=2)
+    return EncoderBackward(block, inputs, out[0], dict(zip(block.gradients, out[1:])))
+
+
+def as_figures(x: float, figures: int) -> sp.Float:
+    """``x`` as a SymPy number of ``figures`` significant figures, printed with all of them (``0.0591``, ``0.200``):
+    a number set in a sentence by the notation's printer, as the tables print it.
+
+    >>> as_figures(0.2, 3), as_figures(-0.0590839, 3), as_figures(0.0, 3)
+    (0.200, -0.0591, 0)
+    """
+    from seqgrad.latex_table import format_sigfig
+
+    if x == 0:  # exactly zero (a term with h_{-1} = 0): 0, not 0.00
+        return sp.Integer(0)
+    return sp.Float(format_sigfig(x, figures, trailing_zeros=True), figures)
