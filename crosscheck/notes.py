@@ -953,12 +953,19 @@ def encoder_section(b) -> Part:
                                                                             and r.name.endswith("_vs_torch")],
                                                                  source="week06 §Block", appendix="encoder") + ".",
     ]
+    labels = [f"tab:encoder-{name.replace('.', '-')}" for _, name, _ in ENCODER_SHOWN]
+    body.append(_words("The forward pass, in three tables: the input rows (Table", b) + f"~\\ref{{{labels[0]}}}"
+                + _words("), the attention weights of head 1 (Table", b) + f"~\\ref{{{labels[1]}}}"
+                + _words(") and the encoder's output (Table", b) + f"~\\ref{{{labels[2]}}}" + _words(").", b))
     records = {}
-    for stage, name, caption in ENCODER_SHOWN:
+    for (stage, name, caption), label in zip(ENCODER_SHOWN, labels):
         record = records.setdefault(stage, course.trace(stage, device=b.device))
         for _, rows, row_labels, col_labels in trace_tables(stage, record, [name], tokens):
-            body.append(_encoder_table(b, rows, row_labels, col_labels, _words(caption, b, **ENCODER_MATRICES)))
+            body.append(_encoder_table(b, rows, row_labels, col_labels, _words(caption, b, **ENCODER_MATRICES), label))
     body += _encoder_backward(b, tokens)
+    body.append(b.pointer("encoder", "fig08_begins_contributions", _words(
+        "takes one row of the attention's output apart: row 6 of head 1, the query of the last token, as the sum of "
+        "the value rows weighted by that query's attention weights.", b)))
     body.append(_figure(b, "encoder", ["fig06_identity_position", "fig09_S", "fig10_A", "fig11_A_causal", "fig08_begins_contributions"]))
     appendix = check_status("encoder", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)

@@ -19,12 +19,12 @@ HELP = "Figure 3 (|r|^n and tanh trajectories), the |dh_T/dh_t| heatmap, Jacobia
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
-    "fig3-left-power-curves": "A factor `rho` raised to the path length `n` (the course's Figure 3, left), the bound on a "
+    "fig3-left-power-curves": "A factor `rho` raised to the path length `n` (as the course notes draw it, week 6), the bound on a "
         "path product of the text. Below 1 the bound vanishes geometrically, and so does every product under it; above 1 "
         "the bound grows geometrically, which allows a product to grow but does not make it; on the log scale the curves "
         "are straight lines.",
     "fig3-right-tanh-sensitivity": "The sensitivity of the last state to the first on tanh trajectories with `w_h` = 1.2 "
-        "(the course's Figure 3, right). With input 0 the state stays at 0, where the slope of tanh is 1, and the "
+        "(as the course notes draw it, week 6). With input 0 the state stays at 0, where the slope of tanh is 1, and the "
         "product grows exactly like 1.2 to the power `T - 1` (right axis); with input 1 the state saturates, the slope is small, "
         "and the sensitivity vanishes (left axis, dozens of decades) although `w_h > 1`.",
     "sensitivity-heatmap": "The sensitivity of the last state to the state at step `t` of a scalar tanh RNN (log10, "

@@ -31,7 +31,7 @@ def plot_positional_encoding(ax, P) -> dict:
     image = ax.imshow(P, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
     ax.set_xlabel("coordinate (pair j holds coordinates 2j and 2j + 1)")
     ax.set_ylabel("position pos")
-    ax.set_title(f"sinusoidal positions, width d = {P.shape[1]}, {P.shape[0]} positions")
+    ax.set_title(f"Sinusoidal positions, width d = {P.shape[1]}, {P.shape[0]} positions")
     return {"image": image}
 
 
