@@ -85,16 +85,12 @@ def figure_fonts(source: str, tex_dir: Path) -> dict[str, float]:
 
 
 @pytest.fixture(scope="module")
-def notes(tmp_path_factory):
+def notes(tmp_path_factory, standalone_notes):
     """``seqgrad latex`` written twice, standalone and with its figures beside it (every section)."""
-    root = tmp_path_factory.mktemp("notes")
-    out = {}
-    for kind, extra in (("standalone", ["--standalone"]), ("figures", [])):
-        path = root / kind / "notes.tex"
-        path.parent.mkdir()
-        cli("latex", str(path), *extra)
-        out[kind] = path
-    return out
+    path = tmp_path_factory.mktemp("notes") / "figures" / "notes.tex"
+    path.parent.mkdir()
+    cli("latex", str(path))
+    return {"standalone": standalone_notes, "figures": path}
 
 
 @pytest.mark.slow
@@ -119,7 +115,7 @@ def test_notes_compile_render_and_read_as_notes(notes, kind, tmp_path):
     assert small == {}, f"labels below 7 pt at the included size: {small}"
     body, appendix = body_and_appendix(source)
     assert "\\section{Notation}" in body and "\\sum_{t=0}^{T - 1}" in body and "J_{t} J_{t-1} \\cdots J_{\\tau+1}" in body
-    assert "\\footnote{Proved for every" in body and "\\texttt" in appendix
+    assert "\\footnote{The results of this section: proved for every" in body and "\\texttt" in appendix
 
 
 def test_a_short_chapter_compiles_and_reads_as_notes(tmp_path):

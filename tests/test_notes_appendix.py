@@ -15,10 +15,9 @@ from test_latex_render import cli
 
 
 @pytest.fixture(scope="module")
-def appendix(tmp_path_factory):
+def appendix(standalone_notes):
     """The appendix of the handout's LaTeX source."""
-    path = tmp_path_factory.mktemp("handout") / "notes.tex"
-    cli("latex", str(path), "--standalone")
+    path = standalone_notes
     return body_and_appendix(path.read_text(encoding="utf-8"))[1]
 
 

@@ -8,10 +8,8 @@ from seqgrad.crosscheck.cli import main
 
 
 @pytest.fixture(scope="module")
-def handout(tmp_path_factory):
-    out = tmp_path_factory.mktemp("front") / "notes.tex"
-    assert main(["latex", str(out), "--standalone", "--jobs", "1"]) == 0
-    return out.read_text()
+def handout(standalone_notes):
+    return standalone_notes.read_text()
 
 
 def section(tex: str, title: str) -> str:
@@ -37,7 +35,7 @@ def test_notation_table_names_the_output_weights_and_keeps_the_other_o(handout):
 
 @pytest.mark.slow
 @pytest.mark.tex
-def test_every_figure_is_printed_inside_its_own_section(handout, tmp_path):
+def test_every_figure_is_printed_inside_its_own_section(standalone_notes, standalone_pdf):
     """Compiled, each figure's caption is read (top to bottom, page by page) after its section's heading and before
     the next section's: a figure that floated past the next heading (Figure 3 into Section 6, 5 into 9, 6 into 10)
     is printed in the wrong section."""
@@ -48,8 +46,7 @@ def test_every_figure_is_printed_inside_its_own_section(handout, tmp_path):
 
     if not (shutil.which("pdflatex") and shutil.which("pdftotext")):
         pytest.skip("no TeX engine/poppler")
-    tex = tmp_path / "notes.tex"
-    assert main(["latex", str(tex), "--standalone", "--jobs", "1"]) == 0
+    tex = standalone_notes
     source = tex.read_text()
     body = source[:source.index("\\appendix")]
     titles = re.findall(r"\\section\{([^}]*)\}", body)
@@ -58,7 +55,7 @@ def test_every_figure_is_printed_inside_its_own_section(handout, tmp_path):
         for _ in re.findall(r"\\begin\{figure\}", part):
             owner[len(owner) + 1] = i
     assert len(owner) >= 7
-    pdf = latexdoc.compile_pdf(tex, tmp_path / "build", passes=2)
+    pdf = standalone_pdf
     pages = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True).stdout.split("\f")
     contents = max(i for i, page in enumerate(pages) if re.search(r"^\s*Contents\s*$", page, re.M))
     text = "\f".join(pages[contents + 1:])  # after the contents, which list the headings too

@@ -20,10 +20,9 @@ from test_latex_render import cli
 
 
 @pytest.fixture(scope="module")
-def handout(tmp_path_factory):
+def handout(standalone_notes):
     """The handout's LaTeX source, as ``seqgrad latex notes.tex --standalone`` writes it."""
-    path = tmp_path_factory.mktemp("handout") / "notes.tex"
-    cli("latex", str(path), "--standalone")
+    path = standalone_notes
     return path.read_text(encoding="utf-8")
 
 
@@ -257,7 +256,7 @@ def test_7_floats_stay_in_their_section_and_displays_may_break(handout):
 
 @pytest.mark.slow
 @pytest.mark.tex
-def test_7_every_page_of_the_text_is_filled(handout, tmp_path):
+def test_7_every_page_of_the_text_is_filled(standalone_pdf, tmp_path):
     """Rendered, every page between the notation and the appendix has ink down to three quarters of its height (the
     last page of each of those two parts may end short; they start a page by design)."""
     import shutil
@@ -268,9 +267,7 @@ def test_7_every_page_of_the_text_is_filled(handout, tmp_path):
 
     if not (shutil.which("pdflatex") and shutil.which("pdftoppm") and shutil.which("pdftotext")):
         pytest.skip("no TeX engine/poppler")
-    tex = tmp_path / "notes.tex"
-    cli("latex", str(tex), "--standalone")
-    pdf = latexdoc.compile_pdf(tex, tmp_path / "build", passes=2)
+    pdf = standalone_pdf
     pages = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True).stdout.split("\f")
     # each heading is on the contents page and on its own page: the later one
     first = max(i for i, p in enumerate(pages) if re.search(r"^\s*2\s+Recurrent networks", p, re.M))
