@@ -378,16 +378,18 @@ def rnn_section(b) -> Part:
         _words("With `T = 3` the recursion unrolls into the course's table of forward and backward operations. Each row "
                "pairs a forward operation with its backward one. The forward pass is computed down the table, from {first} "
                "to {last}; the backward pass up it, from the error `e` in the last row, through {last} down to {first}, "
-               "to {ginit} in the first row:", b, first=sp.Eq(_s("t"), 0, evaluate=False),
-               last=sp.Eq(_s("t"), net.steps - 1, evaluate=False), ginit=_s("g_{-1}^h")),
-        "\\begin{center}\n" + equation_table(
+               "to {ginit} in the first row (Table", b, first=sp.Eq(_s("t"), 0, evaluate=False),
+               last=sp.Eq(_s("t"), net.steps - 1, evaluate=False), ginit=_s("g_{-1}^h")) + "~\\ref{tab:rnn-bptt}).",
+        "\\begin{table}[htbp]\n\\centering\n\\caption{" + _words(
+            "The three-step RNN: each forward operation beside its backward one.", b)
+        + "}\\label{tab:rnn-bptt}\n" + equation_table(
             [_words("forward pass (read down: {first} to {last})", b, first=sp.Eq(_s("t"), 0, evaluate=False),
                     last=sp.Eq(_s("t"), net.steps - 1, evaluate=False)),
              _words("backward pass (read up: {last} down to {first})", b, first=sp.Eq(_s("t"), 0, evaluate=False),
                     last=sp.Eq(_s("t"), net.steps - 1, evaluate=False))],
             [[(f.target, f.value) if f else None, (gg.target, gg.value) if gg else None] for f, gg in table.rows], b.notation)
-        + "\n\\end{center}",
-        _words("and with every {gz} replaced by its closed form, the gradient of the recurrent weight is a sum over "
+        + "\n\\end{table}",
+        _words("With every {gz} replaced by its closed form, the gradient of the recurrent weight is a sum over "
                "paths: one term per step at which `w_h` is used, each a product of the slopes along the path. The weight `w_h` is "
                "used at all three steps, but the term of step 0, {first}, vanishes because {h0}: two terms remain.", b,
                gz=_grad("z", t), first=sp.Mul(_grad("z", 0), _at("h", -1), evaluate=False),
@@ -555,8 +557,10 @@ def gates_section(b) -> Part:
                 + " " + b.pointer("paths", "gradient-flow-rnn-gru-lstm", _words(
                     "shows the carry product and the gradient over 59 steps back, for the three cells at their default initialisation and with the keeping "
                     "gate's bias raised.", b)))
-    # the figure after the paragraph that points to it, where both gates and their carries are defined
-    body.append(_figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
+    # anchored in the LSTM's subsection, after its backward pass, where both gates and their carries are defined: it
+    # floats to the page of the paragraph that points to it or the one before (at the section's end, with the
+    # section's float barrier, it left half a page empty)
+    body.insert(body.index("\\subsection{The LSTM}") + 4, _figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
     appendix = check_status("gates", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)
 
@@ -1335,7 +1339,11 @@ def notation_section(b) -> str:
             + " \\\\" for sym, meaning, shape in rows]
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices of "
              "steps, positions and entries start at 0, while heads and layers are counted from 1 (head 1, layer 1). Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
-             "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry.")
+             "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry. "
+             "Table~\\ref{tab:notation} lists every symbol once.")
     return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{7.6cm}l}\n".replace(">{$}l<{$}", "l")
+            # captioned, so the table counter it steps is Table 1 and the tables after it count on from it
+            + "\\caption{The symbols of these notes, their meanings and their shapes.}\\label{tab:notation}\\\\\n"
+            + "\\toprule\nsymbol & meaning & shape \\\\\n\\midrule\n\\endfirsthead\n"  # the caption on the first page only
             + "\\toprule\nsymbol & meaning & shape \\\\\n\\midrule\n\\endhead\n" + "\n".join(body)
             + "\n\\bottomrule\n\\end{longtable}\n}")
