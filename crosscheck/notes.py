@@ -265,10 +265,10 @@ def sources(results: Sequence, limit: int = 2) -> str:
 
 # --------------------------------------------------------------------------- small helpers
 
-def _display(rows, b, width: int = 60) -> str:
+def _display(rows, b, width: int = 60, columns: int = 1) -> str:
     from seqgrad.derive.latex_layout import display
 
-    return display(rows, b.notation, width=width)
+    return display(rows, b.notation, width=width, columns=columns)
 
 
 def _rows(derivation_rows) -> list:
@@ -481,9 +481,10 @@ def paths_section(b) -> Part:
     rho = sp.Symbol("rho", positive=True)  # the bound on a factor (r is the GRU's reset gate)
     ordered = OrderedProduct(_at("J", j), j, s + 1, t)
     body = [
-        _words("The gradient that step `t` sends back to an earlier state {hs} is a product of one Jacobian per step "
-               "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`, the latest step's first "
-               "(the order is written out: the factors are matrices):", b, prev=h(j - 1), hs=h(s)),
+        _words("Recall from Section", b) + "~\\ref{sec:rnn}" + _words(
+               " that the gradient step `t` sends back to an earlier state {hs} is a product of one Jacobian per step "
+               "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`, the latest step's first; "
+               "this section bounds that product:", b, prev=h(j - 1), hs=h(s)),
         # one display: the product and the factor of both cells belong together (one alignment)
         _display([(Partial(h(s), of=h(t)), ordered),
                   (Jj, _step(scalar.transition(), j), ("  (scalar cell)",)),
@@ -549,7 +550,7 @@ def gates_section(b) -> Part:
                  _words("Backpropagation through time at a general step `t`:", b) + (mark if wrt == "c" else ""),
                  _display(_rows(gd.backward_rows()), b),
                  _words("Every weight is shared by all steps, so its gradient is again a sum over `t`:", b),
-                 _display(_rows(gd.gradient_rows()), b)]
+                 _display(_rows(gd.gradient_rows()), b, columns=2)]
         body += _gate_example(b, title, net, wrt, prev, state)
     body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
                        "carries shrink only by the gate's value per step, where a plain RNN's product shrinks by its "

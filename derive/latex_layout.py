@@ -402,14 +402,39 @@ def _environments(env: str, chunks: list[list[str]], label: str = "") -> str:
                      + f"\n\\end{{{env}}}" for i, chunk in enumerate(chunks))
 
 
-def display(rows: Iterable, notation: Notation | None = None, *, width: int = 60) -> str:
+def display(rows: Iterable, notation: Notation | None = None, *, width: int = 60, columns: int = 1) -> str:
     """A complete display for a document body (paste it between paragraphs; it needs only
     ``\\usepackage{amsmath}``): one or more ``align*`` environments, one row per equation aligned
     at ``=``, long sums and products broken over lines, and a derivation taller than
     :data:`DISPLAY_LINES` lines set as consecutive displays so that it breaks across pages (within
     :func:`page_breaks`: one display that may break between the same rows).
-    Jupyter (MathJax) renders the same text as it is."""
-    return _environments("align*", _chunks(_aligned_lines(rows, notation, width)))
+    Jupyter (MathJax) renders the same text as it is.
+
+    ``columns=2`` sets short rows side by side, two equations a line (a list of weight gradients), each
+    column aligned at its ``=``; a row that does not fit in half the width gets a line of its own.
+
+    >>> import sympy as sp
+    >>> a, b, c, d = sp.symbols("a b c d")
+    >>> print(display([(a, b), (c, d), (b, a)], columns=2))
+    \\begin{align*}
+    a &= b & c &= d\\\\
+    b &= a
+    \\end{align*}
+    """
+    columns = integer("columns", columns, minimum=1)
+    if columns == 1:
+        return _environments("align*", _chunks(_aligned_lines(rows, notation, width)))
+    lines, side = [], []  # side: the short rows waiting for their line
+    for row in rows:
+        short = _aligned_lines([row], notation, width // columns)
+        if len(short) == 1:
+            side.append(short[0])
+            if len(side) == columns:
+                lines, side = lines + [" & ".join(side)], []
+            continue
+        lines, side = lines + ([" & ".join(side)] if side else []), []
+        lines += _aligned_lines([row], notation, width)  # a long row: a line (or more) of its own
+    return _environments("align*", _chunks(lines + ([" & ".join(side)] if side else [])))
 
 
 def align(rows: Iterable, notation: Notation | None = None, *, width: int = 60, numbered: bool = False,

@@ -69,3 +69,13 @@ def test_the_cross_attention_caption_does_not_describe_a_causal_mask():
     assert "positions 0 to t" not in caption
     assert "all source words" in caption and "i, love, ml" in caption
     assert not re.search("[\u0400-\u04ff]", caption)  # the notes' caption font has no Cyrillic: transliterated
+
+
+def test_the_gated_weight_gradients_are_set_two_a_line(tmp_path):
+    """Review A item 18: the GRU's and LSTM's ~28 one-line sums over t filled pages in one narrow column; the short
+    ones now stand two a line (each column aligned at its '='), a long one on a line of its own."""
+    body = notes.gates_section(_build(tmp_path)).body
+    lines = [line for line in body.splitlines() if "\\sum_{t=0}^{T - 1}" in line and "\\partial w_{x" in line]
+    assert lines and all(line.count("&=") == 2 for line in lines), lines
+    gradients = sum(line.count("\\partial \\mathcal{L}}{\\partial w_{") for line in body.splitlines())
+    assert gradients >= 12  # every weight's gradient is still there (GRU: 6, LSTM: 8)
