@@ -226,6 +226,11 @@ def operation_namespace(backend: str, functions=None) -> dict:
     return out
 
 
+def _negated(term) -> bool:
+    """Whether ``term`` is a product whose numeric factor is -1 (``-u``, ``-x*y``)."""
+    return term.is_Mul and term.args[0] is sp.S.NegativeOne
+
+
 class _Code:
     """Python source for scalar expressions, fast: the common nodes (symbols,
     numbers, sums, products, integer powers, known functions) are written
@@ -258,15 +263,23 @@ class _Code:
             return f"({float(expr)!r})"
         if expr.is_number and not isinstance(expr, MatrixExpr):  # sqrt(2), pi, erf(1/2): its float
             return _float_text(expr)
-        if expr.is_Add:
-            return "(" + " + ".join(self(a) for a in expr.args) + ")"
+        if expr.is_Add:  # a term with the factor -1 subtracted: a - b (the same number as a + (-1)*b)
+            first, *rest = expr.args
+            return "(" + self(first) + "".join(f" - {self._minus_of(a)}" if _negated(a) else f" + {self(a)}"
+                                               for a in rest) + ")"
         if expr.is_Mul:
+            if _negated(expr):  # -u, not (-1)*u
+                return f"(-{self._minus_of(expr)})"
             return "*".join(self(a) for a in expr.args)
         if expr.is_Pow:
             return f"({self._base(expr.base)}**{self(expr.exp)})"
         if isinstance(expr, sp.Function) and type(expr).__name__ not in self.printer._own:
             return self.printer._print_operation(expr, self)
         return "(" + self.printer.doprint(expr) + ")"
+
+    def _minus_of(self, term) -> str:
+        """The code of ``-term`` for a product with the factor -1 (its other factors)."""
+        return "*".join(self(a) for a in term.args[1:])
 
     def _base(self, base) -> str:
         text = self(base)

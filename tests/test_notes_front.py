@@ -180,7 +180,7 @@ def test_gradient_flow_figure_labels_both_kinds_and_clips_nothing():
     assert len(raised) == 4 and len({(line.get_marker(), line.get_linestyle(), line.get_color()) for line in raised}) == 4
     assert all(line.get_marker() not in (None, "None", "") for line in raised)
     caption = figure_paths.CAPTIONS["gradient-flow-rnn-gru-lstm"]
-    assert "The axis stops at the machine epsilon" not in caption and "falls below it" in caption
+    assert "The axis stops at the machine epsilon" not in caption and "The axis spans" not in caption  # no plotting notes (review A item 16)
 
 
 def test_the_receptive_field_titles_fit_the_figure():
