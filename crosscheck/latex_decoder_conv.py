@@ -46,11 +46,13 @@ def decoder_body(b, mark: str) -> str:
     # the course's encoder (section encoder): n_head = 2 heads of d_v = 3 columns side by side, mapped back to d = 5 by W_O
     course_h, course_dv, course_d = len(course.attention().heads), len(course.HEAD1["W_V"]), len(course.E_VOCAB[0])
     course_fill = Sizes(sp.Eq(heads, course_h, evaluate=False), sp.Eq(d_v, course_dv, evaluate=False))
-    at = Sizes(*(sp.Eq(k, v, evaluate=False) for k, v in ((d_model, 256), (heads, 4), (d_ff, 1024))))
-    counts = display([(PARAMS_LAYER, dd.decoder_layer_params(), ("  (biases and the three LayerNorms counted)",)),
+    at = Sizes(*(sp.Eq(k, v, evaluate=False) for k, v in ((d, 256), (heads, 4), (d_ff, 1024))))
+    # the model width is d throughout the notes (the counts of derive.decoder call it d_model, as PyTorch does)
+    width = lambda expr: expr.xreplace({s: d for s in expr.free_symbols if s.name == "d_model"})  # noqa: E731
+    counts = display([(PARAMS_LAYER, width(dd.decoder_layer_params()), ("  (biases and the three LayerNorms counted)",)),
                       (PARAMS_LAYER, dd.decoder_layer_params(256, 4, 1024), ("  at ", at)),
-                      (PARAMS_STACK, sp.expand(dd.decoder_stack_params(LAYERS, d_model=d_model, heads=heads, d_ff=d_ff,
-                                                                       bias=False, norms=False)),
+                      (PARAMS_STACK, width(sp.expand(dd.decoder_stack_params(LAYERS, d_model=d_model, heads=heads,
+                                                                             d_ff=d_ff, bias=False, norms=False))),
                        ("  (weight matrices only: no biases, no LayerNorms)",)),
                       (PARAMS_STACK, dd.task29()["decoder_stack"],
                        ("  (", sp.Eq(LAYERS, 6, evaluate=False), ", ", at, ")"))],
@@ -60,12 +62,14 @@ def decoder_body(b, mark: str) -> str:
                    "from the encoder's output `Z` (the memory), and an MLP, each with its residual and LayerNorm.",
                    matrices(b.notation, {"Z"}))
              + mark,
-             _derivation("Cross-attention: queries from the decoder, keys and values from the memory",
-                         # one display: the forward pass, the backward pass and the gradients line up at =
-                         latex_aligned([(line.target, line.value) for kinds in (("forward",), ("backward",), ("gradient",))
-                                        for line in cross.definitions(kinds)], notation=b.notation),
-                         words("the forward pass, the backward pass and the weight gradients of the block, "
-                               "for any number of target rows, memory rows and widths", b.notation)),
+             "\\subsection{Cross-attention}\n" + words(
+                 "The queries come from the decoder's rows `X` (`T` by `d`), the keys and values from the memory `Z` "
+                 "(`T_src` by `d`), so that `S` and `A` are `T` by `T_src`. The forward pass, the backward pass and the "
+                 "weight gradients, for any number of target rows `T`, memory rows `T_src` and widths:",
+                 matrices(b.notation, {"X", "Z", "S", "A"}))
+             # one display: the forward pass, the backward pass and the gradients line up at =
+             + "\n" + latex_aligned([(line.target, line.value) for kinds in (("forward",), ("backward",), ("gradient",))
+                                     for line in cross.definitions(kinds)], notation=b.notation),
              _block_names(b),
              _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
                          words("output row `i` depends on no target row `j > i`: proved for pre- and post-norm", b.notation)
@@ -78,8 +82,8 @@ def decoder_body(b, mark: str) -> str:
                  "model width 256, 4 heads and MLP width 1024; then the stack of `L = 6` layers as the course's exercise on the decoder stack counts it, "
                  "weight matrices only, without biases and LayerNorms. The count assumes that each head has widths ",
                  b.notation)
-             + inline(sp.Eq(d_k, sp.Eq(d_v, d_model / heads, evaluate=False), evaluate=False), b.notation)
-             + words(", so that the heads side by side are `d_model` wide: then it does not depend on the number of "
+             + inline(sp.Eq(d_k, sp.Eq(d_v, d / heads, evaluate=False), evaluate=False), b.notation)
+             + words(", so that the heads side by side are `d` wide: then it does not depend on the number of "
                      "heads. With other widths it does; the heads of the course's encoder (Section", b.notation)
              + "~\\ref{sec:encoder}" + words(f") are {course_h * course_dv} wide side by side (", b.notation)
              + inline(course_fill, b.notation) + words("), not ", b.notation) + inline(sp.Eq(d, course_d, evaluate=False), b.notation)

@@ -147,7 +147,7 @@ def check_mark(results: Sequence, device: str, notation=None) -> str:
     if single:
         text += ("; and " if text else "checked numerically ") + (
             "against a PyTorch module that runs in single precision, largest relative error "
-            f"{number_tex(max(single), notation or DEFAULT)} (float32 rounding)")
+            f"{number_tex(max(single), notation or DEFAULT)} (single-precision rounding)")
     if failed:
         text += "; \\textbf{" + ("the check failed" if len(results) == 1 else "not every check passed") + "}"
     return text
@@ -341,7 +341,7 @@ def rnn_section(b) -> Part:
                     last=sp.Eq(_s("t"), net.steps - 1, evaluate=False))],
             [[(f.target, f.value) if f else None, (gg.target, gg.value) if gg else None] for f, gg in table.rows], b.notation)
         + "\n\\end{center}",
-        _words("and with every {gz} replaced by its closed form, the gradient of the recurrent weight is a sum over "
+        _words("With every {gz} replaced by its closed form, the gradient of the recurrent weight is a sum over "
                "paths: one term per step at which `w_h` is used, each a product of the slopes along the path. The weight `w_h` is "
                "used at all three steps, but the term of step 0, {first}, vanishes because {h0}: two terms remain.", b,
                gz=_grad("z", t), first=sp.Mul(_grad("z", 0), _at("h", -1), evaluate=False),
@@ -612,7 +612,7 @@ def residual_section(b) -> Part:
     jac = catalogue.get("layernorm-jacobian").statement()
     i_, j_, r_ = sp.symbols("i j r", integer=True)  # features i, j of one row r
     body = [
-        _words("LayerNorm normalises each row of {X} ({shape}) over its `d` features, with the population variance "
+        _words("LayerNorm normalizes each row of {X} ({shape}) over its `d` features, with the population variance "
                "and `epsilon` inside the square root (as PyTorch's LayerNorm does), then scales by {gamma} and shifts by "
                "{beta} ({one} is a column of ones, so {onegamma} repeats {gamma} on every row; its transpose {onet} is a "
                "row of ones, so {onetG} sums the columns of {G}):", b, onet=sp.OneMatrix(1, 2),
@@ -628,8 +628,8 @@ def residual_section(b) -> Part:
                std=_rules().RowStd(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
                norm=_rules().Normalize(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
                mean=_rules().RowMean(_s("X", 2, 2)), X=_s("X", 2, 2)),
-        _words("Each row is normalised on its own, so fix one, row `r`: write {x} for it ({shape}, its entries {xj}), "
-               "{sigma} for its standard deviation ({sd}) and {xhat} for its normalised entries ({xh}). Now `i` and `j` "
+        _words("Each row is normalized on its own, so fix one, row `r`: write {x} for it ({shape}, its entries {xj}), "
+               "{sigma} for its standard deviation ({sd}) and {xhat} for its normalized entries ({xh}). Now `i` and `j` "
                "both index features of that row. Its Jacobian, entry by entry, for every `d`:", b,
                x=_s("x", 1, 2), shape=Shape(_s("1"), _s("d")),
                xj=sp.Eq(sp.IndexedBase("x")[j_], _s("X", 2, 2)[r_, j_], evaluate=False),
@@ -768,7 +768,7 @@ def _encoder_sublayers(b) -> list[str]:
         _display([(*per_head[0], ("  for every head ", _s("i")))] + per_head[1:] + joined, b),
         _words("We write {mha} for this map, multi-head attention, from the rows {X} to {B}; with a mask {M} added to "
                "every head's scores it is {mham}, and with the keys and values computed from other rows {Z} (the "
-               "decoder's memory) {mhaz}. In the block, {B} takes the place of {O}. The second sublayer normalises {U} again (its own {g2} and "
+               "decoder's memory) {mhaz}. In the block, {B} takes the place of {O}. The second sublayer normalizes {U} again (its own {g2} and "
                "{b2}) and applies the same two-layer MLP, the feed-forward network, to every row: a hidden layer of width "
                "`d_ff` with ReLU, then back to width `d`, and the shortcut adds {U}. The block's output {H1} is the next "
                "block's input:", b, B=_s("B", 2, 2), O=_s("O", 2, 2), U=_s("U", 2, 2), g2=_s("gamma_2", 1, 2),
@@ -780,7 +780,7 @@ def _encoder_sublayers(b) -> list[str]:
 
 
 def _inline_ln(ln, expr):
-    """LayerNorm's output with its normalised rows written as the operator (``normalize(X)``), not a name."""
+    """LayerNorm's output with its normalized rows written as the operator (``normalize(X)``), not a name."""
     defs = {d.target: d.value for d in ln.program.definitions(("forward",))}
     return expr.xreplace({k: v for k, v in defs.items() if k in expr.free_symbols})
 
@@ -1030,7 +1030,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", one),
         (sp.Symbol("pos"), "position of a token", one),
         (sp.Symbol("q"), "a second position, beside pos (the dot product of two encodings, appendix)", one),
-        (sp.Symbol("E_seq"), "token identities of the worked example: one embedding row per token", Shape(T, d)),
+        (sp.Symbol("E_seq"), "token embeddings of the worked example: one row per token", Shape(T, d)),
         (sp.Symbol("P"), "positional encodings of the worked example: one row per position", Shape(T, d)),
         (sp.Symbol("H_0"), "input of the first encoder block, the sum of the two", Shape(T, d)), (sp.Symbol("omega_j"), "frequency of the coordinate pair j", one),
         (sp.Symbol("d"), "model width of the Transformer, and the width of a positional encoding", one),
@@ -1069,7 +1069,7 @@ def notation_rows(b) -> list[tuple]:
         (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
         (M("dX", T, d), "gradient of the loss with respect to X, the matrix written after the d; dQ, dS, ... "
          "likewise, each of the shape of its matrix", Shape(T, d)),
-        (M("xhat", T, d), "normalised rows of LayerNorm", Shape(T, d)),
+        (M("xhat", T, d), "normalized rows of LayerNorm", Shape(T, d)),
         (M("gamma", 1, d), "LayerNorm's scale", Shape(1, d)), (M("beta", 1, d), "LayerNorm's shift", Shape(1, d)),
         (M("sigma", T, d), "standard deviation of each row, epsilon inside the root, repeated across the row",
          Shape(T, d)),
@@ -1081,7 +1081,7 @@ def notation_rows(b) -> list[tuple]:
         (rules.RowMean(M("X", T, d)), "every entry of row i is the mean of row i of X", Shape(T, d)),
         (rules.RowStd(M("X", T, d), sp.Symbol("epsilon", positive=True)), "every entry of row i is the standard deviation of row i, epsilon inside the root", Shape(T, d)),
         (rules.Normalize(M("X", T, d), sp.Symbol("epsilon", positive=True)),
-         "row i of X minus its mean, divided by its standard deviation: the normalised rows", Shape(T, d)),
+         "row i of X minus its mean, divided by its standard deviation: the normalized rows", Shape(T, d)),
         (rules.RowSum(M("X", T, d)), "every entry of row i is the sum of row i of X", Shape(T, d)),
         (M("1", T, 1), "column of ones", Shape(T, 1)),
         (sp.OneMatrix(1, T), "row of ones, the transpose of the column: it sums the columns of the matrix after it",

@@ -43,14 +43,14 @@ def encoder(build):
 
 def test_the_number_of_heads_is_not_the_hidden_state(build, table, encoder):
     """h is the hidden state h_t; the number of heads was h too, in the encoder, the decoder's counts and the table."""
-    assert "h" not in table and table["n_{head}"].startswith("number of attention heads")
+    assert "h" not in table and table["n_{\\mathrm{head}}"].startswith("number of attention heads")
     assert table[r"\mathbf{C}"] == "the heads' outputs side by side"
     assert re.search(r"\$\\mathbf\{C\}\$ & .* & \$T \\times d_\{v\} n_\{head\}\$", notes.notation_section(build))
-    assert "With $n_{head}$ heads" in encoder and "with $n_{head}$ heads an output map" in encoder
-    assert "$n_{head} = 2$ heads" in encoder and "$T \\times d_{v} n_{head}$" in encoder
+    assert "With $n_{\\mathrm{head}}$ heads" in encoder and "with $n_{\\mathrm{head}}$ heads an output map" in encoder
+    assert "$n_{\\mathrm{head}} = 2$ heads" in encoder and "$T \\times d_{v} n_{\\mathrm{head}}$" in encoder
     assert not re.search(r"\$h\$ heads|\$h = \d|d_\{v\} h\b|\bh d_\{v\}", encoder)
     decoder = notes.decoder_section(build).body
-    assert r"\frac{d_{model}}{n_{head}}" in decoder and "$n_{head} = 2, d_{v} = 3$" in decoder
+    assert r"\frac{d_{model}}{n_{\mathrm{head}}}" in decoder and "$n_{\\mathrm{head}} = 2, d_{v} = 3$" in decoder
     assert not re.search(r"\{d_\{model\}\}\{h\}|\$h = \d|h = 4", decoder)
 
 

@@ -143,12 +143,12 @@ def test_the_decoder_layer_count_prints_equations_with_their_values_in_the_notes
     statement = entry.statement()
     tex = display([(statement.lhs, statement.rhs)], NOTES)
     rows = [r.split("&=")[1].strip().rstrip("\\").strip() for r in tex.splitlines() if "&=" in r]
-    assert rows == ["2 d_{ff} d_{model} + 8 d_{model}^{2} + 15 d_{model} + d_{ff}", "1053440",
-                    "L (2 d_{ff} d_{model} + 8 d_{model}^{2})", "6 \\cdot 1048576 = 6291456"]  # the stack: no biases, no LN
-    assert r"\lvert\theta\rvert_{\mathrm{layer}}" in tex and r"n_{head}=4" in tex and r"L=6" in tex
+    assert rows == ["2 d_{\\mathrm{ff}} d_{model} + 8 d_{model}^{2} + 15 d_{model} + d_{\\mathrm{ff}}", "1053440",
+                    "L (2 d_{\\mathrm{ff}} d_{model} + 8 d_{model}^{2})", "6 \\cdot 1048576 = 6291456"]  # the stack: no biases, no LN
+    assert r"\lvert\theta\rvert_{\mathrm{layer}}" in tex and r"n_{\mathrm{head}}=4" in tex and r"L=6" in tex
     assert "matrix" not in tex
     head = _head("count-decoder-layer")
-    assert "$h$" not in head and "$N = 6$" not in head and "$n_{head}" in head and "$L = 6$" in head
+    assert "$h$" not in head and "$N = 6$" not in head and "$n_{\\mathrm{head}}" in head and "$L = 6$" in head
     assert entry.prove().holds
 
 
@@ -163,7 +163,7 @@ def test_a_float32_module_is_reported_at_its_own_precision_not_as_a_double_preci
     module = Result("b", "s", "g", "pass", True, 9.7e-9, 2.4e-7, "cpu", "float64", "", 0.0, single=True)
     mark = notes.check_mark([double, module], "cpu")
     assert mark.startswith(r"checked numerically in double precision, largest error $8.5 \cdot 10^{-14}$; and against")
-    assert r"largest relative error $2.4 \cdot 10^{-7}$ (float32 rounding)" in mark and "9.7" not in mark
+    assert r"largest relative error $2.4 \cdot 10^{-7}$ (single-precision rounding)" in mark and "9.7" not in mark
     assert notes.check_mark([module], "cpu").startswith("checked numerically against a PyTorch module")
 
 

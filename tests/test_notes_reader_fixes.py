@@ -48,7 +48,7 @@ def test_the_notation_table_defines_what_the_body_uses(tmp_path):
     assert "the matrix after the d (same shape)" not in table
     for symbol in (r"$\operatorname{mean}(\mathbf{X})$", r"$\operatorname{rowsum}(\mathbf{X})$",
                    r"$\operatorname{normalize}(\mathbf{X})$", r"$s_{\epsilon}(\mathbf{X})$", r"$\mu_{i}$", r"$v_{i}$",
-                   r"$\rho$", "$q$", r"$\mathbf{E}_{seq}$", r"$\mathbf{P}$", "$d_{model}$", "$d_{ff}$", r"$\lvert\theta\rvert_{\mathrm{layer}}$",
+                   r"$\rho$", "$q$", r"$\mathbf{E}_{\mathrm{seq}}$", r"$\mathbf{P}$", "$d_{model}$", "$d_{\\mathrm{ff}}$", r"$\lvert\theta\rvert_{\mathrm{layer}}$",
                    "$L$", r"$\tau$"):
         assert "\n" + symbol + " & " in table, symbol
     assert "\n" + r"$\mathbf{1}^{\top}$ & row of ones" in table and r"& $1 \times T$ \\" in table
@@ -175,10 +175,10 @@ def test_the_encoder_defines_multi_head_attention_and_the_mlp_before_the_example
     assert r"\mathbf{C}       &= \left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\right]" in before
     assert r"\mathbf{B}       &= \mathbf{C} \mathbf{W}_{O}^{\top}" in before
     assert r"\mathbf{H}_{1} &= \mathbf{U} + \max(0, (\mathbf{Y}_{2} \mathbf{W}_{1}^{\top} + \mathbf{1} \mathbf{b}_{1}))" in before
-    for size in ("$T = 7, d = 5$", "$n_{head} = 2$", "$d_{k} = 3, d_{v} = 3$", r"$5 \times 6$", "$d_{ff} = 4$"):
+    for size in ("$T = 7, d = 5$", "$n_{\\mathrm{head}} = 2$", "$d_{k} = 3, d_{v} = 3$", r"$5 \times 6$", "$d_{\\mathrm{ff}} = 4$"):
         assert size in after[:900], size
     table = notes.notation_section(_build(tmp_path))
-    for symbol in (r"$\mathbf{W}_{O}$", r"$\mathbf{C}$", "$n_{head}$", r"$\mathbf{W}_{1}$", r"$\mathbf{W}_{2}$"):
+    for symbol in (r"$\mathbf{W}_{O}$", r"$\mathbf{C}$", "$n_{\\mathrm{head}}$", r"$\mathbf{W}_{1}$", r"$\mathbf{W}_{2}$"):
         assert "\n" + symbol + " & " in table, symbol
 
 
@@ -191,7 +191,7 @@ def test_one_symbol_for_the_number_of_layers_and_the_counts_say_what_they_count(
     body = latex_decoder_conv.decoder_body(b, "")
     counts = body[body.index("Parameter counts"):]
     assert "N_{" not in body and "$L = 6$ layers" in counts and "6 layers" not in counts.replace("$L = 6$ layers", "")
-    assert r"\lvert\theta\rvert_{\mathrm{layer}} &= 2 d_{ff} d_{model}" in counts
+    assert r"\lvert\theta\rvert_{\mathrm{layer}} &= 2 d_{\mathrm{ff}} d_{model}" in counts
     assert "(biases and the three LayerNorms counted)" in counts and "no biases, no LayerNorms" in counts
     table = notes.notation_section(b)
     assert "N_{" not in table and "\n$L$ & number of layers of a stack" in table

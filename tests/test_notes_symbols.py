@@ -158,8 +158,8 @@ def test_the_concatenation_and_mha_are_defined_before_they_are_used(build):
     assert r"We write $\operatorname{MHA}{(\mathbf{X})}$ for this map, multi-head attention" in encoder
     decoder = notes.decoder_section(build).body
     said = decoder.index(r"The block below is written with the multi-head attention of Section~\ref{sec:encoder}")
-    assert said < decoder.index(r"\operatorname{MHA}_{self}{(\operatorname{LN}_{1}")
-    assert said < decoder.index(r"\operatorname{MHA}_{cross}{(\operatorname{LN}_{2}")
+    assert said < decoder.index(r"\operatorname{MHA}_{\mathrm{self}}{(\operatorname{LN}_{1}")
+    assert said < decoder.index(r"\operatorname{MHA}_{\mathrm{cross}}{(\operatorname{LN}_{2}")
     # the sections come in this order, so MHA is defined (encoder) before the decoder uses it
     assert [n for n, _ in notes.ORDER].index("encoder") < [n for n, _ in notes.ORDER].index("decoder")
     assert "MHA" not in "".join(notes.attention_section(build).body)
