@@ -458,9 +458,11 @@ def _bold_stem(tex: str) -> str:
     r"""A renamed matrix's LaTeX (``--symbol W_h=V_{h}``) with its letter in bold, its indices as they are:
     ``\mathbf{V}_{h}``, ``\boldsymbol{\Omega}_{h}``; LaTeX already bold, or not a letter first, is kept.
 
-    >>> print(_bold_stem("V_{h}"), _bold_stem(r"\Omega_{h}"), _bold_stem(r"\mathbf{U}"))
-    \mathbf{V}_{h} \boldsymbol{\Omega}_{h} \mathbf{U}
+    >>> print(_bold_stem("V_{h}"), _bold_stem(r"\Omega_{h}"), _bold_stem(r"\mathbf{U}"), _bold_stem(r"\mathrm{d}O"))
+    \mathbf{V}_{h} \boldsymbol{\Omega}_{h} \mathbf{U} \mathrm{d}\mathbf{O}
     """
+    if tex.startswith(r"\mathrm{d}") and len(tex) > len(r"\mathrm{d}"):  # a gradient's name, dO: its letter bold
+        return r"\mathrm{d}" + _bold_stem(tex[len(r"\mathrm{d}"):])
     m = _STEM.fullmatch(tex)
     if m is None or "\\mathbf" in tex or "\\boldsymbol" in tex or (m.group(1).startswith("\\")
                                                                   and m.group(1).lstrip("\\").lower() not in GREEK):
