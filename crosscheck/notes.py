@@ -494,12 +494,19 @@ def positional_section(b) -> Part:
                "block-diagonal matrix of one rotation per pair, the matrix above at that pair's frequency, so that "
                "{shift}; {alpha} stands for any number that depends on `k` alone:", b, Rk=sp.Function("R")(k),
                alpha=sp.Function("alpha")(k),
-               shift=sp.Eq(PE(pos + k), sp.MatMul(PE(pos), sp.Function("R")(k), evaluate=False), evaluate=False)),
+               shift=_row_shift()),
         _display(_rotation_rows(odd.R, j), b),
         "\\begin{center}\n" + tabular(["statement", "remark", "proved"], shift_report_rows(report, b.notation),
                                        "l" + "p{6cm}" + "l") + "\n\\end{center}",
     ]
     return Part("\n\n".join(p for p in body if p), _audit(b, ["derive.positional"], (), "positional"))
+
+
+def _row_shift():
+    """``PE(pos + k) = PE(pos) R(k)``: the shift of an encoding, a row, by the rotation ``R(k)`` on its right."""
+    pos, k = sp.Symbol("pos"), sp.Symbol("k")
+    PE = sp.Function("PE")
+    return sp.Eq(PE(pos + k), sp.MatMul(PE(pos), sp.Function("R")(k), evaluate=False), evaluate=False)
 
 
 def _rotation_rows(rotation, j):
@@ -1212,8 +1219,7 @@ def notation_section(b) -> str:
     formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": _grad("z^r", t), "zr": _at("z^r", t),
                 "et": _at("e", t, 1, 2), "ght": _grad("h", t), "gzt": _grad("z", t), "Jj": _at("J", sp.Symbol("j")),
                 "K": sp.Symbol("K"), "K1": sp.Symbol("K") - 1, "K1neg": -(sp.Symbol("K") - 1),
-                "PEi": PE(pos, sp.Symbol("i")), "shift": sp.Eq(PE(pos + k), sp.MatMul(PE(pos), R(k), evaluate=False),
-                                                             evaluate=False),
+                "PEi": PE(pos, sp.Symbol("i")), "shift": _row_shift(),
                 "srck": Shape(T_src, d_k), "srcv": Shape(T_src, d_v), "srcs": Shape(T, T_src),
                 "X": matrix("X"), "B": matrix("B"), "M": matrix("M"), "Z": matrix("Z"), "x": matrix("x", 1, 2),
                 "u": sp.Eq(sp.Symbol("u"), sp.Symbol("x") + sp.Function("F")(sp.Symbol("x")), evaluate=False),

@@ -31,7 +31,7 @@ def test_vector_rnn_output_layer_is_w_y(handout):
 def test_notation_table_names_the_output_weights_and_keeps_the_other_o(handout):
     notation = section(handout, "Notation")
     assert re.search(r"^\$\\mathbf\{W\}_\{y\}\$ & output weights of the vector cell", notation, re.M)
-    assert "$W_{o}$, of output columns" in notation  # the convolution's output width is still W_o
+    assert "\n$W_{\\mathrm{out}}$ & number of output columns" in notation  # the convolution's output width: W_out
     assert "+ b_{o}" in section(handout, "Gated cells")  # and the LSTM's output-gate bias b_o
 
 
@@ -159,8 +159,9 @@ def test_layernorm_jacobian_names_the_row_it_differentiates(handout):
     start = residual.index(r"\frac{\partial}{\partial {x}_{j}}")
     before = residual[:start]
     lead = before[before.rindex("\\end{align*}"):]  # the words between the row statistics and the Jacobian
-    assert "row $r$" in lead and r"${x}_{j} = {X}_{r,j}$" in lead and "$s = s_{r}$" in lead
-    assert r"${\hat{x}}_{i} = \hat{x}_{ri}$" in lead and "$i$ and $j$ both index features" in lead
+    assert "row $r$" in lead and r"${x}_{j} = {X}_{r,j}$" in lead and "$s_{r}$ for its standard deviation" in lead
+    assert r"${\hat{x}}_{i} = {\hat{x}}_{r,i}$" in lead and "$i$ and $j$ both index features" in lead
+    assert r"\frac{{\gamma}_{i}}{s_{r}}" in residual[start:]  # the row's deviation by its name, s_r
 
 
 def test_gradient_flow_figure_labels_both_kinds_and_clips_nothing():
@@ -202,3 +203,83 @@ def test_the_receptive_field_titles_fit_the_figure():
     for ax in fig.axes:
         box = ax.title.get_window_extent(renderer)
         assert box.x0 >= 0 and box.x1 <= fig.bbox.x1, ax.get_title()
+
+
+# -- issue 25, items 12-14: one notation in the body; every symbol of the body in the notation table ----------------
+
+from test_notes_symbols import math_runs  # noqa: E402
+
+#: a symbol as the notes print it: an operator name, a bold letter (its stem), a letter with a word as its subscript
+_ATOM = re.compile(r"\\operatorname\{(?P<op>[^{}]+)\}"
+                   r"|\\(?:mathbf|boldsymbol)\{(?P<bold>\\?[A-Za-z0-9]+)\}"
+                   r"|(?<![\\A-Za-z{])(?P<word>[A-Za-z]_\{\\mathrm\{[^{}]+\}\})")
+
+
+def _atoms(runs) -> set[tuple[str, str]]:
+    return {(kind, value) for run in runs for m in _ATOM.finditer(run) for kind, value in m.groupdict().items() if value}
+
+
+def _notation_table(tex: str) -> tuple[list[list[str]], str]:
+    """The rows (symbol, meaning, shape) of the notation table and the body after it, up to the appendix."""
+    start = tex.index("\\begin{longtable}", tex.index("\\section{Notation}"))
+    end = tex.index("\\end{longtable}", start)
+    rows = [line.rstrip(" \\").split(" & ") for line in tex[start:end].splitlines() if line.count(" & ") == 2]
+    return rows[1:], tex[end:].split("\\appendix")[0]  # the first row is the head
+
+
+def test_every_symbol_the_body_prints_is_in_the_notation_table(handout):
+    rows, body = _notation_table(handout)
+    table = _atoms(row[0] for row in rows)
+    missing = _atoms(math_runs(body)) - table
+    assert not missing, f"printed in the body, not in the notation table: {sorted(missing)}"
+    assert ("op", "softmax") in table and ("bold", "W") in table  # the reader of the test reads the table
+
+
+@pytest.mark.parametrize("symbol", [
+    "$d_{x}$", "$d_{h}$", "$d_{k}$", "$d_{v}$", r"$T_{\mathrm{src}}$", r"$\mathbf{b}_{h}$",
+    r"$\mathbf{b}_{y}$", r"$\mathbf{b}_{1}$", r"$\mathbf{b}_{2}$", "$g^{c}_{t}$", "$z_{n,t}$",
+    r"$\operatorname{PE}{(\mathrm{pos})}$", r"$\operatorname{LN}{(\mathbf{X})}$", r"$\operatorname{MLP}{(\mathbf{X})}$",
+    r"$\operatorname{MHA}{(\mathbf{X})}$", r"$H_{\mathrm{in}}$", r"$W_{\mathrm{out}}$", r"$\eta_{t}$", r"${\nu}_{i,j}$",
+])
+def test_a_symbol_the_reviewer_missed_is_defined_once_with_its_shape(handout, symbol):
+    rows, body = _notation_table(handout)
+    found = [row for row in rows if row[0] == symbol]
+    assert len(found) == 1 and found[0][2].startswith("$") and found[0][1]
+    assert symbol.strip("$").split("{(")[0] in body  # used in the body
+
+
+def test_the_widths_of_a_cell_are_defined_before_they_are_used(handout):
+    rows, _ = _notation_table(handout)
+    symbols = [row[0] for row in rows]
+    first_use = next(i for i, row in enumerate(rows) if "d_{x}" in row[1] + row[2])
+    assert symbols.index("$d_{x}$") < first_use and symbols.index("$d_{y}$") < first_use
+    assert len(symbols) == len(set(symbols))  # every symbol once
+
+
+def test_one_name_and_one_letter_per_quantity_in_the_body(handout):
+    _, body = _notation_table(handout)
+    runs = "\n".join(math_runs(body))
+    assert r"d_{\mathrm{model}}" not in runs and r"\frac{d}{n_{\mathrm{head}}}" in runs  # the model width is d
+    assert r"\mathbf{G}" not in runs and r"\mathrm{d}\mathbf{O}" in runs  # the gradient of O is dO, as every gradient
+    assert "H_{o}" not in runs and "W_{o}" not in runs and r"H_{\mathrm{in}}" in runs  # a convolution's sizes
+    assert not re.search(r"(?<![\\A-Za-z])a_\{t\}", runs) and "{a}_{i,j}" not in runs  # a: the softmax's weights only
+    assert r"\operatorname{MHA}{(\mathbf{X},\mathbf{M})}" not in runs  # a mask and a memory: not the same form
+    assert r"\hat{x}}_{i,j}" in runs and "xhat_ij" not in body and "_{ri}" not in runs  # entries with a comma
+    assert r"\operatorname{PE}{(\mathrm{pos} + k)} = \operatorname{PE}{(\mathrm{pos})} R{(k)}" in runs  # rows
+    assert "as columns" not in body and "B_{i}" not in runs and r"\operatorname{PE}_{4}" not in runs
+
+
+def test_words_in_subscripts_are_upright_everywhere(handout):
+    for word in ("model", "head", "ff", "LN", "src", "seq", "self", "cross"):
+        assert f"_{{{word}}}" not in handout, word
+    assert r"n_{\mathrm{head}}" in handout and r"\mathbf{J}_{\mathrm{LN}}" in handout
+    assert r"\operatorname{MHA}_{\mathrm{self}}" in handout
+
+
+def test_the_body_has_no_program_words(handout):
+    _, body = _notation_table(handout)
+    for word in ("seqgrad", "torch.nn", "SymPy", "float32", "normalise"):
+        assert word not in body, word
+    assert "\\subsection{Cross-attention}" in body and "\\paragraph{Cross-attention" not in body
+    assert "\\section{The Transformer encoder block}" in handout and "token embeddings" in handout
+    assert "\n\nand with every" not in body
