@@ -180,3 +180,6 @@ def test_the_words_of_a_notation_can_be_set():
     assert Notation(word_subscripts={"hn"}).latex(sp.Symbol("w_hn")) == r"w_{\mathrm{hn}}"
     with pytest.raises(SeqgradTypeError):
         Notation(word_subscripts="ff")
+    import pickle  # a worker process builds its sections with a copy of the settings
+
+    assert pickle.loads(pickle.dumps(Notation(word_subscripts={"hn"}))).latex(sp.Symbol("w_hn")) == r"w_{\mathrm{hn}}"
