@@ -70,6 +70,9 @@ def decoder_body(b, mark: str) -> str:
              # one display: the forward pass, the backward pass and the gradients line up at =
              + "\n" + latex_aligned([(line.target, line.value) for kinds in (("forward",), ("backward",), ("gradient",))
                                      for line in cross.definitions(kinds)], notation=b.notation),
+             # the cross-attention figure anchored with cross-attention, not after the counts: at the section's end,
+             # a figure that did not fit below the counts left their page half empty
+             b.figures("decoder"),
              _block_names(b),
              _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
                          words("output row `i` depends on no target row `j > i`: proved for pre- and post-norm", b.notation)
@@ -87,8 +90,7 @@ def decoder_body(b, mark: str) -> str:
                      "heads. With other widths it does; the heads of the course's encoder (Section", b.notation)
              + "~\\ref{sec:encoder}" + words(f") are {course_h * course_dv} wide side by side (", b.notation)
              + inline(course_fill, b.notation) + words("), not ", b.notation) + inline(sp.Eq(d, course_d, evaluate=False), b.notation)
-             + words(".", b.notation)+ "\n" + counts,
-             b.figures("decoder")]
+             + words(".", b.notation)+ "\n" + counts]
     return "\n\n".join(p for p in parts if p)
 
 
