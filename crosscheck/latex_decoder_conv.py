@@ -46,11 +46,13 @@ def decoder_body(b, mark: str) -> str:
     # the course's encoder (section encoder): n_head = 2 heads of d_v = 3 columns side by side, mapped back to d = 5 by W_O
     course_h, course_dv, course_d = len(course.attention().heads), len(course.HEAD1["W_V"]), len(course.E_VOCAB[0])
     course_fill = Sizes(sp.Eq(heads, course_h, evaluate=False), sp.Eq(d_v, course_dv, evaluate=False))
-    at = Sizes(*(sp.Eq(k, v, evaluate=False) for k, v in ((d_model, 256), (heads, 4), (d_ff, 1024))))
-    counts = display([(PARAMS_LAYER, dd.decoder_layer_params(), ("  (biases and the three LayerNorms counted)",)),
+    at = Sizes(*(sp.Eq(k, v, evaluate=False) for k, v in ((d, 256), (heads, 4), (d_ff, 1024))))
+    # the model width is d throughout the notes (the counts of derive.decoder call it d_model, as PyTorch does)
+    width = lambda expr: expr.xreplace({s: d for s in expr.free_symbols if s.name == "d_model"})  # noqa: E731
+    counts = display([(PARAMS_LAYER, width(dd.decoder_layer_params()), ("  (biases and the three LayerNorms counted)",)),
                       (PARAMS_LAYER, dd.decoder_layer_params(256, 4, 1024), ("  at ", at)),
-                      (PARAMS_STACK, sp.expand(dd.decoder_stack_params(LAYERS, d_model=d_model, heads=heads, d_ff=d_ff,
-                                                                       bias=False, norms=False)),
+                      (PARAMS_STACK, width(sp.expand(dd.decoder_stack_params(LAYERS, d_model=d_model, heads=heads,
+                                                                             d_ff=d_ff, bias=False, norms=False))),
                        ("  (weight matrices only: no biases, no LayerNorms)",)),
                       (PARAMS_STACK, dd.task29()["decoder_stack"],
                        ("  (", sp.Eq(LAYERS, 6, evaluate=False), ", ", at, ")"))],
@@ -60,34 +62,38 @@ def decoder_body(b, mark: str) -> str:
                    "from the encoder's output `Z` (the memory), and an MLP, each with its residual and LayerNorm.",
                    matrices(b.notation, {"Z"}))
              + mark,
-             _derivation("Cross-attention: queries from the decoder, keys and values from the memory",
-                         # one display: the forward pass, the backward pass and the gradients line up at =
-                         latex_aligned([(line.target, line.value) for kinds in (("forward",), ("backward",), ("gradient",))
-                                        for line in cross.definitions(kinds)], notation=b.notation),
-                         words("the forward pass, the backward pass and the weight gradients of the block, "
-                               "for any number of target rows, memory rows and widths", b.notation)),
+             "\\subsection{Cross-attention}\n" + words(
+                 "The queries come from the decoder's rows `X` (`T` by `d`), the keys and values from the memory `Z` "
+                 "(`T_src` by `d`), so that `S` and `A` are `T` by `T_src`. The forward pass, the backward pass and the "
+                 "weight gradients, for any number of target rows `T`, memory rows `T_src` and widths:",
+                 matrices(b.notation, {"X", "Z", "S", "A"}))
+             # one display: the forward pass, the backward pass and the gradients line up at =
+             + "\n" + latex_aligned([(line.target, line.value) for kinds in (("forward",), ("backward",), ("gradient",))
+                                     for line in cross.definitions(kinds)], notation=b.notation),
+             # the cross-attention figure anchored with cross-attention, not after the counts: at the section's end,
+             # a figure that did not fit below the counts left their page half empty
+             b.pointer("decoder", "decoder_cross_attention", words(
+                 "shows the cross-attention weights of a small trained translation model: in each row the weights "
+                 "over the source words sum to 1.", b.notation)),
+             b.figures("decoder"),
              _block_names(b),
              _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
                          words("output row `i` depends on no target row `j > i`: proved for pre- and post-norm", b.notation)
                          if holds else "\\textbf{NOT proved}"),
-             text("Without the mask, output row i depends on target rows after i: the mask is what makes training "
-                  "with the whole target in one pass equal to generating it token by token"
-                  + ("." if leaks else " (NOT shown here).")),
+             words("Without the mask, output row `i` depends on target rows after `i`: the mask is what makes training "
+                   "with the whole target in one pass equal to generating it token by token"
+                   + ("." if leaks else " (NOT shown here)."), b.notation),
              "\\paragraph{Parameter counts.} " + words(
                  "One layer counted with its biases and its three LayerNorms (their scales and shifts), in general and at "
                  "model width 256, 4 heads and MLP width 1024; then the stack of `L = 6` layers as the course's exercise on the decoder stack counts it, "
                  "weight matrices only, without biases and LayerNorms. The count assumes that each head has widths ",
                  b.notation)
-             + inline(sp.Eq(d_k, sp.Eq(d_v, d_model / heads, evaluate=False), evaluate=False), b.notation)
-             + words(", so that the heads side by side are `d_model` wide: then it does not depend on the number of "
+             + inline(sp.Eq(d_k, sp.Eq(d_v, d / heads, evaluate=False), evaluate=False), b.notation)
+             + words(", so that the heads side by side are `d` wide: then it does not depend on the number of "
                      "heads. With other widths it does; the heads of the course's encoder (Section", b.notation)
              + "~\\ref{sec:encoder}" + words(f") are {course_h * course_dv} wide side by side (", b.notation)
              + inline(course_fill, b.notation) + words("), not ", b.notation) + inline(sp.Eq(d, course_d, evaluate=False), b.notation)
-             + words(".", b.notation)+ "\n" + counts,
-             b.pointer("decoder", "decoder_cross_attention", words(
-                 "shows the cross-attention weights of a small trained translation model: in each row the weights "
-                 "over the source words sum to 1.", b.notation)),
-             b.figures("decoder")]
+             + words(".", b.notation)+ "\n" + counts]
     return "\n\n".join(p for p in parts if p)
 
 
@@ -130,42 +136,47 @@ def conv_body(b, mark: str) -> str:
     # a check at particular sizes, not a proof for every size: the verdict names the sizes
     # the sizes of the check are the appendix's; the body says only when the check fails
     verdict = "" if proof.holds else " (\\textbf{NOT checked})"
-    H, W, P = sp.symbols("H W pad", integer=True, positive=True)  # the padding, printed p (P: the positional encodings)
+    H, W, P = sp.symbols("H_in W_in pad", integer=True, positive=True)  # the padding, printed p (P: the positional encodings)
     strided = dc.Conv2d(stride=dc.s)
     plain = dc.Conv2d()
     rows = strided.rows()
     pool = dc.max_pool_rows(pool=dc.k)  # a window of the kernel's side
     rows[1] = (Partial(dc.K[dc.p, dc.q]), rows[1][1])  # the kernel's entry as its sums index it (a name K_pq keeps its letters)
+    # every entry written as the sums write one, X_{i,j} (the derivation's labels Y_ij, X_mn name them)
+    rows[0] = (sp.IndexedBase("Y")[dc.i, dc.j], rows[0][1])
+    pool = [(sp.IndexedBase("Y")[dc.i, dc.j], pool[0][1]), (Partial(dc.X[dc.m, dc.n]), pool[1][1])]
+    entry = lambda name, *at: inline(sp.IndexedBase(name)[at], b.notation)  # noqa: E731
     ks, ss = sp.symbols("k_1:4", positive=True), sp.symbols("s_1:4", positive=True)
     r_L, formula = dc.receptive_field_formula()
     depth = next(a for a in r_L.free_symbols if a.name == "L")
     rf = {r_L.base: sp.IndexedBase("rf"), depth: LAYERS}  # the notes' name: r_t is the GRU's reset gate
-    whole = matrices(b.notation, {"X", "Y", "G", "Ghat", "K"})  # the words about whole matrices: bold, as the displays
+    whole = matrices(b.notation, {"X", "Y", "Ghat", "K"})  # the words about whole matrices: bold, as the displays
     parts = [
         words("A convolution slides one small kernel `K` over the whole input, so a kernel entry is shared by every "
               "output position and its gradient is a sum over them, as a recurrent weight's is a sum over the steps. As "
               "deep-learning libraries do (PyTorch's convolution among them), the layer computes a cross-correlation: the kernel is not "
               "flipped.", whole) + mark,
-        words("Sizes: the input `X` has `H` rows and `W` columns (one channel, `pad` rows and columns of zeros padded on every side), the "
+        words("Sizes: the input `X` has `H_in` rows and `W_in` columns (one channel, `pad` rows and columns of zeros padded on every side), the "
               "kernel `K` is `k` by `k`, indexed (`p`, `q`), the stride is `s` and `b` is the bias. The output `Y` then has `H_o` rows and "
-              "`W_o` columns, and `G` is the gradient of the loss with respect to `Y` (also `H_o` by `W_o`):",
+              "`W_o` columns, and `dY` is the gradient of the loss with respect to `Y` (also `H_o` by `W_o`):",
               whole),
         display([(dc.H_o, dc.output_size(H, dc.k, dc.s, P)), (dc.W_o, dc.output_size(W, dc.k, dc.s, P))], b.notation),
         words("Output position (`i`, `j`) reads the window that starts at row `s*i` and column `s*j` of the padded "
-              "input (in these sums and below, `X` is the input with its zeros, `2*pad + H` rows by `2*pad + W` "
+              "input (in these sums and below, `X` is the input with its zeros, `2*pad + H_in` rows by `2*pad + W_in` "
               "columns, indexed from 0); the kernel's gradient sums over every output position, the bias's too"
               + verdict + ":", whole),
         display([rows[0], rows[1], rows[2]], b.notation),
         words("The input's gradient, for stride 1: an input entry is read by every output whose window covers it. Write "
-              "`Ghat` for `G` extended by zeros outside its `H_o` by `W_o` entries (the padded gradient), so that the sum "
+              "`Ghat` for `dY` extended by zeros outside its `H_o` by `W_o` entries (the padded gradient), so that the sum "
               "may run over the whole kernel; reindexed, it is a full cross-correlation of `Ghat` with the flipped kernel:",
               whole),
-        display([(Partial(sp.Symbol("X_mn")), [plain.grad_X(), plain.grad_X_flipped()])], b.notation),
+        display([(Partial(dc.X[dc.m, dc.n]), [plain.grad_X(), plain.grad_X_flipped()])], b.notation),
         words("This is the gradient of the padded input. The gradient with respect to the input itself, without its "
               "zeros, is that gradient cropped by `pad` rows and columns on every side: entry (`m`, `n`) of the input is entry "
-              "(`m + pad`, `n + pad`) of the padded one, for `0 <= m <= H - 1` and `0 <= n <= W - 1`.", b.notation),
-        words("With a stride `s > 1` the same sum holds with `Ghat` dilated: entry (`s*i`, `s*j`) of `Ghat` is `G_ij`, "
-              "every other entry is 0, with `s - 1` zeros between two entries of `G`. Where `s` does not divide `2*pad + H - k`, the last rows (or columns) of the padded input "
+              "(`m + pad`, `n + pad`) of the padded one, for `0 <= m <= H_in - 1` and `0 <= n <= W_in - 1`.", b.notation),
+        words("With a stride `s > 1` the same sum holds with `Ghat` dilated: entry (`s*i`, `s*j`) of `Ghat` is ", whole)
+        + entry("G", dc.i, dc.j) + words(", "
+              "every other entry is 0, with `s - 1` zeros between two entries of `dY`. Where `s` does not divide `2*pad + H_in - k`, the last rows (or columns) of the padded input "
               "lie in no window and their gradient is 0.",
               whole),
         "\\paragraph{Receptive field.} " + words(
@@ -180,7 +191,9 @@ def conv_body(b, mark: str) -> str:
         b.figures("conv"),
         "\\paragraph{Max-pooling.} " + words(
             "Each output is the largest entry of its `k` by `k` window (windows `s` apart). The maximum passes one entry "
-            "through, so its gradient routes the whole `G_ij` to the window's argmax `a_ij` and gives 0 to the rest; at a "
+            "through, so its gradient routes the whole ", b.notation) + entry("G", dc.i, dc.j)
+        + words(" to the window's argmax ", b.notation) + inline(dc.WindowArgmax(dc.i, dc.j), b.notation) + words(
+            " and gives 0 to the rest; at a "
             "tie the derivative does not exist, and PyTorch routes to the first maximal entry in row-major order. The "
             "bracket ", b.notation) + inline(next(iter(pool[1][1].atoms(dc._Routed))), b.notation)
         + words(" is 1 where the statement in it holds and 0 elsewhere (Iverson's bracket):", b.notation),

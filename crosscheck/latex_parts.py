@@ -412,7 +412,10 @@ class Transposed(__import__("sympy").Function):
 
 def shift_report_rows(report, notation: Notation) -> list[list[str]]:
     """The properties a :class:`derive.positional.ShiftReport` establishes, as typeset statements with
-    whether each is proved, "yes" or "no" (never the report's ASCII text)."""
+    whether each is proved, "yes" or "no" (never the report's ASCII text).  They are written in the notes' row
+    convention: an encoding is a row, ``R(k)`` multiplies it on the right (the transpose of the proof's matrix, which
+    acts on columns; orthogonality, the determinant, composition and independence of the position hold for both), and
+    coordinate ``i`` of the encoding is ``PE(pos, i)``."""
     import sympy as sp
 
     from seqgrad.derive.latex_layout import inline
@@ -422,7 +425,7 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
     I = sp.Symbol("I", commutative=False)
     det, alpha = sp.Function("det"), sp.Function("alpha")
     statements = [
-        (sp.Eq(PE(pos + k), R(k) * PE(pos), evaluate=False), "on the paired coordinates", report.shift),
+        (sp.Eq(PE(pos + k), PE(pos) * R(k), evaluate=False), "on the paired coordinates", report.shift),
         (sp.Eq(Transposed(R(k)) * R(k), I, evaluate=False), "", report.orthogonal),
         (sp.Eq(det(R(k)), 1, evaluate=False), "", report.determinant_one),
         (sp.Eq(R(a) * R(b_), R(a + b_), evaluate=False), "", report.composition),
@@ -431,8 +434,7 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
     ]
     if report.unpaired is not None:
         j = report.unpaired
-        PEj = sp.Function(f"PE_{j}", commutative=False)
-        statements.append((sp.Ne(PEj(pos + k), alpha(k) * PEj(pos), evaluate=False),
+        statements.append((sp.Ne(PE(pos + k, j), alpha(k) * PE(pos, j), evaluate=False),
                            words(f"coordinate {j} is an unpaired sine: for `k` not a multiple of `pi/omega_{report.unpaired_frequency}`, "
                                  "no scalar `alpha(k)` makes the two sides equal for every `pos` (at `pos = 0` the right "
                                  "side is 0), and no rotation shifts it", notation),

@@ -182,7 +182,7 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     _section("attention", "Attention", ("seqgrad.derive.blocks", "seqgrad.derive.softmax", "seqgrad.derive.catalogue")),
     _section("residual", "LayerNorm and residual paths",
              ("seqgrad.derive.residual", "seqgrad.derive.layernorm", "seqgrad.derive.catalogue", "seqgrad.crosscheck.figures.depth")),
-    _section("encoder", "The encoder block and the worked example",
+    _section("encoder", "The Transformer encoder block",
              ("seqgrad.numeric.course", "seqgrad.latex_table", "seqgrad.crosscheck.checks.encoder", "seqgrad.crosscheck.figures.encoder")),
     _section("decoder", "The Transformer decoder",
              ("seqgrad.derive.decoder", "seqgrad.numeric.decoder", "seqgrad.crosscheck.figures.decoder")),
@@ -239,7 +239,7 @@ def preamble(title: str = "Gradients of sequence models: course notes") -> str:
             # text, sent a large figure to a page of its own, most of it white)
             + "\\renewcommand{\\topfraction}{0.85}\n\\renewcommand{\\textfraction}{0.1}\n"
             + "\\renewcommand{\\floatpagefraction}{0.75}\n"
-            + f"\\title{{{text(title)}}}\n\\author{{}}\n\\date{{Generated with seqgrad}}\n\\begin{{document}}\n\\sloppy\n")
+            + f"\\title{{{text(title)}}}\n\\author{{}}\n\\date{{}}\n\\begin{{document}}\n\\sloppy\n")
 
 
 #: The notes' own letters (on top of the text's, unless the notation renames them itself): the standard deviation of

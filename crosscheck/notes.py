@@ -533,6 +533,7 @@ def gates_section(b) -> Part:
 
     from .latex_parts import check_status
 
+    b = with_section_letters(b, "gates")
     checks = section_checks(b, ["gated.derived_*", "gated.gru_*", "gated.lstm_*", "cells.builtin.*"])
     mark = verification(b, checks=checks, source=sources(checks), appendix="gates")
     body = [_words("Gated cells add a path on which the state is carried from step to step scaled by a gate, a number "
@@ -615,14 +616,36 @@ def positional_section(b) -> Part:
                "of the encoding. For an odd width this holds on the paired coordinates only:", b, angle=omega * _s("k")) + mark,
         _display([_as_rows(shift.statement(), omega)], b),
         _words("Worked example, an odd width `d = 5`: the two pairs rotate, and the last coordinate is a sine without a "
-               "partner, which no scalar factor shifts. The table writes the encodings as columns, as the proof handles "
-               "them: {Rk} is the block-diagonal matrix of one rotation per pair, the transpose of the matrix above at "
-               "that pair's frequency, and {alpha} stands for any number that depends on `k` alone:", b, Rk=sp.Function("R")(k), alpha=sp.Function("alpha")(k)),
-        _display(odd.R.rows()[:2], b),
+               "partner, which no scalar factor shifts. The encodings are rows, as everywhere: {Rk} is the "
+               "block-diagonal matrix of one rotation per pair, the matrix above at that pair's frequency, so that "
+               "{shift}; {alpha} stands for any number that depends on `k` alone:", b, Rk=sp.Function("R")(k),
+               alpha=sp.Function("alpha")(k),
+               shift=_row_shift()),
+        _display(_rotation_rows(odd.R, j), b),
         "\\begin{center}\n" + tabular(["statement", "remark", "proved"], shift_report_rows(report, b.notation),
                                        "l" + "p{6cm}" + "l") + "\n\\end{center}",
     ]
     return Part("\n\n".join(p for p in body if p), _audit(b, ["derive.positional"], (), "positional"))
+
+
+def _row_shift():
+    """``PE(pos + k) = PE(pos) R(k)``: the shift of an encoding, a row, by the rotation ``R(k)`` on its right."""
+    pos, k = sp.Symbol("pos"), sp.Symbol("k")
+    PE = sp.Function("PE")
+    return sp.Eq(PE(pos + k), sp.MatMul(PE(pos), sp.Function("R")(k), evaluate=False), evaluate=False)
+
+
+def _rotation_rows(rotation, j):
+    """The block-diagonal ``R(k)`` of a :class:`derive.positional.Rotation` in the notes' row convention: each block
+    the transpose of the proof's (which acts on columns), so that ``PE(pos + k) = PE(pos) R(k)``, and the pair index
+    ``j``, as the frequencies ``omega_j`` of the section write it."""
+    from seqgrad.derive import positional
+
+    (R, blocks, where), (B, block) = rotation.rows()[:2]
+    Bj = sp.Function(f"B_{j.name}")
+    renamed = lambda e: e.xreplace({positional.i_: j}).replace(B.func, Bj) if isinstance(e, sp.Basic) else e  # noqa: E731
+    return [(R, renamed(blocks), tuple(renamed(w) for w in where) if isinstance(where, tuple) else where),
+            (renamed(B), renamed(block).T)]
 
 
 def _entrywise(statement, matrix):
@@ -683,6 +706,7 @@ def attention_section(b) -> Part:
     from seqgrad.derive import blocks, catalogue, softmax
     from seqgrad.derive.latex_settings import Partial
 
+    b = with_section_letters(b, "attention")
     att = blocks.attention_program()
     checks = section_checks(b, ["transformer.attention*", "transformer.softmax_jacobian", "transformer.course_attention_backward"])
     n = sp.Symbol("n", integer=True, positive=True)
@@ -708,16 +732,17 @@ def attention_section(b) -> Part:
                "Worked example, three scores:", b),
         _display([(lhs, _entrywise(sm, chain[-1])) for lhs, chain in jac.rows()], b),
         "\\subsection{Backward pass}",
-        _words("Write {G} for the gradient of the loss with respect to the output {O}, and {dY} for the gradient with "
-               "respect to any intermediate {Y} (same shape as {Y}). The chain rule through the lines above, one line "
-               "each, for every `T`, `d`, `d_k`, `d_v`:", b, G=_s("G", 2, 2), O=_s("O", 2, 2), dY=_s("dY", 2, 2), Y=_s("Y", 2, 2))
+        _words("Write {dO} for the gradient of the loss with respect to the output {O}, and likewise {dS} for the "
+               "gradient with respect to {S}, and so for every matrix (each of the shape of its matrix). The chain rule "
+               "through the lines above, one line each, for every `T`, `d`, `d_k`, `d_v`:", b,
+               dO=_s("dO", 2, 2), O=_s("O", 2, 2), dS=_s("dS", 2, 2), S=_s("S", 2, 2))
         + verification(b, proofs=["attention-gradients"], checks=checks, source=catalogue.get("attention-gradients").source,
                        appendix="attention"),
         _display([(d.target, d.value) for d in att.backward_lines()], b),
         _words("With a causal mask, {S} gets {M} added ({Mij} for `j > i`, else 0). The mask is a constant, so "
                "the backward lines are the same; the masked weights are 0, so the rule for {dS} gives 0 there and no "
                "gradient flows to a future key.", b, S=_s("S", 2, 2), M=_s("M", 2, 2), dS=_s("dS", 2, 2),
-               Mij=sp.Eq(_s("M_ij"), -sp.oo, evaluate=False))
+               Mij=sp.Eq(sp.MatrixSymbol("M", T, T)[sp.Symbol("i"), sp.Symbol("j")], -sp.oo, evaluate=False))
         + verification(b, proofs=["attention-gradients-causal", "attention-mask-before-softmax"], appendix="attention"),
     ]
     from .latex_parts import check_status
@@ -733,16 +758,17 @@ def residual_section(b) -> Part:
     from seqgrad.derive import blocks, catalogue, residual
     from seqgrad.derive.latex_settings import Partial
 
+    b = with_section_letters(b, "residual")
     ln = blocks.layernorm_program()
     checks = section_checks(b, ["transformer.layernorm*", "transformer.residual_jacobians"])
     jac = catalogue.get("layernorm-jacobian").statement()
     i_, j_, r_ = sp.symbols("i j r", integer=True)  # features i, j of one row r
     body = [
-        _words("LayerNorm normalises each row of {X} ({shape}) over its `d` features, with the population variance "
+        _words("LayerNorm normalizes each row of {X} ({shape}) over its `d` features, with the population variance "
                "and `epsilon` inside the square root (as PyTorch's LayerNorm does), then scales by {gamma} and shifts by "
                "{beta} ({one} is a column of ones, so {onegamma} repeats {gamma} on every row; its transpose {onet} is a "
                "row of ones, so {onetG} sums the columns of {G}):", b, onet=sp.OneMatrix(1, 2),
-               onetG=sp.OneMatrix(1, 2) * _s("G", 2, 2), G=_s("G", 2, 2),
+               onetG=sp.OneMatrix(1, 2) * _s("dY", 2, 2), G=_s("dY", 2, 2),
                X=_s("X", 2, 2), shape=Shape(_s("T"), _s("d")), gamma=_s("gamma", 1, 2), beta=_s("beta", 1, 2),
                one=_s("1", 2, 1), onegamma=_s("1", 2, 1) * _s("gamma", 1, 2)),
         _display([(d.target, d.value) for d in ln.program.definitions(("forward",))], b),
@@ -754,18 +780,20 @@ def residual_section(b) -> Part:
                std=_rules().RowStd(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
                norm=_rules().Normalize(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
                mean=_rules().RowMean(_s("X", 2, 2)), X=_s("X", 2, 2)),
-        _words("Each row is normalised on its own, so fix one, row `r`: write {x} for it ({shape}, its entries {xj}), "
-               "{sigma} for its standard deviation ({sd}) and {xhat} for its normalised entries ({xh}). Now `i` and `j` "
+        _words("Each row is normalized on its own, so fix one, row `r`: write {x} for it ({shape}, its entries {xj}), "
+               "{sd} for its standard deviation and {xhat} for its normalized entries ({xh}). Now `i` and `j` "
                "both index features of that row. Its Jacobian, entry by entry, for every `d`:", b,
                x=_s("x", 1, 2), shape=Shape(_s("1"), _s("d")),
                xj=sp.Eq(sp.IndexedBase("x")[j_], _s("X", 2, 2)[r_, j_], evaluate=False),
-               sigma=sp.Symbol("sigma"), sd=sp.Eq(sp.Symbol("sigma"), sp.Symbol("s_r"), evaluate=False),
-               xhat=sp.IndexedBase("xhat")[i_], xh=sp.Eq(sp.IndexedBase("xhat")[i_], sp.Symbol("xhat_ri"), evaluate=False))
+               sd=sp.Symbol("s_r"),
+               xhat=sp.IndexedBase("xhat")[i_], xh=sp.Eq(sp.IndexedBase("xhat")[i_], sp.IndexedBase("xhat")[r_, i_], evaluate=False))
         + verification(b, proofs=["layernorm-jacobian", "layernorm-jacobian-kills-constants"],
                        source=catalogue.get("layernorm-jacobian").source, appendix="residual"),
-        _display([(jac.lhs, scaled_bracket(jac.rhs))], b),
-        _words("With {G} the gradient with respect to the output {Y}, the backward pass, for every `T` and `d`:", b,
-               G=_s("G", 2, 2), Y=_s("Y", 2, 2))
+        # the row's standard deviation as the notes name it, s_r (the catalogue's sigma; s alone is the matrix of them)
+        _display([(jac.lhs, scaled_bracket(jac.rhs.xreplace({v: sp.Symbol("s_r") for v in jac.rhs.free_symbols
+                                                             if v.name == "sigma"})))], b),
+        _words("With {dY} the gradient with respect to the output {Y}, the backward pass, for every `T` and `d`:", b,
+               dY=_s("dY", 2, 2), Y=_s("Y", 2, 2))
         + verification(b, checks=[r for r in checks if "layernorm" in r.name], appendix="residual"),
         _display([(d.target, d.value) for d in ln.backward_lines()], b),
         "\\subsection{Residual paths}",
@@ -817,7 +845,7 @@ def _layernorm_entries(X):
     # the sums run over the columns j of row i (k is the positional encodings' offset): j is free nowhere in them
     mean = mean.xreplace({k: j})
     var = sp.Mul(sp.Sum((X[i, j] - mu) ** 2, (j, 0, X.shape[1] - 1)), 1 / X.shape[1], evaluate=False)
-    return [(mu, mean), (v, var), (s, sp.sqrt(v + eps)), (sp.Symbol("xhat_ij"), (X[i, j] - mu) / s)]
+    return [(mu, mean), (v, var), (s, sp.sqrt(v + eps)), (sp.IndexedBase("xhat")[i, j], (X[i, j] - mu) / s)]
 
 
 def scaled_bracket(expr):
@@ -895,21 +923,22 @@ def _encoder_sublayers(b) -> list[str]:
                kshape=Shape(_s("d_k"), _s("d")), vshape=Shape(_s("d_v"), _s("d")), cshape=Shape(_s("T"), _s("n_head") * _s("d_v")),
                wo=_s("W_O", 2, 2), oshape=Shape(_s("d"), _s("n_head") * _s("d_v"))),
         _display([(*per_head[0], ("  for every head ", _s("i")))] + per_head[1:] + joined, b),
-        _words("We write {mha} for this map, multi-head attention, from the rows {X} to {B}; with a mask {M} added to "
-               "every head's scores it is {mham}, and with the keys and values computed from other rows {Z} (the "
-               "decoder's memory) {mhaz}. In the block, {B} takes the place of {O}. The second sublayer normalises {U} again (its own {g2} and "
+        _words("We write {mha} for this map, multi-head attention, from the rows {X} to {B}. The decoder uses it twice: "
+               "as {mham}, with a mask {M} added to every head's scores, and as {mhaz}, with the keys and values computed "
+               "from other rows {Z} (the decoder's memory). In the block, {B} takes the place of {O}. The second sublayer normalizes {U} again (its own {g2} and "
                "{b2}) and applies the same two-layer MLP, the feed-forward network, to every row: a hidden layer of width "
                "`d_ff` with ReLU, then back to width `d`, and the shortcut adds {U}. The block's output {H1} is the next "
                "block's input:", b, B=_s("B", 2, 2), O=_s("O", 2, 2), U=_s("U", 2, 2), g2=_s("gamma_2", 1, 2),
                X=_s("X", 2, 2), M=_s("M", 2, 2), Z=_s("Z", 2, 2), mha=sp.Function("MHA")(_s("X", 2, 2)),
-               mham=sp.Function("MHA")(_s("X", 2, 2), _s("M", 2, 2)), mhaz=sp.Function("MHA")(_s("X", 2, 2), _s("Z", 2, 2)),
+               mham=sp.Function("MHA_self")(_s("X", 2, 2), _s("M", 2, 2)),
+               mhaz=sp.Function("MHA_cross")(_s("X", 2, 2), _s("Z", 2, 2)),
                b2=_s("beta_2", 1, 2), H1=_s("H_1", 2, 2)),
         _display(mlp, b),
     ]
 
 
 def _inline_ln(ln, expr):
-    """LayerNorm's output with its normalised rows written as the operator (``normalize(X)``), not a name."""
+    """LayerNorm's output with its normalized rows written as the operator (``normalize(X)``), not a name."""
     defs = {d.target: d.value for d in ln.program.definitions(("forward",))}
     return expr.xreplace({k: v for k, v in defs.items() if k in expr.free_symbols})
 
@@ -922,6 +951,7 @@ def encoder_section(b) -> Part:
     from .encoder_tables import trace_tables
     from .latex_parts import check_status, text
 
+    b = with_section_letters(b, "encoder")
     block = blocks.block_program("pre-norm")
     checks = section_checks(b, ["encoder.*", "transformer.prenorm_block", "transformer.postnorm_block", "transformer.block_programs"])
     tokens = tokenize(course.TEXT)
@@ -1061,6 +1091,7 @@ def _one_float(tables: Sequence[str]) -> str:
 def decoder_section(b) -> Part:
     from . import latex_decoder_conv
 
+    b = with_section_letters(b, "decoder")
     checks = section_checks(b, ["decoder.*"])
     body = latex_decoder_conv.decoder_body(b, verification(b, checks=checks, source=sources(checks), appendix="decoder"))
     return Part(body, _audit(b, ["derive.decoder"], checks, "decoder"))
@@ -1070,14 +1101,21 @@ def decoder_section(b) -> Part:
 #: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation), its side K, the side of
 #: a pooling window too (k is the positional encodings' offset), an entry of the kernel (u, v) wherever it is indexed
 #: (the gradient's p, q: p is the padding); its receptive field is rf and its padding p
-#: (:data:`crosscheck.latexdoc.NOTES_LETTERS`). A letter the notation itself renames is left to it.
-SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": "K", "p": "u", "q": "v"}}
+#: (:data:`crosscheck.latexdoc.NOTES_LETTERS`). The argmax of a pooling window is nu and the GRU's recurrent term of
+#: the candidate eta: a is the softmax's row of weights. A letter the notation itself renames is left to it.
+SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": "K", "p": "u", "q": "v", "a": r"\nu"},
+                   "gates": {"a": r"\eta"}}
 
 #: Names of whole symbols in one section only (symbol name -> the name printed): the vector RNN's output layer is
 #: W_y, b_y, as the scalar cell's w_y (:data:`crosscheck.latexdoc.NOTES_SYMBOL_NAMES`), since b_o is the LSTM's
-#: output-gate bias, W_o a convolution's output width and W_O the attention's output map. A name the notation
-#: itself renames is left to it.
-SECTION_SYMBOL_NAMES = {"rnn": {"W_o": "W_y", "b_o": "b_y"}}
+#: output-gate bias and W_O the attention's output map. A name the notation itself renames is left to it.
+SECTION_SYMBOL_NAMES = {"rnn": {"W_o": "W_y", "b_o": "b_y"},
+                        # the gradient of a block's output is written as every other gradient, d and the matrix's name
+                        # (the block programs call it G): dO of attention's output, dY of LayerNorm's and of a
+                        # convolution's, dU of the encoder block's attention sublayer
+                        "attention": {"G": "dO"}, "decoder": {"G": "dO"}, "residual": {"G": "dY"}, "encoder": {"G": "dU"},
+                        # a convolution's output is H_out by W_out (W_o would read as an output weight, beside W_O)
+                        "conv": {"G": "dY", "H_o": "H_out", "W_o": "W_out"}}
 
 
 def with_section_letters(b, section: str):
@@ -1205,109 +1243,153 @@ def _params(what: str):
 
 
 def notation_rows(b) -> list[tuple]:
-    """(symbol, meaning, shape) of every symbol the notes use: SymPy objects, printed by the notation's printer."""
-    from seqgrad.derive import rules
+    """(symbol, meaning, shape) of every symbol the notes use, each once: SymPy objects, printed by the notation's printer
+    (a symbol that one section renames, :data:`SECTION_LETTERS`, is given as that section prints it)."""
+    from seqgrad.derive import conv, rules
 
     # the widths of a cell are d_x, d_h, d_y (H is the matrix of an encoder block's rows, D is not used)
     D, H, C, d, d_k, d_v, n, j = sp.symbols("d_x d_h d_y d d_k d_v n j", integer=True)
+    T_src, n_head, d_ff = sp.symbols("T_src n_head d_ff", integer=True)
     L = sp.Symbol("L")
     one = Shape()
     M = lambda name, r, c: sp.MatrixSymbol(name, r, c)  # noqa: E731
+    X = M("X", T, d)
     rows = [
         (t, "step (position) index, from 0", one), (T, "sequence length (number of steps or tokens)", one),
+        (D, "width of a recurrent cell's input", one), (H, "width of a recurrent cell's state", one),
+        (C, "width of a recurrent cell's output (the prediction)", one),
         (_at("x", t, 1, 2), "input at step `t`, a row (in the scalar cell a number, `x_t`)", Shape(1, D)),
         (_at("h", t, 1, 2), "hidden state at step `t` (scalar cell: `h_t`); the initial state is zero", Shape(1, H)),
-        (_at("z", t, 1, 2), "pre-activation of the recurrent cell (scalar cell: `z_t`)", Shape(1, H)),
+        (_at("z", t, 1, 2), "pre-activation, the input of an activation: of the recurrent cell at step `t` (scalar cell: "
+         "`z_t`); of a gate, {zr}; of the softmax, its row of scores `z`", Shape(1, H)),
         (M("yhat", 1, C), "prediction (scalar cell: `yhat`)", Shape(1, C)), (M("y", 1, C), "target (scalar cell: `y`)", Shape(1, C)),
         (M("e", 1, C), "error, prediction minus target (scalar cell: `e`); at step `t`, {et}", Shape(1, C)), (L, "loss", one),
         (sp.Symbol("w_x"), "input weight of the scalar cell (a second index names a gate: input to reset gate)", one),
         (sp.Symbol("w_h"), "recurrent weight of the scalar cell", one), (sp.Symbol("w_o"), "output weight (of the output layer, which computes the prediction)", one),
         (M("W_x", H, D), "input weights of the vector cell, stored output by input", Shape(H, D)),
         (M("W_h", H, H), "recurrent weights", Shape(H, H)), (M(SECTION_SYMBOL_NAMES["rnn"]["W_o"], C, H), "output weights of the vector cell", Shape(C, H)),
-        (sp.Symbol("b"), "a bias", one),
+        (M("b_h", 1, H), "bias of the vector cell's state", Shape(1, H)),
+        (M(SECTION_SYMBOL_NAMES["rnn"]["b_o"], 1, C), "bias of the vector cell's output layer", Shape(1, C)),
+        (sp.Symbol("b"), "a bias of a scalar cell (its indices as those of `w`: `b_hr`) or of a convolution", one),
         (sp.Symbol("tau"), "an earlier step, the start of a path back in time", one),
         (sp.Symbol("rho"), "a bound on the absolute value (the norm) of every factor of a path product", one),
         (_grad("h", t, 1, 2), "gradient of the loss with respect to the state at step `t` (scalar cell: {ght})", Shape(1, H)),
-        (_grad("z", t, 1, 2), "gradient with respect to the pre-activation at step `t` (scalar cell: {gzt})", Shape(1, H)),
+        (_grad("z", t, 1, 2), "gradient with respect to the pre-activation at step `t` (scalar cell: {gzt}); of a "
+         "gate's, {gzr}", Shape(1, H)),
         (_at("J", j, 2, 2), "transition Jacobian of step `j`: the derivative of a state by the state before it, in "
          "numerator layout (row `i`: the derivatives of entry `i` of the state); a number, {Jj}, for the scalar cell",
          Shape(H, H)),
-        (_at("z^r", t), "pre-activation of a gate (here the reset gate `r`); its gradient is {gzr}", one),
-        (_at("a", t), "the GRU's recurrent term of the candidate, before the reset gate scales it", one),
-        (_at("r", t), "reset gate of the GRU", one), (_at("u", t), "update gate of the GRU", one),
+        (_at("r", t), "reset gate of the GRU; a gate's index (`r`, `u`, `n`; `i`, `f`, `o`) names its pre-activation "
+         "{zr}, its weights and biases (`w_xr`, `w_hr`, `b_xr`)", one),
+        (_at("u", t), "update gate of the GRU", one),
+        (_at("z^n", t), "pre-activation of the GRU's candidate: the index `n` (PyTorch's) names the candidate, its "
+         "weights `w_xn`, `w_hn` and biases `b_xn`, `b_hn`", one),
+        (_at("eta", t), "the GRU's recurrent term of the candidate, before the reset gate scales it", one),
+        (_at("htilde", t), "candidate state of the GRU", one),
         (_at("i", t), "input gate of the LSTM", one), (_at("f", t), "forget gate of the LSTM", one),
         (_at("o", t), "output gate of the LSTM", one), (_at("c", t), "cell state of the LSTM", one),
         (_at("ctilde", t), "candidate cell state of the LSTM", one),
-        (_at("htilde", t), "candidate state of the GRU", one),
+        (_grad("c", t), "gradient of the loss with respect to the LSTM's cell state at step `t`", one),
         (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", one),
         (sp.Symbol("pos"), "position of a token", one),
+        (sp.Symbol("k"), "an offset of positions, the shift from `pos` to `pos + k`", one),
+        (sp.Function("PE")(sp.Symbol("pos")), "positional encoding of position `pos`, a row; {PEi}, its coordinate `i`",
+         Shape(1, d)),
+        (sp.Symbol("omega_j"), "frequency of the coordinate pair `j` (coordinates `2*j` and `2*j + 1`)", one),
+        (sp.Function("R")(sp.Symbol("k")), "rotation of the encodings by the offset `k`: one rotation by the angle "
+         "`omega_j*k` per coordinate pair, so that {shift}", Shape(d, d)),
+        (sp.Function("blockdiag")(sp.Function("B_j")(sp.Symbol("k"))), "the block-diagonal matrix with the blocks "
+         "{Bj}, one per pair `j` (each 2 by 2)", Shape(d, d)),
         (sp.Symbol("q"), "a second position, beside pos (the dot product of two encodings, appendix)", one),
-        (sp.Symbol("E_seq"), "token identities of the worked example: one embedding row per token", Shape(T, d)),
+        (sp.Symbol("E_seq"), "token embeddings of the worked example: one row per token", Shape(T, d)),
         (sp.Symbol("P"), "positional encodings of the worked example: one row per position", Shape(T, d)),
-        (sp.Symbol("H_0"), "input of the first encoder block, the sum of the two", Shape(T, d)), (sp.Symbol("omega_j"), "frequency of the coordinate pair j", one),
+        (sp.Symbol("H_0"), "input of the first encoder block, the sum of the two", Shape(T, d)),
         (sp.Symbol("d"), "model width of the Transformer, and the width of a positional encoding", one),
-        (sp.Symbol("d_h"), "width of a cell's state; its input and output widths are `d_x` and `d_y`", one),
-        (sp.Symbol("d_model"), "model width d, so named in the parameter counts", one),
-        (sp.Symbol("d_ff"), "width of the hidden layer of the feed-forward sublayer (MLP)", one),
+        (d_k, "width of a query and of a key", one), (d_v, "width of a value", one),
+        (d_ff, "width of the hidden layer of the feed-forward sublayer (MLP)", one),
         (LAYERS, "number of layers of a stack (its depth)", one),
-        (_params("layer"), "number of parameters of one decoder layer; with the subscript stack, of a stack of L layers",
+        (_params("layer"), "number of parameters of one decoder layer; with the subscript stack, of a stack of `L` layers",
          one),
-        (M("X", T, d), "rows of a block's input, one per token", Shape(T, d)),
+        (X, "rows of a block's input, one per token", Shape(T, d)),
         (M("W_Q", d_k, d), "query map", Shape(d_k, d)), (M("W_K", d_k, d), "key map", Shape(d_k, d)),
         (M("W_V", d_v, d), "value map", Shape(d_v, d)),
-        (M("Q", T, d_k), "queries", Shape(T, d_k)), (M("K", T, d_k), "keys", Shape(T, d_k)), (M("V", T, d_v), "values", Shape(T, d_v)),
-        (M("S", T, T), "scaled scores", Shape(T, T)), (M("A", T, T), "attention weights, the softmax of each row of S", Shape(T, T)),
+        (M("Q", T, d_k), "queries", Shape(T, d_k)),
+        (M("K", T, d_k), "keys (in cross-attention one per memory row: {srck})", Shape(T, d_k)),
+        (M("V", T, d_v), "values (in cross-attention {srcv})", Shape(T, d_v)),
+        (M("S", T, T), "scaled scores (in cross-attention {srcs})", Shape(T, T)),
+        (M("A", T, T), "attention weights, the softmax of each row of {S} (in cross-attention {srcs})", Shape(T, T)),
+        (n, "number of entries of a softmax's row of scores", one),
+        (M("a", 1, n), "softmax of a row `z` of scores: the weights of one row", Shape(1, n)),
         (M("M", T, T), "additive mask: 0 where a query may look, minus infinity where not", Shape(T, T)),
         (M("O", T, d_v), "attention output", Shape(T, d_v)),
-        (sp.Symbol("n_head"), "number of attention heads; a superscript [i] names head i and its maps", one),
-        (M("C", T, sp.Symbol("n_head") * d_v), "the heads' outputs side by side", Shape(T, sp.Symbol("n_head") * d_v)),
-        (M("W_O", d, sp.Symbol("n_head") * d_v), "output map of multi-head attention", Shape(d, sp.Symbol("n_head") * d_v)),
-        (M("B", T, d), "output of multi-head attention, in the place of O", Shape(T, d)),
-        (M("W_1", sp.Symbol("d_ff"), d), "first layer of the MLP (with its bias `b_1`)", Shape(sp.Symbol("d_ff"), d)),
-        (M("W_2", d, sp.Symbol("d_ff")), "second layer of the MLP (with its bias `b_2`)", Shape(d, sp.Symbol("d_ff"))),
-        (M("H", T, d), "input rows of an encoder block", Shape(T, d)),
+        (n_head, "number of attention heads; a superscript in brackets names a head and its maps ({headi}: head `i`'s "
+         "query map)", one),
+        (M("C", T, n_head * d_v), "the heads' outputs side by side", Shape(T, n_head * d_v)),
+        (M("W_O", d, n_head * d_v), "output map of multi-head attention", Shape(d, n_head * d_v)),
+        (M("B", T, d), "output of multi-head attention, in the place of {O}", Shape(T, d)),
+        (sp.Function("MHA")(X), "multi-head attention of the rows {X}, a map to {B}", Shape(T, d)),
+        (sp.Function("MHA_self")(X, M("M", T, T)), "the decoder's self-attention: multi-head attention of the rows {X} "
+         "with the mask {M} added to every head's scores", Shape(T, d)),
+        (sp.Function("MHA_cross")(X, M("Z", T_src, d)), "the decoder's cross-attention: queries from the rows {X}, keys "
+         "and values from the memory {Z}", Shape(T, d)),
+        (M("W_1", d_ff, d), "first layer of the MLP", Shape(d_ff, d)), (M("b_1", 1, d_ff), "its bias", Shape(1, d_ff)),
+        (M("W_2", d, d_ff), "second layer of the MLP", Shape(d, d_ff)), (M("b_2", 1, d), "its bias", Shape(1, d)),
+        (sp.Function("MLP")(X), "the two-layer feed-forward sublayer, applied to each row of {X}", Shape(T, d)),
+        (M("H", T, d), "input rows of an encoder or decoder block", Shape(T, d)),
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
-        (M("Z", sp.Symbol("T_src"), d), "the encoder's output, the memory a decoder reads", Shape(sp.Symbol("T_src"), d)),
-        (sp.Symbol("kappa"), "a convolution kernel of {K} by {K} entries, indexed (`u`, `v`)", Shape(sp.Symbol("K"), sp.Symbol("K"))),
-        (sp.Symbol("H_o"), "number of output rows of a convolution or pooling layer; `W_o`, of output columns", one),
-        (sp.Symbol("Ghat"), "the gradient of a convolution's output (stride 1) extended by {K1} rows and columns of "
-         "zeros on every side (the padded gradient), its indices from {K1neg}",
-         Shape(*(n + sp.Mul(2, sp.Symbol("K", integer=True) - 1, evaluate=False) for n in sp.symbols("H_o W_o", integer=True)))),
-        (sp.Symbol("pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
-        (sp.Symbol("Delta"), "stride of a convolution or pooling layer (`Delta_l`: of layer `l`)", one),
-        (sp.Symbol("K"), "side of a convolution kernel, and of a max-pooling window", one),
-        (sp.Symbol("a_ij"), "input position of the largest entry of pooling window (i, j)", one),
-        (sp.Symbol("rf_L"), "receptive field of a stack of L convolutions, in input positions", one),
-        (M("G", T, d), "gradient of the loss with respect to a block's output", Shape(T, d)),
-        (M("dX", T, d), "gradient of the loss with respect to X, the matrix written after the d; dQ, dS, ... "
-         "likewise, each of the shape of its matrix", Shape(T, d)),
-        (M("xhat", T, d), "normalised rows of LayerNorm", Shape(T, d)),
+        (T_src, "number of memory rows (the length of the source sequence)", one),
+        (M("Z", T_src, d), "the encoder's output, the memory a decoder reads", Shape(T_src, d)),
+        (M("dX", T, d), "gradient of the loss with respect to {X}, an upright d before the matrix's name; {dO}, {dS}, "
+         "{dY} ... likewise, each of the shape of its matrix", Shape(T, d)),
+        (sp.Function("LN")(X), "LayerNorm of each row of {X}; numbered by a subscript where a block has several, each "
+         "with its own scale and shift", Shape(T, d)),
+        (M("Y", T, d), "output of a layer: of LayerNorm; of a convolution (then {conv})", Shape(T, d)),
+        (M("xhat", T, d), "normalized rows of LayerNorm", Shape(T, d)),
         (M("gamma", 1, d), "LayerNorm's scale", Shape(1, d)), (M("beta", 1, d), "LayerNorm's shift", Shape(1, d)),
-        (M("sigma", T, d), "standard deviation of each row, epsilon inside the root, repeated across the row",
+        (M("sigma", T, d), "standard deviation of each row, `epsilon` inside the root, repeated across the row",
          Shape(T, d)),
         (sp.Eq(sp.Symbol("epsilon"), sp.Pow(sp.UnevaluatedExpr(10), -5, evaluate=False), evaluate=False),
          "LayerNorm's small constant", one),
-        (sp.Symbol("mu_i"), "mean of the d entries of row i", one),
-        (sp.Symbol("v_i"), "population variance of the d entries of row i (divided by d)", one),
-        (sp.Symbol("s_i"), "standard deviation of row i, the square root of its variance plus epsilon", one),
-        (rules.RowMean(M("X", T, d)), "every entry of row i is the mean of row i of X", Shape(T, d)),
-        (rules.RowStd(M("X", T, d), sp.Symbol("epsilon", positive=True)), "every entry of row i is the standard deviation of row i, epsilon inside the root", Shape(T, d)),
-        (rules.Normalize(M("X", T, d), sp.Symbol("epsilon", positive=True)),
-         "row i of X minus its mean, divided by its standard deviation: the normalised rows", Shape(T, d)),
-        (rules.RowSum(M("X", T, d)), "every entry of row i is the sum of row i of X", Shape(T, d)),
+        (sp.Symbol("mu_i"), "mean of the `d` entries of row `i`", one),
+        (sp.Symbol("v_i"), "population variance of the `d` entries of row `i` (divided by `d`)", one),
+        (sp.Symbol("s_i"), "standard deviation of row `i`, the square root of its variance plus `epsilon`", one),
+        (rules.RowMean(X), "every entry of row `i` is the mean of row `i` of {X}", Shape(T, d)),
+        (rules.RowStd(X, sp.Symbol("epsilon", positive=True)), "every entry of row `i` is the standard deviation of "
+         "row `i`, `epsilon` inside the root", Shape(T, d)),
+        (rules.Normalize(X, sp.Symbol("epsilon", positive=True)),
+         "row `i` of {X} minus its mean, divided by its standard deviation: the normalized rows", Shape(T, d)),
+        (rules.RowSum(X), "every entry of row `i` is the sum of row `i` of {X}", Shape(T, d)),
+        (sp.Function("softmax")(X), "the softmax of each row of {X}", Shape(T, d)),
         (M("1", T, 1), "column of ones", Shape(T, 1)),
         (sp.OneMatrix(1, T), "row of ones, the transpose of the column: it sums the columns of the matrix after it",
-         Shape(1, T)), (sp.Identity(n), "identity matrix", Shape(n, n)),
-        (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if i = j, else 0", one),
-        (_iverson(), "Iverson's bracket: 1 where the statement inside holds, else 0 (here: the position (`m`, `n`) is "
-         "the argmax {aij} of pooling window (`i`, `j`))", one),
-        (sp.Function("F")(sp.MatrixSymbol("x", 1, d)), "a residual branch: any differentiable map of a row x; the "
-         "residual connection's output is u = x + F(x)", Shape(1, d)),
+         Shape(1, T)), (sp.Identity(d), "identity matrix (of the size of the matrices beside it)", Shape(d, d)),
+        (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if {ij}, else 0", one),
+        (sp.Function("F")(sp.MatrixSymbol("x", 1, d)), "a residual branch: any differentiable map of a row {x}; the "
+         "residual connection's output is {u}", Shape(1, d), "rows"),
+        (M("u", 1, d), "output of a residual connection", Shape(1, d)),
         (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch; of the branch of layer `l` in a stack, {JFl}", Shape(d, d)),
         (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm", Shape(d, d)),
-        (sp.HadamardProduct(M("a", 1, n), M("b", 1, n)), "entrywise (Hadamard) product", Shape(1, n)),
-        (M("X", T, d).T, "transpose (of X; likewise of any matrix)", Shape(d, T)),
-        (sp.DiagMatrix(M("a", 1, n)), "diagonal matrix with the entries of a", Shape(n, n)),
+        (sp.HadamardProduct(_at("f", t, 1, 2), _at("c", t - 1, 1, 2)), "entrywise (Hadamard) product", Shape(1, H)),
+        (X.T, "transpose (of {X}; likewise of any matrix)", Shape(d, T)),
+        (sp.Function("det")(M("R", d, d)), "determinant of a square matrix", one),
+        (sp.ZeroMatrix(1, d), "a row (or a matrix) of zeros", Shape(1, d)),
+        (sp.DiagMatrix(M("a", 1, n)), "diagonal matrix with the entries of {a} on its diagonal", Shape(n, n)),
+        (sp.Symbol("kappa"), "a convolution kernel of {K} by {K} entries, indexed (`u`, `v`)", Shape(sp.Symbol("K"), sp.Symbol("K"))),
+        (sp.Symbol("K"), "side of a convolution kernel, and of a max-pooling window", one),
+        (sp.Symbol("H_in"), "number of rows of a convolution's input", one),
+        (sp.Symbol("W_in"), "number of columns of a convolution's input", one),
+        (sp.Symbol("H_out"), "number of output rows of a convolution or pooling layer", one),
+        (sp.Symbol("W_out"), "number of output columns of a convolution or pooling layer", one),
+        (sp.Symbol("Ghat"), "the gradient {dY} of a convolution's output (stride 1) extended by {K1} rows and columns of "
+         "zeros on every side (the padded gradient), its indices from {K1neg}",
+         Shape(*(n + sp.Mul(2, sp.Symbol("K", integer=True) - 1, evaluate=False) for n in sp.symbols("H_out W_out", integer=True)))),
+        (sp.Symbol("pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
+        (sp.Symbol("Delta"), "stride of a convolution or pooling layer (`Delta_l`: of layer `l`)", one),
+        (conv.WindowArgmax(sp.Symbol("i"), sp.Symbol("j")), "input position of the largest entry of pooling window "
+         "(`i`, `j`)", one, "conv"),
+        (_iverson(), "Iverson's bracket: 1 where the statement inside holds, else 0 (here: the position (`m`, `n`) is "
+         "the argmax of pooling window (`i`, `j`))", one, "conv"),
+        (sp.Symbol("rf_L"), "receptive field of a stack of `L` convolutions, in input positions", one),
     ]
     return rows
 
@@ -1317,6 +1399,15 @@ def _iverson():
     from seqgrad.derive import conv
 
     return next(iter(conv.max_pool_rows()[1][1].atoms(conv._Routed)))
+
+
+def _with_vectors(b, names):
+    """``b`` whose notation sets ``names`` in bold, as rows (its renames recorded in the document's notation)."""
+    import dataclasses
+
+    from .latex_decoder_conv import matrices
+
+    return dataclasses.replace(b, notation=matrices(b.notation, names))
 
 
 def _of_kind(sym, shape):
@@ -1333,16 +1424,33 @@ def notation_section(b) -> str:
 
     rows = notation_rows(b)
     # a meaning's formulas in backquotes, or {JFl} for one the parser does not read (a subscript with a subscript)
-    formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": _grad("z^r", t), "et": _at("e", t, 1, 2),
-                "ght": _grad("h", t), "gzt": _grad("z", t), "Jj": _at("J", sp.Symbol("j")), "K": sp.Symbol("K"),
-                "K1": sp.Symbol("K") - 1, "K1neg": -(sp.Symbol("K") - 1), "aij": _iverson().args[1]}
-    body = [" & ".join([inline(_of_kind(sym, shape), b.notation), _words(meaning, b, **formulas), inline(shape, b.notation)])
-            + " \\\\" for sym, meaning, shape in rows]
+    T_src, d, d_k, d_v, k = (sp.Symbol(n) for n in ("T_src", "d", "d_k", "d_v", "k"))
+    pos = sp.Symbol("pos")
+    PE, R = sp.Function("PE"), sp.Function("R")
+    matrix = lambda name, *shape: sp.MatrixSymbol(name, *(shape or (2, 2)))  # noqa: E731
+    formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": _grad("z^r", t), "zr": _at("z^r", t),
+                "et": _at("e", t, 1, 2), "ght": _grad("h", t), "gzt": _grad("z", t), "Jj": _at("J", sp.Symbol("j")),
+                "K": sp.Symbol("K"), "K1": sp.Symbol("K") - 1, "K1neg": -(sp.Symbol("K") - 1),
+                "PEi": PE(pos, sp.Symbol("i")), "shift": _row_shift(),
+                "srck": Shape(T_src, d_k), "srcv": Shape(T_src, d_v), "srcs": Shape(T, T_src),
+                "X": matrix("X"), "B": matrix("B"), "M": matrix("M"), "Z": matrix("Z"), "x": matrix("x", 1, 2),
+                "u": sp.Eq(sp.Symbol("u"), sp.Symbol("x") + sp.Function("F")(sp.Symbol("x")), evaluate=False),
+                "a": matrix("a", 1, 2), "dO": matrix("dO"), "dS": matrix("dS"), "dY": matrix("dY"),
+                "conv": Shape(sp.Symbol("H_out"), sp.Symbol("W_out")), "O": matrix("O"), "S": matrix("S"),
+                "headi": matrix("W_Q^[i]"), "Bj": sp.Function("B_j")(k),
+                "ij": sp.Eq(sp.Symbol("i"), sp.Symbol("j"), evaluate=False)}
+    # a row printed as a section prints it (its letters), or with some of its words' symbols rows (u = x + F(x))
+    section = {None: b, "conv": with_section_letters(b, "conv"), "rows": _with_vectors(b, {"u", "x"})}
+    body = []
+    for sym, meaning, shape, *where in rows:
+        at = section[where[0] if where else None]
+        body.append(" & ".join([inline(_of_kind(sym, shape), at.notation), _words(meaning, at, **formulas),
+                                inline(shape, b.notation)]) + " \\\\")
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices of "
              "steps, positions and entries start at 0, while heads and layers are counted from 1 (head 1, layer 1). Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
              "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry. "
              "Table~\\ref{tab:notation} lists every symbol once.")
-    return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{7.6cm}l}\n".replace(">{$}l<{$}", "l")
+    return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{6.4cm}l}\n".replace(">{$}l<{$}", "l")
             # captioned, so the table counter it steps is Table 1 and the tables after it count on from it
             + "\\caption{The symbols of these notes, their meanings and their shapes.}\\label{tab:notation}\\\\\n"
             + "\\toprule\nsymbol & meaning & shape \\\\\n\\midrule\n\\endfirsthead\n"  # the caption on the first page only

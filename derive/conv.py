@@ -290,7 +290,8 @@ class WindowArgmax(sp.Function):
     order at a tie (PyTorch's convention, :func:`max_pool_routing`)."""
 
     def _latex(self, printer):
-        return r"a_{%s}" % "".join(printer._print(a) for a in self.args)
+        """``a_{i,j}``: the letter through the printer (the notation's letters reach it), the indices as an entry's."""
+        return printer._print(sp.Indexed(sp.IndexedBase("a"), *self.args))
 
 
 def max_pool_rows(pool=None, stride=None) -> list[tuple]:

@@ -44,6 +44,10 @@ TEXTBOOK_LETTERS: Mapping[str, str] = MappingProxyType({
     "pos": r"\mathrm{pos}",
 })
 
+#: Two-letter subscripts that are words (abbreviations), set upright as every longer word (:func:`upright_words`):
+#: ``d_ff`` (feed-forward), ``H_in`` (input); a two-letter subscript is otherwise a pair of indices (``w_hn``).
+WORD_SUBSCRIPTS = frozenset({"ff", "in"})
+
 GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "iota", "kappa",
           "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "upsilon", "phi", "varphi", "chi", "psi", "omega"}
 
@@ -111,6 +115,9 @@ class Notation:
     ``w_{\\xi}``); off by default, since the text's indices are Latin (``w_{xi}``: x to i).
     ``show_zero_state``: print the zero initial state (``h_{-1} = 0`` and every term it
     multiplies); off by default: the text drops it (``z_0 = w_x x_0``).
+    ``word_subscripts``: two-letter sub- and superscripts that are words, set upright (``d_{\\mathrm{ff}}``) as
+    every word of three or more letters (``d_{\\mathrm{model}}``, ``T_{\\mathrm{src}}``) and every abbreviation in
+    capitals (``J_{\\mathrm{LN}}``) is; any other two-letter index is a pair of indices, italic (``w_{hn}``).
     """
 
     symbol_names: Mapping[str, str] = field(default_factory=dict, hash=False)
@@ -120,11 +127,13 @@ class Notation:
     decimal_comma: bool = False
     greek_indices: bool = False
     show_zero_state: bool = False
+    word_subscripts: frozenset[str] = WORD_SUBSCRIPTS
 
     def __post_init__(self):
         object.__setattr__(self, "symbol_names", _mapping("symbol_names", self.symbol_names))
         object.__setattr__(self, "letters", MappingProxyType({**TEXTBOOK_LETTERS, **_mapping("letters", self.letters)}))
         object.__setattr__(self, "vectors", _names("vectors", self.vectors))
+        object.__setattr__(self, "word_subscripts", _names("word_subscripts", self.word_subscripts))
         for flag in ("bold", "decimal_comma", "greek_indices", "show_zero_state"):
             if not isinstance(getattr(self, flag), bool):
                 raise SeqgradTypeError(flag, getattr(self, flag), "True or False")
@@ -153,7 +162,7 @@ class Notation:
     def __reduce__(self):
         """Pickle as plain settings (worker processes build document sections with a copy)."""
         return (Notation, (dict(self.symbol_names), dict(self.letters), self.vectors, self.bold, self.decimal_comma,
-                           self.greek_indices, self.show_zero_state))
+                           self.greek_indices, self.show_zero_state, self.word_subscripts))
 
     def replace(self, **changes) -> "Notation":
         """A copy with some settings changed."""
@@ -356,12 +365,28 @@ class NotationPrinter(LatexPrinter):
         glyph = n.letters[base] if base in n.letters else translate(base)  # SymPy's greek letters, hat, ...
         if style == "bold" or (n.bold and (expr.name in n.vectors or base in n.vectors)):
             glyph = (r"\boldsymbol{%s}" if glyph.lstrip("\\").lower() in GREEK else r"\mathbf{%s}") % glyph
-        index = translate if n.greek_indices else str
+        index = lambda s: self._index(s)  # noqa: E731
         if supers:
             glyph += "^{%s}" % " ".join("\\top" if s == "T" else index(s) for s in supers)  # R^T: the transpose
         if subs:
             glyph += "_{%s}" % " ".join(index(s) for s in subs)
         return glyph + braced
+
+    def _index(self, index: str) -> str:
+        """One sub- or superscript of a symbol's name: a word (``model``, ``LN``, ``ff``: :func:`upright_words`)
+        upright, a Greek letter's name as the letter, an index (``t``, ``hn``) as it is (in Greek with
+        ``greek_indices``)."""
+        word = upright_words(index, self.notation.word_subscripts)
+        if word != index:
+            return word
+        return translate(index) if self.notation.greek_indices else index
+
+    def _split_super_sub(self, name: str):
+        """A function's name and its sub- and superscripts (``MHA_self``, ``LN_1``), as SymPy splits them, with their
+        words upright, as a symbol's (:func:`upright_words`)."""
+        name, supers, subs = super()._split_super_sub(name)
+        words = self.notation.word_subscripts
+        return name, [upright_words(s, words) for s in supers], [upright_words(s, words) for s in subs]
 
     def _parts(self, name: str) -> tuple[str, list[str], list[str], str]:
         """Base name, superscripts, subscripts, and an already-LaTeX tail such as ``_{t-1}``."""
@@ -372,7 +397,8 @@ class NotationPrinter(LatexPrinter):
             if not m:
                 return name, [], [], ""
             parts = re.findall(r"([_^])(\{[^{}]*\}|[^_^{}]+)", m.group(2))
-            subs = [_greek_words(v.strip("{}")) for k, v in parts if k == "_"]  # h_{tau-1}: \\tau
+            subs = [upright_words(_greek_words(v.strip("{}")), self.notation.word_subscripts)
+                    for k, v in parts if k == "_"]  # h_{tau-1}: \\tau; T_{src}: \\mathrm{src}
             # a superscript of a superscript set as a subscript: g^{z_{n}}, never g^{z^{n}} (z^n: the gate n's z)
             supers = [re.sub(r"\^\{?([A-Za-z0-9]+)\}?", r"_{\1}", v.strip("{}")) for k, v in parts if k == "^"]
             tail = (f"^{{{','.join(supers)}}}" if supers else "") + (f"_{{{','.join(subs)}}}" if subs else "")
@@ -432,15 +458,34 @@ def _bold_stem(tex: str) -> str:
     r"""A renamed matrix's LaTeX (``--symbol W_h=V_{h}``) with its letter in bold, its indices as they are:
     ``\mathbf{V}_{h}``, ``\boldsymbol{\Omega}_{h}``; LaTeX already bold, or not a letter first, is kept.
 
-    >>> print(_bold_stem("V_{h}"), _bold_stem(r"\Omega_{h}"), _bold_stem(r"\mathbf{U}"))
-    \mathbf{V}_{h} \boldsymbol{\Omega}_{h} \mathbf{U}
+    >>> print(_bold_stem("V_{h}"), _bold_stem(r"\Omega_{h}"), _bold_stem(r"\mathbf{U}"), _bold_stem(r"\mathrm{d}O"))
+    \mathbf{V}_{h} \boldsymbol{\Omega}_{h} \mathbf{U} \mathrm{d}\mathbf{O}
     """
+    if tex.startswith(r"\mathrm{d}") and len(tex) > len(r"\mathrm{d}"):  # a gradient's name, dO: its letter bold
+        return r"\mathrm{d}" + _bold_stem(tex[len(r"\mathrm{d}"):])
     m = _STEM.fullmatch(tex)
     if m is None or "\\mathbf" in tex or "\\boldsymbol" in tex or (m.group(1).startswith("\\")
                                                                   and m.group(1).lstrip("\\").lower() not in GREEK):
         return tex
     stem = m.group(1)
     return (r"\boldsymbol{%s}" if stem.startswith("\\") else r"\mathbf{%s}") % stem + m.group(2)
+
+
+def upright_words(index: str, words: Iterable[str] = WORD_SUBSCRIPTS) -> str:
+    r"""A sub- or superscript with its words set upright: a run of three or more letters that is not the name of a
+    Greek letter (``model``, ``src``), of two or more capitals (``LN``), or one of ``words`` (``ff``); a pair of
+    indices (``hn``, ``ij``), a single letter and a step (``t-1``) are kept.
+
+    >>> [upright_words(s) for s in ("model", "LN", "ff", "hn", "t-1", "tau", "0,0")]
+    ['\\mathrm{model}', '\\mathrm{LN}', '\\mathrm{ff}', 'hn', 't-1', 'tau', '0,0']
+    """
+    def word(m):
+        w = m.group(0)
+        if (len(w) >= 3 and w.lower() not in GREEK) or (len(w) >= 2 and w.isupper()) or w in words:
+            return r"\mathrm{%s}" % w
+        return w
+
+    return re.sub(r"(?<![\\A-Za-z])[A-Za-z]{2,}(?![A-Za-z])", word, index)
 
 
 def _greek_words(index: str) -> str:

@@ -157,3 +157,29 @@ def test_relation_keeps_both_sides_on_the_page():
     assert short_left.splitlines()[1].startswith("s &= ")
     with pytest.raises(SeqgradValueError, match="op"):
         relation(xs[0], xs[1], op="\\input{x}")
+
+
+# -- issue 25, item 14: a word in a subscript is upright, an index italic -----------------------------------------
+
+@pytest.mark.parametrize("expr, tex", [
+    (sp.Symbol("d_model"), r"d_{\mathrm{model}}"), (sp.Symbol("d_ff"), r"d_{\mathrm{ff}}"),
+    (sp.Symbol("n_head"), r"n_{\mathrm{head}}"), (sp.Symbol("T_src"), r"T_{\mathrm{src}}"),
+    (sp.Symbol("E_seq"), r"E_{\mathrm{seq}}"), (sp.MatrixSymbol("J_LN", 2, 2), r"\mathbf{J}_{\mathrm{LN}}"),
+    (sp.Symbol("T_{src}"), r"T_{\mathrm{src}}"),
+    (sp.Function("MHA_self")(sp.Symbol("x")), r"\operatorname{MHA}_{\mathrm{self}}(x)"),
+    # indices stay italic: a pair of indices (w_hn: h to the gate n), a step, a number, a Greek letter's name
+    (sp.Symbol("w_hn"), "w_{hn}"), (sp.Symbol("a_ij"), "a_{ij}"), (sp.Symbol("w_K_{0,0}"), "w_{K,0,0}"),
+    (sp.Function("LN_1")(sp.Symbol("x")), r"\operatorname{LN}_{1}(x)"),
+])
+def test_a_word_in_a_subscript_is_upright_and_an_index_is_not(expr, tex):
+    assert Notation().latex(expr).replace("{(x)}", "(x)") == tex
+
+
+def test_the_words_of_a_notation_can_be_set():
+    assert Notation(word_subscripts=set()).latex(sp.Symbol("d_ff")) == "d_{ff}"
+    assert Notation(word_subscripts={"hn"}).latex(sp.Symbol("w_hn")) == r"w_{\mathrm{hn}}"
+    with pytest.raises(SeqgradTypeError):
+        Notation(word_subscripts="ff")
+    import pickle  # a worker process builds its sections with a copy of the settings
+
+    assert pickle.loads(pickle.dumps(Notation(word_subscripts={"hn"}))).latex(sp.Symbol("w_hn")) == r"w_{\mathrm{hn}}"

@@ -69,8 +69,9 @@ def test_3_the_parameter_counts_state_the_head_width_assumption(tmp_path):
     body = latex_decoder_conv.decoder_body(_build(tmp_path), "")
     counts = body[body.index("\\paragraph{Parameter counts.}"):body.index("\\begin{align*}", body.index("Parameter counts"))]
     assert "(the count does not depend on the number of heads)" not in counts
-    assert r"$d_{k} = d_{v} = \frac{d_{model}}{n_{head}}$" in counts and r"$d_{model}$ wide" in counts
-    assert r"are 6 wide side by side ($n_{head} = 2, d_{v} = 3$), not $d = 5$" in counts and r"\ref{sec:encoder}" in counts
+    # the model width is d, in the counts as everywhere in the notes (derive.decoder's d_model)
+    assert r"$d_{k} = d_{v} = \frac{d}{n_{\mathrm{head}}}$" in counts and r"are $d$ wide" in counts
+    assert r"are 6 wide side by side ($n_{\mathrm{head}} = 2, d_{v} = 3$), not $d = 5$" in counts and r"\ref{sec:encoder}" in counts
     # the facts: with d_k = d_v = d_model / h the count is the same for every h; the course's widths are 2 * 3 != 5
     assert len({counting.attention_params(256, h) for h in (1, 2, 4, 8, 16)}) == 1
     assert len(course.attention().heads) * len(course.HEAD1["W_V"]) == 6 != len(course.E_VOCAB[0]) == 5
@@ -135,13 +136,13 @@ def test_6_the_convolution_indexes_the_padded_input_and_crops_its_gradient(tmp_p
     b = _build(tmp_path)
     body = notes.conv_section(b).body
     assert "of the padded input" in body[:body.index(r"{\kappa}_{u,v} {X}_{u + i \Delta,v + j \Delta}")]
-    assert r"$H + 2 p$ rows by $W + 2 p$ columns" in body  # the printer's term order: a size from its quantity
+    assert r"$H_{\mathrm{in}} + 2 p$ rows by $W_{\mathrm{in}} + 2 p$ columns" in body  # a size from its quantity
     crop = body[body.index("This is the gradient of the padded input"):]
     assert r"cropped by $p$ rows and columns on every side" in crop
     assert r"entry ($m$, $n$) of the input is entry ($m + p$, $n + p$) of the padded one" in crop
     table = notes.notation_section(b)
     ghat = next(line for line in table.splitlines() if line.startswith(r"$\mathbf{\hat{G}}$ & "))
-    assert ghat.endswith(r"& $(H_{o} + 2 (K - 1)) \times (W_{o} + 2 (K - 1))$ \\")  # was "1"
+    assert ghat.endswith(r"& $(H_{\mathrm{out}} + 2 (K - 1)) \times (W_{\mathrm{out}} + 2 (K - 1))$ \\")  # was "1"
     assert r"extended by $K - 1$ rows and columns of zeros on every side" in ghat
 
 
@@ -201,7 +202,8 @@ def test_9_the_notation_table_and_the_positional_text_typeset_their_math(tmp_pat
     table = notes.notation_section(b)
     for raw in (r"J\_\{F\_l\}", r"d\_x", r"Delta\_l", r"W\_o", r"b\_1", r"b\_2"):
         assert raw not in table, raw
-    assert r"$\mathbf{J}_{F_l}$" in table and r"$d_{x}$ and $d_{y}$" in table and r"($\Delta_{l}$: of layer $l$)" in table
+    assert r"$\mathbf{J}_{F_l}$" in table and r"($\Delta_{l}$: of layer $l$)" in table
+    assert "$d_{x}$ & width of a recurrent cell's input" in table and "$d_{y}$ & width of a recurrent cell's output" in table
     body = notes.positional_section(b).body
     mark = _footnote_after(body, "General result, for an even width")
     assert "symbolic $w$" not in mark and r"symbolic $\omega$" in mark and mark.count("every even") == 1

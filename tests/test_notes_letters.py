@@ -43,14 +43,14 @@ def encoder(build):
 
 def test_the_number_of_heads_is_not_the_hidden_state(build, table, encoder):
     """h is the hidden state h_t; the number of heads was h too, in the encoder, the decoder's counts and the table."""
-    assert "h" not in table and table["n_{head}"].startswith("number of attention heads")
+    assert "h" not in table and table["n_{\\mathrm{head}}"].startswith("number of attention heads")
     assert table[r"\mathbf{C}"] == "the heads' outputs side by side"
-    assert re.search(r"\$\\mathbf\{C\}\$ & .* & \$T \\times d_\{v\} n_\{head\}\$", notes.notation_section(build))
-    assert "With $n_{head}$ heads" in encoder and "with $n_{head}$ heads an output map" in encoder
-    assert "$n_{head} = 2$ heads" in encoder and "$T \\times d_{v} n_{head}$" in encoder
+    assert re.search(r"\$\\mathbf\{C\}\$ & .* & \$T \\times d_\{v\} n_\{\\mathrm\{head\}\}\$", notes.notation_section(build))
+    assert "With $n_{\\mathrm{head}}$ heads" in encoder and "with $n_{\\mathrm{head}}$ heads an output map" in encoder
+    assert "$n_{\\mathrm{head}} = 2$ heads" in encoder and "$T \\times d_{v} n_{\\mathrm{head}}$" in encoder
     assert not re.search(r"\$h\$ heads|\$h = \d|d_\{v\} h\b|\bh d_\{v\}", encoder)
     decoder = notes.decoder_section(build).body
-    assert r"\frac{d_{model}}{n_{head}}" in decoder and "$n_{head} = 2, d_{v} = 3$" in decoder
+    assert r"\frac{d}{n_{\mathrm{head}}}" in decoder and "$n_{\\mathrm{head}} = 2, d_{v} = 3$" in decoder
     assert not re.search(r"\{d_\{model\}\}\{h\}|\$h = \d|h = 4", decoder)
 
 
@@ -62,7 +62,7 @@ def conv(build):
 def test_the_receptive_field_is_not_the_reset_gate(table, conv):
     """r_t is the GRU's reset gate; the receptive field was r_L (and r_3) in the convolution section and the table.
     (R is taken too: R(k) is the positional encodings' rotation.)"""
-    assert table["r_{t}"] == "reset gate of the GRU"
+    assert table["r_{t}"].startswith("reset gate of the GRU")
     assert "r_{L}" not in table and table[r"\mathrm{rf}_{L}"].startswith("receptive field")
     assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L}" in conv and r"\mathrm{rf}_{3} &= " in conv
     assert not re.search(r"\{?r\}?_\{(L|3)\}", conv)
@@ -74,14 +74,16 @@ def test_the_padding_does_not_read_as_the_positional_encodings(table, conv):
     assert "P_{pad}" not in table and table["p"].startswith("rows and columns of zeros padded")
     # and not as the English word either (an upright pad): an italic p, which no other symbol of the notes uses
     assert r"\mathrm{pad}" not in table and r"\mathrm{pad}" not in conv
-    assert r"\frac{H + 2 p - K}{\Delta}" in conv and r"cropped by $p$ rows" in conv
+    assert r"\frac{H_{\mathrm{in}} + 2 p - K}{\Delta}" in conv and r"cropped by $p$ rows" in conv
     assert not re.search(r"\bP_\{?pad|\bP\b", conv)
 
 
 def test_a_gates_pre_activation_is_defined_as_its_gradient_names_it(build, table, gates):
     """The gates' pre-activations were defined as z^{r}_{t} but their gradients printed g^{z_{r}}_{t}: now both say
     z_r, the definition z_{r,t} (the gate beside the step, no nested scripts)."""
-    assert table["z_{r,t}"] == "pre-activation of a gate (here the reset gate $r$); its gradient is $g^{z_{r}}_{t}$"
+    # a gate's pre-activation and its gradient are named where the pre-activation and the gates are
+    assert "of a gate, $z_{r,t}$" in table["\\mathbf{z}_{t}"] and "of a gate's, $g^{z_{r}}_{t}$" in table["\\mathbf{g}^{z}_{t}"]
+    assert "names its pre-activation $z_{r,t}$" in table["r_{t}"] and table["z_{n,t}"].startswith("pre-activation of the GRU's candidate")
     for gate, cell in (("r", "GRU"), ("u", "GRU"), ("n", "GRU"), ("i", "LSTM"), ("f", "LSTM"), ("c", "LSTM"), ("o", "LSTM")):
         assert re.search(r"^z_\{%s,t\} +&= " % gate, gates, re.M), (gate, cell)  # defined
         assert re.search(r"^g\^\{z_\{%s\}\}_\{t\} +&= " % gate, gates, re.M), (gate, cell)  # its gradient

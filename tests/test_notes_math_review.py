@@ -144,12 +144,13 @@ def test_the_decoder_layer_count_prints_equations_with_their_values_in_the_notes
     statement = entry.statement()
     tex = display([(statement.lhs, statement.rhs)], NOTES)
     rows = [r.split("&=")[1].strip().rstrip("\\").strip() for r in tex.splitlines() if "&=" in r]
-    assert rows == ["2 d_{ff} d_{model} + 8 d_{model}^{2} + 15 d_{model} + d_{ff}", "1053440",
-                    "L (2 d_{ff} d_{model} + 8 d_{model}^{2})", "6 \\cdot 1048576 = 6291456"]  # the stack: no biases, no LN
-    assert r"\lvert\theta\rvert_{\mathrm{layer}}" in tex and r"n_{head}=4" in tex and r"L=6" in tex
+    assert rows == ["2 d_{\\mathrm{ff}} d_{\\mathrm{model}} + 8 d_{\\mathrm{model}}^{2} + 15 d_{\\mathrm{model}} + d_{\\mathrm{ff}}",
+                    "1053440", "L (2 d_{\\mathrm{ff}} d_{\\mathrm{model}} + 8 d_{\\mathrm{model}}^{2})",
+                    "6 \\cdot 1048576 = 6291456"]  # the stack: no biases, no LN
+    assert r"\lvert\theta\rvert_{\mathrm{layer}}" in tex and r"n_{\mathrm{head}}=4" in tex and r"L=6" in tex
     assert "matrix" not in tex
     head = _head("count-decoder-layer")
-    assert "$h$" not in head and "$N = 6$" not in head and "$n_{head}" in head and "$L = 6$" in head
+    assert "$h$" not in head and "$N = 6$" not in head and "$n_{\\mathrm{head}}" in head and "$L = 6$" in head
     assert entry.prove().holds
 
 

@@ -48,7 +48,7 @@ def test_the_notation_table_defines_what_the_body_uses(tmp_path):
     assert "the matrix after the d (same shape)" not in table
     for symbol in (r"$\operatorname{mean}(\mathbf{X})$", r"$\operatorname{rowsum}(\mathbf{X})$",
                    r"$\operatorname{normalize}(\mathbf{X})$", r"$s_{\epsilon}(\mathbf{X})$", r"$\mu_{i}$", r"$v_{i}$",
-                   r"$\rho$", "$q$", r"$\mathbf{E}_{seq}$", r"$\mathbf{P}$", "$d_{model}$", "$d_{ff}$", r"$\lvert\theta\rvert_{\mathrm{layer}}$",
+                   r"$\rho$", "$q$", r"$\mathbf{E}_{\mathrm{seq}}$", r"$\mathbf{P}$", "$d$", "$d_{\\mathrm{ff}}$", r"$\lvert\theta\rvert_{\mathrm{layer}}$",
                    "$L$", r"$\tau$"):
         assert "\n" + symbol + " & " in table, symbol
     assert "\n" + r"$\mathbf{1}^{\top}$ & row of ones" in table and r"& $1 \times T$ \\" in table
@@ -56,14 +56,17 @@ def test_the_notation_table_defines_what_the_body_uses(tmp_path):
     assert "$r$" not in symbols  # r is the reset gate's letter only
     assert "$s$" not in symbols and "$P_{layer}$" not in symbols  # s: a standard deviation only; P: the positions only
     assert len(symbols) == len(set(symbols))
+    assert r"$d_{\mathrm{model}}$" not in symbols  # the model width has one name, d
 
 
 def test_layernorm_gives_its_row_statistics_and_the_row_of_ones(tmp_path):
     body = notes.residual_section(_build(tmp_path)).body
-    assert r"\mathrm{d}\boldsymbol{\gamma} &= \mathbf{1}^{\top} (\mathbf{G} \odot \mathbf{\hat{x}})" in body
-    assert r"\mu_{i}      &= \frac{\sum_{j=0}^{d - 1} {X}_{i,j}}{d}" in body  # an entry, a number: plain
-    assert r"v_{i}        &= \frac{\sum_{j=0}^{d - 1} ({X}_{i,j} - \mu_{i})^{2}}{d}" in body
-    assert r"s_{i}        &= \sqrt{\epsilon + v_{i}}" in body
+    assert r"\mathrm{d}\boldsymbol{\gamma} &= \mathbf{1}^{\top} (\mathrm{d}\mathbf{Y} \odot \mathbf{\hat{x}})" in body
+    flat = " ".join(body.split())  # the alignment's padding aside
+    assert r"\mu_{i} &= \frac{\sum_{j=0}^{d - 1} {X}_{i,j}}{d}" in flat  # an entry, a number: plain
+    assert r"v_{i} &= \frac{\sum_{j=0}^{d - 1} ({X}_{i,j} - \mu_{i})^{2}}{d}" in flat
+    assert r"s_{i} &= \sqrt{\epsilon + v_{i}}" in flat
+    assert r"{\hat{x}}_{i,j} &= \frac{{X}_{i,j} - \mu_{i}}{s_{i}}" in flat  # an entry with a comma, as X_{i,j}
 
 
 def test_the_path_product_says_its_order_layout_and_bound(tmp_path):
@@ -89,7 +92,7 @@ def test_the_gated_examples_name_their_paths(tmp_path):
 def test_the_positional_table_defines_r_and_alpha(tmp_path):
     body = notes.positional_section(_build(tmp_path)).body
     before_table = body[:body.index("\\begin{tabular}")]
-    assert r"R{(k)}     &= \operatorname{blockdiag}{(B_{i}{(k)})}" in before_table
+    assert r"R{(k)}     &= \operatorname{blockdiag}{(B_{j}{(k)})}" in before_table  # j: the pair, as omega_j
     assert r"$\alpha{(k)}$ stands for any number that depends on $k$ alone" in before_table
 
 
@@ -175,10 +178,10 @@ def test_the_encoder_defines_multi_head_attention_and_the_mlp_before_the_example
     assert r"\mathbf{C}       &= \left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\right]" in before
     assert r"\mathbf{B}       &= \mathbf{C} \mathbf{W}_{O}^{\top}" in before
     assert r"\mathbf{H}_{1} &= \mathbf{U} + \max(0, (\mathbf{Y}_{2} \mathbf{W}_{1}^{\top} + \mathbf{1} \mathbf{b}_{1}))" in before
-    for size in ("$T = 7, d = 5$", "$n_{head} = 2$", "$d_{k} = 3, d_{v} = 3$", r"$5 \times 6$", "$d_{ff} = 4$"):
+    for size in ("$T = 7, d = 5$", "$n_{\\mathrm{head}} = 2$", "$d_{k} = 3, d_{v} = 3$", r"$5 \times 6$", "$d_{\\mathrm{ff}} = 4$"):
         assert size in after[:900], size
     table = notes.notation_section(_build(tmp_path))
-    for symbol in (r"$\mathbf{W}_{O}$", r"$\mathbf{C}$", "$n_{head}$", r"$\mathbf{W}_{1}$", r"$\mathbf{W}_{2}$"):
+    for symbol in (r"$\mathbf{W}_{O}$", r"$\mathbf{C}$", "$n_{\\mathrm{head}}$", r"$\mathbf{W}_{1}$", r"$\mathbf{W}_{2}$"):
         assert "\n" + symbol + " & " in table, symbol
 
 
@@ -191,7 +194,7 @@ def test_one_symbol_for_the_number_of_layers_and_the_counts_say_what_they_count(
     body = latex_decoder_conv.decoder_body(b, "")
     counts = body[body.index("Parameter counts"):]
     assert "N_{" not in body and "$L = 6$ layers" in counts and "6 layers" not in counts.replace("$L = 6$ layers", "")
-    assert r"\lvert\theta\rvert_{\mathrm{layer}} &= 2 d_{ff} d_{model}" in counts
+    assert r"\lvert\theta\rvert_{\mathrm{layer}} &= 2 d d_{\mathrm{ff}}" in counts
     assert "(biases and the three LayerNorms counted)" in counts and "no biases, no LayerNorms" in counts
     table = notes.notation_section(b)
     assert "N_{" not in table and "\n$L$ & number of layers of a stack" in table
@@ -202,14 +205,16 @@ def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_re
     form in the body; the receptive field for any number of layers; max-pooling forward and its gradient."""
     body = notes.conv_section(_build(tmp_path)).body
     assert "cross-correlation" in body[:body.index("\\begin{align*}")]
-    first_h_o = body.index("H_{o}")
-    assert body.index(r"H_{o} &= \left\lfloor{\frac{H + 2 p - K}{\Delta}}\right\rfloor + 1") < body.index(r"0 \leq i \leq H_{o} - 1")
+    H_out = r"H_{\mathrm{out}}"
+    first_h_o = body.index(H_out)
+    assert body.index(H_out + r" &= \left\lfloor{\frac{H_{\mathrm{in}} + 2 p - K}{\Delta}}\right\rfloor + 1") < body.index(
+        r"0 \leq i \leq " + H_out + " - 1")
     assert "rows" in body[first_h_o - 80:first_h_o + 40]  # defined in words where it first appears
-    assert body.index(r"Write $\mathbf{\hat{G}}$ for $\mathbf{G}$ extended by zeros") < body.index(r"{\hat{G}}_{")
+    assert body.index(r"Write $\mathbf{\hat{G}}$ for $\mathrm{d}\mathbf{Y}$ extended by zeros") < body.index(r"{\hat{G}}_{")
     assert r"{\kappa}_{u,v} {X}_{u + i \Delta,v + j \Delta} + b" in body  # the strided forward pass
-    assert r"{G}_{i,j} {X}_{u + i \Delta,v + j \Delta}" in body
-    assert r"Y_{ij}                                       &= \max_{0 \le u, v \le K - 1} {X}_{u + i \Delta,v + j \Delta}" in body
-    assert r"{G}_{i,j} [(m, n) = a_{ij}]" in body
+    assert r"{\mathrm{d}Y}_{i,j} {X}_{u + i \Delta,v + j \Delta}" in body  # G: the gradient of Y, dY
+    assert r"{Y}_{i,j}                                       &= \max_{0 \le u, v \le K - 1} {X}_{u + i \Delta,v + j \Delta}" in body
+    assert r"{\mathrm{d}Y}_{i,j} [(m, n) = {\nu}_{i,j}]" in body  # nu: the argmax (a is the softmax's)
     assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({K}_{l} - 1)" in body
     assert "\\max_{0\\le u,v" not in body and "cut off" not in body
 

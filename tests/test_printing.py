@@ -246,7 +246,7 @@ def test_vector_sums_print_the_shortcut_first_in_text_pretty_and_latex():
     assert block["U"] == "H + MHA(X)" and block["H'"] == "U + MLP(R)"
     decoder = [sstr(row[1]) for row in DecoderBlock().rows()]
     assert decoder == ["H + MHA_self(LN_1(H), M)", "U_1 + MHA_cross(LN_2(U_1), Z)", "U_2 + MLP(LN_3(U_2))"]
-    assert r"\mathbf{U}_{1} + \operatorname{MHA}_{cross}" in DecoderBlock().latex()
+    assert r"\mathbf{U}_{1} + \operatorname{MHA}_{\mathrm{cross}}" in DecoderBlock().latex()
 
 
 def test_path_sums_print_by_path_length_and_attention_in_q_k_v_order():

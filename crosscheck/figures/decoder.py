@@ -20,8 +20,8 @@ SECONDS = 0.2  # see crosscheck.figures
 CAPTIONS = {
     "decoder_cross_attention": "Cross-attention in a toy translation model that turns the source words i, love, ml "
         "into the Russian words ya, lyublyu, mo (transliterated; mo abbreviates machine learning), one "
-        "panel per head. The model writes one word per step, greedily. Row t is the query of the newest target "
-        "position at step t (positions from 0): its input is the word written at the step before (the start token at "
+        "panel per head. The model writes one word per step, greedily. Row `t` is the query of the newest target "
+        "position at step `t` (positions from 0): its input is the word written at the step before (the start token at "
         "position 0), and the word after the arrow is the one it writes. Unlike the decoder's causal self-attention, "
         "cross-attention lets every row attend to all source words (the columns, keys and values); each row sums to 1. "
         "A row's weight can peak on the source word of the word it reads, one word behind the token it writes.",
