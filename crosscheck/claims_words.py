@@ -54,10 +54,11 @@ def verdict_words(statuses) -> str:
     return VERDICT_WORDS[max(statuses, key=SEVERITY.__getitem__)]
 
 
-def sentence(verdict, derived: bool = False, implies: str = "") -> str:
+def sentence(verdict, derived: bool = False, implies: str = "", key: str | None = None) -> str:
     """The sentence of one claim's verdict (a :class:`~derive.claims.Verdict` or a vector's); ``derived``: the number
     compared is not printed in the text but follows from its statement (the entry's ``derived``); ``implies``: what the
-    statement implies, in words, where the number compared is a search bound and not a value (the entry's ``implies``).
+    statement implies, in words, where the number compared is a search bound and not a value (the entry's ``implies``);
+    ``key``: the course text the claim is printed in (the lines its words name are cited as its sections).
 
     >>> from seqgrad.derive.claims import Claim
     >>> claim = Claim.from_provider("the first offset at which the distance falls", lambda: 44, "2001", exact=True)
@@ -66,6 +67,8 @@ def sentence(verdict, derived: bool = False, implies: str = "") -> str:
     >>> print(sentence(claim.verify(), derived=True, implies="the distance never falls"))
     The text's statement implies that the distance never falls; in fact the first offset at which the distance falls, is $44$: \\textbf{the statement is wrong}.
     """
+    from .latex_parts import quotation
+
     entries = getattr(verdict, "entries", None)
     if entries is not None:  # a printed vector: the printed and the rounded vector, the entries that differ
         claim = verdict.claim
@@ -77,15 +80,13 @@ def sentence(verdict, derived: bool = False, implies: str = "") -> str:
                 f"{which} {'differs' if len(bad) == 1 else 'differ'}; " + _verdict(verdict.status, entries[bad[0]], vector=True))
     c = verdict.claim
     given = _inputs(c)
-    with_given = f" (with {given} as printed)" if given else ""
+    with_given = f" (with {quotation(given, key)} as printed)" if given else ""
     if derived:
-        from seqgrad.latex_table import tex_escape
-
         if implies:
-            said = (f"The text's statement implies that {tex_escape(implies)}; in fact {tex_escape(c.text)}, is "
+            said = (f"The text's statement implies that {quotation(implies, key)}; in fact {quotation(c.text, key)}, is "
                     f"{_number(verdict.rounded_text())}")
             return said + ": " + ("verified." if verdict.verified else "\\textbf{the statement is wrong}.")
-        said = (f"The text's statement implies {_number(c.printed)} for {tex_escape(c.text)} (the text prints no number "
+        said = (f"The text's statement implies {_number(c.printed)} for {quotation(c.text, key)} (the text prints no number "
                 f"here); the value is {_number(verdict.rounded_text())}")
         return said + ": " + ("verified." if verdict.verified else "\\textbf{the statement is wrong}.")
     if c.reading.exact:
@@ -93,10 +94,10 @@ def sentence(verdict, derived: bool = False, implies: str = "") -> str:
     else:
         said = (f"The text prints {_number(c.printed)}; the value{with_given} is {_number(verdict.computed_text(6))}, which is "
                 f"{_number(verdict.rounded_text())} at the printed digits ({_digits(c.reading.how)})")
-    return said + ": " + _verdict(verdict.status, verdict)
+    return said + ": " + _verdict(verdict.status, verdict, key=key)
 
 
-def _verdict(status: str, verdict, vector: bool = False) -> str:
+def _verdict(status: str, verdict, vector: bool = False, key: str | None = None) -> str:
     if status == "verified":
         return "verified."
     if status == "contradicted":
@@ -105,8 +106,8 @@ def _verdict(status: str, verdict, vector: bool = False) -> str:
         return "the printed number is the value cut off at the printed digits, not rounded."
     if status == "rounding-consistent" and verdict.alternative is not None:
         description, bindings, other = verdict.alternative
-        from seqgrad.latex_table import tex_escape
+        from .latex_parts import quotation
 
-        return (f"the printed number follows from {tex_escape(description)} ({tex_escape(bindings)}), which give "
+        return (f"the printed number follows from {quotation(description, key)} ({quotation(bindings, key)}), which give "
                 f"{_number(other.computed_text(6))}, {_number(other.rounded_text())} at the printed digits, as printed.")
     return "undecided at the precision tried."

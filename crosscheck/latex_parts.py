@@ -118,23 +118,17 @@ def text(s: str) -> str:
     return tex_escape(s)
 
 
-#: a power in the course texts' plain-text maths: a base, ``^``, and a parenthesised (one level nested), braced or
-#: bracketed exponent or a word (``h_0^(0)``, ``W_K^T``, ``10000^(-2 floor(j/2)/D)``, ``||p_i - p_j||^2``)
-_POWER = re.compile(r"(?:\|\|[^|]+\|\||[\w.|']*)\^(?:\((?:[^()]|\([^()]*\))*\)|\{[^{}]*\}|\[[^\]]*\]|[\w.]+)")
-
-
-def quotation(s: str) -> str:
-    """Plain text quoting the course texts' plain-text maths: each power set as the text writes it, in typewriter
-    type, where the caret is a caret (in roman type ``\\textasciicircum`` is a raised accent).
+def quotation(s: str, key: str | None = None) -> str:
+    """Plain text quoting the course texts (or about them): their plain-text formulas typeset as math, their
+    citations and the lines they name (``key``: the text quoted) as the appendix cites them
+    (:func:`crosscheck.appendix_text.citation_tex`).
 
     >>> print(quotation("k_t = h_t W_K^T, n d^2 and h_0^(0)"))
-    k\\_t = h\\_t \\texttt{W\\_K\\textasciicircum{}T}, n \\texttt{d\\textasciicircum{}2} and \\texttt{h\\_0\\textasciicircum{}(0)}
+    $k_{t} = h_{t} W_{K}^{\\top}$, $n d^{2}$ and $h_{0}^{(0)}$
     """
-    out, at = [], 0
-    for m in _POWER.finditer(s):
-        out += [text(s[at:m.start()]), f"\\texttt{{{text(m.group())}}}"]
-        at = m.end()
-    return "".join(out + [text(s[at:])])
+    from .appendix_text import citation_tex
+
+    return citation_tex(s, key=key)
 
 
 def words(s: str, notation: Notation | None = None) -> str:
@@ -433,11 +427,12 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
 
 
 def source_tex(source: str, notation: Notation) -> str:
-    """A source in the one citation style with the formulas of its note typeset (written in backquotes, read by
-    :class:`derive.prose.Prose`): ``week06 §Block:981 (variance $\\frac{\\sigma^{2}}{\\epsilon + \\sigma^{2}}$, ...)``."""
-    from seqgrad.derive.prose import cited
+    """A source as the appendix cites it (:func:`crosscheck.appendix_text.citation_tex`): each text by its name, each
+    section by its number and title, no line numbers, the formulas of its note typeset (those in backquotes by the
+    notation's printer): ``Course notes, week 6, §17 The pre-norm encoder block (a constant row maps to $\\beta$)``."""
+    from .appendix_text import citation_tex
 
-    return cited(source, notation)
+    return citation_tex(source, notation)
 
 def number_tex(x: float, notation) -> str:
     """A measured error at two significant figures, ``$3.2 \\cdot 10^{-16}$``, with the notation's decimal separator."""

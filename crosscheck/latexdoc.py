@@ -98,7 +98,7 @@ def _claims(b: Build) -> str:
         verdict = verdict_words([v.status for v in verdicts]) + count
         if entry.name in judged:
             verdict = f"number {verdict}; the statement is {judged[entry.name]} (see its erratum below)"
-        rows.append([code(entry.name), source_tex(entry.source, b.notation), quotation(entry.what), verdict])
+        rows.append([code(entry.name), source_tex(entry.source, b.notation), quotation(entry.what, _key(entry.source)), verdict])
         for found, kept in ((errata, [v for v in bad if v.status in ("contradicted", "undecided")]),
                             (notes_, [v for v in bad if v.status not in ("contradicted", "undecided")])):
             if kept:  # one item per entry: its wrong numbers' sentences, its note once
@@ -122,12 +122,20 @@ def _claims(b: Build) -> str:
                                  "instead of rounded.")):
         if found:
             items = "\n".join(f"\\item {code(e.name)} ({source_tex(e.source, b.notation)}). "
-                               + " ".join(sentence(v, e.derived, e.implies) for v in vs)
-                               + (f"\\\\ \\emph{{{quotation(e.note or e.erratum)}}}" if (e.note or e.erratum) else "")
+                               + " ".join(sentence(v, e.derived, e.implies, key=_key(e.source)) for v in vs)
+                               + (f"\\\\ \\emph{{{quotation(e.note or e.erratum, _key(e.source))}}}" if (e.note or e.erratum) else "")
                                for e, vs in found)
             parts.append(f"\\subsection*{{{title}}}\n{intro}\n\\begin{{itemize}}\\raggedright\n{items}\n\\end{{itemize}}")
     parts.append(_statement_errata(b))
     return "\n\n".join(p for p in parts if p)
+
+
+def _key(source) -> str | None:
+    """The course text a source cites first (``week06``, ``lesson``, ...), or None."""
+    from seqgrad.sources import TEXTS
+
+    m = re.search(r"\b(" + "|".join(TEXTS) + r")\b", str(source))
+    return m[1] if m else None
 
 
 def printed_count(verdicts) -> int:
@@ -148,8 +156,11 @@ def _statement_errata(b: Build) -> str:
     wrong = [s for s in statements() if s.verdict in ("imprecise", "false")]
     if not wrong:
         return ""
-    items = "\n".join(f"\\item \\textbf{{{s.verdict}}} ({source_tex(s.cite, b.notation)}): {with_cyrillic(s.text, quotation)}"
-                       + (f"\\\\ \\emph{{{with_cyrillic(s.precise or s.reason, quotation)}}}" if (s.precise or s.reason) else "")
+    def quote(s):
+        return lambda words: quotation(words, s.key)
+
+    items = "\n".join(f"\\item \\textbf{{{s.verdict}}} ({source_tex(s.cite, b.notation)}): {with_cyrillic(s.text, quote(s))}"
+                       + (f"\\\\ \\emph{{{with_cyrillic(s.precise or s.reason, quote(s))}}}" if (s.precise or s.reason) else "")
                        for s in wrong)
     return ("\\subsection*{Errata among the texts' statements}\n"
             f"{len(wrong)} prose statements of the texts are imprecise or false; each with what holds instead.\n"

@@ -420,7 +420,7 @@ def identities() -> list[Identity]:
     for d in (8, 6):
         dot = lru_cache(None)(lambda d=d: (dot_product(Sinusoidal(d)), dot_product_offset_form(Sinusoidal(d))))
         out.append(Identity(
-            f"pe-dot-offset-d{d}", "derived (seed 001 digest: not in the text; Vaswani et al. 3.5)",
+            f"pe-dot-offset-d{d}", "derived here (the course texts do not state it); Vaswani et al. 2017, section 3.5",
             f"PE(p) . PE(q) = sum_i cos((p - q) w_i) depends only on p - q, d={d}", lambda dot=dot: dot()[0], lambda dot=dot: dot()[1],
             "simplify", lambda dot=dot: proof_by(lambda: dot()[0] - dot()[1], angle_addition, "angle addition")(),
             lambda rng, dot=dot: numeric_sides(dot()[0], dot()[1], rng, low=-30, high=30), simplifier="angle addition", scope=f"instance d = {d}", assumptions=("p, q real",),
