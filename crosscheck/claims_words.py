@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["sentence", "verdict_words", "VERDICT_WORDS"]
+__all__ = ["sentence", "sentences", "working_words", "verdict_words", "VERDICT_WORDS"]
 
 #: a claim's status in the words of the appendix
 VERDICT_WORDS = {"verified": "verified", "rounding-consistent": "explained by rounding",
-                 "truncated": "truncated, not rounded", "contradicted": "\\textbf{erratum}", "undecided": "undecided"}
+                 "truncated": "\\textbf{erratum} (truncated, not rounded)", "contradicted": "\\textbf{erratum}", "undecided": "undecided"}
 
 
 def _number(text: str) -> str:
@@ -103,7 +103,7 @@ def _verdict(status: str, verdict, vector: bool = False, key: str | None = None)
     if status == "contradicted":
         return "\\textbf{the printed " + ("numbers are" if vector else "number is") + " wrong}."
     if status == "truncated":
-        return "the printed number is the value cut off at the printed digits, not rounded."
+        return "\\textbf{the printed number is wrong}: it is the value cut off at the printed digits, not rounded."
     if status == "rounding-consistent" and verdict.alternative is not None:
         description, bindings, other = verdict.alternative
         from .latex_parts import quotation
@@ -111,3 +111,64 @@ def _verdict(status: str, verdict, vector: bool = False, key: str | None = None)
         return (f"the printed number follows from {quotation(description, key)} ({quotation(bindings, key)}), which give "
                 f"{_number(other.computed_text(6))}, {_number(other.rounded_text())} at the printed digits, as printed.")
     return "undecided at the precision tried."
+
+
+def _and(items) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _same_working(verdicts) -> bool:
+    """Whether rounding explains each of ``verdicts`` in the same way (the same inputs, the same digits, the same
+    values of the text's working): their sentences say it once."""
+    if len(verdicts) < 2 or any(getattr(v, "entries", None) is not None or v.status != "rounding-consistent"
+                                or v.alternative is None for v in verdicts):
+        return False
+    first = verdicts[0]
+    return all(_inputs(v.claim) == _inputs(first.claim) and v.claim.reading.how == first.claim.reading.how
+               and v.alternative[:2] == first.alternative[:2] for v in verdicts)
+
+
+def sentences(verdicts, derived: bool = False, implies: str = "", key: str | None = None) -> str:
+    """The sentences of an entry's ``verdicts`` (:func:`sentence`), each fact once: a number of a printed vector
+    checked again on its own is said by the vector's sentence, and numbers that rounding explains the same way share
+    one sentence.
+
+    >>> from seqgrad.derive.claims import parse_claim
+    >>> vs = [parse_claim(t, decimals=3).verify() for t in ("0.1234 + 0 = 0.123", "0.4567 + 0 = 0.457")]
+    >>> sentences(vs).count("The text prints")
+    2
+    """
+    from .latex_parts import quotation
+
+    vectors = [e.claim.printed for v in verdicts for e in (getattr(v, "entries", None) or ())]
+    verdicts = [v for v in verdicts if getattr(v, "entries", None) is not None or v.claim.printed not in vectors]
+    if not _same_working(verdicts):
+        return " ".join(sentence(v, derived, implies, key=key) for v in verdicts)
+    first = verdicts[0]
+    given = _inputs(first.claim)
+    description, bindings, _ = first.alternative
+    others = [v.alternative[2] for v in verdicts]
+    return (f"The text prints {_and(_number(v.claim.printed) for v in verdicts)}; the values"
+            + (f" (with {quotation(given, key)} as printed)" if given else "")
+            + f" are {_and(_number(v.computed_text(6)) for v in verdicts)}, which are "
+            f"{_and(_number(v.rounded_text()) for v in verdicts)} at the printed digits ({_digits(first.claim.reading.how)}): "
+            f"the printed numbers follow from {quotation(description, key)} ({quotation(bindings, key)}), which give "
+            f"{_and(_number(o.computed_text(6)) for o in others)}, {_and(_number(o.rounded_text()) for o in others)} at the "
+            "printed digits, as printed.")
+
+
+def working_words(found) -> str:
+    """What is true of every printed number that follows the text's own working (``found``: (entry, verdicts)
+    pairs): which are right at the printed digits, only a recomputation from the text's rounded inputs differing,
+    and which follow from intermediate values the text rounded."""
+    right = [_number(v.claim.printed) for _, vs in found for v in vs if _inputs(v.claim)]
+    rounded = [_number(v.claim.printed) for _, vs in found for v in vs if not _inputs(v.claim)]
+    said = ["None of these is an erratum: each printed number follows from the text's own working."]
+    if right:
+        said.append(f"{_and(right)} {'is' if len(right) == 1 else 'are'} right at the printed digits; only a "
+                    "recomputation from the text's rounded inputs differs.")
+    if rounded:
+        said.append(f"{_and(rounded)} {'follows' if len(rounded) == 1 else 'follow'} from intermediate values the "
+                    "text rounded.")
+    return " ".join(said)

@@ -238,7 +238,7 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     from seqgrad.derive.latex_layout import componentwise, display, equation, inline, relation, tabular
     from seqgrad.derive.prose import scope
 
-    rows, statements = [], []
+    rows, statements, printed = [], [], []
     for entry in identities:
         proof = prove_within(entry, b.proof_seconds)
         if proof is None:
@@ -248,10 +248,24 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         source = source_tex(entry.source, b.notation)
         rows.append([code(entry.name), source, status])
         statement = entry.statement()
-        body = b.notation.latex(statement)
+        printed.append((entry, source, statement, b.notation.latex(statement)))
+    # entries that state one formula (the instances of one identity: the shift at d = 8 and d = 5, in either layout)
+    # are one statement, their names and scopes in its heading
+    groups: list[list] = []
+    for item in printed:
+        if groups and groups[-1][0][1] == item[1] and groups[-1][0][3] == item[3]:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    for group in groups:
+        entry, source, statement, body = group[0]
         # the heading names the entry and says where it comes from and for which sizes it holds; the formula itself is
         # the typeset display below it (the title is an ASCII sentence for terminals, never set in the notes)
-        head = f"\\paragraph{{{code(entry.name)}}} {source}; {scope(entry.scope).latex(b.notation)}."
+        names = ", ".join(code(e.name) for e, *_ in group)
+        scopes = "; ".join(scope(e.scope).latex(b.notation) for e, *_ in group)
+        head = f"\\paragraph{{{names}}} {source}; {scopes}."
+        # a statement of matrices is short on the page however long its LaTeX: one line where it fits
+        width = 300 if "\\begin{matrix}" in body else 60
         trivial = getattr(statement, "lhs", None) is not None and statement.lhs == statement.rhs and not statement.free_symbols
         if trivial:  # both sides evaluate to the same number ("4 = 4"): the title states it; a display would not
             statements.append(f"{head} (Both sides evaluate to {inline(statement.lhs, b.notation)}.)")
@@ -261,10 +275,10 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
                               "shown once:\n"
                               + equation(statement.rhs, notation=b.notation))
         elif isinstance(statement, sp.Eq) and componentwise(statement.lhs, statement.rhs):  # one named line each
-            statements.append(f"{head}\n" + display([(statement.lhs, statement.rhs)], b.notation))
+            statements.append(f"{head}\n" + display([(statement.lhs, statement.rhs)], b.notation, width=width))
         elif len(body) <= max_chars:
             op = "=" if isinstance(statement, sp.Eq) else "\\neq"
-            statements.append(f"{head}\n" + relation(statement.lhs, statement.rhs, b.notation, op=op))
+            statements.append(f"{head}\n" + relation(statement.lhs, statement.rhs, b.notation, op=op, width=width))
         else:
             statements.append(f"{head} (The statement takes {len(body)} characters of LaTeX; "
                               "print it with \\texttt{seqgrad identities}.)")
@@ -297,6 +311,24 @@ def _error_tex(x: float, notation: Notation) -> str:
     return number_tex(x, notation) if math.isfinite(x) else notation.number(fmt_error(x))
 
 
+def ratio_tex(r, notation: Notation) -> str:
+    """A check's entry in the column err / tol: the printed digits' measure for a check against printed numbers (its
+    largest difference over half a unit of the last printed digit); a dash for an exact check (a proof, an exact count,
+    an inequality: no floating-point error); the ratio it reports; or, for a check that reports its error only, the
+    bound ``≤ err / atol`` (every tolerance is at least ``atol``)."""
+    from .tolerance import tolerance
+
+    if getattr(r, "units", None) is not None:
+        return _error_tex(r.units / 0.5, notation)
+    if r.max_abs_error == 0:
+        return "--"
+    if r.tol_ratio is not None:
+        return _error_tex(r.tol_ratio, notation)
+    if not math.isfinite(r.max_abs_error):
+        return _error_tex(r.max_abs_error, notation)
+    return "$\\leq$ " + _error_tex(r.max_abs_error / tolerance("float64", r.device).atol, notation)
+
+
 def tolerance_words(device: str, notation: Notation) -> str:
     """What the column ``err / tol`` of a table of checks holds, with the tolerance on ``device``."""
     from .tolerance import tolerance
@@ -307,7 +339,9 @@ def tolerance_words(device: str, notation: Notation) -> str:
             "\\,\\lvert\\mathrm{ref}\\rvert$ for double-precision comparisons; half a unit of the last printed digit for "
             "numbers printed in the course texts. A check that also compares printed numbers can therefore show a ratio "
             f"larger than its max abs err over {number_tex(tol.atol, notation)} (the column max abs err gives the double-precision error only). "
-            "A check passes when the ratio is at most 1; a dash: the check reports no ratio.")
+            "A check passes when the ratio is at most 1. A dash: the check is exact (a proof, an exact count or an "
+            "inequality) and has no floating-point error; $\\leq$: the check reports its error only, and the bound is "
+            f"that error over {number_tex(tol.atol, notation)}, the smallest tolerance.")
 
 
 def check_status(pattern: str, b: Build, results: list | None = None) -> str:
@@ -321,15 +355,14 @@ def check_status(pattern: str, b: Build, results: list | None = None) -> str:
     # the measure the tolerance policy decides by (crosscheck.tolerance): each entry's error over the tolerance it was
     # held to, not the relative error, which is meaningless on entries near zero
     rows = [[code(r.name), source_tex(r.source, b.notation), _error_tex(r.max_abs_error, b.notation),
-             "--" if r.tol_ratio is None else _error_tex(r.tol_ratio, b.notation), marks[r.status]] for r in results]
+             ratio_tex(r, b.notation), marks[r.status]] for r in results]
     passed = sum(r.status == "pass" for r in results)
     what = f"Section~\\ref{{sec:{given}}}" if given is not None else f"the name pattern \\texttt{{{text(pattern)}}}"
     label = f"tab:checks-{given}" if given is not None else ""
     verdict = ((f"all {len(results)} pass" if len(results) > 1 else "it passes") if passed == len(results) else
                f"{passed} of the {len(results)} pass, and the others are marked in the table")
-    where = "the processor" if text(b.device) == "cpu" else f"the device {text(b.device)}"
     return ((f"Table~\\ref{{{label}}} lists" if label else "The table below lists")
-            + f" the numeric checks of {what}, each run on {where} in double precision; {verdict}.\n\n"
+            + f" the numeric checks of {what}; {verdict}.\n\n"
             "\\begin{table}[htbp]\n\\centering\\footnotesize\n"
             + f"\\caption{{The numeric checks of {what}, with the largest errors measured.}}"
             + (f"\\label{{{label}}}" if label else "") + "\n"

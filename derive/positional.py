@@ -33,6 +33,9 @@ i_ = sp.Symbol("i", integer=True, nonnegative=True)
 omega_ = sp.IndexedBase("omega")  # omega_i: the frequency of pair i, as the text writes it
 
 
+#: the coordinates of pair i of an encoding, in each layout (the scope of an instance of the shift identity)
+PAIR_COORDINATES = {"interleaved": "`2*i` and `2*i + 1`", "half": "`i` and `i + d/2`"}
+
 def frequency_definition(base, d: int):
     """The row omega_i = base^(-2i/d) of every positional display, with d stated."""
     d_ = sp.Symbol("d", integer=True, positive=True)
@@ -380,7 +383,7 @@ def identities() -> list[Identity]:
             lambda sides=sides: sides()[1], lambda sides=sides: sides()[2], "simplify",
             lambda sides=sides: proof_by(sides()[0].residual, angle_addition, "angle addition")(),
             lambda rng, sides=sides: numeric_sides(sides()[1], sides()[2], rng, low=-50, high=50), simplifier="angle addition",
-            symbols_note=note, scope=f"instance d = {d}, {layout} layout (every pair, every d: pe-shift)", assumptions=("pos, k real",),
+            symbols_note=note, scope=f"instance d = {d}, {layout} layout: pair i at coordinates {PAIR_COORDINATES[layout]}", assumptions=("pos, k real",),
             shown=_pair_formula))
 
     def rotation_props():
@@ -501,14 +504,16 @@ def identities() -> list[Identity]:
         "pe-p0", "seed 000 L536", "p_0 = (0, 1, 0, 1, 0) for d = 5", pe5.vector(0), sp.Matrix([0, 1, 0, 1, 0]), "simplify",
         proof_by(lambda: pe5.vector(0) - sp.Matrix([0, 1, 0, 1, 0]), sp.simplify, "exact evaluation"),
         lambda rng: NumericResult([float(x) for x in pe5.vector(0)], [0.0, 1.0, 0.0, 1.0, 0.0], "policy"),
-        simplifier="exact evaluation", scope="instance d = 5 (the course)"))
+        simplifier="exact evaluation", scope="instance d = 5, the example of the course", shown=lambda: _course_row(0, pe5)))
     printed = [0.141, -0.990, 0.0753, 0.997, 0.00189]
     out.append(Identity(
         "pe-p3-printed", "seed 000 L538", "p_3 ~ (0.141, -0.990, 0.0753, 0.997, 0.00189) for d = 5",
         pe5.vector(3), sp.Matrix([sp.Float(x, 3) for x in printed]), "numeric",
         lambda: _printed_proof(pe5.vector(3), printed),
         lambda rng: NumericResult([float(x.evalf(20)) for x in pe5.vector(3)], printed, "printed"),
-        reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies", scope="instance d = 5 (the course), printed to 3 significant figures"))
+        reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies", scope="instance d = 5, the example of the course (omega_1 about 0.0251, omega_2 about 0.000631), printed to 3 "
+        "significant figures",
+        shown=lambda: _course_row(3, pe5, printed)))
     return out
 
 
@@ -540,3 +545,17 @@ def _printed_proof(exact: sp.Matrix, printed: list[float]) -> Proof:
     values = [float(x.evalf(30)) for x in exact]
     ok = all(matches(v, p) for v, p in zip(values, printed))
     return Proof(ok, "numeric only: printed to 3 significant figures", sp.Matrix(values), f"computed {', '.join(f'{v:.6g}' for v in values)}")
+
+
+def _course_row(position: int, pe, printed=None) -> tuple:
+    """Row ``position`` of the course's d = 5 encoding as the text defines it, coordinate by coordinate: the sines and
+    cosines of ``position * omega_i`` (unevaluated: the formula, not the numbers), and each frequency after the first
+    as the power of ten it is (``omega_1 = 10^{-8/5}``); the right side its values, or the ``printed`` ones."""
+    angles = [sp.Mul(position, omega_[j // 2], evaluate=False) for j in range(pe.d)]
+    row = sp.ImmutableMatrix([(sp.sin if j % 2 == 0 else sp.cos)(a, evaluate=False) for j, a in enumerate(angles)])
+    values = pe.vector(position) if printed is None else sp.ImmutableMatrix([sp.Float(x, 3) for x in printed])
+    if not position:
+        return row, values
+    pairs = range(1, (pe.d + 1) // 2)
+    powers = [sp.Pow(10, sp.UnevaluatedExpr(sp.Rational(-8 * i, pe.d)), evaluate=False) for i in pairs]
+    return sp.Tuple(row, *[omega_[i] for i in pairs]), sp.Tuple(values, *powers)

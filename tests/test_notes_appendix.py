@@ -140,14 +140,12 @@ def test_7_every_check_table_prints_the_error_over_its_tolerance(appendix):
 
 # --------------------------------------------------------------------------- 8. quoted maths keeps its carets
 
-def test_8_the_texts_plain_maths_is_quoted_in_typewriter_type_with_carets(appendix):
+def test_8_the_texts_plain_maths_is_typeset_as_math_never_a_raw_caret(appendix):
     from seqgrad.crosscheck.latex_parts import quotation
 
-    assert quotation("||p_i - p_j||^2 and h_0^(0)") == ("\\texttt{\\textbar{}\\textbar{}p\\_i - p\\_j\\textbar{}\\textbar{}"
-                                                       "\\textasciicircum{}2} and \\texttt{h\\_0\\textasciicircum{}(0)}")
-    # a caret in roman type is a raised accent ("h_0ˆ(0)"): every caret of the appendix is in \texttt
-    outside = re.sub(r"\\texttt\{(?:[^{}]|\{\})*\}", "", appendix)
-    assert "\\textasciicircum" not in outside
-    for quoted in ("h\\_0\\textasciicircum{}(0)", "W\\_K\\textasciicircum{}T", "d\\textasciicircum{}2",
-                   "sigma\\_6\\textasciicircum{}2"):
-        assert f"\\texttt{{{quoted}}}" in appendix, quoted
+    # issue 25 (item 20) replaced the typewriter quotation: the texts' plain-text formulas are typeset as math
+    assert quotation("||p_i - p_j||^2 and h_0^(0)") == "$\\lVert p_{i} - p_{j}\\rVert^{2}$ and $h_{0}^{(0)}$"
+    # a caret in roman type is a raised accent ("h_0ˆ(0)"): no caret of the appendix is text
+    assert "\\textasciicircum" not in appendix
+    for typeset in ("h_{0}^{(0)}", "W_{K}^{\\top}", "n d^{2}", "\\sigma_{6}^{2}"):
+        assert typeset in appendix, typeset

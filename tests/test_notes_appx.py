@@ -97,4 +97,5 @@ def test_6_one_verdict_and_one_citation_per_statement(appendix):
     start = appendix.index("\\texttt{lecture07\\_\\allowbreak{}scaling\\_\\allowbreak{}variance}")
     row = appendix[start:appendix.index("\\\\\n", start)]
     assert "the statement is imprecise (see its erratum below)" in row, row
-    assert "\\S{}3:39" not in appendix and "\\S{}Attention:39" in row
+    # one citation scheme (issue 25, item 19): the text, the section's number and title, no line
+    assert "\\S{}3:39" not in appendix and "Lecture 7, \\S{}3 \\emph{Self-attention}" in row
