@@ -574,7 +574,8 @@ def identities() -> list[Identity]:
 
     for name, mask, text, source in (
         ("attention-gradients", None, "", "seed 000 L747 (`S`, `A`, `O`); derived backward pass"),
-        ("attention-gradients-causal", True, " with the causal mask", "seed 000 L784-799 (causal mask before the softmax)"),
+        ("attention-gradients-causal", True, " with the causal mask", "seed 000 L784-799 (causal mask before the softmax: a masked `A_ts = 0`, so `dS_ts = 0`, and "
+         "the backward pass is the unmasked one)"),
     ):
         @lru_cache(None)
         def grads(mask=mask):

@@ -406,7 +406,7 @@ def identities() -> list[Identity]:
         "R(a) R(b) = R(a+b); R(k)^T R(k) = I, det R(k) = 1, R(k) free of pos (d=8)",
         lambda: group()[0], lambda: group()[1], "simplify", rotation_props,
         lambda rng: numeric_sides(group()[0], group()[1], rng, low=-20, high=20), simplifier="Pythagorean reduction",
-        scope="instance d = 8 (every pair: pe-shift)", assumptions=("a, b, k real",), shown=lambda: _group_formula()))
+        scope="instance d = 8, one pair (`R(k)` is this block, repeated on every pair)", assumptions=("a, b, k real",), shown=lambda: _group_formula()))
     pe5 = Sinusoidal(5)
     w4 = pe5.omega(4)
     out.append(Identity(
@@ -438,7 +438,7 @@ def identities() -> list[Identity]:
             shown=lambda d=d: (sp.Sum(sp.sin(pos * sp.IndexedBase("omega")[sp.Symbol("i")]) ** 2
                                      + sp.cos(pos * sp.IndexedBase("omega")[sp.Symbol("i")]) ** 2, (sp.Symbol("i"), 0, d // 2 - 1)),
                                sp.Rational(d, 2)),
-            simplifier="Pythagorean reduction", scope=f"instance d = {d} (every even d: pe-norm)", assumptions=("pos real",)))
+            simplifier="Pythagorean reduction", scope=f"instance d = {d}", assumptions=("pos real",)))
     # the general statements: one pair with a symbolic frequency (R is block diagonal over the pairs, so this is every
     # even d and both layouts), and the norm for symbolic even d = 2m
     omega = sp.Symbol("omega", positive=True)
@@ -468,7 +468,8 @@ def identities() -> list[Identity]:
         "||PE(pos)||^2 = sum_{i<m} (sin^2(pos w_i) + cos^2(pos w_i)) = m = d/2 for every even d = 2m, any frequencies",
         norm_sum, m_, "simplify", norm_proof,
         lambda rng: numeric_sides(dot_product(Sinusoidal(8), pos, pos), sp.Integer(4), rng, low=-100, high=100),
-        simplifier="Pythagorean reduction", scope="all even d = 2m >= 2", assumptions=("pos real", "any frequencies w_i"),
+        simplifier="Pythagorean reduction", scope="all even d = 2m >= 2: the sum is the squared norm of PE(pos), so the norm is `sqrt(m)`",
+        assumptions=("pos real", "any frequencies w_i"),
         symbols_note="Numeric evidence: d = 8 with the course's frequencies."))
     shown = (0, 10, 31)
 
@@ -493,7 +494,7 @@ def identities() -> list[Identity]:
                      "and lambda_31 = 2 pi 10000^(31/32), about 15000 pi (below the limit 20000 pi as d grows)")
 
     out.append(Identity(
-        "pe-wavelength", "seed 001 l.306 (wavelengths from `2*pi` towards `10000*2*pi`, the longest as `d` grows)",
+        "pe-wavelength", "seed 001 l.306 (wavelengths from `2*pi` up; the longest tends to `10000*2*pi` as `d` grows)",
         "PE(pos + lambda_i, 2i) = PE(pos, 2i) for lambda_i = 2 pi 10000^(2i/d); lambda_0 = 2 pi; "
         "lambda_31 = 2 pi 10000^(31/32), about 15000 pi (d=64)",
         lambda: wave()[2], lambda: wave()[3], "simplify", periodic,
