@@ -377,8 +377,9 @@ def quoted(s: str, key: str | None = None, escape=tex_escape) -> str:
 
 
 def _text(tokens, escape) -> str:
-    """Tokens that are words, not a formula: escaped, an arrow an arrow."""
-    return "".join("$\\to$" if t == "->" else escape(t) for _, t in tokens)
+    """Tokens that are words, not a formula: escaped, an arrow an arrow, a name of code (``nn.RNN``) in typewriter type."""
+    return "".join("$\\to$" if t == "->" else f"\\texttt{{{escape(t)}}}" if kind == "code" else escape(t)
+                   for kind, t in tokens)
 
 
 _LINE_REF = re.compile(r"\b(?:l\.|lines?\s+|L)\s?(?P<a>\d+)(?:\s?[-–]\s?(?P<b>\d+))?\b")

@@ -366,7 +366,7 @@ def check_status(pattern: str, b: Build, results: list | None = None) -> str:
             "\\begin{table}[htbp]\n\\centering\\footnotesize\n"
             + f"\\caption{{The numeric checks of {what}, with the largest errors measured.}}"
             + (f"\\label{{{label}}}" if label else "") + "\n"
-            + tabular(["check", "source", "max abs err", "err / tol", "status"], rows, ragged("5.6cm", "3.9cm") + "lll")
+            + tabular(["check", "source", "max abs err", "err / tol", "status"], rows, ragged("4.2cm", "5.3cm") + "lll")
             + "\n\\end{table}")
 
 
@@ -471,7 +471,7 @@ def number_tex(x: float, notation) -> str:
     """A measured error at two significant figures, ``$3.2 \\cdot 10^{-16}$``, with the notation's decimal separator."""
     if x == 0:
         return "$0$"
-    exponent = math.floor(math.log10(abs(x)))
-    mantissa = notation.number(f"{x / 10 ** exponent:.1f}")
+    mantissa, exponent = f"{x:.1e}".split("e")  # rounded first: 0.9986 is 1.0, never 10.0 * 10^-1
+    mantissa, exponent = notation.number(mantissa), int(exponent)
     return f"${mantissa}$" if exponent == 0 else f"${mantissa} \\cdot 10^{{{exponent}}}$"
 

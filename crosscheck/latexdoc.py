@@ -176,7 +176,7 @@ def _statement_errata(b: Build) -> str:
             where = f"\\textbf{{{s.verdict}}} ({source_tex(s.cite, b.notation)})"
             places.append(where + (" (quoted above)" if id(s) in quoted else ": " + with_cyrillic(s.text, quote(s))))
             quoted.add(id(s))
-        items.append("\\item " + "; ".join(places)
+        items.append("\\item " + ";\\\\ ".join(places)  # several places: one a line
                      + (f"\\\\ \\emph{{{with_cyrillic(correction, quote(said[0]))}}}" if correction else ""))
     return ("\\subsection*{Errata among the texts' statements}\n"
             f"{len(wrong)} prose statements of the texts are imprecise or false. Each correction is given once, after "

@@ -308,9 +308,11 @@ def test_scopes_and_source_formulas_are_typeset_by_the_printer_and_plain_in_text
         Prose("`import os`")
 
     entry = catalogue.get("layernorm-jacobian-intermediates")
-    assert entry.source == "seed 000 L971-975; the program's backward pass over sigma, xhat" and "`" not in entry.source
-    assert latex_parts.source_tex(entry.source, Notation()) == \
-        r"week06 \S{}Block:971-975; the program's backward pass over $\sigma$, $\hat{x}$"
+    assert entry.source == "seed 000 L971-975; the chain rule over the intermediates sigma, xhat" and "`" not in entry.source
+    # the appendix's citation scheme (issue 25, item 19): the text, the section's number and title, no line numbers
+    assert latex_parts.source_tex(entry.source, Notation()) == (
+        r"Course notes, week 6, \S{}17 \emph{The pre-norm encoder block}; the chain rule over the intermediates "
+        r"$\sigma$, $\hat{x}$")
     assert str(catalogue.get("attention-gradients").scope) == "all T, d, d_k, d_v >= 1"
     assert "| all T, d, d_k, d_v >= 1 |" in catalogue.markdown() and "`sigma**2`" not in catalogue.markdown()
     assert main(["identities", "--json", "--only", "softmax-sums-to-one"]) == 0
