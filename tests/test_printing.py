@@ -167,7 +167,7 @@ def test_no_trivial_display_and_sources_cited_in_one_style():
 
     out = latex_parts.identity_status([_Entry(sp.Eq(sp.Integer(4), sp.Integer(4), evaluate=False))], _build())
     assert "4 &= 4" not in out and "Both sides evaluate to $4$" in out
-    assert r"week06 \S{}Attention:667" in out and "seed 000" not in out
+    assert r"Course notes, week 6, \S{}14 \emph{One attention head}" in out and "seed 000" not in out
 
 
 def test_headings_typeset_math_not_dollar_signs():
