@@ -238,9 +238,9 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     from seqgrad.derive.latex_layout import componentwise, display, equation, inline, relation, tabular
     from seqgrad.derive.prose import scope
 
-    rows, statements, printed = [], [], []
+    rows, statements, printed, proofs = [], [], [], {}
     for entry in identities:
-        proof = prove_within(entry, b.proof_seconds)
+        proof = proofs[entry.name] = prove_within(entry, b.proof_seconds)
         if proof is None:
             status = f"not proved within {b.proof_seconds:g} s here (run \\texttt{{seqgrad identities}})"
         else:
@@ -264,6 +264,11 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         names = ", ".join(code(e.name) for e, *_ in group)
         scopes = "; ".join(scope(e.scope).latex(b.notation) for e, *_ in group)
         head = f"\\paragraph{{{names}}} {source}; {scopes}."
+        proof = proofs[entry.name]
+        found = quotation(proof.detail) if entry.method == "counterexample" and proof is not None and proof.holds \
+            and proof.detail else ""
+        if found and not any(f in head for f in re.findall(r"\$[^$]+\$", found)):  # the counterexample, unless said
+            head += " At the point found, " + found + "."
         # a statement of matrices is short on the page however long its LaTeX: one line where it fits
         width = 300 if "\\begin{matrix}" in body else 60
         trivial = getattr(statement, "lhs", None) is not None and statement.lhs == statement.rhs and not statement.free_symbols

@@ -413,7 +413,7 @@ def identities() -> list[Identity]:
         "pe-unpaired-no-scalar", "seed 000 L544 (`d = 5`: coordinate 4 has no pair relation)",
         "odd d: no scalar a(k) gives PE(pos+k, 4) = a(k) PE(pos, 4); at pos=0 it would need sin(k w_4) = 0",
         sp.sin(k * w4), sp.Integer(0), "counterexample",
-        lambda: Proof(NoScalarShift(pe5).holds, "counterexample at pos = 0, k = 1", sp.sin(w4), "sin(w_4) > 0 since 0 < w_4 < pi"),
+        lambda: Proof(NoScalarShift(pe5).holds, "counterexample at pos = 0, k = 1", sp.sin(w4), "sin(omega_2) > 0, since 0 < omega_2 < pi"),
         lambda rng: NumericResult([abs(float(sp.sin(w4).evalf(30)))], [0.0], "differs", None,
                                   "|sin(w_4)| must exceed the tolerance: the check passes when the sides differ"),
         relation="!=", simplifier="substitution pos=0, k=1",

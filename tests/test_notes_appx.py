@@ -307,3 +307,13 @@ def test_17_27_catalogue_wording(identities):
     assert "a masked $A_{ts} = 0$, so $\\mathrm{d}S_{ts} = 0$" in identities
     assert "so the norm is $\\sqrt{m}$" in identities
     assert "the longest tends to $20000 \\pi$ as $d$ grows" in identities and "the longest as" not in identities
+
+
+# item 17: a counterexample entry shows the counterexample it found (unless its heading states it already)
+def test_17_counterexamples_are_shown(identities):
+    for name in ("positions", "causal"):
+        head = "\\paragraph{\\texttt{attention-\\allowbreak{}equivariance-\\allowbreak{}fails-\\allowbreak{}" + name + "}}"
+        line = identities[identities.index(head):].split("\n")[0]
+        assert re.search(r"At the point found, for the permutation \(2, 0, 1\) the two sides differ by up to \d", line), line
+    unpaired = identities[identities.index("\\paragraph{\\texttt{pe-\\allowbreak{}unpaired"):].split("\n")[0]
+    assert "At the point found" not in unpaired and unpaired.count("\\sin(\\omega_{2}) > 0") == 1
