@@ -363,6 +363,10 @@ def quoted(s: str, key: str | None = None, escape=tex_escape) -> str:
                 depth += (tokens[j][0] == "open") - (tokens[j][0] == "close")
                 j += 1
             lead, span, trail = _trim(tokens[i:j])
+            kinds = [kind for kind, _ in span if kind != "space"]
+            if kinds == ["ident", "number"]:  # a name and its value in words ("sigma 1.0538"), not a product
+                trail = span[1:] + trail
+                span = span[:1]
             if span and _accepted(span):
                 out.append(escape("".join(t for _, t in lead)))
                 out.append("$" + formula_tex("".join(t for _, t in span)) + "$")

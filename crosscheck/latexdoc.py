@@ -110,7 +110,7 @@ def _claims(b: Build) -> str:
              "exactly when these notes were written and compared with the number as printed (at the decimals written, "
              "or at 3 significant figures for the tables).",
              "{\\footnotesize\n" + longtable(["entry", "source", "statement", "verdict"], rows,
-                                               ragged("4.4cm", "2.3cm", "5.7cm", "2.2cm"),
+                                               ragged("3.4cm", "3.3cm", "5.7cm", "2.2cm"),
                                                caption="The printed statements of the course texts and their verdicts.",
                                                label="tab:claims") + "\n}"]
     # each printed number that is not its value rounded: what the text prints, the value at the printed digits, the

@@ -141,6 +141,7 @@ def _without_code(tex: str) -> str:
     ("d_k (E[q_a^4] - 1)", r"$d_{k} (\mathbb{E}[q_{a}^{4}] - 1)$"),
     ("the class derive.residual.EncoderBlock", r"the class \texttt{derive.residual.EncoderBlock}"),
     ("the lesson's (d = 4)", r"the lesson's $(d = 4)$"),
+    ("mean 0.6125 and sigma 1.0538", r"mean 0.6125 and $\sigma$ 1.0538"),
 ])
 def test_20_plain_text_formulas_are_math(ascii, tex):
     from seqgrad.crosscheck.latex_parts import quotation
