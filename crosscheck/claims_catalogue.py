@@ -455,7 +455,7 @@ def _lesson_exercises() -> list[Entry]:
              ["(513**2*512)/(513*512**2) = 513/512", "(511**2*512)/(511*512**2) = 511/512"]),
         task(19, 232, "the full 3 x 3 causal mask is [[0, -inf, -inf], [0, 0, -inf], [0, 0, 0]]", provided=full),
         Entry("lesson_task21", "lesson", "238", "task 21: PE(pos + k, 2i) = PE(pos, 2i) cos(k w) + PE(pos, 2i + 1) sin(k w): "
-              "the two sides agree to 100 decimals at pos = 3, k = 2, i = 1, d = 4 (the identity itself is proved for "
+              "the two sides are equal at pos = 3, k = 2, i = 1, d = 4 (the identity itself is proved for "
               "symbolic pos and k by the positional-encoding shift identities of the catalogue)",
               (parse_claim("sin((3 + 2)*w) - (sin(3*w)*cos(2*w) + cos(3*w)*sin(2*w)) = 0 where w = 10000**(-2*1/4)",
                            decimals=100, source="lesson §6:238"),), derived=True, cite="lesson §6:238"),

@@ -53,8 +53,16 @@ class Statement:
     precise: str = ""
     evidence: Callable[[], tuple[bool, str]] | None = field(default=None, compare=False, repr=False)
     name: str = ""
+    #: the corrections ``precise`` is made of, each a text that other statements may share (the appendix gives each
+    #: correction once, with the statements it applies to); by default ``precise`` is one correction
+    corrections: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
+        if isinstance(self.precise, tuple):  # several corrections: precise is their sentence
+            object.__setattr__(self, "corrections", self.precise)
+            object.__setattr__(self, "precise", "; and ".join(self.precise))
+        elif self.precise and not self.corrections:
+            object.__setattr__(self, "corrections", (self.precise,))
         if not self.verdict:
             object.__setattr__(self, "verdict", "holds" if self.checked_by or self.evidence else "not checkable")
         if self.verdict not in VERDICTS:
@@ -99,6 +107,20 @@ _PRE_POST = ("identity:residual-pre-norm", "identity:residual-post-norm", "encod
              "encoder.postnorm_layer_vs_torch")
 _DECODER_LAYER = ("decoder.layer_vs_torch", "decoder.stack_vs_torch")
 
+
+#: one correction the lesson's and the lecture's statements about order share (lesson §Intro:9, §Mistakes:264,
+#: §Takeaways:280; lecture07 §Positions:45)
+_EQUIVARIANT = (
+    "unmasked self-attention is permutation-equivariant, not invariant: permuting the tokens permutes the outputs "
+    "(lesson §PE:87 says it so); only a pooled readout (a mean over positions) is invariant, and a masked "
+    "self-attention (the decoder's) depends on the order even without positional encoding, since the mask is tied "
+    "to the positions (the catalogue's identity for a causal mask shows it at an exact point)")
+
+#: one correction of the wiki's two statements that the distance of two encodings grows with their offset
+_DISTANCE_NOT_MONOTONE = (
+    "||p_i - p_j||^2 = sum_k (2 - 2 cos(|i - j| w_k)) oscillates: for the encoding of wiki §PE:45-51 with "
+    "d_model = 512 the distance first decreases at |i - j| = 44 (at d_model = 4 already at 4), so it is not monotone "
+    "in |i - j|")
 
 _LESSON_PRE_POST_FALSE = (
     "the lesson's own encoder layer (l.136-138) is post-norm, x_1 = LayerNorm(x + MultiHead(x)); y = x + Layer(Norm(x)) "
@@ -227,10 +249,7 @@ def _lesson() -> list[Statement]:
           why="h_t = f(h_(t-1), x_t) (l.41) needs h_(t-1) as an argument"),
         said(9, "self-attention by itself does not distinguish the order of the tokens", _PERMUTATION,
           verdict="imprecise", evidence=ev.permutation,
-          precise="unmasked self-attention is permutation-equivariant: permuting the tokens permutes the outputs "
-                  "(l.87 says it so), it is not invariant; a masked self-attention (the decoder's, l.170) does "
-                  "depend on the order, since the mask is tied to the positions "
-                  "(the catalogue's identity for a causal mask shows it at an exact point)"),
+          precise=_EQUIVARIANT),
         said(27, "self-attention computes every token's representation by the same operation for all positions at once (QK^T)",
           ("encoder.mha_vs_torch",)),
         said(41, "the number of sequential steps of self-attention is O(1): it does not grow with the sequence length",
@@ -281,7 +300,7 @@ def _lesson() -> list[Statement]:
                "gradient from vanishing through dozens of layers",
           ("identity:residual-post-norm", "depth.postnorm_gradients_grow_toward_output"), verdict="imprecise",
           evidence=ev.post_norm_identity_path,
-          precise="d(x + F(x))/dx = I + dF/dx has the identity term, but the lesson's layer is post-norm "
+          precise="the derivative of x + F(x) by x, I + dF/dx, has the identity term, but the lesson's layer is post-norm "
                   "(x_1 = LayerNorm(x + MultiHead(x)), l.136): dx_1/dx = J_LN (I + dF/dx), and J_LN sends the "
                   "constant direction to 0, so the identity path through N layers is a product of N LayerNorm "
                   "Jacobians, not I (the pre-norm y = x + F(LN(x)) keeps I); and no residual guarantees "
@@ -310,9 +329,7 @@ def _lesson() -> list[Statement]:
                "it and the token embedding, not a concatenation", ("identity:pe-p0", "claims.h0_row0", "claims.h0_row3")),
         said(264, "without positional encoding self-attention processes the input as an unordered set", _PERMUTATION,
           verdict="imprecise", evidence=ev.permutation,
-          precise="as at l.9: unmasked self-attention is permutation-equivariant -- the outputs are the same set, "
-                  "permuted with the inputs (l.87) -- not invariant; masked self-attention (the decoder's) depends "
-                  "on the order even without positional encoding"),
+          precise=_EQUIVARIANT),
         said(266, "the mask deterministically and always forbids seeing future positions, independently of training or "
                "inference", ("decoder.teacher_forcing_is_parallel_generation", "identity:attention-mask-before-softmax")),
         said(268, "without the residual connection the gradient through dozens of layers practically vanishes, and without "
@@ -322,9 +339,7 @@ def _lesson() -> list[Statement]:
                "cross-attention", ("decoder.decoder_only",)),
         said(280, "self-attention by itself does not distinguish the order of the tokens (it treats the sequence as a set)",
           _PERMUTATION, verdict="imprecise", evidence=ev.permutation,
-          precise="as at l.9: the unmasked self-attention is permutation-equivariant (outputs permute with the "
-                  "tokens), not invariant; only a pooled readout is invariant; masked self-attention depends on "
-                  "the order"),
+          precise=_EQUIVARIANT),
         said(282, "a shift by k is a linear map of the encoding with coefficients cos(k omega), sin(k omega) depending only "
                "on the shift", ("identity:pe-shift", "identity:pe-rotation-group")),
         said(290, "without skip connections and layer normalization a deep transformer would suffer from vanishing gradients: "
@@ -377,9 +392,7 @@ def _lecture07() -> list[Statement]:
         said(41, "MultiHead(X) = Concat(H_1, ..., H_h) W_O", ("identity:attention-multihead-concat", "encoder.mha_vs_torch")),
         said(45, "without order, attention is permutation-invariant", _PERMUTATION + ("claims.fact_pooled_vs_per_sequence_mean",),
           verdict="imprecise", evidence=ev.permutation,
-          precise="self-attention is permutation-equivariant: permuting the inputs permutes the outputs (each output "
-                  "is invariant to the order of the other inputs); it is invariant only after a pooled readout "
-                  "(a mean over positions), and a causal mask breaks even the equivariance"),
+          precise=_EQUIVARIANT),
         said(47, "PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)",
           ("identity:pe-shift", "identity:pe-p0", "claims.pe_d4_pos*")),
         said(49, "modern language models are the same layers at another scale", why="an opinion, not checkable"),
@@ -388,12 +401,10 @@ def _lecture07() -> list[Statement]:
 
 def _wiki() -> list[Statement]:
     said = _at("wiki")
-    def no_residual_of(sublayer: str) -> str:  # the missing skip connection, named for the sublayer the text composes
-        return ("the skip connection is missing: the encoder adds it before each LN (l.27, l.32: LN(h' + h)), and "
-                "the decoder's sublayers are LN(h + Sublayer(h)) in the original (the decoder layer checked against "
-                f"PyTorch's); LN o {sublayer} alone is another function")
-
-    no_residual = no_residual_of("MH o Attn")
+    # the missing skip connection of the decoder's three sublayers: one correction, given once
+    no_residual = ("the skip connection is missing: the encoder adds it before each LN (l.27, l.32: LN(h' + h)), and "
+                   "the decoder's sublayers are LN(h + Sublayer(h)) in the original (the decoder layer checked against "
+                   "PyTorch's); without it LN o MH o Attn and LN o FNN are other functions")
     return [
         said(3, "the biggest advantage of transformers over RNNs is their efficiency under parallelization",
           why="a comparison of training efficiency, not a value"),
@@ -403,8 +414,7 @@ def _wiki() -> list[Statement]:
           ("encoder.stack_vs_torch", "decoder.teacher_forcing_is_parallel_generation")),
         said(19, "h_i = x_i + p_i: positions are added to the embeddings", ("claims.h0_row0", "claims.h0_row3", "encoder.course_tables")),
         said(20, "the farther apart two positions, the larger the distance of their vectors", ("claims.wiki_pe_distance_monotone",),
-          verdict="false", precise="||p_i - p_j||^2 = sum_k 2 - 2 cos(|i - j| w_k) oscillates: for the encoding of "
-                                   "l.45-51 with d_model = 512 it first decreases at |i - j| = 44"),
+          verdict="false", precise=_DISTANCE_NOT_MONOTONE),
         said(23, "h_i^j = Attn(Q^j h_i, K^j H, V^j H)", ("encoder.mha_vs_torch",)),
         said(25, "concatenation is needed to return to the original dimension: h'_i = [h_i^1 ... h_i^J]",
           ("identity:attention-multihead-concat", "claims.week06_exercise4"), verdict="imprecise",
@@ -428,8 +438,7 @@ def _wiki() -> list[Statement]:
           why="without positions the output at a token does not depend on where it stands (equivariance)"),
         said(43, "positions are encoded so that the larger |i - j|, the larger ||p_i - p_j||, and n is unbounded",
           ("claims.wiki_pe_distance_monotone",), verdict="false",
-          precise="the encoding it gives (l.45-51) is defined for every i, but its distance is not monotone in "
-                  "|i - j|: at d_model = 512 it first decreases at |i - j| = 44"),
+          precise=_DISTANCE_NOT_MONOTONE),
         said(45, "p_(i,s) = sin(i 10000^(-2k/d_model)) for s = 2k, cos for s = 2k + 1", ("claims.wiki_pe_formula", "identity:pe-shift")),
         said(58, "q_i = Q x_i, k_i = K x_i, v_i = V x_i", ("encoder.mha_vs_torch",)),
         said(62, "the importance of x_j for x_i is the dot product of q_i with k_j", ("encoder.mha_vs_torch",)),
@@ -457,13 +466,13 @@ def _wiki() -> list[Statement]:
                   "the positions H_t holds"),
         said(93, "h'_t = LN o MH o Attn(Q^j h_t, K^j H_t, V^j H_t), after 'linear normalization'", _DECODER_LAYER,
           verdict="imprecise", evidence=ev.missing_residual,
-          precise="LN is layer normalization (the text's own l.27), not a 'linear normalization'; and " + no_residual),
+          precise=("LN is layer normalization (the text's own l.27), not a 'linear normalization'", no_residual)),
         said(96, "h''_t = LN o MH o Attn(Q^j h_t, K^j Z, V^j Z): cross-attention to the encoder output", _DECODER_LAYER,
           verdict="imprecise", evidence=ev.missing_residual, precise=no_residual),
         said(99, "a linear fully-connected network (by analogy with the encoder): y_t = LN o FNN(h''_t)", _DECODER_LAYER,
           verdict="imprecise", evidence=ev.ffn_is_not_linear,
-          precise="the network is the encoder's two-layer W_2 ReLU(W_1 h + b_1) + b_2 (l.30), which is not linear; "
-                  "and " + no_residual_of("FNN")),
+          precise=("the network is the encoder's two-layer W_2 ReLU(W_1 h + b_1) + b_2 (l.30), which is not linear",
+                   no_residual)),
         said(101, "the result, the index of the word with the largest probability, is SoftArgMax(W_y y_t + b_y)",
           ("identity:softmax-sums-to-one",), verdict="imprecise", evidence=ev.softargmax_is_a_distribution,
           precise="SoftArgMax (softmax) gives the probability vector over the vocabulary, not an index; the index is "

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["sentence", "verdict_words", "VERDICT_WORDS"]
+__all__ = ["sentence", "sentences", "working_words", "verdict_words", "VERDICT_WORDS"]
 
 #: a claim's status in the words of the appendix
 VERDICT_WORDS = {"verified": "verified", "rounding-consistent": "explained by rounding",
-                 "truncated": "truncated, not rounded", "contradicted": "\\textbf{erratum}", "undecided": "undecided"}
+                 "truncated": "\\textbf{erratum} (truncated, not rounded)", "contradicted": "\\textbf{erratum}", "undecided": "undecided"}
 
 
 def _number(text: str) -> str:
@@ -54,10 +54,11 @@ def verdict_words(statuses) -> str:
     return VERDICT_WORDS[max(statuses, key=SEVERITY.__getitem__)]
 
 
-def sentence(verdict, derived: bool = False, implies: str = "") -> str:
+def sentence(verdict, derived: bool = False, implies: str = "", key: str | None = None) -> str:
     """The sentence of one claim's verdict (a :class:`~derive.claims.Verdict` or a vector's); ``derived``: the number
     compared is not printed in the text but follows from its statement (the entry's ``derived``); ``implies``: what the
-    statement implies, in words, where the number compared is a search bound and not a value (the entry's ``implies``).
+    statement implies, in words, where the number compared is a search bound and not a value (the entry's ``implies``);
+    ``key``: the course text the claim is printed in (the lines its words name are cited as its sections).
 
     >>> from seqgrad.derive.claims import Claim
     >>> claim = Claim.from_provider("the first offset at which the distance falls", lambda: 44, "2001", exact=True)
@@ -66,6 +67,8 @@ def sentence(verdict, derived: bool = False, implies: str = "") -> str:
     >>> print(sentence(claim.verify(), derived=True, implies="the distance never falls"))
     The text's statement implies that the distance never falls; in fact the first offset at which the distance falls, is $44$: \\textbf{the statement is wrong}.
     """
+    from .latex_parts import quotation
+
     entries = getattr(verdict, "entries", None)
     if entries is not None:  # a printed vector: the printed and the rounded vector, the entries that differ
         claim = verdict.claim
@@ -77,15 +80,13 @@ def sentence(verdict, derived: bool = False, implies: str = "") -> str:
                 f"{which} {'differs' if len(bad) == 1 else 'differ'}; " + _verdict(verdict.status, entries[bad[0]], vector=True))
     c = verdict.claim
     given = _inputs(c)
-    with_given = f" (with {given} as printed)" if given else ""
+    with_given = f" (with {quotation(given, key)} as printed)" if given else ""
     if derived:
-        from seqgrad.latex_table import tex_escape
-
         if implies:
-            said = (f"The text's statement implies that {tex_escape(implies)}; in fact {tex_escape(c.text)}, is "
+            said = (f"The text's statement implies that {quotation(implies, key)}; in fact {quotation(c.text, key)}, is "
                     f"{_number(verdict.rounded_text())}")
             return said + ": " + ("verified." if verdict.verified else "\\textbf{the statement is wrong}.")
-        said = (f"The text's statement implies {_number(c.printed)} for {tex_escape(c.text)} (the text prints no number "
+        said = (f"The text's statement implies {_number(c.printed)} for {quotation(c.text, key)} (the text prints no number "
                 f"here); the value is {_number(verdict.rounded_text())}")
         return said + ": " + ("verified." if verdict.verified else "\\textbf{the statement is wrong}.")
     if c.reading.exact:
@@ -93,20 +94,81 @@ def sentence(verdict, derived: bool = False, implies: str = "") -> str:
     else:
         said = (f"The text prints {_number(c.printed)}; the value{with_given} is {_number(verdict.computed_text(6))}, which is "
                 f"{_number(verdict.rounded_text())} at the printed digits ({_digits(c.reading.how)})")
-    return said + ": " + _verdict(verdict.status, verdict)
+    return said + ": " + _verdict(verdict.status, verdict, key=key)
 
 
-def _verdict(status: str, verdict, vector: bool = False) -> str:
+def _verdict(status: str, verdict, vector: bool = False, key: str | None = None) -> str:
     if status == "verified":
         return "verified."
     if status == "contradicted":
         return "\\textbf{the printed " + ("numbers are" if vector else "number is") + " wrong}."
     if status == "truncated":
-        return "the printed number is the value cut off at the printed digits, not rounded."
+        return "\\textbf{the printed number is wrong}: it is the value cut off at the printed digits, not rounded."
     if status == "rounding-consistent" and verdict.alternative is not None:
         description, bindings, other = verdict.alternative
-        from seqgrad.latex_table import tex_escape
+        from .latex_parts import quotation
 
-        return (f"the printed number follows from {tex_escape(description)} ({tex_escape(bindings)}), which give "
+        return (f"the printed number follows from {quotation(description, key)} ({quotation(bindings, key)}), which give "
                 f"{_number(other.computed_text(6))}, {_number(other.rounded_text())} at the printed digits, as printed.")
     return "undecided at the precision tried."
+
+
+def _and(items) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _same_working(verdicts) -> bool:
+    """Whether rounding explains each of ``verdicts`` in the same way (the same inputs, the same digits, the same
+    values of the text's working): their sentences say it once."""
+    if len(verdicts) < 2 or any(getattr(v, "entries", None) is not None or v.status != "rounding-consistent"
+                                or v.alternative is None for v in verdicts):
+        return False
+    first = verdicts[0]
+    return all(_inputs(v.claim) == _inputs(first.claim) and v.claim.reading.how == first.claim.reading.how
+               and v.alternative[:2] == first.alternative[:2] for v in verdicts)
+
+
+def sentences(verdicts, derived: bool = False, implies: str = "", key: str | None = None) -> str:
+    """The sentences of an entry's ``verdicts`` (:func:`sentence`), each fact once: a number of a printed vector
+    checked again on its own is said by the vector's sentence, and numbers that rounding explains the same way share
+    one sentence.
+
+    >>> from seqgrad.derive.claims import parse_claim
+    >>> vs = [parse_claim(t, decimals=3).verify() for t in ("0.1234 + 0 = 0.123", "0.4567 + 0 = 0.457")]
+    >>> sentences(vs).count("The text prints")
+    2
+    """
+    from .latex_parts import quotation
+
+    vectors = [e.claim.printed for v in verdicts for e in (getattr(v, "entries", None) or ())]
+    verdicts = [v for v in verdicts if getattr(v, "entries", None) is not None or v.claim.printed not in vectors]
+    if not _same_working(verdicts):
+        return " ".join(sentence(v, derived, implies, key=key) for v in verdicts)
+    first = verdicts[0]
+    given = _inputs(first.claim)
+    description, bindings, _ = first.alternative
+    others = [v.alternative[2] for v in verdicts]
+    return (f"The text prints {_and(_number(v.claim.printed) for v in verdicts)}; the values"
+            + (f" (with {quotation(given, key)} as printed)" if given else "")
+            + f" are {_and(_number(v.computed_text(6)) for v in verdicts)}, which are "
+            f"{_and(_number(v.rounded_text()) for v in verdicts)} at the printed digits ({_digits(first.claim.reading.how)}): "
+            f"the printed numbers follow from {quotation(description, key)} ({quotation(bindings, key)}), which give "
+            f"{_and(_number(o.computed_text(6)) for o in others)}, {_and(_number(o.rounded_text()) for o in others)} at the "
+            "printed digits, as printed.")
+
+
+def working_words(found) -> str:
+    """What is true of every printed number that follows the text's own working (``found``: (entry, verdicts)
+    pairs): which are right at the printed digits, only a recomputation from the text's rounded inputs differing,
+    and which follow from intermediate values the text rounded."""
+    right = [_number(v.claim.printed) for _, vs in found for v in vs if _inputs(v.claim)]
+    rounded = [_number(v.claim.printed) for _, vs in found for v in vs if not _inputs(v.claim)]
+    said = ["None of these is an erratum: each printed number follows from the text's own working."]
+    if right:
+        said.append(f"{_and(right)} {'is' if len(right) == 1 else 'are'} right at the printed digits; only a "
+                    "recomputation from the text's rounded inputs differs.")
+    if rounded:
+        said.append(f"{_and(rounded)} {'follows' if len(rounded) == 1 else 'follow'} from intermediate values the "
+                    "text rounded.")
+    return " ".join(said)

@@ -126,23 +126,17 @@ def text(s: str) -> str:
     return tex_escape(s)
 
 
-#: a power in the course texts' plain-text maths: a base, ``^``, and a parenthesised (one level nested), braced or
-#: bracketed exponent or a word (``h_0^(0)``, ``W_K^T``, ``10000^(-2 floor(j/2)/D)``, ``||p_i - p_j||^2``)
-_POWER = re.compile(r"(?:\|\|[^|]+\|\||[\w.|']*)\^(?:\((?:[^()]|\([^()]*\))*\)|\{[^{}]*\}|\[[^\]]*\]|[\w.]+)")
-
-
-def quotation(s: str) -> str:
-    """Plain text quoting the course texts' plain-text maths: each power set as the text writes it, in typewriter
-    type, where the caret is a caret (in roman type ``\\textasciicircum`` is a raised accent).
+def quotation(s: str, key: str | None = None) -> str:
+    """Plain text quoting the course texts (or about them): their plain-text formulas typeset as math, their
+    citations and the lines they name (``key``: the text quoted) as the appendix cites them
+    (:func:`crosscheck.appendix_text.citation_tex`).
 
     >>> print(quotation("k_t = h_t W_K^T, n d^2 and h_0^(0)"))
-    k\\_t = h\\_t \\texttt{W\\_K\\textasciicircum{}T}, n \\texttt{d\\textasciicircum{}2} and \\texttt{h\\_0\\textasciicircum{}(0)}
+    $k_{t} = h_{t} W_{K}^{\\top}$, $n d^{2}$ and $h_{0}^{(0)}$
     """
-    out, at = [], 0
-    for m in _POWER.finditer(s):
-        out += [text(s[at:m.start()]), f"\\texttt{{{text(m.group())}}}"]
-        at = m.end()
-    return "".join(out + [text(s[at:])])
+    from .appendix_text import citation_tex
+
+    return citation_tex(s, key=key)
 
 
 def words(s: str, notation: Notation | None = None) -> str:
@@ -252,9 +246,9 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     from seqgrad.derive.latex_layout import componentwise, display, equation, inline, relation, tabular
     from seqgrad.derive.prose import scope
 
-    rows, statements = [], []
+    rows, statements, printed, proofs = [], [], [], {}
     for entry in identities:
-        proof = prove_within(entry, b.proof_seconds)
+        proof = proofs[entry.name] = prove_within(entry, b.proof_seconds)
         if proof is None:
             status = f"not proved within {b.proof_seconds:g} s here (run \\texttt{{seqgrad identities}})"
         else:
@@ -262,10 +256,29 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         source = source_tex(entry.source, b.notation)
         rows.append([code(entry.name), source, status])
         statement = entry.statement()
-        body = b.notation.latex(statement)
+        printed.append((entry, source, statement, b.notation.latex(statement)))
+    # entries that state one formula (the instances of one identity: the shift at d = 8 and d = 5, in either layout)
+    # are one statement, their names and scopes in its heading
+    groups: list[list] = []
+    for item in printed:
+        if groups and groups[-1][0][1] == item[1] and groups[-1][0][3] == item[3]:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    for group in groups:
+        entry, source, statement, body = group[0]
         # the heading names the entry and says where it comes from and for which sizes it holds; the formula itself is
         # the typeset display below it (the title is an ASCII sentence for terminals, never set in the notes)
-        head = f"\\paragraph{{{code(entry.name)}}} {source}; {scope(entry.scope).latex(b.notation)}."
+        names = ", ".join(code(e.name) for e, *_ in group)
+        scopes = "; ".join(scope(e.scope).latex(b.notation) for e, *_ in group)
+        head = f"\\paragraph{{{names}}} {source}; {scopes}."
+        proof = proofs[entry.name]
+        found = quotation(proof.detail) if entry.method == "counterexample" and proof is not None and proof.holds \
+            and proof.detail else ""
+        if found and not any(f in head for f in re.findall(r"\$[^$]+\$", found)):  # the counterexample, unless said
+            head += " At the point found, " + found + "."
+        # a statement of matrices is short on the page however long its LaTeX: one line where it fits
+        width = 300 if "\\begin{matrix}" in body else 60
         trivial = getattr(statement, "lhs", None) is not None and statement.lhs == statement.rhs and not statement.free_symbols
         if trivial:  # both sides evaluate to the same number ("4 = 4"): the title states it; a display would not
             statements.append(f"{head} (Both sides evaluate to {inline(statement.lhs, b.notation)}.)")
@@ -275,10 +288,10 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
                               "shown once:\n"
                               + equation(statement.rhs, notation=b.notation))
         elif isinstance(statement, sp.Eq) and componentwise(statement.lhs, statement.rhs):  # one named line each
-            statements.append(f"{head}\n" + display([(statement.lhs, statement.rhs)], b.notation))
+            statements.append(f"{head}\n" + display([(statement.lhs, statement.rhs)], b.notation, width=width))
         elif len(body) <= max_chars:
             op = "=" if isinstance(statement, sp.Eq) else "\\neq"
-            statements.append(f"{head}\n" + relation(statement.lhs, statement.rhs, b.notation, op=op))
+            statements.append(f"{head}\n" + relation(statement.lhs, statement.rhs, b.notation, op=op, width=width))
         else:
             statements.append(f"{head} (The statement takes {len(body)} characters of LaTeX; "
                               "print it with \\texttt{seqgrad identities}.)")
@@ -311,6 +324,24 @@ def _error_tex(x: float, notation: Notation) -> str:
     return number_tex(x, notation) if math.isfinite(x) else notation.number(fmt_error(x))
 
 
+def ratio_tex(r, notation: Notation) -> str:
+    """A check's entry in the column err / tol: the printed digits' measure for a check against printed numbers (its
+    largest difference over half a unit of the last printed digit); a dash for an exact check (a proof, an exact count,
+    an inequality: no floating-point error); the ratio it reports; or, for a check that reports its error only, the
+    bound ``≤ err / atol`` (every tolerance is at least ``atol``)."""
+    from .tolerance import tolerance
+
+    if getattr(r, "units", None) is not None:
+        return _error_tex(r.units / 0.5, notation)
+    if r.max_abs_error == 0:
+        return "--"
+    if r.tol_ratio is not None:
+        return _error_tex(r.tol_ratio, notation)
+    if not math.isfinite(r.max_abs_error):
+        return _error_tex(r.max_abs_error, notation)
+    return "$\\leq$ " + _error_tex(r.max_abs_error / tolerance("float64", r.device).atol, notation)
+
+
 def tolerance_words(device: str, notation: Notation) -> str:
     """What the column ``err / tol`` of a table of checks holds, with the tolerance on ``device``."""
     from .tolerance import tolerance
@@ -321,7 +352,9 @@ def tolerance_words(device: str, notation: Notation) -> str:
             "\\,\\lvert\\mathrm{ref}\\rvert$ for double-precision comparisons; half a unit of the last printed digit for "
             "numbers printed in the course texts. A check that also compares printed numbers can therefore show a ratio "
             f"larger than its max abs err over {number_tex(tol.atol, notation)} (the column max abs err gives the double-precision error only). "
-            "A check passes when the ratio is at most 1; a dash: the check reports no ratio.")
+            "A check passes when the ratio is at most 1. A dash: the check is exact (a proof, an exact count or an "
+            "inequality) and has no floating-point error; $\\leq$: the check reports its error only, and the bound is "
+            f"that error over {number_tex(tol.atol, notation)}, the smallest tolerance.")
 
 
 def check_status(pattern: str, b: Build, results: list | None = None) -> str:
@@ -335,19 +368,18 @@ def check_status(pattern: str, b: Build, results: list | None = None) -> str:
     # the measure the tolerance policy decides by (crosscheck.tolerance): each entry's error over the tolerance it was
     # held to, not the relative error, which is meaningless on entries near zero
     rows = [[code(r.name), source_tex(r.source, b.notation), _error_tex(r.max_abs_error, b.notation),
-             "--" if r.tol_ratio is None else _error_tex(r.tol_ratio, b.notation), marks[r.status]] for r in results]
+             ratio_tex(r, b.notation), marks[r.status]] for r in results]
     passed = sum(r.status == "pass" for r in results)
     what = f"Section~\\ref{{sec:{given}}}" if given is not None else f"the name pattern \\texttt{{{text(pattern)}}}"
     label = f"tab:checks-{given}" if given is not None else ""
     verdict = ((f"all {len(results)} pass" if len(results) > 1 else "it passes") if passed == len(results) else
                f"{passed} of the {len(results)} pass, and the others are marked in the table")
-    where = "the processor" if text(b.device) == "cpu" else f"the device {text(b.device)}"
     return ((f"Table~\\ref{{{label}}} lists" if label else "The table below lists")
-            + f" the numeric checks of {what}, each run on {where} in double precision; {verdict}.\n\n"
+            + f" the numeric checks of {what}; {verdict}.\n\n"
             "\\begin{table}[htbp]\n\\centering\\footnotesize\n"
             + f"\\caption{{The numeric checks of {what}, with the largest errors measured.}}"
             + (f"\\label{{{label}}}" if label else "") + "\n"
-            + tabular(["check", "source", "max abs err", "err / tol", "status"], rows, ragged("5.6cm", "3.9cm") + "lll")
+            + tabular(["check", "source", "max abs err", "err / tol", "status"], rows, ragged("4.2cm", "5.3cm") + "lll")
             + "\n\\end{table}")
 
 
@@ -443,17 +475,18 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
 
 
 def source_tex(source: str, notation: Notation) -> str:
-    """A source in the one citation style with the formulas of its note typeset (written in backquotes, read by
-    :class:`derive.prose.Prose`): ``week06 §Block:981 (variance $\\frac{\\sigma^{2}}{\\epsilon + \\sigma^{2}}$, ...)``."""
-    from seqgrad.derive.prose import cited
+    """A source as the appendix cites it (:func:`crosscheck.appendix_text.citation_tex`): each text by its name, each
+    section by its number and title, no line numbers, the formulas of its note typeset (those in backquotes by the
+    notation's printer): ``Course notes, week 6, §17 The pre-norm encoder block (a constant row maps to $\\beta$)``."""
+    from .appendix_text import citation_tex
 
-    return cited(source, notation)
+    return citation_tex(source, notation)
 
 def number_tex(x: float, notation) -> str:
     """A measured error at two significant figures, ``$3.2 \\cdot 10^{-16}$``, with the notation's decimal separator."""
     if x == 0:
         return "$0$"
-    exponent = math.floor(math.log10(abs(x)))
-    mantissa = notation.number(f"{x / 10 ** exponent:.1f}")
+    mantissa, exponent = f"{x:.1e}".split("e")  # rounded first: 0.9986 is 1.0, never 10.0 * 10^-1
+    mantissa, exponent = notation.number(mantissa), int(exponent)
     return f"${mantissa}$" if exponent == 0 else f"${mantissa} \\cdot 10^{{{exponent}}}$"
 

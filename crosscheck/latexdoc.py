@@ -82,7 +82,7 @@ def _claims(b: Build) -> str:
 
     from .claims_catalogue import entries, table_entries
 
-    from .claims_words import sentence, verdict_words
+    from .claims_words import sentences, verdict_words, working_words
 
     from .claims_statements import statements
 
@@ -100,36 +100,48 @@ def _claims(b: Build) -> str:
         verdict = verdict_words([v.status for v in verdicts]) + count
         if entry.name in judged:
             verdict = f"number {verdict}; the statement is {judged[entry.name]} (see its erratum below)"
-        rows.append([code(entry.name), source_tex(entry.source, b.notation), quotation(entry.what), verdict])
-        for found, kept in ((errata, [v for v in bad if v.status in ("contradicted", "undecided")]),
-                            (notes_, [v for v in bad if v.status not in ("contradicted", "undecided")])):
-            if kept:  # one item per entry: its wrong numbers' sentences, its note once
+        rows.append([code(entry.name), source_tex(entry.source, b.notation), quotation(entry.what, _key(entry.source)), verdict])
+        # a truncated number is wrong at the digits it prints (0.9999 for cos 0.01 = 0.99995...): an erratum
+        wrong = ("contradicted", "undecided", "truncated")
+        for found, kept in ((errata, [v for v in bad if v.status in wrong]),
+                            (notes_, [v for v in bad if v.status not in wrong])):
+            if kept and not (found is errata and entry.name in judged):  # (a judged entry: its statement's erratum)
                 found.append((entry, kept))
     total = sum(1 for _ in rows)
     parts = [f"Table~\\ref{{tab:claims}} lists the {total} printed statements of the course texts. Each was evaluated "
              "exactly when these notes were written and compared with the number as printed (at the decimals written, "
              "or at 3 significant figures for the tables).",
              "{\\footnotesize\n" + longtable(["entry", "source", "statement", "verdict"], rows,
-                                               ragged("4.4cm", "2.3cm", "5.7cm", "2.2cm"),
+                                               ragged("3.4cm", "3.3cm", "5.7cm", "2.2cm"),
                                                caption="The printed statements of the course texts and their verdicts.",
                                                label="tab:claims") + "\n}"]
     # each printed number that is not its value rounded: what the text prints, the value at the printed digits, the
     # verdict in words (:mod:`crosscheck.claims_words`); the errata first, then the numbers rounding explains
     for title, found, intro in (("Errata: printed numbers that are wrong", errata, ""),
-                                ("Printed numbers that follow the text's own working", notes_,
-                                 "None of these is an erratum: each agrees with the text's own working, not always with "
-                                 "an exact recomputation. The sentence of each says which: the number is right at the "
-                                 "printed digits and differs only from a recomputation with the text's rounded inputs, or "
-                                 "it follows from intermediate values the text rounded, or its digits were cut off "
-                                 "instead of rounded.")):
+                                ("Printed numbers that follow the text's own working", notes_, working_words(notes_))):
         if found:
             items = "\n".join(f"\\item {code(e.name)} ({source_tex(e.source, b.notation)}). "
-                               + " ".join(sentence(v, e.derived, e.implies) for v in vs)
-                               + (f"\\\\ \\emph{{{quotation(e.note or e.erratum)}}}" if (e.note or e.erratum) else "")
+                               + sentences(vs, e.derived, e.implies, key=_key(e.source))
+                               + (f"\\\\ \\emph{{{quotation(e.note or e.erratum, _key(e.source))}}}"
+                                  if (e.note or e.erratum) and not _said(vs) else "")
                                for e, vs in found)
             parts.append(f"\\subsection*{{{title}}}\n{intro}\n\\begin{{itemize}}\\raggedright\n{items}\n\\end{{itemize}}")
     parts.append(_statement_errata(b))
     return "\n\n".join(p for p in parts if p)
+
+
+def _said(verdicts) -> bool:
+    """Whether the sentences of ``verdicts`` already say what an entry's note says: each names the values of the
+    text's working that give the printed number (the note would say it again)."""
+    return all(v.status == "rounding-consistent" and getattr(v, "alternative", None) is not None for v in verdicts)
+
+
+def _key(source) -> str | None:
+    """The course text a source cites first (``week06``, ``lesson``, ...), or None."""
+    from seqgrad.sources import TEXTS
+
+    m = re.search(r"\b(" + "|".join(TEXTS) + r")\b", str(source))
+    return m[1] if m else None
 
 
 def printed_count(verdicts) -> int:
@@ -141,8 +153,9 @@ def printed_count(verdicts) -> int:
 
 
 def _statement_errata(b: Build) -> str:
-    """The texts' prose statements whose verdict is imprecise or false (:func:`crosscheck.claims_statements.statements`),
-    each with its citation, its words and the precise statement or the counterexample."""
+    """The texts' prose statements whose verdict is imprecise or false (:func:`crosscheck.claims_statements.statements`):
+    each correction once (:attr:`~crosscheck.claims_statements.Statement.corrections`), after the statements it applies
+    to, each with its citation and its words (a statement a correction above already quoted, by its citation only)."""
     from seqgrad.latex_table import with_cyrillic
 
     from .claims_statements import statements
@@ -150,12 +163,27 @@ def _statement_errata(b: Build) -> str:
     wrong = [s for s in statements() if s.verdict in ("imprecise", "false")]
     if not wrong:
         return ""
-    items = "\n".join(f"\\item \\textbf{{{s.verdict}}} ({source_tex(s.cite, b.notation)}): {with_cyrillic(s.text, quotation)}"
-                       + (f"\\\\ \\emph{{{with_cyrillic(s.precise or s.reason, quotation)}}}" if (s.precise or s.reason) else "")
-                       for s in wrong)
+
+    def quote(s):
+        return lambda words: quotation(words, s.key)
+
+    groups: dict[str, list] = {}  # correction -> the statements it corrects, in the texts' order
+    for s in wrong:
+        for correction in s.corrections or (s.reason,):
+            groups.setdefault(correction, []).append(s)
+    quoted, items = set(), []
+    for correction, said in groups.items():
+        places = []
+        for s in said:
+            where = f"\\textbf{{{s.verdict}}} ({source_tex(s.cite, b.notation)})"
+            places.append(where + (" (quoted above)" if id(s) in quoted else ": " + with_cyrillic(s.text, quote(s))))
+            quoted.add(id(s))
+        items.append("\\item " + ";\\\\ ".join(places)  # several places: one a line
+                     + (f"\\\\ \\emph{{{with_cyrillic(correction, quote(said[0]))}}}" if correction else ""))
     return ("\\subsection*{Errata among the texts' statements}\n"
-            f"{len(wrong)} prose statements of the texts are imprecise or false; each with what holds instead.\n"
-            f"\\begin{{itemize}}\n{items}\n\\end{{itemize}}")
+            f"{len(wrong)} prose statements of the texts are imprecise or false. Each correction is given once, after "
+            "the statements it applies to.\n"
+            f"\\begin{{itemize}}\n{chr(10).join(items)}\n\\end{{itemize}}")
 
 
 def _section(name: str, title: str, requires: tuple[str, ...]) -> Section:
@@ -320,9 +348,13 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
         parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n")
     if appendix:
         parts.append("\\clearpage\n\\appendix\n\\section{Verification}\\label{app:verification}\n\n" + text(
-            "This appendix lists, section by section, the identities behind every result of the notes, with their names "
-            "and sources in the course texts (each proof was run when the notes were written), and the numeric checks "
-            f"against PyTorch in double precision, with the largest errors measured on {'the processor' if device == 'cpu' else device}.") + " "
+            "This appendix gives the evidence behind the notes, section by section: the identities proved for a section "
+            "(where it has any), and the numeric checks of its formulas against PyTorch autograd in double precision"
+            + ("" if device == "cpu" else f" on {device}") + ", with the largest errors found; then the printed claims "
+            "of the course texts. Every proof and every check was run when this document was generated. An identity "
+            "is given by its name (in typewriter type), the place in the course texts that states it (the text, the "
+            "section's number and title, as in the footnotes), the sizes it holds for, and its statement; the table "
+            "after a section's identities says how each was proved.") + " "
             + tolerance_words(device, notation))
         for name, (_, audit) in zip(names, built):
             # a float barrier closes each subsection: its tables are set before the next heading

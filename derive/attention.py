@@ -574,7 +574,8 @@ def identities() -> list[Identity]:
 
     for name, mask, text, source in (
         ("attention-gradients", None, "", "seed 000 L747 (`S`, `A`, `O`); derived backward pass"),
-        ("attention-gradients-causal", True, " with the causal mask", "seed 000 L784-799 (causal mask before the softmax)"),
+        ("attention-gradients-causal", True, " with the causal mask", "seed 000 L784-799 (causal mask before the softmax: a masked `A_ts = 0`, so `dS_ts = 0`, and "
+         "the backward pass is the unmasked one)"),
     ):
         @lru_cache(None)
         def grads(mask=mask):
@@ -671,7 +672,7 @@ def identities() -> list[Identity]:
             rA, rO = broken.residuals((2, 0, 1))
             size = max(_max_abs(rA), _max_abs(rO))
             return Proof(size > 1e-6, "counterexample at an exact rational point, evaluated to 30 digits",
-                         sp.Float(size, 6), f"max |residual| = {size:.3g} for the permutation (2, 0, 1)")
+                         sp.Float(size, 6), f"for the permutation (2, 0, 1) the two sides differ by up to {size:.3g}")
 
         def numeric(rng, broken=broken):
             rA, rO = broken.residuals((2, 0, 1))

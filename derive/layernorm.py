@@ -348,7 +348,7 @@ def identities() -> list[Identity]:
                      "Numeric evidence: SymPy's 3 x 3 Jacobian of that program's forward pass against the closed form."))
     ln8 = LayerNorm(8)
     out.append(Identity(
-        "layernorm-jacobian-intermediates", "seed 000 L971-975; the program's backward pass over `sigma`, `xhat`",
+        "layernorm-jacobian-intermediates", "seed 000 L971-975; the chain rule over the intermediates `sigma`, `xhat`",
         "the LayerNorm program's backward pass over its named intermediates sigma, x̂ equals the closed form (d = 8)",
         lambda: ln8.derive().J, lambda: ln8.derive().closed, "simplify",
         lambda: Proof(ln8.derive().holds, "cancellation to zero over the intermediates sigma, x̂", sp.Integer(0)),

@@ -33,6 +33,9 @@ i_ = sp.Symbol("i", integer=True, nonnegative=True)
 omega_ = sp.IndexedBase("omega")  # omega_i: the frequency of pair i, as the text writes it
 
 
+#: the coordinates of pair i of an encoding, in each layout (the scope of an instance of the shift identity)
+PAIR_COORDINATES = {"interleaved": "`2*i` and `2*i + 1`", "half": "`i` and `i + d/2`"}
+
 def frequency_definition(base, d: int):
     """The row omega_i = base^(-2i/d) of every positional display, with d stated."""
     d_ = sp.Symbol("d", integer=True, positive=True)
@@ -380,7 +383,7 @@ def identities() -> list[Identity]:
             lambda sides=sides: sides()[1], lambda sides=sides: sides()[2], "simplify",
             lambda sides=sides: proof_by(sides()[0].residual, angle_addition, "angle addition")(),
             lambda rng, sides=sides: numeric_sides(sides()[1], sides()[2], rng, low=-50, high=50), simplifier="angle addition",
-            symbols_note=note, scope=f"instance d = {d}, {layout} layout (every pair, every d: pe-shift)", assumptions=("pos, k real",),
+            symbols_note=note, scope=f"instance d = {d}, {layout} layout: pair i at coordinates {PAIR_COORDINATES[layout]}", assumptions=("pos, k real",),
             shown=_pair_formula))
 
     def rotation_props():
@@ -403,14 +406,14 @@ def identities() -> list[Identity]:
         "R(a) R(b) = R(a+b); R(k)^T R(k) = I, det R(k) = 1, R(k) free of pos (d=8)",
         lambda: group()[0], lambda: group()[1], "simplify", rotation_props,
         lambda rng: numeric_sides(group()[0], group()[1], rng, low=-20, high=20), simplifier="Pythagorean reduction",
-        scope="instance d = 8 (every pair: pe-shift)", assumptions=("a, b, k real",), shown=lambda: _group_formula()))
+        scope="instance d = 8, one pair (`R(k)` is this block, repeated on every pair)", assumptions=("a, b, k real",), shown=lambda: _group_formula()))
     pe5 = Sinusoidal(5)
     w4 = pe5.omega(4)
     out.append(Identity(
         "pe-unpaired-no-scalar", "seed 000 L544 (`d = 5`: coordinate 4 has no pair relation)",
         "odd d: no scalar a(k) gives PE(pos+k, 4) = a(k) PE(pos, 4); at pos=0 it would need sin(k w_4) = 0",
         sp.sin(k * w4), sp.Integer(0), "counterexample",
-        lambda: Proof(NoScalarShift(pe5).holds, "counterexample at pos = 0, k = 1", sp.sin(w4), "sin(w_4) > 0 since 0 < w_4 < pi"),
+        lambda: Proof(NoScalarShift(pe5).holds, "counterexample at pos = 0, k = 1", sp.sin(w4), "sin(omega_2) > 0, since 0 < omega_2 < pi"),
         lambda rng: NumericResult([abs(float(sp.sin(w4).evalf(30)))], [0.0], "differs", None,
                                   "|sin(w_4)| must exceed the tolerance: the check passes when the sides differ"),
         relation="!=", simplifier="substitution pos=0, k=1",
@@ -420,7 +423,7 @@ def identities() -> list[Identity]:
     for d in (8, 6):
         dot = lru_cache(None)(lambda d=d: (dot_product(Sinusoidal(d)), dot_product_offset_form(Sinusoidal(d))))
         out.append(Identity(
-            f"pe-dot-offset-d{d}", "derived (seed 001 digest: not in the text; Vaswani et al. 3.5)",
+            f"pe-dot-offset-d{d}", "derived here (the course texts do not state it); Vaswani et al. 2017, section 3.5",
             f"PE(p) . PE(q) = sum_i cos((p - q) w_i) depends only on p - q, d={d}", lambda dot=dot: dot()[0], lambda dot=dot: dot()[1],
             "simplify", lambda dot=dot: proof_by(lambda: dot()[0] - dot()[1], angle_addition, "angle addition")(),
             lambda rng, dot=dot: numeric_sides(dot()[0], dot()[1], rng, low=-30, high=30), simplifier="angle addition", scope=f"instance d = {d}", assumptions=("p, q real",),
@@ -435,7 +438,7 @@ def identities() -> list[Identity]:
             shown=lambda d=d: (sp.Sum(sp.sin(pos * sp.IndexedBase("omega")[sp.Symbol("i")]) ** 2
                                      + sp.cos(pos * sp.IndexedBase("omega")[sp.Symbol("i")]) ** 2, (sp.Symbol("i"), 0, d // 2 - 1)),
                                sp.Rational(d, 2)),
-            simplifier="Pythagorean reduction", scope=f"instance d = {d} (every even d: pe-norm)", assumptions=("pos real",)))
+            simplifier="Pythagorean reduction", scope=f"instance d = {d}", assumptions=("pos real",)))
     # the general statements: one pair with a symbolic frequency (R is block diagonal over the pairs, so this is every
     # even d and both layouts), and the norm for symbolic even d = 2m
     omega = sp.Symbol("omega", positive=True)
@@ -465,7 +468,8 @@ def identities() -> list[Identity]:
         "||PE(pos)||^2 = sum_{i<m} (sin^2(pos w_i) + cos^2(pos w_i)) = m = d/2 for every even d = 2m, any frequencies",
         norm_sum, m_, "simplify", norm_proof,
         lambda rng: numeric_sides(dot_product(Sinusoidal(8), pos, pos), sp.Integer(4), rng, low=-100, high=100),
-        simplifier="Pythagorean reduction", scope="all even d = 2m >= 2", assumptions=("pos real", "any frequencies w_i"),
+        simplifier="Pythagorean reduction", scope="all even d = 2m >= 2: the sum is the squared norm of PE(pos), so the norm is `sqrt(m)`",
+        assumptions=("pos real", "any frequencies w_i"),
         symbols_note="Numeric evidence: d = 8 with the course's frequencies."))
     shown = (0, 10, 31)
 
@@ -490,7 +494,7 @@ def identities() -> list[Identity]:
                      "and lambda_31 = 2 pi 10000^(31/32), about 15000 pi (below the limit 20000 pi as d grows)")
 
     out.append(Identity(
-        "pe-wavelength", "seed 001 l.306 (wavelengths from `2*pi` towards `10000*2*pi`, the longest as `d` grows)",
+        "pe-wavelength", "seed 001 l.306 (wavelengths from `2*pi` up; the longest tends to `10000*2*pi` as `d` grows)",
         "PE(pos + lambda_i, 2i) = PE(pos, 2i) for lambda_i = 2 pi 10000^(2i/d); lambda_0 = 2 pi; "
         "lambda_31 = 2 pi 10000^(31/32), about 15000 pi (d=64)",
         lambda: wave()[2], lambda: wave()[3], "simplify", periodic,
@@ -501,14 +505,16 @@ def identities() -> list[Identity]:
         "pe-p0", "seed 000 L536", "p_0 = (0, 1, 0, 1, 0) for d = 5", pe5.vector(0), sp.Matrix([0, 1, 0, 1, 0]), "simplify",
         proof_by(lambda: pe5.vector(0) - sp.Matrix([0, 1, 0, 1, 0]), sp.simplify, "exact evaluation"),
         lambda rng: NumericResult([float(x) for x in pe5.vector(0)], [0.0, 1.0, 0.0, 1.0, 0.0], "policy"),
-        simplifier="exact evaluation", scope="instance d = 5 (the course)"))
+        simplifier="exact evaluation", scope="instance d = 5, the example of the course", shown=lambda: _course_row(0, pe5)))
     printed = [0.141, -0.990, 0.0753, 0.997, 0.00189]
     out.append(Identity(
         "pe-p3-printed", "seed 000 L538", "p_3 ~ (0.141, -0.990, 0.0753, 0.997, 0.00189) for d = 5",
         pe5.vector(3), sp.Matrix([sp.Float(x, 3) for x in printed]), "numeric",
         lambda: _printed_proof(pe5.vector(3), printed),
         lambda rng: NumericResult([float(x.evalf(20)) for x in pe5.vector(3)], printed, "printed"),
-        reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies", scope="instance d = 5 (the course), printed to 3 significant figures"))
+        reason="the text prints 3 significant figures, so only a comparison at half a unit of the 3rd figure applies", scope="instance d = 5, the example of the course (omega_1 about 0.0251, omega_2 about 0.000631), printed to 3 "
+        "significant figures",
+        shown=lambda: _course_row(3, pe5, printed)))
     return out
 
 
@@ -540,3 +546,17 @@ def _printed_proof(exact: sp.Matrix, printed: list[float]) -> Proof:
     values = [float(x.evalf(30)) for x in exact]
     ok = all(matches(v, p) for v, p in zip(values, printed))
     return Proof(ok, "numeric only: printed to 3 significant figures", sp.Matrix(values), f"computed {', '.join(f'{v:.6g}' for v in values)}")
+
+
+def _course_row(position: int, pe, printed=None) -> tuple:
+    """Row ``position`` of the course's d = 5 encoding as the text defines it, coordinate by coordinate: the sines and
+    cosines of ``position * omega_i`` (unevaluated: the formula, not the numbers), and each frequency after the first
+    as the power of ten it is (``omega_1 = 10^{-8/5}``); the right side its values, or the ``printed`` ones."""
+    angles = [sp.Mul(position, omega_[j // 2], evaluate=False) for j in range(pe.d)]
+    row = sp.ImmutableMatrix([(sp.sin if j % 2 == 0 else sp.cos)(a, evaluate=False) for j, a in enumerate(angles)])
+    values = pe.vector(position) if printed is None else sp.ImmutableMatrix([sp.Float(x, 3) for x in printed])
+    if not position:
+        return row, values
+    pairs = range(1, (pe.d + 1) // 2)
+    powers = [sp.Pow(10, sp.UnevaluatedExpr(sp.Rational(-8 * i, pe.d)), evaluate=False) for i in pairs]
+    return sp.Tuple(row, *[omega_[i] for i in pairs]), sp.Tuple(values, *powers)

@@ -441,7 +441,7 @@ def identities() -> list[Identity]:
             lambda rng, rj=rj: _numeric_generic(rj().y, rj().h, rj().closed, rng),
             simplifier="index notation at symbolic d; chain rule, expand at d = 2",
             shown=lambda placement=placement: jacobian_formula(placement),
-            scope="all d >= 1, every differentiable branch F (and at d = 2 for undefined branch functions)",
+            scope="all d >= 1, every differentiable branch F",
             assumptions=("F differentiable", "LN with gamma = 1, beta = 0, eps > 0"),
             symbols_note="Proved at symbolic d in index notation (the branch through its Jacobian J_F, LayerNorm "
                          "differentiated from its definition) and at d = 2 with undefined branch functions; "

@@ -167,7 +167,7 @@ def test_no_trivial_display_and_sources_cited_in_one_style():
 
     out = latex_parts.identity_status([_Entry(sp.Eq(sp.Integer(4), sp.Integer(4), evaluate=False))], _build())
     assert "4 &= 4" not in out and "Both sides evaluate to $4$" in out
-    assert r"week06 \S{}Attention:667" in out and "seed 000" not in out
+    assert r"Course notes, week 6, \S{}14 \emph{One attention head}" in out and "seed 000" not in out
 
 
 def test_headings_typeset_math_not_dollar_signs():
@@ -308,9 +308,11 @@ def test_scopes_and_source_formulas_are_typeset_by_the_printer_and_plain_in_text
         Prose("`import os`")
 
     entry = catalogue.get("layernorm-jacobian-intermediates")
-    assert entry.source == "seed 000 L971-975; the program's backward pass over sigma, xhat" and "`" not in entry.source
-    assert latex_parts.source_tex(entry.source, Notation()) == \
-        r"week06 \S{}Block:971-975; the program's backward pass over $\sigma$, $\hat{x}$"
+    assert entry.source == "seed 000 L971-975; the chain rule over the intermediates sigma, xhat" and "`" not in entry.source
+    # the appendix's citation scheme (issue 25, item 19): the text, the section's number and title, no line numbers
+    assert latex_parts.source_tex(entry.source, Notation()) == (
+        r"Course notes, week 6, \S{}17 \emph{The pre-norm encoder block}; the chain rule over the intermediates "
+        r"$\sigma$, $\hat{x}$")
     assert str(catalogue.get("attention-gradients").scope) == "all T, d, d_k, d_v >= 1"
     assert "| all T, d, d_k, d_v >= 1 |" in catalogue.markdown() and "`sigma**2`" not in catalogue.markdown()
     assert main(["identities", "--json", "--only", "softmax-sums-to-one"]) == 0

@@ -56,7 +56,7 @@ def user_cells_autograd(ctx: Context) -> Outcome:
     return combine([_autograd(user_cell(n), ctx) for n in USER_CELLS])
 
 
-@check("cells.builtin.autograd", needs_torch=True, source=f"{SRC} §GRU/LSTM:362-400 (the cells on the engine)", group=GROUP)
+@check("cells.builtin.autograd", needs_torch=True, source=f"{SRC} §GRU:362-383, {SRC} §LSTM:384-410 (the GRU and the LSTM, each defined by its equations)", group=GROUP)
 def builtin_cells_autograd(ctx: Context) -> Outcome:
     """The course's RNN, GRU and LSTM as definitions on the engine, every gradient against autograd."""
     return combine([_autograd(make(sizes=SIZES), ctx) for make in (rnn_cell, gru_cell, lstm_cell)])

@@ -24,7 +24,7 @@ def _randomize_norms(block: EncoderBlock, g: torch.Generator) -> None:
             ln.beta.copy_(0.3 * torch.randn(ln.D, generator=g, dtype=torch.float64))
 
 
-@check("encoder.course_tables", needs_torch=True, source="Tables 10-31 and inline values, week06 §Tokens:518-1167", group=GROUP)
+@check("encoder.course_tables", needs_torch=True, source="week06 Tables 10-31 and the inline values, week06 §Tokens:518-1167", group=GROUP)
 def course_tables(ctx) -> Outcome:
     """Every printed number of the worked example, within half a unit of the 3rd significant figure."""
     traces = {s: course.trace(s, device=ctx.dev, dtype=ctx.dt) for s in course.STAGES}
@@ -142,7 +142,7 @@ def stack_vs_torch(ctx) -> Outcome:
                    detail="3 pre-norm blocks, 4 heads of width 2, padding mask, final LayerNorm")
 
 
-@check("encoder.causal_journey_row", needs_torch=True, source="Table 16 and week06 §Mask:788", group=GROUP)
+@check("encoder.causal_journey_row", needs_torch=True, source="week06 Table 16, week06 §Mask:788", group=GROUP)
 def causal_journey_row(ctx) -> Outcome:
     """The causal weights of journey (t=1) are (0.389, 0.611, 0, 0, 0, 0, 0); begins' causal row equals its unrestricted row."""
     tr = course.trace("attention_on_H0", device=ctx.dev, dtype=ctx.dt)

@@ -61,6 +61,11 @@ def _forward_and_grads(kind, ctx) -> Outcome:
     return result
 
 
+#: where each gated cell is defined and where its carry Jacobian is stated (the checks of the derived cells cite their
+#: own cell's section, not both)
+CELL_SOURCES = {"GRU": ("week06 §GRU:374-380 (the GRU, PyTorch convention)", "week06 §GRU:382 (the carry Jacobian)"),
+                "LSTM": ("week06 §LSTM:388-398 (the LSTM)", "week06 §LSTM:400 (the carry Jacobian)")}
+
 @check("gated.gru_vs_torch", needs_torch=True, source="week06 §GRU:374-380 (GRU, PyTorch convention)", group=GROUP)
 def gru_vs_torch(ctx) -> Outcome:
     """GRU states and weight gradients against torch.nn.GRU with the same weights."""
@@ -184,7 +189,7 @@ def pascanu_bound(ctx) -> Outcome:
                    f"{violations} violations in {count} (trajectory, distance) pairs; largest measured/bound = {worst:.3g}")
 
 
-@check("gated.figure3_right", source="week06 §Jacobian:346-350 (Figure 3; values computed in spec §3.3)", group=GROUP)
+@check("gated.figure3_right", source="week06 §Jacobian:346-350 (Figure 3, right; its values computed from the printed parameters)", group=GROUP)
 def figure3_right(ctx) -> Outcome:
     """|dh_{T-1}/dh_0| for w_h=1.2, w_x=1, input 0 and 1, against the §3.3 table, 1.2^(T-1), 0.974 and 0.061."""
     table = {1: (1, 1), 2: (1.2, 0.100033), 3: (1.44, 0.00635543), 5: (2.0736, 2.37779e-05), 10: (5.15978, 2.0227e-11),
@@ -365,11 +370,11 @@ for _kind in ("GRU", "LSTM"):
         _tag = "vector" if _vector else "scalar"
 
         def _make(kind=_kind, vector=_vector, tag=_tag):
-            @check(f"gated.derived_{kind.lower()}_{tag}_vs_torch", source="week06 §GRU:362-400", group=GROUP)
+            @check(f"gated.derived_{kind.lower()}_{tag}_vs_torch", source=CELL_SOURCES[kind][0], group=GROUP)
             def run_grads(ctx) -> Outcome:
                 return _derived_vs_torch(kind, ctx, vector)
 
-            @check(f"gated.derived_{kind.lower()}_{tag}_jacobian", source="week06 §GRU:382, week06 §LSTM:400", group=GROUP)
+            @check(f"gated.derived_{kind.lower()}_{tag}_jacobian", source=CELL_SOURCES[kind][1], group=GROUP)
             def run_jac(ctx) -> Outcome:
                 return _derived_step_jacobian(kind, ctx, vector)
 

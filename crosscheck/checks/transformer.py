@@ -162,7 +162,7 @@ def random_block(norm_first: bool, g: torch.Generator, dev, dt=torch.float64) ->
 
 # ----------------------------------------------------------------------------- the checks
 
-@check("transformer.softmax_jacobian", needs_torch=True, source="week06 §Attention:700-706 (row softmax); Tables 12, 18 (course S)", group=GROUP)
+@check("transformer.softmax_jacobian", needs_torch=True, source="week06 §Attention:700-706 (row softmax); week06 Tables 12, 18 (the course's S)", group=GROUP)
 def softmax_jacobian(ctx) -> Outcome:
     """derive.softmax's diag(a) - a a^T and direct Jacobian against autograd of torch.softmax: the course's 14 score rows and random rows."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -306,7 +306,7 @@ def _block_check(ctx, norm_first: bool) -> Outcome:
     ], f"T = {T_ATT}, D = {D_BLOCK}, two heads of width {D_K}, F = 4, random weights, LN gamma and beta")
 
 
-@check("transformer.prenorm_block", needs_torch=True, source="week06 §Block:946, week06 §Depth:1191; derive.residual EncoderBlock", group=GROUP)
+@check("transformer.prenorm_block", needs_torch=True, source="week06 §Block:946, week06 §Depth:1191; the class derive.residual.EncoderBlock", group=GROUP)
 def prenorm_block(ctx) -> Outcome:
     """(I + J_MLP J_LN2)(I + J_MHA J_LN1) with derived LN and attention Jacobians against autograd of the numeric pre-norm block, and its gradient against backward."""
     return _block_check(ctx, True)
