@@ -19,7 +19,7 @@ SECONDS = 0.17  # see crosscheck.figures
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
     "conv_receptive_field": "Receptive fields of three stacked convolutions, kernel 3 at every layer, strides 1, 1, "
-        "1 (top) and 2, 2, 1 (bottom). The squares of each layer are the units that influence the central output of "
+        "1 (left) and 2, 2, 1 (right). The squares of each layer are the units that influence the central output of "
         "the last layer, drawn at the centre of the input they read. The black bar spans the receptive field of that "
         "output as measured, 7 input positions at strides 1, 1, 1 and 15 at strides 2, 2, 1: the values the formula for "
         "`rf_3` gives at kernel 3 (each layer adds `k - 1` times the product of the strides below it).",
@@ -64,10 +64,10 @@ def plot_receptive_field(ax, reads: list[np.ndarray], kernels, strides, formula:
     ax.hlines(-0.45, first - 0.5, last + 0.5, lw=4, color="k")
     ax.set_yticks(range(len(reads)), ["input"] + [f"layer {l}" for l in range(1, len(reads))])
     ax.set_ylim(-0.8, len(reads) - 0.5)
-    ax.set_xlabel("input position (units drawn at the centre of the input they read)")
-    field = (f"receptive field {extent}, measured and by the formula" if extent == formula else
-             f"receptive field {extent} measured, {formula} by the formula")
-    ax.set_title(f"kernel sizes {', '.join(map(str, kernels))}, strides {', '.join(map(str, strides))}\n{field}")
+    ax.set_xlabel("input position")
+    field = f"receptive field {extent} (formula: {formula})"  # measured, beside what the formula gives
+    ax.set_title(f"kernels {', '.join(map(str, kernels))}, strides {', '.join(map(str, strides))}\n{field}",
+                 fontsize=10)
     return {"points": points, "extent": extent}
 
 
@@ -81,8 +81,10 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> l
     fmt = arguments(fmt, device)  # the influence maps are computed on the CPU; the device does not change them
     if not chosen(sys.modules[__name__], stems):
         return []
-    fig = Figure(figsize=(6.5, 4.6), layout="constrained")  # the text's width: labels at the size drawn
-    axes = fig.subplots(2, 1)
+    # the text's width, labels at the size drawn; the two stacks side by side, so the figure leaves room on its
+    # page for the text around it
+    fig = Figure(figsize=(6.5, 2.8), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True)
     for ax, strides in zip(axes, ([1, 1, 1], [2, 2, 1])):
         kernels = [3, 3, 3]
         plot_receptive_field(ax, influence(kernels, strides), kernels, strides, int(receptive_field(kernels, strides)))

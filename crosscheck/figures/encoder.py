@@ -118,8 +118,10 @@ def plot_contributions(ax, contrib, tokens: list[str], *, query: int = 6, head: 
     h = f"^{{[{head}]}}"
     ax.set_title(f"head {head}, query {query} ({tokens[query]}):\nrows of "
                  f"$\\mathbf{{V}}{h}$ weighted by $A{h}_{{{query}j}}$ and their sum", fontsize=9)
-    _ticks(ax, [f"{j}: {w}" for j, w in enumerate(tokens)] + ["", f"sum: row {query} of $\\mathbf{{O}}{h}$"],
-           [str(c) for c in range(C.shape[1])])
+    _ticks(ax, None, [str(c) for c in range(C.shape[1])])
+    # the sum's row below a gap: the gap gets no tick
+    ax.set_yticks(list(range(T)) + [T + 1], [f"{j}: {w}" for j, w in enumerate(tokens)]
+                  + [f"sum: row {query} of $\\mathbf{{O}}{h}$"])
     ax.set_ylabel("source token $j$")
     ax.set_xlabel(f"column $c$ of $\\mathbf{{V}}{h}$")
     return {"image": image, "texts": texts, "contributions": C, "sums": sums}
