@@ -1226,7 +1226,7 @@ def introduction(b, names: Sequence[str], appendix: bool, bodies: dict[str, str]
             + (contents_sentence({n: bodies[n] for n in names}) + " " if bodies is not None else "")
             + "Every formula was generated from the model's equations and verified when these notes were "
             "written: proved symbolically or checked against PyTorch's automatic differentiation in double precision; "
-            "a footnote says which, and where the result comes from in the course texts.")
+            "one footnote per section says which, and where its results come from in the course texts.")
     if appendix:
         text += " The appendix lists every identity and check with its source and the errors measured."
     return "\\begin{abstract}\n" + text + "\n\\end{abstract}"
