@@ -212,9 +212,25 @@ def _footnote(b, mark: Mark, lead: str = "") -> str:
     return "\\footnote{" + text + ".}"
 
 
+#: A lead-in that ends in a colon (its verification mark after it), then the display it leads into.
+_LEAD_IN = re.compile(r"(:(?:\\seqgradmark\{\d+\})?)\n\n(?=\\begin\{align\*\})")
+
+
+def with_lead_ins(body: str) -> str:
+    """``body`` with each display that a sentence ending in a colon leads into set in that sentence's paragraph (no
+    blank line between them): TeX does not break a page just before a display inside a paragraph, so the lead-in
+    is never left at the foot of a page with its formula on the next.
+
+    >>> with_lead_ins("the sum:\\n\\n\\\\begin{align*}x\\\\end{align*}\\n\\nNext.")
+    'the sum:\\n\\\\begin{align*}x\\\\end{align*}\\n\\nNext.'
+    """
+    return _LEAD_IN.sub(r"\1\n", body)
+
+
 def one_footnote(part: Part, b) -> Part:
     """``part`` with its section's verification marks (``b.marks``) said in one footnote, where the first of them
     stands in the text: every proof and check once (one largest error for the section), the sources together."""
+    part = Part(with_lead_ins(part.body), part.appendix)
     marks = b.marks or []
     if not marks:
         return part
@@ -538,7 +554,8 @@ def gates_section(b) -> Part:
     mark = verification(b, checks=checks, source=sources(checks), appendix="gates")
     body = [_words("Gated cells add a path on which the state is carried from step to step scaled by a gate, a number "
                    "between 0 and 1 that the network computes from `x_t` and {prev}. Both cells below follow PyTorch's "
-                   "conventions (gate order, two biases in the GRU), written for scalar states; the vector cells have "
+                   "conventions (gate order; two biases in the GRU, where the reset gate multiplies one of them; the "
+                   "LSTM's two biases of a gate add into one), written for scalar states; the vector cells have "
                    "the same equations with the products of a gate and a state taken entrywise ({hadamard}).", b,
                    prev=_at("h", t - 1), hadamard=sp.HadamardProduct(_at("f", t, 1, 3), _at("c", t - 1, 1, 3)))]
     # each cell's subsection ends with its worked example: the carry at fixed gates, the one-step Jacobian split into
@@ -810,7 +827,10 @@ def residual_section(b) -> Part:
                   for lhs, rhs in [residual.jacobian_formula(p)]], b),
         b.pointer("depth", "gradient-near-output-vs-depth", _words(
             "shows what the placement does to the gradient of the last layer of a deep stack: with pre-norm it "
-            "shrinks as the stack deepens, with post-norm it keeps its size.", b)),
+            "shrinks as the stack deepens, with post-norm it keeps its size. The identity paths do not contradict "
+            "this: in a pre-norm stack they carry the gradient to every layer, but the stack's final LayerNorm divides "
+            "by the spread of the residual stream, and that grows with the number of layers it sums (Xiong et al. "
+            "2020).", b)),
         _words("Worked example, three residual layers: the product of the three Jacobians is a sum over the eight paths "
                "through the stack, one of them the identity.", b)
         + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),
@@ -1043,8 +1063,12 @@ def _encoder_backward(b, tokens: list[str]) -> list[str]:
     rows_sum_to_d = bool(((row_sums - d_).abs() < 1e-9).all())
     said = _words("Backwards, with numbers: take the attention sublayer of the block, {Udef} with {B} of the two heads of "
                   "the course and {HH0}, and the loss {loss}, the sum of the entries of {U}, so that the upstream gradient "
-                  "{G} is a matrix of ones. The backward pass displayed above, run on the course's numbers, gives "
-                  "{dH}", b, Udef=sp.Eq(U, block.program["U"].value, evaluate=False),
+                  "{G} is a matrix of ones. The backward pass of this two-head sublayer is the one displayed above for "
+                  "each head, after the output map: with {Bdef}, the gradient {dC} is split between the heads' columns and "
+                  "{dWO}. Run on the course's numbers, it gives {dH}", b,
+                  Bdef=sp.Eq(_s("B", 2, 2), _s("C", 2, 2) * _s("W_O", 2, 2).T, evaluate=False),
+                  dC=sp.Eq(_s("dC", 2, 2), _s("dB", 2, 2) * _s("W_O", 2, 2), evaluate=False),
+                  dWO=sp.Eq(_s("dW_O", 2, 2), _s("dB", 2, 2).T * _s("C", 2, 2), evaluate=False), Udef=sp.Eq(U, block.program["U"].value, evaluate=False),
                   B=sp.Eq(block.program["B"].target, sp.Function("MHA")(block.program["Y_1"].target), evaluate=False),
                   HH0=sp.Eq(H, H0, evaluate=False), loss=loss, U=U, G=sp.Eq(G, Partial(U), evaluate=False), dH=Partial(H))
     said += " (Table~\\ref{tab:encoder-dH}) " + _words("and the gradient of the first head's query map, {dWQ}", b,
@@ -1224,7 +1248,7 @@ def introduction(b, names: Sequence[str], appendix: bool, bodies: dict[str, str]
             "backpropagation through time, gated cells, positional encodings, attention, LayerNorm and residual "
             "connections, the Transformer encoder and decoder, and convolution. "
             + (contents_sentence({n: bodies[n] for n in names}) + " " if bodies is not None else "")
-            + "Every formula was generated from the model's equations and verified when these notes were "
+            + "Every formula is derived from the model's equations and was verified when these notes were "
             "written: proved symbolically or checked against PyTorch's automatic differentiation in double precision; "
             "one footnote per section says which, and where its results come from in the course texts.")
     if appendix:
@@ -1449,7 +1473,7 @@ def notation_section(b) -> str:
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices of "
              "steps, positions and entries start at 0, while heads and layers are counted from 1 (head 1, layer 1). Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
              "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry. "
-             "Table~\\ref{tab:notation} lists every symbol once.")
+             "Table~\\ref{tab:notation} lists the symbols, each with its meaning and its shape.")
     return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{6.4cm}l}\n".replace(">{$}l<{$}", "l")
             # captioned, so the table counter it steps is Table 1 and the tables after it count on from it
             + "\\caption{The symbols of these notes, their meanings and their shapes.}\\label{tab:notation}\\\\\n"

@@ -79,3 +79,11 @@ def test_the_gated_weight_gradients_are_set_two_a_line(tmp_path):
     assert lines and all(line.count("&=") == 2 for line in lines), lines
     gradients = sum(line.count("\\partial \\mathcal{L}}{\\partial w_{") for line in body.splitlines())
     assert gradients >= 12  # every weight's gradient is still there (GRU: 6, LSTM: 8)
+
+
+def test_no_lead_in_is_a_paragraph_apart_from_its_display(standalone_notes):
+    """Review items A17, B23: a sentence ending in a colon was left at a page's foot with its formula on the next
+    page; set in one paragraph with its display, TeX cannot break between them."""
+    body = standalone_notes.read_text(encoding="utf-8").split("\\appendix")[0]
+    assert not re.search(r":(\\footnote\{[^{}]*(\{[^{}]*\}[^{}]*)*\})?\n\n\\begin\{align\*\}", body)
+    assert body.count(":\n\\begin{align*}") >= 20
