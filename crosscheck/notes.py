@@ -719,6 +719,25 @@ def _audit(b, families: Sequence[str], checks: Sequence, title: str) -> str:
 
 # --------------------------------------------------------------------------- 5. attention
 
+def _softmax_numbers(b, a, z, jac) -> str:
+    """The three-score example with numbers: the scores, their softmax and its Jacobian at the notes' digits
+    (:func:`crosscheck.worked_numbers.softmax_example`), and what the numbers show."""
+    from seqgrad.derive.latex_settings import Partial
+
+    from .worked_numbers import SOFTMAX_SCORES, as_figures, softmax_example
+
+    weights, J = softmax_example(SOFTMAX_SCORES)
+    row = lambda values: sp.Matrix([[as_figures(v, b.digits) for v in values]])  # noqa: E731
+    n = len(weights)
+    return _words("With numbers, the scores {zval} give {aval} and", b,
+                  zval=sp.Eq(sp.MatrixSymbol("z", 1, n), sp.Matrix([[sp.Integer(int(v)) if float(v).is_integer() else v
+                                                                     for v in SOFTMAX_SCORES]]), evaluate=False),
+                  aval=sp.Eq(sp.MatrixSymbol("a", 1, n), row(weights), evaluate=False)) + "\n" + _display(
+        [(Partial(z, of=a), sp.Matrix([[as_figures(x, b.digits) for x in r] for r in J]))], b) + "\n" + _words(
+        "Each row sums to 0 (up to the rounding of the printed digits), and the diagonal entry `a_i*(1 - a_i)` is "
+        "largest for the weight nearest one half, here {ak}.", b,
+        ak=sp.Symbol(f"a_{min(range(n), key=lambda i: abs(weights[i] - 0.5))}"))
+
 def attention_section(b) -> Part:
     from seqgrad.derive import blocks, catalogue, softmax
     from seqgrad.derive.latex_settings import Partial
@@ -748,6 +767,7 @@ def attention_section(b) -> Part:
         _words("Each row of the Jacobian sums to zero: raising every score by the same amount changes nothing. "
                "Worked example, three scores:", b),
         _display([(lhs, _entrywise(sm, chain[-1])) for lhs, chain in jac.rows()], b),
+        _softmax_numbers(b, a, z, jac),
         "\\subsection{Backward pass}",
         _words("Write {dO} for the gradient of the loss with respect to the output {O}, and likewise {dS} for the "
                "gradient with respect to {S}, and so for every matrix (each of the shape of its matrix). The chain rule "

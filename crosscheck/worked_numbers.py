@@ -29,7 +29,11 @@ import sympy as sp
 
 from seqgrad.errors import SeqgradValueError
 
-__all__ = ["RNN_VALUES", "RNNExample", "rnn_example", "EncoderBackward", "encoder_backward"]
+__all__ = ["RNN_VALUES", "RNNExample", "rnn_example", "EncoderBackward", "encoder_backward", "SOFTMAX_SCORES",
+           "softmax_example"]
+
+#: The scores of the softmax's worked example (one row of three).
+SOFTMAX_SCORES = (1.0, 2.0, 3.0)
 
 #: The stated values of the scalar RNN's worked example (symbol name -> value; ``w_o`` is the head, printed ``w_y``
 #: in the notes); the initial state is the cell's own, ``h_{-1} = 0``.
@@ -129,6 +133,27 @@ def encoder_backward(device: str = "cpu") -> EncoderBackward:
     G = torch.ones(T, d, dtype=inputs["H"].dtype, device=inputs["H"].device)
     out = blocks.call("pre-norm", inputs, G, {"T": T, "d": d, "d_k": d_k, "d_v": d_v}, heads=2)
     return EncoderBackward(block, inputs, out[0], dict(zip(block.gradients, out[1:])))
+
+
+def softmax_example(scores=SOFTMAX_SCORES) -> tuple[list[float], list[list[float]]]:
+    """The softmax ``a`` of one row of ``scores`` and its Jacobian ``da/dz``, both from the derived three-score
+    Jacobian (:class:`derive.softmax.SoftmaxJacobian`: the softmax and its derivative by differentiation), evaluated
+    at the scores.
+
+    >>> a, J = softmax_example()
+    >>> [round(x, 4) for x in a], abs(sum(J[0])) < 1e-15
+    ([0.09, 0.2447, 0.6652], True)
+    """
+    from seqgrad.derive import softmax
+
+    scores = [float(x) for x in scores]
+    if len(scores) < 2 or not all(abs(x) < 1e3 for x in scores):
+        raise SeqgradValueError("scores", scores, "two or more finite scores of magnitude below 1000")
+    jac = softmax.SoftmaxJacobian(len(scores))
+    at = dict(zip(jac.z, scores))
+    a = [float(e.evalf(30, subs=at)) for e in jac.a]
+    J = [[float(e.evalf(30, subs=at)) for e in row] for row in jac.direct.tolist()]
+    return a, J
 
 
 def as_figures(x: float, figures: int) -> sp.Float:

@@ -202,3 +202,23 @@ def test_each_gated_cells_worked_example_ends_its_own_subsection(tmp_path):
     # the GRU's example follows its gradients, the last display of its subsection
     assert body.index("Every weight is shared by all steps", gru) < gru_example
     assert body.index("Every weight is shared by all steps", lstm) < lstm_example
+
+
+def test_the_softmax_example_with_numbers_is_torch_s_jacobian(tmp_path):
+    """Review A item 3: the three-score softmax example with numbers, against torch autograd of plain torch code."""
+    import torch
+
+    from seqgrad.crosscheck import notes
+    from seqgrad.crosscheck.worked_numbers import SOFTMAX_SCORES, softmax_example
+
+    a, J = softmax_example()
+    z = torch.tensor(SOFTMAX_SCORES, dtype=torch.float64)
+    ref = torch.autograd.functional.jacobian(lambda v: torch.softmax(v, 0), z)
+    assert torch.allclose(torch.tensor(J, dtype=torch.float64), ref, atol=1e-14)
+    assert torch.allclose(torch.tensor(a, dtype=torch.float64), torch.softmax(z, 0), atol=1e-15)
+    body = notes.attention_section(_build(tmp_path)).body
+    said = body[body.index("With numbers, the scores"):body.index("\\subsection{Backward pass}")]
+    for value in (0.0900, 0.245, 0.665, 0.0819, -0.0220, -0.163, 0.223):
+        assert f"{value:.3g}" in said or f"{value:.4f}" in said, value
+    nearest = min(range(3), key=lambda i: abs(a[i] - 0.5))
+    assert max(range(3), key=lambda i: J[i][i]) == nearest and f"here $a_{{{nearest}}}$" in said
