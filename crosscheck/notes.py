@@ -1054,7 +1054,7 @@ def _encoder_table(b, rows, row_labels, col_labels, caption: str, label: str | N
     from .latex_parts import text
 
     placeholder = "CAPTION"  # booktabs escapes a caption; the typeset one is put in its place
-    cols = [c.replace("F", "feature ") if c.startswith("F") else c.split(": ")[-1] for c in col_labels]
+    cols = [c.replace("F", "feature ") if c.startswith("F") else c.removeprefix("j=") for c in col_labels]  # "0: a", "3: a": the phrase has two a's
     table = booktabs(rows, row_labels=row_labels, col_labels=cols, corner="", caption=placeholder, label=label,
                      figures=b.digits, decimal_comma=b.notation.decimal_comma, raw_labels=False, trailing_zeros=True)
     return table.replace("\\caption{" + text(placeholder) + "}", "\\caption{" + caption + "}")
