@@ -1110,7 +1110,7 @@ def _encoder_backward(b, tokens: list[str]) -> list[str]:
                                  [f"F{j}" for j in range(dWQ.shape[1])],
                                  _words("The gradient {dWQ} of the same loss with respect to the query map of head 1 "
                                         "({shape}, stored output by input): row `i` belongs to feature `i` of the "
-                                        "queries, column `j` to feature `j` of the normalised input rows.", b,
+                                        "queries, column `j` to feature `j` of the normalized input rows.", b,
                                         dWQ=Partial(WQ), shape=Shape(*dWQ.shape)), "tab:encoder-dWQ"))
     return [said, _one_float(tables)]
 
