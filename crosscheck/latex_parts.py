@@ -350,9 +350,9 @@ def tolerance_words(device: str, notation: Notation) -> str:
     return ("The column err\\,/\\,tol is the largest ratio of an error to its tolerance over every comparison a check "
             f"makes: $\\mathrm{{tol}} = {number_tex(tol.atol, notation).strip('$')} + {number_tex(tol.rtol, notation).strip('$')}"
             "\\,\\lvert\\mathrm{ref}\\rvert$ for double-precision comparisons; half a unit of the last printed digit for "
-            "numbers printed in the course texts. A check that also compares printed numbers can therefore show a max "
-            "abs err far above the double-precision tolerance and still pass: its differences from printed numbers "
-            "are held to the printed digits. "
+            "numbers printed in the course texts. A check that also compares printed numbers can therefore show a ratio "
+            f"larger than its max abs err over {number_tex(tol.atol, notation)}, or a max abs err far above that and "
+            "still pass: its differences from printed numbers are held to the printed digits. "
             "A check passes when the ratio is at most 1. A dash: the check is exact (a proof, an exact count or an "
             "inequality) and has no floating-point error; $\\leq$: the check reports its error only, and the bound is "
             f"that error over {number_tex(tol.atol, notation)}, the smallest tolerance.")
