@@ -556,8 +556,10 @@ def gates_section(b) -> Part:
                    "between 0 and 1 that the network computes from `x_t` and {prev}. Both cells below follow PyTorch's "
                    "conventions (gate order; two biases in the GRU, where the reset gate multiplies one of them; the "
                    "LSTM's two biases of a gate add into one), written for scalar states; the vector cells have "
-                   "the same equations with the products of a gate and a state taken entrywise ({hadamard}).", b,
-                   prev=_at("h", t - 1), hadamard=sp.HadamardProduct(_at("f", t, 1, 3), _at("c", t - 1, 1, 3)))]
+                   "the same equations with the products of a gate and a state taken entrywise ({hadamard}). Both "
+                   "start from the zero state, {h0} (the LSTM also {c0}).", b,
+                   prev=_at("h", t - 1), hadamard=sp.HadamardProduct(_at("f", t, 1, 3), _at("c", t - 1, 1, 3)),
+                   h0=sp.Eq(_at("h", -1), 0, evaluate=False), c0=sp.Eq(_at("c", -1), 0, evaluate=False))]
     # each cell's subsection ends with its worked example: the carry at fixed gates, the one-step Jacobian split into
     # the carry and the terms through the gates (t = 1)
     for title, cell, net, wrt, prev, state in (("GRU", builtin_cells.gru_cell(), gated.gru(steps=2), None, "h_0", "h_1"),

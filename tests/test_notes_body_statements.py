@@ -87,3 +87,9 @@ def test_no_lead_in_is_a_paragraph_apart_from_its_display(standalone_notes):
     body = standalone_notes.read_text(encoding="utf-8").split("\\appendix")[0]
     assert not re.search(r":(\\footnote\{[^{}]*(\{[^{}]*\}[^{}]*)*\})?\n\n\\begin\{align\*\}", body)
     assert body.count(":\n\\begin{align*}") >= 20
+
+
+def test_the_gated_cells_state_their_zero_initial_states(tmp_path):
+    """Third review, item 8: the displays drop the zero initial state, so the text says it (c_{-1} was never given)."""
+    body = notes.gates_section(_build(tmp_path)).body
+    assert "h_{-1} = 0" in body and "c_{-1} = 0" in body

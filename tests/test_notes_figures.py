@@ -176,7 +176,7 @@ def test_contributions_caption():
     norms = np.linalg.norm(C, axis=1)
     largest = sorted(np.argsort(norms)[-3:])
     assert [tokens[i] for i in largest] == ["journey", "miles", "begins"]
-    assert "from “journey”, “miles” and “begins”" in caption and norms[largest].sum() > norms.sum() / 2
+    assert "in norm, are those of “journey”, “miles” and “begins”" in caption and norms[largest].sum() > norms.sum() / 2
 
 
 # --------------------------------------------------------------------------- what a reader sees in a figure

@@ -24,7 +24,8 @@ CAPTIONS = {
         "`H_0` differ.",
     "fig08_begins_contributions": "Head 1 of the worked example, the query of the token “begins” (row 6): each source token's row of the "
         "head's values, weighted by the attention weight the query gives that source, one row per source, and their sum "
-        "(bold), row 6 of the head's output. Most of it comes from “journey”, “miles” and “begins”.",
+        "(bold), row 6 of the head's output. The largest rows, in norm, are those of “journey”, “miles” and "
+        "“begins”.",
     "fig09_S": "The scaled scores `S` of head 1: rows are queries, columns sources; the colour scale is fitted to the "
         "values.",
     "fig10_A": "The weights `A`, the softmax of each row of `S`. Every row sums to 1; no weight is far from `1/7`, so every "
