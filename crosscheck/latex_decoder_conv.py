@@ -106,12 +106,16 @@ def _block_names(b) -> str:
 
     from .latex_parts import words
 
-    H, M, Z = (sp.MatrixSymbol(n, 2, 2) for n in "HMZ")
+    X, M, Z = (sp.MatrixSymbol(n, 2, 2) for n in "XMZ")  # X: the rows a map is applied to (H, U_1, U_2 below)
     f = lambda name, *args: inline(sp.Function(name)(*args), b.notation)  # noqa: E731
-    return (words("The block below is written with the multi-head attention of Section", b.notation) + "~\\ref{sec:encoder}: "
-            + f("MHA_self", H, M) + words(" on the target rows with the causal mask, ", b.notation) + f("MHA_cross", H, Z)
-            + words(" with its keys and values from the memory; ", b.notation) + ", ".join(f(f"LN_{i}", H) for i in (1, 2))
-            + words(" and ", b.notation) + f("LN_3", H)
+    H, U1, U2 = (inline(sp.MatrixSymbol(n, 2, 2), b.notation) for n in ("H", "U_1", "U_2"))
+    return (words("The block below is written with the multi-head attention of Section", b.notation) + "~\\ref{sec:encoder}"
+            + words(", for any rows `X` of the target (below, the attentions read ", matrices(b.notation, {"X"}))
+            + f("LN_1", sp.MatrixSymbol("H", 2, 2)) + words(" and ", b.notation) + f("LN_2", sp.MatrixSymbol("U_1", 2, 2))
+            + words(", and the LayerNorms ", b.notation) + H + ", " + U1 + words(" and ", b.notation) + U2 + "): "
+            + f("MHA_self", X, M) + words(" with the causal mask, ", b.notation) + f("MHA_cross", X, Z)
+            + words(" with its keys and values from the memory; ", b.notation) + ", ".join(f(f"LN_{i}", X) for i in (1, 2))
+            + words(" and ", b.notation) + f("LN_3", X)
             + words(" are LayerNorms, each with its own scale and shift.", b.notation))
 
 
