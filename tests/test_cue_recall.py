@@ -495,6 +495,7 @@ def _experiment_report(seqgrad: list[str], cwd, env=None) -> dict[str, dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("source-tree-build")  # builds from the source tree, as test_packaging's sdist does
 def test_an_installed_wheel_reads_the_same_record(tmp_path):
     """`pip install .` and `pip install -e .` give the same experiment checks: the record is package data.
 

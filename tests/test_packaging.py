@@ -89,6 +89,7 @@ def _referenced_files() -> set[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("source-tree-build")  # builds from the source tree, as test_cue_recall's wheel does
 def test_the_sdist_carries_docs_tests_and_benchmarks(tmp_path):
     pytest.importorskip("build")
     proc = subprocess.run([sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(ROOT)],
