@@ -28,7 +28,7 @@ def decoder_body(b, mark: str) -> str:
     from seqgrad.derive import blocks, decoder as dd
     from seqgrad.derive.program import latex_aligned
 
-    from .latex_parts import _derivation, text, words
+    from .latex_parts import _derivation, words
 
     holds = all(dd.DecoderBlock(norm_first=nf).causal_proof()[0] for nf in (True, False))
     leaks = not dd.DecoderBlock(causal=False).causal_proof()[0]
@@ -128,7 +128,6 @@ def conv_body(b, mark: str) -> str:
     from seqgrad.derive import conv as dc
     from seqgrad.derive.latex_layout import display
     from seqgrad.derive.latex_settings import Partial
-    from seqgrad.derive.prose import Sizes
 
     from seqgrad.derive.latex_layout import inline
 

@@ -332,7 +332,7 @@ def _figure(b, set_name: str, stems: Sequence[str] | None = None) -> str:
 def rnn_section(b) -> Part:
     from seqgrad.derive import bptt, builtin_cells, rnn
     from seqgrad.derive.latex_layout import equation_table
-    from seqgrad.derive.latex_settings import OrderedProduct, Partial
+    from seqgrad.derive.latex_settings import Partial
 
     from .latex_parts import check_status
 
@@ -795,7 +795,6 @@ def attention_section(b) -> Part:
 
 def residual_section(b) -> Part:
     from seqgrad.derive import blocks, catalogue, residual
-    from seqgrad.derive.latex_settings import Partial
 
     b = with_section_letters(b, "residual")
     ln = blocks.layernorm_program()
@@ -1472,7 +1471,7 @@ def notation_section(b) -> str:
     # a meaning's formulas in backquotes, or {JFl} for one the parser does not read (a subscript with a subscript)
     T_src, d, d_k, d_v, k = (sp.Symbol(n) for n in ("T_src", "d", "d_k", "d_v", "k"))
     pos = sp.Symbol("pos")
-    PE, R = sp.Function("PE"), sp.Function("R")
+    PE = sp.Function("PE")
     matrix = lambda name, *shape: sp.MatrixSymbol(name, *(shape or (2, 2)))  # noqa: E731
     formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": _grad("z^r", t), "zr": _at("z^r", t),
                 "et": _at("e", t, 1, 2), "ght": _grad("h", t), "gzt": _grad("z", t), "Jj": _at("J", sp.Symbol("j")),
