@@ -100,6 +100,8 @@ def inner(log: str, argv: list[str]) -> None:
     _import_figure_sets(save, atomic.save_figure)
     latexrun._build = task(latexrun._build, lambda section, b: section.name)
     latexrun._draw = task(latexrun._draw, lambda set_name, *a: f"figures {set_name}", KINDS[2])
+    if hasattr(latexrun, "_prove"):  # the proofs started ahead of torch's import, in a worker of their own
+        latexrun._prove = task(latexrun._prove, lambda *a: "proofs ahead", KINDS[1])
     run_one = registry.run_one
 
     def timed_check(item, *a, **k):

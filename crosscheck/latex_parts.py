@@ -389,18 +389,24 @@ def _catalogue_section(modules: Sequence[str]) -> Callable[[Build], str]:
     each: the entries :func:`derive.catalogue.entries` built once (before the workers fork, when the checks are
     loaded), not a second copy of each."""
     def build(b: Build) -> str:
-        from seqgrad.derive import catalogue
-
-        every = catalogue.entries()
-        chosen = []
-        for name in modules:
-            family = [e for e in every if e.family == name.rsplit(".", 1)[-1]]
-            if not family:
-                raise SectionUnavailable(name, f"identities of {name} in derive.catalogue.entries()")
-            chosen += family
-        return identity_status(chosen, b)
+        return identity_status(catalogue_identities(modules), b)
 
     return build
+
+
+def catalogue_identities(modules: Sequence[str]) -> list:
+    """The identities the catalogue has from ``modules`` (``derive.positional``, ...), in catalogue order within
+    each; a module with none is a section this checkout cannot build (:class:`SectionUnavailable`)."""
+    from seqgrad.derive import catalogue
+
+    every = catalogue.entries()
+    chosen = []
+    for name in modules:
+        family = [e for e in every if e.family == name.rsplit(".", 1)[-1]]
+        if not family:
+            raise SectionUnavailable(name, f"identities of {name} in derive.catalogue.entries()")
+        chosen += family
+    return chosen
 
 
 def checks_or_note(pattern: str, b: Build) -> str:

@@ -18,6 +18,10 @@ fork, so that matplotlib's fonts and parsers are loaded once.  The sections that
 do not wait for that: they start in a worker forked before matplotlib is imported
 (:class:`crosscheck.parallel.HeadStart`), so that the second core works while this process imports it.
 Sections that derive the same things (:data:`TOGETHER`) are one task, so that the later finds them in the run cache.
+Before any of that, while this process has SymPy but not yet torch, the exact proofs of the identities the
+sections' appendices state (:data:`crosscheck.notes.AUDITED`, about 2 s of CPU) start in a worker of their own
+(:class:`crosscheck.parallel.Ahead`); their results are taken into the run cache before the section workers fork,
+so the second core proves while this one imports torch and the checks, and no section proves them again.
 """
 
 from __future__ import annotations
@@ -43,15 +47,43 @@ FIGURE_WEIGHTS = {"depth": 1.2, "paths": 0.9, "encoder": 0.7, "decoder": 0.3, "p
 def build_sections(b, names: Sequence[str], sections, jobs: int = 1, progress: bool | None = None) -> list:
     """What each section in ``names`` builds (in that order: its text, or a ``notes.Part``), built with ``b``
     (a ``latex_parts.Build``); ``progress``: a bar that advances as each section is done (default: on a terminal)."""
-    from seqgrad.numeric.device import one_thread
     from seqgrad.progress import progress as bar
 
-    # One torch thread in every mode, as seqgrad check runs its checks: the tensors are tiny, and the
-    # errors printed in the check tables must not depend on --jobs (a reduction's rounding follows the threads).
-    with runcache.scope(), one_thread():
-        if jobs <= 1 or len(names) <= 1:
-            return [sections[name].build(b) for name in bar(names, len(names), "notes sections", enabled=progress)]
-        return _parallel(b, names, sections, jobs, progress)
+    with runcache.scope():
+        parallel = jobs > 1 and len(names) > 1
+        proofs = _proofs_ahead(b, names) if parallel else None  # forked before torch is imported (next line)
+        from seqgrad.numeric.device import one_thread
+
+        # One torch thread in every mode, as seqgrad check runs its checks: the tensors are tiny, and the
+        # errors printed in the check tables must not depend on --jobs (a reduction's rounding follows the threads).
+        with one_thread():
+            if not parallel:
+                return [sections[name].build(b) for name in bar(names, len(names), "notes sections", enabled=progress)]
+            return _parallel(b, names, sections, jobs, progress, proofs)
+
+
+def _proofs_ahead(b, names: Sequence[str]):
+    """The exact proofs of the identities the sections ``names`` state in their appendices
+    (:data:`crosscheck.notes.AUDITED`), started now in a worker of their own (:class:`crosscheck.parallel.Ahead`):
+    this process has SymPy but not yet torch, whose import (about 1.5 s on one core) the proofs fill on the
+    other.  None where there is nothing to prove or this process cannot fork."""
+    from .notes import AUDITED
+    from .parallel import Ahead, Task, can_fork
+
+    modules = [m for name in names for m in AUDITED.get(name, ())]
+    if not modules or not can_fork():
+        return None
+    return Ahead(Task(partial(_prove, modules, b.proof_seconds), lambda reason: {}))
+
+
+def _prove(modules: Sequence[str], seconds: float | None) -> dict:
+    """Prove the catalogue's identities of ``modules``, each within ``seconds`` as the appendix would, and return
+    what the run cache now holds of them (:func:`seqgrad.runcache.computed`; a proof out of time is not there)."""
+    from .latex_parts import catalogue_identities, prove_within
+
+    for entry in catalogue_identities(modules):
+        prove_within(entry, seconds)
+    return runcache.computed("Identity.prove")
 
 
 FIGURES = "seqgrad.crosscheck.figures."
@@ -67,7 +99,7 @@ def figure_sets_needed(names: Sequence[str], sections) -> list[str]:
     return list(needed)
 
 
-def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
+def _parallel(b, names, sections, jobs: int, progress: bool | None = None, proofs=None):
     from seqgrad.progress import progress as bar
 
     from .latex_parts import place_figures
@@ -75,6 +107,8 @@ def _parallel(b, names, sections, jobs: int, progress: bool | None = None):
     from .registry import load_builtin_checks
 
     load_builtin_checks()  # import torch, SymPy and the checks once, here, instead of once per worker
+    if proofs is not None:  # the proofs started ahead (_proofs_ahead): every worker forked from now on finds them
+        runcache.adopt(proofs.result())
     freeze_heap()  # before forking (and before matplotlib's import, which then need not walk them)
     # Every figure set the sections draw from is a task of its own; the handout's sections (one figure each) draw
     # their figure in their own task instead, where the data their checks computed are in the run cache.

@@ -644,7 +644,7 @@ def positional_section(b) -> Part:
         "\\begin{center}\n" + tabular(["statement", "remark", "proved"], shift_report_rows(report, b.notation),
                                        "l" + "p{6cm}" + "l") + "\n\\end{center}",
     ]
-    return Part("\n\n".join(p for p in body if p), _audit(b, ["derive.positional"], (), "positional"))
+    return Part("\n\n".join(p for p in body if p), _audit(b, "positional"))
 
 
 def _row_shift():
@@ -709,13 +709,20 @@ def _common_angles(expr):
                         lambda e: e.func(sp.factor(e.args[0])))
 
 
-def _audit(b, families: Sequence[str], checks: Sequence, title: str) -> str:
-    """The appendix of a section: its catalogue identities (ids, sources, each proof's verdict) and its checks."""
+#: The catalogue's identities each section's appendix states and proves (the families of derive.catalogue, by
+#: module): the one list that both the appendix and the proofs started ahead of the build (crosscheck.latexrun) read.
+AUDITED = {"positional": ("derive.positional",), "attention": ("derive.softmax", "derive.attention"),
+           "residual": ("derive.layernorm", "derive.residual"), "decoder": ("derive.decoder",), "conv": ("derive.conv",)}
+
+
+def _audit(b, name: str, checks: Sequence = ()) -> str:
+    """The appendix of section ``name``: its catalogue identities (:data:`AUDITED`: ids, sources, each proof's
+    verdict) and its checks."""
     from .latex_parts import _catalogue_section, check_status
 
-    parts = [_catalogue_section(list(families))(b)] if families else []
+    parts = [_catalogue_section(list(AUDITED[name]))(b)] if name in AUDITED else []
     if checks:
-        parts.append(check_status(title, b, checks))
+        parts.append(check_status(name, b, checks))
     return "\n\n".join(parts)
 
 
@@ -786,7 +793,7 @@ def attention_section(b) -> Part:
     ]
     from .latex_parts import check_status
 
-    appendix = "\n\n".join([_audit(b, ["derive.softmax", "derive.attention"], (), "attention")]
+    appendix = "\n\n".join([_audit(b, "attention")]
                            + ([check_status("attention", b, checks)] if checks else []))
     return Part("\n\n".join(body), appendix)
 
@@ -863,7 +870,7 @@ def residual_section(b) -> Part:
     body.insert(body.index("\\subsection{Residual paths}") + 4, _figure(b, "depth"))
     from .latex_parts import check_status
 
-    appendix = "\n\n".join([_audit(b, ["derive.layernorm", "derive.residual"], (), "residual")]
+    appendix = "\n\n".join([_audit(b, "residual")]
                            + ([check_status("residual", b, checks)] if checks else []))
     return Part("\n\n".join(p for p in body if p), appendix)
 
@@ -1139,7 +1146,7 @@ def decoder_section(b) -> Part:
     b = with_section_letters(b, "decoder")
     checks = section_checks(b, ["decoder.*"])
     body = latex_decoder_conv.decoder_body(b, verification(b, checks=checks, source=sources(checks), appendix="decoder"))
-    return Part(body, _audit(b, ["derive.decoder"], checks, "decoder"))
+    return Part(body, _audit(b, "decoder", checks))
 
 
 #: Letters of one section only, where the notes' own letter means something else: the convolution kernel is
@@ -1188,7 +1195,7 @@ def conv_section(b) -> Part:
     b = with_section_letters(b, "conv")
     checks = section_checks(b, ["conv.*"])
     body = latex_decoder_conv.conv_body(b, verification(b, checks=checks, source=sources(checks), appendix="conv"))
-    return Part(body, _audit(b, ["derive.conv"], checks, "conv"))
+    return Part(body, _audit(b, "conv", checks))
 
 
 #: The sections in the course's order: name and builder.

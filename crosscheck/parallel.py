@@ -125,6 +125,34 @@ class HeadStart:
             _end(process, conn)
 
 
+class Ahead(HeadStart):
+    """One task started now in a worker of its own, whose result this process takes later with :meth:`result`
+    (before it forks the workers that use it, say).  Where this process cannot fork, :meth:`result` runs the task
+    here.  A worker that dies gives the task's ``lost`` result, as in :func:`run_tasks`."""
+
+    def __init__(self, task: Task[R]):
+        super().__init__([task])
+
+    def result(self) -> R:
+        """Wait for the task's result (its ``lost`` result if it raised or its worker died); the worker then ends."""
+        task = self.tasks[0]
+        if self.process is None:
+            return _call(task)
+        try:
+            _, ok, payload, _ = self.conn.recv()
+        except (EOFError, OSError):
+            self.process.join(timeout=5)
+            ok, payload = False, f"its worker process ended (exit code {self.process.exitcode})"
+        else:
+            with contextlib.suppress(OSError):
+                self.conn.send(None)  # done: it stops at once instead of waiting to be ended
+        finally:
+            self.close()
+        if not ok and isinstance(payload, BaseException):
+            raise payload
+        return payload if ok else task.lost(payload)
+
+
 def run_tasks(tasks: Sequence[Task[R]], jobs: int, recycle_mib: float | None = None,
               head: HeadStart | None = None) -> Iterator[tuple[int, R]]:
     """Yield ``(i, result of tasks[i])`` for every task, as each finishes, using up to ``jobs`` worker processes;
@@ -228,7 +256,7 @@ def _private_mib() -> float:
 
 def _fork(tasks, registry):
     """Fork a worker serving ``tasks`` with the signals held, and register it in ``registry`` (a pool, registering
-    it idle in ``busy``, or a :class:`HeadStart`, in ``process`` and ``conn``) in the same step."""
+    it idle in ``busy``, or a :class:`HeadStart` or :class:`Ahead`, in ``process`` and ``conn``) in the same step."""
     sys.stdout.flush()
     sys.stderr.flush()
     context = multiprocessing.get_context("fork")
@@ -236,10 +264,10 @@ def _fork(tasks, registry):
         here, there = context.Pipe()
         process = context.Process(target=_worker, args=(tasks, there, os.getpid()), daemon=True)
         process.start()
-        if isinstance(registry, HeadStart):
-            registry.process, registry.conn = process, here
-        else:
+        if isinstance(registry, _Pool):
             registry.busy[process] = (here, None)
+        else:
+            registry.process, registry.conn = process, here
         there.close()
     return process, here
 

@@ -115,6 +115,20 @@ def once(key: tuple, compute: Callable[[], T]) -> T:
     return value
 
 
+def computed(name: str) -> dict:
+    """What :func:`once` computed under ``name`` (its key's first element) in this run, in this process: the
+    results a worker of the run hands back to its parent, which :func:`adopt` takes in."""
+    return {key: value for key, value in _values.items() if key[:2] == ("once", name)}
+
+
+def adopt(values: dict) -> None:
+    """Take into this run the results that :func:`computed` gave in another process of the same run (a worker
+    forked inside the scope): later calls of :func:`once` for those keys find them, here and in the workers forked
+    from here.  Outside a run there is nothing to keep them in, so nothing is taken."""
+    if _depth > 0:
+        _values.update(values)
+
+
 def stats() -> dict[str, tuple[int, int]]:
     """``{function: (computed, reused)}`` for the current (or last) run, in this process."""
     return {name: (c[0], c[1]) for name, c in _counts.items()}

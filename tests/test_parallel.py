@@ -375,6 +375,64 @@ def test_a_head_start_not_taken_over_is_ended():
     assert not process.is_alive() and not head.process
 
 
+@needs_fork
+def test_a_task_ahead_runs_in_a_worker_and_its_result_is_taken_later():
+    ahead = parallel.Ahead(parallel.Task(_my_pid, lambda reason: f"lost: {reason}"))
+    worker = ahead.process.pid
+    assert worker != os.getpid() and ahead.result() == worker
+    assert not ahead.process  # ended once its result is in
+
+
+@needs_fork
+def test_a_task_ahead_that_raises_or_dies_gives_its_lost_result():
+    assert parallel.Ahead(_tasks((_boom, 1))[0]).result().startswith("lost: ArithmeticError: bad task")
+    assert parallel.Ahead(_tasks((_die, 1))[0]).result() == "lost: its worker process ended (exit code 3)"
+
+
+def test_a_task_ahead_runs_here_where_this_process_cannot_fork(monkeypatch):
+    monkeypatch.setattr(parallel, "can_fork", lambda: False)
+    ahead = parallel.Ahead(parallel.Task(_my_pid, lambda reason: reason))
+    assert ahead.process is None and ahead.result() == os.getpid()
+
+
+def test_the_proofs_ahead_are_every_audited_identity_and_the_sections_find_them(monkeypatch):
+    """What latexrun proves ahead of torch's import: every identity the sections' appendices state
+    (notes.AUDITED), handed back as run-cache entries that a process adopting them does not prove again."""
+    from seqgrad.crosscheck import notes
+    from seqgrad.crosscheck.latex_parts import catalogue_identities
+    from seqgrad.derive.identity import Identity
+
+    modules = notes.AUDITED["positional"] + notes.AUDITED["attention"]
+    with runcache.scope():
+        proved = latexrun._prove(modules, None)
+    entries = catalogue_identities(modules)
+    assert sorted(key[2] for key in proved) == sorted(e.name for e in entries) and len(entries) >= 10
+    assert all(p.holds for p in proved.values())
+    monkeypatch.setattr(Identity, "_prove_now", lambda self: pytest.fail(f"{self.name} proved again"))
+    with runcache.scope():
+        runcache.adopt(proved)
+        assert all(e.prove() is proved[("once", "Identity.prove", e.name, e.title, e.method)] for e in entries)
+    runcache.adopt(proved)  # outside a run: nothing kept
+    with pytest.raises(pytest.fail.Exception, match="proved again"):
+        entries[0].prove()
+
+
+@needs_fork
+def test_the_proofs_start_ahead_before_torch_is_imported():
+    """seqgrad latex on several cores forks the proofs' worker while this process has SymPy but not torch."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom seqgrad.crosscheck import latexdoc, parallel\n"
+            "seen = []\nclass Seen(parallel.Ahead):\n"
+            "    def __init__(self, task):\n        seen.append('torch' in sys.modules)\n        super().__init__(task)\n"
+            "parallel.Ahead = Seen\n"
+            "doc = latexdoc.render('positional,conv', jobs=2)\n"
+            "assert seen == [False], seen\nassert 'not proved' not in doc\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 def test_the_sympy_only_check_modules_import_neither_torch_nor_matplotlib():
     """registry.SYMPY_ONLY_MODULES start in a worker forked before torch is imported: their import and their
     checks must not need it (a check that did would import torch itself, and run 1.4 s slower, in that worker)."""
