@@ -80,10 +80,10 @@ def plot_singular_values(ax, study: depth.JacobianStudy, placement: str) -> list
     lowest = min(f for f in floors if f > 0) if any(f > 0 for f in floors) else _FLOOR
     ax.set_yscale("log")
     ax.set_ylim(bottom=lowest / 10)
-    ax.axhline(lowest, color="0.6", lw=0.8, ls=":")
-    ax.text(1, lowest, r"  each curve stops at its rounding-noise floor, n times machine epsilon times the largest (dotted: the lowest)", fontsize=7, color="0.35", va="bottom")
+    ax.axhline(lowest, color="0.6", lw=0.8, ls=":")  # the lowest noise floor (the caption says what it is)
     ax.set_xlabel("index i (descending)")
     ax.set_ylabel(r"singular values of $J_L\cdots J_1$")
     ax.set_title(f"{placement}: singular values of the depth Jacobian product")
-    ax.legend(fontsize=7.5, ncol=2)
+    # below the axes, where it covers no curve and no floor
+    ax.legend(fontsize=7.5, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))
     return lines

@@ -209,6 +209,28 @@ def test_depth_captions_say_what_the_data_show():
         if L >= 2:  # "for two or more layers the residual keeps more directions above the noise floor"
             assert facts[("post-norm", True, L)]["above_floor"] > facts[("post-norm", False, L)]["above_floor"]
     assert facts[("pre-norm", True, deepest)]["smallest"] > 0.004
+    # "without it (dashed) a single block keeps 28, and from L = 4 on at most 6 stay above the floor"
+    pre_text = captions["jacobian-product-singular-values-pre-norm"]
+    assert f"a single block keeps {facts[('pre-norm', False, 1)]['above_floor']}," in pre_text
+    assert "from `L = 4` on at most 6 stay above the floor" in pre_text
+    # post-norm: "even one block with the residual keeps at most 28 of the 32 (one direction fewer per token)"
+    tokens = depth.jacobian_study.__defaults__[1].T
+    one = facts[("post-norm", True, 1)]
+    assert one["above_floor"] == one["n"] - tokens == 28
+    assert "keeps at most 28 of the 32" in captions["jacobian-product-singular-values-post-norm"]
+    # the layer profile: "at every layer the deep stack (L = 48) has the smaller gradient"
+    study = depth.gradient_study()
+    deep = study.profiles[("pre-norm", 48)]
+    assert all(deep[i] < study.profiles[("pre-norm", L)][i] for L in (4, 16) for i in range(L))
+    assert "at every layer the deep stack (`L = 48`) has the smaller gradient" in captions["gradient-profile-pre-norm"]
+    assert "every layer's gradient gets smaller as the stack gets deeper" not in captions["gradient-profile-pre-norm"]
+    assert all(d in captions["gradient-profile-pre-norm"] for d in described), described
+    jsizes = depth.jacobian_study.__defaults__[1]  # the Jacobian study's stack, as its caption describes it
+    n = jsizes.T * jsizes.D
+    assert (f"all {jsizes.T} tokens of width {jsizes.D} at once ({n} by {n}; MLP width {jsizes.F_width})"
+            in captions["jacobian-product-singular-values-pre-norm"]) and n == one["n"]
+    four, sixteen = study.profiles[("pre-norm", 4)], study.profiles[("pre-norm", 16)]  # "nearly coincide"
+    assert max(abs(a - b) / b for a, b in zip(four, sixteen[:4])) < 0.15
     post_deep = facts[("post-norm", True, deepest)]
     text = captions["jacobian-product-singular-values-post-norm"]
     assert f"{post_deep['above_floor']} against {facts[('post-norm', False, deepest)]['above_floor']} at `L = {deepest}`" in text

@@ -111,6 +111,15 @@ def test_gradient_flow_caption():
         grad = far[f"{cell}, bias of ${gate}$ + 3: " + r"$\|\partial \mathcal{L}/\partial \mathbf{h}_\tau\|_2$"]
         assert 0.03 < carry < 0.08 and 0.9 < carry ** (1 / distance) < 0.97  # "about 0.05", "near 0.95 a step"
         assert 0.5 < grad / carry < 2  # "the gradient follows it"
+    near = lambda cell, gate: lines[f"{cell}, bias of ${gate}$ + 3: " + r"$\|\partial \mathcal{L}/\partial \mathbf{h}_\tau\|_2$"]  # noqa: E731
+    carry = lambda cell, gate: lines[f"{cell}, bias of ${gate}$ + 3: mean " + rf"$\prod {gate}_t$"]  # noqa: E731
+    # "the GRU's gradient follows its carry product all the way" (within a factor 2 at every distance)
+    assert np.all((0.5 < near("GRU", "u") / carry("GRU", "u")) & (near("GRU", "u") / carry("GRU", "u") < 2))
+    # "the LSTM's falls about tenfold in its first step back ... and from there on stays between 0.02 and 0.12"
+    lstm = near("LSTM", "f")  # farthest first: lstm[-1] is distance 0, lstm[-2] distance 1
+    assert 5 < lstm[-1] / lstm[-2] < 20 and 0.02 < lstm[:-1].min() and lstm[:-1].max() < 0.12
+    assert all(y[-1] == pytest.approx(1.0) for y in lines.values())  # "at distance 0 every curve is 1"
+    assert "falls about tenfold in its first step back" in caption and "stays between 0.02 and 0.12" in caption
     assert 1 / (1 + np.exp(-3)) == pytest.approx(0.95, abs=0.01)  # "gates near 0.95": sigmoid(3)
 
 
@@ -130,7 +139,8 @@ def test_positional_caption():
 
 
 def test_attention_weights_caption():
-    """'Every row sums to 1; no weight is far from 1/7 (all within a factor 3); colour scale 0.054 to 0.291.'"""
+    """'Every row sums to 1, and no weight is near 0 or 1: every weight lies within a factor 3 of the uniform 1/7';
+    the colour scale's range as printed."""
     from seqgrad.numeric import course
 
     caption = figure_sets()["encoder"].CAPTIONS["fig10_A"]
@@ -138,6 +148,7 @@ def test_attention_weights_caption():
     assert A.shape == (7, 7) and np.allclose(A.sum(axis=1), 1)
     assert (A > 1 / 7 / 3).all() and (A < 3 / 7).all()
     assert f"({A.min():.2g} to {A.max():.3g})" in caption
+    assert "within a factor 3 of the uniform `1/7`" in caption and "far from" not in caption
 
 
 def test_cross_attention_caption():

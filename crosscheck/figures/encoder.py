@@ -28,8 +28,9 @@ CAPTIONS = {
         "“begins”.",
     "fig09_S": "The scaled scores `S` of head 1: rows are queries, columns sources; the colour scale is fitted to the "
         "values.",
-    "fig10_A": "The weights `A`, the softmax of each row of `S`. Every row sums to 1; no weight is far from `1/7`, so every "
-        "query mixes all seven sources. Colour scale fitted to the values (0.054 to 0.291).",
+    "fig10_A": "The weights `A`, the softmax of each row of `S`. Every row sums to 1, and no weight is near 0 or 1: "
+        "every weight lies within a factor 3 of the uniform `1/7`, so every query mixes all seven sources. Colour scale "
+        "fitted to the values (0.054 to 0.291).",
     "fig11_A_causal": "With the causal mask a query sees only itself and earlier sources: the masked weights are exactly 0 "
         "(crosses) and each row renormalises over what it sees, so row 0 puts weight 1 on itself.",
 }

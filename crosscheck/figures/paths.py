@@ -37,7 +37,11 @@ CAPTIONS = {
         "fixed gates and candidate it is `diag(u_t)` (GRU). At PyTorch's default initialisation the gates sit near 0.5 and all three cells lose the "
         "gradient alike, by more than twelve orders of magnitude over 59 steps back; with the keeping gate's bias raised by 3 "
         "(gates near 0.95) the carry product (dashed) shrinks only by a factor near 0.95 a step, to about 0.05 after "
-        "59 steps, and the gradient (solid) ends there too.",
+        "59 steps, and the gradient (solid) ends there too. The GRU's gradient follows its carry product all the way; "
+        "the LSTM's falls about tenfold in its first step back, since the state `h` reaches the next step only through "
+        "the gates' weights (the cell state `c`, not `h`, carries itself), and from there on stays between 0.02 and "
+        "0.12. At distance 0 every curve is 1 (the loss reads the last state out along a unit vector; the carry "
+        "product is empty).",
 }
 
 def figures() -> dict:
