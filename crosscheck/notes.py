@@ -323,6 +323,12 @@ def _inline(expr, b) -> str:
     return inline(expr, b.notation)
 
 
+def _sentences(*pointers: str) -> str:
+    """Sentences that point to figures (:meth:`Build.pointer`) as one paragraph, leaving out those the build does
+    not include ("" when it includes none)."""
+    return " ".join(p for p in pointers if p)
+
+
 def _figure(b, set_name: str, stems: Sequence[str] | None = None) -> str:
     return b.figures(set_name, stems)
 
@@ -521,6 +527,18 @@ def paths_section(b) -> Part:
         b.pointer("paths", "fig3-left-power-curves", _words(
             "draws the bound {bound} against the path length `n` for factors `rho` below and above 1.", b,
             bound=sp.Pow(rho, sp.Symbol("n"), evaluate=False))),
+        _sentences(
+            b.pointer("paths", "fig3-right-tanh-sensitivity", _words(
+                "follows two tanh trajectories with the same weight `w_h` = 1.2: the product grows where the state "
+                "stays at 0, where the slope of tanh is 1, and vanishes where the state saturates, although `w_h > 1`.", b)),
+            b.pointer("paths", "sensitivity-heatmap", _words(
+                "maps the same sensitivity over the step and the weight `w_h`, at input 0, where it is `w_h` to the "
+                "power of the distance: it vanishes below `w_h` = 1 and explodes above, the more the farther the step "
+                "from the end.", b)),
+            b.pointer("paths", "jacobian-product-norms", _words(
+                "compares, for a vector tanh cell, the norm of the Jacobian product with two upper bounds of it: the "
+                "product of the steps' norms, and the norm of `W_h` to the power of the distance (the bound of Pascanu, "
+                "Mikolov and Bengio, 2013, since the slope of tanh is at most 1).", b))),
         _figure(b, "paths", ["fig3-left-power-curves", "fig3-right-tanh-sensitivity", "sensitivity-heatmap",
                              "jacobian-product-norms"]),
     ]
@@ -859,6 +877,18 @@ def residual_section(b) -> Part:
             "this: in a pre-norm stack they carry the gradient to every layer, but the stack's final LayerNorm divides "
             "by the spread of the residual stream, and that grows with the number of layers it sums (Xiong et al. "
             "2020).", b)),
+        _sentences(
+            b.pointer("depth", "gradient-profile-pre-norm", _words(
+                "shows the gradient of every layer of pre-norm stacks of 4, 16 and 48 blocks: largest near the input, "
+                "and at every layer smallest in the deepest stack.", b)),
+            b.pointer("depth", "gradient-profile-post-norm", _words(
+                "shows the same for post-norm stacks: in the deepest the gradient grows toward the output layers.", b)),
+            b.pointer("depth", "jacobian-product-singular-values-pre-norm", _words(
+                "follows the identity paths through a whole pre-norm stack: with the residual bypass the singular values "
+                "of the product of the blocks' Jacobians stay away from 0 at every depth; without it, from four blocks "
+                "on, all but a few fall to the rounding-noise floor.", b)),
+            b.pointer("depth", "jacobian-product-singular-values-post-norm", _words(
+                "shows the same for post-norm stacks, where each LayerNorm removes one direction per token.", b))),
         _words("Worked example, three residual layers: the product of the three Jacobians is a sum over the eight paths "
                "through the stack, one of them the identity.", b)
         + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),
@@ -1045,6 +1075,14 @@ def encoder_section(b) -> Part:
         record = records.setdefault(stage, course.trace(stage, device=b.device))
         for _, rows, row_labels, col_labels in trace_tables(stage, record, [name], tokens):
             body.append(_encoder_table(b, rows, row_labels, col_labels, _words(caption, b, **ENCODER_MATRICES), label))
+    body.append(_sentences(
+        b.pointer("encoder", "fig06_identity_position", _words(
+            "shows the input rows: the token identities, the positions and their sum, on one colour scale.", b)),
+        b.pointer("encoder", "fig09_S", _words("shows the scaled scores of head 1 and", b)),
+        b.pointer("encoder", "fig10_A", _words("its weights, the softmax of each row;", b)),
+        b.pointer("encoder", "fig11_A_causal", _words(
+            "shows, for comparison, what the decoder's causal mask would make of them: each query keeps only itself "
+            "and the earlier tokens.", b))))
     body += _encoder_backward(b, tokens)
     body.append(b.pointer("encoder", "fig08_begins_contributions", _words(
         "takes one row of the attention's output apart: row 6 of head 1, the query of the last token, as the sum of "

@@ -145,6 +145,14 @@ def test_whole_notes_document(tmp_path):
     out = tmp_path / "notes.tex"
     cli("latex", str(out))
     compile_and_render(out, tmp_path, "notes_all")
+    # every figure of the chapter is pointed to from its text ("Figure n shows ..."), outside the figures themselves
+    import re
+
+    source = out.read_text(encoding="utf-8")
+    outside = re.sub(r"\\begin\{figure\}.*?\\end\{figure\}", "", source, flags=re.S)
+    labels = re.findall(r"\\label\{(fig:[^}]+)\}", source)
+    assert len(labels) == source.count("\\includegraphics") >= 18
+    assert [label for label in labels if f"\\ref{{{label}}}" not in outside] == []
 
 
 def test_report_tex(tmp_path):
