@@ -339,11 +339,13 @@ class Function:
         self.names[sym] = text
         return sym
 
-    def element(self, source, at, shape=None):
-        """A symbol standing for ``source[at]`` (a view, as :class:`View` makes, read where it stands)."""
-        sym = sp.MatrixSymbol(sp.Dummy("element"), *shape) if shape else sp.Dummy("element")
-        self.names[sym] = f"{self.names[source]}[{_index(at)}]"
-        return sym
+    def view(self, source, at, shape=None) -> View:
+        """The :class:`View` ``target := source[at]`` of a new internal symbol (a matrix of ``shape`` if given),
+        named after its source: the statement that binds it goes before the statements that read it."""
+        used, k = set(self.names.values()), 0
+        while f"{self.names[source]}_{k}" in used:
+            k += 1
+        return View(self.internal(f"{self.names[source]}_{k}", shape), source, at)
 
     def loops(self):
         return [s for s in self.body if isinstance(s, Loop)]
