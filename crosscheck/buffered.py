@@ -364,13 +364,17 @@ class Writer:
             self._release(temp, self._shape)
             return
         text, temp = self._operand(arg)
-        saved = dict(self.names)
+        saved, memo = dict(self.names), getattr(self.printer, "memo", None)
         self.names[var] = text
+        if memo is not None:  # what is printed while var stands for this operand is not kept for another
+            self.printer.memo = {}
         try:
             self._write(body, out)
         finally:
             self.names.clear()
             self.names.update(saved)
+            if memo is not None:
+                self.printer.memo = memo
         self._release(temp, self._shape)
 
     def _function(self, e, out):

@@ -515,8 +515,14 @@ class _Fusion:
     def own(self, text, shape=None):
         return self.fn.internal(text, shape)
 
-    def at(self, source, index, shape=None):
-        return self.fn.element(source, index, shape)
+    def at(self, into: list, source, index, shape=None):
+        """A symbol bound to the view ``source[index]`` by a :class:`~crosscheck.loop_ir.View` in the statements
+        ``into`` (the one already there, or a new one appended)."""
+        view = next((s for s in into if isinstance(s, loop_ir.View) and s.source == source and s.at == index), None)
+        if view is None:
+            view = self.fn.view(source, index, shape)
+            into.append(view)
+        return view.target
 
     def buffer(self, text, shape, kind="empty", target=None):
         """A step buffer of its own (``target``: a symbol of the derivation that lives in it), allocated before the loops."""
@@ -618,21 +624,21 @@ class _Fusion:
 
         step = views()
         if n:
-            step.append(Call((), "_recur", (self.at(Zh, t), layout.prev, WhTk, self.buffer("_rf", (B, n * Hw)))))
+            step.append(Call((), "_recur", (self.at(step, Zh, t), layout.prev, WhTk, self.buffer("_rf", (B, n * Hw)))))
         for a, b, _ in layout.runs:  # the activation of each run of gates, one call (in place for tanh, sigmoid)
-            into = self.at(Sv[direct[a]], t + 1, gate) if a in direct else self.at(Ar[a], t, gate)
-            block = self.at(z, a, gate) if a in direct else self.at(Zr[a], t, gate)
+            into = self.at(step, Sv[direct[a]], t + 1, gate) if a in direct else self.at(step, Ar[a], t, gate)
+            block = self.at(step, z, a, gate) if a in direct else self.at(step, Zr[a], t, gate)
             value = definition[gates[a].activation[0]].xreplace({gates[a].target: block})
             step.append(Write(into, value, row if a in direct else (b - a, B, Hw)))
         step += gate_views()
         for g in gates[:n]:  # a state that is a gate's pre-activation itself
             if g.target in state_of:
-                step.append(Call((), "_assign", (self.at(Sv[state_of[g.target]], t + 1), g.target)))
+                step.append(Call((), "_assign", (self.at(step, Sv[state_of[g.target]], t + 1), g.target)))
         for d in kept:
             k = layout.gate_of(d.target)
             value = values[d.target]
             if k is not None:  # an input-only gate: its stacked input part plus its other terms
-                terms = [self.at(z, k, gate)] + gates[k].others
+                terms = [self.at(step, z, k, gate)] + gates[k].others
                 value = sp.MatAdd(*terms) if len(terms) > 1 else terms[0]
             for sym, e in temps.get(d.target, []):
                 step += [View(sym, stored_defs[sym], t), Write(sym, e, (B, sym.shape[1]))]
@@ -668,9 +674,10 @@ class _Fusion:
                 continue
             shape = (width_of[a], B, Hw)
             buffer = self.buffer(f"_dA{len(slopes)}", shape, "rows")
-            slopes.append(Write(buffer, Elementwise(sp.Lambda(u, slope), self.at(Ar[a], t, gate)), shape))
+            run = self.at(slopes, Ar[a], t, gate)
+            slopes.append(Write(buffer, Elementwise(sp.Lambda(u, slope), run), shape))
             for k, nodes in uses.items():
-                sym = self.at(buffer, k - a, gate)
+                sym = self.at(self.buffers, buffer, k - a, gate)  # a fixed gate of a buffer: viewed once, before the loops
                 for e in nodes:
                     slope_of[e] = sym
 
@@ -722,20 +729,20 @@ class _Fusion:
             body.append(Call((dWx,), "_gate_grads", (GZ, Xt)))
         if n:
             dWh = self.own("_dWh")  # (the recurrent gates come first in the stack)
-            body.append(Call((dWh,), "_gate_grads", (self.at(GZ, slice(None, n)), self.at(S[layout.state], slice(None, -1)))))
+            body.append(Call((dWh,), "_gate_grads", (self.at(body, GZ, slice(None, n)), self.at(body, S[layout.state], slice(None, -1)))))
         if any(g.biases for g in gates):
             Gf, db = self.own("_Gf"), self.own("_db")
             body += [loop_ir.Reshape(Gf, GZ, (G, T * B, Hw)), Call((db,), "_colsums", (Gf,))]
         for k, g in enumerate(gates):
             for W in g.x_weights:
-                grads[W] = self.at(dWx, k)
+                grads[W] = self.at(body, dWx, k)
             for j, b in enumerate(g.biases):  # two biases of one gate (a GRU's b_xr, b_hr) get equal, separate arrays
-                grads[b] = self.at(db, k)
+                grads[b] = self.at(body, db, k)
                 if j:
                     body.append(Call((self.grad[b],), "_copy", (grads[b],)))
                     grads[b] = self.grad[b]
             if g.h_weight is not None:
-                grads[g.h_weight] = self.at(dWh, k)
+                grads[g.h_weight] = self.at(body, dWh, k)
         dX = self.own("_dX")
         body += [Call((dX,), "_input_grads", (GZ, Wx)), Call((dX,), "_batch_major", (dX,))]
         body += [loop_ir.Zeros(self.grad[p], shape=shape_of(p)) for p in self.params if p not in fused and p not in reached]

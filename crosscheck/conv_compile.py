@@ -3,7 +3,10 @@
 A formula such as ``Sum(G[i, j] * X[s*i + p, s*j + q], (i, 0, H_o - 1), (j, 0, W_o - 1))`` with free indices
 ``p, q`` becomes a function of arrays ``G`` and ``X`` (each with a leading batch axis).  Every index
 expression must be affine in the index variables with integer coefficients; an array read outside its
-range is zero (the zero padding of the input and the zero extension ``Ghat`` of the derivation).
+range is zero (the zero padding of the input and the zero extension ``Ghat`` of the derivation).  An array
+``IndexedBase(Dilated(G, s))`` (a strided convolution's input gradient, :func:`derive.conv.dilated_input_gradient`)
+is G dilated by the stride: the compiled function takes ``G`` and dilates it once (:class:`~crosscheck.loop_ir.Dilate`);
+a stride without a value in ``sizes``, or not a positive integer, is refused naming it.
 
 The plan of each term vectorises the index variables with the largest ranges (strided slices, no copies)
 and loops over the small ones (the kernel offsets, and any variable read backwards, such as u in
@@ -41,6 +44,8 @@ import sympy as sp
 
 from seqgrad import validate
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
+
+from seqgrad.derive.conv import Dilated
 
 from . import loop_ir
 from .code_printer import identifier
@@ -133,12 +138,14 @@ def _plan(product, limits, free: dict) -> _Term:
     return _Term(tuple(factors), scale, ranges, tuple(vec), loops)
 
 
-def conv_function(terms, free: dict, batch: bool, names: dict, taken: set, args: tuple) -> loop_ir.Function:
-    """The IR of the planned ``terms``: the output, then per term its loops, strided reads and contraction."""
+def conv_function(terms, free: dict, batch: bool, names: dict, taken: set, args: tuple, dilated: tuple = ()) -> loop_ir.Function:
+    """The IR of the planned ``terms``: the output, each ``dilated`` array (an IndexedBase of a
+    :class:`~derive.conv.Dilated`) made from its argument, then per term its loops, strided reads and contraction."""
     fn = loop_ir.Function("conv", args, [], names, taken)
     out = fn.fresh("out")
     arrays = tuple(a for a in args if isinstance(a, sp.IndexedBase))
     fn.body.append(loop_ir.Output(out, arrays, tuple(free.values()), batch))
+    fn.body += [loop_ir.Dilate(d, d.label.array, int(d.label.stride)) for d in dilated]
     for term in terms:
         fn.body += _term_ir(fn, term, out, free, batch)
     fn.body.append(loop_ir.Return((out,)))
@@ -208,16 +215,22 @@ class Compiled:
         self.free = {var: validate.integer("free", n, minimum=1) for var, n in dict(free).items()}  # variable -> range
         values = {key: sp.Integer(validate.integer("sizes", n)) for key, n in sizes.items()}
         self.terms = [_plan(product, limits, self.free) for product, limits in _terms(expr.xreplace(values), sizes)]
-        bases = sorted({fac.base for term in self.terms for fac in term.factors}, key=str)
-        if not bases:
+        read = {fac.base for term in self.terms for fac in term.factors}
+        if not read:
             raise SeqgradTypeError("expr", str(expr)[:80], _SHAPE + ", with at least one Indexed entry")
+        dilated = sorted((a for a in read if isinstance(a.label, Dilated)), key=str)
+        for a in dilated:
+            _dilation_stride(a.label, sizes)
+        bases = sorted((read - set(dilated)) | {a.label.array for a in dilated}, key=str)  # the arrays passed
         scalars = sorted({s for term in self.terms for s in term.scale.free_symbols}, key=str)
         taken: set[str] = set()
         names = {a: identifier(str(a), taken) for a in bases + scalars}
+        names.update({a: identifier(f"{a.label.array}hat_{a.label.stride}", taken) for a in dilated})
         looped = sorted({v for term in self.terms for v in term.loops}, key=str)
         names.update({var: identifier(str(var), taken) for var in looped})
         self.arguments = tuple(str(a) for a in bases + scalars)  # the keyword names, in the order of the arguments
-        self.function = conv_function(self.terms, self.free, batch == "keep", names, taken, tuple(bases + scalars))
+        self.function = conv_function(self.terms, self.free, batch == "keep", names, taken, tuple(bases + scalars),
+                                      tuple(dilated))
         emitter = loop_ir.Emitter(self.backend, names)
         self.source = emitter.source(self.function, "_conv")
         namespace = dict(emitter.used)
@@ -233,6 +246,16 @@ class Compiled:
         return self._fn(*[arrays[a] for a in self.arguments])[0]
 
 
+def _dilation_stride(dilation, sizes) -> int:
+    """The stride of a :class:`~derive.conv.Dilated` array once the sizes are given: a positive integer."""
+    stride = dilation.stride
+    if stride.free_symbols:
+        raise SeqgradValueError("sizes", sizes, f"a value for the stride {stride} of the dilated {dilation.array}")
+    if not (stride.is_Integer and stride >= 1):
+        raise SeqgradValueError("stride", stride, f"a positive integer (the dilation of {dilation.array})")
+    return int(stride)
+
+
 def helpers(backend: str) -> dict:
     """The names the compiled source calls besides the operations, bound in ``backend``."""
     if backend == "numpy":
@@ -246,7 +269,8 @@ def helpers(backend: str) -> dict:
         def pad(A, low, high):
             return np.pad(A, [(0, 0)] + list(zip(low, high)))
 
-        return {"_output": output, "_strided": lambda A, reads: _strided(A, reads, pad), "_einsum": np.einsum}
+        return {"_output": output, "_strided": lambda A, reads: _strided(A, reads, pad), "_einsum": np.einsum,
+                "_dilate": lambda A, stride: _dilate(np.asarray(A), stride, lambda shape: np.zeros(shape, np.asarray(A).dtype))}
     import torch
 
     def output(like, shape, batch):
@@ -257,7 +281,15 @@ def helpers(backend: str) -> dict:
     def pad(A, low, high):
         return torch.nn.functional.pad(A, [n for pair in zip(reversed(low), reversed(high)) for n in pair])
 
-    return {"_output": output, "_strided": lambda A, reads: _strided(A, reads, pad), "_einsum": torch.einsum}
+    return {"_output": output, "_strided": lambda A, reads: _strided(A, reads, pad), "_einsum": torch.einsum,
+            "_dilate": lambda A, stride: _dilate(A, stride, A.new_zeros)}
+
+
+def _dilate(A, stride, zeros):
+    """``A`` dilated by ``stride`` after its batch axis: entry ``stride * o`` is ``A[:, o]``, zeros between."""
+    out = zeros((A.shape[0],) + tuple(stride * (n - 1) + 1 for n in A.shape[1:]))
+    out[(slice(None),) + (slice(None, None, stride),) * (A.ndim - 1)] = A
+    return out
 
 
 def _strided(A, reads, pad):

@@ -10,8 +10,8 @@ The straight-line program of :func:`crosscheck.lambdify.lambdify` is a Function 
 (:func:`straight_line`); a cell's loop over t is one with two (:func:`cell_loop`, built from the general-t
 derivation :meth:`derive.cell.Cell.general`); an index formula of :mod:`derive.conv` is one with a loop per
 looped index variable (:func:`crosscheck.conv_compile.conv_function`), holding a strided read per factor
-(:class:`Strided`, zero outside the array) and one :class:`Contract` that adds their product, summed over the
-vectorised axes, into an :class:`Output`.  Rewrites are passes from IR to IR: :func:`hoist` moves what is
+(:class:`Strided`, zero outside the array; a strided convolution's upstream G dilated first, :class:`Dilate`)
+and one :class:`Contract` that adds their product, summed over the vectorised axes, into an :class:`Output`.  Rewrites are passes from IR to IR: :func:`hoist` moves what is
 not sequential out of the loops, and :func:`crosscheck.cell_loop.fuse_gates` rewrites the hoisted loops of a
 cell of gate form (its layout read off the IR by :func:`crosscheck.cell_loop.gate_layout`) in the gate layout,
 with the statements of a fused loop: :class:`Alloc` (a stack or step buffer taken from the call's workspace
@@ -52,7 +52,7 @@ from .code_printer import _Code, _Printer, _TorchPrinter, identifier
 
 __all__ = ["Function", "Assign", "Zeros", "Reset", "Stash", "Stack", "Load", "LoadPrev", "Store", "PrevStack",
            "Collect", "Stacked", "Accumulate", "Loss", "Rho", "Sequence", "Finite", "BatchOf", "Return", "Loop",
-           "Alloc", "Temporaries", "Call", "View", "Reshape", "Write", "Swap", "Output", "Strided", "Contract",
+           "Alloc", "Temporaries", "Call", "View", "Reshape", "Write", "Swap", "Output", "Strided", "Dilate", "Contract",
            "straight_line", "cell_loop", "gradient_terms", "hoist", "Emitter"]
 
 
@@ -220,6 +220,15 @@ class Strided:
 
 
 @dataclass(frozen=True)
+class Dilate:
+    """``target :=`` the array ``source`` dilated by ``stride`` after its batch axis: entry ``stride * o`` (per
+    axis) is ``source[o]``, ``stride - 1`` zeros between two entries (a strided gradient's upstream G)."""
+    target: sp.Basic
+    source: sp.Basic
+    stride: int
+
+
+@dataclass(frozen=True)
 class Contract:
     """``target[at] += scale * einsum(spec, *factors)``: the product of the ``factors`` (strided slices whose
     axes ``spec`` names in Einstein's notation), summed over every axis the result does not keep; ``at`` has
@@ -339,11 +348,13 @@ class Function:
         self.names[sym] = text
         return sym
 
-    def element(self, source, at, shape=None):
-        """A symbol standing for ``source[at]`` (a view, as :class:`View` makes, read where it stands)."""
-        sym = sp.MatrixSymbol(sp.Dummy("element"), *shape) if shape else sp.Dummy("element")
-        self.names[sym] = f"{self.names[source]}[{_index(at)}]"
-        return sym
+    def view(self, source, at, shape=None) -> View:
+        """The :class:`View` ``target := source[at]`` of a new internal symbol (a matrix of ``shape`` if given),
+        named after its source: the statement that binds it goes before the statements that read it."""
+        used, k = set(self.names.values()), 0
+        while f"{self.names[source]}_{k}" in used:
+            k += 1
+        return View(self.internal(f"{self.names[source]}_{k}", shape), source, at)
 
     def loops(self):
         return [s for s in self.body if isinstance(s, Loop)]
@@ -666,6 +677,9 @@ class Emitter:
     def _Strided(self, src, s, depth):
         reads = ", ".join(f"({self.code(first)}, {step}, {count})" for first, step, count in s.reads)
         src(f"{self._n(s.target)} = _strided({self._n(s.source)}, ({reads},))", depth)
+
+    def _Dilate(self, src, s, depth):
+        src(f"{self._n(s.target)} = _dilate({self._n(s.source)}, {s.stride})", depth)
 
     def _Contract(self, src, s, depth):
         at = ([":"] if s.batch else []) + [":" if a is None else self._n(a) for a in s.at]

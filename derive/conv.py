@@ -71,6 +71,83 @@ def _zero_extended(piece):
     return value.xreplace({entries[0]: Ghat[a, c]})
 
 
+class Dilated(sp.Expr):
+    """``Ghat^(s)``: the array ``array`` dilated by the stride s and extended by zeros: entry ``s o`` (per axis) is
+    ``array_o``, every other entry 0 (s - 1 zeros between two entries, zeros outside).  The label of an
+    ``IndexedBase``, so ``IndexedBase(Dilated(G, s))[a, c]`` is its entry (a, c); at s = 1 it is ``Ghat``."""
+
+    is_commutative = True
+
+    def __new__(cls, array, stride):
+        if not isinstance(array, sp.IndexedBase):
+            raise SeqgradTypeError("array", array, "an IndexedBase (the upstream gradient G)")
+        return sp.Expr.__new__(cls, array, as_sympy(stride, "stride"))
+
+    @property
+    def array(self) -> sp.IndexedBase:
+        return self.args[0]
+
+    @property
+    def stride(self) -> sp.Basic:
+        return self.args[1]
+
+    def _latex(self, printer):
+        return r"\hat{%s}^{(%s)}" % (printer._print(self.array.label), printer._print(self.stride))
+
+    def _sympystr(self, printer):
+        return f"{printer._print(self.array.label)}hat^({printer._print(self.stride)})"
+
+
+def _flat_sum(expr):
+    """``Sum(a * Sum(f, *inner), *outer)`` as the summand ``a * f`` and the limits ``outer + inner`` (the inner
+    limits free of the outer variables)."""
+    limits = []
+    while isinstance(expr, sp.Sum):
+        limits += list(expr.limits)
+        factors = sp.Mul.make_args(expr.function)
+        sums = [f for f in factors if isinstance(f, sp.Sum)]
+        outer = [lim[0] for lim in limits]
+        if len(sums) > 1 or any(bound.has(*outer) for inner in sums for lim in inner.limits for bound in lim[1:]):
+            raise SeqgradValueError("raw", str(expr)[:80], "one sum inside the sum over the output positions, "
+                                                           "its limits free of the output indices")
+        rest = sp.Mul(*[f for f in factors if f not in sums])
+        expr = sp.Sum(rest * sums[0].function, *sums[0].limits) if sums else expr.function
+    return expr, limits
+
+
+def dilated_input_gradient(raw, stride, upstream: sp.IndexedBase = G):
+    """The input gradient with stride s from the raw derivative of ``L = sum_o G_o Y_o`` at an input entry x:
+    ``sum_o G_o sum_w [x = s o + c(w)] K_w`` (deltas, as ``diff`` leaves them).  The sums over the output
+    positions o are taken first: ``sum_o G_o prod_a [x_a = s o_a + c_a] = Ghat^(s)_{x - c}`` (entry s o of the
+    dilated G is G_o, every other 0: :class:`Dilated`), leaving ``sum_w K_w Ghat^(s)_{x - c(w)}`` -- the
+    upstream gradient dilated by the stride, correlated with the kernel.  Each output index of G must be
+    summed from 0 and met by exactly one delta whose index moves by s with it."""
+    body, limits = _flat_sum(raw)
+    entries = [f for f in sp.Mul.make_args(body) if isinstance(f, sp.Indexed) and f.base == upstream]
+    summed = {lim[0]: lim for lim in limits}
+    if len(entries) != 1 or not all(o in summed and summed[o][1] == 0 for o in entries[0].indices):
+        raise SeqgradValueError("raw", str(raw)[:80], f"one entry of {upstream} at output positions summed from 0")
+    outputs, st = entries[0].indices, as_sympy(stride, "stride")
+    rest, at = [], {}
+    for f in sp.Mul.make_args(body):
+        if f is entries[0]:
+            continue
+        moved = [o for o in outputs if isinstance(f, sp.KroneckerDelta) and (f.args[0] - f.args[1]).has(o)]
+        if not moved:
+            rest.append(f)
+            continue
+        d = sp.expand(f.args[0] - f.args[1])
+        c = d.coeff(moved[0])
+        if len(moved) != 1 or moved[0] in at or sp.expand(c ** 2 - st ** 2) != 0:
+            raise SeqgradValueError("raw", str(f), f"a delta [x = {st}*o + c] of one output index o")
+        at[moved[0]] = sp.expand(-st / c * d + st * moved[0])  # x - c, with d = +-(x - s o - c)
+    if set(at) != set(outputs) or any(e.has(*outputs) for e in at.values()):
+        raise SeqgradValueError("raw", str(raw)[:80], "one delta per output index of " + str(upstream))
+    entry = sp.IndexedBase(Dilated(upstream, st))[tuple(at[o] for o in outputs)]
+    left = [lim for lim in limits if lim[0] not in outputs]
+    return sp.Sum(sp.Mul(*rest) * entry, *left) if left else sp.Mul(*rest) * entry
+
+
 def _drop_range_conditions(expr):
     """After ``diff(...).doit()`` SymPy guards each collapsed delta with "index in range"; here it always is."""
     return expr.replace(lambda e: isinstance(e, sp.Piecewise), lambda e: e.args[0][0])
@@ -131,13 +208,14 @@ class Conv2d(Derivation):
     def grad_X(self):
         """``dL/dX_mn = sum_uv K_uv Ghat_{m-u, n-v}`` (stride 1), derived: the deltas of :meth:`grad_X_raw`
         are summed over i, j first, which picks ``i = m - u``, ``j = n - v`` when that output position exists;
-        ``Ghat`` is G extended by zeros, exactly the "exists" condition SymPy attaches."""
-        if self.stride != 1:
-            raise SeqgradValueError("stride", self.stride, "1 for the symbolic input gradient (with a stride, ExplicitConv "
-                                                           "dilates G by s - 1 zeros between entries)")
+        ``Ghat`` is G extended by zeros, exactly the "exists" condition SymPy attaches.  With a stride s > 1 the
+        sum over i, j picks ``s i = m - u``, ``s j = n - v``: ``sum_uv K_uv Ghat^(s)_{m-u, n-v}``, G dilated by
+        the stride (:func:`dilated_input_gradient`)."""
         inner = sp.diff(self.Y, X[m, n])  # Sum(delta delta K, (u), (v))
-        flat = sp.Sum(G[i, j] * inner.function, (i, 0, H_o - 1), (j, 0, W_o - 1), *inner.limits).doit()
-        return flat.replace(lambda e: isinstance(e, sp.Piecewise), _zero_extended)
+        flat = sp.Sum(G[i, j] * inner.function, (i, 0, H_o - 1), (j, 0, W_o - 1), *inner.limits)
+        if self.stride != 1:
+            return dilated_input_gradient(flat, self.stride)
+        return flat.doit().replace(lambda e: isinstance(e, sp.Piecewise), _zero_extended)
 
     @_once_per_stride
     def grad_X_flipped(self):
@@ -436,5 +514,5 @@ def prove_explicit(conv: ExplicitConv) -> Proof:
                  f"{repr(conv)}: dK, db, dX by the formulas equal sympy.diff of sum G o Y")
 
 
-__all__ = ["Conv2d", "ExplicitConv", "output_size", "max_pool_routing", "max_derivative", "receptive_field",
+__all__ = ["Conv2d", "Dilated", "dilated_input_gradient", "ExplicitConv", "output_size", "max_pool_routing", "max_derivative", "receptive_field",
            "receptive_field_recurrence", "vit_patches", "identities", "prove_explicit"]

@@ -563,7 +563,7 @@ def _explicit(node):
         return explicit
     if any(a is not b for a, b in zip(args, node.args)):
         node = node.func(*args)
-    value = node.doit(deep=False) if isinstance(node, sp.Basic) else node
+    value = node.doit(deep=False)
     if isinstance(value, MatrixExpr) and not isinstance(value, sp.MatrixBase):
         value = value.as_explicit()
     return value

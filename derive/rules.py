@@ -66,6 +66,7 @@ from sympy.matrices.expressions.matexpr import MatrixElement, MatrixExpr
 
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
+from . import norm_rows
 from .proof import Proof
 from .safe_parse import as_sympy
 
@@ -209,12 +210,7 @@ class RowStd(_EpsRowMap):
         return _root_of_mean_square(_centred(self.arg), self.eps)
 
     def _entry(self, i, j, **kwargs):
-        n = self.shape[1]
-        mu = self._row_sum(lambda k: self.arg[i, k]) / n
-        # sqrt(sum_k ((X_ik - mu)^2 + eps) / n) = sqrt(var + eps): the radicand one sum, not the sum plus eps
-        # (SymPy asks a sum plus a term whether it is infinite every time it builds its root: the slowest
-        # step of every LayerNorm proof)
-        return sp.sqrt(self._row_sum(lambda k: ((self.arg[i, k] - mu) ** 2 + self.eps) / n))
+        return norm_rows.std(lambda k: self.arg[i, k], self.shape[1], self._row_sum, self.eps)
 
     def _latex(self, printer):
         # the standard deviation's letter as a symbol, so that a notation can rename it (the notes write s, keeping
@@ -232,8 +228,7 @@ class Normalize(_EpsRowMap):
         return _divided(_centred(self.arg), RowStd(self.arg, self.eps).definition())
 
     def _entry(self, i, j, **kwargs):
-        mu = self._row_sum(lambda k: self.arg[i, k]) / self.shape[1]
-        return (self.arg[i, j] - mu) / RowStd(self.arg, self.eps)._entry(i, j)
+        return norm_rows.normalized(lambda k: self.arg[i, k], j, self.shape[1], self._row_sum, self.eps)
 
 
 class RowRMS(_EpsRowMap):
@@ -247,9 +242,7 @@ class RowRMS(_EpsRowMap):
         return _root_of_mean_square(self.arg, self.eps)
 
     def _entry(self, i, j, **kwargs):
-        n = self.shape[1]
-        # the radicand as one sum (as RowStd's): sqrt(sum_k (X_ik^2 + eps) / n) = sqrt(mean_k X_ik^2 + eps)
-        return sp.sqrt(self._row_sum(lambda k: (self.arg[i, k] ** 2 + self.eps) / n))
+        return norm_rows.rms(lambda k: self.arg[i, k], self.shape[1], self._row_sum, self.eps)
 
 
 class RMSNormalize(_EpsRowMap):
@@ -262,7 +255,7 @@ class RMSNormalize(_EpsRowMap):
         return _divided(self.arg, RowRMS(self.arg, self.eps).definition())
 
     def _entry(self, i, j, **kwargs):
-        return self.arg[i, j] / RowRMS(self.arg, self.eps)._entry(i, j)
+        return norm_rows.rms_normalized(lambda k: self.arg[i, k], j, self.shape[1], self._row_sum, self.eps)
 
 
 #: a scale statistic's normalisation and a normalisation's scale (the LayerNorm and RMSNorm rules read them), and

@@ -78,7 +78,7 @@ from seqgrad.errors import NonFiniteError, ParseError, SeqgradTypeError
 
 from seqgrad import operations as registry
 
-from . import operations
+from . import norm_rows, operations
 from .whitelist import (ACCEPTS_INFINITY, MAX_DEPTH, MAX_EXPONENT, MAX_LENGTH, MAX_LITERAL_DIGITS,  # noqa: F401 - re-exported
                         MAX_LITERAL_EXPONENT, MAX_MAGNITUDE, MAX_RESULT_DIGITS, MAX_VECTOR, VECTOR_ARITY, IDENTIFIER, Reader,
                         allowed_names, check_variable_names, function_arity, is_infinity, is_vector_node, parse_tree)
@@ -113,24 +113,20 @@ def _softmax(v):
     return tuple(x / total for x in e)
 
 
-def _layernorm(v, eps=0):
-    """(v_i - mean) / sqrt(var + eps), population variance: derive.blocks' LayerNorm row at gain 1, shift 0 (the
-    parser sits below the blocks' programs, so it states the row; tests/test_norms.py proves the two equal)."""
-    m, s2 = _mean(v), _var(v)
-    return tuple((x - m) / sympy.sqrt(s2 + eps) for x in v)
+def _norm(entry):
+    """The vector language's norm of a row v, eps = 0 unless given: ``entry`` of :mod:`derive.norm_rows`, the
+    one statement of the row that the rule table's nodes (and so derive.blocks' programs) read too."""
+    def row(v, eps=0):
+        n = len(v)
+        return tuple(entry(v.__getitem__, j, n, lambda term: sympy.Add(*[term(k) for k in range(n)]), eps) for j in range(n))
 
-
-def _rmsnorm(v, eps=0):
-    """v_i / sqrt(mean(v o v) + eps) (Zhang & Sennrich 2019): derive.blocks' RMSNorm row at gain 1 (proved equal
-    to it in tests/test_norms.py)."""
-    r = sympy.sqrt(_mean([x ** 2 for x in v]) + eps)
-    return tuple(x / r for x in v)
+    return row
 
 
 _VECTOR_SYMPY: dict[str, Callable] = {
     "softmax": _softmax,       # exp(v_i) / sum_j exp(v_j)
-    "layernorm": _layernorm,   # (v_i - mean) / sqrt(var + eps), population variance, eps = 0 unless given
-    "rmsnorm": _rmsnorm,       # v_i / sqrt(mean(v o v) + eps) (Zhang & Sennrich 2019), eps = 0 unless given
+    "layernorm": _norm(norm_rows.normalized),      # (v_i - mean) / sqrt(var + eps), population variance, eps = 0 unless given
+    "rmsnorm": _norm(norm_rows.rms_normalized),    # v_i / sqrt(mean(v o v) + eps) (Zhang & Sennrich 2019), eps = 0 unless given
     "mean": _mean,
     "var": _var,               # population variance (divides by n)
     "dot": lambda u, v: sympy.Add(*[a * b for a, b in zip(u, v)]),

@@ -27,8 +27,29 @@ def test_input_gradient_is_the_full_correlation_with_the_flipped_kernel():
     assert c.grad_X() == sp.Sum(dc.K[dc.u, dc.v] * dc.Ghat[dc.m - dc.u, dc.n - dc.v], (dc.u, 0, dc.k - 1), (dc.v, 0, dc.k - 1))
     flipped = c.grad_X_flipped()
     assert flipped.function.has(dc.K[dc.k - 1 - dc.u, dc.k - 1 - dc.v])
-    with pytest.raises(ValueError, match="stride"):
-        dc.Conv2d(stride=2).grad_X()
+    dilated = sp.IndexedBase(dc.Dilated(dc.G, 2))  # with a stride: G dilated by it (was refused)
+    assert dc.Conv2d(stride=2).grad_X() == sp.Sum(dc.K[dc.u, dc.v] * dilated[dc.m - dc.u, dc.n - dc.v],
+                                                  (dc.u, 0, dc.k - 1), (dc.v, 0, dc.k - 1))
+
+
+@pytest.mark.parametrize("size,k,stride", [((7, 6), 3, 2), ((8, 7), 2, 3), ((5, 5), 3, 1)])
+def test_strided_input_gradient_equals_differentiation_at_concrete_sizes(size, k, stride):
+    """Conv2d(stride=s).grad_X() at concrete sizes, the dilated G's entry (s i, s j) replaced by g_ij and every
+    other entry by 0, is exactly sympy.diff of sum G o Y (ExplicitConv) at every input entry."""
+    ec = dc.ExplicitConv(size, (k, k), stride=stride)
+    formula = dc.Conv2d(stride=stride).grad_X().subs(dc.k, k).doit()
+    D = sp.IndexedBase(dc.Dilated(dc.G, stride)) if stride > 1 else dc.Ghat  # stride 1: G extended by zeros
+
+    def entry(e):
+        if e.base == D:
+            idx = tuple(int(a) for a in e.indices)
+            return ec.g.get(tuple(a // stride for a in idx), 0) if all(a % stride == 0 for a in idx) else sp.Integer(0)
+        return ec.k[tuple(int(a) for a in e.indices)]
+
+    by_diff = ec.by_differentiation()["X"]
+    for (a, c), expected in by_diff.items():
+        value = formula.xreplace({dc.m: a, dc.n: c}).replace(lambda e: isinstance(e, sp.Indexed), entry)
+        assert sp.expand(value - expected) == 0, (a, c)
 
 
 @pytest.mark.parametrize("size,kernel,stride,padding", [((6,), (3,), 1, 0), ((7,), (2,), 3, 2), ((4, 5), (3, 2), 2, 1),

@@ -169,3 +169,60 @@ def test_numpy_result_is_a_numpy_array():
     fn = Compiled(dc.Conv2d().grad_b(), {}, {dc.H_o: 2, dc.W_o: 2}, backend="numpy")
     value = fn(G=np.ones((3, 2, 2)))
     assert isinstance(value, np.ndarray) and float(value) == 12.0
+
+
+def strided_input_gradient(dims: int, stride: int, padding: int):
+    """dL/dX of a ``dims``-D convolution with stride s and padding P, derived: ``diff`` of L = sum G Y at X[x]
+    (deltas [x = s o + u - P]), the sums over the output positions taken first (derive.conv.dilated_input_gradient):
+    sum_u K_u Ghat^(s)_{x + P - u}, G dilated by the stride."""
+    o, w, x = OUT[:dims], KER[:dims], INP[:dims]
+    Y = sp.Sum(dc.K[w] * dc.X[[stride * a + c - padding for a, c in zip(o, w)]],
+               *[(c, 0, kernel_size[n] - 1) for n, c in enumerate(w)]) + dc.b
+    L = sp.Sum(dc.G[o] * Y, *[(a, 0, out_size[n] - 1) for n, a in enumerate(o)])
+    return dc.dilated_input_gradient(sp.diff(L, dc.X[x]), stride)
+
+
+STRIDED = [  # size, kernel, stride, padding: lengths that the stride does not divide evenly among them
+    ((11,), (3,), 2, 0), ((12,), (4,), 3, 1), ((10,), (1,), 3, 0), ((9,), (5,), 2, 2), ((8,), (3,), 1, 1),
+    ((9, 8), (3, 2), 2, 1), ((7, 10), (2, 4), 3, 2), ((8, 8), (3, 3), 3, 0), ((6, 7), (2, 2), 1, 0),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("size,kernel,stride,padding", STRIDED)
+def test_strided_input_gradient_compiles_from_its_derivation(size, kernel, stride, padding, backend):
+    X, K, b, Y, G, gX, _, _ = torch_case(size, kernel, stride, padding, 1, seed=3)
+    dims = len(size)
+    formula = strided_input_gradient(dims, stride, padding)
+    assert formula.has(sp.IndexedBase(dc.Dilated(dc.G, stride)))  # G dilated, not read as G
+    sizes = {**dict(zip(kernel_size, kernel)), **dict(zip(out_size, Y.shape[1:]))}
+    fn = Compiled(formula, dict(zip(INP, size)), sizes, batch="keep", backend=backend)
+    assert "_dilate(G, " in fn.source and fn.arguments == ("G", "K")
+    close(run(fn, backend, G=G, K=K[None]), gX)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("size,k,stride,padding", [((9, 8), 3, 2, 1), ((10, 7), 2, 3, 0), ((11, 11), 4, 3, 2), ((7, 9), 3, 2, 0)])
+def test_derive_conv2d_strided_input_gradient_matches_autograd(size, k, stride, padding, backend):
+    """Conv2d(stride=s).grad_X() and its flipped form (the dilated G correlated with the flipped kernel), the
+    padding cropped, against conv2d autograd."""
+    X, K, b, Y, G, gX, _, _ = torch_case(size, (k, k), stride, padding, 1, seed=4)
+    conv = dc.Conv2d(stride=stride)
+    for form in (conv.grad_X(), conv.grad_X_flipped()):
+        shifted = form.xreplace({dc.m: dc.m + padding, dc.n: dc.n + padding})
+        fn = Compiled(shifted, {dc.m: size[0], dc.n: size[1]}, {dc.k: k, dc.H_o: Y.shape[1], dc.W_o: Y.shape[2]},
+                      batch="keep", backend=backend)
+        close(run(fn, backend, G=G, K=K[None]), gX)
+
+
+def test_the_symbolic_stride_is_refused_until_it_is_given():
+    formula = dc.Conv2d(stride=dc.s).grad_X()
+    sizes = {dc.k: 2, dc.H_o: 3, dc.W_o: 3}
+    with pytest.raises(SeqgradValueError, match="sizes") as e:
+        Compiled(formula, {dc.m: 6, dc.n: 6}, sizes)
+    assert "stride s of the dilated G" in str(e.value)
+    X, K, b, Y, G, gX, _, _ = torch_case((6, 6), (2, 2), 2, 0, 1, seed=5)
+    fn = Compiled(formula, {dc.m: 6, dc.n: 6}, {**sizes, dc.s: 2}, batch="keep")
+    close(fn(G=G, K=K[None]), gX)
+    with pytest.raises(SeqgradValueError, match="stride"):
+        Compiled(formula, {dc.m: 6, dc.n: 6}, {**sizes, dc.s: 0})

@@ -107,3 +107,45 @@ def test_the_fused_loop_of_a_cell_it_was_not_written_for_equals_autograd(make, b
         r = ref[key].detach().numpy()
         assert np.max(np.abs(a.reshape(r.shape) - r)) < 1e-12, key
         assert np.max(np.abs(a.reshape(r.shape) - b.reshape(r.shape))) < 1e-12, key
+
+
+@pytest.mark.parametrize("make", [lstm_cell, gru_cell, peephole_lstm, mgu_cell], ids=["lstm", "gru", "peephole", "mgu"])
+def test_a_view_is_a_statement_not_a_name(make):
+    """Every symbol of the fused IR is named by an identifier (a view of a stack is a View statement that binds
+    one, never a name spelled ``_Zh[t]``), and each View's target is a symbol of its own source and index."""
+    fused = cell_loop.fuse_gates(_hoisted(make(sizes=SIZES)))
+    bad = sorted(name for name in fused.names.values() if not name.isidentifier())
+    assert not bad, bad[:5]
+    views = [s for s in fused.body if isinstance(s, loop_ir.View)]
+    views += [s for loop in fused.loops() for s in loop.body if isinstance(s, loop_ir.View)]
+    assert views and all(s.source in fused.names and s.target in fused.names for s in views)
+
+
+def _loop_reads(source):
+    """(names assigned before the loops, [(names assigned in loop k, names read in loop k)])."""
+    import ast
+
+    fn = ast.parse(source).body[0]
+    loops = [s for s in fn.body if isinstance(s, ast.For)]
+    first = fn.body.index(loops[0])
+    stores = lambda nodes: {n.id for s in nodes for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    loads = lambda nodes: {n.id for s in nodes for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return stores(fn.body[:first]), [(stores(loop.body) | {loop.target.id}, loads(loop.body)) for loop in loops]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("make", [lstm_cell, gru_cell, peephole_lstm, mgu_cell], ids=["lstm", "gru", "peephole", "mgu"])
+def test_no_loop_reads_a_name_only_the_other_loop_binds(make, backend):
+    """A view bound in the forward loop is not read by the backward one (the backward binds its own): an
+    expression printed in both loops is printed with each loop's names (a GELU's erf(z_t/sqrt 2) once printed
+    the forward's view in the backward loop)."""
+    before, [(fwd_set, fwd_read), (bwd_set, bwd_read)] = _loop_reads(CellFunction(make(sizes=SIZES), backend).source)
+    assert not (bwd_read & fwd_set) - bwd_set - before
+    assert not (fwd_read & bwd_set) - fwd_set - before
+
+
+def test_a_gelu_cell_prints_its_backward_erf_with_the_backward_names():
+    gelu = Cell("z = w_x*x + w_h*h_prev; h = gelu(z)", states="h", sizes=SIZES,
+                params={"w_x": ("H", "D"), "w_h": ("H", "H"), "w_o": ("C", "H")}, head="w_o*h")
+    before, [(fwd_set, _), (bwd_set, bwd_read)] = _loop_reads(CellFunction(gelu, "numpy").source)
+    assert not (bwd_read & fwd_set) - bwd_set - before

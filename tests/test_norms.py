@@ -348,15 +348,31 @@ def test_concrete_attention_heads_are_views_of_the_attention_programs(monkeypatc
 @pytest.mark.parametrize("name", ["layernorm", "rmsnorm"])
 @pytest.mark.parametrize("n", [1, 2, 3, 5])
 def test_the_vector_language_norms_are_the_blocks_rows(name, n):
-    """The verify/claim parser sits below the blocks' programs (it cannot import them without an import circle), so
-    it states each norm's row; here it is proved equal, entry by entry, to the one definition's forward lines
-    (derive.blocks.norm_row at gain 1 and shift 0) for a symbolic row and a symbolic eps > 0."""
+    """Parsing ``layernorm((v0, ..), eps)`` and ``rmsnorm(...)`` gives, entry by entry, the one definition's
+    forward lines (derive.blocks.norm_row at gain 1 and shift 0) for a symbolic row and a symbolic eps."""
     from seqgrad.derive import blocks, safe_parse
 
     row = list(sp.symbols(f"v0:{n}", real=True))
-    eps = sp.Symbol("epsilon", positive=True)
-    stated = safe_parse.VECTOR_FUNCTIONS[name][0](row, eps)
-    defined = blocks.norm_row(name, row, {"gamma": 1, "beta": 0}, eps)
-    assert len(stated) == len(defined) == n
-    for a, b in zip(stated, defined):
+    eps = sp.Symbol("eps", real=True)
+    names = [str(v) for v in row]
+    parsed = safe_parse.parse_value(f"{name}(({', '.join(names)},), eps)", variables=names + ["eps"])
+    defined = blocks.norm_row(name, [sp.Symbol(v, real=True) for v in names], {"gamma": 1, "beta": 0}, eps)
+    assert isinstance(parsed, tuple) and len(parsed) == len(defined) == n
+    for a, b in zip(parsed, defined):
         assert sp.simplify(sp.radsimp(a - b)) == 0, (name, n, a, b)
+
+
+@pytest.mark.parametrize("name,scale,node", [("layernorm", "std", "Normalize"), ("rmsnorm", "rms", "RMSNormalize")])
+def test_the_vector_language_reads_the_norm_from_its_one_definition(name, scale, node, monkeypatch):
+    """The parser states no norm of its own: with the row's scale defined otherwise in derive.norm_rows (here
+    its eps doubled), ``layernorm(...)`` / ``rmsnorm(...)`` parse to the rule table's entries of that definition."""
+    from seqgrad.derive import norm_rows, rules, safe_parse
+
+    text, row, eps = f"{name}((1, 2, 4), 1/10)", sp.ImmutableMatrix([[1, 2, 4]]), sp.Rational(1, 10)
+    before = safe_parse.parse_value(text)
+    assert before == tuple(getattr(rules, node)(row, eps)[0, j] for j in range(3))
+    original = getattr(norm_rows, scale)
+    monkeypatch.setattr(norm_rows, scale, lambda x, n, total, eps: original(x, n, total, 2 * eps))
+    after = safe_parse.parse_value(text)
+    assert after == tuple(getattr(rules, node)(row, eps)[0, j] for j in range(3))
+    assert all(sp.simplify(a - b) != 0 for a, b in zip(before, after))
