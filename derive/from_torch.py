@@ -38,14 +38,7 @@ from seqgrad.errors import SeqgradTypeError
 from .cell_names import CellError, _names
 from .operations import node as operation_node
 
-__all__ = ["read_module", "TorchSource", "ParamRef", "TorchReadError", "TORCH_ACTIVATIONS", "EXTRA_FUNCTIONS"]
-
-_z = sp.Dummy("z")
-#: activations the Cell equations accept today beyond the operation registry (:mod:`seqgrad.operations`) (given as ``functions=``)
-EXTRA_FUNCTIONS = {
-    "silu": sp.Lambda(_z, _z * operation_node("sigmoid")(_z)),
-    "gelu_tanh": sp.Lambda(_z, _z / 2 * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (_z + sp.Rational(44715, 1000000) * _z ** 3)))),
-}
+__all__ = ["read_module", "TorchSource", "ParamRef", "TorchReadError", "TORCH_ACTIVATIONS"]
 
 #: the one table: a torch activation (function, method or module, by name) -> the Cell's activation name.
 #: Arguments that change the function are checked in :func:`_activation_name` (a leaky ReLU's slope 0.01,
@@ -229,7 +222,6 @@ class _Reader:
         self.tags: dict = {}  # placeholder -> row tag (the gate it first appears in)
         self.display: dict = {}
         self.gate_of: dict = {}  # pre-activation name -> its activation's name
-        self.functions: dict = {}
 
     def fresh(self, base: str) -> str:
         base = "".join(ch if (ch.isalnum() or ch == "_") else "_" for ch in base).strip("_") or "a"
@@ -273,9 +265,7 @@ class _Reader:
     def activation(self, fname: str, arg, name: str | None):
         """``fname(arg)``; a compound argument becomes a named pre-activation (``z^name`` for an activation
         your code names; any other activation than tanh and sigmoid needs one)."""
-        fn = operation_node(fname) if fname not in EXTRA_FUNCTIONS else EXTRA_FUNCTIONS[fname]
-        if fname in EXTRA_FUNCTIONS:
-            self.functions[fname] = fn
+        fn = operation_node(fname)  # every activation torch's modules name is an operation of the registry
         if fname == "identity":
             return arg
         if not isinstance(arg, sp.Symbol) and (name is not None or fname not in ("tanh", "sigmoid")):
@@ -325,7 +315,7 @@ class _Reader:
                 sizes[letter] = widths[s]
             letters[s] = letter
         cell = source.cell_class(equations, states=letters, params=shapes, head=head_expr, sizes=sizes, loss=kind, on=on,
-                    reduction=reduction, batch=batch, name=name, display=self.display, functions=self.functions)
+                    reduction=reduction, batch=batch, name=name, display=self.display)
         source.refs = {str(cell.param_symbol(p)): refs[p] for p in shapes}
         cell.torch = source
         return cell

@@ -262,6 +262,14 @@ _builtin(name="softplus", definition=lambda m, z: m.log(1 + m.exp(z)), derivativ
 _builtin(name="gelu", definition=lambda m, z: z * (1 + m.erf(z / m.sqrt(2))) / 2,
          derivative=lambda m, z, h: (1 + m.erf(z / m.sqrt(2))) / 2 + z * m.exp(-z**2 / 2) / m.sqrt(2 * m.pi),
          latex=r"\operatorname{GELU}", note="the exact (erf) GELU of torch.nn.GELU()")
+_builtin(name="gelu_tanh", definition=lambda m, z: z * (1 + m.tanh(m.sqrt(2 / m.pi) * (z + 44715 * z**3 / 1000000))) / 2,
+         derivative=lambda m, z, h: (1 + m.tanh(m.sqrt(2 / m.pi) * (z + 44715 * z**3 / 1000000))) / 2
+         + z * (1 - m.tanh(m.sqrt(2 / m.pi) * (z + 44715 * z**3 / 1000000))**2) * m.sqrt(2 / m.pi)
+         * (1 + 3 * 44715 * z**2 / 1000000) / 2,
+         latex=r"\operatorname{GELU}_{\tanh}", note="the tanh approximation of GELU, torch.nn.GELU(approximate='tanh')")
+_builtin(name="silu", definition=lambda m, z: z * m.sigmoid(z),
+         derivative=lambda m, z, h: m.sigmoid(z) * (1 + z * (1 - m.sigmoid(z))),
+         latex=r"\operatorname{SiLU}", note="z sigmoid(z), torch.nn.SiLU (the swish of Ramachandran et al.)")
 _builtin(name="exp", sympy=lambda sp: sp.exp, numpy=lambda np: np.exp, torch=lambda t: t.exp, mpmath=lambda mp: mp.exp,
          derivative=lambda m, z, h: h, latex=r"\exp", interval="rule")
 _builtin(name="log", arity=(1, 2), sympy=lambda sp: sp.log,
