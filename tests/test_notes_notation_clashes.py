@@ -1,0 +1,31 @@
+"""Issue 25, the lecturer's third review: one symbol per meaning across the handout (body and appendix), the appendix
+in the body's notation (adjoints, the positional encodings' pair index), the course's figures and tables never read
+as the handout's own, no empty identity in the appendix, a column block printed as math.  Read from the handout as
+``seqgrad latex notes.tex --standalone`` writes it."""
+import pytest
+
+
+@pytest.fixture(scope="module")
+def tex(standalone_notes):
+    return standalone_notes.read_text(encoding="utf-8")
+
+
+def part(tex: str, start: str, end: str) -> str:
+    """The text from the heading ``start`` up to the next ``end``."""
+    i = tex.index(start)
+    return tex[i:tex.index(end, i + len(start))]
+
+
+def _first_term(display_line: str) -> str:
+    return display_line.split("&=", 1)[1].strip().split(" + ")[0]
+
+
+def test_appendix_block_program_names_adjoints_as_the_body(tex):
+    """The pre-norm block's dH starts with the gradient of its output U, dU in the body (encoder): the appendix's
+    entry of the same program says dU too, not the LayerNorm's dY."""
+    body = part(tex, "\\section{The Transformer encoder block}", "\\subsection")
+    body_line = next(line for line in body.splitlines() if line.startswith("\\mathrm{d}\\mathbf{H} "))
+    entry = part(tex, "\\texttt{residual-\\allowbreak{}pre-\\allowbreak{}norm-\\allowbreak{}block-\\allowbreak{}program}",
+                 "\\end{align*}")
+    entry_line = next(line for line in entry.splitlines() if line.startswith("\\mathrm{d}\\mathbf{H} "))
+    assert _first_term(body_line) == _first_term(entry_line) == "\\mathrm{d}\\mathbf{U}"
