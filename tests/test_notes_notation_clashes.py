@@ -2,6 +2,8 @@
 in the body's notation (adjoints, the positional encodings' pair index), the course's figures and tables never read
 as the handout's own, no empty identity in the appendix, a column block printed as math.  Read from the handout as
 ``seqgrad latex notes.tex --standalone`` writes it."""
+import re
+
 import pytest
 
 
@@ -29,3 +31,10 @@ def test_appendix_block_program_names_adjoints_as_the_body(tex):
                  "\\end{align*}")
     entry_line = next(line for line in entry.splitlines() if line.startswith("\\mathrm{d}\\mathbf{H} "))
     assert _first_term(body_line) == _first_term(entry_line) == "\\mathrm{d}\\mathbf{U}"
+
+
+def test_course_figures_and_tables_never_read_as_the_handouts(tex):
+    """The handout's own figures and tables are referred to by \\ref; a course's is 'the course's Fig.~3', 'Tab.~4'."""
+    plain = re.sub(r"\\texttt\{(?:[^{}]|\{[^{}]*\})*\}", "", tex)
+    assert re.findall(r"\b(?:Figures?|Tables?)\s+\d", plain) == []
+    assert "the course's Fig.~3, left" in tex and "Course notes, week 6, Tab.~4" in tex
