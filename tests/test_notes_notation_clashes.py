@@ -38,3 +38,11 @@ def test_course_figures_and_tables_never_read_as_the_handouts(tex):
     plain = re.sub(r"\\texttt\{(?:[^{}]|\{[^{}]*\})*\}", "", tex)
     assert re.findall(r"\b(?:Figures?|Tables?)\s+\d", plain) == []
     assert "the course's Fig.~3, left" in tex and "Course notes, week 6, Tab.~4" in tex
+
+
+def test_no_identity_that_says_nothing(tex):
+    """(lambda I)^4 = lambda^4 I is a fact of scalar matrices: left out of the appendix (crosscheck.latex_parts.NOT_IN_NOTES)."""
+    from seqgrad.crosscheck.latex_parts import NOT_IN_NOTES
+
+    assert r"(\lambda \mathbf{I})^{4}" not in tex
+    assert all(name.replace("-", "-\\allowbreak{}") not in tex for name in NOT_IN_NOTES)
