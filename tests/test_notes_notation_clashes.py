@@ -5,6 +5,7 @@ as the handout's own, no empty identity in the appendix, a column block printed 
 import re
 
 import pytest
+import sympy as sp
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +47,23 @@ def test_no_identity_that_says_nothing(tex):
 
     assert r"(\lambda \mathbf{I})^{4}" not in tex
     assert all(name.replace("-", "-\\allowbreak{}") not in tex for name in NOT_IN_NOTES)
+
+
+def test_column_block_is_math_counted_from_one():
+    """A block of columns prints as math, columns a + 1 to a + w counted from 1, and means the columns a .. a + w - 1
+    counted from 0 (what its entries are): the printed range and the entries agree."""
+    from seqgrad.derive.latex_settings import Notation
+    from seqgrad.derive.rules import ColumnBlock
+
+    W = sp.MatrixSymbol("W", 2, 6)
+    block = ColumnBlock(W, 2, 3)
+    assert Notation().latex(block) == r"(\mathbf{W})_{\bullet,\,3 \ldots 5}"
+    assert [block[0, c] for c in range(3)] == [W[0, 2], W[0, 3], W[0, 4]]  # the 3rd to the 5th column
+
+
+def test_column_block_defined_where_first_used(tex):
+    """The handout prints no slice (``_{:,0:a}``), and says what the column block means right after its first display."""
+    assert not re.search(r"_\{:,", tex)
+    first = tex.index(r"_{\bullet,\,")
+    definition = tex.index(r"Here $(\mathbf{W}_{O})_{\bullet,\,i \ldots j}$ is the block of columns $i$ to $j$")
+    assert first < definition < tex.index("\\paragraph", first)
