@@ -7,6 +7,8 @@ import re
 import pytest
 import sympy as sp
 
+from test_notes_symbols import letters_of, math_runs
+
 
 @pytest.fixture(scope="module")
 def tex(standalone_notes):
@@ -17,6 +19,62 @@ def part(tex: str, start: str, end: str) -> str:
     """The text from the heading ``start`` up to the next ``end``."""
     i = tex.index(start)
     return tex[i:tex.index(end, i + len(start))]
+
+
+def formulas(text: str) -> list[str]:
+    """Every formula of ``text``, body or appendix (:func:`test_notes_symbols.math_runs` reads up to the appendix)."""
+    return math_runs(text.replace("\\appendix", ""))
+
+
+def symbols(text: str, letter: str) -> list[str]:
+    """The formulas of ``text`` in which ``letter`` stands as a symbol (not inside a word or a command's name)."""
+    pattern = re.compile(rf"(?<![A-Za-z]){letter}(?![A-Za-z])")
+    return [r for r in formulas(text) if pattern.search(letters_of(r))]
+
+
+def test_symbols_reader_finds_a_kernel_index():
+    """The reader itself: it finds the kernel's old index u in a sum and an entry, not in \\sum or \\mu."""
+    text = r"the kernel $\kappa_{u,v}$ and \begin{align*} y &= \sum_{u} \mu \end{align*} and $\xi$"
+    assert sorted(symbols(text, "u")) == sorted([r"\kappa_{u,v}", r" y &= \sum_{u} \mu "])
+
+
+def test_conv_kernel_is_not_indexed_by_the_update_gate(tex):
+    """u_t is the GRU's update gate, v_i a row's variance: the convolution (body and appendix) indexes its kernel
+    by xi, zeta, and has no u or v of its own."""
+    conv = part(tex, "\\section{The convolution layer}", "\\appendix") + part(tex, "\\label{app:conv}", "\\subsection")
+    assert symbols(conv, "u") == [] and symbols(conv, "v") == []
+    assert r"{\kappa}_{\xi,\zeta}" in conv and r"{X}_{\xi + i \Delta,\zeta + j \Delta}" in conv
+
+
+def test_residual_output_is_not_u(tex):
+    """The output of a residual connection is x_out = x + F(x), in the body, the table and the appendix: no bold u
+    anywhere (u is the update gate)."""
+    assert "\\mathbf{u}" not in tex
+    residual = part(tex, "\\subsection{Residual paths}", "\\section")
+    assert r"\frac{\partial \mathbf{x}_{\mathrm{out}}}{\partial \mathbf{x}} &= \mathbf{I} + \mathbf{J}_{F}" in residual
+    appendix = part(tex, "\\label{app:residual}", "\\subsection")
+    assert appendix.count(r"\frac{\partial \mathbf{x}_{\mathrm{out}}}{\partial \mathbf{x}}") == 3
+
+
+def test_r_is_only_the_reset_gate(tex):
+    """r_t is the GRU's reset gate: LayerNorm fixes row t (a token's row), the masked softmax sums over s (the key,
+    as A(Pi X)_{t,s}), RMSNorm divides by rms(x) by its name."""
+    for name, start, end in (("residual", "\\section{LayerNorm and residual paths}", "\\section"),
+                             ("attention", "\\section{Attention}", "\\section"),
+                             ("residual appendix", "\\label{app:residual}", "\\subsection"),
+                             ("attention appendix", "\\label{app:attention}", "\\subsection")):
+        assert symbols(part(tex, start, end), "r") == [], name
+    assert "fix one, row $t$" in tex and r"{X}_{t,j}" in tex
+
+
+def test_notation_table_lists_each_symbol_once(tex):
+    """Table 1: one row per symbol, the residual output and the kernel's indices as the sections print them."""
+    table = part(tex, "\\label{tab:notation}", "\\end{longtable}").split("\\endhead", 1)[1]
+    rows = [r.strip() for r in table.split("\\\\\n") if "&" in r]
+    firsts = [r.split(" & ")[0] for r in rows]
+    assert len(firsts) == len(set(firsts)), [f for f in firsts if firsts.count(f) > 1]
+    assert "$\\mathbf{x}_{\\mathrm{out}}$ & output of a residual connection" in table
+    assert "indexed ($\\xi$, $\\zeta$)" in table and "indexed ($u$, $v$)" not in table
 
 
 def _first_term(display_line: str) -> str:
@@ -32,6 +90,14 @@ def test_appendix_block_program_names_adjoints_as_the_body(tex):
                  "\\end{align*}")
     entry_line = next(line for line in entry.splitlines() if line.startswith("\\mathrm{d}\\mathbf{H} "))
     assert _first_term(body_line) == _first_term(entry_line) == "\\mathrm{d}\\mathbf{U}"
+
+
+def test_appendix_positional_uses_the_pair_index_j(tex):
+    """The body writes a pair's frequency omega_j; the appendix's positional identities too (i is the LSTM's input
+    gate), in every sum over the pairs and every wavelength."""
+    appendix = part(tex, "\\label{app:positional}", "\\subsection")
+    assert symbols(appendix, "i") == []
+    assert r"\sin({\omega}_{j} \mathrm{pos} + k {\omega}_{j})" in appendix and r"\sum_{j=0}^{3}" in appendix
 
 
 def test_course_figures_and_tables_never_read_as_the_handouts(tex):
