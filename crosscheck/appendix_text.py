@@ -377,7 +377,23 @@ def quoted(s: str, key: str | None = None, escape=tex_escape) -> str:
         else:
             out.append(_text(tokens[i:i + 1], escape))
             i += 1
-    return "".join(out)
+    return course_labels("".join(out))
+
+
+_COURSE_LABEL = re.compile(r"(?:\b(?:the\s+)?[Cc]ourse(?:\s+notes)?(?:'s)?,?\s+)?\b(Figure|Table)(s?)\s+(?=\d)")
+
+
+def course_labels(tex: str, whose: str = "the course's ") -> str:
+    """A figure or a table of a course text as the notes cite it, ``the course's Fig.~3``, ``Tab.~16``: abbreviated
+    and, unless the text's name says it already (``whose=""``), said to be the course's, so that it never reads as the
+    notes' own Figure~3 or Table~3 (those are referred to in full, by ``\ref``).
+
+    >>> course_labels("(course notes, Table 3, closed forms); Figure 3, left; Tables 30 and 31")
+    "(the course's Tab.~3, closed forms); the course's Fig.~3, left; the course's Tabs.~30 and 31"
+    >>> course_labels("Table 4", whose="")
+    'Tab.~4'
+    """
+    return _COURSE_LABEL.sub(lambda m: whose + {"Figure": "Fig", "Table": "Tab"}[m[1]] + m[2] + ".~", tex)
 
 
 def _text(tokens, escape) -> str:
@@ -502,7 +518,7 @@ def citation_tex(source, notation=None, key: str | None = None) -> str:
         else:
             said = ", ".join(p for p in (NAMES_IN_WORDS[cited], _section_words(cited, tags, titles=not inside)) if p)
         if tables:
-            said += ", " + tex_escape(tables)
+            said += ", " + course_labels(tex_escape(tables), whose="")
         out.append(said)
         if not inside:
             outer_key = cited

@@ -239,12 +239,26 @@ PROOF_WORDS = {"simplify": "proved symbolically", "counterexample": "exact count
                "numeric": "checked numerically"}
 
 
+def column_block_definition(matrix, notation: Notation) -> str:
+    """The sentence that defines the printed column block (:class:`derive.rules.ColumnBlock`) of ``matrix`` (a matrix
+    symbol), the block printed by the notation's printer: ``Here (W_O)_{•, i … j} is the block of columns i to j of
+    W_O, counted from 1, with all its rows``."""
+    from seqgrad.derive.latex_layout import inline
+    from seqgrad.derive.rules import ColumnBlock
+
+    i, j = sp.symbols("i j", integer=True, positive=True)
+    block = ColumnBlock(matrix, i - 1, j - i + 1)
+    return (f"Here {inline(block, notation)} is the block of columns {inline(i, notation)} to {inline(j, notation)} "
+            f"of {inline(matrix, notation)}, counted from 1, with all its rows.")
+
+
 def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> str:
     """Each identity's statement and its verified status (the exact proof run now)."""
     import sympy as sp
 
     from seqgrad.derive.latex_layout import componentwise, display, equation, inline, relation, tabular
     from seqgrad.derive.prose import scope
+    from seqgrad.derive.rules import ColumnBlock
 
     rows, statements, printed, proofs = [], [], [], {}
     for entry in identities:
@@ -265,6 +279,7 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
             groups[-1].append(item)
         else:
             groups.append([item])
+    defined = False  # the column block (derive.rules.ColumnBlock) is defined where an entry first prints one
     for group in groups:
         entry, source, statement, body = group[0]
         # the heading names the entry and says where it comes from and for which sizes it holds; the formula itself is
@@ -295,6 +310,10 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         else:
             statements.append(f"{head} (The statement takes {len(body)} characters of LaTeX; "
                               "print it with \\texttt{seqgrad identities}.)")
+        if not defined and getattr(statement, "atoms", None) and statement.atoms(ColumnBlock):
+            first = min(statement.atoms(ColumnBlock), key=str).args[0]
+            statements[-1] += "\n" + column_block_definition(first, b.notation)
+            defined = True
     families = list(dict.fromkeys(FAMILY_WORDS.get(entry.family, entry.family) for entry in identities))
     table = ("\\begin{table}[htbp]\n\\centering\\footnotesize\n"
              + (f"\\caption{{The {len(rows)} identities of {text(' and '.join(families))} stated above, with their sources "
@@ -384,6 +403,15 @@ def check_status(pattern: str, b: Build, results: list | None = None) -> str:
             + "\n\\end{table}")
 
 
+#: Catalogue identities the notes' appendix leaves out, each with the reason (they stay in the catalogue,
+#: ``seqgrad identities``): what the notes would display of them says nothing at the size it is proved for.
+NOT_IN_NOTES = {
+    # its display is the zero-branch instance (lambda I)^4 = lambda^4 I, a fact of scalar matrices; its expansion with
+    # the branches is residual-depth-expansion's with every shortcut scaled by lambda (stated there at lambda = 1)
+    "residual-scaled-shortcut": "the display (lambda I)^4 = lambda^4 I says nothing at L = 4",
+}
+
+
 def _catalogue_section(modules: Sequence[str]) -> Callable[[Build], str]:
     """The identities the catalogue has from ``modules`` (``derive.positional``, ...), in catalogue order within
     each: the entries :func:`derive.catalogue.entries` built once (before the workers fork, when the checks are
@@ -395,8 +423,9 @@ def _catalogue_section(modules: Sequence[str]) -> Callable[[Build], str]:
 
 
 def catalogue_identities(modules: Sequence[str]) -> list:
-    """The identities the catalogue has from ``modules`` (``derive.positional``, ...), in catalogue order within
-    each; a module with none is a section this checkout cannot build (:class:`SectionUnavailable`)."""
+    """The identities the catalogue has from ``modules`` (``derive.positional``, ...) that the notes state (not
+    :data:`NOT_IN_NOTES`), in catalogue order within each; a module with none is a section this checkout cannot
+    build (:class:`SectionUnavailable`)."""
     from seqgrad.derive import catalogue
 
     every = catalogue.entries()
@@ -405,7 +434,7 @@ def catalogue_identities(modules: Sequence[str]) -> list:
         family = [e for e in every if e.family == name.rsplit(".", 1)[-1]]
         if not family:
             raise SectionUnavailable(name, f"identities of {name} in derive.catalogue.entries()")
-        chosen += family
+        chosen += [e for e in family if e.name not in NOT_IN_NOTES]
     return chosen
 
 

@@ -629,6 +629,7 @@ def _gate_example(b, title: str, net, wrt, prev: str, state: str) -> list[str]:
 def positional_section(b) -> Part:
     from seqgrad.derive import catalogue, positional
 
+    b = with_section_letters(b, "positional")
     from .latex_parts import shift_report_rows
     from seqgrad.derive.latex_layout import tabular
 
@@ -825,7 +826,7 @@ def residual_section(b) -> Part:
     ln = blocks.layernorm_program()
     checks = section_checks(b, ["transformer.layernorm*", "transformer.residual_jacobians"])
     jac = catalogue.get("layernorm-jacobian").statement()
-    i_, j_, r_ = sp.symbols("i j r", integer=True)  # features i, j of one row r
+    i_, j_, r_ = sp.symbols("i j t", integer=True)  # features i, j of one row t (a token's; r is the GRU's reset gate)
     body = [
         _words("LayerNorm normalizes each row of {X} ({shape}) over its `d` features, with the population variance "
                "and `epsilon` inside the square root (as PyTorch's LayerNorm does), then scales by {gamma} and shifts by "
@@ -843,17 +844,17 @@ def residual_section(b) -> Part:
                std=_rules().RowStd(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
                norm=_rules().Normalize(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
                mean=_rules().RowMean(_s("X", 2, 2)), X=_s("X", 2, 2)),
-        _words("Each row is normalized on its own, so fix one, row `r`: write {x} for it ({shape}, its entries {xj}), "
+        _words("Each row is normalized on its own, so fix one, row `t`: write {x} for it ({shape}, its entries {xj}), "
                "{sd} for its standard deviation and {xhat} for its normalized entries ({xh}). Now `i` and `j` "
                "both index features of that row. Its Jacobian, entry by entry, for every `d`:", b,
                x=_s("x", 1, 2), shape=Shape(_s("1"), _s("d")),
                xj=sp.Eq(sp.IndexedBase("x")[j_], _s("X", 2, 2)[r_, j_], evaluate=False),
-               sd=sp.Symbol("s_r"),
+               sd=sp.Symbol("s_t"),
                xhat=sp.IndexedBase("xhat")[i_], xh=sp.Eq(sp.IndexedBase("xhat")[i_], sp.IndexedBase("xhat")[r_, i_], evaluate=False))
         + verification(b, proofs=["layernorm-jacobian", "layernorm-jacobian-kills-constants"],
                        source=catalogue.get("layernorm-jacobian").source, appendix="residual"),
-        # the row's standard deviation as the notes name it, s_r (the catalogue's sigma; s alone is the matrix of them)
-        _display([(jac.lhs, scaled_bracket(jac.rhs.xreplace({v: sp.Symbol("s_r") for v in jac.rhs.free_symbols
+        # the row's standard deviation as the notes name it, s_t (the catalogue's sigma; s alone is the matrix of them)
+        _display([(jac.lhs, scaled_bracket(jac.rhs.xreplace({v: sp.Symbol("s_t") for v in jac.rhs.free_symbols
                                                              if v.name == "sigma"})))], b),
         _words("With {dY} the gradient with respect to the output {Y}, the backward pass, for every `T` and `d`:", b,
                dY=_s("dY", 2, 2), Y=_s("Y", 2, 2))
@@ -1189,12 +1190,19 @@ def decoder_section(b) -> Part:
 
 #: Letters of one section only, where the notes' own letter means something else: the convolution kernel is
 #: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation), its side K, the side of
-#: a pooling window too (k is the positional encodings' offset), an entry of the kernel (u, v) wherever it is indexed
-#: (the gradient's p, q: p is the padding); its receptive field is rf and its padding p
+#: a pooling window too (k is the positional encodings' offset), an entry of the kernel (xi, zeta) wherever it is
+#: indexed (the derivation's u, v and the gradient's p, q: u is the GRU's update gate, v a row's variance, p the
+#: padding, q a second position); its receptive field is rf and its padding p
 #: (:data:`crosscheck.latexdoc.NOTES_LETTERS`). The argmax of a pooling window is nu and the GRU's recurrent term of
 #: the candidate eta: a is the softmax's row of weights. A letter the notation itself renames is left to it.
-SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": "K", "p": "u", "q": "v", "a": r"\nu"},
-                   "gates": {"a": r"\eta"}}
+SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": "K", "u": r"\xi", "v": r"\zeta", "p": r"\xi",
+                            "q": r"\zeta", "a": r"\nu"},
+                   "gates": {"a": r"\eta"},
+                   # the index of the sum over a row's keys is s, as in the permutation's A(Pi X)_{t,s} (r is the
+                   # GRU's reset gate)
+                   "attention": {"r": "s"},
+                   # the index of a pair of coordinates is j, as in omega_j (i is the LSTM's input gate)
+                   "positional": {"i": "j"}}
 
 #: Names of whole symbols in one section only (symbol name -> the name printed): the vector RNN's output layer is
 #: W_y, b_y, as the scalar cell's w_y (:data:`crosscheck.latexdoc.NOTES_SYMBOL_NAMES`), since b_o is the LSTM's
@@ -1203,7 +1211,9 @@ SECTION_SYMBOL_NAMES = {"rnn": {"W_o": "W_y", "b_o": "b_y"},
                         # the gradient of a block's output is written as every other gradient, d and the matrix's name
                         # (the block programs call it G): dO of attention's output, dY of LayerNorm's and of a
                         # convolution's, dU of the encoder block's attention sublayer
-                        "attention": {"G": "dO"}, "decoder": {"G": "dO"}, "residual": {"G": "dY"}, "encoder": {"G": "dU"},
+                        "attention": {"G": "dO"}, "decoder": {"G": "dO"}, "encoder": {"G": "dU"},
+                        # the output of a residual connection is x_out, x + F(x) (u is the GRU's update gate)
+                        "residual": {"G": "dY", "u": "x_out"},
                         # a convolution's output is H_out by W_out (W_o would read as an output weight, beside W_O)
                         "conv": {"G": "dY", "H_o": "H_out", "W_o": "W_out"}}
 
@@ -1455,8 +1465,8 @@ def notation_rows(b) -> list[tuple]:
          Shape(1, T)), (sp.Identity(d), "identity matrix (of the size of the matrices beside it)", Shape(d, d)),
         (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if {ij}, else 0", one),
         (sp.Function("F")(sp.MatrixSymbol("x", 1, d)), "a residual branch: any differentiable map of a row {x}; the "
-         "residual connection's output is {u}", Shape(1, d), "rows"),
-        (M("u", 1, d), "output of a residual connection", Shape(1, d)),
+         "residual connection's output is {xout}", Shape(1, d), "rows"),
+        (M(SECTION_SYMBOL_NAMES["residual"]["u"], 1, d), "output of a residual connection", Shape(1, d)),
         (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch; of the branch of layer `l` in a stack, {JFl}", Shape(d, d)),
         (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm", Shape(d, d)),
         (sp.HadamardProduct(_at("f", t, 1, 2), _at("c", t - 1, 1, 2)), "entrywise (Hadamard) product", Shape(1, H)),
@@ -1464,7 +1474,9 @@ def notation_rows(b) -> list[tuple]:
         (sp.Function("det")(M("R", d, d)), "determinant of a square matrix", one),
         (sp.ZeroMatrix(1, d), "a row (or a matrix) of zeros", Shape(1, d)),
         (sp.DiagMatrix(M("a", 1, n)), "diagonal matrix with the entries of {a} on its diagonal", Shape(n, n)),
-        (sp.Symbol("kappa"), "a convolution kernel of {K} by {K} entries, indexed (`u`, `v`)", Shape(sp.Symbol("K"), sp.Symbol("K"))),
+        # printed with the section's letters: the derivation's side k is K, its indices u, v are xi, zeta
+        (sp.Symbol("kappa"), "a convolution kernel of {side} by {side} entries, indexed (`u`, `v`)",
+         Shape(sp.Symbol("K"), sp.Symbol("K")), "conv"),
         (sp.Symbol("K"), "side of a convolution kernel, and of a max-pooling window", one),
         (sp.Symbol("H_in"), "number of rows of a convolution's input", one),
         (sp.Symbol("W_in"), "number of columns of a convolution's input", one),
@@ -1524,13 +1536,15 @@ def notation_section(b) -> str:
                 "PEi": PE(pos, sp.Symbol("i")), "shift": _row_shift(),
                 "srck": Shape(T_src, d_k), "srcv": Shape(T_src, d_v), "srcs": Shape(T, T_src),
                 "X": matrix("X"), "B": matrix("B"), "M": matrix("M"), "Z": matrix("Z"), "x": matrix("x", 1, 2),
-                "u": sp.Eq(sp.Symbol("u"), sp.Symbol("x") + sp.Function("F")(sp.Symbol("x")), evaluate=False),
+                "xout": sp.Eq(sp.Symbol(SECTION_SYMBOL_NAMES["residual"]["u"]), sp.Symbol("x") + sp.Function("F")(sp.Symbol("x")),
+                              evaluate=False),
                 "a": matrix("a", 1, 2), "dO": matrix("dO"), "dS": matrix("dS"), "dY": matrix("dY"),
                 "conv": Shape(sp.Symbol("H_out"), sp.Symbol("W_out")), "O": matrix("O"), "S": matrix("S"),
-                "headi": matrix("W_Q^[i]"), "Bj": sp.Function("B_j")(k),
+                "headi": matrix("W_Q^[i]"), "side": sp.Symbol("k"), "Bj": sp.Function("B_j")(k),
                 "ij": sp.Eq(sp.Symbol("i"), sp.Symbol("j"), evaluate=False)}
     # a row printed as a section prints it (its letters), or with some of its words' symbols rows (u = x + F(x))
-    section = {None: b, "conv": with_section_letters(b, "conv"), "rows": _with_vectors(b, {"u", "x"})}
+    section = {None: b, "conv": with_section_letters(b, "conv"),
+               "rows": _with_vectors(b, {SECTION_SYMBOL_NAMES["residual"]["u"], "x"})}
     body = []
     for sym, meaning, shape, *where in rows:
         at = section[where[0] if where else None]

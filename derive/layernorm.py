@@ -357,8 +357,8 @@ def identities() -> list[Identity]:
         simplifier="cancel over intermediates", scope="instance d = 8 (the general statement: layernorm-jacobian)",
         shown=lambda: (sp.Derivative(xhat[i], x[j]), (sp.KroneckerDelta(i, j) - 1 / d - xhat[i] * xhat[j] / d) / sigma),
         assumptions=defs))
-    r_ = sp.Symbol("r", positive=True)
-    xtilde = sp.IndexedBase("xtilde")  # the RMS-normalised row x / r (x̂ is LayerNorm's (x - mu) / s)
+    r_ = sp.Function("rms")(sp.Symbol("x"))  # the root mean square of the row, named as the function (r is the GRU's reset gate)
+    xtilde = sp.IndexedBase("xtilde")  # the RMS-normalised row x / rms(x) (x̂ is LayerNorm's (x - mu) / s)
     rms_closed = gamma[i] / r_ * (sp.KroneckerDelta(i, j) - xtilde[i] * xtilde[j] / d)
     J3_rms = lru_cache(None)(rmsnorm_jacobians)
     out.append(Identity(
@@ -369,8 +369,8 @@ def identities() -> list[Identity]:
         index_proof(lambda: program_residual("rmsnorm", _rmsnorm_closed),
                     "sum_i G_i J_ij against dX_j of the RMSNorm program (derive.blocks, rule table)"),
         lambda rng: numeric_sides(J3_rms()[0], J3_rms()[1], rng, positive=[EPS]), simplifier="index notation, symbolic d",
-        scope="all d >= 1, with `r = rms(x)`, the square root of `epsilon` plus the mean of the `x_k**2` (no mean "
-              "subtracted), and `xtilde_i = x_i/r`",
+        scope="all d >= 1, with `rms(x)` the square root of `epsilon` plus the mean of the `x_k**2` (no mean "
+              "subtracted), and `xtilde_i = x_i/rms(x)`",
         assumptions=("r = sqrt((1/d) sum_k x_k^2 + eps) (no mean subtracted, eps inside the root)",
                      "x̃_i = x_i / r", "eps > 0"),
         symbols_note="Proved equal to the one RMSNorm definition: sum_i G_i J_ij is the backward pass dX_j of "

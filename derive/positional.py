@@ -525,8 +525,9 @@ def _unpaired_counterexample(i: int) -> tuple:
 
 
 def _pair_formula():
-    """One (sin, cos) pair of frequency omega_i: the shift as a rotation (printed for the instance entries)."""
-    w = sp.Symbol("omega_i", positive=True)
+    """One (sin, cos) pair of frequency omega_i: the shift as a rotation (printed for the instance entries); the pair's
+    index a symbol of its own (:data:`i_`), so that a notation can rename it as every other index."""
+    w = omega_[i_]
     lhs = sp.ImmutableMatrix([sp.sin(pos * w + k * w), sp.cos(pos * w + k * w)])
     return lhs, sp.MatMul(sp.ImmutableMatrix(_block(w, k)), sp.ImmutableMatrix([sp.sin(pos * w), sp.cos(pos * w)]), evaluate=False)
 

@@ -462,7 +462,10 @@ def identities() -> list[Identity]:
 
             block = block_program(placement)
             line = block.program["dH"]
-            return line.target, line.value
+            # the program's upstream gradient G is the gradient of the block's output, named as the body names every
+            # gradient, d and the matrix's name: dU of the pre-norm block's U, dY_1 of the post-norm block's LN(U)
+            named = sp.MatrixSymbol("d" + block.output.name, *block.G.shape)
+            return line.target, line.value.xreplace({block.G: named})
 
         def proved(placement=placement):
             from .blocks import block_program, prove_program

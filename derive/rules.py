@@ -340,7 +340,18 @@ class HConcat(MatrixExpr):
 
 
 class ColumnBlock(MatrixExpr):
-    """``G[:, a:a+w]``: the columns a .. a+w-1 (the pullback of a concatenation to one block)."""
+    """``G[:, a:a+w]``: the columns a .. a+w-1 (the pullback of a concatenation to one block).
+
+    Printed in LaTeX as math, not as a slice: ``(G)_{\\bullet,\\,a+1 \\ldots a+w}``, every row (the bullet) and the
+    columns a + 1 to a + w counted from 1 (the first w columns: ``1 \\ldots w``); a text defines it where it first
+    uses one (the notes' appendix: :func:`crosscheck.latex_parts.column_block_definition`).
+
+    >>> from seqgrad.derive.latex_settings import Notation
+    >>> a, b = sp.symbols("a b", integer=True, positive=True)
+    >>> W = sp.MatrixSymbol("W_O", 3, a + b)
+    >>> Notation().latex(ColumnBlock(W, 0, a)), Notation().latex(ColumnBlock(W, a, b))
+    ('(\\\\mathbf{W}_{O})_{\\\\bullet,\\\\,1 \\\\ldots a}', '(\\\\mathbf{W}_{O})_{\\\\bullet,\\\\,a + 1 \\\\ldots a + b}')
+    """
 
     def __new__(cls, arg, start, width):
         return MatrixExpr.__new__(cls, arg, as_sympy(start, "start"), as_sympy(width, "width"))
@@ -353,8 +364,11 @@ class ColumnBlock(MatrixExpr):
         return self.args[0][i, j + self.args[1]]
 
     def _latex(self, printer):
+        from .sequence import index_order
+
         a, w = self.args[1], self.args[2]
-        return r"%s_{:,\,%s:%s}" % (printer.parenthesize(self.args[0], 1000), printer._print(a), printer._print(a + w))
+        return r"\left(%s\right)_{\bullet,\,%s \ldots %s}" % (printer._print(self.args[0]), printer._print(index_order(a + 1)),
+                                                              printer._print(a + w))
 
     def _sympystr(self, printer):
         a, w = self.args[1], self.args[2]

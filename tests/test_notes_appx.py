@@ -28,7 +28,7 @@ def _paragraph(appendix: str, name: str) -> str:
 
 
 # item 1: the convolution's gradients print their left-hand sides, the gradient each computes
-@pytest.mark.parametrize("name, lhs", [("conv-weight-sharing-gradient", r"\frac{\partial \mathcal{L}}{\partial {\kappa}_{u,v}}"),
+@pytest.mark.parametrize("name, lhs", [("conv-weight-sharing-gradient", r"\frac{\partial \mathcal{L}}{\partial {\kappa}_{\xi,\zeta}}"),
                                        ("conv-input-gradient-full-correlation", r"\frac{\partial \mathcal{L}}{\partial {X}_{m,n}}")])
 def test_1_conv_identities_have_a_left_hand_side(appendix, name, lhs):
     entry = _paragraph(appendix, name)
@@ -170,7 +170,7 @@ def test_19_sources_cite_text_section_number_and_title(appendix, identities, bui
         assert not re.search(r"\b(?:l\.|lines?) ?\d", _without_code(tex)), re.search(r".{60}\b(?:l\.|lines?) ?\d.{20}", tex)
     assert "Course notes, week 6, \\S{}17 \\emph{The pre-norm encoder block}" in checks  # was "week06 §2.7:971"
     assert "Course notes, week 6, \\S{}3--5 (scalar RNN" in checks  # was "week06 §RNN:63-242"
-    assert "Course notes, week 6, \\S{}4 \\emph{Forward and backward operations} (course notes, Table 3" in checks
+    assert "Course notes, week 6, \\S{}4 \\emph{Forward and backward operations} (the course's Tab.~3" in checks
     assert "Lesson on Transformers, \\S{}7 \\emph{Practice} (task 29" in appendix  # was "lesson §Advanced tasks:254"
     assert "\\S{}2.7" not in checks and "\\S{}Block" not in checks
 
@@ -188,12 +188,12 @@ def test_18_course_tables_are_named_as_the_course_notes(appendix, build):
     from seqgrad.crosscheck.latex_parts import check_status
 
     checks = check_status("encoder.causal_journey_row", build) + check_status("gated.fact.sigmoid_prime*", build)
-    assert "Course notes, week 6, \\S{}15 \\emph{The causal mask}, Table 16" in checks
+    assert "Course notes, week 6, \\S{}15 \\emph{The causal mask}, Tab.~16" in checks
     for tex in (appendix, checks):
         prose = re.sub(r"\\(?:caption|ref)\{[^{}]*\}", "", tex)
         bare = re.findall(r".{40}(?<!course notes, )(?<!week 6, )(?<!\}, )\bTables? \d+", prose)
         assert not bare, bare
-    assert "course notes, Table 10: every printed number" in appendix
+    assert "the course's Tab.~10: every printed number" in appendix
 
 
 # item 21: each correction once, with every place it applies to

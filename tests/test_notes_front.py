@@ -153,14 +153,15 @@ def test_the_receptive_field_title_is_a_sentence():
 
 def test_layernorm_jacobian_names_the_row_it_differentiates(handout):
     """The row statistics use i for the row and j for a feature; the Jacobian's i, j are two features of one row,
-    with s and x_j undefined: the text now fixes a row r and defines x, x_j, s and xhat_i from it."""
+    with s and x_j undefined: the text now fixes a row t (a token's; r is the reset gate) and defines x, x_j, s and
+    xhat_i from it."""
     residual = section(handout, "LayerNorm")
     start = residual.index(r"\frac{\partial}{\partial {x}_{j}}")
     before = residual[:start]
     lead = before[before.rindex("\\end{align*}"):]  # the words between the row statistics and the Jacobian
-    assert "row $r$" in lead and r"${x}_{j} = {X}_{r,j}$" in lead and "$s_{r}$ for its standard deviation" in lead
-    assert r"${\hat{x}}_{i} = {\hat{x}}_{r,i}$" in lead and "$i$ and $j$ both index features" in lead
-    assert r"\frac{{\gamma}_{i}}{s_{r}}" in residual[start:]  # the row's deviation by its name, s_r
+    assert "row $t$" in lead and r"${x}_{j} = {X}_{t,j}$" in lead and "$s_{t}$ for its standard deviation" in lead
+    assert r"${\hat{x}}_{i} = {\hat{x}}_{t,i}$" in lead and "$i$ and $j$ both index features" in lead
+    assert r"\frac{{\gamma}_{i}}{s_{t}}" in residual[start:]  # the row's deviation by its name, s_t
 
 
 def test_gradient_flow_figure_labels_both_kinds_and_clips_nothing():

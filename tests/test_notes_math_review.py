@@ -127,10 +127,11 @@ def test_the_unpaired_sine_fails_for_some_k_and_shows_the_step():
         assert positional.Sinusoidal(5, layout=layout).omega(report.unpaired) == 10000 ** sp.Rational(-4, 5)  # omega_2
 
 
-def test_rmsnorm_defines_r_names_its_own_normalised_row_and_typesets_its_source():
+def test_rmsnorm_names_rms_names_its_own_normalised_row_and_typesets_its_source():
+    """The root mean square is named as the function, rms(x) (a letter r would be the GRU's reset gate)."""
     head = _head("rmsnorm-jacobian")
-    assert "rms(x) o gamma" not in head and r"r = \operatorname{rms}{(x)}" in head
-    assert r"\tilde{x}_{i} = \frac{x_{i}}{r}" in head
+    assert "rms(x) o gamma" not in head and "$r" not in head and r"with $\operatorname{rms}{(x)}$ the square root" in head
+    assert r"\tilde{x}_{i} = \frac{x_{i}}{\operatorname{rms}{(x)}}" in head
     entry = catalogue.get("rmsnorm-jacobian")
     shown = NOTES.latex(entry.statement())
     assert r"\tilde{x}" in shown and r"\hat{x}" not in shown  # x̂ is LayerNorm's (x - mu)/s

@@ -121,8 +121,8 @@ def test_one_letter_one_meaning_across_sections(tmp_path):
     of an encoder block; D: nothing), a positional encoding's width is the model width d."""
     b = _build(tmp_path)
     conv = notes.conv_section(b).body
-    # the kernel is kappa, its side K (a number; the keys are the matrix K), its entries (u, v) wherever indexed
-    assert r"{\kappa}_{u,v}" in conv and r"\partial {\kappa}_{u,v}" in conv and "{K}_{u" not in conv
+    # the kernel is kappa, its side K (a number; the keys are the matrix K), its entries (xi, zeta) wherever indexed
+    assert r"{\kappa}_{\xi,\zeta}" in conv and r"\partial {\kappa}_{\xi,\zeta}" in conv and "{K}_{\\xi" not in conv
     assert r"kernel $\boldsymbol{\kappa}$ is $K$ by $K$" in conv and r"\mathbf{K}" not in conv
     rnn = notes.rnn_section(b).body
     assert r"$1 \times d_{x}$" in rnn and r"$1 \times d_{h}$" in rnn and r"\times D$" not in rnn
@@ -214,12 +214,12 @@ def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_re
         r"0 \leq i \leq " + H_out + " - 1")
     assert "rows" in body[first_h_o - 80:first_h_o + 40]  # defined in words where it first appears
     assert body.index(r"Write $\mathbf{\hat{G}}$ for $\mathrm{d}\mathbf{Y}$ extended by zeros") < body.index(r"{\hat{G}}_{")
-    assert r"{\kappa}_{u,v} {X}_{u + i \Delta,v + j \Delta} + b" in body  # the strided forward pass
-    assert r"{\mathrm{d}Y}_{i,j} {X}_{u + i \Delta,v + j \Delta}" in body  # G: the gradient of Y, dY
-    assert r"{Y}_{i,j}                                       &= \max_{0 \le u, v \le K - 1} {X}_{u + i \Delta,v + j \Delta}" in body
+    assert r"{\kappa}_{\xi,\zeta} {X}_{\xi + i \Delta,\zeta + j \Delta} + b" in body  # the strided forward pass
+    assert r"{\mathrm{d}Y}_{i,j} {X}_{\xi + i \Delta,\zeta + j \Delta}" in body  # G: the gradient of Y, dY
+    assert r"{Y}_{i,j}                                       &= \max_{0 \le \xi, \zeta \le K - 1} {X}_{\xi + i \Delta,\zeta + j \Delta}" in body
     assert r"{\mathrm{d}Y}_{i,j} [(m, n) = {\nu}_{i,j}]" in body  # nu: the argmax (a is the softmax's)
     assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({K}_{l} - 1)" in body
-    assert "\\max_{0\\le u,v" not in body and "cut off" not in body
+    assert "\\max_{0\\le \\xi,\\zeta" not in body and "cut off" not in body
 
 
 def test_the_receptive_field_formula_is_the_layer_by_layer_recurrence():
@@ -285,13 +285,13 @@ def test_a_complement_follows_what_it_complements():
 
 def test_one_letter_per_meaning_stride_jacobians_residual_and_transpose(tmp_path):
     """Issue 25, review item 5 (the part done): the stride is Delta (s: LayerNorm's standard deviation), a stack's
-    branch Jacobians are J_{F_l} (J_t: the transition Jacobian of step t), the residual connection is u = x + F(x)
-    (y: the target, h: the hidden state), and the notation's transpose is shown on X, not on A (the weights)."""
+    branch Jacobians are J_{F_l} (J_t: the transition Jacobian of step t), the residual connection is x_out = x + F(x)
+    (y: the target, h: the hidden state, u: the update gate), and the notation's transpose is shown on X, not on A (the weights)."""
     b = _build(tmp_path)
     conv = notes.conv_section(b).body
     assert not re.search(r"(?<![\\A-Za-z])s(?![A-Za-z])", "".join(re.findall(r"\$[^$]*\$|\\begin\{align\*\}.*?\\end\{align\*\}", conv, re.S)))
     residual = notes.residual_section(b).body
-    assert r"\frac{\partial \mathbf{u}}{\partial \mathbf{x}} &= \mathbf{I} + \mathbf{J}_{F}" in residual
+    assert r"\frac{\partial \mathbf{x}_{\mathrm{out}}}{\partial \mathbf{x}} &= \mathbf{I} + \mathbf{J}_{F}" in residual
     assert "partial y" not in residual and r"\mathbf{J}_{1}" not in residual and r"\mathbf{J}_{F_1}" in residual
     table = notes.notation_section(b)
     assert r"$\mathbf{A}^{\top}$" not in table and r"$\mathbf{X}^{\top}$ & transpose" in table

@@ -144,7 +144,7 @@ def explicit_sizes(ctx) -> Outcome:
     return combine(out, "; ".join(p.summary() for p in proofs))
 
 
-@check("conv.forward_vs_torch", needs_torch=True, source=f"{LECTURE}:9 ((X * K)_ij = sum_uv K_uv X_{{i+u,j+v}} + b)", group=GROUP)
+@check("conv.forward_vs_torch", needs_torch=True, source=f"{LECTURE}:9 (each output entry the sum over the kernel's entries of an entry times the input entry under it, plus the bias)", group=GROUP)
 def forward_vs_torch(ctx) -> Outcome:
     """numeric.conv (the lecture's sum, one strided slice per kernel entry) against conv1d and conv2d, forward and autograd."""
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
@@ -165,7 +165,7 @@ def forward_vs_torch(ctx) -> Outcome:
     return combine(out, f"1-D and 2-D: input sizes {H} x {W}, kernel {k}, stride {s}, padding {P}, batch 4")
 
 
-@check("conv.max_pool_routing", needs_torch=True, source=f"{LECTURE}:13 (max-pooling; the text's formula breaks off after its maximum over u, v)", group=GROUP)
+@check("conv.max_pool_routing", needs_torch=True, source=f"{LECTURE}:13 (max-pooling; the text's formula breaks off after its maximum over the window)", group=GROUP)
 def max_pool_routing(ctx) -> Outcome:
     """Max-pool gradient routing: G_ij goes to the window's argmax, at a tie to the first maximal entry in row-major order
     (torch's convention): derive.conv.max_pool_routing and numeric.conv.max_pool2d_backward against max_pool2d autograd,
