@@ -22,6 +22,7 @@ Both are checked against torch autograd of plain torch code in ``tests/test_note
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -146,9 +147,15 @@ def softmax_example(scores=SOFTMAX_SCORES) -> tuple[list[float], list[list[float
     """
     from seqgrad.derive import softmax
 
+    allowed = "two or more finite scores (real numbers) of magnitude below 1000"
+    if isinstance(scores, (str, bytes)) or not hasattr(scores, "__iter__"):
+        raise SeqgradValueError("scores", scores, allowed)  # text is never read as numbers
+    scores = list(scores)
+    if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in scores):
+        raise SeqgradValueError("scores", scores, allowed)
     scores = [float(x) for x in scores]
-    if len(scores) < 2 or not all(abs(x) < 1e3 for x in scores):
-        raise SeqgradValueError("scores", scores, "two or more finite scores of magnitude below 1000")
+    if len(scores) < 2 or not all(abs(x) < 1e3 for x in scores):  # NaN and inf fail the bound
+        raise SeqgradValueError("scores", scores, allowed)
     jac = softmax.SoftmaxJacobian(len(scores))
     at = dict(zip(jac.z, scores))
     a = [float(e.evalf(30, subs=at)) for e in jac.a]

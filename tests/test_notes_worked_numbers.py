@@ -222,3 +222,31 @@ def test_the_softmax_example_with_numbers_is_torch_s_jacobian(tmp_path):
         assert f"{value:.3g}" in said or f"{value:.4f}" in said, value
     nearest = min(range(3), key=lambda i: abs(a[i] - 0.5))
     assert max(range(3), key=lambda i: J[i][i]) == nearest and f"here $a_{{{nearest}}}$" in said
+
+
+@pytest.mark.parametrize("scores", [[2.0], [], [1.0, math.nan], [1.0, math.inf], [0.0, -5000.0], "1 2 3", [1.0, "b"],
+                                    3.0, [True, False]],
+                         ids=["one score", "no score", "NaN", "inf", "too large", "text", "not a number", "not a row",
+                              "booleans"])
+def test_the_softmax_example_refuses_bad_scores_by_name(scores):
+    """Issue 25, item 5: each refusal of :func:`softmax_example` is one SeqgradValueError that names ``scores`` and
+    says what is allowed; never a raw float() error, never a NaN weight."""
+    from seqgrad.crosscheck.worked_numbers import softmax_example
+    from seqgrad.errors import SeqgradValueError
+
+    with pytest.raises(SeqgradValueError) as info:
+        softmax_example(scores)
+    assert info.value.argument == "scores" and str(info.value).startswith("scores=")
+    assert "two or more finite scores" in info.value.allowed
+
+
+def test_the_softmax_example_takes_any_row_of_two_or_more_real_scores():
+    """The refusals above do not refuse good rows: a tuple, integers, two scores, and four (each a softmax)."""
+    from seqgrad.crosscheck.worked_numbers import softmax_example
+
+    for scores in ((0, 0), [-1.5, 0.25, 2, 999.0]):
+        a, J = softmax_example(scores)
+        z = torch.tensor([float(x) for x in scores], dtype=F64)
+        assert torch.allclose(torch.tensor(a, dtype=F64), torch.softmax(z, 0), atol=1e-15)
+        assert torch.allclose(torch.tensor(J, dtype=F64), torch.autograd.functional.jacobian(lambda v: torch.softmax(v, 0), z),
+                              atol=1e-14)
