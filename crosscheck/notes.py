@@ -156,16 +156,17 @@ def check_mark(results: Sequence, device: str, notation=None) -> str:
 
 
 def printed_mark(results: Sequence, notation=None) -> str:
-    """"matches the printed tables to their printed digits (largest difference 0.48 of a unit in the last printed
-    digit)" for checks against a course's printed figures (results with ``units``, the largest discrepancy in units
-    of the last printed digit): their measure is the printed digit, not a floating-point error."""
+    """"agrees with the numbers the course prints, to their printed digits (largest difference 0.48 of a unit in the
+    last printed digit)" for checks against a course's printed figures (results with ``units``, the largest
+    discrepancy in units of the last printed digit): their measure is the printed digit, not a floating-point error."""
     from seqgrad.derive.latex_settings import DEFAULT
 
     bad = [r for r in results if r.status != "pass"]
     worst = max(r.units for r in results)
     number = (notation or DEFAULT).number(f"{worst:.2f}")
-    text = f"matches the course's printed tables to their printed digits (largest difference ${number}$ of a unit in the last printed digit)"
-    return text + ("; \\textbf{the tables do not match}" if bad else "")
+    text = (f"agrees with the numbers the course prints, to their printed digits (largest difference ${number}$ of a "
+            "unit in the last printed digit)")
+    return text + ("; \\textbf{not every printed number is reproduced}" if bad else "")
 
 
 @dataclass(frozen=True)
@@ -248,7 +249,10 @@ def one_footnote(part: Part, b) -> Part:
 
 
 def section_checks(b, patterns: Iterable[str]) -> list:
-    """The registered checks matching any of ``patterns`` (each once, in registry order), run now."""
+    """The registered checks matching any of ``patterns`` (each once, in registry order), run now.  While a section
+    is built (``b.marks`` a list) they are kept as one more mark, with no place in the text: the section's footnote
+    (:func:`one_footnote`) covers every check the section runs, those a sentence of the text marks and the rest
+    its appendix lists."""
     from .registry import all_checks, run_checks
 
     chosen = {}
@@ -257,7 +261,10 @@ def section_checks(b, patterns: Iterable[str]) -> list:
             chosen.setdefault(c.name, c)
     if not chosen:
         return []
-    return run_checks(list(chosen.values()), device=b.device, show_progress=False)
+    results = run_checks(list(chosen.values()), device=b.device, show_progress=False)
+    if b.marks is not None:  # every check the section runs, and lists in its appendix, is said in its footnote
+        b.marks.append(Mark(checks=tuple(results)))
+    return results
 
 
 def short_source(source: str, limit: int = 2, sections_only: bool = False) -> str:
