@@ -248,17 +248,43 @@ def one_footnote(part: Part, b) -> Part:
     return Part(body, part.appendix)
 
 
-def section_checks(b, patterns: Iterable[str]) -> list:
+#: A check that the patterns of two sections match, listed in one table only: the table of the section it belongs to
+#: (check name -> section), when the document has that section; the other section's appendix points to it
+#: (:func:`listed_elsewhere`).
+LISTED_WITH = {"rnn.path_products": "paths"}
+
+
+def _elsewhere(b, name: str, section: str | None) -> str | None:
+    """The section of the document that lists check ``name`` instead of ``section``, or None."""
+    owner = LISTED_WITH.get(name)
+    return owner if section is not None and owner not in (None, section) and owner in b.sections else None
+
+
+def listed_elsewhere(b, section: str, patterns: Iterable[str]) -> str:
+    """A sentence of ``section``'s appendix pointing to the table that lists a check of its ``patterns`` that
+    another section of the document lists (:data:`LISTED_WITH`); "" when there is none."""
+    from .latex_parts import code
+    from .registry import all_checks
+
+    moved = {c.name: owner for pattern in patterns for c in all_checks(pattern)
+             if (owner := _elsewhere(b, c.name, section))}
+    return " ".join(f"The check {code(name)} is listed with Section~\\ref{{sec:{owner}}}, in "
+                    f"Table~\\ref{{tab:checks-{owner}}}, and said in that section's footnote." for name, owner in moved.items())
+
+
+def section_checks(b, patterns: Iterable[str], section: str | None = None) -> list:
     """The registered checks matching any of ``patterns`` (each once, in registry order), run now.  While a section
     is built (``b.marks`` a list) they are kept as one more mark, with no place in the text: the section's footnote
     (:func:`one_footnote`) covers every check the section runs, those a sentence of the text marks and the rest
-    its appendix lists."""
+    its appendix lists.  A check that another section of the document lists (:data:`LISTED_WITH`, ``section`` this
+    section's name) is left to it."""
     from .registry import all_checks, run_checks
 
     chosen = {}
     for pattern in patterns:
         for c in all_checks(pattern):
-            chosen.setdefault(c.name, c)
+            if not _elsewhere(b, c.name, section):  # listed (and said) with another section of the document
+                chosen.setdefault(c.name, c)
     if not chosen:
         return []
     results = run_checks(list(chosen.values()), device=b.device, show_progress=False)
@@ -349,7 +375,8 @@ def rnn_section(b) -> Part:
     # e_t = 0 for t < T - 1)
     vector = builtin_cells.rnn_cell(sizes={"D": 2, "H": 3, "C": 1}, bias=True, on="every").general()
     unrolled = bptt.Unrolled(vector)
-    checks = section_checks(b, ["rnn.*", "cells.general.*"])
+    patterns = ["rnn.*", "cells.general.*"]
+    checks = section_checks(b, patterns, "rnn")
     mark = verification(b, checks=checks, source=sources(checks), appendix="rnn")
     net = rnn.unroll(steps=3, activation="tanh")
     table = net.backward_table()
@@ -420,7 +447,7 @@ def rnn_section(b) -> Part:
         _display([(Partial(net.parameters["w_h"]), net.grad("w_h").xreplace(g))], b),
         *_rnn_numbers(b),
     ]
-    appendix = check_status("rnn", b, checks) if checks else ""
+    appendix = "\n\n".join(s for s in (check_status("rnn", b, checks) if checks else "", listed_elsewhere(b, "rnn", patterns)) if s)
     return Part("\n\n".join(body), appendix)
 
 

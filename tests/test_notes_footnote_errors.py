@@ -124,3 +124,31 @@ def test_a_printed_comparison_is_measured_in_its_last_digit():
     assert not Outcome.printed([math.nan], [0.389]).passed
     mixed = combine([o, Outcome(1e-16, 1e-16, True, tol_ratio=1e-6)])
     assert mixed.units == o.units and mixed.passed
+
+
+# --------------------------------------------------------------------------- item 4: a check in one table only
+
+def test_every_check_is_in_one_table_of_the_handout(standalone_notes):
+    """Issue 25, third review, item 4: ``rnn.path_products`` was in the tables of both the RNN and the path
+    products sections; every check is now listed once, the path products' in its own section's table, and the
+    RNN's appendix points to it."""
+    source = standalone_notes.read_text(encoding="utf-8")
+    appendix = source[source.index("\\appendix"):]
+    tables = {name: _appendix_checks(appendix, name) for name in re.findall(r"\\label\{tab:checks-([\w-]+)\}", appendix)}
+    seen: dict[str, list[str]] = {}
+    for section, names in tables.items():
+        for check in names:
+            seen.setdefault(check, []).append(section)
+    assert {c: s for c, s in seen.items() if len(s) > 1} == {}
+    assert seen["rnn.path_products"] == ["paths"]
+    rnn = appendix[appendix.index("\\label{app:rnn}"):appendix.index("\\label{app:paths}")]
+    assert "path\\_\\allowbreak{}products} is listed with Section~\\ref{sec:paths}, in Table~\\ref{tab:checks-paths}" in rnn
+
+
+def test_a_document_without_the_paths_section_keeps_the_check_with_the_rnn(tmp_path):
+    notation = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS})
+    alone = Build(notation=notation, tex_dir=tmp_path, figures_dir=None, sections=("rnn",))
+    both = dataclasses.replace(alone, sections=("rnn", "paths"))
+    assert "rnn.path_products" in _appendix_checks(notes.rnn_section(alone).appendix, "rnn")
+    appendix = notes.rnn_section(both).appendix
+    assert "rnn.path_products" not in _appendix_checks(appendix, "rnn") and "\\ref{tab:checks-paths}" in appendix
