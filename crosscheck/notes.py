@@ -677,8 +677,38 @@ def positional_section(b) -> Part:
         _display(_rotation_rows(odd.R, j), b),
         "\\begin{center}\n" + tabular(["statement", "remark", "proved"], shift_report_rows(report, b.notation),
                                        "l" + "p{6cm}" + "l") + "\n\\end{center}",
+        *_shift_numbers(b),
     ]
     return Part("\n\n".join(p for p in body if p), _audit(b, ["derive.positional"], (), "positional"))
+
+
+def _figures_matrix(rows, b):
+    """A matrix of computed numbers at the notes' significant figures (0 as 0), as a SymPy matrix."""
+    return sp.Matrix([[_as_figures(v, b) for v in row] for row in rows])
+
+
+def _shift_numbers(b) -> list[str]:
+    """The shift with numbers, at an even width: two encodings and the rotation between them
+    (:func:`crosscheck.worked_numbers.shift_example`, the derivation's matrices evaluated)."""
+    from .worked_numbers import shift_example
+
+    ex = shift_example()
+    PE, R = sp.Function("PE"), sp.Function("R")
+    at, k, later = sp.Integer(ex.position), sp.Integer(ex.shift), sp.Integer(ex.position + ex.shift)
+    omegas = [sp.Eq(sp.Symbol(f"omega_{j}"), sp.Pow(10000, sp.Rational(-2 * j, ex.d)), evaluate=False)
+              for j in range(ex.d // 2)]
+    return [
+        _words("With numbers, at the even width {d} (frequencies {omegas}): the encoding of position {pos}, the "
+               "rotation by the offset {k}, and their product, which is the encoding of position {later}:", b,
+               d=sp.Eq(_s("d"), ex.d, evaluate=False), omegas=Sizes(*omegas), pos=at, k=k, later=later),
+        _display([(PE(at), _figures_matrix([ex.encoding], b)), (R(k), _figures_matrix(ex.rotation, b)),
+                  (sp.MatMul(PE(at), R(k), evaluate=False), _figures_matrix([ex.rotated], b)),
+                  (PE(later), _figures_matrix([ex.shifted], b))], b),
+        _words("Each pair turns by its own angle, {angles} radians, whatever the position: the same matrix {Rk} takes "
+               "the encoding of every position to that of the position {k} further on.", b,
+               angles=Sizes(*[sp.Eq(sp.Mul(k, w.lhs, evaluate=False), k * w.rhs, evaluate=False) for w in omegas]),
+               Rk=R(k), k=k),
+    ]
 
 
 def _row_shift():
@@ -891,6 +921,7 @@ def residual_section(b) -> Part:
         + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),
         _display([(residual.branch_jacobians(lhs), residual.branch_jacobians(chain[-1]))
                   for lhs, chain in _chain_rows(residual.DepthProduct(L=3, d=2))], b),
+        *_residual_numbers(b),
     ]
     # the figure is anchored with the residual paths' text, not after the section's last display: at the end, with
     # the section's float barrier, a figure that did not fit below the last lines took a page of its own
@@ -900,6 +931,34 @@ def residual_section(b) -> Part:
     appendix = "\n\n".join([_audit(b, ["derive.layernorm", "derive.residual"], (), "residual")]
                            + ([check_status("residual", b, checks)] if checks else []))
     return Part("\n\n".join(p for p in body if p), appendix)
+
+
+def _residual_numbers(b) -> list[str]:
+    """One plain connection with numbers: a branch ``F(x) = tanh(x W^T)`` at a row ``x``, its Jacobian and the
+    connection's ``I + J_F`` (:func:`crosscheck.worked_numbers.residual_example`, the derived Jacobian evaluated)."""
+    from seqgrad.derive import residual
+    from seqgrad.derive.elementwise import Elementwise
+
+    from .worked_numbers import RESIDUAL_W, RESIDUAL_X, residual_example
+
+    J_F, J = residual_example()
+    d = len(RESIDUAL_X)
+    x, W = _s("x", 1, d), _s("W", d, d)
+    u = sp.Dummy("u")
+    lhs, rhs = residual.jacobian_formula("plain")
+    stated = lambda rows: sp.Matrix([[sp.Float(v) for v in row] for row in rows])  # noqa: E731  (as the text states them)
+    return [
+        _words("With numbers, one plain connection of width {d} whose branch is {F} ({W} stored output by input), at the "
+               "row {x} and the weights {W} below. Row `i` of the branch's Jacobian holds the slope of tanh at entry `i` "
+               "of {xW} times row `i` of {W}, and the connection adds the identity:", b, d=sp.Eq(_s("d"), d, evaluate=False),
+               F=sp.Eq(sp.Function("F")(x), Elementwise(sp.Lambda(u, sp.tanh(u)), x * W.T), evaluate=False),
+               W=W, x=x, xW=x * W.T),
+        _display([(x, stated([RESIDUAL_X])), (W, stated(RESIDUAL_W)), (sp.MatrixSymbol("J_F", d, d), _figures_matrix(J_F, b)),
+                  (lhs, [rhs, sp.MatAdd(sp.Identity(d), _figures_matrix(J_F, b), evaluate=False), _figures_matrix(J, b)])],
+                 b, columns=2),
+        _words("The shortcut's 1 stands on the diagonal beside the branch's slopes: a gradient reaches {x} through the "
+               "identity unchanged, however small the branch's Jacobian is.", b, x=x),
+    ]
 
 
 def _rules():
