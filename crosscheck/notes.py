@@ -1131,11 +1131,13 @@ def encoder_section(b) -> Part:
         record = records.setdefault(stage, course.trace(stage, device=b.device))
         for _, rows, row_labels, col_labels in trace_tables(stage, record, [name], tokens):
             body.append(_encoder_table(b, rows, row_labels, col_labels, _words(caption, b, **ENCODER_MATRICES), label))
-    body += _encoder_backward(b, tokens)
+    # the figure is anchored with the forward pass it takes apart, before the backward pass: at the section's end,
+    # with the float barrier before the next section, a figure that did not fit below the tables left a page short
     body.append(b.pointer("encoder", "fig08_begins_contributions", _words(
         "takes one row of the attention's output apart: row 6 of head 1, the query of the last token, as the sum of "
         "the value rows weighted by that query's attention weights.", b)))
     body.append(_figure(b, "encoder", ["fig06_identity_position", "fig09_S", "fig10_A", "fig11_A_causal", "fig08_begins_contributions"]))
+    body += _encoder_backward(b, tokens)
     appendix = check_status("encoder", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)
 
