@@ -687,6 +687,11 @@ def _figures_matrix(rows, b):
     return sp.Matrix([[_as_figures(v, b) for v in row] for row in rows])
 
 
+def _listed(items: Sequence[str]) -> str:
+    """Typeset items as a sentence lists them: ``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def _shift_numbers(b) -> list[str]:
     """The shift with numbers, at an even width: two encodings and the rotation between them
     (:func:`crosscheck.worked_numbers.shift_example`, the derivation's matrices evaluated)."""
@@ -704,10 +709,10 @@ def _shift_numbers(b) -> list[str]:
         _display([(PE(at), _figures_matrix([ex.encoding], b)), (R(k), _figures_matrix(ex.rotation, b)),
                   (sp.MatMul(PE(at), R(k), evaluate=False), _figures_matrix([ex.rotated], b)),
                   (PE(later), _figures_matrix([ex.shifted], b))], b),
-        _words("Each pair turns by its own angle, {angles} radians, whatever the position: the same matrix {Rk} takes "
-               "the encoding of every position to that of the position {k} further on.", b,
-               angles=Sizes(*[sp.Eq(sp.Mul(k, w.lhs, evaluate=False), k * w.rhs, evaluate=False) for w in omegas]),
-               Rk=R(k), k=k),
+        _words("Each pair turns by its own angle,", b) + " " + _listed(
+            [_inline(sp.Eq(sp.Mul(k, w.lhs, evaluate=False), k * w.rhs, evaluate=False), b) for w in omegas])
+        + _words(" radians, whatever the position: the same matrix {Rk} takes the encoding of every position to that "
+                 "of the position {k} further on.", b, Rk=R(k), k=k),
     ]
 
 
@@ -1321,7 +1326,7 @@ def _has_figure(body: str) -> bool:
 def _section_list(names: Sequence[str]) -> str:
     """``Section~\\ref{sec:rnn}`` or ``Sections~\\ref{sec:rnn}, \\ref{sec:paths} and \\ref{sec:gates}``."""
     refs = [f"\\ref{{sec:{n}}}" for n in names]
-    return ("Section~" + refs[0]) if len(refs) == 1 else "Sections~" + ", ".join(refs[:-1]) + " and " + refs[-1]
+    return ("Section~" if len(refs) == 1 else "Sections~") + _listed(refs)
 
 
 def contents_sentence(bodies: dict[str, str]) -> str:
