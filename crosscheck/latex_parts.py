@@ -59,6 +59,8 @@ class Build:
     #: the verification marks of the section being built (:func:`crosscheck.notes.verification`), said in one
     #: footnote per section (:func:`crosscheck.notes.one_footnote`); None: each mark is its own footnote
     marks: list | None = None
+    #: the sections of the document (names, in order); empty: not known (a section built on its own)
+    sections: tuple = ()
 
     def href(self, path: Path) -> str:
         """The path the document includes the figure file ``path`` by, relative to the document."""

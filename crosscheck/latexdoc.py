@@ -335,7 +335,7 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
 
     b = Build(notation, Path(tex_dir), None if figures_dir is None else Path(figures_dir), device, proof_seconds, digits,
               appendix=appendix, figures_link=None if figures_link is None else Path(figures_link),
-              handout=dict(HANDOUT) if handout else None)
+              handout=dict(HANDOUT) if handout else None, sections=tuple(names))
     jobs = validate.integer("jobs", jobs, minimum=1)
     parts = [preamble()]
     sections, order = dict(SECTIONS), list(names)

@@ -90,6 +90,25 @@ class Outcome:
         return cls(0.0, 0.0, True, reason, skipped=reason)
 
     @classmethod
+    def printed(cls, computed, printed, figures: int = 3, detail: str = "") -> "Outcome":
+        """A comparison with numbers the course prints to ``figures`` significant figures: each computed value must
+        round to its printed one (within half a unit of its last figure, :func:`seqgrad.sigfig.matches`).  Its
+        measure is ``units``, the largest difference in units of the last printed digit, not a floating-point
+        error; ``max_abs_error`` is the largest difference itself."""
+        from seqgrad.sigfig import half_unit, matches
+
+        pairs = [(float(c), float(p)) for c, p in zip(computed, printed, strict=True)]
+        if not pairs:
+            raise SeqgradValueError("printed", printed, "at least one printed number")
+        diffs = [abs(c - p) for c, p in pairs]
+        halves = [abs(c - p) / half_unit(p, figures) for c, p in pairs]
+        finite = all(math.isfinite(c) for c, _ in pairs)
+        ok = finite and all(matches(c, p, figures) for c, p in pairs)
+        worst = max(halves) if finite else float("inf")
+        rel = max(d / max(abs(p), 1e-12) for d, (_, p) in zip(diffs, pairs)) if finite else float("inf")
+        return cls(max(diffs) if finite else float("inf"), rel, ok, detail, tol_ratio=worst, units=worst / 2)
+
+    @classmethod
     def exact(cls, holds: bool, detail: str = "") -> "Outcome":
         """A symbolic proof: error 0 when it holds, inf when it does not."""
         err = 0.0 if holds else float("inf")
@@ -134,6 +153,7 @@ def combine(outcomes: list[Outcome], detail: str = "") -> Outcome:
     if not outcomes:
         raise SeqgradValueError("outcomes", outcomes, "at least one outcome")
     ratios = [o.tol_ratio for o in outcomes if o.tol_ratio is not None]
+    units = [o.units for o in outcomes if o.units is not None]  # a comparison with printed numbers keeps its measure
     return Outcome(
         max(o.max_abs_error for o in outcomes),
         max(o.max_rel_error for o in outcomes),
@@ -141,6 +161,7 @@ def combine(outcomes: list[Outcome], detail: str = "") -> Outcome:
         detail or "; ".join(o.detail for o in outcomes if o.detail),
         tol_ratio=max(ratios) if ratios else None,
         single=any(o.single for o in outcomes),
+        units=max(units) if units else None,
     )
 
 

@@ -22,6 +22,7 @@ Both are checked against torch autograd of plain torch code in ``tests/test_note
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -30,7 +31,7 @@ import sympy as sp
 from seqgrad.errors import SeqgradValueError
 
 __all__ = ["RNN_VALUES", "RNNExample", "rnn_example", "EncoderBackward", "encoder_backward", "SOFTMAX_SCORES",
-           "softmax_example"]
+           "softmax_example", "ShiftExample", "shift_example", "residual_example"]
 
 #: The scores of the softmax's worked example (one row of three).
 SOFTMAX_SCORES = (1.0, 2.0, 3.0)
@@ -146,14 +147,97 @@ def softmax_example(scores=SOFTMAX_SCORES) -> tuple[list[float], list[list[float
     """
     from seqgrad.derive import softmax
 
+    allowed = "two or more finite scores (real numbers) of magnitude below 1000"
+    if isinstance(scores, (str, bytes)) or not hasattr(scores, "__iter__"):
+        raise SeqgradValueError("scores", scores, allowed)  # text is never read as numbers
+    scores = list(scores)
+    if not all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in scores):
+        raise SeqgradValueError("scores", scores, allowed)
     scores = [float(x) for x in scores]
-    if len(scores) < 2 or not all(abs(x) < 1e3 for x in scores):
-        raise SeqgradValueError("scores", scores, "two or more finite scores of magnitude below 1000")
+    if len(scores) < 2 or not all(abs(x) < 1e3 for x in scores):  # NaN and inf fail the bound
+        raise SeqgradValueError("scores", scores, allowed)
     jac = softmax.SoftmaxJacobian(len(scores))
     at = dict(zip(jac.z, scores))
     a = [float(e.evalf(30, subs=at)) for e in jac.a]
     J = [[float(e.evalf(30, subs=at)) for e in row] for row in jac.direct.tolist()]
     return a, J
+
+
+#: The positional encodings' worked example: the width, a position and an offset (PE(pos) shifted to PE(pos + k)).
+PE_WIDTH, PE_POSITION, PE_SHIFT = 4, 1, 2
+
+
+@dataclass(frozen=True)
+class ShiftExample:
+    """The shift of a positional encoding with numbers: ``PE(pos)`` and ``PE(pos + k)`` (rows), the rotation ``R(k)``
+    in the notes' row convention (``PE(pos + k) = PE(pos) R(k)``) and the product ``PE(pos) R(k)``, each evaluated
+    from the derivation's exact expressions (:class:`derive.positional.Sinusoidal`, its :class:`Rotation`)."""
+
+    d: int
+    position: int
+    shift: int
+    encoding: list  # PE(pos)
+    rotation: list  # R(k), d x d, acting on the right of a row
+    rotated: list  # PE(pos) R(k)
+    shifted: list  # PE(pos + k)
+
+
+def shift_example(d: int = PE_WIDTH, position: int = PE_POSITION, shift: int = PE_SHIFT) -> ShiftExample:
+    """The sinusoidal encoding of even width ``d`` at ``position`` and ``position + shift``, and the rotation by
+    ``shift`` applied to the first: the exact product of the derivation's matrices, evaluated to 30 digits.
+
+    >>> ex = shift_example()
+    >>> [round(v, 4) for v in ex.rotated] == [round(v, 4) for v in ex.shifted]
+    True
+    """
+    from seqgrad import validate
+    from seqgrad.derive import positional
+
+    d = validate.integer("d", d, minimum=2, maximum=16)
+    if d % 2:
+        raise SeqgradValueError("d", d, "an even width (every coordinate in a pair, so that R(k) shifts all of them)")
+    position = validate.integer("position", position, minimum=0, maximum=10000)
+    shift = validate.integer("shift", shift, minimum=0, maximum=10000)
+    pe = positional.Sinusoidal(d)
+    R = pe.rotation(shift).matrix().T  # the proof's rotation acts on columns; the notes' rows take its transpose
+    row = pe.vector(position).T
+    value = lambda m: [[float(e.evalf(30)) for e in m.row(i)] for i in range(m.rows)]  # noqa: E731
+    return ShiftExample(d, position, shift, value(row)[0], value(R), value(row * R)[0], value(pe.vector(position + shift).T)[0])
+
+
+#: The residual connection's worked example: the row x and the branch F(x) = tanh(x W^T), W stored output by input.
+RESIDUAL_X = (0.5, -1.0)
+RESIDUAL_W = ((0.8, -0.3), (0.2, 0.6))
+
+
+def residual_example(x=RESIDUAL_X, W=RESIDUAL_W) -> tuple[list[list[float]], list[list[float]]]:
+    """The Jacobian ``J_F`` of the branch ``F(x) = tanh(x W^T)`` and the connection's ``du/dx = I + J_F`` at the row
+    ``x``: the plain residual Jacobian of :class:`derive.residual.ResidualJacobian` (its generic branch replaced by
+    this one, its derivatives then taken), evaluated at ``x``.
+
+    >>> J_F, J = residual_example()
+    >>> [[round(v, 4) for v in row] for row in J]
+    [[1.5078, -0.1904], [0.1573, 1.4719]]
+    """
+    from seqgrad.derive import residual
+
+    allowed = "a square matrix W (rows of real numbers) and a row x of its width, every entry finite"
+    try:
+        x = [float(v) for v in x]
+        W = [[float(v) for v in row] for row in W]
+    except (TypeError, ValueError):
+        raise SeqgradValueError("x, W", (x, W), allowed) from None
+    d = len(x)
+    if not 1 <= d <= 6 or len(W) != d or any(len(row) != d for row in W) or not all(
+            abs(v) < 1e6 for v in x + [v for row in W for v in row]):
+        raise SeqgradValueError("x, W", (x, W), allowed + ", of width 1 to 6")
+    jac = residual.ResidualJacobian(d, "plain")
+    u = jac.F.u
+    branch = {f: sp.Lambda(tuple(u), sp.tanh(sum(sp.Float(W[i][j], 30) * u[j] for j in range(d))))
+              for i, f in enumerate(jac.F.f)}
+    closed = jac.closed.subs(branch).doit().subs({h: sp.Float(v, 30) for h, v in zip(jac.h, x)})
+    J = [[float(closed[i, j].evalf(30)) for j in range(d)] for i in range(d)]
+    return [[J[i][j] - (i == j) for j in range(d)] for i in range(d)], J
 
 
 def as_figures(x: float, figures: int) -> sp.Float:

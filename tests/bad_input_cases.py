@@ -463,6 +463,25 @@ case("crosscheck.tolerance", "tolerance(device='tpu')", SeqgradValueError, "tpu"
     lambda: __import__("seqgrad.crosscheck.tolerance").crosscheck.tolerance.tolerance(device="tpu"))
 case("crosscheck.lambdify", "lambdify(program, outputs, args, backend='jax')", SeqgradValueError, "backend")(
     lambda: _lambdify_backend("jax"))
+def _softmax_example(scores):
+    from seqgrad.crosscheck.worked_numbers import softmax_example
+
+    return softmax_example(scores)
+
+
+for _call, _scores in (("softmax_example([2.0])  (one score)", [2.0]),
+                       ("softmax_example([1.0, float('nan')])  (NaN score)", [1.0, math.nan]),
+                       ("softmax_example([1.0, float('inf')])  (infinite score)", [1.0, math.inf]),
+                       ("softmax_example([0.0, 5000.0])  (a score of magnitude 1000 or more)", [0.0, 5000.0]),
+                       ("softmax_example('1 2 3')  (text, not numbers)", "1 2 3"),
+                       ("softmax_example([1.0, 'b'])  (an entry that is not a number)", [1.0, "b"]),
+                       ("softmax_example(3.0)  (a number, not a row)", 3.0)):
+    case("crosscheck.worked_numbers", _call, SeqgradValueError, "scores=")(lambda s=_scores: _softmax_example(s))
+case("crosscheck.worked_numbers", "shift_example(d=5)  (an odd width: one coordinate has no pair)", SeqgradValueError,
+     "d=5")(lambda: __import__("seqgrad.crosscheck.worked_numbers").crosscheck.worked_numbers.shift_example(d=5))
+case("crosscheck.worked_numbers", "residual_example(x=(1.0, 2.0), W=((1.0, 0.0),))  (W not square of x's width)",
+     SeqgradValueError, "x, W=")(lambda: __import__("seqgrad.crosscheck.worked_numbers").crosscheck.worked_numbers
+                                 .residual_example(x=(1.0, 2.0), W=((1.0, 0.0),)))
 case("numeric.cue_recall", "models.build('lstm', 8, 6206)", SeqgradValueError, "model='lstm'")(
     lambda: __import__("seqgrad.numeric.cue_recall.models").numeric.cue_recall.models.build("lstm", 8, 6206))
 case("numeric.cue_recall", "models.build('rnn', 0, 6206)", SeqgradValueError, "delay=0")(

@@ -260,6 +260,24 @@ def test_7_floats_stay_in_their_section_and_displays_may_break(handout):
 
 @pytest.mark.slow
 @pytest.mark.tex
+def test_7_the_cross_attention_figure_stands_in_the_decoders_text(standalone_pdf):
+    """Issue 25, third review, item 2: the cross-attention figure, one head under the other, was too tall to share a
+    page: it took a float page of its own, a third of it empty, at the decoder section's end.  With the heads side
+    by side its page also holds the section's text, before and after it."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("pdftotext"):
+        pytest.skip("no poppler")
+    pages = subprocess.run(["pdftotext", str(standalone_pdf), "-"], capture_output=True, text=True).stdout.split("\f")
+    [page] = [p for p in pages if "Cross-attention in a toy translation model" in p]
+    caption = page.index("Cross-attention in a toy translation model")
+    assert "shows the cross-attention weights" in page[:caption]  # the sentence that points to it, above it
+    assert "The block below is written with the multi-head attention" in page[caption:]  # the text goes on below
+
+
+@pytest.mark.slow
+@pytest.mark.tex
 def test_7_every_page_of_the_text_is_filled(standalone_pdf, tmp_path):
     """Rendered, every page between the notation and the appendix has ink down to three quarters of its height (the
     last page of each of those two parts may end short; they start a page by design)."""

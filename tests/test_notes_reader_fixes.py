@@ -243,10 +243,10 @@ def test_a_check_against_printed_tables_is_marked_by_its_printed_digits():
     [tables] = run_checks(all_checks("encoder.course_tables"), device="cpu", show_progress=False)
     assert tables.units is not None and tables.units <= 0.5
     mark = notes.check_mark([tables], "cpu")
-    assert mark.startswith("matches the course's printed tables to their printed digits") and "double precision" not in mark
+    assert mark.startswith("agrees with the numbers the course prints, to their printed digits") and "double precision" not in mark
     assert "10^{-3}" not in mark
     wrong = Result("x", "s", "encoder", "fail", False, 0.2, 0.1, "cpu", "float64", "", 0.0, units=3.0)
-    assert "\\textbf{the tables do not match}" in notes.check_mark([wrong], "cpu")
+    assert "\\textbf{not every printed number is reproduced}" in notes.check_mark([wrong], "cpu")
     plain = Result("y", "s", "encoder", "pass", True, 1e-15, 1e-15, "cpu", "float64", "", 0.0)
     both = notes.check_mark([tables, plain], "cpu")
     assert "printed digits" in both and "double precision" in both
@@ -256,7 +256,7 @@ def test_the_worked_example_footnote_compares_with_the_printed_tables(tmp_path):
     body = notes.encoder_section(_build(tmp_path)).body
     example = body[body.index("\\subsection{Worked example}"):]
     first = example[example.index("\\footnote{"):example.index("}", example.index("Course notes"))]
-    assert "printed tables to their printed digits" in first and "double precision" not in first
+    assert "the course prints, to their printed digits" in first and "double precision" not in first
 
 
 def test_textbook_term_order_and_no_nested_superscripts(tmp_path):

@@ -222,3 +222,91 @@ def test_the_softmax_example_with_numbers_is_torch_s_jacobian(tmp_path):
         assert f"{value:.3g}" in said or f"{value:.4f}" in said, value
     nearest = min(range(3), key=lambda i: abs(a[i] - 0.5))
     assert max(range(3), key=lambda i: J[i][i]) == nearest and f"here $a_{{{nearest}}}$" in said
+
+
+@pytest.mark.parametrize("scores", [[2.0], [], [1.0, math.nan], [1.0, math.inf], [0.0, -5000.0], "1 2 3", [1.0, "b"],
+                                    3.0, [True, False]],
+                         ids=["one score", "no score", "NaN", "inf", "too large", "text", "not a number", "not a row",
+                              "booleans"])
+def test_the_softmax_example_refuses_bad_scores_by_name(scores):
+    """Issue 25, item 5: each refusal of :func:`softmax_example` is one SeqgradValueError that names ``scores`` and
+    says what is allowed; never a raw float() error, never a NaN weight."""
+    from seqgrad.crosscheck.worked_numbers import softmax_example
+    from seqgrad.errors import SeqgradValueError
+
+    with pytest.raises(SeqgradValueError) as info:
+        softmax_example(scores)
+    assert info.value.argument == "scores" and str(info.value).startswith("scores=")
+    assert "two or more finite scores" in info.value.allowed
+
+
+def test_the_softmax_example_takes_any_row_of_two_or_more_real_scores():
+    """The refusals above do not refuse good rows: a tuple, integers, two scores, and four (each a softmax)."""
+    from seqgrad.crosscheck.worked_numbers import softmax_example
+
+    for scores in ((0, 0), [-1.5, 0.25, 2, 999.0]):
+        a, J = softmax_example(scores)
+        z = torch.tensor([float(x) for x in scores], dtype=F64)
+        assert torch.allclose(torch.tensor(a, dtype=F64), torch.softmax(z, 0), atol=1e-15)
+        assert torch.allclose(torch.tensor(J, dtype=F64), torch.autograd.functional.jacobian(lambda v: torch.softmax(v, 0), z),
+                              atol=1e-14)
+
+
+# --------------------------------------------------------------------------- the positional encodings' and the residual's numbers
+
+def _pe(position: int, d: int):
+    """The sinusoidal encoding in plain numpy, as the course defines it: sin on even j, cos on odd j."""
+    import numpy as np
+
+    j = np.arange(d)
+    angle = position / 10000.0 ** (2 * (j // 2) / d)
+    return np.where(j % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+def test_the_shift_example_is_the_encoding_and_its_rotation_in_numpy(tmp_path):
+    """Issue 25, third review, item 3: the positional encodings' worked example with numbers (d = 4, PE(1), R(2),
+    PE(3)), computed from the derivation, against numpy written here; the section prints those numbers."""
+    import numpy as np
+
+    ex = worked_numbers.shift_example()
+    assert (ex.d, ex.position, ex.shift) == (4, 1, 2)
+    assert np.allclose(ex.encoding, _pe(1, 4), atol=1e-15, rtol=0) and np.allclose(ex.shifted, _pe(3, 4), atol=1e-15, rtol=0)
+    R = np.zeros((4, 4))
+    for pair in range(2):
+        a = 2 / 10000.0 ** (2 * pair / 4)
+        R[2 * pair:2 * pair + 2, 2 * pair:2 * pair + 2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
+    assert np.allclose(ex.rotation, R, atol=1e-15, rtol=0)
+    assert np.allclose(_pe(1, 4) @ R, _pe(3, 4), atol=1e-15) and np.allclose(ex.rotated, _pe(3, 4), atol=1e-15, rtol=0)
+    body = notes.positional_section(_build(tmp_path)).body
+    said = body[body.index("With numbers, at the even width"):]
+    rows = re.findall(r"\\left\[\\begin\{matrix\}(.*?)\\end\{matrix\}\\right\]", said[:said.index("\\end{align*}")])
+    printed = [[float(v) for v in row.split(" & ")] for line in rows for row in line.split("\\\\")]
+    expected = [list(_pe(1, 4))] + R.tolist() + [list(_pe(3, 4))] * 2
+    assert len(printed) == len(expected)
+    assert all(_shows(p, v) for prow, vrow in zip(printed, expected) for p, v in zip(prow, vrow) if v != 0), printed
+    with pytest.raises(worked_numbers.SeqgradValueError) as info:
+        worked_numbers.shift_example(d=5)
+    assert info.value.argument == "d"
+
+
+def test_the_residual_example_is_torch_autograd(tmp_path):
+    """Issue 25, third review, item 3: one plain connection u = x + tanh(x W^T) with numbers: the derived J_F and
+    I + J_F against torch autograd of plain torch code, and the section prints them."""
+    x = torch.tensor(worked_numbers.RESIDUAL_X, dtype=F64)
+    W = torch.tensor(worked_numbers.RESIDUAL_W, dtype=F64)
+    J_F, J = worked_numbers.residual_example()
+    ref_F = torch.autograd.functional.jacobian(lambda v: torch.tanh(v @ W.T), x)
+    ref = torch.autograd.functional.jacobian(lambda v: v + torch.tanh(v @ W.T), x)
+    assert torch.allclose(torch.tensor(J_F, dtype=F64), ref_F, atol=1e-15, rtol=0)
+    assert torch.allclose(torch.tensor(J, dtype=F64), ref, atol=1e-15, rtol=0)
+    body = notes.residual_section(_build(tmp_path)).body
+    said = body[body.index("With numbers, one plain connection"):]
+    display = said[said.index("\\begin{align*}"):said.index("\\end{align*}")]
+    matrices = re.findall(r"\\left\[\\begin\{matrix\}(.*?)\\end\{matrix\}\\right\]", display)
+    printed = [[[float(v) for v in row.split(" & ")] for row in m.split("\\\\")] for m in matrices]
+    assert len(printed) == 5 and printed[:2] == [[list(worked_numbers.RESIDUAL_X)], [list(r) for r in worked_numbers.RESIDUAL_W]]
+    for shown, value in zip(printed[2:], (ref_F, ref_F, ref)):
+        assert all(_shows(p, float(v)) for prow, vrow in zip(shown, value.tolist()) for p, v in zip(prow, vrow)), shown
+    with pytest.raises(worked_numbers.SeqgradValueError) as info:
+        worked_numbers.residual_example(x=(1.0, 2.0), W=((1.0, 0.0),))
+    assert info.value.argument == "x, W"

@@ -67,10 +67,15 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> l
     gen = model.generate(sv.encode("I love ML"), 10, attention=True)
     A = np.stack([s.cross_attention.numpy() for s in gen.steps], axis=1)  # heads x steps x source
     steps = step_labels(gen, tv.words)
-    fig = Figure(figsize=(6.5, 2.9 * A.shape[0] + 0.4), layout="constrained")  # one head under the other: the text's width
-    axes = fig.subplots(A.shape[0], 1)
+    # the heads side by side, the text's width, rows labelled once (the heads share them): a figure a third of a page
+    # high, set beside the section's text (one head under the other took a page of its own, a third of it empty)
+    fig = Figure(figsize=(6.5, 2.9), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, A.shape[0], sharey=True))
     art = None
-    for h, ax in enumerate(np.atleast_1d(axes)):
+    for h, ax in enumerate(axes):
         art = plot_cross_attention(ax, A[h], list(sv.words), steps, title=f"cross-attention, head {h + 1}")
-    fig.colorbar(art["image"], ax=list(np.atleast_1d(axes)), shrink=0.8)
+        if h:
+            ax.set_ylabel("")
+            ax.tick_params(labelleft=False)
+    fig.colorbar(art["image"], ax=list(axes), shrink=0.8)
     return [save_figure(fig, Path(out_dir) / f"decoder_cross_attention.{fmt}")]
