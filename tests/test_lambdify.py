@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import re
 
 import numpy as np
 import pytest
@@ -60,7 +61,8 @@ def test_vector_code_is_one_loop_over_t():
     src = f.source
     before, forward, backward = src.split("for t in")
     assert "_Z = _gate_inputs(" in before  # the input projection of every step at once, before the loop
-    assert "_recur(_Zh[t], h_prev, _WhTk, _rf)" in forward and "_recur_back(_gz, _Whk, _next_h, _rb)" in backward
+    assert re.search(r"(\w+) = _Zh\[t\]\n\s+_recur\(\1, h_prev, _WhTk, _rf\)", forward)  # the step's view, then the product
+    assert "_recur_back(_gz, _Whk, _next_h, _rb)" in backward
     after = [line.strip() for line in backward.splitlines() if line.startswith("    ") and not line.startswith("        ")]
     assert "_dWx = _gate_grads(_GZ, _Xt)" in after  # sum_t (g_t^z)^T x_t as one product of the stacked steps, after the loop
     assert len(src.splitlines()) < 80  # forward and backward loops, not a line per step
