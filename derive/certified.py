@@ -47,6 +47,8 @@ from mpmath import iv, mp
 from seqgrad import operations as registry
 from seqgrad.errors import UndefinedError
 
+from . import norm_rows
+
 from .whitelist import (ACCEPTS_INFINITY, FUNCTION_ARITY, INFINITY_NAME, MAX_DEPTH, MAX_EXPONENT, MAX_MAGNITUDE,
                         MAX_RESULT_DIGITS, VECTOR_ARITY, Reader, is_infinity, is_vector_node)
 
@@ -818,28 +820,37 @@ class _Evaluator(Reader):
         return tuple(Fraction(0) if w is None else w / total for w in weights)
 
     def v_layernorm(self, node, v, eps=Fraction(0)):
-        m = self.v_mean(node, v)
-        return self.normalized(node, [self.add(x, -m) for x in v], self.v_var(node, v), eps,
-                               "layernorm", "the variance", "a constant vector")
+        return self.normalized(node, v, eps, norm_rows.normalized, "layernorm", "the variance", "a constant vector")
 
     def v_rmsnorm(self, node, v, eps=Fraction(0)):
-        mean_square = self.div(self.total(self.mul(x, x) for x in v), Fraction(len(v)), node)
-        return self.normalized(node, list(v), mean_square, eps, "rmsnorm", "the mean square", "the zero vector")
+        return self.normalized(node, v, eps, norm_rows.rms_normalized, "rmsnorm", "the mean square", "the zero vector")
 
-    def normalized(self, node, centred, spread, eps, name: str, what: str, degenerate: str):
-        """``centred / sqrt(spread + eps)`` entry by entry, the root refused where it is 0 or negative (layernorm:
-        the deviations from the mean and the variance; rmsnorm: the entries and their mean square)."""
-        spread = self.add(spread, eps)
-        s = sign(spread)
-        if s is None and self.ask(node, 0, f"{what} (plus eps) of {name}()", self.layernorm_spread(node)):
-            s = 0
-        if s == 0:
-            self.undefined(f"{name}() of {degenerate} divides by zero; give eps, as in {name}((a, b), 1e-5)")
-        if s is not None and s < 0:
-            self.undefined(f"{name}() with a negative eps and {what} below -eps takes the square root of a negative number")
-        exact = self.rational_power(spread, Fraction(1, 2)) if isinstance(spread, Fraction) else None
-        root = exact if exact is not None else iv.sqrt(interval(spread))
-        return tuple(self.div(x, root, node) for x in centred)
+    def normalized(self, node, v, eps, entry, name: str, what: str, degenerate: str):
+        """The entries of the norm ``entry`` (:mod:`derive.norm_rows`, the one statement of LayerNorm's and
+        RMSNorm's rows) of ``v``, in this evaluator's arithmetic; its square root refused where the radicand (the
+        variance or the mean square, plus eps) is 0 or negative."""
+        where = f"{name}()"
+        x = [_Certified(self, value, where) for value in v]
+
+        def total(term):
+            out = _Certified(self, Fraction(0), where)
+            for k in range(len(x)):
+                out = out + term(k)
+            return out
+
+        def root(radicand):
+            spread = radicand.value
+            s = sign(spread)
+            if s is None and self.ask(node, 0, f"{what} (plus eps) of {name}()", self.layernorm_spread(node)):
+                s = 0
+            if s == 0:
+                self.undefined(f"{name}() of {degenerate} divides by zero; give eps, as in {name}((a, b), 1e-5)")
+            if s is not None and s < 0:
+                self.undefined(f"{name}() with a negative eps and {what} below -eps takes the square root of a negative number")
+            exact = self.rational_power(spread, Fraction(1, 2)) if isinstance(spread, Fraction) else None
+            return _Certified(self, exact if exact is not None else iv.sqrt(interval(spread)), where)
+
+        return tuple(entry(x.__getitem__, j, len(x), total, eps, sqrt=root).value for j in range(len(x)))
 
     def layernorm_spread(self, node) -> str:
         """var(v) + eps of a layernorm() call, dot(v, v)/n + eps of an rmsnorm() call, as text."""

@@ -372,7 +372,32 @@ def test_the_vector_language_reads_the_norm_from_its_one_definition(name, scale,
     before = safe_parse.parse_value(text)
     assert before == tuple(getattr(rules, node)(row, eps)[0, j] for j in range(3))
     original = getattr(norm_rows, scale)
-    monkeypatch.setattr(norm_rows, scale, lambda x, n, total, eps: original(x, n, total, 2 * eps))
+    monkeypatch.setattr(norm_rows, scale, lambda x, n, total, eps, *root: original(x, n, total, 2 * eps, *root))
     after = safe_parse.parse_value(text)
     assert after == tuple(getattr(rules, node)(row, eps)[0, j] for j in range(3))
     assert all(sp.simplify(a - b) != 0 for a, b in zip(before, after))
+
+
+@pytest.mark.parametrize("name,radicand", [("layernorm", "variance"), ("rmsnorm", "mean_square")])
+def test_the_certified_evaluator_reads_the_norm_from_its_one_definition(name, radicand, monkeypatch):
+    """``seqgrad claim`` states no norm of its own either: its exact value of ``layernorm(...)`` / ``rmsnorm(...)``
+    is the rule table's entry, and follows a changed definition in derive.norm_rows (here the radicand's eps doubled)."""
+    from seqgrad.derive import norm_rows, rules
+    from seqgrad.derive.claims import parse_claim
+
+    row, eps = sp.ImmutableMatrix([[0, 3, 4]]), sp.Rational(11, 100)
+    node = {"layernorm": rules.Normalize, "rmsnorm": rules.RMSNormalize}[name]
+
+    def certified():  # the exact values the evaluator finds, each an mpmath interval of the entry
+        verdicts = parse_claim(f"{name}((0, 3, 4), 0.11) = (0, 0, 0)").verify().entries
+        return [float(getattr(v.value, "mid", v.value)) for v in verdicts]  # an interval's midpoint, or a Fraction
+
+    def entries(eps):
+        return [float(node(row, eps)[0, j]) for j in range(3)]
+
+    entries_before = entries(eps)
+    assert certified() == pytest.approx(entries_before, rel=1e-12)
+    doubled = entries(2 * eps)  # (before the change below, which the rule table's entries read too)
+    original = getattr(norm_rows, radicand)
+    monkeypatch.setattr(norm_rows, radicand, lambda x, n, total, eps: original(x, n, total, 2 * eps))
+    assert certified() == pytest.approx(doubled, rel=1e-12) and doubled != pytest.approx(entries_before, rel=1e-6)
