@@ -381,7 +381,8 @@ def _lecture07() -> list[Statement]:
           evidence=ev.dot_product_variance,
           precise="Var(q.k) = d_k, so Var(q.k/sqrt(d_k)) = 1, when the coordinates of q and k are independent with "
                   "mean 0 and variance 1; that assumption is missing: with k = q the variance is d_k (E[q_a^4] - 1), "
-                  "which is 2 d_k (scaled: 2) for Gaussian coordinates only, and trained projections give no such guarantee"),
+                  "which is 2 d_k (scaled: 2) only when E[q_a^4] = 3, as for Gaussian coordinates, and trained projections give "
+                  "no such guarantee"),
         said(39, "otherwise softmax becomes almost one-hot", verdict="imprecise",
           evidence=ev.softmax_tie,
           precise="softmax(c s) tends to one-hot as c grows only when the largest score is unique; tied scores stay "

@@ -112,7 +112,7 @@ def _block_names(b) -> str:
     return (words("The block below is written with the multi-head attention of Section", b.notation) + "~\\ref{sec:encoder}"
             + words(", for any rows `X` of the target (below, the attentions read ", matrices(b.notation, {"X"}))
             + f("LN_1", sp.MatrixSymbol("H", 2, 2)) + words(" and ", b.notation) + f("LN_2", sp.MatrixSymbol("U_1", 2, 2))
-            + words(", and the LayerNorms ", b.notation) + H + ", " + U1 + words(" and ", b.notation) + U2 + "): "
+            + words(", and the three LayerNorms read ", b.notation) + H + ", " + U1 + words(" and ", b.notation) + U2 + "): "
             + f("MHA_self", X, M) + words(" with the causal mask, ", b.notation) + f("MHA_cross", X, Z)
             + words(" with its keys and values from the memory; ", b.notation) + ", ".join(f(f"LN_{i}", X) for i in (1, 2))
             + words(" and ", b.notation) + f("LN_3", X)

@@ -1223,8 +1223,8 @@ def _encoder_backward(b, tokens: list[str]) -> list[str]:
     T_, d_ = ex.inputs["H"].shape
     dH = ex.gradients["H"].detach().cpu().double()
     dWQ = ex.gradients["W_Q^[1]"].detach().cpu().double()
-    ones_row, ones_col = sp.OneMatrix(1, T_), sp.OneMatrix(d_, 1)
-    loss = sp.Eq(_s("L"), sp.MatMul(ones_row, U, ones_col), evaluate=False)
+    t, j = sp.symbols("t j", integer=True)  # the sum of every entry (not 1^T U 1: its two columns of ones differ in size)
+    loss = sp.Eq(_s("L"), sp.Sum(U[t, j], (t, 0, T_ - 1), (j, 0, d_ - 1)), evaluate=False)
     H0 = ENCODER_MATRICES["H0"]
     row_sums = dH.sum(dim=1)
     rows_sum_to_d = bool(((row_sums - d_).abs() < 1e-9).all())
