@@ -143,11 +143,16 @@ class Ahead(HeadStart):
         except (EOFError, OSError):
             self.process.join(timeout=5)
             ok, payload = False, f"its worker process ended (exit code {self.process.exitcode})"
-        else:
-            with contextlib.suppress(OSError):
-                self.conn.send(None)  # done: it stops at once instead of waiting to be ended
-        finally:
             self.close()
+        except BaseException:  # interrupted while waiting: the worker is ended
+            self.close()
+            raise
+        else:
+            with signals.held():  # done: told to stop, it exits by itself (a SIGTERM now would meet its exit)
+                process, conn, self.process = self.process, self.conn, None
+                with contextlib.suppress(OSError):
+                    conn.send(None)
+                _end(process, conn)
         if not ok and isinstance(payload, BaseException):
             raise payload
         return payload if ok else task.lost(payload)

@@ -43,7 +43,7 @@ from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 from seqgrad.operations import Namespace, Operation
 
 __all__ = ["node", "sympy_namespace", "mpmath_namespace", "operation_of", "define", "evaluator", "derivative",
-           "nodes", "check_definition"]
+           "nodes", "check_definition", "primitives"]
 
 
 class SympyNamespace(Namespace):
@@ -388,3 +388,19 @@ def __getattr__(name: str):
         if isinstance(built, type) and built.__qualname__ == name:
             return built
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def primitives(expr):
+    """``expr`` with every composite operation replaced by its definition, down to the primitives: a definition may
+    use other composites (``silu(z) = z*sigmoid(z)``), which one ``rewrite("definition")`` leaves standing.
+
+    >>> import sympy as sp
+    >>> z = sp.Symbol("z")
+    >>> node("silu")(z).rewrite("definition"), primitives(node("silu")(z))
+    (z*sigmoid(z), z/(1 + exp(-z)))
+    """
+    while True:
+        rewritten = expr.rewrite("definition")
+        if rewritten == expr:
+            return expr
+        expr = rewritten

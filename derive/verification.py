@@ -258,6 +258,7 @@ def verify(lhs, rhs=None, *, variables: Iterable[str] | str | None = None, sizes
 def _reducers():
     """(name, reduce, exact value): ``exact`` when the reduced form equals the residual (a nonzero one is then the
     difference itself); index notation reduces a numerator, which says only zero or not."""
+    from .operations import primitives
     from .proof import pythagorean, rational_zero
     from .rules import index_zero
 
@@ -267,7 +268,7 @@ def _reducers():
             ("logarithm expansion", lambda e: sp.expand(sp.expand_log(e.doit())), True),
             ("index notation", _index_reducer(index_zero), False), ("simplify", lambda e: sp.simplify(e.doit()), True),
             ("the operations' definitions (seqgrad.operations) and simplify",
-             lambda e: sp.simplify(e.doit().rewrite("definition")), True))
+             lambda e: sp.simplify(primitives(e.doit())), True))
 
 
 def _index_reducer(index_zero):
