@@ -120,6 +120,7 @@ def test_gradient_flow_caption():
     assert 5 < lstm[-1] / lstm[-2] < 20 and 0.02 < lstm[:-1].min() and lstm[:-1].max() < 0.12
     assert all(y[-1] == pytest.approx(1.0) for y in lines.values())  # "at distance 0 every curve is 1"
     assert "falls about tenfold in its first step back" in caption and "stays between 0.02 and 0.12" in caption
+    assert "With the raised bias the GRU's gradient follows its carry product" in caption
     assert 1 / (1 + np.exp(-3)) == pytest.approx(0.95, abs=0.01)  # "gates near 0.95": sigmoid(3)
 
 
@@ -160,6 +161,14 @@ def test_cross_attention_caption():
     assert "each row sums to 1" in figure_sets()["decoder"].CAPTIONS["decoder_cross_attention"]
     for step in gen.steps:
         assert np.allclose(step.cross_attention.numpy().sum(axis=-1), 1)
+    # "In head 2 each row from 1 on peaks on the source word of the word it reads ...; head 1 does so only in row 2"
+    caption = figure_sets()["decoder"].CAPTIONS["decoder_cross_attention"]
+    assert "In head 2 each row from 1 on peaks" in caption and "head 1 does so only in row 2" in caption
+    read_source = {1: 0, 2: 1, 3: 2}  # row t reads the word written at t - 1, the translation of source word t - 1
+    peaks = {(h, t): int(np.argmax(gen.steps[t].cross_attention.numpy()[h])) for h in (0, 1) for t in read_source}
+    assert all(peaks[(1, t)] == s for t, s in read_source.items())
+    assert [t for t, s in read_source.items() if peaks[(0, t)] == s] == [2]
+    assert "Cyrillic" in caption  # the figure's labels are Cyrillic; the caption transliterates them
 
 
 def test_receptive_field_caption():

@@ -96,7 +96,7 @@ def test_decoder_rows_name_the_token_read_and_the_token_written():
               if gen.ids[s.t] in aligned and s.token in aligned and int(np.argmax(row)) == aligned[gen.ids[s.t]]]
     assert behind, "no row peaks on the source word of its input"
     caption = decoder.CAPTIONS["decoder_cross_attention"]
-    assert "one word behind the token it writes" in caption and "positions from 0" in caption
+    assert "one word behind the word it writes" in caption and "positions from 0" in caption
     assert "reads to write that token" not in caption
 
 

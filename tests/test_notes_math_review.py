@@ -52,12 +52,15 @@ def test_the_dot_product_variance_states_its_assumptions():
     assert "independent" in head and "mean 0 and variance 1" in head
 
 
-def test_the_erratum_says_2_d_k_holds_for_gaussian_coordinates_only():
+def test_the_erratum_says_2_d_k_holds_when_the_fourth_moment_is_3():
+    """Var(q . q) = d_k (E[q_a^4] - 1): 2 d_k exactly when E[q_a^4] = 3 (Gaussian coordinates, and others), not
+    'for Gaussian coordinates only' (a reviewer's correction of the earlier wording)."""
     from seqgrad.crosscheck import claims_evidence
     from seqgrad.crosscheck.claims_statements import statements
 
     precise = next(s.precise for s in statements() if s.text.startswith("dividing by sqrt(d_k) keeps the variance"))
-    assert "Gaussian coordinates only" in precise and "E[q_a^4] - 1" in precise
+    assert "only when E[q_a^4] = 3, as for Gaussian coordinates" in precise and "E[q_a^4] - 1" in precise
+    assert "Gaussian coordinates only" not in precise
     ok, detail = claims_evidence.dot_product_variance()
     assert ok and "4/5 for uniform" in detail  # a unit-variance coordinate that is not Gaussian: not 2
 

@@ -19,12 +19,13 @@ SECONDS = 0.2  # see crosscheck.figures
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
     "decoder_cross_attention": "Cross-attention in a toy translation model that turns the source words i, love, ml "
-        "into the Russian words ya, lyublyu, mo (transliterated; mo abbreviates machine learning), one "
-        "panel per head. The model writes one word per step, greedily. Row `t` is the query of the newest target "
+        "into three Russian words (the figure writes them in Cyrillic; transliterated ya, lyublyu, mo, where mo "
+        "abbreviates machine learning), one panel per head. The model writes one word per step, greedily. Row `t` is the query of the newest target "
         "position at step `t` (positions from 0): its input is the word written at the step before (the start token at "
         "position 0), and the word after the arrow is the one it writes. Unlike the decoder's causal self-attention, "
         "cross-attention lets every row attend to all source words (the columns, keys and values); each row sums to 1. "
-        "A row's weight can peak on the source word of the word it reads, one word behind the token it writes.",
+        "In head 2 each row from 1 on peaks on the source word of the word it reads, one word behind the word it "
+        "writes; head 1 does so only in row 2.",
 }
 HELP = "the lesson's generation example I love ML -> Я люблю МО: cross-attention weights of each step, per head"
 #: the group of checks that computes this set's data: ``seqgrad check`` draws the set in that group's task
