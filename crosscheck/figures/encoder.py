@@ -45,11 +45,16 @@ def text_color(image, value: float) -> str:
     return "black" if luminance > 0.179 else "white"
 
 
-def _annotate(ax, values: np.ndarray, fmt=None, skip=None, image=None) -> list:
-    """Each cell's value at 3 significant figures, in black or white to contrast with its colour."""
+def cell_number(v: float) -> str:
+    """A cell's value as the notes' tables print it (3 significant figures), with a true minus sign."""
     from seqgrad.latex_table import format_sigfig
 
-    fmt = fmt or format_sigfig
+    return format_sigfig(v).replace("-", "\u2212")
+
+
+def _annotate(ax, values: np.ndarray, fmt=None, skip=None, image=None) -> list:
+    """Each cell's value at 3 significant figures, in black or white to contrast with its colour."""
+    fmt = fmt or cell_number
     texts = []
     for (i, j), v in np.ndenumerate(values):
         if (skip is not None and skip[i, j]) or not np.isfinite(v):
@@ -113,9 +118,7 @@ def plot_contributions(ax, contrib, tokens: list[str], *, query: int = 6, head: 
     grid[:T] = C
     grid[T + 1] = sums
     image = ax.imshow(grid, cmap="RdBu_r", vmin=-bound, vmax=bound)
-    from seqgrad.latex_table import format_sigfig
-
-    texts = _annotate(ax, C, image=image) + [ax.text(j, T + 1, format_sigfig(v), ha="center", va="center", fontsize=7,
+    texts = _annotate(ax, C, image=image) + [ax.text(j, T + 1, cell_number(v), ha="center", va="center", fontsize=7,
                                                      fontweight="bold", color=text_color(image, v)) for j, v in enumerate(sums)]
     h = f"^{{[{head}]}}"
     ax.set_title(f"head {head}, query {query} ({tokens[query]}):\nrows of "
