@@ -362,6 +362,11 @@ def _sentences(*pointers: str) -> str:
     return " ".join(p for p in pointers if p)
 
 
+def _pointers(b, set_name: str, sentences: dict) -> str:
+    """:func:`_sentences` of one figure set's pointers, ``{stem: words}`` (what each figure shows, in words)."""
+    return _sentences(*(b.pointer(set_name, stem, _words(said, b)) for stem, said in sentences.items()))
+
+
 def _figure(b, set_name: str, stems: Sequence[str] | None = None) -> str:
     return b.figures(set_name, stems)
 
@@ -561,18 +566,18 @@ def paths_section(b) -> Part:
         b.pointer("paths", "fig3-left-power-curves", _words(
             "draws the bound {bound} against the path length `n` for factors `rho` below and above 1.", b,
             bound=sp.Pow(rho, sp.Symbol("n"), evaluate=False))),
-        _sentences(
-            b.pointer("paths", "fig3-right-tanh-sensitivity", _words(
+        _pointers(b, "paths", {
+            "fig3-right-tanh-sensitivity":
                 "follows two tanh trajectories with the same weight `w_h` = 1.2: the product grows where the state "
-                "stays at 0, where the slope of tanh is 1, and vanishes where the state saturates, although `w_h > 1`.", b)),
-            b.pointer("paths", "sensitivity-heatmap", _words(
+                "stays at 0, where the slope of tanh is 1, and vanishes where the state saturates, although `w_h > 1`.",
+            "sensitivity-heatmap":
                 "maps the same sensitivity over the step and the weight `w_h`, at input 0, where it is `w_h` to the "
                 "power of the distance: it vanishes below `w_h` = 1 and explodes above, the more the farther the step "
-                "from the end.", b)),
-            b.pointer("paths", "jacobian-product-norms", _words(
+                "from the end.",
+            "jacobian-product-norms":
                 "compares, for a vector tanh cell, the norm of the Jacobian product with two upper bounds of it: the "
                 "product of the steps' norms, and the norm of `W_h` to the power of the distance (the bound of Pascanu, "
-                "Mikolov and Bengio, 2013, since the slope of tanh is at most 1).", b))),
+                "Mikolov and Bengio, 2013, since the slope of tanh is at most 1)."}),
         _figure(b, "paths", ["fig3-left-power-curves", "fig3-right-tanh-sensitivity", "sensitivity-heatmap",
                              "jacobian-product-norms"]),
     ]
@@ -947,18 +952,18 @@ def residual_section(b) -> Part:
             "this: in a pre-norm stack they carry the gradient to every layer, but the stack's final LayerNorm divides "
             "by the spread of the residual stream, and that grows with the number of layers it sums (Xiong et al. "
             "2020).", b)),
-        _sentences(
-            b.pointer("depth", "gradient-profile-pre-norm", _words(
+        _pointers(b, "depth", {
+            "gradient-profile-pre-norm":
                 "shows the gradient of every layer of pre-norm stacks of 4, 16 and 48 blocks: largest near the input, "
-                "and at every layer smallest in the deepest stack.", b)),
-            b.pointer("depth", "gradient-profile-post-norm", _words(
-                "shows the same for post-norm stacks: in the deepest the gradient grows toward the output layers.", b)),
-            b.pointer("depth", "jacobian-product-singular-values-pre-norm", _words(
+                "and at every layer smallest in the deepest stack.",
+            "gradient-profile-post-norm":
+                "shows the same for post-norm stacks: in the deepest the gradient grows toward the output layers.",
+            "jacobian-product-singular-values-pre-norm":
                 "follows the identity paths through a whole pre-norm stack: with the residual bypass the singular values "
                 "of the product of the blocks' Jacobians stay away from 0 at every depth; without it, from four blocks "
-                "on, all but a few fall to the rounding-noise floor.", b)),
-            b.pointer("depth", "jacobian-product-singular-values-post-norm", _words(
-                "shows the same for post-norm stacks, where each LayerNorm removes one direction per token.", b))),
+                "on, all but a few fall to the rounding-noise floor.",
+            "jacobian-product-singular-values-post-norm":
+                "shows the same for post-norm stacks, where each LayerNorm removes one direction per token."}),
         _words("Worked example, three residual layers: the product of the three Jacobians is a sum over the eight paths "
                "through the stack, one of them the identity.", b)
         + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),

@@ -420,25 +420,18 @@ def test_the_proofs_ahead_are_every_audited_identity_and_the_sections_find_them(
 @needs_fork
 def test_the_proofs_start_ahead_before_torch_is_imported():
     """seqgrad latex on several cores forks the proofs' worker while this process has SymPy but not torch."""
-    import subprocess
-    import sys
-
     code = ("import sys\nfrom seqgrad.crosscheck import latexdoc, parallel\n"
             "seen = []\nclass Seen(parallel.Ahead):\n"
             "    def __init__(self, task):\n        seen.append('torch' in sys.modules)\n        super().__init__(task)\n"
             "parallel.Ahead = Seen\n"
             "doc = latexdoc.render('positional,conv', jobs=2)\n"
             "assert seen == [False], seen\nassert 'not proved' not in doc\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    _python_passes(code, timeout=300)
 
 
 def test_the_sympy_only_check_modules_import_neither_torch_nor_matplotlib():
     """registry.SYMPY_ONLY_MODULES start in a worker forked before torch is imported: their import and their
     checks must not need it (a check that did would import torch itself, and run 1.4 s slower, in that worker)."""
-    import subprocess
-    import sys
-
     code = ("import sys\nfrom seqgrad.crosscheck import registry\n"
             "mods = registry._import_paused(registry.SYMPY_ONLY_MODULES)\n"
             "items = [c for c in registry._REGISTRY.values() if c.run.__module__ in mods]\n"
@@ -450,7 +443,15 @@ def test_the_sympy_only_check_modules_import_neither_torch_nor_matplotlib():
             "assert all(r.passed for r in results), [r.detail for r in results if not r.passed]\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'matplotlib'))\n"
             "assert not bad, bad[:5]\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    _python_passes(code, timeout=120)
+
+
+def _python_passes(code: str, timeout: int) -> None:
+    """Run ``code`` in a fresh interpreter (nothing imported yet) and assert that it exits 0."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
