@@ -51,17 +51,16 @@ def _padded(expr, P: int):
 
 @lru_cache(maxsize=None)
 def compiled_conv(H: int, W: int, k: int, s: int, P: int):
-    """Forward Y, dL/dK, dL/db (stride s, padding P) and dL/dX (stride 1) compiled from derive.conv.Conv2d."""
+    """Forward Y, dL/dK, dL/db and dL/dX (stride s, padding P) compiled from derive.conv.Conv2d; dL/dX is the
+    dilated G correlated with the flipped kernel, the padding cropped."""
     Ho, Wo = d_conv.output_size(H, k, s, P), d_conv.output_size(W, k, s, P)
     conv = d_conv.Conv2d(stride=s)
     sizes = {d_conv.k: k, d_conv.H_o: Ho, d_conv.W_o: Wo}
     Y = Compiled(_padded(conv.Y, P), {d_conv.i: Ho, d_conv.j: Wo}, sizes, batch="keep")
     dK = Compiled(_padded(conv.grad_K(), P), {d_conv.p: k, d_conv.q: k}, sizes)
     db = Compiled(conv.grad_b(), {}, sizes)
-    unit = d_conv.Conv2d(stride=1)
-    Ho1, Wo1 = d_conv.output_size(H, k, 1, P), d_conv.output_size(W, k, 1, P)
-    shifted = unit.grad_X_flipped().xreplace({d_conv.m: d_conv.m + P, d_conv.n: d_conv.n + P})  # crop the padding
-    dX = Compiled(shifted, {d_conv.m: H, d_conv.n: W}, {d_conv.k: k, d_conv.H_o: Ho1, d_conv.W_o: Wo1}, batch="keep")
+    shifted = conv.grad_X_flipped().xreplace({d_conv.m: d_conv.m + P, d_conv.n: d_conv.n + P})  # crop the padding
+    dX = Compiled(shifted, {d_conv.m: H, d_conv.n: W}, sizes, batch="keep")
     return Y, dK, db, dX
 
 
@@ -92,19 +91,27 @@ def weight_sharing_gradient(ctx) -> Outcome:
 @check("conv.input_gradient", needs_torch=True, source=f"{LECTURE}:9", group=GROUP)
 def input_gradient(ctx) -> Outcome:
     """dL/dX_mn = sum_uv K_uv Ghat_{m-u,n-v}: a full cross-correlation of the zero-padded G with the flipped kernel,
-    derived (proved) and compiled, against conv2d autograd (stride 1, random padding)."""
+    derived (proved at stride 1); with a stride s, G dilated by s first (Conv2d(stride=s).grad_X_flipped()); compiled
+    and compared with conv2d autograd at a random stride and padding."""
     entry = next(e for e in d_conv.identities() if e.name == "conv-input-gradient-full-correlation")
     proof = verify(entry, ctx.seed)[0]  # exact proof and a numeric check in derive: no device or dtype
     dev, dt = ctx.dev, ctx.dt  # supplied by the registry (needs_torch=True)
     g = ctx.torch_generator()
-    H, W, k, _, P = _sizes(ctx)
-    *_, dX_fn = compiled_conv(H, W, k, 1, P)
+    H, W, k, s, P = _sizes(ctx)
+    *_, dX_fn = compiled_conv(H, W, k, s, P)
     X, K, b = _rand(g, dev, dt, 3, H, W).requires_grad_(), _rand(g, dev, dt, k, k), _rand(g, dev, dt)
-    Y = _torch_conv2d(X, K, b, 1, P)
+    Y = _torch_conv2d(X, K, b, s, P)
     G = torch.randn(Y.shape, generator=g, dtype=torch.float64).to(dt).to(dev)
     gX, = torch.autograd.grad(Y, X, G)
-    return combine([proof, ctx.compare(dX_fn(**{str(d_conv.Ghat): G, "K": K[None]}), gX, detail="dX")],
-                   f"{proof.detail}; compiled vs conv2d autograd: input 3 x {H} x {W}, kernel {k} x {k}, padding {P}")
+    return combine([proof, ctx.compare(dX_fn(**{_upstream(dX_fn): G, "K": K[None]}), gX, detail="dX")],
+                   f"{proof.detail}; compiled vs conv2d autograd: input 3 x {H} x {W}, kernel {k} x {k}, stride {s}, "
+                   f"padding {P}")
+
+
+def _upstream(fn) -> str:
+    """The argument of a compiled input gradient that takes the upstream gradient: Ghat (G extended by zeros) at
+    stride 1, G (dilated inside the compiled code) at a larger stride."""
+    return next(name for name in fn.arguments if name != "K")
 
 
 def _explicit_against_torch(ctx, ec: d_conv.ExplicitConv, dev, dt, g) -> list[Outcome]:
