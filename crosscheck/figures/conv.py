@@ -84,7 +84,7 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> l
     # the text's width, labels at the size drawn; the two stacks side by side, so the figure leaves room on its
     # page for the text around it
     fig = Figure(figsize=(6.5, 2.8), layout="constrained")
-    axes = fig.subplots(1, 2, sharey=True)
+    axes = fig.subplots(1, 2, sharey=True, sharex=True)  # one input axis: the fields 7 and 15 drawn to scale
     for ax, strides in zip(axes, ([1, 1, 1], [2, 2, 1])):
         kernels = [3, 3, 3]
         plot_receptive_field(ax, influence(kernels, strides), kernels, strides, int(receptive_field(kernels, strides)))

@@ -78,7 +78,8 @@ def plot_identity_position_sum(axes, E_seq, P, H0, tokens: list[str], annotate: 
     bound = max(float(np.abs(m).max()) for m in mats)
     images, texts = [], []
     rows = [f"{t}: {w}" for t, w in enumerate(tokens)]
-    for k, (ax, m, title) in enumerate(zip(axes, mats, ("E_seq (token identity)", "P (position)", "H0 = E_seq + P"))):
+    for k, (ax, m, title) in enumerate(zip(axes, mats, (r"$\mathbf{E}_{\mathrm{seq}}$ (token identity)", r"$\mathbf{P}$ (position)",
+                                                      r"$\mathbf{H}_0 = \mathbf{E}_{\mathrm{seq}} + \mathbf{P}$"))):
         images.append(ax.imshow(m, cmap="RdBu_r", vmin=-bound, vmax=bound))
         if annotate:
             texts += _annotate(ax, m, image=images[-1])
