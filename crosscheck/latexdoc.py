@@ -37,6 +37,7 @@ from seqgrad.errors import SeqgradError, SeqgradTypeError, SeqgradValueError
 
 
 from .latex_parts import Build, SectionUnavailable, code, quotation, ragged, source_tex, text, tolerance_words
+from . import references
 from .latexrun import build_sections
 
 PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable", "[section]{placeins}")
@@ -346,6 +347,7 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     parts.append(front_matter(b, names, {name: body for name, (body, _) in zip(names, built)}))
     for name, (body, _) in zip(names, built):
         parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n")
+    before_appendix = len(parts)
     if appendix:
         parts.append("\\clearpage\n\\appendix\n\\section{Verification}\\label{app:verification}\n\n" + text(
             "This appendix gives the evidence behind the notes, section by section: the identities proved for a section "
@@ -362,6 +364,8 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
                          + (audit.strip() or "Nothing beyond the footnotes.") + "\n\\FloatBarrier\n")
         if claims is not None:
             parts.append(f"\\subsection{{{text(CLAIMS.title)}}}\\label{{app:claims}}\n\n" + claims.strip() + "\n")
+    # the works the document cites (the appendix's tables too), listed before the appendix
+    parts.insert(before_appendix, references.section("\n".join(parts[1:])))
     parts.append("\\end{document}\n")
     unused = [name for name in notation.unused_renames() if (name not in NOTES_LETTERS or name in chosen.letters)
               and (name not in NOTES_SYMBOL_NAMES or name in chosen.symbol_names)]

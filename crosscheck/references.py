@@ -1,0 +1,66 @@
+r"""The works the notes cite by author and year, as the notes' reference list.
+
+The sections, captions and footnotes name a work as the text does ("Xiong et al. 2020", "Pascanu, Mikolov and
+Bengio (2013)"); :func:`section` lists, after the last section, every work of :data:`REFERENCES` that the
+document's body names, in alphabetical order of the first author.  A citation the table does not know is caught
+by the notes' tests (every author-year citation of the body has its entry).
+
+>>> [r.key for r in cited("as Vaswani et al. 2017 and Xiong et al. (2020) show")]
+['Vaswani 2017', 'Xiong 2020']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Reference", "REFERENCES", "cited", "section", "CITATION"]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One work: ``key`` (first author and year), the ``names`` the notes cite it by (regular expressions over the
+    LaTeX source) and its entry, in LaTeX."""
+
+    key: str
+    names: tuple[str, ...]
+    entry: str
+
+
+REFERENCES = (
+    Reference("He 2016", (r"He et al\.,? \(?2016",),
+              r"K.~He, X.~Zhang, S.~Ren and J.~Sun. Deep residual learning for image recognition. CVPR 2016."),
+    Reference("Hochreiter 1991", (r"Hochreiter,? \(?1991",),
+              r"S.~Hochreiter. Untersuchungen zu dynamischen neuronalen Netzen. Diploma thesis, Technische "
+              r"Universit\"at M\"unchen, 1991."),
+    Reference("Pascanu 2013", (r"Pascanu et al\.,? \(?2013", r"Pascanu, Mikolov and Bengio,? \(?2013"),
+              r"R.~Pascanu, T.~Mikolov and Y.~Bengio. On the difficulty of training recurrent neural networks. ICML 2013."),
+    Reference("Vaswani 2017", (r"Vaswani et al\.,? \(?2017",),
+              r"A.~Vaswani, N.~Shazeer, N.~Parmar, J.~Uszkoreit, L.~Jones, A.~N.~Gomez, {\L}.~Kaiser and I.~Polosukhin. "
+              r"Attention is all you need. NeurIPS 2017."),
+    Reference("Xiong 2020", (r"Xiong et al\.(,? \(?2020|, On Layer Normalization)",),
+              r"R.~Xiong, Y.~Yang, D.~He, K.~Zheng, S.~Zheng, C.~Xing, H.~Zhang, Y.~Lan, L.~Wang and T.-Y.~Liu. On "
+              r"layer normalization in the Transformer architecture. ICML 2020."),
+    Reference("Zhang 2019", (r"Zhang (\\&|and) Sennrich,? \(?2019",),
+              r"B.~Zhang and R.~Sennrich. Root mean square layer normalization. NeurIPS 2019."),
+)
+
+#: an author-year citation as the notes write one: "Name et al. 2020", "Name and Name (2019)", "A, B and C, 2013",
+#: "Name (1991)"
+CITATION = re.compile(r"\b[A-Z][a-z]+(?: et al\.,? \(?|(?:, [A-Z][a-z]+)* (?:and|\\&) [A-Z][a-z]+,? \(?| \()(?:19|20)\d\d\b")
+
+
+def cited(document: str) -> list[Reference]:
+    """The works of :data:`REFERENCES` that ``document`` names, in the table's (alphabetical) order."""
+    return [r for r in REFERENCES if any(re.search(name, document) for name in r.names)]
+
+
+def section(body: str) -> str:
+    """The notes' reference list for a document whose body is ``body`` ("" when it cites none): an unnumbered
+    section, in the table of contents."""
+    works = cited(body)
+    if not works:
+        return ""
+    items = "\n".join(f"\\item {r.entry}" for r in works)
+    return ("\\section*{References}\\addcontentsline{toc}{section}{References}\n\n"
+            "\\begin{itemize}\n" + items + "\n\\end{itemize}\n")

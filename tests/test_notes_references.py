@@ -1,0 +1,41 @@
+"""The notes' reference list: every work the handout cites by author and year is listed, once, before the appendix,
+and only those (a lecturer's review: "no reference list")."""
+
+from __future__ import annotations
+
+import re
+
+from seqgrad.crosscheck import latexdoc, references
+
+
+def _reference_list(source: str) -> str:
+    start = source.index("\\section*{References}")
+    return source[start:source.index("\\end{itemize}", start)]
+
+
+def test_every_citation_of_the_handout_has_its_entry_before_the_appendix(standalone_notes):
+    source = standalone_notes.read_text(encoding="utf-8")
+    citations = {m.group(0) for m in references.CITATION.finditer(source)}
+    assert len(citations) >= 5  # Xiong, Pascanu, He, Vaswani, Hochreiter, Zhang & Sennrich
+    assert [c for c in citations if not references.cited(c)] == []  # each citation is a work of the table
+    listed = _reference_list(source)
+    assert source.index("\\section*{References}") < source.index("\\appendix")
+    works = references.cited(source)
+    assert [line[len("\\item "):] for line in listed.splitlines() if line.startswith("\\item ")] == [r.entry for r in works]
+    assert "Xiong" in listed and "Pascanu" in listed
+
+
+def test_a_document_that_cites_nothing_has_no_reference_list():
+    source = latexdoc.render("conv", appendix=False, proof_seconds=None)
+    assert not references.CITATION.search(source) and "References" not in source
+
+
+def test_the_citation_pattern_reads_the_forms_the_notes_write():
+    text = ("Xiong et al. 2020; Pascanu, Mikolov and Bengio (2013); Zhang \\& Sennrich 2019; Hochreiter (1991); "
+            "He et al., 2016")
+    assert [m.group(0) for m in references.CITATION.finditer(text)] == [
+        "Xiong et al. 2020", "Pascanu, Mikolov and Bengio (2013", "Zhang \\& Sennrich 2019", "Hochreiter (1991",
+        "He et al., 2016"]
+    assert [r.key for r in references.cited(text)] == ["He 2016", "Hochreiter 1991", "Pascanu 2013", "Xiong 2020",
+                                                       "Zhang 2019"]
+    assert not re.search(references.REFERENCES[0].names[0], "Xiong et al. 2020")
