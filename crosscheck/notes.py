@@ -478,6 +478,20 @@ def _numbers_table(b, header: Sequence[str], rows: Sequence[Sequence[str]], capt
             + tabular(header, rows, "l" + "r" * (len(header) - 1)) + "\n\\end{table}")
 
 
+def _rounded_sums(ex, b) -> str:
+    """Where a printed sum is not the sum of its column's printed terms (each rounded to the notes' digits): the
+    words that say what those terms add up to ("" where every column's printed terms add up to its printed sum)."""
+    from .worked_numbers import printed_sum
+
+    said = []
+    for i in sorted(ex.terms):
+        terms = printed_sum(ex.column(i), b.digits)
+        if terms != sp.Rational(str(_as_figures(sum(ex.column(i)), b))):
+            said.append(_words("the printed terms of {term} add up to {terms}", b, term=ex.columns[i],
+                               terms=_as_figures(float(terms), b)))
+    return ("; " + _words(" and ", b).join(said) + _words(" (each term rounded to its printed digits)", b)) if said else ""
+
+
 def _rnn_numbers(b) -> list[str]:
     """The three-step scalar RNN with numbers: the stated values, and a table of the forward values, the adjoints
     and the terms of the gradient sums (:func:`crosscheck.worked_numbers.rnn_example`, the section's own formulas
@@ -511,9 +525,10 @@ def _rnn_numbers(b) -> list[str]:
             step0=step0, h0=sp.Eq(_at("h", -1), 0, evaluate=False)),
         _numbers_table(b, header, rows, _words("The three-step scalar RNN at the values stated in the text, at each step "
                                               "`t`: the input, the state, the two adjoints of the backward recursion and "
-                                              "the terms of the two gradient sums; the last row sums the terms, "
-                                              "{dwh} and {dwx}.", b, dwh=sp.Eq(grads["w_h"], _as_figures(ex.gradients["w_h"], b), evaluate=False),
-                                              dwx=sp.Eq(grads["w_x"], _as_figures(ex.gradients["w_x"], b), evaluate=False)),
+                                              "the terms of the two gradient sums; the last row sums the unrounded "
+                                              "terms, {dwh} and {dwx}", b, dwh=sp.Eq(grads["w_h"], _as_figures(ex.gradients["w_h"], b), evaluate=False),
+                                              dwx=sp.Eq(grads["w_x"], _as_figures(ex.gradients["w_x"], b), evaluate=False))
+                       + _rounded_sums(ex, b) + ".",
                        "tab:rnn-numbers"),
     ]
 
@@ -538,7 +553,7 @@ def paths_section(b) -> Part:
     ordered = OrderedProduct(_at("J", j), j, s + 1, t)
     body = [
         _words("Recall from Section", b) + "~\\ref{sec:rnn}" + _words(
-               " that the gradient step `t` sends back to an earlier state {hs} is a product of one Jacobian per step "
+               " that the gradient that step `t` sends back to an earlier state {hs} is a product of one Jacobian per step "
                "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`, the latest step's first; "
                "this section bounds that product:", b, prev=h(j - 1), hs=h(s)),
         # one display: the product and the factor of both cells belong together (one alignment)
@@ -548,10 +563,12 @@ def paths_section(b) -> Part:
         _words("The Jacobians are in numerator layout: row `i` of `J_j` holds the derivatives of entry `i` of `h_j` "
                "(the denominator runs along the columns, although the states are rows), so the gradient with respect to {hs}, a "
                "row, is the gradient with respect to `h_t` multiplied on the right by {ordered}.", b, ordered=ordered, hs=h(s)),
-        _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1. So when every factor "
-               "has absolute value (for the vector cell: norm) at most `rho`, the product over `t - tau` steps is at most "
+        _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1, hence {factor} (for the "
+               "vector cell the same holds in the spectral norm, with `W_h` for `w_h`). If every factor has absolute "
+               "value (for the vector cell: norm) at most `rho`, the product over `t - tau` steps is at most "
                "{bound} in absolute value (in norm): it vanishes geometrically for `rho < 1`, and the bound allows growth "
                "for `rho > 1` (an upper bound does not say that the product grows). Worked example, four steps:", b,
+               factor=sp.LessThan(sp.Abs(Jj), sp.Abs(sp.Symbol("w_h")), evaluate=False),
                bound=sp.Pow(rho, t - s, evaluate=False)) + mark,
         _display([(Partial(sp.Symbol("h_0"), of=sp.Symbol("h_3")), net.path_product(3, 0))], b),
         _words("and with `T = 4` and the loss on the last output only (so {gh} is all the loss sends back, through "
