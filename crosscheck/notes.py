@@ -665,7 +665,8 @@ def _gate_example(b, title: str, net, wrt, prev: str, state: str) -> list[str]:
     if split.gate_terms == 0:  # the state reaches the next one only through the carry: one line says it all
         return [_words(f"Worked example, the {title} at `t = 1`: the gates and the candidate are computed from "
                        "`x_1` and `h_0`, not from `c_0`, so the partial derivative of `c_1` with respect to `c_0` "
-                       "at fixed `h_0` is the carry path alone:", b), _display([(J, split.full)], b)]
+                       "at fixed `h_0` is the carry path alone:", b), _display([(J, split.full)], b),
+                *_lstm_total(b, net, split.full)]
     return [_words(f"Worked example, the {title} at `t = 1`: the one-step Jacobian is the carry, the path at fixed "
                    "gates and candidate, plus the other paths: through the update gate (the term with `w_hu`) and "
                    "through the candidate, by its recurrent weight (the term with `w_hn*r_1`) and through the reset "
@@ -673,6 +674,26 @@ def _gate_example(b, title: str, net, wrt, prev: str, state: str) -> list[str]:
             _display([(J, split.full)], b),
             _words("The carry is {carry}; what the gates and the candidate add is the rest:", b, carry=split.carry),
             _display([(sp.Add(J, -split.carry, evaluate=False), split.gate_terms)], b)]
+
+
+def _lstm_total(b, net, carry) -> list[str]:
+    """The LSTM's total derivative of ``c_1`` with respect to ``c_0``: the carry plus the path through
+    ``h_0 = o_0 tanh(c_0)``, which the gates of step 1 read (the chain rule, each factor from the unrolled program)."""
+    from seqgrad.derive.latex_settings import Partial
+
+    h0, c0, c1 = net.h[0], net.c[0], net.c[1]
+    chain = sp.Add(carry, sp.Mul(Partial(h0, of=c1), Partial(c0, of=h0), evaluate=False), evaluate=False)
+    return [_words("But `h_0` depends on `c_0`, through {h0def}; the total derivative, along which the gradient "
+                   "reaches `c_0`, adds the path through `h_0`:", b,
+                   h0def=sp.Eq(h0, net.program[h0].value, evaluate=False)),
+            _display([(chain, lstm_total_derivative(net, carry))], b)]
+
+
+def lstm_total_derivative(net, carry):
+    """``dc_1/dc_0`` of the unrolled LSTM ``net`` in total: ``carry`` (``f_1``) plus ``dc_1/dh_0 * dh_0/dc_0``."""
+    h0_of_c0 = net.program[net.h[0]].value
+    return sp.Add(carry, sp.Mul(net.step_jacobian(1, wrt="h").full, sp.diff(h0_of_c0, net.c[0]), evaluate=False),
+                  evaluate=False)
 
 
 # --------------------------------------------------------------------------- 4. positional encodings

@@ -63,3 +63,30 @@ def test_table_3_says_its_sums_are_of_the_unrounded_terms_and_what_the_printed_t
             assert f"the printed terms of {name}" not in caption
     assert mismatched  # the course's values: both columns' printed terms miss the printed sum by one in the last digit
     assert "each term rounded to its printed digits" in caption
+
+
+def test_the_lstm_example_states_its_fixed_h0_and_gives_the_total_derivative(tmp_path):
+    from seqgrad.derive import gated
+
+    body = _flat(notes.gates_section(_build(tmp_path)).body)
+    assert "with respect to $c_{0}$ at fixed $h_{0}$ is the carry path alone" in body
+    assert r"through $h_{0} = o_{0} \tanh(c_{0})$; the total derivative" in body
+    net = gated.lstm(steps=2)
+    c0 = net.c[0]
+    # c_1 as a function of c_0 alone: step 1's definitions and h_0 = o_0 tanh(c_0) substituted, latest first
+    forward = [d for d in net.program.definitions("forward") if d.step == 1 or d.target == net.h[0]]
+    defs = {d.target: d.value for d in forward}
+    upto = forward[:[d.target for d in forward].index(net.c[1]) + 1]
+    c1 = defs[net.c[1]]
+    for d in reversed(upto[:-1]):
+        c1 = c1.xreplace({d.target: d.value})
+    total = notes.lstm_total_derivative(net, net.step_jacobian(1, wrt="c").full)
+    for d in reversed(upto[:-1]):
+        total = total.xreplace({d.target: d.value})
+    carry = net.step_jacobian(1, wrt="c").full
+    for d in reversed(upto[:-1]):
+        carry = carry.xreplace({d.target: d.value})
+    point = {s_: sp.Rational(3 * k % 7 - 3, 4) for k, s_ in enumerate(sorted(c1.free_symbols, key=str), start=1)}
+    exact = float(sp.diff(c1, c0).xreplace(point))
+    assert abs(exact - float(total.xreplace(point))) < 1e-12
+    assert abs(exact - float(carry.xreplace(point))) > 1e-3  # the carry alone is not the total here
