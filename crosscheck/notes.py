@@ -969,22 +969,29 @@ def residual_section(b) -> Part:
         _display([(d.target, d.value) for d in ln.backward_lines()], b),
         "\\subsection{Residual paths}",
         _words("A residual connection adds the input {x} of a branch `F` to the branch's output {Fx}; the sum {u} is the "
-               "connection's output. In a plain or a pre-norm connection the Jacobian is the identity plus the branch's, "
-               "so the path through the identity carries the gradient unchanged; in a post-norm connection every path, "
-               "the shortcut included, passes through the LayerNorm Jacobian at every layer. For every width "
-               "`d` and every differentiable branch:", b, x=_s("x", 1, 2),
-               Fx=sp.Function("F")(_s("x", 1, 2)), u=_s("u", 1, 2))
+               "connection's output. Without a LayerNorm, with one before the branch (pre-norm) or with one after the sum "
+               "(post-norm), the connection is", b, x=_s("x", 1, 2),
+               Fx=sp.Function("F")(_s("x", 1, 2)), u=_s("u", 1, 2)),
+        _display(_placements(), _with_vectors(b, {"u", "x"})),
+        _words("In a plain or a pre-norm connection the Jacobian is the identity plus the branch's, so the path through "
+               "the identity carries the gradient unchanged; in a post-norm connection every path, the shortcut "
+               "included, passes through the LayerNorm Jacobian at every layer. For every width `d` and every "
+               "differentiable branch, with {JF} the branch's Jacobian and {JLN} the LayerNorm's, each at the row it "
+               "is applied to:", b, JF=_s("J_F", 2, 2), JLN=_s("J_LN", 2, 2))
         + verification(b, proofs=["residual-plain", "residual-pre-norm", "residual-post-norm"],
                        checks=[r for r in checks if "residual" in r.name], source=catalogue.get("residual-plain").source,
                        appendix="residual"),
         _display([(lhs, rhs, (f"  ({p})",)) for p in ("plain", "pre-norm", "post-norm")
                   for lhs, rhs in [residual.jacobian_formula(p)]], b),
         b.pointer("depth", "gradient-near-output-vs-depth", _words(
-            "shows what the placement does to the gradient of the last layer of a deep stack: with pre-norm it "
+            "shows what the placement does to the gradient of the last block of a deep stack at initialisation: the "
+            "gradient with respect to {W2}, the second weight matrix of the MLP of block `L`, the block nearest the "
+            "output, with the loss a fixed random linear read-out of the stack's output. The pre-norm stack ends in "
+            "a final LayerNorm after block `L`, the post-norm stack in block `L`'s own. With pre-norm the gradient "
             "shrinks as the stack deepens, with post-norm it keeps its size. The identity paths do not contradict "
-            "this: in a pre-norm stack they carry the gradient to every layer, but the stack's final LayerNorm divides "
+            "this: in a pre-norm stack they carry the gradient to every layer, but the final LayerNorm divides "
             "by the spread of the residual stream, and that grows with the number of layers it sums (Xiong et al. "
-            "2020).", b)),
+            "2020).", b, W2=_s("W_2", 2, 2))),
         _sentences(
             b.pointer("depth", "gradient-profile-pre-norm", _words(
                 "shows the gradient of every layer of pre-norm stacks of 4, 16 and 48 blocks: largest near the input, "
@@ -1006,12 +1013,21 @@ def residual_section(b) -> Part:
     ]
     # the figure is anchored with the residual paths' text, not after the section's last display: at the end, with
     # the section's float barrier, a figure that did not fit below the last lines took a page of its own
-    body.insert(body.index("\\subsection{Residual paths}") + 4, _figure(b, "depth"))
+    body.insert(body.index("\\subsection{Residual paths}") + 6, _figure(b, "depth"))
     from .latex_parts import check_status
 
     appendix = "\n\n".join([_audit(b, "residual")]
                            + ([check_status("residual", b, checks)] if checks else []))
     return Part("\n\n".join(p for p in body if p), appendix)
+
+
+def _placements() -> list[tuple]:
+    """The three residual connections of a branch ``F`` on a row ``x``, as display rows: plain ``u = x + F(x)``,
+    pre-norm ``u = x + F(LN(x))`` (the branch reads the normalized row, the shortcut the row itself) and post-norm
+    ``u = LN(x + F(x))`` (the LayerNorm after the sum)."""
+    x, u = sp.Symbol("x", commutative=False), sp.Symbol("u", commutative=False)
+    F, LN = sp.Function("F", commutative=False), sp.Function("LN", commutative=False)
+    return [(u, x + F(x), ("  (plain)",)), (u, x + F(LN(x)), ("  (pre-norm)",)), (u, LN(x + F(x)), ("  (post-norm)",))]
 
 
 def _residual_numbers(b) -> list[str]:
@@ -1087,7 +1103,9 @@ def _chain_rows(derivation) -> list:
 # --------------------------------------------------------------------------- 7. the encoder block and worked example
 
 ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows {H0}, token embedding plus position, one row per token."),
-                 ("attention_on_H0", "head1.A", "The attention weights {A} of head 1: row `i` is the query, column `j` the "
+                 ("attention_on_H0", "head1.A", "The attention weights {A} of head 1 applied to the input rows {H0} "
+                                                "directly, as the course's attention example applies it, not to "
+                                                "the block's LayerNorm output {Y1}: row `i` is the query, column `j` the "
                                                 "source; every row sums to 1."),
                  ("prenorm_block", "H_enc", "The encoder's output: every token's row after the pre-norm block and the "
                                             "final LayerNorm (scale 1, shift 0: every row has mean 0 and variance 1 up to "
@@ -1095,7 +1113,8 @@ ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows {H0}, token embedding
 
 
 #: the matrices the captions of :data:`ENCODER_SHOWN` name, printed by the notation's printer (bold, as in the displays)
-ENCODER_MATRICES = {"H0": sp.MatrixSymbol("H_0", 7, 5), "A": sp.MatrixSymbol("A", 7, 7)}
+ENCODER_MATRICES = {"H0": sp.MatrixSymbol("H_0", 7, 5), "A": sp.MatrixSymbol("A", 7, 7),
+                    "Y1": sp.MatrixSymbol("Y_1", 7, 5)}
 
 
 def _encoder_sublayers(b) -> list[str]:
@@ -1205,7 +1224,9 @@ def encoder_section(b) -> Part:
     ]
     labels = [f"tab:encoder-{name.replace('.', '-')}" for _, name, _ in ENCODER_SHOWN]
     body.append(_words("The forward pass, in three tables: the input rows (Table", b) + f"~\\ref{{{labels[0]}}}"
-                + _words("), the attention weights of head 1 (Table", b) + f"~\\ref{{{labels[1]}}}"
+                + _words("), the attention weights of head 1 applied to {H0} itself, as the course's attention "
+                         "example applies it, not to the block's LayerNorm output {Y1} (Table", b, **ENCODER_MATRICES)
+                + f"~\\ref{{{labels[1]}}}"
                 + _words(") and the encoder's output (Table", b) + f"~\\ref{{{labels[2]}}}" + _words(").", b))
     records = {}
     for (stage, name, caption), label in zip(ENCODER_SHOWN, labels):
@@ -1215,7 +1236,8 @@ def encoder_section(b) -> Part:
     body.append(_sentences(
         b.pointer("encoder", "fig06_identity_position", _words(
             "shows the input rows: the token identities, the positions and their sum, on one colour scale.", b)),
-        b.pointer("encoder", "fig09_S", _words("shows the scaled scores of head 1 and", b)),
+        b.pointer("encoder", "fig09_S", _words("shows the scaled scores of head 1 on {H0}, as in the table, and", b,
+                                               **ENCODER_MATRICES)),
         b.pointer("encoder", "fig10_A", _words("its weights, the softmax of each row;", b)),
         b.pointer("encoder", "fig11_A_causal", _words(
             "shows, for comparison, what the decoder's causal mask would make of them: each query keeps only itself "
@@ -1223,8 +1245,9 @@ def encoder_section(b) -> Part:
     # the figure is anchored with the forward pass it takes apart, before the backward pass: at the section's end,
     # with the float barrier before the next section, a figure that did not fit below the tables left a page short
     body.append(b.pointer("encoder", "fig08_begins_contributions", _words(
-        "takes one row of the attention's output apart: row 6 of head 1, the query of the last token, as the sum of "
-        "the value rows weighted by that query's attention weights.", b)))
+        "takes one row of the attention's output apart: row 6 of head 1 applied to {H0} (the course's attention "
+        "example, not the block), the query of the last token, as the sum of the value rows weighted by that "
+        "query's attention weights.", b, **ENCODER_MATRICES)))
     body.append(_figure(b, "encoder", ["fig06_identity_position", "fig09_S", "fig10_A", "fig11_A_causal", "fig08_begins_contributions"]))
     body += _encoder_backward(b, tokens)
     appendix = check_status("encoder", b, checks) if checks else ""
