@@ -1,7 +1,10 @@
 """Issue 25: the body items a lecturer marked in the standalone handout, each guarded where its text is made.
 
 The path bound's step from the slope of tanh to the factor's bound, the decoder's causality said as what was done
-(a structural check at one T, not a proof for every T), and Table 3's sums said to be of the unrounded terms.
+(a structural check at one T, not a proof for every T), Table 3's sums said to be of the unrounded terms, the LSTM's
+partial dc_1/dc_0 at fixed h_0 beside the total, head 1's weights said (and computed) on H_0, the three residual
+connections defined before their Jacobians, the depth figure's text as numeric/depth.py sets the study up, and the
+equivariance counterexamples' sizes said of the weights and of the outputs apart.
 """
 
 from __future__ import annotations
