@@ -483,6 +483,20 @@ def _numbers_table(b, header: Sequence[str], rows: Sequence[Sequence[str]], capt
             + tabular(header, rows, "l" + "r" * (len(header) - 1)) + "\n\\end{table}")
 
 
+def _rounded_sums(ex, b) -> str:
+    """Where a printed sum is not the sum of its column's printed terms (each rounded to the notes' digits): the
+    words that say what those terms add up to ("" where every column's printed terms add up to its printed sum)."""
+    from .worked_numbers import printed_sum
+
+    said = []
+    for i in sorted(ex.terms):
+        terms = printed_sum(ex.column(i), b.digits)
+        if terms != sp.Rational(str(_as_figures(sum(ex.column(i)), b))):
+            said.append(_words("the printed terms of {term} add up to {terms}", b, term=ex.columns[i],
+                               terms=_as_figures(float(terms), b)))
+    return ("; " + _words(" and ", b).join(said) + _words(" (each term rounded to its printed digits)", b)) if said else ""
+
+
 def _rnn_numbers(b) -> list[str]:
     """The three-step scalar RNN with numbers: the stated values, and a table of the forward values, the adjoints
     and the terms of the gradient sums (:func:`crosscheck.worked_numbers.rnn_example`, the section's own formulas
@@ -516,9 +530,10 @@ def _rnn_numbers(b) -> list[str]:
             step0=step0, h0=sp.Eq(_at("h", -1), 0, evaluate=False)),
         _numbers_table(b, header, rows, _words("The three-step scalar RNN at the values stated in the text, at each step "
                                               "`t`: the input, the state, the two adjoints of the backward recursion and "
-                                              "the terms of the two gradient sums; the last row sums the terms, "
-                                              "{dwh} and {dwx}.", b, dwh=sp.Eq(grads["w_h"], _as_figures(ex.gradients["w_h"], b), evaluate=False),
-                                              dwx=sp.Eq(grads["w_x"], _as_figures(ex.gradients["w_x"], b), evaluate=False)),
+                                              "the terms of the two gradient sums; the last row sums the unrounded "
+                                              "terms, {dwh} and {dwx}", b, dwh=sp.Eq(grads["w_h"], _as_figures(ex.gradients["w_h"], b), evaluate=False),
+                                              dwx=sp.Eq(grads["w_x"], _as_figures(ex.gradients["w_x"], b), evaluate=False))
+                       + _rounded_sums(ex, b) + ".",
                        "tab:rnn-numbers"),
     ]
 
@@ -543,7 +558,7 @@ def paths_section(b) -> Part:
     ordered = OrderedProduct(_at("J", j), j, s + 1, t)
     body = [
         _words("Recall from Section", b) + "~\\ref{sec:rnn}" + _words(
-               " that the gradient step `t` sends back to an earlier state {hs} is a product of one Jacobian per step "
+               " that the gradient that step `t` sends back to an earlier state {hs} is a product of one Jacobian per step "
                "in between, the transition Jacobian `J_j` of the step from {prev} to `h_j`, the latest step's first; "
                "this section bounds that product:", b, prev=h(j - 1), hs=h(s)),
         # one display: the product and the factor of both cells belong together (one alignment)
@@ -553,10 +568,12 @@ def paths_section(b) -> Part:
         _words("The Jacobians are in numerator layout: row `i` of `J_j` holds the derivatives of entry `i` of `h_j` "
                "(the denominator runs along the columns, although the states are rows), so the gradient with respect to {hs}, a "
                "row, is the gradient with respect to `h_t` multiplied on the right by {ordered}.", b, ordered=ordered, hs=h(s)),
-        _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1. So when every factor "
-               "has absolute value (for the vector cell: norm) at most `rho`, the product over `t - tau` steps is at most "
+        _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1, hence {factor} (for the "
+               "vector cell the same holds in the spectral norm, with `W_h` for `w_h`). If every factor has absolute "
+               "value (for the vector cell: norm) at most `rho`, the product over `t - tau` steps is at most "
                "{bound} in absolute value (in norm): it vanishes geometrically for `rho < 1`, and the bound allows growth "
                "for `rho > 1` (an upper bound does not say that the product grows). Worked example, four steps:", b,
+               factor=sp.LessThan(sp.Abs(Jj), sp.Abs(sp.Symbol("w_h")), evaluate=False),
                bound=sp.Pow(rho, t - s, evaluate=False)) + mark,
         _display([(Partial(sp.Symbol("h_0"), of=sp.Symbol("h_3")), net.path_product(3, 0))], b),
         _words("and with `T = 4` and the loss on the last output only (so {gh} is all the loss sends back, through "
@@ -653,7 +670,8 @@ def _gate_example(b, title: str, net, wrt, prev: str, state: str) -> list[str]:
     if split.gate_terms == 0:  # the state reaches the next one only through the carry: one line says it all
         return [_words(f"Worked example, the {title} at `t = 1`: the gates and the candidate are computed from "
                        "`x_1` and `h_0`, not from `c_0`, so the partial derivative of `c_1` with respect to `c_0` "
-                       "at fixed `h_0` is the carry path alone:", b), _display([(J, split.full)], b)]
+                       "at fixed `h_0` is the carry path alone:", b), _display([(J, split.full)], b),
+                *_lstm_total(b, net, split.full)]
     return [_words(f"Worked example, the {title} at `t = 1`: the one-step Jacobian is the carry, the path at fixed "
                    "gates and candidate, plus the other paths: through the update gate (the term with `w_hu`) and "
                    "through the candidate, by its recurrent weight (the term with `w_hn*r_1`) and through the reset "
@@ -661,6 +679,26 @@ def _gate_example(b, title: str, net, wrt, prev: str, state: str) -> list[str]:
             _display([(J, split.full)], b),
             _words("The carry is {carry}; what the gates and the candidate add is the rest:", b, carry=split.carry),
             _display([(sp.Add(J, -split.carry, evaluate=False), split.gate_terms)], b)]
+
+
+def _lstm_total(b, net, carry) -> list[str]:
+    """The LSTM's total derivative of ``c_1`` with respect to ``c_0``: the carry plus the path through
+    ``h_0 = o_0 tanh(c_0)``, which the gates of step 1 read (the chain rule, each factor from the unrolled program)."""
+    from seqgrad.derive.latex_settings import Partial
+
+    h0, c0, c1 = net.h[0], net.c[0], net.c[1]
+    chain = sp.Add(carry, sp.Mul(Partial(h0, of=c1), Partial(c0, of=h0), evaluate=False), evaluate=False)
+    return [_words("But `h_0` depends on `c_0`, through {h0def}; the total derivative, along which the gradient "
+                   "reaches `c_0`, adds the path through `h_0`:", b,
+                   h0def=sp.Eq(h0, net.program[h0].value, evaluate=False)),
+            _display([(chain, lstm_total_derivative(net, carry))], b)]
+
+
+def lstm_total_derivative(net, carry):
+    """``dc_1/dc_0`` of the unrolled LSTM ``net`` in total: ``carry`` (``f_1``) plus ``dc_1/dh_0 * dh_0/dc_0``."""
+    h0_of_c0 = net.program[net.h[0]].value
+    return sp.Add(carry, sp.Mul(net.step_jacobian(1, wrt="h").full, sp.diff(h0_of_c0, net.c[0]), evaluate=False),
+                  evaluate=False)
 
 
 # --------------------------------------------------------------------------- 4. positional encodings
@@ -936,22 +974,29 @@ def residual_section(b) -> Part:
         _display([(d.target, d.value) for d in ln.backward_lines()], b),
         "\\subsection{Residual paths}",
         _words("A residual connection adds the input {x} of a branch `F` to the branch's output {Fx}; the sum {u} is the "
-               "connection's output. In a plain or a pre-norm connection the Jacobian is the identity plus the branch's, "
-               "so the path through the identity carries the gradient unchanged; in a post-norm connection every path, "
-               "the shortcut included, passes through the LayerNorm Jacobian at every layer. For every width "
-               "`d` and every differentiable branch:", b, x=_s("x", 1, 2),
-               Fx=sp.Function("F")(_s("x", 1, 2)), u=_s("u", 1, 2))
+               "connection's output. Without a LayerNorm, with one before the branch (pre-norm) or with one after the sum "
+               "(post-norm), the connection is", b, x=_s("x", 1, 2),
+               Fx=sp.Function("F")(_s("x", 1, 2)), u=_s("u", 1, 2)),
+        _display(_placements(), _with_vectors(b, {"u", "x"})),
+        _words("In a plain or a pre-norm connection the Jacobian is the identity plus the branch's, so the path through "
+               "the identity carries the gradient unchanged; in a post-norm connection every path, the shortcut "
+               "included, passes through the LayerNorm Jacobian at every layer. For every width `d` and every "
+               "differentiable branch, with {JF} the branch's Jacobian and {JLN} the LayerNorm's, each at the row it "
+               "is applied to:", b, JF=_s("J_F", 2, 2), JLN=_s("J_LN", 2, 2))
         + verification(b, proofs=["residual-plain", "residual-pre-norm", "residual-post-norm"],
                        checks=[r for r in checks if "residual" in r.name], source=catalogue.get("residual-plain").source,
                        appendix="residual"),
         _display([(lhs, rhs, (f"  ({p})",)) for p in ("plain", "pre-norm", "post-norm")
                   for lhs, rhs in [residual.jacobian_formula(p)]], b),
         b.pointer("depth", "gradient-near-output-vs-depth", _words(
-            "shows what the placement does to the gradient of the last layer of a deep stack: with pre-norm it "
+            "shows what the placement does to the gradient of the last block of a deep stack at initialisation: the "
+            "gradient with respect to {W2}, the second weight matrix of the MLP of block `L`, the block nearest the "
+            "output, with the loss a fixed random linear read-out of the stack's output. The pre-norm stack ends in "
+            "a final LayerNorm after block `L`, the post-norm stack in block `L`'s own. With pre-norm the gradient "
             "shrinks as the stack deepens, with post-norm it keeps its size. The identity paths do not contradict "
-            "this: in a pre-norm stack they carry the gradient to every layer, but the stack's final LayerNorm divides "
+            "this: in a pre-norm stack they carry the gradient to every layer, but the final LayerNorm divides "
             "by the spread of the residual stream, and that grows with the number of layers it sums (Xiong et al. "
-            "2020).", b)),
+            "2020).", b, W2=_s("W_2", 2, 2))),
         _pointers(b, "depth", {
             "gradient-profile-pre-norm":
                 "shows the gradient of every layer of pre-norm stacks of 4, 16 and 48 blocks: largest near the input, "
@@ -973,12 +1018,21 @@ def residual_section(b) -> Part:
     ]
     # the figure is anchored with the residual paths' text, not after the section's last display: at the end, with
     # the section's float barrier, a figure that did not fit below the last lines took a page of its own
-    body.insert(body.index("\\subsection{Residual paths}") + 4, _figure(b, "depth"))
+    body.insert(body.index("\\subsection{Residual paths}") + 6, _figure(b, "depth"))
     from .latex_parts import check_status
 
     appendix = "\n\n".join([_audit(b, "residual")]
                            + ([check_status("residual", b, checks)] if checks else []))
     return Part("\n\n".join(p for p in body if p), appendix)
+
+
+def _placements() -> list[tuple]:
+    """The three residual connections of a branch ``F`` on a row ``x``, as display rows: plain ``u = x + F(x)``,
+    pre-norm ``u = x + F(LN(x))`` (the branch reads the normalized row, the shortcut the row itself) and post-norm
+    ``u = LN(x + F(x))`` (the LayerNorm after the sum)."""
+    x, u = sp.Symbol("x", commutative=False), sp.Symbol("u", commutative=False)
+    F, LN = sp.Function("F", commutative=False), sp.Function("LN", commutative=False)
+    return [(u, x + F(x), ("  (plain)",)), (u, x + F(LN(x)), ("  (pre-norm)",)), (u, LN(x + F(x)), ("  (post-norm)",))]
 
 
 def _residual_numbers(b) -> list[str]:
@@ -1054,7 +1108,9 @@ def _chain_rows(derivation) -> list:
 # --------------------------------------------------------------------------- 7. the encoder block and worked example
 
 ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows {H0}, token embedding plus position, one row per token."),
-                 ("attention_on_H0", "head1.A", "The attention weights {A} of head 1: row `i` is the query, column `j` the "
+                 ("attention_on_H0", "head1.A", "The attention weights {A} of head 1 applied to the input rows {H0} "
+                                                "directly, as the course's attention example applies it, not to "
+                                                "the block's LayerNorm output {Y1}: row `i` is the query, column `j` the "
                                                 "source; every row sums to 1."),
                  ("prenorm_block", "H_enc", "The encoder's output: every token's row after the pre-norm block and the "
                                             "final LayerNorm (scale 1, shift 0: every row has mean 0 and variance 1 up to "
@@ -1062,7 +1118,8 @@ ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows {H0}, token embedding
 
 
 #: the matrices the captions of :data:`ENCODER_SHOWN` name, printed by the notation's printer (bold, as in the displays)
-ENCODER_MATRICES = {"H0": sp.MatrixSymbol("H_0", 7, 5), "A": sp.MatrixSymbol("A", 7, 7)}
+ENCODER_MATRICES = {"H0": sp.MatrixSymbol("H_0", 7, 5), "A": sp.MatrixSymbol("A", 7, 7),
+                    "Y1": sp.MatrixSymbol("Y_1", 7, 5)}
 
 
 def _encoder_sublayers(b) -> list[str]:
@@ -1172,7 +1229,9 @@ def encoder_section(b) -> Part:
     ]
     labels = [f"tab:encoder-{name.replace('.', '-')}" for _, name, _ in ENCODER_SHOWN]
     body.append(_words("The forward pass, in three tables: the input rows (Table", b) + f"~\\ref{{{labels[0]}}}"
-                + _words("), the attention weights of head 1 (Table", b) + f"~\\ref{{{labels[1]}}}"
+                + _words("), the attention weights of head 1 applied to {H0} itself, as the course's attention "
+                         "example applies it, not to the block's LayerNorm output {Y1} (Table", b, **ENCODER_MATRICES)
+                + f"~\\ref{{{labels[1]}}}"
                 + _words(") and the encoder's output (Table", b) + f"~\\ref{{{labels[2]}}}" + _words(").", b))
     records = {}
     for (stage, name, caption), label in zip(ENCODER_SHOWN, labels):
@@ -1182,7 +1241,8 @@ def encoder_section(b) -> Part:
     body.append(_sentences(
         b.pointer("encoder", "fig06_identity_position", _words(
             "shows the input rows: the token identities, the positions and their sum, on one colour scale.", b)),
-        b.pointer("encoder", "fig09_S", _words("shows the scaled scores of head 1 and", b)),
+        b.pointer("encoder", "fig09_S", _words("shows the scaled scores of head 1 on {H0}, as in the table, and", b,
+                                               **ENCODER_MATRICES)),
         b.pointer("encoder", "fig10_A", _words("its weights, the softmax of each row;", b)),
         b.pointer("encoder", "fig11_A_causal", _words(
             "shows, for comparison, what the decoder's causal mask would make of them: each query keeps only itself "
@@ -1190,8 +1250,9 @@ def encoder_section(b) -> Part:
     # the figure is anchored with the forward pass it takes apart, before the backward pass: at the section's end,
     # with the float barrier before the next section, a figure that did not fit below the tables left a page short
     body.append(b.pointer("encoder", "fig08_begins_contributions", _words(
-        "takes one row of the attention's output apart: row 6 of head 1, the query of the last token, as the sum of "
-        "the value rows weighted by that query's attention weights.", b)))
+        "takes one row of the attention's output apart: row 6 of head 1 applied to {H0} (the course's attention "
+        "example, not the block), the query of the last token, as the sum of the value rows weighted by that "
+        "query's attention weights.", b, **ENCODER_MATRICES)))
     body.append(_figure(b, "encoder", ["fig06_identity_position", "fig09_S", "fig10_A", "fig11_A_causal", "fig08_begins_contributions"]))
     body += _encoder_backward(b, tokens)
     appendix = check_status("encoder", b, checks) if checks else ""

@@ -252,3 +252,14 @@ def as_figures(x: float, figures: int) -> sp.Float:
     if x == 0:  # exactly zero (a term with h_{-1} = 0): 0, not 0.00
         return sp.Integer(0)
     return sp.Float(format_sigfig(x, figures, trailing_zeros=True), figures)
+
+
+def printed_sum(values, figures: int) -> sp.Rational:
+    """The sum of ``values`` as printed at ``figures`` significant figures (:func:`as_figures`), exactly: what a
+    reader gets adding up a table's column, which may differ in the last digit from the sum of the unrounded values.
+
+    >>> printed_sum([0.2234, -0.1566, 0.2884], 3), as_figures(0.2234 - 0.1566 + 0.2884, 3)
+    (177/500, 0.355)
+    """
+    return sum((sp.Rational(str(as_figures(v, figures))) for v in values), sp.Integer(0))
+

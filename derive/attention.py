@@ -378,6 +378,14 @@ def _max_abs(M: sp.Matrix) -> float:
     return max((abs(value) for value in evaluate(list(M), {})), default=0.0)
 
 
+def _where_largest(M: sp.Matrix, what: str, column: str) -> str:
+    """``"0.62 in the weights A (entry t = 1, s = 2)"``: the largest |entry| of a residual of exact numbers, in which
+    matrix and at which entry (0-based: row t, column named ``column``), as a counterexample's note states it."""
+    values = evaluate(list(M), {})
+    k = max(range(len(values)), key=lambda n: abs(values[n]))
+    return f"{abs(values[k]):.3g} in {what} (entry t = {k // M.cols}, {column} = {k % M.cols})"
+
+
 # --- concatenation of heads at symbolic widths ------------------------------------------------------
 
 def _concat_symbols():
@@ -672,7 +680,8 @@ def identities() -> list[Identity]:
             rA, rO = broken.residuals((2, 0, 1))
             size = max(_max_abs(rA), _max_abs(rO))
             return Proof(size > 1e-6, "counterexample at an exact rational point, evaluated to 30 digits",
-                         sp.Float(size, 6), f"for the permutation (2, 0, 1) the two sides differ by up to {size:.3g}")
+                         sp.Float(size, 6), "for the permutation (2, 0, 1) the two sides differ by up to "
+                         + _where_largest(rA, "the weights A", "s") + " and by up to " + _where_largest(rO, "the outputs O", "c"))
 
         def numeric(rng, broken=broken):
             rA, rO = broken.residuals((2, 0, 1))

@@ -1,0 +1,183 @@
+"""Issue 25: the body items a lecturer marked in the standalone handout, each guarded where its text is made.
+
+The path bound's step from the slope of tanh to the factor's bound, the decoder's causality said as what was done
+(a structural check at one T, not a proof for every T), Table 3's sums said to be of the unrounded terms, the LSTM's
+partial dc_1/dc_0 at fixed h_0 beside the total, head 1's weights said (and computed) on H_0, the three residual
+connections defined before their Jacobians, the depth figure's text as numeric/depth.py sets the study up, and the
+equivariance counterexamples' sizes said of the weights and of the outputs apart.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sympy as sp
+
+from seqgrad.crosscheck import notes, worked_numbers
+from seqgrad.crosscheck.latexdoc import NOTES_LETTERS
+from seqgrad.crosscheck.latex_parts import Build
+from seqgrad.derive import decoder
+from seqgrad.derive.latex_settings import DEFAULT
+
+
+def _build(tmp_path):
+    notation = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS})
+    return Build(notation=notation, tex_dir=tmp_path, figures_dir=None)
+
+
+def _flat(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def test_the_path_bound_goes_from_the_slope_to_the_factor_before_assuming_rho(tmp_path):
+    body = _flat(notes.paths_section(_build(tmp_path)).body)
+    assert "the gradient that step $t$ sends back" in body and "gradient step $t$ sends" not in body
+    # the conclusion of 'slope at most 1' is the factor's bound; the bound rho is an assumption after it
+    said = body.index(r"tanh has slope at most 1, hence $\left|{J_{j}}\right| \leq \left|{w_{h}}\right|$")
+    assert body.index("If every factor has absolute value", said) > said
+    assert "So when every factor" not in body
+
+
+def test_the_decoder_says_its_causality_was_shown_at_one_size_not_proved(tmp_path):
+    body = _flat(notes.decoder_section(_build(tmp_path)).body)
+    T = decoder.DecoderBlock().T
+    assert all(decoder.DecoderBlock(T=T, norm_first=nf).causal_proof()[0] for nf in (True, False))
+    assert f"shown for $T = {T}$ target rows, pre- and post-norm" in body and "not proved for every $T$" in body
+    assert "proved for pre- and post-norm" not in body
+
+
+def test_table_3_says_its_sums_are_of_the_unrounded_terms_and_what_the_printed_terms_add_up_to(tmp_path):
+    b = _build(tmp_path)
+    body = _flat(notes.rnn_section(b).body)
+    caption = body[body.index(r"\caption{The three-step scalar RNN"):body.index(r"\label{tab:rnn-numbers}")]
+    assert "the last row sums the unrounded terms" in caption
+    ex = worked_numbers.rnn_example()
+    mismatched = 0
+    for i in sorted(ex.terms):
+        column = ex.column(i)
+        # the printed terms, as the table prints them, added up by hand
+        printed = sum(sp.Rational(str(worked_numbers.as_figures(v, b.digits))) for v in column)
+        total = worked_numbers.as_figures(sum(column), b.digits)
+        name = notes._inline(ex.columns[i], b)
+        if printed != sp.Rational(str(total)):
+            mismatched += 1
+            assert f"the printed terms of {name} add up to ${worked_numbers.as_figures(float(printed), b.digits)}$" in caption
+        else:
+            assert f"the printed terms of {name}" not in caption
+    assert mismatched  # the course's values: both columns' printed terms miss the printed sum by one in the last digit
+    assert "each term rounded to its printed digits" in caption
+
+
+def test_the_lstm_example_states_its_fixed_h0_and_gives_the_total_derivative(tmp_path):
+    from seqgrad.derive import gated
+
+    body = _flat(notes.gates_section(_build(tmp_path)).body)
+    assert "with respect to $c_{0}$ at fixed $h_{0}$ is the carry path alone" in body
+    assert r"through $h_{0} = o_{0} \tanh(c_{0})$; the total derivative" in body
+    net = gated.lstm(steps=2)
+    c0 = net.c[0]
+    # c_1 as a function of c_0 alone: step 1's definitions and h_0 = o_0 tanh(c_0) substituted, latest first
+    forward = [d for d in net.program.definitions("forward") if d.step == 1 or d.target == net.h[0]]
+    defs = {d.target: d.value for d in forward}
+    upto = forward[:[d.target for d in forward].index(net.c[1]) + 1]
+    c1 = defs[net.c[1]]
+    for d in reversed(upto[:-1]):
+        c1 = c1.xreplace({d.target: d.value})
+    total = notes.lstm_total_derivative(net, net.step_jacobian(1, wrt="c").full)
+    for d in reversed(upto[:-1]):
+        total = total.xreplace({d.target: d.value})
+    carry = net.step_jacobian(1, wrt="c").full
+    for d in reversed(upto[:-1]):
+        carry = carry.xreplace({d.target: d.value})
+    point = {s_: sp.Rational(3 * k % 7 - 3, 4) for k, s_ in enumerate(sorted(c1.free_symbols, key=str), start=1)}
+    exact = float(sp.diff(c1, c0).xreplace(point))
+    assert abs(exact - float(total.xreplace(point))) < 1e-12
+    assert abs(exact - float(carry.xreplace(point))) > 1e-3  # the carry alone is not the total here
+
+
+def _attention_weights(X, W_Q, W_K):
+    import numpy as np
+
+    Q, K = X @ np.asarray(W_Q, float).T, X @ np.asarray(W_K, float).T
+    S = Q @ K.T / np.sqrt(Q.shape[1])
+    E = np.exp(S - S.max(axis=1, keepdims=True))
+    return E / E.sum(axis=1, keepdims=True)
+
+
+def test_head_1s_table_says_it_reads_h0_and_prints_head_1_on_h0(tmp_path):
+    import numpy as np
+
+    from seqgrad.numeric import course
+
+    b = _build(tmp_path)
+    body = _flat(notes.encoder_section(b).body)
+    caption = body[body.index(r"\caption{The attention weights"):body.index(r"\label{tab:encoder-head1-A}")]
+    assert r"head 1 applied to the input rows $\mathbf{H}_{0}$ directly" in caption
+    assert r"not to the block's LayerNorm output $\mathbf{Y}_{1}$" in caption
+    assert r"head 1 applied to $\mathbf{H}_{0}$ itself" in body
+    # the printed rows are softmax(H_0 W_Q^T (H_0 W_K^T)^T / sqrt(d_k)), computed here from H_0 and head 1's weights
+    H0 = np.asarray(course.trace("attention_on_H0")["H0"], float)
+    on_H0 = _attention_weights(H0, course.HEAD1["W_Q"], course.HEAD1["W_K"])
+    Y1 = (H0 - H0.mean(1, keepdims=True)) / np.sqrt(H0.var(1, keepdims=True) + 1e-5)
+    on_Y1 = _attention_weights(Y1, course.HEAD1["W_Q"], course.HEAD1["W_K"])
+    table = body[body.index(r"\label{tab:encoder-head1-A}"):]
+    table = table[:table.index(r"\bottomrule")]
+    printed = [[float(v) for v in re.findall(r"\$(-?[0-9.]+)\$", row)] for row in table.split(r"\\")
+               if re.search(r"\d: \w+ &", row)]
+    assert np.asarray(printed).shape == (7, 7)
+    assert np.allclose(printed, on_H0, rtol=5e-3, atol=0)  # three significant figures
+    assert not np.allclose(printed, on_Y1, rtol=5e-2, atol=0)  # the block's weights are other numbers
+
+
+def test_the_residual_section_defines_the_three_connections_before_their_jacobians(tmp_path):
+    body = _flat(notes.residual_section(_build(tmp_path)).body)
+    out, x = r"\mathbf{x}_{\mathrm{out}}", r"\mathbf{x}"
+    maps = [rf"{out} &= {x} + F{{({x})}}\quad \text{{  (plain)}}",
+            rf"{out} &= {x} + F{{(\operatorname{{LN}}{{({x})}})}}\quad \text{{  (pre-norm)}}",
+            rf"{out} &= \operatorname{{LN}}{{({x} + F{{({x})}})}}\quad \text{{  (post-norm)}}"]
+    where = [body.index(_flat(m)) for m in maps]
+    jacobian = body.index(r"\frac{\partial \mathbf{x}_{\mathrm{out}}}{\partial \mathbf{x}} &= \mathbf{I} + \mathbf{J}_{F}")
+    assert where == sorted(where) and where[-1] < jacobian
+
+
+def test_the_depth_figures_text_names_the_measured_weight_and_the_final_layernorm_the_code_has(standalone_notes):
+    import torch
+
+    from seqgrad.numeric import depth
+
+    body = _flat(standalone_notes.read_text(encoding="utf-8").split("\\appendix")[0])
+    said = body[body.index(r"Figure~\ref{fig:gradient-near-output-vs-depth} shows"):]
+    said = said[:said.index("(Xiong et al.")]
+    assert r"the gradient with respect to $\mathbf{W}_{2}$, the second weight matrix of the MLP of block $L$" in said
+    assert "The pre-norm stack ends in a final LayerNorm after block $L$, the post-norm stack in block $L$'s own" in said
+    # the code's setup: the measured gradient is of block L's second MLP matrix, and the pre-norm output passes a
+    # LayerNorm after the last block (the post-norm output is the last block's)
+    sizes = depth.Sizes()
+    H0, W_read = depth.inputs(sizes, 0)
+    for placement, final in (("pre-norm", True), ("post-norm", False)):
+        blocks = depth.stack(3, placement, sizes, seed=0)
+        H = H0
+        for block in blocks:
+            H = block(H)
+        normed = torch.nn.functional.layer_norm(H, (H.shape[-1],))
+        assert torch.allclose(depth.output(blocks, H0), normed if final else H)
+        assert final == (not torch.allclose(H, normed, atol=1e-6))  # the pre-norm stack's last block is not normed
+        grad, = torch.autograd.grad((W_read * depth.output(blocks, H0)).sum(), blocks[-1].mlp.W2)
+        assert abs(depth.layer_gradient_norms(blocks, H0, W_read)[-1] - float(torch.linalg.norm(grad))) < 1e-9
+
+
+def test_the_equivariance_counterexamples_say_which_quantity_differs_by_how_much(standalone_notes):
+    from seqgrad.derive import attention
+
+    tex = _flat(standalone_notes.read_text(encoding="utf-8"))
+    for identity in (i for i in attention.identities() if i.name.startswith("attention-equivariance-fails-")):
+        proof = identity.prove()
+        found = re.search(r"differ by up to ([0-9.]+) in the weights A \(entry t = (\d), s = (\d)\) and by up to "
+                          r"([0-9.]+) in the outputs O \(entry t = (\d), c = (\d)\)", proof.detail)
+        assert found, proof.detail
+        weights, outputs = float(found[1]), float(found[4])
+        assert 0 < weights <= 1  # two attention weights, each in [0, 1], differ by at most 1
+        assert abs(max(weights, outputs) - float(proof.residual)) < 5e-3 * float(proof.residual)
+        said = (rf"differ by up to {found[1]} in the weights A (entry $t = {found[2]}$, $s = {found[3]}$) and by up to "
+                rf"{found[4]} in the outputs O (entry $t = {found[5]}$, $c = {found[6]}$)")
+        assert said in tex
