@@ -196,6 +196,10 @@ def test_depth_captions_say_what_the_data_show():
     described = (f"width {sizes.D}, {sizes.n_heads} heads, MLP width {sizes.F_width}, {sizes.T} tokens",
                  f"mean of {depth.gradient_study.__defaults__[1]} seeds")
     assert all(d in captions["gradient-near-output-vs-depth"] for d in described), described
+    # the read-out as numeric.depth.output makes it (tests/test_notes_handout_review.py runs the code): after a final
+    # LayerNorm in a pre-norm stack, of the second MLP weight of block L
+    assert "the stack's output, which for pre-norm is a final LayerNorm after block `L`" in captions["gradient-near-output-vs-depth"]
+    assert "the second MLP weight of block `L`" in captions["gradient-near-output-vs-depth"]
     assert f"fitted slope {abs(post):.2f}" in captions["gradient-near-output-vs-depth"] and abs(post) < 0.05
     # "slower than the dotted line for shallow stacks and faster for deep ones, so the curve crosses it"
     above = facts["above_reference"]

@@ -31,9 +31,10 @@ CAPTIONS = {
     "gradient-profile-post-norm": "Post-norm stacks at initialisation: in the deep stack (`L = 48`) the gradient grows "
         "toward the output layers, by two orders of magnitude here; Xiong et al. tie this to the learning-rate warm-up "
         "that post-norm Transformers need.",
-    "gradient-near-output-vs-depth": "The gradient of the layer nearest the output against the depth `L`, for "
-        "stacks of `L` encoder blocks at initialisation (width 16, 2 heads, MLP width 32, 8 tokens; Xavier-normal "
-        "weights, zero biases; the loss a fixed random linear read-out of the last block's output; mean of 2 seeds). "
+    "gradient-near-output-vs-depth": "The gradient with respect to the second MLP weight of block `L`, the block "
+        "nearest the output, against the depth `L`, for stacks of `L` encoder blocks at initialisation (width 16, 2 "
+        "heads, MLP width 32, 8 tokens; Xavier-normal weights, zero biases; the loss a fixed random linear read-out of "
+        "the stack's output, which for pre-norm is a final LayerNorm after block `L`; mean of 2 seeds). "
         "Pre-norm: it falls with depth somewhat faster than `1/sqrt(L)` (fitted log-log slope -0.63, against -0.5 "
         "for the dotted `1/sqrt(L)` line of Theorem 1 of Xiong et al., On Layer Normalization in the Transformer "
         "Architecture, 2020): slower than that line for shallow stacks and faster for deep ones, so the curve crosses "
