@@ -22,11 +22,13 @@ CAPTIONS = {
     "fig06_identity_position": "The token identity `E_seq`, the position `P` and their sum `H_0` of the worked example on "
         "one colour scale. Rows 0 and 3 are the same word, a, with the same embedding; the position makes their rows of "
         "`H_0` differ.",
-    "fig08_begins_contributions": "Head 1 of the worked example, the query of the token “begins” (row 6): each source token's row of the "
+    "fig08_begins_contributions": "Head 1 of the worked example on `H_0` (as the course applies it), the query of "
+        "the token “begins” (row 6): each source token's row of the "
         "head's values, weighted by the attention weight the query gives that source, one row per source, and their sum "
         "(bold), row 6 of the head's output. The largest rows, in norm, are those of “journey”, “miles” and "
         "“begins”.",
-    "fig09_S": "The scaled scores `S` of head 1: rows are queries, columns sources; the colour scale is fitted to the "
+    "fig09_S": "The scaled scores `S` of head 1, applied to `H_0` directly as the course's attention example does "
+        "(not to the block's LayerNorm of it): rows are queries, columns sources; the colour scale is fitted to the "
         "values.",
     "fig10_A": "The weights `A`, the softmax of each row of `S`. Every row sums to 1, and no weight is near 0 or 1: "
         "every weight lies within a factor 3 of the uniform `1/7`, so every query mixes all seven sources. Colour scale "
