@@ -468,6 +468,21 @@ def _sections(m) -> list[str]:
     return []
 
 
+def tagged_by_lines(source: str) -> str:
+    """``source`` with each citation that gives lines (``lesson §Formula:170``) written with the tags of the sections
+    those lines are in (``lesson §Decoder``), as the appendix reads it: a footnote then names the section the
+    appendix names, whatever words the citation's own tag has.
+
+    >>> tagged_by_lines("lesson §Formula:170 (M_ij); lecture07 §Convolutional network:9")
+    'lesson §Decoder (M_ij); lecture07 §CNN'
+    """
+    def retag(m):
+        tags = _sections(m)
+        return ", ".join(f"{m['key']} §{t}" for t in tags) + (m["tables"] or "") if m["lines"] and tags else m[0]
+
+    return _CITE.sub(retag, normalize(str(source)))
+
+
 def _section_words(key: str, tags: list[str], titles: bool) -> str:
     numbers = [section_number(key, t) for t in tags]
     if len(numbers) > 2 and numbers == list(range(numbers[0], numbers[-1] + 1)):  # a run of sections: its ends
