@@ -81,3 +81,17 @@ def test_the_loss_of_a_derivative_is_script_l(appendix):
     """Item 7: Table 9's source note printed the loss of dL/dx_0 as an italic L (the notes' L is the depth)."""
     assert "\\partial L" not in appendix
     assert "\\partial \\mathcal{L}/\\partial x_{0}" in appendix
+
+
+def test_the_half_layout_at_odd_d_names_its_pairs_and_its_unpaired_coordinate(appendix):
+    """Item 3: pe-shift-d5-half put pair i at coordinates i and i + d/2, not integers for d = 5; the heading now
+    gives the coordinates the encoding has (its cosines after its three sines) and the unpaired sine."""
+    from seqgrad.derive.positional import Sinusoidal
+
+    pe = Sinusoidal(5, layout="half")
+    assert pe.unpaired() == 2 and [(p.sin_index, p.cos_index) for p in pe.pairs()] == [(0, 3), (1, 4)]
+    head = next(line for line in appendix.splitlines() if line.startswith("\\paragraph{")
+                and "pe-\\allowbreak{}shift-\\allowbreak{}d5-\\allowbreak{}half" in line)
+    scope = next(s for s in head.split("; instance") if "$d = 5$, half layout" in s)  # the heading's scope for it
+    assert "\\frac{d}{2}" not in scope and "$j$ and $3 + j$" in scope, scope
+    assert "for $j < 2$; coordinate 2, the unpaired sine, has no pair" in head
