@@ -731,8 +731,10 @@ def positional_section(b) -> Part:
                alpha=sp.Function("alpha")(k),
                shift=_row_shift()),
         _display(_rotation_rows(odd.R, j), b),
-        "\\begin{center}\n" + tabular(["statement", "remark", "proved"], shift_report_rows(report, b.notation),
-                                       "l" + "p{6cm}" + "l") + "\n\\end{center}",
+        "\\begin{table}[htbp]\n\\centering\n\\caption{The properties of the shift at $d = 5$, each proved as the identity "
+        "of Appendix~\\ref{app:positional} named beside it.}\\label{tab:pe-shift-properties}\n"
+        + tabular(["statement", "remark", "proved in the appendix"], shift_report_rows(report, b.notation),
+                  "l" + "p{5cm}" + "p{3.2cm}") + "\n\\end{table}",
         *_shift_numbers(b),
     ]
     return Part("\n\n".join(p for p in body if p), _audit(b, "positional"))

@@ -95,3 +95,20 @@ def test_the_half_layout_at_odd_d_names_its_pairs_and_its_unpaired_coordinate(ap
     scope = next(s for s in head.split("; instance") if "$d = 5$, half layout" in s)  # the heading's scope for it
     assert "\\frac{d}{2}" not in scope and "$j$ and $3 + j$" in scope, scope
     assert "for $j < 2$; coordinate 2, the unpaired sine, has no pair" in head
+
+
+def test_every_proved_property_of_the_shift_is_an_identity_of_the_appendix(standalone_notes, appendix):
+    """Item 2: the PE section's table marked "d/dpos R(k) = 0 ... proved: yes", an identity Appendix A.4 does not
+    state; every "yes" now names the identity of A.4 that states it, and the table has a number and a caption."""
+    source = standalone_notes.read_text(encoding="utf-8")
+    body = source[source.index("\\label{sec:positional}"):source.index("\\label{sec:attention}")]
+    table = body[body.index("\\label{tab:pe-shift-properties}"):]
+    table = table[:table.index("\\end{table}")]
+    assert "\\caption{" in body[body.rindex("\\begin{table}", 0, body.index("tab:pe-shift-properties")):]
+    rows = [r for r in table.split("\\\\\n") if "yes, " in r or "\\textbf{no}" in r]
+    assert len(rows) == 5 and "\\frac{\\mathrm{d}}{\\mathrm{d} \\mathrm{pos}}" not in table
+    stated = appendix[appendix.index("\\label{app:positional}"):appendix.index("\\label{app:attention}")]
+    headings = " ".join(line for line in stated.splitlines() if line.startswith("\\paragraph{"))
+    for row in rows:
+        name = re.search(r"\\texttt\{(.*?)\}", row.split(" & ")[-1])[1]
+        assert name in headings, name
