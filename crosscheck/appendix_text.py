@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 
+from seqgrad.derive.latex_settings import DEFAULT
 from seqgrad.latex_table import tex_escape
 from seqgrad.sources import NAMES_IN_WORDS, TEXTS, normalize, section_number, section_of
 
@@ -67,6 +68,10 @@ _RELATIONS = {"->": r"\to", ">=": r"\geq", "<=": r"\leq", "!=": r"\neq", "==": "
 
 def _tokens(s: str) -> list[tuple[str, str]]:
     return [(m.lastgroup, m.group(0)) for m in _TOKEN.finditer(s)]
+
+
+#: The loss as the notes print it (the default notation's letter for L, ``\mathcal{L}``; a bare L is a depth).
+_LOSS = DEFAULT.letters["L"]
 
 
 def _is_derivative(tokens, i) -> bool:
@@ -190,13 +195,12 @@ def formula_tex(s: str) -> str:
             if t == "o" and p is not None and n is not None and tokens[p][0] in ("ident", "close") \
                     and tokens[n][0] == "ident":
                 out.append(r"\circ")
-            elif t == "x" and p is not None and n is not None and p < i - 1 and n > i + 1 and all(
-                    tokens[k][0] == "number" or "_" in tokens[k][1] for k in (p, n)):  # 8 x 64, J d_v x d_model
+            elif _is_times(tokens, i):
                 out.append(r"\times")
             elif t == "E" and n is not None and tokens[n] == ("open", "["):
                 out.append(r"\mathbb{E}")
-            elif _is_derivative(tokens, i):
-                out.append(r"\partial " + _ident(t[1:]))
+            elif _is_derivative(tokens, i):  # dL/dx_0: the L of a derivative is the loss, printed as the notes print it
+                out.append(r"\partial " + (_LOSS if t[1:] == "L" else _ident(t[1:])))
             else:
                 out.append(_ident(t))
         elif kind == "power":
@@ -289,14 +293,23 @@ def _mathy(tokens, i, depth: int) -> bool:
     return False
 
 
+def _is_times(tokens, i) -> bool:
+    """Whether token ``i`` is the letter x as a product sign: spaced, between numbers or subscripted names
+    (``8 x 64``, ``J d_v x d_model``)."""
+    p, n = _prev(tokens, i), _next(tokens, i)
+    return tokens[i] == ("ident", "x") and p is not None and n is not None and p < i - 1 and n > i + 1 and all(
+        tokens[k][0] == "number" or "_" in tokens[k][1] for k in (p, n))
+
+
 def _accepted(span) -> bool:
     """Whether a run of formula-like tokens is a formula: it has a token only formulas have, or an operator or a
     relation between two operands (``8 x 64 = 512``, ``2.45/4``)."""
     idx = [k for k, (kind, _) in enumerate(span) if kind != "space"]
     if any(_strong(span, k) for k in idx):
         return True
-    operands = sum(1 for k in idx if span[k][0] in ("number", "ident"))
-    return operands >= 2 and any(span[k][0] in ("rel", "op") for k in idx)
+    times = [k for k in idx if _is_times(span, k)]  # 7 x 12: a product of two sizes, no relation after it
+    operands = sum(1 for k in idx if span[k][0] in ("number", "ident") and k not in times)
+    return operands >= 2 and any(span[k][0] in ("rel", "op") or k in times for k in idx)
 
 
 def _trim(span):
@@ -466,6 +479,21 @@ def _sections(m) -> list[str]:
     if m["tag"]:  # a pair of sections, ``GRU/LSTM``
         return [t for t in m["tag"].split("/") if t in {s.tag for s in TEXTS[key].sections}]
     return []
+
+
+def tagged_by_lines(source: str) -> str:
+    """``source`` with each citation that gives lines (``lesson §Formula:170``) written with the tags of the sections
+    those lines are in (``lesson §Decoder``), as the appendix reads it: a footnote then names the section the
+    appendix names, whatever words the citation's own tag has.
+
+    >>> tagged_by_lines("lesson §Formula:170 (M_ij); lecture07 §Convolutional network:9")
+    'lesson §Decoder (M_ij); lecture07 §CNN'
+    """
+    def retag(m):
+        tags = _sections(m)
+        return ", ".join(f"{m['key']} §{t}" for t in tags) + (m["tables"] or "") if m["lines"] and tags else m[0]
+
+    return _CITE.sub(retag, normalize(str(source)))
 
 
 def _section_words(key: str, tags: list[str], titles: bool) -> str:

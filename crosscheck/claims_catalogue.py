@@ -511,7 +511,7 @@ def _lecture07() -> list[Entry]:
     return [
         _entry("lecture07_scaling_variance", "lecture07", 39,
                "dividing by sqrt(d_k) keeps the variance of the dot products near one: Var(q.k) = d_k for independent "
-               "unit-variance coordinates, so Var(q.k/sqrt(d_k)) = 1 (d_k = 64)", ["64/sqrt(64)**2 = 1"], derived=True,
+               "unit-variance coordinates, so Var(q.k/sqrt(d_k)) = 1 (at d_k = 64)", ["64/sqrt(64)**2 = 1"], derived=True,
                cite="lecture07 §Attention:39", note="Var(q.k) = d_k itself is proved by identity:attention-dot-variance"),
     ]
 

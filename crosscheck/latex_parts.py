@@ -480,12 +480,15 @@ class Transposed(__import__("sympy").Function):
         return printer._print(self.args[0]) + "^T"
 
 
-def shift_report_rows(report, notation: Notation) -> list[list[str]]:
+def shift_report_rows(report, notation: Notation, shift: str = "pe-shift-d5-interleaved") -> list[list[str]]:
     """The properties a :class:`derive.positional.ShiftReport` establishes, as typeset statements with
     whether each is proved, "yes" or "no" (never the report's ASCII text).  They are written in the notes' row
     convention: an encoding is a row, ``R(k)`` multiplies it on the right (the transpose of the proof's matrix, which
     acts on columns; orthogonality, the determinant, composition and independence of the position hold for both), and
-    coordinate ``i`` of the encoding is ``PE(pos, i)``."""
+    coordinate ``i`` of the encoding is ``PE(pos, i)``.  Each row names the catalogue identity that states it (the
+    appendix's heading; ``shift``: the instance of the shift identity the report is of), so a "yes" points to a
+    statement the appendix proves; the report's independence of the position is no identity of its own (it is read
+    off the shift's statement, whose R(k) has no pos) and is not a row."""
     import sympy as sp
 
     from seqgrad.derive.latex_layout import inline
@@ -495,12 +498,10 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
     I = sp.Symbol("I", commutative=False)
     det, alpha = sp.Function("det"), sp.Function("alpha")
     statements = [
-        (sp.Eq(PE(pos + k), PE(pos) * R(k), evaluate=False), "on the paired coordinates", report.shift),
-        (sp.Eq(Transposed(R(k)) * R(k), I, evaluate=False), "", report.orthogonal),
-        (sp.Eq(det(R(k)), 1, evaluate=False), "", report.determinant_one),
-        (sp.Eq(R(a) * R(b_), R(a + b_), evaluate=False), "", report.composition),
-        (sp.Eq(sp.Derivative(R(k), pos), 0, evaluate=False), words("`R(k)` does not depend on the position", notation),
-         report.pos_independent),
+        (sp.Eq(PE(pos + k), PE(pos) * R(k), evaluate=False), "on the paired coordinates", report.shift, shift),
+        (sp.Eq(Transposed(R(k)) * R(k), I, evaluate=False), "", report.orthogonal, "pe-rotation-group"),
+        (sp.Eq(det(R(k)), 1, evaluate=False), "", report.determinant_one, "pe-rotation-group"),
+        (sp.Eq(R(a) * R(b_), R(a + b_), evaluate=False), "", report.composition, "pe-rotation-group"),
     ]
     if report.unpaired is not None:
         j = report.unpaired
@@ -508,8 +509,9 @@ def shift_report_rows(report, notation: Notation) -> list[list[str]]:
                            words(f"coordinate {j} is an unpaired sine: for `k` not a multiple of `pi/omega_{report.unpaired_frequency}`, "
                                  "no scalar `alpha(k)` makes the two sides equal for every `pos` (at `pos = 0` the right "
                                  "side is 0), and no rotation shifts it", notation),
-                           report.unpaired_no_scalar))
-    return [[inline(st, notation), note, "yes" if ok else "\\textbf{no}"] for st, note, ok in statements]
+                           report.unpaired_no_scalar, "pe-unpaired-no-scalar"))
+    return [[inline(st, notation), note, ("yes, " if ok else "\\textbf{no}, ") + code(name)]
+            for st, note, ok, name in statements]
 
 
 def source_tex(source: str, notation: Notation) -> str:

@@ -90,8 +90,10 @@ def _claims(b: Build) -> str:
     traces = lru_cache(maxsize=None)(lambda stage: course.trace(stage, device=b.device))
     rows, errata, notes_ = [], [], []
     # an entry whose statement the texts' errata mark imprecise or false: its row says so (one verdict per statement;
-    # the number it checks holds only under the assumption the errata add)
-    judged = {ref.split(".", 1)[1]: s.verdict for s in statements() if s.verdict in ("imprecise", "false")
+    # the number it checks holds only under the assumption the errata add).  Only a statement of the entry's own text
+    # judges it: a number of one text that bears on another text's statement (the course's exercise 4 on the wiki's
+    # concatenation) has no erratum of its own to point to
+    judged = {(ref.split(".", 1)[1], _key(s.cite)): s.verdict for s in statements() if s.verdict in ("imprecise", "false")
               for ref in s.checked_by if ref.startswith("claims.")}
     for entry in list(entries()) + list(table_entries(traces)):
         verdicts = [claim.verify() for claim in entry.claims]
@@ -99,14 +101,17 @@ def _claims(b: Build) -> str:
         shown = printed_count(verdicts)
         count = f" ({shown} numbers)" if shown > 1 else ""
         verdict = verdict_words([v.status for v in verdicts]) + count
-        if entry.name in judged:
-            verdict = f"number {verdict}; the statement is {judged[entry.name]} (see its erratum below)"
+        judgement = judged.get((entry.name, _key(entry.source)))
+        if judgement and bad:  # its number is the statement's counterexample: the statement's erratum says it
+            verdict = f"the statement is {judgement}{count} (see its erratum below)"
+        elif judgement:
+            verdict = f"number {verdict}; the statement is {judgement} (see its erratum below)"
         rows.append([code(entry.name), source_tex(entry.source, b.notation), quotation(entry.what, _key(entry.source)), verdict])
         # a truncated number is wrong at the digits it prints (0.9999 for cos 0.01 = 0.99995...): an erratum
         wrong = ("contradicted", "undecided", "truncated")
         for found, kept in ((errata, [v for v in bad if v.status in wrong]),
                             (notes_, [v for v in bad if v.status not in wrong])):
-            if kept and not (found is errata and entry.name in judged):  # (a judged entry: its statement's erratum)
+            if kept and not (found is errata and judgement):  # (a judged entry: its statement's erratum)
                 found.append((entry, kept))
     total = sum(1 for _ in rows)
     parts = [f"Table~\\ref{{tab:claims}} lists the {total} printed statements of the course texts. Each was evaluated "

@@ -88,24 +88,32 @@ def implied_scopes(scopes: Sequence[str]) -> set[str]:
     return {s for s, names in sizes.items() if any(names < other for other in sizes.values())}
 
 
-def proof_mark(b, names: Sequence[str]) -> str:
+def proof_mark(b, names: Sequence[str], stated: Sequence[str] = ()) -> str:
     """"proved for every d >= 1" for the catalogue entries ``names`` (each proved now, within the
-    document's time for a proof); "NOT proved" where one fails, "not proved within S s here" where one is slow."""
+    document's time for a proof); "NOT proved" where one fails, "not proved within S s here" where one is slow.
+    The further identities the section's appendix ``stated`` (each proved now too) are counted by how each was
+    established ("the appendix states 3 more identities: 2 proved symbolically for every size, ..."): their scopes
+    and symbols are in the appendix, under their headings."""
     from seqgrad.derive import catalogue
     from seqgrad.derive.prose import scope
 
     from .latex_parts import prove_within
 
     said, bad, slow, proved = [], [], [], []
-    for name in names:
+    counted = {"every": 0, "instance": 0, "counterexample": 0, "numeric": 0}
+    for name in [*names, *stated]:
         entry = catalogue.get(name)
         proof = prove_within(entry, b.proof_seconds)
         if proof is None:
             slow.append(name)
         elif not proof.holds:
             bad.append(name)
-        else:
+        elif name in names:
             proved.append(entry.scope)
+        else:
+            kind = entry.method if entry.method != "simplify" else (
+                "instance" if entry.scope.startswith("instance") else "every")
+            counted[kind] += 1
     implied = implied_scopes(proved)
     for entry_scope in proved:
         text = for_scope(scope(entry_scope).latex(b.notation))
@@ -113,13 +121,19 @@ def proof_mark(b, names: Sequence[str]) -> str:
             said.append(text)
     # a scope another one states and adds to ("for every d", "for every d, every branch F") is said once
     said = [text for text in said if not any(other.startswith(text + ",") for other in said)]
-    out = []
-    if said:
-        out.append("proved " + "; ".join(said))
+    out = ["proved " + "; ".join(said)] if said else []
+    words = {"every": "proved symbolically for every size", "instance": "proved symbolically at concrete sizes",
+             "counterexample": "refuted by an exact counterexample", "numeric": "checked numerically"}
+    if sum(counted.values()):
+        n = sum(counted.values())
+        out.append(f"the appendix states {n} {'more ' if said else ''}identit{'y' if n == 1 else 'ies'}: "
+                   + ", ".join(f"{k} {words[kind]}" for kind, k in counted.items() if k))
+    out = ["; ".join(out)] if out else []
     if bad:
-        out.append("\\textbf{" + ("NOT proved" if len(bad) == len(names) else "not every statement proved") + "}")
+        out.append("\\textbf{" + ("NOT proved" if len(bad) == len(names) + len(stated) else "not every statement proved")
+                   + "}")
     if slow:
-        out.append(("not" if len(slow) == len(names) else "not all") + f" proved within {b.proof_seconds:g} s here")
+        out.append(("not" if len(slow) == len(names) + len(stated) else "not all") + f" proved within {b.proof_seconds:g} s here")
     return ", ".join(out)
 
 
@@ -141,14 +155,15 @@ def check_mark(results: Sequence, device: str, notation=None) -> str:
     finite = lambda x: x is not None and math.isfinite(x)  # noqa: E731
     errors = [r.max_abs_error for r in passed if not getattr(r, "single", False) and finite(r.max_abs_error)]
     # a module that runs in float32 (the course's nn.RNN) is compared at its own precision: its error is float32
-    # rounding, said apart and as a relative error, never mixed into the double-precision figure
-    single = [r.max_rel_error for r in passed if getattr(r, "single", False) and finite(r.max_rel_error)]
+    # rounding, said apart, never mixed into the double-precision figure, and as the appendix's table lists it (its
+    # largest absolute error): a footnote states no number its appendix does not show
+    single = [r.max_abs_error for r in passed if getattr(r, "single", False) and finite(r.max_abs_error)]
     where = "" if device == "cpu" else f" on {device}"
     text = f"checked numerically in double precision{where}" if errors or not single else ""
     text += f", largest error {number_tex(max(errors), notation or DEFAULT)}" if errors else ""
     if single:
         text += ("; " if text else "") + (
-            "the course's PyTorch module, which computes in single precision, agrees to a relative "
+            "the course's PyTorch module, which computes in single precision, agrees within "
             f"{number_tex(max(single), notation or DEFAULT)}, the rounding of single precision")
     if failed:
         text += "; \\textbf{" + ("the check failed" if len(results) == 1 else "not every check passed") + "}"
@@ -178,6 +193,8 @@ class Mark:
     checks: tuple = ()
     source: str | None = None
     appendix: str | None = None
+    #: the identities the section's appendix states (:func:`_audit`), counted in the footnote beside ``proofs``
+    stated: tuple = ()
 
 
 #: Where a section's verification marks stand in its text until :func:`one_footnote` says them (the n-th mark).
@@ -197,12 +214,29 @@ def verification(b, *, proofs: Sequence[str] = (), checks: Sequence = (), source
     return _footnote(b, mark)
 
 
+def stated_with(b, name: str, section: str | None) -> str | None:
+    """The section of the document whose appendix states catalogue identity ``name`` (:data:`AUDITED`), when it is
+    not ``section`` (the encoder's block program is stated with the residual paths); None otherwise."""
+    from seqgrad.derive import catalogue
+
+    module = "derive." + catalogue.get(name).family
+    owner = next((s for s, modules in AUDITED.items() if module in modules), None)
+    present = b.appendix and (not b.sections or owner in b.sections)
+    return owner if section is not None and owner not in (None, section) and present else None
+
+
 def _footnote(b, mark: Mark, lead: str = "") -> str:
     from seqgrad.derive.prose import cited
     from seqgrad.sources import in_words
 
-    said = [s for s in (proof_mark(b, mark.proofs) if mark.proofs else "", check_mark(mark.checks, b.device, b.notation))
-            if s]
+    here, elsewhere = [], {}
+    for name in mark.proofs:  # a proof another section's appendix states is said with a pointer to it
+        owner = stated_with(b, name, mark.appendix)
+        elsewhere.setdefault(owner, []).append(name) if owner else here.append(name)
+    stated = [n for n in mark.stated if n not in mark.proofs]
+    said = [s for s in (proof_mark(b, here, stated) if here or stated else "",
+                        *(proof_mark(b, names) + f" (Appendix~\\ref{{app:{owner}}})" for owner, names in elsewhere.items()),
+                        check_mark(mark.checks, b.device, b.notation)) if s]
     text = "; ".join(said) if said else "not verified here"
     text = lead + text if lead else text[0].upper() + text[1:]
     cited_as = in_words(mark.source) if mark.source else ""
@@ -240,11 +274,12 @@ def one_footnote(part: Part, b) -> Part:
     proofs = list(dict.fromkeys(name for m in marks for name in m.proofs))
     checks = list({r.name: r for m in marks for r in m.checks}.values())
     source = "; ".join(str(m.source) for m in marks if m.source)
-    joined = Mark(tuple(proofs), tuple(checks), source or None,
-                  next((m.appendix for m in marks if m.appendix), None))
+    joined = Mark(tuple(proofs), tuple(checks), source or None, next((m.appendix for m in marks if m.appendix), None),
+                  tuple(dict.fromkeys(name for m in marks for name in m.stated)))
     body = part.body
+    said_in = with_section_letters(b, joined.appendix) if joined.appendix else b  # the section's own letters
     for i, (_, tok) in enumerate(present):
-        body = body.replace(tok, _footnote(b, joined, lead="The results of this section: ") if i == 0 else "")
+        body = body.replace(tok, _footnote(said_in, joined, lead="The results of this section: ") if i == 0 else "")
     return Part(body, part.appendix)
 
 
@@ -296,8 +331,10 @@ def section_checks(b, patterns: Iterable[str], section: str | None = None) -> li
 def short_source(source: str, limit: int = 2, sections_only: bool = False) -> str:
     """A source as a footnote cites it: its references without line numbers or notes in brackets, each once, at
     most ``limit`` (only those that name a section of a text, ``week06 §Vector``, with ``sections_only``)."""
+    from .appendix_text import tagged_by_lines
+
     seen = []
-    text = str(source)
+    text = tagged_by_lines(source)
     while re.search(r"\([^()]*\)", text):  # notes in brackets, innermost first
         text = re.sub(r"\s*\([^()]*\)", " ", text)
     for piece in text.split(";"):
@@ -737,8 +774,10 @@ def positional_section(b) -> Part:
                alpha=sp.Function("alpha")(k),
                shift=_row_shift()),
         _display(_rotation_rows(odd.R, j), b),
-        "\\begin{center}\n" + tabular(["statement", "remark", "proved"], shift_report_rows(report, b.notation),
-                                       "l" + "p{6cm}" + "l") + "\n\\end{center}",
+        "\\begin{table}[htbp]\n\\centering\n\\caption{The properties of the shift at $d = 5$, each proved as the identity "
+        "of Appendix~\\ref{app:positional} named beside it.}\\label{tab:pe-shift-properties}\n"
+        + tabular(["statement", "remark", "proved in the appendix"], shift_report_rows(report, b.notation),
+                  "l" + "p{5cm}" + "p{3.2cm}") + "\n\\end{table}",
         *_shift_numbers(b),
     ]
     return Part("\n\n".join(p for p in body if p), _audit(b, "positional"))
@@ -849,9 +888,11 @@ AUDITED = {"positional": ("derive.positional",), "attention": ("derive.softmax",
 def _audit(b, name: str, checks: Sequence = ()) -> str:
     """The appendix of section ``name``: its catalogue identities (:data:`AUDITED`: ids, sources, each proof's
     verdict) and its checks."""
-    from .latex_parts import _catalogue_section, check_status
+    from .latex_parts import _catalogue_section, catalogue_identities, check_status
 
     parts = [_catalogue_section(list(AUDITED[name]))(b)] if name in AUDITED else []
+    if name in AUDITED and b.marks is not None:  # the section's footnote says every identity its appendix states
+        b.marks.append(Mark(stated=tuple(e.name for e in catalogue_identities(list(AUDITED[name]))), appendix=name))
     if checks:
         parts.append(check_status(name, b, checks))
     return "\n\n".join(parts)
@@ -1182,6 +1223,10 @@ def _inline_ln(ln, expr):
     return expr.xreplace({k: v for k, v in defs.items() if k in expr.free_symbols})
 
 
+#: The proof of the encoder block's backward pass, one of the residual paths' identities (stated in their appendix).
+BLOCK_PROOF = "residual-pre-norm-block-program"
+
+
 def encoder_section(b) -> Part:
     from seqgrad.derive import blocks
     from seqgrad.numeric import course
@@ -1204,7 +1249,7 @@ def encoder_section(b) -> Part:
         _display([(d.target, d.value) for d in block.program.definitions(("forward",))], b),
         _words("Backwards, the residual shows in {dH}: the gradient of the shortcut plus what comes back through the branch:", b,
                dH=_s("dH", 2, 2))
-        + verification(b, proofs=["residual-pre-norm-block-program"], checks=[r for r in checks if r.name.startswith("transformer.")],
+        + verification(b, proofs=[BLOCK_PROOF], checks=[r for r in checks if r.name.startswith("transformer.")],
                        source="week06 §Block", appendix="encoder"),
         _display([(d.target, d.value) for d in block.backward_lines()], b),
         *_encoder_sublayers(b),
@@ -1256,6 +1301,11 @@ def encoder_section(b) -> Part:
     body.append(_figure(b, "encoder", ["fig06_identity_position", "fig09_S", "fig10_A", "fig11_A_causal", "fig08_begins_contributions"]))
     body += _encoder_backward(b, tokens)
     appendix = check_status("encoder", b, checks) if checks else ""
+    if (owner := stated_with(b, BLOCK_PROOF, "encoder")) is not None:  # the proof of the block's backward pass
+        from .latex_parts import code
+
+        appendix += (f"\n\nThe proof of the block's backward pass, {code(BLOCK_PROOF)}, is stated with "
+                     f"Section~\\ref{{sec:{owner}}}, in Appendix~\\ref{{app:{owner}}}, and said in this section's footnote.")
     return Part("\n\n".join(p for p in body if p), appendix)
 
 

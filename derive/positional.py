@@ -33,8 +33,25 @@ i_ = sp.Symbol("i", integer=True, nonnegative=True)
 omega_ = sp.IndexedBase("omega")  # omega_i: the frequency of pair i, as the text writes it
 
 
-#: the coordinates of pair i of an encoding, in each layout (the scope of an instance of the shift identity)
+#: the coordinates of pair i of an encoding, in each layout (the scope of an instance of the shift identity); the half
+#: layout's cosines start after its ceil(d/2) sines, at d/2 only for an even d
 PAIR_COORDINATES = {"interleaved": "`2*i` and `2*i + 1`", "half": "`i` and `i + d/2`"}
+
+
+def pair_coordinates(d: int, layout: str) -> str:
+    """Where pair i of a ``layout`` encoding of width ``d`` lies, and for odd d which coordinate has no pair: the
+    scope of an instance of the shift identity.
+
+    >>> pair_coordinates(8, "half")
+    'pair i at coordinates `i` and `i + d/2`'
+    >>> pair_coordinates(5, "half")
+    'pair i at coordinates `i` and `i + 3`, for i < 2; coordinate 2, the unpaired sine, has no pair'
+    """
+    pe = Sinusoidal(d, layout=layout)
+    if pe.unpaired() is None:
+        return f"pair i at coordinates {PAIR_COORDINATES[layout]}"
+    where = PAIR_COORDINATES[layout] if layout == "interleaved" else f"`i` and `i + {pe.pairs()[0].cos_index}`"
+    return f"pair i at coordinates {where}, for i < {d // 2}; coordinate {pe.unpaired()}, the unpaired sine, has no pair"
 
 def frequency_definition(base, d: int):
     """The row omega_i = base^(-2i/d) of every positional display, with d stated."""
@@ -377,13 +394,14 @@ def identities() -> list[Identity]:
             rhs = R.matrix() * sp.Matrix([pe.vector(pos)[j] for j in R.coordinates])
             return ident, lhs, rhs
 
-        note = "" if d % 2 == 0 else "Coordinate 4 is the unpaired sine: it is left out of R(k)."
+        unpaired = Sinusoidal(d, layout=layout).unpaired()
+        note = "" if unpaired is None else f"Coordinate {unpaired} is the unpaired sine: it is left out of R(k)."
         out.append(Identity(
             f"pe-shift-d{d}-{layout}", S0, f"PE(pos+k) = R(k) PE(pos), d={d}, {layout} layout, symbolic pos and k",
             lambda sides=sides: sides()[1], lambda sides=sides: sides()[2], "simplify",
             lambda sides=sides: proof_by(sides()[0].residual, angle_addition, "angle addition")(),
             lambda rng, sides=sides: numeric_sides(sides()[1], sides()[2], rng, low=-50, high=50), simplifier="angle addition",
-            symbols_note=note, scope=f"instance d = {d}, {layout} layout: pair i at coordinates {PAIR_COORDINATES[layout]}", assumptions=("pos, k real",),
+            symbols_note=note, scope=f"instance d = {d}, {layout} layout: {pair_coordinates(d, layout)}", assumptions=("pos, k real",),
             shown=_pair_formula))
 
     def rotation_props():

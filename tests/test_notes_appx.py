@@ -129,7 +129,7 @@ def _without_code(tex: str) -> str:
 
 # item 20: the texts' plain-text formulas are typeset as math, in the order and with the digits the text wrote
 @pytest.mark.parametrize("ascii, tex", [
-    ("dL/dx_0", r"$\partial L/\partial x_{0}$"),
+    ("dL/dx_0", r"$\partial \mathcal{L}/\partial x_{0}$"),  # the loss as the notes print it (issue 25, 4th review, item 7)
     ("dh_t/dh_(t-1) = diag(u_t)", r"$\partial h_{t}/\partial h_{t-1} = \operatorname{diag}(u_{t})$"),
     ("((X * K)_ij = sum_uv K_uv X_{i+u,j+v} + b)", r"$((X \ast K)_{ij} = \sum_{uv} K_{uv} X_{i+u,j+v} + b)$"),
     ("omega_i = 10000^(-2i/d)", r"$\omega_{i} = 10000^{-2i/d}$"),

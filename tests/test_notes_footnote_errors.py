@@ -62,7 +62,8 @@ def _at_two_figures(x: float) -> float:
 
 @pytest.fixture(scope="module")
 def sections(tmp_path_factory):
-    """Every section with checks, built with its marks said in one footnote: (footnote, appendix checks, covered)."""
+    """Every section with checks or identities, built with its marks said in one footnote: (footnote, appendix
+    checks, covered, appendix)."""
     from seqgrad.derive.latex_layout import page_breaks
 
     notation = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS})
@@ -73,20 +74,20 @@ def sections(tmp_path_factory):
             part = notes.one_footnote(build(b), b)
         covered = {r.name: r for m in b.marks for r in m.checks}
         listed = _appendix_checks(part.appendix, name)
-        if listed or covered:
-            out[name] = (_footnote(part.body), listed, covered)
+        if listed or covered or "\\paragraph{" in part.appendix:
+            out[name] = (_footnote(part.body), listed, covered, part.appendix)
     return out
 
 
 def test_every_section_with_checks_is_read(sections):
     # the sections whose appendix has a table of checks (the positional encodings have proofs only)
-    assert set(sections) == {"rnn", "paths", "gates", "attention", "residual", "encoder", "decoder", "conv"}
-    assert all(listed for _, listed, _ in sections.values())
+    assert set(sections) == {"rnn", "paths", "gates", "positional", "attention", "residual", "encoder", "decoder", "conv"}
+    assert all(listed for name, (_, listed, _, _) in sections.items() if name != "positional")
 
 
 @pytest.mark.parametrize("name", ["rnn", "paths", "gates", "attention", "residual", "encoder", "decoder", "conv"])
 def test_the_footnote_covers_every_appendix_check_and_states_the_worst(sections, name):
-    footnote, listed, covered = sections[name]
+    footnote, listed, covered, _ = sections[name]
     assert set(listed) <= set(covered), f"appendix checks no footnote covers: {sorted(set(listed) - set(covered))}"
     passed = [r for r in covered.values() if r.status == "pass"]
     printed = [r for r in passed if r.units is not None]
@@ -108,7 +109,7 @@ def test_the_footnote_covers_every_appendix_check_and_states_the_worst(sections,
 def test_the_encoder_footnote_says_both_kinds(sections):
     """The encoder section compares with the course's printed numbers (its tables, Table 16's causal row) and with
     torch: its footnote says both, each by its own measure."""
-    footnote, listed, covered = sections["encoder"]
+    footnote, listed, covered, _ = sections["encoder"]
     assert "encoder.causal_journey_row" in listed and covered["encoder.causal_journey_row"].units is not None
     assert "to their printed digits" in footnote and "checked numerically in double precision" in footnote
     # the causal row's gap from the printed 0.389 and 0.611 (a few 1e-4) is no double-precision error
@@ -124,6 +125,63 @@ def test_a_printed_comparison_is_measured_in_its_last_digit():
     assert not Outcome.printed([math.nan], [0.389]).passed
     mixed = combine([o, Outcome(1e-16, 1e-16, True, tol_ratio=1e-6)])
     assert mixed.units == o.units and mixed.passed
+
+
+# --------------------------------------------------------------------------- fourth review, item 1: footnote = appendix
+
+_NUMBER = re.compile(r"\$[\d.]+(?: \\cdot 10\^\{-?\d+\})?\$")
+_ELSEWHERE = re.compile(r"(?<=[:;] )([^;]*?) \(Appendix~\\ref\{app:([\w-]+)\}\)")
+_NAMED = re.compile(r"\\paragraph\{\\texttt\{(.*?)\}\}")
+
+
+def _identities(appendix: str) -> list[str]:
+    """The catalogue identities an appendix part states (the headings of their statements)."""
+    return [n.replace("\\allowbreak{}", "") for n in _NAMED.findall(appendix)]
+
+
+@pytest.mark.parametrize("name", ["rnn", "paths", "gates", "positional", "attention", "residual", "encoder", "decoder",
+                                  "conv"])
+def test_the_footnote_states_only_what_its_appendix_holds(sections, name):
+    """Issue 25, fourth review, item 1: the footnote says "proved" exactly when the appendix part it points to
+    states identities (a proof another part states is said with a pointer to that part), and every measured number
+    it states is one its appendix shows (the RNN's footnote said 2.4e-7, a relative error no table lists)."""
+    footnote, _, _, appendix = sections[name]
+    own = _ELSEWHERE.sub("", footnote)
+    stated = _identities(appendix)
+    said = "proved" in own or "refuted" in own or "statement checked" in own
+    assert said == bool(stated), (stated, footnote)
+    for _, other in _ELSEWHERE.findall(footnote):
+        assert other != name and _identities(sections[other][3]), footnote
+    for number in _NUMBER.findall(footnote):
+        if "cdot" in number:  # a measured error (a printed digit's units are said against the course's tables)
+            assert number in appendix, (number, name)
+
+
+def test_the_encoder_footnote_points_to_the_proof_it_states():
+    """The encoder's footnote says the block program is proved and points to the residual paths' appendix, which
+    states it; the encoder's appendix says where it is."""
+    from seqgrad.derive.latex_layout import page_breaks
+
+    notation = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS})
+    b = Build(notation=notation, tex_dir=None, figures_dir=None, marks=[])
+    with page_breaks():
+        part = notes.one_footnote(notes.encoder_section(b), b)
+    footnote = _footnote(part.body)
+    assert _ELSEWHERE.search(footnote).group(2) == "residual"
+    assert "proved" not in _ELSEWHERE.sub("", footnote)
+    assert "is stated with Section~\\ref{sec:residual}, in Appendix~\\ref{app:residual}" in part.appendix
+
+
+@pytest.mark.parametrize("name", ["decoder", "conv"])
+def test_the_footnote_cites_the_sections_of_the_texts(sections, name):
+    """The decoder's and the convolution's checks cite their texts' sections by their own words (``lesson
+    §Formula:170``); the footnote names the sections those lines are in, as the appendix does."""
+    footnote = sections[name][0]
+    end = footnote.index(". Details in")
+    cited = footnote[footnote.rindex(". ", 0, end) + 2:end]
+    assert re.search(r"(Lesson on Transformers|Lecture 7), \\S\{\}\d", cited), cited
+    for section in re.findall(r"\\S\{\}(\d+)", cited):
+        assert f"\\S{{}}{section}" in sections[name][3]
 
 
 # --------------------------------------------------------------------------- item 4: a check in one table only

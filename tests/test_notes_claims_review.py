@@ -1,0 +1,114 @@
+"""Issue 25, fourth review, items 4-8: the appendix's table of the course texts' printed claims and its errata.
+
+Each test reads the built handout (``standalone_notes``): a row's verdict points to an erratum only where one of the
+row's own text and section is listed, a "number erratum" is in the list of wrong printed numbers, sizes are
+products (``7 \\times 12``, not the letter x), and the loss of a derivative is the notes' script L.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+_ROW = re.compile(r"^\\texttt\{(?P<name>.*?)\} & (?P<source>.*?) & (?P<statement>.*) & (?P<verdict>.*?) \\\\$", re.M)
+
+
+@pytest.fixture(scope="module")
+def appendix(standalone_notes):
+    source = standalone_notes.read_text(encoding="utf-8")
+    return source[source.index("\\appendix"):]
+
+
+@pytest.fixture(scope="module")
+def claims(appendix):
+    """The rows of the claims table (name -> source, statement, verdict) and its three lists of errata."""
+    table = appendix[appendix.index("\\label{tab:claims}"):appendix.index("\\end{longtable}")]
+    rows = {m["name"].replace("\\allowbreak{}", "").replace("\\_", "_"): (m["source"], m["statement"], m["verdict"])
+            for m in _ROW.finditer(table)}
+    numbers = appendix[appendix.index("\\subsection*{Errata: printed numbers that are wrong}"):
+                       appendix.index("\\subsection*{Printed numbers that follow")]
+    statements = appendix[appendix.index("\\subsection*{Errata among the texts' statements}"):]
+    return rows, numbers, statements
+
+
+def test_the_table_is_read(claims):
+    rows, numbers, statements = claims
+    assert len(rows) > 80 and "flops_attention_vs_recurrent" in rows and "week06_exercise4" in rows
+    assert "\\item" in numbers and "\\item" in statements
+
+
+def test_a_row_points_only_to_an_erratum_of_its_own_text_and_section(claims):
+    """Item 5: ``week06_exercise4`` said "see its erratum below" for an erratum of the wiki article (its number
+    bears on the wiki's concatenation): a row points to an erratum only where one of its own source is listed."""
+    rows, _, statements = claims
+    pointing = {name: source for name, (source, _, verdict) in rows.items() if "see its erratum below" in verdict}
+    assert pointing
+    for name, source in pointing.items():
+        assert f"({source})" in statements, (name, source)
+    assert "erratum" not in rows["week06_exercise4"][2]
+
+
+def test_the_cost_ratio_is_marked_with_the_erratum_on_the_projections(claims):
+    """Item 4: "self-attention about 5.1 times cheaper" at n = 100, d = 512 counts the attention products only; the
+    erratum of the same section says the projections dominate there, and the row says the statement is imprecise."""
+    rows, _, statements = claims
+    source, statement, verdict = rows["flops_attention_vs_recurrent"]
+    assert "5.1 times cheaper" in statement and "imprecise (see its erratum below)" in verdict
+    item = next(i for i in statements.split("\\item") if f"({source})" in i and "per-layer complexity" in i)
+    assert "104{,}857{,}600" in item or "104,857,600" in item
+
+
+def test_a_number_erratum_is_in_the_list_of_wrong_printed_numbers(claims):
+    """Item 8: ``wiki_pe_distance_monotone`` was labelled a number erratum and left out of that list."""
+    rows, numbers, _ = claims
+    for name, (_, _, verdict) in rows.items():
+        listed = "\\texttt{" + name.replace("_", "\\_\\allowbreak{}") + "}" in numbers
+        assert ("\\textbf{erratum}" in verdict) == listed, (name, verdict)
+    assert "statement is false" in rows["wiki_pe_distance_monotone"][2]
+
+
+def test_sizes_are_products_and_an_instance_is_said_as_one(claims):
+    """Item 6: "7 x 12" and "3 x 3" with the letter x; "Var(...) = 1(d_k = 64)" read as a product."""
+    rows, _, _ = claims
+    for name, (_, statement, _) in rows.items():
+        assert not re.search(r"\d x \d", statement), (name, statement)
+    assert "$7 \\times 12$" in rows["week06_exercise4"][1] and "$3 \\times 3$" in rows["lesson_task19"][1]
+    assert "= 1$ (at $d_{k} = 64$)" in rows["lecture07_scaling_variance"][1]
+
+
+def test_the_loss_of_a_derivative_is_script_l(appendix):
+    """Item 7: Table 9's source note printed the loss of dL/dx_0 as an italic L (the notes' L is the depth)."""
+    assert "\\partial L" not in appendix
+    assert "\\partial \\mathcal{L}/\\partial x_{0}" in appendix
+
+
+def test_the_half_layout_at_odd_d_names_its_pairs_and_its_unpaired_coordinate(appendix):
+    """Item 3: pe-shift-d5-half put pair i at coordinates i and i + d/2, not integers for d = 5; the heading now
+    gives the coordinates the encoding has (its cosines after its three sines) and the unpaired sine."""
+    from seqgrad.derive.positional import Sinusoidal
+
+    pe = Sinusoidal(5, layout="half")
+    assert pe.unpaired() == 2 and [(p.sin_index, p.cos_index) for p in pe.pairs()] == [(0, 3), (1, 4)]
+    head = next(line for line in appendix.splitlines() if line.startswith("\\paragraph{")
+                and "pe-\\allowbreak{}shift-\\allowbreak{}d5-\\allowbreak{}half" in line)
+    scope = next(s for s in head.split("; instance") if "$d = 5$, half layout" in s)  # the heading's scope for it
+    assert "\\frac{d}{2}" not in scope and "$j$ and $3 + j$" in scope, scope
+    assert "for $j < 2$; coordinate 2, the unpaired sine, has no pair" in head
+
+
+def test_every_proved_property_of_the_shift_is_an_identity_of_the_appendix(standalone_notes, appendix):
+    """Item 2: the PE section's table marked "d/dpos R(k) = 0 ... proved: yes", an identity Appendix A.4 does not
+    state; every "yes" now names the identity of A.4 that states it, and the table has a number and a caption."""
+    source = standalone_notes.read_text(encoding="utf-8")
+    body = source[source.index("\\label{sec:positional}"):source.index("\\label{sec:attention}")]
+    table = body[body.index("\\label{tab:pe-shift-properties}"):]
+    table = table[:table.index("\\end{table}")]
+    assert "\\caption{" in body[body.rindex("\\begin{table}", 0, body.index("tab:pe-shift-properties")):]
+    rows = [r for r in table.split("\\\\\n") if "yes, " in r or "\\textbf{no}" in r]
+    assert len(rows) == 5 and "\\frac{\\mathrm{d}}{\\mathrm{d} \\mathrm{pos}}" not in table
+    stated = appendix[appendix.index("\\label{app:positional}"):appendix.index("\\label{app:attention}")]
+    headings = " ".join(line for line in stated.splitlines() if line.startswith("\\paragraph{"))
+    for row in rows:
+        name = re.search(r"\\texttt\{(.*?)\}", row.split(" & ")[-1])[1]
+        assert name in headings, name
