@@ -481,8 +481,15 @@ class Transposed(__import__("sympy").Function):
 
 
 def shift_report_rows(report, notation: Notation, shift: str = "pe-shift-d5-interleaved") -> list[list[str]]:
-    """The properties a :class:`derive.positional.ShiftReport` establishes, as typeset statements with
-    whether each is proved, "yes" or "no" (never the report's ASCII text).  They are written in the notes' row
+    """:func:`shift_report_statements` as table rows: the statement, its remark, and "yes" or "no" with a pointer to
+    the positional appendix, which states each identity under its name (no typewriter id before the appendix)."""
+    return [[inline_statement, note, ("yes" if ok else "\\textbf{no}") + ", Appendix~\\ref{app:positional}"]
+            for inline_statement, note, ok, _ in shift_report_statements(report, notation, shift)]
+
+
+def shift_report_statements(report, notation: Notation, shift: str = "pe-shift-d5-interleaved") -> list[tuple]:
+    """The properties a :class:`derive.positional.ShiftReport` establishes: ``(typeset statement, remark, proved,
+    identity name)``, proved as True or False (never the report's ASCII text).  They are written in the notes' row
     convention: an encoding is a row, ``R(k)`` multiplies it on the right (the transpose of the proof's matrix, which
     acts on columns; orthogonality, the determinant, composition and independence of the position hold for both), and
     coordinate ``i`` of the encoding is ``PE(pos, i)``.  Each row names the catalogue identity that states it (the
@@ -510,8 +517,7 @@ def shift_report_rows(report, notation: Notation, shift: str = "pe-shift-d5-inte
                                  "no scalar `alpha(k)` makes the two sides equal for every `pos` (at `pos = 0` the right "
                                  "side is 0), and no rotation shifts it", notation),
                            report.unpaired_no_scalar, "pe-unpaired-no-scalar"))
-    return [[inline(st, notation), note, ("yes, " if ok else "\\textbf{no}, ") + code(name)]
-            for st, note, ok, name in statements]
+    return [(inline(st, notation), note, ok, name) for st, note, ok, name in statements]
 
 
 def source_tex(source: str, notation: Notation) -> str:

@@ -107,8 +107,17 @@ def test_every_proved_property_of_the_shift_is_an_identity_of_the_appendix(stand
     assert "\\caption{" in body[body.rindex("\\begin{table}", 0, body.index("tab:pe-shift-properties")):]
     rows = [r for r in table.split("\\\\\n") if "yes, " in r or "\\textbf{no}" in r]
     assert len(rows) == 5 and "\\frac{\\mathrm{d}}{\\mathrm{d} \\mathrm{pos}}" not in table
+    assert all(r.split(" & ")[-1].strip().endswith("Appendix~\\ref{app:positional}") for r in rows)
+    assert "\\texttt" not in table  # no id before the appendix (the render test's rule)
     stated = appendix[appendix.index("\\label{app:positional}"):appendix.index("\\label{app:attention}")]
     headings = " ".join(line for line in stated.splitlines() if line.startswith("\\paragraph{"))
-    for row in rows:
-        name = re.search(r"\\texttt\{(.*?)\}", row.split(" & ")[-1])[1]
-        assert name in headings, name
+    from seqgrad.crosscheck.latex_parts import code, shift_report_statements
+    from seqgrad.crosscheck.latexdoc import notes_notation
+    from seqgrad.derive import positional
+    from seqgrad.derive.latex_settings import DEFAULT
+
+    statements = shift_report_statements(positional.shift_identity(d=5, layout="interleaved").prove(),
+                                         notes_notation(DEFAULT))
+    assert len(statements) == 5
+    for *_, name in statements:  # each row's identity is one the appendix states under its name
+        assert code(name) in headings, name
