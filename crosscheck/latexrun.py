@@ -50,14 +50,14 @@ def build_sections(b, names: Sequence[str], sections, jobs: int = 1, progress: b
     from seqgrad.progress import progress as bar
 
     with runcache.scope():
-        parallel = jobs > 1 and len(names) > 1
-        proofs = _proofs_ahead(b, names) if parallel else None  # forked before torch is imported (next line)
+        in_workers = jobs > 1 and len(names) > 1
+        proofs = _proofs_ahead(b, names) if in_workers else None  # forked before torch is imported (next line)
         from seqgrad.numeric.device import one_thread
 
         # One torch thread in every mode, as seqgrad check runs its checks: the tensors are tiny, and the
         # errors printed in the check tables must not depend on --jobs (a reduction's rounding follows the threads).
         with one_thread():
-            if not parallel:
+            if not in_workers:
                 return [sections[name].build(b) for name in bar(names, len(names), "notes sections", enabled=progress)]
             return _parallel(b, names, sections, jobs, progress, proofs)
 

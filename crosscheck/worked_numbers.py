@@ -262,4 +262,3 @@ def printed_sum(values, figures: int) -> sp.Rational:
     (177/500, 0.355)
     """
     return sum((sp.Rational(str(as_figures(v, figures))) for v in values), sp.Integer(0))
-

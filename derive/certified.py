@@ -48,7 +48,6 @@ from seqgrad import operations as registry
 from seqgrad.errors import UndefinedError
 
 from . import norm_rows
-
 from .whitelist import (ACCEPTS_INFINITY, FUNCTION_ARITY, INFINITY_NAME, MAX_DEPTH, MAX_EXPONENT, MAX_MAGNITUDE,
                         MAX_RESULT_DIGITS, VECTOR_ARITY, Reader, is_infinity, is_vector_node)
 
@@ -838,7 +837,11 @@ class _Evaluator(Reader):
                 out = out + term(k)
             return out
 
+        roots: list = []  # the row's one root: every entry divides by it (norm_rows gives it once per entry)
+
         def root(radicand):
+            if roots:
+                return roots[0]
             spread = radicand.value
             s = sign(spread)
             if s is None and self.ask(node, 0, f"{what} (plus eps) of {name}()", self.layernorm_spread(node)):
@@ -848,7 +851,8 @@ class _Evaluator(Reader):
             if s is not None and s < 0:
                 self.undefined(f"{name}() with a negative eps and {what} below -eps takes the square root of a negative number")
             exact = self.rational_power(spread, Fraction(1, 2)) if isinstance(spread, Fraction) else None
-            return _Certified(self, exact if exact is not None else iv.sqrt(interval(spread)), where)
+            roots.append(_Certified(self, exact if exact is not None else iv.sqrt(interval(spread)), where))
+            return roots[0]
 
         return tuple(entry(x.__getitem__, j, len(x), total, eps, sqrt=root).value for j in range(len(x)))
 

@@ -262,10 +262,9 @@ _builtin(name="softplus", definition=lambda m, z: m.log(1 + m.exp(z)), derivativ
 _builtin(name="gelu", definition=lambda m, z: z * (1 + m.erf(z / m.sqrt(2))) / 2,
          derivative=lambda m, z, h: (1 + m.erf(z / m.sqrt(2))) / 2 + z * m.exp(-z**2 / 2) / m.sqrt(2 * m.pi),
          latex=r"\operatorname{GELU}", note="the exact (erf) GELU of torch.nn.GELU()")
-_builtin(name="gelu_tanh", definition=lambda m, z: z * (1 + m.tanh(m.sqrt(2 / m.pi) * (z + 44715 * z**3 / 1000000))) / 2,
-         derivative=lambda m, z, h: (1 + m.tanh(m.sqrt(2 / m.pi) * (z + 44715 * z**3 / 1000000))) / 2
-         + z * (1 - m.tanh(m.sqrt(2 / m.pi) * (z + 44715 * z**3 / 1000000))**2) * m.sqrt(2 / m.pi)
-         * (1 + 3 * 44715 * z**2 / 1000000) / 2,
+_builtin(name="gelu_tanh", definition=lambda m, z: z * (1 + m.tanh(_gelu_tanh_argument(m, z))) / 2,
+         derivative=lambda m, z, h: (1 + m.tanh(_gelu_tanh_argument(m, z))) / 2
+         + z * (1 - m.tanh(_gelu_tanh_argument(m, z))**2) * m.sqrt(2 / m.pi) * (1 + 3 * 44715 * z**2 / 1000000) / 2,
          latex=r"\operatorname{GELU}_{\tanh}", note="the tanh approximation of GELU, torch.nn.GELU(approximate='tanh')")
 _builtin(name="silu", definition=lambda m, z: z * m.sigmoid(z),
          derivative=lambda m, z, h: m.sigmoid(z) * (1 + z * (1 - m.sigmoid(z))),
@@ -306,6 +305,11 @@ _builtin(name="floor", sympy=lambda sp: sp.floor, numpy=lambda np: np.floor, tor
          mpmath=lambda mp: mp.floor, derivative=lambda m, z, h: 0, sympy_diff=False, interval="rule",
          latex=r"\operatorname{floor}",
          kink="floor' = 0 everywhere, the integers included (as torch.floor): no gradient passes a floor", gamma=0.0)
+
+
+def _gelu_tanh_argument(m, z):
+    """The tanh GELU's ``sqrt(2/pi) (z + 0.044715 z^3)``, in the namespace ``m``'s arithmetic."""
+    return m.sqrt(2 / m.pi) * (z + 44715 * z**3 / 1000000)
 
 
 def _numpy_erf(np):
