@@ -481,10 +481,32 @@ class Transposed(__import__("sympy").Function):
 
 
 def shift_report_rows(report, notation: Notation, shift: str = "pe-shift-d5-interleaved") -> list[list[str]]:
-    """:func:`shift_report_statements` as table rows: the statement, its remark, and "yes" or "no" with a pointer to
-    the positional appendix, which states each identity under its name (no typewriter id before the appendix)."""
-    return [[inline_statement, note, ("yes" if ok else "\\textbf{no}") + ", Appendix~\\ref{app:positional}"]
+    """:func:`shift_report_statements` as table rows: the statement, its remark, and "yes" or "no" (the table's
+    caption points to the positional appendix, which states each identity under its name: no typewriter id before the
+    appendix)."""
+    return [[inline_statement, note, "yes" if ok else "\\textbf{no}"]
             for inline_statement, note, ok, _ in shift_report_statements(report, notation, shift)]
+
+
+def paired_encoding(report, commutative: bool = True):
+    """The encoding restricted to the coordinates ``R(k)`` acts on (``report.paired`` of a
+    :class:`derive.positional.ShiftReport`), as a function of the position: ``PE`` itself for an even width, and for
+    an odd one ``PE`` subscripted with those coordinates (``PE_{0...3}`` at ``d = 5``), so that the shift is stated
+    on the rows it holds for: ``R(k)`` is (d - 1) x (d - 1) there, and the unpaired sine is no part of it."""
+    import sympy as sp
+
+    if report.unpaired is None:
+        return sp.Function("PE", commutative=commutative)
+    c = report.paired
+    contiguous = list(c) == list(range(c[0], c[-1] + 1))
+    return sp.Function(f"PE_{{{c[0]} \\ldots {c[-1]}}}" if contiguous else "PE_{" + ", ".join(map(str, c)) + "}",
+                       commutative=commutative)
+
+
+def _listed_coordinates(coordinates) -> str:
+    """``0 to 3``: the coordinates of a paired encoding, as the text says them."""
+    c = list(coordinates)
+    return f"{c[0]} to {c[-1]}" if c == list(range(c[0], c[-1] + 1)) else ", ".join(map(str, c[:-1])) + f" and {c[-1]}"
 
 
 def shift_report_statements(report, notation: Notation, shift: str = "pe-shift-d5-interleaved") -> list[tuple]:
@@ -504,8 +526,11 @@ def shift_report_statements(report, notation: Notation, shift: str = "pe-shift-d
     PE, R = sp.Function("PE", commutative=False), sp.Function("R", commutative=False)
     I = sp.Symbol("I", commutative=False)
     det, alpha = sp.Function("det"), sp.Function("alpha")
+    paired = paired_encoding(report, commutative=False)
     statements = [
-        (sp.Eq(PE(pos + k), PE(pos) * R(k), evaluate=False), "on the paired coordinates", report.shift, shift),
+        (sp.Eq(paired(pos + k), paired(pos) * R(k), evaluate=False),
+         "" if paired == PE else words(f"the row of coordinates {_listed_coordinates(report.paired)}", notation),
+         report.shift, shift),
         (sp.Eq(Transposed(R(k)) * R(k), I, evaluate=False), "", report.orthogonal, "pe-rotation-group"),
         (sp.Eq(det(R(k)), 1, evaluate=False), "", report.determinant_one, "pe-rotation-group"),
         (sp.Eq(R(a) * R(b_), R(a + b_), evaluate=False), "", report.composition, "pe-rotation-group"),
@@ -515,7 +540,7 @@ def shift_report_statements(report, notation: Notation, shift: str = "pe-shift-d
         statements.append((sp.Ne(PE(pos + k, j), alpha(k) * PE(pos, j), evaluate=False),
                            words(f"coordinate {j} is an unpaired sine: for `k` not a multiple of `pi/omega_{report.unpaired_frequency}`, "
                                  "no scalar `alpha(k)` makes the two sides equal for every `pos` (at `pos = 0` the right "
-                                 "side is 0), and no rotation shifts it", notation),
+                                 "side is 0)", notation),
                            report.unpaired_no_scalar, "pe-unpaired-no-scalar"))
     return [(inline(st, notation), note, ok, name) for st, note, ok, name in statements]
 

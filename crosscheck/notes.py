@@ -744,7 +744,7 @@ def positional_section(b) -> Part:
     from seqgrad.derive import catalogue, positional
 
     b = with_section_letters(b, "positional")
-    from .latex_parts import shift_report_rows
+    from .latex_parts import paired_encoding, shift_report_rows
     from seqgrad.derive.latex_layout import tabular
 
     pos, k, j, D = sp.symbols("pos k j d", integer=True)  # d: the encoding's width, the model's
@@ -767,16 +767,21 @@ def positional_section(b) -> Part:
                "by the angle {angle}; the rotation does not depend on `pos`, so a fixed offset is a fixed linear map "
                "of the encoding. For an odd width this holds on the paired coordinates only:", b, angle=omega * _s("k")) + mark,
         _display([_as_rows(shift.statement(), omega)], b),
-        _words("Worked example, an odd width `d = 5`: the two pairs rotate, and the last coordinate is a sine without a "
-               "partner, which no scalar factor shifts. The encodings are rows, as everywhere: {Rk} is the "
-               "block-diagonal matrix of one rotation per pair, the matrix above at that pair's frequency, so that "
-               "{shift}; {alpha} stands for any number that depends on `k` alone:", b, Rk=sp.Function("R")(k),
-               alpha=sp.Function("alpha")(k),
-               shift=_row_shift()),
+        _words("Worked example, an odd width `d = 5`: the two pairs rotate, and coordinate {j} is a sine without a "
+               "cosine partner, so no fixed linear map of it alone realises the shift. The encodings are rows, as "
+               "everywhere: {Rk} is the {size} block-diagonal matrix of one rotation per pair, the matrix above at "
+               "that pair's frequency, and it acts on the row {paired} of the paired coordinates, so that {shift}; "
+               "{alpha} stands for any number that depends on `k` alone:", b, Rk=sp.Function("R")(k),
+               j=report.unpaired, size=Shape(len(report.paired), len(report.paired)),
+               paired=paired_encoding(report)(pos), alpha=sp.Function("alpha")(k),
+               shift=_row_shift(paired_encoding(report))),
         _display(_rotation_rows(odd.R, j), b),
-        "\\begin{table}[htbp]\n\\centering\n\\caption{The properties of the shift at $d = 5$, each proved as the identity "
-        "of Appendix~\\ref{app:positional} named beside it.}\\label{tab:pe-shift-properties}\n"
-        + tabular(["statement", "remark", "proved in the appendix"], shift_report_rows(report, b.notation),
+        "Table~\\ref{tab:pe-shift-properties} " + _words("lists what makes {Rk} a rotation at this width: it is orthogonal, "
+               "its determinant is 1, two shifts compose into one, and the unpaired coordinate has no shift of its own.",
+               b, Rk=sp.Function("R")(k)),
+        "\\begin{table}[htbp]\n\\centering\n\\caption{The properties of the shift at $d = 5$; Appendix~\\ref{app:positional} "
+        "states and proves each of them.}\\label{tab:pe-shift-properties}\n"
+        + tabular(["statement", "remark", "proved"], shift_report_rows(report, b.notation),
                   "l" + "p{5cm}" + "p{3.2cm}") + "\n\\end{table}",
         *_shift_numbers(b),
     ]
@@ -817,10 +822,10 @@ def _shift_numbers(b) -> list[str]:
     ]
 
 
-def _row_shift():
-    """``PE(pos + k) = PE(pos) R(k)``: the shift of an encoding, a row, by the rotation ``R(k)`` on its right."""
+def _row_shift(PE=sp.Function("PE")):
+    """``PE(pos + k) = PE(pos) R(k)``: the shift of an encoding, a row, by the rotation ``R(k)`` on its right (``PE``:
+    the encoding, or its paired coordinates, :func:`latex_parts.paired_encoding`)."""
     pos, k = sp.Symbol("pos"), sp.Symbol("k")
-    PE = sp.Function("PE")
     return sp.Eq(PE(pos + k), sp.MatMul(PE(pos), sp.Function("R")(k), evaluate=False), evaluate=False)
 
 

@@ -237,6 +237,8 @@ class ShiftReport:
     unpaired_no_scalar: bool | None
     #: the frequency omega_i of the unpaired sine, by its index i (the last pair's frequency, d // 2)
     unpaired_frequency: int | None = None
+    #: the coordinates R(k) acts on, in order (every coordinate for even d; all but the unpaired sine for odd d)
+    paired: tuple = ()
 
     @property
     def holds(self) -> bool:
@@ -279,7 +281,7 @@ class ShiftIdentity(Derivation):
         unpaired = self.pe.unpaired()
         no_scalar = unpaired_has_no_scalar_shift(self.pe).holds if unpaired is not None else None
         return ShiftReport(shift, orthogonal, determinant, composition, pos not in self.R.free_symbols(), unpaired, no_scalar,
-                           None if unpaired is None else self.pe.d // 2)
+                           None if unpaired is None else self.pe.d // 2, tuple(self.R.coordinates))
 
     def rows(self) -> list:
         """The statement, R(k) block by block, the shift of one pair written out, the unpaired sine (odd d)."""

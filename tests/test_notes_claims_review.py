@@ -104,10 +104,13 @@ def test_every_proved_property_of_the_shift_is_an_identity_of_the_appendix(stand
     body = source[source.index("\\label{sec:positional}"):source.index("\\label{sec:attention}")]
     table = body[body.index("\\label{tab:pe-shift-properties}"):]
     table = table[:table.index("\\end{table}")]
-    assert "\\caption{" in body[body.rindex("\\begin{table}", 0, body.index("tab:pe-shift-properties")):]
-    rows = [r for r in table.split("\\\\\n") if "yes, " in r or "\\textbf{no}" in r]
+    assert "\\caption{" in body[body.rindex("\\begin{table}", 0, body.index("\\label{tab:pe-shift-properties}")):]
+    rows = [r for r in table.split("\\\\\n") if r.split(" & ")[-1].strip() in ("yes", "\\textbf{no}")]
     assert len(rows) == 5 and "\\frac{\\mathrm{d}}{\\mathrm{d} \\mathrm{pos}}" not in table
-    assert all(r.split(" & ")[-1].strip().endswith("Appendix~\\ref{app:positional}") for r in rows)
+    label = body.index("\\label{tab:pe-shift-properties}")
+    caption = body[body.rindex("\\caption{", 0, label):label]
+    assert "Appendix~\\ref{app:positional}" in caption and "named beside it" not in caption  # no names are shown
+    assert "Table~\\ref{tab:pe-shift-properties}" in body  # the text cites the table
     assert "\\texttt" not in table  # no id before the appendix (the render test's rule)
     stated = appendix[appendix.index("\\label{app:positional}"):appendix.index("\\label{app:attention}")]
     headings = " ".join(line for line in stated.splitlines() if line.startswith("\\paragraph{"))
@@ -121,3 +124,27 @@ def test_every_proved_property_of_the_shift_is_an_identity_of_the_appendix(stand
     assert len(statements) == 5
     for *_, name in statements:  # each row's identity is one the appendix states under its name
         assert code(name) in headings, name
+
+
+def test_the_odd_width_shift_is_stated_on_the_coordinates_its_rotation_acts_on(standalone_notes):
+    """A lecturer's review: at d = 5 the notes said PE(pos + k) = PE(pos) R(k) with R(k) the block-diagonal matrix of
+    the two pairs, a 4 x 4 matrix beside a row of 5 (and the notation table's d x d).  The shift is now stated on the
+    row of the paired coordinates, whose width is R(k)'s, read off the proof's rotation."""
+    import sympy as sp
+
+    from seqgrad.crosscheck.latex_parts import paired_encoding
+    from seqgrad.derive import positional
+
+    source = standalone_notes.read_text(encoding="utf-8")
+    body = source[source.index("\\label{sec:positional}"):source.index("\\label{sec:attention}")]
+    example = body[body.index("Worked example, an odd width"):]
+    example = example[:example.index("\\end{align*}")]
+    assert "$4 \\times 4$ block-diagonal" in example
+    paired = "\\operatorname{PE}_{0 \\ldots 3}"
+    assert f"{paired}{{(\\mathrm{{pos}} + k)}} = {paired}{{(\\mathrm{{pos}})}} R{{(k)}}" in example
+    assert "\\operatorname{PE}{(\\mathrm{pos} + k)} = \\operatorname{PE}{(\\mathrm{pos})} R{(k)}" not in body
+    odd, even = (positional.shift_identity(d=d).prove() for d in (5, 4))
+    assert odd.paired == (0, 1, 2, 3) and even.paired == (0, 1, 2, 3) and paired_encoding(even).__name__ == "PE"
+    half = positional.shift_identity(d=5, layout="half").prove()  # the unpaired sine sits between the halves there
+    assert half.unpaired not in half.paired and len(half.paired) == 4
+    assert positional.Sinusoidal(5).rotation(sp.Symbol("k")).matrix().shape == (len(odd.paired),) * 2
