@@ -312,6 +312,26 @@ def _split(built) -> tuple[str, str]:
     return built.body, built.appendix
 
 
+_REFERENCE = re.compile(r"(Section|Appendix)~\\ref\{((sec|app):(\w+))\}")
+
+
+def without_absent_references(part: str, document: str) -> str:
+    """``part`` with each ``Section~\\ref{sec:NAME}`` and ``Appendix~\\ref{app:NAME}`` whose label the
+    ``document`` lacks (notes of some sections only, or without the appendix) said in words instead: the section
+    by its title in the complete notes, the appendix as the complete notes' (never a "??" in the PDF)."""
+    labels = set(re.findall(r"\\label\{([^}]*)\}", document))
+
+    def said(m):
+        if m.group(2) in labels:
+            return m.group(0)
+        section = SECTIONS.get(m.group(4))
+        if m.group(3) == "sec" and section is not None:
+            return f"the section \\emph{{{text(section.title)}}} of the complete notes"
+        return "the appendix of the complete notes"
+
+    return _REFERENCE.sub(said, part)
+
+
 def render(sections: Sequence[str] | str | None = None, notation: Notation | None = None, *, tex_dir: str | Path = ".",
            figures_dir: str | Path | None = None, device: str = "cpu", proof_seconds: float | None = 20.0,
            digits: int = 3, jobs: int = 1, appendix: bool = True, progress: bool | None = None,
@@ -372,6 +392,7 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     # the works the document cites (the appendix's tables too), listed before the appendix
     parts.insert(before_appendix, references.section("\n".join(parts[1:])))
     parts.append("\\end{document}\n")
+    parts = [without_absent_references(part, "\n".join(parts)) for part in parts]
     unused = [name for name in notation.unused_renames() if (name not in NOTES_LETTERS or name in chosen.letters)
               and (name not in NOTES_SYMBOL_NAMES or name in chosen.symbol_names)]
     if unused:

@@ -755,8 +755,12 @@ def positional_section(b) -> Part:
     odd = positional.Sinusoidal(5).shift_identity()
     report = odd.prove()
     body = [
-        _words("Attention by itself does not see the order of its rows, so the position `pos` of each token is added "
-               "to its embedding as a vector of sines and cosines, one frequency per pair of coordinates:", b),
+        _words("Self-attention without a mask is permutation-equivariant: reordering its input rows reorders its "
+               "output rows the same way, so it cannot tell two orders of the same tokens apart (", b)
+        + "Appendix~\\ref{app:attention} " + _words("proves it for every size; a causal mask, which does depend on "
+                                                      "the order, comes in", b) + " Section~\\ref{sec:decoder}). "
+        + _words("The position `pos` of each token is therefore added to its embedding as a vector of sines and "
+                 "cosines, one frequency per pair of coordinates:", b),
         _display([(PE(pos, 2 * j), sp.sin(omega * pos)), (PE(pos, 2 * j + 1), sp.cos(omega * pos)),
                   (omega, sp.Pow(10000, -2 * j / D, evaluate=False))], b),
         b.pointer("positional", "positional_encoding_d128", _words(
