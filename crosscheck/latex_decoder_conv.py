@@ -7,7 +7,7 @@ verification mark (a footnote) is given; its identities and checks go to the app
 
 from __future__ import annotations
 
-from seqgrad.derive.counting import PARAMS_LAYER, PARAMS_STACK  # noqa: F401  |theta|_layer, |theta|_stack
+from seqgrad.derive.counting import PARAMS_LAYER, PARAMS_STACK, PARAMS_WEIGHTS  # |theta|_layer, _weights, _stack
 
 
 def matrices(notation, names):
@@ -52,9 +52,12 @@ def decoder_body(b, mark: str) -> str:
     width = lambda expr: expr.xreplace({s: d for s in expr.free_symbols if s.name == "d_model"})  # noqa: E731
     counts = display([(PARAMS_LAYER, width(dd.decoder_layer_params()), ("  (biases and the three LayerNorms counted)",)),
                       (PARAMS_LAYER, dd.decoder_layer_params(256, 4, 1024), ("  at ", at)),
+                      (PARAMS_WEIGHTS, width(dd.decoder_layer_params(bias=False, norms=False)),
+                       ("  (weight matrices only: no biases, no LayerNorms)",)),
+                      (PARAMS_WEIGHTS, dd.decoder_layer_params(256, 4, 1024, bias=False, norms=False), ("  at ", at)),
                       (PARAMS_STACK, width(sp.expand(dd.decoder_stack_params(LAYERS, d_model=d_model, heads=heads,
                                                                              d_ff=d_ff, bias=False, norms=False))),
-                       ("  (weight matrices only: no biases, no LayerNorms)",)),
+                       ("  (",) + (sp.Eq(PARAMS_STACK, sp.Mul(LAYERS, PARAMS_WEIGHTS, evaluate=False), evaluate=False), ")")),
                       (PARAMS_STACK, dd.task29()["decoder_stack"],
                        ("  (", sp.Eq(LAYERS, 6, evaluate=False), ", ", at, ")"))],
                      b.notation)
@@ -79,19 +82,27 @@ def decoder_body(b, mark: str) -> str:
              b.figures("decoder"),
              _block_names(b),
              _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
-                         words(f"output row `i` depends on no target row `j > i`: shown for `T = {small.T}` target rows, "
-                               "pre- and post-norm, by following the symbolic block's expressions (none on a path to "
-                               "row `i` contains a later row), not proved for every `T`; in a numeric decoder of two "
-                               "blocks the autograd derivatives of row `i` with respect to later rows are exactly 0",
-                               b.notation)
+                         words("output row `i` depends on no target row `j > i`, for every `T`", b.notation)
                          if holds else "\\textbf{NOT shown}"),
-             words("Without the mask, output row `i` depends on target rows after `i`: the mask is what makes training "
-                   "with the whole target in one pass equal to generating it token by token"
+             (words("Why, for every `T`: the causal mask makes the weight of row `i` on every row `j > i` zero, so row "
+                    "`i` of the self-attention's output is a weighted sum of the value rows `j <= i`; the "
+                    "cross-attention's row `i` reads the target only through its own row `i` (its keys and values are "
+                    "the memory's); the LayerNorms, the MLP and the residual sums act on each row alone. Each map of "
+                    "the block thus keeps row `i` a function of the rows up to `i`, and so does their composition: "
+                    "the block, and a stack of blocks. The symbolic block at "
+                    f"`T = {small.T}` (pre- and post-norm) shows it entry by entry too, and in a numeric decoder of two "
+                    "blocks the autograd derivatives of row `i` with respect to later rows are exactly 0.", b.notation)
+              if holds else ""),
+             words("Without the mask, output row `i` depends on target rows after `i`. With it, one pass over a whole "
+                   "target computes at each position `i` what the decoder computes from the prefix up to `i` alone, "
+                   "so training on a known target (teacher forcing) scores every position in one pass, while "
+                   "generation, which feeds back the model's own tokens, runs one position at a time"
                    + ("." if leaks else " (NOT shown here)."), b.notation),
              "\\paragraph{Parameter counts.} " + words(
                  "One layer counted with its biases and its three LayerNorms (their scales and shifts), in general and at "
-                 "model width 256, 4 heads and MLP width 1024; then the stack of `L = 6` layers as the course's exercise on the decoder stack counts it, "
-                 "weight matrices only, without biases and LayerNorms. The count assumes that each head has widths ",
+                 "model width 256, 4 heads and MLP width 1024; then its weight matrices alone, and the stack of `L = 6` "
+                 "layers as the course's exercise on the decoder stack counts it, weight matrices only, without biases "
+                 "and LayerNorms. The count assumes that each head has widths ",
                  b.notation)
              + inline(sp.Eq(d_k, sp.Eq(d_v, d / heads, evaluate=False), evaluate=False), b.notation)
              + words(", so that the heads side by side are `d` wide: then it does not depend on the number of "
@@ -113,11 +124,8 @@ def _block_names(b) -> str:
 
     X, M, Z = (sp.MatrixSymbol(n, 2, 2) for n in "XMZ")  # X: the rows a map is applied to (H, U_1, U_2 below)
     f = lambda name, *args: inline(sp.Function(name)(*args), b.notation)  # noqa: E731
-    H, U1, U2 = (inline(sp.MatrixSymbol(n, 2, 2), b.notation) for n in ("H", "U_1", "U_2"))
     return (words("The block below is written with the multi-head attention of Section", b.notation) + "~\\ref{sec:encoder}"
-            + words(", for any rows `X` of the target (below, the attentions read ", matrices(b.notation, {"X"}))
-            + f("LN_1", sp.MatrixSymbol("H", 2, 2)) + words(" and ", b.notation) + f("LN_2", sp.MatrixSymbol("U_1", 2, 2))
-            + words(", and the three LayerNorms read ", b.notation) + H + ", " + U1 + words(" and ", b.notation) + U2 + "): "
+            + words(", for any rows `X` of the target: ", matrices(b.notation, {"X"}))
             + f("MHA_self", X, M) + words(" with the causal mask, ", b.notation) + f("MHA_cross", X, Z)
             + words(" with its keys and values from the memory; ", b.notation) + ", ".join(f(f"LN_{i}", X) for i in (1, 2))
             + words(" and ", b.notation) + f("LN_3", X)

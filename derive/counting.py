@@ -39,8 +39,8 @@ class ParamCount(sp.Symbol):
 
 #: the number of layers of a stack (its depth), one letter throughout the notes (the loss is \mathcal{L})
 LAYERS = Letter("L")
-#: the numbers of parameters of one (decoder) layer and of a stack of L layers
-PARAMS_LAYER, PARAMS_STACK = ParamCount("params_layer"), ParamCount("params_stack")
+#: the numbers of parameters of one (decoder) layer, of its weight matrices alone, and of a stack of L layers
+PARAMS_LAYER, PARAMS_WEIGHTS, PARAMS_STACK = ParamCount("params_layer"), ParamCount("params_weights"), ParamCount("params_stack")
 
 
 def _bias(bias: bool) -> int:

@@ -38,12 +38,35 @@ def test_the_path_bound_goes_from_the_slope_to_the_factor_before_assuming_rho(tm
     assert "So when every factor" not in body
 
 
-def test_the_decoder_says_its_causality_was_shown_at_one_size_not_proved(tmp_path):
+def test_the_decoder_proves_its_causality_for_every_length_and_says_what_was_checked(tmp_path):
+    """A lecturer's review: "shown for T = 4 ..., not proved for every T" read as a test log.  The claim for every T
+    is now argued map by map (the mask, the cross-attention's own row, the row-wise maps, composition); the symbolic
+    block at T = 4 and the numeric decoder are what confirms it, said as such."""
     body = _flat(notes.decoder_section(_build(tmp_path)).body)
     T = decoder.DecoderBlock().T
     assert all(decoder.DecoderBlock(T=T, norm_first=nf).causal_proof()[0] for nf in (True, False))
-    assert f"shown for $T = {T}$ target rows, pre- and post-norm" in body and "not proved for every $T$" in body
-    assert "proved for pre- and post-norm" not in body
+    assert "(output row $i$ depends on no target row $j > i$, for every $T$)" in body
+    why = body[body.index("Why, for every $T$:"):]
+    why = why[:why.index("Without the mask")]
+    for step in ("the causal mask makes the weight of row $i$ on every row $j > i$ zero", "act on each row alone",
+                 "so does their composition", f"The symbolic block at $T = {T}$ (pre- and post-norm)"):
+        assert step in why, step
+    assert "not proved for every $T$" not in body and "proved for pre- and post-norm" not in body
+    # teacher forcing is not generation: the mask makes the one pass equal to the prefix-by-prefix computation
+    assert "equal to generating it token by token" not in body and "(teacher forcing)" in body
+    # the maps are named once, the display says what each reads (no parenthetical that repeats it)
+    assert "the attentions read" not in body and "for any rows $\\mathbf{X}$ of the target: " in body
+
+
+def test_the_parameter_counts_give_the_layer_under_both_conventions(tmp_path):
+    """A lecturer's review: 6 x 1053440 is not 6291456; the layer's weight matrices alone are counted too, and the
+    stack is L of them."""
+    body = _flat(notes.decoder_section(_build(tmp_path)).body)
+    counts = body[body.index("\\paragraph{Parameter counts.}"):]
+    weights = decoder.decoder_layer_params(256, 4, 1024, bias=False, norms=False)
+    stack = decoder.task29()["decoder_stack"]
+    assert 6 * weights == stack and f"\\lvert\\theta\\rvert_{{\\mathrm{{weights}}}} &= {weights}" in counts
+    assert f"= {stack}" in counts and "L \\lvert\\theta\\rvert_{\\mathrm{weights}}" in counts
 
 
 def test_table_3_says_its_sums_are_of_the_unrounded_terms_and_what_the_printed_terms_add_up_to(tmp_path):

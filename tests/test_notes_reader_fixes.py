@@ -195,7 +195,7 @@ def test_one_symbol_for_the_number_of_layers_and_the_counts_say_what_they_count(
 
     b = _build(tmp_path)
     body = latex_decoder_conv.decoder_body(b, "")
-    counts = body[body.index("Parameter counts"):]
+    counts = re.sub(r"\s+", " ", body[body.index("Parameter counts"):])  # the display's alignment spaces aside
     assert "N_{" not in body and "$L = 6$ layers" in counts and "6 layers" not in counts.replace("$L = 6$ layers", "")
     assert r"\lvert\theta\rvert_{\mathrm{layer}} &= 2 d d_{\mathrm{ff}}" in counts
     assert "(biases and the three LayerNorms counted)" in counts and "no biases, no LayerNorms" in counts
