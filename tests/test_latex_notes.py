@@ -177,6 +177,23 @@ def test_a_small_figure_label_is_caught(tmp_path):
     assert figure_fonts(source, tmp_path) == {"f.pdf": 3.0}
 
 
+def test_layernorm_sends_the_constant_direction_to_zero_and_shrinks_the_centred_row_as_the_captions_say():
+    """The depth captions' reason for the 4 + 4 small singular values of one block: LayerNorm's Jacobian J at a row x
+    (population variance v, epsilon inside the root) has J 1 = 0 and J (x - mu) = epsilon / (v + epsilon) (x - mu) / s,
+    s = sqrt(v + epsilon): checked against torch autograd in float64 at random rows."""
+    import torch
+
+    torch.manual_seed(0)
+    eps = 1e-5
+    for _ in range(5):
+        x = torch.randn(8, dtype=torch.float64) * 3
+        J = torch.autograd.functional.jacobian(lambda r: torch.nn.functional.layer_norm(r, (8,), eps=eps), x)
+        centred, v = x - x.mean(), x.var(unbiased=False)
+        assert torch.allclose(J @ torch.ones(8, dtype=torch.float64), torch.zeros(8, dtype=torch.float64), atol=1e-12)
+        expected = eps / (v + eps) * centred / torch.sqrt(v + eps)
+        assert torch.allclose(J @ centred, expected, rtol=1e-6, atol=1e-15)
+
+
 def test_depth_captions_say_what_the_data_show():
     """The captions of the depth figures state numbers; each is computed again from the data the figures draw."""
     from seqgrad.crosscheck.figures import depth as figure_set
@@ -213,15 +230,20 @@ def test_depth_captions_say_what_the_data_show():
         if L >= 2:  # "for two or more layers the residual keeps more directions above the noise floor"
             assert facts[("post-norm", True, L)]["above_floor"] > facts[("post-norm", False, L)]["above_floor"]
     assert facts[("pre-norm", True, deepest)]["smallest"] > 0.004
-    # "without it (dashed) a single block keeps 28, and from L = 4 on at most 6 stay above the floor"
+    # "without it (dashed) a single block keeps 24 of ordinary size ... (4 values at the floor) ... (4 values, each
+    # more than 100000 times below the rest)"; a lecturer's review: "keeps 28" counted those 4
     pre_text = captions["jacobian-product-singular-values-pre-norm"]
-    assert f"a single block keeps {facts[('pre-norm', False, 1)]['above_floor']}," in pre_text
-    assert "from `L = 4` on at most 6 stay above the floor" in pre_text
-    # post-norm: "even one block with the residual keeps at most 28 of the 32 (one direction fewer per token)"
     tokens = depth.jacobian_study.__defaults__[1].T
-    one = facts[("post-norm", True, 1)]
-    assert one["above_floor"] == one["n"] - tokens == 28
-    assert "keeps at most 28 of the 32" in captions["jacobian-product-singular-values-post-norm"]
+    for placement, residual in (("pre-norm", False), ("post-norm", True)):
+        one = facts[(placement, residual, 1)]
+        assert one["ordinary"] == one["n"] - 2 * tokens == 24 and one["tiny"] == tokens
+        assert one["n"] - one["above_floor"] == tokens  # the constant directions, at the floor
+        assert 1e-12 < one["tiny_range"][0] and one["tiny_range"][1] <= 1e-8 and one["gap"] > 1e5
+    assert "a single block keeps 24 of ordinary size" in pre_text and "keeps 28" not in pre_text
+    assert "(4 values, each more than 100000 times below the rest)" in pre_text
+    assert "from `L = 4` on at most 6 stay above the floor" in pre_text
+    post_text = captions["jacobian-product-singular-values-post-norm"]
+    assert "keeps only 24 of the 32 at ordinary size (two directions fewer per token" in post_text
     # the layer profile: "at every layer the deep stack (L = 48) has the smaller gradient"
     study = depth.gradient_study()
     deep = study.profiles[("pre-norm", 48)]

@@ -43,15 +43,23 @@ CAPTIONS = {
         "at initialisation: the product of the `L` blocks' Jacobians `J_l`, each the Jacobian of block `l`'s output with "
         "respect to its input, all 4 tokens of width 8 at once (32 by 32; MLP width 16). With the residual bypass (solid) all 32 stay above "
         "the rounding-noise floor at every depth, the smallest above 0.004; without it (dashed) a single block keeps "
-        "28, and from `L = 4` on at most 6 stay above the floor. Each curve stops at its own floor, 32 (the number of "
+        "24 of ordinary size: LayerNorm's Jacobian sends each token's constant direction to 0 (4 values at the floor) "
+        "and shrinks each token's own centred row by `epsilon/(v + epsilon)`, `v` the row's variance (4 values, each more than 100000 "
+        "times below the rest); from `L = 4` on at most 6 stay above the floor. Each curve stops at its own floor, 32 (the number of "
         "singular values) times the machine epsilon of double precision times the largest; the dotted line is the "
         "lowest floor.",
     "jacobian-product-singular-values-post-norm": "The same for post-norm stacks: the LayerNorm after each addition "
-        "rescales the path, and its Jacobian sends the constant direction of each token to 0, so even one block with "
-        "the residual keeps at most 28 of the 32 (one direction fewer per token). For two or more layers the residual keeps more directions above the noise floor than "
+        "rescales the path: its Jacobian sends the constant direction of each token to 0 and shrinks the token's centred "
+        "row by `epsilon/(v + epsilon)`, so even one block with the residual keeps only 24 of the 32 at ordinary size "
+        "(two directions fewer per token; 4 values lie more than 100000 times below the rest). For two or more layers the residual keeps more directions above the noise floor than "
         "the stack without it (18 against 2 at `L = 48`), but in the deep stack most are small: at `L = 48` only 2 of 32 are within a "
         "factor 1000 of the largest. Each curve stops at its noise floor.",
 }
+
+
+#: a singular value above the noise floor but at most this is "tiny" in the captions: each token's centred row,
+#: which LayerNorm's Jacobian shrinks by epsilon / (v + epsilon)
+TINY = 1e-8
 
 
 def caption_facts(grads=None, jacs=None) -> dict:
@@ -74,8 +82,12 @@ def caption_facts(grads=None, jacs=None) -> dict:
             for Ld in jacs.depths:
                 s = np.asarray(jacs.singular_values[(p, residual, Ld)], float)
                 floor = figures_depth.noise_floor(s)
-                facts[(p, residual, Ld)] = {"n": len(s), "above_floor": int((s > floor).sum()),
-                                            "within_1000": int((s > 1e-3 * s.max()).sum()), "smallest": float(s.min())}
+                ordinary, tiny = s[s > TINY], s[(s > floor) & (s <= TINY)]
+                facts[(p, residual, Ld)] = {
+                    "n": len(s), "above_floor": int((s > floor).sum()), "within_1000": int((s > 1e-3 * s.max()).sum()),
+                    "smallest": float(s.min()), "ordinary": len(ordinary), "tiny": len(tiny),
+                    "tiny_range": (float(tiny.min()), float(tiny.max())) if tiny.size else None,
+                    "gap": float(ordinary.min() / tiny.max()) if tiny.size else None}
     return facts
 
 
