@@ -622,11 +622,11 @@ def paths_section(b) -> Part:
             bound=sp.Pow(rho, sp.Symbol("n"), evaluate=False))),
         _pointers(b, "paths", {
             "fig3-right-tanh-sensitivity":
-                "follows two tanh trajectories with the same weight `w_h` = 1.2: the product grows where the state "
+                "follows two tanh trajectories with the same weight `w_h = 1.2`: the product grows where the state "
                 "stays at 0, where the slope of tanh is 1, and vanishes where the state saturates, although `w_h > 1`.",
             "sensitivity-heatmap":
                 "maps the same sensitivity over the step and the weight `w_h`, at input 0, where it is `w_h` to the "
-                "power of the distance: it vanishes below `w_h` = 1 and explodes above, the more the farther the step "
+                "power of the distance: it vanishes below `w_h = 1` and explodes above, the more the farther the step "
                 "from the end.",
             "jacobian-product-norms":
                 "compares, for a vector tanh cell, the norm of the Jacobian product with two upper bounds of it: the "

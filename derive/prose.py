@@ -233,7 +233,21 @@ def _formula(source: str, text: str):
     formula = parsed[0]
     for op, side in zip(sides[1::2], parsed[1:]):
         formula = _RELATIONS[op](formula, side, evaluate=False)
-    return at_steps(formula)
+    return at_steps(_as_typed(formula, source))
+
+
+#: a decimal literal of a formula's text (``1.2``, ``0.50``; not a part of a name or of a longer number)
+_DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
+
+
+def _as_typed(formula, source: str):
+    """``formula`` with each decimal the text typed printed as typed (``w_h = 1.2``, not the exact ``6/5`` the safe
+    parser reads it as): a number of that many significant figures, which the notation's printer writes digit for digit."""
+    typed = {}
+    for literal in _DECIMAL.findall(source):
+        figures = len(literal.replace(".", "").lstrip("0")) or 1
+        typed[sp.Rational(literal)] = sp.Float(literal, figures)
+    return formula.xreplace(typed) if typed else formula
 
 
 #: A name of a value at the step or at the last step, as the text types it: ``h_t``, ``x_t``, ``e_T``.

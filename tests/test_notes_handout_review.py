@@ -204,3 +204,14 @@ def test_the_equivariance_counterexamples_say_which_quantity_differs_by_how_much
         said = (rf"differ by up to {found[1]} in the weights A (entry $t = {found[2]}$, $s = {found[3]}$) and by up to "
                 rf"{found[4]} in the outputs O (entry $t = {found[5]}$, $c = {found[6]}$)")
         assert said in tex
+
+
+def test_a_decimal_in_the_words_is_typeset_as_typed_inside_the_math(tmp_path):
+    """A lecturer's review: "$w_h$ = 1.2" set the equals sign and the number outside math; inside a formula the safe
+    parser read 1.2 as 6/5.  Now the relation is one formula and the decimal prints as typed."""
+    from seqgrad.crosscheck.figures import paths
+    from seqgrad.crosscheck.latex_parts import words
+
+    assert words("`w_h = 1.2`, `x = 0.50`, `1.2**T`") == "$w_{h} = 1.2$, $x = 0.50$, ${1.2}^{T}$"
+    caption = words(paths.CAPTIONS["fig3-right-tanh-sensitivity"])
+    assert "$w_{h} = 1.2$" in caption and "$w_{h}$ = 1.2" not in caption

@@ -23,7 +23,7 @@ CAPTIONS = {
         "path product of the text. Below 1 the bound vanishes geometrically, and so does every product under it; above 1 "
         "the bound grows geometrically, which allows a product to grow but does not make it; on the log scale the curves "
         "are straight lines.",
-    "fig3-right-tanh-sensitivity": "The sensitivity of the last state to the first on tanh trajectories with `w_h` = 1.2 "
+    "fig3-right-tanh-sensitivity": "The sensitivity of the last state to the first on tanh trajectories with `w_h = 1.2` "
         "(as the course notes draw it, week 6). With input 0 the state stays at 0, where the slope of tanh is 1, and the "
         "product grows exactly like 1.2 to the power `T - 1` (right axis); with input 1 the state saturates, the slope is small, "
         "and the sensitivity vanishes (left axis, dozens of decades) although `w_h > 1`.",
