@@ -40,7 +40,7 @@ from .latex_parts import Build, SectionUnavailable, code, quotation, ragged, sou
 from . import references
 from .latexrun import build_sections
 
-PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable", "[section]{placeins}")
+PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable", "[section]{placeins}", "caption")
 #: (placeins with ``section``: a float stays in its section, a barrier before each \section; a figure is placed
 #: "here" where it fits, [htbp], and stands in its section's source after the text it shows, not at the section's
 #: end, so that the barrier does not send it to a page of its own and leave the page before half empty)
@@ -266,6 +266,9 @@ def preamble(title: str = "Gradients of sequence models: course notes") -> str:
     return ("\\documentclass[11pt,a4paper]{article}\n\\usepackage[margin=2.2cm]{geometry}\n" + CYRILLIC_PREAMBLE
             + "".join("\\usepackage" + (p if p.startswith("[") else "{" + p + "}") + "\n" for p in PACKAGES)
             + "\\setlength{\\parindent}{0pt}\n\\setlength{\\parskip}{0.6ex}\n"
+            # a table's caption stands above it, with space before its top rule (LaTeX's skip is set above a caption,
+            # the place of a figure's, and left a table's caption touching the rule)
+            + "\\captionsetup[table]{position=top,skip=8pt}\n"
             # a tall display may break between its rows (discouraged, not forbidden): a page no longer ends half empty
             # because a group of equations that does not fit in what is left of it is pushed whole to the next page
             + "\\allowdisplaybreaks[1]\n"

@@ -1,0 +1,43 @@
+"""Issue 25, a lecturer's review of the chapter (items beyond the floats of :mod:`test_notes_floats`): the space
+between a table's caption and its rule, the MLP sublayer's backward pass, the wording of measured numbers, the
+attention footnote's source, the appendix's introduction.
+
+Each test fails on the output before the item was fixed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from seqgrad.crosscheck import latexdoc
+
+
+def _word_boxes(pdf) -> dict[str, tuple[float, float]]:
+    """The first box (yMin, yMax, in points from the top) of each word of the PDF's first page."""
+    out = subprocess.run(["pdftotext", "-bbox", "-f", "1", "-l", "1", str(pdf), "-"], capture_output=True, text=True,
+                         check=True).stdout
+    boxes: dict = {}
+    for m in re.finditer(r'<word xMin="[\d.]+" yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)">([^<]*)<', out):
+        boxes.setdefault(m[3], (float(m[1]), float(m[2])))
+    return boxes
+
+
+@pytest.mark.tex
+@pytest.mark.skipif(not (shutil.which("pdflatex") and shutil.which("pdftotext")), reason="no TeX engine/poppler")
+@pytest.mark.parametrize("environment", ["table", "longtable"])
+def test_a_caption_above_a_table_stands_clear_of_its_top_rule(tmp_path, environment):
+    """Item 2: a caption above a table touched its top rule (LaTeX sets its skip above a caption, where a figure's
+    goes). Compiled with the notes' preamble, the caption's words end at least 10 pt above the header's."""
+    rows = "\\toprule\nHeadA & HeadB \\\\\n\\midrule\n1 & 2 \\\\\n\\bottomrule\n"
+    table = ("\\begin{table}[h]\\centering\\caption{Probe caption words.}\n\\begin{tabular}{ll}\n" + rows
+             + "\\end{tabular}\\end{table}\n" if environment == "table" else
+             "\\begin{longtable}{ll}\n\\caption{Probe caption words.}\\\\\n" + rows + "\\end{longtable}\n")
+    tex = tmp_path / "caption.tex"
+    tex.write_text(latexdoc.preamble("caption") + "Text before.\n\n" + table + "\\end{document}\n")
+    pdf = latexdoc.compile_pdf(tex, tmp_path / "build")
+    boxes = _word_boxes(pdf)
+    assert boxes["HeadA"][0] - boxes["Probe"][1] >= 10
