@@ -41,3 +41,24 @@ def test_a_caption_above_a_table_stands_clear_of_its_top_rule(tmp_path, environm
     pdf = latexdoc.compile_pdf(tex, tmp_path / "build")
     boxes = _word_boxes(pdf)
     assert boxes["HeadA"][0] - boxes["Probe"][1] >= 10
+
+
+@pytest.fixture(scope="module")
+def handout(standalone_notes):
+    """The handout's LaTeX source, as ``seqgrad latex notes.tex --standalone`` writes it."""
+    return standalone_notes.read_text(encoding="utf-8")
+
+
+def test_every_footnote_names_the_section_of_each_course_text_it_cites(handout):
+    """Item 5: the attention section's footnote cited "Lecture 7" alone (the catalogue's source had no line), where
+    every other footnote names the text's section, "Course notes, week 6, §14 One attention head"."""
+    from seqgrad.sources import NAMES_IN_WORDS
+
+    from test_notes_layout import footnotes
+
+    notes = footnotes(handout[:handout.index("\\appendix")])
+    assert len(notes) >= 9
+    bare = [(name, note[:80]) for note in notes for name in NAMES_IN_WORDS.values()
+            for _ in re.finditer(re.escape(name) + r"(?!, \\S\{\})", note)]
+    assert bare == []
+    assert any("Lecture 7, \\S{}3; Course notes, week 6, \\S{}14." in note for note in notes)  # the attention section
