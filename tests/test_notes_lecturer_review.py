@@ -62,3 +62,16 @@ def test_every_footnote_names_the_section_of_each_course_text_it_cites(handout):
             for _ in re.finditer(re.escape(name) + r"(?!, \\S\{\})", note)]
     assert bare == []
     assert any("Lecture 7, \\S{}3; Course notes, week 6, \\S{}14." in note for note in notes)  # the attention section
+
+
+def test_the_appendix_says_in_plain_sentences_whom_it_is_for_and_what_it_holds(handout):
+    """Item 6: the appendix opened as instructor material ("gives the evidence behind the notes, section by section");
+    its first sentence now addresses the chapter's reader who wants the proofs and the checks, and the introduction
+    names each part the appendix holds, in the order they come."""
+    intro = handout[handout.index("\\section{Verification}"):]
+    intro = intro[:intro.index("\\subsection{")]
+    first = intro.split("\n\n", 1)[1].split(". ", 1)[0]
+    assert first == "This appendix is for the reader of the chapter who wants the proofs and the checks behind its formulas"
+    parts = [intro.index(p) for p in ("identities proved", "numeric checks", "every number printed in the course texts")]
+    assert parts == sorted(parts)
+    assert "evidence behind the notes" not in intro
