@@ -258,7 +258,7 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
     """Each identity's statement and its verified status (the exact proof run now)."""
     import sympy as sp
 
-    from seqgrad.derive.latex_layout import componentwise, display, equation, inline, relation, tabular
+    from seqgrad.derive.latex_layout import componentwise, display, equation, inline, relation
     from seqgrad.derive.prose import scope
     from seqgrad.derive.rules import ColumnBlock
 
@@ -317,13 +317,21 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
             statements[-1] += "\n" + column_block_definition(first, b.notation)
             defined = True
     families = list(dict.fromkeys(FAMILY_WORDS.get(entry.family, entry.family) for entry in identities))
-    table = ("\\begin{table}[htbp]\n\\centering\\footnotesize\n"
-             + (f"\\caption{{The {len(rows)} identities of {text(' and '.join(families))} stated above, with their sources "
-                "in the course texts and how each was proved.}\n" if len(rows) > 1 else
-                f"\\caption{{The identity of {text(' and '.join(families))} stated above, with its source in the course "
-                "texts and how it was proved.}\n")
-             + tabular(["identity", "source", "status"], rows, ragged("5.6cm", "5.6cm") + "l") + "\n\\end{table}")
-    return "\n\n".join(statements + [table])
+    caption = (f"The {len(rows)} identities of {text(' and '.join(families))} stated above, with their sources in the "
+               "course texts and how each was proved." if len(rows) > 1 else
+               f"The identity of {text(' and '.join(families))} stated above, with its source in the course texts and "
+               "how it was proved.")
+    return "\n\n".join(statements + [appendix_table(["identity", "source", "status"], rows,
+                                                     ragged("5.6cm", "5.6cm") + "l", caption)])
+
+
+def appendix_table(header: Sequence[str], rows: Sequence[Sequence[str]], colspec: str, caption: str,
+                   label: str = "") -> str:
+    """A table of the appendix: a ``longtable`` in small type, set where it stands and continued over pages (a
+    floating table that does not fit below the text before it goes to a page of its own, most of it white)."""
+    from seqgrad.derive.latex_layout import longtable
+
+    return "{\\footnotesize\n" + longtable(header, rows, colspec, caption=caption, label=label) + "\n}"
 
 
 def run_pattern(pattern: str, b: Build) -> list:
@@ -382,7 +390,6 @@ def tolerance_words(device: str, notation: Notation) -> str:
 def check_status(pattern: str, b: Build, results: list | None = None) -> str:
     """Tabulate each check matching ``pattern`` with its verified status and largest errors (the
     checks run now, or ``results`` of a run made for this section; then ``pattern`` names the section)."""
-    from seqgrad.derive.latex_layout import tabular
 
     given = None if results is None else pattern
     results = run_pattern(pattern, b) if results is None else results
@@ -398,11 +405,8 @@ def check_status(pattern: str, b: Build, results: list | None = None) -> str:
                f"{passed} of the {len(results)} pass, and the others are marked in the table")
     return ((f"Table~\\ref{{{label}}} lists" if label else "The table below lists")
             + f" the numeric checks of {what}; {verdict}.\n\n"
-            "\\begin{table}[htbp]\n\\centering\\footnotesize\n"
-            + f"\\caption{{The numeric checks of {what}, with the largest errors measured.}}"
-            + (f"\\label{{{label}}}" if label else "") + "\n"
-            + tabular(["check", "source", "max abs err", "err / tol", "status"], rows, ragged("4.2cm", "5.3cm") + "lll")
-            + "\n\\end{table}")
+            + appendix_table(["check", "source", "max abs err", "err / tol", "status"], rows, ragged("4.2cm", "5.3cm") + "lll",
+                             f"The numeric checks of {what}, with the largest errors measured.", label))
 
 
 #: Catalogue identities the notes' appendix leaves out, each with the reason (they stay in the catalogue,

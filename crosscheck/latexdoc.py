@@ -40,7 +40,7 @@ from .latex_parts import Build, SectionUnavailable, code, quotation, ragged, sou
 from . import references
 from .latexrun import build_sections
 
-PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable", "[section]{placeins}")
+PACKAGES = ("amsmath", "amssymb", "array", "booktabs", "graphicx", "longtable", "[section]{placeins}", "caption")
 #: (placeins with ``section``: a float stays in its section, a barrier before each \section; a figure is placed
 #: "here" where it fits, [htbp], and stands in its section's source after the text it shows, not at the section's
 #: end, so that the barrier does not send it to a page of its own and leave the page before half empty)
@@ -266,6 +266,9 @@ def preamble(title: str = "Gradients of sequence models: course notes") -> str:
     return ("\\documentclass[11pt,a4paper]{article}\n\\usepackage[margin=2.2cm]{geometry}\n" + CYRILLIC_PREAMBLE
             + "".join("\\usepackage" + (p if p.startswith("[") else "{" + p + "}") + "\n" for p in PACKAGES)
             + "\\setlength{\\parindent}{0pt}\n\\setlength{\\parskip}{0.6ex}\n"
+            # a table's caption stands above it, with space before its top rule (LaTeX's skip is set above a caption,
+            # the place of a figure's, and left a table's caption touching the rule)
+            + "\\captionsetup[table]{position=top,skip=8pt}\n"
             # a tall display may break between its rows (discouraged, not forbidden): a page no longer ends half empty
             # because a group of equations that does not fit in what is left of it is pushed whole to the next page
             + "\\allowdisplaybreaks[1]\n"
@@ -374,14 +377,20 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
         parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n")
     before_appendix = len(parts)
     if appendix:
+        # addressed to the chapter's reader who wants the proofs and the checks: whom it is for, what it holds, how
+        # to read an entry, in plain sentences
         parts.append("\\clearpage\n\\appendix\n\\section{Verification}\\label{app:verification}\n\n" + text(
-            "This appendix gives the evidence behind the notes, section by section: the identities proved for a section "
-            "(where it has any), and the numeric checks of its formulas against PyTorch autograd in double precision"
-            + ("" if device == "cpu" else f" on {device}") + ", with the largest errors found; then the printed claims "
-            "of the course texts. Every proof and every check was run when this document was generated. An identity "
-            "is given by its name (in typewriter type), the place in the course texts that states it (the text, the "
-            "section's number and title, as in the footnotes), the sizes it holds for, and its statement; the table "
-            "after a section's identities says how each was proved.") + " "
+            "This appendix is for the reader of the chapter who wants the proofs and the checks behind its formulas. "
+            "It follows the chapter's sections in order. For each section it first states the identities proved for "
+            "it (where it has any), and a table says how each was proved; a second table lists the numeric checks of "
+            "the section's formulas against PyTorch's automatic differentiation in double precision"
+            + ("" if device == "cpu" else f" on {device}") + ", with the largest error each one measured."
+            + (" The last part compares every number printed in the course texts with its value computed exactly, "
+               "and lists the texts' errata." if claims is not None else "")
+            + " Every proof and every check was run when this document was generated.") + "\n\n" + text(
+            "Each identity is headed by its name (in typewriter type), the place in the course texts that states it "
+            "(the text, the section's number and title, as in the footnotes) and the sizes it holds for; its "
+            "statement follows.") + " "
             + tolerance_words(device, notation))
         for name, (_, audit) in zip(names, built):
             # a float barrier closes each subsection: its tables are set before the next heading

@@ -989,6 +989,19 @@ def residual_section(b) -> Part:
     checks = section_checks(b, ["transformer.layernorm*", "transformer.residual_jacobians"])
     jac = catalogue.get("layernorm-jacobian").statement()
     i_, j_, r_ = sp.symbols("i j t", integer=True)  # features i, j of one row t (a token's; r is the GRU's reset gate)
+    depth_first = "gradient-near-output-vs-depth"  # the depth figure the text points to first, then depth_later
+    depth_later = {  # what the later depth figures show, in the order the text points to them
+        "gradient-profile-pre-norm":
+            "shows the gradient of every layer of pre-norm stacks of 4, 16 and 48 blocks: largest near the input, "
+            "and at every layer smallest in the deepest stack.",
+        "gradient-profile-post-norm":
+            "shows the same for post-norm stacks: in the deepest the gradient grows toward the output layers.",
+        "jacobian-product-singular-values-pre-norm":
+            "follows the identity paths through a whole pre-norm stack: with the residual bypass the singular values "
+            "of the product of the blocks' Jacobians stay away from 0 at every depth; without it, from four blocks "
+            "on, all but a few fall to the rounding-noise floor.",
+        "jacobian-product-singular-values-post-norm":
+            "shows the same for post-norm stacks, where each LayerNorm removes one direction per token."}
     body = [
         _words("LayerNorm normalizes each row of {X} ({shape}) over its `d` features, with the population variance "
                "and `epsilon` inside the square root (as PyTorch's LayerNorm does), then scales by {gamma} and shifts by "
@@ -1038,7 +1051,7 @@ def residual_section(b) -> Part:
                        appendix="residual"),
         _display([(lhs, rhs, (f"  ({p})",)) for p in ("plain", "pre-norm", "post-norm")
                   for lhs, rhs in [residual.jacobian_formula(p)]], b),
-        b.pointer("depth", "gradient-near-output-vs-depth", _words(
+        b.pointer("depth", depth_first, _words(
             "shows what the placement does to the gradient of the last block of a deep stack at initialisation: the "
             "gradient with respect to {W2}, the second weight matrix of the MLP of block `L`, the block nearest the "
             "output, with the loss a fixed random linear read-out of the stack's output. The pre-norm stack ends in "
@@ -1047,18 +1060,7 @@ def residual_section(b) -> Part:
             "this: in a pre-norm stack they carry the gradient to every layer, but the final LayerNorm divides "
             "by the spread of the residual stream, and that grows with the number of layers it sums (Xiong et al. "
             "2020).", b, W2=_s("W_2", 2, 2))),
-        _pointers(b, "depth", {
-            "gradient-profile-pre-norm":
-                "shows the gradient of every layer of pre-norm stacks of 4, 16 and 48 blocks: largest near the input, "
-                "and at every layer smallest in the deepest stack.",
-            "gradient-profile-post-norm":
-                "shows the same for post-norm stacks: in the deepest the gradient grows toward the output layers.",
-            "jacobian-product-singular-values-pre-norm":
-                "follows the identity paths through a whole pre-norm stack: with the residual bypass the singular values "
-                "of the product of the blocks' Jacobians stay away from 0 at every depth; without it, from four blocks "
-                "on, all but a few fall to the rounding-noise floor.",
-            "jacobian-product-singular-values-post-norm":
-                "shows the same for post-norm stacks, where each LayerNorm removes one direction per token."}),
+        _pointers(b, "depth", depth_later),
         _words("Worked example, three residual layers: the product of the three Jacobians is a sum over the eight paths "
                "through the stack, one of them the identity.", b)
         + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),
@@ -1068,7 +1070,8 @@ def residual_section(b) -> Part:
     ]
     # the figure is anchored with the residual paths' text, not after the section's last display: at the end, with
     # the section's float barrier, a figure that did not fit below the last lines took a page of its own
-    body.insert(body.index("\\subsection{Residual paths}") + 6, _figure(b, "depth"))
+    # in the order the text first points to them (a figure printed before one cited earlier reads out of order)
+    body.insert(body.index("\\subsection{Residual paths}") + 6, _figure(b, "depth", [depth_first, *depth_later]))
     from .latex_parts import check_status
 
     appendix = "\n\n".join([_audit(b, "residual")]
@@ -1779,7 +1782,12 @@ def notation_section(b) -> str:
              "steps, positions and entries start at 0, while heads and layers are counted from 1 (head 1, layer 1). Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
              "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry. "
              "Table~\\ref{tab:notation} lists the symbols, each with its meaning and its shape.")
-    return (intro + "\n\n{\\small\n\\begin{longtable}{>{$}l<{$}p{6.4cm}l}\n".replace(">{$}l<{$}", "l")
+    from .latex_parts import ragged
+
+    # compact: 8 pt type, the meanings on lines as wide as the page allows (one line for most symbols), the shapes
+    # wrapped in a narrow column; 125 symbols take under two pages, not four
+    return (intro + "\n\n{\\scriptsize\\setlength{\\tabcolsep}{4pt}\n\\begin{longtable}{l" + ragged("10.4cm", "2.6cm")
+            + "}\n"
             # captioned, so the table counter it steps is Table 1 and the tables after it count on from it
             + "\\caption{The symbols of these notes, their meanings and their shapes.}\\label{tab:notation}\\\\\n"
             + "\\toprule\nsymbol & meaning & shape \\\\\n\\midrule\n\\endfirsthead\n"  # the caption on the first page only

@@ -712,7 +712,7 @@ def identities() -> list[Identity]:
         return [var - dk, var / dk - 1]
 
     out.append(Identity(
-        "attention-dot-variance", "seed 003 ('division by `sqrt(d_k)` keeps the variance near one'); seed 000 L667-694",
+        "attention-dot-variance", "seed 003 L39 ('division by `sqrt(d_k)` keeps the variance near one'); seed 000 L667-694",
         "Var(q . k) = d_k and Var(q . k / sqrt(d_k)) = 1 for independent zero-mean unit-variance coordinates, every d_k",
         sp.Tuple(Var(dot), Var(dot / sp.sqrt(dk))), sp.Tuple(dk, sp.Integer(1)), "simplify",
         index_proof(variance_residual, "E[q_a q_b] = E[k_a k_b] = delta_ab, E[q_a] = 0, q independent of k"),

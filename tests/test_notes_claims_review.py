@@ -23,7 +23,8 @@ def appendix(standalone_notes):
 @pytest.fixture(scope="module")
 def claims(appendix):
     """The rows of the claims table (name -> source, statement, verdict) and its three lists of errata."""
-    table = appendix[appendix.index("\\label{tab:claims}"):appendix.index("\\end{longtable}")]
+    start = appendix.index("\\label{tab:claims}")
+    table = appendix[start:appendix.index("\\end{longtable}", start)]
     rows = {m["name"].replace("\\allowbreak{}", "").replace("\\_", "_"): (m["source"], m["statement"], m["verdict"])
             for m in _ROW.finditer(table)}
     numbers = appendix[appendix.index("\\subsection*{Errata: printed numbers that are wrong}"):

@@ -1,0 +1,77 @@
+"""Issue 25, the lecturer's review of the chapter's pages: floats in the order the text cites them, a notation table of
+at most two pages, no appendix page left mostly white.
+
+The tests compile the whole chapter as ``seqgrad latex notes.tex`` writes it (every figure; slow) twice, and read the
+page of each label from the ``.aux`` file and the lines of each page from ``pdftotext``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import statistics
+import subprocess
+
+import pytest
+
+from test_latex_render import cli
+
+pytestmark = [pytest.mark.slow, pytest.mark.tex,
+              pytest.mark.skipif(not (shutil.which("pdflatex") and shutil.which("pdftotext")),
+                                 reason="no TeX engine/poppler")]
+
+
+@pytest.fixture(scope="module")
+def chapter(tmp_path_factory):
+    """(LaTeX source, {label: (number, printed page)} from the .aux, the text of every page of the PDF)."""
+    from seqgrad.crosscheck import latexdoc
+
+    tex = tmp_path_factory.mktemp("chapter") / "notes.tex"
+    cli("latex", str(tex))
+    pdf = latexdoc.compile_pdf(tex, tex.parent / "build", passes=2)
+    aux = (pdf.parent / "notes.aux").read_text(errors="replace")
+    labels = {m[1]: (m[2], int(m[3])) for m in re.finditer(r"\\newlabel\{([^}]+)\}\{\{([^}]*)\}\{(\d+)\}", aux)}
+    pages = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True,
+                           check=True).stdout.split("\f")
+    return tex.read_text(encoding="utf-8"), labels, [p for p in pages if p.strip()]
+
+
+def _printed_page(page: str) -> int | None:
+    """The page number printed at the foot of a page of text (None on the title page)."""
+    lines = [line.strip() for line in page.splitlines() if line.strip()]
+    return int(lines[-1]) if lines and lines[-1].isdigit() else None
+
+
+def test_figures_are_numbered_and_printed_in_the_order_the_text_first_cites_them(chapter):
+    """Section 6 pointed to Figure 9 first, then to Figures 7 and 8: the figures stood in the order of their set."""
+    source, labels, _ = chapter
+    body = source[:source.index("\\appendix")]
+    cited = list(dict.fromkeys(re.findall(r"\\ref\{(fig:[^}]+)\}", body)))
+    assert len(cited) >= 18
+    assert cited == re.findall(r"\\label\{(fig:[^}]+)\}", body)  # the figures' sources in citation order
+    assert [int(labels[f][0]) for f in cited] == list(range(1, len(cited) + 1))
+    pages = [labels[f][1] for f in cited]
+    assert pages == sorted(pages)
+
+
+def test_the_notation_table_takes_at_most_two_pages_in_type_of_at_least_8_pt(chapter):
+    """Table 1 ran over four pages (small type, a meaning column of 6.4 cm): the reader leafed through it."""
+    source, labels, _ = chapter
+    notation = source[source.index("\\section{Notation}"):source.index("\\section{", source.index("\\section{Notation}") + 1)]
+    size = re.search(r"\{\\(tiny|scriptsize|footnotesize|small|normalsize)\b[^\n]*\n\\begin\{longtable\}", notation)
+    assert size and size[1] != "tiny"  # 11 pt document: scriptsize is 8 pt
+    assert labels["sec:rnn"][1] - labels["tab:notation"][1] <= 2  # it starts on one page, ends on the next but one
+
+
+def test_no_page_of_the_appendix_is_mostly_white(chapter):
+    """A table that did not fit below its text floated to a page of its own and left the page before it, and its
+    own, mostly white (Appendix A.5, A.6, A.8): every appendix page but the last carries at least half the lines
+    of a typical page."""
+    _, labels, pages = chapter
+    first = labels["app:verification"][1]
+    appendix = [p for p in pages if (_printed_page(p) or 0) >= first]
+    assert len(appendix) >= 10
+    lines = [sum(1 for line in p.splitlines() if line.strip()) for p in appendix]
+    typical = statistics.median(lines)
+    white = [(_printed_page(p), n) for p, n in zip(appendix[:-1], lines[:-1]) if n < typical / 2]
+    assert white == [], f"appendix pages (page, lines) under half the median {typical}"
