@@ -502,7 +502,7 @@ def shift_report_statements(report, notation: Notation, shift: str = "pe-shift-d
 
     pos, k, a, b_ = sp.symbols("pos k a b")
     PE, R = sp.Function("PE", commutative=False), sp.Function("R", commutative=False)
-    I = sp.Symbol("I", commutative=False)
+    I = sp.Identity(sp.Symbol("d", integer=True, positive=True))  # the identity matrix, bold as in every display
     det, alpha = sp.Function("det"), sp.Function("alpha")
     statements = [
         (sp.Eq(PE(pos + k), PE(pos) * R(k), evaluate=False), "on the paired coordinates", report.shift, shift),

@@ -618,8 +618,8 @@ def paths_section(b) -> Part:
                gh=sp.Symbol("g_3^h")),
         _relation(net.path_bound(3, 0, rho), b),
         b.pointer("paths", "fig3-left-power-curves", _words(
-            "draws the bound {bound} against the path length `n` for factors `rho` below and above 1.", b,
-            bound=sp.Pow(rho, sp.Symbol("n"), evaluate=False))),
+            "draws the bound {bound} against the path length {length} for factors `rho` below and above 1.", b,
+            bound=sp.Pow(rho, t - s, evaluate=False), length=t - s)),
         _pointers(b, "paths", {
             "fig3-right-tanh-sensitivity":
                 "follows two tanh trajectories with the same weight `w_h` = 1.2: the product grows where the state "
@@ -1416,7 +1416,9 @@ SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": "K", "u": r"\xi
                    "gates": {"a": r"\eta"},
                    # the index of the sum over a row's keys is s, as in the permutation's A(Pi X)_{t,s} (r is the
                    # GRU's reset gate)
-                   "attention": {"r": "s"},
+                   "attention": {"r": "s",
+                                 # a softmax's row of scores has one entry per key, T (n is a convolution's index)
+                                 "n": "T"},
                    # the index of a pair of coordinates is j, as in omega_j (i is the LSTM's input gate)
                    "positional": {"i": "j"}}
 
@@ -1564,7 +1566,7 @@ def notation_rows(b) -> list[tuple]:
     from seqgrad.derive import conv, rules
 
     # the widths of a cell are d_x, d_h, d_y (H is the matrix of an encoder block's rows, D is not used)
-    D, H, C, d, d_k, d_v, n, j = sp.symbols("d_x d_h d_y d d_k d_v n j", integer=True)
+    D, H, C, d, d_k, d_v, j = sp.symbols("d_x d_h d_y d d_k d_v j", integer=True)
     T_src, n_head, d_ff = sp.symbols("T_src n_head d_ff", integer=True)
     L = sp.Symbol("L")
     one = Shape()
@@ -1634,8 +1636,8 @@ def notation_rows(b) -> list[tuple]:
         (M("V", T, d_v), "values (in cross-attention {srcv})", Shape(T, d_v)),
         (M("S", T, T), "scaled scores (in cross-attention {srcs})", Shape(T, T)),
         (M("A", T, T), "attention weights, the softmax of each row of {S} (in cross-attention {srcs})", Shape(T, T)),
-        (n, "number of entries of a softmax's row of scores", one),
-        (M("a", 1, n), "softmax of a row `z` of scores: the weights of one row", Shape(1, n)),
+        # a row of scores has one entry per key: T entries (attention's letters, SECTION_LETTERS)
+        (M("a", 1, T), "softmax of a row `z` of scores: the weights of one row, one per key", Shape(1, T)),
         (M("M", T, T), "additive mask: 0 where a query may look, minus infinity where not", Shape(T, T)),
         (M("O", T, d_v), "attention output", Shape(T, d_v)),
         (n_head, "number of attention heads; a superscript in brackets names a head and its maps ({headi}: head `i`'s "
@@ -1689,13 +1691,15 @@ def notation_rows(b) -> list[tuple]:
         (X.T, "transpose (of {X}; likewise of any matrix)", Shape(d, T)),
         (sp.Function("det")(M("R", d, d)), "determinant of a square matrix", one),
         (sp.ZeroMatrix(1, d), "a row (or a matrix) of zeros", Shape(1, d)),
-        (sp.DiagMatrix(M("a", 1, n)), "diagonal matrix with the entries of {a} on its diagonal", Shape(n, n)),
+        (sp.DiagMatrix(M("a", 1, T)), "diagonal matrix with the entries of {a} on its diagonal", Shape(T, T)),
         # printed with the section's letters: the derivation's side k is K, its indices u, v are xi, zeta
         (sp.Symbol("kappa"), "a convolution kernel of {side} by {side} entries, indexed (`u`, `v`)",
          Shape(sp.Symbol("K"), sp.Symbol("K")), "conv"),
         (sp.Symbol("K"), "side of a convolution kernel, and of a max-pooling window", one),
         (sp.Symbol("H_in"), "number of rows of a convolution's input", one),
         (sp.Symbol("W_in"), "number of columns of a convolution's input", one),
+        (sp.Symbol("m"), "row of an entry of a convolution's input, counted from 0", one),
+        (sp.Symbol("n"), "column of an entry of a convolution's input, counted from 0", one),
         (sp.Symbol("H_out"), "number of output rows of a convolution or pooling layer", one),
         (sp.Symbol("W_out"), "number of output columns of a convolution or pooling layer", one),
         (sp.Symbol("Ghat"), "the gradient {dY} of a convolution's output (stride 1) extended by {K1} rows and columns of "

@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Iterable, Mapping
 
 import sympy as sp
+from sympy.core.function import AppliedUndef
 from sympy.printing.conventions import split_super_sub
 from sympy.printing.latex import LatexPrinter, translate
 
@@ -258,6 +259,12 @@ class NotationPrinter(LatexPrinter):
         if name in OPERATOR_FUNCTIONS and len(expr.args) == 1:
             head = "\\" + name + ("" if exp is None else "^{%s}" % exp)
             return head + "\\left(%s\\right)" % self._print(expr.args[0])
+        if name == "diag" and len(expr.args) == 1:  # diag(u_t) written in words: printed as the DiagMatrix node is
+            return r"\operatorname{diag}\left(%s\right)" % self._print(expr.args[0])
+        if self.notation.bold and name in self.notation.vectors and isinstance(expr, AppliedUndef):
+            # a map whose value is a vector or a matrix (the rotation R(k)): its name bold, as the matrix's
+            head = self._print_Symbol(sp.Symbol(name), "bold") + ("" if exp is None else "^{%s}" % exp)
+            return head + "{\\left(%s \\right)}" % ", ".join(self._print(a) for a in expr.args)
         return super()._print_Function(expr, exp)
 
     def _print_Indexed(self, expr):

@@ -18,12 +18,12 @@ import sympy as sp
 
 from seqgrad.crosscheck import notes
 from seqgrad.crosscheck.latex_parts import Build
-from seqgrad.crosscheck.latexdoc import NOTES_LETTERS
+from seqgrad.crosscheck.latexdoc import NOTES_LETTERS, NOTES_MATRICES
 from seqgrad.derive.latex_settings import DEFAULT
 
 
 def _build(tmp_path):
-    notation = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS})
+    notation = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS}, vectors=DEFAULT.vectors | NOTES_MATRICES)
     return Build(notation=notation, tex_dir=tmp_path, figures_dir=None)
 
 
@@ -209,7 +209,7 @@ def test_9_the_notation_table_and_the_positional_text_typeset_their_math(tmp_pat
     assert "symbolic $w$" not in mark and r"symbolic $\omega$" in mark and mark.count("every even") == 1
     assert r"\sin(\omega_{j} (\mathrm{pos} + k))" in body and r"\cos(k \omega_{j})" in body
     assert r"by the angle $k \omega_{j}$" in body and r"\sin(\omega (" not in body
-    assert r"$R{(k)}^{\top} R{(k)} = I$" in body and r"R^{\top}(k)" not in body
+    assert r"$\mathbf{R}{(k)}^{\top} \mathbf{R}{(k)} = \mathbf{I}$" in body and r"R^{\top}(k)" not in body
     # the display with the pair's omega_j is still the proved identity
     from seqgrad.derive import catalogue
 

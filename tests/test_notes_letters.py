@@ -88,3 +88,69 @@ def test_a_gates_pre_activation_is_defined_as_its_gradient_names_it(build, table
         assert re.search(r"^z_\{%s,t\} +&= " % gate, gates, re.M), (gate, cell)  # defined
         assert re.search(r"^g\^\{z_\{%s\}\}_\{t\} +&= " % gate, gates, re.M), (gate, cell)  # its gradient
     assert not re.search(r"z\^\{[a-z]\}", gates) and "z^{" not in notes.notation_section(build)
+
+
+# -- the lecturer's review of the chapter: n, the rotation, the identity, diag (issue 25) ----------------------------
+
+@pytest.fixture(scope="module")
+def attention(build):
+    return notes.attention_section(build)
+
+
+def test_a_softmax_row_has_T_entries_not_n(build, table, attention):
+    """n was the number of a softmax's scores (and the path length, and a convolution's column): a row of scores has
+    one entry per key, T, in the section, its footnote and its appendix; n is a convolution's column only."""
+    body = attention.body
+    assert r"of one row of scores $\mathbf{z}$ ($T$ entries), entry by entry and as a matrix, for every $T$:" in body
+    assert not re.search(r"(?<![A-Za-z\\])n(?![A-Za-z])", re.sub(r"n_\{\\mathrm\{head\}\}", "", body).replace("\\n", ""))
+    assert "number of entries of a softmax's row" not in " ".join(table.values())
+    assert table["n"] == "column of an entry of a convolution's input, counted from 0"
+    assert table["m"] == "row of an entry of a convolution's input, counted from 0"
+    assert re.search(r"^\$\\operatorname\{diag\}\(\\mathbf\{a\}\)\$ & .* & \$T \\times T\$ \\\\$", notes.notation_section(build),
+                     re.M)
+    assert r"\mathbf{a}$ & softmax of a row $z$ of scores: the weights of one row, one per key & $1 \times T$" in \
+        notes.notation_section(build)
+
+
+def test_the_path_length_is_t_minus_tau(standalone_notes):
+    """The figure of the power curves drew rho^n against a path length n; the section's bound is rho^(t - tau), over
+    the t - tau steps from tau to t: the pointer, the caption and the figure's axes say t - tau."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from seqgrad.numeric import figures_paths
+
+    tex = standalone_notes.read_text(encoding="utf-8")
+    body = tex[tex.index("\\section{Path products"):tex.index("\\section{Gated cells")]
+    assert r"draws the bound $\rho^{t - \tau}$ against the path length $t - \tau$" in body
+    assert r"raised to the path length $t - \tau$" in body
+    assert not re.search(r"\$n\$|\^\{n\}|\\rho\^n", body)
+    fig, ax = plt.subplots()
+    try:
+        figures_paths.plot_power_curves(ax)
+        assert ax.get_xlabel() == r"number of transitions $t - \tau$" and ax.get_ylabel() == r"$\rho^{t - \tau}$"
+    finally:
+        plt.close(fig)
+
+
+def test_the_rotation_and_the_identity_are_bold_as_every_matrix(build, table):
+    """R(k) (a d by d matrix) and its blocks B_j(k) were italic, and the identity of the PE table a plain I beside the
+    bold I of the residual section: every matrix is bold, in the table, the section and the properties' table."""
+    body = notes.positional_section(build).body
+    assert r"\mathbf{R}{(k)}" in table and r"\operatorname{blockdiag}{(\mathbf{B}_{j}{(k)})}" in table
+    assert r"\mathbf{R}{(k)}     &= \operatorname{blockdiag}{(\mathbf{B}_{j}{(k)})}" in body
+    assert r"$\mathbf{R}{(k)}^{\top} \mathbf{R}{(k)} = \mathbf{I}$" in body
+    assert r"$\mathbf{R}{(a)} \mathbf{R}{(b)} = \mathbf{R}{(a + b)}$" in body
+    assert not re.search(r"(?<![A-Za-z{])R\{\(|(?<![A-Za-z{])B_\{j\}\{\(|= I\$", body)
+
+
+def test_diag_prints_one_way():
+    """diag(.) printed diag(a) from the matrix node and diag{(f_t)} from words (the gates' figure): one form."""
+    import sympy as sp
+
+    from seqgrad.derive.latex_settings import DEFAULT
+
+    assert DEFAULT.latex(sp.Function("diag")(sp.Symbol("f_t"))) == r"\operatorname{diag}(f_{t})"
+    assert DEFAULT.latex(sp.DiagMatrix(sp.MatrixSymbol("a", 1, 3))) == r"\operatorname{diag}(\mathbf{a})"

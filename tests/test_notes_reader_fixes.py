@@ -13,7 +13,7 @@ import re
 import sympy as sp
 
 from seqgrad.crosscheck import notes
-from seqgrad.crosscheck.latexdoc import NOTES_LETTERS
+from seqgrad.crosscheck.latexdoc import NOTES_LETTERS, NOTES_MATRICES
 from seqgrad.crosscheck.latex_parts import Build
 from seqgrad.derive import blocks
 from seqgrad.derive.latex_settings import DEFAULT, OrderedProduct
@@ -22,7 +22,7 @@ from seqgrad.derive.latex_settings import DEFAULT, OrderedProduct
 def _build(tmp_path, base=None):
     """A build with the notes' notation (s the standard deviation, sigma the sigmoid), as ``seqgrad latex`` has."""
     base = DEFAULT if base is None else base
-    notation = base.replace(letters={**base.letters, **NOTES_LETTERS})
+    notation = base.replace(letters={**base.letters, **NOTES_LETTERS}, vectors=base.vectors | NOTES_MATRICES)
     return Build(notation=notation, tex_dir=tmp_path, figures_dir=None)
 
 
@@ -92,7 +92,7 @@ def test_the_gated_examples_name_their_paths(tmp_path):
 def test_the_positional_table_defines_r_and_alpha(tmp_path):
     body = notes.positional_section(_build(tmp_path)).body
     before_table = body[:body.index("\\begin{tabular}")]
-    assert r"R{(k)}     &= \operatorname{blockdiag}{(B_{j}{(k)})}" in before_table  # j: the pair, as omega_j
+    assert r"\mathbf{R}{(k)}     &= \operatorname{blockdiag}{(\mathbf{B}_{j}{(k)})}" in before_table  # j: the pair, as omega_j
     assert r"$\alpha{(k)}$ stands for any number that depends on $k$ alone" in before_table
 
 
