@@ -1148,6 +1148,10 @@ def _chain_rows(derivation) -> list:
 
 # --------------------------------------------------------------------------- 7. the encoder block and worked example
 
+#: The output of an encoder or a decoder block, the next block's input: H' in both (the decoder's block program names
+#: it so, :mod:`derive.decoder`), not H_1 (a subscript 1 numbers a block's LayerNorms and the MLP's first layer).
+BLOCK_OUTPUT = "H'"
+
 ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows {H0}, token embedding plus position, one row per token."),
                  ("attention_on_H0", "head1.A", "The attention weights {A} of head 1 applied to the input rows {H0} "
                                                 "directly, as the course's attention example applies it, not to "
@@ -1190,7 +1194,7 @@ def _encoder_sublayers(b) -> list[str]:
               ln.inputs["beta"]: sp.MatrixSymbol("beta_2", 1, d)}
     u = sp.Dummy("u")
     hidden = Elementwise(sp.Lambda(u, operations.node("relu")(u)), Y2 * W1.T + one * b1)
-    mlp = [(Y2, _inline_ln(ln, ln_out).xreplace(rename)), (sp.MatrixSymbol("H_1", T, d), U + hidden * W2.T + one * b2)]
+    mlp = [(Y2, _inline_ln(ln, ln_out).xreplace(rename)), (sp.MatrixSymbol(BLOCK_OUTPUT, T, d), U + hidden * W2.T + one * b2)]
     return [
         "\\subsection{Multi-head attention and the MLP sublayer}",
         _words("With `n_head` heads, numbered from 1 as in the course (head 1 to head {nh}; steps, positions and entries "
@@ -1212,7 +1216,7 @@ def _encoder_sublayers(b) -> list[str]:
                X=_s("X", 2, 2), M=_s("M", 2, 2), Z=_s("Z", 2, 2), mha=sp.Function("MHA")(_s("X", 2, 2)),
                mham=sp.Function("MHA_self")(_s("X", 2, 2), _s("M", 2, 2)),
                mhaz=sp.Function("MHA_cross")(_s("X", 2, 2), _s("Z", 2, 2)),
-               b2=_s("beta_2", 1, 2), H1=_s("H_1", 2, 2)),
+               b2=_s("beta_2", 1, 2), H1=_s(BLOCK_OUTPUT, 2, 2)),
         _display(mlp, b),
     ]
 
@@ -1362,7 +1366,7 @@ def _encoder_backward(b, tokens: list[str]) -> list[str]:
                              "does not change the row's normalisation). A sum over the encoder's output {Henc} would "
                              "be no example: each row of the final LayerNorm's output sums to 0 for every input, so its "
                              "gradient is 0.", b, dH=Partial(H), d=sp.Eq(_s("d"), d_, evaluate=False), H=H,
-                             Henc=sp.MatrixSymbol("H_enc", T_, d_))
+                             Henc=sp.MatrixSymbol("Z", T_, d_))  # the memory a decoder reads (notation table)
     row_labels, col_labels = labels("dH", tuple(dH.shape), tokens)
     tables = [_encoder_table(b, dH.tolist(), row_labels, col_labels,
                              _words("The gradient {dH} of the loss {loss} with respect to the block's input rows {H}, "
@@ -1591,7 +1595,8 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("b"), "a bias of a scalar cell (its indices as those of `w`: `b_hr`) or of a convolution", one),
         (sp.Symbol("tau"), "an earlier step, the start of a path back in time", one),
         (sp.Symbol("rho"), "a bound on the absolute value (the norm) of every factor of a path product", one),
-        (_grad("h", t, 1, 2), "gradient of the loss with respect to the state at step `t` (scalar cell: {ght})", Shape(1, H)),
+        (_grad("h", t, 1, 2), "gradient of the loss with respect to the state at step `t`, the state's adjoint (scalar "
+         "cell: {ght}); the adjoint of a quantity is the gradient of the loss with respect to it", Shape(1, H)),
         (_grad("z", t, 1, 2), "gradient with respect to the pre-activation at step `t` (scalar cell: {gzt}); of a "
          "gate's, {gzr}", Shape(1, H)),
         (_at("J", j, 2, 2), "transition Jacobian of step `j`: the derivative of a state by the state before it, in "
@@ -1614,6 +1619,8 @@ def notation_rows(b) -> list[tuple]:
         (sp.Function("PE")(sp.Symbol("pos")), "positional encoding of position `pos`, a row; {PEi}, its coordinate `i`",
          Shape(1, d)),
         (sp.Symbol("omega_j"), "frequency of the coordinate pair `j` (coordinates `2*j` and `2*j + 1`)", one),
+        (sp.Symbol("lambda_j"), "wavelength of the coordinate pair `j`, in positions: {wavelength} (appendix)", one),
+        (sp.pi, "the circle constant, 3.14159...: a full turn is `2*pi` radians", one),
         (sp.Function("R")(sp.Symbol("k")), "rotation of the encodings by the offset `k`: one rotation by the angle "
          "`omega_j*k` per coordinate pair, so that {shift}", Shape(d, d)),
         (sp.Function("blockdiag")(sp.Function("B_j")(sp.Symbol("k"))), "the block-diagonal matrix with the blocks "
@@ -1654,6 +1661,7 @@ def notation_rows(b) -> list[tuple]:
         (M("W_2", d, d_ff), "second layer of the MLP", Shape(d, d_ff)), (M("b_2", 1, d), "its bias", Shape(1, d)),
         (sp.Function("MLP")(X), "the two-layer feed-forward sublayer, applied to each row of {X}", Shape(T, d)),
         (M("H", T, d), "input rows of an encoder or decoder block", Shape(T, d)),
+        (M(BLOCK_OUTPUT, T, d), "output of an encoder or decoder block, the next block's input", Shape(T, d)),
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
         (T_src, "number of memory rows (the length of the source sequence)", one),
         (M("Z", T_src, d), "the encoder's output, the memory a decoder reads", Shape(T_src, d)),
@@ -1686,8 +1694,16 @@ def notation_rows(b) -> list[tuple]:
          "residual connection's output is {xout}", Shape(1, d), "rows"),
         (M(SECTION_SYMBOL_NAMES["residual"]["u"], 1, d), "output of a residual connection", Shape(1, d)),
         (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch; of the branch of layer `l` in a stack, {JFl}", Shape(d, d)),
-        (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm", Shape(d, d)),
+        (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm; of a block's first and second LayerNorm, {JLN1} and "
+         "{JLN2}", Shape(d, d)),
+        (sp.MatrixSymbol("J_MHA", d, d), "Jacobian of a block's multi-head attention, at the rows it reads (appendix)",
+         Shape(d, d)),
+        (sp.MatrixSymbol("J_MLP", d, d), "Jacobian of a block's MLP, at the rows it reads (appendix)", Shape(d, d)),
         (sp.HadamardProduct(_at("f", t, 1, 2), _at("c", t - 1, 1, 2)), "entrywise (Hadamard) product", Shape(1, H)),
+        (sp.Sum(_grad("z", t), (t, 0, T - 1)), "sum of the terms for `t` from 0 to `T - 1` (over any index and range "
+         "likewise; 0 when the range is empty)", one),
+        (sp.Product(sp.Indexed("Delta", j), (j, 1, sp.Symbol("l") - 1)), "product of the factors for `j` from 1 to "
+         "`l - 1` (over any index and range likewise; 1 when the range is empty)", one),
         (X.T, "transpose (of {X}; likewise of any matrix)", Shape(d, T)),
         (sp.Function("det")(M("R", d, d)), "determinant of a square matrix", one),
         (sp.ZeroMatrix(1, d), "a row (or a matrix) of zeros", Shape(1, d)),
@@ -1761,7 +1777,9 @@ def notation_section(b) -> str:
                 "a": matrix("a", 1, 2), "dO": matrix("dO"), "dS": matrix("dS"), "dY": matrix("dY"),
                 "conv": Shape(sp.Symbol("H_out"), sp.Symbol("W_out")), "O": matrix("O"), "S": matrix("S"),
                 "headi": matrix("W_Q^[i]"), "side": sp.Symbol("k"), "Bj": sp.Function("B_j")(k),
-                "ij": sp.Eq(sp.Symbol("i"), sp.Symbol("j"), evaluate=False)}
+                "ij": sp.Eq(sp.Symbol("i"), sp.Symbol("j"), evaluate=False),
+                "wavelength": sp.Eq(sp.Symbol("lambda_j"), 2 * sp.pi / sp.Symbol("omega_j"), evaluate=False),
+                "JLN1": sp.MatrixSymbol("J_LN1", 2, 2), "JLN2": sp.MatrixSymbol("J_LN2", 2, 2)}
     # a row printed as a section prints it (its letters), or with some of its words' symbols rows (u = x + F(x))
     section = {None: b, "conv": with_section_letters(b, "conv"),
                "rows": _with_vectors(b, {SECTION_SYMBOL_NAMES["residual"]["u"], "x"})}

@@ -154,3 +154,29 @@ def test_diag_prints_one_way():
 
     assert DEFAULT.latex(sp.Function("diag")(sp.Symbol("f_t"))) == r"\operatorname{diag}(f_{t})"
     assert DEFAULT.latex(sp.DiagMatrix(sp.MatrixSymbol("a", 1, 3))) == r"\operatorname{diag}(\mathbf{a})"
+
+
+def test_every_symbol_of_the_review_is_in_the_table(table):
+    """pi, the product sign, a pair's wavelength lambda_j, the Jacobians J_MHA and J_MLP of the block's identity, the
+    block's output H' and the word adjoint were used without a row of the notation table."""
+    assert table[r"\pi"].startswith("the circle constant")
+    assert table[r"\lambda_{j}"].startswith("wavelength of the coordinate pair $j$, in positions: "
+                                            r"$\lambda_{j} = \frac{2 \pi}{\omega_{j}}$")
+    assert table[r"\prod_{j=1}^{l - 1} {\Delta}_{j}"].startswith("product of the factors")
+    assert table[r"\sum_{t=0}^{T - 1} g^{z}_{t}"].startswith("sum of the terms")
+    assert table[r"\mathbf{J}_{\mathrm{MHA}}"].startswith("Jacobian of a block's multi-head attention")
+    assert table[r"\mathbf{J}_{\mathrm{MLP}}"].startswith("Jacobian of a block's MLP")
+    assert r"$\mathbf{J}_{\mathrm{LN}1}$ and $\mathbf{J}_{\mathrm{LN}2}$" in table[r"\mathbf{J}_{\mathrm{LN}}"]
+    assert table[r"\mathbf{H'}"] == "output of an encoder or decoder block, the next block's input"
+    assert "the state's adjoint" in table[r"\mathbf{g}^{h}_{t}"]
+
+
+def test_the_encoder_names_its_output_as_the_decoder_reads_it(build, encoder):
+    """The encoder's output was H_enc, beside the table's Z (the memory a decoder reads), and a block's output H_1,
+    whose subscript 1 also numbers the block's first LayerNorm and the MLP's first layer; the decoder's block output
+    is H': the encoder says Z and H' too."""
+    assert r"A sum over the encoder's output $\mathbf{Z}$ would be no example" in encoder
+    assert r"The block's output $\mathbf{H'}$ is the next block's input" in encoder
+    assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{U\} \+ ", encoder, re.M)
+    assert r"\mathrm{enc}" not in encoder and r"\mathbf{H}_{1}" not in encoder
+    assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{U\}_\{2\} \+ ", notes.decoder_section(build).body, re.M)

@@ -180,7 +180,7 @@ def test_the_encoder_defines_multi_head_attention_and_the_mlp_before_the_example
     before, after = body[:example], body[example:]
     assert r"\mathbf{C}       &= \left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\right]" in before
     assert r"\mathbf{B}       &= \mathbf{C} \mathbf{W}_{O}^{\top}" in before
-    assert r"\mathbf{H}_{1} &= \mathbf{U} + \max(0, (\mathbf{Y}_{2} \mathbf{W}_{1}^{\top} + \mathbf{1} \mathbf{b}_{1}))" in before
+    assert r"\mathbf{H'}    &= \mathbf{U} + \max(0, (\mathbf{Y}_{2} \mathbf{W}_{1}^{\top} + \mathbf{1} \mathbf{b}_{1}))" in before
     for size in ("$T = 7, d = 5$", "$n_{\\mathrm{head}} = 2$", "$d_{k} = 3, d_{v} = 3$", r"$5 \times 6$", "$d_{\\mathrm{ff}} = 4$"):
         assert size in after[:900], size
     table = notes.notation_section(_build(tmp_path))
