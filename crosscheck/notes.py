@@ -1436,8 +1436,10 @@ SECTION_SYMBOL_NAMES = {"rnn": {"W_o": "W_y", "b_o": "b_y"},
                         "attention": {"G": "dO"}, "decoder": {"G": "dO"}, "encoder": {"G": "dU"},
                         # the output of a residual connection is x_out, x + F(x) (u is the GRU's update gate)
                         "residual": {"G": "dY", "u": "x_out"},
-                        # a convolution's output is H_out by W_out (W_o would read as an output weight, beside W_O)
-                        "conv": {"G": "dY", "H_o": "H_out", "W_o": "W_out"}}
+                        # a convolution's output is H_out by W_out (W_o would read as an output weight, beside W_O);
+                        # its sums read the padded input Xbar, barred as Ghat is hatted (X is a block's rows; the input
+                        # itself is X_in; no upright pad: the padding is p)
+                        "conv": {"G": "dY", "H_o": "H_out", "W_o": "W_out", "X": "Xbar"}}
 
 
 def with_section_letters(b, section: str):
@@ -1712,6 +1714,11 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("kappa"), "a convolution kernel of {side} by {side} entries, indexed (`u`, `v`)",
          Shape(sp.Symbol("K"), sp.Symbol("K")), "conv"),
         (sp.Symbol("K"), "side of a convolution kernel, and of a max-pooling window", one),
+        (M("X_in", sp.Symbol("H_in"), sp.Symbol("W_in")), "input of a convolution (one channel)",
+         Shape(sp.Symbol("H_in"), sp.Symbol("W_in"))),
+        (M("Xbar", sp.Symbol("H_in") + 2 * sp.Symbol("pad"), sp.Symbol("W_in") + 2 * sp.Symbol("pad")),
+         "the input of a convolution with {pad} rows and columns of zeros on every side (the padded input), its indices "
+         "from 0", Shape(sp.Symbol("H_in") + 2 * sp.Symbol("pad"), sp.Symbol("W_in") + 2 * sp.Symbol("pad"))),
         (sp.Symbol("H_in"), "number of rows of a convolution's input", one),
         (sp.Symbol("W_in"), "number of columns of a convolution's input", one),
         (sp.Symbol("m"), "row of an entry of a convolution's input, counted from 0", one),
@@ -1779,7 +1786,7 @@ def notation_section(b) -> str:
                 "headi": matrix("W_Q^[i]"), "side": sp.Symbol("k"), "Bj": sp.Function("B_j")(k),
                 "ij": sp.Eq(sp.Symbol("i"), sp.Symbol("j"), evaluate=False),
                 "wavelength": sp.Eq(sp.Symbol("lambda_j"), 2 * sp.pi / sp.Symbol("omega_j"), evaluate=False),
-                "JLN1": sp.MatrixSymbol("J_LN1", 2, 2), "JLN2": sp.MatrixSymbol("J_LN2", 2, 2)}
+                "pad": sp.Symbol("pad"), "JLN1": sp.MatrixSymbol("J_LN1", 2, 2), "JLN2": sp.MatrixSymbol("J_LN2", 2, 2)}
     # a row printed as a section prints it (its letters), or with some of its words' symbols rows (u = x + F(x))
     section = {None: b, "conv": with_section_letters(b, "conv"),
                "rows": _with_vectors(b, {SECTION_SYMBOL_NAMES["residual"]["u"], "x"})}

@@ -459,6 +459,7 @@ class NotationPrinter(LatexPrinter):
 
 
 _STEM = re.compile(r"(\\[A-Za-z]+|[A-Za-z]+)(.*)", re.S)
+_ACCENTED = re.compile(r"(\\(?:bar|hat|tilde|widehat|widetilde)\{[A-Za-z]\})(.*)", re.S)
 
 
 def _bold_stem(tex: str) -> str:
@@ -467,9 +468,14 @@ def _bold_stem(tex: str) -> str:
 
     >>> print(_bold_stem("V_{h}"), _bold_stem(r"\Omega_{h}"), _bold_stem(r"\mathbf{U}"), _bold_stem(r"\mathrm{d}O"))
     \mathbf{V}_{h} \boldsymbol{\Omega}_{h} \mathbf{U} \mathrm{d}\mathbf{O}
+    >>> print(_bold_stem(r"\bar{X}"), _bold_stem(r"\hat{G}_{1}"))  # an accented letter, as a MatrixSymbol Xbar prints
+    \mathbf{\bar{X}} \mathbf{\hat{G}}_{1}
     """
     if tex.startswith(r"\mathrm{d}") and len(tex) > len(r"\mathrm{d}"):  # a gradient's name, dO: its letter bold
         return r"\mathrm{d}" + _bold_stem(tex[len(r"\mathrm{d}"):])
+    accented = _ACCENTED.fullmatch(tex)
+    if accented:
+        return r"\mathbf{%s}" % accented.group(1) + accented.group(2)
     m = _STEM.fullmatch(tex)
     if m is None or "\\mathbf" in tex or "\\boldsymbol" in tex or (m.group(1).startswith("\\")
                                                                   and m.group(1).lstrip("\\").lower() not in GREEK):

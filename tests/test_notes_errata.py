@@ -135,7 +135,7 @@ def test_5_the_positional_caption_counts_crossings_not_a_start_at_zero():
 def test_6_the_convolution_indexes_the_padded_input_and_crops_its_gradient(tmp_path):
     b = _build(tmp_path)
     body = notes.conv_section(b).body
-    assert "of the padded input" in body[:body.index(r"{\kappa}_{\xi,\zeta} {X}_{\xi + i \Delta,\zeta + j \Delta}")]
+    assert "of the padded input" in body[:body.index(r"{\kappa}_{\xi,\zeta} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta}")]
     assert r"$H_{\mathrm{in}} + 2 p$ rows by $W_{\mathrm{in}} + 2 p$ columns" in body  # a size from its quantity
     crop = body[body.index("This is the gradient of the padded input"):]
     assert r"cropped by $p$ rows and columns on every side" in crop

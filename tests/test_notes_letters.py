@@ -180,3 +180,17 @@ def test_the_encoder_names_its_output_as_the_decoder_reads_it(build, encoder):
     assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{U\} \+ ", encoder, re.M)
     assert r"\mathrm{enc}" not in encoder and r"\mathbf{H}_{1}" not in encoder
     assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{U\}_\{2\} \+ ", notes.decoder_section(build).body, re.M)
+
+
+def test_the_convolution_names_its_input_and_its_padded_input(table, conv):
+    """X is a block's rows (T by d); the convolution's input was X too, and X changed meaning within the section, from
+    the input (H_in by W_in) to the padded input its sums read: now X_in and Xbar (barred as the padded gradient Ghat is hatted), both in the table, and no bare X."""
+    assert table[r"\mathbf{X}_{\mathrm{in}}"] == "input of a convolution (one channel)"
+    assert table[r"\mathbf{\bar{X}}"].startswith("the input of a convolution with $p$ rows and columns of zeros")
+    assert table[r"\mathbf{X}"] == "rows of a block's input, one per token"
+    assert r"Sizes: the input $\mathbf{X}_{\mathrm{in}}$ has $H_{\mathrm{in}}$ rows" in conv
+    assert r"in these sums and below, $\mathbf{\bar{X}}$ is the input with its zeros" in conv
+    assert r"{\kappa}_{\xi,\zeta} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta} + b" in conv
+    assert r"\frac{\partial \mathcal{L}}{\partial {\bar{X}}_{m,n}}" in conv
+    assert r"\max_{0 \le \xi, \zeta \le K - 1} {X_{\mathrm{in}}}_{\xi + i \Delta,\zeta + j \Delta}" in conv  # pooling
+    assert not re.search(r"(?<!mathbf)\{X\}_|\\mathbf\{X\}(?!_)", conv)
