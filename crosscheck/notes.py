@@ -1423,8 +1423,9 @@ SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": "K", "u": r"\xi
                    "attention": {"r": "s",
                                  # a softmax's row of scores has one entry per key, T (n is a convolution's index)
                                  "n": "T"},
-                   # the index of a pair of coordinates is j, as in omega_j (i is the LSTM's input gate)
-                   "positional": {"i": "j"}}
+                   # the index of a pair of coordinates is j, as in omega_j (i is the LSTM's input gate); a second
+                   # position is pos' (q would read as a query, beside the queries Q)
+                   "positional": {"i": "j", "q": r"\mathrm{pos}'"}}
 
 #: Names of whole symbols in one section only (symbol name -> the name printed): the vector RNN's output layer is
 #: W_y, b_y, as the scalar cell's w_y (:data:`crosscheck.latexdoc.NOTES_SYMBOL_NAMES`), since b_o is the LSTM's
@@ -1627,7 +1628,8 @@ def notation_rows(b) -> list[tuple]:
          "`omega_j*k` per coordinate pair, so that {shift}", Shape(d, d)),
         (sp.Function("blockdiag")(sp.Function("B_j")(sp.Symbol("k"))), "the block-diagonal matrix with the blocks "
          "{Bj}, one per pair `j` (each 2 by 2)", Shape(d, d)),
-        (sp.Symbol("q"), "a second position, beside pos (the dot product of two encodings, appendix)", one),
+        (sp.Symbol("q"), "a second position, beside `pos` (the dot product of two encodings, appendix)", one,
+         "positional"),
         (sp.Symbol("E_seq"), "token embeddings of the worked example: one row per token", Shape(T, d)),
         (sp.Symbol("P"), "positional encodings of the worked example: one row per position", Shape(T, d)),
         (sp.Symbol("H_0"), "input of the first encoder block, the sum of the two", Shape(T, d)),
@@ -1788,7 +1790,7 @@ def notation_section(b) -> str:
                 "wavelength": sp.Eq(sp.Symbol("lambda_j"), 2 * sp.pi / sp.Symbol("omega_j"), evaluate=False),
                 "pad": sp.Symbol("pad"), "JLN1": sp.MatrixSymbol("J_LN1", 2, 2), "JLN2": sp.MatrixSymbol("J_LN2", 2, 2)}
     # a row printed as a section prints it (its letters), or with some of its words' symbols rows (u = x + F(x))
-    section = {None: b, "conv": with_section_letters(b, "conv"),
+    section = {None: b, "conv": with_section_letters(b, "conv"), "positional": with_section_letters(b, "positional"),
                "rows": _with_vectors(b, {SECTION_SYMBOL_NAMES["residual"]["u"], "x"})}
     body = []
     for sym, meaning, shape, *where in rows:

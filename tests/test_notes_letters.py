@@ -194,3 +194,12 @@ def test_the_convolution_names_its_input_and_its_padded_input(table, conv):
     assert r"\frac{\partial \mathcal{L}}{\partial {\bar{X}}_{m,n}}" in conv
     assert r"\max_{0 \le \xi, \zeta \le K - 1} {X_{\mathrm{in}}}_{\xi + i \Delta,\zeta + j \Delta}" in conv  # pooling
     assert not re.search(r"(?<!mathbf)\{X\}_|\\mathbf\{X\}(?!_)", conv)
+
+
+def test_a_second_position_is_not_q(build, table):
+    """q was a second position (the dot product of two encodings), beside the queries Q: it is pos', in the table and
+    in the positional appendix's identities."""
+    assert table["\\mathrm{pos}'"].startswith("a second position, beside $\\mathrm{pos}$") and "q" not in table
+    appendix = notes.positional_section(build).appendix
+    assert r"\cos({\omega}_{j} (\mathrm{pos} - \mathrm{pos}'))" in appendix
+    assert not re.search(r"(?<![A-Za-z\\])q(?![A-Za-z])", re.sub(r"\\[A-Za-z]+|\\text\{[^}]*\}", " ", appendix))
