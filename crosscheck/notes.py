@@ -1434,7 +1434,10 @@ SECTION_SYMBOL_NAMES = {"rnn": {"W_o": "W_y", "b_o": "b_y"},
                         # the gradient of a block's output is written as every other gradient, d and the matrix's name
                         # (the block programs call it G): dO of attention's output, dY of LayerNorm's and of a
                         # convolution's, dU of the encoder block's attention sublayer
-                        "attention": {"G": "dO"}, "decoder": {"G": "dO"}, "encoder": {"G": "dU"},
+                        "attention": {"G": "dO"}, "encoder": {"G": "dU"},
+                        # the model width is d throughout the notes, in the decoder's counts and their appendix too
+                        # (derive.decoder calls it d_model, as PyTorch does)
+                        "decoder": {"G": "dO", "d_model": "d"},
                         # the output of a residual connection is x_out, x + F(x) (u is the GRU's update gate)
                         "residual": {"G": "dY", "u": "x_out"},
                         # a convolution's output is H_out by W_out (W_o would read as an output weight, beside W_O);
