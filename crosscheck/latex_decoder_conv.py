@@ -160,19 +160,22 @@ def conv_body(b, mark: str) -> str:
     rows[1] = (Partial(dc.K[dc.p, dc.q]), rows[1][1])  # the kernel's entry as its sums index it (a name K_pq keeps its letters)
     # every entry written as the sums write one, X_{i,j} (the derivation's labels Y_ij, X_mn name them)
     rows[0] = (sp.IndexedBase("Y")[dc.i, dc.j], rows[0][1])
-    pool = [(sp.IndexedBase("Y")[dc.i, dc.j], pool[0][1]), (Partial(dc.X[dc.m, dc.n]), pool[1][1])]
+    # pooling reads its input itself, X_in (the convolution's sums read the padded input, X printed Xbar)
+    unpadded = {dc.X: sp.IndexedBase("X_in")}
+    pool = [(sp.IndexedBase("Y")[dc.i, dc.j], pool[0][1].xreplace(unpadded)),
+            (Partial(dc.X[dc.m, dc.n].xreplace(unpadded)), pool[1][1].xreplace(unpadded))]
     entry = lambda name, *at: inline(sp.IndexedBase(name)[at], b.notation)  # noqa: E731
     ks, ss = sp.symbols("k_1:4", positive=True), sp.symbols("s_1:4", positive=True)
     r_L, formula = dc.receptive_field_formula()
     depth = next(a for a in r_L.free_symbols if a.name == "L")
     rf = {r_L.base: sp.IndexedBase("rf"), depth: LAYERS}  # the notes' name: r_t is the GRU's reset gate
-    whole = matrices(b.notation, {"X", "Y", "Ghat", "K"})  # the words about whole matrices: bold, as the displays
+    whole = matrices(b.notation, {"X", "X_in", "Y", "Ghat", "K"})  # the words about whole matrices: bold, as the displays
     parts = [
         words("A convolution slides one small kernel `K` over the whole input, so a kernel entry is shared by every "
               "output position and its gradient is a sum over them, as a recurrent weight's is a sum over the steps. As "
               "deep-learning libraries do (PyTorch's convolution among them), the layer computes a cross-correlation: the kernel is not "
               "flipped.", whole) + mark,
-        words("Sizes: the input `X` has `H_in` rows and `W_in` columns (one channel, `pad` rows and columns of zeros padded on every side), the "
+        words("Sizes: the input `X_in` has `H_in` rows and `W_in` columns (one channel, `pad` rows and columns of zeros padded on every side), the "
               "kernel `K` is `k` by `k`, indexed (`p`, `q`), the stride is `s` and `b` is the bias. The output `Y` then has `H_o` rows and "
               "`W_o` columns, and `dY` is the gradient of the loss with respect to `Y` (also `H_o` by `W_o`):",
               whole),

@@ -528,7 +528,7 @@ def shift_report_statements(report, notation: Notation, shift: str = "pe-shift-d
 
     pos, k, a, b_ = sp.symbols("pos k a b")
     PE, R = sp.Function("PE", commutative=False), sp.Function("R", commutative=False)
-    I = sp.Symbol("I", commutative=False)
+    I = sp.Identity(sp.Symbol("d", integer=True, positive=True))  # the identity matrix, bold as in every display
     det, alpha = sp.Function("det"), sp.Function("alpha")
     paired = paired_encoding(report, commutative=False)
     statements = [

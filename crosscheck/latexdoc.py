@@ -290,12 +290,18 @@ NOTES_LETTERS = {"sigma": "s", "pad": "p", "rf": r"\mathrm{rf}"}
 NOTES_SYMBOL_NAMES = {"w_o": "w_{y}"}
 
 
+#: The notes' maps whose value is a matrix, set in bold as every matrix: the positional encodings' rotation ``R(k)``
+#: and its blocks ``B_j(k)``.
+NOTES_MATRICES = frozenset({"R", "B_j"})
+
+
 def notes_notation(notation: Notation) -> Notation:
     """``notation`` with the notes' own letters and names (:data:`NOTES_LETTERS`, :data:`NOTES_SYMBOL_NAMES`), where
-    it does not rename those symbols itself."""
+    it does not rename those symbols itself, and its matrix-valued maps (:data:`NOTES_MATRICES`) in bold."""
     letters = {k: v for k, v in NOTES_LETTERS.items() if k not in notation.letters and k not in notation.symbol_names}
     names = {k: v for k, v in NOTES_SYMBOL_NAMES.items() if k not in notation.symbol_names}
-    return notation.replace(letters={**notation.letters, **letters}, symbol_names={**notation.symbol_names, **names})
+    return notation.replace(letters={**notation.letters, **letters}, symbol_names={**notation.symbol_names, **names},
+                            vectors=notation.vectors | NOTES_MATRICES)
 
 
 def front_matter(b: Build, names: Sequence[str], bodies: dict[str, str] | None = None) -> str:

@@ -618,8 +618,8 @@ def paths_section(b) -> Part:
                gh=sp.Symbol("g_3^h")),
         _relation(net.path_bound(3, 0, rho), b),
         b.pointer("paths", "fig3-left-power-curves", _words(
-            "draws the bound {bound} against the path length `n` for factors `rho` below and above 1.", b,
-            bound=sp.Pow(rho, sp.Symbol("n"), evaluate=False))),
+            "draws the bound {bound} against the path length {length} for factors `rho` below and above 1.", b,
+            bound=sp.Pow(rho, t - s, evaluate=False), length=t - s)),
         _pointers(b, "paths", {
             "fig3-right-tanh-sensitivity":
                 "follows two tanh trajectories with the same weight `w_h = 1.2`: the product grows where the state "
@@ -1160,6 +1160,10 @@ def _chain_rows(derivation) -> list:
 
 # --------------------------------------------------------------------------- 7. the encoder block and worked example
 
+#: The output of an encoder or a decoder block, the next block's input: H' in both (the decoder's block program names
+#: it so, :mod:`derive.decoder`), not H_1 (a subscript 1 numbers a block's LayerNorms and the MLP's first layer).
+BLOCK_OUTPUT = "H'"
+
 ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows {H0}, token embedding plus position, one row per token."),
                  ("attention_on_H0", "head1.A", "The attention weights {A} of head 1 applied to the input rows {H0} "
                                                 "directly, as the course's attention example applies it, not to "
@@ -1202,7 +1206,7 @@ def _encoder_sublayers(b) -> list[str]:
               ln.inputs["beta"]: sp.MatrixSymbol("beta_2", 1, d)}
     u = sp.Dummy("u")
     hidden = Elementwise(sp.Lambda(u, operations.node("relu")(u)), Y2 * W1.T + one * b1)
-    mlp = [(Y2, _inline_ln(ln, ln_out).xreplace(rename)), (sp.MatrixSymbol("H_1", T, d), U + hidden * W2.T + one * b2)]
+    mlp = [(Y2, _inline_ln(ln, ln_out).xreplace(rename)), (sp.MatrixSymbol(BLOCK_OUTPUT, T, d), U + hidden * W2.T + one * b2)]
     return [
         "\\subsection{Multi-head attention and the MLP sublayer}",
         _words("With `n_head` heads, numbered from 1 as in the course (head 1 to head {nh}; steps, positions and entries "
@@ -1224,7 +1228,7 @@ def _encoder_sublayers(b) -> list[str]:
                X=_s("X", 2, 2), M=_s("M", 2, 2), Z=_s("Z", 2, 2), mha=sp.Function("MHA")(_s("X", 2, 2)),
                mham=sp.Function("MHA_self")(_s("X", 2, 2), _s("M", 2, 2)),
                mhaz=sp.Function("MHA_cross")(_s("X", 2, 2), _s("Z", 2, 2)),
-               b2=_s("beta_2", 1, 2), H1=_s("H_1", 2, 2)),
+               b2=_s("beta_2", 1, 2), H1=_s(BLOCK_OUTPUT, 2, 2)),
         _display(mlp, b),
     ]
 
@@ -1374,7 +1378,7 @@ def _encoder_backward(b, tokens: list[str]) -> list[str]:
                              "does not change the row's normalisation). A sum over the encoder's output {Henc} would "
                              "be no example: each row of the final LayerNorm's output sums to 0 for every input, so its "
                              "gradient is 0.", b, dH=Partial(H), d=sp.Eq(_s("d"), d_, evaluate=False), H=H,
-                             Henc=sp.MatrixSymbol("H_enc", T_, d_))
+                             Henc=sp.MatrixSymbol("Z", T_, d_))  # the memory a decoder reads (notation table)
     row_labels, col_labels = labels("dH", tuple(dH.shape), tokens)
     tables = [_encoder_table(b, dH.tolist(), row_labels, col_labels,
                              _words("The gradient {dH} of the loss {loss} with respect to the block's input rows {H}, "
@@ -1428,9 +1432,12 @@ SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": "K", "u": r"\xi
                    "gates": {"a": r"\eta"},
                    # the index of the sum over a row's keys is s, as in the permutation's A(Pi X)_{t,s} (r is the
                    # GRU's reset gate)
-                   "attention": {"r": "s"},
-                   # the index of a pair of coordinates is j, as in omega_j (i is the LSTM's input gate)
-                   "positional": {"i": "j"}}
+                   "attention": {"r": "s",
+                                 # a softmax's row of scores has one entry per key, T (n is a convolution's index)
+                                 "n": "T"},
+                   # the index of a pair of coordinates is j, as in omega_j (i is the LSTM's input gate); a second
+                   # position is pos' (q would read as a query, beside the queries Q)
+                   "positional": {"i": "j", "q": r"\mathrm{pos}'"}}
 
 #: Names of whole symbols in one section only (symbol name -> the name printed): the vector RNN's output layer is
 #: W_y, b_y, as the scalar cell's w_y (:data:`crosscheck.latexdoc.NOTES_SYMBOL_NAMES`), since b_o is the LSTM's
@@ -1439,11 +1446,16 @@ SECTION_SYMBOL_NAMES = {"rnn": {"W_o": "W_y", "b_o": "b_y"},
                         # the gradient of a block's output is written as every other gradient, d and the matrix's name
                         # (the block programs call it G): dO of attention's output, dY of LayerNorm's and of a
                         # convolution's, dU of the encoder block's attention sublayer
-                        "attention": {"G": "dO"}, "decoder": {"G": "dO"}, "encoder": {"G": "dU"},
+                        "attention": {"G": "dO"}, "encoder": {"G": "dU"},
+                        # the model width is d throughout the notes, in the decoder's counts and their appendix too
+                        # (derive.decoder calls it d_model, as PyTorch does)
+                        "decoder": {"G": "dO", "d_model": "d"},
                         # the output of a residual connection is x_out, x + F(x) (u is the GRU's update gate)
                         "residual": {"G": "dY", "u": "x_out"},
-                        # a convolution's output is H_out by W_out (W_o would read as an output weight, beside W_O)
-                        "conv": {"G": "dY", "H_o": "H_out", "W_o": "W_out"}}
+                        # a convolution's output is H_out by W_out (W_o would read as an output weight, beside W_O);
+                        # its sums read the padded input Xbar, barred as Ghat is hatted (X is a block's rows; the input
+                        # itself is X_in; no upright pad: the padding is p)
+                        "conv": {"G": "dY", "H_o": "H_out", "W_o": "W_out", "X": "Xbar"}}
 
 
 def with_section_letters(b, section: str):
@@ -1576,7 +1588,7 @@ def notation_rows(b) -> list[tuple]:
     from seqgrad.derive import conv, rules
 
     # the widths of a cell are d_x, d_h, d_y (H is the matrix of an encoder block's rows, D is not used)
-    D, H, C, d, d_k, d_v, n, j = sp.symbols("d_x d_h d_y d d_k d_v n j", integer=True)
+    D, H, C, d, d_k, d_v, j = sp.symbols("d_x d_h d_y d d_k d_v j", integer=True)
     T_src, n_head, d_ff = sp.symbols("T_src n_head d_ff", integer=True)
     L = sp.Symbol("L")
     one = Shape()
@@ -1601,7 +1613,8 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("b"), "a bias of a scalar cell (its indices as those of `w`: `b_hr`) or of a convolution", one),
         (sp.Symbol("tau"), "an earlier step, the start of a path back in time", one),
         (sp.Symbol("rho"), "a bound on the absolute value (the norm) of every factor of a path product", one),
-        (_grad("h", t, 1, 2), "gradient of the loss with respect to the state at step `t` (scalar cell: {ght})", Shape(1, H)),
+        (_grad("h", t, 1, 2), "gradient of the loss with respect to the state at step `t`, the state's adjoint (scalar "
+         "cell: {ght}); the adjoint of a quantity is the gradient of the loss with respect to it", Shape(1, H)),
         (_grad("z", t, 1, 2), "gradient with respect to the pre-activation at step `t` (scalar cell: {gzt}); of a "
          "gate's, {gzr}", Shape(1, H)),
         (_at("J", j, 2, 2), "transition Jacobian of step `j`: the derivative of a state by the state before it, in "
@@ -1624,11 +1637,14 @@ def notation_rows(b) -> list[tuple]:
         (sp.Function("PE")(sp.Symbol("pos")), "positional encoding of position `pos`, a row; {PEi}, its coordinate `i`",
          Shape(1, d)),
         (sp.Symbol("omega_j"), "frequency of the coordinate pair `j` (coordinates `2*j` and `2*j + 1`)", one),
+        (sp.Symbol("lambda_j"), "wavelength of the coordinate pair `j`, in positions: {wavelength} (appendix)", one),
+        (sp.pi, "the circle constant, 3.14159...: a full turn is `2*pi` radians", one),
         (sp.Function("R")(sp.Symbol("k")), "rotation of the encodings by the offset `k`: one rotation by the angle "
          "`omega_j*k` per coordinate pair, so that {shift}", Shape(d, d)),
         (sp.Function("blockdiag")(sp.Function("B_j")(sp.Symbol("k"))), "the block-diagonal matrix with the blocks "
          "{Bj}, one per pair `j` (each 2 by 2)", Shape(d, d)),
-        (sp.Symbol("q"), "a second position, beside pos (the dot product of two encodings, appendix)", one),
+        (sp.Symbol("q"), "a second position, beside `pos` (the dot product of two encodings, appendix)", one,
+         "positional"),
         (sp.Symbol("E_seq"), "token embeddings of the worked example: one row per token", Shape(T, d)),
         (sp.Symbol("P"), "positional encodings of the worked example: one row per position", Shape(T, d)),
         (sp.Symbol("H_0"), "input of the first encoder block, the sum of the two", Shape(T, d)),
@@ -1646,8 +1662,8 @@ def notation_rows(b) -> list[tuple]:
         (M("V", T, d_v), "values (in cross-attention {srcv})", Shape(T, d_v)),
         (M("S", T, T), "scaled scores (in cross-attention {srcs})", Shape(T, T)),
         (M("A", T, T), "attention weights, the softmax of each row of {S} (in cross-attention {srcs})", Shape(T, T)),
-        (n, "number of entries of a softmax's row of scores", one),
-        (M("a", 1, n), "softmax of a row `z` of scores: the weights of one row", Shape(1, n)),
+        # a row of scores has one entry per key: T entries (attention's letters, SECTION_LETTERS)
+        (M("a", 1, T), "softmax of a row `z` of scores: the weights of one row, one per key", Shape(1, T)),
         (M("M", T, T), "additive mask: 0 where a query may look, minus infinity where not", Shape(T, T)),
         (M("O", T, d_v), "attention output", Shape(T, d_v)),
         (n_head, "number of attention heads; a superscript in brackets names a head and its maps ({headi}: head `i`'s "
@@ -1664,6 +1680,7 @@ def notation_rows(b) -> list[tuple]:
         (M("W_2", d, d_ff), "second layer of the MLP", Shape(d, d_ff)), (M("b_2", 1, d), "its bias", Shape(1, d)),
         (sp.Function("MLP")(X), "the two-layer feed-forward sublayer, applied to each row of {X}", Shape(T, d)),
         (M("H", T, d), "input rows of an encoder or decoder block", Shape(T, d)),
+        (M(BLOCK_OUTPUT, T, d), "output of an encoder or decoder block, the next block's input", Shape(T, d)),
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
         (T_src, "number of memory rows (the length of the source sequence)", one),
         (M("Z", T_src, d), "the encoder's output, the memory a decoder reads", Shape(T_src, d)),
@@ -1696,18 +1713,33 @@ def notation_rows(b) -> list[tuple]:
          "residual connection's output is {xout}", Shape(1, d), "rows"),
         (M(SECTION_SYMBOL_NAMES["residual"]["u"], 1, d), "output of a residual connection", Shape(1, d)),
         (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch; of the branch of layer `l` in a stack, {JFl}", Shape(d, d)),
-        (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm", Shape(d, d)),
+        (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm; of a block's first and second LayerNorm, {JLN1} and "
+         "{JLN2}", Shape(d, d)),
+        (sp.MatrixSymbol("J_MHA", d, d), "Jacobian of a block's multi-head attention, at the rows it reads (appendix)",
+         Shape(d, d)),
+        (sp.MatrixSymbol("J_MLP", d, d), "Jacobian of a block's MLP, at the rows it reads (appendix)", Shape(d, d)),
         (sp.HadamardProduct(_at("f", t, 1, 2), _at("c", t - 1, 1, 2)), "entrywise (Hadamard) product", Shape(1, H)),
+        (sp.Sum(_grad("z", t), (t, 0, T - 1)), "sum of the terms for `t` from 0 to `T - 1` (over any index and range "
+         "likewise; 0 when the range is empty)", one),
+        (sp.Product(sp.Indexed("Delta", j), (j, 1, sp.Symbol("l") - 1)), "product of the factors for `j` from 1 to "
+         "`l - 1` (over any index and range likewise; 1 when the range is empty)", one),
         (X.T, "transpose (of {X}; likewise of any matrix)", Shape(d, T)),
         (sp.Function("det")(M("R", d, d)), "determinant of a square matrix", one),
         (sp.ZeroMatrix(1, d), "a row (or a matrix) of zeros", Shape(1, d)),
-        (sp.DiagMatrix(M("a", 1, n)), "diagonal matrix with the entries of {a} on its diagonal", Shape(n, n)),
+        (sp.DiagMatrix(M("a", 1, T)), "diagonal matrix with the entries of {a} on its diagonal", Shape(T, T)),
         # printed with the section's letters: the derivation's side k is K, its indices u, v are xi, zeta
         (sp.Symbol("kappa"), "a convolution kernel of {side} by {side} entries, indexed (`u`, `v`)",
          Shape(sp.Symbol("K"), sp.Symbol("K")), "conv"),
         (sp.Symbol("K"), "side of a convolution kernel, and of a max-pooling window", one),
+        (M("X_in", sp.Symbol("H_in"), sp.Symbol("W_in")), "input of a convolution (one channel)",
+         Shape(sp.Symbol("H_in"), sp.Symbol("W_in"))),
+        (M("Xbar", sp.Symbol("H_in") + 2 * sp.Symbol("pad"), sp.Symbol("W_in") + 2 * sp.Symbol("pad")),
+         "the input of a convolution with {pad} rows and columns of zeros on every side (the padded input), its indices "
+         "from 0", Shape(sp.Symbol("H_in") + 2 * sp.Symbol("pad"), sp.Symbol("W_in") + 2 * sp.Symbol("pad"))),
         (sp.Symbol("H_in"), "number of rows of a convolution's input", one),
         (sp.Symbol("W_in"), "number of columns of a convolution's input", one),
+        (sp.Symbol("m"), "row of an entry of a convolution's input, counted from 0", one),
+        (sp.Symbol("n"), "column of an entry of a convolution's input, counted from 0", one),
         (sp.Symbol("H_out"), "number of output rows of a convolution or pooling layer", one),
         (sp.Symbol("W_out"), "number of output columns of a convolution or pooling layer", one),
         (sp.Symbol("Ghat"), "the gradient {dY} of a convolution's output (stride 1) extended by {K1} rows and columns of "
@@ -1769,9 +1801,11 @@ def notation_section(b) -> str:
                 "a": matrix("a", 1, 2), "dO": matrix("dO"), "dS": matrix("dS"), "dY": matrix("dY"),
                 "conv": Shape(sp.Symbol("H_out"), sp.Symbol("W_out")), "O": matrix("O"), "S": matrix("S"),
                 "headi": matrix("W_Q^[i]"), "side": sp.Symbol("k"), "Bj": sp.Function("B_j")(k),
-                "ij": sp.Eq(sp.Symbol("i"), sp.Symbol("j"), evaluate=False)}
+                "ij": sp.Eq(sp.Symbol("i"), sp.Symbol("j"), evaluate=False),
+                "wavelength": sp.Eq(sp.Symbol("lambda_j"), 2 * sp.pi / sp.Symbol("omega_j"), evaluate=False),
+                "pad": sp.Symbol("pad"), "JLN1": sp.MatrixSymbol("J_LN1", 2, 2), "JLN2": sp.MatrixSymbol("J_LN2", 2, 2)}
     # a row printed as a section prints it (its letters), or with some of its words' symbols rows (u = x + F(x))
-    section = {None: b, "conv": with_section_letters(b, "conv"),
+    section = {None: b, "conv": with_section_letters(b, "conv"), "positional": with_section_letters(b, "positional"),
                "rows": _with_vectors(b, {SECTION_SYMBOL_NAMES["residual"]["u"], "x"})}
     body = []
     for sym, meaning, shape, *where in rows:

@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Iterable, Mapping
 
 import sympy as sp
+from sympy.core.function import AppliedUndef
 from sympy.printing.conventions import split_super_sub
 from sympy.printing.latex import LatexPrinter, translate
 
@@ -258,6 +259,12 @@ class NotationPrinter(LatexPrinter):
         if name in OPERATOR_FUNCTIONS and len(expr.args) == 1:
             head = "\\" + name + ("" if exp is None else "^{%s}" % exp)
             return head + "\\left(%s\\right)" % self._print(expr.args[0])
+        if name == "diag" and len(expr.args) == 1:  # diag(u_t) written in words: printed as the DiagMatrix node is
+            return r"\operatorname{diag}\left(%s\right)" % self._print(expr.args[0])
+        if self.notation.bold and name in self.notation.vectors and isinstance(expr, AppliedUndef):
+            # a map whose value is a vector or a matrix (the rotation R(k)): its name bold, as the matrix's
+            head = self._print_Symbol(sp.Symbol(name), "bold") + ("" if exp is None else "^{%s}" % exp)
+            return head + "{\\left(%s \\right)}" % ", ".join(self._print(a) for a in expr.args)
         return super()._print_Function(expr, exp)
 
     def _print_Indexed(self, expr):
@@ -452,6 +459,7 @@ class NotationPrinter(LatexPrinter):
 
 
 _STEM = re.compile(r"(\\[A-Za-z]+|[A-Za-z]+)(.*)", re.S)
+_ACCENTED = re.compile(r"(\\(?:bar|hat|tilde|widehat|widetilde)\{[A-Za-z]\})(.*)", re.S)
 
 
 def _bold_stem(tex: str) -> str:
@@ -460,9 +468,14 @@ def _bold_stem(tex: str) -> str:
 
     >>> print(_bold_stem("V_{h}"), _bold_stem(r"\Omega_{h}"), _bold_stem(r"\mathbf{U}"), _bold_stem(r"\mathrm{d}O"))
     \mathbf{V}_{h} \boldsymbol{\Omega}_{h} \mathbf{U} \mathrm{d}\mathbf{O}
+    >>> print(_bold_stem(r"\bar{X}"), _bold_stem(r"\hat{G}_{1}"))  # an accented letter, as a MatrixSymbol Xbar prints
+    \mathbf{\bar{X}} \mathbf{\hat{G}}_{1}
     """
     if tex.startswith(r"\mathrm{d}") and len(tex) > len(r"\mathrm{d}"):  # a gradient's name, dO: its letter bold
         return r"\mathrm{d}" + _bold_stem(tex[len(r"\mathrm{d}"):])
+    accented = _ACCENTED.fullmatch(tex)
+    if accented:
+        return r"\mathbf{%s}" % accented.group(1) + accented.group(2)
     m = _STEM.fullmatch(tex)
     if m is None or "\\mathbf" in tex or "\\boldsymbol" in tex or (m.group(1).startswith("\\")
                                                                   and m.group(1).lstrip("\\").lower() not in GREEK):

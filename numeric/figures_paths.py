@@ -26,15 +26,15 @@ from . import gated, paths
 
 
 def plot_power_curves(ax, rs=(0.8, 1.0, 1.2), n_max: int = 30) -> list:
-    """Figure 3, left: ``rho^n`` against the number of transitions ``n = 0..n_max`` (log y), one curve per factor
-    ``rho`` in ``rs``."""
+    """Figure 3, left: ``rho^(t - tau)`` against the number of transitions ``t - tau = 0..n_max`` (log y), one curve
+    per factor ``rho`` in ``rs`` (the notes' path length, from step ``tau`` to step ``t``)."""
     n_max = validate.integer("n_max", n_max, minimum=1)
     rs = paths.values("rs", rs, allow_scalar=False)
     n = np.arange(n_max + 1)
     lines = [ax.plot(n, paths.power_curve(r, n), marker=".", label=rf"$\rho = {r:g}$")[0] for r in rs]
     ax.set_yscale("log")
-    ax.set_xlabel("number of transitions n")
-    ax.set_ylabel(r"$\rho^n$")
+    ax.set_xlabel(r"number of transitions $t - \tau$")
+    ax.set_ylabel(r"$\rho^{t - \tau}$")
     ax.set_title("Fixed transition factor raised to the path length")
     ax.legend()
     return lines

@@ -18,12 +18,12 @@ import sympy as sp
 
 from seqgrad.crosscheck import notes
 from seqgrad.crosscheck.latex_parts import Build
-from seqgrad.crosscheck.latexdoc import NOTES_LETTERS
+from seqgrad.crosscheck.latexdoc import NOTES_LETTERS, NOTES_MATRICES
 from seqgrad.derive.latex_settings import DEFAULT
 
 
 def _build(tmp_path):
-    notation = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS})
+    notation = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS}, vectors=DEFAULT.vectors | NOTES_MATRICES)
     return Build(notation=notation, tex_dir=tmp_path, figures_dir=None)
 
 
@@ -135,7 +135,7 @@ def test_5_the_positional_caption_counts_crossings_not_a_start_at_zero():
 def test_6_the_convolution_indexes_the_padded_input_and_crops_its_gradient(tmp_path):
     b = _build(tmp_path)
     body = notes.conv_section(b).body
-    assert "of the padded input" in body[:body.index(r"{\kappa}_{\xi,\zeta} {X}_{\xi + i \Delta,\zeta + j \Delta}")]
+    assert "of the padded input" in body[:body.index(r"{\kappa}_{\xi,\zeta} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta}")]
     assert r"$H_{\mathrm{in}} + 2 p$ rows by $W_{\mathrm{in}} + 2 p$ columns" in body  # a size from its quantity
     crop = body[body.index("This is the gradient of the padded input"):]
     assert r"cropped by $p$ rows and columns on every side" in crop
@@ -209,7 +209,7 @@ def test_9_the_notation_table_and_the_positional_text_typeset_their_math(tmp_pat
     assert "symbolic $w$" not in mark and r"symbolic $\omega$" in mark and mark.count("every even") == 1
     assert r"\sin(\omega_{j} (\mathrm{pos} + k))" in body and r"\cos(k \omega_{j})" in body
     assert r"by the angle $k \omega_{j}$" in body and r"\sin(\omega (" not in body
-    assert r"$R{(k)}^{\top} R{(k)} = I$" in body and r"R^{\top}(k)" not in body
+    assert r"$\mathbf{R}{(k)}^{\top} \mathbf{R}{(k)} = \mathbf{I}$" in body and r"R^{\top}(k)" not in body
     # the display with the pair's omega_j is still the proved identity
     from seqgrad.derive import catalogue
 

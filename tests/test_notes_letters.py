@@ -88,3 +88,118 @@ def test_a_gates_pre_activation_is_defined_as_its_gradient_names_it(build, table
         assert re.search(r"^z_\{%s,t\} +&= " % gate, gates, re.M), (gate, cell)  # defined
         assert re.search(r"^g\^\{z_\{%s\}\}_\{t\} +&= " % gate, gates, re.M), (gate, cell)  # its gradient
     assert not re.search(r"z\^\{[a-z]\}", gates) and "z^{" not in notes.notation_section(build)
+
+
+# -- the lecturer's review of the chapter: n, the rotation, the identity, diag (issue 25) ----------------------------
+
+@pytest.fixture(scope="module")
+def attention(build):
+    return notes.attention_section(build)
+
+
+def test_a_softmax_row_has_T_entries_not_n(build, table, attention):
+    """n was the number of a softmax's scores (and the path length, and a convolution's column): a row of scores has
+    one entry per key, T, in the section, its footnote and its appendix; n is a convolution's column only."""
+    body = attention.body
+    assert r"of one row of scores $\mathbf{z}$ ($T$ entries), entry by entry and as a matrix, for every $T$:" in body
+    assert not re.search(r"(?<![A-Za-z\\])n(?![A-Za-z])", re.sub(r"n_\{\\mathrm\{head\}\}", "", body).replace("\\n", ""))
+    assert "number of entries of a softmax's row" not in " ".join(table.values())
+    assert table["n"] == "column of an entry of a convolution's input, counted from 0"
+    assert table["m"] == "row of an entry of a convolution's input, counted from 0"
+    assert re.search(r"^\$\\operatorname\{diag\}\(\\mathbf\{a\}\)\$ & .* & \$T \\times T\$ \\\\$", notes.notation_section(build),
+                     re.M)
+    assert r"\mathbf{a}$ & softmax of a row $z$ of scores: the weights of one row, one per key & $1 \times T$" in \
+        notes.notation_section(build)
+
+
+def test_the_path_length_is_t_minus_tau(standalone_notes):
+    """The figure of the power curves drew rho^n against a path length n; the section's bound is rho^(t - tau), over
+    the t - tau steps from tau to t: the pointer, the caption and the figure's axes say t - tau."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from seqgrad.numeric import figures_paths
+
+    tex = standalone_notes.read_text(encoding="utf-8")
+    body = tex[tex.index("\\section{Path products"):tex.index("\\section{Gated cells")]
+    assert r"draws the bound $\rho^{t - \tau}$ against the path length $t - \tau$" in body
+    assert r"raised to the path length $t - \tau$" in body
+    assert not re.search(r"\$n\$|\^\{n\}|\\rho\^n", body)
+    fig, ax = plt.subplots()
+    try:
+        figures_paths.plot_power_curves(ax)
+        assert ax.get_xlabel() == r"number of transitions $t - \tau$" and ax.get_ylabel() == r"$\rho^{t - \tau}$"
+    finally:
+        plt.close(fig)
+
+
+def test_the_rotation_and_the_identity_are_bold_as_every_matrix(build, table):
+    """R(k) (a d by d matrix) and its blocks B_j(k) were italic, and the identity of the PE table a plain I beside the
+    bold I of the residual section: every matrix is bold, in the table, the section and the properties' table."""
+    body = notes.positional_section(build).body
+    assert r"\mathbf{R}{(k)}" in table and r"\operatorname{blockdiag}{(\mathbf{B}_{j}{(k)})}" in table
+    assert r"\mathbf{R}{(k)}     &= \operatorname{blockdiag}{(\mathbf{B}_{j}{(k)})}" in body
+    assert r"$\mathbf{R}{(k)}^{\top} \mathbf{R}{(k)} = \mathbf{I}$" in body
+    assert r"$\mathbf{R}{(a)} \mathbf{R}{(b)} = \mathbf{R}{(a + b)}$" in body
+    assert not re.search(r"(?<![A-Za-z{])R\{\(|(?<![A-Za-z{])B_\{j\}\{\(|= I\$", body)
+
+
+def test_diag_prints_one_way():
+    """diag(.) printed diag(a) from the matrix node and diag{(f_t)} from words (the gates' figure): one form."""
+    import sympy as sp
+
+    from seqgrad.derive.latex_settings import DEFAULT
+
+    assert DEFAULT.latex(sp.Function("diag")(sp.Symbol("f_t"))) == r"\operatorname{diag}(f_{t})"
+    assert DEFAULT.latex(sp.DiagMatrix(sp.MatrixSymbol("a", 1, 3))) == r"\operatorname{diag}(\mathbf{a})"
+
+
+def test_every_symbol_of_the_review_is_in_the_table(table):
+    """pi, the product sign, a pair's wavelength lambda_j, the Jacobians J_MHA and J_MLP of the block's identity, the
+    block's output H' and the word adjoint were used without a row of the notation table."""
+    assert table[r"\pi"].startswith("the circle constant")
+    assert table[r"\lambda_{j}"].startswith("wavelength of the coordinate pair $j$, in positions: "
+                                            r"$\lambda_{j} = \frac{2 \pi}{\omega_{j}}$")
+    assert table[r"\prod_{j=1}^{l - 1} {\Delta}_{j}"].startswith("product of the factors")
+    assert table[r"\sum_{t=0}^{T - 1} g^{z}_{t}"].startswith("sum of the terms")
+    assert table[r"\mathbf{J}_{\mathrm{MHA}}"].startswith("Jacobian of a block's multi-head attention")
+    assert table[r"\mathbf{J}_{\mathrm{MLP}}"].startswith("Jacobian of a block's MLP")
+    assert r"$\mathbf{J}_{\mathrm{LN}1}$ and $\mathbf{J}_{\mathrm{LN}2}$" in table[r"\mathbf{J}_{\mathrm{LN}}"]
+    assert table[r"\mathbf{H'}"] == "output of an encoder or decoder block, the next block's input"
+    assert "the state's adjoint" in table[r"\mathbf{g}^{h}_{t}"]
+
+
+def test_the_encoder_names_its_output_as_the_decoder_reads_it(build, encoder):
+    """The encoder's output was H_enc, beside the table's Z (the memory a decoder reads), and a block's output H_1,
+    whose subscript 1 also numbers the block's first LayerNorm and the MLP's first layer; the decoder's block output
+    is H': the encoder says Z and H' too."""
+    assert r"A sum over the encoder's output $\mathbf{Z}$ would be no example" in encoder
+    assert r"The block's output $\mathbf{H'}$ is the next block's input" in encoder
+    assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{U\} \+ ", encoder, re.M)
+    assert r"\mathrm{enc}" not in encoder and r"\mathbf{H}_{1}" not in encoder
+    assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{U\}_\{2\} \+ ", notes.decoder_section(build).body, re.M)
+
+
+def test_the_convolution_names_its_input_and_its_padded_input(table, conv):
+    """X is a block's rows (T by d); the convolution's input was X too, and X changed meaning within the section, from
+    the input (H_in by W_in) to the padded input its sums read: now X_in and Xbar (barred as the padded gradient Ghat is hatted), both in the table, and no bare X."""
+    assert table[r"\mathbf{X}_{\mathrm{in}}"] == "input of a convolution (one channel)"
+    assert table[r"\mathbf{\bar{X}}"].startswith("the input of a convolution with $p$ rows and columns of zeros")
+    assert table[r"\mathbf{X}"] == "rows of a block's input, one per token"
+    assert r"Sizes: the input $\mathbf{X}_{\mathrm{in}}$ has $H_{\mathrm{in}}$ rows" in conv
+    assert r"in these sums and below, $\mathbf{\bar{X}}$ is the input with its zeros" in conv
+    assert r"{\kappa}_{\xi,\zeta} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta} + b" in conv
+    assert r"\frac{\partial \mathcal{L}}{\partial {\bar{X}}_{m,n}}" in conv
+    assert r"\max_{0 \le \xi, \zeta \le K - 1} {X_{\mathrm{in}}}_{\xi + i \Delta,\zeta + j \Delta}" in conv  # pooling
+    assert not re.search(r"(?<!mathbf)\{X\}_|\\mathbf\{X\}(?!_)", conv)
+
+
+def test_a_second_position_is_not_q(build, table):
+    """q was a second position (the dot product of two encodings), beside the queries Q: it is pos', in the table and
+    in the positional appendix's identities."""
+    assert table["\\mathrm{pos}'"].startswith("a second position, beside $\\mathrm{pos}$") and "q" not in table
+    appendix = notes.positional_section(build).appendix
+    assert r"\cos({\omega}_{j} (\mathrm{pos} - \mathrm{pos}'))" in appendix
+    assert not re.search(r"(?<![A-Za-z\\])q(?![A-Za-z])", re.sub(r"\\[A-Za-z]+|\\text\{[^}]*\}", " ", appendix))

@@ -43,7 +43,7 @@ def test_conv_kernel_is_not_indexed_by_the_update_gate(tex):
     by xi, zeta, and has no u or v of its own."""
     conv = part(tex, "\\section{The convolution layer}", "\\appendix") + part(tex, "\\label{app:conv}", "\\subsection")
     assert symbols(conv, "u") == [] and symbols(conv, "v") == []
-    assert r"{\kappa}_{\xi,\zeta}" in conv and r"{X}_{\xi + i \Delta,\zeta + j \Delta}" in conv
+    assert r"{\kappa}_{\xi,\zeta}" in conv and r"{\bar{X}}_{\xi + i \Delta,\zeta + j \Delta}" in conv
 
 
 def test_residual_output_is_not_u(tex):

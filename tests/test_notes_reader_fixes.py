@@ -13,7 +13,7 @@ import re
 import sympy as sp
 
 from seqgrad.crosscheck import notes
-from seqgrad.crosscheck.latexdoc import NOTES_LETTERS
+from seqgrad.crosscheck.latexdoc import NOTES_LETTERS, NOTES_MATRICES
 from seqgrad.crosscheck.latex_parts import Build
 from seqgrad.derive import blocks
 from seqgrad.derive.latex_settings import DEFAULT, OrderedProduct
@@ -22,7 +22,7 @@ from seqgrad.derive.latex_settings import DEFAULT, OrderedProduct
 def _build(tmp_path, base=None):
     """A build with the notes' notation (s the standard deviation, sigma the sigmoid), as ``seqgrad latex`` has."""
     base = DEFAULT if base is None else base
-    notation = base.replace(letters={**base.letters, **NOTES_LETTERS})
+    notation = base.replace(letters={**base.letters, **NOTES_LETTERS}, vectors=base.vectors | NOTES_MATRICES)
     return Build(notation=notation, tex_dir=tmp_path, figures_dir=None)
 
 
@@ -92,7 +92,7 @@ def test_the_gated_examples_name_their_paths(tmp_path):
 def test_the_positional_table_defines_r_and_alpha(tmp_path):
     body = notes.positional_section(_build(tmp_path)).body
     before_table = body[:body.index("\\begin{tabular}")]
-    assert r"R{(k)}     &= \operatorname{blockdiag}{(B_{j}{(k)})}" in before_table  # j: the pair, as omega_j
+    assert r"\mathbf{R}{(k)}     &= \operatorname{blockdiag}{(\mathbf{B}_{j}{(k)})}" in before_table  # j: the pair, as omega_j
     assert r"$\alpha{(k)}$ stands for any number that depends on $k$ alone" in before_table
 
 
@@ -180,7 +180,7 @@ def test_the_encoder_defines_multi_head_attention_and_the_mlp_before_the_example
     before, after = body[:example], body[example:]
     assert r"\mathbf{C}       &= \left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\right]" in before
     assert r"\mathbf{B}       &= \mathbf{C} \mathbf{W}_{O}^{\top}" in before
-    assert r"\mathbf{H}_{1} &= \mathbf{U} + \max(0, (\mathbf{Y}_{2} \mathbf{W}_{1}^{\top} + \mathbf{1} \mathbf{b}_{1}))" in before
+    assert r"\mathbf{H'}    &= \mathbf{U} + \max(0, (\mathbf{Y}_{2} \mathbf{W}_{1}^{\top} + \mathbf{1} \mathbf{b}_{1}))" in before
     for size in ("$T = 7, d = 5$", "$n_{\\mathrm{head}} = 2$", "$d_{k} = 3, d_{v} = 3$", r"$5 \times 6$", "$d_{\\mathrm{ff}} = 4$"):
         assert size in after[:900], size
     table = notes.notation_section(_build(tmp_path))

@@ -101,7 +101,8 @@ def test_the_prose_names_whole_matrices_in_bold(build):
     assert r"the encoder's output $\mathbf{Z}$ (the memory)" in decoder and "output $Z$" not in decoder
     conv = notes.conv_section(build).body
     prose = "\n".join(line for line in conv.splitlines() if line[:1].isalpha())
-    for bold, plain in ((r"\mathbf{X}", "X"), (r"\mathbf{Y}", "Y"), (r"\mathrm{d}\mathbf{Y}", r"\mathrm{d}Y")):
+    for bold, plain in ((r"\mathbf{X}_{\mathrm{in}}", r"X_{\mathrm{in}}"), (r"\mathbf{\bar{X}}", r"\bar{X}"),
+                        (r"\mathbf{Y}", "Y"), (r"\mathrm{d}\mathbf{Y}", r"\mathrm{d}Y")):
         assert f"${bold}$" in prose and f"${plain}$" not in prose, plain
     assert r"kernel $\boldsymbol{\kappa}$" in prose and r"${\mathrm{d}Y}_{i,j}$" in conv  # an entry: plain
     encoder = notes.encoder_section(build).body

@@ -189,7 +189,7 @@ def test_shift_report_is_typeset():
 
     rows = latex_parts.shift_report_rows(positional.Sinusoidal(5).shift_identity().prove(), Notation())
     cells = " ".join(c for row in rows for c in row)
-    assert r"R{(k)}^{\top} R{(k)} = I" in cells and r"\operatorname{det}" in cells and r"\neq" in cells
+    assert r"R{(k)}^{\top} R{(k)} = \mathbf{I}" in cells and r"\operatorname{det}" in cells and r"\neq" in cells
     assert r"R^{\top}" not in cells  # the transpose of the value R(k), not a function R^T
     assert "True" not in cells and "^T R(k)" not in cells  # no ASCII proof lines
 

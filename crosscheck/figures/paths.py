@@ -15,11 +15,11 @@ from . import arguments, chosen
 
 NAME = "paths"
 SECONDS = 1.1  # see crosscheck.figures
-HELP = "Figure 3 (|r|^n and tanh trajectories), the |dh_T/dh_t| heatmap, Jacobian-product norms and RNN/GRU/LSTM gradient flow"
+HELP = "Figure 3 (|r|^(t - tau) and tanh trajectories), the |dh_T/dh_t| heatmap, Jacobian-product norms and RNN/GRU/LSTM gradient flow"
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 CAPTIONS = {
-    "fig3-left-power-curves": "A factor `rho` raised to the path length `n` (as the course notes draw it, week 6), the bound on a "
+    "fig3-left-power-curves": "A factor `rho` raised to the path length `t - tau` (as the course notes draw it, week 6), the bound on a "
         "path product of the text. Below 1 the bound vanishes geometrically, and so does every product under it; above 1 "
         "the bound grows geometrically, which allows a product to grow but does not make it; on the log scale the curves "
         "are straight lines.",
