@@ -41,7 +41,7 @@ def test_2_decoder_stack_count_is_printed_as_its_formula(appendix):
     entry = _paragraph(appendix, "count-decoder-layer")
     # the model width is d, as in the body (derive.decoder's d_model renamed by the decoder's SECTION_SYMBOL_NAMES)
     assert re.search(r"\\lvert\\theta\\rvert_\{\\mathrm\{stack\}\}\s*&= L \(2 d_\{\\mathrm\{ff\}\} d \+ 8 d\^\{2\}\)", entry), entry
-    assert "model" not in entry
+    assert "d_{\\mathrm{model}}" not in entry and "d_model" not in entry
     assert "6 \\cdot 1048576 = 6291456" in entry
     assert 6 * 1048576 == 6291456
 

@@ -43,7 +43,10 @@ def _appendix_checks(appendix: str, section: str) -> list[str]:
     if label not in appendix:
         return []
     table = appendix[appendix.index(label):]
-    table = table[table.index("\\midrule"):table.index("\\bottomrule")]
+    if "\\endfoot" in table[:table.index("\\end{")]:  # a longtable: its rows follow its head and foot
+        table = table[table.index("\\endfoot"):table.index("\\end{longtable}")]
+    else:
+        table = table[table.index("\\midrule"):table.index("\\bottomrule")]
     return [n.replace("\\allowbreak{}", "").replace("\\_", "_") for n in _ROW_NAME.findall(table)]
 
 
@@ -52,7 +55,7 @@ def _stated(pattern: re.Pattern, footnote: str) -> float | None:
     if not m:
         return None
     mantissa, exponent = m.group(1), (m.groups()[1:] or (None,))[0]
-    return float(mantissa) * 10.0 ** int(exponent or 0)
+    return float(f"{mantissa}e{int(exponent or 0)}")  # as the footnote prints it (1.4 * 10.0**-12 is below 1.4e-12)
 
 
 def _at_two_figures(x: float) -> float:
