@@ -32,13 +32,15 @@ NORMS = tuple(blocks.NORMS)
 @lru_cache(maxsize=None)
 def program(kind: str, heads: int = 1, masked: bool = False, norm: str = "layernorm"):
     """The symbolic-size program of ``kind`` ("attention", "cross-attention", "layernorm", "norm", "pre-norm",
-    "post-norm"); ``norm`` is the normalisation of "norm" and of the blocks ("layernorm" is "norm" with LayerNorm)."""
+    "post-norm", "mlp": the pre-norm block's MLP sublayer); ``norm`` is the normalisation of "norm" and of the blocks ("layernorm" is "norm" with LayerNorm)."""
     if kind == "attention":
         return blocks.attention_program(heads=heads, masked=masked)
     if kind == "cross-attention":
         return blocks.cross_attention_program(masked=masked)
     if kind in ("layernorm", "norm"):
         return blocks.norm_program("layernorm" if kind == "layernorm" else norm)
+    if kind == "mlp":
+        return blocks.mlp_program(norm=norm)
     return blocks.block_program(kind, heads=heads, norm=norm)
 
 
@@ -84,6 +86,10 @@ def reference(kind: str, values: dict, heads: int, dk: int, norm: str = "layerno
         return _reference_heads(values, values["X"], heads, dk, values.get("M"))
     if kind in ("layernorm", "norm"):
         return _reference_norm(values, values["X"], norm="layernorm" if kind == "layernorm" else norm)
+    if kind == "mlp":  # H' = U + relu(N(U) W_1^T + b_1) W_2^T + b_2
+        U = values["U"]
+        hidden = torch.relu(_reference_norm(values, U, "_2", norm) @ values["W_1"].T + values["b_1"])
+        return U + hidden @ values["W_2"].T + values["b_2"]
     H = values["H"]
     if kind == "pre-norm":
         return H + _reference_heads(values, _reference_norm(values, H, "_1", norm), heads, dk)
@@ -125,7 +131,7 @@ def compare_at(kind: str, sizes: dict, generator: torch.Generator, heads: int = 
         if name == "M":
             values[name] = causal(shape[0], dtype, device)
         else:
-            scale = 1.0 if name in ("X", "H") or name.startswith(("gamma", "beta")) else 1 / math.sqrt(shape[1])
+            scale = 1.0 if name in ("X", "H", "U") or name.startswith(("gamma", "beta")) else 1 / math.sqrt(shape[1])
             offset = 1.0 if name.startswith("gamma") else 0.0
             values[name] = (offset + scale * torch.randn(*shape, generator=generator, dtype=torch.float64)).to(device, dtype)
     G = torch.randn(*dims(block.G.shape), generator=generator, dtype=torch.float64).to(device, dtype)

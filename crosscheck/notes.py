@@ -1179,10 +1179,15 @@ ENCODER_MATRICES = {"H0": sp.MatrixSymbol("H_0", 7, 5), "A": sp.MatrixSymbol("A"
                     "Y1": sp.MatrixSymbol("Y_1", 7, 5)}
 
 
-def _encoder_sublayers(b) -> list[str]:
+#: The check of the MLP sublayer's backward pass (:func:`derive.blocks.mlp_program` against torch autograd).
+MLP_CHECK = "transformer.mlp_program"
+
+
+def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
     """The two pieces the worked example uses beyond one attention head: multi-head attention (each head with its own
-    maps, the outputs concatenated and mapped back by W_O) and the MLP sublayer, each from its program."""
-    from seqgrad.derive import blocks, operations
+    maps, the outputs concatenated and mapped back by W_O) and the MLP sublayer with its backward pass (``checks``:
+    the results that verify it), each from its program."""
+    from seqgrad.derive import blocks
     from seqgrad.derive.elementwise import Elementwise
 
     mha = blocks.attention_program(heads=2)
@@ -1195,18 +1200,13 @@ def _encoder_sublayers(b) -> list[str]:
     per_head = [(d.target.xreplace(head_i), d.value.xreplace(head_i)) for d in lines if d.target in head_i]
     joined = [(d.target, d.value) for d in lines if "^[" not in d.target.name]
     concat = next(value for target, value in joined if target.name == "C")  # the heads side by side, [O^[1] | O^[2]]
-    T, d, d_ff = (sp.Symbol(n, integer=True, positive=True) for n in ("T", "d", "d_ff"))
-    U, Y2 = sp.MatrixSymbol("U", T, d), sp.MatrixSymbol("Y_2", T, d)
-    W1, W2 = sp.MatrixSymbol("W_1", d_ff, d), sp.MatrixSymbol("W_2", d, d_ff)
-    b1, b2 = sp.MatrixSymbol("b_1", 1, d_ff), sp.MatrixSymbol("b_2", 1, d)
-    one = sp.OneMatrix(T, 1)
-    ln = blocks.layernorm_program()
-    ln_out = ln.program.definitions(("forward",))[-1].value
-    rename = {ln.inputs["X"]: U, ln.inputs["gamma"]: sp.MatrixSymbol("gamma_2", 1, d),
-              ln.inputs["beta"]: sp.MatrixSymbol("beta_2", 1, d)}
-    u = sp.Dummy("u")
-    hidden = Elementwise(sp.Lambda(u, operations.node("relu")(u)), Y2 * W1.T + one * b1)
-    mlp = [(Y2, _inline_ln(ln, ln_out).xreplace(rename)), (sp.MatrixSymbol(BLOCK_OUTPUT, T, d), U + hidden * W2.T + one * b2)]
+    mlp = blocks.mlp_program()  # the second sublayer with the course's names (Z_mlp, J_mlp, B_mlp), ReLU
+    forward = mlp.program.definitions(("forward",))
+    names = {d.target.name: _s(d.target.name, 2, 2) for d in forward}
+    # the gradient of the block's output is written as every gradient, d and the matrix's name (the program's G)
+    d_out = sp.MatrixSymbol("d" + mlp.output.name, *mlp.G.shape)
+    # ReLU's slope at every entry of Z_mlp, as the derivation writes it ([Z_mlp > 0])
+    step = next(e for e in sp.preorder_traversal(mlp.program["dZ_mlp"].value) if isinstance(e, Elementwise))
     return [
         "\\subsection{Multi-head attention and the MLP sublayer}",
         _words("With `n_head` heads, numbered from 1 as in the course (head 1 to head {nh}; steps, positions and entries "
@@ -1224,19 +1224,23 @@ def _encoder_sublayers(b) -> list[str]:
                "from other rows {Z} (the decoder's memory). In the block, {B} takes the place of {O}. The second sublayer normalizes {U} again (its own {g2} and "
                "{b2}) and applies the same two-layer MLP, the feed-forward network, to every row: a hidden layer of width "
                "`d_ff` with ReLU, then back to width `d`, and the shortcut adds {U}. The block's output {H1} is the next "
-               "block's input:", b, B=_s("B", 2, 2), O=_s("O", 2, 2), U=_s("U", 2, 2), g2=_s("gamma_2", 1, 2),
+               "block's input. As in the course, {Zm} is the hidden layer before ReLU, {Jm} after it and {Bm} the MLP's "
+               "output:", b, B=_s("B", 2, 2), O=_s("O", 2, 2), U=_s("U", 2, 2), g2=_s("gamma_2", 1, 2),
+               Zm=names["Z_mlp"], Jm=names["J_mlp"], Bm=names["B_mlp"],
                X=_s("X", 2, 2), M=_s("M", 2, 2), Z=_s("Z", 2, 2), mha=sp.Function("MHA")(_s("X", 2, 2)),
                mham=sp.Function("MHA_self")(_s("X", 2, 2), _s("M", 2, 2)),
                mhaz=sp.Function("MHA_cross")(_s("X", 2, 2), _s("Z", 2, 2)),
-               b2=_s("beta_2", 1, 2), H1=_s(BLOCK_OUTPUT, 2, 2)),
-        _display(mlp, b),
+               b2=_s("beta_2", 1, 2), H1=names[mlp.output.name]),
+        _display([(d.target, d.value) for d in forward], b),
+        _words("Backwards, the second shortcut shows in {dU}: the gradient {dH} of the block's output plus what comes "
+               "back through the MLP and its LayerNorm. ReLU passes the gradient on where its input is positive: {step} "
+               "is 1 where an entry of {Zm} is positive and 0 elsewhere (Iverson's bracket; at 0 the slope is taken to "
+               "be 0, as PyTorch does). For every `T`, `d` and `d_ff`:", b, dU=_s("dU", 2, 2), dH=d_out,
+               step=step.xreplace({mlp.program["Z_mlp"].target: names["Z_mlp"]}), Zm=names["Z_mlp"])
+        + verification(b, checks=checks, source="week06 §Block", appendix="encoder"),
+        _display([(d.target, d.value.xreplace({mlp.G: d_out})) for d in mlp.backward_lines()], b),
+        _words("This {dU} is the gradient the attention sublayer's backward pass above starts from.", b, dU=_s("dU", 2, 2)),
     ]
-
-
-def _inline_ln(ln, expr):
-    """LayerNorm's output with its normalized rows written as the operator (``normalize(X)``), not a name."""
-    defs = {d.target: d.value for d in ln.program.definitions(("forward",))}
-    return expr.xreplace({k: v for k, v in defs.items() if k in expr.free_symbols})
 
 
 #: The proof of the encoder block's backward pass, one of the residual paths' identities (stated in their appendix).
@@ -1253,7 +1257,8 @@ def encoder_section(b) -> Part:
 
     b = with_section_letters(b, "encoder")
     block = blocks.block_program("pre-norm")
-    checks = section_checks(b, ["encoder.*", "transformer.prenorm_block", "transformer.postnorm_block", "transformer.block_programs"])
+    checks = section_checks(b, ["encoder.*", "transformer.prenorm_block", "transformer.postnorm_block", "transformer.block_programs",
+                                MLP_CHECK])
     tokens = tokenize(course.TEXT)
     body = [
         _words("An encoder block puts the pieces together: LayerNorm, attention and a residual connection (pre-norm, "
@@ -1265,10 +1270,11 @@ def encoder_section(b) -> Part:
         _display([(d.target, d.value) for d in block.program.definitions(("forward",))], b),
         _words("Backwards, the residual shows in {dH}: the gradient of the shortcut plus what comes back through the branch:", b,
                dH=_s("dH", 2, 2))
-        + verification(b, proofs=[BLOCK_PROOF], checks=[r for r in checks if r.name.startswith("transformer.")],
+        + verification(b, proofs=[BLOCK_PROOF], checks=[r for r in checks if r.name.startswith("transformer.")
+                                                          and r.name != MLP_CHECK],
                        source="week06 §Block", appendix="encoder"),
         _display([(d.target, d.value) for d in block.backward_lines()], b),
-        *_encoder_sublayers(b),
+        *_encoder_sublayers(b, [r for r in checks if r.name == MLP_CHECK]),
         "\\subsection{Worked example}",
         _words("The course encodes the phrase ", b) + f"``{text(course.TEXT)}''" + _words(
             " with {sizes}: one block of {heads} heads ({widths} each, so {wo} is {woshape}) and an MLP of hidden width "

@@ -46,11 +46,12 @@ from .elementwise import Elementwise
 from .program import Program, latex_aligned
 from .rules import EPS, HConcat, Masked, Normalize, RMSNormalize, RowRMS, RowSoftmax, RowStd, index_form
 
-__all__ = ["T", "T_src", "d", "d_k", "d_v", "BlockProgram", "Norm", "NORMS", "LAYERNORM", "RMSNORM", "norm_of",
-           "attention_program", "cross_attention_program", "concat_program", "norm_program", "norm_row", "norm_row_block", "layernorm_program", "block_program", "size"]
+__all__ = ["T", "T_src", "d", "d_k", "d_v", "d_ff", "BlockProgram", "Norm", "NORMS", "LAYERNORM", "RMSNORM", "norm_of",
+           "attention_program", "cross_attention_program", "concat_program", "norm_program", "norm_row", "norm_row_block", "layernorm_program", "block_program", "mlp_program", "size"]
 
 T, d, d_k, d_v = sp.symbols("T d d_k d_v", integer=True, positive=True)
 T_src = sp.Symbol("T_src", integer=True, positive=True)
+d_ff = sp.Symbol("d_ff", integer=True, positive=True)
 
 
 def size(name: str, value) -> sp.Expr:
@@ -385,6 +386,43 @@ def block_program(placement: str = "pre-norm", heads: int = 1, T_=T, d_=d, d_k_=
     G = sp.MatrixSymbol("G", Tn, dm)
     grads = _backward(prog, U, G, inputs)
     return BlockProgram(prog, inputs, G, U, grads, (Tn, dm, dk, dv))
+
+
+def mlp_program(T_=T, d_=d, d_ff_=d_ff, norm="layernorm", activation: str = "relu") -> BlockProgram:
+    """The pre-norm block's second sublayer (seed 000 L946, L1021): the MLP on the normalised rows of ``U``, the
+    attention sublayer's output, and the second residual addition, with the course's names::
+
+        Y_2 = N(U),  Z_mlp = Y_2 W_1^T + 1 b_1,  J_mlp = act(Z_mlp),  B_mlp = J_mlp W_2^T + 1 b_2,  H' = U + B_mlp
+
+    (``activation`` an elementwise operation of the registry, ReLU as in the course; W_1 is d_ff x d, W_2 d x d_ff);
+    the backward pass from the rule table shows the second shortcut, dU = dH' + (the branch's pullback).
+
+    >>> mlp = mlp_program()
+    >>> for name in ("dJ_mlp", "dZ_mlp", "dW_1", "db_2"):
+    ...     print(mlp.program[name])
+    dJ_mlp = dB_mlp*W_2
+    dZ_mlp = dJ_mlp ∘ Heaviside(Z_mlp, 0)
+    dW_1 = dZ_mlp.T*Y_2
+    db_2 = 1*dB_mlp
+    """
+    from .operations import node
+
+    norm = norm_of(norm)
+    Tn, dm, dff = size("T", T_), size("d", d_), size("d_ff", d_ff_)
+    prog = Program("pre-norm MLP sublayer" + ("" if norm is LAYERNORM else f" ({norm.name})"))
+    U = sp.MatrixSymbol("U", Tn, dm)
+    inputs = {"U": U, "W_1": sp.MatrixSymbol("W_1", dff, dm), "b_1": sp.MatrixSymbol("b_1", 1, dff),
+              "W_2": sp.MatrixSymbol("W_2", dm, dff), "b_2": sp.MatrixSymbol("b_2", 1, dm)}
+    one = sp.OneMatrix(Tn, 1)
+    Y = norm(prog, U, inputs, tag="_2")
+    Z = prog.define(sp.MatrixSymbol("Z_mlp", Tn, dff), Y * inputs["W_1"].T + one * inputs["b_1"])
+    u = sp.Dummy("u")
+    J = prog.define(sp.MatrixSymbol("J_mlp", Tn, dff), Elementwise(sp.Lambda(u, node(activation)(u)), Z))
+    B = prog.define(sp.MatrixSymbol("B_mlp", Tn, dm), J * inputs["W_2"].T + one * inputs["b_2"])
+    out = prog.define(sp.MatrixSymbol("H'", Tn, dm), U + B)
+    G = sp.MatrixSymbol("G", Tn, dm)
+    grads = _backward(prog, out, G, inputs)
+    return BlockProgram(prog, inputs, G, out, grads, (Tn, dm, dff))
 
 
 def rules_used(block: BlockProgram) -> list[str]:

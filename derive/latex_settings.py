@@ -186,7 +186,7 @@ class Notation:
 
 
 #: The name of a block program's adjoint ``dX`` (``dW_Q``, ``dgamma``, ``dxhat``): ``d`` and the quantity's name.
-_ADJOINT = re.compile(r"d((?:[A-Z]|gamma|beta|xhat|mu|sigma)\w*)")
+_ADJOINT = re.compile(r"d((?:[A-Z]|gamma|beta|xhat|mu|sigma|b_)\w*'*)")  # db_1 of a bias, dH' of a block's H'
 
 #: Functions set as an operator name (``\\tanh``) applied to their argument: :meth:`NotationPrinter._print_Function`.
 OPERATOR_FUNCTIONS = frozenset({"sin", "cos", "tan", "tanh", "sinh", "cosh", "exp", "log", "ln"})
@@ -266,6 +266,15 @@ class NotationPrinter(LatexPrinter):
             head = self._print_Symbol(sp.Symbol(name), "bold") + ("" if exp is None else "^{%s}" % exp)
             return head + "{\\left(%s \\right)}" % ", ".join(self._print(a) for a in expr.args)
         return super()._print_Function(expr, exp)
+
+    def _print_Heaviside(self, expr, exp=None):
+        """A step with its value at 0 as an Iverson bracket, ``[z > 0]`` (``Heaviside(z, 0)``, ReLU's slope as PyTorch
+        takes it) or ``[z \\geq 0]`` (``Heaviside(z, 1)``); SymPy's theta for the step that is 1/2 at 0."""
+        at_zero = expr.args[1] if len(expr.args) > 1 else None
+        if at_zero in (sp.S.Zero, sp.S.One):
+            tex = r"[%s %s 0]" % (self._print(expr.args[0]), ">" if at_zero == 0 else r"\geq")
+            return tex if exp is None else r"%s^{%s}" % (tex, exp)
+        return super()._print_Heaviside(expr, exp)
 
     def _print_Indexed(self, expr):
         """An entry ``X_{i+u, j+v}``: each index a sum in the order of index arithmetic, the positive terms first

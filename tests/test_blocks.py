@@ -50,8 +50,9 @@ def test_sizes_must_be_positive_integers():
 torch = pytest.importorskip("torch")
 
 CASES = [("attention", 1, False), ("attention", 2, True), ("layernorm", 1, False), ("pre-norm", 2, False),
-         ("post-norm", 1, False)]
-SIZES = [{"T": 7, "d": 5, "d_k": 3, "d_v": 3}, {"T": 3, "d": 4, "d_k": 2, "d_v": 5}, {"T": 2, "d": 2, "d_k": 1, "d_v": 1}]
+         ("post-norm", 1, False), ("mlp", 1, False)]
+SIZES = [{"T": 7, "d": 5, "d_k": 3, "d_v": 3, "d_ff": 4}, {"T": 3, "d": 4, "d_k": 2, "d_v": 5, "d_ff": 6},
+         {"T": 2, "d": 2, "d_k": 1, "d_v": 1, "d_ff": 1}]
 
 
 @pytest.mark.parametrize("kind,heads,masked", CASES)
@@ -66,3 +67,16 @@ def test_compiled_programs_match_autograd(kind, heads, masked):
             assert derived.shape == reference.shape, (kind, sizes, name)
             assert torch.allclose(derived, reference, atol=1e-10, rtol=1e-9), (kind, sizes, name)
             assert float(reference.abs().max()) > 0 or name == "dM", (kind, sizes, name)  # no silent zero
+
+
+def test_the_mlp_sublayer_check_sees_a_wrong_slope():
+    """The MLP sublayer's derived backward pass (dZ_mlp = dJ_mlp o [Z_mlp > 0]) against a twin with another
+    activation: the comparison fails, so a wrong slope cannot pass it."""
+    from seqgrad.crosscheck import blocks as c_blocks
+
+    def tanh_twin(v):
+        x = torch.nn.functional.layer_norm(v["U"], (v["U"].shape[-1],), v["gamma_2"].reshape(-1), v["beta_2"].reshape(-1), 1e-5)
+        return v["U"] + torch.tanh(x @ v["W_1"].T + v["b_1"]) @ v["W_2"].T + v["b_2"]
+
+    rows = c_blocks.compare_at("mlp", SIZES[0], torch.Generator().manual_seed(3), reference_fn=tanh_twin)
+    assert not all(torch.allclose(derived, reference, atol=1e-6) for _, derived, reference in rows)

@@ -75,3 +75,28 @@ def test_the_appendix_says_in_plain_sentences_whom_it_is_for_and_what_it_holds(h
     parts = [intro.index(p) for p in ("identities proved", "numeric checks", "every number printed in the course texts")]
     assert parts == sorted(parts)
     assert "evidence behind the notes" not in intro
+
+
+def test_the_encoder_section_gives_the_mlp_sublayers_backward_pass_from_its_derivation(handout):
+    """Item 3: the encoder section gave the attention sublayer's backward pass only. The MLP sublayer's follows its
+    forward lines now: every line of :func:`derive.blocks.mlp_program`'s backward pass, printed by the notes' printer,
+    the second shortcut in dU = dH' + ..., and ReLU's slope as the bracket [Z_mlp > 0]."""
+    import sympy as sp
+
+    from seqgrad.derive import blocks
+    from seqgrad.derive.latex_settings import DEFAULT
+
+    start = handout.index("\\section{The Transformer encoder block}")
+    section = handout[start:handout.index("\\section{", start + 1)]
+    mlp = blocks.mlp_program()
+    notation = latexdoc.notes_notation(DEFAULT)
+    d_out = sp.MatrixSymbol("d" + mlp.output.name, *mlp.G.shape)
+    backward = section[section.index("\\begin{align*}", section.index("Backwards, the second shortcut")):]
+    backward = backward[:backward.index("\\end{align*}")]
+    rows = [re.sub(r"\s+", " ", row.strip()) for row in re.split(r"\\\\\n", backward.split("\n", 1)[1])]
+    printed = [re.sub(r"\s+", " ", f"{notation.latex(d.target)} &= {notation.latex(d.value.xreplace({mlp.G: d_out}))}")
+               for d in mlp.backward_lines()]
+    assert [row.replace(" \\displaybreak[0]", "") for row in rows if row] == printed
+    assert any(row.startswith("\\mathrm{d}\\mathbf{U} &= \\mathrm{d}\\mathbf{H'} + ") for row in rows)
+    assert "\\odot [\\mathbf{Z}_{\\mathrm{mlp}} > 0]" in backward
+    assert section.index("Backwards, the residual shows") < section.index("Backwards, the second shortcut")

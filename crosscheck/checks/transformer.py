@@ -372,6 +372,24 @@ def block_programs(ctx) -> Outcome:
                           "two heads with W_O, and one head")
 
 
+@check("transformer.mlp_program", needs_torch=True, source="week06 §Block:1021 (the MLP sublayer: LN_2, the MLP with ReLU, the second addition)",
+       group=GROUP)
+def mlp_program(ctx) -> Outcome:
+    """derive.blocks.mlp_program, the pre-norm block's second sublayer H' = U + MLP(LN_2(U)) with ReLU (dU = dH' + the
+    branch's pullback: the second shortcut; dZ_mlp = dJ_mlp o [Z_mlp > 0]), against torch autograd at the course's size
+    (T = 7, d = 5, d_ff = 4) and random sizes."""
+    dev, dt = ctx.dev, ctx.dt
+    g = ctx.torch_generator()
+    draw = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=g))  # noqa: E731
+    sizes = [{"T": 7, "d": 5, "d_ff": 4}] + [{"T": draw(1, 9), "d": draw(2, 8), "d_ff": draw(1, 12)} for _ in range(3)]
+    from .. import blocks as c_blocks
+
+    outs = [ctx.compare(derived, reference, detail=f"mlp T={s['T']} d={s['d']} d_ff={s['d_ff']}: {name}")
+            for s in sizes for name, derived, reference in c_blocks.compare_at("mlp", s, g, dtype=dt, device=dev)]
+    return combine(outs, "ReLU, random gamma_2 and beta_2; sizes " + ", ".join(f"(T={s['T']}, d={s['d']}, d_ff={s['d_ff']})"
+                                                                             for s in sizes))
+
+
 @check("transformer.rmsnorm_programs", needs_torch=True, source="Zhang & Sennrich 2019 (RMSNorm); week06 §2.9:1183 (pre- vs post-norm)",
        group=GROUP)
 def rmsnorm_programs(ctx) -> Outcome:
