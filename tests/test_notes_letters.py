@@ -177,7 +177,7 @@ def test_the_encoder_names_its_output_as_the_decoder_reads_it(build, encoder):
     is H': the encoder says Z and H' too."""
     assert r"A sum over the encoder's output $\mathbf{Z}$ would be no example" in encoder
     assert r"The block's output $\mathbf{H'}$ is the next block's input" in encoder
-    assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{U\} \+ ", encoder, re.M)
+    assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{B\}_\{\\mathrm\{mlp\}\} \+ \\mathbf\{U\}", encoder, re.M)
     assert r"\mathrm{enc}" not in encoder and r"\mathbf{H}_{1}" not in encoder
     assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{U\}_\{2\} \+ ", notes.decoder_section(build).body, re.M)
 

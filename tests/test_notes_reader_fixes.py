@@ -48,7 +48,7 @@ def test_the_notation_table_defines_what_the_body_uses(tmp_path):
     assert "the matrix after the d (same shape)" not in table
     for symbol in (r"$\operatorname{mean}(\mathbf{X})$", r"$\operatorname{rowsum}(\mathbf{X})$",
                    r"$\operatorname{normalize}(\mathbf{X})$", r"$s_{\epsilon}(\mathbf{X})$", r"$\mu_{i}$", r"$v_{i}$",
-                   r"$\rho$", "$q$", r"$\mathbf{E}_{\mathrm{seq}}$", r"$\mathbf{P}$", "$d$", "$d_{\\mathrm{ff}}$", r"$\lvert\theta\rvert_{\mathrm{layer}}$",
+                   r"$\rho$", r"$\mathrm{pos}'$", r"$\mathbf{E}_{\mathrm{seq}}$", r"$\mathbf{P}$", "$d$", "$d_{\\mathrm{ff}}$", r"$\lvert\theta\rvert_{\mathrm{layer}}$",
                    "$L$", r"$\tau$"):
         assert "\n" + symbol + " & " in table, symbol
     assert "\n" + r"$\mathbf{1}^{\top}$ & row of ones" in table and r"& $1 \times T$ \\" in table
@@ -180,7 +180,7 @@ def test_the_encoder_defines_multi_head_attention_and_the_mlp_before_the_example
     before, after = body[:example], body[example:]
     assert r"\mathbf{C}       &= \left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\right]" in before
     assert r"\mathbf{B}       &= \mathbf{C} \mathbf{W}_{O}^{\top}" in before
-    assert r"\mathbf{H'}    &= \mathbf{U} + \max(0, (\mathbf{Y}_{2} \mathbf{W}_{1}^{\top} + \mathbf{1} \mathbf{b}_{1}))" in before
+    assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{B\}_\{\\mathrm\{mlp\}\} \+ \\mathbf\{U\}", before, re.M)
     for size in ("$T = 7, d = 5$", "$n_{\\mathrm{head}} = 2$", "$d_{k} = 3, d_{v} = 3$", r"$5 \times 6$", "$d_{\\mathrm{ff}} = 4$"):
         assert size in after[:900], size
     table = notes.notation_section(_build(tmp_path))
@@ -214,9 +214,9 @@ def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_re
         r"0 \leq i \leq " + H_out + " - 1")
     assert "rows" in body[first_h_o - 80:first_h_o + 40]  # defined in words where it first appears
     assert body.index(r"Write $\mathbf{\hat{G}}$ for $\mathrm{d}\mathbf{Y}$ extended by zeros") < body.index(r"{\hat{G}}_{")
-    assert r"{\kappa}_{\xi,\zeta} {X}_{\xi + i \Delta,\zeta + j \Delta} + b" in body  # the strided forward pass
-    assert r"{\mathrm{d}Y}_{i,j} {X}_{\xi + i \Delta,\zeta + j \Delta}" in body  # G: the gradient of Y, dY
-    assert r"{Y}_{i,j}                                       &= \max_{0 \le \xi, \zeta \le K - 1} {X}_{\xi + i \Delta,\zeta + j \Delta}" in body
+    assert r"{\kappa}_{\xi,\zeta} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta} + b" in body  # the strided forward pass
+    assert r"{\mathrm{d}Y}_{i,j} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta}" in body  # G: the gradient of Y, dY
+    assert r"{Y}_{i,j} &= \max_{0 \le \xi, \zeta \le K - 1} {X_{\mathrm{in}}}_{\xi + i \Delta,\zeta + j \Delta}" in re.sub(r" +", " ", body)
     assert r"{\mathrm{d}Y}_{i,j} [(m, n) = {\nu}_{i,j}]" in body  # nu: the argmax (a is the softmax's)
     assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({K}_{l} - 1)" in body
     assert "\\max_{0\\le \\xi,\\zeta" not in body and "cut off" not in body
