@@ -142,8 +142,8 @@ def test_the_odd_width_shift_is_stated_on_the_coordinates_its_rotation_acts_on(s
     example = example[:example.index("\\end{align*}")]
     assert "$4 \\times 4$ block-diagonal" in example
     paired = "\\operatorname{PE}_{0 \\ldots 3}"
-    assert f"{paired}{{(\\mathrm{{pos}} + k)}} = {paired}{{(\\mathrm{{pos}})}} R{{(k)}}" in example
-    assert "\\operatorname{PE}{(\\mathrm{pos} + k)} = \\operatorname{PE}{(\\mathrm{pos})} R{(k)}" not in body
+    assert f"{paired}{{(\\mathrm{{pos}} + k)}} = {paired}{{(\\mathrm{{pos}})}} \\mathbf{{R}}{{(k)}}" in example
+    assert "\\operatorname{PE}{(\\mathrm{pos} + k)} = \\operatorname{PE}{(\\mathrm{pos})} \\mathbf{R}{(k)}" not in body
     odd, even = (positional.shift_identity(d=d).prove() for d in (5, 4))
     assert odd.paired == (0, 1, 2, 3) and even.paired == (0, 1, 2, 3) and paired_encoding(even).__name__ == "PE"
     half = positional.shift_identity(d=5, layout="half").prove()  # the unpaired sine sits between the halves there

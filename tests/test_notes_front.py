@@ -265,7 +265,7 @@ def test_one_name_and_one_letter_per_quantity_in_the_body(handout):
     assert not re.search(r"(?<![\\A-Za-z])a_\{t\}", runs) and "{a}_{i,j}" not in runs  # a: the softmax's weights only
     assert r"\operatorname{MHA}{(\mathbf{X},\mathbf{M})}" not in runs  # a mask and a memory: not the same form
     assert r"\hat{x}}_{i,j}" in runs and "xhat_ij" not in body and "_{ri}" not in runs  # entries with a comma
-    assert r"\operatorname{PE}{(\mathrm{pos} + k)} = \operatorname{PE}{(\mathrm{pos})} \mathbf{R}{(k)}" in runs  # rows
+    assert r"\operatorname{PE}_{0 \ldots 3}{(\mathrm{pos} + k)} = \operatorname{PE}_{0 \ldots 3}{(\mathrm{pos})} \mathbf{R}{(k)}" in runs  # rows
     assert "as columns" not in body and "B_{i}" not in runs and r"\operatorname{PE}_{4}" not in runs
 
 
