@@ -390,7 +390,6 @@ def tolerance_words(device: str, notation: Notation) -> str:
 def check_status(pattern: str, b: Build, results: list | None = None) -> str:
     """Tabulate each check matching ``pattern`` with its verified status and largest errors (the
     checks run now, or ``results`` of a run made for this section; then ``pattern`` names the section)."""
-
     given = None if results is None else pattern
     results = run_pattern(pattern, b) if results is None else results
     marks = {"pass": "verified", "fail": "\\textbf{FAILED}", "error": "\\textbf{ERROR}", "skip": "skipped"}
@@ -502,15 +501,18 @@ def paired_encoding(report, commutative: bool = True):
     if report.unpaired is None:
         return sp.Function("PE", commutative=commutative)
     c = report.paired
-    contiguous = list(c) == list(range(c[0], c[-1] + 1))
-    return sp.Function(f"PE_{{{c[0]} \\ldots {c[-1]}}}" if contiguous else "PE_{" + ", ".join(map(str, c)) + "}",
+    return sp.Function(f"PE_{{{c[0]} \\ldots {c[-1]}}}" if _contiguous(c) else "PE_{" + ", ".join(map(str, c)) + "}",
                        commutative=commutative)
+
+
+def _contiguous(coordinates) -> bool:
+    return list(coordinates) == list(range(coordinates[0], coordinates[-1] + 1))
 
 
 def _listed_coordinates(coordinates) -> str:
     """``0 to 3``: the coordinates of a paired encoding, as the text says them."""
     c = list(coordinates)
-    return f"{c[0]} to {c[-1]}" if c == list(range(c[0], c[-1] + 1)) else ", ".join(map(str, c[:-1])) + f" and {c[-1]}"
+    return f"{c[0]} to {c[-1]}" if _contiguous(c) else ", ".join(map(str, c[:-1])) + f" and {c[-1]}"
 
 
 def shift_report_statements(report, notation: Notation, shift: str = "pe-shift-d5-interleaved") -> list[tuple]:

@@ -407,13 +407,13 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     # the works the document cites (the appendix's tables too), listed before the appendix
     parts.insert(before_appendix, references.section("\n".join(parts[1:])))
     parts.append("\\end{document}\n")
-    parts = [without_absent_references(part, "\n".join(parts)) for part in parts]
     unused = [name for name in notation.unused_renames() if (name not in NOTES_LETTERS or name in chosen.letters)
               and (name not in NOTES_SYMBOL_NAMES or name in chosen.symbol_names)]
     if unused:
         raise SeqgradValueError("--symbol (Notation.symbol_names)", ", ".join(unused), "the name (or base letter) of a symbol these sections print; "
                                 "nothing in sections " + ", ".join(names) + " is called that")
-    return "\n".join(parts)
+    document = "\n".join(parts)
+    return without_absent_references(document, document)  # the labels read once, from the whole document
 
 
 def write(path: str | Path, sections: Sequence[str] | str | None = None, notation: Notation | None = None, *,
