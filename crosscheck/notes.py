@@ -121,20 +121,34 @@ def proof_mark(b, names: Sequence[str], stated: Sequence[str] = ()) -> str:
             said.append(text)
     # a scope another one states and adds to ("for every d", "for every d, every branch F") is said once
     said = [text for text in said if not any(other.startswith(text + ",") for other in said)]
-    out = ["proved " + "; ".join(said)] if said else []
+    # scopes hold commas of their own ("for every d, every branch F"), so the list of them is joined by semicolons
+    out = ["proved " + "; ".join(said[:-1]) + ("; and " if len(said) > 1 else "") + said[-1]] if said else []
     words = {"every": "proved symbolically for every size", "instance": "proved symbolically at concrete sizes",
              "counterexample": "refuted by an exact counterexample", "numeric": "checked numerically"}
     if sum(counted.values()):
         n = sum(counted.values())
-        out.append(f"the appendix states {n} {'more ' if said else ''}identit{'y' if n == 1 else 'ies'}: "
-                   + ", ".join(f"{k} {words[kind]}" for kind, k in counted.items() if k))
-    out = ["; ".join(out)] if out else []
+        how = [(k, words[kind]) for kind, k in counted.items() if k]
+        out.append(f"the appendix states {n} {'more ' if said else ''}identit{'y' if n == 1 else 'ies'}"
+                   + (f", {how[0][1]}" if len(how) == 1 else ": " + ", ".join(f"{k} {word}" for k, word in how)))
     if bad:
-        out.append("\\textbf{" + ("NOT proved" if len(bad) == len(names) + len(stated) else "not every statement proved")
+        out.append("\\textbf{" + ("not proved" if len(bad) == len(names) + len(stated) else "not every statement is proved")
                    + "}")
     if slow:
         out.append(("not" if len(slow) == len(names) + len(stated) else "not all") + f" proved within {b.proof_seconds:g} s here")
-    return ", ".join(out)
+    return ". ".join(out[:1] + [capitalized(text) for text in out[1:]])
+
+
+def capitalized(text: str) -> str:
+    """``text`` with its first letter upper case, inside a leading ``\\textbf{`` too: a footnote's sentences are
+    joined from phrases that each begin in lower case.
+
+    >>> capitalized("\\textbf{not proved}"), capitalized("checked")
+    ('\\textbf{Not proved}', 'Checked')
+    """
+    bold = "\\textbf{"
+    if text.startswith(bold):
+        return bold + capitalized(text[len(bold):])
+    return text[:1].upper() + text[1:]
 
 
 def check_mark(results: Sequence, device: str, notation=None) -> str:
@@ -149,7 +163,7 @@ def check_mark(results: Sequence, device: str, notation=None) -> str:
     if printed:
         said = [printed_mark(printed, notation)] + ([check_mark([r for r in results if r not in printed], device, notation)]
                                                    if len(printed) < len(results) else [])
-        return "; ".join(s for s in said if s)
+        return ", and are ".join(s for s in said if s)  # "agrees with ..., and are checked numerically ..."
     failed = [r for r in results if r.status in ("fail", "error")]
     passed = [r for r in results if r.status == "pass"]
     finite = lambda x: x is not None and math.isfinite(x)  # noqa: E731
@@ -225,6 +239,10 @@ def stated_with(b, name: str, section: str | None) -> str | None:
     return owner if section is not None and owner not in (None, section) and present else None
 
 
+#: The phrases a verification sentence begins with, and how each reads after a plural subject (:func:`_footnote`).
+LEAD_VERBS = {"proved": " are proved", "checked": " are checked", "agrees": " agree", "refuted": " are refuted"}
+
+
 def _footnote(b, mark: Mark, lead: str = "") -> str:
     from seqgrad.derive.prose import cited
     from seqgrad.sources import in_words
@@ -237,8 +255,13 @@ def _footnote(b, mark: Mark, lead: str = "") -> str:
     said = [s for s in (proof_mark(b, here, stated) if here or stated else "",
                         *(proof_mark(b, names) + f" (Appendix~\\ref{{app:{owner}}})" for owner, names in elsewhere.items()),
                         check_mark(mark.checks, b.device, b.notation)) if s]
-    text = "; ".join(said) if said else "not verified here"
-    text = lead + text if lead else text[0].upper() + text[1:]
+    said = said or ["not verified here"]
+    led = next((s for s in said if s.startswith(tuple(LEAD_VERBS))), None) if lead else None
+    said = [led] + [s for s in said if s is not led] if led else said  # the sentence the lead is the subject of first
+    first, verb = said[0], next((v for v in LEAD_VERBS if said[0].startswith(v)), None)
+    # "The results of this section are proved ...", "... agree with ...": the lead is the first sentence's subject
+    opening = (lead + LEAD_VERBS[verb] + first[len(verb):]) if lead and verb else capitalized(first)
+    text = ". ".join([opening] + [capitalized(s) for s in said[1:]])
     cited_as = in_words(mark.source) if mark.source else ""
     if cited_as:
         text += ". " + cited(cited_as, b.notation)
@@ -279,7 +302,7 @@ def one_footnote(part: Part, b) -> Part:
     body = part.body
     said_in = with_section_letters(b, joined.appendix) if joined.appendix else b  # the section's own letters
     for i, (_, tok) in enumerate(present):
-        body = body.replace(tok, _footnote(said_in, joined, lead="The results of this section: ") if i == 0 else "")
+        body = body.replace(tok, _footnote(said_in, joined, lead="The results of this section") if i == 0 else "")
     return Part(body, part.appendix)
 
 
@@ -1646,7 +1669,8 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("lambda_j"), "wavelength of the coordinate pair `j`, in positions: {wavelength} (appendix)", one),
         (sp.pi, "the circle constant, 3.14159...: a full turn is `2*pi` radians", one),
         (sp.Function("R")(sp.Symbol("k")), "rotation of the encodings by the offset `k`: one rotation by the angle "
-         "`omega_j*k` per coordinate pair, so that {shift}", Shape(d, d)),
+         "`omega_j*k` per coordinate pair, so that {shift} at an even width; at an odd width it is `d - 1` by `d - 1` and "
+         "rotates the paired coordinates (the last one has no partner)", Shape(d, d)),
         (sp.Function("blockdiag")(sp.Function("B_j")(sp.Symbol("k"))), "the block-diagonal matrix with the blocks "
          "{Bj}, one per pair `j` (each 2 by 2)", Shape(d, d)),
         (sp.Symbol("q"), "a second position, beside `pos` (the dot product of two encodings, appendix)", one,

@@ -115,7 +115,7 @@ def test_notes_compile_render_and_read_as_notes(notes, kind, tmp_path):
     assert small == {}, f"labels below 7 pt at the included size: {small}"
     body, appendix = body_and_appendix(source)
     assert "\\section{Notation}" in body and "\\sum_{t=0}^{T - 1}" in body and "J_{t} J_{t-1} \\cdots J_{\\tau+1}" in body
-    assert "\\footnote{The results of this section: proved for every" in body and "\\texttt" in appendix
+    assert "\\footnote{The results of this section are proved for every" in body and "\\texttt" in appendix
 
 
 def test_a_short_chapter_compiles_and_reads_as_notes(tmp_path):
@@ -143,7 +143,7 @@ def test_without_the_appendix_nothing_points_to_it(tmp_path):
     cli("latex", str(path), "--sections", "attention", "--standalone", "--no-appendix")
     source = path.read_text()
     assert "\\appendix" not in source and "app:" not in source and "\\texttt" not in source
-    assert "\\footnote{The results of this section: proved for every" in source
+    assert "\\footnote{The results of this section are proved for every" in source
 
 
 @pytest.mark.parametrize("snippet, defect", [

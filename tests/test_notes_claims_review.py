@@ -149,3 +149,17 @@ def test_the_odd_width_shift_is_stated_on_the_coordinates_its_rotation_acts_on(s
     half = positional.shift_identity(d=5, layout="half").prove()  # the unpaired sine sits between the halves there
     assert half.unpaired not in half.paired and len(half.paired) == 4
     assert positional.Sinusoidal(5).rotation(sp.Symbol("k")).matrix().shape == (len(odd.paired),) * 2
+
+
+def test_the_notation_tables_rotation_says_its_size_at_an_odd_width(standalone_notes):
+    """The notation table gave R(k) as d x d only; at an odd width it is (d - 1) x (d - 1), the paired coordinates'
+    (the worked example at d = 5 uses a 4 x 4 one).  The entry now says so, and the size is R(k)'s at d = 5."""
+    import sympy as sp
+
+    from seqgrad.derive import positional
+
+    source = standalone_notes.read_text(encoding="utf-8")
+    table = source[source.index("\\label{sec:notation}"):source.index("\\label{sec:rnn}")]
+    row = next(line for line in table.splitlines() if line.startswith("$\\mathbf{R}{(k)}$ &"))
+    assert "at an odd width it is $d - 1$ by $d - 1$" in row, row
+    assert positional.Sinusoidal(5).rotation(sp.Symbol("k")).matrix().shape == (5 - 1, 5 - 1)

@@ -133,7 +133,7 @@ def test_a_printed_comparison_is_measured_in_its_last_digit():
 # --------------------------------------------------------------------------- fourth review, item 1: footnote = appendix
 
 _NUMBER = re.compile(r"\$[\d.]+(?: \\cdot 10\^\{-?\d+\})?\$")
-_ELSEWHERE = re.compile(r"(?<=[:;] )([^;]*?) \(Appendix~\\ref\{app:([\w-]+)\}\)")
+_ELSEWHERE = re.compile(r"(?:(?<=[:;.] )|(?<= are ))([^;]*?) \(Appendix~\\ref\{app:([\w-]+)\}\)")
 _NAMED = re.compile(r"\\paragraph\{\\texttt\{(.*?)\}\}")
 
 

@@ -74,7 +74,7 @@ def test_1_no_footnote_or_caption_of_the_handout_reads_like_check_output(handout
     sections = re.split(r"\\section\{", body)[2:]  # the sections after the notation
     assert len(sections) == 9
     for section in sections:
-        said = [m for m in footnotes(section) if m.startswith("The results of this section: ")]
+        said = [m for m in footnotes(section) if m.startswith("The results of this section")]
         assert len(said) == 1, section[:80]
     captions = re.findall(r"\\caption\{(.*?)\}(?:\\label|\n)", body, re.S)
     for text in marks + captions:
@@ -304,3 +304,26 @@ def test_7_every_page_of_the_text_is_filled(standalone_pdf, tmp_path):
         if rows[-1] / len(ink) < 0.75:
             short[png.name] = round(rows[-1] / len(ink), 2)
     assert short == {}, f"pages of the text that end half empty (their lowest ink, as a fraction of the page): {short}"
+
+
+def test_1_a_sections_footnote_is_sentences_not_a_checklist(handout):
+    """The section's footnote is written in sentences whose subject is the section's results ("The results of this
+    section are proved for every d >= 1 ... The appendix states 9 more identities ..."), not a colon-and-semicolon
+    list ("The results of this section: proved ...; the appendix states ...; checked ...")."""
+    body, _ = body_and_appendix(handout)
+    said = [m for m in footnotes(body) if m.startswith("The results of this section")]
+    assert len(said) == 9
+    for mark in said:
+        assert re.match(r"The results of this section (are (proved|checked|refuted)|agree) ", mark), mark
+        assert "; the appendix states" not in mark and "; checked numerically" not in mark, mark
+        # every sentence after the first begins with a capital letter (inside \textbf too)
+        for start in re.findall(r"\.\s+(?:\\textbf\{)?(\S)", re.sub(r"\$[^$]*\$", "x", mark)):
+            assert start.isupper() or start == "\\", mark
+        assert not re.search(r"identity: 1 ", mark), mark  # "1 identity, proved ...", not "1 identity: 1 proved"
+
+
+def test_1_a_proof_mark_joins_scopes_with_semicolons_and_capitalizes_each_sentence():
+    assert notes.capitalized("\\textbf{not proved}") == "\\textbf{Not proved}"
+    b = Build(notation=DEFAULT, tex_dir=None, figures_dir=None, appendix=True)
+    mark = notes.proof_mark(b, ["softmax-jacobian"], ["softmax-shift-invariance", "softmax-sums-to-one"])
+    assert mark.startswith("proved for every ") and ". The appendix states 2 more identities" in mark, mark
