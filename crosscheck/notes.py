@@ -142,8 +142,8 @@ def capitalized(text: str) -> str:
     """``text`` with its first letter upper case, inside a leading ``\\textbf{`` too: a footnote's sentences are
     joined from phrases that each begin in lower case.
 
-    >>> capitalized("\\textbf{not proved}"), capitalized("checked")
-    ('\\textbf{Not proved}', 'Checked')
+    >>> capitalized("\\\\textbf{not proved}"), capitalized("checked")
+    ('\\\\textbf{Not proved}', 'Checked')
     """
     bold = "\\textbf{"
     if text.startswith(bold):
@@ -1560,9 +1560,9 @@ def contents_sentence(bodies: dict[str, str]) -> str:
     The notation (Section 1) is no such section: the sentence counts the sections after it.
 
     >>> contents_sentence({"rnn": "Worked example: ...", "paths": "\\\\begin{figure} ...", "gates": ""})
-    'Each section after the notation states the model, then the general result (for every sequence length and every width). Section~\\\\ref{sec:rnn} works a small instance as an example; Section~\\\\ref{sec:paths} has a figure that shows the point.'
-    >>> contents_sentence({"a": "Worked example", "b": "Worked example", "c": ""})[-71:]
-    'Every one but Section~\\\\ref{sec:c} works a small instance as an example.'
+    'Each section after the notation states the model, then the general result (for every sequence length and every width). Some of them then work a small instance as an example (Section~\\\\ref{sec:rnn}) and have a figure that shows the point (Section~\\\\ref{sec:paths}).'
+    >>> contents_sentence({"a": "Worked example", "b": "Worked example", "c": ""})[-84:]
+    'Most of them then work a small instance as an example (all but Section~\\\\ref{sec:c}).'
     """
     worked = [n for n, body in bodies.items() if WORKED_EXAMPLE in body]
     figures = [n for n, body in bodies.items() if _has_figure(body)]
@@ -1571,19 +1571,20 @@ def contents_sentence(bodies: dict[str, str]) -> str:
     if set(worked) == set(figures) == set(bodies):
         return text[:-1] + ", then a small worked example and a figure that shows the point."
 
-    def which(have: list[str], singular: str, plural: str) -> str:
+    def which(have: list[str], plural: str) -> str:
         missing = [n for n in bodies if n not in have]
         if not missing:
-            return f"every one {singular}"
+            return plural
         if len(missing) < len(have):
-            return f"every one but {_section_list(missing)} {singular}"
-        return f"{_section_list(have)} {singular if len(have) == 1 else plural}"
+            return f"{plural} (all but {_section_list(missing)})"
+        return f"{plural} ({_section_list(have)})"
 
-    said = [which(worked, "works a small instance as an example", "work a small instance as an example")] if worked else []
-    said += [which(figures, "has a figure that shows the point", "have a figure that shows the point")] if figures else []
+    said = [which(have, plural) for have, plural in ((worked, "work a small instance as an example"),
+                                                       (figures, "have a figure that shows the point")) if have]
     if not said:
         return text
-    return text + " " + "; ".join([said[0][0].upper() + said[0][1:]] + said[1:]) + "."
+    most = all(2 * len(have) > len(bodies) for have in (worked, figures) if have)
+    return text + f" {'Most' if most else 'Some'} of them then " + " and ".join(said) + "."
 
 
 def introduction(b, names: Sequence[str], appendix: bool, bodies: dict[str, str] | None = None) -> str:
