@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Reference", "REFERENCES", "cited", "section", "CITATION"]
+__all__ = ["Reference", "REFERENCES", "cited", "course_texts", "section", "CITATION"]
 
 
 @dataclass(frozen=True)
@@ -55,12 +55,48 @@ def cited(document: str) -> list[Reference]:
     return [r for r in REFERENCES if any(re.search(name, document) for name in r.names)]
 
 
+def _cited_sections(document: str, name: str) -> list[int]:
+    """The section numbers ``document`` cites course text ``name`` by ("Course notes, week 6, \\S{}5 and \\S{}7")."""
+    mark = r"(?:\\S\{\}|§)(\d+)"
+    numbers: set[int] = set()
+    for m in re.finditer(re.escape(name) + rf"((?:,? {mark})(?:(?:,| and) {mark})*)", document):
+        numbers.update(int(n) for n in re.findall(mark, m.group(1)))
+    return sorted(numbers)
+
+
+def course_texts(document: str) -> list[str]:
+    """An entry for each course text ``document`` cites by name (:data:`seqgrad.sources.NAMES_IN_WORDS`): its name
+    as the footnotes give it, its title (Cyrillic set in Russian, :func:`seqgrad.latex_table.with_cyrillic`) and the
+    titles of the sections cited, by their numbers."""
+    from seqgrad.latex_table import with_cyrillic
+    from seqgrad.sources import NAMES_IN_WORDS, TEXTS
+
+    out = []
+    for key, name in NAMES_IN_WORDS.items():
+        if name not in document:
+            continue
+        text = TEXTS[key]
+        numbers = _cited_sections(document, name)
+        entry = f"\\emph{{{name}}}: {with_cyrillic(text.title.replace(' · ', ': '))}."
+        if numbers:
+            # a section's title holds semicolons of its own: set in italics, one after another
+            entry += " Sections cited: " + ", ".join(
+                f"\\S{{}}{n} \\emph{{{with_cyrillic(text.sections[n - 1].title)}}}" for n in numbers) + "."
+        out.append(entry)
+    return out
+
+
 def section(body: str) -> str:
     """The notes' reference list for a document whose body is ``body`` ("" when it cites none): an unnumbered
-    section, in the table of contents."""
-    works = cited(body)
-    if not works:
+    section, in the table of contents; the works by author and year, then the course texts by name."""
+    works, texts = cited(body), course_texts(body)
+    if not works and not texts:
         return ""
-    items = "\n".join(f"\\item {r.entry}" for r in works)
-    return ("\\section*{References}\\addcontentsline{toc}{section}{References}\n\n"
-            "\\begin{itemize}\n" + items + "\n\\end{itemize}\n")
+    out = "\\section*{References}\\addcontentsline{toc}{section}{References}\n\n"
+    if works:
+        out += "\\begin{itemize}\n" + "\n".join(f"\\item {r.entry}" for r in works) + "\n\\end{itemize}\n"
+    if texts:
+        out += ("\n\\paragraph{The course texts.} The footnotes cite the course's own texts by name and their "
+                "sections by number, in the order each text gives them.\n\\begin{itemize}\n"
+                + "\n".join(f"\\item {entry}" for entry in texts) + "\n\\end{itemize}\n")
+    return out

@@ -163,3 +163,28 @@ def test_the_notation_tables_rotation_says_its_size_at_an_odd_width(standalone_n
     row = next(line for line in table.splitlines() if line.startswith("$\\mathbf{R}{(k)}$ &"))
     assert "at an odd width it is $d - 1$ by $d - 1$" in row, row
     assert positional.Sinusoidal(5).rotation(sp.Symbol("k")).matrix().shape == (5 - 1, 5 - 1)
+
+
+def test_the_references_list_the_course_texts_the_footnotes_cite(standalone_notes):
+    """The footnotes cite "Course notes, week 6, §5" and "Lesson on Transformers, §4", but the reference list named
+    only the published works: a reader could not tell which text, or which of its sections, §5 is.  Each course text
+    cited is now listed with its title and the titles of the sections cited, found from its own section list."""
+    from seqgrad.crosscheck import references
+    from seqgrad.sources import NAMES_IN_WORDS, TEXTS, section_number
+
+    source = standalone_notes.read_text(encoding="utf-8")
+    start = source.index("\\section*{References}")
+    refs = source[start:source.index("\\appendix")]
+    body = source[:start]
+    for key, name in NAMES_IN_WORDS.items():
+        if name not in body:
+            continue
+        entry = next(line for line in refs.splitlines() if line.startswith(f"\\item \\emph{{{name}}}"))
+        assert "\\seqgradcyr{" in entry  # the Russian title, set in Russian
+        for tag in ("PE", "Attention", "Encoder"):
+            if any(s.tag == tag for s in TEXTS[key].sections):
+                n = section_number(key, tag)
+                if f"{name}, \\S{{}}{n}" in body:  # cited: listed with its title
+                    assert f"\\S{{}}{n} \\emph{{" in entry, (name, n)
+    assert references._cited_sections("Course notes, week 6, \\S{}5 and \\S{}7; Lecture 7, \\S{}1", "Course notes, week 6") == [5, 7]
+    assert references.section("no citation here") == ""
