@@ -59,6 +59,15 @@ def plot_tanh_sensitivity(ax, T_max: int = 30, w_h: float = 1.2, w_x: float = 1.
     reference = right.plot(T, np.abs(w_h) ** (T - 1.0), linestyle=":", color="0.3", label=rf"${w_h:g}^{{T-1}}$ (right axis)")[0]
     for a in (ax, right):
         a.set_yscale("log")
+    # each axis in the colour of the curve it is read on, so the two scales are not mixed up
+    for a, side in ((ax, "left"), (right, "right")):
+        on = [line for line in lines if line.axes is a]
+        if len(on) == 1:
+            a.tick_params(axis="y", which="both", colors=on[0].get_color())
+            a.yaxis.label.set_color(on[0].get_color())
+            right.spines[side].set_color(on[0].get_color())  # the twin's spines are drawn over the first axes
+    reference.set_zorder(3)  # drawn over the curve it coincides with
+    reference.set_linewidth(2.0)
     ax.set_xlabel("sequence length T")
     ax.set_ylabel(r"$|\partial h_{T-1}/\partial h_0|$, vanishing")
     right.set_ylabel(r"$|\partial h_{T-1}/\partial h_0|$, growing")
@@ -76,8 +85,12 @@ def plot_sensitivity_heatmap(ax, w_h_values=None, T: int = 40, x=0.0, clip: floa
     x = validate.real("x", x)
     logs = paths.log10_path_products(w_h_values, x, T)  # (len(w_h), T)
     t = np.arange(T)
-    mesh = ax.pcolormesh(t, w_h_values, np.clip(logs, -clip, clip), shading="nearest", cmap="RdBu_r", vmin=-clip, vmax=clip)
-    contour = ax.contour(t, w_h_values, logs, levels=[0.0], colors="k", linewidths=1.0)
+    # rasterized: a vector mesh of 3600 cells shows hairline seams between them in a PDF viewer
+    mesh = ax.pcolormesh(t, w_h_values, np.clip(logs, -clip, clip), shading="nearest", cmap="RdBu_r", vmin=-clip, vmax=clip,
+                         rasterized=True)
+    # the contour leaves out the last step, t = T - 1, where the product is empty and 1 at every w_h: there the level
+    # 1 would be traced along the whole column, though nothing changes there
+    contour = ax.contour(t[:-1], w_h_values, logs[:, :-1], levels=[0.0], colors="k", linewidths=1.0)
     ax.figure.colorbar(mesh, ax=ax, label=r"$\log_{10}|\partial h_{T-1}/\partial h_t|$")
     ax.set_xlabel("step t")
     ax.set_ylabel(r"recurrent weight $w_h$")

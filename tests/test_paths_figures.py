@@ -135,3 +135,27 @@ def test_every_figure_set_refuses_a_wrong_format_or_device_before_computing(tmp_
     with pytest.raises(SeqgradValueError, match=argument):
         figure_sets()[name].write(tmp_path / "out", fmt, device)
     assert not (tmp_path / "out").exists()
+
+
+def test_heatmap_contour_leaves_out_the_empty_product_and_the_mesh_is_rasterized():
+    """The 1-contour was traced down the whole last column (t = T - 1, the empty product, 1 at every w_h), drawing
+    a vertical line at t = 39 that means nothing; and the vector mesh showed hairline seams between its cells."""
+    mesh, contour = fp.plot_sensitivity_heatmap(_ax(), T=40)
+    vertices = np.concatenate([p.vertices for p in contour.get_paths() if len(p.vertices)])
+    assert vertices[:, 0].max() < 39 - 0.5, vertices[:, 0].max()
+    assert mesh.get_rasterized()
+
+
+def test_tanh_sensitivity_axes_are_coloured_as_their_curves():
+    """Two log axes share the plot: each axis's ticks and label are in the colour of the curve read on it, and the
+    reference 1.2^(T-1), which coincides with the growing curve, is drawn over it."""
+    from matplotlib.colors import to_rgba
+
+    ax = _ax()
+    zero, one = fp.plot_tanh_sensitivity(ax)
+    right = zero.axes
+    assert right is not ax and one.axes is ax
+    assert to_rgba(ax.yaxis.label.get_color()) == to_rgba(one.get_color())
+    assert to_rgba(right.yaxis.label.get_color()) == to_rgba(zero.get_color())
+    reference = [line for line in right.get_lines() if line.get_linestyle() == ":"][0]
+    assert reference.get_zorder() > zero.get_zorder()

@@ -54,8 +54,8 @@ def figures() -> dict:
     return {
         "fig3-left-power-curves": (fp.plot_power_curves, (5.0, 4.0)),
         "fig3-right-tanh-sensitivity": (fp.plot_tanh_sensitivity, (5.0, 4.0)),
-        "sensitivity-heatmap": (fp.plot_sensitivity_heatmap, (6.5, 4.5)),
-        "jacobian-product-norms": (fp.plot_jacobian_norms, (6.0, 4.5)),
+        "sensitivity-heatmap": (fp.plot_sensitivity_heatmap, (6.5, 3.8)),
+        "jacobian-product-norms": (fp.plot_jacobian_norms, (6.0, 4.0)),
         "gradient-flow-rnn-gru-lstm": (fp.plot_gradient_flow, (6.5, 5.2)),  # the legend below the axes
     }
 
