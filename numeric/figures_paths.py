@@ -114,17 +114,18 @@ def plot_jacobian_norms(ax, weights: paths.RNNWeights | None = None, X=None, see
     slope = paths.gamma(weights.activation)
     d = norms.distance
     lines = [
-        ax.plot(d, norms.measured, marker=".", label=r"measured $\|J_t\cdots J_{\tau+1}\|_2$")[0],
-        ax.plot(d, norms.norm_product, ls="--", label=r"$\prod_j \|J_j\|_2$")[0],
-        ax.plot(d, norms.pascanu, ls=":", label="Pascanu bound " + (r"$\|W_h\|_2^{\,t-\tau}$" if slope == 1 else
-                                                                   rf"$({slope:g}\,\|W_h\|_2)^{{t-\tau}}$"))[0],
+        ax.plot(d, norms.measured, marker=".", label=r"measured $\|\mathbf{J}_t\cdots \mathbf{J}_{\tau+1}\|_2$")[0],
+        ax.plot(d, norms.norm_product, ls="--", label=r"$\prod_{j=\tau+1}^{t} \|\mathbf{J}_j\|_2$")[0],
+        ax.plot(d, norms.pascanu, ls=":", label="Pascanu bound " + (r"$\|\mathbf{W}_h\|_2^{\,t-\tau}$" if slope == 1 else
+                                                                   rf"$({slope:g}\,\|\mathbf{{W}}_h\|_2)^{{t-\tau}}$"))[0],
     ]
     ax.set_yscale("log")
     ax.set_xlabel(r"distance $t - \tau$")
     ax.set_ylabel("spectral norm")
-    ax.set_title(f"vector {weights.activation} RNN, state width {weights.hidden_size}, " + r"$\|W_h\|_2$"
+    ax.set_title(f"vector {weights.activation} RNN, state width {weights.hidden_size}, " + r"$\|\mathbf{W}_h\|_2$"
                  + f" = {np.linalg.norm(weights.W_h, 2):.3g}")
-    ax.legend()
+    # the legend lists the curves from the top one down, as they lie at the far end of the plot
+    ax.legend(handles=sorted(lines, key=lambda line: -line.get_ydata()[-1]))
     return lines
 
 

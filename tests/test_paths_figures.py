@@ -159,3 +159,14 @@ def test_tanh_sensitivity_axes_are_coloured_as_their_curves():
     assert to_rgba(right.yaxis.label.get_color()) == to_rgba(zero.get_color())
     reference = [line for line in right.get_lines() if line.get_linestyle() == ":"][0]
     assert reference.get_zorder() > zero.get_zorder()
+
+
+def test_jacobian_norm_legend_lists_the_curves_top_down_in_bold_matrices():
+    """The legend listed the lowest curve first (measured, product, bound) beside a plot where the bound lies on top;
+    it now lists them in the order they lie, and the matrices are bold, as in the text."""
+    ax = _ax()
+    lines = fp.plot_jacobian_norms(ax)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    ends = {line.get_label(): line.get_ydata()[-1] for line in lines}
+    assert [ends[label] for label in legend] == sorted(ends.values(), reverse=True)
+    assert legend[0].startswith("Pascanu bound") and all("\\mathbf{" in label for label in legend)
