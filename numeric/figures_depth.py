@@ -24,6 +24,15 @@ from . import depth
 _FLOOR = 1e-300  # a zero singular value is drawn at the bottom of the log axis, not dropped
 
 
+def plain_log_ticks(axis) -> None:
+    """Tick labels of a log ``axis`` that spans a few decades as plain numbers (2, 3, 4, 6, 10, 20, 30), not as
+    ``3 \\times 10^1``: the gradient norms of these figures lie between about 0.1 and 100."""
+    from matplotlib import ticker
+
+    axis.set_major_formatter(ticker.LogFormatter())
+    axis.set_minor_formatter(ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.4)))
+
+
 def plot_layer_profile(ax, study: depth.GradientStudy, placement: str, depths=(4, 16, 48)) -> list:
     """Gradient norm per layer (1 = nearest the input) for each depth in ``depths``."""
     placement = validate.choice("placement", placement, depth.PLACEMENTS)
@@ -32,9 +41,10 @@ def plot_layer_profile(ax, study: depth.GradientStudy, placement: str, depths=(4
         if (placement, L) not in study.profiles:
             raise SeqgradValueError("depths", L, "depths computed by the study: " + ", ".join(map(str, study.depths)))
         norms = study.profiles[(placement, L)]
-        lines.append(ax.plot(np.arange(1, L + 1), norms, marker="." if L <= 16 else None, label=f"L = {L}")[0])
+        lines.append(ax.plot(np.arange(1, L + 1), norms, marker="." if L <= 16 else None, label=f"$L = {L}$")[0])
     ax.set_yscale("log")
-    ax.set_xlabel("layer l (1 = nearest the input)")
+    plain_log_ticks(ax.yaxis)
+    ax.set_xlabel("layer $l$ (1 = nearest the input)")
     ax.set_ylabel(r"$\|\partial \mathcal{L}/\partial \mathbf{W}_2^{(l)}\|_F$")
     ax.set_title(f"{placement} stack at initialisation (mean of {study.seeds} seeds)")
     ax.legend()
@@ -44,12 +54,14 @@ def plot_layer_profile(ax, study: depth.GradientStudy, placement: str, depths=(4
 def plot_output_gradient_vs_depth(ax, study: depth.GradientStudy) -> list:
     """The last layer's gradient norm against the depth L, both placements, and the 1/sqrt(L) reference."""
     L = np.array(study.depths, dtype=float)
-    lines = [ax.plot(L, study.last(p), marker="o", label=f"{p}: layer L (nearest the output)")[0] for p in depth.PLACEMENTS]
+    lines = [ax.plot(L, study.last(p), marker="o", label=f"{p}: layer $L$ (nearest the output)")[0] for p in depth.PLACEMENTS]
     pre = study.last("pre-norm")
-    lines.append(ax.plot(L, pre[0] / np.sqrt(L), linestyle=":", color="0.4", label=r"pre-norm at L = 1, times $1/\sqrt{L}$")[0])
+    lines.append(ax.plot(L, pre[0] / np.sqrt(L), linestyle=":", color="0.4", label=r"pre-norm at $L = 1$, times $1/\sqrt{L}$")[0])
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("depth L (blocks)")
+    for axis in (ax.xaxis, ax.yaxis):
+        plain_log_ticks(axis)
+    ax.set_xlabel("depth $L$ (blocks)")
     ax.set_ylabel(r"$\|\partial \mathcal{L}/\partial \mathbf{W}_2^{(L)}\|_F$")
     ax.set_title("Gradient near the output vs depth (Xiong et al. 2020)")
     ax.legend()

@@ -103,3 +103,18 @@ def test_depth_checks_pass():
     results = run_checks(all_checks("depth.*"), show_progress=False)
     assert len(results) == 5
     assert all(r.status == "pass" for r in results), [(r.name, r.detail) for r in results if r.status != "pass"]
+
+
+def test_gradient_norm_axes_label_ticks_as_plain_numbers(grads):
+    """The gradient norms span about two decades; their log axes were labelled 3 x 10^1, 2 x 10^1, 6 x 10^0. They are
+    labelled 30, 20, 6 now, and the legends' depths are math (L = 4), as in the text."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = Figure()
+    ax = fig.add_subplot()
+    fd.plot_layer_profile(ax, grads, "pre-norm")
+    FigureCanvasAgg(fig).draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() + ax.get_yticklabels(minor=True) if t.get_text()]
+    assert labels and not any("times" in text or "^" in text for text in labels), labels
+    assert {"10", "20"} <= set(labels), labels
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["$L = 4$", "$L = 16$", "$L = 48$"]
