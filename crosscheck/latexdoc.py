@@ -276,6 +276,8 @@ def preamble(title: str = "Gradients of sequence models: course notes") -> str:
             # text, sent a large figure to a page of its own, most of it white)
             + "\\renewcommand{\\topfraction}{0.85}\n\\renewcommand{\\textfraction}{0.1}\n"
             + "\\renewcommand{\\floatpagefraction}{0.75}\n"
+            # a page of floats is filled from the top, as the text pages are, not centred with a third left white above
+            + "\\makeatletter\\setlength{\\@fptop}{0pt}\\setlength{\\@fpsep}{20pt plus 4pt}\\makeatother\n"
             + f"\\title{{{text(title)}}}\n\\author{{}}\n\\date{{}}\n\\begin{{document}}\n\\sloppy\n")
 
 

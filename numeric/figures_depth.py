@@ -29,8 +29,14 @@ def plain_log_ticks(axis) -> None:
     ``3 \\times 10^1``: the gradient norms of these figures lie between about 0.1 and 100."""
     from matplotlib import ticker
 
-    axis.set_major_formatter(ticker.LogFormatter())
-    axis.set_minor_formatter(ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.4)))
+    class Plain(ticker.LogFormatter):
+        """The ticks LogFormatter labels, each as ``%g`` writes it (0.6, not 6e-01)."""
+
+        def __call__(self, x, pos=None):
+            return f"{x:g}" if super().__call__(x, pos) else ""
+
+    axis.set_major_formatter(Plain())
+    axis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(2, 0.4)))
 
 
 def plot_layer_profile(ax, study: depth.GradientStudy, placement: str, depths=(4, 16, 48)) -> list:
@@ -87,14 +93,14 @@ def plot_singular_values(ax, study: depth.JacobianStudy, placement: str) -> list
             s = np.asarray(study.singular_values[(placement, residual, L)], dtype=np.float64)
             floor = noise_floor(s)
             floors.append(floor)
-            label = f"L = {L}, {'with' if residual else 'without'} residual"
+            label = f"$L = {L}$, {'with' if residual else 'without'} residual"
             lines.append(ax.plot(np.arange(1, len(s) + 1), np.where(s > floor, s, np.nan), style, color=color, label=label)[0])
     lowest = min(f for f in floors if f > 0) if any(f > 0 for f in floors) else _FLOOR
     ax.set_yscale("log")
     ax.set_ylim(bottom=lowest / 10)
     ax.axhline(lowest, color="0.6", lw=0.8, ls=":")  # the lowest noise floor (the caption says what it is)
-    ax.set_xlabel("index i (descending)")
-    ax.set_ylabel(r"singular values of $J_L\cdots J_1$")
+    ax.set_xlabel("rank of the singular value (1 = the largest)")
+    ax.set_ylabel(r"singular values of $\mathbf{J}_L\cdots \mathbf{J}_1$")
     ax.set_title(f"{placement}: singular values of the depth Jacobian product")
     # below the axes, where it covers no curve and no floor
     ax.legend(fontsize=7.5, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))

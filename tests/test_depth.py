@@ -117,4 +117,9 @@ def test_gradient_norm_axes_label_ticks_as_plain_numbers(grads):
     labels = [t.get_text() for t in ax.get_yticklabels() + ax.get_yticklabels(minor=True) if t.get_text()]
     assert labels and not any("times" in text or "^" in text for text in labels), labels
     assert {"10", "20"} <= set(labels), labels
+    post = Figure().add_subplot()  # the post-norm profile reaches below 1: 0.6, not 6e-01
+    fd.plot_layer_profile(post, grads, "post-norm")
+    FigureCanvasAgg(post.figure).draw()
+    low = [t.get_text() for t in post.get_yticklabels() + post.get_yticklabels(minor=True) if t.get_text()]
+    assert not any("e" in text for text in low) and any(text.startswith("0.") for text in low), low
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["$L = 4$", "$L = 16$", "$L = 48$"]

@@ -329,3 +329,12 @@ def test_1_a_proof_mark_joins_scopes_with_semicolons_and_capitalizes_each_senten
     b = Build(notation=DEFAULT, tex_dir=None, figures_dir=None, appendix=True)
     mark = notes.proof_mark(b, ["softmax-jacobian"], ["softmax-shift-invariance", "softmax-sums-to-one"])
     assert mark.startswith("proved for every ") and ". The appendix states 2 more identities" in mark, mark
+
+
+def test_a_page_of_floats_is_filled_from_the_top(handout):
+    """A page holding only figures was centred vertically (LaTeX's default \\@fptop of 0pt plus 1fil), leaving the
+    top third of pages 21 and 22 white above the singular-value figures; float pages now start at the top."""
+    preamble = handout[:handout.index("\\begin{document}")]
+    assert "\\setlength{\\@fptop}{0pt}" in preamble and "\\makeatletter" in preamble
+    fpsep = re.search(r"\\setlength\{\\@fpsep\}\{([^}]*)\}", preamble)
+    assert fpsep and "fil" not in fpsep.group(1)  # no stretch between the floats either: they stack from the top
