@@ -165,7 +165,9 @@ def conv_body(b, mark: str) -> str:
     pool = [(sp.IndexedBase("Y")[dc.i, dc.j], pool[0][1].xreplace(unpadded)),
             (Partial(dc.X[dc.m, dc.n].xreplace(unpadded)), pool[1][1].xreplace(unpadded))]
     entry = lambda name, *at: inline(sp.IndexedBase(name)[at], b.notation)  # noqa: E731
-    ks, ss = sp.symbols("k_1:4", positive=True), sp.symbols("s_1:4", positive=True)
+    # kernel sizes and strides are positive integers, as derive.conv declares them (a size, not a state s: the
+    # textbook order then writes rf_3 = k_1 + s_1 (k_2 - 1) + s_1 s_2 (k_3 - 1), layer by layer)
+    ks, ss = sp.symbols("k_1:4", positive=True, integer=True), sp.symbols("s_1:4", positive=True, integer=True)
     r_L, formula = dc.receptive_field_formula()
     depth = next(a for a in r_L.free_symbols if a.name == "L")
     rf = {r_L.base: sp.IndexedBase("rf"), depth: LAYERS}  # the notes' name: r_t is the GRU's reset gate

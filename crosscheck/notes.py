@@ -468,8 +468,8 @@ def rnn_section(b) -> Part:
         _display(_rows(scalar.gradient_rows()), b),
         _words("The vector cell has the same structure. Rows are vectors ({x} is {xshape}, {h} is {hshape}), weights are "
                "stored output by input and applied as {xW}, so the transposes appear in the gradients. Written here in "
-               "general, with biases and a loss at every step, {Lsum} (a model that predicts at every step; the course's "
-               "loss on the last output only is the case {ezero} for {early}):", b,
+               "general, with biases and a loss at every step, {Lsum} (a model that predicts at every step; for the course's "
+               "loss on the last output only, drop the terms of the steps {early}, that is, set their {ezero}):", b,
                x=_at("x", t, 1, 2), h=_at("h", t, 1, 3), xshape=Shape(_s("1"), _s("d_x")), hshape=Shape(_s("1"), _s("d_h")),
                xW=_at("x", t, 1, 2) * _s("W_x", 3, 2).T, Lsum=vector.forward_rows()[-1].rhs,
                ezero=sp.Eq(_at("e", t, 1, 1), sp.ZeroMatrix(1, 1), evaluate=False),
@@ -969,7 +969,8 @@ def attention_section(b) -> Part:
                X=_s("X", 2, 2), shape=Shape(_s("T"), _s("d"))),
         _display([(d.target, d.value) for d in att.program.definitions(("forward",))], b),
         _words("The scale `1/sqrt(d_k)` keeps the scores of order one: if the entries of a query and a key are "
-               "independent with mean 0 and variance 1, their dot product has variance `d_k`.", b)
+               "independent with mean 0 and variance 1, their dot product has variance `d_k`, so the scaled score has "
+               "variance 1.", b)
         + verification(b, proofs=["attention-dot-variance"], source=var.source, appendix="attention"),
         "\\subsection{The softmax Jacobian}",
         _words("For the softmax {a} of one row of scores {z} (`n` entries), entry by entry and as a matrix, for every `n`:",

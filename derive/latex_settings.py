@@ -280,8 +280,14 @@ class NotationPrinter(LatexPrinter):
         """An entry ``X_{i+u, j+v}``: each index a sum in the order of index arithmetic, the positive terms first
         and the number last (``m + u - k + 1``, not SymPy's ``1 + m + u - k``)."""
         indices = [index_order(i) for i in expr.indices]
-        return super()._print_Indexed(sp.Indexed(expr.base, *indices)) if indices != list(expr.indices) \
+        tex = super()._print_Indexed(sp.Indexed(expr.base, *indices)) if indices != list(expr.indices) \
             else super()._print_Indexed(expr)
+        base = self._print(expr.base.label)
+        if "_" in base and tex.startswith("{" + base + "}_"):
+            # a base with a subscript of its own (X_in): its entry is (X_in)_{i,j}, never X_{in}_{i,j}, which reads
+            # as one subscript "in i, j"
+            tex = r"\left(%s\right)" % base + tex[len(base) + 2:]
+        return tex
 
     def _print_Transpose(self, expr):
         """``\\mathbf{W}_{Q}^{\\top}``; a symbol with a superscript of its own, or a compound, in brackets:

@@ -1,0 +1,63 @@
+"""Issue 25, a lecturer's review of the chapter (stop 38): one test per item fixed, each reading the built handout
+(``standalone_notes``) and failing on the text before the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def body(standalone_notes):
+    source = standalone_notes.read_text(encoding="utf-8")
+    return source[:source.index("\\appendix")]
+
+
+def _section(body: str, label: str) -> str:
+    start = body.index(f"\\label{{sec:{label}}}")
+    end = body.find("\\section", start)
+    return body[start:end if end > 0 else len(body)]
+
+
+def test_the_receptive_field_of_three_layers_is_written_layer_by_layer(body):
+    """rf_3 printed as Delta_1 (K_2 - 1) + Delta_1 Delta_2 (K_3 - 1) + K_1: the stride s was ordered as a state s, before
+    the first layer's kernel.  The sum now runs layer by layer, the first layer's term first."""
+    import sympy as sp
+
+    from seqgrad.derive import conv as dc
+
+    conv = _section(body, "conv")
+    line = next(row for row in conv.splitlines() if row.startswith("\\mathrm{rf}_{3}") or row.startswith("rf_{3}"))
+    terms = line.split("&=")[1].strip().rstrip("\\").split(" + ")
+    assert len(terms) == 3 and "-" not in terms[0], line  # K_1, then Delta_1 (K_2 - 1), then Delta_1 Delta_2 (K_3 - 1)
+    assert "_{3}" in terms[2] and "_{2}" in terms[1] and "_{1}" in terms[0], line
+    k, s = sp.symbols("k_1:4", positive=True, integer=True), sp.symbols("s_1:4", positive=True, integer=True)
+    assert dc.receptive_field(k, s) == k[0] + s[0] * (k[1] - 1) + s[0] * s[1] * (k[2] - 1)
+
+
+def test_an_entry_of_a_matrix_with_a_subscript_is_bracketed(body):
+    """Max-pooling printed {X_{in}}_{xi + i Delta, ...}, which reads as one subscript "in xi + i Delta"; an entry of a
+    matrix whose name has a subscript of its own is now (X_in)_{...}."""
+    import sympy as sp
+
+    from seqgrad.derive.latex_settings import DEFAULT
+
+    conv = _section(body, "conv")
+    pooling = conv[conv.index("\\paragraph{Max-pooling.}"):]
+    assert "}}_{" not in pooling.replace("\\mathrm{in}}}_{", "!"), pooling  # no {X_{in}}_{..} left
+    assert "\\mathrm{in}}\\right)_{" in pooling or "\\mathrm{in}})_{" in pooling, pooling
+    i, j = sp.symbols("i j", integer=True)
+    assert DEFAULT.latex(sp.IndexedBase("X_in")[i, j]).startswith("(X_{\\mathrm{in}})_{") or \
+        DEFAULT.latex(sp.IndexedBase("X_in")[i, j]).startswith("\\left(X_{\\mathrm{in}}\\right)_{")
+    assert DEFAULT.latex(sp.IndexedBase("X")[i, j]) == "{X}_{i,j}"  # a plain name keeps its one subscript
+
+
+def test_the_last_output_loss_is_said_as_dropping_terms(body):
+    """"the course's loss on the last output only is the case e_t = 0 for t < T - 1" said that a model's error is 0;
+    the loss on the last output drops those terms."""
+    rnn = _section(body, "rnn")
+    assert "is the case" not in rnn and "drop the terms of the steps" in rnn
+
+
+def test_the_scaled_score_has_variance_one(body):
+    attention = _section(body, "attention")
+    assert "so the scaled score has variance 1" in attention
