@@ -20,6 +20,7 @@ from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
 from . import depth
+from .figures_paths import top_down
 
 _FLOOR = 1e-300  # a zero singular value is drawn at the bottom of the log axis, not dropped
 
@@ -70,7 +71,7 @@ def plot_output_gradient_vs_depth(ax, study: depth.GradientStudy) -> list:
     ax.set_xlabel("depth $L$ (blocks)")
     ax.set_ylabel(r"$\|\partial \mathcal{L}/\partial \mathbf{W}_2^{(L)}\|_F$")
     ax.set_title("Gradient near the output vs depth (Xiong et al. 2020)")
-    ax.legend()
+    ax.legend(handles=top_down(lines))  # post-norm, the highest at the right end, first
     return lines
 
 

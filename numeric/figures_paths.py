@@ -36,8 +36,13 @@ def plot_power_curves(ax, rs=(0.8, 1.0, 1.2), n_max: int = 30) -> list:
     ax.set_xlabel(r"number of transitions $t - \tau$")
     ax.set_ylabel(r"$\rho^{t - \tau}$")
     ax.set_title("Fixed transition factor raised to the path length")
-    ax.legend()
+    ax.legend(handles=top_down(lines))
     return lines
+
+
+def top_down(lines) -> list:
+    """``lines`` in the order they lie at the plot's right end, the highest first: the order a legend lists them in."""
+    return sorted(lines, key=lambda line: -line.get_ydata()[-1])
 
 
 def plot_tanh_sensitivity(ax, T_max: int = 30, w_h: float = 1.2, w_x: float = 1.0, inputs=(0.0, 1.0)) -> list:
@@ -125,7 +130,7 @@ def plot_jacobian_norms(ax, weights: paths.RNNWeights | None = None, X=None, see
     ax.set_title(f"vector {weights.activation} RNN, state width {weights.hidden_size}, " + r"$\|\mathbf{W}_h\|_2$"
                  + f" = {np.linalg.norm(weights.W_h, 2):.3g}")
     # the legend lists the curves from the top one down, as they lie at the far end of the plot
-    ax.legend(handles=sorted(lines, key=lambda line: -line.get_ydata()[-1]))
+    ax.legend(handles=top_down(lines))
     return lines
 
 

@@ -123,3 +123,11 @@ def test_gradient_norm_axes_label_ticks_as_plain_numbers(grads):
     low = [t.get_text() for t in post.get_yticklabels() + post.get_yticklabels(minor=True) if t.get_text()]
     assert not any("e" in text for text in low) and any(text.startswith("0.") for text in low), low
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["$L = 4$", "$L = 16$", "$L = 48$"]
+
+
+def test_depth_legend_lists_post_norm_first_as_it_lies_highest(grads):
+    ax = _ax()
+    pre, post, reference = fd.plot_output_gradient_vs_depth(ax, grads)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert post.get_ydata()[-1] > max(pre.get_ydata()[-1], reference.get_ydata()[-1])
+    assert legend[0] == post.get_label()

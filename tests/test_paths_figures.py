@@ -170,3 +170,11 @@ def test_jacobian_norm_legend_lists_the_curves_top_down_in_bold_matrices():
     ends = {line.get_label(): line.get_ydata()[-1] for line in lines}
     assert [ends[label] for label in legend] == sorted(ends.values(), reverse=True)
     assert legend[0].startswith("Pascanu bound") and all("\\mathbf{" in label for label in legend)
+
+
+def test_power_curve_legend_lists_the_highest_curve_first():
+    ax = _ax()
+    lines = fp.plot_power_curves(ax)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == [r"$\rho = 1.2$", r"$\rho = 1$", r"$\rho = 0.8$"]
+    assert [line.get_label() for line in fp.top_down(lines)] == legend
