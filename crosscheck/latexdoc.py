@@ -269,9 +269,9 @@ def preamble(title: str = "Gradients of sequence models: course notes") -> str:
             # a table's caption stands above it, with space before its top rule (LaTeX's skip is set above a caption,
             # the place of a figure's, and left a table's caption touching the rule)
             + "\\captionsetup[table]{position=top,skip=8pt}\n"
-            # a tall display may break between its rows (discouraged, not forbidden): a page no longer ends half empty
-            # because a group of equations that does not fit in what is left of it is pushed whole to the next page
-            + "\\allowdisplaybreaks[1]\n"
+            # a display is never broken across pages, except a tall one where derive.latex_layout.display permits it
+            # (\displaybreak[0] between chunks of about equal height): a page break inside a short group of equations,
+            # or before its last line, cut a derivation apart
             # a float may take most of a text page (LaTeX's defaults, 0.7 of a page at the top and 0.2 of it for
             # text, sent a large figure to a page of its own, most of it white)
             + "\\renewcommand{\\topfraction}{0.85}\n\\renewcommand{\\textfraction}{0.1}\n"
