@@ -1608,9 +1608,9 @@ def _sym(name: str, *shape, matrix: bool = False):
 
 
 def _params(what: str):
-    from .latex_decoder_conv import PARAMS_LAYER, PARAMS_STACK
+    from .latex_decoder_conv import PARAMS_LAYER, PARAMS_STACK, PARAMS_WEIGHTS
 
-    return {"layer": PARAMS_LAYER, "stack": PARAMS_STACK}[what]
+    return {"layer": PARAMS_LAYER, "weights": PARAMS_WEIGHTS, "stack": PARAMS_STACK}[what]
 
 
 def notation_rows(b) -> list[tuple]:
@@ -1684,7 +1684,10 @@ def notation_rows(b) -> list[tuple]:
         (d_k, "width of a query and of a key", one), (d_v, "width of a value", one),
         (d_ff, "width of the hidden layer of the feed-forward sublayer (MLP)", one),
         (LAYERS, "number of layers of a stack (its depth)", one),
-        (_params("layer"), "number of parameters of one decoder layer; with the subscript stack, of a stack of `L` layers",
+        (_params("layer"), "number of parameters of one decoder layer, its biases and LayerNorms included", one),
+        (_params("weights"), "number of entries of one decoder layer's weight matrices alone (no biases, no LayerNorms)",
+         one),
+        (_params("stack"), "number of weight-matrix entries of a stack of `L` decoder layers, `L` times one layer's",
          one),
         (X, "rows of a block's input, one per token", Shape(T, d)),
         (M("W_Q", d_k, d), "query map", Shape(d_k, d)), (M("W_K", d_k, d), "key map", Shape(d_k, d)),

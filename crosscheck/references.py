@@ -64,6 +64,11 @@ def _cited_sections(document: str, name: str) -> list[int]:
     return sorted(numbers)
 
 
+def _its_own(title: str) -> str:
+    """A course text's "Table 3" or "Figure 3" as the text's own ("the text's Tab.~3"), never as the notes' numbers."""
+    return re.sub(r"\b(Table|Figure) (\d+)", lambda m: f"the text's {m.group(1)[:3]}.~{m.group(2)}", title)
+
+
 def course_texts(document: str) -> list[str]:
     """An entry for each course text ``document`` cites by name (:data:`seqgrad.sources.NAMES_IN_WORDS`): its name
     as the footnotes give it, its title (Cyrillic set in Russian, :func:`seqgrad.latex_table.with_cyrillic`) and the
@@ -81,7 +86,7 @@ def course_texts(document: str) -> list[str]:
         if numbers:
             # a section's title holds semicolons of its own: set in italics, one after another
             entry += " Sections cited: " + ", ".join(
-                f"\\S{{}}{n} \\emph{{{with_cyrillic(text.sections[n - 1].title)}}}" for n in numbers) + "."
+                f"\\S{{}}{n} \\emph{{{_its_own(with_cyrillic(text.sections[n - 1].title))}}}" for n in numbers) + "."
         out.append(entry)
     return out
 

@@ -212,7 +212,8 @@ from test_notes_symbols import math_runs  # noqa: E402
 #: a symbol as the notes print it: an operator name, a bold letter (its stem), a letter with a word as its subscript
 _ATOM = re.compile(r"\\operatorname\{(?P<op>[^{}]+)\}"
                    r"|\\(?:mathbf|boldsymbol)\{(?P<bold>\\?[A-Za-z0-9]+)\}"
-                   r"|(?<![\\A-Za-z{])(?P<word>[A-Za-z]_\{\\mathrm\{[^{}]+\}\})")
+                   # an entry, {X}_{i,j} or (X_{in})_{i,j}, is its matrix's: not a symbol of its own
+                   r"|(?<![\\A-Za-z{])(?P<word>[A-Za-z]_\{\\mathrm\{[^{}]+\}\})(?!\)_\{|\\right\)_\{)")
 
 
 def _atoms(runs) -> set[tuple[str, str]]:
@@ -278,6 +279,7 @@ def test_words_in_subscripts_are_upright_everywhere(handout):
 
 def test_the_body_has_no_program_words(handout):
     _, body = _notation_table(handout)
+    body = body.replace("\\seqgradcyr{", "\\cyr{")  # the macro that sets Russian (the reference list): not a word shown
     for word in ("seqgrad", "torch.nn", "SymPy", "float32", "normalise"):
         assert word not in body, word
     assert "\\subsection{Cross-attention}" in body and "\\paragraph{Cross-attention" not in body

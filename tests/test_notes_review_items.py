@@ -61,3 +61,15 @@ def test_the_last_output_loss_is_said_as_dropping_terms(body):
 def test_the_scaled_score_has_variance_one(body):
     attention = _section(body, "attention")
     assert "so the scaled score has variance 1" in attention
+
+
+def test_the_notation_table_defines_each_parameter_count(standalone_notes):
+    """The table gave |theta|_layer "with the subscript stack, of a stack of L layers", which read as L |theta|_layer,
+    while the body counts the stack's weight matrices only, L |theta|_weights, and |theta|_weights was not defined."""
+    source = standalone_notes.read_text(encoding="utf-8")
+    table = source[source.index("\\label{sec:notation}"):source.index("\\label{sec:rnn}")]
+    rows = {line.split(" & ")[0]: line for line in table.splitlines() if line.count(" & ") == 2}
+    for which in ("layer", "weights", "stack"):
+        assert f"$\\lvert\\theta\\rvert_{{\\mathrm{{{which}}}}}$" in rows, which
+    assert "subscript stack" not in table
+    assert "no biases, no LayerNorms" in rows["$\\lvert\\theta\\rvert_{\\mathrm{weights}}$"]
