@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import sympy as sp
+from sympy.matrices.expressions.matexpr import MatrixExpr
 
 from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
@@ -466,3 +467,133 @@ def elementwise_inverse(expr):
 def backward_latex(block: BlockProgram, width: int = 60) -> str:
     """The backward lines as an aligned LaTeX block."""
     return latex_aligned([(d_.target, d_.value) for d_ in block.backward_lines()], width)
+
+
+# ----------------------------------------------------------------------------- every head i of n_head heads
+
+#: the number of heads and a head's number in the multi-head formulas written for every n_head (heads counted from 1)
+n_head = sp.Symbol("n_head", integer=True, positive=True)
+head = sp.Symbol("i", integer=True, positive=True)
+
+
+def at_head(expr, k, heads=None, index=head):
+    """``expr``, written for head ``index`` (its symbols named ``W_Q^[i]``, ...), at head ``k``: every symbol of head
+    ``index`` renamed to head ``k``'s and ``index`` set to ``k``; ``heads`` (when given) set for ``n_head``."""
+    mark = f"^[{index}]"
+    renamed = {s: sp.MatrixSymbol(s.name.replace(mark, f"^[{k}]"), *s.shape)
+               for s in expr.atoms(sp.MatrixSymbol) if mark in s.name}
+    values = {index: k} if isinstance(index, sp.Symbol) else {}  # a numbered head's symbols only renamed
+    values.update({n_head: heads} if heads is not None else {})
+    return expr.xreplace(renamed).xreplace(values)
+
+
+class _OverHeads(MatrixExpr):
+    """A matrix formula over the heads ``i = 1 .. n``, its term written for head ``i`` (``args``: term, i, n)."""
+
+    def __new__(cls, term, index=head, count=n_head):
+        return MatrixExpr.__new__(cls, term, index, count)
+
+    @property
+    def term(self):
+        return self.args[0]
+
+    def terms(self, heads: int) -> list:
+        """The term at every head ``1 .. heads`` (``n_head`` set to ``heads``)."""
+        return [at_head(self.term, k, heads, self.args[1]) for k in range(1, heads + 1)]
+
+
+class HeadSum(_OverHeads):
+    """``sum_{i=1}^{n_head} term``: the sum of a term over the heads; :meth:`at` writes it out for a number of heads."""
+
+    @property
+    def shape(self):
+        return self.term.shape
+
+    def at(self, heads: int):
+        return sp.MatAdd(*(a for term in self.terms(heads) for a in sp.MatAdd.make_args(term)))
+
+    def _latex(self, printer, exp=None):
+        return r"\sum_{%s=1}^{%s} %s" % (printer._print(self.args[1]), printer._print(self.args[2]),
+                                         printer.parenthesize(self.term, 45))
+
+    def _sympystr(self, printer):
+        return "Sum_{%s=1}^{%s} (%s)" % (printer._print(self.args[1]), printer._print(self.args[2]), printer._print(self.term))
+
+
+class HeadConcat(_OverHeads):
+    """``[O^[1] | O^[2] | ... | O^[n_head]]``: the heads' outputs side by side; :meth:`at` is the concatenation
+    (:class:`derive.rules.HConcat`) for a number of heads."""
+
+    @property
+    def shape(self):
+        return self.term.shape[0], self.args[2] * self.term.shape[1]
+
+    def at(self, heads: int):
+        return HConcat(*self.terms(heads))
+
+    def _latex(self, printer, exp=None):
+        first, second, last = (at_head(self.term, k, None, self.args[1]) for k in (1, 2, self.args[2]))
+        return r"\left[%s\right]" % r"\;\middle|\;".join([printer._print(first), printer._print(second), r"\cdots",
+                                                          printer._print(last)])
+
+    def _sympystr(self, printer):
+        first, last = (at_head(self.term, k, None, self.args[1]) for k in (1, self.args[2]))
+        return "[%s | ... | %s]" % (printer._print(first), printer._print(last))
+
+
+def multihead_rows(heads: int = 3, T_=T, d_=d, d_k_=d_k, d_v_=d_v) -> tuple[list, list]:
+    """Multi-head attention written for every head ``i`` of ``n_head`` heads: ``(forward, backward)`` rows
+    ``(target, value)`` read off the engine's program of ``heads`` heads (:func:`attention_program`): head 1's lines
+    with head ``i``'s symbols, ``C = [O^[1] | ... | O^[n_head]]``, ``B = C W_O^T``; backwards ``dC = dB W_O``, head
+    ``i``'s column block ``dO^[i]`` of ``dC``, head ``i``'s lines, ``dX = sum_i (dQ^[i] W_Q^[i] + dK^[i] W_K^[i] +
+    dV^[i] W_V^[i])``, the heads' weight gradients and ``dW_O = dB^T C``.  Every row is the engine's line at each head
+    ``k = 1 .. heads`` (with ``n_head = heads``), or this raises: the general rows are the program, generalised."""
+    from .rules import ColumnBlock
+
+    heads = validate.integer("heads", heads, minimum=2, maximum=16)
+    mha = attention_program(heads=heads, T_=T_, d_=d_, d_k_=d_k_, d_v_=d_v_)
+    prog = mha.program
+    Tn, dv = mha.output.shape[0], mha.inputs["W_V^[1]"].shape[0]
+    general = lambda e: at_head(e, head, None, 1)  # noqa: E731  (head 1's symbols as head i's)
+    C = sp.MatrixSymbol("C", Tn, n_head * dv)
+    W_O = sp.MatrixSymbol("W_O", mha.output.shape[1], n_head * dv)
+    B, dB, dC = sp.MatrixSymbol("B", *mha.output.shape), sp.MatrixSymbol("dB", *mha.output.shape), sp.MatrixSymbol("dC", *C.shape)
+    joint = {prog["C"].target: C, mha.inputs["W_O"]: W_O, mha.G: dB, prog["dC"].target: dC}  # the heads' shared symbols
+
+    def generalised(name_of_head_1):
+        line = prog[name_of_head_1]
+        return general(line.target), general(line.value).xreplace(joint)
+
+    per_head = ["Q", "K", "V", "S", "A", "O"]
+    forward = [generalised(n + "^[1]") for n in per_head]
+    forward += [(C, HeadConcat(forward[-1][0])), (B, C * W_O.T)]
+    dO = general(prog["dO^[1]"].target)
+    backward = [(dC, dB * W_O), (dO, ColumnBlock(dC, (head - 1) * dv, dv))]
+    backward += [generalised("d" + n + "^[1]") for n in ("A", "S", "V", "K", "Q")]
+    dX = prog["dX"].target
+    backward.append((dX, HeadSum(sp.MatAdd(*(general(prog["d" + n + "^[1]"].target) * general(mha.inputs[f"W_{n}^[1]"])
+                                             for n in "QKV")))))
+    backward += [generalised(f"dW_{n}^[1]") for n in "QKV"]
+    backward.append((sp.MatrixSymbol("dW_O", *W_O.shape), dB.T * C))
+    _check_general(prog, forward + backward, heads, {v: k for k, v in joint.items()})
+    return forward, backward
+
+
+def _check_general(prog: Program, rows: list, heads: int, shared: dict) -> None:
+    """Every general row at every head ``k`` is the program's own line (a sum over the heads, a concatenation: at
+    ``n_head = heads``, term for term)."""
+    def instance(expr, k):
+        expr = at_head(expr, k, heads)
+        expr = expr.xreplace({s: shared.get(at_head(s, k, heads), at_head(s, k, heads)) for s in expr.atoms(sp.MatrixSymbol)})
+        return expr.xreplace({e: e.at(heads) for e in expr.atoms(_OverHeads)})
+
+    for target, value in rows:
+        for k in range(1, heads + 1) if head in target.free_symbols or "^[i]" in target.name else (1,):
+            lhs = instance(target, k)
+            lhs = shared.get(lhs, lhs)
+            if lhs not in shared.values() and lhs.name not in (d_.target.name for d_ in prog):
+                raise SeqgradValueError("rows", str(target), f"a line of the program {prog.name!r}")
+            line = next(d_ for d_ in prog if d_.target.name == lhs.name)
+            got = instance(value, k)
+            if set(sp.MatAdd.make_args(got)) != set(sp.MatAdd.make_args(line.value)) and sp.simplify(got - line.value) != 0:
+                raise SeqgradValueError("rows", f"{target} = {value}", f"the program's line {line} at head {k}")

@@ -1,0 +1,87 @@
+"""Issue 25: the backward passes the notes were missing, each read off the engine and checked against torch autograd:
+multi-head attention for every head i of n_head (the encoder's section), the decoder block at the level of its
+sublayers, and the GRU's worked example with numbers."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+import sympy as sp
+
+from seqgrad.crosscheck import notes
+from seqgrad.crosscheck.latexdoc import NOTES_LETTERS, NOTES_MATRICES
+from seqgrad.crosscheck.latex_parts import Build
+from seqgrad.derive import blocks
+from seqgrad.derive.latex_settings import DEFAULT
+
+torch = pytest.importorskip("torch")
+
+
+def _build(tmp_path):
+    notation = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS}, vectors=DEFAULT.vectors | NOTES_MATRICES)
+    return Build(notation=notation, tex_dir=tmp_path, figures_dir=None)
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory):
+    return notes.encoder_section(_build(tmp_path_factory.mktemp("encoder"))).body
+
+
+def _line(body: str, lhs: str) -> str:
+    """The right-hand side of the display line whose left-hand side is ``lhs`` (LaTeX), one line of an align*."""
+    found = re.findall(r"^" + re.escape(lhs) + r" *&= (.*?)(?: \\displaybreak\[0\])?(?:\\\\)?$", body, re.M)
+    assert found, lhs
+    return found[0]
+
+
+def test_the_multi_head_forward_map_is_written_for_n_head_heads(encoder):
+    sub = encoder[encoder.index("\\subsection{Multi-head attention and the MLP sublayer}"):]
+    concat = _line(sub, r"\mathbf{C}")
+    assert concat == (r"\left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\;\middle|\;\cdots\;\middle|\;"
+                      r"\mathbf{O}^{[n_{\mathrm{head}}]}\right]")
+    assert "Written for two heads" not in encoder
+
+
+def test_the_multi_head_backward_pass_is_printed_line_by_line(encoder):
+    sub = encoder[encoder.index("\\subsection{Multi-head attention and the MLP sublayer}"):encoder.index("We write $\\operatorname{MHA}")]
+    dX = r"\mathrm{d}\mathbf{X}"
+    head = lambda name: r"\mathrm{d}\mathbf{%s}^{[i]}" % name  # noqa: E731
+    assert _line(sub, r"\mathrm{d}\mathbf{C}") == r"\mathrm{d}\mathbf{B} \mathbf{W}_{O}"
+    assert _line(sub, r"\mathrm{d}\mathbf{W}_{O}") == r"\mathrm{d}\mathbf{B}^{\top} \mathbf{C}"
+    assert _line(sub, head("O")) == r"(\mathrm{d}\mathbf{C})_{\bullet,\,d_{v} (i - 1) + 1 \ldots d_{v} i}"
+    assert _line(sub, head("V")) == r"(\mathbf{A}^{[i]})^{\top} \mathrm{d}\mathbf{O}^{[i]}"  # head i's one-head pass
+    assert _line(sub, dX) == (r"\sum_{i=1}^{n_{\mathrm{head}}} (\mathrm{d}\mathbf{Q}^{[i]} \mathbf{W}^{[i]}_{Q} + "
+                              r"\mathrm{d}\mathbf{K}^{[i]} \mathbf{W}^{[i]}_{K} + \mathrm{d}\mathbf{V}^{[i]} \mathbf{W}^{[i]}_{V})")
+    for W in "QKV":
+        assert _line(sub, r"\mathrm{d}\mathbf{W}^{[i]}_{%s}" % W) == r"(\mathrm{d}\mathbf{%s}^{[i]})^{\top} \mathbf{X}" % W
+
+
+def test_the_general_rows_are_the_engines_lines_at_every_head():
+    """The rows for head i, instantiated at every head k of three, are the engine's own lines; a wrong row is refused."""
+    forward, backward = blocks.multihead_rows(heads=3)
+    prog = blocks.attention_program(heads=3).program
+    dV = next(value for target, value in backward if target.name == "dV^[i]")
+    assert blocks.at_head(dV, 2, 3) == prog["dV^[2]"].value
+    dX = next(value for target, value in backward if target.name == "dX")
+    assert isinstance(dX, blocks.HeadSum) and len(sp.MatAdd.make_args(dX.at(3))) == 9
+    wrong = [(t, v.T if t.name == "dO^[i]" else v) for t, v in backward]
+    with pytest.raises(Exception):
+        blocks._check_general(prog, forward + wrong, 3, {})
+
+
+def test_the_printed_multi_head_rows_agree_with_torch_autograd_at_three_heads():
+    """The rows as printed, instantiated at n_head = 3 and compiled, against autograd of plain torch code (float64),
+    at a random size."""
+    from seqgrad.crosscheck import blocks as c_blocks
+
+    g = torch.Generator().manual_seed(25)
+    draw = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=g))  # noqa: E731
+    sizes = {"T": draw(2, 7), "d": draw(2, 6), "d_k": draw(1, 4), "d_v": draw(1, 4)}
+    rows = c_blocks.compare_multihead_at(sizes, g, heads=3)
+    names = [name for name, _, _ in rows]
+    assert {"X", "W_O", "W_Q^[3]", "W_V^[3]"} <= set(names)
+    for name, derived, reference in rows:
+        assert derived.dtype == torch.float64
+        assert torch.allclose(derived, reference, rtol=1e-10, atol=1e-12), name
