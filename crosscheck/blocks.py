@@ -190,3 +190,50 @@ def compare_multihead_at(sizes: dict, generator: torch.Generator, heads: int = 3
     (out * G).sum().backward()
     return [(name, value, out.detach() if name == "forward" else leaves[name].grad)
             for name, value in zip(outputs, derived)]
+
+
+def reference_decoder(values: dict, heads: int, dk: int):
+    """The pre-norm decoder block in plain torch (:func:`derive.blocks.decoder_block_program`, written independently):
+    ``U_1 = H + MHA_self(LN_1(H), M)``, ``U_2 = U_1 + MHA_cross(LN_2(U_1), Z)``, ``H' = U_2 + MLP(LN_3(U_2))``."""
+    def attention(X, source, role, M=None):
+        outs = []
+        for i in range(1, heads + 1):
+            Q, K, V = (rows @ values[f"W_{n},{role}^[{i}]"].T for n, rows in (("Q", X), ("K", source), ("V", source)))
+            S = Q @ K.T / math.sqrt(dk)
+            outs.append(torch.softmax(S if M is None else S + M, -1) @ V)
+        return torch.cat(outs, -1) @ values[f"W_O,{role}"].T
+
+    H, Z = values["H"], values["Z"]
+    U1 = H + attention(_reference_norm(values, H, "_1"), _reference_norm(values, H, "_1"), "self", values["M"])
+    U2 = U1 + attention(_reference_norm(values, U1, "_2"), Z, "cross")
+    hidden = torch.relu(_reference_norm(values, U2, "_3") @ values["W_1"].T + values["b_1"])
+    return U2 + hidden @ values["W_2"].T + values["b_2"]
+
+
+def compare_decoder_at(sizes: dict, generator: torch.Generator, heads: int = 2, dtype=torch.float64,
+                       device="cpu") -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    """(name, derived, autograd) for the decoder block's output and every gradient (the memory's dZ among them) at one
+    size with random inputs and the causal mask: :func:`derive.blocks.decoder_block_program` compiled against
+    :func:`reference_decoder` and its autograd."""
+    block = blocks.decoder_block_program(heads=heads)
+    args = [*block.inputs.values(), block.G, *[s for s in block.sizes if isinstance(s, sp.Symbol)], EPS]
+    f = lambdify(block.program, [block.output, *block.gradients.values()], args, backend="torch", check_finite=False)
+    at = {s: sizes[s.name] for s in block.sizes if isinstance(s, sp.Symbol)}
+    dims = lambda shape: tuple(int(sp.sympify(n).subs(at)) for n in shape)  # noqa: E731
+    values = {}
+    for name, leaf in block.inputs.items():
+        shape = dims(leaf.shape)
+        if name == "M":
+            values[name] = causal(shape[0], dtype, device)
+            continue
+        scale = 1.0 if name in ("H", "Z") or name.startswith(("gamma", "beta")) else 1 / math.sqrt(shape[1])
+        offset = 1.0 if name.startswith("gamma") else 0.0
+        values[name] = (offset + scale * torch.randn(*shape, generator=generator, dtype=torch.float64)).to(device, dtype)
+    G = torch.randn(*dims(block.G.shape), generator=generator, dtype=torch.float64).to(device, dtype)
+    scalar = lambda x: torch.tensor(float(x), dtype=dtype, device=device)  # noqa: E731
+    derived = f(*values.values(), G, *(scalar(v) for v in at.values()), scalar(LN_EPS))
+    leaves = {n: v.clone().requires_grad_(n != "M") for n, v in values.items()}
+    out = reference_decoder(leaves, heads, sizes["d_k"])
+    (out * G).sum().backward()
+    return [("forward", derived[0], out.detach())] + [(f"d{name}", value, leaves[name].grad)
+                                                      for name, value in zip(block.gradients, derived[1:])]

@@ -85,3 +85,51 @@ def test_the_printed_multi_head_rows_agree_with_torch_autograd_at_three_heads():
     for name, derived, reference in rows:
         assert derived.dtype == torch.float64
         assert torch.allclose(derived, reference, rtol=1e-10, atol=1e-12), name
+
+
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory):
+    return notes.decoder_section(_build(tmp_path_factory.mktemp("decoder"))).body
+
+
+def test_the_decoder_block_backward_pass_is_printed_at_the_level_of_its_sublayers(decoder):
+    sub = decoder[decoder.index("Backwards, at the level of the sublayers"):decoder.index("\\paragraph{Parameter counts.}")]
+    assert decoder.index("\\paragraph{The decoder block (pre-norm)}") < decoder.index("Backwards, at the level of the sublayers")
+    assert _line(sub, r"\mathrm{d}\mathbf{B}_{\mathrm{mlp}}") == r"\mathrm{d}\mathbf{H'}"
+    assert _line(sub, r"\mathrm{d}\mathbf{B}_{\mathrm{cross}}") == r"\mathrm{d}\mathbf{U}_{2}"
+    assert _line(sub, r"\mathrm{d}\mathbf{B}_{\mathrm{self}}") == r"\mathrm{d}\mathbf{U}_{1}"
+    # the residual sums: each dU is the shortcut's gradient plus what comes back through the branch and its LayerNorm
+    assert _line(sub, r"\mathrm{d}\mathbf{U}_{2}").startswith(r"\mathrm{d}\mathbf{H'} + \frac{1}{\mathbf{s}_{3}}")
+    assert _line(sub, r"\mathrm{d}\mathbf{U}_{1}").startswith(r"\mathrm{d}\mathbf{U}_{2} + \frac{1}{\mathbf{s}_{2}}")
+    assert _line(sub, r"\mathrm{d}\mathbf{H}").startswith(r"\mathrm{d}\mathbf{U}_{1} + \frac{1}{\mathbf{s}_{1}}")
+    # the memory's gradient through the cross-attention's keys and values, summed over the heads
+    assert _line(sub, r"\mathrm{d}\mathbf{Z}") == (
+        r"\sum_{i=1}^{n_{\mathrm{head}}} (\mathrm{d}\mathbf{K}^{[i]}_{\mathrm{cross}} \mathbf{W}^{[i]}_{K,\mathrm{cross}} + "
+        r"\mathrm{d}\mathbf{V}^{[i]}_{\mathrm{cross}} \mathbf{W}^{[i]}_{V,\mathrm{cross}})")
+    assert _line(sub, r"\mathrm{d}\mathbf{Y}_{2}") == (r"\sum_{i=1}^{n_{\mathrm{head}}} \mathrm{d}\mathbf{Q}^{[i]}_{\mathrm{cross}} "
+                                                      r"\mathbf{W}^{[i]}_{Q,\mathrm{cross}}")
+    assert "\\ref{sec:encoder}" in sub
+
+
+def test_a_sum_over_the_heads_that_is_not_the_programs_is_refused():
+    block = blocks.decoder_block_program(heads=3)
+    dZ = block.program["dZ"].value
+    assert len(sp.MatAdd.make_args(blocks.over_heads(dZ, 3).at(3))) == 6
+    missing_one = sp.MatAdd(*sp.MatAdd.make_args(dZ)[:-1])
+    with pytest.raises(Exception):
+        blocks.over_heads(missing_one, 3)
+
+
+def test_the_decoder_block_backward_pass_agrees_with_torch_autograd():
+    """The engine's decoder block (whose lines the notes print) against autograd of a plain torch decoder block with
+    the causal mask, in float64, at a random size; the memory's gradient dZ among the gradients compared."""
+    from seqgrad.crosscheck import blocks as c_blocks
+
+    g = torch.Generator().manual_seed(2025)
+    draw = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=g))  # noqa: E731
+    sizes = {"T": draw(2, 6), "T_src": draw(2, 6), "d": draw(2, 6), "d_k": draw(1, 4), "d_v": draw(1, 4), "d_ff": draw(1, 8)}
+    rows = c_blocks.compare_decoder_at(sizes, g, heads=2)
+    names = [name for name, _, _ in rows]
+    assert {"forward", "dH", "dZ", "dW_K,cross^[2]", "dW_V,cross^[1]", "dW_1"} <= set(names)
+    for name, derived, reference in rows:
+        assert torch.allclose(derived, reference, rtol=1e-10, atol=1e-12), name
