@@ -715,7 +715,47 @@ def _gate_example(b, title: str, net, wrt, prev: str, state: str) -> list[str]:
                    "gate inside it (the term with `w_hr`):", b),
             _display([(J, split.full)], b),
             _words("The carry is {carry}; what the gates and the candidate add is the rest:", b, carry=split.carry),
-            _display([(sp.Add(J, -split.carry, evaluate=False), split.gate_terms)], b)]
+            _display([(sp.Add(J, -split.carry, evaluate=False), split.gate_terms)], b),
+            *_gru_numbers(b, J)]
+
+
+def _gru_numbers(b, J) -> list[str]:
+    """The GRU's worked example with numbers: the stated weights and inputs, a table of every quantity of the section
+    at each step, the one-step Jacobian, its carry and the rest, and every weight's gradient
+    (:func:`crosscheck.worked_numbers.gru_example`, the section's own formulas evaluated)."""
+    from seqgrad.derive.latex_settings import Partial
+
+    from .worked_numbers import gru_example
+
+    ex = gru_example()
+    net = ex.net
+    stated = {str(s): s for s in net.program.leaves()}
+    inputs = [n for n in stated if n.startswith("x_")] + ["y"]
+    weights = [(symbol, sp.Float(ex.values[n])) for n, symbol in net.parameters.items()]  # in the section's order
+    steps = range(len(ex.rows))
+    header = [_words("quantity", b)] + [_inline(sp.Eq(t, k, evaluate=False), b) for k in steps]
+    rows = [[_inline(c, b)] + [_number(ex.rows[k][i], b) for k in steps] for i, c in enumerate(ex.columns)]
+    figures = lambda x: _as_figures(x, b)  # noqa: E731
+    return [
+        _words("With numbers: take the weights and biases below, the inputs {inputs}, the target {y} and {h0}:", b,
+               inputs=Sizes(*(sp.Eq(stated[n], sp.Float(ex.values[n]), evaluate=False) for n in inputs[:-1])),
+               y=sp.Eq(stated["y"], sp.Float(ex.values["y"]), evaluate=False), h0=sp.Eq(_at("h", -1), 0, evaluate=False)),
+        _display(weights, b, columns=4),
+        _words("The forward pass gives {yhat}, so {e} and {L}. Table", b,
+               yhat=sp.Eq(net.yhat, figures(ex.yhat), evaluate=False), e=sp.Eq(net.e, figures(ex.e), evaluate=False),
+               L=sp.Eq(net.L, figures(ex.L), evaluate=False))
+        + "~\\ref{tab:gru-numbers} " + _words(
+            "gives every quantity of the section at both steps: the forward pass down to {h1}, then the adjoints of "
+            "the backward recursion from {gh1} down to step 0. At these values the one-step Jacobian above, its carry "
+            "and the rest are", b, h1=net.h[-1], gh1=_grad("h", len(ex.rows) - 1)),
+        _display([(J, figures(ex.jacobian)), (ex.split.carry, figures(ex.carry)),
+                  (sp.Add(J, -ex.split.carry, evaluate=False), figures(ex.gate_terms))], b),
+        _numbers_table(b, header, rows, _words("The two-step scalar GRU at the values stated in the text: each quantity "
+                                              "of the section's forward pass and backward recursion at `t = 0` and "
+                                              "`t = 1`.", b), "tab:gru-numbers"),
+        _words("Every weight's gradient, the sum over the two steps of the section's terms:", b),
+        _display([(Partial(net.parameters[p]), figures(v)) for p, v in ex.gradients.items()], b, columns=3),
+    ]
 
 
 def _lstm_total(b, net, carry) -> list[str]:

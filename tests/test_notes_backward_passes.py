@@ -133,3 +133,67 @@ def test_the_decoder_block_backward_pass_agrees_with_torch_autograd():
     assert {"forward", "dH", "dZ", "dW_K,cross^[2]", "dW_V,cross^[1]", "dW_1"} <= set(names)
     for name, derived, reference in rows:
         assert torch.allclose(derived, reference, rtol=1e-10, atol=1e-12), name
+
+
+def _gru_by_hand(values: dict):
+    """The two-step scalar GRU written out in torch (torch.nn.GRU's equations, one unit), every weight a leaf; returns
+    the leaves, each step's intermediates, h_0 as a leaf of its own for dh_1/dh_0, and the loss."""
+    w = {n: torch.tensor(v, dtype=torch.float64, requires_grad=True) for n, v in values.items()}
+
+    def step(x, h):
+        zr = w["w_xr"] * x + w["b_xr"] + w["w_hr"] * h + w["b_hr"]
+        r = torch.sigmoid(zr)
+        zu = w["w_xu"] * x + w["b_xu"] + w["w_hu"] * h + w["b_hu"]
+        u = torch.sigmoid(zu)
+        eta = w["w_hn"] * h + w["b_hn"]
+        zn = w["w_xn"] * x + w["b_xn"] + r * eta
+        n = torch.tanh(zn)
+        return {"z_r": zr, "r": r, "z_u": zu, "u": u, "eta": eta, "z_n": zn, "n": n, "h": (1 - u) * n + u * h}
+
+    s0 = step(w["x_0"], torch.zeros((), dtype=torch.float64))
+    s1 = step(w["x_1"], s0["h"])
+    h0 = s0["h"].detach().requires_grad_()
+    loss = (w["w_o"] * s1["h"] - w["y"]) ** 2 / 2
+    return w, (s0, s1), h0, step(w["x_1"], h0)["h"], loss
+
+
+def test_the_gru_worked_example_agrees_with_torch_autograd():
+    from seqgrad.crosscheck.worked_numbers import GRU_VALUES, gru_example
+
+    ex = gru_example()
+    w, steps, h0, h1_of_h0, loss = _gru_by_hand(GRU_VALUES)
+    intermediates = [[float(s[k].detach()) for k in ("z_r", "r", "z_u", "u", "eta", "z_n", "n", "h")] for s in steps]
+    loss.backward(retain_graph=True)
+    for k, row in enumerate(ex.rows):
+        assert row[:8] == pytest.approx(intermediates[k], rel=1e-12, abs=1e-14), k
+    assert ex.L == pytest.approx(float(loss.detach()), rel=1e-12)
+    for name, value in ex.gradients.items():
+        assert value == pytest.approx(float(w[name].grad), rel=1e-10, abs=1e-14), name
+    (dh1_dh0,) = torch.autograd.grad(h1_of_h0, h0)
+    assert ex.jacobian == pytest.approx(float(dh1_dh0), rel=1e-12)
+    assert ex.carry == pytest.approx(float(steps[1]["u"].detach()), rel=1e-12)
+    assert ex.jacobian == pytest.approx(ex.carry + ex.gate_terms, rel=1e-12)
+    # the adjoints g_t^h of the table: dL/dh_t (h_0's read off the gradient that reaches it through step 1)
+    h_1 = steps[1]["h"]
+    g = torch.autograd.grad(loss, [steps[0]["h"], h_1], retain_graph=True)
+    assert ex.rows[1][8] == pytest.approx(float(g[1]), rel=1e-12)
+    assert ex.rows[0][8] == pytest.approx(float(g[0]), rel=1e-12)
+    # g_t^{z^n}, g_t^{z^u}, g_t^{z^r}: dL/dz at each step
+    for k, s in enumerate(steps):
+        dz = torch.autograd.grad(loss, [s["z_n"], s["z_u"], s["z_r"]], retain_graph=True)
+        assert ex.rows[k][9:12] == pytest.approx([float(v) for v in dz], rel=1e-12, abs=1e-15), k
+
+
+def test_the_gru_worked_example_prints_its_numbers(tmp_path):
+    from seqgrad.crosscheck.worked_numbers import GRU_VALUES, as_figures, gru_example
+
+    body = notes.gates_section(_build(tmp_path)).body
+    gru = body[body.index("\\subsection{The GRU}"):body.index("\\subsection{The LSTM}")]
+    ex = gru_example()
+    assert "\\label{tab:gru-numbers}" in gru and "Table~\\ref{tab:gru-numbers}" in gru
+    assert re.search(r"w_\{hn\} +&= " + re.escape(str(GRU_VALUES["w_hn"])), gru)  # the weights are stated
+    figures = lambda x: sp.latex(as_figures(x, 3))  # noqa: E731
+    assert re.search(r"\\frac\{\\partial h_\{1\}\}\{\\partial h_\{0\}\} +&= " + re.escape(figures(ex.jacobian)), gru)
+    assert re.search(r"\\frac\{\\partial \\mathcal\{L\}\}\{\\partial w_\{hn\}\} +&= " + re.escape(figures(ex.gradients["w_hn"])), gru)
+    for k in range(2):
+        assert "$" + figures(ex.rows[k][7]) + "$" in gru  # h_t at both steps, in the table
