@@ -144,3 +144,96 @@ def compare_at(kind: str, sizes: dict, generator: torch.Generator, heads: int = 
     for (name, _), value in zip(block.gradients.items(), derived[1:]):
         rows.append((f"d{name}", value, leaves[name].grad))
     return rows
+
+
+def multihead_program(heads: int = 3):
+    """The rows of multi-head attention written for every head (:func:`derive.blocks.multihead_rows`), as the notes
+    print them, instantiated at ``n_head = heads``: a program of their own (each row of head ``i`` at every head
+    ``k``, the sum over the heads and the concatenation written out), not the engine's lines they were read from.
+    Returns ``(program, inputs by name, dB, outputs by name)``."""
+    from seqgrad.derive.program import Program
+
+    forward, backward = blocks.multihead_rows(heads=heads)
+    prog = Program(f"multi-head attention, every head's rows at n_head = {heads}")
+    written = lambda e: e.xreplace({x: x.at(heads) for x in e.atoms(blocks.HeadSum, blocks.HeadConcat)})  # noqa: E731
+    for target, value in forward + backward:
+        per_head = "^[i]" in target.name
+        for k in range(1, heads + 1) if per_head else (None,):
+            at = (lambda e: blocks.at_head(e, k, heads)) if per_head else (lambda e: e.xreplace({blocks.n_head: heads}))
+            prog.define(at(target), written(at(value)), kind="forward" if (target, value) in forward else "backward")
+    defined = {d_.target for d_ in prog}
+    used = set().union(*[d_.value.atoms(sp.MatrixSymbol) for d_ in prog])
+    inputs = {s.name: s for s in sorted(used - defined, key=lambda s: s.name)}
+    dB = inputs.pop("dB")
+    outputs = {"forward": prog["B"].target, **{d_.target.name[1:]: d_.target for d_ in prog
+                                               if d_.target.name.startswith("dW") or d_.target.name == "dX"}}
+    return prog, inputs, dB, outputs
+
+
+def compare_multihead_at(sizes: dict, generator: torch.Generator, heads: int = 3, dtype=torch.float64,
+                         device="cpu") -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    """(name, from the printed rows, autograd) for ``B`` and every gradient of multi-head attention at one size, with
+    random inputs: :func:`multihead_program` compiled against :func:`reference` (plain torch) and its autograd."""
+    prog, inputs, dB, outputs = multihead_program(heads)
+    size_symbols = [s for s in (blocks.T, blocks.d, blocks.d_k, blocks.d_v)]
+    f = lambdify(prog, list(outputs.values()), list(inputs.values()) + [dB] + size_symbols, backend="torch")
+    at = {s: sizes[s.name] for s in size_symbols}
+    dims = lambda shape: tuple(int(sp.sympify(n).subs(at)) for n in shape)  # noqa: E731
+    values = {name: (torch.randn(*dims(leaf.shape), generator=generator, dtype=torch.float64)
+                     / (1.0 if name == "X" else math.sqrt(dims(leaf.shape)[1]))).to(device, dtype)
+              for name, leaf in inputs.items()}
+    G = torch.randn(*dims(dB.shape), generator=generator, dtype=torch.float64).to(device, dtype)
+    scalar = lambda x: torch.tensor(float(x), dtype=dtype, device=device)  # noqa: E731
+    derived = f(*values.values(), G, *(scalar(sizes[s.name]) for s in size_symbols))
+    leaves = {n: v.clone().requires_grad_() for n, v in values.items()}
+    out = reference("attention", leaves, heads, sizes["d_k"])
+    (out * G).sum().backward()
+    return [(name, value, out.detach() if name == "forward" else leaves[name].grad)
+            for name, value in zip(outputs, derived)]
+
+
+def reference_decoder(values: dict, heads: int, dk: int):
+    """The pre-norm decoder block in plain torch (:func:`derive.blocks.decoder_block_program`, written independently):
+    ``U_1 = H + MHA_self(LN_1(H), M)``, ``U_2 = U_1 + MHA_cross(LN_2(U_1), Z)``, ``H' = U_2 + MLP(LN_3(U_2))``."""
+    def attention(X, source, role, M=None):
+        outs = []
+        for i in range(1, heads + 1):
+            Q, K, V = (rows @ values[f"W_{n},{role}^[{i}]"].T for n, rows in (("Q", X), ("K", source), ("V", source)))
+            S = Q @ K.T / math.sqrt(dk)
+            outs.append(torch.softmax(S if M is None else S + M, -1) @ V)
+        return torch.cat(outs, -1) @ values[f"W_O,{role}"].T
+
+    H, Z = values["H"], values["Z"]
+    U1 = H + attention(_reference_norm(values, H, "_1"), _reference_norm(values, H, "_1"), "self", values["M"])
+    U2 = U1 + attention(_reference_norm(values, U1, "_2"), Z, "cross")
+    hidden = torch.relu(_reference_norm(values, U2, "_3") @ values["W_1"].T + values["b_1"])
+    return U2 + hidden @ values["W_2"].T + values["b_2"]
+
+
+def compare_decoder_at(sizes: dict, generator: torch.Generator, heads: int = 2, dtype=torch.float64,
+                       device="cpu") -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    """(name, derived, autograd) for the decoder block's output and every gradient (the memory's dZ among them) at one
+    size with random inputs and the causal mask: :func:`derive.blocks.decoder_block_program` compiled against
+    :func:`reference_decoder` and its autograd."""
+    block = blocks.decoder_block_program(heads=heads)
+    args = [*block.inputs.values(), block.G, *[s for s in block.sizes if isinstance(s, sp.Symbol)], EPS]
+    f = lambdify(block.program, [block.output, *block.gradients.values()], args, backend="torch", check_finite=False)
+    at = {s: sizes[s.name] for s in block.sizes if isinstance(s, sp.Symbol)}
+    dims = lambda shape: tuple(int(sp.sympify(n).subs(at)) for n in shape)  # noqa: E731
+    values = {}
+    for name, leaf in block.inputs.items():
+        shape = dims(leaf.shape)
+        if name == "M":
+            values[name] = causal(shape[0], dtype, device)
+            continue
+        scale = 1.0 if name in ("H", "Z") or name.startswith(("gamma", "beta")) else 1 / math.sqrt(shape[1])
+        offset = 1.0 if name.startswith("gamma") else 0.0
+        values[name] = (offset + scale * torch.randn(*shape, generator=generator, dtype=torch.float64)).to(device, dtype)
+    G = torch.randn(*dims(block.G.shape), generator=generator, dtype=torch.float64).to(device, dtype)
+    scalar = lambda x: torch.tensor(float(x), dtype=dtype, device=device)  # noqa: E731
+    derived = f(*values.values(), G, *(scalar(v) for v in at.values()), scalar(LN_EPS))
+    leaves = {n: v.clone().requires_grad_(n != "M") for n, v in values.items()}
+    out = reference_decoder(leaves, heads, sizes["d_k"])
+    (out * G).sum().backward()
+    return [("forward", derived[0], out.detach())] + [(f"d{name}", value, leaves[name].grad)
+                                                      for name, value in zip(block.gradients, derived[1:])]

@@ -98,6 +98,7 @@ def decoder_body(b, mark: str) -> str:
                    "so training on a known target (teacher forcing) scores every position in one pass, while "
                    "generation, which feeds back the model's own tokens, runs one position at a time"
                    + ("." if leaks else " (NOT shown here)."), b.notation),
+             _block_backward(b),
              "\\paragraph{Parameter counts.} " + words(
                  "One layer counted with its biases and its three LayerNorms (their scales and shifts), in general and at "
                  "model width 256, 4 heads and MLP width 1024; then its weight matrices alone, and the stack of `L = 6` "
@@ -111,6 +112,39 @@ def decoder_body(b, mark: str) -> str:
              + inline(course_fill, b.notation) + words("), not ", b.notation) + inline(sp.Eq(d, course_d, evaluate=False), b.notation)
              + words(".", b.notation)+ "\n" + counts]
     return "\n\n".join(p for p in parts if p)
+
+
+def _block_backward(b) -> str:
+    """The decoder block's backward pass at the level of its sublayers (:func:`derive.blocks.decoder_block_rows`, the
+    engine's program of the block read off, its attention sums written for every head): the residual sums, each
+    sublayer's pullback to its LayerNorm, and the memory's gradient dZ through the cross-attention's keys and values."""
+    import sympy as sp
+
+    from seqgrad.derive import blocks
+    from seqgrad.derive.latex_layout import inline
+    from seqgrad.derive.program import latex_aligned
+
+    from .latex_parts import words
+
+    rows = blocks.decoder_block_rows(heads=2)
+    m = lambda name: inline(sp.MatrixSymbol(name, 2, 2), b.notation)  # noqa: E731  (a matrix, bold)
+    said = lambda text: words(text, b.notation)  # noqa: E731
+    return (said("Backwards, at the level of the sublayers, with ") + m("dH'") + said(" the gradient of the block's "
+            "output: a residual sum hands its gradient unchanged to both its terms, so the MLP receives ") + m("dH'")
+            + said(", the cross-attention ") + m("dU_2") + said(" and the self-attention ") + m("dU_1")
+            + said("; each sublayer's backward pass (the MLP's and multi-head attention's of Section")
+            + "~\\ref{sec:encoder}" + said(") gives the gradient of its LayerNorm's output, ") + m("dY_3") + ", "
+            + m("dY_2") + said(" and ") + m("dY_1") + said(", and the LayerNorm's backward pass adds what comes "
+            "back through it to the shortcut's gradient in ") + m("dU_2") + ", " + m("dU_1") + said(" and ") + m("dH")
+            + said(" (") + m("sigma_3") + said(" and ") + m("xhat_3") + said(" are the statistics of ")
+            + inline(sp.Function("LN_3")(sp.MatrixSymbol("U_2", 2, 2)), b.notation)
+            + said(", and so on). The cross-attention computes its keys and values from the memory ") + m("Z")
+            + said(", so its backward pass also sends a gradient to ") + m("Z") + said(", summed over its heads: ")
+            + m("dZ") + said(" is what the encoder's output receives from this block. The two attentions' symbols "
+            "are told apart by a subscript, ") + m("W_K,cross^[i]") + said(" and ") + m("dK_cross^[i]")
+            + said(" for head ") + inline(blocks.head, b.notation) + said(" of the cross-attention, ")
+            + m("W_K,self^[i]") + said(" of the self-attention:")
+            + "\n" + latex_aligned(rows, notation=b.notation))
 
 
 def _block_names(b) -> str:

@@ -738,7 +738,47 @@ def _gate_example(b, title: str, net, wrt, prev: str, state: str) -> list[str]:
                    "gate inside it (the term with `w_hr`):", b),
             _display([(J, split.full)], b),
             _words("The carry is {carry}; what the gates and the candidate add is the rest:", b, carry=split.carry),
-            _display([(sp.Add(J, -split.carry, evaluate=False), split.gate_terms)], b)]
+            _display([(sp.Add(J, -split.carry, evaluate=False), split.gate_terms)], b),
+            *_gru_numbers(b, J)]
+
+
+def _gru_numbers(b, J) -> list[str]:
+    """The GRU's worked example with numbers: the stated weights and inputs, a table of every quantity of the section
+    at each step, the one-step Jacobian, its carry and the rest, and every weight's gradient
+    (:func:`crosscheck.worked_numbers.gru_example`, the section's own formulas evaluated)."""
+    from seqgrad.derive.latex_settings import Partial
+
+    from .worked_numbers import gru_example
+
+    ex = gru_example()
+    net = ex.net
+    stated = {str(s): s for s in net.program.leaves()}
+    inputs = [n for n in stated if n.startswith("x_")] + ["y"]
+    weights = [(symbol, sp.Float(ex.values[n])) for n, symbol in net.parameters.items()]  # in the section's order
+    steps = range(len(ex.rows))
+    header = [_words("quantity", b)] + [_inline(sp.Eq(t, k, evaluate=False), b) for k in steps]
+    rows = [[_inline(c, b)] + [_number(ex.rows[k][i], b) for k in steps] for i, c in enumerate(ex.columns)]
+    figures = lambda x: _as_figures(x, b)  # noqa: E731
+    return [
+        _words("With numbers: take the weights and biases below, the inputs {inputs}, the target {y} and {h0}:", b,
+               inputs=Sizes(*(sp.Eq(stated[n], sp.Float(ex.values[n]), evaluate=False) for n in inputs[:-1])),
+               y=sp.Eq(stated["y"], sp.Float(ex.values["y"]), evaluate=False), h0=sp.Eq(_at("h", -1), 0, evaluate=False)),
+        _display(weights, b, columns=4),
+        _words("The forward pass gives {yhat}, so {e} and {L}. Table", b,
+               yhat=sp.Eq(net.yhat, figures(ex.yhat), evaluate=False), e=sp.Eq(net.e, figures(ex.e), evaluate=False),
+               L=sp.Eq(net.L, figures(ex.L), evaluate=False))
+        + "~\\ref{tab:gru-numbers} " + _words(
+            "gives every quantity of the section at both steps: the forward pass down to {h1}, then the adjoints of "
+            "the backward recursion from {gh1} down to step 0. At these values the one-step Jacobian above, its carry "
+            "and the rest are", b, h1=net.h[-1], gh1=_grad("h", len(ex.rows) - 1)),
+        _display([(J, figures(ex.jacobian)), (ex.split.carry, figures(ex.carry)),
+                  (sp.Add(J, -ex.split.carry, evaluate=False), figures(ex.gate_terms))], b),
+        _numbers_table(b, header, rows, _words("The two-step scalar GRU at the values stated in the text: each quantity "
+                                              "of the section's forward pass and backward recursion at `t = 0` and "
+                                              "`t = 1`.", b), "tab:gru-numbers"),
+        _words("Every weight's gradient, the sum over the two steps of the section's terms:", b),
+        _display([(Partial(net.parameters[p]), figures(v)) for p, v in ex.gradients.items()], b, columns=3),
+    ]
 
 
 def _lstm_total(b, net, carry) -> list[str]:
@@ -1206,6 +1246,9 @@ ENCODER_MATRICES = {"H0": sp.MatrixSymbol("H_0", 7, 5), "A": sp.MatrixSymbol("A"
 #: The check of the MLP sublayer's backward pass (:func:`derive.blocks.mlp_program` against torch autograd).
 MLP_CHECK = "transformer.mlp_program"
 
+#: The check of multi-head attention's rows for every head (:func:`derive.blocks.multihead_rows` against torch autograd).
+MULTIHEAD_CHECK = "transformer.multihead_rows"
+
 
 def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
     """The two pieces the worked example uses beyond one attention head: multi-head attention (each head with its own
@@ -1214,16 +1257,11 @@ def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
     from seqgrad.derive import blocks
     from seqgrad.derive.elementwise import Elementwise
 
-    mha = blocks.attention_program(heads=2)
-    lines = mha.program.definitions(("forward",))
-    head_i = {}  # head 1's symbols renamed to a general head i (W_Q^[1] -> W_Q^[i])
-    for d in lines:
-        for sym in d.value.free_symbols | {d.target}:
-            if isinstance(sym, sp.MatrixSymbol) and "^[1]" in sym.name:
-                head_i[sym] = sp.MatrixSymbol(sym.name.replace("^[1]", "^[i]"), *sym.shape)
-    per_head = [(d.target.xreplace(head_i), d.value.xreplace(head_i)) for d in lines if d.target in head_i]
-    joined = [(d.target, d.value) for d in lines if "^[" not in d.target.name]
-    concat = next(value for target, value in joined if target.name == "C")  # the heads side by side, [O^[1] | O^[2]]
+    # multi-head attention for every head i of n_head, read off the engine's program of three heads (derive.blocks)
+    forward_heads, backward_heads = blocks.multihead_rows(heads=3)
+    concat = next(value for target, value in forward_heads if target.name == "C")  # [O^[1] | O^[2] | ... | O^[n_head]]
+    first, second = concat.terms(2)
+    block = next(value for target, value in backward_heads if target.name == "dO^[i]")  # head i's columns of dC
     mlp = blocks.mlp_program()  # the second sublayer with the course's names (Z_mlp, J_mlp, B_mlp), ReLU
     forward = mlp.program.definitions(("forward",))
     names = {d.target.name: _s(d.target.name, 2, 2) for d in forward}
@@ -1236,13 +1274,22 @@ def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
         _words("With `n_head` heads, numbered from 1 as in the course (head 1 to head {nh}; steps, positions and entries "
                "are counted from 0), each head `i` has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), "
                "and computes the attention above from the same rows {X}; the heads' outputs are concatenated side by "
-               "side, {concat} holding the columns of {O1} followed by those of {O2} ({C} is {cshape}), and mapped back "
-               "to width `d` by {wo} ({oshape}). Written for two heads, as in the course:", b,
-               nh=_s("n_head"), concat=concat, O1=concat.args[0], O2=concat.args[1],
+               "side, {concat} holding the columns of {O1}, then those of {O2}, and so on ({C} is {cshape}), and mapped "
+               "back to width `d` by {wo} ({oshape}). For every number of heads `n_head`:", b,
+               nh=_s("n_head"), concat=concat, O1=first, O2=second,
                wq=_s("W_Q^[i]", 2, 2), wk=_s("W_K^[i]", 2, 2), wv=_s("W_V^[i]", 2, 2), X=_s("X", 2, 2), C=_s("C", 2, 2),
                kshape=Shape(_s("d_k"), _s("d")), vshape=Shape(_s("d_v"), _s("d")), cshape=Shape(_s("T"), _s("n_head") * _s("d_v")),
                wo=_s("W_O", 2, 2), oshape=Shape(_s("d"), _s("n_head") * _s("d_v"))),
-        _display([(*per_head[0], ("  for every head ", _s("i")))] + per_head[1:] + joined, b),
+        _display([(*forward_heads[0], ("  for every head ", _s("i")))] + forward_heads[1:], b),
+        _words("Backwards, with {dB} the gradient of {B}: the output map passes it back to {C} and gives {dWO}; head `i` "
+               "receives its own block of {dC}'s columns, {block}: every row (the bullet) and the columns {lo} to {hi}, "
+               "counted from 1, the {dv} columns that {Oi} fills in {C}; from there each head's "
+               "backward pass is the one-head pass above with that head's symbols; and since every head reads the same "
+               "rows {X}, the rows' gradient {dX} is the sum over the heads:", b, dB=_s("dB", 2, 2), B=_s("B", 2, 2),
+               C=_s("C", 2, 2), dC=_s("dC", 2, 2), dWO=_s("dW_O", 2, 2), dv=_s("d_v"), Oi=_s("O^[i]", 2, 2),
+               X=_s("X", 2, 2), dX=_s("dX", 2, 2), block=block, lo=block.args[1] + 1, hi=sp.factor(block.args[1] + block.args[2]))
+        + verification(b, checks=[r for r in checks if r.name == MULTIHEAD_CHECK], source="week06 §2.6", appendix="encoder"),
+        _display(backward_heads, b),
         _words("We write {mha} for this map, multi-head attention, from the rows {X} to {B}. The decoder uses it twice: "
                "as {mham}, with a mask {M} added to every head's scores, and as {mhaz}, with the keys and values computed "
                "from other rows {Z} (the decoder's memory). In the block, {B} takes the place of {O}. The second sublayer normalizes {U} again (its own {g2} and "
@@ -1261,7 +1308,7 @@ def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
                "is 1 where an entry of {Zm} is positive and 0 elsewhere (Iverson's bracket; at 0 the slope is taken to "
                "be 0, as PyTorch does). For every `T`, `d` and `d_ff`:", b, dU=_s("dU", 2, 2), dH=d_out,
                step=step.xreplace({mlp.program["Z_mlp"].target: names["Z_mlp"]}), Zm=names["Z_mlp"])
-        + verification(b, checks=checks, source="week06 §Block", appendix="encoder"),
+        + verification(b, checks=[r for r in checks if r.name == MLP_CHECK], source="week06 §Block", appendix="encoder"),
         _display([(d.target, d.value.xreplace({mlp.G: d_out})) for d in mlp.backward_lines()], b),
         _words("This {dU} is the gradient the attention sublayer's backward pass above starts from.", b, dU=_s("dU", 2, 2)),
     ]
@@ -1282,7 +1329,7 @@ def encoder_section(b) -> Part:
     b = with_section_letters(b, "encoder")
     block = blocks.block_program("pre-norm")
     checks = section_checks(b, ["encoder.*", "transformer.prenorm_block", "transformer.postnorm_block", "transformer.block_programs",
-                                MLP_CHECK])
+                                MLP_CHECK, MULTIHEAD_CHECK])
     tokens = tokenize(course.TEXT)
     body = [
         _words("An encoder block puts the pieces together: LayerNorm, attention and a residual connection (pre-norm, "
@@ -1295,10 +1342,10 @@ def encoder_section(b) -> Part:
         _words("Backwards, the residual shows in {dH}: the gradient of the shortcut plus what comes back through the branch:", b,
                dH=_s("dH", 2, 2))
         + verification(b, proofs=[BLOCK_PROOF], checks=[r for r in checks if r.name.startswith("transformer.")
-                                                          and r.name != MLP_CHECK],
+                                                          and r.name not in (MLP_CHECK, MULTIHEAD_CHECK)],
                        source="week06 §Block", appendix="encoder"),
         _display([(d.target, d.value) for d in block.backward_lines()], b),
-        *_encoder_sublayers(b, [r for r in checks if r.name == MLP_CHECK]),
+        *_encoder_sublayers(b, [r for r in checks if r.name in (MLP_CHECK, MULTIHEAD_CHECK)]),
         "\\subsection{Worked example}",
         _words("The course encodes the phrase ", b) + f"``{text(course.TEXT)}''" + _words(
             " with {sizes}: one block of {heads} heads ({widths} each, so {wo} is {woshape}) and an MLP of hidden width "

@@ -31,7 +31,7 @@ import sympy as sp
 from seqgrad.errors import SeqgradValueError
 
 __all__ = ["RNN_VALUES", "RNNExample", "rnn_example", "EncoderBackward", "encoder_backward", "SOFTMAX_SCORES",
-           "softmax_example", "ShiftExample", "shift_example", "residual_example"]
+           "softmax_example", "ShiftExample", "shift_example", "residual_example", "GRU_VALUES", "GRUExample", "gru_example"]
 
 #: The scores of the softmax's worked example (one row of three).
 SOFTMAX_SCORES = (1.0, 2.0, 3.0)
@@ -262,3 +262,63 @@ def printed_sum(values, figures: int) -> sp.Rational:
     (177/500, 0.355)
     """
     return sum((sp.Rational(str(as_figures(v, figures))) for v in values), sp.Integer(0))
+
+
+#: The stated values of the GRU's worked example (two steps, scalar state; symbol name -> value; ``w_o`` is the head,
+#: printed ``w_y`` in the notes); the initial state is the cell's own, ``h_{-1} = 0``.
+GRU_VALUES = {"w_xr": 0.5, "w_hr": -0.4, "b_xr": 0.1, "b_hr": 0.0, "w_xu": 0.3, "w_hu": 0.8, "b_xu": -0.2, "b_hu": 0.1,
+              "w_xn": 0.9, "w_hn": 0.6, "b_xn": 0.0, "b_hn": 0.2, "w_o": 1.5, "x_0": 1.0, "x_1": -0.5, "y": 0.3}
+
+
+@dataclass(frozen=True)
+class GRUExample:
+    """The scalar GRU at stated values: ``columns`` are the general-t quantities of the section (forward values, then
+    the adjoints), ``rows[k]`` their values at ``t = k``; ``jacobian``, ``carry`` and ``gate_terms`` are the one-step
+    Jacobian ``dh_1/dh_0`` of the worked example, its carry ``u_1`` and the rest; ``gradients`` the unrolled program's
+    ∂L/∂w by parameter name; and the head ``yhat``, ``e`` and ``L``."""
+
+    net: object
+    values: dict
+    columns: tuple
+    rows: tuple
+    split: object  # the symbolic one-step Jacobian (full, carry, gate_terms)
+    jacobian: float
+    carry: float
+    gate_terms: float
+    gradients: dict
+    yhat: float
+    e: float
+    L: float
+
+    def column(self, i: int) -> list[float]:
+        return [row[i] for row in self.rows]
+
+
+def gru_example(values: Mapping[str, float] | None = None, steps: int = 2) -> GRUExample:
+    """The scalar GRU (:func:`derive.gated.gru`, PyTorch's gate order and biases) unrolled over ``steps`` at ``values``
+    (default :data:`GRU_VALUES`, every leaf of the program by name): the section's general-t quantities instantiated
+    at every step, the worked example's ``dh_1/dh_0`` (:meth:`step_jacobian`, the derivation's split) and every
+    weight's gradient, all evaluated by one compiled program of the unrolled cell."""
+    from seqgrad.derive import gated
+    from seqgrad.derive.sequence import t
+
+    from .lambdify import lambdify
+
+    values = dict(GRU_VALUES if values is None else values)
+    net = gated.gru(steps=steps)
+    general = net.cell.general()
+    leaves = {str(s): s for s in net.program.leaves()}
+    if set(values) != set(leaves):
+        raise SeqgradValueError("values", sorted(values), "a value for every leaf of the program: " + ", ".join(leaves))
+    # the rows at a general step t (not h_{-1}, the head, or the adjoint of the last step)
+    stepwise = lambda rows: tuple(r.lhs for r in rows if getattr(r.lhs, "index", None) == t)  # noqa: E731
+    columns = stepwise(general.forward_rows()) + stepwise(general.backward_rows())
+    at_steps = [general.instantiate(c, k, steps) for k in range(steps) for c in columns]
+    split = net.step_jacobian(1)
+    params = list(net.parameters)
+    outputs = at_steps + [split.full, split.carry, split.gate_terms, net.yhat, net.e, net.L] + [net.grad(p) for p in params]
+    out = [float(v) for v in lambdify(net.program, outputs, list(leaves.values()))(*(float(values[n]) for n in leaves))]
+    n = len(columns)
+    rows = tuple(tuple(out[k * n:(k + 1) * n]) for k in range(steps))
+    J, carry, rest, yhat, e, L = out[steps * n:steps * n + 6]
+    return GRUExample(net, values, columns, rows, split, J, carry, rest, dict(zip(params, out[steps * n + 6:])), yhat, e, L)

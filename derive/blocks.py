@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import sympy as sp
+from sympy.matrices.expressions.matexpr import MatrixExpr
 
 from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
@@ -47,7 +48,8 @@ from .program import Program, latex_aligned
 from .rules import EPS, HConcat, Masked, Normalize, RMSNormalize, RowRMS, RowSoftmax, RowStd, index_form
 
 __all__ = ["T", "T_src", "d", "d_k", "d_v", "d_ff", "BlockProgram", "Norm", "NORMS", "LAYERNORM", "RMSNORM", "norm_of",
-           "attention_program", "cross_attention_program", "concat_program", "norm_program", "norm_row", "norm_row_block", "layernorm_program", "block_program", "mlp_program", "size"]
+           "attention_program", "cross_attention_program", "concat_program", "norm_program", "norm_row", "norm_row_block", "layernorm_program", "block_program", "mlp_program", "decoder_block_program",
+           "multihead_rows", "HeadSum", "HeadConcat", "at_head", "n_head", "size"]
 
 T, d, d_k, d_v = sp.symbols("T d d_k d_v", integer=True, positive=True)
 T_src = sp.Symbol("T_src", integer=True, positive=True)
@@ -129,7 +131,19 @@ def _weights(tag: str, dm, dk, dv) -> dict:
             "W_V" + tag: sp.MatrixSymbol("W_V" + tag, dv, dm)}
 
 
-def _mha(prog: Program, X, inputs: dict, heads: int, dm, dk, dv, M=None, scale=None):
+def _mha(prog: Program, X, inputs: dict, heads: int, dm, dk, dv, M=None, scale=None, Z=None, role: str = ""):
+    """``heads`` heads on the rows X (keys and values from Z when given), concatenated and mapped by W_O; a ``role``
+    (``self``, ``cross``) names a block's attention apart from another's: ``Q_self^[1]``, ``W_Q,self^[1]``, ``B_self``."""
+    if role:
+        outs = []
+        for i in range(1, heads + 1):
+            w = {f"W_{n},{role}^[{i}]": sp.MatrixSymbol(f"W_{n},{role}^[{i}]", dv if n == "V" else dk, dm) for n in "QKV"}
+            inputs.update(w)
+            outs.append(_attention_head(prog, X, *w.values(), dk, M, f"_{role}^[{i}]", scale, Z))
+        W_O = inputs.setdefault(f"W_O,{role}", sp.MatrixSymbol(f"W_O,{role}", dm, heads * dv))
+        rows = outs[0].shape[0]
+        C = prog.define(sp.MatrixSymbol(f"C_{role}", rows, W_O.shape[1]), HConcat(*outs))
+        return prog.define(sp.MatrixSymbol(f"B_{role}", rows, W_O.shape[0]), C * W_O.T)
     if heads == 1:
         w = _weights("", dm, dk, dv)
         inputs.update(w)
@@ -405,24 +419,58 @@ def mlp_program(T_=T, d_=d, d_ff_=d_ff, norm="layernorm", activation: str = "rel
     dW_1 = dZ_mlp.T*Y_2
     db_2 = 1*dB_mlp
     """
-    from .operations import node
-
     norm = norm_of(norm)
     Tn, dm, dff = size("T", T_), size("d", d_), size("d_ff", d_ff_)
     prog = Program("pre-norm MLP sublayer" + ("" if norm is LAYERNORM else f" ({norm.name})"))
     U = sp.MatrixSymbol("U", Tn, dm)
     inputs = {"U": U, "W_1": sp.MatrixSymbol("W_1", dff, dm), "b_1": sp.MatrixSymbol("b_1", 1, dff),
               "W_2": sp.MatrixSymbol("W_2", dm, dff), "b_2": sp.MatrixSymbol("b_2", 1, dm)}
-    one = sp.OneMatrix(Tn, 1)
     Y = norm(prog, U, inputs, tag="_2")
-    Z = prog.define(sp.MatrixSymbol("Z_mlp", Tn, dff), Y * inputs["W_1"].T + one * inputs["b_1"])
-    u = sp.Dummy("u")
-    J = prog.define(sp.MatrixSymbol("J_mlp", Tn, dff), Elementwise(sp.Lambda(u, node(activation)(u)), Z))
-    B = prog.define(sp.MatrixSymbol("B_mlp", Tn, dm), J * inputs["W_2"].T + one * inputs["b_2"])
-    out = prog.define(sp.MatrixSymbol("H'", Tn, dm), U + B)
+    out = prog.define(sp.MatrixSymbol("H'", Tn, dm), U + _mlp(prog, Y, inputs, activation))
     G = sp.MatrixSymbol("G", Tn, dm)
     grads = _backward(prog, out, G, inputs)
     return BlockProgram(prog, inputs, G, out, grads, (Tn, dm, dff))
+
+
+def _mlp(prog: Program, Y, inputs: dict, activation: str = "relu"):
+    """The MLP's lines on the rows Y, with the course's names: ``Z_mlp = Y W_1^T + 1 b_1``, ``J_mlp = act(Z_mlp)``,
+    ``B_mlp = J_mlp W_2^T + 1 b_2`` (its weights taken from ``inputs``)."""
+    from .operations import node
+
+    rows, dff = Y.shape[0], inputs["W_1"].shape[0]
+    one = sp.OneMatrix(rows, 1)
+    Z = prog.define(sp.MatrixSymbol("Z_mlp", rows, dff), Y * inputs["W_1"].T + one * inputs["b_1"])
+    u = sp.Dummy("u")
+    J = prog.define(sp.MatrixSymbol("J_mlp", rows, dff), Elementwise(sp.Lambda(u, node(activation)(u)), Z))
+    return prog.define(sp.MatrixSymbol("B_mlp", rows, inputs["W_2"].shape[0]), J * inputs["W_2"].T + one * inputs["b_2"])
+
+
+def decoder_block_program(heads: int = 2, T_=T, T_src_=T_src, d_=d, d_k_=d_k, d_v_=d_v, d_ff_=d_ff,
+                          activation: str = "relu") -> BlockProgram:
+    """The pre-norm decoder block as one program (:class:`derive.decoder.DecoderBlock` states its row dependence)::
+
+        U_1 = H + MHA_self(LN_1(H), M),  U_2 = U_1 + MHA_cross(LN_2(U_1), Z),  H' = U_2 + MLP(LN_3(U_2))
+
+    ``heads`` heads in each attention (the causal mask M added to the self-attention's scores, the cross-attention's
+    keys and values from the memory Z, T_src x d), the MLP of :func:`mlp_program`; the backward pass from the rule
+    table shows each residual sum (dU_1 = dU_2 + ..., dH = dU_1 + ...) and the gradient dZ that reaches the memory
+    through the cross-attention's keys and values."""
+    heads = validate.integer("heads", heads, minimum=1, maximum=16)
+    Tn, Ts, dm, dk, dv, dff = (size("T", T_), size("T_src", T_src_), size("d", d_), size("d_k", d_k_), size("d_v", d_v_),
+                               size("d_ff", d_ff_))
+    prog = Program("pre-norm decoder block")
+    H, Z, M = sp.MatrixSymbol("H", Tn, dm), sp.MatrixSymbol("Z", Ts, dm), sp.MatrixSymbol("M", Tn, Tn)
+    inputs = {"H": H, "Z": Z}
+    U1 = prog.define(sp.MatrixSymbol("U_1", Tn, dm),
+                     H + _mha(prog, LAYERNORM(prog, H, inputs, "_1"), inputs, heads, dm, dk, dv, M, role="self"))
+    U2 = prog.define(sp.MatrixSymbol("U_2", Tn, dm),
+                     U1 + _mha(prog, LAYERNORM(prog, U1, inputs, "_2"), inputs, heads, dm, dk, dv, Z=Z, role="cross"))
+    inputs.update({"W_1": sp.MatrixSymbol("W_1", dff, dm), "b_1": sp.MatrixSymbol("b_1", 1, dff),
+                   "W_2": sp.MatrixSymbol("W_2", dm, dff), "b_2": sp.MatrixSymbol("b_2", 1, dm)})
+    out = prog.define(sp.MatrixSymbol("H'", Tn, dm), U2 + _mlp(prog, LAYERNORM(prog, U2, inputs, "_3"), inputs, activation))
+    G = sp.MatrixSymbol("G", Tn, dm)
+    grads = _backward(prog, out, G, inputs)
+    return BlockProgram(prog, dict(inputs, M=M), G, out, grads, (Tn, Ts, dm, dk, dv, dff))
 
 
 def rules_used(block: BlockProgram) -> list[str]:
@@ -466,3 +514,168 @@ def elementwise_inverse(expr):
 def backward_latex(block: BlockProgram, width: int = 60) -> str:
     """The backward lines as an aligned LaTeX block."""
     return latex_aligned([(d_.target, d_.value) for d_ in block.backward_lines()], width)
+
+
+# ----------------------------------------------------------------------------- every head i of n_head heads
+
+#: the number of heads and a head's number in the multi-head formulas written for every n_head (heads counted from 1)
+n_head = sp.Symbol("n_head", integer=True, positive=True)
+head = sp.Symbol("i", integer=True, positive=True)
+
+
+def at_head(expr, k, heads=None, index=head):
+    """``expr``, written for head ``index`` (its symbols named ``W_Q^[i]``, ...), at head ``k``: every symbol of head
+    ``index`` renamed to head ``k``'s and ``index`` set to ``k``; ``heads`` (when given) set for ``n_head``."""
+    mark = f"^[{index}]"
+    renamed = {s: sp.MatrixSymbol(s.name.replace(mark, f"^[{k}]"), *s.shape)
+               for s in expr.atoms(sp.MatrixSymbol) if mark in s.name}
+    values = {index: k} if isinstance(index, sp.Symbol) else {}  # a numbered head's symbols only renamed
+    values.update({n_head: heads} if heads is not None else {})
+    return expr.xreplace(renamed).xreplace(values)
+
+
+class _OverHeads(MatrixExpr):
+    """A matrix formula over the heads ``i = 1 .. n``, its term written for head ``i`` (``args``: term, i, n)."""
+
+    def __new__(cls, term, index=head, count=n_head):
+        return MatrixExpr.__new__(cls, term, index, count)
+
+    @property
+    def term(self):
+        return self.args[0]
+
+    def terms(self, heads: int) -> list:
+        """The term at every head ``1 .. heads`` (``n_head`` set to ``heads``)."""
+        return [at_head(self.term, k, heads, self.args[1]) for k in range(1, heads + 1)]
+
+
+class HeadSum(_OverHeads):
+    """``sum_{i=1}^{n_head} term``: the sum of a term over the heads; :meth:`at` writes it out for a number of heads."""
+
+    @property
+    def shape(self):
+        return self.term.shape
+
+    def at(self, heads: int):
+        return sp.MatAdd(*(a for term in self.terms(heads) for a in sp.MatAdd.make_args(term)))
+
+    def _latex(self, printer, exp=None):
+        return r"\sum_{%s=1}^{%s} %s" % (printer._print(self.args[1]), printer._print(self.args[2]),
+                                         printer.parenthesize(self.term, 45))
+
+    def _sympystr(self, printer):
+        return "Sum_{%s=1}^{%s} (%s)" % (printer._print(self.args[1]), printer._print(self.args[2]), printer._print(self.term))
+
+
+class HeadConcat(_OverHeads):
+    """``[O^[1] | O^[2] | ... | O^[n_head]]``: the heads' outputs side by side; :meth:`at` is the concatenation
+    (:class:`derive.rules.HConcat`) for a number of heads."""
+
+    @property
+    def shape(self):
+        return self.term.shape[0], self.args[2] * self.term.shape[1]
+
+    def at(self, heads: int):
+        return HConcat(*self.terms(heads))
+
+    def _latex(self, printer, exp=None):
+        first, second, last = (at_head(self.term, k, None, self.args[1]) for k in (1, 2, self.args[2]))
+        return r"\left[%s\right]" % r"\;\middle|\;".join([printer._print(first), printer._print(second), r"\cdots",
+                                                          printer._print(last)])
+
+    def _sympystr(self, printer):
+        first, last = (at_head(self.term, k, None, self.args[1]) for k in (1, self.args[2]))
+        return "[%s | ... | %s]" % (printer._print(first), printer._print(last))
+
+
+def multihead_rows(heads: int = 3, T_=T, d_=d, d_k_=d_k, d_v_=d_v) -> tuple[list, list]:
+    """Multi-head attention written for every head ``i`` of ``n_head`` heads: ``(forward, backward)`` rows
+    ``(target, value)`` read off the engine's program of ``heads`` heads (:func:`attention_program`): head 1's lines
+    with head ``i``'s symbols, ``C = [O^[1] | ... | O^[n_head]]``, ``B = C W_O^T``; backwards ``dC = dB W_O``, head
+    ``i``'s column block ``dO^[i]`` of ``dC``, head ``i``'s lines, ``dX = sum_i (dQ^[i] W_Q^[i] + dK^[i] W_K^[i] +
+    dV^[i] W_V^[i])``, the heads' weight gradients and ``dW_O = dB^T C``.  Every row is the engine's line at each head
+    ``k = 1 .. heads`` (with ``n_head = heads``), or this raises: the general rows are the program, generalised."""
+    from .rules import ColumnBlock
+
+    heads = validate.integer("heads", heads, minimum=2, maximum=16)
+    mha = attention_program(heads=heads, T_=T_, d_=d_, d_k_=d_k_, d_v_=d_v_)
+    prog = mha.program
+    Tn, dv = mha.output.shape[0], mha.inputs["W_V^[1]"].shape[0]
+    general = lambda e: at_head(e, head, None, 1)  # noqa: E731  (head 1's symbols as head i's)
+    C = sp.MatrixSymbol("C", Tn, n_head * dv)
+    W_O = sp.MatrixSymbol("W_O", mha.output.shape[1], n_head * dv)
+    B, dB, dC = sp.MatrixSymbol("B", *mha.output.shape), sp.MatrixSymbol("dB", *mha.output.shape), sp.MatrixSymbol("dC", *C.shape)
+    joint = {prog["C"].target: C, mha.inputs["W_O"]: W_O, mha.G: dB, prog["dC"].target: dC}  # the heads' shared symbols
+
+    def generalised(name_of_head_1):
+        line = prog[name_of_head_1]
+        return general(line.target), general(line.value).xreplace(joint)
+
+    per_head = ["Q", "K", "V", "S", "A", "O"]
+    forward = [generalised(n + "^[1]") for n in per_head]
+    forward += [(C, HeadConcat(forward[-1][0])), (B, C * W_O.T)]
+    dO = general(prog["dO^[1]"].target)
+    backward = [(dC, dB * W_O), (dO, ColumnBlock(dC, (head - 1) * dv, dv))]
+    backward += [generalised("d" + n + "^[1]") for n in ("A", "S", "V", "K", "Q")]
+    dX = prog["dX"].target
+    backward.append((dX, HeadSum(sp.MatAdd(*(general(prog["d" + n + "^[1]"].target) * general(mha.inputs[f"W_{n}^[1]"])
+                                             for n in "QKV")))))
+    backward += [generalised(f"dW_{n}^[1]") for n in "QKV"]
+    backward.append((sp.MatrixSymbol("dW_O", *W_O.shape), dB.T * C))
+    _check_general(prog, forward + backward, heads, {v: k for k, v in joint.items()})
+    return forward, backward
+
+
+def _check_general(prog: Program, rows: list, heads: int, shared: dict) -> None:
+    """Every general row at every head ``k`` is the program's own line (a sum over the heads, a concatenation: at
+    ``n_head = heads``, term for term)."""
+    def instance(expr, k):
+        expr = at_head(expr, k, heads)
+        expr = expr.xreplace({s: shared.get(at_head(s, k, heads), at_head(s, k, heads)) for s in expr.atoms(sp.MatrixSymbol)})
+        return expr.xreplace({e: e.at(heads) for e in expr.atoms(_OverHeads)})
+
+    for target, value in rows:
+        for k in range(1, heads + 1) if head in target.free_symbols or "^[i]" in target.name else (1,):
+            lhs = instance(target, k)
+            lhs = shared.get(lhs, lhs)
+            if lhs not in shared.values() and lhs.name not in (d_.target.name for d_ in prog):
+                raise SeqgradValueError("rows", str(target), f"a line of the program {prog.name!r}")
+            line = next(d_ for d_ in prog if d_.target.name == lhs.name)
+            got = instance(value, k)
+            if set(sp.MatAdd.make_args(got)) != set(sp.MatAdd.make_args(line.value)) and sp.simplify(got - line.value) != 0:
+                raise SeqgradValueError("rows", f"{target} = {value}", f"the program's line {line} at head {k}")
+
+
+def over_heads(value, heads: int):
+    """A sum over the heads of the engine's program (``dQ^[1] W_Q^[1] + dQ^[2] W_Q^[2] + ...``, at ``heads`` heads)
+    as :class:`HeadSum`: head 1's terms written for head ``i``, summed over ``i = 1 .. n_head``; raises unless the
+    sum written out at ``heads`` heads has exactly the program's terms."""
+    terms = sp.MatAdd.make_args(value)
+    first = [t_ for t_ in terms if any(s.name.endswith("^[1]") for s in t_.atoms(sp.MatrixSymbol))]
+    per_head = [at_head(t_, head, None, 1) for t_ in first]
+    general = HeadSum(per_head[0] if len(per_head) == 1 else sp.MatAdd(*per_head))
+    if set(sp.MatAdd.make_args(general.at(heads))) != set(terms):
+        raise SeqgradValueError("value", str(value), f"a sum over {heads} heads of one term per head and map")
+    return general
+
+
+#: The decoder block's backward pass at the level of its sublayers: the lines printed, by the program's names
+DECODER_SUBLAYER_LINES = ("dB_mlp", "dY_3", "dxhat_3", "dU_2", "dB_cross", "dY_2", "dZ", "dxhat_2", "dU_1", "dB_self",
+                          "dY_1", "dxhat_1", "dH")
+
+
+def decoder_block_rows(heads: int = 2) -> list:
+    """The backward pass of :func:`decoder_block_program` at the level of its sublayers, rows ``(target, value)``:
+    each sublayer's output gradient, what it passes back to its LayerNorm (a sum over the heads for an attention:
+    :func:`over_heads`, checked against the program at ``heads`` heads), the residual sums ``dU_2``, ``dU_1``, ``dH``,
+    and ``dZ``, the memory's gradient through the cross-attention's keys and values; the upstream ``G`` is ``dH'``."""
+    block = decoder_block_program(heads=heads)
+    dout = sp.MatrixSymbol("d" + block.output.name, *block.G.shape)
+    rows = []
+    for name in DECODER_SUBLAYER_LINES:
+        line = block.program[name]
+        value = line.value.xreplace({block.G: dout})
+        if any("^[" in s.name for s in value.atoms(sp.MatrixSymbol)):
+            value = over_heads(value, heads)
+        rows.append((line.target, value))
+    return rows

@@ -186,7 +186,8 @@ class Notation:
 
 
 #: The name of a block program's adjoint ``dX`` (``dW_Q``, ``dgamma``, ``dxhat``): ``d`` and the quantity's name.
-_ADJOINT = re.compile(r"d((?:[A-Z]|gamma|beta|xhat|mu|sigma|b_)\w*'*)")  # db_1 of a bias, dH' of a block's H'
+_ADJOINT = re.compile(r"d((?:[A-Z]|gamma|beta|xhat|mu|sigma|b_)\w*'*(?:\^\[\w+\]\w*)?)")  # db_1 of a bias, dH' of a block's
+# H', dW_Q^[i] of head i's map
 
 #: Functions set as an operator name (``\\tanh``) applied to their argument: :meth:`NotationPrinter._print_Function`.
 OPERATOR_FUNCTIONS = frozenset({"sin", "cos", "tan", "tanh", "sinh", "cosh", "exp", "log", "ln"})
@@ -389,7 +390,7 @@ class NotationPrinter(LatexPrinter):
             glyph = (r"\boldsymbol{%s}" if glyph.lstrip("\\").lower() in GREEK else r"\mathbf{%s}") % glyph
         index = lambda s: self._index(s)  # noqa: E731
         if supers:
-            glyph += "^{%s}" % " ".join("\\top" if s == "T" else index(s) for s in supers)  # R^T: the transpose
+            glyph += "^{%s}" % " ".join("\\top" if s == "T" else s if s.startswith("[") else index(s) for s in supers)  # R^T: the transpose
         if subs:
             glyph += "_{%s}" % " ".join(index(s) for s in subs)
         return glyph + braced
@@ -425,6 +426,10 @@ class NotationPrinter(LatexPrinter):
             supers = [re.sub(r"\^\{?([A-Za-z0-9]+)\}?", r"_{\1}", v.strip("{}")) for k, v in parts if k == "^"]
             tail = (f"^{{{','.join(supers)}}}" if supers else "") + (f"_{{{','.join(subs)}}}" if subs else "")
             return m.group(1), [], [], tail
+        head = re.fullmatch(r"([^^]+)\^\[(\w+)\](\w*)", name)
+        if head:  # a head's number, W_Q^[i], O^[n_head]: one superscript [number], the number printed as a symbol
+            base, supers, subs, braced = self._parts(head.group(1) + head.group(3))
+            return base, [*supers, "[%s]" % self._print(sp.Symbol(head.group(2)))], subs, braced
         base, supers, subs = split_super_sub(name)
         return base, supers, subs, ""
 

@@ -368,7 +368,7 @@ class ColumnBlock(MatrixExpr):
 
         a, w = self.args[1], self.args[2]
         return r"\left(%s\right)_{\bullet,\,%s \ldots %s}" % (printer._print(self.args[0]), printer._print(index_order(a + 1)),
-                                                              printer._print(a + w))
+                                                              printer._print(sp.factor(a + w)))  # the last column, i d_v, not (i - 1) d_v + d_v
 
     def _sympystr(self, printer):
         a, w = self.args[1], self.args[2]

@@ -178,7 +178,7 @@ def test_the_encoder_defines_multi_head_attention_and_the_mlp_before_the_example
     body = notes.encoder_section(_build(tmp_path)).body
     example = body.index("\\subsection{Worked example}")
     before, after = body[:example], body[example:]
-    assert r"\mathbf{C}       &= \left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\right]" in before
+    assert r"\mathbf{C}       &= \left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\;\middle|\;\cdots" in before
     assert r"\mathbf{B}       &= \mathbf{C} \mathbf{W}_{O}^{\top}" in before
     assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{B\}_\{\\mathrm\{mlp\}\} \+ \\mathbf\{U\}", before, re.M)
     for size in ("$T = 7, d = 5$", "$n_{\\mathrm{head}} = 2$", "$d_{k} = 3, d_{v} = 3$", r"$5 \times 6$", "$d_{\\mathrm{ff}} = 4$"):

@@ -154,7 +154,8 @@ def test_the_concatenation_and_mha_are_defined_before_they_are_used(build):
     from seqgrad.crosscheck import notes
 
     encoder = notes.encoder_section(build).body
-    concat = r"$\left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\right]$ holding the columns of $\mathbf{O}^{[1]}$"
+    concat = (r"$\left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\;\middle|\;\cdots\;\middle|\;\mathbf{O}^{[n_{\mathrm{head}}]}\right]$ "
+              r"holding the columns of $\mathbf{O}^{[1]}$")
     assert concat in encoder
     assert encoder.index(concat) < encoder.index(r"\mathbf{C}       &= \left[\mathbf{O}^{[1]}")
     assert r"We write $\operatorname{MHA}{(\mathbf{X})}$ for this map, multi-head attention" in encoder

@@ -54,7 +54,7 @@ def test_block_formula_tells_pre_from_post(norm_first):
 
 def test_transformer_checks_pass_on_cpu():
     results = run_checks(all_checks("transformer.*"), show_progress=False)
-    assert len(results) == 13  # with transformer.rmsnorm_programs and transformer.mlp_program
+    assert len(results) == 14  # with transformer.rmsnorm_programs, transformer.mlp_program and transformer.multihead_rows
     assert all(r.status == "pass" for r in results), [(r.name, r.detail) for r in results if r.status != "pass"]
 
 

@@ -158,6 +158,30 @@ def cross_attention_backward(ctx) -> Outcome:
     return combine(out)
 
 
+@check("decoder.block_backward", needs_torch=True, source="lesson §Formula:166-172 (the pre-norm decoder layer); wiki §Decoder architecture:96",
+       group=GROUP)
+def block_backward(ctx) -> Outcome:
+    """The decoder block's backward pass at the level of its sublayers (derive.blocks.decoder_block_rows: dU_2 = dH' +
+    the MLP branch's, dU_1 = dU_2 + the cross-attention branch's, dH = dU_1 + the self-attention branch's, and the
+    memory's dZ = sum over the heads of dK_cross^[i] W_K,cross^[i] + dV_cross^[i] W_V,cross^[i]): the rows are the
+    lines of derive.blocks.decoder_block_program (checked as they are read off), and that program, compiled once,
+    agrees with autograd of a plain torch decoder block (causal mask, two heads in each attention) at random sizes."""
+    from seqgrad.derive import blocks as d_blocks
+
+    from .. import blocks as c_blocks
+
+    rows = d_blocks.decoder_block_rows(heads=HEADS)  # raises unless every printed row is the program's line
+    dev, dt = ctx.dev, ctx.dt
+    g = ctx.torch_generator()
+    draw = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=g))  # noqa: E731
+    sizes = [{"T": draw(1, 6), "T_src": draw(1, 6), "d": draw(2, 6), "d_k": draw(1, 4), "d_v": draw(1, 4),
+              "d_ff": draw(1, 8)} for _ in range(2)]
+    out = [Outcome.exact(len(rows) == len(d_blocks.DECODER_SUBLAYER_LINES), "the printed rows are the program's lines")]
+    out += [ctx.compare(derived, reference, detail=f"n_head={HEADS} " + " ".join(f"{k}={v}" for k, v in s.items()) + f": {name}")
+            for s in sizes for name, derived, reference in c_blocks.compare_decoder_at(s, g, HEADS, dt, dev)]
+    return combine(out, "causal mask; sizes " + "; ".join(", ".join(f"{k}={v}" for k, v in s.items()) for s in sizes))
+
+
 @check("decoder.causal_blocks_zero", needs_torch=True, source="lesson §Formula:170 (M_ij = -inf for j > i); lesson §Why it matters:188", group=GROUP)
 def causal_blocks_zero(ctx) -> Outcome:
     """Output row i of a decoder block does not depend on target rows j > i: proved from the symbolic sublayers

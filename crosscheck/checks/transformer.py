@@ -390,6 +390,25 @@ def mlp_program(ctx) -> Outcome:
                                                                              for s in sizes))
 
 
+@check("transformer.multihead_rows", needs_torch=True, source="week06 §2.6:817 (n_head heads, C = [O^[1] | ... | O^[n_head]], W_O)",
+       group=GROUP)
+def multihead_rows(ctx) -> Outcome:
+    """derive.blocks.multihead_rows, multi-head attention written for every head i of n_head (dC = dB W_O, dO^[i] head
+    i's column block of dC, head i's one-head pass, dX = sum over the heads of dQ^[i] W_Q^[i] + dK^[i] W_K^[i] +
+    dV^[i] W_V^[i], dW_O = dB^T C), instantiated at n_head = 3 and compiled as printed, against torch autograd at
+    random sizes."""
+    dev, dt = ctx.dev, ctx.dt
+    g = ctx.torch_generator()
+    from .. import blocks as c_blocks
+
+    sizes = _random_sizes(g, 3)
+    outs = [ctx.compare(derived, reference, detail=f"n_head=3 T={s['T']} d={s['d']} d_k={s['d_k']} d_v={s['d_v']}: "
+                                                   + ("B" if name == "forward" else "d" + name))
+            for s in sizes for name, derived, reference in c_blocks.compare_multihead_at(s, g, 3, dt, dev)]
+    return combine(outs, "n_head = 3; sizes " + ", ".join(f"(T={s['T']}, d={s['d']}, d_k={s['d_k']}, d_v={s['d_v']})"
+                                                          for s in sizes))
+
+
 @check("transformer.rmsnorm_programs", needs_torch=True, source="Zhang & Sennrich 2019 (RMSNorm); week06 §2.9:1183 (pre- vs post-norm)",
        group=GROUP)
 def rmsnorm_programs(ctx) -> Outcome:

@@ -1,0 +1,199 @@
+"""Issue 25: the backward passes the notes were missing, each read off the engine and checked against torch autograd:
+multi-head attention for every head i of n_head (the encoder's section), the decoder block at the level of its
+sublayers, and the GRU's worked example with numbers."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+import sympy as sp
+
+from seqgrad.crosscheck import notes
+from seqgrad.crosscheck.latexdoc import NOTES_LETTERS, NOTES_MATRICES
+from seqgrad.crosscheck.latex_parts import Build
+from seqgrad.derive import blocks
+from seqgrad.derive.latex_settings import DEFAULT
+
+torch = pytest.importorskip("torch")
+
+
+def _build(tmp_path):
+    notation = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS}, vectors=DEFAULT.vectors | NOTES_MATRICES)
+    return Build(notation=notation, tex_dir=tmp_path, figures_dir=None)
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory):
+    return notes.encoder_section(_build(tmp_path_factory.mktemp("encoder"))).body
+
+
+def _line(body: str, lhs: str) -> str:
+    """The right-hand side of the display line whose left-hand side is ``lhs`` (LaTeX), one line of an align*."""
+    found = re.findall(r"^" + re.escape(lhs) + r" *&= (.*?)(?: \\displaybreak\[0\])?(?:\\\\)?$", body, re.M)
+    assert found, lhs
+    return found[0]
+
+
+def test_the_multi_head_forward_map_is_written_for_n_head_heads(encoder):
+    sub = encoder[encoder.index("\\subsection{Multi-head attention and the MLP sublayer}"):]
+    concat = _line(sub, r"\mathbf{C}")
+    assert concat == (r"\left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\;\middle|\;\cdots\;\middle|\;"
+                      r"\mathbf{O}^{[n_{\mathrm{head}}]}\right]")
+    assert "Written for two heads" not in encoder
+
+
+def test_the_multi_head_backward_pass_is_printed_line_by_line(encoder):
+    sub = encoder[encoder.index("\\subsection{Multi-head attention and the MLP sublayer}"):encoder.index("We write $\\operatorname{MHA}")]
+    dX = r"\mathrm{d}\mathbf{X}"
+    head = lambda name: r"\mathrm{d}\mathbf{%s}^{[i]}" % name  # noqa: E731
+    assert _line(sub, r"\mathrm{d}\mathbf{C}") == r"\mathrm{d}\mathbf{B} \mathbf{W}_{O}"
+    assert _line(sub, r"\mathrm{d}\mathbf{W}_{O}") == r"\mathrm{d}\mathbf{B}^{\top} \mathbf{C}"
+    assert _line(sub, head("O")) == r"(\mathrm{d}\mathbf{C})_{\bullet,\,d_{v} (i - 1) + 1 \ldots d_{v} i}"
+    assert _line(sub, head("V")) == r"(\mathbf{A}^{[i]})^{\top} \mathrm{d}\mathbf{O}^{[i]}"  # head i's one-head pass
+    assert _line(sub, dX) == (r"\sum_{i=1}^{n_{\mathrm{head}}} (\mathrm{d}\mathbf{Q}^{[i]} \mathbf{W}^{[i]}_{Q} + "
+                              r"\mathrm{d}\mathbf{K}^{[i]} \mathbf{W}^{[i]}_{K} + \mathrm{d}\mathbf{V}^{[i]} \mathbf{W}^{[i]}_{V})")
+    for W in "QKV":
+        assert _line(sub, r"\mathrm{d}\mathbf{W}^{[i]}_{%s}" % W) == r"(\mathrm{d}\mathbf{%s}^{[i]})^{\top} \mathbf{X}" % W
+
+
+def test_the_general_rows_are_the_engines_lines_at_every_head():
+    """The rows for head i, instantiated at every head k of three, are the engine's own lines; a wrong row is refused."""
+    forward, backward = blocks.multihead_rows(heads=3)
+    prog = blocks.attention_program(heads=3).program
+    dV = next(value for target, value in backward if target.name == "dV^[i]")
+    assert blocks.at_head(dV, 2, 3) == prog["dV^[2]"].value
+    dX = next(value for target, value in backward if target.name == "dX")
+    assert isinstance(dX, blocks.HeadSum) and len(sp.MatAdd.make_args(dX.at(3))) == 9
+    wrong = [(t, v.T if t.name == "dO^[i]" else v) for t, v in backward]
+    with pytest.raises(Exception):
+        blocks._check_general(prog, forward + wrong, 3, {})
+
+
+def test_the_printed_multi_head_rows_agree_with_torch_autograd_at_three_heads():
+    """The rows as printed, instantiated at n_head = 3 and compiled, against autograd of plain torch code (float64),
+    at a random size."""
+    from seqgrad.crosscheck import blocks as c_blocks
+
+    g = torch.Generator().manual_seed(25)
+    draw = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=g))  # noqa: E731
+    sizes = {"T": draw(2, 7), "d": draw(2, 6), "d_k": draw(1, 4), "d_v": draw(1, 4)}
+    rows = c_blocks.compare_multihead_at(sizes, g, heads=3)
+    names = [name for name, _, _ in rows]
+    assert {"X", "W_O", "W_Q^[3]", "W_V^[3]"} <= set(names)
+    for name, derived, reference in rows:
+        assert derived.dtype == torch.float64
+        assert torch.allclose(derived, reference, rtol=1e-10, atol=1e-12), name
+
+
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory):
+    return notes.decoder_section(_build(tmp_path_factory.mktemp("decoder"))).body
+
+
+def test_the_decoder_block_backward_pass_is_printed_at_the_level_of_its_sublayers(decoder):
+    sub = decoder[decoder.index("Backwards, at the level of the sublayers"):decoder.index("\\paragraph{Parameter counts.}")]
+    assert decoder.index("\\paragraph{The decoder block (pre-norm)}") < decoder.index("Backwards, at the level of the sublayers")
+    assert _line(sub, r"\mathrm{d}\mathbf{B}_{\mathrm{mlp}}") == r"\mathrm{d}\mathbf{H'}"
+    assert _line(sub, r"\mathrm{d}\mathbf{B}_{\mathrm{cross}}") == r"\mathrm{d}\mathbf{U}_{2}"
+    assert _line(sub, r"\mathrm{d}\mathbf{B}_{\mathrm{self}}") == r"\mathrm{d}\mathbf{U}_{1}"
+    # the residual sums: each dU is the shortcut's gradient plus what comes back through the branch and its LayerNorm
+    assert _line(sub, r"\mathrm{d}\mathbf{U}_{2}").startswith(r"\mathrm{d}\mathbf{H'} + \frac{1}{\mathbf{s}_{3}}")
+    assert _line(sub, r"\mathrm{d}\mathbf{U}_{1}").startswith(r"\mathrm{d}\mathbf{U}_{2} + \frac{1}{\mathbf{s}_{2}}")
+    assert _line(sub, r"\mathrm{d}\mathbf{H}").startswith(r"\mathrm{d}\mathbf{U}_{1} + \frac{1}{\mathbf{s}_{1}}")
+    # the memory's gradient through the cross-attention's keys and values, summed over the heads
+    assert _line(sub, r"\mathrm{d}\mathbf{Z}") == (
+        r"\sum_{i=1}^{n_{\mathrm{head}}} (\mathrm{d}\mathbf{K}^{[i]}_{\mathrm{cross}} \mathbf{W}^{[i]}_{K,\mathrm{cross}} + "
+        r"\mathrm{d}\mathbf{V}^{[i]}_{\mathrm{cross}} \mathbf{W}^{[i]}_{V,\mathrm{cross}})")
+    assert _line(sub, r"\mathrm{d}\mathbf{Y}_{2}") == (r"\sum_{i=1}^{n_{\mathrm{head}}} \mathrm{d}\mathbf{Q}^{[i]}_{\mathrm{cross}} "
+                                                      r"\mathbf{W}^{[i]}_{Q,\mathrm{cross}}")
+    assert "\\ref{sec:encoder}" in sub
+
+
+def test_a_sum_over_the_heads_that_is_not_the_programs_is_refused():
+    block = blocks.decoder_block_program(heads=3)
+    dZ = block.program["dZ"].value
+    assert len(sp.MatAdd.make_args(blocks.over_heads(dZ, 3).at(3))) == 6
+    missing_one = sp.MatAdd(*sp.MatAdd.make_args(dZ)[:-1])
+    with pytest.raises(Exception):
+        blocks.over_heads(missing_one, 3)
+
+
+def test_the_decoder_block_backward_pass_agrees_with_torch_autograd():
+    """The engine's decoder block (whose lines the notes print) against autograd of a plain torch decoder block with
+    the causal mask, in float64, at a random size; the memory's gradient dZ among the gradients compared."""
+    from seqgrad.crosscheck import blocks as c_blocks
+
+    g = torch.Generator().manual_seed(2025)
+    draw = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=g))  # noqa: E731
+    sizes = {"T": draw(2, 6), "T_src": draw(2, 6), "d": draw(2, 6), "d_k": draw(1, 4), "d_v": draw(1, 4), "d_ff": draw(1, 8)}
+    rows = c_blocks.compare_decoder_at(sizes, g, heads=2)
+    names = [name for name, _, _ in rows]
+    assert {"forward", "dH", "dZ", "dW_K,cross^[2]", "dW_V,cross^[1]", "dW_1"} <= set(names)
+    for name, derived, reference in rows:
+        assert torch.allclose(derived, reference, rtol=1e-10, atol=1e-12), name
+
+
+def _gru_by_hand(values: dict):
+    """The two-step scalar GRU written out in torch (torch.nn.GRU's equations, one unit), every weight a leaf; returns
+    the leaves, each step's intermediates, h_0 as a leaf of its own for dh_1/dh_0, and the loss."""
+    w = {n: torch.tensor(v, dtype=torch.float64, requires_grad=True) for n, v in values.items()}
+
+    def step(x, h):
+        zr = w["w_xr"] * x + w["b_xr"] + w["w_hr"] * h + w["b_hr"]
+        r = torch.sigmoid(zr)
+        zu = w["w_xu"] * x + w["b_xu"] + w["w_hu"] * h + w["b_hu"]
+        u = torch.sigmoid(zu)
+        eta = w["w_hn"] * h + w["b_hn"]
+        zn = w["w_xn"] * x + w["b_xn"] + r * eta
+        n = torch.tanh(zn)
+        return {"z_r": zr, "r": r, "z_u": zu, "u": u, "eta": eta, "z_n": zn, "n": n, "h": (1 - u) * n + u * h}
+
+    s0 = step(w["x_0"], torch.zeros((), dtype=torch.float64))
+    s1 = step(w["x_1"], s0["h"])
+    h0 = s0["h"].detach().requires_grad_()
+    loss = (w["w_o"] * s1["h"] - w["y"]) ** 2 / 2
+    return w, (s0, s1), h0, step(w["x_1"], h0)["h"], loss
+
+
+def test_the_gru_worked_example_agrees_with_torch_autograd():
+    from seqgrad.crosscheck.worked_numbers import GRU_VALUES, gru_example
+
+    ex = gru_example()
+    w, steps, h0, h1_of_h0, loss = _gru_by_hand(GRU_VALUES)
+    intermediates = [[float(s[k].detach()) for k in ("z_r", "r", "z_u", "u", "eta", "z_n", "n", "h")] for s in steps]
+    loss.backward(retain_graph=True)
+    for k, row in enumerate(ex.rows):
+        assert row[:8] == pytest.approx(intermediates[k], rel=1e-12, abs=1e-14), k
+    assert ex.L == pytest.approx(float(loss.detach()), rel=1e-12)
+    for name, value in ex.gradients.items():
+        assert value == pytest.approx(float(w[name].grad), rel=1e-10, abs=1e-14), name
+    (dh1_dh0,) = torch.autograd.grad(h1_of_h0, h0)
+    assert ex.jacobian == pytest.approx(float(dh1_dh0), rel=1e-12)
+    assert ex.carry == pytest.approx(float(steps[1]["u"].detach()), rel=1e-12)
+    assert ex.jacobian == pytest.approx(ex.carry + ex.gate_terms, rel=1e-12)
+    # the adjoints g_t^h of the table: dL/dh_t (h_0's read off the gradient that reaches it through step 1)
+    h_1 = steps[1]["h"]
+    g = torch.autograd.grad(loss, [steps[0]["h"], h_1], retain_graph=True)
+    assert ex.rows[1][8] == pytest.approx(float(g[1]), rel=1e-12)
+    assert ex.rows[0][8] == pytest.approx(float(g[0]), rel=1e-12)
+    # g_t^{z^n}, g_t^{z^u}, g_t^{z^r}: dL/dz at each step
+    for k, s in enumerate(steps):
+        dz = torch.autograd.grad(loss, [s["z_n"], s["z_u"], s["z_r"]], retain_graph=True)
+        assert ex.rows[k][9:12] == pytest.approx([float(v) for v in dz], rel=1e-12, abs=1e-15), k
+
+
+def test_the_gru_worked_example_prints_its_numbers(tmp_path):
+    from seqgrad.crosscheck.worked_numbers import GRU_VALUES, as_figures, gru_example
+
+    body = notes.gates_section(_build(tmp_path)).body
+    gru = body[body.index("\\subsection{The GRU}"):body.index("\\subsection{The LSTM}")]
+    ex = gru_example()
+    assert "\\label{tab:gru-numbers}" in gru and "Table~\\ref{tab:gru-numbers}" in gru
+    assert re.search(r"w_\{hn\} +&= " + re.escape(str(GRU_VALUES["w_hn"])), gru)  # the weights are stated
+    figures = lambda x: sp.latex(as_figures(x, 3))  # noqa: E731
+    assert re.search(r"\\frac\{\\partial h_\{1\}\}\{\\partial h_\{0\}\} +&= " + re.escape(figures(ex.jacobian)), gru)
+    assert re.search(r"\\frac\{\\partial \\mathcal\{L\}\}\{\\partial w_\{hn\}\} +&= " + re.escape(figures(ex.gradients["w_hn"])), gru)
+    for k in range(2):
+        assert "$" + figures(ex.rows[k][7]) + "$" in gru  # h_t at both steps, in the table
