@@ -88,12 +88,12 @@ def reference(kind: str, values: dict, heads: int, dk: int, norm: str = "layerno
         return _reference_norm(values, values["X"], norm="layernorm" if kind == "layernorm" else norm)
     if kind == "mlp":  # H' = U + relu(N(U) W_1^T + b_1) W_2^T + b_2
         U = values["U"]
-        hidden = torch.relu(_reference_norm(values, U, "_2", norm) @ values["W_1"].T + values["b_1"])
+        hidden = torch.relu(_reference_norm(values, U, blocks.NORM_TAGS["mlp"], norm) @ values["W_1"].T + values["b_1"])
         return U + hidden @ values["W_2"].T + values["b_2"]
     H = values["H"]
     if kind == "pre-norm":
-        return H + _reference_heads(values, _reference_norm(values, H, "_1", norm), heads, dk)
-    return _reference_norm(values, H + _reference_heads(values, H, heads, dk), "_1", norm)
+        return H + _reference_heads(values, _reference_norm(values, H, blocks.NORM_TAGS["attention"], norm), heads, dk)
+    return _reference_norm(values, H + _reference_heads(values, H, heads, dk), blocks.NORM_TAGS["attention"], norm)
 
 
 def causal(T: int, dtype, device):

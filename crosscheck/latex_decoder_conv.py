@@ -118,18 +118,19 @@ def _block_names(b) -> str:
     section with the causal mask and with the memory, and the three LayerNorms."""
     import sympy as sp
 
+    from seqgrad.derive.blocks import NORM_TAGS
     from seqgrad.derive.latex_layout import inline
 
     from .latex_parts import words
 
-    X, M, Z = (sp.MatrixSymbol(n, 2, 2) for n in "XMZ")  # X: the rows a map is applied to (H, U_1, U_2 below)
+    X, M, Z = (sp.MatrixSymbol(n, 2, 2) for n in "XMZ")  # X: the rows a map is applied to (H, U_self, U_cross below)
     f = lambda name, *args: inline(sp.Function(name)(*args), b.notation)  # noqa: E731
     return (words("The block below is written with the multi-head attention of Section", b.notation) + "~\\ref{sec:encoder}"
             + words(", for any rows `X` of the target: ", matrices(b.notation, {"X"}))
             + f("MHA_self", X, M) + words(" with the causal mask, ", b.notation) + f("MHA_cross", X, Z)
-            + words(" with its keys and values from the memory; ", b.notation) + ", ".join(f(f"LN_{i}", X) for i in (1, 2))
-            + words(" and ", b.notation) + f("LN_3", X)
-            + words(" are LayerNorms, each with its own scale and shift.", b.notation))
+            + words(" with its keys and values from the memory; ", b.notation) + f("LN" + NORM_TAGS["self"], X) + ", "
+            + f("LN" + NORM_TAGS["cross"], X) + words(" and ", b.notation) + f("LN" + NORM_TAGS["mlp"], X)
+            + words(" are LayerNorms, each with its own scale and shift, named after the sublayer they feed.", b.notation))
 
 
 def conv_body(b, mark: str) -> str:

@@ -360,6 +360,11 @@ def layernorm_program(T_=T, d_=d, eps=EPS) -> BlockProgram:
 
 PLACEMENTS = ("pre-norm", "post-norm")
 
+#: the subscript of a block's norm (``tag``), named after the sublayer it feeds: LN_att before (post-norm: after) the
+#: attention, LN_mlp before the MLP (the decoder's LN_self, LN_cross, LN_mlp); never a number, since the subscripts 1
+#: and 2 number the MLP's two layers, W_1 and W_2, as in Vaswani et al.
+NORM_TAGS = {"attention": "_att", "mlp": "_mlp", "self": "_self", "cross": "_cross"}
+
 
 def block_program(placement: str = "pre-norm", heads: int = 1, T_=T, d_=d, d_k_=d_k, d_v_=d_v,
                   norm="layernorm") -> BlockProgram:
@@ -376,13 +381,13 @@ def block_program(placement: str = "pre-norm", heads: int = 1, T_=T, d_=d, d_k_=
     H = sp.MatrixSymbol("H", Tn, dm)
     inputs = {"H": H}
     if placement == "pre-norm":
-        X = norm(prog, H, inputs, tag="_1")
+        X = norm(prog, H, inputs, tag=NORM_TAGS["attention"])
         Bm = _mha(prog, X, inputs, heads, dm, dk, dv)
         U = prog.define(sp.MatrixSymbol("U", Tn, dm), H + Bm)
     else:
         Bm = _mha(prog, H, inputs, heads, dm, dk, dv)
         # the residual sum is U in both placements (Z is the encoder's memory in the decoder); post-norm normalises it
-        U = norm(prog, prog.define(sp.MatrixSymbol("U", Tn, dm), H + Bm), inputs, tag="_1")
+        U = norm(prog, prog.define(sp.MatrixSymbol("U", Tn, dm), H + Bm), inputs, tag=NORM_TAGS["attention"])
     G = sp.MatrixSymbol("G", Tn, dm)
     grads = _backward(prog, U, G, inputs)
     return BlockProgram(prog, inputs, G, U, grads, (Tn, dm, dk, dv))
@@ -392,17 +397,18 @@ def mlp_program(T_=T, d_=d, d_ff_=d_ff, norm="layernorm", activation: str = "rel
     """The pre-norm block's second sublayer (seed 000 L946, L1021): the MLP on the normalised rows of ``U``, the
     attention sublayer's output, and the second residual addition, with the course's names::
 
-        Y_2 = N(U),  Z_mlp = Y_2 W_1^T + 1 b_1,  J_mlp = act(Z_mlp),  B_mlp = J_mlp W_2^T + 1 b_2,  H' = U + B_mlp
+        Y_mlp = N(U),  Z_mlp = Y_mlp W_1^T + 1 b_1,  Phi_mlp = act(Z_mlp),  B_mlp = Phi_mlp W_2^T + 1 b_2,  H' = U + B_mlp
 
-    (``activation`` an elementwise operation of the registry, ReLU as in the course; W_1 is d_ff x d, W_2 d x d_ff);
+    (``activation`` an elementwise operation of the registry, ReLU as in the course; the hidden activation is Phi_mlp,
+    not the course's J_mlp, since J names the Jacobians (J_MHA, J_MLP, J_LN); W_1 is d_ff x d, W_2 d x d_ff);
     the backward pass from the rule table shows the second shortcut, dU = dH' + (the branch's pullback).
 
     >>> mlp = mlp_program()
-    >>> for name in ("dJ_mlp", "dZ_mlp", "dW_1", "db_2"):
+    >>> for name in ("dPhi_mlp", "dZ_mlp", "dW_1", "db_2"):
     ...     print(mlp.program[name])
-    dJ_mlp = dB_mlp*W_2
-    dZ_mlp = dJ_mlp ∘ Heaviside(Z_mlp, 0)
-    dW_1 = dZ_mlp.T*Y_2
+    dPhi_mlp = dB_mlp*W_2
+    dZ_mlp = dPhi_mlp ∘ Heaviside(Z_mlp, 0)
+    dW_1 = dZ_mlp.T*Y_mlp
     db_2 = 1*dB_mlp
     """
     from .operations import node
@@ -414,10 +420,10 @@ def mlp_program(T_=T, d_=d, d_ff_=d_ff, norm="layernorm", activation: str = "rel
     inputs = {"U": U, "W_1": sp.MatrixSymbol("W_1", dff, dm), "b_1": sp.MatrixSymbol("b_1", 1, dff),
               "W_2": sp.MatrixSymbol("W_2", dm, dff), "b_2": sp.MatrixSymbol("b_2", 1, dm)}
     one = sp.OneMatrix(Tn, 1)
-    Y = norm(prog, U, inputs, tag="_2")
+    Y = norm(prog, U, inputs, tag=NORM_TAGS["mlp"])
     Z = prog.define(sp.MatrixSymbol("Z_mlp", Tn, dff), Y * inputs["W_1"].T + one * inputs["b_1"])
     u = sp.Dummy("u")
-    J = prog.define(sp.MatrixSymbol("J_mlp", Tn, dff), Elementwise(sp.Lambda(u, node(activation)(u)), Z))
+    J = prog.define(sp.MatrixSymbol("Phi_mlp", Tn, dff), Elementwise(sp.Lambda(u, node(activation)(u)), Z))
     B = prog.define(sp.MatrixSymbol("B_mlp", Tn, dm), J * inputs["W_2"].T + one * inputs["b_2"])
     out = prog.define(sp.MatrixSymbol("H'", Tn, dm), U + B)
     G = sp.MatrixSymbol("G", Tn, dm)
