@@ -474,7 +474,7 @@ def identities() -> list[Identity]:
             block = block_program(placement)
             line = block.program["dH"]
             # the program's upstream gradient G is the gradient of the block's output, named as the body names every
-            # gradient, d and the matrix's name: dU of the pre-norm block's U, dY_1 of the post-norm block's LN(U)
+            # gradient, d and the matrix's name: dU of the pre-norm block's U, dY_att of the post-norm block's LN(U)
             named = sp.MatrixSymbol("d" + block.output.name, *block.G.shape)
             return line.target, line.value.xreplace({block.G: named})
 
@@ -485,7 +485,7 @@ def identities() -> list[Identity]:
 
         rj = lambda placement=placement: rj_cache(2, placement)
         formula = {"pre-norm": "U = H + MHA(LN(H)): dH = dU + LN's pullback of the branch's dX (I + J_MHA J_LN)",
-                   "post-norm": "U = H + MHA(H), Y_1 = LN(U): dH = dU + the branch's pullback of dU, dU = LN's pullback of dY_1 (J_LN (I + J_MHA))"}[placement]
+                   "post-norm": "U = H + MHA(H), Y_att = LN(U): dH = dU + the branch's pullback of dU, dU = LN's pullback of dY_att (J_LN (I + J_MHA))"}[placement]
         out.append(Identity(
             f"residual-{placement}-block-program", "seed 000 L1183-1191; seed 001 l.130-138 (pre- vs post-norm)",
             f"{formula}, every T, d, d_k, one head with d_v = d (derive.blocks program)",
