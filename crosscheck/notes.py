@@ -1696,6 +1696,8 @@ def notation_rows(b) -> list[tuple]:
         (M("W_1", d_ff, d), "first layer of the MLP", Shape(d_ff, d)), (M("b_1", 1, d_ff), "its bias", Shape(1, d_ff)),
         (M("W_2", d, d_ff), "second layer of the MLP", Shape(d, d_ff)), (M("b_2", 1, d), "its bias", Shape(1, d)),
         (sp.Function("MLP")(X), "the two-layer feed-forward sublayer, applied to each row of {X}", Shape(T, d)),
+        # the hidden layer after ReLU: not the course's J, the notes' letter for Jacobians (J_MHA, J_MLP, J_LN)
+        (M("Phi_mlp", T, d_ff), "the MLP's hidden layer after its activation (ReLU); before it, {Zmlp}", Shape(T, d_ff)),
         (M("H", T, d), "input rows of an encoder or decoder block", Shape(T, d)),
         (M(BLOCK_OUTPUT, T, d), "output of an encoder or decoder block, the next block's input", Shape(T, d)),
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
@@ -1834,7 +1836,7 @@ def notation_section(b) -> str:
                               evaluate=False),
                 "a": matrix("a", 1, 2), "dO": matrix("dO"), "dS": matrix("dS"), "dY": matrix("dY"),
                 "conv": Shape(sp.Symbol("H_out"), sp.Symbol("W_out")), "O": matrix("O"), "S": matrix("S"),
-                "headi": matrix(f"W_Q^[{HEAD_INDEX}]"), "it": _at("i", t), "h": sp.Symbol(HEAD_INDEX), "side": sp.Symbol("k"), "Bj": sp.Function("B_j")(k),
+                "headi": matrix(f"W_Q^[{HEAD_INDEX}]"), "Zmlp": matrix("Z_mlp"), "it": _at("i", t), "h": sp.Symbol(HEAD_INDEX), "side": sp.Symbol("k"), "Bj": sp.Function("B_j")(k),
                 "ij": sp.Eq(sp.Symbol("i"), sp.Symbol("j"), evaluate=False),
                 "wavelength": sp.Eq(sp.Symbol("lambda_j"), 2 * sp.pi / sp.Symbol("omega_j"), evaluate=False),
                 "pad": sp.Symbol("pad"), **_norm_names()}

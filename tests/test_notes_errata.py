@@ -41,7 +41,7 @@ def test_1_the_single_head_block_states_dv_equals_d_and_its_proof_scope(tmp_path
     intro = body[:body.index("\\begin{align*}")]
     assert r"for every $T$, $d$, $d_{k}$:" not in intro  # the old text: U = H + O for every d_v
     assert r"value width $d_{v} = d$" in intro and r"$T \times d_{v}$" in intro and r"$T \times d$" in intro
-    assert r"\mathbf{U}           &= \mathbf{H} + \mathbf{O}" in body
+    assert re.search(r"\\mathbf\{U\} +&= \\mathbf\{H\} \+ \\mathbf\{O\}", body)  # aligned by the longest name
     mark = _footnote_after(body, "Backwards, the residual shows in")
     assert r"d_{k}, d_{v} \geq 1" not in mark and r"Proved for every $T, d, d_{k} \geq 1$, one head with $d_{v} = d$" in mark
     # what was proved: the program of one head has d_v = d (whatever d_v is asked for), so U = H + O is well-formed
