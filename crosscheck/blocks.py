@@ -88,12 +88,12 @@ def reference(kind: str, values: dict, heads: int, dk: int, norm: str = "layerno
         return _reference_norm(values, values["X"], norm="layernorm" if kind == "layernorm" else norm)
     if kind == "mlp":  # H' = U + relu(N(U) W_1^T + b_1) W_2^T + b_2
         U = values["U"]
-        hidden = torch.relu(_reference_norm(values, U, "_2", norm) @ values["W_1"].T + values["b_1"])
+        hidden = torch.relu(_reference_norm(values, U, blocks.NORM_TAGS["mlp"], norm) @ values["W_1"].T + values["b_1"])
         return U + hidden @ values["W_2"].T + values["b_2"]
     H = values["H"]
     if kind == "pre-norm":
-        return H + _reference_heads(values, _reference_norm(values, H, "_1", norm), heads, dk)
-    return _reference_norm(values, H + _reference_heads(values, H, heads, dk), "_1", norm)
+        return H + _reference_heads(values, _reference_norm(values, H, blocks.NORM_TAGS["attention"], norm), heads, dk)
+    return _reference_norm(values, H + _reference_heads(values, H, heads, dk), blocks.NORM_TAGS["attention"], norm)
 
 
 def causal(T: int, dtype, device):
@@ -157,7 +157,7 @@ def multihead_program(heads: int = 3):
     prog = Program(f"multi-head attention, every head's rows at n_head = {heads}")
     written = lambda e: e.xreplace({x: x.at(heads) for x in e.atoms(blocks.HeadSum, blocks.HeadConcat)})  # noqa: E731
     for target, value in forward + backward:
-        per_head = "^[i]" in target.name
+        per_head = f"^[{blocks.HEAD_INDEX}]" in target.name
         for k in range(1, heads + 1) if per_head else (None,):
             at = (lambda e: blocks.at_head(e, k, heads)) if per_head else (lambda e: e.xreplace({blocks.n_head: heads}))
             prog.define(at(target), written(at(value)), kind="forward" if (target, value) in forward else "backward")
@@ -194,7 +194,9 @@ def compare_multihead_at(sizes: dict, generator: torch.Generator, heads: int = 3
 
 def reference_decoder(values: dict, heads: int, dk: int):
     """The pre-norm decoder block in plain torch (:func:`derive.blocks.decoder_block_program`, written independently):
-    ``U_1 = H + MHA_self(LN_1(H), M)``, ``U_2 = U_1 + MHA_cross(LN_2(U_1), Z)``, ``H' = U_2 + MLP(LN_3(U_2))``."""
+    ``U_self = H + MHA_self(LN_self(H), M)``, ``U_cross = U_self + MHA_cross(LN_cross(U_self), Z)``,
+    ``H' = U_cross + MLP(LN_mlp(U_cross))`` (the LayerNorms' parameters named as :data:`derive.blocks.NORM_TAGS` says)."""
+    tags = blocks.NORM_TAGS
     def attention(X, source, role, M=None):
         outs = []
         for i in range(1, heads + 1):
@@ -204,9 +206,10 @@ def reference_decoder(values: dict, heads: int, dk: int):
         return torch.cat(outs, -1) @ values[f"W_O,{role}"].T
 
     H, Z = values["H"], values["Z"]
-    U1 = H + attention(_reference_norm(values, H, "_1"), _reference_norm(values, H, "_1"), "self", values["M"])
-    U2 = U1 + attention(_reference_norm(values, U1, "_2"), Z, "cross")
-    hidden = torch.relu(_reference_norm(values, U2, "_3") @ values["W_1"].T + values["b_1"])
+    Y_self = _reference_norm(values, H, tags["self"])
+    U1 = H + attention(Y_self, Y_self, "self", values["M"])
+    U2 = U1 + attention(_reference_norm(values, U1, tags["cross"]), Z, "cross")
+    hidden = torch.relu(_reference_norm(values, U2, tags["mlp"]) @ values["W_1"].T + values["b_1"])
     return U2 + hidden @ values["W_2"].T + values["b_2"]
 
 

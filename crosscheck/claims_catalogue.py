@@ -499,7 +499,7 @@ def _week06_exercises() -> list[Entry]:
            ["dot(softmax(0, log(2), log(3)), (2, -1, 4)) = 2", "dot(softmax(0, log(2), -inf), (2, -1, 4)) = 0",
             "softmax(0, log(2), -inf) = (1/3, 2/3, 0)", "sum(1/6, 1/3, 0) = 1/2"],
            note="the unrenormalised weights (1/6, 1/3, 0) also give output 0 with these numbers: only the weights differ"),
-        ex(4, "3 heads, d_k = 2, d_v = 4, D = 5, T = 7: concatenation 7 x 12, W_O stored 5 x 12; 5 is not divisible by 3",
+        ex(4, "3 heads, d_k = 2, d_v = 4, d = 5, T = 7: concatenation 7 x 12, W_O stored 5 x 12; 5 is not divisible by 3",
            ["3*4 = 12", "5 - 3*floor(5/3) = 2"],
            provided=[("attention_params(5, 3, d_k=2, d_v=4)", partial(counting.attention_params, 5, 3, d_k=2, d_v=4), "180")]),
     ]

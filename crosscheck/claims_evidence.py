@@ -80,7 +80,7 @@ def concatenated_width() -> tuple[bool, str]:
     record: dict = {}
     out = attn(_rows(7, 5, 3), record=record)
     width, projected = record["C"].shape[-1], out.shape[-1]
-    return width == 12 and projected == 5, f"3 heads of d_v = 4 at D = 5: concatenation {width} wide, after W_O {projected}"
+    return width == 12 and projected == 5, f"3 heads of d_v = 4 at d = 5: concatenation {width} wide, after W_O {projected}"
 
 
 @lru_cache(maxsize=1)

@@ -131,19 +131,19 @@ def _block_backward(b) -> str:
     said = lambda text: words(text, b.notation)  # noqa: E731
     return (said("Backwards, at the level of the sublayers, with ") + m("dH'") + said(" the gradient of the block's "
             "output: a residual sum hands its gradient unchanged to both its terms, so the MLP receives ") + m("dH'")
-            + said(", the cross-attention ") + m("dU_2") + said(" and the self-attention ") + m("dU_1")
+            + said(", the cross-attention ") + m("dU_cross") + said(" and the self-attention ") + m("dU_self")
             + said("; each sublayer's backward pass (the MLP's and multi-head attention's of Section")
-            + "~\\ref{sec:encoder}" + said(") gives the gradient of its LayerNorm's output, ") + m("dY_3") + ", "
-            + m("dY_2") + said(" and ") + m("dY_1") + said(", and the LayerNorm's backward pass adds what comes "
-            "back through it to the shortcut's gradient in ") + m("dU_2") + ", " + m("dU_1") + said(" and ") + m("dH")
-            + said(" (") + m("sigma_3") + said(" and ") + m("xhat_3") + said(" are the statistics of ")
-            + inline(sp.Function("LN_3")(sp.MatrixSymbol("U_2", 2, 2)), b.notation)
+            + "~\\ref{sec:encoder}" + said(") gives the gradient of its LayerNorm's output, ") + m("dY_mlp") + ", "
+            + m("dY_cross") + said(" and ") + m("dY_self") + said(", and the LayerNorm's backward pass adds what comes "
+            "back through it to the shortcut's gradient in ") + m("dU_cross") + ", " + m("dU_self") + said(" and ") + m("dH")
+            + said(" (") + m("sigma_mlp") + said(" and ") + m("xhat_mlp") + said(" are the statistics of ")
+            + inline(sp.Function("LN_mlp")(sp.MatrixSymbol("U_cross", 2, 2)), b.notation)
             + said(", and so on). The cross-attention computes its keys and values from the memory ") + m("Z")
             + said(", so its backward pass also sends a gradient to ") + m("Z") + said(", summed over its heads: ")
             + m("dZ") + said(" is what the encoder's output receives from this block. The two attentions' symbols "
-            "are told apart by a subscript, ") + m("W_K,cross^[i]") + said(" and ") + m("dK_cross^[i]")
+            "are told apart by a subscript, ") + m(f"W_K,cross^[{blocks.HEAD_INDEX}]") + said(" and ") + m(f"dK_cross^[{blocks.HEAD_INDEX}]")
             + said(" for head ") + inline(blocks.head, b.notation) + said(" of the cross-attention, ")
-            + m("W_K,self^[i]") + said(" of the self-attention:")
+            + m(f"W_K,self^[{blocks.HEAD_INDEX}]") + said(" of the self-attention:")
             + "\n" + latex_aligned(rows, notation=b.notation))
 
 
@@ -152,18 +152,19 @@ def _block_names(b) -> str:
     section with the causal mask and with the memory, and the three LayerNorms."""
     import sympy as sp
 
+    from seqgrad.derive.blocks import NORM_TAGS
     from seqgrad.derive.latex_layout import inline
 
     from .latex_parts import words
 
-    X, M, Z = (sp.MatrixSymbol(n, 2, 2) for n in "XMZ")  # X: the rows a map is applied to (H, U_1, U_2 below)
+    X, M, Z = (sp.MatrixSymbol(n, 2, 2) for n in "XMZ")  # X: the rows a map is applied to (H, U_self, U_cross below)
     f = lambda name, *args: inline(sp.Function(name)(*args), b.notation)  # noqa: E731
     return (words("The block below is written with the multi-head attention of Section", b.notation) + "~\\ref{sec:encoder}"
             + words(", for any rows `X` of the target: ", matrices(b.notation, {"X"}))
             + f("MHA_self", X, M) + words(" with the causal mask, ", b.notation) + f("MHA_cross", X, Z)
-            + words(" with its keys and values from the memory; ", b.notation) + ", ".join(f(f"LN_{i}", X) for i in (1, 2))
-            + words(" and ", b.notation) + f("LN_3", X)
-            + words(" are LayerNorms, each with its own scale and shift.", b.notation))
+            + words(" with its keys and values from the memory; ", b.notation) + f("LN" + NORM_TAGS["self"], X) + ", "
+            + f("LN" + NORM_TAGS["cross"], X) + words(" and ", b.notation) + f("LN" + NORM_TAGS["mlp"], X)
+            + words(" are LayerNorms, each with its own scale and shift, named after the sublayer they feed.", b.notation))
 
 
 def conv_body(b, mark: str) -> str:

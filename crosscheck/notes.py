@@ -1240,8 +1240,11 @@ ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows {H0}, token embedding
 
 #: the matrices the captions of :data:`ENCODER_SHOWN` name, printed by the notation's printer (bold, as in the displays)
 ENCODER_MATRICES = {"H0": sp.MatrixSymbol("H_0", 7, 5), "A": sp.MatrixSymbol("A", 7, 7),
-                    "Y1": sp.MatrixSymbol("Y_1", 7, 5)}
+                    "Y1": sp.MatrixSymbol("Y_att", 7, 5)}
 
+
+#: the index of a general head, in brackets (W_Q^[h]), as the engine's multi-head rows name it
+from seqgrad.derive.blocks import HEAD_INDEX  # noqa: E402
 
 #: The check of the MLP sublayer's backward pass (:func:`derive.blocks.mlp_program` against torch autograd).
 MLP_CHECK = "transformer.mlp_program"
@@ -1261,7 +1264,7 @@ def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
     forward_heads, backward_heads = blocks.multihead_rows(heads=3)
     concat = next(value for target, value in forward_heads if target.name == "C")  # [O^[1] | O^[2] | ... | O^[n_head]]
     first, second = concat.terms(2)
-    block = next(value for target, value in backward_heads if target.name == "dO^[i]")  # head i's columns of dC
+    block = next(value for target, value in backward_heads if target.name == f"dO^[{HEAD_INDEX}]")  # head h's columns of dC
     mlp = blocks.mlp_program()  # the second sublayer with the course's names (Z_mlp, J_mlp, B_mlp), ReLU
     forward = mlp.program.definitions(("forward",))
     names = {d.target.name: _s(d.target.name, 2, 2) for d in forward}
@@ -1272,21 +1275,22 @@ def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
     return [
         "\\subsection{Multi-head attention and the MLP sublayer}",
         _words("With `n_head` heads, numbered from 1 as in the course (head 1 to head {nh}; steps, positions and entries "
-               "are counted from 0), each head `i` has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), "
+               "are counted from 0), each head {h} has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), "
                "and computes the attention above from the same rows {X}; the heads' outputs are concatenated side by "
                "side, {concat} holding the columns of {O1}, then those of {O2}, and so on ({C} is {cshape}), and mapped "
                "back to width `d` by {wo} ({oshape}). For every number of heads `n_head`:", b,
                nh=_s("n_head"), concat=concat, O1=first, O2=second,
-               wq=_s("W_Q^[i]", 2, 2), wk=_s("W_K^[i]", 2, 2), wv=_s("W_V^[i]", 2, 2), X=_s("X", 2, 2), C=_s("C", 2, 2),
+               wq=_s(f"W_Q^[{HEAD_INDEX}]", 2, 2), wk=_s(f"W_K^[{HEAD_INDEX}]", 2, 2), wv=_s(f"W_V^[{HEAD_INDEX}]", 2, 2),
+               h=_s(HEAD_INDEX), X=_s("X", 2, 2), C=_s("C", 2, 2),
                kshape=Shape(_s("d_k"), _s("d")), vshape=Shape(_s("d_v"), _s("d")), cshape=Shape(_s("T"), _s("n_head") * _s("d_v")),
                wo=_s("W_O", 2, 2), oshape=Shape(_s("d"), _s("n_head") * _s("d_v"))),
-        _display([(*forward_heads[0], ("  for every head ", _s("i")))] + forward_heads[1:], b),
-        _words("Backwards, with {dB} the gradient of {B}: the output map passes it back to {C} and gives {dWO}; head `i` "
+        _display([(*forward_heads[0], ("  for every head ", _s(HEAD_INDEX)))] + forward_heads[1:], b),
+        _words("Backwards, with {dB} the gradient of {B}: the output map passes it back to {C} and gives {dWO}; head {h} "
                "receives its own block of {dC}'s columns, {block}: every row (the bullet) and the columns {lo} to {hi}, "
                "counted from 1, the {dv} columns that {Oi} fills in {C}; from there each head's "
                "backward pass is the one-head pass above with that head's symbols; and since every head reads the same "
-               "rows {X}, the rows' gradient {dX} is the sum over the heads:", b, dB=_s("dB", 2, 2), B=_s("B", 2, 2),
-               C=_s("C", 2, 2), dC=_s("dC", 2, 2), dWO=_s("dW_O", 2, 2), dv=_s("d_v"), Oi=_s("O^[i]", 2, 2),
+               "rows {X}, the rows' gradient {dX} is the sum over the heads:", b, dB=_s("dB", 2, 2), B=_s("B", 2, 2), h=_s(HEAD_INDEX),
+               C=_s("C", 2, 2), dC=_s("dC", 2, 2), dWO=_s("dW_O", 2, 2), dv=_s("d_v"), Oi=_s(f"O^[{HEAD_INDEX}]", 2, 2),
                X=_s("X", 2, 2), dX=_s("dX", 2, 2), block=block, lo=block.args[1] + 1, hi=sp.factor(block.args[1] + block.args[2]))
         + verification(b, checks=[r for r in checks if r.name == MULTIHEAD_CHECK], source="week06 §2.6", appendix="encoder"),
         _display(backward_heads, b),
@@ -1295,13 +1299,13 @@ def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
                "from other rows {Z} (the decoder's memory). In the block, {B} takes the place of {O}. The second sublayer normalizes {U} again (its own {g2} and "
                "{b2}) and applies the same two-layer MLP, the feed-forward network, to every row: a hidden layer of width "
                "`d_ff` with ReLU, then back to width `d`, and the shortcut adds {U}. The block's output {H1} is the next "
-               "block's input. As in the course, {Zm} is the hidden layer before ReLU, {Jm} after it and {Bm} the MLP's "
-               "output:", b, B=_s("B", 2, 2), O=_s("O", 2, 2), U=_s("U", 2, 2), g2=_s("gamma_2", 1, 2),
-               Zm=names["Z_mlp"], Jm=names["J_mlp"], Bm=names["B_mlp"],
+               "block's input. {Zm} is the hidden layer before ReLU, {Jm} after it (the course writes `J`, the letter these "
+               "notes keep for Jacobians) and {Bm} the MLP's output:", b, B=_s("B", 2, 2), O=_s("O", 2, 2), U=_s("U", 2, 2), g2=_s("gamma_mlp", 1, 2),
+               Zm=names["Z_mlp"], Jm=names["Phi_mlp"], Bm=names["B_mlp"],
                X=_s("X", 2, 2), M=_s("M", 2, 2), Z=_s("Z", 2, 2), mha=sp.Function("MHA")(_s("X", 2, 2)),
                mham=sp.Function("MHA_self")(_s("X", 2, 2), _s("M", 2, 2)),
                mhaz=sp.Function("MHA_cross")(_s("X", 2, 2), _s("Z", 2, 2)),
-               b2=_s("beta_2", 1, 2), H1=names[mlp.output.name]),
+               b2=_s("beta_mlp", 1, 2), H1=names[mlp.output.name]),
         _display([(d.target, d.value) for d in forward], b),
         _words("Backwards, the second shortcut shows in {dU}: the gradient {dH} of the block's output plus what comes "
                "back through the MLP and its LayerNorm. ReLU passes the gradient on where its input is positive: {step} "
@@ -1445,7 +1449,7 @@ def _encoder_backward(b, tokens: list[str]) -> list[str]:
                   Bdef=sp.Eq(_s("B", 2, 2), _s("C", 2, 2) * _s("W_O", 2, 2).T, evaluate=False),
                   dC=sp.Eq(_s("dC", 2, 2), _s("dB", 2, 2) * _s("W_O", 2, 2), evaluate=False),
                   dWO=sp.Eq(_s("dW_O", 2, 2), _s("dB", 2, 2).T * _s("C", 2, 2), evaluate=False), Udef=sp.Eq(U, block.program["U"].value, evaluate=False),
-                  B=sp.Eq(block.program["B"].target, sp.Function("MHA")(block.program["Y_1"].target), evaluate=False),
+                  B=sp.Eq(block.program["B"].target, sp.Function("MHA")(block.program["Y_att"].target), evaluate=False),
                   HH0=sp.Eq(H, H0, evaluate=False), loss=loss, U=U, G=sp.Eq(G, Partial(U), evaluate=False), dH=Partial(H))
     said += " (Table~\\ref{tab:encoder-dH}) " + _words("and the gradient of the first head's query map, {dWQ}", b,
                                                           dWQ=Partial(WQ)) + " (Table~\\ref{tab:encoder-dWQ})."
@@ -1498,13 +1502,14 @@ def decoder_section(b) -> Part:
 
 
 #: Letters of one section only, where the notes' own letter means something else: the convolution kernel is
-#: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation), its side K, the side of
-#: a pooling window too (k is the positional encodings' offset), an entry of the kernel (xi, zeta) wherever it is
+#: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation), its side D, the side of
+#: a pooling window too (k is the positional encodings' offset, K the keys: an italic K beside the bold keys would give
+#: the letter two meanings; d, the model width, is another letter), an entry of the kernel (xi, zeta) wherever it is
 #: indexed (the derivation's u, v and the gradient's p, q: u is the GRU's update gate, v a row's variance, p the
 #: padding, q a second position); its receptive field is rf and its padding p
 #: (:data:`crosscheck.latexdoc.NOTES_LETTERS`). The argmax of a pooling window is nu and the GRU's recurrent term of
 #: the candidate eta: a is the softmax's row of weights. A letter the notation itself renames is left to it.
-SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": "K", "u": r"\xi", "v": r"\zeta", "p": r"\xi",
+SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": "D", "u": r"\xi", "v": r"\zeta", "p": r"\xi",
                             "q": r"\zeta", "a": r"\nu"},
                    "gates": {"a": r"\eta"},
                    # the index of the sum over a row's keys is s, as in the permutation's A(Pi X)_{t,s} (r is the
@@ -1673,7 +1678,12 @@ def notation_rows(b) -> list[tuple]:
     M = lambda name, r, c: sp.MatrixSymbol(name, r, c)  # noqa: E731
     X = M("X", T, d)
     rows = [
-        (t, "step (position) index, from 0", one), (T, "sequence length (number of steps or tokens)", one),
+        (t, "step (position) index, from 0", one),
+        # the index i once, told apart from the LSTM's input gate i_t (a gate's section writes no index i)
+        (sp.Symbol("i"), "an index, from 0: of a row or an entry (with `j`, of a column or a second entry); of a "
+         "coordinate of a positional encoding; (`i`, `j`), a position of a convolution's or a pooling window's "
+         "output; not the LSTM's input gate {it}, always written with its step", one),
+        (T, "sequence length (number of steps or tokens)", one),
         (D, "width of a recurrent cell's input", one), (H, "width of a recurrent cell's state", one),
         (C, "width of a recurrent cell's output (the prediction)", one),
         (_at("x", t, 1, 2), "input at step `t`, a row (in the scalar cell a number, `x_t`)", Shape(1, D)),
@@ -1748,7 +1758,7 @@ def notation_rows(b) -> list[tuple]:
         (M("a", 1, T), "softmax of a row `z` of scores: the weights of one row, one per key", Shape(1, T)),
         (M("M", T, T), "additive mask: 0 where a query may look, minus infinity where not", Shape(T, T)),
         (M("O", T, d_v), "attention output", Shape(T, d_v)),
-        (n_head, "number of attention heads; a superscript in brackets names a head and its maps ({headi}: head `i`'s "
+        (n_head, "number of attention heads; a superscript in brackets names a head and its maps ({headi}: head {h}'s "
          "query map)", one),
         (M("C", T, n_head * d_v), "the heads' outputs side by side", Shape(T, n_head * d_v)),
         (M("W_O", d, n_head * d_v), "output map of multi-head attention", Shape(d, n_head * d_v)),
@@ -1761,6 +1771,8 @@ def notation_rows(b) -> list[tuple]:
         (M("W_1", d_ff, d), "first layer of the MLP", Shape(d_ff, d)), (M("b_1", 1, d_ff), "its bias", Shape(1, d_ff)),
         (M("W_2", d, d_ff), "second layer of the MLP", Shape(d, d_ff)), (M("b_2", 1, d), "its bias", Shape(1, d)),
         (sp.Function("MLP")(X), "the two-layer feed-forward sublayer, applied to each row of {X}", Shape(T, d)),
+        # the hidden layer after ReLU: not the course's J, the notes' letter for Jacobians (J_MHA, J_MLP, J_LN)
+        (M("Phi_mlp", T, d_ff), "the MLP's hidden layer after its activation (ReLU); before it, {Zmlp}", Shape(T, d_ff)),
         (M("H", T, d), "input rows of an encoder or decoder block", Shape(T, d)),
         (M(BLOCK_OUTPUT, T, d), "output of an encoder or decoder block, the next block's input", Shape(T, d)),
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
@@ -1768,8 +1780,10 @@ def notation_rows(b) -> list[tuple]:
         (M("Z", T_src, d), "the encoder's output, the memory a decoder reads", Shape(T_src, d)),
         (M("dX", T, d), "gradient of the loss with respect to {X}, an upright d before the matrix's name; {dO}, {dS}, "
          "{dY} ... likewise, each of the shape of its matrix", Shape(T, d)),
-        (sp.Function("LN")(X), "LayerNorm of each row of {X}; numbered by a subscript where a block has several, each "
-         "with its own scale and shift", Shape(T, d)),
+        (sp.Function("LN")(X), "LayerNorm of each row of {X}; where a block has several, each with its own scale and "
+         "shift, named after the sublayer it feeds: {lnatt} before the attention, {lnmlp} before the MLP (the "
+         "decoder's {lnself}, {lncross}, {lnmlp}), its scale {gatt} and the like with the same subscript",
+         Shape(T, d)),
         (M("Y", T, d), "output of a layer: of LayerNorm; of a convolution (then {conv})", Shape(T, d)),
         (M("xhat", T, d), "normalized rows of LayerNorm", Shape(T, d)),
         (M("gamma", 1, d), "LayerNorm's scale", Shape(1, d)), (M("beta", 1, d), "LayerNorm's shift", Shape(1, d)),
@@ -1795,8 +1809,8 @@ def notation_rows(b) -> list[tuple]:
          "residual connection's output is {xout}", Shape(1, d), "rows"),
         (M(SECTION_SYMBOL_NAMES["residual"]["u"], 1, d), "output of a residual connection", Shape(1, d)),
         (sp.MatrixSymbol("J_F", d, d), "Jacobian of the branch; of the branch of layer `l` in a stack, {JFl}", Shape(d, d)),
-        (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm; of a block's first and second LayerNorm, {JLN1} and "
-         "{JLN2}", Shape(d, d)),
+        (sp.MatrixSymbol("J_LN", d, d), "Jacobian of LayerNorm; of a block's LayerNorms before the attention and "
+         "before the MLP, {JLNatt} and {JLNmlp}", Shape(d, d)),
         (sp.MatrixSymbol("J_MHA", d, d), "Jacobian of a block's multi-head attention, at the rows it reads (appendix)",
          Shape(d, d)),
         (sp.MatrixSymbol("J_MLP", d, d), "Jacobian of a block's MLP, at the rows it reads (appendix)", Shape(d, d)),
@@ -1809,10 +1823,10 @@ def notation_rows(b) -> list[tuple]:
         (sp.Function("det")(M("R", d, d)), "determinant of a square matrix", one),
         (sp.ZeroMatrix(1, d), "a row (or a matrix) of zeros", Shape(1, d)),
         (sp.DiagMatrix(M("a", 1, T)), "diagonal matrix with the entries of {a} on its diagonal", Shape(T, T)),
-        # printed with the section's letters: the derivation's side k is K, its indices u, v are xi, zeta
+        # printed with the section's letters: the derivation's side k (SECTION_LETTERS), its indices u, v are xi, zeta
         (sp.Symbol("kappa"), "a convolution kernel of {side} by {side} entries, indexed (`u`, `v`)",
-         Shape(sp.Symbol("K"), sp.Symbol("K")), "conv"),
-        (sp.Symbol("K"), "side of a convolution kernel, and of a max-pooling window", one),
+         Shape(sp.Symbol("k"), sp.Symbol("k")), "conv"),
+        (sp.Symbol("k"), "side of a convolution kernel, and of a max-pooling window ({sidel}: of layer `l`)", one, "conv"),
         (M("X_in", sp.Symbol("H_in"), sp.Symbol("W_in")), "input of a convolution (one channel)",
          Shape(sp.Symbol("H_in"), sp.Symbol("W_in"))),
         (M("Xbar", sp.Symbol("H_in") + 2 * sp.Symbol("pad"), sp.Symbol("W_in") + 2 * sp.Symbol("pad")),
@@ -1826,7 +1840,8 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("W_out"), "number of output columns of a convolution or pooling layer", one),
         (sp.Symbol("Ghat"), "the gradient {dY} of a convolution's output (stride 1) extended by {K1} rows and columns of "
          "zeros on every side (the padded gradient), its indices from {K1neg}",
-         Shape(*(n + sp.Mul(2, sp.Symbol("K", integer=True) - 1, evaluate=False) for n in sp.symbols("H_out W_out", integer=True)))),
+         Shape(*(n + sp.Mul(2, sp.Symbol("k", integer=True) - 1, evaluate=False) for n in sp.symbols("H_out W_out", integer=True))),
+         "conv"),
         (sp.Symbol("pad"), "rows and columns of zeros padded on each side of a convolution's input", one),
         (sp.Symbol("Delta"), "stride of a convolution or pooling layer (`Delta_l`: of layer `l`)", one),
         (conv.WindowArgmax(sp.Symbol("i"), sp.Symbol("j")), "input position of the largest entry of pooling window "
@@ -1862,6 +1877,20 @@ def _of_kind(sym, shape):
     return sym
 
 
+def _norm_names() -> dict:
+    """The table's names of a block's LayerNorms, each named after the sublayer it feeds (derive.blocks.NORM_TAGS), with
+    their Jacobians as derive.residual prints them."""
+    from seqgrad.derive import residual
+    from seqgrad.derive.blocks import NORM_TAGS
+
+    X = sp.MatrixSymbol("X", 2, 2)
+    return {"lnatt": sp.Function("LN" + NORM_TAGS["attention"])(X), "lnmlp": sp.Function("LN" + NORM_TAGS["mlp"])(X),
+            "lnself": sp.Function("LN" + NORM_TAGS["self"])(X), "lncross": sp.Function("LN" + NORM_TAGS["cross"])(X),
+            "gatt": sp.MatrixSymbol("gamma" + NORM_TAGS["attention"], 1, 2),
+            **{"JLN" + s.lstrip("_"): sp.MatrixSymbol(residual._norm_jacobian_name("LN", k), 2, 2)
+               for k, s in NORM_TAGS.items()}}
+
+
 def notation_section(b) -> str:
     """The notation: one table, every symbol once, with its meaning and its shape."""
     from seqgrad.derive.latex_layout import inline
@@ -1874,7 +1903,7 @@ def notation_section(b) -> str:
     matrix = lambda name, *shape: sp.MatrixSymbol(name, *(shape or (2, 2)))  # noqa: E731
     formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": _grad("z^r", t), "zr": _at("z^r", t),
                 "et": _at("e", t, 1, 2), "ght": _grad("h", t), "gzt": _grad("z", t), "Jj": _at("J", sp.Symbol("j")),
-                "K": sp.Symbol("K"), "K1": sp.Symbol("K") - 1, "K1neg": -(sp.Symbol("K") - 1),
+                "K1": sp.Symbol("k") - 1, "K1neg": -(sp.Symbol("k") - 1), "sidel": sp.Symbol("k_l"),
                 "PEi": PE(pos, sp.Symbol("i")), "shift": _row_shift(),
                 "srck": Shape(T_src, d_k), "srcv": Shape(T_src, d_v), "srcs": Shape(T, T_src),
                 "X": matrix("X"), "B": matrix("B"), "M": matrix("M"), "Z": matrix("Z"), "x": matrix("x", 1, 2),
@@ -1882,10 +1911,10 @@ def notation_section(b) -> str:
                               evaluate=False),
                 "a": matrix("a", 1, 2), "dO": matrix("dO"), "dS": matrix("dS"), "dY": matrix("dY"),
                 "conv": Shape(sp.Symbol("H_out"), sp.Symbol("W_out")), "O": matrix("O"), "S": matrix("S"),
-                "headi": matrix("W_Q^[i]"), "side": sp.Symbol("k"), "Bj": sp.Function("B_j")(k),
+                "headi": matrix(f"W_Q^[{HEAD_INDEX}]"), "Zmlp": matrix("Z_mlp"), "it": _at("i", t), "h": sp.Symbol(HEAD_INDEX), "side": sp.Symbol("k"), "Bj": sp.Function("B_j")(k),
                 "ij": sp.Eq(sp.Symbol("i"), sp.Symbol("j"), evaluate=False),
                 "wavelength": sp.Eq(sp.Symbol("lambda_j"), 2 * sp.pi / sp.Symbol("omega_j"), evaluate=False),
-                "pad": sp.Symbol("pad"), "JLN1": sp.MatrixSymbol("J_LN1", 2, 2), "JLN2": sp.MatrixSymbol("J_LN2", 2, 2)}
+                "pad": sp.Symbol("pad"), **_norm_names()}
     # a row printed as a section prints it (its letters), or with some of its words' symbols rows (u = x + F(x))
     section = {None: b, "conv": with_section_letters(b, "conv"), "positional": with_section_letters(b, "positional"),
                "rows": _with_vectors(b, {SECTION_SYMBOL_NAMES["residual"]["u"], "x"})}
@@ -1893,7 +1922,7 @@ def notation_section(b) -> str:
     for sym, meaning, shape, *where in rows:
         at = section[where[0] if where else None]
         body.append(" & ".join([inline(_of_kind(sym, shape), at.notation), _words(meaning, at, **formulas),
-                                inline(shape, b.notation)]) + " \\\\")
+                                inline(shape, at.notation)]) + " \\\\")
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices of "
              "steps, positions and entries start at 0, while heads and layers are counted from 1 (head 1, layer 1). Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
              "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry. "

@@ -7,7 +7,7 @@ at stated values (:data:`RNN_VALUES`): every column of its table is a general-t 
 (:func:`crosscheck.lambdify.lambdify`); the row of sums is the unrolled program's own gradient.
 
 :func:`encoder_backward` runs the derived backward pass of the pre-norm attention sublayer
-``U = H + MHA(LN_1(H))`` (:func:`derive.blocks.block_program`, two heads, compiled by
+``U = H + MHA(LN_att(H))`` (:func:`derive.blocks.block_program`, two heads, compiled by
 :func:`crosscheck.blocks.call`) on the course's worked example, ``H = H_0`` and the course's weights, for the loss
 ``L = sum of the entries of U`` (so ``G = dL/dU`` is a matrix of ones).
 
@@ -109,19 +109,21 @@ def encoder_inputs(device: str = "cpu") -> dict:
     worked example, LayerNorm's scale 1 and shift 0, the two heads' maps and the output map ``W_O``."""
     import torch
 
+    from seqgrad.derive.blocks import NORM_TAGS
     from seqgrad.numeric import course
 
     H0 = course.trace("attention_on_H0", device=device)["H0"]
     as_tensor = lambda m: torch.tensor(m, dtype=H0.dtype, device=H0.device)  # noqa: E731
     d = H0.shape[1]
-    inputs = {"H": H0, "gamma_1": as_tensor([[1.0] * d]), "beta_1": as_tensor([[0.0] * d]), "W_O": as_tensor(course.W_O)}
+    ln = NORM_TAGS["attention"]  # the LayerNorm before the attention
+    inputs = {"H": H0, "gamma" + ln: as_tensor([[1.0] * d]), "beta" + ln: as_tensor([[0.0] * d]), "W_O": as_tensor(course.W_O)}
     for i, head in enumerate((course.HEAD1, course.HEAD2), start=1):
         inputs.update({f"{name}^[{i}]": as_tensor(head[name]) for name in ("W_Q", "W_K", "W_V")})
     return inputs
 
 
 def encoder_backward(device: str = "cpu") -> EncoderBackward:
-    """The derived backward pass of ``U = H + MHA(LN_1(H))`` at the course's worked example (:func:`encoder_inputs`),
+    """The derived backward pass of ``U = H + MHA(LN_att(H))`` at the course's worked example (:func:`encoder_inputs`),
     for ``L`` the sum of ``U``'s entries: the upstream gradient ``G = dL/dU`` is a matrix of ones."""
     import torch
 

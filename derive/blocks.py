@@ -374,6 +374,11 @@ def layernorm_program(T_=T, d_=d, eps=EPS) -> BlockProgram:
 
 PLACEMENTS = ("pre-norm", "post-norm")
 
+#: the subscript of a block's norm (``tag``), named after the sublayer it feeds: LN_att before (post-norm: after) the
+#: attention, LN_mlp before the MLP (the decoder's LN_self, LN_cross, LN_mlp); never a number, since the subscripts 1
+#: and 2 number the MLP's two layers, W_1 and W_2, as in Vaswani et al.
+NORM_TAGS = {"attention": "_att", "mlp": "_mlp", "self": "_self", "cross": "_cross"}
+
 
 def block_program(placement: str = "pre-norm", heads: int = 1, T_=T, d_=d, d_k_=d_k, d_v_=d_v,
                   norm="layernorm") -> BlockProgram:
@@ -390,13 +395,13 @@ def block_program(placement: str = "pre-norm", heads: int = 1, T_=T, d_=d, d_k_=
     H = sp.MatrixSymbol("H", Tn, dm)
     inputs = {"H": H}
     if placement == "pre-norm":
-        X = norm(prog, H, inputs, tag="_1")
+        X = norm(prog, H, inputs, tag=NORM_TAGS["attention"])
         Bm = _mha(prog, X, inputs, heads, dm, dk, dv)
         U = prog.define(sp.MatrixSymbol("U", Tn, dm), H + Bm)
     else:
         Bm = _mha(prog, H, inputs, heads, dm, dk, dv)
         # the residual sum is U in both placements (Z is the encoder's memory in the decoder); post-norm normalises it
-        U = norm(prog, prog.define(sp.MatrixSymbol("U", Tn, dm), H + Bm), inputs, tag="_1")
+        U = norm(prog, prog.define(sp.MatrixSymbol("U", Tn, dm), H + Bm), inputs, tag=NORM_TAGS["attention"])
     G = sp.MatrixSymbol("G", Tn, dm)
     grads = _backward(prog, U, G, inputs)
     return BlockProgram(prog, inputs, G, U, grads, (Tn, dm, dk, dv))
@@ -406,17 +411,18 @@ def mlp_program(T_=T, d_=d, d_ff_=d_ff, norm="layernorm", activation: str = "rel
     """The pre-norm block's second sublayer (seed 000 L946, L1021): the MLP on the normalised rows of ``U``, the
     attention sublayer's output, and the second residual addition, with the course's names::
 
-        Y_2 = N(U),  Z_mlp = Y_2 W_1^T + 1 b_1,  J_mlp = act(Z_mlp),  B_mlp = J_mlp W_2^T + 1 b_2,  H' = U + B_mlp
+        Y_mlp = N(U),  Z_mlp = Y_mlp W_1^T + 1 b_1,  Phi_mlp = act(Z_mlp),  B_mlp = Phi_mlp W_2^T + 1 b_2,  H' = U + B_mlp
 
-    (``activation`` an elementwise operation of the registry, ReLU as in the course; W_1 is d_ff x d, W_2 d x d_ff);
+    (``activation`` an elementwise operation of the registry, ReLU as in the course; the hidden activation is Phi_mlp,
+    not the course's J_mlp, since J names the Jacobians (J_MHA, J_MLP, J_LN); W_1 is d_ff x d, W_2 d x d_ff);
     the backward pass from the rule table shows the second shortcut, dU = dH' + (the branch's pullback).
 
     >>> mlp = mlp_program()
-    >>> for name in ("dJ_mlp", "dZ_mlp", "dW_1", "db_2"):
+    >>> for name in ("dPhi_mlp", "dZ_mlp", "dW_1", "db_2"):
     ...     print(mlp.program[name])
-    dJ_mlp = dB_mlp*W_2
-    dZ_mlp = dJ_mlp ∘ Heaviside(Z_mlp, 0)
-    dW_1 = dZ_mlp.T*Y_2
+    dPhi_mlp = dB_mlp*W_2
+    dZ_mlp = dPhi_mlp ∘ Heaviside(Z_mlp, 0)
+    dW_1 = dZ_mlp.T*Y_mlp
     db_2 = 1*dB_mlp
     """
     norm = norm_of(norm)
@@ -425,7 +431,7 @@ def mlp_program(T_=T, d_=d, d_ff_=d_ff, norm="layernorm", activation: str = "rel
     U = sp.MatrixSymbol("U", Tn, dm)
     inputs = {"U": U, "W_1": sp.MatrixSymbol("W_1", dff, dm), "b_1": sp.MatrixSymbol("b_1", 1, dff),
               "W_2": sp.MatrixSymbol("W_2", dm, dff), "b_2": sp.MatrixSymbol("b_2", 1, dm)}
-    Y = norm(prog, U, inputs, tag="_2")
+    Y = norm(prog, U, inputs, tag=NORM_TAGS["mlp"])
     out = prog.define(sp.MatrixSymbol("H'", Tn, dm), U + _mlp(prog, Y, inputs, activation))
     G = sp.MatrixSymbol("G", Tn, dm)
     grads = _backward(prog, out, G, inputs)
@@ -433,27 +439,28 @@ def mlp_program(T_=T, d_=d, d_ff_=d_ff, norm="layernorm", activation: str = "rel
 
 
 def _mlp(prog: Program, Y, inputs: dict, activation: str = "relu"):
-    """The MLP's lines on the rows Y, with the course's names: ``Z_mlp = Y W_1^T + 1 b_1``, ``J_mlp = act(Z_mlp)``,
-    ``B_mlp = J_mlp W_2^T + 1 b_2`` (its weights taken from ``inputs``)."""
+    """The MLP's lines on the rows Y: ``Z_mlp = Y W_1^T + 1 b_1``, ``Phi_mlp = act(Z_mlp)`` (the course writes J;
+    J is the notes' letter for a Jacobian), ``B_mlp = Phi_mlp W_2^T + 1 b_2`` (its weights taken from ``inputs``)."""
     from .operations import node
 
     rows, dff = Y.shape[0], inputs["W_1"].shape[0]
     one = sp.OneMatrix(rows, 1)
     Z = prog.define(sp.MatrixSymbol("Z_mlp", rows, dff), Y * inputs["W_1"].T + one * inputs["b_1"])
     u = sp.Dummy("u")
-    J = prog.define(sp.MatrixSymbol("J_mlp", rows, dff), Elementwise(sp.Lambda(u, node(activation)(u)), Z))
-    return prog.define(sp.MatrixSymbol("B_mlp", rows, inputs["W_2"].shape[0]), J * inputs["W_2"].T + one * inputs["b_2"])
+    Phi = prog.define(sp.MatrixSymbol("Phi_mlp", rows, dff), Elementwise(sp.Lambda(u, node(activation)(u)), Z))
+    return prog.define(sp.MatrixSymbol("B_mlp", rows, inputs["W_2"].shape[0]), Phi * inputs["W_2"].T + one * inputs["b_2"])
 
 
 def decoder_block_program(heads: int = 2, T_=T, T_src_=T_src, d_=d, d_k_=d_k, d_v_=d_v, d_ff_=d_ff,
                           activation: str = "relu") -> BlockProgram:
     """The pre-norm decoder block as one program (:class:`derive.decoder.DecoderBlock` states its row dependence)::
 
-        U_1 = H + MHA_self(LN_1(H), M),  U_2 = U_1 + MHA_cross(LN_2(U_1), Z),  H' = U_2 + MLP(LN_3(U_2))
+        U_self = H + MHA_self(LN_self(H), M),  U_cross = U_self + MHA_cross(LN_cross(U_self), Z),
+        H' = U_cross + MLP(LN_mlp(U_cross))
 
     ``heads`` heads in each attention (the causal mask M added to the self-attention's scores, the cross-attention's
     keys and values from the memory Z, T_src x d), the MLP of :func:`mlp_program`; the backward pass from the rule
-    table shows each residual sum (dU_1 = dU_2 + ..., dH = dU_1 + ...) and the gradient dZ that reaches the memory
+    table shows each residual sum (dU_self = dU_cross + ..., dH = dU_self + ...) and the gradient dZ that reaches the memory
     through the cross-attention's keys and values."""
     heads = validate.integer("heads", heads, minimum=1, maximum=16)
     Tn, Ts, dm, dk, dv, dff = (size("T", T_), size("T_src", T_src_), size("d", d_), size("d_k", d_k_), size("d_v", d_v_),
@@ -461,13 +468,16 @@ def decoder_block_program(heads: int = 2, T_=T, T_src_=T_src, d_=d, d_k_=d_k, d_
     prog = Program("pre-norm decoder block")
     H, Z, M = sp.MatrixSymbol("H", Tn, dm), sp.MatrixSymbol("Z", Ts, dm), sp.MatrixSymbol("M", Tn, Tn)
     inputs = {"H": H, "Z": Z}
-    U1 = prog.define(sp.MatrixSymbol("U_1", Tn, dm),
-                     H + _mha(prog, LAYERNORM(prog, H, inputs, "_1"), inputs, heads, dm, dk, dv, M, role="self"))
-    U2 = prog.define(sp.MatrixSymbol("U_2", Tn, dm),
-                     U1 + _mha(prog, LAYERNORM(prog, U1, inputs, "_2"), inputs, heads, dm, dk, dv, Z=Z, role="cross"))
+    # the LayerNorms and residual sums named after the sublayer they feed (NORM_TAGS), as the notes' decoder prints them
+    U1 = prog.define(sp.MatrixSymbol("U" + NORM_TAGS["self"], Tn, dm),
+                     H + _mha(prog, LAYERNORM(prog, H, inputs, NORM_TAGS["self"]), inputs, heads, dm, dk, dv, M, role="self"))
+    U2 = prog.define(sp.MatrixSymbol("U" + NORM_TAGS["cross"], Tn, dm),
+                     U1 + _mha(prog, LAYERNORM(prog, U1, inputs, NORM_TAGS["cross"]), inputs, heads, dm, dk, dv, Z=Z,
+                               role="cross"))
     inputs.update({"W_1": sp.MatrixSymbol("W_1", dff, dm), "b_1": sp.MatrixSymbol("b_1", 1, dff),
                    "W_2": sp.MatrixSymbol("W_2", dm, dff), "b_2": sp.MatrixSymbol("b_2", 1, dm)})
-    out = prog.define(sp.MatrixSymbol("H'", Tn, dm), U2 + _mlp(prog, LAYERNORM(prog, U2, inputs, "_3"), inputs, activation))
+    out = prog.define(sp.MatrixSymbol("H'", Tn, dm),
+                      U2 + _mlp(prog, LAYERNORM(prog, U2, inputs, NORM_TAGS["mlp"]), inputs, activation))
     G = sp.MatrixSymbol("G", Tn, dm)
     grads = _backward(prog, out, G, inputs)
     return BlockProgram(prog, dict(inputs, M=M), G, out, grads, (Tn, Ts, dm, dk, dv, dff))
@@ -520,11 +530,14 @@ def backward_latex(block: BlockProgram, width: int = 60) -> str:
 
 #: the number of heads and a head's number in the multi-head formulas written for every n_head (heads counted from 1)
 n_head = sp.Symbol("n_head", integer=True, positive=True)
-head = sp.Symbol("i", integer=True, positive=True)
+#: the index of a general head, in brackets (W_Q^[h]): h, as in "head h", not i, which in the same section indexes the
+#: rows (row i is the query) and elsewhere is the LSTM's input gate
+HEAD_INDEX = "h"
+head = sp.Symbol(HEAD_INDEX, integer=True, positive=True)
 
 
 def at_head(expr, k, heads=None, index=head):
-    """``expr``, written for head ``index`` (its symbols named ``W_Q^[i]``, ...), at head ``k``: every symbol of head
+    """``expr``, written for head ``index`` (its symbols named ``W_Q^[h]``, ...), at head ``k``: every symbol of head
     ``index`` renamed to head ``k``'s and ``index`` set to ``k``; ``heads`` (when given) set for ``n_head``."""
     mark = f"^[{index}]"
     renamed = {s: sp.MatrixSymbol(s.name.replace(mark, f"^[{k}]"), *s.shape)
@@ -589,11 +602,11 @@ class HeadConcat(_OverHeads):
 
 
 def multihead_rows(heads: int = 3, T_=T, d_=d, d_k_=d_k, d_v_=d_v) -> tuple[list, list]:
-    """Multi-head attention written for every head ``i`` of ``n_head`` heads: ``(forward, backward)`` rows
+    """Multi-head attention written for every head ``h`` of ``n_head`` heads: ``(forward, backward)`` rows
     ``(target, value)`` read off the engine's program of ``heads`` heads (:func:`attention_program`): head 1's lines
-    with head ``i``'s symbols, ``C = [O^[1] | ... | O^[n_head]]``, ``B = C W_O^T``; backwards ``dC = dB W_O``, head
-    ``i``'s column block ``dO^[i]`` of ``dC``, head ``i``'s lines, ``dX = sum_i (dQ^[i] W_Q^[i] + dK^[i] W_K^[i] +
-    dV^[i] W_V^[i])``, the heads' weight gradients and ``dW_O = dB^T C``.  Every row is the engine's line at each head
+    with head ``h``'s symbols, ``C = [O^[1] | ... | O^[n_head]]``, ``B = C W_O^T``; backwards ``dC = dB W_O``, head
+    ``h``'s column block ``dO^[h]`` of ``dC``, head ``h``'s lines, ``dX = sum_h (dQ^[h] W_Q^[h] + dK^[h] W_K^[h] +
+    dV^[h] W_V^[h])``, the heads' weight gradients and ``dW_O = dB^T C``.  Every row is the engine's line at each head
     ``k = 1 .. heads`` (with ``n_head = heads``), or this raises: the general rows are the program, generalised."""
     from .rules import ColumnBlock
 
@@ -635,7 +648,7 @@ def _check_general(prog: Program, rows: list, heads: int, shared: dict) -> None:
         return expr.xreplace({e: e.at(heads) for e in expr.atoms(_OverHeads)})
 
     for target, value in rows:
-        for k in range(1, heads + 1) if head in target.free_symbols or "^[i]" in target.name else (1,):
+        for k in range(1, heads + 1) if head in target.free_symbols or f"^[{head}]" in target.name else (1,):
             lhs = instance(target, k)
             lhs = shared.get(lhs, lhs)
             if lhs not in shared.values() and lhs.name not in (d_.target.name for d_ in prog):
@@ -660,14 +673,14 @@ def over_heads(value, heads: int):
 
 
 #: The decoder block's backward pass at the level of its sublayers: the lines printed, by the program's names
-DECODER_SUBLAYER_LINES = ("dB_mlp", "dY_3", "dxhat_3", "dU_2", "dB_cross", "dY_2", "dZ", "dxhat_2", "dU_1", "dB_self",
-                          "dY_1", "dxhat_1", "dH")
+DECODER_SUBLAYER_LINES = ("dB_mlp", "dY_mlp", "dxhat_mlp", "dU_cross", "dB_cross", "dY_cross", "dZ", "dxhat_cross",
+                          "dU_self", "dB_self", "dY_self", "dxhat_self", "dH")
 
 
 def decoder_block_rows(heads: int = 2) -> list:
     """The backward pass of :func:`decoder_block_program` at the level of its sublayers, rows ``(target, value)``:
     each sublayer's output gradient, what it passes back to its LayerNorm (a sum over the heads for an attention:
-    :func:`over_heads`, checked against the program at ``heads`` heads), the residual sums ``dU_2``, ``dU_1``, ``dH``,
+    :func:`over_heads`, checked against the program at ``heads`` heads), the residual sums ``dU_cross``, ``dU_self``, ``dH``,
     and ``dZ``, the memory's gradient through the cross-attention's keys and values; the upstream ``G`` is ``dH'``."""
     block = decoder_block_program(heads=heads)
     dout = sp.MatrixSymbol("d" + block.output.name, *block.G.shape)

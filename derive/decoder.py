@@ -36,6 +36,7 @@ from seqgrad import validate
 from seqgrad.errors import SeqgradValueError
 
 from . import counting
+from .blocks import NORM_TAGS
 from .attention import as_matrix, causal_mask, check_mask, head_backward, head_forward, symbol_matrix
 from .identity import Derivation
 from .safe_parse import as_sympy
@@ -198,9 +199,12 @@ class DecoderBlock(Derivation):
 
     def rows(self) -> list:
         """The pre-norm decoder block: masked self-attention, cross-attention to the memory Z, the MLP."""
-        H, U_1, U_2, H2, M, Z = sp.symbols("H U_1 U_2 H' M Z", commutative=False)
+        # each residual sum named after its sublayer as the LayerNorms are: U_self, U_cross (1, 2 number W_1, W_2)
+        H, U_1, U_2, H2, M, Z = sp.symbols("H U_self U_cross H' M Z", commutative=False)
+        # each LayerNorm named after the sublayer it feeds (derive.blocks.NORM_TAGS), not numbered as W_1, W_2 are
         LN1, LN2, LN3, self_att, cross, MLP = (sp.Function(n, commutative=False) for n in
-                                                ("LN_1", "LN_2", "LN_3", "MHA_self", "MHA_cross", "MLP"))
+                                                (*("LN" + NORM_TAGS[s] for s in ("self", "cross", "mlp")),
+                                                 "MHA_self", "MHA_cross", "MLP"))
         return [(U_1, H + self_att(LN1(H), M), ("with the causal mask ", M)), (U_2, U_1 + cross(LN2(U_1), Z)),
                 (H2, U_2 + MLP(LN3(U_2)))]
 

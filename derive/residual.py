@@ -29,6 +29,7 @@ from seqgrad.errors import SeqgradValueError
 
 from .identity import Derivation, Identity, mpmath_lambdify, numeric_sides
 from .proof import Proof, proof_by
+from .blocks import NORM_TAGS
 from .layernorm import EPS
 from .safe_parse import as_sympy
 
@@ -246,8 +247,11 @@ class EncoderBlock(Derivation):
 
         N = self.norm.symbol  # LN, RMS
         H, X, U, R, H2, I = sp.symbols("H X U R H' I", commutative=False)
-        J_MLP, J_LN1, J_LN2, J_MHA = sp.symbols(f"J_MLP J_{N}1 J_{N}2 J_MHA", commutative=False)
-        LN1, LN2, MHA, MLP, vec = (sp.Function(n, commutative=False) for n in (f"{N}_1", f"{N}_2", "MHA", "MLP", "vec"))
+        # the two norms named after the sublayer each feeds (derive.blocks.NORM_TAGS), not numbered as W_1, W_2 are
+        J_MLP, J_MHA = sp.symbols("J_MLP J_MHA", commutative=False)
+        J_LN1, J_LN2 = (sp.Symbol(_norm_jacobian_name(N, s), commutative=False) for s in ("attention", "mlp"))
+        LN1, LN2, MHA, MLP, vec = (sp.Function(n, commutative=False) for n in
+                                   (N + NORM_TAGS["attention"], N + NORM_TAGS["mlp"], "MHA", "MLP", "vec"))
         return [(X, LN1(H)), (U, H + MHA(X)), (R, LN2(U)), (H2, U + MLP(R)),
                 (Partial(vec(H), of=vec(H2)), (I + J_MLP * J_LN2) * (I + J_MHA * J_LN1))]
 
@@ -350,7 +354,14 @@ def jacobian_formula(placement: str) -> tuple:
     if placement == "post-norm":
         return lhs, sp.MatMul(J("J_LN"), I + J("J_F"), evaluate=False)
     lhs = sp.MatrixSymbol(r"\partial H' / \partial H", n, n)
-    return lhs, sp.MatMul(I + J("J_MLP") * J("J_LN2"), I + J("J_MHA") * J("J_LN1"), evaluate=False)
+    return lhs, sp.MatMul(I + J("J_MLP") * J(_norm_jacobian_name("LN", "mlp")),
+                          I + J("J_MHA") * J(_norm_jacobian_name("LN", "attention")), evaluate=False)
+
+
+def _norm_jacobian_name(norm: str, sublayer: str) -> str:
+    """The Jacobian of the block's norm before ``sublayer`` (a key of :data:`derive.blocks.NORM_TAGS`), named as the
+    norm is: ``J_{LN,att}`` of ``LN_att``, ``J_{LN,mlp}`` of ``LN_mlp``."""
+    return "J_{%s,%s}" % (norm, NORM_TAGS[sublayer].lstrip("_"))
 
 
 def general_residual(placement: str):
@@ -463,7 +474,7 @@ def identities() -> list[Identity]:
             block = block_program(placement)
             line = block.program["dH"]
             # the program's upstream gradient G is the gradient of the block's output, named as the body names every
-            # gradient, d and the matrix's name: dU of the pre-norm block's U, dY_1 of the post-norm block's LN(U)
+            # gradient, d and the matrix's name: dU of the pre-norm block's U, dY_att of the post-norm block's LN(U)
             named = sp.MatrixSymbol("d" + block.output.name, *block.G.shape)
             return line.target, line.value.xreplace({block.G: named})
 
@@ -474,7 +485,7 @@ def identities() -> list[Identity]:
 
         rj = lambda placement=placement: rj_cache(2, placement)
         formula = {"pre-norm": "U = H + MHA(LN(H)): dH = dU + LN's pullback of the branch's dX (I + J_MHA J_LN)",
-                   "post-norm": "U = H + MHA(H), Y_1 = LN(U): dH = dU + the branch's pullback of dU, dU = LN's pullback of dY_1 (J_LN (I + J_MHA))"}[placement]
+                   "post-norm": "U = H + MHA(H), Y_att = LN(U): dH = dU + the branch's pullback of dU, dU = LN's pullback of dY_att (J_LN (I + J_MHA))"}[placement]
         out.append(Identity(
             f"residual-{placement}-block-program", "seed 000 L1183-1191; seed 001 l.130-138 (pre- vs post-norm)",
             f"{formula}, every T, d, d_k, one head with d_v = d (derive.blocks program)",

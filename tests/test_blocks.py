@@ -30,7 +30,7 @@ def test_layernorm_backward_keeps_the_textbook_term_order_in_latex_and_blocks():
                                                       r"\frac{1}{\boldsymbol{\sigma}}", r"- \mathbf{\hat{x}} \odot"))
     assert inv_sigma < minus_mean < minus_product
     post = str(blocks.block_program("post-norm").program["dU"])
-    assert post == "dU = (1/sigma_1) ∘ (dxhat_1 - mean(dxhat_1) - xhat_1 ∘ mean(dxhat_1 ∘ xhat_1))"
+    assert post == "dU = (1/sigma_att) ∘ (dxhat_att - mean(dxhat_att) - xhat_att ∘ mean(dxhat_att ∘ xhat_att))"
 
 
 def test_every_program_is_a_composition_of_proved_rules():
@@ -70,12 +70,12 @@ def test_compiled_programs_match_autograd(kind, heads, masked):
 
 
 def test_the_mlp_sublayer_check_sees_a_wrong_slope():
-    """The MLP sublayer's derived backward pass (dZ_mlp = dJ_mlp o [Z_mlp > 0]) against a twin with another
+    """The MLP sublayer's derived backward pass (dZ_mlp = dPhi_mlp o [Z_mlp > 0]) against a twin with another
     activation: the comparison fails, so a wrong slope cannot pass it."""
     from seqgrad.crosscheck import blocks as c_blocks
 
     def tanh_twin(v):
-        x = torch.nn.functional.layer_norm(v["U"], (v["U"].shape[-1],), v["gamma_2"].reshape(-1), v["beta_2"].reshape(-1), 1e-5)
+        x = torch.nn.functional.layer_norm(v["U"], (v["U"].shape[-1],), v["gamma_mlp"].reshape(-1), v["beta_mlp"].reshape(-1), 1e-5)
         return v["U"] + torch.tanh(x @ v["W_1"].T + v["b_1"]) @ v["W_2"].T + v["b_2"]
 
     rows = c_blocks.compare_at("mlp", SIZES[0], torch.Generator().manual_seed(3), reference_fn=tanh_twin)

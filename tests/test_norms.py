@@ -23,7 +23,7 @@ def test_rmsnorm_backward_prints_in_xhat_and_r():
 def test_blocks_take_the_norm_as_an_argument(placement):
     ln = blocks.block_program(placement)
     rms = blocks.block_program(placement, norm="rmsnorm")
-    assert "beta_1" in ln.inputs and "beta_1" not in rms.inputs
+    assert "beta_att" in ln.inputs and "beta_att" not in rms.inputs
     assert blocks.rules_used(rms).count("rmsnorm") == 1 and "layernorm" not in blocks.rules_used(rms)
     assert blocks.prove_program(rms).holds
     assert str(blocks.block_program(placement, norm=blocks.RMSNORM)) == str(rms)
@@ -95,8 +95,8 @@ def _hand_reference(kind):
         H, heads = v["H"], 2 if "W_O" in v else 1
         dk = v["W_Q" if heads == 1 else "W_Q^[1]"].shape[0]
         if kind == "pre-norm":
-            return H + _reference_heads(v, _hand_rmsnorm(H, v["gamma_1"]), heads, dk)
-        return _hand_rmsnorm(H + _reference_heads(v, H, heads, dk), v["gamma_1"])
+            return H + _reference_heads(v, _hand_rmsnorm(H, v["gamma_att"]), heads, dk)
+        return _hand_rmsnorm(H + _reference_heads(v, H, heads, dk), v["gamma_att"])
 
     return reference
 
@@ -155,7 +155,7 @@ def test_a_norm_of_your_own_is_one_definition():
     def reference(v):
         H = v["H"]
         Z = H + _reference_heads(v, H, 1, v["W_Q"].shape[0])
-        return torch.nn.functional.layer_norm(Z, (Z.shape[-1],), v["gamma_1"].reshape(-1), None, 1e-5)
+        return torch.nn.functional.layer_norm(Z, (Z.shape[-1],), v["gamma_att"].reshape(-1), None, 1e-5)
 
     g = torch.Generator().manual_seed(5)
     _close(c_blocks.compare_at("post-norm", SIZES[0], g, 1, norm=unbiased, reference_fn=reference))

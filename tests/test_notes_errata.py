@@ -41,7 +41,7 @@ def test_1_the_single_head_block_states_dv_equals_d_and_its_proof_scope(tmp_path
     intro = body[:body.index("\\begin{align*}")]
     assert r"for every $T$, $d$, $d_{k}$:" not in intro  # the old text: U = H + O for every d_v
     assert r"value width $d_{v} = d$" in intro and r"$T \times d_{v}$" in intro and r"$T \times d$" in intro
-    assert r"\mathbf{U}           &= \mathbf{H} + \mathbf{O}" in body
+    assert re.search(r"\\mathbf\{U\} +&= \\mathbf\{H\} \+ \\mathbf\{O\}", body)  # aligned by the longest name
     mark = _footnote_after(body, "Backwards, the residual shows in")
     assert r"d_{k}, d_{v} \geq 1" not in mark and r"Proved for every $T, d, d_{k} \geq 1$, one head with $d_{v} = d$" in mark
     # what was proved: the program of one head has d_v = d (whatever d_v is asked for), so U = H + O is well-formed
@@ -142,8 +142,8 @@ def test_6_the_convolution_indexes_the_padded_input_and_crops_its_gradient(tmp_p
     assert r"entry ($m$, $n$) of the input is entry ($m + p$, $n + p$) of the padded one" in crop
     table = notes.notation_section(b)
     ghat = next(line for line in table.splitlines() if line.startswith(r"$\mathbf{\hat{G}}$ & "))
-    assert ghat.endswith(r"& $(H_{\mathrm{out}} + 2 (K - 1)) \times (W_{\mathrm{out}} + 2 (K - 1))$ \\")  # was "1"
-    assert r"extended by $K - 1$ rows and columns of zeros on every side" in ghat
+    assert ghat.endswith(r"& $(H_{\mathrm{out}} + 2 (D - 1)) \times (W_{\mathrm{out}} + 2 (D - 1))$ \\")  # was "1"
+    assert r"extended by $D - 1$ rows and columns of zeros on every side" in ghat
 
 
 def test_6_the_padded_gradient_formula_and_the_crop_against_autograd():

@@ -136,7 +136,7 @@ def test_head_1s_table_says_it_reads_h0_and_prints_head_1_on_h0(tmp_path):
     body = _flat(notes.encoder_section(b).body)
     caption = body[body.index(r"\caption{The attention weights"):body.index(r"\label{tab:encoder-head1-A}")]
     assert r"head 1 applied to the input rows $\mathbf{H}_{0}$ directly" in caption
-    assert r"not to the block's LayerNorm output $\mathbf{Y}_{1}$" in caption
+    assert r"not to the block's LayerNorm output $\mathbf{Y}_{\mathrm{att}}$" in caption
     assert r"head 1 applied to $\mathbf{H}_{0}$ itself" in body
     # the printed rows are softmax(H_0 W_Q^T (H_0 W_K^T)^T / sqrt(d_k)), computed here from H_0 and head 1's weights
     H0 = np.asarray(course.trace("attention_on_H0")["H0"], float)

@@ -74,7 +74,7 @@ def test_the_padding_does_not_read_as_the_positional_encodings(table, conv):
     assert "P_{pad}" not in table and table["p"].startswith("rows and columns of zeros padded")
     # and not as the English word either (an upright pad): an italic p, which no other symbol of the notes uses
     assert r"\mathrm{pad}" not in table and r"\mathrm{pad}" not in conv
-    assert r"\frac{H_{\mathrm{in}} + 2 p - K}{\Delta}" in conv and r"cropped by $p$ rows" in conv
+    assert r"\frac{H_{\mathrm{in}} + 2 p - D}{\Delta}" in conv and r"cropped by $p$ rows" in conv
     assert not re.search(r"\bP_\{?pad|\bP\b", conv)
 
 
@@ -166,7 +166,7 @@ def test_every_symbol_of_the_review_is_in_the_table(table):
     assert table[r"\sum_{t=0}^{T - 1} g^{z}_{t}"].startswith("sum of the terms")
     assert table[r"\mathbf{J}_{\mathrm{MHA}}"].startswith("Jacobian of a block's multi-head attention")
     assert table[r"\mathbf{J}_{\mathrm{MLP}}"].startswith("Jacobian of a block's MLP")
-    assert r"$\mathbf{J}_{\mathrm{LN}1}$ and $\mathbf{J}_{\mathrm{LN}2}$" in table[r"\mathbf{J}_{\mathrm{LN}}"]
+    assert r"$\mathbf{J}_{\mathrm{LN},\mathrm{att}}$ and $\mathbf{J}_{\mathrm{LN},\mathrm{mlp}}$" in table[r"\mathbf{J}_{\mathrm{LN}}"]
     assert table[r"\mathbf{H'}"] == "output of an encoder or decoder block, the next block's input"
     assert "the state's adjoint" in table[r"\mathbf{g}^{h}_{t}"]
 
@@ -179,7 +179,7 @@ def test_the_encoder_names_its_output_as_the_decoder_reads_it(build, encoder):
     assert r"The block's output $\mathbf{H'}$ is the next block's input" in encoder
     assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{B\}_\{\\mathrm\{mlp\}\} \+ \\mathbf\{U\}", encoder, re.M)
     assert r"\mathrm{enc}" not in encoder and r"\mathbf{H}_{1}" not in encoder
-    assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{U\}_\{2\} \+ ", notes.decoder_section(build).body, re.M)
+    assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{U\}_\{\\mathrm\{cross\}\} \+ ", notes.decoder_section(build).body, re.M)
 
 
 def test_the_convolution_names_its_input_and_its_padded_input(table, conv):
@@ -192,7 +192,7 @@ def test_the_convolution_names_its_input_and_its_padded_input(table, conv):
     assert r"in these sums and below, $\mathbf{\bar{X}}$ is the input with its zeros" in conv
     assert r"{\kappa}_{\xi,\zeta} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta} + b" in conv
     assert r"\frac{\partial \mathcal{L}}{\partial {\bar{X}}_{m,n}}" in conv
-    assert r"\max_{0 \le \xi, \zeta \le K - 1} {X_{\mathrm{in}}}_{\xi + i \Delta,\zeta + j \Delta}" in conv  # pooling
+    assert r"\max_{0 \le \xi, \zeta \le D - 1} {X_{\mathrm{in}}}_{\xi + i \Delta,\zeta + j \Delta}" in conv  # pooling
     assert not re.search(r"(?<!mathbf)\{X\}_|\\mathbf\{X\}(?!_)", conv)
 
 

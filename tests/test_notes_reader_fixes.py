@@ -118,20 +118,20 @@ def test_the_appendix_lists_every_imprecise_or_false_statement_with_its_cyrillic
 
 def test_one_letter_one_meaning_across_sections(tmp_path):
     """The last lecturer review: the kernel is kappa (K: the keys), a cell's widths are d_x, d_h, d_y (H: the rows
-    of an encoder block; D: nothing), a positional encoding's width is the model width d."""
+    of an encoder block), a positional encoding's width is the model width d."""
     b = _build(tmp_path)
     conv = notes.conv_section(b).body
-    # the kernel is kappa, its side K (a number; the keys are the matrix K), its entries (xi, zeta) wherever indexed
+    # the kernel is kappa, its side D (a number; the keys are the matrix K), its entries (xi, zeta) wherever indexed
     assert r"{\kappa}_{\xi,\zeta}" in conv and r"\partial {\kappa}_{\xi,\zeta}" in conv and "{K}_{\\xi" not in conv
-    assert r"kernel $\boldsymbol{\kappa}$ is $K$ by $K$" in conv and r"\mathbf{K}" not in conv
+    assert r"kernel $\boldsymbol{\kappa}$ is $D$ by $D$" in conv and r"\mathbf{K}" not in conv
     rnn = notes.rnn_section(b).body
     assert r"$1 \times d_{x}$" in rnn and r"$1 \times d_{h}$" in rnn and r"\times D$" not in rnn
     positional = notes.positional_section(b).body
     assert r"10000^{- \frac{2 j}{d}}" in positional and "$d = 5$" in positional and "{D}" not in positional
     table = notes.notation_section(b)
     symbols = [line.split(" & ")[0] for line in table.splitlines() if line.count(" & ") == 2]
-    assert r"$\boldsymbol{\kappa}$" in symbols and "$D$" not in symbols
-    assert r"$\mathbf{K}$" in symbols and "$K$" in symbols  # the keys, a matrix; the kernel's side, a number
+    assert r"$\boldsymbol{\kappa}$" in symbols and "$D$" in symbols  # the kernel's side, a number (issue 25)
+    assert r"$\mathbf{K}$" in symbols and "$K$" not in symbols  # the keys, a matrix: K has no second meaning
     assert all(r"\times H$" not in line and r"H \times" not in line for line in table.splitlines() if "$\\mathbf{H}$" not in line)
 
 
@@ -210,15 +210,15 @@ def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_re
     assert "cross-correlation" in body[:body.index("\\begin{align*}")]
     H_out = r"H_{\mathrm{out}}"
     first_h_o = body.index(H_out)
-    assert body.index(H_out + r" &= \left\lfloor{\frac{H_{\mathrm{in}} + 2 p - K}{\Delta}}\right\rfloor + 1") < body.index(
+    assert body.index(H_out + r" &= \left\lfloor{\frac{H_{\mathrm{in}} + 2 p - D}{\Delta}}\right\rfloor + 1") < body.index(
         r"0 \leq i \leq " + H_out + " - 1")
     assert "rows" in body[first_h_o - 80:first_h_o + 40]  # defined in words where it first appears
     assert body.index(r"Write $\mathbf{\hat{G}}$ for $\mathrm{d}\mathbf{Y}$ extended by zeros") < body.index(r"{\hat{G}}_{")
     assert r"{\kappa}_{\xi,\zeta} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta} + b" in body  # the strided forward pass
     assert r"{\mathrm{d}Y}_{i,j} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta}" in body  # G: the gradient of Y, dY
-    assert r"{Y}_{i,j} &= \max_{0 \le \xi, \zeta \le K - 1} {X_{\mathrm{in}}}_{\xi + i \Delta,\zeta + j \Delta}" in re.sub(r" +", " ", body)
+    assert r"{Y}_{i,j} &= \max_{0 \le \xi, \zeta \le D - 1} {X_{\mathrm{in}}}_{\xi + i \Delta,\zeta + j \Delta}" in re.sub(r" +", " ", body)
     assert r"{\mathrm{d}Y}_{i,j} [(m, n) = {\nu}_{i,j}]" in body  # nu: the argmax (a is the softmax's)
-    assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({K}_{l} - 1)" in body
+    assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({D}_{l} - 1)" in body
     assert "\\max_{0\\le \\xi,\\zeta" not in body and "cut off" not in body
 
 

@@ -131,11 +131,11 @@ def test_the_convolution_prints_the_padding_as_a_letter_and_its_sizes_in_textboo
     from seqgrad.crosscheck import notes
 
     conv = notes.conv_section(build).body
-    assert r"W_{\mathrm{out}} &= \left\lfloor{\frac{W_{\mathrm{in}} + 2 p - K}{\Delta}}\right\rfloor + 1" in conv
+    assert r"W_{\mathrm{out}} &= \left\lfloor{\frac{W_{\mathrm{in}} + 2 p - D}{\Delta}}\right\rfloor + 1" in conv
     assert r"$H_{\mathrm{in}} + 2 p$ rows by $W_{\mathrm{in}} + 2 p$ columns" in conv and r"\mathrm{pad}" not in conv
     table = notes.notation_section(build)
     assert re.search(r"^\$p\$ & rows and columns of zeros padded", table, re.M)
-    # p means the padding only: the kernel's entries are (u, v) everywhere, a pooling window is K by K
+    # p means the padding only: the kernel's entries are (u, v) everywhere, a pooling window is D by D
     assert not re.search(r"\\kappa\}?_\{p|\\le p - 1|\$p\$ by \$p\$", conv)
 
 
@@ -161,8 +161,8 @@ def test_the_concatenation_and_mha_are_defined_before_they_are_used(build):
     assert r"We write $\operatorname{MHA}{(\mathbf{X})}$ for this map, multi-head attention" in encoder
     decoder = notes.decoder_section(build).body
     said = decoder.index(r"The block below is written with the multi-head attention of Section~\ref{sec:encoder}")
-    assert said < decoder.index(r"\operatorname{MHA}_{\mathrm{self}}{(\operatorname{LN}_{1}")
-    assert said < decoder.index(r"\operatorname{MHA}_{\mathrm{cross}}{(\operatorname{LN}_{2}")
+    assert said < decoder.index(r"\operatorname{MHA}_{\mathrm{self}}{(\operatorname{LN}_{\mathrm{self}}")
+    assert said < decoder.index(r"\operatorname{MHA}_{\mathrm{cross}}{(\operatorname{LN}_{\mathrm{cross}}")
     # the sections come in this order, so MHA is defined (encoder) before the decoder uses it
     assert [n for n, _ in notes.ORDER].index("encoder") < [n for n, _ in notes.ORDER].index("decoder")
     assert "MHA" not in "".join(notes.attention_section(build).body)

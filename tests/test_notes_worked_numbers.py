@@ -132,7 +132,7 @@ def _layer_norm(X):
 
 
 def _sublayer_autograd():
-    """U = H + MHA(LN_1(H)) of the course (two heads 5 -> 3, output map 6 -> 5), H = H_0, written in plain torch;
+    """U = H + MHA(LN_att(H)) of the course (two heads 5 -> 3, output map 6 -> 5), H = H_0, written in plain torch;
     autograd of L = sum of U's entries with respect to H and head 1's W_Q."""
     H = course.trace("attention_on_H0")["H0"].clone().requires_grad_(True)
     maps = [{n: torch.tensor(head[n], dtype=F64, requires_grad=True) for n in ("W_Q", "W_K", "W_V")}

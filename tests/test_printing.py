@@ -245,8 +245,9 @@ def test_vector_sums_print_the_shortcut_first_in_text_pretty_and_latex():
     block = {sstr(lhs): sstr(rhs) for lhs, rhs, *_ in EncoderBlock(2, 2).rows()}
     assert block["U"] == "H + MHA(X)" and block["H'"] == "U + MLP(R)"
     decoder = [sstr(row[1]) for row in DecoderBlock().rows()]
-    assert decoder == ["H + MHA_self(LN_1(H), M)", "U_1 + MHA_cross(LN_2(U_1), Z)", "U_2 + MLP(LN_3(U_2))"]
-    assert r"\mathbf{U}_{1} + \operatorname{MHA}_{\mathrm{cross}}" in DecoderBlock().latex()
+    assert decoder == ["H + MHA_self(LN_self(H), M)", "U_self + MHA_cross(LN_cross(U_self), Z)",
+                       "U_cross + MLP(LN_mlp(U_cross))"]
+    assert r"\mathbf{U}_{\mathrm{self}} + \operatorname{MHA}_{\mathrm{cross}}" in DecoderBlock().latex()
 
 
 def test_path_sums_print_by_path_length_and_attention_in_q_k_v_order():
@@ -258,7 +259,7 @@ def test_path_sums_print_by_path_length_and_attention_in_q_k_v_order():
     assert pretty(paths) == "I + J₁ + J₂ + J₃ + J₂ J₁ + J₃ J₁ + J₃ J₂ + J₃ J₂ J₁"
     post = blocks.block_program("post-norm").program
     assert str(post["dH"]) == "dH = dU + dQ*W_Q + dK*W_K + dV*W_V"  # the shortcut's gradient, then the branch's
-    assert str(post["Y_1"]) == "Y_1 = (1*gamma_1) ∘ xhat_1 + 1*beta_1"  # LayerNorm's shift last, as a bias
+    assert str(post["Y_att"]) == "Y_att = (1*gamma_att) ∘ xhat_att + 1*beta_att"  # LayerNorm's shift last, as a bias
     assert NotationPrinter(Notation(bold=False)).doprint(post["dH"].value) == r"\mathrm{d}U + \mathrm{d}Q W_{Q} + \mathrm{d}K W_{K} + \mathrm{d}V W_{V}"
     from seqgrad.derive import catalogue  # the same statements as `seqgrad identities --latex` prints them
 

@@ -161,8 +161,8 @@ def cross_attention_backward(ctx) -> Outcome:
 @check("decoder.block_backward", needs_torch=True, source="lesson §Formula:166-172 (the pre-norm decoder layer); wiki §Decoder architecture:96",
        group=GROUP)
 def block_backward(ctx) -> Outcome:
-    """The decoder block's backward pass at the level of its sublayers (derive.blocks.decoder_block_rows: dU_2 = dH' +
-    the MLP branch's, dU_1 = dU_2 + the cross-attention branch's, dH = dU_1 + the self-attention branch's, and the
+    """The decoder block's backward pass at the level of its sublayers (derive.blocks.decoder_block_rows: dU_cross = dH' +
+    the MLP branch's, dU_self = dU_cross + the cross-attention branch's, dH = dU_self + the self-attention branch's, and the
     memory's dZ = sum over the heads of dK_cross^[i] W_K,cross^[i] + dV_cross^[i] W_V,cross^[i]): the rows are the
     lines of derive.blocks.decoder_block_program (checked as they are read off), and that program, compiled once,
     agrees with autograd of a plain torch decoder block (causal mask, two heads in each attention) at random sizes."""

@@ -372,11 +372,11 @@ def block_programs(ctx) -> Outcome:
                           "two heads with W_O, and one head")
 
 
-@check("transformer.mlp_program", needs_torch=True, source="week06 §Block:1021 (the MLP sublayer: LN_2, the MLP with ReLU, the second addition)",
+@check("transformer.mlp_program", needs_torch=True, source="week06 §Block:1021 (the MLP sublayer: LN_mlp, the MLP with ReLU, the second addition)",
        group=GROUP)
 def mlp_program(ctx) -> Outcome:
-    """derive.blocks.mlp_program, the pre-norm block's second sublayer H' = U + MLP(LN_2(U)) with ReLU (dU = dH' + the
-    branch's pullback: the second shortcut; dZ_mlp = dJ_mlp o [Z_mlp > 0]), against torch autograd at the course's size
+    """derive.blocks.mlp_program, the pre-norm block's second sublayer H' = U + MLP(LN_mlp(U)) with ReLU (dU = dH' + the
+    branch's pullback: the second shortcut; dZ_mlp = dPhi_mlp o [Z_mlp > 0]), against torch autograd at the course's size
     (T = 7, d = 5, d_ff = 4) and random sizes."""
     dev, dt = ctx.dev, ctx.dt
     g = ctx.torch_generator()
@@ -386,7 +386,7 @@ def mlp_program(ctx) -> Outcome:
 
     outs = [ctx.compare(derived, reference, detail=f"mlp T={s['T']} d={s['d']} d_ff={s['d_ff']}: {name}")
             for s in sizes for name, derived, reference in c_blocks.compare_at("mlp", s, g, dtype=dt, device=dev)]
-    return combine(outs, "ReLU, random gamma_2 and beta_2; sizes " + ", ".join(f"(T={s['T']}, d={s['d']}, d_ff={s['d_ff']})"
+    return combine(outs, "ReLU, random gamma_mlp and beta_mlp; sizes " + ", ".join(f"(T={s['T']}, d={s['d']}, d_ff={s['d_ff']})"
                                                                              for s in sizes))
 
 
