@@ -784,21 +784,24 @@ def _gru_numbers(b, J) -> list[str]:
 def _lstm_total(b, net, carry) -> list[str]:
     """The LSTM's total derivative of ``c_1`` with respect to ``c_0``: the carry plus the path through
     ``h_0 = o_0 tanh(c_0)``, which the gates of step 1 read (the chain rule, each factor from the unrolled program)."""
-    from seqgrad.derive.latex_settings import Partial
+    from seqgrad.derive.latex_settings import Partial, Total
 
     h0, c0, c1 = net.h[0], net.c[0], net.c[1]
     chain = sp.Add(carry, sp.Mul(Partial(h0, of=c1), Partial(c0, of=h0), evaluate=False), evaluate=False)
     return [_words("But `h_0` depends on `c_0`, through {h0def}; the total derivative, along which the gradient "
                    "reaches `c_0`, adds the path through `h_0`:", b,
                    h0def=sp.Eq(h0, net.program[h0].value, evaluate=False)),
-            _display([(chain, lstm_total_derivative(net, carry))], b)]
+            _display([(Total(c0, of=c1), [chain, lstm_total_derivative(net, carry)])], b)]
 
 
 def lstm_total_derivative(net, carry):
     """``dc_1/dc_0`` of the unrolled LSTM ``net`` in total: ``carry`` (``f_1``) plus ``dc_1/dh_0 * dh_0/dc_0``."""
+    from seqgrad.derive.rules import WrittenSum
+
     h0_of_c0 = net.program[net.h[0]].value
-    return sp.Add(carry, sp.Mul(net.step_jacobian(1, wrt="h").full, sp.diff(h0_of_c0, net.c[0]), evaluate=False),
-                  evaluate=False)
+    # the carry first, as the text names it, then the path through h_0
+    return WrittenSum(carry, sp.Mul(net.step_jacobian(1, wrt="h").full, sp.diff(h0_of_c0, net.c[0]), evaluate=False),
+                      evaluate=False)
 
 
 # --------------------------------------------------------------------------- 4. positional encodings

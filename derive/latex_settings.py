@@ -353,6 +353,9 @@ class NotationPrinter(LatexPrinter):
     def _print_Partial(self, expr):
         return r"\frac{\partial %s}{\partial %s}" % (self._print(expr.of), self._print(expr.wrt))
 
+    def _print_Total(self, expr):
+        return r"\frac{\mathrm{d} %s}{\mathrm{d} %s}" % (self._print(expr.of), self._print(expr.wrt))
+
     def _print_OneMatrix(self, expr):
         """The ones vector: a column ``\\mathbf{1}`` (n x 1), a row written as its transpose ``\\mathbf{1}^{\\top}``
         (1 x n), so that ``1ᵀ G`` (the column sums of G) reads with the shapes it has."""
@@ -542,6 +545,7 @@ class Partial(sp.Expr):
     """
 
     is_commutative = True
+    is_derivative_label = True  # derive.term_order writes a chain of labels after a direct term
 
     def __new__(cls, wrt, of=None):
         of = sp.Symbol("L") if of is None else of
@@ -559,6 +563,15 @@ class Partial(sp.Expr):
 
     def _sympystr(self, printer):
         return f"d{printer._print(self.of)}/d{printer._print(self.wrt)}"
+
+
+class Total(Partial):
+    """The total derivative ``dc_1/dc_0`` (every path from ``wrt`` to ``of``), printed with an upright d, beside the
+    partial one of :class:`Partial`.
+
+    >>> Notation().latex(Total(sp.Symbol("c_0"), of=sp.Symbol("c_1")))
+    '\\\\frac{\\\\mathrm{d} c_{1}}{\\\\mathrm{d} c_{0}}'
+    """
 
 
 class OrderedProduct(sp.Expr):

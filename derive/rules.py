@@ -491,6 +491,22 @@ class Written(sp.MatAdd):
         return printer._print_Add(self, order="none")
 
 
+class WrittenSum(sp.Add):
+    """A scalar sum printed in the order it was written (``f_1 + o_0 (1 - tanh^2(c_0)) (...)``: the carry first, the
+    path through the gates after it); :func:`derive.term_order.textbook_order` keeps it (``written_order``).
+
+    >>> f, g = sp.symbols("f g")
+    >>> from seqgrad.derive.latex_settings import Notation
+    >>> Notation().latex(WrittenSum(g, f, evaluate=False))
+    'g + f'
+    """
+
+    written_order = True
+
+    def _latex(self, printer):
+        return printer._print_Add(self, order="none")
+
+
 def _minus(first, *rest):
     """``first - rest...`` in the order written (the text's order, not SymPy's canonical one)."""
     return Written(first, *[sp.MatMul(-1, r) for r in rest], evaluate=False)

@@ -85,11 +85,18 @@ def _role(term) -> int:
     return 2 if bases & _STATE else 3
 
 
+def _chain_length(term) -> int:
+    """How many derivative labels a term multiplies (``dc_1/dh_0 dh_0/dc_0``: 2): a chain through an intermediate is
+    written after the direct term (``dc_1/dc_0 = f_1 + dc_1/dh_0 dh_0/dc_0``, the carry first)."""
+    factors = term.args if isinstance(term, sp.Mul) else (term,)
+    return sum(1 for f in factors if getattr(f, "is_derivative_label", False))
+
+
 def _term_key(term):
     negative = bool(term.could_extract_minus_sign()) if hasattr(term, "could_extract_minus_sign") else False
     role = _role(term)
     index = _index(term, _INPUT if role == 1 else _STATE if role == 2 else ())
-    return (negative, role, index, isinstance(term, sp.Function), _natural(term))
+    return (negative, _chain_length(term), role, index, isinstance(term, sp.Function), _natural(term))
 
 
 def _linear(terms) -> bool:
@@ -107,7 +114,7 @@ def _scaled(term) -> bool:
 def _matrix_term_key(term):
     """A term of a sum of vectors or matrices: sign, bias last, then the path's length (the shortcut ``h``
     before the branch ``F(h)``), then the scalar order (:func:`_term_key`) with Q, K, V in the text's order."""
-    negative, role, index, _, natural = _term_key(term)
+    negative, _, role, index, _, natural = _term_key(term)
     return (negative, _offset(term), _path_length(term), role, index, _qkv(term), natural)
 
 

@@ -73,3 +73,42 @@ def test_the_notation_table_defines_each_parameter_count(standalone_notes):
         assert f"$\\lvert\\theta\\rvert_{{\\mathrm{{{which}}}}}$" in rows, which
     assert "subscript stack" not in table
     assert "no biases, no LayerNorms" in rows["$\\lvert\\theta\\rvert_{\\mathrm{weights}}$"]
+
+
+def test_the_lstm_total_derivative_is_named_and_starts_from_the_carry(body):
+    """The display's left side was the chain itself, dc_1/dh_0 dh_0/dc_0 + f_1 = ...: the total derivative is now named
+    (an upright d) and written carry first, f_1 + (dc_1/dh_0)(dh_0/dc_0), then expanded, the carry first again."""
+    gates = _section(body, "gates")
+    start = gates.index("\\frac{\\mathrm{d} c_{1}}{\\mathrm{d} c_{0}} &= f_{1} + \\frac{\\partial c_{1}}{\\partial h_{0}}")
+    display = gates[start:gates.index("\\end{align*}", start)]
+    assert display.splitlines()[1].lstrip().startswith("&= f_{1} + ")
+
+
+def test_the_total_derivative_is_the_derivative_along_every_path():
+    import sympy as sp
+
+    from seqgrad.crosscheck import notes
+    from seqgrad.derive import gated
+
+    net = gated.lstm(steps=2)
+    total = notes.lstm_total_derivative(net, net.step_jacobian(1, wrt="c").carry)
+    c0, h0 = net.c[0], net.h[0]
+    lines = list(net.program)
+    o0 = next(d.target for d in lines if str(d.target) == "o_0")
+    order = [d.target for d in lines]
+    step1 = {d.target: d.value for d in lines[order.index(h0) + 1:order.index(net.c[1])]}  # step 1's gates, candidate
+    # c_1 as a function of c_0 along both paths: its own line, step 1's gates written out, h_0 = o_0 tanh(c_0)
+    full = net.program[net.c[1]].value
+    for _ in range(4):
+        full = full.xreplace(step1)
+    full = full.xreplace({h0: o0 * sp.tanh(c0)})
+    params = sorted(full.free_symbols - {c0, o0}, key=str)
+    point = {s: sp.Rational(k % 5 + 1, 9) * (-1) ** k for k, s in enumerate(params)}
+    point.update({c0: sp.Rational(3, 7), o0: sp.Rational(5, 8)})
+    exact = sp.diff(full, c0).subs(point)
+    values = {}  # step 1's quantities at the point, to evaluate the printed form, which names them
+    for target, value in step1.items():
+        values[target] = value.xreplace({h0: o0 * sp.tanh(c0)}).subs(values).subs(point)
+    printed = total.subs(values).subs(point)
+    assert abs(float((printed - exact).evalf(30))) < 1e-20, (printed.evalf(), exact.evalf())
+    assert abs(float(exact.evalf())) > 1e-3
