@@ -9,14 +9,8 @@ from __future__ import annotations
 
 from seqgrad.derive.counting import PARAMS_LAYER, PARAMS_STACK, PARAMS_WEIGHTS  # |theta|_layer, _weights, _stack
 
+from .latex_parts import matrices
 
-def matrices(notation, names):
-    """``notation`` for words that speak of whole matrices (``X``, ``G``, the memory ``Z``): ``names`` set in bold, as
-    the displays set every matrix (an entry, ``X_{ij}`` in an index display, is a number and stays plain); the renames
-    it applies are recorded in ``notation``."""
-    out = notation.with_vectors(names)
-    object.__setattr__(out, "_used", notation._used)  # one record of the renames applied (Notation.unused_renames)
-    return out
 
 
 

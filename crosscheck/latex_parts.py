@@ -101,7 +101,9 @@ class Build:
             if f"{set_name}/{stem}" in self.sets_included:
                 continue
             self.sets_included.add(f"{set_name}/{stem}")
-            caption = words(figure_caption(sets[set_name], stem), self.notation)  # in the section's notation
+            # in the section's notation, the matrices the set's captions name (its MATRICES) bold, as in the displays
+            named = getattr(sets[set_name], "MATRICES", ())
+            caption = words(figure_caption(sets[set_name], stem), matrices(self.notation, set(named)) if named else self.notation)
             out.append(figure_mark(set_name, stem, caption) if self.deferred else
                        figure_environment(drawn[stem], self.tex_dir, caption, label=f"fig:{stem}",
                                           href=self.href(drawn[stem])))
@@ -117,6 +119,15 @@ class Build:
         if self.figures_dir is None:
             return False
         return self.handout is None or f"{set_name}/{stem}" in handout_figures(self.handout)
+
+
+def matrices(notation, names):
+    """``notation`` for words that speak of whole matrices (``X``, ``G``, the memory ``Z``): ``names`` set in bold, as
+    the displays set every matrix (an entry, ``X_{ij}`` in an index display, is a number and stays plain); the renames
+    it applies are recorded in ``notation``."""
+    out = notation.with_vectors(names)
+    object.__setattr__(out, "_used", notation._used)  # one record of the renames applied (Notation.unused_renames)
+    return out
 
 
 def ragged(*widths: str) -> str:

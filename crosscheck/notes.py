@@ -836,7 +836,7 @@ def positional_section(b) -> Part:
         _words("General result, for an even width `d`: shifting the position by `k` rotates every pair of coordinates "
                "by the angle {angle}; the rotation does not depend on `pos`, so a fixed offset is a fixed linear map "
                "of the encoding. For an odd width this holds on the paired coordinates only:", b, angle=omega * _s("k")) + mark,
-        _display([_as_rows(shift.statement(), omega)], b),
+        _display(_named_rotation(_as_rows(shift.statement(), omega), _rotation_rows(odd.R, j)[1][0]), b),
         _words("Worked example, an odd width `d = 5`: the two pairs rotate, and coordinate {j} is a sine without a "
                "cosine partner, so no fixed linear map of it alone realises the shift. The encodings are rows, as "
                "everywhere: {Rk} is the {size} block-diagonal matrix of one rotation per pair, the matrix above at "
@@ -845,7 +845,7 @@ def positional_section(b) -> Part:
                j=report.unpaired, size=Shape(len(report.paired), len(report.paired)),
                paired=paired_encoding(report)(pos), alpha=sp.Function("alpha")(k),
                shift=_row_shift(paired_encoding(report))),
-        _display(_rotation_rows(odd.R, j), b),
+        _display(_rotation_rows(odd.R, j)[:1], b),  # its blocks are the B_j(k) of the general result
         "Table~\\ref{tab:pe-shift-properties} " + _words("lists what makes {Rk} a rotation at this width: it is orthogonal, "
                "its determinant is 1, two shifts compose into one, and the unpaired coordinate has no shift of its own.",
                b, Rk=sp.Function("R")(k)),
@@ -930,6 +930,14 @@ def _entrywise(statement, matrix):
     if sp.expand(written - sp.ImmutableMatrix(matrix)) != sp.zeros(*matrix.shape):
         raise SeqgradValueError("matrix", matrix, "the instance of the general entry " + str(entry))
     return written
+
+
+def _named_rotation(row, name):
+    """The shift ``row`` of :func:`_as_rows` as two short lines: the pair's rotation defined under its ``name``
+    (``B_j(k) = [[cos, -sin], [sin, cos]]``), then the shift with the name in its place, so that neither is spread
+    over four lines nor the rotation printed twice (the worked example's blocks are the same B_j(k))."""
+    lhs, (v, B), where = row[0], row[1].args, row[2]
+    return [(name, B), (lhs, sp.MatMul(v, name, evaluate=False), where)]
 
 
 def _as_rows(statement, frequency=None):
@@ -1867,7 +1875,7 @@ def _with_vectors(b, names):
     """``b`` whose notation sets ``names`` in bold, as rows (its renames recorded in the document's notation)."""
     import dataclasses
 
-    from .latex_decoder_conv import matrices
+    from .latex_parts import matrices
 
     return dataclasses.replace(b, notation=matrices(b.notation, names))
 

@@ -112,3 +112,29 @@ def test_the_total_derivative_is_the_derivative_along_every_path():
     printed = total.subs(values).subs(point)
     assert abs(float((printed - exact).evalf(30))) < 1e-20, (printed.evalf(), exact.evalf())
     assert abs(float(exact.evalf())) > 1e-3
+
+
+def test_captions_set_the_matrices_they_name_in_bold(standalone_notes):
+    """The captions wrote E_seq, P, H_0, S, A (encoder) and J_l (depth) in italic, where the displays set every
+    matrix in bold; a figure set's MATRICES are now bold in its captions."""
+    import re
+
+    from seqgrad.crosscheck.figures import depth, encoder
+
+    source = standalone_notes.read_text(encoding="utf-8")
+    captions = re.findall(r"\\caption\{(.*?)\}\\label\{fig:([\w-]+)\}", source)
+    read = 0
+    for caption, stem in captions:
+        for figure_set, letters in ((encoder, {"E_seq": "E", "H_0": "H", "S": "S", "A": "A"}), (depth, {"J_l": "J"})):
+            if stem in figure_set.CAPTIONS:
+                for name, letter in letters.items():
+                    if f"`{name}`" in figure_set.CAPTIONS[stem]:
+                        read += 1
+                        assert f"\\mathbf{{{letter}}}" in caption and not re.search(rf"\$(?<!\\mathbf\{{){letter}_", caption.replace(f"\\mathbf{{{letter}}}", "")), (stem, caption[:160])
+    assert read >= 1, "the handout shows a figure whose caption names a matrix"
+    # the encoder's figures are in the chapter, not the handout: their captions as the build words them
+    from seqgrad.crosscheck.latex_parts import figure_caption, matrices, words
+    from seqgrad.derive.latex_settings import DEFAULT
+
+    said = words(figure_caption(encoder, "fig09_S"), matrices(DEFAULT, set(encoder.MATRICES)))
+    assert "\\mathbf{S}" in said and "\\mathbf{H}_{0}" in said, said

@@ -22,6 +22,9 @@ HELP = "gradient norms per layer of pre-/post-norm stacks (depth 1-48, Xiong et 
 GROUP = "depth"
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
+#: The matrices the captions name, set in bold as the text's displays set them.
+MATRICES = frozenset({"J_l"})
+
 CAPTIONS = {
     "gradient-profile-pre-norm": "Pre-norm stacks at initialisation, the experiment of Xiong et al. 2020, Fig. 3, at a "
         "small width (width 16, 2 heads, MLP width 32, 8 tokens; mean of 2 seeds): the gradient norm of each layer's "

@@ -18,6 +18,9 @@ SECONDS = 0.95  # see crosscheck.figures
 HELP = "the course encoder: E_seq/P/H0 (Fig. 6), begins contributions (Fig. 8), S, A, causal A (Figs. 9-11)"
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
+#: The matrices the captions name, set in bold as the text's displays set them.
+MATRICES = frozenset({"E_seq", "P", "H_0", "S", "A"})
+
 CAPTIONS = {
     "fig06_identity_position": "The token identity `E_seq`, the position `P` and their sum `H_0` of the worked example on "
         "one colour scale. Rows 0 and 3 are the same word, a, with the same embedding; the position makes their rows of "
