@@ -78,7 +78,7 @@ def decoder_body(b, mark: str) -> str:
              _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
                          words("output row `i` depends on no target row `j > i`, for every `T`", b.notation)
                          if holds else "\\textbf{NOT shown}"),
-             (words("Why, for every `T`: the causal mask makes the weight of row `i` on every row `j > i` zero, so row "
+             (words("This holds for every `T`: the causal mask makes the weight of row `i` on every row `j > i` zero, so row "
                     "`i` of the self-attention's output is a weighted sum of the value rows `j <= i`; the "
                     "cross-attention's row `i` reads the target only through its own row `i` (its keys and values are "
                     "the memory's); the LayerNorms, the MLP and the residual sums act on each row alone. Each map of "
@@ -230,9 +230,10 @@ def conv_body(b, mark: str) -> str:
               "lie in no window and their gradient is 0.",
               whole),
         "\\paragraph{Receptive field.} " + words(
-            "One step down the stack widens the field by `k_l - 1` steps of layer `l - 1`, and one such step is the "
-            "product of the strides below it in input positions, so a stack of `L` layers with kernels `k_l` and "
-            "strides `s_l` sees", b.notation),
+            "Layer `l` reads `k_l` neighbouring positions of its input, so it widens the field by `k_l - 1` of them; "
+            "and one position of layer `l`'s input stands for as many positions of the network's input as the strides "
+            "of the layers below it multiply to. A stack of `L` layers with kernel sides `k_l` and strides "
+            "`s_l` therefore sees", b.notation),
         display([(r_L.xreplace(rf), formula.xreplace(rf))], b.notation),
         words("input positions; for three layers:", b.notation),
         display([(sp.Symbol("rf_3"), dc.receptive_field(ks, ss))], b.notation),

@@ -46,7 +46,7 @@ def test_the_decoder_proves_its_causality_for_every_length_and_says_what_was_che
     T = decoder.DecoderBlock().T
     assert all(decoder.DecoderBlock(T=T, norm_first=nf).causal_proof()[0] for nf in (True, False))
     assert "(output row $i$ depends on no target row $j > i$, for every $T$)" in body
-    why = body[body.index("Why, for every $T$:"):]
+    why = body[body.index("This holds for every $T$:"):]
     why = why[:why.index("Without the mask")]
     for step in ("the causal mask makes the weight of row $i$ on every row $j > i$ zero", "act on each row alone",
                  "so does their composition", f"The symbolic block at $T = {T}$ (pre- and post-norm)"):

@@ -138,3 +138,12 @@ def test_captions_set_the_matrices_they_name_in_bold(standalone_notes):
 
     said = words(figure_caption(encoder, "fig09_S"), matrices(DEFAULT, set(encoder.MATRICES)))
     assert "\\mathbf{S}" in said and "\\mathbf{H}_{0}" in said, said
+
+
+def test_the_receptive_field_is_argued_in_two_plain_steps(body):
+    """"One step down the stack widens the field by K_l - 1 steps of layer l - 1, and one such step is the product
+    of the strides below it" was hard to follow: the two facts are said one at a time."""
+    conv = _section(body, "conv")
+    field = conv[conv.index("\\paragraph{Receptive field.}"):]
+    assert "One step down the stack" not in conv
+    assert "neighbouring positions of its input" in field and "multiply to" in field
