@@ -1694,6 +1694,8 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("i"), "an index, from 0: of a row or an entry (with `j`, of a column or a second entry); of a "
          "coordinate of a positional encoding; (`i`, `j`), a position of a convolution's or a pooling window's "
          "output; not the LSTM's input gate {it}, always written with its step", one),
+        (sp.Symbol(HEAD_INDEX), "the index of an attention head, from 1, written in brackets: {headi} is head `h`'s "
+         "map (not the hidden state, which always carries its step, `h_t`)", one),
         (T, "sequence length (number of steps or tokens)", one),
         (D, "width of a recurrent cell's input", one), (H, "width of a recurrent cell's state", one),
         (C, "width of a recurrent cell's output (the prediction)", one),

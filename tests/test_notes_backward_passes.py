@@ -47,26 +47,26 @@ def test_the_multi_head_forward_map_is_written_for_n_head_heads(encoder):
 def test_the_multi_head_backward_pass_is_printed_line_by_line(encoder):
     sub = encoder[encoder.index("\\subsection{Multi-head attention and the MLP sublayer}"):encoder.index("We write $\\operatorname{MHA}")]
     dX = r"\mathrm{d}\mathbf{X}"
-    head = lambda name: r"\mathrm{d}\mathbf{%s}^{[i]}" % name  # noqa: E731
+    head = lambda name: r"\mathrm{d}\mathbf{%s}^{[h]}" % name  # noqa: E731
     assert _line(sub, r"\mathrm{d}\mathbf{C}") == r"\mathrm{d}\mathbf{B} \mathbf{W}_{O}"
     assert _line(sub, r"\mathrm{d}\mathbf{W}_{O}") == r"\mathrm{d}\mathbf{B}^{\top} \mathbf{C}"
-    assert _line(sub, head("O")) == r"(\mathrm{d}\mathbf{C})_{\bullet,\,d_{v} (i - 1) + 1 \ldots d_{v} i}"
-    assert _line(sub, head("V")) == r"(\mathbf{A}^{[i]})^{\top} \mathrm{d}\mathbf{O}^{[i]}"  # head i's one-head pass
-    assert _line(sub, dX) == (r"\sum_{i=1}^{n_{\mathrm{head}}} (\mathrm{d}\mathbf{Q}^{[i]} \mathbf{W}^{[i]}_{Q} + "
-                              r"\mathrm{d}\mathbf{K}^{[i]} \mathbf{W}^{[i]}_{K} + \mathrm{d}\mathbf{V}^{[i]} \mathbf{W}^{[i]}_{V})")
+    assert _line(sub, head("O")) == r"(\mathrm{d}\mathbf{C})_{\bullet,\,d_{v} (h - 1) + 1 \ldots d_{v} h}"
+    assert _line(sub, head("V")) == r"(\mathbf{A}^{[h]})^{\top} \mathrm{d}\mathbf{O}^{[h]}"  # head h's one-head pass
+    assert _line(sub, dX) == (r"\sum_{h=1}^{n_{\mathrm{head}}} (\mathrm{d}\mathbf{Q}^{[h]} \mathbf{W}^{[h]}_{Q} + "
+                              r"\mathrm{d}\mathbf{K}^{[h]} \mathbf{W}^{[h]}_{K} + \mathrm{d}\mathbf{V}^{[h]} \mathbf{W}^{[h]}_{V})")
     for W in "QKV":
-        assert _line(sub, r"\mathrm{d}\mathbf{W}^{[i]}_{%s}" % W) == r"(\mathrm{d}\mathbf{%s}^{[i]})^{\top} \mathbf{X}" % W
+        assert _line(sub, r"\mathrm{d}\mathbf{W}^{[h]}_{%s}" % W) == r"(\mathrm{d}\mathbf{%s}^{[h]})^{\top} \mathbf{X}" % W
 
 
 def test_the_general_rows_are_the_engines_lines_at_every_head():
-    """The rows for head i, instantiated at every head k of three, are the engine's own lines; a wrong row is refused."""
+    """The rows for head h, instantiated at every head k of three, are the engine's own lines; a wrong row is refused."""
     forward, backward = blocks.multihead_rows(heads=3)
     prog = blocks.attention_program(heads=3).program
-    dV = next(value for target, value in backward if target.name == "dV^[i]")
+    dV = next(value for target, value in backward if target.name == "dV^[h]")
     assert blocks.at_head(dV, 2, 3) == prog["dV^[2]"].value
     dX = next(value for target, value in backward if target.name == "dX")
     assert isinstance(dX, blocks.HeadSum) and len(sp.MatAdd.make_args(dX.at(3))) == 9
-    wrong = [(t, v.T if t.name == "dO^[i]" else v) for t, v in backward]
+    wrong = [(t, v.T if t.name == "dO^[h]" else v) for t, v in backward]
     with pytest.raises(Exception):
         blocks._check_general(prog, forward + wrong, 3, {})
 
@@ -96,18 +96,18 @@ def test_the_decoder_block_backward_pass_is_printed_at_the_level_of_its_sublayer
     sub = decoder[decoder.index("Backwards, at the level of the sublayers"):decoder.index("\\paragraph{Parameter counts.}")]
     assert decoder.index("\\paragraph{The decoder block (pre-norm)}") < decoder.index("Backwards, at the level of the sublayers")
     assert _line(sub, r"\mathrm{d}\mathbf{B}_{\mathrm{mlp}}") == r"\mathrm{d}\mathbf{H'}"
-    assert _line(sub, r"\mathrm{d}\mathbf{B}_{\mathrm{cross}}") == r"\mathrm{d}\mathbf{U}_{2}"
-    assert _line(sub, r"\mathrm{d}\mathbf{B}_{\mathrm{self}}") == r"\mathrm{d}\mathbf{U}_{1}"
+    assert _line(sub, r"\mathrm{d}\mathbf{B}_{\mathrm{cross}}") == r"\mathrm{d}\mathbf{U}_{\mathrm{cross}}"
+    assert _line(sub, r"\mathrm{d}\mathbf{B}_{\mathrm{self}}") == r"\mathrm{d}\mathbf{U}_{\mathrm{self}}"
     # the residual sums: each dU is the shortcut's gradient plus what comes back through the branch and its LayerNorm
-    assert _line(sub, r"\mathrm{d}\mathbf{U}_{2}").startswith(r"\mathrm{d}\mathbf{H'} + \frac{1}{\mathbf{s}_{3}}")
-    assert _line(sub, r"\mathrm{d}\mathbf{U}_{1}").startswith(r"\mathrm{d}\mathbf{U}_{2} + \frac{1}{\mathbf{s}_{2}}")
-    assert _line(sub, r"\mathrm{d}\mathbf{H}").startswith(r"\mathrm{d}\mathbf{U}_{1} + \frac{1}{\mathbf{s}_{1}}")
+    assert _line(sub, r"\mathrm{d}\mathbf{U}_{\mathrm{cross}}").startswith(r"\mathrm{d}\mathbf{H'} + \frac{1}{\mathbf{s}_{\mathrm{mlp}}}")
+    assert _line(sub, r"\mathrm{d}\mathbf{U}_{\mathrm{self}}").startswith(r"\mathrm{d}\mathbf{U}_{\mathrm{cross}} + \frac{1}{\mathbf{s}_{\mathrm{cross}}}")
+    assert _line(sub, r"\mathrm{d}\mathbf{H}").startswith(r"\mathrm{d}\mathbf{U}_{\mathrm{self}} + \frac{1}{\mathbf{s}_{\mathrm{self}}}")
     # the memory's gradient through the cross-attention's keys and values, summed over the heads
     assert _line(sub, r"\mathrm{d}\mathbf{Z}") == (
-        r"\sum_{i=1}^{n_{\mathrm{head}}} (\mathrm{d}\mathbf{K}^{[i]}_{\mathrm{cross}} \mathbf{W}^{[i]}_{K,\mathrm{cross}} + "
-        r"\mathrm{d}\mathbf{V}^{[i]}_{\mathrm{cross}} \mathbf{W}^{[i]}_{V,\mathrm{cross}})")
-    assert _line(sub, r"\mathrm{d}\mathbf{Y}_{2}") == (r"\sum_{i=1}^{n_{\mathrm{head}}} \mathrm{d}\mathbf{Q}^{[i]}_{\mathrm{cross}} "
-                                                      r"\mathbf{W}^{[i]}_{Q,\mathrm{cross}}")
+        r"\sum_{h=1}^{n_{\mathrm{head}}} (\mathrm{d}\mathbf{K}^{[h]}_{\mathrm{cross}} \mathbf{W}^{[h]}_{K,\mathrm{cross}} + "
+        r"\mathrm{d}\mathbf{V}^{[h]}_{\mathrm{cross}} \mathbf{W}^{[h]}_{V,\mathrm{cross}})")
+    assert _line(sub, r"\mathrm{d}\mathbf{Y}_{\mathrm{cross}}") == (r"\sum_{h=1}^{n_{\mathrm{head}}} \mathrm{d}\mathbf{Q}^{[h]}_{\mathrm{cross}} "
+                                                      r"\mathbf{W}^{[h]}_{Q,\mathrm{cross}}")
     assert "\\ref{sec:encoder}" in sub
 
 

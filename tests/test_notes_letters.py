@@ -42,13 +42,15 @@ def encoder(build):
 
 
 def test_the_number_of_heads_is_not_the_hidden_state(build, table, encoder):
-    """h is the hidden state h_t; the number of heads was h too, in the encoder, the decoder's counts and the table."""
-    assert "h" not in table and table["n_{\\mathrm{head}}"].startswith("number of attention heads")
+    """h is the hidden state h_t; the number of heads was h too, in the encoder, the decoder's counts and the table.
+    The number of heads is n_head; h is only the index of a head, in brackets (W_Q^[h]), as the table says."""
+    assert table["h"].startswith("the index of an attention head") and "^{[h]}" in table["h"], table["h"]
+    assert table["n_{\\mathrm{head}}"].startswith("number of attention heads")
     assert table[r"\mathbf{C}"] == "the heads' outputs side by side"
     assert re.search(r"\$\\mathbf\{C\}\$ & .* & \$T \\times d_\{v\} n_\{\\mathrm\{head\}\}\$", notes.notation_section(build))
     assert "With $n_{\\mathrm{head}}$ heads" in encoder and "with $n_{\\mathrm{head}}$ heads an output map" in encoder
     assert "$n_{\\mathrm{head}} = 2$ heads" in encoder and "$T \\times d_{v} n_{\\mathrm{head}}$" in encoder
-    assert not re.search(r"\$h\$ heads|\$h = \d|d_\{v\} h\b|\bh d_\{v\}", encoder)
+    assert not re.search(r"\$h\$ heads|\$h = \d|\bh d_\{v\}", encoder)  # h heads: never (d_v h, head h's last column)
     decoder = notes.decoder_section(build).body
     assert r"\frac{d}{n_{\mathrm{head}}}" in decoder and "$n_{\\mathrm{head}} = 2, d_{v} = 3$" in decoder
     assert not re.search(r"\{d_\{model\}\}\{h\}|\$h = \d|h = 4", decoder)
@@ -140,7 +142,7 @@ def test_the_rotation_and_the_identity_are_bold_as_every_matrix(build, table):
     bold I of the residual section: every matrix is bold, in the table, the section and the properties' table."""
     body = notes.positional_section(build).body
     assert r"\mathbf{R}{(k)}" in table and r"\operatorname{blockdiag}{(\mathbf{B}_{j}{(k)})}" in table
-    assert r"\mathbf{R}{(k)}     &= \operatorname{blockdiag}{(\mathbf{B}_{j}{(k)})}" in body
+    assert r"\mathbf{R}{(k)} &= \operatorname{blockdiag}{(\mathbf{B}_{j}{(k)})}" in body
     assert r"$\mathbf{R}{(k)}^{\top} \mathbf{R}{(k)} = \mathbf{I}$" in body
     assert r"$\mathbf{R}{(a)} \mathbf{R}{(b)} = \mathbf{R}{(a + b)}$" in body
     assert not re.search(r"(?<![A-Za-z{])R\{\(|(?<![A-Za-z{])B_\{j\}\{\(|= I\$", body)
@@ -192,7 +194,7 @@ def test_the_convolution_names_its_input_and_its_padded_input(table, conv):
     assert r"in these sums and below, $\mathbf{\bar{X}}$ is the input with its zeros" in conv
     assert r"{\kappa}_{\xi,\zeta} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta} + b" in conv
     assert r"\frac{\partial \mathcal{L}}{\partial {\bar{X}}_{m,n}}" in conv
-    assert r"\max_{0 \le \xi, \zeta \le D - 1} {X_{\mathrm{in}}}_{\xi + i \Delta,\zeta + j \Delta}" in conv  # pooling
+    assert r"\max_{0 \le \xi, \zeta \le D - 1} (X_{\mathrm{in}})_{\xi + i \Delta,\zeta + j \Delta}" in conv  # pooling
     assert not re.search(r"(?<!mathbf)\{X\}_|\\mathbf\{X\}(?!_)", conv)
 
 

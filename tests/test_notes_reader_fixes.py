@@ -92,7 +92,7 @@ def test_the_gated_examples_name_their_paths(tmp_path):
 def test_the_positional_table_defines_r_and_alpha(tmp_path):
     body = notes.positional_section(_build(tmp_path)).body
     before_table = body[:body.index("\\begin{tabular}")]
-    assert r"\mathbf{R}{(k)}     &= \operatorname{blockdiag}{(\mathbf{B}_{j}{(k)})}" in before_table  # j: the pair, as omega_j
+    assert r"\mathbf{R}{(k)} &= \operatorname{blockdiag}{(\mathbf{B}_{j}{(k)})}" in before_table  # j: the pair, as omega_j
     assert r"$\alpha{(k)}$ stands for any number that depends on $k$ alone" in before_table
 
 
@@ -216,7 +216,7 @@ def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_re
     assert body.index(r"Write $\mathbf{\hat{G}}$ for $\mathrm{d}\mathbf{Y}$ extended by zeros") < body.index(r"{\hat{G}}_{")
     assert r"{\kappa}_{\xi,\zeta} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta} + b" in body  # the strided forward pass
     assert r"{\mathrm{d}Y}_{i,j} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta}" in body  # G: the gradient of Y, dY
-    assert r"{Y}_{i,j} &= \max_{0 \le \xi, \zeta \le D - 1} {X_{\mathrm{in}}}_{\xi + i \Delta,\zeta + j \Delta}" in re.sub(r" +", " ", body)
+    assert r"{Y}_{i,j} &= \max_{0 \le \xi, \zeta \le D - 1} (X_{\mathrm{in}})_{\xi + i \Delta,\zeta + j \Delta}" in re.sub(r" +", " ", body)
     assert r"{\mathrm{d}Y}_{i,j} [(m, n) = {\nu}_{i,j}]" in body  # nu: the argmax (a is the softmax's)
     assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({D}_{l} - 1)" in body
     assert "\\max_{0\\le \\xi,\\zeta" not in body and "cut off" not in body
