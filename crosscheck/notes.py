@@ -260,7 +260,8 @@ def _footnote(b, mark: Mark, lead: str = "") -> str:
     said = [led] + [s for s in said if s is not led] if led else said  # the sentence the lead is the subject of first
     first, verb = said[0], next((v for v in LEAD_VERBS if said[0].startswith(v)), None)
     # "The results of this section are proved ...", "... agree with ...": the lead is the first sentence's subject
-    opening = (lead + LEAD_VERBS[verb] + first[len(verb):]) if lead and verb else capitalized(first)
+    # a mark of its own (no section lead) speaks of the results beside it: "These results agree with ..."
+    opening = ((lead or "These results") + LEAD_VERBS[verb] + first[len(verb):]) if verb else capitalized(first)
     text = ". ".join([opening] + [capitalized(s) for s in said[1:]])
     cited_as = in_words(mark.source) if mark.source else ""
     if cited_as:
@@ -422,9 +423,10 @@ def _sentences(*pointers: str) -> str:
     return " ".join(p for p in pointers if p)
 
 
-def _pointers(b, set_name: str, sentences: dict) -> str:
-    """:func:`_sentences` of one figure set's pointers, ``{stem: words}`` (what each figure shows, in words)."""
-    return _sentences(*(b.pointer(set_name, stem, _words(said, b)) for stem, said in sentences.items()))
+def _pointers(b, set_name: str, sentences: dict, **formulas) -> str:
+    """:func:`_sentences` of one figure set's pointers, ``{stem: words}`` (what each figure shows, in words; the
+    ``formulas`` their ``{name}`` placeholders stand for)."""
+    return _sentences(*(b.pointer(set_name, stem, _words(said, b, **formulas)) for stem, said in sentences.items()))
 
 
 def _figure(b, set_name: str, stems: Sequence[str] | None = None) -> str:
@@ -625,16 +627,17 @@ def paths_section(b) -> Part:
         _display([(Partial(h(s), of=h(t)), ordered),
                   (Jj, _step(scalar.transition(), j), ("  (scalar cell)",)),
                   (sp.MatrixSymbol("J_j", 3, 3), _step(vector.transition(), j), ("  (vector cell)",))], b),
-        _words("The Jacobians are in numerator layout: row `i` of `J_j` holds the derivatives of entry `i` of `h_j` "
+        _words("The Jacobians are in numerator layout: row `i` of {Jj} holds the derivatives of entry `i` of {hj} "
                "(the denominator runs along the columns, although the states are rows), so the gradient with respect to {hs}, a "
-               "row, is the gradient with respect to `h_t` multiplied on the right by {ordered}.", b, ordered=ordered, hs=h(s)),
+               "row, is the gradient with respect to {ht} multiplied on the right by {ordered}.", b, ordered=ordered, hs=h(s),
+               Jj=sp.MatrixSymbol("J_j", 3, 3), hj=_at("h", j, 1, 3), ht=_at("h", t, 1, 3)),
         _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1, hence {factor} (for the "
-               "vector cell the same holds in the spectral norm, with `W_h` for `w_h`). If every factor has absolute "
+               "vector cell the same holds in the spectral norm, with {Wh} for `w_h`). If every factor has absolute "
                "value (for the vector cell: norm) at most `rho`, the product over `t - tau` steps is at most "
                "{bound} in absolute value (in norm): it vanishes geometrically for `rho < 1`, and the bound allows growth "
                "for `rho > 1` (an upper bound does not say that the product grows). Worked example, four steps:", b,
                factor=sp.LessThan(sp.Abs(Jj), sp.Abs(sp.Symbol("w_h")), evaluate=False),
-               bound=sp.Pow(rho, t - s, evaluate=False)) + mark,
+               bound=sp.Pow(rho, t - s, evaluate=False), Wh=sp.MatrixSymbol("W_h", 3, 3)) + mark,
         _display([(Partial(sp.Symbol("h_0"), of=sp.Symbol("h_3")), net.path_product(3, 0))], b),
         _words("and with `T = 4` and the loss on the last output only (so {gh} is all the loss sends back, through "
                "step 3), and every factor of absolute value at most `rho`, the gradients in absolute value satisfy", b,
@@ -653,8 +656,8 @@ def paths_section(b) -> Part:
                 "from the end.",
             "jacobian-product-norms":
                 "compares, for a vector tanh cell, the norm of the Jacobian product with two upper bounds of it: the "
-                "product of the steps' norms, and the norm of `W_h` to the power of the distance (the bound of Pascanu, "
-                "Mikolov and Bengio, 2013, since the slope of tanh is at most 1)."}),
+                "product of the steps' norms, and the norm of {Wh} to the power of the distance (the bound of Pascanu, "
+                "Mikolov and Bengio, 2013, since the slope of tanh is at most 1)."}, Wh=sp.MatrixSymbol("W_h", 3, 3)),
         _figure(b, "paths", ["fig3-left-power-curves", "fig3-right-tanh-sensitivity", "sensitivity-heatmap",
                              "jacobian-product-norms"]),
     ]
@@ -770,7 +773,9 @@ def _gru_numbers(b, J) -> list[str]:
         + "~\\ref{tab:gru-numbers} " + _words(
             "gives every quantity of the section at both steps: the forward pass down to {h1}, then the adjoints of "
             "the backward recursion from {gh1} down to step 0. At these values the one-step Jacobian above, its carry "
-            "and the rest are", b, h1=net.h[-1], gh1=_grad("h", len(ex.rows) - 1)),
+            "and the rest are" + (" (each rounded from its own unrounded value, so the printed rest need not be the "
+                                  "difference of the two printed values)" if _rounded_apart(ex, figures) else ""),
+            b, h1=net.h[-1], gh1=_grad("h", len(ex.rows) - 1)),
         _display([(J, figures(ex.jacobian)), (ex.split.carry, figures(ex.carry)),
                   (sp.Add(J, -ex.split.carry, evaluate=False), figures(ex.gate_terms))], b),
         _numbers_table(b, header, rows, _words("The two-step scalar GRU at the values stated in the text: each quantity "
@@ -779,6 +784,13 @@ def _gru_numbers(b, J) -> list[str]:
         _words("Every weight's gradient, the sum over the two steps of the section's terms:", b),
         _display([(Partial(net.parameters[p]), figures(v)) for p, v in ex.gradients.items()], b, columns=3),
     ]
+
+
+def _rounded_apart(ex, figures) -> bool:
+    """Whether the printed rest of the GRU's one-step Jacobian differs from the printed Jacobian minus the printed
+    carry (0.730 - 0.507 = 0.223, printed 0.222): each is rounded from its own value."""
+    printed = lambda x: sp.Rational(str(figures(x)))  # noqa: E731
+    return printed(ex.jacobian) - printed(ex.carry) != printed(ex.gate_terms)
 
 
 def _lstm_total(b, net, carry) -> list[str]:
@@ -1076,7 +1088,8 @@ def residual_section(b) -> Part:
             "of the product of the blocks' Jacobians stay away from 0 at every depth; without it, from four blocks "
             "on, all but a few fall to the rounding-noise floor.",
         "jacobian-product-singular-values-post-norm":
-            "shows the same for post-norm stacks, where each LayerNorm removes one direction per token."}
+            "shows the same for post-norm stacks, where each LayerNorm sends one direction per token to 0 (the constant "
+            "row) and shrinks another (the centred row), so two fewer per token stay at ordinary size."}
     body = [
         _words("LayerNorm normalizes each row of {X} ({shape}) over its `d` features, with the population variance "
                "and `epsilon` inside the square root (as PyTorch's LayerNorm does), then scales by {gamma} and shifts by "

@@ -673,7 +673,7 @@ def over_heads(value, heads: int):
 
 
 #: The decoder block's backward pass at the level of its sublayers: the lines printed, by the program's names
-DECODER_SUBLAYER_LINES = ("dB_mlp", "dY_mlp", "dxhat_mlp", "dU_cross", "dB_cross", "dY_cross", "dZ", "dxhat_cross",
+DECODER_SUBLAYER_LINES = ("dB_mlp", "dPhi_mlp", "dZ_mlp", "dY_mlp", "dxhat_mlp", "dU_cross", "dB_cross", "dY_cross", "dZ", "dxhat_cross",
                           "dU_self", "dB_self", "dY_self", "dxhat_self", "dH")
 
 

@@ -171,9 +171,9 @@ def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0, gate_bia
     cells = gradient_flow_cells(width, seed=seed)
     variants = [("RNN", cells["RNN"], "default init"),
                 ("GRU", cells["GRU"], "default init"),
-                ("GRU", with_gate_bias(cells["GRU"], "u", gate_bias), f"bias of $u$ + {gate_bias:g}"),
+                ("GRU", with_gate_bias(cells["GRU"], "u", gate_bias), f"$u$'s bias raised by {gate_bias:g}"),
                 ("LSTM", cells["LSTM"], "default init"),
-                ("LSTM", with_gate_bias(cells["LSTM"], "f", gate_bias), f"bias of $f$ + {gate_bias:g}")]
+                ("LSTM", with_gate_bias(cells["LSTM"], "f", gate_bias), f"$f$'s bias raised by {gate_bias:g}")]
     colors = {("RNN", "default init"): "0.2", ("GRU", "default init"): "tab:orange", ("LSTM", "default init"): "tab:green"}
     X = np.random.default_rng(seed + 1).standard_normal((T, 4))
     # the raised-bias curves lie on top of one another near 1: each cell its own marker (GRU circles, LSTM squares;

@@ -147,3 +147,36 @@ def test_the_receptive_field_is_argued_in_two_plain_steps(body):
     field = conv[conv.index("\\paragraph{Receptive field.}"):]
     assert "One step down the stack" not in conv
     assert "neighbouring positions of its input" in field and "multiply to" in field
+
+
+def test_the_gru_example_says_its_rest_is_rounded_apart(body):
+    """0.730 - 0.507 = 0.223, but the rest printed 0.222: the text now says each is rounded from its own value."""
+    from seqgrad.crosscheck import notes, worked_numbers
+    from seqgrad.crosscheck.latex_parts import Build
+    from seqgrad.derive.latex_settings import DEFAULT
+
+    ex = worked_numbers.gru_example()
+    figures = lambda x: notes._as_figures(x, Build(notation=DEFAULT, tex_dir=None, figures_dir=None))  # noqa: E731
+    gates = _section(body, "gates")
+    said = "each rounded from its own unrounded value" in gates
+    assert said == notes._rounded_apart(ex, figures)
+    assert said  # at the course's values the printed numbers do differ
+
+
+def test_the_decoder_backward_pass_passes_through_the_mlps_hidden_layer(body):
+    """The decoder's backward display went from dB_mlp = dH' to dY_mlp = dZ_mlp W_1 without defining dZ_mlp."""
+    from seqgrad.derive import blocks
+
+    assert blocks.DECODER_SUBLAYER_LINES[:4] == ("dB_mlp", "dPhi_mlp", "dZ_mlp", "dY_mlp")
+
+
+def test_a_mark_of_its_own_has_a_subject():
+    from seqgrad.crosscheck import notes
+    from seqgrad.crosscheck.latex_parts import Build
+    from seqgrad.crosscheck.registry import Result
+    from seqgrad.derive.latex_settings import DEFAULT
+
+    b = Build(notation=DEFAULT, tex_dir=None, figures_dir=None, appendix=True)
+    plain = Result("x", "week06 §Paths:188", "rnn", "pass", True, 1e-15, 1e-15, "cpu", "float64", "", 0.0)
+    mark = notes.verification(b, checks=[plain])
+    assert mark.startswith("\\footnote{These results are checked numerically"), mark

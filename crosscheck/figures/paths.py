@@ -25,13 +25,13 @@ CAPTIONS = {
         "are straight lines.",
     "fig3-right-tanh-sensitivity": "The sensitivity of the last state to the first on tanh trajectories with `w_h = 1.2` "
         "(as the course notes draw it, week 6). With input 0 the state stays at 0, where the slope of tanh is 1, and the "
-        "product grows exactly like 1.2 to the power `T - 1` (right axis); with input 1 the state saturates, the slope is small, "
+        "product grows exactly like 1.2 to the power `T - 1` (right axis; the dotted reference lies on the curve); with input 1 the state saturates, the slope is small, "
         "and the sensitivity vanishes (left axis, dozens of decades) although `w_h > 1`.",
     "sensitivity-heatmap": "The sensitivity of the last state to the state at step `t` of a scalar tanh RNN (log10, "
         "colour), over the step `t` and the recurrent weight `w_h`; the black contour is 1 (no change). Blue: vanishing, "
         "red: exploding; colours are clipped at the colour bar's ends.",
-    "jacobian-product-norms": "A vector tanh RNN: the spectral norm of the Jacobian product, the product of the "
-        "single-step norms, and the Pascanu bound. Each is an upper bound of the one below it; the measured product "
+    "jacobian-product-norms": "A vector tanh RNN, from the top: the Pascanu bound, the product of the single-step "
+        "norms, and the spectral norm of the Jacobian product. Each is an upper bound of the one below it; the measured product "
         "can be far smaller than the bounds.",
     "gradient-flow-rnn-gru-lstm": "The point of the gates: at fixed gates the carry derivative is `diag(f_t)` (LSTM), and at "
         "fixed gates and candidate it is `diag(u_t)` (GRU). At PyTorch's default initialisation the gates sit near 0.5 and all three cells lose the "
