@@ -41,8 +41,18 @@ SOFTMAX_SCORES = (1.0, 2.0, 3.0)
 RNN_VALUES = {"w_x": 0.5, "w_h": 0.9, "w_o": 1.2, "x_0": 1.0, "x_1": -0.5, "x_2": 0.8, "y": 0.2}
 
 
+class StepRows:
+    """A worked example's table: ``rows``, one per step, of the values of its ``columns``."""
+
+    rows: tuple
+
+    def column(self, i: int) -> list[float]:
+        """The values of column ``i`` at ``t = 0, ..., T - 1``."""
+        return [row[i] for row in self.rows]
+
+
 @dataclass(frozen=True)
-class RNNExample:
+class RNNExample(StepRows):
     """The scalar RNN at stated values: ``columns`` are general-t expressions, ``rows[k]`` their values at ``t = k``;
     ``gradients`` the unrolled program's ∂L/∂w (by parameter name), and the forward head ``yhat``, ``e`` and ``L``."""
 
@@ -56,10 +66,6 @@ class RNNExample:
     L: float
     #: the columns that are terms of a gradient sum: column index -> parameter name
     terms: dict
-
-    def column(self, i: int) -> list[float]:
-        """The values of column ``i`` at ``t = 0, ..., T - 1``."""
-        return [row[i] for row in self.rows]
 
 
 def rnn_example(values: Mapping[str, float] | None = None, steps: int = 3) -> RNNExample:
@@ -273,7 +279,7 @@ GRU_VALUES = {"w_xr": 0.5, "w_hr": -0.4, "b_xr": 0.1, "b_hr": 0.0, "w_xu": 0.3, 
 
 
 @dataclass(frozen=True)
-class GRUExample:
+class GRUExample(StepRows):
     """The scalar GRU at stated values: ``columns`` are the general-t quantities of the section (forward values, then
     the adjoints), ``rows[k]`` their values at ``t = k``; ``jacobian``, ``carry`` and ``gate_terms`` are the one-step
     Jacobian ``dh_1/dh_0`` of the worked example, its carry ``u_1`` and the rest; ``gradients`` the unrolled program's
@@ -291,9 +297,6 @@ class GRUExample:
     yhat: float
     e: float
     L: float
-
-    def column(self, i: int) -> list[float]:
-        return [row[i] for row in self.rows]
 
 
 def gru_example(values: Mapping[str, float] | None = None, steps: int = 2) -> GRUExample:
