@@ -43,7 +43,7 @@ def test_1_the_single_head_block_states_dv_equals_d_and_its_proof_scope(tmp_path
     assert r"value width $d_{v} = d$" in intro and r"$T \times d_{v}$" in intro and r"$T \times d$" in intro
     assert re.search(r"\\mathbf\{U\} +&= \\mathbf\{H\} \+ \\mathbf\{O\}", body)  # aligned by the longest name
     mark = _footnote_after(body, "Backwards, the residual shows in")
-    assert r"d_{k}, d_{v} \geq 1" not in mark and r"Proved for every $T, d, d_{k} \geq 1$, one head with $d_{v} = d$" in mark
+    assert r"d_{k}, d_{v} \geq 1" not in mark and r"These results are proved for every $T, d, d_{k} \geq 1$, one head with $d_{v} = d$" in mark
     # what was proved: the program of one head has d_v = d (whatever d_v is asked for), so U = H + O is well-formed
     block = blocks.block_program("pre-norm", d_v_=7)
     T, d, d_k, d_v = block.sizes

@@ -107,12 +107,12 @@ def test_gradient_flow_caption():
     for cell in ("RNN", "GRU", "LSTM"):
         assert far[f"{cell}, default init: " + r"$\|\partial \mathcal{L}/\partial \mathbf{h}_\tau\|_2$"] < 1e-12
     for cell, gate in (("GRU", "u"), ("LSTM", "f")):
-        carry = far[f"{cell}, bias of ${gate}$ + 3: mean " + rf"$\prod {gate}_t$"]
-        grad = far[f"{cell}, bias of ${gate}$ + 3: " + r"$\|\partial \mathcal{L}/\partial \mathbf{h}_\tau\|_2$"]
+        carry = far[f"{cell}, ${gate}$'s bias raised by 3: mean " + rf"$\prod {gate}_t$"]
+        grad = far[f"{cell}, ${gate}$'s bias raised by 3: " + r"$\|\partial \mathcal{L}/\partial \mathbf{h}_\tau\|_2$"]
         assert 0.03 < carry < 0.08 and 0.9 < carry ** (1 / distance) < 0.97  # "about 0.05", "near 0.95 a step"
         assert 0.5 < grad / carry < 2  # "the gradient follows it"
-    near = lambda cell, gate: lines[f"{cell}, bias of ${gate}$ + 3: " + r"$\|\partial \mathcal{L}/\partial \mathbf{h}_\tau\|_2$"]  # noqa: E731
-    carry = lambda cell, gate: lines[f"{cell}, bias of ${gate}$ + 3: mean " + rf"$\prod {gate}_t$"]  # noqa: E731
+    near = lambda cell, gate: lines[f"{cell}, ${gate}$'s bias raised by 3: " + r"$\|\partial \mathcal{L}/\partial \mathbf{h}_\tau\|_2$"]  # noqa: E731
+    carry = lambda cell, gate: lines[f"{cell}, ${gate}$'s bias raised by 3: mean " + rf"$\prod {gate}_t$"]  # noqa: E731
     # "the GRU's gradient follows its carry product all the way" (within a factor 2 at every distance)
     assert np.all((0.5 < near("GRU", "u") / carry("GRU", "u")) & (near("GRU", "u") / carry("GRU", "u") < 2))
     # "the LSTM's falls about tenfold in its first step back ... and from there on stays between 0.02 and 0.12"

@@ -180,7 +180,7 @@ def test_gradient_flow_figure_labels_both_kinds_and_clips_nothing():
     bottom = ax.get_ylim()[0]
     assert all(np.min(line.get_ydata()) >= bottom for line in lines)
     assert min(np.min(line.get_ydata()) for line in lines) < np.finfo(np.float64).eps  # what the caption says
-    raised = [line for line in lines if "+ 3" in line.get_label()]
+    raised = [line for line in lines if "raised by 3" in line.get_label()]
     assert len(raised) == 4 and len({(line.get_marker(), line.get_linestyle(), line.get_color()) for line in raised}) == 4
     assert all(line.get_marker() not in (None, "None", "") for line in raised)
     caption = figure_paths.CAPTIONS["gradient-flow-rnn-gru-lstm"]

@@ -80,7 +80,7 @@ def test_gradient_flow_plot_isolates_the_carry_path():
     artists = fp.plot_gradient_flow(_ax(), width=5, T=12, gate_bias=3.0)
     labels = [a.get_label() for a in artists]
     assert [lab.split(",")[0] for lab in labels] == ["RNN", "GRU", "GRU", "GRU", "GRU", "LSTM", "LSTM", "LSTM", "LSTM"]
-    assert "bias of $u$ + 3" in labels[3] and "bias of $f$ + 3" in labels[7]
+    assert "$u$'s bias raised by 3" in labels[3] and "$f$'s bias raised by 3" in labels[7]
     cells = fp.gradient_flow_cells(5)
     assert {w.hidden_size for w in cells.values()} == {5}
     X = np.random.default_rng(1).standard_normal((12, 4))
