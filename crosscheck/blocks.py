@@ -178,7 +178,7 @@ def compare_multihead_at(sizes: dict, generator: torch.Generator, heads: int = 3
     size_symbols = [s for s in (blocks.T, blocks.d, blocks.d_k, blocks.d_v)]
     f = lambdify(prog, list(outputs.values()), list(inputs.values()) + [dB] + size_symbols, backend="torch")
     at = {s: sizes[s.name] for s in size_symbols}
-    dims = lambda shape: tuple(int(sp.sympify(n).subs(at)) for n in shape)  # noqa: E731
+    dims = lambda shape: tuple(int(n.subs(at)) if isinstance(n, sp.Basic) else int(n) for n in shape)  # noqa: E731
     values = {name: (torch.randn(*dims(leaf.shape), generator=generator, dtype=torch.float64)
                      / (1.0 if name == "X" else math.sqrt(dims(leaf.shape)[1]))).to(device, dtype)
               for name, leaf in inputs.items()}
@@ -222,7 +222,7 @@ def compare_decoder_at(sizes: dict, generator: torch.Generator, heads: int = 2, 
     args = [*block.inputs.values(), block.G, *[s for s in block.sizes if isinstance(s, sp.Symbol)], EPS]
     f = lambdify(block.program, [block.output, *block.gradients.values()], args, backend="torch", check_finite=False)
     at = {s: sizes[s.name] for s in block.sizes if isinstance(s, sp.Symbol)}
-    dims = lambda shape: tuple(int(sp.sympify(n).subs(at)) for n in shape)  # noqa: E731
+    dims = lambda shape: tuple(int(n.subs(at)) if isinstance(n, sp.Basic) else int(n) for n in shape)  # noqa: E731
     values = {}
     for name, leaf in block.inputs.items():
         shape = dims(leaf.shape)

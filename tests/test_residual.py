@@ -179,4 +179,4 @@ def test_the_encoder_block_takes_the_norm_as_an_argument():
     block = R.EncoderBlock(1, 2, norm="rmsnorm")
     assert all(R._chain_rule_radical_zero(e) == 0 for e in block.residual())
     assert block.X == R.norm_of(block.H.row(0), "rmsnorm").T
-    assert "J_RMS1" in str(block.rows()[-1][1]) and "LN" not in str(block.rows())
+    assert "J_{RMS,att}" in str(block.rows()[-1][1]) and "LN" not in str(block.rows())
