@@ -269,15 +269,17 @@ def preamble(title: str = "Gradients of sequence models: course notes") -> str:
             # a table's caption stands above it, with space before its top rule (LaTeX's skip is set above a caption,
             # the place of a figure's, and left a table's caption touching the rule)
             + "\\captionsetup[table]{position=top,skip=8pt}\n"
-            # a display is never broken across pages, except a tall one where derive.latex_layout.display permits it
-            # (\displaybreak[0] between chunks of about equal height): a page break inside a short group of equations,
-            # or before its last line, cut a derivation apart
+            # a tall display may break between its rows (discouraged, not forbidden): a page no longer ends half empty
+            # because a group of equations that does not fit in what is left of it is pushed whole to the next page;
+            # derive.latex_layout.display prefers its chunks of about equal height (\displaybreak[0])
+            + "\\allowdisplaybreaks[1]\n"
             # a float may take most of a text page (LaTeX's defaults, 0.7 of a page at the top and 0.2 of it for
             # text, sent a large figure to a page of its own, most of it white)
             + "\\renewcommand{\\topfraction}{0.85}\n\\renewcommand{\\textfraction}{0.1}\n"
-            + "\\renewcommand{\\floatpagefraction}{0.75}\n"
-            # a page of floats is filled from the top, as the text pages are, not centred with a third left white above
-            + "\\makeatletter\\setlength{\\@fptop}{0pt}\\setlength{\\@fpsep}{20pt plus 4pt}\\makeatother\n"
+            # a page of floats may be half full: a float that does not fit on the page of its text goes to a page of
+            # its own sooner, instead of holding back the floats after it until a section's barrier (which left the
+            # text page before the barrier a third empty)
+            + "\\renewcommand{\\floatpagefraction}{0.5}\n"
             + f"\\title{{{text(title)}}}\n\\author{{}}\n\\date{{}}\n\\begin{{document}}\n\\sloppy\n")
 
 

@@ -252,8 +252,8 @@ def test_6_the_contributions_figure_names_the_head_and_its_output_as_the_text_do
 def test_7_floats_stay_in_their_section(handout):
     body, _ = body_and_appendix(handout)
     preamble = handout[:handout.index("\\begin{document}")]
-    # a tall group may break only where the layout permits it (test_displays_break_only_where_the_layout_permits_it)
-    assert "\\renewcommand{\\floatpagefraction}{0.75}" in preamble and "\\renewcommand{\\topfraction}{0.85}" in preamble
+    assert "\\allowdisplaybreaks[1]" in preamble  # a tall group is not pushed whole to the next page
+    assert "\\renewcommand{\\floatpagefraction}{0.5}" in preamble and "\\renewcommand{\\topfraction}{0.85}" in preamble
     # no barrier at a section's end in the text: it flushed a figure that did not fit onto a page of its own; a float
     # is kept in its section by placeins' barrier before each section heading, and is placed "here" where it fits
     assert "\\FloatBarrier" not in body
@@ -331,25 +331,14 @@ def test_1_a_proof_mark_joins_scopes_with_semicolons_and_capitalizes_each_senten
     assert mark.startswith("proved for every ") and ". The appendix states 2 more identities" in mark, mark
 
 
-def test_a_page_of_floats_is_filled_from_the_top(handout):
-    """A page holding only figures was centred vertically (LaTeX's default \\@fptop of 0pt plus 1fil), leaving the
-    top third of pages 21 and 22 white above the singular-value figures; float pages now start at the top."""
-    preamble = handout[:handout.index("\\begin{document}")]
-    assert "\\setlength{\\@fptop}{0pt}" in preamble and "\\makeatletter" in preamble
-    fpsep = re.search(r"\\setlength\{\\@fpsep\}\{([^}]*)\}", preamble)
-    assert fpsep and "fil" not in fpsep.group(1)  # no stretch between the floats either: they stack from the top
 
-
-def test_displays_break_only_where_the_layout_permits_it(handout):
-    """With \\allowdisplaybreaks the pages broke inside short groups of equations (the LSTM's backward pass, the
-    scalar gradients) and a 13-line derivation was cut 12 + 1 (d beta_2 alone at the top of a page).  Pages now break
-    only at the permitted points of tall displays, which cut them into chunks of about equal height."""
+def test_tall_displays_are_cut_into_chunks_of_about_equal_height(handout):
+    """A 13-line derivation was cut 12 + 1 (d beta_2 alone at the top of a page): the permitted breaks of a tall
+    display now cut it into chunks of about equal height."""
     from seqgrad.derive.latex_layout import _chunks
 
-    assert "\\allowdisplaybreaks" not in handout
     for env in re.findall(r"\\begin\{align\*\}(.*?)\\end\{align\*\}", handout, re.S):
         if "\\displaybreak[0]" in env:
-            pieces = env.split("\\displaybreak[0]")
-            rows = [p.count("\\\\") + 1 for p in pieces]
+            rows = [p.count("\\\\") + 1 for p in env.split("\\displaybreak[0]")]
             assert min(rows) >= 3, rows  # no chunk of one or two lines
     assert [len(c) for c in _chunks(["x"] * 13)] == [7, 6]
