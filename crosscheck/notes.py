@@ -26,6 +26,7 @@ from typing import Iterable, Sequence
 import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
+from seqgrad.derive.blocks import HEAD_INDEX  # the index of a general head, in brackets (W_Q^[h])
 from seqgrad.derive.prose import Sizes
 from seqgrad.derive.sequence import T, adjoint, stepped, t
 
@@ -1267,8 +1268,6 @@ ENCODER_MATRICES = {"H0": sp.MatrixSymbol("H_0", 7, 5), "A": sp.MatrixSymbol("A"
                     "Y1": sp.MatrixSymbol("Y_att", 7, 5)}
 
 
-#: the index of a general head, in brackets (W_Q^[h]), as the engine's multi-head rows name it
-from seqgrad.derive.blocks import HEAD_INDEX  # noqa: E402
 
 #: The check of the MLP sublayer's backward pass (:func:`derive.blocks.mlp_program` against torch autograd).
 MLP_CHECK = "transformer.mlp_program"
