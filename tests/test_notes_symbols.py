@@ -98,7 +98,7 @@ def test_the_prose_names_whole_matrices_in_bold(build):
     from seqgrad.crosscheck import notes
 
     decoder = notes.decoder_section(build).body
-    assert r"the encoder's output $\mathbf{Z}$ (the memory)" in decoder and "output $Z$" not in decoder
+    assert r"the encoder's output $\mathbf{H}_{\mathrm{enc}}$ (the memory)" in decoder and "output $H_{" not in decoder
     conv = notes.conv_section(build).body
     prose = "\n".join(line for line in conv.splitlines() if line[:1].isalpha())
     for bold, plain in ((r"\mathbf{X}_{\mathrm{in}}", r"X_{\mathrm{in}}"), (r"\mathbf{\bar{X}}", r"\bar{X}"),
@@ -135,7 +135,7 @@ def test_the_convolution_prints_the_padding_as_a_letter_and_its_sizes_in_textboo
     assert r"$H_{\mathrm{in}} + 2 p$ rows by $W_{\mathrm{in}} + 2 p$ columns" in conv and r"\mathrm{pad}" not in conv
     table = notes.notation_section(build)
     assert re.search(r"^\$p\$ & rows and columns of zeros padded", table, re.M)
-    # p means the padding only: the kernel's entries are (u, v) everywhere, a pooling window is D by D
+    # p means the padding only: the kernel's entries are (u, v) everywhere, a pooling window is psi by psi
     assert not re.search(r"\\kappa\}?_\{p|\\le p - 1|\$p\$ by \$p\$", conv)
 
 
