@@ -1838,9 +1838,9 @@ def notation_rows(b) -> list[tuple]:
         (sp.Eq(sp.Symbol("epsilon"), sp.Pow(sp.UnevaluatedExpr(10), -5, evaluate=False), evaluate=False),
          "LayerNorm's small constant", one),
         # LayerNorm's row is t (a token's), its features j and, in its Jacobian, i: one index per meaning
-        (sp.Symbol("mu_t"), "mean of the `d` entries of row `t`", one),
-        (sp.Symbol("v_t"), "population variance of the `d` entries of row `t` (divided by `d`)", one),
-        (sp.Symbol("s_t"), "standard deviation of row `t`, the square root of its variance plus `epsilon`", one),
+        (_at("mu", t), "mean of the `d` entries of row `t`", one),
+        (_at("v", t), "population variance of the `d` entries of row `t` (divided by `d`)", one),
+        (_at("s", t), "standard deviation of row `t`, the square root of its variance plus `epsilon`", one),
         (rules.RowMean(X), "every entry of row `t` is the mean of row `t` of {X}", Shape(T, d)),
         (rules.RowStd(X, sp.Symbol("epsilon", positive=True)), "every entry of row `t` is the standard deviation of "
          "row `t`, `epsilon` inside the root", Shape(T, d)),
