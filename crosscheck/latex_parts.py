@@ -103,7 +103,8 @@ class Build:
             self.sets_included.add(f"{set_name}/{stem}")
             # in the section's notation, the matrices the set's captions name (its MATRICES) bold, as in the displays
             named = getattr(sets[set_name], "MATRICES", ())
-            caption = words(figure_caption(sets[set_name], stem), matrices(self.notation, set(named)) if named else self.notation)
+            caption = words(figure_caption(sets[set_name], stem), matrices(self.notation, set(named)) if named else self.notation,
+                            **getattr(sets[set_name], "FORMULAS", {}))
             out.append(figure_mark(set_name, stem, caption) if self.deferred else
                        figure_environment(drawn[stem], self.tex_dir, caption, label=f"fig:{stem}",
                                           href=self.href(drawn[stem])))
@@ -152,12 +153,18 @@ def quotation(s: str, key: str | None = None) -> str:
     return citation_tex(s, key=key)
 
 
-def words(s: str, notation: Notation | None = None) -> str:
+def words(s: str, notation: Notation | None = None, **formulas) -> str:
     """Words with formulas in backquotes (``"for symbolic `pos` and `k`"``), the formulas typeset by the notation's
-    printer (:class:`derive.prose.Prose`), never hand-written math."""
+    printer (:class:`derive.prose.Prose`), never hand-written math; with ``formulas``, also ``{name}`` for a SymPy
+    object given as a keyword (one the backquotes cannot read: ``J_{block,l}``, an index expression, a shape)."""
+    from seqgrad.derive.latex_layout import inline
     from seqgrad.derive.prose import Prose
 
-    return Prose(s).latex(notation)
+    if not formulas:
+        return Prose(s).latex(notation)
+    pieces = re.split(r"\{(\w+)\}", s)
+    return "".join(Prose(p).latex(notation) if i % 2 == 0 else inline(formulas[p], notation or Notation())
+                   for i, p in enumerate(pieces))
 
 
 def code(name: str) -> str:

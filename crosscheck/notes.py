@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
-from seqgrad.derive.blocks import HEAD_INDEX  # the index of a general head, in brackets (W_Q^[h])
+from seqgrad.derive.blocks import HEAD_INDEX, MEMORY, NORM_TAGS  # a sublayer's subscript, the memory's name; the index of a general head, in brackets (W_Q^[h])
 from seqgrad.derive.prose import Sizes
 from seqgrad.derive.sequence import T, adjoint, stepped, t
 
@@ -392,8 +392,7 @@ def _words(s: str, b, **formulas) -> str:
     given as a keyword (an index expression such as ``h_{t-1}``, a shape, a relation), each typeset by the printer."""
     from .latex_parts import words
 
-    pieces = re.split(r"\{(\w+)\}", s)
-    return "".join(words(p, b.notation) if i % 2 == 0 else _inline(formulas[p], b) for i, p in enumerate(pieces))
+    return words(s, b.notation, **formulas)
 
 
 def _s(name: str, *shape):
@@ -1086,7 +1085,7 @@ def residual_section(b) -> Part:
             "shows the same for post-norm stacks: in the deepest the gradient grows toward the output layers.",
         "jacobian-product-singular-values-pre-norm":
             "follows the identity paths through a whole pre-norm stack: with the residual bypass the singular values "
-            "of the product of the blocks' Jacobians stay away from 0 at every depth; without it, from four blocks "
+            "of the product of the blocks' Jacobians {Jl} stay away from 0 at every depth; without it, from four blocks "
             "on, all but a few fall to the rounding-noise floor.",
         "jacobian-product-singular-values-post-norm":
             "shows the same for post-norm stacks, where each LayerNorm sends one direction per token to 0 (the constant "
@@ -1100,10 +1099,10 @@ def residual_section(b) -> Part:
                X=_s("X", 2, 2), shape=Shape(_s("T"), _s("d")), gamma=_s("gamma", 1, 2), beta=_s("beta", 1, 2),
                one=_s("1", 2, 1), onegamma=_s("1", 2, 1) * _s("gamma", 1, 2)),
         _display([(d.target, d.value) for d in ln.program.definitions(("forward",))], b),
-        _words("Row by row, with `mu_i` the mean and `v_i` the population variance of the `d` entries of row `i` "
+        _words("Row by row, with `mu_t` the mean and `v_t` the population variance of the `d` entries of row `t` "
                "(divided by `d`, not `d - 1`), the operators above are", b),
         _display(_layernorm_entries(ln.inputs["X"]), b),
-        _words("so {std} and {norm} have the shape of {X}, every entry of row `i` of {std} being `s_i`, and "
+        _words("so {std} and {norm} have the shape of {X}, every entry of row `t` of {std} being `s_t`, and "
                "{mean} likewise repeats each row's mean across the row.", b,
                std=_rules().RowStd(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
                norm=_rules().Normalize(_s("X", 2, 2), sp.Symbol("epsilon", positive=True)),
@@ -1149,7 +1148,7 @@ def residual_section(b) -> Part:
             "this: in a pre-norm stack they carry the gradient to every layer, but the final LayerNorm divides "
             "by the spread of the residual stream, and that grows with the number of layers it sums (Xiong et al. "
             "2020).", b, W2=_s("W_2", 2, 2))),
-        _pointers(b, "depth", depth_later),
+        _pointers(b, "depth", depth_later, Jl=residual.block_jacobian()),  # as the figure's caption and axis print it
         _words("Worked example, three residual layers: the product of the three Jacobians is a sum over the eight paths "
                "through the stack, one of them the identity.", b)
         + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),
@@ -1213,17 +1212,19 @@ def _rules():
 
 def _layernorm_entries(X):
     """The row statistics of LayerNorm entry by entry, from the operators' own entries (derive.rules):
-    ``mu_i``, the population variance ``v_i``, ``s_i = sqrt(v_i + eps)`` and ``xhat_ij = (X_ij - mu_i) / s_i``."""
+    ``mu_t``, the population variance ``v_t``, ``s_t = sqrt(v_t + eps)`` and ``xhat_tj = (X_tj - mu_t) / s_t``: the row
+    is t, a token's, as where the text fixes one row, and j its feature (i and j are two features of the row in the
+    Jacobian after it, so i indexes no row here)."""
     rules = _rules()
-    i, j = sp.symbols("i j", integer=True)
+    row, j = sp.symbols("t j", integer=True)
     eps = sp.Symbol("epsilon", positive=True)
-    mu, v, s = sp.Symbol("mu_i"), sp.Symbol("v_i"), sp.Symbol("s_i")
-    mean = rules.RowMean(X)._entry(i, j)
+    mu, v, s = sp.Symbol("mu_t"), sp.Symbol("v_t"), sp.Symbol("s_t")
+    mean = rules.RowMean(X)._entry(row, j)
     k = next(iter(mean.atoms(sp.Sum))).variables[0]
-    # the sums run over the columns j of row i (k is the positional encodings' offset): j is free nowhere in them
+    # the sums run over the columns j of row t (k is the positional encodings' offset): j is free nowhere in them
     mean = mean.xreplace({k: j})
-    var = sp.Mul(sp.Sum((X[i, j] - mu) ** 2, (j, 0, X.shape[1] - 1)), 1 / X.shape[1], evaluate=False)
-    return [(mu, mean), (v, var), (s, sp.sqrt(v + eps)), (sp.IndexedBase("xhat")[i, j], (X[i, j] - mu) / s)]
+    var = sp.Mul(sp.Sum((X[row, j] - mu) ** 2, (j, 0, X.shape[1] - 1)), 1 / X.shape[1], evaluate=False)
+    return [(mu, mean), (v, var), (s, sp.sqrt(v + eps)), (sp.IndexedBase("xhat")[row, j], (X[row, j] - mu) / s)]
 
 
 def scaled_bracket(expr):
@@ -1325,9 +1326,9 @@ def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
                "block's input. {Zm} is the hidden layer before ReLU, {Jm} after it (the course writes `J`, the letter these "
                "notes keep for Jacobians) and {Bm} the MLP's output:", b, B=_s("B", 2, 2), O=_s("O", 2, 2), U=_s("U", 2, 2), g2=_s("gamma_mlp", 1, 2),
                Zm=names["Z_mlp"], Jm=names["Phi_mlp"], Bm=names["B_mlp"],
-               X=_s("X", 2, 2), M=_s("M", 2, 2), Z=_s("Z", 2, 2), mha=sp.Function("MHA")(_s("X", 2, 2)),
+               X=_s("X", 2, 2), M=_s("M", 2, 2), Z=_s(MEMORY, 2, 2), mha=sp.Function("MHA")(_s("X", 2, 2)),
                mham=sp.Function("MHA_self")(_s("X", 2, 2), _s("M", 2, 2)),
-               mhaz=sp.Function("MHA_cross")(_s("X", 2, 2), _s("Z", 2, 2)),
+               mhaz=sp.Function("MHA_cross")(_s("X", 2, 2), _s(MEMORY, 2, 2)),
                b2=_s("beta_mlp", 1, 2), H1=names[mlp.output.name]),
         _display([(d.target, d.value) for d in forward], b),
         _words("Backwards, the second shortcut shows in {dU}: the gradient {dH} of the block's output plus what comes "
@@ -1482,7 +1483,7 @@ def _encoder_backward(b, tokens: list[str]) -> list[str]:
                              "does not change the row's normalisation). A sum over the encoder's output {Henc} would "
                              "be no example: each row of the final LayerNorm's output sums to 0 for every input, so its "
                              "gradient is 0.", b, dH=Partial(H), d=sp.Eq(_s("d"), d_, evaluate=False), H=H,
-                             Henc=sp.MatrixSymbol("Z", T_, d_))  # the memory a decoder reads (notation table)
+                             Henc=sp.MatrixSymbol(MEMORY, T_, d_))  # the memory a decoder reads (notation table)
     row_labels, col_labels = labels("dH", tuple(dH.shape), tokens)
     tables = [_encoder_table(b, dH.tolist(), row_labels, col_labels,
                              _words("The gradient {dH} of the loss {loss} with respect to the block's input rows {H}, "
@@ -1525,14 +1526,16 @@ def decoder_section(b) -> Part:
 
 
 #: Letters of one section only, where the notes' own letter means something else: the convolution kernel is
-#: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation), its side D, the side of
+#: kappa (K is the attention's keys), its stride Delta (s is LayerNorm's standard deviation), its side psi, the side of
 #: a pooling window too (k is the positional encodings' offset, K the keys: an italic K beside the bold keys would give
-#: the letter two meanings; d, the model width, is another letter), an entry of the kernel (xi, zeta) wherever it is
+#: the letter two meanings; D beside d, the model width, would read as a second width; every other Latin letter has a
+#: meaning in the notes or in the course they quote, N the lesson's number of layers, q its query: psi, in either case,
+#: has none, and sits with the section's other Greek letters), an entry of the kernel (xi, zeta) wherever it is
 #: indexed (the derivation's u, v and the gradient's p, q: u is the GRU's update gate, v a row's variance, p the
 #: padding, q a second position); its receptive field is rf and its padding p
 #: (:data:`crosscheck.latexdoc.NOTES_LETTERS`). The argmax of a pooling window is nu and the GRU's recurrent term of
 #: the candidate eta: a is the softmax's row of weights. A letter the notation itself renames is left to it.
-SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": "D", "u": r"\xi", "v": r"\zeta", "p": r"\xi",
+SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": r"\psi", "u": r"\xi", "v": r"\zeta", "p": r"\xi",
                             "q": r"\zeta", "a": r"\nu"},
                    "gates": {"a": r"\eta"},
                    # the index of the sum over a row's keys is s, as in the permutation's A(Pi X)_{t,s} (r is the
@@ -1553,8 +1556,9 @@ SECTION_SYMBOL_NAMES = {"rnn": {"W_o": "W_y", "b_o": "b_y"},
                         # convolution's, dU of the encoder block's attention sublayer
                         "attention": {"G": "dO"}, "encoder": {"G": "dU"},
                         # the model width is d throughout the notes, in the decoder's counts and their appendix too
-                        # (derive.decoder calls it d_model, as PyTorch does)
-                        "decoder": {"G": "dO", "d_model": "d"},
+                        # (derive.decoder calls it d_model, as PyTorch does); the memory, the programs' Z, is printed
+                        # as derive.blocks.MEMORY (Z_mlp is the MLP's pre-activation)
+                        "decoder": {"G": "dO", "d_model": "d", "Z": MEMORY, "dZ": "d" + MEMORY},
                         # the output of a residual connection is x_out, x + F(x) (u is the GRU's update gate)
                         "residual": {"G": "dY", "u": "x_out"},
                         # a convolution's output is H_out by W_out (W_o would read as an output weight, beside W_O);
@@ -1691,7 +1695,7 @@ def _params(what: str):
 def notation_rows(b) -> list[tuple]:
     """(symbol, meaning, shape) of every symbol the notes use, each once: SymPy objects, printed by the notation's printer
     (a symbol that one section renames, :data:`SECTION_LETTERS`, is given as that section prints it)."""
-    from seqgrad.derive import conv, rules
+    from seqgrad.derive import conv, residual, rules
 
     # the widths of a cell are d_x, d_h, d_y (H is the matrix of an encoder block's rows, D is not used)
     D, H, C, d, d_k, d_v, j = sp.symbols("d_x d_h d_y d d_k d_v j", integer=True)
@@ -1791,7 +1795,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.Function("MHA")(X), "multi-head attention of the rows {X}, a map to {B}", Shape(T, d)),
         (sp.Function("MHA_self")(X, M("M", T, T)), "the decoder's self-attention: multi-head attention of the rows {X} "
          "with the mask {M} added to every head's scores", Shape(T, d)),
-        (sp.Function("MHA_cross")(X, M("Z", T_src, d)), "the decoder's cross-attention: queries from the rows {X}, keys "
+        (sp.Function("MHA_cross")(X, M(MEMORY, T_src, d)), "the decoder's cross-attention: queries from the rows {X}, keys "
          "and values from the memory {Z}", Shape(T, d)),
         (M("W_1", d_ff, d), "first layer of the MLP", Shape(d_ff, d)), (M("b_1", 1, d_ff), "its bias", Shape(1, d_ff)),
         (M("W_2", d, d_ff), "second layer of the MLP", Shape(d, d_ff)), (M("b_2", 1, d), "its bias", Shape(1, d)),
@@ -1801,8 +1805,22 @@ def notation_rows(b) -> list[tuple]:
         (M("H", T, d), "input rows of an encoder or decoder block", Shape(T, d)),
         (M(BLOCK_OUTPUT, T, d), "output of an encoder or decoder block, the next block's input", Shape(T, d)),
         (M("U", T, d), "output of the block's attention sublayer, shortcut included", Shape(T, d)),
+        # the sublayers' outputs and the LayerNorms' quantities, each named after its sublayer (derive.blocks.NORM_TAGS)
+        (M("Z" + NORM_TAGS["mlp"], T, d_ff), "the MLP's pre-activation, the input of its ReLU", Shape(T, d_ff)),
+        (M("B" + NORM_TAGS["mlp"], T, d), "output of the MLP, before the shortcut adds its input", Shape(T, d)),
+        (M("U" + NORM_TAGS["self"], T, d), "output of the decoder's self-attention sublayer, shortcut included",
+         Shape(T, d)),
+        (M("U" + NORM_TAGS["cross"], T, d), "output of the decoder's cross-attention sublayer, shortcut included",
+         Shape(T, d)),
+        (M("B" + NORM_TAGS["self"], T, d), "output of the decoder's self-attention, before the shortcut", Shape(T, d)),
+        (M("B" + NORM_TAGS["cross"], T, d), "output of the decoder's cross-attention, before the shortcut", Shape(T, d)),
+        (M("Y" + NORM_TAGS["attention"], T, d), "output of the LayerNorm before the attention, {lnatt}: the rows the "
+         "attention reads; of the LayerNorms before the MLP, the self- and the cross-attention, {Ymlp}, {Yself}, "
+         "{Ycross}", Shape(T, d)),
+        (M("s" + NORM_TAGS["attention"], T, d), "the standard deviations {sdev} of the rows {lnatt} normalizes; of the "
+         "other LayerNorms, {sdmlp}, {sdself}, {sdcross}", Shape(T, d)),
         (T_src, "number of memory rows (the length of the source sequence)", one),
-        (M("Z", T_src, d), "the encoder's output, the memory a decoder reads", Shape(T_src, d)),
+        (M(MEMORY, T_src, d), "the encoder's output, the memory a decoder reads", Shape(T_src, d)),
         (M("dX", T, d), "gradient of the loss with respect to {X}, an upright d before the matrix's name; {dO}, {dS}, "
          "{dY} ... likewise, each of the shape of its matrix", Shape(T, d)),
         (sp.Function("LN")(X), "LayerNorm of each row of {X}; where a block has several, each with its own scale and "
@@ -1810,20 +1828,24 @@ def notation_rows(b) -> list[tuple]:
          "decoder's {lnself}, {lncross}, {lnmlp}), its scale {gatt} and the like with the same subscript",
          Shape(T, d)),
         (M("Y", T, d), "output of a layer: of LayerNorm; of a convolution (then {conv})", Shape(T, d)),
-        (M("xhat", T, d), "normalized rows of LayerNorm", Shape(T, d)),
-        (M("gamma", 1, d), "LayerNorm's scale", Shape(1, d)), (M("beta", 1, d), "LayerNorm's shift", Shape(1, d)),
+        (M("xhat", T, d), "normalized rows of LayerNorm; of a block's LayerNorms, {xhatatt}, {xhatmlp}, {xhatself}, "
+         "{xhatcross}", Shape(T, d)),
+        (M("gamma", 1, d), "LayerNorm's scale; of a block's LayerNorms, {gatt}, {gmlp}, {gself}, {gcross}", Shape(1, d)),
+        (M("beta", 1, d), "LayerNorm's shift; of a block's LayerNorms, {batt}, {bmlp}, {bself}, {bcross}",
+         Shape(1, d)),
         (M("sigma", T, d), "standard deviation of each row, `epsilon` inside the root, repeated across the row",
          Shape(T, d)),
         (sp.Eq(sp.Symbol("epsilon"), sp.Pow(sp.UnevaluatedExpr(10), -5, evaluate=False), evaluate=False),
          "LayerNorm's small constant", one),
-        (sp.Symbol("mu_i"), "mean of the `d` entries of row `i`", one),
-        (sp.Symbol("v_i"), "population variance of the `d` entries of row `i` (divided by `d`)", one),
-        (sp.Symbol("s_i"), "standard deviation of row `i`, the square root of its variance plus `epsilon`", one),
-        (rules.RowMean(X), "every entry of row `i` is the mean of row `i` of {X}", Shape(T, d)),
-        (rules.RowStd(X, sp.Symbol("epsilon", positive=True)), "every entry of row `i` is the standard deviation of "
-         "row `i`, `epsilon` inside the root", Shape(T, d)),
+        # LayerNorm's row is t (a token's), its features j and, in its Jacobian, i: one index per meaning
+        (_at("mu", t), "mean of the `d` entries of row `t`", one),
+        (_at("v", t), "population variance of the `d` entries of row `t` (divided by `d`)", one),
+        (_at("s", t), "standard deviation of row `t`, the square root of its variance plus `epsilon`", one),
+        (rules.RowMean(X), "every entry of row `t` is the mean of row `t` of {X}", Shape(T, d)),
+        (rules.RowStd(X, sp.Symbol("epsilon", positive=True)), "every entry of row `t` is the standard deviation of "
+         "row `t`, `epsilon` inside the root", Shape(T, d)),
         (rules.Normalize(X, sp.Symbol("epsilon", positive=True)),
-         "row `i` of {X} minus its mean, divided by its standard deviation: the normalized rows", Shape(T, d)),
+         "row `t` of {X} minus its mean, divided by its standard deviation: the normalized rows", Shape(T, d)),
         (rules.RowSum(X), "every entry of row `i` is the sum of row `i` of {X}", Shape(T, d)),
         (sp.Function("softmax")(X), "the softmax of each row of {X}", Shape(T, d)),
         (M("1", T, 1), "column of ones", Shape(T, 1)),
@@ -1839,6 +1861,8 @@ def notation_rows(b) -> list[tuple]:
         (sp.MatrixSymbol("J_MHA", d, d), "Jacobian of a block's multi-head attention, at the rows it reads (appendix)",
          Shape(d, d)),
         (sp.MatrixSymbol("J_MLP", d, d), "Jacobian of a block's MLP, at the rows it reads (appendix)", Shape(d, d)),
+        (residual.block_jacobian(), "Jacobian of block `l` of a stack with respect to its input rows, all tokens at once "
+         "(the depth figures); not a step's transition Jacobian", Shape(T * d, T * d)),
         (sp.HadamardProduct(_at("f", t, 1, 2), _at("c", t - 1, 1, 2)), "entrywise (Hadamard) product", Shape(1, H)),
         (sp.Sum(_grad("z", t), (t, 0, T - 1)), "sum of the terms for `t` from 0 to `T - 1` (over any index and range "
          "likewise; 0 when the range is empty)", one),
@@ -1912,6 +1936,10 @@ def _norm_names() -> dict:
     return {"lnatt": sp.Function("LN" + NORM_TAGS["attention"])(X), "lnmlp": sp.Function("LN" + NORM_TAGS["mlp"])(X),
             "lnself": sp.Function("LN" + NORM_TAGS["self"])(X), "lncross": sp.Function("LN" + NORM_TAGS["cross"])(X),
             "gatt": sp.MatrixSymbol("gamma" + NORM_TAGS["attention"], 1, 2),
+            # a LayerNorm's quantities with the subscript of its sublayer (Y_mlp, s_self, xhat_cross, gamma_mlp, ...)
+            **{key + tag.lstrip("_"): sp.MatrixSymbol(name + tag, 1 if name in ("gamma", "beta") else 2, 2)
+               for key, name in (("Y", "Y"), ("sd", "s"), ("xhat", "xhat"), ("g", "gamma"), ("b", "beta"))
+               for tag in NORM_TAGS.values()},
             **{"JLN" + s.lstrip("_"): sp.MatrixSymbol(residual._norm_jacobian_name("LN", k), 2, 2)
                for k, s in NORM_TAGS.items()}}
 
@@ -1931,10 +1959,10 @@ def notation_section(b) -> str:
                 "K1": sp.Symbol("k") - 1, "K1neg": -(sp.Symbol("k") - 1), "sidel": sp.Symbol("k_l"),
                 "PEi": PE(pos, sp.Symbol("i")), "shift": _row_shift(),
                 "srck": Shape(T_src, d_k), "srcv": Shape(T_src, d_v), "srcs": Shape(T, T_src),
-                "X": matrix("X"), "B": matrix("B"), "M": matrix("M"), "Z": matrix("Z"), "x": matrix("x", 1, 2),
+                "X": matrix("X"), "B": matrix("B"), "M": matrix("M"), "Z": matrix(MEMORY), "x": matrix("x", 1, 2),
                 "xout": sp.Eq(sp.Symbol(SECTION_SYMBOL_NAMES["residual"]["u"]), sp.Symbol("x") + sp.Function("F")(sp.Symbol("x")),
                               evaluate=False),
-                "a": matrix("a", 1, 2), "dO": matrix("dO"), "dS": matrix("dS"), "dY": matrix("dY"),
+                "a": matrix("a", 1, 2), "sdev": matrix("s"), "dO": matrix("dO"), "dS": matrix("dS"), "dY": matrix("dY"),
                 "conv": Shape(sp.Symbol("H_out"), sp.Symbol("W_out")), "O": matrix("O"), "S": matrix("S"),
                 "headi": matrix(f"W_Q^[{HEAD_INDEX}]"), "Zmlp": matrix("Z_mlp"), "it": _at("i", t), "h": sp.Symbol(HEAD_INDEX), "side": sp.Symbol("k"), "Bj": sp.Function("B_j")(k),
                 "ij": sp.Eq(sp.Symbol("i"), sp.Symbol("j"), evaluate=False),

@@ -214,7 +214,8 @@ def latex_figures(figures: list[str]) -> str:
     for rel in sorted(figures):
         path = Path(rel)
         module = sets.get(path.parent.name)
-        caption = words(figure_caption(module, path.stem)) if module is not None else tex_escape(path.stem)
+        caption = (words(figure_caption(module, path.stem), **getattr(module, "FORMULAS", {})) if module is not None
+                   else tex_escape(path.stem))
         parts.append("\\begin{figure}[htbp]\n\\centering\n"
                      f"\\includegraphics[width=\\linewidth,height=0.4\\textheight,keepaspectratio]{{{path.as_posix()}}}\n"
                      f"\\caption{{{caption}}}\n\\end{{figure}}")

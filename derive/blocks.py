@@ -378,6 +378,9 @@ PLACEMENTS = ("pre-norm", "post-norm")
 #: attention, LN_mlp before the MLP (the decoder's LN_self, LN_cross, LN_mlp); never a number, since the subscripts 1
 #: and 2 number the MLP's two layers, W_1 and W_2, as in Vaswani et al.
 NORM_TAGS = {"attention": "_att", "mlp": "_mlp", "self": "_self", "cross": "_cross"}
+#: the name the notes print for the encoder's output, the memory a decoder's cross-attention reads (the programs call
+#: it Z, PyTorch's ``memory``): a block's rows are H, and Z_mlp is the MLP's pre-activation, so the memory is H_enc
+MEMORY = "H_enc"
 
 
 def block_program(placement: str = "pre-norm", heads: int = 1, T_=T, d_=d, d_k_=d_k, d_v_=d_v,

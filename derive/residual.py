@@ -358,6 +358,14 @@ def jacobian_formula(placement: str) -> tuple:
                           I + J("J_MHA") * J(_norm_jacobian_name("LN", "attention")), evaluate=False)
 
 
+def block_jacobian(l="l"):
+    """The Jacobian of block ``l`` of a stack with respect to its input rows, all tokens at once (``T d`` by ``T d``):
+    ``J_{block,l}``, so that neither the step Jacobian ``J_j`` of a recurrent cell nor the branch's ``J_{F_l}`` is
+    read in it. The depth figures' axis and captions and the notation table print this one symbol."""
+    n = sp.Symbol("T") * sp.Symbol("d")
+    return sp.MatrixSymbol("J_{block,%s}" % l, n, n)
+
+
 def _norm_jacobian_name(norm: str, sublayer: str) -> str:
     """The Jacobian of the block's norm before ``sublayer`` (a key of :data:`derive.blocks.NORM_TAGS`), named as the
     norm is: ``J_{LN,att}`` of ``LN_att``, ``J_{LN,mlp}`` of ``LN_mlp``."""

@@ -81,9 +81,10 @@ def noise_floor(s: np.ndarray) -> float:
     return float(len(s) * np.finfo(np.float64).eps * (s.max() if s.size else 0.0))
 
 
-def plot_singular_values(ax, study: depth.JacobianStudy, placement: str) -> list:
+def plot_singular_values(ax, study: depth.JacobianStudy, placement: str,
+                         ylabel: str = "singular values of the depth Jacobian product") -> list:
     """Descending singular values of J_L ... J_1 for every depth of the study; solid with residuals, dashed
-    without.  Values below each product's noise floor ``n eps sigma_1`` are rounding noise of float64 and are
+    without; ``ylabel`` names the product (the notes give it their symbol, :func:`crosscheck.figures.depth.product_label`).  Values below each product's noise floor ``n eps sigma_1`` are rounding noise of float64 and are
     not drawn (a curve ends there); the lowest floor is marked."""
     placement = validate.choice("placement", placement, depth.PLACEMENTS)
     lines = []
@@ -101,7 +102,7 @@ def plot_singular_values(ax, study: depth.JacobianStudy, placement: str) -> list
     ax.set_ylim(bottom=lowest / 10)
     ax.axhline(lowest, color="0.6", lw=0.8, ls=":")  # the lowest noise floor (the caption says what it is)
     ax.set_xlabel("rank of the singular value (1 = the largest)")
-    ax.set_ylabel(r"singular values of $\mathbf{J}_L\cdots \mathbf{J}_1$")
+    ax.set_ylabel(ylabel)
     ax.set_title(f"{placement}: singular values of the depth Jacobian product")
     # below the axes, where it covers no curve and no floor
     ax.legend(fontsize=7.5, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))

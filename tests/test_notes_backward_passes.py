@@ -103,7 +103,7 @@ def test_the_decoder_block_backward_pass_is_printed_at_the_level_of_its_sublayer
     assert _line(sub, r"\mathrm{d}\mathbf{U}_{\mathrm{self}}").startswith(r"\mathrm{d}\mathbf{U}_{\mathrm{cross}} + \frac{1}{\mathbf{s}_{\mathrm{cross}}}")
     assert _line(sub, r"\mathrm{d}\mathbf{H}").startswith(r"\mathrm{d}\mathbf{U}_{\mathrm{self}} + \frac{1}{\mathbf{s}_{\mathrm{self}}}")
     # the memory's gradient through the cross-attention's keys and values, summed over the heads
-    assert _line(sub, r"\mathrm{d}\mathbf{Z}") == (
+    assert _line(sub, r"\mathrm{d}\mathbf{H}_{\mathrm{enc}}") == (
         r"\sum_{h=1}^{n_{\mathrm{head}}} (\mathrm{d}\mathbf{K}^{[h]}_{\mathrm{cross}} \mathbf{W}^{[h]}_{K,\mathrm{cross}} + "
         r"\mathrm{d}\mathbf{V}^{[h]}_{\mathrm{cross}} \mathbf{W}^{[h]}_{V,\mathrm{cross}})")
     assert _line(sub, r"\mathrm{d}\mathbf{Y}_{\mathrm{cross}}") == (r"\sum_{h=1}^{n_{\mathrm{head}}} \mathrm{d}\mathbf{Q}^{[h]}_{\mathrm{cross}} "

@@ -142,8 +142,8 @@ def test_6_the_convolution_indexes_the_padded_input_and_crops_its_gradient(tmp_p
     assert r"entry ($m$, $n$) of the input is entry ($m + p$, $n + p$) of the padded one" in crop
     table = notes.notation_section(b)
     ghat = next(line for line in table.splitlines() if line.startswith(r"$\mathbf{\hat{G}}$ & "))
-    assert ghat.endswith(r"& $(H_{\mathrm{out}} + 2 (D - 1)) \times (W_{\mathrm{out}} + 2 (D - 1))$ \\")  # was "1"
-    assert r"extended by $D - 1$ rows and columns of zeros on every side" in ghat
+    assert ghat.endswith(r"& $(H_{\mathrm{out}} + 2 (\psi - 1)) \times (W_{\mathrm{out}} + 2 (\psi - 1))$ \\")  # was "1"
+    assert r"extended by $\psi - 1$ rows and columns of zeros on every side" in ghat
 
 
 def test_6_the_padded_gradient_formula_and_the_crop_against_autograd():

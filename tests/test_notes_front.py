@@ -209,15 +209,41 @@ def test_the_receptive_field_titles_fit_the_figure():
 
 from test_notes_symbols import math_runs  # noqa: E402
 
-#: a symbol as the notes print it: an operator name, a bold letter (its stem), a letter with a word as its subscript
-_ATOM = re.compile(r"\\operatorname\{(?P<op>[^{}]+)\}"
-                   r"|\\(?:mathbf|boldsymbol)\{(?P<bold>\\?[A-Za-z0-9]+)\}"
+#: a symbol as the notes print it: an operator name, a bold letter (its stem), each with the word that may follow it
+#: as its subscript (B_mlp, Y_att, U_self, LN_cross: a symbol of its own, not its stem's), an accented plain letter
+#: (the LSTM's candidate c~), a letter with a word as its subscript
+_ATOM = re.compile(r"\\operatorname\{(?P<op>[^{}]+)\}(?:_\{\\mathrm\{(?P<opword>[^{}]+)\}\})?"
+                   r"|\\(?:mathbf|boldsymbol)\{(?P<bold>\\?[A-Za-z0-9]+|\\(?:hat|bar|tilde)\{[A-Za-z]\})\}"
+                   r"(?:_\{\\mathrm\{(?P<boldword>[^{}]+)\}\})?"
+                   r"|(?P<accent>\\(?:widetilde|widehat|tilde|hat|bar)\{[A-Za-z]\})"
                    # an entry, {X}_{i,j} or (X_{in})_{i,j}, is its matrix's: not a symbol of its own
                    r"|(?<![\\A-Za-z{])(?P<word>[A-Za-z]_\{\\mathrm\{[^{}]+\}\})(?!\)_\{|\\right\)_\{)")
 
 
 def _atoms(runs) -> set[tuple[str, str]]:
-    return {(kind, value) for run in runs for m in _ATOM.finditer(run) for kind, value in m.groupdict().items() if value}
+    found = set()
+    for m in (m for run in runs for m in _ATOM.finditer(run)):
+        g = m.groupdict()
+        for kind in ("op", "bold"):
+            if g[kind]:
+                found.add((kind, g[kind] + ("_" + g[kind + "word"] if g[kind + "word"] else "")))
+        found |= {(kind, g[kind]) for kind in ("accent", "word") if g[kind]}
+    return found
+
+
+def _stem(atom: tuple[str, str]) -> tuple[str, str]:
+    return atom[0], atom[1].split("_")[0]
+
+
+def _defined(rows) -> set[tuple[str, str]]:
+    """The symbols the notation table defines: each row's symbol, and the siblings its meaning names (the symbol with
+    another word as its subscript: LN's row names LN_att, LN_mlp; Y_att's names Y_mlp), never another letter's
+    symbol that a meaning mentions in passing. An accented letter plain in the body is an entry of its bold matrix."""
+    defined = set()
+    for symbol, meaning, *_ in rows:
+        own = _atoms([symbol])
+        defined |= own | {a for a in _atoms(re.findall(r"\$([^$]*)\$", meaning)) if _stem(a) in {_stem(o) for o in own}}
+    return defined | {("accent", v) for kind, v in defined if kind == "bold" and "{" in v}
 
 
 def _notation_table(tex: str) -> tuple[list[list[str]], str]:
@@ -230,10 +256,18 @@ def _notation_table(tex: str) -> tuple[list[list[str]], str]:
 
 def test_every_symbol_the_body_prints_is_in_the_notation_table(handout):
     rows, body = _notation_table(handout)
-    table = _atoms(row[0] for row in rows)
+    table = _defined(rows)
     missing = _atoms(math_runs(body)) - table
     assert not missing, f"printed in the body, not in the notation table: {sorted(missing)}"
     assert ("op", "softmax") in table and ("bold", "W") in table  # the reader of the test reads the table
+
+
+def test_the_reader_of_the_symbols_tells_a_subscripted_matrix_from_its_stem():
+    """B_mlp is not B, c~ is a symbol; a meaning defines the siblings of its row's symbol, not another letter's."""
+    assert _atoms([r"\mathbf{B}_{\mathrm{mlp}} = \mathbf{B} + \widetilde{c}_{t}"]) == {
+        ("bold", "B_mlp"), ("bold", "B"), ("accent", r"\widetilde{c}")}
+    rows = [[r"$\mathbf{Y}_{\mathrm{att}}$", r"of $\mathbf{Y}_{\mathrm{mlp}}$ and $\mathbf{Z}_{\mathrm{mlp}}$", "$1$"]]
+    assert _defined(rows) == {("bold", "Y_att"), ("bold", "Y_mlp")}
 
 
 @pytest.mark.parametrize("symbol", [
@@ -265,7 +299,7 @@ def test_one_name_and_one_letter_per_quantity_in_the_body(handout):
     assert "H_{o}" not in runs and "W_{o}" not in runs and r"H_{\mathrm{in}}" in runs  # a convolution's sizes
     assert not re.search(r"(?<![\\A-Za-z])a_\{t\}", runs) and "{a}_{i,j}" not in runs  # a: the softmax's weights only
     assert r"\operatorname{MHA}{(\mathbf{X},\mathbf{M})}" not in runs  # a mask and a memory: not the same form
-    assert r"\hat{x}}_{i,j}" in runs and "xhat_ij" not in body and "_{ri}" not in runs  # entries with a comma
+    assert r"\hat{x}}_{t,j}" in runs and "xhat_tj" not in body and "_{ri}" not in runs  # entries with a comma
     assert r"\operatorname{PE}_{0 \ldots 3}{(\mathrm{pos} + k)} = \operatorname{PE}_{0 \ldots 3}{(\mathrm{pos})} \mathbf{R}{(k)}" in runs  # rows
     assert "as columns" not in body and "B_{i}" not in runs and r"\operatorname{PE}_{4}" not in runs
 

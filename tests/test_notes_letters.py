@@ -76,7 +76,7 @@ def test_the_padding_does_not_read_as_the_positional_encodings(table, conv):
     assert "P_{pad}" not in table and table["p"].startswith("rows and columns of zeros padded")
     # and not as the English word either (an upright pad): an italic p, which no other symbol of the notes uses
     assert r"\mathrm{pad}" not in table and r"\mathrm{pad}" not in conv
-    assert r"\frac{H_{\mathrm{in}} + 2 p - D}{\Delta}" in conv and r"cropped by $p$ rows" in conv
+    assert r"\frac{H_{\mathrm{in}} + 2 p - \psi}{\Delta}" in conv and r"cropped by $p$ rows" in conv
     assert not re.search(r"\bP_\{?pad|\bP\b", conv)
 
 
@@ -176,11 +176,11 @@ def test_every_symbol_of_the_review_is_in_the_table(table):
 def test_the_encoder_names_its_output_as_the_decoder_reads_it(build, encoder):
     """The encoder's output was H_enc, beside the table's Z (the memory a decoder reads), and a block's output H_1,
     whose subscript 1 also numbers the block's first LayerNorm and the MLP's first layer; the decoder's block output
-    is H': the encoder says Z and H' too."""
-    assert r"A sum over the encoder's output $\mathbf{Z}$ would be no example" in encoder
+    is H': the encoder says the memory's symbol (H_enc, since Z_mlp is the MLP's pre-activation) and H' too."""
+    assert r"A sum over the encoder's output $\mathbf{H}_{\mathrm{enc}}$ would be no example" in encoder
     assert r"The block's output $\mathbf{H'}$ is the next block's input" in encoder
     assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{B\}_\{\\mathrm\{mlp\}\} \+ \\mathbf\{U\}", encoder, re.M)
-    assert r"\mathrm{enc}" not in encoder and r"\mathbf{H}_{1}" not in encoder
+    assert not re.search(r"\\mathbf\{Z\}(?!_)", encoder) and r"\mathbf{H}_{1}" not in encoder  # the memory: one name
     assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{U\}_\{\\mathrm\{cross\}\} \+ ", notes.decoder_section(build).body, re.M)
 
 
@@ -194,7 +194,7 @@ def test_the_convolution_names_its_input_and_its_padded_input(table, conv):
     assert r"in these sums and below, $\mathbf{\bar{X}}$ is the input with its zeros" in conv
     assert r"{\kappa}_{\xi,\zeta} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta} + b" in conv
     assert r"\frac{\partial \mathcal{L}}{\partial {\bar{X}}_{m,n}}" in conv
-    assert r"\max_{0 \le \xi, \zeta \le D - 1} (X_{\mathrm{in}})_{\xi + i \Delta,\zeta + j \Delta}" in conv  # pooling
+    assert r"\max_{0 \le \xi, \zeta \le \psi - 1} (X_{\mathrm{in}})_{\xi + i \Delta,\zeta + j \Delta}" in conv  # pooling
     assert not re.search(r"(?<!mathbf)\{X\}_|\\mathbf\{X\}(?!_)", conv)
 
 

@@ -104,13 +104,13 @@ def test_the_kernel_side_is_not_the_keys_letter(tex):
     table = part(tex, "\\label{tab:notation}", "\\end{longtable}")
     rows = [line.split(" & ") for line in table.splitlines() if line.count(" & ") == 2]
     side = next(symbol for symbol, meaning, _ in rows if meaning.startswith("side of a convolution kernel"))
-    letter = re.fullmatch(r"\$([A-Za-z])\$", side).group(1)
+    letter = re.fullmatch(r"\$(\\?[A-Za-z]+)\$", side).group(1)  # a letter, or a Greek one's command
     assert letter != "K"
     assert [s for s, *_ in rows].count(side) == 1
-    assert not [s for s, *_ in rows if re.fullmatch(r"\$\\mathbf\{%s\}\$" % letter, s)]  # nor bold, as K and the keys
+    assert not [s for s, *_ in rows if re.fullmatch(r"\$\\mathbf\{%s\}\$" % re.escape(letter), s) or re.fullmatch(r"\$\\boldsymbol\{%s\}\$" % re.escape(letter), s)]  # nor bold, as K and the keys
     assert f"kernel $\\boldsymbol{{\\kappa}}$ is ${letter}$ by ${letter}$" in tex
     conv = part(tex, "\\section{The convolution layer}", "\\section")
-    assert re.search(r"\\mathrm\{rf\}\}_\{L\} &= 1 \+ .*\(\{%s\}_\{l\} - 1\)" % letter, conv)
+    assert re.search(r"\\mathrm\{rf\}\}_\{L\} &= 1 \+ .*\(\{%s\}_\{l\} - 1\)" % re.escape(letter), conv)
     caption = conv[conv.index("\\caption{Receptive fields"):]
     assert f"each layer adds ${letter} - 1$ times" in caption
     assert not [f for f in formulas(conv) if re.search(r"(?<![A-Za-z\\])K(?![A-Za-z])", re.sub(r"\\mathbf\{K\}", "", f))]

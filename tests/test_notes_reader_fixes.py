@@ -47,7 +47,7 @@ def test_the_notation_table_defines_what_the_body_uses(tmp_path):
     assert "1e-5" not in table and r"$\epsilon = 10^{-5}$" in table
     assert "the matrix after the d (same shape)" not in table
     for symbol in (r"$\operatorname{mean}(\mathbf{X})$", r"$\operatorname{rowsum}(\mathbf{X})$",
-                   r"$\operatorname{normalize}(\mathbf{X})$", r"$s_{\epsilon}(\mathbf{X})$", r"$\mu_{i}$", r"$v_{i}$",
+                   r"$\operatorname{normalize}(\mathbf{X})$", r"$s_{\epsilon}(\mathbf{X})$", r"$\mu_{t}$", r"$v_{t}$",
                    r"$\rho$", r"$\mathrm{pos}'$", r"$\mathbf{E}_{\mathrm{seq}}$", r"$\mathbf{P}$", "$d$", "$d_{\\mathrm{ff}}$", r"$\lvert\theta\rvert_{\mathrm{layer}}$",
                    "$L$", r"$\tau$"):
         assert "\n" + symbol + " & " in table, symbol
@@ -63,10 +63,11 @@ def test_layernorm_gives_its_row_statistics_and_the_row_of_ones(tmp_path):
     body = notes.residual_section(_build(tmp_path)).body
     assert r"\mathrm{d}\boldsymbol{\gamma} &= \mathbf{1}^{\top} (\mathrm{d}\mathbf{Y} \odot \mathbf{\hat{x}})" in body
     flat = " ".join(body.split())  # the alignment's padding aside
-    assert r"\mu_{i} &= \frac{\sum_{j=0}^{d - 1} {X}_{i,j}}{d}" in flat  # an entry, a number: plain
-    assert r"v_{i} &= \frac{\sum_{j=0}^{d - 1} ({X}_{i,j} - \mu_{i})^{2}}{d}" in flat
-    assert r"s_{i} &= \sqrt{\epsilon + v_{i}}" in flat
-    assert r"{\hat{x}}_{i,j} &= \frac{{X}_{i,j} - \mu_{i}}{s_{i}}" in flat  # an entry with a comma, as X_{i,j}
+    # the row is t, as where the text fixes one row t; j its feature (i and j: two features in the Jacobian)
+    assert r"\mu_{t} &= \frac{\sum_{j=0}^{d - 1} {X}_{t,j}}{d}" in flat  # an entry, a number: plain
+    assert r"v_{t} &= \frac{\sum_{j=0}^{d - 1} ({X}_{t,j} - \mu_{t})^{2}}{d}" in flat
+    assert r"s_{t} &= \sqrt{\epsilon + v_{t}}" in flat
+    assert r"{\hat{x}}_{t,j} &= \frac{{X}_{t,j} - \mu_{t}}{s_{t}}" in flat  # an entry with a comma, as X_{t,j}
 
 
 def test_the_path_product_says_its_order_layout_and_bound(tmp_path):
@@ -121,16 +122,16 @@ def test_one_letter_one_meaning_across_sections(tmp_path):
     of an encoder block), a positional encoding's width is the model width d."""
     b = _build(tmp_path)
     conv = notes.conv_section(b).body
-    # the kernel is kappa, its side D (a number; the keys are the matrix K), its entries (xi, zeta) wherever indexed
+    # the kernel is kappa, its side psi (a number; the keys are the matrix K), its entries (xi, zeta) wherever indexed
     assert r"{\kappa}_{\xi,\zeta}" in conv and r"\partial {\kappa}_{\xi,\zeta}" in conv and "{K}_{\\xi" not in conv
-    assert r"kernel $\boldsymbol{\kappa}$ is $D$ by $D$" in conv and r"\mathbf{K}" not in conv
+    assert r"kernel $\boldsymbol{\kappa}$ is $\psi$ by $\psi$" in conv and r"\mathbf{K}" not in conv
     rnn = notes.rnn_section(b).body
     assert r"$1 \times d_{x}$" in rnn and r"$1 \times d_{h}$" in rnn and r"\times D$" not in rnn
     positional = notes.positional_section(b).body
     assert r"10000^{- \frac{2 j}{d}}" in positional and "$d = 5$" in positional and "{D}" not in positional
     table = notes.notation_section(b)
     symbols = [line.split(" & ")[0] for line in table.splitlines() if line.count(" & ") == 2]
-    assert r"$\boldsymbol{\kappa}$" in symbols and "$D$" in symbols  # the kernel's side, a number (issue 25)
+    assert r"$\boldsymbol{\kappa}$" in symbols and r"$\psi$" in symbols and "$D$" not in symbols  # the kernel's side
     assert r"$\mathbf{K}$" in symbols and "$K$" not in symbols  # the keys, a matrix: K has no second meaning
     assert all(r"\times H$" not in line and r"H \times" not in line for line in table.splitlines() if "$\\mathbf{H}$" not in line)
 
@@ -210,15 +211,15 @@ def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_re
     assert "cross-correlation" in body[:body.index("\\begin{align*}")]
     H_out = r"H_{\mathrm{out}}"
     first_h_o = body.index(H_out)
-    assert body.index(H_out + r" &= \left\lfloor{\frac{H_{\mathrm{in}} + 2 p - D}{\Delta}}\right\rfloor + 1") < body.index(
+    assert body.index(H_out + r" &= \left\lfloor{\frac{H_{\mathrm{in}} + 2 p - \psi}{\Delta}}\right\rfloor + 1") < body.index(
         r"0 \leq i \leq " + H_out + " - 1")
     assert "rows" in body[first_h_o - 80:first_h_o + 40]  # defined in words where it first appears
     assert body.index(r"Write $\mathbf{\hat{G}}$ for $\mathrm{d}\mathbf{Y}$ extended by zeros") < body.index(r"{\hat{G}}_{")
     assert r"{\kappa}_{\xi,\zeta} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta} + b" in body  # the strided forward pass
     assert r"{\mathrm{d}Y}_{i,j} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta}" in body  # G: the gradient of Y, dY
-    assert r"{Y}_{i,j} &= \max_{0 \le \xi, \zeta \le D - 1} (X_{\mathrm{in}})_{\xi + i \Delta,\zeta + j \Delta}" in re.sub(r" +", " ", body)
+    assert r"{Y}_{i,j} &= \max_{0 \le \xi, \zeta \le \psi - 1} (X_{\mathrm{in}})_{\xi + i \Delta,\zeta + j \Delta}" in re.sub(r" +", " ", body)
     assert r"{\mathrm{d}Y}_{i,j} [(m, n) = {\nu}_{i,j}]" in body  # nu: the argmax (a is the softmax's)
-    assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({D}_{l} - 1)" in body
+    assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({\psi}_{l} - 1)" in body
     assert "\\max_{0\\le \\xi,\\zeta" not in body and "cut off" not in body
 
 

@@ -98,7 +98,7 @@ def test_the_prose_names_whole_matrices_in_bold(build):
     from seqgrad.crosscheck import notes
 
     decoder = notes.decoder_section(build).body
-    assert r"the encoder's output $\mathbf{Z}$ (the memory)" in decoder and "output $Z$" not in decoder
+    assert r"the encoder's output $\mathbf{H}_{\mathrm{enc}}$ (the memory)" in decoder and "output $H_{" not in decoder
     conv = notes.conv_section(build).body
     prose = "\n".join(line for line in conv.splitlines() if line[:1].isalpha())
     for bold, plain in ((r"\mathbf{X}_{\mathrm{in}}", r"X_{\mathrm{in}}"), (r"\mathbf{\bar{X}}", r"\bar{X}"),
@@ -131,11 +131,11 @@ def test_the_convolution_prints_the_padding_as_a_letter_and_its_sizes_in_textboo
     from seqgrad.crosscheck import notes
 
     conv = notes.conv_section(build).body
-    assert r"W_{\mathrm{out}} &= \left\lfloor{\frac{W_{\mathrm{in}} + 2 p - D}{\Delta}}\right\rfloor + 1" in conv
+    assert r"W_{\mathrm{out}} &= \left\lfloor{\frac{W_{\mathrm{in}} + 2 p - \psi}{\Delta}}\right\rfloor + 1" in conv
     assert r"$H_{\mathrm{in}} + 2 p$ rows by $W_{\mathrm{in}} + 2 p$ columns" in conv and r"\mathrm{pad}" not in conv
     table = notes.notation_section(build)
     assert re.search(r"^\$p\$ & rows and columns of zeros padded", table, re.M)
-    # p means the padding only: the kernel's entries are (u, v) everywhere, a pooling window is D by D
+    # p means the padding only: the kernel's entries are (u, v) everywhere, a pooling window is psi by psi
     assert not re.search(r"\\kappa\}?_\{p|\\le p - 1|\$p\$ by \$p\$", conv)
 
 
@@ -195,7 +195,7 @@ def test_k_is_only_the_positional_offset(bodies):
              for name, body in bodies.items() if name != "positional"}
     assert {name: runs for name, runs in found.items() if runs} == {}
     assert any(lone_k.search(r) for r in math_runs(bodies["positional"]))  # the test can fail
-    assert r"\mu_{i} &= \frac{\sum_{j=0}^{d - 1} {X}_{i,j}}{d}" in " ".join(bodies["residual"].split())
+    assert r"\mu_{t} &= \frac{\sum_{j=0}^{d - 1} {X}_{t,j}}{d}" in " ".join(bodies["residual"].split())
 
 
 def test_the_derivative_d_is_upright_the_width_d_italic(bodies, build):
@@ -214,4 +214,4 @@ def test_an_entry_of_a_matrix_is_a_number_set_plain(bodies):
     """LayerNorm's entries printed {\\mathbf{X}}_{i,j} (bold, as the matrix) beside the convolution's plain X_{ij}."""
     text = "\n".join(bodies.values())
     assert not re.search(r"\{\\(?:mathbf|boldsymbol)\{[^{}]*\}\}_\{", text)
-    assert "{X}_{i,j}" in bodies["residual"]
+    assert "{X}_{t,j}" in bodies["residual"]

@@ -23,7 +23,26 @@ GROUP = "depth"
 
 #: What each figure shows and what to see in it (the caption in the notes and report.tex).
 #: The matrices the captions name, set in bold as the text's displays set them.
-MATRICES = frozenset({"J_l"})
+MATRICES = frozenset()
+
+
+def _block_jacobian(l="l"):
+    from seqgrad.derive.residual import block_jacobian
+
+    return block_jacobian(l)
+
+
+#: the symbols the captions name as ``{name}``: the Jacobian of block l, the one symbol of derive.residual that the
+#: axis of the figures and the notation table print too (J_j is a recurrent cell's step Jacobian)
+FORMULAS = {"Jl": _block_jacobian()}
+
+
+def product_label() -> str:
+    """The axis label of the depth Jacobian product, ``J_{block,L} ... J_{block,1}``, printed by the notes' printer."""
+    from seqgrad.derive.latex_settings import Notation
+
+    latex = Notation().latex
+    return f"singular values of ${latex(_block_jacobian('L'))} \\cdots {latex(_block_jacobian(1))}$"
 
 CAPTIONS = {
     "gradient-profile-pre-norm": "Pre-norm stacks at initialisation, the experiment of Xiong et al. 2020, Fig. 3, at a "
@@ -43,7 +62,7 @@ CAPTIONS = {
         "Architecture, 2020): slower than that line for shallow stacks and faster for deep ones, so the curve crosses "
         "it. Post-norm: it keeps its size (fitted slope 0.00).",
     "jacobian-product-singular-values-pre-norm": "Singular values of the depth Jacobian product of pre-norm stacks "
-        "at initialisation: the product of the `L` blocks' Jacobians `J_l`, each the Jacobian of block `l`'s output with "
+        "at initialisation: the product of the `L` blocks' Jacobians {Jl}, each the Jacobian of block `l`'s output with "
         "respect to its input, all 4 tokens of width 8 at once (32 by 32; MLP width 16). With the residual bypass (solid) all 32 stay above "
         "the rounding-noise floor at every depth, the smallest above 0.004; without it (dashed) a single block keeps "
         "24 of ordinary size: LayerNorm's Jacobian sends each token's constant direction to 0 (4 values at the floor) "
@@ -107,8 +126,10 @@ def write(out_dir: Path, fmt: str, device: str = "cpu", stems=None) -> list[Path
         "gradient-profile-pre-norm": lambda ax: figures_depth.plot_layer_profile(ax, grads(), "pre-norm"),
         "gradient-profile-post-norm": lambda ax: figures_depth.plot_layer_profile(ax, grads(), "post-norm"),
         "gradient-near-output-vs-depth": lambda ax: figures_depth.plot_output_gradient_vs_depth(ax, grads()),
-        "jacobian-product-singular-values-pre-norm": lambda ax: figures_depth.plot_singular_values(ax, jacs(), "pre-norm"),
-        "jacobian-product-singular-values-post-norm": lambda ax: figures_depth.plot_singular_values(ax, jacs(), "post-norm"),
+        "jacobian-product-singular-values-pre-norm": lambda ax: figures_depth.plot_singular_values(ax, jacs(), "pre-norm",
+                                                                                                     product_label()),
+        "jacobian-product-singular-values-post-norm": lambda ax: figures_depth.plot_singular_values(ax, jacs(), "post-norm",
+                                                                                                      product_label()),
     }
     written = []
     for stem in chosen(sys.modules[__name__], stems):
