@@ -133,6 +133,8 @@ def visual_width(tex: str) -> int:
 # + or - of a sum, before the o of an elementwise product, between the factors of a product (the next
 # line starts with a centred dot).  A bracket whose contents are broken is written \Bigl( ... \Bigr),
 # which may span lines (a \left ... \right pair may not).  Breaks at the outermost level are preferred.
+# A line never ends with a product's leading scalar factor (a number, a symbol, a fraction such as 1/s, a
+# scalar before matrices): the factor stays with what it multiplies (:func:`_coefficient`).
 
 @dataclass
 class _Piece:
@@ -160,7 +162,8 @@ def _pieces(expr, p: NotationPrinter, width: int, depth: int = 0) -> list[_Piece
         for i, factor in enumerate(expr.args):
             inner = _bracketed(factor, p, width, depth, add=False)
             if i:
-                inner[0] = _Piece("\\odot " + inner[0].text, depth, "{}")
+                inner[0] = _Piece("\\odot " + inner[0].text, -1 if i == 1 and _coefficient(expr, p) else depth,
+                                  "{}")
             out += inner
         return out
     if isinstance(expr, (sp.Mul, sp.MatMul)):
@@ -175,13 +178,25 @@ def _pieces(expr, p: NotationPrinter, width: int, depth: int = 0) -> list[_Piece
             else:
                 inner = _bracketed(factor, p, width, depth, add=False, first=i == 0, last=i == len(args) - 1)
             if i:
-                inner[0] = _Piece(inner[0].text, depth, "\\cdot ")
+                inner[0] = _Piece(inner[0].text, -1 if i == 1 and _coefficient(expr, p) else depth, "\\cdot ")
             out += inner
         return out
     if isinstance(expr, sp.Pow) and isinstance(expr.base, sp.Add) and expr.exp.is_Integer and expr.exp > 0:
         inner = _pieces(expr.base, p, width, depth + 1)
         return _wrap(inner, "\\Bigl(", "\\Bigr)^{%s}" % p._print(expr.exp))
     return [_Piece(text)]
+
+
+def _coefficient(product, p: NotationPrinter) -> bool:
+    """Whether the first factor of ``product`` is a leading scalar factor, which a line may not end with: a number,
+    a symbol, a factor printed as a fraction (``\\frac{1}{\\sqrt{d_{k}}}``, an entrywise reciprocal
+    ``\\frac{1}{\\mathbf{s}}``) or, in a product of matrices, a scalar.  A line ending in it leaves the factor
+    dangling from what it multiplies, so the product's first break is not allowed (breaks inside the next factor
+    remain)."""
+    first = product.args[0]
+    if first.is_Number or first.is_Atom or p._print(first).lstrip().startswith(("\\frac", "\\dfrac", "\\tfrac")):
+        return True
+    return isinstance(product, (sp.MatMul, sp.HadamardProduct)) and not getattr(first, "is_Matrix", False)
 
 
 def _bracketed(expr, p: NotationPrinter, width: int, depth: int, *, add: bool, first: bool = False,
@@ -205,16 +220,24 @@ def _wrap(inner: list[_Piece], left: str, right: str) -> list[_Piece]:
 
 
 def _fill(pieces: list[_Piece], width: int, max_depth: int) -> list[str]:
-    """Greedy lines of at most ``width`` (where the allowed breaks permit), breaking at depth <= ``max_depth``."""
+    """Greedy lines of at most ``width`` (where the allowed breaks permit), breaking at depth <= ``max_depth``: the
+    pieces up to the next allowed break go on a line together, so a break is taken when they would not fit."""
+    groups: list[list[_Piece]] = []
+    for piece in pieces:
+        if groups and not 0 <= piece.depth <= max_depth:
+            groups[-1].append(piece)
+        else:
+            groups.append([piece])
     lines: list[str] = []
     current = ""
-    for piece in pieces:
-        can_break = 0 <= piece.depth <= max_depth
-        if current and can_break and visual_width(current) + visual_width(piece.text) + 1 > width:
+    for group in groups:
+        text = " ".join(piece.text for piece in group)
+        if current and visual_width(current) + visual_width(text) + 1 > width:
             lines.append(current)
-            current = (piece.lead + piece.text) if piece.lead != "{}" else "{}" + piece.text
+            lead = group[0].lead
+            current = (lead + text) if lead != "{}" else "{}" + text
         else:
-            current = f"{current} {piece.text}" if current else piece.text
+            current = f"{current} {text}" if current else text
     lines.append(current)
     return lines
 
