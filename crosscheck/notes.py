@@ -1297,8 +1297,7 @@ def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
     step = next(e for e in sp.preorder_traversal(mlp.program["dZ_mlp"].value) if isinstance(e, Elementwise))
     return [
         "\\subsection{Multi-head attention and the MLP sublayer}",
-        _words("With `n_head` heads, numbered from 1 as in the course (head 1 to head {nh}; steps, positions and entries "
-               "are counted from 0), each head {h} has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), "
+        _words("With `n_head` heads, head 1 to head {nh} as in the course, each head {h} has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), "
                "and computes the attention above from the same rows {X}; the heads' outputs are concatenated side by "
                "side, {concat} holding the columns of {O1}, then those of {O2}, and so on ({C} is {cshape}), and mapped "
                "back to width `d` by {wo} ({oshape}). For every number of heads `n_head`:", b,
@@ -1310,11 +1309,11 @@ def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
         _display([(*forward_heads[0], ("  for every head ", _s(HEAD_INDEX)))] + forward_heads[1:], b),
         _words("Backwards, with {dB} the gradient of {B}: the output map passes it back to {C} and gives {dWO}; head {h} "
                "receives its own block of {dC}'s columns, {block}: every row (the bullet) and the columns {lo} to {hi}, "
-               "counted from 1, the {dv} columns that {Oi} fills in {C}; from there each head's "
+               "the {dv} columns that {Oi} fills in {C}; from there each head's "
                "backward pass is the one-head pass above with that head's symbols; and since every head reads the same "
                "rows {X}, the rows' gradient {dX} is the sum over the heads:", b, dB=_s("dB", 2, 2), B=_s("B", 2, 2), h=_s(HEAD_INDEX),
                C=_s("C", 2, 2), dC=_s("dC", 2, 2), dWO=_s("dW_O", 2, 2), dv=_s("d_v"), Oi=_s(f"O^[{HEAD_INDEX}]", 2, 2),
-               X=_s("X", 2, 2), dX=_s("dX", 2, 2), block=block, lo=block.args[1] + 1, hi=sp.factor(block.args[1] + block.args[2]))
+               X=_s("X", 2, 2), dX=_s("dX", 2, 2), block=block, lo=block.args[1], hi=sp.factor(block.args[1] + block.args[2]) - 1)
         + verification(b, checks=[r for r in checks if r.name == MULTIHEAD_CHECK], source="week06 §2.6", appendix="encoder"),
         _display(backward_heads, b),
         _words("We write {mha} for this map, multi-head attention, from the rows {X} to {B}. The decoder uses it twice: "
@@ -1949,7 +1948,8 @@ def notation_section(b) -> str:
         body.append(" & ".join([inline(_of_kind(sym, shape), at.notation), _words(meaning, at, **formulas),
                                 inline(shape, at.notation)]) + " \\\\")
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices of "
-             "steps, positions and entries start at 0, while heads and layers are counted from 1 (head 1, layer 1). Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
+             "steps, positions, rows, columns and entries start at 0 (a block of columns too), while heads and layers "
+             "are counted from 1 (head 1, layer 1). Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
              "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry. "
              "Table~\\ref{tab:notation} lists the symbols, each with its meaning and its shape.")
     from .latex_parts import ragged
