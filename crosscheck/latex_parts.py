@@ -299,7 +299,10 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         # the typeset display below it (the title is an ASCII sentence for terminals, never set in the notes)
         names = ", ".join(code(e.name) for e, *_ in group)
         scopes = "; ".join(scope(e.scope).latex(b.notation) for e, *_ in group)
-        head = f"\\paragraph{{{names}}} {source}; {scopes}."
+        from .notes import identity_label
+
+        labels = "".join(f"\\label{{{identity_label(e.name)}}}" for e, *_ in group)  # the footnotes' page references
+        head = f"\\paragraph{{{names}}}{labels} {source}; {scopes}."
         proof = proofs[entry.name]
         found = quotation(proof.detail) if entry.method == "counterexample" and proof is not None and proof.holds \
             and proof.detail else ""
