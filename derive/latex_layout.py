@@ -4,7 +4,8 @@ Every formula is printed by :class:`derive.latex_settings.NotationPrinter`;
 this module only arranges the printed pieces.  What it returns pastes into a
 document body whose preamble loads :data:`PACKAGES`.  Long sums break before a
 ``+``, long products between factors, and a long derivation is set as several
-displays so that the page may break between them:
+displays so that the page may break between them (never inside one formula: the
+line a formula continues from ends in ``\\\\*``):
 
 >>> import sympy as sp
 >>> from seqgrad.derive.latex_layout import display
@@ -12,7 +13,7 @@ displays so that the page may break between them:
 >>> x = [sp.Symbol(f"x_{t}") for t in range(4)]
 >>> print(display([(sp.Symbol("G"), sum(a * b for a, b in zip(g, x)))], width=24))
 \\begin{align*}
-G &= g^{z}_{0} x_{0} + g^{z}_{1} x_{1}\\\\
+G &= g^{z}_{0} x_{0} + g^{z}_{1} x_{1}\\\\*
   &\\quad {}+ g^{z}_{2} x_{2} + g^{z}_{3} x_{3}
 \\end{align*}
 
@@ -421,16 +422,34 @@ def page_breaks():
         _PAGE_BREAKS.reset(token)
 
 
+def _continues(line: str) -> bool:
+    """Whether ``line`` continues the row above it (``&\\quad {}+ ...``): one formula with it."""
+    return line.lstrip().startswith("&")
+
+
+def _joined(lines: list[str], ends: set = frozenset()) -> str:
+    """``lines`` of an alignment joined by ``\\\\``; before a line that continues the row above by ``\\\\*``, so that
+    the page never breaks inside one formula (the notes allow page breaks in displays, \\allowdisplaybreaks); after
+    a line of ``ends`` (the last of a chunk) ``\\displaybreak[0]`` first: the page may break there."""
+    out = ""
+    for i, line in enumerate(lines):
+        if i == len(lines) - 1:
+            out += line
+        elif i in ends:
+            out += line + " \\displaybreak[0]\\\\\n"
+        else:
+            out += line + ("\\\\*\n" if _continues(lines[i + 1]) else "\\\\\n")
+    return out
+
+
 def _environments(env: str, chunks: list[list[str]], label: str = "") -> str:
     """``chunks`` of aligned lines as ``env`` environments: one per chunk, or (:func:`page_breaks`) one in all with
     a permitted page break between the chunks; the label goes on the last line."""
     if _PAGE_BREAKS.get() and len(chunks) > 1:
         lines = _pad([line for chunk in chunks for line in chunk])
         ends = {sum(len(c) for c in chunks[:i + 1]) - 1 for i in range(len(chunks) - 1)}  # the last line of a chunk
-        body = "".join(line + ("" if i == len(lines) - 1 else " \\displaybreak[0]\\\\\n" if i in ends else "\\\\\n")
-                       for i, line in enumerate(lines))
-        return f"\\begin{{{env}}}\n{body}{label}\n\\end{{{env}}}"
-    return "\n".join(f"\\begin{{{env}}}\n" + "\\\\\n".join(_pad(chunk)) + (label if i == len(chunks) - 1 else "")
+        return f"\\begin{{{env}}}\n{_joined(lines, ends)}{label}\n\\end{{{env}}}"
+    return "\n".join(f"\\begin{{{env}}}\n" + _joined(_pad(chunk)) + (label if i == len(chunks) - 1 else "")
                      + f"\n\\end{{{env}}}" for i, chunk in enumerate(chunks))
 
 

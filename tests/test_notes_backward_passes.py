@@ -32,7 +32,7 @@ def encoder(tmp_path_factory):
 def _line(body: str, lhs: str) -> str:
     """The right-hand side of the display line whose left-hand side is ``lhs`` (LaTeX), one line of an align*, with
     the lines it continues on (``&\\quad {}+ ...``) joined to it."""
-    end = r"(?: \\displaybreak\[0\])?(?:\\\\)?$"
+    end = r"(?: \\displaybreak\[0\])?(?:\\\\\*?)?$"
     found = re.findall(r"^" + re.escape(lhs) + r" *&= (.*?)" + end + r"((?:\n +&\\quad (?:\{\})?.*?" + end + r")*)",
                        body, re.M)
     assert found, lhs

@@ -386,3 +386,24 @@ def test_no_line_ends_with_a_leading_scalar_factor(case):
         broken += len(lines) > 1  # the formula is broken, so the rule is exercised
         assert not any(line.rstrip().endswith(coefficient) for line in lines), (width, lines)
     assert broken
+
+
+def test_the_page_never_breaks_inside_one_formula():
+    """A row broken over lines is one formula: the line before each continuation (``&\\quad ...``) ends in ``\\\\*``,
+    where the page may not break, also where the notes allow page breaks in displays (\\allowdisplaybreaks[1]): the
+    encoder's and decoder's dU once began at the foot of a page and went on at the top of the next."""
+    import contextlib
+
+    from seqgrad.derive import blocks
+    from seqgrad.derive.latex_layout import page_breaks
+
+    rows = blocks.decoder_block_rows(heads=2)
+    for mode in (contextlib.nullcontext, page_breaks):  # consecutive displays; one display with \\displaybreak[0]
+        with mode():
+            tex = display(rows, width=40)
+        lines = tex.splitlines()
+        continued = [i for i, line in enumerate(lines) if line.lstrip().startswith("&\\quad")]
+        assert continued
+        assert all(lines[i - 1].endswith("\\\\*") for i in continued), tex
+        others = [line for i, line in enumerate(lines) if line.endswith("\\\\*") and i + 1 not in continued]
+        assert others == []
