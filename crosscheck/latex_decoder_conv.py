@@ -87,8 +87,7 @@ def decoder_body(b, mark: str) -> str:
                     "the block, and a stack of blocks.", b.notation)
               # how it was verified is the section's footnote, not the text (issue 25, prose review, item 1)
               + verification(b, appendix="decoder", remarks=[words(
-                  f"Causality is shown entry by entry in the symbolic block at `T = {small.T}` (pre- and post-norm), and "
-                  "numerically: the derivatives of row `i` with respect to later rows are exactly 0", b.notation)])
+                  f"Causality is also shown entry by entry in the symbolic block at `T = {small.T}`", b.notation)])
               if holds else ""),
              words("Without the mask, output row `i` depends on target rows after `i`. With it, one pass over a whole "
                    "target computes at each position `i` what the decoder computes from the prefix up to `i` alone, "

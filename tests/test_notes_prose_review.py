@@ -80,7 +80,7 @@ def test_what_the_sentences_became(handout):
     """The verification went into footnotes, where the reader who wants it finds it."""
     notes = [handout[s:e] for s, e in footnotes(body(handout))]
     assert any("Each was verified when these notes were written" in n for n in notes)  # the abstract's
-    assert any("Causality is shown entry by entry in the symbolic block at $T = 4$ (pre- and post-norm)" in n
+    assert any("Causality is also shown entry by entry in the symbolic block at $T = 4$" in n
                for n in notes)  # the decoder's
     # the encoder's worked example: compared with the course's printed numbers, said in the section's footnote
     assert any("They agree with the numbers the course prints" in n for n in notes)
