@@ -23,6 +23,7 @@ def decoder_body(b, mark: str) -> str:
     from seqgrad.derive.program import latex_aligned
 
     from .latex_parts import _derivation, words
+    from .notes import verification
 
     small = dd.DecoderBlock()  # the symbolic block whose dependencies are followed (a small T)
     holds = all(dd.DecoderBlock(T=small.T, norm_first=nf).causal_proof()[0] for nf in (True, False))
@@ -83,9 +84,10 @@ def decoder_body(b, mark: str) -> str:
                     "cross-attention's row `i` reads the target only through its own row `i` (its keys and values are "
                     "the memory's); the LayerNorms, the MLP and the residual sums act on each row alone. Each map of "
                     "the block thus keeps row `i` a function of the rows up to `i`, and so does their composition: "
-                    "the block, and a stack of blocks. The symbolic block at "
-                    f"`T = {small.T}` (pre- and post-norm) shows it entry by entry too, and in a numeric decoder of two "
-                    "blocks the autograd derivatives of row `i` with respect to later rows are exactly 0.", b.notation)
+                    "the block, and a stack of blocks.", b.notation)
+              # how it was verified is the section's footnote, not the text (issue 25, prose review, item 1)
+              + verification(b, appendix="decoder", remarks=[words(
+                  f"Causality is also shown entry by entry in the symbolic block at `T = {small.T}`", b.notation)])
               if holds else ""),
              words("Without the mask, output row `i` depends on target rows after `i`. With it, one pass over a whole "
                    "target computes at each position `i` what the decoder computes from the prefix up to `i` alone, "

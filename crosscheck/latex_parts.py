@@ -262,14 +262,14 @@ PROOF_WORDS = {"simplify": "proved symbolically", "counterexample": "exact count
 def column_block_definition(matrix, notation: Notation) -> str:
     """The sentence that defines the printed column block (:class:`derive.rules.ColumnBlock`) of ``matrix`` (a matrix
     symbol), the block printed by the notation's printer: ``Here (W_O)_{•, i … j} is the block of columns i to j of
-    W_O, counted from 1, with all its rows``."""
+    W_O, with all its rows`` (columns counted from 0, as the notation section says of every index of entries)."""
     from seqgrad.derive.latex_layout import inline
     from seqgrad.derive.rules import ColumnBlock
 
-    i, j = sp.symbols("i j", integer=True, positive=True)
-    block = ColumnBlock(matrix, i - 1, j - i + 1)
+    i, j = sp.symbols("i j", integer=True, nonnegative=True)
+    block = ColumnBlock(matrix, i, j - i + 1)
     return (f"Here {inline(block, notation)} is the block of columns {inline(i, notation)} to {inline(j, notation)} "
-            f"of {inline(matrix, notation)}, counted from 1, with all its rows.")
+            f"of {inline(matrix, notation)}, with all its rows.")
 
 
 def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> str:
@@ -306,7 +306,10 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         # the typeset display below it (the title is an ASCII sentence for terminals, never set in the notes)
         names = ", ".join(code(e.name) for e, *_ in group)
         scopes = "; ".join(scope(e.scope).latex(b.notation) for e, *_ in group)
-        head = f"\\paragraph{{{names}}} {source}; {scopes}."
+        from .notes import identity_label
+
+        labels = "".join(f"\\label{{{identity_label(e.name)}}}" for e, *_ in group)  # the footnotes' page references
+        head = f"\\paragraph{{{names}}}{labels} {source}; {scopes}."
         proof = proofs[entry.name]
         found = quotation(proof.detail) if entry.method == "counterexample" and proof is not None and proof.holds \
             and proof.detail else ""

@@ -100,7 +100,7 @@ def proof_mark(b, names: Sequence[str], stated: Sequence[str] = ()) -> str:
 
     from .latex_parts import prove_within
 
-    said, bad, slow, proved = [], [], [], []
+    said, bad, slow, proved, refuted = [], [], [], [], []
     counted = {"every": 0, "instance": 0, "counterexample": 0, "numeric": 0}
     for name in [*names, *stated]:
         entry = catalogue.get(name)
@@ -115,6 +115,7 @@ def proof_mark(b, names: Sequence[str], stated: Sequence[str] = ()) -> str:
             kind = entry.method if entry.method != "simplify" else (
                 "instance" if entry.scope.startswith("instance") else "every")
             counted[kind] += 1
+            refuted += [name] if kind == "counterexample" else []
     implied = implied_scopes(proved)
     for entry_scope in proved:
         text = for_scope(scope(entry_scope).latex(b.notation))
@@ -125,7 +126,7 @@ def proof_mark(b, names: Sequence[str], stated: Sequence[str] = ()) -> str:
     # scopes hold commas of their own ("for every d, every branch F"), so the list of them is joined by semicolons
     out = ["proved " + "; ".join(said[:-1]) + ("; and " if len(said) > 1 else "") + said[-1]] if said else []
     words = {"every": "proved symbolically for every size", "instance": "proved symbolically at concrete sizes",
-             "counterexample": "refuted by an exact counterexample", "numeric": "checked numerically"}
+             "counterexample": "refuted by an exact counterexample" + named(b, refuted), "numeric": "checked numerically"}
     if sum(counted.values()):
         n = sum(counted.values())
         how = [(k, words[kind]) for kind, k in counted.items() if k]
@@ -133,10 +134,28 @@ def proof_mark(b, names: Sequence[str], stated: Sequence[str] = ()) -> str:
                    + (f", {how[0][1]}" if len(how) == 1 else ": " + ", ".join(f"{k} {word}" for k, word in how)))
     if bad:
         out.append("\\textbf{" + ("not proved" if len(bad) == len(names) + len(stated) else "not every statement is proved")
-                   + "}")
+                   + "}" + named(b, bad))
     if slow:
         out.append(("not" if len(slow) == len(names) + len(stated) else "not all") + f" proved within {b.proof_seconds:g} s here")
     return ". ".join(out[:1] + [capitalized(text) for text in out[1:]])
+
+
+def identity_label(name: str) -> str:
+    """The label of catalogue identity ``name``'s heading in the appendix (:func:`latex_parts.identity_status`)."""
+    return f"id:{name}"
+
+
+def named(b, names: Sequence[str]) -> str:
+    """" ($\\sin(\\omega_{2}) \\neq \\alpha(1) \\sin(0)$, p.~N)": the catalogue identities ``names`` that a footnote
+    counts as refuted (or not proved), each by its statement, printed by the notation's printer, and the page of the
+    appendix that discusses it; "" for none, or where the document has no appendix to point to."""
+    from seqgrad.derive import catalogue
+
+    if not names or not b.appendix:
+        return ""
+    said = [f"${b.notation.latex(catalogue.get(name).statement())}$, p.~\\pageref{{{identity_label(name)}}}"
+            for name in names]
+    return " (" + "; ".join(said) + ")"
 
 
 def capitalized(text: str) -> str:
@@ -210,6 +229,9 @@ class Mark:
     appendix: str | None = None
     #: the identities the section's appendix states (:func:`_audit`), counted in the footnote beside ``proofs``
     stated: tuple = ()
+    #: sentences on how a result of the text was verified that no proof or check above says (the decoder's symbolic
+    #: block at a small T): they belong in the footnote, not the text
+    remarks: tuple = ()
 
 
 #: Where a section's verification marks stand in its text until :func:`one_footnote` says them (the n-th mark).
@@ -217,12 +239,12 @@ MARK_TOKEN = "\\seqgradmark{{{}}}"
 
 
 def verification(b, *, proofs: Sequence[str] = (), checks: Sequence = (), source: str | None = None,
-                 appendix: str | None = None) -> str:
+                 appendix: str | None = None, remarks: Sequence[str] = ()) -> str:
     """One verification mark: a footnote with how the result was proved and checked and where it comes from, as a
     textbook cites it ("Course notes, week 6, §5", :func:`seqgrad.sources.in_words`): no ids, counts, line numbers
     or tables (those are in the appendix).  While a section is built (``b.marks`` a list) the mark is kept and a
     placeholder stands in the text: the section's marks are said together, in one footnote (:func:`one_footnote`)."""
-    mark = Mark(tuple(proofs), tuple(checks), source, appendix)
+    mark = Mark(tuple(proofs), tuple(checks), source, appendix, remarks=tuple(remarks))
     if b.marks is not None:
         b.marks.append(mark)
         return MARK_TOKEN.format(len(b.marks) - 1)
@@ -256,14 +278,20 @@ def _footnote(b, mark: Mark, lead: str = "") -> str:
     said = [s for s in (proof_mark(b, here, stated) if here or stated else "",
                         *(proof_mark(b, names) + f" (Appendix~\\ref{{app:{owner}}})" for owner, names in elsewhere.items()),
                         check_mark(mark.checks, b.device, b.notation)) if s]
-    said = said or ["not verified here"]
+    said = said or ([] if mark.remarks else ["not verified here"])
     led = next((s for s in said if s.startswith(tuple(LEAD_VERBS))), None) if lead else None
     said = [led] + [s for s in said if s is not led] if led else said  # the sentence the lead is the subject of first
-    first, verb = said[0], next((v for v in LEAD_VERBS if said[0].startswith(v)), None)
+    first = said[0] if said else ""
+    verb = next((v for v in LEAD_VERBS if first.startswith(v)), None) if said else None
     # "The results of this section are proved ...", "... agree with ...": the lead is the first sentence's subject
     # a mark of its own (no section lead) speaks of the results beside it: "These results agree with ..."
     opening = ((lead or "These results") + LEAD_VERBS[verb] + first[len(verb):]) if verb else capitalized(first)
-    text = ". ".join([opening] + [capitalized(s) for s in said[1:]])
+    # a later sentence that begins with a verb has the results as its subject too: "They agree with ...", or, after
+    # a sentence on the appendix's identities (whom "they" would mean), the subject again
+    later = [((("They" if ". " not in prev else lead or "These results") + LEAD_VERBS[v] + s[len(v):])
+              if (v := next((v for v in LEAD_VERBS if s.startswith(v + " ")), None)) else capitalized(s))
+             for prev, s in zip(said, said[1:])]
+    text = ". ".join(([opening] if said else []) + later + [capitalized(s) for s in mark.remarks])
     cited_as = in_words(mark.source) if mark.source else ""
     if cited_as:
         text += ". " + cited(cited_as, b.notation)
@@ -300,7 +328,8 @@ def one_footnote(part: Part, b) -> Part:
     checks = list({r.name: r for m in marks for r in m.checks}.values())
     source = "; ".join(str(m.source) for m in marks if m.source)
     joined = Mark(tuple(proofs), tuple(checks), source or None, next((m.appendix for m in marks if m.appendix), None),
-                  tuple(dict.fromkeys(name for m in marks for name in m.stated)))
+                  tuple(dict.fromkeys(name for m in marks for name in m.stated)),
+                  tuple(dict.fromkeys(remark for m in marks for remark in m.remarks)))
     body = part.body
     said_in = with_section_letters(b, joined.appendix) if joined.appendix else b  # the section's own letters
     for i, (_, tok) in enumerate(present):
@@ -1298,8 +1327,7 @@ def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
     step = next(e for e in sp.preorder_traversal(mlp.program["dZ_mlp"].value) if isinstance(e, Elementwise))
     return [
         "\\subsection{Multi-head attention and the MLP sublayer}",
-        _words("With `n_head` heads, numbered from 1 as in the course (head 1 to head {nh}; steps, positions and entries "
-               "are counted from 0), each head {h} has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), "
+        _words("With `n_head` heads, head 1 to head {nh} as in the course, each head {h} has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), "
                "and computes the attention above from the same rows {X}; the heads' outputs are concatenated side by "
                "side, {concat} holding the columns of {O1}, then those of {O2}, and so on ({C} is {cshape}), and mapped "
                "back to width `d` by {wo} ({oshape}). For every number of heads `n_head`:", b,
@@ -1311,11 +1339,11 @@ def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
         _display([(*forward_heads[0], ("  for every head ", _s(HEAD_INDEX)))] + forward_heads[1:], b),
         _words("Backwards, with {dB} the gradient of {B}: the output map passes it back to {C} and gives {dWO}; head {h} "
                "receives its own block of {dC}'s columns, {block}: every row (the bullet) and the columns {lo} to {hi}, "
-               "counted from 1, the {dv} columns that {Oi} fills in {C}; from there each head's "
+               "the {dv} columns that {Oi} fills in {C}; from there each head's "
                "backward pass is the one-head pass above with that head's symbols; and since every head reads the same "
                "rows {X}, the rows' gradient {dX} is the sum over the heads:", b, dB=_s("dB", 2, 2), B=_s("B", 2, 2), h=_s(HEAD_INDEX),
                C=_s("C", 2, 2), dC=_s("dC", 2, 2), dWO=_s("dW_O", 2, 2), dv=_s("d_v"), Oi=_s(f"O^[{HEAD_INDEX}]", 2, 2),
-               X=_s("X", 2, 2), dX=_s("dX", 2, 2), block=block, lo=block.args[1] + 1, hi=sp.factor(block.args[1] + block.args[2]))
+               X=_s("X", 2, 2), dX=_s("dX", 2, 2), block=block, lo=block.args[1], hi=sp.factor(block.args[1] + block.args[2]) - 1)
         + verification(b, checks=[r for r in checks if r.name == MULTIHEAD_CHECK], source="week06 §2.6", appendix="encoder"),
         _display(backward_heads, b),
         _words("We write {mha} for this map, multi-head attention, from the rows {X} to {B}. The decoder uses it twice: "
@@ -1379,7 +1407,7 @@ def encoder_section(b) -> Part:
             " with {sizes}: one block of {heads} heads ({widths} each, so {wo} is {woshape}) and an MLP of hidden width "
             "{dff} with ReLU, every LayerNorm with scale {gamma} a row of ones and shift {beta} a row of zeros (each "
             "{lnshape}), followed by a final LayerNorm. Rows are tokens, "
-            f"numbers at {b.digits} significant figures. Every intermediate agrees with the course's tables", b,
+            f"numbers at {b.digits} significant figures", b,
             sizes=Sizes(sp.Eq(_s("T"), len(tokens), evaluate=False), sp.Eq(_s("d"), len(course.E_VOCAB[0]), evaluate=False)),
             heads=sp.Eq(_s("n_head"), len(course.attention().heads), evaluate=False),
             widths=Sizes(sp.Eq(_s("d_k"), len(course.HEAD1["W_Q"]), evaluate=False),
@@ -1389,7 +1417,7 @@ def encoder_section(b) -> Part:
             gamma=_s("gamma", 1, 2), beta=_s("beta", 1, 2), lnshape=Shape(1, _s("d")))
         + verification(b, checks=[r for r in checks if r.name == "encoder.course_tables"],
                                             source="week06 §Tokens", appendix="encoder")
-        + ", and the layers agree with PyTorch's" + verification(b, checks=[r for r in checks if r.name.startswith("encoder.")
+        + verification(b, checks=[r for r in checks if r.name.startswith("encoder.")
                                                                             and r.name.endswith("_vs_torch")],
                                                                  source="week06 §Block", appendix="encoder") + ".",
     ]
@@ -1674,12 +1702,14 @@ def introduction(b, names: Sequence[str], appendix: bool, bodies: dict[str, str]
             "backpropagation through time, gated cells, positional encodings, attention, LayerNorm and residual "
             "connections, the Transformer encoder and decoder, and convolution. "
             + (contents_sentence({n: bodies[n] for n in names}) + " " if bodies is not None else "")
-            + "Every formula is derived from the model's equations and was verified when these notes were "
-            "written: proved symbolically or checked against PyTorch's automatic differentiation in double precision; "
-            "one footnote per section says which, and where its results come from in the course texts.")
+            + "Every formula is derived from the model's equations.")
+    # how the formulas were verified is a footnote, not the text (issue 25, prose review, item 1)
+    note = ("Each was verified when these notes were written: proved symbolically or checked against PyTorch's "
+            "automatic differentiation in double precision; one footnote per section says which, and where its "
+            "results come from in the course texts.")
     if appendix:
-        text += " The appendix lists every identity and check with its source and the errors measured."
-    return "\\begin{abstract}\n" + text + "\n\\end{abstract}"
+        note += " The appendix lists every identity and check with its source and the errors measured."
+    return "\\begin{abstract}\n" + text + "\\footnote{" + note + "}\n\\end{abstract}"
 
 
 def _sym(name: str, *shape, matrix: bool = False):
@@ -1977,7 +2007,8 @@ def notation_section(b) -> str:
         body.append(" & ".join([inline(_of_kind(sym, shape), at.notation), _words(meaning, at, **formulas),
                                 inline(shape, at.notation)]) + " \\\\")
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices of "
-             "steps, positions and entries start at 0, while heads and layers are counted from 1 (head 1, layer 1). Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
+             "steps, positions, rows, columns and entries start at 0 (a block of columns too), while heads and layers "
+             "are counted from 1 (head 1, layer 1). Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "
              "to rows through their transpose. A function of a vector (tanh, the sigmoid, a square) acts on each entry. "
              "Table~\\ref{tab:notation} lists the symbols, each with its meaning and its shape.")
     from .latex_parts import ragged

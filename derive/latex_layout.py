@@ -4,7 +4,8 @@ Every formula is printed by :class:`derive.latex_settings.NotationPrinter`;
 this module only arranges the printed pieces.  What it returns pastes into a
 document body whose preamble loads :data:`PACKAGES`.  Long sums break before a
 ``+``, long products between factors, and a long derivation is set as several
-displays so that the page may break between them:
+displays so that the page may break between them (never inside one formula: the
+line a formula continues from ends in ``\\\\*``):
 
 >>> import sympy as sp
 >>> from seqgrad.derive.latex_layout import display
@@ -12,7 +13,7 @@ displays so that the page may break between them:
 >>> x = [sp.Symbol(f"x_{t}") for t in range(4)]
 >>> print(display([(sp.Symbol("G"), sum(a * b for a, b in zip(g, x)))], width=24))
 \\begin{align*}
-G &= g^{z}_{0} x_{0} + g^{z}_{1} x_{1}\\\\
+G &= g^{z}_{0} x_{0} + g^{z}_{1} x_{1}\\\\*
   &\\quad {}+ g^{z}_{2} x_{2} + g^{z}_{3} x_{3}
 \\end{align*}
 
@@ -133,6 +134,8 @@ def visual_width(tex: str) -> int:
 # + or - of a sum, before the o of an elementwise product, between the factors of a product (the next
 # line starts with a centred dot).  A bracket whose contents are broken is written \Bigl( ... \Bigr),
 # which may span lines (a \left ... \right pair may not).  Breaks at the outermost level are preferred.
+# A line never ends with a product's leading scalar factor (a number, a symbol, a fraction such as 1/s, a
+# scalar before matrices): the factor stays with what it multiplies (:func:`_coefficient`).
 
 @dataclass
 class _Piece:
@@ -160,7 +163,8 @@ def _pieces(expr, p: NotationPrinter, width: int, depth: int = 0) -> list[_Piece
         for i, factor in enumerate(expr.args):
             inner = _bracketed(factor, p, width, depth, add=False)
             if i:
-                inner[0] = _Piece("\\odot " + inner[0].text, depth, "{}")
+                inner[0] = _Piece("\\odot " + inner[0].text, -1 if i == 1 and _coefficient(expr, p) else depth,
+                                  "{}")
             out += inner
         return out
     if isinstance(expr, (sp.Mul, sp.MatMul)):
@@ -175,13 +179,25 @@ def _pieces(expr, p: NotationPrinter, width: int, depth: int = 0) -> list[_Piece
             else:
                 inner = _bracketed(factor, p, width, depth, add=False, first=i == 0, last=i == len(args) - 1)
             if i:
-                inner[0] = _Piece(inner[0].text, depth, "\\cdot ")
+                inner[0] = _Piece(inner[0].text, -1 if i == 1 and _coefficient(expr, p) else depth, "\\cdot ")
             out += inner
         return out
     if isinstance(expr, sp.Pow) and isinstance(expr.base, sp.Add) and expr.exp.is_Integer and expr.exp > 0:
         inner = _pieces(expr.base, p, width, depth + 1)
         return _wrap(inner, "\\Bigl(", "\\Bigr)^{%s}" % p._print(expr.exp))
     return [_Piece(text)]
+
+
+def _coefficient(product, p: NotationPrinter) -> bool:
+    """Whether the first factor of ``product`` is a leading scalar factor, which a line may not end with: a number,
+    a symbol, a factor printed as a fraction (``\\frac{1}{\\sqrt{d_{k}}}``, an entrywise reciprocal
+    ``\\frac{1}{\\mathbf{s}}``) or, in a product of matrices, a scalar.  A line ending in it leaves the factor
+    dangling from what it multiplies, so the product's first break is not allowed (breaks inside the next factor
+    remain)."""
+    first = product.args[0]
+    if first.is_Number or first.is_Atom or p._print(first).lstrip().startswith(("\\frac", "\\dfrac", "\\tfrac")):
+        return True
+    return isinstance(product, (sp.MatMul, sp.HadamardProduct)) and not getattr(first, "is_Matrix", False)
 
 
 def _bracketed(expr, p: NotationPrinter, width: int, depth: int, *, add: bool, first: bool = False,
@@ -205,16 +221,24 @@ def _wrap(inner: list[_Piece], left: str, right: str) -> list[_Piece]:
 
 
 def _fill(pieces: list[_Piece], width: int, max_depth: int) -> list[str]:
-    """Greedy lines of at most ``width`` (where the allowed breaks permit), breaking at depth <= ``max_depth``."""
+    """Greedy lines of at most ``width`` (where the allowed breaks permit), breaking at depth <= ``max_depth``: the
+    pieces up to the next allowed break go on a line together, so a break is taken when they would not fit."""
+    groups: list[list[_Piece]] = []
+    for piece in pieces:
+        if groups and not 0 <= piece.depth <= max_depth:
+            groups[-1].append(piece)
+        else:
+            groups.append([piece])
     lines: list[str] = []
     current = ""
-    for piece in pieces:
-        can_break = 0 <= piece.depth <= max_depth
-        if current and can_break and visual_width(current) + visual_width(piece.text) + 1 > width:
+    for group in groups:
+        text = " ".join(piece.text for piece in group)
+        if current and visual_width(current) + visual_width(text) + 1 > width:
             lines.append(current)
-            current = (piece.lead + piece.text) if piece.lead != "{}" else "{}" + piece.text
+            lead = group[0].lead
+            current = (lead + text) if lead != "{}" else "{}" + text
         else:
-            current = f"{current} {piece.text}" if current else piece.text
+            current = f"{current} {text}" if current else text
     lines.append(current)
     return lines
 
@@ -398,16 +422,34 @@ def page_breaks():
         _PAGE_BREAKS.reset(token)
 
 
+def _continues(line: str) -> bool:
+    """Whether ``line`` continues the row above it (``&\\quad {}+ ...``): one formula with it."""
+    return line.lstrip().startswith("&")
+
+
+def _joined(lines: list[str], ends: set = frozenset()) -> str:
+    """``lines`` of an alignment joined by ``\\\\``; before a line that continues the row above by ``\\\\*``, so that
+    the page never breaks inside one formula (the notes allow page breaks in displays, \\allowdisplaybreaks); after
+    a line of ``ends`` (the last of a chunk) ``\\displaybreak[0]`` first: the page may break there."""
+    out = ""
+    for i, line in enumerate(lines):
+        if i == len(lines) - 1:
+            out += line
+        elif i in ends:
+            out += line + " \\displaybreak[0]\\\\\n"
+        else:
+            out += line + ("\\\\*\n" if _continues(lines[i + 1]) else "\\\\\n")
+    return out
+
+
 def _environments(env: str, chunks: list[list[str]], label: str = "") -> str:
     """``chunks`` of aligned lines as ``env`` environments: one per chunk, or (:func:`page_breaks`) one in all with
     a permitted page break between the chunks; the label goes on the last line."""
     if _PAGE_BREAKS.get() and len(chunks) > 1:
         lines = _pad([line for chunk in chunks for line in chunk])
         ends = {sum(len(c) for c in chunks[:i + 1]) - 1 for i in range(len(chunks) - 1)}  # the last line of a chunk
-        body = "".join(line + ("" if i == len(lines) - 1 else " \\displaybreak[0]\\\\\n" if i in ends else "\\\\\n")
-                       for i, line in enumerate(lines))
-        return f"\\begin{{{env}}}\n{body}{label}\n\\end{{{env}}}"
-    return "\n".join(f"\\begin{{{env}}}\n" + "\\\\\n".join(_pad(chunk)) + (label if i == len(chunks) - 1 else "")
+        return f"\\begin{{{env}}}\n{_joined(lines, ends)}{label}\n\\end{{{env}}}"
+    return "\n".join(f"\\begin{{{env}}}\n" + _joined(_pad(chunk)) + (label if i == len(chunks) - 1 else "")
                      + f"\n\\end{{{env}}}" for i, chunk in enumerate(chunks))
 
 

@@ -342,15 +342,16 @@ class HConcat(MatrixExpr):
 class ColumnBlock(MatrixExpr):
     """``G[:, a:a+w]``: the columns a .. a+w-1 (the pullback of a concatenation to one block).
 
-    Printed in LaTeX as math, not as a slice: ``(G)_{\\bullet,\\,a+1 \\ldots a+w}``, every row (the bullet) and the
-    columns a + 1 to a + w counted from 1 (the first w columns: ``1 \\ldots w``); a text defines it where it first
-    uses one (the notes' appendix: :func:`crosscheck.latex_parts.column_block_definition`).
+    Printed in LaTeX as math, not as a slice: ``(G)_{\\bullet,\\,a \\ldots a+w-1}``, every row (the bullet) and the
+    columns a to a + w - 1, counted from 0 as every index of entries is (the first w columns: ``0 \\ldots w - 1``);
+    a text defines it where it first uses one (the notes' appendix:
+    :func:`crosscheck.latex_parts.column_block_definition`).
 
     >>> from seqgrad.derive.latex_settings import Notation
     >>> a, b = sp.symbols("a b", integer=True, positive=True)
     >>> W = sp.MatrixSymbol("W_O", 3, a + b)
     >>> Notation().latex(ColumnBlock(W, 0, a)), Notation().latex(ColumnBlock(W, a, b))
-    ('(\\\\mathbf{W}_{O})_{\\\\bullet,\\\\,1 \\\\ldots a}', '(\\\\mathbf{W}_{O})_{\\\\bullet,\\\\,a + 1 \\\\ldots a + b}')
+    ('(\\\\mathbf{W}_{O})_{\\\\bullet,\\\\,0 \\\\ldots a - 1}', '(\\\\mathbf{W}_{O})_{\\\\bullet,\\\\,a \\\\ldots a + b - 1}')
     """
 
     def __new__(cls, arg, start, width):
@@ -367,8 +368,9 @@ class ColumnBlock(MatrixExpr):
         from .sequence import index_order
 
         a, w = self.args[1], self.args[2]
-        return r"\left(%s\right)_{\bullet,\,%s \ldots %s}" % (printer._print(self.args[0]), printer._print(index_order(a + 1)),
-                                                              printer._print(sp.factor(a + w)))  # the last column, i d_v, not (i - 1) d_v + d_v
+        # the last column, d_v h - 1, not d_v (h - 1) + d_v - 1
+        return r"\left(%s\right)_{\bullet,\,%s \ldots %s}" % (printer._print(self.args[0]), printer._print(index_order(a)),
+                                                              printer._print(index_order(sp.factor(a + w) - 1)))
 
     def _sympystr(self, printer):
         a, w = self.args[1], self.args[2]

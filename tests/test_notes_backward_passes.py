@@ -30,10 +30,14 @@ def encoder(tmp_path_factory):
 
 
 def _line(body: str, lhs: str) -> str:
-    """The right-hand side of the display line whose left-hand side is ``lhs`` (LaTeX), one line of an align*."""
-    found = re.findall(r"^" + re.escape(lhs) + r" *&= (.*?)(?: \\displaybreak\[0\])?(?:\\\\)?$", body, re.M)
+    """The right-hand side of the display line whose left-hand side is ``lhs`` (LaTeX), one line of an align*, with
+    the lines it continues on (``&\\quad {}+ ...``) joined to it."""
+    end = r"(?: \\displaybreak\[0\])?(?:\\\\\*?)?$"
+    found = re.findall(r"^" + re.escape(lhs) + r" *&= (.*?)" + end + r"((?:\n +&\\quad (?:\{\})?.*?" + end + r")*)",
+                       body, re.M)
     assert found, lhs
-    return found[0]
+    first, more = found[0]
+    return " ".join([first] + re.findall(r"&\\quad (?:\{\})?(.*?)" + end, more, re.M))
 
 
 def test_the_multi_head_forward_map_is_written_for_n_head_heads(encoder):
@@ -50,7 +54,7 @@ def test_the_multi_head_backward_pass_is_printed_line_by_line(encoder):
     head = lambda name: r"\mathrm{d}\mathbf{%s}^{[h]}" % name  # noqa: E731
     assert _line(sub, r"\mathrm{d}\mathbf{C}") == r"\mathrm{d}\mathbf{B} \mathbf{W}_{O}"
     assert _line(sub, r"\mathrm{d}\mathbf{W}_{O}") == r"\mathrm{d}\mathbf{B}^{\top} \mathbf{C}"
-    assert _line(sub, head("O")) == r"(\mathrm{d}\mathbf{C})_{\bullet,\,d_{v} (h - 1) + 1 \ldots d_{v} h}"
+    assert _line(sub, head("O")) == r"(\mathrm{d}\mathbf{C})_{\bullet,\,d_{v} (h - 1) \ldots d_{v} h - 1}"
     assert _line(sub, head("V")) == r"(\mathbf{A}^{[h]})^{\top} \mathrm{d}\mathbf{O}^{[h]}"  # head h's one-head pass
     assert _line(sub, dX) == (r"\sum_{h=1}^{n_{\mathrm{head}}} (\mathrm{d}\mathbf{Q}^{[h]} \mathbf{W}^{[h]}_{Q} + "
                               r"\mathrm{d}\mathbf{K}^{[h]} \mathbf{W}^{[h]}_{K} + \mathrm{d}\mathbf{V}^{[h]} \mathbf{W}^{[h]}_{V})")

@@ -172,11 +172,17 @@ def test_cross_attention_caption():
 
 
 def test_receptive_field_caption():
-    """'The black bar spans the measured receptive field ... as the formula for rf_L gives', at every depth."""
+    """'The black bar spans the receptive field of that output: 7 input positions ..., the values of rf_3', the
+    numbers the formula gives, and the receptive field drawn (measured) is the formula's at every depth; the caption
+    says the mathematics, not 'as measured' (issue 25, prose review: verification is a footnote)."""
     from seqgrad.crosscheck.figures import conv
     from seqgrad.derive.conv import receptive_field
 
-    assert "the values the formula for `rf_3` gives" in conv.CAPTIONS["conv_receptive_field"]
+    rf = [int(receptive_field([3, 3, 3], strides)) for strides in ([1, 1, 1], [2, 2, 1])]
+    caption = conv.CAPTIONS["conv_receptive_field"]
+    assert (f"{rf[0]} input positions at strides 1, 1, 1 and {rf[1]} at strides 2, 2, 1, the values of `rf_3` at "
+            "kernel 3") in caption
+    assert "measured" not in caption
     for strides in ([1, 1, 1], [2, 2, 1]):
         reads = conv.influence([3, 3, 3], strides)
         for layer in range(1, 4):  # the input positions under one unit of layer `layer`

@@ -145,9 +145,32 @@ def test_the_counting_convention_is_said(build):
     from seqgrad.crosscheck import notes
 
     table = notes.notation_section(build)
-    assert "indices of steps, positions and entries start at 0, while heads and layers are counted from 1" in table
+    assert ("indices of steps, positions, rows, columns and entries start at 0 (a block of columns too), while heads "
+            "and layers are counted from 1") in table
     encoder = notes.encoder_section(build).body
-    assert "heads, numbered from 1 as in the course" in encoder
+    assert "heads, head 1 to head $n_{\\mathrm{head}}$ as in the course" in encoder
+
+
+def test_the_counting_convention_is_said_once_and_kept(build):
+    """Issue 25, prose review, item 4: the notation section states the convention (entries and columns from 0,
+    heads from 1); the attention and multi-head sections neither restate it nor count a column block from 1, and
+    the block's printed first column is the column its first entry reads."""
+    import sympy as sp
+
+    from seqgrad.crosscheck import notes
+    from seqgrad.derive.blocks import HEAD_INDEX
+    from seqgrad.derive.rules import ColumnBlock
+
+    for section in (notes.attention_section(build).body, notes.encoder_section(build).body):
+        assert not re.search(r"(counted|numbered) from [01]", section)
+    encoder = notes.encoder_section(build).body
+    h, dv = sp.Symbol(HEAD_INDEX, integer=True, positive=True), sp.Symbol("d_v", integer=True, positive=True)
+    dC = sp.MatrixSymbol("dC", 2, 2 * dv)
+    block = ColumnBlock(dC, (h - 1) * dv, dv)
+    first, last = block[0, 0].j, block[0, block.shape[1] - 1].j  # the columns of dC its first and last entries read
+    printed = build.notation.latex(block)
+    assert printed.endswith(f"{build.notation.latex(first)} \\ldots {build.notation.latex(sp.expand(last))}}}"), printed
+    assert printed in encoder and "the columns $d_{v} (h - 1)$ to $d_{v} h - 1$" in encoder
 
 
 def test_the_concatenation_and_mha_are_defined_before_they_are_used(build):

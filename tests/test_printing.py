@@ -349,3 +349,61 @@ def test_a_scope_read_again_keeps_its_formulas():
     once = scope("all `sigma**2` > 0, d >= 1")
     assert scope(once).latex() == once.latex() and str(scope(once)) == str(once)
     assert r"\sigma^{2}" in once.latex()
+
+
+# -- a display never breaks right after a leading scalar factor (issue 25, prose review, item 3) ----------------------
+
+def _leading_factor_cases():
+    """Products whose first factor is a coefficient (a fraction, a symbol, a scalar in a matrix product), each in a
+    sum long enough to be broken at the widths tried."""
+    from seqgrad.derive import blocks
+
+    x = sp.symbols("x0:12")
+    c = sp.Symbol("c")
+    X, Y = sp.MatrixSymbol("X", 3, 3), sp.MatrixSymbol("Y", 3, 3)
+    long_sum = sp.MatAdd(*(sp.MatrixSymbol(f"A_{i}", 3, 3) for i in range(8)))
+    dU = next(rhs for lhs, rhs in blocks.decoder_block_rows(heads=2) if str(lhs) == "dU_cross")  # the decoder's
+    reciprocal = next(term.args[0] for term in dU.args if isinstance(term, sp.HadamardProduct))  # 1/s_mlp
+    return [
+        (dU, reciprocal),
+        (x[0] + sp.Mul(sp.Rational(1, 3), sp.Add(*x[1:]), evaluate=False), sp.Rational(1, 3)),
+        (x[0] * x[1] + sp.Mul(c, sp.Add(*x[2:]), evaluate=False), c),
+        (sp.MatAdd(X, sp.MatMul(c / 7, sp.MatAdd(long_sum, Y)), evaluate=False), c / 7),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_no_line_ends_with_a_leading_scalar_factor(case):
+    """The rule, in derive.latex_layout: a product's break after its first factor is not allowed when that factor is
+    a coefficient, so at no width does a line of a broken display end with it (the decoder's dU_cross once ended a
+    line with 1/s_mlp, the bracket it multiplies on the next line)."""
+    expr, factor = _leading_factor_cases()[case]
+    printer = NotationPrinter()
+    coefficient = printer._print(factor)
+    broken = 0
+    for width in range(20, 80):
+        lines = break_lines(expr, printer, width)
+        broken += len(lines) > 1  # the formula is broken, so the rule is exercised
+        assert not any(line.rstrip().endswith(coefficient) for line in lines), (width, lines)
+    assert broken
+
+
+def test_the_page_never_breaks_inside_one_formula():
+    """A row broken over lines is one formula: the line before each continuation (``&\\quad ...``) ends in ``\\\\*``,
+    where the page may not break, also where the notes allow page breaks in displays (\\allowdisplaybreaks[1]): the
+    encoder's and decoder's dU once began at the foot of a page and went on at the top of the next."""
+    import contextlib
+
+    from seqgrad.derive import blocks
+    from seqgrad.derive.latex_layout import page_breaks
+
+    rows = blocks.decoder_block_rows(heads=2)
+    for mode in (contextlib.nullcontext, page_breaks):  # consecutive displays; one display with \\displaybreak[0]
+        with mode():
+            tex = display(rows, width=40)
+        lines = tex.splitlines()
+        continued = [i for i, line in enumerate(lines) if line.lstrip().startswith("&\\quad")]
+        assert continued
+        assert all(lines[i - 1].endswith("\\\\*") for i in continued), tex
+        others = [line for i, line in enumerate(lines) if line.endswith("\\\\*") and i + 1 not in continued]
+        assert others == []

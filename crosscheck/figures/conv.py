@@ -21,8 +21,8 @@ CAPTIONS = {
     "conv_receptive_field": "Receptive fields of three stacked convolutions, kernel 3 at every layer, strides 1, 1, "
         "1 (left) and 2, 2, 1 (right). The squares of each layer are the units that influence the central output of "
         "the last layer, drawn at the centre of the input they read. The black bar spans the receptive field of that "
-        "output as measured, 7 input positions at strides 1, 1, 1 and 15 at strides 2, 2, 1: the values the formula for "
-        "`rf_3` gives at kernel 3 (each layer adds `k - 1` times the product of the strides below it).",
+        "output: 7 input positions at strides 1, 1, 1 and 15 at strides 2, 2, 1, the values of `rf_3` at kernel 3 "
+        "(each layer adds `k - 1` times the product of the strides below it).",
 }
 HELP = "receptive field of stacked 1-D convolutions (kernel 3; stride 1 and 2): positions one output reads, layer by layer"
 

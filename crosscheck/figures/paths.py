@@ -31,8 +31,8 @@ CAPTIONS = {
         "colour), over the step `t` and the recurrent weight `w_h`; the black contour is 1 (no change). Blue: vanishing, "
         "red: exploding; colours are clipped at the colour bar's ends.",
     "jacobian-product-norms": "A vector tanh RNN, from the top: the Pascanu bound, the product of the single-step "
-        "norms, and the spectral norm of the Jacobian product. Each is an upper bound of the one below it; the measured product "
-        "can be far smaller than the bounds.",
+        "norms, and the spectral norm of the Jacobian product. Each is an upper bound of the one below it; the norm of the product "
+        "itself can be far smaller than the bounds.",
     "gradient-flow-rnn-gru-lstm": "The point of the gates: at fixed gates the carry derivative is `diag(f_t)` (LSTM), and at "
         "fixed gates and candidate it is `diag(u_t)` (GRU). At PyTorch's default initialisation the gates sit near 0.5 and all three cells lose the "
         "gradient alike, by more than twelve orders of magnitude over 59 steps back; with the bias of the keeping gate (the "
