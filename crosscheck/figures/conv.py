@@ -65,9 +65,11 @@ def plot_receptive_field(ax, reads: list[np.ndarray], kernels, strides, formula:
     ax.set_yticks(range(len(reads)), ["input"] + [f"layer {l}" for l in range(1, len(reads))])
     ax.set_ylim(-0.8, len(reads) - 0.5)
     ax.set_xlabel("input position")
-    field = f"receptive field {extent} (formula: {formula})"  # measured, beside what the formula gives
-    ax.set_title(f"kernels {', '.join(map(str, kernels))}, strides {', '.join(map(str, strides))}\n{field}",
-                 fontsize=10)
+    if extent != formula:  # the picture would contradict the section's formula r_l: say so, never draw it
+        raise ValueError(f"the receptive field drawn for kernels {kernels}, strides {strides} is {extent} input "
+                         f"positions, the formula gives {formula}")
+    ax.set_title(f"kernels {', '.join(map(str, kernels))}, strides {', '.join(map(str, strides))}\n"
+                 f"receptive field {extent}", fontsize=10)
     return {"points": points, "extent": extent}
 
 
