@@ -111,8 +111,14 @@ class Build:
 
     def pointer(self, set_name: str, stem: str, sentence: str) -> str:
         """``Figure~\\ref{fig:STEM}`` followed by ``sentence`` (typeset words: what the reader sees in the figure),
-        when this build includes the figure; "" when it does not (a sentence never points to a missing figure)."""
-        return f"Figure~\\ref{{fig:{stem}}} {sentence}" if self.shows(set_name, stem) else ""
+        when this build includes the figure, then what the set's ``READINGS`` say of it (the reading of its curves,
+        too long for its caption); "" when it does not (a sentence never points to a missing figure)."""
+        if not self.shows(set_name, stem):
+            return ""
+        from .figures import figure_sets
+
+        reading = getattr(figure_sets()[set_name], "READINGS", {}).get(stem)
+        return f"Figure~\\ref{{fig:{stem}}} {sentence}" + (" " + words(reading, self.notation) if reading else "")
 
     def shows(self, set_name: str, stem: str) -> bool:
         """Whether this build includes figure ``stem`` of ``set_name`` (a sentence may then point to it)."""

@@ -714,8 +714,8 @@ def gates_section(b) -> Part:
                        "carries shrink only by the gate's value per step, where a plain RNN's product shrinks by its "
                        "slope times its weight at every step.", b)
                 + " " + b.pointer("paths", "gradient-flow-rnn-gru-lstm", _words(
-                    "shows the carry product and the gradient over 59 steps back, for the three cells at their default initialisation and with the keeping "
-                    "gate's bias raised.", b)))
+                    "shows the carry product and the gradient over 59 steps back, for the three cells at their default "
+                    "initialisation (left) and for the GRU and the LSTM with the keeping gate's bias raised (right).", b)))
     # anchored in the LSTM's subsection, after its backward pass, where both gates and their carries are defined: it
     # floats to the page of the paragraph that points to it or the one before (at the section's end, with the
     # section's float barrier, it left half a page empty)

@@ -218,16 +218,38 @@ def test_6_the_gradient_flow_legend_is_outside_the_curves():
 
     plot, size = paths.figures()["gradient-flow-rnn-gru-lstm"]
     fig = Figure(figsize=size, layout="constrained")
-    ax = fig.add_subplot()
-    lines = fp.plot_gradient_flow(ax)
+    axes = fig.subplots(1, paths.PANELS["gradient-flow-rnn-gru-lstm"])
+    lines = fp.plot_gradient_flow(axes)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     renderer = FigureCanvasAgg(fig).get_renderer()
     fig.draw(renderer)
-    legend = ax.get_legend().get_window_extent(renderer)
-    assert not legend.overlaps(ax.get_window_extent(renderer)), "the legend sits on the axes, over the curves"
-    assert fig.bbox.contains(legend.x0, legend.y0) and fig.bbox.contains(legend.x1, legend.y1)  # and is not cut off
-    assert len(ax.get_legend().get_texts()) == len(lines)
+    for ax in axes:
+        legend = ax.get_legend().get_window_extent(renderer)
+        for other in axes:
+            assert not legend.overlaps(other.get_window_extent(renderer)), "the legend sits on the axes, over the curves"
+        assert fig.bbox.contains(legend.x0, legend.y0) and fig.bbox.contains(legend.x1, legend.y1)  # and is not cut off
+    assert sum(len(ax.get_legend().get_texts()) for ax in axes) == len(lines)
+
+
+def test_6_the_gradient_flow_figure_is_two_panels_with_a_caption_that_says_what_to_see():
+    """Issue 25, lecturer's figure review, item 1: nine curves crowded one panel under a nine-sentence caption.  The
+    default initialisation is drawn on the left, the raised keeping-gate bias on the right; the caption says what to
+    see in each in at most three sentences, and the numbers are said in the text that points to the figure."""
+    from matplotlib.figure import Figure
+
+    from seqgrad.crosscheck.figures import paths
+    from seqgrad.numeric import figures_paths as fp
+
+    left, right = Figure().subplots(1, paths.PANELS["gradient-flow-rnn-gru-lstm"])
+    lines = fp.plot_gradient_flow((left, right))
+    assert {line.get_label().split(":")[0] for line in lines if line.axes is left} == \
+        {"RNN, default init", "GRU, default init", "LSTM, default init"}
+    assert all("raised by 3" in line.get_label() for line in lines if line.axes is right) and len(right.get_lines()) == 4
+    caption = paths.CAPTIONS["gradient-flow-rnn-gru-lstm"]
+    assert caption.count(". ") <= 2 and len(caption.split()) <= 50 and "Left:" in caption and "Right:" in caption
+    reading = paths.READINGS["gradient-flow-rnn-gru-lstm"]
+    assert "twelve orders of magnitude" in reading and "twelve orders" not in caption
 
 
 def test_6_the_contributions_figure_names_the_head_and_its_output_as_the_text_does():
