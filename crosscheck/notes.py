@@ -591,13 +591,14 @@ def _rnn_numbers(b) -> list[str]:
             "of terms" + (" (the term {step0} of step 0 is 0, because {h0})" if ex.rows[0][min(ex.terms)] == 0 else "")
             + ".", b, ghT=_grad("h", net.steps - 1), gz0=_grad("z", 0),
             step0=step0, h0=sp.Eq(_at("h", -1), 0, evaluate=False)),
-        _numbers_table(b, header, rows, _words("The three-step scalar RNN at the values stated in the text, at each step "
-                                              "`t`: the input, the state, the two adjoints of the backward recursion and "
-                                              "the terms of the two gradient sums; the last row sums the unrounded "
-                                              "terms, {dwh} and {dwx}", b, dwh=sp.Eq(grads["w_h"], _as_figures(ex.gradients["w_h"], b), evaluate=False),
-                                              dwx=sp.Eq(grads["w_x"], _as_figures(ex.gradients["w_x"], b), evaluate=False))
-                       + _rounded_sums(ex, b) + ".",
-                       "tab:rnn-numbers"),
+        # the caption says what the table shows; how its sums are made is said in the text below it
+        _numbers_table(b, header, rows, _words("The three-step scalar RNN at the values stated in the text: at each step "
+                                              "`t` the input, the state, the two adjoints and the terms of the two "
+                                              "gradient sums, with the sums in the last row.", b), "tab:rnn-numbers"),
+        _words("The last row of Table", b) + "~\\ref{tab:rnn-numbers} " + _words(
+            "sums the unrounded terms, {dwh} and {dwx}", b,
+            dwh=sp.Eq(grads["w_h"], _as_figures(ex.gradients["w_h"], b), evaluate=False),
+            dwx=sp.Eq(grads["w_x"], _as_figures(ex.gradients["w_x"], b), evaluate=False)) + _rounded_sums(ex, b) + ".",
     ]
 
 
@@ -823,8 +824,7 @@ def positional_section(b) -> Part:
     from seqgrad.derive import catalogue, positional
 
     b = with_section_letters(b, "positional")
-    from .latex_parts import paired_encoding, shift_report_rows
-    from seqgrad.derive.latex_layout import tabular
+    from .latex_parts import paired_encoding
 
     pos, k, j, D = sp.symbols("pos k j d", integer=True)  # d: the encoding's width, the model's
     omega = sp.Symbol("omega_j")
@@ -862,13 +862,26 @@ def positional_section(b) -> Part:
         "Table~\\ref{tab:pe-shift-properties} " + _words("lists what makes {Rk} a rotation at this width: it is orthogonal, "
                "its determinant is 1, two shifts compose into one, and the unpaired coordinate has no shift of its own.",
                b, Rk=sp.Function("R")(k)),
-        "\\begin{table}[htbp]\n\\centering\n\\caption{The properties of the shift at $d = 5$; Appendix~\\ref{app:positional} "
-        "states and proves each of them.}\\label{tab:pe-shift-properties}\n"
-        + tabular(["statement", "remark", "proved"], shift_report_rows(report, b.notation),
-                  "l" + "p{5cm}" + "p{3.2cm}") + "\n\\end{table}",
+        _shift_table(report, b),
         *_shift_numbers(b),
     ]
     return Part("\n\n".join(p for p in body if p), _audit(b, "positional"))
+
+
+def _shift_table(report, b) -> str:
+    """The table of the shift's properties at ``d = 5``: each statement and what it says; a column "proved" only when
+    some statement is not (a column of "yes" in every row says nothing the caption cannot)."""
+    from seqgrad.derive.latex_layout import tabular
+
+    from .latex_parts import shift_report_rows
+
+    rows = shift_report_rows(report, b.notation)
+    every = len(rows[0]) == 2
+    header = ["statement", "what it says"] + ([] if every else ["proved"])
+    caption = ("The properties of the shift at $d = 5$; Appendix~\\ref{app:positional} "
+               + ("states and proves each of them." if every else "states each of them; not every one is proved."))
+    return ("\\begin{table}[htbp]\n\\centering\n\\caption{" + caption + "}\\label{tab:pe-shift-properties}\n"
+            + tabular(header, rows, "l" + "p{6.5cm}" + ("" if every else "p{1.5cm}")) + "\n\\end{table}")
 
 
 def _figures_matrix(rows, b):

@@ -72,8 +72,13 @@ def test_the_parameter_counts_give_the_layer_under_both_conventions(tmp_path):
 def test_table_3_says_its_sums_are_of_the_unrounded_terms_and_what_the_printed_terms_add_up_to(tmp_path):
     b = _build(tmp_path)
     body = _flat(notes.rnn_section(b).body)
-    caption = body[body.index(r"\caption{The three-step scalar RNN"):body.index(r"\label{tab:rnn-numbers}")]
-    assert "the last row sums the unrounded terms" in caption
+    # the caption says what the table shows in one sentence (issue 25, figure review, item 3); the sentence after
+    # the table says how its sums are made
+    short = body[body.index(r"\caption{The three-step scalar RNN"):body.index(r"\label{tab:rnn-numbers}")]
+    assert short.count(". ") == 0 and len(short.split()) <= 40 and "unrounded" not in short
+    after = body[body.index(r"\end{table}", body.index(r"\label{tab:rnn-numbers}")):]
+    caption = after[:after.index("\n\n") if "\n\n" in after else len(after)]
+    assert "The last row of Table~\\ref{tab:rnn-numbers} sums the unrounded terms" in caption
     ex = worked_numbers.rnn_example()
     mismatched = 0
     for i in sorted(ex.terms):

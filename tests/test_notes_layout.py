@@ -364,3 +364,46 @@ def test_tall_displays_are_cut_into_chunks_of_about_equal_height(handout):
             rows = [p.count("\\\\") + 1 for p in env.split("\\displaybreak[0]")]
             assert min(rows) >= 3, rows  # no chunk of one or two lines
     assert [len(c) for c in _chunks(["x"] * 13)] == [7, 6]
+
+
+# --------------------------------------------------------------------------- 8. tables: every column tells rows apart
+
+def table_columns(tex: str) -> list[tuple[str, list[list[str]]]]:
+    """Each tabular or longtable of ``tex``: (the label of its table, or its first header cells, its body rows as
+    lists of cells), the body being what stands after its last ``\\midrule``."""
+    out = []
+    for m in re.finditer(r"\\begin\{(tabular|longtable)\}[^\n]*\n(.*?)\\end\{\1\}", tex, re.S):
+        head, _, body = m[2].rpartition("\\midrule")
+        if not head:
+            continue
+        body = body.split("\\bottomrule")[0]
+        rows = [[c.strip() for c in re.split(r"(?<!\\)&", r)] for r in body.split("\\\\") if "&" in r]
+        label = re.search(r"\\label\{(tab:[^}]+)\}", tex[max(0, m.start() - 1500):m.start()])
+        out.append((label[1] if label else head.strip()[:60], rows))
+    return out
+
+
+def test_8_no_table_has_a_column_that_reads_the_same_in_every_row(handout):
+    """Issue 25, lecturer's figure review, item 2: the positional encoding's table had a column "proved" that read
+    "yes" in every row.  A column whose body cells are all the same tells no row from another: no table has one."""
+    tables = table_columns(handout)
+    assert len(tables) >= 15 and any(name == "tab:pe-shift-properties" for name, _ in tables)
+    for name, rows in tables:
+        if len(rows) < 2:
+            continue
+        width = max(len(r) for r in rows)
+        full = [r for r in rows if len(r) == width]
+        for j in range(width):
+            assert len({r[j] for r in full}) > 1, f"{name}: column {j} reads {full[0][j]!r} in every row"
+
+
+def test_8_a_statement_that_is_not_proved_brings_the_proved_column_back():
+    from dataclasses import replace
+
+    from seqgrad.crosscheck.latex_parts import shift_report_rows
+    from seqgrad.derive import positional
+
+    report = positional.shift_identity(d=5, layout="interleaved").prove()
+    assert {len(r) for r in shift_report_rows(report, DEFAULT)} == {2}
+    rows = shift_report_rows(replace(report, composition=False), DEFAULT)
+    assert [r[-1] for r in rows] == ["yes", "yes", "yes", "\\textbf{no}", "yes"]
