@@ -142,7 +142,7 @@ def test_head_1s_table_says_it_reads_h0_and_prints_head_1_on_h0(tmp_path):
     caption = body[body.index(r"\caption{The attention weights"):body.index(r"\label{tab:encoder-head1-A}")]
     assert r"head 1 applied to the input rows $\mathbf{H}_{0}$ directly" in caption
     assert r"not to the block's LayerNorm output $\mathbf{Y}_{\mathrm{att}}$" in caption
-    assert r"head 1 applied to $\mathbf{H}_{0}$ itself" in body
+    assert r"applies one head, head 1, to $\mathbf{H}_{0}$ itself, not to the block's LayerNorm output" in body
     # the printed rows are softmax(H_0 W_Q^T (H_0 W_K^T)^T / sqrt(d_k)), computed here from H_0 and head 1's weights
     H0 = np.asarray(course.trace("attention_on_H0")["H0"], float)
     on_H0 = _attention_weights(H0, course.HEAD1["W_Q"], course.HEAD1["W_K"])
@@ -220,3 +220,23 @@ def test_a_decimal_in_the_words_is_typeset_as_typed_inside_the_math(tmp_path):
     assert words("`w_h = 1.2`, `x = 0.50`, `1.2**T`") == "$w_{h} = 1.2$, $x = 0.50$, ${1.2}^{T}$"
     caption = words(paths.CAPTIONS["fig3-right-tanh-sensitivity"])
     assert "$w_{h} = 1.2$" in caption and "$w_{h}$ = 1.2" not in caption
+
+
+def test_the_encoder_example_says_which_tables_are_one_head_on_h0_and_which_are_the_block(tmp_path):
+    """Issue 25, lecturer's figure review, item 5: "The forward pass, in three tables" presented head 1 applied to H_0
+    as part of the block's forward pass.  The block's output is said to be the block's; head 1 on H_0 comes after the
+    block's passes, said to be the course's attention example, one head, not a step of the block, and every figure
+    computed from it names head 1 and H_0 in its caption."""
+    from seqgrad.crosscheck.figures import encoder
+
+    b = _build(tmp_path)
+    body = _flat(notes.encoder_section(b).body)
+    assert "The forward pass, in three tables" not in body
+    block = body.index("The block's forward pass itself")
+    example = body.index("The course's attention example applies one head, head 1,")
+    assert block < body.index(r"\label{tab:encoder-H_enc}") < example < body.index(r"\label{tab:encoder-head1-A}")
+    assert "not a step of the block's forward pass" in body[example:]
+    assert body.index(r"\label{tab:encoder-dH}") < example  # the block's backward pass before the one-head example
+    for stem in notes.ENCODER_HEAD_FIGURES + ("fig11_A_causal",):
+        caption = encoder.CAPTIONS[stem]
+        assert re.search(r"[Hh]ead 1", caption) and "`H_0`" in caption, stem

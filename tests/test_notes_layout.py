@@ -232,6 +232,27 @@ def test_6_the_gradient_flow_legend_is_outside_the_curves():
     assert sum(len(ax.get_legend().get_texts()) for ax in axes) == len(lines)
 
 
+def test_6_the_singular_values_legend_clears_the_axis_label_at_the_size_drawn():
+    """Drawn smaller, so that two share a page (item 4 of the figure review), the legend below the axes lay over
+    the x label "rank of the singular value"."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from seqgrad.crosscheck.figures import depth as figure_set
+    from seqgrad.numeric import depth, figures_depth
+
+    study = depth.jacobian_study()
+    for placement in depth.PLACEMENTS:
+        fig = Figure(figsize=figure_set.size(f"jacobian-product-singular-values-{placement}"), layout="constrained")
+        ax = fig.add_subplot()
+        figures_depth.plot_singular_values(ax, study, placement)
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        fig.draw(renderer)
+        legend = ax.get_legend().get_window_extent(renderer)
+        assert not legend.overlaps(ax.xaxis.label.get_window_extent(renderer)), placement
+        assert fig.bbox.contains(legend.x0, legend.y0)  # and is not cut off
+
+
 def test_6_the_gradient_flow_figure_is_two_panels_with_a_caption_that_says_what_to_see():
     """Issue 25, lecturer's figure review, item 1: nine curves crowded one panel under a nine-sentence caption.  The
     default initialisation is drawn on the left, the raised keeping-gate bias on the right; the caption says what to

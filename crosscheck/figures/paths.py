@@ -64,10 +64,11 @@ def figures() -> dict:
     from seqgrad.numeric import figures_paths as fp
 
     return {
-        "fig3-left-power-curves": (fp.plot_power_curves, (5.0, 4.0)),
-        "fig3-right-tanh-sensitivity": (fp.plot_tanh_sensitivity, (5.0, 4.0)),
-        "sensitivity-heatmap": (fp.plot_sensitivity_heatmap, (6.5, 3.8)),
-        "jacobian-product-norms": (fp.plot_jacobian_norms, (6.0, 4.0)),
+        # at sizes two of them share a page: each stands on the page that cites it or the next
+        "fig3-left-power-curves": (fp.plot_power_curves, (4.8, 3.3)),
+        "fig3-right-tanh-sensitivity": (fp.plot_tanh_sensitivity, (5.0, 3.4)),
+        "sensitivity-heatmap": (fp.plot_sensitivity_heatmap, (6.2, 3.3)),
+        "jacobian-product-norms": (fp.plot_jacobian_norms, (5.6, 3.4)),
         "gradient-flow-rnn-gru-lstm": (fp.plot_gradient_flow, (6.5, 3.6)),  # two panels, legends below
     }
 
