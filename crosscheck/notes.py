@@ -711,15 +711,18 @@ def gates_section(b) -> Part:
                  _words("Every weight is shared by all steps, so its gradient is again a sum over `t`:", b),
                  _display(_rows(gd.gradient_rows()), b, columns=2)]
         body += _gate_example(b, title, net, wrt, prev, state)
-    body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
+    carries = (_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
                        "carries shrink only by the gate's value per step, where a plain RNN's product shrinks by its "
                        "slope times its weight at every step.", b)
                 + " " + b.pointer("paths", "gradient-flow-rnn-gru-lstm", _words(
                     "shows the carry product and the gradient over 59 steps back, for the three cells at their default "
                     "initialisation (left) and for the GRU and the LSTM with the keeping gate's bias raised (right).", b)))
-    # after the paragraph that points to it (anchored in the LSTM's subsection it floated to the page before); at
-    # two panels' height it fits below the section's last lines
-    body.append(_figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
+    # in the LSTM's subsection, after its backward pass, where both gates and their carries are defined: the paragraph
+    # that points to the figure, then the figure, then the LSTM's worked example, which fills the page it floats from
+    # (the figure alone before the paragraph floated to the page before it; both at the section's end, the section's
+    # float barrier left the page short)
+    at = body.index("\\subsection{The LSTM}") + 4
+    body[at:at] = [carries, _figure(b, "paths", ["gradient-flow-rnn-gru-lstm"])]
     appendix = check_status("gates", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)
 
@@ -1433,18 +1436,14 @@ def encoder_section(b) -> Part:
                        "shows them: the token identities, the positions and their sum, on one colour scale.", b))),
         tables[0],
         _figure(b, "encoder", ["fig06_identity_position"]),
-        _words("The block's forward pass itself, both heads on {Y1}, the MLP sublayer and the final LayerNorm, ends in "
-               "the encoder's output of Table", b, **ENCODER_MATRICES) + ref(2) + ".",
-        tables[2],
     ]
-    body += _encoder_backward(b, tokens)
-    # the course's attention example after the block's own forward and backward passes: one head on H_0, not a step
-    # of the block (its tables and figures after the tables of the block, each after the paragraph citing it)
+    # the course's attention example, one head on H_0, said not to be a step of the block; then the block's own
+    # output, then its backward pass, which fills the pages the figures float from
     body += [
         _words("The course's attention example applies one head, head 1, to {H0} itself, not to the block's LayerNorm "
                "output {Y1}; Table", b, **ENCODER_MATRICES) + ref(1)
-        + _words((" and the figures that follow show" if any(b.shows("encoder", f) for f in ENCODER_HEAD_FIGURES)
-                  else " shows") + " that example, one head on {H0}, not a step of the block's forward pass.", b,
+        + _words({0: " shows", 1: " and the figure that follows show"}.get(
+                     sum(b.shows("encoder", f) for f in ENCODER_HEAD_FIGURES), " and the figures that follow show") + " that example, one head on {H0}, not a step of the block's forward pass.", b,
                  **ENCODER_MATRICES) + " " + _sentences(
             b.pointer("encoder", "fig09_S", _words("shows the scaled scores of head 1 on {H0}, and", b,
                                                    **ENCODER_MATRICES)),
@@ -1458,7 +1457,11 @@ def encoder_section(b) -> Part:
             "takes one row of that head's output apart: row 6 of head 1 applied to {H0}, the query of the last token, "
             "as the sum of the value rows weighted by that query's attention weights.", b, **ENCODER_MATRICES)),
         _figure(b, "encoder", ["fig08_begins_contributions"]),
+        _words("The block's forward pass itself, both heads on {Y1}, the MLP sublayer and the final LayerNorm, ends in "
+               "the encoder's output of Table", b, **ENCODER_MATRICES) + ref(2) + ".",
+        tables[2],
     ]
+    body += _encoder_backward(b, tokens)
     appendix = check_status("encoder", b, checks) if checks else ""
     if (owner := stated_with(b, BLOCK_PROOF, "encoder")) is not None:  # the proof of the block's backward pass
         from .latex_parts import code

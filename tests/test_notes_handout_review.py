@@ -224,9 +224,9 @@ def test_a_decimal_in_the_words_is_typeset_as_typed_inside_the_math(tmp_path):
 
 def test_the_encoder_example_says_which_tables_are_one_head_on_h0_and_which_are_the_block(tmp_path):
     """Issue 25, lecturer's figure review, item 5: "The forward pass, in three tables" presented head 1 applied to H_0
-    as part of the block's forward pass.  The block's output is said to be the block's; head 1 on H_0 comes after the
-    block's passes, said to be the course's attention example, one head, not a step of the block, and every figure
-    computed from it names head 1 and H_0 in its caption."""
+    as part of the block's forward pass.  Head 1 on H_0 is said to be the course's attention example, one head, not a
+    step of the block; the block's output is said to be the block's; every figure computed from head 1 on H_0 names
+    head 1 and H_0 in its caption."""
     from seqgrad.crosscheck.figures import encoder
 
     b = _build(tmp_path)
@@ -234,9 +234,9 @@ def test_the_encoder_example_says_which_tables_are_one_head_on_h0_and_which_are_
     assert "The forward pass, in three tables" not in body
     block = body.index("The block's forward pass itself")
     example = body.index("The course's attention example applies one head, head 1,")
-    assert block < body.index(r"\label{tab:encoder-H_enc}") < example < body.index(r"\label{tab:encoder-head1-A}")
+    assert example < body.index(r"\label{tab:encoder-head1-A}") < block < body.index(r"\label{tab:encoder-H_enc}")
     assert "not a step of the block's forward pass" in body[example:]
-    assert body.index(r"\label{tab:encoder-dH}") < example  # the block's backward pass before the one-head example
+    assert example < body.index(r"\label{tab:encoder-dH}")  # the block's backward pass after the one-head example
     for stem in notes.ENCODER_HEAD_FIGURES + ("fig11_A_causal",):
         caption = encoder.CAPTIONS[stem]
         assert re.search(r"[Hh]ead 1", caption) and "`H_0`" in caption, stem

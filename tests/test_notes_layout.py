@@ -428,3 +428,45 @@ def test_8_a_statement_that_is_not_proved_brings_the_proved_column_back():
     assert {len(r) for r in shift_report_rows(report, DEFAULT)} == {2}
     rows = shift_report_rows(replace(report, composition=False), DEFAULT)
     assert [r[-1] for r in rows] == ["yes", "yes", "yes", "\\textbf{no}", "yes"]
+
+
+def _captions(tex: str) -> dict[str, str]:
+    """Each caption of ``tex`` by the label after it (braces balanced)."""
+    out, i = {}, 0
+    while (j := tex.find("\\caption{", i)) >= 0:
+        depth = 0
+        for k in range(j + len("\\caption"), len(tex)):
+            depth += {"{": 1, "}": -1}.get(tex[k], 0)
+            if depth == 0:
+                break
+        label = re.search(r"\\label\{([^}]+)\}", tex[k:k + 200])
+        out[label[1] if label else f"@{j}"] = tex[j + len("\\caption{"):k]
+        i = k + 1
+    return out
+
+
+def _sentences_and_words(caption: str) -> tuple[int, int]:
+    plain = re.sub(r"\$[^$]*\$", "x", caption)
+    return len(re.findall(r"[.!?](?:\s|$)", plain.strip())), len(plain.split())
+
+
+def test_9_a_table_caption_says_what_the_table_shows_in_one_or_two_sentences(handout):
+    """Issue 25, lecturer's figure review, item 3: Table 3's caption was a paragraph (how its sums are made, what the
+    printed terms add up to): a caption says what the table shows; the rest is said in the text."""
+    tables = {label: c for label, c in _captions(handout).items() if label.startswith("tab:")}
+    assert len(tables) >= 15 and "tab:rnn-numbers" in tables
+    long = {label: _sentences_and_words(c) for label, c in tables.items()
+            if _sentences_and_words(c)[0] > 2 or _sentences_and_words(c)[1] > 50}
+    assert long == {}, f"table captions (sentences, words) longer than two sentences or 50 words: {long}"
+
+
+def test_9_the_path_and_depth_figures_captions_say_what_to_see_in_at_most_three_sentences():
+    """The same for the figures the review named (Figure 5, the depth study): at most three sentences and 60 words;
+    the experiment's sizes and numbers are said in the text that points to the figure (the set's READINGS)."""
+    from seqgrad.crosscheck.figures import depth, paths
+
+    named = {"gradient-flow-rnn-gru-lstm": paths.CAPTIONS["gradient-flow-rnn-gru-lstm"], **depth.CAPTIONS}
+    assert len(named) == 6
+    for stem, caption in named.items():
+        sentences, words = _sentences_and_words(caption)
+        assert sentences <= 3 and words <= 60, (stem, sentences, words)
