@@ -93,7 +93,15 @@ def decoder_body(b, mark: str) -> str:
                    "target computes at each position `i` what the decoder computes from the prefix up to `i` alone, "
                    "so training on a known target (teacher forcing) scores every position in one pass, while "
                    "generation, which feeds back the model's own tokens, runs one position at a time"
-                   + ("." if leaks else " (NOT shown here)."), b.notation),
+                   + ("." if leaks else " (NOT shown here)."), b.notation)
+             # the mask drawn on the encoder's worked example here, where it is defined (in the encoder's section
+             # it was a fifth figure in a row, floated three pages past the text that cited it)
+             + (" " + b.pointer("encoder", "fig11_A_causal", words(
+                 "shows what the mask makes of the weights of head 1 on `H_0` of the encoder's worked example "
+                 "(Section", matrices(b.notation, {"H_0"})) + "~\\ref{sec:encoder}" + words(
+                 "): each query keeps only itself and the earlier tokens.", b.notation))
+                if b.shows("encoder", "fig11_A_causal") else ""),
+             b.figures("encoder", ["fig11_A_causal"]),
              _block_backward(b),
              "\\paragraph{Parameter counts.} " + words(
                  "One layer counted with its biases and its three LayerNorms (their scales and shifts), in general and at "

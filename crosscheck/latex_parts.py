@@ -112,8 +112,15 @@ class Build:
 
     def pointer(self, set_name: str, stem: str, sentence: str) -> str:
         """``Figure~\\ref{fig:STEM}`` followed by ``sentence`` (typeset words: what the reader sees in the figure),
-        when this build includes the figure; "" when it does not (a sentence never points to a missing figure)."""
-        return f"Figure~\\ref{{fig:{stem}}} {sentence}" if self.shows(set_name, stem) else ""
+        when this build includes the figure, then what the set's ``READINGS`` say of it (the reading of its curves,
+        too long for its caption); "" when it does not (a sentence never points to a missing figure)."""
+        if not self.shows(set_name, stem):
+            return ""
+        from .figures import figure_sets
+
+        reading = getattr(figure_sets()[set_name], "READINGS", {}).get(stem)
+        formulas = getattr(figure_sets()[set_name], "FORMULAS", {})
+        return f"Figure~\\ref{{fig:{stem}}} {sentence}" + (" " + words(reading, self.notation, **formulas) if reading else "")
 
     def shows(self, set_name: str, stem: str) -> bool:
         """Whether this build includes figure ``stem`` of ``set_name`` (a sentence may then point to it)."""
@@ -505,11 +512,14 @@ class Transposed(__import__("sympy").Function):
 
 
 def shift_report_rows(report, notation: Notation, shift: str = "pe-shift-d5-interleaved") -> list[list[str]]:
-    """:func:`shift_report_statements` as table rows: the statement, its remark, and "yes" or "no" (the table's
-    caption points to the positional appendix, which states each identity under its name: no typewriter id before the
-    appendix)."""
-    return [[inline_statement, note, "yes" if ok else "\\textbf{no}"]
-            for inline_statement, note, ok, _ in shift_report_statements(report, notation, shift)]
+    """:func:`shift_report_statements` as table rows: the statement and what it says, and, only when some statement
+    is not proved, "yes" or "no" (a column that reads "yes" in every row tells the reader nothing: the caption then
+    says that each is proved; it points to the positional appendix, which states each identity under its name: no
+    typewriter id before the appendix)."""
+    statements = shift_report_statements(report, notation, shift)
+    every = all(ok for _, _, ok, _ in statements)
+    return [[inline_statement, note] + ([] if every else ["yes" if ok else "\\textbf{no}"])
+            for inline_statement, note, ok, _ in statements]
 
 
 def paired_encoding(report, commutative: bool = True):
@@ -556,11 +566,16 @@ def shift_report_statements(report, notation: Notation, shift: str = "pe-shift-d
     paired = paired_encoding(report, commutative=False)
     statements = [
         (sp.Eq(paired(pos + k), paired(pos) * R(k), evaluate=False),
-         "" if paired == PE else words(f"the row of coordinates {_listed_coordinates(report.paired)}", notation),
+         words("a shift of the position is a fixed linear map of the encoding" if paired == PE else
+               f"a shift of the position is a fixed linear map of the row of coordinates "
+               f"{_listed_coordinates(report.paired)}", notation),
          report.shift, shift),
-        (sp.Eq(Transposed(R(k)) * R(k), I, evaluate=False), "", report.orthogonal, "pe-rotation-group"),
-        (sp.Eq(det(R(k)), 1, evaluate=False), "", report.determinant_one, "pe-rotation-group"),
-        (sp.Eq(R(a) * R(b_), R(a + b_), evaluate=False), "", report.composition, "pe-rotation-group"),
+        (sp.Eq(Transposed(R(k)) * R(k), I, evaluate=False), words("`R(k)` is orthogonal: it keeps lengths", notation),
+         report.orthogonal, "pe-rotation-group"),
+        (sp.Eq(det(R(k)), 1, evaluate=False), words("it keeps orientation: a rotation, not a reflection", notation),
+         report.determinant_one, "pe-rotation-group"),
+        (sp.Eq(R(a) * R(b_), R(a + b_), evaluate=False), words("two shifts compose into one", notation),
+         report.composition, "pe-rotation-group"),
     ]
     if report.unpaired is not None:
         j = report.unpaired

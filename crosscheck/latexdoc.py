@@ -219,7 +219,8 @@ SECTIONS: dict[str, Section] = {s.name: s for s in (
     _section("encoder", "The Transformer encoder block",
              ("seqgrad.numeric.course", "seqgrad.latex_table", "seqgrad.crosscheck.checks.encoder", "seqgrad.crosscheck.figures.encoder")),
     _section("decoder", "The Transformer decoder",
-             ("seqgrad.derive.decoder", "seqgrad.numeric.decoder", "seqgrad.crosscheck.figures.decoder")),
+             ("seqgrad.derive.decoder", "seqgrad.numeric.decoder", "seqgrad.crosscheck.figures.decoder",
+              "seqgrad.crosscheck.figures.encoder")),  # the causal mask on the encoder's example
     _section("conv", "The convolution layer", ("seqgrad.derive.conv", "seqgrad.numeric.conv", "seqgrad.crosscheck.figures.conv")),
 )}
 

@@ -619,13 +619,14 @@ def _rnn_numbers(b) -> list[str]:
             "of terms" + (" (the term {step0} of step 0 is 0, because {h0})" if ex.rows[0][min(ex.terms)] == 0 else "")
             + ".", b, ghT=_grad("h", net.steps - 1), gz0=_grad("z", 0),
             step0=step0, h0=sp.Eq(_at("h", -1), 0, evaluate=False)),
-        _numbers_table(b, header, rows, _words("The three-step scalar RNN at the values stated in the text, at each step "
-                                              "`t`: the input, the state, the two adjoints of the backward recursion and "
-                                              "the terms of the two gradient sums; the last row sums the unrounded "
-                                              "terms, {dwh} and {dwx}", b, dwh=sp.Eq(grads["w_h"], _as_figures(ex.gradients["w_h"], b), evaluate=False),
-                                              dwx=sp.Eq(grads["w_x"], _as_figures(ex.gradients["w_x"], b), evaluate=False))
-                       + _rounded_sums(ex, b) + ".",
-                       "tab:rnn-numbers"),
+        # the caption says what the table shows; how its sums are made is said in the text below it
+        _numbers_table(b, header, rows, _words("The three-step scalar RNN at the values stated in the text: at each step "
+                                              "`t` the input, the state, the two adjoints and the terms of the two "
+                                              "gradient sums, with the sums in the last row.", b), "tab:rnn-numbers"),
+        _words("The last row of Table", b) + "~\\ref{tab:rnn-numbers} " + _words(
+            "sums the unrounded terms, {dwh} and {dwx}", b,
+            dwh=sp.Eq(grads["w_h"], _as_figures(ex.gradients["w_h"], b), evaluate=False),
+            dwx=sp.Eq(grads["w_x"], _as_figures(ex.gradients["w_x"], b), evaluate=False)) + _rounded_sums(ex, b) + ".",
     ]
 
 
@@ -738,16 +739,18 @@ def gates_section(b) -> Part:
                  _words("Every weight is shared by all steps, so its gradient is again a sum over `t`:", b),
                  _display(_rows(gd.gradient_rows()), b, columns=2)]
         body += _gate_example(b, title, net, wrt, prev, state)
-    body.append(_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
+    carries = (_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
                        "carries shrink only by the gate's value per step, where a plain RNN's product shrinks by its "
                        "slope times its weight at every step.", b)
                 + " " + b.pointer("paths", "gradient-flow-rnn-gru-lstm", _words(
-                    "shows the carry product and the gradient over 59 steps back, for the three cells at their default initialisation and with the keeping "
-                    "gate's bias raised.", b)))
-    # anchored in the LSTM's subsection, after its backward pass, where both gates and their carries are defined: it
-    # floats to the page of the paragraph that points to it or the one before (at the section's end, with the
-    # section's float barrier, it left half a page empty)
-    body.insert(body.index("\\subsection{The LSTM}") + 4, _figure(b, "paths", ["gradient-flow-rnn-gru-lstm"]))
+                    "shows the carry product and the gradient over 59 steps back, for the three cells at their default "
+                    "initialisation (left) and for the GRU and the LSTM with the keeping gate's bias raised (right).", b)))
+    # in the LSTM's subsection, after its backward pass, where both gates and their carries are defined: the paragraph
+    # that points to the figure, then the figure, then the LSTM's worked example, which fills the page it floats from
+    # (the figure alone before the paragraph floated to the page before it; both at the section's end, the section's
+    # float barrier left the page short)
+    at = body.index("\\subsection{The LSTM}") + 4
+    body[at:at] = [carries, _figure(b, "paths", ["gradient-flow-rnn-gru-lstm"])]
     appendix = check_status("gates", b, checks) if checks else ""
     return Part("\n\n".join(p for p in body if p), appendix)
 
@@ -851,8 +854,7 @@ def positional_section(b) -> Part:
     from seqgrad.derive import catalogue, positional
 
     b = with_section_letters(b, "positional")
-    from .latex_parts import paired_encoding, shift_report_rows
-    from seqgrad.derive.latex_layout import tabular
+    from .latex_parts import paired_encoding
 
     pos, k, j, D = sp.symbols("pos k j d", integer=True)  # d: the encoding's width, the model's
     omega = sp.Symbol("omega_j")
@@ -890,13 +892,36 @@ def positional_section(b) -> Part:
         "Table~\\ref{tab:pe-shift-properties} " + _words("lists what makes {Rk} a rotation at this width: it is orthogonal, "
                "its determinant is 1, two shifts compose into one, and the unpaired coordinate has no shift of its own.",
                b, Rk=sp.Function("R")(k)),
-        "\\begin{table}[htbp]\n\\centering\n\\caption{The properties of the shift at $d = 5$; Appendix~\\ref{app:positional} "
-        "states and proves each of them.}\\label{tab:pe-shift-properties}\n"
-        + tabular(["statement", "remark", "proved"], shift_report_rows(report, b.notation),
-                  "l" + "p{5cm}" + "p{3.2cm}") + "\n\\end{table}",
+        _shift_table(report, b),
         *_shift_numbers(b),
     ]
     return Part("\n\n".join(p for p in body if p), _audit(b, "positional"))
+
+
+def _shift_table(report, b) -> str:
+    """The table of the shift's properties at ``d = 5``: each statement and what it says; a column "proved" only when
+    some statement is not (a column of "yes" in every row says nothing the caption cannot)."""
+    from seqgrad.derive.latex_layout import tabular
+
+    from .latex_parts import shift_report_rows
+
+    rows = shift_report_rows(report, b.notation)
+    every = len(rows[0]) == 2
+    header = ["statement", "what it says"] + ([] if every else ["proved"])
+    caption = ("The properties of the shift at $d = 5$; Appendix~\\ref{app:positional} "
+               + ("states and proves each of them." if every else "states each of them; not every one is proved."))
+    return ("\\begin{table}[htbp]\n\\centering\n\\caption{" + caption + "}\\label{tab:pe-shift-properties}\n"
+            + tabular(header, rows, "l" + "p{6.5cm}" + ("" if every else "p{1.5cm}")) + "\n\\end{table}")
+
+
+def _depth_pointers(b, later: dict, profiles: bool) -> list[str]:
+    """The paragraph that points to the depth figures ``later`` (stem -> what it shows) of the gradient profiles
+    (``profiles``) or of the Jacobian products (the others), and those figures after it."""
+    from seqgrad.derive import residual
+
+    stems = [stem for stem in later if stem.startswith("gradient-profile") == profiles]
+    return [_pointers(b, "depth", {stem: later[stem] for stem in stems}, Jl=residual.block_jacobian()),  # as the
+            _figure(b, "depth", stems)]  # figure's caption and axis print it
 
 
 def _figures_matrix(rows, b):
@@ -1177,18 +1202,20 @@ def residual_section(b) -> Part:
             "this: in a pre-norm stack they carry the gradient to every layer, but the final LayerNorm divides "
             "by the spread of the residual stream, and that grows with the number of layers it sums (Xiong et al. "
             "2020).", b, W2=_s("W_2", 2, 2))),
-        _pointers(b, "depth", depth_later, Jl=residual.block_jacobian()),  # as the figure's caption and axis print it
+        # each figure right after the paragraph that first points to it, so that it floats to that page or the next
+        # (all five after the last of them, four float pages in a row ran ahead of the text that cites them)
+        _figure(b, "depth", [depth_first]),
+        *_depth_pointers(b, depth_later, profiles=True),
         _words("Worked example, three residual layers: the product of the three Jacobians is a sum over the eight paths "
                "through the stack, one of them the identity.", b)
         + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),
         _display([(residual.branch_jacobians(lhs), residual.branch_jacobians(chain[-1]))
                   for lhs, chain in _chain_rows(residual.DepthProduct(L=3, d=2))], b),
+        # the identity paths through a whole stack, after the worked example of three layers (the numbers after
+        # them fill the page the figures float from)
+        *_depth_pointers(b, depth_later, profiles=False),
         *_residual_numbers(b),
     ]
-    # the figure is anchored with the residual paths' text, not after the section's last display: at the end, with
-    # the section's float barrier, a figure that did not fit below the last lines took a page of its own
-    # in the order the text first points to them (a figure printed before one cited earlier reads out of order)
-    body.insert(body.index("\\subsection{Residual paths}") + 6, _figure(b, "depth", [depth_first, *depth_later]))
     from .latex_parts import check_status
 
     appendix = "\n\n".join([_audit(b, "residual")]
@@ -1292,6 +1319,9 @@ ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows {H0}, token embedding
                                             "final LayerNorm (scale 1, shift 0: every row has mean 0 and variance 1 up to "
                                             "the epsilon)."))
 
+
+#: the encoder's figures of head 1 applied to H_0 (the course's attention example, not a step of the block)
+ENCODER_HEAD_FIGURES = ("fig09_S", "fig10_A", "fig08_begins_contributions")  # the causal mask's is the decoder's
 
 #: the matrices the captions of :data:`ENCODER_SHOWN` name, printed by the notation's printer (bold, as in the displays)
 ENCODER_MATRICES = {"H0": sp.MatrixSymbol("H_0", 7, 5), "A": sp.MatrixSymbol("A", 7, 7),
@@ -1422,32 +1452,47 @@ def encoder_section(b) -> Part:
                                                                  source="week06 §Block", appendix="encoder") + ".",
     ]
     labels = [f"tab:encoder-{name.replace('.', '-')}" for _, name, _ in ENCODER_SHOWN]
-    body.append(_words("The forward pass, in three tables: the input rows (Table", b) + f"~\\ref{{{labels[0]}}}"
-                + _words("), the attention weights of head 1 applied to {H0} itself, as the course's attention "
-                         "example applies it, not to the block's LayerNorm output {Y1} (Table", b, **ENCODER_MATRICES)
-                + f"~\\ref{{{labels[1]}}}"
-                + _words(") and the encoder's output (Table", b) + f"~\\ref{{{labels[2]}}}" + _words(").", b))
     records = {}
+    tables = []
     for (stage, name, caption), label in zip(ENCODER_SHOWN, labels):
         record = records.setdefault(stage, course.trace(stage, device=b.device))
         for _, rows, row_labels, col_labels in trace_tables(stage, record, [name], tokens):
-            body.append(_encoder_table(b, rows, row_labels, col_labels, _words(caption, b, **ENCODER_MATRICES), label))
-    body.append(_sentences(
-        b.pointer("encoder", "fig06_identity_position", _words(
-            "shows the input rows: the token identities, the positions and their sum, on one colour scale.", b)),
-        b.pointer("encoder", "fig09_S", _words("shows the scaled scores of head 1 on {H0}, as in the table, and", b,
-                                               **ENCODER_MATRICES)),
-        b.pointer("encoder", "fig10_A", _words("its weights, the softmax of each row;", b)),
-        b.pointer("encoder", "fig11_A_causal", _words(
-            "shows, for comparison, what the decoder's causal mask would make of them: each query keeps only itself "
-            "and the earlier tokens.", b))))
-    # the figure is anchored with the forward pass it takes apart, before the backward pass: at the section's end,
-    # with the float barrier before the next section, a figure that did not fit below the tables left a page short
-    body.append(b.pointer("encoder", "fig08_begins_contributions", _words(
-        "takes one row of the attention's output apart: row 6 of head 1 applied to {H0} (the course's attention "
-        "example, not the block), the query of the last token, as the sum of the value rows weighted by that "
-        "query's attention weights.", b, **ENCODER_MATRICES)))
-    body.append(_figure(b, "encoder", ["fig06_identity_position", "fig09_S", "fig10_A", "fig11_A_causal", "fig08_begins_contributions"]))
+            tables.append(_encoder_table(b, rows, row_labels, col_labels, _words(caption, b, **ENCODER_MATRICES), label))
+    ref = lambda i: f"~\\ref{{{labels[i]}}}"  # noqa: E731
+    # each table and figure after the paragraph that first points to it (the five figures after the three tables ran
+    # four float pages past their text); the tables and figures of head 1 on H_0 are said to be that, the course's
+    # attention example, and the block's forward pass is the encoder's output
+    body += [
+        _sentences(_words("The input rows {H0} are given in Table", b, **ENCODER_MATRICES) + ref(0) + ".",
+                   b.pointer("encoder", "fig06_identity_position", _words(
+                       "shows them: the token identities, the positions and their sum, on one colour scale.", b))),
+        tables[0],
+        _figure(b, "encoder", ["fig06_identity_position"]),
+    ]
+    # the course's attention example, one head on H_0, said not to be a step of the block; then the block's own
+    # output, then its backward pass, which fills the pages the figures float from
+    body += [
+        _words("The course's attention example applies one head, head 1, to {H0} itself, not to the block's LayerNorm "
+               "output {Y1}; Table", b, **ENCODER_MATRICES) + ref(1)
+        + _words({0: " shows", 1: " and the figure that follows show"}.get(
+                     sum(b.shows("encoder", f) for f in ENCODER_HEAD_FIGURES), " and the figures that follow show") + " that example, one head on {H0}, not a step of the block's forward pass.", b,
+                 **ENCODER_MATRICES) + " " + _sentences(
+            b.pointer("encoder", "fig09_S", _words("shows the scaled scores of head 1 on {H0}, and", b,
+                                                   **ENCODER_MATRICES)),
+            b.pointer("encoder", "fig10_A", _words("its weights, the softmax of each row, as in the table", b)
+                      + ((_words(" (Section", b) + "~\\ref{sec:decoder} "
+                          + _words("shows what the decoder's causal mask makes of them).", b))
+                         if b.shows("encoder", "fig11_A_causal") else "."))),
+        tables[1],
+        _figure(b, "encoder", ["fig09_S", "fig10_A"]),
+        b.pointer("encoder", "fig08_begins_contributions", _words(
+            "takes one row of that head's output apart: row 6 of head 1 applied to {H0}, the query of the last token, "
+            "as the sum of the value rows weighted by that query's attention weights.", b, **ENCODER_MATRICES)),
+        _figure(b, "encoder", ["fig08_begins_contributions"]),
+        _words("The block's forward pass itself, both heads on {Y1}, the MLP sublayer and the final LayerNorm, ends in "
+               "the encoder's output of Table", b, **ENCODER_MATRICES) + ref(2) + ".",
+        tables[2],
+    ]
     body += _encoder_backward(b, tokens)
     appendix = check_status("encoder", b, checks) if checks else ""
     if (owner := stated_with(b, BLOCK_PROOF, "encoder")) is not None:  # the proof of the block's backward pass

@@ -105,5 +105,5 @@ def plot_singular_values(ax, study: depth.JacobianStudy, placement: str,
     ax.set_ylabel(ylabel)
     ax.set_title(f"{placement}: singular values of the depth Jacobian product")
     # below the axes, where it covers no curve and no floor
-    ax.legend(fontsize=7.5, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))
+    ax.legend(fontsize=7.5, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     return lines

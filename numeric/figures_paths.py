@@ -158,49 +158,56 @@ def with_gate_bias(weights, gate: str, bias: float):
     return type(weights)(weights.weight_ih, weights.weight_hh, b, weights.bias_hh)
 
 
-def plot_gradient_flow(ax, width: int = 16, T: int = 60, seed: int = 0, gate_bias: float = 3.0) -> list:
+def plot_gradient_flow(axes, width: int = 16, T: int = 60, seed: int = 0, gate_bias: float = 3.0) -> list:
     """The text's point about gates (week06 §LSTM:400, §GRU:382): at fixed gates the carry derivative is
     ``diag(f_t)`` (LSTM) or ``diag(u_t)`` (GRU), so a gate held near 1 carries the gradient back where the
     plain RNN's products of ``diag(phi') W_h`` shrink it.  Solid: ``||dL/dh_s||_2`` by autograd
-    (``L = h_{T-1} . v``) against the distance ``T-1-s``, for the RNN, the GRU and the LSTM at PyTorch's
-    default initialisation (gate biases near 0, gates near 0.5) and with the keeping gate's bias raised by
-    ``gate_bias``; dashed: the mean fixed-gate carry product ``prod u_t`` / ``prod f_t``.  The axis spans every value
-    drawn."""
+    (``L = h_{T-1} . v``) against the distance ``T-1-s``; dashed: the mean fixed-gate carry product ``prod u_t`` /
+    ``prod f_t``.  Two panels, ``axes = (left, right)``: on the left the RNN, the GRU and the LSTM at PyTorch's default
+    initialisation (gate biases near 0, gates near 0.5), on the right the GRU and the LSTM with the keeping gate's bias
+    raised by ``gate_bias``.  Each axis spans every value drawn in it.  The artists are returned cell by cell (RNN,
+    GRU, GRU raised, LSTM, LSTM raised), each labelled with its cell and setting."""
     T = validate.integer("T", T, minimum=2)
     gate_bias = validate.real("gate_bias", gate_bias)
+    left, right = axes
     cells = gradient_flow_cells(width, seed=seed)
+    raised_words = {"u": f"$u$'s bias raised by {gate_bias:g}", "f": f"$f$'s bias raised by {gate_bias:g}"}
     variants = [("RNN", cells["RNN"], "default init"),
                 ("GRU", cells["GRU"], "default init"),
-                ("GRU", with_gate_bias(cells["GRU"], "u", gate_bias), f"$u$'s bias raised by {gate_bias:g}"),
+                ("GRU", with_gate_bias(cells["GRU"], "u", gate_bias), raised_words["u"]),
                 ("LSTM", cells["LSTM"], "default init"),
-                ("LSTM", with_gate_bias(cells["LSTM"], "f", gate_bias), f"$f$'s bias raised by {gate_bias:g}")]
-    colors = {("RNN", "default init"): "0.2", ("GRU", "default init"): "tab:orange", ("LSTM", "default init"): "tab:green"}
+                ("LSTM", with_gate_bias(cells["LSTM"], "f", gate_bias), raised_words["f"])]
+    colors = {"RNN": "0.2", "GRU": "tab:orange", "LSTM": "tab:green"}
     X = np.random.default_rng(seed + 1).standard_normal((T, 4))
-    # the raised-bias curves lie on top of one another near 1: each cell its own marker (GRU circles, LSTM squares;
-    # filled on the gradient, open on the carry product), set at different steps so that each stays visible
-    marks = {"GRU": ("o", 0), "LSTM": ("s", 5)}
-    artists, lowest = [], np.inf
+    grad = r"$\|\partial \mathcal{L}/\partial \mathbf{h}_\tau\|_2$"
+    # each cell its own colour and marker (GRU circles, LSTM squares; filled on the gradient, open on the carry
+    # product), set at different steps so that curves lying on one another stay visible
+    marks = {"RNN": ("^", 0), "GRU": ("o", 0), "LSTM": ("s", 5)}
+    artists, short, lowest = [], {left: [], right: []}, {left: np.inf, right: np.inf}
     for name, w, setting in variants:
+        ax = left if setting == "default init" else right
         flow = paths.gradient_flow(w, X)
-        raised = (name, setting) not in colors
-        color = colors[(name, setting)] if not raised else {"GRU": "tab:red", "LSTM": "tab:blue"}[name]
-        marker, start = marks[name] if raised else (None, 0)
-        line = ax.plot(flow.distance, flow.grad_norm, color=color, lw=1.8, marker=marker, ms=4,
-                       markevery=(start, 10), label=f"{name}, {setting}: " + r"$\|\partial \mathcal{L}/\partial \mathbf{h}_\tau\|_2$")[0]
+        marker, start = marks[name]
+        line = ax.plot(flow.distance, flow.grad_norm, color=colors[name], lw=1.8, marker=marker, ms=4,
+                       markevery=(start, 10), label=f"{name}, {setting}: " + grad)[0]
         artists.append(line)
-        lowest = min(lowest, np.min(flow.grad_norm))
+        short[ax].append(f"{name}: gradient")
+        lowest[ax] = min(lowest[ax], np.min(flow.grad_norm))
         if flow.carry_at_fixed_gates is not None:
             gate = "u" if name == "GRU" else "f"
-            artists.append(ax.plot(flow.distance, flow.carry_at_fixed_gates, ls="--", color=color, lw=1.1, marker=marker,
-                                   ms=5, mfc="white", markevery=(start + 2, 10),
+            artists.append(ax.plot(flow.distance, flow.carry_at_fixed_gates, ls="--", color=colors[name], lw=1.1,
+                                   marker=marker, ms=5, mfc="white", markevery=(start + 2, 10),
                                    label=f"{name}, {setting}: mean " + rf"$\prod {gate}_t$")[0])
-            lowest = min(lowest, np.min(flow.carry_at_fixed_gates))
-    ax.set_yscale("log")
-    # every value drawn: a product of gates is not limited by the machine epsilon (the default GRU's goes below it)
-    ax.set_ylim(bottom=lowest / 3)
-    ax.set_xlabel(r"distance $T - 1 - \tau$ (steps back from the loss)")
-    ax.set_ylabel("gradient norm (solid), mean carry product (dashed)")
-    ax.set_title(f"Gates held open keep the gradient (state width {width}, T = {T})")
-    # below the axes, in two columns: inside, at any corner, it hid the curves of the default initialisation
-    ax.legend(fontsize=7.5, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False)
+            short[ax].append(f"{name}: mean " + rf"$\prod {gate}_t$")
+            lowest[ax] = min(lowest[ax], np.min(flow.carry_at_fixed_gates))
+    for ax, title in ((left, "default initialisation"), (right, "keeping gate's bias raised by " + f"{gate_bias:g}")):
+        ax.set_yscale("log")
+        # every value drawn: a product of gates is not limited by the machine epsilon (the default GRU's goes below it)
+        ax.set_ylim(bottom=lowest[ax] / 3, top=3)
+        ax.set_xlabel(r"steps back $T - 1 - \tau$")
+        ax.set_title(title, fontsize=10)
+        # below the axes: inside, at any corner, it hid curves
+        lines = [a for a in artists if a.axes is ax]
+        ax.legend(lines, short[ax], fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False, ncol=2)
+    left.set_ylabel("gradient norm (solid),\nmean carry product (dashed)")
     return artists

@@ -200,7 +200,8 @@ def test_depth_captions_say_what_the_data_show():
     from seqgrad.crosscheck.latex_parts import words
 
     facts = figure_set.caption_facts()
-    captions = figure_set.CAPTIONS
+    # what the notes say of each figure: its caption and the reading the text adds where it points to it
+    captions = {stem: caption + " " + figure_set.READINGS.get(stem, "") for stem, caption in figure_set.CAPTIONS.items()}
     pre, post = facts["slope"]["pre-norm"], facts["slope"]["post-norm"]
     # "falls somewhat faster than 1/sqrt(L) (fitted log-log slope -0.63, against -0.5 ...)": the slope as printed,
     # steeper than -1/2 as the words say (a reader found "about as fast" beside -0.63 a contradiction)
@@ -213,9 +214,8 @@ def test_depth_captions_say_what_the_data_show():
     described = (f"width {sizes.D}, {sizes.n_heads} heads, MLP width {sizes.F_width}, {sizes.T} tokens",
                  f"mean of {depth.gradient_study.__defaults__[1]} seeds")
     assert all(d in captions["gradient-near-output-vs-depth"] for d in described), described
-    # the read-out as numeric.depth.output makes it (tests/test_notes_handout_review.py runs the code): after a final
-    # LayerNorm in a pre-norm stack, of the second MLP weight of block L
-    assert "the stack's output, which for pre-norm is a final LayerNorm after block `L`" in captions["gradient-near-output-vs-depth"]
+    # the read-out as numeric.depth.output makes it, after a final LayerNorm in a pre-norm stack, is said in the text
+    # that points to the figure (tests/test_notes_handout_review.py runs the code); of the second MLP weight of block L
     assert "the second MLP weight of block `L`" in captions["gradient-near-output-vs-depth"]
     assert f"fitted slope {abs(post):.2f}" in captions["gradient-near-output-vs-depth"] and abs(post) < 0.05
     # "slower than the dotted line for shallow stacks and faster for deep ones, so the curve crosses it"

@@ -106,11 +106,15 @@ def test_every_proved_property_of_the_shift_is_an_identity_of_the_appendix(stand
     table = body[body.index("\\label{tab:pe-shift-properties}"):]
     table = table[:table.index("\\end{table}")]
     assert "\\caption{" in body[body.rindex("\\begin{table}", 0, body.index("\\label{tab:pe-shift-properties}")):]
-    rows = [r for r in table.split("\\\\\n") if r.split(" & ")[-1].strip() in ("yes", "\\textbf{no}")]
+    # every statement is proved: no column "proved" that reads "yes" in every row (issue 25, figure review, item 2);
+    # the caption says so
+    rows = [r for r in table[table.index("\\midrule"):].split("\\\\\n") if " & " in r]
     assert len(rows) == 5 and "\\frac{\\mathrm{d}}{\\mathrm{d} \\mathrm{pos}}" not in table
+    assert all(r.count(" & ") == 1 for r in rows) and "proved" not in table
     label = body.index("\\label{tab:pe-shift-properties}")
     caption = body[body.rindex("\\caption{", 0, label):label]
     assert "Appendix~\\ref{app:positional}" in caption and "named beside it" not in caption  # no names are shown
+    assert "proves each of them" in caption
     assert "Table~\\ref{tab:pe-shift-properties}" in body  # the text cites the table
     assert "\\texttt" not in table  # no id before the appendix (the render test's rule)
     stated = appendix[appendix.index("\\label{app:positional}"):appendix.index("\\label{app:attention}")]

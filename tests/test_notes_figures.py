@@ -99,8 +99,9 @@ def test_gradient_flow_caption():
     gradient following it (within a factor 2)."""
     from seqgrad.numeric import figures_paths as fp
 
-    caption = figure_sets()["paths"].CAPTIONS["gradient-flow-rnn-gru-lstm"]
-    lines = {a.get_label(): np.asarray(a.get_ydata(), float) for a in fp.plot_gradient_flow(_ax())}
+    # the numbers are said in the text that points to the figure (its READINGS), the caption says what to see
+    caption = figure_sets()["paths"].READINGS["gradient-flow-rnn-gru-lstm"]
+    lines = {a.get_label(): np.asarray(a.get_ydata(), float) for a in fp.plot_gradient_flow(Figure().subplots(1, 2))}
     far = {label: y[0] for label, y in lines.items()}  # the first point is the farthest step back
     distance = len(next(iter(lines.values()))) - 1
     assert f"after {distance} steps" in caption and f"twelve orders of magnitude over {distance} steps" in caption
@@ -256,3 +257,16 @@ def test_a_handout_figure_has_no_label_under_another_panel_and_no_code_in_its_la
         ticks = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
         for tick in ticks:  # 'sum = o_6', '0..3 -> <end>' read as code
             assert not re.search(r"\w_\w|->|\.\.", re.sub(r"\$[^$]*\$", "", tick)), (figure, tick)
+
+
+@pytest.mark.parametrize("stem", ["fig09_S", "fig10_A", "fig11_A_causal"])
+def test_the_numbers_of_neighbouring_cells_do_not_touch(stem, monkeypatch, tmp_path):
+    """Issue 25, figure review, item 4: drawn smaller, so that two share a page, the cells' numbers ran into their
+    neighbours' ("0.06790.0678")."""
+    fig = _drawn(monkeypatch, "encoder", stem, tmp_path)
+    renderer = fig.canvas.get_renderer()
+    [ax] = [a for a in fig.axes if a.texts]
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert len(boxes) >= 28
+    touching = [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
+    assert touching == []

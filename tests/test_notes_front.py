@@ -174,16 +174,15 @@ def test_gradient_flow_figure_labels_both_kinds_and_clips_nothing():
     from seqgrad.crosscheck.figures import paths as figure_paths
     from seqgrad.numeric import figures_paths as fp
 
-    ax = Figure().subplots()
-    lines = fp.plot_gradient_flow(ax)
-    assert "solid" in ax.get_ylabel() and "dashed" in ax.get_ylabel()
-    bottom = ax.get_ylim()[0]
-    assert all(np.min(line.get_ydata()) >= bottom for line in lines)
+    axes = Figure().subplots(1, 2)
+    lines = fp.plot_gradient_flow(axes)
+    assert "solid" in axes[0].get_ylabel() and "dashed" in axes[0].get_ylabel()
+    assert all(np.min(line.get_ydata()) >= line.axes.get_ylim()[0] for line in lines)
     assert min(np.min(line.get_ydata()) for line in lines) < np.finfo(np.float64).eps  # what the caption says
     raised = [line for line in lines if "raised by 3" in line.get_label()]
     assert len(raised) == 4 and len({(line.get_marker(), line.get_linestyle(), line.get_color()) for line in raised}) == 4
     assert all(line.get_marker() not in (None, "None", "") for line in raised)
-    caption = figure_paths.CAPTIONS["gradient-flow-rnn-gru-lstm"]
+    caption = figure_paths.CAPTIONS["gradient-flow-rnn-gru-lstm"] + figure_paths.READINGS["gradient-flow-rnn-gru-lstm"]
     assert "The axis stops at the machine epsilon" not in caption and "The axis spans" not in caption  # no plotting notes (review A item 16)
 
 

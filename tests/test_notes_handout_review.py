@@ -72,8 +72,13 @@ def test_the_parameter_counts_give_the_layer_under_both_conventions(tmp_path):
 def test_table_3_says_its_sums_are_of_the_unrounded_terms_and_what_the_printed_terms_add_up_to(tmp_path):
     b = _build(tmp_path)
     body = _flat(notes.rnn_section(b).body)
-    caption = body[body.index(r"\caption{The three-step scalar RNN"):body.index(r"\label{tab:rnn-numbers}")]
-    assert "the last row sums the unrounded terms" in caption
+    # the caption says what the table shows in one sentence (issue 25, figure review, item 3); the sentence after
+    # the table says how its sums are made
+    short = body[body.index(r"\caption{The three-step scalar RNN"):body.index(r"\label{tab:rnn-numbers}")]
+    assert short.count(". ") == 0 and len(short.split()) <= 40 and "unrounded" not in short
+    after = body[body.index(r"\end{table}", body.index(r"\label{tab:rnn-numbers}")):]
+    caption = after[:after.index("\n\n") if "\n\n" in after else len(after)]
+    assert "The last row of Table~\\ref{tab:rnn-numbers} sums the unrounded terms" in caption
     ex = worked_numbers.rnn_example()
     mismatched = 0
     for i in sorted(ex.terms):
@@ -137,7 +142,7 @@ def test_head_1s_table_says_it_reads_h0_and_prints_head_1_on_h0(tmp_path):
     caption = body[body.index(r"\caption{The attention weights"):body.index(r"\label{tab:encoder-head1-A}")]
     assert r"head 1 applied to the input rows $\mathbf{H}_{0}$ directly" in caption
     assert r"not to the block's LayerNorm output $\mathbf{Y}_{\mathrm{att}}$" in caption
-    assert r"head 1 applied to $\mathbf{H}_{0}$ itself" in body
+    assert r"applies one head, head 1, to $\mathbf{H}_{0}$ itself, not to the block's LayerNorm output" in body
     # the printed rows are softmax(H_0 W_Q^T (H_0 W_K^T)^T / sqrt(d_k)), computed here from H_0 and head 1's weights
     H0 = np.asarray(course.trace("attention_on_H0")["H0"], float)
     on_H0 = _attention_weights(H0, course.HEAD1["W_Q"], course.HEAD1["W_K"])
@@ -215,3 +220,23 @@ def test_a_decimal_in_the_words_is_typeset_as_typed_inside_the_math(tmp_path):
     assert words("`w_h = 1.2`, `x = 0.50`, `1.2**T`") == "$w_{h} = 1.2$, $x = 0.50$, ${1.2}^{T}$"
     caption = words(paths.CAPTIONS["fig3-right-tanh-sensitivity"])
     assert "$w_{h} = 1.2$" in caption and "$w_{h}$ = 1.2" not in caption
+
+
+def test_the_encoder_example_says_which_tables_are_one_head_on_h0_and_which_are_the_block(tmp_path):
+    """Issue 25, lecturer's figure review, item 5: "The forward pass, in three tables" presented head 1 applied to H_0
+    as part of the block's forward pass.  Head 1 on H_0 is said to be the course's attention example, one head, not a
+    step of the block; the block's output is said to be the block's; every figure computed from head 1 on H_0 names
+    head 1 and H_0 in its caption."""
+    from seqgrad.crosscheck.figures import encoder
+
+    b = _build(tmp_path)
+    body = _flat(notes.encoder_section(b).body)
+    assert "The forward pass, in three tables" not in body
+    block = body.index("The block's forward pass itself")
+    example = body.index("The course's attention example applies one head, head 1,")
+    assert example < body.index(r"\label{tab:encoder-head1-A}") < block < body.index(r"\label{tab:encoder-H_enc}")
+    assert "not a step of the block's forward pass" in body[example:]
+    assert example < body.index(r"\label{tab:encoder-dH}")  # the block's backward pass after the one-head example
+    for stem in notes.ENCODER_HEAD_FIGURES + ("fig11_A_causal",):
+        caption = encoder.CAPTIONS[stem]
+        assert re.search(r"[Hh]ead 1", caption) and "`H_0`" in caption, stem

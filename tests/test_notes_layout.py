@@ -218,16 +218,59 @@ def test_6_the_gradient_flow_legend_is_outside_the_curves():
 
     plot, size = paths.figures()["gradient-flow-rnn-gru-lstm"]
     fig = Figure(figsize=size, layout="constrained")
-    ax = fig.add_subplot()
-    lines = fp.plot_gradient_flow(ax)
+    axes = fig.subplots(1, paths.PANELS["gradient-flow-rnn-gru-lstm"])
+    lines = fp.plot_gradient_flow(axes)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     renderer = FigureCanvasAgg(fig).get_renderer()
     fig.draw(renderer)
-    legend = ax.get_legend().get_window_extent(renderer)
-    assert not legend.overlaps(ax.get_window_extent(renderer)), "the legend sits on the axes, over the curves"
-    assert fig.bbox.contains(legend.x0, legend.y0) and fig.bbox.contains(legend.x1, legend.y1)  # and is not cut off
-    assert len(ax.get_legend().get_texts()) == len(lines)
+    for ax in axes:
+        legend = ax.get_legend().get_window_extent(renderer)
+        for other in axes:
+            assert not legend.overlaps(other.get_window_extent(renderer)), "the legend sits on the axes, over the curves"
+        assert fig.bbox.contains(legend.x0, legend.y0) and fig.bbox.contains(legend.x1, legend.y1)  # and is not cut off
+    assert sum(len(ax.get_legend().get_texts()) for ax in axes) == len(lines)
+
+
+def test_6_the_singular_values_legend_clears_the_axis_label_at_the_size_drawn():
+    """Drawn smaller, so that two share a page (item 4 of the figure review), the legend below the axes lay over
+    the x label "rank of the singular value"."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from seqgrad.crosscheck.figures import depth as figure_set
+    from seqgrad.numeric import depth, figures_depth
+
+    study = depth.jacobian_study()
+    for placement in depth.PLACEMENTS:
+        fig = Figure(figsize=figure_set.size(f"jacobian-product-singular-values-{placement}"), layout="constrained")
+        ax = fig.add_subplot()
+        figures_depth.plot_singular_values(ax, study, placement)
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        fig.draw(renderer)
+        legend = ax.get_legend().get_window_extent(renderer)
+        assert not legend.overlaps(ax.xaxis.label.get_window_extent(renderer)), placement
+        assert fig.bbox.contains(legend.x0, legend.y0)  # and is not cut off
+
+
+def test_6_the_gradient_flow_figure_is_two_panels_with_a_caption_that_says_what_to_see():
+    """Issue 25, lecturer's figure review, item 1: nine curves crowded one panel under a nine-sentence caption.  The
+    default initialisation is drawn on the left, the raised keeping-gate bias on the right; the caption says what to
+    see in each in at most three sentences, and the numbers are said in the text that points to the figure."""
+    from matplotlib.figure import Figure
+
+    from seqgrad.crosscheck.figures import paths
+    from seqgrad.numeric import figures_paths as fp
+
+    left, right = Figure().subplots(1, paths.PANELS["gradient-flow-rnn-gru-lstm"])
+    lines = fp.plot_gradient_flow((left, right))
+    assert {line.get_label().split(":")[0] for line in lines if line.axes is left} == \
+        {"RNN, default init", "GRU, default init", "LSTM, default init"}
+    assert all("raised by 3" in line.get_label() for line in lines if line.axes is right) and len(right.get_lines()) == 4
+    caption = paths.CAPTIONS["gradient-flow-rnn-gru-lstm"]
+    assert caption.count(". ") <= 2 and len(caption.split()) <= 50 and "Left:" in caption and "Right:" in caption
+    reading = paths.READINGS["gradient-flow-rnn-gru-lstm"]
+    assert "twelve orders of magnitude" in reading and "twelve orders" not in caption
 
 
 def test_6_the_contributions_figure_names_the_head_and_its_output_as_the_text_does():
@@ -347,3 +390,88 @@ def test_tall_displays_are_cut_into_chunks_of_about_equal_height(handout):
             rows = [p.count("\\\\") + 1 for p in env.split("\\displaybreak[0]")]
             assert min(rows) >= 3, rows  # no chunk of one or two lines
     assert [len(c) for c in _chunks(["x"] * 13)] == [7, 6]
+
+
+# --------------------------------------------------------------------------- 8. tables: every column tells rows apart
+
+def table_columns(tex: str) -> list[tuple[str, list[list[str]]]]:
+    """Each tabular or longtable of ``tex``: (the label of its table, or its first header cells, its body rows as
+    lists of cells), the body being what stands after its last ``\\midrule``."""
+    out = []
+    for m in re.finditer(r"\\begin\{(tabular|longtable)\}[^\n]*\n(.*?)\\end\{\1\}", tex, re.S):
+        head, _, body = m[2].rpartition("\\midrule")
+        if not head:
+            continue
+        body = body.split("\\bottomrule")[0]
+        rows = [[c.strip() for c in re.split(r"(?<!\\)&", r)] for r in body.split("\\\\") if "&" in r]
+        label = re.search(r"\\label\{(tab:[^}]+)\}", tex[max(0, m.start() - 1500):m.start()])
+        out.append((label[1] if label else head.strip()[:60], rows))
+    return out
+
+
+def test_8_no_table_has_a_column_that_reads_the_same_in_every_row(handout):
+    """Issue 25, lecturer's figure review, item 2: the positional encoding's table had a column "proved" that read
+    "yes" in every row.  A column whose body cells are all the same tells no row from another: no table has one."""
+    tables = table_columns(handout)
+    assert len(tables) >= 15 and any(name == "tab:pe-shift-properties" for name, _ in tables)
+    for name, rows in tables:
+        if len(rows) < 2:
+            continue
+        width = max(len(r) for r in rows)
+        full = [r for r in rows if len(r) == width]
+        for j in range(width):
+            assert len({r[j] for r in full}) > 1, f"{name}: column {j} reads {full[0][j]!r} in every row"
+
+
+def test_8_a_statement_that_is_not_proved_brings_the_proved_column_back():
+    from dataclasses import replace
+
+    from seqgrad.crosscheck.latex_parts import shift_report_rows
+    from seqgrad.derive import positional
+
+    report = positional.shift_identity(d=5, layout="interleaved").prove()
+    assert {len(r) for r in shift_report_rows(report, DEFAULT)} == {2}
+    rows = shift_report_rows(replace(report, composition=False), DEFAULT)
+    assert [r[-1] for r in rows] == ["yes", "yes", "yes", "\\textbf{no}", "yes"]
+
+
+def _captions(tex: str) -> dict[str, str]:
+    """Each caption of ``tex`` by the label after it (braces balanced)."""
+    out, i = {}, 0
+    while (j := tex.find("\\caption{", i)) >= 0:
+        depth = 0
+        for k in range(j + len("\\caption"), len(tex)):
+            depth += {"{": 1, "}": -1}.get(tex[k], 0)
+            if depth == 0:
+                break
+        label = re.search(r"\\label\{([^}]+)\}", tex[k:k + 200])
+        out[label[1] if label else f"@{j}"] = tex[j + len("\\caption{"):k]
+        i = k + 1
+    return out
+
+
+def _sentences_and_words(caption: str) -> tuple[int, int]:
+    plain = re.sub(r"\$[^$]*\$", "x", caption)
+    return len(re.findall(r"[.!?](?:\s|$)", plain.strip())), len(plain.split())
+
+
+def test_9_a_table_caption_says_what_the_table_shows_in_one_or_two_sentences(handout):
+    """Issue 25, lecturer's figure review, item 3: Table 3's caption was a paragraph (how its sums are made, what the
+    printed terms add up to): a caption says what the table shows; the rest is said in the text."""
+    tables = {label: c for label, c in _captions(handout).items() if label.startswith("tab:")}
+    assert len(tables) >= 15 and "tab:rnn-numbers" in tables
+    long = {label: _sentences_and_words(c) for label, c in tables.items()
+            if _sentences_and_words(c)[0] > 2 or _sentences_and_words(c)[1] > 50}
+    assert long == {}, f"table captions (sentences, words) longer than two sentences or 50 words: {long}"
+
+
+def test_9_the_path_and_depth_figures_captions_say_what_to_see_in_at_most_three_sentences():
+    """The same for the figures the review named (Figure 5, the depth study): at most three sentences and 60 words;
+    the experiment's sizes and numbers are said in the text that points to the figure (the set's READINGS)."""
+    from seqgrad.crosscheck.figures import depth, paths
+
+    named = {"gradient-flow-rnn-gru-lstm": paths.CAPTIONS["gradient-flow-rnn-gru-lstm"], **depth.CAPTIONS}
+    assert len(named) == 6
+    for stem, caption in named.items():
+        sentences, words = _sentences_and_words(caption)
+        assert sentences <= 3 and words <= 60, (stem, sentences, words)

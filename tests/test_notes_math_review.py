@@ -71,7 +71,7 @@ def test_the_gru_carry_holds_the_candidate_fixed_too():
 
     source = next(c for c in all_checks("gated.gru_carry_jacobian")).source
     assert source.endswith("diag(u_t) at fixed gates and candidate")
-    caption = figure_sets()["paths"].CAPTIONS["gradient-flow-rnn-gru-lstm"]
+    caption = figure_sets()["paths"].READINGS["gradient-flow-rnn-gru-lstm"]  # said where the text points to it
     assert "fixed gates and candidate it is `diag(u_t)` (GRU)" in caption
 
 

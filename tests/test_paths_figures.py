@@ -77,7 +77,7 @@ def test_gradient_flow_plot_isolates_the_carry_path():
     """The gated-vs-RNN figure (week06 §LSTM:400): each cell at PyTorch's default initialisation and, for
     GRU and LSTM, with the keeping gate's bias raised; with it raised, the carry product stays near 1 and
     the gradient 11 steps back is much larger than the plain RNN's."""
-    artists = fp.plot_gradient_flow(_ax(), width=5, T=12, gate_bias=3.0)
+    artists = fp.plot_gradient_flow(Figure().subplots(1, 2), width=5, T=12, gate_bias=3.0)
     labels = [a.get_label() for a in artists]
     assert [lab.split(",")[0] for lab in labels] == ["RNN", "GRU", "GRU", "GRU", "GRU", "LSTM", "LSTM", "LSTM", "LSTM"]
     assert "$u$'s bias raised by 3" in labels[3] and "$f$'s bias raised by 3" in labels[7]

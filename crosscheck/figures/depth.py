@@ -45,37 +45,46 @@ def product_label() -> str:
     return f"singular values of ${latex(_block_jacobian('L'))} \\cdots {latex(_block_jacobian(1))}$"
 
 CAPTIONS = {
-    "gradient-profile-pre-norm": "Pre-norm stacks at initialisation, the experiment of Xiong et al. 2020, Fig. 3, at a "
-        "small width (width 16, 2 heads, MLP width 32, 8 tokens; mean of 2 seeds): the gradient norm of each layer's "
-        "second MLP weight is largest near the input and falls toward the output, and at every layer the deep stack "
-        "(`L = 48`) has the smaller gradient (the stacks of 4 and 16 blocks nearly coincide over their first four "
-        "layers). Xiong et al. report nearly equal norms across the layers of their wider pre-norm models.",
+    "gradient-profile-pre-norm": "Pre-norm stacks at initialisation (the experiment of Xiong et al. 2020, Fig. 3, at "
+        "a small width): the gradient of each layer's second MLP weight is largest near the input, and at every layer "
+        "the deep stack (`L = 48`) has the smaller gradient.",
     "gradient-profile-post-norm": "Post-norm stacks at initialisation: in the deep stack (`L = 48`) the gradient grows "
-        "toward the output layers, by two orders of magnitude here; Xiong et al. tie this to the learning-rate warm-up "
-        "that post-norm Transformers need.",
+        "toward the output layers, by two orders of magnitude here.",
     "gradient-near-output-vs-depth": "The gradient with respect to the second MLP weight of block `L`, the block "
-        "nearest the output, against the depth `L`, for stacks of `L` encoder blocks at initialisation (width 16, 2 "
-        "heads, MLP width 32, 8 tokens; Xavier-normal weights, zero biases; the loss a fixed random linear read-out of "
-        "the stack's output, which for pre-norm is a final LayerNorm after block `L`; mean of 2 seeds). "
-        "Pre-norm: it falls with depth somewhat faster than `1/sqrt(L)` (fitted log-log slope -0.63, against -0.5 "
-        "for the dotted `1/sqrt(L)` line of Theorem 1 of Xiong et al., On Layer Normalization in the Transformer "
-        "Architecture, 2020): slower than that line for shallow stacks and faster for deep ones, so the curve crosses "
-        "it. Post-norm: it keeps its size (fitted slope 0.00).",
-    "jacobian-product-singular-values-pre-norm": "Singular values of the depth Jacobian product of pre-norm stacks "
-        "at initialisation: the product of the `L` blocks' Jacobians {Jl}, each the Jacobian of block `l`'s output with "
-        "respect to its input, all 4 tokens of width 8 at once (32 by 32; MLP width 16). With the residual bypass (solid) all 32 stay above "
-        "the rounding-noise floor at every depth, the smallest above 0.004; without it (dashed) a single block keeps "
-        "24 of ordinary size: LayerNorm's Jacobian sends each token's constant direction to 0 (4 values at the floor) "
-        "and shrinks each token's own centred row by `epsilon/(v + epsilon)`, `v` the row's variance (4 values, each more than 100000 "
-        "times below the rest); from `L = 4` on at most 6 stay above the floor. Each curve stops at its own floor, 32 (the number of "
-        "singular values) times the machine epsilon of double precision times the largest; the dotted line is the "
-        "lowest floor.",
+        "nearest the output, against the depth `L` of stacks at initialisation. Pre-norm: it falls with depth, "
+        "somewhat faster than `1/sqrt(L)` (dotted); post-norm: it keeps its size.",
+    "jacobian-product-singular-values-pre-norm": "Singular values of the product of the `L` blocks' Jacobians {Jl} "
+        "of pre-norm stacks at initialisation. With the residual bypass (solid) all 32 stay above the rounding-noise "
+        "floor at every depth; without it (dashed), from `L = 4` on at most 6 stay above the floor.",
     "jacobian-product-singular-values-post-norm": "The same for post-norm stacks: the LayerNorm after each addition "
-        "rescales the path: its Jacobian sends the constant direction of each token to 0 and shrinks the token's centred "
-        "row by `epsilon/(v + epsilon)`, so even one block with the residual keeps only 24 of the 32 at ordinary size "
-        "(two directions fewer per token; 4 values lie more than 100000 times below the rest). For two or more layers the residual keeps more directions above the noise floor than "
-        "the stack without it (18 against 2 at `L = 48`), but in the deep stack most are small: at `L = 48` only 2 of 32 are within a "
-        "factor 1000 of the largest. Each curve stops at its noise floor.",
+        "shrinks directions on every path, the shortcut's too, so that fewer stay at ordinary size, and in the deep "
+        "stack most are small.",
+}
+
+#: What the text says about each figure where it points to it: the experiment's sizes and the numbers of its curves,
+#: too long for a caption (:meth:`crosscheck.latex_parts.Build.pointer` adds them after the pointer's sentence).
+READINGS = {
+    "gradient-near-output-vs-depth": "The stacks are of `L` encoder blocks of width 16, 2 heads, MLP width 32, 8 tokens "
+        "(Xavier-normal weights, zero biases; mean of 2 seeds). "
+        "Pre-norm: fitted log-log slope -0.63, against -0.5 for the dotted `1/sqrt(L)` line of Theorem 1 of "
+        "Xiong et al., On Layer Normalization in the Transformer Architecture, 2020: the curve falls slower than that "
+        "line for shallow stacks and faster for deep ones, so it crosses it. Post-norm: fitted slope 0.00.",
+    "gradient-profile-pre-norm": "The stacks have width 16, 2 heads, MLP width 32, 8 tokens (mean of 2 seeds); the "
+        "stacks of 4 and 16 blocks nearly coincide over their first four layers. Xiong et al. report nearly equal "
+        "norms across the layers of their wider pre-norm models.",
+    "gradient-profile-post-norm": "Xiong et al. tie this to the learning-rate warm-up that post-norm Transformers need.",
+    "jacobian-product-singular-values-pre-norm": "Each {Jl} is the Jacobian of block `l`'s output with respect to its "
+        "input, all 4 tokens of width 8 at once (32 by 32; MLP width 16). With the residual bypass the smallest "
+        "singular value stays above 0.004; without it a single block keeps 24 of ordinary size: LayerNorm's Jacobian "
+        "sends each token's constant direction to 0 (4 values at the floor) and shrinks each token's own centred row "
+        "by `epsilon/(v + epsilon)`, `v` the row's variance (4 values, each more than 100000 times below the rest). "
+        "Each curve stops at its own floor, 32 (the number of singular values) times the machine epsilon of double "
+        "precision times the largest; the dotted line is the lowest floor.",
+    "jacobian-product-singular-values-post-norm": "The centred row is shrunk by `epsilon/(v + epsilon)`, so even one "
+        "block with the residual keeps only 24 of the 32 at ordinary size (two directions fewer per token; 4 values lie more than "
+        "100000 times below the rest). For two or more layers the residual keeps more directions above the noise "
+        "floor than the stack without it (18 against 2 at `L = 48`), but in the deep stack most are small: at "
+        "`L = 48` only 2 of 32 are within a factor 1000 of the largest.",
 }
 
 
@@ -113,6 +122,12 @@ def caption_facts(grads=None, jacs=None) -> dict:
     return facts
 
 
+def size(stem: str) -> tuple[float, float]:
+    """The size in inches figure ``stem`` is drawn at: two share a page of the notes (the singular values' legend
+    stands below the axes)."""
+    return (5.6, 4.1 if stem.startswith("jacobian") else 3.2)
+
+
 def write(out_dir: Path, fmt: str, device: str = "cpu", stems=None) -> list[Path]:
     """Write the five figures (or those named in ``stems``) into ``out_dir`` as ``fmt`` files and return their
     paths; a study no chosen figure draws is not run."""
@@ -135,7 +150,7 @@ def write(out_dir: Path, fmt: str, device: str = "cpu", stems=None) -> list[Path
     for stem in chosen(sys.modules[__name__], stems):
         plot = plots[stem]
         # the singular values' legend stands below the axes
-        fig = Figure(figsize=(6.0, 5.4 if stem.startswith("jacobian") else 4.5), layout="constrained")
+        fig = Figure(figsize=size(stem), layout="constrained")
         plot(fig.add_subplot())
         written.append(save_figure(fig, Path(out_dir) / f"{stem}.{fmt}"))
     return written

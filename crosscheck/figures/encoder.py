@@ -33,10 +33,10 @@ CAPTIONS = {
     "fig09_S": "The scaled scores `S` of head 1, applied to `H_0` directly as the course's attention example does "
         "(not to the block's LayerNorm of it): rows are queries, columns sources; the colour scale is fitted to the "
         "values.",
-    "fig10_A": "The weights `A`, the softmax of each row of `S`. Every row sums to 1, and no weight is near 0 or 1: "
+    "fig10_A": "The weights `A` of head 1 on `H_0`, the softmax of each row of `S`. Every row sums to 1, and no weight is near 0 or 1: "
         "every weight lies within a factor 3 of the uniform `1/7`, so every query mixes all seven sources. Colour scale "
         "fitted to the values (0.054 to 0.291).",
-    "fig11_A_causal": "With the causal mask a query sees only itself and earlier sources: the masked weights are exactly 0 "
+    "fig11_A_causal": "Head 1 on `H_0` with the causal mask: a query sees only itself and earlier sources: the masked weights are exactly 0 "
         "(crosses) and each row renormalises over what it sees, so row 0 puts weight 1 on itself.",
 }
 
@@ -57,7 +57,7 @@ def cell_number(v: float) -> str:
     return format_sigfig(v).replace("-", "\u2212")
 
 
-def _annotate(ax, values: np.ndarray, fmt=None, skip=None, image=None) -> list:
+def _annotate(ax, values: np.ndarray, fmt=None, skip=None, image=None, fontsize: float = 7) -> list:
     """Each cell's value at 3 significant figures, in black or white to contrast with its colour."""
     fmt = fmt or cell_number
     texts = []
@@ -65,7 +65,7 @@ def _annotate(ax, values: np.ndarray, fmt=None, skip=None, image=None) -> list:
         if (skip is not None and skip[i, j]) or not np.isfinite(v):
             continue
         color = text_color(image, v) if image is not None else "black"
-        texts.append(ax.text(j, i, fmt(v), ha="center", va="center", fontsize=7, color=color))
+        texts.append(ax.text(j, i, fmt(v), ha="center", va="center", fontsize=fontsize, color=color))
     return texts
 
 
@@ -102,8 +102,8 @@ def plot_attention_matrix(ax, M, tokens: list[str], *, title: str, masked=None, 
     shown = M[~mask]
     vmin = float(shown.min()) if vmin is None else vmin  # the colour scale fits the values drawn
     vmax = float(shown.max()) if vmax is None else vmax
-    image = ax.imshow(np.where(mask, np.nan, M), cmap=cmap, vmin=vmin, vmax=vmax)
-    texts = _annotate(ax, M, skip=mask, image=image)
+    image = ax.imshow(np.where(mask, np.nan, M), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")  # cells wider than tall: a number fits
+    texts = _annotate(ax, M, skip=mask, image=image, fontsize=6)  # "0.0679" within a cell at the size drawn
     ii, jj = np.nonzero(mask)
     crosses = ax.scatter(jj, ii, marker="x", color="0.3", s=40, label="masked (weight exactly 0)")
     ax.set_title(title)
@@ -165,13 +165,13 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> l
         return fig
 
     def contributions():
-        fig = Figure(figsize=(5, 5), layout="constrained")
+        fig = Figure(figsize=(4.8, 3.9), layout="constrained")
         art = plot_contributions(fig.subplots(), np_["head1.contrib"][6], tokens, query=6, head=1)
         fig.colorbar(art["image"], ax=fig.axes[0], shrink=0.8, label=r"$A^{[1]}_{6j}\,V^{[1]}_{jc}$")
         return fig
 
     def attention(key, title, masked, label):
-        fig = Figure(figsize=(6, 5), layout="constrained")
+        fig = Figure(figsize=(5.8, 3.7), layout="constrained")
         ax = fig.subplots()
         art = plot_attention_matrix(ax, np_[key], tokens, title=title, masked=masked)
         lo, hi = art["image"].norm.vmin, art["image"].norm.vmax

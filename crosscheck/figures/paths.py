@@ -31,20 +31,32 @@ CAPTIONS = {
         "colour), over the step `t` and the recurrent weight `w_h`; the black contour is 1 (no change). Blue: vanishing, "
         "red: exploding; colours are clipped at the colour bar's ends.",
     "jacobian-product-norms": "A vector tanh RNN, from the top: the Pascanu bound, the product of the single-step "
-        "norms, and the spectral norm of the Jacobian product. Each is an upper bound of the one below it; the norm of the product "
-        "itself can be far smaller than the bounds.",
-    "gradient-flow-rnn-gru-lstm": "The point of the gates: at fixed gates the carry derivative is `diag(f_t)` (LSTM), and at "
-        "fixed gates and candidate it is `diag(u_t)` (GRU). At PyTorch's default initialisation the gates sit near 0.5 and all three cells lose the "
-        "gradient alike, by more than twelve orders of magnitude over 59 steps back; with the bias of the keeping gate (the "
-        "LSTM's forget gate `f`, the GRU's update gate `u`) raised by 3 (gates near 0.95) the carry product (dashed: "
-        "the product of that gate over the steps, averaged over the state's coordinates) shrinks only by a factor near 0.95 a step, to about 0.05 after "
-        "59 steps, and the gradient (solid) ends there too. With the raised bias the GRU's gradient follows its carry "
-        "product all the way; "
-        "the LSTM's falls about tenfold in its first step back, since the state `h` reaches the next step only through "
-        "the gates' weights (the cell state `c`, not `h`, carries itself), and from there on stays between 0.02 and "
-        "0.12. At distance 0 every curve is 1 (the loss reads the last state out along a unit vector; the carry "
-        "product is empty).",
+        "norms, and the spectral norm of the Jacobian product. Each is an upper bound of the one below it; the norm of the product itself "
+        "can be far smaller than the bounds.",
+    "gradient-flow-rnn-gru-lstm": "The gradient (solid) and the carry product (dashed) against the steps back. Left: at "
+        "PyTorch's default initialisation all three cells lose the gradient alike. Right: with the keeping gate's bias "
+        "raised by 3 the carry product shrinks only slowly, and the gradient follows it.",
 }
+
+#: What the text says about a figure where it points to it: the reading of its curves, too long for a caption
+#: (typeset words, :func:`crosscheck.latex_parts.words`; :meth:`crosscheck.latex_parts.Build.pointer` adds them).
+READINGS = {
+    "gradient-flow-rnn-gru-lstm": "At fixed gates the carry derivative is `diag(f_t)` (LSTM), and at fixed gates and "
+        "candidate it is `diag(u_t)` (GRU). At the default initialisation the gates sit near 0.5 and the gradient falls "
+        "by more than twelve orders of magnitude over 59 steps back. With the bias of the keeping gate (the LSTM's "
+        "forget gate `f`, the GRU's update gate `u`) raised by 3 the gates sit near 0.95, and the carry product (the "
+        "product of that gate over the steps, averaged over the state's coordinates) shrinks only by a factor near "
+        "0.95 a step, to about 0.05 after 59 steps; the gradient ends there too. With the raised bias the GRU's "
+        "gradient follows its carry product all the way; the LSTM's falls about tenfold in its first step back, since "
+        "the state `h` reaches the next step only through the gates' weights (the cell state `c`, not `h`, carries "
+        "itself), and from there on stays between 0.02 and 0.12. At distance 0 every curve is 1 (the loss reads the "
+        "last state out along a unit vector; the carry product is empty).",
+}
+
+#: The figures drawn as panels side by side (stem -> number of panels; the others have one): the plot function is
+#: given that many axes.
+PANELS = {"gradient-flow-rnn-gru-lstm": 2}
+
 
 def figures() -> dict:
     """File stem -> (plotting function of :mod:`numeric.figures_paths`, figure size in inches).  A function,
@@ -52,11 +64,12 @@ def figures() -> dict:
     from seqgrad.numeric import figures_paths as fp
 
     return {
-        "fig3-left-power-curves": (fp.plot_power_curves, (5.0, 4.0)),
-        "fig3-right-tanh-sensitivity": (fp.plot_tanh_sensitivity, (5.0, 4.0)),
-        "sensitivity-heatmap": (fp.plot_sensitivity_heatmap, (6.5, 3.8)),
-        "jacobian-product-norms": (fp.plot_jacobian_norms, (6.0, 4.0)),
-        "gradient-flow-rnn-gru-lstm": (fp.plot_gradient_flow, (6.5, 5.2)),  # the legend below the axes
+        # at sizes two of them share a page: each stands on the page that cites it or the next
+        "fig3-left-power-curves": (fp.plot_power_curves, (4.8, 3.3)),
+        "fig3-right-tanh-sensitivity": (fp.plot_tanh_sensitivity, (5.0, 3.4)),
+        "sensitivity-heatmap": (fp.plot_sensitivity_heatmap, (6.2, 3.3)),
+        "jacobian-product-norms": (fp.plot_jacobian_norms, (5.6, 3.4)),
+        "gradient-flow-rnn-gru-lstm": (fp.plot_gradient_flow, (6.5, 3.6)),  # two panels, legends below
     }
 
 
@@ -71,6 +84,6 @@ def write(out_dir: Path, fmt: str, device: str = "cpu", stems=None) -> list[Path
     written = []
     for stem, (plot, size) in progress(list(plots.items()), len(plots), "paths figures"):
         fig = Figure(figsize=size, layout="constrained")
-        plot(fig.add_subplot())
+        plot(fig.subplots(1, PANELS[stem]) if stem in PANELS else fig.add_subplot())
         written.append(save_figure(fig, out_dir / f"{stem}.{fmt}"))
     return written
