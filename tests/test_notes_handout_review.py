@@ -49,7 +49,7 @@ def test_the_decoder_proves_its_causality_for_every_length_and_says_what_was_che
     why = body[body.index("This holds for every $T$:"):]
     why = why[:why.index("Without the mask")]
     for step in ("the causal mask makes the weight of row $i$ on every row $j > i$ zero", "act on each row alone",
-                 "so does their composition", f"The symbolic block at $T = {T}$ (pre- and post-norm)"):
+                 "so does their composition", f"shown entry by entry in the symbolic block at $T = {T}$"):  # a footnote's remark
         assert step in why, step
     assert "not proved for every $T$" not in body and "proved for pre- and post-norm" not in body
     # teacher forcing is not generation: the mask makes the one pass equal to the prefix-by-prefix computation
