@@ -1469,8 +1469,15 @@ def encoder_section(b) -> Part:
         tables[0],
         _figure(b, "encoder", ["fig06_identity_position"]),
     ]
-    # the course's attention example, one head on H_0, said not to be a step of the block; then the block's own
-    # output, then its backward pass, which fills the pages the figures float from
+    # the block's own output first, then its backward pass; the course's attention example, one head on H_0 (said not
+    # to be a step of the block), closes the section, so that its table and three figures float from the section's
+    # end (before it, they ran up to three pages past the paragraph that cites them)
+    body += [
+        _words("The block's forward pass itself, both heads on {Y1}, the MLP sublayer and the final LayerNorm, ends in "
+               "the encoder's output of Table", b, **ENCODER_MATRICES) + ref(2) + ".",
+        tables[2],
+    ]
+    body += _encoder_backward(b, tokens)
     body += [
         _words("The course's attention example applies one head, head 1, to {H0} itself, not to the block's LayerNorm "
                "output {Y1}; Table", b, **ENCODER_MATRICES) + ref(1)
@@ -1489,11 +1496,7 @@ def encoder_section(b) -> Part:
             "takes one row of that head's output apart: row 6 of head 1 applied to {H0}, the query of the last token, "
             "as the sum of the value rows weighted by that query's attention weights.", b, **ENCODER_MATRICES)),
         _figure(b, "encoder", ["fig08_begins_contributions"]),
-        _words("The block's forward pass itself, both heads on {Y1}, the MLP sublayer and the final LayerNorm, ends in "
-               "the encoder's output of Table", b, **ENCODER_MATRICES) + ref(2) + ".",
-        tables[2],
     ]
-    body += _encoder_backward(b, tokens)
     appendix = check_status("encoder", b, checks) if checks else ""
     if (owner := stated_with(b, BLOCK_PROOF, "encoder")) is not None:  # the proof of the block's backward pass
         from .latex_parts import code

@@ -90,7 +90,8 @@ def _first_citation_pages(labels, pages, kind: str = "Figure") -> dict[str, int]
 
 #: the figures still allowed two pages past their first citation (issue 25, figure review, item 4, not yet done): the
 #: last of four figures cited by the short text of Section 3, and the last of the three figures of head 1 on H_0 that
-#: the encoder's short closing paragraphs cite (two figures share a page; the third goes to the page after)
+#: close the encoder's section (two figures share a page; the third goes to the page after; in the middle of the
+#: section, before the block's backward pass, they ran three pages past their paragraph)
 FAR_FIGURES = {"fig:jacobian-product-norms": 2, "fig:fig08_begins_contributions": 2}
 
 
