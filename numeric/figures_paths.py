@@ -209,5 +209,6 @@ def plot_gradient_flow(axes, width: int = 16, T: int = 60, seed: int = 0, gate_b
         # below the axes: inside, at any corner, it hid curves
         lines = [a for a in artists if a.axes is ax]
         ax.legend(lines, short[ax], fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False, ncol=2)
-    left.set_ylabel("gradient norm (solid),\nmean carry product (dashed)")
+    for ax in (left, right):  # each panel its own log scale, so each names it
+        ax.set_ylabel("gradient norm (solid),\nmean carry product (dashed)")
     return artists

@@ -267,6 +267,7 @@ def test_6_the_gradient_flow_figure_is_two_panels_with_a_caption_that_says_what_
     assert {line.get_label().split(":")[0] for line in lines if line.axes is left} == \
         {"RNN, default init", "GRU, default init", "LSTM, default init"}
     assert all("raised by 3" in line.get_label() for line in lines if line.axes is right) and len(right.get_lines()) == 4
+    assert left.get_ylabel() == right.get_ylabel() != ""  # each panel has its own log scale, and names it
     caption = paths.CAPTIONS["gradient-flow-rnn-gru-lstm"]
     assert caption.count(". ") <= 2 and len(caption.split()) <= 50 and "Left:" in caption and "Right:" in caption
     reading = paths.READINGS["gradient-flow-rnn-gru-lstm"]

@@ -123,7 +123,7 @@ def plot_contributions(ax, contrib, tokens: list[str], *, query: int = 6, head: 
     grid = np.full((T + 2, C.shape[1]), np.nan)
     grid[:T] = C
     grid[T + 1] = sums
-    image = ax.imshow(grid, cmap="RdBu_r", vmin=-bound, vmax=bound)
+    image = ax.imshow(grid, cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto")  # cells wider than tall: a number fits
     texts = _annotate(ax, C, image=image) + [ax.text(j, T + 1, cell_number(v), ha="center", va="center", fontsize=7,
                                                      fontweight="bold", color=text_color(image, v)) for j, v in enumerate(sums)]
     h = f"^{{[{head}]}}"

@@ -33,10 +33,10 @@ CAPTIONS = {
     "jacobian-product-norms": "A vector tanh RNN, from the top: the Pascanu bound, the product of the single-step "
         "norms, and the spectral norm of the Jacobian product. Each is an upper bound of the one below it; the norm of the product itself "
         "can be far smaller than the bounds.",
-    "gradient-flow-rnn-gru-lstm": "The gradient (solid) and the carry product (dashed) against the steps back. Left: at "
+    "gradient-flow-rnn-gru-lstm": "Gradient (solid) and carry product (dashed) against the steps back. Left: at "
         "PyTorch's default initialisation all three cells lose the gradient alike. Right: with the keeping gate's bias "
-        "raised by 3 the carry product shrinks only slowly; the GRU's gradient follows it, the LSTM's drops tenfold "
-        "at the first step back and then changes little.",
+        "raised by 3 the carry product shrinks slowly; the GRU's gradient follows it, the LSTM's drops tenfold at "
+        "once, then changes little.",
 }
 
 #: What the text says about a figure where it points to it: the reading of its curves, too long for a caption
