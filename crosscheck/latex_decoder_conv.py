@@ -104,7 +104,9 @@ def decoder_body(b, mark: str) -> str:
              b.figures("encoder", ["fig11_A_causal"]),
              _block_backward(b),
              "\\paragraph{Parameter counts.} " + words(
-                 "One layer counted with its biases and its three LayerNorms (their scales and shifts), in general and at "
+                 "One layer counted as PyTorch's decoder layer builds it: a bias on each of its projections and linear "
+                 "maps (the equations above leave them out) and its three LayerNorms (their "
+                 "scales and shifts), in general and at "
                  "model width 256, 4 heads and MLP width 1024; then its weight matrices alone, and the stack of `L = 6` "
                  "layers as the course's exercise on the decoder stack counts it, weight matrices only, without biases "
                  "and LayerNorms. The count assumes that each head has widths ",

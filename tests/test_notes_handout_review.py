@@ -63,6 +63,8 @@ def test_the_parameter_counts_give_the_layer_under_both_conventions(tmp_path):
     stack is L of them."""
     body = _flat(notes.decoder_section(_build(tmp_path)).body)
     counts = body[body.index("\\paragraph{Parameter counts.}"):]
+    # the equations have no biases: the count says whose layer it counts, and where its biases are
+    assert "One layer counted as PyTorch's decoder layer builds it: a bias on each of its projections" in counts
     weights = decoder.decoder_layer_params(256, 4, 1024, bias=False, norms=False)
     stack = decoder.task29()["decoder_stack"]
     assert 6 * weights == stack and f"\\lvert\\theta\\rvert_{{\\mathrm{{weights}}}} &= {weights}" in counts
