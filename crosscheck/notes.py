@@ -664,8 +664,8 @@ def paths_section(b) -> Part:
         _words("Each factor is a weight times a slope of tanh, and tanh has slope at most 1, hence {factor} (for the "
                "vector cell the same holds in the spectral norm, with {Wh} for `w_h`). If every factor has absolute "
                "value (for the vector cell: norm) at most `rho`, the product over `t - tau` steps is at most "
-               "{bound} in absolute value (in norm): it vanishes geometrically for `rho < 1`, and the bound allows growth "
-               "for `rho > 1` (an upper bound does not say that the product grows). Worked example, four steps:", b,
+               "{bound} in absolute value (in norm; the bound of Pascanu, Mikolov and Bengio 2013): it vanishes geometrically for `rho < 1` (the vanishing gradient of Hochreiter 1991), and the bound allows "
+               "growth for `rho > 1` (an upper bound does not say that the product grows). Worked example, four steps:", b,
                factor=sp.LessThan(sp.Abs(Jj), sp.Abs(sp.Symbol("w_h")), evaluate=False),
                bound=sp.Pow(rho, t - s, evaluate=False), Wh=sp.MatrixSymbol("W_h", 3, 3)) + mark,
         _display([(Partial(sp.Symbol("h_0"), of=sp.Symbol("h_3")), net.path_product(3, 0))], b),
@@ -869,7 +869,7 @@ def positional_section(b) -> Part:
         + "Appendix~\\ref{app:attention} " + _words("proves it for every size; a causal mask, which does depend on "
                                                       "the order, comes in", b) + " Section~\\ref{sec:decoder}). "
         + _words("The position `pos` of each token is therefore added to its embedding as a vector of sines and "
-                 "cosines, one frequency per pair of coordinates:", b),
+                 "cosines, one frequency per pair of coordinates (Vaswani et al. 2017, section 3.5):", b),
         _display([(PE(pos, 2 * j), sp.sin(omega * pos)), (PE(pos, 2 * j + 1), sp.cos(omega * pos)),
                   (omega, sp.Pow(10000, -2 * j / D, evaluate=False))], b),
         b.pointer("positional", "positional_encoding_d128", _words(
@@ -1178,8 +1178,8 @@ def residual_section(b) -> Part:
         + verification(b, checks=[r for r in checks if "layernorm" in r.name], appendix="residual"),
         _display([(d.target, d.value) for d in ln.backward_lines()], b),
         "\\subsection{Residual paths}",
-        _words("A residual connection adds the input {x} of a branch `F` to the branch's output {Fx}; the sum {u} is the "
-               "connection's output. Without a LayerNorm, with one before the branch (pre-norm) or with one after the sum "
+        _words("A residual connection (He et al. 2016) adds the input {x} of a branch `F` to the branch's output {Fx}; the "
+               "sum {u} is the connection's output. Without a LayerNorm, with one before the branch (pre-norm) or with one after the sum "
                "(post-norm), the connection is", b, x=_s("x", 1, 2),
                Fx=sp.Function("F")(_s("x", 1, 2)), u=_s("u", 1, 2)),
         _display(_placements(), _with_vectors(b, {"u", "x"})),

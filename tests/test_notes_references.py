@@ -44,3 +44,16 @@ def test_the_citation_pattern_reads_the_forms_the_notes_write():
     assert [r.key for r in references.cited(text)] == ["He 2016", "Hochreiter 1991", "Pascanu 2013", "Xiong 2020",
                                                        "Zhang 2019"]
     assert not re.search(references.REFERENCES[0].names[0], "Xiong et al. 2020")
+
+
+def test_the_works_the_sections_rest_on_are_cited_in_the_body(standalone_notes):
+    """A lecturer's review: Vaswani et al., He et al. and Hochreiter were listed but cited only in the appendix's
+    entries; the sections that rest on them (the sinusoidal encoding, residual connections, the vanishing
+    gradient) cite them where they introduce it.  A listed work the body never cites is one the appendix alone
+    needs (Zhang & Sennrich's RMSNorm, which has no section of its own)."""
+    source = standalone_notes.read_text(encoding="utf-8")
+    body = source[:source.index("\\section*{References}")]
+    in_body = {r.key for r in references.cited(body)}
+    assert {"Vaswani 2017", "He 2016", "Hochreiter 1991", "Xiong 2020", "Pascanu 2013"} <= in_body
+    appendix_only = {r.key for r in references.cited(source)} - in_body
+    assert appendix_only <= {"Zhang 2019"} and "RMSNorm" not in body
