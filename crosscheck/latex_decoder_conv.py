@@ -15,15 +15,16 @@ from .latex_parts import matrices
 
 
 
-def decoder_body(b, mark: str) -> str:
-    """Cross-attention, the decoder block, the causal proof, the counts, the generation figure."""
+def decoder_body(b, mark: str, verification=None) -> str:
+    """Cross-attention, the decoder block, the causal proof, the counts, the generation figure; ``mark`` the section's
+    footnote mark, ``verification`` the notes' :func:`crosscheck.notes.verification` for the causal proof's remark
+    (none: no remark)."""
     import sympy as sp
 
     from seqgrad.derive import blocks, decoder as dd
     from seqgrad.derive.program import latex_aligned
 
     from .latex_parts import _derivation, words
-    from .notes import verification
 
     small = dd.DecoderBlock()  # the symbolic block whose dependencies are followed (a small T)
     holds = all(dd.DecoderBlock(T=small.T, norm_first=nf).causal_proof()[0] for nf in (True, False))
@@ -86,8 +87,9 @@ def decoder_body(b, mark: str) -> str:
                     "the block thus keeps row `i` a function of the rows up to `i`, and so does their composition: "
                     "the block, and a stack of blocks.", b.notation)
               # how it was verified is the section's footnote, not the text (issue 25, prose review, item 1)
-              + verification(b, appendix="decoder", remarks=[words(
+              + (verification(b, appendix="decoder", remarks=[words(
                   f"Causality is also shown entry by entry in the symbolic block at `T = {small.T}`", b.notation)])
+                 if verification is not None else "")
               if holds else ""),
              words("Without the mask, output row `i` depends on target rows after `i`. With it, one pass over a whole "
                    "target computes at each position `i` what the decoder computes from the prefix up to `i` alone, "

@@ -279,6 +279,12 @@ def column_block_definition(matrix, notation: Notation) -> str:
             f"of {inline(matrix, notation)}, with all its rows.")
 
 
+def identity_label(name: str) -> str:
+    """The label of catalogue identity ``name``'s heading in the appendix (:func:`identity_status`), which the notes'
+    footnotes refer to by page."""
+    return f"id:{name}"
+
+
 def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> str:
     """Each identity's statement and its verified status (the exact proof run now)."""
     import sympy as sp
@@ -313,8 +319,6 @@ def identity_status(identities: Sequence, b: Build, *, max_chars: int = 900) -> 
         # the typeset display below it (the title is an ASCII sentence for terminals, never set in the notes)
         names = ", ".join(code(e.name) for e, *_ in group)
         scopes = "; ".join(scope(e.scope).latex(b.notation) for e, *_ in group)
-        from .notes import identity_label
-
         labels = "".join(f"\\label{{{identity_label(e.name)}}}" for e, *_ in group)  # the footnotes' page references
         head = f"\\paragraph{{{names}}}{labels} {source}; {scopes}."
         proof = proofs[entry.name]

@@ -30,7 +30,7 @@ from seqgrad.derive.blocks import HEAD_INDEX, MEMORY, NORM_TAGS  # a sublayer's 
 from seqgrad.derive.prose import Sizes
 from seqgrad.derive.sequence import T, adjoint, stepped, t
 
-from .latex_parts import LAYERS, number_tex
+from .latex_parts import LAYERS, identity_label, number_tex
 
 __all__ = ["Part", "ORDER", "verification", "one_footnote", "without_lines", "notation_section", "introduction", "Shape"]
 
@@ -138,11 +138,6 @@ def proof_mark(b, names: Sequence[str], stated: Sequence[str] = ()) -> str:
     if slow:
         out.append(("not" if len(slow) == len(names) + len(stated) else "not all") + f" proved within {b.proof_seconds:g} s here")
     return ". ".join(out[:1] + [capitalized(text) for text in out[1:]])
-
-
-def identity_label(name: str) -> str:
-    """The label of catalogue identity ``name``'s heading in the appendix (:func:`latex_parts.identity_status`)."""
-    return f"id:{name}"
 
 
 def named(b, names: Sequence[str]) -> str:
@@ -1597,7 +1592,8 @@ def decoder_section(b) -> Part:
 
     b = with_section_letters(b, "decoder")
     checks = section_checks(b, ["decoder.*"])
-    body = latex_decoder_conv.decoder_body(b, verification(b, checks=checks, source=sources(checks), appendix="decoder"))
+    body = latex_decoder_conv.decoder_body(b, verification(b, checks=checks, source=sources(checks), appendix="decoder"),
+                                           verification)  # the section's footnote marks, made here (no import circle)
     return Part(body, _audit(b, "decoder", checks))
 
 

@@ -236,9 +236,11 @@ def test_the_encoder_example_says_which_tables_are_one_head_on_h0_and_which_are_
     assert "The forward pass, in three tables" not in body
     block = body.index("The block's forward pass itself")
     example = body.index("The course's attention example applies one head, head 1,")
-    assert example < body.index(r"\label{tab:encoder-head1-A}") < block < body.index(r"\label{tab:encoder-H_enc}")
+    # the block's output and backward pass first, then the one-head example closes the section (in the middle of it,
+    # its table and three figures ran up to three pages past the paragraph that cites them)
+    assert block < body.index(r"\label{tab:encoder-H_enc}") < body.index(r"\label{tab:encoder-dH}") < example
+    assert example < body.index(r"\label{tab:encoder-head1-A}")
     assert "not a step of the block's forward pass" in body[example:]
-    assert example < body.index(r"\label{tab:encoder-dH}")  # the block's backward pass after the one-head example
     for stem in notes.ENCODER_HEAD_FIGURES + ("fig11_A_causal",):
         caption = encoder.CAPTIONS[stem]
         assert re.search(r"[Hh]ead 1", caption) and "`H_0`" in caption, stem
