@@ -169,7 +169,11 @@ def plot_gradient_flow(axes, width: int = 16, T: int = 60, seed: int = 0, gate_b
     GRU, GRU raised, LSTM, LSTM raised), each labelled with its cell and setting."""
     T = validate.integer("T", T, minimum=2)
     gate_bias = validate.real("gate_bias", gate_bias)
-    left, right = axes
+    panels = list(axes) if isinstance(axes, (list, tuple)) or getattr(axes, "ndim", 0) == 1 else [axes]
+    if len(panels) != 2:
+        raise ValueError("axes: a pair of matplotlib Axes (left, right), e.g. plt.subplots(1, 2)[1]; got "
+                         f"{type(axes).__name__}" + (f" of {len(panels)}" if len(panels) != 1 else ""))
+    left, right = panels
     cells = gradient_flow_cells(width, seed=seed)
     raised_words = {"u": f"$u$'s bias raised by {gate_bias:g}", "f": f"$f$'s bias raised by {gate_bias:g}"}
     variants = [("RNN", cells["RNN"], "default init"),

@@ -272,3 +272,11 @@ def test_the_numbers_of_neighbouring_cells_do_not_touch(stem, monkeypatch, tmp_p
     assert len(boxes) >= 24  # 7 x 7 cells, or 7 x 3 and their 3 sums
     touching = [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
     assert touching == []
+
+
+def test_the_gradient_flow_plot_asks_for_its_two_panels():
+    """One Axes (as the notebook passed before the figure had two panels) gets one error naming the argument."""
+    from seqgrad.numeric import figures_paths as fp
+
+    with pytest.raises(ValueError, match=r"axes: a pair of matplotlib Axes \(left, right\)"):
+        fp.plot_gradient_flow(Figure().subplots())

@@ -103,7 +103,7 @@ def plot_attention_matrix(ax, M, tokens: list[str], *, title: str, masked=None, 
     vmin = float(shown.min()) if vmin is None else vmin  # the colour scale fits the values drawn
     vmax = float(shown.max()) if vmax is None else vmax
     image = ax.imshow(np.where(mask, np.nan, M), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")  # cells wider than tall: a number fits
-    texts = _annotate(ax, M, skip=mask, image=image, fontsize=6)  # "0.0679" within a cell at the size drawn
+    texts = _annotate(ax, M, skip=mask, image=image, fontsize=7)  # "0.0679" within a cell at the size drawn, 7 pt
     ii, jj = np.nonzero(mask)
     crosses = ax.scatter(jj, ii, marker="x", color="0.3", s=40, label="masked (weight exactly 0)")
     ax.set_title(title)
