@@ -118,9 +118,10 @@ class Build:
             return ""
         from .figures import figure_sets
 
-        reading = getattr(figure_sets()[set_name], "READINGS", {}).get(stem)
-        formulas = getattr(figure_sets()[set_name], "FORMULAS", {})
-        return f"Figure~\\ref{{fig:{stem}}} {sentence}" + (" " + words(reading, self.notation, **formulas) if reading else "")
+        figure_set = figure_sets()[set_name]
+        reading = getattr(figure_set, "READINGS", {}).get(stem)
+        return f"Figure~\\ref{{fig:{stem}}} {sentence}" + (
+            " " + words(reading, self.notation, **getattr(figure_set, "FORMULAS", {})) if reading else "")
 
     def shows(self, set_name: str, stem: str) -> bool:
         """Whether this build includes figure ``stem`` of ``set_name`` (a sentence may then point to it)."""
