@@ -84,25 +84,19 @@ def figure_fonts(source: str, tex_dir: Path) -> dict[str, float]:
     return sizes
 
 
-@pytest.fixture(scope="module")
-def notes(tmp_path_factory, standalone_notes):
-    """``seqgrad latex`` written twice, standalone and with its figures beside it (every section)."""
-    path = tmp_path_factory.mktemp("notes") / "figures" / "notes.tex"
-    path.parent.mkdir()
-    cli("latex", str(path))
-    return {"standalone": standalone_notes, "figures": path}
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["standalone", "figures"])
 @pytest.mark.tex
 @pytest.mark.skipif(bool(MISSING), reason="no TeX engine/poppler")
-def test_notes_compile_render_and_read_as_notes(notes, kind, tmp_path):
-    path = notes[kind]
+def test_notes_compile_render_and_read_as_notes(kind, tmp_path, request):
+    """``seqgrad latex`` standalone and with every figure of its sets beside it (every section), each built and
+    compiled once for the run (conftest)."""
+    path = request.getfixturevalue("standalone_notes" if kind == "standalone" else "chapter_notes")
+    pdf = request.getfixturevalue("standalone_pdf" if kind == "standalone" else "chapter_pdf")
     source = path.read_text()
     assert notes_defects(source) == []
-    compile_and_render(path, tmp_path, f"notes_chapter_{kind}", passes=2)
-    log = (tmp_path / f"build-notes_chapter_{kind}" / "notes.log").read_text(errors="replace")
+    compile_and_render(path, tmp_path, f"notes_chapter_{kind}", pdf=pdf)
+    log = (pdf.parent / "notes.log").read_text(errors="replace")
     assert "undefined" not in " ".join(re.findall(r"LaTeX Warning: .*", log)), "a reference or citation is undefined"
     included = re.findall(r"\\includegraphics\[[^]]*\]\{([^}]+)\}", source)
     assert all((path.parent / rel).is_file() for rel in included), "every figure the notes include is beside them"

@@ -39,12 +39,14 @@ def minimal(body: str) -> str:
             + "\\begin{document}\n" + body + "\n\\end{document}\n")
 
 
-def compile_and_render(tex: Path, tmp_path: Path, name: str, passes: int = 1) -> tuple[Path, list[Path]]:
-    """Compile ``tex`` (``passes`` times: a document with contents and references needs 2), assert that its log
-    reports no overfull box > 1 pt and nothing undefined, render every page to PNG and assert that each has ink."""
-    build = tmp_path / f"build-{name}"
-    pdf = latexdoc.compile_pdf(tex, build, passes=passes)
-    log = (build / (tex.stem + ".log")).read_text(errors="replace")
+def compile_and_render(tex: Path, tmp_path: Path, name: str, passes: int = 1,
+                       pdf: Path | None = None) -> tuple[Path, list[Path]]:
+    """Compile ``tex`` (``passes`` times: a document with contents and references needs 2), or take its ``pdf``
+    compiled already (its log beside it), assert that the log reports no overfull box > 1 pt and nothing undefined,
+    render every page to PNG and assert that each has ink."""
+    if pdf is None:
+        pdf = latexdoc.compile_pdf(tex, tmp_path / f"build-{name}", passes=passes)
+    log = (pdf.parent / (tex.stem + ".log")).read_text(errors="replace")
     problems = latexdoc.tex_problems(log)
     out = artefacts(tmp_path, name)
     subprocess.run(["pdftoppm", "-png", "-r", "60", str(pdf), str(out / "page")], check=True, capture_output=True)
@@ -142,15 +144,13 @@ def test_notes_document_standalone_and_with_figures(tmp_path):
 
 
 @pytest.mark.slow
-def test_whole_notes_document(tmp_path):
-    """Every section with its figures (slow: every proof and figure set runs)."""
-    out = tmp_path / "notes.tex"
-    cli("latex", str(out))
-    compile_and_render(out, tmp_path, "notes_all")
-    # every figure of the chapter is pointed to from its text ("Figure n shows ..."), outside the figures themselves
+def test_whole_notes_document(chapter_notes):
+    """Every section with its figures (slow: every proof and figure set runs; the chapter is built once for the run,
+    and test_latex_notes compiles and renders it)."""
     import re
 
-    source = out.read_text(encoding="utf-8")
+    source = chapter_notes.read_text(encoding="utf-8")
+    # every figure of the chapter is pointed to from its text ("Figure n shows ..."), outside the figures themselves
     outside = re.sub(r"\\begin\{figure\}.*?\\end\{figure\}", "", source, flags=re.S)
     labels = re.findall(r"\\label\{(fig:[^}]+)\}", source)
     assert len(labels) == source.count("\\includegraphics") >= 18

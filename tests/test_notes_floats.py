@@ -14,7 +14,6 @@ import subprocess
 
 import pytest
 
-from test_latex_render import cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.tex,
               pytest.mark.skipif(not (shutil.which("pdflatex") and shutil.which("pdftotext")),
@@ -22,13 +21,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.tex,
 
 
 @pytest.fixture(scope="module")
-def chapter(tmp_path_factory):
+def chapter(chapter_notes, chapter_pdf):
     """(LaTeX source, {label: (number, printed page)} from the .aux, the text of every page of the PDF)."""
-    from seqgrad.crosscheck import latexdoc
-
-    tex = tmp_path_factory.mktemp("chapter") / "notes.tex"
-    cli("latex", str(tex))
-    pdf = latexdoc.compile_pdf(tex, tex.parent / "build", passes=2)
+    tex, pdf = chapter_notes, chapter_pdf
     aux = (pdf.parent / "notes.aux").read_text(errors="replace")
     labels = {m[1]: (m[2], int(m[3])) for m in re.finditer(r"\\newlabel\{([^}]+)\}\{\{([^}]*)\}\{(\d+)\}", aux)}
     pages = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True,

@@ -6,22 +6,15 @@
    appendix that discusses it.
 (3, the display breaking after a leading 1/s, is tested on the rule in tests/test_printing.py; 4, one counting
 convention, in tests/test_notes_symbols.py.)"""
-import contextlib
-import io
 import re
 
 import pytest
 
 
 @pytest.fixture(scope="module")
-def full_notes(tmp_path_factory):
+def full_notes(chapter_notes):
     """The notes as ``seqgrad latex notes.tex`` writes them (every figure of the sets, their captions)."""
-    from seqgrad.crosscheck.cli import main
-
-    path = tmp_path_factory.mktemp("full-notes") / "notes.tex"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["latex", str(path)]) == 0
-    return path.read_text(encoding="utf-8")
+    return chapter_notes.read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
