@@ -14,6 +14,9 @@ from seqgrad.numeric import depth
 from seqgrad.numeric import figures_depth as fd
 from seqgrad.errors import SeqgradValueError
 
+# one worker runs this module, so that its module fixtures are built once, not once per xdist worker
+pytestmark = pytest.mark.xdist_group("depth")
+
 
 def _ax():
     return Figure().add_subplot()

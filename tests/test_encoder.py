@@ -17,6 +17,9 @@ from seqgrad.numeric.positions import LearnedPositions, frequencies, sinusoidal
 from seqgrad.numeric.tokens import tokenize
 from seqgrad.sigfig import matches
 
+# one worker runs this module, so that its module fixtures are built once, not once per xdist worker
+pytestmark = pytest.mark.xdist_group("encoder")
+
 
 @pytest.fixture(scope="module")
 def traces():

@@ -12,6 +12,9 @@ import pytest
 
 from test_latex_notes import body_and_appendix
 
+# one worker runs this module, so that its module fixtures are built once, not once per xdist worker
+pytestmark = pytest.mark.xdist_group("notes_appx")
+
 
 @pytest.fixture(scope="module")
 def appendix():

@@ -16,6 +16,9 @@ from seqgrad.crosscheck.latex_parts import Build
 from seqgrad.derive import blocks
 from seqgrad.derive.latex_settings import DEFAULT
 
+# one worker runs this module, so that its module fixtures are built once, not once per xdist worker
+pytestmark = pytest.mark.xdist_group("notes_backward_passes")
+
 torch = pytest.importorskip("torch")
 
 

@@ -21,6 +21,9 @@ from seqgrad.crosscheck.latex_parts import Build
 from seqgrad.crosscheck.latexdoc import NOTES_LETTERS
 from seqgrad.derive.latex_settings import DEFAULT
 
+# one worker runs this module, so that its module fixtures are built once, not once per xdist worker
+pytestmark = pytest.mark.xdist_group("notes_footnote_errors")
+
 _ERROR = re.compile(r"largest error \$([\d.]+)(?: \\cdot 10\^\{(-?\d+)\})?\$")
 _UNITS = re.compile(r"largest difference \$([\d.]+)\$ of a unit in the last printed digit")
 _ROW_NAME = re.compile(r"^\\texttt\{(.*?)\} &", re.M)

@@ -9,6 +9,9 @@ from seqgrad.crosscheck.latex_parts import Build
 from seqgrad.crosscheck.latexdoc import notes_notation
 from seqgrad.derive.latex_settings import DEFAULT
 
+# one worker runs this module, so that its module fixtures are built once, not once per xdist worker
+pytestmark = pytest.mark.xdist_group("notes_letters")
+
 
 @pytest.fixture(scope="module")
 def build(tmp_path_factory):

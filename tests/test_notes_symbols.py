@@ -8,6 +8,9 @@ import pytest
 
 from seqgrad.crosscheck.cli import main
 
+# one worker runs this module, so that its module fixtures are built once, not once per xdist worker
+pytestmark = pytest.mark.xdist_group("notes_symbols")
+
 #: text-like groups whose letters are words, not symbols (\\text{carry}, \\operatorname{diag}, \\mathrm{pos})
 _WORDS = re.compile(r"\\(?:text|mathrm|operatorname|textrm|mbox|label|tag)\s*\{[^{}]*\}")
 

@@ -19,6 +19,9 @@ from seqgrad.crosscheck.latex_parts import Build
 from seqgrad.derive.latex_settings import DEFAULT
 from seqgrad.numeric import course
 
+# one worker runs this module, so that its module fixtures are built once, not once per xdist worker
+pytestmark = pytest.mark.xdist_group("notes_worked_numbers")
+
 F64 = torch.float64
 
 

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals, /proc and fork")
+# one worker runs this module, so that its module fixtures are built once, not once per xdist worker
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals, /proc and fork"), pytest.mark.xdist_group("reliability_signals")]
 
 CHECK = ["check", "--only", "depth", "--only", "conv", "--no-figures"]  # two groups: two forked workers
 EXPECTED = {signal.SIGINT: (130, "seqgrad: interrupted"), signal.SIGTERM: (143, "seqgrad: terminated")}
