@@ -72,6 +72,56 @@ class Section:
 
 # --------------------------------------------------------------------------- identity status
 
+
+@dataclass
+class _ClaimRow:
+    """One row of the table of printed statements: an entry, its verdict in words, and the count of numbers it
+    checks where the row may stand for a run of its like (a verified table of the course, no erratum); ``last``,
+    the run's last entry where it stands for several."""
+    entry: object
+    source: str  # as the table cites it (a section, without its lines)
+    verdict: str
+    shown: int | None
+    last: object = None
+
+    def table(self, entry=None) -> int | None:
+        """The number of the course's table ``entry`` (the row's own by default) checks every number of
+        (``table10``), if it is one and the row may stand for a run."""
+        m = re.fullmatch(r"table(\d+)", (entry or self.entry).name)
+        return int(m.group(1)) if m and self.shown is not None else None
+
+    def statement(self, entry=None) -> str:
+        """What the entry checks, without its table's number: alike for every table checked alike."""
+        entry = entry or self.entry
+        return entry.what.replace(f"Table {self.table(entry)}:", "", 1)
+
+    def cells(self) -> list[str]:
+        key = _key(self.entry.source)
+        if self.last is None:
+            return [code(self.entry.name), self.source, quotation(self.entry.what, key), self.verdict]
+        first, last = self.table(), self.table(self.last)
+        what = self.entry.what.replace(f"Table {first}:", f"Tables {first}-{last}:", 1)
+        return [f"{code(self.entry.name)}--{code(self.last.name)}", self.source,
+                quotation(what, key).replace(f"~{first}-{last}", f"~{first}--{last}", 1),
+                self.verdict.replace(" numbers)", " numbers each)")]
+
+
+def _collapsed(rows: list[_ClaimRow]) -> list[_ClaimRow]:
+    """The rows with each run of the course's tables checked alike (consecutive tables of one section, each
+    verified with as many numbers, the same statement) as one row, ``table10--table15``, ``Tabs. 10--15``,
+    ``verified (21 numbers each)``: the same verdicts, without one row repeated for every table."""
+    out: list[_ClaimRow] = []
+    for row in rows:
+        prev = out[-1] if out else None
+        if (prev is not None and row.table() is not None and prev.table() is not None
+                and prev.table(prev.last or prev.entry) == row.table() - 1 and row.source == prev.source
+                and row.verdict == prev.verdict and row.statement() == prev.statement()):
+            prev.last = row.entry
+        else:
+            out.append(row)
+    return out
+
+
 def _claims(b: Build) -> str:
     """Every printed numeric claim of the course texts, verified now: one row per printed statement,
     one per printed table, and each printed number that is not its value rounded as a sentence (the printed number,
@@ -106,14 +156,16 @@ def _claims(b: Build) -> str:
             verdict = f"the statement is {judgement}{count} (see its erratum below)"
         elif judgement:
             verdict = f"number {verdict}; the statement is {judgement} (see its erratum below)"
-        rows.append([code(entry.name), source_tex(entry.source, b.notation), quotation(entry.what, _key(entry.source)), verdict])
+        rows.append(_ClaimRow(entry, source_tex(entry.source, b.notation), verdict,
+                              shown if not judgement and not bad else None))
         # a truncated number is wrong at the digits it prints (0.9999 for cos 0.01 = 0.99995...): an erratum
         wrong = ("contradicted", "undecided", "truncated")
         for found, kept in ((errata, [v for v in bad if v.status in wrong]),
                             (notes_, [v for v in bad if v.status not in wrong])):
             if kept and not (found is errata and judgement):  # (a judged entry: its statement's erratum)
                 found.append((entry, kept))
-    total = sum(1 for _ in rows)
+    total = len(rows)
+    rows = [row.cells() for row in _collapsed(rows)]
     parts = [f"Table~\\ref{{tab:claims}} lists the {total} printed statements of the course texts. Each was evaluated "
              "exactly when these notes were written and compared with the number as printed (at the decimals written, "
              "or at 3 significant figures for the tables).",
@@ -390,7 +442,9 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     if appendix:
         # addressed to the chapter's reader who wants the proofs and the checks: whom it is for, what it holds, how
         # to read an entry, in plain sentences
-        parts.append("\\clearpage\n\\appendix\n\\section{Verification}\\label{app:verification}\n\n" + text(
+        # ragged right: its narrow tables, typewriter names and quoted formulas leave lines that justified text
+        # would stretch to wide word spaces
+        parts.append("\\clearpage\n\\appendix\n\\raggedright\n\\section{Verification}\\label{app:verification}\n\n" + text(
             "This appendix is for the reader of the chapter who wants the proofs and the checks behind its formulas. "
             "It follows the chapter's sections in order. For each section it first states the identities proved for "
             "it (where it has any), and a table says how each was proved; a second table lists the numeric checks of "

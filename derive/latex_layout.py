@@ -121,9 +121,22 @@ _OPERATOR = re.compile(r"\\(sin|cos|tan|tanh|sinh|cosh|exp|log|ln|max|min|det|di
 _SPACE = re.compile(r"\\(?:quad|qquad|,|;|!)|\{\}|&")
 
 
+_MATRIX = re.compile(r"\\begin\{([pbv]?matrix)\}(.*?)\\end\{\1\}", re.S)
+
+
+def _matrix_width(m: re.Match) -> str:
+    """A matrix as wide as it is typeset: its widest row, its columns side by side with a gap of two between them."""
+    rows = [row.split("&") for row in m.group(2).split("\\\\")]
+    columns = max(len(row) for row in rows)
+    widths = [max(visual_width(row[c]) if c < len(row) else 0 for row in rows) for c in range(columns)]
+    return "x" * (sum(widths) + 2 * (columns - 1))
+
+
 def visual_width(tex: str) -> int:
     """About how many characters wide ``tex`` looks when typeset: style macros and braces
-    take no room, a command such as ``\\alpha`` takes one, ``\\sin`` three, a binary ``+``, ``-`` or ``=`` three."""
+    take no room, a command such as ``\\alpha`` takes one, ``\\sin`` three, a binary ``+``, ``-`` or ``=`` three;
+    a matrix is as wide as its widest row (its entries side by side), not as all its entries in a row."""
+    tex = _MATRIX.sub(_matrix_width, tex)
     tex = _COMMAND.sub("x", _OPERATOR.sub(lambda m: m.group(1), _STYLE.sub("", _SPACE.sub("", tex))))
     return sum(3 if ch in "+-=" else 1 for ch in tex if ch not in "{}^_ ")
 
@@ -220,40 +233,57 @@ def _wrap(inner: list[_Piece], left: str, right: str) -> list[_Piece]:
     return inner
 
 
-def _fill(pieces: list[_Piece], width: int, max_depth: int) -> list[str]:
-    """Greedy lines of at most ``width`` (where the allowed breaks permit), breaking at depth <= ``max_depth``: the
-    pieces up to the next allowed break go on a line together, so a break is taken when they would not fit."""
+def _groups(pieces: list[_Piece], max_depth: int) -> list[list[_Piece]]:
+    """``pieces`` in runs that start at an allowed break of depth <= ``max_depth``: what must share a line."""
     groups: list[list[_Piece]] = []
     for piece in pieces:
         if groups and not 0 <= piece.depth <= max_depth:
             groups[-1].append(piece)
         else:
             groups.append([piece])
-    lines: list[str] = []
-    current = ""
-    for group in groups:
-        text = " ".join(piece.text for piece in group)
-        if current and visual_width(current) + visual_width(text) + 1 > width:
-            lines.append(current)
-            lead = group[0].lead
-            current = (lead + text) if lead != "{}" else "{}" + text
+    return groups
+
+
+def _text(pieces: list[_Piece]) -> str:
+    return " ".join(piece.text for piece in pieces)
+
+
+def _fill(pieces: list[_Piece], width: int, max_depth: int) -> list[list[_Piece]]:
+    """Greedy lines of at most ``width`` (where the allowed breaks permit), breaking at depth <= ``max_depth``: the
+    pieces up to the next allowed break go on a line together, so a break is taken when they would not fit."""
+    lines: list[list[_Piece]] = []
+    for group in _groups(pieces, max_depth):
+        if lines and visual_width(_text(lines[-1])) + visual_width(_text(group)) + 1 > width:
+            lines.append(list(group))
+        elif lines:
+            lines[-1] += group
         else:
-            current = f"{current} {text}" if current else text
-    lines.append(current)
+            lines.append(list(group))
     return lines
+
+
+def _layered(pieces: list[_Piece], width: int, depth: int, deepest: int) -> list[list[_Piece]]:
+    """Lines broken at depth ``depth`` first; only a line that is still too wide (one term or factor too wide by
+    itself) is broken inside, at the next depth.  So a line never joins the end of one bracketed group to the next
+    term: it breaks at the outermost ``+`` it can, and inside a bracket only where that bracket alone is too wide."""
+    out: list[list[_Piece]] = []
+    for line in _fill(pieces, width, depth):
+        if depth < deepest and visual_width(_text(line)) > width:
+            out += _layered(line, width, depth + 1, deepest)
+        else:
+            out.append(line)
+    return out
 
 
 def break_lines(expr, printer: NotationPrinter, width: int) -> list[str]:
     """``expr`` printed on as many lines as it needs to keep each near ``width`` typeset characters
     (:func:`visual_width`): sums break before a ``+``/``-``, products between factors (the next line
-    starts with ``\\cdot``), elementwise products before ``\\circ``; outermost breaks first."""
+    starts with ``\\cdot``), elementwise products before ``\\circ``; outermost breaks first, a deeper one only
+    inside a term that is too wide alone (:func:`_layered`)."""
     pieces = _pieces(textbook_order(expr), printer, width)
     deepest = max((piece.depth for piece in pieces), default=0)
-    for level in range(deepest + 1):
-        lines = _fill(pieces, width, level)
-        if all(visual_width(line) <= width for line in lines):
-            return lines
-    return _fill(pieces, width, max(deepest, 0))
+    lines = _layered(pieces, width, 0, max(deepest, 0))
+    return [_text(line) if i == 0 else line[0].lead + _text(line) for i, line in enumerate(lines)]
 
 
 def sum_lines(expr, printer: NotationPrinter, width: int) -> list[str]:
@@ -345,13 +375,16 @@ def _fits(row: _Row, lhs_tex: str, printer: NotationPrinter, width: int) -> bool
 
 def _long_left(row: _Row, printer: NotationPrinter, width: int, note: str) -> list[str]:
     """The lines of a row whose left side is too wide to stand in front of the ``&``: it is broken over lines
-    of its own after the ``&``, and each right side starts a line with the relation."""
+    of its own after the ``&``, and each right side starts a line with the relation.  The note (a quantifier such
+    as *for every pos*) ends the last line where it fits there, and gets a line of its own only where it does not."""
     left = break_lines(row.lhs, printer, width)
     out = [f"&{left[0]}"] + [f"&\\quad {line}" for line in left[1:]]
     for i, rhs in enumerate(row.chain):
         right = break_lines(rhs, printer, width)
         out += [f"&{row.op} {right[0]}"] + [f"&\\quad {line}" for line in right[1:]]
-    if note:
+    if note and visual_width(out[-1]) + visual_width(note) <= width:
+        out[-1] += note
+    elif note:
         out.append("&" + note)
     return out
 
@@ -536,9 +569,29 @@ def relation(lhs, rhs, notation: Notation | None = None, *, op: str = "=", width
     return display([_Row(lhs, [rhs], op)], notation, width=width)
 
 
+class _InlinePrinter(NotationPrinter):
+    """The notation's printer for running text: a sum or product over several indices is printed as nested ones,
+    one index each (``Sum(f, (t, ...), (j, ...))`` as ``\\sum_{j=0}^{4} \\sum_{t=0}^{6} f``, the first index
+    innermost: the same value), with the limits beside the sign, not as ``\\sum_{\\substack{...}}``, whose two
+    lines of limits push the lines of running text apart."""
+
+    def _nested(self, expr, print_one):
+        out = expr.function
+        for limit in expr.limits:  # unevaluated: evaluated, Sum(Sum(f, L1), L2) would merge back into Sum(f, L1, L2)
+            out = sp.Expr.__new__(type(expr), out, sp.Tuple(*limit))
+        return print_one(out)
+
+    def _print_Sum(self, expr):
+        return super()._print_Sum(expr) if len(expr.limits) == 1 else self._nested(expr, super()._print_Sum)
+
+    def _print_Product(self, expr):
+        return super()._print_Product(expr) if len(expr.limits) == 1 else self._nested(expr, super()._print_Product)
+
+
 def inline(expr, notation: Notation | None = None) -> str:
-    """``$...$`` for running text and table cells."""
-    return f"${_printer(notation).doprint(expr)}$"
+    """``$...$`` for running text and table cells: a sum over several indices as nested sums (:class:`_InlinePrinter`),
+    so that no limits stack in the line."""
+    return f"${_InlinePrinter(notation).doprint(expr)}$"
 
 
 def tabular(header: Sequence[str], rows: Sequence[Sequence[str]], colspec: str | None = None) -> str:

@@ -192,3 +192,30 @@ def test_the_references_list_the_course_texts_the_footnotes_cite(standalone_note
                     assert f"\\S{{}}{n} \\emph{{" in entry, (name, n)
     assert references._cited_sections("Course notes, week 6, \\S{}5 and \\S{}7; Lecture 7, \\S{}1", "Course notes, week 6") == [5, 7]
     assert references.section("no citation here") == ""
+
+
+def test_tables_checked_alike_share_one_row(appendix):
+    """Appendix review, item 5: the claims table repeated one row for each of twenty tables of the course
+    (``table10`` ... ``table31``: "every printed number against the numeric encoder", "verified (35 numbers)"), rows
+    alike but for the table's number.  A run of consecutive tables of one section, checked alike, is one row that
+    names its first and last table and says how many numbers each has; nothing is dropped: every table is in a run."""
+    start = appendix.index("\\label{tab:claims}")
+    table = appendix[start:appendix.index("\\end{longtable}", start)]
+    lines = [line for line in table.splitlines() if line.startswith("\\texttt{")]
+    alike = [re.sub(r"(\\texttt\{table|Tab\.~)\d+", r"\1N", line) for line in lines]
+    assert all(a != b for a, b in zip(alike, alike[1:])), "two rows alike but for their table's number"
+    runs = re.findall(r"^\\texttt\{table(\d+)\}(?:--\\texttt\{table(\d+)\})? & .*? & the course's Tabs?\.~(\d+)(?:--(\d+))?:"
+                      r".* & verified \((\d+) numbers( each)?\) \\\\$", table, re.M)
+    assert any(last for _, last, *_ in runs)
+    for first, last, tab_first, tab_last, _, each in runs:
+        assert (first, last) == (tab_first, tab_last) and bool(last) == bool(each)
+    said = int(re.search(r"lists the (\d+) printed statements", appendix).group(1))
+    assert said == len(lines) + sum(int(last) - int(first) for first, last, *_ in runs if last)
+
+
+def test_the_appendix_is_set_ragged_right(appendix):
+    """Appendix review, item 6: the errata of the texts' statements (a citation, then a quoted formula that cannot
+    break) were justified into lines of wide word spaces (underfull lines, page 59), and so were the entries' headings
+    of typewriter names.  The appendix is set ragged right from its start, before its first section."""
+    head = appendix[:appendix.index("\\section{")]
+    assert re.search(r"\\raggedright\b", head)

@@ -190,7 +190,8 @@ def test_the_encoder_section_tabulates_its_backward_pass(encoder_body):
         assert f"Table~\\ref{{{label}}}" in encoder_body
     said = encoder_body[encoder_body.index("Backwards, with numbers"):]
     # the loss is the sum of every entry, written as a sum (1^T U 1 would need columns of ones of two sizes, T and d)
-    assert r"\mathcal{L} = \sum_{\substack{0 \leq t \leq 6\\0 \leq j \leq 4}} {U}_{t,j}" in said and "$d = 5$" in said
+    # (in running text as two sums, each with its limits on one line: no \substack spreading the lines)
+    assert r"\mathcal{L} = \sum_{j=0}^{4} \sum_{t=0}^{6} {U}_{t,j}" in said and "$d = 5$" in said
     assert r"\mathbf{1}^{\top} \mathbf{U} \mathbf{1}" not in said
     # after the forward tables of the worked example, before its figure
     assert encoder_body.index("\\subsection{Worked example}") < encoder_body.index("The encoder's output") \

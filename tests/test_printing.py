@@ -407,3 +407,46 @@ def test_the_page_never_breaks_inside_one_formula():
         assert all(lines[i - 1].endswith("\\\\*") for i in continued), tex
         others = [line for i, line in enumerate(lines) if line.endswith("\\\\*") and i + 1 not in continued]
         assert others == []
+
+
+def test_a_broken_sum_breaks_at_its_outermost_plus_before_inside_a_bracket():
+    """The decoder's dU_self = dU_cross + 1/s (.) (dx - mean(dx) - x (.) mean(dx (.) x)) was set with its first line
+    running from the top-level term into the bracket; a line holds whole top-level terms, or part of one term that
+    is too wide by itself, never the end of one term and the start of another's bracket."""
+    dU, dx, m, n, xh = (sp.MatrixSymbol(name, 4, 3) for name in ("dU_{cross}", "dx_{cross}", "m_{cross}", "n_{cross}",
+                                                                "xh_{cross}"))
+    expr = sp.MatAdd(dU, sp.MatMul(sp.Symbol("c"), sp.MatAdd(dx, -m, -sp.HadamardProduct(xh, n))))
+    width = 30  # the bracketed term alone is too wide: it is broken inside too, at its own top-level minus
+    lines = break_lines(expr, NotationPrinter(), width)
+    assert lines[0] == NotationPrinter().doprint(dU)  # the top-level break first
+    assert lines[1].startswith("{}+ c ") and r"\Bigl(" in lines[1] and r"\Bigr)" in lines[-1]
+    assert all(visual_width(line) <= width for line in lines)
+
+
+def test_a_quantifier_ends_the_last_line_of_a_long_left_side():
+    """The positional shift identity has a left side too wide to stand before the ``&``; its note *for every pos
+    and every k* was set alone on a line of its own.  It ends the formula's last line where it fits there."""
+    pos, k, omega = sp.symbols("pos k omega_j")
+    row = sp.Matrix([[sp.sin(omega * (pos + k)), sp.cos(omega * (pos + k))]])
+    shifted = sp.MatMul(sp.Matrix([[sp.sin(omega * pos), sp.cos(omega * pos)]]), sp.Function("B_j")(k), evaluate=False)
+    lines = display([(row, shifted, ("for every ", pos, " and every ", k))], width=60).splitlines()[1:-1]
+    assert not any(line.lstrip().startswith(r"&\quad \text") for line in lines)
+    assert r"\text{ and every }k" in lines[-1] and lines[-1].startswith("&= ") and "B_{j}" in lines[-1]
+    # a matrix is as wide as one row: brackets, a, a gap of two, b (not both rows and the environment's name)
+    assert visual_width(r"\left[\begin{matrix}a & b\\c & d\end{matrix}\right]") == len("[a") + 2 + len("b]")
+
+
+def test_a_sum_over_two_indices_in_running_text_keeps_its_limits_on_one_line():
+    """The encoder's worked loss, the sum of every entry of U, was set in the text and in a caption as
+    ``\\sum_{\\substack{0 <= t <= 6 \\\\ 0 <= j <= 4}}``: two lines of limits that push the text's lines apart.  Inline,
+    it is two nested sums, each with its limits beside the sign; a display keeps the one sign."""
+    from seqgrad.derive.latex_layout import inline
+
+    t, j = sp.symbols("t j", integer=True)
+    U = sp.MatrixSymbol("U", 7, 5)
+    total = sp.Sum(U[t, j], (t, 0, 6), (j, 0, 4))
+    text = inline(sp.Eq(sp.Symbol("L"), total, evaluate=False))
+    assert r"\substack" not in text and text.count(r"\sum_{") == 2
+    assert text.index("j=0}^{4}") < text.index("t=0}^{6}")  # the first index innermost, as in Sum
+    assert inline(sp.Product(U[t, j], (t, 0, 6), (j, 0, 4))).count(r"\prod_{") == 2
+    assert inline(sp.Sum(U[t, j], (t, 0, 6))) == "$%s$" % NotationPrinter().doprint(sp.Sum(U[t, j], (t, 0, 6)))
