@@ -776,11 +776,39 @@ def _gru_numbers(b, J) -> list[str]:
     """The GRU's worked example with numbers: the stated weights and inputs, a table of every quantity of the section
     at each step, the one-step Jacobian, its carry and the rest, and every weight's gradient
     (:func:`crosscheck.worked_numbers.gru_example`, the section's own formulas evaluated)."""
-    from seqgrad.derive.latex_settings import Partial
-
     from .worked_numbers import gru_example
 
     ex = gru_example()
+    figures = lambda x: _as_figures(x, b)  # noqa: E731
+    return _gated_numbers(
+        b, ex, "GRU", "tab:gru-numbers", [sp.Eq(_at("h", -1), 0, evaluate=False)], columns=4,
+        said="the one-step Jacobian above, its carry and the rest are" + (
+            " (each rounded from its own unrounded value, so the printed rest need not be the difference of the two "
+            "printed values)" if _rounded_apart(ex, figures) else ""),
+        shown=[(J, ex.jacobian), (ex.split.carry, ex.carry), (sp.Add(J, -ex.split.carry, evaluate=False), ex.gate_terms)])
+
+
+def _lstm_numbers(b, J, total) -> list[str]:
+    """The LSTM's worked example with numbers, as the GRU's (:func:`_gru_numbers`): the stated values, the table of
+    the section's quantities at each step, the partial derivative ``J`` (the carry) and the total derivative
+    ``total`` of ``c_1`` with respect to ``c_0`` at those values, and every weight's gradient
+    (:func:`crosscheck.worked_numbers.lstm_example`)."""
+    from .worked_numbers import lstm_example
+
+    ex = lstm_example()
+    return _gated_numbers(b, ex, "LSTM", "tab:lstm-numbers",
+                          [sp.Eq(_at("h", -1), 0, evaluate=False), sp.Eq(_at("c", -1), 0, evaluate=False)], columns=3,
+                          said="the partial derivative above, its carry and the total derivative are",
+                          shown=[(J, ex.jacobian), (ex.split.carry, ex.carry), (total, ex.total)])
+
+
+def _gated_numbers(b, ex, title: str, label: str, initial, columns: int, said: str, shown) -> list[str]:
+    """A gated cell's worked example with numbers (``ex``, :func:`crosscheck.worked_numbers.gru_example` or
+    :func:`~crosscheck.worked_numbers.lstm_example`): the stated weights (in ``columns`` columns), inputs, target and
+    ``initial`` states, the head's values, a table (``label``) of every quantity of the section at each step, the
+    pairs ``shown`` (an expression and its value) that ``said`` names, and every weight's gradient."""
+    from seqgrad.derive.latex_settings import Partial
+
     net = ex.net
     stated = {str(s): s for s in net.program.leaves()}
     inputs = [n for n in stated if n.startswith("x_")] + ["y"]
@@ -790,24 +818,21 @@ def _gru_numbers(b, J) -> list[str]:
     rows = [[_inline(c, b)] + [_number(ex.rows[k][i], b) for k in steps] for i, c in enumerate(ex.columns)]
     figures = lambda x: _as_figures(x, b)  # noqa: E731
     return [
-        _words("With numbers: take the weights and biases below, the inputs {inputs}, the target {y} and {h0}:", b,
+        _words("With numbers: take the weights and biases below, the inputs {inputs}, the target {y} and {initial}:", b,
                inputs=Sizes(*(sp.Eq(stated[n], sp.Float(ex.values[n]), evaluate=False) for n in inputs[:-1])),
-               y=sp.Eq(stated["y"], sp.Float(ex.values["y"]), evaluate=False), h0=sp.Eq(_at("h", -1), 0, evaluate=False)),
-        _display(weights, b, columns=4),
+               y=sp.Eq(stated["y"], sp.Float(ex.values["y"]), evaluate=False), initial=Sizes(*initial)),
+        _display(weights, b, columns=columns),
         _words("The forward pass gives {yhat}, so {e} and {L}. Table", b,
                yhat=sp.Eq(net.yhat, figures(ex.yhat), evaluate=False), e=sp.Eq(net.e, figures(ex.e), evaluate=False),
                L=sp.Eq(net.L, figures(ex.L), evaluate=False))
-        + "~\\ref{tab:gru-numbers} " + _words(
+        + f"~\\ref{{{label}}} " + _words(
             "gives every quantity of the section at both steps: the forward pass down to {h1}, then the adjoints of "
-            "the backward recursion from {gh1} down to step 0. At these values the one-step Jacobian above, its carry "
-            "and the rest are" + (" (each rounded from its own unrounded value, so the printed rest need not be the "
-                                  "difference of the two printed values)" if _rounded_apart(ex, figures) else ""),
-            b, h1=net.h[-1], gh1=_grad("h", len(ex.rows) - 1)),
-        _display([(J, figures(ex.jacobian)), (ex.split.carry, figures(ex.carry)),
-                  (sp.Add(J, -ex.split.carry, evaluate=False), figures(ex.gate_terms))], b),
-        _numbers_table(b, header, rows, _words("The two-step scalar GRU at the values stated in the text: each quantity "
-                                              "of the section's forward pass and backward recursion at `t = 0` and "
-                                              "`t = 1`.", b), "tab:gru-numbers"),
+            "the backward recursion from {gh1} down to step 0. At these values " + said, b,
+            h1=net.h[-1], gh1=_grad("h", len(ex.rows) - 1)),
+        _display([(lhs, figures(v)) for lhs, v in shown], b),
+        _numbers_table(b, header, rows, _words(f"The two-step scalar {title} at the values stated in the text: each "
+                                              "quantity of the section's forward pass and backward recursion at "
+                                              "`t = 0` and `t = 1`.", b), label),
         _words("Every weight's gradient, the sum over the two steps of the section's terms:", b),
         _display([(Partial(net.parameters[p]), figures(v)) for p, v in ex.gradients.items()], b, columns=3),
     ]
@@ -830,7 +855,8 @@ def _lstm_total(b, net, carry) -> list[str]:
     return [_words("But `h_0` depends on `c_0`, through {h0def}; the total derivative, along which the gradient "
                    "reaches `c_0`, adds the path through `h_0`:", b,
                    h0def=sp.Eq(h0, net.program[h0].value, evaluate=False)),
-            _display([(Total(c0, of=c1), [chain, lstm_total_derivative(net, carry)])], b)]
+            _display([(Total(c0, of=c1), [chain, lstm_total_derivative(net, carry)])], b),
+            *_lstm_numbers(b, Partial(c0, of=c1), Total(c0, of=c1))]
 
 
 def lstm_total_derivative(net, carry):
