@@ -1154,8 +1154,8 @@ def residual_section(b) -> Part:
     depth_first = "gradient-near-output-vs-depth"  # the depth figure the text points to first, then depth_later
     depth_later = {  # what the later depth figures show, in the order the text points to them
         "gradient-profile-pre-norm":
-            "shows the gradient of every layer of pre-norm stacks of 4, 16 and 48 blocks: largest near the input, "
-            "and at every layer smallest in the deepest stack.",
+            "shows the gradient of every layer of pre-norm stacks of 4, 16 and 48 blocks: largest at the layer "
+            "nearest the input and falling toward the output, the more so the deeper the stack.",
         "gradient-profile-post-norm":
             "shows the same for post-norm stacks: in the deepest the gradient grows toward the output layers.",
         "jacobian-product-singular-values-pre-norm":
