@@ -697,6 +697,23 @@ def _step(expr, j):
     return expr.subs(t, j)
 
 
+def _rms_of_row(rhs):
+    """``rms(x) = sqrt(epsilon + sum_k x_k^2 / d)``: the root mean square of the row that the RMSNorm Jacobian ``rhs``
+    (:func:`derive.catalogue.get` ``("rmsnorm-jacobian")``) divides by, defined as the appendix's entry states it."""
+    rms = next(a for a in rhs.atoms(sp.Function) if str(a.func) == "rms")
+    d = next(v for v in rhs.free_symbols if v.name == "d")
+    k = sp.Symbol("k", integer=True)
+    x_k = sp.IndexedBase(str(rms.args[0]))[k]
+    return sp.Eq(rms, sp.sqrt(sp.Symbol("epsilon", positive=True) + sp.Sum(x_k ** 2, (k, 0, d - 1)) / d), evaluate=False)
+
+
+def _rms_scaled(rhs):
+    """``xtilde_i = x_i / rms(x)``: the scaled entries the RMSNorm Jacobian ``rhs`` is written in."""
+    rms = next(a for a in rhs.atoms(sp.Function) if str(a.func) == "rms")
+    xt = next(a for a in rhs.atoms(sp.Indexed) if str(a.base) == "xtilde" and str(a.indices[0]) == "i")
+    return sp.Eq(xt, sp.IndexedBase(str(rms.args[0]))[xt.indices] / rms, evaluate=False)
+
+
 def _relation(rel, b) -> str:
     from seqgrad.derive.latex_layout import relation
 
@@ -1150,6 +1167,7 @@ def residual_section(b) -> Part:
     ln = blocks.layernorm_program()
     checks = section_checks(b, ["transformer.layernorm*", "transformer.residual_jacobians"])
     jac = catalogue.get("layernorm-jacobian").statement()
+    rms = catalogue.get("rmsnorm-jacobian").statement()
     i_, j_, r_ = sp.symbols("i j t", integer=True)  # features i, j of one row t (a token's; r is the GRU's reset gate)
     depth_first = "gradient-near-output-vs-depth"  # the depth figure the text points to first, then depth_later
     depth_later = {  # what the later depth figures show, in the order the text points to them
@@ -1198,6 +1216,16 @@ def residual_section(b) -> Part:
                dY=_s("dY", 2, 2), Y=_s("Y", 2, 2))
         + verification(b, checks=[r for r in checks if "layernorm" in r.name], appendix="residual"),
         _display([(d.target, d.value) for d in ln.backward_lines()], b),
+        # the variant the appendix proves too, cited where LayerNorm is (a lecturer: Zhang & Sennrich were cited in
+        # the appendix alone)
+        _words("A variant, RMSNorm (Zhang & Sennrich 2019), subtracts no mean and adds no shift: it divides each "
+               "row by its root mean square {rms} and scales by {gamma}, so entry `i` of the row maps to {entry}, "
+               "with {xt}. Without the mean, the lone `1/d` term of the Jacobian above is gone, and the Jacobian no "
+               "longer sends a change that moves every entry of the row alike to 0 (in general; it still does at a "
+               "constant row):", b, rms=_rms_of_row(rms.rhs),
+               gamma=_s("gamma", 1, 2), entry=rms.lhs.expr, xt=_rms_scaled(rms.rhs))
+        + verification(b, proofs=["rmsnorm-jacobian"], appendix="residual"),
+        _display([(rms.lhs, scaled_bracket(rms.rhs))], b),
         "\\subsection{Residual paths}",
         _words("A residual connection (He et al. 2016) adds the input {x} of a branch `F` to the branch's output {Fx}; the "
                "sum {u} is the connection's output. Without a LayerNorm, with one before the branch (pre-norm) or with one after the sum "
