@@ -57,7 +57,7 @@ def plot_layer_profile(ax, study: depth.GradientStudy, placement: str, depths=(4
     plain_log_ticks(ax.yaxis)
     ax.set_xlabel("layer $l$ (1 = nearest the input)")
     ax.set_ylabel(r"$\|\partial \mathcal{L}/\partial \mathbf{W}_2^{(l)}\|_F$")
-    ax.set_title(f"{placement} stack at initialisation: median of {study.seeds} seeds (band: their range)")
+    ax.set_title(f"{placement} stack at initialisation: median of {study.seeds} seeds")
     ax.legend()
     return lines
 
