@@ -707,6 +707,13 @@ def _rms_of_row(rhs):
     return sp.Eq(rms, sp.sqrt(sp.Symbol("epsilon", positive=True) + sp.Sum(x_k ** 2, (k, 0, d - 1)) / d), evaluate=False)
 
 
+def _RMS():
+    """The right-hand side of the RMSNorm Jacobian, the catalogue's (its symbols are the ones the notes print)."""
+    from seqgrad.derive import catalogue
+
+    return catalogue.get("rmsnorm-jacobian").statement().rhs
+
+
 def _rms_scaled(rhs):
     """``xtilde_i = x_i / rms(x)``: the scaled entries the RMSNorm Jacobian ``rhs`` is written in."""
     rms = next(a for a in rhs.atoms(sp.Function) if str(a.func) == "rms")
@@ -813,17 +820,22 @@ def _lstm_numbers(b, J, total) -> list[str]:
     from .worked_numbers import lstm_example
 
     ex = lstm_example()
+    # g_0^{z_f} = g_0^c f_0 (1 - f_0) c_{-1}: the forget gate of step 0 has nothing to forget
+    zf = next(i for i, c in enumerate(ex.columns) if str(c) == "g_t^{z^f}")
+    zero = (_words(" ({g} is 0, because {c0})", b, g=ex.columns[zf].subs(t, 0), c0=sp.Eq(_at("c", -1), 0, evaluate=False))
+            if ex.rows[0][zf] == 0 else "")
     return _gated_numbers(b, ex, "LSTM", "tab:lstm-numbers",
                           [sp.Eq(_at("h", -1), 0, evaluate=False), sp.Eq(_at("c", -1), 0, evaluate=False)], columns=3,
-                          said="the partial derivative above, its carry and the total derivative are",
+                          said="the partial derivative above, its carry and the total derivative are", zero=zero,
                           shown=[(J, ex.jacobian), (ex.split.carry, ex.carry), (total, ex.total)])
 
 
-def _gated_numbers(b, ex, title: str, label: str, initial, columns: int, said: str, shown) -> list[str]:
+def _gated_numbers(b, ex, title: str, label: str, initial, columns: int, said: str, shown, zero: str = "") -> list[str]:
     """A gated cell's worked example with numbers (``ex``, :func:`crosscheck.worked_numbers.gru_example` or
     :func:`~crosscheck.worked_numbers.lstm_example`): the stated weights (in ``columns`` columns), inputs, target and
     ``initial`` states, the head's values, a table (``label``) of every quantity of the section at each step, the
-    pairs ``shown`` (an expression and its value) that ``said`` names, and every weight's gradient."""
+    pairs ``shown`` (an expression and its value) that ``said`` names, and every weight's gradient; ``zero`` says,
+    after the table's reference, why an entry of it is 0 ("" where none needs saying)."""
     from seqgrad.derive.latex_settings import Partial
 
     net = ex.net
@@ -844,8 +856,8 @@ def _gated_numbers(b, ex, title: str, label: str, initial, columns: int, said: s
                L=sp.Eq(net.L, figures(ex.L), evaluate=False))
         + f"~\\ref{{{label}}} " + _words(
             "gives every quantity of the section at both steps: the forward pass down to {h1}, then the adjoints of "
-            "the backward recursion from {gh1} down to step 0. At these values " + said, b,
-            h1=net.h[-1], gh1=_grad("h", len(ex.rows) - 1)),
+            "the backward recursion from {gh1} down to step 0", b, h1=net.h[-1], gh1=_grad("h", len(ex.rows) - 1))
+        + zero + _words(". At these values " + said, b),
         _display([(lhs, figures(v)) for lhs, v in shown], b),
         _numbers_table(b, header, rows, _words(f"The two-step scalar {title} at the values stated in the text: each "
                                               "quantity of the section's forward pass and backward recursion at "
@@ -1974,6 +1986,9 @@ def notation_rows(b) -> list[tuple]:
          "row `t`, `epsilon` inside the root", Shape(T, d)),
         (rules.Normalize(X, sp.Symbol("epsilon", positive=True)),
          "row `t` of {X} minus its mean, divided by its standard deviation: the normalized rows", Shape(T, d)),
+        # RMSNorm, LayerNorm's variant (its Jacobian as the appendix's catalogue entry writes it)
+        (_rms_of_row(_RMS()).lhs, "root mean square of a row `x` of RMSNorm, `epsilon` inside the root", one),
+        (_rms_scaled(_RMS()).lhs, "entry `i` of RMSNorm's scaled row, `x_i` divided by the root mean square", one),
         (rules.RowSum(X), "every entry of row `i` is the sum of row `i` of {X}", Shape(T, d)),
         (sp.Function("softmax")(X), "the softmax of each row of {X}", Shape(T, d)),
         (M("1", T, 1), "column of ones", Shape(T, 1)),

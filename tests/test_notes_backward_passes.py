@@ -294,3 +294,6 @@ def test_the_lstm_worked_example_prints_its_numbers(tmp_path):
     for k in range(2):
         assert notes._number(ex.rows[k][9], b) in table  # h_t at both steps, as the printer sets them
     assert len(re.findall(r"\\\\\n", table)) == len(ex.columns) + 1  # a row per quantity, after the header
+    # the table's one 0, said why: g_0^{z_f} = g_0^c f_0 (1 - f_0) c_{-1}, and c_{-1} = 0
+    assert ex.rows[0][[str(c) for c in ex.columns].index("g_t^{z^f}")] == 0
+    assert "down to step 0 ($g^{z_{f}}_{0}$ is 0, because $c_{-1} = 0$). At these values" in lstm
