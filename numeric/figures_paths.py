@@ -68,12 +68,13 @@ def plot_tanh_sensitivity(axes, T_max: int = 30, w_h: float = 1.2, w_x: float = 
                                                        color=f"C{k}", label=f"$x_t = {x:g}$", zorder=3)[0])
     reference = right.plot(T, np.abs(w_h) ** (T - 1.0), linestyle="--", color="0.3", lw=1.2, zorder=2,
                            label=rf"${w_h:g}^{{T-1}}$ (reference)")[0]
-    for a, kind in ((left, "vanishing"), (right, "growing")):
+    # each legend in the corner its curves leave free: a falling curve the upper right, a rising one the upper left
+    for a, kind, corner in ((left, "vanishing", "upper right"), (right, "growing", "upper left")):
         a.set_yscale("log")
         a.set_xlabel("sequence length $T$")
         a.set_ylabel(r"$|\partial h_{T-1}/\partial h_0|$")
         a.set_title(kind)
-        a.legend(loc="best")
+        a.legend(loc=corner, fontsize=8)
     right.figure.suptitle(rf"tanh trajectories, $w_h={w_h:g}$, $w_x={w_x:g}$")
     return lines
 
