@@ -698,13 +698,14 @@ def _step(expr, j):
 
 
 def _rms_of_row(rhs):
-    """``rms(x) = sqrt(epsilon + sum_k x_k^2 / d)``: the root mean square of the row that the RMSNorm Jacobian ``rhs``
-    (:func:`derive.catalogue.get` ``("rmsnorm-jacobian")``) divides by, defined as the appendix's entry states it."""
+    """``rms(x) = sqrt(epsilon + sum_j x_j^2 / d)``: the root mean square of the row that the RMSNorm Jacobian ``rhs``
+    (:func:`derive.catalogue.get` ``("rmsnorm-jacobian")``) divides by, defined as the appendix's entry states it
+    (summed over a feature j, as LayerNorm's mean is: k is the positional offset alone)."""
     rms = next(a for a in rhs.atoms(sp.Function) if str(a.func) == "rms")
     d = next(v for v in rhs.free_symbols if v.name == "d")
-    k = sp.Symbol("k", integer=True)
-    x_k = sp.IndexedBase(str(rms.args[0]))[k]
-    return sp.Eq(rms, sp.sqrt(sp.Symbol("epsilon", positive=True) + sp.Sum(x_k ** 2, (k, 0, d - 1)) / d), evaluate=False)
+    j = sp.Symbol("j", integer=True)
+    x_j = sp.IndexedBase(str(rms.args[0]))[j]
+    return sp.Eq(rms, sp.sqrt(sp.Symbol("epsilon", positive=True) + sp.Sum(x_j ** 2, (j, 0, d - 1)) / d), evaluate=False)
 
 
 def _RMS():

@@ -80,4 +80,4 @@ def test_the_layernorm_section_states_rmsnorm_and_its_proved_jacobian(tmp_path):
     assert notes._inline(notes._rms_of_row(rms.rhs), b) in section and notes._inline(notes._rms_scaled(rms.rhs), b) in section
     assert section.index("RMSNorm") > section.index("\\mathrm{d}\\boldsymbol{\\beta}")  # after LayerNorm's backward pass
     assert str(notes._rms_scaled(rms.rhs)) == "Eq(xtilde[i], x[i]/rms(x))"
-    assert str(notes._rms_of_row(rms.rhs).rhs) == "sqrt(epsilon + Sum(x[k]**2, (k, 0, d - 1))/d)"
+    assert str(notes._rms_of_row(rms.rhs).rhs) == "sqrt(epsilon + Sum(x[j]**2, (j, 0, d - 1))/d)"
