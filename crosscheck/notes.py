@@ -697,6 +697,31 @@ def _step(expr, j):
     return expr.subs(t, j)
 
 
+def _rms_of_row(rhs):
+    """``rms(x) = sqrt(epsilon + sum_j x_j^2 / d)``: the root mean square of the row that the RMSNorm Jacobian ``rhs``
+    (:func:`derive.catalogue.get` ``("rmsnorm-jacobian")``) divides by, defined as the appendix's entry states it
+    (summed over a feature j, as LayerNorm's mean is: k is the positional offset alone)."""
+    rms = next(a for a in rhs.atoms(sp.Function) if str(a.func) == "rms")
+    d = next(v for v in rhs.free_symbols if v.name == "d")
+    j = sp.Symbol("j", integer=True)
+    x_j = sp.IndexedBase(str(rms.args[0]))[j]
+    return sp.Eq(rms, sp.sqrt(sp.Symbol("epsilon", positive=True) + sp.Sum(x_j ** 2, (j, 0, d - 1)) / d), evaluate=False)
+
+
+def _RMS():
+    """The right-hand side of the RMSNorm Jacobian, the catalogue's (its symbols are the ones the notes print)."""
+    from seqgrad.derive import catalogue
+
+    return catalogue.get("rmsnorm-jacobian").statement().rhs
+
+
+def _rms_scaled(rhs):
+    """``xtilde_i = x_i / rms(x)``: the scaled entries the RMSNorm Jacobian ``rhs`` is written in."""
+    rms = next(a for a in rhs.atoms(sp.Function) if str(a.func) == "rms")
+    xt = next(a for a in rhs.atoms(sp.Indexed) if str(a.base) == "xtilde" and str(a.indices[0]) == "i")
+    return sp.Eq(xt, sp.IndexedBase(str(rms.args[0]))[xt.indices] / rms, evaluate=False)
+
+
 def _relation(rel, b) -> str:
     from seqgrad.derive.latex_layout import relation
 
@@ -776,11 +801,44 @@ def _gru_numbers(b, J) -> list[str]:
     """The GRU's worked example with numbers: the stated weights and inputs, a table of every quantity of the section
     at each step, the one-step Jacobian, its carry and the rest, and every weight's gradient
     (:func:`crosscheck.worked_numbers.gru_example`, the section's own formulas evaluated)."""
-    from seqgrad.derive.latex_settings import Partial
-
     from .worked_numbers import gru_example
 
     ex = gru_example()
+    figures = lambda x: _as_figures(x, b)  # noqa: E731
+    return _gated_numbers(
+        b, ex, "GRU", "tab:gru-numbers", [sp.Eq(_at("h", -1), 0, evaluate=False)], columns=4,
+        said="the one-step Jacobian above, its carry and the rest are" + (
+            " (each rounded from its own unrounded value, so the printed rest need not be the difference of the two "
+            "printed values)" if _rounded_apart(ex, figures) else ""),
+        shown=[(J, ex.jacobian), (ex.split.carry, ex.carry), (sp.Add(J, -ex.split.carry, evaluate=False), ex.gate_terms)])
+
+
+def _lstm_numbers(b, J, total) -> list[str]:
+    """The LSTM's worked example with numbers, as the GRU's (:func:`_gru_numbers`): the stated values, the table of
+    the section's quantities at each step, the partial derivative ``J`` (the carry) and the total derivative
+    ``total`` of ``c_1`` with respect to ``c_0`` at those values, and every weight's gradient
+    (:func:`crosscheck.worked_numbers.lstm_example`)."""
+    from .worked_numbers import lstm_example
+
+    ex = lstm_example()
+    # g_0^{z_f} = g_0^c f_0 (1 - f_0) c_{-1}: the forget gate of step 0 has nothing to forget
+    zf = next(i for i, c in enumerate(ex.columns) if str(c) == "g_t^{z^f}")
+    zero = (_words(" ({g} is 0, because {c0})", b, g=ex.columns[zf].subs(t, 0), c0=sp.Eq(_at("c", -1), 0, evaluate=False))
+            if ex.rows[0][zf] == 0 else "")
+    return _gated_numbers(b, ex, "LSTM", "tab:lstm-numbers",
+                          [sp.Eq(_at("h", -1), 0, evaluate=False), sp.Eq(_at("c", -1), 0, evaluate=False)], columns=3,
+                          said="the partial derivative above, its carry and the total derivative are", zero=zero,
+                          shown=[(J, ex.jacobian), (ex.split.carry, ex.carry), (total, ex.total)])
+
+
+def _gated_numbers(b, ex, title: str, label: str, initial, columns: int, said: str, shown, zero: str = "") -> list[str]:
+    """A gated cell's worked example with numbers (``ex``, :func:`crosscheck.worked_numbers.gru_example` or
+    :func:`~crosscheck.worked_numbers.lstm_example`): the stated weights (in ``columns`` columns), inputs, target and
+    ``initial`` states, the head's values, a table (``label``) of every quantity of the section at each step, the
+    pairs ``shown`` (an expression and its value) that ``said`` names, and every weight's gradient; ``zero`` says,
+    after the table's reference, why an entry of it is 0 ("" where none needs saying)."""
+    from seqgrad.derive.latex_settings import Partial
+
     net = ex.net
     stated = {str(s): s for s in net.program.leaves()}
     inputs = [n for n in stated if n.startswith("x_")] + ["y"]
@@ -790,24 +848,21 @@ def _gru_numbers(b, J) -> list[str]:
     rows = [[_inline(c, b)] + [_number(ex.rows[k][i], b) for k in steps] for i, c in enumerate(ex.columns)]
     figures = lambda x: _as_figures(x, b)  # noqa: E731
     return [
-        _words("With numbers: take the weights and biases below, the inputs {inputs}, the target {y} and {h0}:", b,
+        _words("With numbers: take the weights and biases below, the inputs {inputs}, the target {y} and {initial}:", b,
                inputs=Sizes(*(sp.Eq(stated[n], sp.Float(ex.values[n]), evaluate=False) for n in inputs[:-1])),
-               y=sp.Eq(stated["y"], sp.Float(ex.values["y"]), evaluate=False), h0=sp.Eq(_at("h", -1), 0, evaluate=False)),
-        _display(weights, b, columns=4),
+               y=sp.Eq(stated["y"], sp.Float(ex.values["y"]), evaluate=False), initial=Sizes(*initial)),
+        _display(weights, b, columns=columns),
         _words("The forward pass gives {yhat}, so {e} and {L}. Table", b,
                yhat=sp.Eq(net.yhat, figures(ex.yhat), evaluate=False), e=sp.Eq(net.e, figures(ex.e), evaluate=False),
                L=sp.Eq(net.L, figures(ex.L), evaluate=False))
-        + "~\\ref{tab:gru-numbers} " + _words(
+        + f"~\\ref{{{label}}} " + _words(
             "gives every quantity of the section at both steps: the forward pass down to {h1}, then the adjoints of "
-            "the backward recursion from {gh1} down to step 0. At these values the one-step Jacobian above, its carry "
-            "and the rest are" + (" (each rounded from its own unrounded value, so the printed rest need not be the "
-                                  "difference of the two printed values)" if _rounded_apart(ex, figures) else ""),
-            b, h1=net.h[-1], gh1=_grad("h", len(ex.rows) - 1)),
-        _display([(J, figures(ex.jacobian)), (ex.split.carry, figures(ex.carry)),
-                  (sp.Add(J, -ex.split.carry, evaluate=False), figures(ex.gate_terms))], b),
-        _numbers_table(b, header, rows, _words("The two-step scalar GRU at the values stated in the text: each quantity "
-                                              "of the section's forward pass and backward recursion at `t = 0` and "
-                                              "`t = 1`.", b), "tab:gru-numbers"),
+            "the backward recursion from {gh1} down to step 0", b, h1=net.h[-1], gh1=_grad("h", len(ex.rows) - 1))
+        + zero + _words(". At these values " + said, b),
+        _display([(lhs, figures(v)) for lhs, v in shown], b),
+        _numbers_table(b, header, rows, _words(f"The two-step scalar {title} at the values stated in the text: each "
+                                              "quantity of the section's forward pass and backward recursion at "
+                                              "`t = 0` and `t = 1`.", b), label),
         _words("Every weight's gradient, the sum over the two steps of the section's terms:", b),
         _display([(Partial(net.parameters[p]), figures(v)) for p, v in ex.gradients.items()], b, columns=3),
     ]
@@ -830,7 +885,8 @@ def _lstm_total(b, net, carry) -> list[str]:
     return [_words("But `h_0` depends on `c_0`, through {h0def}; the total derivative, along which the gradient "
                    "reaches `c_0`, adds the path through `h_0`:", b,
                    h0def=sp.Eq(h0, net.program[h0].value, evaluate=False)),
-            _display([(Total(c0, of=c1), [chain, lstm_total_derivative(net, carry)])], b)]
+            _display([(Total(c0, of=c1), [chain, lstm_total_derivative(net, carry)])], b),
+            *_lstm_numbers(b, Partial(c0, of=c1), Total(c0, of=c1))]
 
 
 def lstm_total_derivative(net, carry):
@@ -1124,12 +1180,13 @@ def residual_section(b) -> Part:
     ln = blocks.layernorm_program()
     checks = section_checks(b, ["transformer.layernorm*", "transformer.residual_jacobians"])
     jac = catalogue.get("layernorm-jacobian").statement()
+    rms = catalogue.get("rmsnorm-jacobian").statement()
     i_, j_, r_ = sp.symbols("i j t", integer=True)  # features i, j of one row t (a token's; r is the GRU's reset gate)
     depth_first = "gradient-near-output-vs-depth"  # the depth figure the text points to first, then depth_later
     depth_later = {  # what the later depth figures show, in the order the text points to them
         "gradient-profile-pre-norm":
-            "shows the gradient of every layer of pre-norm stacks of 4, 16 and 48 blocks: largest near the input, "
-            "and at every layer smallest in the deepest stack.",
+            "shows the gradient of every layer of pre-norm stacks of 4, 16 and 48 blocks: largest at the layer "
+            "nearest the input and falling toward the output, the more so the deeper the stack.",
         "gradient-profile-post-norm":
             "shows the same for post-norm stacks: in the deepest the gradient grows toward the output layers.",
         "jacobian-product-singular-values-pre-norm":
@@ -1172,6 +1229,16 @@ def residual_section(b) -> Part:
                dY=_s("dY", 2, 2), Y=_s("Y", 2, 2))
         + verification(b, checks=[r for r in checks if "layernorm" in r.name], appendix="residual"),
         _display([(d.target, d.value) for d in ln.backward_lines()], b),
+        # the variant the appendix proves too, cited where LayerNorm is (a lecturer: Zhang & Sennrich were cited in
+        # the appendix alone)
+        _words("A variant, RMSNorm (Zhang & Sennrich 2019), subtracts no mean and adds no shift: it divides each "
+               "row by its root mean square {rms} and scales by {gamma}, so entry `i` of the row maps to {entry}, "
+               "with {xt}. Without the mean, the lone `1/d` term of the Jacobian above is gone, and the Jacobian no "
+               "longer sends a change that moves every entry of the row alike to 0 (in general; it still does at a "
+               "constant row):", b, rms=_rms_of_row(rms.rhs),
+               gamma=_s("gamma", 1, 2), entry=rms.lhs.expr, xt=_rms_scaled(rms.rhs))
+        + verification(b, proofs=["rmsnorm-jacobian"], appendix="residual"),
+        _display([(rms.lhs, scaled_bracket(rms.rhs))], b),
         "\\subsection{Residual paths}",
         _words("A residual connection (He et al. 2016) adds the input {x} of a branch `F` to the branch's output {Fx}; the "
                "sum {u} is the connection's output. Without a LayerNorm, with one before the branch (pre-norm) or with one after the sum "
@@ -1920,6 +1987,9 @@ def notation_rows(b) -> list[tuple]:
          "row `t`, `epsilon` inside the root", Shape(T, d)),
         (rules.Normalize(X, sp.Symbol("epsilon", positive=True)),
          "row `t` of {X} minus its mean, divided by its standard deviation: the normalized rows", Shape(T, d)),
+        # RMSNorm, LayerNorm's variant (its Jacobian as the appendix's catalogue entry writes it)
+        (_rms_of_row(_RMS()).lhs, "root mean square of a row `x` of RMSNorm, `epsilon` inside the root", one),
+        (_rms_scaled(_RMS()).lhs, "entry `i` of RMSNorm's scaled row, `x_i` divided by the root mean square", one),
         (rules.RowSum(X), "every entry of row `i` is the sum of row `i` of {X}", Shape(T, d)),
         (sp.Function("softmax")(X), "the softmax of each row of {X}", Shape(T, d)),
         (M("1", T, 1), "column of ones", Shape(T, 1)),

@@ -31,7 +31,8 @@ import sympy as sp
 from seqgrad.errors import SeqgradValueError
 
 __all__ = ["RNN_VALUES", "RNNExample", "rnn_example", "EncoderBackward", "encoder_backward", "SOFTMAX_SCORES",
-           "softmax_example", "ShiftExample", "shift_example", "residual_example", "GRU_VALUES", "GRUExample", "gru_example"]
+           "softmax_example", "ShiftExample", "shift_example", "residual_example", "GRU_VALUES", "GRUExample", "gru_example",
+           "LSTM_VALUES", "LSTMExample", "lstm_example"]
 
 #: The scores of the softmax's worked example (one row of three).
 SOFTMAX_SCORES = (1.0, 2.0, 3.0)
@@ -305,12 +306,51 @@ def gru_example(values: Mapping[str, float] | None = None, steps: int = 2) -> GR
     at every step, the worked example's ``dh_1/dh_0`` (:meth:`step_jacobian`, the derivation's split) and every
     weight's gradient, all evaluated by one compiled program of the unrolled cell."""
     from seqgrad.derive import gated
+
+    net = gated.gru(steps=steps)
+    *fields, _ = _gated_numbers(net, GRU_VALUES if values is None else values, steps, net.step_jacobian(1))
+    return GRUExample(*fields)
+
+
+#: The stated values of the LSTM's worked example (two steps, scalar state; symbol name -> value; ``w_o`` is the
+#: head, printed ``w_y`` in the notes); the initial states are the cell's own, ``h_{-1} = c_{-1} = 0``.
+LSTM_VALUES = {"w_xi": 0.5, "w_hi": -0.3, "b_i": 0.1, "w_xf": 0.4, "w_hf": 0.6, "b_f": 0.5, "w_xc": 0.9, "w_hc": -0.5,
+               "b_c": 0.3, "w_xo": -0.3, "w_ho": 0.7, "b_o": 0.2, "w_o": 1.5, "x_0": 1.0, "x_1": -0.5, "y": 0.3}
+
+
+@dataclass(frozen=True)
+class LSTMExample(GRUExample):
+    """The scalar LSTM at stated values, as :class:`GRUExample`: the one-step Jacobian is ``dc_1/dc_0`` at fixed
+    ``h_0``, which is its carry ``f_1`` alone (``gate_terms`` 0); ``total`` is the total derivative ``dc_1/dc_0``,
+    the carry plus the path through ``h_0`` (:func:`crosscheck.notes.lstm_total_derivative`)."""
+
+    total: float = 0.0
+
+
+def lstm_example(values: Mapping[str, float] | None = None, steps: int = 2) -> LSTMExample:
+    """The scalar LSTM (:func:`derive.gated.lstm`, PyTorch's gate order, the two biases of a gate as one) unrolled
+    over ``steps`` at ``values`` (default :data:`LSTM_VALUES`), evaluated as :func:`gru_example` evaluates the GRU,
+    with the worked example's total derivative ``dc_1/dc_0`` as well."""
+    from seqgrad.derive import gated
+
+    from .notes import lstm_total_derivative
+
+    net = gated.lstm(steps=steps)
+    split = net.step_jacobian(1, wrt="c")
+    *fields, (total,) = _gated_numbers(net, LSTM_VALUES if values is None else values, steps, split,
+                                       [lstm_total_derivative(net, split.full)])
+    return LSTMExample(*fields, total=total)
+
+
+def _gated_numbers(net, values: Mapping[str, float], steps: int, split, extra=()) -> tuple:
+    """The fields of a gated cell's worked example (:class:`GRUExample`'s, in order) for the unrolled ``net`` at
+    ``values`` (every leaf of its program by name), then the values of the expressions ``extra``: one compiled
+    program evaluates them all."""
     from seqgrad.derive.sequence import t
 
     from .lambdify import lambdify
 
-    values = dict(GRU_VALUES if values is None else values)
-    net = gated.gru(steps=steps)
+    values = dict(values)
     general = net.cell.general()
     leaves = {str(s): s for s in net.program.leaves()}
     if set(values) != set(leaves):
@@ -319,11 +359,13 @@ def gru_example(values: Mapping[str, float] | None = None, steps: int = 2) -> GR
     stepwise = lambda rows: tuple(r.lhs for r in rows if getattr(r.lhs, "index", None) == t)  # noqa: E731
     columns = stepwise(general.forward_rows()) + stepwise(general.backward_rows())
     at_steps = [general.instantiate(c, k, steps) for k in range(steps) for c in columns]
-    split = net.step_jacobian(1)
     params = list(net.parameters)
-    outputs = at_steps + [split.full, split.carry, split.gate_terms, net.yhat, net.e, net.L] + [net.grad(p) for p in params]
+    outputs = (at_steps + [split.full, split.carry, split.gate_terms, net.yhat, net.e, net.L]
+               + [net.grad(p) for p in params] + list(extra))
     out = [float(v) for v in lambdify(net.program, outputs, list(leaves.values()))(*(float(values[n]) for n in leaves))]
     n = len(columns)
     rows = tuple(tuple(out[k * n:(k + 1) * n]) for k in range(steps))
     J, carry, rest, yhat, e, L = out[steps * n:steps * n + 6]
-    return GRUExample(net, values, columns, rows, split, J, carry, rest, dict(zip(params, out[steps * n + 6:])), yhat, e, L)
+    grads = out[steps * n + 6:steps * n + 6 + len(params)]
+    return (net, values, columns, rows, split, J, carry, rest, dict(zip(params, grads)), yhat, e, L,
+            tuple(out[steps * n + 6 + len(params):]))

@@ -369,7 +369,7 @@ def identities() -> list[Identity]:
         index_proof(lambda: program_residual("rmsnorm", _rmsnorm_closed),
                     "sum_i G_i J_ij against dX_j of the RMSNorm program (derive.blocks, rule table)"),
         lambda rng: numeric_sides(J3_rms()[0], J3_rms()[1], rng, positive=[EPS]), simplifier="index notation, symbolic d",
-        scope="all d >= 1, with `rms(x)` the square root of `epsilon` plus the mean of the `x_k**2` (no mean "
+        scope="all d >= 1, with `rms(x)` the square root of `epsilon` plus the mean of the `x_j**2` (no mean "
               "subtracted), and `xtilde_i = x_i/rms(x)`",
         assumptions=("r = sqrt((1/d) sum_k x_k^2 + eps) (no mean subtracted, eps inside the root)",
                      "x̃_i = x_i / r", "eps > 0"),

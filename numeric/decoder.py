@@ -348,6 +348,12 @@ SOURCE_WORDS = ("i", "love", "ml")
 TARGET_WORDS = ("<start>", "<end>", "я", "люблю", "мо")
 
 
+#: The lesson's toy model: width, heads, MLP width and blocks of the encoder and of the decoder (pre-norm), and the
+#: learning rate of its Adam (the notes' caption of its figure states them, and the steps and seed below)
+LESSON_SIZES = {"D": 16, "n_heads": 2, "F_width": 32, "n_blocks": 1}
+LESSON_LR = 0.02
+
+
 def lesson_example(*, steps: int = 60, seed: int = 0, dtype=torch.float64):
     """The lesson's "I love ML" -> «Я люблю МО» (l.184) with a toy vocabulary.
 
@@ -369,9 +375,9 @@ def _lesson_example(steps: int, seed: int, dtype):
     src_vocab, tgt_vocab = Vocabulary(SOURCE_WORDS), Vocabulary(TARGET_WORDS)
     src = torch.tensor(src_vocab.encode("I love ML"))
     tgt = torch.tensor(tgt_vocab.ids(["<start>"] + tokenize("Я люблю МО") + ["<end>"]))
-    model = EncoderDecoder.random(src_vocab.K, tgt_vocab.K, 16, 2, 32, 1, start=0, end=1, seed=seed, dtype=dtype)
+    model = EncoderDecoder.random(src_vocab.K, tgt_vocab.K, *LESSON_SIZES.values(), start=0, end=1, seed=seed, dtype=dtype)
     with one_thread():  # tiny tensors: intra-op threads only add synchronisation
-        losses = teacher_forcing_steps(model, src, tgt, Adam(model.parameters(), lr=0.02), steps)
+        losses = teacher_forcing_steps(model, src, tgt, Adam(model.parameters(), lr=LESSON_LR), steps)
     return model, src_vocab, tgt_vocab, losses
 
 

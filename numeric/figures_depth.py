@@ -41,19 +41,23 @@ def plain_log_ticks(axis) -> None:
 
 
 def plot_layer_profile(ax, study: depth.GradientStudy, placement: str, depths=(4, 16, 48)) -> list:
-    """Gradient norm per layer (1 = nearest the input) for each depth in ``depths``."""
+    """Gradient norm per layer (1 = nearest the input) for each depth in ``depths``: the median over the seeds (a
+    line; the lines are returned) and, in the line's colour, a band from the smallest to the largest seed."""
     placement = validate.choice("placement", placement, depth.PLACEMENTS)
     lines = []
     for L in depths:
         if (placement, L) not in study.profiles:
             raise SeqgradValueError("depths", L, "depths computed by the study: " + ", ".join(map(str, study.depths)))
-        norms = study.profiles[(placement, L)]
-        lines.append(ax.plot(np.arange(1, L + 1), norms, marker="." if L <= 16 else None, label=f"$L = {L}$")[0])
+        norms, layers = study.profiles[(placement, L)], np.arange(1, L + 1)
+        line = ax.plot(layers, norms, marker="." if L <= 16 else None, label=f"$L = {L}$")[0]
+        if study.seeds > 1:
+            ax.fill_between(layers, *study.spread(placement, L), color=line.get_color(), alpha=0.15, lw=0)
+        lines.append(line)
     ax.set_yscale("log")
     plain_log_ticks(ax.yaxis)
     ax.set_xlabel("layer $l$ (1 = nearest the input)")
     ax.set_ylabel(r"$\|\partial \mathcal{L}/\partial \mathbf{W}_2^{(l)}\|_F$")
-    ax.set_title(f"{placement} stack at initialisation (mean of {study.seeds} seeds)")
+    ax.set_title(f"{placement} stack at initialisation: median of {study.seeds} seeds")
     ax.legend()
     return lines
 

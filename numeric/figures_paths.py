@@ -45,39 +45,37 @@ def top_down(lines) -> list:
     return sorted(lines, key=lambda line: -line.get_ydata()[-1])
 
 
-def plot_tanh_sensitivity(ax, T_max: int = 30, w_h: float = 1.2, w_x: float = 1.0, inputs=(0.0, 1.0)) -> list:
-    """Figure 3, right: ``|dh_{T-1}/dh_0|`` against ``T = 1..T_max`` for constant inputs (log y): a growing curve on
-    a right axis of its own, with the reference ``|w_h|^(T-1)``; returns one line per input, in their order."""
+def plot_tanh_sensitivity(axes, T_max: int = 30, w_h: float = 1.2, w_x: float = 1.0, inputs=(0.0, 1.0)) -> list:
+    """Figure 3, right: ``|dh_{T-1}/dh_0|`` against ``T = 1..T_max`` for constant inputs (log y), in two panels,
+    ``axes = (left, right)``: on the left the vanishing curves (dozens of decades), on the right the growing ones with
+    the reference ``|w_h|^(T-1)``, each panel on its own log axis (on one axis, a growth like ``w_h^T`` would look
+    flat beside the vanishing curve).  The reference is a dashed line and the curves are dots without a line, so a
+    curve that lies on the reference is still seen; returns one line per input, in their order."""
     T_max = validate.integer("T_max", T_max, minimum=1)
     w_h = validate.real("w_h", w_h)
     inputs = paths.values("inputs", inputs, allow_scalar=False)
+    panels = list(axes) if isinstance(axes, (list, tuple)) or getattr(axes, "ndim", 0) == 1 else [axes]
+    if len(panels) != 2:
+        raise ValueError("axes: a pair of matplotlib Axes (left, right), e.g. plt.subplots(1, 2)[1]; got "
+                         f"{type(axes).__name__}" + (f" of {len(panels)}" if len(panels) != 1 else ""))
+    left, right = panels
     T = np.arange(1, T_max + 1)
     sens = paths.sensitivity_vs_length(w_h, inputs, T_max, w_x=w_x)
-    # the growing curve on an axis of its own (right): on the left one, which spans the dozens of decades of the
-    # vanishing curve, a growth like w_h^T would look flat
-    right = ax.twinx()
     lines = []  # one per input, in the inputs' order
     for k, x in enumerate(inputs):
         growing = sens[k][-1] >= sens[k][0]
-        lines.append((right if growing else ax).plot(T, sens[k], marker=".", color=f"C{k}",
-                                                     label=f"$x_t = {x:g}$ ({'right' if growing else 'left'} axis)")[0])
-    reference = right.plot(T, np.abs(w_h) ** (T - 1.0), linestyle=":", color="0.3", label=rf"${w_h:g}^{{T-1}}$ (right axis)")[0]
-    for a in (ax, right):
+        lines.append((right if growing else left).plot(T, sens[k], marker="o", markersize=3.5, linestyle="none",
+                                                       color=f"C{k}", label=f"$x_t = {x:g}$", zorder=3)[0])
+    reference = right.plot(T, np.abs(w_h) ** (T - 1.0), linestyle="--", color="0.3", lw=1.2, zorder=2,
+                           label=rf"${w_h:g}^{{T-1}}$ (reference)")[0]
+    # each legend in the corner its curves leave free: a falling curve the upper right, a rising one the upper left
+    for a, kind, corner in ((left, "vanishing", "upper right"), (right, "growing", "upper left")):
         a.set_yscale("log")
-    # each axis in the colour of the curve it is read on, so the two scales are not mixed up
-    for a, side in ((ax, "left"), (right, "right")):
-        on = [line for line in lines if line.axes is a]
-        if len(on) == 1:
-            a.tick_params(axis="y", which="both", colors=on[0].get_color())
-            a.yaxis.label.set_color(on[0].get_color())
-            right.spines[side].set_color(on[0].get_color())  # the twin's spines are drawn over the first axes
-    reference.set_zorder(3)  # drawn over the curve it coincides with
-    reference.set_linewidth(2.0)
-    ax.set_xlabel("sequence length T")
-    ax.set_ylabel(r"$|\partial h_{T-1}/\partial h_0|$, vanishing")
-    right.set_ylabel(r"$|\partial h_{T-1}/\partial h_0|$, growing")
-    ax.set_title(rf"tanh trajectories, $w_h={w_h:g}$, $w_x={w_x:g}$")
-    ax.legend(handles=lines + [reference], loc="upper center")
+        a.set_xlabel("sequence length $T$")
+        a.set_ylabel(r"$|\partial h_{T-1}/\partial h_0|$")
+        a.set_title(kind)
+        a.legend(loc=corner, fontsize=8)
+    right.figure.suptitle(rf"tanh trajectories, $w_h={w_h:g}$, $w_x={w_x:g}$")
     return lines
 
 

@@ -39,6 +39,29 @@ def test_profile_plot_is_the_study_data(grads):
     np.testing.assert_array_equal(lines[1].get_ydata(), grads.profiles[("post-norm", 48)])
 
 
+def test_profile_plot_shows_the_seeds_median_and_spread(grads):
+    """A lecturer: the profiles rested on 2 seeds and showed no spread. The study keeps every seed's norms; the line
+    is their median, and a band in the line's colour runs from the smallest seed to the largest at each layer."""
+    from matplotlib.colors import to_rgba
+
+    assert grads.seeds >= 8
+    runs = grads.runs[("post-norm", 48)]
+    assert runs.shape == (grads.seeds, 48)
+    np.testing.assert_array_equal(grads.profiles[("post-norm", 48)], np.median(runs, axis=0))
+    ax = _ax()
+    lines = fd.plot_layer_profile(ax, grads, "post-norm", depths=(4, 48))
+    bands = ax.collections
+    assert len(bands) == len(lines) == 2
+    for line, band, L in zip(lines, bands, (4, 48)):
+        lo, hi = grads.spread("post-norm", L)
+        (path,) = band.get_paths()
+        ys = path.vertices[:, 1]
+        assert np.isclose(ys.min(), lo.min()) and np.isclose(ys.max(), hi.max())
+        assert np.all(lo <= line.get_ydata()) and np.all(line.get_ydata() <= hi)
+        assert to_rgba(band.get_facecolor()[0], 1) == to_rgba(line.get_color(), 1)
+    assert f"median of {grads.seeds} seeds" in ax.get_title()
+
+
 def test_plotted_xiong_trend(grads):
     """Read the trend back from the plotted lines: pre-norm ~ 1/sqrt(L) near the output, post-norm flat."""
     ax = _ax()

@@ -199,19 +199,21 @@ def test_depth_captions_say_what_the_data_show():
     pre, post = facts["slope"]["pre-norm"], facts["slope"]["post-norm"]
     # "falls somewhat faster than 1/sqrt(L) (fitted log-log slope -0.63, against -0.5 ...)": the slope as printed,
     # steeper than -1/2 as the words say (a reader found "about as fast" beside -0.63 a contradiction)
-    assert f"slope {pre:.2f}" in captions["gradient-near-output-vs-depth"] and -0.75 < pre < -0.52
-    assert "slope $-$0.63" in words(captions["gradient-near-output-vs-depth"])  # a minus sign, not a hyphen
+    # (with 8 seeds, median, the slope is -0.53: "about as fast as"; the 2 seeds' mean had made it -0.63)
+    assert f"slope {pre:.2f}" in captions["gradient-near-output-vs-depth"] and -0.6 < pre < -0.45
+    assert "about as fast as `1/sqrt(L)`" in captions["gradient-near-output-vs-depth"]
+    assert f"slope $-${abs(pre):.2f}" in words(captions["gradient-near-output-vs-depth"])  # a minus sign, not a hyphen
     # the experiment as the caption describes it (issue 25, review A item 8)
     from seqgrad.numeric import depth
 
     sizes = depth.Sizes()
     described = (f"width {sizes.D}, {sizes.n_heads} heads, MLP width {sizes.F_width}, {sizes.T} tokens",
-                 f"mean of {depth.gradient_study.__defaults__[1]} seeds")
+                 f"median of {depth.gradient_study.__defaults__[1]} seeds")
     assert all(d in captions["gradient-near-output-vs-depth"] for d in described), described
     # the read-out as numeric.depth.output makes it, after a final LayerNorm in a pre-norm stack, is said in the text
     # that points to the figure (tests/test_notes_handout_review.py runs the code); of the second MLP weight of block L
     assert "the second MLP weight of block `L`" in captions["gradient-near-output-vs-depth"]
-    assert f"fitted slope {abs(post):.2f}" in captions["gradient-near-output-vs-depth"] and abs(post) < 0.05
+    assert f"fitted slope {post:.2f}" in captions["gradient-near-output-vs-depth"] and abs(post) < 0.05
     # "slower than the dotted line for shallow stacks and faster for deep ones, so the curve crosses it"
     above = facts["above_reference"]
     assert above[0] and not above[-1] and above == sorted(above, reverse=True)
@@ -238,19 +240,33 @@ def test_depth_captions_say_what_the_data_show():
     assert "from `L = 4` on at most 6 stay above the floor" in pre_text
     post_text = captions["jacobian-product-singular-values-post-norm"]
     assert "keeps only 24 of the 32 at ordinary size (two directions fewer per token" in post_text
-    # the layer profile: "at every layer the deep stack (L = 48) has the smaller gradient"
+    # the layer profiles (a lecturer: 2 seeds, no spread, a result against Xiong et al. without a why): what the
+    # captions say of each is read off the median of the seeds, and the band's range
     study = depth.gradient_study()
-    deep = study.profiles[("pre-norm", 48)]
-    assert all(deep[i] < study.profiles[("pre-norm", L)][i] for L in (4, 16) for i in range(L))
-    assert "at every layer the deep stack (`L = 48`) has the smaller gradient" in captions["gradient-profile-pre-norm"]
-    assert "every layer's gradient gets smaller as the stack gets deeper" not in captions["gradient-profile-pre-norm"]
+    assert study.seeds == facts["seeds"] >= 8 and f"median of {study.seeds} seeds" in captions["gradient-profile-pre-norm"]
+    pre_profile = captions["gradient-profile-pre-norm"]
+    profile = lambda p, L: facts[("profile", p, L)]  # noqa: E731
+    # "at every depth it is largest at the layer nearest the input and falls toward the output, the more so the
+    # deeper the stack (sixfold at L = 48)"; "falls toward the output already in the stack of 4 blocks (by a factor 2.2)"
+    assert all(profile("pre-norm", L)["peak"] == 1 for L in (4, 16, 48))
+    ratios = [profile("pre-norm", L)["first_over_last"] for L in (4, 16, 48)]
+    assert ratios == sorted(ratios) and 5.5 <= ratios[-1] < 6.5 and "sixfold at `L = 48`" in pre_profile
+    assert f"(by a factor {ratios[0]:.1f})" in pre_profile
+    assert "at every layer the deep stack (`L = 48`) has the smaller gradient" not in pre_profile  # no longer so
+    # why it differs from Xiong et al.: the settings, stated; their theorem's 1/sqrt(L) holds here (the slope above)
+    assert all(w in pre_profile for w in ("untrained, at initialisation", "random linear read-out", "Theorem 1",
+                                          f"slope {pre:.2f}"))
+    # post-norm: "more than tenfold from the first layer; at the first layer the seeds spread over two decades"
+    post_profile = captions["gradient-profile-post-norm"]
+    assert profile("post-norm", 48)["peak_over_first"] > 10 and "more than tenfold" in post_profile
+    assert profile("post-norm", 48)["first_spread"] > 100 and "more than two decades" in post_profile
+    assert "two orders of magnitude" not in post_profile
     assert all(d in captions["gradient-profile-pre-norm"] for d in described), described
     jsizes = depth.jacobian_study.__defaults__[1]  # the Jacobian study's stack, as its caption describes it
     n = jsizes.T * jsizes.D
     assert (f"all {jsizes.T} tokens of width {jsizes.D} at once ({n} by {n}; MLP width {jsizes.F_width})"
             in captions["jacobian-product-singular-values-pre-norm"]) and n == one["n"]
-    four, sixteen = study.profiles[("pre-norm", 4)], study.profiles[("pre-norm", 16)]  # "nearly coincide"
-    assert max(abs(a - b) / b for a, b in zip(four, sixteen[:4])) < 0.15
+    assert "nearly coincide" not in captions["gradient-profile-pre-norm"]  # over 8 seeds they differ by 26%
     post_deep = facts[("post-norm", True, deepest)]
     text = captions["jacobian-product-singular-values-post-norm"]
     assert f"{post_deep['above_floor']} against {facts[('post-norm', False, deepest)]['above_floor']} at `L = {deepest}`" in text

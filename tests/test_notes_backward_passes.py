@@ -204,3 +204,99 @@ def test_the_gru_worked_example_prints_its_numbers(tmp_path):
     assert re.search(r"\\frac\{\\partial \\mathcal\{L\}\}\{\\partial w_\{hn\}\} +&= " + re.escape(figures(ex.gradients["w_hn"])), gru)
     for k in range(2):
         assert "$" + figures(ex.rows[k][7]) + "$" in gru  # h_t at both steps, in the table
+
+
+def _lstm_by_hand(values: dict):
+    """The two-step scalar LSTM written out in torch (torch.nn.LSTM's equations, one unit, the two biases of a gate
+    as one), every weight a leaf; returns the leaves, each step's intermediates, c_0 as a leaf of its own with h_0
+    computed from it (for the total derivative dc_1/dc_0) and with h_0 held fixed (the partial), and the loss."""
+    w = {n: torch.tensor(v, dtype=torch.float64, requires_grad=True) for n, v in values.items()}
+
+    def step(x, h, c):
+        s = {}
+        for gate, act in (("i", torch.sigmoid), ("f", torch.sigmoid), ("c", torch.tanh), ("o", torch.sigmoid)):
+            s["z_" + gate] = w["w_x" + gate] * x + w["w_h" + gate] * h + w["b_" + gate]
+            s[gate] = act(s["z_" + gate])
+        s["c_new"] = s["f"] * c + s["i"] * s["c"]
+        s["h"] = s["o"] * torch.tanh(s["c_new"])
+        return s
+
+    zero = torch.zeros((), dtype=torch.float64)
+    s0 = step(w["x_0"], zero, zero)
+    s1 = step(w["x_1"], s0["h"], s0["c_new"])
+    loss = (w["w_o"] * s1["h"] - w["y"]) ** 2 / 2
+    c0 = s0["c_new"].detach().requires_grad_()
+    total = step(w["x_1"], s0["o"].detach() * torch.tanh(c0), c0)["c_new"]
+    partial = step(w["x_1"], s0["h"].detach(), c0)["c_new"]
+    return w, (s0, s1), c0, partial, total, loss
+
+
+def test_the_lstm_worked_example_agrees_with_torch_autograd():
+    """The LSTM's worked example (a lecturer: the RNN and the GRU had numbers, the LSTM none): every quantity of its
+    table, the loss, every weight's gradient and both derivatives of c_1 with respect to c_0, against torch autograd
+    of the cell written out and against torch.nn.LSTM itself."""
+    from seqgrad.crosscheck.worked_numbers import LSTM_VALUES, lstm_example
+
+    ex = lstm_example()
+    assert [str(c) for c in ex.columns] == ["z_t^i", "i_t", "z_t^f", "f_t", "z_t^c", "ctilde_t", "z_t^o", "o_t", "c_t",
+                                            "h_t", "g_t^h", "g_t^c", "g_t^{z^o}", "g_t^{z^c}", "g_t^{z^f}", "g_t^{z^i}"]
+    w, steps, c0, partial, total, loss = _lstm_by_hand(LSTM_VALUES)
+    keys = ("z_i", "i", "z_f", "f", "z_c", "c", "z_o", "o", "c_new", "h")
+    for k, s in enumerate(steps):
+        assert ex.rows[k][:10] == pytest.approx([float(s[n].detach()) for n in keys], rel=1e-12, abs=1e-14), k
+    assert ex.L == pytest.approx(float(loss.detach()), rel=1e-12)
+    # the adjoints g_t^h, g_t^c (dL/dh_t, dL/dc_t) and g_t^z (dL/dz at each step)
+    for k, s in enumerate(steps):
+        got = torch.autograd.grad(loss, [s[n] for n in ("h", "c_new", "z_o", "z_c", "z_f", "z_i")], retain_graph=True)
+        assert ex.rows[k][10:] == pytest.approx([float(v) for v in got], rel=1e-12, abs=1e-15), k
+    loss.backward()
+    for name, value in ex.gradients.items():
+        assert value == pytest.approx(float(w[name].grad), rel=1e-10, abs=1e-14), name
+    (dpartial,) = torch.autograd.grad(partial, c0)
+    (dtotal,) = torch.autograd.grad(total, c0)
+    assert ex.jacobian == ex.carry == pytest.approx(float(dpartial), rel=1e-12) and ex.gate_terms == 0
+    assert ex.carry == pytest.approx(float(steps[1]["f"].detach()), rel=1e-12)
+    assert ex.total == pytest.approx(float(dtotal), rel=1e-12) and abs(ex.total - ex.carry) > 1e-3
+    # torch.nn.LSTM with the stated weights (gate order i, f, g, o; bias_hh zero, bias_ih the gates' biases)
+    lstm = torch.nn.LSTM(1, 1).double()
+    with torch.no_grad():
+        for name, prefix in (("weight_ih_l0", "w_x"), ("weight_hh_l0", "w_h"), ("bias_ih_l0", "b_")):
+            getattr(lstm, name).copy_(torch.tensor([LSTM_VALUES[prefix + g] for g in "ifco"], dtype=torch.float64).reshape(
+                getattr(lstm, name).shape))
+        lstm.bias_hh_l0.zero_()
+    out, _ = lstm(torch.tensor([LSTM_VALUES["x_0"], LSTM_VALUES["x_1"]], dtype=torch.float64).reshape(2, 1, 1))
+    nn_loss = (LSTM_VALUES["w_o"] * out[-1, 0, 0] - LSTM_VALUES["y"]) ** 2 / 2
+    nn_loss.backward()
+    assert float(nn_loss.detach()) == pytest.approx(ex.L, rel=1e-12)
+    assert [float(v) for v in lstm.weight_hh_l0.grad.flatten()] == pytest.approx(
+        [ex.gradients["w_h" + g] for g in "ifco"], rel=1e-10, abs=1e-14)
+    assert [float(v) for v in lstm.weight_ih_l0.grad.flatten()] == pytest.approx(
+        [ex.gradients["w_x" + g] for g in "ifco"], rel=1e-10, abs=1e-14)
+    assert [float(v) for v in lstm.bias_ih_l0.grad] == pytest.approx([ex.gradients["b_" + g] for g in "ifco"], rel=1e-10)
+
+
+def test_the_lstm_worked_example_prints_its_numbers(tmp_path):
+    """The LSTM's worked example states its values and prints its table, both derivatives of c_1 with respect to
+    c_0 and every weight's gradient, as the GRU's does, from :func:`lstm_example`."""
+    from seqgrad.crosscheck.worked_numbers import LSTM_VALUES, as_figures, lstm_example
+
+    b = _build(tmp_path)
+    body = notes.gates_section(b).body
+    lstm = body[body.index("\\subsection{The LSTM}"):]
+    ex = lstm_example()
+    assert "\\label{tab:lstm-numbers}" in lstm and "Table~\\ref{tab:lstm-numbers}" in lstm
+    assert re.search(r"w_\{hf\} +&= " + re.escape(str(LSTM_VALUES["w_hf"])), lstm)  # the weights are stated
+    assert "$h_{-1} = 0, c_{-1} = 0$" in lstm
+    figures = lambda x: sp.latex(as_figures(x, 3))  # noqa: E731
+    assert re.search(r"\\frac\{\\partial c_\{1\}\}\{\\partial c_\{0\}\} +&= " + re.escape(figures(ex.jacobian)), lstm)
+    assert re.search(r"\\frac\{\\mathrm\{d\} c_\{1\}\}\{\\mathrm\{d\} c_\{0\}\} +&= " + re.escape(figures(ex.total)), lstm)
+    for name in ("w_hc", "b_f", "w_xo"):
+        assert re.search(r"\\frac\{\\partial \\mathcal\{L\}\}\{\\partial " + re.escape(sp.latex(sp.Symbol(name)))
+                         + r"\} +&= " + re.escape(figures(ex.gradients[name])), lstm), name
+    table = lstm[lstm.index("\\label{tab:lstm-numbers}"):lstm.index("\\end{table}", lstm.index("\\label{tab:lstm-numbers}"))]
+    for k in range(2):
+        assert notes._number(ex.rows[k][9], b) in table  # h_t at both steps, as the printer sets them
+    assert len(re.findall(r"\\\\\n", table)) == len(ex.columns) + 1  # a row per quantity, after the header
+    # the table's one 0, said why: g_0^{z_f} = g_0^c f_0 (1 - f_0) c_{-1}, and c_{-1} = 0
+    assert ex.rows[0][[str(c) for c in ex.columns].index("g_t^{z^f}")] == 0
+    assert "down to step 0 ($g^{z_{f}}_{0}$ is 0, because $c_{-1} = 0$). At these values" in lstm

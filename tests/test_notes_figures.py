@@ -174,6 +174,42 @@ def test_cross_attention_caption():
     assert "Cyrillic" in caption  # the figure's labels are Cyrillic; the caption transliterates them
 
 
+def test_cross_attention_caption_states_the_training():
+    """A lecturer: "a small trained model" with no training details. The caption states the model's sizes, the data
+    (the one pair), the objective, the optimiser, its steps and learning rate, the seed and the loss before and after,
+    each as numeric.decoder trains it."""
+    import inspect
+
+    from seqgrad.numeric import decoder
+    from seqgrad.numeric.optim import Adam
+
+    caption = figure_sets()["decoder"].CAPTIONS["decoder_cross_attention"]
+    kw = decoder.lesson_example.__kwdefaults__
+    sizes = decoder.LESSON_SIZES
+    assert (f"one pre-norm block in the encoder and one in the decoder, width {sizes['D']}, {sizes['n_heads']} heads, "
+            f"MLP width {sizes['F_width']}") in caption and sizes["n_blocks"] == 1
+    assert f"{kw['steps']} steps of Adam with learning rate {decoder.LESSON_LR}" in caption
+    assert f"seed {kw['seed']}" in caption and "trained on this one sentence pair alone, by teacher forcing" in caption
+    # "the mean cross-entropy of each next word": the loss it trains on, at every position one target (v = 1)
+    import torch
+
+    from seqgrad.numeric.heads import valid_target_loss
+
+    assert "valid_target_loss(" in inspect.getsource(decoder.EncoderDecoder.teacher_forcing_loss)
+    logits, y = torch.randn(5, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(3)), torch.arange(5)
+    assert float(valid_target_loss(logits, y, torch.ones(5))) == pytest.approx(float(torch.nn.functional.cross_entropy(logits, y)))
+    assert "mean cross-entropy" in caption
+    source = inspect.getsource(decoder._lesson_example.__wrapped__ if hasattr(decoder._lesson_example, "__wrapped__")
+                               else decoder._lesson_example)
+    assert "Adam(" in source and "lr=LESSON_LR" in source and "*LESSON_SIZES.values()" in source
+    assert Adam.__module__.endswith("numeric.optim")
+    model, _, _, losses = decoder.lesson_example()
+    assert len(losses) == kw["steps"]
+    assert f"the loss falls from {losses[0]:.2f} to {losses[-1]:.1g}" in caption
+    assert all(b.norm_first for b in model.encoder.blocks + model.decoder.blocks)
+    assert (len(model.encoder.blocks), len(model.decoder.blocks)) == (1, 1)
+
+
 def test_receptive_field_caption():
     """'The black bar spans the receptive field of that output: 7 input positions ..., the values of rf_3', the
     numbers the formula gives, and the receptive field drawn (measured) is the formula's at every depth; the caption

@@ -49,11 +49,35 @@ def test_the_citation_pattern_reads_the_forms_the_notes_write():
 def test_the_works_the_sections_rest_on_are_cited_in_the_body(standalone_notes):
     """A lecturer's review: Vaswani et al., He et al. and Hochreiter were listed but cited only in the appendix's
     entries; the sections that rest on them (the sinusoidal encoding, residual connections, the vanishing
-    gradient) cite them where they introduce it.  A listed work the body never cites is one the appendix alone
-    needs (Zhang & Sennrich's RMSNorm, which has no section of its own)."""
+    gradient) cite them where they introduce it.  Zhang & Sennrich's RMSNorm too, cited in the appendix alone
+    before: the LayerNorm section states it as LayerNorm's variant, with its Jacobian."""
     source = standalone_notes.read_text(encoding="utf-8")
     body = source[:source.index("\\section*{References}")]
     in_body = {r.key for r in references.cited(body)}
     assert {"Vaswani 2017", "He 2016", "Hochreiter 1991", "Xiong 2020", "Pascanu 2013"} <= in_body
     appendix_only = {r.key for r in references.cited(source)} - in_body
-    assert appendix_only <= {"Zhang 2019"} and "RMSNorm" not in body
+    assert appendix_only == set() and "Zhang 2019" in in_body
+    section = body[body.index("\\section{LayerNorm and residual paths}"):body.index("\\subsection{Residual paths}")]
+    assert "RMSNorm (Zhang \\& Sennrich 2019)" in section
+
+
+def test_the_layernorm_section_states_rmsnorm_and_its_proved_jacobian(tmp_path):
+    """The RMSNorm paragraph of the LayerNorm section cites its work and displays the Jacobian the appendix proves
+    (the catalogue's statement, typeset by the notes' printer), with rms(x) and the scaled entries defined."""
+    from seqgrad.crosscheck import notes
+    from seqgrad.crosscheck.latexdoc import NOTES_LETTERS, NOTES_MATRICES
+    from seqgrad.crosscheck.latex_parts import Build
+    from seqgrad.derive import catalogue
+    from seqgrad.derive.latex_settings import DEFAULT
+
+    notation = DEFAULT.replace(letters={**DEFAULT.letters, **NOTES_LETTERS}, vectors=DEFAULT.vectors | NOTES_MATRICES)
+    b = Build(notation=notation, tex_dir=tmp_path, figures_dir=None)
+    body = notes.residual_section(b).body
+    section = body[:body.index("\\subsection{Residual paths}")]
+    assert "RMSNorm (Zhang \\& Sennrich 2019)" in section and [r.key for r in references.cited(section)] == ["Zhang 2019"]
+    rms = catalogue.get("rmsnorm-jacobian").statement()
+    assert notes._display([(rms.lhs, notes.scaled_bracket(rms.rhs))], b) in section
+    assert notes._inline(notes._rms_of_row(rms.rhs), b) in section and notes._inline(notes._rms_scaled(rms.rhs), b) in section
+    assert section.index("RMSNorm") > section.index("\\mathrm{d}\\boldsymbol{\\beta}")  # after LayerNorm's backward pass
+    assert str(notes._rms_scaled(rms.rhs)) == "Eq(xtilde[i], x[i]/rms(x))"
+    assert str(notes._rms_of_row(rms.rhs).rhs) == "sqrt(epsilon + Sum(x[j]**2, (j, 0, d - 1))/d)"

@@ -33,10 +33,14 @@ def test_figure3_left_data_and_log_axis():
     assert matches(lines[0].get_ydata()[10], 0.1074, 4) and matches(lines[2].get_ydata()[30], 237.4, 4)
 
 
+def _pair():
+    return Figure().subplots(1, 2)
+
+
 def test_figure3_right_data_matches_table():
-    ax = _ax()
-    zero, one = fp.plot_tanh_sensitivity(ax, T_max=30)
-    assert ax.get_yscale() == "log"
+    axes = _pair()
+    zero, one = fp.plot_tanh_sensitivity(axes, T_max=30)
+    assert all(a.get_yscale() == "log" for a in axes)
     assert list(zero.get_xdata()) == list(range(1, 31))
     _ok(zero.get_ydata(), 1.2 ** (zero.get_xdata() - 1))  # grows as 1.2^(T-1)
     y = one.get_ydata()
@@ -146,19 +150,26 @@ def test_heatmap_contour_leaves_out_the_empty_product_and_the_mesh_is_rasterized
     assert mesh.get_rasterized()
 
 
-def test_tanh_sensitivity_axes_are_coloured_as_their_curves():
-    """Two log axes share the plot: each axis's ticks and label are in the colour of the curve read on it, and the
-    reference 1.2^(T-1), which coincides with the growing curve, is drawn over it."""
+def test_tanh_sensitivity_draws_each_curve_visibly_in_a_panel_of_its_own():
+    """A lecturer: twin y-axes, and the dotted reference hidden behind the curve it coincides with. Now the vanishing
+    curve has the left panel, the growing one and its reference the right, each on its own labelled log axis with a
+    legend; the reference is a dashed line and the curves are dots without a line, so both are seen where they
+    coincide."""
     from matplotlib.colors import to_rgba
 
-    ax = _ax()
-    zero, one = fp.plot_tanh_sensitivity(ax)
-    right = zero.axes
-    assert right is not ax and one.axes is ax
-    assert to_rgba(ax.yaxis.label.get_color()) == to_rgba(one.get_color())
-    assert to_rgba(right.yaxis.label.get_color()) == to_rgba(zero.get_color())
-    reference = [line for line in right.get_lines() if line.get_linestyle() == ":"][0]
-    assert reference.get_zorder() > zero.get_zorder()
+    left, right = axes = _pair()
+    zero, one = fp.plot_tanh_sensitivity(axes)
+    assert one.axes is left and zero.axes is right
+    assert len(left.figure.axes) == 2  # no twin axis
+    (reference,) = [line for line in right.get_lines() if line is not zero]
+    np.testing.assert_allclose(zero.get_ydata(), reference.get_ydata(), rtol=1e-12)  # it does coincide
+    assert reference.get_linestyle() == "--" and zero.get_linestyle() == "None" and zero.get_marker() == "o"
+    assert to_rgba(reference.get_color()) != to_rgba(zero.get_color())
+    for a, curves in ((left, [one]), (right, [zero, reference])):
+        assert a.get_ylabel() and a.get_xlabel() and a.get_title()
+        assert [t.get_text() for t in a.get_legend().get_texts()] == [c.get_label() for c in curves]
+    with pytest.raises(ValueError, match="axes"):
+        fp.plot_tanh_sensitivity(_ax())
 
 
 def test_jacobian_norm_legend_lists_the_curves_top_down_in_bold_matrices():

@@ -25,8 +25,9 @@ CAPTIONS = {
         "are straight lines.",
     "fig3-right-tanh-sensitivity": "The sensitivity of the last state to the first on tanh trajectories with `w_h = 1.2` "
         "(as the course notes draw it, week 6). With input 0 the state stays at 0, where the slope of tanh is 1, and the "
-        "product grows exactly like 1.2 to the power `T - 1` (right axis; the dotted reference lies on the curve); with input 1 the state saturates, the slope is small, "
-        "and the sensitivity vanishes (left axis, dozens of decades) although `w_h > 1`.",
+        "product grows exactly like 1.2 to the power `T - 1` (right panel; the dots lie on the dashed reference); with "
+        "input 1 the state saturates, the slope is small, and the sensitivity vanishes (left panel, dozens of "
+        "decades) although `w_h > 1`.",
     "sensitivity-heatmap": "The sensitivity of the last state to the state at step `t` of a scalar tanh RNN (log10, "
         "colour), over the step `t` and the recurrent weight `w_h`; the black contour is 1 (no change). Blue: vanishing, "
         "red: exploding; colours are clipped at the colour bar's ends.",
@@ -56,7 +57,7 @@ READINGS = {
 
 #: The figures drawn as panels side by side (stem -> number of panels; the others have one): the plot function is
 #: given that many axes.
-PANELS = {"gradient-flow-rnn-gru-lstm": 2}
+PANELS = {"gradient-flow-rnn-gru-lstm": 2, "fig3-right-tanh-sensitivity": 2}
 
 
 def figures() -> dict:
@@ -67,7 +68,7 @@ def figures() -> dict:
     return {
         # at sizes two of them share a page: each stands on the page that cites it or the next
         "fig3-left-power-curves": (fp.plot_power_curves, (4.8, 3.3)),
-        "fig3-right-tanh-sensitivity": (fp.plot_tanh_sensitivity, (5.0, 3.4)),
+        "fig3-right-tanh-sensitivity": (fp.plot_tanh_sensitivity, (6.2, 3.0)),  # two panels
         "sensitivity-heatmap": (fp.plot_sensitivity_heatmap, (6.2, 3.3)),
         "jacobian-product-norms": (fp.plot_jacobian_norms, (5.6, 3.4)),
         "gradient-flow-rnn-gru-lstm": (fp.plot_gradient_flow, (6.5, 3.6)),  # two panels, legends below
