@@ -1267,16 +1267,17 @@ def residual_section(b) -> Part:
         # each figure right after the paragraph that first points to it, so that it floats to that page or the next
         # (all five after the last of them, four float pages in a row ran ahead of the text that cites them)
         _figure(b, "depth", [depth_first]),
-        *_depth_pointers(b, depth_later, profiles=True),
+        # the worked examples (one connection with numbers; the product of three layers' Jacobians) before the
+        # gradient profiles: with the profiles' paragraph right after Figure 7's, the page after it held Figures 7
+        # and 8, and Figure 9 stood two pages after its citation
+        *_residual_numbers(b),
         _words("Worked example, three residual layers: the product of the three Jacobians is a sum over the eight paths "
                "through the stack, one of them the identity.", b)
         + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),
         _display([(residual.branch_jacobians(lhs), residual.branch_jacobians(chain[-1]))
                   for lhs, chain in _chain_rows(residual.DepthProduct(L=3, d=2))], b),
-        # the identity paths through a whole stack, after the worked example of three layers (the numbers after
-        # them fill the page the figures float from)
+        *_depth_pointers(b, depth_later, profiles=True),
         *_depth_pointers(b, depth_later, profiles=False),
-        *_residual_numbers(b),
     ]
     from .latex_parts import check_status
 
