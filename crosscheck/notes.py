@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
-from seqgrad.derive.blocks import HEAD_INDEX, MEMORY, NORM_TAGS  # a sublayer's subscript, the memory's name; the index of a general head, in brackets (W_Q^[h])
+from seqgrad.derive.blocks import HEAD_INDEX, MEMORY, NORM_TAGS, QUERY_INDEX  # a sublayer's subscript, the memory's name; the index of a general head, in brackets (W_Q^[h]); a query's row
 from seqgrad.derive.prose import Sizes
 from seqgrad.derive.sequence import T, adjoint, stepped, t
 
@@ -140,16 +140,27 @@ def proof_mark(b, names: Sequence[str], stated: Sequence[str] = ()) -> str:
     return ". ".join(out[:1] + [capitalized(text) for text in out[1:]])
 
 
+#: What a footnote says, in words, of a refuted identity whose statement needs symbols that only its appendix entry
+#: sets up (the map A(.) of the rows, a permutation pi and its matrix Pi, the masked A_M): the body defines none of
+#: them, and the positional section says in words what the term means (reordering the input rows of self-attention
+#: without a mask reorders its output rows the same way).
+FOOTNOTE_WORDS = {
+    "attention-equivariance-fails-positions": "permutation equivariance once positional encodings are added",
+    "attention-equivariance-fails-causal": "permutation equivariance under a causal mask",
+}
+
+
 def named(b, names: Sequence[str]) -> str:
     """" ($\\sin(\\omega_{2}) \\neq \\alpha(1) \\sin(0)$, p.~N)": the catalogue identities ``names`` that a footnote
-    counts as refuted (or not proved), each by its statement, printed by the notation's printer, and the page of the
-    appendix that discusses it; "" for none, or where the document has no appendix to point to."""
+    counts as refuted (or not proved), each by its statement, printed by the notation's printer (or in the words of
+    :data:`FOOTNOTE_WORDS`, where its symbols are the appendix's own), and the page of the appendix that discusses it;
+    "" for none, or where the document has no appendix to point to."""
     from seqgrad.derive import catalogue
 
     if not names or not b.appendix:
         return ""
-    said = [f"${b.notation.latex(catalogue.get(name).statement())}$, p.~\\pageref{{{identity_label(name)}}}"
-            for name in names]
+    said = [(FOOTNOTE_WORDS[name] if name in FOOTNOTE_WORDS else f"${b.notation.latex(catalogue.get(name).statement())}$")
+            + f", p.~\\pageref{{{identity_label(name)}}}" for name in names]
     return " (" + "; ".join(said) + ")"
 
 
@@ -878,10 +889,11 @@ def positional_section(b) -> Part:
         _words("Worked example, an odd width `d = 5`: the two pairs rotate, and coordinate {j} is a sine without a "
                "cosine partner, so no fixed linear map of it alone realises the shift. The encodings are rows, as "
                "everywhere: {Rk} is the {size} block-diagonal matrix of one rotation per pair, the matrix above at "
-               "that pair's frequency, and it acts on the row {paired} of the paired coordinates, so that {shift}; "
-               "{alpha} stands for any number that depends on `k` alone:", b, Rk=sp.Function("R")(k),
-               j=report.unpaired, size=Shape(len(report.paired), len(report.paired)),
-               paired=paired_encoding(report)(pos), alpha=sp.Function("alpha")(k),
+               "that pair's frequency, and it acts on {paired}, the row of the paired coordinates {first} to {last} of "
+               "{PEpos}, so that {shift}; {alpha} stands for any number that depends on `k` alone:", b,
+               Rk=sp.Function("R")(k), j=report.unpaired, size=Shape(len(report.paired), len(report.paired)),
+               paired=paired_encoding(report)(pos), first=report.paired[0], last=report.paired[-1], PEpos=PE(pos),
+               alpha=sp.Function("alpha")(k),
                shift=_row_shift(paired_encoding(report))),
         _display(_rotation_rows(odd.R, j)[:1], b),  # its blocks are the B_j(k) of the general result
         "Table~\\ref{tab:pe-shift-properties} " + _words("lists what makes {Rk} a rotation at this width: it is orthogonal, "
@@ -951,6 +963,19 @@ def _shift_numbers(b) -> list[str]:
         + _words(" radians, whatever the position: the same matrix {Rk} takes the encoding of every position to that "
                  "of the position {k} further on.", b, Rk=R(k), k=k),
     ]
+
+
+def _paired_encoding(d: int):
+    """The encoding of width ``d`` restricted to its paired coordinates, as the positional section's worked example
+    writes it (:func:`latex_parts.paired_encoding`), without proving the shift."""
+    import types
+
+    from seqgrad.derive import positional
+
+    from .latex_parts import paired_encoding
+
+    pe = positional.Sinusoidal(d)
+    return paired_encoding(types.SimpleNamespace(unpaired=pe.unpaired(), paired=tuple(pe.shift_identity().R.coordinates)))
 
 
 def _row_shift(PE=sp.Function("PE")):
@@ -1102,10 +1127,10 @@ def attention_section(b) -> Part:
         + verification(b, proofs=["attention-gradients"], checks=checks, source=catalogue.get("attention-gradients").source,
                        appendix="attention"),
         _display([(d.target, d.value) for d in att.backward_lines()], b),
-        _words("With a causal mask, {S} gets {M} added ({Mij} for `j > i`, else 0). The mask is a constant, so "
+        _words(f"With a causal mask, {{S}} gets {{M}} added ({{Mij}} for `j > {QUERY_INDEX}`, else 0). The mask is a constant, so "
                "the backward lines are the same; the masked weights are 0, so the rule for {dS} gives 0 there and no "
                "gradient flows to a future key.", b, S=_s("S", 2, 2), M=_s("M", 2, 2), dS=_s("dS", 2, 2),
-               Mij=sp.Eq(sp.MatrixSymbol("M", T, T)[sp.Symbol("i"), sp.Symbol("j")], -sp.oo, evaluate=False))
+               Mij=sp.Eq(sp.MatrixSymbol("M", T, T)[sp.Symbol(QUERY_INDEX), sp.Symbol("j")], -sp.oo, evaluate=False))
         + verification(b, proofs=["attention-gradients-causal", "attention-mask-before-softmax"], appendix="attention"),
     ]
     from .latex_parts import check_status
@@ -1308,8 +1333,8 @@ BLOCK_OUTPUT = "H'"
 ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows {H0}, token embedding plus position, one row per token."),
                  ("attention_on_H0", "head1.A", "The attention weights {A} of head 1 applied to the input rows {H0} "
                                                 "directly, as the course's attention example applies it, not to "
-                                                "the block's LayerNorm output {Y1}: row `i` is the query, column `j` the "
-                                                "source; every row sums to 1."),
+                                                "the block's LayerNorm output {Y1}: row `%s` is the query, column `j` the "
+                                                "source; every row sums to 1." % QUERY_INDEX),
                  ("prenorm_block", "H_enc", "The encoder's output: every token's row after the pre-norm block and the "
                                             "final LayerNorm (scale 1, shift 0: every row has mean 0 and variance 1 up to "
                                             "the epsilon)."))
@@ -1608,7 +1633,10 @@ def decoder_section(b) -> Part:
 #: (:data:`crosscheck.latexdoc.NOTES_LETTERS`). The argmax of a pooling window is nu and the GRU's recurrent term of
 #: the candidate eta: a is the softmax's row of weights. A letter the notation itself renames is left to it.
 SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": r"\psi", "u": r"\xi", "v": r"\zeta", "p": r"\xi",
-                            "q": r"\zeta", "a": r"\nu"},
+                            "q": r"\zeta", "a": r"\nu",
+                            # an entry of the input is (i', j'), primed as a second position is (pos'), beside the
+                            # output's (i, j): n is the GRU's candidate (z_{n,t}), and m would be n's partner
+                            "m": "i'", "n": "j'"},
                    "gates": {"a": r"\eta"},
                    # the index of the sum over a row's keys is s, as in the permutation's A(Pi X)_{t,s} (r is the
                    # GRU's reset gate)
@@ -1825,7 +1853,8 @@ def notation_rows(b) -> list[tuple]:
         (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", one),
         (sp.Symbol("pos"), "position of a token", one),
         (sp.Symbol("k"), "an offset of positions, the shift from `pos` to `pos + k`", one),
-        (sp.Function("PE")(sp.Symbol("pos")), "positional encoding of position `pos`, a row; {PEi}, its coordinate `i`",
+        (sp.Function("PE")(sp.Symbol("pos")), "positional encoding of position `pos`, a row; {PEi}, its coordinate `i`; "
+         "at an odd width, the row of its paired coordinates: {PEpaired} at the worked example's `d = 5`",
          Shape(1, d)),
         (sp.Symbol("omega_j"), "frequency of the coordinate pair `j` (coordinates `2*j` and `2*j + 1`)", one),
         (sp.Symbol("lambda_j"), "wavelength of the coordinate pair `j`, in positions: {wavelength} (appendix)", one),
@@ -1844,6 +1873,10 @@ def notation_rows(b) -> list[tuple]:
         (d_k, "width of a query and of a key", one), (d_v, "width of a value", one),
         (d_ff, "width of the hidden layer of the feed-forward sublayer (MLP)", one),
         (LAYERS, "number of layers of a stack (its depth)", one),
+        # the depth figures' axes write a layer's matrix with the layer in parentheses (crosscheck.figures.depth)
+        (sp.Symbol("l"), "index of a layer of a stack, from 1 (layer 1 nearest the input); a superscript in "
+         "parentheses names a layer's matrix: {W2l}, the second layer of the MLP of layer `l` (the depth figures)",
+         one),
         (_params("layer"), "number of parameters of one decoder layer, its biases and LayerNorms included", one),
         (_params("weights"), "number of entries of one decoder layer's weight matrices alone (no biases, no LayerNorms)",
          one),
@@ -1957,8 +1990,8 @@ def notation_rows(b) -> list[tuple]:
          "from 0", Shape(sp.Symbol("H_in") + 2 * sp.Symbol("pad"), sp.Symbol("W_in") + 2 * sp.Symbol("pad"))),
         (sp.Symbol("H_in"), "number of rows of a convolution's input", one),
         (sp.Symbol("W_in"), "number of columns of a convolution's input", one),
-        (sp.Symbol("m"), "row of an entry of a convolution's input, counted from 0", one),
-        (sp.Symbol("n"), "column of an entry of a convolution's input, counted from 0", one),
+        (sp.Symbol("m"), "row of an entry of a convolution's input, counted from 0", one, "conv"),
+        (sp.Symbol("n"), "column of an entry of a convolution's input, counted from 0", one, "conv"),
         (sp.Symbol("H_out"), "number of output rows of a convolution or pooling layer", one),
         (sp.Symbol("W_out"), "number of output columns of a convolution or pooling layer", one),
         (sp.Symbol("Ghat"), "the gradient {dY} of a convolution's output (stride 1) extended by {K1} rows and columns of "
@@ -2022,6 +2055,8 @@ def notation_section(b) -> str:
     """The notation: one table, every symbol once, with its meaning and its shape."""
     from seqgrad.derive.latex_layout import inline
 
+    from .figures import depth as depth_figures  # the depth figures' W_2^(l), as their captions name it
+
     rows = notation_rows(b)
     # a meaning's formulas in backquotes, or {JFl} for one the parser does not read (a subscript with a subscript)
     T_src, d, d_k, d_v, k = (sp.Symbol(n) for n in ("T_src", "d", "d_k", "d_v", "k"))
@@ -2030,8 +2065,8 @@ def notation_section(b) -> str:
     matrix = lambda name, *shape: sp.MatrixSymbol(name, *(shape or (2, 2)))  # noqa: E731
     formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": _grad("z^r", t), "zr": _at("z^r", t),
                 "et": _at("e", t, 1, 2), "ght": _grad("h", t), "gzt": _grad("z", t), "Jj": _at("J", sp.Symbol("j")),
-                "K1": sp.Symbol("k") - 1, "K1neg": -(sp.Symbol("k") - 1), "sidel": sp.Symbol("k_l"),
-                "PEi": PE(pos, sp.Symbol("i")), "shift": _row_shift(),
+                "W2l": depth_figures.FORMULAS["W2l"], "K1": sp.Symbol("k") - 1, "K1neg": -(sp.Symbol("k") - 1), "sidel": sp.Symbol("k_l"),
+                "PEi": PE(pos, sp.Symbol("i")), "PEpaired": _paired_encoding(5)(pos), "shift": _row_shift(),
                 "srck": Shape(T_src, d_k), "srcv": Shape(T_src, d_v), "srcs": Shape(T, T_src),
                 "X": matrix("X"), "B": matrix("B"), "M": matrix("M"), "Z": matrix(MEMORY), "x": matrix("x", 1, 2),
                 "xout": sp.Eq(sp.Symbol(SECTION_SYMBOL_NAMES["residual"]["u"]), sp.Symbol("x") + sp.Function("F")(sp.Symbol("x")),

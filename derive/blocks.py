@@ -533,8 +533,11 @@ def backward_latex(block: BlockProgram, width: int = 60) -> str:
 
 #: the number of heads and a head's number in the multi-head formulas written for every n_head (heads counted from 1)
 n_head = sp.Symbol("n_head", integer=True, positive=True)
-#: the index of a general head, in brackets (W_Q^[h]): h, as in "head h", not i, which in the same section indexes the
-#: rows (row i is the query) and elsewhere is the LSTM's input gate
+#: the index of a query's position (a row of the scores, of the weights and of a block's output): t, the step index,
+#: as the attention figures write A_tj (not i, the LSTM's input gate elsewhere)
+QUERY_INDEX = "t"
+#: the index of a general head, in brackets (W_Q^[h]): h, as in "head h", not i, the LSTM's input gate elsewhere
+#: (a query's row is t, :data:`QUERY_INDEX`)
 HEAD_INDEX = "h"
 head = sp.Symbol(HEAD_INDEX, integer=True, positive=True)
 

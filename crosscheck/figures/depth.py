@@ -32,9 +32,18 @@ def _block_jacobian(l="l"):
     return block_jacobian(l)
 
 
+def _layer_weight(l="l"):
+    """The second MLP weight of layer ``l`` of a stack, W_2^(l), as the gradient profiles' axes write it (a superscript
+    in parentheses names a layer, as the notation table says)."""
+    import sympy as sp
+
+    return sp.MatrixSymbol(f"W_2^({l})", sp.Symbol("d"), sp.Symbol("d_ff"))
+
+
 #: the symbols the captions name as ``{name}``: the Jacobian of block l, the one symbol of derive.residual that the
-#: axis of the figures and the notation table print too (J_j is a recurrent cell's step Jacobian)
-FORMULAS = {"Jl": _block_jacobian()}
+#: axis of the figures and the notation table print too (J_j is a recurrent cell's step Jacobian), and the second MLP
+#: weight of layer l and of the last layer L, whose gradients the profiles' axes show
+FORMULAS = {"Jl": _block_jacobian(), "W2l": _layer_weight(), "W2L": _layer_weight("L")}
 
 
 def product_label() -> str:
@@ -46,11 +55,11 @@ def product_label() -> str:
 
 CAPTIONS = {
     "gradient-profile-pre-norm": "Pre-norm stacks at initialisation (the experiment of Xiong et al. 2020, Fig. 3, at "
-        "a small width): the gradient of each layer's second MLP weight is largest near the input, and at every layer "
+        "a small width): the gradient of each layer's second MLP weight, {W2l} of layer `l`, is largest near the input, and at every layer "
         "the deep stack (`L = 48`) has the smaller gradient.",
     "gradient-profile-post-norm": "Post-norm stacks at initialisation: in the deep stack (`L = 48`) the gradient grows "
         "toward the output layers, by two orders of magnitude here.",
-    "gradient-near-output-vs-depth": "The gradient with respect to the second MLP weight of block `L`, the block "
+    "gradient-near-output-vs-depth": "The gradient with respect to the second MLP weight of block `L`, {W2L}, the block "
         "nearest the output, against the depth `L` of stacks at initialisation. Pre-norm: it falls with depth, "
         "somewhat faster than `1/sqrt(L)` (dotted); post-norm: it keeps its size.",
     "jacobian-product-singular-values-pre-norm": "Singular values of the product of the `L` blocks' Jacobians {Jl} "
