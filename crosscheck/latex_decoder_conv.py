@@ -146,7 +146,7 @@ def _block_backward(b) -> str:
             + "~\\ref{sec:encoder}" + said(") gives the gradient of its LayerNorm's output, ") + m("dY_mlp") + ", "
             + m("dY_cross") + said(" and ") + m("dY_self") + said(", and the LayerNorm's backward pass adds what comes "
             "back through it to the shortcut's gradient in ") + m("dU_cross") + ", " + m("dU_self") + said(" and ") + m("dH")
-            + said(" (") + m("sigma_mlp") + said(" and ") + m("xhat_mlp") + said(" are the statistics of ")
+            + said(" (") + m("sigma_mlp") + said(" and ") + m(blocks.NORMALIZED + "_mlp") + said(" are the statistics of ")
             + inline(sp.Function("LN_mlp")(sp.MatrixSymbol("U_cross", 2, 2)), b.notation)
             + said(", and so on). The cross-attention computes its keys and values from the memory ") + m("Z")
             + said(", so its backward pass also sends a gradient to ") + m("Z") + said(", summed over its heads: ")

@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
-from seqgrad.derive.blocks import HEAD_INDEX, MEMORY, NORM_TAGS, QUERY_INDEX  # a sublayer's subscript, the memory's name; the index of a general head, in brackets (W_Q^[h]); a query's row
+from seqgrad.derive.blocks import HEAD_INDEX, MEMORY, NORM_TAGS, NORMALIZED, QUERY_INDEX  # a sublayer's subscript, the memory's name; the index of a general head, in brackets (W_Q^[h]); a query's row
 from seqgrad.derive.prose import Sizes
 from seqgrad.derive.sequence import T, adjoint, stepped, t
 
@@ -764,14 +764,16 @@ def gates_section(b) -> Part:
 def _gate_example(b, title: str, net, wrt, prev: str, state: str) -> list[str]:
     """The worked example of a gated cell at ``t = 1``: the one-step Jacobian of ``state`` with respect to ``prev``
     (``wrt``: the state it is taken along, None for the cell's only one), split into the carry and the gate terms."""
-    from seqgrad.derive.latex_settings import Partial
+    from seqgrad.derive.latex_settings import AtFixed, Partial
 
     split = net.step_jacobian(1) if wrt is None else net.step_jacobian(1, wrt=wrt)
     J = Partial(sp.Symbol(prev), of=sp.Symbol(state))
     if split.gate_terms == 0:  # the state reaches the next one only through the carry: one line says it all
+        # at fixed h_0, said by its subscript: the derivative along every path (the total one) follows, with the same d
+        held = AtFixed(sp.Symbol(prev), of=sp.Symbol(state), held=net.h[0])
         return [_words(f"Worked example, the {title} at `t = 1`: the gates and the candidate are computed from "
                        "`x_1` and `h_0`, not from `c_0`, so the partial derivative of `c_1` with respect to `c_0` "
-                       "at fixed `h_0` is the carry path alone:", b), _display([(J, split.full)], b),
+                       "at fixed `h_0` is the carry path alone:", b), _display([(held, split.full)], b),
                 *_lstm_total(b, net, split.full)]
     return [_words(f"Worked example, the {title} at `t = 1`: the one-step Jacobian is the carry, the path at fixed "
                    "gates and candidate, plus the other paths: through the update gate (the term with `w_hu`) and "
@@ -838,8 +840,8 @@ def _lstm_total(b, net, carry) -> list[str]:
 
     h0, c0, c1 = net.h[0], net.c[0], net.c[1]
     chain = sp.Add(carry, sp.Mul(Partial(h0, of=c1), Partial(c0, of=h0), evaluate=False), evaluate=False)
-    return [_words("But `h_0` depends on `c_0`, through {h0def}; the total derivative, along which the gradient "
-                   "reaches `c_0`, adds the path through `h_0`:", b,
+    return [_words("But `h_0` depends on `c_0`, through {h0def}; the total derivative (without a subscript: along "
+                   "every path), along which the gradient reaches `c_0`, adds the path through `h_0`:", b,
                    h0def=sp.Eq(h0, net.program[h0].value, evaluate=False)),
             _display([(Total(c0, of=c1), [chain, lstm_total_derivative(net, carry)])], b)]
 
@@ -1027,18 +1029,16 @@ def _named_rotation(row, name):
 
 
 def _as_rows(statement, frequency=None):
-    """The shift identity ``v(pos + k) = B(k) v(pos)`` (column vectors, as the catalogue proves it) in the notes'
-    row-vector convention, ``v(pos + k)^T = v(pos)^T B(k)^T`` (the same statement transposed), the angle as the text
-    writes it, with its quantifier: for every ``pos`` and ``k``; the catalogue's symbolic frequency is written as
-    ``frequency`` where one is given (the pair's ``omega_j``)."""
+    """The shift identity ``v(pos + k) = v(pos) B(k)`` (rows, as the catalogue proves it and the notes write
+    encodings) with the angle as the text writes it and its quantifier: for every ``pos`` and ``k``; the catalogue's
+    symbolic frequency is written as ``frequency`` where one is given (the pair's ``omega_j``)."""
     if frequency is not None:
         omega = next(s for s in statement.rhs.free_symbols if s.name == "omega")
         statement = statement.xreplace({omega: frequency})
-    B, v = statement.rhs.args
+    v, B = statement.rhs.args
     pos = next(s for s in statement.rhs.free_symbols if s.name == "pos")
     k = next(s for s in statement.rhs.free_symbols if s.name == "k")
-    return (_common_angles(statement.lhs).T, sp.MatMul(v.T, B.T, evaluate=False),
-            ("  for every ", pos, " and every ", k))
+    return (_common_angles(statement.lhs), sp.MatMul(v, B, evaluate=False), ("  for every ", pos, " and every ", k))
 
 
 def _common_angles(expr):
@@ -1187,7 +1187,8 @@ def residual_section(b) -> Part:
                x=_s("x", 1, 2), shape=Shape(_s("1"), _s("d")),
                xj=sp.Eq(sp.IndexedBase("x")[j_], _s("X", 2, 2)[r_, j_], evaluate=False),
                sd=sp.Symbol("s_t"),
-               xhat=sp.IndexedBase("xhat")[i_], xh=sp.Eq(sp.IndexedBase("xhat")[i_], sp.IndexedBase("xhat")[r_, i_], evaluate=False))
+               xhat=sp.IndexedBase("xhat")[i_],
+               xh=sp.Eq(sp.IndexedBase("xhat")[i_], sp.MatrixSymbol(NORMALIZED, 2, 2)[r_, i_], evaluate=False))
         + verification(b, proofs=["layernorm-jacobian", "layernorm-jacobian-kills-constants"],
                        source=catalogue.get("layernorm-jacobian").source, appendix="residual"),
         # the row's standard deviation as the notes name it, s_t (the catalogue's sigma; s alone is the matrix of them)
@@ -1288,7 +1289,7 @@ def _rules():
 
 def _layernorm_entries(X):
     """The row statistics of LayerNorm entry by entry, from the operators' own entries (derive.rules):
-    ``mu_t``, the population variance ``v_t``, ``s_t = sqrt(v_t + eps)`` and ``xhat_tj = (X_tj - mu_t) / s_t``: the row
+    ``mu_t``, the population variance ``v_t``, ``s_t = sqrt(v_t + eps)`` and ``Xhat_tj = (X_tj - mu_t) / s_t``: the row
     is t, a token's, as where the text fixes one row, and j its feature (i and j are two features of the row in the
     Jacobian after it, so i indexes no row here)."""
     rules = _rules()
@@ -1300,7 +1301,8 @@ def _layernorm_entries(X):
     # the sums run over the columns j of row t (k is the positional encodings' offset): j is free nowhere in them
     mean = mean.xreplace({k: j})
     var = sp.Mul(sp.Sum((X[row, j] - mu) ** 2, (j, 0, X.shape[1] - 1)), 1 / X.shape[1], evaluate=False)
-    return [(mu, mean), (v, var), (s, sp.sqrt(v + eps)), (sp.IndexedBase("xhat")[row, j], (X[row, j] - mu) / s)]
+    normalized = sp.MatrixSymbol(NORMALIZED, *X.shape)  # the matrix of normalized rows, entry (t, j)
+    return [(mu, mean), (v, var), (s, sp.sqrt(v + eps)), (normalized[row, j], (X[row, j] - mu) / s)]
 
 
 def scaled_bracket(expr):
@@ -1851,6 +1853,9 @@ def notation_rows(b) -> list[tuple]:
         (_at("ctilde", t), "candidate cell state of the LSTM", one),
         (_grad("c", t), "gradient of the loss with respect to the LSTM's cell state at step `t`", one),
         (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", one),
+        # every derivative has a curly d (the upright one names an adjoint, dX); one held fixed says so by a subscript
+        (_at_fixed(), "partial derivative of `c_1` with respect to `c_0` with `h_0` held fixed; without the subscript, "
+         "{total}, the derivative along every path (the total derivative)", one),
         (sp.Symbol("pos"), "position of a token", one),
         (sp.Symbol("k"), "an offset of positions, the shift from `pos` to `pos + k`", one),
         (sp.Function("PE")(sp.Symbol("pos")), "positional encoding of position `pos`, a row; {PEi}, its coordinate `i`; "
@@ -1935,8 +1940,11 @@ def notation_rows(b) -> list[tuple]:
          "decoder's {lnself}, {lncross}, {lnmlp}), its scale {gatt} and the like with the same subscript",
          Shape(T, d)),
         (M("Y", T, d), "output of a layer: of LayerNorm; of a convolution (then {conv})", Shape(T, d)),
-        (M("xhat", T, d), "normalized rows of LayerNorm; of a block's LayerNorms, {xhatatt}, {xhatmlp}, {xhatself}, "
+        (M(NORMALIZED, T, d), "normalized rows of LayerNorm; of a block's LayerNorms, {xhatatt}, {xhatmlp}, {xhatself}, "
          "{xhatcross}", Shape(T, d)),
+        # a row's entries, where the text fixes one row t (its Jacobian): the matrix's entries (t, i)
+        (sp.IndexedBase("xhat")[sp.Symbol("i")], "entry `i` of one normalized row of LayerNorm, that of row `t`: {xhatti}",
+         one),
         (M("gamma", 1, d), "LayerNorm's scale; of a block's LayerNorms, {gatt}, {gmlp}, {gself}, {gcross}", Shape(1, d)),
         (M("beta", 1, d), "LayerNorm's shift; of a block's LayerNorms, {batt}, {bmlp}, {bself}, {bcross}",
          Shape(1, d)),
@@ -2009,6 +2017,20 @@ def notation_rows(b) -> list[tuple]:
     return rows
 
 
+def _at_fixed():
+    """The LSTM's partial derivative (dc_1/dc_0)_{h_0} of the gates' worked example (:func:`_gate_example`)."""
+    from seqgrad.derive.latex_settings import AtFixed
+
+    return AtFixed(sp.Symbol("c_0"), of=sp.Symbol("c_1"), held=sp.Symbol("h_0"))
+
+
+def _total_derivative():
+    """The LSTM's derivative of c_1 by c_0 along every path, beside :func:`_at_fixed`."""
+    from seqgrad.derive.latex_settings import Total
+
+    return Total(sp.Symbol("c_0"), of=sp.Symbol("c_1"))
+
+
 def _iverson():
     """The bracket ``[(m, n) = a_ij]`` of max-pooling's gradient, the derivation's own node (:mod:`derive.conv`)."""
     from seqgrad.derive import conv
@@ -2045,7 +2067,7 @@ def _norm_names() -> dict:
             "gatt": sp.MatrixSymbol("gamma" + NORM_TAGS["attention"], 1, 2),
             # a LayerNorm's quantities with the subscript of its sublayer (Y_mlp, s_self, xhat_cross, gamma_mlp, ...)
             **{key + tag.lstrip("_"): sp.MatrixSymbol(name + tag, 1 if name in ("gamma", "beta") else 2, 2)
-               for key, name in (("Y", "Y"), ("sd", "s"), ("xhat", "xhat"), ("g", "gamma"), ("b", "beta"))
+               for key, name in (("Y", "Y"), ("sd", "s"), ("xhat", NORMALIZED), ("g", "gamma"), ("b", "beta"))
                for tag in NORM_TAGS.values()},
             **{"JLN" + s.lstrip("_"): sp.MatrixSymbol(residual._norm_jacobian_name("LN", k), 2, 2)
                for k, s in NORM_TAGS.items()}}
@@ -2065,7 +2087,9 @@ def notation_section(b) -> str:
     matrix = lambda name, *shape: sp.MatrixSymbol(name, *(shape or (2, 2)))  # noqa: E731
     formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": _grad("z^r", t), "zr": _at("z^r", t),
                 "et": _at("e", t, 1, 2), "ght": _grad("h", t), "gzt": _grad("z", t), "Jj": _at("J", sp.Symbol("j")),
-                "W2l": depth_figures.FORMULAS["W2l"], "K1": sp.Symbol("k") - 1, "K1neg": -(sp.Symbol("k") - 1), "sidel": sp.Symbol("k_l"),
+                "W2l": depth_figures.FORMULAS["W2l"],
+                "xhatti": sp.Eq(sp.IndexedBase("xhat")[sp.Symbol("i")], sp.MatrixSymbol(NORMALIZED, 2, 2)[t, sp.Symbol("i")],
+                                evaluate=False), "total": _total_derivative(), "K1": sp.Symbol("k") - 1, "K1neg": -(sp.Symbol("k") - 1), "sidel": sp.Symbol("k_l"),
                 "PEi": PE(pos, sp.Symbol("i")), "PEpaired": _paired_encoding(5)(pos), "shift": _row_shift(),
                 "srck": Shape(T_src, d_k), "srcv": Shape(T_src, d_v), "srcs": Shape(T, T_src),
                 "X": matrix("X"), "B": matrix("B"), "M": matrix("M"), "Z": matrix(MEMORY), "x": matrix("x", 1, 2),

@@ -97,3 +97,39 @@ def test_the_attention_figures_set_their_matrices_bold(stem, monkeypatch, tmp_pa
     assert math and re.search(r"\\mathbf\{[SA]\}", math)
     bare = re.sub(r"\\mathbf\{[A-Z]\}|\\[A-Za-z]+(?:\{[a-z]+\})?", " ", math)
     assert not re.search(r"[A-Z]", bare), title
+
+
+def test_the_appendix_writes_the_rotation_on_rows_with_det(tex):
+    """The appendix printed the shift in column form, [sin; cos](pos + k) = B [sin; cos](pos), and the determinant
+    as |R(a)|, where the body writes rows, PE(pos + k) = PE(pos) R(k), and det: one form, the body's."""
+    appendix = part(tex, "\\subsection{Positional encoding}\\label{app:positional}", "\\subsection{")
+    column = r"\cos(k {\omega}_{j}) & \sin(k {\omega}_{j})\\- \sin(k {\omega}_{j})"  # the columns' rotation
+    assert column not in appendix and r"\sin({\omega}_{j} \mathrm{pos})\\\cos" not in appendix
+    assert "\\left|" not in appendix
+    assert "\\operatorname{det}{(\\mathbf{R}{(a)})} &= 1" in appendix
+    row = r"\left[\begin{matrix}\sin({\omega}_{j} \mathrm{pos}) & \cos({\omega}_{j} \mathrm{pos})\end{matrix}\right] "
+    assert row + r"\left[\begin{matrix}\cos(k {\omega}_{j}) & - \sin(k {\omega}_{j})" in appendix
+
+
+def test_layernorms_normalized_rows_are_a_capital_matrix(tex):
+    """x-hat, lower case and bold, was a T x d matrix: the normalized rows are X-hat, capital as every matrix of rows,
+    in the table, the displays and the blocks' subscripted copies; the lower-case x-hat_i are the entries of one row."""
+    rows = _rows(tex)
+    normalized = [r for r in rows if r[1].startswith("normalized rows of LayerNorm")]
+    assert len(normalized) == 1 and normalized[0][0] == r"$\mathbf{\hat{X}}$" and normalized[0][2] == r"$T \times d$"
+    assert r"\mathbf{\hat{x}}" not in tex
+    residual = part(tex, "\\section{LayerNorm and residual paths}", "\\subsection{Residual paths}")
+    assert r"\mathbf{\hat{X}} &= \operatorname{normalize}(\mathbf{X})" in residual
+    assert r"{\hat{X}}_{t,j} &= \frac{{X}_{t,j} - \mu_{t}}{s_{t}}" in residual
+    assert r"${\hat{x}}_{i} = {\hat{X}}_{t,i}$" in residual  # a row's entry is the matrix's entry
+
+
+def test_the_total_derivative_has_no_upright_d(tex):
+    """dc_1/dc_0 with an upright d read as the adjoint dX (the gradient of the loss): every derivative has a curly d,
+    the partial one at fixed h_0 says so by its subscript, and the table defines both."""
+    gates = part(tex, "\\section{Gated cells: GRU and LSTM}", "\\section{")
+    assert "\\mathrm{d} c_{" not in gates
+    held = r"\left(\frac{\partial c_{1}}{\partial c_{0}}\right)_{h_{0}}"
+    assert held + " &= f_{1}" in gates
+    assert r"\frac{\partial c_{1}}{\partial c_{0}} &= f_{1} + \frac{\partial c_{1}}{\partial h_{0}}" in gates
+    assert [m for s, m, _ in _rows(tex) if s == f"${held}$"]
