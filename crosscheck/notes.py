@@ -1854,12 +1854,11 @@ def notation_rows(b) -> list[tuple]:
         (_grad("c", t), "gradient of the loss with respect to the LSTM's cell state at step `t`", one),
         (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", one),
         # every derivative has a curly d (the upright one names an adjoint, dX); one held fixed says so by a subscript
-        (_at_fixed(), "partial derivative of `c_1` with respect to `c_0` with `h_0` held fixed; without the subscript, "
-         "{total}, the derivative along every path (the total derivative)", one),
+        (_at_fixed(), "partial derivative at fixed `h_0`; without the subscript, along every path (the total one)", one),
         (sp.Symbol("pos"), "position of a token", one),
         (sp.Symbol("k"), "an offset of positions, the shift from `pos` to `pos + k`", one),
         (sp.Function("PE")(sp.Symbol("pos")), "positional encoding of position `pos`, a row; {PEi}, its coordinate `i`; "
-         "at an odd width, the row of its paired coordinates: {PEpaired} at the worked example's `d = 5`",
+         "at `d = 5`, {PEpaired}, the row of its paired coordinates",
          Shape(1, d)),
         (sp.Symbol("omega_j"), "frequency of the coordinate pair `j` (coordinates `2*j` and `2*j + 1`)", one),
         (sp.Symbol("lambda_j"), "wavelength of the coordinate pair `j`, in positions: {wavelength} (appendix)", one),
@@ -1879,8 +1878,8 @@ def notation_rows(b) -> list[tuple]:
         (d_ff, "width of the hidden layer of the feed-forward sublayer (MLP)", one),
         (LAYERS, "number of layers of a stack (its depth)", one),
         # the depth figures' axes write a layer's matrix with the layer in parentheses (crosscheck.figures.depth)
-        (sp.Symbol("l"), "index of a layer of a stack, from 1 (layer 1 nearest the input); a superscript in "
-         "parentheses names a layer's matrix: {W2l}, the second layer of the MLP of layer `l` (the depth figures)",
+        (sp.Symbol("l"), "index of a layer of a stack, from 1; a superscript in parentheses names a layer's matrix: "
+         "{W2l}, layer `l`'s second MLP weight",
          one),
         (_params("layer"), "number of parameters of one decoder layer, its biases and LayerNorms included", one),
         (_params("weights"), "number of entries of one decoder layer's weight matrices alone (no biases, no LayerNorms)",
@@ -1943,7 +1942,7 @@ def notation_rows(b) -> list[tuple]:
         (M(NORMALIZED, T, d), "normalized rows of LayerNorm; of a block's LayerNorms, {xhatatt}, {xhatmlp}, {xhatself}, "
          "{xhatcross}", Shape(T, d)),
         # a row's entries, where the text fixes one row t (its Jacobian): the matrix's entries (t, i)
-        (sp.IndexedBase("xhat")[sp.Symbol("i")], "entry `i` of one normalized row of LayerNorm, that of row `t`: {xhatti}",
+        (sp.IndexedBase("xhat")[sp.Symbol("i")], "entry `i` of a normalized row `t`: {xhatti}",
          one),
         (M("gamma", 1, d), "LayerNorm's scale; of a block's LayerNorms, {gatt}, {gmlp}, {gself}, {gcross}", Shape(1, d)),
         (M("beta", 1, d), "LayerNorm's shift; of a block's LayerNorms, {batt}, {bmlp}, {bself}, {bcross}",
