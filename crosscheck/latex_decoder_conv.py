@@ -26,6 +26,8 @@ def decoder_body(b, mark: str, verification=None) -> str:
 
     from .latex_parts import _derivation, words
 
+    q = blocks.QUERY_INDEX  # a query's row, as in the attention section and its figures
+
     small = dd.DecoderBlock()  # the symbolic block whose dependencies are followed (a small T)
     holds = all(dd.DecoderBlock(T=small.T, norm_first=nf).causal_proof()[0] for nf in (True, False))
     leaks = not dd.DecoderBlock(causal=False).causal_proof()[0]
@@ -78,21 +80,21 @@ def decoder_body(b, mark: str, verification=None) -> str:
              b.figures("decoder"),
              _block_names(b),
              _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
-                         words("output row `i` depends on no target row `j > i`, for every `T`", b.notation)
+                         words(f"output row `{q}` depends on no target row `j > {q}`, for every `T`", b.notation)
                          if holds else "\\textbf{NOT shown}"),
-             (words("This holds for every `T`: the causal mask makes the weight of row `i` on every row `j > i` zero, so row "
-                    "`i` of the self-attention's output is a weighted sum of the value rows `j <= i`; the "
-                    "cross-attention's row `i` reads the target only through its own row `i` (its keys and values are "
+             (words(f"This holds for every `T`: the causal mask makes the weight of row `{q}` on every row `j > {q}` zero, so row "
+                    f"`{q}` of the self-attention's output is a weighted sum of the value rows `j <= {q}`; the "
+                    f"cross-attention's row `{q}` reads the target only through its own row `{q}` (its keys and values are "
                     "the memory's); the LayerNorms, the MLP and the residual sums act on each row alone. Each map of "
-                    "the block thus keeps row `i` a function of the rows up to `i`, and so does their composition: "
+                    f"the block thus keeps row `{q}` a function of the rows up to `{q}`, and so does their composition: "
                     "the block, and a stack of blocks.", b.notation)
               # how it was verified is the section's footnote, not the text (issue 25, prose review, item 1)
               + (verification(b, appendix="decoder", remarks=[words(
                   f"Causality is also shown entry by entry in the symbolic block at `T = {small.T}`", b.notation)])
                  if verification is not None else "")
               if holds else ""),
-             words("Without the mask, output row `i` depends on target rows after `i`. With it, one pass over a whole "
-                   "target computes at each position `i` what the decoder computes from the prefix up to `i` alone, "
+             words(f"Without the mask, output row `{q}` depends on target rows after `{q}`. With it, one pass over a whole "
+                   f"target computes at each position `{q}` what the decoder computes from the prefix up to `{q}` alone, "
                    "so training on a known target (teacher forcing) scores every position in one pass, while "
                    "generation, which feeds back the model's own tokens, runs one position at a time"
                    + ("." if leaks else " (NOT shown here)."), b.notation)
@@ -144,7 +146,7 @@ def _block_backward(b) -> str:
             + "~\\ref{sec:encoder}" + said(") gives the gradient of its LayerNorm's output, ") + m("dY_mlp") + ", "
             + m("dY_cross") + said(" and ") + m("dY_self") + said(", and the LayerNorm's backward pass adds what comes "
             "back through it to the shortcut's gradient in ") + m("dU_cross") + ", " + m("dU_self") + said(" and ") + m("dH")
-            + said(" (") + m("sigma_mlp") + said(" and ") + m("xhat_mlp") + said(" are the statistics of ")
+            + said(" (") + m("sigma_mlp") + said(" and ") + m(blocks.NORMALIZED + "_mlp") + said(" are the statistics of ")
             + inline(sp.Function("LN_mlp")(sp.MatrixSymbol("U_cross", 2, 2)), b.notation)
             + said(", and so on). The cross-attention computes its keys and values from the memory ") + m("Z")
             + said(", so its backward pass also sends a gradient to ") + m("Z") + said(", summed over its heads: ")

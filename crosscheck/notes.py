@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
-from seqgrad.derive.blocks import HEAD_INDEX, MEMORY, NORM_TAGS  # a sublayer's subscript, the memory's name; the index of a general head, in brackets (W_Q^[h])
+from seqgrad.derive.blocks import HEAD_INDEX, MEMORY, NORM_TAGS, NORMALIZED, QUERY_INDEX  # a sublayer's subscript, the memory's name; the index of a general head, in brackets (W_Q^[h]); a query's row
 from seqgrad.derive.prose import Sizes
 from seqgrad.derive.sequence import T, adjoint, stepped, t
 
@@ -140,16 +140,27 @@ def proof_mark(b, names: Sequence[str], stated: Sequence[str] = ()) -> str:
     return ". ".join(out[:1] + [capitalized(text) for text in out[1:]])
 
 
+#: What a footnote says, in words, of a refuted identity whose statement needs symbols that only its appendix entry
+#: sets up (the map A(.) of the rows, a permutation pi and its matrix Pi, the masked A_M): the body defines none of
+#: them, and the positional section says in words what the term means (reordering the input rows of self-attention
+#: without a mask reorders its output rows the same way).
+FOOTNOTE_WORDS = {
+    "attention-equivariance-fails-positions": "permutation equivariance once positional encodings are added",
+    "attention-equivariance-fails-causal": "permutation equivariance under a causal mask",
+}
+
+
 def named(b, names: Sequence[str]) -> str:
     """" ($\\sin(\\omega_{2}) \\neq \\alpha(1) \\sin(0)$, p.~N)": the catalogue identities ``names`` that a footnote
-    counts as refuted (or not proved), each by its statement, printed by the notation's printer, and the page of the
-    appendix that discusses it; "" for none, or where the document has no appendix to point to."""
+    counts as refuted (or not proved), each by its statement, printed by the notation's printer (or in the words of
+    :data:`FOOTNOTE_WORDS`, where its symbols are the appendix's own), and the page of the appendix that discusses it;
+    "" for none, or where the document has no appendix to point to."""
     from seqgrad.derive import catalogue
 
     if not names or not b.appendix:
         return ""
-    said = [f"${b.notation.latex(catalogue.get(name).statement())}$, p.~\\pageref{{{identity_label(name)}}}"
-            for name in names]
+    said = [(FOOTNOTE_WORDS[name] if name in FOOTNOTE_WORDS else f"${b.notation.latex(catalogue.get(name).statement())}$")
+            + f", p.~\\pageref{{{identity_label(name)}}}" for name in names]
     return " (" + "; ".join(said) + ")"
 
 
@@ -778,14 +789,16 @@ def gates_section(b) -> Part:
 def _gate_example(b, title: str, net, wrt, prev: str, state: str) -> list[str]:
     """The worked example of a gated cell at ``t = 1``: the one-step Jacobian of ``state`` with respect to ``prev``
     (``wrt``: the state it is taken along, None for the cell's only one), split into the carry and the gate terms."""
-    from seqgrad.derive.latex_settings import Partial
+    from seqgrad.derive.latex_settings import AtFixed, Partial
 
     split = net.step_jacobian(1) if wrt is None else net.step_jacobian(1, wrt=wrt)
     J = Partial(sp.Symbol(prev), of=sp.Symbol(state))
     if split.gate_terms == 0:  # the state reaches the next one only through the carry: one line says it all
+        # at fixed h_0, said by its subscript: the derivative along every path (the total one) follows, with the same d
+        held = AtFixed(sp.Symbol(prev), of=sp.Symbol(state), held=net.h[0])
         return [_words(f"Worked example, the {title} at `t = 1`: the gates and the candidate are computed from "
                        "`x_1` and `h_0`, not from `c_0`, so the partial derivative of `c_1` with respect to `c_0` "
-                       "at fixed `h_0` is the carry path alone:", b), _display([(J, split.full)], b),
+                       "at fixed `h_0` is the carry path alone:", b), _display([(held, split.full)], b),
                 *_lstm_total(b, net, split.full)]
     return [_words(f"Worked example, the {title} at `t = 1`: the one-step Jacobian is the carry, the path at fixed "
                    "gates and candidate, plus the other paths: through the update gate (the term with `w_hu`) and "
@@ -882,8 +895,8 @@ def _lstm_total(b, net, carry) -> list[str]:
 
     h0, c0, c1 = net.h[0], net.c[0], net.c[1]
     chain = sp.Add(carry, sp.Mul(Partial(h0, of=c1), Partial(c0, of=h0), evaluate=False), evaluate=False)
-    return [_words("But `h_0` depends on `c_0`, through {h0def}; the total derivative, along which the gradient "
-                   "reaches `c_0`, adds the path through `h_0`:", b,
+    return [_words("But `h_0` depends on `c_0`, through {h0def}; the total derivative (without a subscript: along "
+                   "every path), along which the gradient reaches `c_0`, adds the path through `h_0`:", b,
                    h0def=sp.Eq(h0, net.program[h0].value, evaluate=False)),
             _display([(Total(c0, of=c1), [chain, lstm_total_derivative(net, carry)])], b),
             *_lstm_numbers(b, Partial(c0, of=c1), Total(c0, of=c1))]
@@ -934,10 +947,11 @@ def positional_section(b) -> Part:
         _words("Worked example, an odd width `d = 5`: the two pairs rotate, and coordinate {j} is a sine without a "
                "cosine partner, so no fixed linear map of it alone realises the shift. The encodings are rows, as "
                "everywhere: {Rk} is the {size} block-diagonal matrix of one rotation per pair, the matrix above at "
-               "that pair's frequency, and it acts on the row {paired} of the paired coordinates, so that {shift}; "
-               "{alpha} stands for any number that depends on `k` alone:", b, Rk=sp.Function("R")(k),
-               j=report.unpaired, size=Shape(len(report.paired), len(report.paired)),
-               paired=paired_encoding(report)(pos), alpha=sp.Function("alpha")(k),
+               "that pair's frequency, and it acts on {paired}, the row of the paired coordinates {first} to {last} of "
+               "{PEpos}, so that {shift}; {alpha} stands for any number that depends on `k` alone:", b,
+               Rk=sp.Function("R")(k), j=report.unpaired, size=Shape(len(report.paired), len(report.paired)),
+               paired=paired_encoding(report)(pos), first=report.paired[0], last=report.paired[-1], PEpos=PE(pos),
+               alpha=sp.Function("alpha")(k),
                shift=_row_shift(paired_encoding(report))),
         _display(_rotation_rows(odd.R, j)[:1], b),  # its blocks are the B_j(k) of the general result
         "Table~\\ref{tab:pe-shift-properties} " + _words("lists what makes {Rk} a rotation at this width: it is orthogonal, "
@@ -1009,6 +1023,19 @@ def _shift_numbers(b) -> list[str]:
     ]
 
 
+def _paired_encoding(d: int):
+    """The encoding of width ``d`` restricted to its paired coordinates, as the positional section's worked example
+    writes it (:func:`latex_parts.paired_encoding`), without proving the shift."""
+    import types
+
+    from seqgrad.derive import positional
+
+    from .latex_parts import paired_encoding
+
+    pe = positional.Sinusoidal(d)
+    return paired_encoding(types.SimpleNamespace(unpaired=pe.unpaired(), paired=tuple(pe.shift_identity().R.coordinates)))
+
+
 def _row_shift(PE=sp.Function("PE")):
     """``PE(pos + k) = PE(pos) R(k)``: the shift of an encoding, a row, by the rotation ``R(k)`` on its right (``PE``:
     the encoding, or its paired coordinates, :func:`latex_parts.paired_encoding`)."""
@@ -1058,18 +1085,16 @@ def _named_rotation(row, name):
 
 
 def _as_rows(statement, frequency=None):
-    """The shift identity ``v(pos + k) = B(k) v(pos)`` (column vectors, as the catalogue proves it) in the notes'
-    row-vector convention, ``v(pos + k)^T = v(pos)^T B(k)^T`` (the same statement transposed), the angle as the text
-    writes it, with its quantifier: for every ``pos`` and ``k``; the catalogue's symbolic frequency is written as
-    ``frequency`` where one is given (the pair's ``omega_j``)."""
+    """The shift identity ``v(pos + k) = v(pos) B(k)`` (rows, as the catalogue proves it and the notes write
+    encodings) with the angle as the text writes it and its quantifier: for every ``pos`` and ``k``; the catalogue's
+    symbolic frequency is written as ``frequency`` where one is given (the pair's ``omega_j``)."""
     if frequency is not None:
         omega = next(s for s in statement.rhs.free_symbols if s.name == "omega")
         statement = statement.xreplace({omega: frequency})
-    B, v = statement.rhs.args
+    v, B = statement.rhs.args
     pos = next(s for s in statement.rhs.free_symbols if s.name == "pos")
     k = next(s for s in statement.rhs.free_symbols if s.name == "k")
-    return (_common_angles(statement.lhs).T, sp.MatMul(v.T, B.T, evaluate=False),
-            ("  for every ", pos, " and every ", k))
+    return (_common_angles(statement.lhs), sp.MatMul(v, B, evaluate=False), ("  for every ", pos, " and every ", k))
 
 
 def _common_angles(expr):
@@ -1158,10 +1183,10 @@ def attention_section(b) -> Part:
         + verification(b, proofs=["attention-gradients"], checks=checks, source=catalogue.get("attention-gradients").source,
                        appendix="attention"),
         _display([(d.target, d.value) for d in att.backward_lines()], b),
-        _words("With a causal mask, {S} gets {M} added ({Mij} for `j > i`, else 0). The mask is a constant, so "
+        _words(f"With a causal mask, {{S}} gets {{M}} added ({{Mij}} for `j > {QUERY_INDEX}`, else 0). The mask is a constant, so "
                "the backward lines are the same; the masked weights are 0, so the rule for {dS} gives 0 there and no "
                "gradient flows to a future key.", b, S=_s("S", 2, 2), M=_s("M", 2, 2), dS=_s("dS", 2, 2),
-               Mij=sp.Eq(sp.MatrixSymbol("M", T, T)[sp.Symbol("i"), sp.Symbol("j")], -sp.oo, evaluate=False))
+               Mij=sp.Eq(sp.MatrixSymbol("M", T, T)[sp.Symbol(QUERY_INDEX), sp.Symbol("j")], -sp.oo, evaluate=False))
         + verification(b, proofs=["attention-gradients-causal", "attention-mask-before-softmax"], appendix="attention"),
     ]
     from .latex_parts import check_status
@@ -1219,7 +1244,8 @@ def residual_section(b) -> Part:
                x=_s("x", 1, 2), shape=Shape(_s("1"), _s("d")),
                xj=sp.Eq(sp.IndexedBase("x")[j_], _s("X", 2, 2)[r_, j_], evaluate=False),
                sd=sp.Symbol("s_t"),
-               xhat=sp.IndexedBase("xhat")[i_], xh=sp.Eq(sp.IndexedBase("xhat")[i_], sp.IndexedBase("xhat")[r_, i_], evaluate=False))
+               xhat=sp.IndexedBase("xhat")[i_],
+               xh=sp.Eq(sp.IndexedBase("xhat")[i_], sp.MatrixSymbol(NORMALIZED, 2, 2)[r_, i_], evaluate=False))
         + verification(b, proofs=["layernorm-jacobian", "layernorm-jacobian-kills-constants"],
                        source=catalogue.get("layernorm-jacobian").source, appendix="residual"),
         # the row's standard deviation as the notes name it, s_t (the catalogue's sigma; s alone is the matrix of them)
@@ -1331,7 +1357,7 @@ def _rules():
 
 def _layernorm_entries(X):
     """The row statistics of LayerNorm entry by entry, from the operators' own entries (derive.rules):
-    ``mu_t``, the population variance ``v_t``, ``s_t = sqrt(v_t + eps)`` and ``xhat_tj = (X_tj - mu_t) / s_t``: the row
+    ``mu_t``, the population variance ``v_t``, ``s_t = sqrt(v_t + eps)`` and ``Xhat_tj = (X_tj - mu_t) / s_t``: the row
     is t, a token's, as where the text fixes one row, and j its feature (i and j are two features of the row in the
     Jacobian after it, so i indexes no row here)."""
     rules = _rules()
@@ -1343,7 +1369,8 @@ def _layernorm_entries(X):
     # the sums run over the columns j of row t (k is the positional encodings' offset): j is free nowhere in them
     mean = mean.xreplace({k: j})
     var = sp.Mul(sp.Sum((X[row, j] - mu) ** 2, (j, 0, X.shape[1] - 1)), 1 / X.shape[1], evaluate=False)
-    return [(mu, mean), (v, var), (s, sp.sqrt(v + eps)), (sp.IndexedBase("xhat")[row, j], (X[row, j] - mu) / s)]
+    normalized = sp.MatrixSymbol(NORMALIZED, *X.shape)  # the matrix of normalized rows, entry (t, j)
+    return [(mu, mean), (v, var), (s, sp.sqrt(v + eps)), (normalized[row, j], (X[row, j] - mu) / s)]
 
 
 def scaled_bracket(expr):
@@ -1376,8 +1403,8 @@ BLOCK_OUTPUT = "H'"
 ENCODER_SHOWN = (("attention_on_H0", "H0", "The input rows {H0}, token embedding plus position, one row per token."),
                  ("attention_on_H0", "head1.A", "The attention weights {A} of head 1 applied to the input rows {H0} "
                                                 "directly, as the course's attention example applies it, not to "
-                                                "the block's LayerNorm output {Y1}: row `i` is the query, column `j` the "
-                                                "source; every row sums to 1."),
+                                                "the block's LayerNorm output {Y1}: row `%s` is the query, column `j` the "
+                                                "source; every row sums to 1." % QUERY_INDEX),
                  ("prenorm_block", "H_enc", "The encoder's output: every token's row after the pre-norm block and the "
                                             "final LayerNorm (scale 1, shift 0: every row has mean 0 and variance 1 up to "
                                             "the epsilon)."))
@@ -1676,7 +1703,10 @@ def decoder_section(b) -> Part:
 #: (:data:`crosscheck.latexdoc.NOTES_LETTERS`). The argmax of a pooling window is nu and the GRU's recurrent term of
 #: the candidate eta: a is the softmax's row of weights. A letter the notation itself renames is left to it.
 SECTION_LETTERS = {"conv": {"K": r"\kappa", "s": r"\Delta", "k": r"\psi", "u": r"\xi", "v": r"\zeta", "p": r"\xi",
-                            "q": r"\zeta", "a": r"\nu"},
+                            "q": r"\zeta", "a": r"\nu",
+                            # an entry of the input is (i', j'), primed as a second position is (pos'), beside the
+                            # output's (i, j): n is the GRU's candidate (z_{n,t}), and m would be n's partner
+                            "m": "i'", "n": "j'"},
                    "gates": {"a": r"\eta"},
                    # the index of the sum over a row's keys is s, as in the permutation's A(Pi X)_{t,s} (r is the
                    # GRU's reset gate)
@@ -1891,9 +1921,12 @@ def notation_rows(b) -> list[tuple]:
         (_at("ctilde", t), "candidate cell state of the LSTM", one),
         (_grad("c", t), "gradient of the loss with respect to the LSTM's cell state at step `t`", one),
         (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", one),
+        # every derivative has a curly d (the upright one names an adjoint, dX); one held fixed says so by a subscript
+        (_at_fixed(), "partial derivative at fixed `h_0`; without the subscript, along every path (the total one)", one),
         (sp.Symbol("pos"), "position of a token", one),
         (sp.Symbol("k"), "an offset of positions, the shift from `pos` to `pos + k`", one),
-        (sp.Function("PE")(sp.Symbol("pos")), "positional encoding of position `pos`, a row; {PEi}, its coordinate `i`",
+        (sp.Function("PE")(sp.Symbol("pos")), "positional encoding of position `pos`, a row; {PEi}, its coordinate `i`; "
+         "at `d = 5`, {PEpaired}, the row of its paired coordinates",
          Shape(1, d)),
         (sp.Symbol("omega_j"), "frequency of the coordinate pair `j` (coordinates `2*j` and `2*j + 1`)", one),
         (sp.Symbol("lambda_j"), "wavelength of the coordinate pair `j`, in positions: {wavelength} (appendix)", one),
@@ -1912,6 +1945,10 @@ def notation_rows(b) -> list[tuple]:
         (d_k, "width of a query and of a key", one), (d_v, "width of a value", one),
         (d_ff, "width of the hidden layer of the feed-forward sublayer (MLP)", one),
         (LAYERS, "number of layers of a stack (its depth)", one),
+        # the depth figures' axes write a layer's matrix with the layer in parentheses (crosscheck.figures.depth)
+        (sp.Symbol("l"), "index of a layer of a stack, from 1; a superscript in parentheses names a layer's matrix: "
+         "{W2l}, layer `l`'s second MLP weight",
+         one),
         (_params("layer"), "number of parameters of one decoder layer, its biases and LayerNorms included", one),
         (_params("weights"), "number of entries of one decoder layer's weight matrices alone (no biases, no LayerNorms)",
          one),
@@ -1970,8 +2007,11 @@ def notation_rows(b) -> list[tuple]:
          "decoder's {lnself}, {lncross}, {lnmlp}), its scale {gatt} and the like with the same subscript",
          Shape(T, d)),
         (M("Y", T, d), "output of a layer: of LayerNorm; of a convolution (then {conv})", Shape(T, d)),
-        (M("xhat", T, d), "normalized rows of LayerNorm; of a block's LayerNorms, {xhatatt}, {xhatmlp}, {xhatself}, "
+        (M(NORMALIZED, T, d), "normalized rows of LayerNorm; of a block's LayerNorms, {xhatatt}, {xhatmlp}, {xhatself}, "
          "{xhatcross}", Shape(T, d)),
+        # a row's entries, where the text fixes one row t (its Jacobian): the matrix's entries (t, i)
+        (sp.IndexedBase("xhat")[sp.Symbol("i")], "entry `i` of a normalized row `t`: {xhatti}",
+         one),
         (M("gamma", 1, d), "LayerNorm's scale; of a block's LayerNorms, {gatt}, {gmlp}, {gself}, {gcross}", Shape(1, d)),
         (M("beta", 1, d), "LayerNorm's shift; of a block's LayerNorms, {batt}, {bmlp}, {bself}, {bcross}",
          Shape(1, d)),
@@ -2028,8 +2068,8 @@ def notation_rows(b) -> list[tuple]:
          "from 0", Shape(sp.Symbol("H_in") + 2 * sp.Symbol("pad"), sp.Symbol("W_in") + 2 * sp.Symbol("pad"))),
         (sp.Symbol("H_in"), "number of rows of a convolution's input", one),
         (sp.Symbol("W_in"), "number of columns of a convolution's input", one),
-        (sp.Symbol("m"), "row of an entry of a convolution's input, counted from 0", one),
-        (sp.Symbol("n"), "column of an entry of a convolution's input, counted from 0", one),
+        (sp.Symbol("m"), "row of an entry of a convolution's input, counted from 0", one, "conv"),
+        (sp.Symbol("n"), "column of an entry of a convolution's input, counted from 0", one, "conv"),
         (sp.Symbol("H_out"), "number of output rows of a convolution or pooling layer", one),
         (sp.Symbol("W_out"), "number of output columns of a convolution or pooling layer", one),
         (sp.Symbol("Ghat"), "the gradient {dY} of a convolution's output (stride 1) extended by {K1} rows and columns of "
@@ -2045,6 +2085,20 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("rf_L"), "receptive field of a stack of `L` convolutions, in input positions", one),
     ]
     return rows
+
+
+def _at_fixed():
+    """The LSTM's partial derivative (dc_1/dc_0)_{h_0} of the gates' worked example (:func:`_gate_example`)."""
+    from seqgrad.derive.latex_settings import AtFixed
+
+    return AtFixed(sp.Symbol("c_0"), of=sp.Symbol("c_1"), held=sp.Symbol("h_0"))
+
+
+def _total_derivative():
+    """The LSTM's derivative of c_1 by c_0 along every path, beside :func:`_at_fixed`."""
+    from seqgrad.derive.latex_settings import Total
+
+    return Total(sp.Symbol("c_0"), of=sp.Symbol("c_1"))
 
 
 def _iverson():
@@ -2083,7 +2137,7 @@ def _norm_names() -> dict:
             "gatt": sp.MatrixSymbol("gamma" + NORM_TAGS["attention"], 1, 2),
             # a LayerNorm's quantities with the subscript of its sublayer (Y_mlp, s_self, xhat_cross, gamma_mlp, ...)
             **{key + tag.lstrip("_"): sp.MatrixSymbol(name + tag, 1 if name in ("gamma", "beta") else 2, 2)
-               for key, name in (("Y", "Y"), ("sd", "s"), ("xhat", "xhat"), ("g", "gamma"), ("b", "beta"))
+               for key, name in (("Y", "Y"), ("sd", "s"), ("xhat", NORMALIZED), ("g", "gamma"), ("b", "beta"))
                for tag in NORM_TAGS.values()},
             **{"JLN" + s.lstrip("_"): sp.MatrixSymbol(residual._norm_jacobian_name("LN", k), 2, 2)
                for k, s in NORM_TAGS.items()}}
@@ -2093,6 +2147,8 @@ def notation_section(b) -> str:
     """The notation: one table, every symbol once, with its meaning and its shape."""
     from seqgrad.derive.latex_layout import inline
 
+    from .figures import depth as depth_figures  # the depth figures' W_2^(l), as their captions name it
+
     rows = notation_rows(b)
     # a meaning's formulas in backquotes, or {JFl} for one the parser does not read (a subscript with a subscript)
     T_src, d, d_k, d_v, k = (sp.Symbol(n) for n in ("T_src", "d", "d_k", "d_v", "k"))
@@ -2101,8 +2157,10 @@ def notation_section(b) -> str:
     matrix = lambda name, *shape: sp.MatrixSymbol(name, *(shape or (2, 2)))  # noqa: E731
     formulas = {"JFl": sp.MatrixSymbol("J_{F_l}", 2, 2), "gzr": _grad("z^r", t), "zr": _at("z^r", t),
                 "et": _at("e", t, 1, 2), "ght": _grad("h", t), "gzt": _grad("z", t), "Jj": _at("J", sp.Symbol("j")),
-                "K1": sp.Symbol("k") - 1, "K1neg": -(sp.Symbol("k") - 1), "sidel": sp.Symbol("k_l"),
-                "PEi": PE(pos, sp.Symbol("i")), "shift": _row_shift(),
+                "W2l": depth_figures.FORMULAS["W2l"],
+                "xhatti": sp.Eq(sp.IndexedBase("xhat")[sp.Symbol("i")], sp.MatrixSymbol(NORMALIZED, 2, 2)[t, sp.Symbol("i")],
+                                evaluate=False), "total": _total_derivative(), "K1": sp.Symbol("k") - 1, "K1neg": -(sp.Symbol("k") - 1), "sidel": sp.Symbol("k_l"),
+                "PEi": PE(pos, sp.Symbol("i")), "PEpaired": _paired_encoding(5)(pos), "shift": _row_shift(),
                 "srck": Shape(T_src, d_k), "srcv": Shape(T_src, d_v), "srcs": Shape(T, T_src),
                 "X": matrix("X"), "B": matrix("B"), "M": matrix("M"), "Z": matrix(MEMORY), "x": matrix("x", 1, 2),
                 "xout": sp.Eq(sp.Symbol(SECTION_SYMBOL_NAMES["residual"]["u"]), sp.Symbol("x") + sp.Function("F")(sp.Symbol("x")),

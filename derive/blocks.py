@@ -189,12 +189,17 @@ def _row_parameter(inputs: dict, name: str, cols):
     return inputs.setdefault(name, sp.MatrixSymbol(name, 1, cols))
 
 
+#: The name of a norm's normalized rows, a matrix of the shape of its input X: capital and hatted, as every matrix of
+#: rows is a capital (X, Y), not the lower case of a row (x-hat; its entries in a row's Jacobian are x-hat_i)
+NORMALIZED = "Xhat"
+
+
 def _layernorm(prog: Program, X, inputs: dict, tag: str = "", eps=EPS):
     """LayerNorm's forward lines: ``σ = std(X)``, ``x̂ = normalize(X)``, ``Y = x̂ o (1 gamma) + 1 beta``."""
     rows, cols = X.shape
     gamma, beta = _row_parameter(inputs, "gamma" + tag, cols), _row_parameter(inputs, "beta" + tag, cols)
     prog.define(sp.MatrixSymbol("sigma" + tag, rows, cols), RowStd(X, eps))
-    xhat = prog.define(sp.MatrixSymbol("xhat" + tag, rows, cols), Normalize(X, eps))
+    xhat = prog.define(sp.MatrixSymbol(NORMALIZED + tag, rows, cols), Normalize(X, eps))
     one = sp.OneMatrix(rows, 1)
     return prog.define(sp.MatrixSymbol("Y" + tag if tag else "Y", rows, cols),
                        sp.HadamardProduct(xhat, sp.MatMul(one, gamma)) + sp.MatMul(one, beta))
@@ -205,7 +210,7 @@ def _rmsnorm(prog: Program, X, inputs: dict, tag: str = "", eps=EPS):
     rows, cols = X.shape
     gamma = _row_parameter(inputs, "gamma" + tag, cols)
     prog.define(sp.MatrixSymbol("r" + tag, rows, cols), RowRMS(X, eps))
-    xhat = prog.define(sp.MatrixSymbol("xhat" + tag, rows, cols), RMSNormalize(X, eps))
+    xhat = prog.define(sp.MatrixSymbol(NORMALIZED + tag, rows, cols), RMSNormalize(X, eps))
     return prog.define(sp.MatrixSymbol("Y" + tag if tag else "Y", rows, cols),
                        sp.HadamardProduct(xhat, sp.MatMul(sp.OneMatrix(rows, 1), gamma)))
 
@@ -533,8 +538,11 @@ def backward_latex(block: BlockProgram, width: int = 60) -> str:
 
 #: the number of heads and a head's number in the multi-head formulas written for every n_head (heads counted from 1)
 n_head = sp.Symbol("n_head", integer=True, positive=True)
-#: the index of a general head, in brackets (W_Q^[h]): h, as in "head h", not i, which in the same section indexes the
-#: rows (row i is the query) and elsewhere is the LSTM's input gate
+#: the index of a query's position (a row of the scores, of the weights and of a block's output): t, the step index,
+#: as the attention figures write A_tj (not i, the LSTM's input gate elsewhere)
+QUERY_INDEX = "t"
+#: the index of a general head, in brackets (W_Q^[h]): h, as in "head h", not i, the LSTM's input gate elsewhere
+#: (a query's row is t, :data:`QUERY_INDEX`)
 HEAD_INDEX = "h"
 head = sp.Symbol(HEAD_INDEX, integer=True, positive=True)
 
@@ -676,8 +684,8 @@ def over_heads(value, heads: int):
 
 
 #: The decoder block's backward pass at the level of its sublayers: the lines printed, by the program's names
-DECODER_SUBLAYER_LINES = ("dB_mlp", "dPhi_mlp", "dZ_mlp", "dY_mlp", "dxhat_mlp", "dU_cross", "dB_cross", "dY_cross", "dZ", "dxhat_cross",
-                          "dU_self", "dB_self", "dY_self", "dxhat_self", "dH")
+DECODER_SUBLAYER_LINES = ("dB_mlp", "dPhi_mlp", "dZ_mlp", "dY_mlp", "dXhat_mlp", "dU_cross", "dB_cross", "dY_cross", "dZ", "dXhat_cross",
+                          "dU_self", "dB_self", "dY_self", "dXhat_self", "dH")
 
 
 def decoder_block_rows(heads: int = 2) -> list:

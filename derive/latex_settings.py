@@ -354,7 +354,12 @@ class NotationPrinter(LatexPrinter):
         return r"\frac{\partial %s}{\partial %s}" % (self._print(expr.of), self._print(expr.wrt))
 
     def _print_Total(self, expr):
-        return r"\frac{\mathrm{d} %s}{\mathrm{d} %s}" % (self._print(expr.of), self._print(expr.wrt))
+        # with a curly d, as every derivative of the notes: the upright d is the adjoint's (dX, the gradient of the loss);
+        # the partial derivative beside it says what it holds fixed (AtFixed)
+        return self._print_Partial(expr)
+
+    def _print_AtFixed(self, expr):
+        return r"\left(%s\right)_{%s}" % (self._print_Partial(expr), self._print(expr.held))
 
     def _print_OneMatrix(self, expr):
         """The ones vector: a column ``\\mathbf{1}`` (n x 1), a row written as its transpose ``\\mathbf{1}^{\\top}``
@@ -566,12 +571,34 @@ class Partial(sp.Expr):
 
 
 class Total(Partial):
-    """The total derivative ``dc_1/dc_0`` (every path from ``wrt`` to ``of``), printed with an upright d, beside the
-    partial one of :class:`Partial`.
+    """The total derivative ``dc_1/dc_0`` (every path from ``wrt`` to ``of``), printed with a curly d as every
+    derivative of the notes (an upright d names an adjoint, dX); the partial one beside it at a fixed quantity is
+    :class:`AtFixed`.
 
     >>> Notation().latex(Total(sp.Symbol("c_0"), of=sp.Symbol("c_1")))
-    '\\\\frac{\\\\mathrm{d} c_{1}}{\\\\mathrm{d} c_{0}}'
+    '\\\\frac{\\\\partial c_{1}}{\\\\partial c_{0}}'
     """
+
+
+class AtFixed(Partial):
+    """The partial derivative of ``of`` by ``wrt`` with ``held`` fixed, ``(dc_1/dc_0)_{h_0}``: the subscript says what
+    is held, so that it is told apart from the derivative along every path (:class:`Total`).
+
+    >>> Notation().latex(AtFixed(sp.Symbol("c_0"), of=sp.Symbol("c_1"), held=sp.Symbol("h_0")))
+    '\\\\left(\\\\frac{\\\\partial c_{1}}{\\\\partial c_{0}}\\\\right)_{h_{0}}'
+    """
+
+    def __new__(cls, wrt, of, held):
+        if not all(isinstance(x, sp.Basic) for x in (wrt, of, held)):
+            raise SeqgradTypeError("wrt", wrt, "a SymPy symbol")
+        return sp.Expr.__new__(cls, of, wrt, held)
+
+    @property
+    def held(self):
+        return self.args[2]
+
+    def _sympystr(self, printer):
+        return f"(d{printer._print(self.of)}/d{printer._print(self.wrt)})_{printer._print(self.held)}"
 
 
 class OrderedProduct(sp.Expr):

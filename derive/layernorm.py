@@ -71,7 +71,7 @@ class LayerNorm(Derivation):
     """
 
     def __init__(self, d: int, eps=EPS, gamma=None, beta=None, h=None, name: str = "h"):
-        from .blocks import norm_row_block
+        from .blocks import NORMALIZED, norm_row_block
 
         self.d = validate.integer("d", d, minimum=1)
         self.eps = check_eps(eps)
@@ -80,7 +80,7 @@ class LayerNorm(Derivation):
         self.beta = list(sp.symbols(f"beta_0:{d}", real=True)) if beta is None else self._vector("beta", beta)
         self.block, self._env = norm_row_block("layernorm", self.h, {"gamma": self.gamma, "beta": self.beta}, self.eps)
         prog = self.block.program
-        y, xhat, sigma = prog.evaluate([self.block.output, prog["xhat"].target, prog["sigma"].target], self._env)
+        y, xhat, sigma = prog.evaluate([self.block.output, prog[NORMALIZED].target, prog["sigma"].target], self._env)
         self.y = sp.Matrix(y).T
         self.xhat = list(sp.Matrix(xhat))
         self.s = sp.Matrix(sigma)[0]           # sqrt(sigma^2 + eps), the same in every column of the row
@@ -122,9 +122,11 @@ class LayerNorm(Derivation):
         polynomial ring over the upstream G, gamma, 1/σ and x̂, each entry of the program's dX equals
         sum_a G_a J_ab with J the closed form, for every gain (the proof keeps gamma generic).  Made once per object."""
         if getattr(self, "_derived", None) is None:
+            from .blocks import NORMALIZED
+
             n = self.d
             xs = [xhat[c] for c in range(n)]
-            J = lambda: self._backward({"sigma": [sigma] * n, "xhat": xs})
+            J = lambda: self._backward({"sigma": [sigma] * n, NORMALIZED: xs})
             closed = lambda: sp.Matrix(n, n, lambda a, b: _closed_entry(n, a, b).xreplace({gamma[a]: self.gamma[a]}))
             self._derived = Derived(self, J, closed, _closed_form_proved(n), {sigma: self.s, **dict(zip(xs, self.xhat))})
         return self._derived
@@ -156,7 +158,7 @@ def _closed_form_proved(n: int) -> bool:
     from sympy.polys.domains import QQ
     from sympy.polys.rings import ring
 
-    from .blocks import norm_program
+    from .blocks import NORMALIZED, norm_program
 
     block = norm_program("layernorm", T_=1, d_=n, eps=EPS)
     prog = block.program
@@ -165,7 +167,7 @@ def _closed_form_proved(n: int) -> bool:
     env = {block.inputs["X"]: sp.ImmutableMatrix([sp.symbols(f"X_0:{n}", real=True)]),
            block.inputs["gamma"]: sp.ImmutableMatrix([gs]), block.inputs["beta"]: sp.ImmutableMatrix(1, n, [0] * n),
            block.G: sp.ImmutableMatrix([G]), prog["sigma"].target: sp.ImmutableMatrix(1, n, [1 / u] * n),
-           prog["xhat"].target: sp.ImmutableMatrix([xs])}
+           prog[NORMALIZED].target: sp.ImmutableMatrix([xs])}
     dX = prog.evaluate([block.gradients["X"]], env)[0]
     tg, ta, tb, td = sp.symbols("t_g t_a t_b t_delta", cls=sp.Dummy)
     R, *gens = ring([*G, *gs, u, *xs, tg, ta, tb, td], QQ)

@@ -462,13 +462,14 @@ def identities() -> list[Identity]:
     # the general statements: one pair with a symbolic frequency (R is block diagonal over the pairs, so this is every
     # even d and both layouts), and the norm for symbolic even d = 2m
     omega = sp.Symbol("omega", positive=True)
-    pair_lhs = sp.Matrix([sp.sin(pos * omega + k * omega), sp.cos(pos * omega + k * omega)])
-    pair_rhs = sp.MatMul(sp.ImmutableMatrix(_block(omega, k)), sp.ImmutableMatrix([sp.sin(pos * omega), sp.cos(pos * omega)]), evaluate=False)
+    # the pair as a row, rotated on its right, as the notes write the encodings (PE(pos + k) = PE(pos) R(k))
+    pair_lhs = sp.Matrix([[sp.sin(pos * omega + k * omega), sp.cos(pos * omega + k * omega)]])
+    pair_rhs = sp.MatMul(sp.ImmutableMatrix([[sp.sin(pos * omega), sp.cos(pos * omega)]]), _row_block(omega, k), evaluate=False)
     out.append(Identity(
         "pe-shift", S0,
-        "(sin((pos+k) omega), cos((pos+k) omega)) = R(k omega) (sin(pos omega), cos(pos omega)) for symbolic frequency omega, "
-        "position pos and offset k: "
-        "every pair, so PE(pos+k) = R(k) PE(pos) for every even d and either layout",
+        "(sin((pos+k) omega), cos((pos+k) omega)) = (sin(pos omega), cos(pos omega)) R(k omega), rows, for symbolic "
+        "frequency omega, position pos and offset k: "
+        "every pair, so PE(pos+k) = PE(pos) R(k) for every even d and either layout",
         pair_lhs, pair_rhs, "simplify", proof_by(lambda: pair_lhs - pair_rhs.doit(), angle_addition, "angle addition"),
         lambda rng: numeric_sides(pair_lhs, pair_rhs.doit(), rng, low=-50, high=50), simplifier="angle addition",
         scope="all even d (every pair), symbolic omega, pos, k", assumptions=("omega > 0", "pos, k real")))
@@ -544,20 +545,28 @@ def _unpaired_counterexample(i: int) -> tuple:
     return sp.sin(omega_[i]), sp.Mul(sp.Function("alpha")(1), sp.sin(sp.Integer(0), evaluate=False), evaluate=False)
 
 
+def _row_block(omega, shift) -> sp.ImmutableMatrix:
+    """One pair's rotation as the encodings' rows take it, on their right (``PE(pos + k) = PE(pos) R(k)``, the notes'
+    convention): the transpose of :func:`_block`, which acts on columns."""
+    return sp.ImmutableMatrix(_block(omega, shift).T)
+
+
 def _pair_formula():
-    """One (sin, cos) pair of frequency omega_i: the shift as a rotation (printed for the instance entries); the pair's
-    index a symbol of its own (:data:`i_`), so that a notation can rename it as every other index."""
+    """One (sin, cos) pair of frequency omega_i: the shift as a rotation of the pair's row (printed for the instance
+    entries, in the rows' form of the text); the pair's index a symbol of its own (:data:`i_`), so that a notation can
+    rename it as every other index."""
     w = omega_[i_]
-    lhs = sp.ImmutableMatrix([sp.sin(pos * w + k * w), sp.cos(pos * w + k * w)])
-    return lhs, sp.MatMul(sp.ImmutableMatrix(_block(w, k)), sp.ImmutableMatrix([sp.sin(pos * w), sp.cos(pos * w)]), evaluate=False)
+    lhs = sp.ImmutableMatrix([[sp.sin(pos * w + k * w), sp.cos(pos * w + k * w)]])
+    return lhs, sp.MatMul(sp.ImmutableMatrix([[sp.sin(pos * w), sp.cos(pos * w)]]), _row_block(w, k), evaluate=False)
 
 
 def _group_formula():
-    """R(a) R(b) = R(a+b), R^T R = I, det R = 1 on one pair, a and b the angles k omega_i (R is block diagonal over the pairs)."""
+    """R(a) R(b) = R(a+b), R^T R = I, det R(a) = 1 on one pair, a and b the angles k omega_i (R is block diagonal over
+    the pairs), in the rows' form of the text, the determinant written det as the text writes it."""
     a, b = sp.Symbol("a", real=True), sp.Symbol("b", real=True)
-    R = lambda t: sp.ImmutableMatrix(_block(1, t))  # angles a = k omega_i, b
+    R = lambda t: _row_block(1, t)  # angles a = k omega_i, b
     return (sp.Tuple(sp.MatMul(R(a), R(b), evaluate=False), sp.MatMul(R(a).T, R(a), evaluate=False),
-                     sp.Determinant(sp.MatrixSymbol("R(a)", 2, 2))),
+                     sp.Function("det")(sp.Function("R")(a))),
             sp.Tuple(R(a + b), sp.ImmutableMatrix(sp.eye(2)), sp.Integer(1)))
 
 

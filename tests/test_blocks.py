@@ -19,18 +19,18 @@ def test_attention_backward_prints_as_the_text():
 
 def test_layernorm_backward_prints_in_xhat_and_sigma():
     prog = blocks.layernorm_program().program
-    assert str(prog["dX"]) == "dX = (1/sigma) ∘ (dxhat - mean(dxhat) - xhat ∘ mean(dxhat ∘ xhat))"
+    assert str(prog["dX"]) == "dX = (1/sigma) ∘ (dXhat - mean(dXhat) - Xhat ∘ mean(dXhat ∘ Xhat))"
 
 
 def test_layernorm_backward_keeps_the_textbook_term_order_in_latex_and_blocks():
     """dX = (1/σ)(dx̂ − mean(dx̂) − x̂ ∘ mean(dx̂ ∘ x̂)): the printers' term sorting must not move mean(dx̂) last."""
     tex = blocks.backward_latex(blocks.layernorm_program())
     line = next(part for part in tex.split("\\\\") if r"\mathrm{d}\mathbf{X}" in part)
-    minus_mean, inv_sigma, minus_product = (line.index(t) for t in (r"- \operatorname{mean}(\mathrm{d}\mathbf{\hat{x}})",
-                                                      r"\frac{1}{\boldsymbol{\sigma}}", r"- \mathbf{\hat{x}} \odot"))
+    minus_mean, inv_sigma, minus_product = (line.index(t) for t in (r"- \operatorname{mean}(\mathrm{d}\mathbf{\hat{X}})",
+                                                      r"\frac{1}{\boldsymbol{\sigma}}", r"- \mathbf{\hat{X}} \odot"))
     assert inv_sigma < minus_mean < minus_product
     post = str(blocks.block_program("post-norm").program["dU"])
-    assert post == "dU = (1/sigma_att) ∘ (dxhat_att - mean(dxhat_att) - xhat_att ∘ mean(dxhat_att ∘ xhat_att))"
+    assert post == "dU = (1/sigma_att) ∘ (dXhat_att - mean(dXhat_att) - Xhat_att ∘ mean(dXhat_att ∘ Xhat_att))"
 
 
 def test_every_program_is_a_composition_of_proved_rules():

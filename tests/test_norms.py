@@ -13,9 +13,9 @@ from seqgrad.errors import SeqgradValueError
 def test_rmsnorm_backward_prints_in_xhat_and_r():
     prog = blocks.norm_program("rmsnorm").program
     assert str(prog["r"]) == "r = rms(X)"
-    assert str(prog["xhat"]) == "xhat = rmsnormalize(X)"
-    assert str(prog["Y"]) == "Y = xhat ∘ (1*gamma)"
-    assert str(prog["dX"]) == "dX = (1/r) ∘ (dxhat - xhat ∘ mean(dxhat ∘ xhat))"
+    assert str(prog["Xhat"]) == "Xhat = rmsnormalize(X)"
+    assert str(prog["Y"]) == "Y = Xhat ∘ (1*gamma)"
+    assert str(prog["dX"]) == "dX = (1/r) ∘ (dXhat - Xhat ∘ mean(dXhat ∘ Xhat))"
     assert "beta" not in blocks.norm_program("rmsnorm").inputs  # no shift
 
 

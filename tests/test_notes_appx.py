@@ -32,7 +32,7 @@ def _paragraph(appendix: str, name: str) -> str:
 
 # item 1: the convolution's gradients print their left-hand sides, the gradient each computes
 @pytest.mark.parametrize("name, lhs", [("conv-weight-sharing-gradient", r"\frac{\partial \mathcal{L}}{\partial {\kappa}_{\xi,\zeta}}"),
-                                       ("conv-input-gradient-full-correlation", r"\frac{\partial \mathcal{L}}{\partial {\bar{X}}_{m,n}}")])
+                                       ("conv-input-gradient-full-correlation", r"\frac{\partial \mathcal{L}}{\partial {\bar{X}}_{i',j'}}")])
 def test_1_conv_identities_have_a_left_hand_side(appendix, name, lhs):
     entry = _paragraph(appendix, name)
     assert "the left-hand side is the stated right-hand side" not in entry

@@ -139,7 +139,7 @@ def test_6_the_convolution_indexes_the_padded_input_and_crops_its_gradient(tmp_p
     assert r"$H_{\mathrm{in}} + 2 p$ rows by $W_{\mathrm{in}} + 2 p$ columns" in body  # a size from its quantity
     crop = body[body.index("This is the gradient of the padded input"):]
     assert r"cropped by $p$ rows and columns on every side" in crop
-    assert r"entry ($m$, $n$) of the input is entry ($m + p$, $n + p$) of the padded one" in crop
+    assert r"entry ($i'$, $j'$) of the input is entry ($i' + p$, $j' + p$) of the padded one" in crop
     table = notes.notation_section(b)
     ghat = next(line for line in table.splitlines() if line.startswith(r"$\mathbf{\hat{G}}$ & "))
     assert ghat.endswith(r"& $(H_{\mathrm{out}} + 2 (\psi - 1)) \times (W_{\mathrm{out}} + 2 (\psi - 1))$ \\")  # was "1"

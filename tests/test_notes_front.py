@@ -160,7 +160,7 @@ def test_layernorm_jacobian_names_the_row_it_differentiates(handout):
     before = residual[:start]
     lead = before[before.rindex("\\end{align*}"):]  # the words between the row statistics and the Jacobian
     assert "row $t$" in lead and r"${x}_{j} = {X}_{t,j}$" in lead and "$s_{t}$ for its standard deviation" in lead
-    assert r"${\hat{x}}_{i} = {\hat{x}}_{t,i}$" in lead and "$i$ and $j$ both index features" in lead
+    assert r"${\hat{x}}_{i} = {\hat{X}}_{t,i}$" in lead and "$i$ and $j$ both index features" in lead
     assert r"\frac{{\gamma}_{i}}{s_{t}}" in residual[start:]  # the row's deviation by its name, s_t
 
 
@@ -298,7 +298,7 @@ def test_one_name_and_one_letter_per_quantity_in_the_body(handout):
     assert "H_{o}" not in runs and "W_{o}" not in runs and r"H_{\mathrm{in}}" in runs  # a convolution's sizes
     assert not re.search(r"(?<![\\A-Za-z])a_\{t\}", runs) and "{a}_{i,j}" not in runs  # a: the softmax's weights only
     assert r"\operatorname{MHA}{(\mathbf{X},\mathbf{M})}" not in runs  # a mask and a memory: not the same form
-    assert r"\hat{x}}_{t,j}" in runs and "xhat_tj" not in body and "_{ri}" not in runs  # entries with a comma
+    assert r"\hat{X}}_{t,j}" in runs and "Xhat_tj" not in body and "_{ri}" not in runs  # entries with a comma
     assert r"\operatorname{PE}_{0 \ldots 3}{(\mathrm{pos} + k)} = \operatorname{PE}_{0 \ldots 3}{(\mathrm{pos})} \mathbf{R}{(k)}" in runs  # rows
     assert "as columns" not in body and "B_{i}" not in runs and r"\operatorname{PE}_{4}" not in runs
 

@@ -45,10 +45,10 @@ def test_the_decoder_proves_its_causality_for_every_length_and_says_what_was_che
     body = _flat(notes.decoder_section(_build(tmp_path)).body)
     T = decoder.DecoderBlock().T
     assert all(decoder.DecoderBlock(T=T, norm_first=nf).causal_proof()[0] for nf in (True, False))
-    assert "(output row $i$ depends on no target row $j > i$, for every $T$)" in body
+    assert "(output row $t$ depends on no target row $j > t$, for every $T$)" in body
     why = body[body.index("This holds for every $T$:"):]
     why = why[:why.index("Without the mask")]
-    for step in ("the causal mask makes the weight of row $i$ on every row $j > i$ zero", "act on each row alone",
+    for step in ("the causal mask makes the weight of row $t$ on every row $j > t$ zero", "act on each row alone",
                  "so does their composition", f"shown entry by entry in the symbolic block at $T = {T}$"):  # a footnote's remark
         assert step in why, step
     assert "not proved for every $T$" not in body and "proved for pre- and post-norm" not in body

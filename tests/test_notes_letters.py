@@ -104,13 +104,14 @@ def attention(build):
 
 def test_a_softmax_row_has_T_entries_not_n(build, table, attention):
     """n was the number of a softmax's scores (and the path length, and a convolution's column): a row of scores has
-    one entry per key, T, in the section, its footnote and its appendix; n is a convolution's column only."""
+    one entry per key, T, in the section, its footnote and its appendix; n is the GRU candidate's index only, and a
+    convolution's input entry is (i', j') (tests/test_notes_notation_review.py)."""
     body = attention.body
     assert r"of one row of scores $\mathbf{z}$ ($T$ entries), entry by entry and as a matrix, for every $T$:" in body
     assert not re.search(r"(?<![A-Za-z\\])n(?![A-Za-z])", re.sub(r"n_\{\\mathrm\{head\}\}", "", body).replace("\\n", ""))
     assert "number of entries of a softmax's row" not in " ".join(table.values())
-    assert table["n"] == "column of an entry of a convolution's input, counted from 0"
-    assert table["m"] == "row of an entry of a convolution's input, counted from 0"
+    assert table["j'"] == "column of an entry of a convolution's input, counted from 0"
+    assert table["i'"] == "row of an entry of a convolution's input, counted from 0"
     assert re.search(r"^\$\\operatorname\{diag\}\(\\mathbf\{a\}\)\$ & .* & \$T \\times T\$ \\\\$", notes.notation_section(build),
                      re.M)
     assert r"\mathbf{a}$ & softmax of a row $z$ of scores: the weights of one row, one per key & $1 \times T$" in \
@@ -196,7 +197,7 @@ def test_the_convolution_names_its_input_and_its_padded_input(table, conv):
     assert r"Sizes: the input $\mathbf{X}_{\mathrm{in}}$ has $H_{\mathrm{in}}$ rows" in conv
     assert r"in these sums and below, $\mathbf{\bar{X}}$ is the input with its zeros" in conv
     assert r"{\kappa}_{\xi,\zeta} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta} + b" in conv
-    assert r"\frac{\partial \mathcal{L}}{\partial {\bar{X}}_{m,n}}" in conv
+    assert r"\frac{\partial \mathcal{L}}{\partial {\bar{X}}_{i',j'}}" in conv
     assert r"\max_{0 \le \xi, \zeta \le \psi - 1} (X_{\mathrm{in}})_{\xi + i \Delta,\zeta + j \Delta}" in conv  # pooling
     assert not re.search(r"(?<!mathbf)\{X\}_|\\mathbf\{X\}(?!_)", conv)
 

@@ -94,8 +94,9 @@ _COUNTED = re.compile(r"(\d+) (refuted by an exact counterexample|\\textbf\{not 
 
 def test_a_refuted_identity_is_named_with_its_page(handout):
     """A footnote's count "k refuted by an exact counterexample" names the k identities: each statement as math
-    (as the appendix prints it) and the page of its heading in the appendix, which carries the label."""
+    (as the appendix prints it), or in words where its symbols are the appendix's own, and the page of its heading in the appendix, which carries the label."""
     from seqgrad.crosscheck.latexdoc import notes_notation
+    from seqgrad.crosscheck.notes import FOOTNOTE_WORDS
     from seqgrad.derive import catalogue
     from seqgrad.derive.latex_settings import DEFAULT
 
@@ -111,6 +112,8 @@ def test_a_refuted_identity_is_named_with_its_page(handout):
         for name in named:
             entry = catalogue.get(name)
             assert entry.method == "counterexample"
-            assert f"${notation.latex(entry.statement())}$, p.~\\pageref{{id:{name}}}" in note
+            # as math, or in the words of notes.FOOTNOTE_WORDS where the statement's symbols are the appendix's own
+            expected = FOOTNOTE_WORDS.get(name, f"${notation.latex(entry.statement())}$")
+            assert f"{expected}, p.~\\pageref{{id:{name}}}" in note
             heading = "\\paragraph{\\texttt{" + "-\\allowbreak{}".join(name.split("-")) + "}}"
             assert heading + f"\\label{{id:{name}}}" in handout[handout.index("\\appendix"):], name

@@ -31,7 +31,7 @@ def test_the_row_of_ones_prints_as_the_transpose_of_the_column():
     lines = {str(d.target): DEFAULT.latex(d.value) for d in ln.backward_lines()}
     assert lines["dgamma"].startswith(r"\mathbf{1}^{\top} ")
     assert lines["dbeta"] == r"\mathbf{1}^{\top} \mathbf{G}"
-    assert lines["dxhat"].endswith(r"(\mathbf{1} \boldsymbol{\gamma})")  # the column repeats gamma: no transpose
+    assert lines["dXhat"].endswith(r"(\mathbf{1} \boldsymbol{\gamma})")  # the column repeats gamma: no transpose
     T = sp.Symbol("T", positive=True, integer=True)
     assert DEFAULT.latex(sp.OneMatrix(1, 1)) == r"\mathbf{1}" and DEFAULT.latex(sp.OneMatrix(T, 1)) == r"\mathbf{1}"
 
@@ -61,13 +61,13 @@ def test_the_notation_table_defines_what_the_body_uses(tmp_path):
 
 def test_layernorm_gives_its_row_statistics_and_the_row_of_ones(tmp_path):
     body = notes.residual_section(_build(tmp_path)).body
-    assert r"\mathrm{d}\boldsymbol{\gamma} &= \mathbf{1}^{\top} (\mathrm{d}\mathbf{Y} \odot \mathbf{\hat{x}})" in body
+    assert r"\mathrm{d}\boldsymbol{\gamma} &= \mathbf{1}^{\top} (\mathrm{d}\mathbf{Y} \odot \mathbf{\hat{X}})" in body
     flat = " ".join(body.split())  # the alignment's padding aside
     # the row is t, as where the text fixes one row t; j its feature (i and j: two features in the Jacobian)
     assert r"\mu_{t} &= \frac{\sum_{j=0}^{d - 1} {X}_{t,j}}{d}" in flat  # an entry, a number: plain
     assert r"v_{t} &= \frac{\sum_{j=0}^{d - 1} ({X}_{t,j} - \mu_{t})^{2}}{d}" in flat
     assert r"s_{t} &= \sqrt{\epsilon + v_{t}}" in flat
-    assert r"{\hat{x}}_{t,j} &= \frac{{X}_{t,j} - \mu_{t}}{s_{t}}" in flat  # an entry with a comma, as X_{t,j}
+    assert r"{\hat{X}}_{t,j} &= \frac{{X}_{t,j} - \mu_{t}}{s_{t}}" in flat  # an entry with a comma, as X_{t,j}
 
 
 def test_the_path_product_says_its_order_layout_and_bound(tmp_path):
@@ -218,7 +218,7 @@ def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_re
     assert r"{\kappa}_{\xi,\zeta} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta} + b" in body  # the strided forward pass
     assert r"{\mathrm{d}Y}_{i,j} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta}" in body  # G: the gradient of Y, dY
     assert r"{Y}_{i,j} &= \max_{0 \le \xi, \zeta \le \psi - 1} (X_{\mathrm{in}})_{\xi + i \Delta,\zeta + j \Delta}" in re.sub(r" +", " ", body)
-    assert r"{\mathrm{d}Y}_{i,j} [(m, n) = {\nu}_{i,j}]" in body  # nu: the argmax (a is the softmax's)
+    assert r"{\mathrm{d}Y}_{i,j} [(i', j') = {\nu}_{i,j}]" in body  # nu: the argmax (a is the softmax's)
     assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({\psi}_{l} - 1)" in body
     assert "\\max_{0\\le \\xi,\\zeta" not in body and "cut off" not in body
 

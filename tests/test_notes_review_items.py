@@ -77,9 +77,9 @@ def test_the_notation_table_defines_each_parameter_count(standalone_notes):
 
 def test_the_lstm_total_derivative_is_named_and_starts_from_the_carry(body):
     """The display's left side was the chain itself, dc_1/dh_0 dh_0/dc_0 + f_1 = ...: the total derivative is now named
-    (an upright d) and written carry first, f_1 + (dc_1/dh_0)(dh_0/dc_0), then expanded, the carry first again."""
+    (with the curly d of every derivative; the partial one at fixed h_0 carries a subscript) and written carry first, f_1 + (dc_1/dh_0)(dh_0/dc_0), then expanded, the carry first again."""
     gates = _section(body, "gates")
-    start = gates.index("\\frac{\\mathrm{d} c_{1}}{\\mathrm{d} c_{0}} &= f_{1} + \\frac{\\partial c_{1}}{\\partial h_{0}}")
+    start = gates.index("\\frac{\\partial c_{1}}{\\partial c_{0}} &= f_{1} + \\frac{\\partial c_{1}}{\\partial h_{0}}")
     display = gates[start:gates.index("\\end{align*}", start)]
     assert display.splitlines()[1].lstrip().startswith("&= f_{1} + ")
 

@@ -198,11 +198,11 @@ def test_the_iverson_bracket_is_defined_where_first_used(build):
     from seqgrad.crosscheck import notes
 
     conv = notes.conv_section(build).body
-    defined = conv.index(r"The bracket $[(m, n) = {\nu}_{i,j}]$ is 1 where the statement in it holds and 0 elsewhere")
-    used = conv.index(r"{\mathrm{d}Y}_{i,j} [(m, n) = {\nu}_{i,j}]")
-    assert defined < used and conv.count(r"[(m, n) = {\nu}_{i,j}]") == 2
+    defined = conv.index(r"The bracket $[(i', j') = {\nu}_{i,j}]$ is 1 where the statement in it holds and 0 elsewhere")
+    used = conv.index(r"{\mathrm{d}Y}_{i,j} [(i', j') = {\nu}_{i,j}]")
+    assert defined < used and conv.count(r"[(i', j') = {\nu}_{i,j}]") == 2
     table = notes.notation_section(build)
-    assert re.search(r"^\$\[\(m, n\) = \{\\nu\}_\{i,j\}\]\$ & Iverson's bracket: 1 where", table, re.M)
+    assert re.search(r"^\$\[\(i', j'\) = \{\\nu\}_\{i,j\}\]\$ & Iverson's bracket: 1 where", table, re.M)
 
 
 # -- one meaning per letter: k the positional offset, d the model width, p the padding (issue 25) ------------------

@@ -259,7 +259,7 @@ def test_path_sums_print_by_path_length_and_attention_in_q_k_v_order():
     assert pretty(paths) == "I + J₁ + J₂ + J₃ + J₂ J₁ + J₃ J₁ + J₃ J₂ + J₃ J₂ J₁"
     post = blocks.block_program("post-norm").program
     assert str(post["dH"]) == "dH = dU + dQ*W_Q + dK*W_K + dV*W_V"  # the shortcut's gradient, then the branch's
-    assert str(post["Y_att"]) == "Y_att = (1*gamma_att) ∘ xhat_att + 1*beta_att"  # LayerNorm's shift last, as a bias
+    assert str(post["Y_att"]) == "Y_att = (1*gamma_att) ∘ Xhat_att + 1*beta_att"  # LayerNorm's shift last, as a bias
     assert NotationPrinter(Notation(bold=False)).doprint(post["dH"].value) == r"\mathrm{d}U + \mathrm{d}Q W_{Q} + \mathrm{d}K W_{K} + \mathrm{d}V W_{V}"
     from seqgrad.derive import catalogue  # the same statements as `seqgrad identities --latex` prints them
 

@@ -32,9 +32,18 @@ def _block_jacobian(l="l"):
     return block_jacobian(l)
 
 
+def _layer_weight(l="l"):
+    """The second MLP weight of layer ``l`` of a stack, W_2^(l), as the gradient profiles' axes write it (a superscript
+    in parentheses names a layer, as the notation table says)."""
+    import sympy as sp
+
+    return sp.MatrixSymbol(f"W_2^({l})", sp.Symbol("d"), sp.Symbol("d_ff"))
+
+
 #: the symbols the captions name as ``{name}``: the Jacobian of block l, the one symbol of derive.residual that the
-#: axis of the figures and the notation table print too (J_j is a recurrent cell's step Jacobian)
-FORMULAS = {"Jl": _block_jacobian()}
+#: axis of the figures and the notation table print too (J_j is a recurrent cell's step Jacobian), and the second MLP
+#: weight of layer l and of the last layer L, whose gradients the profiles' axes show
+FORMULAS = {"Jl": _block_jacobian(), "W2l": _layer_weight(), "W2L": _layer_weight("L")}
 
 
 def product_label() -> str:
@@ -46,14 +55,14 @@ def product_label() -> str:
 
 CAPTIONS = {
     "gradient-profile-pre-norm": "Pre-norm stacks at initialisation (the experiment of Xiong et al. 2020, Fig. 3, "
-        "in a smaller setting): the gradient of each layer's second MLP weight, the median of 8 seeds (line) and the "
-        "range of the seeds (band). At every depth it is largest at the layer nearest the input and falls toward the "
+        "in a smaller setting): the gradient of each layer's second MLP weight, {W2l} of layer `l`, the median of 8 "
+        "seeds (line) and the range of the seeds (band). At every depth it is largest at the layer nearest the input and falls toward the "
         "output, the more so the deeper the stack (sixfold at `L = 48`), where Xiong et al. find it nearly equal "
         "across the layers.",
     "gradient-profile-post-norm": "Post-norm stacks at initialisation (median of 8 seeds, band: their range): in the "
         "deep stack (`L = 48`) the gradient grows toward the output layers, more than tenfold from the first layer; "
         "at the first layer the seeds spread over more than two decades.",
-    "gradient-near-output-vs-depth": "The gradient with respect to the second MLP weight of block `L`, the block "
+    "gradient-near-output-vs-depth": "The gradient with respect to the second MLP weight of block `L`, {W2L}, the block "
         "nearest the output, against the depth `L` of stacks at initialisation. Pre-norm: it falls with depth, "
         "about as fast as `1/sqrt(L)` (dotted); post-norm: it keeps its size.",
     "jacobian-product-singular-values-pre-norm": "Singular values of the product of the `L` blocks' Jacobians {Jl} "

@@ -182,9 +182,13 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> l
     draw = {
         "fig06_identity_position": identity_position,
         "fig08_begins_contributions": contributions,
-        "fig09_S": lambda: attention("head1.S", r"scores $S = QK^\top/\sqrt{3}$", None, r"score $S_{tj}$"),
-        "fig10_A": lambda: attention("head1.A", r"weights $A = \mathrm{softmax}_\mathrm{rows}(S)$", None, r"weight $A_{tj}$"),
-        "fig11_A_causal": lambda: attention("head1.A_causal", r"causal weights $\mathrm{softmax}_\mathrm{rows}(S + M)$", causal,
+        # the matrices bold, as the text sets them (S = QK^T / sqrt(d_k), A = softmax(S): softmax of each row)
+        "fig09_S": lambda: attention("head1.S", r"scores $\mathbf{S} = \mathbf{Q}\mathbf{K}^\top/\sqrt{3}$", None,
+                                     r"score $S_{tj}$"),
+        "fig10_A": lambda: attention("head1.A", r"weights $\mathbf{A} = \mathrm{softmax}(\mathbf{S})$", None,
+                                     r"weight $A_{tj}$"),
+        "fig11_A_causal": lambda: attention("head1.A_causal",
+                                            r"causal weights $\mathrm{softmax}(\mathbf{S} + \mathbf{M})$", causal,
                                             r"weight $A_{tj}$ ($\times$: masked, exactly 0)"),
     }
     return [save_figure(draw[stem](), out_dir / f"{stem}.{fmt}") for stem in wanted]
