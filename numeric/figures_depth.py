@@ -108,6 +108,12 @@ def plot_singular_values(ax, study: depth.JacobianStudy, placement: str,
     ax.set_xlabel("rank of the singular value (1 = the largest)")
     ax.set_ylabel(ylabel)
     ax.set_title(f"{placement}: singular values of the depth Jacobian product")
-    # below the axes, where it covers no curve and no floor
-    ax.legend(fontsize=7.5, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2))
+    # below the axes, where it covers no curve and no floor: the colour says the depth, the line style the bypass
+    # (six short entries in two rows, not eight long ones in four: two of these figures share a page of the notes)
+    from matplotlib.lines import Line2D
+
+    keys = ([Line2D([], [], color=color, label=f"$L = {L}$") for color, L in zip(colors, study.depths)]
+            + [Line2D([], [], color="0.2", ls=style, label=f"{word} residual")
+               for word, style in (("with", "-"), ("without", "--"))])
+    ax.legend(handles=keys, fontsize=7.5, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     return lines

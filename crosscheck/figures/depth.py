@@ -56,8 +56,8 @@ def product_label() -> str:
 CAPTIONS = {
     "gradient-profile-pre-norm": "Pre-norm stacks at initialisation (the experiment of Xiong et al. 2020, Fig. 3, "
         "in a smaller setting): the gradient of each layer's second MLP weight, {W2l} of layer `l`, the median of 8 "
-        "seeds (line) and the range of the seeds (band). At every depth it is largest at the layer nearest the input and falls toward the "
-        "output, the more so the deeper the stack (sixfold at `L = 48`), where Xiong et al. find it nearly equal "
+        "seeds (line) and the range of the seeds (band). At every depth it is largest at the layer nearest the input "
+        "and falls toward the output, the more so the deeper the stack (sixfold at `L = 48`), where Xiong et al. find it nearly equal "
         "across the layers.",
     "gradient-profile-post-norm": "Post-norm stacks at initialisation (median of 8 seeds, band: their range): in the "
         "deep stack (`L = 48`) the gradient grows toward the output layers, more than tenfold from the first layer; "
@@ -149,7 +149,7 @@ def caption_facts(grads=None, jacs=None) -> dict:
 def size(stem: str) -> tuple[float, float]:
     """The size in inches figure ``stem`` is drawn at: two share a page of the notes (the singular values' legend
     stands below the axes)."""
-    return (5.6, 4.1 if stem.startswith("jacobian") else 3.2)
+    return (5.6, 3.5 if stem.startswith("jacobian") else 3.2)
 
 
 def write(out_dir: Path, fmt: str, device: str = "cpu", stems=None) -> list[Path]:
