@@ -891,7 +891,7 @@ def _rounded_apart(ex, figures) -> bool:
 def _lstm_total(b, net, carry) -> list[str]:
     """The LSTM's total derivative of ``c_1`` with respect to ``c_0``: the carry plus the path through
     ``h_0 = o_0 tanh(c_0)``, which the gates of step 1 read (the chain rule, each factor from the unrolled program)."""
-    from seqgrad.derive.latex_settings import Partial, Total
+    from seqgrad.derive.latex_settings import AtFixed, Partial, Total
 
     h0, c0, c1 = net.h[0], net.c[0], net.c[1]
     chain = sp.Add(carry, sp.Mul(Partial(h0, of=c1), Partial(c0, of=h0), evaluate=False), evaluate=False)
@@ -899,7 +899,9 @@ def _lstm_total(b, net, carry) -> list[str]:
                    "every path), along which the gradient reaches `c_0`, adds the path through `h_0`:", b,
                    h0def=sp.Eq(h0, net.program[h0].value, evaluate=False)),
             _display([(Total(c0, of=c1), [chain, lstm_total_derivative(net, carry)])], b),
-            *_lstm_numbers(b, Partial(c0, of=c1), Total(c0, of=c1))]
+            # the carry is the partial derivative at fixed h_0, printed as the derivation above prints it (without
+            # its subscript it read as the total derivative, beside the total's other value)
+            *_lstm_numbers(b, AtFixed(c0, of=c1, held=h0), Total(c0, of=c1))]
 
 
 def lstm_total_derivative(net, carry):

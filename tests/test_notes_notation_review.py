@@ -133,3 +133,21 @@ def test_the_total_derivative_has_no_upright_d(tex):
     assert held + " &= f_{1}" in gates
     assert r"\frac{\partial c_{1}}{\partial c_{0}} &= f_{1} + \frac{\partial c_{1}}{\partial h_{0}}" in gates
     assert [m for s, m, _ in _rows(tex) if s == f"${held}$"]
+
+
+def test_no_display_gives_one_left_side_two_numbers(standalone_notes):
+    """The LSTM's worked example printed dc_1/dc_0 = 0.608 and, two lines on, dc_1/dc_0 = 0.568: the first, the
+    partial derivative at fixed h_0, had lost its subscript.  In no display does one left-hand side equal two
+    different numbers."""
+    source = standalone_notes.read_text(encoding="utf-8")
+    number = re.compile(r"=\s*(-?\d+(?:\.\d+)?(?:\s*\\cdot\s*10\^\{-?\d+\})?)\s*$")
+    twice = []
+    for m in re.finditer(r"\\begin\{(align\*?)\}(.*?)\\end\{\1\}", source, re.S):
+        values: dict[str, str] = {}
+        for row in re.split(r"\\\\\*?", m.group(2)):
+            lhs, _, rhs = row.partition("&")
+            lhs, value = " ".join(lhs.split()), number.match(rhs.strip())
+            if lhs and value:
+                if values.setdefault(lhs, value[1]) != value[1]:
+                    twice.append((lhs, values[lhs], value[1]))
+    assert twice == []
