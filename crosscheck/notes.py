@@ -28,6 +28,7 @@ from sympy.printing.precedence import PRECEDENCE
 
 from seqgrad.derive.blocks import HEAD_INDEX, MEMORY, NORM_TAGS, NORMALIZED, QUERY_INDEX  # a sublayer's subscript, the memory's name; the index of a general head, in brackets (W_Q^[h]); a query's row
 from seqgrad.derive.prose import Sizes
+from seqgrad.derive.gated import lstm_total_derivative  # noqa: F401 (the LSTM section's; read here by tests)
 from seqgrad.derive.sequence import T, adjoint, stepped, t
 
 from .latex_parts import LAYERS, identity_label, number_tex
@@ -904,16 +905,6 @@ def _lstm_total(b, net, carry) -> list[str]:
             *_lstm_numbers(b, AtFixed(c0, of=c1, held=h0), Total(c0, of=c1))]
 
 
-def lstm_total_derivative(net, carry):
-    """``dc_1/dc_0`` of the unrolled LSTM ``net`` in total: ``carry`` (``f_1``) plus ``dc_1/dh_0 * dh_0/dc_0``."""
-    from seqgrad.derive.rules import WrittenSum
-
-    h0_of_c0 = net.program[net.h[0]].value
-    # the carry first, as the text names it, then the path through h_0
-    return WrittenSum(carry, sp.Mul(net.step_jacobian(1, wrt="h").full, sp.diff(h0_of_c0, net.c[0]), evaluate=False),
-                      evaluate=False)
-
-
 # --------------------------------------------------------------------------- 4. positional encodings
 
 def positional_section(b) -> Part:
@@ -1262,9 +1253,13 @@ def residual_section(b) -> Part:
         _words("A variant, RMSNorm (Zhang & Sennrich 2019), subtracts no mean and adds no shift: it divides each "
                "row by its root mean square {rms} and scales by {gamma}, so entry `i` of the row maps to {entry}, "
                "with {xt}. Without the mean, the lone `1/d` term of the Jacobian above is gone, and the Jacobian no "
-               "longer sends a change that moves every entry of the row alike to 0 (in general; it still does at a "
-               "constant row):", b, rms=_rms_of_row(rms.rhs),
-               gamma=_s("gamma", 1, 2), entry=rms.lhs.expr, xt=_rms_scaled(rms.rhs))
+               "longer sends a change that moves every entry of the row alike to 0: at a constant row it scales such a "
+               "change by {factor}, which is 0 only without {eps}. Its Jacobian:", b, rms=_rms_of_row(rms.rhs),
+               gamma=_s("gamma", 1, 2), entry=rms.lhs.expr, xt=_rms_scaled(rms.rhs),
+               # J 1 = (1 - x_i sum_j x_j / (d rms^2)) per entry; at x = c 1 that is 1 - c^2 / rms^2 = epsilon / rms^2
+               # (a lecturer: "it still does at a constant row" held for epsilon = 0 alone)
+               factor=sp.Symbol("epsilon", positive=True) / _rms_of_row(rms.rhs).lhs ** 2,
+               eps=sp.Symbol("epsilon", positive=True))
         + verification(b, proofs=["rmsnorm-jacobian"], appendix="residual"),
         _display([(rms.lhs, scaled_bracket(rms.rhs))], b),
         "\\subsection{Residual paths}",

@@ -322,7 +322,7 @@ LSTM_VALUES = {"w_xi": 0.5, "w_hi": -0.3, "b_i": 0.1, "w_xf": 0.4, "w_hf": 0.6, 
 class LSTMExample(GRUExample):
     """The scalar LSTM at stated values, as :class:`GRUExample`: the one-step Jacobian is ``dc_1/dc_0`` at fixed
     ``h_0``, which is its carry ``f_1`` alone (``gate_terms`` 0); ``total`` is the total derivative ``dc_1/dc_0``,
-    the carry plus the path through ``h_0`` (:func:`crosscheck.notes.lstm_total_derivative`)."""
+    the carry plus the path through ``h_0`` (:func:`derive.gated.lstm_total_derivative`)."""
 
     total: float = 0.0
 
@@ -333,7 +333,7 @@ def lstm_example(values: Mapping[str, float] | None = None, steps: int = 2) -> L
     with the worked example's total derivative ``dc_1/dc_0`` as well."""
     from seqgrad.derive import gated
 
-    from .notes import lstm_total_derivative
+    from seqgrad.derive.gated import lstm_total_derivative
 
     net = gated.lstm(steps=steps)
     split = net.step_jacobian(1, wrt="c")

@@ -209,3 +209,9 @@ class GatedRNN(UnrolledCell):
         return self._zero_jac() if J is None else J
 
 
+def lstm_total_derivative(net, carry):
+    """``dc_1/dc_0`` of the unrolled LSTM ``net`` in total: ``carry`` (``f_1``) plus ``dc_1/dh_0 * dh_0/dc_0``."""
+    h0_of_c0 = net.program[net.h[0]].value
+    # the carry first, as the text names it, then the path through h_0
+    return rules.WrittenSum(carry, sp.Mul(net.step_jacobian(1, wrt="h").full, sp.diff(h0_of_c0, net.c[0]),
+                                          evaluate=False), evaluate=False)

@@ -288,8 +288,10 @@ def test_the_lstm_worked_example_prints_its_numbers(tmp_path):
     assert re.search(r"w_\{hf\} +&= " + re.escape(str(LSTM_VALUES["w_hf"])), lstm)  # the weights are stated
     assert "$h_{-1} = 0, c_{-1} = 0$" in lstm
     figures = lambda x: sp.latex(as_figures(x, 3))  # noqa: E731
-    assert re.search(r"\\frac\{\\partial c_\{1\}\}\{\\partial c_\{0\}\} +&= " + re.escape(figures(ex.jacobian)), lstm)
-    assert re.search(r"\\frac\{\\mathrm\{d\} c_\{1\}\}\{\\mathrm\{d\} c_\{0\}\} +&= " + re.escape(figures(ex.total)), lstm)
+    # the partial derivative at fixed h_0 with its subscript, the total one without (the notation table's two rows)
+    assert re.search(r"\\left\(\\frac\{\\partial c_\{1\}\}\{\\partial c_\{0\}\}\\right\)_\{h_\{0\}\} +&= "
+                     + re.escape(figures(ex.jacobian)), lstm)
+    assert re.search(r"\n\\frac\{\\partial c_\{1\}\}\{\\partial c_\{0\}\} +&= " + re.escape(figures(ex.total)), lstm)
     for name in ("w_hc", "b_f", "w_xo"):
         assert re.search(r"\\frac\{\\partial \\mathcal\{L\}\}\{\\partial " + re.escape(sp.latex(sp.Symbol(name)))
                          + r"\} +&= " + re.escape(figures(ex.gradients[name])), lstm), name

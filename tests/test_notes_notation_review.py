@@ -151,3 +151,22 @@ def test_no_display_gives_one_left_side_two_numbers(standalone_notes):
                 if values.setdefault(lhs, value[1]) != value[1]:
                     twice.append((lhs, values[lhs], value[1]))
     assert twice == []
+
+
+def test_rmsnorm_at_a_constant_row_scales_a_uniform_change_by_epsilon_over_rms_squared(standalone_notes):
+    """The notes said RMSNorm's Jacobian "still" sends a uniform change to 0 at a constant row: true for epsilon = 0
+    alone.  They now give the factor, epsilon / rms(x)^2; torch autograd of y = gamma x / rms(x) agrees."""
+    import torch
+
+    d, c, eps = 5, 0.3, 1e-2
+    gamma = torch.linspace(0.5, 1.5, d, dtype=torch.float64)
+    rmsnorm = lambda x: gamma * x / torch.sqrt((x ** 2).mean() + eps)  # noqa: E731
+    x = torch.full((d,), c, dtype=torch.float64)
+    J = torch.autograd.functional.jacobian(rmsnorm, x)
+    rms2 = c ** 2 + eps
+    # J 1 = (gamma / rms) * (epsilon / rms^2): the change 1, scaled entry by entry by gamma / rms as every output is
+    assert torch.allclose(J @ torch.ones(d, dtype=torch.float64), gamma / rms2 ** 0.5 * (eps / rms2))
+    body = standalone_notes.read_text(encoding="utf-8").split("\\appendix")[0]
+    said = " ".join(body[body.index("RMSNorm (Zhang"):].split("\\end{")[0].split())
+    assert "it still does at a constant row" not in said
+    assert r"\frac{\epsilon}{\operatorname{rms}^{2}{(x)}}" in said and "0 only without $\\epsilon$" in said

@@ -39,7 +39,7 @@ def test_layernorms_are_named_after_the_sublayer_they_feed(tex):
     encoder = part(tex, "\\section{The Transformer encoder block}", "\\section{")
     decoder = part(tex, "\\section{The Transformer decoder}", "\\section{")
     in_encoder = _subscripts(encoder, r"\\boldsymbol\{\\gamma\}")
-    assert len(in_encoder) == 2 and in_encoder == _subscripts(encoder, r"\\mathbf\{\\hat\{x\}\}")
+    assert len(in_encoder) == 2 and in_encoder == _subscripts(encoder, r"\\mathbf\{\\hat\{X\}\}")  # the normalized rows, X-hat
     in_decoder = _subscripts(decoder, r"\\operatorname\{LN\}")
     assert len(in_decoder) == 3
     jacobians = set(re.findall(r"\\mathbf\{J\}_\{\\mathrm\{LN\},\\mathrm\{([a-z]+)\}\}", tex))

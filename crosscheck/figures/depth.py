@@ -54,11 +54,10 @@ def product_label() -> str:
     return f"singular values of ${latex(_block_jacobian('L'))} \\cdots {latex(_block_jacobian(1))}$"
 
 CAPTIONS = {
-    "gradient-profile-pre-norm": "Pre-norm stacks at initialisation (the experiment of Xiong et al. 2020, Fig. 3, "
-        "in a smaller setting): the gradient of each layer's second MLP weight, {W2l} of layer `l`, the median of 8 "
-        "seeds (line) and the range of the seeds (band). At every depth it is largest at the layer nearest the input "
-        "and falls toward the output, the more so the deeper the stack (sixfold at `L = 48`), where Xiong et al. find it nearly equal "
-        "across the layers.",
+    "gradient-profile-pre-norm": "Pre-norm stacks at initialisation, the experiment of Xiong et al. (2020) in a "
+        "smaller setting: the gradient of each layer's second MLP weight {W2l}, median of 8 seeds (line) and their "
+        "range (band). At every depth it is largest next to the input and falls toward the output, the more so the "
+        "deeper the stack (sixfold at `L = 48`).",
     "gradient-profile-post-norm": "Post-norm stacks at initialisation (median of 8 seeds, band: their range): in the "
         "deep stack (`L = 48`) the gradient grows toward the output layers, more than tenfold from the first layer; "
         "at the first layer the seeds spread over more than two decades.",
