@@ -8,17 +8,8 @@ import re
 import pytest
 
 from test_notes_notation_clashes import formulas, part
+from test_notes_notation_gaps import _rows, tex  # noqa: F401 (tex: the handout's source, a fixture)
 from test_notes_symbols import letters_of
-
-
-@pytest.fixture(scope="module")
-def tex(standalone_notes):
-    return standalone_notes.read_text(encoding="utf-8")
-
-
-def _rows(tex: str) -> list[list[str]]:
-    table = part(tex, "\\label{tab:notation}", "\\end{longtable}")
-    return [line.rstrip(" \\").split(" & ") for line in table.splitlines() if line.count(" & ") == 2][1:]
 
 
 def _standing(letter: str, text: str) -> list[str]:
