@@ -79,7 +79,7 @@ def decoder_body(b, mark: str, verification=None) -> str:
                  "over the source words sum to 1.", b.notation)),
              b.figures("decoder"),
              _block_names(b),
-             _derivation("The decoder block (pre-norm)", dd.DecoderBlock().latex(b.notation),
+             _derivation("The pre-norm decoder block", dd.DecoderBlock().latex(b.notation),
                          words(f"output row `{q}` depends on no target row `j > {q}`, for every `T`", b.notation)
                          if holds else "\\textbf{NOT shown}"),
              (words(f"This holds for every `T`: the causal mask makes the weight of row `{q}` on every row `j > {q}` zero, so row "

@@ -101,7 +101,8 @@ def decoder(tmp_path_factory):
 
 def test_the_decoder_block_backward_pass_is_printed_at_the_level_of_its_sublayers(decoder):
     sub = decoder[decoder.index("Backwards, at the level of the sublayers"):decoder.index("\\paragraph{Parameter counts.}")]
-    assert decoder.index("\\paragraph{The decoder block (pre-norm)}") < decoder.index("Backwards, at the level of the sublayers")
+    # one parenthesis after the title, the scope of its proof (it read "The decoder block (pre-norm) (output row ...)")
+    assert decoder.index("\\paragraph{The pre-norm decoder block} (output row") < decoder.index("Backwards, at the level of the sublayers")
     assert _line(sub, r"\mathrm{d}\mathbf{B}_{\mathrm{mlp}}") == r"\mathrm{d}\mathbf{H'}"
     assert _line(sub, r"\mathrm{d}\mathbf{B}_{\mathrm{cross}}") == r"\mathrm{d}\mathbf{U}_{\mathrm{cross}}"
     assert _line(sub, r"\mathrm{d}\mathbf{B}_{\mathrm{self}}") == r"\mathrm{d}\mathbf{U}_{\mathrm{self}}"

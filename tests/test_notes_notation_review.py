@@ -161,3 +161,19 @@ def test_rmsnorm_at_a_constant_row_scales_a_uniform_change_by_epsilon_over_rms_s
     said = " ".join(body[body.index("RMSNorm (Zhang"):].split("\\end{")[0].split())
     assert "it still does at a constant row" not in said
     assert r"\frac{\epsilon}{\operatorname{rms}^{2}{(x)}}" in said and "0 only without $\\epsilon$" in said
+
+
+def test_the_jacobian_norms_caption_says_where_the_measured_norm_lies():
+    """Fig. 4's caption said the norm of the product "can be far smaller than the bounds", while that norm is the
+    plotted third curve: it now says the measured norm falls far below both as the distance grows, as the data do."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from seqgrad.crosscheck.figures import paths
+    from seqgrad.numeric.figures_paths import plot_jacobian_norms
+
+    measured, product, pascanu = (line.get_ydata() for line in plot_jacobian_norms(Figure().add_subplot()))
+    assert measured[0] > product[0] / 2 and measured[-1] < 1e-3 * product[-1] < 1e-3 * pascanu[-1]
+    assert "falls far below both as the distance grows" in paths.CAPTIONS["jacobian-product-norms"]
