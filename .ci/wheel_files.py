@@ -1,5 +1,5 @@
-"""Every file of the package folders is in the wheel, under its import name (``derive/x.py`` as
-``seqgrad/derive/x.py``).  The wheel is built from the sdist, so a file the sdist or the package data left out
+"""Every file of the package folders is in the wheel, under its import name (``derive/NAME.py`` as
+``seqgrad/derive/NAME.py``).  The wheel is built from the sdist, so a file the sdist or the package data left out
 is missing here; the sdist's own tests then need not rerun the documentation's console examples, which the
 README's test run ran on this tree.
 
