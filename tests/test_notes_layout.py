@@ -174,7 +174,7 @@ def test_4_no_group_of_equations_is_split_into_separately_centred_displays(hando
         for (_, end), (start, _) in zip(spans, spans[1:]):
             assert text[end:start].strip() != "", f"two displays back to back ({where}): {text[end - 120:start + 80]!r}"
     assert "\\displaybreak[0]" in body  # the tall groups (the GRU's and LSTM's BPTT, the encoder's backward pass)
-    decoder = body[body.index("\\subsection{Cross-attention}"):body.index("\\paragraph{The decoder block")]
+    decoder = body[body.index("\\subsection{Cross-attention}"):body.index("\\paragraph{The pre-norm decoder block")]
     assert decoder.count("\\begin{align*}") == 1 and "\\mathrm{d}\\mathbf{W}_{V}" in decoder  # forward to gradients
 
 

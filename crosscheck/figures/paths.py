@@ -33,7 +33,7 @@ CAPTIONS = {
         "red: exploding; colours are clipped at the colour bar's ends.",
     "jacobian-product-norms": "A vector tanh RNN, from the top: the Pascanu bound, the product of the single-step "
         "norms, and the spectral norm of the Jacobian product. Each is an upper bound of the one below it; the "
-        "measured norm of the product falls far below both as the distance grows.",
+        "norm of the product itself falls far below both as the distance grows.",
     "gradient-flow-rnn-gru-lstm": "Gradient (solid) and carry product (dashed) against the steps back. Left: at "
         "PyTorch's default initialisation all three cells lose the gradient alike. Right: with the keeping gate's bias "
         "raised by 3 the carry product shrinks slowly; the GRU's gradient follows it, the LSTM's drops tenfold at "
