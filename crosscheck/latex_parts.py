@@ -532,11 +532,17 @@ def paired_encoding(report, commutative: bool = True):
     :class:`derive.positional.ShiftReport`), as a function of the position: ``PE`` itself for an even width, and for
     an odd one ``PE`` subscripted with those coordinates (``PE_{0...3}`` at ``d = 5``), so that the shift is stated
     on the rows it holds for: ``R(k)`` is (d - 1) x (d - 1) there, and the unpaired sine is no part of it."""
+    return paired_function(report.unpaired, report.paired, commutative)
+
+
+def paired_function(unpaired, paired, commutative: bool = True):
+    """:func:`paired_encoding` of an encoding whose unpaired coordinate is ``unpaired`` (None at an even width) and
+    whose rotation acts on the coordinates ``paired``."""
     import sympy as sp
 
-    if report.unpaired is None:
+    if unpaired is None:
         return sp.Function("PE", commutative=commutative)
-    c = report.paired
+    c = paired
     return sp.Function(f"PE_{{{c[0]} \\ldots {c[-1]}}}" if _contiguous(c) else "PE_{" + ", ".join(map(str, c)) + "}",
                        commutative=commutative)
 

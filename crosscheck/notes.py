@@ -709,11 +709,16 @@ def _step(expr, j):
     return expr.subs(t, j)
 
 
+def _rms_call(rhs):
+    """The ``rms(x)`` the RMSNorm Jacobian ``rhs`` divides by."""
+    return next(a for a in rhs.atoms(sp.Function) if str(a.func) == "rms")
+
+
 def _rms_of_row(rhs):
     """``rms(x) = sqrt(epsilon + sum_j x_j^2 / d)``: the root mean square of the row that the RMSNorm Jacobian ``rhs``
     (:func:`derive.catalogue.get` ``("rmsnorm-jacobian")``) divides by, defined as the appendix's entry states it
     (summed over a feature j, as LayerNorm's mean is: k is the positional offset alone)."""
-    rms = next(a for a in rhs.atoms(sp.Function) if str(a.func) == "rms")
+    rms = _rms_call(rhs)
     d = next(v for v in rhs.free_symbols if v.name == "d")
     j = sp.Symbol("j", integer=True)
     x_j = sp.IndexedBase(str(rms.args[0]))[j]
@@ -729,7 +734,7 @@ def _RMS():
 
 def _rms_scaled(rhs):
     """``xtilde_i = x_i / rms(x)``: the scaled entries the RMSNorm Jacobian ``rhs`` is written in."""
-    rms = next(a for a in rhs.atoms(sp.Function) if str(a.func) == "rms")
+    rms = _rms_call(rhs)
     xt = next(a for a in rhs.atoms(sp.Indexed) if str(a.base) == "xtilde" and str(a.indices[0]) == "i")
     return sp.Eq(xt, sp.IndexedBase(str(rms.args[0]))[xt.indices] / rms, evaluate=False)
 
@@ -1019,14 +1024,12 @@ def _shift_numbers(b) -> list[str]:
 def _paired_encoding(d: int):
     """The encoding of width ``d`` restricted to its paired coordinates, as the positional section's worked example
     writes it (:func:`latex_parts.paired_encoding`), without proving the shift."""
-    import types
-
     from seqgrad.derive import positional
 
-    from .latex_parts import paired_encoding
+    from .latex_parts import paired_function
 
     pe = positional.Sinusoidal(d)
-    return paired_encoding(types.SimpleNamespace(unpaired=pe.unpaired(), paired=tuple(pe.shift_identity().R.coordinates)))
+    return paired_function(pe.unpaired(), tuple(pe.shift_identity().R.coordinates))
 
 
 def _row_shift(PE=sp.Function("PE")):
@@ -1258,7 +1261,7 @@ def residual_section(b) -> Part:
                gamma=_s("gamma", 1, 2), entry=rms.lhs.expr, xt=_rms_scaled(rms.rhs),
                # J 1 = (1 - x_i sum_j x_j / (d rms^2)) per entry; at x = c 1 that is 1 - c^2 / rms^2 = epsilon / rms^2
                # (a lecturer: "it still does at a constant row" held for epsilon = 0 alone)
-               factor=sp.Symbol("epsilon", positive=True) / _rms_of_row(rms.rhs).lhs ** 2,
+               factor=sp.Symbol("epsilon", positive=True) / _rms_call(rms.rhs) ** 2,
                eps=sp.Symbol("epsilon", positive=True))
         + verification(b, proofs=["rmsnorm-jacobian"], appendix="residual"),
         _display([(rms.lhs, scaled_bracket(rms.rhs))], b),
