@@ -1541,6 +1541,7 @@ def encoder_section(b) -> Part:
                                                                             and r.name.endswith("_vs_torch")],
                                                                  source="week06 §Block", appendix="encoder") + ".",
     ]
+    body += _encoder_parameters(b)
     labels = [f"tab:encoder-{name.replace('.', '-')}" for _, name, _ in ENCODER_SHOWN]
     records = {}
     tables = []
@@ -1594,6 +1595,30 @@ def encoder_section(b) -> Part:
         appendix += (f"\n\nThe proof of the block's backward pass, {code(BLOCK_PROOF)}, is stated with "
                      f"Section~\\ref{{sec:{owner}}}, in Appendix~\\ref{{app:{owner}}}, and said in this section's footnote.")
     return Part("\n\n".join(p for p in body if p), appendix)
+
+
+def _stated(rows) -> sp.Matrix:
+    """A matrix of the course's parameters as the text prints them: whole numbers as integers, the rest as decimals."""
+    return sp.Matrix([[sp.Integer(int(v)) if float(v).is_integer() else sp.Float(str(v)) for v in row] for row in rows])
+
+
+def _encoder_parameters(b) -> list[str]:
+    """The worked example's parameters as the course states them (:mod:`seqgrad.numeric.course`), stored output by
+    input: each head's query, key and value maps, the output map and the MLP's weights and biases, so that every
+    number of the example below can be recomputed from them and the input rows."""
+    from seqgrad.numeric import course
+
+    heads = [(h, maps) for h, maps in enumerate((course.HEAD1, course.HEAD2), start=1)]
+    rows = [(_s(f"{name}^[{h}]", len(maps[name]), len(maps[name][0])), _stated(maps[name]))
+            for h, maps in heads for name in ("W_Q", "W_K", "W_V")]
+    mlp = [("W_1", course.W1), ("b_1", [course.b1]), ("W_2", course.W2), ("b_2", [course.b2]), ("W_O", course.W_O)]
+    return [
+        _words("The parameters, as the course states them and stored output by input: the query, key and value maps "
+               "of head 1 (first line) and head 2, the MLP's weights and biases, and the output map {WO}. With the input "
+               "rows below they fix every number of the example.", b, WO=_s("W_O", 2, 2)),
+        _display(rows, b, columns=3),
+        _display([(_s(name, len(m), len(m[0])), _stated(m)) for name, m in mlp], b, columns=2),
+    ]
 
 
 def _encoder_table(b, rows, row_labels, col_labels, caption: str, label: str | None = None) -> str:

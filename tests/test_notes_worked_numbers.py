@@ -316,3 +316,24 @@ def test_the_residual_example_is_torch_autograd(tmp_path):
     with pytest.raises(worked_numbers.SeqgradValueError) as info:
         worked_numbers.residual_example(x=(1.0, 2.0), W=((1.0, 0.0),))
     assert info.value.argument == "x, W"
+
+
+def _printed_matrix(body: str, lhs: str) -> list[list[float]]:
+    """The entries of the matrix displayed as ``lhs = [...]`` in ``body``, as numbers."""
+    m = re.search(re.escape(lhs) + r" &= \\left\[\\begin\{matrix\}(.*?)\\end\{matrix\}\\right\]", body)
+    assert m, lhs
+    return [[float(c) for c in row.split(" & ")] for row in m.group(1).split("\\\\")]
+
+
+def test_the_encoder_example_states_every_parameter_before_its_numbers(encoder_body):
+    """A reader can recompute the example: every weight and bias of the course's block is displayed, stored output
+    by input (a head's maps 3 x 5, not the transposes the course prints for head 1), before the first table."""
+    example = encoder_body[encoder_body.index("\\subsection{Worked example}"):]
+    first_table = example.index("\\begin{table}")
+    stated = {r"\mathbf{W}_{O}": course.W_O, r"\mathbf{W}_{1}": course.W1, r"\mathbf{b}_{1}": [course.b1],
+              r"\mathbf{W}_{2}": course.W2, r"\mathbf{b}_{2}": [course.b2]}
+    for h, maps in ((1, course.HEAD1), (2, course.HEAD2)):
+        stated |= {rf"\mathbf{{W}}^{{[{h}]}}_{{{name[-1]}}}": maps[name] for name in ("W_Q", "W_K", "W_V")}
+    for lhs, values in stated.items():
+        assert _printed_matrix(example[:first_table], lhs) == [[float(v) for v in row] for row in values], lhs
+    assert len(_printed_matrix(example, r"\mathbf{W}^{[1]}_{K}")) == 3  # output by input, as in Table 1
