@@ -94,7 +94,8 @@ def proof_mark(b, names: Sequence[str], stated: Sequence[str] = ()) -> str:
     """"proved for every d >= 1" for the catalogue entries ``names`` (each proved now, within the
     document's time for a proof); "NOT proved" where one fails, "not proved within S s here" where one is slow.
     The further identities the section's appendix ``stated`` (each proved now too) are counted by how each was
-    established ("the appendix states 3 more identities: 2 proved symbolically for every size, ..."): their scopes
+    established when they share one ("the appendix states 3 more identities, proved symbolically for every size"),
+    else by the refuted ones alone ("..., 1 of them refuted by an exact counterexample (...)"): their scopes
     and symbols are in the appendix, under their headings."""
     from seqgrad.derive import catalogue
     from seqgrad.derive.prose import scope
@@ -131,8 +132,11 @@ def proof_mark(b, names: Sequence[str], stated: Sequence[str] = ()) -> str:
     if sum(counted.values()):
         n = sum(counted.values())
         how = [(k, words[kind]) for kind, k in counted.items() if k]
+        # one kind is said; of mixed kinds only the refuted ones, named (the tally of how each is established,
+        # "2 proved symbolically for every size, 11 at concrete sizes, ...", is the appendix's, under its headings)
         out.append(f"the appendix states {n} {'more ' if said else ''}identit{'y' if n == 1 else 'ies'}"
-                   + (f", {how[0][1]}" if len(how) == 1 else ": " + ", ".join(f"{k} {word}" for k, word in how)))
+                   + (f", {how[0][1]}" if len(how) == 1 else
+                      f", {counted['counterexample']} of them {words['counterexample']}" if counted["counterexample"] else ""))
     if bad:
         out.append("\\textbf{" + ("not proved" if len(bad) == len(names) + len(stated) else "not every statement is proved")
                    + "}" + named(b, bad))
@@ -1830,14 +1834,15 @@ def _section_list(names: Sequence[str]) -> str:
 
 def contents_sentence(bodies: dict[str, str]) -> str:
     """What the sections hold, from their text (``bodies``: section name -> body): the model and the general result in
-    every one; a worked example (:data:`WORKED_EXAMPLE`) and a figure where a section has them, named by number.
+    every one; how many work an example (:data:`WORKED_EXAMPLE`) and show a figure, in a word ("most", "some"), not a
+    list of the sections that lack them (a lecturer read "(all but Sections 9 and 10)" as a tally).
 
     The notation (Section 1) is no such section: the sentence counts the sections after it.
 
-    >>> contents_sentence({"rnn": "Worked example: ...", "paths": "\\\\begin{figure} ...", "gates": ""})
-    'Each section after the notation states the model, then the general result (for every sequence length and every width). Some of them then work a small instance as an example (Section~\\\\ref{sec:rnn}) and have a figure that shows the point (Section~\\\\ref{sec:paths}).'
-    >>> contents_sentence({"a": "Worked example", "b": "Worked example", "c": ""})[-84:]
-    'Most of them then work a small instance as an example (all but Section~\\\\ref{sec:c}).'
+    >>> contents_sentence({"rnn": "Worked example: ...", "paths": "\\\\begin{figure} ...", "gates": ""})[-99:]
+    'Some of them then work a small instance as an example, and some have a figure that shows the point.'
+    >>> contents_sentence({"a": "Worked example", "b": "Worked example", "c": ""})[-54:]
+    'Most of them then work a small instance as an example.'
     """
     worked = [n for n, body in bodies.items() if WORKED_EXAMPLE in body]
     figures = [n for n, body in bodies.items() if _has_figure(body)]
@@ -1846,20 +1851,18 @@ def contents_sentence(bodies: dict[str, str]) -> str:
     if set(worked) == set(figures) == set(bodies):
         return text[:-1] + ", then a small worked example and a figure that shows the point."
 
-    def which(have: list[str], plural: str) -> str:
-        missing = [n for n in bodies if n not in have]
-        if not missing:
-            return plural
-        if len(missing) < len(have):
-            return f"{plural} (all but {_section_list(missing)})"
-        return f"{plural} ({_section_list(have)})"
+    def how_many(have: list[str]) -> str:
+        return "all" if len(have) == len(bodies) else "most" if 2 * len(have) > len(bodies) else "some"
 
-    said = [which(have, plural) for have, plural in ((worked, "work a small instance as an example"),
-                                                       (figures, "have a figure that shows the point")) if have]
+    said = [(how_many(have), plural) for have, plural in ((worked, "work a small instance as an example"),
+                                                          (figures, "have a figure that shows the point")) if have]
     if not said:
         return text
-    most = all(2 * len(have) > len(bodies) for have in (worked, figures) if have)
-    return text + f" {'Most' if most else 'Some'} of them then " + " and ".join(said) + "."
+    (first, did), rest = said[0], said[1:]
+    sentence = f" {first.capitalize()} of them then {did}"
+    for many, plural in rest:  # "and most have ...": the two groups are not the same sections
+        sentence += f", and {many} {plural}"
+    return text + sentence + "."
 
 
 def introduction(b, names: Sequence[str], appendix: bool, bodies: dict[str, str] | None = None) -> str:

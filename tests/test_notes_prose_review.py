@@ -89,7 +89,7 @@ def parenthesized(text: str) -> str:
     raise AssertionError(text)
 
 
-_COUNTED = re.compile(r"(\d+) (refuted by an exact counterexample|\\textbf\{not (?:every statement is )?proved\})")
+_COUNTED = re.compile(r"(\d+) (?:of them )?(refuted by an exact counterexample|\\textbf\{not (?:every statement is )?proved\})")
 
 
 def test_a_refuted_identity_is_named_with_its_page(handout):
