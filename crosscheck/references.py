@@ -38,7 +38,7 @@ REFERENCES = (
     Reference("Vaswani 2017", (r"Vaswani et al\.,? \(?2017",),
               r"A.~Vaswani, N.~Shazeer, N.~Parmar, J.~Uszkoreit, L.~Jones, A.~N.~Gomez, {\L}.~Kaiser and I.~Polosukhin. "
               r"Attention is all you need. NeurIPS 2017."),
-    Reference("Xiong 2020", (r"Xiong et al\.(,? \(?2020|, On Layer Normalization)",),
+    Reference("Xiong 2020", (r"Xiong et al\.,? \(?2020",),
               r"R.~Xiong, Y.~Yang, D.~He, K.~Zheng, S.~Zheng, C.~Xing, H.~Zhang, Y.~Lan, L.~Wang and T.-Y.~Liu. On "
               r"layer normalization in the Transformer architecture. ICML 2020."),
     Reference("Zhang 2019", (r"Zhang (\\&|and) Sennrich,? \(?2019",),

@@ -81,3 +81,14 @@ def test_the_layernorm_section_states_rmsnorm_and_its_proved_jacobian(tmp_path):
     assert section.index("RMSNorm") > section.index("\\mathrm{d}\\boldsymbol{\\beta}")  # after LayerNorm's backward pass
     assert str(notes._rms_scaled(rms.rhs)) == "Eq(xtilde[i], x[i]/rms(x))"
     assert str(notes._rms_of_row(rms.rhs).rhs) == "sqrt(epsilon + Sum(x[j]**2, (j, 0, d - 1))/d)"
+
+
+def test_the_body_cites_a_work_by_author_and_year_only(chapter_notes):
+    """One citation style: "Xiong et al. (2020)", never the work's title in the text ("Xiong et al., On Layer
+    Normalization in the Transformer Architecture, 2020" in a paragraph of the residual section); the title is the
+    reference list's."""
+    source = chapter_notes.read_text(encoding="utf-8")
+    body = source[:source.index("\\section*{References}")]
+    for work in references.REFERENCES:
+        title = re.sub(r"^.*?[a-z]\. ", "", work.entry.replace("~", " ")).split(". ")[0]  # after the authors' names
+        assert len(title.split()) >= 4 and title.lower() not in body.replace("~", " ").lower(), (work.key, title)

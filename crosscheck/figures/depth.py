@@ -78,7 +78,7 @@ READINGS = {
     "gradient-near-output-vs-depth": "The stacks are of `L` encoder blocks of width 16, 2 heads, MLP width 32, 8 tokens "
         "(Xavier-normal weights, zero biases; median of 8 seeds). "
         "Pre-norm: fitted log-log slope -0.53, against -0.5 for the dotted `1/sqrt(L)` line of Theorem 1 of "
-        "Xiong et al., On Layer Normalization in the Transformer Architecture, 2020: the curve falls slower than that "
+        "Xiong et al. (2020): the curve falls slower than that "
         "line for shallow stacks and faster for deep ones, so it crosses it. Post-norm: fitted slope -0.01.",
     "gradient-profile-pre-norm": "The stacks have width 16, 2 heads, MLP width 32, 8 tokens (median of 8 seeds; the "
         "band runs from the smallest seed to the largest, widest at the first layers). Xiong et al. report nearly "
