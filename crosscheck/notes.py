@@ -933,7 +933,8 @@ def positional_section(b) -> Part:
         _words("Self-attention without a mask is permutation-equivariant: reordering its input rows reorders its "
                "output rows the same way, so it cannot tell two orders of the same tokens apart (", b)
         + "Appendix~\\ref{app:attention} " + _words("proves it for every size; a causal mask, which does depend on "
-                                                      "the order, comes in", b) + " Section~\\ref{sec:decoder}). "
+                                                      "the order, is set up at the end of", b)
+        + " Section~\\ref{sec:attention} " + _words("and used by the decoder,", b) + " Section~\\ref{sec:decoder}). "
         + _words("The position `pos` of each token is therefore added to its embedding as a vector of sines and "
                  "cosines, one frequency per pair of coordinates (Vaswani et al. 2017, section 3.5):", b),
         _display([(PE(pos, 2 * j), sp.sin(omega * pos)), (PE(pos, 2 * j + 1), sp.cos(omega * pos)),

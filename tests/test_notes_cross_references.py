@@ -29,3 +29,15 @@ def test_a_present_reference_is_kept():
     document = "\\section{A}\\label{sec:rnn} see Section~\\ref{sec:rnn} and Appendix~\\ref{app:rnn}"
     assert without_absent_references(document, document) == (
         "\\section{A}\\label{sec:rnn} see Section~\\ref{sec:rnn} and the appendix of the complete notes")
+
+
+def test_the_positional_section_points_to_the_section_that_sets_up_the_causal_mask(chapter_notes):
+    """A reader sent to "Section 9" for the causal mask found it set up at the end of Section 6 (the mask M,
+    M_{t,j} = -infinity for j > t): the pointer names that section first, and the decoder as the one using it."""
+    tex = chapter_notes.read_text(encoding="utf-8")
+    body = tex[:tex.index("\\appendix")]
+    sections = dict(re.findall(r"\\section\{[^}]*\}\\label\{sec:(\w+)\}(.*?)(?=\\section|\Z)", body, re.S))
+    defined = [name for name, text in sections.items() if "{M}_{t,j} = -\\infty" in text]
+    assert defined == ["attention"]
+    pointer = sections["positional"][sections["positional"].index("a causal mask"):]
+    assert re.findall(r"\\ref\{sec:(\w+)\}", pointer[:pointer.index(")")]) == ["attention", "decoder"]
