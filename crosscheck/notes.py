@@ -752,6 +752,30 @@ def _relation(rel, b) -> str:
 
 # --------------------------------------------------------------------------- 3. GRU and LSTM
 
+def _shared_bias_gradients(b, rows) -> list[str]:
+    """What the gradient rows of a cell with two biases per gate (the GRU, PyTorch's convention) show: biases that
+    enter a pre-activation only through their sum have equal gradients, read off the derived rows (equal right-hand
+    sides); a recurrent bias ``b_h.`` whose gradient differs from its input bias's ``b_x.`` is multiplied by
+    something first (the GRU's reset gate times ``b_hn``).  [] for a cell with one bias per gate (the LSTM)."""
+    from seqgrad.derive.latex_settings import Partial
+    from seqgrad.derive.step_sum import StepSum
+
+    grads = {str(lhs.wrt): (lhs, rhs) for lhs, rhs, *_ in (r.display_row() for r in rows) if str(lhs.wrt).startswith("b_")}
+    pairs = [(grads[x], grads["b_h" + x[3:]]) for x in grads if x.startswith("b_x") and "b_h" + x[3:] in grads]
+    equal = [sp.Eq(bx[0], bh[0], evaluate=False) for bx, bh in pairs if sp.simplify(bx[1] - bh[1]) == 0]
+    if not equal:
+        return []
+    said = _words("Where a gate's two biases enter its pre-activation only through their sum, their gradients are "
+                  "equal: " + _listed([f"{{e{k}}}" for k in range(len(equal))]) + ".", b,
+                  **{f"e{k}": e for k, e in enumerate(equal)})
+    for bx, bh in pairs:  # a recurrent bias multiplied first: its summand is the input bias's times that factor
+        if isinstance(bx[1], StepSum) and isinstance(bh[1], StepSum) and sp.simplify(bx[1] - bh[1]) != 0:
+            factor = sp.simplify(bh[1].args[0] / bx[1].args[0])  # the summands (a sum over the steps: summand, 0, T-1)
+            said += " " + _words("Not so for {bh}: {factor} multiplies it before it joins the pre-activation, so its gradient is {grad}.",
+                                 b, bh=bh[0].wrt, factor=factor, grad=sp.Eq(bh[0], bh[1], evaluate=False))
+    return [said]
+
+
 def gates_section(b) -> Part:
     from seqgrad.derive import builtin_cells, gated
 
@@ -779,6 +803,7 @@ def gates_section(b) -> Part:
                  _display(_rows(gd.backward_rows()), b),
                  _words("Every weight is shared by all steps, so its gradient is again a sum over `t`:", b),
                  _display(_rows(gd.gradient_rows()), b, columns=2)]
+        body += _shared_bias_gradients(b, gd.gradient_rows())
         body += _gate_example(b, title, net, wrt, prev, state)
     carries = (_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
                        "carries shrink only by the gate's value per step, where a plain RNN's product shrinks by its "

@@ -337,3 +337,20 @@ def test_the_encoder_example_states_every_parameter_before_its_numbers(encoder_b
     for lhs, values in stated.items():
         assert _printed_matrix(example[:first_table], lhs) == [[float(v) for v in row] for row in values], lhs
     assert len(_printed_matrix(example, r"\mathbf{W}^{[1]}_{K}")) == 3  # output by input, as in Table 1
+
+
+def test_the_gru_section_says_which_bias_gradients_are_equal():
+    """PyTorch's GRU has two biases per gate; torch autograd of nn.GRU shows the reset and update gates' two bias
+    gradients equal and the candidate's differ (the reset gate multiplies b_hn): the notes say exactly that."""
+    torch.manual_seed(0)
+    gru = torch.nn.GRU(1, 1, dtype=F64)
+    out, _ = gru(torch.randn(4, 1, 1, dtype=F64))
+    out.sum().backward()
+    b_ih, b_hh = gru.bias_ih_l0.grad, gru.bias_hh_l0.grad  # PyTorch's gate order r, z (update), n
+    assert torch.allclose(b_ih[:2], b_hh[:2]) and not torch.allclose(b_ih[2], b_hh[2])
+    from seqgrad.derive import builtin_cells
+
+    said = notes._shared_bias_gradients(_build(None), builtin_cells.gru_cell().general().gradient_rows())[0]
+    equal = said[:said.index("Not so for $b_{hn}$: $r_{t}$ multiplies it")]
+    assert re.findall(r"b_\{x(\w)\}", equal) == re.findall(r"b_\{h(\w)\}", equal) == ["r", "u"], equal
+    assert notes._shared_bias_gradients(_build(None), builtin_cells.lstm_cell().general().gradient_rows()) == []
