@@ -189,3 +189,13 @@ def test_power_curve_legend_lists_the_highest_curve_first():
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == [r"$\rho = 1.2$", r"$\rho = 1$", r"$\rho = 0.8$"]
     assert [line.get_label() for line in fp.top_down(lines)] == legend
+
+
+def test_the_heatmap_caption_names_the_level_its_contour_is_drawn_at():
+    """The caption said "the black contour is 1": the contour is drawn at log10 = 0 of the colour's quantity, the
+    sensitivity, and the caption says so (a sensitivity of exactly 1)."""
+    from seqgrad.crosscheck.figures.paths import CAPTIONS
+
+    _, contour = fp.plot_sensitivity_heatmap(_ax(), T=20)
+    assert list(contour.levels) == [0.0]
+    assert "the black contour marks a sensitivity of exactly 1 (log10 0" in CAPTIONS["sensitivity-heatmap"]

@@ -29,8 +29,8 @@ CAPTIONS = {
         "input 1 the state saturates, the slope is small, and the sensitivity vanishes (left panel, dozens of "
         "decades) although `w_h > 1`.",
     "sensitivity-heatmap": "The sensitivity of the last state to the state at step `t` of a scalar tanh RNN (log10, "
-        "colour), over the step `t` and the recurrent weight `w_h`; the black contour is 1 (no change). Blue: vanishing, "
-        "red: exploding; colours are clipped at the colour bar's ends.",
+        "colour), over the step `t` and the recurrent weight `w_h`; the black contour marks a sensitivity of "
+        "exactly 1 (log10 0: no change). Blue: vanishing, red: exploding; colours are clipped at the colour bar's ends.",
     "jacobian-product-norms": "A vector tanh RNN, from the top: the Pascanu bound, the product of the single-step "
         "norms, and the spectral norm of the Jacobian product. Each is an upper bound of the one below it; the "
         "norm of the product itself falls far below both as the distance grows.",
