@@ -74,7 +74,7 @@ def plot_output_gradient_vs_depth(ax, study: depth.GradientStudy) -> list:
         plain_log_ticks(axis)
     ax.set_xlabel("depth $L$ (blocks)")
     ax.set_ylabel(r"$\|\partial \mathcal{L}/\partial \mathbf{W}_2^{(L)}\|_F$")
-    ax.set_title("Gradient near the output vs depth (Xiong et al. 2020)")
+    ax.set_title("Gradient near the output vs depth")
     ax.legend(handles=top_down(lines))  # post-norm, the highest at the right end, first
     return lines
 

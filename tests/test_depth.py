@@ -157,3 +157,13 @@ def test_depth_legend_lists_post_norm_first_as_it_lies_highest(grads):
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert post.get_ydata()[-1] > max(pre.get_ydata()[-1], reference.get_ydata()[-1])
     assert legend[0] == post.get_label()
+
+
+def test_the_depth_figures_title_cites_no_work(grads):
+    """"(Xiong et al. 2020)" in the title read as if the figure showed their data; it shows this experiment, whose
+    setting differs from theirs (the text says how): the citation is the text's."""
+    from seqgrad.crosscheck.references import CITATION
+
+    ax = _ax()
+    fd.plot_output_gradient_vs_depth(ax, grads)
+    assert ax.get_title() and not CITATION.search(ax.get_title()), ax.get_title()
