@@ -875,15 +875,15 @@ def _lstm_numbers(b, J, total) -> list[str]:
             if ex.rows[0][zf] == 0 else "")
     return _gated_numbers(b, ex, "LSTM", "tab:lstm-numbers",
                           [sp.Eq(_at("h", -1), 0, evaluate=False), sp.Eq(_at("c", -1), 0, evaluate=False)], columns=3,
-                          said="the partial derivative above, its carry and the total derivative are", zero=zero,
-                          shown=[(J, ex.jacobian), (ex.split.carry, ex.carry), (total, ex.total)])
+                          said="the partial derivative above, which is its carry, and the total derivative are",
+                          zero=zero, shown=[(J, ex.split.carry, ex.jacobian), (total, ex.total)])
 
 
 def _gated_numbers(b, ex, title: str, label: str, initial, columns: int, said: str, shown, zero: str = "") -> list[str]:
     """A gated cell's worked example with numbers (``ex``, :func:`crosscheck.worked_numbers.gru_example` or
     :func:`~crosscheck.worked_numbers.lstm_example`): the stated weights (in ``columns`` columns), inputs, target and
     ``initial`` states, the head's values, a table (``label``) of every quantity of the section at each step, the
-    pairs ``shown`` (an expression and its value) that ``said`` names, and every weight's gradient; ``zero`` says,
+    rows ``shown`` (an expression, what it equals where that is said too, and its value) that ``said`` names, and every weight's gradient; ``zero`` says,
     after the table's reference, why an entry of it is 0 ("" where none needs saying)."""
     from seqgrad.derive.latex_settings import Partial
 
@@ -907,7 +907,7 @@ def _gated_numbers(b, ex, title: str, label: str, initial, columns: int, said: s
             "gives every quantity of the section at both steps: the forward pass down to {h1}, then the adjoints of "
             "the backward recursion from {gh1} down to step 0", b, h1=net.h[-1], gh1=_grad("h", len(ex.rows) - 1))
         + zero + _words(". At these values " + said, b),
-        _display([(lhs, figures(v)) for lhs, v in shown], b),
+        _display([(lhs, [*between, figures(v)] if between else figures(v)) for lhs, *between, v in shown], b),
         _numbers_table(b, header, rows, _words(f"The two-step scalar {title} at the values stated in the text: each "
                                               "quantity of the section's forward pass and backward recursion at "
                                               "`t = 0` and `t = 1`.", b), label),
