@@ -348,8 +348,8 @@ NOTES_SYMBOL_NAMES = {"w_o": "w_{y}"}
 
 
 #: The notes' maps whose value is a matrix, set in bold as every matrix: the positional encodings' rotation ``R(k)``
-#: and its blocks ``B_j(k)``.
-NOTES_MATRICES = frozenset({"R", "B_j"})
+#: and its blocks ``R_j(k)``.
+NOTES_MATRICES = frozenset({"R", "R_j"})
 
 
 def notes_notation(notation: Notation) -> Notation:

@@ -981,7 +981,7 @@ def positional_section(b) -> Part:
                paired=paired_encoding(report)(pos), first=report.paired[0], last=report.paired[-1], PEpos=PE(pos),
                alpha=sp.Function("alpha")(k),
                shift=_row_shift(paired_encoding(report))),
-        _display(_rotation_rows(odd.R, j)[:1], b),  # its blocks are the B_j(k) of the general result
+        _display(_rotation_rows(odd.R, j)[:1], b),  # its blocks are the R_j(k) of the general result
         "Table~\\ref{tab:pe-shift-properties} " + _words("lists what makes {Rk} a rotation at this width: it is orthogonal, "
                "its determinant is 1, two shifts compose into one, and the unpaired coordinate has no shift of its own.",
                b, Rk=sp.Function("R")(k)),
@@ -1076,7 +1076,7 @@ def _rotation_rows(rotation, j):
     from seqgrad.derive import positional
 
     (R, blocks, where), (B, block) = rotation.rows()[:2]
-    Bj = sp.Function(f"B_{j.name}")
+    Bj = sp.Function(f"R_{j.name}")
     renamed = lambda e: e.xreplace({positional.i_: j}).replace(B.func, Bj) if isinstance(e, sp.Basic) else e  # noqa: E731
     return [(R, renamed(blocks), tuple(renamed(w) for w in where) if isinstance(where, tuple) else where),
             (renamed(B), renamed(block).T)]
@@ -1104,8 +1104,8 @@ def _entrywise(statement, matrix):
 
 def _named_rotation(row, name):
     """The shift ``row`` of :func:`_as_rows` as two short lines: the pair's rotation defined under its ``name``
-    (``B_j(k) = [[cos, -sin], [sin, cos]]``), then the shift with the name in its place, so that neither is spread
-    over four lines nor the rotation printed twice (the worked example's blocks are the same B_j(k))."""
+    (``R_j(k) = [[cos, -sin], [sin, cos]]``), then the shift with the name in its place, so that neither is spread
+    over four lines nor the rotation printed twice (the worked example's blocks are the same R_j(k))."""
     lhs, (v, B), where = row[0], row[1].args, row[2]
     return [(name, B), (lhs, sp.MatMul(v, name, evaluate=False), where)]
 
@@ -1988,7 +1988,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.Function("R")(sp.Symbol("k")), "rotation of the encodings by the offset `k`: one rotation by the angle "
          "`omega_j*k` per coordinate pair, so that {shift} at an even width; at an odd width it is `d - 1` by `d - 1` and "
          "rotates the paired coordinates (the last one has no partner)", Shape(d, d)),
-        (sp.Function("blockdiag")(sp.Function("B_j")(sp.Symbol("k"))), "the block-diagonal matrix with the blocks "
+        (sp.Function("blockdiag")(sp.Function("R_j")(sp.Symbol("k"))), "the block-diagonal matrix with the blocks "
          "{Bj}, one per pair `j` (each 2 by 2)", Shape(d, d)),
         (sp.Symbol("q"), "a second position, beside `pos` (the dot product of two encodings, appendix)", one,
          "positional"),
@@ -2221,7 +2221,7 @@ def notation_section(b) -> str:
                               evaluate=False),
                 "a": matrix("a", 1, 2), "sdev": matrix("s"), "dO": matrix("dO"), "dS": matrix("dS"), "dY": matrix("dY"),
                 "conv": Shape(sp.Symbol("H_out"), sp.Symbol("W_out")), "O": matrix("O"), "S": matrix("S"),
-                "headi": matrix(f"W_Q^[{HEAD_INDEX}]"), "Zmlp": matrix("Z_mlp"), "it": _at("i", t), "h": sp.Symbol(HEAD_INDEX), "side": sp.Symbol("k"), "Bj": sp.Function("B_j")(k),
+                "headi": matrix(f"W_Q^[{HEAD_INDEX}]"), "Zmlp": matrix("Z_mlp"), "it": _at("i", t), "h": sp.Symbol(HEAD_INDEX), "side": sp.Symbol("k"), "Bj": sp.Function("R_j")(k),
                 "ij": sp.Eq(sp.Symbol("i"), sp.Symbol("j"), evaluate=False),
                 "wavelength": sp.Eq(sp.Symbol("lambda_j"), 2 * sp.pi / sp.Symbol("omega_j"), evaluate=False),
                 "pad": sp.Symbol("pad"), **_norm_names()}

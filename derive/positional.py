@@ -214,7 +214,7 @@ class Rotation(Derivation):
     def rows(self) -> list:
         """R(k) as the text writes it: one 2 x 2 rotation by k omega_i per pair, and the frequencies."""
         m = len(self.blocks)
-        B = sp.Function("B_i")
+        B = sp.Function("R_i")  # block i of R(k) (B is the attention output)
         out = [(sp.Function("R")(self.shift), sp.Function("blockdiag")(B(self.shift)),
                 ("one block per pair, ", sp.Contains(i_, sp.Range(0, m), evaluate=False)) if m else "no pairs")]
         out.append((B(self.shift), rotation_matrix(omega_[i_], self.shift)))

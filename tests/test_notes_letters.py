@@ -142,14 +142,15 @@ def test_the_path_length_is_t_minus_tau(standalone_notes):
 
 
 def test_the_rotation_and_the_identity_are_bold_as_every_matrix(build, table):
-    """R(k) (a d by d matrix) and its blocks B_j(k) were italic, and the identity of the PE table a plain I beside the
+    """R(k) (a d by d matrix) and its blocks R_j(k) (once B_j(k), the letter of the attention output) were italic, and the identity of the PE table a plain I beside the
     bold I of the residual section: every matrix is bold, in the table, the section and the properties' table."""
     body = notes.positional_section(build).body
-    assert r"\mathbf{R}{(k)}" in table and r"\operatorname{blockdiag}{(\mathbf{B}_{j}{(k)})}" in table
-    assert r"\mathbf{R}{(k)} &= \operatorname{blockdiag}{(\mathbf{B}_{j}{(k)})}" in body
+    assert r"\mathbf{R}{(k)}" in table and r"\operatorname{blockdiag}{(\mathbf{R}_{j}{(k)})}" in table
+    assert r"\mathbf{R}{(k)} &= \operatorname{blockdiag}{(\mathbf{R}_{j}{(k)})}" in body
+    assert "B_{j}" not in body and "B_{j}" not in table  # B is the attention output's letter
     assert r"$\mathbf{R}{(k)}^{\top} \mathbf{R}{(k)} = \mathbf{I}$" in body
     assert r"$\mathbf{R}{(a)} \mathbf{R}{(b)} = \mathbf{R}{(a + b)}$" in body
-    assert not re.search(r"(?<![A-Za-z{])R\{\(|(?<![A-Za-z{])B_\{j\}\{\(|= I\$", body)
+    assert not re.search(r"(?<![A-Za-z{])R\{\(|(?<![A-Za-z{])R_\{j\}\{\(|= I\$", body)
 
 
 def test_diag_prints_one_way():
