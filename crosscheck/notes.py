@@ -1007,12 +1007,11 @@ def _shift_table(report, b) -> str:
             + tabular(header, rows, "l" + "p{6.5cm}" + ("" if every else "p{1.5cm}")) + "\n\\end{table}")
 
 
-def _depth_pointers(b, later: dict, profiles: bool) -> list[str]:
-    """The paragraph that points to the depth figures ``later`` (stem -> what it shows) of the gradient profiles
-    (``profiles``) or of the Jacobian products (the others), and those figures after it."""
+def _depth_pointers(b, later: dict, stems: Sequence[str]) -> list[str]:
+    """The paragraph that points to the depth figures ``stems`` (of ``later``: stem -> what it shows), and those
+    figures after it."""
     from seqgrad.derive import residual
 
-    stems = [stem for stem in later if stem.startswith("gradient-profile") == profiles]
     return [_pointers(b, "depth", {stem: later[stem] for stem in stems}, Jl=residual.block_jacobian()),  # as the
             _figure(b, "depth", stems)]  # figure's caption and axis print it
 
@@ -1238,8 +1237,9 @@ def residual_section(b) -> Part:
         "gradient-profile-pre-norm":
             "shows the gradient of every layer of pre-norm stacks of 4, 16 and 48 blocks: largest at the layer "
             "nearest the input and falling toward the output, the more so the deeper the stack.",
-        "gradient-profile-post-norm":
-            "shows the same for post-norm stacks: in the deepest the gradient grows toward the output layers.",
+        "gradient-profile-post-norm":  # after the worked example of one connection: it names what it shows
+            "shows the gradient of every layer of post-norm stacks of 4, 16 and 48 blocks: in the deepest it grows "
+            "toward the output layers.",
         "jacobian-product-singular-values-pre-norm":
             "follows the identity paths through a whole pre-norm stack: with the residual bypass the singular values "
             "of the product of the blocks' Jacobians {Jl} stay away from 0 at every depth; without it, from four blocks "
@@ -1323,17 +1323,21 @@ def residual_section(b) -> Part:
         # each figure right after the paragraph that first points to it, so that it floats to that page or the next
         # (all five after the last of them, four float pages in a row ran ahead of the text that cites them)
         _figure(b, "depth", [depth_first]),
-        # the worked examples (one connection with numbers; the product of three layers' Jacobians) before the
-        # gradient profiles: with the profiles' paragraph right after Figure 7's, the page after it held Figures 7
-        # and 8, and Figure 9 stood two pages after its citation
+        # the five depth figures take two pages of floats to about one of text: each pointer stands between the worked
+        # examples so that its figure floats to its page or the next (the gradient profiles of pre-norm, then
+        # post-norm stacks, on either side of the connection with numbers; the product of three layers' Jacobians
+        # before the singular values of a whole stack's product). With all four pointers on the page after Figure
+        # 7's, the profiles took the page after it and the products the next, two pages past their text.
+        *_depth_pointers(b, depth_later, ["gradient-profile-pre-norm"]),
         *_residual_numbers(b),
+        *_depth_pointers(b, depth_later, ["gradient-profile-post-norm"]),
         _words("Worked example, three residual layers: the product of the three Jacobians is a sum over the eight paths "
                "through the stack, one of them the identity.", b)
         + verification(b, proofs=["residual-depth-expansion"], appendix="residual"),
         _display([(residual.branch_jacobians(lhs), residual.branch_jacobians(chain[-1]))
                   for lhs, chain in _chain_rows(residual.DepthProduct(L=3, d=2))], b),
-        *_depth_pointers(b, depth_later, profiles=True),
-        *_depth_pointers(b, depth_later, profiles=False),
+        *_depth_pointers(b, depth_later, ["jacobian-product-singular-values-pre-norm",
+                                          "jacobian-product-singular-values-post-norm"]),
     ]
     from .latex_parts import check_status
 
@@ -1572,46 +1576,50 @@ def encoder_section(b) -> Part:
                                                                  source="week06 §Block", appendix="encoder") + ".",
     ]
     body += _encoder_parameters(b)
-    labels = [f"tab:encoder-{name.replace('.', '-')}" for _, name, _ in ENCODER_SHOWN]
+    # head 1's weights A on H_0 as a table only where the notes do not draw them (Fig. fig10_A writes every weight in
+    # its cell): the table and the figure printed the same numbers twice, with different digits
+    shown = [entry for entry in ENCODER_SHOWN if entry[1] != "head1.A" or not b.shows("encoder", "fig10_A")]
+    label = lambda name: f"tab:encoder-{name.replace('.', '-')}"  # noqa: E731
+    ref = lambda name: f"~\\ref{{{label(name)}}}"  # noqa: E731
     records = {}
-    tables = []
-    for (stage, name, caption), label in zip(ENCODER_SHOWN, labels):
+    tables = {}
+    for stage, name, caption in shown:
         record = records.setdefault(stage, course.trace(stage, device=b.device))
         for _, rows, row_labels, col_labels in trace_tables(stage, record, [name], tokens):
-            tables.append(_encoder_table(b, rows, row_labels, col_labels, _words(caption, b, **ENCODER_MATRICES), label))
-    ref = lambda i: f"~\\ref{{{labels[i]}}}"  # noqa: E731
+            tables[name] = _encoder_table(b, rows, row_labels, col_labels, _words(caption, b, **ENCODER_MATRICES),
+                                          label(name))
     # each table and figure after the paragraph that first points to it (the five figures after the three tables ran
     # four float pages past their text); the tables and figures of head 1 on H_0 are said to be that, the course's
     # attention example, and the block's forward pass is the encoder's output
     body += [
-        _sentences(_words("The input rows {H0} are given in Table", b, **ENCODER_MATRICES) + ref(0) + ".",
+        _sentences(_words("The input rows {H0} are given in Table", b, **ENCODER_MATRICES) + ref("H0") + ".",
                    b.pointer("encoder", "fig06_identity_position", _words(
                        "shows them: the token identities, the positions and their sum, on one colour scale.", b))),
-        tables[0],
+        tables["H0"],
         _figure(b, "encoder", ["fig06_identity_position"]),
     ]
     # the block's own output first, then its backward pass; the course's attention example, one head on H_0 (said not
-    # to be a step of the block), closes the section, so that its table and three figures float from the section's
-    # end (before it, they ran up to three pages past the paragraph that cites them)
+    # to be a step of the block), closes the section, so that its figures (and a table of A where they are not drawn)
+    # float from the section's end (before it, they ran up to three pages past the paragraph that cites them)
     body += [
         _words("The block's forward pass itself, both heads on {Y1}, the MLP sublayer and the final LayerNorm, ends in "
-               "the encoder's output of Table", b, **ENCODER_MATRICES) + ref(2) + ".",
-        tables[2],
+               "the encoder's output of Table", b, **ENCODER_MATRICES) + ref("H_enc") + ".",
+        tables["H_enc"],
     ]
     body += _encoder_backward(b, tokens)
     body += [
-        _words("The course's attention example applies one head, head 1, to {H0} itself, not to the block's LayerNorm "
-               "output {Y1}; Table", b, **ENCODER_MATRICES) + ref(1)
-        + _words({0: " shows", 1: " and the figure that follows show"}.get(
-                     sum(b.shows("encoder", f) for f in ENCODER_HEAD_FIGURES), " and the figures that follow show") + " that example, one head on {H0}, not a step of the block's forward pass.", b,
-                 **ENCODER_MATRICES) + " " + _sentences(
+        _sentences(
+            _words("The course's attention example applies one head, head 1, to {H0} itself, not to the block's "
+                   "LayerNorm output {Y1}: it is one head on {H0}, not a step of the block's forward pass.", b,
+                   **ENCODER_MATRICES),
+            _words("Table", b) + ref("head1.A") + _words(" gives its weights.", b) if "head1.A" in tables else "",
             b.pointer("encoder", "fig09_S", _words("shows the scaled scores of head 1 on {H0}, and", b,
                                                    **ENCODER_MATRICES)),
-            b.pointer("encoder", "fig10_A", _words("its weights, the softmax of each row, as in the table", b)
+            b.pointer("encoder", "fig10_A", _words("its weights, the softmax of each row", b)
                       + ((_words(" (Section", b) + "~\\ref{sec:decoder} "
                           + _words("shows what the decoder's causal mask makes of them).", b))
                          if b.shows("encoder", "fig11_A_causal") else "."))),
-        tables[1],
+        tables.get("head1.A", ""),
         _figure(b, "encoder", ["fig09_S", "fig10_A"]),
         b.pointer("encoder", "fig08_begins_contributions", _words(
             "takes one row of that head's output apart: row 6 of head 1 applied to {H0}, the query of the last token, "

@@ -119,7 +119,7 @@ def test_contributions_and_column_sums(tr):
     assert np.allclose(art["sums"], tr["head1.O"][6])
     grid = art["image"].get_array()
     assert np.allclose(grid[:7], tr["head1.contrib"][6]) and np.allclose(grid[8], tr["head1.O"][6])
-    assert [t.get_text() for t in art["texts"][-3:]] == ["\u22120.0248", "0.239", "0.563"]  # a true minus sign
+    assert [t.get_text() for t in art["texts"][-3:]] == ["\u22120.025", "0.239", "0.563"]  # a true minus sign
     assert not any("-" in t.get_text() for t in art["texts"])
 
 

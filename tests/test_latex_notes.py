@@ -188,6 +188,31 @@ def test_layernorm_sends_the_constant_direction_to_zero_and_shrinks_the_centred_
         assert torch.allclose(J @ centred, expected, rtol=1e-6, atol=1e-15)
 
 
+def test_the_singular_values_reading_says_the_noise_floor_in_plain_words():
+    """A lecturer's review: "Each curve stops at its own floor, 32 (the number of singular values) times the machine
+    epsilon of double precision times the largest; the dotted line is the lowest floor." read like a log.  One plain
+    sentence says that no curve goes below rounding noise, about 32 times double precision's epsilon (typeset as
+    2.2 10^-16) times the largest singular value: the level numeric.figures_depth.noise_floor cuts the curves at."""
+    import sys
+
+    import numpy as np
+
+    from seqgrad.crosscheck.figures import depth as figure_set
+    from seqgrad.crosscheck.latex_parts import words
+    from seqgrad.numeric import depth, figures_depth
+
+    reading = figure_set.READINGS["jacobian-product-singular-values-pre-norm"]
+    said = reading[reading.index("No curve can go below rounding noise"):]
+    said = said[:said.index(".", said.index("floors")) + 1]
+    assert said.count(". ") == 0 and said.endswith("the dotted line marks the lowest of these floors.")
+    assert "own floor" not in reading and "machine epsilon" not in reading
+    sizes = depth.jacobian_study.__defaults__[1]
+    n = sizes.T * sizes.D  # the product's singular values: every token's width at once
+    assert f"about {n} times {{eps}} times its largest singular value" in said
+    assert figures_depth.noise_floor(np.full(n, 2.0)) == n * sys.float_info.epsilon * 2.0
+    assert r"about 32 times $2.2 \cdot 10^{-16}$ times its largest" in words(said, None, **figure_set.FORMULAS)
+
+
 def test_depth_captions_say_what_the_data_show():
     """The captions of the depth figures state numbers; each is computed again from the data the figures draw."""
     from seqgrad.crosscheck.figures import depth as figure_set

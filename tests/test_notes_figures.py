@@ -311,6 +311,67 @@ def test_the_numbers_of_neighbouring_cells_do_not_touch(stem, monkeypatch, tmp_p
     assert touching == []
 
 
+#: every figure that writes numbers in the cells of a heatmap: the encoder's scores, weights (plain and causal) and
+#: weighted values of head 1 on H_0, and the decoder's cross-attention weights
+HEATMAPS = [("encoder", "fig09_S"), ("encoder", "fig10_A"), ("encoder", "fig11_A_causal"),
+            ("encoder", "fig08_begins_contributions"), ("decoder", "decoder_cross_attention")]
+
+
+def _contrast(a, b) -> float:
+    """The WCAG 2 contrast ratio of two colours."""
+    from matplotlib.colors import to_rgb
+
+    from seqgrad.crosscheck.figures import luminance
+
+    hi, lo = sorted((luminance(to_rgb(a)), luminance(to_rgb(b))), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+@pytest.mark.parametrize("set_name, stem", HEATMAPS)
+def test_the_numbers_in_heatmap_cells_are_legible_in_one_format_and_contrast_with_their_cell(set_name, stem,
+                                                                                             monkeypatch, tmp_path):
+    """A lecturer's review of the rendered notes: the cell numbers of the attention heatmaps were tiny and in mixed
+    digits (0.188, 0.0679, -0.00776, 1.34).  Every cell number is at least 7 pt at the size the notes include the
+    figure (its drawn size times the inclusion scale the notes compute from its width), all of a figure's cell
+    numbers have one format (a fixed number of decimals, a true minus sign), and each is black or white, whichever
+    contrasts with its cell (WCAG ratio at least 4.5; white on a mid-green 0.527 of the decoder's was 3.6)."""
+    from seqgrad.crosscheck.latex_parts import figure_scale
+
+    fig = _drawn(monkeypatch, set_name, stem, tmp_path)
+    scale = figure_scale(tmp_path / f"{stem}.pdf")
+    panels = [ax for ax in fig.axes if ax.texts]
+    assert panels
+    formats = set()
+    for ax in panels:
+        image = ax.images[0]
+        grid = np.asarray(image.get_array().filled(np.nan) if np.ma.isMaskedArray(image.get_array())
+                          else image.get_array(), float)
+        for text in ax.texts:
+            label = text.get_text()
+            assert text.get_fontsize() * scale >= 7.0, (stem, label, text.get_fontsize(), scale)
+            found = re.fullmatch(r"\u2212?\d+\.(\d+)", label)
+            assert found, (stem, label)  # digits and a decimal point, a true minus sign, no hyphen
+            formats.add(len(found[1]))
+            j, i = (int(round(c)) for c in text.get_position())
+            assert abs(float(label.replace("\u2212", "-")) - grid[i, j]) <= 0.51 * 10.0 ** -len(found[1])
+            assert _contrast(text.get_color(), image.cmap(image.norm(grid[i, j]))) >= 4.5, (stem, label)
+    assert len(formats) == 1, (stem, formats)
+
+
+@pytest.mark.parametrize("stem", ["fig09_S", "fig10_A", "fig11_A_causal"])
+def test_an_attention_colour_bar_names_its_quantity_and_the_caption_says_once_that_the_scale_is_fitted(
+        stem, monkeypatch, tmp_path):
+    """The colour bars had a second line, "scale fitted to the data: -0.839 to 1.34", beside the range the bar shows:
+    the bar's label names the quantity (score S_tj, weight A_tj), and the caption says once, in words, that the
+    colour scale is fitted to the values it draws."""
+    fig = _drawn(monkeypatch, "encoder", stem, tmp_path)
+    [bar] = [ax for ax in fig.axes if not ax.texts and ax.get_ylabel()]
+    label = bar.get_ylabel()
+    assert "\n" not in label and "fitted" not in label and re.match(r"(score \$S_\{tj\}\$|weight \$A_\{tj\}\$)", label)
+    caption = figure_sets()["encoder"].CAPTIONS[stem]
+    assert caption.count("fitted") == 1 and "colour scale is fitted to the" in caption
+
+
 def test_the_gradient_flow_plot_asks_for_its_two_panels():
     """One Axes (as the notebook passed before the figure had two panels) gets one error naming the argument."""
     from seqgrad.numeric import figures_paths as fp

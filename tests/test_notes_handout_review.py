@@ -159,6 +159,39 @@ def test_head_1s_table_says_it_reads_h0_and_prints_head_1_on_h0(tmp_path):
     assert not np.allclose(printed, on_Y1, rtol=5e-2, atol=0)  # the block's weights are other numbers
 
 
+def test_head_1s_weights_are_printed_once_in_the_figure_where_the_notes_draw_it(tmp_path, monkeypatch):
+    """A lecturer's review: Table 11 (the weights A of head 1 on H_0) stood right before Fig. 14, which writes the same
+    weights in its cells, with other digits.  Where the notes draw Fig. 14 the table is gone and the text points to
+    the figure alone; its cells give softmax(H_0 W_Q^T (H_0 W_K^T)^T / sqrt(d_k)) at three decimals, computed here
+    from H_0 and head 1's weights (not the block's weights on its LayerNorm output).  A build without the figure (the
+    handout draws only Fig. 15 of the set) keeps the table, and its text points to it."""
+    import numpy as np
+
+    from seqgrad.numeric import course
+    from test_notes_figures import _drawn
+
+    drawn = Build(notation=_build(tmp_path).notation, tex_dir=tmp_path, figures_dir=tmp_path / "figures", deferred=True)
+    body = _flat(notes.encoder_section(drawn).body)
+    assert "tab:encoder-head1-A" not in body and "as in the table" not in body
+    assert r"Figure~\ref{fig:fig10_A} its weights, the softmax of each row" in body
+    assert "not a step of the block's forward pass" in body
+    without = _flat(notes.encoder_section(_build(tmp_path)).body)
+    assert r"Table~\ref{tab:encoder-head1-A} gives its weights." in without and r"\label{tab:encoder-head1-A}" in without
+
+    H0 = np.asarray(course.trace("attention_on_H0")["H0"], float)
+    on_H0 = _attention_weights(H0, course.HEAD1["W_Q"], course.HEAD1["W_K"])
+    Y1 = (H0 - H0.mean(1, keepdims=True)) / np.sqrt(H0.var(1, keepdims=True) + 1e-5)
+    on_Y1 = _attention_weights(Y1, course.HEAD1["W_Q"], course.HEAD1["W_K"])
+    fig = _drawn(monkeypatch, "encoder", "fig10_A", tmp_path / "drawn")
+    [ax] = [a for a in fig.axes if a.texts]
+    printed = np.zeros((7, 7))
+    for text in ax.texts:
+        j, i = (int(round(c)) for c in text.get_position())
+        printed[i, j] = float(text.get_text())
+    assert len(ax.texts) == 49 and np.allclose(printed, on_H0, rtol=0, atol=5e-4)  # three decimals
+    assert not np.allclose(printed, on_Y1, rtol=0, atol=5e-3)
+
+
 def test_the_residual_section_defines_the_three_connections_before_their_jacobians(tmp_path):
     body = _flat(notes.residual_section(_build(tmp_path)).body)
     out, x = r"\mathbf{x}_{\mathrm{out}}", r"\mathbf{x}"
@@ -168,6 +201,29 @@ def test_the_residual_section_defines_the_three_connections_before_their_jacobia
     where = [body.index(_flat(m)) for m in maps]
     jacobian = body.index(r"\frac{\partial \mathbf{x}_{\mathrm{out}}}{\partial \mathbf{x}} &= \mathbf{I} + \mathbf{J}_{F}")
     assert where == sorted(where) and where[-1] < jacobian
+
+
+def test_the_depth_pointers_stand_between_the_worked_examples_each_figure_after_its_own(tmp_path):
+    """A lecturer's review: Figures 10 and 11 (the singular values of the depth Jacobian products) stood two pages
+    past the paragraph that cites them, which followed the gradient profiles' on the page after Figure 7's.  The
+    five depth figures are two pages of floats to about one of text, so their pointers are spread over the section:
+    the pre-norm profile after Figure 7's paragraph, then one connection with numbers, the post-norm profile, the
+    three layers' product and last the singular values of a whole stack's product, each figure right after its
+    paragraph (tests/test_notes_floats.py checks the pages)."""
+    drawn = Build(notation=_build(tmp_path).notation, tex_dir=tmp_path, figures_dir=tmp_path / "figures", deferred=True)
+    body = _flat(notes.residual_section(drawn).body)
+    pointer = lambda stem: body.index(r"Figure~\ref{fig:%s}" % stem)  # noqa: E731
+    order = [pointer("gradient-near-output-vs-depth"), pointer("gradient-profile-pre-norm"),
+             body.index("With numbers, one plain connection"), pointer("gradient-profile-post-norm"),
+             body.index("Worked example, three residual layers"),
+             pointer("jacobian-product-singular-values-pre-norm"), pointer("jacobian-product-singular-values-post-norm")]
+    assert order == sorted(order)
+    # the post-norm profile's pointer, away from the pre-norm one, says what it shows without "the same"
+    assert r"Figure~\ref{fig:gradient-profile-post-norm} shows the gradient of every layer of post-norm stacks" in body
+    # each figure's placeholder right after its own paragraph, before the next pointer
+    marks = [body.index(f"%%seqgrad-figure depth/{stem} ") for stem in ("gradient-profile-pre-norm",
+                                                                        "gradient-profile-post-norm")]
+    assert order[1] < marks[0] < order[2] and order[3] < marks[1] < order[4]
 
 
 def test_the_depth_figures_text_names_the_measured_weight_and_the_final_layernorm_the_code_has(standalone_notes):

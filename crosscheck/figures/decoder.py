@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from . import arguments, chosen
+from . import annotate_cells, arguments, chosen
 
 NAME = "decoder"
 SECONDS = 0.2  # see crosscheck.figures
@@ -39,7 +39,7 @@ GROUP = "decoder"
 
 def plot_cross_attention(ax, weights: np.ndarray, source: list[str], steps: list[str], title: str = "") -> dict:
     """``weights``: steps x source positions (each row sums to 1); rows are the generation steps.  Every cell is
-    written with three decimals (one format: 0.918, 0.017, 0.002)."""
+    written with three decimals (one format: 0.918, 0.017, 0.002), in black or white to contrast with its colour."""
     image = ax.imshow(weights, vmin=0.0, vmax=1.0, cmap="viridis")
     ax.set_xticks(range(len(source)), source)
     ax.set_yticks(range(len(steps)), steps)
@@ -47,8 +47,7 @@ def plot_cross_attention(ax, weights: np.ndarray, source: list[str], steps: list
     ax.set_ylabel("position t: input \u2192 written (query)")
     if title:
         ax.set_title(title)
-    texts = [ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=8, color="w" if v < 0.6 else "k")
-             for (i, j), v in np.ndenumerate(weights)]
+    texts = annotate_cells(ax, weights, image, decimals=3)
     return {"image": image, "texts": texts}
 
 

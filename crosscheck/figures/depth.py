@@ -40,10 +40,18 @@ def _layer_weight(l="l"):
     return sp.MatrixSymbol(f"W_2^({l})", sp.Symbol("d"), sp.Symbol("d_ff"))
 
 
+def _double_epsilon():
+    """The machine epsilon of double precision, the unit of the singular values' noise floor
+    (:func:`numeric.figures_depth.noise_floor`), at two significant figures: 2.2 10^-16."""
+    import sympy as sp
+
+    return sp.Float(sys.float_info.epsilon, 2)
+
+
 #: the symbols the captions name as ``{name}``: the Jacobian of block l, the one symbol of derive.residual that the
-#: axis of the figures and the notation table print too (J_j is a recurrent cell's step Jacobian), and the second MLP
-#: weight of layer l and of the last layer L, whose gradients the profiles' axes show
-FORMULAS = {"Jl": _block_jacobian(), "W2l": _layer_weight(), "W2L": _layer_weight("L")}
+#: axis of the figures and the notation table print too (J_j is a recurrent cell's step Jacobian), the second MLP
+#: weight of layer l and of the last layer L, whose gradients the profiles' axes show, and double precision's epsilon
+FORMULAS = {"Jl": _block_jacobian(), "W2l": _layer_weight(), "W2L": _layer_weight("L"), "eps": _double_epsilon()}
 
 
 def product_label() -> str:
@@ -94,8 +102,8 @@ READINGS = {
         "singular value stays above 0.004; without it a single block keeps 24 of ordinary size: LayerNorm's Jacobian "
         "sends each token's constant direction to 0 (4 values at the floor) and shrinks each token's own centred row "
         "by `epsilon/(v + epsilon)`, `v` the row's variance (4 values, each more than 100000 times below the rest). "
-        "Each curve stops at its own floor, 32 (the number of singular values) times the machine epsilon of double "
-        "precision times the largest; the dotted line is the lowest floor.",
+        "No curve can go below rounding noise, about 32 times {eps} times its largest singular value, so each stops "
+        "there; the dotted line marks the lowest of these floors.",
     "jacobian-product-singular-values-post-norm": "The centred row is shrunk by `epsilon/(v + epsilon)`, so even one "
         "block with the residual keeps only 24 of the 32 at ordinary size (two directions fewer per token; 4 values lie more than "
         "100000 times below the rest). For two or more layers the residual keeps more directions above the noise "

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import arguments, chosen
+from . import annotate_cells, arguments, chosen
 
 NAME = "encoder"
 SECONDS = 0.95  # see crosscheck.figures
@@ -34,39 +34,17 @@ CAPTIONS = {
         "(not to the block's LayerNorm of it): rows are queries, columns sources; the colour scale is fitted to the "
         "values.",
     "fig10_A": "The weights `A` of head 1 on `H_0`, the softmax of each row of `S`. Every row sums to 1, and no weight is near 0 or 1: "
-        "every weight lies within a factor 3 of the uniform `1/7`, so every query mixes all seven sources. Colour scale "
-        "fitted to the values (0.054 to 0.291).",
+        "every weight lies within a factor 3 of the uniform `1/7`, so every query mixes all seven sources. The colour "
+        "scale is fitted to the values (0.054 to 0.291).",
     "fig11_A_causal": "Head 1 on `H_0` with the causal mask: a query sees only itself and earlier sources: the masked weights are exactly 0 "
-        "(crosses) and each row renormalises over what it sees, so row 0 puts weight 1 on itself.",
+        "(crosses) and each row renormalises over what it sees, so row 0 puts weight 1 on itself. The colour scale is "
+        "fitted to the unmasked weights.",
 }
 
 
-def text_color(image, value: float) -> str:
-    """Black or white, whichever reads better on the cell colour ``image`` gives ``value``
-    (relative luminance of the colour, WCAG formula)."""
-    r, g, b, _ = image.cmap(image.norm(value))
-    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
-    luminance = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-    return "black" if luminance > 0.179 else "white"
-
-
-def cell_number(v: float) -> str:
-    """A cell's value as the notes' tables print it (3 significant figures), with a true minus sign."""
-    from seqgrad.latex_table import format_sigfig
-
-    return format_sigfig(v).replace("-", "\u2212")
-
-
-def _annotate(ax, values: np.ndarray, fmt=None, skip=None, image=None, fontsize: float = 7) -> list:
-    """Each cell's value at 3 significant figures, in black or white to contrast with its colour."""
-    fmt = fmt or cell_number
-    texts = []
-    for (i, j), v in np.ndenumerate(values):
-        if (skip is not None and skip[i, j]) or not np.isfinite(v):
-            continue
-        color = text_color(image, v) if image is not None else "black"
-        texts.append(ax.text(j, i, fmt(v), ha="center", va="center", fontsize=fontsize, color=color))
-    return texts
+#: The decimals of the numbers in the cells, one format per figure: the scores S (from -0.84 to 1.34) at two, the
+#: weights A (all below 1, most below 0.3) and the weighted values of Fig. 8 (most below 0.2) at three.
+DECIMALS = {"scores": 2, "weights": 3, "contributions": 3}
 
 
 def _ticks(ax, rows: list[str] | None, cols: list[str] | None) -> None:
@@ -87,7 +65,7 @@ def plot_identity_position_sum(axes, E_seq, P, H0, tokens: list[str], annotate: 
                                                       r"$\mathbf{H}_0 = \mathbf{E}_{\mathrm{seq}} + \mathbf{P}$"))):
         images.append(ax.imshow(m, cmap="RdBu_r", vmin=-bound, vmax=bound))
         if annotate:
-            texts += _annotate(ax, m, image=images[-1])
+            texts += annotate_cells(ax, m, images[-1], decimals=2)
         ax.set_title(title, fontsize=9)
         _ticks(ax, rows if k == 0 else [""] * len(rows), [f"{j}" for j in range(m.shape[1])])
         ax.set_xlabel("coordinate j", fontsize=8)
@@ -95,15 +73,17 @@ def plot_identity_position_sum(axes, E_seq, P, H0, tokens: list[str], annotate: 
     return {"images": images, "texts": texts}
 
 
-def plot_attention_matrix(ax, M, tokens: list[str], *, title: str, masked=None, vmin=None, vmax=None, cmap="viridis") -> dict:
-    """A 7x7 score or weight matrix (rows = queries, columns = sources); masked cells get a cross."""
+def plot_attention_matrix(ax, M, tokens: list[str], *, title: str, masked=None, vmin=None, vmax=None, cmap="viridis",
+                          decimals: int = DECIMALS["weights"]) -> dict:
+    """A 7x7 score or weight matrix (rows = queries, columns = sources), each cell's value written in it with
+    ``decimals`` decimals; masked cells get a cross."""
     M = np.asarray(M, float)
     mask = np.zeros(M.shape, bool) if masked is None else np.asarray(masked, bool)
     shown = M[~mask]
     vmin = float(shown.min()) if vmin is None else vmin  # the colour scale fits the values drawn
     vmax = float(shown.max()) if vmax is None else vmax
     image = ax.imshow(np.where(mask, np.nan, M), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")  # cells wider than tall: a number fits
-    texts = _annotate(ax, M, skip=mask, image=image, fontsize=7)  # "0.0679" within a cell at the size drawn, 7 pt
+    texts = annotate_cells(ax, M, image, decimals, skip=mask)
     ii, jj = np.nonzero(mask)
     crosses = ax.scatter(jj, ii, marker="x", color="0.3", s=40, label="masked (weight exactly 0)")
     ax.set_title(title)
@@ -124,8 +104,10 @@ def plot_contributions(ax, contrib, tokens: list[str], *, query: int = 6, head: 
     grid[:T] = C
     grid[T + 1] = sums
     image = ax.imshow(grid, cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto")  # cells wider than tall: a number fits
-    texts = _annotate(ax, C, image=image) + [ax.text(j, T + 1, cell_number(v), ha="center", va="center", fontsize=7,
-                                                     fontweight="bold", color=text_color(image, v)) for j, v in enumerate(sums)]
+    below = np.full_like(grid, np.nan)
+    below[T + 1] = sums  # the sums' row alone, in bold
+    texts = (annotate_cells(ax, C, image, DECIMALS["contributions"])
+             + annotate_cells(ax, below, image, DECIMALS["contributions"], fontweight="bold"))
     h = f"^{{[{head}]}}"
     ax.set_title(f"head {head}, query {query} ({tokens[query]}):\nrows of "
                  f"$\\mathbf{{V}}{h}$ weighted by $A{h}_{{{query}j}}$ and their sum", fontsize=9)
@@ -170,12 +152,11 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> l
         fig.colorbar(art["image"], ax=fig.axes[0], shrink=0.8, label=r"$A^{[1]}_{6j}\,V^{[1]}_{jc}$")
         return fig
 
-    def attention(key, title, masked, label):
+    def attention(key, title, masked, label, decimals):
         fig = Figure(figsize=(5.8, 3.7), layout="constrained")
         ax = fig.subplots()
-        art = plot_attention_matrix(ax, np_[key], tokens, title=title, masked=masked)
-        lo, hi = art["image"].norm.vmin, art["image"].norm.vmax
-        fig.colorbar(art["image"], ax=ax, label=f"{label}\nscale fitted to the data: {lo:.3g} to {hi:.3g}")
+        art = plot_attention_matrix(ax, np_[key], tokens, title=title, masked=masked, decimals=decimals)
+        fig.colorbar(art["image"], ax=ax, label=label)  # the quantity; the bar shows its range
         return fig
 
     causal = np.triu(np.ones_like(np_["head1.A_causal"], bool), 1)
@@ -184,11 +165,11 @@ def write(out_dir: Path, fmt: str = "png", device: str = "cpu", stems=None) -> l
         "fig08_begins_contributions": contributions,
         # the matrices bold, as the text sets them (S = QK^T / sqrt(d_k), A = softmax(S): softmax of each row)
         "fig09_S": lambda: attention("head1.S", r"scores $\mathbf{S} = \mathbf{Q}\mathbf{K}^\top/\sqrt{3}$", None,
-                                     r"score $S_{tj}$"),
+                                     r"score $S_{tj}$", DECIMALS["scores"]),
         "fig10_A": lambda: attention("head1.A", r"weights $\mathbf{A} = \mathrm{softmax}(\mathbf{S})$", None,
-                                     r"weight $A_{tj}$"),
+                                     r"weight $A_{tj}$", DECIMALS["weights"]),
         "fig11_A_causal": lambda: attention("head1.A_causal",
                                             r"causal weights $\mathrm{softmax}(\mathbf{S} + \mathbf{M})$", causal,
-                                            r"weight $A_{tj}$ ($\times$: masked, exactly 0)"),
+                                            r"weight $A_{tj}$ ($\times$: masked, exactly 0)", DECIMALS["weights"]),
     }
     return [save_figure(draw[stem](), out_dir / f"{stem}.{fmt}") for stem in wanted]
