@@ -1607,10 +1607,18 @@ def encoder_section(b) -> Part:
         tables["H_enc"],
     ]
     body += _encoder_backward(b, tokens)
+    # the course's attention example under a heading of its own: a reader of the block's worked example met it as
+    # an unannounced switch from the block (both heads on Y_att) to one head on H_0
     body += [
+        "\\subsection{The course's attention example: one head on the input rows}",
         _sentences(
-            _words("The course's attention example applies one head, head 1, to {H0} itself, not to the block's "
-                   "LayerNorm output {Y1}: it is one head on {H0}, not a step of the block's forward pass.", b,
+            _words("The course works the attention of Section", b) + "~\\ref{sec:attention} " + _words(
+                   "through with its numbers on one head, head 1, applied to {H0} itself, not to the block's "
+                   "LayerNorm output {Y1}: one head on {H0}, not a step of the block's forward pass. Its maps are "
+                   "the {WQ}, {WK} and {WV} displayed above, with no biases, and its scores are scaled by {scale}.", b,
+                   WQ=_s("W_Q^[1]", 3, 5), WK=_s("W_K^[1]", 3, 5), WV=_s("W_V^[1]", 3, 5),
+                   scale=sp.Eq(sp.Pow(sp.sqrt(_s("d_k")), -1, evaluate=False),
+                               sp.Pow(sp.sqrt(len(course.HEAD1["W_Q"])), -1, evaluate=False), evaluate=False),
                    **ENCODER_MATRICES),
             _words("Table", b) + ref("head1.A") + _words(" gives its weights.", b) if "head1.A" in tables else "",
             b.pointer("encoder", "fig09_S", _words("shows the scaled scores of head 1 on {H0}, and", b,

@@ -291,7 +291,9 @@ def test_the_encoder_example_says_which_tables_are_one_head_on_h0_and_which_are_
     body = _flat(notes.encoder_section(b).body)
     assert "The forward pass, in three tables" not in body
     block = body.index("The block's forward pass itself")
-    example = body.index("The course's attention example applies one head, head 1,")
+    # under a heading of its own, so that the switch from the block to one head on H_0 is announced
+    example = body.index("\\subsection{The course's attention example: one head on the input rows}")
+    assert "on one head, head 1, applied to $\\mathbf{H}_{0}$ itself" in body[example:]
     # the block's output and backward pass first, then the one-head example closes the section (in the middle of it,
     # its table and three figures ran up to three pages past the paragraph that cites them)
     assert block < body.index(r"\label{tab:encoder-H_enc}") < body.index(r"\label{tab:encoder-dH}") < example
