@@ -1483,9 +1483,9 @@ def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
         "\\subsection{Multi-head attention and the MLP sublayer}",
         _words("With `n_head` heads, head 1 to head {nh} as in the course, each head {h} has maps of its own, {wq} and {wk} ({kshape}) and {wv} ({vshape}), "
                "and computes the attention above from the same rows {X}; the heads' outputs are concatenated side by "
-               "side, {concat} holding the columns of {O1}, then those of {O2}, and so on ({C} is {cshape}), and mapped "
+               "side into {C} ({cshape}: the columns of {O1}, then those of {O2}, and so on), and mapped "
                "back to width `d` by {wo} ({oshape}). For every number of heads `n_head`:", b,
-               nh=_s("n_head"), concat=concat, O1=first, O2=second,
+               nh=_s("n_head"), O1=first, O2=second,
                wq=_s(f"W_Q^[{HEAD_INDEX}]", 2, 2), wk=_s(f"W_K^[{HEAD_INDEX}]", 2, 2), wv=_s(f"W_V^[{HEAD_INDEX}]", 2, 2),
                h=_s(HEAD_INDEX), X=_s("X", 2, 2), C=_s("C", 2, 2),
                kshape=Shape(_s("d_k"), _s("d")), vshape=Shape(_s("d_v"), _s("d")), cshape=Shape(_s("T"), _s("n_head") * _s("d_v")),

@@ -180,9 +180,11 @@ def test_the_concatenation_and_mha_are_defined_before_they_are_used(build):
     from seqgrad.crosscheck import notes
 
     encoder = notes.encoder_section(build).body
-    concat = (r"$\left[\mathbf{O}^{[1]}\;\middle|\;\mathbf{O}^{[2]}\;\middle|\;\cdots\;\middle|\;\mathbf{O}^{[n_{\mathrm{head}}]}\right]$ "
-              r"holding the columns of $\mathbf{O}^{[1]}$")
+    # said in words (the bracketed concatenation inline in the paragraph stood as tall as the display it preceded)
+    concat = r"concatenated side by side into $\mathbf{C}$ ($T \times d_{v} n_{\mathrm{head}}$: the columns of $\mathbf{O}^{[1]}$"
     assert concat in encoder
+    paragraph = encoder[encoder.rindex("\n", 0, encoder.index(concat)):encoder.index("\\begin{align*}", encoder.index(concat))]
+    assert "\\middle|" not in paragraph
     assert encoder.index(concat) < encoder.index(r"\mathbf{C}       &= \left[\mathbf{O}^{[1]}")
     assert r"We write $\operatorname{MHA}{(\mathbf{X})}$ for this map, multi-head attention" in encoder
     decoder = notes.decoder_section(build).body
