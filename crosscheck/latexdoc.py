@@ -371,6 +371,21 @@ def front_matter(b: Build, names: Sequence[str], bodies: dict[str, str] | None =
             + "\\section{Notation}\\label{sec:notation}\n\n" + notes.notation_section(b) + "\n")
 
 
+def displays_in_paragraph(body: str) -> str:
+    """``body`` with each display that follows a line of text (or another display) set in that paragraph: the blank
+    line between them ended the paragraph, so that LaTeX opened an empty one for the display and left a gap of a line
+    above it (a lecturer: white gaps above the LayerNorm and residual displays).  A display after a heading, a figure
+    or a table keeps its blank line.
+
+    >>> displays_in_paragraph("the connection is\\n\\n\\\\begin{align*}\\nx\\n\\\\end{align*}")
+    'the connection is\\n\\\\begin{align*}\\nx\\n\\\\end{align*}'
+    >>> displays_in_paragraph("\\\\subsection{The GRU}\\n\\n\\\\begin{align*}")
+    '\\\\subsection{The GRU}\\n\\n\\\\begin{align*}'
+    """
+    # a line of text: one that does not begin with a command, or a run-in \paragraph{...} heading and its text
+    return re.sub(r"(?m)^((?!\\(?!paragraph\{))[^\n]*\S|\\end\{align\*\})\n\n(?=\\begin\{align\*\})", r"\1\n", body)
+
+
 def _split(built) -> tuple[str, str]:
     """A section's text and its appendix share (a section builder returns a :class:`crosscheck.notes.Part`, or text)."""
     if isinstance(built, str):
@@ -437,7 +452,7 @@ def render(sections: Sequence[str] | str | None = None, notation: Notation | Non
     claims = built[len(names)][0] if len(order) > len(names) else None
     parts.append(front_matter(b, names, {name: body for name, (body, _) in zip(names, built)}))
     for name, (body, _) in zip(names, built):
-        parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{body.strip()}\n")
+        parts.append(f"\\section{{{text(SECTIONS[name].title)}}}\\label{{sec:{name}}}\n\n{displays_in_paragraph(body.strip())}\n")
     before_appendix = len(parts)
     if appendix:
         # addressed to the chapter's reader who wants the proofs and the checks: whom it is for, what it holds, how

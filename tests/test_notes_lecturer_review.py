@@ -101,3 +101,15 @@ def test_the_encoder_section_gives_the_mlp_sublayers_backward_pass_from_its_deri
     assert any(row.startswith("\\mathrm{d}\\mathbf{U} &= \\mathrm{d}\\mathbf{H'} + ") for row in rows)
     assert "\\odot [\\mathbf{Z}_{\\mathrm{mlp}} > 0]" in backward
     assert section.index("Backwards, the residual shows") < section.index("Backwards, the second shortcut")
+
+
+def test_a_display_after_text_stands_in_that_paragraph(chapter_notes):
+    """A blank line between a sentence and its display ended the paragraph: LaTeX opened an empty one for the display
+    and left a line's gap above it (a lecturer saw white gaps above the LayerNorm, residual and worked-example
+    displays).  In the chapter's body every display after a line of text (or another display) follows it directly."""
+    tex = chapter_notes.read_text(encoding="utf-8")
+    body = tex[tex.index("\\section{Recurrent"):tex.index("\\appendix")]
+    gaps = [m.group(1)[-60:] for m in re.finditer(r"(?m)^(.*)\n\n\\begin\{align\*\}", body)
+            if not re.match(r"\\(sub)*section|\\end\{(figure|table)\}", m.group(1))]
+    assert gaps == [], gaps
+    assert body.count("\\begin{align*}") > 60  # displays there are, and most follow their sentence
