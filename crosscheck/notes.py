@@ -752,6 +752,19 @@ def _relation(rel, b) -> str:
 
 # --------------------------------------------------------------------------- 3. GRU and LSTM
 
+def _gate_columns(names) -> int:
+    """How many gradient rows of a gated cell to set side by side, so that each line holds one gate's parameters
+    (the LSTM's w_x, w_h and b: 3) or half of them (the GRU's w_x, w_h, b_x, b_h: 2 lines of 2), never the end of
+    one gate beside the start of the next (b_i beside w_xf); ``names``: the parameters' names, in the rows' order."""
+    from collections import Counter
+
+    # w_x., w_h., b_x., b_h. or b_. of gate "." (w_o alone is the output weight)
+    gates = [re.fullmatch(r"w_[xh](\w)|b_[xh]?(\w)", n) for n in names]
+    per_gate = Counter(m[1] or m[2] for m in gates if m)
+    most = max(per_gate.values(), default=2)
+    return most if most <= 3 else 2 if most % 2 == 0 else 1
+
+
 def _shared_bias_gradients(b, rows) -> list[str]:
     """What the gradient rows of a cell with two biases per gate (the GRU, PyTorch's convention) show: biases that
     enter a pre-activation only through their sum have equal gradients, read off the derived rows (equal right-hand
@@ -802,7 +815,8 @@ def gates_section(b) -> Part:
                  _words("Backpropagation through time at a general step `t`:", b) + (mark if wrt == "c" else ""),
                  _display(_rows(gd.backward_rows()), b),
                  _words("Every weight is shared by all steps, so its gradient is again a sum over `t`:", b),
-                 _display(_rows(gd.gradient_rows()), b, columns=2)]
+                 _display(_rows(gd.gradient_rows()), b, columns=_gate_columns(
+                     [str(r.display_row()[0].wrt) for r in gd.gradient_rows()]))]
         body += _shared_bias_gradients(b, gd.gradient_rows())
         body += _gate_example(b, title, net, wrt, prev, state)
     carries = (_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
@@ -912,7 +926,8 @@ def _gated_numbers(b, ex, title: str, label: str, initial, columns: int, said: s
                                               "quantity of the section's forward pass and backward recursion at "
                                               "`t = 0` and `t = 1`.", b), label),
         _words("Every weight's gradient, the sum over the two steps of the section's terms:", b),
-        _display([(Partial(net.parameters[p]), figures(v)) for p, v in ex.gradients.items()], b, columns=3),
+        _display([(Partial(net.parameters[p]), figures(v)) for p, v in ex.gradients.items()], b,
+                 columns=_gate_columns(list(ex.gradients))),
     ]
 
 

@@ -306,3 +306,16 @@ def test_the_lstm_worked_example_prints_its_numbers(tmp_path):
     # the table's one 0, said why: g_0^{z_f} = g_0^c f_0 (1 - f_0) c_{-1}, and c_{-1} = 0
     assert ex.rows[0][[str(c) for c in ex.columns].index("g_t^{z^f}")] == 0
     assert "down to step 0 ($g^{z_{f}}_{0}$ is 0, because $c_{-1} = 0$). At these values" in lstm
+
+
+def test_a_line_of_gate_gradients_holds_one_gates_parameters(tmp_path):
+    """The LSTM's gradients were set two a line in the order w_xi, w_hi, b_i, w_xf, ...: b_i stood beside w_xf. Each
+    line of a gradient list (the general sums and the worked numbers) now holds parameters of one gate only."""
+    body = notes.gates_section(_build(tmp_path)).body
+    lists = [m for m in re.findall(r"\\begin\{align\*\}(.*?)\\end\{align\*\}", body, re.S) if "\\partial w_{hf}" in m
+             or "\\partial w_{hr}" in m]
+    assert len(lists) == 4, len(lists)  # the GRU's and the LSTM's sums and numbers
+    for display in lists:
+        for line in display.split("\\\\"):
+            gates = {m[1] or m[2] for m in re.finditer(r"\\partial [wb]_\{[xh](\w)\}|\\partial b_\{(\w)\}", line)}
+            assert len(gates) <= 1, line
