@@ -1558,9 +1558,9 @@ def encoder_section(b) -> Part:
     tokens = tokenize(course.TEXT)
     body = [
         _words("An encoder block puts the pieces together: LayerNorm, attention and a residual connection (pre-norm, "
-               "as in the course), then the same for a two-layer MLP. The attention sublayer, with one head, for every `T`, "
-               "`d`, `d_k` and value width {dv} (the head's output {O}, {oshape}, is added to {H}, {hshape}; with `n_head` "
-               "heads an output map does it, as in the next subsection):", b,
+               "as in the course), then the same for a two-layer MLP. With one head, the attention sublayer reads as "
+               "below for every `T`, `d`, `d_k` and value width {dv} (the head's output {O}, {oshape}, is added to {H}, "
+               "{hshape}, directly; with `n_head` heads an output map does it, as in the next subsection):", b,
                dv=sp.Eq(_s("d_v"), _s("d"), evaluate=False), O=_s("O", 2, 2), oshape=Shape(_s("T"), _s("d_v")),
                H=_s("H", 2, 2), hshape=Shape(_s("T"), _s("d"))),
         _display([(d.target, d.value) for d in block.program.definitions(("forward",))], b),
@@ -1629,7 +1629,7 @@ def encoder_section(b) -> Part:
         _sentences(
             _words("The course works the attention of Section", b) + "~\\ref{sec:attention} " + _words(
                    "through with its numbers on one head, head 1, applied to {H0} itself, not to the block's "
-                   "LayerNorm output {Y1}: one head on {H0}, not a step of the block's forward pass. Its maps are "
+                   "LayerNorm output {Y1}, so it is not a step of the block's forward pass. Its maps are "
                    "the {WQ}, {WK} and {WV} displayed above, with no biases, and its scores are scaled by {scale}.", b,
                    WQ=_s("W_Q^[1]", 3, 5), WK=_s("W_K^[1]", 3, 5), WV=_s("W_V^[1]", 3, 5),
                    scale=sp.Eq(sp.Pow(sp.sqrt(_s("d_k")), -1, evaluate=False),
@@ -1732,9 +1732,10 @@ def _encoder_backward(b, tokens: list[str]) -> list[str]:
     if rows_sum_to_d:
         said += " " + _words("Every row of {dH} sums to {d}: the shortcut sends 1 to every entry, and what comes back "
                              "through LayerNorm sums to 0 along each row (adding a number to every entry of a row of {H} "
-                             "does not change the row's normalisation). A sum over the encoder's output {Henc} would "
-                             "be no example: each row of the final LayerNorm's output sums to 0 for every input, so its "
-                             "gradient is 0.", b, dH=Partial(H), d=sp.Eq(_s("d"), d_, evaluate=False), H=H,
+                             "does not change the row's normalisation). The loss is a sum over {U}, not over the encoder's "
+                             "output {Henc}: with its shift 0, each row of the final LayerNorm's output sums to 0 for "
+                             "every input, so that sum is 0 and its gradient too.", b, U=U, dH=Partial(H),
+                             d=sp.Eq(_s("d"), d_, evaluate=False), H=H,
                              Henc=sp.MatrixSymbol(MEMORY, T_, d_))  # the memory a decoder reads (notation table)
     row_labels, col_labels = labels("dH", tuple(dH.shape), tokens)
     tables = [_encoder_table(b, dH.tolist(), row_labels, col_labels,

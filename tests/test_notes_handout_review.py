@@ -144,7 +144,7 @@ def test_head_1s_table_says_it_reads_h0_and_prints_head_1_on_h0(tmp_path):
     caption = body[body.index(r"\caption{The attention weights"):body.index(r"\label{tab:encoder-head1-A}")]
     assert r"head 1 applied to the input rows $\mathbf{H}_{0}$ directly" in caption
     assert r"not to the block's LayerNorm output $\mathbf{Y}_{\mathrm{att}}$" in caption
-    assert r"applies one head, head 1, to $\mathbf{H}_{0}$ itself, not to the block's LayerNorm output" in body
+    assert r"on one head, head 1, applied to $\mathbf{H}_{0}$ itself, not to the block's LayerNorm output" in body
     # the printed rows are softmax(H_0 W_Q^T (H_0 W_K^T)^T / sqrt(d_k)), computed here from H_0 and head 1's weights
     H0 = np.asarray(course.trace("attention_on_H0")["H0"], float)
     on_H0 = _attention_weights(H0, course.HEAD1["W_Q"], course.HEAD1["W_K"])

@@ -182,7 +182,7 @@ def test_the_encoder_names_its_output_as_the_decoder_reads_it(build, encoder):
     """The encoder's output was H_enc, beside the table's Z (the memory a decoder reads), and a block's output H_1,
     whose subscript 1 also numbers the block's first LayerNorm and the MLP's first layer; the decoder's block output
     is H': the encoder says the memory's symbol (H_enc, since Z_mlp is the MLP's pre-activation) and H' too."""
-    assert r"A sum over the encoder's output $\mathbf{H}_{\mathrm{enc}}$ would be no example" in encoder
+    assert r"not over the encoder's output $\mathbf{H}_{\mathrm{enc}}$: with its shift 0" in encoder
     assert r"The block's output $\mathbf{H'}$ is the next block's input" in encoder
     assert re.search(r"^\\mathbf\{H'\} +&= \\mathbf\{B\}_\{\\mathrm\{mlp\}\} \+ \\mathbf\{U\}", encoder, re.M)
     assert not re.search(r"\\mathbf\{Z\}(?!_)", encoder) and r"\mathbf{H}_{1}" not in encoder  # the memory: one name
