@@ -797,7 +797,8 @@ def gates_section(b) -> Part:
     b = with_section_letters(b, "gates")
     checks = section_checks(b, ["gated.derived_*", "gated.gru_*", "gated.lstm_*", "cells.builtin.*"])
     mark = verification(b, checks=checks, source=sources(checks), appendix="gates")
-    body = [_words("Gated cells add a path on which the state is carried from step to step scaled by a gate, a number "
+    body = [_words("Gated cells (the LSTM of Hochreiter & Schmidhuber 1997, the GRU of Cho et al. 2014) add a path on "
+                   "which the state is carried from step to step scaled by a gate, a number "
                    "between 0 and 1 that the network computes from `x_t` and {prev}. Both cells below follow PyTorch's "
                    "conventions (gate order; two biases in the GRU, where the reset gate multiplies one of them; the "
                    "LSTM's two biases of a gate add into one), written for scalar states; the vector cells have "
@@ -1263,7 +1264,7 @@ def residual_section(b) -> Part:
             "shows the same for post-norm stacks, where each LayerNorm sends one direction per token to 0 (the constant "
             "row) and shrinks another (the centred row), so two fewer per token stay at ordinary size."}
     body = [
-        _words("LayerNorm normalizes each row of {X} ({shape}) over its `d` features, with the population variance "
+        _words("LayerNorm (Ba et al. 2016) normalizes each row of {X} ({shape}) over its `d` features, with the population variance "
                "and `epsilon` inside the square root (as PyTorch's LayerNorm does), then scales by {gamma} and shifts by "
                "{beta} ({one} is a column of ones, so {onegamma} repeats {gamma} on every row; its transpose {onet} is a "
                "row of ones, so {onetG} sums the columns of {G}):", b, onet=sp.OneMatrix(1, 2),

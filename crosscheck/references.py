@@ -28,11 +28,18 @@ class Reference:
 
 
 REFERENCES = (
+    Reference("Ba 2016", (r"Ba et al\.,? \(?2016",),
+              r"J.~L.~Ba, J.~R.~Kiros and G.~E.~Hinton. Layer normalization. arXiv:1607.06450, 2016."),
+    Reference("Cho 2014", (r"Cho et al\.,? \(?2014",),
+              r"K.~Cho, B.~van Merri\"enboer, C.~Gulcehre, D.~Bahdanau, F.~Bougares, H.~Schwenk and Y.~Bengio. Learning "
+              r"phrase representations using RNN encoder-decoder for statistical machine translation. EMNLP 2014."),
     Reference("He 2016", (r"He et al\.,? \(?2016",),
               r"K.~He, X.~Zhang, S.~Ren and J.~Sun. Deep residual learning for image recognition. CVPR 2016."),
     Reference("Hochreiter 1991", (r"Hochreiter,? \(?1991",),
               r"S.~Hochreiter. Untersuchungen zu dynamischen neuronalen Netzen. Diploma thesis, Technische "
               r"Universit\"at M\"unchen, 1991."),
+    Reference("Hochreiter 1997", (r"Hochreiter (\\&|and) Schmidhuber,? \(?1997",),
+              r"S.~Hochreiter and J.~Schmidhuber. Long short-term memory. Neural Computation 9(8), 1997."),
     Reference("Pascanu 2013", (r"Pascanu et al\.,? \(?2013", r"Pascanu, Mikolov and Bengio,? \(?2013"),
               r"R.~Pascanu, T.~Mikolov and Y.~Bengio. On the difficulty of training recurrent neural networks. ICML 2013."),
     Reference("Vaswani 2017", (r"Vaswani et al\.,? \(?2017",),

@@ -55,6 +55,10 @@ def test_the_works_the_sections_rest_on_are_cited_in_the_body(standalone_notes):
     body = source[:source.index("\\section*{References}")]
     in_body = {r.key for r in references.cited(body)}
     assert {"Vaswani 2017", "He 2016", "Hochreiter 1991", "Xiong 2020", "Pascanu 2013"} <= in_body
+    # and the works that introduced the gated cells and LayerNorm, where their sections introduce them
+    gates = body[body.index("\\section{Gated cells"):body.index("\\subsection{The GRU}")]
+    assert {r.key for r in references.cited(gates)} == {"Hochreiter 1997", "Cho 2014"}
+    assert "Ba 2016" in {r.key for r in references.cited(body[body.index("\\section{LayerNorm"):])}
     appendix_only = {r.key for r in references.cited(source)} - in_body
     assert appendix_only == set() and "Zhang 2019" in in_body
     section = body[body.index("\\section{LayerNorm and residual paths}"):body.index("\\subsection{Residual paths}")]
@@ -74,7 +78,8 @@ def test_the_layernorm_section_states_rmsnorm_and_its_proved_jacobian(tmp_path):
     b = Build(notation=notation, tex_dir=tmp_path, figures_dir=None)
     body = notes.residual_section(b).body
     section = body[:body.index("\\subsection{Residual paths}")]
-    assert "RMSNorm (Zhang \\& Sennrich 2019)" in section and [r.key for r in references.cited(section)] == ["Zhang 2019"]
+    assert "RMSNorm (Zhang \\& Sennrich 2019)" in section
+    assert [r.key for r in references.cited(section)] == ["Ba 2016", "Zhang 2019"]  # LayerNorm's own work too
     rms = catalogue.get("rmsnorm-jacobian").statement()
     assert notes._display([(rms.lhs, notes.scaled_bracket(rms.rhs))], b) in section
     assert notes._inline(notes._rms_of_row(rms.rhs), b) in section and notes._inline(notes._rms_scaled(rms.rhs), b) in section
@@ -91,4 +96,4 @@ def test_the_body_cites_a_work_by_author_and_year_only(chapter_notes):
     body = source[:source.index("\\section*{References}")]
     for work in references.REFERENCES:
         title = re.sub(r"^.*?[a-z]\. ", "", work.entry.replace("~", " ")).split(". ")[0]  # after the authors' names
-        assert len(title.split()) >= 4 and title.lower() not in body.replace("~", " ").lower(), (work.key, title)
+        assert len(title.split()) >= 2 and title.lower() not in body.replace("~", " ").lower(), (work.key, title)
