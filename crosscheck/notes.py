@@ -816,7 +816,8 @@ def gates_section(b) -> Part:
                  _words("Backpropagation through time at a general step `t`:", b) + (mark if wrt == "c" else ""),
                  _display(_rows(gd.backward_rows()), b),
                  _words("Every weight is shared by all steps, so its gradient is again a sum over `t`:", b),
-                 _display(_rows(gd.gradient_rows()), b, columns=_gate_columns(
+                 # three sums a line fit the text's width (72 typeset characters; a third of the default 60 did not)
+                 _display(_rows(gd.gradient_rows()), b, width=72, columns=_gate_columns(
                      [str(r.display_row()[0].wrt) for r in gd.gradient_rows()]))]
         body += _shared_bias_gradients(b, gd.gradient_rows())
         body += _gate_example(b, title, net, wrt, prev, state)

@@ -175,7 +175,7 @@ def test_cross_attention_caption():
 
 
 def test_cross_attention_caption_states_the_training():
-    """A lecturer: "a small trained model" with no training details. The caption states the model's sizes, the data
+    """A lecturer: "a small trained model" with no training details. The text by the figure states the model's sizes, the data
     (the one pair), the objective, the optimiser, its steps and learning rate, the seed and the loss before and after,
     each as numeric.decoder trains it."""
     import inspect
@@ -183,7 +183,10 @@ def test_cross_attention_caption_states_the_training():
     from seqgrad.numeric import decoder
     from seqgrad.numeric.optim import Adam
 
-    caption = figure_sets()["decoder"].CAPTIONS["decoder_cross_attention"]
+    # in the text after the pointer to the figure, not the caption (a second lecturer: a 12-line caption with the
+    # training recipe); the caption says where it is
+    assert "(the text gives its training)" in figure_sets()["decoder"].CAPTIONS["decoder_cross_attention"]
+    caption = figure_sets()["decoder"].READINGS["decoder_cross_attention"]
     kw = decoder.lesson_example.__kwdefaults__
     sizes = decoder.LESSON_SIZES
     assert (f"one pre-norm block in the encoder and one in the decoder, width {sizes['D']}, {sizes['n_heads']} heads, "

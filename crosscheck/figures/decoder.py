@@ -20,16 +20,20 @@ SECONDS = 0.2  # see crosscheck.figures
 CAPTIONS = {
     "decoder_cross_attention": "Cross-attention in a toy translation model that turns the source words i, love, ml "
         "into three Russian words (the figure writes them in Cyrillic; transliterated ya, lyublyu, mo, where mo "
-        "abbreviates machine learning), one panel per head. The model (one pre-norm block in the encoder and one in "
-        "the decoder, width 16, 2 heads, MLP width 32) is trained on this one sentence pair alone, by teacher forcing: "
-        "60 steps of Adam with learning rate 0.02 on the mean cross-entropy of each next word, from a random "
-        "initialisation; the loss falls from 1.71 to 0.0003. "
-        "The model writes one word per step, greedily. Row `t` is the query of the newest target "
+        "abbreviates machine learning), one panel per head, of the model trained on this one pair (the text gives "
+        "its training). The model writes one word per step, greedily. Row `t` is the query of the newest target "
         "position at step `t` (positions from 0): its input is the word written at the step before (the start token at "
         "position 0), and the word after the arrow is the one it writes. Unlike the decoder's causal self-attention, "
         "cross-attention lets every row attend to all source words (the columns, keys and values); each row sums to 1. "
         "In head 2 each row from 1 on peaks on the source word of the word it reads, one word behind the word it "
         "writes; head 1 does so only in row 2.",
+}
+#: What the text says after its pointer to a figure: how the model was trained (too long for the caption).
+READINGS = {
+    "decoder_cross_attention": "The model (one pre-norm block in the encoder and one in the decoder, width 16, 2 "
+        "heads, MLP width 32) is trained on this one sentence pair alone, by teacher forcing: 60 steps of Adam with "
+        "learning rate 0.02 on the mean cross-entropy of each next word, from a random initialisation; the loss falls "
+        "from 1.71 to 0.0003.",
 }
 HELP = "the lesson's generation example I love ML -> Я люблю МО: cross-attention weights of each step, per head"
 #: the group of checks that computes this set's data: ``seqgrad check`` draws the set in that group's task
