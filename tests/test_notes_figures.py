@@ -381,3 +381,10 @@ def test_the_gradient_flow_plot_asks_for_its_two_panels():
 
     with pytest.raises(ValueError, match=r"axes: a pair of matplotlib Axes \(left, right\)"):
         fp.plot_gradient_flow(Figure().subplots())
+
+
+def test_the_causal_figure_says_it_illustrates_the_decoders_mask_on_the_encoders_example():
+    """A lecturer: the decoder's causal mask shown on the encoder's H_0 confuses students unless the caption says
+    it is an illustration of the mask on the encoder example's scores."""
+    caption = figure_sets()["encoder"].CAPTIONS["fig11_A_causal"]
+    assert caption.startswith("What the decoder's causal mask does, shown on the encoder example's head 1 on `H_0`")

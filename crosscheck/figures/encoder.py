@@ -36,7 +36,8 @@ CAPTIONS = {
     "fig10_A": "The weights `A` of head 1 on `H_0`, the softmax of each row of `S`. Every row sums to 1, and no weight is near 0 or 1: "
         "every weight lies within a factor 3 of the uniform `1/7`, so every query mixes all seven sources. The colour "
         "scale is fitted to the values (0.054 to 0.291).",
-    "fig11_A_causal": "Head 1 on `H_0` with the causal mask: a query sees only itself and earlier sources: the masked weights are exactly 0 "
+    "fig11_A_causal": "What the decoder's causal mask does, shown on the encoder example's head 1 on `H_0` (the same "
+        "scores, masked): a query sees only itself and earlier sources: the masked weights are exactly 0 "
         "(crosses) and each row renormalises over what it sees, so row 0 puts weight 1 on itself. The colour scale is "
         "fitted to the unmasked weights.",
 }
