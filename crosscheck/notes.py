@@ -160,7 +160,7 @@ def named(b, names: Sequence[str]) -> str:
 
     if not names or not b.appendix:
         return ""
-    said = [(FOOTNOTE_WORDS[name] if name in FOOTNOTE_WORDS else f"${b.notation.latex(catalogue.get(name).statement())}$")
+    said = [(FOOTNOTE_WORDS[name] if name in FOOTNOTE_WORDS else _inline(catalogue.get(name).statement(), b))
             + f", p.~\\pageref{{{identity_label(name)}}}" for name in names]
     return " (" + "; ".join(said) + ")"
 

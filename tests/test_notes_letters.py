@@ -55,7 +55,7 @@ def test_the_number_of_heads_is_not_the_hidden_state(build, table, encoder):
     assert "$n_{\\mathrm{head}} = 2$ heads" in encoder and "$T \\times d_{v} n_{\\mathrm{head}}$" in encoder
     assert not re.search(r"\$h\$ heads|\$h = \d|\bh d_\{v\}", encoder)  # h heads: never (d_v h, head h's last column)
     decoder = notes.decoder_section(build).body
-    assert r"\frac{d}{n_{\mathrm{head}}}" in decoder and "$n_{\\mathrm{head}} = 2, d_{v} = 3$" in decoder
+    assert r"d/n_{\mathrm{head}}" in decoder and "$n_{\\mathrm{head}} = 2, d_{v} = 3$" in decoder
     assert not re.search(r"\{d_\{model\}\}\{h\}|\$h = \d|h = 4", decoder)
 
 
@@ -167,7 +167,7 @@ def test_every_symbol_of_the_review_is_in_the_table(table):
     block's output H' and the word adjoint were used without a row of the notation table."""
     assert table[r"\pi"].startswith("the circle constant")
     assert table[r"\lambda_{j}"].startswith("wavelength of the coordinate pair $j$, in positions: "
-                                            r"$\lambda_{j} = \frac{2 \pi}{\omega_{j}}$")
+                                            r"$\lambda_{j} = 2 \pi/\omega_{j}$")
     assert table[r"\prod_{j=1}^{l - 1} {\Delta}_{j}"].startswith("product of the factors")
     assert table[r"\sum_{t=0}^{T - 1} g^{z}_{t}"].startswith("sum of the terms")
     assert table[r"\mathbf{J}_{\mathrm{MHA}}"].startswith("Jacobian of a block's multi-head attention")
