@@ -389,7 +389,7 @@ class NotationPrinter(LatexPrinter):
 
     def _print_Derivative(self, expr):
         """``\\partial f/\\partial x`` in running text (``fold_short_frac``); a derivative of a compound expression
-        there as the operator in brackets before it, ``(\\mathrm{d}/\\mathrm{d} x)\\, (x^{2})``."""
+        there as the operator in brackets before it, ``(\\mathrm{d}/\\mathrm{d} x)\\, x^{2}``."""
         if not self._settings["fold_short_frac"]:
             return super()._print_Derivative(expr)
         from sympy.printing.latex import requires_partial

@@ -23,7 +23,8 @@ def build(tmp_path_factory):
 def table(build):
     """The notation table: symbol (as printed) -> meaning."""
     body = notes.notation_section(build)
-    return {m.group(1): m.group(2) for m in re.finditer(r"^\$(.+?)\$ & (.+?) & \$.*\$ \\\\$", body, re.M)}
+    # the shape a formula, or words for a generic one ("that of its terms")
+    return {m.group(1): m.group(2) for m in re.finditer(r"^\$(.+?)\$ & (.+?) & [^&]* \\\\$", body, re.M)}
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +113,9 @@ def test_a_softmax_row_has_T_entries_not_n(build, table, attention):
     assert "number of entries of a softmax's row" not in " ".join(table.values())
     assert table["j'"] == "column of an entry of a convolution's input, counted from 0"
     assert table["i'"] == "row of an entry of a convolution's input, counted from 0"
-    assert re.search(r"^\$\\operatorname\{diag\}\(\\mathbf\{a\}\)\$ & .* & \$T \\times T\$ \\\\$", notes.notation_section(build),
-                     re.M)
+    # diag(a) is as large as its row a, not T x T (the lecturer's review of Table 1)
+    assert re.search(r"^\$\\operatorname\{diag\}\(\\mathbf\{a\}\)\$ & .* & square, one row per entry of \$\\mathbf\{a\}\$ \\\\$",
+                     notes.notation_section(build), re.M)
     assert r"\mathbf{a}$ & softmax of a row $z$ of scores: the weights of one row, one per key & $1 \times T$" in \
         notes.notation_section(build)
 
@@ -168,7 +170,7 @@ def test_every_symbol_of_the_review_is_in_the_table(table):
     assert table[r"\pi"].startswith("the circle constant")
     assert table[r"\lambda_{j}"].startswith("wavelength of the coordinate pair $j$, in positions: "
                                             r"$\lambda_{j} = 2 \pi/\omega_{j}$")
-    assert table[r"\prod_{j=1}^{l - 1} {\Delta}_{j}"].startswith("product of the factors")
+    assert table[r"\prod_{l'=1}^{l - 1} {\Delta}_{l'}"].startswith("product of the factors")
     assert table[r"\sum_{t=0}^{T - 1} g^{z}_{t}"].startswith("sum of the terms")
     assert table[r"\mathbf{J}_{\mathrm{MHA}}"].startswith("Jacobian of a block's multi-head attention")
     assert table[r"\mathbf{J}_{\mathrm{MLP}}"].startswith("Jacobian of a block's MLP")

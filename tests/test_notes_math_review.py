@@ -65,14 +65,23 @@ def test_the_erratum_says_2_d_k_holds_when_the_fourth_moment_is_3():
     assert ok and "4/5 for uniform" in detail  # a unit-variance coordinate that is not Gaussian: not 2
 
 
-def test_the_gru_carry_holds_the_candidate_fixed_too():
+def test_the_gru_carry_holds_the_candidate_fixed_too(tmp_path):
+    """The carries at fixed gates (and, for the GRU, candidate), said where the section defines them; a lecturer's
+    review: the cells of the notes are scalar cells, so a carry is the number f_t or u_t, diag(...) only for a vector
+    state (the text said diag(f_t) of the scalar f_t)."""
+    from seqgrad.crosscheck import notes
     from seqgrad.crosscheck.figures import figure_sets
+    from seqgrad.crosscheck.latex_parts import Build
     from seqgrad.crosscheck.registry import all_checks
 
     source = next(c for c in all_checks("gated.gru_carry_jacobian")).source
-    assert source.endswith("diag(u_t) at fixed gates and candidate")
-    caption = figure_sets()["paths"].READINGS["gradient-flow-rnn-gru-lstm"]  # said where the text points to it
-    assert "fixed gates and candidate it is `diag(u_t)` (GRU)" in caption
+    assert source.endswith("diag(u_t) at fixed gates and candidate")  # the check of the vector cell
+    body = notes.gates_section(Build(notation=NOTES, tex_dir=tmp_path, figures_dir=None)).body
+    said = body[body.index("The carry of the LSTM"):].split("\n\n")[0]
+    assert (r"The carry of the LSTM is $f_{t}$, the derivative $\partial c_{t}/\partial c_{t-1}$ at fixed gates; that of "
+            r"the GRU is $u_{t}$, the derivative $\partial h_{t}/\partial h_{t-1}$ at fixed gates and candidate (for a "
+            r"vector state, $\operatorname{diag}(f_{t})$ and $\operatorname{diag}(u_{t})$)") in said
+    assert said.count("diag") == 2 and "diag" not in figure_sets()["paths"].READINGS["gradient-flow-rnn-gru-lstm"]
 
 
 def test_the_convolution_checks_at_sizes_are_not_called_proofs(tmp_path):

@@ -180,6 +180,20 @@ def test_the_jacobian_norms_caption_says_where_the_measured_norm_lies():
     assert "the norm of the product itself falls far below both as the distance grows" in caption
 
 
+def test_the_receptive_field_counts_layers_and_j_is_said_once_per_section(tex):
+    """A lecturer's review: j named the layers of the receptive field's product, a column, a step and a coordinate
+    pair. The product runs over the layers l' below layer l (the table says so, and prints the same product), and
+    the table's row of j gives one meaning per section; the convolution section's j is its output column only."""
+    conv = part(tex, "\\section{The convolution layer}", "\\section{")
+    rf = next(f for f in formulas(conv) if "{\\mathrm{rf}}_{L} &=" in f)
+    assert not re.search(r"(?<![A-Za-z])j(?![A-Za-z])", letters_of(rf))
+    assert r"\prod_{l'=1}^{l - 1} {\Delta}_{l'}" in rf
+    rows = {s: m for s, m, _ in _rows(tex)}
+    assert r"$\prod_{l'=1}^{l - 1} {\Delta}_{l'}$" in rows and "$l'$: a layer below it" in rows["$l$"]
+    j = rows["$j$"]
+    assert "a second index" in j and "a step ($J_{j}$)" in j and r"a coordinate pair ($\omega_{j}$)" in j
+
+
 def _inline_runs(tex: str) -> list[str]:
     """The inline formulas ``$...$`` of the whole handout, body, tables, captions and appendix (not the displays)."""
     text = re.sub(r"(?<!\\)%.*", "", tex)
