@@ -1871,10 +1871,9 @@ def _params(what: str):
     return {"layer": PARAMS_LAYER, "weights": PARAMS_WEIGHTS, "stack": PARAMS_STACK}[what]
 
 
-#: The shape of a generic map in the notation table, in words (typeset as a meaning is): a row-wise map of ``X`` has
-#: the shape of what it is applied to (the scores too, T x T), not a fixed one; an entrywise function, its argument's.
+#: The shape of a row-wise map in the notation table, in words (typeset as a meaning is): a map of ``X`` has the shape
+#: of what it is applied to (the scores too, T x T), not a fixed one.
 LIKE_X = "that of {X}"
-LIKE_ARGUMENT = "that of its argument"
 
 
 def notation_rows(b) -> list[tuple]:
@@ -1899,9 +1898,9 @@ def notation_rows(b) -> list[tuple]:
          "written with its step", one),
         # j, one meaning per section: a second index (attention, LayerNorm, the encoder and decoder, the
         # convolution), a step (the path products), a coordinate pair (the positional encoding)
-        (sp.Symbol("j"), "a second index, from 0, beside `i` or `t`: of a column or a second entry (in attention a "
-         "key's position, in LayerNorm a feature, in a convolution an output column); in the path products of a "
-         "recurrent network, a step ({Jj}); in the positional encoding, a coordinate pair ({omegaj})", one),
+        (sp.Symbol("j"), "a second index, from 0: a column or a second entry (a key in attention, a feature in "
+         "LayerNorm, an output column of a convolution); a step in the path products ({Jj}); a coordinate pair in "
+         "the positional encoding ({omegaj})", one),
         (sp.Symbol(HEAD_INDEX), "the index of an attention head, from 1, written in brackets: {headi} is head `h`'s "
          "map (not the hidden state, which always carries its step, `h_t`)", one),
         (T, "sequence length (number of steps or tokens)", one),
@@ -1940,7 +1939,7 @@ def notation_rows(b) -> list[tuple]:
         (_at("o", t), "output gate of the LSTM", one), (_at("c", t), "cell state of the LSTM", one),
         (_at("ctilde", t), "candidate cell state of the LSTM", one),
         (_grad("c", t), "gradient of the loss with respect to the LSTM's cell state at step `t`", one),
-        (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", LIKE_ARGUMENT),
+        (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", "that of `z`"),
         # every derivative has a curly d (the upright one names an adjoint, dX); one held fixed says so by a subscript
         (_at_fixed(), "partial derivative at fixed `h_0`; without the subscript, along every path (the total one)", one),
         (sp.Symbol("pos"), "position of a token", one),
@@ -2056,7 +2055,7 @@ def notation_rows(b) -> list[tuple]:
         (sp.Function("softmax")(X), "the softmax of each row of {X}", LIKE_X),
         (M("1", T, 1), "column of ones", Shape(T, 1)),
         (sp.OneMatrix(1, T), "row of ones, the transpose of the column: it sums the columns of the matrix after it",
-         Shape(1, T)), (sp.Identity(d), "identity matrix", "that of the matrices beside it"),
+         Shape(1, T)), (sp.Identity(d), "identity matrix, of the size of the matrices beside it", "square"),
         (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if {ij}, else 0", one),
         (sp.Function("F")(sp.MatrixSymbol("x", 1, d)), "a residual branch: any differentiable map of a row {x}; the "
          "residual connection's output is {xout}", Shape(1, d), "rows"),
@@ -2078,9 +2077,9 @@ def notation_rows(b) -> list[tuple]:
          "when the range is empty)", one, "conv"),
         (X.T, "transpose (of {X}; likewise of any matrix)", Shape(d, T)),
         (sp.Function("det")(M("R", d, d)), "determinant of a square matrix", one),
-        (sp.ZeroMatrix(1, d), "a row (or a matrix) of zeros", "that of what it equals"),
-        (sp.DiagMatrix(M("a", 1, T)), "diagonal matrix with the entries of a row {a} on its diagonal",
-         "square, one row per entry of {a}"),
+        (sp.ZeroMatrix(1, d), "a row (or a matrix) of zeros", "as what it equals"),
+        (sp.DiagMatrix(M("a", 1, T)), "diagonal matrix with the entries of a row {a} on its diagonal, one row and one "
+         "column per entry", "square"),
         # printed with the section's letters: the derivation's side k (SECTION_LETTERS), its indices u, v are xi, zeta
         (sp.Symbol("kappa"), "a convolution kernel of {side} by {side} entries, indexed (`u`, `v`)",
          Shape(sp.Symbol("k"), sp.Symbol("k")), "conv"),

@@ -114,7 +114,7 @@ def test_a_softmax_row_has_T_entries_not_n(build, table, attention):
     assert table["j'"] == "column of an entry of a convolution's input, counted from 0"
     assert table["i'"] == "row of an entry of a convolution's input, counted from 0"
     # diag(a) is as large as its row a, not T x T (the lecturer's review of Table 1)
-    assert re.search(r"^\$\\operatorname\{diag\}\(\\mathbf\{a\}\)\$ & .* & square, one row per entry of \$\\mathbf\{a\}\$ \\\\$",
+    assert re.search(r"^\$\\operatorname\{diag\}\(\\mathbf\{a\}\)\$ & .* one row and one column per entry & square \\\\$",
                      notes.notation_section(build), re.M)
     assert r"\mathbf{a}$ & softmax of a row $z$ of scores: the weights of one row, one per key & $1 \times T$" in \
         notes.notation_section(build)

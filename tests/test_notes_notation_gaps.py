@@ -160,7 +160,8 @@ def test_a_generic_map_of_the_table_has_the_shape_of_what_it_is_applied_to(tex):
         assert rows[f"${symbol}$"][1] == r"that of $\mathbf{X}$", symbol
     for symbol in (r"\operatorname{diag}(\mathbf{a})", r"\mathbf{I}", r"\mathbf{0}"):
         assert "\\times" not in rows[f"${symbol}$"][1] and "$T" not in rows[f"${symbol}$"][1], symbol
-    assert rows[r"$\operatorname{diag}(\mathbf{a})$"][1] == r"square, one row per entry of $\mathbf{a}$"
+    assert rows[r"$\operatorname{diag}(\mathbf{a})$"] == (r"diagonal matrix with the entries of a row $\mathbf{a}$ on its "
+                                                      "diagonal, one row and one column per entry", "square")
     row_maps = [m for s, (m, _) in rows.items() if m.startswith("every entry of row")]
     assert len(row_maps) == 3 and all(m.startswith("every entry of row $t$") for m in row_maps)
     assert rows[r"$\operatorname{rowsum}(\mathbf{X})$"][0] == r"every entry of row $t$ is the sum of row $t$ of $\mathbf{X}$"

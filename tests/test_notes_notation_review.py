@@ -191,7 +191,7 @@ def test_the_receptive_field_counts_layers_and_j_is_said_once_per_section(tex):
     rows = {s: m for s, m, _ in _rows(tex)}
     assert r"$\prod_{l'=1}^{l - 1} {\Delta}_{l'}$" in rows and "$l'$: a layer below it" in rows["$l$"]
     j = rows["$j$"]
-    assert "a second index" in j and "a step ($J_{j}$)" in j and r"a coordinate pair ($\omega_{j}$)" in j
+    assert "a second index" in j and "a step in the path products ($J_{j}$)" in j and r"a coordinate pair in the positional encoding ($\omega_{j}$)" in j
 
 
 def _inline_runs(tex: str) -> list[str]:
