@@ -164,7 +164,7 @@ def named(b, names: Sequence[str]) -> str:
 
     if not names or not b.appendix:
         return ""
-    said = [(FOOTNOTE_WORDS[name] if name in FOOTNOTE_WORDS else f"${b.notation.latex(catalogue.get(name).statement())}$")
+    said = [(FOOTNOTE_WORDS[name] if name in FOOTNOTE_WORDS else _inline(catalogue.get(name).statement(), b))
             + f", p.~\\pageref{{{identity_label(name)}}}" for name in names]
     return " (" + "; ".join(said) + ")"
 
@@ -791,6 +791,7 @@ def _shared_bias_gradients(b, rows) -> list[str]:
 
 def gates_section(b) -> Part:
     from seqgrad.derive import builtin_cells, gated
+    from seqgrad.derive.latex_settings import Partial
 
     from .latex_parts import check_status
 
@@ -821,9 +822,12 @@ def gates_section(b) -> Part:
                      [str(r.display_row()[0].wrt) for r in gd.gradient_rows()]))]
         body += _shared_bias_gradients(b, gd.gradient_rows())
         body += _gate_example(b, title, net, wrt, prev, state)
-    carries = (_words("The carry of the LSTM is `f_t`, that of the GRU `u_t`: a gate held near 1 makes the product of "
-                       "carries shrink only by the gate's value per step, where a plain RNN's product shrinks by its "
-                       "slope times its weight at every step.", b)
+    # the cells of these notes are scalar cells: a carry is a number, diag(...) only for a vector state
+    carries = (_words("The carry of the LSTM is `f_t`, the derivative {dc} at fixed gates; that of the GRU is `u_t`, the "
+                       "derivative {dh} at fixed gates and candidate (for a vector state, `diag(f_t)` and `diag(u_t)`): "
+                       "a gate held near 1 makes the product of carries shrink only by the gate's value per step, where "
+                       "a plain RNN's product shrinks by its slope times its weight at every step.", b,
+                       dc=Partial(_at("c", t - 1), of=_at("c", t)), dh=Partial(_at("h", t - 1), of=_at("h", t)))
                 + " " + b.pointer("paths", "gradient-flow-rnn-gru-lstm", _words(
                     "shows the carry product and the gradient over 59 steps back, for the three cells at their default "
                     "initialisation (left) and for the GRU and the LSTM with the keeping gate's bias raised (right).", b)))
@@ -1489,6 +1493,8 @@ def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
     concat = next(value for target, value in forward_heads if target.name == "C")  # [O^[1] | O^[2] | ... | O^[n_head]]
     first, second = concat.terms(2)
     block = next(value for target, value in backward_heads if target.name == f"dO^[{HEAD_INDEX}]")  # head h's columns of dC
+    # named in the display, dC^[h], and its columns said once in words: no index arithmetic in a subscript
+    head_block = sp.MatrixSymbol(f"dC^[{HEAD_INDEX}]", *block.shape)
     mlp = blocks.mlp_program()  # the second sublayer with the course's names (Z_mlp, J_mlp, B_mlp), ReLU
     forward = mlp.program.definitions(("forward",))
     names = {d.target.name: _s(d.target.name, 2, 2) for d in forward}
@@ -1509,14 +1515,15 @@ def _encoder_sublayers(b, checks: Sequence = ()) -> list[str]:
                wo=_s("W_O", 2, 2), oshape=Shape(_s("d"), _s("n_head") * _s("d_v"))),
         _display([(*forward_heads[0], ("  for every head ", _s(HEAD_INDEX)))] + forward_heads[1:], b),
         _words("Backwards, with {dB} the gradient of {B}: the output map passes it back to {C} and gives {dWO}; head {h} "
-               "receives its own block of {dC}'s columns, {block}: every row (the bullet) and the columns {lo} to {hi}, "
+               "receives its own block of {dC}'s columns, {block}: every row of {dC} and its columns {lo} to {hi}, "
                "the {dv} columns that {Oi} fills in {C}; from there each head's "
                "backward pass is the one-head pass above with that head's symbols; and since every head reads the same "
                "rows {X}, the rows' gradient {dX} is the sum over the heads:", b, dB=_s("dB", 2, 2), B=_s("B", 2, 2), h=_s(HEAD_INDEX),
                C=_s("C", 2, 2), dC=_s("dC", 2, 2), dWO=_s("dW_O", 2, 2), dv=_s("d_v"), Oi=_s(f"O^[{HEAD_INDEX}]", 2, 2),
-               X=_s("X", 2, 2), dX=_s("dX", 2, 2), block=block, lo=block.args[1], hi=sp.factor(block.args[1] + block.args[2]) - 1)
+               X=_s("X", 2, 2), dX=_s("dX", 2, 2), block=head_block, lo=block.args[1],
+               hi=sp.factor(block.args[1] + block.args[2]) - 1)
         + verification(b, checks=[r for r in checks if r.name == MULTIHEAD_CHECK], source="week06 §2.6", appendix="encoder"),
-        _display(backward_heads, b),
+        _display([(target, head_block if value == block else value) for target, value in backward_heads], b),
         _words("We write {mha} for this map, multi-head attention, from the rows {X} to {B}. The decoder uses it twice: "
                "as {mham}, with a mask {M} added to every head's scores, and as {mhaz}, with the keys and values computed "
                "from other rows {Z} (the decoder's memory). In the block, {B} takes the place of {O}. The second sublayer normalizes {U} again (its own {g2} and "
@@ -1952,9 +1959,16 @@ def _params(what: str):
     return {"layer": PARAMS_LAYER, "weights": PARAMS_WEIGHTS, "stack": PARAMS_STACK}[what]
 
 
+#: The shape of a row-wise map in the notation table, in words (typeset as a meaning is): a map of ``X`` has the shape
+#: of what it is applied to (the scores too, T x T), not a fixed one.
+LIKE_X = "that of {X}"
+
+
 def notation_rows(b) -> list[tuple]:
     """(symbol, meaning, shape) of every symbol the notes use, each once: SymPy objects, printed by the notation's printer
-    (a symbol that one section renames, :data:`SECTION_LETTERS`, is given as that section prints it)."""
+    (a symbol that one section renames, :data:`SECTION_LETTERS`, is given as that section prints it).  The shape is a
+    :class:`Shape`, or words for a generic one (:data:`LIKE_X`: "that of X"; the identity's "that of the matrices
+    beside it")."""
     from seqgrad.derive import conv, residual, rules
 
     # the widths of a cell are d_x, d_h, d_y (H is the matrix of an encoder block's rows, D is not used)
@@ -1967,9 +1981,14 @@ def notation_rows(b) -> list[tuple]:
     rows = [
         (t, "step (position) index, from 0", one),
         # the index i once, told apart from the LSTM's input gate i_t (a gate's section writes no index i)
-        (sp.Symbol("i"), "an index, from 0: of a row or an entry (with `j`, of a column or a second entry); of a "
-         "coordinate of a positional encoding; (`i`, `j`), a position of a convolution's or a pooling window's "
-         "output; not the LSTM's input gate {it}, always written with its step", one),
+        (sp.Symbol("i"), "an index, from 0: of a row or an entry; of a coordinate of a positional encoding; (`i`, "
+         "`j`), a position of a convolution's or a pooling window's output; not the LSTM's input gate {it}, always "
+         "written with its step", one),
+        # j, one meaning per section: a second index (attention, LayerNorm, the encoder and decoder, the
+        # convolution), a step (the path products), a coordinate pair (the positional encoding)
+        (sp.Symbol("j"), "a second index, from 0: a column or a second entry (a key in attention, a feature in "
+         "LayerNorm, an output column of a convolution); a step in the path products ({Jj}); a coordinate pair in "
+         "the positional encoding ({omegaj})", one),
         (sp.Symbol(HEAD_INDEX), "the index of an attention head, from 1, written in brackets: {headi} is head `h`'s "
          "map (not the hidden state, which always carries its step, `h_t`)", one),
         (T, "sequence length (number of steps or tokens)", one),
@@ -2008,7 +2027,7 @@ def notation_rows(b) -> list[tuple]:
         (_at("o", t), "output gate of the LSTM", one), (_at("c", t), "cell state of the LSTM", one),
         (_at("ctilde", t), "candidate cell state of the LSTM", one),
         (_grad("c", t), "gradient of the loss with respect to the LSTM's cell state at step `t`", one),
-        (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", one),
+        (sp.Function("sigma")(sp.Symbol("z")), "logistic sigmoid, applied entrywise", "that of `z`"),
         # every derivative has a curly d (the upright one names an adjoint, dX); one held fixed says so by a subscript
         (_at_fixed(), "partial derivative at fixed `h_0`; without the subscript, along every path (the total one)", one),
         (sp.Symbol("pos"), "position of a token", one),
@@ -2034,8 +2053,8 @@ def notation_rows(b) -> list[tuple]:
         (d_ff, "width of the hidden layer of the feed-forward sublayer (MLP)", one),
         (LAYERS, "number of layers of a stack (its depth)", one),
         # the depth figures' axes write a layer's matrix with the layer in parentheses (crosscheck.figures.depth)
-        (sp.Symbol("l"), "index of a layer of a stack, from 1; a superscript in parentheses names a layer's matrix: "
-         "{W2l}, layer `l`'s second MLP weight",
+        (sp.Symbol("l"), "index of a layer of a stack, from 1 ({lp}: a layer below it, in the receptive field's "
+         "product); a superscript in parentheses names a layer's matrix: {W2l}, layer `l`'s second MLP weight",
          one),
         (_params("layer"), "number of parameters of one decoder layer, its biases and LayerNorms included", one),
         (_params("weights"), "number of entries of one decoder layer's weight matrices alone (no biases, no LayerNorms)",
@@ -2111,19 +2130,20 @@ def notation_rows(b) -> list[tuple]:
         (_at("mu", t), "mean of the `d` entries of row `t`", one),
         (_at("v", t), "population variance of the `d` entries of row `t` (divided by `d`)", one),
         (_at("s", t), "standard deviation of row `t`, the square root of its variance plus `epsilon`", one),
-        (rules.RowMean(X), "every entry of row `t` is the mean of row `t` of {X}", Shape(T, d)),
+        # the row-wise maps are generic (rowsum and softmax read the T x T scores too): each has its argument's shape
+        (rules.RowMean(X), "every entry of row `t` is the mean of row `t` of {X}", LIKE_X),
         (rules.RowStd(X, sp.Symbol("epsilon", positive=True)), "every entry of row `t` is the standard deviation of "
-         "row `t`, `epsilon` inside the root", Shape(T, d)),
+         "row `t`, `epsilon` inside the root", LIKE_X),
         (rules.Normalize(X, sp.Symbol("epsilon", positive=True)),
-         "row `t` of {X} minus its mean, divided by its standard deviation: the normalized rows", Shape(T, d)),
+         "row `t` of {X} minus its mean, divided by its standard deviation: the normalized rows", LIKE_X),
         # RMSNorm, LayerNorm's variant (its Jacobian as the appendix's catalogue entry writes it)
         (_rms_of_row(_RMS()).lhs, "root mean square of a row `x` of RMSNorm, `epsilon` inside the root", one),
         (_rms_scaled(_RMS()).lhs, "entry `i` of RMSNorm's scaled row, `x_i` divided by the root mean square", one),
-        (rules.RowSum(X), "every entry of row `i` is the sum of row `i` of {X}", Shape(T, d)),
-        (sp.Function("softmax")(X), "the softmax of each row of {X}", Shape(T, d)),
+        (rules.RowSum(X), "every entry of row `t` is the sum of row `t` of {X}", LIKE_X),
+        (sp.Function("softmax")(X), "the softmax of each row of {X}", LIKE_X),
         (M("1", T, 1), "column of ones", Shape(T, 1)),
         (sp.OneMatrix(1, T), "row of ones, the transpose of the column: it sums the columns of the matrix after it",
-         Shape(1, T)), (sp.Identity(d), "identity matrix (of the size of the matrices beside it)", Shape(d, d)),
+         Shape(1, T)), (sp.Identity(d), "identity matrix, of the size of the matrices beside it", "square"),
         (sp.KroneckerDelta(sp.Symbol("i"), sp.Symbol("j")), "1 if {ij}, else 0", one),
         (sp.Function("F")(sp.MatrixSymbol("x", 1, d)), "a residual branch: any differentiable map of a row {x}; the "
          "residual connection's output is {xout}", Shape(1, d), "rows"),
@@ -2136,15 +2156,18 @@ def notation_rows(b) -> list[tuple]:
         (sp.MatrixSymbol("J_MLP", d, d), "Jacobian of a block's MLP, at the rows it reads (appendix)", Shape(d, d)),
         (residual.block_jacobian(), "Jacobian of block `l` of a stack with respect to its input rows, all tokens at once "
          "(the depth figures); not a step's transition Jacobian", Shape(T * d, T * d)),
-        (sp.HadamardProduct(_at("f", t, 1, 2), _at("c", t - 1, 1, 2)), "entrywise (Hadamard) product", Shape(1, H)),
+        (sp.HadamardProduct(_at("f", t, 1, 2), _at("c", t - 1, 1, 2)), "entrywise (Hadamard) product",
+         "that of its factors"),
         (sp.Sum(_grad("z", t), (t, 0, T - 1)), "sum of the terms for `t` from 0 to `T - 1` (over any index and range "
-         "likewise; 0 when the range is empty)", one),
-        (sp.Product(sp.Indexed("Delta", j), (j, 1, sp.Symbol("l") - 1)), "product of the factors for `j` from 1 to "
-         "`l - 1` (over any index and range likewise; 1 when the range is empty)", one),
+         "likewise; 0 when the range is empty)", "that of its terms"),
+        # the receptive field's product over the layers l' below layer l, as the convolution section prints it
+        (_rf_product(), "product of the factors for {lp} from 1 to `l - 1` (over any index and range likewise; 1 "
+         "when the range is empty)", one, "conv"),
         (X.T, "transpose (of {X}; likewise of any matrix)", Shape(d, T)),
         (sp.Function("det")(M("R", d, d)), "determinant of a square matrix", one),
-        (sp.ZeroMatrix(1, d), "a row (or a matrix) of zeros", Shape(1, d)),
-        (sp.DiagMatrix(M("a", 1, T)), "diagonal matrix with the entries of {a} on its diagonal", Shape(T, T)),
+        (sp.ZeroMatrix(1, d), "a row (or a matrix) of zeros", "as what it equals"),
+        (sp.DiagMatrix(M("a", 1, T)), "diagonal matrix with the entries of a row {a} on its diagonal, one row and one "
+         "column per entry", "square"),
         # printed with the section's letters: the derivation's side k (SECTION_LETTERS), its indices u, v are xi, zeta
         (sp.Symbol("kappa"), "a convolution kernel of {side} by {side} entries, indexed (`u`, `v`)",
          Shape(sp.Symbol("k"), sp.Symbol("k")), "conv"),
@@ -2173,6 +2196,13 @@ def notation_rows(b) -> list[tuple]:
         (sp.Symbol("rf_L"), "receptive field of a stack of `L` convolutions, in input positions", one),
     ]
     return rows
+
+
+def _rf_product():
+    """The product of the strides of the layers below layer l in the receptive field's formula (:mod:`derive.conv`)."""
+    from seqgrad.derive import conv
+
+    return next(iter(conv.receptive_field_formula()[1].atoms(sp.Product)))
 
 
 def _at_fixed():
@@ -2208,7 +2238,7 @@ def _with_vectors(b, names):
 def _of_kind(sym, shape):
     """A symbol of the notation table as the notes print its kind: a plain name with a vector's or a matrix's shape
     (``Ghat``, ``kappa``, ``P``) as a matrix symbol, bold as every matrix of the displays; a scalar as it is."""
-    if type(sym) is sp.Symbol and shape.args:
+    if type(sym) is sp.Symbol and isinstance(shape, Shape) and shape.args:
         return sp.MatrixSymbol(sym.name, 2, 2)
     return sym
 
@@ -2258,15 +2288,16 @@ def notation_section(b) -> str:
                 "headi": matrix(f"W_Q^[{HEAD_INDEX}]"), "Zmlp": matrix("Z_mlp"), "it": _at("i", t), "h": sp.Symbol(HEAD_INDEX), "side": sp.Symbol("k"), "Bj": sp.Function("R_j")(k),
                 "ij": sp.Eq(sp.Symbol("i"), sp.Symbol("j"), evaluate=False),
                 "wavelength": sp.Eq(sp.Symbol("lambda_j"), 2 * sp.pi / sp.Symbol("omega_j"), evaluate=False),
-                "pad": sp.Symbol("pad"), **_norm_names()}
+                "pad": sp.Symbol("pad"), "lp": _rf_product().variables[0], "omegaj": sp.Symbol("omega_j"), **_norm_names()}
     # a row printed as a section prints it (its letters), or with some of its words' symbols rows (u = x + F(x))
     section = {None: b, "conv": with_section_letters(b, "conv"), "positional": with_section_letters(b, "positional"),
                "rows": _with_vectors(b, {SECTION_SYMBOL_NAMES["residual"]["u"], "x"})}
     body = []
     for sym, meaning, shape, *where in rows:
         at = section[where[0] if where else None]
-        body.append(" & ".join([inline(_of_kind(sym, shape), at.notation), _words(meaning, at, **formulas),
-                                inline(shape, at.notation)]) + " \\\\")
+        size = _words(shape, at, **formulas) if isinstance(shape, str) else inline(shape, at.notation)
+        body.append(" & ".join([inline(_of_kind(sym, shape), at.notation), _words(meaning, at, **formulas), size])
+                    + " \\\\")
     intro = ("Sequences are rows: a vector is a row vector and a matrix holds one row per step or token; indices of "
              "steps, positions, rows, columns and entries start at 0 (a block of columns too), while heads and layers "
              "are counted from 1 (head 1, layer 1). Vectors and matrices are set in bold. Weights are stored output by input, as in PyTorch, and applied "

@@ -30,7 +30,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 
 from seqgrad.errors import SeqgradValueError
 
-from .latex_settings import OrderedProduct, Partial
+from .latex_settings import OrderedProduct, Partial, derivative_tex
 from .sequence import Sensitivity, SensitivityMatrix, adjoint, stepped
 from .step_sum import T, _make_sum, t
 
@@ -80,7 +80,7 @@ class PathJacobian(MatrixExpr):
         return (self.of.shape[1], self.wrt.shape[1])
 
     def _latex(self, printer):
-        return r"\frac{\partial %s}{\partial %s}" % (printer._print(self.of), printer._print(self.wrt))
+        return derivative_tex(printer, printer._print(self.of), printer._print(self.wrt))
 
     def _sympystr(self, printer):
         return f"d{printer._print(self.of)}/d{printer._print(self.wrt)}"

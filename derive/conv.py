@@ -397,12 +397,12 @@ class _Routed(sp.Expr):
 
 
 def receptive_field_formula():
-    """``r_L = 1 + sum_{l=1}^{L} (k_l - 1) prod_{j=1}^{l-1} s_j`` for any number of layers L, as a SymPy sum over
-    indexed kernels and strides (its ``subs(L, n).doit()`` is :func:`receptive_field` of n layers)."""
-    L_, l_, j_ = sp.Symbol("L", integer=True, positive=True), sp.Symbol("l", integer=True, positive=True), sp.Symbol(
-        "j", integer=True, positive=True)
+    """``r_L = 1 + sum_{l=1}^{L} (k_l - 1) prod_{l'=1}^{l-1} s_{l'}`` for any number of layers L, as a SymPy sum over
+    indexed kernels and strides (its ``subs(L, n).doit()`` is :func:`receptive_field` of n layers).  Both indices
+    count layers, l and the layers l' below it (j is a column of the output)."""
+    L_, l_, below = (sp.Symbol(name, integer=True, positive=True) for name in ("L", "l", "l'"))
     kk, ss = sp.IndexedBase("k"), sp.IndexedBase("s")
-    return sp.Indexed("r", L_), 1 + sp.Sum((kk[l_] - 1) * sp.Product(ss[j_], (j_, 1, l_ - 1)), (l_, 1, L_))
+    return sp.Indexed("r", L_), 1 + sp.Sum((kk[l_] - 1) * sp.Product(ss[below], (below, 1, l_ - 1)), (l_, 1, L_))
 
 
 def max_derivative(n: int = 4):
@@ -425,7 +425,7 @@ def _size(argument: str, value):
 
 
 def receptive_field(kernels, strides=None):
-    """``r_L = 1 + sum_l (k_l - 1) prod_{m<l} s_m`` for concrete or symbolic kernel sizes and strides."""
+    """``r_L = 1 + sum_l (k_l - 1) prod_{l'<l} s_{l'}`` for concrete or symbolic kernel sizes and strides."""
     if isinstance(kernels, (str, bytes)) or not hasattr(kernels, "__iter__"):
         raise SeqgradTypeError("kernels", kernels, "a list of kernel sizes (positive integers or SymPy symbols)")
     kernels = [_size("kernels", k_) for k_ in kernels]

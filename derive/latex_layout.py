@@ -573,7 +573,12 @@ class _InlinePrinter(NotationPrinter):
     """The notation's printer for running text: a sum or product over several indices is printed as nested ones,
     one index each (``Sum(f, (t, ...), (j, ...))`` as ``\\sum_{j=0}^{4} \\sum_{t=0}^{6} f``, the first index
     innermost: the same value), with the limits beside the sign, not as ``\\sum_{\\substack{...}}``, whose two
-    lines of limits push the lines of running text apart."""
+    lines of limits push the lines of running text apart; for the same reason every fraction is written on the line,
+    ``1/\\sqrt{d_{k}}``, not stacked (``fold_short_frac``: :meth:`NotationPrinter._slashed`)."""
+
+    def __init__(self, notation: Notation | None = None, **settings):
+        settings.setdefault("fold_short_frac", True)
+        super().__init__(notation, **settings)
 
     def _nested(self, expr, print_one):
         out = expr.function
@@ -641,8 +646,9 @@ def longtable(header: Sequence[str], rows: Sequence[Sequence[str]], colspec: str
 
 def equation_table(header: Sequence[str], rows: Sequence[Sequence], notation: Notation | None = None) -> str:
     """A booktabs table whose cells are equations (``Eq`` or ``(lhs, rhs)``) or expressions,
-    e.g. the forward/backward table: one forward op and its backward op per row."""
-    printer = _printer(notation)
+    e.g. the forward/backward table: one forward op and its backward op per row; each cell a line of text, printed
+    as running text is (:class:`_InlinePrinter`)."""
+    printer = _InlinePrinter(notation)
 
     def cell(item) -> str:
         if item is None:

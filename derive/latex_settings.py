@@ -29,6 +29,8 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 from sympy.printing.conventions import split_super_sub
 from sympy.printing.latex import LatexPrinter, translate
+from sympy.printing.precedence import PRECEDENCE, precedence_traditional
+from sympy.simplify import fraction
 
 from seqgrad.errors import SeqgradTypeError, SeqgradValueError
 
@@ -337,7 +339,24 @@ class NotationPrinter(LatexPrinter):
             rest = negated(expr)
             text = self._print(rest)
             return "- " + (r"\left(%s\right)" % text if rest.is_Add else text)
+        if self._settings["fold_short_frac"] and not (isinstance(expr, sp.Mul) and _unevaluated(expr)):
+            sign, body = ("- ", -expr) if expr.could_extract_minus_sign() else ("", expr)
+            numer, denom = fraction(body, exact=True)
+            if denom is not sp.S.One:
+                return sign + self._slashed(self._print(numer), self._print(denom), numer, denom)
         return super()._print_Mul(expr)
+
+    def _slashed(self, top: str, bottom: str, numer=None, denom=None) -> str:
+        """``top/bottom``, a fraction on the line, as running text prints every fraction (``fold_short_frac``, the
+        setting of :class:`derive.latex_layout._InlinePrinter`; SymPy folds short ones only): the numerator in
+        brackets where it is a sum, or a sum over an index; the denominator where it is a sum or a product
+        (``\\epsilon/(\\epsilon + v)``, ``1/(2 d)``), so that the slash divides what the fraction bar did and the
+        line keeps its height (``\\partial \\mathcal{L}/\\partial w_{h}``, ``1/\\sqrt{d_{k}}``)."""
+        if numer is not None and self._needs_mul_brackets(numer, last=False) and not _divides_each_term(numer, denom):
+            top = r"\left(%s\right)" % top
+        if denom is not None and (precedence_traditional(denom) <= PRECEDENCE["Mul"] or self._needs_mul_brackets(denom)):
+            bottom = r"\left(%s\right)" % bottom
+        return "%s/%s" % (top, bottom)
 
     def _print_Float(self, expr):
         """A number given with its significant figures (``Float("-0.990", 3)``, a precision below double's) prints
@@ -350,8 +369,42 @@ class NotationPrinter(LatexPrinter):
                 self._settings["full_prec"] = full
         return super()._print_Float(expr)
 
+    def _print_Pow(self, expr):
+        """In running text (``fold_short_frac``) a root's reciprocal on the line too, ``1/\\sqrt{d_{k}}`` (SymPy
+        stacks it even where it folds a fraction), and the square root of a sum over an index as a power,
+        ``(\\sum_{j=0}^{d - 1} x_{j}^{2}/d + \\epsilon)^{1/2}``: a radical drawn over the sum's limits is taller than
+        the line."""
+        if self._settings["fold_short_frac"] and expr.exp.is_Rational and expr.base.is_commutative:
+            if expr.exp.is_negative:
+                denom = expr.base if expr.exp == -1 else sp.Pow(expr.base, -expr.exp, evaluate=False)
+                return self._slashed("1", self._print(denom), None, denom)
+            if expr.exp == sp.S.Half and expr.base.has(sp.Sum, sp.Product):
+                return "(%s)^{%s}" % (self._print(expr.base), self._print(expr.exp))
+        return super()._print_Pow(expr)
+
+    def _print_Rational(self, expr):
+        if self._settings["fold_short_frac"] and expr.q != 1:  # 1/100, as the other fractions on the line
+            return "%s%d/%d" % ("- " if expr.p < 0 else "", abs(expr.p), expr.q)
+        return super()._print_Rational(expr)
+
+    def _print_Derivative(self, expr):
+        """``\\partial f/\\partial x`` in running text (``fold_short_frac``); a derivative of a compound expression
+        there as the operator in brackets before it, ``(\\mathrm{d}/\\mathrm{d} x)\\, x^{2}``."""
+        if not self._settings["fold_short_frac"]:
+            return super()._print_Derivative(expr)
+        from sympy.printing.latex import requires_partial
+
+        d = r"\partial" if requires_partial(expr.expr) else self._settings["diff_operator_latex"]
+        dim = sum(n for _, n in expr.variable_count)
+        wrt = " ".join(d + " " + (self._print(x) if n == 1 else "%s^{%s}" % (self.parenthesize_super(self._print(x)), n))
+                       for x, n in reversed(expr.variable_count))
+        top = d if dim == 1 else "%s^{%s}" % (d, dim)
+        if expr.expr.is_Atom or isinstance(expr.expr, (AppliedUndef, sp.Indexed, sp.MatrixSymbol)):
+            return self._slashed("%s %s" % (top, self._print(expr.expr)), wrt)
+        return r"(%s)\, %s" % (self._slashed(top, wrt), self.parenthesize(expr.expr, PRECEDENCE["Mul"], strict=True))
+
     def _print_Partial(self, expr):
-        return r"\frac{\partial %s}{\partial %s}" % (self._print(expr.of), self._print(expr.wrt))
+        return derivative_tex(self, self._print(expr.of), self._print(expr.wrt))
 
     def _print_Total(self, expr):
         # with a curly d, as every derivative of the notes: the upright d is the adjoint's (dX, the gradient of the loss);
@@ -527,6 +580,27 @@ def upright_words(index: str, words: Iterable[str] = WORD_SUBSCRIPTS) -> str:
         return w
 
     return re.sub(r"(?<![\\A-Za-z])[A-Za-z]{2,}(?![A-Za-z])", word, index)
+
+
+def derivative_tex(printer, of: str, wrt: str, operator: str = r"\partial") -> str:
+    """A derivative label ``\\frac{\\partial of}{\\partial wrt}`` (``of``, ``wrt`` printed), on the line in running
+    text, ``\\partial of/\\partial wrt``, where ``printer`` folds fractions (``fold_short_frac``)."""
+    top, bottom = "%s %s" % (operator, of), "%s %s" % (operator, wrt)
+    if printer._settings.get("fold_short_frac") and hasattr(printer, "_slashed"):
+        return printer._slashed(top, bottom)
+    return r"\frac{%s}{%s}" % (top, bottom)
+
+
+def _divides_each_term(numer, denom) -> bool:
+    """Whether ``numer/denom``, a sum over an index divided by what does not depend on it, is read alike with the
+    division inside the sum (``\\sum_{j} x_{j}^{2}/d``): no brackets are needed round the sum."""
+    return isinstance(numer, sp.Sum) and denom is not None and not denom.free_symbols & set(numer.variables)
+
+
+def _unevaluated(expr: sp.Mul) -> bool:
+    """A product SymPy prints factor by factor as it stands (``Mul(1, x, evaluate=False)``, a number after the first
+    factor), never as a fraction."""
+    return expr.args[0] is sp.S.One or any(isinstance(a, sp.Number) for a in expr.args[1:])
 
 
 def _greek_words(index: str) -> str:

@@ -334,7 +334,9 @@ class VecPartial(sp.Expr):
         return sp.Expr.__new__(cls, of, wrt)
 
     def _latex(self, printer):
-        return r"\frac{\partial \operatorname{vec}(%s)}{\partial \operatorname{vec}(%s)}" % tuple(printer._print(a) for a in self.args)
+        from .latex_settings import derivative_tex
+
+        return derivative_tex(printer, *(r"\operatorname{vec}(%s)" % printer._print(a) for a in self.args))
 
     def _sympystr(self, printer):
         return "∂vec(%s)/∂vec(%s)" % tuple(printer._print(a) for a in self.args)

@@ -112,7 +112,7 @@ def _printer(notation):
 
     own = notation.replace(letters={**notation.letters, "L": "L"})
     object.__setattr__(own, "_used", notation._used)  # one record of the renames applied (Notation.unused_renames)
-    return NotationPrinter(own)
+    return NotationPrinter(own, fold_short_frac=True)  # running text: fractions on the line, as latex_layout.inline
 
 
 def _rebuild(text: str, parts: tuple, recorded: str) -> Prose:

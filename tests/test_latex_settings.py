@@ -183,3 +183,29 @@ def test_the_words_of_a_notation_can_be_set():
     import pickle  # a worker process builds its sections with a copy of the settings
 
     assert pickle.loads(pickle.dumps(Notation(word_subscripts={"hn"}))).latex(sp.Symbol("w_hn")) == r"w_{\mathrm{hn}}"
+
+
+def test_inline_math_folds_every_fraction_onto_the_line_and_displays_stack_it():
+    """Running text (inline, Prose, a table cell) prints each fraction with a slash, bracketed where the slash would
+    divide less than the bar did; a display keeps \\frac. SymPy's own fold_short_frac folds short ones only (it left
+    epsilon/(epsilon + v) stacked, and 1/sqrt(d_k) in every mode)."""
+    from seqgrad.derive.latex_settings import AtFixed, Partial
+    from seqgrad.derive.prose import Prose
+
+    eps, v, d, d_k, a, b, j = sp.symbols("epsilon v d d_k a b j")
+    x = sp.IndexedBase("x")
+    cases = [(eps / (eps + v), r"\epsilon/(\epsilon + v)"), (1 / sp.sqrt(d_k), r"1/\sqrt{d_{k}}"),
+             (1 / (2 * d), r"1/(2 d)"), ((a + b) / (a - b), r"(a + b)/(a - b)"), (-a / b, r"- a/b"),
+             (sp.Rational(1, 100), "1/100"), (10000 ** (-2 * j / d), r"10000^{- 2 j/d}"),
+             (Partial(sp.Symbol("w_h")), r"\partial \mathcal{L}/\partial w_{h}"),
+             (AtFixed(sp.Symbol("c_0"), of=sp.Symbol("c_1"), held=sp.Symbol("h_0")), r"(\partial c_{1}/\partial c_{0})_{h_{0}}"),
+             (sp.Derivative(sp.Function("f")(a), a), r"\mathrm{d} f{(a)}/\mathrm{d} a"),
+             # a sum divided by what does not depend on its index reads alike with the division inside it; a
+             # radical over the sum's limits would be taller than the line
+             (sp.sqrt(sp.Sum(x[j] ** 2, (j, 0, d - 1)) / d + eps), r"(\sum_{j=0}^{d - 1} {x}_{j}^{2}/d + \epsilon)^{1/2}"),
+             (sp.Sum(x[j], (j, 0, d - 1)) / j, r"\left(\sum_{j=0}^{d - 1} {x}_{j}\right)/j")]
+    for expr, written in cases:
+        assert inline(expr) == f"${written}$", expr
+        assert "/" not in latex(expr) and "\\frac" in latex(expr), expr  # a display stacks it
+    assert Prose("`epsilon/(epsilon + v)`").latex() == r"$\epsilon/(\epsilon + v)$"
+    assert "\\frac" not in equation_table(["a"], [[(sp.Symbol("y"), 1 / sp.sqrt(d_k))]])

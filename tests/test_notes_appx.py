@@ -251,7 +251,7 @@ def test_15_shift_instances_are_one_statement(identities):
     entry = heads[0][:heads[0].index("\\end{align*}")]
     for name in ("d8-\\allowbreak{}interleaved", "d8-\\allowbreak{}half", "d5-\\allowbreak{}interleaved", "d5-\\allowbreak{}half"):
         assert name in entry
-    assert "pair $i$ at coordinates $2 i$ and" in entry and "pair $i$ at coordinates $i$ and $i + \\frac{d}{2}$" in entry
+    assert "pair $i$ at coordinates $2 i$ and" in entry and "pair $i$ at coordinates $i$ and $i + d/2$" in entry
     assert "\\quad" not in entry and entry.count("&=") == 1
 
 

@@ -57,7 +57,11 @@ def test_the_multi_head_backward_pass_is_printed_line_by_line(encoder):
     head = lambda name: r"\mathrm{d}\mathbf{%s}^{[h]}" % name  # noqa: E731
     assert _line(sub, r"\mathrm{d}\mathbf{C}") == r"\mathrm{d}\mathbf{B} \mathbf{W}_{O}"
     assert _line(sub, r"\mathrm{d}\mathbf{W}_{O}") == r"\mathrm{d}\mathbf{B}^{\top} \mathbf{C}"
-    assert _line(sub, head("O")) == r"(\mathrm{d}\mathbf{C})_{\bullet,\,d_{v} (h - 1) \ldots d_{v} h - 1}"
+    # head h's block of dC's columns by its name, its columns said once in the sentence (a lecturer's review: no
+    # index arithmetic, d_v (h - 1) ... d_v h - 1, in the display's subscript)
+    assert _line(sub, head("O")) == r"\mathrm{d}\mathbf{C}^{[h]}"
+    assert r"$\mathrm{d}\mathbf{C}^{[h]}$: every row of $\mathrm{d}\mathbf{C}$ and its columns $d_{v} (h - 1)$ to $d_{v} h - 1$" in sub
+    assert "\\bullet" not in sub
     assert _line(sub, head("V")) == r"(\mathbf{A}^{[h]})^{\top} \mathrm{d}\mathbf{O}^{[h]}"  # head h's one-head pass
     assert _line(sub, dX) == (r"\sum_{h=1}^{n_{\mathrm{head}}} (\mathrm{d}\mathbf{Q}^{[h]} \mathbf{W}^{[h]}_{Q} + "
                               r"\mathrm{d}\mathbf{K}^{[h]} \mathbf{W}^{[h]}_{K} + \mathrm{d}\mathbf{V}^{[h]} \mathbf{W}^{[h]}_{V})")

@@ -70,7 +70,7 @@ def test_3_the_parameter_counts_state_the_head_width_assumption(tmp_path):
     counts = body[body.index("\\paragraph{Parameter counts.}"):body.index("\\begin{align*}", body.index("Parameter counts"))]
     assert "(the count does not depend on the number of heads)" not in counts
     # the model width is d, in the counts as everywhere in the notes (derive.decoder's d_model)
-    assert r"$d_{k} = d_{v} = \frac{d}{n_{\mathrm{head}}}$" in counts and r"are $d$ wide" in counts
+    assert r"$d_{k} = d_{v} = d/n_{\mathrm{head}}$" in counts and r"are $d$ wide" in counts
     assert r"are 6 wide side by side ($n_{\mathrm{head}} = 2, d_{v} = 3$), not $d = 5$" in counts and r"\ref{sec:encoder}" in counts
     # the facts: with d_k = d_v = d_model / h the count is the same for every h; the course's widths are 2 * 3 != 5
     assert len({counting.attention_params(256, h) for h in (1, 2, 4, 8, 16)}) == 1

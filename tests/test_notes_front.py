@@ -293,7 +293,7 @@ def test_the_widths_of_a_cell_are_defined_before_they_are_used(handout):
 def test_one_name_and_one_letter_per_quantity_in_the_body(handout):
     _, body = _notation_table(handout)
     runs = "\n".join(math_runs(body))
-    assert r"d_{\mathrm{model}}" not in runs and r"\frac{d}{n_{\mathrm{head}}}" in runs  # the model width is d
+    assert r"d_{\mathrm{model}}" not in runs and r"d/n_{\mathrm{head}}" in runs  # the model width is d
     assert r"\mathbf{G}" not in runs and r"\mathrm{d}\mathbf{O}" in runs  # the gradient of O is dO, as every gradient
     assert "H_{o}" not in runs and "W_{o}" not in runs and r"H_{\mathrm{in}}" in runs  # a convolution's sizes
     assert not re.search(r"(?<![\\A-Za-z])a_\{t\}", runs) and "{a}_{i,j}" not in runs  # a: the softmax's weights only

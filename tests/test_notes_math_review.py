@@ -23,7 +23,7 @@ def _head(name: str) -> str:
 
 def test_layernorm_variance_is_v_over_eps_plus_v_in_the_notes_symbols():
     head = _head("layernorm-variance")
-    assert r"\frac{v}{\epsilon + v}" in head and "s^{2}" not in head
+    assert r"$v/(\epsilon + v)$" in head and "s^{2}" not in head
 
 
 def test_softmax_rows_sum_to_zero_by_shift_invariance_not_by_the_sum_of_the_weights():
@@ -65,14 +65,23 @@ def test_the_erratum_says_2_d_k_holds_when_the_fourth_moment_is_3():
     assert ok and "4/5 for uniform" in detail  # a unit-variance coordinate that is not Gaussian: not 2
 
 
-def test_the_gru_carry_holds_the_candidate_fixed_too():
+def test_the_gru_carry_holds_the_candidate_fixed_too(tmp_path):
+    """The carries at fixed gates (and, for the GRU, candidate), said where the section defines them; a lecturer's
+    review: the cells of the notes are scalar cells, so a carry is the number f_t or u_t, diag(...) only for a vector
+    state (the text said diag(f_t) of the scalar f_t)."""
+    from seqgrad.crosscheck import notes
     from seqgrad.crosscheck.figures import figure_sets
+    from seqgrad.crosscheck.latex_parts import Build
     from seqgrad.crosscheck.registry import all_checks
 
     source = next(c for c in all_checks("gated.gru_carry_jacobian")).source
-    assert source.endswith("diag(u_t) at fixed gates and candidate")
-    caption = figure_sets()["paths"].READINGS["gradient-flow-rnn-gru-lstm"]  # said where the text points to it
-    assert "fixed gates and candidate it is `diag(u_t)` (GRU)" in caption
+    assert source.endswith("diag(u_t) at fixed gates and candidate")  # the check of the vector cell
+    body = notes.gates_section(Build(notation=NOTES, tex_dir=tmp_path, figures_dir=None)).body
+    said = body[body.index("The carry of the LSTM"):].split("\n\n")[0]
+    assert (r"The carry of the LSTM is $f_{t}$, the derivative $\partial c_{t}/\partial c_{t-1}$ at fixed gates; that of "
+            r"the GRU is $u_{t}$, the derivative $\partial h_{t}/\partial h_{t-1}$ at fixed gates and candidate (for a "
+            r"vector state, $\operatorname{diag}(f_{t})$ and $\operatorname{diag}(u_{t})$)") in said
+    assert said.count("diag") == 2 and "diag" not in figure_sets()["paths"].READINGS["gradient-flow-rnn-gru-lstm"]
 
 
 def test_the_convolution_checks_at_sizes_are_not_called_proofs(tmp_path):
@@ -126,7 +135,7 @@ def test_the_unpaired_sine_fails_for_some_k_and_shows_the_step():
     for layout in ("interleaved", "half"):
         report = positional.shift_identity(d=5, layout=layout).prove()
         note = shift_report_rows(report, NOTES)[-1][1]
-        assert r"for $k$ not a multiple of $\frac{\pi}{\omega_{2}}$" in note and r"for every $\mathrm{pos}$" in note
+        assert r"for $k$ not a multiple of $\pi/\omega_{2}$" in note and r"for every $\mathrm{pos}$" in note
         assert positional.Sinusoidal(5, layout=layout).omega(report.unpaired) == 10000 ** sp.Rational(-4, 5)  # omega_2
 
 
@@ -134,7 +143,7 @@ def test_rmsnorm_names_rms_names_its_own_normalised_row_and_typesets_its_source(
     """The root mean square is named as the function, rms(x) (a letter r would be the GRU's reset gate)."""
     head = _head("rmsnorm-jacobian")
     assert "rms(x) o gamma" not in head and "$r" not in head and r"with $\operatorname{rms}{(x)}$ the square root" in head
-    assert r"\tilde{x}_{i} = \frac{x_{i}}{\operatorname{rms}{(x)}}" in head
+    assert r"\tilde{x}_{i} = x_{i}/\operatorname{rms}{(x)}" in head
     entry = catalogue.get("rmsnorm-jacobian")
     shown = NOTES.latex(entry.statement())
     assert r"\tilde{x}" in shown and r"\hat{x}" not in shown  # x̂ is LayerNorm's (x - mu)/s

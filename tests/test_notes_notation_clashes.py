@@ -128,12 +128,10 @@ def test_column_block_is_math_counted_from_zero():
 
 
 def test_column_block_defined_where_first_used(tex):
-    """The handout prints no slice (``_{:,0:a}``), and says what the column block means right after its first display."""
+    """The handout prints no slice (``_{:,0:a}``), and says what the column block means right after its first display;
+    the body names head h's block of columns (dC^[h]) instead, so the first block printed is the appendix's."""
     assert not re.search(r"_\{:,", tex)
-    # first in the encoder's multi-head backward pass, whose sentence says what it means before the display uses it
-    first = tex.index(r"_{\bullet,\,")
-    sentence = tex[first:tex.index("\\begin{align*}", first)]
-    assert "every row (the bullet) and the columns" in sentence and "counted from" not in sentence
+    assert r"_{\bullet,\," not in tex.split("\\appendix")[0]
     # the appendix's block of W_O, defined right after its first display there
     first_W = tex.index(r"(\mathbf{W}_{O})_{\bullet,\,")
     definition = tex.index(r"Here $(\mathbf{W}_{O})_{\bullet,\,i \ldots j}$ is the block of columns $i$ to $j$")

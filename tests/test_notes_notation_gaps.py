@@ -136,3 +136,32 @@ def test_layernorm_indexes_the_row_with_t_and_the_features_with_i_and_j(tex):
     rows = {s: m for s, m, _ in _rows(tex)}
     assert rows[r"$\mu_{t}$"] == "mean of the $d$ entries of row $t$" and r"$\mu_{i}$" not in rows
     assert r"$s_{t}$" in rows and r"$v_{t}$" in rows
+
+
+def test_a_generic_map_of_the_table_has_the_shape_of_what_it_is_applied_to(tex):
+    """A lecturer's review of Table 1: softmax(X) was listed T x d, but it is applied to the T x T scores too; diag(a)
+    T x T, I d x d and 0 1 x d, while each is as large as what it meets. A row-wise map has the shape of its argument
+    X, an entrywise one (the sigmoid, the Hadamard product) that of its argument or factors, and diag, I and 0 have no
+    fixed size; rowsum, mean and s_eps say one row index, t."""
+    import sympy as sp
+
+    from seqgrad.crosscheck.notes import Shape, notation_rows
+    from seqgrad.derive import rules
+
+    generic = (rules.RowSum, rules.RowMean, rules.RowStd, rules.Normalize, sp.DiagMatrix, sp.Identity, sp.ZeroMatrix,
+               sp.HadamardProduct, sp.Sum)
+    found = [(sym, shape) for sym, _, shape, *_ in notation_rows(None)
+             if isinstance(sym, generic) or getattr(sym, "func", None) in (sp.Function("softmax"), sp.Function("sigma"))]
+    assert len(found) == 11
+    assert [sym for sym, shape in found if isinstance(shape, Shape)] == []  # words, no fixed T x d
+    rows = {s: (m, shape) for s, m, shape in _rows(tex)}
+    for symbol in (r"\operatorname{softmax}{(\mathbf{X})}", r"\operatorname{rowsum}(\mathbf{X})",
+                   r"\operatorname{mean}(\mathbf{X})", r"s_{\epsilon}(\mathbf{X})", r"\operatorname{normalize}(\mathbf{X})"):
+        assert rows[f"${symbol}$"][1] == r"that of $\mathbf{X}$", symbol
+    for symbol in (r"\operatorname{diag}(\mathbf{a})", r"\mathbf{I}", r"\mathbf{0}"):
+        assert "\\times" not in rows[f"${symbol}$"][1] and "$T" not in rows[f"${symbol}$"][1], symbol
+    assert rows[r"$\operatorname{diag}(\mathbf{a})$"] == (r"diagonal matrix with the entries of a row $\mathbf{a}$ on its "
+                                                      "diagonal, one row and one column per entry", "square")
+    row_maps = [m for s, (m, _) in rows.items() if m.startswith("every entry of row")]
+    assert len(row_maps) == 3 and all(m.startswith("every entry of row $t$") for m in row_maps)
+    assert rows[r"$\operatorname{rowsum}(\mathbf{X})$"][0] == r"every entry of row $t$ is the sum of row $t$ of $\mathbf{X}$"

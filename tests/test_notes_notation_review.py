@@ -123,7 +123,7 @@ def test_the_total_derivative_has_no_upright_d(tex):
     held = r"\left(\frac{\partial c_{1}}{\partial c_{0}}\right)_{h_{0}}"
     assert held + " &= f_{1}" in gates
     assert r"\frac{\partial c_{1}}{\partial c_{0}} &= f_{1} + \frac{\partial c_{1}}{\partial h_{0}}" in gates
-    assert [m for s, m, _ in _rows(tex) if s == f"${held}$"]
+    assert [m for s, m, _ in _rows(tex) if s == r"$(\partial c_{1}/\partial c_{0})_{h_{0}}$"]  # in a line: a slash
 
 
 def test_no_display_gives_one_left_side_two_numbers(standalone_notes):
@@ -160,7 +160,7 @@ def test_rmsnorm_at_a_constant_row_scales_a_uniform_change_by_epsilon_over_rms_s
     body = standalone_notes.read_text(encoding="utf-8").split("\\appendix")[0]
     said = " ".join(body[body.index("RMSNorm (Zhang"):].split("\\end{")[0].split())
     assert "it still does at a constant row" not in said
-    assert r"\frac{\epsilon}{\operatorname{rms}^{2}{(x)}}" in said and "0 only without $\\epsilon$" in said
+    assert r"$\epsilon/\operatorname{rms}^{2}{(x)}$" in said and "0 only without $\\epsilon$" in said
 
 
 def test_the_jacobian_norms_caption_says_where_the_measured_norm_lies():
@@ -178,3 +178,38 @@ def test_the_jacobian_norms_caption_says_where_the_measured_norm_lies():
     assert measured[0] > product[0] / 2 and measured[-1] < 1e-3 * product[-1] < 1e-3 * pascanu[-1]
     caption = paths.CAPTIONS["jacobian-product-norms"]
     assert "the norm of the product itself falls far below both as the distance grows" in caption
+
+
+def test_the_receptive_field_counts_layers_and_j_is_said_once_per_section(tex):
+    """A lecturer's review: j named the layers of the receptive field's product, a column, a step and a coordinate
+    pair. The product runs over the layers l' below layer l (the table says so, and prints the same product), and
+    the table's row of j gives one meaning per section; the convolution section's j is its output column only."""
+    conv = part(tex, "\\section{The convolution layer}", "\\section{")
+    rf = next(f for f in formulas(conv) if "{\\mathrm{rf}}_{L} &=" in f)
+    assert not re.search(r"(?<![A-Za-z])j(?![A-Za-z])", letters_of(rf))
+    assert r"\prod_{l'=1}^{l - 1} {\Delta}_{l'}" in rf
+    rows = {s: m for s, m, _ in _rows(tex)}
+    assert r"$\prod_{l'=1}^{l - 1} {\Delta}_{l'}$" in rows and "$l'$: a layer below it" in rows["$l$"]
+    j = rows["$j$"]
+    assert "a second index" in j and "a step in the path products ($J_{j}$)" in j and r"a coordinate pair in the positional encoding ($\omega_{j}$)" in j
+
+
+def _inline_runs(tex: str) -> list[str]:
+    """The inline formulas ``$...$`` of the whole handout, body, tables, captions and appendix (not the displays)."""
+    text = re.sub(r"(?<!\\)%.*", "", tex)
+    text = re.sub(r"\\begin\{(align\*?|equation\*?|gather\*?)\}.*?\\end\{\1\}|\\\[.*?\\\]", " ", text, flags=re.S)
+    return re.findall(r"(?<![\\$])\$([^$]+)\$", text)
+
+
+def test_inline_math_writes_fractions_on_the_line(tex):
+    """A lecturer's review: stacked fractions and roots over a sum in running text made the lines uneven
+    (the squared error, dL/dw_h, 1/sqrt(d_k), rms(x), eps/(eps + v)). Every inline formula, table cells included,
+    is printed with fractions on the line, bracketed where needed; the displays keep their stacked fractions."""
+    runs = _inline_runs(tex)
+    assert len(runs) > 1000
+    assert [r for r in runs if re.search(r"\\[dt]?frac", r)] == []
+    assert [r for r in runs if re.search(r"\\sqrt\{[^}]*\\sum", r)] == []
+    for written in (r"v/(\epsilon + v)", r"1/\sqrt{d_{k}}", r"1/\sqrt{L}", r"\partial \mathcal{L}/\partial w_{h}",
+                    r"\mathcal{L} = (\widehat{y} - y)^{2}/2", r"\operatorname{rms}{(x)} = (\sum_{j=0}^{d - 1} {x}_{j}^{2}/d + \epsilon)^{1/2}"):
+        assert any(written in r for r in runs), written
+    assert r"\frac{1}{\sqrt{d_{k}}}" in tex  # a display (the scores) keeps its fraction

@@ -219,7 +219,8 @@ def test_the_convolution_section_defines_its_sizes_and_states_pooling_and_the_re
     assert r"{\mathrm{d}Y}_{i,j} {\bar{X}}_{\xi + i \Delta,\zeta + j \Delta}" in body  # G: the gradient of Y, dY
     assert r"{Y}_{i,j} &= \max_{0 \le \xi, \zeta \le \psi - 1} (X_{\mathrm{in}})_{\xi + i \Delta,\zeta + j \Delta}" in re.sub(r" +", " ", body)
     assert r"{\mathrm{d}Y}_{i,j} [(i', j') = {\nu}_{i,j}]" in body  # nu: the argmax (a is the softmax's)
-    assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{j=1}^{l - 1} {\Delta}_{j}\right) ({\psi}_{l} - 1)" in body
+    # the layers below layer l are l' (j is the output's column: the lecturer's review of the letter j)
+    assert r"{\mathrm{rf}}_{L} &= 1 + \sum_{l=1}^{L} \left(\prod_{l'=1}^{l - 1} {\Delta}_{l'}\right) ({\psi}_{l} - 1)" in body
     assert "\\max_{0\\le \\xi,\\zeta" not in body and "cut off" not in body
 
 

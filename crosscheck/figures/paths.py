@@ -43,8 +43,7 @@ CAPTIONS = {
 #: What the text says about a figure where it points to it: the reading of its curves, too long for a caption
 #: (typeset words, :func:`crosscheck.latex_parts.words`; :meth:`crosscheck.latex_parts.Build.pointer` adds them).
 READINGS = {
-    "gradient-flow-rnn-gru-lstm": "At fixed gates the carry derivative is `diag(f_t)` (LSTM), and at fixed gates and "
-        "candidate it is `diag(u_t)` (GRU). At the default initialisation the gates sit near 0.5 and the gradient falls "
+    "gradient-flow-rnn-gru-lstm": "At the default initialisation the gates sit near 0.5 and the gradient falls "
         "by more than twelve orders of magnitude over 59 steps back. With the bias of the keeping gate (the LSTM's "
         "forget gate `f`, the GRU's update gate `u`) raised by 3 the gates sit near 0.95, and the carry product (the "
         "product of that gate over the steps, averaged over the state's coordinates) shrinks only by a factor near "
