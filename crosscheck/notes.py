@@ -1252,6 +1252,8 @@ def residual_section(b) -> Part:
     checks = section_checks(b, ["transformer.layernorm*", "transformer.residual_jacobians"])
     jac = catalogue.get("layernorm-jacobian").statement()
     rms = catalogue.get("rmsnorm-jacobian").statement()
+    gamma_i = next(a for a in rms.lhs.expr.args if str(a).startswith("gamma"))  # the scale's entry i, gamma_i
+    epsilon = sp.Symbol("epsilon", positive=True)
     i_, j_, r_ = sp.symbols("i j t", integer=True)  # features i, j of one row t (a token's; r is the GRU's reset gate)
     depth_first = "gradient-near-output-vs-depth"  # the depth figure the text points to first, then depth_later
     depth_later = {  # what the later depth figures show, in the order the text points to them
@@ -1307,13 +1309,15 @@ def residual_section(b) -> Part:
         _words("A variant, RMSNorm (Zhang & Sennrich 2019), subtracts no mean and adds no shift: it divides each "
                "row by its root mean square {rms} and scales by {gamma}, so entry `i` of the row maps to {entry}, "
                "with {xt}. Without the mean, the lone `1/d` term of the Jacobian above is gone, and the Jacobian no "
-               "longer sends a change that moves every entry of the row alike to 0: at a constant row it scales such a "
-               "change by {factor}, which is 0 only without {eps}. Its Jacobian:", b, rms=_rms_of_row(rms.rhs),
+               "longer sends a change that moves every entry of the row alike to 0: at a constant row entry `i` of "
+               "such a change comes out multiplied by {full}, {factor} times the {scale} that multiplies a change "
+               "orthogonal to the row, and 0 only without {eps}. Its Jacobian:", b, rms=_rms_of_row(rms.rhs),
                gamma=_s("gamma", 1, 2), entry=rms.lhs.expr, xt=_rms_scaled(rms.rhs),
-               # J 1 = (1 - x_i sum_j x_j / (d rms^2)) per entry; at x = c 1 that is 1 - c^2 / rms^2 = epsilon / rms^2
-               # (a lecturer: "it still does at a constant row" held for epsilon = 0 alone)
-               factor=sp.Symbol("epsilon", positive=True) / _rms_call(rms.rhs) ** 2,
-               eps=sp.Symbol("epsilon", positive=True))
+               # J 1 = gamma_i / rms (1 - x_i sum_j x_j / (d rms^2)) per entry; at x = c 1 the bracket is
+               # 1 - c^2 / rms^2 = epsilon / rms^2 (a lecturer: "it still does at a constant row" held for epsilon = 0
+               # alone; a second: "scales by epsilon / rms^2" left out the gamma_i / rms every change gets)
+               full=gamma_i * epsilon / _rms_call(rms.rhs) ** 3, factor=epsilon / _rms_call(rms.rhs) ** 2,
+               scale=gamma_i / _rms_call(rms.rhs), eps=epsilon)
         + verification(b, proofs=["rmsnorm-jacobian"], appendix="residual"),
         _display([(rms.lhs, scaled_bracket(rms.rhs))], b),
         "\\subsection{Residual paths}",

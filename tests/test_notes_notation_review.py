@@ -161,6 +161,12 @@ def test_rmsnorm_at_a_constant_row_scales_a_uniform_change_by_epsilon_over_rms_s
     said = " ".join(body[body.index("RMSNorm (Zhang"):].split("\\end{")[0].split())
     assert "it still does at a constant row" not in said
     assert r"$\epsilon/\operatorname{rms}^{2}{(x)}$" in said and "0 only without $\\epsilon$" in said
+    # the whole factor, gamma_i epsilon / rms^3 (J 1 above), and the gamma_i / rms every other change gets
+    assert torch.allclose(J @ torch.ones(d, dtype=torch.float64), gamma * eps / rms2 ** 1.5)
+    v = torch.tensor([1.0, -2.0, 0.5, 0.25, 0.25], dtype=torch.float64)  # orthogonal to the constant row
+    assert abs(float(v.sum())) < 1e-15 and torch.allclose(J @ v, gamma / rms2 ** 0.5 * v)
+    assert r"multiplied by $\epsilon {\gamma}_{i}/\operatorname{rms}^{3}{(x)}$" in said
+    assert r"times the ${\gamma}_{i}/\operatorname{rms}{(x)}$ that multiplies a change orthogonal to the row" in said
 
 
 def test_the_jacobian_norms_caption_says_where_the_measured_norm_lies():
