@@ -1687,10 +1687,10 @@ def _encoder_parameters(b) -> list[str]:
             for h, maps in heads for name in ("W_Q", "W_K", "W_V")]
     mlp = [("W_1", course.W1), ("b_1", [course.b1]), ("W_2", course.W2), ("b_2", [course.b2]), ("W_O", course.W_O)]
     return [
-        _words("The parameters, as the course states them and stored output by input: the query, key and value maps "
-               "of head 1 (first line) and head 2, the MLP's weights and biases, and the output map {WO}. With the input "
-               "rows below they fix every number of the example.", b, WO=_s("W_O", 2, 2)),
+        _words("The parameters, as the course states them and stored output by input (with the input rows below they "
+               "fix every number of the example): the query, key and value maps of head 1 (first line) and head 2,", b),
         _display(rows, b, columns=3),
+        _words("the MLP's weights and biases, and the output map {WO}:", b, WO=_s("W_O", 2, 2)),
         _display([(_s(name, len(m), len(m[0])), _stated(m)) for name, m in mlp], b, columns=2),
     ]
 

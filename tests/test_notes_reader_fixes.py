@@ -93,7 +93,7 @@ def test_the_gated_examples_name_their_paths(tmp_path):
 def test_the_positional_table_defines_r_and_alpha(tmp_path):
     body = notes.positional_section(_build(tmp_path)).body
     before_table = body[:body.index("\\begin{tabular}")]
-    assert r"\mathbf{R}{(k)} &= \operatorname{blockdiag}{(\mathbf{B}_{j}{(k)})}" in before_table  # j: the pair, as omega_j
+    assert r"\mathbf{R}{(k)} &= \operatorname{blockdiag}{(\mathbf{R}_{j}{(k)})}" in before_table  # j: the pair, as omega_j
     assert r"$\alpha{(k)}$ stands for any number that depends on $k$ alone" in before_table
 
 
