@@ -463,15 +463,18 @@ def _continues(line: str) -> bool:
 def _joined(lines: list[str], ends: set = frozenset()) -> str:
     """``lines`` of an alignment joined by ``\\\\``; before a line that continues the row above by ``\\\\*``, so that
     the page never breaks inside one formula (the notes allow page breaks in displays, \\allowdisplaybreaks); after
-    a line of ``ends`` (the last of a chunk) ``\\displaybreak[0]`` first: the page may break there."""
+    a line of ``ends`` (the last of a chunk) ``\\displaybreak[0]`` first: the page may break there.  In a document
+    (:func:`page_breaks`) neither the first line nor the last is left alone on a page: ``\\\\*`` after the first
+    and before the last (a reviewer found ``dO = dU`` alone at a page's foot, the rest of its display overleaf)."""
+    kept = {0, len(lines) - 2} if _PAGE_BREAKS.get() else set()  # the lines after which the page may not break
     out = ""
     for i, line in enumerate(lines):
         if i == len(lines) - 1:
             out += line
-        elif i in ends:
+        elif i in ends and i not in kept:
             out += line + " \\displaybreak[0]\\\\\n"
         else:
-            out += line + ("\\\\*\n" if _continues(lines[i + 1]) else "\\\\\n")
+            out += line + ("\\\\*\n" if _continues(lines[i + 1]) or i in kept else "\\\\\n")
     return out
 
 
