@@ -770,19 +770,19 @@ def _shared_bias_gradients(b, rows) -> list[str]:
     enter a pre-activation only through their sum have equal gradients, read off the derived rows (equal right-hand
     sides); a recurrent bias ``b_h.`` whose gradient differs from its input bias's ``b_x.`` is multiplied by
     something first (the GRU's reset gate times ``b_hn``).  [] for a cell with one bias per gate (the LSTM)."""
-    from seqgrad.derive.latex_settings import Partial
     from seqgrad.derive.step_sum import StepSum
 
     grads = {str(lhs.wrt): (lhs, rhs) for lhs, rhs, *_ in (r.display_row() for r in rows) if str(lhs.wrt).startswith("b_")}
     pairs = [(grads[x], grads["b_h" + x[3:]]) for x in grads if x.startswith("b_x") and "b_h" + x[3:] in grads]
-    equal = [sp.Eq(bx[0], bh[0], evaluate=False) for bx, bh in pairs if sp.simplify(bx[1] - bh[1]) == 0]
+    same = [sp.simplify(bx[1] - bh[1]) == 0 for bx, bh in pairs]  # the two biases' gradients are equal
+    equal = [sp.Eq(bx[0], bh[0], evaluate=False) for (bx, bh), eq in zip(pairs, same) if eq]
     if not equal:
         return []
     said = _words("Where a gate's two biases enter its pre-activation only through their sum, their gradients are "
                   "equal: " + _listed([f"{{e{k}}}" for k in range(len(equal))]) + ".", b,
                   **{f"e{k}": e for k, e in enumerate(equal)})
-    for bx, bh in pairs:  # a recurrent bias multiplied first: its summand is the input bias's times that factor
-        if isinstance(bx[1], StepSum) and isinstance(bh[1], StepSum) and sp.simplify(bx[1] - bh[1]) != 0:
+    for (bx, bh), eq in zip(pairs, same):  # a recurrent bias multiplied first: its summand is the input's times that
+        if not eq and isinstance(bx[1], StepSum) and isinstance(bh[1], StepSum):
             factor = sp.simplify(bh[1].args[0] / bx[1].args[0])  # the summands (a sum over the steps: summand, 0, T-1)
             said += " " + _words("Not so for {bh}: {factor} multiplies it before it joins the pre-activation, so its gradient is {grad}.",
                                  b, bh=bh[0].wrt, factor=factor, grad=sp.Eq(bh[0], bh[1], evaluate=False))
@@ -812,15 +812,16 @@ def gates_section(b) -> Part:
     for title, cell, net, wrt, prev, state in (("GRU", builtin_cells.gru_cell(), gated.gru(steps=2), None, "h_0", "h_1"),
                                                ("LSTM", builtin_cells.lstm_cell(), gated.lstm(steps=2), "c", "c_0", "c_1")):
         gd = cell.general()
+        gradients = gd.gradient_rows()
         body += [f"\\subsection{{The {title}}}",
                  _display(_rows(gd.forward_rows()), b),
                  _words("Backpropagation through time at a general step `t`:", b) + (mark if wrt == "c" else ""),
                  _display(_rows(gd.backward_rows()), b),
                  _words("Every weight is shared by all steps, so its gradient is again a sum over `t`:", b),
                  # three sums a line fit the text's width (72 typeset characters; a third of the default 60 did not)
-                 _display(_rows(gd.gradient_rows()), b, width=72, columns=_gate_columns(
-                     [str(r.display_row()[0].wrt) for r in gd.gradient_rows()]))]
-        body += _shared_bias_gradients(b, gd.gradient_rows())
+                 _display(_rows(gradients), b, width=72, columns=_gate_columns(
+                     [str(r.display_row()[0].wrt) for r in gradients]))]
+        body += _shared_bias_gradients(b, gradients)
         body += _gate_example(b, title, net, wrt, prev, state)
     # the cells of these notes are scalar cells: a carry is a number, diag(...) only for a vector state
     carries = (_words("The carry of the LSTM is `f_t`, the derivative {dc} at fixed gates; that of the GRU is `u_t`, the "
@@ -1643,8 +1644,8 @@ def encoder_section(b) -> Part:
             _words("The course works the attention of Section", b) + "~\\ref{sec:attention} " + _words(
                    "through with its numbers on one head, head 1, applied to {H0} itself, not to the block's "
                    "LayerNorm output {Y1}, so it is not a step of the block's forward pass. Its maps are "
-                   "the {WQ}, {WK} and {WV} displayed above, with no biases, and its scores are scaled by {scale}.", b,
-                   WQ=_s("W_Q^[1]", 3, 5), WK=_s("W_K^[1]", 3, 5), WV=_s("W_V^[1]", 3, 5),
+                   "the {Q}, {K} and {V} displayed above, with no biases, and its scores are scaled by {scale}.", b,
+                   **{n[-1]: _s(f"{n}^[1]", len(course.HEAD1[n]), len(course.HEAD1[n][0])) for n in ("W_Q", "W_K", "W_V")},
                    scale=sp.Eq(sp.Pow(sp.sqrt(_s("d_k")), -1, evaluate=False),
                                sp.Pow(sp.sqrt(len(course.HEAD1["W_Q"])), -1, evaluate=False), evaluate=False),
                    **ENCODER_MATRICES),
